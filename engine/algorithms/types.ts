@@ -1,0 +1,40 @@
+// What every step algorithm looks like from outside: a generator of trace events that
+// returns the output and counters. Runners, the worker, the CLI and the tests all drive
+// algorithms through this one interface.
+
+import type { Counters } from '../counters.ts';
+import type { AttentionInputs } from '../inputs.ts';
+import type { AttentionProblem } from '../problem.ts';
+import type { TraceEvent } from '../trace/events.ts';
+
+export interface BlockOptions {
+  /** Rows of a Q tile (Br). */
+  blockM?: number;
+  /** Columns of a K/V tile (Bc). */
+  blockN?: number;
+  /** On-chip memory M in bytes; block sizes follow the FA1 paper's rule when blockM/N are absent. */
+  sramBytes?: number;
+}
+
+export interface RunOptions extends BlockOptions {
+  /** false: no events are built or yielded (large problems); counters still count every step. */
+  trace: boolean;
+}
+
+export interface AlgorithmResult {
+  /** [batch, hq, nq, dv], rounded to the problem's dtype. */
+  o: Float32Array;
+  /** [batch, hq, nq], natural log; -Infinity for rows with nothing to attend to. */
+  lse: Float32Array;
+  counters: Counters;
+  blocks: { blockM: number; blockN: number };
+}
+
+export type StepGenerator = Generator<TraceEvent, AlgorithmResult, void>;
+
+export interface StepAlgorithm {
+  id: string;
+  /** Human name for menus. */
+  name: string;
+  run(problem: AttentionProblem, inputs: AttentionInputs, options: RunOptions): StepGenerator;
+}

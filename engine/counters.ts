@@ -1,0 +1,65 @@
+// Work and traffic counters. Every algorithm reports the same set, so algorithms can be
+// compared line by line, and the totals must equal each algorithm's closed-form counts.
+
+/** Tensors that move between HBM and the chip. S and P appear only for standard attention. */
+export type HbmTensor = 'Q' | 'K' | 'V' | 'O' | 'S' | 'P' | 'l' | 'm' | 'LSE' | 'Opartial' | 'LSEpartial';
+
+export interface Counters {
+  hbmRead: Partial<Record<HbmTensor, number>>;
+  hbmWritten: Partial<Record<HbmTensor, number>>;
+  /** 2·M·N·K per matmul. */
+  matmulFlops: number;
+  /** max, subtract, exp, add, rescale multiplies, divisions: one per element operation. */
+  nonMatmulFlops: number;
+  /** Number of exponentials evaluated. */
+  expCount: number;
+  /** Row rescales of the running output (one per row whose accumulator is multiplied by a factor). */
+  rescaleCount: number;
+  /** Trace steps (events) the algorithm produced, counted whether tracing is on or off. */
+  steps: number;
+}
+
+export function emptyCounters(): Counters {
+  return { hbmRead: {}, hbmWritten: {}, matmulFlops: 0, nonMatmulFlops: 0, expCount: 0, rescaleCount: 0, steps: 0 };
+}
+
+/** A change to the counters carried by one trace event. Fields absent mean zero. */
+export interface CounterDelta {
+  hbmRead?: Partial<Record<HbmTensor, number>>;
+  hbmWritten?: Partial<Record<HbmTensor, number>>;
+  matmulFlops?: number;
+  nonMatmulFlops?: number;
+  expCount?: number;
+  rescaleCount?: number;
+}
+
+export function addDelta(c: Counters, d: CounterDelta): void {
+  if (d.hbmRead) for (const [t, n] of Object.entries(d.hbmRead)) c.hbmRead[t as HbmTensor] = (c.hbmRead[t as HbmTensor] ?? 0) + n;
+  if (d.hbmWritten)
+    for (const [t, n] of Object.entries(d.hbmWritten)) c.hbmWritten[t as HbmTensor] = (c.hbmWritten[t as HbmTensor] ?? 0) + n;
+  c.matmulFlops += d.matmulFlops ?? 0;
+  c.nonMatmulFlops += d.nonMatmulFlops ?? 0;
+  c.expCount += d.expCount ?? 0;
+  c.rescaleCount += d.rescaleCount ?? 0;
+}
+
+export function totalBytes(m: Partial<Record<HbmTensor, number>>): number {
+  let s = 0;
+  for (const n of Object.values(m)) s += n ?? 0;
+  return s;
+}
+
+/** The snake_case form the CLI writes to stats.json. */
+export function countersToStats(c: Counters): Record<string, unknown> {
+  return {
+    hbm_bytes_read: totalBytes(c.hbmRead),
+    hbm_bytes_written: totalBytes(c.hbmWritten),
+    hbm_bytes_read_by_tensor: c.hbmRead,
+    hbm_bytes_written_by_tensor: c.hbmWritten,
+    matmul_flops: c.matmulFlops,
+    non_matmul_flops: c.nonMatmulFlops,
+    exp_count: c.expCount,
+    rescale_count: c.rescaleCount,
+    steps: c.steps,
+  };
+}

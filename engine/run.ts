@@ -1,0 +1,23 @@
+// Drives a step algorithm to completion. Used by the CLI, tests and benchmarks with
+// tracing off; the worker drives the same generators step by step with tracing on.
+
+import { checkInputs, type AttentionInputs } from './inputs.ts';
+import { validateProblem, type AttentionProblem } from './problem.ts';
+import type { AlgorithmResult, BlockOptions, StepAlgorithm } from './algorithms/types.ts';
+import type { TraceEvent } from './trace/events.ts';
+
+export function runToEnd(
+  algo: StepAlgorithm,
+  p: AttentionProblem,
+  x: AttentionInputs,
+  opts: BlockOptions & { trace?: boolean; onEvent?: (e: TraceEvent) => void } = {},
+): AlgorithmResult {
+  validateProblem(p);
+  checkInputs(p, x);
+  const gen = algo.run(p, x, { ...opts, trace: opts.trace ?? false });
+  for (;;) {
+    const r = gen.next();
+    if (r.done) return r.value;
+    opts.onEvent?.(r.value);
+  }
+}

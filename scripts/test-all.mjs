@@ -1,0 +1,73 @@
+#!/usr/bin/env node
+// Runs every FlashScope test: the TypeScript typecheck, the vitest unit suites and the
+// Playwright browser suites, then prints the combined totals as the last line:
+//   N passed, M failed
+// Each runner writes a JSON report that is read back here, so the totals are counted,
+// not scraped from human-readable output.
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
+
+const totals = { passed: 0, failed: 0, skipped: 0 };
+const lines = [];
+mkdirSync('test-results', { recursive: true });
+
+function run(cmd, args, env = {}) {
+  const r = spawnSync(cmd, args, { stdio: 'inherit', env: { ...process.env, ...env } });
+  return r.status ?? 1;
+}
+
+// 1. Typecheck: one test that passes or fails as a whole.
+const tsc = run('npx', ['tsc', '--noEmit', '-p', 'tsconfig.json']);
+if (tsc === 0) totals.passed++;
+else totals.failed++;
+lines.push(`typecheck: ${tsc === 0 ? 'ok' : 'FAILED'}`);
+
+// 2. Unit tests (vitest).
+const unitReport = 'test-results/unit.json';
+rmSync(unitReport, { force: true });
+const unitStatus = run('npx', ['vitest', 'run', '--reporter=default', '--reporter=json', `--outputFile.json=${unitReport}`]);
+if (existsSync(unitReport)) {
+  const r = JSON.parse(readFileSync(unitReport, 'utf8'));
+  totals.passed += r.numPassedTests;
+  totals.failed += r.numFailedTests;
+  totals.skipped += r.numPendingTests + (r.numTodoTests ?? 0);
+  // A suite that fails to load has no tests in it but still must count as a failure.
+  const brokenFiles = (r.testResults ?? []).filter((f) => f.status === 'failed' && (f.assertionResults ?? []).length === 0).length;
+  totals.failed += brokenFiles;
+  lines.push(`unit: ${r.numPassedTests} passed, ${r.numFailedTests + brokenFiles} failed`);
+} else {
+  totals.failed++;
+  lines.push(`unit: runner exited ${unitStatus} without a report`);
+}
+
+// 3. Browser tests (Playwright + Debian's Chromium).
+const chromium = process.env.FLASHSCOPE_CHROMIUM ?? '/usr/bin/chromium';
+if (!existsSync(chromium)) {
+  console.error(
+    `\nNo Chromium at ${chromium}. Install Debian's: sudo apt-get install -y chromium\n` +
+      `(or point FLASHSCOPE_CHROMIUM at a Chromium binary). Browser tests counted as one failure.\n`,
+  );
+  totals.failed++;
+  lines.push('e2e: no Chromium found');
+} else {
+  const e2eReport = 'test-results/e2e.json';
+  rmSync(e2eReport, { force: true });
+  const e2eStatus = run('npx', ['playwright', 'test'], { PW_REPORTER: 'json' });
+  if (existsSync(e2eReport)) {
+    const r = JSON.parse(readFileSync(e2eReport, 'utf8'));
+    const s = r.stats ?? {};
+    const passed = (s.expected ?? 0) + (s.flaky ?? 0);
+    const failed = (s.unexpected ?? 0) + ((r.errors ?? []).length > 0 && passed === 0 ? 1 : 0);
+    totals.passed += passed;
+    totals.failed += failed;
+    totals.skipped += s.skipped ?? 0;
+    lines.push(`e2e: ${passed} passed, ${failed} failed`);
+  } else {
+    totals.failed++;
+    lines.push(`e2e: runner exited ${e2eStatus} without a report`);
+  }
+}
+
+console.log('\n' + lines.join('\n'));
+console.log(`${totals.passed} passed, ${totals.failed} failed` + (totals.skipped ? `, ${totals.skipped} skipped` : ''));
+process.exit(totals.failed > 0 ? 1 : 0);

@@ -1,0 +1,17 @@
+import { defineConfig } from 'vitest/config';
+import react from '@vitejs/plugin-react';
+
+// One config for the app build and for vitest: the engine is imported by both the
+// worker bundle and the unit tests, so they see the very same module graph.
+export default defineConfig({
+  root: '.',
+  publicDir: 'public',
+  plugins: [react()],
+  worker: { format: 'es' },
+  build: { outDir: 'dist', target: 'es2022', sourcemap: true },
+  test: {
+    include: ['engine/**/*.test.ts', 'app/**/*.test.ts', 'content/**/*.test.ts'],
+    environment: 'node',
+    testTimeout: 60_000,
+  },
+});

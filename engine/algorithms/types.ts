@@ -19,6 +19,12 @@ export interface BlockOptions {
 export interface RunOptions extends BlockOptions {
   /** false: no events are built or yielded (large problems); counters still count every step. */
   trace: boolean;
+  /**
+   * Switchable features of algorithms that model a real kernel (e.g. FA4 'lazyRescale',
+   * 'exp2Emulation'; fmha_v2 'fp16Accumulation'; decoding 'splits'). Each algorithm
+   * documents its own keys and defaults; unknown keys are rejected by the algorithm.
+   */
+  features?: Record<string, boolean | number>;
 }
 
 export interface AlgorithmResult {

@@ -146,8 +146,8 @@ function* runStandard(p: AttentionProblem, x: AttentionInputs, opts: RunOptions)
         }
         if (rounder) for (let e = 0; e < rows * nk; e++) pRows[e] = rounder(pRows[e]);
         ev = tr.emit('normalize', at(2, i, tile, 'standard.normalize', { nonMatmulFlops: rows * nk + 3 * rows }), () => ({
-          tensor: 'P' as const,
-          o: tileValues(pRows, rows, nk, nk),
+          o: [],
+          p: tileValues(pRows, rows, nk, nk),
           l: Array.from(rowSum.subarray(0, rows), Math.fround),
           lse,
         }));

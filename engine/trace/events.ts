@@ -104,12 +104,10 @@ export interface PvEvent extends EventBase {
 }
 export interface NormalizeEvent extends EventBase {
   kind: 'normalize';
-  /**
-   * The normalized tensor, row-major. 'O' (default when absent): rows×dv of the output.
-   * 'P': standard attention's softmax pass, rows×cols of P = exp(S - m) / l.
-   */
-  tensor?: 'O' | 'P';
+  /** The normalized output tile, rows×dv; empty when the event normalizes P only (standard attention's softmax pass). */
   o: number[];
+  /** Standard attention only: rows×cols of P = exp(S - m) / l as written to HBM (rounded to the input dtype). */
+  p?: number[];
   l: number[];
   lse: number[];
 }

@@ -136,6 +136,8 @@ describe('engine CLI', () => {
     await expect(runCommand.run([...base, '--v', k5, '--window', '3'])).rejects.toThrow(/--window needs L,R/);
     await expect(runCommand.run([...base, '--v', k5, '--scale', 'Infinity'])).rejects.toThrow(/--scale needs a number/);
     await expect(runCommand.run([...base, '--v', k5, '--feature', 'x=1'])).rejects.toThrow(/fa2 has no features/);
+    await expect(runCommand.run(['--algo', 'standard,fa2', ...base.slice(2), '--v', k5, '--feature', 'x=1'])).rejects.toThrow(/has no features/);
+    expect(() => readFileSync(path('never/standard/o.npy'))).toThrow();
     expect(() => readFileSync(path('never/fa2/o.npy'))).toThrow();
   });
   it('exits 1 with the message on stderr when spawned with a bad file', () => {

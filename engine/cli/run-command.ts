@@ -1,7 +1,7 @@
 // `run`: runs one or more algorithms on tensors from files and writes, per algorithm,
 // DIR/<algo>/o.npy (float32, q's layout with dv), lse.npy (float32 [B, Hq, Nq], natural
-// log) and stats.json (the counters). Everything is validated before the first run, so a
-// bad option never leaves half the outputs behind.
+// log) and stats.json (the counters). Options, files and every algorithm run are checked
+// before the first file is written, so a failure never leaves half the outputs behind.
 
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -36,10 +36,14 @@ output:
     const algos = algoIds(a).map(algorithmById);
     const cp = await cliProblem(a, false);
     const p = cp.problem;
-    for (const algo of algos) {
+    // Every algorithm runs before anything is written, so an algorithm that rejects the
+    // problem (or a feature) leaves no partial output directory behind.
+    const results = algos.map((algo) => {
       const t0 = performance.now();
       const r = runToEnd(algo, p, cp.inputs, { ...cp.blocks, features: cp.features });
-      const ms = performance.now() - t0;
+      return { algo, r, seconds: (performance.now() - t0) / 1000 };
+    });
+    for (const { algo, r, seconds } of results) {
       const dir = join(out, algo.id);
       await mkdir(dir, { recursive: true });
       const oDims = [p.batch, p.hq, p.nq, p.dv];
@@ -54,7 +58,7 @@ output:
         problem: p,
       };
       await writeFile(join(dir, 'stats.json'), JSON.stringify(stats, null, 2) + '\n');
-      console.log(`${algo.id}: ${r.counters.steps} steps, ${(ms / 1000).toFixed(3)} s -> ${dir}`);
+      console.log(`${algo.id}: ${r.counters.steps} steps, ${seconds.toFixed(3)} s -> ${dir}`);
     }
     return 0;
   },

@@ -4,7 +4,7 @@
 
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { MemorySource, TensorFileError, type ByteSource } from './byte-source.ts';
+import { BlobSource, MemorySource, TensorFileError, type ByteSource } from './byte-source.ts';
 import { halfBitsToNumber, numberToHalfBits } from './float-codec.ts';
 import { encodeNpy, readNpy, readNpyInfo } from './npy.ts';
 import { readSafetensor, readSafetensorsInfo } from './safetensors.ts';
@@ -77,6 +77,12 @@ describe('npy', () => {
       };
       if (n >= 5) expect(Array.from(await readElements(guarded, info, 2, 3))).toEqual(Array.from(values.subarray(2, 5)));
     }
+  });
+  it('reads through a Blob source (the browser File path) and rejects reads past the end', async () => {
+    const bytes = encodeNpy([1, 2, 3, 4, 5, 6], [2, 3]);
+    const blob = new BlobSource(new Blob([bytes]), 'x.npy');
+    expect(Array.from((await readNpy(blob)).data)).toEqual([1, 2, 3, 4, 5, 6]);
+    await rejects(blob.read(bytes.length - 2, 4), /x\.npy: read of 4 bytes at offset \d+ goes past the end/);
   });
   it('round-trips float16 for every finite half value', () => {
     for (let h = 0; h < 0x10000; h++) {

@@ -143,7 +143,7 @@ export async function readNpy(src: ByteSource): Promise<Tensor> {
 }
 
 /** A version 1.0 .npy file (C order, little-endian), header padded to 64 bytes as numpy does. */
-export function encodeNpy(values: ArrayLike<number>, shape: readonly number[], dtype: 'float16' | 'float32' | 'float64' = 'float32'): Uint8Array {
+export function encodeNpy(values: ArrayLike<number>, shape: readonly number[], dtype: 'float16' | 'float32' | 'float64' = 'float32'): Uint8Array<ArrayBuffer> {
   if (elementCount(shape) !== values.length) {
     throw new TensorFileError(`npy write: shape [${shape.join(', ')}] holds ${elementCount(shape)} elements, got ${values.length}`);
   }

@@ -220,3 +220,31 @@ test('theme toggle and a screenshot of the debugger', async ({ page }) => {
   await expect(counter(page)).toHaveText(/^Step 41 of/);
   await page.screenshot({ path: 'test-results/debugger.png' });
 });
+
+test('FA1 shows its HBM-resident m and l; standard attention steps through its three passes', async ({ page }) => {
+  const fa1 = await engineSession({ algorithm: 'fa1' });
+  const ev = fa1.s.events();
+  await openApp(page);
+  await page.getByLabel('Algorithm').selectOption('fa1');
+  await page.getByRole('button', { name: 'Load problem' }).click();
+  await expect(counter(page)).toHaveText(`Step 1 of ${ev.length}`);
+  await expect(page.getByRole('region', { name: 'HBM-resident m and l' })).toBeVisible();
+  const write = ev.findIndex((e, i) => e.kind === 'write' && i > 20);
+  await page.getByLabel('Scrubber').fill(String(write));
+  await page.getByLabel('Scrubber').dispatchEvent('pointerup');
+  await expect(counter(page)).toHaveText(`Step ${write + 1} of ${ev.length}`);
+  await expect(page.locator('ol.code li.current')).toContainText('write O_i, l_i ← l_new, m_i ← m_new to HBM');
+  await expect(page.getByText('O (HBM-resident, rewritten)')).toBeVisible();
+  await page.screenshot({ path: 'test-results/fa1.png' });
+
+  const std = await engineSession({ algorithm: 'standard' });
+  await page.getByLabel('Algorithm').selectOption('standard');
+  await page.getByRole('button', { name: 'Load problem' }).click();
+  await expect(counter(page)).toHaveText(`Step 1 of ${std.s.events().length}`);
+  await expect(page.getByRole('region', { name: 'HBM-resident m and l' })).toHaveCount(0);
+  const norm = std.s.events().findIndex((e) => e.kind === 'normalize');
+  await page.getByLabel('Scrubber').fill(String(norm));
+  await page.getByLabel('Scrubber').dispatchEvent('pointerup');
+  await expect(page.locator('ol.code li.current')).toContainText('P_i ← diag(l_i)⁻¹ P_i');
+  await page.screenshot({ path: 'test-results/standard.png' });
+});

@@ -1,6 +1,7 @@
 // Running softmax statistics of the rows of the current Q tile: m and l now, and how m grew
 // over the K/V blocks visited so far, with the rescale factor exp(m_old − m_new) marked
-// where it was applied (< 1 means the running output was scaled down).
+// where m grew. The factor is computed from m itself, not taken from the rescale step,
+// because FA1's rescale step also folds in the renormalization l_old / l_new.
 
 import { useApp } from '../store/store.ts';
 import { usePane } from '../pane/context.ts';
@@ -10,6 +11,14 @@ function num(v: number | undefined): string {
   if (v === undefined || Number.isNaN(v)) return '—';
   if (v === -Infinity) return '−∞';
   return Number(v.toPrecision(5)).toString();
+}
+
+/** exp(m_old − m_new) where this block raised a finite running max, else undefined. */
+function growth(e: RowHistoryEntry | undefined, r: number): number | undefined {
+  const before = e?.mBefore?.[r];
+  const after = e?.mAfter?.[r];
+  if (before === undefined || after === undefined || !Number.isFinite(before) || !(after > before)) return undefined;
+  return Math.exp(before - after);
 }
 
 function Spark({ entries, r }: { entries: RowHistoryEntry[]; r: number }) {
@@ -29,8 +38,8 @@ function Spark({ entries, r }: { entries: RowHistoryEntry[]; r: number }) {
     <svg width={W} height={H} aria-hidden="true">
       <polyline points={pts} fill="none" stroke="var(--accent)" strokeWidth={1.5} />
       {entries.map((e, i) => {
-        const f = e.factor?.[r];
-        if (f === undefined || f === 1 || !e.mAfter) return null;
+        const f = growth(e, r);
+        if (f === undefined || !e.mAfter) return null;
         return (
           <circle key={i} cx={x(i)} cy={y(e.mAfter[r])} r={3} fill="var(--warn)">
             <title>{`K/V block ${e.kvBlock}: m grew, rescale ×${num(f)}`}</title>
@@ -63,14 +72,14 @@ export function StatsView() {
               <th>row</th>
               <th>m</th>
               <th>l</th>
-              <th>last rescale</th>
+              <th>e^(m_old−m_new)</th>
               <th>m over K/V blocks</th>
             </tr>
           </thead>
           <tbody>
             {Array.from({ length: r1 - r0 }, (_, i) => r0 + i).map((row) => {
               const r = row - r0;
-              const f = last?.factor?.[r];
+              const f = growth(last, r);
               return (
                 <tr key={row} className={row === activeRow ? 'selected' : undefined} data-row={row}>
                   <td>
@@ -84,7 +93,9 @@ export function StatsView() {
                   <td className="num" data-testid={`l-${row}`}>
                     {num(frame.l[row])}
                   </td>
-                  <td className={`num ${f !== undefined && f < 1 ? 'grew' : ''}`}>{f === undefined ? '—' : `×${num(f)}`}</td>
+                  <td className={`num ${f !== undefined ? 'grew' : ''}`} title="rescale factor of this K/V block where m grew">
+                    {f === undefined ? '—' : `×${num(f)}`}
+                  </td>
                   <td>
                     <Spark entries={history.entries} r={r} />
                   </td>

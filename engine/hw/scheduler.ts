@@ -215,6 +215,7 @@ export function simulateKernel(kernel: Kernel, opts: SimulateOptions = {}): Kern
   let nextId = 0;
   let seq = 0;
   const units = new Map<string, UnitState>();
+  const unitList: UnitState[] = [];
   const delayed: Delayed[] = [];
   const bars: BarState[] = kernel.barriers.map((def) => ({ def, count: 0, completed: 0, phaseTime: [], phaseSource: [] }));
   const roles: RoleState[] = kernel.roles.map((prog) => ({ prog, pc: 0, t: 0, busy: false, blocked: null, lastEvent: -1, waited: [], chunk: 0, chunkEvent: null, chunkId: -1, chunkFills: [] }));
@@ -227,6 +228,7 @@ export function simulateKernel(kernel: Kernel, opts: SimulateOptions = {}): Kern
     if (!u) {
       u = { fifo: kernel.fifoUnits.has(name), active: [], last: 0, busy: 0 };
       units.set(name, u);
+      unitList.push(u);
     }
     return u;
   };
@@ -399,7 +401,7 @@ export function simulateKernel(kernel: Kernel, opts: SimulateOptions = {}): Kern
   for (;;) {
     let tUnit = Infinity;
     let uBest: UnitState | null = null;
-    for (const u of units.values()) {
+    for (const u of unitList) {
       const tn = unitNext(u);
       if (tn < tUnit) {
         tUnit = tn;
@@ -427,8 +429,13 @@ export function simulateKernel(kernel: Kernel, opts: SimulateOptions = {}): Kern
     if (uBest && tUnit <= tDelay && tUnit <= tRole) {
       now = tUnit;
       advanceUnit(uBest, tUnit);
-      const finished = uBest.active.filter((a) => a.remaining <= EPS);
-      uBest.active = uBest.active.filter((a) => a.remaining > EPS);
+      const finished: ActiveOp[] = [];
+      let w = 0;
+      for (const a of uBest.active) {
+        if (a.remaining <= EPS) finished.push(a);
+        else uBest.active[w++] = a;
+      }
+      uBest.active.length = w;
       for (const a of finished) a.done(tUnit);
       const head = uBest.active[0];
       if (uBest.fifo && head?.begin) {

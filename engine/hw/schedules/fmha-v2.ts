@@ -23,14 +23,27 @@ import { buildWarpTiled, mmaSyncRate, warpTiledSmem, type WarpTiledConfig } from
 export const FMHA_V2_SOFTMAX_OPS = 40;
 export const FMHA_V2_MMA_EFFICIENCY = 0.8;
 
+/** The largest of fmha_v2's tile shapes whose Q tile and K/V buffers fit the GPU's SMEM (128×128 for the seed's d = 16). */
+export function fmhaV2Tiles(gpu: GpuSpec, shape: ProblemShape, stages: number): { blockM: number; blockN: number } {
+  const e = elemBytes(shape.dtype);
+  const options = [
+    [128, 128],
+    [128, 64],
+    [64, 64],
+    [64, 32],
+  ];
+  for (const [m, n] of options) if (m * shape.d * e + stages * n * (shape.d + shape.dv) * e <= gpu.smemPerCtaBytes) return { blockM: m, blockN: n };
+  return { blockM: 64, blockN: 32 };
+}
+
 export function fmhaV2Config(gpu: GpuSpec, shape: ProblemShape, f: HwFeatures): WarpTiledConfig {
+  const kvStages = (f.stages ?? 2) === 1 ? 1 : 2;
   return {
-    blockM: 128,
-    blockN: 128,
+    ...fmhaV2Tiles(gpu, shape, kvStages),
     warps: 4,
-    // ptxas for the seed's non-causal kernel: "Used 229 registers".
+    // ptxas for the seed's non-causal d = 16 kernel: "Used 229 registers" (kept for other d).
     registers: regAlloc(229),
-    kvStages: (f.stages ?? 2) === 1 ? 1 : 2,
+    kvStages,
     copyUnit: 'ldgsts',
     tensorFlopsPerClk: mmaSyncRate(gpu, shape, true),
     mmaEfficiency: FMHA_V2_MMA_EFFICIENCY,
@@ -50,12 +63,14 @@ function resources(gpu: GpuSpec, shape: ProblemShape, f: HwFeatures) {
   return finishSheet(sheet, gpu);
 }
 
-function grid(_gpu: GpuSpec, shape: ProblemShape): CtaWork[] {
+function grid(gpu: GpuSpec, shape: ProblemShape, f: HwFeatures): CtaWork[] {
+  const { blockM, blockN } = fmhaV2Tiles(gpu, shape, (f.stages ?? 2) === 1 ? 1 : 2);
   const out: CtaWork[] = [];
   // blockIdx.z = batch, blockIdx.y = head, blockIdx.x = Q tile: launched x fastest.
   for (let b = 0; b < shape.batch; b++)
     for (let h = 0; h < shape.hq; h++)
-      for (let i = 0; i < ceilDiv(shape.nq, 128); i++) out.push({ b, h, qBlock: i, kvBlocks: visibleKvBlocks(shape, i * 128, Math.min(shape.nq, (i + 1) * 128), 128), split: 0 });
+      for (let i = 0; i < ceilDiv(shape.nq, blockM); i++)
+        out.push({ b, h, qBlock: i, kvBlocks: visibleKvBlocks(shape, i * blockM, Math.min(shape.nq, (i + 1) * blockM), blockN), split: 0 });
   return out;
 }
 

@@ -99,9 +99,16 @@ export interface RescaleEvent extends EventBase {
 export interface PvEvent extends EventBase {
   kind: 'pv';
   o: number[];
+  /** FA1 only: per row, the coefficient e^(m~ - m_new) / l_new that P~V was added with. */
+  weight?: number[];
 }
 export interface NormalizeEvent extends EventBase {
   kind: 'normalize';
+  /**
+   * The normalized tensor, row-major. 'O' (default when absent): rows×dv of the output.
+   * 'P': standard attention's softmax pass, rows×cols of P = exp(S - m) / l.
+   */
+  tensor?: 'O' | 'P';
   o: number[];
   l: number[];
   lse: number[];

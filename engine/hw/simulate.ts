@@ -121,13 +121,17 @@ export function simulateProblem(algo: HwAlgorithm, gpu: GpuSpec, shape: ProblemS
     }
   };
   const busyTotal: Record<string, number> = {};
+  const unitsSeen = new Set<string>();
   let slotCycles = 0;
   for (const { n } of order) {
     const c = cost(n);
     heap[0] += c.t;
     slotCycles += c.t;
     siftDown(0);
-    for (const [u, v] of Object.entries(c.busy)) busyTotal[family(u)] = (busyTotal[family(u)] ?? 0) + v / occ;
+    for (const [u, v] of Object.entries(c.busy)) {
+      unitsSeen.add(u);
+      busyTotal[family(u)] = (busyTotal[family(u)] ?? 0) + v / occ;
+    }
   }
   let cycles = 0;
   for (const t of heap) cycles = Math.max(cycles, t);
@@ -141,9 +145,8 @@ export function simulateProblem(algo: HwAlgorithm, gpu: GpuSpec, shape: ProblemS
   const smCycles = gpu.smCount * (kernelUs * gpu.clockGHz * 1e3);
   const utilization: Record<string, number> = {};
   for (const [u, v] of Object.entries(busyTotal)) {
-    // Sub-partition units (tensor.sp0..3) each carry a quarter of the SM.
-    const parts = u === 'tensor' || u === 'mufu' || u === 'fma' ? subPartitions(Object.keys(memo.values().next().value?.busy ?? {}), u) : 1;
-    utilization[u] = round4(v / parts / smCycles);
+    // Sub-partition units (tensor.sp0..3) each carry a quarter of the SM: average them.
+    utilization[u] = round4(v / subPartitions([...unitsSeen], u) / smCycles);
   }
   utilization.sm = round4(slotCycles / occ / smCycles);
   return {

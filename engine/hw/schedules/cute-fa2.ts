@@ -50,13 +50,12 @@ function resources(gpu: GpuSpec, shape: ProblemShape) {
   return finishSheet(sheet, gpu);
 }
 
-function grid(gpu: GpuSpec, shape: ProblemShape): CtaWork[] {
+function grid(shape: ProblemShape): CtaWork[] {
   const { blockM, blockN } = cuteFa2Tiles(shape);
   const out: CtaWork[] = [];
   for (let b = 0; b < shape.batch; b++)
     for (let h = 0; h < shape.hq; h++)
       for (let i = 0; i < ceilDiv(shape.nq, blockM); i++) out.push({ b, h, qBlock: i, kvBlocks: visibleKvBlocks(shape, i * blockM, Math.min(shape.nq, (i + 1) * blockM), blockN), split: 0 });
-  void gpu;
   return out;
 }
 
@@ -66,7 +65,7 @@ export const cuteFa2Hw: HwAlgorithm = {
   arch: [80, 89, 90, 100],
   featureKeys: [],
   resources: (gpu, shape) => resources(gpu, shape),
-  grid: (gpu, shape) => grid(gpu, shape),
+  grid: (_gpu, shape) => grid(shape),
   build: (k, ctx, work) => buildWarpTiled(k, ctx, work, cuteFa2Config(ctx.gpu, ctx.shape), resources(ctx.gpu, ctx.shape)),
   hbmBytes: (s: ProblemShape, _f: HwFeatures) => elemBytes(s.dtype) * s.batch * (s.hq * s.nq * (s.d + s.dv) + s.hk * s.nk * (s.d + s.dv)),
 };

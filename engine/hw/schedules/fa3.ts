@@ -208,7 +208,7 @@ function build(k: Kernel, ctx: BuildContext, work: CtaWork): void {
       // conversion on the FMA pipes; the O rescale by exp(m_old − m_new) happens here too.
       c.exec('fma', (elems * 1 + ROWS_PER_WG * shape.dv) / gpu.fmaPerClk + CONSUMER_OVERHEAD, 'rowmax, rescale O', `S${j}`);
       c.exec('mufu', elems / gpu.mufuPerClk, 'exp2', `P${j}`);
-      c.exec('fma', (elems * (SOFTMAX_FMA_OPS - 1)) / gpu.fmaPerClk, 'rowsum, cvt P', `P${j}`, { memDone: [regs('regs.P', `P${j}`, (ROWS_PER_WG * blockN * e) / 1)] });
+      c.exec('fma', (elems * (SOFTMAX_FMA_OPS - 1)) / gpu.fmaPerClk, 'rowsum, cvt P', `P${j}`, { memDone: [regs('regs.P', `P${j}`, ROWS_PER_WG * blockN * e)] });
       if (f.intraOverlap && g1 >= 0) {
         c.wait(done, g1);
         releaseV(i - 1);

@@ -294,14 +294,12 @@ function build(k: Kernel, ctx: BuildContext, work: CtaWork): void {
   const kvOf = (kind: 'K' | 'V', i: number) => loads.find((x) => x.kind === kind && x.tile === `${kind}${kv[i]}` && x.kvIndex >= 0 && Math.floor(x.kvIndex / 2) === i)!;
   const mma = k.role({ name: `${p}mma`, warps: [12], registers: 48, job: 'issues every tcgen05 MMA: S = Q·Kᵀ into TMEM, O += P·V with P read from TMEM' });
   const qkOp = (s: number, i: number, extraArrive: number[]) => {
-    const kx = kvOf('K', i);
     mma.issue('tensor', qk, `S${s}=Q${s}·K${kv[i]}ᵀ`, `S${s}`, {
       latency: UMMA_LATENCY,
       chunks: 1,
       arrive: [sFull[s], ...extraArrive],
       memBegin: [tmemSpec(`S${s}`, L.tmem.s[s], FA4_BLOCK_N, 'fill', `S${s}.${kv[i]}`)],
     });
-    void kx;
   };
   const pvOps = (i: number, last: boolean) => {
     const vx = kvOf('V', i);
@@ -313,7 +311,7 @@ function build(k: Kernel, ctx: BuildContext, work: CtaWork): void {
       mma.issue('tensor', pv * 0.25, `O${s}+=P${s}·V${kv[i]} (last 1/4)`, `O${s}`, {
         latency: UMMA_LATENCY,
         arrive,
-        memDone: [tmemSpec(`P${s}`, L.tmem.p[s], FA4_BLOCK_N / 2, 'release', `P${s}.${kv[i]}`), ...(i === 0 ? [] : [])],
+        memDone: [tmemSpec(`P${s}`, L.tmem.p[s], FA4_BLOCK_N / 2, 'release', `P${s}.${kv[i]}`)],
         memBegin: i === 0 ? [tmemSpec(`O${s}`, L.tmem.o[s], shape.dv, 'fill', `O${s}`)] : undefined,
       });
       if (!last && s === 0) mma.wait(kvFull[kvOf('K', i + 1).stage], Math.floor(kvOf('K', i + 1).kvIndex / S));

@@ -3,14 +3,14 @@
 
 import { checkInputs, type AttentionInputs } from './inputs.ts';
 import { validateProblem, type AttentionProblem } from './problem.ts';
-import type { AlgorithmResult, BlockOptions, StepAlgorithm } from './algorithms/types.ts';
+import type { AlgorithmResult, BlockOptions, RunOptions, StepAlgorithm } from './algorithms/types.ts';
 import type { TraceEvent } from './trace/events.ts';
 
 export function runToEnd(
   algo: StepAlgorithm,
   p: AttentionProblem,
   x: AttentionInputs,
-  opts: BlockOptions & { trace?: boolean; onEvent?: (e: TraceEvent) => void } = {},
+  opts: BlockOptions & { trace?: boolean; features?: RunOptions['features']; onEvent?: (e: TraceEvent) => void } = {},
 ): AlgorithmResult {
   validateProblem(p);
   checkInputs(p, x);

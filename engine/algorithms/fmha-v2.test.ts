@@ -88,7 +88,7 @@ describe('fmha_v2 fp16 accumulation', () => {
     ['causal 64x300 gqa', { nq: 64, nk: 300, hq: 2, hk: 1, causal: true }],
   ] as const) {
     it(`${name}: larger error than fp32 accumulation, inside the derived bound`, () => {
-      const p: AttentionProblem = { batch: 1, hq: 1, hk: 1, nq: 77, nk: 131, d: 64, dv: 64, causal: false, dtype: 'fp16', ...over };
+      const p: AttentionProblem = { batch: 1, hq: 1, hk: 1, d: 64, dv: 64, causal: false, dtype: 'fp16', ...over };
       const x = randomInputs(p, { seed: 12 });
       const ref = referenceAttention(p, x);
       const e32 = maxAbs(runToEnd(fmhaV2, p, x).o, ref.o);

@@ -47,6 +47,13 @@ interface EventBase {
   line: string;
   /** What this step added to the run's counters. */
   delta: CounterDelta;
+  /** Hardware-modelling algorithms: the warp (fmha_v2) or warpgroup (FA3 consumer, FA4 softmax stage) doing this step. */
+  warp?: number;
+  warpgroup?: number;
+  /** flash-decoding: the K/V split this step belongs to. */
+  split?: number;
+  /** true when s, m, tileMax, mBefore/mAfter, mOld/mNew are in log2 units (logit × log2 e), as FA4 keeps them. */
+  base2?: boolean;
 }
 
 export interface LoadEvent extends EventBase {

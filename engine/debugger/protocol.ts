@@ -23,6 +23,8 @@ export interface LoadRequest {
   /** Only for distribution 'outlier-row'. */
   outlierRow?: number;
   blocks: BlockOptions;
+  /** Switches of the algorithms that model a real kernel (RunOptions.features); absent = the kernel's defaults. */
+  features?: Record<string, boolean | number>;
 }
 
 /** How far one "step" moves: one phase event, one inner-loop iteration, one outer-loop iteration. */

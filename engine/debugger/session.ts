@@ -163,7 +163,7 @@ export class DebuggerSession {
     checkInputs(problem, inputs);
 
     const events: TraceEvent[] = [];
-    const gen = algo.run(problem, inputs, { ...req.blocks, trace: true });
+    const gen = algo.run(problem, inputs, { ...req.blocks, features: req.features, trace: true });
     const estSteps = Math.max(1, problem.batch * problem.hq * blockCount(problem.nq, blocks.blockM) * blockCount(problem.nk, blocks.blockN) * 7);
     let sliceStart = performance.now();
     let result;
@@ -437,7 +437,7 @@ export class DebuggerSession {
       const inputs = randomInputs(problem, { seed: req.seed, distribution: req.distribution, outlierRow: req.outlierRow });
       // Tracing stays on so the generator yields and the run can be sliced and cancelled;
       // the events are dropped at once.
-      const gen = algo.run(problem, inputs, { ...req.blocks, trace: true });
+      const gen = algo.run(problem, inputs, { ...req.blocks, features: req.features, trace: true });
       const estSteps = Math.max(1, problem.batch * problem.hq * blockCount(problem.nq, blocks.blockM) * blockCount(problem.nk, blocks.blockN) * 7);
       let n = 0;
       // Summed from the events' deltas so a cancelled run can still report what it counted.

@@ -25,14 +25,14 @@ export const chapter2: Chapter = {
     },
     {
       kind: 'p',
-      text: 'Drag the bars below (or focus one and use the arrow keys). The table follows the recurrence element by element, and the last row checks the result against the three-pass softmax.',
+      text: 'Drag the bars below (or focus one and use the arrow keys). The table follows the recurrence element by element, and the line under it checks the result against the three-pass softmax.',
     },
+    { kind: 'widget', widget: 'online-softmax' },
     {
       kind: 'p',
       text: 'A kernel applies the same recurrence to blocks of columns instead of single elements: the max of a whole tile enters at once, and one factor rescales the sum. The debugger runs FA2 on 16 queries and 64 keys in blocks of 8; the Running statistics view lists, per K/V block, each row\'s $m$ before and after, and marks the blocks where it grew. It opens at the first step where a row\'s max grows after the first block.',
     },
   ],
-  widgets: ['online-softmax'],
   panes: [
     {
       preset: lessonRequest('fa2', { nq: 16, nk: 64, d: 16 }, { blockM: 8, blockN: 8 }),
@@ -62,7 +62,12 @@ export const chapter2: Chapter = {
       prompt: 'At which K/V block (counting from 0) does row 3\'s running max $m$ change for the last time?',
       kind: 'integer',
       answer: ({ run }) => lastMaxChangeBlock(run.events, 3),
-      explain: (_c, a) => `Block ${a} holds row 3's largest score; every later block's rowmax is smaller, so m stays and its rescale factors are exactly 1.`,
+      explain: ({ run }, a) => {
+        const blocks = Math.ceil(run.request.problem.nk / run.result.blocks.blockN);
+        return Number(a) === blocks - 1
+          ? `Block ${a}, the last one, holds row 3's largest score: the max moved one final time there.`
+          : `Block ${a} holds row 3's largest score; the rowmax of every later block is smaller, so m stays and those blocks' rescale factors are exactly 1.`;
+      },
       hint: 'Select row 3 in the Running statistics view and step through the rowmax steps of its Q block; look for the last block where m grew.',
     },
     {

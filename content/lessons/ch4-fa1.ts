@@ -35,12 +35,12 @@ export const chapter4: Chapter = {
       kind: 'p',
       text: '$K$ and $V$ are read once. Each of the $T_c$ outer iterations reads all of $Q$ and reads and writes all of $O$: $\\Theta(T_c\\, N d) = \\Theta(N^2 d^2 / M)$ bytes, since $T_c = 4Nd/M$. For $d \\le M \\le Nd$ that is far less than standard attention\'s $\\Theta(N^2)$, and it shrinks as $M$ grows. The table below runs FA1 counters-only (no trace) on $N = 256$, $d = 16$ for five sizes of $M$ and divides the measured bytes by $N^2 d^2/M$: the quotient stays nearly constant, rising as $M$ nears $Nd$ where the $K$ and $V$ reads no longer vanish next to the rest.',
     },
+    { kind: 'widget', widget: 'io-sweep' },
     {
       kind: 'p',
       text: 'The debugger holds $N = 32$ with $M = 2$ KiB ($B_r = B_c = 8$). It opens where $O_0$, $\\ell_0$ and $m_0$ are read back from HBM for the first time, at the second K/V block; the HBM m and l view shows the values waiting there.',
     },
   ],
-  widgets: ['io-sweep'],
   panes: [
     {
       preset: lessonRequest('fa1', { nq: 32, nk: 32, d: 16 }, { sramBytes: 2048 }),

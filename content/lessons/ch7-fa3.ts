@@ -44,8 +44,8 @@ export const chapter7: Chapter = {
     },
   ],
   toggles: [
-    { feature: 'intraOverlap', label: 'Intra-warpgroup overlap', on: true, off: false, explain: 'Off: qk, softmax, pv for one block, then the next.' },
-    { feature: 'pingpong', label: 'Ping-pong between warpgroups', on: true, off: false, explain: 'Off: the two warpgroups run in lockstep; the trace shows whole 128-row tiles.' },
+    { feature: 'intraOverlap', label: 'Intra-warpgroup overlap', on: true, off: false, kernelDefault: true, explain: 'Off: qk, softmax, pv for one block, then the next.' },
+    { feature: 'pingpong', label: 'Ping-pong between warpgroups', on: true, off: false, kernelDefault: true, explain: 'Off: the two warpgroups run in lockstep; the trace shows whole 128-row tiles.' },
   ],
   hardware: {
     caption: 'Simulated H100 kernel time, hardware model (engine/hw)',

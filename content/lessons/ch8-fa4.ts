@@ -48,8 +48,8 @@ export const chapter8: Chapter = {
     },
   ],
   toggles: [
-    { feature: 'lazyRescale', label: 'Lazy rescaling', on: true, off: false, explain: 'Off: O is rescaled whenever any row max grows.' },
-    { feature: 'exp2Emulation', label: 'exp2 emulation', on: true, off: false, explain: 'Off: every exponential goes to the special-function unit.' },
+    { feature: 'lazyRescale', label: 'Lazy rescaling', on: true, off: false, kernelDefault: true, explain: 'Off: O is rescaled whenever any row max grows.' },
+    { feature: 'exp2Emulation', label: 'exp2 emulation', on: true, off: false, kernelDefault: true, explain: 'Off: every exponential goes to the special-function unit.' },
   ],
   hardware: {
     caption: 'Simulated B200 kernel time, hardware model (engine/hw)',

@@ -32,12 +32,12 @@ export const chapter9: Chapter = {
   ],
   panes: [
     {
-      preset: lessonRequest('flash-decoding', { nq: 1, nk: 256, d: 16 }, { blockN: 32 }, { features: { splits: 4 } }),
+      preset: lessonRequest('flash-decoding', { nq: 1, nk: 256, d: 16 }, { blockM: 64, blockN: 32 }, { features: { splits: 4 } }),
       target: { describe: 'the combine of the split results', find: (ev) => firstOr(ev, (e) => e.kind === 'combine', 'normalize') },
       views: ['heatmaps', 'stats', 'formula', 'counters'],
     },
   ],
-  toggles: [{ feature: 'splits', label: 'Split K/V (4 splits)', on: 4, off: 1, explain: 'Off: one split, which writes O and LSE directly.' }],
+  toggles: [{ feature: 'splits', label: 'Split K/V (4 splits)', on: 4, off: 1, kernelDefault: 0, explain: 'Off: one split, which writes O and LSE directly.' }],
   hardware: {
     caption: 'Simulated H100 decoding time, hardware model (engine/hw)',
     shapeNote: 'batch 1, 32 heads, 1 query, 32 768 keys, d = 128, bf16',

@@ -16,7 +16,9 @@ export type LessonBlock =
   | { kind: 'p'; text: string }
   | { kind: 'math'; tex: string }
   | { kind: 'seed'; text: string }
-  | { kind: 'h'; text: string };
+  | { kind: 'h'; text: string }
+  /** An interactive piece placed at this point of the text. */
+  | { kind: 'widget'; widget: 'online-softmax' | 'io-sweep' };
 
 /** One recorded run of the engine, as the lesson worker hands it to answer functions. */
 export interface EngineRun {
@@ -109,9 +111,15 @@ export interface Chapter {
   /** One pane, or two side by side (compare). */
   panes: PaneSpec[];
   /** Feature switches the chapter offers as live toggles on the first pane's problem. */
-  toggles?: { feature: string; label: string; on: boolean | number; off: boolean | number; explain: string }[];
-  /** Extra interactive pieces the chapter embeds. */
-  widgets?: ('online-softmax' | 'io-sweep')[];
+  toggles?: {
+    feature: string;
+    label: string;
+    on: boolean | number;
+    off: boolean | number;
+    /** The value the kernel uses when the request does not set the feature. */
+    kernelDefault: boolean | number;
+    explain: string;
+  }[];
   hardware?: HardwareTable;
   tryThis: TryThis[];
   questions: Question[];

@@ -95,6 +95,7 @@ test('contents, next/previous, remembered progress and the top bar entry', async
   await expect(page.getByTestId('toc-progress-3')).toHaveText(`1 of ${c3.questions.length} answered`);
   await expect(page.getByTestId('toc-progress-4')).toHaveText(`0 of ${chapterByNumber(4)!.questions.length} answered`);
   await expect(page.getByRole('button', { name: /Continue with chapter 3/ })).toBeVisible();
+  await page.screenshot({ path: 'test-results/lessons/contents-dark.png' });
   await page.getByRole('button', { name: 'Debugger' }).click();
   await expect(page.getByTestId('step-counter')).toHaveText(/^Step 1 of \d+$/, { timeout: 20_000 });
 });

@@ -7,6 +7,15 @@ import { lessonCall } from './lesson-client.ts';
 
 type Row = HwRow & { label: string };
 
+/** "tensor 93 · mufu 56 · tmem 13": the execution units, busiest first ('sm' is occupancy, not a unit). */
+function busy(u: Record<string, number>): string {
+  return Object.entries(u)
+    .filter(([k]) => k !== 'sm')
+    .sort((a, b) => b[1] - a[1])
+    .map(([k, v]) => `${k} ${Math.round(v * 100)}`)
+    .join(' · ');
+}
+
 const sameSwitches = (a: Record<string, boolean | number>, b: Record<string, boolean | number> | undefined, keys: string[]) =>
   keys.length > 0 && keys.every((k) => (a[k] ?? true) === (b?.[k] ?? true));
 
@@ -41,6 +50,7 @@ export function HardwareTableView({ chapter, table, current, toggleKeys }: { cha
               <th>time (µs)</th>
               <th>vs first row</th>
               <th>TFLOP/s</th>
+              <th>units busy (% of kernel time)</th>
             </tr>
           </thead>
           <tbody>
@@ -51,6 +61,7 @@ export function HardwareTableView({ chapter, table, current, toggleKeys }: { cha
                 <td>{r.timeUs.toFixed(1)}</td>
                 <td>{base ? `${(r.timeUs / base).toFixed(3)}×` : ''}</td>
                 <td>{r.tflops.toFixed(0)}</td>
+                <td className="units">{busy(r.utilization)}</td>
               </tr>
             ))}
           </tbody>

@@ -28,7 +28,8 @@ function Plot({ pts }: { pts: IoPoint[] }) {
       {pts.map((p, i) => (
         <g key={p.sramBytes}>
           <circle cx={X(lx[i])} cy={Y(ly[i])} r={4} className="io-pt" />
-          <text x={X(lx[i]) + 6} y={Y(ly[i]) - 5} className="io-lbl">
+          {/* Labels point inwards so none is cut at the plot's edge. */}
+          <text x={X(lx[i]) + (X(lx[i]) > W / 2 ? -7 : 7)} y={Y(ly[i]) + 4} textAnchor={X(lx[i]) > W / 2 ? 'end' : 'start'} className="io-lbl">
             {p.sramBytes / 1024} KiB
           </text>
         </g>

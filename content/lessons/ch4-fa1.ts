@@ -20,8 +20,9 @@ export const chapter4: Chapter = {
     },
     {
       kind: 'math',
-      tex: '\\tilde m_{ij} = \\mathrm{rowmax}(S_{ij}),\\quad \\tilde P_{ij} = \\exp(S_{ij} - \\tilde m_{ij}),\\quad m^{\\text{new}}_i = \\max(m_i, \\tilde m_{ij}),\\quad \\ell^{\\text{new}}_i = e^{m_i - m^{\\text{new}}_i}\\ell_i + e^{\\tilde m_{ij} - m^{\\text{new}}_i}\\,\\mathrm{rowsum}(\\tilde P_{ij})',
+      tex: '\\tilde m_{ij} = \\mathrm{rowmax}(S_{ij}),\\qquad \\tilde P_{ij} = \\exp(S_{ij} - \\tilde m_{ij}),\\qquad m^{\\text{new}}_i = \\max(m_i, \\tilde m_{ij})',
     },
+    { kind: 'math', tex: '\\ell^{\\text{new}}_i = e^{m_i - m^{\\text{new}}_i}\\,\\ell_i + e^{\\tilde m_{ij} - m^{\\text{new}}_i}\\,\\mathrm{rowsum}(\\tilde P_{ij})' },
     { kind: 'math', tex: 'O_i \\leftarrow \\mathrm{diag}(\\ell^{\\text{new}}_i)^{-1}\\Big(\\mathrm{diag}(\\ell_i)\\, e^{m_i - m^{\\text{new}}_i} O_i + e^{\\tilde m_{ij} - m^{\\text{new}}_i}\\, \\tilde P_{ij} V_j\\Big)' },
     {
       kind: 'seed',

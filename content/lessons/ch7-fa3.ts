@@ -28,7 +28,7 @@ export const chapter7: Chapter = {
     },
     {
       kind: 'p',
-      text: '**Intra-warpgroup overlap.** Inside one warpgroup, FA3 issues $S_{j} = QK_{j}^{\\top}$ for the next block before $O \\mathrel{+}= P_{j+1}V_{j+1}$ for the previous one, and computes the next softmax while that second GEMM is in flight:',
+      text: '**Intra-warpgroup overlap.** Inside one warpgroup, FA3 issues $S_{j} = QK_{j}^{\\top}$ for the next block it visits (the index $j$ counts down, see below) before $O \\mathrel{+}= P_{j+1}V_{j+1}$ for the previous one, and computes the next softmax while that second GEMM is in flight:',
     },
     { kind: 'math', tex: '\\underbrace{S_{j} = QK_j^{\\top}}_{\\text{issue}} \\;\\to\\; \\underbrace{O \\mathrel{+}= P_{j+1}V_{j+1}}_{\\text{issue}} \\;\\to\\; \\underbrace{\\mathrm{softmax}(S_{j})}_{\\text{while the GEMM runs}} \\;\\to\\; O \\leftarrow O\\cdot e^{m^{\\text{old}} - m^{\\text{new}}}' },
     {

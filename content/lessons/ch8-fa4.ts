@@ -37,7 +37,7 @@ export const chapter8: Chapter = {
     },
     {
       kind: 'p',
-      text: 'The debugger runs FA4\'s numbers in the MMA warp\'s issue order on $N = 256$, $d = 16$, bf16, and opens at the first $P = 2^{S\' - m}$ step. Toggle lazy rescaling and exp2 emulation: the trace and its counters change, and the table re-runs the B200 model.',
+      text: 'The debugger runs FA4\'s numbers in the MMA warp\'s issue order on $N = 256$, $d = 16$, bf16, and opens at the first $P = 2^{S\' - m}$ step. Toggle lazy rescaling and exp2 emulation: the trace and its counters change. The table runs the B200 model with each switch; read its unit columns as well as the time, because while the tensor cores are the limit, work taken off the correction or exponential units shows up there first.',
     },
   ],
   panes: [

@@ -23,7 +23,7 @@ export interface LoadRequest {
   /** Only for distribution 'outlier-row'. */
   outlierRow?: number;
   blocks: BlockOptions;
-  /** Switches of the algorithms that model a real kernel (RunOptions.features); absent = the kernel's defaults. */
+  /** Switchable kernel features (RunOptions.features), e.g. FA3 pingpong, FA4 lazyRescale. */
   features?: Record<string, boolean | number>;
 }
 

@@ -467,11 +467,22 @@ export function simulateKernel(kernel: Kernel, opts: SimulateOptions = {}): Kern
     break;
   }
 
+  // Cycle counts are fractional (shared units split their rate); two decimals are plenty
+  // for the views and keep the JSONL short.
+  const r2 = (x: number) => Math.round(x * 100) / 100;
+  for (const e of timeline) {
+    e.start = r2(e.start);
+    e.end = r2(e.end);
+  }
+  for (const m of memory) {
+    m.t = r2(m.t);
+    if (m.ready !== undefined) m.ready = r2(m.ready);
+  }
   const unitBusy: Record<string, number> = {};
   for (const [k, u] of units) unitBusy[k] = u.busy;
   const barrierPhases: Record<string, number> = {};
   for (const b of bars) barrierPhases[b.def.name] = b.completed;
   let end = now;
   for (const r of roles) end = Math.max(end, r.t);
-  return { cycles: end, timeline, memory, unitBusy, barrierPhases, roles: kernel.roles.map((r) => r.info) };
+  return { cycles: r2(end), timeline, memory, unitBusy, barrierPhases, roles: kernel.roles.map((r) => r.info) };
 }

@@ -45,8 +45,11 @@ export interface CtaWork {
   h: number;
   /** First Q block (of block_m rows) this CTA owns. */
   qBlock: number;
-  /** K/V block indices in the order the kernel visits them. */
-  kvBlocks: number[];
+  /** The K/V blocks it visits, [kvFrom, kvTo): always a contiguous range (causal masks and splits cut ranges). */
+  kvFrom: number;
+  kvTo: number;
+  /** Visited from the last block down (FA3, FA4: the diagonal block is masked first). */
+  reverse: boolean;
   /** Split index (flash-decoding), 0 otherwise. */
   split: number;
 }
@@ -119,14 +122,23 @@ export function prefix(ctx: BuildContext): string {
   return ctx.ctaCount > 1 ? `cta${ctx.ctaIndex}/` : '';
 }
 
-/** Visible K/V blocks of Q rows [r0, r1) for a bottom-right-aligned causal mask (all when not causal). */
-export function visibleKvBlocks(shape: ProblemShape, r0: number, r1: number, blockN: number): number[] {
+/** Visible K/V blocks [from, to) of Q rows [r0, r1) for a bottom-right-aligned causal mask (all when not causal). */
+export function visibleKvRange(shape: ProblemShape, r0: number, r1: number, blockN: number): [number, number] {
   const tc = ceilDiv(shape.nk, blockN);
-  if (!shape.causal) return Array.from({ length: tc }, (_, j) => j);
+  if (!shape.causal) return [0, tc];
   const lastKey = r1 - 1 + shape.nk - shape.nq;
-  const out: number[] = [];
-  for (let j = 0; j < tc; j++) if (j * blockN <= lastKey) out.push(j);
-  return out;
+  if (lastKey < 0) return [0, 0];
+  return [0, Math.min(tc, Math.floor(lastKey / blockN) + 1)];
+}
+
+export function kvCount(w: CtaWork): number {
+  return Math.max(0, w.kvTo - w.kvFrom);
+}
+
+/** The K/V block indices of a CTA in visiting order. */
+export function kvBlocksOf(w: CtaWork): number[] {
+  const n = kvCount(w);
+  return Array.from({ length: n }, (_, i) => (w.reverse ? w.kvTo - 1 - i : w.kvFrom + i));
 }
 
 export function emptySheet(algo: string, gpu: GpuSpec, blockM: number, blockN: number): ResourceSheet {

@@ -140,13 +140,10 @@ describe('schedules', () => {
     }
   });
 
-  it('builds 50 000 events well under a second', () => {
-    scheduleFor('fa3', 'h100', shape({ nq: 128, nk: 128 * 50 }));
-    const t0 = performance.now();
+  it('a long FA3 CTA yields more than 50 000 events (timed in npm run bench:hw)', () => {
     const sch = scheduleFor('fa3', 'h100', shape({ nq: 128, nk: 128 * 2000 }));
-    const ms = performance.now() - t0;
     expect(sch.timeline.length + sch.memory.length).toBeGreaterThan(50_000);
-    expect(ms).toBeLessThan(1500);
+    expect(sch.timeline.filter((e) => e.op.startsWith('tma K')).length).toBe(2000);
   });
 });
 

@@ -19,7 +19,7 @@
 
 import { nominalFlops, type AttentionProblem } from '../problem.ts';
 import type { GpuSpec } from './gpus/index.ts';
-import { ceilDiv, type CtaWork, type HwAlgorithm, type HwFeatures, type ProblemShape } from './model.ts';
+import { ceilDiv, kvCount, type CtaWork, type HwAlgorithm, type HwFeatures, type ProblemShape } from './model.ts';
 import { Kernel, simulateKernel, type KernelRun } from './scheduler.ts';
 
 export const EXACT_BLOCKS = 24;
@@ -86,25 +86,31 @@ export function simulateProblem(algo: HwAlgorithm, gpu: GpuSpec, shape: ProblemS
   const exact = (n: number) => {
     let r = memo.get(n);
     if (!r) {
-      const proto = grid.find((c) => c.kvBlocks.length === n) ?? grid[0];
-      const work = { ...proto, kvBlocks: Array.from({ length: n }, (_, i) => proto.kvBlocks[i] ?? i) };
+      // A CTA of n blocks: take one from the grid when there is one, else the first CTA's range cut or grown to n.
+      const proto = grid.find((c) => kvCount(c) === n) ?? grid[0];
+      const work: CtaWork = kvCount(proto) === n ? proto : { ...proto, kvFrom: 0, kvTo: n };
       const run = runSm(algo, gpu, shape, f, Array.from({ length: occ }, () => work), bw, false);
       r = { t: run.cycles, busy: run.unitBusy };
       memo.set(n, r);
     }
     return r;
   };
+  const extended = new Map<number, { t: number; busy: Record<string, number> }>();
   const cost = (n: number) => {
     if (n <= EXACT_BLOCKS) return exact(n);
+    const hit = extended.get(n);
+    if (hit) return hit;
     const a = exact(N1);
     const b = exact(EXACT_BLOCKS);
     const x = (n - N1) / (EXACT_BLOCKS - N1);
     const busy: Record<string, number> = {};
     for (const u of new Set([...Object.keys(a.busy), ...Object.keys(b.busy)])) busy[u] = (a.busy[u] ?? 0) + x * ((b.busy[u] ?? 0) - (a.busy[u] ?? 0));
-    return { t: a.t + x * (b.t - a.t), busy };
+    const r = { t: a.t + x * (b.t - a.t), busy };
+    extended.set(n, r);
+    return r;
   };
 
-  const order = grid.map((c, i) => ({ n: c.kvBlocks.length, i }));
+  const order = grid.map((c, i) => ({ n: kvCount(c), i }));
   if (algo.longestFirst && shape.causal) order.sort((x, y) => y.n - x.n || x.i - y.i);
   // Min-heap of slot free times.
   const heap: number[] = new Array(Math.min(slotsTotal, grid.length)).fill(0);

@@ -5,7 +5,7 @@
 // visited (the loop ends early) and the diagonal block is masked inside.
 
 import type { GpuSpec } from '../gpus/index.ts';
-import { ceilDiv, elemBytes, emptySheet, finishSheet, regAlloc, visibleKvBlocks, type CtaWork, type HwAlgorithm, type HwFeatures, type ProblemShape } from '../model.ts';
+import { ceilDiv, elemBytes, emptySheet, finishSheet, regAlloc, visibleKvRange, type CtaWork, type HwAlgorithm, type HwFeatures, type ProblemShape } from '../model.ts';
 import { SOFTMAX_FMA_OPS, buildWarpTiled, mmaSyncRate, warpTiledSmem, type WarpTiledConfig } from './warp-tiled.ts';
 
 /**
@@ -55,7 +55,10 @@ function grid(shape: ProblemShape): CtaWork[] {
   const out: CtaWork[] = [];
   for (let b = 0; b < shape.batch; b++)
     for (let h = 0; h < shape.hq; h++)
-      for (let i = 0; i < ceilDiv(shape.nq, blockM); i++) out.push({ b, h, qBlock: i, kvBlocks: visibleKvBlocks(shape, i * blockM, Math.min(shape.nq, (i + 1) * blockM), blockN), split: 0 });
+      for (let i = 0; i < ceilDiv(shape.nq, blockM); i++) {
+        const [kvFrom, kvTo] = visibleKvRange(shape, i * blockM, Math.min(shape.nq, (i + 1) * blockM), blockN);
+        out.push({ b, h, qBlock: i, kvFrom, kvTo, reverse: false, split: 0 });
+      }
   return out;
 }
 

@@ -24,7 +24,8 @@ import {
   mmaCycles,
   prefix,
   tensorRate,
-  visibleKvBlocks,
+  visibleKvRange,
+  kvBlocksOf,
   type BuildContext,
   type CtaWork,
   type HwAlgorithm,
@@ -92,8 +93,8 @@ function grid(_gpu: GpuSpec, shape: ProblemShape): CtaWork[] {
   for (let b = 0; b < shape.batch; b++)
     for (let h = 0; h < shape.hq; h++)
       for (let i = 0; i < tr; i++) {
-        const vis = visibleKvBlocks(shape, i * blockM, Math.min(shape.nq, (i + 1) * blockM), blockN);
-        out.push({ b, h, qBlock: i, kvBlocks: vis.reverse(), split: 0 });
+        const [kvFrom, kvTo] = visibleKvRange(shape, i * blockM, Math.min(shape.nq, (i + 1) * blockM), blockN);
+        out.push({ b, h, qBlock: i, kvFrom, kvTo, reverse: true, split: 0 });
       }
   return out;
 }
@@ -106,7 +107,7 @@ function build(k: Kernel, ctx: BuildContext, work: CtaWork): void {
   const p = prefix(ctx);
   const sheet = resources(gpu, shape, f);
   const off = (name: string, stage: number) => sheet.smem.buffers.find((b) => b.name === name && b.stage === stage)!.offset;
-  const kv = work.kvBlocks;
+  const kv = kvBlocksOf(work);
   const n = kv.length;
   const qTile = `Q${work.qBlock}`;
   k.fifoUnits.add('tensor');

@@ -31,7 +31,8 @@ import {
   mmaCycles,
   prefix,
   tensorRate,
-  visibleKvBlocks,
+  visibleKvRange,
+  kvBlocksOf,
   type BuildContext,
   type CtaWork,
   type HwAlgorithm,
@@ -166,8 +167,8 @@ function grid(_gpu: GpuSpec, shape: ProblemShape): CtaWork[] {
   for (let b = 0; b < shape.batch; b++)
     for (let h = 0; h < shape.hq; h++)
       for (let i = 0; i < ceilDiv(shape.nq, rows); i++) {
-        const vis = visibleKvBlocks(shape, i * rows, Math.min(shape.nq, (i + 1) * rows), FA4_BLOCK_N);
-        out.push({ b, h, qBlock: i, kvBlocks: vis.reverse(), split: 0 });
+        const [kvFrom, kvTo] = visibleKvRange(shape, i * rows, Math.min(shape.nq, (i + 1) * rows), FA4_BLOCK_N);
+        out.push({ b, h, qBlock: i, kvFrom, kvTo, reverse: true, split: 0 });
       }
   return out;
 }
@@ -219,7 +220,7 @@ function build(k: Kernel, ctx: BuildContext, work: CtaWork): void {
   const L = layout(gpu, shape, f);
   const p = prefix(ctx);
   const e = elemBytes(shape.dtype);
-  const kv = work.kvBlocks;
+  const kv = kvBlocksOf(work);
   const n = kv.length;
   const loads = fa4LoadOrder(gpu, shape, f, kv, work.qBlock);
   const S = L.stages;

@@ -6,7 +6,7 @@
 // K/V stream from HBM once (no reuse between CTAs), so copies share HBM bandwidth.
 
 import type { GpuSpec } from '../gpus/index.ts';
-import { ceilDiv, elemBytes, emptySheet, finishSheet, regAlloc, visibleKvBlocks, type CtaWork, type HwAlgorithm, type HwFeatures, type ProblemShape } from '../model.ts';
+import { ceilDiv, elemBytes, emptySheet, finishSheet, regAlloc, visibleKvRange, type CtaWork, type HwAlgorithm, type HwFeatures, type ProblemShape } from '../model.ts';
 import { SOFTMAX_FMA_OPS, buildWarpTiled, mmaSyncRate, warpTiledSmem, type WarpTiledConfig } from './warp-tiled.ts';
 import { MMA_SYNC_EFFICIENCY } from './cute-fa2.ts';
 
@@ -72,9 +72,12 @@ function grid(gpu: GpuSpec, shape: ProblemShape, f: HwFeatures): CtaWork[] {
   for (let b = 0; b < shape.batch; b++)
     for (let h = 0; h < shape.hq; h++)
       for (let i = 0; i < ceilDiv(shape.nq, blockM); i++) {
-        const vis = visibleKvBlocks(shape, i * blockM, Math.min(shape.nq, (i + 1) * blockM), blockN);
-        const per = ceilDiv(vis.length, splits);
-        for (let s = 0; s < splits; s++) out.push({ b, h, qBlock: i, kvBlocks: vis.slice(s * per, (s + 1) * per), split: s });
+        const [from, to] = visibleKvRange(shape, i * blockM, Math.min(shape.nq, (i + 1) * blockM), blockN);
+        const per = ceilDiv(to - from, splits);
+        for (let s = 0; s < splits; s++) {
+          const kvFrom = Math.min(to, from + s * per);
+          out.push({ b, h, qBlock: i, kvFrom, kvTo: Math.min(to, kvFrom + per), reverse: false, split: s });
+        }
       }
   return out;
 }

@@ -8,7 +8,7 @@
 // MMAs accumulate in fp16, which runs at twice the fp32-accumulate rate on GeForce Ada.
 
 import type { GpuSpec } from '../gpus/index.ts';
-import { ceilDiv, elemBytes, emptySheet, finishSheet, regAlloc, visibleKvBlocks, type CtaWork, type HwAlgorithm, type HwFeatures, type ProblemShape } from '../model.ts';
+import { ceilDiv, elemBytes, emptySheet, finishSheet, regAlloc, visibleKvRange, type CtaWork, type HwAlgorithm, type HwFeatures, type ProblemShape } from '../model.ts';
 import { buildWarpTiled, mmaSyncRate, warpTiledSmem, type WarpTiledConfig } from './warp-tiled.ts';
 
 /**
@@ -70,7 +70,7 @@ function grid(gpu: GpuSpec, shape: ProblemShape, f: HwFeatures): CtaWork[] {
   for (let b = 0; b < shape.batch; b++)
     for (let h = 0; h < shape.hq; h++)
       for (let i = 0; i < ceilDiv(shape.nq, blockM); i++)
-        out.push({ b, h, qBlock: i, kvBlocks: visibleKvBlocks(shape, i * blockM, Math.min(shape.nq, (i + 1) * blockM), blockN), split: 0 });
+        out.push({ b, h, qBlock: i, kvFrom: 0, kvTo: visibleKvRange(shape, i * blockM, Math.min(shape.nq, (i + 1) * blockM), blockN)[1], reverse: false, split: 0 });
   return out;
 }
 

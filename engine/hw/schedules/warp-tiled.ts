@@ -15,7 +15,7 @@
 
 import type { ResourceSheet } from '../events.ts';
 import type { GpuSpec } from '../gpus/index.ts';
-import { SOFTMAX_FMA_OPS, elemBytes, mmaCycles, prefix, type BuildContext, type CtaWork, type ProblemShape } from '../model.ts';
+import { SOFTMAX_FMA_OPS, elemBytes, kvBlocksOf, mmaCycles, prefix, type BuildContext, type CtaWork, type ProblemShape } from '../model.ts';
 import type { Kernel, MemSpec, RoleProgram } from '../scheduler.ts';
 
 export interface WarpTiledConfig {
@@ -59,7 +59,7 @@ export function buildWarpTiled(k: Kernel, ctx: BuildContext, work: CtaWork, cfg:
   const { gpu, shape } = ctx;
   const p = prefix(ctx);
   const e = elemBytes(shape.dtype);
-  const kv = work.kvBlocks;
+  const kv = kvBlocksOf(work);
   const n = kv.length;
   const rows = cfg.blockM / cfg.warps;
   const off = (name: string, stage: number) => sheet.smem.buffers.find((b) => b.name === name && b.stage === stage)!.offset;

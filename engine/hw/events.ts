@@ -87,6 +87,8 @@ export interface ResourceSheet {
   kv_stage: number;
   /** CTAs that fit on one SM at once (smem, registers, threads). */
   ctas_per_sm: number;
+  /** flash-decoding: K/V splits per (batch, head, Q tile). */
+  splits?: number;
   /** Empty when it fits; otherwise one line per resource that does not, with need and capacity. */
   does_not_fit: string[];
   notes: string[];

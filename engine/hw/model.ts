@@ -5,7 +5,7 @@
 import type { DType } from '../problem.ts';
 import type { ResourceSheet } from './events.ts';
 import type { GpuSpec } from './gpus/index.ts';
-import type { Kernel } from './scheduler.ts';
+import type { Kernel, MemSpec } from './scheduler.ts';
 
 export interface ProblemShape {
   batch: number;
@@ -84,7 +84,7 @@ export interface HwAlgorithm {
   /** K/V are streamed once per CTA with no reuse through L2 (decoding): copies share HBM, not L2. */
   streamsKv?: boolean;
   /** Bytes that must come from HBM at least once (the roofline floor). */
-  hbmBytes(shape: ProblemShape, f: HwFeatures): number;
+  hbmBytes(shape: ProblemShape, f: HwFeatures, gpu: GpuSpec): number;
 }
 
 export function elemBytes(dtype: DType): number {
@@ -204,6 +204,24 @@ export function finishSheet(sheet: ResourceSheet, gpu: GpuSpec): ResourceSheet {
   const byTmem = sheet.tmem && sheet.tmem.used_columns > 0 ? Math.floor(sheet.tmem.columns / sheet.tmem.used_columns) : 64;
   sheet.ctas_per_sm = sheet.does_not_fit.length > 0 ? 0 : Math.max(0, Math.min(bySmem, byRegs, byThreads, byTmem, 32));
   return sheet;
+}
+
+/** Q, K, V read once and O written once: the traffic no schedule can avoid. */
+export function ioBytes(s: ProblemShape): number {
+  return elemBytes(s.dtype) * s.batch * (s.hq * s.nq * (s.d + s.dv) + s.hk * s.nk * (s.d + s.dv));
+}
+
+/** The HBM write of O rows [row0, row0 + rows) of one (batch, head), as a memory event spec. */
+export function hbmOut(shape: ProblemShape, work: CtaWork, row0: number, rows: number, tile: string, partial = false, splits = 1): MemSpec {
+  const e = partial ? 4 : elemBytes(shape.dtype);
+  const rowBytes = partial ? (shape.dv + 1) * 4 : shape.dv * e;
+  const base = partial ? ((work.b * shape.hq + work.h) * splits + work.split) * shape.nq : (work.b * shape.hq + work.h) * shape.nq;
+  return { space: 'hbm', buffer: partial ? 'Opartial' : 'O', stage: work.split, offset: (base + row0) * rowBytes, bytes: Math.max(0, Math.min(rows, shape.nq - row0)) * rowBytes, action: 'fill', tile };
+}
+
+/** FlashAttention kernels take 16-bit inputs: their MMAs have no fp32 path. */
+export function requireHalf(sheet: ResourceSheet, shape: ProblemShape, name: string): void {
+  if (shape.dtype === 'fp32') sheet.does_not_fit.push(`dtype: ${name} takes fp16 or bf16 inputs (its MMAs have no fp32 path)`);
 }
 
 /** Register count rounded the way the hardware allocates (multiples of 8 per thread). */

@@ -102,6 +102,25 @@ describe('resource sheets', () => {
     expect(sheet.registers.used).toBe(128 * 24 + 256 * 240);
   });
 
+  it('rejects fp32 inputs and a depth the uneven FA4 ring cannot have', () => {
+    expect(describeFor('fa3', 'h100', shape({ dtype: 'fp32' })).does_not_fit).toContain('dtype: FA3 takes fp16 or bf16 inputs (its MMAs have no fp32 path)');
+    expect(describeFor('fa4', 'b200', shape({ d: 192, dv: 128 }), { stages: 4 }).does_not_fit[0]).toMatch(/exactly 3 stages/);
+  });
+
+  it('records the HBM writes: O rows, or partial O and LSE per split for flash-decoding', () => {
+    const fa3 = scheduleFor('fa3', 'h100', shape({ nq: 256, nk: 256 }));
+    const o = fa3.memory.filter((m) => m.space === 'hbm');
+    expect(o.map((m) => [m.buffer, m.offset, m.bytes])).toEqual([
+      ['O', 0, 64 * 128 * 2],
+      ['O', 64 * 128 * 2, 64 * 128 * 2],
+    ]);
+    const dec = scheduleFor('flash-decoding', 'a100', shape({ nq: 1, nk: 4096 }), { splits: 4 });
+    const part = dec.memory.filter((m) => m.space === 'hbm');
+    expect(part.length).toBeGreaterThan(0);
+    expect(part.every((m) => m.buffer === 'Opartial')).toBe(true);
+    expect(dec.resources.splits).toBe(4);
+  });
+
   it('rejects an algorithm on a GPU it was not written for, and unknown switches', () => {
     expect(() => describeFor('fa4', 'h100', shape())).toThrow(/SM100/);
     expect(() => describeFor('fa3', 'h100', shape(), { splits: 2 })).toThrow(/--splits does not apply to fa3/);

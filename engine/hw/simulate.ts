@@ -142,7 +142,7 @@ export function simulateProblem(algo: HwAlgorithm, gpu: GpuSpec, shape: ProblemS
   let cycles = 0;
   for (const t of heap) cycles = Math.max(cycles, t);
   const scheduleUs = cycles / (gpu.clockGHz * 1e3);
-  const hbmUs = (algo.hbmBytes(shape, f) / gpu.hbmBytesPerSec) * 1e6;
+  const hbmUs = (algo.hbmBytes(shape, f, gpu) / gpu.hbmBytesPerSec) * 1e6;
   const extra = algo.epilogueKernelUs?.(gpu, shape, f) ?? 0;
   const kernelUs = Math.max(scheduleUs, hbmUs);
   const time_us = kernelUs + extra;

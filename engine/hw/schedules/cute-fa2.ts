@@ -5,7 +5,20 @@
 // visited (the loop ends early) and the diagonal block is masked inside.
 
 import type { GpuSpec } from '../gpus/index.ts';
-import { ceilDiv, elemBytes, emptySheet, finishSheet, regAlloc, visibleKvRange, type CtaWork, type HwAlgorithm, type HwFeatures, type ProblemShape } from '../model.ts';
+import {
+  ceilDiv,
+  elemBytes,
+  emptySheet,
+  finishSheet,
+  regAlloc,
+  visibleKvRange,
+  ioBytes,
+  requireHalf,
+  type CtaWork,
+  type HwAlgorithm,
+  type HwFeatures,
+  type ProblemShape,
+} from '../model.ts';
 import { SOFTMAX_FMA_OPS, buildWarpTiled, mmaSyncRate, warpTiledSmem, type WarpTiledConfig } from './warp-tiled.ts';
 
 /**
@@ -38,6 +51,7 @@ export function cuteFa2Config(gpu: GpuSpec, shape: ProblemShape): WarpTiledConfi
     mmaEfficiency: MMA_SYNC_EFFICIENCY,
     softmaxOps: SOFTMAX_FMA_OPS,
     writesPartial: false,
+    splits: 1,
     label: 'CuTe FA2 warp',
   };
 }
@@ -46,6 +60,7 @@ function resources(gpu: GpuSpec, shape: ProblemShape) {
   const cfg = cuteFa2Config(gpu, shape);
   const sheet = emptySheet('cute-fa2', gpu, cfg.blockM, cfg.blockN);
   warpTiledSmem(sheet, shape, cfg);
+  requireHalf(sheet, shape, 'the CuTe FA2 kernel');
   if (gpu.sm > 80) sheet.notes.push(`Runs on SM${gpu.sm} with SM80 instructions: mma.sync at ${Math.round(gpu.mmaSyncFraction * 100)}% of the native tensor rate.`);
   return finishSheet(sheet, gpu);
 }
@@ -70,5 +85,5 @@ export const cuteFa2Hw: HwAlgorithm = {
   resources: (gpu, shape) => resources(gpu, shape),
   grid: (_gpu, shape) => grid(shape),
   build: (k, ctx, work) => buildWarpTiled(k, ctx, work, cuteFa2Config(ctx.gpu, ctx.shape), resources(ctx.gpu, ctx.shape)),
-  hbmBytes: (s: ProblemShape, _f: HwFeatures) => elemBytes(s.dtype) * s.batch * (s.hq * s.nq * (s.d + s.dv) + s.hk * s.nk * (s.d + s.dv)),
+  hbmBytes: ioBytes,
 };

@@ -26,6 +26,9 @@ import {
   tensorRate,
   visibleKvRange,
   kvBlocksOf,
+  ioBytes,
+  hbmOut,
+  requireHalf,
   type BuildContext,
   type CtaWork,
   type HwAlgorithm,
@@ -74,6 +77,7 @@ function resources(gpu: GpuSpec, shape: ProblemShape, f: HwFeatures): ResourceSh
   // setmaxnreg: the producer gives registers back (24) so the consumers can hold S, P and O (240).
   sheet.roles.push({ name: 'producer', warps: [0, 1, 2, 3], registers: 24 });
   for (let w = 0; w < CONSUMERS; w++) sheet.roles.push({ name: `consumer${w}`, warps: [4 + 4 * w, 5 + 4 * w, 6 + 4 * w, 7 + 4 * w], registers: 240 });
+  requireHalf(sheet, shape, 'FA3');
   if (gpu.sm !== 90) sheet.does_not_fit.push(`arch: FA3 is written for SM90 (wgmma, TMA, setmaxnreg); ${gpu.name} is SM${gpu.sm}`);
   return finishSheet(sheet, gpu);
 }
@@ -230,6 +234,7 @@ function build(k: Kernel, ctx: BuildContext, work: CtaWork): void {
     c.issue('tma', load(ROWS_PER_WG * shape.dv * e), `tma store O${work.qBlock}`, `O${work.qBlock}`, {
       latency: gpu.copyLatencyCycles,
       mem: [{ space: 'smem', buffer: `${p}${oBuf}`, stage: 0, offset: off(oBuf, 0) + w * ROWS_PER_WG * shape.dv * e, bytes: ROWS_PER_WG * shape.dv * e, action: 'fill', tile: `O${work.qBlock}.${w}` }],
+      memDone: [hbmOut(shape, work, work.qBlock * blockM + w * ROWS_PER_WG, ROWS_PER_WG, `O${work.qBlock}.${w}`)],
     });
   }
 }
@@ -243,5 +248,5 @@ export const fa3Hw: HwAlgorithm = {
   resources,
   grid,
   build,
-  hbmBytes: (s) => elemBytes(s.dtype) * s.batch * (s.hq * s.nq * (s.d + s.dv) + s.hk * s.nk * (s.d + s.dv)),
+  hbmBytes: ioBytes,
 };

@@ -33,6 +33,8 @@ import {
   tensorRate,
   visibleKvRange,
   kvBlocksOf,
+  ioBytes,
+  hbmOut,
   type BuildContext,
   type CtaWork,
   type HwAlgorithm,
@@ -67,6 +69,7 @@ export function fa4Uneven(shape: ProblemShape): boolean {
 }
 
 function kvStages(shape: ProblemShape, f: HwFeatures): number {
+  // The uneven Large-Small-Large ring is three stages by construction.
   if (fa4Uneven(shape)) return 3;
   return f.stages ?? 3;
 }
@@ -156,7 +159,9 @@ function layout(gpu: GpuSpec, shape: ProblemShape, f: HwFeatures): Fa4Layout {
     { name: 'empty', warps: [15], registers: 24 },
   );
   if (gpu.sm !== 100) sheet.does_not_fit.push(`arch: FA4 is written for SM100 (tcgen05, TMEM); ${gpu.name} is SM${gpu.sm}`);
-  if (shape.dtype === 'fp32') sheet.does_not_fit.push('dtype: FA4 takes fp16 or bf16 inputs');
+  if (shape.dtype === 'fp32') sheet.does_not_fit.push('dtype: FA4 takes fp16 or bf16 inputs (its MMAs have no fp32 path)');
+  if (uneven && f.stages !== undefined && f.stages !== 3) sheet.does_not_fit.push(`stages: the uneven d = 192, dv = 128 K/V ring (Large-Small-Large) has exactly 3 stages, got ${f.stages}`);
+  if (f.stages !== undefined && f.stages < 2) sheet.does_not_fit.push(`stages: FA4 needs at least 2 K/V stages (K and V of one block are in flight together), got ${f.stages}`);
   finishSheet(sheet, gpu);
   return { sheet, qOff, kvBase, kBytes, vBytes, stride, unevenShift, stages, tmem: { s, p, o } };
 }
@@ -394,7 +399,10 @@ function build(k: Kernel, ctx: BuildContext, work: CtaWork): void {
     epi.wait(epiFull[s], 0);
     epi.issue('tma', load(FA4_BLOCK_M * shape.dv * e), `tma store O${s}`, `O${s}`, {
       latency: gpu.copyLatencyCycles,
-      memDone: [{ space: 'smem', buffer: `${p}sO`, stage: s, offset: L.qOff[s], bytes: FA4_BLOCK_M * shape.dv * e, action: 'release', tile: `O${s}` }],
+      memDone: [
+        { space: 'smem', buffer: `${p}sO`, stage: s, offset: L.qOff[s], bytes: FA4_BLOCK_M * shape.dv * e, action: 'release', tile: `O${s}` },
+        hbmOut(shape, work, (FA4_Q_STAGE * work.qBlock + s) * FA4_BLOCK_M, FA4_BLOCK_M, `O${FA4_Q_STAGE * work.qBlock + s}`),
+      ],
     });
   }
   k.role({ name: `${p}empty`, warps: [15], registers: 24, job: 'idle: gives its registers to the others' });
@@ -409,5 +417,5 @@ export const fa4Hw: HwAlgorithm = {
   resources: (gpu, shape, f) => layout(gpu, shape, f).sheet,
   grid,
   build,
-  hbmBytes: (s) => elemBytes(s.dtype) * s.batch * (s.hq * s.nq * (s.d + s.dv) + s.hk * s.nk * (s.d + s.dv)),
+  hbmBytes: ioBytes,
 };

@@ -15,7 +15,17 @@
 
 import type { ResourceSheet } from '../events.ts';
 import type { GpuSpec } from '../gpus/index.ts';
-import { SOFTMAX_FMA_OPS, elemBytes, kvBlocksOf, mmaCycles, prefix, type BuildContext, type CtaWork, type ProblemShape } from '../model.ts';
+import {
+  SOFTMAX_FMA_OPS,
+  elemBytes,
+  kvBlocksOf,
+  mmaCycles,
+  prefix,
+  hbmOut,
+  type BuildContext,
+  type CtaWork,
+  type ProblemShape,
+} from '../model.ts';
 import type { Kernel, MemSpec, RoleProgram } from '../scheduler.ts';
 
 export interface WarpTiledConfig {
@@ -34,6 +44,8 @@ export interface WarpTiledConfig {
   softmaxOps: number;
   /** Partial results (O in fp32 and LSE) instead of the final O (split-KV). */
   writesPartial: boolean;
+  /** Splits per (batch, head) when writing partial results. */
+  splits: number;
   /** Name used in role jobs. */
   label: string;
 }
@@ -172,7 +184,10 @@ export function buildWarpTiled(k: Kernel, ctx: BuildContext, work: CtaWork, cfg:
     // Epilogue: O / l (or keep O unnormalized with its LSE for the combine), write out.
     r.exec(`fma.sp${sp}`, (rows * shape.dv * 2) / (gpu.fmaPerClk / 4), cfg.writesPartial ? 'O / l, LSE' : 'O / l, cvt', `O${work.qBlock}`);
     const outBytes = cfg.writesPartial ? rows * (shape.dv + 1) * 4 : rows * shape.dv * e;
-    r.issue('store', copy(outBytes), cfg.writesPartial ? `st.global Opartial+LSE split ${work.split}` : `st.global O${work.qBlock}`, `O${work.qBlock}`, { latency: gpu.copyLatencyCycles });
+    r.issue('store', copy(outBytes), cfg.writesPartial ? `st.global Opartial+LSE split ${work.split}` : `st.global O${work.qBlock}`, `O${work.qBlock}`, {
+      latency: gpu.copyLatencyCycles,
+      memDone: [hbmOut(shape, work, work.qBlock * cfg.blockM + w * rows, rows, `O${work.qBlock}`, cfg.writesPartial, cfg.splits)],
+    });
   }
 }
 

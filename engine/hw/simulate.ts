@@ -38,6 +38,9 @@ export interface SimulateResult {
   time_us: number;
   tflops: number;
   flops: number;
+  /** The GPU's dense tensor peak for this dtype (native MMA), and the share of it delivered. */
+  peak_tflops: number;
+  peak_fraction: number;
   cycles: number;
   ctas: number;
   ctas_per_sm: number;
@@ -148,6 +151,7 @@ export function simulateProblem(algo: HwAlgorithm, gpu: GpuSpec, shape: ProblemS
   const time_us = kernelUs + extra;
   const problem: AttentionProblem = { ...shape, causal: shape.causal };
   const flops = nominalFlops(problem);
+  const peak = (gpu.tensorFlopsPerClk[shape.dtype] * gpu.smCount * gpu.clockGHz) / 1e3;
   const smCycles = gpu.smCount * (kernelUs * gpu.clockGHz * 1e3);
   const utilization: Record<string, number> = {};
   for (const [u, v] of Object.entries(busyTotal)) {
@@ -161,6 +165,8 @@ export function simulateProblem(algo: HwAlgorithm, gpu: GpuSpec, shape: ProblemS
     time_us: round4(time_us),
     tflops: round4(flops / (time_us * 1e-6) / 1e12),
     flops,
+    peak_tflops: round4(peak),
+    peak_fraction: round4(flops / (time_us * 1e-6) / 1e12 / peak),
     cycles: Math.round(cycles),
     ctas: grid.length,
     ctas_per_sm: occ,

@@ -131,6 +131,11 @@ export function visibleKvRange(shape: ProblemShape, r0: number, r1: number, bloc
   return [0, Math.min(tc, Math.floor(lastKey / blockN) + 1)];
 }
 
+/** Does K/V block j reach past the causal diagonal for Q rows starting at row0 (so it must be masked inside)? */
+export function crossesDiagonal(shape: ProblemShape, row0: number, j: number, blockN: number): boolean {
+  return shape.causal && (j + 1) * blockN - 1 > row0 + shape.nk - shape.nq;
+}
+
 export function kvCount(w: CtaWork): number {
   return Math.max(0, w.kvTo - w.kvFrom);
 }

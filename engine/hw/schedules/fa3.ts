@@ -25,6 +25,7 @@ import {
   prefix,
   tensorRate,
   visibleKvRange,
+  crossesDiagonal,
   kvBlocksOf,
   ioBytes,
   hbmOut,
@@ -211,6 +212,7 @@ function build(k: Kernel, ctx: BuildContext, work: CtaWork): void {
       c.arrive(emptyK[s]);
       // Online softmax of S_j in registers: row max, exp2 on MUFU, row sum and 16-bit
       // conversion on the FMA pipes; the O rescale by exp(m_old − m_new) happens here too.
+      if (crossesDiagonal(shape, work.qBlock * blockM + w * ROWS_PER_WG, j, blockN)) c.exec('fma', (elems * 2) / gpu.fmaPerClk, 'causal mask', `S${j}`);
       c.exec('fma', (elems * 1 + ROWS_PER_WG * shape.dv) / gpu.fmaPerClk + CONSUMER_OVERHEAD, 'rowmax, rescale O', `S${j}`);
       c.exec('mufu', elems / gpu.mufuPerClk, 'exp2', `P${j}`);
       c.exec('fma', (elems * (SOFTMAX_FMA_OPS - 1)) / gpu.fmaPerClk, 'rowsum, cvt P', `P${j}`, { memDone: [regs('regs.P', `P${j}`, ROWS_PER_WG * blockN * e)] });

@@ -32,6 +32,7 @@ import {
   prefix,
   tensorRate,
   visibleKvRange,
+  crossesDiagonal,
   kvBlocksOf,
   ioBytes,
   hbmOut,
@@ -250,7 +251,8 @@ function build(k: Kernel, ctx: BuildContext, work: CtaWork): void {
   const qk = mmaCycles(FA4_BLOCK_M, FA4_BLOCK_N, shape.d, rate);
   const pv = mmaCycles(FA4_BLOCK_M, shape.dv, FA4_BLOCK_N, rate);
   const elems = FA4_BLOCK_M * FA4_BLOCK_N;
-  const emu = f.exp2Emulation && !shape.causal && shape.d <= 128 ? exp2EmulationFraction(FA4_BLOCK_N) : 0;
+  // The polynomial runs only where no mask is applied (FA4 passes e2e = mask_fn is None) and d <= 128.
+  const emuFrac = f.exp2Emulation && shape.d <= 128 ? exp2EmulationFraction(FA4_BLOCK_N) : 0;
   const load = (bytes: number) => bytes / ctx.loadBytesPerClk;
   const tmemMove = (bytes: number) => bytes / TMEM_BYTES_PER_CLK;
 
@@ -345,6 +347,9 @@ function build(k: Kernel, ctx: BuildContext, work: CtaWork): void {
       const j = kv[i];
       sm.wait(sFull[s], i);
       sm.exec('tmem', tmemMove(elems * 4), `tcgen05.ld S${s}`, `S${s}`, { memDone: [tmemSpec(`S${s}`, L.tmem.s[s], FA4_BLOCK_N, 'release', `S${s}.${j}`)] });
+      const masked = crossesDiagonal(shape, (FA4_Q_STAGE * work.qBlock + s) * FA4_BLOCK_M, j, FA4_BLOCK_N);
+      const emu = masked ? 0 : emuFrac;
+      if (masked) sm.exec('fma', (elems * 2) / (gpu.fmaPerClk * PACKED), 'causal mask', `S${s}`);
       sm.exec('fma', (elems * 1) / (gpu.fmaPerClk * PACKED), 'row max, scale to sScale', `S${s}`);
       sm.arrive(corrFull[s]);
       sm.exec('fma', elems / (gpu.fmaPerClk * PACKED), 'x·scale − max', `S${s}`);

@@ -17,6 +17,7 @@ import type { ResourceSheet } from '../events.ts';
 import type { GpuSpec } from '../gpus/index.ts';
 import {
   SOFTMAX_FMA_OPS,
+  crossesDiagonal,
   elemBytes,
   kvBlocksOf,
   mmaCycles,
@@ -87,7 +88,7 @@ export function buildWarpTiled(k: Kernel, ctx: BuildContext, work: CtaWork, cfg:
   const sync = k.named(`${p}__syncthreads`, cfg.warps);
   const fill = (buf: string, stage: number, bytes: number, tile: string): MemSpec => ({ space: 'smem', buffer: `${p}${buf}`, stage, offset: off(buf, stage), bytes, action: 'fill', tile });
   const release = (buf: string, stage: number, bytes: number, tile: string): MemSpec => ({ ...fill(buf, stage, bytes, tile), action: 'release' });
-  const diag = (j: number) => shape.causal && (j + 1) * cfg.blockN - 1 > work.qBlock * cfg.blockM + shape.nk - shape.nq;
+  const diag = (j: number, w: number) => crossesDiagonal(shape, work.qBlock * cfg.blockM + w * rows, j, cfg.blockN);
 
   for (let w = 0; w < cfg.warps; w++) {
     const sp = (ctx.ctaIndex * cfg.warps + w) % 4;
@@ -123,7 +124,7 @@ export function buildWarpTiled(k: Kernel, ctx: BuildContext, work: CtaWork, cfg:
     const qTile = `Q${work.qBlock}`;
     const tensor = `tensor.sp${sp}`;
     const softmax = (j: number, first: boolean) => {
-      if (diag(j)) r.exec(`fma.sp${sp}`, (elems * 2) / (gpu.fmaPerClk / 4), 'causal mask', `S${j}`);
+      if (diag(j, w)) r.exec(`fma.sp${sp}`, (elems * 2) / (gpu.fmaPerClk / 4), 'causal mask', `S${j}`);
       r.exec(`fma.sp${sp}`, (elems + (first ? 0 : rows * shape.dv)) / (gpu.fmaPerClk / 4), first ? 'row max' : 'row max, rescale O', `S${j}`);
       r.exec(`mufu.sp${sp}`, elems / (gpu.mufuPerClk / 4), 'exp2', `P${j}`);
       r.exec(`fma.sp${sp}`, (elems * (cfg.softmaxOps - 1)) / (gpu.fmaPerClk / 4), 'row sum, cvt P', `P${j}`);

@@ -159,6 +159,18 @@ describe('schedules', () => {
     }
   });
 
+  it('two co-resident CTAs share the SM: separate buffers, shared sub-partition units', () => {
+    const sch = scheduleFor('cute-fa2', 'a100', shape({ batch: 8, hq: 16, hk: 16, nq: 2048, nk: 512 }));
+    expect(sch.resources.ctas_per_sm).toBe(2);
+    expect(sch.roles.map((r) => r.name)).toContain('cta1/warp3');
+    expect(memoryViolations(sch.memory, sch.resources)).toEqual([]);
+    const units = new Set(sch.timeline.filter((e) => e.role === 'cta0/warp1' || e.role === 'cta1/warp1').map((e) => e.unit));
+    expect(units).toContain('tensor.sp1');
+    // cta1 starts out of phase with cta0.
+    const first = (role: string) => sch.timeline.find((e) => e.role === role && e.unit.startsWith('tensor'))!.start;
+    expect(first('cta1/warp0')).toBeGreaterThan(first('cta0/warp0'));
+  });
+
   it('a long FA3 CTA yields more than 50 000 events (timed in npm run bench:hw)', () => {
     const sch = scheduleFor('fa3', 'h100', shape({ nq: 128, nk: 128 * 2000 }));
     expect(sch.timeline.length + sch.memory.length).toBeGreaterThan(50_000);

@@ -82,7 +82,9 @@ export class HeadState {
         this.putRows(ev.o, r0, rows, 1);
         break;
       case 'normalize':
-        this.putRows(ev.o, r0, rows, 2);
+        // Standard attention normalizes P (rows×nk); the flash algorithms normalize O.
+        if (ev.p) this.putTile(this.p, ev.p, r0, 0, rows, this.nk);
+        else this.putRows(ev.o, r0, rows, 2);
         for (let r = 0; r < rows; r++) this.l[r0 + r] = ev.l[r];
         break;
       case 'combine':

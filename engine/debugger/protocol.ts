@@ -55,6 +55,8 @@ export interface LoadSummary {
 /** Statistics of the rows of the current Q tile, one entry per K/V block visited so far. */
 export interface RowHistoryEntry {
   kvBlock: number;
+  /** rowmax of this block's scores (FA1's m̃_ij). */
+  tileMax?: number[];
   mBefore?: number[];
   mAfter?: number[];
   lAfter?: number[];

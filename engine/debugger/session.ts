@@ -286,6 +286,7 @@ export class DebuggerSession {
       let entry = entries[entries.length - 1];
       if (!entry || entry.kvBlock !== e.tile.kvBlock) entries.push((entry = { kvBlock: e.tile.kvBlock }));
       if (e.kind === 'rowmax') {
+        entry.tileMax = e.tileMax;
         entry.mBefore = e.mBefore;
         entry.mAfter = e.mAfter;
       } else if (e.kind === 'rowsum') entry.lAfter = e.lAfter;

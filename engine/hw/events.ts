@@ -1,6 +1,6 @@
 // Hardware events: what the discrete-event scheduler (scheduler.ts) produces for one
 // kernel schedule. Plain JSON-able data so it crosses postMessage and JSONL unchanged.
-// HARDWARE-TRACE.md beside this file is the prose contract; keep the two in step.
+// engine/TRACE.md, section "Hardware events", is the prose contract; keep the two in step.
 
 /** Execution units a role can occupy or issue to. Sub-partition units carry their index (tensor.sp2). */
 export type UnitKind = 'tma' | 'cpasync' | 'ldgsts' | 'tensor' | 'mufu' | 'fma' | 'tmem' | 'store' | 'sync';

@@ -234,7 +234,7 @@ export function simulateKernel(kernel: Kernel, opts: SimulateOptions = {}): Kern
   const roles: RoleState[] = kernel.roles.map((prog) => ({ prog, pc: 0, t: 0, busy: false, blocked: null, lastEvent: -1, waited: [], chunk: 0, chunkEvent: null, chunkId: -1, chunkFills: [] }));
   let now = 0;
 
-  if (keep) for (const a of kernel.allocs) memory.push({ ...a, t: 0, role: 'kernel' });
+  if (keep) for (const a of kernel.allocs) memory.push(memEvent(a, 0, 'kernel'));
 
   const unit = (name: string): UnitState => {
     let u = units.get(name);

@@ -33,11 +33,17 @@ export interface HwFeatures {
   stages?: number;
   /** flash-decoding: K/V splits per (batch, head); undefined = chosen to fill the SMs. */
   splits?: number;
+  /**
+   * FA4 with lazy rescaling: the K/V iterations (0-based, in visiting order) at which some
+   * row's max grew past the threshold, as the numeric run found them. Absent: none after
+   * the first block, the usual case once the first block has set the row max.
+   */
+  rescaleAt?: number[];
 }
 
 export const DEFAULT_FEATURES: HwFeatures = { pingpong: true, intraOverlap: true, lazyRescale: true, exp2Emulation: true };
 
-export type FeatureKey = 'pingpong' | 'intraOverlap' | 'lazyRescale' | 'exp2Emulation' | 'stages' | 'splits';
+export type FeatureKey = 'pingpong' | 'intraOverlap' | 'lazyRescale' | 'exp2Emulation' | 'stages' | 'splits' | 'rescaleAt';
 
 /** One CTA's share of the problem: its Q rows and the K/V blocks it visits, in order. */
 export interface CtaWork {

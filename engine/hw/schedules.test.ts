@@ -63,6 +63,15 @@ describe('FA4 storage and load order (seed 003)', () => {
     ]);
   });
 
+  it('correction rescales O after every block without lazy rescaling, only where the numeric run says with it', () => {
+    const rescales = (f: Partial<HwFeatures>) =>
+      scheduleFor('fa4', 'b200', shape({ nq: 256, nk: 128 * 5, dtype: 'bf16' }), f).timeline.filter((e) => e.role === 'correction' && e.op.startsWith('O0 *=')).length;
+    expect(rescales({ lazyRescale: false })).toBe(4);
+    expect(rescales({})).toBe(0);
+    expect(rescales({ rescaleAt: [2, 4] })).toBe(2);
+    expect(() => scheduleFor('fa3', 'h100', shape(), { rescaleAt: [1] })).toThrow(/rescaleAt does not apply to fa3/);
+  });
+
   it('never lets two live tiles overlap in SMEM or TMEM, with or without the optimizations', () => {
     for (const f of [{}, { lazyRescale: false, exp2Emulation: false }]) {
       const sch = scheduleFor('fa4', 'b200', s, f);

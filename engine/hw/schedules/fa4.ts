@@ -374,9 +374,11 @@ function build(k: Kernel, ctx: BuildContext, work: CtaWork): void {
       corr.wait(corrFull[s], i);
       corr.exec('fma', (FA4_BLOCK_M * 4) / gpu.fmaPerClk, 'read scale, vote', `O${s}`);
       // Without lazy rescaling every block after the first multiplies O by exp2(m_old − m_new).
-      // With it, the vote finds no row whose max grew by more than 2^8 once the max has settled
-      // (the first block sets it; later growth that large needs outlier scores), so O is left alone.
-      if (i > 0 && !f.lazyRescale) {
+      // With it, O is rescaled only where the vote finds a row whose max grew by more than
+      // 2^8: the iterations the numeric run reports (rescaleAt), else none once the first
+      // block has set the max (growth that large needs outlier scores).
+      const rescale = i > 0 && (f.lazyRescale ? (f.rescaleAt?.includes(i) ?? false) : true);
+      if (rescale) {
         corr.exec('tmem', tmemMove(oBytes), `tcgen05.ld O${s}`, `O${s}`);
         corr.exec('fma', (FA4_BLOCK_M * shape.dv) / (gpu.fmaPerClk * PACKED), `O${s} *= exp2(m_old − m_new)`, `O${s}`);
         corr.exec('tmem', tmemMove(oBytes), `tcgen05.st O${s}`, `O${s}`);
@@ -417,7 +419,7 @@ export const fa4Hw: HwAlgorithm = {
   id: 'fa4',
   name: 'FlashAttention-4 (SM100: TMEM, tcgen05, softmax/correction warpgroups)',
   arch: [100],
-  featureKeys: ['lazyRescale', 'exp2Emulation', 'stages'],
+  featureKeys: ['lazyRescale', 'exp2Emulation', 'stages', 'rescaleAt'],
   longestFirst: true,
   resources: (gpu, shape, f) => layout(gpu, shape, f).sheet,
   grid,

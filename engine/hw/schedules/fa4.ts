@@ -230,6 +230,8 @@ function build(k: Kernel, ctx: BuildContext, work: CtaWork): void {
   const n = kv.length;
   const loads = fa4LoadOrder(gpu, shape, f, kv, work.qBlock);
   const S = L.stages;
+  // K/V loads by their index in the K0 V0 K1 V1 ... sequence: K of iteration i is 2i, V is 2i + 1.
+  const kvLoads = loads.filter((x) => x.kvIndex >= 0);
   k.fifoUnits.add('tensor');
   for (const b of L.sheet.smem.buffers) {
     if (b.name === 'mbarriers' || b.name === 'tmem_holding') continue;
@@ -263,7 +265,7 @@ function build(k: Kernel, ctx: BuildContext, work: CtaWork): void {
     kvFull.push(k.mbarrier(`${p}kv_full[${s}]`));
     kvEmpty.push(
       k.mbarrier(`${p}kv_empty[${s}]`, 1, (ph) => {
-        const ld = loads.find((x) => x.kvIndex === s + ph * S);
+        const ld = kvLoads[s + ph * S];
         return ld ? { space: 'smem', buffer: `${p}sKV`, stage: s, offset: ld.offset, bytes: ld.bytes, action: 'release', tile: ld.tile } : null;
       }),
     );
@@ -299,7 +301,7 @@ function build(k: Kernel, ctx: BuildContext, work: CtaWork): void {
   }
 
   // MMA warp.
-  const kvOf = (kind: 'K' | 'V', i: number) => loads.find((x) => x.kind === kind && x.tile === `${kind}${kv[i]}` && x.kvIndex >= 0 && Math.floor(x.kvIndex / 2) === i)!;
+  const kvOf = (kind: 'K' | 'V', i: number) => kvLoads[2 * i + (kind === 'K' ? 0 : 1)];
   const mma = k.role({ name: `${p}mma`, warps: [12], registers: 48, job: 'issues every tcgen05 MMA: S = Q·Kᵀ into TMEM, O += P·V with P read from TMEM' });
   const qkOp = (s: number, i: number, extraArrive: number[]) => {
     mma.issue('tensor', qk, `S${s}=Q${s}·K${kv[i]}ᵀ`, `S${s}`, {
@@ -313,14 +315,16 @@ function build(k: Kernel, ctx: BuildContext, work: CtaWork): void {
     const vx = kvOf('V', i);
     for (let s = 0; s < 2; s++) {
       mma.wait(pFullORescaled[s], i);
-      mma.issue('tensor', pv * 0.75, `O${s}+=P${s}·V${kv[i]} (3/4)`, `O${s}`, { latency: 0 });
+      mma.issue('tensor', pv * 0.75, `O${s}+=P${s}·V${kv[i]} (3/4)`, `O${s}`, {
+        latency: 0,
+        memBegin: i === 0 ? [tmemSpec(`O${s}`, L.tmem.o[s], shape.dv, 'fill', `O${s}`)] : undefined,
+      });
       mma.wait(pFull2[s], i);
       const arrive = [...(last ? [oFull[s]] : []), ...(s === 1 ? [kvEmpty[vx.stage]] : [])];
       mma.issue('tensor', pv * 0.25, `O${s}+=P${s}·V${kv[i]} (last 1/4)`, `O${s}`, {
         latency: UMMA_LATENCY,
         arrive,
         memDone: [tmemSpec(`P${s}`, L.tmem.p[s], FA4_BLOCK_N / 2, 'release', `P${s}.${kv[i]}`)],
-        memBegin: i === 0 ? [tmemSpec(`O${s}`, L.tmem.o[s], shape.dv, 'fill', `O${s}`)] : undefined,
       });
       if (!last && s === 0) mma.wait(kvFull[kvOf('K', i + 1).stage], Math.floor(kvOf('K', i + 1).kvIndex / S));
       if (!last) qkOp(s, i + 1, s === 1 ? [kvEmpty[kvOf('K', i + 1).stage]] : []);

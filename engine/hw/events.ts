@@ -3,7 +3,7 @@
 // engine/TRACE.md, section "Hardware events", is the prose contract; keep the two in step.
 
 /** Execution units a role can occupy or issue to. Sub-partition units carry their index (tensor.sp2). */
-export type UnitKind = 'tma' | 'cpasync' | 'ldgsts' | 'tensor' | 'mufu' | 'fma' | 'tmem' | 'store' | 'sync';
+export type UnitKind = 'tma' | 'cpasync' | 'ldgsts' | 'tensor' | 'mufu' | 'fma' | 'tmem' | 'smem' | 'store' | 'sync';
 
 /** A role: one warp, or a warpgroup of four, with a fixed job in the kernel. */
 export interface RoleInfo {

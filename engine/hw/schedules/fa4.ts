@@ -399,7 +399,7 @@ function build(k: Kernel, ctx: BuildContext, work: CtaWork): void {
     corr.exec('fma', (FA4_BLOCK_M * shape.dv * 2) / (gpu.fmaPerClk * PACKED), `O${s} / l, cvt`, `O${s}`);
     // O is staged for the TMA store over sQ_s: Q_s was last read by the final S MMA, done before O_full.
     corr.mem({ space: 'smem', buffer: `${p}sQ`, stage: s, offset: L.qOff[s], bytes: qBytes, action: 'release', tile: `Q${FA4_Q_STAGE * work.qBlock + s}` });
-    corr.exec('fma', (FA4_BLOCK_M * shape.dv * e) / (gpu.smemBytesPerClk * 4), `st.shared O${s}`, `O${s}`, {
+    corr.exec('smem', (FA4_BLOCK_M * shape.dv * e) / gpu.smemBytesPerClk, `st.shared O${s}`, `O${s}`, {
       mem: [{ space: 'smem', buffer: `${p}sO`, stage: s, offset: L.qOff[s], bytes: FA4_BLOCK_M * shape.dv * e, action: 'fill', tile: `O${s}` }],
     });
     corr.arrive(epiFull[s]);

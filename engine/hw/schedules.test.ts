@@ -3,7 +3,7 @@ import fc from 'fast-check';
 import { gpuById } from './gpus/index.ts';
 import { memoryViolations } from './memory-check.ts';
 import type { HwFeatures, ProblemShape } from './model.ts';
-import { describeFor, scheduleFor } from './registry.ts';
+import { describeFor, scheduleFor, simulateFor } from './registry.ts';
 import { fa4LoadOrder } from './schedules/fa4.ts';
 import { DEFAULT_FEATURES } from './model.ts';
 
@@ -188,6 +188,25 @@ describe('schedules', () => {
 });
 
 const algoArb = fc.constantFrom(...ALGO_GPU);
+describe('simulate on any size (property)', () => {
+  it('gives a finite time, utilizations within [0, 1], and never beats the HBM floor', () => {
+    fc.assert(
+      fc.property(algoArb, fc.integer({ min: 1, max: 4 }), fc.integer({ min: 1, max: 40 }), fc.integer({ min: 1, max: 5000 }), fc.integer({ min: 1, max: 20000 }), fc.constantFrom(64, 128), fc.boolean(), ([algo, gpu], b, hq, nq, nk, d, causal) => {
+        const s = shape({ batch: b, hq, hk: hq, nq, nk, d, dv: d, causal, dtype: algo === 'fa4' ? 'bf16' : 'fp16' });
+        const r = simulateFor(algo, gpu, s);
+        expect(Number.isFinite(r.time_us) && r.time_us > 0).toBe(true);
+        for (const [u, v] of Object.entries(r.utilization)) expect(v, u).toBeLessThanOrEqual(1 + 1e-9);
+        const g = gpuById(gpu);
+        const io = 2 * b * (hq * nq * 2 * d + hq * nk * 2 * d);
+        expect(r.time_us).toBeGreaterThanOrEqual((io / g.hbmBytesPerSec) * 1e6 * (1 - 1e-9));
+        expect(r.sms_busy).toBeLessThanOrEqual(g.smCount);
+        return true;
+      }),
+      { numRuns: 40, seed: 7 },
+    );
+  });
+});
+
 describe('barrier phases never deadlock (property)', () => {
   it('random sizes, causal masks, features and depths schedule to the end with consistent memory', () => {
     fc.assert(

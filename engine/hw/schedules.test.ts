@@ -202,7 +202,7 @@ describe('simulate on any size (property)', () => {
         expect(r.sms_busy).toBeLessThanOrEqual(g.smCount);
         return true;
       }),
-      { numRuns: 40, seed: 7 },
+      { numRuns: 25, seed: 7 },
     );
   });
 });

@@ -1,0 +1,80 @@
+import { md, type AlgorithmLesson } from './types.ts';
+
+const r = md;
+
+export const flashDecodingLesson: AlgorithmLesson = {
+  id: 'flash-decoding',
+  title: 'Flash-decoding',
+  hardware: 'Any GPU; the split count targets its SM count',
+  sources: 'Seed 004 (flash-decoding section); FlashAttention-2 split-KV kernels.',
+  intro: r`While generating text, each step attends one new query ($N_q = 1$, or a few with speculative
+decoding) to a long cache of keys and values. FA2 parallelizes over batch, heads and Q tiles — here that
+is only $B\cdot H$ CTAs, often far fewer than the GPU's SMs, and each CTA walks the whole cache alone.
+
+**Split the keys.** Flash-decoding adds a parallel dimension over the K/V sequence: the cache is cut into
+$S$ splits of whole blocks, and each (batch, head, Q tile, split) is its own CTA running FA2's loop on its
+range. A split ends with its own normalized partial output and log-sum-exp,
+$$O_s = \frac{\sum_{j\in s} e^{x_j - m_s}v_j}{\ell_s},\qquad L_s = m_s + \log \ell_s ,$$
+both written to HBM in FP32 (\`Opartial\`, \`LSEpartial\`).
+
+**Combine.** A second, small kernel merges the splits of each row. Because $e^{L_s}$ is exactly split
+$s$'s share of the softmax denominator,
+$$L = \log\sum_s e^{L_s},\qquad O = \sum_s e^{L_s - L}\,O_s .$$
+It is computed against $\max_s L_s$ so no exponential overflows, and empty splits ($L_s = -\infty$)
+contribute nothing. An attention sink enters here, once, as one more term $e^{\text{sink}}$ of the sum.
+
+**How many splits.** FA2's heuristic: if $B\cdot H\cdot\lceil N_q/64\rceil$ CTAs already fill 80% of the
+SMs, do not split. Otherwise try $s = 1,\dots,\min(128, \#\text{SMs}, \#\text{blocks})$, skipping values
+that give the same blocks-per-split as $s-1$; with $w = \text{CTAs}\cdot s/\#\text{SMs}$ waves, the
+efficiency is $w/\lceil w\rceil$; pick the smallest $s$ within 85% of the best. More splits mean more
+partial traffic and a bigger combine, so the heuristic stops as soon as the waves are nearly full.
+
+**Traffic.** Each split re-reads the Q tile (tiny for decoding) and writes $N_q(d_v + 1)$ FP32 values;
+K and V are still read exactly once in total.`,
+  lines: {
+    'flash-decoding.loadQ': { indent: 2, text: r`split $s$: load $Q_i$` },
+    'flash-decoding.loadKV': { indent: 3, text: r`load $K_j, V_j$ for $j$ in split $s$` },
+    'flash-decoding.qk': { indent: 3, text: r`$S = Q_iK_j^\top$` },
+    'flash-decoding.mask': { indent: 3, text: r`apply the mask` },
+    'flash-decoding.rowmax': { indent: 3, text: r`$m_{\text{new}} = \max(m, \operatorname{rowmax}S)$` },
+    'flash-decoding.exp': { indent: 3, text: r`$P = e^{S-m_{\text{new}}}$` },
+    'flash-decoding.rowsum': { indent: 3, text: r`$\ell = e^{m-m_{\text{new}}}\ell + \operatorname{rowsum}P$` },
+    'flash-decoding.rescale': { indent: 3, text: r`$O \mathrel{*}= e^{m-m_{\text{new}}}$` },
+    'flash-decoding.pv': { indent: 3, text: r`$O \mathrel{+}= PV_j$` },
+    'flash-decoding.normalize': { indent: 2, text: r`$O_s = O/\ell_s$, $L_s = m + \log\ell_s$` },
+    'flash-decoding.writePartial': { indent: 2, text: r`write $O_s$, $L_s$ (FP32) to HBM` },
+    'flash-decoding.combine': { indent: 1, text: r`combine kernel: $L = \log\sum_s e^{L_s}$, $O = \sum_s e^{L_s-L}O_s$` },
+    'flash-decoding.write': { indent: 1, text: r`write $O$ and $L$` },
+  },
+  steps: {
+    load: r`Each split loads its own copy of the Q tile and only its range of K/V blocks.`,
+    qk: r`FA2's inner loop, restricted to the split's keys.`,
+    mask: r`Causal and window masks apply with absolute key positions; a split entirely outside the mask does no
+work and reports $L_s = -\infty$.`,
+    rowmax: r`Running max within the split only — splits never see each other's maxima.`,
+    exp: r`$P = e^{S - m}$ against the split's running max.`,
+    rowsum: r`Running sum within the split.`,
+    rescale: r`Within a split, as in FA2.`,
+    pv: r`Within a split, as in FA2.`,
+    normalize: r`Each split divides by its own $\ell_s$, so the partials are ordinary attention outputs over their
+key ranges; with one split this is the final output (sink included).`,
+    write: r`Partials go out in FP32 regardless of the input type, so the combine loses no precision.`,
+    combine: r`Per row: $M = \max_s L_s$, $L = M + \log\sum_s e^{L_s - M}$, $O = \sum_s e^{L_s - L}O_s$.
+The weights $e^{L_s-L}$ are the fractions of the softmax mass that each split holds; they sum to 1 (less
+the sink's share).`,
+  },
+  features: [
+    { key: 'splits', default: '0 (heuristic)', text: 'Number of K/V splits; 0 chooses it with the occupancy heuristic.' },
+    { key: 'smCount', default: '108', text: 'SMs the heuristic fills (108 = A100; 132 = H100 SXM).' },
+  ],
+  support: [
+    { variant: 'Nq ≥ 1 (decoding and prefill)', kernel: 'yes', flashscope: 'runs', note: '' },
+    { variant: 'causal, window, ALiBi, softcap', kernel: 'yes', flashscope: 'runs', note: '' },
+    { variant: 'sinks', kernel: 'yes', flashscope: 'runs', note: 'added once in the combine' },
+    { variant: 'GQA / MQA', kernel: 'yes', flashscope: 'runs', note: '' },
+    { variant: 'fp32, fp16, bf16', kernel: 'yes', flashscope: 'runs', note: 'partials always FP32' },
+  ],
+  corrections: [
+    r`Seed 004 says flash-decoding is "an important feature of FlashAttention-3"; the split-KV scheme was introduced with FlashAttention-2's kernels (2023) and later carried into FA3 — FlashScope's model follows the FA2 split-KV kernels and heuristic.`,
+  ],
+};

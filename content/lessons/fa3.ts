@@ -41,20 +41,6 @@ $V$ transposed in shared memory (FP8 \`wgmma\` wants K-major operands), a regist
 accumulator of the first GEMM can feed the second, and per-block scaling ("block quantization") plus an
 orthogonal "incoherent processing" rotation of $Q$ and $K$ to tame outliers. FlashScope models the
 16-bit kernel numerically; FP8 is described here only.`,
-  lines: {
-    'fa3.loadQ': { indent: 1, text: r`producer: TMA load $Q_i$ into shared memory` },
-    'fa3.loadK': { indent: 2, text: r`producer: wait for a free stage, TMA load $K_j$, arrive on its barrier` },
-    'fa3.loadV': { indent: 2, text: r`producer: wait for a free stage, TMA load $V_j$, arrive on its barrier` },
-    'fa3.qk': { indent: 2, text: r`consumer: $S_{\text{next}} = Q_iK_j^\top$ (SS-wgmma, commit, do not wait)` },
-    'fa3.pv': { indent: 2, text: r`consumer: $O \mathrel{+}= P_{\text{cur}}V_{j-1}$ (RS-wgmma, commit, do not wait)` },
-    'fa3.mask': { indent: 2, text: r`consumer: wait for $S_{\text{next}}$; set masked entries to $-\infty$` },
-    'fa3.rowmax': { indent: 2, text: r`$m_{\text{new}} = \max(m, \operatorname{rowmax}(S_{\text{next}}))$` },
-    'fa3.exp': { indent: 2, text: r`$P_{\text{next}} = \exp(S_{\text{next}} - m_{\text{new}})$, stored in the input type` },
-    'fa3.rowsum': { indent: 2, text: r`$\ell = e^{m-m_{\text{new}}}\ell + \operatorname{rowsum}(P_{\text{next}})$` },
-    'fa3.rescale': { indent: 2, text: r`wait for the $PV$ GEMM, $O \mathrel{*}= e^{m-m_{\text{new}}}$; release the K/V stages` },
-    'fa3.normalize': { indent: 1, text: r`epilogue: $O_i = O/\ell$, $L_i = m + \log\ell$` },
-    'fa3.write': { indent: 1, text: r`write $O_i$ and $L_i$ to HBM` },
-  },
   steps: {
     load: r`A TMA copy issued by the producer warp. It lands in a stage of a two-deep ring; the producer can be
 at most two $K$ (and two $V$) blocks ahead of the consumers, because a stage is only reused after every
@@ -90,8 +76,44 @@ is kept for the backward pass. A sink logit $s$ joins the denominator here: $\el
     { variant: 'FP8', kernel: 'yes', flashscope: 'rejected', note: 'lesson only; not a FlashScope dtype' },
     { variant: 'd > 256', kernel: 'no', flashscope: 'rejected', note: 'no kernel instance' },
   ],
-  corrections: [
-    r`Seed 000's FA3 consumer writes "O = O*exp(m_old-m) Pij@V"; the operator between the two terms is a plus: $O \leftarrow e^{m_{\text{old}}-m}O + P_{ij}V_j$.`,
-    r`Seed 000 names $\operatorname{rowmax}(S_{ij})$ "m_old" and then rescales by $e^{m_{\text{old}}-m}$. The factor must use the running max *before* this block, not the block's own max; FlashScope follows the paper.`,
-  ],
+  content: {
+    algorithm: 'fa3',
+    title: 'FlashAttention-3 forward (Hopper)',
+    source: 'Shah et al., "FlashAttention-3", 2024, Algorithms 1–2; seed 000',
+    lines: [
+      { id: '', text: 'CTA = one Q tile; producer warp + consumer warpgroups (64 rows each)', indent: 0 },
+      { id: 'fa3.loadQ', text: 'producer: TMA load Q_i', indent: 1, kinds: ['load'] },
+      { id: '', text: 'for j = last … first:   (K/V blocks in reverse)', indent: 1 },
+      { id: 'fa3.loadK', text: 'producer: wait for a free K stage; TMA load K_j', indent: 2 },
+      { id: 'fa3.loadV', text: 'producer: wait for a free V stage; TMA load V_j', indent: 2 },
+      { id: 'fa3.qk', text: 'consumer: S_next = Q_i K_jᵀ · scale   (wgmma, commit, no wait)', indent: 2, kinds: ['qk'] },
+      { id: 'fa3.pv', text: 'consumer: O ← O + P_cur V_(j+1)   (wgmma, commit, no wait)', indent: 2, kinds: ['pv'] },
+      { id: 'fa3.mask', text: 'wait for S_next; S_next ← −∞ where masked', indent: 2, kinds: ['mask'] },
+      { id: 'fa3.rowmax', text: 'm_new = max(m, rowmax(S_next))', indent: 2, kinds: ['rowmax'] },
+      { id: 'fa3.exp', text: 'P_next = exp(S_next − m_new)   (to fp16/bf16 in registers)', indent: 2, kinds: ['exp'] },
+      { id: 'fa3.rowsum', text: 'l = e^(m − m_new) · l + rowsum(P_next)', indent: 2, kinds: ['rowsum'] },
+      { id: 'fa3.rescale', text: 'wait for the PV wgmma; O ← e^(m − m_new) · O; release K/V stages', indent: 2, kinds: ['rescale'] },
+      { id: '', text: 'after the loop: O ← O + P_cur V_first', indent: 1 },
+      { id: 'fa3.normalize', text: 'O_i = O / l;  L_i = m + log l', indent: 1, kinds: ['normalize'] },
+      { id: 'fa3.write', text: 'write O_i and L_i to HBM', indent: 1, kinds: ['write'] },
+    ],
+    explain: {
+      'fa3.loadQ': 'The producer warp issues one TMA copy for the whole Q tile; the consumers wait on its barrier. The producer gives most of its registers to the consumers (setmaxnreg).',
+      'fa3.loadK': 'K blocks go into a two-stage ring. The producer runs ahead of the math by at most two blocks: a stage is reused only after every consumer warpgroup released it.',
+      'fa3.loadV': 'V blocks have their own two-stage ring. With the overlap on, V of a block is needed one iteration later than its K, so the producer issues K_j before V of the previous block.',
+      'fa3.qk': 'S = Q Kᵀ for this warpgroup\'s 64 rows, both operands in shared memory. Issued asynchronously; with the overlap it goes out before the previous block\'s P·V.',
+      'fa3.pv': 'O += P V with P in registers. With the overlap this is the previous block\'s P, multiplied while the softmax of the new S runs on the CUDA cores.',
+      'fa3.mask': 'Only the diagonal block (visited first, since blocks go in reverse) and window edges need per-element masking.',
+      'fa3.rowmax': 'The running max of each row; its change gives the rescale factor e^(m_old − m_new).',
+      'fa3.exp': 'Exponentials in fp32, converted to the 16-bit type because P feeds the next wgmma from registers.',
+      'fa3.rowsum': 'The running sum, brought to the new max and increased by this block\'s row sums.',
+      'fa3.rescale': 'Once the in-flight P·V has landed, O is multiplied by e^(m_old − m_new). Doing it after the add gives the same numbers as FA2, which rescales before.',
+      'fa3.normalize': 'One division by l per row at the end; a sink logit joins l here. LSE = m + log l is kept for the backward pass.',
+      'fa3.write': 'The epilogue writes O (input type) and LSE (fp32).',
+    },
+    seedNotes: [
+      'Seed 000\'s FA3 consumer writes "O = O*exp(m_old-m) Pij@V": the two terms are added, O ← e^(m_prev − m_new)·O + P_ij V_j.',
+      'Seed 000 calls rowmax(S_ij) "m_old" and rescales by exp(m_old − m); the factor uses the running max from before this block (the paper\'s m_i^(j−1)), which FlashScope follows.',
+    ],
+  },
 };

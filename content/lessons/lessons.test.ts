@@ -11,6 +11,7 @@ import { randomInputs } from '../../engine/inputs.ts';
 import type { AttentionProblem } from '../../engine/problem.ts';
 import { runToEnd } from '../../engine/run.ts';
 import type { PhaseKind } from '../../engine/trace/events.ts';
+import { contentFor } from '../index.ts';
 import { HW_LESSONS } from './index.ts';
 import type { AlgorithmLesson } from './types.ts';
 
@@ -23,14 +24,9 @@ function mathSpans(md: string): { tex: string; display: boolean }[] {
   return out;
 }
 
+/** The Markdown + KaTeX parts (the pseudo-code pane's content is plain text). */
 function allText(l: AlgorithmLesson): string[] {
-  return [
-    l.intro,
-    ...Object.values(l.lines).map((x) => x.text),
-    ...Object.values(l.steps),
-    ...l.features.map((f) => f.text),
-    ...l.corrections,
-  ].filter((t): t is string => typeof t === 'string');
+  return [l.intro, ...Object.values(l.steps), ...l.features.map((f) => f.text)].filter((t): t is string => typeof t === 'string');
 }
 
 // A problem per algorithm that makes it emit every line it has: several blocks (rescale),
@@ -67,11 +63,19 @@ describe('hardware-model lessons', () => {
             kinds.add(e.kind);
           },
         });
-        expect([...lines].sort()).toEqual(Object.keys(lesson.lines).sort());
+        const listed = lesson.content.lines.map((l) => l.id).filter((x) => x !== '');
+        expect([...lines].sort()).toEqual([...listed].sort());
+        expect(Object.keys(lesson.content.explain).sort()).toEqual([...listed].sort());
+        expect(lesson.content.algorithm).toBe(id);
         for (const k of kinds) expect(lesson.steps[k], `step text for '${k}'`).toBeTruthy();
       });
       it('documents every feature the algorithm accepts', () => {
         expect(lesson.features.map((f) => f.key).sort()).toEqual([...featureKeys[id]].sort());
+      });
+      it('is what the debugger pane finds for the algorithm', () => {
+        expect(contentFor(id)).toBe(lesson.content);
+        // Plain text there: no TeX left in the pseudo-code or the explanations.
+        for (const t of [...lesson.content.lines.map((l) => l.text), ...Object.values(lesson.content.explain)]) expect(t).not.toMatch(/[$\\]/);
       });
       it('has formulas that KaTeX renders', () => {
         const spans = allText(lesson).flatMap(mathSpans);

@@ -1,15 +1,10 @@
-// The shape of an algorithm lesson: what the UI shows next to a trace. Text is Markdown;
-// `$…$` and `$$…$$` spans are KaTeX. Every trace event's `line` id must have an entry in
-// `lines` (lessons.test.ts checks it against the algorithms' real traces).
+// The long-form lesson of a hardware-modelling algorithm: intro and per-step-kind text in
+// Markdown with KaTeX (`$…$`, `$$…$$`), feature and support tables, and the plain-text
+// pseudo-code content the debugger pane shows. lessons.test.ts checks every line id the
+// algorithm emits against `content.lines` and renders every formula with KaTeX.
 
 import type { PhaseKind } from '../../engine/trace/events.ts';
-
-export interface PseudoLine {
-  /** Indentation level in the pseudo-code listing. */
-  indent: number;
-  /** The pseudo-code text, KaTeX allowed. */
-  text: string;
-}
+import type { AlgorithmContent } from '../types.ts';
 
 export interface FeatureNote {
   key: string;
@@ -34,14 +29,15 @@ export interface AlgorithmLesson {
   sources: string;
   /** Markdown: what the kernel is and why it is shaped this way. */
   intro: string;
-  /** Pseudo-code listing: line id (as in trace events) → text. Order is display order. */
-  lines: Record<string, PseudoLine>;
   /** What a step of each kind does in this kernel, with formulas. */
   steps: Partial<Record<PhaseKind, string>>;
   features: FeatureNote[];
   support: SupportRow[];
-  /** Where a seed note is wrong or loose and we follow the paper or the code instead. */
-  corrections: string[];
+  /**
+   * The debugger's pseudo-code pane (plain text with Unicode maths, as content/types.ts
+   * defines it): listing, one explanation per line id, and the seed corrections.
+   */
+  content: AlgorithmContent;
 }
 
 /**

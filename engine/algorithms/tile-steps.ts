@@ -328,7 +328,7 @@ export function* rowsum(ctx: StepContext, at: At, st: RowState, t: ScoreTile): G
   const ev = ctx.tr.emit(
     'rowsum',
     { ...place(ctx, at, 'rowsum'), tile: tileRef(at, st, t), delta: { nonMatmulFlops: rows * t.cols + 2 * rows } },
-    () => ({ tileSum: Array.from(t.sum.subarray(0, rows)), lBefore, lAfter: Array.from(st.l), ...extra(ctx, at, false) }),
+    () => ({ tileSum: Array.from(t.sum.subarray(0, rows)), lBefore, lAfter: Array.from(st.l), ...extra(ctx, at, true) }),
   );
   if (ev) yield ev;
 }

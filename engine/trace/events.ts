@@ -52,7 +52,10 @@ interface EventBase {
   warpgroup?: number;
   /** flash-decoding: the K/V split this step belongs to. */
   split?: number;
-  /** true when s, m, tileMax, mBefore/mAfter, mOld/mNew are in log2 units (logit × log2 e), as FA4 keeps them. */
+  /**
+   * true when s, m, tileMax, mBefore/mAfter, mOld/mNew are in log2 units (logit × log2 e) and the
+   * exponentials are base 2 (P = 2^(s − m), factor = 2^(mOld − mNew)), as FA4 keeps them. LSE stays natural.
+   */
   base2?: boolean;
 }
 
@@ -106,10 +109,15 @@ export interface RescaleEvent extends EventBase {
 export interface PvEvent extends EventBase {
   kind: 'pv';
   o: number[];
+  /** FA1 only: per row, the coefficient e^(m~ - m_new) / l_new that P~V was added with. */
+  weight?: number[];
 }
 export interface NormalizeEvent extends EventBase {
   kind: 'normalize';
+  /** The normalized output tile, rows×dv; empty when the event normalizes P only (standard attention's softmax pass). */
   o: number[];
+  /** Standard attention only: rows×cols of P = exp(S - m) / l as written to HBM (rounded to the input dtype). */
+  p?: number[];
   l: number[];
   lse: number[];
 }

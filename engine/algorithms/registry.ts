@@ -10,7 +10,7 @@ import { cuteFa2 } from './cute-fa2.ts';
 import { flashDecoding } from './flash-decoding.ts';
 import type { StepAlgorithm } from './types.ts';
 
-export const ALGORITHMS: readonly StepAlgorithm[] = [fa2, fa1, standard, fa3, fa4, fmhaV2, cuteFa2, flashDecoding];
+export const ALGORITHMS: readonly StepAlgorithm[] = [standard, fa1, fa2, cuteFa2, fmhaV2, fa3, fa4, flashDecoding];
 
 export function algorithmById(id: string): StepAlgorithm {
   const a = ALGORITHMS.find((x) => x.id === id);

@@ -83,6 +83,45 @@ describe('engine CLI', () => {
     expect(maxAbsErr(o.data, referenceAttention(p, x).o)).toBeLessThan(2e-3);
   });
 
+  it('run reads named tensors from one safetensors file (BF16), inferring bf16', async () => {
+    const p: AttentionProblem = { batch: 1, hq: 2, hk: 2, nq: 5, nk: 7, d: 4, dv: 4, causal: false, dtype: 'bf16' };
+    const x = randomInputs(p, { seed: 6 }); // already rounded to bf16, so the top 16 bits are exact
+    const bf16 = (a: Float32Array) => {
+      const u = new Uint32Array(a.buffer.slice(0));
+      const out = new Uint8Array(a.length * 2);
+      for (let i = 0; i < a.length; i++) {
+        out[2 * i] = (u[i] >>> 16) & 0xff;
+        out[2 * i + 1] = u[i] >>> 24;
+      }
+      return out;
+    };
+    const parts = { q: bf16(x.q), k: bf16(x.k), v: bf16(x.v) };
+    const header: Record<string, unknown> = {};
+    let at = 0;
+    for (const [name, bytes] of Object.entries(parts)) {
+      header[name] = { dtype: 'BF16', shape: name === 'q' ? [2, 5, 4] : [2, 7, 4], data_offsets: [at, at + bytes.length] };
+      at += bytes.length;
+    }
+    const json = new TextEncoder().encode(JSON.stringify(header));
+    const file = new Uint8Array(8 + json.length + at);
+    new DataView(file.buffer).setUint32(0, json.length, true);
+    file.set(json, 8);
+    let off = 8 + json.length;
+    for (const bytes of Object.values(parts)) {
+      file.set(bytes, off);
+      off += bytes.length;
+    }
+    writeFileSync(path('qkv.safetensors'), file);
+    const st = path('qkv.safetensors');
+    const out = path('out-st');
+    await runCommand.run(['--algo', 'fa1', '--q', `${st}:q`, '--k', `${st}:k`, '--v', `${st}:v`, '--out', out]);
+    const o = await load(join(out, 'fa1', 'o.npy'));
+    expect(o.info.shape).toEqual([2, 5, 4]);
+    expect(JSON.parse(readFileSync(join(out, 'fa1', 'stats.json'), 'utf8')).problem.dtype).toBe('bf16');
+    expect(maxAbsErr(o.data, referenceAttention(p, x).o)).toBeLessThan(1e-2);
+    await expect(runCommand.run(['--algo', 'fa1', '--q', st, '--k', `${st}:k`, '--v', `${st}:v`, '--out', out])).rejects.toThrow(/holds 3 tensors \(q, k, v\); name one/);
+  });
+
   it('trace writes one parseable event per line, -inf as a string, counters adding up', async () => {
     const file = path('trace.jsonl');
     await traceCommand.run(['--algo', 'fa2,fa1', '--nq', '12', '--nk', '8', '--d', '4', '--causal', '--block-m', '4', '--block-n', '4', '--out', file]);

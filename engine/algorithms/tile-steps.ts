@@ -289,7 +289,7 @@ export function* rowmax(ctx: StepContext, at: At, st: RowState, t: ScoreTile): G
     {
       ...place(ctx, at, 'rowmax'),
       tile: tileRef(at, st, t),
-      delta: { nonMatmulFlops: rows * cols + (first ? 0 : rows), expCount: first ? 0 : rows },
+      delta: { nonMatmulFlops: rows * cols + rows + (first ? 0 : 2 * rows), expCount: first ? 0 : rows },
     },
     () => ({ tileMax, mBefore, mAfter: Array.from(st.m), ...extra(ctx, at, true) }),
   );
@@ -395,6 +395,7 @@ export function* normalize(ctx: StepContext, at: At, st: RowState, lseOut: Float
   const sink = sinkNat === undefined ? undefined : ctx.base2 ? sinkNat * LOG2E : sinkNat;
   const expb = ctx.base2 ? (a: number) => 2 ** a : Math.exp;
   const lFinal = new Array<number>(rows);
+  const sinkRows = sink === undefined ? 0 : rows;
   for (let r = 0; r < rows; r++) {
     let mr = st.m[r];
     let lr = st.l[r];
@@ -412,7 +413,8 @@ export function* normalize(ctx: StepContext, at: At, st: RowState, lseOut: Float
   }
   const ev = ctx.tr.emit(
     'normalize',
-    { ...place(ctx, at, 'normalize'), tile: tileRef(at, st), delta: { nonMatmulFlops: rows * dv + rows } },
+    // As fa2.ts: a multiply per element, reciprocal + log + add per row; a sink adds 2 exps and 7 ops per row.
+    { ...place(ctx, at, 'normalize'), tile: tileRef(at, st), delta: { nonMatmulFlops: rows * dv + 3 * rows + 7 * sinkRows, expCount: 2 * sinkRows } },
     () => ({ o: tileValues(st.acc, rows, dv, dv), l: lFinal, lse: Array.from(lseOut.subarray(0, rows)), ...extra(ctx, at, false) }),
   );
   if (ev) yield ev;

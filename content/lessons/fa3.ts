@@ -70,7 +70,7 @@ is kept for the backward pass. A sink logit $s$ joins the denominator here: $\el
   support: [
     { variant: 'causal, sliding window', kernel: 'yes', flashscope: 'runs', note: 'blocks outside the mask are never loaded' },
     { variant: 'ALiBi, softcap', kernel: 'yes', flashscope: 'runs', note: 'applied to S before the max' },
-    { variant: 'learnable sinks', kernel: 'yes', flashscope: 'runs', note: 'join the denominator at the end' },
+    { variant: 'attention sinks', kernel: 'partly', flashscope: 'runs', note: 'not in the original FA3 release; FlashScope adds the sink to the denominator at the end' },
     { variant: 'GQA / MQA, Nq ≠ Nk, d ≠ dv', kernel: 'yes', flashscope: 'runs', note: '' },
     { variant: 'fp32 inputs', kernel: 'no', flashscope: 'runs', note: 'FA3 takes fp16/bf16/fp8; FlashScope runs fp32 unrounded to show the schedule' },
     { variant: 'FP8', kernel: 'yes', flashscope: 'rejected', note: 'lesson only; not a FlashScope dtype' },

@@ -69,7 +69,8 @@ is kept for the backward pass. A sink logit $s$ joins the denominator here: $\el
   ],
   support: [
     { variant: 'causal, sliding window', kernel: 'yes', flashscope: 'runs', note: 'blocks outside the mask are never loaded' },
-    { variant: 'ALiBi, softcap', kernel: 'yes', flashscope: 'runs', note: 'applied to S before the max' },
+    { variant: 'softcap', kernel: 'yes', flashscope: 'runs', note: 'applied to S before the max' },
+    { variant: 'ALiBi', kernel: 'no', flashscope: 'runs', note: 'FA3 dropped ALiBi; FlashScope adds the bias to S as FA2 does' },
     { variant: 'attention sinks', kernel: 'partly', flashscope: 'runs', note: 'not in the original FA3 release; FlashScope adds the sink to the denominator at the end' },
     { variant: 'GQA / MQA, Nq ≠ Nk, d ≠ dv', kernel: 'yes', flashscope: 'runs', note: '' },
     { variant: 'fp32 inputs', kernel: 'no', flashscope: 'runs', note: 'FA3 takes fp16/bf16/fp8; FlashScope runs fp32 unrounded to show the schedule' },

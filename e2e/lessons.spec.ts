@@ -3,9 +3,9 @@
 // the feedback a student would see, and is screenshotted in both themes.
 
 import { expect, test, type Page } from '@playwright/test';
-import { CHAPTERS, chapterByNumber } from '../content/lessons/index.ts';
-import { lessonContext, locateTarget, RunCache } from '../content/lessons/evaluate.ts';
-import { onlineSoftmaxSteps } from '../content/lessons/online-softmax.ts';
+import { CHAPTERS, chapterByNumber } from '../content/lessons/chapters/index.ts';
+import { lessonContext, locateTarget, RunCache } from '../content/lessons/chapters/evaluate.ts';
+import { onlineSoftmaxSteps } from '../content/lessons/chapters/online-softmax.ts';
 import { watchConsole } from './helpers.ts';
 
 test.use({ viewport: { width: 1280, height: 720 } });

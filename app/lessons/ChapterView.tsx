@@ -3,8 +3,8 @@
 
 import { useCallback, useEffect, useRef, useState } from 'react';
 import type { LoadRequest } from '../../engine/debugger/protocol.ts';
-import { CHAPTERS } from '../../content/lessons/index.ts';
-import type { Chapter } from '../../content/lessons/types.ts';
+import { CHAPTERS } from '../../content/lessons/chapters/index.ts';
+import type { Chapter } from '../../content/lessons/chapters/types.ts';
 import { useApp } from '../store/store.ts';
 import { HardwareTableView } from './HardwareTableView.tsx';
 import { IoSweepView } from './IoSweepView.tsx';

@@ -2,7 +2,7 @@
 // in the lesson worker from engine/hw. The row matching the debugger's switches is marked.
 
 import { useEffect, useState } from 'react';
-import type { HardwareTable, HwRow } from '../../content/lessons/types.ts';
+import type { HardwareTable, HwRow } from '../../content/lessons/chapters/types.ts';
 import { lessonCall } from './lesson-client.ts';
 
 type Row = HwRow & { label: string };

@@ -2,8 +2,8 @@
 // and a log-log plot of HBM bytes against N²d²/M.
 
 import { useEffect, useState } from 'react';
-import type { IoPoint } from '../../content/lessons/io-sweep.ts';
-import { SWEEP_PROBLEM } from '../../content/lessons/io-sweep.ts';
+import type { IoPoint } from '../../content/lessons/chapters/io-sweep.ts';
+import { SWEEP_PROBLEM } from '../../content/lessons/chapters/io-sweep.ts';
 import { lessonCall } from './lesson-client.ts';
 import { Tex } from './RichText.tsx';
 

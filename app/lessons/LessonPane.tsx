@@ -4,7 +4,7 @@
 
 import { useCallback, useEffect, useRef, useState } from 'react';
 import type { LoadRequest } from '../../engine/debugger/protocol.ts';
-import type { PaneSpec } from '../../content/lessons/types.ts';
+import type { PaneSpec } from '../../content/lessons/chapters/types.ts';
 import { DebuggerPane } from '../pane/DebuggerPane.tsx';
 import type { PaneController } from '../pane/controller.ts';
 import { useApp } from '../store/store.ts';

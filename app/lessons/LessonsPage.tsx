@@ -2,7 +2,7 @@
 // app shell, so KaTeX and the lesson text cost nothing until a lesson is opened.
 
 import { useEffect } from 'react';
-import { CHAPTERS, chapterByNumber } from '../../content/lessons/index.ts';
+import { CHAPTERS, chapterByNumber } from '../../content/lessons/chapters/index.ts';
 import { ChapterView } from './ChapterView.tsx';
 import { useProgress } from './progress.ts';
 import { goToLesson, type LessonRoute } from './route.ts';

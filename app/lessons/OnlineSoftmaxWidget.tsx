@@ -2,7 +2,7 @@
 // follows element by element, checked against the three-pass safe softmax.
 
 import { useMemo, useRef, useState, type KeyboardEvent, type PointerEvent } from 'react';
-import { onlineSoftmaxSteps, safeSoftmax, softmaxFromOnline } from '../../content/lessons/online-softmax.ts';
+import { onlineSoftmaxSteps, safeSoftmax, softmaxFromOnline } from '../../content/lessons/chapters/online-softmax.ts';
 import { Tex } from './RichText.tsx';
 
 const LO = -6;

@@ -3,7 +3,7 @@
 
 import { useState } from 'react';
 import type { LoadRequest } from '../../engine/debugger/protocol.ts';
-import type { Question } from '../../content/lessons/types.ts';
+import type { Question } from '../../content/lessons/chapters/types.ts';
 import { lessonCall } from './lesson-client.ts';
 import { useProgress } from './progress.ts';
 import { Inline } from './RichText.tsx';

@@ -3,8 +3,8 @@
 
 import * as Comlink from 'comlink';
 import type { LoadRequest } from '../../engine/debugger/protocol.ts';
-import { checkAnswer, hardwareTable, locateTarget, needChapter, revealAnswer, RunCache } from '../../content/lessons/evaluate.ts';
-import { fa1IoSweep } from '../../content/lessons/io-sweep.ts';
+import { checkAnswer, hardwareTable, locateTarget, needChapter, revealAnswer, RunCache } from '../../content/lessons/chapters/evaluate.ts';
+import { fa1IoSweep } from '../../content/lessons/chapters/io-sweep.ts';
 
 const cache = new RunCache();
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { CHAPTERS } from '../../content/lessons/index.ts';
+import { CHAPTERS } from '../../content/lessons/chapters/index.ts';
 import { formToRequest } from '../store/problem-form.ts';
 import { requestToForm } from './request-form.ts';
 

@@ -1,11 +1,11 @@
 // Small questions asked of a recorded trace, shared by the chapters' step locators and
 // answer functions. Each returns what the engine recorded; none recomputes the maths.
 
-import type { LoadRequest } from '../../engine/debugger/protocol.ts';
-import type { InputDistribution } from '../../engine/inputs.ts';
-import type { AttentionProblem } from '../../engine/problem.ts';
-import type { TraceEvent } from '../../engine/trace/events.ts';
-import { totalBytes, type Counters } from '../../engine/counters.ts';
+import type { LoadRequest } from '../../../engine/debugger/protocol.ts';
+import type { InputDistribution } from '../../../engine/inputs.ts';
+import type { AttentionProblem } from '../../../engine/problem.ts';
+import type { TraceEvent } from '../../../engine/trace/events.ts';
+import { totalBytes, type Counters } from '../../../engine/counters.ts';
 
 export type EventOf<K extends TraceEvent['kind']> = Extract<TraceEvent, { kind: K }>;
 

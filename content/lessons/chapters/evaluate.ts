@@ -1,14 +1,14 @@
 // Everything the lesson worker computes: recorded runs, step targets, answer checks and
 // hardware tables. Pure engine calls (Node and Worker); nothing here touches the DOM.
 
-import { algorithmById } from '../../engine/algorithms/registry.ts';
-import type { LoadRequest } from '../../engine/debugger/protocol.ts';
-import { hwAlgorithmById, simulateFor } from '../../engine/hw/registry.ts';
-import { gpuById } from '../../engine/hw/gpus/index.ts';
-import { randomInputs } from '../../engine/inputs.ts';
-import { validateProblem } from '../../engine/problem.ts';
-import { runToEnd } from '../../engine/run.ts';
-import type { TraceEvent } from '../../engine/trace/events.ts';
+import { algorithmById } from '../../../engine/algorithms/registry.ts';
+import type { LoadRequest } from '../../../engine/debugger/protocol.ts';
+import { hwAlgorithmById, simulateFor } from '../../../engine/hw/registry.ts';
+import { gpuById } from '../../../engine/hw/gpus/index.ts';
+import { randomInputs } from '../../../engine/inputs.ts';
+import { validateProblem } from '../../../engine/problem.ts';
+import { runToEnd } from '../../../engine/run.ts';
+import type { TraceEvent } from '../../../engine/trace/events.ts';
 import { chapterByNumber } from './index.ts';
 import type { AnswerValue, Chapter, EngineRun, HwRow, LessonContext, Question } from './types.ts';
 

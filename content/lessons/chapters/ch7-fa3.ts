@@ -1,7 +1,7 @@
 // Chapter 7: FA3 on Hopper — producer/consumer, TMA, ping-pong, intra-warpgroup overlap.
 import type { Chapter } from './types.ts';
 import { firstIndex, firstOr, fmt, lessonRequest } from './queries.ts';
-import type { TraceEvent } from '../../engine/trace/events.ts';
+import type { TraceEvent } from '../../../engine/trace/events.ts';
 
 /** A P·V step issued right after the next block's S = QKᵀ: the intra-warpgroup overlap. */
 const overlapped = (ev: readonly TraceEvent[]) => firstOr(ev, (e, i) => e.kind === 'pv' && i > 0 && ev[i - 1].kind === 'qk' && ev[i - 1].tile.kvBlock !== e.tile.kvBlock, 'pv');

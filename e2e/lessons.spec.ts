@@ -135,6 +135,9 @@ test('a kernel switch reloads the debugger and the questions follow the new prob
   await card.getByRole('button', { name: 'Check' }).click();
   await expect(page.getByTestId('feedback-wg-rows')).toContainText('Correct.');
   await expect(page.getByTestId('feedback-wg-rows')).toContainText('ping-pong off');
+  // The kernel's own notes fold out under the debugger.
+  await page.getByText('FlashAttention-3: switches and support').click();
+  await expect(page.locator('.kernel-ref')).toContainText('pingpong');
 });
 
 test('try this changes the problem; bad answers get a message, not a verdict; unknown chapters are explained', async ({ page }) => {

@@ -8,6 +8,7 @@ import type { Chapter } from '../../content/lessons/chapters/types.ts';
 import { useApp } from '../store/store.ts';
 import { HardwareTableView } from './HardwareTableView.tsx';
 import { IoSweepView } from './IoSweepView.tsx';
+import { KernelReference } from './KernelReference.tsx';
 import { LessonPane, lessonPaneId, type LessonPaneHandle } from './LessonPane.tsx';
 import { OnlineSoftmaxWidget } from './OnlineSoftmaxWidget.tsx';
 import { QuestionCard } from './QuestionCard.tsx';
@@ -188,6 +189,7 @@ export function ChapterView({ chapter, initialStep }: { chapter: Chapter; initia
           ))}
         </div>
         {chapter.hardware && <HardwareTableView chapter={chapter.number} table={chapter.hardware} current={applied?.features} toggleKeys={(chapter.toggles ?? []).map((t) => t.feature)} />}
+        {chapter.reference && <KernelReference ids={chapter.reference} />}
       </section>
 
       <ChapterNav chapter={chapter} where="bottom" />

@@ -59,6 +59,7 @@ export const chapter6: Chapter = {
       { algorithm: 'fmha-v2', gpu: 'rtx4060', features: {}, label: 'fmha_v2 on RTX 4060' },
     ],
   },
+  reference: ['cute-fa2', 'fmha-v2'],
   tryThis: [
     {
       label: 'Causal',

@@ -58,6 +58,7 @@ export const chapter7: Chapter = {
       { algorithm: 'fa3', gpu: H100, features: { pingpong: false, intraOverlap: false }, label: 'both off' },
     ],
   },
+  reference: ['fa3'],
   tryThis: [
     {
       label: 'Causal',

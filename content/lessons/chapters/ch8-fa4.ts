@@ -28,7 +28,7 @@ export const chapter8: Chapter = {
     },
     {
       kind: 'p',
-      text: '**Lazy rescaling.** FA4 works in base 2, with $s\' = s\\cdot\\log_2 e$ and $P = 2^{s\' - m}$. When a new block raises the row max by less than a threshold (8 in log2 units), FA4 keeps the stale max: $P$ may then reach $2^8 = 256$, harmless in fp32 accumulation, and since $\\ell$ is summed against the same stale max the final $O/\\ell$ is still exact. Rescaling $O$ — a trip of the whole accumulator through the correction warps — becomes rare.',
+      text: '**Lazy rescaling.** FA4 works in base 2, with $s\' = s\\cdot\\log_2 e$ and $P = 2^{s\' - m}$. When a new block raises the row max by less than a threshold (8 in log2 units), FA4 keeps the stale max: $P$ may then reach $2^8 = 256$, which 16-bit storage and fp32 accumulators hold without trouble, and since $\\ell$ is summed against the same stale max the final $O/\\ell$ is still exact. Rescaling $O$ — a trip of the whole accumulator through the correction warps — becomes rare.',
     },
     { kind: 'math', tex: 'm^{\\text{new}} = \\begin{cases} \\max(m, \\mathrm{rowmax}(S\')) & \\text{if } \\mathrm{rowmax}(S\') - m > 8 \\\\ m & \\text{otherwise} \\end{cases}\\qquad O = \\tilde O / \\ell' },
     {
@@ -61,6 +61,7 @@ export const chapter8: Chapter = {
       { algorithm: 'fa4', gpu: B200, features: { exp2Emulation: false }, label: 'exp2 emulation off' },
     ],
   },
+  reference: ['fa4'],
   tryThis: [
     {
       label: 'Large logits',

@@ -47,6 +47,7 @@ export const chapter9: Chapter = {
       { algorithm: 'flash-decoding', gpu: H100, features: {}, label: 'splits from the heuristic' },
     ],
   },
+  reference: ['flash-decoding'],
   tryThis: [
     {
       label: '8 splits',

@@ -121,6 +121,8 @@ export interface Chapter {
     explain: string;
   }[];
   hardware?: HardwareTable;
+  /** Algorithm ids whose kernel notes (switches, support table) the chapter folds in as reference. */
+  reference?: string[];
   tryThis: TryThis[];
   questions: Question[];
 }

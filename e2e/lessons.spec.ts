@@ -158,6 +158,15 @@ test('try this changes the problem; bad answers get a message, not a verdict; un
   await card.getByRole('textbox').fill(String(sBytes));
   await card.getByRole('button', { name: 'Check' }).click();
   await expect(page.getByTestId('feedback-s-bytes')).toContainText('Correct.');
+  // A wrong answer offers the answer, which comes from the engine for the loaded problem.
+  const ratio = page.getByTestId('question-ratio');
+  await ratio.getByRole('textbox').fill('1');
+  await ratio.getByRole('button', { name: 'Check' }).click();
+  await expect(page.getByTestId('feedback-ratio')).toContainText('Not quite.');
+  await ratio.getByRole('button', { name: 'Show answer' }).click();
+  const r = Number(c1.questions[1].answer(lessonContext(c1, doubled, cache)));
+  expect(r).toBe(4);
+  await expect(page.getByTestId('feedback-ratio')).toContainText(`The answer is ${r}.`);
 
   await page.goto('/?lesson=42');
   await expect(page.getByRole('alert')).toHaveText('There is no chapter 42; the lessons have chapters 1 to 9.');

@@ -103,7 +103,11 @@ export const chapter7: Chapter = {
       kind: 'number',
       tolerance: 0.01,
       answer: ({ simulate }) => simulate('fa3', H100, { intraOverlap: false }).timeUs - simulate('fa3', H100, {}).timeUs,
-      explain: (_c, a) => `${fmt(Number(a), 4)} µs: without the overlap the softmax no longer hides under the P·V GEMM.`,
+      explain: ({ simulate }, a) => {
+        const on = simulate('fa3', H100, {}).utilization.tensor ?? 0;
+        const off = simulate('fa3', H100, { intraOverlap: false }).utilization.tensor ?? 0;
+        return `${fmt(Number(a), 4)} µs: without the overlap the softmax no longer runs under the P·V GEMM, and the tensor cores are busy ${Math.round(off * 100)}% of the time instead of ${Math.round(on * 100)}%.`;
+      },
       hint: 'Subtract the "all on" time from the "intra-warpgroup overlap off" time.',
     },
   ],

@@ -100,7 +100,12 @@ export const chapter8: Chapter = {
       kind: 'number',
       tolerance: 0.01,
       answer: ({ simulate }) => simulate('fa4', B200, { exp2Emulation: false }).timeUs - simulate('fa4', B200, {}).timeUs,
-      explain: (_c, a) => `${fmt(Number(a), 4)} µs in FlashScope's model: the exponential unit is the limit, and moving part of its work to the FMA units shortens the softmax.`,
+      explain: ({ simulate }, a) => {
+        const on = simulate('fa4', B200, {}).utilization;
+        const off = simulate('fa4', B200, { exp2Emulation: false }).utilization;
+        const pct = (v: number | undefined) => `${Math.round((v ?? 0) * 100)}%`;
+        return `${fmt(Number(a), 4)} µs in FlashScope's model. Without emulation the exponential unit (mufu) is busy ${pct(off.mufu)} of the time instead of ${pct(on.mufu)}, and the FMA units ${pct(off.fma)} instead of ${pct(on.fma)}: the polynomial moves work from the first to the second.`;
+      },
       hint: 'Subtract the "all on" time from the "exp2 emulation off" time.',
     },
   ],

@@ -18,8 +18,9 @@ const idx = (evs: TraceEvent[], pred: (e: TraceEvent) => boolean) => evs.findInd
 
 describe('fa3 against the float64 reference', () => {
   accuracyMatrix(fa3, { dims: [64, 128, 256] });
+  // fp32 with these switches and random tiles is covered by hw-algorithms.property.test.ts.
   describe('with intraOverlap and pingpong off, small tiles', () => {
-    accuracyMatrix(fa3, { dims: [64], dtypes: ['fp32', 'bf16'], options: { blockM: 64, blockN: 32, features: { intraOverlap: false, pingpong: false } } });
+    accuracyMatrix(fa3, { dims: [64], dtypes: ['bf16'], options: { blockM: 64, blockN: 32, features: { intraOverlap: false, pingpong: false } } });
   });
 });
 

@@ -5,6 +5,7 @@
 import { useCallback, useEffect, useRef, useState } from 'react';
 import type { LoadRequest } from '../../engine/debugger/protocol.ts';
 import type { PaneSpec } from '../../content/lessons/chapters/types.ts';
+import type { TargetStep } from '../../content/lessons/chapters/evaluate.ts';
 import { DebuggerPane } from '../pane/DebuggerPane.tsx';
 import type { PaneController } from '../pane/controller.ts';
 import { useApp } from '../store/store.ts';
@@ -43,7 +44,7 @@ export function LessonPane({
 }) {
   const pane = lessonPaneId(chapter, index);
   const ctlRef = useRef<PaneController | null>(null);
-  const [target, setTarget] = useState<{ step: number; total: number } | null>(null);
+  const [target, setTarget] = useState<TargetStep | null>(null);
   const [targetError, setTargetError] = useState<string | null>(null);
   // Prepared before the pane mounts: its views and a form showing the preset.
   const [ready] = useState(() => {
@@ -130,7 +131,7 @@ export function LessonPane({
           <span className="error">{targetError}</span>
         ) : target ? (
           <>
-            The text refers to step {target.step + 1} of {target.total}: {spec.target.describe}.{' '}
+            {target.exact ? 'The text refers to' : 'In this problem, the nearest to the text is'} step {target.step + 1} of {target.total}: {target.describe}.{' '}
             <button type="button" className="linkish" onClick={() => void seekTarget(useApp.getState().problem[pane]?.applied ?? spec.preset, null)}>
               Go to that step
             </button>

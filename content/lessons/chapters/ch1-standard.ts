@@ -1,6 +1,6 @@
 // Chapter 1: standard attention and the HBM traffic of its N×N intermediates.
 import type { Chapter } from './types.ts';
-import { firstOr, fmt, fmtBytes, lessonRequest, tensorTraffic } from './queries.ts';
+import { firstIndex, fmt, fmtBytes, lessonRequest, tensorTraffic } from './queries.ts';
 import { dtypeBytes } from '../../../engine/problem.ts';
 
 export const chapter1: Chapter = {
@@ -30,7 +30,7 @@ export const chapter1: Chapter = {
   panes: [
     {
       preset: lessonRequest('standard', { nq: 32, nk: 32, d: 16 }, { blockM: 8, blockN: 8 }),
-      target: { describe: 'the first S tile written to HBM', find: (ev) => firstOr(ev, (e) => e.kind === 'write' && e.tensors.includes('S'), 'write') },
+      target: { describe: 'the first S tile written to HBM', find: (ev) => firstIndex(ev, (e) => e.kind === 'write' && e.tensors.includes('S')) },
       views: ['heatmaps', 'counters', 'pseudo'],
     },
   ],

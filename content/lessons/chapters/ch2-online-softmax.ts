@@ -1,6 +1,6 @@
 // Chapter 2: safe softmax, then online softmax on one vector (seed 004's derivation).
 import type { Chapter } from './types.ts';
-import { finalRowSum, firstOr, fmt, lastMaxChangeBlock } from './queries.ts';
+import { finalRowSum, firstIndex, fmt, lastMaxChangeBlock } from './queries.ts';
 import { lessonRequest } from './queries.ts';
 
 export const chapter2: Chapter = {
@@ -38,7 +38,8 @@ export const chapter2: Chapter = {
       preset: lessonRequest('fa2', { nq: 16, nk: 64, d: 16 }, { blockM: 8, blockN: 8 }),
       target: {
         describe: 'the first rowmax step where a running max grows after the first K/V block',
-        find: (ev) => firstOr(ev, (e) => e.kind === 'rowmax' && e.tile.kvBlock > 0 && e.mAfter.some((m, r) => m > e.mBefore[r]), 'rowmax'),
+        find: (ev) => firstIndex(ev, (e) => e.kind === 'rowmax' && e.tile.kvBlock > 0 && e.mAfter.some((m, r) => m > e.mBefore[r])),
+        fallback: { describe: 'the first rowmax step (no running max grows after the first block in this problem)', find: (ev) => firstIndex(ev, (e) => e.kind === 'rowmax') },
       },
       views: ['heatmaps', 'stats', 'formula', 'pseudo'],
     },

@@ -1,10 +1,10 @@
 // Chapter 3: from online softmax to one-pass attention — the O recurrence.
 import type { Chapter } from './types.ts';
-import { firstOr, fmt, lessonRequest, type EventOf } from './queries.ts';
+import { firstIndex, fmt, lessonRequest, type EventOf } from './queries.ts';
 import type { TraceEvent } from '../../../engine/trace/events.ts';
 
 const shrinks = (e: TraceEvent): e is EventOf<'rescale'> => e.kind === 'rescale' && e.factor.some((f) => f < 1);
-const target = (ev: readonly TraceEvent[]) => firstOr(ev, shrinks, 'rescale');
+const target = (ev: readonly TraceEvent[]) => firstIndex(ev, shrinks);
 
 export const chapter3: Chapter = {
   number: 3,
@@ -34,7 +34,11 @@ export const chapter3: Chapter = {
   panes: [
     {
       preset: lessonRequest('fa2', { nq: 16, nk: 32, d: 8 }, { blockM: 8, blockN: 8 }),
-      target: { describe: 'the first rescale step with a factor below 1', find: target },
+      target: {
+        describe: 'the first rescale step with a factor below 1',
+        find: target,
+        fallback: { describe: 'the first rescale step (no factor is below 1 in this problem)', find: (ev) => firstIndex(ev, (e) => e.kind === 'rescale') },
+      },
       views: ['heatmaps', 'stats', 'formula', 'pseudo'],
     },
   ],
@@ -61,8 +65,9 @@ export const chapter3: Chapter = {
       prompt: 'At the step the debugger opened on (the first rescale with a factor below 1), which row — its index in the whole matrix — has its accumulator shrunk the most?',
       kind: 'integer',
       answer: ({ run }) => {
-        const e = run.events[target(run.events)];
-        if (e.kind !== 'rescale') return -1;
+        const i = target(run.events);
+        const e = run.events[i];
+        if (i < 0 || e.kind !== 'rescale') return -1;
         let best = 0;
         e.factor.forEach((f, r) => {
           if (f < e.factor[best]) best = r;
@@ -70,6 +75,7 @@ export const chapter3: Chapter = {
         return e.tile.rows[0] + best;
       },
       explain: ({ run }, a) => {
+        if (Number(a) < 0) return 'No row is shrunk in this problem: −1 is the answer the lesson expects then. Load the preset again to see one.';
         const e = run.events[target(run.events)] as EventOf<'rescale'>;
         const r = Number(a) - e.tile.rows[0];
         return `Row ${a}: its max moved from ${fmt(e.mOld[r])} to ${fmt(e.mNew[r])}, so its accumulator is multiplied by e^(${fmt(e.mOld[r])} − ${fmt(e.mNew[r])}) = ${fmt(e.factor[r])}.`;

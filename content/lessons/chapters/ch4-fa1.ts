@@ -1,6 +1,6 @@
 // Chapter 4: FlashAttention (FA1) — tiling, loop order, O/ℓ/m in HBM, IO complexity.
 import type { Chapter } from './types.ts';
-import { firstIndex, firstOr, fmt, fmtBytes, lessonRequest } from './queries.ts';
+import { firstIndex, fmt, fmtBytes, lessonRequest } from './queries.ts';
 import { fa1IoSweep } from './io-sweep.ts';
 
 export const chapter4: Chapter = {
@@ -47,7 +47,7 @@ export const chapter4: Chapter = {
       preset: lessonRequest('fa1', { nq: 32, nk: 32, d: 16 }, { sramBytes: 2048 }),
       target: {
         describe: 'the first time O₀, ℓ₀, m₀ are read back from HBM',
-        find: (ev) => firstOr(ev, (e) => e.kind === 'load' && e.tile.qBlock === 0 && e.tile.kvBlock > 0 && e.tensors.includes('O'), 'load'),
+        find: (ev) => firstIndex(ev, (e) => e.kind === 'load' && e.tile.qBlock === 0 && e.tile.kvBlock > 0 && e.tensors.includes('O')),
       },
       views: ['heatmaps', 'hbm', 'counters', 'pseudo'],
     },

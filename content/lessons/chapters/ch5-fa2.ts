@@ -1,6 +1,6 @@
 // Chapter 5: FA2 beside FA1 — swapped loops, deferred normalization, LSE, Q-block parallelism.
 import type { Chapter } from './types.ts';
-import { firstOr, fmt, fmtBytes, hbmTotal, lessonRequest } from './queries.ts';
+import { firstIndex, fmt, fmtBytes, hbmTotal, lessonRequest } from './queries.ts';
 
 const problem = { nq: 32, nk: 32, d: 16 };
 const blocks = { blockM: 8, blockN: 8 };
@@ -39,13 +39,13 @@ export const chapter5: Chapter = {
     {
       label: 'FA1',
       preset: lessonRequest('fa1', problem, blocks),
-      target: { describe: 'FA1\'s first write of O', find: (ev) => firstOr(ev, (e) => e.kind === 'write' && e.tensors.includes('O') && e.tile.kvBlock >= 0, 'write') },
+      target: { describe: 'FA1\'s first write of O', find: (ev) => firstIndex(ev, (e) => e.kind === 'write' && e.tensors.includes('O') && e.tile.kvBlock >= 0) },
       views: ['heatmaps', 'counters', 'pseudo'],
     },
     {
       label: 'FA2',
       preset: lessonRequest('fa2', problem, blocks),
-      target: { describe: 'FA2\'s first write of O', find: (ev) => firstOr(ev, (e) => e.kind === 'write' && e.tensors.includes('O'), 'write') },
+      target: { describe: 'FA2\'s first write of O', find: (ev) => firstIndex(ev, (e) => e.kind === 'write' && e.tensors.includes('O')) },
       views: ['heatmaps', 'counters', 'pseudo'],
     },
   ],

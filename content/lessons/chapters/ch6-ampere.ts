@@ -1,6 +1,6 @@
 // Chapter 6: what an Ampere/Ada kernel overlaps — the CuTe FA2 pipeline and TensorRT-LLM's fmha_v2.
 import type { Chapter } from './types.ts';
-import { firstIndex, firstOr, fmt, lessonRequest } from './queries.ts';
+import { firstIndex, fmt, lessonRequest } from './queries.ts';
 import type { TraceEvent } from '../../../engine/trace/events.ts';
 
 const problem = { nq: 64, nk: 64, d: 16 };
@@ -40,13 +40,13 @@ export const chapter6: Chapter = {
     {
       label: 'CuTe FA2',
       preset: lessonRequest('cute-fa2', problem, blocks),
-      target: { describe: 'the K prefetch issued during block 0', find: (ev) => Math.max(0, prefetchIndex(ev)) },
+      target: { describe: 'the K prefetch issued during block 0', find: prefetchIndex },
       views: ['heatmaps', 'stats', 'counters'],
     },
     {
       label: 'fmha_v2',
       preset: lessonRequest('fmha-v2', problem, blocks),
-      target: { describe: 'the first warp\'s first S slice', find: (ev) => firstOr(ev, (e) => e.kind === 'qk' && e.warp !== undefined, 'qk') },
+      target: { describe: 'the first warp\'s first S slice', find: (ev) => firstIndex(ev, (e) => e.kind === 'qk' && e.warp !== undefined) },
       views: ['heatmaps', 'stats', 'counters'],
     },
   ],

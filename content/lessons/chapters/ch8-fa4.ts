@@ -1,6 +1,6 @@
 // Chapter 8: FA4 on Blackwell — TMEM, warp roles, Large-Small-Large, 3/4 P hand-off, lazy rescaling, exp2 emulation.
 import type { Chapter } from './types.ts';
-import { firstOr, fmt, lessonRequest } from './queries.ts';
+import { firstIndex, fmt, lessonRequest } from './queries.ts';
 
 const B200 = 'b200';
 
@@ -43,7 +43,7 @@ export const chapter8: Chapter = {
   panes: [
     {
       preset: lessonRequest('fa4', { nq: 256, nk: 256, d: 16, dtype: 'bf16' }, { blockM: 128, blockN: 64 }),
-      target: { describe: 'the first P = 2^(S′ − m) step of softmax warpgroup 0', find: (ev) => firstOr(ev, (e) => e.kind === 'exp', 'exp') },
+      target: { describe: 'the first P = 2^(S′ − m) step of softmax warpgroup 0', find: (ev) => firstIndex(ev, (e) => e.kind === 'exp') },
       views: ['heatmaps', 'stats', 'counters'],
     },
   ],

@@ -1,6 +1,6 @@
 // Chapter 9: flash-decoding — split K/V and the LSE combine.
 import type { Chapter } from './types.ts';
-import { firstOr, fmt, lessonRequest, type EventOf } from './queries.ts';
+import { firstIndex, fmt, lessonRequest, type EventOf } from './queries.ts';
 import type { TraceEvent } from '../../../engine/trace/events.ts';
 
 const combineOf = (ev: readonly TraceEvent[]) => ev.find((e): e is EventOf<'combine'> => e.kind === 'combine');
@@ -33,7 +33,11 @@ export const chapter9: Chapter = {
   panes: [
     {
       preset: lessonRequest('flash-decoding', { nq: 1, nk: 256, d: 16 }, { blockM: 64, blockN: 32 }, { features: { splits: 4 } }),
-      target: { describe: 'the combine of the split results', find: (ev) => firstOr(ev, (e) => e.kind === 'combine', 'normalize') },
+      target: {
+        describe: 'the combine of the split results',
+        find: (ev) => firstIndex(ev, (e) => e.kind === 'combine'),
+        fallback: { describe: 'the normalize step (one split: no combine)', find: (ev) => firstIndex(ev, (e) => e.kind === 'normalize') },
+      },
       views: ['heatmaps', 'stats', 'formula', 'counters'],
     },
   ],

@@ -51,8 +51,9 @@ describe('lesson chapters', () => {
         expect(tiles, `${c.slug} pane ${i} tiles`).toBeGreaterThan(1);
         const t = locateTarget(c, i, pane.preset, cache);
         expect(t.total).toBe(run.events.length);
-        // The locator found its event (not the fallback at step 0) and it is of the named kind.
-        expect(t.step).toBeGreaterThan(0);
+        // The locator found its own event (not a fallback) and it is of the named kind.
+        expect(t.exact).toBe(true);
+        expect(t.describe).toBe(pane.target.describe);
         expect(run.events[t.step].kind).toBe(expectedKind[c.number][i]);
       });
     });
@@ -148,6 +149,26 @@ describe('answers agree with float64 computations', () => {
     const q = c.questions.find((x) => x.id === 'wg-rows')!;
     expect(q.answer(lessonContext(c, c.panes[0].preset, cache))).toBe(64);
     expect(q.answer(lessonContext(c, { ...c.panes[0].preset, features: { pingpong: false } }, cache))).toBe(128);
+  });
+});
+
+describe('targets when a change removes the chapter\'s step', () => {
+  it('one split has no combine: chapter 9 stands at the normalize step and says so', () => {
+    const c = chapterByNumber(9)!;
+    const req = { ...c.panes[0].preset, features: { splits: 1 } };
+    const t = locateTarget(c, 0, req, cache);
+    expect(t.exact).toBe(false);
+    expect(t.describe).toBe(c.panes[0].target.fallback!.describe);
+    expect(runRequest(req).events[t.step].kind).toBe('normalize');
+  });
+  it('one K/V block has no rescale at all: chapter 3 stays at the start, and its first question answers −1', () => {
+    const c = chapterByNumber(3)!;
+    const req = { ...c.panes[0].preset, blocks: { blockM: 8, blockN: 32 } };
+    const t = locateTarget(c, 0, req, cache);
+    expect(t).toMatchObject({ step: 0, exact: false });
+    expect(t.describe).toContain('has no step matching');
+    const q = c.questions[0];
+    expect(checkAnswer(c, q.id, req, '-1', cache).verdict).toBe('correct');
   });
 });
 

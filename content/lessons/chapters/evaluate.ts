@@ -69,13 +69,26 @@ export function needChapter(n: number): Chapter {
   return c;
 }
 
-/** Where a pane's target step is for the loaded request; −1 when the pane does not exist. */
-export function locateTarget(chapter: Chapter, pane: number, req: LoadRequest, cache: RunCache): { step: number; total: number } {
+export interface TargetStep {
+  step: number;
+  total: number;
+  /** What stands at `step`: the chapter's own description, its fallback's, or why neither applies. */
+  describe: string;
+  exact: boolean;
+}
+
+/** Where a pane's target step is for the loaded request. */
+export function locateTarget(chapter: Chapter, pane: number, req: LoadRequest, cache: RunCache): TargetStep {
   const spec = chapter.panes[pane];
-  if (!spec) return { step: -1, total: 0 };
+  if (!spec) throw new Error(`chapter ${chapter.number} has no pane ${pane}`);
   const run = cache.get(req);
+  const total = run.events.length;
   const i = spec.target.find(run.events);
-  return { step: Math.max(0, Math.min(run.events.length - 1, i)), total: run.events.length };
+  if (i >= 0) return { step: i, total, describe: spec.target.describe, exact: true };
+  const f = spec.target.fallback;
+  const j = f ? f.find(run.events) : -1;
+  if (f && j >= 0) return { step: j, total, describe: f.describe, exact: false };
+  return { step: 0, total, describe: `this problem has no step matching "${spec.target.describe}", so the debugger stays at the start`, exact: false };
 }
 
 /** What the student typed, as the question's kind of value, or a message saying what is expected. */

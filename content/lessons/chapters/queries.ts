@@ -28,14 +28,6 @@ export function firstIndex(events: readonly TraceEvent[], pred: (e: TraceEvent, 
   return -1;
 }
 
-/** Index of the first event matching, else of the first of `fallbackKind`, else 0. */
-export function firstOr(events: readonly TraceEvent[], pred: (e: TraceEvent, i: number) => boolean, fallbackKind?: TraceEvent['kind']): number {
-  const i = firstIndex(events, pred);
-  if (i >= 0) return i;
-  const j = fallbackKind ? firstIndex(events, (e) => e.kind === fallbackKind) : -1;
-  return Math.max(0, j);
-}
-
 export const isKind =
   <K extends TraceEvent['kind']>(k: K) =>
   (e: TraceEvent): e is EventOf<K> =>

@@ -79,8 +79,10 @@ export interface TryThis {
 export interface StepLocator {
   /** "the first rescale with a factor below 1", for the caption under the debugger. */
   describe: string;
-  /** 0-based index into the run's events; must exist for the preset problem. */
+  /** 0-based index into the run's events, −1 when this run has no such step (the preset always has it). */
   find(events: readonly TraceEvent[]): number;
+  /** Where to stand instead when a changed problem or switch removes that step (FA3 without overlap has no overlapped P·V). */
+  fallback?: { describe: string; find(events: readonly TraceEvent[]): number };
 }
 
 export interface PaneSpec {

@@ -5,7 +5,7 @@
 
 import type { Breakpoint, Frame, Granularity, LoadRequest } from '../../engine/debugger/protocol.ts';
 import { startDebuggerWorker, type DebuggerClient } from '../worker/client.ts';
-import { useApp, type ErrorPlace, type PaneId } from '../store/store.ts';
+import { TEXT_VIEW_HZ, useApp, type ErrorPlace, type PaneId } from '../store/store.ts';
 
 /** Errors that are about the input, not about the worker: shown, nothing restarted. */
 function isInputError(e: unknown): boolean {
@@ -67,7 +67,7 @@ export class PaneController {
         await this.client.api.load(applied);
         await this.client.api.setBreakpoints(this.state.breakpoints[this.pane] ?? []);
         const f = await this.client.api.seek(step);
-        this.patch({ frame: f, status: 'ready', notice: `Worker restarted; restored step ${f.step + 1} of ${f.total}.` });
+        this.patch({ frame: f, textFrame: f, status: 'ready', notice: `Worker restarted; restored step ${f.step + 1} of ${f.total}.` });
       } else this.patch({ status: 'empty', notice: 'Worker restarted.' });
     })()
       .catch((e) => this.patch({ error: { place: 'worker', message: `Restarting the worker failed: ${messageOf(e)}` } }))
@@ -118,13 +118,20 @@ export class PaneController {
     void this.client.api.cancel();
   }
 
+  private lastText = 0;
+
   /** Stores a frame, fetching the head's Q/K/V first when the head changed. */
   private async show(frame: Frame): Promise<void> {
-    const inputs = this.state.playback[this.pane].inputs;
+    const pb = this.state.playback[this.pane];
+    const now = performance.now();
+    const text = !pb.playing || frame.hit || frame.step >= frame.total - 1 || now - this.lastText >= 1000 / TEXT_VIEW_HZ;
+    if (text) this.lastText = now;
+    const patch = text ? { frame, textFrame: frame, hit: frame.hit } : { frame, hit: frame.hit };
+    const inputs = pb.inputs;
     if (!inputs || inputs.b !== frame.b || inputs.h !== frame.h || inputs.nq !== frame.nq || inputs.nk !== frame.nk || inputs.dv !== frame.dv) {
       const fresh = await this.client.api.headInputs(frame.b, frame.h);
-      this.patch({ inputs: fresh, frame, hit: frame.hit });
-    } else this.patch({ frame, hit: frame.hit });
+      this.patch({ ...patch, inputs: fresh });
+    } else this.patch(patch);
   }
 
   /**
@@ -215,7 +222,8 @@ export class PaneController {
 
   pause(): void {
     cancelAnimationFrame(this.raf);
-    if (this.state.playback[this.pane]?.playing) this.patch({ playing: false });
+    const pb = this.state.playback[this.pane];
+    if (pb?.playing) this.patch({ playing: false, textFrame: pb.frame });
   }
 
   dismissError(): void {

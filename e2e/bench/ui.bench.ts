@@ -5,6 +5,7 @@
 import { expect, test } from '@playwright/test';
 import { readFileSync, writeFileSync, mkdirSync } from 'node:fs';
 import { gzipSync } from 'node:zlib';
+import { cpus, loadavg } from 'node:os';
 
 test('playback at max speed, FA2 N=256 d=64', async ({ page }) => {
   await page.addInitScript(() => {
@@ -81,10 +82,12 @@ test('playback at max speed, FA2 N=256 d=64', async ({ page }) => {
     firstPaintMs: Math.round(scripts.fp),
     jsBeforeFirstPaint: files,
     jsBeforeFirstPaintGzipKB: Number((jsGzip / 1024).toFixed(1)),
+    // Timings on a shared machine mean little without the load they were taken under.
+    machine: { cores: cpus().length, loadAverage1m: Number(loadavg()[0].toFixed(2)) },
   };
   mkdirSync('test-results', { recursive: true });
   writeFileSync('test-results/bench-ui.json', JSON.stringify(result, null, 2));
-  console.log(`bench:ui ${result.problem}: ${result.stepsPlayed} steps in ${result.playbackSeconds} s (${result.stepsPerSecond} steps/s)`);
+  console.log(`bench:ui ${result.problem}: ${result.stepsPlayed} steps in ${result.playbackSeconds} s (${result.stepsPerSecond} steps/s); ${result.machine.cores} cores, load average ${result.machine.loadAverage1m}`);
   console.log(`  frames per second: ${result.fps} (goal >= 55; fps/goal = ${(fps / 55).toFixed(2)})`);
   console.log(`  long tasks > 50 ms on the main thread: ${result.longTasks} ${JSON.stringify(result.longTaskMs)} (goal 0)`);
   console.log(`  JS before first paint: ${result.jsBeforeFirstPaintGzipKB} KB gzip in ${files.length} file(s) (goal <= 250 KB; ratio ${(jsGzip / 1024 / 250).toFixed(2)})`);

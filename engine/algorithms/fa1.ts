@@ -21,8 +21,8 @@
 // returns no LSE; the LSE FlashScope reports is m + log(l) from the final HBM statistics.
 
 import { roundBf16, roundFp16 } from '../dtype.ts';
-import { dtypeBytes, type AttentionProblem } from '../problem.ts';
-import type { AttentionInputs } from '../inputs.ts';
+import { dtypeBytes, validateProblem, type AttentionProblem } from '../problem.ts';
+import { checkInputs, type AttentionInputs } from '../inputs.ts';
 import { blockHasVisible, scoreModel } from '../scores.ts';
 import { Tracer, tileValues } from '../trace/tracer.ts';
 import type { Range } from '../trace/events.ts';
@@ -31,6 +31,9 @@ import { accumulatePV, headSlice, maskTile, roundTile, scoreTile } from './tile-
 import type { AlgorithmResult, RunOptions, StepAlgorithm, StepGenerator } from './types.ts';
 
 function* runFa1(p: AttentionProblem, x: AttentionInputs, opts: RunOptions): StepGenerator {
+  // Validate before the first event: a bad problem is rejected whole, never half-computed.
+  validateProblem(p);
+  checkInputs(p, x);
   if (opts.features && Object.keys(opts.features).length > 0) {
     throw new Error(`fa1 has no features; got ${Object.keys(opts.features).join(', ')}`);
   }

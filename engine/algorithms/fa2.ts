@@ -11,8 +11,8 @@
 // Counter conventions (TRACE.md, "Counters", lists the closed forms the tests check).
 
 import { roundBf16, roundFp16 } from '../dtype.ts';
-import { dtypeBytes, type AttentionProblem } from '../problem.ts';
-import type { AttentionInputs } from '../inputs.ts';
+import { dtypeBytes, validateProblem, type AttentionProblem } from '../problem.ts';
+import { checkInputs, type AttentionInputs } from '../inputs.ts';
 import { blockHasVisible, scoreModel } from '../scores.ts';
 import { Tracer, tileValues } from '../trace/tracer.ts';
 import type { Range } from '../trace/events.ts';
@@ -21,6 +21,9 @@ import { accumulatePV, headSlice, maskTile, roundTile, scoreTile } from './tile-
 import type { AlgorithmResult, RunOptions, StepAlgorithm, StepGenerator } from './types.ts';
 
 function* runFa2(p: AttentionProblem, x: AttentionInputs, opts: RunOptions): StepGenerator {
+  // Validate before the first event: a bad problem is rejected whole, never half-computed.
+  validateProblem(p);
+  checkInputs(p, x);
   if (opts.features && Object.keys(opts.features).length > 0) {
     throw new Error(`fa2 has no features; got ${Object.keys(opts.features).join(', ')}`);
   }

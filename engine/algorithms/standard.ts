@@ -9,8 +9,8 @@
 // would use; that is also the "naive" baseline the 16-bit tolerance rule compares against.
 
 import { roundBf16, roundFp16 } from '../dtype.ts';
-import { dtypeBytes, type AttentionProblem } from '../problem.ts';
-import type { AttentionInputs } from '../inputs.ts';
+import { dtypeBytes, validateProblem, type AttentionProblem } from '../problem.ts';
+import { checkInputs, type AttentionInputs } from '../inputs.ts';
 import { scoreModel } from '../scores.ts';
 import { Tracer, tileValues } from '../trace/tracer.ts';
 import type { Range } from '../trace/events.ts';
@@ -19,6 +19,9 @@ import { accumulatePV, headSlice, maskTile, scoreTile } from './tile-math.ts';
 import type { AlgorithmResult, RunOptions, StepAlgorithm, StepGenerator } from './types.ts';
 
 function* runStandard(p: AttentionProblem, x: AttentionInputs, opts: RunOptions): StepGenerator {
+  // Validate before the first event: a bad problem is rejected whole, never half-computed.
+  validateProblem(p);
+  checkInputs(p, x);
   if (opts.features && Object.keys(opts.features).length > 0) {
     throw new Error(`standard has no features; got ${Object.keys(opts.features).join(', ')}`);
   }
@@ -146,8 +149,8 @@ function* runStandard(p: AttentionProblem, x: AttentionInputs, opts: RunOptions)
         }
         if (rounder) for (let e = 0; e < rows * nk; e++) pRows[e] = rounder(pRows[e]);
         ev = tr.emit('normalize', at(2, i, tile, 'standard.normalize', { nonMatmulFlops: rows * nk + 3 * rows }), () => ({
-          tensor: 'P' as const,
-          o: tileValues(pRows, rows, nk, nk),
+          o: [],
+          p: tileValues(pRows, rows, nk, nk),
           l: Array.from(rowSum.subarray(0, rows), Math.fround),
           lse,
         }));

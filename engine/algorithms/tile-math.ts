@@ -62,9 +62,20 @@ export function scoreTile(
     const so = r * stride;
     for (let c = 0; c < cols; c++) {
       const ko = hs.kBase + (c0 + c) * d;
-      let dot = 0;
-      for (let e = 0; e < d; e++) dot += q[qo + e] * k[ko + e];
-      let v = dot * scale;
+      // Four independent partial sums: lets the JIT overlap the multiply-adds (float64 accumulation).
+      let d0 = 0;
+      let d1 = 0;
+      let d2 = 0;
+      let d3 = 0;
+      let e = 0;
+      for (; e + 3 < d; e += 4) {
+        d0 += q[qo + e] * k[ko + e];
+        d1 += q[qo + e + 1] * k[ko + e + 1];
+        d2 += q[qo + e + 2] * k[ko + e + 2];
+        d3 += q[qo + e + 3] * k[ko + e + 3];
+      }
+      for (; e < d; e++) d0 += q[qo + e] * k[ko + e];
+      let v = (d0 + d1 + (d2 + d3)) * scale;
       if (cap !== undefined) v = cap * Math.tanh(v / cap);
       if (slope !== 0) v -= slope * Math.abs(c0 + c - (i + sm.diag));
       s[so + c] = v;
@@ -119,7 +130,14 @@ export function accumulatePV(
       const w = pt[r * ptStride + c];
       if (w === 0) continue;
       const vo = hs.vBase + (c0 + c) * dv;
-      for (let e = 0; e < dv; e++) acc[ao + e] += w * v[vo + e];
+      let e = 0;
+      for (; e + 3 < dv; e += 4) {
+        acc[ao + e] += w * v[vo + e];
+        acc[ao + e + 1] += w * v[vo + e + 1];
+        acc[ao + e + 2] += w * v[vo + e + 2];
+        acc[ao + e + 3] += w * v[vo + e + 3];
+      }
+      for (; e < dv; e++) acc[ao + e] += w * v[vo + e];
     }
   }
 }

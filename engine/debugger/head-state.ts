@@ -83,7 +83,7 @@ export class HeadState {
         break;
       case 'normalize':
         // Standard attention normalizes P (rows×nk); the flash algorithms normalize O.
-        if (ev.tensor === 'P') this.putTile(this.p, ev.o, r0, 0, rows, this.nk);
+        if (ev.p) this.putTile(this.p, ev.p, r0, 0, rows, this.nk);
         else this.putRows(ev.o, r0, rows, 2);
         for (let r = 0; r < rows; r++) this.l[r0 + r] = ev.l[r];
         break;

@@ -19,8 +19,8 @@ function describeDescr(d: string): string {
   const m = /^([<>|=])([a-zA-Z])(\d*)$/.exec(d);
   if (!m) return `dtype '${d}'`;
   const [, order, kind, size] = m;
-  if (order === '>' && kind === 'f') return `big-endian float${Number(size) * 8} ('${d}'); only little-endian is supported`;
-  return `${kinds[kind] ?? 'unknown'} dtype '${d}'`;
+  const endian = order === '>' ? 'big-endian ' : '';
+  return `${endian}${kinds[kind] ?? 'unknown'}${size ? ` (${size} bytes)` : ''} dtype '${d}'`;
 }
 
 // A tiny parser for the Python dict literal numpy writes: {'descr': '<f4', 'fortran_order': False, 'shape': (3, 4), }
@@ -117,7 +117,9 @@ export async function readNpyInfo(src: ByteSource): Promise<TensorInfo> {
   const { descr, fortran_order: fortran, shape } = dict as Record<string, PyValue>;
   if (typeof descr !== 'string') throw new TensorFileError(`${name}: .npy header has no 'descr' string (found ${JSON.stringify(descr)})`);
   const dtype = DESCR[descr];
-  if (!dtype) throw new TensorFileError(`${name}: ${describeDescr(descr)} is not supported; expected float16, float32 or float64 ('<f2', '<f4', '<f8')`);
+  if (!dtype) {
+    throw new TensorFileError(`${name}: ${describeDescr(descr)} is not supported; expected little-endian float16, float32 or float64 ('<f2', '<f4', '<f8')`);
+  }
   if (fortran !== false) {
     throw new TensorFileError(`${name}: Fortran-order (column-major) arrays are not supported; save with C order (np.ascontiguousarray)`);
   }
@@ -141,7 +143,7 @@ export async function readNpy(src: ByteSource): Promise<Tensor> {
 }
 
 /** A version 1.0 .npy file (C order, little-endian), header padded to 64 bytes as numpy does. */
-export function encodeNpy(values: ArrayLike<number>, shape: readonly number[], dtype: 'float16' | 'float32' | 'float64' = 'float32'): Uint8Array {
+export function encodeNpy(values: ArrayLike<number>, shape: readonly number[], dtype: 'float16' | 'float32' | 'float64' = 'float32'): Uint8Array<ArrayBuffer> {
   if (elementCount(shape) !== values.length) {
     throw new TensorFileError(`npy write: shape [${shape.join(', ')}] holds ${elementCount(shape)} elements, got ${values.length}`);
   }

@@ -47,6 +47,13 @@ interface EventBase {
   line: string;
   /** What this step added to the run's counters. */
   delta: CounterDelta;
+  /** Hardware-modelling algorithms: the warp (fmha_v2) or warpgroup (FA3 consumer, FA4 softmax stage) doing this step. */
+  warp?: number;
+  warpgroup?: number;
+  /** flash-decoding: the K/V split this step belongs to. */
+  split?: number;
+  /** true when s, m, tileMax, mBefore/mAfter, mOld/mNew are in log2 units (logit × log2 e), as FA4 keeps them. */
+  base2?: boolean;
 }
 
 export interface LoadEvent extends EventBase {
@@ -104,12 +111,10 @@ export interface PvEvent extends EventBase {
 }
 export interface NormalizeEvent extends EventBase {
   kind: 'normalize';
-  /**
-   * The normalized tensor, row-major. 'O' (default when absent): rows×dv of the output.
-   * 'P': standard attention's softmax pass, rows×cols of P = exp(S - m) / l.
-   */
-  tensor?: 'O' | 'P';
+  /** The normalized output tile, rows×dv; empty when the event normalizes P only (standard attention's softmax pass). */
   o: number[];
+  /** Standard attention only: rows×cols of P = exp(S - m) / l as written to HBM (rounded to the input dtype). */
+  p?: number[];
   l: number[];
   lse: number[];
 }

@@ -248,3 +248,20 @@ test('FA1 shows its HBM-resident m and l; standard attention steps through its t
   await expect(page.locator('ol.code li.current')).toContainText('P_i ← diag(l_i)⁻¹ P_i');
   await page.screenshot({ path: 'test-results/standard.png' });
 });
+
+test('every registered algorithm loads, steps to its end and back without errors', async ({ page }) => {
+  const { ALGORITHMS } = await import('../engine/algorithms/registry.ts');
+  await openApp(page);
+  for (const algo of ALGORITHMS) {
+    const { s } = await engineSession({ algorithm: algo.id });
+    const total = s.events().length;
+    await page.getByLabel('Algorithm').selectOption(algo.id);
+    await page.getByRole('button', { name: 'Load problem' }).click();
+    await expect(counter(page), algo.id).toHaveText(`Step 1 of ${total}`);
+    await page.getByRole('button', { name: 'End' }).click();
+    await expect(counter(page), algo.id).toHaveText(`Step ${total} of ${total}`);
+    await expect(page.getByTestId('where'), algo.id).toContainText(s.events()[total - 1].line);
+    await page.keyboard.press('Shift+ArrowLeft');
+    await expect(counter(page), algo.id).not.toHaveText(`Step ${total} of ${total}`);
+  }
+});

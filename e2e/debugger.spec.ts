@@ -141,6 +141,15 @@ test('problem panel: bad input keeps the run, large problems get a suggestion an
   await expect(page.getByLabel('Counters-only result')).toContainText('finished in');
   await expect(page.getByLabel('Counters-only result')).toContainText('row rescales');
 
+  // A long load reports progress and can be cancelled; the loaded run stays.
+  await page.getByLabel('Nq').fill('1024');
+  await page.getByLabel('Nk').fill('1024');
+  await page.getByRole('button', { name: 'Load problem' }).click();
+  await expect(page.getByRole('progressbar', { name: 'Progress' })).toBeVisible();
+  await page.getByRole('button', { name: 'Cancel' }).click();
+  await expect(page.getByText('Loading cancelled; the previous run is still loaded.')).toBeVisible();
+  await expect(counter(page)).toHaveText(`Step 2 of ${s.events().length}`);
+
   // A causal problem loads with masked cells and a new total.
   await page.getByLabel('Nq').fill('48');
   await page.getByLabel('Nk').fill('48');

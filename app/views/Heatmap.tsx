@@ -17,6 +17,8 @@ export interface HeatmapProps {
   id: string;
   title: string;
   data: ArrayLike<number>;
+  /** Changes whenever `data` or `mask` was modified in place. */
+  version?: number;
   rows: number;
   cols: number;
   /** Data is stored cols×rows and shown transposed (Kᵀ). */
@@ -115,7 +117,7 @@ function HeatmapImpl(props: HeatmapProps) {
     if (maxR < 0) return; // nothing changed
     octx.putImageData(img, 0, 0, minC, minR, maxC - minC + 1, maxR - minR + 1);
     setPainted((n) => n + 1);
-  }, [data, rows, cols, transposed, mask, scale, offscreen]);
+  }, [data, props.version, rows, cols, transposed, mask, scale, offscreen]);
 
   const [h0, h1, h2, h3] = highlight ? [highlight.r0, highlight.r1, highlight.c0, highlight.c1] : [0, 0, 0, 0];
   const [m0, m1] = markRows ?? [0, 0];

@@ -274,3 +274,19 @@ test('every registered algorithm loads, steps to its end and back without errors
     await expect(counter(page), algo.id).not.toHaveText(`Step ${total} of ${total}`);
   }
 });
+
+test('loading another seed shows the new inputs', async ({ page }) => {
+  const { randomInputs } = await import('../engine/inputs.ts');
+  await openApp(page);
+  const q = page.getByRole('img', { name: /^Q heatmap/ });
+  await q.hover({ position: { x: 1, y: 1 } });
+  const { req } = await engineSession();
+  const first = randomInputs(req.problem, { seed: 1 }).q[0];
+  await expect(page.getByRole('tooltip')).toContainText(`Q[0, 0] = ${Number(first.toPrecision(6))}`);
+  await page.getByLabel('seed').fill('2');
+  await page.getByRole('button', { name: 'Load problem' }).click();
+  const second = randomInputs(req.problem, { seed: 2 }).q[0];
+  await q.hover({ position: { x: 2, y: 1 } });
+  await q.hover({ position: { x: 1, y: 1 } });
+  await expect(page.getByRole('tooltip')).toContainText(`Q[0, 0] = ${Number(second.toPrecision(6))}`);
+});

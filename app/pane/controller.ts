@@ -99,7 +99,8 @@ export class PaneController {
       this.state.patchSelection(this.pane, { row: null, zoom: null });
       await this.client.api.setBreakpoints(this.state.breakpoints[this.pane] ?? []);
       const frame = await this.client.api.seek(0, true);
-      this.patch({ summary, status: 'ready', progress: undefined });
+      // New inputs even when the shape is the same (another seed or distribution).
+      this.patch({ summary, status: 'ready', progress: undefined, inputs: undefined });
       await this.show(frame);
     } catch (e) {
       const hasRun = !!this.state.problem[this.pane]?.applied;

@@ -290,3 +290,18 @@ test('loading another seed shows the new inputs', async ({ page }) => {
   await q.hover({ position: { x: 1, y: 1 } });
   await expect(page.getByRole('tooltip')).toContainText(`Q[0, 0] = ${Number(second.toPrecision(6))}`);
 });
+
+test('an attention sink loads and the final l includes it', async ({ page }) => {
+  const { s } = await engineSession({ sink: '1.5' });
+  const ev = s.events();
+  const norm = ev.findIndex((e) => e.kind === 'normalize') as number;
+  const e = ev[norm] as Extract<TraceEvent, { kind: 'normalize' }>;
+  await openApp(page);
+  await page.getByLabel('sink').fill('1.5');
+  await page.getByRole('button', { name: 'Load problem' }).click();
+  await expect(counter(page)).toHaveText(`Step 1 of ${ev.length}`);
+  await page.getByLabel('Scrubber').fill(String(norm));
+  await page.getByLabel('Scrubber').dispatchEvent('pointerup');
+  await expect(counter(page)).toHaveText(`Step ${norm + 1} of ${ev.length}`);
+  await expect(page.getByTestId(`l-${e.tile.rows[0]}`)).toHaveText(shown(e.l[0]));
+});

@@ -6,6 +6,7 @@ import { expect, test, type Page } from '@playwright/test';
 import { CHAPTERS, chapterByNumber } from '../content/lessons/chapters/index.ts';
 import { lessonContext, locateTarget, RunCache } from '../content/lessons/chapters/evaluate.ts';
 import { onlineSoftmaxSteps } from '../content/lessons/chapters/online-softmax.ts';
+import { fa1IoSweep, standardIoBytes } from '../content/lessons/chapters/io-sweep.ts';
 import { watchConsole } from './helpers.ts';
 
 test.use({ viewport: { width: 1280, height: 720 } });
@@ -115,6 +116,9 @@ test('deep link to a step, the URL follows stepping, the keyboard steps the less
   // The IO sweep table is the engine's counters.
   await expect(page.getByTestId('io-table')).toBeVisible({ timeout: 30_000 });
   await expect(page.getByTestId('io-row-4096')).toBeVisible();
+  const sweep = fa1IoSweep();
+  for (const pt of sweep) await expect(page.getByTestId(`io-bytes-${pt.sramBytes}`)).toHaveText(pt.hbmBytes.toLocaleString('en-US').replace(/,/g, ' '));
+  await expect(page.getByTestId('io-standard')).toContainText(standardIoBytes().toLocaleString('en-US').replace(/,/g, ' '));
 });
 
 test('a kernel switch reloads the debugger and the questions follow the new problem', async ({ page }) => {
@@ -138,6 +142,23 @@ test('a kernel switch reloads the debugger and the questions follow the new prob
   // The kernel's own notes fold out under the debugger.
   await page.getByText('FlashAttention-3: switches and support').click();
   await expect(page.locator('.kernel-ref')).toContainText('pingpong');
+});
+
+test('a switch that removes the chapter\'s step: the caption names the step shown instead', async ({ page }) => {
+  const c9 = chapterByNumber(9)!;
+  await page.goto('/?lesson=9');
+  await expect(counterOf(page, 9)).toHaveText(/^Step \d+ of \d+$/, { timeout: 30_000 });
+  await page.getByRole('checkbox', { name: /Split K\/V/ }).uncheck();
+  await expect(page.getByTestId('try-status')).toContainText('loaded', { timeout: 30_000 });
+  const t = locateTarget(c9, 0, { ...c9.panes[0].preset, features: { splits: 1 } }, cache);
+  expect(t.exact).toBe(false);
+  await expect(counterOf(page, 9)).toHaveText(`Step ${t.step + 1} of ${t.total}`);
+  await expect(page.getByTestId('lesson-target-0')).toContainText(`In this problem, the nearest to the text is step ${t.step + 1} of ${t.total}: ${t.describe}`);
+  // With one split, the heaviest split is split 0.
+  const card = page.getByTestId('question-heaviest-split');
+  await card.getByRole('textbox').fill('0');
+  await card.getByRole('button', { name: 'Check' }).click();
+  await expect(page.getByTestId('feedback-heaviest-split')).toContainText('Correct.');
 });
 
 test('try this changes the problem; bad answers get a message, not a verdict; unknown chapters are explained', async ({ page }) => {

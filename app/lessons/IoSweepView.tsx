@@ -48,11 +48,16 @@ function Plot({ pts }: { pts: IoPoint[] }) {
 
 export function IoSweepView() {
   const [pts, setPts] = useState<IoPoint[] | null>(null);
+  const [standard, setStandard] = useState<number | null>(null);
   const [error, setError] = useState<string | null>(null);
   useEffect(() => {
     let live = true;
     lessonCall((api) => api.ioSweep()).then(
-      (p) => live && setPts(p),
+      (r) => {
+        if (!live) return;
+        setPts(r.points);
+        setStandard(r.standardBytes);
+      },
       (e: unknown) => live && setError(e instanceof Error ? e.message : String(e)),
     );
     return () => {
@@ -99,6 +104,11 @@ export function IoSweepView() {
           </table>
           <Plot pts={pts} />
         </div>
+      )}
+      {standard !== null && (
+        <p className="hint" data-testid="io-standard">
+          Standard attention on the same problem: {group(standard)} HBM bytes.
+        </p>
       )}
     </section>
   );

@@ -4,7 +4,7 @@
 import * as Comlink from 'comlink';
 import type { LoadRequest } from '../../engine/debugger/protocol.ts';
 import { checkAnswer, hardwareTable, locateTarget, needChapter, revealAnswer, RunCache } from '../../content/lessons/chapters/evaluate.ts';
-import { fa1IoSweep } from '../../content/lessons/chapters/io-sweep.ts';
+import { fa1IoSweep, standardIoBytes } from '../../content/lessons/chapters/io-sweep.ts';
 
 const cache = new RunCache();
 
@@ -13,7 +13,7 @@ const api = {
   check: (chapter: number, qid: string, req: LoadRequest, text: string) => checkAnswer(needChapter(chapter), qid, req, text, cache),
   reveal: (chapter: number, qid: string, req: LoadRequest) => revealAnswer(needChapter(chapter), qid, req, cache),
   hardware: (chapter: number) => hardwareTable(needChapter(chapter)),
-  ioSweep: () => fa1IoSweep(),
+  ioSweep: () => ({ points: fa1IoSweep(), standardBytes: standardIoBytes() }),
 };
 
 export type LessonApi = typeof api;

@@ -34,7 +34,7 @@ export const chapter4: Chapter = {
     },
     {
       kind: 'p',
-      text: '$K$ and $V$ are read once. Each of the $T_c$ outer iterations reads all of $Q$ and reads and writes all of $O$: $\\Theta(T_c\\, N d) = \\Theta(N^2 d^2 / M)$ bytes, since $T_c = 4Nd/M$. For $d \\le M \\le Nd$ that is far less than standard attention\'s $\\Theta(N^2)$, and it shrinks as $M$ grows. The table below runs FA1 counters-only (no trace) on $N = 256$, $d = 16$ for five sizes of $M$ and divides the measured bytes by $N^2 d^2/M$: the quotient stays nearly constant, rising as $M$ nears $Nd$ where the $K$ and $V$ reads no longer vanish next to the rest.',
+      text: '$K$ and $V$ are read once. Each of the $T_c$ outer iterations reads all of $Q$ and reads and writes all of $O$: $\\Theta(T_c\\, N d) = \\Theta(N^2 d^2 / M)$ bytes, since $T_c = 4Nd/M$. The bound holds for $d \\le M \\le Nd$. Against standard attention\'s $\\Theta(N^2)$ it wins by a factor of about $M/d^2$: with $d$ = 64 to 128 and $M$ around 100 KB, $d^2$ is many times smaller than $M$. And it shrinks as $M$ grows. The table below runs FA1 counters-only (no trace) on $N = 256$, $d = 16$ for five sizes of $M$ and divides the measured bytes by $N^2 d^2/M$: the quotient stays nearly constant, rising as $M$ nears $Nd$ where the $K$ and $V$ reads no longer vanish next to the rest. Under the table is standard attention on the same problem. With $d = 16$, $d^2$ is 256 words (1 KiB): at the two smallest $M$ FA1 moves **more** bytes than standard attention, and it wins from $M = 4d^2$ on. The paper\'s regime is $M$ many times $d^2$.',
     },
     { kind: 'widget', widget: 'io-sweep' },
     {

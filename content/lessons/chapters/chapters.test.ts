@@ -9,7 +9,7 @@ import { randomInputs } from '../../../engine/inputs.ts';
 import { softmaxScale } from '../../../engine/problem.ts';
 import { CHAPTERS, chapterByNumber } from './index.ts';
 import { checkAnswer, isCorrect, lessonContext, locateTarget, parseAnswer, RunCache, runRequest } from './evaluate.ts';
-import { fa1IoSweep } from './io-sweep.ts';
+import { fa1IoSweep, standardIoBytes, SWEEP_PROBLEM } from './io-sweep.ts';
 import { onlineSoftmaxSteps, safeSoftmax, softmaxFromOnline } from './online-softmax.ts';
 import type { Question } from './types.ts';
 
@@ -178,6 +178,14 @@ describe('FA1 IO sweep (chapter 4)', () => {
     for (let i = 1; i < pts.length; i++) expect(pts[i].hbmBytes).toBeLessThan(pts[i - 1].hbmBytes);
     const ratios = pts.map((p) => p.hbmBytes / p.bound);
     expect(Math.max(...ratios) / Math.min(...ratios)).toBeLessThan(1.5);
+  });
+  it('what chapter 4 says about standard attention holds: FA1 loses below M = 4d² words and wins from there on', () => {
+    const std = standardIoBytes();
+    const d2 = SWEEP_PROBLEM.d * SWEEP_PROBLEM.d;
+    for (const p of fa1IoSweep()) {
+      if (p.words < 4 * d2) expect(p.hbmBytes, `${p.sramBytes} B`).toBeGreaterThan(std);
+      else expect(p.hbmBytes, `${p.sramBytes} B`).toBeLessThan(std);
+    }
   });
 });
 

@@ -24,6 +24,12 @@ export interface IoPoint {
 export const SWEEP_PROBLEM: AttentionProblem = { batch: 1, hq: 1, hk: 1, nq: 256, nk: 256, d: 16, dv: 16, causal: false, dtype: 'fp32' };
 export const SWEEP_SRAM = [1024, 2048, 4096, 8192, 16384];
 
+/** Standard attention's HBM bytes for the same problem, counters-only: the baseline the sweep is read against. */
+export function standardIoBytes(p: AttentionProblem = SWEEP_PROBLEM): number {
+  const x = randomInputs(p, { seed: 1, distribution: 'normal' });
+  return hbmTotal(runToEnd(algorithmById('standard'), p, x, { trace: false }).counters);
+}
+
 export function fa1IoSweep(p: AttentionProblem = SWEEP_PROBLEM, sram: readonly number[] = SWEEP_SRAM): IoPoint[] {
   const x = randomInputs(p, { seed: 1, distribution: 'normal' });
   return sram.map((sramBytes) => {

@@ -41,6 +41,8 @@ export interface WebGpuContext {
   /** f16 × f16 → f32 matrix shapes; empty without the subgroup-matrix feature. */
   matrixConfigs: MatrixConfig[];
   timestamps: boolean;
+  /** WGSL language features (navigator.gpu.wgslLanguageFeatures). */
+  wgslFeatures: string[];
   paths: WebGpuPath[];
   /** Set once the device is lost; every later run fails with this message. */
   lost: string | undefined;
@@ -110,6 +112,7 @@ export async function openWebGpu(gpu: GPU | undefined | null, adapterOptions: GP
     subgroupMaxSize: info.subgroupMaxSize ?? 0,
     matrixConfigs,
     timestamps: has('timestamp-query'),
+    wgslFeatures: [...(gpu.wgslLanguageFeatures ?? [])].map(String).sort(),
     paths,
     lost: undefined,
   };

@@ -28,6 +28,12 @@ export interface MatrixKernelConfig {
   warps: number;
   /** Subgroup size the kernel is written for. */
   sg: number;
+  /**
+   * Several subgroups per workgroup need the subgroup_id builtin (WGSL language features
+   * subgroup_id + subgroup_uniformity): subgroup-matrix loads and stores must take uniform
+   * offsets, and only subgroup_id is subgroup-uniform; lid / sg is not, to the analysis.
+   */
+  subgroupId: boolean;
   bn: number;
   d: number;
   dv: number;
@@ -41,14 +47,19 @@ export function matrixLayout(c: MatrixKernelConfig) {
   return { bm, dp, dvp, bytes, threads: c.warps * c.sg, lanesPerRow: c.sg / c.m };
 }
 
-export function chooseMatrixTile(ctx: Pick<WebGpuContext, 'limits' | 'matrixConfigs' | 'subgroupMinSize' | 'subgroupMaxSize'>, d: number, dv: number): MatrixKernelConfig {
+export function chooseMatrixTile(
+  ctx: Pick<WebGpuContext, 'limits' | 'matrixConfigs' | 'subgroupMinSize' | 'subgroupMaxSize' | 'wgslFeatures'>,
+  d: number,
+  dv: number,
+): MatrixKernelConfig {
+  const subgroupId = ctx.wgslFeatures.includes('subgroup_id') && ctx.wgslFeatures.includes('subgroup_uniformity');
   const sg = ctx.subgroupMinSize === ctx.subgroupMaxSize ? ctx.subgroupMinSize : Math.max(ctx.subgroupMinSize, 32);
   const cfgs = [...ctx.matrixConfigs].sort((a: MatrixConfig, b: MatrixConfig) => b.M * b.N * b.K - a.M * a.N * a.K);
   for (const mc of cfgs) {
     if (sg % mc.M !== 0) continue;
     for (const [warps, bn] of [[4, 64], [4, 32], [2, 64], [2, 32], [1, 64], [1, 32], [1, 16]]) {
-      if (bn % mc.N !== 0 || bn % mc.K !== 0) continue;
-      const c: MatrixKernelConfig = { m: mc.M, n: mc.N, k: mc.K, warps, sg, bn, d, dv };
+      if (bn % mc.N !== 0 || bn % mc.K !== 0 || (warps > 1 && !subgroupId)) continue;
+      const c: MatrixKernelConfig = { m: mc.M, n: mc.N, k: mc.K, warps, sg, bn, d, dv, subgroupId };
       const L = matrixLayout(c);
       if (L.threads <= ctx.limits.maxInvocations && L.bytes <= ctx.limits.maxWorkgroupStorage) return c;
     }
@@ -67,6 +78,7 @@ export function matrixKernelWgsl(c: MatrixKernelConfig): string {
 enable f16;
 enable subgroups;
 enable chromium_experimental_subgroup_matrix;
+${c.subgroupId ? 'requires subgroup_id, subgroup_uniformity;' : ''}
 ${PARAMS_WGSL}
 @group(0) @binding(0) var<uniform> params: Params;
 @group(0) @binding(1) var<storage, read> q: array<f16>;
@@ -92,8 +104,8 @@ var<workgroup> os: array<f32, ${L.bm * L.dvp}>;
 
 @compute @workgroup_size(${L.threads})
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-        @builtin(local_invocation_index) lid: u32) {
-  let warp = lid / SG;
+        @builtin(local_invocation_index) lid: u32${c.subgroupId ? ', @builtin(subgroup_id) sgid: u32' : ''}) {
+  let warp = ${c.subgroupId ? 'sgid' : '0u'};
   let lane = lid % SG;
   let row0 = (nwg.x - 1u - wid.x) * BM;
   let bh = wid.y;

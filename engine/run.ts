@@ -3,18 +3,19 @@
 
 import { checkInputs, type AttentionInputs } from './inputs.ts';
 import { validateProblem, type AttentionProblem } from './problem.ts';
-import type { AlgorithmResult, BlockOptions, StepAlgorithm } from './algorithms/types.ts';
+import type { AlgorithmResult, RunOptions, StepAlgorithm } from './algorithms/types.ts';
 import type { TraceEvent } from './trace/events.ts';
 
 export function runToEnd(
   algo: StepAlgorithm,
   p: AttentionProblem,
   x: AttentionInputs,
-  opts: BlockOptions & { trace?: boolean; onEvent?: (e: TraceEvent) => void } = {},
+  opts: Omit<RunOptions, 'trace'> & { trace?: boolean; onEvent?: (e: TraceEvent) => void } = {},
 ): AlgorithmResult {
   validateProblem(p);
   checkInputs(p, x);
-  const gen = algo.run(p, x, { ...opts, trace: opts.trace ?? false });
+  const { onEvent: _onEvent, ...runOpts } = opts;
+  const gen = algo.run(p, x, { ...runOpts, trace: opts.trace ?? false });
   for (;;) {
     const r = gen.next();
     if (r.done) return r.value;

@@ -1,9 +1,16 @@
 // Every step algorithm FlashScope knows, by id. Adding an algorithm = one file + one line here.
 
 import { fa2 } from './fa2.ts';
+import { fa1 } from './fa1.ts';
+import { standard } from './standard.ts';
+import { fa3 } from './fa3.ts';
+import { fa4 } from './fa4.ts';
+import { fmhaV2 } from './fmha-v2.ts';
+import { cuteFa2 } from './cute-fa2.ts';
+import { flashDecoding } from './flash-decoding.ts';
 import type { StepAlgorithm } from './types.ts';
 
-export const ALGORITHMS: readonly StepAlgorithm[] = [fa2];
+export const ALGORITHMS: readonly StepAlgorithm[] = [standard, fa1, fa2, cuteFa2, fmhaV2, fa3, fa4, flashDecoding];
 
 export function algorithmById(id: string): StepAlgorithm {
   const a = ALGORITHMS.find((x) => x.id === id);

@@ -34,6 +34,8 @@ export interface AlgorithmResult {
   lse: Float32Array;
   counters: Counters;
   blocks: { blockM: number; blockN: number };
+  /** Algorithm-specific tallies beyond the shared counters (e.g. skippedBlocks, splits, emulatedExp2). */
+  stats?: Record<string, number>;
 }
 
 export type StepGenerator = Generator<TraceEvent, AlgorithmResult, void>;

@@ -1,5 +1,9 @@
 // The registry of CLI commands: one line per command module.
 
 import type { CliCommand } from './command.ts';
+import { runCommand } from './run-command.ts';
+import { traceCommand } from './trace-command.ts';
+import { describeCommand } from '../hw/cli/describe.ts';
+import { simulateCommand } from '../hw/cli/simulate.ts';
 
-export const COMMANDS: CliCommand[] = [];
+export const COMMANDS: CliCommand[] = [runCommand, traceCommand, describeCommand, simulateCommand];

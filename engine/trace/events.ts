@@ -47,6 +47,13 @@ interface EventBase {
   line: string;
   /** What this step added to the run's counters. */
   delta: CounterDelta;
+  /** Hardware-modelling algorithms: the warp (fmha_v2) or warpgroup (FA3 consumer, FA4 softmax stage) doing this step. */
+  warp?: number;
+  warpgroup?: number;
+  /** flash-decoding: the K/V split this step belongs to. */
+  split?: number;
+  /** true when s, m, tileMax, mBefore/mAfter, mOld/mNew are in log2 units (logit × log2 e), as FA4 keeps them. */
+  base2?: boolean;
 }
 
 export interface LoadEvent extends EventBase {
@@ -99,10 +106,15 @@ export interface RescaleEvent extends EventBase {
 export interface PvEvent extends EventBase {
   kind: 'pv';
   o: number[];
+  /** FA1 only: per row, the coefficient e^(m~ - m_new) / l_new that P~V was added with. */
+  weight?: number[];
 }
 export interface NormalizeEvent extends EventBase {
   kind: 'normalize';
+  /** The normalized output tile, rows×dv; empty when the event normalizes P only (standard attention's softmax pass). */
   o: number[];
+  /** Standard attention only: rows×cols of P = exp(S - m) / l as written to HBM (rounded to the input dtype). */
+  p?: number[];
   l: number[];
   lse: number[];
 }

@@ -1,0 +1,139 @@
+// One debugger: its own worker session, problem, transport, breakpoints and views. Several
+// can be mounted side by side (each with its own pane id).
+
+import { Component, Suspense, useEffect, useState, type ReactNode } from 'react';
+import { formToRequest } from '../store/problem-form.ts';
+import { useApp, type PaneId } from '../store/store.ts';
+import { BreakpointsPanel } from '../panels/BreakpointsPanel.tsx';
+import { ProblemPanel } from '../panels/ProblemPanel.tsx';
+import { Transport } from '../panels/Transport.tsx';
+import { DEFAULT_VIEWS, VIEWS, type ViewColumn } from '../views/registry.ts';
+import { PaneContext, usePane } from './context.ts';
+import { PaneController } from './controller.ts';
+
+/** A view that throws shows its error in its own box; the rest of the pane keeps working. */
+class ViewBoundary extends Component<{ title: string; children: ReactNode }, { error: string | null }> {
+  override state = { error: null as string | null };
+  static getDerivedStateFromError(e: unknown) {
+    return { error: e instanceof Error ? e.message : String(e) };
+  }
+  override render() {
+    if (this.state.error)
+      return (
+        <section className="view" role="alert">
+          <p className="error">
+            The {this.props.title} view failed: {this.state.error}
+          </p>
+          <button onClick={() => this.setState({ error: null })}>Retry view</button>
+        </section>
+      );
+    return this.props.children;
+  }
+}
+
+function Views({ column }: { column: ViewColumn }) {
+  const { pane } = usePane();
+  const shown = useApp((s) => s.layout.views[pane]);
+  const summary = useApp((s) => s.playback[pane].summary);
+  if (!summary) return null;
+  return (
+    <>
+      {VIEWS.filter((v) => v.column === column && shown?.includes(v.id) && (!v.when || v.when(summary))).map((v) => (
+        <ViewBoundary key={v.id} title={v.title}>
+          <Suspense fallback={<section className="view dim">Loading {v.title.toLowerCase()}…</section>}>
+            <v.component />
+          </Suspense>
+        </ViewBoundary>
+      ))}
+    </>
+  );
+}
+
+function isTyping(t: EventTarget | null): boolean {
+  if (!(t instanceof HTMLElement)) return false;
+  const tag = t.tagName;
+  return tag === 'TEXTAREA' || tag === 'SELECT' || (tag === 'INPUT' && !['checkbox', 'radio', 'range', 'button'].includes((t as HTMLInputElement).type)) || t.isContentEditable;
+}
+
+function useKeyboard(pane: PaneId, ctl: PaneController) {
+  useEffect(() => {
+    const onKey = (e: KeyboardEvent) => {
+      if (useApp.getState().layout.activePane !== pane || isTyping(e.target) || e.altKey || e.ctrlKey || e.metaKey) return;
+      const pb = useApp.getState().playback[pane];
+      switch (e.key) {
+        case ' ':
+          if (e.target instanceof HTMLButtonElement) return; // Space on a focused button presses it
+          e.preventDefault();
+          if (pb.playing) ctl.pause();
+          else ctl.play();
+          break;
+        case 'ArrowRight':
+          e.preventDefault();
+          void ctl.step(1, e.shiftKey ? 'inner' : 'phase');
+          break;
+        case 'ArrowLeft':
+          e.preventDefault();
+          void ctl.step(-1, e.shiftKey ? 'inner' : 'phase');
+          break;
+        case 'Home':
+          e.preventDefault();
+          void ctl.seek(0);
+          break;
+        case 'End':
+          e.preventDefault();
+          void ctl.seek(Number.MAX_SAFE_INTEGER);
+          break;
+      }
+    };
+    window.addEventListener('keydown', onKey);
+    return () => window.removeEventListener('keydown', onKey);
+  }, [pane, ctl]);
+}
+
+function PaneBody() {
+  const { pane, ctl } = usePane();
+  const error = useApp((s) => s.playback[pane].error);
+  const notice = useApp((s) => s.playback[pane].notice);
+  const status = useApp((s) => s.playback[pane].status);
+  useKeyboard(pane, ctl);
+  return (
+    <div className="pane" data-pane={pane}>
+      {(error?.place === 'worker' || notice) && (
+        <div className={`banner ${error?.place === 'worker' ? 'error' : ''}`} role={error?.place === 'worker' ? 'alert' : 'status'}>
+          {error?.place === 'worker' && <span>{error.message} </span>}
+          {notice && <span>{notice} </span>}
+          <button onClick={() => ctl.dismissError()}>Dismiss</button>
+        </div>
+      )}
+      <aside className="left">
+        <ProblemPanel />
+        <BreakpointsPanel />
+      </aside>
+      <main className="center">
+        <Transport />
+        {status === 'empty' ? <p className="dim">Load a problem to start.</p> : <Views column="main" />}
+      </main>
+      <aside className="right">
+        <Views column="side" />
+      </aside>
+    </div>
+  );
+}
+
+export function DebuggerPane({ pane }: { pane: PaneId }) {
+  const [ctl, setCtl] = useState<PaneController | null>(null);
+  useEffect(() => {
+    useApp.getState().addPane(pane, DEFAULT_VIEWS);
+    const c = new PaneController(pane);
+    setCtl(c);
+    // First screen: the pane's current form, loaded right away.
+    void c.load(formToRequest(useApp.getState().problem[pane].form));
+    return () => c.dispose();
+  }, [pane]);
+  if (!ctl) return null;
+  return (
+    <PaneContext.Provider value={{ pane, ctl }}>
+      <PaneBody />
+    </PaneContext.Provider>
+  );
+}

@@ -1,0 +1,177 @@
+// The problem: algorithm, shapes, blocks, masks and modifiers, dtype and inputs. What the
+// person types stays in the store as typed; "Load problem" validates it and sends it to the
+// worker, and a bad value is reported next to the form while the loaded run stays.
+
+import { ALGORITHMS } from '../../engine/algorithms/registry.ts';
+import { formToRequest, type ProblemForm } from '../store/problem-form.ts';
+import { useApp } from '../store/store.ts';
+import { usePane } from '../pane/context.ts';
+import { CountersTable } from '../views/CountersView.tsx';
+
+function Field({ label, name, form, set, width = 5 }: { label: string; name: keyof ProblemForm; form: ProblemForm; set: (p: Partial<ProblemForm>) => void; width?: number }) {
+  return (
+    <label className="field">
+      <span>{label}</span>
+      <input aria-label={label} value={String(form[name])} size={width} inputMode="numeric" onChange={(e) => set({ [name]: e.target.value } as Partial<ProblemForm>)} />
+    </label>
+  );
+}
+
+export function ProblemPanel() {
+  const { pane, ctl } = usePane();
+  const form = useApp((s) => s.problem[pane].form);
+  const setForm = useApp((s) => s.setForm);
+  const status = useApp((s) => s.playback[pane].status);
+  const progress = useApp((s) => s.playback[pane].progress);
+  const error = useApp((s) => s.playback[pane].error);
+  const tooLarge = useApp((s) => s.playback[pane].tooLarge);
+  const countersRun = useApp((s) => s.playback[pane].countersRun);
+  const patch = useApp((s) => s.patchPlayback);
+  const set = (p: Partial<ProblemForm>) => setForm(pane, p);
+
+  const request = () => {
+    try {
+      return formToRequest(form);
+    } catch (e) {
+      patch(pane, { error: { place: 'problem', message: (e as Error).message } });
+      return undefined;
+    }
+  };
+  const load = () => {
+    const req = request();
+    if (req) void ctl.load(req);
+  };
+  const busy = status === 'loading' || status === 'busy';
+
+  return (
+    <section className="panel problem" aria-label="Problem">
+      <h2>Problem</h2>
+      <form
+        onSubmit={(e) => {
+          e.preventDefault();
+          load();
+        }}
+      >
+        <label className="field wide">
+          <span>Algorithm</span>
+          <select aria-label="Algorithm" value={form.algorithm} onChange={(e) => set({ algorithm: e.target.value })}>
+            {ALGORITHMS.map((a) => (
+              <option key={a.id} value={a.id}>
+                {a.name}
+              </option>
+            ))}
+          </select>
+        </label>
+        <div className="fields">
+          <Field label="B" name="batch" form={form} set={set} width={3} />
+          <Field label="Hq" name="hq" form={form} set={set} width={3} />
+          <Field label="Hk" name="hk" form={form} set={set} width={3} />
+          <Field label="Nq" name="nq" form={form} set={set} />
+          <Field label="Nk" name="nk" form={form} set={set} />
+          <Field label="d" name="d" form={form} set={set} width={4} />
+          <Field label="dv" name="dv" form={form} set={set} width={4} />
+        </div>
+        <fieldset>
+          <legend>Blocks</legend>
+          <label>
+            <input type="radio" name={`${pane}-blocks`} checked={form.blockMode === 'explicit'} onChange={() => set({ blockMode: 'explicit' })} /> Br × Bc
+          </label>
+          <label>
+            <input type="radio" name={`${pane}-blocks`} checked={form.blockMode === 'sram'} onChange={() => set({ blockMode: 'sram' })} /> from on-chip memory M
+          </label>
+          <div className="fields">
+            {form.blockMode === 'explicit' ? (
+              <>
+                <Field label="Br" name="blockM" form={form} set={set} width={4} />
+                <Field label="Bc" name="blockN" form={form} set={set} width={4} />
+              </>
+            ) : (
+              <Field label="M (bytes)" name="sramBytes" form={form} set={set} width={7} />
+            )}
+          </div>
+        </fieldset>
+        <fieldset>
+          <legend>Masks and modifiers</legend>
+          <label>
+            <input type="checkbox" aria-label="Causal" checked={form.causal} onChange={(e) => set({ causal: e.target.checked })} /> causal
+          </label>
+          <label>
+            <input type="checkbox" aria-label="ALiBi" checked={form.alibi} onChange={(e) => set({ alibi: e.target.checked })} /> ALiBi
+          </label>
+          <div className="fields">
+            <Field label="window left" name="windowLeft" form={form} set={set} width={4} />
+            <Field label="window right" name="windowRight" form={form} set={set} width={4} />
+            <Field label="softcap" name="softcap" form={form} set={set} width={4} />
+          </div>
+        </fieldset>
+        <fieldset>
+          <legend>Inputs</legend>
+          <div className="fields">
+            <label className="field">
+              <span>dtype</span>
+              <select aria-label="dtype" value={form.dtype} onChange={(e) => set({ dtype: e.target.value as ProblemForm['dtype'] })}>
+                <option value="fp32">fp32</option>
+                <option value="fp16">fp16</option>
+                <option value="bf16">bf16</option>
+              </select>
+            </label>
+            <Field label="seed" name="seed" form={form} set={set} width={6} />
+            <label className="field">
+              <span>distribution</span>
+              <select aria-label="Input distribution" value={form.distribution} onChange={(e) => set({ distribution: e.target.value as ProblemForm['distribution'] })}>
+                <option value="normal">normal</option>
+                <option value="large-logits">large logits</option>
+                <option value="outlier-row">planted outlier row</option>
+              </select>
+            </label>
+            {form.distribution === 'outlier-row' && <Field label="outlier row" name="outlierRow" form={form} set={set} width={4} />}
+          </div>
+        </fieldset>
+        <div className="row-buttons">
+          <button type="submit" className="primary" disabled={busy}>
+            Load problem
+          </button>
+          {busy && (
+            <button type="button" onClick={() => ctl.cancel()}>
+              Cancel
+            </button>
+          )}
+        </div>
+      </form>
+      {progress && (
+        <div className="progress" role="progressbar" aria-label="Progress" aria-valuenow={Math.round(progress.fraction * 100)} aria-valuemin={0} aria-valuemax={100}>
+          <div style={{ width: `${progress.fraction * 100}%` }} />
+          <span>{progress.label}</span>
+        </div>
+      )}
+      {error?.place === 'problem' && (
+        <p className="error" role="alert">
+          {error.message}
+        </p>
+      )}
+      {tooLarge && (
+        <div className="too-large" role="alert">
+          <p>{tooLarge}</p>
+          <button
+            type="button"
+            disabled={busy}
+            onClick={() => {
+              const req = request();
+              if (req) void ctl.runCounters(req);
+            }}
+          >
+            Run counters only
+          </button>
+        </div>
+      )}
+      {countersRun && (
+        <div className="counters-run" aria-label="Counters-only result">
+          <p>
+            Counters-only run {countersRun.cancelled ? 'cancelled after' : 'finished in'} {countersRun.ms.toFixed(0)} ms, {countersRun.counters.steps} steps:
+          </p>
+          <CountersTable c={countersRun.counters} />
+        </div>
+      )}
+    </section>
+  );
+}

@@ -1,0 +1,36 @@
+// The update the current phase performs, typeset with KaTeX, with the selected row's live
+// numbers. Loaded lazily (KaTeX is the largest dependency and is not needed for first paint).
+
+import katex from 'katex';
+import 'katex/dist/katex.min.css';
+import { useMemo } from 'react';
+import { formulaFor } from '../../content/formulas.ts';
+import { useApp } from '../store/store.ts';
+import { usePane } from '../pane/context.ts';
+
+function Tex({ tex, label }: { tex: string; label: string }) {
+  const html = useMemo(() => katex.renderToString(tex, { throwOnError: false, displayMode: true, output: 'html' }), [tex]);
+  return <div className="tex" aria-label={label} data-tex={tex} dangerouslySetInnerHTML={{ __html: html }} />;
+}
+
+export default function FormulaView() {
+  const { pane } = usePane();
+  const frame = useApp((s) => s.playback[pane].frame);
+  const algorithm = useApp((s) => s.playback[pane].summary?.algorithm);
+  const selected = useApp((s) => s.selection[pane].row);
+  if (!frame || !algorithm) return null;
+  const ev = frame.event;
+  const [r0, r1] = ev.tile.rows;
+  const row = selected !== null && selected >= r0 && selected < r1 ? selected : r0;
+  const entry = frame.history.entries.find((e) => e.kvBlock === ev.tile.kvBlock);
+  const f = r1 > r0 ? formulaFor(algorithm, ev, row - r0, entry) : formulaFor(algorithm, ev, 0, entry);
+  return (
+    <section className="view formula" aria-label="Formula">
+      <h3>
+        Step {frame.step + 1}: <code>{ev.kind}</code> {r1 > r0 ? `· row ${row}` : ''}
+      </h3>
+      <Tex tex={f.symbolic} label="Update" />
+      {f.live && <Tex tex={f.live} label="Update with live numbers" />}
+    </section>
+  );
+}

@@ -1,0 +1,166 @@
+// One matrix as a canvas heatmap: a pixel per cell painted from a colour lookup table, then
+// scaled up without smoothing; the tile grid, the current tile and a hover tooltip on top.
+// NaN cells ("not computed yet") are a dark checker, masked cells a grey stripe.
+
+import { memo, useEffect, useMemo, useRef, useState } from 'react';
+import { MASKED, NOT_COMPUTED, type ColourScale } from './colour.ts';
+import { Legend } from './Legend.tsx';
+
+export interface Rect {
+  r0: number;
+  r1: number;
+  c0: number;
+  c1: number;
+}
+
+export interface HeatmapProps {
+  id: string;
+  title: string;
+  data: ArrayLike<number>;
+  rows: number;
+  cols: number;
+  /** Data is stored cols×rows and shown transposed (Kᵀ). */
+  transposed?: boolean;
+  mask?: Uint8Array;
+  scale: ColourScale;
+  tileRows: number;
+  tileCols: number;
+  highlight?: Rect;
+  /** Rows drawn with a side marker (e.g. FA1 rows being rewritten in HBM). */
+  markRows?: [number, number];
+  /** Longest side on screen, CSS pixels. */
+  maxPx: number;
+  onTileClick?: (tileRow: number, tileCol: number) => void;
+  rowLabel?: string;
+  colLabel?: string;
+}
+
+function fmt(v: number): string {
+  if (Number.isNaN(v)) return 'not computed';
+  if (!Number.isFinite(v)) return v > 0 ? '+∞' : '−∞';
+  return Number(v.toPrecision(6)).toString();
+}
+
+function HeatmapImpl(props: HeatmapProps) {
+  const { data, rows, cols, transposed, mask, scale, tileRows, tileCols, highlight, markRows, maxPx } = props;
+  const canvasRef = useRef<HTMLCanvasElement>(null);
+  const offscreen = useMemo(() => document.createElement('canvas'), []);
+  const [hover, setHover] = useState<{ r: number; c: number; x: number; y: number } | null>(null);
+
+  const cell = Math.max(0.25, Math.min(24, maxPx / Math.max(rows, cols)));
+  const width = Math.max(24, Math.round(cols * cell));
+  const height = Math.max(24, Math.round(rows * cell));
+  const at = (r: number, c: number) => (transposed ? r + c * rows : r * cols + c);
+
+  useEffect(() => {
+    const canvas = canvasRef.current;
+    if (!canvas) return;
+    if (offscreen.width !== cols || offscreen.height !== rows) {
+      offscreen.width = cols;
+      offscreen.height = rows;
+    }
+    const octx = offscreen.getContext('2d')!;
+    const img = octx.createImageData(cols, rows);
+    const px = img.data;
+    const { lut, domain } = scale;
+    const lo = domain[0];
+    const k = 255 / (domain[1] - domain[0]);
+    for (let r = 0; r < rows; r++) {
+      for (let c = 0; c < cols; c++) {
+        const i = at(r, c);
+        const o = (r * cols + c) * 4;
+        const v = data[i];
+        let colour: [number, number, number] | undefined;
+        if (mask && mask[i]) colour = MASKED[(r + c) & 2 ? 1 : 0];
+        else if (Number.isNaN(v)) colour = NOT_COMPUTED[(r ^ c) & 1];
+        else if (v === -Infinity) colour = MASKED[(r + c) & 2 ? 1 : 0];
+        if (colour) {
+          px[o] = colour[0];
+          px[o + 1] = colour[1];
+          px[o + 2] = colour[2];
+          px[o + 3] = 255;
+          continue;
+        }
+        let t = Math.round((v - lo) * k);
+        t = t < 0 ? 0 : t > 255 ? 255 : t;
+        px[o] = lut[t * 4];
+        px[o + 1] = lut[t * 4 + 1];
+        px[o + 2] = lut[t * 4 + 2];
+        px[o + 3] = 255;
+      }
+    }
+    octx.putImageData(img, 0, 0);
+
+    const dpr = window.devicePixelRatio || 1;
+    canvas.width = Math.round(width * dpr);
+    canvas.height = Math.round(height * dpr);
+    const ctx = canvas.getContext('2d')!;
+    ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+    ctx.imageSmoothingEnabled = false;
+    ctx.drawImage(offscreen, 0, 0, width, height);
+    const sx = width / cols;
+    const sy = height / rows;
+    // Tile grid, only where tiles are big enough to read.
+    ctx.strokeStyle = 'rgba(255,255,255,0.28)';
+    ctx.lineWidth = 1;
+    ctx.beginPath();
+    if (tileCols * sx >= 4) for (let c = tileCols; c < cols; c += tileCols) ctx.moveTo(Math.round(c * sx) + 0.5, 0), ctx.lineTo(Math.round(c * sx) + 0.5, height);
+    if (tileRows * sy >= 4) for (let r = tileRows; r < rows; r += tileRows) ctx.moveTo(0, Math.round(r * sy) + 0.5), ctx.lineTo(width, Math.round(r * sy) + 0.5);
+    ctx.stroke();
+    if (markRows && markRows[1] > markRows[0]) {
+      ctx.fillStyle = '#ff9f1c';
+      ctx.fillRect(0, markRows[0] * sy, 3, (markRows[1] - markRows[0]) * sy);
+    }
+    if (highlight && highlight.r1 > highlight.r0 && highlight.c1 > highlight.c0) {
+      ctx.strokeStyle = '#ffd400';
+      ctx.lineWidth = 2;
+      ctx.strokeRect(highlight.c0 * sx + 1, highlight.r0 * sy + 1, (highlight.c1 - highlight.c0) * sx - 2, (highlight.r1 - highlight.r0) * sy - 2);
+    }
+    // at() depends only on rows/cols/transposed, listed below.
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, [data, rows, cols, transposed, mask, scale, tileRows, tileCols, highlight?.r0, highlight?.r1, highlight?.c0, highlight?.c1, markRows?.[0], markRows?.[1], width, height, offscreen]);
+
+  const cellAt = (e: React.MouseEvent<HTMLCanvasElement>) => {
+    const rect = e.currentTarget.getBoundingClientRect();
+    const c = Math.floor(((e.clientX - rect.left) / rect.width) * cols);
+    const r = Math.floor(((e.clientY - rect.top) / rect.height) * rows);
+    return { r: Math.max(0, Math.min(rows - 1, r)), c: Math.max(0, Math.min(cols - 1, c)), x: e.clientX - rect.left, y: e.clientY - rect.top };
+  };
+
+  const hoverValue = hover ? data[at(hover.r, hover.c)] : 0;
+  const hoverMasked = hover && mask ? mask[at(hover.r, hover.c)] === 1 : false;
+  return (
+    <figure className="heatmap" data-matrix={props.id} data-highlight={highlight ? `${highlight.r0},${highlight.r1},${highlight.c0},${highlight.c1}` : ''}>
+      <figcaption>
+        <span className="hm-title">{props.title}</span>
+        <span className="hm-shape">
+          {rows}×{cols}
+        </span>
+      </figcaption>
+      <div className="hm-canvas-wrap" style={{ width, height }}>
+        <canvas
+          ref={canvasRef}
+          role="img"
+          aria-label={`${props.title} heatmap, ${rows} by ${cols}`}
+          style={{ width, height }}
+          onMouseMove={(e) => setHover(cellAt(e))}
+          onMouseLeave={() => setHover(null)}
+          onClick={(e) => {
+            const { r, c } = cellAt(e);
+            props.onTileClick?.(Math.floor(r / tileRows), Math.floor(c / tileCols));
+          }}
+        />
+        {hover && (
+          <div className="hm-tooltip" role="tooltip" style={{ left: Math.min(hover.x + 12, width - 20), top: hover.y + 12 }}>
+            {props.id}[{hover.r}, {hover.c}] = {hoverMasked ? 'masked' : fmt(hoverValue)}
+            <br />
+            tile ({Math.floor(hover.r / tileRows)}, {Math.floor(hover.c / tileCols)})
+          </div>
+        )}
+      </div>
+      <Legend scale={scale} label={props.title} showMasked={!!mask} />
+    </figure>
+  );
+}
+
+export const Heatmap = memo(HeatmapImpl);

@@ -1,0 +1,72 @@
+// Q, Kᵀ, V, S, P and O of the current head with the current tile highlighted. Colour
+// scales come from the whole run's value ranges, so colours do not shift while stepping.
+
+import { useMemo } from 'react';
+import { useApp, type MatrixId } from '../store/store.ts';
+import { usePane } from '../pane/context.ts';
+import { colourScale } from './colour.ts';
+import { Heatmap, type Rect } from './Heatmap.tsx';
+
+export function HeatmapsView() {
+  const { pane } = usePane();
+  const frame = useApp((s) => s.playback[pane].frame);
+  const inputs = useApp((s) => s.playback[pane].inputs);
+  const summary = useApp((s) => s.playback[pane].summary);
+  const patchSelection = useApp((s) => s.patchSelection);
+  const ranges = summary?.ranges;
+  const scales = useMemo(
+    () =>
+      ranges && {
+        q: colourScale('diverging', ranges.q),
+        k: colourScale('diverging', ranges.k),
+        v: colourScale('diverging', ranges.v),
+        s: colourScale('diverging', ranges.s),
+        p: colourScale('sequential', ranges.p),
+        o: colourScale('diverging', ranges.o),
+      },
+    [ranges],
+  );
+  if (!frame || !inputs || !summary || !scales) return null;
+  const { blockM, blockN } = summary.blocks;
+  const [r0, r1] = frame.event.tile.rows;
+  const [c0, c1] = frame.event.tile.cols;
+  const sTile: Rect | undefined = r1 > r0 && c1 > c0 ? { r0, r1, c0, c1 } : undefined;
+  const qRows: Rect | undefined = r1 > r0 ? { r0, r1, c0: 0, c1: inputs.d } : undefined;
+  const kCols: Rect | undefined = c1 > c0 ? { r0: 0, r1: inputs.d, c0, c1 } : undefined;
+  const vRows: Rect | undefined = c1 > c0 ? { r0: c0, r1: c1, c0: 0, c1: inputs.dv } : undefined;
+  const oRows: Rect | undefined = r1 > r0 ? { r0, r1, c0: 0, c1: frame.dv } : undefined;
+  const zoom = (matrix: MatrixId) => (tr: number, tc: number) => {
+    const qBlock = matrix === 'K' || matrix === 'V' ? -1 : tr;
+    const kvBlock = matrix === 'K' ? tc : matrix === 'V' ? tr : matrix === 'S' || matrix === 'P' ? tc : -1;
+    patchSelection(pane, { zoom: { matrix, qBlock, kvBlock } });
+  };
+  const fa1 = summary.algorithm === 'fa1';
+  const big = 250;
+  const side = (n: number, other: number) => Math.max(24, (big * n) / Math.max(other, 1));
+  return (
+    <section className="view heatmaps" aria-label="Tile heatmaps">
+      <div className="hm-layout">
+        <Heatmap id="Q" title="Q" data={inputs.q} rows={inputs.nq} cols={inputs.d} scale={scales.q} tileRows={blockM} tileCols={inputs.d} highlight={qRows} maxPx={Math.max(side(inputs.nq, inputs.nk), 40)} onTileClick={zoom('Q')} />
+        <Heatmap id="Kᵀ" title="Kᵀ" data={inputs.k} rows={inputs.d} cols={inputs.nk} transposed scale={scales.k} tileRows={inputs.d} tileCols={blockN} highlight={kCols} maxPx={big} onTileClick={zoom('K')} />
+        <Heatmap id="V" title="V" data={inputs.v} rows={inputs.nk} cols={inputs.dv} scale={scales.v} tileRows={blockN} tileCols={inputs.dv} highlight={vRows} maxPx={big} onTileClick={zoom('V')} />
+        <Heatmap id="S" title="S = τ·QKᵀ" data={frame.s} mask={frame.mask} rows={frame.nq} cols={frame.nk} scale={scales.s} tileRows={blockM} tileCols={blockN} highlight={sTile} maxPx={big} onTileClick={zoom('S')} />
+        <Heatmap id="P" title={fa1 ? 'P̃ = exp(S − m̃)' : summary.algorithm === 'standard' ? 'P' : 'P = exp(S − m)'} data={frame.p} rows={frame.nq} cols={frame.nk} scale={scales.p} tileRows={blockM} tileCols={blockN} highlight={sTile} maxPx={big} onTileClick={zoom('P')} />
+        <Heatmap
+          id="O"
+          title={fa1 ? 'O (HBM-resident, rewritten)' : 'O'}
+          data={frame.o}
+          rows={frame.nq}
+          cols={frame.dv}
+          scale={scales.o}
+          tileRows={blockM}
+          tileCols={frame.dv}
+          highlight={oRows}
+          markRows={fa1 && frame.event.kind === 'write' ? [r0, r1] : undefined}
+          maxPx={Math.max(side(frame.nq, frame.nk), 40)}
+          onTileClick={zoom('O')}
+        />
+      </div>
+      <p className="hint">Click a tile to see its numbers. Yellow: the tile the current step works on. Head b={frame.b}, h={frame.h}.</p>
+    </section>
+  );
+}

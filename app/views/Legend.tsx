@@ -1,0 +1,42 @@
+// Colour legend: the scale's gradient with d3 ticks, plus swatches for "not computed" and "masked".
+
+import { scaleLinear } from 'd3';
+import { useEffect, useRef } from 'react';
+import { MASKED, NOT_COMPUTED, type ColourScale } from './colour.ts';
+
+const rgbCss = (c: [number, number, number]) => `rgb(${c[0]},${c[1]},${c[2]})`;
+
+export function Legend({ scale, label, showMasked }: { scale: ColourScale; label: string; showMasked?: boolean }) {
+  const ref = useRef<HTMLCanvasElement>(null);
+  useEffect(() => {
+    const ctx = ref.current?.getContext('2d');
+    if (!ctx) return;
+    for (let x = 0; x < 128; x++) {
+      ctx.fillStyle = scale.interpolate(x / 127);
+      ctx.fillRect(x, 0, 1, 8);
+    }
+  }, [scale]);
+  const ticks = scaleLinear().domain(scale.domain).range([0, 128]).nice(3);
+  return (
+    <div className="legend" aria-label={`${label} colour legend from ${scale.domain[0].toPrecision(3)} to ${scale.domain[1].toPrecision(3)}`}>
+      <div className="legend-bar">
+        <canvas ref={ref} width={128} height={8} />
+        <div className="legend-ticks">
+          {ticks.ticks(3).map((t) => (
+            <span key={t} style={{ left: `${ticks(t)}px` }}>
+              {t}
+            </span>
+          ))}
+        </div>
+      </div>
+      <span className="swatch" style={{ background: `repeating-conic-gradient(${rgbCss(NOT_COMPUTED[0])} 0 25%, ${rgbCss(NOT_COMPUTED[1])} 0 50%) 0 0/6px 6px` }} />
+      <span className="legend-note">not computed</span>
+      {showMasked && (
+        <>
+          <span className="swatch" style={{ background: `repeating-linear-gradient(45deg, ${rgbCss(MASKED[0])} 0 2px, ${rgbCss(MASKED[1])} 2px 4px)` }} />
+          <span className="legend-note">masked</span>
+        </>
+      )}
+    </div>
+  );
+}

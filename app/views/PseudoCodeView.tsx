@@ -1,0 +1,49 @@
+// The algorithm's pseudo-code with the current line highlighted, and what this step does.
+
+import { contentFor, lineIndexFor } from '../../content/index.ts';
+import { useApp } from '../store/store.ts';
+import { usePane } from '../pane/context.ts';
+
+export function PseudoCodeView() {
+  const { pane } = usePane();
+  const event = useApp((s) => s.playback[pane].frame?.event);
+  const algorithm = useApp((s) => s.playback[pane].summary?.algorithm);
+  const name = useApp((s) => s.playback[pane].summary?.algorithmName);
+  if (!event || !algorithm) return null;
+  const c = contentFor(algorithm);
+  if (!c) {
+    return (
+      <section className="view pseudo" aria-label="Pseudo-code">
+        <p>{name} has no pseudo-code in FlashScope's content yet; the current step is {event.kind} ({event.line}).</p>
+      </section>
+    );
+  }
+  const current = lineIndexFor(c, event);
+  return (
+    <section className="view pseudo" aria-label="Pseudo-code">
+      <h3>
+        {c.title} <span className="source">— {c.source}</span>
+      </h3>
+      <ol className="code">
+        {c.lines.map((l, i) => (
+          <li key={i} className={i === current ? 'current' : undefined} aria-current={i === current ? 'step' : undefined} style={{ paddingLeft: `${0.6 + l.indent * 1.4}em` }}>
+            {l.text}
+          </li>
+        ))}
+      </ol>
+      <p className="explain" aria-label="Step explanation">
+        {c.explain[event.line] ?? (current >= 0 ? c.explain[c.lines[current].id] : '')}
+      </p>
+      {c.seedNotes.length > 0 && (
+        <details className="seed-notes">
+          <summary>Corrections to the seed notes</summary>
+          <ul>
+            {c.seedNotes.map((n) => (
+              <li key={n}>{n}</li>
+            ))}
+          </ul>
+        </details>
+      )}
+    </section>
+  );
+}

@@ -1,0 +1,36 @@
+// The views a debugger pane can show, in display order. Adding a view = one component file
+// + one line here; `when` hides views that do not apply to the loaded algorithm.
+
+import { lazy, type ComponentType } from 'react';
+import type { LoadSummary } from '../../engine/debugger/protocol.ts';
+import { CountersView } from './CountersView.tsx';
+import { HbmStateView } from './HbmStateView.tsx';
+import { HeatmapsView } from './HeatmapsView.tsx';
+import { PseudoCodeView } from './PseudoCodeView.tsx';
+import { StatsView } from './StatsView.tsx';
+import { TileZoomView } from './TileZoomView.tsx';
+
+export type ViewColumn = 'main' | 'side';
+
+export interface ViewDef {
+  id: string;
+  title: string;
+  column: ViewColumn;
+  component: ComponentType;
+  when?: (s: LoadSummary) => boolean;
+}
+
+// KaTeX is only fetched once a formula is on screen.
+const FormulaView = lazy(() => import('./FormulaView.tsx'));
+
+export const VIEWS: readonly ViewDef[] = [
+  { id: 'heatmaps', title: 'Tile heatmaps', column: 'main', component: HeatmapsView },
+  { id: 'zoom', title: 'Tile numbers', column: 'main', component: TileZoomView },
+  { id: 'hbm', title: 'HBM m and l', column: 'main', component: HbmStateView, when: (s) => s.algorithm === 'fa1' },
+  { id: 'stats', title: 'Running statistics', column: 'side', component: StatsView },
+  { id: 'formula', title: 'Formula', column: 'side', component: FormulaView },
+  { id: 'pseudo', title: 'Pseudo-code', column: 'side', component: PseudoCodeView },
+  { id: 'counters', title: 'Counters', column: 'side', component: CountersView },
+];
+
+export const DEFAULT_VIEWS = VIEWS.map((v) => v.id);

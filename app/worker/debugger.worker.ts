@@ -1,0 +1,27 @@
+// The debugger's Web Worker: one DebuggerSession behind Comlink. Frames are returned with
+// their typed-array buffers transferred, so the main thread receives them without a copy.
+
+import * as Comlink from 'comlink';
+import type { DebuggerApi, Frame, Granularity, HeadInputs, LoadRequest, Progress, Breakpoint } from '../../engine/debugger/protocol.ts';
+import { DebuggerSession } from '../../engine/debugger/session.ts';
+
+const session = new DebuggerSession();
+
+const sendFrame = (f: Frame): Frame =>
+  Comlink.transfer(f, [f.s.buffer, f.p.buffer, f.mask.buffer, f.o.buffer, f.oState.buffer, f.m.buffer, f.l.buffer] as ArrayBuffer[]);
+
+const api: DebuggerApi = {
+  load: (req: LoadRequest, onProgress?: Progress) => session.load(req, onProgress),
+  step: async (delta: number, g: Granularity) => sendFrame(await session.step(delta, g)),
+  seek: async (k: number) => sendFrame(await session.seek(k)),
+  runToBreakpoint: async (onProgress?: Progress) => sendFrame(await session.runToBreakpoint(onProgress)),
+  setBreakpoints: (bps: Breakpoint[]) => session.setBreakpoints(bps),
+  headInputs: async (b: number, h: number) => {
+    const x: HeadInputs = await session.headInputs(b, h);
+    return Comlink.transfer(x, [x.q.buffer, x.k.buffer, x.v.buffer] as ArrayBuffer[]);
+  },
+  runCounters: (req: LoadRequest, onProgress?: Progress) => session.runCounters(req, onProgress),
+  cancel: () => session.cancel(),
+};
+
+Comlink.expose(api);

@@ -1,0 +1,51 @@
+import { describe, expect, it } from 'vitest';
+import { ALGORITHMS } from '../engine/algorithms/registry.ts';
+import { randomInputs } from '../engine/inputs.ts';
+import type { AttentionProblem } from '../engine/problem.ts';
+import type { TraceEvent } from '../engine/trace/events.ts';
+import { runToEnd } from '../engine/run.ts';
+import { formulaFor, texNum } from './formulas.ts';
+import { contentFor, lineIndexFor } from './index.ts';
+
+const p: AttentionProblem = { batch: 1, hq: 1, hk: 1, nq: 24, nk: 40, d: 8, dv: 8, causal: true, dtype: 'fp32' };
+
+describe('content', () => {
+  for (const algo of ALGORITHMS.filter((a) => contentFor(a.id))) {
+    it(`${algo.id}: every step maps to its own pseudo-code line, explanation and formula`, () => {
+      const c = contentFor(algo.id)!;
+      const events: TraceEvent[] = [];
+      runToEnd(algo, p, randomInputs(p, { seed: 5 }), { blockM: 8, blockN: 8, trace: true, onEvent: (e) => events.push(e) });
+      const seen = new Set<string>();
+      for (const ev of events) {
+        const i = lineIndexFor(c, ev);
+        expect(i, ev.line).toBeGreaterThanOrEqual(0);
+        expect(c.lines[i].id).toBe(ev.line);
+        expect(c.explain[ev.line], ev.line).toBeTruthy();
+        const f = formulaFor(algo.id, ev, 0, undefined);
+        expect(f.symbolic.length).toBeGreaterThan(0);
+        seen.add(ev.line);
+      }
+      expect(seen.size).toBeGreaterThan(5);
+    });
+  }
+
+  it('the live rowsum formula reproduces the engine\'s l (FA2)', () => {
+    const algo = ALGORITHMS.find((a) => a.id === 'fa2')!;
+    const events: TraceEvent[] = [];
+    runToEnd(algo, p, randomInputs(p, { seed: 5 }), { blockM: 8, blockN: 8, trace: true, onEvent: (e) => events.push(e) });
+    const i = events.findIndex((e, k) => e.kind === 'rowsum' && events.slice(0, k).filter((x) => x.kind === 'rowsum' && x.tile.qBlock === e.tile.qBlock).length > 0);
+    const ev = events[i] as Extract<TraceEvent, { kind: 'rowsum' }>;
+    const rm = events.slice(0, i).reverse().find((e) => e.kind === 'rowmax') as Extract<TraceEvent, { kind: 'rowmax' }>;
+    const f = formulaFor('fa2', ev, 0, { kvBlock: ev.tile.kvBlock, mBefore: rm.mBefore, mAfter: rm.mAfter });
+    const recomputed = Math.exp(rm.mBefore[0] - rm.mAfter[0]) * ev.lBefore[0] + ev.tileSum[0];
+    expect(recomputed).toBeCloseTo(ev.lAfter[0], 4);
+    expect(f.live).toContain(texNum(ev.lAfter[0]));
+    expect(f.live).toContain(texNum(ev.lBefore[0]));
+  });
+
+  it('texNum writes infinities and exponents as TeX', () => {
+    expect(texNum(-Infinity)).toBe('-\\infty');
+    expect(texNum(1.5e-7)).toBe('1.500\\times10^{-7}');
+    expect(texNum(2.25)).toBe('2.25');
+  });
+});

@@ -1,0 +1,44 @@
+// FlashAttention-2 forward pass, as the step engine runs it (engine/algorithms/fa2.ts).
+import type { AlgorithmContent } from './types.ts';
+
+export const fa2Content: AlgorithmContent = {
+  algorithm: 'fa2',
+  title: 'FlashAttention-2 forward',
+  source: 'Dao, "FlashAttention-2", 2023, Algorithm 1',
+  lines: [
+    { id: '', text: 'split Q, O into Tr row blocks of Br; K, V into Tc column blocks of Bc', indent: 0 },
+    { id: '', text: 'for i = 1 … Tr:            (outer loop, independent per Q block)', indent: 0 },
+    { id: 'fa2.loadQ', text: 'load Q_i from HBM; on chip: O_i ← 0, l_i ← 0, m_i ← −∞', indent: 1, kinds: ['load'] },
+    { id: '', text: 'for j = 1 … Tc:          (inner loop over K/V blocks)', indent: 1 },
+    { id: 'fa2.loadKV', text: 'load K_j, V_j from HBM', indent: 2, kinds: ['load'] },
+    { id: 'fa2.qk', text: 'S_ij = Q_i K_jᵀ · scale   (+ softcap, ALiBi)', indent: 2, kinds: ['qk'] },
+    { id: 'fa2.mask', text: 'S_ij ← −∞ where the causal / window mask hides a key', indent: 2, kinds: ['mask'] },
+    { id: 'fa2.rowmax', text: 'm_new = max(m_old, rowmax(S_ij))', indent: 2, kinds: ['rowmax'] },
+    { id: 'fa2.exp', text: 'P_ij = exp(S_ij − m_new)', indent: 2, kinds: ['exp'] },
+    { id: 'fa2.rowsum', text: 'l_new = e^(m_old − m_new) · l_old + rowsum(P_ij)', indent: 2, kinds: ['rowsum'] },
+    { id: 'fa2.rescale', text: 'O_i ← diag(e^(m_old − m_new)) · O_i', indent: 2, kinds: ['rescale'] },
+    { id: 'fa2.pv', text: 'O_i ← O_i + P_ij V_j', indent: 2, kinds: ['pv'] },
+    { id: 'fa2.normalize', text: 'O_i ← diag(l_i)⁻¹ O_i;  LSE_i = m_i + log l_i', indent: 1, kinds: ['normalize'] },
+    { id: 'fa2.write', text: 'write O_i and LSE_i to HBM', indent: 1, kinds: ['write'] },
+  ],
+  explain: {
+    'fa2.loadQ':
+      'The outer loop takes one block of Br query rows. Q blocks do not depend on each other, which is why FA2 can spread them over thread blocks even when batch × heads is small. The running max, sum and output start empty, on chip.',
+    'fa2.loadKV': 'The next Bc keys and values come in from HBM. Every K/V block is read once per Q block.',
+    'fa2.qk': 'One tile of scores: the Br query rows against the Bc keys, scaled by 1/√d. This tile never goes to HBM.',
+    'fa2.mask': 'Scores the mask hides become −∞, so they contribute e^−∞ = 0 to the softmax. Blocks that are fully masked are skipped before they are loaded.',
+    'fa2.rowmax':
+      'The running max of each row grows to cover this tile. Subtracting it before exp keeps every exponent ≤ 0, so nothing overflows. The seed notes call rowmax(S_ij) "m_old"; the rescale below needs the max from before this block (the paper\'s m_i^(j−1)), which is what we use.',
+    'fa2.exp': 'Unnormalized probabilities of this tile, against the new running max. They stay on chip.',
+    'fa2.rowsum': 'The running sum is brought to the new max (multiplied by e^(m_old − m_new)) and this tile\'s row sums are added.',
+    'fa2.rescale':
+      'The output so far was accumulated against the old max, so it is multiplied by the same factor e^(m_old − m_new). Where the max did not move the factor is exactly 1. FA2 defers the division by l to the very end; FA1 divides here on every step.',
+    'fa2.pv': 'This tile\'s share of the output: O_i += P_ij V_j (V is not transposed). The seed writes "O = O*exp(m_old-m) Pij@V", which is missing the "+".',
+    'fa2.normalize': 'After the last K/V block, one division by l per row turns the accumulator into softmax(S)V. The log-sum-exp m + log l is kept for the backward pass.',
+    'fa2.write': 'The finished output rows and their LSE go to HBM: the only HBM writes of the whole Q block.',
+  },
+  seedNotes: [
+    'Seed 000 names the block max rowmax(S_ij) "m_old" and then rescales by exp(m_old − m). The paper rescales by exp(m_prev − m_new), with m_prev the running max before this block; FlashScope follows the paper.',
+    'Seed 000 writes the output update as "O = O*exp(m_old-m) Pij@V": the two terms are added, O ← e^(m_prev − m_new) O + P_ij V_j.',
+  ],
+};

@@ -1,0 +1,129 @@
+// The update the current step performs, as TeX with the live numbers of one row put in.
+// KaTeX renders the result in the formula panel; this module is pure string building.
+
+import type { TraceEvent } from '../engine/trace/events.ts';
+import type { RowHistoryEntry } from '../engine/debugger/protocol.ts';
+
+export interface Formula {
+  /** The update in symbols. */
+  symbolic: string;
+  /** The same update with this row's numbers. */
+  live: string;
+}
+
+/** A number as TeX: 5 significant digits, ±∞ and NaN spelled out. */
+export function texNum(x: number | undefined): string {
+  if (x === undefined) return '?';
+  if (Number.isNaN(x)) return '\\mathrm{NaN}';
+  if (x === Infinity) return '\\infty';
+  if (x === -Infinity) return '-\\infty';
+  const a = Math.abs(x);
+  const s = a !== 0 && (a < 1e-4 || a >= 1e6) ? x.toExponential(3) : String(Number(x.toPrecision(5)));
+  const m = /^(-?[\d.]+)e([+-]\d+)$/.exec(s);
+  return m ? `${m[1]}\\times10^{${Number(m[2])}}` : s;
+}
+
+/** Subtraction that reads well when the subtrahend is negative: a - (−3) instead of a − −3. */
+const minus = (a: number | undefined, b: number | undefined) => `${texNum(a)} - ${b !== undefined && b < 0 ? `(${texNum(b)})` : texNum(b)}`;
+
+function bytes(d: Partial<Record<string, number>> | undefined): string {
+  if (!d) return '';
+  return Object.entries(d)
+    .map(([t, n]) => `\\text{${t}}: ${n}\\,\\mathrm{B}`)
+    .join(',\\ ');
+}
+
+/**
+ * `r` is the row inside the event's tile (0-based); `entry` is the row history of the current
+ * K/V block (for the m values a rowsum or rescale step needs).
+ */
+export function formulaFor(algorithm: string, ev: TraceEvent, r: number, entry: RowHistoryEntry | undefined): Formula {
+  const row = ev.tile.rows[0] + r;
+  const fa1 = algorithm === 'fa1';
+  switch (ev.kind) {
+    case 'load':
+      return { symbolic: `\\text{HBM} \\rightarrow \\text{chip}: ${ev.tensors.join(',\\ ')}`, live: bytes(ev.delta.hbmRead) };
+    case 'write':
+      return { symbolic: `\\text{chip} \\rightarrow \\text{HBM}: ${ev.tensors.join(',\\ ')}`, live: bytes(ev.delta.hbmWritten) };
+    case 'qk': {
+      const cols = ev.tile.cols[1] - ev.tile.cols[0];
+      const vals = ev.s.slice(r * cols, r * cols + cols);
+      const mx = Math.max(...vals);
+      return {
+        symbolic: 'S_{ij} = \\tau \\, Q_i K_j^{\\top}',
+        live: `S_{${row},\\,${ev.tile.cols[0]}:${ev.tile.cols[1]}} \\in [${texNum(Math.min(...vals))},\\ ${texNum(mx)}]`,
+      };
+    }
+    case 'mask': {
+      const cols = ev.tile.cols[1] - ev.tile.cols[0];
+      const hidden = ev.masked.slice(r * cols, r * cols + cols).reduce((a, b) => a + b, 0);
+      return { symbolic: 'S_{ij}[\\text{masked}] \\leftarrow -\\infty', live: `\\text{row } ${row}: ${hidden} \\text{ of } ${cols} \\text{ keys masked}` };
+    }
+    case 'rowmax':
+      return fa1
+        ? {
+            symbolic: '\\tilde m_{ij} = \\mathrm{rowmax}(S_{ij}),\\quad m^{\\text{new}}_i = \\max(m_i, \\tilde m_{ij})',
+            live: `\\tilde m = ${texNum(ev.tileMax[r])},\\quad m^{\\text{new}}_{${row}} = \\max(${texNum(ev.mBefore[r])}, ${texNum(ev.tileMax[r])}) = ${texNum(ev.mAfter[r])}`,
+          }
+        : {
+            symbolic: 'm_{\\text{new}} = \\max\\big(m_{\\text{old}},\\ \\mathrm{rowmax}(S_{ij})\\big)',
+            live: `m_{${row}} = \\max(${texNum(ev.mBefore[r])},\\ ${texNum(ev.tileMax[r])}) = ${texNum(ev.mAfter[r])}`,
+          };
+    case 'exp': {
+      const cols = ev.tile.cols[1] - ev.tile.cols[0];
+      const vals = ev.p.slice(r * cols, r * cols + cols);
+      const sum = vals.reduce((a, b) => a + b, 0);
+      return {
+        symbolic: fa1 ? '\\tilde P_{ij} = \\exp(S_{ij} - \\tilde m_{ij})' : 'P_{ij} = \\exp(S_{ij} - m_{\\text{new}})',
+        live: `P_{${row},:} = e^{S_{${row},:} - (${texNum(ev.m[r])})},\\quad \\max = ${texNum(Math.max(...vals))},\\ \\textstyle\\sum = ${texNum(sum)}`,
+      };
+    }
+    case 'rowsum':
+      if (fa1) {
+        const mt = entry?.tileMax?.[r];
+        const mo = entry?.mBefore?.[r];
+        const mn = entry?.mAfter?.[r];
+        return {
+          symbolic: 'l^{\\text{new}}_i = e^{m_i - m^{\\text{new}}_i}\\, l_i + e^{\\tilde m_{ij} - m^{\\text{new}}_i}\\, \\tilde l_{ij}',
+          live: `l_{${row}} = e^{${minus(mo, mn)}} \\cdot ${texNum(ev.lBefore[r])} + e^{${minus(mt, mn)}} \\cdot ${texNum(ev.tileSum[r])} = ${texNum(ev.lAfter[r])}`,
+        };
+      }
+      if (algorithm === 'standard')
+        return { symbolic: 'l_i = \\mathrm{rowsum}(P_i)', live: `l_{${row}} = ${texNum(ev.lAfter[r])}` };
+      return {
+        symbolic: 'l_{\\text{new}} = e^{m_{\\text{old}} - m_{\\text{new}}}\\, l_{\\text{old}} + \\mathrm{rowsum}(P_{ij})',
+        live: `l_{${row}} = e^{${minus(entry?.mBefore?.[r], entry?.mAfter?.[r])}} \\cdot ${texNum(ev.lBefore[r])} + ${texNum(ev.tileSum[r])} = ${texNum(ev.lAfter[r])}`,
+      };
+    case 'rescale':
+      return fa1
+        ? {
+            symbolic: 'O_i \\leftarrow \\frac{l_i\\, e^{m_i - m^{\\text{new}}_i}}{l^{\\text{new}}_i}\\, O_i',
+            live: `O_{${row},:} \\leftarrow ${texNum(ev.factor[r])} \\cdot O_{${row},:}`,
+          }
+        : {
+            symbolic: 'O_i \\leftarrow e^{m_{\\text{old}} - m_{\\text{new}}}\\, O_i',
+            live: `O_{${row},:} \\leftarrow e^{${minus(ev.mOld[r], ev.mNew[r])}} \\cdot O_{${row},:} = ${texNum(ev.factor[r])} \\cdot O_{${row},:}`,
+          };
+    case 'pv': {
+      const dv = ev.o.length / Math.max(1, ev.tile.rows[1] - ev.tile.rows[0]);
+      const head = ev.o.slice(r * dv, r * dv + Math.min(3, dv)).map(texNum).join(',\\ ');
+      return {
+        symbolic: fa1
+          ? 'O_i \\leftarrow O_i + \\frac{e^{\\tilde m_{ij} - m^{\\text{new}}_i}}{l^{\\text{new}}_i}\\, \\tilde P_{ij} V_j'
+          : algorithm === 'standard'
+            ? 'O_i = P_i V'
+            : 'O_i \\leftarrow O_i + P_{ij} V_j',
+        live: `O_{${row},\\,0:${Math.min(3, dv)}} = (${head}${dv > 3 ? ',\\ \\ldots' : ''})`,
+      };
+    }
+    case 'normalize':
+      return algorithm === 'standard'
+        ? { symbolic: 'P_i \\leftarrow \\mathrm{diag}(l_i)^{-1} P_i', live: `P_{${row},:} \\leftarrow P_{${row},:} / ${texNum(ev.l[r])},\\quad \\mathrm{LSE}_{${row}} = ${texNum(ev.lse[r])}` }
+        : {
+            symbolic: 'O_i \\leftarrow \\mathrm{diag}(l_i)^{-1} O_i,\\quad \\mathrm{LSE}_i = m_i + \\log l_i',
+            live: `O_{${row},:} \\leftarrow O_{${row},:} / ${texNum(ev.l[r])},\\quad \\mathrm{LSE}_{${row}} = ${texNum(ev.lse[r])}`,
+          };
+    case 'combine':
+      return { symbolic: '\\mathrm{LSE} = \\log \\textstyle\\sum_s e^{\\mathrm{LSE}_s}', live: `\\mathrm{LSE}_{${row}} = ${texNum(ev.lse[r])}` };
+  }
+}

@@ -1,0 +1,26 @@
+// Shapes of the teaching text the debugger shows next to the trace. Pure data, no DOM, so
+// the engine's Node tests and lessons can check it too.
+
+import type { PhaseKind } from '../engine/trace/events.ts';
+
+export interface PseudoLine {
+  /** Matches TraceEvent.line; empty for lines no step stops on (loop headers, comments). */
+  id: string;
+  /** Pseudo-code, plain text with Unicode maths (ᵀ, ←, ·). */
+  text: string;
+  indent: number;
+  /** Phase kinds this line performs: the fallback when an event's line id is unknown. */
+  kinds?: PhaseKind[];
+}
+
+export interface AlgorithmContent {
+  algorithm: string;
+  title: string;
+  /** Where the pseudo-code follows from. */
+  source: string;
+  lines: PseudoLine[];
+  /** One or two sentences per line id: what this step does and why. */
+  explain: Record<string, string>;
+  /** Errors in the seed notes this team found, and what we follow instead. */
+  seedNotes: string[];
+}

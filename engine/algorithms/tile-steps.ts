@@ -1,0 +1,430 @@
+// The numeric phases that every tiled forward kernel is built from — S = QKᵀ, mask,
+// running max, exponentials, running sum, rescale, O += PV, final normalization — as
+// small generators that do the math for one set of query rows and emit one trace event
+// each. The hardware-modelling algorithms (fa3, fa4, fmha-v2, cute-fa2, flash-decoding)
+// differ in *which rows* form a unit of work (a CTA tile, a warpgroup's half, one warp's
+// slice, a split of K/V) and in *the order* they call these phases; the per-kernel
+// numeric details (log2 domain, lazy rescaling, software exp2, fp16 accumulators) are the
+// knobs of StepContext. Counter deltas follow fa2.ts exactly, so totals stay comparable.
+
+import type { HbmTensor } from '../counters.ts';
+import { roundTo } from '../dtype.ts';
+import { kOffset, qOffset, vOffset, type AttentionInputs } from '../inputs.ts';
+import { dtypeBytes, type AttentionProblem } from '../problem.ts';
+import { modifyScore, scoreModel, visible, type ScoreModel } from '../scores.ts';
+import type { TileRef, TraceEvent } from '../trace/events.ts';
+import { Tracer, tileValues } from '../trace/tracer.ts';
+
+export const LOG2E = Math.LOG2E;
+
+export interface StepContextOptions {
+  /** Prefix of pseudo-code line ids, e.g. 'fa3' gives 'fa3.qk'. */
+  prefix: string;
+  /** Keep logits and the running max in log2 units and use exp2 (FA4). */
+  base2?: boolean;
+  /** Lazy rescaling threshold in log2 units (FA4); 0 rescales whenever the max grows. */
+  lazyThreshold?: number;
+  /** Rows that share one rescale decision (FA4's correction warp votes per 32 rows); 0 = per row. */
+  rescaleGroup?: number;
+  /** Exponential of (s - m) (or 2^(s - m) with base2); `emulable` says the element may use software exp2. */
+  exp?: (arg: number, col: number, emulable: boolean) => number;
+  /** Storage rounding of the output accumulator after every add (fp32 by default; fp16 for fmha_v2's half accumulation). */
+  accRound?: (v: number) => number;
+  /** Rounding of the QKᵀ partial sum after every add; undefined computes the dot exactly, then stores fp32. */
+  dotRound?: (v: number) => number;
+}
+
+export interface StepContext {
+  p: AttentionProblem;
+  x: AttentionInputs;
+  sm: ScoreModel;
+  /** The same modifiers without masks, to show a masked logit's value before the mask phase. */
+  smOpen: ScoreModel;
+  tr: Tracer;
+  trace: boolean;
+  eb: number;
+  prefix: string;
+  base2: boolean;
+  lazyThreshold: number;
+  rescaleGroup: number;
+  exp: (arg: number, col: number, emulable: boolean) => number;
+  accRound: (v: number) => number;
+  dotRound: ((v: number) => number) | undefined;
+}
+
+export function makeContext(p: AttentionProblem, x: AttentionInputs, trace: boolean, o: StepContextOptions): StepContext {
+  const sm = scoreModel(p);
+  const base2 = o.base2 ?? false;
+  return {
+    p,
+    x,
+    sm,
+    smOpen: { ...sm, causal: false, left: -1, right: -1 },
+    tr: new Tracer(trace),
+    trace,
+    eb: dtypeBytes(p.dtype),
+    prefix: o.prefix,
+    base2,
+    lazyThreshold: o.lazyThreshold ?? 0,
+    rescaleGroup: o.rescaleGroup ?? 0,
+    exp: o.exp ?? (base2 ? (a) => 2 ** a : (a) => Math.exp(a)),
+    accRound: o.accRound ?? Math.fround,
+    dotRound: o.dotRound,
+  };
+}
+
+/** Where a step happens: batch, head, loop indices, Q block, and optional hardware placement. */
+export interface At {
+  b: number;
+  h: number;
+  outer: number;
+  inner: number;
+  qBlock: number;
+  warp?: number;
+  warpgroup?: number;
+  split?: number;
+}
+
+/** On-chip state of one unit of query rows: running max m, sum l, unnormalized O. */
+export class RowState {
+  readonly m: Float64Array;
+  readonly l: Float64Array;
+  readonly acc: Float64Array;
+  readonly factor: Float64Array;
+  /** 1 where the last rowmax decided the row's accumulator must be multiplied by factor. */
+  readonly rescaleRow: Uint8Array;
+  /** Number of S tiles whose row max has been folded in. */
+  seen = 0;
+  /** Rows that the last rowmax marked for rescaling. */
+  pendingRescale = 0;
+  constructor(
+    readonly hk: number,
+    readonly r0: number,
+    readonly rows: number,
+    readonly dv: number,
+  ) {
+    this.m = new Float64Array(rows).fill(-Infinity);
+    this.l = new Float64Array(rows);
+    this.acc = new Float64Array(rows * dv);
+    this.factor = new Float64Array(rows).fill(1);
+    this.rescaleRow = new Uint8Array(rows);
+  }
+}
+
+/** One S/P tile buffer (FA3's overlap keeps two: S_cur and S_next). */
+export class ScoreTile {
+  readonly s: Float64Array;
+  readonly pt: Float64Array;
+  readonly sum: Float64Array;
+  c0 = 0;
+  cols = 0;
+  kvBlock = -1;
+  anyMasked = false;
+  /** The block needed no mask at all and is full width: FA4 may use software exp2 on it. */
+  emulable = false;
+  constructor(
+    readonly maxRows: number,
+    readonly stride: number,
+  ) {
+    this.s = new Float64Array(maxRows * stride);
+    this.pt = new Float64Array(maxRows * stride);
+    this.sum = new Float64Array(maxRows);
+  }
+}
+
+function tileRef(at: At, st: RowState, t?: ScoreTile): TileRef {
+  return {
+    qBlock: at.qBlock,
+    kvBlock: t ? t.kvBlock : -1,
+    rows: [st.r0, st.r0 + st.rows],
+    cols: t ? [t.c0, t.c0 + t.cols] : [0, 0],
+  };
+}
+
+function place(ctx: StepContext, at: At, line: string) {
+  return { b: at.b, h: at.h, outer: at.outer, inner: at.inner, line: `${ctx.prefix}.${line}` };
+}
+
+/** Optional per-event fields (warp, warpgroup, split, base2) merged into payloads. */
+function extra(ctx: StepContext, at: At, units: boolean) {
+  const e: { warp?: number; warpgroup?: number; split?: number; base2?: boolean } = {};
+  if (at.warp !== undefined) e.warp = at.warp;
+  if (at.warpgroup !== undefined) e.warpgroup = at.warpgroup;
+  if (at.split !== undefined) e.split = at.split;
+  if (units && ctx.base2) e.base2 = true;
+  return e;
+}
+
+type Gen = Generator<TraceEvent, void, void>;
+
+/** An HBM -> chip transfer of the given bytes per tensor. */
+export function* load(ctx: StepContext, at: At, line: string, rows: [number, number], cols: [number, number], kvBlock: number, bytes: Partial<Record<HbmTensor, number>>): Gen {
+  const tile: TileRef = { qBlock: at.qBlock, kvBlock, rows, cols };
+  const ev = ctx.tr.emit('load', { ...place(ctx, at, line), tile, delta: { hbmRead: bytes } }, () => ({
+    tensors: Object.keys(bytes) as HbmTensor[],
+    ...extra(ctx, at, false),
+  }));
+  if (ev) yield ev;
+}
+
+/** A chip -> HBM transfer of the given bytes per tensor. */
+export function* write(ctx: StepContext, at: At, line: string, rows: [number, number], bytes: Partial<Record<HbmTensor, number>>): Gen {
+  const tile: TileRef = { qBlock: at.qBlock, kvBlock: -1, rows, cols: [0, 0] };
+  const ev = ctx.tr.emit('write', { ...place(ctx, at, line), tile, delta: { hbmWritten: bytes } }, () => ({
+    tensors: Object.keys(bytes) as HbmTensor[],
+    ...extra(ctx, at, false),
+  }));
+  if (ev) yield ev;
+}
+
+/**
+ * S = Q Kᵀ for the rows of `st` against keys [c0, c0 + cols), with scale, softcap and
+ * ALiBi applied. Entries the mask will hide keep their logit until the mask phase.
+ */
+export function* qk(ctx: StepContext, at: At, st: RowState, t: ScoreTile, kvBlock: number, c0: number, cols: number): Gen {
+  const { p, x, sm } = ctx;
+  t.c0 = c0;
+  t.cols = cols;
+  t.kvBlock = kvBlock;
+  t.anyMasked = false;
+  const stride = t.stride;
+  for (let r = 0; r < st.rows; r++) {
+    const i = st.r0 + r;
+    const qo = qOffset(p, at.b, at.h, i);
+    for (let c = 0; c < cols; c++) {
+      const j = c0 + c;
+      const ko = kOffset(p, at.b, st.hk, j);
+      let dot = 0;
+      if (ctx.dotRound) {
+        const rd = ctx.dotRound;
+        for (let e = 0; e < p.d; e++) dot = rd(dot + x.q[qo + e] * x.k[ko + e]);
+      } else {
+        for (let e = 0; e < p.d; e++) dot += x.q[qo + e] * x.k[ko + e];
+      }
+      const shown = visible(sm, i, j);
+      if (!shown) t.anyMasked = true;
+      const logit = modifyScore(shown ? sm : ctx.smOpen, at.h, i, j, dot);
+      t.s[r * stride + c] = Math.fround(ctx.base2 ? logit * LOG2E : logit);
+    }
+  }
+  // A ragged tail block is masked by the kernel's sequence-length predicate too.
+  t.emulable = !t.anyMasked && cols === stride;
+  const rows = st.rows;
+  const ev = ctx.tr.emit(
+    'qk',
+    { ...place(ctx, at, 'qk'), tile: tileRef(at, st, t), delta: { matmulFlops: 2 * rows * cols * p.d, nonMatmulFlops: rows * cols } },
+    () => ({ s: tileValues(t.s, rows, cols, stride), ...extra(ctx, at, true) }),
+  );
+  if (ev) yield ev;
+}
+
+/** Masked entries of S set to -inf; no event when the block has none. */
+export function* mask(ctx: StepContext, at: At, st: RowState, t: ScoreTile): Gen {
+  if (!t.anyMasked) return;
+  const { rows } = st;
+  const { cols, stride } = t;
+  const bits = new Array<number>(ctx.trace ? rows * cols : 0);
+  for (let r = 0; r < rows; r++)
+    for (let c = 0; c < cols; c++) {
+      const hidden = !visible(ctx.sm, st.r0 + r, t.c0 + c);
+      if (hidden) t.s[r * stride + c] = -Infinity;
+      if (ctx.trace) bits[r * cols + c] = hidden ? 1 : 0;
+    }
+  const ev = ctx.tr.emit('mask', { ...place(ctx, at, 'mask'), tile: tileRef(at, st, t), delta: {} }, () => ({
+    masked: bits,
+    s: tileValues(t.s, rows, cols, stride),
+    ...extra(ctx, at, true),
+  }));
+  if (ev) yield ev;
+}
+
+/**
+ * m_new = max(m_old, rowmax(S)) and the rescale factor exp(m_old - m_new). With a lazy
+ * threshold, a row whose max grew by at most the threshold keeps its stale max (factor 1):
+ * P may then exceed 1 (up to 2^threshold) but numerator and denominator stay consistent,
+ * so the final O / l is still exact.
+ */
+export function* rowmax(ctx: StepContext, at: At, st: RowState, t: ScoreTile): Gen {
+  const { rows } = st;
+  const { cols, stride } = t;
+  const first = st.seen === 0;
+  const mBefore = ctx.trace ? Array.from(st.m) : [];
+  const tileMax = ctx.trace ? new Array<number>(rows) : [];
+  const expb = ctx.base2 ? (a: number) => 2 ** a : Math.exp;
+  for (let r = 0; r < rows; r++) {
+    let mx = -Infinity;
+    for (let c = 0; c < cols; c++) if (t.s[r * stride + c] > mx) mx = t.s[r * stride + c];
+    if (ctx.trace) tileMax[r] = mx;
+    const mOld = st.m[r];
+    let mNew = Math.max(mOld, mx);
+    let f = 1;
+    // Rows that have seen no visible key keep m = -inf; their factor is 1 (nothing to rescale).
+    if (!first && mNew !== -Infinity) {
+      const diff = mOld - mNew; // <= 0
+      if (ctx.lazyThreshold > 0 && diff >= -ctx.lazyThreshold) mNew = mOld;
+      else f = expb(diff);
+    }
+    st.factor[r] = f;
+    st.m[r] = mNew;
+  }
+  // Which rows the rescale phase will touch: all rows after the first tile (FA2-style
+  // kernels rescale unconditionally), or — with a rescale group — every row of a group in
+  // which some row's factor is not 1 (FA4's correction warp votes, then scales its 32 rows).
+  st.pendingRescale = 0;
+  st.rescaleRow.fill(0);
+  if (!first) {
+    if (ctx.rescaleGroup > 0) {
+      for (let g0 = 0; g0 < rows; g0 += ctx.rescaleGroup) {
+        const g1 = Math.min(rows, g0 + ctx.rescaleGroup);
+        let any = false;
+        for (let r = g0; r < g1; r++) if (st.factor[r] !== 1) any = true;
+        if (any) for (let r = g0; r < g1; r++) st.rescaleRow[r] = 1;
+      }
+    } else st.rescaleRow.fill(1);
+    for (let r = 0; r < rows; r++) st.pendingRescale += st.rescaleRow[r];
+  }
+  st.seen++;
+  const ev = ctx.tr.emit(
+    'rowmax',
+    {
+      ...place(ctx, at, 'rowmax'),
+      tile: tileRef(at, st, t),
+      delta: { nonMatmulFlops: rows * cols + (first ? 0 : rows), expCount: first ? 0 : rows },
+    },
+    () => ({ tileMax, mBefore, mAfter: Array.from(st.m), ...extra(ctx, at, true) }),
+  );
+  if (ev) yield ev;
+}
+
+/** P = exp(S - m) (2^(S - m) in log2 units); P stored rounded to the input dtype, the row sums keep full precision. */
+export function* exp(ctx: StepContext, at: At, st: RowState, t: ScoreTile): Gen {
+  const { rows } = st;
+  const { cols, stride } = t;
+  for (let r = 0; r < rows; r++) {
+    // A row with no visible key so far subtracts 0 (the kernels' "safe" max) and gets P = 0.
+    const mr = st.m[r] === -Infinity ? 0 : st.m[r];
+    let sum = 0;
+    for (let c = 0; c < cols; c++) {
+      const sv = t.s[r * stride + c];
+      const v = sv === -Infinity ? 0 : ctx.exp(ctx.base2 ? Math.fround(sv - mr) : sv - mr, c, t.emulable);
+      sum += v;
+      t.pt[r * stride + c] = roundTo(ctx.p.dtype, v);
+    }
+    t.sum[r] = sum;
+  }
+  const ev = ctx.tr.emit(
+    'exp',
+    { ...place(ctx, at, 'exp'), tile: tileRef(at, st, t), delta: { nonMatmulFlops: 2 * rows * cols, expCount: rows * cols } },
+    () => ({ p: tileValues(t.pt, rows, cols, stride), m: Array.from(st.m), ...extra(ctx, at, true) }),
+  );
+  if (ev) yield ev;
+}
+
+/** l = factor · l + rowsum(P). */
+export function* rowsum(ctx: StepContext, at: At, st: RowState, t: ScoreTile): Gen {
+  const { rows } = st;
+  const lBefore = ctx.trace ? Array.from(st.l) : [];
+  for (let r = 0; r < rows; r++) st.l[r] = Math.fround(st.factor[r] * st.l[r] + t.sum[r]);
+  const ev = ctx.tr.emit(
+    'rowsum',
+    { ...place(ctx, at, 'rowsum'), tile: tileRef(at, st, t), delta: { nonMatmulFlops: rows * t.cols + 2 * rows } },
+    () => ({ tileSum: Array.from(t.sum.subarray(0, rows)), lBefore, lAfter: Array.from(st.l), ...extra(ctx, at, false) }),
+  );
+  if (ev) yield ev;
+}
+
+/** O *= factor on the rows the last rowmax marked; no event when none is marked (first tile, or lazy FA4 skipping). */
+export function* rescale(ctx: StepContext, at: At, st: RowState, t: ScoreTile, mOld?: number[]): Gen {
+  const n = st.pendingRescale;
+  if (n === 0) return;
+  const { rows, dv } = st;
+  for (let r = 0; r < rows; r++) {
+    if (!st.rescaleRow[r] || st.factor[r] === 1) continue;
+    const f = st.factor[r];
+    for (let e = 0; e < dv; e++) st.acc[r * dv + e] = ctx.accRound(st.acc[r * dv + e] * f);
+  }
+  st.pendingRescale = 0;
+  const logb = ctx.base2 ? Math.log2 : Math.log;
+  const ev = ctx.tr.emit(
+    'rescale',
+    { ...place(ctx, at, 'rescale'), tile: tileRef(at, st, t), delta: { nonMatmulFlops: n * dv, rescaleCount: n } },
+    () => {
+      const f = Array.from(st.factor);
+      const mNew = Array.from(st.m);
+      return {
+        factor: f,
+        mNew,
+        mOld: mOld ?? mNew.map((mn, r) => (f[r] === 1 ? mn : mn + logb(f[r]))),
+        ...extra(ctx, at, true),
+      };
+    },
+  );
+  if (ev) yield ev;
+}
+
+/** O += P V for the key block of `t`. */
+export function* pv(ctx: StepContext, at: At, st: RowState, t: ScoreTile): Gen {
+  const { p, x } = ctx;
+  const { rows, dv } = st;
+  const { cols, stride } = t;
+  const round = ctx.accRound;
+  for (let r = 0; r < rows; r++) {
+    const ao = r * dv;
+    for (let c = 0; c < cols; c++) {
+      const w = t.pt[r * stride + c];
+      if (w === 0) continue;
+      const vo = vOffset(p, at.b, st.hk, t.c0 + c);
+      for (let e = 0; e < dv; e++) st.acc[ao + e] = round(st.acc[ao + e] + w * x.v[vo + e]);
+    }
+  }
+  const ev = ctx.tr.emit('pv', { ...place(ctx, at, 'pv'), tile: tileRef(at, st, t), delta: { matmulFlops: 2 * rows * cols * dv } }, () => ({
+    o: tileValues(st.acc, rows, dv, dv),
+    ...extra(ctx, at, false),
+  }));
+  if (ev) yield ev;
+}
+
+/**
+ * O = acc / l once at the end, LSE = m + log l (natural log whatever the working base).
+ * A sink logit joins the denominator here with a max update, so it never overflows.
+ * `useSink` is false for flash-decoding's partial results (the combine adds the sink once).
+ */
+export function* normalize(ctx: StepContext, at: At, st: RowState, lseOut: Float64Array, useSink = true): Gen {
+  const { rows, dv } = st;
+  const sinkNat = useSink ? ctx.p.sinks?.[at.h] : undefined;
+  const sink = sinkNat === undefined ? undefined : ctx.base2 ? sinkNat * LOG2E : sinkNat;
+  const expb = ctx.base2 ? (a: number) => 2 ** a : Math.exp;
+  const lFinal = new Array<number>(rows);
+  for (let r = 0; r < rows; r++) {
+    let mr = st.m[r];
+    let lr = st.l[r];
+    let scaleAcc = 1;
+    if (sink !== undefined) {
+      const mFin = Math.max(mr, sink);
+      scaleAcc = mr === -Infinity ? 0 : expb(mr - mFin);
+      lr = lr * scaleAcc + expb(sink - mFin);
+      mr = mFin;
+    }
+    const inv = lr > 0 ? scaleAcc / lr : 0;
+    for (let e = 0; e < dv; e++) st.acc[r * dv + e] = Math.fround(st.acc[r * dv + e] * inv);
+    lFinal[r] = lr;
+    lseOut[r] = lr > 0 ? (ctx.base2 ? (mr + Math.log2(lr)) * Math.LN2 : mr + Math.log(lr)) : -Infinity;
+  }
+  const ev = ctx.tr.emit(
+    'normalize',
+    { ...place(ctx, at, 'normalize'), tile: tileRef(at, st), delta: { nonMatmulFlops: rows * dv + rows } },
+    () => ({ o: tileValues(st.acc, rows, dv, dv), l: lFinal, lse: Array.from(lseOut.subarray(0, rows)), ...extra(ctx, at, false) }),
+  );
+  if (ev) yield ev;
+}
+
+/** Copies the normalized rows of `st` into the output, rounded to the problem's dtype. */
+export function storeRows(ctx: StepContext, at: At, st: RowState, lse: Float64Array, o: Float32Array, lseOut: Float32Array): void {
+  const { p } = ctx;
+  for (let r = 0; r < st.rows; r++) {
+    const i = st.r0 + r;
+    const oo = ((at.b * p.hq + at.h) * p.nq + i) * p.dv;
+    for (let e = 0; e < p.dv; e++) o[oo + e] = roundTo(p.dtype, st.acc[r * st.dv + e]);
+    lseOut[(at.b * p.hq + at.h) * p.nq + i] = lse[r];
+  }
+}

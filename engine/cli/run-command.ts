@@ -1,0 +1,65 @@
+// `run`: runs one or more algorithms on tensors from files and writes, per algorithm,
+// DIR/<algo>/o.npy (float32, q's layout with dv), lse.npy (float32 [B, Hq, Nq], natural
+// log) and stats.json (the counters). Options, files and every algorithm run are checked
+// before the first file is written, so a failure never leaves half the outputs behind.
+
+import { mkdir, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { algorithmById } from '../algorithms/registry.ts';
+import { countersToStats } from '../counters.ts';
+import { encodeNpy } from '../io/npy.ts';
+import { nominalFlops } from '../problem.ts';
+import { runToEnd } from '../run.ts';
+import { ArgsError, parseArgs, str } from './args.ts';
+import type { CliCommand } from './command.ts';
+import { algoIds, cliProblem, fromBhnd, PROBLEM_HELP, PROBLEM_OPTIONS, shapeFor } from './problem-options.ts';
+
+export const runCommand: CliCommand = {
+  name: 'run',
+  summary: 'run algorithms on .npy/.safetensors tensors; write o.npy, lse.npy, stats.json',
+  help: `usage: npm run -s engine -- run --algo ID[,ID...] --q Q --k K --v V [options] --out DIR
+
+Runs each algorithm (ids from the algorithm registry, e.g. standard, fa1, fa2) with
+tracing off and writes DIR/<algo>/o.npy (float32, q's rank and layout, last dim dv),
+DIR/<algo>/lse.npy (float32 [B, Hq, Nq], natural log; -inf for fully masked rows) and
+DIR/<algo>/stats.json (hbm_bytes_read, hbm_bytes_written, matmul_flops, exp_count,
+rescale_count, steps, and the per-tensor breakdown).
+
+${PROBLEM_HELP}
+output:
+  --out DIR                   output directory (created)`,
+
+  async run(argv) {
+    const a = parseArgs(argv, { ...PROBLEM_OPTIONS, out: 'string' });
+    const out = str(a, 'out');
+    if (!out) throw new ArgsError('--out DIR is required');
+    const algos = algoIds(a).map(algorithmById);
+    const cp = await cliProblem(a, false);
+    const p = cp.problem;
+    // Every algorithm runs before anything is written, so an algorithm that rejects the
+    // problem (or a feature) leaves no partial output directory behind.
+    const results = algos.map((algo) => {
+      const t0 = performance.now();
+      const r = runToEnd(algo, p, cp.inputs, { ...cp.blocks, features: cp.features });
+      return { algo, r, seconds: (performance.now() - t0) / 1000 };
+    });
+    for (const { algo, r, seconds } of results) {
+      const dir = join(out, algo.id);
+      await mkdir(dir, { recursive: true });
+      const oDims = [p.batch, p.hq, p.nq, p.dv];
+      await writeFile(join(dir, 'o.npy'), encodeNpy(fromBhnd(r.o, oDims, cp.layout), shapeFor(cp.rank, oDims, cp.layout)));
+      await writeFile(join(dir, 'lse.npy'), encodeNpy(r.lse, [p.batch, p.hq, p.nq]));
+      const stats = {
+        algo: algo.id,
+        ...countersToStats(r.counters),
+        block_m: r.blocks.blockM,
+        block_n: r.blocks.blockN,
+        nominal_flops: nominalFlops(p),
+        problem: p,
+      };
+      await writeFile(join(dir, 'stats.json'), JSON.stringify(stats, null, 2) + '\n');
+      console.log(`${algo.id}: ${r.counters.steps} steps, ${seconds.toFixed(3)} s -> ${dir}`);
+    }
+    return 0;
+  },
+};

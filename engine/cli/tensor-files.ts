@@ -1,0 +1,24 @@
+// Loading the CLI's tensor arguments: `x.npy`, `x.safetensors` (one tensor) or
+// `x.safetensors:NAME`, always through a file ByteSource.
+
+import { TensorFileError } from '../io/byte-source.ts';
+import { withFileSource } from '../io/node-file-source.ts';
+import { readNpy } from '../io/npy.ts';
+import { readSafetensor } from '../io/safetensors.ts';
+import type { Tensor } from '../io/tensor-info.ts';
+
+export async function loadTensorFile(spec: string): Promise<Tensor> {
+  const m = /^(.*\.safetensors)(?::(.+))?$/i.exec(spec);
+  if (m) return withFileSource(m[1], (src) => readSafetensor(src, m[2]));
+  if (/\.npy$/i.test(spec)) return withFileSource(spec, readNpy);
+  throw new TensorFileError(`${spec}: unknown tensor file type (expected .npy or .safetensors[:NAME])`);
+}
+
+/** A 1-D tensor of exactly `n` values (per-head sinks or ALiBi slopes). */
+export async function loadVector(spec: string, n: number, what: string): Promise<number[]> {
+  const t = await loadTensorFile(spec);
+  if (t.info.shape.length !== 1 || t.info.shape[0] !== n) {
+    throw new TensorFileError(`${what} (${spec}): expected a 1-D tensor of length ${n} (one per query head), got shape [${t.info.shape.join(', ')}]`);
+  }
+  return Array.from(t.data);
+}

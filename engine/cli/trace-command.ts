@@ -1,0 +1,70 @@
+// `trace`: streams an algorithm's trace events as JSON lines (one event per line, each
+// tagged with "algo"), for problems from files or random ones. Non-finite numbers are
+// written as the strings "Infinity", "-Infinity", "NaN" (see TRACE.md).
+
+import { createWriteStream } from 'node:fs';
+import { once } from 'node:events';
+import type { Writable } from 'node:stream';
+import { algorithmById } from '../algorithms/registry.ts';
+import { toJsonLine } from '../trace/jsonl.ts';
+import { ArgsError, parseArgs, str } from './args.ts';
+import type { CliCommand } from './command.ts';
+import { algoIds, cliProblem, PROBLEM_HELP, PROBLEM_OPTIONS, RANDOM_OPTIONS } from './problem-options.ts';
+
+/** Buffers lines and respects backpressure, so a long trace piped into `head` or a file never piles up in memory. */
+async function writeLines(sink: Writable, lines: Iterable<string>): Promise<void> {
+  let chunk = '';
+  for (const line of lines) {
+    chunk += line + '\n';
+    if (chunk.length >= 1 << 16) {
+      if (!sink.write(chunk)) await once(sink, 'drain');
+      chunk = '';
+    }
+  }
+  if (chunk) sink.write(chunk);
+}
+
+export const traceCommand: CliCommand = {
+  name: 'trace',
+  summary: 'print the trace events of algorithms as JSON lines',
+  help: `usage: npm run -s engine -- trace --algo ID[,ID...] [problem options] [--format jsonl] [--out FILE]
+
+Prints every trace event (TRACE.md describes them) as one JSON object per line, with
+an added "algo" field naming the algorithm. Problem from files (--q --k --v) or random:
+
+random problem:
+  --b N --hq N --hk N         batch, query heads, key/value heads (default 1, 1, hq)
+  --nq N --nk N               query and key length (default 64, nq)
+  --d N --dv N                head dims (default 32, d)
+  --seed N                    random seed (default 0)
+  --distribution NAME         normal | large-logits | outlier-row (default normal)
+
+${PROBLEM_HELP}
+output:
+  --format jsonl              the only format (default)
+  --out FILE                  write to FILE instead of stdout`,
+
+  async run(argv) {
+    const a = parseArgs(argv, { ...PROBLEM_OPTIONS, ...RANDOM_OPTIONS, format: 'string', out: 'string' });
+    const format = str(a, 'format') ?? 'jsonl';
+    if (format !== 'jsonl') throw new ArgsError(`--format must be jsonl, got '${format}'`);
+    const algos = algoIds(a).map(algorithmById);
+    const cp = await cliProblem(a, true);
+    const file = str(a, 'out');
+    const sink: Writable = file ? createWriteStream(file) : process.stdout;
+    // A reader that stops early (`| head`) closes the pipe: that ends the trace, it is not an error.
+    if (!file) process.stdout.on('error', (e: NodeJS.ErrnoException) => process.exit(e.code === 'EPIPE' ? 0 : 1));
+    for (const algo of algos) {
+      const gen = algo.run(cp.problem, cp.inputs, { ...cp.blocks, features: cp.features, trace: true });
+      const lines = function* (): Generator<string> {
+        for (let r = gen.next(); !r.done; r = gen.next()) yield toJsonLine({ algo: algo.id, ...r.value });
+      };
+      await writeLines(sink, lines());
+    }
+    if (file) {
+      sink.end();
+      await once(sink, 'finish');
+    }
+    return 0;
+  },
+};

@@ -1,0 +1,70 @@
+// `npm run bench:debugger`: time travel cost of the debugger session, in Node, with the very
+// code the worker runs. FA2, N = 512, d = 64. Goals (issue #3): single step <= 2 ms,
+// seek to a random step p95 <= 30 ms; memory of the whole run is reported.
+// Each timed call includes building the Frame (the copies the worker would transfer).
+
+import { DebuggerSession } from './session.ts';
+import type { LoadRequest } from './protocol.ts';
+
+const N = Number(process.env.BENCH_N ?? 512);
+const req: LoadRequest = {
+  algorithm: 'fa2',
+  problem: { batch: 1, hq: 1, hk: 1, nq: N, nk: N, d: 64, dv: 64, causal: false, dtype: 'fp32' },
+  seed: 1,
+  distribution: 'normal',
+  blocks: {},
+};
+
+function pct(xs: number[], q: number): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor(q * s.length))];
+}
+const gc = (globalThis as { gc?: () => void }).gc;
+const heap = () => {
+  gc?.();
+  return process.memoryUsage().heapUsed + process.memoryUsage().arrayBuffers;
+};
+
+const s = new DebuggerSession();
+const before = heap();
+const summary = await s.load(req);
+const after = heap();
+const total = summary.total;
+
+// Deterministic: a second session with the same request records the same trace.
+const s2 = new DebuggerSession();
+await s2.load(req);
+const same = JSON.stringify(s.events()) === JSON.stringify(s2.events());
+
+const fwd: number[] = [];
+for (let i = 0; i < Math.min(3000, total - 1); i++) {
+  const t = performance.now();
+  await s.step(1, 'phase');
+  fwd.push(performance.now() - t);
+}
+const back: number[] = [];
+for (let i = 0; i < 500; i++) {
+  const t = performance.now();
+  await s.step(-1, 'phase');
+  back.push(performance.now() - t);
+}
+// Seeded LCG for the random targets, so runs are comparable.
+let x = 12345;
+const rnd = () => ((x = (Math.imul(x, 1103515245) + 12345) >>> 0) / 2 ** 32);
+const seek: number[] = [];
+for (let i = 0; i < 300; i++) {
+  const k = Math.floor(rnd() * total);
+  const t = performance.now();
+  await s.seek(k);
+  seek.push(performance.now() - t);
+}
+const f = (v: number) => v.toFixed(3);
+const mb = (b: number) => (b / 2 ** 20).toFixed(1);
+console.log(`debugger session bench: FA2 N=${N} d=64, blocks ${summary.blocks.blockM}x${summary.blocks.blockN}, ${total} steps`);
+console.log(`load (record trace + checkpoints every ${summary.checkpointInterval} steps): ${summary.loadMs.toFixed(0)} ms`);
+console.log(`memory: session estimate ${mb(summary.memoryBytes)} MiB, measured heap+buffers delta ${gc ? mb(after - before) + ' MiB' : 'n/a (run with --expose-gc)'}`);
+console.log(`deterministic (two loads, identical traces): ${same}`);
+console.log(`step forward  (${fwd.length}): p50 ${f(pct(fwd, 0.5))} ms, p95 ${f(pct(fwd, 0.95))} ms, max ${f(Math.max(...fwd))} ms  (goal <= 2 ms; p95/goal = ${f(pct(fwd, 0.95) / 2)})`);
+console.log(`step back     (${back.length}): p50 ${f(pct(back, 0.5))} ms, p95 ${f(pct(back, 0.95))} ms, max ${f(Math.max(...back))} ms  (goal <= 2 ms; p95/goal = ${f(pct(back, 0.95) / 2)})`);
+console.log(`seek random   (${seek.length}): p50 ${f(pct(seek, 0.5))} ms, p95 ${f(pct(seek, 0.95))} ms, max ${f(Math.max(...seek))} ms  (goal p95 <= 30 ms; p95/goal = ${f(pct(seek, 0.95) / 30)})`);
+if (!same) process.exitCode = 1;

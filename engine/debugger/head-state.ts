@@ -1,0 +1,136 @@
+// The state a person sees at one trace position, for the (batch, head) being worked on:
+// the S/P/O matrices filled tile by tile, the per-row running statistics and the counters.
+// It is rebuilt by applying trace events in order, so it can be checkpointed (clone) and
+// replayed from a checkpoint without re-running the algorithm.
+
+import { addDelta, emptyCounters, type Counters } from '../counters.ts';
+import type { TraceEvent } from '../trace/events.ts';
+
+export class HeadState {
+  b = -1;
+  h = -1;
+  readonly s: Float32Array;
+  readonly p: Float32Array;
+  readonly mask: Uint8Array;
+  readonly o: Float32Array;
+  readonly oState: Uint8Array;
+  readonly m: Float64Array;
+  readonly l: Float64Array;
+  counters: Counters = emptyCounters();
+
+  constructor(
+    readonly nq: number,
+    readonly nk: number,
+    readonly dv: number,
+  ) {
+    this.s = new Float32Array(nq * nk);
+    this.p = new Float32Array(nq * nk);
+    this.mask = new Uint8Array(nq * nk);
+    this.o = new Float32Array(nq * dv);
+    this.oState = new Uint8Array(nq);
+    this.m = new Float64Array(nq);
+    this.l = new Float64Array(nq);
+    this.resetHead(-1, -1);
+  }
+
+  /** Bytes one copy of this state occupies (what a checkpoint costs). */
+  get bytes(): number {
+    return this.s.byteLength + this.p.byteLength + this.mask.byteLength + this.o.byteLength + this.oState.byteLength + this.m.byteLength + this.l.byteLength + 512;
+  }
+
+  private resetHead(b: number, h: number): void {
+    this.b = b;
+    this.h = h;
+    this.s.fill(NaN);
+    this.p.fill(NaN);
+    this.mask.fill(0);
+    this.o.fill(NaN);
+    this.oState.fill(0);
+    this.m.fill(NaN);
+    this.l.fill(NaN);
+  }
+
+  apply(ev: TraceEvent): void {
+    if (ev.b !== this.b || ev.h !== this.h) this.resetHead(ev.b, ev.h);
+    addDelta(this.counters, ev.delta);
+    this.counters.steps = ev.step + 1;
+    const [r0, r1] = ev.tile.rows;
+    const [c0, c1] = ev.tile.cols;
+    const rows = r1 - r0;
+    const cols = c1 - c0;
+    switch (ev.kind) {
+      case 'qk':
+        this.putTile(this.s, ev.s, r0, c0, rows, cols);
+        break;
+      case 'mask':
+        this.putTile(this.s, ev.s, r0, c0, rows, cols);
+        for (let r = 0; r < rows; r++) for (let c = 0; c < cols; c++) this.mask[(r0 + r) * this.nk + c0 + c] = ev.masked[r * cols + c];
+        break;
+      case 'exp':
+        this.putTile(this.p, ev.p, r0, c0, rows, cols);
+        break;
+      case 'rowmax':
+        for (let r = 0; r < rows; r++) this.m[r0 + r] = ev.mAfter[r];
+        break;
+      case 'rowsum':
+        for (let r = 0; r < rows; r++) this.l[r0 + r] = ev.lAfter[r];
+        break;
+      case 'rescale':
+        for (let r = 0; r < rows; r++) this.m[r0 + r] = ev.mNew[r];
+        break;
+      case 'pv':
+        this.putRows(ev.o, r0, rows, 1);
+        break;
+      case 'normalize':
+        // Standard attention normalizes P (rows×nk); the flash algorithms normalize O.
+        if (ev.p) this.putTile(this.p, ev.p, r0, 0, rows, this.nk);
+        else this.putRows(ev.o, r0, rows, 2);
+        for (let r = 0; r < rows; r++) this.l[r0 + r] = ev.l[r];
+        break;
+      case 'combine':
+        this.putRows(ev.o, r0, rows, 2);
+        break;
+      case 'write':
+        if (ev.tensors.includes('O')) for (let r = r0; r < r1; r++) this.oState[r] = 3;
+        break;
+      case 'load':
+        break;
+    }
+  }
+
+  private putTile(dst: Float32Array, src: number[], r0: number, c0: number, rows: number, cols: number): void {
+    for (let r = 0; r < rows; r++) {
+      const base = (r0 + r) * this.nk + c0;
+      for (let c = 0; c < cols; c++) dst[base + c] = src[r * cols + c];
+    }
+  }
+
+  private putRows(src: number[], r0: number, rows: number, state: number): void {
+    const n = Math.min(rows * this.dv, src.length);
+    for (let i = 0; i < n; i++) this.o[r0 * this.dv + i] = src[i];
+    for (let r = 0; r < rows; r++) this.oState[r0 + r] = state;
+  }
+
+  copyFrom(o: HeadState): void {
+    this.b = o.b;
+    this.h = o.h;
+    this.s.set(o.s);
+    this.p.set(o.p);
+    this.mask.set(o.mask);
+    this.o.set(o.o);
+    this.oState.set(o.oState);
+    this.m.set(o.m);
+    this.l.set(o.l);
+    this.counters = cloneCounters(o.counters);
+  }
+
+  clone(): HeadState {
+    const c = new HeadState(this.nq, this.nk, this.dv);
+    c.copyFrom(this);
+    return c;
+  }
+}
+
+export function cloneCounters(c: Counters): Counters {
+  return { ...c, hbmRead: { ...c.hbmRead }, hbmWritten: { ...c.hbmWritten } };
+}

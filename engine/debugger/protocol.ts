@@ -1,0 +1,143 @@
+// The debugger's worker RPC contract. The main thread holds a Comlink proxy typed as
+// DebuggerApi; the worker (app/worker/debugger.worker.ts) implements it by wrapping one
+// DebuggerSession (session.ts). Everything crossing the boundary is structured-cloneable
+// plain data; the big per-frame arrays are typed arrays whose buffers the worker transfers
+// (never copied), so stepping cost does not grow with the number of panes.
+//
+// Positions are trace step indices 0..total-1. Every navigation call returns the Frame at
+// the new position. A call made while a load or a breakpoint search is running waits for
+// it; cancel() stops a running load / search / counters run at the next chunk boundary.
+
+import type { BlockOptions } from '../algorithms/types.ts';
+import type { Counters } from '../counters.ts';
+import type { InputDistribution } from '../inputs.ts';
+import type { AttentionProblem } from '../problem.ts';
+import type { PhaseKind, Range, TraceEvent } from '../trace/events.ts';
+
+/** Everything that determines a trace: same request, same trace, always. */
+export interface LoadRequest {
+  algorithm: string;
+  problem: AttentionProblem;
+  seed: number;
+  distribution: InputDistribution;
+  /** Only for distribution 'outlier-row'. */
+  outlierRow?: number;
+  blocks: BlockOptions;
+}
+
+/** How far one "step" moves: one phase event, one inner-loop iteration, one outer-loop iteration. */
+export type Granularity = 'phase' | 'inner' | 'outer';
+
+export type BreakpointSpec =
+  | { kind: 'tile'; qBlock: number; kvBlock: number }
+  | { kind: 'rescale-row'; row: number }
+  | { kind: 'nonfinite' }
+  | { kind: 'm-jump'; threshold: number }
+  | { kind: 'phase'; phase: PhaseKind };
+
+export type Breakpoint = BreakpointSpec & { id: string; enabled: boolean };
+
+export interface LoadSummary {
+  algorithm: string;
+  algorithmName: string;
+  total: number;
+  blocks: { blockM: number; blockN: number };
+  /** Number of K/V and Q blocks (column and row tiles). */
+  tiles: { rows: number; cols: number };
+  /** Value ranges over the whole run, so colour scales stay fixed while stepping. */
+  ranges: { s: [number, number]; p: [number, number]; o: [number, number]; q: [number, number]; k: [number, number]; v: [number, number] };
+  /** Bytes the session holds for this trace: event payloads plus checkpoints. */
+  memoryBytes: number;
+  checkpointInterval: number;
+  loadMs: number;
+}
+
+/** Statistics of the rows of the current Q tile, one entry per K/V block visited so far. */
+export interface RowHistoryEntry {
+  kvBlock: number;
+  /** rowmax of this block's scores (FA1's m̃_ij). */
+  tileMax?: number[];
+  mBefore?: number[];
+  mAfter?: number[];
+  lAfter?: number[];
+  /** exp(m_old - m_new) per row, present when the step rescaled. */
+  factor?: number[];
+}
+export interface RowHistory {
+  qBlock: number;
+  rows: Range;
+  entries: RowHistoryEntry[];
+}
+
+export interface BreakpointHit {
+  id: string;
+  reason: string;
+}
+
+/** The state of the run after step `step`, for the head that step works on. */
+export interface Frame {
+  step: number;
+  total: number;
+  event: TraceEvent;
+  b: number;
+  h: number;
+  nq: number;
+  nk: number;
+  dv: number;
+  /** Scores [nq×nk]; NaN where not yet computed in this head, -Infinity where masked. */
+  s: Float32Array;
+  /** Probabilities [nq×nk]; NaN where not yet computed. */
+  p: Float32Array;
+  /** 1 where the mask phase hid the entry. */
+  mask: Uint8Array;
+  /** Output [nq×dv]: the running accumulator, or the normalized/written row; NaN before. */
+  o: Float32Array;
+  /** Per row: 0 untouched, 1 accumulating (unnormalized), 2 normalized, 3 written to HBM. */
+  oState: Uint8Array;
+  /** Running max / sum per row (NaN before the row's first statistics step). */
+  m: Float64Array;
+  l: Float64Array;
+  history: RowHistory;
+  counters: Counters;
+  /** Set when this position was reached by stopping at a breakpoint. */
+  hit?: BreakpointHit;
+}
+
+export interface HeadInputs {
+  b: number;
+  h: number;
+  /** [nq×d] */
+  q: Float32Array;
+  /** [nk×d] (shown transposed as Kᵀ) */
+  k: Float32Array;
+  /** [nk×dv] */
+  v: Float32Array;
+  d: number;
+  dv: number;
+  nq: number;
+  nk: number;
+}
+
+export interface CountersRun {
+  counters: Counters;
+  ms: number;
+  cancelled: boolean;
+}
+
+export type Progress = (fraction: number, label: string) => void;
+
+export interface DebuggerApi {
+  /** Generates the inputs and records the trace. Rejects with a message naming the field on bad input. */
+  load(req: LoadRequest, onProgress?: Progress): Promise<LoadSummary>;
+  /** Moves by `delta` units (negative = backward) of the given granularity. */
+  step(delta: number, granularity: Granularity): Promise<Frame>;
+  seek(step: number): Promise<Frame>;
+  /** Runs forward to the next position where an enabled breakpoint matches (or to the end). */
+  runToBreakpoint(onProgress?: Progress): Promise<Frame>;
+  setBreakpoints(bps: Breakpoint[]): Promise<void>;
+  headInputs(b: number, h: number): Promise<HeadInputs>;
+  /** Runs the whole problem with tracing reduced to counting, for problems too big to step. */
+  runCounters(req: LoadRequest, onProgress?: Progress): Promise<CountersRun>;
+  /** Stops a running load, breakpoint search or counters run. */
+  cancel(): void;
+}

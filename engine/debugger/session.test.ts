@@ -1,0 +1,200 @@
+import { describe, expect, it } from 'vitest';
+import { fa2 } from '../algorithms/fa2.ts';
+import { ALGORITHMS } from '../algorithms/registry.ts';
+import { randomInputs } from '../inputs.ts';
+import type { AttentionProblem } from '../problem.ts';
+import { referenceAttention } from '../reference.ts';
+import { runToEnd } from '../run.ts';
+import type { TraceEvent } from '../trace/events.ts';
+import { matchBreakpoint, nonFiniteIn } from './breakpoints.ts';
+import type { Frame, LoadRequest } from './protocol.ts';
+import { DebuggerSession } from './session.ts';
+
+const problem: AttentionProblem = { batch: 1, hq: 2, hk: 1, nq: 40, nk: 56, d: 16, dv: 8, causal: true, dtype: 'fp32' };
+const req: LoadRequest = { algorithm: 'fa2', problem, seed: 3, distribution: 'outlier-row', outlierRow: 21, blocks: { blockM: 16, blockN: 16 } };
+
+const view = (f: Frame) => ({ b: f.b, h: f.h, s: f.s, p: f.p, o: f.o, m: f.m, l: f.l, mask: f.mask, oState: f.oState, counters: f.counters });
+
+describe('DebuggerSession', () => {
+  it('records the same steps as a plain run and is deterministic', async () => {
+    const s = new DebuggerSession();
+    const sum = await s.load(req);
+    const x = randomInputs(problem, { seed: 3, distribution: 'outlier-row', outlierRow: 21 });
+    const plain = runToEnd(fa2, problem, x, { blockM: 16, blockN: 16 });
+    expect(sum.total).toBe(plain.counters.steps);
+    const s2 = new DebuggerSession();
+    await s2.load(req);
+    expect(JSON.stringify(s2.events())).toBe(JSON.stringify(s.events()));
+  });
+
+  it('seeking anywhere shows exactly what stepping there one phase at a time shows', async () => {
+    const s = new DebuggerSession();
+    const { total } = await s.load(req);
+    const walked: Frame[] = [await s.seek(0)];
+    for (let i = 1; i < total; i++) walked.push(await s.step(1, 'phase'));
+    expect(walked[total - 1].step).toBe(total - 1);
+    const jumper = new DebuggerSession();
+    await jumper.load(req);
+    for (const k of [total - 1, 5, 77, 3, total - 2, 130, 0, 131]) {
+      const f = await jumper.seek(k);
+      expect(f.step).toBe(k);
+      expect(view(f)).toEqual(view(walked[k]));
+    }
+    // Stepping backward too.
+    await jumper.seek(100);
+    expect(view(await jumper.step(-1, 'phase'))).toEqual(view(walked[99]));
+  });
+
+  it('the last frame of each head holds the float64 reference output, and m + log l is the LSE', async () => {
+    const s = new DebuggerSession();
+    const { total } = await s.load(req);
+    const ref = referenceAttention(problem, randomInputs(problem, { seed: 3, distribution: 'outlier-row', outlierRow: 21 }));
+    const last = await s.seek(total - 1);
+    expect(last.h).toBe(1);
+    const base = problem.nq * problem.dv; // head 1 of batch 0
+    let err = 0;
+    for (let i = 0; i < base; i++) err = Math.max(err, Math.abs(last.o[i] - ref.o[base + i]));
+    expect(err).toBeLessThan(2e-5);
+    for (let r = 0; r < problem.nq; r++) {
+      const lse = ref.lse[problem.nq + r];
+      if (lse === -Infinity) continue;
+      expect(last.m[r] + Math.log(last.l[r])).toBeCloseTo(lse, 4);
+    }
+    expect(Array.from(last.oState).every((v) => v === 3)).toBe(true);
+  });
+
+  for (const algo of ALGORITHMS) {
+    it(`${algo.id}: stepping to the end reproduces the float64 reference output, and every step replays exactly`, async () => {
+      const s = new DebuggerSession();
+      const r = { ...req, algorithm: algo.id, problem: { ...problem, hq: 1 } };
+      const { total } = await s.load(r);
+      const ref = referenceAttention(r.problem, randomInputs(r.problem, { seed: 3, distribution: 'outlier-row', outlierRow: 21 }));
+      const last = await s.seek(total - 1);
+      let err = 0;
+      for (let i = 0; i < ref.o.length; i++) err = Math.max(err, Math.abs(last.o[i] - ref.o[i]));
+      expect(err).toBeLessThan(2e-5);
+      // Row 21 (the outlier) has its final, finite max.
+      expect(Number.isFinite(last.m[21])).toBe(true);
+      const walker = new DebuggerSession();
+      await walker.load(r);
+      for (const k of [total - 1, Math.floor(total / 3), 1, Math.floor(total / 2)]) {
+        expect(view(await walker.seek(k))).toEqual(view(await s.seek(k)));
+      }
+    });
+  }
+
+  it('not-yet-computed entries are NaN and masked entries are flagged', async () => {
+    const s = new DebuggerSession();
+    await s.load(req);
+    const events = s.events();
+    const firstQk = events.findIndex((e) => e.kind === 'qk');
+    const f = await s.seek(firstQk);
+    const [r0, r1] = f.event.tile.rows;
+    const [c0, c1] = f.event.tile.cols;
+    expect(Number.isNaN(f.s[r0 * f.nk + c1])).toBe(true);
+    expect(Number.isFinite(f.s[r0 * f.nk + c0])).toBe(true);
+    expect(Number.isNaN(f.p[r0 * f.nk + c0])).toBe(true);
+    const maskStep = events.findIndex((e) => e.kind === 'mask');
+    const g = await s.seek(maskStep);
+    const ev = g.event as Extract<TraceEvent, { kind: 'mask' }>;
+    const cols = ev.tile.cols[1] - ev.tile.cols[0];
+    const hidden = ev.masked.findIndex((m) => m === 1);
+    const r = ev.tile.rows[0] + Math.floor(hidden / cols);
+    const c = ev.tile.cols[0] + (hidden % cols);
+    expect(g.mask[r * g.nk + c]).toBe(1);
+    expect(g.s[r * g.nk + c]).toBe(-Infinity);
+    expect(r1 - r0).toBeGreaterThan(0);
+  });
+
+  it('inner and outer granularity land on the first step of an iteration', async () => {
+    const s = new DebuggerSession();
+    await s.load(req);
+    const ev = s.events();
+    const f1 = await s.step(1, 'inner');
+    expect(f1.step).toBeGreaterThan(0);
+    const a = ev[f1.step - 1];
+    const b = ev[f1.step];
+    expect([a.outer, a.inner]).not.toEqual([b.outer, b.inner]);
+    const f2 = await s.step(1, 'outer');
+    expect(ev[f2.step].outer).not.toBe(ev[f2.step - 1].outer);
+    const back = await s.step(-1, 'inner');
+    expect(back.step).toBeLessThan(f2.step);
+    expect(`${ev[back.step].outer},${ev[back.step].inner}`).not.toBe(`${ev[back.step - 1].outer},${ev[back.step - 1].inner}`);
+  });
+
+  it('breakpoints stop where they should', async () => {
+    const s = new DebuggerSession();
+    await s.load(req);
+    const ev = s.events();
+    await s.setBreakpoints([{ id: 't', enabled: true, kind: 'tile', qBlock: 1, kvBlock: 1 }]);
+    const t = await s.runToBreakpoint();
+    expect(t.step).toBe(ev.findIndex((e) => e.tile.qBlock === 1 && e.tile.kvBlock === 1));
+    expect(t.hit?.id).toBe('t');
+
+    await s.seek(0);
+    await s.setBreakpoints([{ id: 'r', enabled: true, kind: 'rescale-row', row: 21 }]);
+    const r = await s.runToBreakpoint();
+    const e = r.event as Extract<TraceEvent, { kind: 'rescale' }>;
+    expect(e.kind).toBe('rescale');
+    expect(e.factor[21 - e.tile.rows[0]]).not.toBe(1);
+    expect(ev.slice(0, r.step).some((x) => x.kind === 'rescale' && x.tile.rows[0] <= 21 && x.tile.rows[1] > 21 && x.factor[21 - x.tile.rows[0]] !== 1)).toBe(false);
+
+    await s.seek(0);
+    await s.setBreakpoints([
+      { id: 'off', enabled: false, kind: 'phase', phase: 'qk' },
+      { id: 'n', enabled: true, kind: 'phase', phase: 'normalize' },
+    ]);
+    const n = await s.runToBreakpoint();
+    expect(n.event.kind).toBe('normalize');
+    expect(n.step).toBe(ev.findIndex((x) => x.kind === 'normalize'));
+    // Playback (step forward) stops at the same place.
+    await s.seek(0);
+    let f = await s.step(1, 'outer');
+    while (!f.hit && f.step < f.total - 1) f = await s.step(1, 'outer');
+    expect(f.step).toBe(n.step);
+
+    await s.seek(0);
+    await s.setBreakpoints([{ id: 'j', enabled: true, kind: 'm-jump', threshold: 5 }]);
+    const j = await s.runToBreakpoint();
+    const je = j.event as Extract<TraceEvent, { kind: 'rowmax' }>;
+    expect(je.kind).toBe('rowmax');
+    expect(je.mAfter.some((m, i) => Number.isFinite(je.mBefore[i]) && m - je.mBefore[i] > 5)).toBe(true);
+
+    // No enabled breakpoint ahead: runs to the end without a hit.
+    await s.setBreakpoints([]);
+    const end = await s.runToBreakpoint();
+    expect(end.step).toBe(end.total - 1);
+    expect(end.hit).toBeUndefined();
+  });
+
+  it('the NaN/Inf breakpoint ignores masked -inf but catches NaN and overflow', () => {
+    const base = { step: 0, b: 0, h: 0, outer: 0, inner: 0, tile: { qBlock: 0, kvBlock: 0, rows: [0, 1], cols: [0, 2] }, line: 'x', delta: {} } as const;
+    const masked = { ...base, kind: 'mask', masked: [0, 1], s: [1, -Infinity] } as TraceEvent;
+    expect(nonFiniteIn(masked)).toBeUndefined();
+    const nan = { ...base, kind: 'pv', o: [1, NaN] } as TraceEvent;
+    expect(nonFiniteIn(nan)).toMatch(/O has NaN/);
+    const inf = { ...base, kind: 'exp', p: [Infinity, 0], m: [0] } as TraceEvent;
+    expect(matchBreakpoint({ kind: 'nonfinite' }, inf, undefined)).toMatch(/P has Infinity/);
+  });
+
+  it('refuses problems too large to step, with a suggestion, and bad input keeps the loaded run', async () => {
+    const s = new DebuggerSession();
+    await s.load(req);
+    await s.seek(42);
+    await expect(s.load({ ...req, problem: { ...problem, nq: 8192, nk: 8192, hq: 8, hk: 8 } })).rejects.toThrow(/counters-only/);
+    await expect(s.load({ ...req, problem: { ...problem, hk: 3 } })).rejects.toThrow(/^hk:/);
+    expect(s.position).toBe(42);
+    expect((await s.seek(42)).step).toBe(42);
+  });
+
+  it('a load can be cancelled and a counters-only run matches the plain counters', async () => {
+    const s = new DebuggerSession();
+    const big: LoadRequest = { ...req, problem: { ...problem, nq: 512, nk: 512, d: 64, dv: 64, hq: 1, causal: false }, blocks: {} };
+    const p = s.load(big, () => s.cancel());
+    await expect(p).rejects.toThrow(/cancelled/);
+    const c = await s.runCounters(req);
+    const plain = runToEnd(fa2, problem, randomInputs(problem, { seed: 3, distribution: 'outlier-row', outlierRow: 21 }), { blockM: 16, blockN: 16 });
+    expect(c.counters).toEqual(plain.counters);
+    expect(c.cancelled).toBe(false);
+  });
+});

@@ -1,0 +1,461 @@
+// One debugger session: a problem, its inputs, the recorded trace and a cursor into it.
+// Pure TS (no DOM): the worker wraps it with Comlink, the benchmark and unit tests drive it
+// directly in Node.
+//
+// Time travel. Generators cannot be cloned or rewound, so the session records the whole
+// trace once (the run is deterministic: same request, same events) and keeps the derived
+// view state (HeadState) as checkpoints every `interval` steps. Seeking restores the
+// nearest checkpoint at or before the target and applies at most `interval` events; the
+// algorithm is never re-run. Problems whose trace would not fit the memory budget are
+// refused up front with a suggestion (counters-only run or the WebGPU backend).
+
+import { algorithmById } from '../algorithms/registry.ts';
+import { blockCount, resolveBlocks } from '../algorithms/blocks.ts';
+import { addDelta, emptyCounters } from '../counters.ts';
+import { checkInputs, randomInputs, type AttentionInputs } from '../inputs.ts';
+import { validateProblem, type AttentionProblem } from '../problem.ts';
+import type { TraceEvent } from '../trace/events.ts';
+import { describeBreakpoint, matchBreakpoint } from './breakpoints.ts';
+import { cloneCounters, HeadState } from './head-state.ts';
+import type {
+  Breakpoint,
+  BreakpointHit,
+  CountersRun,
+  Frame,
+  Granularity,
+  HeadInputs,
+  LoadRequest,
+  LoadSummary,
+  Progress,
+  RowHistory,
+  RowHistoryEntry,
+} from './protocol.ts';
+
+/** Trace payload the session agrees to hold (bytes, estimated before running). */
+export const TRACE_BUDGET_BYTES = 192 * 1024 * 1024;
+/** Memory spent on checkpoints; the interval follows from it. */
+export const CHECKPOINT_BUDGET_BYTES = 48 * 1024 * 1024;
+/** A busy loop yields to the event loop this often, so cancel() and other calls get through. */
+const SLICE_MS = 25;
+
+export class TooLargeError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'TooLargeError';
+  }
+}
+
+export class CancelledError extends Error {
+  constructor() {
+    super('cancelled');
+    this.name = 'CancelledError';
+  }
+}
+
+/** Rough size of the trace a stepping run would record: S, mask and P tiles per head, O rows per K/V block. */
+export function estimateTraceBytes(p: AttentionProblem, blockM: number, blockN: number): number {
+  const heads = p.batch * p.hq;
+  const tc = blockCount(p.nk, blockN);
+  const tr = blockCount(p.nq, blockM);
+  const numbers = heads * (3 * p.nq * p.nk + tc * p.nq * p.dv + tr * tc * 8 * blockM);
+  return numbers * 8 + heads * tr * tc * 8 * 160;
+}
+
+const yieldToLoop = () => new Promise<void>((r) => setTimeout(r, 0));
+
+function eventNumbers(ev: TraceEvent): number {
+  let n = 0;
+  for (const v of Object.values(ev)) if (Array.isArray(v)) n += v.length;
+  return n;
+}
+
+function updateRange(r: [number, number], values: ArrayLike<number>): void {
+  for (let i = 0; i < values.length; i++) {
+    const v = values[i];
+    if (!Number.isFinite(v)) continue;
+    if (v < r[0]) r[0] = v;
+    if (v > r[1]) r[1] = v;
+  }
+}
+
+function finishRange(r: [number, number]): [number, number] {
+  if (r[0] > r[1]) return [0, 1];
+  if (r[0] === r[1]) return [r[0] - 1, r[1] + 1];
+  return r;
+}
+
+/** Run-length groups of consecutive events sharing a key: group id per step and each group's first step. */
+function groupRuns(events: TraceEvent[], key: (e: TraceEvent) => string): { of: Int32Array; starts: number[] } {
+  const of = new Int32Array(events.length);
+  const starts: number[] = [];
+  let last = '';
+  for (let i = 0; i < events.length; i++) {
+    const k = key(events[i]);
+    if (i === 0 || k !== last) starts.push(i);
+    of[i] = starts.length - 1;
+    last = k;
+  }
+  return { of, starts };
+}
+
+interface Loaded {
+  req: LoadRequest;
+  problem: AttentionProblem;
+  inputs: AttentionInputs;
+  events: TraceEvent[];
+  interval: number;
+  checkpoints: HeadState[];
+  inner: { of: Int32Array; starts: number[] };
+  outer: { of: Int32Array; starts: number[] };
+  /** Steps of rowmax/rowsum/rescale events per "b,h,qBlock". */
+  stats: Map<string, number[]>;
+  summary: LoadSummary;
+}
+
+export class DebuggerSession {
+  private loaded: Loaded | undefined;
+  private cur: HeadState | undefined;
+  private pos = 0;
+  private breakpoints: Breakpoint[] = [];
+  private cancelRequested = false;
+  /** Calls run one after another; cancel() alone bypasses the queue. */
+  private queue: Promise<unknown> = Promise.resolve();
+
+  private serial<T>(fn: () => Promise<T> | T): Promise<T> {
+    const next = this.queue.then(fn, fn);
+    this.queue = next.catch(() => undefined);
+    return next;
+  }
+
+  cancel(): void {
+    this.cancelRequested = true;
+  }
+
+  get position(): number {
+    return this.pos;
+  }
+
+  get summary(): LoadSummary | undefined {
+    return this.loaded?.summary;
+  }
+
+  load(req: LoadRequest, onProgress?: Progress): Promise<LoadSummary> {
+    return this.serial(() => this.doLoad(req, onProgress));
+  }
+
+  private async doLoad(req: LoadRequest, onProgress?: Progress): Promise<LoadSummary> {
+    const t0 = performance.now();
+    this.cancelRequested = false;
+    const algo = algorithmById(req.algorithm);
+    const problem = validateProblem(structuredClone(req.problem));
+    const blocks = resolveBlocks(problem, req.blocks);
+    const est = estimateTraceBytes(problem, blocks.blockM, blocks.blockN);
+    if (est > TRACE_BUDGET_BYTES) {
+      throw new TooLargeError(
+        `This problem is too large to step through: its trace would take about ${Math.round(est / 2 ** 20)} MB ` +
+          `(the stepping budget is ${TRACE_BUDGET_BYTES / 2 ** 20} MB). Make N or the number of heads smaller, ` +
+          `run it counters-only (totals of HBM traffic, FLOPs and rescales without the step-by-step trace), ` +
+          `or use the WebGPU backend for full-size inputs.`,
+      );
+    }
+    if (!Number.isInteger(req.seed) || req.seed < 0) throw new Error(`seed: must be a non-negative integer, got ${req.seed}`);
+    const inputs = randomInputs(problem, { seed: req.seed, distribution: req.distribution, outlierRow: req.outlierRow });
+    checkInputs(problem, inputs);
+
+    const events: TraceEvent[] = [];
+    const gen = algo.run(problem, inputs, { ...req.blocks, trace: true });
+    const estSteps = Math.max(1, problem.batch * problem.hq * blockCount(problem.nq, blocks.blockM) * blockCount(problem.nk, blocks.blockN) * 7);
+    let sliceStart = performance.now();
+    let result;
+    for (;;) {
+      const r = gen.next();
+      if (r.done) {
+        result = r.value;
+        break;
+      }
+      events.push(r.value);
+      if ((events.length & 63) === 0 && performance.now() - sliceStart > SLICE_MS) {
+        onProgress?.(Math.min(0.95, events.length / estSteps) * 0.8, `recording trace: ${events.length} steps`);
+        await yieldToLoop();
+        if (this.cancelRequested) throw new CancelledError();
+        sliceStart = performance.now();
+      }
+    }
+    if (events.length === 0) throw new Error('the algorithm produced no steps for this problem');
+
+    // Second pass: view-state checkpoints, value ranges and navigation indexes.
+    const probe = new HeadState(problem.nq, problem.nk, problem.dv);
+    const interval = Math.max(8, Math.ceil(events.length / Math.max(1, Math.floor(CHECKPOINT_BUDGET_BYTES / probe.bytes))));
+    const checkpoints: HeadState[] = [];
+    const ranges = {
+      s: [Infinity, -Infinity] as [number, number],
+      p: [Infinity, -Infinity] as [number, number],
+      o: [Infinity, -Infinity] as [number, number],
+      q: [Infinity, -Infinity] as [number, number],
+      k: [Infinity, -Infinity] as [number, number],
+      v: [Infinity, -Infinity] as [number, number],
+    };
+    const stats = new Map<string, number[]>();
+    let numbers = 0;
+    sliceStart = performance.now();
+    for (let i = 0; i < events.length; i++) {
+      const ev = events[i];
+      probe.apply(ev);
+      if (i % interval === 0) checkpoints.push(probe.clone());
+      numbers += eventNumbers(ev);
+      if (ev.kind === 'qk') updateRange(ranges.s, ev.s);
+      else if (ev.kind === 'exp') updateRange(ranges.p, ev.p);
+      else if (ev.kind === 'pv' || ev.kind === 'normalize' || ev.kind === 'combine') updateRange(ranges.o, ev.o);
+      if (ev.kind === 'rowmax' || ev.kind === 'rowsum' || ev.kind === 'rescale') {
+        const key = `${ev.b},${ev.h},${ev.tile.qBlock}`;
+        let list = stats.get(key);
+        if (!list) stats.set(key, (list = []));
+        list.push(i);
+      }
+      if ((i & 255) === 0 && performance.now() - sliceStart > SLICE_MS) {
+        onProgress?.(0.8 + (0.2 * i) / events.length, 'building checkpoints');
+        await yieldToLoop();
+        if (this.cancelRequested) throw new CancelledError();
+        sliceStart = performance.now();
+      }
+    }
+    updateRange(ranges.q, inputs.q);
+    updateRange(ranges.k, inputs.k);
+    updateRange(ranges.v, inputs.v);
+    for (const k of Object.keys(ranges) as (keyof typeof ranges)[]) ranges[k] = finishRange(ranges[k]);
+    // P is a probability: anchor its scale at 0 so "small" reads as small.
+    ranges.p = [0, Math.max(ranges.p[1], 1e-30)];
+
+    const summary: LoadSummary = {
+      algorithm: algo.id,
+      algorithmName: algo.name,
+      total: events.length,
+      blocks: result.blocks,
+      tiles: { rows: blockCount(problem.nq, result.blocks.blockM), cols: blockCount(problem.nk, result.blocks.blockN) },
+      ranges,
+      memoryBytes: numbers * 8 + events.length * 160 + checkpoints.length * probe.bytes,
+      checkpointInterval: interval,
+      loadMs: performance.now() - t0,
+    };
+    this.loaded = {
+      req: structuredClone(req),
+      problem,
+      inputs,
+      events,
+      interval,
+      checkpoints,
+      inner: groupRuns(events, (e) => `${e.b},${e.h},${e.outer},${e.inner}`),
+      outer: groupRuns(events, (e) => `${e.b},${e.h},${e.outer}`),
+      stats,
+      summary,
+    };
+    this.cur = checkpoints[0].clone();
+    this.pos = 0;
+    onProgress?.(1, 'ready');
+    return summary;
+  }
+
+  private need(): Loaded {
+    if (!this.loaded || !this.cur) throw new Error('no problem is loaded');
+    return this.loaded;
+  }
+
+  /** Moves the cursor to `k` (clamped) without building a frame. */
+  private moveTo(k: number): void {
+    const L = this.need();
+    const cur = this.cur!;
+    const target = Math.max(0, Math.min(L.events.length - 1, Math.floor(k)));
+    if (target === this.pos) return;
+    const cpIndex = Math.floor(target / L.interval);
+    const cpStep = cpIndex * L.interval;
+    // Replay from the cursor when that is shorter than replaying from the checkpoint.
+    if (!(target > this.pos && this.pos >= cpStep)) {
+      cur.copyFrom(L.checkpoints[cpIndex]);
+      this.pos = cpStep;
+    }
+    for (let i = this.pos + 1; i <= target; i++) cur.apply(L.events[i]);
+    this.pos = target;
+  }
+
+  private history(L: Loaded, ev: TraceEvent): RowHistory {
+    const list = L.stats.get(`${ev.b},${ev.h},${ev.tile.qBlock}`) ?? [];
+    const entries: RowHistoryEntry[] = [];
+    for (const i of list) {
+      if (i > this.pos) break;
+      const e = L.events[i];
+      let entry = entries[entries.length - 1];
+      if (!entry || entry.kvBlock !== e.tile.kvBlock) entries.push((entry = { kvBlock: e.tile.kvBlock }));
+      if (e.kind === 'rowmax') {
+        entry.tileMax = e.tileMax;
+        entry.mBefore = e.mBefore;
+        entry.mAfter = e.mAfter;
+      } else if (e.kind === 'rowsum') entry.lAfter = e.lAfter;
+      else if (e.kind === 'rescale') entry.factor = e.factor;
+    }
+    return { qBlock: ev.tile.qBlock, rows: ev.tile.rows, entries };
+  }
+
+  /** The frame at the cursor. Arrays are fresh copies, safe to transfer. */
+  frame(hit?: BreakpointHit): Frame {
+    const L = this.need();
+    const c = this.cur!;
+    const ev = L.events[this.pos];
+    return {
+      step: this.pos,
+      total: L.events.length,
+      event: ev,
+      b: c.b,
+      h: c.h,
+      nq: c.nq,
+      nk: c.nk,
+      dv: c.dv,
+      s: c.s.slice(),
+      p: c.p.slice(),
+      mask: c.mask.slice(),
+      o: c.o.slice(),
+      oState: c.oState.slice(),
+      m: c.m.slice(),
+      l: c.l.slice(),
+      history: this.history(L, ev),
+      counters: cloneCounters(c.counters),
+      hit,
+    };
+  }
+
+  seek(k: number): Promise<Frame> {
+    return this.serial(() => {
+      this.moveTo(k);
+      return this.frame();
+    });
+  }
+
+  /** Where `delta` units of `g` from the cursor lands. */
+  targetOf(delta: number, g: Granularity): number {
+    const L = this.need();
+    const last = L.events.length - 1;
+    if (g === 'phase') return Math.max(0, Math.min(last, this.pos + delta));
+    const grp = g === 'inner' ? L.inner : L.outer;
+    const gi = grp.of[this.pos] + delta;
+    if (gi >= grp.starts.length) return last;
+    return grp.starts[Math.max(0, gi)];
+  }
+
+  step(delta: number, g: Granularity): Promise<Frame> {
+    return this.serial(() => {
+      const L = this.need();
+      const target = this.targetOf(delta, g);
+      // Forward moves stop at breakpoints on the way, as a debugger's "continue" would.
+      if (target > this.pos) {
+        for (let i = this.pos + 1; i <= target; i++) {
+          const hit = this.hitAt(L, i);
+          if (hit) {
+            this.moveTo(i);
+            return this.frame(hit);
+          }
+        }
+      }
+      this.moveTo(target);
+      return this.frame();
+    });
+  }
+
+  private hitAt(L: Loaded, i: number): BreakpointHit | undefined {
+    for (const bp of this.breakpoints) {
+      if (!bp.enabled) continue;
+      const reason = matchBreakpoint(bp, L.events[i], L.events[i - 1]);
+      if (reason) return { id: bp.id, reason: `${describeBreakpoint(bp)}: ${reason}` };
+    }
+    return undefined;
+  }
+
+  runToBreakpoint(onProgress?: Progress): Promise<Frame> {
+    return this.serial(async () => {
+      const L = this.need();
+      this.cancelRequested = false;
+      let sliceStart = performance.now();
+      for (let i = this.pos + 1; i < L.events.length; i++) {
+        const hit = this.hitAt(L, i);
+        if (hit) {
+          this.moveTo(i);
+          return this.frame(hit);
+        }
+        if ((i & 1023) === 0 && performance.now() - sliceStart > SLICE_MS) {
+          onProgress?.(i / L.events.length, `searching step ${i}`);
+          await yieldToLoop();
+          if (this.cancelRequested) {
+            this.moveTo(i);
+            return this.frame();
+          }
+          sliceStart = performance.now();
+        }
+      }
+      this.moveTo(L.events.length - 1);
+      return this.frame();
+    });
+  }
+
+  setBreakpoints(bps: Breakpoint[]): Promise<void> {
+    return this.serial(() => {
+      this.breakpoints = structuredClone(bps);
+    });
+  }
+
+  headInputs(b: number, h: number): Promise<HeadInputs> {
+    return this.serial(() => {
+      const { problem: p, inputs: x } = this.need();
+      if (!(b >= 0 && b < p.batch && h >= 0 && h < p.hq)) throw new Error(`no head (${b}, ${h}) in this problem`);
+      const hk = Math.floor(h / (p.hq / p.hk));
+      const qs = (b * p.hq + h) * p.nq * p.d;
+      const ks = (b * p.hk + hk) * p.nk * p.d;
+      const vs = (b * p.hk + hk) * p.nk * p.dv;
+      return {
+        b,
+        h,
+        q: x.q.slice(qs, qs + p.nq * p.d),
+        k: x.k.slice(ks, ks + p.nk * p.d),
+        v: x.v.slice(vs, vs + p.nk * p.dv),
+        d: p.d,
+        dv: p.dv,
+        nq: p.nq,
+        nk: p.nk,
+      };
+    });
+  }
+
+  /** Every event as recorded (tests and the benchmark compare against this). */
+  events(): readonly TraceEvent[] {
+    return this.need().events;
+  }
+
+  runCounters(req: LoadRequest, onProgress?: Progress): Promise<CountersRun> {
+    return this.serial(async () => {
+      const t0 = performance.now();
+      this.cancelRequested = false;
+      const algo = algorithmById(req.algorithm);
+      const problem = validateProblem(structuredClone(req.problem));
+      const blocks = resolveBlocks(problem, req.blocks);
+      const inputs = randomInputs(problem, { seed: req.seed, distribution: req.distribution, outlierRow: req.outlierRow });
+      // Tracing stays on so the generator yields and the run can be sliced and cancelled;
+      // the events are dropped at once.
+      const gen = algo.run(problem, inputs, { ...req.blocks, trace: true });
+      const estSteps = Math.max(1, problem.batch * problem.hq * blockCount(problem.nq, blocks.blockM) * blockCount(problem.nk, blocks.blockN) * 7);
+      let n = 0;
+      // Summed from the events' deltas so a cancelled run can still report what it counted.
+      const partial = emptyCounters();
+      let sliceStart = performance.now();
+      for (;;) {
+        const r = gen.next();
+        if (r.done) return { counters: cloneCounters(r.value.counters), ms: performance.now() - t0, cancelled: false };
+        n++;
+        addDelta(partial, r.value.delta);
+        partial.steps = n;
+        if ((n & 255) === 0 && performance.now() - sliceStart > SLICE_MS) {
+          onProgress?.(Math.min(0.99, n / estSteps), `≈ ${Math.round(Math.min(99, (100 * n) / estSteps))}%: ${n} steps`);
+          await yieldToLoop();
+          if (this.cancelRequested) return { counters: partial, ms: performance.now() - t0, cancelled: true };
+          sliceStart = performance.now();
+        }
+      }
+    });
+  }
+}

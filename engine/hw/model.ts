@@ -1,0 +1,200 @@
+// What every hardware schedule shares: the problem shape it is built for, its switchable
+// features, the cost of each kind of work on a given GPU, and the shape of a schedule
+// module. The schedules themselves live in schedules/, one algorithm per file.
+
+import type { DType } from '../problem.ts';
+import type { ResourceSheet } from './events.ts';
+import type { GpuSpec } from './gpus/index.ts';
+import type { Kernel } from './scheduler.ts';
+
+export interface ProblemShape {
+  batch: number;
+  hq: number;
+  hk: number;
+  nq: number;
+  nk: number;
+  d: number;
+  dv: number;
+  dtype: DType;
+  causal: boolean;
+}
+
+/** Every switch the hardware models know. Each algorithm accepts only its own. */
+export interface HwFeatures {
+  /** FA3: two consumer warpgroups take turns on the tensor cores (named barriers). */
+  pingpong: boolean;
+  /** FA3: S_next = Q·K_j issued before O += P·V_{j-1}, softmax under the second GEMM. */
+  intraOverlap: boolean;
+  /** FA4: correction warps rescale O only when a row max grew by more than 8 (log2 units). */
+  lazyRescale: boolean;
+  /** FA4: part of the exponentials evaluated by a cubic polynomial on the FMA pipes. */
+  exp2Emulation: boolean;
+  /** FA3/FA4/fmha_v2: K/V pipeline depth; undefined = the kernel's own choice. */
+  stages?: number;
+  /** flash-decoding: K/V splits per (batch, head); undefined = chosen to fill the SMs. */
+  splits?: number;
+}
+
+export const DEFAULT_FEATURES: HwFeatures = { pingpong: true, intraOverlap: true, lazyRescale: true, exp2Emulation: true };
+
+export type FeatureKey = 'pingpong' | 'intraOverlap' | 'lazyRescale' | 'exp2Emulation' | 'stages' | 'splits';
+
+/** One CTA's share of the problem: its Q rows and the K/V blocks it visits, in order. */
+export interface CtaWork {
+  b: number;
+  h: number;
+  /** First Q block (of block_m rows) this CTA owns. */
+  qBlock: number;
+  /** K/V block indices in the order the kernel visits them. */
+  kvBlocks: number[];
+  /** Split index (flash-decoding), 0 otherwise. */
+  split: number;
+}
+
+export interface BuildContext {
+  gpu: GpuSpec;
+  shape: ProblemShape;
+  features: HwFeatures;
+  /** Co-resident CTAs on the SM; roles and barriers are prefixed "ctaN/" when > 1. */
+  ctaIndex: number;
+  ctaCount: number;
+  /** Bytes per cycle one SM's copies get (its own limit, or its share of L2/HBM when all SMs load). */
+  loadBytesPerClk: number;
+}
+
+export interface HwAlgorithm {
+  id: string;
+  name: string;
+  /** Architectures the kernel exists for. */
+  arch: readonly number[];
+  /** Feature switches this algorithm accepts. */
+  featureKeys: readonly FeatureKey[];
+  resources(gpu: GpuSpec, shape: ProblemShape, f: HwFeatures): ResourceSheet;
+  /** The CTAs of the grid (for the wave model); causal grids list the visible K/V blocks of each. */
+  grid(gpu: GpuSpec, shape: ProblemShape, f: HwFeatures): CtaWork[];
+  /** Adds one CTA's roles, barriers and buffers to the kernel. */
+  build(k: Kernel, ctx: BuildContext, work: CtaWork): void;
+  /** A second kernel launched after the main one (flash-decoding's combine), in microseconds. */
+  epilogueKernelUs?(gpu: GpuSpec, shape: ProblemShape, f: HwFeatures): number;
+  /** The tile scheduler hands out the longest CTAs first on causal grids (FA3, FA4). */
+  longestFirst?: boolean;
+  /** K/V are streamed once per CTA with no reuse through L2 (decoding): copies share HBM, not L2. */
+  streamsKv?: boolean;
+  /** Bytes that must come from HBM at least once (the roofline floor). */
+  hbmBytes(shape: ProblemShape, f: HwFeatures): number;
+}
+
+export function elemBytes(dtype: DType): number {
+  return dtype === 'fp32' ? 4 : 2;
+}
+
+export function ceilDiv(a: number, b: number): number {
+  return Math.ceil(a / b);
+}
+
+/** Cycles of one MMA of M×N×K on a unit delivering `flopsPerClk`. */
+export function mmaCycles(m: number, n: number, k: number, flopsPerClk: number): number {
+  return (2 * m * n * k) / flopsPerClk;
+}
+
+export function tensorRate(gpu: GpuSpec, dtype: DType): number {
+  return gpu.tensorFlopsPerClk[dtype];
+}
+
+/**
+ * FMA-pipe operations per S element of one online-softmax step, counted the way the
+ * kernels write it: row max (1), scale-and-subtract as one FFMA (1), row-sum add (1),
+ * conversion to 16 bits packed two per instruction (0.5).
+ */
+export const SOFTMAX_FMA_OPS = 3.5;
+
+/**
+ * FMA-pipe operations to evaluate one exp2 with FA4's polynomial: split into integer and
+ * fraction (2), a cubic in Horner form (3 FFMA), and the exponent add into the bits (1).
+ */
+export const EXP2_POLY_FMA_OPS = 6;
+
+/** Per-role prefixes when several CTAs share the SM. */
+export function prefix(ctx: BuildContext): string {
+  return ctx.ctaCount > 1 ? `cta${ctx.ctaIndex}/` : '';
+}
+
+/** Visible K/V blocks of Q rows [r0, r1) for a bottom-right-aligned causal mask (all when not causal). */
+export function visibleKvBlocks(shape: ProblemShape, r0: number, r1: number, blockN: number): number[] {
+  const tc = ceilDiv(shape.nk, blockN);
+  if (!shape.causal) return Array.from({ length: tc }, (_, j) => j);
+  const lastKey = r1 - 1 + shape.nk - shape.nq;
+  const out: number[] = [];
+  for (let j = 0; j < tc; j++) if (j * blockN <= lastKey) out.push(j);
+  return out;
+}
+
+export function emptySheet(algo: string, gpu: GpuSpec, blockM: number, blockN: number): ResourceSheet {
+  return {
+    algo,
+    gpu: gpu.id,
+    smem: { capacity_bytes: gpu.smemPerCtaBytes, used_bytes: 0, buffers: [] },
+    tmem: gpu.tmem ? { lanes: gpu.tmem.lanes, columns: gpu.tmem.columns, used_columns: 0, buffers: [] } : null,
+    roles: [],
+    registers: { per_sm: gpu.registersPerSm, used: 0 },
+    tiles: { block_m: blockM, block_n: blockN },
+    q_stage: 1,
+    kv_stage: 1,
+    ctas_per_sm: 0,
+    does_not_fit: [],
+    notes: [],
+  };
+}
+
+/** Lays buffers out in SMEM in order, each aligned, and records them on the sheet. Returns the offsets. */
+export function layoutSmem(sheet: ResourceSheet, items: { name: string; stages: number; bytes: number; align?: number }[]): Record<string, number[]> {
+  let off = sheet.smem.used_bytes;
+  const out: Record<string, number[]> = {};
+  for (const it of items) {
+    const a = it.align ?? 128;
+    off = Math.ceil(off / a) * a;
+    out[it.name] = [];
+    for (let s = 0; s < it.stages; s++) {
+      sheet.smem.buffers.push({ name: it.name, stage: s, offset: off, bytes: it.bytes });
+      out[it.name].push(off);
+      off += it.bytes;
+    }
+  }
+  sheet.smem.used_bytes = off;
+  return out;
+}
+
+/** Fills in registers, occupancy and the does-not-fit lines once buffers and roles are on the sheet. */
+export function finishSheet(sheet: ResourceSheet, gpu: GpuSpec): ResourceSheet {
+  let regs = 0;
+  let threads = 0;
+  for (const r of sheet.roles) {
+    regs += r.registers * 32 * r.warps.length;
+    threads += 32 * r.warps.length;
+    if (r.registers > gpu.maxRegistersPerThread) {
+      sheet.does_not_fit.push(`registers: role ${r.name} needs ${r.registers} per thread, ${gpu.name} allows ${gpu.maxRegistersPerThread}`);
+    }
+  }
+  sheet.registers.used = regs;
+  if (sheet.smem.used_bytes > sheet.smem.capacity_bytes) {
+    sheet.does_not_fit.push(`smem: needs ${sheet.smem.used_bytes} bytes per CTA, ${gpu.name} has ${sheet.smem.capacity_bytes}`);
+  }
+  if (regs > gpu.registersPerSm) sheet.does_not_fit.push(`registers: needs ${regs} per CTA, ${gpu.name} has ${gpu.registersPerSm} per SM`);
+  if (sheet.tmem) {
+    let used = 0;
+    for (const b of sheet.tmem.buffers) used = Math.max(used, b.column + b.columns);
+    sheet.tmem.used_columns = used;
+    if (used > sheet.tmem.columns) sheet.does_not_fit.push(`tmem: needs ${used} columns, ${gpu.name} has ${sheet.tmem.columns}`);
+  }
+  const bySmem = sheet.smem.used_bytes > 0 ? Math.floor(gpu.smemPerSmBytes / sheet.smem.used_bytes) : 64;
+  const byRegs = regs > 0 ? Math.floor(gpu.registersPerSm / regs) : 64;
+  const byThreads = threads > 0 ? Math.floor(gpu.maxThreadsPerSm / threads) : 64;
+  const byTmem = sheet.tmem && sheet.tmem.used_columns > 0 ? Math.floor(sheet.tmem.columns / sheet.tmem.used_columns) : 64;
+  sheet.ctas_per_sm = sheet.does_not_fit.length > 0 ? 0 : Math.max(0, Math.min(bySmem, byRegs, byThreads, byTmem, 32));
+  return sheet;
+}
+
+/** Register count rounded the way the hardware allocates (multiples of 8 per thread). */
+export function regAlloc(n: number): number {
+  return Math.ceil(n / 8) * 8;
+}

@@ -1,0 +1,106 @@
+// The hardware models FlashScope knows, by id, and the one entry point the UI and the CLI
+// use: scheduleFor() builds one SM's schedule with events; simulateFor() the whole GPU.
+
+import { validateProblem, type AttentionProblem } from '../problem.ts';
+import type { MemoryEvent, ResourceSheet, RoleInfo, TimelineEvent } from './events.ts';
+import { gpuById, type GpuSpec } from './gpus/index.ts';
+import { DEFAULT_FEATURES, type FeatureKey, type HwAlgorithm, type HwFeatures, type ProblemShape } from './model.ts';
+import { fa3Hw } from './schedules/fa3.ts';
+import { cuteFa2Hw } from './schedules/cute-fa2.ts';
+import { fa4Hw } from './schedules/fa4.ts';
+import { flashDecodingHw } from './schedules/flash-decoding.ts';
+import { fmhaV2Hw } from './schedules/fmha-v2.ts';
+import { FitError, loadBytesPerClk, runSm, simulateProblem, type SimulateResult } from './simulate.ts';
+
+export const HW_ALGORITHMS: readonly HwAlgorithm[] = [fa3Hw, fa4Hw, fmhaV2Hw, cuteFa2Hw, flashDecodingHw];
+
+export function hwAlgorithmById(id: string): HwAlgorithm {
+  const a = HW_ALGORITHMS.find((x) => x.id === id);
+  if (!a) throw new Error(`unknown hardware algorithm '${id}'; known: ${HW_ALGORITHMS.map((x) => x.id).join(', ')}`);
+  return a;
+}
+
+const FLAG_OF: Record<FeatureKey, string> = {
+  pingpong: '--no-pingpong',
+  intraOverlap: '--no-intra-overlap',
+  lazyRescale: '--no-lazy-rescale',
+  exp2Emulation: '--no-exp2-emulation',
+  stages: '--stages',
+  splits: '--splits',
+};
+
+/** Merges requested switches with the defaults and rejects those the algorithm does not have. */
+export function resolveFeatures(algo: HwAlgorithm, given: Partial<HwFeatures>): HwFeatures {
+  const f: HwFeatures = { ...DEFAULT_FEATURES };
+  for (const [key, v] of Object.entries(given) as [FeatureKey, boolean | number | undefined][]) {
+    if (v === undefined) continue;
+    const isDefault = typeof v === 'boolean' && v === (DEFAULT_FEATURES as unknown as Record<string, unknown>)[key];
+    if (!algo.featureKeys.includes(key) && !isDefault) {
+      throw new Error(`${FLAG_OF[key] ?? key} does not apply to ${algo.id}; its switches: ${algo.featureKeys.map((k) => FLAG_OF[k]).join(', ') || 'none'}`);
+    }
+    if ((key === 'stages' || key === 'splits') && !(typeof v === 'number' && Number.isInteger(v) && v >= 1 && v <= 64)) {
+      throw new Error(`${FLAG_OF[key]} must be an integer from 1 to 64, got ${String(v)}`);
+    }
+    (f as unknown as Record<string, unknown>)[key] = v;
+  }
+  return f;
+}
+
+export function shapeOf(p: AttentionProblem): ProblemShape {
+  validateProblem(p);
+  return { batch: p.batch, hq: p.hq, hk: p.hk, nq: p.nq, nk: p.nk, d: p.d, dv: p.dv, dtype: p.dtype, causal: p.causal };
+}
+
+function checkArch(algo: HwAlgorithm, gpu: GpuSpec): void {
+  if (!algo.arch.includes(gpu.sm)) {
+    throw new Error(`${algo.id} is written for SM${algo.arch.join('/SM')}; ${gpu.name} is SM${gpu.sm}`);
+  }
+}
+
+export function describeFor(algoId: string, gpuId: string, shape: ProblemShape, given: Partial<HwFeatures> = {}): ResourceSheet {
+  const algo = hwAlgorithmById(algoId);
+  const gpu = gpuById(gpuId);
+  checkArch(algo, gpu);
+  return algo.resources(gpu, shape, resolveFeatures(algo, given));
+}
+
+export function simulateFor(algoId: string, gpuId: string, shape: ProblemShape, given: Partial<HwFeatures> = {}): SimulateResult {
+  const algo = hwAlgorithmById(algoId);
+  const gpu = gpuById(gpuId);
+  checkArch(algo, gpu);
+  return simulateProblem(algo, gpu, shape, resolveFeatures(algo, given));
+}
+
+export interface HwSchedule {
+  algo: string;
+  gpu: string;
+  roles: RoleInfo[];
+  timeline: TimelineEvent[];
+  memory: MemoryEvent[];
+  resources: ResourceSheet;
+  /** Cycles one SM needs for the CTAs it holds in the first wave. */
+  cycles: number;
+  /** Busy fraction of each unit over those cycles. */
+  utilization: Record<string, number>;
+}
+
+/**
+ * One SM's schedule with every timeline and memory event: the first wave's CTAs of SM 0
+ * (ctas_per_sm of them). This is what the hardware views draw.
+ */
+export function scheduleFor(algoId: string, gpuId: string, shape: ProblemShape, given: Partial<HwFeatures> = {}): HwSchedule {
+  const algo = hwAlgorithmById(algoId);
+  const gpu = gpuById(gpuId);
+  checkArch(algo, gpu);
+  const f = resolveFeatures(algo, given);
+  const resources = algo.resources(gpu, shape, f);
+  if (resources.does_not_fit.length > 0) throw new FitError(resources.does_not_fit);
+  const grid = algo.grid(gpu, shape, f);
+  const occ = Math.max(1, Math.min(resources.ctas_per_sm, Math.ceil(grid.length / gpu.smCount)));
+  const works = grid.slice(0, occ);
+  const bw = loadBytesPerClk(gpu, algo, Math.min(gpu.smCount, Math.ceil(grid.length / occ)));
+  const run = runSm(algo, gpu, shape, f, works, bw, true);
+  const utilization: Record<string, number> = {};
+  for (const [u, v] of Object.entries(run.unitBusy)) utilization[u] = run.cycles > 0 ? Math.round((v / run.cycles) * 1e4) / 1e4 : 0;
+  return { algo: algo.id, gpu: gpu.id, roles: run.roles, timeline: run.timeline, memory: run.memory, resources, cycles: run.cycles, utilization };
+}

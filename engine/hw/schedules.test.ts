@@ -1,0 +1,187 @@
+import { describe, expect, it } from 'vitest';
+import fc from 'fast-check';
+import { gpuById } from './gpus/index.ts';
+import { memoryViolations } from './memory-check.ts';
+import type { HwFeatures, ProblemShape } from './model.ts';
+import { describeFor, scheduleFor } from './registry.ts';
+import { fa4LoadOrder } from './schedules/fa4.ts';
+import { DEFAULT_FEATURES } from './model.ts';
+
+const shape = (o: Partial<ProblemShape> = {}): ProblemShape => ({ batch: 1, hq: 1, hk: 1, nq: 512, nk: 512, d: 128, dv: 128, dtype: 'fp16', causal: false, ...o });
+
+const ALGO_GPU: [string, string][] = [
+  ['fa3', 'h100'],
+  ['fa4', 'b200'],
+  ['fmha-v2', 'rtx4060'],
+  ['cute-fa2', 'a100'],
+  ['flash-decoding', 'a100'],
+];
+
+describe('FA4 storage and load order (seed 003)', () => {
+  const s = shape({ d: 192, dv: 128, dtype: 'bf16', nq: 256, nk: 512 });
+  it('fills SMEM to the byte and TMEM to the column', () => {
+    const sheet = describeFor('fa4', 'b200', s);
+    expect(sheet.does_not_fit).toEqual([]);
+    const tiles = sheet.smem.buffers.filter((b) => b.name === 'sQ' || b.name === 'sKV');
+    const q = tiles.filter((b) => b.name === 'sQ').reduce((a, b) => a + b.bytes, 0);
+    expect(q).toBe(96 * 1024);
+    // Large + Small + Large = 48 + 32 + 48 KB.
+    expect(tiles.filter((b) => b.name === 'sKV').map((b) => b.bytes)).toEqual([48 * 1024, 32 * 1024, 48 * 1024]);
+    // The seed's 224 KB of tiles; with sScale (2 KB), barriers and alignment the struct ends at the 227 KB limit.
+    expect(sheet.smem.used_bytes).toBe(232448);
+    expect(sheet.smem.used_bytes).toBeLessThanOrEqual(sheet.smem.capacity_bytes);
+    expect(sheet.tmem!.used_columns).toBe(512);
+    expect(sheet.tmem!.buffers.map((b) => [b.name, b.column, b.columns])).toEqual([
+      ['S0', 0, 128],
+      ['S1', 128, 128],
+      ['P0', 64, 64],
+      ['P1', 192, 64],
+      ['O0', 256, 128],
+      ['O1', 384, 128],
+    ]);
+    const regs = Object.fromEntries(sheet.roles.map((r) => [r.name, r.registers]));
+    expect(regs).toEqual({ softmax0: 200, softmax1: 200, correction: 64, mma: 48, epilogue: 48, load: 48, empty: 24 });
+    expect(sheet.registers.used).toBeLessThanOrEqual(65536);
+    expect([sheet.q_stage, sheet.kv_stage]).toEqual([2, 3]);
+  });
+
+  it('loads Q0, K, Q1, V, then K/V from the right, with the middle stage shifting (Large-Small-Large)', () => {
+    const order = fa4LoadOrder(gpuById('b200'), s, DEFAULT_FEATURES, [3, 2, 1, 0]);
+    const base = 101376;
+    const K = 48 * 1024;
+    expect(order.map((x) => [x.tile, x.stage, x.offset - (x.kind === 'Q' ? 0 : base)])).toEqual([
+      ['Q0', 0, 3072],
+      ['K3', 0, 0],
+      ['Q1', 1, 52224],
+      ['V3', 1, K], // stage 1 moved right: V sits just after K3
+      ['K2', 2, 80 * 1024],
+      ['V2', 0, 0], // ring wrapped: stage 0 now holds a Small tile
+      ['K1', 1, 32 * 1024], // stage 1 moved left: K sits just after V2
+      ['V1', 2, 80 * 1024],
+      ['K0', 0, 0],
+      ['V0', 1, K],
+    ]);
+  });
+
+  it('never lets two live tiles overlap in SMEM or TMEM, with or without the optimizations', () => {
+    for (const f of [{}, { lazyRescale: false, exp2Emulation: false }]) {
+      const sch = scheduleFor('fa4', 'b200', s, f);
+      expect(memoryViolations(sch.memory, sch.resources)).toEqual([]);
+      const fills = sch.memory.filter((m) => m.space === 'tmem' && m.action === 'fill').map((m) => m.tile);
+      expect(fills).toContain('P0.3');
+      expect(fills).toContain('S1.0');
+    }
+  });
+});
+
+describe('resource sheets', () => {
+  it('every algorithm fits its GPU at d = 128 and lists its roles', () => {
+    for (const [algo, gpu] of ALGO_GPU) {
+      const sheet = describeFor(algo, gpu, shape());
+      expect(sheet.does_not_fit, algo).toEqual([]);
+      expect(sheet.smem.used_bytes).toBeLessThanOrEqual(sheet.smem.capacity_bytes);
+      expect(sheet.roles.length).toBeGreaterThan(0);
+      expect(sheet.ctas_per_sm).toBeGreaterThan(0);
+    }
+  });
+
+  it('reports what does not fit, with need and capacity', () => {
+    const fa4 = describeFor('fa4', 'b200', shape({ d: 256, dv: 256 }));
+    expect(fa4.does_not_fit.join('\n')).toMatch(/tmem: needs 768 columns, NVIDIA B200 has 512/);
+    const fa3 = describeFor('fa3', 'h100', shape({ d: 256, dv: 256 }), { stages: 4 });
+    expect(fa3.does_not_fit.join('\n')).toMatch(/smem: needs \d+ bytes per CTA, NVIDIA H100 SXM5 80GB has 232448/);
+  });
+
+  it('FA3 gives the consumers 240 registers and the producer 24 (setmaxnreg)', () => {
+    const sheet = describeFor('fa3', 'h100', shape());
+    expect(sheet.roles.map((r) => [r.name, r.registers])).toEqual([
+      ['producer', 24],
+      ['consumer0', 240],
+      ['consumer1', 240],
+    ]);
+    expect(sheet.registers.used).toBe(128 * 24 + 256 * 240);
+  });
+
+  it('rejects an algorithm on a GPU it was not written for, and unknown switches', () => {
+    expect(() => describeFor('fa4', 'h100', shape())).toThrow(/SM100/);
+    expect(() => describeFor('fa3', 'h100', shape(), { splits: 2 })).toThrow(/--splits does not apply to fa3/);
+  });
+});
+
+describe('schedules', () => {
+  it('FA3 intra-warpgroup overlap issues GEMM0 of the next block before GEMM1 of the current one', () => {
+    const on = scheduleFor('fa3', 'h100', shape({ nq: 128, nk: 384 }));
+    const ops = on.timeline.filter((e) => e.role === 'consumer0' && e.unit === 'tensor').map((e) => e.op);
+    expect(ops.slice(0, 3)).toEqual(['gemm0 S=Q·K2ᵀ', 'gemm0 S=Q·K1ᵀ', 'gemm1 O+=P·V2']);
+    const off = scheduleFor('fa3', 'h100', shape({ nq: 128, nk: 384 }), { intraOverlap: false });
+    const opsOff = off.timeline.filter((e) => e.role === 'consumer0' && e.unit === 'tensor').map((e) => e.op);
+    expect(opsOff.slice(0, 3)).toEqual(['gemm0 S=Q·K2ᵀ', 'gemm1 O+=P·V2', 'gemm0 S=Q·K1ᵀ']);
+  });
+
+  it('FA3 ping-pong: a consumer never issues GEMMs while the other holds the turn', () => {
+    const sch = scheduleFor('fa3', 'h100', shape({ nq: 128, nk: 1024 }));
+    const waits = sch.timeline.filter((e) => e.op.startsWith('wait pingpong'));
+    expect(waits.length).toBeGreaterThan(0);
+    const none = scheduleFor('fa3', 'h100', shape({ nq: 128, nk: 1024 }), { pingpong: false });
+    expect(none.timeline.some((e) => e.op.startsWith('wait pingpong'))).toBe(false);
+  });
+
+  it('timeline events are deterministic and well-formed', () => {
+    for (const [algo, gpu] of ALGO_GPU) {
+      const a = scheduleFor(algo, gpu, shape({ causal: true }));
+      const b = scheduleFor(algo, gpu, shape({ causal: true }));
+      expect(JSON.stringify(a.timeline)).toBe(JSON.stringify(b.timeline));
+      const ids = new Set(a.timeline.map((e) => e.id));
+      for (const e of a.timeline) {
+        expect(e.end).toBeGreaterThanOrEqual(e.start);
+        for (const w of e.waitedOn) expect(ids.has(w)).toBe(true);
+      }
+      expect(memoryViolations(a.memory, a.resources), algo).toEqual([]);
+    }
+  });
+
+  it('builds 50 000 events well under a second', () => {
+    scheduleFor('fa3', 'h100', shape({ nq: 128, nk: 128 * 50 }));
+    const t0 = performance.now();
+    const sch = scheduleFor('fa3', 'h100', shape({ nq: 128, nk: 128 * 2000 }));
+    const ms = performance.now() - t0;
+    expect(sch.timeline.length + sch.memory.length).toBeGreaterThan(50_000);
+    expect(ms).toBeLessThan(1500);
+  });
+});
+
+const algoArb = fc.constantFrom(...ALGO_GPU);
+describe('barrier phases never deadlock (property)', () => {
+  it('random sizes, causal masks, features and depths schedule to the end with consistent memory', () => {
+    fc.assert(
+      fc.property(
+        algoArb,
+        fc.integer({ min: 1, max: 700 }),
+        fc.integer({ min: 1, max: 900 }),
+        fc.constantFrom(64, 128),
+        fc.boolean(),
+        fc.record({ pingpong: fc.boolean(), intraOverlap: fc.boolean(), lazyRescale: fc.boolean(), exp2Emulation: fc.boolean() }),
+        fc.integer({ min: 1, max: 4 }),
+        fc.integer({ min: 1, max: 8 }),
+        fc.boolean(),
+        ([algo, gpu], nq, nk, d, causal, flags, depth, splits, uneven) => {
+          const f: Partial<HwFeatures> = {};
+          if (algo === 'fa3') Object.assign(f, { pingpong: flags.pingpong, intraOverlap: flags.intraOverlap, stages: depth });
+          if (algo === 'fa4') Object.assign(f, { lazyRescale: flags.lazyRescale, exp2Emulation: flags.exp2Emulation, stages: Math.max(2, depth) });
+          if (algo === 'fmha-v2') f.stages = depth <= 2 ? depth : 2;
+          if (algo === 'flash-decoding') f.splits = splits;
+          const s = shape({ nq, nk, d, dv: d, causal, hq: 2, hk: 1, dtype: algo === 'fa4' ? 'bf16' : 'fp16' });
+          if (algo === 'fa4' && uneven) Object.assign(s, { d: 192, dv: 128 });
+          const sheet = describeFor(algo, gpu, s, f);
+          if (sheet.does_not_fit.length > 0) return true;
+          const sch = scheduleFor(algo, gpu, s, f);
+          expect(memoryViolations(sch.memory, sch.resources)).toEqual([]);
+          // Every role ran to its last op: nothing is left blocked (simulateKernel throws otherwise).
+          expect(sch.cycles).toBeGreaterThanOrEqual(0);
+          return true;
+        },
+      ),
+      { numRuns: 80, seed: 4242 },
+    );
+  });
+});

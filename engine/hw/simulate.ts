@@ -1,0 +1,178 @@
+// From one SM's schedule to the whole GPU.
+//
+// The model, in three steps:
+// 1. One SM: the discrete-event scheduler runs the roles of the CTAs that share an SM
+//    (ctas_per_sm of them, from the resource sheet) for a CTA that visits n K/V blocks.
+//    That gives T(n), the cycles such a CTA holds its slot, and each unit's busy cycles.
+//    Up to EXACT_BLOCKS blocks it is simulated exactly; beyond, the loop is periodic in
+//    steady state, so T(n) is extended linearly from two exact points (n1 = 12, n2 = 24):
+//    this keeps a 128K-token problem as cheap as a 3K one.
+// 2. The grid: every CTA (causal grids have CTAs of different lengths) is placed on the
+//    SM slot that frees first (list scheduling over smCount × ctas_per_sm slots), in the
+//    order the kernel's tile scheduler hands them out: longest first for FA3/FA4 causal,
+//    grid order otherwise. The makespan is the kernel time; the last partial wave shows
+//    up as idle SMs.
+// 3. Floors and follow-ups: the time is at least the unique HBM traffic over HBM
+//    bandwidth; a second kernel (flash-decoding's combine) is added after.
+// Copies get min(the SM's own load limit, its share of L2 bandwidth) bytes per cycle; a
+// kernel that streams K/V without reuse (decoding) gets its share of HBM instead.
+
+import { nominalFlops, type AttentionProblem } from '../problem.ts';
+import type { GpuSpec } from './gpus/index.ts';
+import { ceilDiv, type CtaWork, type HwAlgorithm, type HwFeatures, type ProblemShape } from './model.ts';
+import { Kernel, simulateKernel, type KernelRun } from './scheduler.ts';
+
+export const EXACT_BLOCKS = 24;
+const N1 = 12;
+
+export class FitError extends Error {
+  constructor(readonly lines: string[]) {
+    super(`configuration does not fit: ${lines.join('; ')}`);
+    this.name = 'FitError';
+  }
+}
+
+export interface SimulateResult {
+  algo: string;
+  gpu: string;
+  time_us: number;
+  tflops: number;
+  flops: number;
+  cycles: number;
+  ctas: number;
+  ctas_per_sm: number;
+  /** SMs that receive at least one CTA. */
+  sms_busy: number;
+  sm_count: number;
+  waves: number;
+  /** Busy fraction of each unit family over all SMs and the whole kernel time, plus sm = slots holding a CTA. */
+  utilization: Record<string, number>;
+  bound: 'schedule' | 'hbm';
+  extra_kernel_us: number;
+  features: HwFeatures;
+}
+
+export function loadBytesPerClk(gpu: GpuSpec, algo: HwAlgorithm, activeSms: number): number {
+  const active = Math.max(1, Math.min(gpu.smCount, activeSms));
+  const pool = algo.streamsKv ? gpu.hbmBytesPerSec / (gpu.clockGHz * 1e9) : gpu.l2BytesPerClk;
+  return Math.min(gpu.smLoadBytesPerClk, pool / active);
+}
+
+/** Runs one SM holding `count` CTAs, each like `work`. */
+export function runSm(algo: HwAlgorithm, gpu: GpuSpec, shape: ProblemShape, f: HwFeatures, works: CtaWork[], loadBw: number, events: boolean): KernelRun {
+  const k = new Kernel();
+  works.forEach((w, i) => algo.build(k, { gpu, shape, features: f, ctaIndex: i, ctaCount: works.length, loadBytesPerClk: loadBw }, w));
+  return simulateKernel(k, { events });
+}
+
+function family(unit: string): string {
+  const dot = unit.indexOf('.');
+  return dot < 0 ? unit : unit.slice(0, dot);
+}
+
+export function simulateProblem(algo: HwAlgorithm, gpu: GpuSpec, shape: ProblemShape, f: HwFeatures): SimulateResult {
+  const sheet = algo.resources(gpu, shape, f);
+  if (sheet.does_not_fit.length > 0) throw new FitError(sheet.does_not_fit);
+  const grid = algo.grid(gpu, shape, f);
+  // The block scheduler spreads CTAs over all SMs before doubling up, so a grid smaller
+  // than the SM count runs one CTA per SM.
+  const occ = Math.max(1, Math.min(sheet.ctas_per_sm, Math.ceil(grid.length / gpu.smCount)));
+  const slotsTotal = gpu.smCount * occ;
+  const activeSms = Math.min(gpu.smCount, ceilDiv(grid.length, occ));
+  const bw = loadBytesPerClk(gpu, algo, activeSms);
+
+  // T(n) and busy(n) per distinct K/V block count, memoized.
+  const memo = new Map<number, { t: number; busy: Record<string, number> }>();
+  const exact = (n: number) => {
+    let r = memo.get(n);
+    if (!r) {
+      const proto = grid.find((c) => c.kvBlocks.length === n) ?? grid[0];
+      const work = { ...proto, kvBlocks: Array.from({ length: n }, (_, i) => proto.kvBlocks[i] ?? i) };
+      const run = runSm(algo, gpu, shape, f, Array.from({ length: occ }, () => work), bw, false);
+      r = { t: run.cycles, busy: run.unitBusy };
+      memo.set(n, r);
+    }
+    return r;
+  };
+  const cost = (n: number) => {
+    if (n <= EXACT_BLOCKS) return exact(n);
+    const a = exact(N1);
+    const b = exact(EXACT_BLOCKS);
+    const x = (n - N1) / (EXACT_BLOCKS - N1);
+    const busy: Record<string, number> = {};
+    for (const u of new Set([...Object.keys(a.busy), ...Object.keys(b.busy)])) busy[u] = (a.busy[u] ?? 0) + x * ((b.busy[u] ?? 0) - (a.busy[u] ?? 0));
+    return { t: a.t + x * (b.t - a.t), busy };
+  };
+
+  const order = grid.map((c, i) => ({ n: c.kvBlocks.length, i }));
+  if (algo.longestFirst && shape.causal) order.sort((x, y) => y.n - x.n || x.i - y.i);
+  // Min-heap of slot free times.
+  const heap: number[] = new Array(Math.min(slotsTotal, grid.length)).fill(0);
+  const siftDown = (i: number) => {
+    for (;;) {
+      const l = 2 * i + 1;
+      const r = l + 1;
+      let m = i;
+      if (l < heap.length && heap[l] < heap[m]) m = l;
+      if (r < heap.length && heap[r] < heap[m]) m = r;
+      if (m === i) return;
+      [heap[i], heap[m]] = [heap[m], heap[i]];
+      i = m;
+    }
+  };
+  const busyTotal: Record<string, number> = {};
+  const unitsSeen = new Set<string>();
+  let slotCycles = 0;
+  for (const { n } of order) {
+    const c = cost(n);
+    heap[0] += c.t;
+    slotCycles += c.t;
+    siftDown(0);
+    for (const [u, v] of Object.entries(c.busy)) {
+      unitsSeen.add(u);
+      busyTotal[family(u)] = (busyTotal[family(u)] ?? 0) + v / occ;
+    }
+  }
+  let cycles = 0;
+  for (const t of heap) cycles = Math.max(cycles, t);
+  const scheduleUs = cycles / (gpu.clockGHz * 1e3);
+  const hbmUs = (algo.hbmBytes(shape, f) / gpu.hbmBytesPerSec) * 1e6;
+  const extra = algo.epilogueKernelUs?.(gpu, shape, f) ?? 0;
+  const kernelUs = Math.max(scheduleUs, hbmUs);
+  const time_us = kernelUs + extra;
+  const problem: AttentionProblem = { ...shape, causal: shape.causal };
+  const flops = nominalFlops(problem);
+  const smCycles = gpu.smCount * (kernelUs * gpu.clockGHz * 1e3);
+  const utilization: Record<string, number> = {};
+  for (const [u, v] of Object.entries(busyTotal)) {
+    // Sub-partition units (tensor.sp0..3) each carry a quarter of the SM: average them.
+    utilization[u] = round4(v / subPartitions([...unitsSeen], u) / smCycles);
+  }
+  utilization.sm = round4(slotCycles / occ / smCycles);
+  return {
+    algo: algo.id,
+    gpu: gpu.id,
+    time_us: round4(time_us),
+    tflops: round4(flops / (time_us * 1e-6) / 1e12),
+    flops,
+    cycles: Math.round(cycles),
+    ctas: grid.length,
+    ctas_per_sm: occ,
+    sms_busy: activeSms,
+    sm_count: gpu.smCount,
+    waves: round4(grid.length / slotsTotal),
+    utilization,
+    bound: hbmUs > scheduleUs ? 'hbm' : 'schedule',
+    extra_kernel_us: round4(extra),
+    features: f,
+  };
+}
+
+function subPartitions(units: string[], fam: string): number {
+  const n = units.filter((u) => u.startsWith(`${fam}.sp`)).length;
+  return n > 0 ? n : 1;
+}
+
+function round4(x: number): number {
+  return Math.round(x * 1e4) / 1e4;
+}

@@ -1,0 +1,72 @@
+// Conversions between stored float formats (binary16, bfloat16, binary32, binary64,
+// little-endian) and JS numbers. Decoding works on one contiguous slice of bytes.
+
+import { roundFp16 } from '../dtype.ts';
+
+export type StoredFloat = 'float16' | 'bfloat16' | 'float32' | 'float64';
+
+export function storedBytes(t: StoredFloat): number {
+  return t === 'float64' ? 8 : t === 'float32' ? 4 : 2;
+}
+
+/** binary16 bits -> number (exact). */
+export function halfBitsToNumber(h: number): number {
+  const sign = h & 0x8000 ? -1 : 1;
+  const exp = (h >> 10) & 0x1f;
+  const frac = h & 0x3ff;
+  if (exp === 0) return sign * frac * 2 ** -24;
+  if (exp === 31) return frac ? NaN : sign * Infinity;
+  return sign * (1 + frac / 1024) * 2 ** (exp - 15);
+}
+
+/** number -> binary16 bits, rounding to nearest even. */
+export function numberToHalfBits(x: number): number {
+  if (Number.isNaN(x)) return 0x7e00;
+  const r = roundFp16(x);
+  const sign = r < 0 || Object.is(r, -0) ? 0x8000 : 0;
+  const a = Math.abs(r);
+  if (a === Infinity) return sign | 0x7c00;
+  if (a === 0) return sign;
+  if (a < 2 ** -14) return sign | Math.round(a / 2 ** -24); // subnormal: exact after roundFp16
+  let e = Math.floor(Math.log2(a));
+  if (2 ** e > a) e -= 1;
+  if (2 ** (e + 1) <= a) e += 1;
+  const frac = Math.round((a / 2 ** e - 1) * 1024);
+  return sign | ((e + 15) << 10) | frac;
+}
+
+/** Decodes little-endian values; float64 stays Float64Array, everything else becomes Float32Array (exact). */
+export function decodeFloats(bytes: Uint8Array, t: StoredFloat): Float32Array | Float64Array {
+  const n = bytes.length / storedBytes(t);
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  if (t === 'float64') {
+    const out = new Float64Array(n);
+    for (let i = 0; i < n; i++) out[i] = view.getFloat64(i * 8, true);
+    return out;
+  }
+  const out = new Float32Array(n);
+  if (t === 'float32') for (let i = 0; i < n; i++) out[i] = view.getFloat32(i * 4, true);
+  else if (t === 'float16') for (let i = 0; i < n; i++) out[i] = halfBitsToNumber(view.getUint16(i * 2, true));
+  else {
+    const u = new Uint32Array(1);
+    const f = new Float32Array(u.buffer);
+    for (let i = 0; i < n; i++) {
+      u[0] = view.getUint16(i * 2, true) << 16;
+      out[i] = f[0];
+    }
+  }
+  return out;
+}
+
+/** Encodes numbers little-endian as float16, float32 or float64. */
+export function encodeFloats(values: ArrayLike<number>, t: 'float16' | 'float32' | 'float64'): Uint8Array {
+  const size = storedBytes(t);
+  const bytes = new Uint8Array(values.length * size);
+  const view = new DataView(bytes.buffer);
+  for (let i = 0; i < values.length; i++) {
+    if (t === 'float64') view.setFloat64(i * 8, values[i], true);
+    else if (t === 'float32') view.setFloat32(i * 4, values[i], true);
+    else view.setUint16(i * 2, numberToHalfBits(values[i]), true);
+  }
+  return bytes;
+}

@@ -1,6 +1,8 @@
-import { useEffect } from 'react';
+import { lazy, Suspense, useEffect } from 'react';
 import { DebuggerPane } from './pane/DebuggerPane.tsx';
 import { useApp } from './store/store.ts';
+
+const WebGpuPanel = lazy(() => import('./webgpu/WebGpuPanel.tsx'));
 
 export function App() {
   const theme = useApp((s) => s.layout.theme);
@@ -21,6 +23,9 @@ export function App() {
         </button>
       </header>
       <DebuggerPane pane="main" />
+      <Suspense fallback={null}>
+        <WebGpuPanel />
+      </Suspense>
     </div>
   );
 }

@@ -319,6 +319,17 @@ export class AttentionRun {
     return { o: new Float32Array(o), lse: new Float32Array(lse) };
   }
 
+  /** O [nq, dv] and LSE [nq] of one (batch, head): what a result view shows without reading all heads. */
+  async readHead(b: number, h: number): Promise<{ o: Float32Array; lse: Float32Array }> {
+    const p = this.problem;
+    const r = (b * p.hq + h) * p.nq;
+    const [o, lse] = await Promise.all([
+      this.readBuffer(this.o, r * p.dv * 4, p.nq * p.dv * 4),
+      this.readBuffer(this.lse, r * 4, p.nq * 4),
+    ]);
+    return { o: new Float32Array(o), lse: new Float32Array(lse) };
+  }
+
   /** One row of O (dv floats) — for checks on large problems without reading everything back. */
   async readRow(b: number, h: number, i: number): Promise<{ o: Float32Array; lse: number }> {
     const p = this.problem;

@@ -147,10 +147,13 @@ async function main(): Promise<number> {
   }
   // Tile-size study of the f32 path at the headline shape.
   const head: AttentionProblem = { batch: 4, hq: 16, hk: 16, nq: 4096, nk: 4096, d: 64, dv: 64, causal: false, dtype: 'fp32' };
-  console.log('\nflash-f32 tile study, B=4 H=16 N=4096 d=64 non-causal');
-  for (const tile of [{ bm: 64, bn: 64, dk: 64, jc: 64 }, { bm: 64, bn: 64, dk: 16, jc: 16 }, { bm: 128, bn: 64, dk: 16, jc: 16 }, { bm: 64, bn: 32, dk: 32, jc: 32 }]) {
-    const m = await measure(ctx, head, 'flash-f32', REPS, tile);
-    console.log(`  ${JSON.stringify(tile).padEnd(36)} ${fmt(m)}   [${typeof m === 'string' ? '' : m.config}]`);
+  console.log('\ntile study, B=4 H=16 N=4096 d=64 non-causal (a preferred tile falls back to the largest that fits)');
+  for (const path of ['flash-f32', 'flash-subgroups', 'flash-f16'] as WebGpuPath[]) {
+    if (!ctx.paths.includes(path)) continue;
+    for (const tile of [{ bm: 64, bn: 64, dk: 64, jc: 64 }, { bm: 128, bn: 64, dk: 16, jc: 16 }, { bm: 128, bn: 64, dk: 32, jc: 32 }, { bm: 128, bn: 32, dk: 32, jc: 32 }]) {
+      const m = await measure(ctx, head, path, REPS, tile);
+      console.log(`  ${path.padEnd(16)} ${JSON.stringify(tile).padEnd(36)} ${fmt(m)}   [${typeof m === 'string' ? '' : m.config}]`);
+    }
   }
   // Flash-decoding: one query row per head against a long KV cache.
   for (const nk of quick ? [4096] : [8192, 32768]) {

@@ -169,10 +169,20 @@ export class AttentionRun {
         workgroups: [Math.ceil(p.nq / cfg.bm), bh, 1],
       });
     } else if (this.path === 'flash-matrix') {
-      const cfg: MatrixKernelConfig = chooseMatrixTile(this.ctx, p.d, p.dv);
+      let cfg: MatrixKernelConfig = chooseMatrixTile(this.ctx, p.d, p.dv);
+      let pipe: GPUComputePipeline;
+      let note = '';
+      try {
+        pipe = await pipeline(device, matrixKernelWgsl(cfg));
+      } catch (e) {
+        if (!cfg.subgroupId) throw e;
+        // The compiler rejected subgroup_id: one subgroup per workgroup needs no subgroup ids.
+        cfg = chooseMatrixTile(this.ctx, p.d, p.dv, false);
+        pipe = await pipeline(device, matrixKernelWgsl(cfg));
+        note = ' (subgroup_id rejected by the compiler, so one subgroup per workgroup)';
+      }
       const L = matrixLayout(cfg);
-      this.config = `${cfg.m}×${cfg.n}×${cfg.k} f16 subgroup matrices, BM=${L.bm} BN=${cfg.bn}, ${cfg.warps} subgroups of ${cfg.sg}, ${L.bytes} B workgroup memory`;
-      const pipe = await pipeline(device, matrixKernelWgsl(cfg));
+      this.config = `${cfg.m}×${cfg.n}×${cfg.k} f16 subgroup matrices, BM=${L.bm} BN=${cfg.bn}, ${cfg.warps} subgroups of ${cfg.sg}, ${L.bytes} B workgroup memory${note}`;
       const params = this.uniform(packParams(p));
       this.dispatches.push({
         name: 'flash forward (subgroup matrix)',

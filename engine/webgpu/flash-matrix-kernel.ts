@@ -51,8 +51,9 @@ export function chooseMatrixTile(
   ctx: Pick<WebGpuContext, 'limits' | 'matrixConfigs' | 'subgroupMinSize' | 'subgroupMaxSize' | 'wgslFeatures'>,
   d: number,
   dv: number,
+  allowSubgroupId = true,
 ): MatrixKernelConfig {
-  const subgroupId = ctx.wgslFeatures.includes('subgroup_id') && ctx.wgslFeatures.includes('subgroup_uniformity');
+  const subgroupId = allowSubgroupId && ctx.wgslFeatures.includes('subgroup_id') && ctx.wgslFeatures.includes('subgroup_uniformity');
   const sg = ctx.subgroupMinSize === ctx.subgroupMaxSize ? ctx.subgroupMinSize : Math.max(ctx.subgroupMinSize, 32);
   const cfgs = [...ctx.matrixConfigs].sort((a: MatrixConfig, b: MatrixConfig) => b.M * b.N * b.K - a.M * a.N * a.K);
   for (const mc of cfgs) {

@@ -5,7 +5,7 @@
 // the float64 reference so a fast wrong kernel cannot hide.
 //
 // Options: --quick (N = 1024 only, for a smoke run), --n 1024,4096 (override the list),
-// --no-65536, --reps k (timed repetitions; the median is reported).
+// --no-65536, --reps k (timed repetitions; the median is reported), --skip tiles (no tile study).
 
 import { nominalFlops, type AttentionProblem } from '../problem.ts';
 import { PATH_LABELS, WebGpuUnavailable, type WebGpuPath } from '../webgpu/device.ts';
@@ -26,6 +26,7 @@ const quick = args.includes('--quick');
 const NS = (opt('--n') ?? (quick ? '1024' : '1024,4096,8192')).split(',').map(Number);
 const REPS = Number(opt('--reps') ?? 3);
 const DS = (opt('--d') ?? '64,128').split(',').map(Number);
+const SKIP = new Set((opt('--skip') ?? '').split(','));
 
 interface Measured {
   ms: number;
@@ -41,10 +42,10 @@ function median(xs: number[]): number {
   return s[Math.floor(s.length / 2)];
 }
 
-async function measure(ctx: Awaited<ReturnType<typeof openNodeWebGpu>>, p: AttentionProblem, path: WebGpuPath, reps: number, tile?: Partial<FlashTile>, warm = true): Promise<Measured | string> {
+async function measure(ctx: Awaited<ReturnType<typeof openNodeWebGpu>>, p: AttentionProblem, path: WebGpuPath, reps: number, tile?: Partial<FlashTile>, warm = true, ablate?: 'softmax' | 'loads'): Promise<Measured | string> {
   let run: AttentionRun | undefined;
   try {
-    run = await AttentionRun.create(ctx, p, { path, tile });
+    run = await AttentionRun.create(ctx, p, { path, tile, ablate });
     await run.fillRandom(1234);
     if (warm) await run.execute(); // warm-up: pipeline caches, clocks
     const totals: number[] = [];
@@ -55,7 +56,7 @@ async function measure(ctx: Awaited<ReturnType<typeof openNodeWebGpu>>, p: Atten
       kernels = t.map((k) => `${k.name} ${k.ms.toFixed(2)} ms (${k.clock})`).join(', ');
     }
     const ms = median(totals);
-    const check = await checkSampledRows(run, 3);
+    const check = ablate ? { maxAbsErrO: NaN, maxAbsErrLse: NaN } : await checkSampledRows(run, 3);
     const eb = path === 'flash-f16' || path === 'flash-matrix' ? 2 : 4;
     const bytes = (p.batch * (p.hq * p.nq * p.d + p.hk * p.nk * (p.d + p.dv))) * eb + p.batch * p.hq * p.nq * (p.dv + 1) * 4;
     return { ms, tflops: nominalFlops(p) / (ms * 1e9), gbs: bytes / (ms * 1e6), err: Math.max(check.maxAbsErrO, check.maxAbsErrLse), config: run.config, kernels };
@@ -119,6 +120,16 @@ async function main(): Promise<number> {
   }
   console.log(`self-test: ${worst < 1e-4 ? 'all paths match the float64 reference' : 'MISMATCH — see above'}\n`);
   if (args.includes('--selftest-only')) return worst < 1e-4 ? 0 : 1;
+  // Warm-up: the first second of GPU work runs at lower clocks, which skewed the first rows
+  // of an earlier run (the same standard-attention pass measured 80 ms, then 21 ms).
+  {
+    const warm: AttentionProblem = { batch: 4, hq: 16, hk: 16, nq: 4096, nk: 4096, d: 64, dv: 64, causal: false, dtype: 'fp32' };
+    const run = await AttentionRun.create(ctx, warm, { path: 'flash-f32' });
+    await run.fillRandom(1);
+    const t0 = Date.now();
+    while (Date.now() - t0 < 3000) await run.execute();
+    run.destroy();
+  }
   const flashPaths = ctx.paths.filter((p) => p.startsWith('flash')) as WebGpuPath[];
   for (const d of DS) {
     for (const causal of [false, true]) {
@@ -136,7 +147,8 @@ async function main(): Promise<number> {
     }
   }
   if (!args.includes('--no-65536') && !quick) {
-    for (const d of DS) {
+    // d = 128 at N = 65536 needs 2 GiB per f32 tensor: one byte over Dawn's 2 GiB − 4 binding limit.
+    for (const d of DS.filter((x) => x * 65536 * 64 * 4 < ctx.limits.maxStorageBinding)) {
       for (const causal of [false, true]) {
         const p: AttentionProblem = { batch: 4, hq: 16, hk: 16, nq: 65536, nk: 65536, d, dv: d, causal, dtype: 'fp32' };
         console.log(`B=4 H=16 N=65536 d=${d} ${causal ? 'causal' : 'non-causal'}`);
@@ -147,12 +159,20 @@ async function main(): Promise<number> {
   }
   // Tile-size study of the f32 path at the headline shape.
   const head: AttentionProblem = { batch: 4, hq: 16, hk: 16, nq: 4096, nk: 4096, d: 64, dv: 64, causal: false, dtype: 'fp32' };
-  console.log('\ntile study, B=4 H=16 N=4096 d=64 non-causal (a preferred tile falls back to the largest that fits)');
+  if (!SKIP.has('tiles')) console.log('\ntile study, B=4 H=16 N=4096 d=64 non-causal (a preferred tile falls back to the largest that fits)');
   for (const path of ['flash-f32', 'flash-subgroups', 'flash-f16'] as WebGpuPath[]) {
-    if (!ctx.paths.includes(path)) continue;
+    if (!ctx.paths.includes(path) || SKIP.has('tiles')) continue;
     for (const tile of [{ bm: 64, bn: 64, dk: 64, jc: 64 }, { bm: 128, bn: 64, dk: 16, jc: 16 }, { bm: 128, bn: 64, dk: 32, jc: 32 }, { bm: 128, bn: 32, dk: 32, jc: 32 }]) {
       const m = await measure(ctx, head, path, REPS, tile);
       console.log(`  ${path.padEnd(16)} ${JSON.stringify(tile).padEnd(36)} ${fmt(m)}   [${typeof m === 'string' ? '' : m.config}]`);
+    }
+  }
+  // Where the subgroup-matrix path spends its time: the same kernel with a phase removed.
+  if (ctx.paths.includes('flash-matrix')) {
+    console.log('\nflash-matrix ablations, B=4 H=16 N=4096 d=64 non-causal (results of ablated kernels are wrong by design; time only)');
+    for (const ablate of [undefined, 'softmax', 'loads'] as const) {
+      const m = await measure(ctx, head, 'flash-matrix', REPS, undefined, true, ablate);
+      console.log(`  ${(ablate ? `without ${ablate}` : 'full kernel').padEnd(18)} ${typeof m === 'string' ? m : `${m.tflops.toFixed(2)} TFLOP/s ${m.ms.toFixed(3)} ms`}`);
     }
   }
   // Flash-decoding: one query row per head against a long KV cache.

@@ -30,6 +30,8 @@ export interface RunOptions {
   path: WebGpuPath;
   /** Preferred flash tile (falls back to the largest that fits when it does not). */
   tile?: Partial<FlashTile>;
+  /** Benchmark-only profiling of the subgroup-matrix kernel (see MatrixKernelConfig.ablate). */
+  ablate?: 'softmax' | 'loads';
 }
 
 const GiB = 1024 ** 3;
@@ -169,7 +171,7 @@ export class AttentionRun {
         workgroups: [Math.ceil(p.nq / cfg.bm), bh, 1],
       });
     } else if (this.path === 'flash-matrix') {
-      let cfg: MatrixKernelConfig = chooseMatrixTile(this.ctx, p.d, p.dv);
+      let cfg: MatrixKernelConfig = { ...chooseMatrixTile(this.ctx, p.d, p.dv), ablate: opts.ablate };
       let pipe: GPUComputePipeline;
       let note = '';
       try {
@@ -177,12 +179,12 @@ export class AttentionRun {
       } catch (e) {
         if (!cfg.subgroupId) throw e;
         // The compiler rejected subgroup_id: one subgroup per workgroup needs no subgroup ids.
-        cfg = chooseMatrixTile(this.ctx, p.d, p.dv, false);
+        cfg = { ...chooseMatrixTile(this.ctx, p.d, p.dv, false), ablate: opts.ablate };
         pipe = await pipeline(device, matrixKernelWgsl(cfg));
         note = ' (subgroup_id rejected by the compiler, so one subgroup per workgroup)';
       }
       const L = matrixLayout(cfg);
-      this.config = `${cfg.m}×${cfg.n}×${cfg.k} f16 subgroup matrices, BM=${L.bm} BN=${cfg.bn}, ${cfg.warps} subgroups of ${cfg.sg}, ${L.bytes} B workgroup memory${note}`;
+      this.config = `${cfg.ablate ? `ABLATED (${cfg.ablate}) ` : ''}${cfg.m}×${cfg.n}×${cfg.k} f16 subgroup matrices, BM=${L.bm} BN=${cfg.bn}, ${cfg.warps} subgroups of ${cfg.sg}, ${L.bytes} B workgroup memory${note}`;
       const params = this.uniform(packParams(p));
       this.dispatches.push({
         name: 'flash forward (subgroup matrix)',

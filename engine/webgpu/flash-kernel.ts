@@ -85,14 +85,68 @@ export function flashKernelWgsl(c: FlashKernelConfig): string {
   const BN4 = c.bn / 4;
   const DV4 = L.dvp / 4;
   const RO4 = L.dvp / (4 * L.tx); // vec4 groups of O columns per thread
+  // Head dims that are multiples of 4 read Q/K (and V) from global memory 4 elements per
+  // load: a quarter of the index arithmetic and load instructions of the scalar staging.
+  const vq = c.d % 4 === 0 && c.dk % 4 === 0;
+  const vv = c.dv % 4 === 0;
+  const VQ = vq ? `vec4<${E}>` : E;
+  const VV = vv ? `vec4<${E}>` : E;
+  const stageQK = vq
+    ? `
+      for (var idx = lid; idx < BM * DK / 4u; idx += NT) {
+        let r = idx / (DK / 4u); let kk = (idx % (DK / 4u)) * 4u;
+        let row = row0 + r; let col = k0 + kk;
+        var x = vec4<${E}>(0.0);
+        if (row < params.nq && col < D) { x = q[(qbase + row * D + col) / 4u]; }
+        for (var t = 0u; t < 4u; t++) { stage[((kk + t) * BM + r) / 4u][r % 4u] = x[t]; }
+      }
+      for (var idx = lid; idx < BN * DK / 4u; idx += NT) {
+        let r = idx / (DK / 4u); let kk = (idx % (DK / 4u)) * 4u;
+        let key = j0 + r; let col = k0 + kk;
+        var x = vec4<${E}>(0.0);
+        if (key < params.nk && col < D) { x = k[(kbase + key * D + col) / 4u]; }
+        for (var t = 0u; t < 4u; t++) { stage[(DK * BM + (kk + t) * BN + r) / 4u][r % 4u] = x[t]; }
+      }`
+    : `
+      for (var idx = lid; idx < BM * DK; idx += NT) {
+        let r = idx / DK; let kk = idx % DK;
+        let row = row0 + r; let col = k0 + kk;
+        var x = ${E}(0.0);
+        if (row < params.nq && col < D) { x = q[qbase + row * D + col]; }
+        stage[(kk * BM + r) / 4u][r % 4u] = x;
+      }
+      for (var idx = lid; idx < BN * DK; idx += NT) {
+        let r = idx / DK; let kk = idx % DK;
+        let key = j0 + r; let col = k0 + kk;
+        var x = ${E}(0.0);
+        if (key < params.nk && col < D) { x = k[kbase + key * D + col]; }
+        stage[(DK * BM + kk * BN + r) / 4u][r % 4u] = x;
+      }`;
+  const stageV = vv
+    ? `
+      for (var idx = lid; idx < JC * ${DV4}u; idx += NT) {
+        let r = idx / ${DV4}u; let col = (idx % ${DV4}u) * 4u;
+        let key = j0 + jc + r;
+        var x = vec4<${E}>(0.0);
+        if (key < params.nk && col < DV) { x = v[(vbase + key * DV + col) / 4u]; }
+        stage[idx] = x;
+      }`
+    : `
+      for (var idx = lid; idx < JC * ${DV4}u * 4u; idx += NT) {
+        let r = idx / (${DV4}u * 4u); let col = idx % (${DV4}u * 4u);
+        let key = j0 + jc + r;
+        var x = ${E}(0.0);
+        if (key < params.nk && col < DV) { x = v[vbase + key * DV + col]; }
+        stage[(r * ${DV4}u * 4u + col) / 4u][col % 4u] = x;
+      }`;
   return /* wgsl */ `
 ${E === 'f16' ? 'enable f16;' : ''}
 ${c.subgroup > 0 ? 'enable subgroups;' : ''}
 ${PARAMS_WGSL}
 @group(0) @binding(0) var<uniform> params: Params;
-@group(0) @binding(1) var<storage, read> q: array<${E}>;
-@group(0) @binding(2) var<storage, read> k: array<${E}>;
-@group(0) @binding(3) var<storage, read> v: array<${E}>;
+@group(0) @binding(1) var<storage, read> q: array<${VQ}>;
+@group(0) @binding(2) var<storage, read> k: array<${VQ}>;
+@group(0) @binding(3) var<storage, read> v: array<${VV}>;
 @group(0) @binding(4) var<storage, read_write> o: array<f32>;
 @group(0) @binding(5) var<storage, read_write> lse: array<f32>;
 @group(0) @binding(6) var<storage, read> aux: array<f32>;
@@ -136,20 +190,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     var s = array<vec4<f32>, 4>(vec4<f32>(0.0), vec4<f32>(0.0), vec4<f32>(0.0), vec4<f32>(0.0));
     for (var k0 = 0u; k0 < DP; k0 += DK) {
       workgroupBarrier();
-      for (var idx = lid; idx < BM * DK; idx += NT) {
-        let r = idx / DK; let kk = idx % DK;
-        let row = row0 + r; let col = k0 + kk;
-        var x = ${E}(0.0);
-        if (row < params.nq && col < D) { x = q[qbase + row * D + col]; }
-        stage[(kk * BM + r) / 4u][r % 4u] = x;
-      }
-      for (var idx = lid; idx < BN * DK; idx += NT) {
-        let r = idx / DK; let kk = idx % DK;
-        let key = j0 + r; let col = k0 + kk;
-        var x = ${E}(0.0);
-        if (key < params.nk && col < D) { x = k[kbase + key * D + col]; }
-        stage[(DK * BM + kk * BN + r) / 4u][r % 4u] = x;
-      }
+${stageQK}
       workgroupBarrier();
       for (var kk = 0u; kk < DK; kk++) {
         let a = vec4<f32>(stage[kk * ${BM4}u + ty]);
@@ -186,13 +227,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     // ---- O += P V, JC keys at a time ----
     for (var jc = 0u; jc < BN; jc += JC) {
       workgroupBarrier();
-      for (var idx = lid; idx < JC * ${DV4}u * 4u; idx += NT) {
-        let r = idx / (${DV4}u * 4u); let col = idx % (${DV4}u * 4u);
-        let key = j0 + jc + r;
-        var x = ${E}(0.0);
-        if (key < params.nk && col < DV) { x = v[vbase + key * DV + col]; }
-        stage[(r * ${DV4}u * 4u + col) / 4u][col % 4u] = x;
-      }
+${stageV}
       workgroupBarrier();
       for (var jj = 0u; jj < JC; jj++) {
         let pv = vec4<f32>(pt[(jc + jj) * ${BM4}u + ty]);

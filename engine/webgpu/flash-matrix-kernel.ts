@@ -34,6 +34,12 @@ export interface MatrixKernelConfig {
    * offsets, and only subgroup_id is subgroup-uniform; lid / sg is not, to the analysis.
    */
   subgroupId: boolean;
+  /**
+   * Benchmark-only ablations for profiling (the result is wrong with either): 'softmax'
+   * replaces the scalar online softmax by a plain copy S → P; 'loads' stages K/V from global
+   * memory for the first tile only. The time they save is the time those phases cost.
+   */
+  ablate?: 'softmax' | 'loads';
   bn: number;
   d: number;
   dv: number;
@@ -68,6 +74,32 @@ export function chooseMatrixTile(
   throw new Error(`no subgroup-matrix tile fits this adapter's limits for d=${d}, dv=${dv}`);
 }
 
+/** Stages BN rows of a K or V tile into workgroup memory (4 elements per load when the head dim allows). */
+function stage(src: string, dst: string, n: string, np: string, base: string, vec: boolean): string {
+  return vec
+    ? `    for (var idx = lid; idx < BN * ${np} / 4u; idx += NT) {
+      let r = idx / (${np} / 4u); let col = (idx % (${np} / 4u)) * 4u;
+      var x = vec4<f16>(0.0);
+      if (j0 + r < params.nk && col < ${n}) { x = ${src}[(${base} + (j0 + r) * ${n} + col) / 4u]; }
+      for (var t = 0u; t < 4u; t++) { ${dst}[r * ${np} + col + t] = x[t]; }
+    }`
+    : `    for (var idx = lid; idx < BN * ${np}; idx += NT) {
+      let r = idx / ${np}; let col = idx % ${np};
+      var x = f16(0.0);
+      if (j0 + r < params.nk && col < ${n}) { x = ${src}[${base} + (j0 + r) * ${n} + col]; }
+      ${dst}[idx] = x;
+    }`;
+}
+
+// Ablation: P = S as f16, no masks, no max, no rescale (timing only).
+const ABLATED_SOFTMAX = /* wgsl */ `
+    for (var c = 0u; c < SCOLS; c++) {
+      let col = part * SCOLS + c;
+      ps[srow * BN + col] = f16(ss[srow * BN + col]);
+    }
+    l += 1.0;
+`;
+
 export function matrixKernelWgsl(c: MatrixKernelConfig): string {
   const L = matrixLayout(c);
   const { m: M, n: N, k: K, bn: BN } = c;
@@ -83,8 +115,8 @@ ${c.subgroupId ? 'requires subgroup_id, subgroup_uniformity;' : ''}
 ${PARAMS_WGSL}
 @group(0) @binding(0) var<uniform> params: Params;
 @group(0) @binding(1) var<storage, read> q: array<f16>;
-@group(0) @binding(2) var<storage, read> k: array<f16>;
-@group(0) @binding(3) var<storage, read> v: array<f16>;
+@group(0) @binding(2) var<storage, read> k: array<${c.d % 4 === 0 ? 'vec4<f16>' : 'f16'}>;
+@group(0) @binding(3) var<storage, read> v: array<${c.dv % 4 === 0 ? 'vec4<f16>' : 'f16'}>;
 @group(0) @binding(4) var<storage, read_write> o: array<f32>;
 @group(0) @binding(5) var<storage, read_write> lse: array<f32>;
 @group(0) @binding(6) var<storage, read> aux: array<f32>;
@@ -135,18 +167,10 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   let kr = block_key_range(row0, min(row0 + BM, params.nq));
   for (var j0 = (kr.x / BN) * BN; j0 < kr.y; j0 += BN) {
     workgroupBarrier();
-    for (var idx = lid; idx < BN * DP; idx += NT) {
-      let r = idx / DP; let col = idx % DP;
-      var x = f16(0.0);
-      if (j0 + r < params.nk && col < D) { x = k[kbase + (j0 + r) * D + col]; }
-      ks[idx] = x;
-    }
-    for (var idx = lid; idx < BN * DVP; idx += NT) {
-      let r = idx / DVP; let col = idx % DVP;
-      var x = f16(0.0);
-      if (j0 + r < params.nk && col < DV) { x = v[vbase + (j0 + r) * DV + col]; }
-      vs[idx] = x;
-    }
+    ${c.ablate === 'loads' ? 'if (j0 == (kr.x / BN) * BN) {' : ''}
+${stage('k', 'ks', 'D', 'DP', 'kbase', c.d % 4 === 0)}
+${stage('v', 'vs', 'DV', 'DVP', 'vbase', c.dv % 4 === 0)}
+    ${c.ablate === 'loads' ? '}' : ''}
     workgroupBarrier();
     // S block of this subgroup: M rows × BN keys.
     for (var nb = 0u; nb < BN; nb += ${N}u) {
@@ -159,7 +183,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
       subgroupMatrixStore(&ss, warp * ${M}u * BN + nb, acc, false, BN);
     }
     workgroupBarrier();
-    // Online softmax on plain lanes.
+${c.ablate === 'softmax' ? ABLATED_SOFTMAX : `    // Online softmax on plain lanes.
     var mx = NEG_INF;
     for (var c = 0u; c < SCOLS; c++) {
       let col = part * SCOLS + c;
@@ -181,8 +205,11 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     }
     l = l * alpha + sum;
     m = mn;
-    for (var c = 0u; c < OCOLS; c++) { os[srow * DVP + part * OCOLS + c] *= alpha; }
-    workgroupBarrier();
+    // Rows whose max did not move need no rescale (alpha == 1): after the first tiles, most.
+    if (alpha != 1.0) {
+      for (var c = 0u; c < OCOLS; c++) { os[srow * DVP + part * OCOLS + c] *= alpha; }
+    }
+`}    workgroupBarrier();
     // O block += P V.
     for (var cb = 0u; cb < DVP; cb += ${N}u) {
       var acc = subgroupMatrixLoad<${result}>(&os, warp * ${M}u * DVP + cb, false, DVP);

@@ -20,6 +20,7 @@ export const KERNEL_VARIANTS: { name: string; problem: AttentionProblem }[] = [
   { name: 'GQA', problem: { ...base, hq: 4, hk: 2 } },
   { name: 'MQA', problem: { ...base, hq: 4, hk: 1 } },
   { name: 'dv≠d', problem: { ...base, d: 40, dv: 16 } },
+  { name: 'odd head dims', problem: { ...base, d: 21, dv: 13 } }, // the scalar (non-vec4) loads
   { name: 'many K/V tiles', problem: { ...base, batch: 1, hq: 2, hk: 2, nq: 33, nk: 300 } },
   { name: 'decode Nq=1', problem: { ...base, nq: 1, nk: 333 } },
 ];

@@ -1,6 +1,7 @@
 import { lazy, Suspense, useEffect } from 'react';
 import { DebuggerPane } from './pane/DebuggerPane.tsx';
 import { useApp } from './store/store.ts';
+import { LessonsNav, WithLessons } from './lessons/LessonsEntry.tsx';
 
 const WebGpuPanel = lazy(() => import('./webgpu/WebGpuPanel.tsx'));
 
@@ -18,14 +19,17 @@ export function App() {
           Flash<span>Scope</span>
         </h1>
         <span className="tagline">step through tiled attention, one phase at a time</span>
+        <LessonsNav />
         <button className="theme" onClick={() => setTheme(other)} aria-label={`Switch to ${other} theme`}>
           {theme === 'dark' ? '☀' : '☾'}
         </button>
       </header>
-      <DebuggerPane pane="main" />
-      <Suspense fallback={null}>
-        <WebGpuPanel />
-      </Suspense>
+      <WithLessons>
+        <DebuggerPane pane="main" />
+        <Suspense fallback={null}>
+          <WebGpuPanel />
+        </Suspense>
+      </WithLessons>
     </div>
   );
 }

@@ -115,45 +115,45 @@ test('problem panel: bad input keeps the run, large problems get a suggestion an
   const { s } = await engineSession();
   await openApp(page);
   await page.getByRole('button', { name: 'Step forward', exact: true }).click();
-  await page.getByLabel('Nq').fill('6x');
+  await page.getByRole('region', { name: 'Problem', exact: true }).getByLabel('Nq').fill('6x');
   await page.getByRole('button', { name: 'Load problem' }).click();
   await expect(page.getByRole('alert')).toContainText('nq: must be a whole number');
   await expect(counter(page)).toHaveText(`Step 2 of ${s.events().length}`);
-  await expect(page.getByLabel('Nq')).toHaveValue('6x');
+  await expect(page.getByRole('region', { name: 'Problem', exact: true }).getByLabel('Nq')).toHaveValue('6x');
 
-  await page.getByLabel('Hk').fill('3');
-  await page.getByLabel('Nq').fill('64');
+  await page.getByRole('region', { name: 'Problem', exact: true }).getByLabel('Hk').fill('3');
+  await page.getByRole('region', { name: 'Problem', exact: true }).getByLabel('Nq').fill('64');
   await page.getByRole('button', { name: 'Load problem' }).click();
   await expect(page.getByRole('alert')).toContainText('hk: query heads (1) must be a multiple of key/value heads (3)');
-  await page.getByLabel('Hk').fill('1');
+  await page.getByRole('region', { name: 'Problem', exact: true }).getByLabel('Hk').fill('1');
 
-  await page.getByLabel('Nq').fill('8192');
-  await page.getByLabel('Nk', { exact: true }).fill('8192');
+  await page.getByRole('region', { name: 'Problem', exact: true }).getByLabel('Nq').fill('8192');
+  await page.getByRole('region', { name: 'Problem', exact: true }).getByLabel('Nk', { exact: true }).fill('8192');
   await page.getByRole('button', { name: 'Load problem' }).click();
   await expect(page.getByText('too large to step through')).toBeVisible();
   await expect(page.getByText('WebGPU backend')).toBeVisible();
   await expect(counter(page)).toHaveText(`Step 2 of ${s.events().length}`);
 
   // A counters-only run of a mid-size problem (fast enough for a test), then cancel a big one.
-  await page.getByLabel('Nq').fill('256');
-  await page.getByLabel('Nk', { exact: true }).fill('256');
+  await page.getByRole('region', { name: 'Problem', exact: true }).getByLabel('Nq').fill('256');
+  await page.getByRole('region', { name: 'Problem', exact: true }).getByLabel('Nk', { exact: true }).fill('256');
   await page.getByRole('button', { name: 'Run counters only' }).click();
   await expect(page.getByLabel('Counters-only result')).toContainText('finished in');
   await expect(page.getByLabel('Counters-only result')).toContainText('row rescales');
 
   // A long load reports progress and can be cancelled; the loaded run stays.
-  await page.getByLabel('Nq').fill('1024');
-  await page.getByLabel('Nk', { exact: true }).fill('1024');
+  await page.getByRole('region', { name: 'Problem', exact: true }).getByLabel('Nq').fill('1024');
+  await page.getByRole('region', { name: 'Problem', exact: true }).getByLabel('Nk', { exact: true }).fill('1024');
   await page.getByRole('button', { name: 'Load problem' }).click();
   await expect(page.getByRole('progressbar', { name: 'Progress' })).toBeVisible();
-  await page.getByRole('button', { name: 'Cancel' }).click();
+  await page.getByRole('region', { name: 'Problem', exact: true }).getByRole('button', { name: 'Cancel' }).click();
   await expect(page.getByText('Loading cancelled; the previous run is still loaded.')).toBeVisible();
   await expect(counter(page)).toHaveText(`Step 2 of ${s.events().length}`);
 
   // A causal problem loads with masked cells and a new total.
-  await page.getByLabel('Nq').fill('48');
-  await page.getByLabel('Nk', { exact: true }).fill('48');
-  await page.getByLabel('Causal').check();
+  await page.getByRole('region', { name: 'Problem', exact: true }).getByLabel('Nq').fill('48');
+  await page.getByRole('region', { name: 'Problem', exact: true }).getByLabel('Nk', { exact: true }).fill('48');
+  await page.getByRole('region', { name: 'Problem', exact: true }).getByLabel('Causal').check();
   await page.getByRole('button', { name: 'Load problem' }).click();
   const causal = await engineSession({ nq: '48', nk: '48', causal: true });
   await expect(counter(page)).toHaveText(`Step 1 of ${causal.s.events().length}`);
@@ -234,7 +234,7 @@ test('FA1 shows its HBM-resident m and l; standard attention steps through its t
   const fa1 = await engineSession({ algorithm: 'fa1' });
   const ev = fa1.s.events();
   await openApp(page);
-  await page.getByLabel('Algorithm').selectOption('fa1');
+  await page.getByRole('region', { name: 'Problem', exact: true }).getByLabel('Algorithm').selectOption('fa1');
   await page.getByRole('button', { name: 'Load problem' }).click();
   await expect(counter(page)).toHaveText(`Step 1 of ${ev.length}`);
   await expect(page.getByRole('region', { name: 'HBM-resident m and l' })).toBeVisible();
@@ -247,7 +247,7 @@ test('FA1 shows its HBM-resident m and l; standard attention steps through its t
   await page.screenshot({ path: 'test-results/fa1.png' });
 
   const std = await engineSession({ algorithm: 'standard' });
-  await page.getByLabel('Algorithm').selectOption('standard');
+  await page.getByRole('region', { name: 'Problem', exact: true }).getByLabel('Algorithm').selectOption('standard');
   await page.getByRole('button', { name: 'Load problem' }).click();
   await expect(counter(page)).toHaveText(`Step 1 of ${std.s.events().length}`);
   await expect(page.getByRole('region', { name: 'HBM-resident m and l' })).toHaveCount(0);
@@ -264,7 +264,7 @@ test('every registered algorithm loads, steps to its end and back without errors
   for (const algo of ALGORITHMS) {
     const { s } = await engineSession({ algorithm: algo.id });
     const total = s.events().length;
-    await page.getByLabel('Algorithm').selectOption(algo.id);
+    await page.getByRole('region', { name: 'Problem', exact: true }).getByLabel('Algorithm').selectOption(algo.id);
     await page.getByRole('button', { name: 'Load problem' }).click();
     await expect(counter(page), algo.id).toHaveText(`Step 1 of ${total}`);
     await page.getByRole('button', { name: 'End' }).click();
@@ -283,7 +283,7 @@ test('loading another seed shows the new inputs', async ({ page }) => {
   const { req } = await engineSession();
   const first = randomInputs(req.problem, { seed: 1 }).q[0];
   await expect(page.getByRole('tooltip')).toContainText(`Q[0, 0] = ${Number(first.toPrecision(6))}`);
-  await page.getByLabel('seed').fill('2');
+  await page.getByRole('region', { name: 'Problem', exact: true }).getByLabel('seed').fill('2');
   await page.getByRole('button', { name: 'Load problem' }).click();
   const second = randomInputs(req.problem, { seed: 2 }).q[0];
   await q.hover({ position: { x: 2, y: 1 } });
@@ -297,7 +297,7 @@ test('an attention sink loads and the final l includes it', async ({ page }) => 
   const norm = ev.findIndex((e) => e.kind === 'normalize') as number;
   const e = ev[norm] as Extract<TraceEvent, { kind: 'normalize' }>;
   await openApp(page);
-  await page.getByLabel('sink').fill('1.5');
+  await page.getByRole('region', { name: 'Problem', exact: true }).getByLabel('sink').fill('1.5');
   await page.getByRole('button', { name: 'Load problem' }).click();
   await expect(counter(page)).toHaveText(`Step 1 of ${ev.length}`);
   await page.getByLabel('Scrubber').fill(String(norm));

@@ -16,8 +16,8 @@ for (const algorithm of ['fa3', 'fa4', 'fmha-v2', 'cute-fa2', 'flash-decoding'])
     const { s } = await engineSession(form);
     const ev = s.events();
     await openApp(page);
-    await page.getByLabel('Algorithm').selectOption(algorithm);
-    await page.getByLabel('Causal').check();
+    await page.getByRole('region', { name: 'Problem', exact: true }).getByLabel('Algorithm').selectOption(algorithm);
+    await page.getByRole('region', { name: 'Problem', exact: true }).getByLabel('Causal').check();
     await page.getByRole('button', { name: 'Load problem' }).click();
     await expect(counter(page)).toHaveText(`Step 1 of ${ev.length}`, { timeout: 20_000 });
     // Walk to the first qk step and check the pane names this algorithm's line.

@@ -1,0 +1,150 @@
+// The warp-role timeline of the SM running the current step, with the kernel's switches
+// (re-run in the worker), the GPU, per-unit utilization of the visible window and export.
+
+import { useEffect, useRef, useState } from 'react';
+import type { HwFeatures } from '../../engine/hw/model.ts';
+import type { HwExportFormat } from '../../engine/hw/api.ts';
+import { stepForClick } from '../../engine/hw/step-map.ts';
+import { messageOf } from '../pane/controller.ts';
+import { usePane } from '../pane/context.ts';
+import { useApp } from '../store/store.ts';
+import { defaultGpu, gpusFor } from './gpus.ts';
+import { hwState, useHw, useHwPane } from './hw-store.ts';
+import { HwStatus, cursorOf } from './HwStatus.tsx';
+import { UNIT_FAMILIES } from './palette.ts';
+import { TimelineChart } from './timeline-chart.ts';
+import { useHardwareSync } from './useHardware.ts';
+
+const SWITCHES: { key: keyof HwFeatures; label: string; title: string }[] = [
+  { key: 'pingpong', label: 'ping-pong', title: 'FA3: the two consumer warpgroups take turns on the tensor cores (named barriers), so one softmax hides under the other\'s GEMMs' },
+  { key: 'intraOverlap', label: 'intra-warpgroup overlap', title: 'FA3: issue the next S = QKᵀ before O += PV, so the softmax runs under the second GEMM' },
+  { key: 'lazyRescale', label: 'lazy rescale', title: 'FA4: the correction warps rescale O only when a row max grew by more than 2^8' },
+  { key: 'exp2Emulation', label: 'exp2 emulation', title: 'FA4: part of the exponentials on the FMA pipes with a cubic polynomial (d ≤ 128, unmasked blocks)' },
+];
+
+function download(name: string, mime: string, text: string): void {
+  const url = URL.createObjectURL(new Blob([text], { type: mime }));
+  const a = document.createElement('a');
+  a.href = url;
+  a.download = name;
+  document.body.append(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 1000);
+}
+
+export function TimelineView() {
+  useHardwareSync();
+  const { pane, ctl } = usePane();
+  const algorithm = useApp((s) => s.playback[pane].summary?.algorithm ?? '');
+  const step = useApp((s) => s.playback[pane].frame?.step ?? 0);
+  const view = useHwPane(pane, (s) => s.view);
+  const gpuChoice = useHwPane(pane, (s) => s.gpu[algorithm]);
+  const features = useHwPane(pane, (s) => s.features[algorithm]);
+  const host = useRef<HTMLDivElement>(null);
+  const chart = useRef<TimelineChart | null>(null);
+  const [util, setUtil] = useState<Record<string, number>>({});
+  const [follow, setFollow] = useState(true);
+  const [exportError, setExportError] = useState<string | undefined>();
+  const gpu = gpuChoice ?? defaultGpu(algorithm);
+
+  useEffect(() => {
+    const c = new TimelineChart(host.current!, {
+      onSeek: (op, cycle) => {
+        const v = hwState(pane).view;
+        if (v) void ctl.seek(stepForClick(v.map, op, cycle));
+      },
+      onWindow: (window, u) => {
+        useHw.getState().patch(pane, { window });
+        setUtil(u);
+      },
+    });
+    chart.current = c;
+    return () => {
+      c.destroy();
+      chart.current = null;
+    };
+  }, [pane, ctl]);
+  useEffect(() => {
+    if (view) chart.current?.setData(view, hwState(pane).window);
+  }, [view, pane]);
+  useEffect(() => {
+    if (chart.current) chart.current.follow = follow;
+  }, [follow]);
+  useEffect(() => {
+    if (!view) return;
+    const c = cursorOf(view, step);
+    chart.current?.setCursor(c.cycle, c.how === 'before' ? -1 : c.op);
+  }, [view, step]);
+
+  const setFeature = (key: keyof HwFeatures, on: boolean) => {
+    const cur = hwState(pane).features;
+    useHw.getState().patch(pane, { features: { ...cur, [algorithm]: { ...(cur[algorithm] ?? {}), [key]: on } } });
+  };
+  const exportAs = async (f: HwExportFormat) => {
+    try {
+      setExportError(undefined);
+      const x = await ctl.worker.hwExport(f);
+      download(x.filename, x.mime, x.text);
+    } catch (e) {
+      setExportError(messageOf(e));
+    }
+  };
+  const switches = SWITCHES.filter((s) => view?.featureKeys.includes(s.key));
+  return (
+    <section className="view hw-timeline" aria-label="Warp-role timeline">
+      <h3>Warp-role timeline</h3>
+      <div className="hw-controls">
+        <label>
+          GPU{' '}
+          <select
+            aria-label="GPU"
+            value={gpu}
+            onChange={(e) => useHw.getState().patch(pane, { gpu: { ...hwState(pane).gpu, [algorithm]: e.target.value } })}
+          >
+            {algorithm &&
+              gpusFor(algorithm).map((g) => (
+                <option key={g.id} value={g.id}>
+                  {g.name}
+                </option>
+              ))}
+          </select>
+        </label>
+        {switches.map((s) => (
+          <label key={s.key} title={s.title}>
+            <input type="checkbox" aria-label={s.label} checked={Boolean(features?.[s.key] ?? view?.features[s.key])} onChange={(e) => setFeature(s.key, e.target.checked)} /> {s.label}
+          </label>
+        ))}
+        <label title="Keep the cursor in view while stepping">
+          <input type="checkbox" aria-label="Follow cursor" checked={follow} onChange={(e) => setFollow(e.target.checked)} /> follow
+        </label>
+        <button onClick={() => chart.current?.fit()}>Fit</button>
+        <button onClick={() => void exportAs('chrome')} disabled={!view}>
+          Export Chrome trace
+        </button>
+        <button onClick={() => void exportAs('jsonl')} disabled={!view}>
+          Export JSONL
+        </button>
+      </div>
+      {exportError && (
+        <p className="error" role="alert">
+          Export failed: {exportError}
+        </p>
+      )}
+      <HwStatus />
+      <div ref={host} className="tl-host" />
+      <div className="hw-legend">
+        {UNIT_FAMILIES.map((f) => (
+          <span key={f.id} className="hw-legend-item" data-testid="util" data-family={f.id} data-value={util[f.id] ?? ''}>
+            <i style={{ background: f.colour }} /> {f.label}
+            {f.id !== 'sync' && util[f.id] !== undefined && <b> {(util[f.id] * 100).toFixed(0)}%</b>}
+          </span>
+        ))}
+      </div>
+      <p className="dim">
+        Percentages: share of the visible window in which the unit had an op in flight (averaged over sub-partitions). Lower bars are async work from issue to completion; thin
+        grey bars are barrier waits; hover an op for the ops it waited on, click it to move the debugger to its step.
+      </p>
+    </section>
+  );
+}

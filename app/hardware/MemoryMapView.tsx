@@ -3,7 +3,7 @@
 // The position is the cursor cycle of the step-map (engine/hw/step-map.ts).
 
 import { scaleLinear } from 'd3';
-import { useMemo } from 'react';
+import { useLayoutEffect, useMemo } from 'react';
 import { liveAt, type HwView, type MemInterval } from '../../engine/hw/step-map.ts';
 import { usePane } from '../pane/context.ts';
 import { useApp } from '../store/store.ts';
@@ -165,6 +165,12 @@ function Registers({ view, live }: { view: HwView; live: MemInterval[] }) {
 }
 
 export function MemoryMapView() {
+  // From this render to its layout effect: the memory map's main-thread cost per step
+  // (User Timing, read by bench:hwviews).
+  const t0 = performance.now();
+  useLayoutEffect(() => {
+    performance.measure('flashscope:memory-map', { start: t0, end: performance.now() });
+  });
   useHardwareSync();
   const { pane } = usePane();
   const view = useHwPane(pane, (s) => s.view);

@@ -4,7 +4,9 @@
 // a d3 brush on the overview strip selects a window, hovering an op draws arrows from the
 // ops whose completion released it, a click seeks the debugger to that op's step.
 // Two layers: the ops (redrawn only when the window or the data change) and an overlay
-// with the cursor and hover (redrawn on every debugger step, cheaply).
+// with the cursor and hover (redrawn on every debugger step, cheaply). Each piece of work
+// is recorded as a User Timing measure ("flashscope:timeline-…") for profiling and for
+// bench:hwviews.
 
 import { brushX, scaleLinear, select, zoom, zoomIdentity, type BrushBehavior, type ScaleLinear, type ZoomBehavior, type ZoomTransform } from 'd3';
 import type { HwView } from '../../engine/hw/step-map.ts';
@@ -124,6 +126,7 @@ export class TimelineChart {
   }
 
   setData(view: HwView, keepWindow: [number, number] | undefined): void {
+    const t0 = performance.now();
     this.view = view;
     const t = view.timeline;
     const used = new Set<number>();
@@ -139,6 +142,7 @@ export class TimelineChart {
     if (keepWindow) this.showWindow(keepWindow);
     else this.fit();
     this.drawOverview();
+    performance.measure('flashscope:timeline-data', { start: t0, end: performance.now() });
   }
 
   setCursor(cycle: number | null, op: number): void {
@@ -227,6 +231,12 @@ export class TimelineChart {
   }
 
   private drawBase(): void {
+    const t0 = performance.now();
+    this.paintBase();
+    performance.measure('flashscope:timeline-ops', { start: t0, end: performance.now() });
+  }
+
+  private paintBase(): void {
     const ctx = this.base.getContext('2d')!;
     ctx.clearRect(0, 0, this.width, this.height);
     const v = this.view;
@@ -322,7 +332,10 @@ export class TimelineChart {
     const v = this.view;
     if (!v) return;
     const [a, b] = this.x.domain();
-    this.cb.onWindow([a, b], utilizationIn(v, this.family, a, b));
+    const t0 = performance.now();
+    const u = utilizationIn(v, this.family, a, b);
+    performance.measure('flashscope:timeline-utilization', { start: t0, end: performance.now() });
+    this.cb.onWindow([a, b], u);
   }
 
   private hit(e: MouseEvent): { op: number; cycle: number } {
@@ -378,6 +391,12 @@ export class TimelineChart {
   }
 
   private drawOverlay(): void {
+    const t0 = performance.now();
+    this.paintOverlay();
+    performance.measure('flashscope:timeline-cursor', { start: t0, end: performance.now() });
+  }
+
+  private paintOverlay(): void {
     const ctx = this.over.getContext('2d')!;
     ctx.clearRect(0, 0, this.width, this.height);
     const v = this.view;

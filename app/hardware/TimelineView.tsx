@@ -71,6 +71,12 @@ export function TimelineView() {
   useEffect(() => {
     if (chart.current) chart.current.follow = follow;
   }, [follow]);
+  const theme = useApp((s) => s.layout.theme);
+  useEffect(() => {
+    // App.tsx sets the theme attribute in its own effect, which runs after this one.
+    const id = requestAnimationFrame(() => chart.current?.redraw());
+    return () => cancelAnimationFrame(id);
+  }, [theme]);
   useEffect(() => {
     if (!view) return;
     const c = cursorOf(view, step);

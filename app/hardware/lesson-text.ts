@@ -12,7 +12,16 @@ function inline(s: string): string {
     .replace(/`([^`]+)`/g, '<code>$1</code>');
 }
 
+/** Rendered texts: the step text changes on nearly every step, KaTeX is not free. */
+const cache = new Map<string, string>();
+
 export function lessonHtml(text: string): string {
+  let html = cache.get(text);
+  if (html === undefined) cache.set(text, (html = render(text)));
+  return html;
+}
+
+function render(text: string): string {
   return text
     .split(/\n\s*\n/)
     .map((para) => {

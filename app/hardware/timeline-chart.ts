@@ -43,6 +43,8 @@ export class TimelineChart {
   private cursorOp = -1;
   private hover = -1;
   private raf = 0;
+  /** Theme colours, read from CSS when the ops are drawn (never per step: getComputedStyle forces a style pass). */
+  private colours = { text: '#ccc', dim: '#888', border: '#333', hl: '#ffd400', err: '#f66' };
   private syncing = false;
   private ro: ResizeObserver;
   follow = true;
@@ -160,6 +162,12 @@ export class TimelineChart {
     this.drawOverlay();
   }
 
+  /** Draws everything again (after a theme change: colours come from CSS). */
+  redraw(): void {
+    this.drawOverview();
+    this.schedule();
+  }
+
   fit(): void {
     select(this.over).call(this.zoomer.transform, zoomIdentity);
   }
@@ -243,9 +251,9 @@ export class TimelineChart {
     if (!v) return;
     const t = v.timeline;
     const css = getComputedStyle(this.root);
-    const text = css.getPropertyValue('--text') || '#ccc';
-    const dim = css.getPropertyValue('--dim') || '#888';
-    const border = css.getPropertyValue('--border') || '#333';
+    const read = (name: string, fallback: string) => css.getPropertyValue(name).trim() || fallback;
+    this.colours = { text: read('--text', '#ccc'), dim: read('--dim', '#888'), border: read('--border', '#333'), hl: read('--hl', '#ffd400'), err: read('--err', '#f66') };
+    const { text, dim, border } = this.colours;
     this.lanes.forEach((r, l) => {
       if (l % 2) {
         ctx.fillStyle = border;
@@ -402,9 +410,7 @@ export class TimelineChart {
     const v = this.view;
     if (!v) return;
     const t = v.timeline;
-    const css = getComputedStyle(this.root);
-    const hl = css.getPropertyValue('--hl') || '#ffd400';
-    const err = css.getPropertyValue('--err') || '#f66';
+    const { hl, err } = this.colours;
     const outline = (i: number, colour: string) => {
       if (i < 0 || this.laneOf[t.role[i]] < 0) return;
       const a = this.x(t.start[i]);

@@ -24,7 +24,7 @@ import type { AttentionProblem } from '../problem.ts';
 import type { PhaseKind, TraceEvent } from '../trace/events.ts';
 import type { MemoryEvent, MemorySpace, ResourceSheet, RoleInfo, TimelineEvent } from './events.ts';
 import { gpuById } from './gpus/index.ts';
-import type { CtaWork, HwFeatures } from './model.ts';
+import { kvBlocksOf, type CtaWork, type HwFeatures } from './model.ts';
 import { hwAlgorithmById, resolveFeatures, shapeOf } from './registry.ts';
 import { FitError, loadBytesPerClk, runSm } from './simulate.ts';
 
@@ -426,7 +426,7 @@ export function smScheduleFor(req: HwViewRequest, events: readonly TraceEvent[])
   const geo = geometryOf(algo.id, resources);
   const grid = algo.grid(gpu, shape, f);
   const occ = Math.max(1, Math.min(resources.ctas_per_sm, Math.ceil(grid.length / gpu.smCount)));
-  const asCta = (w: CtaWork): SmCta => ({ b: w.b, h: w.h, qBlock: w.qBlock, split: w.split, rows: [w.qBlock * geo.ctaRows, Math.min(shape.nq, (w.qBlock + 1) * geo.ctaRows)], kvBlocks: w.kvBlocks });
+  const asCta = (w: CtaWork): SmCta => ({ b: w.b, h: w.h, qBlock: w.qBlock, split: w.split, rows: [w.qBlock * geo.ctaRows, Math.min(shape.nq, (w.qBlock + 1) * geo.ctaRows)], kvBlocks: kvBlocksOf(w) });
   const all = grid.map(asCta);
   // The CTA of the step, found the same way the step map finds it.
   const ev = events[Math.max(0, Math.min(events.length - 1, req.step))];
@@ -442,7 +442,7 @@ export function smScheduleFor(req: HwViewRequest, events: readonly TraceEvent[])
   const bw = loadBytesPerClk(gpu, algo, Math.min(gpu.smCount, Math.ceil(grid.length / occ)));
   const run = runSm(algo, gpu, shape, f, works, bw, true);
   const ctas = works.map(asCta);
-  const phases = classifyOps(algo.id, run.timeline, (c) => works[c]?.kvBlocks ?? []);
+  const phases = classifyOps(algo.id, run.timeline, (c) => (works[c] ? kvBlocksOf(works[c]) : []));
   const map = buildStepMap(events, run.timeline, phases, ctas, geo);
   const utilization: Record<string, number> = {};
   for (const [u, v] of Object.entries(run.unitBusy)) utilization[u] = run.cycles > 0 ? v / run.cycles : 0;

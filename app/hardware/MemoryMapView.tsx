@@ -11,6 +11,7 @@ import { useHwPane } from './hw-store.ts';
 import { HwStatus, useCursor } from './HwStatus.tsx';
 import { tensorColour } from './palette.ts';
 import { useHardwareSync } from './useHardware.ts';
+import { useFolded, ViewTitle } from './ViewTitle.tsx';
 
 const kb = (b: number) => `${Math.round((b / 1024) * 10) / 10} KB`;
 
@@ -170,6 +171,13 @@ export function MemoryMapView() {
   const view = useHwPane(pane, (s) => s.view);
   const step = useApp((s) => s.playback[pane].frame?.step ?? 0);
   const cursor = useCursor(view, step);
+  const folded = useFolded(pane, 'memory');
+  if (folded)
+    return (
+      <section className="view hw-memory" aria-label="Memory map">
+        <ViewTitle pane={pane} id="memory" title="Memory map" />
+      </section>
+    );
   // The strips are built here by plain calls (they hold no hooks), so the User Timing
   // measure below covers the memory map's own work for this step (read by bench:hwviews).
   const t0 = performance.now();
@@ -195,7 +203,7 @@ export function MemoryMapView() {
   performance.measure('flashscope:memory-map', { start: t0, end: performance.now() });
   return (
     <section className="view hw-memory" aria-label="Memory map">
-      <h3>Memory map</h3>
+      <ViewTitle pane={pane} id="memory" title="Memory map" />
       <HwStatus />
       {body}
     </section>

@@ -14,6 +14,7 @@ import { HwStatus, cursorOf } from './HwStatus.tsx';
 import { UNIT_FAMILIES } from './palette.ts';
 import { TimelineChart } from './timeline-chart.ts';
 import { useHardwareSync } from './useHardware.ts';
+import { useFolded, ViewTitle } from './ViewTitle.tsx';
 
 const SWITCHES: { key: keyof HwFeatures; label: string; title: string }[] = [
   { key: 'pingpong', label: 'ping-pong', title: 'FA3: the two consumer warpgroups take turns on the tensor cores (named barriers), so one softmax hides under the other\'s GEMMs' },
@@ -47,6 +48,7 @@ export function TimelineView() {
   const [follow, setFollow] = useState(true);
   const [exportError, setExportError] = useState<string | undefined>();
   const gpu = gpuChoice ?? defaultGpu(algorithm);
+  const folded = useFolded(pane, 'timeline');
 
   useEffect(() => {
     const c = new TimelineChart(host.current!, {
@@ -66,8 +68,8 @@ export function TimelineView() {
     };
   }, [pane, ctl]);
   useEffect(() => {
-    if (view) chart.current?.setData(view, hwState(pane).window);
-  }, [view, pane]);
+    if (view && !folded) chart.current?.setData(view, hwState(pane).window);
+  }, [view, pane, folded]);
   useEffect(() => {
     if (chart.current) chart.current.follow = follow;
   }, [follow]);
@@ -78,10 +80,10 @@ export function TimelineView() {
     return () => cancelAnimationFrame(id);
   }, [theme]);
   useEffect(() => {
-    if (!view) return;
+    if (!view || folded) return;
     const c = cursorOf(view, step);
     chart.current?.setCursor(c.cycle, c.how === 'before' ? -1 : c.op);
-  }, [view, step]);
+  }, [view, step, folded]);
 
   const setFeature = (key: keyof HwFeatures, on: boolean) => {
     const cur = hwState(pane).features;
@@ -99,58 +101,70 @@ export function TimelineView() {
   const switches = SWITCHES.filter((s) => view?.featureKeys.includes(s.key));
   return (
     <section className="view hw-timeline" aria-label="Warp-role timeline">
-      <h3>Warp-role timeline</h3>
-      <div className="hw-controls">
-        <label>
-          GPU{' '}
-          <select
-            aria-label="GPU"
-            value={gpu}
-            onChange={(e) => useHw.getState().patch(pane, { gpu: { ...hwState(pane).gpu, [algorithm]: e.target.value } })}
-          >
-            {algorithm &&
-              gpusFor(algorithm).map((g) => (
-                <option key={g.id} value={g.id}>
-                  {g.name}
-                </option>
-              ))}
-          </select>
-        </label>
-        {switches.map((s) => (
-          <label key={s.key} title={s.title}>
-            <input type="checkbox" aria-label={s.label} checked={Boolean(features?.[s.key] ?? view?.features[s.key])} onChange={(e) => setFeature(s.key, e.target.checked)} /> {s.label}
+      <ViewTitle pane={pane} id="timeline" title="Warp-role timeline" />
+      <div hidden={folded}>
+        <div className="hw-controls">
+          <label>
+            GPU{' '}
+            <select
+              aria-label="GPU"
+              value={gpu}
+              onChange={(e) => useHw.getState().patch(pane, { gpu: { ...hwState(pane).gpu, [algorithm]: e.target.value } })}
+            >
+              {algorithm &&
+                gpusFor(algorithm).map((g) => (
+                  <option key={g.id} value={g.id}>
+                    {g.name}
+                  </option>
+                ))}
+            </select>
           </label>
-        ))}
-        <label title="Keep the cursor in view while stepping">
-          <input type="checkbox" aria-label="Follow cursor" checked={follow} onChange={(e) => setFollow(e.target.checked)} /> follow
-        </label>
-        <button onClick={() => chart.current?.fit()}>Fit</button>
-        <button onClick={() => void exportAs('chrome')} disabled={!view}>
-          Export Chrome trace
-        </button>
-        <button onClick={() => void exportAs('jsonl')} disabled={!view}>
-          Export JSONL
-        </button>
-      </div>
-      {exportError && (
-        <p className="error" role="alert">
-          Export failed: {exportError}
+          {switches.map((s) => (
+            <label key={s.key} title={s.title}>
+              <input type="checkbox" aria-label={s.label} checked={Boolean(features?.[s.key] ?? view?.features[s.key])} onChange={(e) => setFeature(s.key, e.target.checked)} /> {s.label}
+            </label>
+          ))}
+          <label title="Keep the cursor in view while stepping">
+            <input type="checkbox" aria-label="Follow cursor" checked={follow} onChange={(e) => setFollow(e.target.checked)} /> follow
+          </label>
+          <button onClick={() => chart.current?.fit()}>Fit</button>
+          <button onClick={() => void exportAs('chrome')} disabled={!view}>
+            Export Chrome trace
+          </button>
+          <button onClick={() => void exportAs('jsonl')} disabled={!view}>
+            Export JSONL
+          </button>
+        </div>
+        {exportError && (
+          <p className="error" role="alert">
+            Export failed: {exportError}
+          </p>
+        )}
+        {!folded && <HwStatus />}
+        <div ref={host} className="tl-host" />
+        <div className="hw-legend">
+          {UNIT_FAMILIES.map((f) => (
+            <span key={f.id} className="hw-legend-item" data-testid="util" data-family={f.id} data-value={util[f.id] ?? ''}>
+              <i style={{ background: f.colour }} /> {f.label}
+              {f.id !== 'sync' && util[f.id] !== undefined && <b> {(util[f.id] * 100).toFixed(0)}%</b>}
+            </span>
+          ))}
+        </div>
+        <p className="dim">
+          Percentages: share of the visible window in which the unit had an op in flight (averaged over sub-partitions). Lower bars are async work from issue to completion; thin
+          grey bars are barrier waits; hover an op for the ops it waited on, click it to move the debugger to its step.
         </p>
-      )}
-      <HwStatus />
-      <div ref={host} className="tl-host" />
-      <div className="hw-legend">
-        {UNIT_FAMILIES.map((f) => (
-          <span key={f.id} className="hw-legend-item" data-testid="util" data-family={f.id} data-value={util[f.id] ?? ''}>
-            <i style={{ background: f.colour }} /> {f.label}
-            {f.id !== 'sync' && util[f.id] !== undefined && <b> {(util[f.id] * 100).toFixed(0)}%</b>}
-          </span>
-        ))}
+        <details className="hw-mapping">
+          <summary>How a step is placed on the timeline</summary>
+          <p>
+            The numeric trace and the kernel use their own tile sizes, so a step is placed by its rows and key columns: its CTA (the one whose rows hold the step's first row),
+            its K/V blocks and its sub-unit (softmax warpgroup, consumer warpgroup or warp). The cursor is the end of the latest op of that CTA, K/V block and sub-unit that
+            does the step's phase (load, S = QKᵀ, softmax parts, P·V, normalize, write): the moment the hardware has done what the step shows. A phase the kernel folds into
+            another op (a mask inside the softmax) uses that op and is marked as such. Clicking an op seeks to the first step placed on it; clicking a barrier wait seeks to
+            the last step placed before it.
+          </p>
+        </details>
       </div>
-      <p className="dim">
-        Percentages: share of the visible window in which the unit had an op in flight (averaged over sub-partitions). Lower bars are async work from issue to completion; thin
-        grey bars are barrier waits; hover an op for the ops it waited on, click it to move the debugger to its step.
-      </p>
     </section>
   );
 }

@@ -18,9 +18,11 @@ export interface HwPaneState {
   error?: string;
   /** Time axis window the timeline shows, in cycles; undefined = the whole kernel. */
   window?: [number, number];
+  /** Views folded to their title bar: they do no work while stepping. */
+  collapsed: Record<string, boolean>;
 }
 
-const EMPTY: HwPaneState = { gpu: {}, features: {}, loading: false };
+const EMPTY: HwPaneState = { gpu: {}, features: {}, loading: false, collapsed: {} };
 
 interface HwStore {
   panes: Record<string, HwPaneState>;

@@ -152,3 +152,24 @@ describe('export', () => {
     expect(lines.filter((l) => l.type === 'hw.step').length).toBe(Array.from(s.view.map.stepCycle).filter((c) => !Number.isNaN(c)).length);
   });
 });
+
+describe('FA4 lazy rescaling from the trace', () => {
+  it('the schedule rescales O at the iterations where the numeric run did (large logits), and nowhere on plain inputs', async () => {
+    const problem: AttentionProblem = { batch: 1, hq: 1, hk: 1, nq: 256, nk: 1024, d: 64, dv: 64, causal: false, dtype: 'bf16' };
+    const plain = new DebuggerSession();
+    await plain.load({ algorithm: 'fa4', problem, seed: 3, distribution: 'normal', blocks: {} });
+    const spiky = new DebuggerSession();
+    await spiky.load({ algorithm: 'fa4', problem, seed: 3, distribution: 'large-logits', blocks: {} });
+    const rescales = (s: ReturnType<typeof smScheduleFor>) => s.timeline.filter((e) => /O\d \*= exp2/.test(e.op)).length;
+    const a = smScheduleFor({ algorithm: 'fa4', gpu: 'b200', problem, features: {}, step: 0 }, plain.events());
+    const b = smScheduleFor({ algorithm: 'fa4', gpu: 'b200', problem, features: {}, step: 0 }, spiky.events());
+    const numericIters = (ev: readonly import('../trace/events.ts').TraceEvent[]) => new Set(ev.filter((e) => e.kind === 'rescale' && e.tile.kvBlock !== 7).map((e) => e.tile.kvBlock)).size;
+    expect(a.view.features.rescaleAt).toEqual(Array.from({ length: 0 }));
+    expect(rescales(a)).toBe(0);
+    expect(b.view.features.rescaleAt!.length).toBeGreaterThan(0);
+    expect(b.view.features.rescaleAt!.length).toBe(numericIters(spiky.events()));
+    expect(rescales(b)).toBe(2 * b.view.features.rescaleAt!.length);
+    const off = smScheduleFor({ algorithm: 'fa4', gpu: 'b200', problem, features: { lazyRescale: false }, step: 0 }, plain.events());
+    expect(rescales(off)).toBe(2 * 7);
+  });
+});

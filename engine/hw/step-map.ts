@@ -439,8 +439,21 @@ export function smScheduleFor(req: HwViewRequest, events: readonly TraceEvent[])
   }
   const first = Math.floor(target / occ) * occ;
   const works = grid.slice(first, first + occ);
+  // FA4's lazy correction rescales O only at the iterations where the numeric run had to
+  // (a row max grew by more than 2^8): take them from the trace unless the caller set them.
+  let features = f;
+  if (algo.featureKeys.includes('rescaleAt') && f.lazyRescale && req.features.rescaleAt === undefined && works[0]) {
+    const c = asCta(works[0]);
+    const at = new Set<number>();
+    for (const e of events) {
+      if (e.kind !== 'rescale' || e.b !== c.b || e.h !== c.h || e.tile.rows[0] < c.rows[0] || e.tile.rows[0] >= c.rows[1]) continue;
+      const i = c.kvBlocks.indexOf(Math.floor(e.tile.cols[0] / geo.blockN));
+      if (i > 0) at.add(i);
+    }
+    features = { ...f, rescaleAt: [...at].sort((x, y) => x - y) };
+  }
   const bw = loadBytesPerClk(gpu, algo, Math.min(gpu.smCount, Math.ceil(grid.length / occ)));
-  const run = runSm(algo, gpu, shape, f, works, bw, true);
+  const run = runSm(algo, gpu, shape, features, works, bw, true);
   const ctas = works.map(asCta);
   const phases = classifyOps(algo.id, run.timeline, (c) => (works[c] ? kvBlocksOf(works[c]) : []));
   const map = buildStepMap(events, run.timeline, phases, ctas, geo);
@@ -452,7 +465,7 @@ export function smScheduleFor(req: HwViewRequest, events: readonly TraceEvent[])
     gpu: gpu.id,
     gpuName: gpu.name,
     clockGHz: gpu.clockGHz,
-    features: f,
+    features,
     featureKeys: [...algo.featureKeys],
     roles: run.roles,
     timeline: toColumns(run.timeline, run.roles),

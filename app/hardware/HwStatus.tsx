@@ -3,6 +3,7 @@
 
 import type { HwView } from '../../engine/hw/step-map.ts';
 import { usePane } from '../pane/context.ts';
+import { grouped } from './format.ts';
 import { useApp } from '../store/store.ts';
 import { useHwPane } from './hw-store.ts';
 
@@ -46,23 +47,23 @@ export function HwStatus() {
     <p className="hw-status" data-testid="hw-status" data-cycle={Math.round(c.cycle)} data-how={c.how}>
       <span>
         {view.gpuName} · one SM running CTA{view.ctas.length > 1 ? 's' : ''} {view.firstCta + 1}
-        {view.ctas.length > 1 ? `–${view.firstCta + view.ctas.length}` : ''} of {view.gridCtas} ({ctas}) · {Math.round(view.cycles).toLocaleString()} cycles
+        {view.ctas.length > 1 ? `–${view.firstCta + view.ctas.length}` : ''} of {view.gridCtas} ({ctas}) · {grouped(Math.round(view.cycles))} cycles
       </span>
       <br />
       <span>
         Step {frame.step + 1} ({frame.event.kind}) →{' '}
         {c.how === 'op' ? (
           <>
-            ends with <b>{opText}</b> at cycle {Math.round(c.cycle).toLocaleString()}
+            ends with <b>{opText}</b> at cycle {grouped(Math.round(c.cycle))}
           </>
         ) : c.how === 'approx' ? (
           <>
-            the kernel folds this phase into <b>{opText}</b>, done at cycle {Math.round(c.cycle).toLocaleString()}
+            the kernel folds this phase into <b>{opText}</b>, done at cycle {grouped(Math.round(c.cycle))}
           </>
         ) : frame.event.kind === 'combine' ? (
           <>the combine kernel, launched after this one (cursor left at the last step of this SM)</>
         ) : (
-          <>no op of this SM (cursor left at cycle {Math.round(c.cycle).toLocaleString()}, the last step that has one)</>
+          <>no op of this SM (cursor left at cycle {grouped(Math.round(c.cycle))}, the last step that has one)</>
         )}
         {loading ? ' · updating…' : ''}
       </span>

@@ -6,6 +6,7 @@ import { scaleLinear } from 'd3';
 import { Fragment, useMemo } from 'react';
 import { liveAt, type HwView, type MemInterval } from '../../engine/hw/step-map.ts';
 import { usePane } from '../pane/context.ts';
+import { grouped } from './format.ts';
 import { useApp } from '../store/store.ts';
 import { useHwPane } from './hw-store.ts';
 import { HwStatus, useCursor } from './HwStatus.tsx';
@@ -139,7 +140,7 @@ function Registers({ view, live }: { view: HwView; live: MemInterval[] }) {
   return (
     <figure className="hw-regs">
       <figcaption>
-        Registers: {view.resources.registers.used.toLocaleString()} of {per.toLocaleString()} per SM for one CTA
+        Registers: {grouped(view.resources.registers.used)} of {grouped(per)} per SM for one CTA
         {view.algo === 'fa3' ? ' (setmaxnreg moves them from the producer to the consumers)' : view.algo === 'fa4' ? ' (per-role budgets from seed 003)' : ''}
       </figcaption>
       <table className="hw-reg-table">

@@ -123,6 +123,24 @@ test('clicking the timeline seeks the debugger; the cursor follows the step', as
   await expect(counter(page)).not.toHaveText(/^Step 1 of/);
   const c1 = Number(await canvas.getAttribute('data-cursor'));
   expect(c1).toBeGreaterThan(c0);
+  // Keyboard zoom on the focused timeline: + halves the window, 0 fits the whole kernel.
+  const span = async () => {
+    const [a, b] = (await canvas.getAttribute('data-window'))!.split(',').map(Number);
+    return b - a;
+  };
+  const cycles = Number(await canvas.getAttribute('data-cycles'));
+  await timeline(page).getByRole('button', { name: 'Fit' }).click();
+  await expect.poll(span).toBe(cycles);
+  await canvas.focus();
+  await page.keyboard.press('+');
+  await expect.poll(span).toBeLessThan(cycles * 0.6);
+  await page.keyboard.press('0');
+  await expect.poll(span).toBe(cycles);
+  // Folding a view removes its content; unfolding brings it back at the current step.
+  await memoryMap(page).getByRole('button', { name: 'Hide memory map' }).click();
+  await expect(memoryMap(page).getByTestId('hw-status')).toHaveCount(0);
+  await memoryMap(page).getByRole('button', { name: 'Show memory map' }).click();
+  await expect(memoryMap(page).getByTestId('hw-status')).toHaveAttribute('data-cycle', String(c1));
   // Keyboard stepping moves the cursor too.
   await page.locator('body').click({ position: { x: 5, y: 5 } });
   const text = await counter(page).textContent();

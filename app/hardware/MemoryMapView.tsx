@@ -41,12 +41,12 @@ function SmemStrip({ view, live, cta, cursor }: { view: HwView; live: MemInterva
             <title>{`${b.name}[${b.stage}] at ${b.offset} B, ${b.bytes} B`}</title>
           </rect>
         ))}
-        {blocks.map((m, i) => {
+        {blocks.map((m) => {
           const filling = cursor < m.ready;
           const w = Math.max(1, x(m.offset + m.bytes) - x(m.offset));
           return (
             <g
-              key={i}
+              key={`${m.buffer}|${m.stage}|${m.tile}|${m.start}`}
               data-testid="smem-block"
               data-tile={m.tile}
               data-buffer={bare(m.buffer)}
@@ -107,13 +107,13 @@ function TmemGrid({ view, live, cursor }: { view: HwView; live: MemInterval[]; c
               </text>
             </g>
           ))}
-        {order.map((m, i) => {
+        {order.map((m) => {
           const p = m.tile.startsWith('P');
           const filling = cursor < m.ready;
           const w = x(m.offset + cols(m)) - x(m.offset);
           const [name, blk] = m.tile.split('.');
           return (
-            <g key={i} data-testid="tmem-block" data-tile={m.tile} data-column={m.offset} data-columns={cols(m)} data-state={filling ? 'filling' : 'ready'}>
+            <g key={`${m.buffer}|${m.tile}|${m.start}`} data-testid="tmem-block" data-tile={m.tile} data-column={m.offset} data-columns={cols(m)} data-state={filling ? 'filling' : 'ready'}>
               <rect x={x(m.offset)} y={p ? 10 : 4} width={w} height={p ? H - 20 : H - 8} fill={tensorColour(m.tile)} opacity={filling ? 0.45 : 0.85} />
               <text x={x(m.offset) + w / 2} y={H / 2 + 4} textAnchor="middle" className="hw-label">
                 {name}

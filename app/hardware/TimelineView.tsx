@@ -34,11 +34,22 @@ function download(name: string, mime: string, text: string): void {
   setTimeout(() => URL.revokeObjectURL(url), 1000);
 }
 
-export function TimelineView() {
+/** Keeps the schedule current and moves the chart's cursor on every step; its own component so a step re-renders only this. */
+function CursorSync({ pane, chart }: { pane: string; chart: { current: TimelineChart | null } }) {
   useHardwareSync();
+  const step = useApp((s) => s.playback[pane].frame?.step ?? 0);
+  const view = useHwPane(pane, (s) => s.view);
+  useEffect(() => {
+    if (!view) return;
+    const c = cursorOf(view, step);
+    chart.current?.setCursor(c.cycle, c.how === 'before' ? -1 : c.op);
+  }, [view, step, chart]);
+  return null;
+}
+
+export function TimelineView() {
   const { pane, ctl } = usePane();
   const algorithm = useApp((s) => s.playback[pane].summary?.algorithm ?? '');
-  const step = useApp((s) => s.playback[pane].frame?.step ?? 0);
   const view = useHwPane(pane, (s) => s.view);
   const gpuChoice = useHwPane(pane, (s) => s.gpu[algorithm]);
   const features = useHwPane(pane, (s) => s.features[algorithm]);
@@ -79,11 +90,6 @@ export function TimelineView() {
     const id = requestAnimationFrame(() => chart.current?.redraw());
     return () => cancelAnimationFrame(id);
   }, [theme]);
-  useEffect(() => {
-    if (!view || folded) return;
-    const c = cursorOf(view, step);
-    chart.current?.setCursor(c.cycle, c.how === 'before' ? -1 : c.op);
-  }, [view, step, folded]);
 
   const setFeature = (key: keyof HwFeatures, on: boolean) => {
     const cur = hwState(pane).features;
@@ -141,6 +147,7 @@ export function TimelineView() {
           </p>
         )}
         {!folded && <HwStatus />}
+        {!folded && <CursorSync pane={pane} chart={chart} />}
         <div ref={host} className="tl-host" />
         <div className="hw-legend">
           {UNIT_FAMILIES.map((f) => (

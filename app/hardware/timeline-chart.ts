@@ -266,6 +266,7 @@ export class TimelineChart {
       ctx.fillText(v.roles[r].name, 4, l * LANE_H + 15, LABEL_W - 8);
     });
     const [d0, d1] = this.x.domain();
+    this.over.dataset.window = `${Math.round(d0)},${Math.round(d1)}`;
     ctx.save();
     ctx.beginPath();
     ctx.rect(LABEL_W, 0, this.width - LABEL_W, this.height);

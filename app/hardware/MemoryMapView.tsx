@@ -124,7 +124,7 @@ function TmemGrid({ view, live, cursor }: { view: HwView; live: MemInterval[]; c
           );
         })}
         {[0, 128, 256, 384, 512].filter((c) => c <= t.columns).map((c) => (
-          <text key={c} x={x(c)} y={H + 14} textAnchor="middle" className="hw-axis">
+          <text key={c} x={x(c)} y={H + 14} textAnchor={c === 0 ? 'start' : c === t.columns ? 'end' : 'middle'} className="hw-axis">
             {c}
           </text>
         ))}

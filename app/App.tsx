@@ -1,6 +1,7 @@
 import { useEffect } from 'react';
 import { DebuggerPane } from './pane/DebuggerPane.tsx';
 import { useApp } from './store/store.ts';
+import { LessonsNav, WithLessons } from './lessons/LessonsEntry.tsx';
 
 export function App() {
   const theme = useApp((s) => s.layout.theme);
@@ -16,11 +17,14 @@ export function App() {
           Flash<span>Scope</span>
         </h1>
         <span className="tagline">step through tiled attention, one phase at a time</span>
+        <LessonsNav />
         <button className="theme" onClick={() => setTheme(other)} aria-label={`Switch to ${other} theme`}>
           {theme === 'dark' ? '☀' : '☾'}
         </button>
       </header>
-      <DebuggerPane pane="main" />
+      <WithLessons>
+        <DebuggerPane pane="main" />
+      </WithLessons>
     </div>
   );
 }

@@ -196,3 +196,19 @@ test('a kernel that does not fit says why and keeps the debugger working', async
   await expect(page.getByRole('region', { name: 'Memory map' })).toHaveCount(0);
   expect(await oWritten('fa1')).toBeGreaterThanOrEqual(4 * oBytes);
 });
+
+test('fmha_v2 on the RTX 4060: four warp lanes plus the copy engine, double-buffered K/V in SMEM', async ({ page }) => {
+  await openApp(page);
+  await loadProblem(page, { algorithm: 'fmha-v2', nq: '128', nk: '512', d: '64', dv: '64', blockM: '32', blockN: '128', dtype: 'fp16' });
+  const canvas = timeline(page).getByTestId('timeline-canvas');
+  await expect(canvas).toHaveAttribute('data-lanes', '5', { timeout: 30_000 });
+  await expect(timeline(page).getByLabel('GPU')).toHaveValue('rtx4060');
+  // Step to the second K/V load: the next block lands in the other buffer while block 0 is in use.
+  const { s } = await engineSession({ algorithm: 'fmha-v2', nq: '128', nk: '512', d: '64', dv: '64', blockM: '32', blockN: '128', dtype: 'fp16' });
+  const second = s.events().findIndex((e, i) => e.kind === 'load' && e.tensors.includes('K') && s.events().slice(0, i).some((x) => x.kind === 'load' && x.tensors.includes('K')));
+  await page.getByLabel('Scrubber').fill(String(second));
+  await page.getByLabel('Scrubber').press('Shift');
+  await expect(counter(page)).toHaveText(new RegExp(`^Step ${second + 1} of`));
+  const stages = await memoryMap(page).locator('[data-testid="smem-block"][data-buffer="sK"]').evaluateAll((els) => els.map((e) => `${(e as HTMLElement).dataset.tile}@${(e as HTMLElement).dataset.stage}`).sort());
+  expect(stages).toEqual(['K0@0', 'K1@1']);
+});

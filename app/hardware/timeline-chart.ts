@@ -32,6 +32,8 @@ export class TimelineChart {
   private view: HwView | undefined;
   private lanes: number[] = [];
   private laneOf = new Int32Array(0);
+  /** Lane of each op: its role's, or the copy-engine lane for async copies of kernels without a load role. */
+  private opLane = new Int32Array(0);
   private family: string[] = [];
   private width = 600;
   private x0: ScaleLinear<number, number> = scaleLinear();
@@ -137,6 +139,19 @@ export class TimelineChart {
     this.laneOf = new Int32Array(view.roles.length).fill(-1);
     this.lanes.forEach((r, l) => (this.laneOf[r] = l));
     this.family = t.strings.map((s) => unitFamily(s));
+    // Kernels without warp specialization (fmha_v2, CuTe, decoding) have every warp issue
+    // its share of the copies; their in-flight copies get a lane of their own, the copy
+    // engine, so loads and compute read as two streams like on the specialized kernels.
+    const hasLoadRole = view.roles.some((r) => /(^|\/)(load|producer)$/.test(r.name));
+    const copyLane = hasLoadRole ? -1 : this.lanes.length;
+    this.opLane = new Int32Array(t.count);
+    let copies = 0;
+    for (let i = 0; i < t.count; i++) {
+      const isCopy = copyLane >= 0 && t.async[i] === 1 && this.family[t.unit[i]] === 'copy';
+      this.opLane[i] = isCopy ? copyLane : this.laneOf[t.role[i]];
+      copies += isCopy ? 1 : 0;
+    }
+    if (copies > 0) this.lanes.push(-1);
     this.over.dataset.lanes = String(this.lanes.length);
     this.over.dataset.ops = String(t.count);
     this.over.dataset.cycles = String(Math.round(view.cycles));
@@ -263,7 +278,7 @@ export class TimelineChart {
       }
       ctx.fillStyle = text;
       ctx.font = '11px system-ui, sans-serif';
-      ctx.fillText(v.roles[r].name, 4, l * LANE_H + 15, LABEL_W - 8);
+      ctx.fillText(r < 0 ? 'copy engine' : v.roles[r].name, 4, l * LANE_H + 15, LABEL_W - 8);
     });
     const [d0, d1] = this.x.domain();
     this.over.dataset.window = `${Math.round(d0)},${Math.round(d1)}`;
@@ -282,7 +297,7 @@ export class TimelineChart {
         const s = t.start[i];
         const e = t.end[i];
         if (e < d0 || s > d1) continue;
-        const l = this.laneOf[t.role[i]];
+        const l = this.opLane[i];
         if (l < 0) continue;
         const a = this.x(s);
         const w = Math.max(0.6, this.x(e) - a);
@@ -322,7 +337,7 @@ export class TimelineChart {
     for (let i = 0; i < t.count; i++) {
       const f = this.family[t.unit[i]];
       if (f === 'sync') continue;
-      const l = this.laneOf[t.role[i]];
+      const l = this.opLane[i];
       if (l < 0) continue;
       ctx.fillStyle = familyColour(f);
       const a = this.x0(t.start[i]);
@@ -355,14 +370,13 @@ export class TimelineChart {
     const cycle = this.x.invert(px);
     const lane = Math.floor(py / LANE_H);
     if (lane < 0 || lane >= this.lanes.length || px < LABEL_W) return { op: -1, cycle };
-    const role = this.lanes[lane];
     const t = v.timeline;
     const tol = this.x.invert(px + 3) - cycle;
     const inAsync = py - lane * LANE_H >= 14;
     let best = -1;
     let bestLen = Infinity;
     for (let i = 0; i < t.count; i++) {
-      if (t.role[i] !== role || t.start[i] > cycle + tol || t.end[i] < cycle - tol) continue;
+      if (this.opLane[i] !== lane || t.start[i] > cycle + tol || t.end[i] < cycle - tol) continue;
       // Prefer ops of the row (exec / async) the pointer is on, then the shortest.
       const len = t.end[i] - t.start[i] + (t.async[i] === (inAsync ? 1 : 0) ? 0 : 1e12);
       if (len < bestLen) {
@@ -396,7 +410,7 @@ export class TimelineChart {
 
   private laneY(op: number): number {
     const v = this.view!;
-    return this.laneOf[v.timeline.role[op]] * LANE_H + (v.timeline.async[op] ? 18 : 8);
+    return this.opLane[op] * LANE_H + (v.timeline.async[op] ? 18 : 8);
   }
 
   private drawOverlay(): void {
@@ -413,10 +427,10 @@ export class TimelineChart {
     const t = v.timeline;
     const { hl, err } = this.colours;
     const outline = (i: number, colour: string) => {
-      if (i < 0 || this.laneOf[t.role[i]] < 0) return;
+      if (i < 0 || this.opLane[i] < 0) return;
       const a = this.x(t.start[i]);
       const w = Math.max(2, this.x(t.end[i]) - a);
-      const y = this.laneOf[t.role[i]] * LANE_H;
+      const y = this.opLane[i] * LANE_H;
       ctx.strokeStyle = colour;
       ctx.lineWidth = 2;
       ctx.strokeRect(a, y + 1, w, LANE_H - 2);
@@ -432,7 +446,7 @@ export class TimelineChart {
       const ty = this.laneY(this.hover);
       for (let d = t.depStart[this.hover]; d < t.depStart[this.hover + 1]; d++) {
         const src = t.deps[d];
-        if (src < 0 || this.laneOf[t.role[src]] < 0) continue;
+        if (src < 0 || this.opLane[src] < 0) continue;
         const sx = this.x(t.end[src]);
         const sy = this.laneY(src);
         ctx.beginPath();

@@ -1,7 +1,9 @@
-import { useEffect } from 'react';
+import { lazy, Suspense, useEffect } from 'react';
 import { DebuggerPane } from './pane/DebuggerPane.tsx';
 import { useApp } from './store/store.ts';
 import { LessonsNav, WithLessons } from './lessons/LessonsEntry.tsx';
+
+const WebGpuPanel = lazy(() => import('./webgpu/WebGpuPanel.tsx'));
 
 export function App() {
   const theme = useApp((s) => s.layout.theme);
@@ -24,6 +26,9 @@ export function App() {
       </header>
       <WithLessons>
         <DebuggerPane pane="main" />
+        <Suspense fallback={null}>
+          <WebGpuPanel />
+        </Suspense>
       </WithLessons>
     </div>
   );

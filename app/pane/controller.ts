@@ -52,6 +52,11 @@ export class PaneController {
     return startDebuggerWorker((msg) => void this.recover('worker', `The debugger worker crashed: ${msg}`));
   }
 
+  /** The worker's API, for views that make their own requests (the hardware schedules). */
+  get worker() {
+    return this.client.api;
+  }
+
   dispose(): void {
     this.disposed = true;
     cancelAnimationFrame(this.raf);

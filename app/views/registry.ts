@@ -9,6 +9,10 @@ import { HeatmapsView } from './HeatmapsView.tsx';
 import { PseudoCodeView } from './PseudoCodeView.tsx';
 import { StatsView } from './StatsView.tsx';
 import { TileZoomView } from './TileZoomView.tsx';
+import { hasHardwareModel } from '../../engine/hw/step-map.ts';
+import { MemoryMapView } from '../hardware/MemoryMapView.tsx';
+import { TimelineView } from '../hardware/TimelineView.tsx';
+import { HbmTrafficView } from '../hardware/HbmTrafficView.tsx';
 
 export type ViewColumn = 'main' | 'side';
 
@@ -22,6 +26,8 @@ export interface ViewDef {
 
 // KaTeX is only fetched once a formula is on screen.
 const FormulaView = lazy(() => import('./FormulaView.tsx'));
+const HardwareNotesView = lazy(() => import('../hardware/HardwareNotesView.tsx'));
+const hw = (s: LoadSummary) => hasHardwareModel(s.algorithm);
 
 export const VIEWS: readonly ViewDef[] = [
   { id: 'heatmaps', title: 'Tile heatmaps', column: 'main', component: HeatmapsView },
@@ -31,6 +37,10 @@ export const VIEWS: readonly ViewDef[] = [
   { id: 'formula', title: 'Formula', column: 'side', component: FormulaView },
   { id: 'pseudo', title: 'Pseudo-code', column: 'side', component: PseudoCodeView },
   { id: 'counters', title: 'Counters', column: 'side', component: CountersView },
+  { id: 'hw-timeline', title: 'Warp-role timeline', column: 'main', component: TimelineView, when: hw },
+  { id: 'hw-memory', title: 'Memory map', column: 'main', component: MemoryMapView, when: hw },
+  { id: 'hw-hbm', title: 'HBM traffic', column: 'side', component: HbmTrafficView },
+  { id: 'hw-notes', title: 'On the hardware', column: 'side', component: HardwareNotesView, when: hw },
 ];
 
 export const DEFAULT_VIEWS = VIEWS.map((v) => v.id);

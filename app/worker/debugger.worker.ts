@@ -4,8 +4,19 @@
 import * as Comlink from 'comlink';
 import type { DebuggerApi, FrameUpdate, Granularity, HeadInputs, LoadRequest, Progress, Breakpoint } from '../../engine/debugger/protocol.ts';
 import { DebuggerSession } from '../../engine/debugger/session.ts';
+import { chromeTrace, scheduleJsonl } from '../../engine/hw/export.ts';
+import { smScheduleFor, type HwView, type HwViewRequest, type SmSchedule } from '../../engine/hw/step-map.ts';
+import type { HwExportFormat } from '../../engine/hw/api.ts';
 
 const session = new DebuggerSession();
+/** The schedule the hardware views show now (kept for export). */
+let hwLast: SmSchedule | undefined;
+
+const sendView = (v: HwView): HwView => {
+  const t = v.timeline;
+  const m = v.map;
+  return Comlink.transfer(v, [t.start, t.end, t.role, t.unit, t.op, t.tile, t.async, t.depStart, t.deps, m.stepCycle, m.stepOp, m.stepApprox, m.opStep].map((a) => a.buffer) as ArrayBuffer[]);
+};
 
 const sendFrame = (f: FrameUpdate): FrameUpdate => {
   const x = f.patch;
@@ -24,6 +35,19 @@ const api: DebuggerApi = {
   },
   runCounters: (req: LoadRequest, onProgress?: Progress) => session.runCounters(req, onProgress),
   cancel: () => session.cancel(),
+  hwView: async (req: HwViewRequest) => {
+    hwLast = smScheduleFor(req, session.events());
+    // The view's typed arrays are transferred: hand over copies so the kept schedule stays whole.
+    return sendView(structuredClone(hwLast.view));
+  },
+  hwExport: async (format: HwExportFormat) => {
+    if (!hwLast) throw new Error('no hardware schedule has been built yet');
+    const v = hwLast.view;
+    const base = `flashscope-${v.algo}-${v.gpu}-sm`;
+    return format === 'chrome'
+      ? { filename: `${base}.trace.json`, mime: 'application/json', text: JSON.stringify(chromeTrace(hwLast)) }
+      : { filename: `${base}.jsonl`, mime: 'application/x-ndjson', text: scheduleJsonl(hwLast) };
+  },
 };
 
 Comlink.expose(api);

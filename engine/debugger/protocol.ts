@@ -14,6 +14,7 @@ import type { Counters } from '../counters.ts';
 import type { InputDistribution } from '../inputs.ts';
 import type { AttentionProblem } from '../problem.ts';
 import type { PhaseKind, Range, TraceEvent } from '../trace/events.ts';
+import type { HardwareApi } from '../hw/api.ts';
 
 /** Everything that determines a trace: same request, same trace, always. */
 export interface LoadRequest {
@@ -161,7 +162,7 @@ export interface CountersRun {
 
 export type Progress = (fraction: number, label: string) => void;
 
-export interface DebuggerApi {
+export interface DebuggerApi extends HardwareApi {
   /** Generates the inputs and records the trace. Rejects with a message naming the field on bad input. */
   load(req: LoadRequest, onProgress?: Progress): Promise<LoadSummary>;
   /** Moves by `delta` units (negative = backward) of the given granularity. */

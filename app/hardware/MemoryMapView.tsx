@@ -1,0 +1,220 @@
+// Where every tile lives at the debugger's position: SMEM as a byte-accurate strip per CTA,
+// TMEM (Blackwell) as its 128-lane × 512-column grid, and each role's register budget.
+// The position is the cursor cycle of the step-map (engine/hw/step-map.ts).
+
+import { scaleLinear } from 'd3';
+import { Fragment, useMemo } from 'react';
+import { liveAt, type HwView, type MemInterval } from '../../engine/hw/step-map.ts';
+import { usePane } from '../pane/context.ts';
+import { grouped } from './format.ts';
+import { useApp } from '../store/store.ts';
+import { useHwPane } from './hw-store.ts';
+import { HwStatus, useCursor } from './HwStatus.tsx';
+import { tensorColour } from './palette.ts';
+import { useHardwareSync } from './useHardware.ts';
+import { useFolded, ViewTitle } from './ViewTitle.tsx';
+
+const kb = (b: number) => `${Math.round((b / 1024) * 10) / 10} KB`;
+
+function ctaOf(buffer: string): string {
+  const m = /^(cta\d+)\//.exec(buffer);
+  return m ? m[1] : '';
+}
+const bare = (buffer: string) => buffer.replace(/^cta\d+\//, '');
+
+function SmemStrip({ view, live, cta, cursor }: { view: HwView; live: MemInterval[]; cta: string; cursor: number }) {
+  const cap = view.resources.smem.capacity_bytes;
+  const W = 1000;
+  const x = scaleLinear().domain([0, cap]).range([0, W]);
+  const ticks = x.ticks(8);
+  const blocks = live.filter((m) => m.space === 'smem' && ctaOf(m.buffer) === cta);
+  const slots = view.resources.smem.buffers.filter((b) => b.name !== 'mbarriers' && b.name !== 'tmem_holding');
+  return (
+    <figure className="hw-smem" data-cta={cta || 'cta0'}>
+      <figcaption>
+        SMEM{cta ? ` · ${cta}` : ''}: {kb(view.resources.smem.used_bytes)} laid out of {kb(cap)} per CTA
+      </figcaption>
+      <svg viewBox={`-4 0 ${W + 40} 74`} className="hw-strip" role="img" aria-label={`Shared memory at cycle ${Math.round(cursor)}`}>
+        <rect x={0} y={8} width={W} height={40} className="hw-strip-bg" />
+        {slots.map((b) => (
+          <rect key={`${b.name}${b.stage}`} x={x(b.offset)} y={8} width={Math.max(1, x(b.offset + b.bytes) - x(b.offset))} height={40} className="hw-slot">
+            <title>{`${b.name}[${b.stage}] at ${b.offset} B, ${b.bytes} B`}</title>
+          </rect>
+        ))}
+        {blocks.map((m) => {
+          const filling = cursor < m.ready;
+          const w = Math.max(1, x(m.offset + m.bytes) - x(m.offset));
+          return (
+            <g
+              key={`${m.buffer}|${m.stage}|${m.tile}|${m.start}`}
+              data-testid="smem-block"
+              data-tile={m.tile}
+              data-buffer={bare(m.buffer)}
+              data-stage={m.stage}
+              data-offset={m.offset}
+              data-bytes={m.bytes}
+              data-state={filling ? 'filling' : 'ready'}
+            >
+              <rect x={x(m.offset)} y={10} width={w} height={36} fill={tensorColour(m.tile)} opacity={filling ? 0.45 : 0.9} className={filling ? 'hw-filling' : undefined} />
+              <text x={x(m.offset) + w / 2} y={33} textAnchor="middle" className="hw-label">
+                {w > 24 ? `${m.tile}${m.buffer.endsWith('sKV') || m.buffer.endsWith('sK') || m.buffer.endsWith('sV') ? ` s${m.stage}` : ''}` : ''}
+              </text>
+              <title>{`${m.tile} in ${bare(m.buffer)}[${m.stage}]: bytes ${m.offset}–${m.offset + m.bytes} (${kb(m.bytes)}); ${filling ? `copy lands at cycle ${Math.round(m.ready)}` : `ready since cycle ${Math.round(m.ready)}`}, released at ${Math.round(m.end)}`}</title>
+            </g>
+          );
+        })}
+        <line x1={x(cap)} x2={x(cap)} y1={2} y2={52} className="hw-capacity" />
+        {ticks.map((t) => (
+          <g key={t} transform={`translate(${x(t)},0)`}>
+            <line y1={48} y2={53} className="hw-tick" />
+            <text y={66} textAnchor="middle" className="hw-axis">
+              {Math.round(t / 1024)}
+            </text>
+          </g>
+        ))}
+        <text x={W + 2} y={66} className="hw-axis">
+          KB
+        </text>
+      </svg>
+    </figure>
+  );
+}
+
+function TmemGrid({ view, live, cursor }: { view: HwView; live: MemInterval[]; cursor: number }) {
+  const t = view.resources.tmem!;
+  const W = 1000;
+  const H = 128;
+  const x = scaleLinear().domain([0, t.columns]).range([0, W]);
+  const lanes = t.lanes;
+  const blocks = live.filter((m) => m.space === 'tmem' && !ctaOf(m.buffer));
+  const cols = (m: MemInterval) => m.bytes / (lanes * 4);
+  // S first, P (written over half of S) on top.
+  const order = [...blocks].sort((a, b) => (a.tile.startsWith('P') ? 1 : 0) - (b.tile.startsWith('P') ? 1 : 0));
+  return (
+    <figure className="hw-tmem">
+      <figcaption>
+        TMEM: {lanes} lanes × {t.columns} columns of 32 bits, {t.used_columns} allocated
+      </figcaption>
+      <svg viewBox={`-4 0 ${W + 8} ${H + 30}`} role="img" aria-label={`Tensor memory at cycle ${Math.round(cursor)}`}>
+        <rect x={0} y={0} width={W} height={H} className="hw-strip-bg" />
+        {t.buffers
+          .filter((b) => !b.name.startsWith('P'))
+          .map((b) => (
+            <g key={b.name}>
+              <rect x={x(b.column)} y={0} width={x(b.column + b.columns) - x(b.column)} height={H} className="hw-slot" />
+              <text x={x(b.column) + 4} y={H - 4} className="hw-axis">
+                {b.name} · col {b.column}
+              </text>
+            </g>
+          ))}
+        {order.map((m) => {
+          const p = m.tile.startsWith('P');
+          const filling = cursor < m.ready;
+          const w = x(m.offset + cols(m)) - x(m.offset);
+          const [name, blk] = m.tile.split('.');
+          return (
+            <g key={`${m.buffer}|${m.tile}|${m.start}`} data-testid="tmem-block" data-tile={m.tile} data-column={m.offset} data-columns={cols(m)} data-state={filling ? 'filling' : 'ready'}>
+              <rect x={x(m.offset)} y={p ? 10 : 4} width={w} height={p ? H - 20 : H - 8} fill={tensorColour(m.tile)} opacity={filling ? 0.45 : 0.85} />
+              <text x={x(m.offset) + w / 2} y={H / 2 + 4} textAnchor="middle" className="hw-label">
+                {name}
+                {blk !== undefined ? ` (K/V ${blk})` : ''}
+              </text>
+              <title>{`${m.tile}: columns ${m.offset}–${m.offset + cols(m)}${p ? ', 16-bit P packed two per column over the second half of S' : ''}`}</title>
+            </g>
+          );
+        })}
+        {[0, 128, 256, 384, 512].filter((c) => c <= t.columns).map((c) => (
+          <text key={c} x={x(c)} y={H + 14} textAnchor={c === 0 ? 'start' : c === t.columns ? 'end' : 'middle'} className="hw-axis">
+            {c}
+          </text>
+        ))}
+      </svg>
+    </figure>
+  );
+}
+
+function Registers({ view, live }: { view: HwView; live: MemInterval[] }) {
+  const per = view.resources.registers.per_sm;
+  const maxThread = 255;
+  const roles = view.resources.roles;
+  return (
+    <figure className="hw-regs">
+      <figcaption>
+        Registers: {grouped(view.resources.registers.used)} of {grouped(per)} per SM for one CTA
+        {view.algo === 'fa3' ? ' (setmaxnreg moves them from the producer to the consumers)' : view.algo === 'fa4' ? ' (per-role budgets from seed 003)' : ''}
+      </figcaption>
+      <table className="hw-reg-table">
+        <tbody>
+          {roles.map((r) => {
+            const total = r.registers * 32 * r.warps.length;
+            const holds = live.filter((m) => m.space === 'regs' && m.stage === Number(/(\d+)$/.exec(r.name)?.[1] ?? -1) && r.name.startsWith('consumer'));
+            return (
+              <tr key={r.name} data-testid="reg-role" data-role={r.name} data-registers={r.registers}>
+                <th>{r.name}</th>
+                <td className="num">{r.registers}/thr</td>
+                <td className="bar">
+                  <span className="hw-bar" style={{ width: `${(100 * r.registers) / maxThread}%` }} title={`${r.registers} of ${maxThread} registers per thread`} />
+                </td>
+                <td className="num">{((100 * total) / per).toFixed(1)}% of file</td>
+                <td className="dim">{holds.map((m) => `${m.buffer.replace('regs.', '')}=${m.tile}`).join(' ')}</td>
+              </tr>
+            );
+          })}
+        </tbody>
+      </table>
+    </figure>
+  );
+}
+
+export function MemoryMapView() {
+  useHardwareSync();
+  const { pane } = usePane();
+  const view = useHwPane(pane, (s) => s.view);
+  const step = useApp((s) => s.playback[pane].frame?.step ?? 0);
+  const cursor = useCursor(view, step);
+  const folded = useFolded(pane, 'memory');
+  if (folded)
+    return (
+      <section className="view hw-memory" aria-label="Memory map">
+        <ViewTitle pane={pane} id="memory" title="Memory map" />
+      </section>
+    );
+  // The strips are built here by plain calls (they hold no hooks), so the User Timing
+  // measure below covers the memory map's own work for this step (read by bench:hwviews).
+  const t0 = performance.now();
+  const live = view && cursor !== null ? liveAt(view.memory, cursor) : [];
+  const ctas = view ? smemCtas(view) : [];
+  const body =
+    view && cursor !== null ? (
+      <>
+        {ctas.map((c) => (
+          <Fragment key={c}>{SmemStrip({ view, live, cta: c, cursor })}</Fragment>
+        ))}
+        {view.resources.tmem && TmemGrid({ view, live, cursor })}
+        {Registers({ view, live })}
+        {view.resources.notes.length > 0 && (
+          <ul className="hw-notes dim">
+            {view.resources.notes.map((n) => (
+              <li key={n}>{n}</li>
+            ))}
+          </ul>
+        )}
+      </>
+    ) : null;
+  performance.measure('flashscope:memory-map', { start: t0, end: performance.now() });
+  return (
+    <section className="view hw-memory" aria-label="Memory map">
+      <ViewTitle pane={pane} id="memory" title="Memory map" />
+      <HwStatus />
+      {body}
+    </section>
+  );
+}
+
+/** CTA prefixes ("" when one CTA per SM) that own SMEM buffers, once per view. */
+const ctaCache = new WeakMap<HwView, string[]>();
+function smemCtas(view: HwView): string[] {
+  let c = ctaCache.get(view);
+  if (!c) ctaCache.set(view, (c = [...new Set(view.memory.filter((m) => m.space === 'smem').map((m) => ctaOf(m.buffer)))].sort()));
+  return c;
+}

@@ -1,0 +1,177 @@
+// The warp-role timeline of the SM running the current step, with the kernel's switches
+// (re-run in the worker), the GPU, per-unit utilization of the visible window and export.
+
+import { useEffect, useRef, useState } from 'react';
+import type { HwFeatures } from '../../engine/hw/model.ts';
+import type { HwExportFormat } from '../../engine/hw/api.ts';
+import { stepForClick } from '../../engine/hw/step-map.ts';
+import { messageOf } from '../pane/controller.ts';
+import { usePane } from '../pane/context.ts';
+import { useApp } from '../store/store.ts';
+import { defaultGpu, gpusFor } from './gpus.ts';
+import { hwState, useHw, useHwPane } from './hw-store.ts';
+import { HwStatus, cursorOf } from './HwStatus.tsx';
+import { UNIT_FAMILIES } from './palette.ts';
+import { TimelineChart } from './timeline-chart.ts';
+import { useHardwareSync } from './useHardware.ts';
+import { useFolded, ViewTitle } from './ViewTitle.tsx';
+
+const SWITCHES: { key: keyof HwFeatures; label: string; title: string }[] = [
+  { key: 'pingpong', label: 'ping-pong', title: 'FA3: the two consumer warpgroups take turns on the tensor cores (named barriers), so one softmax hides under the other\'s GEMMs' },
+  { key: 'intraOverlap', label: 'intra-warpgroup overlap', title: 'FA3: issue the next S = QKᵀ before O += PV, so the softmax runs under the second GEMM' },
+  { key: 'lazyRescale', label: 'lazy rescale', title: 'FA4: the correction warps rescale O only when a row max grew by more than 2^8' },
+  { key: 'exp2Emulation', label: 'exp2 emulation', title: 'FA4: part of the exponentials on the FMA pipes with a cubic polynomial (d ≤ 128, unmasked blocks)' },
+];
+
+function download(name: string, mime: string, text: string): void {
+  const url = URL.createObjectURL(new Blob([text], { type: mime }));
+  const a = document.createElement('a');
+  a.href = url;
+  a.download = name;
+  document.body.append(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 1000);
+}
+
+/** Keeps the schedule current and moves the chart's cursor on every step; its own component so a step re-renders only this. */
+function CursorSync({ pane, chart }: { pane: string; chart: { current: TimelineChart | null } }) {
+  useHardwareSync();
+  const step = useApp((s) => s.playback[pane].frame?.step ?? 0);
+  const view = useHwPane(pane, (s) => s.view);
+  useEffect(() => {
+    if (!view) return;
+    const c = cursorOf(view, step);
+    chart.current?.setCursor(c.cycle, c.how === 'before' ? -1 : c.op);
+  }, [view, step, chart]);
+  return null;
+}
+
+export function TimelineView() {
+  const { pane, ctl } = usePane();
+  const algorithm = useApp((s) => s.playback[pane].summary?.algorithm ?? '');
+  const view = useHwPane(pane, (s) => s.view);
+  const gpuChoice = useHwPane(pane, (s) => s.gpu[algorithm]);
+  const features = useHwPane(pane, (s) => s.features[algorithm]);
+  const host = useRef<HTMLDivElement>(null);
+  const chart = useRef<TimelineChart | null>(null);
+  const [util, setUtil] = useState<Record<string, number>>({});
+  const [follow, setFollow] = useState(true);
+  const [exportError, setExportError] = useState<string | undefined>();
+  const gpu = gpuChoice ?? defaultGpu(algorithm);
+  const folded = useFolded(pane, 'timeline');
+
+  useEffect(() => {
+    const c = new TimelineChart(host.current!, {
+      onSeek: (op, cycle) => {
+        const v = hwState(pane).view;
+        if (v) void ctl.seek(stepForClick(v.map, op, cycle));
+      },
+      onWindow: (window, u) => {
+        useHw.getState().patch(pane, { window });
+        setUtil(u);
+      },
+    });
+    chart.current = c;
+    return () => {
+      c.destroy();
+      chart.current = null;
+    };
+  }, [pane, ctl]);
+  useEffect(() => {
+    if (view && !folded) chart.current?.setData(view, hwState(pane).window);
+  }, [view, pane, folded]);
+  useEffect(() => {
+    if (chart.current) chart.current.follow = follow;
+  }, [follow]);
+  const theme = useApp((s) => s.layout.theme);
+  useEffect(() => {
+    // App.tsx sets the theme attribute in its own effect, which runs after this one.
+    const id = requestAnimationFrame(() => chart.current?.redraw());
+    return () => cancelAnimationFrame(id);
+  }, [theme]);
+
+  const setFeature = (key: keyof HwFeatures, on: boolean) => {
+    const cur = hwState(pane).features;
+    useHw.getState().patch(pane, { features: { ...cur, [algorithm]: { ...(cur[algorithm] ?? {}), [key]: on } } });
+  };
+  const exportAs = async (f: HwExportFormat) => {
+    try {
+      setExportError(undefined);
+      const x = await ctl.worker.hwExport(f);
+      download(x.filename, x.mime, x.text);
+    } catch (e) {
+      setExportError(messageOf(e));
+    }
+  };
+  const switches = SWITCHES.filter((s) => view?.featureKeys.includes(s.key));
+  return (
+    <section className="view hw-timeline" aria-label="Warp-role timeline">
+      <ViewTitle pane={pane} id="timeline" title="Warp-role timeline" />
+      <div hidden={folded}>
+        <div className="hw-controls">
+          <label>
+            GPU{' '}
+            <select
+              aria-label="GPU"
+              value={gpu}
+              onChange={(e) => useHw.getState().patch(pane, { gpu: { ...hwState(pane).gpu, [algorithm]: e.target.value } })}
+            >
+              {algorithm &&
+                gpusFor(algorithm).map((g) => (
+                  <option key={g.id} value={g.id}>
+                    {g.name}
+                  </option>
+                ))}
+            </select>
+          </label>
+          {switches.map((s) => (
+            <label key={s.key} title={s.title}>
+              <input type="checkbox" aria-label={s.label} checked={Boolean(features?.[s.key] ?? view?.features[s.key])} onChange={(e) => setFeature(s.key, e.target.checked)} /> {s.label}
+            </label>
+          ))}
+          <label title="Keep the cursor in view while stepping">
+            <input type="checkbox" aria-label="Follow cursor" checked={follow} onChange={(e) => setFollow(e.target.checked)} /> follow
+          </label>
+          <button onClick={() => chart.current?.fit()}>Fit</button>
+          <button onClick={() => void exportAs('chrome')} disabled={!view}>
+            Export Chrome trace
+          </button>
+          <button onClick={() => void exportAs('jsonl')} disabled={!view}>
+            Export JSONL
+          </button>
+        </div>
+        {exportError && (
+          <p className="error" role="alert">
+            Export failed: {exportError}
+          </p>
+        )}
+        {!folded && <HwStatus />}
+        {!folded && <CursorSync pane={pane} chart={chart} />}
+        <div ref={host} className="tl-host" />
+        <div className="hw-legend">
+          {UNIT_FAMILIES.map((f) => (
+            <span key={f.id} className="hw-legend-item" data-testid="util" data-family={f.id} data-value={util[f.id] ?? ''}>
+              <i style={{ background: f.colour }} /> {f.label}
+              {f.id !== 'sync' && util[f.id] !== undefined && <b> {(util[f.id] * 100).toFixed(0)}%</b>}
+            </span>
+          ))}
+        </div>
+        <p className="dim">
+          Percentages: share of the visible window in which the unit had an op in flight (averaged over sub-partitions). Lower bars are async work from issue to completion; thin
+          grey bars are barrier waits; hover an op for the ops it waited on, click it to move the debugger to its step.
+        </p>
+        <details className="hw-mapping">
+          <summary>How a step is placed on the timeline</summary>
+          <p>
+            The numeric trace and the kernel use their own tile sizes, so a step is placed by its rows and key columns: its CTA (the one whose rows hold the step's first row),
+            its K/V blocks and its sub-unit (softmax warpgroup, consumer warpgroup or warp). The cursor is the end of the latest op of that CTA, K/V block and sub-unit that
+            does the step's phase (load, S = QKᵀ, softmax parts, P·V, normalize, write): the moment the hardware has done what the step shows. A phase the kernel folds into
+            another op (a mask inside the softmax) uses that op and is marked as such. Clicking an op seeks to the first step placed on it; clicking a barrier wait seeks to
+            the last step placed before it.
+          </p>
+        </details>
+      </div>
+    </section>
+  );
+}

@@ -1,0 +1,59 @@
+// Keeps a pane's hardware schedule in step with the debugger: asks the worker for the SM
+// that runs the current step's CTA whenever the algorithm, problem, GPU or switches change,
+// or the debugger moves to a CTA on another SM. One request per pane at a time; a request
+// that became stale while in flight is followed by a fresh one.
+
+import { useEffect } from 'react';
+import { hasHardwareModel, type HwView } from '../../engine/hw/step-map.ts';
+import type { TraceEvent } from '../../engine/trace/events.ts';
+import { messageOf, type PaneController } from '../pane/controller.ts';
+import { usePane } from '../pane/context.ts';
+import { useApp } from '../store/store.ts';
+import { defaultGpu } from './gpus.ts';
+import { hwState, useHw } from './hw-store.ts';
+
+const inFlight = new Set<string>();
+
+/** True when the view's SM runs the CTA of this event. */
+export function viewHoldsEvent(v: HwView, ev: TraceEvent): boolean {
+  const r0 = ev.tile.rows[0];
+  return v.ctas.some((c) => c.b === ev.b && c.h === ev.h && r0 >= c.rows[0] && r0 < c.rows[1] && (ev.split === undefined || ev.kind === 'combine' || ev.tile.cols[1] <= ev.tile.cols[0] || c.kvBlocks.includes(Math.floor(ev.tile.cols[0] / v.geometry.blockN))));
+}
+
+function sync(pane: string, ctl: PaneController): void {
+  if (inFlight.has(pane)) return;
+  const app = useApp.getState();
+  const pb = app.playback[pane];
+  const applied = app.problem[pane]?.applied;
+  const frame = pb?.frame;
+  const algorithm = pb?.summary?.algorithm;
+  if (!frame || !applied || !algorithm || !hasHardwareModel(algorithm)) return;
+  const hs = hwState(pane);
+  const gpu = hs.gpu[algorithm] ?? defaultGpu(algorithm);
+  const features = hs.features[algorithm] ?? {};
+  const key = JSON.stringify([algorithm, gpu, features, applied.problem, pb.summary?.total, pb.summary?.loadMs]);
+  const stale = hs.viewKey !== key;
+  if (!stale && (hs.error || (hs.view && viewHoldsEvent(hs.view, frame.event)))) return;
+  inFlight.add(pane);
+  useHw.getState().patch(pane, { loading: true });
+  ctl.worker
+    .hwView({ algorithm, gpu, features, problem: applied.problem, step: frame.step })
+    .then((view) => useHw.getState().patch(pane, { view, viewKey: key, loading: false, error: undefined, ...(stale ? { window: undefined } : {}) }))
+    .catch((e) => useHw.getState().patch(pane, { view: undefined, viewKey: key, loading: false, error: messageOf(e) }))
+    .finally(() => {
+      inFlight.delete(pane);
+      // The debugger may have moved on (or the switches changed) while this was built.
+      sync(pane, ctl);
+    });
+}
+
+/** Call from every hardware view; requests are shared per pane. */
+export function useHardwareSync(): void {
+  const { pane, ctl } = usePane();
+  const step = useApp((s) => s.playback[pane].frame?.step);
+  const summary = useApp((s) => s.playback[pane].summary);
+  const applied = useApp((s) => s.problem[pane].applied);
+  const choice = useHw((s) => s.panes[pane]?.gpu);
+  const features = useHw((s) => s.panes[pane]?.features);
+  useEffect(() => sync(pane, ctl), [pane, ctl, step, summary, applied, choice, features]);
+}

@@ -1,0 +1,24 @@
+// Hardware lessons: what the memory map and the warp-role timeline show for one kernel,
+// topic by topic, and for every phase kind the debugger can stop on, what the hardware is
+// doing at that moment. Text is Markdown-lite (paragraphs, **bold**, `code`) with KaTeX
+// ($…$ inline, $$…$$ display); app/hardware/lesson-text.ts renders it.
+
+import type { PhaseKind } from '../../engine/trace/events.ts';
+
+export interface HardwareTopic {
+  id: string;
+  title: string;
+  text: string;
+}
+
+export interface HardwareLesson {
+  /** Step-algorithm id (equal to the hardware schedule's id). */
+  algorithm: string;
+  title: string;
+  topics: HardwareTopic[];
+  /** For each phase kind: the hardware's side of that step, as the views show it. */
+  steps: Record<PhaseKind, string>;
+}
+
+/** Keeps backslashes as written (KaTeX needs them). */
+export const tex = String.raw;

@@ -5,12 +5,17 @@
 // the float64 reference so a fast wrong kernel cannot hide.
 //
 // Options: --quick (N = 1024 only, for a smoke run), --n 1024,4096 (override the list),
-// --no-65536, --reps k (timed repetitions; the median is reported), --skip tiles (no tile study).
+// --no-65536, --reps k (timed repetitions; the median is reported), --skip tiles (no tile study),
+// --paths a,b (only these paths, self-test included; standard always runs as the baseline),
+// --matrix-grid (subgroup-matrix tile/shape study, each config self-tested first, plus the
+// register kernel forced onto ragged shapes),
+// --no-decode.
 
 import { nominalFlops, type AttentionProblem } from '../problem.ts';
 import { PATH_LABELS, WebGpuUnavailable, type WebGpuPath } from '../webgpu/device.ts';
 import { AttentionRun } from '../webgpu/backend.ts';
 import type { FlashTile } from '../webgpu/flash-kernel.ts';
+import type { MatrixTilePrefs } from '../webgpu/flash-matrix-kernel.ts';
 import { NO_ADAPTER_HELP, openNodeWebGpu } from '../webgpu/node-gpu.ts';
 import { checkSampledRows } from '../webgpu/row-check.ts';
 import { KERNEL_VARIANTS } from '../webgpu/variants.ts';
@@ -27,6 +32,7 @@ const NS = (opt('--n') ?? (quick ? '1024' : '1024,4096,8192')).split(',').map(Nu
 const REPS = Number(opt('--reps') ?? 3);
 const DS = (opt('--d') ?? '64,128').split(',').map(Number);
 const SKIP = new Set((opt('--skip') ?? '').split(','));
+const ONLY = opt('--paths')?.split(',');
 
 interface Measured {
   ms: number;
@@ -42,10 +48,10 @@ function median(xs: number[]): number {
   return s[Math.floor(s.length / 2)];
 }
 
-async function measure(ctx: Awaited<ReturnType<typeof openNodeWebGpu>>, p: AttentionProblem, path: WebGpuPath, reps: number, tile?: Partial<FlashTile>, warm = true, ablate?: 'softmax' | 'loads'): Promise<Measured | string> {
+async function measure(ctx: Awaited<ReturnType<typeof openNodeWebGpu>>, p: AttentionProblem, path: WebGpuPath, reps: number, tile?: Partial<FlashTile>, warm = true, matrix?: MatrixTilePrefs): Promise<Measured | string> {
   let run: AttentionRun | undefined;
   try {
-    run = await AttentionRun.create(ctx, p, { path, tile, ablate });
+    run = await AttentionRun.create(ctx, p, { path, tile, matrix });
     await run.fillRandom(1234);
     if (warm) await run.execute(); // warm-up: pipeline caches, clocks
     const totals: number[] = [];
@@ -56,7 +62,7 @@ async function measure(ctx: Awaited<ReturnType<typeof openNodeWebGpu>>, p: Atten
       kernels = t.map((k) => `${k.name} ${k.ms.toFixed(2)} ms (${k.clock})`).join(', ');
     }
     const ms = median(totals);
-    const check = ablate ? { maxAbsErrO: NaN, maxAbsErrLse: NaN } : await checkSampledRows(run, 3);
+    const check = await checkSampledRows(run, 3);
     const eb = path === 'flash-f16' || path === 'flash-matrix' ? 2 : 4;
     const bytes = (p.batch * (p.hq * p.nq * p.d + p.hk * p.nk * (p.d + p.dv))) * eb + p.batch * p.hq * p.nq * (p.dv + 1) * 4;
     return { ms, tflops: nominalFlops(p) / (ms * 1e9), gbs: bytes / (ms * 1e6), err: Math.max(check.maxAbsErrO, check.maxAbsErrLse), config: run.config, kernels };
@@ -69,6 +75,49 @@ async function measure(ctx: Awaited<ReturnType<typeof openNodeWebGpu>>, p: Atten
 
 const fmt = (m: Measured | string) =>
   typeof m === 'string' ? `FAILED: ${m}` : `${m.tflops.toFixed(2).padStart(7)} TFLOP/s ${m.ms.toFixed(3).padStart(9)} ms  ${m.gbs.toFixed(0).padStart(5)} GB/s  maxerr ${m.err.toExponential(1)}`;
+
+/** The variant set with d = 64 and Nq, Nk rounded up to whole 128-row / 64-key tiles. */
+const ALIGNED_VARIANTS = KERNEL_VARIANTS.filter((v) => v.name !== 'odd head dims').map((v) => ({
+  name: v.name,
+  problem: {
+    ...v.problem,
+    d: 64,
+    dv: v.problem.dv === v.problem.d ? 64 : 32,
+    nq: Math.ceil(v.problem.nq / 128) * 128,
+    nk: Math.ceil(v.problem.nk / 64) * 64,
+  },
+}));
+
+/** Runs one path on the given variants against the float64 reference; worst error scaled for f16 paths. */
+async function selfTest(ctx: Awaited<ReturnType<typeof openNodeWebGpu>>, path: WebGpuPath, variants: typeof KERNEL_VARIANTS, matrix?: MatrixTilePrefs): Promise<{ worst: number; line: string }> {
+  const errs: string[] = [];
+  let worst = 0;
+  for (const v of variants) {
+    const f16 = path === 'flash-f16' || path === 'flash-matrix';
+    const p: AttentionProblem = { ...v.problem, dtype: f16 ? 'fp16' : 'fp32' };
+    const x = randomInputs(p, { seed: 7 });
+    const ref = referenceAttention(p, x);
+    let run: AttentionRun | undefined;
+    try {
+      run = await AttentionRun.create(ctx, p, { path, matrix });
+      run.upload(x);
+      await run.execute();
+      const r = await run.read();
+      let e = 0;
+      for (let i = 0; i < r.o.length; i++) e = Math.max(e, Math.abs(r.o[i] - ref.o[i]));
+      for (let i = 0; i < r.lse.length; i++) e = Math.max(e, r.lse[i] === ref.lse[i] ? 0 : Math.abs(r.lse[i] - ref.lse[i]));
+      if (Number.isNaN(e)) e = Infinity;
+      errs.push(`${v.name} ${e.toExponential(1)}`);
+      worst = Math.max(worst, f16 ? e / 30 : e);
+    } catch (err) {
+      errs.push(`${v.name} FAILED (${err instanceof Error ? err.message.slice(0, 600) : String(err)})`);
+      worst = Infinity;
+    } finally {
+      run?.destroy();
+    }
+  }
+  return { worst, line: errs.join(', ') };
+}
 
 async function main(): Promise<number> {
   let ctx;
@@ -91,32 +140,18 @@ async function main(): Promise<number> {
   console.log('FLOPs = 4·B·H·Nq·Nk·d (halved when causal); GB/s = minimum traffic Q+K+V+O+LSE / time; maxerr = max |GPU − float64 reference| over 3 sampled rows (O and LSE)\n');
   // Self-test: every path on every variant against the full float64 reference.
   let worst = 0;
-  for (const path of ctx.paths) {
-    const errs: string[] = [];
-    for (const v of KERNEL_VARIANTS) {
-      const f16 = path === 'flash-f16' || path === 'flash-matrix';
-      const p: AttentionProblem = { ...v.problem, dtype: f16 ? 'fp16' : 'fp32' };
-      const x = randomInputs(p, { seed: 7 });
-      const ref = referenceAttention(p, x);
-      let run: AttentionRun | undefined;
-      try {
-        run = await AttentionRun.create(ctx, p, { path });
-        run.upload(x);
-        await run.execute();
-        const r = await run.read();
-        let e = 0;
-        for (let i = 0; i < r.o.length; i++) e = Math.max(e, Math.abs(r.o[i] - ref.o[i]));
-        for (let i = 0; i < r.lse.length; i++) e = Math.max(e, r.lse[i] === ref.lse[i] ? 0 : Math.abs(r.lse[i] - ref.lse[i]));
-        errs.push(`${v.name} ${e.toExponential(1)}`);
-        worst = Math.max(worst, f16 ? e / 30 : e);
-      } catch (err) {
-        errs.push(`${v.name} FAILED (${err instanceof Error ? err.message.slice(0, 300) : String(err)})`);
-        worst = Infinity;
-      } finally {
-        run?.destroy();
-      }
+  const paths = ctx.paths.filter((p) => !ONLY || ONLY.includes(p));
+  for (const path of paths) {
+    const r = await selfTest(ctx, path, KERNEL_VARIANTS);
+    worst = Math.max(worst, r.worst);
+    console.log(`self-test ${path}: ${r.line}`);
+    if (path === 'flash-matrix') {
+      // The variant set is ragged, so it exercises the shared-O kernel; these whole-tile
+      // copies exercise the register kernel the timed shapes use.
+      const a = await selfTest(ctx, path, ALIGNED_VARIANTS);
+      worst = Math.max(worst, a.worst);
+      console.log(`self-test ${path} (whole tiles, register kernel): ${a.line}`);
     }
-    console.log(`self-test ${path}: ${errs.join(', ')}`);
   }
   console.log(`self-test: ${worst < 1e-4 ? 'all paths match the float64 reference' : 'MISMATCH — see above'}\n`);
   if (args.includes('--selftest-only')) return worst < 1e-4 ? 0 : 1;
@@ -130,7 +165,7 @@ async function main(): Promise<number> {
     while (Date.now() - t0 < 3000) await run.execute();
     run.destroy();
   }
-  const flashPaths = ctx.paths.filter((p) => p.startsWith('flash')) as WebGpuPath[];
+  const flashPaths = paths.filter((p) => p.startsWith('flash')) as WebGpuPath[];
   for (const d of DS) {
     for (const causal of [false, true]) {
       for (const n of NS) {
@@ -167,16 +202,41 @@ async function main(): Promise<number> {
       console.log(`  ${path.padEnd(16)} ${JSON.stringify(tile).padEnd(36)} ${fmt(m)}   [${typeof m === 'string' ? '' : m.config}]`);
     }
   }
-  // Where the subgroup-matrix path spends its time: the same kernel with a phase removed.
-  if (ctx.paths.includes('flash-matrix')) {
-    console.log('\nflash-matrix ablations, B=4 H=16 N=4096 d=64 non-causal (results of ablated kernels are wrong by design; time only)');
-    for (const ablate of [undefined, 'softmax', 'loads'] as const) {
-      const m = await measure(ctx, head, 'flash-matrix', REPS, undefined, true, ablate);
-      console.log(`  ${(ablate ? `without ${ablate}` : 'full kernel').padEnd(18)} ${typeof m === 'string' ? m : `${m.tflops.toFixed(2)} TFLOP/s ${m.ms.toFixed(3)} ms`}`);
+  // Subgroup-matrix study: matrix shape × subgroups per workgroup × BN (+ rescale on every max).
+  // Each config is self-tested on a few variants before it is timed; configs that do not fit
+  // fall back to the largest that does (the printed config says which ran).
+  if (ctx.paths.includes('flash-matrix') && args.includes('--matrix-grid')) {
+    const picks = ALIGNED_VARIANTS.filter((v) => ['causal Nq>Nk', 'sinks', 'many K/V tiles', 'dv≠d', 'window'].includes(v.name));
+    // Where the register kernel goes wrong: forced onto ragged shapes one property at a time.
+    const plain = KERNEL_VARIANTS[0].problem;
+    const probes = [
+      { name: 'd=64 128×128', problem: { ...plain, d: 64, dv: 64, nq: 128, nk: 128 } },
+      { name: 'd=64 Nq=100', problem: { ...plain, d: 64, dv: 64, nq: 100, nk: 128 } },
+      { name: 'd=64 Nk=100', problem: { ...plain, d: 64, dv: 64, nq: 128, nk: 100 } },
+      { name: 'd=40 128×128', problem: { ...plain, d: 40, dv: 40, nq: 128, nk: 128 } },
+      { name: 'd=24 45×77', problem: plain },
+    ];
+    const st = await selfTest(ctx, 'flash-matrix', probes, { warps: 4, bn: 64, force: true });
+    console.log(`register kernel forced, 4 subgroups, BN=64: ${st.line}`);
+    for (const d of DS) {
+      const p: AttentionProblem = { ...head, d, dv: d };
+      console.log(`\nsubgroup-matrix grid, B=4 H=16 N=4096 d=${d} non-causal`);
+      for (const shape of ctx.matrixConfigs.filter((c) => c.componentType === 'f16').map((c) => `${c.M}x${c.N}x${c.K}`)) {
+        const tiles: MatrixTilePrefs[] = [
+          { warps: 8, bn: 32 }, { warps: 4, bn: 64 }, { warps: 4, bn: 32 }, { warps: 2, bn: 64 },
+          { warps: 4, bn: 64, rescaleLog: 0 },
+        ];
+        for (const t of tiles) {
+          const prefs: MatrixTilePrefs = { shape, ...t };
+          const st = await selfTest(ctx, 'flash-matrix', picks, prefs);
+          const m = st.worst < 1e-4 ? await measure(ctx, p, 'flash-matrix', REPS, undefined, true, prefs) : `self-test failed: ${st.line}`;
+          console.log(`  ${JSON.stringify(prefs).padEnd(52)} ${fmt(m)}   [${typeof m === 'string' ? '' : m.config}]`);
+        }
+      }
     }
   }
   // Flash-decoding: one query row per head against a long KV cache.
-  for (const nk of quick ? [4096] : [8192, 32768]) {
+  for (const nk of quick || args.includes('--no-decode') ? [] : [8192, 32768]) {
     const p: AttentionProblem = { batch: 4, hq: 16, hk: 16, nq: 1, nk, d: 128, dv: 128, causal: false, dtype: 'fp32' };
     console.log(`\ndecode B=4 H=16 Nq=1 Nk=${nk} d=128`);
     const dec = await measure(ctx, p, 'decode', REPS);

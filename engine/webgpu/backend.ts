@@ -13,7 +13,8 @@ import { validateProblem, type AttentionProblem } from '../problem.ts';
 import type { WebGpuContext, WebGpuPath } from './device.ts';
 import { PATH_LABELS } from './device.ts';
 import { flashKernelWgsl, flashLayout, type FlashKernelConfig, type FlashTile } from './flash-kernel.ts';
-import { chooseMatrixTile, matrixKernelWgsl, matrixLayout, type MatrixKernelConfig } from './flash-matrix-kernel.ts';
+import { chooseMatrixTile, matrixKernelWgsl, matrixLayout, registerKernelTakes, type MatrixKernelConfig, type MatrixTilePrefs } from './flash-matrix-kernel.ts';
+import { chooseSharedOTile, sharedOKernelWgsl, sharedOLayout, type SharedOKernelConfig } from './flash-matrix-shared-o-kernel.ts';
 import { decodeCombineKernelWgsl, decodeSplitKernelWgsl, DECODE_THREADS } from './decode-kernels.ts';
 import { fillKernelWgsl } from './fill-kernel.ts';
 import { halfToFloat, toHalfArray } from './half.ts';
@@ -30,8 +31,8 @@ export interface RunOptions {
   path: WebGpuPath;
   /** Preferred flash tile (falls back to the largest that fits when it does not). */
   tile?: Partial<FlashTile>;
-  /** Benchmark-only profiling of the subgroup-matrix kernel (see MatrixKernelConfig.ablate). */
-  ablate?: 'softmax' | 'loads';
+  /** Preferred subgroup-matrix tile (the benchmark's grid); falls back to what fits. */
+  matrix?: MatrixTilePrefs;
 }
 
 const GiB = 1024 ** 3;
@@ -171,26 +172,47 @@ export class AttentionRun {
         workgroups: [Math.ceil(p.nq / cfg.bm), bh, 1],
       });
     } else if (this.path === 'flash-matrix') {
-      let cfg: MatrixKernelConfig = { ...chooseMatrixTile(this.ctx, p.d, p.dv), ablate: opts.ablate };
+      // The register kernel where none of its loads runs past a buffer and Q fills whole
+      // tiles (registerKernelTakes); the shared-O kernel elsewhere. opts.matrix.force (benchmark
+      // diagnostics only) runs the register kernel on any shape.
       let pipe: GPUComputePipeline;
       let note = '';
-      try {
-        pipe = await pipeline(device, matrixKernelWgsl(cfg));
-      } catch (e) {
-        if (!cfg.subgroupId) throw e;
-        // The compiler rejected subgroup_id: one subgroup per workgroup needs no subgroup ids.
-        cfg = { ...chooseMatrixTile(this.ctx, p.d, p.dv, false), ablate: opts.ablate };
-        pipe = await pipeline(device, matrixKernelWgsl(cfg));
-        note = ' (subgroup_id rejected by the compiler, so one subgroup per workgroup)';
+      let bm: number;
+      const reg = chooseMatrixTile(this.ctx, p.d, p.dv, true, opts.matrix);
+      if (opts.matrix?.force || registerKernelTakes(reg, p.nq, p.nk)) {
+        let cfg: MatrixKernelConfig = reg;
+        try {
+          pipe = await pipeline(device, matrixKernelWgsl(cfg));
+        } catch (e) {
+          if (!cfg.subgroupId) throw e;
+          // The compiler rejected subgroup_id: one subgroup per workgroup needs no subgroup ids.
+          cfg = chooseMatrixTile(this.ctx, p.d, p.dv, false, opts.matrix);
+          pipe = await pipeline(device, matrixKernelWgsl(cfg));
+          note = ' (subgroup_id rejected by the compiler, so one subgroup per workgroup)';
+        }
+        const L = matrixLayout(cfg);
+        bm = L.bm;
+        this.config = `${cfg.m}×${cfg.n}×${cfg.k} f16 subgroup matrices, Q and O in registers, BM=${L.bm} BN=${cfg.bn}, ${cfg.warps} subgroups of ${cfg.sg}, K/V from global memory, lazy rescale at e^${cfg.rescaleLog}, ${L.bytes} B workgroup memory${note}`;
+      } else {
+        let cfg: SharedOKernelConfig = chooseSharedOTile(this.ctx, p.d, p.dv);
+        try {
+          pipe = await pipeline(device, sharedOKernelWgsl(cfg));
+        } catch (e) {
+          if (!cfg.subgroupId) throw e;
+          cfg = chooseSharedOTile(this.ctx, p.d, p.dv, false);
+          pipe = await pipeline(device, sharedOKernelWgsl(cfg));
+          note = ' (subgroup_id rejected by the compiler, so one subgroup per workgroup)';
+        }
+        const L = sharedOLayout(cfg);
+        bm = L.bm;
+        this.config = `${cfg.m}×${cfg.n}×${cfg.k} f16 subgroup matrices, O in workgroup memory, BM=${L.bm} BN=${cfg.bn}, ${cfg.warps} subgroups of ${cfg.sg}, ${L.bytes} B workgroup memory${note}`;
       }
-      const L = matrixLayout(cfg);
-      this.config = `${cfg.ablate ? `ABLATED (${cfg.ablate}) ` : ''}${cfg.m}×${cfg.n}×${cfg.k} f16 subgroup matrices, BM=${L.bm} BN=${cfg.bn}, ${cfg.warps} subgroups of ${cfg.sg}, ${L.bytes} B workgroup memory${note}`;
       const params = this.uniform(packParams(p));
       this.dispatches.push({
         name: 'flash forward (subgroup matrix)',
         pipeline: pipe,
         bindGroup: this.bind(pipe, { 0: params, 1: this.q, 2: this.k, 3: this.v, 4: this.o, 5: this.lse, 6: aux }),
-        workgroups: [Math.ceil(p.nq / L.bm), bh, 1],
+        workgroups: [Math.ceil(p.nq / bm), bh, 1],
       });
     } else if (this.path === 'standard') {
       const perHead = p.nq * p.nk * 4;

@@ -22,6 +22,16 @@ const api: DebuggerApi = {
   },
   runCounters: (req: LoadRequest, onProgress?: Progress) => session.runCounters(req, onProgress),
   cancel: () => session.cancel(),
+  compareData: async (gpu: string) => {
+    const d = await session.compareData(gpu);
+    return Comlink.transfer(d, [d.output.buffer as ArrayBuffer]);
+  },
+  syncPoint: (gpu: string) => session.syncPoint(gpu),
+  seekSync: async (point, axis, gpu) => {
+    const { frame: f, used } = await session.seekSync(point, axis, gpu);
+    return Comlink.transfer({ frame: f, used }, [f.s.buffer, f.p.buffer, f.mask.buffer, f.o.buffer, f.oState.buffer, f.m.buffer, f.l.buffer] as ArrayBuffer[]);
+  },
+  traceJsonl: () => session.traceJsonl(),
 };
 
 Comlink.expose(api);

@@ -1,13 +1,20 @@
 import { useEffect } from 'react';
 import { DebuggerPane } from './pane/DebuggerPane.tsx';
 import { useApp } from './store/store.ts';
+import { ModeSwitch } from './compare/ModeSwitch.tsx';
+import { ComparePage } from './compare/ComparePage.tsx';
+import { useCompare } from './compare/compare-store.ts';
+import { ShareButton, ShareNotice } from './share/ShareControls.tsx';
+import { startUrlSync } from './share/url-sync.ts';
 
 export function App() {
   const theme = useApp((s) => s.layout.theme);
   const setTheme = useApp((s) => s.setTheme);
+  const mode = useCompare((s) => s.mode);
   useEffect(() => {
     document.documentElement.dataset.theme = theme;
   }, [theme]);
+  useEffect(() => startUrlSync(), []);
   const other = theme === 'dark' ? 'light' : 'dark';
   return (
     <div className="app">
@@ -16,11 +23,18 @@ export function App() {
           Flash<span>Scope</span>
         </h1>
         <span className="tagline">step through tiled attention, one phase at a time</span>
+        <ModeSwitch />
+        <ShareButton />
         <button className="theme" onClick={() => setTheme(other)} aria-label={`Switch to ${other} theme`}>
           {theme === 'dark' ? '☀' : '☾'}
         </button>
       </header>
-      <DebuggerPane pane="main" />
+      <ShareNotice />
+      {/* The debugger pane stays mounted in compare mode: it holds the shared problem. */}
+      <div hidden={mode === 'compare'} className="mode-debugger">
+        <DebuggerPane pane="main" />
+      </div>
+      {mode === 'compare' && <ComparePage />}
     </div>
   );
 }

@@ -1,0 +1,96 @@
+// Synchronised stepping. When the person moves one compare pane (buttons, keys, scrubber,
+// breakpoints), that pane leads: its position on the chosen axis is read from its worker
+// and every other pane seeks to its own step at that point in its own worker. Moves made
+// by the driver itself are not taken as a new lead, so panes never chase each other.
+
+import type { SyncAxis } from '../../engine/compare/sync.ts';
+import { useApp } from '../store/store.ts';
+import { controllers } from './controllers.ts';
+import { useCompare } from './compare-store.ts';
+import { comparePaneId, paneLabel } from './pane-config.ts';
+
+/** While > 0 (restoring a shared link's positions), pane moves are not propagated. */
+let paused = 0;
+export async function withSyncPaused<T>(fn: () => Promise<T>): Promise<T> {
+  paused++;
+  try {
+    return await fn();
+  } finally {
+    paused--;
+  }
+}
+
+const AXIS_NAME: Record<SyncAxis, string> = { kv: 'K/V block', progress: 'normalised progress', time: 'simulated time', none: 'unlinked' };
+
+export function startSyncDriver(): () => void {
+  const moving = new Set<string>();
+  const last = new Map<string, number | undefined>();
+  /** A new run's first frame is not a move by the person: it never leads. */
+  const lastSummary = new Map<string, unknown>();
+  let running = false;
+  let again: number | null = null;
+
+  const propagate = async (leader: number): Promise<void> => {
+    if (running) {
+      again = leader;
+      return;
+    }
+    running = true;
+    try {
+      for (let lead: number | null = leader; lead !== null; ) {
+        again = null;
+        const { axis, gpu, panes } = useCompare.getState();
+        const lc = controllers.get(comparePaneId(lead));
+        if (!lc || axis === 'none') break;
+        const point = await lc.api.syncPoint(gpu);
+        const fellBack: string[] = [];
+        if (axis === 'time' && point.timeUs === null) fellBack.push(`${paneLabel(panes[lead], lead)} (the leader) has no hardware schedule on this GPU`);
+        await Promise.all(
+          panes.map(async (cfg, i) => {
+            const id = comparePaneId(i);
+            const c = controllers.get(id);
+            if (i === lead || !c || useApp.getState().playback[id]?.status !== 'ready') return;
+            moving.add(id);
+            try {
+              let used: SyncAxis = axis;
+              await c.moveWith((api) =>
+                api.seekSync(point, axis, gpu).then((r) => {
+                  used = r.used;
+                  return r.frame;
+                }),
+              );
+              if (used !== axis && point.timeUs !== null) fellBack.push(`${paneLabel(cfg, i)} has no ${axis === 'kv' ? 'step on that K/V block' : 'hardware schedule on this GPU'}`);
+              last.set(id, useApp.getState().playback[id]?.frame?.step);
+            } finally {
+              moving.delete(id);
+            }
+          }),
+        );
+        useCompare.setState({ syncNotice: fellBack.length ? `Synced by ${AXIS_NAME.progress} instead of ${AXIS_NAME[axis]} where needed: ${fellBack.join('; ')}.` : undefined });
+        lead = again;
+      }
+    } finally {
+      running = false;
+    }
+  };
+
+  return useApp.subscribe((s) => {
+    const { mode, panes, axis } = useCompare.getState();
+    if (mode !== 'compare') return;
+    let leader = -1;
+    panes.forEach((_, i) => {
+      const id = comparePaneId(i);
+      const step = s.playback[id]?.frame?.step;
+      const summary = s.playback[id]?.summary;
+      if (summary !== lastSummary.get(id)) {
+        lastSummary.set(id, summary);
+        last.set(id, step);
+        return;
+      }
+      if (step === last.get(id)) return;
+      last.set(id, step);
+      if (!paused && !moving.has(id) && step !== undefined && s.playback[id]?.status === 'ready') leader = i;
+    });
+    if (leader >= 0 && axis !== 'none') void propagate(leader);
+  });
+}

@@ -25,7 +25,6 @@ const AXIS_NAME: Record<SyncAxis, string> = { kv: 'K/V block', progress: 'normal
 export function startSyncDriver(): () => void {
   const moving = new Set<string>();
   const last = new Map<string, number | undefined>();
-  /** A new run's first frame is not a move by the person: it never leads. */
   const lastSummary = new Map<string, unknown>();
   let running = false;
   let again: number | null = null;
@@ -74,22 +73,32 @@ export function startSyncDriver(): () => void {
     }
   };
 
+  /** Panes whose run changed and whose first frame of the new run has not been seen yet. */
+  const awaitingFirst = new Set<string>();
+  const lastFrame = new Map<string, unknown>();
   return useApp.subscribe((s) => {
     const { mode, panes, axis } = useCompare.getState();
     if (mode !== 'compare') return;
     let leader = -1;
     panes.forEach((_, i) => {
       const id = comparePaneId(i);
-      const step = s.playback[id]?.frame?.step;
-      const summary = s.playback[id]?.summary;
-      if (summary !== lastSummary.get(id)) {
-        lastSummary.set(id, summary);
-        last.set(id, step);
+      const pb = s.playback[id];
+      if (pb?.summary !== lastSummary.get(id)) {
+        lastSummary.set(id, pb?.summary);
+        awaitingFirst.add(id);
+      }
+      const frame = pb?.frame;
+      if (frame === lastFrame.get(id)) return;
+      lastFrame.set(id, frame);
+      const step = frame?.step;
+      const prev = last.get(id);
+      last.set(id, step);
+      // A new run's first frame is not a move by the person; neither is a move the driver made.
+      if (awaitingFirst.has(id) && pb?.status === 'ready') {
+        awaitingFirst.delete(id);
         return;
       }
-      if (step === last.get(id)) return;
-      last.set(id, step);
-      if (!paused && !moving.has(id) && step !== undefined && s.playback[id]?.status === 'ready') leader = i;
+      if (!paused && !moving.has(id) && step !== undefined && step !== prev && pb?.status === 'ready') leader = i;
     });
     if (leader >= 0 && axis !== 'none') void propagate(leader);
   });

@@ -38,6 +38,14 @@ function bytes(d: Partial<Record<string, number>> | undefined): string {
  * K/V block (for the m values a rowsum or rescale step needs).
  */
 export function formulaFor(algorithm: string, ev: TraceEvent, r: number, entry: RowHistoryEntry | undefined): Formula {
+  const f = formulaNatural(algorithm, ev, r, entry);
+  // FA4 keeps logits and maxima in log2 units and exponentiates base 2 (ev.base2).
+  if (!ev.base2) return f;
+  const base2 = (t: string) => t.replace(/\\exp\(([^()]*)\)/g, '2^{$1}').replace(/e\^\{/g, '2^{');
+  return { symbolic: base2(f.symbolic), live: base2(f.live) };
+}
+
+function formulaNatural(algorithm: string, ev: TraceEvent, r: number, entry: RowHistoryEntry | undefined): Formula {
   const row = ev.tile.rows[0] + r;
   const fa1 = algorithm === 'fa1';
   switch (ev.kind) {

@@ -4,9 +4,10 @@ import type { TraceEvent } from '../engine/trace/events.ts';
 import { fa1Content } from './fa1.ts';
 import { fa2Content } from './fa2.ts';
 import { standardContent } from './standard.ts';
+import { HW_LESSONS } from './lessons/index.ts';
 import type { AlgorithmContent } from './types.ts';
 
-export const CONTENT: readonly AlgorithmContent[] = [standardContent, fa1Content, fa2Content];
+export const CONTENT: readonly AlgorithmContent[] = [standardContent, fa1Content, fa2Content, ...Object.values(HW_LESSONS).map((l) => l.content)];
 
 export function contentFor(algorithm: string): AlgorithmContent | undefined {
   return CONTENT.find((c) => c.algorithm === algorithm);

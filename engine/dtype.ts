@@ -14,21 +14,29 @@ export function roundBf16(x: number): number {
   return f32[0];
 }
 
+// The binary exponent of a float64 read from its bits: exact, unlike floor(log2(x)), and
+// much cheaper (roundFp16 runs once per stored P element in every 16-bit algorithm).
+const f64 = new Float64Array(1);
+const hiWord = new Uint32Array(f64.buffer);
+const HI = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1 ? 1 : 0; // little-endian: high word second
+/** 2^k for k in [-24, 5]: the fp16 quanta. */
+const QUANTUM = Array.from({ length: 30 }, (_, i) => 2 ** (i - 24));
+
 /** Round to IEEE binary16 (round-to-nearest-even, overflow to ±Infinity, subnormals kept). */
 export function roundFp16(x: number): number {
   if (!Number.isFinite(x) || x === 0) return x;
   const a = Math.abs(x);
   if (a >= 65520) return x > 0 ? Infinity : -Infinity; // above max half (65504) after rounding
-  // Quantum: 2^(e-10) for normal numbers, 2^-24 for subnormals.
-  let e = Math.floor(Math.log2(a));
-  if (2 ** e > a) e -= 1; // log2 can round up just below a power of two
-  e = Math.max(e, -14);
-  const q = 2 ** (e - 10);
-  let r = a / q;
+  // Quantum: 2^(e-10) for normal numbers, 2^-24 for subnormals (e clamped to -14).
+  f64[0] = a;
+  let e = ((hiWord[HI] >>> 20) & 0x7ff) - 1023;
+  if (e < -14) e = -14;
+  const q = QUANTUM[e - 10 + 24];
+  let r = a / q; // exact: q is a power of two
   const fl = Math.floor(r);
   const diff = r - fl;
   r = diff > 0.5 || (diff === 0.5 && fl % 2 === 1) ? fl + 1 : fl;
-  return Math.sign(x) * r * q;
+  return (x < 0 ? -r : r) * q;
 }
 
 export function roundTo(dtype: 'fp32' | 'fp16' | 'bf16', x: number): number {

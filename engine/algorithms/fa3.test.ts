@@ -18,8 +18,9 @@ const idx = (evs: TraceEvent[], pred: (e: TraceEvent) => boolean) => evs.findInd
 
 describe('fa3 against the float64 reference', () => {
   accuracyMatrix(fa3, { dims: [64, 128, 256] });
+  // fp32 with these switches and random tiles is covered by hw-algorithms.property.test.ts.
   describe('with intraOverlap and pingpong off, small tiles', () => {
-    accuracyMatrix(fa3, { dims: [64], dtypes: ['fp32', 'bf16'], options: { blockM: 64, blockN: 32, features: { intraOverlap: false, pingpong: false } } });
+    accuracyMatrix(fa3, { dims: [64], dtypes: ['bf16'], options: { blockM: 64, blockN: 32, features: { intraOverlap: false, pingpong: false } } });
   });
 });
 
@@ -105,7 +106,9 @@ describe('fa3 counters', () => {
     expect(c.matmulFlops).toBe(2 * BH * p.nq * p.nk * (p.d + p.dv));
     expect(c.expCount).toBe(BH * (p.nq * p.nk + p.nq * (tc - 1)));
     expect(c.rescaleCount).toBe(BH * p.nq * (tc - 1));
-    const nonMatmul = BH * (5 * p.nq * p.nk + p.nq * (tc - 1) + 2 * p.nq * tc + p.nq * p.dv * (tc - 1) + p.nq * p.dv + p.nq);
+    // qk: scale; rowmax: compare + merge, and subtract + exp of the factor after the first block;
+    // exp: 2 per element; rowsum: add per element + 2 per row; rescale: dv per row; normalize: dv + 3 per row.
+    const nonMatmul = BH * (5 * p.nq * p.nk + p.nq * tc + 2 * p.nq * (tc - 1) + 2 * p.nq * tc + p.nq * p.dv * (tc - 1) + p.nq * p.dv + 3 * p.nq);
     expect(c.nonMatmulFlops).toBe(nonMatmul);
     // Per tile: load Q, load K and V per block, qk/rowmax/exp/rowsum/pv per block, a rescale per block after the first, normalize, write.
     expect(c.steps).toBe(BH * tr * (1 + 2 * tc + 5 * tc + (tc - 1) + 2));

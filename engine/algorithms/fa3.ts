@@ -23,8 +23,10 @@
 //   d ≤ 128: 128 × (causal/window ? 128 : 176); d ≤ 192: 128 × (window ? 96 : dv ≤ 128 ? 128 : 112);
 //   d ≤ 256: 128 × (window ? 64 : 80). Overridable with blockM / blockN.
 //
-// Support table (the real kernel supports all of these; FlashScope runs each for real):
-//   causal, sliding window, ALiBi, softcap, sinks (learnable sink), GQA/MQA, Nq ≠ Nk, d ≠ dv: yes.
+// Support table (FlashScope runs each for real):
+//   causal, sliding window, softcap, GQA/MQA, Nq ≠ Nk, d ≠ dv: supported by the kernel.
+//   ALiBi: not in FA3; added to S as FA2 does. Attention sinks: not in the original FA3
+//   release; added at the final normalization as FA2 does.
 //   dtype fp32: the kernel takes fp16/bf16/fp8 only; FlashScope runs fp32 inputs unrounded
 //   so the schedule can be studied without rounding noise. FP8 is described in the lesson only.
 //   d > 256: rejected (no kernel instance).

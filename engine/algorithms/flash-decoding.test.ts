@@ -11,8 +11,9 @@ describe('flash-decoding against the float64 reference', () => {
   describe('heuristic split count', () => {
     accuracyMatrix(flashDecoding, { dims: [64, 128, 256] });
   });
+  // fp32 with explicit split counts and random tiles is covered by hw-algorithms.property.test.ts.
   describe('3 splits of 16-key blocks (combine on every case, some splits empty)', () => {
-    accuracyMatrix(flashDecoding, { dims: [64], dtypes: ['fp32', 'bf16'], options: { blockN: 16, features: { splits: 3 } } });
+    accuracyMatrix(flashDecoding, { dims: [64], dtypes: ['bf16'], options: { blockN: 16, features: { splits: 3 } } });
   });
   for (const dtype of ['fp32', 'fp16'] as const) {
     it(`decoding Nq = 1, GQA 8/2, Nk = 3000, ${dtype}`, () => {

@@ -27,8 +27,8 @@
 //
 // Support table: causal, sliding window (the "sliding_or_chunked_causal" kernel), ALiBi,
 // softcap, GQA/MQA (contiguous Q + KV or paged layouts), Nq ≠ Nk, d ≠ dv: supported by
-// fmha_v2 and run here. Attention sinks: run here with FA2's math (TensorRT-LLM added
-// sink support later; the seed's build has none). fp32 inputs: no fp32 fmha_v2 kernel;
+// fmha_v2 and run here. Attention sinks: the seed's build has no sink input; FlashScope
+// adds one with FA2's math (at the final normalization). fp32 inputs: no fp32 fmha_v2 kernel;
 // FlashScope runs them unrounded. d > 256: rejected.
 
 import { roundFp16 } from '../dtype.ts';

@@ -89,7 +89,8 @@ export interface At {
 export class RowState {
   readonly m: Float64Array;
   readonly l: Float64Array;
-  readonly acc: Float64Array;
+  /** fp32 storage: every store rounds to fp32 as the kernels' fp32 accumulators do (fp16 accumulators round further before storing). */
+  readonly acc: Float32Array;
   readonly factor: Float64Array;
   /** 1 where the last rowmax decided the row's accumulator must be multiplied by factor. */
   readonly rescaleRow: Uint8Array;
@@ -105,7 +106,7 @@ export class RowState {
   ) {
     this.m = new Float64Array(rows).fill(-Infinity);
     this.l = new Float64Array(rows);
-    this.acc = new Float64Array(rows * dv);
+    this.acc = new Float32Array(rows * dv);
     this.factor = new Float64Array(rows).fill(1);
     this.rescaleRow = new Uint8Array(rows);
   }
@@ -188,6 +189,10 @@ export function* qk(ctx: StepContext, at: At, st: RowState, t: ScoreTile, kvBloc
   t.kvBlock = kvBlock;
   t.anyMasked = false;
   const stride = t.stride;
+  const q = x.q;
+  const k = x.k;
+  const d = p.d;
+  const rd = ctx.dotRound;
   for (let r = 0; r < st.rows; r++) {
     const i = st.r0 + r;
     const qo = qOffset(p, at.b, at.h, i);
@@ -195,12 +200,8 @@ export function* qk(ctx: StepContext, at: At, st: RowState, t: ScoreTile, kvBloc
       const j = c0 + c;
       const ko = kOffset(p, at.b, st.hk, j);
       let dot = 0;
-      if (ctx.dotRound) {
-        const rd = ctx.dotRound;
-        for (let e = 0; e < p.d; e++) dot = rd(dot + x.q[qo + e] * x.k[ko + e]);
-      } else {
-        for (let e = 0; e < p.d; e++) dot += x.q[qo + e] * x.k[ko + e];
-      }
+      if (rd) for (let e = 0; e < d; e++) dot = rd(dot + q[qo + e] * k[ko + e]);
+      else for (let e = 0; e < d; e++) dot += q[qo + e] * k[ko + e];
       const shown = visible(sm, i, j);
       if (!shown) t.anyMasked = true;
       const logit = modifyScore(shown ? sm : ctx.smOpen, at.h, i, j, dot);
@@ -289,7 +290,7 @@ export function* rowmax(ctx: StepContext, at: At, st: RowState, t: ScoreTile): G
     {
       ...place(ctx, at, 'rowmax'),
       tile: tileRef(at, st, t),
-      delta: { nonMatmulFlops: rows * cols + (first ? 0 : rows), expCount: first ? 0 : rows },
+      delta: { nonMatmulFlops: rows * cols + rows + (first ? 0 : 2 * rows), expCount: first ? 0 : rows },
     },
     () => ({ tileMax, mBefore, mAfter: Array.from(st.m), ...extra(ctx, at, true) }),
   );
@@ -328,7 +329,7 @@ export function* rowsum(ctx: StepContext, at: At, st: RowState, t: ScoreTile): G
   const ev = ctx.tr.emit(
     'rowsum',
     { ...place(ctx, at, 'rowsum'), tile: tileRef(at, st, t), delta: { nonMatmulFlops: rows * t.cols + 2 * rows } },
-    () => ({ tileSum: Array.from(t.sum.subarray(0, rows)), lBefore, lAfter: Array.from(st.l), ...extra(ctx, at, false) }),
+    () => ({ tileSum: Array.from(t.sum.subarray(0, rows)), lBefore, lAfter: Array.from(st.l), ...extra(ctx, at, true) }),
   );
   if (ev) yield ev;
 }
@@ -368,13 +369,18 @@ export function* pv(ctx: StepContext, at: At, st: RowState, t: ScoreTile): Gen {
   const { rows, dv } = st;
   const { cols, stride } = t;
   const round = ctx.accRound;
+  const fp32 = round === Math.fround; // the Float32Array store already rounds: skip the call
+  const acc = st.acc;
+  const v = x.v;
+  const pt = t.pt;
   for (let r = 0; r < rows; r++) {
     const ao = r * dv;
     for (let c = 0; c < cols; c++) {
-      const w = t.pt[r * stride + c];
+      const w = pt[r * stride + c];
       if (w === 0) continue;
       const vo = vOffset(p, at.b, st.hk, t.c0 + c);
-      for (let e = 0; e < dv; e++) st.acc[ao + e] = round(st.acc[ao + e] + w * x.v[vo + e]);
+      if (fp32) for (let e = 0; e < dv; e++) acc[ao + e] += w * v[vo + e];
+      else for (let e = 0; e < dv; e++) acc[ao + e] = round(acc[ao + e] + w * v[vo + e]);
     }
   }
   const ev = ctx.tr.emit('pv', { ...place(ctx, at, 'pv'), tile: tileRef(at, st, t), delta: { matmulFlops: 2 * rows * cols * dv } }, () => ({
@@ -395,6 +401,7 @@ export function* normalize(ctx: StepContext, at: At, st: RowState, lseOut: Float
   const sink = sinkNat === undefined ? undefined : ctx.base2 ? sinkNat * LOG2E : sinkNat;
   const expb = ctx.base2 ? (a: number) => 2 ** a : Math.exp;
   const lFinal = new Array<number>(rows);
+  const sinkRows = sink === undefined ? 0 : rows;
   for (let r = 0; r < rows; r++) {
     let mr = st.m[r];
     let lr = st.l[r];
@@ -412,7 +419,8 @@ export function* normalize(ctx: StepContext, at: At, st: RowState, lseOut: Float
   }
   const ev = ctx.tr.emit(
     'normalize',
-    { ...place(ctx, at, 'normalize'), tile: tileRef(at, st), delta: { nonMatmulFlops: rows * dv + rows } },
+    // As fa2.ts: a multiply per element, reciprocal + log + add per row; a sink adds 2 exps and 7 ops per row.
+    { ...place(ctx, at, 'normalize'), tile: tileRef(at, st), delta: { nonMatmulFlops: rows * dv + 3 * rows + 7 * sinkRows, expCount: 2 * sinkRows } },
     () => ({ o: tileValues(st.acc, rows, dv, dv), l: lFinal, lse: Array.from(lseOut.subarray(0, rows)), ...extra(ctx, at, false) }),
   );
   if (ev) yield ev;

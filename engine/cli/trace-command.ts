@@ -10,6 +10,8 @@ import { toJsonLine } from '../trace/jsonl.ts';
 import { ArgsError, parseArgs, str } from './args.ts';
 import type { CliCommand } from './command.ts';
 import { algoIds, cliProblem, PROBLEM_HELP, PROBLEM_OPTIONS, RANDOM_OPTIONS } from './problem-options.ts';
+import { describeFor, shapeOf } from '../hw/registry.ts';
+import { HW_TRACE_HELP, HW_TRACE_OPTIONS, hardwareTraceLinesFor, hwFeaturesFromArgs, stepFeaturesFromArgs } from '../hw/trace-lines.ts';
 
 /** Buffers lines and respects backpressure, so a long trace piped into `head` or a file never piles up in memory. */
 async function writeLines(sink: Writable, lines: Iterable<string>): Promise<void> {
@@ -40,26 +42,37 @@ random problem:
   --distribution NAME         normal | large-logits | outlier-row (default normal)
 
 ${PROBLEM_HELP}
+${HW_TRACE_HELP}
 output:
   --format jsonl              the only format (default)
   --out FILE                  write to FILE instead of stdout`,
 
   async run(argv) {
-    const a = parseArgs(argv, { ...PROBLEM_OPTIONS, ...RANDOM_OPTIONS, format: 'string', out: 'string' });
+    const a = parseArgs(argv, { ...PROBLEM_OPTIONS, ...RANDOM_OPTIONS, ...HW_TRACE_OPTIONS, format: 'string', out: 'string' });
     const format = str(a, 'format') ?? 'jsonl';
     if (format !== 'jsonl') throw new ArgsError(`--format must be jsonl, got '${format}'`);
     const algos = algoIds(a).map(algorithmById);
     const cp = await cliProblem(a, true);
+    // Hardware events are checked before anything is written, so a bad --gpu never cuts a trace short.
+    const gpu = str(a, 'gpu');
+    if (gpu) {
+      for (const algo of algos) {
+        const sheet = describeFor(algo.id, gpu, shapeOf(cp.problem), hwFeaturesFromArgs(a));
+        if (sheet.does_not_fit.length > 0) throw new ArgsError(`${algo.id} on ${gpu} does not fit: ${sheet.does_not_fit.join('; ')}`);
+      }
+    }
     const file = str(a, 'out');
     const sink: Writable = file ? createWriteStream(file) : process.stdout;
     // A reader that stops early (`| head`) closes the pipe: that ends the trace, it is not an error.
     if (!file) process.stdout.on('error', (e: NodeJS.ErrnoException) => process.exit(e.code === 'EPIPE' ? 0 : 1));
     for (const algo of algos) {
-      const gen = algo.run(cp.problem, cp.inputs, { ...cp.blocks, features: cp.features, trace: true });
+      const gen = algo.run(cp.problem, cp.inputs, { ...cp.blocks, features: { ...cp.features, ...stepFeaturesFromArgs(a) }, trace: true });
       const lines = function* (): Generator<string> {
         for (let r = gen.next(); !r.done; r = gen.next()) yield toJsonLine({ algo: algo.id, ...r.value });
       };
       await writeLines(sink, lines());
+      // With --gpu, one SM's hardware schedule of the same problem follows (type hw.*).
+      if (gpu) await writeLines(sink, hardwareTraceLinesFor(algo.id, gpu, shapeOf(cp.problem), hwFeaturesFromArgs(a)));
     }
     if (file) {
       sink.end();

@@ -33,6 +33,10 @@ export const CALIBRATION: Case[] = [
   // shared/gpu/README.md: SDPA FLASH backend (FA2 CUDA kernels) on H200, B=4, H=16, N=4096, fp16.
   { name: 'FA2 kernels on H200, d=128 (SDPA FLASH)', algo: 'cute-fa2', gpu: 'h200', shape: { batch: 4 }, published: 352 },
   { name: 'FA2 kernels on H200, d=64 (SDPA FLASH)', algo: 'cute-fa2', gpu: 'h200', shape: { batch: 4, d: 64, dv: 64 }, published: 302 },
+  // Measured for FlashScope on an H100 80GB HBM3 (PyTorch 2.11 SDPA FLASH backend = FA2 CUDA kernels, fp16,
+  // mean of 20 runs after 5 warm-up; CALIBRATION.md has the script): 348 and 321 TFLOP/s.
+  { name: 'FA2 kernels on H100, d=128, N=8K (measured)', algo: 'cute-fa2', gpu: 'h100', shape: { batch: 4, nq: 8192, nk: 8192 }, published: 348 },
+  { name: 'FA2 kernels on H100, d=128, N=8K, causal (measured)', algo: 'cute-fa2', gpu: 'h100', shape: { batch: 4, nq: 8192, nk: 8192, causal: true }, published: 321 },
 ];
 
 export function flagsOf(f: Partial<HwFeatures> = {}): string {

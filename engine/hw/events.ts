@@ -1,9 +1,9 @@
 // Hardware events: what the discrete-event scheduler (scheduler.ts) produces for one
 // kernel schedule. Plain JSON-able data so it crosses postMessage and JSONL unchanged.
-// HARDWARE-TRACE.md beside this file is the prose contract; keep the two in step.
+// engine/TRACE.md, section "Hardware events", is the prose contract; keep the two in step.
 
 /** Execution units a role can occupy or issue to. Sub-partition units carry their index (tensor.sp2). */
-export type UnitKind = 'tma' | 'cpasync' | 'ldgsts' | 'tensor' | 'mufu' | 'fma' | 'tmem' | 'store' | 'sync';
+export type UnitKind = 'tma' | 'cpasync' | 'ldgsts' | 'tensor' | 'mufu' | 'fma' | 'tmem' | 'smem' | 'store' | 'sync';
 
 /** A role: one warp, or a warpgroup of four, with a fixed job in the kernel. */
 export interface RoleInfo {
@@ -87,6 +87,8 @@ export interface ResourceSheet {
   kv_stage: number;
   /** CTAs that fit on one SM at once (smem, registers, threads). */
   ctas_per_sm: number;
+  /** flash-decoding: K/V splits per (batch, head, Q tile). */
+  splits?: number;
   /** Empty when it fits; otherwise one line per resource that does not, with need and capacity. */
   does_not_fit: string[];
   notes: string[];

@@ -5,7 +5,7 @@
 import type { DType } from '../problem.ts';
 import type { ResourceSheet } from './events.ts';
 import type { GpuSpec } from './gpus/index.ts';
-import type { Kernel } from './scheduler.ts';
+import type { Kernel, MemSpec } from './scheduler.ts';
 
 export interface ProblemShape {
   batch: number;
@@ -33,11 +33,17 @@ export interface HwFeatures {
   stages?: number;
   /** flash-decoding: K/V splits per (batch, head); undefined = chosen to fill the SMs. */
   splits?: number;
+  /**
+   * FA4 with lazy rescaling: the K/V iterations (0-based, in visiting order) at which some
+   * row's max grew past the threshold, as the numeric run found them. Absent: none after
+   * the first block, the usual case once the first block has set the row max.
+   */
+  rescaleAt?: number[];
 }
 
 export const DEFAULT_FEATURES: HwFeatures = { pingpong: true, intraOverlap: true, lazyRescale: true, exp2Emulation: true };
 
-export type FeatureKey = 'pingpong' | 'intraOverlap' | 'lazyRescale' | 'exp2Emulation' | 'stages' | 'splits';
+export type FeatureKey = 'pingpong' | 'intraOverlap' | 'lazyRescale' | 'exp2Emulation' | 'stages' | 'splits' | 'rescaleAt';
 
 /** One CTA's share of the problem: its Q rows and the K/V blocks it visits, in order. */
 export interface CtaWork {
@@ -45,8 +51,11 @@ export interface CtaWork {
   h: number;
   /** First Q block (of block_m rows) this CTA owns. */
   qBlock: number;
-  /** K/V block indices in the order the kernel visits them. */
-  kvBlocks: number[];
+  /** The K/V blocks it visits, [kvFrom, kvTo): always a contiguous range (causal masks and splits cut ranges). */
+  kvFrom: number;
+  kvTo: number;
+  /** Visited from the last block down (FA3, FA4: the diagonal block is masked first). */
+  reverse: boolean;
   /** Split index (flash-decoding), 0 otherwise. */
   split: number;
 }
@@ -81,7 +90,7 @@ export interface HwAlgorithm {
   /** K/V are streamed once per CTA with no reuse through L2 (decoding): copies share HBM, not L2. */
   streamsKv?: boolean;
   /** Bytes that must come from HBM at least once (the roofline floor). */
-  hbmBytes(shape: ProblemShape, f: HwFeatures): number;
+  hbmBytes(shape: ProblemShape, f: HwFeatures, gpu: GpuSpec): number;
 }
 
 export function elemBytes(dtype: DType): number {
@@ -119,14 +128,28 @@ export function prefix(ctx: BuildContext): string {
   return ctx.ctaCount > 1 ? `cta${ctx.ctaIndex}/` : '';
 }
 
-/** Visible K/V blocks of Q rows [r0, r1) for a bottom-right-aligned causal mask (all when not causal). */
-export function visibleKvBlocks(shape: ProblemShape, r0: number, r1: number, blockN: number): number[] {
+/** Visible K/V blocks [from, to) of Q rows [r0, r1) for a bottom-right-aligned causal mask (all when not causal). */
+export function visibleKvRange(shape: ProblemShape, r0: number, r1: number, blockN: number): [number, number] {
   const tc = ceilDiv(shape.nk, blockN);
-  if (!shape.causal) return Array.from({ length: tc }, (_, j) => j);
+  if (!shape.causal) return [0, tc];
   const lastKey = r1 - 1 + shape.nk - shape.nq;
-  const out: number[] = [];
-  for (let j = 0; j < tc; j++) if (j * blockN <= lastKey) out.push(j);
-  return out;
+  if (lastKey < 0) return [0, 0];
+  return [0, Math.min(tc, Math.floor(lastKey / blockN) + 1)];
+}
+
+/** Does K/V block j reach past the causal diagonal for Q rows starting at row0 (so it must be masked inside)? */
+export function crossesDiagonal(shape: ProblemShape, row0: number, j: number, blockN: number): boolean {
+  return shape.causal && (j + 1) * blockN - 1 > row0 + shape.nk - shape.nq;
+}
+
+export function kvCount(w: CtaWork): number {
+  return Math.max(0, w.kvTo - w.kvFrom);
+}
+
+/** The K/V block indices of a CTA in visiting order. */
+export function kvBlocksOf(w: CtaWork): number[] {
+  const n = kvCount(w);
+  return Array.from({ length: n }, (_, i) => (w.reverse ? w.kvTo - 1 - i : w.kvFrom + i));
 }
 
 export function emptySheet(algo: string, gpu: GpuSpec, blockM: number, blockN: number): ResourceSheet {
@@ -192,6 +215,24 @@ export function finishSheet(sheet: ResourceSheet, gpu: GpuSpec): ResourceSheet {
   const byTmem = sheet.tmem && sheet.tmem.used_columns > 0 ? Math.floor(sheet.tmem.columns / sheet.tmem.used_columns) : 64;
   sheet.ctas_per_sm = sheet.does_not_fit.length > 0 ? 0 : Math.max(0, Math.min(bySmem, byRegs, byThreads, byTmem, 32));
   return sheet;
+}
+
+/** Q, K, V read once and O written once: the traffic no schedule can avoid. */
+export function ioBytes(s: ProblemShape): number {
+  return elemBytes(s.dtype) * s.batch * (s.hq * s.nq * (s.d + s.dv) + s.hk * s.nk * (s.d + s.dv));
+}
+
+/** The HBM write of O rows [row0, row0 + rows) of one (batch, head), as a memory event spec. */
+export function hbmOut(shape: ProblemShape, work: CtaWork, row0: number, rows: number, tile: string, partial = false, splits = 1): MemSpec {
+  const e = partial ? 4 : elemBytes(shape.dtype);
+  const rowBytes = partial ? (shape.dv + 1) * 4 : shape.dv * e;
+  const base = partial ? ((work.b * shape.hq + work.h) * splits + work.split) * shape.nq : (work.b * shape.hq + work.h) * shape.nq;
+  return { space: 'hbm', buffer: partial ? 'Opartial' : 'O', stage: work.split, offset: (base + row0) * rowBytes, bytes: Math.max(0, Math.min(rows, shape.nq - row0)) * rowBytes, action: 'fill', tile };
+}
+
+/** FlashAttention kernels take 16-bit inputs: their MMAs have no fp32 path. */
+export function requireHalf(sheet: ResourceSheet, shape: ProblemShape, name: string): void {
+  if (shape.dtype === 'fp32') sheet.does_not_fit.push(`dtype: ${name} takes fp16 or bf16 inputs (its MMAs have no fp32 path)`);
 }
 
 /** Register count rounded the way the hardware allocates (multiples of 8 per thread). */

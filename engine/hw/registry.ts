@@ -27,13 +27,20 @@ const FLAG_OF: Record<FeatureKey, string> = {
   exp2Emulation: '--no-exp2-emulation',
   stages: '--stages',
   splits: '--splits',
+  rescaleAt: 'rescaleAt',
 };
 
 /** Merges requested switches with the defaults and rejects those the algorithm does not have. */
 export function resolveFeatures(algo: HwAlgorithm, given: Partial<HwFeatures>): HwFeatures {
   const f: HwFeatures = { ...DEFAULT_FEATURES };
-  for (const [key, v] of Object.entries(given) as [FeatureKey, boolean | number | undefined][]) {
+  for (const [key, v] of Object.entries(given) as [FeatureKey, boolean | number | number[] | undefined][]) {
     if (v === undefined) continue;
+    if (key === 'rescaleAt') {
+      if (!algo.featureKeys.includes(key)) throw new Error(`rescaleAt does not apply to ${algo.id}`);
+      if (!Array.isArray(v) || !v.every((i) => Number.isInteger(i) && i >= 0)) throw new Error('rescaleAt must be a list of K/V iteration indices (integers >= 0)');
+      f.rescaleAt = v;
+      continue;
+    }
     const isDefault = typeof v === 'boolean' && v === (DEFAULT_FEATURES as unknown as Record<string, unknown>)[key];
     if (!algo.featureKeys.includes(key) && !isDefault) {
       throw new Error(`${FLAG_OF[key] ?? key} does not apply to ${algo.id}; its switches: ${algo.featureKeys.map((k) => FLAG_OF[k]).join(', ') || 'none'}`);

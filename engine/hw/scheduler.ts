@@ -160,11 +160,19 @@ export interface KernelRun {
   roles: RoleInfo[];
 }
 
+type WorkOp = Extract<Op, { k: 'exec' | 'issue' }>;
+/** An op on a unit. Plain data, no closures: a long schedule creates hundreds of thousands. */
 interface ActiveOp {
   remaining: number;
-  latency: number;
-  done: (t: number) => void;
-  begin?: (t: number) => void;
+  op: WorkOp;
+  role: RoleState;
+  /** Only the last chunk of a chunked issue completes the op. */
+  last: boolean;
+  /** memBegin still to stamp when the unit starts it. */
+  beginPending: boolean;
+  id: number;
+  ev: TimelineEvent | null;
+  fills: MemoryEvent[];
 }
 interface UnitState {
   fifo: boolean;
@@ -175,7 +183,7 @@ interface UnitState {
 interface Delayed {
   t: number;
   seq: number;
-  done: (t: number) => void;
+  a: ActiveOp;
 }
 interface BarState {
   def: BarrierDef;
@@ -203,6 +211,11 @@ interface RoleState {
 
 const EPS = 1e-9;
 
+/** Explicit copy: object spread is the hot spot when a schedule stamps tens of thousands of events. */
+function memEvent(s: MemSpec, t: number, role: string): MemoryEvent {
+  return { t, space: s.space, buffer: s.buffer, stage: s.stage, offset: s.offset, bytes: s.bytes, action: s.action, tile: s.tile, role };
+}
+
 export interface SimulateOptions {
   /** false: count cycles and busy time only, build no events (large problems). */
   events?: boolean;
@@ -221,7 +234,7 @@ export function simulateKernel(kernel: Kernel, opts: SimulateOptions = {}): Kern
   const roles: RoleState[] = kernel.roles.map((prog) => ({ prog, pc: 0, t: 0, busy: false, blocked: null, lastEvent: -1, waited: [], chunk: 0, chunkEvent: null, chunkId: -1, chunkFills: [] }));
   let now = 0;
 
-  if (keep) for (const a of kernel.allocs) memory.push({ ...a, t: 0, role: 'kernel' });
+  if (keep) for (const a of kernel.allocs) memory.push(memEvent(a, 0, 'kernel'));
 
   const unit = (name: string): UnitState => {
     let u = units.get(name);
@@ -285,15 +298,38 @@ export function simulateKernel(kernel: Kernel, opts: SimulateOptions = {}): Kern
       bs.phaseTime.push(t);
       bs.phaseSource.push(source);
       const m = bs.def.onPhase?.(bs.completed - 1);
-      if (keep && m) memory.push({ ...m, t, role: bs.def.name });
+      if (keep && m) memory.push(memEvent(m, t, bs.def.name));
     }
     wake(b);
   };
   const stamp = (specs: MemSpec[] | undefined, t: number, role: string): MemoryEvent[] => {
     if (!keep || !specs) return [];
-    const out = specs.map((s) => ({ ...s, t, role }));
-    for (const e of out) memory.push(e);
+    const out: MemoryEvent[] = [];
+    for (const s of specs) {
+      const e = memEvent(s, t, role);
+      memory.push(e);
+      out.push(e);
+    }
     return out;
+  };
+
+  /** The op's result is visible: events end, fills are ready, barriers get their arrivals, an exec role moves on. */
+  const finish = (a: ActiveOp, tEnd: number) => {
+    if (a.ev) a.ev.end = tEnd;
+    for (const f of a.fills) f.ready = tEnd;
+    for (const b of a.op.o.arrive ?? []) arriveOn(b, tEnd, a.id);
+    if (a.op.k === 'exec') {
+      a.role.busy = false;
+      a.role.t = Math.max(a.role.t, tEnd);
+    }
+  };
+  /** The unit has finished the work: its operands are free now (P read, SMEM drained); completion comes `latency` later. */
+  const workDone = (a: ActiveOp, tw: number) => {
+    if (!a.last) return;
+    stamp(a.op.o.memDone, tw, a.role.prog.info.name);
+    const latency = a.op.o.latency ?? 0;
+    if (latency > 0) delayed.push({ t: tw + latency, seq: seq++, a });
+    else finish(a, tw);
   };
 
   const runOp = (r: RoleState): void => {
@@ -310,46 +346,28 @@ export function simulateKernel(kernel: Kernel, opts: SimulateOptions = {}): Kern
         const last = r.chunk === chunks - 1;
         if (first) {
           r.chunkId = nextId++;
-          r.chunkEvent = keep
-            ? { id: r.chunkId, role: name, op: op.op, unit: op.unit, start: t, end: t, tile: op.tile, waitedOn: r.waited, ...(op.k === 'issue' ? { async: true } : {}) }
-            : null;
+          r.chunkEvent = keep ? { id: r.chunkId, role: name, op: op.op, unit: op.unit, start: t, end: t, tile: op.tile, waitedOn: r.waited } : null;
+          if (r.chunkEvent && op.k === 'issue') r.chunkEvent.async = true;
           r.waited = [];
           if (r.chunkEvent) timeline.push(r.chunkEvent);
           r.chunkFills = stamp(op.o.mem, t, name).filter((e) => e.action === 'fill');
         }
         const id = r.chunkId;
-        const ev = r.chunkEvent;
-        const fills = r.chunkFills;
-        const latency = op.o.latency ?? 0;
-        const finish = (tEnd: number) => {
-          if (ev) ev.end = tEnd;
-          for (const f of fills) f.ready = tEnd;
-          for (const b of op.o.arrive ?? []) arriveOn(b, tEnd, id);
-          if (op.k === 'exec') {
-            r.busy = false;
-            r.t = Math.max(r.t, tEnd);
-          }
+        const a: ActiveOp = {
+          remaining: Math.max(0, op.work) / chunks,
+          op,
+          role: r,
+          last,
+          beginPending: first && op.o.memBegin !== undefined,
+          id,
+          ev: r.chunkEvent,
+          fills: r.chunkFills,
         };
-        const work = Math.max(0, op.work) / chunks;
-        const begin = first && op.o.memBegin ? (tb: number) => void stamp(op.o.memBegin, tb, name) : undefined;
         const wasIdle = u.active.length === 0;
-        u.active.push({
-          begin,
-          remaining: work,
-          latency,
-          done: last
-            ? (tw) => {
-                // The unit is done with its operands here (P read, SMEM drained); the
-                // completion (barrier arrival, data ready) comes `latency` later.
-                stamp(op.o.memDone, tw, name);
-                if (latency > 0) delayed.push({ t: tw + latency, seq: seq++, done: finish });
-                else finish(tw);
-              }
-            : () => {},
-        });
-        if (begin && (!u.fifo || wasIdle)) {
-          begin(t);
-          u.active[u.active.length - 1].begin = undefined;
+        u.active.push(a);
+        if (a.beginPending && (!u.fifo || wasIdle)) {
+          stamp(op.o.memBegin, t, name);
+          a.beginPending = false;
         }
         r.lastEvent = id;
         if (last) {
@@ -401,7 +419,8 @@ export function simulateKernel(kernel: Kernel, opts: SimulateOptions = {}): Kern
   for (;;) {
     let tUnit = Infinity;
     let uBest: UnitState | null = null;
-    for (const u of unitList) {
+    for (let i = 0; i < unitList.length; i++) {
+      const u = unitList[i];
       const tn = unitNext(u);
       if (tn < tUnit) {
         tUnit = tn;
@@ -419,7 +438,8 @@ export function simulateKernel(kernel: Kernel, opts: SimulateOptions = {}): Kern
     }
     let tRole = Infinity;
     let rBest: RoleState | null = null;
-    for (const r of roles) {
+    for (let i = 0; i < roles.length; i++) {
+      const r = roles[i];
       if (r.busy || r.blocked || r.pc >= r.prog.ops.length) continue;
       if (r.t < tRole) {
         tRole = r.t;
@@ -429,25 +449,29 @@ export function simulateKernel(kernel: Kernel, opts: SimulateOptions = {}): Kern
     if (uBest && tUnit <= tDelay && tUnit <= tRole) {
       now = tUnit;
       advanceUnit(uBest, tUnit);
-      const finished: ActiveOp[] = [];
-      let w = 0;
-      for (const a of uBest.active) {
-        if (a.remaining <= EPS) finished.push(a);
-        else uBest.active[w++] = a;
+      const act = uBest.active;
+      if (uBest.fifo) {
+        // Only the head progresses on a FIFO unit.
+        workDone(act.shift()!, tUnit);
+      } else {
+        let finished: ActiveOp[] | null = null;
+        for (let i = 0; i < act.length; i++) if (act[i].remaining <= EPS) (finished ??= []).push(act[i]);
+        if (finished) {
+          uBest.active = act.filter((a) => a.remaining > EPS);
+          for (const a of finished) workDone(a, tUnit);
+        }
       }
-      uBest.active.length = w;
-      for (const a of finished) a.done(tUnit);
       const head = uBest.active[0];
-      if (uBest.fifo && head?.begin) {
-        head.begin(tUnit);
-        head.begin = undefined;
+      if (uBest.fifo && head?.beginPending) {
+        stamp(head.op.o.memBegin, tUnit, head.role.prog.info.name);
+        head.beginPending = false;
       }
       continue;
     }
     if (dBest >= 0 && tDelay <= tRole) {
       now = tDelay;
       const [d] = delayed.splice(dBest, 1);
-      d.done(d.t);
+      finish(d.a, d.t);
       continue;
     }
     if (rBest) {
@@ -467,11 +491,22 @@ export function simulateKernel(kernel: Kernel, opts: SimulateOptions = {}): Kern
     break;
   }
 
+  // Cycle counts are fractional (shared units split their rate); two decimals are plenty
+  // for the views and keep the JSONL short.
+  const r2 = (x: number) => Math.round(x * 100) / 100;
+  for (const e of timeline) {
+    e.start = r2(e.start);
+    e.end = r2(e.end);
+  }
+  for (const m of memory) {
+    m.t = r2(m.t);
+    if (m.ready !== undefined) m.ready = r2(m.ready);
+  }
   const unitBusy: Record<string, number> = {};
   for (const [k, u] of units) unitBusy[k] = u.busy;
   const barrierPhases: Record<string, number> = {};
   for (const b of bars) barrierPhases[b.def.name] = b.completed;
   let end = now;
   for (const r of roles) end = Math.max(end, r.t);
-  return { cycles: end, timeline, memory, unitBusy, barrierPhases, roles: kernel.roles.map((r) => r.info) };
+  return { cycles: r2(end), timeline, memory, unitBusy, barrierPhases, roles: kernel.roles.map((r) => r.info) };
 }

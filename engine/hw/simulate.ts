@@ -19,7 +19,7 @@
 
 import { nominalFlops, type AttentionProblem } from '../problem.ts';
 import type { GpuSpec } from './gpus/index.ts';
-import { ceilDiv, type CtaWork, type HwAlgorithm, type HwFeatures, type ProblemShape } from './model.ts';
+import { ceilDiv, kvCount, type CtaWork, type HwAlgorithm, type HwFeatures, type ProblemShape } from './model.ts';
 import { Kernel, simulateKernel, type KernelRun } from './scheduler.ts';
 
 export const EXACT_BLOCKS = 24;
@@ -38,6 +38,9 @@ export interface SimulateResult {
   time_us: number;
   tflops: number;
   flops: number;
+  /** The GPU's dense tensor peak for this dtype (native MMA), and the share of it delivered. */
+  peak_tflops: number;
+  peak_fraction: number;
   cycles: number;
   ctas: number;
   ctas_per_sm: number;
@@ -86,25 +89,31 @@ export function simulateProblem(algo: HwAlgorithm, gpu: GpuSpec, shape: ProblemS
   const exact = (n: number) => {
     let r = memo.get(n);
     if (!r) {
-      const proto = grid.find((c) => c.kvBlocks.length === n) ?? grid[0];
-      const work = { ...proto, kvBlocks: Array.from({ length: n }, (_, i) => proto.kvBlocks[i] ?? i) };
+      // A CTA of n blocks: take one from the grid when there is one, else the first CTA's range cut or grown to n.
+      const proto = grid.find((c) => kvCount(c) === n) ?? grid[0];
+      const work: CtaWork = kvCount(proto) === n ? proto : { ...proto, kvFrom: 0, kvTo: n };
       const run = runSm(algo, gpu, shape, f, Array.from({ length: occ }, () => work), bw, false);
       r = { t: run.cycles, busy: run.unitBusy };
       memo.set(n, r);
     }
     return r;
   };
+  const extended = new Map<number, { t: number; busy: Record<string, number> }>();
   const cost = (n: number) => {
     if (n <= EXACT_BLOCKS) return exact(n);
+    const hit = extended.get(n);
+    if (hit) return hit;
     const a = exact(N1);
     const b = exact(EXACT_BLOCKS);
     const x = (n - N1) / (EXACT_BLOCKS - N1);
     const busy: Record<string, number> = {};
     for (const u of new Set([...Object.keys(a.busy), ...Object.keys(b.busy)])) busy[u] = (a.busy[u] ?? 0) + x * ((b.busy[u] ?? 0) - (a.busy[u] ?? 0));
-    return { t: a.t + x * (b.t - a.t), busy };
+    const r = { t: a.t + x * (b.t - a.t), busy };
+    extended.set(n, r);
+    return r;
   };
 
-  const order = grid.map((c, i) => ({ n: c.kvBlocks.length, i }));
+  const order = grid.map((c, i) => ({ n: kvCount(c), i }));
   if (algo.longestFirst && shape.causal) order.sort((x, y) => y.n - x.n || x.i - y.i);
   // Min-heap of slot free times.
   const heap: number[] = new Array(Math.min(slotsTotal, grid.length)).fill(0);
@@ -136,12 +145,13 @@ export function simulateProblem(algo: HwAlgorithm, gpu: GpuSpec, shape: ProblemS
   let cycles = 0;
   for (const t of heap) cycles = Math.max(cycles, t);
   const scheduleUs = cycles / (gpu.clockGHz * 1e3);
-  const hbmUs = (algo.hbmBytes(shape, f) / gpu.hbmBytesPerSec) * 1e6;
+  const hbmUs = (algo.hbmBytes(shape, f, gpu) / gpu.hbmBytesPerSec) * 1e6;
   const extra = algo.epilogueKernelUs?.(gpu, shape, f) ?? 0;
   const kernelUs = Math.max(scheduleUs, hbmUs);
   const time_us = kernelUs + extra;
   const problem: AttentionProblem = { ...shape, causal: shape.causal };
   const flops = nominalFlops(problem);
+  const peak = (gpu.tensorFlopsPerClk[shape.dtype] * gpu.smCount * gpu.clockGHz) / 1e3;
   const smCycles = gpu.smCount * (kernelUs * gpu.clockGHz * 1e3);
   const utilization: Record<string, number> = {};
   for (const [u, v] of Object.entries(busyTotal)) {
@@ -155,6 +165,8 @@ export function simulateProblem(algo: HwAlgorithm, gpu: GpuSpec, shape: ProblemS
     time_us: round4(time_us),
     tflops: round4(flops / (time_us * 1e-6) / 1e12),
     flops,
+    peak_tflops: round4(peak),
+    peak_fraction: round4(flops / (time_us * 1e-6) / 1e12 / peak),
     cycles: Math.round(cycles),
     ctas: grid.length,
     ctas_per_sm: occ,

@@ -52,7 +52,10 @@ interface EventBase {
   warpgroup?: number;
   /** flash-decoding: the K/V split this step belongs to. */
   split?: number;
-  /** true when s, m, tileMax, mBefore/mAfter, mOld/mNew are in log2 units (logit × log2 e), as FA4 keeps them. */
+  /**
+   * true when s, m, tileMax, mBefore/mAfter, mOld/mNew are in log2 units (logit × log2 e) and the
+   * exponentials are base 2 (P = 2^(s − m), factor = 2^(mOld − mNew)), as FA4 keeps them. LSE stays natural.
+   */
   base2?: boolean;
 }
 

@@ -1,4 +1,8 @@
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import { traceCommand } from '../../cli/trace-command.ts';
 import { fromJsonLine } from '../../trace/jsonl.ts';
 import type { MemoryEvent, TimelineEvent } from '../events.ts';
 import { hardwareTraceLines, isHardwareAlgorithm } from '../trace-lines.ts';
@@ -69,5 +73,23 @@ describe('hardware trace lines', () => {
     expect(mem.some((m) => m.action === 'release' && m.buffer === 'sV' && m.tile === 'V0')).toBe(true);
     expect(isHardwareAlgorithm('fa4')).toBe(true);
     expect(isHardwareAlgorithm('fa2')).toBe(false);
+  });
+
+  it('trace --gpu appends the schedule of the same problem after the numeric steps', async () => {
+    const out = join(mkdtempSync(join(tmpdir(), 'hw-trace-')), 't.jsonl');
+    const code = await traceCommand.run(['--algo', 'fa3', '--nq', '128', '--nk', '256', '--d', '64', '--dtype', 'fp16', '--gpu', 'h100', '--no-intra-overlap', '--out', out]);
+    expect(code).toBe(0);
+    const rows = readFileSync(out, 'utf8').trim().split('\n').map((l) => fromJsonLine<{ algo: string; type?: string; kind?: string; op?: string }>(l));
+    expect(rows.every((r) => r.algo === 'fa3')).toBe(true);
+    const firstHw = rows.findIndex((r) => r.type === 'hw.header');
+    expect(firstHw).toBeGreaterThan(0);
+    expect(rows.slice(0, firstHw).every((r) => typeof r.kind === 'string')).toBe(true);
+    // --no-intra-overlap reached the schedule: GEMM1 of block 1 is issued before GEMM0 of block 0.
+    const gemms = rows.filter((r) => r.type === 'hw.timeline' && (r as { role?: string }).role === 'consumer0' && r.op?.startsWith('gemm')).map((r) => r.op);
+    expect(gemms.slice(0, 3)).toEqual(['gemm0 S=Q·K1ᵀ', 'gemm1 O+=P·V1', 'gemm0 S=Q·K0ᵀ']);
+  });
+
+  it('trace --gpu refuses before writing when there is no schedule', async () => {
+    await expect(traceCommand.run(['--algo', 'fa2', '--nq', '64', '--gpu', 'h100'])).rejects.toThrow(/unknown hardware algorithm 'fa2'/);
   });
 });

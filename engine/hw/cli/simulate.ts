@@ -13,7 +13,7 @@ export const simulateCommand: CliCommand = {
     '',
     'Prints JSON: time_us, tflops (4·B·Hq·Nq·Nk·d, halved when causal), utilization per unit,',
     'ctas, ctas_per_sm, sms_busy, waves. The model runs one SM with the discrete-event scheduler',
-    'and spreads the grid over the SMs (see engine/hw/HARDWARE-TRACE.md).',
+    'and spreads the grid over the SMs (see engine/TRACE.md, "Hardware events").',
     '',
     HW_OPTIONS_HELP,
   ].join('\n'),

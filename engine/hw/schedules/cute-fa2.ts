@@ -5,7 +5,20 @@
 // visited (the loop ends early) and the diagonal block is masked inside.
 
 import type { GpuSpec } from '../gpus/index.ts';
-import { ceilDiv, elemBytes, emptySheet, finishSheet, regAlloc, visibleKvBlocks, type CtaWork, type HwAlgorithm, type HwFeatures, type ProblemShape } from '../model.ts';
+import {
+  ceilDiv,
+  elemBytes,
+  emptySheet,
+  finishSheet,
+  regAlloc,
+  visibleKvRange,
+  ioBytes,
+  requireHalf,
+  type CtaWork,
+  type HwAlgorithm,
+  type HwFeatures,
+  type ProblemShape,
+} from '../model.ts';
 import { SOFTMAX_FMA_OPS, buildWarpTiled, mmaSyncRate, warpTiledSmem, type WarpTiledConfig } from './warp-tiled.ts';
 
 /**
@@ -38,6 +51,7 @@ export function cuteFa2Config(gpu: GpuSpec, shape: ProblemShape): WarpTiledConfi
     mmaEfficiency: MMA_SYNC_EFFICIENCY,
     softmaxOps: SOFTMAX_FMA_OPS,
     writesPartial: false,
+    splits: 1,
     label: 'CuTe FA2 warp',
   };
 }
@@ -46,6 +60,7 @@ function resources(gpu: GpuSpec, shape: ProblemShape) {
   const cfg = cuteFa2Config(gpu, shape);
   const sheet = emptySheet('cute-fa2', gpu, cfg.blockM, cfg.blockN);
   warpTiledSmem(sheet, shape, cfg);
+  requireHalf(sheet, shape, 'the CuTe FA2 kernel');
   if (gpu.sm > 80) sheet.notes.push(`Runs on SM${gpu.sm} with SM80 instructions: mma.sync at ${Math.round(gpu.mmaSyncFraction * 100)}% of the native tensor rate.`);
   return finishSheet(sheet, gpu);
 }
@@ -55,7 +70,10 @@ function grid(shape: ProblemShape): CtaWork[] {
   const out: CtaWork[] = [];
   for (let b = 0; b < shape.batch; b++)
     for (let h = 0; h < shape.hq; h++)
-      for (let i = 0; i < ceilDiv(shape.nq, blockM); i++) out.push({ b, h, qBlock: i, kvBlocks: visibleKvBlocks(shape, i * blockM, Math.min(shape.nq, (i + 1) * blockM), blockN), split: 0 });
+      for (let i = 0; i < ceilDiv(shape.nq, blockM); i++) {
+        const [kvFrom, kvTo] = visibleKvRange(shape, i * blockM, Math.min(shape.nq, (i + 1) * blockM), blockN);
+        out.push({ b, h, qBlock: i, kvFrom, kvTo, reverse: false, split: 0 });
+      }
   return out;
 }
 
@@ -67,5 +85,5 @@ export const cuteFa2Hw: HwAlgorithm = {
   resources: (gpu, shape) => resources(gpu, shape),
   grid: (_gpu, shape) => grid(shape),
   build: (k, ctx, work) => buildWarpTiled(k, ctx, work, cuteFa2Config(ctx.gpu, ctx.shape), resources(ctx.gpu, ctx.shape)),
-  hbmBytes: (s: ProblemShape, _f: HwFeatures) => elemBytes(s.dtype) * s.batch * (s.hq * s.nq * (s.d + s.dv) + s.hk * s.nk * (s.d + s.dv)),
+  hbmBytes: ioBytes,
 };

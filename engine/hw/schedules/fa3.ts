@@ -24,7 +24,12 @@ import {
   mmaCycles,
   prefix,
   tensorRate,
-  visibleKvBlocks,
+  visibleKvRange,
+  crossesDiagonal,
+  kvBlocksOf,
+  ioBytes,
+  hbmOut,
+  requireHalf,
   type BuildContext,
   type CtaWork,
   type HwAlgorithm,
@@ -73,6 +78,7 @@ function resources(gpu: GpuSpec, shape: ProblemShape, f: HwFeatures): ResourceSh
   // setmaxnreg: the producer gives registers back (24) so the consumers can hold S, P and O (240).
   sheet.roles.push({ name: 'producer', warps: [0, 1, 2, 3], registers: 24 });
   for (let w = 0; w < CONSUMERS; w++) sheet.roles.push({ name: `consumer${w}`, warps: [4 + 4 * w, 5 + 4 * w, 6 + 4 * w, 7 + 4 * w], registers: 240 });
+  requireHalf(sheet, shape, 'FA3');
   if (gpu.sm !== 90) sheet.does_not_fit.push(`arch: FA3 is written for SM90 (wgmma, TMA, setmaxnreg); ${gpu.name} is SM${gpu.sm}`);
   return finishSheet(sheet, gpu);
 }
@@ -92,8 +98,8 @@ function grid(_gpu: GpuSpec, shape: ProblemShape): CtaWork[] {
   for (let b = 0; b < shape.batch; b++)
     for (let h = 0; h < shape.hq; h++)
       for (let i = 0; i < tr; i++) {
-        const vis = visibleKvBlocks(shape, i * blockM, Math.min(shape.nq, (i + 1) * blockM), blockN);
-        out.push({ b, h, qBlock: i, kvBlocks: vis.reverse(), split: 0 });
+        const [kvFrom, kvTo] = visibleKvRange(shape, i * blockM, Math.min(shape.nq, (i + 1) * blockM), blockN);
+        out.push({ b, h, qBlock: i, kvFrom, kvTo, reverse: true, split: 0 });
       }
   return out;
 }
@@ -106,7 +112,7 @@ function build(k: Kernel, ctx: BuildContext, work: CtaWork): void {
   const p = prefix(ctx);
   const sheet = resources(gpu, shape, f);
   const off = (name: string, stage: number) => sheet.smem.buffers.find((b) => b.name === name && b.stage === stage)!.offset;
-  const kv = work.kvBlocks;
+  const kv = kvBlocksOf(work);
   const n = kv.length;
   const qTile = `Q${work.qBlock}`;
   k.fifoUnits.add('tensor');
@@ -206,6 +212,7 @@ function build(k: Kernel, ctx: BuildContext, work: CtaWork): void {
       c.arrive(emptyK[s]);
       // Online softmax of S_j in registers: row max, exp2 on MUFU, row sum and 16-bit
       // conversion on the FMA pipes; the O rescale by exp(m_old − m_new) happens here too.
+      if (crossesDiagonal(shape, work.qBlock * blockM + w * ROWS_PER_WG, j, blockN)) c.exec('fma', (elems * 2) / gpu.fmaPerClk, 'causal mask', `S${j}`);
       c.exec('fma', (elems * 1 + ROWS_PER_WG * shape.dv) / gpu.fmaPerClk + CONSUMER_OVERHEAD, 'rowmax, rescale O', `S${j}`);
       c.exec('mufu', elems / gpu.mufuPerClk, 'exp2', `P${j}`);
       c.exec('fma', (elems * (SOFTMAX_FMA_OPS - 1)) / gpu.fmaPerClk, 'rowsum, cvt P', `P${j}`, { memDone: [regs('regs.P', `P${j}`, ROWS_PER_WG * blockN * e)] });
@@ -229,6 +236,7 @@ function build(k: Kernel, ctx: BuildContext, work: CtaWork): void {
     c.issue('tma', load(ROWS_PER_WG * shape.dv * e), `tma store O${work.qBlock}`, `O${work.qBlock}`, {
       latency: gpu.copyLatencyCycles,
       mem: [{ space: 'smem', buffer: `${p}${oBuf}`, stage: 0, offset: off(oBuf, 0) + w * ROWS_PER_WG * shape.dv * e, bytes: ROWS_PER_WG * shape.dv * e, action: 'fill', tile: `O${work.qBlock}.${w}` }],
+      memDone: [hbmOut(shape, work, work.qBlock * blockM + w * ROWS_PER_WG, ROWS_PER_WG, `O${work.qBlock}.${w}`)],
     });
   }
 }
@@ -242,5 +250,5 @@ export const fa3Hw: HwAlgorithm = {
   resources,
   grid,
   build,
-  hbmBytes: (s) => elemBytes(s.dtype) * s.batch * (s.hq * s.nq * (s.d + s.dv) + s.hk * s.nk * (s.d + s.dv)),
+  hbmBytes: ioBytes,
 };

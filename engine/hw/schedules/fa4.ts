@@ -31,7 +31,11 @@ import {
   mmaCycles,
   prefix,
   tensorRate,
-  visibleKvBlocks,
+  visibleKvRange,
+  crossesDiagonal,
+  kvBlocksOf,
+  ioBytes,
+  hbmOut,
   type BuildContext,
   type CtaWork,
   type HwAlgorithm,
@@ -66,6 +70,7 @@ export function fa4Uneven(shape: ProblemShape): boolean {
 }
 
 function kvStages(shape: ProblemShape, f: HwFeatures): number {
+  // The uneven Large-Small-Large ring is three stages by construction.
   if (fa4Uneven(shape)) return 3;
   return f.stages ?? 3;
 }
@@ -155,7 +160,9 @@ function layout(gpu: GpuSpec, shape: ProblemShape, f: HwFeatures): Fa4Layout {
     { name: 'empty', warps: [15], registers: 24 },
   );
   if (gpu.sm !== 100) sheet.does_not_fit.push(`arch: FA4 is written for SM100 (tcgen05, TMEM); ${gpu.name} is SM${gpu.sm}`);
-  if (shape.dtype === 'fp32') sheet.does_not_fit.push('dtype: FA4 takes fp16 or bf16 inputs');
+  if (shape.dtype === 'fp32') sheet.does_not_fit.push('dtype: FA4 takes fp16 or bf16 inputs (its MMAs have no fp32 path)');
+  if (uneven && f.stages !== undefined && f.stages !== 3) sheet.does_not_fit.push(`stages: the uneven d = 192, dv = 128 K/V ring (Large-Small-Large) has exactly 3 stages, got ${f.stages}`);
+  if (f.stages !== undefined && f.stages < 2) sheet.does_not_fit.push(`stages: FA4 needs at least 2 K/V stages (K and V of one block are in flight together), got ${f.stages}`);
   finishSheet(sheet, gpu);
   return { sheet, qOff, kvBase, kBytes, vBytes, stride, unevenShift, stages, tmem: { s, p, o } };
 }
@@ -166,8 +173,8 @@ function grid(_gpu: GpuSpec, shape: ProblemShape): CtaWork[] {
   for (let b = 0; b < shape.batch; b++)
     for (let h = 0; h < shape.hq; h++)
       for (let i = 0; i < ceilDiv(shape.nq, rows); i++) {
-        const vis = visibleKvBlocks(shape, i * rows, Math.min(shape.nq, (i + 1) * rows), FA4_BLOCK_N);
-        out.push({ b, h, qBlock: i, kvBlocks: vis.reverse(), split: 0 });
+        const [kvFrom, kvTo] = visibleKvRange(shape, i * rows, Math.min(shape.nq, (i + 1) * rows), FA4_BLOCK_N);
+        out.push({ b, h, qBlock: i, kvFrom, kvTo, reverse: true, split: 0 });
       }
   return out;
 }
@@ -219,10 +226,12 @@ function build(k: Kernel, ctx: BuildContext, work: CtaWork): void {
   const L = layout(gpu, shape, f);
   const p = prefix(ctx);
   const e = elemBytes(shape.dtype);
-  const kv = work.kvBlocks;
+  const kv = kvBlocksOf(work);
   const n = kv.length;
   const loads = fa4LoadOrder(gpu, shape, f, kv, work.qBlock);
   const S = L.stages;
+  // K/V loads by their index in the K0 V0 K1 V1 ... sequence: K of iteration i is 2i, V is 2i + 1.
+  const kvLoads = loads.filter((x) => x.kvIndex >= 0);
   k.fifoUnits.add('tensor');
   for (const b of L.sheet.smem.buffers) {
     if (b.name === 'mbarriers' || b.name === 'tmem_holding') continue;
@@ -244,7 +253,8 @@ function build(k: Kernel, ctx: BuildContext, work: CtaWork): void {
   const qk = mmaCycles(FA4_BLOCK_M, FA4_BLOCK_N, shape.d, rate);
   const pv = mmaCycles(FA4_BLOCK_M, shape.dv, FA4_BLOCK_N, rate);
   const elems = FA4_BLOCK_M * FA4_BLOCK_N;
-  const emu = f.exp2Emulation && !shape.causal && shape.d <= 128 ? exp2EmulationFraction(FA4_BLOCK_N) : 0;
+  // The polynomial runs only where no mask is applied (FA4 passes e2e = mask_fn is None) and d <= 128.
+  const emuFrac = f.exp2Emulation && shape.d <= 128 ? exp2EmulationFraction(FA4_BLOCK_N) : 0;
   const load = (bytes: number) => bytes / ctx.loadBytesPerClk;
   const tmemMove = (bytes: number) => bytes / TMEM_BYTES_PER_CLK;
 
@@ -255,7 +265,7 @@ function build(k: Kernel, ctx: BuildContext, work: CtaWork): void {
     kvFull.push(k.mbarrier(`${p}kv_full[${s}]`));
     kvEmpty.push(
       k.mbarrier(`${p}kv_empty[${s}]`, 1, (ph) => {
-        const ld = loads.find((x) => x.kvIndex === s + ph * S);
+        const ld = kvLoads[s + ph * S];
         return ld ? { space: 'smem', buffer: `${p}sKV`, stage: s, offset: ld.offset, bytes: ld.bytes, action: 'release', tile: ld.tile } : null;
       }),
     );
@@ -291,7 +301,7 @@ function build(k: Kernel, ctx: BuildContext, work: CtaWork): void {
   }
 
   // MMA warp.
-  const kvOf = (kind: 'K' | 'V', i: number) => loads.find((x) => x.kind === kind && x.tile === `${kind}${kv[i]}` && x.kvIndex >= 0 && Math.floor(x.kvIndex / 2) === i)!;
+  const kvOf = (kind: 'K' | 'V', i: number) => kvLoads[2 * i + (kind === 'K' ? 0 : 1)];
   const mma = k.role({ name: `${p}mma`, warps: [12], registers: 48, job: 'issues every tcgen05 MMA: S = Q·Kᵀ into TMEM, O += P·V with P read from TMEM' });
   const qkOp = (s: number, i: number, extraArrive: number[]) => {
     mma.issue('tensor', qk, `S${s}=Q${s}·K${kv[i]}ᵀ`, `S${s}`, {
@@ -305,14 +315,16 @@ function build(k: Kernel, ctx: BuildContext, work: CtaWork): void {
     const vx = kvOf('V', i);
     for (let s = 0; s < 2; s++) {
       mma.wait(pFullORescaled[s], i);
-      mma.issue('tensor', pv * 0.75, `O${s}+=P${s}·V${kv[i]} (3/4)`, `O${s}`, { latency: 0 });
+      mma.issue('tensor', pv * 0.75, `O${s}+=P${s}·V${kv[i]} (3/4)`, `O${s}`, {
+        latency: 0,
+        memBegin: i === 0 ? [tmemSpec(`O${s}`, L.tmem.o[s], shape.dv, 'fill', `O${s}`)] : undefined,
+      });
       mma.wait(pFull2[s], i);
       const arrive = [...(last ? [oFull[s]] : []), ...(s === 1 ? [kvEmpty[vx.stage]] : [])];
       mma.issue('tensor', pv * 0.25, `O${s}+=P${s}·V${kv[i]} (last 1/4)`, `O${s}`, {
         latency: UMMA_LATENCY,
         arrive,
         memDone: [tmemSpec(`P${s}`, L.tmem.p[s], FA4_BLOCK_N / 2, 'release', `P${s}.${kv[i]}`)],
-        memBegin: i === 0 ? [tmemSpec(`O${s}`, L.tmem.o[s], shape.dv, 'fill', `O${s}`)] : undefined,
       });
       if (!last && s === 0) mma.wait(kvFull[kvOf('K', i + 1).stage], Math.floor(kvOf('K', i + 1).kvIndex / S));
       if (!last) qkOp(s, i + 1, s === 1 ? [kvEmpty[kvOf('K', i + 1).stage]] : []);
@@ -339,6 +351,9 @@ function build(k: Kernel, ctx: BuildContext, work: CtaWork): void {
       const j = kv[i];
       sm.wait(sFull[s], i);
       sm.exec('tmem', tmemMove(elems * 4), `tcgen05.ld S${s}`, `S${s}`, { memDone: [tmemSpec(`S${s}`, L.tmem.s[s], FA4_BLOCK_N, 'release', `S${s}.${j}`)] });
+      const masked = crossesDiagonal(shape, (FA4_Q_STAGE * work.qBlock + s) * FA4_BLOCK_M, j, FA4_BLOCK_N);
+      const emu = masked ? 0 : emuFrac;
+      if (masked) sm.exec('fma', (elems * 2) / (gpu.fmaPerClk * PACKED), 'causal mask', `S${s}`);
       sm.exec('fma', (elems * 1) / (gpu.fmaPerClk * PACKED), 'row max, scale to sScale', `S${s}`);
       sm.arrive(corrFull[s]);
       sm.exec('fma', elems / (gpu.fmaPerClk * PACKED), 'x·scale − max', `S${s}`);
@@ -363,9 +378,11 @@ function build(k: Kernel, ctx: BuildContext, work: CtaWork): void {
       corr.wait(corrFull[s], i);
       corr.exec('fma', (FA4_BLOCK_M * 4) / gpu.fmaPerClk, 'read scale, vote', `O${s}`);
       // Without lazy rescaling every block after the first multiplies O by exp2(m_old − m_new).
-      // With it, the vote finds no row whose max grew by more than 2^8 once the max has settled
-      // (the first block sets it; later growth that large needs outlier scores), so O is left alone.
-      if (i > 0 && !f.lazyRescale) {
+      // With it, O is rescaled only where the vote finds a row whose max grew by more than
+      // 2^8: the iterations the numeric run reports (rescaleAt), else none once the first
+      // block has set the max (growth that large needs outlier scores).
+      const rescale = i > 0 && (f.lazyRescale ? (f.rescaleAt?.includes(i) ?? false) : true);
+      if (rescale) {
         corr.exec('tmem', tmemMove(oBytes), `tcgen05.ld O${s}`, `O${s}`);
         corr.exec('fma', (FA4_BLOCK_M * shape.dv) / (gpu.fmaPerClk * PACKED), `O${s} *= exp2(m_old − m_new)`, `O${s}`);
         corr.exec('tmem', tmemMove(oBytes), `tcgen05.st O${s}`, `O${s}`);
@@ -382,7 +399,7 @@ function build(k: Kernel, ctx: BuildContext, work: CtaWork): void {
     corr.exec('fma', (FA4_BLOCK_M * shape.dv * 2) / (gpu.fmaPerClk * PACKED), `O${s} / l, cvt`, `O${s}`);
     // O is staged for the TMA store over sQ_s: Q_s was last read by the final S MMA, done before O_full.
     corr.mem({ space: 'smem', buffer: `${p}sQ`, stage: s, offset: L.qOff[s], bytes: qBytes, action: 'release', tile: `Q${FA4_Q_STAGE * work.qBlock + s}` });
-    corr.exec('fma', (FA4_BLOCK_M * shape.dv * e) / (gpu.smemBytesPerClk * 4), `st.shared O${s}`, `O${s}`, {
+    corr.exec('smem', (FA4_BLOCK_M * shape.dv * e) / gpu.smemBytesPerClk, `st.shared O${s}`, `O${s}`, {
       mem: [{ space: 'smem', buffer: `${p}sO`, stage: s, offset: L.qOff[s], bytes: FA4_BLOCK_M * shape.dv * e, action: 'fill', tile: `O${s}` }],
     });
     corr.arrive(epiFull[s]);
@@ -393,7 +410,10 @@ function build(k: Kernel, ctx: BuildContext, work: CtaWork): void {
     epi.wait(epiFull[s], 0);
     epi.issue('tma', load(FA4_BLOCK_M * shape.dv * e), `tma store O${s}`, `O${s}`, {
       latency: gpu.copyLatencyCycles,
-      memDone: [{ space: 'smem', buffer: `${p}sO`, stage: s, offset: L.qOff[s], bytes: FA4_BLOCK_M * shape.dv * e, action: 'release', tile: `O${s}` }],
+      memDone: [
+        { space: 'smem', buffer: `${p}sO`, stage: s, offset: L.qOff[s], bytes: FA4_BLOCK_M * shape.dv * e, action: 'release', tile: `O${s}` },
+        hbmOut(shape, work, (FA4_Q_STAGE * work.qBlock + s) * FA4_BLOCK_M, FA4_BLOCK_M, `O${FA4_Q_STAGE * work.qBlock + s}`),
+      ],
     });
   }
   k.role({ name: `${p}empty`, warps: [15], registers: 24, job: 'idle: gives its registers to the others' });
@@ -403,10 +423,10 @@ export const fa4Hw: HwAlgorithm = {
   id: 'fa4',
   name: 'FlashAttention-4 (SM100: TMEM, tcgen05, softmax/correction warpgroups)',
   arch: [100],
-  featureKeys: ['lazyRescale', 'exp2Emulation', 'stages'],
+  featureKeys: ['lazyRescale', 'exp2Emulation', 'stages', 'rescaleAt'],
   longestFirst: true,
   resources: (gpu, shape, f) => layout(gpu, shape, f).sheet,
   grid,
   build,
-  hbmBytes: (s) => elemBytes(s.dtype) * s.batch * (s.hq * s.nq * (s.d + s.dv) + s.hk * s.nk * (s.d + s.dv)),
+  hbmBytes: ioBytes,
 };

@@ -6,7 +6,20 @@
 // K/V stream from HBM once (no reuse between CTAs), so copies share HBM bandwidth.
 
 import type { GpuSpec } from '../gpus/index.ts';
-import { ceilDiv, elemBytes, emptySheet, finishSheet, regAlloc, visibleKvBlocks, type CtaWork, type HwAlgorithm, type HwFeatures, type ProblemShape } from '../model.ts';
+import {
+  ceilDiv,
+  elemBytes,
+  emptySheet,
+  finishSheet,
+  regAlloc,
+  visibleKvRange,
+  ioBytes,
+  requireHalf,
+  type CtaWork,
+  type HwAlgorithm,
+  type HwFeatures,
+  type ProblemShape,
+} from '../model.ts';
 import { SOFTMAX_FMA_OPS, buildWarpTiled, mmaSyncRate, warpTiledSmem, type WarpTiledConfig } from './warp-tiled.ts';
 import { MMA_SYNC_EFFICIENCY } from './cute-fa2.ts';
 
@@ -52,6 +65,7 @@ function config(gpu: GpuSpec, shape: ProblemShape, f: HwFeatures): WarpTiledConf
     mmaEfficiency: MMA_SYNC_EFFICIENCY,
     softmaxOps: SOFTMAX_FMA_OPS,
     writesPartial: splitsOf(gpu, shape, f) > 1,
+    splits: splitsOf(gpu, shape, f),
     label: 'split-KV warp',
   };
 }
@@ -61,6 +75,8 @@ function resources(gpu: GpuSpec, shape: ProblemShape, f: HwFeatures) {
   const sheet = emptySheet('flash-decoding', gpu, cfg.blockM, cfg.blockN);
   warpTiledSmem(sheet, shape, cfg);
   const splits = splitsOf(gpu, shape, f);
+  sheet.splits = splits;
+  requireHalf(sheet, shape, 'flash-decoding');
   sheet.notes.push(`${splits} K/V split${splits > 1 ? 's' : ''} per (batch, head, Q tile); ${splits > 1 ? 'partial O and LSE in fp32 go to HBM for the combine kernel' : 'no combine needed'}.`);
   return finishSheet(sheet, gpu);
 }
@@ -72,9 +88,12 @@ function grid(gpu: GpuSpec, shape: ProblemShape, f: HwFeatures): CtaWork[] {
   for (let b = 0; b < shape.batch; b++)
     for (let h = 0; h < shape.hq; h++)
       for (let i = 0; i < ceilDiv(shape.nq, blockM); i++) {
-        const vis = visibleKvBlocks(shape, i * blockM, Math.min(shape.nq, (i + 1) * blockM), blockN);
-        const per = ceilDiv(vis.length, splits);
-        for (let s = 0; s < splits; s++) out.push({ b, h, qBlock: i, kvBlocks: vis.slice(s * per, (s + 1) * per), split: s });
+        const [from, to] = visibleKvRange(shape, i * blockM, Math.min(shape.nq, (i + 1) * blockM), blockN);
+        const per = ceilDiv(to - from, splits);
+        for (let s = 0; s < splits; s++) {
+          const kvFrom = Math.min(to, from + s * per);
+          out.push({ b, h, qBlock: i, kvFrom, kvTo: Math.min(to, kvFrom + per), reverse: false, split: s });
+        }
       }
   return out;
 }
@@ -97,5 +116,8 @@ export const flashDecodingHw: HwAlgorithm = {
   grid,
   build: (k, ctx, work) => buildWarpTiled(k, ctx, work, config(ctx.gpu, ctx.shape, ctx.features), resources(ctx.gpu, ctx.shape, ctx.features)),
   epilogueKernelUs: combineUs,
-  hbmBytes: (s, f) => elemBytes(s.dtype) * s.batch * (s.hq * s.nq * (s.d + s.dv) + s.hk * s.nk * (s.d + s.dv)) + (f.splits ?? 1) * s.batch * s.hq * s.nq * (s.dv + 1) * 4,
+  hbmBytes: (s, f, gpu) => {
+    const splits = splitsOf(gpu, s, f);
+    return ioBytes(s) + (splits > 1 ? 2 * splits * s.batch * s.hq * s.nq * (s.dv + 1) * 4 : 0);
+  },
 };

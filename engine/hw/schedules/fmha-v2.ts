@@ -8,7 +8,20 @@
 // MMAs accumulate in fp16, which runs at twice the fp32-accumulate rate on GeForce Ada.
 
 import type { GpuSpec } from '../gpus/index.ts';
-import { ceilDiv, elemBytes, emptySheet, finishSheet, regAlloc, visibleKvBlocks, type CtaWork, type HwAlgorithm, type HwFeatures, type ProblemShape } from '../model.ts';
+import {
+  ceilDiv,
+  elemBytes,
+  emptySheet,
+  finishSheet,
+  regAlloc,
+  visibleKvRange,
+  ioBytes,
+  requireHalf,
+  type CtaWork,
+  type HwAlgorithm,
+  type HwFeatures,
+  type ProblemShape,
+} from '../model.ts';
 import { buildWarpTiled, mmaSyncRate, warpTiledSmem, type WarpTiledConfig } from './warp-tiled.ts';
 
 /**
@@ -49,6 +62,7 @@ export function fmhaV2Config(gpu: GpuSpec, shape: ProblemShape, f: HwFeatures): 
     mmaEfficiency: FMHA_V2_MMA_EFFICIENCY,
     softmaxOps: FMHA_V2_SOFTMAX_OPS,
     writesPartial: false,
+    splits: 1,
     label: 'fmha_v2 warp',
   };
 }
@@ -57,6 +71,7 @@ function resources(gpu: GpuSpec, shape: ProblemShape, f: HwFeatures) {
   const cfg = fmhaV2Config(gpu, shape, f);
   const sheet = emptySheet('fmha-v2', gpu, cfg.blockM, cfg.blockN);
   warpTiledSmem(sheet, shape, cfg);
+  requireHalf(sheet, shape, 'fmha_v2');
   if (f.stages !== undefined && f.stages > 2) sheet.does_not_fit.push(`stages: fmha_v2 double-buffers K/V (1 or 2 stages), got ${f.stages}`);
   if (shape.dtype === 'fp16') sheet.notes.push('fp16 accumulation (HALF_ACCUMULATION_FOR_FLASH_ATTENTION): the MMAs run at the fp16-accumulate rate.');
   sheet.notes.push('Q, K, V are read from one packed QKV tensor [B, S, 3, H, D]; LDGSTS predicates mask rows past the sequence end.');
@@ -70,7 +85,7 @@ function grid(gpu: GpuSpec, shape: ProblemShape, f: HwFeatures): CtaWork[] {
   for (let b = 0; b < shape.batch; b++)
     for (let h = 0; h < shape.hq; h++)
       for (let i = 0; i < ceilDiv(shape.nq, blockM); i++)
-        out.push({ b, h, qBlock: i, kvBlocks: visibleKvBlocks(shape, i * blockM, Math.min(shape.nq, (i + 1) * blockM), blockN), split: 0 });
+        out.push({ b, h, qBlock: i, kvFrom: 0, kvTo: visibleKvRange(shape, i * blockM, Math.min(shape.nq, (i + 1) * blockM), blockN)[1], reverse: false, split: 0 });
   return out;
 }
 
@@ -82,5 +97,5 @@ export const fmhaV2Hw: HwAlgorithm = {
   resources,
   grid,
   build: (k, ctx, work) => buildWarpTiled(k, ctx, work, fmhaV2Config(ctx.gpu, ctx.shape, ctx.features), resources(ctx.gpu, ctx.shape, ctx.features)),
-  hbmBytes: (s) => elemBytes(s.dtype) * s.batch * (s.hq * s.nq * (s.d + s.dv) + s.hk * s.nk * (s.d + s.dv)),
+  hbmBytes: ioBytes,
 };

@@ -15,7 +15,18 @@
 
 import type { ResourceSheet } from '../events.ts';
 import type { GpuSpec } from '../gpus/index.ts';
-import { SOFTMAX_FMA_OPS, elemBytes, mmaCycles, prefix, type BuildContext, type CtaWork, type ProblemShape } from '../model.ts';
+import {
+  SOFTMAX_FMA_OPS,
+  crossesDiagonal,
+  elemBytes,
+  kvBlocksOf,
+  mmaCycles,
+  prefix,
+  hbmOut,
+  type BuildContext,
+  type CtaWork,
+  type ProblemShape,
+} from '../model.ts';
 import type { Kernel, MemSpec, RoleProgram } from '../scheduler.ts';
 
 export interface WarpTiledConfig {
@@ -34,6 +45,8 @@ export interface WarpTiledConfig {
   softmaxOps: number;
   /** Partial results (O in fp32 and LSE) instead of the final O (split-KV). */
   writesPartial: boolean;
+  /** Splits per (batch, head) when writing partial results. */
+  splits: number;
   /** Name used in role jobs. */
   label: string;
 }
@@ -59,7 +72,7 @@ export function buildWarpTiled(k: Kernel, ctx: BuildContext, work: CtaWork, cfg:
   const { gpu, shape } = ctx;
   const p = prefix(ctx);
   const e = elemBytes(shape.dtype);
-  const kv = work.kvBlocks;
+  const kv = kvBlocksOf(work);
   const n = kv.length;
   const rows = cfg.blockM / cfg.warps;
   const off = (name: string, stage: number) => sheet.smem.buffers.find((b) => b.name === name && b.stage === stage)!.offset;
@@ -75,7 +88,7 @@ export function buildWarpTiled(k: Kernel, ctx: BuildContext, work: CtaWork, cfg:
   const sync = k.named(`${p}__syncthreads`, cfg.warps);
   const fill = (buf: string, stage: number, bytes: number, tile: string): MemSpec => ({ space: 'smem', buffer: `${p}${buf}`, stage, offset: off(buf, stage), bytes, action: 'fill', tile });
   const release = (buf: string, stage: number, bytes: number, tile: string): MemSpec => ({ ...fill(buf, stage, bytes, tile), action: 'release' });
-  const diag = (j: number) => shape.causal && (j + 1) * cfg.blockN - 1 > work.qBlock * cfg.blockM + shape.nk - shape.nq;
+  const diag = (j: number, w: number) => crossesDiagonal(shape, work.qBlock * cfg.blockM + w * rows, j, cfg.blockN);
 
   for (let w = 0; w < cfg.warps; w++) {
     const sp = (ctx.ctaIndex * cfg.warps + w) % 4;
@@ -111,7 +124,7 @@ export function buildWarpTiled(k: Kernel, ctx: BuildContext, work: CtaWork, cfg:
     const qTile = `Q${work.qBlock}`;
     const tensor = `tensor.sp${sp}`;
     const softmax = (j: number, first: boolean) => {
-      if (diag(j)) r.exec(`fma.sp${sp}`, (elems * 2) / (gpu.fmaPerClk / 4), 'causal mask', `S${j}`);
+      if (diag(j, w)) r.exec(`fma.sp${sp}`, (elems * 2) / (gpu.fmaPerClk / 4), 'causal mask', `S${j}`);
       r.exec(`fma.sp${sp}`, (elems + (first ? 0 : rows * shape.dv)) / (gpu.fmaPerClk / 4), first ? 'row max' : 'row max, rescale O', `S${j}`);
       r.exec(`mufu.sp${sp}`, elems / (gpu.mufuPerClk / 4), 'exp2', `P${j}`);
       r.exec(`fma.sp${sp}`, (elems * (cfg.softmaxOps - 1)) / (gpu.fmaPerClk / 4), 'row sum, cvt P', `P${j}`);
@@ -172,7 +185,10 @@ export function buildWarpTiled(k: Kernel, ctx: BuildContext, work: CtaWork, cfg:
     // Epilogue: O / l (or keep O unnormalized with its LSE for the combine), write out.
     r.exec(`fma.sp${sp}`, (rows * shape.dv * 2) / (gpu.fmaPerClk / 4), cfg.writesPartial ? 'O / l, LSE' : 'O / l, cvt', `O${work.qBlock}`);
     const outBytes = cfg.writesPartial ? rows * (shape.dv + 1) * 4 : rows * shape.dv * e;
-    r.issue('store', copy(outBytes), cfg.writesPartial ? `st.global Opartial+LSE split ${work.split}` : `st.global O${work.qBlock}`, `O${work.qBlock}`, { latency: gpu.copyLatencyCycles });
+    r.issue('store', copy(outBytes), cfg.writesPartial ? `st.global Opartial+LSE split ${work.split}` : `st.global O${work.qBlock}`, `O${work.qBlock}`, {
+      latency: gpu.copyLatencyCycles,
+      memDone: [hbmOut(shape, work, work.qBlock * cfg.blockM + w * rows, rows, `O${work.qBlock}`, cfg.writesPartial, cfg.splits)],
+    });
   }
 }
 

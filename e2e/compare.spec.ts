@@ -125,6 +125,9 @@ test('FA3 with and without ping-pong: simulated-time sync, predictions on H100, 
   // A pane without a hardware schedule: the UI says so and that pane follows by progress.
   await pane(page, 1).getByLabel('Pane 2 algorithm').selectOption('fa2');
   await expect(page.getByTestId('time-fallback')).toContainText('pane 2: fa2 has no hardware schedule');
+  // The reloaded pane joins the leader (at the end): without a schedule it follows by progress, so it is at its end too.
+  const fa2 = await session(paneRequest(base, { algorithm: 'fa2', blockM: '', blockN: '', features: {}, views: [] }));
+  await expect(counterOf(page, 1)).toHaveText(`Step ${fa2.events().length} of ${fa2.events().length}`);
   await expect(cell(page, 'predicted time (µs)', 1)).toHaveText('no hardware model for fa2');
   await page.getByRole('combobox', { name: 'GPU for predictions' }).selectOption('a100');
   await expect(cell(page, 'predicted time (µs)', 0)).toContainText('SM90');

@@ -7,6 +7,7 @@ import { writeFileSync, mkdirSync, openSync, closeSync, ftruncateSync, writeSync
 import { join } from 'node:path';
 import { expect, test, type Page } from '@playwright/test';
 import { DebuggerSession } from '../engine/debugger/session.ts';
+import type { LoadRequest } from '../engine/debugger/protocol.ts';
 import { encodeNpy } from '../engine/io/npy.ts';
 import { DEFAULT_FORM, formToRequest } from '../app/store/problem-form.ts';
 import { counter, openApp, watchConsole } from './helpers.ts';
@@ -36,12 +37,11 @@ async function drop(page: Page, files: TestFile[]) {
   );
 }
 
-async function engineRun(files: TestFile[], choice: { layout: 'BHND' | 'BNHD'; batch: number; head: number }, roles = { q: 0, k: 1, v: 2 }, tensors = { q: '', k: '', v: '' }) {
-  const base = formToRequest(DEFAULT_FORM);
-  const s = new DebuggerSession();
+/** The request a pane sends for these files, for the engine run the page is compared with. */
+async function engineRunRequest(files: TestFile[], choice: { layout: 'BHND' | 'BNHD'; batch: number; head: number }, tensors = { q: '', k: '', v: '' }, roles = { q: 0, k: 0, v: 0 }): Promise<LoadRequest> {
   const names = files.map((f) => f.name);
-  await s.load({
-    ...base,
+  return {
+    ...formToRequest(DEFAULT_FORM),
     tensors: {
       files: files.map((f) => new Blob([new Uint8Array(f.buffer)])),
       names,
@@ -50,7 +50,12 @@ async function engineRun(files: TestFile[], choice: { layout: 'BHND' | 'BNHD'; b
       v: { file: roles.v, tensor: tensors.v || names[roles.v] },
       ...choice,
     },
-  });
+  };
+}
+
+async function engineRun(files: TestFile[], choice: { layout: 'BHND' | 'BNHD'; batch: number; head: number }, roles = { q: 0, k: 1, v: 2 }, tensors = { q: '', k: '', v: '' }) {
+  const s = new DebuggerSession();
+  await s.load(await engineRunRequest(files, choice, tensors, roles));
   return s;
 }
 
@@ -99,6 +104,15 @@ test('a dropped .safetensors file with q, k, v: names picked, both layouts fit, 
   await page.getByRole('button', { name: 'End' }).click();
   const last = await s.seek(s.events().length - 1);
   await expect(counter(page)).toHaveText(`Step ${last.step + 1} of ${last.total}`);
+
+  // Compare mode runs every pane on the same imported tensors.
+  const fa1 = new DebuggerSession();
+  await fa1.load({ ...(await engineRunRequest([f], { layout: 'BHND', batch: 1, head: 1 }, { q: 'q', k: 'k', v: 'v' })), algorithm: 'fa1' });
+  await page.getByRole('tab', { name: 'Compare' }).click();
+  await expect(page.getByTestId('shared-problem')).toContainText('inputs from layer3.safetensors, batch 1, head 1 (BHND)');
+  await expect(page.locator('[data-pane="cmp0"]').getByTestId('step-counter')).toHaveText(`Step 1 of ${fa1.events().length}`, { timeout: 20_000 });
+  const d = await fa1.compareData('h100');
+  await expect(page.locator('tr[data-metric="max |error| vs float64"] td').first()).toHaveText(d.error.maxAbs.toExponential(3));
 });
 
 test('a 1.9 GB .npy is handled by reading its header and one head', async ({ page }) => {

@@ -27,6 +27,8 @@ export function startSyncDriver(): () => void {
   const last = new Map<string, number | undefined>();
   const lastSummary = new Map<string, unknown>();
   let running = false;
+  /** The pane the person moved last: a pane that loads a new run joins it. */
+  let lastLeader = -1;
   let again: number | null = null;
 
   const propagate = async (leader: number): Promise<void> => {
@@ -80,6 +82,7 @@ export function startSyncDriver(): () => void {
     const { mode, panes, axis } = useCompare.getState();
     if (mode !== 'compare') return;
     let leader = -1;
+    let rejoin = false;
     panes.forEach((_, i) => {
       const id = comparePaneId(i);
       const pb = s.playback[id];
@@ -96,10 +99,14 @@ export function startSyncDriver(): () => void {
       // A new run's first frame is not a move by the person; neither is a move the driver made.
       if (awaitingFirst.has(id) && pb?.status === 'ready') {
         awaitingFirst.delete(id);
+        if (lastLeader >= 0 && lastLeader !== i && lastLeader < panes.length && !paused) rejoin = true;
         return;
       }
       if (!paused && !moving.has(id) && step !== undefined && step !== prev && pb?.status === 'ready') leader = i;
     });
-    if (leader >= 0 && axis !== 'none') void propagate(leader);
+    if (leader >= 0) lastLeader = leader;
+    if (axis === 'none') return;
+    if (leader >= 0) void propagate(leader);
+    else if (rejoin) void propagate(lastLeader);
   });
 }

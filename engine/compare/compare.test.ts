@@ -137,3 +137,21 @@ describe('compare: synchronised stepping', () => {
     expect(lines.some((l) => l.includes('"-Infinity"'))).toBe(true);
   });
 });
+
+describe('compare: FA4 with and without lazy rescale', () => {
+  it('lazy rescale skips rescales the eager schedule does, with the error against float64 still small', async () => {
+    const req = { algorithm: 'fa4', problem: { ...base.problem, nq: 128, nk: 256, d: 64, dv: 64, dtype: 'bf16' as const }, blocks: {}, distribution: 'outlier-row' as const };
+    const lazy = await (await loaded(req)).compareData('b200');
+    const eager = await (await loaded({ ...req, features: { lazyRescale: false } })).compareData('b200');
+    expect(lazy.counters.rescaleCount).toBeLessThan(eager.counters.rescaleCount);
+    const rows = diffTable([
+      { label: 'lazy', ...lazy },
+      { label: 'eager', ...eager },
+    ]);
+    expect(rows.find((r) => r.metric === 'rescale count')!.best).toBe(0);
+    // bf16 inputs and P: errors of the order of bf16's 2^-8, not more.
+    expect(lazy.error.maxAbs).toBeLessThan(0.05);
+    expect(eager.error.maxAbs).toBeLessThan(0.05);
+    expect('timeUs' in lazy.prediction && 'timeUs' in eager.prediction).toBe(true);
+  });
+});

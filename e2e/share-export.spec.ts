@@ -2,11 +2,11 @@
 // malformed links open the defaults with a notice per ignored part; bad problem settings
 // are named; every export downloads what the view or run holds.
 
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { expect, test, type Page } from '@playwright/test';
 import { countersCsv } from '../engine/compare/diff.ts';
 import { toJsonLine } from '../engine/trace/jsonl.ts';
-import { encodeState, defaultSharedState, SHARE_VERSION } from '../app/share/url-state.ts';
+import { decodeState, encodeState, defaultSharedState, SHARE_VERSION } from '../app/share/url-state.ts';
 import { DEFAULT_VIEWS } from '../app/views/registry.ts';
 import { counter, engineSession, openApp, watchConsole } from './helpers.ts';
 
@@ -58,7 +58,8 @@ test('the URL carries the state: reloading it restores problem, step, views, com
   await expect(fresh.getByLabel('Causal')).toBeChecked();
   await expect(counter(fresh)).toHaveText(`Step 7 of ${s.events().length}`);
   await expect(fresh.getByTestId('share-notice')).toHaveCount(0);
-  // A plain reload of the address bar restores it too.
+  // The address bar follows every change (here: back to the debugger), and reloading it restores that.
+  await expect.poll(() => decodeState(new URL(fresh.url()).hash, DEFAULT_VIEWS).state.mode).toBe('debugger');
   await fresh.reload();
   await expect(counter(fresh)).toHaveText(`Step 7 of ${s.events().length}`, { timeout: 20_000 });
   await fresh.screenshot({ path: 'test-results/share-restored.png' });
@@ -135,6 +136,7 @@ test('exports: view as PNG and SVG, counters as CSV, the trace as JSONL', async 
   const png = await download(page, () => page.getByRole('button', { name: 'Export Tile heatmaps as PNG' }).click());
   expect(png.name).toBe('flashscope-fa2-step5-heatmaps.png');
   expect([...png.body.subarray(0, 8)]).toEqual([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
+  writeFileSync('test-results/exported-heatmaps.png', png.body);
   // Twice the view's CSS size.
   const box = (await page.locator('.export-frame[data-view="heatmaps"] .view').boundingBox())!;
   expect(png.body.readUInt32BE(16)).toBe(Math.round(Math.ceil(box.width) * 2));

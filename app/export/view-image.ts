@@ -5,11 +5,14 @@
 
 /** Styles that decide how a view looks; copying every computed property would bloat the file tenfold. */
 const PROPS = [
-  'display', 'position', 'box-sizing', 'width', 'height', 'min-width', 'max-width', 'margin', 'padding', 'border', 'border-radius',
+  'display', 'position', 'box-sizing', 'width', 'height', 'min-width', 'max-width', 'min-height', 'max-height', 'margin', 'padding',
+  'border-top', 'border-right', 'border-bottom', 'border-left', 'border-radius', 'outline', 'box-shadow',
   'border-collapse', 'border-spacing', 'background-color', 'color', 'font-family', 'font-size', 'font-weight', 'font-style', 'line-height',
-  'letter-spacing', 'text-align', 'vertical-align', 'white-space', 'text-decoration', 'opacity', 'overflow', 'flex-direction', 'flex-wrap',
-  'align-items', 'justify-content', 'gap', 'grid-template-columns', 'grid-template-rows', 'list-style', 'top', 'left', 'right', 'bottom',
-  'image-rendering', 'table-layout', 'fill', 'stroke', 'stroke-width',
+  'letter-spacing', 'text-align', 'vertical-align', 'white-space', 'text-decoration', 'opacity', 'overflow', 'visibility',
+  'flex-direction', 'flex-wrap', 'flex-grow', 'flex-shrink', 'flex-basis', 'align-items', 'align-self', 'align-content', 'justify-content',
+  'justify-items', 'justify-self', 'gap', 'grid-template-columns', 'grid-template-rows', 'grid-template-areas', 'grid-area',
+  'grid-column', 'grid-row', 'list-style', 'top', 'left', 'right', 'bottom', 'transform', 'z-index', 'image-rendering', 'table-layout',
+  'fill', 'stroke', 'stroke-width',
 ];
 
 function inlineStyles(src: Element, dst: Element): void {

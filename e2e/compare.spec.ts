@@ -121,6 +121,10 @@ test('FA3 with and without ping-pong: simulated-time sync, predictions on H100, 
   const pt = await a.syncPoint('h100');
   const { frame } = await b.seekSync(pt, 'time', 'h100');
   await expect(counterOf(page, 1)).toHaveText(`Step ${frame.step + 1} of ${b.events().length}`);
+  await expect(pane(page, 0).getByTestId('sim-time')).toHaveText(`t = ${pt.timeUs!.toFixed(3)} µs on H100`);
+  const followerPt = await b.syncPoint('h100');
+  await expect(pane(page, 1).getByTestId('sim-time')).toHaveText(`t = ${followerPt.timeUs!.toFixed(3)} µs on H100`);
+  expect(followerPt.timeUs!).toBeLessThanOrEqual(pt.timeUs!);
 
   // A pane without a hardware schedule: the UI says so and that pane follows by progress.
   await pane(page, 1).getByLabel('Pane 2 algorithm').selectOption('fa2');

@@ -159,6 +159,33 @@ function PaneViews({ index }: { index: number }) {
   );
 }
 
+/** With the 'time' axis: where this pane's current step lies in simulated time on the chosen GPU. */
+function SimulatedTime({ index, ctl }: { index: number; ctl: PaneController }) {
+  const id = comparePaneId(index);
+  const axis = useCompare((s) => s.axis);
+  const gpu = useCompare((s) => s.gpu);
+  const step = useApp((s) => s.playback[id]?.frame?.step);
+  const summary = useApp((s) => s.playback[id]?.summary);
+  const [t, setT] = useState<number | null | undefined>(undefined);
+  useEffect(() => {
+    if (axis !== 'time' || step === undefined || !summary) return;
+    let live = true;
+    ctl.api.syncPoint(gpu).then(
+      (p) => live && setT(p.timeUs),
+      () => live && setT(undefined),
+    );
+    return () => {
+      live = false;
+    };
+  }, [axis, gpu, step, summary, ctl]);
+  if (axis !== 'time' || t === undefined) return null;
+  return (
+    <span className="sim-time" data-testid="sim-time">
+      {t === null ? 'no hardware schedule' : `t = ${t.toFixed(3)} µs on ${gpu.toUpperCase()}`}
+    </span>
+  );
+}
+
 export function ComparePane({ index }: { index: number }) {
   const id = comparePaneId(index);
   const [ctl, setCtl] = useState<PaneController | null>(null);
@@ -212,7 +239,7 @@ export function ComparePane({ index }: { index: number }) {
       >
         <header>
           <h2>
-            Pane {index + 1} <span className="dim">{algorithmName ?? ''}</span>
+            Pane {index + 1} <span className="dim">{algorithmName ?? ''}</span> <SimulatedTime index={index} ctl={ctl} />
           </h2>
           <PaneSettings index={index} ctl={ctl} />
         </header>

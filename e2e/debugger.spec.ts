@@ -141,6 +141,15 @@ test('problem panel: bad input keeps the run, large problems get a suggestion an
   await expect(page.getByLabel('Counters-only result')).toContainText('finished in');
   await expect(page.getByLabel('Counters-only result')).toContainText('row rescales');
 
+  // A long load reports progress and can be cancelled; the loaded run stays.
+  await page.getByLabel('Nq').fill('1024');
+  await page.getByLabel('Nk').fill('1024');
+  await page.getByRole('button', { name: 'Load problem' }).click();
+  await expect(page.getByRole('progressbar', { name: 'Progress' })).toBeVisible();
+  await page.getByRole('button', { name: 'Cancel' }).click();
+  await expect(page.getByText('Loading cancelled; the previous run is still loaded.')).toBeVisible();
+  await expect(counter(page)).toHaveText(`Step 2 of ${s.events().length}`);
+
   // A causal problem loads with masked cells and a new total.
   await page.getByLabel('Nq').fill('48');
   await page.getByLabel('Nk').fill('48');
@@ -247,4 +256,52 @@ test('FA1 shows its HBM-resident m and l; standard attention steps through its t
   await page.getByLabel('Scrubber').dispatchEvent('pointerup');
   await expect(page.locator('ol.code li.current')).toContainText('P_i ← diag(l_i)⁻¹ P_i');
   await page.screenshot({ path: 'test-results/standard.png' });
+});
+
+test('every registered algorithm loads, steps to its end and back without errors', async ({ page }) => {
+  const { ALGORITHMS } = await import('../engine/algorithms/registry.ts');
+  await openApp(page);
+  for (const algo of ALGORITHMS) {
+    const { s } = await engineSession({ algorithm: algo.id });
+    const total = s.events().length;
+    await page.getByLabel('Algorithm').selectOption(algo.id);
+    await page.getByRole('button', { name: 'Load problem' }).click();
+    await expect(counter(page), algo.id).toHaveText(`Step 1 of ${total}`);
+    await page.getByRole('button', { name: 'End' }).click();
+    await expect(counter(page), algo.id).toHaveText(`Step ${total} of ${total}`);
+    await expect(page.getByTestId('where'), algo.id).toContainText(s.events()[total - 1].line);
+    await page.keyboard.press('Shift+ArrowLeft');
+    await expect(counter(page), algo.id).not.toHaveText(`Step ${total} of ${total}`);
+  }
+});
+
+test('loading another seed shows the new inputs', async ({ page }) => {
+  const { randomInputs } = await import('../engine/inputs.ts');
+  await openApp(page);
+  const q = page.getByRole('img', { name: /^Q heatmap/ });
+  await q.hover({ position: { x: 1, y: 1 } });
+  const { req } = await engineSession();
+  const first = randomInputs(req.problem, { seed: 1 }).q[0];
+  await expect(page.getByRole('tooltip')).toContainText(`Q[0, 0] = ${Number(first.toPrecision(6))}`);
+  await page.getByLabel('seed').fill('2');
+  await page.getByRole('button', { name: 'Load problem' }).click();
+  const second = randomInputs(req.problem, { seed: 2 }).q[0];
+  await q.hover({ position: { x: 2, y: 1 } });
+  await q.hover({ position: { x: 1, y: 1 } });
+  await expect(page.getByRole('tooltip')).toContainText(`Q[0, 0] = ${Number(second.toPrecision(6))}`);
+});
+
+test('an attention sink loads and the final l includes it', async ({ page }) => {
+  const { s } = await engineSession({ sink: '1.5' });
+  const ev = s.events();
+  const norm = ev.findIndex((e) => e.kind === 'normalize') as number;
+  const e = ev[norm] as Extract<TraceEvent, { kind: 'normalize' }>;
+  await openApp(page);
+  await page.getByLabel('sink').fill('1.5');
+  await page.getByRole('button', { name: 'Load problem' }).click();
+  await expect(counter(page)).toHaveText(`Step 1 of ${ev.length}`);
+  await page.getByLabel('Scrubber').fill(String(norm));
+  await page.getByLabel('Scrubber').dispatchEvent('pointerup');
+  await expect(counter(page)).toHaveText(`Step ${norm + 1} of ${ev.length}`);
+  await expect(page.getByTestId(`l-${e.tile.rows[0]}`)).toHaveText(shown(e.l[0]));
 });

@@ -3,9 +3,10 @@
 // a controller. All engine work happens in the worker; this file only sends requests and
 // stores the frames that come back.
 
-import type { Breakpoint, Frame, Granularity, LoadRequest } from '../../engine/debugger/protocol.ts';
+import { applyUpdate } from '../../engine/debugger/frames.ts';
+import type { Breakpoint, Frame, FrameUpdate, Granularity, LoadRequest } from '../../engine/debugger/protocol.ts';
 import { startDebuggerWorker, type DebuggerClient } from '../worker/client.ts';
-import { useApp, type ErrorPlace, type PaneId } from '../store/store.ts';
+import { TEXT_VIEW_HZ, useApp, type ErrorPlace, type PaneId } from '../store/store.ts';
 
 /** Errors that are about the input, not about the worker: shown, nothing restarted. */
 function isInputError(e: unknown): boolean {
@@ -17,6 +18,14 @@ export function messageOf(e: unknown): string {
   if (e instanceof Error) return e.message;
   if (typeof e === 'object' && e && 'message' in e) return String((e as { message: unknown }).message);
   return String(e);
+}
+
+/**
+ * The text views' frame: m and l copied, because the heatmaps' frame patches its arrays in
+ * place and the text views may show an older step during playback.
+ */
+function textCopy(f: Frame): Frame {
+  return { ...f, m: f.m.slice(), l: f.l.slice() };
 }
 
 export class PaneController {
@@ -66,8 +75,8 @@ export class PaneController {
       if (applied) {
         await this.client.api.load(applied);
         await this.client.api.setBreakpoints(this.state.breakpoints[this.pane] ?? []);
-        const f = await this.client.api.seek(step);
-        this.patch({ frame: f, status: 'ready', notice: `Worker restarted; restored step ${f.step + 1} of ${f.total}.` });
+        const f = applyUpdate(undefined, await this.client.api.seek(step, true));
+        this.patch({ frame: f, textFrame: textCopy(f), status: 'ready', notice: `Worker restarted; restored step ${f.step + 1} of ${f.total}.` });
       } else this.patch({ status: 'empty', notice: 'Worker restarted.' });
     })()
       .catch((e) => this.patch({ error: { place: 'worker', message: `Restarting the worker failed: ${messageOf(e)}` } }))
@@ -89,8 +98,9 @@ export class PaneController {
       this.state.setApplied(this.pane, req);
       this.state.patchSelection(this.pane, { row: null, zoom: null });
       await this.client.api.setBreakpoints(this.state.breakpoints[this.pane] ?? []);
-      const frame = await this.client.api.seek(0);
-      this.patch({ summary, status: 'ready', progress: undefined });
+      const frame = await this.client.api.seek(0, true);
+      // New inputs even when the shape is the same (another seed or distribution).
+      this.patch({ summary, status: 'ready', progress: undefined, inputs: undefined });
       await this.show(frame);
     } catch (e) {
       const hasRun = !!this.state.problem[this.pane]?.applied;
@@ -118,13 +128,22 @@ export class PaneController {
     void this.client.api.cancel();
   }
 
-  /** Stores a frame, fetching the head's Q/K/V first when the head changed. */
-  private async show(frame: Frame): Promise<void> {
-    const inputs = this.state.playback[this.pane].inputs;
+  private lastText = 0;
+
+  /** Applies an update to the pane's frame, fetching the head's Q/K/V first when the head changed. */
+  private async show(update: FrameUpdate): Promise<Frame> {
+    const pb = this.state.playback[this.pane];
+    const frame = applyUpdate(update.patch.full ? undefined : pb.frame, update);
+    const now = performance.now();
+    const text = !pb.playing || frame.hit || frame.step >= frame.total - 1 || now - this.lastText >= 1000 / TEXT_VIEW_HZ;
+    if (text) this.lastText = now;
+    const patch = text ? { frame, textFrame: textCopy(frame), hit: frame.hit } : { frame, hit: frame.hit };
+    const inputs = pb.inputs;
     if (!inputs || inputs.b !== frame.b || inputs.h !== frame.h || inputs.nq !== frame.nq || inputs.nk !== frame.nk || inputs.dv !== frame.dv) {
       const fresh = await this.client.api.headInputs(frame.b, frame.h);
-      this.patch({ inputs: fresh, frame, hit: frame.hit });
-    } else this.patch({ frame, hit: frame.hit });
+      this.patch({ ...patch, inputs: fresh });
+    } else this.patch(patch);
+    return frame;
   }
 
   /**
@@ -133,13 +152,11 @@ export class PaneController {
    */
   private queued: { kind: 'step'; delta: number; g: Granularity } | { kind: 'seek'; k: number } | null = null;
 
-  private async navigate(call: () => Promise<Frame>): Promise<Frame | undefined> {
+  private async navigate(call: () => Promise<FrameUpdate>): Promise<Frame | undefined> {
     if (this.restarting || this.state.playback[this.pane]?.status !== 'ready') return undefined;
     this.inFlight = true;
     try {
-      const f = await call();
-      await this.show(f);
-      return f;
+      return await this.show(await call());
     } catch (e) {
       this.queued = null;
       await this.recover('transport', `Step failed: ${messageOf(e)}`);
@@ -215,7 +232,8 @@ export class PaneController {
 
   pause(): void {
     cancelAnimationFrame(this.raf);
-    if (this.state.playback[this.pane]?.playing) this.patch({ playing: false });
+    const pb = this.state.playback[this.pane];
+    if (pb?.playing) this.patch({ playing: false, textFrame: pb.frame && textCopy(pb.frame) });
   }
 
   /** The worker's API, for features that add calls of their own (compare, export). */

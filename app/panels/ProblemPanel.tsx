@@ -104,6 +104,7 @@ export function ProblemPanel() {
             <Field label="window left" name="windowLeft" form={form} set={set} width={4} />
             <Field label="window right" name="windowRight" form={form} set={set} width={4} />
             <Field label="softcap" name="softcap" form={form} set={set} width={4} />
+            <Field label="sink" name="sink" form={form} set={set} width={4} />
           </div>
         </fieldset>
         <fieldset>

@@ -105,7 +105,7 @@ export function Transport() {
       )}
       {hit && (
         <span className="hit" role="status" data-testid="breakpoint-hit">
-          ⛔ Stopped at breakpoint — {hit.reason}
+          ■ Stopped at breakpoint — {hit.reason}
         </span>
       )}
       {error?.place === 'transport' && (

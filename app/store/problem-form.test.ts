@@ -19,4 +19,9 @@ describe('problem form', () => {
     expect(r.problem.softcap).toBe(30);
     expect(r.blocks).toEqual({ sramBytes: 8192 });
   });
+  it('gives every query head the same sink logit', () => {
+    const r = formToRequest({ ...DEFAULT_FORM, hq: '4', hk: '2', sink: '-0.5' });
+    expect(r.problem.sinks).toEqual([-0.5, -0.5, -0.5, -0.5]);
+    expect(() => formToRequest({ ...DEFAULT_FORM, sink: 'x' })).toThrow(/^sink: must be a number/);
+  });
 });

@@ -25,6 +25,8 @@ export interface ProblemForm {
   alibi: boolean;
   /** Empty: no softcap. */
   softcap: string;
+  /** Empty: no attention sink; else one sink logit used for every query head. */
+  sink: string;
   dtype: DType;
   seed: string;
   distribution: InputDistribution;
@@ -49,6 +51,7 @@ export const DEFAULT_FORM: ProblemForm = {
   windowRight: '',
   alibi: false,
   softcap: '',
+  sink: '',
   dtype: 'fp32',
   seed: '1',
   distribution: 'normal',
@@ -95,6 +98,11 @@ export function formToRequest(f: ProblemForm): LoadRequest {
     const c = Number(f.softcap);
     if (!(Number.isFinite(c) && c > 0)) throw new FormError('softcap', `must be a number > 0, got "${f.softcap}"`);
     problem.softcap = c;
+  }
+  if (f.sink.trim() !== '') {
+    const v = Number(f.sink);
+    if (!Number.isFinite(v)) throw new FormError('sink', `must be a number, got "${f.sink}"`);
+    problem.sinks = new Array<number>(problem.hq).fill(v);
   }
   const blocks = f.blockMode === 'sram' ? { sramBytes: int('on-chip memory M', f.sramBytes) } : { blockM: int('Br', f.blockM), blockN: int('Bc', f.blockN) };
   const req: LoadRequest = { algorithm: f.algorithm, problem, seed: int('seed', f.seed, 0), distribution: f.distribution, blocks };

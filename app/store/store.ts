@@ -8,6 +8,8 @@ import { DEFAULT_FORM, type ProblemForm } from './problem-form.ts';
 
 export type PaneId = string;
 
+export const TEXT_VIEW_HZ = 8;
+
 /** Where an error happened, so the pane shows it next to the control that caused it. */
 export type ErrorPlace = 'problem' | 'transport' | 'breakpoints' | 'worker';
 
@@ -26,6 +28,12 @@ export interface PlaybackState {
   status: 'empty' | 'loading' | 'ready' | 'busy';
   summary?: LoadSummary;
   frame?: Frame;
+  /**
+   * The frame the text views (statistics, formula, pseudo-code, counters) show: the same as
+   * `frame` when paused, refreshed at most TEXT_VIEW_HZ times a second during playback, so
+   * fast playback spends its time on the heatmaps.
+   */
+  textFrame?: Frame;
   inputs?: HeadInputs;
   playing: boolean;
   /** Steps per second; 0 = as fast as frames can be drawn. */

@@ -50,7 +50,7 @@ export function CountersTable({ c }: { c: Counters }) {
 
 export function CountersView() {
   const { pane } = usePane();
-  const counters = useApp((s) => s.playback[pane].frame?.counters);
+  const counters = useApp((s) => s.playback[pane].textFrame?.counters);
   if (!counters) return null;
   return (
     <section className="view counters-view" aria-label="Counters so far">

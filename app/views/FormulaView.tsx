@@ -15,7 +15,7 @@ function Tex({ tex, label }: { tex: string; label: string }) {
 
 export default function FormulaView() {
   const { pane } = usePane();
-  const frame = useApp((s) => s.playback[pane].frame);
+  const frame = useApp((s) => s.playback[pane].textFrame);
   const algorithm = useApp((s) => s.playback[pane].summary?.algorithm);
   const selected = useApp((s) => s.selection[pane].row);
   if (!frame || !algorithm) return null;

@@ -17,6 +17,8 @@ export interface HeatmapProps {
   id: string;
   title: string;
   data: ArrayLike<number>;
+  /** Changes whenever `data` or `mask` was modified in place. */
+  version?: number;
   rows: number;
   cols: number;
   /** Data is stored cols×rows and shown transposed (Kᵀ). */
@@ -52,26 +54,49 @@ function HeatmapImpl(props: HeatmapProps) {
   const height = Math.max(24, Math.round(rows * cell));
   const at = (r: number, c: number) => (transposed ? r + c * rows : r * cols + c);
 
+  // Painting the cells is the expensive part: do it only when the data or the colours
+  // change. The grid and the highlight are redrawn on top from the cached image.
+  const imageRef = useRef<ImageData | null>(null);
+  /** What the cached image shows, per cell, so a new frame repaints only the cells that changed. */
+  const shownRef = useRef<{ values: Float64Array; masked: Uint8Array; scale: ColourScale; transposed: boolean } | null>(null);
+  const [painted, setPainted] = useState(0);
   useEffect(() => {
-    const canvas = canvasRef.current;
-    if (!canvas) return;
     if (offscreen.width !== cols || offscreen.height !== rows) {
       offscreen.width = cols;
       offscreen.height = rows;
     }
     const octx = offscreen.getContext('2d')!;
-    const img = octx.createImageData(cols, rows);
+    let img = imageRef.current;
+    let shown = shownRef.current;
+    if (!img || img.width !== cols || img.height !== rows || !shown || shown.scale !== scale || shown.transposed !== !!transposed) {
+      img = imageRef.current = octx.createImageData(cols, rows);
+      shown = shownRef.current = { values: new Float64Array(rows * cols).fill(Number.NaN), masked: new Uint8Array(rows * cols).fill(2), scale, transposed: !!transposed };
+    }
     const px = img.data;
     const { lut, domain } = scale;
     const lo = domain[0];
     const k = 255 / (domain[1] - domain[0]);
+    let minR = rows;
+    let maxR = -1;
+    let minC = cols;
+    let maxC = -1;
     for (let r = 0; r < rows; r++) {
       for (let c = 0; c < cols; c++) {
-        const i = at(r, c);
-        const o = (r * cols + c) * 4;
+        const i = transposed ? r + c * rows : r * cols + c;
+        const cellIdx = r * cols + c;
         const v = data[i];
+        const mk = mask ? mask[i] : 0;
+        const old = shown.values[cellIdx];
+        if (shown.masked[cellIdx] === mk && (old === v || (old !== old && v !== v))) continue;
+        shown.values[cellIdx] = v;
+        shown.masked[cellIdx] = mk;
+        if (r < minR) minR = r;
+        if (r > maxR) maxR = r;
+        if (c < minC) minC = c;
+        if (c > maxC) maxC = c;
+        const o = cellIdx * 4;
         let colour: [number, number, number] | undefined;
-        if (mask && mask[i]) colour = MASKED[(r + c) & 2 ? 1 : 0];
+        if (mk) colour = MASKED[(r + c) & 2 ? 1 : 0];
         else if (Number.isNaN(v)) colour = NOT_COMPUTED[(r ^ c) & 1];
         else if (v === -Infinity) colour = MASKED[(r + c) & 2 ? 1 : 0];
         if (colour) {
@@ -89,11 +114,24 @@ function HeatmapImpl(props: HeatmapProps) {
         px[o + 3] = 255;
       }
     }
-    octx.putImageData(img, 0, 0);
+    if (maxR < 0) return; // nothing changed
+    octx.putImageData(img, 0, 0, minC, minR, maxC - minC + 1, maxR - minR + 1);
+    setPainted((n) => n + 1);
+  }, [data, props.version, rows, cols, transposed, mask, scale, offscreen]);
 
+  const [h0, h1, h2, h3] = highlight ? [highlight.r0, highlight.r1, highlight.c0, highlight.c1] : [0, 0, 0, 0];
+  const [m0, m1] = markRows ?? [0, 0];
+  useEffect(() => {
+    const canvas = canvasRef.current;
+    if (!canvas || painted === 0) return;
     const dpr = window.devicePixelRatio || 1;
-    canvas.width = Math.round(width * dpr);
-    canvas.height = Math.round(height * dpr);
+    const w = Math.round(width * dpr);
+    const h = Math.round(height * dpr);
+    // Resizing a canvas reallocates it: only when the size really changed.
+    if (canvas.width !== w || canvas.height !== h) {
+      canvas.width = w;
+      canvas.height = h;
+    }
     const ctx = canvas.getContext('2d')!;
     ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
     ctx.imageSmoothingEnabled = false;
@@ -107,18 +145,16 @@ function HeatmapImpl(props: HeatmapProps) {
     if (tileCols * sx >= 4) for (let c = tileCols; c < cols; c += tileCols) ctx.moveTo(Math.round(c * sx) + 0.5, 0), ctx.lineTo(Math.round(c * sx) + 0.5, height);
     if (tileRows * sy >= 4) for (let r = tileRows; r < rows; r += tileRows) ctx.moveTo(0, Math.round(r * sy) + 0.5), ctx.lineTo(width, Math.round(r * sy) + 0.5);
     ctx.stroke();
-    if (markRows && markRows[1] > markRows[0]) {
+    if (m1 > m0) {
       ctx.fillStyle = '#ff9f1c';
-      ctx.fillRect(0, markRows[0] * sy, 3, (markRows[1] - markRows[0]) * sy);
+      ctx.fillRect(0, m0 * sy, 3, (m1 - m0) * sy);
     }
-    if (highlight && highlight.r1 > highlight.r0 && highlight.c1 > highlight.c0) {
+    if (h1 > h0 && h3 > h2) {
       ctx.strokeStyle = '#ffd400';
       ctx.lineWidth = 2;
-      ctx.strokeRect(highlight.c0 * sx + 1, highlight.r0 * sy + 1, (highlight.c1 - highlight.c0) * sx - 2, (highlight.r1 - highlight.r0) * sy - 2);
+      ctx.strokeRect(h2 * sx + 1, h0 * sy + 1, (h3 - h2) * sx - 2, (h1 - h0) * sy - 2);
     }
-    // at() depends only on rows/cols/transposed, listed below.
-    // eslint-disable-next-line react-hooks/exhaustive-deps
-  }, [data, rows, cols, transposed, mask, scale, tileRows, tileCols, highlight?.r0, highlight?.r1, highlight?.c0, highlight?.c1, markRows?.[0], markRows?.[1], width, height, offscreen]);
+  }, [painted, width, height, rows, cols, tileRows, tileCols, h0, h1, h2, h3, m0, m1, offscreen]);
 
   const cellAt = (e: React.MouseEvent<HTMLCanvasElement>) => {
     const rect = e.currentTarget.getBoundingClientRect();

@@ -49,12 +49,13 @@ export function HeatmapsView() {
         <Heatmap id="Q" title="Q" data={inputs.q} rows={inputs.nq} cols={inputs.d} scale={scales.q} tileRows={blockM} tileCols={inputs.d} highlight={qRows} maxPx={Math.max(side(inputs.nq, inputs.nk), 40)} onTileClick={zoom('Q')} />
         <Heatmap id="Kᵀ" title="Kᵀ" data={inputs.k} rows={inputs.d} cols={inputs.nk} transposed scale={scales.k} tileRows={inputs.d} tileCols={blockN} highlight={kCols} maxPx={big} onTileClick={zoom('K')} />
         <Heatmap id="V" title="V" data={inputs.v} rows={inputs.nk} cols={inputs.dv} scale={scales.v} tileRows={blockN} tileCols={inputs.dv} highlight={vRows} maxPx={big} onTileClick={zoom('V')} />
-        <Heatmap id="S" title="S = τ·QKᵀ" data={frame.s} mask={frame.mask} rows={frame.nq} cols={frame.nk} scale={scales.s} tileRows={blockM} tileCols={blockN} highlight={sTile} maxPx={big} onTileClick={zoom('S')} />
-        <Heatmap id="P" title={fa1 ? 'P̃ = exp(S − m̃)' : summary.algorithm === 'standard' ? 'P' : 'P = exp(S − m)'} data={frame.p} rows={frame.nq} cols={frame.nk} scale={scales.p} tileRows={blockM} tileCols={blockN} highlight={sTile} maxPx={big} onTileClick={zoom('P')} />
+        <Heatmap id="S" title="S = τ·QKᵀ" data={frame.s} version={frame.seq} mask={frame.mask} rows={frame.nq} cols={frame.nk} scale={scales.s} tileRows={blockM} tileCols={blockN} highlight={sTile} maxPx={big} onTileClick={zoom('S')} />
+        <Heatmap id="P" title={fa1 ? 'P̃ = exp(S − m̃)' : summary.algorithm === 'standard' ? 'P' : 'P = exp(S − m)'} data={frame.p} version={frame.seq} rows={frame.nq} cols={frame.nk} scale={scales.p} tileRows={blockM} tileCols={blockN} highlight={sTile} maxPx={big} onTileClick={zoom('P')} />
         <Heatmap
           id="O"
           title={fa1 ? 'O (HBM-resident, rewritten)' : 'O'}
           data={frame.o}
+          version={frame.seq}
           rows={frame.nq}
           cols={frame.dv}
           scale={scales.o}

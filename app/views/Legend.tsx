@@ -1,12 +1,12 @@
 // Colour legend: the scale's gradient with d3 ticks, plus swatches for "not computed" and "masked".
 
 import { scaleLinear } from 'd3';
-import { useEffect, useRef } from 'react';
+import { memo, useEffect, useRef } from 'react';
 import { MASKED, NOT_COMPUTED, type ColourScale } from './colour.ts';
 
 const rgbCss = (c: [number, number, number]) => `rgb(${c[0]},${c[1]},${c[2]})`;
 
-export function Legend({ scale, label, showMasked }: { scale: ColourScale; label: string; showMasked?: boolean }) {
+function LegendImpl({ scale, label, showMasked }: { scale: ColourScale; label: string; showMasked?: boolean }) {
   const ref = useRef<HTMLCanvasElement>(null);
   useEffect(() => {
     const ctx = ref.current?.getContext('2d');
@@ -40,3 +40,5 @@ export function Legend({ scale, label, showMasked }: { scale: ColourScale; label
     </div>
   );
 }
+
+export const Legend = memo(LegendImpl);

@@ -6,7 +6,7 @@ import { usePane } from '../pane/context.ts';
 
 export function PseudoCodeView() {
   const { pane } = usePane();
-  const event = useApp((s) => s.playback[pane].frame?.event);
+  const event = useApp((s) => s.playback[pane].textFrame?.event);
   const algorithm = useApp((s) => s.playback[pane].summary?.algorithm);
   const name = useApp((s) => s.playback[pane].summary?.algorithmName);
   if (!event || !algorithm) return null;

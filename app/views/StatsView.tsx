@@ -52,7 +52,7 @@ function Spark({ entries, r }: { entries: RowHistoryEntry[]; r: number }) {
 
 export function StatsView() {
   const { pane } = usePane();
-  const frame = useApp((s) => s.playback[pane].frame);
+  const frame = useApp((s) => s.playback[pane].textFrame);
   const selected = useApp((s) => s.selection[pane].row);
   const patchSelection = useApp((s) => s.patchSelection);
   if (!frame) return null;

@@ -2,18 +2,20 @@
 // their typed-array buffers transferred, so the main thread receives them without a copy.
 
 import * as Comlink from 'comlink';
-import type { DebuggerApi, Frame, Granularity, HeadInputs, LoadRequest, Progress, Breakpoint } from '../../engine/debugger/protocol.ts';
+import type { DebuggerApi, FrameUpdate, Granularity, HeadInputs, LoadRequest, Progress, Breakpoint } from '../../engine/debugger/protocol.ts';
 import { DebuggerSession } from '../../engine/debugger/session.ts';
 
 const session = new DebuggerSession();
 
-const sendFrame = (f: Frame): Frame =>
-  Comlink.transfer(f, [f.s.buffer, f.p.buffer, f.mask.buffer, f.o.buffer, f.oState.buffer, f.m.buffer, f.l.buffer] as ArrayBuffer[]);
+const sendFrame = (f: FrameUpdate): FrameUpdate => {
+  const x = f.patch;
+  return Comlink.transfer(f, [x.s.buffer, x.p.buffer, x.mask.buffer, x.o.buffer, x.oState.buffer, x.m.buffer, x.l.buffer] as ArrayBuffer[]);
+};
 
 const api: DebuggerApi = {
   load: (req: LoadRequest, onProgress?: Progress) => session.load(req, onProgress),
   step: async (delta: number, g: Granularity) => sendFrame(await session.step(delta, g)),
-  seek: async (k: number) => sendFrame(await session.seek(k)),
+  seek: async (k: number, full?: boolean) => sendFrame(await session.seek(k, full)),
   runToBreakpoint: async (onProgress?: Progress) => sendFrame(await session.runToBreakpoint(onProgress)),
   setBreakpoints: (bps: Breakpoint[]) => session.setBreakpoints(bps),
   headInputs: async (b: number, h: number) => {

@@ -4,7 +4,8 @@
 // replayed from a checkpoint without re-running the algorithm.
 
 import { addDelta, emptyCounters, type Counters } from '../counters.ts';
-import type { TraceEvent } from '../trace/events.ts';
+import type { Range, TraceEvent } from '../trace/events.ts';
+import type { FramePatch } from './protocol.ts';
 
 export class HeadState {
   b = -1;
@@ -17,6 +18,17 @@ export class HeadState {
   readonly m: Float64Array;
   readonly l: Float64Array;
   counters: Counters = emptyCounters();
+  /**
+   * What changed since the last frame was cut (see takeChanges): a rectangle of S/P/mask
+   * cells and a range of rows of O/m/l, or "everything" after a head switch or a restore.
+   */
+  private changedAll = true;
+  private cr0 = Infinity;
+  private cr1 = -Infinity;
+  private cc0 = Infinity;
+  private cc1 = -Infinity;
+  private or0 = Infinity;
+  private or1 = -Infinity;
 
   constructor(
     readonly nq: number,
@@ -39,6 +51,7 @@ export class HeadState {
   }
 
   private resetHead(b: number, h: number): void {
+    this.changedAll = true;
     this.b = b;
     this.h = h;
     this.s.fill(NaN);
@@ -58,6 +71,7 @@ export class HeadState {
     const [c0, c1] = ev.tile.cols;
     const rows = r1 - r0;
     const cols = c1 - c0;
+    this.markChanged(ev);
     switch (ev.kind) {
       case 'qk':
         this.putTile(this.s, ev.s, r0, c0, rows, cols);
@@ -98,6 +112,30 @@ export class HeadState {
     }
   }
 
+  /** Records the cells and rows `ev` writes, without writing them. */
+  markChanged(ev: TraceEvent): void {
+    const [r0, r1] = ev.tile.rows;
+    if (r1 <= r0) return;
+    if (r0 < this.or0) this.or0 = r0;
+    if (r1 > this.or1) this.or1 = r1;
+    let [c0, c1] = ev.tile.cols;
+    if (ev.kind === 'normalize' && ev.p) [c0, c1] = [0, this.nk];
+    else if (ev.kind !== 'qk' && ev.kind !== 'mask' && ev.kind !== 'exp') return;
+    if (r0 < this.cr0) this.cr0 = r0;
+    if (r1 > this.cr1) this.cr1 = r1;
+    if (c0 < this.cc0) this.cc0 = c0;
+    if (c1 > this.cc1) this.cc1 = c1;
+  }
+
+  /** The pending changes, to be put back after a restore that the receiver need not see whole. */
+  saveChanges(): number[] {
+    return [this.changedAll ? 1 : 0, this.cr0, this.cr1, this.cc0, this.cc1, this.or0, this.or1];
+  }
+  restoreChanges(c: number[]): void {
+    this.changedAll = c[0] === 1;
+    [, this.cr0, this.cr1, this.cc0, this.cc1, this.or0, this.or1] = c;
+  }
+
   private putTile(dst: Float32Array, src: number[], r0: number, c0: number, rows: number, cols: number): void {
     for (let r = 0; r < rows; r++) {
       const base = (r0 + r) * this.nk + c0;
@@ -111,7 +149,56 @@ export class HeadState {
     for (let r = 0; r < rows; r++) this.oState[r0 + r] = state;
   }
 
+  /**
+   * The changes since the last call, as copies ready to transfer, and forgets them. The
+   * receiver applies them with applyUpdate (frames.ts) to the state it already holds.
+   */
+  takeChanges(): FramePatch {
+    let patch: FramePatch;
+    if (this.changedAll) {
+      patch = { full: true, s: this.s.slice(), p: this.p.slice(), mask: this.mask.slice(), o: this.o.slice(), oState: this.oState.slice(), m: this.m.slice(), l: this.l.slice() };
+    } else {
+      const rows: Range = this.cr1 > this.cr0 ? [this.cr0, this.cr1] : [0, 0];
+      const cols: Range = this.cc1 > this.cc0 ? [this.cc0, this.cc1] : [0, 0];
+      const oRows: Range = this.or1 > this.or0 ? [this.or0, this.or1] : [0, 0];
+      const w = cols[1] - cols[0];
+      const h = rows[1] - rows[0];
+      const s = new Float32Array(h * w);
+      const p = new Float32Array(h * w);
+      const mask = new Uint8Array(h * w);
+      for (let r = 0; r < h; r++) {
+        const from = (rows[0] + r) * this.nk + cols[0];
+        s.set(this.s.subarray(from, from + w), r * w);
+        p.set(this.p.subarray(from, from + w), r * w);
+        mask.set(this.mask.subarray(from, from + w), r * w);
+      }
+      patch = {
+        full: false,
+        rows,
+        cols,
+        oRows,
+        s,
+        p,
+        mask,
+        o: this.o.slice(oRows[0] * this.dv, oRows[1] * this.dv),
+        oState: this.oState.slice(oRows[0], oRows[1]),
+        m: this.m.slice(oRows[0], oRows[1]),
+        l: this.l.slice(oRows[0], oRows[1]),
+      };
+    }
+    this.changedAll = false;
+    this.cr0 = this.cc0 = this.or0 = Infinity;
+    this.cr1 = this.cc1 = this.or1 = -Infinity;
+    return patch;
+  }
+
+  /** The next takeChanges sends everything (a receiver that holds no frame yet). */
+  markAllChanged(): void {
+    this.changedAll = true;
+  }
+
   copyFrom(o: HeadState): void {
+    this.changedAll = true;
     this.b = o.b;
     this.h = o.h;
     this.s.set(o.s);

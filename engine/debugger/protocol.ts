@@ -4,8 +4,9 @@
 // plain data; the big per-frame arrays are typed arrays whose buffers the worker transfers
 // (never copied), so stepping cost does not grow with the number of panes.
 //
-// Positions are trace step indices 0..total-1. Every navigation call returns the Frame at
-// the new position. A call made while a load or a breakpoint search is running waits for
+// Positions are trace step indices 0..total-1. Every navigation call returns a FrameUpdate
+// for the new position: the receiver applies it (frames.ts applyUpdate) to the frame it
+// holds, so one session serves one receiver at a time (one pane = one worker). A call made while a load or a breakpoint search is running waits for
 // it; cancel() stops a running load / search / counters run at the next chunk boundary.
 
 import type { BlockOptions } from '../algorithms/types.ts';
@@ -108,7 +109,37 @@ export interface Frame {
   counters: Counters;
   /** Set when this position was reached by stopping at a breakpoint. */
   hit?: BreakpointHit;
+  /**
+   * Increases with every update applied by the receiver: the big arrays are patched in
+   * place, so views watch this number rather than the arrays' identity.
+   */
+  seq: number;
 }
+
+/**
+ * The arrays of a frame as they travel: everything after a seek, a head switch or a load
+ * (`full`), otherwise only what changed since the previous update: the S/P/mask cells of
+ * rows×cols (row-major) and the O/oState/m/l values of oRows. Stepping forward through a
+ * 512×512 problem thus moves one tile, not two megabytes.
+ */
+export type FramePatch =
+  | { full: true; s: Float32Array; p: Float32Array; mask: Uint8Array; o: Float32Array; oState: Uint8Array; m: Float64Array; l: Float64Array }
+  | {
+      full: false;
+      rows: Range;
+      cols: Range;
+      oRows: Range;
+      s: Float32Array;
+      p: Float32Array;
+      mask: Uint8Array;
+      o: Float32Array;
+      oState: Uint8Array;
+      m: Float64Array;
+      l: Float64Array;
+    };
+
+/** What step/seek/runToBreakpoint return; frames.ts turns it into a Frame. */
+export type FrameUpdate = Omit<Frame, 's' | 'p' | 'mask' | 'o' | 'oState' | 'm' | 'l' | 'seq'> & { patch: FramePatch };
 
 export interface HeadInputs {
   b: number;
@@ -150,10 +181,11 @@ export interface DebuggerApi {
   /** Generates the inputs and records the trace. Rejects with a message naming the field on bad input. */
   load(req: LoadRequest, onProgress?: Progress): Promise<LoadSummary>;
   /** Moves by `delta` units (negative = backward) of the given granularity. */
-  step(delta: number, granularity: Granularity): Promise<Frame>;
-  seek(step: number): Promise<Frame>;
+  step(delta: number, granularity: Granularity): Promise<FrameUpdate>;
+  /** `full`: send the whole frame, for a receiver that holds none (after a load or a restart). */
+  seek(step: number, full?: boolean): Promise<FrameUpdate>;
   /** Runs forward to the next position where an enabled breakpoint matches (or to the end). */
-  runToBreakpoint(onProgress?: Progress): Promise<Frame>;
+  runToBreakpoint(onProgress?: Progress): Promise<FrameUpdate>;
   setBreakpoints(bps: Breakpoint[]): Promise<void>;
   headInputs(b: number, h: number): Promise<HeadInputs>;
   /** Runs the whole problem with tracing reduced to counting, for problems too big to step. */

@@ -7,13 +7,24 @@ import { referenceAttention } from '../reference.ts';
 import { runToEnd } from '../run.ts';
 import type { TraceEvent } from '../trace/events.ts';
 import { matchBreakpoint, nonFiniteIn } from './breakpoints.ts';
-import type { Frame, LoadRequest } from './protocol.ts';
+import { applyUpdate } from './frames.ts';
+import type { Frame, Granularity, LoadRequest } from './protocol.ts';
 import { DebuggerSession } from './session.ts';
 
 const problem: AttentionProblem = { batch: 1, hq: 2, hk: 1, nq: 40, nk: 56, d: 16, dv: 8, causal: true, dtype: 'fp32' };
 const req: LoadRequest = { algorithm: 'fa2', problem, seed: 3, distribution: 'outlier-row', outlierRow: 21, blocks: { blockM: 16, blockN: 16 } };
 
-const view = (f: Frame) => ({ b: f.b, h: f.h, s: f.s, p: f.p, o: f.o, m: f.m, l: f.l, mask: f.mask, oState: f.oState, counters: f.counters });
+// Copies: a viewer's frame is patched in place by the next update.
+const view = (f: Frame) => ({ b: f.b, h: f.h, s: f.s.slice(), p: f.p.slice(), o: f.o.slice(), m: f.m.slice(), l: f.l.slice(), mask: f.mask.slice(), oState: f.oState.slice(), counters: f.counters });
+
+/** The receiving end, as the app's pane holds it: applies each update to its frame. */
+function viewer(s: DebuggerSession) {
+  let f: Frame | undefined;
+  return {
+    seek: async (k: number) => (f = applyUpdate(f, await s.seek(k, f === undefined))),
+    step: async (d: number, g: Granularity) => (f = applyUpdate(f, await s.step(d, g))),
+  };
+}
 
 describe('DebuggerSession', () => {
   it('records the same steps as a plain run and is deterministic', async () => {
@@ -30,26 +41,33 @@ describe('DebuggerSession', () => {
   it('seeking anywhere shows exactly what stepping there one phase at a time shows', async () => {
     const s = new DebuggerSession();
     const { total } = await s.load(req);
-    const walked: Frame[] = [await s.seek(0)];
-    for (let i = 1; i < total; i++) walked.push(await s.step(1, 'phase'));
-    expect(walked[total - 1].step).toBe(total - 1);
+    const v = viewer(s);
+    const walked = [view(await v.seek(0))];
+    for (let i = 1; i < total; i++) {
+      const f = await v.step(1, 'phase');
+      expect(f.step).toBe(i);
+      walked.push(view(f));
+    }
     const jumper = new DebuggerSession();
     await jumper.load(req);
-    for (const k of [total - 1, 5, 77, 3, total - 2, 130, 0, 131]) {
-      const f = await jumper.seek(k);
+    const j = viewer(jumper);
+    for (const k of [total - 1, 5, 77, 3, total - 2, 130, 0, 131, 132, 140]) {
+      const f = await j.seek(k);
       expect(f.step).toBe(k);
-      expect(view(f)).toEqual(view(walked[k]));
+      expect(view(f)).toEqual(walked[k]);
     }
-    // Stepping backward too.
-    await jumper.seek(100);
-    expect(view(await jumper.step(-1, 'phase'))).toEqual(view(walked[99]));
+    // Stepping backward, and forward by iterations, patch the same way.
+    await j.seek(100);
+    expect(view(await j.step(-1, 'phase'))).toEqual(walked[99]);
+    const it = await j.step(1, 'inner');
+    expect(view(it)).toEqual(walked[it.step]);
   });
 
   it('the last frame of each head holds the float64 reference output, and m + log l is the LSE', async () => {
     const s = new DebuggerSession();
     const { total } = await s.load(req);
     const ref = referenceAttention(problem, randomInputs(problem, { seed: 3, distribution: 'outlier-row', outlierRow: 21 }));
-    const last = await s.seek(total - 1);
+    const last = await viewer(s).seek(total - 1);
     expect(last.h).toBe(1);
     const base = problem.nq * problem.dv; // head 1 of batch 0
     let err = 0;
@@ -69,7 +87,7 @@ describe('DebuggerSession', () => {
       const r = { ...req, algorithm: algo.id, problem: { ...problem, hq: 1 } };
       const { total } = await s.load(r);
       const ref = referenceAttention(r.problem, randomInputs(r.problem, { seed: 3, distribution: 'outlier-row', outlierRow: 21 }));
-      const last = await s.seek(total - 1);
+      const last = await viewer(s).seek(total - 1);
       let err = 0;
       for (let i = 0; i < ref.o.length; i++) err = Math.max(err, Math.abs(last.o[i] - ref.o[i]));
       expect(err).toBeLessThan(2e-5);
@@ -77,8 +95,12 @@ describe('DebuggerSession', () => {
       expect(Number.isFinite(last.m[21])).toBe(true);
       const walker = new DebuggerSession();
       await walker.load(r);
-      for (const k of [total - 1, Math.floor(total / 3), 1, Math.floor(total / 2)]) {
-        expect(view(await walker.seek(k))).toEqual(view(await s.seek(k)));
+      const w = viewer(walker);
+      const jumper = viewer(s);
+      await w.seek(0);
+      for (let k = 1; k < total; k++) {
+        const f = await w.step(1, 'phase');
+        if (k % 97 === 0 || k === total - 1) expect(view(f)).toEqual(view(await jumper.seek(k)));
       }
     });
   }
@@ -88,14 +110,15 @@ describe('DebuggerSession', () => {
     await s.load(req);
     const events = s.events();
     const firstQk = events.findIndex((e) => e.kind === 'qk');
-    const f = await s.seek(firstQk);
+    const v = viewer(s);
+    const f = await v.seek(firstQk);
     const [r0, r1] = f.event.tile.rows;
     const [c0, c1] = f.event.tile.cols;
     expect(Number.isNaN(f.s[r0 * f.nk + c1])).toBe(true);
     expect(Number.isFinite(f.s[r0 * f.nk + c0])).toBe(true);
     expect(Number.isNaN(f.p[r0 * f.nk + c0])).toBe(true);
     const maskStep = events.findIndex((e) => e.kind === 'mask');
-    const g = await s.seek(maskStep);
+    const g = await v.seek(maskStep);
     const ev = g.event as Extract<TraceEvent, { kind: 'mask' }>;
     const cols = ev.tile.cols[1] - ev.tile.cols[0];
     const hidden = ev.masked.findIndex((m) => m === 1);

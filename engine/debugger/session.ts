@@ -27,7 +27,7 @@ import type {
   BreakpointHit,
   CompareData,
   CountersRun,
-  Frame,
+  FrameUpdate,
   Granularity,
   HeadInputs,
   LoadRequest,
@@ -304,12 +304,26 @@ export class DebuggerSession {
     const cpIndex = Math.floor(target / L.interval);
     const cpStep = cpIndex * L.interval;
     // Replay from the cursor when that is shorter than replaying from the checkpoint.
-    if (!(target > this.pos && this.pos >= cpStep)) {
-      cur.copyFrom(L.checkpoints[cpIndex]);
-      this.pos = cpStep;
+    if (target > this.pos && this.pos >= cpStep) {
+      for (let i = this.pos + 1; i <= target; i++) cur.apply(L.events[i]);
+      this.pos = target;
+      return;
     }
-    for (let i = this.pos + 1; i <= target; i++) cur.apply(L.events[i]);
+    const from = this.pos;
+    const pending = cur.saveChanges();
+    cur.copyFrom(L.checkpoints[cpIndex]);
+    for (let i = cpStep + 1; i <= target; i++) cur.apply(L.events[i]);
     this.pos = target;
+    // Going back within one head, the receiver only needs the cells the undone steps wrote.
+    if (target < from && pending[0] === 0) {
+      const ev = L.events[target];
+      let sameHead = true;
+      for (let i = target + 1; i <= from && sameHead; i++) sameHead = L.events[i].b === ev.b && L.events[i].h === ev.h;
+      if (sameHead) {
+        cur.restoreChanges(pending);
+        for (let i = target + 1; i <= from; i++) cur.markChanged(L.events[i]);
+      }
+    }
   }
 
   private history(L: Loaded, ev: TraceEvent): RowHistory {
@@ -330,8 +344,8 @@ export class DebuggerSession {
     return { qBlock: ev.tile.qBlock, rows: ev.tile.rows, entries };
   }
 
-  /** The frame at the cursor. Arrays are fresh copies, safe to transfer. */
-  frame(hit?: BreakpointHit): Frame {
+  /** The update to the cursor's frame since the previous one. Arrays are fresh copies, safe to transfer. */
+  frame(hit?: BreakpointHit): FrameUpdate {
     const L = this.need();
     const c = this.cur!;
     const ev = L.events[this.pos];
@@ -344,22 +358,17 @@ export class DebuggerSession {
       nq: c.nq,
       nk: c.nk,
       dv: c.dv,
-      s: c.s.slice(),
-      p: c.p.slice(),
-      mask: c.mask.slice(),
-      o: c.o.slice(),
-      oState: c.oState.slice(),
-      m: c.m.slice(),
-      l: c.l.slice(),
+      patch: c.takeChanges(),
       history: this.history(L, ev),
       counters: cloneCounters(c.counters),
       hit,
     };
   }
 
-  seek(k: number): Promise<Frame> {
+  seek(k: number, full = false): Promise<FrameUpdate> {
     return this.serial(() => {
       this.moveTo(k);
+      if (full) this.cur!.markAllChanged();
       return this.frame();
     });
   }
@@ -375,7 +384,7 @@ export class DebuggerSession {
     return grp.starts[Math.max(0, gi)];
   }
 
-  step(delta: number, g: Granularity): Promise<Frame> {
+  step(delta: number, g: Granularity): Promise<FrameUpdate> {
     return this.serial(() => {
       const L = this.need();
       const target = this.targetOf(delta, g);
@@ -403,7 +412,7 @@ export class DebuggerSession {
     return undefined;
   }
 
-  runToBreakpoint(onProgress?: Progress): Promise<Frame> {
+  runToBreakpoint(onProgress?: Progress): Promise<FrameUpdate> {
     return this.serial(async () => {
       const L = this.need();
       this.cancelRequested = false;

@@ -4,6 +4,7 @@
 // the pane's loaded run stays as it was until a checked choice is loaded.
 
 import { useEffect, useMemo, useRef, useState } from 'react';
+import { createPortal } from 'react-dom';
 import { detectLayout, guessRole, type FileListing, type Layout, type TensorChoice, type TensorRef } from '../../engine/import/tensor-import.ts';
 import type { TensorInfo } from '../../engine/io/tensor-info.ts';
 import { usePane } from '../pane/context.ts';
@@ -285,7 +286,8 @@ export function ImportButton() {
           </button>
         </p>
       )}
-      {open && <ImportDialog onClose={() => setOpen(false)} />}
+      {/* In a portal: outside the problem form (Enter in the dialog must not submit it) and above every panel. */}
+      {open && createPortal(<ImportDialog onClose={() => setOpen(false)} />, document.body)}
     </div>
   );
 }

@@ -242,7 +242,7 @@ export class PaneController {
   }
 
   /** A move through a call that returns the new frame (compare mode's synchronised seek), queued like step/seek. */
-  moveWith(call: (api: DebuggerClient['api']) => Promise<Frame>): Promise<Frame | undefined> {
+  moveWith(call: (api: DebuggerClient['api']) => Promise<FrameUpdate>): Promise<Frame | undefined> {
     if (this.inFlight) return Promise.resolve(undefined);
     return this.navigate(() => call(this.client.api));
   }

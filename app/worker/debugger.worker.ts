@@ -31,7 +31,8 @@ const api: DebuggerApi = {
   syncPoint: (gpu: string) => session.syncPoint(gpu),
   seekSync: async (point, axis, gpu) => {
     const { frame: f, used } = await session.seekSync(point, axis, gpu);
-    return Comlink.transfer({ frame: f, used }, [f.s.buffer, f.p.buffer, f.mask.buffer, f.o.buffer, f.oState.buffer, f.m.buffer, f.l.buffer] as ArrayBuffer[]);
+    const x = f.patch;
+    return Comlink.transfer({ frame: f, used }, [x.s.buffer, x.p.buffer, x.mask.buffer, x.o.buffer, x.oState.buffer, x.m.buffer, x.l.buffer] as ArrayBuffer[]);
   },
   traceJsonl: () => session.traceJsonl(),
 };

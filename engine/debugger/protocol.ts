@@ -197,7 +197,7 @@ export interface DebuggerApi {
   /** The current position on every sync axis (simulated time on `gpu`). */
   syncPoint(gpu: string): Promise<SyncPoint>;
   /** Moves to this run's step at a leader's point; `used` is the axis actually applied. */
-  seekSync(point: SyncPoint, axis: SyncAxis, gpu: string): Promise<{ frame: Frame; used: SyncAxis }>;
+  seekSync(point: SyncPoint, axis: SyncAxis, gpu: string): Promise<{ frame: FrameUpdate; used: SyncAxis }>;
   /** The whole trace as JSONL (TRACE.md), one event per line. */
   traceJsonl(): Promise<string>;
 }

@@ -490,7 +490,7 @@ export class DebuggerSession {
     });
   }
 
-  seekSync(point: SyncPoint, axis: SyncAxis, gpu: string): Promise<{ frame: Frame; used: SyncAxis }> {
+  seekSync(point: SyncPoint, axis: SyncAxis, gpu: string): Promise<{ frame: FrameUpdate; used: SyncAxis }> {
     return this.serial(() => {
       const L = this.need();
       const { step, used } = stepFor(L.events, point, axis, axis === 'time' ? this.timesOn(L, gpu) : null);

@@ -8,7 +8,13 @@ export default defineConfig({
   publicDir: 'public',
   plugins: [react()],
   worker: { format: 'es' },
-  build: { outDir: 'dist', target: 'es2022', sourcemap: true },
+  build: {
+    outDir: 'dist',
+    target: 'es2022',
+    sourcemap: true,
+    // webgpu-test.html: the WebGPU kernel checks the browser tests drive (not linked from the app).
+    rollupOptions: { input: { main: 'index.html', 'webgpu-test': 'webgpu-test.html' } },
+  },
   test: {
     include: ['engine/**/*.test.ts', 'app/**/*.test.ts', 'content/**/*.test.ts'],
     environment: 'node',

@@ -1,11 +1,14 @@
-import { useEffect } from 'react';
+import { lazy, Suspense, useEffect } from 'react';
 import { DebuggerPane } from './pane/DebuggerPane.tsx';
 import { useApp } from './store/store.ts';
+import { LessonsNav, WithLessons } from './lessons/LessonsEntry.tsx';
 import { ModeSwitch } from './compare/ModeSwitch.tsx';
 import { ComparePage } from './compare/ComparePage.tsx';
 import { useCompare } from './compare/compare-store.ts';
 import { ShareButton, ShareNotice } from './share/ShareControls.tsx';
 import { startUrlSync } from './share/url-sync.ts';
+
+const WebGpuPanel = lazy(() => import('./webgpu/WebGpuPanel.tsx'));
 
 export function App() {
   const theme = useApp((s) => s.layout.theme);
@@ -23,6 +26,7 @@ export function App() {
           Flash<span>Scope</span>
         </h1>
         <span className="tagline">step through tiled attention, one phase at a time</span>
+        <LessonsNav />
         <ModeSwitch />
         <ShareButton />
         <button className="theme" onClick={() => setTheme(other)} aria-label={`Switch to ${other} theme`}>
@@ -30,11 +34,16 @@ export function App() {
         </button>
       </header>
       <ShareNotice />
-      {/* The debugger pane stays mounted in compare mode: it holds the shared problem. */}
-      <div hidden={mode === 'compare'} className="mode-debugger">
-        <DebuggerPane pane="main" />
-      </div>
-      {mode === 'compare' && <ComparePage />}
+      <WithLessons>
+        {/* The debugger pane stays mounted in compare mode: it holds the shared problem. */}
+        <div hidden={mode === 'compare'} className="mode-debugger">
+          <DebuggerPane pane="main" />
+          <Suspense fallback={null}>
+            <WebGpuPanel />
+          </Suspense>
+        </div>
+        {mode === 'compare' && <ComparePage />}
+      </WithLessons>
     </div>
   );
 }

@@ -128,7 +128,7 @@ test('problem panel: bad input keeps the run, large problems get a suggestion an
   await page.getByLabel('Hk').fill('1');
 
   await page.getByLabel('Nq').fill('8192');
-  await page.getByLabel('Nk').fill('8192');
+  await page.getByLabel('Nk', { exact: true }).fill('8192');
   await page.getByRole('button', { name: 'Load problem' }).click();
   await expect(page.getByText('too large to step through')).toBeVisible();
   await expect(page.getByText('WebGPU backend')).toBeVisible();
@@ -136,14 +136,14 @@ test('problem panel: bad input keeps the run, large problems get a suggestion an
 
   // A counters-only run of a mid-size problem (fast enough for a test), then cancel a big one.
   await page.getByLabel('Nq').fill('256');
-  await page.getByLabel('Nk').fill('256');
+  await page.getByLabel('Nk', { exact: true }).fill('256');
   await page.getByRole('button', { name: 'Run counters only' }).click();
   await expect(page.getByLabel('Counters-only result')).toContainText('finished in');
   await expect(page.getByLabel('Counters-only result')).toContainText('row rescales');
 
   // A long load reports progress and can be cancelled; the loaded run stays.
   await page.getByLabel('Nq').fill('1024');
-  await page.getByLabel('Nk').fill('1024');
+  await page.getByLabel('Nk', { exact: true }).fill('1024');
   await page.getByRole('button', { name: 'Load problem' }).click();
   await expect(page.getByRole('progressbar', { name: 'Progress' })).toBeVisible();
   await page.getByRole('button', { name: 'Cancel' }).click();
@@ -152,7 +152,7 @@ test('problem panel: bad input keeps the run, large problems get a suggestion an
 
   // A causal problem loads with masked cells and a new total.
   await page.getByLabel('Nq').fill('48');
-  await page.getByLabel('Nk').fill('48');
+  await page.getByLabel('Nk', { exact: true }).fill('48');
   await page.getByLabel('Causal').check();
   await page.getByRole('button', { name: 'Load problem' }).click();
   const causal = await engineSession({ nq: '48', nk: '48', causal: true });

@@ -52,7 +52,7 @@ test('the URL carries the state: reloading it restores problem, step, views, com
   await expect(pane(fresh, 1).getByLabel('Pane 2 view Formula')).toBeChecked();
   await expect(pane(fresh, 0).getByTestId('step-counter')).toHaveText(c0!, { timeout: 20_000 });
   await expect(pane(fresh, 1).getByTestId('step-counter')).toHaveText(c1!);
-  await fresh.getByRole('tab', { name: 'Debugger' }).click();
+  await fresh.getByRole('tab', { name: 'Single' }).click();
   await expect(fresh.getByLabel('Algorithm')).toHaveValue('fa1');
   await expect(fresh.getByLabel('Nq', { exact: true })).toHaveValue('48');
   await expect(fresh.getByLabel('Causal')).toBeChecked();

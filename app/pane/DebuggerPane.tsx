@@ -125,19 +125,30 @@ function PaneBody() {
   );
 }
 
-export function DebuggerPane({ pane }: { pane: PaneId }) {
+export interface DebuggerPaneProps {
+  pane: PaneId;
+  /** false: the owner loads the first problem itself (lessons load a preset, then seek). */
+  loadOnMount?: boolean;
+  /** Hands the pane's controller to its owner once it exists (and null when it is disposed). */
+  onController?: (ctl: PaneController | null) => void;
+}
+
+export function DebuggerPane({ pane, loadOnMount = true, onController }: DebuggerPaneProps) {
   const [ctl, setCtl] = useState<PaneController | null>(null);
   useEffect(() => {
     useApp.getState().addPane(pane, DEFAULT_VIEWS);
     const c = new PaneController(pane);
     const unregister = registerController(pane, c);
     setCtl(c);
+    onController?.(c);
     // First screen: the pane's current form, loaded right away.
-    void c.load(formToRequest(useApp.getState().problem[pane].form));
+    if (loadOnMount) void c.load(formToRequest(useApp.getState().problem[pane].form));
     return () => {
       unregister();
+      onController?.(null);
       c.dispose();
     };
+    // The owner's callback and flag are read once per pane; a new pane id starts over.
   }, [pane]);
   if (!ctl) return null;
   return (

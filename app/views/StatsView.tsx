@@ -13,12 +13,12 @@ function num(v: number | undefined): string {
   return Number(v.toPrecision(5)).toString();
 }
 
-/** exp(m_old − m_new) where this block raised a finite running max, else undefined. */
+/** exp(m_old − m_new) (2^(m_old − m_new) for FA4's log2-unit max) where this block raised a finite running max, else undefined. */
 function growth(e: RowHistoryEntry | undefined, r: number): number | undefined {
   const before = e?.mBefore?.[r];
   const after = e?.mAfter?.[r];
   if (before === undefined || after === undefined || !Number.isFinite(before) || !(after > before)) return undefined;
-  return Math.exp(before - after);
+  return e?.base2 ? 2 ** (before - after) : Math.exp(before - after);
 }
 
 function Spark({ entries, r }: { entries: RowHistoryEntry[]; r: number }) {
@@ -60,6 +60,7 @@ export function StatsView() {
   const [r0, r1] = history.rows;
   const activeRow = selected !== null && selected >= r0 && selected < r1 ? selected : r0;
   const last = history.entries[history.entries.length - 1];
+  const base2 = history.entries.some((e) => e.base2);
   return (
     <section className="view stats" aria-label="Running statistics">
       <h3>
@@ -72,7 +73,7 @@ export function StatsView() {
               <th>row</th>
               <th>m</th>
               <th>l</th>
-              <th>e^(m_old−m_new)</th>
+              <th>{base2 ? '2^(m_old−m_new)' : 'e^(m_old−m_new)'}</th>
               <th>m over K/V blocks</th>
             </tr>
           </thead>

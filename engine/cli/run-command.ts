@@ -12,6 +12,7 @@ import { nominalFlops } from '../problem.ts';
 import { runToEnd } from '../run.ts';
 import { ArgsError, parseArgs, str } from './args.ts';
 import type { CliCommand } from './command.ts';
+import { runWebGpuCli, splitBackend, WEBGPU_RUN_HELP } from './run-webgpu.ts';
 import { algoIds, cliProblem, fromBhnd, PROBLEM_HELP, PROBLEM_OPTIONS, shapeFor } from './problem-options.ts';
 
 export const runCommand: CliCommand = {
@@ -27,9 +28,12 @@ rescale_count, steps, and the per-tensor breakdown).
 
 ${PROBLEM_HELP}
 output:
-  --out DIR                   output directory (created)`,
+  --out DIR                   output directory (created)
+${WEBGPU_RUN_HELP}`,
 
-  async run(argv) {
+  async run(argvAll) {
+    const { backend, rest: argv } = splitBackend(argvAll);
+    if (backend === 'webgpu') return runWebGpuCli(argv);
     const a = parseArgs(argv, { ...PROBLEM_OPTIONS, out: 'string' });
     const out = str(a, 'out');
     if (!out) throw new ArgsError('--out DIR is required');

@@ -70,6 +70,8 @@ export interface RowHistoryEntry {
   lAfter?: number[];
   /** exp(m_old - m_new) per row, present when the step rescaled. */
   factor?: number[];
+  /** True when m is in log2 units (FA4): the factor is then 2^(m_old - m_new). */
+  base2?: boolean;
 }
 export interface RowHistory {
   qBlock: number;

@@ -105,6 +105,23 @@ describe('DebuggerSession', () => {
     });
   }
 
+  it("FA4's row history is marked base 2, so its rescale factor reads 2^(m_old - m_new)", async () => {
+    const s = new DebuggerSession();
+    const fa4Problem: AttentionProblem = { batch: 1, hq: 1, hk: 1, nq: 128, nk: 256, d: 16, dv: 16, causal: false, dtype: 'bf16' };
+    await s.load({ algorithm: 'fa4', problem: fa4Problem, seed: 1, distribution: 'normal', blocks: { blockM: 128, blockN: 64 } });
+    const k = s.events().findIndex((e) => e.kind === 'rowmax');
+    expect(k).toBeGreaterThanOrEqual(0);
+    const f = await s.seek(k, true);
+    const entries = f.history.entries;
+    expect(entries.length).toBeGreaterThan(0);
+    expect(entries.every((e) => e.base2 === true)).toBe(true);
+    const fa2s = new DebuggerSession();
+    await fa2s.load(req);
+    const k2 = fa2s.events().findIndex((e) => e.kind === 'rowmax');
+    const f2 = await fa2s.seek(k2, true);
+    expect(f2.history.entries[0].base2).toBeUndefined();
+  });
+
   it('not-yet-computed entries are NaN and masked entries are flagged', async () => {
     const s = new DebuggerSession();
     await s.load(req);

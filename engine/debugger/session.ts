@@ -338,6 +338,7 @@ export class DebuggerSession {
         entry.tileMax = e.tileMax;
         entry.mBefore = e.mBefore;
         entry.mAfter = e.mAfter;
+        if (e.base2) entry.base2 = true;
       } else if (e.kind === 'rowsum') entry.lAfter = e.lAfter;
       else if (e.kind === 'rescale') entry.factor = e.factor;
     }

@@ -1,0 +1,33 @@
+// How the lessons plug into the app shell: the top-bar entry, and a wrapper that shows the
+// lessons instead of its children while the URL names a lesson (?lesson…).
+
+import { lazy, Suspense, type ReactNode } from 'react';
+import { goToLesson, useLessonRoute } from './route.ts';
+import './entry.css';
+
+// The lessons (text, KaTeX, widgets) load only when opened.
+const LessonsPage = lazy(() => import('./LessonsPage.tsx'));
+
+export function LessonsNav() {
+  const inLessons = useLessonRoute().lesson !== null;
+  return (
+    <nav className="topnav" aria-label="Sections">
+      <button type="button" aria-current={!inLessons ? 'page' : undefined} onClick={() => goToLesson({ lesson: null, step: null })}>
+        Debugger
+      </button>
+      <button type="button" aria-current={inLessons ? 'page' : undefined} onClick={() => goToLesson({ lesson: 0, step: null })}>
+        Lessons
+      </button>
+    </nav>
+  );
+}
+
+export function WithLessons({ children }: { children: ReactNode }) {
+  const route = useLessonRoute();
+  if (route.lesson === null) return <>{children}</>;
+  return (
+    <Suspense fallback={<p className="dim lessons">Loading the lessons…</p>}>
+      <LessonsPage route={route} />
+    </Suspense>
+  );
+}

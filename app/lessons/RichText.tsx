@@ -1,0 +1,44 @@
+// Lesson text: inline maths between $…$ typeset by KaTeX, **bold** runs, display formulas.
+// KaTeX never throws here: a malformed formula shows in red in place, the page goes on.
+
+import katex from 'katex';
+import 'katex/dist/katex.min.css';
+import { Fragment, useMemo, type ReactNode } from 'react';
+
+export function texHtml(tex: string, display: boolean): string {
+  return katex.renderToString(tex, { throwOnError: false, displayMode: display, output: 'html' });
+}
+
+export function Tex({ tex, display = false }: { tex: string; display?: boolean }) {
+  const html = useMemo(() => texHtml(tex, display), [tex, display]);
+  return display ? (
+    <div className="lesson-math" data-tex={tex} dangerouslySetInnerHTML={{ __html: html }} />
+  ) : (
+    <span className="lesson-imath" data-tex={tex} dangerouslySetInnerHTML={{ __html: html }} />
+  );
+}
+
+/** Splits text into plain, **bold** and $maths$ pieces. An unmatched $ is kept as text. */
+export function splitInline(text: string): { kind: 'text' | 'bold' | 'math'; value: string }[] {
+  const out: { kind: 'text' | 'bold' | 'math'; value: string }[] = [];
+  const re = /\$([^$]+)\$|\*\*([^*]+)\*\*/g;
+  let last = 0;
+  for (let m = re.exec(text); m; m = re.exec(text)) {
+    if (m.index > last) out.push({ kind: 'text', value: text.slice(last, m.index) });
+    if (m[1] !== undefined) out.push({ kind: 'math', value: m[1] });
+    else out.push({ kind: 'bold', value: m[2] });
+    last = m.index + m[0].length;
+  }
+  if (last < text.length) out.push({ kind: 'text', value: text.slice(last) });
+  return out;
+}
+
+export function Inline({ text }: { text: string }): ReactNode {
+  return (
+    <>
+      {splitInline(text).map((p, i) => (
+        <Fragment key={i}>{p.kind === 'math' ? <Tex tex={p.value} /> : p.kind === 'bold' ? <strong>{p.value}</strong> : p.value}</Fragment>
+      ))}
+    </>
+  );
+}

@@ -1,0 +1,21 @@
+// The lesson worker: runs the engine for question checks, step targets, the FA1 IO sweep
+// and the hardware tables, so the page never computes anything heavy itself.
+
+import * as Comlink from 'comlink';
+import type { LoadRequest } from '../../engine/debugger/protocol.ts';
+import { checkAnswer, hardwareTable, locateTarget, needChapter, revealAnswer, RunCache } from '../../content/lessons/chapters/evaluate.ts';
+import { fa1IoSweep, standardIoBytes } from '../../content/lessons/chapters/io-sweep.ts';
+
+const cache = new RunCache();
+
+const api = {
+  locate: (chapter: number, pane: number, req: LoadRequest) => locateTarget(needChapter(chapter), pane, req, cache),
+  check: (chapter: number, qid: string, req: LoadRequest, text: string) => checkAnswer(needChapter(chapter), qid, req, text, cache),
+  reveal: (chapter: number, qid: string, req: LoadRequest) => revealAnswer(needChapter(chapter), qid, req, cache),
+  hardware: (chapter: number) => hardwareTable(needChapter(chapter)),
+  ioSweep: () => ({ points: fa1IoSweep(), standardBytes: standardIoBytes() }),
+};
+
+export type LessonApi = typeof api;
+
+Comlink.expose(api);

@@ -1,0 +1,248 @@
+// The WebGPU panel: the same attention problem at full size on the person's GPU (or on the
+// CPU engine, for comparison at sizes it can handle). Everything heavy happens in
+// webgpu.worker.ts; this component keeps what the person set across errors, cancels and
+// device losses, and only ever replaces the result when a new run succeeds.
+
+import { useCallback, useEffect, useRef, useState } from 'react';
+import { ProblemError, validateProblem, type AttentionProblem } from '../../engine/problem.ts';
+import { PATH_LABELS, type WebGpuPath } from '../../engine/webgpu/device.ts';
+import { useApp } from '../store/store.ts';
+import type { AdapterReport, Backend, FromWorker, RunReport, ToWorker } from './protocol.ts';
+import { GridHeatmap, LseChart } from './ResultViews.tsx';
+import './webgpu.css';
+
+interface Form {
+  batch: string;
+  hq: string;
+  hk: string;
+  nq: string;
+  nk: string;
+  d: string;
+  dv: string;
+  causal: boolean;
+  windowLeft: string;
+  windowRight: string;
+  alibi: boolean;
+  softcap: string;
+  seed: string;
+}
+
+const FULL: Form = {
+  batch: '4', hq: '16', hk: '16', nq: '4096', nk: '4096', d: '64', dv: '64',
+  causal: false, windowLeft: '', windowRight: '', alibi: false, softcap: '', seed: '1',
+};
+
+function toProblem(f: Form): AttentionProblem {
+  const int = (field: string, s: string) => {
+    const v = Number(s);
+    if (!Number.isInteger(v) || v <= 0) throw new ProblemError(field, `must be a positive integer, got '${s}'`);
+    return v;
+  };
+  const p: AttentionProblem = {
+    batch: int('batch', f.batch), hq: int('hq', f.hq), hk: int('hk', f.hk), nq: int('nq', f.nq), nk: int('nk', f.nk),
+    d: int('d', f.d), dv: int('dv', f.dv), causal: f.causal, dtype: 'fp32',
+  };
+  if (f.windowLeft !== '' || f.windowRight !== '') {
+    p.window = { left: f.windowLeft === '' ? -1 : Number(f.windowLeft), right: f.windowRight === '' ? -1 : Number(f.windowRight) };
+  }
+  if (f.alibi) p.alibi = 'standard';
+  if (f.softcap !== '') p.softcap = Number(f.softcap);
+  return validateProblem(p);
+}
+
+type Probe = { state: 'probing' } | { state: 'ok'; adapter: AdapterReport } | { state: 'none'; message: string };
+
+export default function WebGpuPanel() {
+  const [form, setFormState] = useState<Form>(FULL);
+  const [backend, setBackend] = useState<Backend>('webgpu');
+  const [path, setPath] = useState<WebGpuPath>('flash-f32');
+  const [probe, setProbe] = useState<Probe>({ state: 'probing' });
+  const [progress, setProgress] = useState<{ stage: string; fraction: number } | null>(null);
+  const [report, setReport] = useState<RunReport | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  const [note, setNote] = useState<string | null>(null);
+  const worker = useRef<Worker | null>(null);
+  const seq = useRef(0);
+  const setDebuggerForm = useApp((s) => s.setForm);
+  const hasMain = useApp((s) => !!s.problem.main);
+
+  const start = useCallback(() => {
+    const w = new Worker(new URL('./webgpu.worker.ts', import.meta.url), { type: 'module' });
+    w.onmessage = (ev: MessageEvent<FromWorker>) => {
+      const m = ev.data;
+      if (m.id !== seq.current) return;
+      if (m.type === 'probe') {
+        if (m.ok) {
+          setProbe({ state: 'ok', adapter: m.adapter });
+          setPath((cur) => (m.adapter.paths.includes(cur) ? cur : m.adapter.paths[0]));
+        } else {
+          setProbe({ state: 'none', message: m.message });
+          setBackend('cpu');
+        }
+      } else if (m.type === 'progress') setProgress({ stage: m.stage, fraction: m.fraction });
+      else {
+        setProgress(null);
+        if (m.ok) {
+          setReport(m.report);
+          setError(null);
+        } else setError(m.message);
+      }
+    };
+    w.onerror = (e) => {
+      setProgress(null);
+      setError(`The WebGPU worker failed: ${e.message || 'unknown error'}. Your settings are kept; run again to restart it.`);
+      worker.current?.terminate();
+      worker.current = null;
+    };
+    worker.current = w;
+    const id = ++seq.current;
+    w.postMessage({ type: 'probe', id } satisfies ToWorker);
+  }, []);
+
+  useEffect(() => {
+    start();
+    return () => worker.current?.terminate();
+  }, [start]);
+
+  const set = (patch: Partial<Form>) => setFormState((f) => ({ ...f, ...patch }));
+
+  const run = () => {
+    let problem: AttentionProblem;
+    try {
+      problem = toProblem(form);
+    } catch (e) {
+      setError(e instanceof Error ? e.message : String(e));
+      return;
+    }
+    if (!worker.current) start();
+    setError(null);
+    setNote(null);
+    const id = ++seq.current;
+    setProgress({ stage: 'starting', fraction: 0 });
+    worker.current!.postMessage({ type: 'run', id, req: { backend, path, problem, seed: Number(form.seed) || 1, checkRows: 4 } } satisfies ToWorker);
+  };
+
+  const cancel = () => {
+    worker.current?.terminate();
+    worker.current = null;
+    setProgress(null);
+    setError('Run cancelled. The GPU work was abandoned with its worker; settings and the previous result are kept.');
+    start();
+  };
+
+  const openInDebugger = () => {
+    let p: AttentionProblem;
+    try {
+      p = toProblem(form);
+    } catch (e) {
+      setError(e instanceof Error ? e.message : String(e));
+      return;
+    }
+    const nq = Math.min(p.nq, 128);
+    const nk = Math.min(p.nk, Math.max(nq, Math.round((p.nk / p.nq) * nq)), 128);
+    setDebuggerForm('main', {
+      batch: '1', hq: '1', hk: '1', nq: String(nq), nk: String(nk),
+      d: String(Math.min(p.d, 64)), dv: String(Math.min(p.dv, 64)),
+      causal: p.causal, windowLeft: form.windowLeft, windowRight: form.windowRight, alibi: p.alibi !== undefined,
+      softcap: form.softcap, seed: form.seed,
+    });
+    setNote(`Copied to the step debugger's problem form at B=1, H=1, Nq=${nq}, Nk=${nk}, d=${Math.min(p.d, 64)} (same masks and modifiers) — press Load there to step through it.`);
+  };
+
+  const busy = progress !== null;
+  const paths = probe.state === 'ok' ? probe.adapter.paths : [];
+  const field = (k: keyof Form, label: string, title?: string) => (
+    <label className="wg-field" title={title}>
+      <span>{label}</span>
+      <input value={form[k] as string} onChange={(e) => set({ [k]: e.target.value })} disabled={busy} aria-label={label} />
+    </label>
+  );
+
+  return (
+    <section className="wg-panel" aria-label="WebGPU full-size runs">
+      <h2>Full-size runs: WebGPU</h2>
+      <div className="wg-adapter" role="status" aria-label="adapter">
+        {probe.state === 'probing' && 'Looking for a WebGPU adapter…'}
+        {probe.state === 'none' && (
+          <span className="wg-err">WebGPU is unavailable: {probe.message} The CPU engine below still works.</span>
+        )}
+        {probe.state === 'ok' && (
+          <>
+            <b>{probe.adapter.name}</b>
+            {probe.adapter.fallback && ' (software adapter: correct but slow; timings mean nothing here)'}
+            <div className="wg-dim">features: {probe.adapter.features.join(', ')}</div>
+            <div className="wg-dim">limits: {probe.adapter.limits}</div>
+          </>
+        )}
+      </div>
+      <div className="wg-row" role="radiogroup" aria-label="backend">
+        <label><input type="radio" name="wg-backend" checked={backend === 'webgpu'} disabled={busy || probe.state !== 'ok'} onChange={() => setBackend('webgpu')} /> WebGPU</label>
+        <label><input type="radio" name="wg-backend" checked={backend === 'cpu'} disabled={busy} onChange={() => setBackend('cpu')} /> CPU (FA2 step engine)</label>
+        {backend === 'webgpu' && (
+          <label className="wg-field">
+            <span>kernel</span>
+            <select value={path} onChange={(e) => setPath(e.target.value as WebGpuPath)} disabled={busy} aria-label="kernel path">
+              {paths.map((p) => (
+                <option key={p} value={p}>{PATH_LABELS[p]}</option>
+              ))}
+            </select>
+          </label>
+        )}
+      </div>
+      <div className="wg-row">
+        {field('batch', 'B')}{field('hq', 'Hq')}{field('hk', 'Hk', 'key/value heads (GQA/MQA when fewer than Hq)')}
+        {field('nq', 'Nq')}{field('nk', 'Nk')}{field('d', 'd')}{field('dv', 'dv')}
+      </div>
+      <div className="wg-row">
+        <label><input type="checkbox" checked={form.causal} onChange={(e) => set({ causal: e.target.checked })} disabled={busy} /> causal</label>
+        {field('windowLeft', 'window left', 'empty = unbounded')}{field('windowRight', 'window right', 'empty = unbounded')}
+        <label><input type="checkbox" checked={form.alibi} onChange={(e) => set({ alibi: e.target.checked })} disabled={busy} /> ALiBi</label>
+        {field('softcap', 'softcap', 'empty = none')}{field('seed', 'seed')}
+      </div>
+      <div className="wg-row">
+        <button className="primary" onClick={run} disabled={busy}>Run</button>
+        <button onClick={cancel} disabled={!busy}>Cancel</button>
+        <button onClick={openInDebugger} disabled={busy || !hasMain}>Open in step debugger</button>
+        {progress && (
+          <span className="wg-progress" role="progressbar" aria-valuenow={Math.round(progress.fraction * 100)} aria-valuemin={0} aria-valuemax={100}>
+            <progress value={progress.fraction} max={1} /> {progress.stage}
+          </span>
+        )}
+      </div>
+      {error && <div className="wg-err" role="alert">{error}</div>}
+      {note && <div className="wg-note">{note}</div>}
+      {report && (
+        <div className="wg-result" aria-label="result">
+          <table className="wg-table">
+            <tbody>
+              <tr><th>backend</th><td>{report.backend === 'cpu' ? 'CPU (FA2 step engine)' : PATH_LABELS[report.path as WebGpuPath]}</td></tr>
+              <tr><th>time</th><td data-testid="wg-time">{report.ms.toFixed(3)} ms ({report.clock})</td></tr>
+              <tr><th>TFLOP/s</th><td data-testid="wg-tflops">{report.tflops.toPrecision(3)}</td></tr>
+              {report.backend === 'webgpu' && <tr><th>GB/s</th><td>{report.gbs.toPrecision(3)} (Q, K, V read once, O and LSE written once)</td></tr>}
+              <tr><th>kernels</th><td>{report.kernels.map((k) => `${k.name}: ${k.ms.toFixed(3)} ms`).join('; ')}</td></tr>
+              <tr><th>configuration</th><td>{report.config}</td></tr>
+              <tr>
+                <th>check</th>
+                <td data-testid="wg-check">
+                  {report.check.rows} sampled rows vs float64 CPU reference: max |ΔO| = {report.check.maxAbsErrO.toExponential(2)}, max |ΔLSE| = {report.check.maxAbsErrLse.toExponential(2)}
+                </td>
+              </tr>
+            </tbody>
+          </table>
+          <div className="wg-views">
+            <figure>
+              <GridHeatmap grid={report.heatmap} />
+              <figcaption>
+                O of batch 0, head 0: {report.heatmap.rows}×{report.heatmap.cols} cells, each the mean of a {report.heatmap.rowBlock}×{report.heatmap.colBlock} block of rows × columns
+              </figcaption>
+            </figure>
+            <figure>
+              <LseChart lse={report.lse} />
+              <figcaption>LSE per query row, batch 0, head 0 ({report.lse.length} rows; gaps are fully masked rows)</figcaption>
+            </figure>
+          </div>
+        </div>
+      )}
+    </section>
+  );
+}

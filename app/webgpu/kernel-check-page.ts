@@ -1,0 +1,21 @@
+// webgpu-test.html: runs WebGPU kernel paths on the small variant problems
+// (engine/webgpu/variants.ts) in a dedicated worker and compares each result with the
+// float64 reference (engine/reference.ts). Query: ?path=flash-f32 (one path; default all
+// paths the adapter offers) &tile=small (force 16-row/16-key flash tiles). Results land in
+// window.__kernelChecks and in #out, for e2e/webgpu-kernels.spec.ts.
+
+import type { CheckMessage } from './kernel-check.worker.ts';
+
+declare global {
+  interface Window {
+    __kernelChecks?: CheckMessage;
+  }
+}
+
+const params = new URLSearchParams(location.search);
+const w = new Worker(new URL('./kernel-check.worker.ts', import.meta.url), { type: 'module' });
+w.onmessage = (ev: MessageEvent<CheckMessage>) => {
+  window.__kernelChecks = ev.data;
+  document.getElementById('out')!.textContent = JSON.stringify(ev.data, null, 1);
+};
+w.postMessage({ path: params.get('path'), smallTile: params.get('tile') === 'small' });

@@ -1,0 +1,50 @@
+// Messages between the WebGPU panel and its worker.
+
+import type { AttentionProblem } from '../../engine/problem.ts';
+import type { WebGpuPath } from '../../engine/webgpu/device.ts';
+import type { KernelTime } from '../../engine/webgpu/timer.ts';
+import type { Grid } from './downsample.ts';
+
+export type Backend = 'webgpu' | 'cpu';
+
+export interface AdapterReport {
+  name: string;
+  fallback: boolean;
+  features: string[];
+  paths: WebGpuPath[];
+  limits: string;
+}
+
+export interface RunRequest {
+  backend: Backend;
+  path: WebGpuPath;
+  problem: AttentionProblem;
+  seed: number;
+  /** Rows checked against the float64 CPU reference. */
+  checkRows: number;
+}
+
+export interface RunReport {
+  backend: Backend;
+  path: WebGpuPath | 'cpu-fa2';
+  ms: number;
+  clock: string;
+  kernels: KernelTime[];
+  tflops: number;
+  gbs: number;
+  config: string;
+  /** O of batch 0, head 0, block-mean downsampled. */
+  heatmap: Grid;
+  /** LSE of batch 0, head 0 (every row; -Infinity for fully masked rows, sent as null). */
+  lse: (number | null)[];
+  check: { rows: number; maxAbsErrO: number; maxAbsErrLse: number };
+}
+
+export type ToWorker = { type: 'probe'; id: number } | { type: 'run'; id: number; req: RunRequest };
+
+export type FromWorker =
+  | { type: 'probe'; id: number; ok: true; adapter: AdapterReport }
+  | { type: 'probe'; id: number; ok: false; message: string }
+  | { type: 'progress'; id: number; stage: string; fraction: number }
+  | { type: 'run'; id: number; ok: true; report: RunReport }
+  | { type: 'run'; id: number; ok: false; message: string };

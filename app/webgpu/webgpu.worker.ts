@@ -1,0 +1,152 @@
+// The WebGPU panel's worker: owns the GPU device (navigator.gpu inside a dedicated worker),
+// so long runs, read-backs and the CPU checks never block the page. Cancel = the page
+// terminates this worker and starts a new one.
+
+/// <reference lib="webworker" />
+import { algorithmById } from '../../engine/algorithms/registry.ts';
+import { randomInputs } from '../../engine/inputs.ts';
+import { nominalFlops, validateProblem } from '../../engine/problem.ts';
+import { runToEnd } from '../../engine/run.ts';
+import { AttentionRun, pathElem } from '../../engine/webgpu/backend.ts';
+import { openWebGpu, type WebGpuContext } from '../../engine/webgpu/device.ts';
+import { referenceRow, sampleRows } from '../../engine/webgpu/row-check.ts';
+import { blockMean } from './downsample.ts';
+import type { FromWorker, RunReport, RunRequest, ToWorker } from './protocol.ts';
+
+declare const self: DedicatedWorkerGlobalScope;
+
+let ctx: Promise<WebGpuContext> | undefined;
+const context = () => (ctx ??= openWebGpu((self.navigator as Navigator & { gpu?: GPU }).gpu));
+
+const post = (m: FromWorker) => self.postMessage(m);
+const lseList = (a: Float32Array | Float64Array) => Array.from(a, (x) => (Number.isFinite(x) ? x : null));
+
+/** The CPU engine cannot run full-size problems in reasonable time; above this it refuses. */
+const CPU_FLOP_LIMIT = 4e9;
+
+async function runGpu(id: number, req: RunRequest): Promise<RunReport> {
+  const c = await context();
+  const p = req.problem;
+  const progress = (stage: string, fraction: number) => post({ type: 'progress', id, stage, fraction });
+  progress('allocating GPU buffers', 0.05);
+  const run = await AttentionRun.create(c, p, { path: req.path });
+  try {
+    progress('generating inputs on the GPU', 0.15);
+    await run.fillRandom(req.seed);
+    progress('running (warm-up)', 0.3);
+    await run.execute();
+    progress('running (timed)', 0.5);
+    const kernels = await run.execute();
+    const ms = kernels.reduce((a, k) => a + k.ms, 0);
+    progress('reading back head 0', 0.7);
+    const head = await run.readHead(0, 0);
+    const rows = sampleRows(p.nq, req.checkRows);
+    let eo = 0;
+    let el = 0;
+    for (let t = 0; t < rows.length; t++) {
+      progress(`checking row ${t + 1} of ${rows.length} against the CPU reference`, 0.75 + (0.25 * t) / rows.length);
+      const h = (t * 7) % p.hq;
+      const b = t % p.batch;
+      const x = await run.readRowInputs(b, h, rows[t]);
+      const ref = referenceRow(p, h, rows[t], x.q, x.k, x.v);
+      const got = await run.readRow(b, h, rows[t]);
+      for (let k = 0; k < p.dv; k++) eo = Math.max(eo, Math.abs(got.o[k] - ref.o[k]));
+      el = Math.max(el, got.lse === ref.lse ? 0 : Math.abs(got.lse - ref.lse));
+    }
+    const eb = pathElem(req.path) === 'f16' ? 2 : 4;
+    const bytes = p.batch * (p.hq * p.nq * p.d + p.hk * p.nk * (p.d + p.dv)) * eb + p.batch * p.hq * p.nq * (p.dv + 1) * 4;
+    return {
+      backend: 'webgpu',
+      path: req.path,
+      ms,
+      clock: kernels[0]?.clock === 'gpu' ? 'GPU timestamps' : 'wall clock',
+      kernels,
+      tflops: nominalFlops(p) / (ms * 1e9),
+      gbs: bytes / (ms * 1e6),
+      config: run.config,
+      heatmap: blockMean(head.o, p.nq, p.dv, 128, 128),
+      lse: lseList(head.lse),
+      check: { rows: rows.length, maxAbsErrO: eo, maxAbsErrLse: el },
+    };
+  } finally {
+    run.destroy();
+  }
+}
+
+function runCpu(id: number, req: RunRequest): RunReport {
+  const p = validateProblem(req.problem);
+  if (nominalFlops(p) > CPU_FLOP_LIMIT) {
+    throw new Error(
+      `The CPU engine would need ${(nominalFlops(p) / 1e9).toFixed(1)} GFLOP for this problem (limit ${CPU_FLOP_LIMIT / 1e9} GFLOP in the browser). Use WebGPU, or a smaller size.`,
+    );
+  }
+  post({ type: 'progress', id, stage: 'generating inputs', fraction: 0.1 });
+  const x = randomInputs(p, { seed: req.seed });
+  post({ type: 'progress', id, stage: 'running FA2 on the CPU', fraction: 0.3 });
+  const t0 = performance.now();
+  const r = runToEnd(algorithmById('fa2'), p, x);
+  const ms = performance.now() - t0;
+  const rows = sampleRows(p.nq, req.checkRows);
+  let eo = 0;
+  let el = 0;
+  for (let t = 0; t < rows.length; t++) {
+    const h = (t * 7) % p.hq;
+    const b = t % p.batch;
+    const hk = Math.floor(h / (p.hq / p.hk));
+    const qo = ((b * p.hq + h) * p.nq + rows[t]) * p.d;
+    const ko = (b * p.hk + hk) * p.nk;
+    const ref = referenceRow(p, h, rows[t], x.q.subarray(qo, qo + p.d), x.k.subarray(ko * p.d, (ko + p.nk) * p.d), x.v.subarray(ko * p.dv, (ko + p.nk) * p.dv));
+    const oo = ((b * p.hq + h) * p.nq + rows[t]) * p.dv;
+    for (let k = 0; k < p.dv; k++) eo = Math.max(eo, Math.abs(r.o[oo + k] - ref.o[k]));
+    const l = r.lse[(b * p.hq + h) * p.nq + rows[t]];
+    el = Math.max(el, l === ref.lse ? 0 : Math.abs(l - ref.lse));
+  }
+  return {
+    backend: 'cpu',
+    path: 'cpu-fa2',
+    ms,
+    clock: 'wall clock',
+    kernels: [{ name: 'FA2 step engine (CPU)', ms, clock: 'wall' }],
+    tflops: nominalFlops(p) / (ms * 1e9),
+    gbs: 0,
+    config: 'engine/algorithms/fa2.ts, tracing off',
+    heatmap: blockMean(Float32Array.from(r.o.subarray(0, p.nq * p.dv)), p.nq, p.dv, 128, 128),
+    lse: lseList(r.lse.subarray(0, p.nq)),
+    check: { rows: rows.length, maxAbsErrO: eo, maxAbsErrLse: el },
+  };
+}
+
+const message = (e: unknown) => (e instanceof Error ? e.message : String(e));
+
+self.onmessage = async (ev: MessageEvent<ToWorker>) => {
+  const m = ev.data;
+  if (m.type === 'probe') {
+    try {
+      const c = await context();
+      post({
+        type: 'probe',
+        id: m.id,
+        ok: true,
+        adapter: {
+          name: c.adapterName,
+          fallback: c.isFallback,
+          features: c.features,
+          paths: c.paths,
+          limits: `${c.limits.maxWorkgroupStorage} B workgroup memory, ${c.limits.maxInvocations} invocations, ${(c.limits.maxStorageBinding / 2 ** 20).toFixed(0)} MiB per buffer, subgroups ${c.subgroupMinSize}–${c.subgroupMaxSize}`,
+        },
+      });
+    } catch (e) {
+      ctx = undefined; // a later probe may succeed (e.g. after a device loss)
+      post({ type: 'probe', id: m.id, ok: false, message: message(e) });
+    }
+    return;
+  }
+  try {
+    const report = m.req.backend === 'cpu' ? runCpu(m.id, m.req) : await runGpu(m.id, m.req);
+    post({ type: 'run', id: m.id, ok: true, report });
+  } catch (e) {
+    const c = m.req.backend === 'webgpu' ? await ctx?.catch(() => undefined) : undefined;
+    if (c?.lost) ctx = undefined; // next run opens a fresh device
+    post({ type: 'run', id: m.id, ok: false, message: c?.lost ?? message(e) });
+  }
+};

@@ -1,0 +1,115 @@
+// Chapter 4: FlashAttention (FA1) — tiling, loop order, O/ℓ/m in HBM, IO complexity.
+import type { Chapter } from './types.ts';
+import { firstIndex, fmt, fmtBytes, lessonRequest } from './queries.ts';
+import { fa1IoSweep } from './io-sweep.ts';
+
+export const chapter4: Chapter = {
+  number: 4,
+  slug: 'fa1',
+  title: 'FA1: tiling and IO complexity',
+  summary: 'K/V blocks outside, Q blocks inside, O, ℓ and m kept in HBM; Θ(N²d²/M) bytes.',
+  blocks: [
+    {
+      kind: 'p',
+      text: 'FlashAttention puts chapter 3\'s recurrence on a GPU. On-chip memory of $M$ words must hold a $Q$ tile, a $K$ tile, a $V$ tile and an output tile at once, which fixes the block sizes:',
+    },
+    { kind: 'math', tex: 'B_c = \\left\\lceil \\frac{M}{4d} \\right\\rceil,\\qquad B_r = \\min\\!\\left(\\left\\lceil \\frac{M}{4d} \\right\\rceil,\\ d\\right)' },
+    {
+      kind: 'p',
+      text: 'The outer loop walks the $T_c = N/B_c$ blocks of $K$ and $V$; each stays on chip while the inner loop brings every $Q$ block past it. Because a $Q$ block meets its K/V blocks in different outer iterations, its output $O_i$ and its statistics $\\ell_i$, $m_i$ must wait in HBM between visits: read, updated, written back, once per K/V block. For each pair $(i, j)$ FA1 computes',
+    },
+    {
+      kind: 'math',
+      tex: '\\tilde m_{ij} = \\mathrm{rowmax}(S_{ij}),\\qquad \\tilde P_{ij} = \\exp(S_{ij} - \\tilde m_{ij}),\\qquad m^{\\text{new}}_i = \\max(m_i, \\tilde m_{ij})',
+    },
+    { kind: 'math', tex: '\\ell^{\\text{new}}_i = e^{m_i - m^{\\text{new}}_i}\\,\\ell_i + e^{\\tilde m_{ij} - m^{\\text{new}}_i}\\,\\mathrm{rowsum}(\\tilde P_{ij})' },
+    { kind: 'math', tex: 'O_i \\leftarrow \\mathrm{diag}(\\ell^{\\text{new}}_i)^{-1}\\Big(\\mathrm{diag}(\\ell_i)\\, e^{m_i - m^{\\text{new}}_i} O_i + e^{\\tilde m_{ij} - m^{\\text{new}}_i}\\, \\tilde P_{ij} V_j\\Big)' },
+    {
+      kind: 'seed',
+      text: 'Seed 000 writes $P_{ij} = \\exp(S_{ij} - m_i)$ with the running max; the paper subtracts the block max $\\tilde m_{ij}$ and corrects with $e^{\\tilde m_{ij} - m^{\\text{new}}_i}$, and so do FlashScope and this lesson. The seed also multiplies by $V_j^{\\top}$; the product is $\\tilde P_{ij} V_j$ ($B_r\\times B_c$ times $B_c\\times d$).',
+    },
+    {
+      kind: 'h',
+      text: 'How many bytes?',
+    },
+    {
+      kind: 'p',
+      text: '$K$ and $V$ are read once. Each of the $T_c$ outer iterations reads all of $Q$ and reads and writes all of $O$: $\\Theta(T_c\\, N d) = \\Theta(N^2 d^2 / M)$ bytes, since $T_c = 4Nd/M$. The bound holds for $d \\le M \\le Nd$. Against standard attention\'s $\\Theta(N^2)$ it wins by a factor of about $M/d^2$: with $d$ = 64 to 128 and $M$ around 100 KB, $d^2$ is many times smaller than $M$. And it shrinks as $M$ grows. The table below runs FA1 counters-only (no trace) on $N = 256$, $d = 16$ for five sizes of $M$ and divides the measured bytes by $N^2 d^2/M$: the quotient stays nearly constant, rising as $M$ nears $Nd$ where the $K$ and $V$ reads no longer vanish next to the rest. Under the table is standard attention on the same problem. With $d = 16$, $d^2$ is 256 words (1 KiB): at the two smallest $M$ FA1 moves **more** bytes than standard attention, and it wins from $M = 4d^2$ on. The paper\'s regime is $M$ many times $d^2$.',
+    },
+    { kind: 'widget', widget: 'io-sweep' },
+    {
+      kind: 'p',
+      text: 'The debugger holds $N = 32$ with $M = 2$ KiB ($B_r = B_c = 8$). It opens where $O_0$, $\\ell_0$ and $m_0$ are read back from HBM for the first time, at the second K/V block; the HBM m and l view shows the values waiting there.',
+    },
+  ],
+  panes: [
+    {
+      preset: lessonRequest('fa1', { nq: 32, nk: 32, d: 16 }, { sramBytes: 2048 }),
+      target: {
+        describe: 'the first time O₀, ℓ₀, m₀ are read back from HBM',
+        find: (ev) => firstIndex(ev, (e) => e.kind === 'load' && e.tile.qBlock === 0 && e.tile.kvBlock > 0 && e.tensors.includes('O')),
+      },
+      views: ['heatmaps', 'hbm', 'counters', 'pseudo'],
+    },
+  ],
+  tryThis: [
+    {
+      label: 'Less on-chip memory (M = 1 KiB)',
+      look: 'Blocks of 4: twice the outer iterations, so O is read and written twice as often.',
+      change: (r) => ({ ...r, blocks: { sramBytes: 1024 } }),
+    },
+    {
+      label: 'More on-chip memory (M = 8 KiB)',
+      look: '$B_c = 32$: one K/V block covers all keys, and O goes to HBM once.',
+      change: (r) => ({ ...r, blocks: { sramBytes: 8192 } }),
+    },
+    {
+      label: 'N = 64',
+      look: 'The O traffic grows with $N^2$ at fixed $M$ — still without an $N\\times N$ matrix in HBM.',
+      change: (r) => ({ ...r, problem: { ...r.problem, nq: 64, nk: 64 } }),
+    },
+  ],
+  questions: [
+    {
+      id: 'o-read',
+      prompt: 'How many bytes of $O$ does FA1 read from HBM over this whole run?',
+      kind: 'integer',
+      answer: ({ run }) => run.result.counters.hbmRead.O ?? 0,
+      explain: ({ run }, a) => {
+        const p = run.request.problem;
+        const tc = Math.ceil(p.nk / run.result.blocks.blockN);
+        return `${fmtBytes(Number(a))}: every one of the ${tc} K/V blocks reads all ${p.nq} output rows of width ${p.dv}.`;
+      },
+      hint: 'Step to the end and read the O row of the Counters view (read column).',
+    },
+    {
+      id: 'outer-loop',
+      prompt: 'Which loop is FA1\'s outer loop?',
+      kind: 'choice',
+      choices: [
+        { id: 'kv', label: 'over K/V blocks (j)' },
+        { id: 'q', label: 'over Q blocks (i)' },
+      ],
+      answer: ({ run }) => {
+        const a = firstIndex(run.events, (e) => e.kind === 'qk');
+        const b = firstIndex(run.events, (e, i) => i > a && e.kind === 'qk');
+        return run.events[a].tile.kvBlock === run.events[b].tile.kvBlock ? 'kv' : 'q';
+      },
+      explain: () => 'The first two S tiles share K/V block 0 and differ in the Q block: K_j and V_j stay on chip while the Q blocks pass by.',
+      hint: 'Step to the first two S = QKᵀ steps and compare their tiles in the heatmap.',
+    },
+    {
+      id: 'sweep-factor',
+      prompt: 'From the table: when $M$ doubles from 4 KiB to 8 KiB, by what factor does FA1\'s total HBM traffic shrink (bytes at 4 KiB divided by bytes at 8 KiB)?',
+      kind: 'number',
+      tolerance: 0.01,
+      answer: () => {
+        const pts = fa1IoSweep();
+        const at = (b: number) => pts.find((p) => p.sramBytes === b)!.hbmBytes;
+        return at(4096) / at(8192);
+      },
+      explain: (_c, a) => `${fmt(Number(a), 4)} — close to 2, as Θ(N²d²/M) predicts; a little less because K and V are read once whatever M is.`,
+      hint: 'Divide the HBM bytes of the 4 KiB row by those of the 8 KiB row.',
+    },
+  ],
+};

@@ -1,0 +1,118 @@
+// Chapter 7: FA3 on Hopper — producer/consumer, TMA, ping-pong, intra-warpgroup overlap.
+import type { Chapter } from './types.ts';
+import { firstIndex, fmt, lessonRequest } from './queries.ts';
+import type { TraceEvent } from '../../../engine/trace/events.ts';
+
+/** A P·V step issued right after the next block's S = QKᵀ: the intra-warpgroup overlap. */
+const overlapped = (ev: readonly TraceEvent[]) => firstIndex(ev, (e, i) => e.kind === 'pv' && i > 0 && ev[i - 1].kind === 'qk' && ev[i - 1].tile.kvBlock !== e.tile.kvBlock);
+
+const H100 = 'h100';
+
+export const chapter7: Chapter = {
+  number: 7,
+  slug: 'fa3',
+  title: 'FA3: producer, consumers, ping-pong, overlap',
+  summary: 'Hopper\'s TMA and wgmma let softmax hide under matmuls; toggle each trick live.',
+  blocks: [
+    {
+      kind: 'p',
+      text: 'On Hopper (H100) the tensor cores are so fast that FA2\'s softmax becomes the bottleneck: the exponentials run on the special-function units at a small fraction of matmul throughput. FA3 keeps FA2\'s numbers and reorganizes who does what, and when.',
+    },
+    {
+      kind: 'p',
+      text: '**Producer and consumers.** One producer warp does nothing but issue TMA copies (the Tensor Memory Accelerator moves a whole tile with one instruction) into two-stage rings of $K$ and $V$ buffers. Consumer warpgroups of 128 threads each own 64 rows of the $Q$ tile and run the matmuls (wgmma, asynchronous) and the softmax. Buffers are handed over with barriers, so loading never waits on computing except when the ring is full.',
+    },
+    {
+      kind: 'p',
+      text: '**Ping-pong.** With two consumer warpgroups, a barrier makes them take turns: while warpgroup 0 does its softmax, warpgroup 1 owns the tensor cores for its GEMMs, and the other way round. In the trace below each step carries its warpgroup and covers 64 rows.',
+    },
+    {
+      kind: 'p',
+      text: '**Intra-warpgroup overlap.** Inside one warpgroup, FA3 issues $S_{j} = QK_{j}^{\\top}$ for the next block it visits (the index $j$ counts down, see below) before $O \\mathrel{+}= P_{j+1}V_{j+1}$ for the previous one, and computes the next softmax while that second GEMM is in flight:',
+    },
+    { kind: 'math', tex: '\\underbrace{S_{j} = QK_j^{\\top}}_{\\text{issue}} \\;\\to\\; \\underbrace{O \\mathrel{+}= P_{j+1}V_{j+1}}_{\\text{issue}} \\;\\to\\; \\underbrace{\\mathrm{softmax}(S_{j})}_{\\text{while the GEMM runs}} \\;\\to\\; O \\leftarrow O\\cdot e^{m^{\\text{old}} - m^{\\text{new}}}' },
+    {
+      kind: 'p',
+      text: 'FA3 also visits the K/V blocks from last to first, so on a causal problem the only block that needs a mask — the diagonal one — comes first. Both reorderings compute the same numbers; only the order of the trace changes. Toggle them below: the debugger reloads with the switch, and the table re-runs the hardware model on an H100-sized problem.',
+    },
+  ],
+  panes: [
+    {
+      preset: lessonRequest('fa3', { nq: 256, nk: 256, d: 16 }, { blockM: 128, blockN: 64 }),
+      target: {
+        describe: 'the first P·V issued right after the next block\'s S = QKᵀ',
+        find: overlapped,
+        fallback: { describe: 'the first P·V (with the overlap off it follows its own block\'s softmax)', find: (ev) => firstIndex(ev, (e) => e.kind === 'pv') },
+      },
+      views: ['heatmaps', 'stats', 'counters'],
+    },
+  ],
+  toggles: [
+    { feature: 'intraOverlap', label: 'Intra-warpgroup overlap', on: true, off: false, kernelDefault: true, explain: 'Off: qk, softmax, pv for one block, then the next.' },
+    { feature: 'pingpong', label: 'Ping-pong between warpgroups', on: true, off: false, kernelDefault: true, explain: 'Off: the two warpgroups run in lockstep; the trace shows whole 128-row tiles.' },
+  ],
+  hardware: {
+    caption: 'Simulated H100 kernel time, hardware model (engine/hw)',
+    shapeNote: 'batch 4, 16 heads, N = 4096, d = 128, bf16',
+    shape: { batch: 4, hq: 16, hk: 16, nq: 4096, nk: 4096, d: 128, dv: 128, dtype: 'bf16', causal: false },
+    rows: [
+      { algorithm: 'fa3', gpu: H100, features: {}, label: 'FA3, all on' },
+      { algorithm: 'fa3', gpu: H100, features: { pingpong: false }, label: 'ping-pong off' },
+      { algorithm: 'fa3', gpu: H100, features: { intraOverlap: false }, label: 'intra-warpgroup overlap off' },
+      { algorithm: 'fa3', gpu: H100, features: { pingpong: false, intraOverlap: false }, label: 'both off' },
+    ],
+  },
+  reference: ['fa3'],
+  tryThis: [
+    {
+      label: 'Causal',
+      look: 'The first block each Q tile visits is its diagonal block, the only one with a mask.',
+      change: (r) => ({ ...r, problem: { ...r.problem, causal: true } }),
+    },
+    {
+      label: 'bf16 inputs',
+      look: 'FA3 takes 16-bit inputs on real hardware; P is rounded before the second GEMM.',
+      change: (r) => ({ ...r, problem: { ...r.problem, dtype: 'bf16' } }),
+    },
+  ],
+  questions: [
+    {
+      id: 'first-block',
+      prompt: 'Which K/V block (counting from 0) does FA3 visit first for $Q$ tile 0?',
+      kind: 'integer',
+      answer: ({ run }) => {
+        const i = firstIndex(run.events, (e) => e.kind === 'qk' && e.tile.qBlock === 0);
+        return run.events[i].tile.kvBlock;
+      },
+      explain: (_c, a) => `Block ${a}, the last one: FA3 walks the K/V blocks backwards so the causal diagonal block comes first.`,
+      hint: 'Step to the first S = QKᵀ and look at which columns the S heatmap highlights.',
+    },
+    {
+      id: 'wg-rows',
+      prompt: 'How many query rows does one S = QKᵀ step cover in the loaded trace?',
+      kind: 'integer',
+      answer: ({ run }) => {
+        const e = run.events[firstIndex(run.events, (x) => x.kind === 'qk')];
+        return e.tile.rows[1] - e.tile.rows[0];
+      },
+      explain: ({ run }, a) =>
+        run.request.features?.pingpong === false
+          ? `${a}: with ping-pong off the warpgroups work in lockstep and the trace shows the whole tile.`
+          : `${a}: with ping-pong on, each consumer warpgroup takes its own 64-row slice in turn.`,
+      hint: 'The step counter line names the tile; the S heatmap outlines the rows.',
+    },
+    {
+      id: 'overlap-us',
+      prompt: 'In the hardware table, by how many microseconds does the H100 time grow when intra-warpgroup overlap is turned off (ping-pong on)?',
+      kind: 'number',
+      tolerance: 0.01,
+      answer: ({ simulate }) => simulate('fa3', H100, { intraOverlap: false }).timeUs - simulate('fa3', H100, {}).timeUs,
+      explain: ({ simulate }, a) => {
+        const on = simulate('fa3', H100, {}).utilization.tensor ?? 0;
+        const off = simulate('fa3', H100, { intraOverlap: false }).utilization.tensor ?? 0;
+        return `${fmt(Number(a), 4)} µs: without the overlap the softmax no longer runs under the P·V GEMM, and the tensor cores are busy ${Math.round(off * 100)}% of the time instead of ${Math.round(on * 100)}%.`;
+      },
+      hint: 'Subtract the "all on" time from the "intra-warpgroup overlap off" time.',
+    },
+  ],
+};

@@ -1,0 +1,220 @@
+// The lessons against the engine and the float64 reference: every preset loads with more
+// than one tile, every target step is the kind of step its chapter's text describes, every
+// question's engine-derived answer is accepted and a wrong one rejected, and the answers
+// that are numbers of the maths agree with an independent float64 computation.
+
+import { describe, expect, it } from 'vitest';
+import { referenceAttention } from '../../../engine/reference.ts';
+import { randomInputs } from '../../../engine/inputs.ts';
+import { softmaxScale } from '../../../engine/problem.ts';
+import { CHAPTERS, chapterByNumber } from './index.ts';
+import { checkAnswer, isCorrect, lessonContext, locateTarget, parseAnswer, RunCache, runRequest } from './evaluate.ts';
+import { fa1IoSweep, standardIoBytes, SWEEP_PROBLEM } from './io-sweep.ts';
+import { onlineSoftmaxSteps, safeSoftmax, softmaxFromOnline } from './online-softmax.ts';
+import type { Question } from './types.ts';
+
+const cache = new RunCache(20);
+
+/** Row `row` of τ·QKᵀ for head (0,0), in float64 from the inputs. */
+function scoresRow(req: ReturnType<typeof chapterByNumber> extends infer C ? (C extends { panes: { preset: infer R }[] } ? R : never) : never, row: number): number[] {
+  const p = req.problem;
+  const x = randomInputs(p, { seed: req.seed, distribution: req.distribution });
+  const tau = softmaxScale(p);
+  const out: number[] = [];
+  for (let j = 0; j < p.nk; j++) {
+    let s = 0;
+    for (let c = 0; c < p.d; c++) s += x.q[row * p.d + c] * x.k[j * p.d + c];
+    out.push(s * tau);
+  }
+  return out;
+}
+
+const expectedKind: Record<number, string[]> = { 1: ['write'], 2: ['rowmax'], 3: ['rescale'], 4: ['load'], 5: ['write', 'write'], 6: ['load', 'qk'], 7: ['pv'], 8: ['exp'], 9: ['combine'] };
+
+describe('lesson chapters', () => {
+  it('are numbered 1..9 in order with unique slugs and question ids', () => {
+    expect(CHAPTERS.map((c) => c.number)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9]);
+    expect(new Set(CHAPTERS.map((c) => c.slug)).size).toBe(9);
+    for (const c of CHAPTERS) {
+      expect(c.questions.length).toBeGreaterThanOrEqual(2);
+      expect(new Set(c.questions.map((q) => q.id)).size).toBe(c.questions.length);
+      expect(c.tryThis.length).toBeGreaterThanOrEqual(2);
+    }
+  });
+
+  for (const c of CHAPTERS) {
+    it(`chapter ${c.number}: presets have more than one tile and the target is the step the text names`, () => {
+      c.panes.forEach((pane, i) => {
+        const run = runRequest(pane.preset);
+        const p = pane.preset.problem;
+        const tiles = Math.ceil(p.nq / run.result.blocks.blockM) * Math.ceil(p.nk / run.result.blocks.blockN);
+        expect(tiles, `${c.slug} pane ${i} tiles`).toBeGreaterThan(1);
+        const t = locateTarget(c, i, pane.preset, cache);
+        expect(t.total).toBe(run.events.length);
+        // The locator found its own event (not a fallback) and it is of the named kind.
+        expect(t.exact).toBe(true);
+        expect(t.describe).toBe(pane.target.describe);
+        expect(run.events[t.step].kind).toBe(expectedKind[c.number][i]);
+      });
+    });
+
+    for (const q of c.questions) {
+      it(`chapter ${c.number} question ${q.id}: the engine's answer is accepted, a wrong one rejected`, () => {
+        const req = c.panes[0].preset;
+        const ctx = lessonContext(c, req, cache);
+        const a = q.answer(ctx);
+        if (q.kind === 'choice') expect(q.choices?.map((x) => x.id)).toContain(a);
+        else expect(Number.isFinite(Number(a))).toBe(true);
+        const right = String(a);
+        expect(checkAnswer(c, q.id, req, right, cache).verdict).toBe('correct');
+        const wrong = q.kind === 'choice' ? q.choices!.find((x) => x.id !== a)!.id : String(Number(a) + Math.max(1, Math.abs(Number(a))));
+        const w = checkAnswer(c, q.id, req, wrong, cache);
+        expect(w.verdict).toBe('wrong');
+        expect(w.message).toContain(q.hint);
+        expect(q.explain(ctx, a).length).toBeGreaterThan(10);
+      });
+    }
+  }
+});
+
+describe('answers agree with float64 computations', () => {
+  it('chapter 1: S bytes are N_q·N_k·4 for the fp32 preset', () => {
+    const c = chapterByNumber(1)!;
+    const p = c.panes[0].preset.problem;
+    const a = c.questions[0].answer(lessonContext(c, c.panes[0].preset, cache));
+    expect(a).toBe(p.nq * p.nk * 4);
+  });
+
+  it('chapter 2: the last block where row 3 max grows matches the float64 scores', () => {
+    const c = chapterByNumber(2)!;
+    const req = c.panes[0].preset;
+    const s = scoresRow(req, 3);
+    const bn = req.blocks.blockN!;
+    let best = -Infinity;
+    let block = -1;
+    for (let j = 0; j < s.length; j += bn) {
+      const mx = Math.max(...s.slice(j, j + bn));
+      if (mx > best) {
+        best = mx;
+        block = j / bn;
+      }
+    }
+    expect(c.questions.find((q) => q.id === 'last-change')!.answer(lessonContext(c, req, cache))).toBe(block);
+  });
+
+  it('chapter 2: row 0 final ℓ equals Σ e^(s − max) in float64', () => {
+    const c = chapterByNumber(2)!;
+    const req = c.panes[0].preset;
+    const s = scoresRow(req, 0);
+    const m = Math.max(...s);
+    const l = s.reduce((acc, v) => acc + Math.exp(v - m), 0);
+    const a = Number(c.questions.find((q) => q.id === 'final-l')!.answer(lessonContext(c, req, cache)));
+    expect(Math.abs(a - l) / l).toBeLessThan(1e-5);
+  });
+
+  it('chapters 5 and 9: LSE answers match the float64 reference LSE', () => {
+    for (const [n, qid, row] of [
+      [5, 'lse', 5],
+      [9, 'lse', 0],
+    ] as const) {
+      const c = chapterByNumber(n)!;
+      const req = c.panes[c.panes.length - 1].preset;
+      const x = randomInputs(req.problem, { seed: req.seed, distribution: req.distribution });
+      const ref = referenceAttention(req.problem, x).lse[row];
+      const a = Number(c.questions.find((q) => q.id === qid)!.answer(lessonContext(c, c.panes[0].preset, cache)));
+      expect(Math.abs(a - ref)).toBeLessThan(1e-4 * Math.max(1, Math.abs(ref)));
+    }
+  });
+
+  it('chapter 9: split weights e^(LSE_k − LSE) sum to 1', () => {
+    const c = chapterByNumber(9)!;
+    const run = runRequest(c.panes[0].preset);
+    const comb = run.events.find((e) => e.kind === 'combine');
+    if (comb?.kind !== 'combine') throw new Error('no combine step');
+    const w = comb.splitLse[0].map((l) => Math.exp(l - comb.lse[0]));
+    expect(w.length).toBe(4);
+    expect(Math.abs(w.reduce((a, b) => a + b, 0) - 1)).toBeLessThan(1e-5);
+  });
+
+  it('chapter 8: lazy rescaling changes the rescale answer, and the toggle reaches the engine', () => {
+    const c = chapterByNumber(8)!;
+    const q = c.questions.find((x) => x.id === 'rescaled-rows')!;
+    const on = q.answer(lessonContext(c, c.panes[0].preset, cache));
+    const off = q.answer(lessonContext(c, { ...c.panes[0].preset, features: { lazyRescale: false } }, cache));
+    expect(Number(off)).toBeGreaterThan(Number(on));
+  });
+
+  it('chapter 7: ping-pong off makes an S step cover the whole 128-row tile', () => {
+    const c = chapterByNumber(7)!;
+    const q = c.questions.find((x) => x.id === 'wg-rows')!;
+    expect(q.answer(lessonContext(c, c.panes[0].preset, cache))).toBe(64);
+    expect(q.answer(lessonContext(c, { ...c.panes[0].preset, features: { pingpong: false } }, cache))).toBe(128);
+  });
+});
+
+describe('targets when a change removes the chapter\'s step', () => {
+  it('one split has no combine: chapter 9 stands at the normalize step and says so', () => {
+    const c = chapterByNumber(9)!;
+    const req = { ...c.panes[0].preset, features: { splits: 1 } };
+    const t = locateTarget(c, 0, req, cache);
+    expect(t.exact).toBe(false);
+    expect(t.describe).toBe(c.panes[0].target.fallback!.describe);
+    expect(runRequest(req).events[t.step].kind).toBe('normalize');
+  });
+  it('one K/V block has no rescale at all: chapter 3 stays at the start, and its first question answers −1', () => {
+    const c = chapterByNumber(3)!;
+    const req = { ...c.panes[0].preset, blocks: { blockM: 8, blockN: 32 } };
+    const t = locateTarget(c, 0, req, cache);
+    expect(t).toMatchObject({ step: 0, exact: false });
+    expect(t.describe).toContain('has no step matching');
+    const q = c.questions[0];
+    expect(checkAnswer(c, q.id, req, '-1', cache).verdict).toBe('correct');
+  });
+});
+
+describe('FA1 IO sweep (chapter 4)', () => {
+  it('HBM bytes fall as M grows and stay within a constant factor of N²d²/M', () => {
+    const pts = fa1IoSweep();
+    for (let i = 1; i < pts.length; i++) expect(pts[i].hbmBytes).toBeLessThan(pts[i - 1].hbmBytes);
+    const ratios = pts.map((p) => p.hbmBytes / p.bound);
+    expect(Math.max(...ratios) / Math.min(...ratios)).toBeLessThan(1.5);
+  });
+  it('what chapter 4 says about standard attention holds: FA1 loses below M = 4d² words and wins from there on', () => {
+    const std = standardIoBytes();
+    const d2 = SWEEP_PROBLEM.d * SWEEP_PROBLEM.d;
+    for (const p of fa1IoSweep()) {
+      if (p.words < 4 * d2) expect(p.hbmBytes, `${p.sramBytes} B`).toBeGreaterThan(std);
+      else expect(p.hbmBytes, `${p.sramBytes} B`).toBeLessThan(std);
+    }
+  });
+});
+
+describe('online softmax (chapter 2 widget)', () => {
+  it('final m and d equal the safe-softmax max and sum; probabilities agree', () => {
+    const x = [0.5, -1, 3, 2.5, 7, -4, 6.9];
+    const steps = onlineSoftmaxSteps(x);
+    const last = steps[steps.length - 1];
+    expect(last.m).toBe(7);
+    expect(last.d).toBeCloseTo(x.reduce((a, v) => a + Math.exp(v - 7), 0), 12);
+    const a = softmaxFromOnline(x);
+    safeSoftmax(x).forEach((p, i) => expect(a[i]).toBeCloseTo(p, 12));
+    // The factor is below 1 exactly where the max grew after the first element.
+    expect(steps.map((s) => s.factor < 1)).toEqual([false, false, true, false, true, false, false]);
+  });
+});
+
+describe('answer parsing', () => {
+  const q: Question = { id: 'x', prompt: '', kind: 'integer', answer: () => 3, explain: () => '', hint: 'h' };
+  it('explains bad input instead of marking it wrong', () => {
+    expect(parseAnswer(q, '')).toEqual({ error: 'Type a number first.' });
+    expect(parseAnswer(q, 'abc')).toEqual({ error: '"abc" is not a number.' });
+    expect(parseAnswer(q, '2.5')).toEqual({ error: 'The answer is a whole number.' });
+    expect(parseAnswer(q, ' 1 024 ')).toEqual({ value: 1024 });
+    expect(parseAnswer(q, '\u22123')).toEqual({ value: -3 });
+  });
+  it('numbers are accepted within the relative tolerance only', () => {
+    const n: Question = { ...q, kind: 'number', tolerance: 0.01 };
+    expect(isCorrect(n, 100.9, 100)).toBe(true);
+    expect(isCorrect(n, 101.1, 100)).toBe(false);
+  });
+});

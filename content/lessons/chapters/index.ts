@@ -1,0 +1,17 @@
+// The chapters, in teaching order.
+import { chapter1 } from './ch1-standard.ts';
+import { chapter2 } from './ch2-online-softmax.ts';
+import { chapter3 } from './ch3-one-pass.ts';
+import { chapter4 } from './ch4-fa1.ts';
+import { chapter5 } from './ch5-fa2.ts';
+import { chapter6 } from './ch6-ampere.ts';
+import { chapter7 } from './ch7-fa3.ts';
+import { chapter8 } from './ch8-fa4.ts';
+import { chapter9 } from './ch9-flash-decoding.ts';
+import type { Chapter } from './types.ts';
+
+export const CHAPTERS: readonly Chapter[] = [chapter1, chapter2, chapter3, chapter4, chapter5, chapter6, chapter7, chapter8, chapter9];
+
+export function chapterByNumber(n: number): Chapter | undefined {
+  return CHAPTERS.find((c) => c.number === n);
+}

@@ -1,0 +1,67 @@
+// WebGPU kernels in headless Chromium (SwiftShader adapter): every path the adapter offers,
+// on every variant of the problem spec (engine/webgpu/variants.ts), against the float64
+// reference. SwiftShader's subgroups have 4 lanes, so the subgroup path's row reductions
+// span several subgroups (16 threads per row with default tiles) — and, with the small
+// tiles, exactly one; 'many K/V tiles' and 'decode Nq=1' have 300+ keys, far more than a
+// K/V tile or a subgroup, so a kernel that drops keys past either fails here.
+
+import { expect, test, type Page } from '@playwright/test';
+import type { CheckMessage } from '../app/webgpu/kernel-check.worker.ts';
+import { KERNEL_VARIANTS } from '../engine/webgpu/variants.ts';
+import { watchConsole } from './helpers.ts';
+
+test.describe.configure({ timeout: 240_000 });
+
+async function checks(page: Page, query: string): Promise<Extract<CheckMessage, { ok: true }>> {
+  await page.goto(`/webgpu-test.html?${query}`);
+  await page.waitForFunction(() => window.__kernelChecks !== undefined, undefined, { timeout: 220_000 });
+  const m = (await page.evaluate(() => window.__kernelChecks)) as CheckMessage;
+  if (!m.ok) throw new Error(`kernel checks failed to start: ${m.message}`);
+  return m;
+}
+
+function expectAllClose(m: Extract<CheckMessage, { ok: true }>, path: string, tol: number): void {
+  const rows = m.results.filter((r) => r.path === path);
+  expect(rows.map((r) => r.variant)).toEqual(KERNEL_VARIANTS.map((v) => v.name));
+  for (const r of rows) {
+    expect(r.error, `${path} / ${r.variant}`).toBeUndefined();
+    expect(r.maxErrO, `${path} / ${r.variant}: max |ΔO|`).toBeLessThan(tol);
+    expect(r.maxErrLse, `${path} / ${r.variant}: max |ΔLSE|`).toBeLessThan(tol);
+  }
+}
+
+let checkConsole: () => void;
+test.beforeEach(async ({ page }) => {
+  checkConsole = watchConsole(page);
+});
+test.afterEach(() => checkConsole());
+
+for (const path of ['flash-f32', 'flash-subgroups', 'standard', 'decode'] as const) {
+  test(`${path} matches the float64 reference on every variant`, async ({ page }) => {
+    const m = await checks(page, `path=${path}`);
+    // SwiftShader offers these four; if one disappears the test must say so, not pass vacuously.
+    expect(m.paths).toContain(path);
+    expectAllClose(m, path, 2e-5);
+    if (path === 'flash-subgroups') {
+      expect(m.subgroupMinSize).toBe(4);
+      expect(m.results[0].config).toContain('shuffles over 4 lanes'); // 16 threads per row: 4 subgroups combined
+    }
+  });
+}
+
+for (const path of ['flash-f32', 'flash-subgroups'] as const) {
+  test(`${path} with 16×16 tiles (many K/V tiles per row; one subgroup per row)`, async ({ page }) => {
+    const m = await checks(page, `path=${path}&tile=small`);
+    expectAllClose(m, path, 2e-5);
+    expect(m.results[0].config).toContain('BM=16 BN=16');
+  });
+}
+
+for (const path of ['flash-f16', 'flash-matrix'] as const) {
+  test(`${path} matches the reference where the adapter offers it`, async ({ page }) => {
+    const probe = await checks(page, 'path=decode');
+    test.skip(!probe.paths.includes(path), `this adapter (${probe.adapter}) does not offer ${path}; it is checked by the GPU benchmark's self-test`);
+    const m = await checks(page, `path=${path}`);
+    expectAllClose(m, path, 4e-3); // f16 inputs and P: the reference uses the same fp16-rounded inputs
+  });
+}

@@ -1,0 +1,64 @@
+// The WebGPU panel: adapter shown, a full run on the GPU (SwiftShader here) with its result
+// view checked against the CPU reference, the CPU toggle, a bad value that keeps
+// everything, and the hand-off to the step debugger.
+
+import { expect, test } from '@playwright/test';
+import { openApp, watchConsole } from './helpers.ts';
+
+test.describe.configure({ timeout: 180_000 });
+
+let checkConsole: () => void;
+test.beforeEach(async ({ page }) => {
+  checkConsole = watchConsole(page);
+});
+test.afterEach(() => checkConsole());
+
+test('toggle the backend, run a problem, read the result view', async ({ page }) => {
+  await openApp(page);
+  const panel = page.getByRole('region', { name: 'WebGPU full-size runs' });
+  await panel.scrollIntoViewIfNeeded();
+  await expect(panel.getByRole('status', { name: 'adapter' })).toContainText('swiftshader', { timeout: 30_000 });
+  await expect(panel.getByRole('status', { name: 'adapter' })).toContainText('subgroups');
+
+  const set = async (label: string, value: string) => panel.getByLabel(label, { exact: true }).fill(value);
+  await set('B', '1');
+  await set('Hq', '2');
+  await set('Hk', '1');
+  await set('Nq', '150');
+  await set('Nk', '230');
+  await set('d', '32');
+  await set('dv', '16');
+  await panel.getByLabel('causal').check();
+  await panel.getByLabel('kernel path').selectOption('flash-subgroups');
+  await panel.getByRole('button', { name: 'Run', exact: true }).click();
+
+  const check = panel.getByTestId('wg-check');
+  await expect(check).toContainText('sampled rows vs float64 CPU reference', { timeout: 120_000 });
+  const err = Number((await check.textContent())!.match(/max \|ΔO\| = ([0-9.e+-]+)/)![1]);
+  expect(err).toBeLessThan(1e-5);
+  await expect(panel.getByTestId('wg-time')).toContainText('GPU timestamps');
+  await expect(panel.getByRole('img', { name: 'output heatmap' })).toBeVisible();
+  await expect(panel.getByRole('img', { name: 'LSE per row' })).toBeVisible();
+  await expect(panel.locator('figcaption').first()).toContainText('75×16 cells, each the mean of a 2×1 block') // 150 rows > 128 cells: pairs of rows averaged;
+  await expect(panel.getByLabel('result')).toContainText('f32 + subgroup row reductions');
+  await page.screenshot({ path: 'test-results/webgpu-panel.png', fullPage: true });
+
+  // A bad value: clear message naming the field; the typed text and the last result stay.
+  await set('Nq', 'abc');
+  await panel.getByRole('button', { name: 'Run', exact: true }).click();
+  await expect(panel.getByRole('alert')).toContainText("nq: must be a positive integer, got 'abc'");
+  await expect(panel.getByLabel('Nq', { exact: true })).toHaveValue('abc');
+  await expect(check).toBeVisible();
+
+  // The CPU toggle runs the FA2 step engine on the same problem.
+  await set('Nq', '150');
+  await panel.getByRole('radio', { name: 'CPU (FA2 step engine)' }).check();
+  await panel.getByRole('button', { name: 'Run', exact: true }).click();
+  await expect(panel.getByLabel('result')).toContainText('CPU (FA2 step engine)', { timeout: 60_000 });
+  const cpuErr = Number((await check.textContent())!.match(/max \|ΔO\| = ([0-9.e+-]+)/)![1]);
+  expect(cpuErr).toBeLessThan(1e-5);
+
+  // Hand-off to the step debugger at a size that steps.
+  await panel.getByRole('button', { name: 'Open in step debugger' }).click();
+  await expect(panel.getByText(/Copied to the step debugger's problem form at B=1, H=1, Nq=128, Nk=128/)).toBeVisible();
+});

@@ -1,0 +1,379 @@
+// The WebGPU host: buffers, pipelines and dispatches for one attention problem on one path.
+// Works in the browser (worker) and under Node: it only touches the GPUDevice it is given.
+//
+//   const run = await AttentionRun.create(ctx, problem, { path: 'flash-f32' });
+//   run.upload(inputs)  or  run.fillRandom(seed)
+//   const times = await run.execute();     // per-kernel times
+//   const { o, lse } = await run.read();
+//   run.destroy();
+
+import type { AttentionInputs } from '../inputs.ts';
+import { inputSizes } from '../inputs.ts';
+import { validateProblem, type AttentionProblem } from '../problem.ts';
+import type { WebGpuContext, WebGpuPath } from './device.ts';
+import { PATH_LABELS } from './device.ts';
+import { flashKernelWgsl, flashLayout, type FlashKernelConfig, type FlashTile } from './flash-kernel.ts';
+import { chooseMatrixTile, matrixKernelWgsl, matrixLayout, type MatrixKernelConfig } from './flash-matrix-kernel.ts';
+import { decodeCombineKernelWgsl, decodeSplitKernelWgsl, DECODE_THREADS } from './decode-kernels.ts';
+import { fillKernelWgsl } from './fill-kernel.ts';
+import { halfToFloat, toHalfArray } from './half.ts';
+import { packAux, packParams } from './params.ts';
+import { pvKernelWgsl, scoresKernelWgsl, softmaxKernelWgsl } from './standard-kernels.ts';
+import { chooseFlashTile } from './tiles.ts';
+import { runTimed, type Dispatch, type KernelTime } from './timer.ts';
+
+export class WebGpuRunError extends Error {
+  override name = 'WebGpuRunError';
+}
+
+export interface RunOptions {
+  path: WebGpuPath;
+  /** Preferred flash tile (falls back to the largest that fits when it does not). */
+  tile?: Partial<FlashTile>;
+  /** Benchmark-only profiling of the subgroup-matrix kernel (see MatrixKernelConfig.ablate). */
+  ablate?: 'softmax' | 'loads';
+}
+
+const GiB = 1024 ** 3;
+const fmtBytes = (b: number) => (b >= GiB ? `${(b / GiB).toFixed(2)} GiB` : `${(b / 1024 ** 2).toFixed(1)} MiB`);
+
+/** Which storage type a path reads its inputs in. */
+export function pathElem(path: WebGpuPath): 'f32' | 'f16' {
+  return path === 'flash-f16' || path === 'flash-matrix' ? 'f16' : 'f32';
+}
+
+const pipelineCache = new WeakMap<GPUDevice, Map<string, GPUComputePipeline>>();
+
+async function pipeline(device: GPUDevice, code: string): Promise<GPUComputePipeline> {
+  let cache = pipelineCache.get(device);
+  if (!cache) pipelineCache.set(device, (cache = new Map()));
+  const hit = cache.get(code);
+  if (hit) return hit;
+  const module = device.createShaderModule({ code });
+  const info = await module.getCompilationInfo();
+  const errors = info.messages.filter((m) => m.type === 'error');
+  if (errors.length) {
+    throw new WebGpuRunError(`WGSL compile error: ${errors.map((e) => `${e.lineNum}:${e.linePos} ${e.message}`).join('; ')}`);
+  }
+  device.pushErrorScope('validation');
+  const p = device.createComputePipeline({ layout: 'auto', compute: { module, entryPoint: 'main' } });
+  const err = await device.popErrorScope();
+  if (err) throw new WebGpuRunError(`pipeline creation failed: ${err.message}`);
+  cache.set(code, p);
+  return p;
+}
+
+export class AttentionRun {
+  private buffers: GPUBuffer[] = [];
+  private dispatches: Dispatch[] = [];
+  private q!: GPUBuffer;
+  private k!: GPUBuffer;
+  private v!: GPUBuffer;
+  private o!: GPUBuffer;
+  private lse!: GPUBuffer;
+  /** Human-readable kernel configuration (tile sizes, workgroup memory). */
+  config = '';
+
+  private constructor(
+    readonly ctx: WebGpuContext,
+    readonly problem: AttentionProblem,
+    readonly path: WebGpuPath,
+  ) {}
+
+  static async create(ctx: WebGpuContext, problem: AttentionProblem, opts: RunOptions): Promise<AttentionRun> {
+    validateProblem(problem);
+    if (ctx.lost) throw new WebGpuRunError(ctx.lost);
+    if (!ctx.paths.includes(opts.path)) {
+      throw new WebGpuRunError(`this adapter does not offer the '${PATH_LABELS[opts.path]}' path`);
+    }
+    const run = new AttentionRun(ctx, problem, opts.path);
+    try {
+      await run.build(opts);
+    } catch (e) {
+      run.destroy();
+      throw e;
+    }
+    return run;
+  }
+
+  private async buffer(label: string, size: number, usage: number): Promise<GPUBuffer> {
+    const bytes = Math.max(16, Math.ceil(size / 4) * 4);
+    const limit = usage & GPUBufferUsage.STORAGE ? this.ctx.limits.maxStorageBinding : this.ctx.limits.maxBuffer;
+    if (bytes > limit) {
+      throw new WebGpuRunError(
+        `${label} needs ${fmtBytes(bytes)} in one buffer; this adapter allows at most ${fmtBytes(limit)}. Use a smaller problem.`,
+      );
+    }
+    const { device } = this.ctx;
+    device.pushErrorScope('out-of-memory');
+    device.pushErrorScope('validation');
+    const b = device.createBuffer({ label, size: bytes, usage });
+    const invalid = await device.popErrorScope();
+    const oom = await device.popErrorScope();
+    if (oom || invalid) {
+      b.destroy();
+      throw new WebGpuRunError(
+        oom
+          ? `out of GPU memory allocating ${label} (${fmtBytes(bytes)}). Use a smaller problem.`
+          : `could not create ${label} (${fmtBytes(bytes)}): ${invalid?.message}`,
+      );
+    }
+    this.buffers.push(b);
+    return b;
+  }
+
+  private uniform(data: ArrayBuffer): GPUBuffer {
+    const b = this.ctx.device.createBuffer({ size: data.byteLength, usage: GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST });
+    this.ctx.device.queue.writeBuffer(b, 0, data);
+    this.buffers.push(b);
+    return b;
+  }
+
+  private bind(p: GPUComputePipeline, entries: Record<number, GPUBuffer>): GPUBindGroup {
+    return this.ctx.device.createBindGroup({
+      layout: p.getBindGroupLayout(0),
+      entries: Object.entries(entries).map(([binding, buffer]) => ({ binding: Number(binding), resource: { buffer } })),
+    });
+  }
+
+  private async build(opts: RunOptions): Promise<void> {
+    const p = this.problem;
+    const { device } = this.ctx;
+    const s = inputSizes(p);
+    const eb = pathElem(this.path) === 'f16' ? 2 : 4;
+    const RW = GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST | GPUBufferUsage.COPY_SRC;
+    this.q = await this.buffer('Q', s.q * eb, RW);
+    this.k = await this.buffer('K', s.k * eb, RW);
+    this.v = await this.buffer('V', s.v * eb, RW);
+    this.o = await this.buffer('O', s.o * 4, RW);
+    this.lse = await this.buffer('LSE', s.lse * 4, RW);
+    const aux = await this.buffer('ALiBi slopes and sinks', 8 * p.hq, RW);
+    device.queue.writeBuffer(aux, 0, packAux(p));
+    const bh = p.batch * p.hq;
+    if (bh > this.ctx.limits.maxWorkgroupsPerDim) throw new WebGpuRunError(`batch × heads (${bh}) exceeds the adapter's dispatch limit`);
+
+    if (this.path === 'flash-f32' || this.path === 'flash-f16' || this.path === 'flash-subgroups') {
+      const cfg: FlashKernelConfig = chooseFlashTile(
+        this.ctx,
+        { elem: pathElem(this.path), subgroup: this.path === 'flash-subgroups' ? this.ctx.subgroupMinSize : 0, d: p.d, dv: p.dv },
+        opts.tile,
+      );
+      const L = flashLayout(cfg);
+      this.config = `BM=${cfg.bm} BN=${cfg.bn} DK=${cfg.dk} JC=${cfg.jc}, ${L.threads} threads, ${L.bytes} B workgroup memory${
+        cfg.subgroup ? `, shuffles over ${L.lanes} lanes` : ''
+      }`;
+      const pipe = await pipeline(device, flashKernelWgsl(cfg));
+      const params = this.uniform(packParams(p));
+      this.dispatches.push({
+        name: 'flash forward',
+        pipeline: pipe,
+        bindGroup: this.bind(pipe, { 0: params, 1: this.q, 2: this.k, 3: this.v, 4: this.o, 5: this.lse, 6: aux }),
+        workgroups: [Math.ceil(p.nq / cfg.bm), bh, 1],
+      });
+    } else if (this.path === 'flash-matrix') {
+      let cfg: MatrixKernelConfig = { ...chooseMatrixTile(this.ctx, p.d, p.dv), ablate: opts.ablate };
+      let pipe: GPUComputePipeline;
+      let note = '';
+      try {
+        pipe = await pipeline(device, matrixKernelWgsl(cfg));
+      } catch (e) {
+        if (!cfg.subgroupId) throw e;
+        // The compiler rejected subgroup_id: one subgroup per workgroup needs no subgroup ids.
+        cfg = { ...chooseMatrixTile(this.ctx, p.d, p.dv, false), ablate: opts.ablate };
+        pipe = await pipeline(device, matrixKernelWgsl(cfg));
+        note = ' (subgroup_id rejected by the compiler, so one subgroup per workgroup)';
+      }
+      const L = matrixLayout(cfg);
+      this.config = `${cfg.ablate ? `ABLATED (${cfg.ablate}) ` : ''}${cfg.m}×${cfg.n}×${cfg.k} f16 subgroup matrices, BM=${L.bm} BN=${cfg.bn}, ${cfg.warps} subgroups of ${cfg.sg}, ${L.bytes} B workgroup memory${note}`;
+      const params = this.uniform(packParams(p));
+      this.dispatches.push({
+        name: 'flash forward (subgroup matrix)',
+        pipeline: pipe,
+        bindGroup: this.bind(pipe, { 0: params, 1: this.q, 2: this.k, 3: this.v, 4: this.o, 5: this.lse, 6: aux }),
+        workgroups: [Math.ceil(p.nq / L.bm), bh, 1],
+      });
+    } else if (this.path === 'standard') {
+      const perHead = p.nq * p.nk * 4;
+      const limit = this.ctx.limits.maxStorageBinding;
+      if (perHead > limit) {
+        throw new WebGpuRunError(
+          `standard attention needs the ${p.nq}×${p.nk} score matrix of one head in memory (${fmtBytes(perHead)}); this adapter allows ${fmtBytes(limit)} per buffer. The flash paths need no such buffer.`,
+        );
+      }
+      // As many heads per pass as fit in a quarter of the binding limit (S is reused across groups).
+      const group = Math.max(1, Math.min(bh, Math.floor(Math.min(limit, 2 * GiB) / perHead)));
+      const sbuf = await this.buffer(`S/P for ${group} heads`, group * perHead, GPUBufferUsage.STORAGE);
+      this.config = `S/P materialized for ${group} of ${bh} heads at a time (${fmtBytes(group * perHead)}); 64×64 tiles, 256 threads`;
+      const [ps, pm, pp] = await Promise.all([
+        pipeline(device, scoresKernelWgsl(p.d, p.dv)),
+        pipeline(device, softmaxKernelWgsl(p.d, p.dv)),
+        pipeline(device, pvKernelWgsl(p.d, p.dv)),
+      ]);
+      for (let h0 = 0; h0 < bh; h0 += group) {
+        const g = Math.min(group, bh - h0);
+        const params = this.uniform(packParams(p, { head0: h0 }));
+        this.dispatches.push(
+          {
+            name: 'S = QKᵀ',
+            pipeline: ps,
+            bindGroup: this.bind(ps, { 0: params, 1: this.q, 2: this.k, 3: sbuf, 6: aux }),
+            workgroups: [Math.ceil(p.nk / 64), Math.ceil(p.nq / 64), g],
+          },
+          { name: 'P = softmax(S)', pipeline: pm, bindGroup: this.bind(pm, { 0: params, 3: sbuf, 5: this.lse, 6: aux }), workgroups: [p.nq, g, 1] },
+          {
+            name: 'O = PV',
+            pipeline: pp,
+            bindGroup: this.bind(pp, { 0: params, 2: this.v, 3: sbuf, 4: this.o }),
+            workgroups: [Math.ceil(p.dv / 64), Math.ceil(p.nq / 64), g],
+          },
+        );
+      }
+    } else {
+      // decode: enough splits to give the GPU a few hundred workgroups
+      const splits = Math.max(1, Math.min(Math.ceil(p.nk / DECODE_THREADS), Math.ceil(512 / bh), 256));
+      const splitLen = Math.ceil(p.nk / splits / DECODE_THREADS) * DECODE_THREADS;
+      const used = Math.ceil(p.nk / splitLen);
+      const params = this.uniform(packParams(p, { splits: used, splitLen }));
+      const opart = await this.buffer('partial O', bh * used * p.nq * p.dv * 4, GPUBufferUsage.STORAGE);
+      const lpart = await this.buffer('partial LSE', bh * used * p.nq * 4, GPUBufferUsage.STORAGE);
+      this.config = `${used} splits of ${splitLen} keys, ${DECODE_THREADS} threads per split`;
+      const [psplit, pcomb] = await Promise.all([
+        pipeline(device, decodeSplitKernelWgsl(p.d, p.dv)),
+        pipeline(device, decodeCombineKernelWgsl(p.d, p.dv)),
+      ]);
+      this.dispatches.push(
+        {
+          name: 'split K/V',
+          pipeline: psplit,
+          bindGroup: this.bind(psplit, { 0: params, 1: this.q, 2: this.k, 3: this.v, 4: opart, 5: lpart, 6: aux }),
+          workgroups: [used, bh, 1],
+        },
+        {
+          name: 'LSE combine',
+          pipeline: pcomb,
+          bindGroup: this.bind(pcomb, { 0: params, 1: opart, 2: lpart, 4: this.o, 5: this.lse, 6: aux }),
+          workgroups: [p.nq, bh, 1],
+        },
+      );
+    }
+  }
+
+  upload(x: AttentionInputs): void {
+    const f16 = pathElem(this.path) === 'f16';
+    const put = (b: GPUBuffer, a: Float32Array) => {
+      const data = f16 ? toHalfArray(a) : a;
+      this.ctx.device.queue.writeBuffer(b, 0, data.buffer, data.byteOffset, data.byteLength);
+    };
+    put(this.q, x.q);
+    put(this.k, x.k);
+    put(this.v, x.v);
+  }
+
+  /** N(0,1) inputs generated on the GPU (seeded; Q, K, V get different streams). */
+  async fillRandom(seed: number): Promise<void> {
+    const elem = pathElem(this.path);
+    const pipe = await pipeline(this.ctx.device, fillKernelWgsl(elem));
+    const s = inputSizes(this.problem);
+    const enc = this.ctx.device.createCommandEncoder();
+    const tmp: GPUBuffer[] = [];
+    [
+      [this.q, s.q, 1],
+      [this.k, s.k, 2],
+      [this.v, s.v, 3],
+    ].forEach(([buf, count, stream]) => {
+      const n = count as number;
+      const groups = Math.ceil(n / 256);
+      const x = Math.min(groups, this.ctx.limits.maxWorkgroupsPerDim);
+      const y = Math.ceil(groups / x);
+      const u = this.ctx.device.createBuffer({ size: 16, usage: GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST });
+      this.ctx.device.queue.writeBuffer(u, 0, new Uint32Array([n, (seed * 7919 + (stream as number) * 104729) >>> 0, x * 256, 0]));
+      tmp.push(u);
+      const pass = enc.beginComputePass();
+      pass.setPipeline(pipe);
+      pass.setBindGroup(0, this.bind(pipe, { 0: u, 1: buf as GPUBuffer }));
+      pass.dispatchWorkgroups(x, y, 1);
+      pass.end();
+    });
+    this.ctx.device.queue.submit([enc.finish()]);
+    await this.ctx.device.queue.onSubmittedWorkDone();
+    tmp.forEach((b) => b.destroy());
+  }
+
+  async execute(): Promise<KernelTime[]> {
+    if (this.ctx.lost) throw new WebGpuRunError(this.ctx.lost);
+    const { device } = this.ctx;
+    device.pushErrorScope('validation');
+    const times = await runTimed(device, this.dispatches, this.ctx.timestamps);
+    const err = await device.popErrorScope();
+    if (err) throw new WebGpuRunError(`kernel launch failed: ${err.message}`);
+    if (this.ctx.lost) throw new WebGpuRunError(this.ctx.lost);
+    return times;
+  }
+
+  private async readBuffer(src: GPUBuffer, offset: number, bytes: number): Promise<ArrayBuffer> {
+    const { device } = this.ctx;
+    const size = Math.ceil(bytes / 4) * 4;
+    const rb = device.createBuffer({ size, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
+    const enc = device.createCommandEncoder();
+    enc.copyBufferToBuffer(src, offset, rb, 0, size);
+    device.queue.submit([enc.finish()]);
+    await rb.mapAsync(GPUMapMode.READ);
+    const out = rb.getMappedRange().slice(0, bytes);
+    rb.unmap();
+    rb.destroy();
+    if (this.ctx.lost) throw new WebGpuRunError(this.ctx.lost);
+    return out;
+  }
+
+  async read(): Promise<{ o: Float32Array; lse: Float32Array }> {
+    const s = inputSizes(this.problem);
+    const [o, lse] = await Promise.all([this.readBuffer(this.o, 0, s.o * 4), this.readBuffer(this.lse, 0, s.lse * 4)]);
+    return { o: new Float32Array(o), lse: new Float32Array(lse) };
+  }
+
+  /** O [nq, dv] and LSE [nq] of one (batch, head): what a result view shows without reading all heads. */
+  async readHead(b: number, h: number): Promise<{ o: Float32Array; lse: Float32Array }> {
+    const p = this.problem;
+    const r = (b * p.hq + h) * p.nq;
+    const [o, lse] = await Promise.all([
+      this.readBuffer(this.o, r * p.dv * 4, p.nq * p.dv * 4),
+      this.readBuffer(this.lse, r * 4, p.nq * 4),
+    ]);
+    return { o: new Float32Array(o), lse: new Float32Array(lse) };
+  }
+
+  /** One row of O (dv floats) — for checks on large problems without reading everything back. */
+  async readRow(b: number, h: number, i: number): Promise<{ o: Float32Array; lse: number }> {
+    const p = this.problem;
+    const r = (b * p.hq + h) * p.nq + i;
+    const [o, lse] = await Promise.all([this.readBuffer(this.o, r * p.dv * 4, p.dv * 4), this.readBuffer(this.lse, r * 4, 4)]);
+    return { o: new Float32Array(o), lse: new Float32Array(lse)[0] };
+  }
+
+  private async readElems(src: GPUBuffer, first: number, count: number): Promise<Float32Array> {
+    if (pathElem(this.path) === 'f32') return new Float32Array(await this.readBuffer(src, first * 4, count * 4));
+    // f16: offsets must be 4-byte aligned, so read from the even element before `first`.
+    const start = first - (first % 2);
+    const raw = new Uint16Array(await this.readBuffer(src, start * 2, (first - start + count) * 2));
+    const out = new Float32Array(count);
+    for (let i = 0; i < count; i++) out[i] = halfToFloat(raw[first - start + i]);
+    return out;
+  }
+
+  /** The inputs one query row depends on, as stored on the GPU (what the CPU check recomputes from). */
+  async readRowInputs(b: number, h: number, i: number): Promise<{ q: Float32Array; k: Float32Array; v: Float32Array }> {
+    const p = this.problem;
+    const hk = Math.floor(h / (p.hq / p.hk));
+    const [q, k, v] = await Promise.all([
+      this.readElems(this.q, ((b * p.hq + h) * p.nq + i) * p.d, p.d),
+      this.readElems(this.k, (b * p.hk + hk) * p.nk * p.d, p.nk * p.d),
+      this.readElems(this.v, (b * p.hk + hk) * p.nk * p.dv, p.nk * p.dv),
+    ]);
+    return { q, k, v };
+  }
+
+  destroy(): void {
+    for (const b of this.buffers) b.destroy();
+    this.buffers = [];
+  }
+}

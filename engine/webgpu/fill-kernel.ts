@@ -1,0 +1,30 @@
+// Fills an input tensor with pseudo-normal values directly on the GPU. Full-size problems
+// (B·H = 64, N = 65536, d = 128: 2 GiB per tensor) cannot be generated in JS and uploaded
+// in reasonable time; the kernel is a counter-based hash (PCG-style) so any element can be
+// regenerated — the host re-reads sampled rows to check them against the CPU reference.
+
+export function fillKernelWgsl(elem: 'f32' | 'f16'): string {
+  return /* wgsl */ `
+${elem === 'f16' ? 'enable f16;' : ''}
+struct Fill { count: u32, seed: u32, row_stride: u32, pad: u32 }
+@group(0) @binding(0) var<uniform> fill: Fill;
+@group(0) @binding(1) var<storage, read_write> out: array<${elem}>;
+
+fn hash(x: u32) -> u32 {
+  var s = x * 747796405u + 2891336453u;
+  let w = ((s >> ((s >> 28u) + 4u)) ^ s) * 277803737u;
+  return (w >> 22u) ^ w;
+}
+fn unit(x: u32) -> f32 { return (f32(hash(x) >> 8u) + 0.5) / 16777216.0; }
+
+@compute @workgroup_size(256)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+  let i = gid.x + gid.y * fill.row_stride;
+  if (i >= fill.count) { return; }
+  // Box-Muller on two hashed uniforms: N(0, 1).
+  let u1 = unit((i * 2u) ^ fill.seed);
+  let u2 = unit((i * 2u + 1u) ^ (fill.seed * 0x9e3779b9u));
+  out[i] = ${elem}(sqrt(-2.0 * log(u1)) * cos(6.2831853 * u2));
+}
+`;
+}

@@ -1,0 +1,29 @@
+// WebGPU under Node through Dawn (npm package `webgpu`). Only Node entry points (the CLI
+// and the benchmark) import this file; the browser bundle never does.
+//
+// FLASHSCOPE_WEBGPU may point at another copy of the package's index.js (the carried
+// .gpu/webgpu/ on a GPU machine). The Dawn toggles unlock f16 and subgroup matrices on
+// NVIDIA's Vulkan driver; elsewhere they are ignored.
+
+import { openWebGpu, WebGpuUnavailable, type WebGpuContext } from './device.ts';
+
+export const DAWN_TOGGLES = ['enable-dawn-features=allow_unsafe_apis,vulkan_enable_f16_on_nvidia'];
+
+export async function openNodeWebGpu(): Promise<WebGpuContext> {
+  const spec = process.env.FLASHSCOPE_WEBGPU ?? 'webgpu';
+  let mod: { create: (opts: string[]) => GPU; globals: Record<string, unknown> };
+  try {
+    mod = await import(/* @vite-ignore */ spec);
+  } catch (e) {
+    throw new WebGpuUnavailable(`could not load the Dawn WebGPU bindings (${spec}): ${e instanceof Error ? e.message : String(e)}`);
+  }
+  Object.assign(globalThis, mod.globals);
+  const ctx = await openWebGpu(mod.create(DAWN_TOGGLES));
+  return ctx;
+}
+
+export const NO_ADAPTER_HELP =
+  'No WebGPU adapter under Node on this machine (no GPU, or no Vulkan driver Dawn can use). ' +
+  'On a CPU-only Linux machine, SwiftShader works for small shapes: ' +
+  'LD_LIBRARY_PATH=/usr/lib/chromium VK_ICD_FILENAMES=/usr/lib/chromium/vk_swiftshader_icd.json. ' +
+  'Kernel correctness in CI is covered by the browser tests (e2e/webgpu-kernels.spec.ts).';

@@ -1,0 +1,103 @@
+// The problem as the WGSL kernels see it: one uniform block of shape and mask parameters,
+// plus a small storage array of per-head ALiBi slopes and sink logits. Every kernel
+// (flash, subgroup-matrix, standard, decode) reads the same layout, so the modifier
+// semantics live in one place on the GPU side just as engine/scores.ts does on the CPU side.
+
+import { alibiSlopes, softmaxScale, type AttentionProblem } from '../problem.ts';
+
+/** 16 words: kept a multiple of 16 bytes for uniform-buffer layout rules. */
+export const PARAMS_WORDS = 16;
+
+/** WGSL declaration matching packParams(). */
+export const PARAMS_WGSL = /* wgsl */ `
+struct Params {
+  nq: u32, nk: u32, hq: u32, hk: u32,
+  batch: u32, diag: i32, left: i32, right: i32,
+  causal: u32, scale: f32, softcap: f32, flags: u32,
+  splits: u32, split_len: u32, head0: u32, pad1: u32,
+}
+const FLAG_ALIBI = 1u;
+const FLAG_SINKS = 2u;
+`;
+
+export function packParams(p: AttentionProblem, extra: { splits?: number; splitLen?: number; head0?: number } = {}): ArrayBuffer {
+  const buf = new ArrayBuffer(PARAMS_WORDS * 4);
+  const u = new Uint32Array(buf);
+  const i = new Int32Array(buf);
+  const f = new Float32Array(buf);
+  u[0] = p.nq;
+  u[1] = p.nk;
+  u[2] = p.hq;
+  u[3] = p.hk;
+  u[4] = p.batch;
+  i[5] = p.nk - p.nq;
+  i[6] = p.window?.left ?? -1;
+  i[7] = p.window?.right ?? -1;
+  u[8] = p.causal ? 1 : 0;
+  f[9] = softmaxScale(p);
+  f[10] = p.softcap ?? 0;
+  u[11] = (p.alibi !== undefined ? 1 : 0) | (p.sinks !== undefined ? 2 : 0);
+  u[12] = extra.splits ?? 1;
+  u[13] = extra.splitLen ?? p.nk;
+  u[14] = extra.head0 ?? 0;
+  return buf;
+}
+
+/** [slopes (hq) | sinks (hq)], zeros where the problem has none. */
+export function packAux(p: AttentionProblem): Float32Array {
+  const a = new Float32Array(2 * p.hq);
+  const slopes = alibiSlopes(p);
+  if (slopes) a.set(slopes, 0);
+  if (p.sinks) a.set(p.sinks, p.hq);
+  return a;
+}
+
+/**
+ * WGSL helpers shared by all kernels. `score_mod` is engine/scores.ts's modifyScore in
+ * WGSL: scale, then softcap, then ALiBi, then the causal/window masks aligned bottom-right;
+ * masked logits become NEG_INF. `row_key_range` is visibleRange() for one query row.
+ */
+export const SCORE_WGSL = /* wgsl */ `
+const NEG_INF = -3.4028234663852886e38; // stands in for -inf: exp(NEG_INF - finite) == 0
+
+// A true -inf for LSE of fully masked rows; built at run time because a constant
+// expression may not evaluate to infinity in WGSL (params.pad1 is always 0).
+fn neg_inf_runtime() -> f32 { return bitcast<f32>(0xff800000u | params.pad1); }
+
+fn key_visible(i: u32, j: u32) -> bool {
+  let rel = i32(j) - (i32(i) + params.diag);
+  if (params.causal != 0u && rel > 0) { return false; }
+  if (params.left >= 0 && rel < -params.left) { return false; }
+  if (params.right >= 0 && rel > params.right) { return false; }
+  return true;
+}
+
+fn score_mod(h: u32, i: u32, j: u32, dot: f32) -> f32 {
+  if (j >= params.nk || !key_visible(i, j)) { return NEG_INF; }
+  var s = dot * params.scale;
+  if (params.softcap > 0.0) { s = params.softcap * tanh(s / params.softcap); }
+  if ((params.flags & FLAG_ALIBI) != 0u) {
+    s -= aux[h] * f32(abs(i32(j) - (i32(i) + params.diag)));
+  }
+  return s;
+}
+
+fn sink_logit(h: u32) -> f32 {
+  if ((params.flags & FLAG_SINKS) != 0u) { return aux[params.hq + h]; }
+  return NEG_INF;
+}
+
+// Keys [lo, hi) any row of [r0, r1) can see: whole tiles outside it are skipped.
+fn block_key_range(r0: u32, r1: u32) -> vec2<u32> {
+  var lo = 0i;
+  var hi = i32(params.nk);
+  if (params.left >= 0) { lo = max(lo, i32(r0) + params.diag - params.left); }
+  var right = -1;
+  if (params.causal != 0u) { right = 0; }
+  if (params.right >= 0) { right = select(params.right, min(right, params.right), right >= 0); }
+  if (right >= 0) { hi = min(hi, i32(r1) - 1 + params.diag + right + 1); }
+  lo = clamp(lo, 0, i32(params.nk));
+  hi = clamp(hi, lo, i32(params.nk));
+  return vec2<u32>(u32(lo), u32(hi));
+}
+`;

@@ -1,0 +1,76 @@
+// Checks sampled rows of a GPU result against the float64 reference, without computing
+// the whole reference (infeasible at N = 64K). One row of attention depends only on its
+// query row and its head's K and V; the formula is engine/reference.ts's, restricted to
+// row i, and uses the same score modifiers (engine/scores.ts).
+
+import { scoreModel, modifyScore } from '../scores.ts';
+import type { AttentionProblem } from '../problem.ts';
+
+export function referenceRow(
+  p: AttentionProblem,
+  h: number,
+  i: number,
+  q: Float32Array,
+  k: Float32Array,
+  v: Float32Array,
+): { o: Float64Array; lse: number } {
+  const sm = scoreModel(p);
+  const sink = p.sinks?.[h];
+  const s = new Float64Array(p.nk);
+  let max = sink ?? -Infinity;
+  for (let j = 0; j < p.nk; j++) {
+    let dot = 0;
+    for (let c = 0; c < p.d; c++) dot += q[c] * k[j * p.d + c];
+    s[j] = modifyScore(sm, h, i, j, dot);
+    if (s[j] > max) max = s[j];
+  }
+  const o = new Float64Array(p.dv);
+  if (max === -Infinity) return { o, lse: -Infinity };
+  let sum = sink !== undefined ? Math.exp(sink - max) : 0;
+  for (let j = 0; j < p.nk; j++) {
+    s[j] = s[j] === -Infinity ? 0 : Math.exp(s[j] - max);
+    sum += s[j];
+  }
+  for (let j = 0; j < p.nk; j++) {
+    if (s[j] === 0) continue;
+    const w = s[j] / sum;
+    for (let c = 0; c < p.dv; c++) o[c] += w * v[j * p.dv + c];
+  }
+  return { o, lse: max + Math.log(sum) };
+}
+
+/** Rows to sample: first, last, and evenly spaced ones in between (distinct, sorted). */
+export function sampleRows(nq: number, count: number): number[] {
+  const rows = new Set<number>([0, nq - 1]);
+  for (let t = 1; rows.size < Math.min(count, nq) && t < count * 4; t++) rows.add(Math.floor((t * nq) / (count + 1)) % nq);
+  return [...rows].sort((a, b) => a - b);
+}
+
+export interface RowCheck {
+  rows: { b: number; h: number; i: number }[];
+  maxAbsErrO: number;
+  maxAbsErrLse: number;
+}
+
+/** Compares sampled rows of `run` (an AttentionRun after execute()) with the float64 reference. */
+export async function checkSampledRows(
+  run: {
+    problem: AttentionProblem;
+    readRow(b: number, h: number, i: number): Promise<{ o: Float32Array; lse: number }>;
+    readRowInputs(b: number, h: number, i: number): Promise<{ q: Float32Array; k: Float32Array; v: Float32Array }>;
+  },
+  count = 4,
+): Promise<RowCheck> {
+  const p = run.problem;
+  const rows = sampleRows(p.nq, count).map((i, t) => ({ b: t % p.batch, h: (t * 7) % p.hq, i }));
+  let eo = 0;
+  let el = 0;
+  for (const r of rows) {
+    const x = await run.readRowInputs(r.b, r.h, r.i);
+    const ref = referenceRow(p, r.h, r.i, x.q, x.k, x.v);
+    const got = await run.readRow(r.b, r.h, r.i);
+    for (let c = 0; c < p.dv; c++) eo = Math.max(eo, Math.abs(got.o[c] - ref.o[c]));
+    el = Math.max(el, got.lse === ref.lse ? 0 : Math.abs(got.lse - ref.lse));
+  }
+  return { rows, maxAbsErrO: eo, maxAbsErrLse: el };
+}

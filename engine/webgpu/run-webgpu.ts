@@ -1,0 +1,58 @@
+// Running one problem on the WebGPU backend from a host program: the CLI's
+// `run --backend webgpu`, and anything else that has a WebGpuContext (Node or browser).
+
+import type { AttentionInputs } from '../inputs.ts';
+import { nominalFlops, type AttentionProblem } from '../problem.ts';
+import type { WebGpuContext, WebGpuPath } from './device.ts';
+import { AttentionRun, pathElem } from './backend.ts';
+import type { KernelTime } from './timer.ts';
+
+export interface WebGpuRunOptions {
+  path: WebGpuPath;
+  /** Timed repetitions after one warm-up; the median total is reported. */
+  repeats?: number;
+}
+
+export interface WebGpuRunResult {
+  o: Float32Array;
+  lse: Float32Array;
+  /** Median total kernel time in ms, and the per-kernel times of that repetition. */
+  ms: number;
+  kernels: KernelTime[];
+  tflops: number;
+  /** Minimum HBM traffic (Q, K, V read once; O, LSE written once) over the time. */
+  gbs: number;
+  config: string;
+  adapter: string;
+}
+
+export async function runWebGpu(ctx: WebGpuContext, problem: AttentionProblem, inputs: AttentionInputs, opts: WebGpuRunOptions): Promise<WebGpuRunResult> {
+  const run = await AttentionRun.create(ctx, problem, { path: opts.path });
+  try {
+    run.upload(inputs);
+    await run.execute();
+    const reps: { ms: number; kernels: KernelTime[] }[] = [];
+    for (let r = 0; r < Math.max(1, opts.repeats ?? 3); r++) {
+      const kernels = await run.execute();
+      reps.push({ ms: kernels.reduce((a, k) => a + k.ms, 0), kernels });
+    }
+    reps.sort((a, b) => a.ms - b.ms);
+    const mid = reps[Math.floor(reps.length / 2)];
+    const { o, lse } = await run.read();
+    const p = problem;
+    const eb = pathElem(opts.path) === 'f16' ? 2 : 4;
+    const bytes = p.batch * (p.hq * p.nq * p.d + p.hk * p.nk * (p.d + p.dv)) * eb + p.batch * p.hq * p.nq * (p.dv + 1) * 4;
+    return {
+      o,
+      lse,
+      ms: mid.ms,
+      kernels: mid.kernels,
+      tflops: nominalFlops(p) / (mid.ms * 1e9),
+      gbs: bytes / (mid.ms * 1e6),
+      config: run.config,
+      adapter: ctx.adapterName,
+    };
+  } finally {
+    run.destroy();
+  }
+}

@@ -1,0 +1,26 @@
+// The small problems every WebGPU path is checked on (browser tests on SwiftShader, and the
+// self-test at the top of the GPU benchmark): each variant of the problem spec, sizes that
+// are not multiples of any tile, and key counts several times larger than a K/V tile and
+// than the subgroup size (a kernel that silently drops keys past the subgroup or the first
+// tile fails these).
+
+import type { AttentionProblem } from '../problem.ts';
+
+const base: AttentionProblem = { batch: 2, hq: 4, hk: 4, nq: 45, nk: 77, d: 24, dv: 24, causal: false, dtype: 'fp32' };
+
+export const KERNEL_VARIANTS: { name: string; problem: AttentionProblem }[] = [
+  { name: 'plain', problem: base },
+  { name: 'causal', problem: { ...base, causal: true } },
+  { name: 'causal Nq>Nk', problem: { ...base, nq: 90, nk: 50, causal: true } },
+  { name: 'window', problem: { ...base, window: { left: 9, right: 4 } } },
+  { name: 'causal window', problem: { ...base, causal: true, window: { left: 16, right: -1 } } },
+  { name: 'alibi', problem: { ...base, alibi: 'standard' } },
+  { name: 'softcap', problem: { ...base, softcap: 3 } },
+  { name: 'sinks', problem: { ...base, sinks: [0.5, -1, 2, 0] } },
+  { name: 'GQA', problem: { ...base, hq: 4, hk: 2 } },
+  { name: 'MQA', problem: { ...base, hq: 4, hk: 1 } },
+  { name: 'dv≠d', problem: { ...base, d: 40, dv: 16 } },
+  { name: 'odd head dims', problem: { ...base, d: 21, dv: 13 } }, // the scalar (non-vec4) loads
+  { name: 'many K/V tiles', problem: { ...base, batch: 1, hq: 2, hk: 2, nq: 33, nk: 300 } },
+  { name: 'decode Nq=1', problem: { ...base, nq: 1, nk: 333 } },
+];

@@ -13,6 +13,9 @@ import { paneRequest } from '../app/compare/shared-request.ts';
 import { DEFAULT_FORM, formToRequest } from '../app/store/problem-form.ts';
 import { openApp, watchConsole } from './helpers.ts';
 
+/** The debugger's problem panel (other panels, e.g. WebGPU, have fields with the same names). */
+const problem = (p: Page) => p.getByRole('region', { name: 'Problem' });
+
 let checkConsole: () => void;
 test.beforeEach(async ({ page }) => {
   checkConsole = watchConsole(page);
@@ -91,8 +94,8 @@ test('synchronised stepping: K/V block, normalised progress, unlinked; keyboard 
 test('FA3 with and without ping-pong: simulated-time sync, predictions on H100, fallback named for panes without a schedule', async ({ page }) => {
   await openApp(page);
   // A Hopper-sized problem in fp16 for the shared problem.
-  for (const [label, v] of [['Nq', '128'], ['Nk', '256'], ['d', '64'], ['dv', '64']] as const) await page.getByLabel(label, { exact: true }).fill(v);
-  await page.getByLabel('dtype').selectOption('fp16');
+  for (const [label, v] of [['Nq', '128'], ['Nk', '256'], ['d', '64'], ['dv', '64']] as const) await problem(page).getByLabel(label, { exact: true }).fill(v);
+  await problem(page).getByLabel('dtype').selectOption('fp16');
   await page.getByRole('button', { name: 'Load problem' }).click();
   await expect(page.getByTestId('step-counter')).toHaveText(/^Step 1 of \d+$/);
   await page.getByRole('tab', { name: 'Compare' }).click();

@@ -13,6 +13,9 @@ import { DEFAULT_FORM, formToRequest } from '../app/store/problem-form.ts';
 import { counter, openApp, watchConsole } from './helpers.ts';
 import { file, npy, npyWithHeader, qkvSafetensors, safetensorsWithHeader, values, type TestFile } from './tensor-files.ts';
 
+/** The debugger's problem panel (other panels, e.g. WebGPU, have fields with the same names). */
+const problem = (p: Page) => p.getByRole('region', { name: 'Problem' });
+
 let checkConsole: () => void;
 test.beforeEach(async ({ page }) => {
   checkConsole = watchConsole(page);
@@ -77,8 +80,8 @@ test('picked .npy files (BNHD, GQA): tensors listed, layout detected, the chosen
   await expect(dialog).toHaveCount(0);
   await expect(counter(page)).toHaveText(`Step 1 of ${s.events().length}`);
   await expect(page.getByTestId('imported-inputs')).toContainText('q.npy · k.npy · v.npy, batch 0, head 5 (BNHD)');
-  await expect(page.getByLabel('Nq', { exact: true })).toHaveValue('40');
-  await expect(page.getByLabel('Nk', { exact: true })).toHaveValue('24');
+  await expect(problem(page).getByLabel('Nq', { exact: true })).toHaveValue('40');
+  await expect(problem(page).getByLabel('Nk', { exact: true })).toHaveValue('24');
   // The Q the worker steps through is head 5 of the file: row 0 of the tile numbers, value for value.
   const q = values(40 * 8 * 16, 0.3);
   await page.locator('figure[data-matrix="Q"] canvas').first().click({ position: { x: 3, y: 3 } });
@@ -142,8 +145,8 @@ test('a 1.9 GB .npy is handled by reading its header and one head', async ({ pag
   writeFileSync(join(dir, 'v.npy'), v.buffer);
 
   await openApp(page);
-  await page.getByLabel('Br', { exact: true }).fill('64');
-  await page.getByLabel('Bc', { exact: true }).fill('64');
+  await problem(page).getByLabel('Br', { exact: true }).fill('64');
+  await problem(page).getByLabel('Bc', { exact: true }).fill('64');
   const dialog = await openDialog(page);
   await dialog.getByLabel('Tensor files').setInputFiles([path, join(dir, 'k.npy'), join(dir, 'v.npy')]);
   await expect(dialog.getByRole('list', { name: 'Files found' })).toContainText('big_q.npy (1.88 GB, npy)');
@@ -152,8 +155,8 @@ test('a 1.9 GB .npy is handled by reading its header and one head', async ({ pag
   await dialog.getByRole('button', { name: 'Load these tensors' }).click();
   await expect(page.getByTestId('imported-inputs')).toContainText(`head ${head} (BHND)`, { timeout: 20_000 });
   await expect(counter(page)).toHaveText(/^Step 1 of \d+$/);
-  await expect(page.getByLabel('dtype')).toHaveValue('fp16');
-  await expect(page.getByLabel('d', { exact: true })).toHaveValue('128');
+  await expect(problem(page).getByLabel('dtype')).toHaveValue('fp16');
+  await expect(problem(page).getByLabel('d', { exact: true })).toHaveValue('128');
 });
 
 // ——— Bad files and bad choices: each with the message a person sees. ———

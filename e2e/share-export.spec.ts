@@ -10,6 +10,9 @@ import { decodeState, encodeState, defaultSharedState, SHARE_VERSION } from '../
 import { DEFAULT_VIEWS } from '../app/views/registry.ts';
 import { counter, engineSession, openApp, watchConsole } from './helpers.ts';
 
+/** The debugger's problem panel (other panels, e.g. WebGPU, have fields with the same names). */
+const problem = (p: Page) => p.getByRole('region', { name: 'Problem' });
+
 let checkConsole: () => void;
 test.beforeEach(async ({ page }) => {
   checkConsole = watchConsole(page);
@@ -22,10 +25,10 @@ const pane = (page: Page, i: number) => page.locator(`[data-pane="cmp${i}"]`);
 test('the URL carries the state: reloading it restores problem, step, views, compare panes and sync axis', async ({ page }) => {
   const { s } = await engineSession({ algorithm: 'fa1', nq: '48', causal: true, seed: '7' });
   await openApp(page);
-  await page.getByLabel('Algorithm').selectOption('fa1');
-  await page.getByLabel('Nq', { exact: true }).fill('48');
-  await page.getByLabel('Causal').check();
-  await page.getByLabel('seed').fill('7');
+  await problem(page).getByLabel('Algorithm').selectOption('fa1');
+  await problem(page).getByLabel('Nq', { exact: true }).fill('48');
+  await problem(page).getByLabel('Causal').check();
+  await problem(page).getByLabel('seed').fill('7');
   await page.getByRole('button', { name: 'Load problem' }).click();
   await expect(counter(page)).toHaveText(`Step 1 of ${s.events().length}`);
   for (let i = 0; i < 6; i++) await page.getByRole('button', { name: 'Step forward', exact: true }).click();
@@ -53,9 +56,9 @@ test('the URL carries the state: reloading it restores problem, step, views, com
   await expect(pane(fresh, 0).getByTestId('step-counter')).toHaveText(c0!, { timeout: 20_000 });
   await expect(pane(fresh, 1).getByTestId('step-counter')).toHaveText(c1!);
   await fresh.getByRole('tab', { name: 'Single' }).click();
-  await expect(fresh.getByLabel('Algorithm')).toHaveValue('fa1');
-  await expect(fresh.getByLabel('Nq', { exact: true })).toHaveValue('48');
-  await expect(fresh.getByLabel('Causal')).toBeChecked();
+  await expect(problem(fresh).getByLabel('Algorithm')).toHaveValue('fa1');
+  await expect(problem(fresh).getByLabel('Nq', { exact: true })).toHaveValue('48');
+  await expect(problem(fresh).getByLabel('Causal')).toBeChecked();
   await expect(counter(fresh)).toHaveText(`Step 7 of ${s.events().length}`);
   await expect(fresh.getByTestId('share-notice')).toHaveCount(0);
   // The address bar follows every change (here: back to the debugger), and reloading it restores that.
@@ -109,7 +112,7 @@ test(`${BAD_SETTINGS.length} bad problem settings are named and the loaded run s
   await page.getByRole('button', { name: 'Step forward', exact: true }).click();
   const before = await counter(page).textContent();
   for (const [name, label, value, message] of BAD_SETTINGS) {
-    const field = page.getByLabel(label, { exact: true });
+    const field = problem(page).getByLabel(label, { exact: true });
     const old = await field.inputValue();
     await field.fill(value);
     await page.getByRole('button', { name: 'Load problem' }).click();

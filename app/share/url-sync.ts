@@ -11,7 +11,7 @@ import { formToRequest, type ProblemForm } from '../store/problem-form.ts';
 import { useApp } from '../store/store.ts';
 import { DEFAULT_VIEWS } from '../views/registry.ts';
 import { useShare } from './share-store.ts';
-import { decodeState, encodeState, type SharedState } from './url-state.ts';
+import { decodeState, defaultSharedState, encodeState, type SharedState } from './url-state.ts';
 
 const MAIN = 'main';
 
@@ -85,12 +85,15 @@ export function currentLink(): string {
 /** Starts restoring positions and mirroring the state into the URL. */
 export function startUrlSync(): () => void {
   const stopPending = restorePendingSteps();
+  const defaults = encodeState(defaultSharedState(DEFAULT_VIEWS));
   let timer = 0;
   const write = () => {
     clearTimeout(timer);
     timer = window.setTimeout(() => {
+      // The defaults need no fragment: a fresh page keeps a clean address.
       const frag = encodeState(currentState());
-      if (location.hash !== frag) history.replaceState(history.state, '', frag);
+      const target = frag === defaults ? '' : frag;
+      if (location.hash !== target) history.replaceState(history.state, '', `${location.pathname}${location.search}${target}`);
     }, 200);
   };
   const subs = [useApp.subscribe(write), useCompare.subscribe(write), useImport.subscribe(write)];

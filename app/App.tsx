@@ -2,15 +2,22 @@ import { lazy, Suspense, useEffect } from 'react';
 import { DebuggerPane } from './pane/DebuggerPane.tsx';
 import { useApp } from './store/store.ts';
 import { LessonsNav, WithLessons } from './lessons/LessonsEntry.tsx';
+import { ModeSwitch } from './compare/ModeSwitch.tsx';
+import { ComparePage } from './compare/ComparePage.tsx';
+import { useCompare } from './compare/compare-store.ts';
+import { ShareButton, ShareNotice } from './share/ShareControls.tsx';
+import { startUrlSync } from './share/url-sync.ts';
 
 const WebGpuPanel = lazy(() => import('./webgpu/WebGpuPanel.tsx'));
 
 export function App() {
   const theme = useApp((s) => s.layout.theme);
   const setTheme = useApp((s) => s.setTheme);
+  const mode = useCompare((s) => s.mode);
   useEffect(() => {
     document.documentElement.dataset.theme = theme;
   }, [theme]);
+  useEffect(() => startUrlSync(), []);
   const other = theme === 'dark' ? 'light' : 'dark';
   return (
     <div className="app">
@@ -20,15 +27,22 @@ export function App() {
         </h1>
         <span className="tagline">step through tiled attention, one phase at a time</span>
         <LessonsNav />
+        <ModeSwitch />
+        <ShareButton />
         <button className="theme" onClick={() => setTheme(other)} aria-label={`Switch to ${other} theme`}>
           {theme === 'dark' ? '☀' : '☾'}
         </button>
       </header>
+      <ShareNotice />
       <WithLessons>
-        <DebuggerPane pane="main" />
-        <Suspense fallback={null}>
-          <WebGpuPanel />
-        </Suspense>
+        {/* The debugger pane stays mounted in compare mode: it holds the shared problem. */}
+        <div hidden={mode === 'compare'} className="mode-debugger">
+          <DebuggerPane pane="main" />
+          <Suspense fallback={null}>
+            <WebGpuPanel />
+          </Suspense>
+        </div>
+        {mode === 'compare' && <ComparePage />}
       </WithLessons>
     </div>
   );

@@ -10,6 +10,8 @@ import { Transport } from '../panels/Transport.tsx';
 import { DEFAULT_VIEWS, VIEWS, type ViewColumn } from '../views/registry.ts';
 import { PaneContext, usePane } from './context.ts';
 import { PaneController } from './controller.ts';
+import { registerController } from '../compare/controllers.ts';
+import { ExportBar, ExportFrame } from '../export/ExportControls.tsx';
 
 /** A view that throws shows its error in its own box; the rest of the pane keeps working. */
 class ViewBoundary extends Component<{ title: string; children: ReactNode }, { error: string | null }> {
@@ -40,9 +42,11 @@ function Views({ column }: { column: ViewColumn }) {
     <>
       {VIEWS.filter((v) => v.column === column && shown?.includes(v.id) && (!v.when || v.when(summary))).map((v) => (
         <ViewBoundary key={v.id} title={v.title}>
-          <Suspense fallback={<section className="view dim">Loading {v.title.toLowerCase()}…</section>}>
-            <v.component />
-          </Suspense>
+          <ExportFrame id={v.id} title={v.title}>
+            <Suspense fallback={<section className="view dim">Loading {v.title.toLowerCase()}…</section>}>
+              <v.component />
+            </Suspense>
+          </ExportFrame>
         </ViewBoundary>
       ))}
     </>
@@ -111,6 +115,7 @@ function PaneBody() {
       </aside>
       <main className="center">
         <Transport />
+        <ExportBar />
         {status === 'empty' ? <p className="dim">Load a problem to start.</p> : <Views column="main" />}
       </main>
       <aside className="right">
@@ -133,11 +138,13 @@ export function DebuggerPane({ pane, loadOnMount = true, onController }: Debugge
   useEffect(() => {
     useApp.getState().addPane(pane, DEFAULT_VIEWS);
     const c = new PaneController(pane);
+    const unregister = registerController(pane, c);
     setCtl(c);
     onController?.(c);
     // First screen: the pane's current form, loaded right away.
     if (loadOnMount) void c.load(formToRequest(useApp.getState().problem[pane].form));
     return () => {
+      unregister();
       onController?.(null);
       c.dispose();
     };

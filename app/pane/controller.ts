@@ -241,6 +241,17 @@ export class PaneController {
     if (pb?.playing) this.patch({ playing: false, textFrame: pb.frame && textCopy(pb.frame) });
   }
 
+  /** The worker's API, for features that add calls of their own (compare, export). */
+  get api(): DebuggerClient['api'] {
+    return this.client.api;
+  }
+
+  /** A move through a call that returns the new frame (compare mode's synchronised seek), queued like step/seek. */
+  moveWith(call: (api: DebuggerClient['api']) => Promise<FrameUpdate>): Promise<Frame | undefined> {
+    if (this.inFlight) return Promise.resolve(undefined);
+    return this.navigate(() => call(this.client.api));
+  }
+
   dismissError(): void {
     this.patch({ error: undefined, notice: undefined });
   }

@@ -7,6 +7,8 @@ import { formToRequest, type ProblemForm } from '../store/problem-form.ts';
 import { useApp } from '../store/store.ts';
 import { usePane } from '../pane/context.ts';
 import { CountersTable } from '../views/CountersView.tsx';
+import { ImportButton } from '../import/ImportDialog.tsx';
+import { withImported } from '../import/import-store.ts';
 
 function Field({ label, name, form, set, width = 5 }: { label: string; name: keyof ProblemForm; form: ProblemForm; set: (p: Partial<ProblemForm>) => void; width?: number }) {
   return (
@@ -39,7 +41,7 @@ export function ProblemPanel() {
   };
   const load = () => {
     const req = request();
-    if (req) void ctl.load(req);
+    if (req) void ctl.load(withImported(pane, req));
   };
   const busy = status === 'loading' || status === 'busy';
 
@@ -127,6 +129,7 @@ export function ProblemPanel() {
             </label>
             {form.distribution === 'outlier-row' && <Field label="outlier row" name="outlierRow" form={form} set={set} width={4} />}
           </div>
+          <ImportButton />
         </fieldset>
         <div className="row-buttons">
           <button type="submit" className="primary" disabled={busy}>
@@ -158,7 +161,7 @@ export function ProblemPanel() {
             disabled={busy}
             onClick={() => {
               const req = request();
-              if (req) void ctl.runCounters(req);
+              if (req) void ctl.runCounters(withImported(pane, req));
             }}
           >
             Run counters only

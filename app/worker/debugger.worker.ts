@@ -48,6 +48,17 @@ const api: DebuggerApi = {
       ? { filename: `${base}.trace.json`, mime: 'application/json', text: JSON.stringify(chromeTrace(hwLast)) }
       : { filename: `${base}.jsonl`, mime: 'application/x-ndjson', text: scheduleJsonl(hwLast) };
   },
+  compareData: async (gpu: string) => {
+    const d = await session.compareData(gpu);
+    return Comlink.transfer(d, [d.output.buffer as ArrayBuffer]);
+  },
+  syncPoint: (gpu: string) => session.syncPoint(gpu),
+  seekSync: async (point, axis, gpu) => {
+    const { frame: f, used } = await session.seekSync(point, axis, gpu);
+    const x = f.patch;
+    return Comlink.transfer({ frame: f, used }, [x.s.buffer, x.p.buffer, x.mask.buffer, x.o.buffer, x.oState.buffer, x.m.buffer, x.l.buffer] as ArrayBuffer[]);
+  },
+  traceJsonl: () => session.traceJsonl(),
 };
 
 Comlink.expose(api);

@@ -15,6 +15,9 @@ import type { InputDistribution } from '../inputs.ts';
 import type { AttentionProblem } from '../problem.ts';
 import type { PhaseKind, Range, TraceEvent } from '../trace/events.ts';
 import type { HardwareApi } from '../hw/api.ts';
+import type { ErrorStats, Prediction } from '../compare/diff.ts';
+import type { SyncAxis, SyncPoint } from '../compare/sync.ts';
+import type { TensorImport } from '../import/tensor-import.ts';
 
 /** Everything that determines a trace: same request, same trace, always. */
 export interface LoadRequest {
@@ -27,6 +30,8 @@ export interface LoadRequest {
   blocks: BlockOptions;
   /** Switchable kernel features (RunOptions.features), e.g. FA3 pingpong, FA4 lazyRescale. */
   features?: Record<string, boolean | number>;
+  /** Inputs from the person's files instead of random ones; shapes and dtype then come from the files. */
+  tensors?: TensorImport;
 }
 
 /** How far one "step" moves: one phase event, one inner-loop iteration, one outer-loop iteration. */
@@ -162,6 +167,19 @@ export interface CountersRun {
 
 export type Progress = (fraction: number, label: string) => void;
 
+/** What compare mode needs from a loaded run (whole run, not the current step). */
+export interface CompareData {
+  counters: Counters;
+  /** Final output [batch, hq, nq, dv]. */
+  output: Float32Array;
+  error: ErrorStats;
+  prediction: Prediction;
+  /** Whether the 'time' sync axis is available (the algorithm has a hardware schedule on this GPU). */
+  hasTimeline: boolean;
+  /** Why not, when it is not. */
+  timelineReason?: string;
+}
+
 export interface DebuggerApi extends HardwareApi {
   /** Generates the inputs and records the trace. Rejects with a message naming the field on bad input. */
   load(req: LoadRequest, onProgress?: Progress): Promise<LoadSummary>;
@@ -177,4 +195,12 @@ export interface DebuggerApi extends HardwareApi {
   runCounters(req: LoadRequest, onProgress?: Progress): Promise<CountersRun>;
   /** Stops a running load, breakpoint search or counters run. */
   cancel(): void;
+  /** Totals, output, error vs float64 and the hardware model's prediction on a GPU. */
+  compareData(gpu: string): Promise<CompareData>;
+  /** The current position on every sync axis (simulated time on `gpu`). */
+  syncPoint(gpu: string): Promise<SyncPoint>;
+  /** Moves to this run's step at a leader's point; `used` is the axis actually applied. */
+  seekSync(point: SyncPoint, axis: SyncAxis, gpu: string): Promise<{ frame: FrameUpdate; used: SyncAxis }>;
+  /** The whole trace as JSONL (TRACE.md), one event per line. */
+  traceJsonl(): Promise<string>;
 }

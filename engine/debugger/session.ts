@@ -15,11 +15,17 @@ import { addDelta, emptyCounters } from '../counters.ts';
 import { checkInputs, randomInputs, type AttentionInputs } from '../inputs.ts';
 import { validateProblem, type AttentionProblem } from '../problem.ts';
 import type { TraceEvent } from '../trace/events.ts';
+import { toJsonLine } from '../trace/jsonl.ts';
+import { BlobSource } from '../io/byte-source.ts';
+import { importRun, listTensors } from '../import/tensor-import.ts';
+import { runComparison, timesFor } from '../compare/session-compare.ts';
+import { pointOf, stepFor, type SyncAxis, type SyncPoint } from '../compare/sync.ts';
 import { describeBreakpoint, matchBreakpoint } from './breakpoints.ts';
 import { cloneCounters, HeadState } from './head-state.ts';
 import type {
   Breakpoint,
   BreakpointHit,
+  CompareData,
   CountersRun,
   FrameUpdate,
   Granularity,
@@ -98,8 +104,43 @@ function groupRuns(events: TraceEvent[], key: (e: TraceEvent) => string): { of: 
   return { of, starts };
 }
 
+/** Refuses, with what to do instead, a problem whose trace would not fit the stepping budget. */
+function checkTraceSize(problem: AttentionProblem, req: LoadRequest): void {
+  const blocks = resolveBlocks(problem, req.blocks);
+  const est = estimateTraceBytes(problem, blocks.blockM, blocks.blockN);
+  if (est > TRACE_BUDGET_BYTES) {
+    throw new TooLargeError(
+      `This problem is too large to step through: its trace would take about ${Math.round(est / 2 ** 20)} MB ` +
+        `(the stepping budget is ${TRACE_BUDGET_BYTES / 2 ** 20} MB). Make N or the number of heads smaller, ` +
+        `run it counters-only (totals of HBM traffic, FLOPs and rescales without the step-by-step trace), ` +
+        `or use the WebGPU backend for full-size inputs.`,
+    );
+  }
+}
+
+/**
+ * The run's problem and inputs: random from the seed, or read from the person's files
+ * (the chosen batch and head only), which fixes the shapes and dtype.
+ */
+export async function inputsFor(req: LoadRequest): Promise<{ problem: AttentionProblem; inputs: AttentionInputs }> {
+  const base = validateProblem(structuredClone(req.problem));
+  if (!req.tensors) {
+    if (!Number.isInteger(req.seed) || req.seed < 0) throw new Error(`seed: must be a non-negative integer, got ${req.seed}`);
+    return { problem: base, inputs: randomInputs(base, { seed: req.seed, distribution: req.distribution, outlierRow: req.outlierRow }) };
+  }
+  const t = req.tensors;
+  const sources = t.files.map((f, i) => new BlobSource(f, t.names[i]));
+  const listings = await Promise.all(sources.map(listTensors));
+  const run = await importRun(sources, listings, t, base);
+  return { problem: validateProblem(run.problem), inputs: run.inputs };
+}
+
 interface Loaded {
   req: LoadRequest;
+  /** Final output of the run [batch, hq, nq, dv]. */
+  output: Float32Array;
+  /** Simulated step times per GPU (compare mode's 'time' axis), computed on first use. */
+  times: Map<string, Float64Array | null>;
   problem: AttentionProblem;
   inputs: AttentionInputs;
   events: TraceEvent[];
@@ -147,19 +188,11 @@ export class DebuggerSession {
     const t0 = performance.now();
     this.cancelRequested = false;
     const algo = algorithmById(req.algorithm);
-    const problem = validateProblem(structuredClone(req.problem));
+    // Random inputs of a huge problem are refused before they are generated.
+    if (!req.tensors) checkTraceSize(validateProblem(structuredClone(req.problem)), req);
+    const { problem, inputs } = await inputsFor(req);
+    checkTraceSize(problem, req);
     const blocks = resolveBlocks(problem, req.blocks);
-    const est = estimateTraceBytes(problem, blocks.blockM, blocks.blockN);
-    if (est > TRACE_BUDGET_BYTES) {
-      throw new TooLargeError(
-        `This problem is too large to step through: its trace would take about ${Math.round(est / 2 ** 20)} MB ` +
-          `(the stepping budget is ${TRACE_BUDGET_BYTES / 2 ** 20} MB). Make N or the number of heads smaller, ` +
-          `run it counters-only (totals of HBM traffic, FLOPs and rescales without the step-by-step trace), ` +
-          `or use the WebGPU backend for full-size inputs.`,
-      );
-    }
-    if (!Number.isInteger(req.seed) || req.seed < 0) throw new Error(`seed: must be a non-negative integer, got ${req.seed}`);
-    const inputs = randomInputs(problem, { seed: req.seed, distribution: req.distribution, outlierRow: req.outlierRow });
     checkInputs(problem, inputs);
 
     const events: TraceEvent[] = [];
@@ -238,7 +271,9 @@ export class DebuggerSession {
       loadMs: performance.now() - t0,
     };
     this.loaded = {
-      req: structuredClone(req),
+      req: { ...structuredClone({ ...req, tensors: undefined }), tensors: req.tensors },
+      output: result.o,
+      times: new Map(),
       problem,
       inputs,
       events,
@@ -437,14 +472,45 @@ export class DebuggerSession {
     return this.need().events;
   }
 
+  compareData(gpu: string): Promise<CompareData> {
+    return this.serial(() => {
+      const L = this.need();
+      return runComparison(L.req, L.problem, L.inputs, L.output, L.events, gpu);
+    });
+  }
+
+  private timesOn(L: Loaded, gpu: string): Float64Array | null {
+    if (!L.times.has(gpu)) L.times.set(gpu, timesFor(L.req, L.problem, L.events, gpu).times);
+    return L.times.get(gpu) ?? null;
+  }
+
+  syncPoint(gpu: string): Promise<SyncPoint> {
+    return this.serial(() => {
+      const L = this.need();
+      return pointOf(L.events, this.pos, this.timesOn(L, gpu));
+    });
+  }
+
+  seekSync(point: SyncPoint, axis: SyncAxis, gpu: string): Promise<{ frame: FrameUpdate; used: SyncAxis }> {
+    return this.serial(() => {
+      const L = this.need();
+      const { step, used } = stepFor(L.events, point, axis, axis === 'time' ? this.timesOn(L, gpu) : null);
+      this.moveTo(step);
+      return { frame: this.frame(), used };
+    });
+  }
+
+  traceJsonl(): Promise<string> {
+    return this.serial(() => this.need().events.map(toJsonLine).join('\n') + '\n');
+  }
+
   runCounters(req: LoadRequest, onProgress?: Progress): Promise<CountersRun> {
     return this.serial(async () => {
       const t0 = performance.now();
       this.cancelRequested = false;
       const algo = algorithmById(req.algorithm);
-      const problem = validateProblem(structuredClone(req.problem));
+      const { problem, inputs } = await inputsFor(req);
       const blocks = resolveBlocks(problem, req.blocks);
-      const inputs = randomInputs(problem, { seed: req.seed, distribution: req.distribution, outlierRow: req.outlierRow });
       // Tracing stays on so the generator yields and the run can be sliced and cancelled;
       // the events are dropped at once.
       const gen = algo.run(problem, inputs, { ...req.blocks, features: req.features, trace: true });

@@ -1,0 +1,263 @@
+// One compare pane: its own worker session (a PaneController), its own algorithm, tiles
+// and features over the shared problem, a transport, and any of the debugger's views.
+
+import { Component, Suspense, useEffect, useState, type ReactNode } from 'react';
+import { ALGORITHMS } from '../../engine/algorithms/registry.ts';
+import { PaneContext } from '../pane/context.ts';
+import { messageOf, PaneController } from '../pane/controller.ts';
+import { Transport } from '../panels/Transport.tsx';
+import { ExportBar, ExportFrame } from '../export/ExportControls.tsx';
+import { useApp } from '../store/store.ts';
+import { VIEWS } from '../views/registry.ts';
+import { useCompare } from './compare-store.ts';
+import { registerController } from './controllers.ts';
+import { comparePaneId, FEATURE_SPECS } from './pane-config.ts';
+import { paneRequest, sharedRequest, SHARED_PANE } from './shared-request.ts';
+
+class Boundary extends Component<{ title: string; children: ReactNode }, { error: string | null }> {
+  override state = { error: null as string | null };
+  static getDerivedStateFromError(e: unknown) {
+    return { error: e instanceof Error ? e.message : String(e) };
+  }
+  override render() {
+    return this.state.error ? (
+      <section className="view" role="alert">
+        <p className="error">
+          The {this.props.title} view failed: {this.state.error}
+        </p>
+      </section>
+    ) : (
+      this.props.children
+    );
+  }
+}
+
+function PaneSettings({ index, ctl }: { index: number; ctl: PaneController }) {
+  const cfg = useCompare((s) => s.panes[index]);
+  const setPane = useCompare((s) => s.setPane);
+  const id = comparePaneId(index);
+  const [bm, setBm] = useState(cfg.blockM);
+  const [bn, setBn] = useState(cfg.blockN);
+  useEffect(() => {
+    setBm(cfg.blockM);
+    setBn(cfg.blockN);
+  }, [cfg.blockM, cfg.blockN]);
+  const specs = FEATURE_SPECS[cfg.algorithm] ?? {};
+  return (
+    <form
+      className="compare-settings"
+      aria-label={`Pane ${index + 1} settings`}
+      onSubmit={(e) => {
+        e.preventDefault();
+        setPane(index, { blockM: bm, blockN: bn });
+      }}
+    >
+      <label className="field">
+        <span>Algorithm</span>
+        <select aria-label={`Pane ${index + 1} algorithm`} value={cfg.algorithm} onChange={(e) => setPane(index, { algorithm: e.target.value, features: {} })}>
+          {ALGORITHMS.map((a) => (
+            <option key={a.id} value={a.id}>
+              {a.name}
+            </option>
+          ))}
+        </select>
+      </label>
+      <label className="field">
+        <span>Br</span>
+        <input aria-label={`Pane ${index + 1} Br`} size={4} value={bm} placeholder="auto" onChange={(e) => setBm(e.target.value)} onBlur={() => setPane(index, { blockM: bm, blockN: bn })} />
+      </label>
+      <label className="field">
+        <span>Bc</span>
+        <input aria-label={`Pane ${index + 1} Bc`} size={4} value={bn} placeholder="auto" onChange={(e) => setBn(e.target.value)} onBlur={() => setPane(index, { blockM: bm, blockN: bn })} />
+      </label>
+      {Object.entries(specs).map(([key, spec]) =>
+        typeof spec.default === 'boolean' ? (
+          <label key={key} title={spec.doc} className="feature">
+            <input
+              type="checkbox"
+              aria-label={`Pane ${index + 1} ${key}`}
+              checked={(cfg.features[key] ?? spec.default) as boolean}
+              onChange={(e) => {
+                const features = { ...cfg.features };
+                if (e.target.checked === spec.default) delete features[key];
+                else features[key] = e.target.checked;
+                setPane(index, { features });
+              }}
+            />{' '}
+            {key}
+          </label>
+        ) : (
+          <label key={key} title={spec.doc} className="field">
+            <span>{key}</span>
+            <input
+              aria-label={`Pane ${index + 1} ${key}`}
+              size={4}
+              defaultValue={String(cfg.features[key] ?? spec.default)}
+              onBlur={(e) => {
+                const features = { ...cfg.features };
+                const v = Number(e.target.value);
+                if (e.target.value.trim() === String(spec.default)) delete features[key];
+                else if (e.target.value.trim() === '' || !Number.isFinite(v)) {
+                  useApp.getState().patchPlayback(id, { error: { place: 'problem', message: `${key}: must be a number, got "${e.target.value}"` } });
+                  return;
+                } else features[key] = v;
+                setPane(index, { features });
+              }}
+            />
+          </label>
+        ),
+      )}
+      <button type="submit" hidden>
+        Apply
+      </button>
+      <button type="button" onClick={() => void ctl.load(paneRequest(sharedRequest(), useCompare.getState().panes[index]))} className="dim-button">
+        Reload
+      </button>
+    </form>
+  );
+}
+
+function ViewPicker({ index }: { index: number }) {
+  const views = useCompare((s) => s.panes[index].views);
+  const setPane = useCompare((s) => s.setPane);
+  return (
+    <fieldset className="view-picker">
+      <legend>Views</legend>
+      {VIEWS.map((v) => (
+        <label key={v.id}>
+          <input
+            type="checkbox"
+            aria-label={`Pane ${index + 1} view ${v.title}`}
+            checked={views.includes(v.id)}
+            onChange={(e) => setPane(index, { views: e.target.checked ? VIEWS.map((x) => x.id).filter((x) => x === v.id || views.includes(x)) : views.filter((x) => x !== v.id) })}
+          />{' '}
+          {v.title}
+        </label>
+      ))}
+    </fieldset>
+  );
+}
+
+function PaneViews({ index }: { index: number }) {
+  const id = comparePaneId(index);
+  const views = useCompare((s) => s.panes[index].views);
+  const summary = useApp((s) => s.playback[id]?.summary);
+  const status = useApp((s) => s.playback[id]?.status);
+  if (!summary || status === 'empty') return null;
+  return (
+    <div className="compare-views">
+      {VIEWS.filter((v) => views.includes(v.id) && (!v.when || v.when(summary))).map((v) => (
+        <Boundary key={v.id} title={v.title}>
+          <ExportFrame id={v.id} title={v.title}>
+            <Suspense fallback={<section className="view dim">Loading {v.title.toLowerCase()}…</section>}>
+              <v.component />
+            </Suspense>
+          </ExportFrame>
+        </Boundary>
+      ))}
+    </div>
+  );
+}
+
+/** With the 'time' axis: where this pane's current step lies in simulated time on the chosen GPU. */
+function SimulatedTime({ index, ctl }: { index: number; ctl: PaneController }) {
+  const id = comparePaneId(index);
+  const axis = useCompare((s) => s.axis);
+  const gpu = useCompare((s) => s.gpu);
+  const step = useApp((s) => s.playback[id]?.frame?.step);
+  const summary = useApp((s) => s.playback[id]?.summary);
+  const [t, setT] = useState<number | null | undefined>(undefined);
+  useEffect(() => {
+    if (axis !== 'time' || step === undefined || !summary) return;
+    let live = true;
+    ctl.api.syncPoint(gpu).then(
+      (p) => live && setT(p.timeUs),
+      () => live && setT(undefined),
+    );
+    return () => {
+      live = false;
+    };
+  }, [axis, gpu, step, summary, ctl]);
+  if (axis !== 'time' || t === undefined) return null;
+  return (
+    <span className="sim-time" data-testid="sim-time">
+      {t === null ? 'no hardware schedule' : `t = ${t.toFixed(3)} µs on ${gpu.toUpperCase()}`}
+    </span>
+  );
+}
+
+export function ComparePane({ index }: { index: number }) {
+  const id = comparePaneId(index);
+  const [ctl, setCtl] = useState<PaneController | null>(null);
+  const cfg = useCompare((s) => s.panes[index]);
+  const shared = useApp((s) => s.problem[SHARED_PANE]?.applied);
+  const error = useApp((s) => s.playback[id]?.error);
+  const notice = useApp((s) => s.playback[id]?.notice);
+  const tooLarge = useApp((s) => s.playback[id]?.tooLarge);
+  const status = useApp((s) => s.playback[id]?.status);
+  const algorithmName = useApp((s) => s.playback[id]?.summary?.algorithmName);
+
+  useEffect(() => {
+    useApp.getState().addPane(id, cfg.views);
+    const c = new PaneController(id);
+    const unregister = registerController(id, c);
+    setCtl(c);
+    return () => {
+      unregister();
+      c.dispose();
+      useCompare.getState().setResult(index, undefined);
+    };
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, [id]);
+
+  // (Re)load whenever the shared problem or this pane's own settings change.
+  const key = JSON.stringify({ algorithm: cfg.algorithm, blockM: cfg.blockM, blockN: cfg.blockN, features: cfg.features, shared: shared && { ...shared, tensors: shared.tensors ? shared.tensors.names : undefined } });
+  useEffect(() => {
+    if (!ctl || !shared) return;
+    useCompare.getState().setResult(index, undefined);
+    try {
+      void ctl.load(paneRequest(sharedRequest(), useCompare.getState().panes[index]));
+    } catch (e) {
+      useApp.getState().patchPlayback(id, { error: { place: 'problem', message: messageOf(e) } });
+    }
+  }, [ctl, key, id, index, shared]);
+
+  // The store's view list for this pane follows the picker (views read it for their own logic).
+  useEffect(() => {
+    useApp.getState().setViews(id, cfg.views);
+  }, [id, cfg.views]);
+
+  if (!ctl) return null;
+  return (
+    <PaneContext.Provider value={{ pane: id, ctl }}>
+      <section
+        className="compare-pane"
+        data-pane={id}
+        aria-label={`Compare pane ${index + 1}`}
+        onPointerDown={() => useApp.setState((s) => ({ layout: { ...s.layout, activePane: id } }))}
+        onFocus={() => useApp.setState((s) => ({ layout: { ...s.layout, activePane: id } }))}
+      >
+        <header>
+          <h2>
+            Pane {index + 1} <span className="dim">{algorithmName ?? ''}</span> <SimulatedTime index={index} ctl={ctl} />
+          </h2>
+          <PaneSettings index={index} ctl={ctl} />
+        </header>
+        {(error || notice || tooLarge) && (
+          <div className={`banner ${error ? 'error' : ''}`} role={error ? 'alert' : 'status'}>
+            {error && <span>{error.message} </span>}
+            {notice && <span>{notice} </span>}
+            {tooLarge && <span>{tooLarge} </span>}
+            <button type="button" onClick={() => ctl.dismissError()}>
+              Dismiss
+            </button>
+          </div>
+        )}
+        <Transport />
+        <ExportBar />
+        <ViewPicker index={index} />
+        {status === 'loading' ? <p className="dim">Loading…</p> : <PaneViews index={index} />}
+      </section>
+    </PaneContext.Provider>
+  );
+}

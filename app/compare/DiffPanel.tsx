@@ -1,0 +1,181 @@
+// The difference table (whole-run totals, predictions, error vs float64) and the
+// element-wise difference of two panes' outputs as a heatmap. The numbers come from each
+// pane's worker (compareData); here they are only laid side by side.
+
+import { useEffect, useMemo, useState } from 'react';
+import { diffTable, diffTableCsv, outputDifference } from '../../engine/compare/diff.ts';
+import { GPUS } from '../../engine/hw/gpus/index.ts';
+import { messageOf } from '../pane/controller.ts';
+import { downloadText } from '../export/download.ts';
+import { useApp } from '../store/store.ts';
+import { colourScale } from '../views/colour.ts';
+import { Heatmap } from '../views/Heatmap.tsx';
+import { useCompare } from './compare-store.ts';
+import { controllers } from './controllers.ts';
+import { comparePaneId, paneLabel } from './pane-config.ts';
+
+/** Fetches each loaded pane's whole-run results whenever its run or the GPU changes. */
+function useResults(): void {
+  const panes = useCompare((s) => s.panes);
+  const gpu = useCompare((s) => s.gpu);
+  // A string key, so the selector returns a stable value (a fresh array would re-render forever).
+  const key = useApp((s) =>
+    panes
+      .map((_, i) => {
+        const pb = s.playback[comparePaneId(i)];
+        return pb?.summary && pb.status === 'ready' ? `${pb.summary.algorithm}:${pb.summary.total}:${pb.summary.loadMs}` : '';
+      })
+      .join('|'),
+  );
+  useEffect(() => {
+    let live = true;
+    key.split('|').forEach((k, i) => {
+      const c = controllers.get(comparePaneId(i));
+      if (!k || !c) return;
+      c.api
+        .compareData(gpu)
+        .then((r) => live && useCompare.getState().setResult(i, r))
+        .catch((e: unknown) => live && useApp.getState().patchPlayback(comparePaneId(i), { error: { place: 'worker', message: `Comparing failed: ${messageOf(e)}` } }));
+    });
+    return () => {
+      live = false;
+    };
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, [key, gpu]);
+}
+
+function DiffHeatmap() {
+  const panes = useCompare((s) => s.panes);
+  const results = useCompare((s) => s.results);
+  const [a, b] = useCompare((s) => s.diff);
+  const setDiff = useCompare((s) => s.setDiff);
+  const summaryA = useApp((s) => s.playback[comparePaneId(a)]?.summary);
+  const inputs = useApp((s) => s.playback[comparePaneId(a)]?.inputs);
+  const [head, setHead] = useState(0);
+  const ra = results[a];
+  const rb = results[b];
+  const diff = useMemo(() => {
+    if (!ra || !rb) return undefined;
+    try {
+      return { ...outputDifference(ra.output, rb.output) };
+    } catch (e) {
+      return { error: messageOf(e) };
+    }
+  }, [ra, rb]);
+  const nq = inputs?.nq ?? 0;
+  const dv = inputs?.dv ?? 0;
+  const heads = nq && dv && diff && 'diff' in diff ? diff.diff.length / (nq * dv) : 0;
+  const h = Math.min(head, Math.max(0, heads - 1));
+  const slice = diff && 'diff' in diff && heads ? diff.diff.subarray(h * nq * dv, (h + 1) * nq * dv) : undefined;
+  const maxHead = slice ? slice.reduce((m, x) => Math.max(m, Number.isFinite(x) ? Math.abs(x) : 0), 0) : 0;
+  const pick = (which: 0 | 1, v: number) => {
+    const next: [number, number] = which === 0 ? [v, b] : [a, v];
+    if (next[0] !== next[1]) setDiff(next);
+  };
+  return (
+    <section className="view diff-heatmap" aria-label="Output difference">
+      <h3>Output difference A − B</h3>
+      <div className="fields">
+        {(['A', 'B'] as const).map((label, which) => (
+          <label key={label} className="field">
+            <span>{label}</span>
+            <select aria-label={`Difference pane ${label}`} value={which === 0 ? a : b} onChange={(e) => pick(which as 0 | 1, Number(e.target.value))}>
+              {panes.map((p, i) => (
+                <option key={i} value={i} disabled={i === (which === 0 ? b : a)}>
+                  {paneLabel(p, i)}
+                </option>
+              ))}
+            </select>
+          </label>
+        ))}
+        {heads > 1 && (
+          <label className="field">
+            <span>head</span>
+            <select aria-label="Difference head" value={h} onChange={(e) => setHead(Number(e.target.value))}>
+              {Array.from({ length: heads }, (_, i) => (
+                <option key={i} value={i}>
+                  {i}
+                </option>
+              ))}
+            </select>
+          </label>
+        )}
+      </div>
+      {diff && 'error' in diff && (
+        <p className="error" role="alert">
+          {diff.error}
+        </p>
+      )}
+      {!diff && <p className="dim">Waiting for both panes to finish loading…</p>}
+      {slice && summaryA && (
+        <>
+          <p data-testid="diff-max">
+            max |A − B| = {maxHead === 0 ? '0 (identical outputs)' : maxHead.toExponential(3)}
+            {heads > 1 && ` in head ${h}; ${(diff && 'maxAbs' in diff ? diff.maxAbs : 0).toExponential(3)} over all heads`}
+          </p>
+          <Heatmap id="diff" title="O_A − O_B" data={slice} rows={nq} cols={dv} scale={colourScale('diverging', [-maxHead, maxHead])} tileRows={summaryA.blocks.blockM} tileCols={dv} maxPx={260} rowLabel="query row" colLabel="dv" />
+        </>
+      )}
+    </section>
+  );
+}
+
+export function DiffPanel() {
+  useResults();
+  const panes = useCompare((s) => s.panes);
+  const results = useCompare((s) => s.results);
+  const gpu = useCompare((s) => s.gpu);
+  const setGpu = useCompare((s) => s.setGpu);
+  const labels = panes.map(paneLabel);
+  const complete = panes.every((_, i) => results[i]);
+  const rows = complete ? diffTable(panes.map((_, i) => ({ label: labels[i], ...results[i]! }))) : undefined;
+  return (
+    <div className="diff-panel">
+      <section className="view" aria-label="Difference table">
+        <h3>Difference table (whole run)</h3>
+        <div className="fields">
+          <label className="field">
+            <span>Predict on</span>
+            <select aria-label="GPU for predictions" value={gpu} onChange={(e) => setGpu(e.target.value)}>
+              {GPUS.map((g) => (
+                <option key={g.id} value={g.id}>
+                  {g.name}
+                </option>
+              ))}
+            </select>
+          </label>
+          <button type="button" disabled={!rows} onClick={() => rows && downloadText('flashscope-compare.csv', diffTableCsv(labels, rows), 'text/csv')}>
+            Table CSV
+          </button>
+        </div>
+        {!rows && <p className="dim">Waiting for every pane to finish loading…</p>}
+        {rows && (
+          <table className="diff-table" data-testid="diff-table">
+            <thead>
+              <tr>
+                <th>metric</th>
+                {labels.map((l) => (
+                  <th key={l}>{l}</th>
+                ))}
+              </tr>
+            </thead>
+            <tbody>
+              {rows.map((r) => (
+                <tr key={r.metric} data-metric={r.metric}>
+                  <th>{r.metric}</th>
+                  {r.values.map((v, i) => (
+                    <td key={i} className={r.best === i ? 'best' : undefined}>
+                      {v}
+                    </td>
+                  ))}
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        )}
+        <p className="dim">Lowest value of a row in bold where lower is better. Predictions come from FlashScope's hardware model (one SM simulated, spread over the GPU); they are for the stepped problem's shape.</p>
+      </section>
+      <DiffHeatmap />
+    </div>
+  );
+}

@@ -1,0 +1,46 @@
+// What each compare pane chooses for itself: algorithm, tile sizes and the kernel
+// features its algorithm has. Everything else (shapes, masks, dtype, seed or imported
+// tensors) is the shared problem, so panes differ only where the person asked them to.
+
+import { FA3_FEATURES } from '../../engine/algorithms/fa3.ts';
+import { FA4_FEATURES } from '../../engine/algorithms/fa4.ts';
+import { FLASH_DECODING_FEATURES } from '../../engine/algorithms/flash-decoding.ts';
+import { FMHA_V2_FEATURES } from '../../engine/algorithms/fmha-v2.ts';
+import type { FeatureSpecs } from '../../engine/algorithms/features.ts';
+
+export interface ComparePaneConfig {
+  algorithm: string;
+  /** Empty: the algorithm's own default tile. */
+  blockM: string;
+  blockN: string;
+  /** Only the features that differ from the algorithm's defaults. */
+  features: Record<string, boolean | number>;
+  views: string[];
+}
+
+export const FEATURE_SPECS: Record<string, FeatureSpecs> = {
+  fa3: FA3_FEATURES,
+  fa4: FA4_FEATURES,
+  'fmha-v2': FMHA_V2_FEATURES,
+  'flash-decoding': FLASH_DECODING_FEATURES,
+};
+
+export const MIN_PANES = 2;
+export const MAX_PANES = 4;
+export const COMPARE_VIEWS_DEFAULT = ['heatmaps', 'counters'];
+
+export const DEFAULT_PANES: ComparePaneConfig[] = [
+  { algorithm: 'fa1', blockM: '16', blockN: '16', features: {}, views: [...COMPARE_VIEWS_DEFAULT] },
+  { algorithm: 'fa2', blockM: '16', blockN: '16', features: {}, views: [...COMPARE_VIEWS_DEFAULT] },
+];
+
+/** A pane config's label in tables: algorithm, tile, changed features. */
+export function paneLabel(c: ComparePaneConfig, index: number): string {
+  const tile = c.blockM || c.blockN ? ` ${c.blockM || 'auto'}×${c.blockN || 'auto'}` : '';
+  const feats = Object.entries(c.features)
+    .map(([k, v]) => (typeof v === 'boolean' ? `${v ? '+' : '−'}${k}` : `${k}=${v}`))
+    .join(' ');
+  return `${index + 1}: ${c.algorithm}${tile}${feats ? ` ${feats}` : ''}`;
+}
+
+export const comparePaneId = (i: number) => `cmp${i}`;

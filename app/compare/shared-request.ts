@@ -1,0 +1,37 @@
+// The request a compare pane loads: the shared problem (the debugger pane's loaded run,
+// or its form when nothing is loaded yet; imported tensors included) with the pane's own
+// algorithm, tiles and features.
+
+import type { LoadRequest } from '../../engine/debugger/protocol.ts';
+import { withImported } from '../import/import-store.ts';
+import { DEFAULT_FORM, FormError, formToRequest } from '../store/problem-form.ts';
+import { useApp } from '../store/store.ts';
+import type { ComparePaneConfig } from './pane-config.ts';
+
+export const SHARED_PANE = 'main';
+
+export function sharedRequest(): LoadRequest {
+  const s = useApp.getState().problem[SHARED_PANE];
+  if (s?.applied) return s.applied;
+  return withImported(SHARED_PANE, formToRequest(s?.form ?? DEFAULT_FORM));
+}
+
+function tile(label: 'Br' | 'Bc', v: string): number | undefined {
+  const t = v.trim();
+  if (t === '') return undefined;
+  if (!/^\d+$/.test(t) || Number(t) < 1) throw new FormError(label, `must be a whole number ≥ 1 (or empty for the algorithm's default), got "${v}"`);
+  return Number(t);
+}
+
+export function paneRequest(base: LoadRequest, c: ComparePaneConfig): LoadRequest {
+  const blocks: LoadRequest['blocks'] = {};
+  const m = tile('Br', c.blockM);
+  const n = tile('Bc', c.blockN);
+  if (m !== undefined) blocks.blockM = m;
+  if (n !== undefined) blocks.blockN = n;
+  if (m === undefined && n === undefined && base.blocks.sramBytes !== undefined) blocks.sramBytes = base.blocks.sramBytes;
+  const req: LoadRequest = { ...base, algorithm: c.algorithm, blocks };
+  if (Object.keys(c.features).length) req.features = { ...c.features };
+  else delete req.features;
+  return req;
+}

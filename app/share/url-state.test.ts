@@ -1,0 +1,90 @@
+// The share-link codec: exact round trips, and every malformed or outdated link opening
+// the defaults for the parts it cannot read, with a notice naming each part.
+
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { DEFAULT_FORM, formToRequest } from '../store/problem-form.ts';
+import { decodeState, defaultSharedState, encodeState, SHARE_VERSION, type SharedState } from './url-state.ts';
+
+const VIEWS = ['heatmaps', 'zoom', 'stats', 'counters'];
+const frag = (obj: unknown) => `#s=${Buffer.from(JSON.stringify(obj)).toString('base64url')}`;
+
+describe('share link codec', () => {
+  it('round-trips a full state exactly', () => {
+    const s: SharedState = {
+      mode: 'compare',
+      form: { ...DEFAULT_FORM, algorithm: 'fa1', nq: '48', causal: true, windowLeft: '8', seed: '7', dtype: 'fp16', distribution: 'outlier-row', outlierRow: '5' },
+      step: 17,
+      views: ['stats', 'heatmaps'],
+      compare: {
+        axis: 'time',
+        gpu: 'b200',
+        panes: [
+          { config: { algorithm: 'fa4', blockM: '', blockN: '', features: { lazyRescale: false }, views: ['counters'] }, step: 3 },
+          { config: { algorithm: 'fa4', blockM: '128', blockN: '64', features: {}, views: ['heatmaps', 'zoom'] }, step: 9 },
+          { config: { algorithm: 'fa3', blockM: '', blockN: '', features: { pingpong: false }, views: [] }, step: 0 },
+        ],
+        diff: [2, 0],
+      },
+      imported: false,
+    };
+    const url = encodeState(s);
+    expect(url).toMatch(/^#s=[A-Za-z0-9_-]+$/);
+    expect(decodeState(url, VIEWS)).toEqual({ state: s, notices: [] });
+  });
+
+  it('an empty fragment is the defaults without a notice', () => {
+    expect(decodeState('', VIEWS)).toEqual({ state: defaultSharedState(VIEWS), notices: [] });
+  });
+
+  const bad: [string, string, RegExp][] = [
+    ['not a state fragment', '#view=3', /not a FlashScope state/],
+    ['bad base64', '#s=%%%', /could not be read.*base64url/],
+    ['not JSON', `#s=${Buffer.from('{oops').toString('base64url')}`, /could not be read/],
+    ['not an object', frag([1, 2]), /not an object/],
+    ['newer version', frag({ v: SHARE_VERSION + 1 }), /newer FlashScope \(state version 2/],
+    ['missing version', frag({ m: 'compare' }), /unknown state version undefined/],
+    ['unknown algorithm', frag({ v: 1, f: { algorithm: 'fa9' } }), /problem.algorithm: "fa9" is not one of standard, fa1/],
+    ['nq not a number', frag({ v: 1, f: { nq: 'abc' } }), /problem.nq: nq: must be a whole number, got "abc"; using "64"/],
+    ['nq of the wrong type', frag({ v: 1, f: { nq: 64 } }), /problem.nq: 64 is not a string/],
+    ['unknown form field', frag({ v: 1, f: { colour: 'red' } }), /problem.colour: unknown setting/],
+    ['bad mode', frag({ v: 1, m: 'split' }), /mode "split" is not debugger or compare/],
+    ['negative step', frag({ v: 1, st: -4 }), /step -4 is not a step number/],
+    ['unknown view', frag({ v: 1, vw: ['heatmaps', 'x-ray'] }), /views: unknown view "x-ray" ignored/],
+    ['bad sync axis', frag({ v: 1, c: { a: 'diagonal' } }), /sync axis "diagonal" is not one of kv, progress, time, none/],
+    ['unknown GPU', frag({ v: 1, c: { g: 'v100' } }), /GPU "v100" is not one of/],
+    ['five panes', frag({ v: 1, c: { p: [1, 2, 3, 4, 5].map(() => ({ algorithm: 'fa2' })) } }), /5 compare panes; at most 4/],
+    ['one pane', frag({ v: 1, c: { p: [{ algorithm: 'fa2' }] } }), /at least 2 panes; a default pane was added/],
+    ['Br zero in a pane', frag({ v: 1, c: { p: [{ algorithm: 'fa2', blockM: '0' }, { algorithm: 'fa1' }] } }), /compare pane 1: Br "0" is not a positive whole number/],
+    ['bad diff pair', frag({ v: 1, c: { d: [1, 1] } }), /difference pair \[1,1\] does not name two different panes/],
+    ['imported tensors', frag({ v: 1, im: 1 }), /tensors loaded from files, which a link cannot carry/],
+    ['too long', `#s=${'A'.repeat(20_000)}`, /more than a FlashScope link can be/],
+  ];
+  it.each(bad)('%s: defaults for that part, with a notice', (_name, fragment, message) => {
+    const r = decodeState(fragment, VIEWS);
+    expect(r.notices.join('\n')).toMatch(message);
+    // Whatever was ignored, what comes back is a state the app can load.
+    expect(() => encodeState(r.state)).not.toThrow();
+  });
+
+  it('keeps the good parts of a partly bad link', () => {
+    const r = decodeState(frag({ v: 1, f: { nq: 'abc', nk: '96', causal: true }, st: 5 }), VIEWS);
+    expect(r.state.form.nq).toBe('64');
+    expect(r.state.form.nk).toBe('96');
+    expect(r.state.form.causal).toBe(true);
+    expect(r.state.step).toBe(5);
+    expect(r.notices).toHaveLength(1);
+  });
+
+  it('fuzz: any fragment decodes to a loadable state without throwing', () => {
+    fc.assert(
+      fc.property(fc.oneof(fc.string(), fc.json().map((j) => frag(JSON.parse(j))), fc.object().map((o) => frag({ v: 1, ...o }))), (f) => {
+        const r = decodeState(f, VIEWS);
+        expect(r.state.compare.panes.length).toBeGreaterThanOrEqual(2);
+        expect(r.state.compare.panes.length).toBeLessThanOrEqual(4);
+        expect(() => formToRequest(r.state.form)).not.toThrow();
+      }),
+      { numRuns: 500 },
+    );
+  });
+});

@@ -1,0 +1,76 @@
+// The worker-side half of compare mode: error against the float64 reference, the hardware
+// model's prediction and the per-step simulated times, for one loaded run. Runs in the
+// debugger worker (never on the main thread): the reference and the scheduler are the
+// expensive parts.
+
+import { gpuById } from '../hw/gpus/index.ts';
+import { HW_ALGORITHMS, scheduleFor, shapeOf, simulateFor } from '../hw/registry.ts';
+import type { HwFeatures } from '../hw/model.ts';
+import type { AttentionInputs } from '../inputs.ts';
+import type { AttentionProblem } from '../problem.ts';
+import { referenceAttention } from '../reference.ts';
+import type { TraceEvent } from '../trace/events.ts';
+import type { CompareData, LoadRequest } from '../debugger/protocol.ts';
+import { errorStats, type Prediction } from './diff.ts';
+import { stepTimes } from './sync.ts';
+import { addDelta, emptyCounters } from '../counters.ts';
+
+/** The hardware model's switches that the step algorithm's features name. */
+function hwFeatures(algoId: string, features: LoadRequest['features']): Partial<HwFeatures> | undefined {
+  const hw = HW_ALGORITHMS.find((a) => a.id === algoId);
+  if (!hw) return undefined;
+  const out: Partial<HwFeatures> = {};
+  for (const key of hw.featureKeys) {
+    const v = features?.[key];
+    if (v !== undefined) (out as Record<string, unknown>)[key] = v;
+  }
+  return out;
+}
+
+const message = (e: unknown) => (e instanceof Error ? e.message : String(e));
+
+export function predictionFor(req: LoadRequest, problem: AttentionProblem, gpu: string): Prediction {
+  const f = hwFeatures(req.algorithm, req.features);
+  if (!f) return { gpu, reason: `no hardware model for ${req.algorithm}` };
+  try {
+    const r = simulateFor(req.algorithm, gpu, shapeOf(problem), f);
+    return { gpu, timeUs: r.time_us, tflops: r.tflops, bound: r.bound };
+  } catch (e) {
+    return { gpu, reason: message(e) };
+  }
+}
+
+export function timesFor(req: LoadRequest, problem: AttentionProblem, events: readonly TraceEvent[], gpu: string): { times: Float64Array | null; reason?: string } {
+  const f = hwFeatures(req.algorithm, req.features);
+  if (!f) return { times: null, reason: `${req.algorithm} has no hardware schedule` };
+  try {
+    const g = gpuById(gpu);
+    const sched = scheduleFor(req.algorithm, gpu, shapeOf(problem), f);
+    return { times: stepTimes(events, sched, g.smCount, g.clockGHz, problem.hq) };
+  } catch (e) {
+    return { times: null, reason: message(e) };
+  }
+}
+
+export function runComparison(
+  req: LoadRequest,
+  problem: AttentionProblem,
+  inputs: AttentionInputs,
+  output: Float32Array,
+  events: readonly TraceEvent[],
+  gpu: string,
+): CompareData {
+  const ref = referenceAttention(problem, inputs);
+  const counters = emptyCounters();
+  for (const e of events) addDelta(counters, e.delta);
+  counters.steps = events.length;
+  const t = timesFor(req, problem, events, gpu);
+  return {
+    counters,
+    output: output.slice(),
+    error: errorStats(output, ref.o),
+    prediction: predictionFor(req, problem, gpu),
+    hasTimeline: t.times !== null,
+    timelineReason: t.reason,
+  };
+}

@@ -4,7 +4,7 @@ import { expect, test } from '@playwright/test';
 test('readme screenshot', async ({ page }) => {
   await page.goto('/');
   await expect(page.getByTestId('step-counter')).toHaveText(/^Step 1 of/);
-  await page.getByLabel('Causal').check();
+  await page.getByRole('region', { name: 'Problem', exact: true }).getByLabel('Causal').check();
   await page.getByLabel('Input distribution').selectOption('outlier-row');
   await page.getByLabel('outlier row').fill('37');
   await page.getByRole('button', { name: 'Load problem' }).click();

@@ -39,7 +39,7 @@ test('playback at max speed, FA2 N=256 d=64', async ({ page }) => {
   });
   const jsGzip = files.reduce((a, f) => a + f.gzip, 0);
 
-  for (const [label, v] of [['Nq', '256'], ['Nk', '256'], ['d', '64'], ['dv', '64']]) await page.getByLabel(label, { exact: true }).fill(v);
+  for (const [label, v] of [['Nq', '256'], ['Nk', '256'], ['d', '64'], ['dv', '64']]) await page.getByRole('region', { name: 'Problem', exact: true }).getByLabel(label, { exact: true }).fill(v);
   await page.getByRole('button', { name: 'Load problem' }).click();
   await expect(page.getByTestId('step-counter')).toHaveText(/^Step 1 of (\d+)$/, { timeout: 30_000 });
   const total = Number(/of (\d+)/.exec((await page.getByTestId('step-counter').textContent()) ?? '')![1]);

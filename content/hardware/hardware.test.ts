@@ -45,6 +45,11 @@ describe('hardware lessons', () => {
     expect(n).toBeGreaterThan(30);
   });
 
+  it('no text keeps the escape of a code span (a backslash before a backtick)', () => {
+    for (const l of HARDWARE_LESSONS)
+      for (const text of [...l.topics.map((t) => t.text), ...Object.values(l.steps)]) expect(text, l.algorithm).not.toContain('\\`');
+  });
+
   it('covers the topics the issue names', () => {
     const titles = (id: string) => hardwareLessonFor(id)!.topics.map((t) => t.id);
     expect(titles('fa3')).toEqual(expect.arrayContaining(['roles', 'tma', 'pingpong', 'overlap', 'fp8']));

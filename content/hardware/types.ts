@@ -20,5 +20,5 @@ export interface HardwareLesson {
   steps: Record<PhaseKind, string>;
 }
 
-/** Keeps backslashes as written (KaTeX needs them). */
-export const tex = String.raw;
+/** Keeps backslashes as written (KaTeX needs them) and unescapes backticks for code spans: the lessons' own tag. */
+export { md as tex } from '../lessons/types.ts';

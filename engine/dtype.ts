@@ -45,6 +45,11 @@ export function roundTo(dtype: 'fp32' | 'fp16' | 'bf16', x: number): number {
   return Math.fround(x);
 }
 
+/** The 16-bit rounding of a dtype, or undefined for fp32 (whose values are stored as they are). */
+export function sixteenBitRounder(dtype: 'fp32' | 'fp16' | 'bf16'): ((x: number) => number) | undefined {
+  return dtype === 'fp16' ? roundFp16 : dtype === 'bf16' ? roundBf16 : undefined;
+}
+
 /** Rounds an array in place to the dtype and returns it. */
 export function roundArray<T extends Float32Array | Float64Array>(dtype: 'fp32' | 'fp16' | 'bf16', a: T): T {
   if (dtype === 'fp32') {

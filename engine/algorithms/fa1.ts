@@ -20,7 +20,8 @@
 // o_tmp), rounded to the input dtype when the run returns; l and m are fp32. Algorithm 1
 // returns no LSE; the LSE FlashScope reports is m + log(l) from the final HBM statistics.
 
-import { roundBf16, roundFp16 } from '../dtype.ts';
+import { sixteenBitRounder } from '../dtype.ts';
+import { readFeatures } from './features.ts';
 import { dtypeBytes, validateProblem, type AttentionProblem } from '../problem.ts';
 import { checkInputs, type AttentionInputs } from '../inputs.ts';
 import { blockHasVisible, scoreModel } from '../scores.ts';
@@ -34,15 +35,13 @@ function* runFa1(p: AttentionProblem, x: AttentionInputs, opts: RunOptions): Ste
   // Validate before the first event: a bad problem is rejected whole, never half-computed.
   validateProblem(p);
   checkInputs(p, x);
-  if (opts.features && Object.keys(opts.features).length > 0) {
-    throw new Error(`fa1 has no features; got ${Object.keys(opts.features).join(', ')}`);
-  }
+  readFeatures('fa1', {}, opts.features); // no switches: any given one is rejected by name
   const { blockM, blockN } = resolveBlocks(p, opts);
   const sm = scoreModel(p);
   const tr = new Tracer(opts.trace);
   const trace = opts.trace;
   const eb = dtypeBytes(p.dtype);
-  const rounder = p.dtype === 'fp16' ? roundFp16 : p.dtype === 'bf16' ? roundBf16 : undefined;
+  const rounder = sixteenBitRounder(p.dtype);
   const dv = p.dv;
   const tRows = blockCount(p.nq, blockM);
   const tCols = blockCount(p.nk, blockN);

@@ -10,7 +10,8 @@
 //
 // Counter conventions (TRACE.md, "Counters", lists the closed forms the tests check).
 
-import { roundBf16, roundFp16 } from '../dtype.ts';
+import { sixteenBitRounder } from '../dtype.ts';
+import { readFeatures } from './features.ts';
 import { dtypeBytes, validateProblem, type AttentionProblem } from '../problem.ts';
 import { checkInputs, type AttentionInputs } from '../inputs.ts';
 import { blockHasVisible, scoreModel } from '../scores.ts';
@@ -24,15 +25,13 @@ function* runFa2(p: AttentionProblem, x: AttentionInputs, opts: RunOptions): Ste
   // Validate before the first event: a bad problem is rejected whole, never half-computed.
   validateProblem(p);
   checkInputs(p, x);
-  if (opts.features && Object.keys(opts.features).length > 0) {
-    throw new Error(`fa2 has no features; got ${Object.keys(opts.features).join(', ')}`);
-  }
+  readFeatures('fa2', {}, opts.features); // no switches: any given one is rejected by name
   const { blockM, blockN } = resolveBlocks(p, opts);
   const sm = scoreModel(p);
   const tr = new Tracer(opts.trace);
   const trace = opts.trace;
   const eb = dtypeBytes(p.dtype);
-  const rounder = p.dtype === 'fp16' ? roundFp16 : p.dtype === 'bf16' ? roundBf16 : undefined;
+  const rounder = sixteenBitRounder(p.dtype);
   const dv = p.dv;
   const o = new Float32Array(p.batch * p.hq * p.nq * dv);
   const lseOut = new Float32Array(p.batch * p.hq * p.nq);

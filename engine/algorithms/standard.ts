@@ -8,7 +8,8 @@
 // fp32 and P in the input dtype, the precision a framework's matmul → softmax → matmul
 // would use; that is also the "naive" baseline the 16-bit tolerance rule compares against.
 
-import { roundBf16, roundFp16 } from '../dtype.ts';
+import { sixteenBitRounder } from '../dtype.ts';
+import { readFeatures } from './features.ts';
 import { dtypeBytes, validateProblem, type AttentionProblem } from '../problem.ts';
 import { checkInputs, type AttentionInputs } from '../inputs.ts';
 import { scoreModel } from '../scores.ts';
@@ -22,15 +23,13 @@ function* runStandard(p: AttentionProblem, x: AttentionInputs, opts: RunOptions)
   // Validate before the first event: a bad problem is rejected whole, never half-computed.
   validateProblem(p);
   checkInputs(p, x);
-  if (opts.features && Object.keys(opts.features).length > 0) {
-    throw new Error(`standard has no features; got ${Object.keys(opts.features).join(', ')}`);
-  }
+  readFeatures('standard', {}, opts.features); // no switches: any given one is rejected by name
   const { blockM } = resolveBlocks(p, opts);
   const sm = scoreModel(p);
   const tr = new Tracer(opts.trace);
   const trace = opts.trace;
   const eb = dtypeBytes(p.dtype);
-  const rounder = p.dtype === 'fp16' ? roundFp16 : p.dtype === 'bf16' ? roundBf16 : undefined;
+  const rounder = sixteenBitRounder(p.dtype);
   const { nq, nk, d, dv } = p;
   const o = new Float32Array(p.batch * p.hq * nq * dv);
   const lseOut = new Float32Array(p.batch * p.hq * nq);

@@ -174,8 +174,8 @@ describe('engine CLI', () => {
     await expect(runCommand.run([...base, '--v', k5, '--bogus'])).rejects.toThrow(/unknown option --bogus/);
     await expect(runCommand.run([...base, '--v', k5, '--window', '3'])).rejects.toThrow(/--window needs L,R/);
     await expect(runCommand.run([...base, '--v', k5, '--scale', 'Infinity'])).rejects.toThrow(/--scale needs a number/);
-    await expect(runCommand.run([...base, '--v', k5, '--feature', 'x=1'])).rejects.toThrow(/fa2 has no features/);
-    await expect(runCommand.run(['--algo', 'standard,fa2', ...base.slice(2), '--v', k5, '--feature', 'x=1'])).rejects.toThrow(/has no features/);
+    await expect(runCommand.run([...base, '--v', k5, '--feature', 'x=1'])).rejects.toThrow(/unknown feature 'x' for fa2; accepted: \(none\)/);
+    await expect(runCommand.run(['--algo', 'standard,fa2', ...base.slice(2), '--v', k5, '--feature', 'x=1'])).rejects.toThrow(/unknown feature 'x' for standard; accepted: \(none\)/);
     expect(() => readFileSync(path('never/standard/o.npy'))).toThrow();
     expect(() => readFileSync(path('never/fa2/o.npy'))).toThrow();
   });

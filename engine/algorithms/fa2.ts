@@ -10,28 +10,19 @@
 //
 // Counter conventions (TRACE.md, "Counters", lists the closed forms the tests check).
 
-import { sixteenBitRounder } from '../dtype.ts';
-import { readFeatures } from './features.ts';
-import { dtypeBytes, validateProblem, type AttentionProblem } from '../problem.ts';
-import { checkInputs, type AttentionInputs } from '../inputs.ts';
-import { blockHasVisible, scoreModel } from '../scores.ts';
-import { Tracer, tileValues } from '../trace/tracer.ts';
+import { setUpExactRun } from './run-setup.ts';
+import type { AttentionProblem } from '../problem.ts';
+import type { AttentionInputs } from '../inputs.ts';
+import { blockHasVisible } from '../scores.ts';
+import { tileValues } from '../trace/tracer.ts';
 import type { Range } from '../trace/events.ts';
-import { blockCount, resolveBlocks } from './blocks.ts';
+import { blockCount } from './blocks.ts';
 import { accumulatePV, headSlice, maskTile, roundTile, scoreTile } from './tile-math.ts';
 import type { AlgorithmResult, RunOptions, StepAlgorithm, StepGenerator } from './types.ts';
 
 function* runFa2(p: AttentionProblem, x: AttentionInputs, opts: RunOptions): StepGenerator {
-  // Validate before the first event: a bad problem is rejected whole, never half-computed.
-  validateProblem(p);
-  checkInputs(p, x);
-  readFeatures('fa2', {}, opts.features); // no switches: any given one is rejected by name
-  const { blockM, blockN } = resolveBlocks(p, opts);
-  const sm = scoreModel(p);
-  const tr = new Tracer(opts.trace);
+  const { blockM, blockN, sm, tr, eb, rounder } = setUpExactRun('fa2', p, x, opts);
   const trace = opts.trace;
-  const eb = dtypeBytes(p.dtype);
-  const rounder = sixteenBitRounder(p.dtype);
   const dv = p.dv;
   const o = new Float32Array(p.batch * p.hq * p.nq * dv);
   const lseOut = new Float32Array(p.batch * p.hq * p.nq);

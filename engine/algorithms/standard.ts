@@ -8,28 +8,18 @@
 // fp32 and P in the input dtype, the precision a framework's matmul → softmax → matmul
 // would use; that is also the "naive" baseline the 16-bit tolerance rule compares against.
 
-import { sixteenBitRounder } from '../dtype.ts';
-import { readFeatures } from './features.ts';
-import { dtypeBytes, validateProblem, type AttentionProblem } from '../problem.ts';
-import { checkInputs, type AttentionInputs } from '../inputs.ts';
-import { scoreModel } from '../scores.ts';
-import { Tracer, tileValues } from '../trace/tracer.ts';
+import { setUpExactRun } from './run-setup.ts';
+import type { AttentionProblem } from '../problem.ts';
+import type { AttentionInputs } from '../inputs.ts';
+import { tileValues } from '../trace/tracer.ts';
 import type { Range } from '../trace/events.ts';
-import { blockCount, resolveBlocks } from './blocks.ts';
+import { blockCount } from './blocks.ts';
 import { accumulatePV, headSlice, maskTile, scoreTile } from './tile-math.ts';
 import type { AlgorithmResult, RunOptions, StepAlgorithm, StepGenerator } from './types.ts';
 
 function* runStandard(p: AttentionProblem, x: AttentionInputs, opts: RunOptions): StepGenerator {
-  // Validate before the first event: a bad problem is rejected whole, never half-computed.
-  validateProblem(p);
-  checkInputs(p, x);
-  readFeatures('standard', {}, opts.features); // no switches: any given one is rejected by name
-  const { blockM } = resolveBlocks(p, opts);
-  const sm = scoreModel(p);
-  const tr = new Tracer(opts.trace);
+  const { blockM, sm, tr, eb, rounder } = setUpExactRun('standard', p, x, opts);
   const trace = opts.trace;
-  const eb = dtypeBytes(p.dtype);
-  const rounder = sixteenBitRounder(p.dtype);
   const { nq, nk, d, dv } = p;
   const o = new Float32Array(p.batch * p.hq * nq * dv);
   const lseOut = new Float32Array(p.batch * p.hq * nq);

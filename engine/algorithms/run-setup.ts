@@ -1,0 +1,31 @@
+// What every exact step algorithm (standard, FA1, FA2) sets up before its first event.
+// Validation comes first, so a bad problem is rejected whole and never half-computed.
+
+import { sixteenBitRounder } from '../dtype.ts';
+import { checkInputs, type AttentionInputs } from '../inputs.ts';
+import { dtypeBytes, validateProblem, type AttentionProblem } from '../problem.ts';
+import { scoreModel, type ScoreModel } from '../scores.ts';
+import { Tracer } from '../trace/tracer.ts';
+import { resolveBlocks } from './blocks.ts';
+import { readFeatures } from './features.ts';
+import type { RunOptions } from './types.ts';
+
+export interface RunSetup {
+  blockM: number;
+  blockN: number;
+  sm: ScoreModel;
+  tr: Tracer;
+  /** Bytes per element of the input dtype. */
+  eb: number;
+  /** 16-bit rounding of stored values, undefined for fp32. */
+  rounder: ((x: number) => number) | undefined;
+}
+
+/** Validates and prepares a run of an algorithm that has no feature switches (any given one is rejected by name). */
+export function setUpExactRun(id: string, p: AttentionProblem, x: AttentionInputs, opts: RunOptions): RunSetup {
+  validateProblem(p);
+  checkInputs(p, x);
+  readFeatures(id, {}, opts.features);
+  const { blockM, blockN } = resolveBlocks(p, opts);
+  return { blockM, blockN, sm: scoreModel(p), tr: new Tracer(opts.trace), eb: dtypeBytes(p.dtype), rounder: sixteenBitRounder(p.dtype) };
+}

@@ -67,7 +67,10 @@ export function HeatmapsView() {
           onTileClick={zoom('O')}
         />
       </div>
-      <p className="hint">Click a tile to see its numbers. Yellow: the tile the current step works on. Head b={frame.b}, h={frame.h}.</p>
+      <p className="hint">
+        Click a tile to see its numbers. Yellow: the tile the current step works on. Head b={frame.b}, h={frame.h}.
+        {!fa1 && summary.algorithm !== 'standard' && ' O is coloured on the final output’s range: rows still accumulating (not yet divided by l) can exceed it and show saturated.'}
+      </p>
     </section>
   );
 }

@@ -53,7 +53,11 @@ export interface LoadSummary {
   blocks: { blockM: number; blockN: number };
   /** Number of K/V and Q blocks (column and row tiles). */
   tiles: { rows: number; cols: number };
-  /** Value ranges over the whole run, so colour scales stay fixed while stepping. */
+  /**
+   * Value ranges over the whole run, so colour scales stay fixed while stepping. `o` is the
+   * range of the final normalized output where the algorithm has a normalize/combine step
+   * (running unnormalized accumulators beyond it saturate), else of every O value shown.
+   */
   ranges: { s: [number, number]; p: [number, number]; o: [number, number]; q: [number, number]; k: [number, number]; v: [number, number] };
   /** Bytes the session holds for this trace: event payloads plus checkpoints. */
   memoryBytes: number;

@@ -122,6 +122,24 @@ describe('DebuggerSession', () => {
     expect(f2.history.entries[0].base2).toBeUndefined();
   });
 
+  it("the O colour range is the final output's (from the float64 reference) where the run normalizes at the end", async () => {
+    const s = new DebuggerSession();
+    const sum = await s.load(req);
+    const x = randomInputs(problem, { seed: 3, distribution: 'outlier-row', outlierRow: 21 });
+    const ref = referenceAttention(problem, x);
+    let lo = Infinity;
+    let hi = -Infinity;
+    for (const v of ref.o) {
+      lo = Math.min(lo, v);
+      hi = Math.max(hi, v);
+    }
+    expect(sum.ranges.o[0]).toBeCloseTo(lo, 4);
+    expect(sum.ranges.o[1]).toBeCloseTo(hi, 4);
+    // The unnormalized accumulator really does leave that range (so the choice matters).
+    const accMax = Math.max(...s.events().flatMap((e) => (e.kind === 'pv' ? e.o.map(Math.abs) : [])));
+    expect(accMax).toBeGreaterThan(Math.max(Math.abs(lo), Math.abs(hi)) * 1.5);
+  });
+
   it('not-yet-computed entries are NaN and masked entries are flagged', async () => {
     const s = new DebuggerSession();
     await s.load(req);

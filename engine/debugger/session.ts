@@ -228,6 +228,10 @@ export class DebuggerSession {
       k: [Infinity, -Infinity] as [number, number],
       v: [Infinity, -Infinity] as [number, number],
     };
+    // The final output's range, when the algorithm normalizes at the end (FA2 and later): an
+    // unnormalized accumulator can be many times larger, and a scale spanning it would leave
+    // the finished O almost colourless. Accumulator values beyond it saturate instead.
+    const oFinal: [number, number] = [Infinity, -Infinity];
     const stats = new Map<string, number[]>();
     let numbers = 0;
     sliceStart = performance.now();
@@ -238,7 +242,10 @@ export class DebuggerSession {
       numbers += eventNumbers(ev);
       if (ev.kind === 'qk') updateRange(ranges.s, ev.s);
       else if (ev.kind === 'exp') updateRange(ranges.p, ev.p);
-      else if (ev.kind === 'pv' || ev.kind === 'normalize' || ev.kind === 'combine') updateRange(ranges.o, ev.o);
+      else if (ev.kind === 'pv' || ev.kind === 'normalize' || ev.kind === 'combine') {
+        updateRange(ranges.o, ev.o);
+        if (ev.kind !== 'pv') updateRange(oFinal, ev.o);
+      }
       if (ev.kind === 'rowmax' || ev.kind === 'rowsum' || ev.kind === 'rescale') {
         const key = `${ev.b},${ev.h},${ev.tile.qBlock}`;
         let list = stats.get(key);
@@ -255,6 +262,7 @@ export class DebuggerSession {
     updateRange(ranges.q, inputs.q);
     updateRange(ranges.k, inputs.k);
     updateRange(ranges.v, inputs.v);
+    if (oFinal[0] <= oFinal[1]) ranges.o = oFinal;
     for (const k of Object.keys(ranges) as (keyof typeof ranges)[]) ranges[k] = finishRange(ranges[k]);
     // P is a probability: anchor its scale at 0 so "small" reads as small.
     ranges.p = [0, Math.max(ranges.p[1], 1e-30)];

@@ -3,8 +3,6 @@
 
 import { COMMANDS } from './commands.ts';
 
-export class CliError extends Error {}
-
 function usage(): string {
   const width = Math.max(...COMMANDS.map((c) => c.name.length));
   return [

@@ -1,9 +1,10 @@
 // WebGPU kernels in headless Chromium (SwiftShader adapter): every path the adapter offers,
 // on every variant of the problem spec (engine/webgpu/variants.ts), against the float64
-// reference. SwiftShader's subgroups have 4 lanes, so the subgroup path's row reductions
+// reference. SwiftShader's subgroups have 4 lanes, so the tiled kernel's row reductions
 // span several subgroups (16 threads per row with default tiles) — and, with the small
-// tiles, exactly one; 'many K/V tiles' and 'decode Nq=1' have 300+ keys, far more than a
-// K/V tile or a subgroup, so a kernel that drops keys past either fails here.
+// tiles, exactly one — while the row kernel's rows span 2 or 4 lanes of one subgroup;
+// 'many K/V tiles' and 'decode Nq=1' have 300+ keys, far more than a K/V tile or a
+// subgroup, so a kernel that drops keys past either fails here.
 
 import { expect, test, type Page } from '@playwright/test';
 import type { CheckMessage } from '../app/webgpu/kernel-check.worker.ts';
@@ -42,20 +43,37 @@ for (const path of ['flash-f32', 'flash-subgroups', 'standard', 'decode'] as con
     // SwiftShader offers these four; if one disappears the test must say so, not pass vacuously.
     expect(m.paths).toContain(path);
     expectAllClose(m, path, 2e-5);
+    // Heads up to 64 wide run the row kernel: one lane per row without subgroups, two lanes
+    // holding two rows with them (their partial dot products meet through a shuffle).
+    if (path === 'flash-f32') expect(m.results[0].config).toContain('row kernel: 1 row per 1 lane');
     if (path === 'flash-subgroups') {
       expect(m.subgroupMinSize).toBe(4);
-      expect(m.results[0].config).toContain('shuffles over 4 lanes'); // 16 threads per row: 4 subgroups combined
+      expect(m.results[0].config).toContain('row kernel: 2 rows per 2 lanes (subgroup shuffles)');
     }
   });
 }
 
 for (const path of ['flash-f32', 'flash-subgroups'] as const) {
-  test(`${path} with 16×16 tiles (many K/V tiles per row; one subgroup per row)`, async ({ page }) => {
-    const m = await checks(page, `path=${path}&tile=small`);
+  test(`${path}, 4×4-tiled kernel (wide heads' default)`, async ({ page }) => {
+    const m = await checks(page, `path=${path}&kernel=tiled`);
+    expectAllClose(m, path, 2e-5);
+    expect(m.results[0].config).toMatch(/^BM=\d+ BN=\d+/);
+    // 16 threads per row on 4-lane subgroups: the row max/sum combine four subgroups through workgroup memory
+    if (path === 'flash-subgroups') expect(m.results[0].config).toContain('shuffles over 4 lanes');
+  });
+
+  test(`${path}, 4×4-tiled kernel with 16×16 tiles (many K/V tiles per row; one subgroup per row)`, async ({ page }) => {
+    const m = await checks(page, `path=${path}&kernel=tiled-small`);
     expectAllClose(m, path, 2e-5);
     expect(m.results[0].config).toContain('BM=16 BN=16');
   });
 }
+
+test('flash-subgroups, row kernel with four lanes per row', async ({ page }) => {
+  const m = await checks(page, 'path=flash-subgroups&kernel=row-wide');
+  expectAllClose(m, 'flash-subgroups', 2e-5);
+  expect(m.results[0].config).toContain('1 row per 4 lanes (subgroup shuffles)');
+});
 
 for (const path of ['flash-f16', 'flash-matrix'] as const) {
   test(`${path} matches the reference where the adapter offers it`, async ({ page }) => {

@@ -1,10 +1,11 @@
 // webgpu-test.html: runs WebGPU kernel paths on the small variant problems
 // (engine/webgpu/variants.ts) in a dedicated worker and compares each result with the
 // float64 reference (engine/reference.ts). Query: ?path=flash-f32 (one path; default all
-// paths the adapter offers) &tile=small (force 16-row/16-key flash tiles). Results land in
+// paths the adapter offers) &kernel=tiled|tiled-small|row-wide (which flash kernel the
+// f32/subgroup paths run, see kernel-check.worker.ts; default: the backend's choice). Results land in
 // window.__kernelChecks and in #out, for e2e/webgpu-kernels.spec.ts.
 
-import type { CheckMessage } from './kernel-check.worker.ts';
+import type { CheckMessage, KernelChoice } from './kernel-check.worker.ts';
 
 declare global {
   interface Window {
@@ -18,4 +19,4 @@ w.onmessage = (ev: MessageEvent<CheckMessage>) => {
   window.__kernelChecks = ev.data;
   document.getElementById('out')!.textContent = JSON.stringify(ev.data, null, 1);
 };
-w.postMessage({ path: params.get('path'), smallTile: params.get('tile') === 'small' });
+w.postMessage({ path: params.get('path'), kernel: params.get('kernel') as KernelChoice | null });

@@ -3,7 +3,7 @@
 /// <reference lib="webworker" />
 import { randomInputs } from '../../engine/inputs.ts';
 import { referenceAttention } from '../../engine/reference.ts';
-import { AttentionRun, pathElem } from '../../engine/webgpu/backend.ts';
+import { AttentionRun, pathElem, type RunOptions } from '../../engine/webgpu/backend.ts';
 import { openWebGpu, type WebGpuPath } from '../../engine/webgpu/device.ts';
 import { KERNEL_VARIANTS } from '../../engine/webgpu/variants.ts';
 
@@ -22,7 +22,18 @@ export type CheckMessage =
   | { ok: true; adapter: string; paths: WebGpuPath[]; subgroupMinSize: number; results: CheckResult[] }
   | { ok: false; message: string };
 
-self.onmessage = async (ev: MessageEvent<{ path: string | null; smallTile: boolean }>) => {
+/** Which flash kernel the f32/f16/subgroup paths run; the backend's own choice when absent. */
+export type KernelChoice = 'tiled' | 'tiled-small' | 'row-wide';
+
+const CHOICES: Record<KernelChoice, Omit<RunOptions, 'path'>> = {
+  tiled: { flashKernel: 'tiled' },
+  // 16 rows × 16 keys: many K/V tiles per row, one subgroup per row on a 4-lane adapter
+  'tiled-small': { flashKernel: 'tiled', tile: { bm: 16, bn: 16, dk: 8, jc: 8 } },
+  // four lanes per row: the partial dot products meet through shuffles
+  'row-wide': { rowPrefs: { tpr: 4, rpt: 1 } },
+};
+
+self.onmessage = async (ev: MessageEvent<{ path: string | null; kernel: KernelChoice | null }>) => {
   try {
     const ctx = await openWebGpu((self.navigator as Navigator & { gpu?: GPU }).gpu);
     const paths = ev.data.path ? [ev.data.path as WebGpuPath] : ctx.paths;
@@ -34,7 +45,7 @@ self.onmessage = async (ev: MessageEvent<{ path: string | null; smallTile: boole
         const ref = referenceAttention(p, x);
         let run: AttentionRun | undefined;
         try {
-          run = await AttentionRun.create(ctx, p, { path, tile: ev.data.smallTile ? { bm: 16, bn: 16, dk: 8, jc: 8 } : undefined });
+          run = await AttentionRun.create(ctx, p, { path, ...(ev.data.kernel ? CHOICES[ev.data.kernel] : {}) });
           run.upload(x);
           await run.execute();
           const r = await run.read();

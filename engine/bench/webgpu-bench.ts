@@ -7,14 +7,13 @@
 // Options: --quick (N = 1024 only, for a smoke run), --n 1024,4096 (override the list),
 // --no-65536, --reps k (timed repetitions; the median is reported), --skip tiles (no tile study),
 // --paths a,b (only these paths, self-test included; standard always runs as the baseline),
-// --matrix-grid (subgroup-matrix tile/shape study, each config self-tested first, plus the
-// register kernel forced onto ragged shapes),
+// --matrix-grid (subgroup-matrix tile/shape study, each config self-tested first),
+// --row-grid (row-kernel configurations of the f32/subgroup/f16 paths against the tiled kernel),
 // --no-decode.
 
 import { nominalFlops, type AttentionProblem } from '../problem.ts';
 import { PATH_LABELS, WebGpuUnavailable, type WebGpuPath } from '../webgpu/device.ts';
-import { AttentionRun } from '../webgpu/backend.ts';
-import type { FlashTile } from '../webgpu/flash-kernel.ts';
+import { AttentionRun, type RunOptions } from '../webgpu/backend.ts';
 import type { MatrixTilePrefs } from '../webgpu/flash-matrix-kernel.ts';
 import { NO_ADAPTER_HELP, openNodeWebGpu } from '../webgpu/node-gpu.ts';
 import { checkSampledRows } from '../webgpu/row-check.ts';
@@ -29,13 +28,15 @@ const opt = (name: string): string | undefined => {
 };
 const quick = args.includes('--quick');
 const NS = (opt('--n') ?? (quick ? '1024' : '1024,4096,8192')).split(',').map(Number);
-const REPS = Number(opt('--reps') ?? 3);
+const REPS = Number(opt('--reps') ?? 5);
 const DS = (opt('--d') ?? '64,128').split(',').map(Number);
 const SKIP = new Set((opt('--skip') ?? '').split(','));
 const ONLY = opt('--paths')?.split(',');
 
 interface Measured {
   ms: number;
+  /** Fastest–slowest of the timed repetitions. */
+  spread: string;
   tflops: number;
   gbs: number;
   err: number;
@@ -48,12 +49,18 @@ function median(xs: number[]): number {
   return s[Math.floor(s.length / 2)];
 }
 
-async function measure(ctx: Awaited<ReturnType<typeof openNodeWebGpu>>, p: AttentionProblem, path: WebGpuPath, reps: number, tile?: Partial<FlashTile>, warm = true, matrix?: MatrixTilePrefs): Promise<Measured | string> {
+async function measure(ctx: Awaited<ReturnType<typeof openNodeWebGpu>>, p: AttentionProblem, path: WebGpuPath, reps: number, opts: Omit<RunOptions, 'path'> = {}, warm = true): Promise<Measured | string> {
   let run: AttentionRun | undefined;
   try {
-    run = await AttentionRun.create(ctx, p, { path, tile, matrix });
+    run = await AttentionRun.create(ctx, p, { path, ...opts });
     await run.fillRandom(1234);
-    if (warm) await run.execute(); // warm-up: pipeline caches, clocks
+    // Warm-up: pipeline caches, and GPU clocks, which fall while the CPU works between
+    // measurements (self-tests, float64 references) and took over 100 ms to come back: one
+    // warm-up run let a grid time the same pipeline at 15 and at 30 TFLOP/s (run 4).
+    if (warm) {
+      const t0 = performance.now();
+      for (let i = 0; i < 2 || performance.now() - t0 < 400; i++) await run.execute();
+    }
     const totals: number[] = [];
     let kernels = '';
     for (let r = 0; r < reps; r++) {
@@ -62,10 +69,11 @@ async function measure(ctx: Awaited<ReturnType<typeof openNodeWebGpu>>, p: Atten
       kernels = t.map((k) => `${k.name} ${k.ms.toFixed(2)} ms (${k.clock})`).join(', ');
     }
     const ms = median(totals);
+    const spread = `${Math.min(...totals).toFixed(2)}–${Math.max(...totals).toFixed(2)} ms`;
     const check = await checkSampledRows(run, 3);
     const eb = path === 'flash-f16' || path === 'flash-matrix' ? 2 : 4;
     const bytes = (p.batch * (p.hq * p.nq * p.d + p.hk * p.nk * (p.d + p.dv))) * eb + p.batch * p.hq * p.nq * (p.dv + 1) * 4;
-    return { ms, tflops: nominalFlops(p) / (ms * 1e9), gbs: bytes / (ms * 1e6), err: Math.max(check.maxAbsErrO, check.maxAbsErrLse), config: run.config, kernels };
+    return { ms, spread, tflops: nominalFlops(p) / (ms * 1e9), gbs: bytes / (ms * 1e6), err: Math.max(check.maxAbsErrO, check.maxAbsErrLse), config: run.config, kernels };
   } catch (e) {
     return e instanceof Error ? e.message : String(e);
   } finally {
@@ -74,7 +82,7 @@ async function measure(ctx: Awaited<ReturnType<typeof openNodeWebGpu>>, p: Atten
 }
 
 const fmt = (m: Measured | string) =>
-  typeof m === 'string' ? `FAILED: ${m}` : `${m.tflops.toFixed(2).padStart(7)} TFLOP/s ${m.ms.toFixed(3).padStart(9)} ms  ${m.gbs.toFixed(0).padStart(5)} GB/s  maxerr ${m.err.toExponential(1)}`;
+  typeof m === 'string' ? `FAILED: ${m}` : `${m.tflops.toFixed(2).padStart(7)} TFLOP/s ${m.ms.toFixed(3).padStart(9)} ms (${m.spread})  ${m.gbs.toFixed(0).padStart(5)} GB/s  maxerr ${m.err.toExponential(1)}`;
 
 /** The variant set with d = 64 and Nq, Nk rounded up to whole 128-row / 64-key tiles. */
 const ALIGNED_VARIANTS = KERNEL_VARIANTS.filter((v) => v.name !== 'odd head dims').map((v) => ({
@@ -89,7 +97,7 @@ const ALIGNED_VARIANTS = KERNEL_VARIANTS.filter((v) => v.name !== 'odd head dims
 }));
 
 /** Runs one path on the given variants against the float64 reference; worst error scaled for f16 paths. */
-async function selfTest(ctx: Awaited<ReturnType<typeof openNodeWebGpu>>, path: WebGpuPath, variants: typeof KERNEL_VARIANTS, matrix?: MatrixTilePrefs): Promise<{ worst: number; line: string }> {
+async function selfTest(ctx: Awaited<ReturnType<typeof openNodeWebGpu>>, path: WebGpuPath, variants: typeof KERNEL_VARIANTS, matrix?: MatrixTilePrefs, more: Omit<RunOptions, 'path' | 'matrix'> = {}): Promise<{ worst: number; line: string }> {
   const errs: string[] = [];
   let worst = 0;
   for (const v of variants) {
@@ -99,7 +107,7 @@ async function selfTest(ctx: Awaited<ReturnType<typeof openNodeWebGpu>>, path: W
     const ref = referenceAttention(p, x);
     let run: AttentionRun | undefined;
     try {
-      run = await AttentionRun.create(ctx, p, { path, matrix });
+      run = await AttentionRun.create(ctx, p, { path, matrix, ...more });
       run.upload(x);
       await run.execute();
       const r = await run.read();
@@ -146,11 +154,11 @@ async function main(): Promise<number> {
     worst = Math.max(worst, r.worst);
     console.log(`self-test ${path}: ${r.line}`);
     if (path === 'flash-matrix') {
-      // The variant set is ragged, so it exercises the shared-O kernel; these whole-tile
-      // copies exercise the register kernel the timed shapes use.
+      // The variant set is ragged everywhere; these whole-tile copies (d = 64, Nq and Nk in
+      // whole tiles) take the kernel's other branches: full tiles, no padding.
       const a = await selfTest(ctx, path, ALIGNED_VARIANTS);
       worst = Math.max(worst, a.worst);
-      console.log(`self-test ${path} (whole tiles, register kernel): ${a.line}`);
+      console.log(`self-test ${path} (whole tiles): ${a.line}`);
     }
   }
   console.log(`self-test: ${worst < 1e-4 ? 'all paths match the float64 reference' : 'MISMATCH — see above'}\n`);
@@ -182,13 +190,14 @@ async function main(): Promise<number> {
     }
   }
   if (!args.includes('--no-65536') && !quick) {
-    // d = 128 at N = 65536 needs 2 GiB per f32 tensor: one byte over Dawn's 2 GiB − 4 binding limit.
-    for (const d of DS.filter((x) => x * 65536 * 64 * 4 < ctx.limits.maxStorageBinding)) {
+    // d = 128 at N = 65536 needs 2 GiB per f32 tensor, 4 bytes over Dawn's 2 GiB − 4 binding
+    // limit: the f32 paths say so; the f16 paths (1 GiB per tensor) run.
+    for (const d of DS) {
       for (const causal of [false, true]) {
         const p: AttentionProblem = { batch: 4, hq: 16, hk: 16, nq: 65536, nk: 65536, d, dv: d, causal, dtype: 'fp32' };
         console.log(`B=4 H=16 N=65536 d=${d} ${causal ? 'causal' : 'non-causal'}`);
-        console.log(`  ${'standard'.padEnd(16)} ${fmt(await measure(ctx, p, 'standard', 1, undefined, false))}`);
-        for (const path of flashPaths) console.log(`  ${path.padEnd(16)} ${fmt(await measure(ctx, p, path, 1, undefined, false))}`);
+        console.log(`  ${'standard'.padEnd(16)} ${fmt(await measure(ctx, p, 'standard', 1, {}, false))}`);
+        for (const path of flashPaths) console.log(`  ${path.padEnd(16)} ${fmt(await measure(ctx, p, path, 1, {}, false))}`);
       }
     }
   }
@@ -198,39 +207,50 @@ async function main(): Promise<number> {
   for (const path of ['flash-f32', 'flash-subgroups', 'flash-f16'] as WebGpuPath[]) {
     if (!ctx.paths.includes(path) || SKIP.has('tiles')) continue;
     for (const tile of [{ bm: 64, bn: 64, dk: 64, jc: 64 }, { bm: 128, bn: 64, dk: 16, jc: 16 }, { bm: 128, bn: 64, dk: 32, jc: 32 }, { bm: 128, bn: 32, dk: 32, jc: 32 }]) {
-      const m = await measure(ctx, head, path, REPS, tile);
+      const m = await measure(ctx, head, path, REPS, { tile, flashKernel: 'tiled' });
       console.log(`  ${path.padEnd(16)} ${JSON.stringify(tile).padEnd(36)} ${fmt(m)}   [${typeof m === 'string' ? '' : m.config}]`);
     }
   }
-  // Subgroup-matrix study: matrix shape × subgroups per workgroup × BN (+ rescale on every max).
-  // Each config is self-tested on a few variants before it is timed; configs that do not fit
-  // fall back to the largest that does (the printed config says which ran).
+  // Subgroup-matrix study: matrix shape × subgroups per workgroup × BN × row blocks per
+  // subgroup × K/V staging (+ rescale on every max). Each config is self-tested on a few
+  // variants before it is timed; configs that do not fit fall back to the largest that does
+  // (the printed config says which ran).
   if (ctx.paths.includes('flash-matrix') && args.includes('--matrix-grid')) {
     const picks = ALIGNED_VARIANTS.filter((v) => ['causal Nq>Nk', 'sinks', 'many K/V tiles', 'dv≠d', 'window'].includes(v.name));
-    // Where the register kernel goes wrong: forced onto ragged shapes one property at a time.
-    const plain = KERNEL_VARIANTS[0].problem;
-    const probes = [
-      { name: 'd=64 128×128', problem: { ...plain, d: 64, dv: 64, nq: 128, nk: 128 } },
-      { name: 'd=64 Nq=100', problem: { ...plain, d: 64, dv: 64, nq: 100, nk: 128 } },
-      { name: 'd=64 Nk=100', problem: { ...plain, d: 64, dv: 64, nq: 128, nk: 100 } },
-      { name: 'd=40 128×128', problem: { ...plain, d: 40, dv: 40, nq: 128, nk: 128 } },
-      { name: 'd=24 45×77', problem: plain },
-    ];
-    const st = await selfTest(ctx, 'flash-matrix', probes, { warps: 4, bn: 64, force: true });
-    console.log(`register kernel forced, 4 subgroups, BN=64: ${st.line}`);
     for (const d of DS) {
       const p: AttentionProblem = { ...head, d, dv: d };
       console.log(`\nsubgroup-matrix grid, B=4 H=16 N=4096 d=${d} non-causal`);
-      for (const shape of ctx.matrixConfigs.filter((c) => c.componentType === 'f16').map((c) => `${c.M}x${c.N}x${c.K}`)) {
-        const tiles: MatrixTilePrefs[] = [
-          { warps: 8, bn: 32 }, { warps: 4, bn: 64 }, { warps: 4, bn: 32 }, { warps: 2, bn: 64 },
-          { warps: 4, bn: 64, rescaleLog: 0 },
-        ];
-        for (const t of tiles) {
-          const prefs: MatrixTilePrefs = { shape, ...t };
-          const st = await selfTest(ctx, 'flash-matrix', picks, prefs);
-          const m = st.worst < 1e-4 ? await measure(ctx, p, 'flash-matrix', REPS, undefined, true, prefs) : `self-test failed: ${st.line}`;
-          console.log(`  ${JSON.stringify(prefs).padEnd(52)} ${fmt(m)}   [${typeof m === 'string' ? '' : m.config}]`);
+      const tiles: MatrixTilePrefs[] = [
+        { warps: 8, bn: 32 }, { warps: 4, bn: 32 }, { warps: 4, bn: 64 }, { warps: 2, bn: 32 },
+        { shape: '16x8x16', warps: 8, bn: 32 }, { warps: 8, bn: 32, rescaleLog: 0 },
+      ];
+      for (const t of tiles) {
+        const st = await selfTest(ctx, 'flash-matrix', picks, t);
+        const m = st.worst < 1e-4 ? await measure(ctx, p, 'flash-matrix', REPS, { matrix: t }) : `self-test failed: ${st.line}`;
+        console.log(`  ${JSON.stringify(t).padEnd(52)} ${fmt(m)}   [${typeof m === 'string' ? '' : m.config}]`);
+      }
+    }
+  }
+  // Row-kernel study (flash-f32 / flash-subgroups / flash-f16): lanes per row × rows per lane
+  // group × threads × K/V chunk × sub-chunk, against the 4×4-tiled kernel.
+  if (args.includes('--row-grid')) {
+    const picks = KERNEL_VARIANTS.filter((v) => ['causal Nq>Nk', 'sinks', 'many K/V tiles', 'dv≠d', 'odd head dims', 'window'].includes(v.name));
+    for (const d of DS) {
+      const p: AttentionProblem = { ...head, d, dv: d };
+      console.log(`\nrow-kernel grid, B=4 H=16 N=4096 d=${d} non-causal`);
+      const grid: RunOptions['rowPrefs'][] =
+        d <= 64
+          ? [{}, { sc: 8 }, { sc: 4 }, { sc: 8, threads: 256 }, { tpr: 2, rpt: 2 }, { tpr: 2, rpt: 2, sc: 8 }, { tpr: 2, rpt: 2, threads: 256 }, { tpr: 4, rpt: 4, sc: 8 }]
+          : [{ tpr: 4, rpt: 2, sc: 8 }, { tpr: 4, rpt: 2, sc: 8, threads: 256 }, { tpr: 2, sc: 8, threads: 256 }];
+      for (const path of ['flash-subgroups', 'flash-f32', 'flash-f16'] as WebGpuPath[]) {
+        if (!paths.includes(path)) continue;
+        const tiled = await measure(ctx, p, path, REPS, { flashKernel: 'tiled' });
+        console.log(`  ${path.padEnd(16)} ${'4×4-tiled kernel'.padEnd(44)} ${fmt(tiled)}   [${typeof tiled === 'string' ? '' : tiled.config}]`);
+        for (const rowPrefs of path === 'flash-subgroups' ? grid : [{}]) {
+          const variants = picks.map((v) => ({ ...v, problem: { ...v.problem, d: v.name === 'odd head dims' ? d - 3 : d, dv: v.name === 'dv≠d' ? d / 2 : d } }));
+          const st = await selfTest(ctx, path, variants, undefined, { rowPrefs });
+          const m = st.worst < 1e-4 ? await measure(ctx, p, path, REPS, { rowPrefs }) : `self-test failed: ${st.line}`;
+          console.log(`  ${path.padEnd(16)} ${JSON.stringify(rowPrefs).padEnd(44)} ${fmt(m)}   [${typeof m === 'string' ? '' : m.config}]`);
         }
       }
     }

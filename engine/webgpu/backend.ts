@@ -13,12 +13,12 @@ import { validateProblem, type AttentionProblem } from '../problem.ts';
 import type { WebGpuContext, WebGpuPath } from './device.ts';
 import { PATH_LABELS } from './device.ts';
 import { flashKernelWgsl, flashLayout, type FlashKernelConfig, type FlashTile } from './flash-kernel.ts';
-import { chooseMatrixTile, matrixKernelWgsl, matrixLayout, registerKernelTakes, type MatrixKernelConfig, type MatrixTilePrefs } from './flash-matrix-kernel.ts';
-import { chooseSharedOTile, sharedOKernelWgsl, sharedOLayout, type SharedOKernelConfig } from './flash-matrix-shared-o-kernel.ts';
+import { chooseMatrixTile, matrixKernelWgsl, matrixLayout, type MatrixKernelConfig, type MatrixTilePrefs } from './flash-matrix-kernel.ts';
 import { decodeCombineKernelWgsl, decodeSplitKernelWgsl, DECODE_THREADS } from './decode-kernels.ts';
 import { fillKernelWgsl } from './fill-kernel.ts';
 import { halfToFloat, toHalfArray } from './half.ts';
-import { packAux, packParams } from './params.ts';
+import { packAux, packParams, scoreSpec } from './params.ts';
+import { chooseRowConfig, rowKernelWgsl, rowLayout, type RowKernelConfig } from './flash-row-kernel.ts';
 import { pvKernelWgsl, scoresKernelWgsl, softmaxKernelWgsl } from './standard-kernels.ts';
 import { chooseFlashTile } from './tiles.ts';
 import { runTimed, type Dispatch, type KernelTime } from './timer.ts';
@@ -33,6 +33,12 @@ export interface RunOptions {
   tile?: Partial<FlashTile>;
   /** Preferred subgroup-matrix tile (the benchmark's grid); falls back to what fits. */
   matrix?: MatrixTilePrefs;
+  /**
+   * f32/f16/subgroup paths: 'row' = the row-per-thread kernel where it applies (the default),
+   * 'tiled' = the 4×4-tiled kernel (benchmark comparisons); `rowPrefs` tunes the former.
+   */
+  flashKernel?: 'row' | 'tiled';
+  rowPrefs?: Partial<Pick<RowKernelConfig, 'tpr' | 'rpt' | 'threads' | 'bc' | 'sc'>>;
 }
 
 const GiB = 1024 ** 3;
@@ -154,65 +160,57 @@ export class AttentionRun {
     if (bh > this.ctx.limits.maxWorkgroupsPerDim) throw new WebGpuRunError(`batch × heads (${bh}) exceeds the adapter's dispatch limit`);
 
     if (this.path === 'flash-f32' || this.path === 'flash-f16' || this.path === 'flash-subgroups') {
-      const cfg: FlashKernelConfig = chooseFlashTile(
-        this.ctx,
-        { elem: pathElem(this.path), subgroup: this.path === 'flash-subgroups' ? this.ctx.subgroupMinSize : 0, d: p.d, dv: p.dv },
-        opts.tile,
-      );
-      const L = flashLayout(cfg);
-      this.config = `BM=${cfg.bm} BN=${cfg.bn} DK=${cfg.dk} JC=${cfg.jc}, ${L.threads} threads, ${L.bytes} B workgroup memory${
-        cfg.subgroup ? `, shuffles over ${L.lanes} lanes` : ''
-      }`;
-      const pipe = await pipeline(device, flashKernelWgsl(cfg));
+      const elem = pathElem(this.path);
+      const subgroupMin = this.path === 'flash-subgroups' ? this.ctx.subgroupMinSize : 0;
+      const row =
+        opts.flashKernel === 'tiled'
+          ? undefined
+          : chooseRowConfig(this.ctx.limits, { elem, d: p.d, dv: p.dv, score: scoreSpec(p), subgroupMin }, opts.rowPrefs);
+      let code: string;
+      let bm: number;
+      if (row) {
+        const L = rowLayout(row);
+        bm = L.bm;
+        code = rowKernelWgsl(row);
+        this.config = `row kernel: ${row.rpt} row${row.rpt > 1 ? 's' : ''} per ${row.tpr} lane${row.tpr > 1 ? 's (subgroup shuffles)' : ''}, BM=${L.bm} rows, ${row.threads} threads, K/V chunks of ${row.bc} keys (sub-chunks of ${row.sc}), ${L.bytes} B workgroup memory`;
+      } else {
+        const cfg: FlashKernelConfig = chooseFlashTile(this.ctx, { elem, subgroup: subgroupMin, d: p.d, dv: p.dv }, opts.tile);
+        const L = flashLayout(cfg);
+        bm = cfg.bm;
+        code = flashKernelWgsl(cfg);
+        this.config = `BM=${cfg.bm} BN=${cfg.bn} DK=${cfg.dk} JC=${cfg.jc}, ${L.threads} threads, ${L.bytes} B workgroup memory${
+          cfg.subgroup ? `, shuffles over ${L.lanes} lanes` : ''
+        }`;
+      }
+      const pipe = await pipeline(device, code);
       const params = this.uniform(packParams(p));
       this.dispatches.push({
         name: 'flash forward',
         pipeline: pipe,
         bindGroup: this.bind(pipe, { 0: params, 1: this.q, 2: this.k, 3: this.v, 4: this.o, 5: this.lse, 6: aux }),
-        workgroups: [Math.ceil(p.nq / cfg.bm), bh, 1],
+        workgroups: [Math.ceil(p.nq / bm), bh, 1],
       });
     } else if (this.path === 'flash-matrix') {
-      // The register kernel where none of its loads runs past a buffer and Q fills whole
-      // tiles (registerKernelTakes); the shared-O kernel elsewhere. opts.matrix.force (benchmark
-      // diagnostics only) runs the register kernel on any shape.
+      let cfg: MatrixKernelConfig = chooseMatrixTile(this.ctx, p.d, p.dv, scoreSpec(p), true, opts.matrix);
       let pipe: GPUComputePipeline;
       let note = '';
-      let bm: number;
-      const reg = chooseMatrixTile(this.ctx, p.d, p.dv, true, opts.matrix);
-      if (opts.matrix?.force || registerKernelTakes(reg, p.nq, p.nk)) {
-        let cfg: MatrixKernelConfig = reg;
-        try {
-          pipe = await pipeline(device, matrixKernelWgsl(cfg));
-        } catch (e) {
-          if (!cfg.subgroupId) throw e;
-          // The compiler rejected subgroup_id: one subgroup per workgroup needs no subgroup ids.
-          cfg = chooseMatrixTile(this.ctx, p.d, p.dv, false, opts.matrix);
-          pipe = await pipeline(device, matrixKernelWgsl(cfg));
-          note = ' (subgroup_id rejected by the compiler, so one subgroup per workgroup)';
-        }
-        const L = matrixLayout(cfg);
-        bm = L.bm;
-        this.config = `${cfg.m}×${cfg.n}×${cfg.k} f16 subgroup matrices, Q and O in registers, BM=${L.bm} BN=${cfg.bn}, ${cfg.warps} subgroups of ${cfg.sg}, K/V from global memory, lazy rescale at e^${cfg.rescaleLog}, ${L.bytes} B workgroup memory${note}`;
-      } else {
-        let cfg: SharedOKernelConfig = chooseSharedOTile(this.ctx, p.d, p.dv);
-        try {
-          pipe = await pipeline(device, sharedOKernelWgsl(cfg));
-        } catch (e) {
-          if (!cfg.subgroupId) throw e;
-          cfg = chooseSharedOTile(this.ctx, p.d, p.dv, false);
-          pipe = await pipeline(device, sharedOKernelWgsl(cfg));
-          note = ' (subgroup_id rejected by the compiler, so one subgroup per workgroup)';
-        }
-        const L = sharedOLayout(cfg);
-        bm = L.bm;
-        this.config = `${cfg.m}×${cfg.n}×${cfg.k} f16 subgroup matrices, O in workgroup memory, BM=${L.bm} BN=${cfg.bn}, ${cfg.warps} subgroups of ${cfg.sg}, ${L.bytes} B workgroup memory${note}`;
+      try {
+        pipe = await pipeline(device, matrixKernelWgsl(cfg));
+      } catch (e) {
+        if (!cfg.subgroupId) throw e;
+        // The compiler rejected subgroup_id: one subgroup per workgroup needs no subgroup ids.
+        cfg = chooseMatrixTile(this.ctx, p.d, p.dv, scoreSpec(p), false, opts.matrix);
+        pipe = await pipeline(device, matrixKernelWgsl(cfg));
+        note = ' (subgroup_id rejected by the compiler, so one subgroup per workgroup)';
       }
+      const L = matrixLayout(cfg);
+      this.config = `${cfg.m}×${cfg.n}×${cfg.k} f16 subgroup matrices, Q and O in registers, BM=${L.bm} BN=${cfg.bn}, ${cfg.warps} subgroups of ${cfg.sg}, K/V staged with a register prefetch, lazy rescale at e^${cfg.rescaleLog}, ${L.bytes} B workgroup memory${note}`;
       const params = this.uniform(packParams(p));
       this.dispatches.push({
         name: 'flash forward (subgroup matrix)',
         pipeline: pipe,
         bindGroup: this.bind(pipe, { 0: params, 1: this.q, 2: this.k, 3: this.v, 4: this.o, 5: this.lse, 6: aux }),
-        workgroups: [Math.ceil(p.nq / bm), bh, 1],
+        workgroups: [Math.ceil(p.nq / L.bm), bh, 1],
       });
     } else if (this.path === 'standard') {
       const perHead = p.nq * p.nk * 4;

@@ -1,4 +1,4 @@
-// The tiled FlashAttention-2-style forward kernel in WGSL, for the f32, f16-storage and
+// The 4×4-tiled FlashAttention-2-style forward kernel in WGSL, for the f32, f16-storage and
 // subgroup paths (the tensor-core path lives in flash-matrix-kernel.ts).
 //
 // One workgroup owns a BM-row Q tile of one (batch, query head). It walks the K/V tiles of

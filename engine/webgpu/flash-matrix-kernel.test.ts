@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { chooseMatrixTile, matrixKernelWgsl, matrixLayout, registerKernelTakes } from './flash-matrix-kernel.ts';
+import { chooseMatrixTile, matrixKernelWgsl, matrixLayout } from './flash-matrix-kernel.ts';
+
+const plain = { masked: false, softcap: false, alibi: false };
 
 // The H200's limits and subgroup-matrix configs as Dawn reports them (BENCHMARKS.md).
 const h200 = {
@@ -14,32 +16,47 @@ const h200 = {
   wgslFeatures: ['subgroup_id', 'subgroup_uniformity'],
 } as unknown as Parameters<typeof chooseMatrixTile>[0];
 
-describe('subgroup-matrix register kernel tiles', () => {
-  it('picks the measured-fastest tile that fits 48 KiB: 8×32 at d=64, 4×64 at d=128', () => {
-    const a = chooseMatrixTile(h200, 64, 64);
-    expect([a.m, a.n, a.k, a.warps, a.bn]).toEqual([16, 16, 16, 8, 32]);
-    const b = chooseMatrixTile(h200, 128, 128);
-    expect([b.warps, b.bn]).toEqual([4, 64]);
-    for (const c of [a, b]) expect(matrixLayout(c).bytes).toBeLessThanOrEqual(49152);
+describe('subgroup-matrix kernel tiles', () => {
+  it('picks the measured-fastest tile, 8 subgroups × 32 keys of 16×16×16 matrices, within 48 KiB at d = 64 and 128', () => {
+    for (const d of [64, 128]) {
+      const c = chooseMatrixTile(h200, d, d, plain);
+      expect([c.m, c.n, c.k, c.warps, c.bn]).toEqual([16, 16, 16, 8, 32]);
+      expect(matrixLayout(c).bytes).toBeLessThanOrEqual(49152);
+    }
   });
 
-  it('one subgroup per workgroup without subgroup_id', () => {
-    const c = chooseMatrixTile({ ...h200, wgslFeatures: [] }, 64, 64);
+  it('falls back to fewer subgroups where the tile does not fit, and one subgroup without subgroup_id', () => {
+    const wide = chooseMatrixTile(h200, 256, 256, plain);
+    expect(wide.warps).toBeLessThan(8);
+    expect(matrixLayout(wide).bytes).toBeLessThanOrEqual(49152);
+    const c = chooseMatrixTile({ ...h200, wgslFeatures: [] }, 64, 64, plain);
     expect(c.warps).toBe(1);
     expect(matrixKernelWgsl(c)).not.toContain('subgroup_id');
   });
 
-  it('takes only shapes whose matrix loads stay inside the buffers and whole Q tiles', () => {
-    const c = chooseMatrixTile(h200, 64, 64); // BM = 128, BN = 32
-    expect(registerKernelTakes(c, 4096, 4096)).toBe(true);
-    expect(registerKernelTakes(c, 4096, 100)).toBe(false); // last K/V load past the end
-    expect(registerKernelTakes(c, 100, 4096)).toBe(false);
-    expect(registerKernelTakes(chooseMatrixTile(h200, 40, 40), 4096, 4096)).toBe(false); // d not a multiple of 16
-  });
-
-  it('holds one left matrix per 16 of d and one result matrix per 16 of dv in registers', () => {
-    const w = matrixKernelWgsl(chooseMatrixTile(h200, 128, 64));
+  it('holds one left matrix per 16 of d and one result matrix per 16 of dv in registers, ragged dims rounded up', () => {
+    const w = matrixKernelWgsl(chooseMatrixTile(h200, 128, 64, plain));
     expect(w.match(/let q\d+ = subgroupMatrixLoad/g)).toHaveLength(8);
     expect(w.match(/var o\d+ = subgroup_matrix_result/g)).toHaveLength(4);
+    const r = matrixKernelWgsl(chooseMatrixTile(h200, 21, 13, plain));
+    expect(r.match(/let q\d+ = subgroupMatrixLoad/g)).toHaveLength(2);
+    expect(r.match(/var o\d+ = subgroup_matrix_result/g)).toHaveLength(1);
+    // 21 and 13 are not multiples of 4: element-wise staging reads, no vec4 bindings
+    expect(r).not.toContain('array<vec4<f16>>');
+  });
+
+  it('reads every matrix from workgroup memory, never straight from a storage buffer', () => {
+    const w = matrixKernelWgsl(chooseMatrixTile(h200, 64, 64, plain));
+    for (const m of w.matchAll(/subgroupMatrixLoad<[^(]*\(&(\w+)/g)) expect(['ks', 'vs', 'ps', 'ss']).toContain(m[1]);
+  });
+
+  it('leaves out the code of modifiers the problem does not use', () => {
+    const c = chooseMatrixTile(h200, 64, 64, plain);
+    const p = matrixKernelWgsl(c);
+    const all = matrixKernelWgsl({ ...c, score: { masked: true, softcap: true, alibi: true } });
+    expect(p).not.toContain('tanh(');
+    expect(all).toContain('tanh(');
+    expect(p).not.toContain('key_visible(i, j)) { return NEG_INF; }');
+    expect(all).toContain('!key_visible(i, j)');
   });
 });

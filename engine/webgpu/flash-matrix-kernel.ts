@@ -1,33 +1,42 @@
-// The tensor-core path's register kernel: the FA2 forward pass with both matmuls on subgroup
-// matrices (chromium-experimental-subgroup-matrix; on NVIDIA, Dawn lowers them to Vulkan
-// cooperative matrices, i.e. mma instructions). f16 operands, f32 accumulation.
+// The tensor-core path: the FA2 forward pass with both matmuls on subgroup matrices
+// (chromium-experimental-subgroup-matrix; on NVIDIA, Dawn lowers them to Vulkan cooperative
+// matrices, i.e. mma instructions). f16 operands, f32 accumulation.
 //
 // A workgroup is W subgroups; subgroup w owns query rows [w·M, w·M + M) of a BM = W·M tile.
-// Its Q rows live in registers as left matrices and its O rows as result matrices for the
-// whole pass: neither goes back to workgroup memory per K/V tile. Per tile of BN keys:
-//   1. each subgroup computes its M×BN stripe of S = Q Kᵀ, loading Kᵀ blocks straight from
-//      the K buffer (the W subgroups of a workgroup share them through the caches), and
-//      stores the stripe (f32) to its own region of workgroup memory;
-//   2. the online softmax runs on plain lanes (SG/M lanes per row, shuffles to combine):
-//      masks/modifiers, row max, P = exp(S − m) written as f16;
-//   3. O += P V on the result matrices in registers, V blocks again straight from memory.
+// Its Q rows live in registers as left matrices (staged once through workgroup memory, with
+// zeros past Nq and past d) and its O rows as result matrices for the whole pass. Per tile of
+// BN keys:
+//   0. the workgroup writes the K and V tile it prefetched into registers during the previous
+//      tile to workgroup memory (zeros past Nk, d, dv) and starts loading the next one;
+//   1. each subgroup computes its M×BN stripe of S = Q Kᵀ and stores it (f32) to its own
+//      region of workgroup memory;
+//   2. the online softmax runs on plain lanes (SG/M lanes per row, shuffles to combine),
+//      holding the row's scores in registers between the max and the exponentials: score
+//      modifiers (the mask tests only on tiles that touch a mask edge or Nk), row max,
+//      P = exp(S − m) written as f16;
+//   3. O += P V on the result matrices in registers.
+// Every matrix load reads workgroup memory inside its array, so any shape runs: Dawn
+// predicates a matrix load on the whole matrix lying inside its array and returns zeros
+// otherwise, which is what made loads straight from the Q/K/V buffers fail on ragged shapes
+// (BENCHMARKS.md, run 2). Staged K/V is also what makes this kernel fast: run 6 measured
+// 26.5 TFLOP/s loading K/V matrices from the buffers and 89.2 staging them (d = 64).
+//
 // A subgroup matrix cannot be scaled row by row, so O is rescaled lazily (FA4's trick): the
 // row max m used for P only moves when the tile's max exceeds it by more than rescaleLog
 // (P stays ≤ e^rescaleLog, far inside f16's range). Only then does the workgroup round-trip
 // O through workgroup memory to scale its rows by exp(m_old − m_new): for typical inputs on
 // the first tile and rarely after. The result is exact: O and l carry the same stale m, and
-// O / l and LSE = m + log l do not depend on which m was used. On an H200 this laziness is
-// worth 2.2× (BENCHMARKS.md: rescaling on every max increase, 4.86 vs 10.75 TFLOP/s).
+// O / l and LSE = m + log l do not depend on which m was used. Rescaling on every increase
+// instead costs 2.4× (run 6: 37.5 vs 89.2 TFLOP/s).
 //
-// Matrix loads take no per-element bounds: a load that runs past the end of the K or V
-// buffer came back wrong on the H200 (as if Dawn's robustness moved or dropped the whole
-// load), so this kernel only takes shapes where no load does (registerKernelTakes); the
-// others go to flash-matrix-shared-o-kernel.ts.
+// Workgroup-memory rows are padded by 16 bytes (S: BN + 4 floats, P: BN + 8 halves, K/V:
+// head dim + 8 halves): unpadded, the 32- and 64-key rows all start in the same bank and
+// the softmax lanes, which read down a column, collide 16 ways.
 //
-// Workgroup memory: the Q tile (f16, read into registers once), the f16 P stripes, the f32
-// S stripes (also the O scratch for rescale and output) and BM f32 row factors.
+// Seen on the H200 (run 4) and not explained: with Dawn's robustness turned off (a
+// diagnostic toggle; browsers keep it on) this kernel's results are wrong.
 
-import { PARAMS_WGSL, SCORE_WGSL } from './params.ts';
+import { PARAMS_WGSL, scoreWgsl, type ScoreSpec } from './params.ts';
 import type { MatrixConfig, WebGpuContext } from './device.ts';
 
 /** What a caller (the benchmark's grid) may prefer; the rest comes from the adapter. */
@@ -38,8 +47,6 @@ export interface MatrixTilePrefs {
   bn?: number;
   /** Benchmark ablation: rescale threshold (0 = on every increase of a row max). */
   rescaleLog?: number;
-  /** Benchmark diagnostics: run this kernel even where registerKernelTakes() says no. */
-  force?: boolean;
 }
 
 export interface MatrixKernelConfig {
@@ -61,6 +68,7 @@ export interface MatrixKernelConfig {
   bn: number;
   d: number;
   dv: number;
+  score: ScoreSpec;
 }
 
 /** Max growth (natural log units) of a row's logits before O and l are rescaled: P ≤ e^8 ≈ 2981. */
@@ -70,31 +78,25 @@ export function matrixLayout(c: MatrixKernelConfig) {
   const bm = c.warps * c.m;
   const dp = Math.ceil(c.d / c.k) * c.k;
   const dvp = Math.ceil(c.dv / c.n) * c.n;
-  const sw = Math.max(c.bn, c.n); // row stride of the f32 stripes (O scratch is M×N)
-  const bytes = bm * dp * 2 + bm * c.bn * 2 + bm * sw * 4 + bm * 4 + 4;
-  return { bm, dp, dvp, sw, bytes, threads: c.warps * c.sg, lanesPerRow: c.sg / c.m };
+  const sw = Math.max(c.bn, c.n) + 4; // f32 S stripe / O scratch row stride
+  const pw = c.bn + 8; // f16 P row stride
+  const ksw = dp + 8; // staged K row stride (halves)
+  const vsw = dvp + 8; // staged V row stride (halves)
+  const kHalves = Math.max(c.bn * ksw, bm * c.k); // the K array also stages Q, K columns at a time
+  const bytes = bm * pw * 2 + bm * sw * 4 + bm * 4 + 4 + (kHalves + c.bn * vsw) * 2;
+  const lanesPerRow = c.sg / c.m;
+  return { bm, dp, dvp, sw, pw, ksw, vsw, kHalves, bytes, threads: c.warps * c.sg, lanesPerRow, scols: c.bn / lanesPerRow };
 }
 
-/**
- * Shapes where no matrix load runs past a buffer (head dims a multiple of the matrix size, Nk
- * a multiple of BN) and whole Q tiles, as verified by the H200 self-test. The benchmark's
- * forced runs of this kernel (4 subgroups, BN = 64): d = 64 with Nq = 100 was correct,
- * Nk = 100 (error 0.69) and d = 40 (0.40) were not.
- */
-export function registerKernelTakes(c: MatrixKernelConfig, nq: number, nk: number): boolean {
-  const L = matrixLayout(c);
-  return c.d === L.dp && c.dv === L.dvp && nq % L.bm === 0 && nk % c.bn === 0;
-}
-
-// Tried in this order; measured on an H200 at N = 4096 (BENCHMARKS.md): d = 64, 8×32 14.27
-// TFLOP/s, 4×64 10.75; d = 128, 8×32 does not fit, 4×64 15.65, 4×32 16.29.
+// Tried in this order (subgroups × BN). H200, N = 4096, K/V staged (BENCHMARKS.md, runs 6–7):
+// d = 64: 8×32 83.9–89.2 TFLOP/s, 4×32 85.6–89.2, 4×64 43.2–45.1; d = 128: 8×32 123.4–127.1,
+// 4×32 75.6–76.3 (4×64 does not fit at d = 128). A second K/V buffer, which saves the
+// barrier before each tile's staging writes, measured slower (run 8: 60.8 vs 83.9 at d = 64).
 const DEFAULT_SHAPES: [number, number][] = [
   [8, 32],
-  [4, 64],
   [4, 32],
-  [2, 64],
+  [4, 64],
   [2, 32],
-  [1, 64],
   [1, 32],
   [1, 16],
 ];
@@ -103,6 +105,7 @@ export function chooseMatrixTile(
   ctx: Pick<WebGpuContext, 'limits' | 'matrixConfigs' | 'subgroupMinSize' | 'subgroupMaxSize' | 'wgslFeatures'>,
   d: number,
   dv: number,
+  score: ScoreSpec,
   allowSubgroupId = true,
   prefer: MatrixTilePrefs = {},
 ): MatrixKernelConfig {
@@ -118,7 +121,7 @@ export function chooseMatrixTile(
     if (sg % mc.M !== 0) continue;
     for (const [warps, bn] of shapes) {
       if (bn % mc.N !== 0 || bn % mc.K !== 0 || (warps > 1 && !subgroupId)) continue;
-      const c: MatrixKernelConfig = { m: mc.M, n: mc.N, k: mc.K, warps, sg, bn, d, dv, subgroupId, rescaleLog: prefer.rescaleLog ?? RESCALE_LOG };
+      const c: MatrixKernelConfig = { m: mc.M, n: mc.N, k: mc.K, warps, sg, bn, d, dv, subgroupId, score, rescaleLog: prefer.rescaleLog ?? RESCALE_LOG };
       const L = matrixLayout(c);
       if (L.threads <= ctx.limits.maxInvocations && L.bytes <= ctx.limits.maxWorkgroupStorage) return c;
     }
@@ -134,20 +137,73 @@ export function matrixKernelWgsl(c: MatrixKernelConfig): string {
   const result = `subgroup_matrix_result<f32, ${N}, ${M}>`;
   const QT = L.dp / K; // Q left matrices per subgroup
   const OT = L.dvp / N; // O result matrices per subgroup
-  const lines = (n: number, f: (i: number) => string) => Array.from({ length: n }, (_, i) => f(i)).join('\n');
-  // Kᵀ block (K deep × N keys) and V block (K keys × N columns) at key offset j0 + kr.
-  const kLoad = (kr: string, kk: number) => `subgroupMatrixLoad<${right}>(&k, kbase + (j0 + ${kr}) * D + ${kk}u, true, D)`;
-  const vLoad = (kr: string, cb: number) => `subgroupMatrixLoad<${right}>(&v, vbase + (j0 + ${kr}) * DV + ${cb}u, false, DV)`;
-  // Scale the subgroup's M×N O block `i` by the per-row factors in rowf (through its S region).
-  const scaleBlock = (i: number) => `      subgroupMatrixStore(&ss, sreg, o${i}, false, SW);
+  const SC = Array.from({ length: L.scols }, (_, i) => i);
+  const lines = (n: number, f: (i: number) => string, sep = '\n') => Array.from({ length: n }, (_, i) => f(i)).join(sep);
+  const each = <X>(xs: X[], f: (x: X) => string, sep = '\n') => xs.map(f).join(sep);
+  // Scale O block i by the per-row factors in rowf, through this subgroup's S region.
+  const scaleBlock = (i: number) => `      subgroupMatrixStore<row_major>(&ss, sreg, o${i}, SW);
       workgroupBarrier();
       for (var e = lane; e < ${M * N}u; e += SG) {
         let r = e / ${N}u; let cc = e % ${N}u;
-        ss[sreg + r * SW + cc] *= rowf[warp * ${M}u + r];
+        ss[sreg + r * SW + cc] *= rowf[wrow + r];
       }
       workgroupBarrier();
-      o${i} = subgroupMatrixLoad<${result}>(&ss, sreg, false, SW);
+      o${i} = subgroupMatrixLoad<${result}, row_major>(&ss, sreg, SW);
       workgroupBarrier();`;
+  // The softmax step for one tile, with the full-tile or the edge score function. Up to 16
+  // scores per lane stay in registers between the max and the exponentials; past that the
+  // lane reads its scores twice.
+  const inRegs = L.scols <= 16;
+  const score = (fn: string, i: number) => `${fn}(h, grow, j0 + ${i * L.lanesPerRow}u + part, ss[srow * SW + ${i * L.lanesPerRow}u + part])`;
+  const softmax = (fn: 'score_full' | 'score_edge') => `
+      ${inRegs ? each(SC, (i) => `let x${i} = ${score(fn, i)};`, '\n      ') : ''}
+      var mx = ${inRegs ? SC.reduce((acc, i) => (acc ? `max(${acc}, x${i})` : `x${i}`), '') : 'NEG_INF'};
+      ${inRegs ? '' : each(SC, (i) => `mx = max(mx, ${score(fn, i)});`, '\n      ')}
+      ${lines(Math.log2(L.lanesPerRow), (i) => `mx = max(mx, subgroupShuffleXor(mx, ${1 << i}u));`, ' ')}
+      if (mx > m + RESCALE_LOG) {
+        alpha = exp(m - mx);
+        m = mx;
+        rescale = 1u;
+      }
+      ${each(
+        SC,
+        (i) => {
+          const x = inRegs ? `x${i}` : 'x';
+          const open = inRegs ? '' : `{ let x = ${score(fn, i)}; `;
+          const p = fn === 'score_full' ? `exp(${x} - m)` : `select(0.0, exp(${x} - m), ${x} > NEG_INF)`;
+          return `${open}let p${i} = ${p}; ps[srow * PW + ${i * L.lanesPerRow}u + part] = f16(p${i}); sum += p${i};${inRegs ? '' : ' }'}`;
+        },
+        '\n      ',
+      )}`;
+  // K/V staging with a register prefetch: each thread loads its share of the next tile
+  // (KPT + VPT groups of 4 halves) while the current one is computed and writes it to
+  // workgroup memory at the top of the next iteration, so the global-load latency hides
+  // behind the matmuls instead of stalling every tile (runs 5 → 6: 49.3 → 89.2 TFLOP/s, d = 64).
+  // Head dims that are multiples of 4 read 8 bytes per load; others read element by element.
+  const groups = (width: number, dpad: number, buf: string, base: string, name: string, jt: string) => {
+    const total = (BN * dpad) / 4;
+    const per = Math.ceil(total / L.threads);
+    const vec = width % 4 === 0;
+    const fetch = Array.from({ length: per }, (_, t) => {
+      const guard = (t + 1) * L.threads <= total ? '' : `idx < ${total}u && `;
+      const read = vec
+        ? `${buf}4[(${base} + (${jt} + key) * ${width}u + col) / 4u]`
+        : `vec4<f16>(${[0, 1, 2, 3].map((e) => `select(f16(0.0), ${buf}[${base} + (${jt} + key) * ${width}u + min(col + ${e}u, ${width - 1}u)], col + ${e}u < ${width}u)`).join(', ')})`;
+      return `{ let idx = lid + ${t * L.threads}u; let key = idx / ${dpad / 4}u; let col = (idx % ${dpad / 4}u) * 4u;
+      ${name}${t} = vec4<f16>(0.0); if (${guard}${jt} + key < params.nk && col < ${width}u) { ${name}${t} = ${read}; } }`;
+    });
+    const store = (arr: string, stride: string) =>
+      Array.from({ length: per }, (_, t) => {
+        const guard = (t + 1) * L.threads <= total ? '' : `if (idx < ${total}u) `;
+        return `{ let idx = lid + ${t * L.threads}u; let key = idx / ${dpad / 4}u; let col = (idx % ${dpad / 4}u) * 4u;
+      ${guard}{ for (var e = 0u; e < 4u; e++) { ${arr}[key * ${stride} + col + e] = ${name}${t}[e]; } } }`;
+      });
+    return { decl: Array.from({ length: per }, (_, t) => `var ${name}${t}: vec4<f16>;`).join(' '), fetch: fetch.join('\n    '), store };
+  };
+  const kg = (jt: string) => groups(c.d, L.dp, 'k', 'kbase', 'pk', jt);
+  const vg = (jt: string) => groups(c.dv, L.dvp, 'v', 'vbase', 'pv', jt);
+  const vecK = c.d % 4 === 0;
+  const vecV = c.dv % 4 === 0;
   return /* wgsl */ `
 enable f16;
 enable subgroups;
@@ -156,25 +212,25 @@ ${c.subgroupId ? 'requires subgroup_id, subgroup_uniformity;' : ''}
 ${PARAMS_WGSL}
 @group(0) @binding(0) var<uniform> params: Params;
 @group(0) @binding(1) var<storage, read> q: array<f16>;
-@group(0) @binding(2) var<storage, read> k: array<f16>;
-@group(0) @binding(3) var<storage, read> v: array<f16>;
+@group(0) @binding(2) var<storage, read> ${vecK ? 'k4: array<vec4<f16>>' : 'k: array<f16>'};
+@group(0) @binding(3) var<storage, read> ${vecV ? 'v4: array<vec4<f16>>' : 'v: array<f16>'};
 @group(0) @binding(4) var<storage, read_write> o: array<f32>;
 @group(0) @binding(5) var<storage, read_write> lse: array<f32>;
 @group(0) @binding(6) var<storage, read> aux: array<f32>;
-${SCORE_WGSL}
+${scoreWgsl(c.score)}
 
-const BM = ${L.bm}u; const BN = ${BN}u; const D = ${c.d}u; const DP = ${L.dp}u;
-const DV = ${c.dv}u; const DVP = ${L.dvp}u; const NT = ${L.threads}u; const SG = ${c.sg}u;
-const SW = ${L.sw}u;               // row stride of the f32 S stripes
+const BM = ${L.bm}u; const BN = ${BN}u; const D = ${c.d}u; const DV = ${c.dv}u;
+const NT = ${L.threads}u; const SG = ${c.sg}u;
+const SW = ${L.sw}u; const PW = ${L.pw}u; const KSW = ${L.ksw}u; const VSW = ${L.vsw}u;
 const LPR = ${L.lanesPerRow}u;     // lanes per query row in the softmax step
-const SCOLS = BN / LPR;            // S columns per lane
 const RESCALE_LOG = ${c.rescaleLog.toFixed(1)};
 
-var<workgroup> qs: array<f16, ${L.bm * L.dp}>;
-var<workgroup> ps: array<f16, ${L.bm * BN}>;
-var<workgroup> ss: array<f32, ${L.bm * L.sw}>;
-var<workgroup> rowf: array<f32, ${L.bm}>;
+var<workgroup> ps: array<f16, ${L.bm * L.pw}>;     // P stripes, [row][key]
+var<workgroup> ss: array<f32, ${L.bm * L.sw}>;     // S stripes, [row][key]; O scratch
+var<workgroup> rowf: array<f32, ${L.bm}>;          // per-row factors (rescale, 1 / l)
 var<workgroup> rescale: u32;
+var<workgroup> ks: array<f16, ${L.kHalves}>;        // K tile [key][dim]; first, Q columns
+var<workgroup> vs: array<f16, ${BN * L.vsw}>;      // V tile [key][dim]
 
 @compute @workgroup_size(${L.threads})
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
@@ -188,21 +244,26 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   let qbase = bh * params.nq * D;
   let kbase = bhk * params.nk * D;
   let vbase = bhk * params.nk * DV;
-  let sreg = warp * ${M}u * SW;    // this subgroup's S stripe / O scratch
+  let wrow = warp * ${M}u;          // this subgroup's first row in the tile
+  let sreg = wrow * SW;            // its S stripe / O scratch
 
-  // Q tile through workgroup memory into registers (zeros past Nq and past D).
-  for (var idx = lid; idx < BM * DP; idx += NT) {
-    let r = idx / DP; let col = idx % DP;
+  // Q into registers, ${K} head dims at a time through the K array (zeros past Nq and d).
+${lines(
+  QT,
+  (i) => `  for (var idx = lid; idx < BM * ${K}u; idx += NT) {
+    let r = idx / ${K}u; let col = ${i * K}u + idx % ${K}u;
     var x = f16(0.0);
     if (row0 + r < params.nq && col < D) { x = q[qbase + (row0 + r) * D + col]; }
-    qs[idx] = x;
+    ks[idx] = x;
   }
   workgroupBarrier();
-${lines(QT, (i) => `  let q${i} = subgroupMatrixLoad<${left}>(&qs, warp * ${M}u * DP + ${i * K}u, false, DP);`)}
+  let q${i} = subgroupMatrixLoad<${left}, row_major>(&ks, wrow * ${K}u, ${K}u);
+  workgroupBarrier();`,
+)}
 ${lines(OT, (i) => `  var o${i} = ${result}();`)}
 
-  // Softmax-step ownership: this lane handles row (warp·M + lane / LPR), columns ≡ lane % LPR.
-  let srow = warp * ${M}u + lane / LPR;
+  // Softmax-step ownership: this lane handles row (wrow + lane / LPR), columns ≡ lane % LPR.
+  let srow = wrow + lane / LPR;
   let part = lane % LPR;
   let grow = row0 + srow;
   let sink = sink_logit(h);
@@ -210,39 +271,30 @@ ${lines(OT, (i) => `  var o${i} = ${result}();`)}
   var l = select(0.0, 1.0, sink > NEG_INF && part == 0u);
 
   let kr = block_key_range(row0, min(row0 + BM, params.nq));
-  for (var j0 = (kr.x / BN) * BN; j0 < kr.y; j0 += BN) {
-    workgroupBarrier();             // the previous tile's P, V and S reads are done
+  let jfirst = (kr.x / BN) * BN;
+  ${kg('jfirst').decl} ${vg('jfirst').decl}
+  ${kg('jfirst').fetch}
+  ${vg('jfirst').fetch}
+  for (var j0 = jfirst; j0 < kr.y; j0 += BN) {
+    workgroupBarrier();             // the previous tile's K, V, S and P reads are done
     if (lid == 0u) { rescale = 0u; }
+    ${kg('j0').store('ks', 'KSW').join('\n    ')}
+    ${vg('j0').store('vs', 'VSW').join('\n    ')}
+    workgroupBarrier();
+    ${kg('(j0 + BN)').fetch}
+    ${vg('(j0 + BN)').fetch}
     // S stripe of this subgroup: M rows × BN keys.
     for (var nb = 0u; nb < BN; nb += ${N}u) {
       var acc = ${result}();
-${lines(QT, (i) => `      acc = subgroupMatrixMultiplyAccumulate(q${i}, ${kLoad('nb', i * K)}, acc);`)}
-      subgroupMatrixStore(&ss, sreg + nb, acc, false, SW);
+${lines(QT, (i) => `      acc = subgroupMatrixMultiplyAccumulate(q${i}, subgroupMatrixLoad<${right}, col_major>(&ks, nb * KSW + ${i * K}u, KSW), acc);`)}
+      subgroupMatrixStore<row_major>(&ss, sreg + nb, acc, SW);
     }
     workgroupBarrier();
-    // Online softmax on plain lanes, with the lazy max.
-    var mx = NEG_INF;
-    for (var c = 0u; c < SCOLS; c++) {
-      let col = c * LPR + part;
-      let x = score_mod(h, grow, j0 + col, ss[srow * SW + col]);
-      ss[srow * SW + col] = x;
-      mx = max(mx, x);
-    }
-    for (var off = 1u; off < LPR; off <<= 1u) { mx = max(mx, subgroupShuffleXor(mx, off)); }
+    // Online softmax on plain lanes, with the lazy max; the mask tests only where needed.
     var alpha = 1.0;
-    if (mx > m + RESCALE_LOG) {
-      alpha = exp(m - mx);
-      m = mx;
-      rescale = 1u;
-    }
     var sum = 0.0;
-    for (var c = 0u; c < SCOLS; c++) {
-      let col = c * LPR + part;
-      let x = ss[srow * SW + col];
-      var p = 0.0;
-      if (x > NEG_INF) { p = exp(x - m); }
-      sum += p;
-      ps[srow * BN + col] = f16(p);
+    if (tile_visible(row0, min(row0 + BM, params.nq), j0, j0 + BN)) {${softmax('score_full')}
+    } else {${softmax('score_edge')}
     }
     l = l * alpha + sum;
     if (part == 0u) { rowf[srow] = alpha; }
@@ -251,21 +303,21 @@ ${lines(OT, scaleBlock)}
     }
     // O += P V.
     for (var kb = 0u; kb < BN; kb += ${K}u) {
-      let pm = subgroupMatrixLoad<${left}>(&ps, warp * ${M}u * BN + kb, false, BN);
-${lines(OT, (i) => `      o${i} = subgroupMatrixMultiplyAccumulate(pm, ${vLoad('kb', i * N)}, o${i});`)}
+      let pm = subgroupMatrixLoad<${left}, row_major>(&ps, wrow * PW + kb, PW);
+${lines(OT, (i) => `      o${i} = subgroupMatrixMultiplyAccumulate(pm, subgroupMatrixLoad<${right}, row_major>(&vs, kb * VSW + ${i * N}u, VSW), o${i});`)}
     }
   }
-  for (var off = 1u; off < LPR; off <<= 1u) { l += subgroupShuffleXor(l, off); }
+  ${lines(Math.log2(L.lanesPerRow), (i) => `l += subgroupShuffleXor(l, ${1 << i}u);`, ' ')}
   workgroupBarrier();
   if (part == 0u) { rowf[srow] = select(0.0, 1.0 / l, l > 0.0); }
   if (grow < params.nq && part == 0u) { lse[bh * params.nq + grow] = select(neg_inf_runtime(), m + log(l), l > 0.0); }
   workgroupBarrier();
-${lines(OT, (i) => `  subgroupMatrixStore(&ss, sreg, o${i}, false, SW);
+${lines(OT, (i) => `  subgroupMatrixStore<row_major>(&ss, sreg, o${i}, SW);
   workgroupBarrier();
   for (var e = lane; e < ${M * N}u; e += SG) {
     let r = e / ${N}u; let col = ${i * N}u + e % ${N}u;
-    let gr = row0 + warp * ${M}u + r;
-    if (gr < params.nq && col < DV) { o[(bh * params.nq + gr) * DV + col] = ss[sreg + r * SW + e % ${N}u] * rowf[warp * ${M}u + r]; }
+    let gr = row0 + wrow + r;
+    if (gr < params.nq && col < DV) { o[(bh * params.nq + gr) * DV + col] = ss[sreg + r * SW + e % ${N}u] * rowf[wrow + r]; }
   }
   workgroupBarrier();`)}
 }

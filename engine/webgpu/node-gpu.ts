@@ -9,6 +9,15 @@ import { openWebGpu, WebGpuUnavailable, type WebGpuContext } from './device.ts';
 
 export const DAWN_TOGGLES = ['enable-dawn-features=allow_unsafe_apis,vulkan_enable_f16_on_nvidia'];
 
+/**
+ * FLASHSCOPE_DAWN_FEATURES adds Dawn toggles for diagnostics, e.g. `disable_robustness` to
+ * measure what the bounds checks every browser keeps on cost (BENCHMARKS.md, runs 4–5).
+ */
+function toggles(): string[] {
+  const extra = process.env.FLASHSCOPE_DAWN_FEATURES;
+  return extra ? [`${DAWN_TOGGLES[0]},${extra}`] : DAWN_TOGGLES;
+}
+
 export async function openNodeWebGpu(): Promise<WebGpuContext> {
   const spec = process.env.FLASHSCOPE_WEBGPU ?? 'webgpu';
   let mod: { create: (opts: string[]) => GPU; globals: Record<string, unknown> };
@@ -18,7 +27,7 @@ export async function openNodeWebGpu(): Promise<WebGpuContext> {
     throw new WebGpuUnavailable(`could not load the Dawn WebGPU bindings (${spec}): ${e instanceof Error ? e.message : String(e)}`);
   }
   Object.assign(globalThis, mod.globals);
-  const ctx = await openWebGpu(mod.create(DAWN_TOGGLES));
+  const ctx = await openWebGpu(mod.create(toggles()));
   return ctx;
 }
 

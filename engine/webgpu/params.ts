@@ -53,11 +53,11 @@ export function packAux(p: AttentionProblem): Float32Array {
 }
 
 /**
- * WGSL helpers shared by all kernels. `score_mod` is engine/scores.ts's modifyScore in
- * WGSL: scale, then softcap, then ALiBi, then the causal/window masks aligned bottom-right;
- * masked logits become NEG_INF. `row_key_range` is visibleRange() for one query row.
+ * WGSL helpers shared by all kernels: NEG_INF, key_visible (causal/window masks aligned
+ * bottom-right), sink_logit, and block_key_range (the keys any row of a block can see:
+ * whole tiles outside it are skipped).
  */
-export const SCORE_WGSL = /* wgsl */ `
+const SCORE_HELPERS_WGSL = /* wgsl */ `
 const NEG_INF = -3.4028234663852886e38; // stands in for -inf: exp(NEG_INF - finite) == 0
 
 // A true -inf for LSE of fully masked rows; built at run time because a constant
@@ -72,22 +72,11 @@ fn key_visible(i: u32, j: u32) -> bool {
   return true;
 }
 
-fn score_mod(h: u32, i: u32, j: u32, dot: f32) -> f32 {
-  if (j >= params.nk || !key_visible(i, j)) { return NEG_INF; }
-  var s = dot * params.scale;
-  if (params.softcap > 0.0) { s = params.softcap * tanh(s / params.softcap); }
-  if ((params.flags & FLAG_ALIBI) != 0u) {
-    s -= aux[h] * f32(abs(i32(j) - (i32(i) + params.diag)));
-  }
-  return s;
-}
-
 fn sink_logit(h: u32) -> f32 {
   if ((params.flags & FLAG_SINKS) != 0u) { return aux[params.hq + h]; }
   return NEG_INF;
 }
 
-// Keys [lo, hi) any row of [r0, r1) can see: whole tiles outside it are skipped.
 fn block_key_range(r0: u32, r1: u32) -> vec2<u32> {
   var lo = 0i;
   var hi = i32(params.nk);
@@ -101,3 +90,80 @@ fn block_key_range(r0: u32, r1: u32) -> vec2<u32> {
   return vec2<u32>(u32(lo), u32(hi));
 }
 `;
+
+/**
+ * The helpers plus `score_mod`, engine/scores.ts's modifyScore in WGSL with every modifier
+ * tested at run time: scale, then softcap, then ALiBi, then the masks; masked logits become
+ * NEG_INF. For kernels compiled without knowing the problem's modifiers.
+ */
+export const SCORE_WGSL = /* wgsl */ `${SCORE_HELPERS_WGSL}
+fn score_mod(h: u32, i: u32, j: u32, dot: f32) -> f32 {
+  if (j >= params.nk || !key_visible(i, j)) { return NEG_INF; }
+  var s = dot * params.scale;
+  if (params.softcap > 0.0) { s = params.softcap * tanh(s / params.softcap); }
+  if ((params.flags & FLAG_ALIBI) != 0u) {
+    s -= aux[h] * f32(abs(i32(j) - (i32(i) + params.diag)));
+  }
+  return s;
+}
+`;
+
+/**
+ * Which score modifiers a problem uses, known when its kernel is compiled. Kernels built
+ * from scoreWgsl() leave out the code of every modifier the problem does not use: per score
+ * that is the difference between one multiply and a dozen tests of uniforms.
+ */
+export interface ScoreSpec {
+  masked: boolean; // causal or sliding window
+  softcap: boolean;
+  alibi: boolean;
+}
+
+export function scoreSpec(p: AttentionProblem): ScoreSpec {
+  return { masked: p.causal || p.window !== undefined, softcap: (p.softcap ?? 0) > 0, alibi: p.alibi !== undefined };
+}
+
+/**
+ * The helpers plus two score functions specialised to the problem's modifiers:
+ *   score_full(h, i, j, dot): for tiles where tile_visible() holds (every key exists and
+ *     every (row, key) pair is visible): scale, softcap, ALiBi — no mask tests at all;
+ *   score_edge(h, i, j, dot): any tile: the mask tests of score_mod, then the same.
+ * Both give exactly score_mod's value; only the work differs.
+ */
+export function scoreWgsl(s: ScoreSpec): string {
+  const mods = [
+    'var s = dot * params.scale;',
+    s.softcap ? 's = params.softcap * tanh(s / params.softcap);' : '',
+    s.alibi ? 's -= aux[h] * f32(abs(i32(j) - (i32(i) + params.diag)));' : '',
+    'return s;',
+  ]
+    .filter(Boolean)
+    .join('\n  ');
+  return /* wgsl */ `${SCORE_HELPERS_WGSL}
+fn score_full(h: u32, i: u32, j: u32, dot: f32) -> f32 {
+  ${mods}
+}
+
+fn score_edge(h: u32, i: u32, j: u32, dot: f32) -> f32 {
+  if (j >= params.nk${s.masked ? ' || !key_visible(i, j)' : ''}) { return NEG_INF; }
+  ${mods}
+}
+
+// Rows [r0, r1) against keys [j0, j1): true when every key exists and no pair is masked.
+fn tile_visible(r0: u32, r1: u32, j0: u32, j1: u32) -> bool {
+  if (j1 > params.nk) { return false; }
+${
+  s.masked
+    ? `  // The most constrained pairs: the first row's last key (causal / right edge) and
+  // the last row's first key (left edge).
+  let far = i32(j1) - 1 - (i32(r0) + params.diag);
+  let near = i32(j0) - (i32(r1) - 1 + params.diag);
+  if (params.causal != 0u && far > 0) { return false; }
+  if (params.right >= 0 && far > params.right) { return false; }
+  if (params.left >= 0 && near < -params.left) { return false; }`
+    : ''
+}
+  return true;
+}
+`;
+}

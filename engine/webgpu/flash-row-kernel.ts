@@ -1,0 +1,218 @@
+// The row-per-thread FlashAttention forward kernel in WGSL (f32 math; f32 or f16 storage).
+//
+// Where flash-kernel.ts spreads a 4×4 block of S over every thread and so has to pass P
+// between threads through workgroup memory, this kernel gives each query row to TPR
+// neighbouring lanes (TPR = 1 without subgroups; 2 or 4 with them, for wide heads) and
+// keeps everything about that row in those lanes' registers for the whole pass: the row
+// of Q, the row of O, the running max m and sum l. Each lane holds every TPR-th vec4 of the
+// row (lane p: vec4s p, p + TPR, …), so the lanes of a row read neighbouring 16-byte words
+// of workgroup memory and never collide in a bank.
+//
+// Per K/V chunk of BC keys (staged in workgroup memory by the whole workgroup, read by all
+// rows at once: one broadcast per vec4), in sub-chunks of SC keys:
+//   s_j   = q · k_j             (TPR > 1: partial dots combined with subgroupShuffleXor)
+//   s_j   = score(s_j)          (the mask tests only on tiles that touch a mask edge)
+//   m'    = max(m, max_j s_j);  when it grows, O and l are rescaled by exp(m − m')
+//   p_j   = exp(s_j − m'),  l += Σ p_j,  O += Σ p_j v_j
+// and one normalization O / l at the end, LSE = m + log l. No thread ever waits for another
+// except around the K/V staging (two barriers per chunk).
+//
+// The generator unrolls every loop over registers: the per-row arrays become named values,
+// so the shader compiler cannot demote them to local memory (BENCHMARKS.md, run 3: dynamic
+// indices into per-thread arrays cost up to 4.6×).
+//
+// Resource budget: workgroup memory BC·(DP + DVP)·4 bytes; registers per lane
+// RPT·(DP + DVP)/TPR (Q and O slices) + RPT·SC (scores) + 2·RPT (m, l) floats.
+
+import { PARAMS_WGSL, scoreWgsl, type ScoreSpec } from './params.ts';
+
+export interface RowKernelConfig {
+  /** Storage type of Q, K, V (math is f32 either way). */
+  elem: 'f32' | 'f16';
+  /** Lanes per query row (1, 2 or 4; > 1 needs subgroups of at least that size). */
+  tpr: number;
+  /** Query rows per lane group. */
+  rpt: number;
+  /** Threads per workgroup. */
+  threads: number;
+  /** Keys per staged K/V chunk. */
+  bc: number;
+  /** Keys per unrolled sub-chunk (one max/rescale step). */
+  sc: number;
+  d: number;
+  dv: number;
+  score: ScoreSpec;
+}
+
+export function rowLayout(c: RowKernelConfig) {
+  const w = 4 * c.tpr; // a row's head dims are dealt out in vec4s to TPR lanes
+  const dp = Math.ceil(c.d / w) * w;
+  const dvp = Math.ceil(c.dv / w) * w;
+  const bm = (c.threads / c.tpr) * c.rpt;
+  const bytes = c.bc * (dp + dvp) * 4;
+  const regs = (c.rpt * (dp + dvp)) / c.tpr + c.rpt * c.sc + 2 * c.rpt;
+  return { dp, dvp, bm, bytes, regs, qv: dp / w, ov: dvp / w };
+}
+
+export function rowKernelWgsl(c: RowKernelConfig): string {
+  const L = rowLayout(c);
+  const E = c.elem;
+  const T = c.tpr;
+  const D4 = L.dp / 4;
+  const DV4 = L.dvp / 4;
+  const R = Array.from({ length: c.rpt }, (_, r) => r);
+  const J = Array.from({ length: c.sc }, (_, j) => j);
+  const QV = Array.from({ length: L.qv }, (_, i) => i);
+  const OV = Array.from({ length: L.ov }, (_, i) => i);
+  const each = <X>(xs: X[], f: (x: X) => string, sep = '\n') => xs.map(f).join(sep);
+  // Global reads of 4 consecutive elements: one vec4 load where the head dim allows it.
+  const vecQK = c.d % 4 === 0;
+  const vecV = c.dv % 4 === 0;
+  const read4 = (buf: string, base: string, col: string, width: string, vec: boolean) =>
+    vec
+      ? `select(vec4<f32>(0.0), vec4<f32>(${buf}[(${base} + min(${col}, ${width} - 4u)) / 4u]), ${col} < ${width})`
+      : `vec4<f32>(${[0, 1, 2, 3].map((t) => `select(0.0, f32(${buf}[${base} + min(${col} + ${t}u, ${width} - 1u)]), ${col} + ${t}u < ${width})`).join(', ')})`;
+  // One sub-chunk: scores, softmax update, P·V. `score` is score_full or score_edge.
+  const subChunk = (score: string) => `
+        ${each(R, (r) => each(J, (j) => `var s${r}_${j} = 0.0;`, ' '))}
+        ${each(QV, (i) =>
+          each(J, (j) => `{ let kv = ks[jb + ${j}u][${i * T}u${T > 1 ? ' + part' : ''}];
+          ${each(R, (r) => `s${r}_${j} = fma(q${r}_${i}.x, kv.x, fma(q${r}_${i}.y, kv.y, fma(q${r}_${i}.z, kv.z, fma(q${r}_${i}.w, kv.w, s${r}_${j}))));`, ' ')} }`),
+        )}
+        ${T > 1 ? each(R, (r) => each(J, (j) => [1, 2].filter((o) => o < T).map((o) => `s${r}_${j} += subgroupShuffleXor(s${r}_${j}, ${o}u);`).join(' '))) : ''}
+        ${each(R, (r) => `{
+          let row = row0 + grp * ${c.rpt}u + ${r}u;
+          ${each(J, (j) => `s${r}_${j} = ${score}(h, row, j0 + jb + ${j}u, s${r}_${j});`, ' ')}
+          let mx = max(m${r}, ${J.reduce((acc, j) => (acc ? `max(${acc}, s${r}_${j})` : `s${r}_${j}`), '')});
+          if (mx > m${r}) {
+            let alpha = exp(m${r} - mx);
+            ${each(OV, (i) => `o${r}_${i} *= alpha;`, ' ')}
+            l${r} *= alpha;
+            m${r} = mx;
+          }
+          ${
+            score === 'score_full'
+              ? each(J, (j) => `s${r}_${j} = exp(s${r}_${j} - m${r});`, ' ')
+              : // masked scores are NEG_INF; while a row has seen nothing else m is NEG_INF too
+                each(J, (j) => `s${r}_${j} = select(0.0, exp(s${r}_${j} - m${r}), s${r}_${j} > NEG_INF);`, ' ')
+          }
+          l${r} += ${J.map((j) => `s${r}_${j}`).join(' + ')};
+        }`)}
+        ${each(J, (j) => `{
+          ${each(OV, (i) => `{ let vv = vs[jb + ${j}u][${i * T}u${T > 1 ? ' + part' : ''}]; ${each(R, (r) => `o${r}_${i} = fma(vec4<f32>(s${r}_${j}), vv, o${r}_${i});`, ' ')} }`)}
+        }`)}`;
+
+  return /* wgsl */ `
+${E === 'f16' ? 'enable f16;' : ''}
+${T > 1 ? 'enable subgroups;' : ''}
+${PARAMS_WGSL}
+@group(0) @binding(0) var<uniform> params: Params;
+@group(0) @binding(1) var<storage, read> q: array<${vecQK ? `vec4<${E}>` : E}>;
+@group(0) @binding(2) var<storage, read> k: array<${vecQK ? `vec4<${E}>` : E}>;
+@group(0) @binding(3) var<storage, read> v: array<${vecV ? `vec4<${E}>` : E}>;
+@group(0) @binding(4) var<storage, read_write> o: array<f32>;
+@group(0) @binding(5) var<storage, read_write> lse: array<f32>;
+@group(0) @binding(6) var<storage, read> aux: array<f32>;
+${scoreWgsl(c.score)}
+
+const BM = ${L.bm}u; const BC = ${c.bc}u; const SC = ${c.sc}u; const NT = ${c.threads}u;
+const D = ${c.d}u; const DV = ${c.dv}u;
+
+// K and V chunks, [key][vec4 of head dims]. Two-dimensional so that, under the bounds
+// checks browsers add to every runtime index, the hot loop's inner index is a constant
+// (no check) and only the key index is clamped.
+var<workgroup> ks: array<array<vec4<f32>, ${D4}>, ${c.bc}>;
+var<workgroup> vs: array<array<vec4<f32>, ${DV4}>, ${c.bc}>;
+
+@compute @workgroup_size(${c.threads})
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) lid: u32) {
+  let part = lid % ${T}u;          // which vec4s of the row this lane holds
+  let grp = lid / ${T}u;           // lane group = RPT query rows
+  // Heaviest (bottom) Q tiles first: under a causal mask they see the most keys.
+  let row0 = (nwg.x - 1u - wid.x) * BM;
+  let bh = wid.y + params.head0;
+  let h = bh % params.hq;
+  let b = bh / params.hq;
+  let bhk = b * params.hk + h / (params.hq / params.hk);
+  let qbase = bh * params.nq * D;
+  let kbase = bhk * params.nk * D;
+  let vbase = bhk * params.nk * DV;
+  let sink = sink_logit(h);
+
+  ${each(R, (r) => `
+  let qrow${r} = min(row0 + grp * ${c.rpt}u + ${r}u, params.nq - 1u); // rows past Nq compute a copy of the last row and write nothing
+  ${each(QV, (i) => `let q${r}_${i} = ${read4('q', `qbase + qrow${r} * D`, `${4 * i * T}u + part * 4u`, 'D', vecQK)};`, '\n  ')}
+  ${each(OV, (i) => `var o${r}_${i} = vec4<f32>(0.0);`, ' ')}
+  var m${r} = sink;
+  var l${r} = select(0.0, 1.0, sink > NEG_INF); // the sink's exp(sink − m) = 1`)}
+
+  let kr = block_key_range(row0, min(row0 + BM, params.nq));
+  for (var j0 = (kr.x / BC) * BC; j0 < kr.y; j0 += BC) {
+    workgroupBarrier();              // every row is done with the previous chunk
+    for (var idx = lid; idx < BC * ${D4}u; idx += NT) {
+      let key = j0 + idx / ${D4}u; let col = (idx % ${D4}u) * 4u;
+      var x = vec4<f32>(0.0);
+      if (key < params.nk) { x = ${read4('k', 'kbase + key * D', 'col', 'D', vecQK)}; }
+      ks[idx / ${D4}u][idx % ${D4}u] = x;
+    }
+    for (var idx = lid; idx < BC * ${DV4}u; idx += NT) {
+      let key = j0 + idx / ${DV4}u; let col = (idx % ${DV4}u) * 4u;
+      var x = vec4<f32>(0.0);
+      if (key < params.nk) { x = ${read4('v', 'vbase + key * DV', 'col', 'DV', vecV)}; }
+      vs[idx / ${DV4}u][idx % ${DV4}u] = x;
+    }
+    workgroupBarrier();
+    // Tiles clear of every mask edge and of Nk skip the per-score mask tests.
+    let full = tile_visible(row0, min(row0 + BM, params.nq), j0, j0 + BC);
+    for (var jb = 0u; jb < BC; jb += SC) {
+      if (full) {${subChunk('score_full')}
+      } else {${subChunk('score_edge')}
+      }
+    }
+  }
+
+  ${each(R, (r) => `{
+    let row = row0 + grp * ${c.rpt}u + ${r}u;
+    if (row < params.nq) {
+      let inv = select(0.0, 1.0 / l${r}, l${r} > 0.0);
+      let obase = (bh * params.nq + row) * DV;
+      ${each(OV, (i) => `{ let col = ${4 * i * T}u + part * 4u; let x = o${r}_${i} * inv;
+        for (var t = 0u; t < 4u; t++) { if (col + t < DV) { o[obase + col + t] = x[t]; } } }`)}
+      if (part == 0u) { lse[bh * params.nq + row] = select(neg_inf_runtime(), m${r} + log(l${r}), l${r} > 0.0); }
+    }
+  }`)}
+}
+`;
+}
+
+/**
+ * The row kernel's configuration for a problem, or undefined where the 4×4-tiled kernel
+ * (flash-kernel.ts) is the better choice. Measured on an H200 at N = 4096 (BENCHMARKS.md,
+ * runs 5–6): d = 64 with subgroups, 2 rows per 2 lanes and sub-chunks of 8 keys 29.3
+ * TFLOP/s (tiled: 19.2); without subgroups, 1 row per lane, 24.8 (tiled: 16.8); at d = 128
+ * the best row configuration (21.7–22.0) stays behind the tiled kernel (22.2), so heads
+ * wider than 64 use the tiled kernel unless a caller asks for lanes per row.
+ */
+export function chooseRowConfig(
+  limits: { maxWorkgroupStorage: number; maxInvocations: number },
+  { subgroupMin, ...base }: Pick<RowKernelConfig, 'elem' | 'd' | 'dv' | 'score'> & { subgroupMin: number },
+  prefer: Partial<Pick<RowKernelConfig, 'tpr' | 'rpt' | 'threads' | 'bc' | 'sc'>> = {},
+): RowKernelConfig | undefined {
+  if (prefer.tpr === undefined && Math.max(base.d, base.dv) > 64) return undefined;
+  const pair = subgroupMin >= 2; // two lanes per row pair need shuffles
+  const tpr = prefer.tpr ?? (pair ? 2 : 1);
+  const rpt = prefer.rpt ?? (prefer.tpr === undefined && pair ? 2 : 1);
+  if (tpr > 1 && subgroupMin < tpr) return undefined;
+  for (const threads of [prefer.threads ?? 128, 128, 64]) {
+    for (const bc of [prefer.bc ?? 32, 32, 16]) {
+      const sc = Math.min(prefer.sc ?? 8, bc);
+      if (bc % sc !== 0 || threads > limits.maxInvocations) continue;
+      const c: RowKernelConfig = { ...base, tpr, rpt, threads, bc, sc };
+      const L = rowLayout(c);
+      // Registers: Q and O slices, scores, m and l; past ~168 floats the compiler spills.
+      if (L.bytes <= limits.maxWorkgroupStorage && L.regs <= 168) return c;
+    }
+  }
+  return undefined;
+}

@@ -221,7 +221,8 @@ async function main(): Promise<number> {
       const p: AttentionProblem = { ...head, d, dv: d };
       console.log(`\nsubgroup-matrix grid, B=4 H=16 N=4096 d=${d} non-causal`);
       const tiles: MatrixTilePrefs[] = [
-        { warps: 8, bn: 32 }, { warps: 4, bn: 32 }, { warps: 4, bn: 64 }, { warps: 2, bn: 32 },
+        { warps: 8, bn: 32 }, { warps: 8, bn: 32, pad: { s: 2, p: 4 } }, { warps: 8, bn: 32, pad: { s: 4, p: 4 } }, { warps: 8, bn: 32, pad: { s: 2, p: 8 } },
+        { warps: 4, bn: 32 }, { warps: 4, bn: 64 }, { warps: 2, bn: 32 },
         { shape: '16x8x16', warps: 8, bn: 32 }, { warps: 8, bn: 32, rescaleLog: 0 },
       ];
       for (const t of tiles) {

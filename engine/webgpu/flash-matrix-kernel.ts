@@ -47,6 +47,8 @@ export interface MatrixTilePrefs {
   bn?: number;
   /** Benchmark ablation: rescale threshold (0 = on every increase of a row max). */
   rescaleLog?: number;
+  /** Benchmark study: row padding of the S stripes (floats) and P stripes (halves). */
+  pad?: { s: number; p: number };
 }
 
 export interface MatrixKernelConfig {
@@ -69,17 +71,22 @@ export interface MatrixKernelConfig {
   d: number;
   dv: number;
   score: ScoreSpec;
+  /** Row padding of the S stripes (floats) and P stripes (halves). */
+  pad: { s: number; p: number };
 }
 
 /** Max growth (natural log units) of a row's logits before O and l are rescaled: P ≤ e^8 ≈ 2981. */
 export const RESCALE_LOG = 8;
 
+/** 16 bytes of padding per S and P row (see the header). */
+const PAD = { s: 4, p: 8 };
+
 export function matrixLayout(c: MatrixKernelConfig) {
   const bm = c.warps * c.m;
   const dp = Math.ceil(c.d / c.k) * c.k;
   const dvp = Math.ceil(c.dv / c.n) * c.n;
-  const sw = Math.max(c.bn, c.n) + 4; // f32 S stripe / O scratch row stride
-  const pw = c.bn + 8; // f16 P row stride
+  const sw = Math.max(c.bn, c.n) + c.pad.s; // f32 S stripe / O scratch row stride
+  const pw = c.bn + c.pad.p; // f16 P row stride
   const ksw = dp + 8; // staged K row stride (halves)
   const vsw = dvp + 8; // staged V row stride (halves)
   const kHalves = Math.max(c.bn * ksw, bm * c.k); // the K array also stages Q, K columns at a time
@@ -121,7 +128,7 @@ export function chooseMatrixTile(
     if (sg % mc.M !== 0) continue;
     for (const [warps, bn] of shapes) {
       if (bn % mc.N !== 0 || bn % mc.K !== 0 || (warps > 1 && !subgroupId)) continue;
-      const c: MatrixKernelConfig = { m: mc.M, n: mc.N, k: mc.K, warps, sg, bn, d, dv, subgroupId, score, rescaleLog: prefer.rescaleLog ?? RESCALE_LOG };
+      const c: MatrixKernelConfig = { m: mc.M, n: mc.N, k: mc.K, warps, sg, bn, d, dv, subgroupId, score, pad: prefer.pad ?? PAD, rescaleLog: prefer.rescaleLog ?? RESCALE_LOG };
       const L = matrixLayout(c);
       if (L.threads <= ctx.limits.maxInvocations && L.bytes <= ctx.limits.maxWorkgroupStorage) return c;
     }
@@ -284,11 +291,10 @@ ${lines(OT, (i) => `  var o${i} = ${result}();`)}
     ${kg('(j0 + BN)').fetch}
     ${vg('(j0 + BN)').fetch}
     // S stripe of this subgroup: M rows × BN keys.
-    for (var nb = 0u; nb < BN; nb += ${N}u) {
-      var acc = ${result}();
-${lines(QT, (i) => `      acc = subgroupMatrixMultiplyAccumulate(q${i}, subgroupMatrixLoad<${right}, col_major>(&ks, nb * KSW + ${i * K}u, KSW), acc);`)}
-      subgroupMatrixStore<row_major>(&ss, sreg + nb, acc, SW);
-    }
+    // One accumulator per block of N keys, the blocks interleaved: independent MMA chains.
+${lines(BN / N, (b) => `    var acc${b} = ${result}();`)}
+${lines(QT, (i) => lines(BN / N, (b) => `    acc${b} = subgroupMatrixMultiplyAccumulate(q${i}, subgroupMatrixLoad<${right}, col_major>(&ks, ${b * N}u * KSW + ${i * K}u, KSW), acc${b});`))}
+${lines(BN / N, (b) => `    subgroupMatrixStore<row_major>(&ss, sreg + ${b * N}u, acc${b}, SW);`)}
     workgroupBarrier();
     // Online softmax on plain lanes, with the lazy max; the mask tests only where needed.
     var alpha = 1.0;

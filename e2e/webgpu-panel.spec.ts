@@ -41,7 +41,9 @@ test('toggle the backend, run a problem, read the result view', async ({ page })
   await expect(panel.getByRole('img', { name: 'LSE per row' })).toBeVisible();
   await expect(panel.locator('figcaption').first()).toContainText('75×16 cells, each the mean of a 2×1 block') // 150 rows > 128 cells: pairs of rows averaged;
   await expect(panel.getByLabel('result')).toContainText('f32 + subgroup row reductions');
-  await page.screenshot({ path: 'test-results/webgpu-panel.png', fullPage: true });
+  // d = 32 runs the row kernel; the result names the kernel configuration that ran
+  await expect(panel.getByLabel('result')).toContainText('row kernel: 2 rows per 2 lanes (subgroup shuffles)');
+  await panel.screenshot({ path: 'test-results/webgpu-panel.png' });
 
   // A bad value: clear message naming the field; the typed text and the last result stay.
   await set('Nq', 'abc');

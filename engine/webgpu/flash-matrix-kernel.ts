@@ -33,8 +33,16 @@
 // head dim + 8 halves): unpadded, the 32- and 64-key rows all start in the same bank and
 // the softmax lanes, which read down a column, collide 16 ways.
 //
-// Seen on the H200 (run 4) and not explained: with Dawn's robustness turned off (a
-// diagnostic toggle; browsers keep it on) this kernel's results are wrong.
+// A trap, seen on the H200 (BENCHMARKS.md, runs 4 and 11–13): Dawn wraps every matrix load
+// or store whose offset it cannot check at compile time in a run-time bounds test, and here
+// those tests are what keep the P and V loads where the code puts them. With compile-time
+// offsets (per-subgroup arrays, unrolled loops) or with Dawn's robustness off, the tests
+// go, the kernel runs 10–15% faster, and its results are wrong: the driver evidently moves
+// untested matrix loads across workgroup barriers (the P and V loads feed MMAs whose
+// results are needed only a tile later). Making the loads' addresses depend on a value
+// read at the barrier cured the loads that moved up but not those that moved down. So the
+// P, V and S offsets stay run-time values; the K loads, whose results are used before the
+// next barrier, have constant offsets.
 
 import { PARAMS_WGSL, scoreWgsl, type ScoreSpec } from './params.ts';
 import type { MatrixConfig, WebGpuContext } from './device.ts';
@@ -307,7 +315,7 @@ ${lines(BN / N, (b) => `    subgroupMatrixStore<row_major>(&ss, sreg + ${b * N}u
     if (workgroupUniformLoad(&rescale) != 0u) {
 ${lines(OT, scaleBlock)}
     }
-    // O += P V.
+    // O += P V. kb stays a run-time loop variable on purpose (see the header's trap).
     for (var kb = 0u; kb < BN; kb += ${K}u) {
       let pm = subgroupMatrixLoad<${left}, row_major>(&ps, wrow * PW + kb, PW);
 ${lines(OT, (i) => `      o${i} = subgroupMatrixMultiplyAccumulate(pm, subgroupMatrixLoad<${right}, row_major>(&vs, kb * VSW + ${i * N}u, VSW), o${i});`)}

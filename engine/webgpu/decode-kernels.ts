@@ -46,8 +46,8 @@ fn reduce(lid: u32, x: f32, is_max: bool) -> f32 {
 @compute @workgroup_size(${NT})
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
   let split = wid.x; let bh = wid.y;
-  let h = bh % params.hq; let b = bh / params.hq;
-  let bhk = b * params.hk + h / (params.hq / params.hk);
+  let h = bh % params.hq;
+  let bhk = kv_head(bh);
   let k_lo = split * params.split_len;
   let k_hi = min(params.nk, k_lo + params.split_len);
   for (var row = 0u; row < params.nq; row++) {

@@ -133,8 +133,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   let row0 = (nwg.x - 1u - wid.x) * BM;
   let bh = wid.y + params.head0;
   let h = bh % params.hq;
-  let b = bh / params.hq;
-  let bhk = b * params.hk + h / (params.hq / params.hk);
+  let bhk = kv_head(bh);
   let qbase = bh * params.nq * D;
   let kbase = bhk * params.nk * D;
   let vbase = bhk * params.nk * DV;

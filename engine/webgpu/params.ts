@@ -72,6 +72,13 @@ fn key_visible(i: u32, j: u32) -> bool {
   return true;
 }
 
+// The (batch, key head) that (batch, query head) bh reads K and V from: GQA/MQA share one
+// key head among hq / hk query heads.
+fn kv_head(bh: u32) -> u32 {
+  let h = bh % params.hq;
+  return (bh / params.hq) * params.hk + h / (params.hq / params.hk);
+}
+
 fn sink_logit(h: u32) -> f32 {
   if ((params.flags & FLAG_SINKS) != 0u) { return aux[params.hq + h]; }
   return NEG_INF;

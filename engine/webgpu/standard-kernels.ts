@@ -34,8 +34,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
   let row0 = wid.y * 64u; let col0 = wid.x * 64u;
   let g = wid.z;                                  // head within the group
   let bh = params.head0 + g;
-  let h = bh % params.hq; let b = bh / params.hq;
-  let bhk = b * params.hk + h / (params.hq / params.hk);
+  let h = bh % params.hq;
+  let bhk = kv_head(bh);
   var acc: array<vec4<f32>, 4>;
   for (var k0 = 0u; k0 < D; k0 += 16u) {
     workgroupBarrier();
@@ -128,8 +128,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
   let row0 = wid.y * 64u; let col0 = wid.x * 64u;
   let g = wid.z;
   let bh = params.head0 + g;
-  let h = bh % params.hq; let b = bh / params.hq;
-  let bhk = b * params.hk + h / (params.hq / params.hk);
+  let h = bh % params.hq;
+  let bhk = kv_head(bh);
   var acc: array<vec4<f32>, 4>;
   for (var j0 = 0u; j0 < params.nk; j0 += 16u) {
     workgroupBarrier();

@@ -13,7 +13,7 @@
 //   2. the online softmax runs on plain lanes (SG/M lanes per row, shuffles to combine),
 //      holding the row's scores in registers between the max and the exponentials: score
 //      modifiers (the mask tests only on tiles that touch a mask edge or Nk), row max,
-//      P = exp(S − m) written as f16;
+//      P = exp2(S·log2 e − m) written as f16 (m kept in log2 units, as FA4 does);
 //   3. O += P V on the result matrices in registers.
 // Every matrix load reads workgroup memory inside its array, so any shape runs: Dawn
 // predicates a matrix load on the whole matrix lying inside its array and returns zeros
@@ -169,14 +169,21 @@ export function matrixKernelWgsl(c: MatrixKernelConfig): string {
   // scores per lane stay in registers between the max and the exponentials; past that the
   // lane reads its scores twice.
   const inRegs = L.scols <= 16;
-  const score = (fn: string, i: number) => `${fn}(h, grow, j0 + ${i * L.lanesPerRow}u + part, ss[srow * SW + ${i * L.lanesPerRow}u + part])`;
+  // Scores in log2 units (FA4's exp2 domain): where the problem has no softcap or ALiBi,
+  // scale·log2(e) folds into one multiply and P = exp2(x − m) is one add and one MUFU op.
+  const plain = !c.score.softcap && !c.score.alibi;
+  const score = (fn: string, i: number) => {
+    const dot = `ss[srow * SW + ${i * L.lanesPerRow}u + part]`;
+    if (fn === 'score_full') return plain ? `${dot} * c2` : `score_full(h, grow, j0 + ${i * L.lanesPerRow}u + part, ${dot}) * LOG2E`;
+    return `to_log2(score_edge(h, grow, j0 + ${i * L.lanesPerRow}u + part, ${dot}))`;
+  };
   const softmax = (fn: 'score_full' | 'score_edge') => `
       ${inRegs ? each(SC, (i) => `let x${i} = ${score(fn, i)};`, '\n      ') : ''}
       var mx = ${inRegs ? SC.reduce((acc, i) => (acc ? `max(${acc}, x${i})` : `x${i}`), '') : 'NEG_INF'};
       ${inRegs ? '' : each(SC, (i) => `mx = max(mx, ${score(fn, i)});`, '\n      ')}
       ${lines(Math.log2(L.lanesPerRow), (i) => `mx = max(mx, subgroupShuffleXor(mx, ${1 << i}u));`, ' ')}
-      if (mx > m + RESCALE_LOG) {
-        alpha = exp(m - mx);
+      if (mx > m + RESCALE_LOG2) {
+        alpha = exp2(m - mx);
         m = mx;
         rescale = 1u;
       }
@@ -185,7 +192,7 @@ export function matrixKernelWgsl(c: MatrixKernelConfig): string {
         (i) => {
           const x = inRegs ? `x${i}` : 'x';
           const open = inRegs ? '' : `{ let x = ${score(fn, i)}; `;
-          const p = fn === 'score_full' ? `exp(${x} - m)` : `select(0.0, exp(${x} - m), ${x} > NEG_INF)`;
+          const p = fn === 'score_full' ? `exp2(${x} - m)` : `select(0.0, exp2(${x} - m), ${x} > NEG_INF)`;
           return `${open}let p${i} = ${p}; ps[srow * PW + ${i * L.lanesPerRow}u + part] = f16(p${i}); sum += p${i};${inRegs ? '' : ' }'}`;
         },
         '\n      ',
@@ -238,7 +245,10 @@ const BM = ${L.bm}u; const BN = ${BN}u; const D = ${c.d}u; const DV = ${c.dv}u;
 const NT = ${L.threads}u; const SG = ${c.sg}u;
 const SW = ${L.sw}u; const PW = ${L.pw}u; const KSW = ${L.ksw}u; const VSW = ${L.vsw}u;
 const LPR = ${L.lanesPerRow}u;     // lanes per query row in the softmax step
-const RESCALE_LOG = ${c.rescaleLog.toFixed(1)};
+const LOG2E = 1.4426950408889634;
+const RESCALE_LOG2 = ${(c.rescaleLog * Math.LOG2E).toFixed(6)}; // the rescale threshold in log2 units
+// A score in log2 units; masked scores (NEG_INF) stay NEG_INF.
+fn to_log2(x: f32) -> f32 { return select(NEG_INF, x * LOG2E, x > NEG_INF); }
 
 var<workgroup> ps: array<f16, ${L.bm * L.pw}>;     // P stripes, [row][key]
 var<workgroup> ss: array<f32, ${L.bm * L.sw}>;     // S stripes, [row][key]; O scratch
@@ -282,7 +292,8 @@ ${lines(OT, (i) => `  var o${i} = ${result}();`)}
   let part = lane % LPR;
   let grow = row0 + srow;
   let sink = sink_logit(h);
-  var m = sink;
+  var m = to_log2(sink);           // running max, log2 units
+  let c2 = params.scale * LOG2E;
   var l = select(0.0, 1.0, sink > NEG_INF && part == 0u);
 
   let kr = block_key_range(row0, min(row0 + BM, params.nq));
@@ -324,7 +335,7 @@ ${lines(OT, (i) => `      o${i} = subgroupMatrixMultiplyAccumulate(pm, subgroupM
   ${lines(Math.log2(L.lanesPerRow), (i) => `l += subgroupShuffleXor(l, ${1 << i}u);`, ' ')}
   workgroupBarrier();
   if (part == 0u) { rowf[srow] = select(0.0, 1.0 / l, l > 0.0); }
-  if (grow < params.nq && part == 0u) { lse[bh * params.nq + grow] = select(neg_inf_runtime(), m + log(l), l > 0.0); }
+  if (grow < params.nq && part == 0u) { lse[bh * params.nq + grow] = select(neg_inf_runtime(), m * 0.6931471805599453 + log(l), l > 0.0); }
   workgroupBarrier();
 ${lines(OT, (i) => `  subgroupMatrixStore<row_major>(&ss, sreg, o${i}, SW);
   workgroupBarrier();

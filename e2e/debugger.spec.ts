@@ -255,6 +255,11 @@ test('FA1 shows its HBM-resident m and l; standard attention steps through its t
   await page.getByLabel('Scrubber').fill(String(norm));
   await page.getByLabel('Scrubber').dispatchEvent('pointerup');
   await expect(page.locator('ol.code li.current')).toContainText('P_i ← diag(l_i)⁻¹ P_i');
+  // P is coloured on the normalized P's range, not on exp(S − m)'s (which reaches 1)
+  const pMax = Math.max(...std.s.events().flatMap((e) => (e.kind === 'normalize' && e.p ? e.p.filter(Number.isFinite) : [])));
+  expect(pMax).toBeLessThan(0.9);
+  await expect(page.locator(`[aria-label="P colour legend from 0.00 to ${pMax.toPrecision(3)}"]`)).toBeVisible();
+  await expect(page.getByText('P is coloured on the normalized P’s range')).toBeVisible();
   await page.screenshot({ path: 'test-results/standard.png' });
 });
 

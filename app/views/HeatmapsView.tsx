@@ -70,6 +70,7 @@ export function HeatmapsView() {
       <p className="hint">
         Click a tile to see its numbers. Yellow: the tile the current step works on. Head b={frame.b}, h={frame.h}.
         {!fa1 && summary.algorithm !== 'standard' && ' O is coloured on the final output’s range: rows still accumulating (not yet divided by l) can exceed it and show saturated.'}
+        {summary.algorithm === 'standard' && ' P is coloured on the normalized P’s range: exp(S − m), before the division by l, reaches 1 and shows saturated.'}
       </p>
     </section>
   );

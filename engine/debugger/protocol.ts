@@ -57,6 +57,8 @@ export interface LoadSummary {
    * Value ranges over the whole run, so colour scales stay fixed while stepping. `o` is the
    * range of the final normalized output where the algorithm has a normalize/combine step
    * (running unnormalized accumulators beyond it saturate), else of every O value shown.
+   * `p` is likewise the normalized P's range where the run normalizes P (standard
+   * attention), else that of exp(S − m); it always starts at 0.
    */
   ranges: { s: [number, number]; p: [number, number]; o: [number, number]; q: [number, number]; k: [number, number]; v: [number, number] };
   /** Bytes the session holds for this trace: event payloads plus checkpoints. */

@@ -4,6 +4,7 @@ import { ALGORITHMS } from '../algorithms/registry.ts';
 import { randomInputs } from '../inputs.ts';
 import type { AttentionProblem } from '../problem.ts';
 import { referenceAttention } from '../reference.ts';
+import { modifyScore, scoreModel, visible } from '../scores.ts';
 import { runToEnd } from '../run.ts';
 import type { TraceEvent } from '../trace/events.ts';
 import { matchBreakpoint, nonFiniteIn } from './breakpoints.ts';
@@ -138,6 +139,32 @@ describe('DebuggerSession', () => {
     // The unnormalized accumulator really does leave that range (so the choice matters).
     const accMax = Math.max(...s.events().flatMap((e) => (e.kind === 'pv' ? e.o.map(Math.abs) : [])));
     expect(accMax).toBeGreaterThan(Math.max(Math.abs(lo), Math.abs(hi)) * 1.5);
+  });
+
+  it("standard attention's P colour range is the normalized P's (max over rows of exp(max S − LSE), from the float64 reference)", async () => {
+    const problem: AttentionProblem = { batch: 1, hq: 2, hk: 1, nq: 40, nk: 56, d: 16, dv: 8, causal: false, dtype: 'fp32' };
+    const s = new DebuggerSession();
+    const sum = await s.load({ algorithm: 'standard', problem, seed: 5, distribution: 'normal', blocks: { blockM: 16, blockN: 16 } });
+    const x = randomInputs(problem, { seed: 5, distribution: 'normal' });
+    const ref = referenceAttention(problem, x);
+    const model = scoreModel(problem);
+    let hi = 0;
+    for (let h = 0; h < problem.hq; h++) {
+      for (let i = 0; i < problem.nq; i++) {
+        let smax = -Infinity;
+        for (let j = 0; j < problem.nk; j++) {
+          if (!visible(model, i, j)) continue;
+          let dot = 0;
+          for (let c = 0; c < problem.d; c++) dot += x.q[(h * problem.nq + i) * problem.d + c] * x.k[j * problem.d + c];
+          smax = Math.max(smax, modifyScore(model, h, i, j, dot));
+        }
+        if (smax > -Infinity) hi = Math.max(hi, Math.exp(smax - ref.lse[h * problem.nq + i]));
+      }
+    }
+    expect(sum.ranges.p[0]).toBe(0);
+    expect(sum.ranges.p[1]).toBeCloseTo(hi, 5);
+    // exp(S − m) before normalizing reaches 1, far above it (so the choice matters)
+    expect(hi).toBeLessThan(0.7);
   });
 
   it('not-yet-computed entries are NaN and masked entries are flagged', async () => {

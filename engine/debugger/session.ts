@@ -232,6 +232,10 @@ export class DebuggerSession {
     // unnormalized accumulator can be many times larger, and a scale spanning it would leave
     // the finished O almost colourless. Accumulator values beyond it saturate instead.
     const oFinal: [number, number] = [Infinity, -Infinity];
+    // Likewise P where the run normalizes it (standard attention's softmax pass): exp(S − m)
+    // reaches 1 in every row, the normalized P only about 1/Nk, so a scale spanning the
+    // former would leave the finished P dark. The unnormalized values saturate instead.
+    const pFinal: [number, number] = [Infinity, -Infinity];
     const stats = new Map<string, number[]>();
     let numbers = 0;
     sliceStart = performance.now();
@@ -245,6 +249,7 @@ export class DebuggerSession {
       else if (ev.kind === 'pv' || ev.kind === 'normalize' || ev.kind === 'combine') {
         updateRange(ranges.o, ev.o);
         if (ev.kind !== 'pv') updateRange(oFinal, ev.o);
+        if (ev.kind === 'normalize' && ev.p) updateRange(pFinal, ev.p);
       }
       if (ev.kind === 'rowmax' || ev.kind === 'rowsum' || ev.kind === 'rescale') {
         const key = `${ev.b},${ev.h},${ev.tile.qBlock}`;
@@ -263,6 +268,7 @@ export class DebuggerSession {
     updateRange(ranges.k, inputs.k);
     updateRange(ranges.v, inputs.v);
     if (oFinal[0] <= oFinal[1]) ranges.o = oFinal;
+    if (pFinal[0] <= pFinal[1]) ranges.p = pFinal;
     for (const k of Object.keys(ranges) as (keyof typeof ranges)[]) ranges[k] = finishRange(ranges[k]);
     // P is a probability: anchor its scale at 0 so "small" reads as small.
     ranges.p = [0, Math.max(ranges.p[1], 1e-30)];

@@ -139,6 +139,10 @@ test('a kernel switch reloads the debugger and the questions follow the new prob
   await card.getByRole('button', { name: 'Check' }).click();
   await expect(page.getByTestId('feedback-wg-rows')).toContainText('Correct.');
   await expect(page.getByTestId('feedback-wg-rows')).toContainText('ping-pong off');
+  // Reloading the problem from the pane's form keeps the switch (the form has none of its own).
+  await page.getByRole('region', { name: 'Problem', exact: true }).getByRole('button', { name: 'Load problem' }).click();
+  await expect(counterOf(page, 7)).toHaveText(`Step 1 of ${t.total}`, { timeout: 30_000 });
+  await expect(page.getByRole('checkbox', { name: /Ping-pong between warpgroups/ })).not.toBeChecked();
   // The kernel's own notes fold out under the debugger.
   await page.getByText('FlashAttention-3: switches and support').click();
   await expect(page.locator('.kernel-ref')).toContainText('pingpong');

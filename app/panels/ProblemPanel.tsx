@@ -41,7 +41,12 @@ export function ProblemPanel() {
   };
   const load = () => {
     const req = request();
-    if (req) void ctl.load(withImported(pane, req));
+    if (!req) return;
+    // The form has no kernel switches (they live in the hardware view and the lessons): a
+    // reload of the same algorithm keeps the ones the loaded run has.
+    const applied = useApp.getState().problem[pane].applied;
+    const features = applied?.algorithm === req.algorithm ? applied.features : undefined;
+    void ctl.load(withImported(pane, features ? { ...req, features } : req));
   };
   const busy = status === 'loading' || status === 'busy';
 

@@ -243,11 +243,13 @@ async function main(): Promise<number> {
         d <= 64
           ? [{}, { sc: 8 }, { sc: 4 }, { sc: 8, threads: 256 }, { tpr: 2, rpt: 2 }, { tpr: 2, rpt: 2, sc: 8 }, { tpr: 2, rpt: 2, threads: 256 }, { tpr: 4, rpt: 4, sc: 8 }]
           : [{ tpr: 4, rpt: 2, sc: 8 }, { tpr: 4, rpt: 2, sc: 8, threads: 256 }, { tpr: 2, sc: 8, threads: 256 }];
+      // flash-f32 has no shuffles: one lane per row; chunk, sub-chunk and workgroup sizes
+      const f32Grid: RunOptions['rowPrefs'][] = [{}, { bc: 16 }, { bc: 64 }, { sc: 4 }, { sc: 16 }, { threads: 64 }, { threads: 192 }, { threads: 256 }];
       for (const path of ['flash-subgroups', 'flash-f32', 'flash-f16'] as WebGpuPath[]) {
         if (!paths.includes(path)) continue;
         const tiled = await measure(ctx, p, path, REPS, { flashKernel: 'tiled' });
         console.log(`  ${path.padEnd(16)} ${'4×4-tiled kernel'.padEnd(44)} ${fmt(tiled)}   [${typeof tiled === 'string' ? '' : tiled.config}]`);
-        for (const rowPrefs of path === 'flash-subgroups' ? grid : [{}]) {
+        for (const rowPrefs of path === 'flash-subgroups' ? grid : path === 'flash-f32' && d <= 64 ? f32Grid : [{}]) {
           const variants = picks.map((v) => ({ ...v, problem: { ...v.problem, d: v.name === 'odd head dims' ? d - 3 : d, dv: v.name === 'dv≠d' ? d / 2 : d } }));
           const st = await selfTest(ctx, path, variants, undefined, { rowPrefs });
           const m = st.worst < 1e-4 ? await measure(ctx, p, path, REPS, { rowPrefs }) : `self-test failed: ${st.line}`;

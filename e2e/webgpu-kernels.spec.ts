@@ -8,7 +8,7 @@
 
 import { expect, test, type Page } from '@playwright/test';
 import type { CheckMessage } from '../app/webgpu/kernel-check.worker.ts';
-import { KERNEL_VARIANTS } from '../engine/webgpu/variants.ts';
+import { KERNEL_VARIANTS, WINDOW_VARIANTS } from '../engine/webgpu/variants.ts';
 import { watchConsole } from './helpers.ts';
 
 test.describe.configure({ timeout: 240_000 });
@@ -21,9 +21,9 @@ async function checks(page: Page, query: string): Promise<Extract<CheckMessage, 
   return m;
 }
 
-function expectAllClose(m: Extract<CheckMessage, { ok: true }>, path: string, tol: number): void {
+function expectAllClose(m: Extract<CheckMessage, { ok: true }>, path: string, tol: number, variants = KERNEL_VARIANTS): void {
   const rows = m.results.filter((r) => r.path === path);
-  expect(rows.map((r) => r.variant)).toEqual(KERNEL_VARIANTS.map((v) => v.name));
+  expect(rows.map((r) => r.variant)).toEqual(variants.map((v) => v.name));
   for (const r of rows) {
     expect(r.error, `${path} / ${r.variant}`).toBeUndefined();
     expect(r.maxErrO, `${path} / ${r.variant}: max |ΔO|`).toBeLessThan(tol);
@@ -83,3 +83,24 @@ for (const path of ['flash-f16', 'flash-matrix'] as const) {
     expectAllClose(m, path, 4e-3); // f16 inputs and P: the reference uses the same fp16-rounded inputs
   });
 }
+
+// Tensors larger than one binding run in batch windows: here one batch per binding, so each
+// problem is three dispatches over slices of the same buffers (GQA, causal, ALiBi and sinks
+// indexed within each window).
+for (const path of ['flash-f32', 'flash-subgroups'] as const) {
+  test(`${path} in batch windows matches the reference`, async ({ page }) => {
+    const m = await checks(page, `path=${path}&kernel=windows`);
+    // …and fillRandom, a binding-sized chunk at a time, writes exactly what it writes in one piece
+    expectAllClose(m, path, 2e-5, [...WINDOW_VARIANTS, { name: 'fill in chunks', problem: WINDOW_VARIANTS[0].problem }]);
+    expect(m.results.find((r) => r.variant === 'fill in chunks')?.maxErrO).toBe(0);
+    for (const r of m.results) expect(r.config).toContain('in 3 batch windows of 1 batch');
+  });
+}
+
+test('standard attention and flash-decoding refuse a problem that needs batch windows, saying why', async ({ page }) => {
+  for (const path of ['standard', 'decode'] as const) {
+    const m = await checks(page, `path=${path}&kernel=windows`);
+    expect(m.results.length).toBe(WINDOW_VARIANTS.length + 1);
+    for (const r of m.results) expect(r.error, `${path} / ${r.variant}`).toMatch(/binds every tensor whole.*the flash paths run it in batch windows/);
+  }
+});

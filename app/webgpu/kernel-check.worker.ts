@@ -5,7 +5,9 @@ import { randomInputs } from '../../engine/inputs.ts';
 import { referenceAttention } from '../../engine/reference.ts';
 import { AttentionRun, pathElem, type RunOptions } from '../../engine/webgpu/backend.ts';
 import { openWebGpu, type WebGpuPath } from '../../engine/webgpu/device.ts';
-import { KERNEL_VARIANTS } from '../../engine/webgpu/variants.ts';
+import { bytesPerBatch } from '../../engine/webgpu/batch-windows.ts';
+import { sampleSites } from '../../engine/webgpu/row-check.ts';
+import { KERNEL_VARIANTS, WINDOW_VARIANTS } from '../../engine/webgpu/variants.ts';
 
 declare const self: DedicatedWorkerGlobalScope;
 
@@ -23,9 +25,10 @@ export type CheckMessage =
   | { ok: false; message: string };
 
 /** Which flash kernel the f32/f16/subgroup paths run; the backend's own choice when absent. */
-export type KernelChoice = 'tiled' | 'tiled-small' | 'row-wide';
+export type KernelChoice = 'tiled' | 'tiled-small' | 'row-wide' | 'windows';
 
-const CHOICES: Record<KernelChoice, Omit<RunOptions, 'path'>> = {
+// 'windows' is set per problem below: one batch per binding, so each window variant runs in three windows.
+const CHOICES: Record<Exclude<KernelChoice, 'windows'>, Omit<RunOptions, 'path'>> = {
   tiled: { flashKernel: 'tiled' },
   // 16 rows × 16 keys: many K/V tiles per row, one subgroup per row on a 4-lane adapter
   'tiled-small': { flashKernel: 'tiled', tile: { bm: 16, bn: 16, dk: 8, jc: 8 } },
@@ -39,13 +42,16 @@ self.onmessage = async (ev: MessageEvent<{ path: string | null; kernel: KernelCh
     const paths = ev.data.path ? [ev.data.path as WebGpuPath] : ctx.paths;
     const results: CheckResult[] = [];
     for (const path of paths) {
-      for (const v of KERNEL_VARIANTS) {
+      for (const v of ev.data.kernel === 'windows' ? WINDOW_VARIANTS : KERNEL_VARIANTS) {
         const p = { ...v.problem, dtype: pathElem(path) === 'f16' ? ('fp16' as const) : ('fp32' as const) };
+        const oneBatch = Math.max(...Object.values(bytesPerBatch(p, pathElem(path) === 'f16' ? 2 : 4)));
+        const kernel = ev.data.kernel;
+        const choice = kernel === 'windows' ? { maxBindingBytes: oneBatch } : kernel ? CHOICES[kernel] : {};
         const x = randomInputs(p, { seed: 11 });
         const ref = referenceAttention(p, x);
         let run: AttentionRun | undefined;
         try {
-          run = await AttentionRun.create(ctx, p, { path, ...(ev.data.kernel ? CHOICES[ev.data.kernel] : {}) });
+          run = await AttentionRun.create(ctx, p, { path, ...choice });
           run.upload(x);
           await run.execute();
           const r = await run.read();
@@ -60,9 +66,35 @@ self.onmessage = async (ev: MessageEvent<{ path: string | null; kernel: KernelCh
           run?.destroy();
         }
       }
+      if (ev.data.kernel === 'windows') results.push(await fillInChunks(ctx, path));
     }
     self.postMessage({ ok: true, adapter: ctx.adapterName, paths: ctx.paths, subgroupMinSize: ctx.subgroupMinSize, results } satisfies CheckMessage);
   } catch (e) {
     self.postMessage({ ok: false, message: e instanceof Error ? e.message : String(e) } satisfies CheckMessage);
   }
 };
+
+/**
+ * fillRandom on a run whose bindings hold one batch (the tensors filled a binding-sized chunk
+ * at a time) must write exactly what it writes in one piece: compares the inputs of sampled
+ * rows, first and last batch included. The difference lands in maxErrO.
+ */
+async function fillInChunks(ctx: Awaited<ReturnType<typeof openWebGpu>>, path: WebGpuPath): Promise<CheckResult> {
+  const p = { ...WINDOW_VARIANTS[0].problem, dtype: pathElem(path) === 'f16' ? ('fp16' as const) : ('fp32' as const) };
+  const oneBatch = Math.max(...Object.values(bytesPerBatch(p, pathElem(path) === 'f16' ? 2 : 4)));
+  const runs: AttentionRun[] = [];
+  try {
+    runs.push(await AttentionRun.create(ctx, p, { path, maxBindingBytes: oneBatch }), await AttentionRun.create(ctx, p, { path }));
+    for (const r of runs) await r.fillRandom(5);
+    let diff = 0;
+    for (const { b, h, i } of sampleSites(p, 3)) {
+      const [x, y] = await Promise.all(runs.map((r) => r.readRowInputs(b, h, i)));
+      for (const key of ['q', 'k', 'v'] as const) for (let j = 0; j < x[key].length; j++) diff = Math.max(diff, Math.abs(x[key][j] - y[key][j]));
+    }
+    return { path, variant: 'fill in chunks', maxErrO: diff, maxErrLse: 0, config: runs[0].config };
+  } catch (e) {
+    return { path, variant: 'fill in chunks', maxErrO: NaN, maxErrLse: NaN, config: '', error: e instanceof Error ? e.message : String(e) };
+  } finally {
+    runs.forEach((r) => r.destroy());
+  }
+}

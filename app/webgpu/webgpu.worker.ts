@@ -9,7 +9,8 @@ import { nominalFlops, validateProblem } from '../../engine/problem.ts';
 import { runToEnd } from '../../engine/run.ts';
 import { AttentionRun, pathElem } from '../../engine/webgpu/backend.ts';
 import { openWebGpu, type WebGpuContext } from '../../engine/webgpu/device.ts';
-import { referenceRow, sampleRows } from '../../engine/webgpu/row-check.ts';
+import { formatBytes } from '../../engine/webgpu/batch-windows.ts';
+import { referenceRow, sampleSites } from '../../engine/webgpu/row-check.ts';
 import { blockMean } from './downsample.ts';
 import type { FromWorker, RunReport, RunRequest, ToWorker } from './protocol.ts';
 
@@ -40,16 +41,15 @@ async function runGpu(id: number, req: RunRequest): Promise<RunReport> {
     const ms = kernels.reduce((a, k) => a + k.ms, 0);
     progress('reading back head 0', 0.7);
     const head = await run.readHead(0, 0);
-    const rows = sampleRows(p.nq, req.checkRows);
+    const sites = sampleSites(p, req.checkRows);
     let eo = 0;
     let el = 0;
-    for (let t = 0; t < rows.length; t++) {
-      progress(`checking row ${t + 1} of ${rows.length} against the CPU reference`, 0.75 + (0.25 * t) / rows.length);
-      const h = (t * 7) % p.hq;
-      const b = t % p.batch;
-      const x = await run.readRowInputs(b, h, rows[t]);
-      const ref = referenceRow(p, h, rows[t], x.q, x.k, x.v);
-      const got = await run.readRow(b, h, rows[t]);
+    for (let t = 0; t < sites.length; t++) {
+      progress(`checking row ${t + 1} of ${sites.length} against the CPU reference`, 0.75 + (0.25 * t) / sites.length);
+      const { b, h, i } = sites[t];
+      const x = await run.readRowInputs(b, h, i);
+      const ref = referenceRow(p, h, i, x.q, x.k, x.v);
+      const got = await run.readRow(b, h, i);
       for (let k = 0; k < p.dv; k++) eo = Math.max(eo, Math.abs(got.o[k] - ref.o[k]));
       el = Math.max(el, got.lse === ref.lse ? 0 : Math.abs(got.lse - ref.lse));
     }
@@ -66,7 +66,7 @@ async function runGpu(id: number, req: RunRequest): Promise<RunReport> {
       config: run.config,
       heatmap: blockMean(head.o, p.nq, p.dv, 128, 128),
       lse: lseList(head.lse),
-      check: { rows: rows.length, maxAbsErrO: eo, maxAbsErrLse: el },
+      check: { rows: sites.length, maxAbsErrO: eo, maxAbsErrLse: el },
     };
   } finally {
     run.destroy();
@@ -86,19 +86,17 @@ function runCpu(id: number, req: RunRequest): RunReport {
   const t0 = performance.now();
   const r = runToEnd(algorithmById('fa2'), p, x);
   const ms = performance.now() - t0;
-  const rows = sampleRows(p.nq, req.checkRows);
+  const sites = sampleSites(p, req.checkRows);
   let eo = 0;
   let el = 0;
-  for (let t = 0; t < rows.length; t++) {
-    const h = (t * 7) % p.hq;
-    const b = t % p.batch;
+  for (const { b, h, i } of sites) {
     const hk = Math.floor(h / (p.hq / p.hk));
-    const qo = ((b * p.hq + h) * p.nq + rows[t]) * p.d;
+    const qo = ((b * p.hq + h) * p.nq + i) * p.d;
     const ko = (b * p.hk + hk) * p.nk;
-    const ref = referenceRow(p, h, rows[t], x.q.subarray(qo, qo + p.d), x.k.subarray(ko * p.d, (ko + p.nk) * p.d), x.v.subarray(ko * p.dv, (ko + p.nk) * p.dv));
-    const oo = ((b * p.hq + h) * p.nq + rows[t]) * p.dv;
+    const ref = referenceRow(p, h, i, x.q.subarray(qo, qo + p.d), x.k.subarray(ko * p.d, (ko + p.nk) * p.d), x.v.subarray(ko * p.dv, (ko + p.nk) * p.dv));
+    const oo = ((b * p.hq + h) * p.nq + i) * p.dv;
     for (let k = 0; k < p.dv; k++) eo = Math.max(eo, Math.abs(r.o[oo + k] - ref.o[k]));
-    const l = r.lse[(b * p.hq + h) * p.nq + rows[t]];
+    const l = r.lse[(b * p.hq + h) * p.nq + i];
     el = Math.max(el, l === ref.lse ? 0 : Math.abs(l - ref.lse));
   }
   return {
@@ -112,7 +110,7 @@ function runCpu(id: number, req: RunRequest): RunReport {
     config: 'engine/algorithms/fa2.ts, tracing off',
     heatmap: blockMean(Float32Array.from(r.o.subarray(0, p.nq * p.dv)), p.nq, p.dv, 128, 128),
     lse: lseList(r.lse.subarray(0, p.nq)),
-    check: { rows: rows.length, maxAbsErrO: eo, maxAbsErrLse: el },
+    check: { rows: sites.length, maxAbsErrO: eo, maxAbsErrLse: el },
   };
 }
 
@@ -132,7 +130,7 @@ self.onmessage = async (ev: MessageEvent<ToWorker>) => {
           fallback: c.isFallback,
           features: c.features,
           paths: c.paths,
-          limits: `${c.limits.maxWorkgroupStorage} B workgroup memory, ${c.limits.maxInvocations} invocations, ${(c.limits.maxStorageBinding / 2 ** 20).toFixed(0)} MiB per buffer, subgroups ${c.subgroupMinSize}–${c.subgroupMaxSize}`,
+          limits: `${c.limits.maxWorkgroupStorage} B workgroup memory, ${c.limits.maxInvocations} invocations, ${formatBytes(c.limits.maxStorageBinding)} per binding (larger tensors run in batch windows), ${formatBytes(c.limits.maxBuffer)} per buffer, subgroups ${c.subgroupMinSize}–${c.subgroupMaxSize}`,
         },
       });
     } catch (e) {

@@ -16,6 +16,7 @@ import { flashKernelWgsl, flashLayout, type FlashKernelConfig, type FlashTile } 
 import { chooseMatrixTile, matrixKernelWgsl, matrixLayout, type MatrixKernelConfig, type MatrixTilePrefs } from './flash-matrix-kernel.ts';
 import { decodeCombineKernelWgsl, decodeSplitKernelWgsl, DECODE_THREADS } from './decode-kernels.ts';
 import { fillKernelWgsl } from './fill-kernel.ts';
+import { bytesPerBatch, formatBytes, planBatchWindows, type BatchWindow, type TensorName } from './batch-windows.ts';
 import { halfToFloat, toHalfArray } from './half.ts';
 import { packAux, packParams, scoreSpec } from './params.ts';
 import { chooseRowConfig, rowKernelWgsl, rowLayout, type RowKernelConfig } from './flash-row-kernel.ts';
@@ -39,10 +40,14 @@ export interface RunOptions {
    */
   flashKernel?: 'row' | 'tiled';
   rowPrefs?: Partial<Pick<RowKernelConfig, 'tpr' | 'rpt' | 'threads' | 'bc' | 'sc'>>;
+  /**
+   * The most bytes one binding may hold, when below the adapter's limit: tensors larger than
+   * a binding run in batch windows (batch-windows.ts); tests lower it to force windows.
+   */
+  maxBindingBytes?: number;
 }
 
 const GiB = 1024 ** 3;
-const fmtBytes = (b: number) => (b >= GiB ? `${(b / GiB).toFixed(2)} GiB` : `${(b / 1024 ** 2).toFixed(1)} MiB`);
 
 /** Which storage type a path reads its inputs in. */
 export function pathElem(path: WebGpuPath): 'f32' | 'f16' {
@@ -78,6 +83,8 @@ export class AttentionRun {
   private v!: GPUBuffer;
   private o!: GPUBuffer;
   private lse!: GPUBuffer;
+  /** Runs of whole batches, one dispatch each (a single window binds every tensor whole). */
+  private windows: BatchWindow[] = [];
   /** Human-readable kernel configuration (tile sizes, workgroup memory). */
   config = '';
 
@@ -103,12 +110,13 @@ export class AttentionRun {
     return run;
   }
 
-  private async buffer(label: string, size: number, usage: number): Promise<GPUBuffer> {
+  /** `windowed`: bound in batch windows, so only the buffer size limit applies. */
+  private async buffer(label: string, size: number, usage: number, windowed = false): Promise<GPUBuffer> {
     const bytes = Math.max(16, Math.ceil(size / 4) * 4);
-    const limit = usage & GPUBufferUsage.STORAGE ? this.ctx.limits.maxStorageBinding : this.ctx.limits.maxBuffer;
+    const limit = windowed ? this.ctx.limits.maxBuffer : this.ctx.limits.maxStorageBinding;
     if (bytes > limit) {
       throw new WebGpuRunError(
-        `${label} needs ${fmtBytes(bytes)} in one buffer; this adapter allows at most ${fmtBytes(limit)}. Use a smaller problem.`,
+        `${label} needs ${formatBytes(bytes)} in one ${windowed ? 'buffer' : 'binding'}; this adapter allows at most ${formatBytes(limit)}. Use a smaller problem.`,
       );
     }
     const { device } = this.ctx;
@@ -121,8 +129,8 @@ export class AttentionRun {
       b.destroy();
       throw new WebGpuRunError(
         oom
-          ? `out of GPU memory allocating ${label} (${fmtBytes(bytes)}). Use a smaller problem.`
-          : `could not create ${label} (${fmtBytes(bytes)}): ${invalid?.message}`,
+          ? `out of GPU memory allocating ${label} (${formatBytes(bytes)}). Use a smaller problem.`
+          : `could not create ${label} (${formatBytes(bytes)}): ${invalid?.message}`,
       );
     }
     this.buffers.push(b);
@@ -136,12 +144,47 @@ export class AttentionRun {
     return b;
   }
 
-  private bind(p: GPUComputePipeline, entries: Record<number, GPUBuffer>): GPUBindGroup {
+  private bind(p: GPUComputePipeline, entries: Record<number, GPUBuffer | GPUBufferBinding>): GPUBindGroup {
     return this.ctx.device.createBindGroup({
       layout: p.getBindGroupLayout(0),
-      entries: Object.entries(entries).map(([binding, buffer]) => ({ binding: Number(binding), resource: { buffer } })),
+      entries: Object.entries(entries).map(([binding, b]) => ({ binding: Number(binding), resource: 'buffer' in b ? b : { buffer: b } })),
     });
   }
+
+  /**
+   * One flash forward dispatch per batch window: bindings 1–5 are the window's slices of
+   * Q, K, V, O and LSE, and the grid's y covers the window's (batch, head) pairs.
+   */
+  private pushFlash(name: string, pipe: GPUComputePipeline, params: GPUBuffer, aux: GPUBuffer, bm: number): void {
+    const p = this.problem;
+    const per = bytesPerBatch(p, pathElem(this.path) === 'f16' ? 2 : 4);
+    const tensors: [number, GPUBuffer, TensorName][] = [
+      [1, this.q, 'Q'],
+      [2, this.k, 'K'],
+      [3, this.v, 'V'],
+      [4, this.o, 'O'],
+      [5, this.lse, 'LSE'],
+    ];
+    for (const w of this.windows) {
+      const entries: Record<number, GPUBuffer | GPUBufferBinding> = { 0: params, 6: aux };
+      for (const [binding, buffer, t] of tensors) {
+        if (this.windows.length === 1) {
+          entries[binding] = buffer;
+        } else {
+          const offset = w.b0 * per[t];
+          // Storage bindings are whole words; the last window may end mid-word in f16.
+          entries[binding] = { buffer, offset, size: Math.min(Math.ceil((w.nb * per[t]) / 4) * 4, buffer.size - offset) };
+        }
+      }
+      this.dispatches.push({ name, pipeline: pipe, bindGroup: this.bind(pipe, entries), workgroups: [Math.ceil(p.nq / bm), w.nb * p.hq, 1] });
+    }
+    if (this.windows.length > 1) {
+      const nb = this.windows[0].nb;
+      this.config += `; in ${this.windows.length} batch windows of ${nb} batch${nb > 1 ? 'es' : ''} (one binding holds at most ${formatBytes(this.bindingLimit)})`;
+    }
+  }
+
+  private bindingLimit = 0;
 
   private async build(opts: RunOptions): Promise<void> {
     const p = this.problem;
@@ -149,11 +192,26 @@ export class AttentionRun {
     const s = inputSizes(p);
     const eb = pathElem(this.path) === 'f16' ? 2 : 4;
     const RW = GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST | GPUBufferUsage.COPY_SRC;
-    this.q = await this.buffer('Q', s.q * eb, RW);
-    this.k = await this.buffer('K', s.k * eb, RW);
-    this.v = await this.buffer('V', s.v * eb, RW);
-    this.o = await this.buffer('O', s.o * 4, RW);
-    this.lse = await this.buffer('LSE', s.lse * 4, RW);
+    this.bindingLimit = Math.min(this.ctx.limits.maxStorageBinding, opts.maxBindingBytes ?? Infinity);
+    const plan = planBatchWindows(p, eb, this.bindingLimit, this.ctx.limits.minStorageOffset);
+    if ('error' in plan) throw new WebGpuRunError(plan.error);
+    const perHead = p.nq * p.nk * 4;
+    if (this.path === 'standard' && perHead > this.ctx.limits.maxStorageBinding) {
+      throw new WebGpuRunError(
+        `standard attention needs the ${p.nq}×${p.nk} score matrix of one head in memory (${formatBytes(perHead)}); this adapter allows ${formatBytes(this.ctx.limits.maxStorageBinding)} per buffer. The flash paths need no such buffer.`,
+      );
+    }
+    if (plan.length > 1 && (this.path === 'standard' || this.path === 'decode')) {
+      throw new WebGpuRunError(
+        `${PATH_LABELS[this.path]} binds every tensor whole, and one of this problem's needs more than the ${formatBytes(this.bindingLimit)} a binding holds; the flash paths run it in batch windows.`,
+      );
+    }
+    this.windows = plan;
+    this.q = await this.buffer('Q', s.q * eb, RW, true);
+    this.k = await this.buffer('K', s.k * eb, RW, true);
+    this.v = await this.buffer('V', s.v * eb, RW, true);
+    this.o = await this.buffer('O', s.o * 4, RW, true);
+    this.lse = await this.buffer('LSE', s.lse * 4, RW, true);
     const aux = await this.buffer('ALiBi slopes and sinks', 8 * p.hq, RW);
     device.queue.writeBuffer(aux, 0, packAux(p));
     const bh = p.batch * p.hq;
@@ -184,12 +242,7 @@ export class AttentionRun {
       }
       const pipe = await pipeline(device, code);
       const params = this.uniform(packParams(p));
-      this.dispatches.push({
-        name: 'flash forward',
-        pipeline: pipe,
-        bindGroup: this.bind(pipe, { 0: params, 1: this.q, 2: this.k, 3: this.v, 4: this.o, 5: this.lse, 6: aux }),
-        workgroups: [Math.ceil(p.nq / bm), bh, 1],
-      });
+      this.pushFlash('flash forward', pipe, params, aux, bm);
     } else if (this.path === 'flash-matrix') {
       let cfg: MatrixKernelConfig = chooseMatrixTile(this.ctx, p.d, p.dv, scoreSpec(p), true, opts.matrix);
       let pipe: GPUComputePipeline;
@@ -206,24 +259,13 @@ export class AttentionRun {
       const L = matrixLayout(cfg);
       this.config = `${cfg.m}×${cfg.n}×${cfg.k} f16 subgroup matrices, Q and O in registers, BM=${L.bm} BN=${cfg.bn}, ${cfg.warps} subgroups of ${cfg.sg}, K/V staged with a register prefetch, lazy rescale at e^${cfg.rescaleLog}, ${L.bytes} B workgroup memory${note}`;
       const params = this.uniform(packParams(p));
-      this.dispatches.push({
-        name: 'flash forward (subgroup matrix)',
-        pipeline: pipe,
-        bindGroup: this.bind(pipe, { 0: params, 1: this.q, 2: this.k, 3: this.v, 4: this.o, 5: this.lse, 6: aux }),
-        workgroups: [Math.ceil(p.nq / L.bm), bh, 1],
-      });
+      this.pushFlash('flash forward (subgroup matrix)', pipe, params, aux, L.bm);
     } else if (this.path === 'standard') {
-      const perHead = p.nq * p.nk * 4;
       const limit = this.ctx.limits.maxStorageBinding;
-      if (perHead > limit) {
-        throw new WebGpuRunError(
-          `standard attention needs the ${p.nq}×${p.nk} score matrix of one head in memory (${fmtBytes(perHead)}); this adapter allows ${fmtBytes(limit)} per buffer. The flash paths need no such buffer.`,
-        );
-      }
       // As many heads per pass as fit in a quarter of the binding limit (S is reused across groups).
       const group = Math.max(1, Math.min(bh, Math.floor(Math.min(limit, 2 * GiB) / perHead)));
       const sbuf = await this.buffer(`S/P for ${group} heads`, group * perHead, GPUBufferUsage.STORAGE);
-      this.config = `S/P materialized for ${group} of ${bh} heads at a time (${fmtBytes(group * perHead)}); 64×64 tiles, 256 threads`;
+      this.config = `S/P materialized for ${group} of ${bh} heads at a time (${formatBytes(group * perHead)}); 64×64 tiles, 256 threads`;
       const [ps, pm, pp] = await Promise.all([
         pipeline(device, scoresKernelWgsl(p.d, p.dv)),
         pipeline(device, softmaxKernelWgsl(p.d, p.dv)),
@@ -296,23 +338,34 @@ export class AttentionRun {
     const s = inputSizes(this.problem);
     const enc = this.ctx.device.createCommandEncoder();
     const tmp: GPUBuffer[] = [];
+    // Tensors larger than one binding are filled a binding-sized chunk at a time; the values
+    // depend only on the element's index in the whole tensor, not on the chunking.
+    const eb = elem === 'f16' ? 2 : 4;
+    const align = this.ctx.limits.minStorageOffset;
+    const chunk = Math.floor(this.bindingLimit / align) * (align / eb);
     [
       [this.q, s.q, 1],
       [this.k, s.k, 2],
       [this.v, s.v, 3],
     ].forEach(([buf, count, stream]) => {
-      const n = count as number;
-      const groups = Math.ceil(n / 256);
-      const x = Math.min(groups, this.ctx.limits.maxWorkgroupsPerDim);
-      const y = Math.ceil(groups / x);
-      const u = this.ctx.device.createBuffer({ size: 16, usage: GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST });
-      this.ctx.device.queue.writeBuffer(u, 0, new Uint32Array([n, (seed * 7919 + (stream as number) * 104729) >>> 0, x * 256, 0]));
-      tmp.push(u);
-      const pass = enc.beginComputePass();
-      pass.setPipeline(pipe);
-      pass.setBindGroup(0, this.bind(pipe, { 0: u, 1: buf as GPUBuffer }));
-      pass.dispatchWorkgroups(x, y, 1);
-      pass.end();
+      const total = count as number;
+      for (let first = 0; first < total; first += chunk) {
+        const n = Math.min(chunk, total - first);
+        const groups = Math.ceil(n / 256);
+        const x = Math.min(groups, this.ctx.limits.maxWorkgroupsPerDim);
+        const y = Math.ceil(groups / x);
+        const u = this.ctx.device.createBuffer({ size: 16, usage: GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST });
+        this.ctx.device.queue.writeBuffer(u, 0, new Uint32Array([n, (seed * 7919 + (stream as number) * 104729) >>> 0, x * 256, first]));
+        tmp.push(u);
+        const b = buf as GPUBuffer;
+        const whole = first === 0 && n === total;
+        const slice = whole ? b : { buffer: b, offset: first * eb, size: Math.min(Math.ceil((n * eb) / 4) * 4, b.size - first * eb) };
+        const pass = enc.beginComputePass();
+        pass.setPipeline(pipe);
+        pass.setBindGroup(0, this.bind(pipe, { 0: u, 1: slice }));
+        pass.dispatchWorkgroups(x, y, 1);
+        pass.end();
+      }
     });
     this.ctx.device.queue.submit([enc.finish()]);
     await this.ctx.device.queue.onSubmittedWorkDone();

@@ -35,6 +35,8 @@ export interface WebGpuContext {
     maxStorageBinding: number;
     maxBuffer: number;
     maxWorkgroupsPerDim: number;
+    /** minStorageBufferOffsetAlignment: where a binding into a buffer may start. */
+    minStorageOffset: number;
   };
   subgroupMinSize: number;
   subgroupMaxSize: number;
@@ -107,6 +109,7 @@ export async function openWebGpu(gpu: GPU | undefined | null, adapterOptions: GP
       maxStorageBinding: device.limits.maxStorageBufferBindingSize,
       maxBuffer: device.limits.maxBufferSize,
       maxWorkgroupsPerDim: device.limits.maxComputeWorkgroupsPerDimension,
+      minStorageOffset: device.limits.minStorageBufferOffsetAlignment,
     },
     subgroupMinSize: info.subgroupMinSize ?? 0,
     subgroupMaxSize: info.subgroupMaxSize ?? 0,

@@ -6,7 +6,9 @@
 export function fillKernelWgsl(elem: 'f32' | 'f16'): string {
   return /* wgsl */ `
 ${elem === 'f16' ? 'enable f16;' : ''}
-struct Fill { count: u32, seed: u32, row_stride: u32, pad: u32 }
+// first: index in the whole tensor of this binding's element 0 (tensors past one binding
+// are filled in chunks, and every element's value depends only on its index in the tensor).
+struct Fill { count: u32, seed: u32, row_stride: u32, first: u32 }
 @group(0) @binding(0) var<uniform> fill: Fill;
 @group(0) @binding(1) var<storage, read_write> out: array<${elem}>;
 
@@ -21,9 +23,10 @@ fn unit(x: u32) -> f32 { return (f32(hash(x) >> 8u) + 0.5) / 16777216.0; }
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
   let i = gid.x + gid.y * fill.row_stride;
   if (i >= fill.count) { return; }
+  let g = fill.first + i;
   // Box-Muller on two hashed uniforms: N(0, 1).
-  let u1 = unit((i * 2u) ^ fill.seed);
-  let u2 = unit((i * 2u + 1u) ^ (fill.seed * 0x9e3779b9u));
+  let u1 = unit((g * 2u) ^ fill.seed);
+  let u2 = unit((g * 2u + 1u) ^ (fill.seed * 0x9e3779b9u));
   out[i] = ${elem}(sqrt(-2.0 * log(u1)) * cos(6.2831853 * u2));
 }
 `;

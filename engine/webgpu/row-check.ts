@@ -46,10 +46,22 @@ export function sampleRows(nq: number, count: number): number[] {
   return [...rows].sort((a, b) => a - b);
 }
 
+/**
+ * The (batch, head, row) sites a check samples: sampleRows' rows, heads stepping by 7, and
+ * batches spread from the first to the last, so that a problem run in batch windows has rows
+ * checked in its first and last window.
+ */
+export function sampleSites(p: AttentionProblem, count: number): { b: number; h: number; i: number }[] {
+  const rows = sampleRows(p.nq, count);
+  return rows.map((i, t) => ({ b: rows.length > 1 ? Math.round((t * (p.batch - 1)) / (rows.length - 1)) : 0, h: (t * 7) % p.hq, i }));
+}
+
 export interface RowCheck {
   rows: { b: number; h: number; i: number }[];
   maxAbsErrO: number;
   maxAbsErrLse: number;
+  /** Root mean square of the sampled heads' K and V: ≈ 1 for fillRandom's N(0, 1) inputs. */
+  inputRms: number;
 }
 
 /** Compares sampled rows of `run` (an AttentionRun after execute()) with the float64 reference. */
@@ -62,15 +74,19 @@ export async function checkSampledRows(
   count = 4,
 ): Promise<RowCheck> {
   const p = run.problem;
-  const rows = sampleRows(p.nq, count).map((i, t) => ({ b: t % p.batch, h: (t * 7) % p.hq, i }));
+  const rows = sampleSites(p, count);
   let eo = 0;
   let el = 0;
+  let sq = 0;
+  let n = 0;
   for (const r of rows) {
     const x = await run.readRowInputs(r.b, r.h, r.i);
+    for (const a of [x.k, x.v]) for (let j = 0; j < a.length; j++) sq += a[j] * a[j];
+    n += x.k.length + x.v.length;
     const ref = referenceRow(p, r.h, r.i, x.q, x.k, x.v);
     const got = await run.readRow(r.b, r.h, r.i);
     for (let c = 0; c < p.dv; c++) eo = Math.max(eo, Math.abs(got.o[c] - ref.o[c]));
     el = Math.max(el, got.lse === ref.lse ? 0 : Math.abs(got.lse - ref.lse));
   }
-  return { rows, maxAbsErrO: eo, maxAbsErrLse: el };
+  return { rows, maxAbsErrO: eo, maxAbsErrLse: el, inputRms: Math.sqrt(sq / Math.max(1, n)) };
 }

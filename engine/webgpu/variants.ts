@@ -24,3 +24,16 @@ export const KERNEL_VARIANTS: { name: string; problem: AttentionProblem }[] = [
   { name: 'many K/V tiles', problem: { ...base, batch: 1, hq: 2, hk: 2, nq: 33, nk: 300 } },
   { name: 'decode Nq=1', problem: { ...base, nq: 1, nk: 333 } },
 ];
+
+/**
+ * Problems whose batch boundaries fall on 256-byte offsets in every tensor (f32 and f16), for
+ * the batch-window checks: run with one batch per binding, each is three dispatches over
+ * slices of the same buffers, with GQA, masks, ALiBi and sinks indexed per window.
+ */
+export const WINDOW_VARIANTS: { name: string; problem: AttentionProblem }[] = [
+  { name: 'windows: GQA, causal', problem: { batch: 3, hq: 4, hk: 2, nq: 64, nk: 96, d: 32, dv: 32, causal: true, dtype: 'fp32' } },
+  {
+    name: 'windows: ALiBi, sinks, dv≠d',
+    problem: { batch: 3, hq: 2, hk: 2, nq: 64, nk: 64, d: 64, dv: 32, causal: false, alibi: 'standard', sinks: [1, -0.5], dtype: 'fp32' },
+  },
+];

@@ -9,7 +9,7 @@
 // --paths a,b (only these paths, self-test included; standard always runs as the baseline),
 // --matrix-grid (subgroup-matrix tile/shape study, each config self-tested first),
 // --row-grid (row-kernel configurations of the f32/subgroup/f16 paths against the tiled kernel),
-// --no-decode.
+// --waves (residency study: 4–128 heads of one batch), --no-decode.
 
 import { nominalFlops, type AttentionProblem } from '../problem.ts';
 import { PATH_LABELS, WebGpuUnavailable, type WebGpuPath } from '../webgpu/device.ts';
@@ -71,6 +71,9 @@ async function measure(ctx: Awaited<ReturnType<typeof openNodeWebGpu>>, p: Atten
     const ms = median(totals);
     const spread = `${Math.min(...totals).toFixed(2)}–${Math.max(...totals).toFixed(2)} ms`;
     const check = await checkSampledRows(run, 3);
+    // fillRandom writes N(0, 1): a chunk it missed would read back as zeros, which the row
+    // check alone cannot see (it recomputes from the inputs as stored).
+    if (!(Math.abs(check.inputRms - 1) < 0.1)) return `generated inputs have RMS ${check.inputRms.toFixed(3)}, not ≈ 1: the fill missed part of a tensor`;
     const eb = path === 'flash-f16' || path === 'flash-matrix' ? 2 : 4;
     const bytes = (p.batch * (p.hq * p.nq * p.d + p.hk * p.nk * (p.d + p.dv))) * eb + p.batch * p.hq * p.nq * (p.dv + 1) * 4;
     return { ms, spread, tflops: nominalFlops(p) / (ms * 1e9), gbs: bytes / (ms * 1e6), err: Math.max(check.maxAbsErrO, check.maxAbsErrLse), config: run.config, kernels };
@@ -141,7 +144,7 @@ async function main(): Promise<number> {
   console.log(`FlashScope WebGPU benchmark — ${new Date().toISOString()}`);
   console.log(`adapter: ${ctx.adapterName}${ctx.isFallback ? ' (fallback/software)' : ''}`);
   console.log(`features: ${ctx.features.join(', ')}`);
-  console.log(`limits: workgroup memory ${ctx.limits.maxWorkgroupStorage} B, ${ctx.limits.maxInvocations} invocations, storage binding ${ctx.limits.maxStorageBinding} B; subgroup size ${ctx.subgroupMinSize}–${ctx.subgroupMaxSize}`);
+  console.log(`limits: workgroup memory ${ctx.limits.maxWorkgroupStorage} B, ${ctx.limits.maxInvocations} invocations, storage binding ${ctx.limits.maxStorageBinding} B (offsets in steps of ${ctx.limits.minStorageOffset} B), buffer ${ctx.limits.maxBuffer} B; subgroup size ${ctx.subgroupMinSize}–${ctx.subgroupMaxSize}`);
   console.log(`subgroup-matrix configs: ${ctx.matrixConfigs.map((c) => `${c.componentType}→${c.resultComponentType} ${c.M}×${c.N}×${c.K}`).join(', ') || 'none'}`);
   console.log(`WGSL language features: ${ctx.wgslFeatures.join(', ')}`);
   console.log(`paths: ${ctx.paths.join(', ')}; timing: ${ctx.timestamps ? 'timestamp-query' : 'wall clock'}`);
@@ -190,8 +193,8 @@ async function main(): Promise<number> {
     }
   }
   if (!args.includes('--no-65536') && !quick) {
-    // d = 128 at N = 65536 needs 2 GiB per f32 tensor, 4 bytes over Dawn's 2 GiB − 4 binding
-    // limit: the f32 paths say so; the f16 paths (1 GiB per tensor) run.
+    // d = 128 at N = 65536 needs 2 GiB per f32 tensor (O is f32 on every path), 4 bytes over
+    // Dawn's 2 GiB − 4 binding limit: the flash paths run it in batch windows (3 + 1).
     for (const d of DS) {
       for (const causal of [false, true]) {
         const p: AttentionProblem = { batch: 4, hq: 16, hk: 16, nq: 65536, nk: 65536, d, dv: d, causal, dtype: 'fp32' };
@@ -229,6 +232,19 @@ async function main(): Promise<number> {
         const st = await selfTest(ctx, 'flash-matrix', picks, t);
         const m = st.worst < 1e-4 ? await measure(ctx, p, 'flash-matrix', REPS, { matrix: t }) : `self-test failed: ${st.line}`;
         console.log(`  ${JSON.stringify(t).padEnd(52)} ${fmt(m)}   [${typeof m === 'string' ? '' : m.config}]`);
+      }
+    }
+  }
+  // Residency study: one batch of 4–128 heads of the headline shape, so 128–4096 workgroups of
+  // 128 query rows. At 4 heads no SM of a 132-SM GPU holds more than one workgroup; if an SM
+  // ran two at once with room to overlap them, 8 heads would take less than twice as long.
+  if (args.includes('--waves')) {
+    for (const path of flashPaths) {
+      console.log(`\nresidency study, ${path}, B=1 N=4096 d=64 non-causal (H heads → 32·H workgroups of 128 rows)`);
+      for (const hq of [4, 8, 16, 32, 64, 128]) {
+        const p: AttentionProblem = { ...head, batch: 1, hq, hk: hq };
+        const m = await measure(ctx, p, path, REPS);
+        console.log(`  H=${String(hq).padEnd(4)} ${fmt(m)}`);
       }
     }
   }

@@ -14,7 +14,7 @@ import type { WebGpuContext, WebGpuPath } from './device.ts';
 import { PATH_LABELS } from './device.ts';
 import { flashKernelWgsl, flashLayout, type FlashKernelConfig, type FlashTile } from './flash-kernel.ts';
 import { chooseMatrixTile, matrixKernelWgsl, matrixLayout, type MatrixKernelConfig, type MatrixTilePrefs } from './flash-matrix-kernel.ts';
-import { decodeCombineKernelWgsl, decodeSplitKernelWgsl, DECODE_THREADS } from './decode-kernels.ts';
+import { decodeCombineKernelWgsl, decodeSplitKernelWgsl, DECODE_SPLIT_MAX, DECODE_THREADS } from './decode-kernels.ts';
 import { fillKernelWgsl } from './fill-kernel.ts';
 import { bytesPerBatch, formatBytes, planBatchWindows, type BatchWindow, type TensorName } from './batch-windows.ts';
 import { halfToFloat, toHalfArray } from './half.ts';
@@ -291,14 +291,16 @@ export class AttentionRun {
         );
       }
     } else {
-      // decode: enough splits to give the GPU a few hundred workgroups
-      const splits = Math.max(1, Math.min(Math.ceil(p.nk / DECODE_THREADS), Math.ceil(512 / bh), 256));
-      const splitLen = Math.ceil(p.nk / splits / DECODE_THREADS) * DECODE_THREADS;
+      // decode: about 2048 workgroups (the whole GPU busy on a bandwidth-bound pass), splits of
+      // at least 128 keys (each split pays for a query load and two reductions) and at most
+      // DECODE_SPLIT_MAX (its scores live in workgroup memory).
+      const splits = Math.max(1, Math.ceil(p.nk / DECODE_SPLIT_MAX), Math.min(Math.ceil(2048 / bh), Math.ceil(p.nk / 128)));
+      const splitLen = Math.ceil(p.nk / splits / 4) * 4;
       const used = Math.ceil(p.nk / splitLen);
       const params = this.uniform(packParams(p, { splits: used, splitLen }));
       const opart = await this.buffer('partial O', bh * used * p.nq * p.dv * 4, GPUBufferUsage.STORAGE);
       const lpart = await this.buffer('partial LSE', bh * used * p.nq * 4, GPUBufferUsage.STORAGE);
-      this.config = `${used} splits of ${splitLen} keys, ${DECODE_THREADS} threads per split`;
+      this.config = `${used} split${used > 1 ? 's' : ''} of ${splitLen} keys, ${DECODE_THREADS} threads per split`;
       const [psplit, pcomb] = await Promise.all([
         pipeline(device, decodeSplitKernelWgsl(p.d, p.dv)),
         pipeline(device, decodeCombineKernelWgsl(p.d, p.dv)),

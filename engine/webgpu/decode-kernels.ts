@@ -4,31 +4,54 @@
 // chunk, and a second kernel combines the partials with their LSEs:
 //   M = max_s lse_s,  L = Σ_s exp(lse_s − M) (+ exp(sink − M)),  O = Σ_s exp(lse_s − M)·O_s / L.
 //
-// Split kernel: NT threads; scores of NT keys at a time (one key per thread), reduced over
-// the whole workgroup through workgroup memory (not a subgroup: a chunk of keys wider than
-// a subgroup must still be reduced in full), then threads switch to head-dim columns for
-// P·V. Workgroup memory: q row (d) + p (NT) + reduction (NT) floats.
+// Split kernel (a bandwidth-bound pass: K and V are read once, and each byte meets one or two
+// FMAs). NT threads per split of at most SPLIT_MAX keys, in three phases per query row:
+//   1. partial dot products, four lanes per key: each lane reads every fourth 16-byte column
+//      group of the key's row, so a warp's load covers 64 contiguous bytes of each of 8 rows
+//      (whole 32-byte sectors), and every lane keeps D/16 loads in flight;
+//   2. one lane per key sums its four partials, applies the score modifiers, and the
+//      workgroup reduces the split's max, then its sum of exp(s − max): two reductions per
+//      split, not per key tile — the split's scores stay in workgroup memory;
+//   3. P·V with 16-byte columns: DV/4 lanes cover one V row (a coalesced read), NT/(DV/4)
+//      key groups run side by side, four keys per group in flight, and the groups' partial
+//      sums meet in workgroup memory.
+// Workgroup memory: q row (D floats), partial dots (4·SPLIT_MAX), scores (SPLIT_MAX),
+// reduction (NT): 21 KiB for d ≤ 128.
 
 import { PARAMS_WGSL, SCORE_WGSL } from './params.ts';
 
 export const DECODE_THREADS = 128;
+/** Keys per split at most (the split's scores live in workgroup memory). */
+export const DECODE_SPLIT_MAX = 1024;
 
 export function decodeSplitKernelWgsl(d: number, dv: number): string {
   const NT = DECODE_THREADS;
-  const COLS = Math.ceil(dv / NT);
+  const SMAX = DECODE_SPLIT_MAX;
+  const D4 = Math.ceil(d / 4);
+  const DV4 = Math.ceil(dv / 4);
+  // Column slots per lane (heads wider than 4·NT) and key groups side by side in phase 3.
+  const COLT = Math.ceil(DV4 / NT);
+  const KG = COLT > 1 ? 1 : Math.floor(NT / DV4);
+  const QPK = Math.ceil(D4 / 4); // column groups per lane in phase 1
+  // Rows of K and V as 16-byte groups; head dims that are not multiples of 4 read element by element.
+  const load4 = (buf: string, width: number, row: string, c4: string) =>
+    width % 4 === 0
+      ? `${buf}4[${row} * ${width / 4}u + ${c4}]`
+      : `vec4<f32>(${[0, 1, 2, 3].map((e) => `select(0.0, ${buf}[${row} * ${width}u + min(${c4} * 4u + ${e}u, ${width - 1}u)], ${c4} * 4u + ${e}u < ${width}u)`).join(', ')})`;
   return /* wgsl */ `
 ${PARAMS_WGSL}
 @group(0) @binding(0) var<uniform> params: Params;
 @group(0) @binding(1) var<storage, read> q: array<f32>;
-@group(0) @binding(2) var<storage, read> k: array<f32>;
-@group(0) @binding(3) var<storage, read> v: array<f32>;
+@group(0) @binding(2) var<storage, read> ${d % 4 === 0 ? 'k4: array<vec4<f32>>' : 'k: array<f32>'};
+@group(0) @binding(3) var<storage, read> ${dv % 4 === 0 ? 'v4: array<vec4<f32>>' : 'v: array<f32>'};
 @group(0) @binding(4) var<storage, read_write> opart: array<f32>;   // [bh][split][row][dv]
 @group(0) @binding(5) var<storage, read_write> lpart: array<f32>;   // [bh][split][row]
 @group(0) @binding(6) var<storage, read> aux: array<f32>;
 ${SCORE_WGSL}
-const D = ${d}u; const DV = ${dv}u; const NT = ${NT}u;
-var<workgroup> qs: array<f32, ${d}>;
-var<workgroup> ps: array<f32, ${NT}>;
+const D = ${d}u; const DV = ${dv}u; const NT = ${NT}u; const D4 = ${D4}u; const DV4 = ${DV4}u; const KG = ${KG}u;
+var<workgroup> qs: array<vec4<f32>, ${D4}>;     // the query row, zeros past D
+var<workgroup> part: array<vec4<f32>, ${SMAX}>; // phase 1: a key's four partial dots; phase 3: the key groups' sums
+var<workgroup> sc: array<f32, ${SMAX}>;         // the split's scores, then P
 var<workgroup> red: array<f32, ${NT}>;
 
 fn reduce(lid: u32, x: f32, is_max: bool) -> f32 {
@@ -47,51 +70,78 @@ fn reduce(lid: u32, x: f32, is_max: bool) -> f32 {
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
   let split = wid.x; let bh = wid.y;
   let h = bh % params.hq;
-  let bhk = kv_head(bh);
+  let kbase = kv_head(bh) * params.nk;
   let k_lo = split * params.split_len;
   let k_hi = min(params.nk, k_lo + params.split_len);
   for (var row = 0u; row < params.nq; row++) {
     workgroupBarrier();
-    for (var c = lid; c < D; c += NT) { qs[c] = q[(bh * params.nq + row) * D + c]; }
+    for (var c4 = lid; c4 < D4; c4 += NT) {
+      let qb = (bh * params.nq + row) * D + c4 * 4u;
+      qs[c4] = vec4<f32>(${[0, 1, 2, 3].map((e) => `select(0.0, q[min(qb + ${e}u, arrayLength(&q) - 1u)], c4 * 4u + ${e}u < D)`).join(', ')});
+    }
     workgroupBarrier();
     let kr = block_key_range(row, row + 1u);
-    let lo = max(k_lo, kr.x); let hi = min(k_hi, kr.y);
-    var m = NEG_INF; var l = 0.0;
-    var acc: array<f32, ${COLS}>; // zeroed per row: the loop below fills it
-    for (var t = 0u; t < ${COLS}u; t++) { acc[t] = 0.0; }
-    for (var j0 = lo; j0 < hi; j0 += NT) {
-      let j = j0 + lid;
-      var sc = NEG_INF;
-      if (j < hi) {
-        var dot = 0.0;
-        let kb = (bhk * params.nk + j) * D;
-        for (var c = 0u; c < D; c++) { dot += qs[c] * k[kb + c]; }
-        sc = score_mod(h, row, j, dot);
-      }
-      let mn = max(m, reduce(lid, sc, true));
-      let alpha = exp(m - mn);
-      var p = 0.0;
-      if (sc > NEG_INF) { p = exp(sc - mn); }
-      ps[lid] = p;
-      l = l * alpha + reduce(lid, p, false);   // the barrier inside also publishes ps
-      m = mn;
-      let n = min(NT, hi - j0);
-      for (var t = 0u; t < ${COLS}u; t++) {
-        let c = lid + t * NT;
-        if (c < DV) {
-          var x = acc[t] * alpha;
-          for (var jj = 0u; jj < n; jj++) { x += ps[jj] * v[(bhk * params.nk + j0 + jj) * DV + c]; }
-          acc[t] = x;
-        }
-      }
+    let lo = max(k_lo, kr.x);
+    let n = select(0u, min(k_hi, kr.y) - lo, min(k_hi, kr.y) > lo);
+    // 1. partial dots: key (lid / 4) of each pass of NT / 4 keys, column groups ≡ lid (mod 4)
+    let quarter = lid % 4u;
+    for (var j = lid / 4u; j < n; j += NT / 4u) {
+      let kr_ = kbase + lo + j;
+      var acc = vec4<f32>(0.0);
+      ${Array.from({ length: QPK }, (_, t) => {
+        const c4 = `(quarter + ${4 * t}u)`;
+        const body = `acc += ${load4('k', d, 'kr_', c4)} * qs[${c4}];`;
+        return 4 * (t + 1) <= D4 ? body : `if (${c4} < D4) { ${body} }`;
+      }).join('\n      ')}
+      part[j][quarter] = acc.x + acc.y + acc.z + acc.w;
     }
-    let part = (bh * params.splits + split) * params.nq + row;
+    workgroupBarrier();
+    // 2. scores, the split's max and sum
+    var mloc = NEG_INF;
+    for (var j = lid; j < n; j += NT) {
+      let p4 = part[j];
+      let s = score_mod(h, row, lo + j, p4.x + p4.y + p4.z + p4.w);
+      sc[j] = s;
+      mloc = max(mloc, s);
+    }
+    let m = reduce(lid, mloc, true);
+    var lloc = 0.0;
+    for (var j = lid; j < n; j += NT) {
+      let p = select(0.0, exp(sc[j] - m), sc[j] > NEG_INF);
+      sc[j] = p;
+      lloc += p;
+    }
+    let l = reduce(lid, lloc, false); // its barriers also publish sc
+    // 3. P·V: lane (g, c4) sums keys g, g + KG, … of column group c4, four loads in flight
+    let g = lid / DV4;
     let inv = select(0.0, 1.0 / l, l > 0.0);
-    for (var t = 0u; t < ${COLS}u; t++) {
-      let c = lid + t * NT;
-      if (c < DV) { opart[part * DV + c] = acc[t] * inv; }
+    let out = (bh * params.splits + split) * params.nq + row;
+    for (var t = 0u; t < ${COLT}u; t++) {
+      let c4 = select(lid % DV4, lid + t * NT, ${COLT}u > 1u);
+      var o = vec4<f32>(0.0);
+      if (g < KG && c4 < DV4) {
+        let vb = kbase + lo;
+        var j = g;
+        for (; j + 3u * KG < n; j += 4u * KG) {
+          let v0 = ${load4('v', dv, '(vb + j)', 'c4')};
+          let v1 = ${load4('v', dv, '(vb + j + KG)', 'c4')};
+          let v2 = ${load4('v', dv, '(vb + j + 2u * KG)', 'c4')};
+          let v3 = ${load4('v', dv, '(vb + j + 3u * KG)', 'c4')};
+          o += sc[j] * v0 + sc[j + KG] * v1 + sc[j + 2u * KG] * v2 + sc[j + 3u * KG] * v3;
+        }
+        for (; j < n; j += KG) { o += sc[j] * ${load4('v', dv, '(vb + j)', 'c4')}; }
+      }
+      workgroupBarrier(); // part's phase-1 reads are done (and the previous slot's sums)
+      if (g < KG && c4 < DV4) { part[g * DV4 + lid % DV4] = o; }
+      workgroupBarrier();
+      if (lid < DV4 && c4 < DV4) {
+        var sum = vec4<f32>(0.0);
+        for (var gg = 0u; gg < KG; gg++) { sum += part[gg * DV4 + lid]; }
+        let c = c4 * 4u;
+        ${[0, 1, 2, 3].map((e) => `if (c + ${e}u < DV) { opart[out * DV + c + ${e}u] = sum[${e}] * inv; }`).join('\n        ')}
+      }
     }
-    if (lid == 0u) { lpart[part] = select(NEG_INF, m + log(l), l > 0.0); }
+    if (lid == 0u) { lpart[out] = select(NEG_INF, m + log(l), l > 0.0); }
   }
 }
 `;

@@ -275,7 +275,7 @@ async function main(): Promise<number> {
     }
   }
   // Flash-decoding: one query row per head against a long KV cache.
-  for (const nk of quick || args.includes('--no-decode') ? [] : [8192, 32768]) {
+  for (const nk of quick || args.includes('--no-decode') ? [] : [8192, 32768, 131072]) {
     const p: AttentionProblem = { batch: 4, hq: 16, hk: 16, nq: 1, nk, d: 128, dv: 128, causal: false, dtype: 'fp32' };
     console.log(`\ndecode B=4 H=16 Nq=1 Nk=${nk} d=128`);
     const dec = await measure(ctx, p, 'decode', REPS);

@@ -16,7 +16,7 @@ import { flashKernelWgsl, flashLayout, type FlashKernelConfig, type FlashTile } 
 import { chooseMatrixTile, matrixKernelWgsl, matrixLayout, type MatrixKernelConfig, type MatrixTilePrefs } from './flash-matrix-kernel.ts';
 import { decodeCombineKernelWgsl, decodeSplitKernelWgsl, DECODE_SPLIT_MAX, DECODE_THREADS } from './decode-kernels.ts';
 import { fillKernelWgsl } from './fill-kernel.ts';
-import { bytesPerBatch, formatBytes, planBatchWindows, type BatchWindow, type TensorName } from './batch-windows.ts';
+import { bytesPerBatch, formatBytes, lseBinding, planBatchWindows, type BatchWindow, type TensorName } from './batch-windows.ts';
 import { halfToFloat, toHalfArray } from './half.ts';
 import { packAux, packParams, scoreSpec } from './params.ts';
 import { chooseRowConfig, rowKernelWgsl, rowLayout, type RowKernelConfig } from './flash-row-kernel.ts';
@@ -155,33 +155,47 @@ export class AttentionRun {
    * One flash forward dispatch per batch window: bindings 1–5 are the window's slices of
    * Q, K, V, O and LSE, and the grid's y covers the window's (batch, head) pairs.
    */
-  private pushFlash(name: string, pipe: GPUComputePipeline, params: GPUBuffer, aux: GPUBuffer, bm: number): void {
-    const p = this.problem;
-    const per = bytesPerBatch(p, pathElem(this.path) === 'f16' ? 2 : 4);
-    const tensors: [number, GPUBuffer, TensorName][] = [
-      [1, this.q, 'Q'],
-      [2, this.k, 'K'],
-      [3, this.v, 'V'],
-      [4, this.o, 'O'],
-      [5, this.lse, 'LSE'],
-    ];
+  private pushFlash(name: string, pipe: GPUComputePipeline, aux: GPUBuffer, bm: number): void {
     for (const w of this.windows) {
-      const entries: Record<number, GPUBuffer | GPUBufferBinding> = { 0: params, 6: aux };
-      for (const [binding, buffer, t] of tensors) {
-        if (this.windows.length === 1) {
-          entries[binding] = buffer;
-        } else {
-          const offset = w.b0 * per[t];
-          // Storage bindings are whole words; the last window may end mid-word in f16.
-          entries[binding] = { buffer, offset, size: Math.min(Math.ceil((w.nb * per[t]) / 4) * 4, buffer.size - offset) };
-        }
+      const t = this.slices(w);
+      this.dispatches.push({
+        name,
+        pipeline: pipe,
+        bindGroup: this.bind(pipe, { 0: this.uniform(packParams(this.problem, { lse0: t.lse0 })), 1: t.Q, 2: t.K, 3: t.V, 4: t.O, 5: t.LSE, 6: aux }),
+        workgroups: [Math.ceil(this.problem.nq / bm), w.nb * this.problem.hq, 1],
+      });
+    }
+    this.noteWindows();
+  }
+
+  /**
+   * Window w's part of each tensor (the whole buffer when there is one window), and where
+   * its LSE starts in its binding (batch-windows.ts).
+   */
+  private slices(w: BatchWindow): Record<TensorName, GPUBuffer | GPUBufferBinding> & { lse0: number } {
+    const per = bytesPerBatch(this.problem, pathElem(this.path) === 'f16' ? 2 : 4);
+    const buffers: Record<TensorName, GPUBuffer> = { Q: this.q, K: this.k, V: this.v, O: this.o, LSE: this.lse };
+    const out = { lse0: 0 } as Record<TensorName, GPUBuffer | GPUBufferBinding> & { lse0: number };
+    for (const t of Object.keys(buffers) as TensorName[]) {
+      const buffer = buffers[t];
+      if (this.windows.length === 1) {
+        out[t] = buffer;
+        continue;
       }
-      this.dispatches.push({ name, pipeline: pipe, bindGroup: this.bind(pipe, entries), workgroups: [Math.ceil(p.nq / bm), w.nb * p.hq, 1] });
+      const lse = t === 'LSE' ? lseBinding(this.problem, w, this.ctx.limits.minStorageOffset) : undefined;
+      const offset = lse ? lse.offset : w.b0 * per[t];
+      const bytes = lse ? lse.size : w.nb * per[t];
+      if (lse) out.lse0 = lse.lse0;
+      // Storage bindings are whole words; the last window may end mid-word in f16.
+      out[t] = { buffer, offset, size: Math.min(Math.ceil(bytes / 4) * 4, buffer.size - offset) };
     }
-    if (this.windows.length > 1) {
-      const nb = this.windows[0].nb;
-      this.config += `; in ${this.windows.length} batch windows of ${nb} batch${nb > 1 ? 'es' : ''} (one binding holds at most ${formatBytes(this.bindingLimit)})`;
-    }
+    return out;
+  }
+
+  private noteWindows(): void {
+    if (this.windows.length < 2) return;
+    const nb = this.windows[0].nb;
+    this.config += `; in ${this.windows.length} batch windows of ${nb} batch${nb > 1 ? 'es' : ''} (one binding holds at most ${formatBytes(this.bindingLimit)})`;
   }
 
   private bindingLimit = 0;
@@ -201,9 +215,9 @@ export class AttentionRun {
         `standard attention needs the ${p.nq}×${p.nk} score matrix of one head in memory (${formatBytes(perHead)}); this adapter allows ${formatBytes(this.ctx.limits.maxStorageBinding)} per buffer. The flash paths need no such buffer.`,
       );
     }
-    if (plan.length > 1 && (this.path === 'standard' || this.path === 'decode')) {
+    if (plan.length > 1 && this.path === 'standard') {
       throw new WebGpuRunError(
-        `${PATH_LABELS[this.path]} binds every tensor whole, and one of this problem's needs more than the ${formatBytes(this.bindingLimit)} a binding holds; the flash paths run it in batch windows.`,
+        `${PATH_LABELS[this.path]} binds every tensor whole, and one of this problem's needs more than the ${formatBytes(this.bindingLimit)} a binding holds; the flash paths and flash-decoding run it in batch windows.`,
       );
     }
     this.windows = plan;
@@ -241,8 +255,7 @@ export class AttentionRun {
         }`;
       }
       const pipe = await pipeline(device, code);
-      const params = this.uniform(packParams(p));
-      this.pushFlash('flash forward', pipe, params, aux, bm);
+      this.pushFlash('flash forward', pipe, aux, bm);
     } else if (this.path === 'flash-matrix') {
       let cfg: MatrixKernelConfig = chooseMatrixTile(this.ctx, p.d, p.dv, scoreSpec(p), true, opts.matrix);
       let pipe: GPUComputePipeline;
@@ -258,8 +271,7 @@ export class AttentionRun {
       }
       const L = matrixLayout(cfg);
       this.config = `${cfg.m}×${cfg.n}×${cfg.k} f16 subgroup matrices, Q and O in registers, BM=${L.bm} BN=${cfg.bn}, ${cfg.warps} subgroups of ${cfg.sg}, K/V staged with a register prefetch, lazy rescale at e^${cfg.rescaleLog}, ${L.bytes} B workgroup memory${note}`;
-      const params = this.uniform(packParams(p));
-      this.pushFlash('flash forward (subgroup matrix)', pipe, params, aux, L.bm);
+      this.pushFlash('flash forward (subgroup matrix)', pipe, aux, L.bm);
     } else if (this.path === 'standard') {
       const limit = this.ctx.limits.maxStorageBinding;
       // As many heads per pass as fit in a quarter of the binding limit (S is reused across groups).
@@ -294,31 +306,37 @@ export class AttentionRun {
       // decode: about 2048 workgroups (the whole GPU busy on a bandwidth-bound pass), splits of
       // at least 128 keys (each split pays for a query load and two reductions) and at most
       // DECODE_SPLIT_MAX (its scores live in workgroup memory).
-      const splits = Math.max(1, Math.ceil(p.nk / DECODE_SPLIT_MAX), Math.min(Math.ceil(2048 / bh), Math.ceil(p.nk / 128)));
+      // In batch windows the partials are sized for one window and reused: each window's
+      // combine pass runs before the next window's split pass overwrites them.
+      const wbh = this.windows[0].nb * p.hq;
+      const splits = Math.max(1, Math.ceil(p.nk / DECODE_SPLIT_MAX), Math.min(Math.ceil(2048 / wbh), Math.ceil(p.nk / 128)));
       const splitLen = Math.ceil(p.nk / splits / 4) * 4;
       const used = Math.ceil(p.nk / splitLen);
-      const params = this.uniform(packParams(p, { splits: used, splitLen }));
-      const opart = await this.buffer('partial O', bh * used * p.nq * p.dv * 4, GPUBufferUsage.STORAGE);
-      const lpart = await this.buffer('partial LSE', bh * used * p.nq * 4, GPUBufferUsage.STORAGE);
+      const opart = await this.buffer('partial O', wbh * used * p.nq * p.dv * 4, GPUBufferUsage.STORAGE);
+      const lpart = await this.buffer('partial LSE', wbh * used * p.nq * 4, GPUBufferUsage.STORAGE);
       this.config = `${used} split${used > 1 ? 's' : ''} of ${splitLen} keys, ${DECODE_THREADS} threads per split`;
       const [psplit, pcomb] = await Promise.all([
         pipeline(device, decodeSplitKernelWgsl(p.d, p.dv)),
         pipeline(device, decodeCombineKernelWgsl(p.d, p.dv)),
       ]);
-      this.dispatches.push(
-        {
-          name: 'split K/V',
-          pipeline: psplit,
-          bindGroup: this.bind(psplit, { 0: params, 1: this.q, 2: this.k, 3: this.v, 4: opart, 5: lpart, 6: aux }),
-          workgroups: [used, bh, 1],
-        },
-        {
-          name: 'LSE combine',
-          pipeline: pcomb,
-          bindGroup: this.bind(pcomb, { 0: params, 1: opart, 2: lpart, 4: this.o, 5: this.lse, 6: aux }),
-          workgroups: [p.nq, bh, 1],
-        },
-      );
+      for (const w of this.windows) {
+        const t = this.slices(w);
+        this.dispatches.push(
+          {
+            name: 'split K/V',
+            pipeline: psplit,
+            bindGroup: this.bind(psplit, { 0: this.uniform(packParams(p, { splits: used, splitLen })), 1: t.Q, 2: t.K, 3: t.V, 4: opart, 5: lpart, 6: aux }),
+            workgroups: [used, w.nb * p.hq, 1],
+          },
+          {
+            name: 'LSE combine',
+            pipeline: pcomb,
+            bindGroup: this.bind(pcomb, { 0: this.uniform(packParams(p, { splits: used, splitLen, lse0: t.lse0 })), 1: opart, 2: lpart, 4: t.O, 5: t.LSE, 6: aux }),
+            workgroups: [p.nq, w.nb * p.hq, 1],
+          },
+        );
+      }
+      this.noteWindows();
     }
   }
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { AttentionProblem } from '../problem.ts';
-import { bytesPerBatch, planBatchWindows } from './batch-windows.ts';
+import { bytesPerBatch, lseBinding, planBatchWindows } from './batch-windows.ts';
 
 const DAWN_BINDING = 2 ** 31 - 4; // Dawn's Vulkan maxStorageBufferBindingSize
 const full: AttentionProblem = { batch: 4, hq: 16, hk: 16, nq: 65536, nk: 65536, d: 128, dv: 128, causal: false, dtype: 'fp32' };
@@ -23,16 +23,21 @@ describe('batch windows', () => {
     expect(planBatchWindows({ ...full, d: 256, dv: 256 }, 4, DAWN_BINDING, 256)).toHaveLength(4);
   });
 
-  it('keeps every window start on an aligned offset of every tensor', () => {
-    const p: AttentionProblem = { batch: 8, hq: 1, hk: 1, nq: 96, nk: 96, d: 2, dv: 2, causal: false, dtype: 'fp32' };
-    // 768 B of Q, K, V and O and 384 B of LSE per batch: LSE needs windows of 2 batches to stay 256-aligned
-    const w = planBatchWindows(p, 4, 3 * 768, 256);
-    expect(w).toEqual([
-      { b0: 0, nb: 2 },
-      { b0: 2, nb: 2 },
-      { b0: 4, nb: 2 },
-      { b0: 6, nb: 2 },
-    ]);
+  it('starts every window on an aligned offset of Q, K, V and O; LSE binds from the step below', () => {
+    const p: AttentionProblem = { batch: 8, hq: 1, hk: 1, nq: 96, nk: 32, d: 2, dv: 4, causal: false, dtype: 'fp32' };
+    // per batch: Q 768 B, K and V 256 B, O 1536 B, LSE 384 B: windows of 1 would put Q at 768·b
+    // (aligned), but LSE at 384·b is not — LSE is exempt, so one batch per window
+    const w = planBatchWindows(p, 4, 1536, 256);
+    expect(w).toHaveLength(8);
+    expect(lseBinding(p, { b0: 3, nb: 1 }, 256)).toEqual({ offset: 1024, size: 128 + 384, lse0: 32 });
+    // Q at 384 B per batch (d = 1) needs windows of 2 batches to stay aligned
+    expect(planBatchWindows({ ...p, d: 1 }, 4, 2 * 1536, 256)).toEqual([0, 2, 4, 6].map((b0) => ({ b0, nb: 2 })));
+  });
+
+  it('decoding (one query row) splits by batch however small its LSE rows are', () => {
+    const dec: AttentionProblem = { batch: 4, hq: 16, hk: 16, nq: 1, nk: 131072, d: 128, dv: 128, causal: false, dtype: 'fp32' };
+    expect(planBatchWindows(dec, 4, DAWN_BINDING, 256)).toHaveLength(4); // K and V: 1 GiB per batch; LSE: 64 B
+    expect(lseBinding(dec, { b0: 1, nb: 1 }, 256)).toEqual({ offset: 0, size: 128, lse0: 16 });
   });
 
   it('says why where no split exists: one batch too big, or batch boundaries off the alignment', () => {

@@ -11,8 +11,10 @@
 // the kernels (a head's ALiBi slope and sink depend on h, which is the same in the window).
 //
 // A binding's offset must be a multiple of minStorageBufferOffsetAlignment (256 bytes), so
-// a window starts where every tensor's batch boundary is aligned; the windows are as large
-// as the binding limit allows.
+// a window starts where Q's, K's, V's and O's batch boundaries are aligned; the windows are as
+// large as the binding limit allows. LSE is exempt: with one query row (decoding) a batch of
+// it is a few bytes, so its binding starts at the aligned offset below the window and the
+// kernels add the difference (params.lse0, in floats) to their LSE index.
 
 import type { AttentionProblem } from '../problem.ts';
 
@@ -67,15 +69,23 @@ export function planBatchWindows(
       error: `one batch of ${widest} (${p.hq} query heads × ${widest === 'K' || widest === 'V' ? p.nk : p.nq} rows) needs ${formatBytes(per[widest])} in one binding; this adapter binds at most ${formatBytes(maxBinding)}. Use fewer heads or a shorter sequence.`,
     };
   }
-  // Every window must start on an aligned byte offset of every tensor.
-  const step = names.reduce((acc, t) => lcm(acc, offsetAlign / gcd(per[t], offsetAlign)), 1);
+  // Every window must start on an aligned byte offset of every tensor but LSE (see the header).
+  const step = names.filter((t) => t !== 'LSE').reduce((acc, t) => lcm(acc, offsetAlign / gcd(per[t], offsetAlign)), 1);
   const nb = Math.floor(fit / step) * step;
   if (nb < 1) {
     return {
-      error: `the tensors need ${Math.ceil(p.batch / fit)} bindings of whole batches, but their batch boundaries are not ${offsetAlign}-byte aligned (bytes per batch: ${names.map((t) => `${t} ${per[t]}`).join(', ')}). Use sequence lengths that are multiples of 64.`,
+      error: `the tensors need ${Math.ceil(p.batch / fit)} bindings of whole batches, but their batch boundaries are not ${offsetAlign}-byte aligned (bytes per batch: ${names.filter((t) => t !== 'LSE').map((t) => `${t} ${per[t]}`).join(', ')}). Use sequence lengths that are multiples of 64.`,
     };
   }
   const windows: BatchWindow[] = [];
   for (let b0 = 0; b0 < p.batch; b0 += nb) windows.push({ b0, nb: Math.min(nb, p.batch - b0) });
   return windows;
+}
+
+/** The binding of window w's LSE: from the aligned offset at or below its start; `lse0` = floats skipped. */
+export function lseBinding(p: AttentionProblem, w: BatchWindow, offsetAlign: number): { offset: number; size: number; lse0: number } {
+  const per = p.hq * p.nq * 4;
+  const start = w.b0 * per;
+  const offset = Math.floor(start / offsetAlign) * offsetAlign;
+  return { offset, size: start + w.nb * per - offset, lse0: (start - offset) / 4 };
 }

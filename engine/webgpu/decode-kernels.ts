@@ -182,7 +182,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     }
     o[(bh * params.nq + row) * DV + c] = acc * inv;
   }
-  if (lid == 0u) { lse[bh * params.nq + row] = select(neg_inf_runtime(), mx + log(l), l > 0.0); }
+  if (lid == 0u) { lse[params.lse0 + bh * params.nq + row] = select(neg_inf_runtime(), mx + log(l), l > 0.0); }
 }
 `;
 }

@@ -253,7 +253,7 @@ ${stageV}
       }
     }
     if (tx == 0u) {
-      lse[bh * params.nq + row] = select(neg_inf_runtime(), m[i] + log(l[i]), l[i] > 0.0);
+      lse[params.lse0 + bh * params.nq + row] = select(neg_inf_runtime(), m[i] + log(l[i]), l[i] > 0.0);
     }
   }
 }

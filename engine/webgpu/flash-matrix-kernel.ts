@@ -335,7 +335,7 @@ ${lines(OT, (i) => `      o${i} = subgroupMatrixMultiplyAccumulate(pm, subgroupM
   ${lines(Math.log2(L.lanesPerRow), (i) => `l += subgroupShuffleXor(l, ${1 << i}u);`, ' ')}
   workgroupBarrier();
   if (part == 0u) { rowf[srow] = select(0.0, 1.0 / l, l > 0.0); }
-  if (grow < params.nq && part == 0u) { lse[bh * params.nq + grow] = select(neg_inf_runtime(), m * 0.6931471805599453 + log(l), l > 0.0); }
+  if (grow < params.nq && part == 0u) { lse[params.lse0 + bh * params.nq + grow] = select(neg_inf_runtime(), m * 0.6931471805599453 + log(l), l > 0.0); }
   workgroupBarrier();
 ${lines(OT, (i) => `  subgroupMatrixStore<row_major>(&ss, sreg, o${i}, SW);
   workgroupBarrier();

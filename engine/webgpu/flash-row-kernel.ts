@@ -178,7 +178,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
       let obase = (bh * params.nq + row) * DV;
       ${each(OV, (i) => `{ let col = ${4 * i * T}u + part * 4u; let x = o${r}_${i} * inv;
         for (var t = 0u; t < 4u; t++) { if (col + t < DV) { o[obase + col + t] = x[t]; } } }`)}
-      if (part == 0u) { lse[bh * params.nq + row] = select(neg_inf_runtime(), m${r} + log(l${r}), l${r} > 0.0); }
+      if (part == 0u) { lse[params.lse0 + bh * params.nq + row] = select(neg_inf_runtime(), m${r} + log(l${r}), l${r} > 0.0); }
     }
   }`)}
 }

@@ -14,13 +14,14 @@ struct Params {
   nq: u32, nk: u32, hq: u32, hk: u32,
   batch: u32, diag: i32, left: i32, right: i32,
   causal: u32, scale: f32, softcap: f32, flags: u32,
-  splits: u32, split_len: u32, head0: u32, pad1: u32,
+  splits: u32, split_len: u32, head0: u32,
+  lse0: u32, // where this dispatch's LSE starts in its binding (batch windows: bound from the 256-byte step below)
 }
 const FLAG_ALIBI = 1u;
 const FLAG_SINKS = 2u;
 `;
 
-export function packParams(p: AttentionProblem, extra: { splits?: number; splitLen?: number; head0?: number } = {}): ArrayBuffer {
+export function packParams(p: AttentionProblem, extra: { splits?: number; splitLen?: number; head0?: number; lse0?: number } = {}): ArrayBuffer {
   const buf = new ArrayBuffer(PARAMS_WORDS * 4);
   const u = new Uint32Array(buf);
   const i = new Int32Array(buf);
@@ -40,6 +41,7 @@ export function packParams(p: AttentionProblem, extra: { splits?: number; splitL
   u[12] = extra.splits ?? 1;
   u[13] = extra.splitLen ?? p.nk;
   u[14] = extra.head0 ?? 0;
+  u[15] = extra.lse0 ?? 0;
   return buf;
 }
 
@@ -61,8 +63,9 @@ const SCORE_HELPERS_WGSL = /* wgsl */ `
 const NEG_INF = -3.4028234663852886e38; // stands in for -inf: exp(NEG_INF - finite) == 0
 
 // A true -inf for LSE of fully masked rows; built at run time because a constant
-// expression may not evaluate to infinity in WGSL (params.pad1 is always 0).
-fn neg_inf_runtime() -> f32 { return bitcast<f32>(0xff800000u | params.pad1); }
+// expression may not evaluate to infinity in WGSL (OR-ing the sign bit, which -inf has, with
+// a uniform keeps the value the same and the expression a run-time one).
+fn neg_inf_runtime() -> f32 { return bitcast<f32>(0xff800000u | (params.flags & 0x80000000u)); }
 
 fn key_visible(i: u32, j: u32) -> bool {
   let rel = i32(j) - (i32(i) + params.diag);

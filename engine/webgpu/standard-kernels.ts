@@ -107,7 +107,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let x = s[base + j];
     s[base + j] = select(0.0, exp(x - m) * inv, x > NEG_INF);
   }
-  if (lid == 0u) { lse[bh * params.nq + row] = select(neg_inf_runtime(), m + log(l), l > 0.0); }
+  if (lid == 0u) { lse[params.lse0 + bh * params.nq + row] = select(neg_inf_runtime(), m + log(l), l > 0.0); }
 }
 `;
 }

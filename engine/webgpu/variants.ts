@@ -26,7 +26,7 @@ export const KERNEL_VARIANTS: { name: string; problem: AttentionProblem }[] = [
 ];
 
 /**
- * Problems whose batch boundaries fall on 256-byte offsets in every tensor (f32 and f16), for
+ * Problems whose batch boundaries fall on 256-byte offsets in Q, K, V and O (f32 and f16), for
  * the batch-window checks: run with one batch per binding, each is three dispatches over
  * slices of the same buffers, with GQA, masks, ALiBi and sinks indexed per window.
  */
@@ -36,4 +36,6 @@ export const WINDOW_VARIANTS: { name: string; problem: AttentionProblem }[] = [
     name: 'windows: ALiBi, sinks, dv≠d',
     problem: { batch: 3, hq: 2, hk: 2, nq: 64, nk: 64, d: 64, dv: 32, causal: false, alibi: 'standard', sinks: [1, -0.5], dtype: 'fp32' },
   },
+  // One query row: a batch of LSE is 8 bytes, so each window's LSE binding starts below it (lse0).
+  { name: 'windows: Nq=1, GQA, LSE off the alignment', problem: { batch: 3, hq: 2, hk: 1, nq: 1, nk: 300, d: 64, dv: 32, causal: false, dtype: 'fp32' } },
 ];

@@ -115,9 +115,6 @@ const DEFAULT_SHAPES: [number, number][] = [
   [1, 32],
   [1, 16],
 ];
-// Heads up to 64 wide: 4 subgroups first — 91.2–93.2 against 89.2 TFLOP/s for 8 in three
-// grids of the third session (runs 20, 21, 24); at d = 128, 4 subgroups run at 72 against 123.
-const NARROW_SHAPES: [number, number][] = [[4, 32], ...DEFAULT_SHAPES.filter(([w, bn]) => !(w === 4 && bn === 32))];
 
 export function chooseMatrixTile(
   ctx: Pick<WebGpuContext, 'limits' | 'matrixConfigs' | 'subgroupMinSize' | 'subgroupMaxSize' | 'wgslFeatures'>,
@@ -134,8 +131,7 @@ export function chooseMatrixTile(
     const first = cfgs.filter((mc) => `${mc.M}x${mc.N}x${mc.K}` === prefer.shape);
     cfgs = [...first, ...cfgs.filter((mc) => !first.includes(mc))];
   }
-  const order = d <= 64 && dv <= 64 ? NARROW_SHAPES : DEFAULT_SHAPES;
-  const shapes: [number, number][] = prefer.warps && prefer.bn ? [[prefer.warps, prefer.bn], ...order] : order;
+  const shapes: [number, number][] = prefer.warps && prefer.bn ? [[prefer.warps, prefer.bn], ...DEFAULT_SHAPES] : DEFAULT_SHAPES;
   for (const mc of cfgs) {
     if (sg % mc.M !== 0) continue;
     for (const [warps, bn] of shapes) {

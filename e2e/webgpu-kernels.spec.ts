@@ -84,7 +84,7 @@ for (const path of ['flash-f16', 'flash-matrix'] as const) {
   });
 }
 
-// Tensors larger than one binding run in batch windows: here one batch per binding, so each
+// Tensors larger than one binding run in windows: here one batch per binding, so each
 // problem is three dispatches over slices of the same buffers (GQA, causal, ALiBi and sinks
 // indexed within each window).
 for (const path of ['flash-f32', 'flash-subgroups', 'decode'] as const) {
@@ -93,12 +93,21 @@ for (const path of ['flash-f32', 'flash-subgroups', 'decode'] as const) {
     // …and fillRandom, a binding-sized chunk at a time, writes exactly what it writes in one piece
     expectAllClose(m, path, 2e-5, [...WINDOW_VARIANTS, { name: 'fill in chunks', problem: WINDOW_VARIANTS[0].problem }]);
     expect(m.results.find((r) => r.variant === 'fill in chunks')?.maxErrO).toBe(0);
-    for (const r of m.results) expect(r.config).toContain('in 3 batch windows of 1 batch');
+    for (const r of m.results) expect(r.config).toContain('in 3 windows of 1 batch');
+  });
+
+  test(`${path} in windows of heads inside a batch matches the reference`, async ({ page }) => {
+    // bindings that hold one key head's group of query heads
+    const m = await checks(page, `path=${path}&kernel=head-windows`);
+    expectAllClose(m, path, 2e-5, WINDOW_VARIANTS);
+    expect(m.results[0].config).toContain('in 6 windows of 2 heads (inside one batch)'); // GQA: 2 query heads per key head
+    expect(m.results[1].config).toContain('in 6 windows of 1 head (inside one batch)');
+    expect(m.results[2].config).toContain('in 3 windows of 1 batch'); // its 2 query heads share one key head: a batch is the smallest window
   });
 }
 
-test('standard attention refuses a problem that needs batch windows, saying why', async ({ page }) => {
+test('standard attention refuses a problem that needs windows, saying why', async ({ page }) => {
   const m = await checks(page, 'path=standard&kernel=windows');
   expect(m.results.length).toBe(WINDOW_VARIANTS.length + 1);
-  for (const r of m.results) expect(r.error, r.variant).toMatch(/binds every tensor whole.*the flash paths and flash-decoding run it in batch windows/);
+  for (const r of m.results) expect(r.error, r.variant).toMatch(/binds every tensor whole.*the flash paths and flash-decoding run it in windows/);
 });

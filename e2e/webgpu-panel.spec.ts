@@ -20,7 +20,7 @@ test('toggle the backend, run a problem, read the result view', async ({ page })
   await expect(panel.getByRole('status', { name: 'adapter' })).toContainText('swiftshader', { timeout: 30_000 });
   await expect(panel.getByRole('status', { name: 'adapter' })).toContainText('subgroups');
   // what one binding holds, and what happens past it
-  await expect(panel.getByRole('status', { name: 'adapter' })).toContainText(/limits: .* per binding \(larger tensors run in batch windows\), .* per buffer/);
+  await expect(panel.getByRole('status', { name: 'adapter' })).toContainText(/limits: .* per binding \(larger tensors run in windows of batches or heads\), .* per buffer/);
 
   const set = async (label: string, value: string) => panel.getByLabel(label, { exact: true }).fill(value);
   await set('B', '1');

@@ -5,7 +5,8 @@ import { randomInputs } from '../../engine/inputs.ts';
 import { referenceAttention } from '../../engine/reference.ts';
 import { AttentionRun, pathElem, type RunOptions } from '../../engine/webgpu/backend.ts';
 import { openWebGpu, type WebGpuPath } from '../../engine/webgpu/device.ts';
-import { bytesPerBatch } from '../../engine/webgpu/batch-windows.ts';
+import { bytesPerBatch, bytesPerHead } from '../../engine/webgpu/batch-windows.ts';
+import type { AttentionProblem } from '../../engine/problem.ts';
 import { sampleSites } from '../../engine/webgpu/row-check.ts';
 import { KERNEL_VARIANTS, WINDOW_VARIANTS } from '../../engine/webgpu/variants.ts';
 
@@ -25,10 +26,11 @@ export type CheckMessage =
   | { ok: false; message: string };
 
 /** Which flash kernel the f32/f16/subgroup paths run; the backend's own choice when absent. */
-export type KernelChoice = 'tiled' | 'tiled-small' | 'row-wide' | 'windows';
+export type KernelChoice = 'tiled' | 'tiled-small' | 'row-wide' | 'windows' | 'head-windows';
 
-// 'windows' is set per problem below: one batch per binding, so each window variant runs in three windows.
-const CHOICES: Record<Exclude<KernelChoice, 'windows'>, Omit<RunOptions, 'path'>> = {
+// 'windows' and 'head-windows' are set per problem below: bindings of one batch, or of one
+// key head's group of query heads.
+const CHOICES: Record<Exclude<KernelChoice, 'windows' | 'head-windows'>, Omit<RunOptions, 'path'>> = {
   tiled: { flashKernel: 'tiled' },
   // 16 rows × 16 keys: many K/V tiles per row, one subgroup per row on a 4-lane adapter
   'tiled-small': { flashKernel: 'tiled', tile: { bm: 16, bn: 16, dk: 8, jc: 8 } },
@@ -42,11 +44,12 @@ self.onmessage = async (ev: MessageEvent<{ path: string | null; kernel: KernelCh
     const paths = ev.data.path ? [ev.data.path as WebGpuPath] : ctx.paths;
     const results: CheckResult[] = [];
     for (const path of paths) {
-      for (const v of ev.data.kernel === 'windows' ? WINDOW_VARIANTS : KERNEL_VARIANTS) {
+      const kernel = ev.data.kernel;
+      const windowed = kernel === 'windows' || kernel === 'head-windows';
+      for (const v of windowed ? WINDOW_VARIANTS : KERNEL_VARIANTS) {
         const p = { ...v.problem, dtype: pathElem(path) === 'f16' ? ('fp16' as const) : ('fp32' as const) };
-        const oneBatch = Math.max(...Object.values(bytesPerBatch(p, pathElem(path) === 'f16' ? 2 : 4)));
-        const kernel = ev.data.kernel;
-        const choice = kernel === 'windows' ? { maxBindingBytes: oneBatch } : kernel ? CHOICES[kernel] : {};
+        const choice =
+          kernel === 'windows' || kernel === 'head-windows' ? { maxBindingBytes: bindingFor(p, path, kernel) } : kernel ? CHOICES[kernel] : {};
         const x = randomInputs(p, { seed: 11 });
         const ref = referenceAttention(p, x);
         let run: AttentionRun | undefined;
@@ -66,13 +69,22 @@ self.onmessage = async (ev: MessageEvent<{ path: string | null; kernel: KernelCh
           run?.destroy();
         }
       }
-      if (ev.data.kernel === 'windows') results.push(await fillInChunks(ctx, path));
+      if (kernel === 'windows') results.push(await fillInChunks(ctx, path));
     }
     self.postMessage({ ok: true, adapter: ctx.adapterName, paths: ctx.paths, subgroupMinSize: ctx.subgroupMinSize, results } satisfies CheckMessage);
   } catch (e) {
     self.postMessage({ ok: false, message: e instanceof Error ? e.message : String(e) } satisfies CheckMessage);
   }
 };
+
+/** The binding size that makes `p` run in windows of one batch, or of one key head's query heads. */
+function bindingFor(p: AttentionProblem, path: WebGpuPath, kind: 'windows' | 'head-windows'): number {
+  const eb = pathElem(path) === 'f16' ? 2 : 4;
+  if (kind === 'windows') return Math.max(...Object.values(bytesPerBatch(p, eb)));
+  const h = bytesPerHead(p, eb);
+  const g = p.hq / p.hk;
+  return Math.max(g * h.Q, g * h.O, g * h.LSE, h.K, h.V);
+}
 
 /**
  * fillRandom on a run whose bindings hold one batch (the tensors filled a binding-sized chunk

@@ -130,7 +130,7 @@ self.onmessage = async (ev: MessageEvent<ToWorker>) => {
           fallback: c.isFallback,
           features: c.features,
           paths: c.paths,
-          limits: `${c.limits.maxWorkgroupStorage} B workgroup memory, ${c.limits.maxInvocations} invocations, ${formatBytes(c.limits.maxStorageBinding)} per binding (larger tensors run in batch windows), ${formatBytes(c.limits.maxBuffer)} per buffer, subgroups ${c.subgroupMinSize}–${c.subgroupMaxSize}`,
+          limits: `${c.limits.maxWorkgroupStorage} B workgroup memory, ${c.limits.maxInvocations} invocations, ${formatBytes(c.limits.maxStorageBinding)} per binding (larger tensors run in windows of batches or heads), ${formatBytes(c.limits.maxBuffer)} per buffer, subgroups ${c.subgroupMinSize}–${c.subgroupMaxSize}`,
         },
       });
     } catch (e) {

@@ -194,7 +194,7 @@ async function main(): Promise<number> {
   }
   if (!args.includes('--no-65536') && !quick) {
     // d = 128 at N = 65536 needs 2 GiB per f32 tensor (O is f32 on every path), 4 bytes over
-    // Dawn's 2 GiB − 4 binding limit: the flash paths run it in batch windows (3 + 1).
+    // Dawn's 2 GiB − 4 binding limit: the flash paths run it in windows of 3 + 1 batches.
     for (const d of DS) {
       for (const causal of [false, true]) {
         const p: AttentionProblem = { batch: 4, hq: 16, hk: 16, nq: 65536, nk: 65536, d, dv: d, causal, dtype: 'fp32' };
@@ -202,6 +202,14 @@ async function main(): Promise<number> {
         console.log(`  ${'standard'.padEnd(16)} ${fmt(await measure(ctx, p, 'standard', 1, {}, false))}`);
         for (const path of flashPaths) console.log(`  ${path.padEnd(16)} ${fmt(await measure(ctx, p, path, 1, {}, false))}`);
       }
+    }
+    // B·H = 128 in one batch: O alone is 2 GiB (f32 on every path), so the heads of the batch
+    // are split over windows.
+    const wide: AttentionProblem = { batch: 1, hq: 128, hk: 128, nq: 65536, nk: 65536, d: 64, dv: 64, causal: false, dtype: 'fp32' };
+    console.log('B=1 H=128 N=65536 d=64 non-causal');
+    for (const path of flashPaths) {
+      const m = await measure(ctx, wide, path, 1, {}, false);
+      console.log(`  ${path.padEnd(16)} ${fmt(m)}${typeof m === 'string' ? '' : `   [${m.config.replace(/^.*; in /, 'in ')}]`}`);
     }
   }
   // Tile-size study of the f32 path at the headline shape.

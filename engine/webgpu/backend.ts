@@ -16,7 +16,7 @@ import { flashKernelWgsl, flashLayout, type FlashKernelConfig, type FlashTile } 
 import { chooseMatrixTile, matrixKernelWgsl, matrixLayout, type MatrixKernelConfig, type MatrixTilePrefs } from './flash-matrix-kernel.ts';
 import { decodeCombineKernelWgsl, decodeSplitKernelWgsl, DECODE_SPLIT_MAX, DECODE_THREADS } from './decode-kernels.ts';
 import { fillKernelWgsl } from './fill-kernel.ts';
-import { bytesPerBatch, formatBytes, lseBinding, planBatchWindows, type BatchWindow, type TensorName } from './batch-windows.ts';
+import { formatBytes, lseBinding, planBatchWindows, windowRange, type BatchWindow, type TensorName } from './batch-windows.ts';
 import { halfToFloat, toHalfArray } from './half.ts';
 import { packAux, packParams, scoreSpec } from './params.ts';
 import { chooseRowConfig, rowKernelWgsl, rowLayout, type RowKernelConfig } from './flash-row-kernel.ts';
@@ -42,7 +42,7 @@ export interface RunOptions {
   rowPrefs?: Partial<Pick<RowKernelConfig, 'tpr' | 'rpt' | 'threads' | 'bc' | 'sc'>>;
   /**
    * The most bytes one binding may hold, when below the adapter's limit: tensors larger than
-   * a binding run in batch windows (batch-windows.ts); tests lower it to force windows.
+   * a binding run in windows of batches or heads (batch-windows.ts); tests lower it to force windows.
    */
   maxBindingBytes?: number;
 }
@@ -110,7 +110,7 @@ export class AttentionRun {
     return run;
   }
 
-  /** `windowed`: bound in batch windows, so only the buffer size limit applies. */
+  /** `windowed`: bound in windows, so only the buffer size limit applies. */
   private async buffer(label: string, size: number, usage: number, windowed = false): Promise<GPUBuffer> {
     const bytes = Math.max(16, Math.ceil(size / 4) * 4);
     const limit = windowed ? this.ctx.limits.maxBuffer : this.ctx.limits.maxStorageBinding;
@@ -161,21 +161,21 @@ export class AttentionRun {
       this.dispatches.push({
         name,
         pipeline: pipe,
-        bindGroup: this.bind(pipe, { 0: this.uniform(packParams(this.problem, { lse0: t.lse0 })), 1: t.Q, 2: t.K, 3: t.V, 4: t.O, 5: t.LSE, 6: aux }),
-        workgroups: [Math.ceil(this.problem.nq / bm), w.nb * this.problem.hq, 1],
+        bindGroup: this.bind(pipe, { 0: this.uniform(packParams(this.problem, { lse0: t.lse0, head0: t.head0 })), 1: t.Q, 2: t.K, 3: t.V, 4: t.O, 5: t.LSE, 6: aux }),
+        workgroups: [Math.ceil(this.problem.nq / bm), w.nb * w.nh, 1],
       });
     }
     this.noteWindows();
   }
 
   /**
-   * Window w's part of each tensor (the whole buffer when there is one window), and where
-   * its LSE starts in its binding (batch-windows.ts).
+   * Window w's part of each tensor (the whole buffer when there is one window), where its
+   * LSE starts in its binding, and its first (batch, query head) row (batch-windows.ts).
    */
-  private slices(w: BatchWindow): Record<TensorName, GPUBuffer | GPUBufferBinding> & { lse0: number } {
-    const per = bytesPerBatch(this.problem, pathElem(this.path) === 'f16' ? 2 : 4);
+  private slices(w: BatchWindow): Record<TensorName, GPUBuffer | GPUBufferBinding> & { lse0: number; head0: number } {
+    const eb = pathElem(this.path) === 'f16' ? 2 : 4;
     const buffers: Record<TensorName, GPUBuffer> = { Q: this.q, K: this.k, V: this.v, O: this.o, LSE: this.lse };
-    const out = { lse0: 0 } as Record<TensorName, GPUBuffer | GPUBufferBinding> & { lse0: number };
+    const out = { lse0: 0, head0: w.b0 * this.problem.hq + w.h0 } as Record<TensorName, GPUBuffer | GPUBufferBinding> & { lse0: number; head0: number };
     for (const t of Object.keys(buffers) as TensorName[]) {
       const buffer = buffers[t];
       if (this.windows.length === 1) {
@@ -183,8 +183,9 @@ export class AttentionRun {
         continue;
       }
       const lse = t === 'LSE' ? lseBinding(this.problem, w, this.ctx.limits.minStorageOffset) : undefined;
-      const offset = lse ? lse.offset : w.b0 * per[t];
-      const bytes = lse ? lse.size : w.nb * per[t];
+      const range = windowRange(this.problem, eb, w, t);
+      const offset = lse ? lse.offset : range.start;
+      const bytes = lse ? lse.size : range.bytes;
       if (lse) out.lse0 = lse.lse0;
       // Storage bindings are whole words; the last window may end mid-word in f16.
       out[t] = { buffer, offset, size: Math.min(Math.ceil(bytes / 4) * 4, buffer.size - offset) };
@@ -194,8 +195,9 @@ export class AttentionRun {
 
   private noteWindows(): void {
     if (this.windows.length < 2) return;
-    const nb = this.windows[0].nb;
-    this.config += `; in ${this.windows.length} batch windows of ${nb} batch${nb > 1 ? 'es' : ''} (one binding holds at most ${formatBytes(this.bindingLimit)})`;
+    const { nb, nh } = this.windows[0];
+    const size = nh < this.problem.hq ? `${nh} head${nh > 1 ? 's' : ''} (inside one batch)` : `${nb} batch${nb > 1 ? 'es' : ''}`;
+    this.config += `; in ${this.windows.length} windows of ${size} (one binding holds at most ${formatBytes(this.bindingLimit)})`;
   }
 
   private bindingLimit = 0;
@@ -217,7 +219,7 @@ export class AttentionRun {
     }
     if (plan.length > 1 && this.path === 'standard') {
       throw new WebGpuRunError(
-        `${PATH_LABELS[this.path]} binds every tensor whole, and one of this problem's needs more than the ${formatBytes(this.bindingLimit)} a binding holds; the flash paths and flash-decoding run it in batch windows.`,
+        `${PATH_LABELS[this.path]} binds every tensor whole, and one of this problem's needs more than the ${formatBytes(this.bindingLimit)} a binding holds; the flash paths and flash-decoding run it in windows.`,
       );
     }
     this.windows = plan;
@@ -306,9 +308,9 @@ export class AttentionRun {
       // decode: about 2048 workgroups (the whole GPU busy on a bandwidth-bound pass), splits of
       // at least 128 keys (each split pays for a query load and two reductions) and at most
       // DECODE_SPLIT_MAX (its scores live in workgroup memory).
-      // In batch windows the partials are sized for one window and reused: each window's
+      // In windows the partials are sized for one window and reused: each window's
       // combine pass runs before the next window's split pass overwrites them.
-      const wbh = this.windows[0].nb * p.hq;
+      const wbh = this.windows[0].nb * this.windows[0].nh;
       const splits = Math.max(1, Math.ceil(p.nk / DECODE_SPLIT_MAX), Math.min(Math.ceil(2048 / wbh), Math.ceil(p.nk / 128)));
       const splitLen = Math.ceil(p.nk / splits / 4) * 4;
       const used = Math.ceil(p.nk / splitLen);
@@ -325,14 +327,14 @@ export class AttentionRun {
           {
             name: 'split K/V',
             pipeline: psplit,
-            bindGroup: this.bind(psplit, { 0: this.uniform(packParams(p, { splits: used, splitLen })), 1: t.Q, 2: t.K, 3: t.V, 4: opart, 5: lpart, 6: aux }),
-            workgroups: [used, w.nb * p.hq, 1],
+            bindGroup: this.bind(psplit, { 0: this.uniform(packParams(p, { splits: used, splitLen, head0: t.head0 })), 1: t.Q, 2: t.K, 3: t.V, 4: opart, 5: lpart, 6: aux }),
+            workgroups: [used, w.nb * w.nh, 1],
           },
           {
             name: 'LSE combine',
             pipeline: pcomb,
-            bindGroup: this.bind(pcomb, { 0: this.uniform(packParams(p, { splits: used, splitLen, lse0: t.lse0 })), 1: opart, 2: lpart, 4: t.O, 5: t.LSE, 6: aux }),
-            workgroups: [p.nq, w.nb * p.hq, 1],
+            bindGroup: this.bind(pcomb, { 0: this.uniform(packParams(p, { splits: used, splitLen, lse0: t.lse0, head0: t.head0 })), 1: opart, 2: lpart, 4: t.O, 5: t.LSE, 6: aux }),
+            workgroups: [p.nq, w.nb * w.nh, 1],
           },
         );
       }

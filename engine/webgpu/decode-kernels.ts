@@ -69,7 +69,7 @@ fn reduce(lid: u32, x: f32, is_max: bool) -> f32 {
 @compute @workgroup_size(${NT})
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
   let split = wid.x; let bh = wid.y;
-  let h = bh % params.hq;
+  let h = (bh + params.head0) % params.hq; // bh counts from the window's first row, params.head0
   let kbase = kv_head(bh) * params.nk;
   let k_lo = split * params.split_len;
   let k_hi = min(params.nk, k_lo + params.split_len);
@@ -162,7 +162,7 @@ const DV = ${dv}u;
 @compute @workgroup_size(64)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
   let row = wid.x; let bh = wid.y;
-  let h = bh % params.hq;
+  let h = (bh + params.head0) % params.hq; // bh counts from the window's first row, params.head0
   let sink = sink_logit(h);
   var mx = sink;
   for (var s = 0u; s < params.splits; s++) { mx = max(mx, lpart[(bh * params.splits + s) * params.nq + row]); }

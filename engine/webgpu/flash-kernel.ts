@@ -169,8 +169,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   let ty = lid / TX;
   // Heaviest (bottom) Q tiles first: under a causal mask they see the most keys.
   let row0 = (nwg.x - 1u - wid.x) * BM;
-  let bh = wid.y + params.head0;           // batch * hq + query head
-  let h = bh % params.hq;
+  let bh = wid.y;                          // (batch, query head) row within this dispatch's window
+  let h = (bh + params.head0) % params.hq;  // the query head (params.head0: the window's first row)
   let bhk = kv_head(bh);
   let qbase = bh * params.nq * D;
   let kbase = bhk * params.nk * D;

@@ -264,7 +264,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   let lane = lid % SG;
   let row0 = (nwg.x - 1u - wid.x) * BM;
   let bh = wid.y;
-  let h = bh % params.hq;
+  let h = (bh + params.head0) % params.hq; // bh counts from the window's first row, params.head0
   let bhk = kv_head(bh);
   let qbase = bh * params.nq * D;
   let kbase = bhk * params.nk * D;

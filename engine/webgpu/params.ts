@@ -14,8 +14,8 @@ struct Params {
   nq: u32, nk: u32, hq: u32, hk: u32,
   batch: u32, diag: i32, left: i32, right: i32,
   causal: u32, scale: f32, softcap: f32, flags: u32,
-  splits: u32, split_len: u32, head0: u32,
-  lse0: u32, // where this dispatch's LSE starts in its binding (batch windows: bound from the 256-byte step below)
+  splits: u32, split_len: u32, head0: u32, // head0: the dispatch's first (batch, query head) row
+  lse0: u32, // where this dispatch's LSE starts in its binding (windows: bound from the 256-byte step below)
 }
 const FLAG_ALIBI = 1u;
 const FLAG_SINKS = 2u;

@@ -48,7 +48,7 @@ export function sampleRows(nq: number, count: number): number[] {
 
 /**
  * The (batch, head, row) sites a check samples: sampleRows' rows, heads stepping by 7, and
- * batches spread from the first to the last, so that a problem run in batch windows has rows
+ * batches spread from the first to the last, so that a problem run in windows has rows
  * checked in its first and last window.
  */
 export function sampleSites(p: AttentionProblem, count: number): { b: number; h: number; i: number }[] {

@@ -66,3 +66,37 @@ test('toggle the backend, run a problem, read the result view', async ({ page })
   await panel.getByRole('button', { name: 'Open in step debugger' }).click();
   await expect(panel.getByText(/Copied to the step debugger's problem form at B=1, H=1, Nq=128, Nk=128/)).toBeVisible();
 });
+
+test('a preset fills in a benchmark shape, clears the modifiers and picks the decoding kernel for decoding shapes', async ({ page }) => {
+  await openApp(page);
+  const panel = page.getByRole('region', { name: 'WebGPU full-size runs' });
+  await panel.scrollIntoViewIfNeeded();
+  await expect(panel.getByRole('status', { name: 'adapter' })).toContainText('swiftshader', { timeout: 30_000 });
+  await panel.getByLabel('causal').check();
+  await panel.getByLabel('softcap', { exact: true }).fill('30');
+
+  const preset = panel.getByLabel('preset');
+  await preset.focus();
+  await preset.selectOption({ label: 'GQA decoding: B=1 Hq=32 Hk=8 Nq=1 Nk=131072 d=128' });
+  for (const [label, value] of [['B', '1'], ['Hq', '32'], ['Hk', '8'], ['Nq', '1'], ['Nk', '131072'], ['d', '128'], ['dv', '128'], ['softcap', '']]) {
+    await expect(panel.getByLabel(label, { exact: true })).toHaveValue(value);
+  }
+  await expect(panel.getByLabel('causal')).not.toBeChecked();
+  await expect(panel.getByLabel('kernel path')).toHaveValue('decode');
+
+  // A non-decoding preset keeps the kernel the person picked, and the select returns to its prompt.
+  await panel.getByLabel('kernel path').selectOption('flash-subgroups');
+  await preset.selectOption({ label: 'one batch of 128 heads: B=1 H=128 N=65536 d=64 (windows of heads)' });
+  await expect(panel.getByLabel('Hq', { exact: true })).toHaveValue('128');
+  await expect(panel.getByLabel('Nq', { exact: true })).toHaveValue('65536');
+  await expect(panel.getByLabel('kernel path')).toHaveValue('flash-subgroups');
+  await expect(preset).toHaveValue('');
+
+  // From the keyboard: the arrow key on the focused select applies the first preset.
+  await preset.focus();
+  await page.keyboard.press('ArrowDown');
+  await expect(panel.getByLabel('B', { exact: true })).toHaveValue('4');
+  await expect(panel.getByLabel('Nq', { exact: true })).toHaveValue('4096');
+  await expect(panel.getByLabel('d', { exact: true })).toHaveValue('64');
+  await panel.screenshot({ path: 'test-results/webgpu-presets.png' });
+});

@@ -32,6 +32,19 @@ const FULL: Form = {
   causal: false, windowLeft: '', windowRight: '', alibi: false, softcap: '', seed: '1',
 };
 
+/**
+ * The shapes BENCHMARKS.md reports, one click away: a preset fills the problem fields (no
+ * masks or modifiers) and, for the decoding shapes, picks the flash-decoding kernel.
+ */
+const PRESETS: { name: string; form: Partial<Form>; path?: WebGpuPath }[] = [
+  { name: 'benchmark headline: B=4 H=16 N=4096 d=64', form: { batch: '4', hq: '16', hk: '16', nq: '4096', nk: '4096', d: '64', dv: '64' } },
+  { name: 'long context: B=4 H=16 N=65536 d=128 (windows of batches)', form: { batch: '4', hq: '16', hk: '16', nq: '65536', nk: '65536', d: '128', dv: '128' } },
+  { name: 'one batch of 128 heads: B=1 H=128 N=65536 d=64 (windows of heads)', form: { batch: '1', hq: '128', hk: '128', nq: '65536', nk: '65536', d: '64', dv: '64' } },
+  { name: 'decoding: B=4 H=16 Nq=1 Nk=32768 d=128', form: { batch: '4', hq: '16', hk: '16', nq: '1', nk: '32768', d: '128', dv: '128' }, path: 'decode' },
+  { name: 'GQA decoding: B=1 Hq=32 Hk=8 Nq=1 Nk=131072 d=128', form: { batch: '1', hq: '32', hk: '8', nq: '1', nk: '131072', d: '128', dv: '128' }, path: 'decode' },
+];
+const NO_MODIFIERS: Partial<Form> = { causal: false, windowLeft: '', windowRight: '', alibi: false, softcap: '' };
+
 function toProblem(f: Form): AttentionProblem {
   const int = (field: string, s: string) => {
     const v = Number(s);
@@ -188,6 +201,29 @@ export default function WebGpuPanel() {
             </select>
           </label>
         )}
+      </div>
+      <div className="wg-row">
+        <label className="wg-field">
+          <span>preset</span>
+          <select
+            value=""
+            disabled={busy}
+            aria-label="preset"
+            onChange={(e) => {
+              const preset = PRESETS[Number(e.target.value)];
+              if (!preset) return;
+              set({ ...NO_MODIFIERS, ...preset.form });
+              if (preset.path && paths.includes(preset.path)) setPath(preset.path);
+            }}
+          >
+            <option value="" disabled>
+              a shape from the benchmark…
+            </option>
+            {PRESETS.map((p, i) => (
+              <option key={p.name} value={i}>{p.name}</option>
+            ))}
+          </select>
+        </label>
       </div>
       <div className="wg-row">
         {field('batch', 'B')}{field('hq', 'Hq')}{field('hk', 'Hk', 'key/value heads (GQA/MQA when fewer than Hq)')}

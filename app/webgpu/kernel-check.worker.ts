@@ -5,7 +5,7 @@ import { randomInputs } from '../../engine/inputs.ts';
 import { referenceAttention } from '../../engine/reference.ts';
 import { AttentionRun, pathElem, type RunOptions } from '../../engine/webgpu/backend.ts';
 import { openWebGpu, type WebGpuPath } from '../../engine/webgpu/device.ts';
-import { bytesPerBatch, bytesPerHead } from '../../engine/webgpu/batch-windows.ts';
+import { bytesPerBatch, bytesPerHead } from '../../engine/webgpu/binding-windows.ts';
 import type { AttentionProblem } from '../../engine/problem.ts';
 import { sampleSites } from '../../engine/webgpu/row-check.ts';
 import { KERNEL_VARIANTS, WINDOW_VARIANTS } from '../../engine/webgpu/variants.ts';

@@ -9,7 +9,7 @@ import { nominalFlops, validateProblem } from '../../engine/problem.ts';
 import { runToEnd } from '../../engine/run.ts';
 import { AttentionRun, pathElem } from '../../engine/webgpu/backend.ts';
 import { openWebGpu, type WebGpuContext } from '../../engine/webgpu/device.ts';
-import { formatBytes } from '../../engine/webgpu/batch-windows.ts';
+import { formatBytes } from '../../engine/webgpu/binding-windows.ts';
 import { referenceRow, sampleSites } from '../../engine/webgpu/row-check.ts';
 import { blockMean } from './downsample.ts';
 import type { FromWorker, RunReport, RunRequest, ToWorker } from './protocol.ts';

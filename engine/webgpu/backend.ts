@@ -6,6 +6,9 @@
 //   const times = await run.execute();     // per-kernel times
 //   const { o, lse } = await run.read();
 //   run.destroy();
+//
+// Tensors larger than one storage binding run in windows of whole batches or of key-head
+// groups, one dispatch per window over slices of the same buffers (binding-windows.ts).
 
 import type { AttentionInputs } from '../inputs.ts';
 import { inputSizes } from '../inputs.ts';
@@ -16,7 +19,7 @@ import { flashKernelWgsl, flashLayout, type FlashKernelConfig, type FlashTile } 
 import { chooseMatrixTile, matrixKernelWgsl, matrixLayout, type MatrixKernelConfig, type MatrixTilePrefs } from './flash-matrix-kernel.ts';
 import { decodeCombineKernelWgsl, decodeSplitKernelWgsl, DECODE_SPLIT_MAX, DECODE_THREADS } from './decode-kernels.ts';
 import { fillKernelWgsl } from './fill-kernel.ts';
-import { formatBytes, lseBinding, planBatchWindows, windowRange, type BatchWindow, type TensorName } from './batch-windows.ts';
+import { formatBytes, lseBinding, planWindows, windowRange, type BindingWindow, type TensorName } from './binding-windows.ts';
 import { halfToFloat, toHalfArray } from './half.ts';
 import { packAux, packParams, scoreSpec } from './params.ts';
 import { chooseRowConfig, rowKernelWgsl, rowLayout, type RowKernelConfig } from './flash-row-kernel.ts';
@@ -42,7 +45,7 @@ export interface RunOptions {
   rowPrefs?: Partial<Pick<RowKernelConfig, 'tpr' | 'rpt' | 'threads' | 'bc' | 'sc'>>;
   /**
    * The most bytes one binding may hold, when below the adapter's limit: tensors larger than
-   * a binding run in windows of batches or heads (batch-windows.ts); tests lower it to force windows.
+   * a binding run in windows of batches or heads (binding-windows.ts); tests lower it to force windows.
    */
   maxBindingBytes?: number;
 }
@@ -84,7 +87,7 @@ export class AttentionRun {
   private o!: GPUBuffer;
   private lse!: GPUBuffer;
   /** Runs of whole batches, one dispatch each (a single window binds every tensor whole). */
-  private windows: BatchWindow[] = [];
+  private windows: BindingWindow[] = [];
   /** Human-readable kernel configuration (tile sizes, workgroup memory). */
   config = '';
 
@@ -170,9 +173,9 @@ export class AttentionRun {
 
   /**
    * Window w's part of each tensor (the whole buffer when there is one window), where its
-   * LSE starts in its binding, and its first (batch, query head) row (batch-windows.ts).
+   * LSE starts in its binding, and its first (batch, query head) row (binding-windows.ts).
    */
-  private slices(w: BatchWindow): Record<TensorName, GPUBuffer | GPUBufferBinding> & { lse0: number; head0: number } {
+  private slices(w: BindingWindow): Record<TensorName, GPUBuffer | GPUBufferBinding> & { lse0: number; head0: number } {
     const eb = pathElem(this.path) === 'f16' ? 2 : 4;
     const buffers: Record<TensorName, GPUBuffer> = { Q: this.q, K: this.k, V: this.v, O: this.o, LSE: this.lse };
     const out = { lse0: 0, head0: w.b0 * this.problem.hq + w.h0 } as Record<TensorName, GPUBuffer | GPUBufferBinding> & { lse0: number; head0: number };
@@ -209,7 +212,7 @@ export class AttentionRun {
     const eb = pathElem(this.path) === 'f16' ? 2 : 4;
     const RW = GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST | GPUBufferUsage.COPY_SRC;
     this.bindingLimit = Math.min(this.ctx.limits.maxStorageBinding, opts.maxBindingBytes ?? Infinity);
-    const plan = planBatchWindows(p, eb, this.bindingLimit, this.ctx.limits.minStorageOffset);
+    const plan = planWindows(p, eb, this.bindingLimit, this.ctx.limits.minStorageOffset);
     if ('error' in plan) throw new WebGpuRunError(plan.error);
     const perHead = p.nq * p.nk * 4;
     if (this.path === 'standard' && perHead > this.ctx.limits.maxStorageBinding) {

@@ -131,7 +131,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   let grp = lid / ${T}u;           // lane group = RPT query rows
   // Heaviest (bottom) Q tiles first: under a causal mask they see the most keys.
   let row0 = (nwg.x - 1u - wid.x) * BM;
-  let bh = wid.y; // (batch, query head) row within this dispatch's window (batch-windows.ts)
+  let bh = wid.y; // (batch, query head) row within this dispatch's window (binding-windows.ts)
   let h = (bh + params.head0) % params.hq;
   let bhk = kv_head(bh);
   let qbase = bh * params.nq * D;

@@ -22,7 +22,7 @@
 import type { AttentionProblem } from '../problem.ts';
 
 /** Query heads [b0·hq + h0, b0·hq + h0 + nb·nh) of the (batch, head) rows: nh = hq for whole batches, nb = 1 otherwise. */
-export interface BatchWindow {
+export interface BindingWindow {
   b0: number;
   nb: number;
   h0: number;
@@ -44,7 +44,7 @@ export function bytesPerHead(p: AttentionProblem, elemBytes: number): Record<Ten
 }
 
 /** Window w's byte range of tensor t. */
-export function windowRange(p: AttentionProblem, elemBytes: number, w: BatchWindow, t: TensorName): { start: number; bytes: number } {
+export function windowRange(p: AttentionProblem, elemBytes: number, w: BindingWindow, t: TensorName): { start: number; bytes: number } {
   const row = bytesPerHead(p, elemBytes)[t];
   const kv = t === 'K' || t === 'V';
   const g = p.hq / p.hk;
@@ -68,12 +68,12 @@ export function formatBytes(b: number): string {
  * else the fewest runs of whole batches whose slices fit and start aligned; else runs of
  * whole key-head groups inside each batch. Returns a message where no split exists.
  */
-export function planBatchWindows(
+export function planWindows(
   p: AttentionProblem,
   elemBytes: number,
   maxBinding: number,
   offsetAlign: number,
-): BatchWindow[] | { error: string } {
+): BindingWindow[] | { error: string } {
   const per = bytesPerBatch(p, elemBytes);
   const all: TensorName[] = [...ALIGNED, 'LSE'];
   if (all.every((t) => per[t] * p.batch <= maxBinding)) return [{ b0: 0, nb: p.batch, h0: 0, nh: p.hq }];
@@ -82,14 +82,14 @@ export function planBatchWindows(
   const step = ALIGNED.reduce((acc, t) => lcm(acc, offsetAlign / gcd(per[t], offsetAlign)), 1);
   const nb = Math.floor(fit / step) * step;
   if (nb >= 1) {
-    const windows: BatchWindow[] = [];
+    const windows: BindingWindow[] = [];
     for (let b0 = 0; b0 < p.batch; b0 += nb) windows.push({ b0, nb: Math.min(nb, p.batch - b0), h0: 0, nh: p.hq });
     return windows;
   }
   return planHeadWindows(p, elemBytes, maxBinding, offsetAlign);
 }
 
-function planHeadWindows(p: AttentionProblem, elemBytes: number, maxBinding: number, offsetAlign: number): BatchWindow[] | { error: string } {
+function planHeadWindows(p: AttentionProblem, elemBytes: number, maxBinding: number, offsetAlign: number): BindingWindow[] | { error: string } {
   const g = p.hq / p.hk;
   const head = bytesPerHead(p, elemBytes);
   const fits = (nh: number) => nh * Math.max(head.Q, head.O, head.LSE) <= maxBinding && (nh / g) * Math.max(head.K, head.V) <= maxBinding;
@@ -102,7 +102,7 @@ function planHeadWindows(p: AttentionProblem, elemBytes: number, maxBinding: num
   }
   for (let nh = Math.floor(p.hq / g) * g; nh >= g; nh -= g) {
     if (!fits(nh)) continue;
-    const windows: BatchWindow[] = [];
+    const windows: BindingWindow[] = [];
     for (let b0 = 0; b0 < p.batch; b0++) for (let h0 = 0; h0 < p.hq; h0 += nh) windows.push({ b0, nb: 1, h0, nh: Math.min(nh, p.hq - h0) });
     if (windows.every((w) => ALIGNED.every((t) => windowRange(p, elemBytes, w, t).start % offsetAlign === 0))) return windows;
   }
@@ -112,7 +112,7 @@ function planHeadWindows(p: AttentionProblem, elemBytes: number, maxBinding: num
 }
 
 /** The binding of window w's LSE: from the aligned offset at or below its start; `lse0` = floats skipped. */
-export function lseBinding(p: AttentionProblem, w: BatchWindow, offsetAlign: number): { offset: number; size: number; lse0: number } {
+export function lseBinding(p: AttentionProblem, w: BindingWindow, offsetAlign: number): { offset: number; size: number; lse0: number } {
   const { start, bytes } = windowRange(p, 4, w, 'LSE');
   const offset = Math.floor(start / offsetAlign) * offsetAlign;
   return { offset, size: start + bytes - offset, lse0: (start - offset) / 4 };

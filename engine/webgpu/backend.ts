@@ -86,8 +86,10 @@ export class AttentionRun {
   private v!: GPUBuffer;
   private o!: GPUBuffer;
   private lse!: GPUBuffer;
-  /** Runs of whole batches, one dispatch each (a single window binds every tensor whole). */
+  /** The windows the problem runs in, one dispatch each (a single window binds every tensor whole). */
   private windows: BindingWindow[] = [];
+  /** The most bytes one binding holds: the adapter's limit, or RunOptions.maxBindingBytes below it. */
+  private bindingLimit = 0;
   /** Human-readable kernel configuration (tile sizes, workgroup memory). */
   config = '';
 
@@ -155,8 +157,8 @@ export class AttentionRun {
   }
 
   /**
-   * One flash forward dispatch per batch window: bindings 1–5 are the window's slices of
-   * Q, K, V, O and LSE, and the grid's y covers the window's (batch, head) pairs.
+   * One flash forward dispatch per window: bindings 1–5 are the window's slices of Q, K, V,
+   * O and LSE, and the grid's y covers the window's (batch, head) rows.
    */
   private pushFlash(name: string, pipe: GPUComputePipeline, aux: GPUBuffer, bm: number): void {
     for (const w of this.windows) {
@@ -203,8 +205,6 @@ export class AttentionRun {
     this.config += `; in ${this.windows.length} windows of ${size} (one binding holds at most ${formatBytes(this.bindingLimit)})`;
   }
 
-  private bindingLimit = 0;
-
   private async build(opts: RunOptions): Promise<void> {
     const p = this.problem;
     const { device } = this.ctx;
@@ -217,7 +217,7 @@ export class AttentionRun {
     const perHead = p.nq * p.nk * 4;
     if (this.path === 'standard' && perHead > this.ctx.limits.maxStorageBinding) {
       throw new WebGpuRunError(
-        `standard attention needs the ${p.nq}×${p.nk} score matrix of one head in memory (${formatBytes(perHead)}); this adapter allows ${formatBytes(this.ctx.limits.maxStorageBinding)} per buffer. The flash paths need no such buffer.`,
+        `standard attention needs the ${p.nq}×${p.nk} score matrix of one head in memory (${formatBytes(perHead)}); this adapter binds at most ${formatBytes(this.ctx.limits.maxStorageBinding)}. The flash paths need no such buffer.`,
       );
     }
     if (plan.length > 1 && this.path === 'standard') {

@@ -77,7 +77,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     workgroupBarrier();
     for (var c4 = lid; c4 < D4; c4 += NT) {
       let qb = (bh * params.nq + row) * D + c4 * 4u;
-      qs[c4] = vec4<f32>(${[0, 1, 2, 3].map((e) => `select(0.0, q[min(qb + ${e}u, arrayLength(&q) - 1u)], c4 * 4u + ${e}u < D)`).join(', ')});
+      // past D the reads may run off the buffer; WebGPU keeps them in bounds, and select drops them
+      qs[c4] = vec4<f32>(${[0, 1, 2, 3].map((e) => `select(0.0, q[qb + ${e}u], c4 * 4u + ${e}u < D)`).join(', ')});
     }
     workgroupBarrier();
     let kr = block_key_range(row, row + 1u);

@@ -47,13 +47,14 @@ export function sampleRows(nq: number, count: number): number[] {
 }
 
 /**
- * The (batch, head, row) sites a check samples: sampleRows' rows, heads stepping by 7, and
- * batches spread from the first to the last, so that a problem run in windows has rows
- * checked in its first and last window.
+ * The (batch, head, row) sites a check samples: sampleRows' rows, with batches and heads both
+ * spread from the first to the last, so that a problem run in windows — of batches or of heads
+ * inside a batch — has rows checked in its first and last window.
  */
 export function sampleSites(p: AttentionProblem, count: number): { b: number; h: number; i: number }[] {
   const rows = sampleRows(p.nq, count);
-  return rows.map((i, t) => ({ b: rows.length > 1 ? Math.round((t * (p.batch - 1)) / (rows.length - 1)) : 0, h: (t * 7) % p.hq, i }));
+  const spread = (t: number, n: number) => (rows.length > 1 ? Math.round((t * (n - 1)) / (rows.length - 1)) : 0);
+  return rows.map((i, t) => ({ b: spread(t, p.batch), h: spread(t, p.hq), i }));
 }
 
 export interface RowCheck {

@@ -43,13 +43,12 @@ self.onmessage = async (ev: MessageEvent<{ path: string | null; kernel: KernelCh
     const ctx = await openWebGpu((self.navigator as Navigator & { gpu?: GPU }).gpu);
     const paths = ev.data.path ? [ev.data.path as WebGpuPath] : ctx.paths;
     const results: CheckResult[] = [];
+    const kernel = ev.data.kernel;
+    const windowed = kernel === 'windows' || kernel === 'head-windows';
     for (const path of paths) {
-      const kernel = ev.data.kernel;
-      const windowed = kernel === 'windows' || kernel === 'head-windows';
       for (const v of windowed ? WINDOW_VARIANTS : KERNEL_VARIANTS) {
         const p = { ...v.problem, dtype: pathElem(path) === 'f16' ? ('fp16' as const) : ('fp32' as const) };
-        const choice =
-          kernel === 'windows' || kernel === 'head-windows' ? { maxBindingBytes: bindingFor(p, path, kernel) } : kernel ? CHOICES[kernel] : {};
+        const choice = windowed ? { maxBindingBytes: bindingFor(p, path, kernel) } : kernel ? CHOICES[kernel] : {};
         const x = randomInputs(p, { seed: 11 });
         const ref = referenceAttention(p, x);
         let run: AttentionRun | undefined;
@@ -93,10 +92,9 @@ function bindingFor(p: AttentionProblem, path: WebGpuPath, kind: 'windows' | 'he
  */
 async function fillInChunks(ctx: Awaited<ReturnType<typeof openWebGpu>>, path: WebGpuPath): Promise<CheckResult> {
   const p = { ...WINDOW_VARIANTS[0].problem, dtype: pathElem(path) === 'f16' ? ('fp16' as const) : ('fp32' as const) };
-  const oneBatch = Math.max(...Object.values(bytesPerBatch(p, pathElem(path) === 'f16' ? 2 : 4)));
   const runs: AttentionRun[] = [];
   try {
-    runs.push(await AttentionRun.create(ctx, p, { path, maxBindingBytes: oneBatch }), await AttentionRun.create(ctx, p, { path }));
+    runs.push(await AttentionRun.create(ctx, p, { path, maxBindingBytes: bindingFor(p, path, 'windows') }), await AttentionRun.create(ctx, p, { path }));
     for (const r of runs) await r.fillRandom(5);
     let diff = 0;
     for (const { b, h, i } of sampleSites(p, 3)) {

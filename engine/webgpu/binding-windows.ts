@@ -94,10 +94,11 @@ function planHeadWindows(p: AttentionProblem, elemBytes: number, maxBinding: num
   const head = bytesPerHead(p, elemBytes);
   const fits = (nh: number) => nh * Math.max(head.Q, head.O, head.LSE) <= maxBinding && (nh / g) * Math.max(head.K, head.V) <= maxBinding;
   if (!fits(g)) {
-    const t = head.K >= head.Q && head.K >= head.O ? 'K' : head.Q >= head.O ? 'Q' : 'O';
-    const bytes = t === 'K' ? Math.max(head.K, head.V) : g * head[t];
+    // What one key head's group needs of each tensor; the message names the largest.
+    const need: [TensorName, number][] = [['Q', g * head.Q], ['O', g * head.O], ['K', head.K], ['V', head.V]];
+    const [t, bytes] = need.reduce((a, b) => (b[1] > a[1] ? b : a));
     return {
-      error: `one key head's share of ${t} (${g} query head${g > 1 ? 's' : ''} × ${t === 'K' ? p.nk : p.nq} rows) needs ${formatBytes(bytes)} in one binding; this adapter binds at most ${formatBytes(maxBinding)}. Use a shorter sequence or a smaller head dimension.`,
+      error: `one key head's share of ${t} (${g} query head${g > 1 ? 's' : ''} × ${t === 'K' || t === 'V' ? p.nk : p.nq} rows) needs ${formatBytes(bytes)} in one binding; this adapter binds at most ${formatBytes(maxBinding)}. Use a shorter sequence or a smaller head dimension.`,
     };
   }
   for (let nh = Math.floor(p.hq / g) * g; nh >= g; nh -= g) {

@@ -9,7 +9,10 @@
 // --paths a,b (only these paths, self-test included; standard always runs as the baseline),
 // --matrix-grid (subgroup-matrix tile/shape study, each config self-tested first),
 // --row-grid (row-kernel configurations of the f32/subgroup/f16 paths against the tiled kernel),
-// --waves (residency study: 4–128 heads of one batch), --no-decode.
+// --waves (residency study: 2–64 heads of one batch), --no-decode,
+// --matrix-prefs '[{"warps":8,"bn":16}, …]' (the tiles --matrix-grid and --waves run for flash-matrix;
+// with it, the grid self-tests each on every variant, also rescaling on every max, and times
+// N = --n, causal and not).
 
 import { nominalFlops, type AttentionProblem } from '../problem.ts';
 import { PATH_LABELS, WebGpuUnavailable, type WebGpuPath } from '../webgpu/device.ts';
@@ -232,27 +235,42 @@ async function main(): Promise<number> {
       const p: AttentionProblem = { ...head, d, dv: d };
       console.log(`\nsubgroup-matrix grid, B=4 H=16 N=4096 d=${d} non-causal`);
       const tiles: MatrixTilePrefs[] = [
-        { warps: 8, bn: 32 }, { warps: 8, bn: 32, pad: { s: 2, p: 4 } }, { warps: 8, bn: 32, pad: { s: 4, p: 4 } }, { warps: 8, bn: 32, pad: { s: 2, p: 8 } },
+        { warps: 8, bn: 16 }, { warps: 8, bn: 32 }, { warps: 8, bn: 32, pad: { s: 2, p: 4 } }, { warps: 8, bn: 32, pad: { s: 4, p: 4 } }, { warps: 8, bn: 32, pad: { s: 2, p: 8 } },
         { warps: 4, bn: 32 }, { warps: 4, bn: 64 }, { warps: 2, bn: 32 },
         { shape: '16x8x16', warps: 8, bn: 32 }, { warps: 8, bn: 32, rescaleLog: 0 },
       ];
-      for (const t of tiles) {
-        const st = await selfTest(ctx, 'flash-matrix', picks, t);
-        const m = st.worst < 1e-4 ? await measure(ctx, p, 'flash-matrix', REPS, { matrix: t }) : `self-test failed: ${st.line}`;
-        console.log(`  ${JSON.stringify(t).padEnd(52)} ${fmt(m)}   [${typeof m === 'string' ? '' : m.config}]`);
+      const given: MatrixTilePrefs[] | undefined = opt('--matrix-prefs') ? JSON.parse(opt('--matrix-prefs')!) : undefined;
+      for (const t of given ?? tiles) {
+        const st = await selfTest(ctx, 'flash-matrix', given ? KERNEL_VARIANTS : picks, t);
+        const st2 = given ? await selfTest(ctx, 'flash-matrix', ALIGNED_VARIANTS, { ...t, rescaleLog: 0 }) : st;
+        if (Math.max(st.worst, st2.worst) >= 1e-4) {
+          console.log(`  ${JSON.stringify(t).padEnd(52)} self-test failed: ${st.line} / rescale on every max: ${st2.line}`);
+          continue;
+        }
+        for (const causal of given ? [false, true] : [false]) {
+          for (const n of given ? NS : [4096]) {
+            const m = await measure(ctx, { ...p, nq: n, nk: n, causal }, 'flash-matrix', REPS, { matrix: t });
+            console.log(`  ${JSON.stringify(t).padEnd(52)} N=${n} ${causal ? 'causal' : 'non-causal'} ${fmt(m)}   [${typeof m === 'string' ? '' : m.config}]`);
+          }
+        }
       }
     }
   }
-  // Residency study: one batch of 4–128 heads of the headline shape, so 128–4096 workgroups of
-  // 128 query rows. At 4 heads no SM of a 132-SM GPU holds more than one workgroup; if an SM
-  // ran two at once with room to overlap them, 8 heads would take less than twice as long.
+  // Residency study: one batch of 2–64 heads of the headline shape, so 64–2048 workgroups of
+  // 128 query rows (twice as many of 64). While no SM of a 132-SM GPU holds more than one
+  // workgroup, doubling the heads costs nothing; once it does, time grows less than twice
+  // with the work only if an SM runs two workgroups at once.
   if (args.includes('--waves')) {
     for (const path of flashPaths) {
-      console.log(`\nresidency study, ${path}, B=1 N=4096 d=64 non-causal (H heads → 32·H workgroups of 128 rows)`);
-      for (const hq of [4, 8, 16, 32, 64, 128]) {
-        const p: AttentionProblem = { ...head, batch: 1, hq, hk: hq };
-        const m = await measure(ctx, p, path, REPS);
-        console.log(`  H=${String(hq).padEnd(4)} ${fmt(m)}`);
+      console.log(`\nresidency study, ${path}, B=1 N=4096 d=64 non-causal (H heads → 4096·H / BM workgroups)`);
+      const variants: (MatrixTilePrefs | undefined)[] = path === 'flash-matrix' && opt('--matrix-prefs') ? JSON.parse(opt('--matrix-prefs')!) : [undefined];
+      for (const matrix of variants) {
+        if (matrix) console.log(`  prefs ${JSON.stringify(matrix)}`);
+        for (const hq of [2, 4, 8, 16, 32, 64]) {
+          const p: AttentionProblem = { ...head, batch: 1, hq, hk: hq };
+          const m = await measure(ctx, p, path, REPS, { matrix });
+          console.log(`  H=${String(hq).padEnd(4)} ${fmt(m)}   [${typeof m === 'string' ? '' : m.config}]`);
+        }
       }
     }
   }

@@ -17,12 +17,20 @@ const h200 = {
 } as unknown as Parameters<typeof chooseMatrixTile>[0];
 
 describe('subgroup-matrix kernel tiles', () => {
-  it('picks the measured-fastest tile, 8 subgroups × 32 keys of 16×16×16 matrices, within 48 KiB at d = 64 and 128', () => {
-    for (const d of [64, 128]) {
-      const c = chooseMatrixTile(h200, d, d, plain);
-      expect([c.m, c.n, c.k, c.warps, c.bn]).toEqual([16, 16, 16, 8, 32]);
-      expect(matrixLayout(c).bytes).toBeLessThanOrEqual(49152);
-    }
+  it('picks the measured-fastest tile: 8 subgroups × 16 keys where two workgroups fit the 48 KiB (d = 64), else 8 × 32', () => {
+    const narrow = chooseMatrixTile(h200, 64, 64, plain);
+    expect([narrow.m, narrow.n, narrow.k, narrow.warps, narrow.bn]).toEqual([16, 16, 16, 8, 16]);
+    expect(matrixLayout(narrow).bytes).toBeLessThanOrEqual(49152 / 2);
+    // d = 128: the 16-key tile takes 25.6 KB, more than half the limit
+    const wide = chooseMatrixTile(h200, 128, 128, plain);
+    expect([wide.m, wide.n, wide.k, wide.warps, wide.bn]).toEqual([16, 16, 16, 8, 32]);
+    expect(matrixLayout({ ...wide, bn: 16 }).bytes).toBeGreaterThan(49152 / 2);
+    expect(matrixLayout(wide).bytes).toBeLessThanOrEqual(49152);
+    // an adapter with less workgroup memory gets no 16-key tile from the half rule
+    const small = chooseMatrixTile({ ...h200, limits: { ...h200.limits, maxWorkgroupStorage: 32768 } } as typeof h200, 64, 64, plain);
+    expect(small.bn).toBe(32);
+    // a tile asked for by name is taken whenever it fits at all
+    expect(chooseMatrixTile(h200, 128, 128, plain, true, { warps: 8, bn: 16 }).bn).toBe(16);
   });
 
   it('falls back to fewer subgroups where the tile does not fit, and one subgroup without subgroup_id', () => {

@@ -21,6 +21,14 @@
 // (BENCHMARKS.md, run 2). Staged K/V is also what makes this kernel fast: run 6 measured
 // 26.5 TFLOP/s loading K/V matrices from the buffers and 89.2 staging them (d = 64).
 //
+// How many workgroups an SM runs at once is set by workgroup memory, not registers: on the
+// H200 (Dawn over Vulkan) an SM gives all its workgroups together no more than the 48 KiB
+// one workgroup may have (BENCHMARKS.md, runs 30–35). So the tile is kept at or under half
+// of that where the head dim allows (d = 64: 8 subgroups × 16 keys, 22.8 KB), and two
+// workgroups share each SM: one's barriers and softmax run while the other's MMAs do.
+// That took d = 64 from 87 to 105 TFLOP/s (causal 60 → 82). At d = 128 the half-size tile
+// measured slower than one 8 × 32 workgroup per SM (107 against 125), so wide heads keep it.
+//
 // A subgroup matrix cannot be scaled row by row, so O is rescaled lazily (FA4's trick): the
 // row max m used for P only moves when the tile's max exceeds it by more than rescaleLog
 // (P stays ≤ e^rescaleLog, far inside f16's range). Only then does the workgroup round-trip
@@ -93,20 +101,31 @@ export function matrixLayout(c: MatrixKernelConfig) {
   const bm = c.warps * c.m;
   const dp = Math.ceil(c.d / c.k) * c.k;
   const dvp = Math.ceil(c.dv / c.n) * c.n;
-  const sw = Math.max(c.bn, c.n) + c.pad.s; // f32 S stripe / O scratch row stride
+  // f32 S stripe / O scratch row stride; the first padding column holds the row's factor
+  // (rescale, then 1 / l), where a separate array would take 4 bytes per row more.
+  const sw = Math.max(c.bn, c.n) + Math.max(1, c.pad.s);
   const pw = c.bn + c.pad.p; // f16 P row stride
   const ksw = dp + 8; // staged K row stride (halves)
   const vsw = dvp + 8; // staged V row stride (halves)
   const kHalves = Math.max(c.bn * ksw, bm * c.k); // the K array also stages Q, K columns at a time
-  const bytes = bm * pw * 2 + bm * sw * 4 + bm * 4 + 4 + (kHalves + c.bn * vsw) * 2;
+  const bytes = bm * pw * 2 + bm * sw * 4 + 4 + (kHalves + c.bn * vsw) * 2;
   const lanesPerRow = c.sg / c.m;
   return { bm, dp, dvp, sw, pw, ksw, vsw, kHalves, bytes, threads: c.warps * c.sg, lanesPerRow, scols: c.bn / lanesPerRow };
 }
 
-// Tried in this order (subgroups × BN). H200, N = 4096, K/V staged (BENCHMARKS.md, runs 6–7):
-// d = 64: 8×32 83.9–89.2 TFLOP/s, 4×32 85.6–89.2, 4×64 43.2–45.1; d = 128: 8×32 123.4–127.1,
-// 4×32 75.6–76.3 (4×64 does not fit at d = 128). A second K/V buffer, which saves the
-// barrier before each tile's staging writes, measured slower (run 8: 60.8 vs 83.9 at d = 64).
+// Tried in this order (subgroups × BN). H200, N = 4096, K/V staged (BENCHMARKS.md, runs 6–7
+// and 29–35):
+// - 8×16, where it takes at most half the workgroup-memory limit (see the header): a 4×32
+//   workgroup (23.8 KB) runs two per SM, the same padded to 27.9 KB one (run 30); at d = 64
+//   8×16 (22.8 KB) gives 105 TFLOP/s against 87.7 for 8×32 (38.4 KB), causal 82 against 60
+//   (runs 32–35). At d = 128 it takes 25.1 KB; even squeezed to 24.1 KB it measured 107
+//   against 125 for 8×32 (run 35), so the half rule keeps it out there.
+// - then d = 64: 8×32 83.9–89.2, 4×32 85.6–89.2, 4×64 43.2–45.1; d = 128: 8×32 123.4–127.1,
+//   4×32 75.6–76.3 (4×64 does not fit at d = 128). A second K/V buffer, which saves the
+//   barrier before each tile's staging writes, measured slower (run 8: 60.8 vs 83.9 at
+//   d = 64), as did moving each tile's K and V writes to their own barriers (run 32), and a
+//   phased loop with or without FA3-style ping-pong between two groups of subgroups (run 29).
+const SHARED_SM_SHAPE: [number, number] = [8, 16];
 const DEFAULT_SHAPES: [number, number][] = [
   [8, 32],
   [4, 32],
@@ -131,14 +150,16 @@ export function chooseMatrixTile(
     const first = cfgs.filter((mc) => `${mc.M}x${mc.N}x${mc.K}` === prefer.shape);
     cfgs = [...first, ...cfgs.filter((mc) => !first.includes(mc))];
   }
-  const shapes: [number, number][] = prefer.warps && prefer.bn ? [[prefer.warps, prefer.bn], ...DEFAULT_SHAPES] : DEFAULT_SHAPES;
+  const preferred = prefer.warps && prefer.bn ? [prefer.warps, prefer.bn] : undefined;
+  const shapes: [number, number][] = preferred ? [[preferred[0], preferred[1]], ...DEFAULT_SHAPES] : [SHARED_SM_SHAPE, ...DEFAULT_SHAPES];
   for (const mc of cfgs) {
     if (sg % mc.M !== 0) continue;
-    for (const [warps, bn] of shapes) {
+    for (const [i, [warps, bn]] of shapes.entries()) {
       if (bn % mc.N !== 0 || bn % mc.K !== 0 || (warps > 1 && !subgroupId)) continue;
       const c: MatrixKernelConfig = { m: mc.M, n: mc.N, k: mc.K, warps, sg, bn, d, dv, subgroupId, score, pad: prefer.pad ?? PAD, rescaleLog: prefer.rescaleLog ?? RESCALE_LOG };
       const L = matrixLayout(c);
-      if (L.threads <= ctx.limits.maxInvocations && L.bytes <= ctx.limits.maxWorkgroupStorage) return c;
+      const limit = i === 0 && !preferred ? ctx.limits.maxWorkgroupStorage / 2 : ctx.limits.maxWorkgroupStorage;
+      if (L.threads <= ctx.limits.maxInvocations && L.bytes <= limit) return c;
     }
   }
   throw new Error(`no subgroup-matrix tile fits this adapter's limits for d=${d}, dv=${dv}`);
@@ -155,12 +176,12 @@ export function matrixKernelWgsl(c: MatrixKernelConfig): string {
   const SC = Array.from({ length: L.scols }, (_, i) => i);
   const lines = (n: number, f: (i: number) => string, sep = '\n') => Array.from({ length: n }, (_, i) => f(i)).join(sep);
   const each = <X>(xs: X[], f: (x: X) => string, sep = '\n') => xs.map(f).join(sep);
-  // Scale O block i by the per-row factors in rowf, through this subgroup's S region.
+  // Scale O block i by the per-row factors (column RF of the S rows), through this subgroup's S region.
   const scaleBlock = (i: number) => `      subgroupMatrixStore<row_major>(&ss, sreg, o${i}, SW);
       workgroupBarrier();
       for (var e = lane; e < ${M * N}u; e += SG) {
         let r = e / ${N}u; let cc = e % ${N}u;
-        ss[sreg + r * SW + cc] *= rowf[wrow + r];
+        ss[sreg + r * SW + cc] *= ss[sreg + r * SW + RF];
       }
       workgroupBarrier();
       o${i} = subgroupMatrixLoad<${result}, row_major>(&ss, sreg, SW);
@@ -243,7 +264,7 @@ ${scoreWgsl(c.score)}
 
 const BM = ${L.bm}u; const BN = ${BN}u; const D = ${c.d}u; const DV = ${c.dv}u;
 const NT = ${L.threads}u; const SG = ${c.sg}u;
-const SW = ${L.sw}u; const PW = ${L.pw}u; const KSW = ${L.ksw}u; const VSW = ${L.vsw}u;
+const SW = ${L.sw}u; const RF = ${Math.max(c.bn, c.n)}u; const PW = ${L.pw}u; const KSW = ${L.ksw}u; const VSW = ${L.vsw}u;
 const LPR = ${L.lanesPerRow}u;     // lanes per query row in the softmax step
 const LOG2E = 1.4426950408889634;
 const RESCALE_LOG2 = ${(c.rescaleLog * Math.LOG2E).toFixed(6)}; // the rescale threshold in log2 units
@@ -251,8 +272,7 @@ const RESCALE_LOG2 = ${(c.rescaleLog * Math.LOG2E).toFixed(6)}; // the rescale t
 fn to_log2(x: f32) -> f32 { return select(NEG_INF, x * LOG2E, x > NEG_INF); }
 
 var<workgroup> ps: array<f16, ${L.bm * L.pw}>;     // P stripes, [row][key]
-var<workgroup> ss: array<f32, ${L.bm * L.sw}>;     // S stripes, [row][key]; O scratch
-var<workgroup> rowf: array<f32, ${L.bm}>;          // per-row factors (rescale, 1 / l)
+var<workgroup> ss: array<f32, ${L.bm * L.sw}>;     // S stripes, [row][key]; O scratch; column RF: row factors
 var<workgroup> rescale: u32;
 var<workgroup> ks: array<f16, ${L.kHalves}>;        // K tile [key][dim]; first, Q columns
 var<workgroup> vs: array<f16, ${BN * L.vsw}>;      // V tile [key][dim]
@@ -322,7 +342,7 @@ ${lines(BN / N, (b) => `    subgroupMatrixStore<row_major>(&ss, sreg + ${b * N}u
     } else {${softmax('score_edge')}
     }
     l = l * alpha + sum;
-    if (part == 0u) { rowf[srow] = alpha; }
+    if (part == 0u) { ss[srow * SW + RF] = alpha; }
     if (workgroupUniformLoad(&rescale) != 0u) {
 ${lines(OT, scaleBlock)}
     }
@@ -334,7 +354,7 @@ ${lines(OT, (i) => `      o${i} = subgroupMatrixMultiplyAccumulate(pm, subgroupM
   }
   ${lines(Math.log2(L.lanesPerRow), (i) => `l += subgroupShuffleXor(l, ${1 << i}u);`, ' ')}
   workgroupBarrier();
-  if (part == 0u) { rowf[srow] = select(0.0, 1.0 / l, l > 0.0); }
+  if (part == 0u) { ss[srow * SW + RF] = select(0.0, 1.0 / l, l > 0.0); }
   if (grow < params.nq && part == 0u) { lse[params.lse0 + bh * params.nq + grow] = select(neg_inf_runtime(), m * 0.6931471805599453 + log(l), l > 0.0); }
   workgroupBarrier();
 ${lines(OT, (i) => `  subgroupMatrixStore<row_major>(&ss, sreg, o${i}, SW);
@@ -342,7 +362,7 @@ ${lines(OT, (i) => `  subgroupMatrixStore<row_major>(&ss, sreg, o${i}, SW);
   for (var e = lane; e < ${M * N}u; e += SG) {
     let r = e / ${N}u; let col = ${i * N}u + e % ${N}u;
     let gr = row0 + wrow + r;
-    if (gr < params.nq && col < DV) { o[(bh * params.nq + gr) * DV + col] = ss[sreg + r * SW + e % ${N}u] * rowf[wrow + r]; }
+    if (gr < params.nq && col < DV) { o[(bh * params.nq + gr) * DV + col] = ss[sreg + r * SW + e % ${N}u] * ss[sreg + r * SW + RF]; }
   }
   workgroupBarrier();`)}
 }

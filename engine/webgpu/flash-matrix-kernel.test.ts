@@ -33,6 +33,31 @@ describe('subgroup-matrix kernel tiles', () => {
     expect(chooseMatrixTile(h200, 128, 128, plain, true, { warps: 8, bn: 16 }).bn).toBe(16);
   });
 
+  it('writes K/V during the softmax (three barrier points per tile) only for the two-workgroup tile', () => {
+    // Barrier points in the loop body, outside the rare O-rescale block: workgroupUniformLoad is two.
+    const points = (w: string) => {
+      const body = w.slice(w.indexOf('for (var j0 = jfirst'), w.indexOf('l += subgroupShuffleXor(l'));
+      const rescale = body.slice(body.indexOf('!= 0u) {'), body.indexOf('for (var kb = 0u'));
+      const hot = body.replace(rescale, '');
+      return (hot.match(/workgroupBarrier\(\)/g)?.length ?? 0) + 2 * (hot.match(/workgroupUniformLoad\(/g)?.length ?? 0);
+    };
+    const shared = chooseMatrixTile(h200, 64, 64, plain);
+    expect(shared.stagingInSoftmax).toBe(true);
+    expect(points(matrixKernelWgsl(shared))).toBe(3);
+    const alone = chooseMatrixTile(h200, 128, 128, plain);
+    expect(alone.stagingInSoftmax).toBe(false);
+    expect(points(matrixKernelWgsl(alone))).toBe(5);
+    // the K tile for t + 1 and the V tile for t are written after the S barrier, before the P one
+    const w = matrixKernelWgsl(shared);
+    const loop = w.slice(w.indexOf('for (var j0 = jfirst'));
+    const sBarrier = loop.indexOf('workgroupBarrier();');
+    const pBarrier = loop.indexOf('workgroupUniformLoad(&rescale)');
+    for (const store of ['ks[key * KSW', 'vs[key * VSW']) {
+      expect(loop.indexOf(store)).toBeGreaterThan(sBarrier);
+      expect(loop.indexOf(store)).toBeLessThan(pBarrier);
+    }
+  });
+
   it('falls back to fewer subgroups where the tile does not fit, and one subgroup without subgroup_id', () => {
     const wide = chooseMatrixTile(h200, 256, 256, plain);
     expect(wide.warps).toBeLessThan(8);

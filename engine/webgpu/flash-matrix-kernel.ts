@@ -7,7 +7,8 @@
 // zeros past Nq and past d) and its O rows as result matrices for the whole pass. Per tile of
 // BN keys:
 //   0. the workgroup writes the K and V tile it prefetched into registers during the previous
-//      tile to workgroup memory (zeros past Nk, d, dv) and starts loading the next one;
+//      tile to workgroup memory (zeros past Nk, d, dv) and starts loading the next one (with
+//      two workgroups per SM this moves into step 2: tileLoop below);
 //   1. each subgroup computes its M×BN stripe of S = Q Kᵀ and stores it (f32) to its own
 //      region of workgroup memory;
 //   2. the online softmax runs on plain lanes (SG/M lanes per row, shuffles to combine),
@@ -65,6 +66,8 @@ export interface MatrixTilePrefs {
   rescaleLog?: number;
   /** Benchmark study: row padding of the S stripes (floats) and P stripes (halves). */
   pad?: { s: number; p: number };
+  /** Benchmark study: the K/V writes inside the softmax step (true) or at the top of the tile. */
+  stagingInSoftmax?: boolean;
 }
 
 export interface MatrixKernelConfig {
@@ -89,6 +92,8 @@ export interface MatrixKernelConfig {
   score: ScoreSpec;
   /** Row padding of the S stripes (floats) and P stripes (halves). */
   pad: { s: number; p: number };
+  /** K/V tile writes inside the softmax step (three barrier points per tile) or at its top (five). */
+  stagingInSoftmax: boolean;
 }
 
 /** Max growth (natural log units) of a row's logits before O and l are rescaled: P ≤ e^8 ≈ 2981. */
@@ -156,9 +161,10 @@ export function chooseMatrixTile(
     if (sg % mc.M !== 0) continue;
     for (const [i, [warps, bn]] of shapes.entries()) {
       if (bn % mc.N !== 0 || bn % mc.K !== 0 || (warps > 1 && !subgroupId)) continue;
-      const c: MatrixKernelConfig = { m: mc.M, n: mc.N, k: mc.K, warps, sg, bn, d, dv, subgroupId, score, pad: prefer.pad ?? PAD, rescaleLog: prefer.rescaleLog ?? RESCALE_LOG };
+      const sharedSm = i === 0 && !preferred;
+      const c: MatrixKernelConfig = { m: mc.M, n: mc.N, k: mc.K, warps, sg, bn, d, dv, subgroupId, score, pad: prefer.pad ?? PAD, rescaleLog: prefer.rescaleLog ?? RESCALE_LOG, stagingInSoftmax: prefer.stagingInSoftmax ?? sharedSm };
       const L = matrixLayout(c);
-      const limit = i === 0 && !preferred ? ctx.limits.maxWorkgroupStorage / 2 : ctx.limits.maxWorkgroupStorage;
+      const limit = sharedSm ? ctx.limits.maxWorkgroupStorage / 2 : ctx.limits.maxWorkgroupStorage;
       if (L.threads <= ctx.limits.maxInvocations && L.bytes <= limit) return c;
     }
   }
@@ -245,6 +251,74 @@ export function matrixKernelWgsl(c: MatrixKernelConfig): string {
   };
   const kg = (jt: string) => groups(c.d, L.dp, 'k', 'kbase', 'pk', jt);
   const vg = (jt: string) => groups(c.dv, L.dvp, 'v', 'vbase', 'pv', jt);
+  // The steps of one tile, shared by both schedules below.
+  // S stripe of this subgroup: M rows × BN keys; one accumulator per block of N keys, the
+  // blocks interleaved: independent MMA chains.
+  const qkT = `${lines(BN / N, (b) => `    var acc${b} = ${result}();`)}
+${lines(QT, (i) => lines(BN / N, (b) => `    acc${b} = subgroupMatrixMultiplyAccumulate(q${i}, subgroupMatrixLoad<${right}, col_major>(&ks, ${b * N}u * KSW + ${i * K}u, KSW), acc${b});`))}
+${lines(BN / N, (b) => `    subgroupMatrixStore<row_major>(&ss, sreg + ${b * N}u, acc${b}, SW);`)}`;
+  // Online softmax on plain lanes, with the lazy max; the mask tests only where needed.
+  const onlineSoftmax = `    var alpha = 1.0;
+    var sum = 0.0;
+    if (tile_visible(row0, min(row0 + BM, params.nq), j0, j0 + BN)) {${softmax('score_full')}
+    } else {${softmax('score_edge')}
+    }
+    l = l * alpha + sum;
+    if (part == 0u) { ss[srow * SW + RF] = alpha; }`;
+  // O += P V. kb stays a run-time loop variable on purpose (see the header's trap).
+  const pv = `    for (var kb = 0u; kb < BN; kb += ${K}u) {
+      let pm = subgroupMatrixLoad<${left}, row_major>(&ps, wrow * PW + kb, PW);
+${lines(OT, (i) => `      o${i} = subgroupMatrixMultiplyAccumulate(pm, subgroupMatrixLoad<${right}, row_major>(&vs, kb * VSW + ${i * N}u, VSW), o${i});`)}
+    }`;
+  const rescaleO = lines(OT, scaleBlock);
+  // Two schedules of the same steps. Alone on an SM (stagingInSoftmax false), the K/V tile
+  // is written between two barriers of its own at the top of each tile: five barrier points
+  // (workgroupUniformLoad is two). With two workgroups per SM, K(t+1) and V(t) are written
+  // during the softmax of tile t instead — QKᵀ(t), the last reader of K(t), and P·V(t−1),
+  // the last reader of V(t−1), are both behind the S barrier, and the P barrier makes both
+  // visible before they are read — so a tile has three barrier points. That lengthens the
+  // softmax step, which the other workgroup covers: 8×16 at d = 64 measured 104 → 114–115
+  // TFLOP/s; one 8×32 workgroup per SM lost 6% to it (runs 36–37).
+  const tileLoop = c.stagingInSoftmax
+    ? `  ${kg('jfirst').fetch}
+  ${kg('jfirst').store('ks', 'KSW').join('\n  ')}
+  ${kg('(jfirst + BN)').fetch}
+  ${vg('jfirst').fetch}
+  if (lid == 0u) { rescale = 0u; }
+  workgroupBarrier();
+  for (var j0 = jfirst; j0 < kr.y; j0 += BN) {
+${qkT}
+    workgroupBarrier();             // S visible; every QKᵀ(t) and P·V(t−1) read done
+    ${kg('j0').store('ks', 'KSW').join('\n    ')}
+    ${vg('j0').store('vs', 'VSW').join('\n    ')}
+    ${kg('(j0 + 2u * BN)').fetch}
+    ${vg('(j0 + BN)').fetch}
+${onlineSoftmax}
+    let rescaleNow = workgroupUniformLoad(&rescale); // P(t), K(t+1) and V(t) visible
+    if (lid == 0u) { rescale = 0u; }
+    if (rescaleNow != 0u) {
+${rescaleO}
+    }
+${pv}
+  }`
+    : `  ${kg('jfirst').fetch}
+  ${vg('jfirst').fetch}
+  for (var j0 = jfirst; j0 < kr.y; j0 += BN) {
+    workgroupBarrier();             // the previous tile's K, V, S and P reads are done
+    if (lid == 0u) { rescale = 0u; }
+    ${kg('j0').store('ks', 'KSW').join('\n    ')}
+    ${vg('j0').store('vs', 'VSW').join('\n    ')}
+    workgroupBarrier();
+    ${kg('(j0 + BN)').fetch}
+    ${vg('(j0 + BN)').fetch}
+${qkT}
+    workgroupBarrier();
+${onlineSoftmax}
+    if (workgroupUniformLoad(&rescale) != 0u) {
+${rescaleO}
+    }
+${pv}
+  }`;
   const vecK = c.d % 4 === 0;
   const vecV = c.dv % 4 === 0;
   return /* wgsl */ `
@@ -319,39 +393,7 @@ ${lines(OT, (i) => `  var o${i} = ${result}();`)}
   let kr = block_key_range(row0, min(row0 + BM, params.nq));
   let jfirst = (kr.x / BN) * BN;
   ${kg('jfirst').decl} ${vg('jfirst').decl}
-  ${kg('jfirst').fetch}
-  ${vg('jfirst').fetch}
-  for (var j0 = jfirst; j0 < kr.y; j0 += BN) {
-    workgroupBarrier();             // the previous tile's K, V, S and P reads are done
-    if (lid == 0u) { rescale = 0u; }
-    ${kg('j0').store('ks', 'KSW').join('\n    ')}
-    ${vg('j0').store('vs', 'VSW').join('\n    ')}
-    workgroupBarrier();
-    ${kg('(j0 + BN)').fetch}
-    ${vg('(j0 + BN)').fetch}
-    // S stripe of this subgroup: M rows × BN keys.
-    // One accumulator per block of N keys, the blocks interleaved: independent MMA chains.
-${lines(BN / N, (b) => `    var acc${b} = ${result}();`)}
-${lines(QT, (i) => lines(BN / N, (b) => `    acc${b} = subgroupMatrixMultiplyAccumulate(q${i}, subgroupMatrixLoad<${right}, col_major>(&ks, ${b * N}u * KSW + ${i * K}u, KSW), acc${b});`))}
-${lines(BN / N, (b) => `    subgroupMatrixStore<row_major>(&ss, sreg + ${b * N}u, acc${b}, SW);`)}
-    workgroupBarrier();
-    // Online softmax on plain lanes, with the lazy max; the mask tests only where needed.
-    var alpha = 1.0;
-    var sum = 0.0;
-    if (tile_visible(row0, min(row0 + BM, params.nq), j0, j0 + BN)) {${softmax('score_full')}
-    } else {${softmax('score_edge')}
-    }
-    l = l * alpha + sum;
-    if (part == 0u) { ss[srow * SW + RF] = alpha; }
-    if (workgroupUniformLoad(&rescale) != 0u) {
-${lines(OT, scaleBlock)}
-    }
-    // O += P V. kb stays a run-time loop variable on purpose (see the header's trap).
-    for (var kb = 0u; kb < BN; kb += ${K}u) {
-      let pm = subgroupMatrixLoad<${left}, row_major>(&ps, wrow * PW + kb, PW);
-${lines(OT, (i) => `      o${i} = subgroupMatrixMultiplyAccumulate(pm, subgroupMatrixLoad<${right}, row_major>(&vs, kb * VSW + ${i * N}u, VSW), o${i});`)}
-    }
-  }
+${tileLoop}
   ${lines(Math.log2(L.lanesPerRow), (i) => `l += subgroupShuffleXor(l, ${1 << i}u);`, ' ')}
   workgroupBarrier();
   if (part == 0u) { ss[srow * SW + RF] = select(0.0, 1.0 / l, l > 0.0); }

@@ -37,8 +37,15 @@ describe('subgroup-matrix kernel tiles', () => {
     // Barrier points in the loop body, outside the rare O-rescale block: workgroupUniformLoad is two.
     const points = (w: string) => {
       const body = w.slice(w.indexOf('for (var j0 = jfirst'), w.indexOf('l += subgroupShuffleXor(l'));
-      const rescale = body.slice(body.indexOf('!= 0u) {'), body.indexOf('for (var kb = 0u'));
-      const hot = body.replace(rescale, '');
+      // the rescale block: from its opening brace to the matching closing one
+      const r0 = body.indexOf('!= 0u) {') + '!= 0u) '.length;
+      let depth = 0;
+      let r1 = r0;
+      for (; r1 < body.length; r1++) {
+        if (body[r1] === '{') depth++;
+        if (body[r1] === '}' && --depth === 0) break;
+      }
+      const hot = body.slice(0, r0) + body.slice(r1 + 1);
       return (hot.match(/workgroupBarrier\(\)/g)?.length ?? 0) + 2 * (hot.match(/workgroupUniformLoad\(/g)?.length ?? 0);
     };
     const shared = chooseMatrixTile(h200, 64, 64, plain);
@@ -56,6 +63,9 @@ describe('subgroup-matrix kernel tiles', () => {
       expect(loop.indexOf(store)).toBeGreaterThan(sBarrier);
       expect(loop.indexOf(store)).toBeLessThan(pBarrier);
     }
+    // P·V of the previous tile opens the iteration, before QKᵀ; the last tile's follows the loop
+    expect(loop.indexOf('&ps, wrow * PW + kb')).toBeLessThan(loop.indexOf('acc0 = subgroupMatrixMultiplyAccumulate'));
+    expect(w.slice(w.indexOf('workgroupUniformLoad(&rescale)')).match(/&ps, wrow \* PW \+ kb/g)).toHaveLength(1);
   });
 
   it('falls back to fewer subgroups where the tile does not fit, and one subgroup without subgroup_id', () => {

@@ -27,8 +27,9 @@
 // one workgroup may have (BENCHMARKS.md, runs 30–35). So the tile is kept at or under half
 // of that where the head dim allows (d = 64: 8 subgroups × 16 keys, 22.8 KB), and two
 // workgroups share each SM: one's barriers and softmax run while the other's MMAs do.
-// That took d = 64 from 87 to 105 TFLOP/s (causal 60 → 82). At d = 128 the half-size tile
-// measured slower than one 8 × 32 workgroup per SM (107 against 125), so wide heads keep it.
+// That took d = 64 from 87 to 105 TFLOP/s (causal 60 → 82), and the schedule it allows
+// (tileLoop below) to 114 (causal 93). At d = 128 the half-size tile measured slower than
+// one 8 × 32 workgroup per SM (107 against 125), so wide heads keep that.
 //
 // A subgroup matrix cannot be scaled row by row, so O is rescaled lazily (FA4's trick): the
 // row max m used for P only moves when the tile's max exceeds it by more than rescaleLog
@@ -39,7 +40,7 @@
 // instead costs 2.4× (run 6: 37.5 vs 89.2 TFLOP/s).
 //
 // Workgroup-memory rows are padded by 16 bytes (S: BN + 4 floats, P: BN + 8 halves, K/V:
-// head dim + 8 halves): unpadded, the 32- and 64-key rows all start in the same bank and
+// head dim + 8 halves): unpadded, the 16-, 32- and 64-key rows all start in the same bank and
 // the softmax lanes, which read down a column, collide 16 ways.
 //
 // A trap, seen on the H200 (BENCHMARKS.md, runs 4 and 11–13): Dawn wraps every matrix load

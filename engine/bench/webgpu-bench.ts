@@ -35,6 +35,19 @@ const REPS = Number(opt('--reps') ?? 5);
 const DS = (opt('--d') ?? '64,128').split(',').map(Number);
 const SKIP = new Set((opt('--skip') ?? '').split(','));
 const ONLY = opt('--paths')?.split(',');
+/** --matrix-prefs: the subgroup-matrix tiles the grid and the residency study run. */
+const MATRIX_PREFS = ((): MatrixTilePrefs[] | undefined => {
+  const text = opt('--matrix-prefs');
+  if (text === undefined) return undefined;
+  try {
+    const list: unknown = JSON.parse(text);
+    if (Array.isArray(list) && list.every((t) => typeof t === 'object' && t !== null)) return list as MatrixTilePrefs[];
+  } catch {
+    // reported below
+  }
+  console.error(`bench:webgpu: --matrix-prefs takes a JSON list of tile objects, e.g. '[{"warps":8,"bn":16}]'; got ${text}`);
+  process.exit(2);
+})();
 
 interface Measured {
   ms: number;
@@ -239,7 +252,7 @@ async function main(): Promise<number> {
         { warps: 4, bn: 32 }, { warps: 4, bn: 64 }, { warps: 2, bn: 32 },
         { shape: '16x8x16', warps: 8, bn: 32 }, { warps: 8, bn: 32, rescaleLog: 0 },
       ];
-      const given: MatrixTilePrefs[] | undefined = opt('--matrix-prefs') ? JSON.parse(opt('--matrix-prefs')!) : undefined;
+      const given = MATRIX_PREFS;
       for (const t of given ?? tiles) {
         const st = await selfTest(ctx, 'flash-matrix', given ? KERNEL_VARIANTS : picks, t);
         const st2 = given ? await selfTest(ctx, 'flash-matrix', ALIGNED_VARIANTS, { ...t, rescaleLog: 0 }) : st;
@@ -268,7 +281,7 @@ async function main(): Promise<number> {
   if (args.includes('--waves')) {
     for (const path of flashPaths) {
       console.log(`\nresidency study, ${path}, B=1 N=4096 d=64 non-causal (H heads → 4096·H / BM workgroups)`);
-      const variants: (MatrixTilePrefs | undefined)[] = path === 'flash-matrix' && opt('--matrix-prefs') ? JSON.parse(opt('--matrix-prefs')!) : [undefined];
+      const variants: (MatrixTilePrefs | undefined)[] = (path === 'flash-matrix' && MATRIX_PREFS) || [undefined];
       for (const matrix of variants) {
         if (matrix) console.log(`  prefs ${JSON.stringify(matrix)}`);
         for (const hq of [2, 4, 8, 16, 32, 64]) {

@@ -289,11 +289,10 @@ ${lines(OT, (i) => `      o${i} = subgroupMatrixMultiplyAccumulate(pm, subgroupM
   ${kg('(jfirst + BN)').fetch}
   ${vg('jfirst').fetch}
   if (lid == 0u) { rescale = 0u; }
-  workgroupBarrier();
   // The first iteration's P·V (of no tile) must add nothing: P and V start as zeros.
   for (var i = lid; i < ${L.bm * L.pw}u; i += NT) { ps[i] = f16(0.0); }
   for (var i = lid; i < ${BN * L.vsw}u; i += NT) { vs[i] = f16(0.0); }
-  workgroupBarrier();
+  workgroupBarrier();               // K(0), the zeros and the flag visible
   for (var j0 = jfirst; j0 < kr.y; j0 += BN) {
 ${pv}
 ${qkT}

@@ -156,8 +156,8 @@ export function chooseMatrixTile(
     const first = cfgs.filter((mc) => `${mc.M}x${mc.N}x${mc.K}` === prefer.shape);
     cfgs = [...first, ...cfgs.filter((mc) => !first.includes(mc))];
   }
-  const preferred = prefer.warps && prefer.bn ? [prefer.warps, prefer.bn] : undefined;
-  const shapes: [number, number][] = preferred ? [[preferred[0], preferred[1]], ...DEFAULT_SHAPES] : [SHARED_SM_SHAPE, ...DEFAULT_SHAPES];
+  const preferred: [number, number] | undefined = prefer.warps && prefer.bn ? [prefer.warps, prefer.bn] : undefined;
+  const shapes = [preferred ?? SHARED_SM_SHAPE, ...DEFAULT_SHAPES];
   for (const mc of cfgs) {
     if (sg % mc.M !== 0) continue;
     for (const [i, [warps, bn]] of shapes.entries()) {

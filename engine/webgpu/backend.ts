@@ -262,7 +262,7 @@ export class AttentionRun {
       const pipe = await pipeline(device, code);
       this.pushFlash('flash forward', pipe, aux, bm);
     } else if (this.path === 'flash-matrix') {
-      let cfg: MatrixKernelConfig = chooseMatrixTile(this.ctx, p.d, p.dv, scoreSpec(p), true, opts.matrix);
+      let cfg: MatrixKernelConfig = chooseMatrixTile(this.ctx, p, scoreSpec(p), true, opts.matrix);
       let pipe: GPUComputePipeline;
       let note = '';
       try {
@@ -270,7 +270,7 @@ export class AttentionRun {
       } catch (e) {
         if (!cfg.subgroupId) throw e;
         // The compiler rejected subgroup_id: one subgroup per workgroup needs no subgroup ids.
-        cfg = chooseMatrixTile(this.ctx, p.d, p.dv, scoreSpec(p), false, opts.matrix);
+        cfg = chooseMatrixTile(this.ctx, p, scoreSpec(p), false, opts.matrix);
         pipe = await pipeline(device, matrixKernelWgsl(cfg));
         note = ' (subgroup_id rejected by the compiler, so one subgroup per workgroup)';
       }

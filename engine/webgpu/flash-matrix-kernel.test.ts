@@ -2,6 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { chooseMatrixTile, matrixKernelWgsl, matrixLayout } from './flash-matrix-kernel.ts';
 
 const plain = { masked: false, softcap: false, alibi: false };
+/** Head dims with Nq = 4096 (a multiple of 16: Q loads straight from its buffer), or the given Nq. */
+const dims = (d: number, dv: number, nq = 4096) => ({ d, dv, nq });
 
 // The H200's limits and subgroup-matrix configs as Dawn reports them (BENCHMARKS.md).
 const h200 = {
@@ -18,19 +20,19 @@ const h200 = {
 
 describe('subgroup-matrix kernel tiles', () => {
   it('picks the measured-fastest tile: 8 subgroups × 16 keys where two workgroups fit the 48 KiB (d = 64), else 8 × 32', () => {
-    const narrow = chooseMatrixTile(h200, 64, 64, plain);
+    const narrow = chooseMatrixTile(h200, dims(64, 64), plain);
     expect([narrow.m, narrow.n, narrow.k, narrow.warps, narrow.bn]).toEqual([16, 16, 16, 8, 16]);
     expect(matrixLayout(narrow).bytes).toBeLessThanOrEqual(49152 / 2);
     // d = 128: the 16-key tile takes 25.6 KB, more than half the limit
-    const wide = chooseMatrixTile(h200, 128, 128, plain);
+    const wide = chooseMatrixTile(h200, dims(128, 128), plain);
     expect([wide.m, wide.n, wide.k, wide.warps, wide.bn]).toEqual([16, 16, 16, 8, 32]);
     expect(matrixLayout({ ...wide, bn: 16 }).bytes).toBeGreaterThan(49152 / 2);
     expect(matrixLayout(wide).bytes).toBeLessThanOrEqual(49152);
     // an adapter with less workgroup memory gets no 16-key tile from the half rule
-    const small = chooseMatrixTile({ ...h200, limits: { ...h200.limits, maxWorkgroupStorage: 32768 } } as typeof h200, 64, 64, plain);
+    const small = chooseMatrixTile({ ...h200, limits: { ...h200.limits, maxWorkgroupStorage: 32768 } } as typeof h200, dims(64, 64), plain);
     expect(small.bn).toBe(32);
     // a tile asked for by name is taken whenever it fits at all
-    expect(chooseMatrixTile(h200, 128, 128, plain, true, { warps: 8, bn: 16 }).bn).toBe(16);
+    expect(chooseMatrixTile(h200, dims(128, 128), plain, true, { warps: 8, bn: 16 }).bn).toBe(16);
   });
 
   it('writes K/V during the softmax (three barrier points per tile) only for the two-workgroup tile', () => {
@@ -48,10 +50,10 @@ describe('subgroup-matrix kernel tiles', () => {
       const hot = body.slice(0, r0) + body.slice(r1 + 1);
       return (hot.match(/workgroupBarrier\(\)/g)?.length ?? 0) + 2 * (hot.match(/workgroupUniformLoad\(/g)?.length ?? 0);
     };
-    const shared = chooseMatrixTile(h200, 64, 64, plain);
+    const shared = chooseMatrixTile(h200, dims(64, 64), plain);
     expect(shared.stagingInSoftmax).toBe(true);
     expect(points(matrixKernelWgsl(shared))).toBe(3);
-    const alone = chooseMatrixTile(h200, 128, 128, plain);
+    const alone = chooseMatrixTile(h200, dims(128, 128), plain);
     expect(alone.stagingInSoftmax).toBe(false);
     expect(points(matrixKernelWgsl(alone))).toBe(5);
     // the K tile for t + 1 and the V tile for t are written after the S barrier, before the P one
@@ -69,32 +71,48 @@ describe('subgroup-matrix kernel tiles', () => {
   });
 
   it('falls back to fewer subgroups where the tile does not fit, and one subgroup without subgroup_id', () => {
-    const wide = chooseMatrixTile(h200, 256, 256, plain);
+    const wide = chooseMatrixTile(h200, dims(256, 256), plain);
     expect(wide.warps).toBeLessThan(8);
     expect(matrixLayout(wide).bytes).toBeLessThanOrEqual(49152);
-    const c = chooseMatrixTile({ ...h200, wgslFeatures: [] }, 64, 64, plain);
+    const c = chooseMatrixTile({ ...h200, wgslFeatures: [] }, dims(64, 64), plain);
     expect(c.warps).toBe(1);
     expect(matrixKernelWgsl(c)).not.toContain('subgroup_id');
   });
 
   it('holds one left matrix per 16 of d and one result matrix per 16 of dv in registers, ragged dims rounded up', () => {
-    const w = matrixKernelWgsl(chooseMatrixTile(h200, 128, 64, plain));
+    const w = matrixKernelWgsl(chooseMatrixTile(h200, dims(128, 64), plain));
     expect(w.match(/let q\d+ = subgroupMatrixLoad/g)).toHaveLength(8);
     expect(w.match(/var o\d+ = subgroup_matrix_result/g)).toHaveLength(4);
-    const r = matrixKernelWgsl(chooseMatrixTile(h200, 21, 13, plain));
+    const r = matrixKernelWgsl(chooseMatrixTile(h200, dims(21, 13), plain));
     expect(r.match(/let q\d+ = subgroupMatrixLoad/g)).toHaveLength(2);
     expect(r.match(/var o\d+ = subgroup_matrix_result/g)).toHaveLength(1);
     // 21 and 13 are not multiples of 4: element-wise staging reads, no vec4 bindings
     expect(r).not.toContain('array<vec4<f16>>');
   });
 
-  it('reads every matrix from workgroup memory, never straight from a storage buffer', () => {
-    const w = matrixKernelWgsl(chooseMatrixTile(h200, 64, 64, plain));
-    for (const m of w.matchAll(/subgroupMatrixLoad<[^(]*\(&(\w+)/g)) expect(['ks', 'vs', 'ps', 'ss']).toContain(m[1]);
+  it('reads K, V, S and P matrices from workgroup memory; Q from its buffer only where Nq and d are whole matrices', () => {
+    const sources = (nq: number, d: number) => {
+      const w = matrixKernelWgsl(chooseMatrixTile(h200, dims(d, d, nq), plain));
+      return [...w.matchAll(/subgroupMatrixLoad<[^(]*\(&(\w+)/g)].map((m) => m[1]);
+    };
+    // aligned: the four Q matrices straight from the buffer, everything else staged
+    const aligned = sources(4096, 64);
+    expect(aligned.filter((s) => s === 'q')).toHaveLength(4);
+    for (const s of aligned.filter((x) => x !== 'q')) expect(['ks', 'vs', 'ps', 'ss']).toContain(s);
+    // Nq not a multiple of 16, or d not a multiple of 16: a load past the binding would return zeros
+    // for rows that exist, so Q goes through the K array, which grows to hold BM × 16 halves
+    for (const [nq, d] of [[4095, 64], [4096, 72]]) {
+      expect(sources(nq, d)).not.toContain('q');
+      expect(sources(nq, d)).toContain('ks');
+    }
+    const staged = chooseMatrixTile(h200, dims(64, 64, 4095), plain);
+    const direct = chooseMatrixTile(h200, dims(64, 64), plain);
+    expect(staged.qFromBuffer).toBe(false);
+    expect(matrixLayout(staged).bytes - matrixLayout(direct).bytes).toBe((128 * 16 - 16 * 72) * 2);
   });
 
   it('leaves out the code of modifiers the problem does not use', () => {
-    const c = chooseMatrixTile(h200, 64, 64, plain);
+    const c = chooseMatrixTile(h200, dims(64, 64), plain);
     const p = matrixKernelWgsl(c);
     const all = matrixKernelWgsl({ ...c, score: { masked: true, softcap: true, alibi: true } });
     expect(p).not.toContain('tanh(');

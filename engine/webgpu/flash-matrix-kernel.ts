@@ -3,8 +3,8 @@
 // matrices, i.e. mma instructions). f16 operands, f32 accumulation.
 //
 // A workgroup is W subgroups; subgroup w owns query rows [w·M, w·M + M) of a BM = W·M tile.
-// Its Q rows live in registers as left matrices (staged once through workgroup memory, with
-// zeros past Nq and past d) and its O rows as result matrices for the whole pass. Per tile of
+// Its Q rows live in registers as left matrices (loaded once, see qFromBuffer) and its O rows
+// as result matrices for the whole pass. Per tile of
 // BN keys:
 //   0. the workgroup writes the K and V tile it prefetched into registers during the previous
 //      tile to workgroup memory (zeros past Nk, d, dv) and starts loading the next one (with
@@ -25,7 +25,7 @@
 // How many workgroups an SM runs at once is set by workgroup memory, not registers: on the
 // H200 (Dawn over Vulkan) an SM gives all its workgroups together no more than the 48 KiB
 // one workgroup may have (BENCHMARKS.md, runs 30–35). So the tile is kept at or under half
-// of that where the head dim allows (d = 64: 8 subgroups × 16 keys, 22.8 KB), and two
+// of that where the head dim allows (d = 64: 8 subgroups × 16 keys, 21.0 KB), and two
 // workgroups share each SM: one's barriers and softmax run while the other's MMAs do.
 // That took d = 64 from 87 to 105 TFLOP/s (causal 60 → 82), and the schedule it allows
 // (tileLoop below) to 114 (causal 93). At d = 128 the half-size tile measured slower than
@@ -95,6 +95,24 @@ export interface MatrixKernelConfig {
   pad: { s: number; p: number };
   /** K/V tile writes inside the softmax step (three barrier points per tile) or at its top (five). */
   stagingInSoftmax: boolean;
+  /**
+   * Q matrices loaded straight from the Q buffer. Right only where Nq is a multiple of M and d
+   * of K: a matrix load that reaches past the binding returns zeros, and with those
+   * divisibilities only the rows past Nq of the last head can (their results are discarded).
+   * Otherwise Q is staged through the K array, which then has to hold BM × K halves.
+   * Loading Q straight from the buffer skips the staging rounds' 2·d/K barriers: d = 128 went
+   * from 125 to 129 TFLOP/s, d = 64 stayed at 114 (BENCHMARKS.md, run 45). Staging Q through
+   * the P array instead, which would have saved the same memory everywhere, gave wrong Q
+   * (errors of order 1, run 44): one more case of this driver moving matrix loads (header).
+   */
+  qFromBuffer: boolean;
+}
+
+/** The problem sizes that shape the kernel. */
+export interface MatrixDims {
+  d: number;
+  dv: number;
+  nq: number;
 }
 
 /** Max growth (natural log units) of a row's logits before O and l are rescaled: P ≤ e^8 ≈ 2981. */
@@ -113,7 +131,7 @@ export function matrixLayout(c: MatrixKernelConfig) {
   const pw = c.bn + c.pad.p; // f16 P row stride
   const ksw = dp + 8; // staged K row stride (halves)
   const vsw = dvp + 8; // staged V row stride (halves)
-  const kHalves = Math.max(c.bn * ksw, bm * c.k); // the K array also stages Q, K columns at a time
+  const kHalves = c.qFromBuffer ? c.bn * ksw : Math.max(c.bn * ksw, bm * c.k); // the K array may also stage Q, K columns at a time
   const bytes = bm * pw * 2 + bm * sw * 4 + 4 + (kHalves + c.bn * vsw) * 2;
   const lanesPerRow = c.sg / c.m;
   return { bm, dp, dvp, sw, pw, ksw, vsw, kHalves, bytes, threads: c.warps * c.sg, lanesPerRow, scols: c.bn / lanesPerRow };
@@ -123,7 +141,7 @@ export function matrixLayout(c: MatrixKernelConfig) {
 // and 29–35):
 // - 8×16, where it takes at most half the workgroup-memory limit (see the header): a 4×32
 //   workgroup (23.8 KB) runs two per SM, the same padded to 27.9 KB one (run 30); at d = 64
-//   8×16 (22.8 KB) gives 105 TFLOP/s against 87.7 for 8×32 (38.4 KB), causal 82 against 60
+//   8×16 (22.8 KB with Q staged) gives 105 TFLOP/s against 87.7 for 8×32 (38.4 KB), causal 82 against 60
 //   (runs 32–35). At d = 128 it takes 25.1 KB; even squeezed to 24.1 KB it measured 107
 //   against 125 for 8×32 (run 35), so the half rule keeps it out there.
 // - then d = 64: 8×32 83.9–89.2, 4×32 85.6–89.2, 4×64 43.2–45.1; d = 128: 8×32 123.4–127.1,
@@ -143,8 +161,7 @@ const DEFAULT_SHAPES: [number, number][] = [
 
 export function chooseMatrixTile(
   ctx: Pick<WebGpuContext, 'limits' | 'matrixConfigs' | 'subgroupMinSize' | 'subgroupMaxSize' | 'wgslFeatures'>,
-  d: number,
-  dv: number,
+  { d, dv, nq }: MatrixDims,
   score: ScoreSpec,
   allowSubgroupId = true,
   prefer: MatrixTilePrefs = {},
@@ -163,7 +180,8 @@ export function chooseMatrixTile(
     for (const [i, [warps, bn]] of shapes.entries()) {
       if (bn % mc.N !== 0 || bn % mc.K !== 0 || (warps > 1 && !subgroupId)) continue;
       const sharedSm = i === 0 && !preferred;
-      const c: MatrixKernelConfig = { m: mc.M, n: mc.N, k: mc.K, warps, sg, bn, d, dv, subgroupId, score, pad: prefer.pad ?? PAD, rescaleLog: prefer.rescaleLog ?? RESCALE_LOG, stagingInSoftmax: prefer.stagingInSoftmax ?? sharedSm };
+      const qFromBuffer = nq % mc.M === 0 && d % mc.K === 0;
+      const c: MatrixKernelConfig = { m: mc.M, n: mc.N, k: mc.K, warps, sg, bn, d, dv, subgroupId, score, pad: prefer.pad ?? PAD, rescaleLog: prefer.rescaleLog ?? RESCALE_LOG, stagingInSoftmax: prefer.stagingInSoftmax ?? sharedSm, qFromBuffer };
       const L = matrixLayout(c);
       const limit = sharedSm ? ctx.limits.maxWorkgroupStorage / 2 : ctx.limits.maxWorkgroupStorage;
       if (L.threads <= ctx.limits.maxInvocations && L.bytes <= limit) return c;
@@ -374,8 +392,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   let wrow = warp * ${M}u;          // this subgroup's first row in the tile
   let sreg = wrow * SW;            // its S stripe / O scratch
 
-  // Q into registers, ${K} head dims at a time through the K array (zeros past Nq and d).
-${lines(
+  // Q into registers: straight from the buffer where that is right (qFromBuffer), else ${K}
+  // head dims at a time through the K array (zeros past Nq and d).
+${c.qFromBuffer ? lines(QT, (i) => `  let q${i} = subgroupMatrixLoad<${left}, row_major>(&q, qbase + (row0 + wrow) * D + ${i * K}u, D);`) : lines(
   QT,
   (i) => `  for (var idx = lid; idx < BM * ${K}u; idx += NT) {
     let r = idx / ${K}u; let col = ${i * K}u + idx % ${K}u;

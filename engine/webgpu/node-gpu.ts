@@ -13,11 +13,13 @@ export const DAWN_TOGGLES = ['enable-dawn-features=allow_unsafe_apis,vulkan_enab
 
 /**
  * FLASHSCOPE_DAWN_FEATURES adds Dawn toggles for diagnostics, e.g. `disable_robustness` to
- * measure what the bounds checks every browser keeps on cost (BENCHMARKS.md, runs 4–5).
+ * measure what the bounds checks every browser keeps on cost (BENCHMARKS.md, runs 4–5);
+ * FLASHSCOPE_DAWN_DISABLE turns toggles off, e.g. `use_vulkan_memory_model`.
  */
 function toggles(): string[] {
-  const extra = process.env.FLASHSCOPE_DAWN_FEATURES;
-  return extra ? [`${DAWN_TOGGLES[0]},${extra}`, ...DAWN_TOGGLES.slice(1)] : DAWN_TOGGLES;
+  const on = process.env.FLASHSCOPE_DAWN_FEATURES;
+  const off = process.env.FLASHSCOPE_DAWN_DISABLE;
+  return [on ? `${DAWN_TOGGLES[0]},${on}` : DAWN_TOGGLES[0], off ? `${DAWN_TOGGLES[1]},${off}` : DAWN_TOGGLES[1]];
 }
 
 export async function openNodeWebGpu(): Promise<WebGpuContext> {

@@ -10,9 +10,9 @@
 // --matrix-grid (subgroup-matrix tile/shape study, each config self-tested first),
 // --row-grid (row-kernel configurations of the f32/subgroup/f16 paths against the tiled kernel),
 // --waves (residency study: 2–64 heads of one batch), --no-decode,
-// --matrix-prefs '[{"warps":8,"bn":16}, …]' (the tiles --matrix-grid and --waves run for flash-matrix;
-// with it, the grid self-tests each on every variant, also rescaling on every max, and times
-// N = --n, causal and not).
+// --matrix-prefs '[{"warps":8,"bn":16}, …]' (the tiles --matrix-grid, --waves and the N = 65536
+// runs use for flash-matrix; with it, the grid self-tests each on every variant, also rescaling
+// on every max, and times N = --n, causal and not).
 
 import { nominalFlops, type AttentionProblem } from '../problem.ts';
 import { PATH_LABELS, WebGpuUnavailable, type WebGpuPath } from '../webgpu/device.ts';
@@ -209,6 +209,15 @@ async function main(): Promise<number> {
     }
   }
   if (!args.includes('--no-65536') && !quick) {
+    // One timed run per path, without warm-up: the f32 paths take 7–15 s a run. The tensor-core
+    // path (0.3–1.4 s) is warmed up and timed 3 times: its cold single runs came out up to 40%
+    // slow (BENCHMARKS.md, runs 47–48). With --matrix-prefs it runs once per named tile.
+    const big = async (p: AttentionProblem, path: WebGpuPath) => {
+      if (path !== 'flash-matrix') return [{ label: path, m: await measure(ctx, p, path, 1, {}, false) }];
+      const out = [];
+      for (const matrix of MATRIX_PREFS ?? [undefined]) out.push({ label: matrix ? `${path} ${JSON.stringify(matrix)}` : path, m: await measure(ctx, p, path, 3, { matrix }) });
+      return out;
+    };
     // d = 128 at N = 65536 needs 2 GiB per f32 tensor (O is f32 on every path), 4 bytes over
     // Dawn's 2 GiB − 4 binding limit: the flash paths run it in windows of 3 + 1 batches.
     for (const d of DS) {
@@ -216,7 +225,7 @@ async function main(): Promise<number> {
         const p: AttentionProblem = { batch: 4, hq: 16, hk: 16, nq: 65536, nk: 65536, d, dv: d, causal, dtype: 'fp32' };
         console.log(`B=4 H=16 N=65536 d=${d} ${causal ? 'causal' : 'non-causal'}`);
         console.log(`  ${'standard'.padEnd(16)} ${fmt(await measure(ctx, p, 'standard', 1, {}, false))}`);
-        for (const path of flashPaths) console.log(`  ${path.padEnd(16)} ${fmt(await measure(ctx, p, path, 1, {}, false))}`);
+        for (const path of flashPaths) for (const { label, m } of await big(p, path)) console.log(`  ${label.padEnd(16)} ${fmt(m)}`);
       }
     }
     // B·H = 128 in one batch: O alone is 2 GiB (f32 on every path), so the heads of the batch
@@ -224,8 +233,7 @@ async function main(): Promise<number> {
     const wide: AttentionProblem = { batch: 1, hq: 128, hk: 128, nq: 65536, nk: 65536, d: 64, dv: 64, causal: false, dtype: 'fp32' };
     console.log('B=1 H=128 N=65536 d=64 non-causal');
     for (const path of flashPaths) {
-      const m = await measure(ctx, wide, path, 1, {}, false);
-      console.log(`  ${path.padEnd(16)} ${fmt(m)}${typeof m === 'string' ? '' : `   [${m.config.replace(/^.*; in /, 'in ')}]`}`);
+      for (const { label, m } of await big(wide, path)) console.log(`  ${label.padEnd(16)} ${fmt(m)}${typeof m === 'string' ? '' : `   [${m.config.replace(/^.*; in /, 'in ')}]`}`);
     }
   }
   // Tile-size study of the f32 path at the headline shape.

@@ -25,7 +25,7 @@
 // How many workgroups an SM runs at once is set by workgroup memory, not registers: on the
 // H200 (Dawn over Vulkan) an SM gives all its workgroups together no more than the 48 KiB
 // one workgroup may have (BENCHMARKS.md, runs 30–35). So the tile is kept at or under half
-// of that where the head dim allows (d = 64: 8 subgroups × 16 keys, 21.0 KB), and two
+// of that where the head dim allows (d = 64: 8 subgroups × 16 keys, 22.8 KB), and two
 // workgroups share each SM: one's barriers and softmax run while the other's MMAs do.
 // That took d = 64 from 87 to 105 TFLOP/s (causal 60 → 82), and the schedule it allows
 // (tileLoop below) to 114 (causal 93). At d = 128 the half-size tile measured slower than
@@ -69,6 +69,8 @@ export interface MatrixTilePrefs {
   pad?: { s: number; p: number };
   /** Benchmark study: the K/V writes inside the softmax step (true) or at the top of the tile. */
   stagingInSoftmax?: boolean;
+  /** Benchmark study: stage Q through workgroup memory (true) or load it from its buffer where that is right (false). */
+  qStaged?: boolean;
 }
 
 export interface MatrixKernelConfig {
@@ -96,14 +98,15 @@ export interface MatrixKernelConfig {
   /** K/V tile writes inside the softmax step (three barrier points per tile) or at its top (five). */
   stagingInSoftmax: boolean;
   /**
-   * Q matrices loaded straight from the Q buffer. Right only where Nq is a multiple of M and d
-   * of K: a matrix load that reaches past the binding returns zeros, and with those
-   * divisibilities only the rows past Nq of the last head can (their results are discarded).
-   * Otherwise Q is staged through the K array, which then has to hold BM × K halves.
-   * Loading Q straight from the buffer skips the staging rounds' 2·d/K barriers: d = 128 went
-   * from 125 to 129 TFLOP/s, d = 64 stayed at 114 (BENCHMARKS.md, run 45). Staging Q through
-   * the P array instead, which would have saved the same memory everywhere, gave wrong Q
-   * (errors of order 1, run 44): one more case of this driver moving matrix loads (header).
+   * Q matrices loaded straight from the Q buffer instead of staged through the K array (which
+   * then has to hold BM × K halves). Right only where Nq is a multiple of M and d of K: a
+   * matrix load that reaches past the binding returns zeros, and with those divisibilities only
+   * rows past Nq of the last head can (their results are discarded). Chosen for the tiles that
+   * have an SM to themselves: at d = 128 it skips 8 staging rounds of two barriers each, 125 →
+   * 129.5 TFLOP/s at N = 4096 (causal 74 → 80); the two-workgroup d = 64 tile measured 1–3%
+   * slower with it at N ≥ 8192, so it stages Q (BENCHMARKS.md, runs 49–50). Staging Q through
+   * the P array instead gave wrong Q, errors of order 1 (run 44): one more case of this
+   * driver moving matrix loads (see the header).
    */
   qFromBuffer: boolean;
 }
@@ -141,7 +144,7 @@ export function matrixLayout(c: MatrixKernelConfig) {
 // and 29–35):
 // - 8×16, where it takes at most half the workgroup-memory limit (see the header): a 4×32
 //   workgroup (23.8 KB) runs two per SM, the same padded to 27.9 KB one (run 30); at d = 64
-//   8×16 (22.8 KB with Q staged) gives 105 TFLOP/s against 87.7 for 8×32 (38.4 KB), causal 82 against 60
+//   8×16 (22.8 KB) gives 105 TFLOP/s against 87.7 for 8×32 (38.4 KB), causal 82 against 60
 //   (runs 32–35). At d = 128 it takes 25.1 KB; even squeezed to 24.1 KB it measured 107
 //   against 125 for 8×32 (run 35), so the half rule keeps it out there.
 // - then d = 64: 8×32 83.9–89.2, 4×32 85.6–89.2, 4×64 43.2–45.1; d = 128: 8×32 123.4–127.1,
@@ -180,7 +183,7 @@ export function chooseMatrixTile(
     for (const [i, [warps, bn]] of shapes.entries()) {
       if (bn % mc.N !== 0 || bn % mc.K !== 0 || (warps > 1 && !subgroupId)) continue;
       const sharedSm = i === 0 && !preferred;
-      const qFromBuffer = nq % mc.M === 0 && d % mc.K === 0;
+      const qFromBuffer = !(prefer.qStaged ?? sharedSm) && nq % mc.M === 0 && d % mc.K === 0;
       const c: MatrixKernelConfig = { m: mc.M, n: mc.N, k: mc.K, warps, sg, bn, d, dv, subgroupId, score, pad: prefer.pad ?? PAD, rescaleLog: prefer.rescaleLog ?? RESCALE_LOG, stagingInSoftmax: prefer.stagingInSoftmax ?? sharedSm, qFromBuffer };
       const L = matrixLayout(c);
       const limit = sharedSm ? ctx.limits.maxWorkgroupStorage / 2 : ctx.limits.maxWorkgroupStorage;

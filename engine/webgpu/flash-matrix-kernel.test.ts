@@ -35,39 +35,47 @@ describe('subgroup-matrix kernel tiles', () => {
     expect(chooseMatrixTile(h200, dims(128, 128), plain, true, { warps: 8, bn: 16 }).bn).toBe(16);
   });
 
-  it('writes K/V during the softmax (three barrier points per tile) only for the two-workgroup tile', () => {
-    // Barrier points in the loop body, outside the rare O-rescale block: workgroupUniformLoad is two.
+  it('writes K/V during the softmax (two barriers per tile) only for the two-workgroup tile', () => {
+    // Barrier points in the loop over key tiles (workgroupUniformLoad would be two)
     const points = (w: string) => {
-      const body = w.slice(w.indexOf('for (var j0 = jfirst'), w.indexOf('l += subgroupShuffleXor(l'));
-      // the rescale block: from its opening brace to the matching closing one
-      const r0 = body.indexOf('!= 0u) {') + '!= 0u) '.length;
-      let depth = 0;
-      let r1 = r0;
-      for (; r1 < body.length; r1++) {
-        if (body[r1] === '{') depth++;
-        if (body[r1] === '}' && --depth === 0) break;
-      }
-      const hot = body.slice(0, r0) + body.slice(r1 + 1);
-      return (hot.match(/workgroupBarrier\(\)/g)?.length ?? 0) + 2 * (hot.match(/workgroupUniformLoad\(/g)?.length ?? 0);
+      const body = w.slice(w.indexOf('for (var j0 = jfirst'), w.indexOf('if (again)'));
+      return (body.match(/workgroupBarrier\(\)/g)?.length ?? 0) + 2 * (body.match(/workgroupUniformLoad\(/g)?.length ?? 0);
     };
     const shared = chooseMatrixTile(h200, dims(64, 64), plain);
     expect(shared.stagingInSoftmax).toBe(true);
-    expect(points(matrixKernelWgsl(shared))).toBe(3);
+    expect(points(matrixKernelWgsl(shared))).toBe(2);
     const alone = chooseMatrixTile(h200, dims(128, 128), plain);
     expect(alone.stagingInSoftmax).toBe(false);
-    expect(points(matrixKernelWgsl(alone))).toBe(5);
+    expect(points(matrixKernelWgsl(alone))).toBe(4);
     // the K tile for t + 1 and the V tile for t are written after the S barrier, before the P one
     const w = matrixKernelWgsl(shared);
     const loop = w.slice(w.indexOf('for (var j0 = jfirst'));
     const sBarrier = loop.indexOf('workgroupBarrier();');
-    const pBarrier = loop.indexOf('workgroupUniformLoad(&rescale)');
+    const pBarrier = loop.indexOf('workgroupBarrier();', sBarrier + 1);
     for (const store of ['ks[key * KSW', 'vs[key * VSW']) {
       expect(loop.indexOf(store)).toBeGreaterThan(sBarrier);
       expect(loop.indexOf(store)).toBeLessThan(pBarrier);
     }
     // P·V of the previous tile opens the iteration, before QKᵀ; the last tile's follows the loop
     expect(loop.indexOf('&ps, wrow * PW + kb')).toBeLessThan(loop.indexOf('acc0 = subgroupMatrixMultiplyAccumulate'));
-    expect(w.slice(w.indexOf('workgroupUniformLoad(&rescale)')).match(/&ps, wrow \* PW \+ kb/g)).toHaveLength(1);
+    expect(loop.slice(pBarrier).match(/&ps, wrow \* PW \+ kb/g)).toHaveLength(1);
+  });
+
+  it('never rescales O in the loop: a row max that grows after its first P sends the workgroup through a second pass from the true maxima', () => {
+    for (const c of [chooseMatrixTile(h200, dims(64, 64), plain), chooseMatrixTile(h200, dims(128, 128), plain)]) {
+      const w = matrixKernelWgsl(c);
+      const loop = w.slice(w.indexOf('for (var j0 = jfirst'), w.indexOf('if (again)'));
+      // O is only ever accumulated into inside the loop, never stored, scaled and reloaded
+      expect(loop).not.toMatch(/subgroupMatrixStore<row_major>\(&ss, sreg, o/);
+      expect(loop).not.toContain('workgroupUniformLoad');
+      // m moves only before the row's first P; later growth past the threshold asks for the second pass
+      expect(loop).toContain('if (started) { again = true; } else { alpha = exp2(m - mx); m = mx; }');
+      // the pass loop: at most two, the second starting from the true max and fresh O, read once per pass
+      const passes = w.slice(w.indexOf('for (var sweep = 0u; sweep < 2u; sweep++)'));
+      expect(passes.indexOf('m = mtrue;')).toBeLessThan(passes.indexOf('for (var j0 = jfirst'));
+      expect(passes.indexOf('o0 = subgroup_matrix_result')).toBeLessThan(passes.indexOf('for (var j0 = jfirst'));
+      expect(passes.match(/workgroupUniformLoad\(&rerun\)/g)).toHaveLength(1);
+    }
   });
 
   it('falls back to fewer subgroups where the tile does not fit, and one subgroup without subgroup_id', () => {

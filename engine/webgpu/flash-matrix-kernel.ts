@@ -31,13 +31,18 @@
 // (tileLoop below) to 114 (causal 93). At d = 128 the half-size tile measured slower than
 // one 8 × 32 workgroup per SM (107 against 125), so wide heads keep that.
 //
-// A subgroup matrix cannot be scaled row by row, so O is rescaled lazily (FA4's trick): the
-// row max m used for P only moves when the tile's max exceeds it by more than rescaleLog
-// (P stays ≤ e^rescaleLog, far inside f16's range). Only then does the workgroup round-trip
-// O through workgroup memory to scale its rows by exp(m_old − m_new): for typical inputs on
-// the first tile and rarely after. The result is exact: O and l carry the same stale m, and
-// O / l and LSE = m + log l do not depend on which m was used. Rescaling on every increase
-// instead costs 2.4× (run 6: 37.5 vs 89.2 TFLOP/s).
+// A subgroup matrix cannot be scaled row by row, so O is never rescaled (a stale max, as in
+// FA4's lazy rescale, taken to its end). A row's max m moves freely until the row has its
+// first P, while O is still zero and only l, a register, needs the factor. After that m stays,
+// and P = exp(s − m) ≤ e^rescaleLog as long as no score passes m + rescaleLog; O / l and
+// LSE = m + log l do not depend on which m was used, so the result is exact. A row whose
+// scores do pass it sets a flag, and at the end of the pass the workgroup reads the flag once
+// and, if set, runs the pass again with every row's m at the true row max (tracked through
+// the first pass), which no score can exceed. Typical inputs never run twice (their row max
+// is within e^rescaleLog of the first tile's); an input whose row maxima keep climbing costs
+// up to twice. Before, the decision was made per tile — rescale O through workgroup memory
+// when a max grew past the threshold — and making it workgroup-uniform took two barriers
+// (workgroupUniformLoad) in every tile (BENCHMARKS.md, run 52).
 //
 // Workgroup-memory rows are padded by 16 bytes (S: BN + 4 floats, P: BN + 8 halves, K/V:
 // head dim + 8 halves): unpadded, the 16-, 32- and 64-key rows all start in the same bank and
@@ -63,7 +68,7 @@ export interface MatrixTilePrefs {
   shape?: string;
   warps?: number;
   bn?: number;
-  /** Benchmark ablation: rescale threshold (0 = on every increase of a row max). */
+  /** Benchmark ablation: max growth allowed after a row's first P (0: any growth, so a second pass). */
   rescaleLog?: number;
   /** Benchmark study: row padding of the S stripes (floats) and P stripes (halves). */
   pad?: { s: number; p: number };
@@ -87,7 +92,7 @@ export interface MatrixKernelConfig {
    * offsets, and only subgroup_id is subgroup-uniform; lid / sg is not, to the analysis.
    */
   subgroupId: boolean;
-  /** Row-max growth (natural log) that triggers a rescale of O. */
+  /** Row-max growth (natural log) past which the workgroup runs its pass again from the true maxima. */
   rescaleLog: number;
   bn: number;
   d: number;
@@ -118,8 +123,8 @@ export interface MatrixDims {
   nq: number;
 }
 
-/** Max growth (natural log units) of a row's logits before O and l are rescaled: P ≤ e^8 ≈ 2981. */
-export const RESCALE_LOG = 8;
+/** Max growth (natural log units) of a row's logits after its first P: P ≤ e^10 ≈ 22026, inside f16's 65504. */
+export const RESCALE_LOG = 10;
 
 /** 16 bytes of padding per S and P row (see the header). */
 const PAD = { s: 4, p: 8 };
@@ -129,7 +134,7 @@ export function matrixLayout(c: MatrixKernelConfig) {
   const dp = Math.ceil(c.d / c.k) * c.k;
   const dvp = Math.ceil(c.dv / c.n) * c.n;
   // f32 S stripe / O scratch row stride; the first padding column holds the row's factor
-  // (rescale, then 1 / l), where a separate array would take 4 bytes per row more.
+  // (1 / l), where a separate array would take 4 bytes per row more.
   const sw = Math.max(c.bn, c.n) + Math.max(1, c.pad.s);
   const pw = c.bn + c.pad.p; // f16 P row stride
   const ksw = dp + 8; // staged K row stride (halves)
@@ -204,16 +209,6 @@ export function matrixKernelWgsl(c: MatrixKernelConfig): string {
   const SC = Array.from({ length: L.scols }, (_, i) => i);
   const lines = (n: number, f: (i: number) => string, sep = '\n') => Array.from({ length: n }, (_, i) => f(i)).join(sep);
   const each = <X>(xs: X[], f: (x: X) => string, sep = '\n') => xs.map(f).join(sep);
-  // Scale O block i by the per-row factors (column RF of the S rows), through this subgroup's S region.
-  const scaleBlock = (i: number) => `      subgroupMatrixStore<row_major>(&ss, sreg, o${i}, SW);
-      workgroupBarrier();
-      for (var e = lane; e < ${M * N}u; e += SG) {
-        let r = e / ${N}u; let cc = e % ${N}u;
-        ss[sreg + r * SW + cc] *= ss[sreg + r * SW + RF];
-      }
-      workgroupBarrier();
-      o${i} = subgroupMatrixLoad<${result}, row_major>(&ss, sreg, SW);
-      workgroupBarrier();`;
   // The softmax step for one tile, with the full-tile or the edge score function. Up to 16
   // scores per lane stay in registers between the max and the exponentials; past that the
   // lane reads its scores twice.
@@ -231,11 +226,11 @@ export function matrixKernelWgsl(c: MatrixKernelConfig): string {
       var mx = ${inRegs ? SC.reduce((acc, i) => (acc ? `max(${acc}, x${i})` : `x${i}`), '') : 'NEG_INF'};
       ${inRegs ? '' : each(SC, (i) => `mx = max(mx, ${score(fn, i)});`, '\n      ')}
       ${lines(Math.log2(L.lanesPerRow), (i) => `mx = max(mx, subgroupShuffleXor(mx, ${1 << i}u));`, ' ')}
+      mtrue = max(mtrue, mx);
       if (mx > m + RESCALE_LOG2) {
-        alpha = exp2(m - mx);
-        m = mx;
-        rescale = 1u;
+        if (started) { again = true; } else { alpha = exp2(m - mx); m = mx; }
       }
+      started = started || mx > NEG_INF;
       ${each(
         SC,
         (i) => {
@@ -285,20 +280,18 @@ ${lines(BN / N, (b) => `    subgroupMatrixStore<row_major>(&ss, sreg + ${b * N}u
     if (tile_visible(row0, min(row0 + BM, params.nq), j0, j0 + BN)) {${softmax('score_full')}
     } else {${softmax('score_edge')}
     }
-    l = l * alpha + sum;
-    if (part == 0u) { ss[srow * SW + RF] = alpha; }`;
+    l = l * alpha + sum;`;
   // O += P V. kb stays a run-time loop variable on purpose (see the header's trap).
   const pv = `    for (var kb = 0u; kb < BN; kb += ${K}u) {
       let pm = subgroupMatrixLoad<${left}, row_major>(&ps, wrow * PW + kb, PW);
 ${lines(OT, (i) => `      o${i} = subgroupMatrixMultiplyAccumulate(pm, subgroupMatrixLoad<${right}, row_major>(&vs, kb * VSW + ${i * N}u, VSW), o${i});`)}
     }`;
-  const rescaleO = lines(OT, scaleBlock);
   // Two schedules of the same steps. Alone on an SM (stagingInSoftmax false), the K/V tile
-  // is written between two barriers of its own at the top of each tile: five barrier points
-  // (workgroupUniformLoad is two). With two workgroups per SM, K(t+1) and V(t) are written
-  // during the softmax of tile t instead — QKᵀ(t), the last reader of K(t), and P·V(t−1),
-  // the last reader of V(t−1), are both behind the S barrier, and the P barrier makes both
-  // visible before they are read — so a tile has three barrier points. That lengthens the
+  // is written between two barriers of its own at the top of each tile: four barriers. With
+  // two workgroups per SM, K(t+1) and V(t) are written during the softmax of tile t instead —
+  // QKᵀ(t), the last reader of K(t), and P·V(t−1), the last reader of V(t−1), are both
+  // behind the S barrier, and the P barrier makes both visible before they are read — so a
+  // tile has two. (Each had one more while the rescale decision was made per tile.) That lengthens the
   // softmax step, which the other workgroup covers: 8×16 at d = 64 measured 104 → 114–115
   // TFLOP/s; one 8×32 workgroup per SM lost 6% to it (runs 36–37). This schedule also runs
   // P·V(t−1) at the top of iteration t, next to QKᵀ(t) — five independent MMA chains
@@ -309,7 +302,7 @@ ${lines(OT, (i) => `      o${i} = subgroupMatrixMultiplyAccumulate(pm, subgroupM
   ${kg('jfirst').store('ks', 'KSW').join('\n  ')}
   ${kg('(jfirst + BN)').fetch}
   ${vg('jfirst').fetch}
-  if (lid == 0u) { rescale = 0u; }
+  if (lid == 0u) { rerun = 0u; }
   // The first iteration's P·V (of no tile) must add nothing: P and V start as zeros.
   for (var i = lid; i < ${L.bm * L.pw}u; i += NT) { ps[i] = f16(0.0); }
   for (var i = lid; i < ${BN * L.vsw}u; i += NT) { vs[i] = f16(0.0); }
@@ -323,18 +316,14 @@ ${qkT}
     ${kg('(j0 + 2u * BN)').fetch}
     ${vg('(j0 + BN)').fetch}
 ${onlineSoftmax}
-    let rescaleNow = workgroupUniformLoad(&rescale); // P(t), K(t+1) and V(t) visible
-    if (lid == 0u) { rescale = 0u; }
-    if (rescaleNow != 0u) {
-${rescaleO}
-    }
+    workgroupBarrier();             // P(t), K(t+1) and V(t) visible
   }
 ${pv}`
     : `  ${kg('jfirst').fetch}
   ${vg('jfirst').fetch}
+  if (lid == 0u) { rerun = 0u; }
   for (var j0 = jfirst; j0 < kr.y; j0 += BN) {
     workgroupBarrier();             // the previous tile's K, V, S and P reads are done
-    if (lid == 0u) { rescale = 0u; }
     ${kg('j0').store('ks', 'KSW').join('\n    ')}
     ${vg('j0').store('vs', 'VSW').join('\n    ')}
     workgroupBarrier();
@@ -343,9 +332,7 @@ ${pv}`
 ${qkT}
     workgroupBarrier();
 ${onlineSoftmax}
-    if (workgroupUniformLoad(&rescale) != 0u) {
-${rescaleO}
-    }
+    workgroupBarrier();             // P visible
 ${pv}
   }`;
   const vecK = c.d % 4 === 0;
@@ -370,13 +357,13 @@ const NT = ${L.threads}u; const SG = ${c.sg}u;
 const SW = ${L.sw}u; const RF = ${Math.max(c.bn, c.n)}u; const PW = ${L.pw}u; const KSW = ${L.ksw}u; const VSW = ${L.vsw}u;
 const LPR = ${L.lanesPerRow}u;     // lanes per query row in the softmax step
 const LOG2E = 1.4426950408889634;
-const RESCALE_LOG2 = ${(c.rescaleLog * Math.LOG2E).toFixed(6)}; // the rescale threshold in log2 units
+const RESCALE_LOG2 = ${(c.rescaleLog * Math.LOG2E).toFixed(6)}; // growth allowed after a row's first P, log2 units
 // A score in log2 units; masked scores (NEG_INF) stay NEG_INF.
 fn to_log2(x: f32) -> f32 { return select(NEG_INF, x * LOG2E, x > NEG_INF); }
 
 var<workgroup> ps: array<f16, ${L.bm * L.pw}>;     // P stripes, [row][key]
 var<workgroup> ss: array<f32, ${L.bm * L.sw}>;     // S stripes, [row][key]; O scratch; column RF: row factors
-var<workgroup> rescale: u32;
+var<workgroup> rerun: u32;                         // some row's max grew past m + rescaleLog after its first P
 var<workgroup> ks: array<f16, ${L.kHalves}>;        // K tile [key][dim]; first, Q columns
 var<workgroup> vs: array<f16, ${BN * L.vsw}>;      // V tile [key][dim]
 
@@ -416,14 +403,27 @@ ${lines(OT, (i) => `  var o${i} = ${result}();`)}
   let part = lane % LPR;
   let grow = row0 + srow;
   let sink = sink_logit(h);
-  var m = to_log2(sink);           // running max, log2 units
+  let msink = to_log2(sink);
+  var mtrue = msink;               // the row's max over every score seen, log2 units
+  var m = msink;                   // the max P is taken against, log2 units
+  var l = 0.0;
   let c2 = params.scale * LOG2E;
-  var l = select(0.0, 1.0, sink > NEG_INF && part == 0u);
 
   let kr = block_key_range(row0, min(row0 + BM, params.nq));
   let jfirst = (kr.x / BN) * BN;
   ${kg('jfirst').decl} ${vg('jfirst').decl}
-${tileLoop}
+  // A second pass only where some row's max grew past m + rescaleLog after its first P; it
+  // starts every row at its true max, which no score can pass.
+  for (var sweep = 0u; sweep < 2u; sweep++) {
+    m = mtrue;
+    l = select(0.0, exp2(msink - m), sink > NEG_INF && part == 0u);
+    var started = false;           // P of this row taken against m (m may no longer move)
+    var again = false;
+${lines(OT, (i) => `    o${i} = ${result}();`)}
+${tileLoop.replace(/^(?=.)/gm, '  ')}
+    if (again) { rerun = 1u; }
+    if (workgroupUniformLoad(&rerun) == 0u) { break; }
+  }
   ${lines(Math.log2(L.lanesPerRow), (i) => `l += subgroupShuffleXor(l, ${1 << i}u);`, ' ')}
   workgroupBarrier();
   if (part == 0u) { ss[srow * SW + RF] = select(0.0, 1.0 / l, l > 0.0); }

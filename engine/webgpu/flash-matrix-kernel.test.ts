@@ -35,7 +35,7 @@ describe('subgroup-matrix kernel tiles', () => {
     expect(chooseMatrixTile(h200, dims(128, 128), plain, true, { warps: 8, bn: 16 }).bn).toBe(16);
   });
 
-  it('writes K/V during the softmax (two barriers per tile) only for the two-workgroup tile', () => {
+  it('writes K/V during the softmax (two barriers per tile) for the two-workgroup tile, and for a tile alone on its SM only without a mask', () => {
     // Barrier points in the loop over key tiles (workgroupUniformLoad would be two)
     const points = (w: string) => {
       const body = w.slice(w.indexOf('for (var j0 = jfirst'), w.indexOf('if (again)'));
@@ -44,9 +44,14 @@ describe('subgroup-matrix kernel tiles', () => {
     const shared = chooseMatrixTile(h200, dims(64, 64), plain);
     expect(shared.stagingInSoftmax).toBe(true);
     expect(points(matrixKernelWgsl(shared))).toBe(2);
-    const alone = chooseMatrixTile(h200, dims(128, 128), plain);
-    expect(alone.stagingInSoftmax).toBe(false);
+    const causal = { ...plain, masked: true };
+    expect(chooseMatrixTile(h200, dims(64, 64), causal).stagingInSoftmax).toBe(true);
+    const alone = chooseMatrixTile(h200, dims(128, 128), causal);
+    expect([alone.warps, alone.bn, alone.stagingInSoftmax]).toEqual([8, 32, false]);
     expect(points(matrixKernelWgsl(alone))).toBe(4);
+    const aloneUnmasked = chooseMatrixTile(h200, dims(128, 128), plain);
+    expect([aloneUnmasked.warps, aloneUnmasked.bn, aloneUnmasked.stagingInSoftmax]).toEqual([8, 32, true]);
+    expect(points(matrixKernelWgsl(aloneUnmasked))).toBe(2);
     // the K tile for t + 1 and the V tile for t are written after the S barrier, before the P one
     const w = matrixKernelWgsl(shared);
     const loop = w.slice(w.indexOf('for (var j0 = jfirst'));

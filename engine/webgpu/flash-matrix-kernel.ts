@@ -42,7 +42,8 @@
 // is within e^rescaleLog of the first tile's); an input whose row maxima keep climbing costs
 // up to twice. Before, the decision was made per tile — rescale O through workgroup memory
 // when a max grew past the threshold — and making it workgroup-uniform took two barriers
-// (workgroupUniformLoad) in every tile (BENCHMARKS.md, run 52).
+// (workgroupUniformLoad) in every tile: 113.6 → 122.0 TFLOP/s at d = 64, 129.7 → 140.8 at
+// d = 128, causal d = 128 80.6 → 108.4 (BENCHMARKS.md, run 53).
 //
 // Workgroup-memory rows are padded by 16 bytes (S: BN + 4 floats, P: BN + 8 halves, K/V:
 // head dim + 8 halves): unpadded, the 16-, 32- and 64-key rows all start in the same bank and
@@ -100,7 +101,7 @@ export interface MatrixKernelConfig {
   score: ScoreSpec;
   /** Row padding of the S stripes (floats) and P stripes (halves). */
   pad: { s: number; p: number };
-  /** K/V tile writes inside the softmax step (three barrier points per tile) or at its top (five). */
+  /** K/V tile writes inside the softmax step (two barriers per tile) or at its top (four). */
   stagingInSoftmax: boolean;
   /**
    * Q matrices loaded straight from the Q buffer instead of staged through the K array (which
@@ -189,7 +190,7 @@ export function chooseMatrixTile(
       if (bn % mc.N !== 0 || bn % mc.K !== 0 || (warps > 1 && !subgroupId)) continue;
       const sharedSm = i === 0 && !preferred;
       const qFromBuffer = !(prefer.qStaged ?? sharedSm) && nq % mc.M === 0 && d % mc.K === 0;
-      const c: MatrixKernelConfig = { m: mc.M, n: mc.N, k: mc.K, warps, sg, bn, d, dv, subgroupId, score, pad: prefer.pad ?? PAD, rescaleLog: prefer.rescaleLog ?? RESCALE_LOG, stagingInSoftmax: prefer.stagingInSoftmax ?? sharedSm, qFromBuffer };
+      const c: MatrixKernelConfig = { m: mc.M, n: mc.N, k: mc.K, warps, sg, bn, d, dv, subgroupId, score, pad: prefer.pad ?? PAD, rescaleLog: prefer.rescaleLog ?? RESCALE_LOG, stagingInSoftmax: prefer.stagingInSoftmax ?? (sharedSm || !score.masked), qFromBuffer };
       const L = matrixLayout(c);
       const limit = sharedSm ? ctx.limits.maxWorkgroupStorage / 2 : ctx.limits.maxWorkgroupStorage;
       if (L.threads <= ctx.limits.maxInvocations && L.bytes <= limit) return c;
@@ -286,17 +287,18 @@ ${lines(BN / N, (b) => `    subgroupMatrixStore<row_major>(&ss, sreg + ${b * N}u
       let pm = subgroupMatrixLoad<${left}, row_major>(&ps, wrow * PW + kb, PW);
 ${lines(OT, (i) => `      o${i} = subgroupMatrixMultiplyAccumulate(pm, subgroupMatrixLoad<${right}, row_major>(&vs, kb * VSW + ${i * N}u, VSW), o${i});`)}
     }`;
-  // Two schedules of the same steps. Alone on an SM (stagingInSoftmax false), the K/V tile
-  // is written between two barriers of its own at the top of each tile: four barriers. With
-  // two workgroups per SM, K(t+1) and V(t) are written during the softmax of tile t instead —
-  // QKᵀ(t), the last reader of K(t), and P·V(t−1), the last reader of V(t−1), are both
-  // behind the S barrier, and the P barrier makes both visible before they are read — so a
-  // tile has two. (Each had one more while the rescale decision was made per tile.) That lengthens the
-  // softmax step, which the other workgroup covers: 8×16 at d = 64 measured 104 → 114–115
-  // TFLOP/s; one 8×32 workgroup per SM lost 6% to it (runs 36–37). This schedule also runs
-  // P·V(t−1) at the top of iteration t, next to QKᵀ(t) — five independent MMA chains
-  // between two barriers instead of one chain of four, then four chains: causal 86 → 94
-  // TFLOP/s, non-causal unchanged (run 40).
+  // Two schedules of the same steps. In the first (stagingInSoftmax false) the K/V tile is
+  // written between two barriers of its own at the top of each tile: four barriers per tile.
+  // In the second, K(t+1) and V(t) are written during the softmax of tile t — QKᵀ(t), the last
+  // reader of K(t), and P·V(t−1), the last reader of V(t−1), are both behind the S barrier,
+  // and the P barrier makes both visible before they are read — so a tile has two. (Each had
+  // one barrier point more while the rescale decision was made per tile: runs 36–40.) The
+  // second lengthens the softmax step. A second workgroup on the SM covers that (8×16 at
+  // d = 64: 104 → 114–115 TFLOP/s, run 36); one 8×32 workgroup alone on its SM gains from
+  // it only without a mask (d = 128, N = 4096: 141.8 → 149.7; causal 108.7 → 97.0, run 54),
+  // so masked problems keep the first there. The second schedule also runs P·V(t−1) at the
+  // top of iteration t, next to QKᵀ(t) — five independent MMA chains between two barriers
+  // instead of one chain of four, then four chains: causal 86 → 94 TFLOP/s at d = 64 (run 40).
   const tileLoop = c.stagingInSoftmax
     ? `  ${kg('jfirst').fetch}
   ${kg('jfirst').store('ks', 'KSW').join('\n  ')}

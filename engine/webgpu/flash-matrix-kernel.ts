@@ -364,9 +364,9 @@ const RESCALE_LOG2 = ${(c.rescaleLog * Math.LOG2E).toFixed(6)}; // growth allowe
 fn to_log2(x: f32) -> f32 { return select(NEG_INF, x * LOG2E, x > NEG_INF); }
 
 var<workgroup> ps: array<f16, ${L.bm * L.pw}>;     // P stripes, [row][key]
-var<workgroup> ss: array<f32, ${L.bm * L.sw}>;     // S stripes, [row][key]; O scratch; column RF: row factors
+var<workgroup> ss: array<f32, ${L.bm * L.sw}>;     // S stripes, [row][key]; O scratch; column RF: 1 / l
 var<workgroup> rerun: u32;                         // some row's max grew past m + rescaleLog after its first P
-var<workgroup> ks: array<f16, ${L.kHalves}>;        // K tile [key][dim]; first, Q columns
+var<workgroup> ks: array<f16, ${L.kHalves}>;        // K tile [key][dim]; first, Q columns where Q is staged
 var<workgroup> vs: array<f16, ${BN * L.vsw}>;      // V tile [key][dim]
 
 @compute @workgroup_size(${L.threads})

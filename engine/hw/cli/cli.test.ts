@@ -52,6 +52,25 @@ describe('describe / simulate commands', () => {
     for (const v of Object.values(r.utilization) as number[]) expect(v).toBeLessThanOrEqual(1);
   });
 
+  it('simulate --backward: FA3 on H100 counts 2.5 × the forward FLOPs; describe --backward prints the ring of Q/dO/LSE/D', async () => {
+    const c = capture();
+    expect(await simulateCommand.run(['--algo', 'fa3', '--gpu', 'h100', '--b', '1', '--hq', '2', '--nq', '1024', '--d', '128', '--backward', '--causal'])).toBe(0);
+    const r = JSON.parse(c.out.join('\n'));
+    expect(r.pass).toBe('backward');
+    expect(r.flops).toBe((2.5 * 4 * 2 * 1024 * 1024 * 128) / 2);
+    expect(r.extra_kernel_us).toBeGreaterThan(0);
+    c.out.length = 0;
+    expect(await describeCommand.run(['--algo', 'cute-fa2', '--gpu', 'a100', '--backward'])).toBe(0);
+    const sheet = JSON.parse(c.out.join('\n'));
+    expect(sheet.algo).toBe('fa2');
+    expect(sheet.roles.length).toBe(8);
+    c.out.length = 0;
+    expect(await describeCommand.run(['--algo', 'fa3', '--gpu', 'h200', '--backward'])).toBe(0);
+    const names = JSON.parse(c.out.join('\n')).smem.buffers.map((b: { name: string }) => b.name);
+    for (const n of ['sQ', 'sdO', 'sLSE', 'sD', 'sdS', 'sdQaccum', 'sK', 'sV']) expect(names).toContain(n);
+    await expect(simulateCommand.run(['--algo', 'fa4', '--gpu', 'b200', '--backward'])).rejects.toThrow(/no backward hardware schedule for 'fa4'/);
+  });
+
   it('rejects bad input with a message naming the flag', () => {
     expect(() => parseHwOptions(['--algo', 'fa3'], { nq: 64, d: 64 })).toThrow(/--gpu is required/);
     expect(() => parseHwOptions(['--algo', 'fa3', '--gpu', 'h100', '--nq', '0'], { nq: 64, d: 64 })).toThrow(/--nq must be a positive integer/);

@@ -22,7 +22,8 @@ export const HW_TRACE_OPTIONS: OptionSpec = {
 
 export const HW_TRACE_HELP = `hardware events (engine/TRACE.md, "Hardware events"):
   --gpu a100|rtx4060|h100|h200|b200   also emit the timeline and memory events of one SM's
-                              schedule (fa3, fa4, fmha-v2, cute-fa2, flash-decoding)
+                              schedule (fa3, fa4, fmha-v2, cute-fa2, flash-decoding;
+                              with --do/--backward the backward kernel's: fa3, fa2)
   --no-pingpong --no-intra-overlap    FA3 switches (numeric steps and schedule)
   --no-lazy-rescale --no-exp2-emulation  FA4 switches (numeric steps and schedule)
   --stages N                  K/V pipeline depth of the schedule

@@ -108,6 +108,20 @@ describe('hardware trace lines', () => {
     expect(gemms.slice(0, 3)).toEqual(['gemm0 S=Q·K1ᵀ', 'gemm1 O+=P·V1', 'gemm0 S=Q·K0ᵀ']);
   });
 
+  it('trace --backward --gpu appends the backward kernel\'s schedule after the backward steps', async () => {
+    const out = join(mkdtempSync(join(tmpdir(), 'hw-trace-')), 't.jsonl');
+    const code = await traceCommand.run(['--algo', 'fa2', '--nq', '128', '--nk', '256', '--d', '64', '--dtype', 'fp16', '--backward', '--gpu', 'a100', '--out', out]);
+    expect(code).toBe(0);
+    const rows = readFileSync(out, 'utf8').trim().split('\n').map((l) => fromJsonLine<{ type?: string; kind?: string; pass?: string; op?: string; role?: string }>(l));
+    const firstHw = rows.findIndex((r) => r.type === 'hw.header');
+    expect(firstHw).toBeGreaterThan(0);
+    expect(rows.slice(0, firstHw).every((r) => r.pass === 'backward')).toBe(true);
+    expect(rows[firstHw].pass).toBe('backward');
+    // Two column blocks of 128 keys, one CTA each; the first visits the single row block (atomicAdd dQ0 per warp).
+    expect(rows.filter((r) => r.type === 'hw.timeline' && r.role === 'warp0' && r.op?.startsWith('atomicAdd dQ')).map((r) => r.op)).toEqual(['atomicAdd dQ0']);
+    await expect(traceCommand.run(['--algo', 'fa1', '--nq', '64', '--backward', '--gpu', 'a100'])).rejects.toThrow(/no backward hardware schedule for 'fa1'/);
+  });
+
   it('trace --gpu refuses before writing when there is no schedule', async () => {
     await expect(traceCommand.run(['--algo', 'fa2', '--nq', '64', '--gpu', 'h100'])).rejects.toThrow(/unknown hardware algorithm 'fa2'/);
   });

@@ -52,6 +52,11 @@ export const CALIBRATION: Case[] = [
   { name: 'FA2 backward on A100, d=128, N=16K', algo: 'fa2', pass: 'backward', gpu: 'a100', shape: { nq: 16384, nk: 16384 }, published: 196 },
   { name: 'FA2 backward on A100, d=64, N=16K, causal', algo: 'fa2', pass: 'backward', gpu: 'a100', shape: { hq: 32, hk: 32, nq: 16384, nk: 16384, d: 64, dv: 64, causal: true }, published: 166 },
   { name: 'FA2 backward on A100, d=128, N=16K, causal', algo: 'fa2', pass: 'backward', gpu: 'a100', shape: { nq: 16384, nk: 16384, causal: true }, published: 186 },
+  // Measured for FlashScope on an H100 80GB HBM3 (torch 2.11 SDPA FLASH backend = FA2 CUDA kernels,
+  // backward alone, fp16, mean of 20 after 5 warm-up; bench/sdpa-backward.py): 301, 283 causal, d=64 at 4K 268.
+  { name: 'FA2 backward on H100, d=128, N=8K (measured)', algo: 'fa2', pass: 'backward', gpu: 'h100', shape: { batch: 2, nq: 8192, nk: 8192 }, published: 301 },
+  { name: 'FA2 backward on H100, d=128, N=8K, causal (measured)', algo: 'fa2', pass: 'backward', gpu: 'h100', shape: { batch: 2, nq: 8192, nk: 8192, causal: true }, published: 283 },
+  { name: 'FA2 backward on H100, d=64, N=4K (measured)', algo: 'fa2', pass: 'backward', gpu: 'h100', shape: { batch: 4, nq: 4096, nk: 4096, d: 64, dv: 64 }, published: 268 },
   // Same figure, 2K tokens (batch 8): 163 / 187, causal 149 / 145: shorter rows, more CTAs.
   { name: 'FA2 backward on A100, d=128, N=2K', algo: 'fa2', pass: 'backward', gpu: 'a100', shape: { batch: 8, nq: 2048, nk: 2048 }, published: 187 },
   { name: 'FA2 backward on A100, d=128, N=2K, causal', algo: 'fa2', pass: 'backward', gpu: 'a100', shape: { batch: 8, nq: 2048, nk: 2048, causal: true }, published: 145 },

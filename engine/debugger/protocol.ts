@@ -18,6 +18,7 @@ import type { HardwareApi } from '../hw/api.ts';
 import type { ErrorStats, Prediction } from '../compare/diff.ts';
 import type { SyncAxis, SyncPoint } from '../compare/sync.ts';
 import type { TensorImport } from '../import/tensor-import.ts';
+import type { Pass } from './pass.ts';
 
 /** Everything that determines a trace: same request, same trace, always. */
 export interface LoadRequest {
@@ -32,6 +33,8 @@ export interface LoadRequest {
   features?: Record<string, boolean | number>;
   /** Inputs from the person's files instead of random ones; shapes and dtype then come from the files. */
   tensors?: TensorImport;
+  /** 'backward': step through the gradients (pass.ts); absent or 'forward': the forward pass. */
+  pass?: Pass;
 }
 
 /** How far one "step" moves: one phase event, one inner-loop iteration, one outer-loop iteration. */

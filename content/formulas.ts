@@ -3,6 +3,7 @@
 
 import type { TraceEvent } from '../engine/trace/events.ts';
 import type { RowHistoryEntry } from '../engine/debugger/protocol.ts';
+import { backwardFormula } from './backward-formulas.ts';
 
 export interface Formula {
   /** The update in symbols. */
@@ -133,5 +134,7 @@ function formulaNatural(algorithm: string, ev: TraceEvent, r: number, entry: Row
           };
     case 'combine':
       return { symbolic: '\\mathrm{LSE} = \\log \\textstyle\\sum_s e^{\\mathrm{LSE}_s}', live: `\\mathrm{LSE}_{${row}} = ${texNum(ev.lse[r])}` };
+    default:
+      return backwardFormula(ev, r);
   }
 }

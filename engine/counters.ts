@@ -2,7 +2,28 @@
 // compared line by line, and the totals must equal each algorithm's closed-form counts.
 
 /** Tensors that move between HBM and the chip. S and P appear only for standard attention. */
-export type HbmTensor = 'Q' | 'K' | 'V' | 'O' | 'S' | 'P' | 'l' | 'm' | 'LSE' | 'Opartial' | 'LSEpartial';
+export type HbmTensor =
+  | 'Q'
+  | 'K'
+  | 'V'
+  | 'O'
+  | 'S'
+  | 'P'
+  | 'l'
+  | 'm'
+  | 'LSE'
+  | 'Opartial'
+  | 'LSEpartial'
+  // The backward pass: the incoming gradient, D = rowsum(dO ∘ O), the gradients, the fp32
+  // dQ accumulator, and standard attention's materialized dP and dS.
+  | 'dO'
+  | 'D'
+  | 'dQ'
+  | 'dK'
+  | 'dV'
+  | 'dQaccum'
+  | 'dP'
+  | 'dS';
 
 export interface Counters {
   hbmRead: Partial<Record<HbmTensor, number>>;
@@ -15,12 +36,14 @@ export interface Counters {
   expCount: number;
   /** Row rescales of the running output (one per row whose accumulator is multiplied by a factor). */
   rescaleCount: number;
+  /** Backward pass: fp32 elements added atomically into HBM (the dQ accumulator). */
+  atomicAdds: number;
   /** Trace steps (events) the algorithm produced, counted whether tracing is on or off. */
   steps: number;
 }
 
 export function emptyCounters(): Counters {
-  return { hbmRead: {}, hbmWritten: {}, matmulFlops: 0, nonMatmulFlops: 0, expCount: 0, rescaleCount: 0, steps: 0 };
+  return { hbmRead: {}, hbmWritten: {}, matmulFlops: 0, nonMatmulFlops: 0, expCount: 0, rescaleCount: 0, atomicAdds: 0, steps: 0 };
 }
 
 /** A change to the counters carried by one trace event. Fields absent mean zero. */
@@ -31,6 +54,7 @@ export interface CounterDelta {
   nonMatmulFlops?: number;
   expCount?: number;
   rescaleCount?: number;
+  atomicAdds?: number;
 }
 
 export function addDelta(c: Counters, d: CounterDelta): void {
@@ -41,6 +65,7 @@ export function addDelta(c: Counters, d: CounterDelta): void {
   c.nonMatmulFlops += d.nonMatmulFlops ?? 0;
   c.expCount += d.expCount ?? 0;
   c.rescaleCount += d.rescaleCount ?? 0;
+  c.atomicAdds += d.atomicAdds ?? 0;
 }
 
 export function totalBytes(m: Partial<Record<HbmTensor, number>>): number {
@@ -60,6 +85,7 @@ export function countersToStats(c: Counters): Record<string, unknown> {
     non_matmul_flops: c.nonMatmulFlops,
     exp_count: c.expCount,
     rescale_count: c.rescaleCount,
+    atomic_adds: c.atomicAdds,
     steps: c.steps,
   };
 }

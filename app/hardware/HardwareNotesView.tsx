@@ -13,7 +13,9 @@ export default function HardwareNotesView() {
   const algorithm = useApp((s) => s.playback[pane].summary?.algorithm ?? '');
   const kind = useApp((s) => s.playback[pane].frame?.event.kind);
   const lesson = hardwareLessonFor(algorithm);
-  const stepHtml = useMemo(() => (lesson && kind ? lessonHtml(lesson.steps[kind]) : ''), [lesson, kind]);
+  // Backward phases have a hardware note only where a lesson writes one.
+  const stepText = lesson && kind ? lesson.steps[kind] : undefined;
+  const stepHtml = useMemo(() => (stepText ? lessonHtml(stepText) : ''), [stepText]);
   const topics = useMemo(() => lesson?.topics.map((t) => ({ ...t, html: lessonHtml(t.text) })) ?? [], [lesson]);
   if (!lesson || !kind) return null;
   return (

@@ -75,6 +75,7 @@ function expected(algo: string, s: Shape): Omit<Counters, 'hbmRead' | 'hbmWritte
     nonMatmulFlops: c.nonMatmulFlops * s.heads,
     expCount: c.expCount * s.heads,
     rescaleCount: c.rescaleCount * s.heads,
+    atomicAdds: 0, // the forward adds nothing atomically
     steps: c.steps * s.heads,
   };
 }

@@ -5,7 +5,7 @@
 
 import type { CounterDelta, HbmTensor } from '../counters.ts';
 
-export type PhaseKind =
+export type ForwardPhaseKind =
   | 'load' // a tile moves HBM -> on-chip
   | 'qk' // S = Q_i K_j^T (scaled, modifiers applied)
   | 'mask' // masked entries of S set to -inf
@@ -17,6 +17,22 @@ export type PhaseKind =
   | 'normalize' // O / l (and LSE)
   | 'write' // a tile moves on-chip -> HBM
   | 'combine'; // split partial results merged (flash-decoding)
+
+/** The backward pass's own phases (load, qk, mask and write are shared with the forward). */
+export type BackwardPhaseKind =
+  | 'dsum' // D_i = rowsum(dO_i ∘ O_i) (FA2/FA3 preprocessing; FA1 every inner step)
+  | 'recompute' // P_ij recomputed from the saved statistics: exp(S_ij − LSE_i)
+  | 'dv' // dV_j += P_ijᵀ dO_i
+  | 'dp' // dP_ij = dO_i V_jᵀ
+  | 'ds' // dS_ij = P_ij ∘ (dP_ij − D_i) (times the softcap derivative)
+  | 'dq' // dQ_i += dS_ij K_j · scale (read-modify-write or atomic add into HBM)
+  | 'dk' // dK_j += dS_ijᵀ Q_i · scale
+  | 'dqconvert'; // the fp32 dQ accumulator converted to the output dQ (postprocess)
+
+export type PhaseKind = ForwardPhaseKind | BackwardPhaseKind;
+
+/** FA3 backward: the warp role doing a step (producer warp, MMA consumer warpgroup, the dQ writer warp, the postprocess kernel). */
+export type BackwardRole = 'producer' | 'mma' | 'dqwriter' | 'preprocess' | 'postprocess';
 
 /** Half-open index range [start, end). */
 export type Range = [number, number];
@@ -57,6 +73,12 @@ interface EventBase {
    * exponentials are base 2 (P = 2^(s − m), factor = 2^(mOld − mNew)), as FA4 keeps them. LSE stays natural.
    */
   base2?: boolean;
+  /** Present (and 'backward') on every event of a backward pass; absent on forward events. */
+  pass?: 'backward';
+  /** FA3 backward: the warp role of this step. */
+  role?: BackwardRole;
+  /** FA3 backward: the ring stage a producer load fills (Q/LSE and dO/D rings). */
+  stage?: number;
 }
 
 export interface LoadEvent extends EventBase {
@@ -129,6 +151,79 @@ export interface CombineEvent extends EventBase {
   o: number[];
 }
 
+// ---- Backward pass. Tiles are row-major; "rows" are tile.rows (query rows of block i),
+// "cols" tile.cols (keys of block j). Gradients are in the units of the tensors they
+// belong to (dQ, dK include the softmax scale).
+
+/** D_i = rowsum(dO_i ∘ O_i), one value per query row of the block. */
+export interface DsumEvent extends EventBase {
+  kind: 'dsum';
+  /** rows×dv: the dO tile and the forward's output tile the sum is taken over. */
+  dO: number[];
+  o: number[];
+  D: number[];
+}
+/** P_ij recomputed from the forward's statistics; standard attention reads the P its forward stored. */
+export interface RecomputeEvent extends EventBase {
+  kind: 'recompute';
+  /** rows×cols, as fed to the dV matmul (rounded to the input dtype for 16-bit problems). */
+  p: number[];
+  /** Per row: the log-sum-exp P was computed against (FA1: m + log l from its stored m and l). */
+  lse: number[];
+}
+export interface DvEvent extends EventBase {
+  kind: 'dv';
+  /** rows×dv: the dO tile of this step. */
+  dO: number[];
+  /** cols×dv: the dV accumulator of the K/V block after this step (fp32). */
+  dV: number[];
+}
+export interface DpEvent extends EventBase {
+  kind: 'dp';
+  /** rows×cols: dP_ij = dO_i V_jᵀ (fp32 accumulator). */
+  dP: number[];
+}
+export interface DsEvent extends EventBase {
+  kind: 'ds';
+  /** rows×cols: P ∘ (dP − D) times the softcap derivative, as fed to the dQ and dK matmuls (16-bit problems: rounded). */
+  dS: number[];
+  /** Per row: the D_i subtracted. */
+  D: number[];
+  /** Softcap only, rows×cols: 1 − tanh²(s/c), the factor of the chain rule through the cap. */
+  softcapGrad?: number[];
+}
+export interface DqEvent extends EventBase {
+  kind: 'dq';
+  /** rows×d: the row block's dQ accumulator in HBM after this add (fp32). */
+  dQ: number[];
+  /** The column block (K/V-outer worker) whose add this is: tile.kvBlock. */
+  worker: number;
+  /** Column blocks that have added into this dQ row block so far, in order, this one last. */
+  contributors: number[];
+  /** true when the add is an atomic add (FA2, FA3), false for FA1's plain read-modify-write. */
+  atomic: boolean;
+  /**
+   * Other workers that, if every column block ran at once in lockstep (one worker per
+   * column block, each at its own n-th row block), would add into this same row block at
+   * this same iteration: the adds the atomics serialize.
+   */
+  collidesWith: number[];
+  /** FA3 deterministic mode: this add's position in the row block's fixed order of workers. */
+  turn?: number;
+}
+export interface DkEvent extends EventBase {
+  kind: 'dk';
+  /** cols×d: the dK accumulator of the K/V block after this step (fp32). */
+  dK: number[];
+}
+export interface DqConvertEvent extends EventBase {
+  kind: 'dqconvert';
+  /** rows×d: the output dQ of the row block (rounded to the input dtype for 16-bit problems). */
+  dQ: number[];
+}
+
+export type BackwardEvent = DsumEvent | RecomputeEvent | DvEvent | DpEvent | DsEvent | DqEvent | DkEvent | DqConvertEvent;
+
 export type TraceEvent =
   | LoadEvent
   | WriteEvent
@@ -140,4 +235,5 @@ export type TraceEvent =
   | RescaleEvent
   | PvEvent
   | NormalizeEvent
-  | CombineEvent;
+  | CombineEvent
+  | BackwardEvent;

@@ -1,0 +1,66 @@
+// What every backward algorithm does before its first event: validate the problem, the
+// inputs and dO (a bad one is rejected before anything runs), run the matching forward
+// untraced for O and the LSE, and allocate the gradients in "HBM".
+
+import { runToEnd } from '../run.ts';
+import type { AlgorithmResult, RunOptions, StepAlgorithm } from '../algorithms/types.ts';
+import { sixteenBitRounder } from '../dtype.ts';
+import { checkInputs, type AttentionInputs } from '../inputs.ts';
+import { dtypeBytes, validateProblem, type AttentionProblem } from '../problem.ts';
+import { scoreModel, type ScoreModel } from '../scores.ts';
+import { Tracer } from '../trace/tracer.ts';
+import { checkGradOutput } from './grad-output.ts';
+import type { BackwardInputs } from './types.ts';
+
+export interface BackwardSetup {
+  x: BackwardInputs;
+  forward: AlgorithmResult;
+  sm: ScoreModel;
+  tr: Tracer;
+  /** Bytes per element of the input dtype. */
+  eb: number;
+  /** 16-bit rounding of values fed to matmuls and of the outputs; undefined for fp32. */
+  rounder: ((x: number) => number) | undefined;
+  /** Gradients in HBM, fp32: dQ [B, Hq, Nq, d], dK [B, Hk, Nk, d], dV [B, Hk, Nk, dv]. */
+  dq: Float32Array;
+  dk: Float32Array;
+  dv: Float32Array;
+}
+
+/** Narrows inputs to BackwardInputs, with the ProblemError naming dO when it is missing or mis-sized. */
+export function asBackwardInputs(p: AttentionProblem, x: AttentionInputs): BackwardInputs {
+  const dO = (x as Partial<BackwardInputs>).dO;
+  checkGradOutput(p, dO);
+  return x as BackwardInputs;
+}
+
+export function setUpBackward(
+  p: AttentionProblem,
+  xIn: AttentionInputs,
+  forwardAlgo: StepAlgorithm,
+  forwardOptions: Omit<RunOptions, 'trace'>,
+  trace: boolean,
+): BackwardSetup {
+  validateProblem(p);
+  checkInputs(p, xIn);
+  const x = asBackwardInputs(p, xIn);
+  const forward = runToEnd(forwardAlgo, p, x, { ...forwardOptions, trace: false });
+  return {
+    x,
+    forward,
+    sm: scoreModel(p),
+    tr: new Tracer(trace),
+    eb: dtypeBytes(p.dtype),
+    rounder: sixteenBitRounder(p.dtype),
+    dq: new Float32Array(p.batch * p.hq * p.nq * p.d),
+    dk: new Float32Array(p.batch * p.hk * p.nk * p.d),
+    dv: new Float32Array(p.batch * p.hk * p.nk * p.dv),
+  };
+}
+
+/** The gradients as returned: rounded to the input dtype, as the kernels write them. */
+export function finishGradients(s: BackwardSetup): { dq: Float32Array; dk: Float32Array; dv: Float32Array } {
+  const r = s.rounder;
+  if (r) for (const a of [s.dq, s.dk, s.dv]) for (let i = 0; i < a.length; i++) a[i] = r(a[i]);
+  return { dq: s.dq, dk: s.dk, dv: s.dv };
+}

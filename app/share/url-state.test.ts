@@ -35,7 +35,7 @@ describe('share link codec', () => {
 
   it('carries the backward pass', () => {
     const s = defaultSharedState(VIEWS);
-    s.form = { ...DEFAULT_FORM, algorithm: 'fa1', pass: 'backward' };
+    s.form = { ...DEFAULT_FORM, algorithm: 'fa2', pass: 'backward' };
     s.step = 40;
     const back = decodeState(encodeState(s), VIEWS);
     expect(back.notices).toEqual([]);

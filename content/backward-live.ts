@@ -44,7 +44,8 @@ export function backwardLive(ev: TraceEvent, r: number, x: BackwardLiveData): st
     const cap = ev.softcapGrad?.[r * cols + c];
     const lhs = `dS_{${row},${col}}`;
     const body = `${texNum(p)} \\cdot \\big(${texNum(dp)} - ${paren(D)}\\big)${cap !== undefined ? ` \\cdot ${texNum(cap)}` : ''}`;
-    return [`${lhs} = P_{${row},${col}}\\,(dP_{${row},${col}} - D_{${row}})${cap !== undefined ? '\\,(1 - \\tanh^2)' : ''} = ${body} = ${texNum(ev.dS[r * cols + c])}`];
+    // The symbols are on the line above (the formula panel's update); this one is all numbers.
+    return [`${lhs} = ${body} = ${texNum(ev.dS[r * cols + c])}`];
   }
   if (ev.kind === 'dq') {
     const rows = ev.tile.rows[1] - ev.tile.rows[0];

@@ -52,8 +52,8 @@ export function BackwardHeatmaps({ frame, inputs, summary }: { frame: Frame; inp
     const kvBlock = matrix === 'K' ? tc : matrix === 'V' ? tr : matrix === 'S' || matrix === 'P' ? tc : -1;
     patchSelection(pane, { zoom: { matrix, qBlock, kvBlock } });
   };
-  const big = 220;
-  const tall = (n: number, other: number) => Math.max(40, (big * n) / Math.max(other, 1));
+  const big = 160;
+  const tall = (n: number, other: number) => Math.max(40, Math.min(big, (big * n) / Math.max(other, 1)));
   const standard = summary.algorithm === 'standard';
   return (
     <section className="view heatmaps bwd-heatmaps" aria-label="Backward heatmaps">

@@ -14,8 +14,12 @@ import { withImported } from '../import/import-store.ts';
 
 const LABEL: Record<Pass, string> = { forward: 'Forward', backward: 'Backward' };
 
-function PassRadios({ value, disabled, onChoose, label }: { value: Pass; disabled: boolean; onChoose: (p: Pass) => void; label: string }) {
+function PassRadios({ value, disabled, onChoose: choose, label }: { value: Pass; disabled: boolean; onChoose: (p: Pass) => void; label: string }) {
   const refs = useRef<(HTMLButtonElement | null)[]>([]);
+  // Marked, not disabled, while a run loads: a disabled button would drop the keyboard focus.
+  const onChoose = (p: Pass) => {
+    if (!disabled) choose(p);
+  };
   // Arrow keys move between the two, as in any radio group (and do not step the debugger).
   const onKey = (e: KeyboardEvent, i: number) => {
     if (e.key !== 'ArrowLeft' && e.key !== 'ArrowRight') return;
@@ -38,7 +42,7 @@ function PassRadios({ value, disabled, onChoose, label }: { value: Pass; disable
           aria-checked={value === p}
           tabIndex={value === p ? 0 : -1}
           className={value === p ? 'on' : undefined}
-          disabled={disabled}
+          aria-disabled={disabled}
           onClick={() => onChoose(p)}
           onKeyDown={(e) => onKey(e, i)}
         >

@@ -43,7 +43,7 @@ export const VIEWS: readonly ViewDef[] = [
   { id: 'counters', title: 'Counters', column: 'side', component: CountersView },
   { id: 'hw-timeline', title: 'Warp-role timeline', column: 'main', component: TimelineView, when: hw },
   { id: 'hw-memory', title: 'Memory map', column: 'main', component: MemoryMapView, when: hw },
-  { id: 'hw-hbm', title: 'HBM traffic', column: 'side', component: HbmTrafficView },
+  { id: 'hw-hbm', title: 'HBM traffic', column: 'side', component: HbmTrafficView, when: forward },
   { id: 'hw-notes', title: 'On the hardware', column: 'side', component: HardwareNotesView, when: hw },
 ];
 

@@ -203,7 +203,7 @@ function* runFa1(p: AttentionProblem, x: AttentionInputs, opts: RunOptions): Ste
   const lse = new Float32Array(lHbm.length);
   for (let r = 0; r < lse.length; r++) lse[r] = lHbm[r] > 0 ? mHbm[r] + Math.log(lHbm[r]) : -Infinity;
   if (rounder) for (let e = 0; e < oHbm.length; e++) oHbm[e] = rounder(oHbm[e]);
-  const result: AlgorithmResult = { o: oHbm, lse, counters: tr.counters, blocks: { blockM, blockN } };
+  const result: AlgorithmResult = { o: oHbm, lse, counters: tr.counters, blocks: { blockM, blockN }, rowStats: { m: mHbm, l: lHbm } };
   return result;
 }
 

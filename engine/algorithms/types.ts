@@ -34,6 +34,8 @@ export interface AlgorithmResult {
   lse: Float32Array;
   counters: Counters;
   blocks: { blockM: number; blockN: number };
+  /** FA1 only: the running max m and sum l it keeps in HBM ([batch, hq, nq], fp32), which its backward recomputes P from. */
+  rowStats?: { m: Float32Array; l: Float32Array };
   /** Algorithm-specific tallies beyond the shared counters (e.g. skippedBlocks, splits, emulatedExp2). */
   stats?: Record<string, number>;
 }

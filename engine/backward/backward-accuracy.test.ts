@@ -11,7 +11,7 @@ import { naiveBackwardSamePrecision } from './accuracy-support.ts';
 import { randomGradOutput } from './grad-output.ts';
 import { referenceBackward } from './reference-backward.ts';
 import { BACKWARD_ALGORITHMS } from './registry.ts';
-import type { BackwardResult } from './types.ts';
+import type { BackwardInputs, BackwardResult } from './types.ts';
 
 const base: AttentionProblem = { batch: 1, hq: 2, hk: 2, nq: 37, nk: 53, d: 16, dv: 24, causal: false, dtype: 'fp32' };
 
@@ -33,7 +33,8 @@ function run(algoIndex: number, p: AttentionProblem, seed = 5): { r: BackwardRes
   const x = randomInputs(p, { seed });
   const dO = randomGradOutput(p, seed);
   const algo = BACKWARD_ALGORITHMS[algoIndex];
-  const r = runToEnd(algo, p, { ...x, dO }, { blockM: 8, blockN: 16 }) as BackwardResult;
+  const xb: BackwardInputs = { ...x, dO };
+  const r = runToEnd(algo, p, xb, { blockM: 8, blockN: 16 }) as BackwardResult;
   const ref = referenceBackward(p, { ...x, dO });
   const err = [maxAbs(r.dq, ref.dq), maxAbs(r.dk, ref.dk), maxAbs(r.dv, ref.dv)];
   let bar = [1e-4, 1e-4, 1e-4];

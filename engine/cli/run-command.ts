@@ -14,6 +14,7 @@ import { ArgsError, parseArgs, str } from './args.ts';
 import type { CliCommand } from './command.ts';
 import { runWebGpuCli, splitBackend, WEBGPU_RUN_HELP } from './run-webgpu.ts';
 import { algoIds, cliProblem, fromBhnd, PROBLEM_HELP, PROBLEM_OPTIONS, shapeFor } from './problem-options.ts';
+import { BACKWARD_RUN_HELP, BACKWARD_RUN_OPTIONS, backwardsFor, runBackwardCli } from './backward-cli.ts';
 
 export const runCommand: CliCommand = {
   name: 'run',
@@ -27,6 +28,7 @@ DIR/<algo>/stats.json (hbm_bytes_read, hbm_bytes_written, matmul_flops, exp_coun
 rescale_count, steps, and the per-tensor breakdown).
 
 ${PROBLEM_HELP}
+${BACKWARD_RUN_HELP}
 output:
   --out DIR                   output directory (created)
 ${WEBGPU_RUN_HELP}`,
@@ -34,11 +36,14 @@ ${WEBGPU_RUN_HELP}`,
   async run(argvAll) {
     const { backend, rest: argv } = splitBackend(argvAll);
     if (backend === 'webgpu') return runWebGpuCli(argv);
-    const a = parseArgs(argv, { ...PROBLEM_OPTIONS, out: 'string' });
+    const a = parseArgs(argv, { ...PROBLEM_OPTIONS, ...BACKWARD_RUN_OPTIONS, out: 'string' });
     const out = str(a, 'out');
     if (!out) throw new ArgsError('--out DIR is required');
     const algos = algoIds(a).map(algorithmById);
+    // With --do, an algorithm without a backward is refused before any file is read.
+    if (str(a, 'do') !== undefined) backwardsFor(algos.map((x) => x.id));
     const cp = await cliProblem(a, false);
+    if (str(a, 'do') !== undefined) return runBackwardCli(a, cp, algos.map((x) => x.id), out);
     const p = cp.problem;
     // Every algorithm runs before anything is written, so an algorithm that rejects the
     // problem (or a feature) leaves no partial output directory behind.

@@ -11,6 +11,7 @@ import { ArgsError, parseArgs, str } from './args.ts';
 import type { CliCommand } from './command.ts';
 import { algoIds, cliProblem, PROBLEM_HELP, PROBLEM_OPTIONS, RANDOM_OPTIONS } from './problem-options.ts';
 import { describeFor, shapeOf } from '../hw/registry.ts';
+import { BACKWARD_TRACE_HELP, BACKWARD_TRACE_OPTIONS, backwardsFor, traceBackwardInputs, wantsBackward } from './backward-cli.ts';
 import { HW_TRACE_HELP, HW_TRACE_OPTIONS, hardwareTraceLinesFor, hwFeaturesFromArgs, stepFeaturesFromArgs } from '../hw/trace-lines.ts';
 
 /** Buffers lines and respects backpressure, so a long trace piped into `head` or a file never piles up in memory. */
@@ -43,18 +44,22 @@ random problem:
 
 ${PROBLEM_HELP}
 ${HW_TRACE_HELP}
+${BACKWARD_TRACE_HELP}
 output:
   --format jsonl              the only format (default)
   --out FILE                  write to FILE instead of stdout`,
 
   async run(argv) {
-    const a = parseArgs(argv, { ...PROBLEM_OPTIONS, ...RANDOM_OPTIONS, ...HW_TRACE_OPTIONS, format: 'string', out: 'string' });
+    const a = parseArgs(argv, { ...PROBLEM_OPTIONS, ...RANDOM_OPTIONS, ...HW_TRACE_OPTIONS, ...BACKWARD_TRACE_OPTIONS, format: 'string', out: 'string' });
     const format = str(a, 'format') ?? 'jsonl';
     if (format !== 'jsonl') throw new ArgsError(`--format must be jsonl, got '${format}'`);
-    const algos = algoIds(a).map(algorithmById);
+    const backward = wantsBackward(a);
+    const algos = backward ? backwardsFor(algoIds(a)) : algoIds(a).map(algorithmById);
     const cp = await cliProblem(a, true);
+    if (backward) cp.inputs = await traceBackwardInputs(a, cp);
     // Hardware events are checked before anything is written, so a bad --gpu never cuts a trace short.
     const gpu = str(a, 'gpu');
+    if (gpu && backward) throw new ArgsError('--gpu traces the forward schedule only; leave it out with --do/--backward');
     if (gpu) {
       for (const algo of algos) {
         const sheet = describeFor(algo.id, gpu, shapeOf(cp.problem), hwFeaturesFromArgs(a));

@@ -6,8 +6,9 @@ import { fa2Content } from './fa2.ts';
 import { standardContent } from './standard.ts';
 import { HW_LESSONS } from './lessons/index.ts';
 import type { AlgorithmContent } from './types.ts';
+import { BACKWARD_CONTENT } from './backward/index.ts';
 
-export const CONTENT: readonly AlgorithmContent[] = [standardContent, fa1Content, fa2Content, ...Object.values(HW_LESSONS).map((l) => l.content)];
+export const CONTENT: readonly AlgorithmContent[] = [standardContent, fa1Content, fa2Content, ...Object.values(HW_LESSONS).map((l) => l.content), ...BACKWARD_CONTENT];
 
 export function contentFor(algorithm: string): AlgorithmContent | undefined {
   return CONTENT.find((c) => c.algorithm === algorithm);

@@ -12,6 +12,7 @@ import { DiffPanel } from './DiffPanel.tsx';
 import { MAX_PANES, MIN_PANES } from './pane-config.ts';
 import { SHARED_PANE } from './shared-request.ts';
 import { startSyncDriver } from './sync-driver.ts';
+import { ComparePassSwitch } from '../backward/PassSwitch.tsx';
 
 const AXIS_LABEL: Record<SyncAxis, string> = { kv: 'K/V block', progress: 'normalised progress', time: 'simulated time', none: 'unlinked' };
 
@@ -28,6 +29,7 @@ function SharedProblem() {
     <span data-testid="shared-problem">
       Shared problem: B={p.batch} Hq={p.hq} Hk={p.hk} Nq={p.nq} Nk={p.nk} d={p.d} dv={p.dv} {p.dtype}
       {p.causal ? ' causal' : ''}
+      {applied.pass === 'backward' ? ', backward pass' : ''}
       {imported ? `, inputs from ${imported.label}` : `, seed ${applied.seed} (${applied.distribution})`}
       <span className="dim"> — change it in the Debugger tab</span>
     </span>
@@ -69,6 +71,7 @@ export function ComparePage() {
     <div className="compare">
       <div className="compare-bar" role="toolbar" aria-label="Compare settings">
         <SharedProblem />
+        <ComparePassSwitch shared={SHARED_PANE} ctl={controllers.get(SHARED_PANE)} />
         <label className="field">
           <span>Sync by</span>
           <select aria-label="Sync axis" value={axis} onChange={(e) => setAxis(e.target.value as SyncAxis)}>

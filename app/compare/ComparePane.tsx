@@ -13,6 +13,7 @@ import { useCompare } from './compare-store.ts';
 import { registerController } from './controllers.ts';
 import { comparePaneId, FEATURE_SPECS } from './pane-config.ts';
 import { paneRequest, sharedRequest, SHARED_PANE } from './shared-request.ts';
+import { hasBackward } from '../../engine/debugger/pass.ts';
 
 class Boundary extends Component<{ title: string; children: ReactNode }, { error: string | null }> {
   override state = { error: null as string | null };
@@ -43,6 +44,7 @@ function PaneSettings({ index, ctl }: { index: number; ctl: PaneController }) {
     setBn(cfg.blockN);
   }, [cfg.blockM, cfg.blockN]);
   const specs = FEATURE_SPECS[cfg.algorithm] ?? {};
+  const backward = useApp((s) => s.problem[SHARED_PANE]?.applied?.pass === 'backward');
   return (
     <form
       className="compare-settings"
@@ -56,8 +58,9 @@ function PaneSettings({ index, ctl }: { index: number; ctl: PaneController }) {
         <span>Algorithm</span>
         <select aria-label={`Pane ${index + 1} algorithm`} value={cfg.algorithm} onChange={(e) => setPane(index, { algorithm: e.target.value, features: {} })}>
           {ALGORITHMS.map((a) => (
-            <option key={a.id} value={a.id}>
+            <option key={a.id} value={a.id} disabled={backward && !hasBackward(a.id)}>
               {a.name}
+              {backward && !hasBackward(a.id) ? ' (forward only)' : ''}
             </option>
           ))}
         </select>

@@ -63,7 +63,9 @@ function DiffHeatmap() {
     }
   }, [ra, rb]);
   const nq = inputs?.nq ?? 0;
-  const dv = inputs?.dv ?? 0;
+  // A backward compares dQ (width d); a forward compares O (width dv).
+  const name = ra?.outputName ?? 'O';
+  const dv = (name === 'dQ' ? inputs?.d : inputs?.dv) ?? 0;
   const heads = nq && dv && diff && 'diff' in diff ? diff.diff.length / (nq * dv) : 0;
   const h = Math.min(head, Math.max(0, heads - 1));
   const slice = diff && 'diff' in diff && heads ? diff.diff.subarray(h * nq * dv, (h + 1) * nq * dv) : undefined;
@@ -74,7 +76,7 @@ function DiffHeatmap() {
   };
   return (
     <section className="view diff-heatmap" aria-label="Output difference">
-      <h3>Output difference A − B</h3>
+      <h3>Output difference A − B{name === 'dQ' ? ' (dQ of the backward)' : ''}</h3>
       <div className="fields">
         {(['A', 'B'] as const).map((label, which) => (
           <label key={label} className="field">
@@ -113,7 +115,7 @@ function DiffHeatmap() {
             max |A − B| = {maxHead === 0 ? '0 (identical outputs)' : maxHead.toExponential(3)}
             {heads > 1 && ` in head ${h}; ${(diff && 'maxAbs' in diff ? diff.maxAbs : 0).toExponential(3)} over all heads`}
           </p>
-          <Heatmap id="diff" title="O_A − O_B" data={slice} rows={nq} cols={dv} scale={colourScale('diverging', [-maxHead, maxHead])} tileRows={summaryA.blocks.blockM} tileCols={dv} maxPx={260} rowLabel="query row" colLabel="dv" />
+          <Heatmap id="diff" title={`${name}_A − ${name}_B`} data={slice} rows={nq} cols={dv} scale={colourScale('diverging', [-maxHead, maxHead])} tileRows={summaryA.blocks.blockM} tileCols={dv} maxPx={260} rowLabel="query row" colLabel={name === 'dQ' ? 'd' : 'dv'} />
         </>
       )}
     </section>

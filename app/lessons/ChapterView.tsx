@@ -13,6 +13,7 @@ import { LessonPane, lessonPaneId, type LessonPaneHandle } from './LessonPane.ts
 import { OnlineSoftmaxWidget } from './OnlineSoftmaxWidget.tsx';
 import { QuestionCard } from './QuestionCard.tsx';
 import { Inline, Tex } from './RichText.tsx';
+import { StepLink } from './StepLink.tsx';
 import { goToLesson } from './route.ts';
 
 function ChapterNav({ chapter, where }: { chapter: Chapter; where: 'top' | 'bottom' }) {
@@ -78,7 +79,9 @@ export function ChapterView({ chapter, initialStep }: { chapter: Chapter; initia
   };
 
   const textBlocks = chapter.blocks.map((b, i) =>
-    b.kind === 'widget' ? (
+    b.kind === 'goto' ? (
+      <StepLink key={i} chapter={chapter.number} block={i} pane={b.pane} label={b.label} handle={() => handles.current[b.pane] ?? null} />
+    ) : b.kind === 'widget' ? (
       b.widget === 'online-softmax' ? (
         <OnlineSoftmaxWidget key={i} />
       ) : (

@@ -21,6 +21,8 @@ export interface LessonPaneHandle {
   load(req: LoadRequest): Promise<void>;
   /** Moves back to the chapter's target step for what is loaded now. */
   toTarget(): Promise<void>;
+  /** Moves to a step of what is loaded now (a step link in the text). */
+  seek(step: number): Promise<void>;
 }
 
 function makeActive(pane: string) {
@@ -96,6 +98,10 @@ export function LessonPane({
         toTarget: async () => {
           const applied = useApp.getState().problem[pane]?.applied;
           if (applied) await seekTarget(applied, null);
+        },
+        seek: async (step) => {
+          makeActive(pane);
+          await ctl.seek(step);
         },
       });
       void load(spec.preset, initialStep);

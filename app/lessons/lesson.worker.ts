@@ -3,13 +3,14 @@
 
 import * as Comlink from 'comlink';
 import type { LoadRequest } from '../../engine/debugger/protocol.ts';
-import { checkAnswer, hardwareTable, locateTarget, needChapter, revealAnswer, RunCache } from '../../content/lessons/chapters/evaluate.ts';
+import { checkAnswer, hardwareTable, locateBlock, locateTarget, needChapter, revealAnswer, RunCache } from '../../content/lessons/chapters/evaluate.ts';
 import { fa1IoSweep, standardIoBytes } from '../../content/lessons/chapters/io-sweep.ts';
 
 const cache = new RunCache();
 
 const api = {
   locate: (chapter: number, pane: number, req: LoadRequest) => locateTarget(needChapter(chapter), pane, req, cache),
+  locateBlock: (chapter: number, block: number, req: LoadRequest) => locateBlock(needChapter(chapter), block, req, cache),
   check: (chapter: number, qid: string, req: LoadRequest, text: string) => checkAnswer(needChapter(chapter), qid, req, text, cache),
   reveal: (chapter: number, qid: string, req: LoadRequest) => revealAnswer(needChapter(chapter), qid, req, cache),
   hardware: (chapter: number) => hardwareTable(needChapter(chapter)),

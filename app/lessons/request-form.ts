@@ -10,6 +10,7 @@ export function requestToForm(r: LoadRequest, resolved?: { blockM: number; block
   return {
     ...DEFAULT_FORM,
     algorithm: r.algorithm,
+    pass: r.pass ?? 'forward',
     batch: String(p.batch),
     hq: String(p.hq),
     hk: String(p.hk),

@@ -6,7 +6,7 @@
 import { useSyncExternalStore } from 'react';
 
 export interface LessonRoute {
-  /** null: not in the lessons; 0: the table of contents; 1..9: a chapter. */
+  /** null: not in the lessons; 0: the table of contents; 1..10: a chapter. */
   lesson: number | null;
   /** 1-based step from the link, if any. */
   step: number | null;

@@ -9,6 +9,8 @@ import { usePane } from '../pane/context.ts';
 import { CountersTable } from '../views/CountersView.tsx';
 import { ImportButton } from '../import/ImportDialog.tsx';
 import { withImported } from '../import/import-store.ts';
+import { PassSwitch } from '../backward/PassSwitch.tsx';
+import { hasBackward } from '../../engine/debugger/pass.ts';
 
 function Field({ label, name, form, set, width = 5 }: { label: string; name: keyof ProblemForm; form: ProblemForm; set: (p: Partial<ProblemForm>) => void; width?: number }) {
   return (
@@ -61,7 +63,7 @@ export function ProblemPanel() {
       >
         <label className="field wide">
           <span>Algorithm</span>
-          <select aria-label="Algorithm" value={form.algorithm} onChange={(e) => set({ algorithm: e.target.value })}>
+          <select aria-label="Algorithm" value={form.algorithm} onChange={(e) => set(hasBackward(e.target.value) ? { algorithm: e.target.value } : { algorithm: e.target.value, pass: 'forward' })}>
             {ALGORITHMS.map((a) => (
               <option key={a.id} value={a.id}>
                 {a.name}
@@ -69,6 +71,7 @@ export function ProblemPanel() {
             ))}
           </select>
         </label>
+        <PassSwitch />
         <div className="fields">
           <Field label="B" name="batch" form={form} set={set} width={3} />
           <Field label="Hq" name="hq" form={form} set={set} width={3} />

@@ -33,6 +33,18 @@ describe('share link codec', () => {
     expect(decodeState(url, VIEWS)).toEqual({ state: s, notices: [] });
   });
 
+  it('carries the backward pass', () => {
+    const s = defaultSharedState(VIEWS);
+    s.form = { ...DEFAULT_FORM, algorithm: 'fa2', pass: 'backward' };
+    s.step = 40;
+    const back = decodeState(encodeState(s), VIEWS);
+    expect(back.notices).toEqual([]);
+    expect(back.state.form.pass).toBe('backward');
+    expect(formToRequest(back.state.form).pass).toBe('backward');
+    // Links made before the switch existed open the forward pass.
+    expect(decodeState(frag({ v: 1, f: { algorithm: 'fa1' } }), VIEWS).state.form.pass).toBe('forward');
+  });
+
   it('an empty fragment is the defaults without a notice', () => {
     expect(decodeState('', VIEWS)).toEqual({ state: defaultSharedState(VIEWS), notices: [] });
   });
@@ -47,6 +59,8 @@ describe('share link codec', () => {
     ['unknown algorithm', frag({ v: 1, f: { algorithm: 'fa9' } }), /problem.algorithm: "fa9" is not one of standard, fa1/],
     ['nq not a number', frag({ v: 1, f: { nq: 'abc' } }), /problem.nq: nq: must be a whole number, got "abc"; using "64"/],
     ['nq of the wrong type', frag({ v: 1, f: { nq: 64 } }), /problem.nq: 64 is not a string/],
+    ['unknown pass', frag({ v: 1, f: { pass: 'sideways' } }), /problem.pass: "sideways" is not one of forward, backward; using "forward"/],
+    ['backward of a forward-only algorithm', frag({ v: 1, f: { algorithm: 'fa4', pass: 'backward' } }), /problem.pass: pass: fa4 has no backward pass in FlashScope.*; using "forward"/],
     ['unknown form field', frag({ v: 1, f: { colour: 'red' } }), /problem.colour: unknown setting/],
     ['bad mode', frag({ v: 1, m: 'split' }), /mode "split" is not debugger or compare/],
     ['negative step', frag({ v: 1, st: -4 }), /step -4 is not a step number/],

@@ -5,6 +5,7 @@
 // Pure TS (no DOM): tested with vitest.
 
 import { ALGORITHMS } from '../../engine/algorithms/registry.ts';
+import { PASSES } from '../../engine/debugger/pass.ts';
 import { SYNC_AXES, type SyncAxis } from '../../engine/compare/sync.ts';
 import { GPUS } from '../../engine/hw/gpus/index.ts';
 import { DEFAULT_FORM, formToRequest, type ProblemForm } from '../store/problem-form.ts';
@@ -90,6 +91,7 @@ function readForm(x: unknown, notices: string[]): ProblemForm {
   }
   const enums: Partial<Record<keyof ProblemForm, readonly string[]>> = {
     algorithm: ALGORITHMS.map((a) => a.id),
+    pass: PASSES,
     blockMode: ['sram', 'explicit'],
     dtype: ['fp32', 'fp16', 'bf16'],
     distribution: ['normal', 'large-logits', 'outlier-row'],
@@ -109,7 +111,7 @@ function readForm(x: unknown, notices: string[]): ProblemForm {
     (form as unknown as Record<string, unknown>)[key] = v;
   }
   // Field-level values can still make an invalid problem (e.g. nq "abc"): reset the field named by the error.
-  const fieldOf: Record<string, keyof ProblemForm> = { batch: 'batch', hq: 'hq', hk: 'hk', nq: 'nq', nk: 'nk', d: 'd', dv: 'dv', Br: 'blockM', Bc: 'blockN', 'on-chip memory M': 'sramBytes', 'window left': 'windowLeft', 'window right': 'windowRight', softcap: 'softcap', seed: 'seed', 'outlier row': 'outlierRow' };
+  const fieldOf: Record<string, keyof ProblemForm> = { batch: 'batch', hq: 'hq', hk: 'hk', nq: 'nq', nk: 'nk', d: 'd', dv: 'dv', Br: 'blockM', Bc: 'blockN', 'on-chip memory M': 'sramBytes', 'window left': 'windowLeft', 'window right': 'windowRight', softcap: 'softcap', seed: 'seed', 'outlier row': 'outlierRow', pass: 'pass' };
   for (let tries = 0; tries < 20; tries++) {
     try {
       formToRequest(form);

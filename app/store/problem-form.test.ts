@@ -24,4 +24,9 @@ describe('problem form', () => {
     expect(r.problem.sinks).toEqual([-0.5, -0.5, -0.5, -0.5]);
     expect(() => formToRequest({ ...DEFAULT_FORM, sink: 'x' })).toThrow(/^sink: must be a number/);
   });
+  it('asks for the backward pass only of algorithms that have one', () => {
+    expect(formToRequest({ ...DEFAULT_FORM, algorithm: 'fa2', pass: 'backward' }).pass).toBe('backward');
+    expect(formToRequest(DEFAULT_FORM).pass).toBeUndefined();
+    expect(() => formToRequest({ ...DEFAULT_FORM, algorithm: 'flash-decoding', pass: 'backward' })).toThrow(/^pass: flash-decoding has no backward pass/);
+  });
 });

@@ -4,9 +4,12 @@
 import type { LoadRequest } from '../../engine/debugger/protocol.ts';
 import type { InputDistribution } from '../../engine/inputs.ts';
 import type { AttentionProblem, DType } from '../../engine/problem.ts';
+import { hasBackward, type Pass } from '../../engine/debugger/pass.ts';
 
 export interface ProblemForm {
   algorithm: string;
+  /** Which pass the debugger steps through: the forward, or the gradients (dO from the seed). */
+  pass: Pass;
   batch: string;
   hq: string;
   hk: string;
@@ -35,6 +38,7 @@ export interface ProblemForm {
 
 export const DEFAULT_FORM: ProblemForm = {
   algorithm: 'fa2',
+  pass: 'forward',
   batch: '1',
   hq: '1',
   hk: '1',
@@ -106,6 +110,10 @@ export function formToRequest(f: ProblemForm): LoadRequest {
   }
   const blocks = f.blockMode === 'sram' ? { sramBytes: int('on-chip memory M', f.sramBytes) } : { blockM: int('Br', f.blockM), blockN: int('Bc', f.blockN) };
   const req: LoadRequest = { algorithm: f.algorithm, problem, seed: int('seed', f.seed, 0), distribution: f.distribution, blocks };
+  if (f.pass === 'backward') {
+    if (!hasBackward(f.algorithm)) throw new FormError('pass', `${f.algorithm} has no backward pass in FlashScope; choose Forward, or one of the algorithms that have one`);
+    req.pass = 'backward';
+  }
   if (f.distribution === 'outlier-row' && f.outlierRow.trim() !== '') {
     const r = int('outlier row', f.outlierRow, 0);
     if (r >= problem.nq) throw new FormError('outlier row', `must be below nq (${problem.nq}), got ${r}`);

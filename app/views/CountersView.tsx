@@ -43,6 +43,12 @@ export function CountersTable({ c }: { c: Counters }) {
           <th>row rescales</th>
           <td>{si(c.rescaleCount)}</td>
         </tr>
+        {c.atomicAdds > 0 && (
+          <tr>
+            <th>atomic adds</th>
+            <td>{si(c.atomicAdds)}</td>
+          </tr>
+        )}
       </tbody>
     </table>
   );

@@ -5,6 +5,8 @@ import katex from 'katex';
 import 'katex/dist/katex.min.css';
 import { useMemo } from 'react';
 import { formulaFor } from '../../content/formulas.ts';
+import { backwardLive } from '../../content/backward-live.ts';
+import { softmaxScale } from '../../engine/problem.ts';
 import { useApp } from '../store/store.ts';
 import { usePane } from '../pane/context.ts';
 
@@ -18,12 +20,20 @@ export default function FormulaView() {
   const frame = useApp((s) => s.playback[pane].textFrame);
   const algorithm = useApp((s) => s.playback[pane].summary?.algorithm);
   const selected = useApp((s) => s.selection[pane].row);
+  const inputs = useApp((s) => s.playback[pane].inputs);
+  const problem = useApp((s) => s.problem[pane].applied?.problem);
   if (!frame || !algorithm) return null;
   const ev = frame.event;
   const [r0, r1] = ev.tile.rows;
   const row = selected !== null && selected >= r0 && selected < r1 ? selected : r0;
   const entry = frame.history.entries.find((e) => e.kvBlock === ev.tile.kvBlock);
   const f = r1 > r0 ? formulaFor(algorithm, ev, row - r0, entry) : formulaFor(algorithm, ev, 0, entry);
+  // dS and the dQ update with one entry's numbers, read from the frame's P, dP, dS and the head's K.
+  const g = frame.bwd;
+  const extra =
+    g && inputs && problem && r1 > r0
+      ? backwardLive(ev, row - r0, { p: frame.p, dP: g.dP, dS: g.dS, k: inputs.k, nk: frame.nk, d: inputs.d, scale: softmaxScale(problem), scaleLater: algorithm === 'fa3' })
+      : undefined;
   return (
     <section className="view formula" aria-label="Formula">
       <h3>
@@ -31,6 +41,7 @@ export default function FormulaView() {
       </h3>
       <Tex tex={f.symbolic} label="Update" />
       {f.live && <Tex tex={f.live} label="Update with live numbers" />}
+      {extra?.map((t, i) => <Tex key={i} tex={t} label={i === 0 ? 'One entry with live numbers' : 'One entry, continued'} />)}
     </section>
   );
 }

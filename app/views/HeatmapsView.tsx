@@ -6,6 +6,7 @@ import { useApp, type MatrixId } from '../store/store.ts';
 import { usePane } from '../pane/context.ts';
 import { colourScale } from './colour.ts';
 import { Heatmap, type Rect } from './Heatmap.tsx';
+import { BackwardHeatmaps } from '../backward/BackwardHeatmaps.tsx';
 
 export function HeatmapsView() {
   const { pane } = usePane();
@@ -27,6 +28,7 @@ export function HeatmapsView() {
     [ranges],
   );
   if (!frame || !inputs || !summary || !scales) return null;
+  if (summary.pass === 'backward') return <BackwardHeatmaps frame={frame} inputs={inputs} summary={summary} />;
   const { blockM, blockN } = summary.blocks;
   const [r0, r1] = frame.event.tile.rows;
   const [c0, c1] = frame.event.tile.cols;

@@ -1,6 +1,7 @@
 // The algorithm's pseudo-code with the current line highlighted, and what this step does.
 
 import { contentFor, lineIndexFor } from '../../content/index.ts';
+import { backwardContentId } from '../../content/backward/index.ts';
 import { useApp } from '../store/store.ts';
 import { usePane } from '../pane/context.ts';
 
@@ -9,12 +10,16 @@ export function PseudoCodeView() {
   const event = useApp((s) => s.playback[pane].textFrame?.event);
   const algorithm = useApp((s) => s.playback[pane].summary?.algorithm);
   const name = useApp((s) => s.playback[pane].summary?.algorithmName);
+  const backward = useApp((s) => s.playback[pane].summary?.pass === 'backward');
   if (!event || !algorithm) return null;
-  const c = contentFor(algorithm);
+  const c = contentFor(backward ? backwardContentId(algorithm) : algorithm);
   if (!c) {
     return (
       <section className="view pseudo" aria-label="Pseudo-code">
-        <p>{name} has no pseudo-code in FlashScope's content yet; the current step is {event.kind} ({event.line}).</p>
+        <p>
+          {name}
+          {backward ? '’s backward' : ''} has no pseudo-code in FlashScope's content yet; the current step is {event.kind} ({event.line}).
+        </p>
       </section>
     );
   }

@@ -13,6 +13,7 @@ import { hasHardwareModel } from '../../engine/hw/step-map.ts';
 import { MemoryMapView } from '../hardware/MemoryMapView.tsx';
 import { TimelineView } from '../hardware/TimelineView.tsx';
 import { HbmTrafficView } from '../hardware/HbmTrafficView.tsx';
+import { DqAccumulationView } from '../backward/DqAccumulationView.tsx';
 
 export type ViewColumn = 'main' | 'side';
 
@@ -27,19 +28,22 @@ export interface ViewDef {
 // KaTeX is only fetched once a formula is on screen.
 const FormulaView = lazy(() => import('./FormulaView.tsx'));
 const HardwareNotesView = lazy(() => import('../hardware/HardwareNotesView.tsx'));
-const hw = (s: LoadSummary) => hasHardwareModel(s.algorithm);
+// The hardware schedules model forward kernels; a backward trace does not map onto them.
+const hw = (s: LoadSummary) => s.pass !== 'backward' && hasHardwareModel(s.algorithm);
+const forward = (s: LoadSummary) => s.pass !== 'backward';
 
 export const VIEWS: readonly ViewDef[] = [
   { id: 'heatmaps', title: 'Tile heatmaps', column: 'main', component: HeatmapsView },
   { id: 'zoom', title: 'Tile numbers', column: 'main', component: TileZoomView },
-  { id: 'hbm', title: 'HBM m and l', column: 'main', component: HbmStateView, when: (s) => s.algorithm === 'fa1' },
-  { id: 'stats', title: 'Running statistics', column: 'side', component: StatsView },
+  { id: 'dq-accum', title: 'dQ accumulation', column: 'main', component: DqAccumulationView, when: (s) => s.pass === 'backward' && (s.algorithm === 'fa2' || s.algorithm === 'fa3') },
+  { id: 'hbm', title: 'HBM m and l', column: 'main', component: HbmStateView, when: (s) => forward(s) && s.algorithm === 'fa1' },
+  { id: 'stats', title: 'Running statistics', column: 'side', component: StatsView, when: forward },
   { id: 'formula', title: 'Formula', column: 'side', component: FormulaView },
   { id: 'pseudo', title: 'Pseudo-code', column: 'side', component: PseudoCodeView },
   { id: 'counters', title: 'Counters', column: 'side', component: CountersView },
   { id: 'hw-timeline', title: 'Warp-role timeline', column: 'main', component: TimelineView, when: hw },
   { id: 'hw-memory', title: 'Memory map', column: 'main', component: MemoryMapView, when: hw },
-  { id: 'hw-hbm', title: 'HBM traffic', column: 'side', component: HbmTrafficView },
+  { id: 'hw-hbm', title: 'HBM traffic', column: 'side', component: HbmTrafficView, when: forward },
   { id: 'hw-notes', title: 'On the hardware', column: 'side', component: HardwareNotesView, when: hw },
 ];
 

@@ -7,6 +7,7 @@ import { DebuggerSession } from '../../engine/debugger/session.ts';
 import { chromeTrace, scheduleJsonl } from '../../engine/hw/export.ts';
 import { smScheduleFor, type HwView, type HwViewRequest, type SmSchedule } from '../../engine/hw/step-map.ts';
 import type { HwExportFormat } from '../../engine/hw/api.ts';
+import { backwardBuffers } from '../../engine/debugger/backward-state.ts';
 
 const session = new DebuggerSession();
 /** The schedule the hardware views show now (kept for export). */
@@ -18,10 +19,13 @@ const sendView = (v: HwView): HwView => {
   return Comlink.transfer(v, [t.start, t.end, t.role, t.unit, t.op, t.tile, t.async, t.depStart, t.deps, m.stepCycle, m.stepOp, m.stepApprox, m.opStep].map((a) => a.buffer) as ArrayBuffer[]);
 };
 
-const sendFrame = (f: FrameUpdate): FrameUpdate => {
+/** The buffers of a frame update, handed over to the main thread without a copy. */
+const frameBuffers = (f: FrameUpdate): ArrayBuffer[] => {
   const x = f.patch;
-  return Comlink.transfer(f, [x.s.buffer, x.p.buffer, x.mask.buffer, x.o.buffer, x.oState.buffer, x.m.buffer, x.l.buffer] as ArrayBuffer[]);
+  return [...([x.s.buffer, x.p.buffer, x.mask.buffer, x.o.buffer, x.oState.buffer, x.m.buffer, x.l.buffer] as ArrayBuffer[]), ...(x.bwd ? backwardBuffers(x.bwd) : [])];
 };
+
+const sendFrame = (f: FrameUpdate): FrameUpdate => Comlink.transfer(f, frameBuffers(f));
 
 const api: DebuggerApi = {
   load: (req: LoadRequest, onProgress?: Progress) => session.load(req, onProgress),
@@ -31,7 +35,8 @@ const api: DebuggerApi = {
   setBreakpoints: (bps: Breakpoint[]) => session.setBreakpoints(bps),
   headInputs: async (b: number, h: number) => {
     const x: HeadInputs = await session.headInputs(b, h);
-    return Comlink.transfer(x, [x.q.buffer, x.k.buffer, x.v.buffer] as ArrayBuffer[]);
+    const extra = [x.dO, x.pForward].filter((a): a is Float32Array => !!a).map((a) => a.buffer);
+    return Comlink.transfer(x, [x.q.buffer, x.k.buffer, x.v.buffer, ...extra] as ArrayBuffer[]);
   },
   runCounters: (req: LoadRequest, onProgress?: Progress) => session.runCounters(req, onProgress),
   cancel: () => session.cancel(),
@@ -55,8 +60,7 @@ const api: DebuggerApi = {
   syncPoint: (gpu: string) => session.syncPoint(gpu),
   seekSync: async (point, axis, gpu) => {
     const { frame: f, used } = await session.seekSync(point, axis, gpu);
-    const x = f.patch;
-    return Comlink.transfer({ frame: f, used }, [x.s.buffer, x.p.buffer, x.mask.buffer, x.o.buffer, x.oState.buffer, x.m.buffer, x.l.buffer] as ArrayBuffer[]);
+    return Comlink.transfer({ frame: f, used }, frameBuffers(f));
   },
   traceJsonl: () => session.traceJsonl(),
 };

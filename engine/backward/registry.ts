@@ -1,13 +1,15 @@
 // The algorithms that have a backward pass, by the id of their forward. Algorithms without
 // one (cute-fa2, fmha_v2, fa4, flash-decoding) are refused by name.
 
+import { standardBackward } from '../algorithms/standard-backward.ts';
 import { fa1Backward } from '../algorithms/fa1-backward.ts';
 import { fa2Backward } from '../algorithms/fa2-backward.ts';
+import { fa3Backward } from '../algorithms/fa3-backward.ts';
 import { ALGORITHMS } from '../algorithms/registry.ts';
 import { ProblemError } from '../problem.ts';
 import type { BackwardAlgorithm } from './types.ts';
 
-export const BACKWARD_ALGORITHMS: readonly BackwardAlgorithm[] = [fa1Backward, fa2Backward];
+export const BACKWARD_ALGORITHMS: readonly BackwardAlgorithm[] = [standardBackward, fa1Backward, fa2Backward, fa3Backward];
 
 export function hasBackward(id: string): boolean {
   return BACKWARD_ALGORITHMS.some((a) => a.id === id);

@@ -131,11 +131,12 @@ export function* dsum(ctx: BwdContext, w: Where, o: Float32Array, line = 'dsum')
   if (ev) yield ev;
 }
 
-export function* ds(ctx: BwdContext, w: Where, pFor: 'p32' | 'p16' = 'p32'): Gen {
+/** `extraFlops`: work done for this phase beyond dS itself (standard attention forms D = rowsum(dP ∘ P) here). */
+export function* ds(ctx: BwdContext, w: Where, pFor: 'p32' | 'p16' = 'p32', extraFlops = 0): Gen {
   const { rows, cols } = w.at;
   g.dsCompute(ctx.sm, ctx.tile, w.at, ctx.rounder, pFor);
   const cap = ctx.sm.softcap !== undefined;
-  const ev = ctx.tr.emit('ds', base(ctx, w, 'ds', { nonMatmulFlops: (cap ? 4 : 2) * rows * cols }), () => {
+  const ev = ctx.tr.emit('ds', base(ctx, w, 'ds', { nonMatmulFlops: (cap ? 4 : 2) * rows * cols + extraFlops }), () => {
     const payload = { dS: tileOf(ctx, ctx.tile.ds, w), D: Array.from(ctx.tile.D.subarray(0, rows)), ...tag(w) };
     return cap ? { ...payload, softcapGrad: tileOf(ctx, ctx.tile.capGrad, w) } : payload;
   });
@@ -181,10 +182,33 @@ export function* dk(ctx: BwdContext, w: Where, kAcc: Float32Array, scale: number
 }
 
 /**
- * Stores the on-chip dK_j, dV_j (× kScale for dK) into HBM. With Hq > Hk the K/V head's
- * gradients are fp32 sums over its query heads: the group's first head writes, the others
- * read-modify-write (`atomic`: by atomic adds). Returns the HBM traffic for the write event.
+ * Stores an on-chip gradient block (dK_j or dV_j, `n` values, × `mul`) into HBM at `at`.
+ * With Hq > Hk the K/V head's gradients are fp32 sums over its query heads: the group's
+ * first head writes, the others read-modify-write (`atomic`: by atomic adds). Returns the
+ * HBM traffic of the write.
  */
+export function storeGrad(
+  p: AttentionProblem,
+  h: number,
+  tensor: 'dK' | 'dV',
+  src: Float32Array,
+  dst: Float32Array,
+  at: number,
+  n: number,
+  mul: number,
+  eb: number,
+  atomic: boolean,
+): CounterDelta {
+  const group = p.hq / p.hk;
+  const first = h % group === 0;
+  for (let e = 0; e < n; e++) dst[at + e] = (first ? 0 : dst[at + e]) + src[e] * mul;
+  if (group === 1) return { hbmWritten: { [tensor]: n * eb } };
+  if (first) return { hbmWritten: { [tensor]: n * 4 } };
+  const rmw: CounterDelta = { hbmRead: { [tensor]: n * 4 }, hbmWritten: { [tensor]: n * 4 }, nonMatmulFlops: n };
+  return atomic ? { ...rmw, atomicAdds: n } : rmw;
+}
+
+/** dK_j (× kScale) and dV_j of a column block into HBM; the traffic of both, merged. */
 export function storeKV(
   p: AttentionProblem,
   hs: g.TilePos['hs'],
@@ -198,16 +222,11 @@ export function storeKV(
   eb: number,
   atomic: boolean,
 ): CounterDelta {
-  const group = p.hq / p.hk;
-  const first = hs.h % group === 0;
-  const kb = hs.kBase + c0 * p.d;
-  const vb = hs.vBase + c0 * p.dv;
-  for (let e = 0; e < cols * p.d; e++) dk[kb + e] = (first ? 0 : dk[kb + e]) + kAcc[e] * kScale;
-  for (let e = 0; e < cols * p.dv; e++) dvHbm[vb + e] = (first ? 0 : dvHbm[vb + e]) + vAcc[e];
-  const nk = cols * p.d;
-  const nv = cols * p.dv;
-  if (group === 1) return { hbmWritten: { dK: nk * eb, dV: nv * eb } };
-  if (first) return { hbmWritten: { dK: nk * 4, dV: nv * 4 } };
-  const rmw = { hbmRead: { dK: nk * 4, dV: nv * 4 }, hbmWritten: { dK: nk * 4, dV: nv * 4 }, nonMatmulFlops: nk + nv };
-  return atomic ? { ...rmw, atomicAdds: nk + nv } : rmw;
+  const a = storeGrad(p, hs.h, 'dK', kAcc, dk, hs.kBase + c0 * p.d, cols * p.d, kScale, eb, atomic);
+  const b = storeGrad(p, hs.h, 'dV', vAcc, dvHbm, hs.vBase + c0 * p.dv, cols * p.dv, 1, eb, atomic);
+  const out: CounterDelta = { hbmWritten: { ...a.hbmWritten, ...b.hbmWritten } };
+  if (a.hbmRead) out.hbmRead = { ...a.hbmRead, ...b.hbmRead };
+  if (a.nonMatmulFlops) out.nonMatmulFlops = a.nonMatmulFlops + (b.nonMatmulFlops ?? 0);
+  if (a.atomicAdds) out.atomicAdds = a.atomicAdds + (b.atomicAdds ?? 0);
+  return out;
 }

@@ -31,21 +31,26 @@ export class GradTile {
   readonly D: Float64Array;
   readonly lse: Float64Array;
   anyMasked = false;
+  /** `within`: a view of rows [r0, r0 + maxRows) of a larger tile (standard attention's strips of its N×N matrices in HBM). */
   constructor(
     readonly maxRows: number,
     readonly stride: number,
     d: number,
+    within?: { tile: GradTile; r0: number },
   ) {
     const n = maxRows * stride;
-    this.s = new Float32Array(n);
-    this.capGrad = new Float32Array(n);
-    this.p32 = new Float32Array(n);
-    this.p16 = new Float32Array(n);
-    this.dp = new Float32Array(n);
-    this.ds = new Float32Array(n);
+    const part = <T extends Float32Array | Float64Array>(a: T | undefined, fresh: () => T, rowLen: number): T =>
+      within && a ? (a.subarray(within.r0 * rowLen, (within.r0 + maxRows) * rowLen) as T) : fresh();
+    const w = within?.tile;
+    this.s = part(w?.s, () => new Float32Array(n), stride);
+    this.capGrad = part(w?.capGrad, () => new Float32Array(n), stride);
+    this.p32 = part(w?.p32, () => new Float32Array(n), stride);
+    this.p16 = part(w?.p16, () => new Float32Array(n), stride);
+    this.dp = part(w?.dp, () => new Float32Array(n), stride);
+    this.ds = part(w?.ds, () => new Float32Array(n), stride);
     this.dqPart = new Float32Array(maxRows * d);
-    this.D = new Float64Array(maxRows);
-    this.lse = new Float64Array(maxRows);
+    this.D = part(w?.D, () => new Float64Array(maxRows), 1);
+    this.lse = part(w?.lse, () => new Float64Array(maxRows), 1);
   }
 }
 

@@ -94,6 +94,7 @@ export function diffTable(panes: PaneResult[]): DiffRow[] {
     row('non-matmul FLOPs', c.map((x) => x.nonMatmulFlops), fmtInt, true),
     row('exp count', c.map((x) => x.expCount), fmtInt, true),
     row('rescale count', c.map((x) => x.rescaleCount), fmtInt, true),
+    row('atomic adds', c.map((x) => x.atomicAdds), fmtInt, true),
     row('steps', c.map((x) => x.steps), fmtInt, false),
     row('predicted time (µs)', pred.map((p) => ('timeUs' in p ? p.timeUs : NaN)), (n) => n.toFixed(2), true, noModel),
     row('predicted TFLOP/s', pred.map((p) => ('tflops' in p ? p.tflops : NaN)), (n) => n.toFixed(1), false, noModel),
@@ -116,6 +117,6 @@ export function countersCsv(c: Counters): string {
   lines.push(`hbm_bytes_read,${totalBytes(c.hbmRead)}`, `hbm_bytes_written,${totalBytes(c.hbmWritten)}`);
   for (const [t, n] of Object.entries(c.hbmRead)) lines.push(`hbm_bytes_read.${t},${n}`);
   for (const [t, n] of Object.entries(c.hbmWritten)) lines.push(`hbm_bytes_written.${t},${n}`);
-  lines.push(`matmul_flops,${c.matmulFlops}`, `non_matmul_flops,${c.nonMatmulFlops}`, `exp_count,${c.expCount}`, `rescale_count,${c.rescaleCount}`, `steps,${c.steps}`);
+  lines.push(`matmul_flops,${c.matmulFlops}`, `non_matmul_flops,${c.nonMatmulFlops}`, `exp_count,${c.expCount}`, `rescale_count,${c.rescaleCount}`, `atomic_adds,${c.atomicAdds}`, `steps,${c.steps}`);
   return lines.join('\n') + '\n';
 }

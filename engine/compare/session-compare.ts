@@ -14,6 +14,25 @@ import type { CompareData, LoadRequest } from '../debugger/protocol.ts';
 import { errorStats, type Prediction } from './diff.ts';
 import { stepTimes } from './sync.ts';
 import { addDelta, emptyCounters } from '../counters.ts';
+import { referenceBackward } from '../backward/reference-backward.ts';
+
+/** A backward run's gradients and the dO they came from. */
+export interface RunGradients {
+  dO: Float32Array;
+  dq: Float32Array;
+  dk: Float32Array;
+  dv: Float32Array;
+}
+
+function concat(...parts: ArrayLike<number>[]): Float64Array {
+  const out = new Float64Array(parts.reduce((n, p) => n + p.length, 0));
+  let at = 0;
+  for (const p of parts) {
+    out.set(p as ArrayLike<number>, at);
+    at += p.length;
+  }
+  return out;
+}
 
 /** The hardware model's switches that the step algorithm's features name. */
 function hwFeatures(algoId: string, features: LoadRequest['features']): Partial<HwFeatures> | undefined {
@@ -30,6 +49,7 @@ function hwFeatures(algoId: string, features: LoadRequest['features']): Partial<
 const message = (e: unknown) => (e instanceof Error ? e.message : String(e));
 
 export function predictionFor(req: LoadRequest, problem: AttentionProblem, gpu: string): Prediction {
+  if (req.pass === 'backward') return { gpu, reason: 'the hardware model of the compare table times forward kernels' };
   const f = hwFeatures(req.algorithm, req.features);
   if (!f) return { gpu, reason: `no hardware model for ${req.algorithm}` };
   try {
@@ -41,6 +61,7 @@ export function predictionFor(req: LoadRequest, problem: AttentionProblem, gpu: 
 }
 
 export function timesFor(req: LoadRequest, problem: AttentionProblem, events: readonly TraceEvent[], gpu: string): { times: Float64Array | null; reason?: string } {
+  if (req.pass === 'backward') return { times: null, reason: `the ${req.algorithm} backward has no step-by-step hardware schedule` };
   const f = hwFeatures(req.algorithm, req.features);
   if (!f) return { times: null, reason: `${req.algorithm} has no hardware schedule` };
   try {
@@ -59,8 +80,15 @@ export function runComparison(
   output: Float32Array,
   events: readonly TraceEvent[],
   gpu: string,
+  grads?: RunGradients,
 ): CompareData {
-  const ref = referenceAttention(problem, inputs);
+  // A backward run is judged by its gradients: dQ, dK and dV against the float64 ones.
+  const error = grads
+    ? (() => {
+        const ref = referenceBackward(problem, { ...inputs, dO: grads.dO });
+        return errorStats(concat(grads.dq, grads.dk, grads.dv), concat(ref.dq, ref.dk, ref.dv));
+      })()
+    : errorStats(output, referenceAttention(problem, inputs).o);
   const counters = emptyCounters();
   for (const e of events) addDelta(counters, e.delta);
   counters.steps = events.length;
@@ -68,7 +96,8 @@ export function runComparison(
   return {
     counters,
     output: output.slice(),
-    error: errorStats(output, ref.o),
+    outputName: grads ? 'dQ' : 'O',
+    error,
     prediction: predictionFor(req, problem, gpu),
     hasTimeline: t.times !== null,
     timelineReason: t.reason,

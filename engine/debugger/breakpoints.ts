@@ -3,6 +3,7 @@
 
 import type { TraceEvent } from '../trace/events.ts';
 import type { BreakpointSpec } from './protocol.ts';
+import { dsAbove, gradientNonFinite } from './backward-breakpoints.ts';
 
 /** Values that must stay finite; -Infinity is legitimate in S after masking and in m before the first visible key. */
 function badValue(kind: 'signed' | 'finite', v: number): boolean {
@@ -79,6 +80,10 @@ export function matchBreakpoint(bp: BreakpointSpec, ev: TraceEvent, prev: TraceE
     }
     case 'phase':
       return ev.kind === bp.phase ? `phase ${bp.phase}` : undefined;
+    case 'grad-nonfinite':
+      return gradientNonFinite(ev);
+    case 'ds-above':
+      return dsAbove(ev, bp.threshold);
   }
 }
 
@@ -94,5 +99,9 @@ export function describeBreakpoint(bp: BreakpointSpec): string {
       return `m grows by more than ${bp.threshold}`;
     case 'phase':
       return `Phase ${bp.phase}`;
+    case 'grad-nonfinite':
+      return 'First NaN/Inf in a gradient';
+    case 'ds-above':
+      return `|dS| above ${bp.threshold}`;
   }
 }

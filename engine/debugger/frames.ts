@@ -3,11 +3,13 @@
 // the tests, so both see frames exactly the same way.
 
 import type { Frame, FrameUpdate } from './protocol.ts';
+import { applyBackwardPatch } from './backward-state.ts';
 
 export function applyUpdate(prev: Frame | undefined, u: FrameUpdate): Frame {
   const { patch, ...rest } = u;
   const seq = (prev?.seq ?? 0) + 1;
-  if (patch.full) return { ...rest, s: patch.s, p: patch.p, mask: patch.mask, o: patch.o, oState: patch.oState, m: patch.m, l: patch.l, seq };
+  const bwd = patch.bwd && applyBackwardPatch(patch.full ? undefined : prev?.bwd, patch.bwd, u.nq, u.nk);
+  if (patch.full) return { ...rest, s: patch.s, p: patch.p, mask: patch.mask, o: patch.o, oState: patch.oState, m: patch.m, l: patch.l, bwd, seq };
   if (!prev || prev.nq !== u.nq || prev.nk !== u.nk || prev.dv !== u.dv) {
     throw new Error('a partial frame update arrived without the frame it patches');
   }
@@ -22,5 +24,5 @@ export function applyUpdate(prev: Frame | undefined, u: FrameUpdate): Frame {
   prev.oState.set(patch.oState, patch.oRows[0]);
   prev.m.set(patch.m, patch.oRows[0]);
   prev.l.set(patch.l, patch.oRows[0]);
-  return { ...rest, s: prev.s, p: prev.p, mask: prev.mask, o: prev.o, oState: prev.oState, m: prev.m, l: prev.l, seq };
+  return { ...rest, s: prev.s, p: prev.p, mask: prev.mask, o: prev.o, oState: prev.oState, m: prev.m, l: prev.l, bwd, seq };
 }

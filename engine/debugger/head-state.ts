@@ -6,6 +6,7 @@
 import { addDelta, emptyCounters, type Counters } from '../counters.ts';
 import type { Range, TraceEvent } from '../trace/events.ts';
 import type { FramePatch } from './protocol.ts';
+import { BackwardState } from './backward-state.ts';
 
 export class HeadState {
   b = -1;
@@ -18,6 +19,8 @@ export class HeadState {
   readonly m: Float64Array;
   readonly l: Float64Array;
   counters: Counters = emptyCounters();
+  /** A backward run's gradients (D, dP, dS, dQ, dK, dV); absent for a forward run. */
+  readonly bwd: BackwardState | undefined;
   /**
    * What changed since the last frame was cut (see takeChanges): a rectangle of S/P/mask
    * cells and a range of rows of O/m/l, or "everything" after a head switch or a restore.
@@ -34,7 +37,10 @@ export class HeadState {
     readonly nq: number,
     readonly nk: number,
     readonly dv: number,
+    /** The head dimension d of Q and K; given for a backward run, whose dQ and dK have it. */
+    readonly backwardD?: number,
   ) {
+    this.bwd = backwardD === undefined ? undefined : new BackwardState(nq, nk, backwardD, dv);
     this.s = new Float32Array(nq * nk);
     this.p = new Float32Array(nq * nk);
     this.mask = new Uint8Array(nq * nk);
@@ -47,7 +53,7 @@ export class HeadState {
 
   /** Bytes one copy of this state occupies (what a checkpoint costs). */
   get bytes(): number {
-    return this.s.byteLength + this.p.byteLength + this.mask.byteLength + this.o.byteLength + this.oState.byteLength + this.m.byteLength + this.l.byteLength + 512;
+    return this.s.byteLength + this.p.byteLength + this.mask.byteLength + this.o.byteLength + this.oState.byteLength + this.m.byteLength + this.l.byteLength + (this.bwd?.bytes ?? 0) + 512;
   }
 
   private resetHead(b: number, h: number): void {
@@ -61,6 +67,7 @@ export class HeadState {
     this.oState.fill(0);
     this.m.fill(NaN);
     this.l.fill(NaN);
+    this.bwd?.reset();
   }
 
   apply(ev: TraceEvent): void {
@@ -81,6 +88,7 @@ export class HeadState {
         for (let r = 0; r < rows; r++) for (let c = 0; c < cols; c++) this.mask[(r0 + r) * this.nk + c0 + c] = ev.masked[r * cols + c];
         break;
       case 'exp':
+      case 'recompute':
         this.putTile(this.p, ev.p, r0, c0, rows, cols);
         break;
       case 'rowmax':
@@ -107,20 +115,22 @@ export class HeadState {
       case 'write':
         if (ev.tensors.includes('O')) for (let r = r0; r < r1; r++) this.oState[r] = 3;
         break;
-      case 'load':
+      default:
         break;
     }
+    this.bwd?.apply(ev);
   }
 
   /** Records the cells and rows `ev` writes, without writing them. */
   markChanged(ev: TraceEvent): void {
+    this.bwd?.markChanged(ev);
     const [r0, r1] = ev.tile.rows;
     if (r1 <= r0) return;
     if (r0 < this.or0) this.or0 = r0;
     if (r1 > this.or1) this.or1 = r1;
     let [c0, c1] = ev.tile.cols;
     if (ev.kind === 'normalize' && ev.p) [c0, c1] = [0, this.nk];
-    else if (ev.kind !== 'qk' && ev.kind !== 'mask' && ev.kind !== 'exp') return;
+    else if (ev.kind !== 'qk' && ev.kind !== 'mask' && ev.kind !== 'exp' && ev.kind !== 'recompute') return;
     if (r0 < this.cr0) this.cr0 = r0;
     if (r1 > this.cr1) this.cr1 = r1;
     if (c0 < this.cc0) this.cc0 = c0;
@@ -129,11 +139,12 @@ export class HeadState {
 
   /** The pending changes, to be put back after a restore that the receiver need not see whole. */
   saveChanges(): number[] {
-    return [this.changedAll ? 1 : 0, this.cr0, this.cr1, this.cc0, this.cc1, this.or0, this.or1];
+    return [this.changedAll ? 1 : 0, this.cr0, this.cr1, this.cc0, this.cc1, this.or0, this.or1, ...(this.bwd?.saveChanges() ?? [])];
   }
   restoreChanges(c: number[]): void {
     this.changedAll = c[0] === 1;
     [, this.cr0, this.cr1, this.cc0, this.cc1, this.or0, this.or1] = c;
+    this.bwd?.restoreChanges(c.slice(7));
   }
 
   private putTile(dst: Float32Array, src: number[], r0: number, c0: number, rows: number, cols: number): void {
@@ -186,6 +197,7 @@ export class HeadState {
         l: this.l.slice(oRows[0], oRows[1]),
       };
     }
+    if (this.bwd) patch.bwd = this.bwd.takeChanges();
     this.changedAll = false;
     this.cr0 = this.cc0 = this.or0 = Infinity;
     this.cr1 = this.cc1 = this.or1 = -Infinity;
@@ -195,6 +207,7 @@ export class HeadState {
   /** The next takeChanges sends everything (a receiver that holds no frame yet). */
   markAllChanged(): void {
     this.changedAll = true;
+    this.bwd?.markAllChanged();
   }
 
   copyFrom(o: HeadState): void {
@@ -208,11 +221,12 @@ export class HeadState {
     this.oState.set(o.oState);
     this.m.set(o.m);
     this.l.set(o.l);
+    if (this.bwd && o.bwd) this.bwd.copyFrom(o.bwd);
     this.counters = cloneCounters(o.counters);
   }
 
   clone(): HeadState {
-    const c = new HeadState(this.nq, this.nk, this.dv);
+    const c = new HeadState(this.nq, this.nk, this.dv, this.backwardD);
     c.copyFrom(this);
     return c;
   }

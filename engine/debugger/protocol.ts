@@ -18,6 +18,9 @@ import type { HardwareApi } from '../hw/api.ts';
 import type { ErrorStats, Prediction } from '../compare/diff.ts';
 import type { SyncAxis, SyncPoint } from '../compare/sync.ts';
 import type { TensorImport } from '../import/tensor-import.ts';
+import type { Pass } from './pass.ts';
+import type { BackwardArrays, BackwardPatch } from './backward-state.ts';
+import type { DqAdd } from './dq-accumulation.ts';
 
 /** Everything that determines a trace: same request, same trace, always. */
 export interface LoadRequest {
@@ -32,6 +35,8 @@ export interface LoadRequest {
   features?: Record<string, boolean | number>;
   /** Inputs from the person's files instead of random ones; shapes and dtype then come from the files. */
   tensors?: TensorImport;
+  /** 'backward': step through the gradients (pass.ts); absent or 'forward': the forward pass. */
+  pass?: Pass;
 }
 
 /** How far one "step" moves: one phase event, one inner-loop iteration, one outer-loop iteration. */
@@ -42,7 +47,11 @@ export type BreakpointSpec =
   | { kind: 'rescale-row'; row: number }
   | { kind: 'nonfinite' }
   | { kind: 'm-jump'; threshold: number }
-  | { kind: 'phase'; phase: PhaseKind };
+  | { kind: 'phase'; phase: PhaseKind }
+  /** Backward pass: the first NaN/Inf in D, dP, dS, dQ, dK or dV. */
+  | { kind: 'grad-nonfinite' }
+  /** Backward pass: a dS step with an entry of magnitude above the threshold. */
+  | { kind: 'ds-above'; threshold: number };
 
 export type Breakpoint = BreakpointSpec & { id: string; enabled: boolean };
 
@@ -61,10 +70,22 @@ export interface LoadSummary {
    * attention), else that of exp(S − m); it always starts at 0.
    */
   ranges: { s: [number, number]; p: [number, number]; o: [number, number]; q: [number, number]; k: [number, number]; v: [number, number] };
+  /** Which pass the trace steps through. */
+  pass: Pass;
+  /** A backward run: fixed colour ranges of its inputs and gradients over the whole run. */
+  backward?: BackwardSummary;
   /** Bytes the session holds for this trace: event payloads plus checkpoints. */
   memoryBytes: number;
   checkpointInterval: number;
   loadMs: number;
+}
+
+export interface BackwardSummary {
+  ranges: Record<'dO' | 'D' | 'dP' | 'dS' | 'dQ' | 'dK' | 'dV', [number, number]>;
+  /** Every add into dQ in trace order (the dQ accumulation view; see dq-accumulation.ts). */
+  dqAdds: DqAdd[];
+  /** Largest |P recomputed − P of a standard forward| over the run's heads, in the input dtype's rounding. */
+  recomputeMaxDiff: number;
 }
 
 /** Statistics of the rows of the current Q tile, one entry per K/V block visited so far. */
@@ -118,6 +139,8 @@ export interface Frame {
   counters: Counters;
   /** Set when this position was reached by stopping at a breakpoint. */
   hit?: BreakpointHit;
+  /** A backward run: D, dP, dS and the gradients so far (S and the recomputed P are in s and p). */
+  bwd?: BackwardArrays;
   /**
    * Increases with every update applied by the receiver: the big arrays are patched in
    * place, so views watch this number rather than the arrays' identity.
@@ -131,7 +154,7 @@ export interface Frame {
  * rows×cols (row-major) and the O/oState/m/l values of oRows. Stepping forward through a
  * 512×512 problem thus moves one tile, not two megabytes.
  */
-export type FramePatch =
+export type FramePatch = (
   | { full: true; s: Float32Array; p: Float32Array; mask: Uint8Array; o: Float32Array; oState: Uint8Array; m: Float64Array; l: Float64Array }
   | {
       full: false;
@@ -145,10 +168,11 @@ export type FramePatch =
       oState: Uint8Array;
       m: Float64Array;
       l: Float64Array;
-    };
+    }
+) & { bwd?: BackwardPatch };
 
 /** What step/seek/runToBreakpoint return; frames.ts turns it into a Frame. */
-export type FrameUpdate = Omit<Frame, 's' | 'p' | 'mask' | 'o' | 'oState' | 'm' | 'l' | 'seq'> & { patch: FramePatch };
+export type FrameUpdate = Omit<Frame, 's' | 'p' | 'mask' | 'o' | 'oState' | 'm' | 'l' | 'seq' | 'bwd'> & { patch: FramePatch };
 
 export interface HeadInputs {
   b: number;
@@ -163,6 +187,9 @@ export interface HeadInputs {
   dv: number;
   nq: number;
   nk: number;
+  /** A backward run: the incoming gradient [nq×dv] and the P a standard forward stores in HBM [nq×nk] (what the flash backward recomputes instead). */
+  dO?: Float32Array;
+  pForward?: Float32Array;
 }
 
 export interface CountersRun {
@@ -176,8 +203,11 @@ export type Progress = (fraction: number, label: string) => void;
 /** What compare mode needs from a loaded run (whole run, not the current step). */
 export interface CompareData {
   counters: Counters;
-  /** Final output [batch, hq, nq, dv]. */
+  /** Final output [batch, hq, nq, dv]; a backward run's dQ [batch, hq, nq, d]. */
   output: Float32Array;
+  /** Which tensor `output` is. */
+  outputName: 'O' | 'dQ';
+  /** Against float64: O, or a backward's dQ, dK and dV together. */
   error: ErrorStats;
   prediction: Prediction;
   /** Whether the 'time' sync axis is available (the algorithm has a hardware schedule on this GPU). */

@@ -18,10 +18,13 @@ import type { TraceEvent } from '../trace/events.ts';
 import { toJsonLine } from '../trace/jsonl.ts';
 import { BlobSource } from '../io/byte-source.ts';
 import { importRun, listTensors } from '../import/tensor-import.ts';
-import { runComparison, timesFor } from '../compare/session-compare.ts';
+import { runComparison, timesFor, type RunGradients } from '../compare/session-compare.ts';
+import type { BackwardResult } from '../backward/types.ts';
 import { pointOf, stepFor, type SyncAxis, type SyncPoint } from '../compare/sync.ts';
 import { describeBreakpoint, matchBreakpoint } from './breakpoints.ts';
 import { cloneCounters, HeadState } from './head-state.ts';
+import { startPass, type PassRun } from './pass-run.ts';
+import { storedForwardP, summarizeBackward } from './backward-summary.ts';
 import type {
   Breakpoint,
   BreakpointHit,
@@ -107,7 +110,9 @@ function groupRuns(events: TraceEvent[], key: (e: TraceEvent) => string): { of: 
 /** Refuses, with what to do instead, a problem whose trace would not fit the stepping budget. */
 function checkTraceSize(problem: AttentionProblem, req: LoadRequest): void {
   const blocks = resolveBlocks(problem, req.blocks);
-  const est = estimateTraceBytes(problem, blocks.blockM, blocks.blockN);
+  // A backward step records about twice the tiles of a forward one (S, P, dP, dS and the
+  // gradient rows), and the session keeps a standard forward's P beside it.
+  const est = estimateTraceBytes(problem, blocks.blockM, blocks.blockN) * (req.pass === 'backward' ? 2.5 : 1);
   if (est > TRACE_BUDGET_BYTES) {
     throw new TooLargeError(
       `This problem is too large to step through: its trace would take about ${Math.round(est / 2 ** 20)} MB ` +
@@ -137,8 +142,10 @@ export async function inputsFor(req: LoadRequest): Promise<{ problem: AttentionP
 
 interface Loaded {
   req: LoadRequest;
-  /** Final output of the run [batch, hq, nq, dv]. */
+  /** Final output of the run [batch, hq, nq, dv] (a backward run: its dQ). */
   output: Float32Array;
+  /** A backward run's gradients, for compare mode's error against float64. */
+  grads?: RunGradients;
   /** Simulated step times per GPU (compare mode's 'time' axis), computed on first use. */
   times: Map<string, Float64Array | null>;
   problem: AttentionProblem;
@@ -151,6 +158,8 @@ interface Loaded {
   /** Steps of rowmax/rowsum/rescale events per "b,h,qBlock". */
   stats: Map<string, number[]>;
   summary: LoadSummary;
+  /** A backward run: its dO [batch, hq, nq, dv] and the P a standard forward stores [batch, hq, nq, nk]. */
+  backward?: { dO: Float32Array; pForward: Float32Array };
 }
 
 export class DebuggerSession {
@@ -196,8 +205,9 @@ export class DebuggerSession {
     checkInputs(problem, inputs);
 
     const events: TraceEvent[] = [];
-    const gen = algo.run(problem, inputs, { ...req.blocks, features: req.features, trace: true });
-    const estSteps = Math.max(1, problem.batch * problem.hq * blockCount(problem.nq, blocks.blockM) * blockCount(problem.nk, blocks.blockN) * 7);
+    const run: PassRun = startPass(req, problem, inputs, { ...req.blocks, features: req.features, trace: true });
+    const gen = run.gen;
+    const estSteps = Math.max(1, problem.batch * problem.hq * blockCount(problem.nq, blocks.blockM) * blockCount(problem.nk, blocks.blockN) * (run.dO ? 12 : 7));
     let sliceStart = performance.now();
     let result;
     for (;;) {
@@ -217,7 +227,7 @@ export class DebuggerSession {
     if (events.length === 0) throw new Error('the algorithm produced no steps for this problem');
 
     // Second pass: view-state checkpoints, value ranges and navigation indexes.
-    const probe = new HeadState(problem.nq, problem.nk, problem.dv);
+    const probe = new HeadState(problem.nq, problem.nk, problem.dv, run.dO ? problem.d : undefined);
     const interval = Math.max(8, Math.ceil(events.length / Math.max(1, Math.floor(CHECKPOINT_BUDGET_BYTES / probe.bytes))));
     const checkpoints: HeadState[] = [];
     const ranges = {
@@ -245,7 +255,7 @@ export class DebuggerSession {
       if (i % interval === 0) checkpoints.push(probe.clone());
       numbers += eventNumbers(ev);
       if (ev.kind === 'qk') updateRange(ranges.s, ev.s);
-      else if (ev.kind === 'exp') updateRange(ranges.p, ev.p);
+      else if (ev.kind === 'exp' || ev.kind === 'recompute') updateRange(ranges.p, ev.p);
       else if (ev.kind === 'pv' || ev.kind === 'normalize' || ev.kind === 'combine') {
         updateRange(ranges.o, ev.o);
         if (ev.kind !== 'pv') updateRange(oFinal, ev.o);
@@ -272,21 +282,33 @@ export class DebuggerSession {
     for (const k of Object.keys(ranges) as (keyof typeof ranges)[]) ranges[k] = finishRange(ranges[k]);
     // P is a probability: anchor its scale at 0 so "small" reads as small.
     ranges.p = [0, Math.max(ranges.p[1], 1e-30)];
+    let backward: Loaded['backward'];
+    let grads: RunGradients | undefined;
+    if (run.dO) {
+      const r = result as BackwardResult;
+      grads = { dO: run.dO, dq: r.dq, dk: r.dk, dv: r.dv };
+      onProgress?.(0.97, 'computing the P a standard forward stores');
+      await yieldToLoop();
+      backward = { dO: run.dO, pForward: storedForwardP(problem, inputs) };
+    }
 
     const summary: LoadSummary = {
       algorithm: algo.id,
       algorithmName: algo.name,
+      pass: backward ? 'backward' : 'forward',
+      ...(backward ? { backward: summarizeBackward(problem, events, backward.dO, backward.pForward) } : {}),
       total: events.length,
       blocks: result.blocks,
       tiles: { rows: blockCount(problem.nq, result.blocks.blockM), cols: blockCount(problem.nk, result.blocks.blockN) },
       ranges,
-      memoryBytes: numbers * 8 + events.length * 160 + checkpoints.length * probe.bytes,
+      memoryBytes: numbers * 8 + events.length * 160 + checkpoints.length * probe.bytes + (backward ? backward.dO.byteLength + backward.pForward.byteLength : 0),
       checkpointInterval: interval,
       loadMs: performance.now() - t0,
     };
     this.loaded = {
       req: { ...structuredClone({ ...req, tensors: undefined }), tensors: req.tensors },
-      output: result.o,
+      output: grads ? grads.dq : result.o,
+      grads,
       times: new Map(),
       problem,
       inputs,
@@ -297,6 +319,7 @@ export class DebuggerSession {
       outer: groupRuns(events, (e) => `${e.b},${e.h},${e.outer}`),
       stats,
       summary,
+      backward,
     };
     this.cur = checkpoints[0].clone();
     this.pos = 0;
@@ -461,13 +484,16 @@ export class DebuggerSession {
 
   headInputs(b: number, h: number): Promise<HeadInputs> {
     return this.serial(() => {
-      const { problem: p, inputs: x } = this.need();
+      const { problem: p, inputs: x, backward } = this.need();
       if (!(b >= 0 && b < p.batch && h >= 0 && h < p.hq)) throw new Error(`no head (${b}, ${h}) in this problem`);
       const hk = Math.floor(h / (p.hq / p.hk));
       const qs = (b * p.hq + h) * p.nq * p.d;
       const ks = (b * p.hk + hk) * p.nk * p.d;
       const vs = (b * p.hk + hk) * p.nk * p.dv;
+      const os = (b * p.hq + h) * p.nq * p.dv;
+      const ps = (b * p.hq + h) * p.nq * p.nk;
       return {
+        ...(backward ? { dO: backward.dO.slice(os, os + p.nq * p.dv), pForward: backward.pForward.slice(ps, ps + p.nq * p.nk) } : {}),
         b,
         h,
         q: x.q.slice(qs, qs + p.nq * p.d),
@@ -489,7 +515,7 @@ export class DebuggerSession {
   compareData(gpu: string): Promise<CompareData> {
     return this.serial(() => {
       const L = this.need();
-      return runComparison(L.req, L.problem, L.inputs, L.output, L.events, gpu);
+      return runComparison(L.req, L.problem, L.inputs, L.output, L.events, gpu, L.grads);
     });
   }
 
@@ -522,12 +548,12 @@ export class DebuggerSession {
     return this.serial(async () => {
       const t0 = performance.now();
       this.cancelRequested = false;
-      const algo = algorithmById(req.algorithm);
+      algorithmById(req.algorithm);
       const { problem, inputs } = await inputsFor(req);
       const blocks = resolveBlocks(problem, req.blocks);
       // Tracing stays on so the generator yields and the run can be sliced and cancelled;
       // the events are dropped at once.
-      const gen = algo.run(problem, inputs, { ...req.blocks, features: req.features, trace: true });
+      const gen = startPass(req, problem, inputs, { ...req.blocks, features: req.features, trace: true }).gen;
       const estSteps = Math.max(1, problem.batch * problem.hq * blockCount(problem.nq, blocks.blockM) * blockCount(problem.nk, blocks.blockN) * 7);
       let n = 0;
       // Summed from the events' deltas so a cancelled run can still report what it counted.

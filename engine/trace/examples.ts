@@ -11,6 +11,7 @@ import type { AttentionProblem } from '../problem.ts';
 import { runToEnd } from '../run.ts';
 import type { TraceEvent } from './events.ts';
 import { toJsonLine } from './jsonl.ts';
+import { backwardTraceExamples } from './backward-examples.ts';
 
 /** 3 queries, 4 keys, d = dv = 2, causal (bottom-right), 2×2 tiles, seed 3 (chosen so the second K/V block raises a row max and the rescale factor is not 1). */
 export const EXAMPLE_PROBLEM: AttentionProblem = { batch: 1, hq: 1, hk: 1, nq: 3, nk: 4, d: 2, dv: 2, causal: true, dtype: 'fp32' };
@@ -39,5 +40,5 @@ export function traceExamples(): Record<string, string> {
   ex['fa1.pv'] = one(b, (e) => e.kind === 'pv', 'fa1 pv');
   ex['fa1.write'] = one(b, (e) => e.kind === 'write' && e.inner >= 0, 'fa1 write');
   ex['standard.normalize'] = one(events(standard), (e) => e.kind === 'normalize', 'standard normalize');
-  return ex;
+  return { ...ex, ...backwardTraceExamples() };
 }

@@ -1,13 +1,12 @@
 // Everything the lesson worker computes: recorded runs, step targets, answer checks and
 // hardware tables. Pure engine calls (Node and Worker); nothing here touches the DOM.
 
-import { algorithmById } from '../../../engine/algorithms/registry.ts';
 import type { LoadRequest } from '../../../engine/debugger/protocol.ts';
 import { hwAlgorithmById, simulateFor } from '../../../engine/hw/registry.ts';
 import { gpuById } from '../../../engine/hw/gpus/index.ts';
 import { randomInputs } from '../../../engine/inputs.ts';
 import { validateProblem } from '../../../engine/problem.ts';
-import { runToEnd } from '../../../engine/run.ts';
+import { startPass } from '../../../engine/debugger/pass-run.ts';
 import type { TraceEvent } from '../../../engine/trace/events.ts';
 import { chapterByNumber } from './index.ts';
 import type { AnswerValue, Chapter, EngineRun, HwRow, LessonContext, Question } from './types.ts';
@@ -17,8 +16,11 @@ export function runRequest(req: LoadRequest): EngineRun {
   const problem = validateProblem(structuredClone(req.problem));
   const inputs = randomInputs(problem, { seed: req.seed, distribution: req.distribution, outlierRow: req.outlierRow });
   const events: TraceEvent[] = [];
-  const result = runToEnd(algorithmById(req.algorithm), problem, inputs, { ...req.blocks, features: req.features, trace: true, onEvent: (e) => events.push(e) });
-  return { request: structuredClone(req), events, result };
+  // The forward or the backward, as the request's pass says (the same generator the debugger records).
+  const gen = startPass(req, problem, inputs, { ...req.blocks, features: req.features, trace: true }).gen;
+  let r = gen.next();
+  for (; !r.done; r = gen.next()) events.push(r.value);
+  return { request: structuredClone(req), events, result: r.value };
 }
 
 /** Recent runs by request, so checking three questions runs the engine once. */
@@ -89,6 +91,14 @@ export function locateTarget(chapter: Chapter, pane: number, req: LoadRequest, c
   const j = f ? f.find(run.events) : -1;
   if (f && j >= 0) return { step: j, total, describe: f.describe, exact: false };
   return { step: 0, total, describe: `this problem has no step matching "${spec.target.describe}", so the debugger stays at the start`, exact: false };
+}
+
+/** Where a 'goto' block of the text points in the loaded run; step −1 when this problem has no such step. */
+export function locateBlock(chapter: Chapter, block: number, req: LoadRequest, cache: RunCache): { step: number; total: number } {
+  const b = chapter.blocks[block];
+  if (!b || b.kind !== 'goto') throw new Error(`chapter ${chapter.number} has no step link at block ${block}`);
+  const run = cache.get(req);
+  return { step: b.find(run.events), total: run.events.length };
 }
 
 /** What the student typed, as the question's kind of value, or a message saying what is expected. */

@@ -18,7 +18,9 @@ export type LessonBlock =
   | { kind: 'seed'; text: string }
   | { kind: 'h'; text: string }
   /** An interactive piece placed at this point of the text. */
-  | { kind: 'widget'; widget: 'online-softmax' | 'io-sweep' };
+  | { kind: 'widget'; widget: 'online-softmax' | 'io-sweep' }
+  /** A button that moves a pane of the chapter's debugger to the step this paragraph talks about. */
+  | { kind: 'goto'; pane: number; label: string; find(events: readonly TraceEvent[]): number };
 
 /** One recorded run of the engine, as the lesson worker hands it to answer functions. */
 export interface EngineRun {

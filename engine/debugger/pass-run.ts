@@ -1,0 +1,30 @@
+// The generator a LoadRequest runs: the algorithm's forward, or — for pass 'backward' — its
+// backward (engine/backward/), which runs the forward itself first, untraced, for O and
+// the LSE. dO is drawn from the request's seed on its own stream, so the same request
+// always steps through the same gradients. Shared by the debugger session and the lessons.
+
+import { algorithmById } from '../algorithms/registry.ts';
+import type { RunOptions, StepGenerator } from '../algorithms/types.ts';
+import { backwardById } from '../backward/registry.ts';
+import { randomGradOutput } from '../backward/grad-output.ts';
+import type { BackwardInputs } from '../backward/types.ts';
+import type { AttentionInputs } from '../inputs.ts';
+import { ProblemError, type AttentionProblem } from '../problem.ts';
+import { hasBackward } from './pass.ts';
+import type { LoadRequest } from './protocol.ts';
+
+export interface PassRun {
+  /** A backward's generator returns a BackwardResult (engine/backward/types.ts): the gradients as well. */
+  gen: StepGenerator;
+  /** The backward's incoming gradient [batch, hq, nq, dv]; absent for a forward run. */
+  dO?: Float32Array;
+}
+
+export function startPass(req: LoadRequest, problem: AttentionProblem, inputs: AttentionInputs, opts: RunOptions): PassRun {
+  if (req.pass !== 'backward') return { gen: algorithmById(req.algorithm).run(problem, inputs, opts) };
+  if (!hasBackward(req.algorithm)) throw new ProblemError('pass', `${req.algorithm} has no backward pass in FlashScope (standard, fa1, fa2 and fa3 have one); choose the forward pass or one of those`);
+  const algo = backwardById(req.algorithm);
+  const dO = randomGradOutput(problem, req.seed);
+  const withGrad: BackwardInputs = { ...inputs, dO };
+  return { gen: algo.run(problem, withGrad, opts), dO };
+}

@@ -2,6 +2,7 @@
 // shown, where each step's cursor lands, and click-to-seek back.
 import { describe, expect, it } from 'vitest';
 import { fa2Backward } from '../algorithms/fa2-backward.ts';
+import { fa3Backward } from '../algorithms/fa3-backward.ts';
 import { randomGradOutput } from '../backward/grad-output.ts';
 import { randomInputs } from '../inputs.ts';
 import type { AttentionProblem } from '../problem.ts';
@@ -9,9 +10,9 @@ import type { TraceEvent } from '../trace/events.ts';
 import { classifyBackwardOps } from './step-map-bwd.ts';
 import { smScheduleFor, stepForClick } from './step-map.ts';
 
-function backwardTrace(p: AttentionProblem, blockM: number, blockN: number): TraceEvent[] {
+function backwardTrace(p: AttentionProblem, blockM: number, blockN: number, algo = fa2Backward): TraceEvent[] {
   const x = { ...randomInputs(p, { seed: 3 }), dO: randomGradOutput(p, 4) };
-  const gen = fa2Backward.run(p, x, { blockM, blockN, trace: true });
+  const gen = algo.run(p, x, { blockM, blockN, trace: true });
   const out: TraceEvent[] = [];
   for (let r = gen.next(); !r.done; r = gen.next()) out.push(r.value);
   return out;
@@ -78,5 +79,21 @@ describe('backward hardware view', () => {
     const red = phases[s.timeline.findIndex((e) => e.op.startsWith('tma reduce-add dQ0'))];
     expect(red).toEqual({ cta: 0, kinds: ['dq'], kv: 0, sub: null, tensors: [] });
     expect(phases[s.timeline.findIndex((e) => e.op.startsWith('tma dO0+D0'))]!.tensors).toEqual(['dO', 'D']);
+  });
+
+  it('the numeric FA3 backward at the kernel\'s own tiles lands every main-kernel step exactly, on the consumer of its keys', () => {
+    const q: AttentionProblem = { ...p, d: 128, dv: 128, causal: false, nq: 160, nk: 256 };
+    const evs = backwardTrace(q, 80, 128, fa3Backward);
+    const s = smScheduleFor({ algorithm: 'fa3', gpu: 'h100', problem: q, features: {}, step: evs.findIndex((e) => e.kind === 'dk' && e.tile.cols[0] === 128), pass: 'backward' }, evs);
+    expect(s.view.ctas.map((c) => c.keys)).toEqual([[128, 256]]);
+    const mine = evs.map((e, i) => ({ e, i })).filter(({ e }) => e.h === 0 && e.tile.cols[0] === 128 && e.tile.cols[1] > e.tile.cols[0]);
+    expect(mine.length).toBeGreaterThan(10);
+    for (const { e, i } of mine) {
+      expect(Number.isNaN(s.view.map.stepCycle[i]), `${e.kind} rows ${e.tile.rows}`).toBe(false);
+      expect(s.view.map.stepApprox[i], `${e.kind} rows ${e.tile.rows}`).toBe(0);
+      const op = s.timeline[s.view.map.stepOp[i]];
+      if (['qk', 'dp', 'dv', 'dk'].includes(e.kind)) expect(op.op).toContain(`${Math.floor(e.tile.rows[0] / 80)}`);
+      if (e.kind === 'dq') expect(op.op).toMatch(/^tma reduce-add dQ\d\.\d$/);
+    }
   });
 });

@@ -4,7 +4,7 @@
 // expensive parts.
 
 import { gpuById } from '../hw/gpus/index.ts';
-import { HW_ALGORITHMS, scheduleFor, shapeOf, simulateFor } from '../hw/registry.ts';
+import { HW_ALGORITHMS, hasSchedule, hwAlgorithmFor, scheduleFor, shapeOf, simulateFor } from '../hw/registry.ts';
 import type { HwFeatures } from '../hw/model.ts';
 import type { AttentionInputs } from '../inputs.ts';
 import type { AttentionProblem } from '../problem.ts';
@@ -49,11 +49,27 @@ function hwFeatures(algoId: string, features: LoadRequest['features']): Partial<
 const message = (e: unknown) => (e instanceof Error ? e.message : String(e));
 
 export function predictionFor(req: LoadRequest, problem: AttentionProblem, gpu: string): Prediction {
-  if (req.pass === 'backward') return { gpu, reason: 'the hardware model of the compare table times forward kernels' };
+  if (req.pass === 'backward') return backwardPrediction(req, problem, gpu);
   const f = hwFeatures(req.algorithm, req.features);
   if (!f) return { gpu, reason: `no hardware model for ${req.algorithm}` };
   try {
     const r = simulateFor(req.algorithm, gpu, shapeOf(problem), f);
+    return { gpu, timeUs: r.time_us, tflops: r.tflops, bound: r.bound };
+  } catch (e) {
+    return { gpu, reason: message(e) };
+  }
+}
+
+/** The backward kernel's predicted time (FA3 on SM90, FA2's SM80 kernel), TFLOP/s as 2.5 × the forward's FLOPs. */
+function backwardPrediction(req: LoadRequest, problem: AttentionProblem, gpu: string): Prediction {
+  if (!hasSchedule(req.algorithm, 'backward')) return { gpu, reason: `no hardware model of the ${req.algorithm} backward` };
+  const f: Partial<HwFeatures> = {};
+  for (const key of hwAlgorithmFor(req.algorithm, 'backward').featureKeys) {
+    const v = req.features?.[key];
+    if (v !== undefined) (f as Record<string, unknown>)[key] = v;
+  }
+  try {
+    const r = simulateFor(req.algorithm, gpu, shapeOf(problem), f, 'backward');
     return { gpu, timeUs: r.time_us, tflops: r.tflops, bound: r.bound };
   } catch (e) {
     return { gpu, reason: message(e) };

@@ -6,6 +6,8 @@ import { backwardFlops, backwardGrid, tileCrossesDiagonal, visibleRowRange } fro
 import { memoryViolations } from './memory-check.ts';
 import type { ProblemShape } from './model.ts';
 import { describeFor, scheduleFor, simulateFor } from './registry.ts';
+import { predictionFor } from '../compare/session-compare.ts';
+import type { LoadRequest } from '../debugger/protocol.ts';
 
 const shape = (p: Partial<ProblemShape> = {}): ProblemShape => ({ batch: 1, hq: 2, hk: 2, nq: 512, nk: 512, d: 128, dv: 128, dtype: 'fp16', causal: false, ...p });
 
@@ -136,5 +138,18 @@ describe('FA2 backward schedule (SM80)', () => {
     expect(() => simulateFor('fa2', 'a100', shape(), { deterministic: true }, 'backward')).toThrow(/--deterministic does not apply to fa2/);
     expect(() => simulateFor('fa3', 'h100', shape(), { deterministic: true })).toThrow(/--deterministic does not apply to fa3/);
     expect(() => simulateFor('fa2', 'a100', shape({ dtype: 'fp32' }), {}, 'backward')).toThrow(/dtype: the FA2 backward takes fp16 or bf16/);
+  });
+});
+
+describe('compare mode predicts the backward kernels', () => {
+  const problem = shape({ nq: 2048, nk: 2048 });
+  const req = (algorithm: string, features?: Record<string, boolean>): LoadRequest => ({ algorithm, problem: { ...problem }, seed: 1, distribution: 'normal', blocks: { blockM: 64, blockN: 64 }, pass: 'backward', features });
+  // A prediction is either a timing or a reason: read its fields loosely so a wrong kind fails the expectation, not the compiler.
+  const predict = (r: LoadRequest, gpu: string) => predictionFor(r, problem, gpu) as Partial<Record<'tflops' | 'timeUs' | 'reason', unknown>>;
+  it('FA3 and FA2 get the backward schedule\'s time; FA1 has no backward kernel model', () => {
+    expect(predict(req('fa3'), 'h100').tflops).toBe(simulateFor('fa3', 'h100', problem, {}, 'backward').tflops);
+    expect(predict(req('fa3', { deterministic: true }), 'h100').timeUs).toBe(simulateFor('fa3', 'h100', problem, { deterministic: true }, 'backward').time_us);
+    expect(predict(req('fa2'), 'a100').tflops).toBe(simulateFor('fa2', 'a100', problem, {}, 'backward').tflops);
+    expect(predict(req('fa1'), 'a100').reason).toMatch(/no hardware model of the fa1 backward/);
   });
 });

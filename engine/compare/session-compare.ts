@@ -49,7 +49,7 @@ function hwFeatures(algoId: string, features: LoadRequest['features']): Partial<
 const message = (e: unknown) => (e instanceof Error ? e.message : String(e));
 
 export function predictionFor(req: LoadRequest, problem: AttentionProblem, gpu: string): Prediction {
-  if (req.pass === 'backward') return { gpu, reason: 'no backward kernel in this table\'s hardware model' };
+  if (req.pass === 'backward') return { gpu, reason: 'the hardware model of the compare table times forward kernels' };
   const f = hwFeatures(req.algorithm, req.features);
   if (!f) return { gpu, reason: `no hardware model for ${req.algorithm}` };
   try {

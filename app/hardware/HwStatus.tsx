@@ -42,7 +42,9 @@ export function HwStatus() {
   const c = cursorOf(view, frame.step);
   const t = view.timeline;
   const opText = c.op >= 0 ? `${t.strings[t.op[c.op]]} (${view.roles[t.role[c.op]]?.name})` : '—';
-  const ctas = view.ctas.map((x) => `b${x.b} h${x.h} rows ${x.rows[0]}–${x.rows[1] - 1}${x.split ? ` split ${x.split}` : ''}`).join('; ');
+  const ctas = view.ctas
+    .map((x) => (x.keys ? `b${x.b} h${x.h} keys ${x.keys[0]}–${x.keys[1] - 1}, rows ${x.rows[0]}–${x.rows[1] - 1}` : `b${x.b} h${x.h} rows ${x.rows[0]}–${x.rows[1] - 1}${x.split ? ` split ${x.split}` : ''}`))
+    .join('; ');
   return (
     <p className="hw-status" data-testid="hw-status" data-cycle={Math.round(c.cycle)} data-how={c.how}>
       <span>
@@ -62,6 +64,8 @@ export function HwStatus() {
           </>
         ) : frame.event.kind === 'combine' ? (
           <>the combine kernel, launched after this one (cursor left at the last step of this SM)</>
+        ) : frame.event.kind === 'dsum' || frame.event.kind === 'dqconvert' ? (
+          <>{frame.event.kind === 'dsum' ? 'the preprocessing kernel, launched before this one' : 'the dQ conversion kernel, launched after this one'} (cursor left at cycle {grouped(Math.round(c.cycle))})</>
         ) : (
           <>no op of this SM (cursor left at cycle {grouped(Math.round(c.cycle))}, the last step that has one)</>
         )}

@@ -8,7 +8,7 @@ import { stepForClick } from '../../engine/hw/step-map.ts';
 import { messageOf } from '../pane/controller.ts';
 import { usePane } from '../pane/context.ts';
 import { useApp } from '../store/store.ts';
-import { defaultGpu, gpusFor } from './gpus.ts';
+import { choiceKey, defaultGpu, gpusFor } from './gpus.ts';
 import { hwState, useHw, useHwPane } from './hw-store.ts';
 import { HwStatus, cursorOf } from './HwStatus.tsx';
 import { UNIT_FAMILIES } from './palette.ts';
@@ -50,15 +50,17 @@ function CursorSync({ pane, chart }: { pane: string; chart: { current: TimelineC
 export function TimelineView() {
   const { pane, ctl } = usePane();
   const algorithm = useApp((s) => s.playback[pane].summary?.algorithm ?? '');
+  const pass = useApp((s) => (s.playback[pane].summary?.pass === 'backward' ? 'backward' : 'forward'));
+  const choice = choiceKey(algorithm, pass);
   const view = useHwPane(pane, (s) => s.view);
-  const gpuChoice = useHwPane(pane, (s) => s.gpu[algorithm]);
-  const features = useHwPane(pane, (s) => s.features[algorithm]);
+  const gpuChoice = useHwPane(pane, (s) => s.gpu[choice]);
+  const features = useHwPane(pane, (s) => s.features[choice]);
   const host = useRef<HTMLDivElement>(null);
   const chart = useRef<TimelineChart | null>(null);
   const [util, setUtil] = useState<Record<string, number>>({});
   const [follow, setFollow] = useState(true);
   const [exportError, setExportError] = useState<string | undefined>();
-  const gpu = gpuChoice ?? defaultGpu(algorithm);
+  const gpu = gpuChoice ?? (algorithm ? defaultGpu(algorithm, pass) : '');
   const folded = useFolded(pane, 'timeline');
 
   useEffect(() => {
@@ -93,7 +95,7 @@ export function TimelineView() {
 
   const setFeature = (key: keyof HwFeatures, on: boolean) => {
     const cur = hwState(pane).features;
-    useHw.getState().patch(pane, { features: { ...cur, [algorithm]: { ...(cur[algorithm] ?? {}), [key]: on } } });
+    useHw.getState().patch(pane, { features: { ...cur, [choice]: { ...(cur[choice] ?? {}), [key]: on } } });
   };
   const exportAs = async (f: HwExportFormat) => {
     try {
@@ -115,10 +117,10 @@ export function TimelineView() {
             <select
               aria-label="GPU"
               value={gpu}
-              onChange={(e) => useHw.getState().patch(pane, { gpu: { ...hwState(pane).gpu, [algorithm]: e.target.value } })}
+              onChange={(e) => useHw.getState().patch(pane, { gpu: { ...hwState(pane).gpu, [choice]: e.target.value } })}
             >
               {algorithm &&
-                gpusFor(algorithm).map((g) => (
+                gpusFor(algorithm, pass).map((g) => (
                   <option key={g.id} value={g.id}>
                     {g.name}
                   </option>
@@ -169,6 +171,11 @@ export function TimelineView() {
             does the step's phase (load, S = QKᵀ, softmax parts, P·V, normalize, write): the moment the hardware has done what the step shows. A phase the kernel folds into
             another op (a mask inside the softmax) uses that op and is marked as such. Clicking an op seeks to the first step placed on it; clicking a barrier wait seeks to
             the last step placed before it.
+          </p>
+          <p>
+            Backward: one CTA owns a column block of K and V and walks the row blocks of Q that see it, so a backward step is placed by its first key (the CTA) and its first
+            row (the row block); on FA3 also by the consumer warpgroup whose keys it covers. A dQ step ends with the add that put the partial into the fp32 dQ accumulator (the
+            dQ writer's TMA reduce-add on FA3, the warps' atomicAdds on FA2). D = rowsum(dO ∘ O) and the dQ conversion run in kernels of their own, before and after this one.
           </p>
         </details>
       </div>

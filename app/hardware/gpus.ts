@@ -1,16 +1,23 @@
 // Which GPUs a kernel's schedule can be drawn for, and the one each starts on: the
-// architecture the kernel was written for.
+// architecture the kernel was written for. The backward kernels are kernels of their own
+// (FA2's backward runs on the SM80 path, FA3's on SM90), so choices are kept per pass.
 
 import { GPUS } from '../../engine/hw/gpus/index.ts';
-import { hwAlgorithmById } from '../../engine/hw/registry.ts';
+import { hwAlgorithmFor, type HwPass } from '../../engine/hw/registry.ts';
 
 const PREFERRED: Record<string, string> = { fa3: 'h100', fa4: 'b200', 'fmha-v2': 'rtx4060', 'cute-fa2': 'a100', 'flash-decoding': 'h100' };
+const PREFERRED_BACKWARD: Record<string, string> = { fa3: 'h100', fa2: 'a100' };
 
-export function gpusFor(algorithm: string): { id: string; name: string }[] {
-  const a = hwAlgorithmById(algorithm);
+export function gpusFor(algorithm: string, pass: HwPass = 'forward'): { id: string; name: string }[] {
+  const a = hwAlgorithmFor(algorithm, pass);
   return GPUS.filter((g) => a.arch.includes(g.sm)).map((g) => ({ id: g.id, name: g.name }));
 }
 
-export function defaultGpu(algorithm: string): string {
-  return PREFERRED[algorithm] ?? gpusFor(algorithm)[0].id;
+export function defaultGpu(algorithm: string, pass: HwPass = 'forward'): string {
+  return (pass === 'backward' ? PREFERRED_BACKWARD : PREFERRED)[algorithm] ?? gpusFor(algorithm, pass)[0].id;
+}
+
+/** Key of a pane's GPU and switch choices: the algorithm, and its backward apart. */
+export function choiceKey(algorithm: string, pass: HwPass): string {
+  return pass === 'backward' ? `${algorithm}/backward` : algorithm;
 }

@@ -9,13 +9,18 @@ import type { TraceEvent } from '../../engine/trace/events.ts';
 import { messageOf, type PaneController } from '../pane/controller.ts';
 import { usePane } from '../pane/context.ts';
 import { useApp } from '../store/store.ts';
-import { defaultGpu } from './gpus.ts';
+import { choiceKey, defaultGpu } from './gpus.ts';
 import { hwState, useHw } from './hw-store.ts';
 
 const inFlight = new Set<string>();
 
 /** True when the view's SM runs the CTA of this event. */
 export function viewHoldsEvent(v: HwView, ev: TraceEvent): boolean {
+  if (v.pass === 'backward') {
+    // Backward CTAs are column blocks; a step with no keys (D, the dQ conversion) runs in another kernel: keep the SM in view.
+    if (ev.tile.cols[1] <= ev.tile.cols[0]) return true;
+    return v.ctas.some((c) => c.b === ev.b && c.h === ev.h && c.kvBlocks.includes(Math.floor(ev.tile.cols[0] / v.geometry.blockN)));
+  }
   const r0 = ev.tile.rows[0];
   return v.ctas.some((c) => c.b === ev.b && c.h === ev.h && r0 >= c.rows[0] && r0 < c.rows[1] && (ev.split === undefined || ev.kind === 'combine' || ev.tile.cols[1] <= ev.tile.cols[0] || c.kvBlocks.includes(Math.floor(ev.tile.cols[0] / v.geometry.blockN))));
 }
@@ -27,17 +32,19 @@ function sync(pane: string, ctl: PaneController): void {
   const applied = app.problem[pane]?.applied;
   const frame = pb?.frame;
   const algorithm = pb?.summary?.algorithm;
-  if (!frame || !applied || !algorithm || !hasHardwareModel(algorithm)) return;
+  const pass = pb?.summary?.pass === 'backward' ? 'backward' : 'forward';
+  if (!frame || !applied || !algorithm || !hasHardwareModel(algorithm, pass)) return;
   const hs = hwState(pane);
-  const gpu = hs.gpu[algorithm] ?? defaultGpu(algorithm);
-  const features = hs.features[algorithm] ?? {};
-  const key = JSON.stringify([algorithm, gpu, features, applied.problem, pb.summary?.total, pb.summary?.loadMs]);
+  const choice = choiceKey(algorithm, pass);
+  const gpu = hs.gpu[choice] ?? defaultGpu(algorithm, pass);
+  const features = hs.features[choice] ?? {};
+  const key = JSON.stringify([algorithm, pass, gpu, features, applied.problem, pb.summary?.total, pb.summary?.loadMs]);
   const stale = hs.viewKey !== key;
   if (!stale && (hs.error || (hs.view && viewHoldsEvent(hs.view, frame.event)))) return;
   inFlight.add(pane);
   useHw.getState().patch(pane, { loading: true });
   ctl.worker
-    .hwView({ algorithm, gpu, features, problem: applied.problem, step: frame.step })
+    .hwView({ algorithm, gpu, features, problem: applied.problem, step: frame.step, pass })
     .then((view) => useHw.getState().patch(pane, { view, viewKey: key, loading: false, error: undefined, ...(stale ? { window: undefined } : {}) }))
     .catch((e) => useHw.getState().patch(pane, { view: undefined, viewKey: key, loading: false, error: messageOf(e) }))
     .finally(() => {

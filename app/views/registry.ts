@@ -28,8 +28,9 @@ export interface ViewDef {
 // KaTeX is only fetched once a formula is on screen.
 const FormulaView = lazy(() => import('./FormulaView.tsx'));
 const HardwareNotesView = lazy(() => import('../hardware/HardwareNotesView.tsx'));
-// The hardware schedules model forward kernels; a backward trace does not map onto them.
-const hw = (s: LoadSummary) => s.pass !== 'backward' && hasHardwareModel(s.algorithm);
+// The backward has schedules of its own (fa3, fa2: engine/hw/step-map-bwd.ts); the notes stay forward-only.
+const hw = (s: LoadSummary) => hasHardwareModel(s.algorithm, s.pass === 'backward' ? 'backward' : 'forward');
+const hwForward = (s: LoadSummary) => s.pass !== 'backward' && hasHardwareModel(s.algorithm);
 const forward = (s: LoadSummary) => s.pass !== 'backward';
 
 export const VIEWS: readonly ViewDef[] = [
@@ -44,7 +45,7 @@ export const VIEWS: readonly ViewDef[] = [
   { id: 'hw-timeline', title: 'Warp-role timeline', column: 'main', component: TimelineView, when: hw },
   { id: 'hw-memory', title: 'Memory map', column: 'main', component: MemoryMapView, when: hw },
   { id: 'hw-hbm', title: 'HBM traffic', column: 'side', component: HbmTrafficView, when: forward },
-  { id: 'hw-notes', title: 'On the hardware', column: 'side', component: HardwareNotesView, when: hw },
+  { id: 'hw-notes', title: 'On the hardware', column: 'side', component: HardwareNotesView, when: hwForward },
 ];
 
 export const DEFAULT_VIEWS = VIEWS.map((v) => v.id);

@@ -48,7 +48,7 @@ const api: DebuggerApi = {
   hwExport: async (format: HwExportFormat) => {
     if (!hwLast) throw new Error('no hardware schedule has been built yet');
     const v = hwLast.view;
-    const base = `flashscope-${v.algo}-${v.gpu}-sm`;
+    const base = `flashscope-${v.algo}${v.pass === 'backward' ? '-backward' : ''}-${v.gpu}-sm`;
     return format === 'chrome'
       ? { filename: `${base}.trace.json`, mime: 'application/json', text: JSON.stringify(chromeTrace(hwLast)) }
       : { filename: `${base}.jsonl`, mime: 'application/x-ndjson', text: scheduleJsonl(hwLast) };

@@ -59,10 +59,10 @@ output:
     if (backward) cp.inputs = await traceBackwardInputs(a, cp);
     // Hardware events are checked before anything is written, so a bad --gpu never cuts a trace short.
     const gpu = str(a, 'gpu');
-    if (gpu && backward) throw new ArgsError('--gpu traces the forward schedule only; leave it out with --do/--backward');
+    const pass = backward ? 'backward' : 'forward';
     if (gpu) {
       for (const algo of algos) {
-        const sheet = describeFor(algo.id, gpu, shapeOf(cp.problem), hwFeaturesFromArgs(a));
+        const sheet = describeFor(algo.id, gpu, shapeOf(cp.problem), hwFeaturesFromArgs(a), pass);
         if (sheet.does_not_fit.length > 0) throw new ArgsError(`${algo.id} on ${gpu} does not fit: ${sheet.does_not_fit.join('; ')}`);
       }
     }
@@ -77,7 +77,7 @@ output:
       };
       await writeLines(sink, lines());
       // With --gpu, one SM's hardware schedule of the same problem follows (type hw.*).
-      if (gpu) await writeLines(sink, hardwareTraceLinesFor(algo.id, gpu, shapeOf(cp.problem), hwFeaturesFromArgs(a)));
+      if (gpu) await writeLines(sink, hardwareTraceLinesFor(algo.id, gpu, shapeOf(cp.problem), hwFeaturesFromArgs(a), pass));
     }
     if (file) {
       sink.end();

@@ -2,7 +2,7 @@
 // names the source and the exact CLI command that reproduces the prediction.
 import { describe, expect, it } from 'vitest';
 import type { HwFeatures, ProblemShape } from './model.ts';
-import { simulateFor } from './registry.ts';
+import { simulateFor, type HwPass } from './registry.ts';
 
 interface Case {
   name: string;
@@ -13,6 +13,8 @@ interface Case {
   /** Published TFLOP/s (or µs where `us` is set). */
   published: number;
   us?: boolean;
+  /** 'backward': the backward schedule, TFLOP/s counted as 2.5 × the forward's FLOPs. */
+  pass?: HwPass;
 }
 
 const base: ProblemShape = { batch: 1, hq: 16, hk: 16, nq: 4096, nk: 4096, d: 128, dv: 128, dtype: 'fp16', causal: false };
@@ -37,6 +39,27 @@ export const CALIBRATION: Case[] = [
   // mean of 20 runs after 5 warm-up; CALIBRATION.md has the script): 348 and 321 TFLOP/s.
   { name: 'FA2 kernels on H100, d=128, N=8K (measured)', algo: 'cute-fa2', gpu: 'h100', shape: { batch: 4, nq: 8192, nk: 8192 }, published: 348 },
   { name: 'FA2 kernels on H100, d=128, N=8K, causal (measured)', algo: 'cute-fa2', gpu: 'h100', shape: { batch: 4, nq: 8192, nk: 8192, causal: true }, published: 321 },
+  // Backward (FLOPs = 2.5 × the forward's, halved when causal). FA3 paper (Shah et al. 2024),
+  // backward at d = 128, 8K–16K tokens (16 heads, batch filling 16K tokens) on H100 SXM5:
+  // FA3 ~559–561 TFLOP/s, FA2 (its SM80 kernel on the H100) ~318–322.
+  { name: 'FA3 backward on H100, d=128, N=8K', algo: 'fa3', pass: 'backward', gpu: 'h100', shape: { batch: 2, nq: 8192, nk: 8192 }, published: 560 },
+  { name: 'FA3 backward on H100, d=128, N=16K', algo: 'fa3', pass: 'backward', gpu: 'h100', shape: { batch: 1, nq: 16384, nk: 16384 }, published: 560 },
+  { name: 'FA2 backward on H100, d=128, N=8K', algo: 'fa2', pass: 'backward', gpu: 'h100', shape: { batch: 2, nq: 8192, nk: 8192 }, published: 320 },
+  { name: 'FA2 backward on H100, d=128, N=16K', algo: 'fa2', pass: 'backward', gpu: 'h100', shape: { batch: 1, nq: 16384, nk: 16384 }, published: 320 },
+  // FA2 paper (Dao 2023), Fig. 6, backward on A100 80GB SXM4, 16K tokens, hidden 2048
+  // (32 heads at d = 64, 16 at d = 128): 170, 196; causal 166, 186 TFLOP/s.
+  { name: 'FA2 backward on A100, d=64, N=16K', algo: 'fa2', pass: 'backward', gpu: 'a100', shape: { hq: 32, hk: 32, nq: 16384, nk: 16384, d: 64, dv: 64 }, published: 170 },
+  { name: 'FA2 backward on A100, d=128, N=16K', algo: 'fa2', pass: 'backward', gpu: 'a100', shape: { nq: 16384, nk: 16384 }, published: 196 },
+  { name: 'FA2 backward on A100, d=64, N=16K, causal', algo: 'fa2', pass: 'backward', gpu: 'a100', shape: { hq: 32, hk: 32, nq: 16384, nk: 16384, d: 64, dv: 64, causal: true }, published: 166 },
+  { name: 'FA2 backward on A100, d=128, N=16K, causal', algo: 'fa2', pass: 'backward', gpu: 'a100', shape: { nq: 16384, nk: 16384, causal: true }, published: 186 },
+  // Measured for FlashScope on an H100 80GB HBM3 (torch 2.11 SDPA FLASH backend = FA2 CUDA kernels,
+  // backward alone, fp16, mean of 20 after 5 warm-up; bench/sdpa-backward.py): 301, 283 causal, d=64 at 4K 268.
+  { name: 'FA2 backward on H100, d=128, N=8K (measured)', algo: 'fa2', pass: 'backward', gpu: 'h100', shape: { batch: 2, nq: 8192, nk: 8192 }, published: 301 },
+  { name: 'FA2 backward on H100, d=128, N=8K, causal (measured)', algo: 'fa2', pass: 'backward', gpu: 'h100', shape: { batch: 2, nq: 8192, nk: 8192, causal: true }, published: 283 },
+  { name: 'FA2 backward on H100, d=64, N=4K (measured)', algo: 'fa2', pass: 'backward', gpu: 'h100', shape: { batch: 4, nq: 4096, nk: 4096, d: 64, dv: 64 }, published: 268 },
+  // Same figure, 2K tokens (batch 8): 163 / 187, causal 149 / 145: shorter rows, more CTAs.
+  { name: 'FA2 backward on A100, d=128, N=2K', algo: 'fa2', pass: 'backward', gpu: 'a100', shape: { batch: 8, nq: 2048, nk: 2048 }, published: 187 },
+  { name: 'FA2 backward on A100, d=128, N=2K, causal', algo: 'fa2', pass: 'backward', gpu: 'a100', shape: { batch: 8, nq: 2048, nk: 2048, causal: true }, published: 145 },
 ];
 
 export function flagsOf(f: Partial<HwFeatures> = {}): string {
@@ -46,7 +69,7 @@ export function flagsOf(f: Partial<HwFeatures> = {}): string {
 describe('simulate is calibrated to published figures (within 25%)', () => {
   for (const c of CALIBRATION) {
     it(c.name, () => {
-      const r = simulateFor(c.algo, c.gpu, { ...base, ...c.shape }, c.features ?? {});
+      const r = simulateFor(c.algo, c.gpu, { ...base, ...c.shape }, c.features ?? {}, c.pass ?? 'forward');
       const predicted = c.us ? r.time_us : r.tflops;
       expect(Math.abs(predicted - c.published) / c.published).toBeLessThan(0.25);
     });
@@ -88,5 +111,17 @@ describe('simulate is calibrated to published figures (within 25%)', () => {
     expect(causal.flops).toBe(full.flops / 2);
     expect(causal.time_us / full.time_us).toBeGreaterThan(0.45);
     expect(causal.time_us / full.time_us).toBeLessThan(0.65);
+  });
+
+  it('backward: FLOPs are 2.5 × the forward\'s, the FA3 backward beats FA2\'s on the same H100, and determinism costs time', () => {
+    const s = { ...base, batch: 2, nq: 8192, nk: 8192 };
+    const fwd = simulateFor('fa3', 'h100', s);
+    const bwd = simulateFor('fa3', 'h100', s, {}, 'backward');
+    expect(bwd.flops).toBe(2.5 * fwd.flops);
+    expect(simulateFor('fa3', 'h100', { ...s, causal: true }, {}, 'backward').flops).toBe(bwd.flops / 2);
+    const fa2 = simulateFor('fa2', 'h100', s, {}, 'backward');
+    expect(bwd.tflops / fa2.tflops).toBeGreaterThan(1.4);
+    const det = simulateFor('fa3', 'h100', s, { deterministic: true }, 'backward');
+    expect(det.time_us).toBeGreaterThan(bwd.time_us * 1.05);
   });
 });

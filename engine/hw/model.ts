@@ -39,11 +39,16 @@ export interface HwFeatures {
    * the first block, the usual case once the first block has set the row max.
    */
   rescaleAt?: number[];
+  /**
+   * Backward (FA3): the column blocks add into each dQ row block in a fixed order (a
+   * semaphore per row block), so the fp32 sums come out bit-identical run to run.
+   */
+  deterministic?: boolean;
 }
 
 export const DEFAULT_FEATURES: HwFeatures = { pingpong: true, intraOverlap: true, lazyRescale: true, exp2Emulation: true };
 
-export type FeatureKey = 'pingpong' | 'intraOverlap' | 'lazyRescale' | 'exp2Emulation' | 'stages' | 'splits' | 'rescaleAt';
+export type FeatureKey = 'pingpong' | 'intraOverlap' | 'lazyRescale' | 'exp2Emulation' | 'stages' | 'splits' | 'rescaleAt' | 'deterministic';
 
 /** One CTA's share of the problem: its Q rows and the K/V blocks it visits, in order. */
 export interface CtaWork {
@@ -83,8 +88,12 @@ export interface HwAlgorithm {
   grid(gpu: GpuSpec, shape: ProblemShape, f: HwFeatures): CtaWork[];
   /** Adds one CTA's roles, barriers and buffers to the kernel. */
   build(k: Kernel, ctx: BuildContext, work: CtaWork): void;
-  /** A second kernel launched after the main one (flash-decoding's combine), in microseconds. */
+  /** Kernels launched around the main one (flash-decoding's combine; the backward's preprocessing and dQ conversion), in microseconds. */
   epilogueKernelUs?(gpu: GpuSpec, shape: ProblemShape, f: HwFeatures): number;
+  /** FLOPs the TFLOP/s figure is quoted for; default the forward's nominal count (backward.ts: 2.5 × that). */
+  flops?(shape: ProblemShape): number;
+  /** Extra kernel time the one-SM model cannot see (the backward's deterministic dQ ordering across CTAs), in microseconds. */
+  crossCtaUs?(gpu: GpuSpec, shape: ProblemShape, f: HwFeatures, waves: number): number;
   /** The tile scheduler hands out the longest CTAs first on causal grids (FA3, FA4). */
   longestFirst?: boolean;
   /** K/V are streamed once per CTA with no reuse through L2 (decoding): copies share HBM, not L2. */

@@ -10,9 +10,38 @@ import { cuteFa2Hw } from './schedules/cute-fa2.ts';
 import { fa4Hw } from './schedules/fa4.ts';
 import { flashDecodingHw } from './schedules/flash-decoding.ts';
 import { fmhaV2Hw } from './schedules/fmha-v2.ts';
+import { fa3BwdHw } from './schedules/fa3-bwd.ts';
+import { fa2BwdHw } from './schedules/fa2-bwd.ts';
 import { FitError, loadBytesPerClk, runSm, simulateProblem, type SimulateResult } from './simulate.ts';
 
 export const HW_ALGORITHMS: readonly HwAlgorithm[] = [fa3Hw, fa4Hw, fmhaV2Hw, cuteFa2Hw, flashDecodingHw];
+
+/** Which pass a schedule models: the forward kernel, or the backward (dQ, dK, dV from dO). */
+export type HwPass = 'forward' | 'backward';
+
+/** Backward schedules, by the id of the numeric algorithm whose backward they run. */
+export const HW_BACKWARD_ALGORITHMS: readonly HwAlgorithm[] = [fa3BwdHw, fa2BwdHw];
+/** The forward schedule ids whose kernel family has a backward under another id. */
+const BACKWARD_ALIASES: Record<string, string> = { 'cute-fa2': 'fa2' };
+
+/** The schedule of `id` for one pass. Backward: fa3 (SM90) and fa2 (the SM80 kernel; cute-fa2 names the same family). */
+export function hwAlgorithmFor(id: string, pass: HwPass = 'forward'): HwAlgorithm {
+  if (pass === 'forward') return hwAlgorithmById(id);
+  const key = BACKWARD_ALIASES[id] ?? id;
+  const a = HW_BACKWARD_ALGORITHMS.find((x) => x.id === key);
+  if (!a) throw new Error(`no backward hardware schedule for '${id}'; backward schedules: ${HW_BACKWARD_ALGORITHMS.map((x) => x.id).join(', ')} (cute-fa2 runs the fa2 one)`);
+  return a;
+}
+
+/** True when `id` has a schedule for that pass. */
+export function hasSchedule(id: string, pass: HwPass): boolean {
+  try {
+    hwAlgorithmFor(id, pass);
+    return true;
+  } catch {
+    return false;
+  }
+}
 
 export function hwAlgorithmById(id: string): HwAlgorithm {
   const a = HW_ALGORITHMS.find((x) => x.id === id);
@@ -28,6 +57,7 @@ const FLAG_OF: Record<FeatureKey, string> = {
   stages: '--stages',
   splits: '--splits',
   rescaleAt: 'rescaleAt',
+  deterministic: '--deterministic',
 };
 
 /** Merges requested switches with the defaults and rejects those the algorithm does not have. */
@@ -41,7 +71,7 @@ export function resolveFeatures(algo: HwAlgorithm, given: Partial<HwFeatures>): 
       f.rescaleAt = v;
       continue;
     }
-    const isDefault = typeof v === 'boolean' && v === (DEFAULT_FEATURES as unknown as Record<string, unknown>)[key];
+    const isDefault = typeof v === 'boolean' && (v === (DEFAULT_FEATURES as unknown as Record<string, unknown>)[key] || (key === 'deterministic' && v === false));
     if (!algo.featureKeys.includes(key) && !isDefault) {
       throw new Error(`${FLAG_OF[key] ?? key} does not apply to ${algo.id}; its switches: ${algo.featureKeys.map((k) => FLAG_OF[k]).join(', ') || 'none'}`);
     }
@@ -64,15 +94,15 @@ function checkArch(algo: HwAlgorithm, gpu: GpuSpec): void {
   }
 }
 
-export function describeFor(algoId: string, gpuId: string, shape: ProblemShape, given: Partial<HwFeatures> = {}): ResourceSheet {
-  const algo = hwAlgorithmById(algoId);
+export function describeFor(algoId: string, gpuId: string, shape: ProblemShape, given: Partial<HwFeatures> = {}, pass: HwPass = 'forward'): ResourceSheet {
+  const algo = hwAlgorithmFor(algoId, pass);
   const gpu = gpuById(gpuId);
   checkArch(algo, gpu);
   return algo.resources(gpu, shape, resolveFeatures(algo, given));
 }
 
-export function simulateFor(algoId: string, gpuId: string, shape: ProblemShape, given: Partial<HwFeatures> = {}): SimulateResult {
-  const algo = hwAlgorithmById(algoId);
+export function simulateFor(algoId: string, gpuId: string, shape: ProblemShape, given: Partial<HwFeatures> = {}, pass: HwPass = 'forward'): SimulateResult {
+  const algo = hwAlgorithmFor(algoId, pass);
   const gpu = gpuById(gpuId);
   checkArch(algo, gpu);
   return simulateProblem(algo, gpu, shape, resolveFeatures(algo, given));
@@ -80,6 +110,7 @@ export function simulateFor(algoId: string, gpuId: string, shape: ProblemShape, 
 
 export interface HwSchedule {
   algo: string;
+  pass: HwPass;
   gpu: string;
   roles: RoleInfo[];
   timeline: TimelineEvent[];
@@ -95,8 +126,8 @@ export interface HwSchedule {
  * One SM's schedule with every timeline and memory event: the first wave's CTAs of SM 0
  * (ctas_per_sm of them). This is what the hardware views draw.
  */
-export function scheduleFor(algoId: string, gpuId: string, shape: ProblemShape, given: Partial<HwFeatures> = {}): HwSchedule {
-  const algo = hwAlgorithmById(algoId);
+export function scheduleFor(algoId: string, gpuId: string, shape: ProblemShape, given: Partial<HwFeatures> = {}, pass: HwPass = 'forward'): HwSchedule {
+  const algo = hwAlgorithmFor(algoId, pass);
   const gpu = gpuById(gpuId);
   checkArch(algo, gpu);
   const f = resolveFeatures(algo, given);
@@ -109,5 +140,5 @@ export function scheduleFor(algoId: string, gpuId: string, shape: ProblemShape, 
   const run = runSm(algo, gpu, shape, f, works, bw, true);
   const utilization: Record<string, number> = {};
   for (const [u, v] of Object.entries(run.unitBusy)) utilization[u] = run.cycles > 0 ? Math.round((v / run.cycles) * 1e4) / 1e4 : 0;
-  return { algo: algo.id, gpu: gpu.id, roles: run.roles, timeline: run.timeline, memory: run.memory, resources, cycles: run.cycles, utilization };
+  return { algo: algo.id, pass, gpu: gpu.id, roles: run.roles, timeline: run.timeline, memory: run.memory, resources, cycles: run.cycles, utilization };
 }

@@ -29,8 +29,8 @@ export interface BarrierDef {
   kind: BarrierKind;
   /** Arrivals that complete one phase (participants for a named barrier; 1 for a counter). */
   expected: number;
-  /** Memory event caused by completing phase p (an "empty" barrier releasing a buffer slot). */
-  onPhase?: (phase: number) => MemSpec | null;
+  /** Memory events caused by completing phase p (an "empty" barrier releasing a buffer slot, or several tiles sharing it). */
+  onPhase?: (phase: number) => MemSpec | MemSpec[] | null;
 }
 
 export type MemSpec = Omit<MemoryEvent, 't' | 'role' | 'ready'>;
@@ -111,7 +111,7 @@ export class Kernel {
    */
   readonly fifoUnits = new Set<string>();
 
-  mbarrier(name: string, arrivals = 1, onPhase?: (phase: number) => MemSpec | null): number {
+  mbarrier(name: string, arrivals = 1, onPhase?: (phase: number) => MemSpec | MemSpec[] | null): number {
     this.barriers.push({ name, kind: 'mbarrier', expected: arrivals, onPhase });
     return this.barriers.length - 1;
   }
@@ -297,8 +297,8 @@ export function simulateKernel(kernel: Kernel, opts: SimulateOptions = {}): Kern
       bs.completed++;
       bs.phaseTime.push(t);
       bs.phaseSource.push(source);
-      const m = bs.def.onPhase?.(bs.completed - 1);
-      if (keep && m) memory.push(memEvent(m, t, bs.def.name));
+      const m = keep ? bs.def.onPhase?.(bs.completed - 1) : null;
+      if (m) for (const one of Array.isArray(m) ? m : [m]) memory.push(memEvent(one, t, bs.def.name));
     }
     wake(b);
   };

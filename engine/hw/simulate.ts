@@ -147,10 +147,10 @@ export function simulateProblem(algo: HwAlgorithm, gpu: GpuSpec, shape: ProblemS
   const scheduleUs = cycles / (gpu.clockGHz * 1e3);
   const hbmUs = (algo.hbmBytes(shape, f, gpu) / gpu.hbmBytesPerSec) * 1e6;
   const extra = algo.epilogueKernelUs?.(gpu, shape, f) ?? 0;
-  const kernelUs = Math.max(scheduleUs, hbmUs);
+  const kernelUs = Math.max(scheduleUs + (algo.crossCtaUs?.(gpu, shape, f, Math.ceil(grid.length / slotsTotal)) ?? 0), hbmUs);
   const time_us = kernelUs + extra;
   const problem: AttentionProblem = { ...shape, causal: shape.causal };
-  const flops = nominalFlops(problem);
+  const flops = algo.flops?.(shape) ?? nominalFlops(problem);
   const peak = (gpu.tensorFlopsPerClk[shape.dtype] * gpu.smCount * gpu.clockGHz) / 1e3;
   const smCycles = gpu.smCount * (kernelUs * gpu.clockGHz * 1e3);
   const utilization: Record<string, number> = {};

@@ -25,17 +25,13 @@ import type { PhaseKind, TraceEvent } from '../trace/events.ts';
 import type { MemoryEvent, MemorySpace, ResourceSheet, RoleInfo, TimelineEvent } from './events.ts';
 import { gpuById } from './gpus/index.ts';
 import { kvBlocksOf, type CtaWork, type HwFeatures } from './model.ts';
-import { hwAlgorithmById, resolveFeatures, shapeOf } from './registry.ts';
+import { hasSchedule, hwAlgorithmById, resolveFeatures, shapeOf, type HwPass } from './registry.ts';
+import { backwardSmScheduleFor } from './step-map-bwd.ts';
 import { FitError, loadBytesPerClk, runSm } from './simulate.ts';
 
-/** Hardware algorithm ids equal the numeric ones for the kernels that have a schedule. */
-export function hasHardwareModel(algorithm: string): boolean {
-  try {
-    hwAlgorithmById(algorithm);
-    return true;
-  } catch {
-    return false;
-  }
+/** Hardware algorithm ids equal the numeric ones for the kernels that have a schedule (backward: fa3, fa2). */
+export function hasHardwareModel(algorithm: string, pass: HwPass = 'forward'): boolean {
+  return hasSchedule(algorithm, pass);
 }
 
 /** What one schedule op does, in the numeric trace's terms. */
@@ -168,6 +164,8 @@ export interface SmCta {
   split: number;
   rows: [number, number];
   kvBlocks: number[];
+  /** Backward CTAs: the keys of their column block (rows are then the rows they visit). */
+  keys?: [number, number];
 }
 
 /** CTA on this SM that owns the event, or -1. Split-KV CTAs are told apart by the event's first column. */
@@ -381,6 +379,8 @@ export interface HwViewRequest {
   features: Partial<HwFeatures>;
   /** The debugger's position: the SM shown is the one running this step's CTA. */
   step: number;
+  /** 'backward': the backward kernel's schedule, placed by the backward steps' columns (step-map-bwd.ts). */
+  pass?: HwPass;
 }
 
 export interface HwView {
@@ -405,6 +405,8 @@ export interface HwView {
   gridCtas: number;
   geometry: Geometry;
   map: StepMap;
+  /** Present on backward views: CTAs are column blocks, geometry.blockN the keys per CTA. */
+  pass?: 'backward';
 }
 
 /** The SM schedule (with the full objects, for export) behind an HwView. */
@@ -416,6 +418,7 @@ export interface SmSchedule {
 
 /** Builds the schedule of the SM that runs `events[req.step]`'s CTA, and the step ↔ cycle map. */
 export function smScheduleFor(req: HwViewRequest, events: readonly TraceEvent[]): SmSchedule {
+  if (req.pass === 'backward') return backwardSmScheduleFor(req, events);
   const algo = hwAlgorithmById(req.algorithm);
   const gpu = gpuById(req.gpu);
   if (!algo.arch.includes(gpu.sm)) throw new Error(`${algo.id} is written for SM${algo.arch.join('/SM')}; ${gpu.name} is SM${gpu.sm}`);

@@ -6,7 +6,7 @@
 import type { OptionSpec, ParsedArgs } from '../cli/args.ts';
 import { toJsonLine } from '../trace/jsonl.ts';
 import type { HwFeatures, ProblemShape } from './model.ts';
-import { HW_ALGORITHMS, scheduleFor } from './registry.ts';
+import { HW_ALGORITHMS, scheduleFor, type HwPass } from './registry.ts';
 import { parseHwOptions } from './cli/options.ts';
 
 /** Options `trace` takes for the hardware events (the problem options it already has). */
@@ -22,7 +22,8 @@ export const HW_TRACE_OPTIONS: OptionSpec = {
 
 export const HW_TRACE_HELP = `hardware events (engine/TRACE.md, "Hardware events"):
   --gpu a100|rtx4060|h100|h200|b200   also emit the timeline and memory events of one SM's
-                              schedule (fa3, fa4, fmha-v2, cute-fa2, flash-decoding)
+                              schedule (fa3, fa4, fmha-v2, cute-fa2, flash-decoding;
+                              with --do/--backward the backward kernel's: fa3, fa2)
   --no-pingpong --no-intra-overlap    FA3 switches (numeric steps and schedule)
   --no-lazy-rescale --no-exp2-emulation  FA4 switches (numeric steps and schedule)
   --stages N                  K/V pipeline depth of the schedule
@@ -47,9 +48,9 @@ export function stepFeaturesFromArgs(a: ParsedArgs): Record<string, boolean | nu
 }
 
 /** JSONL lines of one SM's schedule, every line tagged with the algorithm id. */
-export function hardwareTraceLinesFor(algo: string, gpu: string, shape: ProblemShape, features: Partial<HwFeatures>): string[] {
-  const s = scheduleFor(algo, gpu, shape, features);
-  const lines = [toJsonLine({ type: 'hw.header', algo: s.algo, gpu: s.gpu, cycles: s.cycles, roles: s.roles, resources: s.resources, utilization: s.utilization })];
+export function hardwareTraceLinesFor(algo: string, gpu: string, shape: ProblemShape, features: Partial<HwFeatures>, pass: HwPass = 'forward'): string[] {
+  const s = scheduleFor(algo, gpu, shape, features, pass);
+  const lines = [toJsonLine({ type: 'hw.header', algo: s.algo, pass: s.pass, gpu: s.gpu, cycles: s.cycles, roles: s.roles, resources: s.resources, utilization: s.utilization })];
   for (const e of s.timeline) lines.push(toJsonLine({ type: 'hw.timeline', algo: s.algo, ...e }));
   for (const m of s.memory) lines.push(toJsonLine({ type: 'hw.memory', algo: s.algo, ...m }));
   return lines;
@@ -63,5 +64,5 @@ export function isHardwareAlgorithm(id: string): boolean {
 /** `args`: the same options as `simulate` (--algo, --gpu, shape, feature flags). Defaults: Nq = Nk = 512, d = 128. */
 export function hardwareTraceLines(args: string[]): string[] {
   const o = parseHwOptions(args, { nq: 512, d: 128 });
-  return hardwareTraceLinesFor(o.algo, o.gpu, o.shape, o.features);
+  return hardwareTraceLinesFor(o.algo, o.gpu, o.shape, o.features, o.pass);
 }

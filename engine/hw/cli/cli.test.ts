@@ -52,6 +52,25 @@ describe('describe / simulate commands', () => {
     for (const v of Object.values(r.utilization) as number[]) expect(v).toBeLessThanOrEqual(1);
   });
 
+  it('simulate --backward: FA3 on H100 counts 2.5 × the forward FLOPs; describe --backward prints the ring of Q/dO/LSE/D', async () => {
+    const c = capture();
+    expect(await simulateCommand.run(['--algo', 'fa3', '--gpu', 'h100', '--b', '1', '--hq', '2', '--nq', '1024', '--d', '128', '--backward', '--causal'])).toBe(0);
+    const r = JSON.parse(c.out.join('\n'));
+    expect(r.pass).toBe('backward');
+    expect(r.flops).toBe((2.5 * 4 * 2 * 1024 * 1024 * 128) / 2);
+    expect(r.extra_kernel_us).toBeGreaterThan(0);
+    c.out.length = 0;
+    expect(await describeCommand.run(['--algo', 'cute-fa2', '--gpu', 'a100', '--backward'])).toBe(0);
+    const sheet = JSON.parse(c.out.join('\n'));
+    expect(sheet.algo).toBe('fa2');
+    expect(sheet.roles.length).toBe(8);
+    c.out.length = 0;
+    expect(await describeCommand.run(['--algo', 'fa3', '--gpu', 'h200', '--backward'])).toBe(0);
+    const names = JSON.parse(c.out.join('\n')).smem.buffers.map((b: { name: string }) => b.name);
+    for (const n of ['sQ', 'sdO', 'sLSE', 'sD', 'sdS', 'sdQaccum', 'sK', 'sV']) expect(names).toContain(n);
+    await expect(simulateCommand.run(['--algo', 'fa4', '--gpu', 'b200', '--backward'])).rejects.toThrow(/no backward hardware schedule for 'fa4'/);
+  });
+
   it('rejects bad input with a message naming the flag', () => {
     expect(() => parseHwOptions(['--algo', 'fa3'], { nq: 64, d: 64 })).toThrow(/--gpu is required/);
     expect(() => parseHwOptions(['--algo', 'fa3', '--gpu', 'h100', '--nq', '0'], { nq: 64, d: 64 })).toThrow(/--nq must be a positive integer/);
@@ -87,6 +106,20 @@ describe('hardware trace lines', () => {
     // --no-intra-overlap reached the schedule: GEMM1 of block 1 is issued before GEMM0 of block 0.
     const gemms = rows.filter((r) => r.type === 'hw.timeline' && (r as { role?: string }).role === 'consumer0' && r.op?.startsWith('gemm')).map((r) => r.op);
     expect(gemms.slice(0, 3)).toEqual(['gemm0 S=Q·K1ᵀ', 'gemm1 O+=P·V1', 'gemm0 S=Q·K0ᵀ']);
+  });
+
+  it('trace --backward --gpu appends the backward kernel\'s schedule after the backward steps', async () => {
+    const out = join(mkdtempSync(join(tmpdir(), 'hw-trace-')), 't.jsonl');
+    const code = await traceCommand.run(['--algo', 'fa2', '--nq', '128', '--nk', '256', '--d', '64', '--dtype', 'fp16', '--backward', '--gpu', 'a100', '--out', out]);
+    expect(code).toBe(0);
+    const rows = readFileSync(out, 'utf8').trim().split('\n').map((l) => fromJsonLine<{ type?: string; kind?: string; pass?: string; op?: string; role?: string }>(l));
+    const firstHw = rows.findIndex((r) => r.type === 'hw.header');
+    expect(firstHw).toBeGreaterThan(0);
+    expect(rows.slice(0, firstHw).every((r) => r.pass === 'backward')).toBe(true);
+    expect(rows[firstHw].pass).toBe('backward');
+    // Two column blocks of 128 keys, one CTA each; the first visits the single row block (atomicAdd dQ0 per warp).
+    expect(rows.filter((r) => r.type === 'hw.timeline' && r.role === 'warp0' && r.op?.startsWith('atomicAdd dQ')).map((r) => r.op)).toEqual(['atomicAdd dQ0']);
+    await expect(traceCommand.run(['--algo', 'fa1', '--nq', '64', '--backward', '--gpu', 'a100'])).rejects.toThrow(/no backward hardware schedule for 'fa1'/);
   });
 
   it('trace --gpu refuses before writing when there is no schedule', async () => {

@@ -5,13 +5,15 @@
 import { validateProblem, type AttentionProblem, type DType } from '../../problem.ts';
 import { GPUS } from '../gpus/index.ts';
 import type { HwFeatures, ProblemShape } from '../model.ts';
-import { HW_ALGORITHMS } from '../registry.ts';
+import { HW_ALGORITHMS, HW_BACKWARD_ALGORITHMS, type HwPass } from '../registry.ts';
 
 export interface HwOptions {
   algo: string;
   gpu: string;
   shape: ProblemShape;
   features: Partial<HwFeatures>;
+  /** --backward: the backward kernel's schedule (dQ, dK, dV). */
+  pass: HwPass;
 }
 
 export const HW_OPTIONS_HELP = [
@@ -28,6 +30,8 @@ export const HW_OPTIONS_HELP = [
   '  --no-exp2-emulation        FA4: every exp2 on the MUFU',
   '  --stages N                 K/V pipeline depth (FA3, FA4, fmha_v2)',
   '  --splits N                 flash-decoding: K/V splits per (batch, head)',
+  `  --backward                 the backward kernel (${HW_BACKWARD_ALGORITHMS.map((a) => a.id).join(', ')}; cute-fa2 = fa2): TFLOP/s count 2.5 × the forward's FLOPs`,
+  '  --deterministic            FA3 backward: column blocks add into dQ in a fixed order',
 ].join('\n');
 
 const INT_FLAGS = ['--b', '--hq', '--hk', '--nq', '--nk', '--d', '--dv', '--stages', '--splits'] as const;
@@ -38,6 +42,7 @@ export function parseHwOptions(args: string[], defaults: { nq: number; d: number
   let gpu: string | undefined;
   let dtype: DType = 'fp16';
   let causal = false;
+  let pass: HwPass = 'forward';
   const features: Partial<HwFeatures> = {};
   for (let i = 0; i < args.length; i++) {
     const a = args[i];
@@ -53,6 +58,8 @@ export function parseHwOptions(args: string[], defaults: { nq: number; d: number
       if (v !== 'fp16' && v !== 'bf16' && v !== 'fp32') throw new Error(`--dtype must be fp16, bf16 or fp32, got '${v}'`);
       dtype = v;
     } else if (a === '--causal') causal = true;
+    else if (a === '--backward') pass = 'backward';
+    else if (a === '--deterministic') features.deterministic = true;
     else if (a === '--no-pingpong') features.pingpong = false;
     else if (a === '--no-intra-overlap') features.intraOverlap = false;
     else if (a === '--no-lazy-rescale') features.lazyRescale = false;
@@ -83,5 +90,5 @@ export function parseHwOptions(args: string[], defaults: { nq: number; d: number
     dtype,
   };
   validateProblem(p);
-  return { algo, gpu, shape: { batch: p.batch, hq: p.hq, hk: p.hk, nq: p.nq, nk: p.nk, d: p.d, dv: p.dv, dtype: p.dtype, causal: p.causal }, features };
+  return { algo, gpu, shape: { batch: p.batch, hq: p.hq, hk: p.hk, nq: p.nq, nk: p.nk, d: p.d, dv: p.dv, dtype: p.dtype, causal: p.causal }, features, pass };
 }

@@ -11,7 +11,8 @@ export const simulateCommand: CliCommand = {
   help: [
     'usage: npm run -s engine -- simulate --algo ALGO --gpu GPU --b B --hq H --nq N --nk N --d D [options]',
     '',
-    'Prints JSON: time_us, tflops (4·B·Hq·Nq·Nk·d, halved when causal), utilization per unit,',
+    'Prints JSON: time_us, tflops (4·B·Hq·Nq·Nk·d, halved when causal; 2.5 × that with --backward),',
+    'utilization per unit,',
     'ctas, ctas_per_sm, sms_busy, waves. The model runs one SM with the discrete-event scheduler',
     'and spreads the grid over the SMs (see engine/TRACE.md, "Hardware events").',
     '',
@@ -20,7 +21,7 @@ export const simulateCommand: CliCommand = {
   async run(args) {
     const o = parseHwOptions(args, { nq: 4096, d: 128 });
     try {
-      console.log(JSON.stringify(simulateFor(o.algo, o.gpu, o.shape, o.features), null, 2));
+      console.log(JSON.stringify({ pass: o.pass, ...simulateFor(o.algo, o.gpu, o.shape, o.features, o.pass) }, null, 2));
       return 0;
     } catch (e) {
       if (e instanceof FitError) {

@@ -1,0 +1,94 @@
+// The hardware views on a backward run: the FA3 backward schedule on the SM of the step's
+// column block, the cursor where the engine's step map puts it (computed here in Node from
+// the same trace), the dQ add on the dQ writer, the preprocessing step off this kernel,
+// clicking the timeline to seek, and the FA2 backward on the A100.
+
+import { expect, test, type Page } from '@playwright/test';
+import { DEFAULT_FORM, type ProblemForm } from '../app/store/problem-form.ts';
+import { defaultSharedState, encodeState } from '../app/share/url-state.ts';
+import { DEFAULT_VIEWS } from '../app/views/registry.ts';
+import { smScheduleFor } from '../engine/hw/step-map.ts';
+import { counter, engineSession, watchConsole } from './helpers.ts';
+
+let checkConsole: () => void;
+test.beforeEach(async ({ page }) => {
+  checkConsole = watchConsole(page);
+});
+test.afterEach(() => checkConsole());
+
+const timeline = (page: Page) => page.getByRole('region', { name: 'Warp-role timeline' });
+const memoryMap = (page: Page) => page.getByRole('region', { name: 'Memory map' });
+
+const FA3: Partial<ProblemForm> = { algorithm: 'fa3', pass: 'backward', nq: '160', nk: '256', d: '128', dv: '128', blockM: '80', blockN: '128', dtype: 'fp16' };
+
+async function openAt(page: Page, form: Partial<ProblemForm>, step: number) {
+  const s = defaultSharedState(DEFAULT_VIEWS);
+  s.form = { ...DEFAULT_FORM, ...form };
+  s.step = step;
+  await page.goto(`/${encodeState(s)}`);
+}
+
+test('FA3 backward: the SM of the step\'s column block, the dQ add on the dQ writer, the cursor of the engine\'s map', async ({ page }) => {
+  const { s, req } = await engineSession(FA3);
+  const ev = s.events();
+  const step = ev.findIndex((e) => e.kind === 'dq' && e.tile.cols[0] === 128 && e.tile.rows[0] === 80);
+  expect(step).toBeGreaterThan(0);
+  const want = smScheduleFor({ algorithm: 'fa3', gpu: 'h100', problem: req.problem, features: {}, step, pass: 'backward' }, ev);
+  await openAt(page, FA3, step);
+  await expect(counter(page)).toHaveText(`Step ${step + 1} of ${ev.length}`, { timeout: 30_000 });
+
+  const status = timeline(page).getByTestId('hw-status');
+  await expect(status).toBeVisible({ timeout: 30_000 });
+  await expect(status).toContainText('NVIDIA H100');
+  await expect(status).toContainText('CTA 2 of 2 (b0 h0 keys 128–255, rows 0–159)');
+  await expect(status).toContainText(`Step ${step + 1} (dq) → ends with tma reduce-add dQ1.1 (dq_writer)`);
+  await expect(status).toHaveAttribute('data-how', 'op');
+  await expect(status).toHaveAttribute('data-cycle', String(Math.round(want.view.map.stepCycle[step])));
+  const canvas = timeline(page).getByTestId('timeline-canvas');
+  await expect(canvas).toHaveAttribute('data-lanes', String(want.view.roles.length));
+  expect(want.view.roles.map((r) => r.name)).toEqual(['producer', 'dq_writer', 'consumer0', 'consumer1']);
+  // Only SM90 GPUs run the FA3 backward.
+  await expect(timeline(page).getByLabel('GPU').locator('option')).toHaveText(['NVIDIA H100 SXM5 80GB', 'NVIDIA H200 SXM 141GB']);
+  // The memory map draws the backward's SMEM at the cursor: the dS tile of row block 1 is there.
+  await expect(memoryMap(page).getByTestId('hw-status')).toHaveAttribute('data-cycle', String(Math.round(want.view.map.stepCycle[step])));
+  expect(await memoryMap(page).locator('[data-testid="smem-block"]').count()).toBeGreaterThan(0);
+  await page.screenshot({ path: 'test-results/hardware-backward-fa3.png', fullPage: true });
+
+  // Step 1 is D = rowsum(dO ∘ O): a kernel of its own, before this one.
+  await page.locator('body').click({ position: { x: 5, y: 5 } });
+  await page.keyboard.press('Home');
+  await expect(counter(page)).toHaveText(`Step 1 of ${ev.length}`);
+  const dsum = ev.findIndex((e) => e.kind === 'dsum');
+  await page.keyboard.press('ArrowRight');
+  for (let i = 1; i < dsum; i++) await page.keyboard.press('ArrowRight');
+  await expect(counter(page)).toHaveText(`Step ${dsum + 1} of ${ev.length}`);
+  await expect(status).toContainText('the preprocessing kernel, launched before this one');
+
+  // Clicking an op of the timeline seeks to a backward step of this SM's column block.
+  const box = (await canvas.boundingBox())!;
+  await canvas.click({ position: { x: box.width * 0.5, y: 24 + 8 } });
+  await expect(counter(page)).not.toHaveText(`Step ${dsum + 1} of ${ev.length}`);
+  const now = Number(/Step (\d+)/.exec((await counter(page).textContent())!)![1]) - 1;
+  expect(ev[now].tile.cols[0]).toBeGreaterThanOrEqual(0);
+  await expect(status).toHaveAttribute('data-how', /op|approx|before/);
+});
+
+test('FA2 backward starts on the A100 and shows its eight warps with the dQ atomics', async ({ page }) => {
+  const form: Partial<ProblemForm> = { algorithm: 'fa2', pass: 'backward', nq: '128', nk: '128', d: '64', dv: '64', blockM: '64', blockN: '64', dtype: 'fp16' };
+  const { s } = await engineSession(form);
+  const ev = s.events();
+  const step = ev.findIndex((e) => e.kind === 'dq' && e.tile.rows[0] === 64 && e.tile.cols[0] === 64);
+  await openAt(page, form, step);
+  await expect(counter(page)).toHaveText(`Step ${step + 1} of ${ev.length}`, { timeout: 30_000 });
+  const status = timeline(page).getByTestId('hw-status');
+  await expect(status).toContainText('NVIDIA A100', { timeout: 30_000 });
+  await expect(timeline(page).getByLabel('GPU')).toHaveValue('a100');
+  // 128×128 kernel tiles at d = 64: one CTA holds both numeric 64-key blocks; the add of row block 0 ends the step.
+  await expect(status).toContainText('(b0 h0 keys 0–127, rows 0–127)');
+  await expect(status).toContainText(/→ ends with atomicAdd dQ0 \(warp\d\)/);
+  // Eight warp lanes and the lane the chart adds for copies when no role only loads.
+  await expect(timeline(page).getByTestId('timeline-canvas')).toHaveAttribute('data-lanes', '9');
+  // Choosing the H100 re-runs the same kernel there.
+  await timeline(page).getByLabel('GPU').selectOption('h100');
+  await expect(status).toContainText('NVIDIA H100', { timeout: 30_000 });
+});

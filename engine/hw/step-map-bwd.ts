@@ -1,0 +1,217 @@
+// The hardware views for the backward pass: the SM that runs the current backward step's
+// CTA, and the step ↔ cycle map, like step-map.ts does for the forward.
+//
+// A backward CTA owns a column block n (block_n keys) of one (batch, query head) and walks
+// the row blocks m that see those keys (backward.ts). So a numeric backward step is placed
+// by its COLUMNS: its CTA is the one whose column block holds the step's first key; its
+// row block is the hardware row block holding its first row (the debugger's Br/Bc may differ
+// from the kernel's tiles, so blocks are found by coordinates, never by index). Every op
+// of the schedule carries a phase kind of the backward trace (qk, mask, recompute, dp, ds,
+// dv, dq, dk, load, write), its row block and, for FA3, its consumer warpgroup (each takes
+// a slice of the keys). The cursor of a step is the END of the latest-ending op of the same
+// CTA, kind, row block and consumer; when the kernel has no op of that kind, the kind
+// before it in the backward's order stands in and the step is marked approximate. Steps of
+// the kernels around the main one (D = rowsum(dO ∘ O), the dQ conversion) are on no SM
+// timeline of the main kernel: their cursor is NaN, like the forward's combine.
+
+import type { AttentionProblem } from '../problem.ts';
+import type { PhaseKind, TraceEvent } from '../trace/events.ts';
+import type { TimelineEvent } from './events.ts';
+import { gpuById } from './gpus/index.ts';
+import type { CtaWork, HwFeatures } from './model.ts';
+import { hwAlgorithmFor, resolveFeatures, shapeOf } from './registry.ts';
+import { FitError, loadBytesPerClk, runSm } from './simulate.ts';
+import { memoryIntervals, toColumns, type HwView, type OpPhase, type SmCta, type SmSchedule, type StepMap } from './step-map.ts';
+
+/** Geometry of a backward CTA: keys per CTA, keys per consumer slice, rows per row block. */
+export interface BwdGeometry {
+  blockN: number;
+  blockM: number;
+  /** Keys each consumer warpgroup takes (FA3); block_n where every warp shares every op (FA2). */
+  subKeys: number;
+}
+
+function splitRole(role: string): { cta: number; base: string } {
+  const m = /^cta(\d+)\/(.*)$/.exec(role);
+  return m ? { cta: Number(m[1]), base: m[2] } : { cta: 0, base: role };
+}
+
+const num = (s: string | undefined) => (s === undefined ? null : Number(s));
+const rowOfTile = (tile: string) => num(/^(?:S|P|dS|dP|dQ)(\d+)/.exec(tile)?.[1]);
+
+/** Classifies every op of a backward schedule (fa3-bwd.ts, fa2-bwd.ts op names). `kv` holds the ROW block m. */
+export function classifyBackwardOps(timeline: readonly TimelineEvent[]): (OpPhase | null)[] {
+  return timeline.map((ev) => {
+    const { cta, base } = splitRole(ev.role);
+    const op = ev.op;
+    const sub = num(/^consumer(\d+)$/.exec(base)?.[1]);
+    const ph = (kinds: PhaseKind[], m: number | null, tensors: string[] = []): OpPhase => ({ cta, kinds, kv: m, sub, tensors });
+    let m: RegExpExecArray | null;
+    if (ev.unit === 'sync' || op.startsWith('wait ')) return null;
+    if (/^(?:tma|cpasync) K\d+\+V\d+/.test(op)) return ph(['load'], null, ['K', 'V']);
+    if ((m = /^(?:tma|cpasync) Q(\d+)\+LSE/.exec(op))) return ph(['load'], Number(m[1]), ['Q', 'LSE']);
+    if ((m = /^(?:tma|cpasync) dO(\d+)\+D/.exec(op))) return ph(['load'], Number(m[1]), ['dO', 'D']);
+    if (/dK\d+ dV\d+/.test(op) || /^dK\d+·scale/.test(op)) return ph(['write'], null, ['dK', 'dV']);
+    if ((m = /S=Q(\d+)·K/.exec(op))) return ph(['qk'], Number(m[1]));
+    if ((m = /dP=dO(\d+)/.exec(op))) return ph(['dp'], Number(m[1]));
+    if ((m = /dV\+=P(\d+)/.exec(op))) return ph(['dv'], Number(m[1]));
+    if ((m = /dK\+=dS(\d+)/.exec(op))) return ph(['dk'], Number(m[1]));
+    if ((m = /dQ(\d+)=dS/.exec(op)) || (m = /^(?:tma reduce-add|atomicAdd|st\.shared) dQ(\d+)/.exec(op))) return ph(['dq'], Number(m[1]));
+    if ((m = /^st\.shared (?:P\d+ )?dS(\d+)/.exec(op))) return ph(['ds'], Number(m[1]));
+    if (op === 'causal mask') return ph(['mask'], rowOfTile(ev.tile));
+    if (op.startsWith('S·scale') || op.startsWith('exp2')) return ph(['recompute'], rowOfTile(ev.tile));
+    if (op.startsWith('dS=P')) return ph(['ds'], rowOfTile(ev.tile));
+    if (op.startsWith('st.shared P')) return ph(['recompute'], rowOfTile(ev.tile));
+    return null;
+  });
+}
+
+/** The kind before each in the backward's order, for kernels with no op of a step's own kind. */
+const STAND_IN: Partial<Record<PhaseKind, PhaseKind>> = {
+  mask: 'qk',
+  recompute: 'mask',
+  dp: 'recompute',
+  ds: 'dp',
+  dv: 'ds',
+  dq: 'ds',
+  dk: 'dq',
+  write: 'dk',
+};
+
+/** CTA on this SM that owns a backward event (by its first key), or -1 (steps with no keys belong to no CTA). */
+function ctaOfEvent(ctas: readonly SmCta[], geo: BwdGeometry, ev: TraceEvent): number {
+  if (ev.tile.cols[1] <= ev.tile.cols[0]) return -1;
+  const n = Math.floor(ev.tile.cols[0] / geo.blockN);
+  return ctas.findIndex((c) => c.b === ev.b && c.h === ev.h && c.kvBlocks[0] === n);
+}
+
+export function buildBackwardStepMap(events: readonly TraceEvent[], timeline: readonly TimelineEvent[], phases: readonly (OpPhase | null)[], ctas: readonly SmCta[], geo: BwdGeometry): StepMap {
+  const n = events.length;
+  const stepCycle = new Float64Array(n).fill(NaN);
+  const stepOp = new Int32Array(n).fill(-1);
+  const stepApprox = new Uint8Array(n);
+  const opStep = new Int32Array(timeline.length).fill(-1);
+  const index = new Map<string, number[]>();
+  phases.forEach((p, i) => {
+    if (!p) return;
+    for (const k of p.kinds) {
+      const key = `${p.cta}|${k}`;
+      let l = index.get(key);
+      if (!l) index.set(key, (l = []));
+      l.push(i);
+    }
+  });
+  for (let s = 0; s < n; s++) {
+    const e = events[s];
+    const c = ctaOfEvent(ctas, geo, e);
+    if (c < 0) continue;
+    const key0 = ctas[c].kvBlocks[0] * geo.blockN;
+    const [c0, c1] = e.tile.cols;
+    const subLo = Math.floor((Math.max(c0, key0) - key0) / geo.subKeys);
+    const subHi = Math.floor((Math.min(c1, key0 + geo.blockN) - 1 - key0) / geo.subKeys);
+    const [r0, r1] = e.tile.rows;
+    const mLo = r1 > r0 ? Math.floor(r0 / geo.blockM) : null;
+    const mHi = r1 > r0 ? Math.floor((r1 - 1) / geo.blockM) : null;
+    const tensors = e.kind === 'load' || e.kind === 'write' ? (e.tensors as readonly string[]) : null;
+    let kind: PhaseKind | undefined = e.kind;
+    let approx = 0;
+    while (kind) {
+      let best = -1;
+      let bestEnd = -Infinity;
+      for (const i of index.get(`${c}|${kind}`) ?? []) {
+        const p = phases[i]!;
+        if (p.sub !== null && (p.sub < subLo || p.sub > subHi)) continue;
+        if (mLo === null ? p.kv !== null : p.kv === null || p.kv < mLo || p.kv > mHi!) continue;
+        if (tensors && kind === e.kind && !p.tensors.some((t) => tensors.includes(t))) continue;
+        if (opStep[i] < 0) opStep[i] = s;
+        if (timeline[i].end > bestEnd) {
+          bestEnd = timeline[i].end;
+          best = i;
+        }
+      }
+      if (best >= 0) {
+        stepCycle[s] = bestEnd;
+        stepOp[s] = best;
+        stepApprox[s] = approx;
+        break;
+      }
+      kind = STAND_IN[kind];
+      approx = 1;
+    }
+  }
+  return { stepCycle, stepOp, stepApprox, opStep };
+}
+
+export interface BwdViewRequest {
+  algorithm: string;
+  gpu: string;
+  problem: AttentionProblem;
+  features: Partial<HwFeatures>;
+  step: number;
+}
+
+/** Builds the backward schedule of the SM that runs `events[req.step]`'s column block, and its step ↔ cycle map. */
+export function backwardSmScheduleFor(req: BwdViewRequest, events: readonly TraceEvent[]): SmSchedule {
+  const algo = hwAlgorithmFor(req.algorithm, 'backward');
+  const gpu = gpuById(req.gpu);
+  if (!algo.arch.includes(gpu.sm)) throw new Error(`the ${algo.id} backward is written for SM${algo.arch.join('/SM')}; ${gpu.name} is SM${gpu.sm}`);
+  const shape = shapeOf(req.problem);
+  const f = resolveFeatures(algo, req.features);
+  const resources = algo.resources(gpu, shape, f);
+  if (resources.does_not_fit.length > 0) throw new FitError(resources.does_not_fit);
+  const blockM = resources.tiles.block_m;
+  const blockN = resources.tiles.block_n;
+  const consumers = resources.roles.filter((r) => /^consumer\d+$/.test(r.name)).length;
+  const geo: BwdGeometry = { blockM, blockN, subKeys: consumers > 0 ? blockN / consumers : blockN };
+  const grid = algo.grid(gpu, shape, f);
+  const occ = Math.max(1, Math.min(resources.ctas_per_sm, Math.ceil(grid.length / gpu.smCount)));
+  const asCta = (w: CtaWork): SmCta => ({
+    b: w.b,
+    h: w.h,
+    qBlock: w.qBlock,
+    split: 0,
+    rows: [w.kvFrom * blockM, Math.min(shape.nq, w.kvTo * blockM)],
+    kvBlocks: [w.qBlock],
+    keys: [w.qBlock * blockN, Math.min(shape.nk, (w.qBlock + 1) * blockN)],
+  });
+  const all = grid.map(asCta);
+  const ev = events[Math.max(0, Math.min(events.length - 1, req.step))];
+  let target = 0;
+  if (ev) {
+    const i = ctaOfEvent(all, geo, ev);
+    // A step with no keys (D, the dQ conversion) keeps the head's first column block in view.
+    target = i >= 0 ? i : Math.max(0, all.findIndex((c) => c.b === ev.b && c.h === ev.h));
+  }
+  const first = Math.floor(target / occ) * occ;
+  const works = grid.slice(first, first + occ);
+  const bw = loadBytesPerClk(gpu, algo, Math.min(gpu.smCount, Math.ceil(grid.length / occ)));
+  const run = runSm(algo, gpu, shape, f, works, bw, true);
+  const ctas = works.map(asCta);
+  const phases = classifyBackwardOps(run.timeline);
+  const map = buildBackwardStepMap(events, run.timeline, phases, ctas, geo);
+  const utilization: Record<string, number> = {};
+  for (const [u, v] of Object.entries(run.unitBusy)) utilization[u] = run.cycles > 0 ? v / run.cycles : 0;
+  const view: HwView = {
+    algo: algo.id,
+    algoName: algo.name,
+    gpu: gpu.id,
+    gpuName: gpu.name,
+    clockGHz: gpu.clockGHz,
+    features: f,
+    featureKeys: [...algo.featureKeys],
+    roles: run.roles,
+    timeline: toColumns(run.timeline, run.roles),
+    opKinds: phases.map((p) => (p ? p.kinds.join('+') + (p.kv !== null ? ` · row block ${p.kv}` : '') : '')),
+    memory: memoryIntervals(run.memory, run.cycles),
+    resources,
+    cycles: run.cycles,
+    utilization,
+    ctas,
+    firstCta: first,
+    gridCtas: grid.length,
+    geometry: { ctaRows: blockN, subRows: geo.subKeys, blockN },
+    map,
+    pass: 'backward',
+  };
+  return { view, timeline: run.timeline, memory: run.memory };
+}

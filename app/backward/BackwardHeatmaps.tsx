@@ -16,6 +16,7 @@ const rowsRect = (r0: number, r1: number, width: number): Rect | undefined => (r
 export function BackwardHeatmaps({ frame, inputs, summary }: { frame: Frame; inputs: HeadInputs; summary: LoadSummary }) {
   const { pane } = usePane();
   const patchSelection = useApp((s) => s.patchSelection);
+  const problem = useApp((s) => s.problem[pane].applied?.problem);
   const ranges = summary.ranges;
   const br = summary.backward?.ranges;
   const scales = useMemo(
@@ -55,6 +56,10 @@ export function BackwardHeatmaps({ frame, inputs, summary }: { frame: Frame; inp
   const big = 160;
   const tall = (n: number, other: number) => Math.max(40, Math.min(big, (big * n) / Math.max(other, 1)));
   const standard = summary.algorithm === 'standard';
+  const fa1 = summary.algorithm === 'fa1';
+  // FA3 keeps dQaccum and dK without the softmax scale until its postprocess and epilogue.
+  const fa3 = summary.algorithm === 'fa3';
+  const grouped = problem !== undefined && problem.hq > problem.hk;
   return (
     <section className="view heatmaps bwd-heatmaps" aria-label="Backward heatmaps">
       <div className="bwd-row" aria-label="Inputs">
@@ -63,11 +68,17 @@ export function BackwardHeatmaps({ frame, inputs, summary }: { frame: Frame; inp
         <Heatmap id="V" title="V" data={inputs.v} rows={nk} cols={dv} scale={scales.v} tileRows={blockN} tileCols={dv} highlight={rowsRect(c0, c1, dv)} maxPx={tall(nk, nq)} onTileClick={zoom('V')} />
         {inputs.dO && <Heatmap id="dO" title="dO (incoming gradient)" data={inputs.dO} rows={nq} cols={dv} scale={scales.dO} tileRows={blockM} tileCols={dv} highlight={rowsRect(r0, r1, dv)} maxPx={tall(nq, nk)} />}
       </div>
-      <div className="bwd-row" aria-label="Recomputed probabilities">
-        <Heatmap id="S" title={standard ? 'S (read from HBM)' : 'S = τ·QKᵀ (recomputed)'} data={frame.s} version={frame.seq} mask={frame.mask} rows={nq} cols={nk} scale={scales.s} tileRows={blockM} tileCols={blockN} highlight={tile} maxPx={big} onTileClick={zoom('S')} />
-        <Heatmap id="P" title={standard ? 'P (read from HBM)' : 'P = exp(S − L) (recomputed)'} data={frame.p} version={frame.seq} rows={nq} cols={nk} scale={scales.p} tileRows={blockM} tileCols={blockN} highlight={tile} maxPx={big} onTileClick={zoom('P')} />
-        {inputs.pForward && <Heatmap id="P fwd" title="P a standard forward stores" data={inputs.pForward} rows={nq} cols={nk} scale={scales.p} tileRows={blockM} tileCols={blockN} highlight={tile} maxPx={big} />}
-      </div>
+      {standard ? (
+        <div className="bwd-row" aria-label="Stored probabilities">
+          {inputs.pForward && <Heatmap id="P" title="P (stored by the forward, read from HBM)" data={inputs.pForward} rows={nq} cols={nk} scale={scales.p} tileRows={blockM} tileCols={blockN} highlight={tile} maxPx={big} onTileClick={zoom('P')} />}
+        </div>
+      ) : (
+        <div className="bwd-row" aria-label="Recomputed probabilities">
+          <Heatmap id="S" title="S = τ·QKᵀ (recomputed)" data={frame.s} version={frame.seq} mask={frame.mask} rows={nq} cols={nk} scale={scales.s} tileRows={blockM} tileCols={blockN} highlight={tile} maxPx={big} onTileClick={zoom('S')} />
+          <Heatmap id="P" title={fa1 ? 'P = exp(S − m) / l (recomputed)' : 'P = exp(S − L) (recomputed)'} data={frame.p} version={frame.seq} rows={nq} cols={nk} scale={scales.p} tileRows={blockM} tileCols={blockN} highlight={tile} maxPx={big} onTileClick={zoom('P')} />
+          {inputs.pForward && <Heatmap id="P fwd" title="P a standard forward stores" data={inputs.pForward} rows={nq} cols={nk} scale={scales.p} tileRows={blockM} tileCols={blockN} highlight={tile} maxPx={big} />}
+        </div>
+      )}
       <div className="bwd-row" aria-label="Softmax gradient">
         <Heatmap id="dP" title="dP = dO·Vᵀ" data={g.dP} version={frame.seq} rows={nq} cols={nk} scale={scales.dP} tileRows={blockM} tileCols={blockN} highlight={tile} maxPx={big} />
         <Heatmap id="D" title="D = rowsum(dO∘O)" data={g.D} version={frame.seq} rows={nq} cols={1} scale={scales.D} tileRows={blockM} tileCols={1} highlight={rowsRect(r0, r1, 1)} maxPx={tall(nq, nk)} />
@@ -76,7 +87,7 @@ export function BackwardHeatmaps({ frame, inputs, summary }: { frame: Frame; inp
       <div className="bwd-row" aria-label="Gradients">
         <Heatmap
           id="dQ"
-          title={dqAdd ? `dQ (accumulating: + K/V block ${ev.tile.kvBlock})` : 'dQ'}
+          title={`${fa3 ? 'dQaccum (unscaled) → dQ' : 'dQ'}${dqAdd ? ` (accumulating: + K/V block ${ev.tile.kvBlock})` : ''}`}
           data={g.dQ}
           version={frame.seq}
           rows={nq}
@@ -88,7 +99,7 @@ export function BackwardHeatmaps({ frame, inputs, summary }: { frame: Frame; inp
           markRows={dqAdd ? [r0, r1] : undefined}
           maxPx={tall(nq, nk)}
         />
-        <Heatmap id="dK" title="dK" data={g.dK} version={frame.seq} rows={nk} cols={d} scale={scales.dK} tileRows={blockN} tileCols={d} highlight={rowsRect(c0, c1, d)} maxPx={tall(nk, nq)} />
+        <Heatmap id="dK" title={fa3 ? 'dK (unscaled until written)' : 'dK'} data={g.dK} version={frame.seq} rows={nk} cols={d} scale={scales.dK} tileRows={blockN} tileCols={d} highlight={rowsRect(c0, c1, d)} maxPx={tall(nk, nq)} />
         <Heatmap id="dV" title="dV" data={g.dV} version={frame.seq} rows={nk} cols={dv} scale={scales.dV} tileRows={blockN} tileCols={dv} highlight={rowsRect(c0, c1, dv)} maxPx={tall(nk, nq)} />
       </div>
       <p className="hint" data-testid="bwd-hint">
@@ -96,6 +107,7 @@ export function BackwardHeatmaps({ frame, inputs, summary }: { frame: Frame; inp
         {dqAdd && `dQ rows ${r0}–${r1 - 1} (orange bar) receive τ·dS·K from K/V column block ${ev.tile.kvBlock} (yellow in Kᵀ). `}
         {summary.backward && !standard && `The recomputed P matches the stored one to ${summary.backward.recomputeMaxDiff.toExponential(2)} at most. `}
         dQ, dK and dV are checkered until a step writes them.
+        {grouped && ' dK and dV are this query head’s part: the K/V head’s gradient adds the parts of every query head in its group, in HBM.'}
       </p>
     </section>
   );

@@ -11,6 +11,7 @@ import { useApp, type PaneId } from '../store/store.ts';
 import { usePane } from '../pane/context.ts';
 import type { PaneController } from '../pane/controller.ts';
 import { withImported } from '../import/import-store.ts';
+import { useCompare } from '../compare/compare-store.ts';
 
 const LABEL: Record<Pass, string> = { forward: 'Forward', backward: 'Backward' };
 
@@ -85,10 +86,20 @@ export function PassSwitch() {
   );
 }
 
-/** Compare mode: the pass of the shared problem (the debugger pane's), for every pane. */
+/**
+ * Compare mode: the pass of the shared problem (the debugger pane's), for every pane. The
+ * panes' kernel switches belong to one pass (FA3's forward has no 'deterministic'), so a
+ * change of pass clears them.
+ */
 export function ComparePassSwitch({ shared, ctl }: { shared: PaneId; ctl: PaneController | undefined }) {
   const pass = useApp((s) => s.problem[shared]?.applied?.pass ?? 'forward');
   const status = useApp((s) => s.playback[shared]?.status);
   if (!ctl) return null;
-  return <PassRadios value={pass} disabled={status !== 'ready'} onChoose={(p) => loadPass(shared, ctl, p)} label="Pass of every pane" />;
+  const choose = (p: Pass) => {
+    if (p === pass) return;
+    const cmp = useCompare.getState();
+    cmp.panes.forEach((c, i) => Object.keys(c.features).length && cmp.setPane(i, { features: {} }));
+    loadPass(shared, ctl, p);
+  };
+  return <PassRadios value={pass} disabled={status !== 'ready'} onChoose={choose} label="Pass of every pane" />;
 }

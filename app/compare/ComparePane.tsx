@@ -14,6 +14,7 @@ import { registerController } from './controllers.ts';
 import { comparePaneId, FEATURE_SPECS } from './pane-config.ts';
 import { paneRequest, sharedRequest, SHARED_PANE } from './shared-request.ts';
 import { hasBackward } from '../../engine/debugger/pass.ts';
+import { BACKWARD_FEATURE_SPECS } from '../backward/feature-specs.ts';
 
 class Boundary extends Component<{ title: string; children: ReactNode }, { error: string | null }> {
   override state = { error: null as string | null };
@@ -43,8 +44,8 @@ function PaneSettings({ index, ctl }: { index: number; ctl: PaneController }) {
     setBm(cfg.blockM);
     setBn(cfg.blockN);
   }, [cfg.blockM, cfg.blockN]);
-  const specs = FEATURE_SPECS[cfg.algorithm] ?? {};
   const backward = useApp((s) => s.problem[SHARED_PANE]?.applied?.pass === 'backward');
+  const specs = (backward ? BACKWARD_FEATURE_SPECS[cfg.algorithm] : FEATURE_SPECS[cfg.algorithm]) ?? {};
   return (
     <form
       className="compare-settings"

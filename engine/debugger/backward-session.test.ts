@@ -48,8 +48,9 @@ async function loaded(r: LoadRequest = req) {
 }
 
 describe('DebuggerSession, backward pass', () => {
-  it('the last frame of each head holds the float64 gradients of that head', async () => {
-    const { s, summary } = await loaded();
+  for (const algorithm of ['standard', 'fa1', 'fa2', 'fa3'])
+  it(`${algorithm}: the last frame of each head holds the float64 gradients of that head`, async () => {
+    const { s, summary } = await loaded({ ...req, algorithm });
     expect(summary.pass).toBe('backward');
     const x = randomInputs(problem, { seed: 5, distribution: 'normal' });
     const ref = referenceBackward(problem, { ...x, dO: randomGradOutput(problem, 5) });
@@ -71,17 +72,31 @@ describe('DebuggerSession, backward pass', () => {
         expect(Math.abs(f.bwd!.D[r] - want), `D of row ${r}`).toBeLessThan(1e-4);
       }
     }
-    // dK, dV are summed over the two query heads of the K/V head: complete after head 1.
+    // The frame's dK and dV are the on-chip accumulators of the head being stepped: with
+    // GQA, that query head's part of the K/V head's sum (the sum over the group happens in HBM).
     const f = await v.seek(lastOf(1));
     expect(f.bwd!.kvState.every((st) => st === 2)).toBe(true);
+    const one: AttentionProblem = { ...problem, hq: 1 };
+    const qd = problem.nq * problem.d;
+    const own = referenceBackward(one, { q: x.q.slice(qd, 2 * qd), k: x.k, v: x.v, dO: randomGradOutput(problem, 5).slice(problem.nq * problem.dv) });
+    // FA3 keeps dK without the softmax scale until its epilogue write.
+    const unscale = algorithm === 'fa3' ? Math.sqrt(problem.d) : 1;
+    let errK = 0;
+    let errV = 0;
+    for (let i = 0; i < problem.nk * problem.d; i++) errK = Math.max(errK, Math.abs(f.bwd!.dK[i] - own.dk[i] * unscale));
+    for (let i = 0; i < problem.nk * problem.dv; i++) errV = Math.max(errV, Math.abs(f.bwd!.dV[i] - own.dv[i]));
+    expect(errK, 'dK of head 1').toBeLessThan(1e-4);
+    expect(errV, 'dV of head 1').toBeLessThan(1e-4);
   });
 
-  it('seeking anywhere shows exactly what stepping there one phase at a time shows', async () => {
-    const { s, summary } = await loaded();
+  for (const algorithm of ['standard', 'fa1', 'fa2', 'fa3'])
+  it(`${algorithm}: seeking anywhere shows exactly what stepping there one phase at a time shows`, async () => {
+    const r = { ...req, algorithm };
+    const { s, summary } = await loaded(r);
     const v = viewer(s);
     const walked = [view(await v.seek(0))];
     for (let i = 1; i < summary.total; i++) walked.push(view(await v.step(1, 'phase')));
-    const { s: s2 } = await loaded();
+    const { s: s2 } = await loaded(r);
     const j = viewer(s2);
     const n = summary.total;
     for (const k of [n - 1, 7, Math.floor(n / 2), 3, n - 2, Math.floor(n / 3), 0, Math.floor(n / 3) + 1]) expect(view(await j.seek(k))).toEqual(walked[k]);

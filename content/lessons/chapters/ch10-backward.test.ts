@@ -1,0 +1,61 @@
+// Chapter 10 against float64 and closed forms: D is dO · O of the reference forward, the
+// standard backward's P traffic and FA2's atomic adds are the counts the algorithms imply,
+// and every step link of the text lands on the kind of step it names.
+
+import { describe, expect, it } from 'vitest';
+import { randomGradOutput } from '../../../engine/backward/grad-output.ts';
+import { randomInputs } from '../../../engine/inputs.ts';
+import { referenceAttention } from '../../../engine/reference.ts';
+import { chapterByNumber } from './index.ts';
+import { lessonContext, locateBlock, RunCache, runRequest } from './evaluate.ts';
+
+const cache = new RunCache(10);
+const c = chapterByNumber(10)!;
+const req = c.panes[0].preset;
+const p = req.problem;
+const answer = (id: string, r = req) => c.questions.find((q) => q.id === id)!.answer(lessonContext(c, r, cache));
+
+describe('chapter 10: the backward pass', () => {
+  it('D₅ is dO₅ · O₅ with O from the float64 forward', () => {
+    const x = randomInputs(p, { seed: req.seed, distribution: req.distribution });
+    const o = referenceAttention(p, x).o;
+    const dO = randomGradOutput(p, req.seed);
+    let want = 0;
+    for (let c2 = 0; c2 < p.dv; c2++) want += dO[5 * p.dv + c2] * o[5 * p.dv + c2];
+    expect(Math.abs(Number(answer('d-row')) - want)).toBeLessThan(1e-5);
+  });
+
+  it('the standard backward reads P twice (passes 1 and 3): 2 · Nq · Nk · 4 bytes in fp32', () => {
+    expect(answer('p-bytes')).toBe(2 * p.nq * p.nk * 4);
+    // FA2 reads none of it.
+    expect(runRequest(req).result.counters.hbmRead.P ?? 0).toBe(0);
+  });
+
+  it('FA2 adds Br × d values per visible tile: Tc · Nq · d without a mask, fewer with one', () => {
+    const tc = p.nk / req.blocks.blockN!;
+    expect(answer('atomic-adds')).toBe(tc * p.nq * p.d);
+    const causal = { ...req, problem: { ...p, causal: true } };
+    const tiles = (tc * (tc + 1)) / 2;
+    expect(answer('atomic-adds', causal)).toBe(tiles * req.blocks.blockM! * p.d);
+  });
+
+  it('every step link of the text finds its step in the preset, of the kind it names', () => {
+    const kinds: Record<string, string> = {
+      'FA2 recomputing its first P tile': 'recompute',
+      'the standard backward reading the stored P': 'load',
+      'the preprocessing step that computes D for row block 0': 'dsum',
+      'the first write of dK_j and dV_j, after worker 0 has seen every Q block': 'write',
+      'an atomic add into dQ that other workers would make at the same moment': 'dq',
+    };
+    let links = 0;
+    c.blocks.forEach((b, i) => {
+      if (b.kind !== 'goto') return;
+      links++;
+      const run = runRequest(c.panes[b.pane].preset);
+      const { step } = locateBlock(c, i, c.panes[b.pane].preset, cache);
+      expect(step, b.label).toBeGreaterThanOrEqual(0);
+      expect(run.events[step].kind, b.label).toBe(kinds[b.label]);
+    });
+    expect(links).toBe(Object.keys(kinds).length);
+  });
+});

@@ -79,6 +79,7 @@ describe('backward counters: closed forms', () => {
     expect(c.hbmWritten).toEqual(times({ dV: N * dv * e, dP: 4 * N * N, dS: N * N * e, dQ: N * d * e, dK: N * d * e }));
     expect(c.matmulFlops).toBe(H * 2 * N * N * (2 * d + 2 * dv));
     expect(c.expCount).toBe(0);
+    expect(c.nonMatmulFlops).toBe(H * (4 * N * N + N * d));
     expect(c.steps).toBe(H * (4 + 13 * Tr));
   });
 

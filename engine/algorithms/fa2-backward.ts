@@ -8,7 +8,10 @@
 //      column blocks add into the same rows at the same time), dK_j += τ dSᵀ Q_i.
 //   3. Postprocessing: the fp32 accumulator converted to dQ in the input dtype.
 // Fully masked tiles are skipped, and a column block with no visible row is not loaded.
-// Block sizes as in the forward (from M or given).
+// Block sizes as in the forward (from M or given). GQA/MQA: the FA2 CUDA code writes dK and
+// dV per query head into expanded buffers and sums them over the group afterwards;
+// FlashScope instead adds each head's dK_j, dV_j into fp32 accumulators (atomic adds, as
+// FA3 does), which counts the same sum with less traffic than the expanded buffers.
 
 import { blockCount, resolveBlocks } from './blocks.ts';
 import { readFeatures } from './features.ts';

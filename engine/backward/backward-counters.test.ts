@@ -21,7 +21,7 @@ import { runToEnd } from '../run.ts';
 import { randomGradOutput } from './grad-output.ts';
 import { backwardById } from './registry.ts';
 import type { BackwardInputs } from './types.ts';
-import type { Counters } from '../counters.ts';
+import { addDelta, emptyCounters, type Counters } from '../counters.ts';
 
 const N = 32;
 const d = 8;
@@ -79,6 +79,7 @@ describe('backward counters: closed forms', () => {
     expect(c.hbmWritten).toEqual(times({ dV: N * dv * e, dP: 4 * N * N, dS: N * N * e, dQ: N * d * e, dK: N * d * e }));
     expect(c.matmulFlops).toBe(H * 2 * N * N * (2 * d + 2 * dv));
     expect(c.expCount).toBe(0);
+    expect(c.nonMatmulFlops).toBe(H * (4 * N * N + N * d));
     expect(c.steps).toBe(H * (4 + 13 * Tr));
   });
 
@@ -124,4 +125,22 @@ describe('backward counters: closed forms', () => {
       expect(on, id).toEqual(off);
     }
   });
+});
+
+describe('backward traces keep TRACE.md’s ordering guarantees', () => {
+  const variants: Partial<AttentionProblem>[] = [{}, { causal: true, nq: 40, nk: 24 }, { hq: 4, hk: 1, window: { left: 5, right: 2 } }, { softcap: 2, sinks: [1, 0] }];
+  for (const id of ['standard', 'fa1', 'fa2', 'fa3'])
+    it.each(variants.map((v) => [JSON.stringify(v), v] as const))(`${id} %s: steps 0..n−1, (b, h) contiguous, deltas sum to the counters`, (_n, over) => {
+      const p = { ...P, dtype: 'fp32' as const, ...over };
+      const x: BackwardInputs = { ...randomInputs(p, { seed: 6 }), dO: randomGradOutput(p, 6) };
+      const evs: { step: number; b: number; h: number; delta: import('../counters.ts').CounterDelta }[] = [];
+      const r = runToEnd(backwardById(id), p, x, { blockM: 8, blockN: 8, trace: true, onEvent: (e) => evs.push(e) });
+      expect(evs.map((e) => e.step)).toEqual(evs.map((_, i) => i));
+      expect(evs.length).toBe(r.counters.steps);
+      const heads = evs.map((e) => `${e.b},${e.h}`).filter((k, i, a) => i === 0 || a[i - 1] !== k);
+      expect(new Set(heads).size).toBe(heads.length);
+      const total = emptyCounters();
+      for (const e of evs) addDelta(total, e.delta);
+      expect({ ...total, steps: r.counters.steps }).toEqual(r.counters);
+    });
 });

@@ -57,6 +57,14 @@ interface EventBase {
    * exponentials are base 2 (P = 2^(s − m), factor = 2^(mOld − mNew)), as FA4 keeps them. LSE stays natural.
    */
   base2?: boolean;
+  /**
+   * Packed variable-length batches (engine/layouts/varlen.ts): `b` is the sequence and
+   * tile.rows / tile.cols are positions inside it; these are the same ranges in the packed
+   * total_q / total_k index (offset by cu_seqlens).
+   */
+  packed?: { rows: Range; cols: Range };
+  /** Paged K/V cache (engine/layouts/paged.ts): the physical pages tile.cols lie in, in logical order. */
+  pages?: number[];
 }
 
 export interface LoadEvent extends EventBase {

@@ -110,7 +110,7 @@ async function prepareVarlen(a: ParsedArgs): Promise<Prepared> {
   for (const r of ['q', 'k', 'v', 'cu-seqlens-q', 'cu-seqlens-k']) if (!str(a, r)) throw new ArgsError(`varlen needs --${r}`);
   const layout = str(a, 'layout');
   if (layout !== undefined && layout !== 'bnhd') throw new ArgsError(`--layout ${layout}: varlen tensors are token-major [total, H, d] (bnhd); leave --layout out`);
-  const [qt, kt, vt, cqt, ckt] = await Promise.all(['q', 'k', 'v', 'cu-seqlens-q', 'cu-seqlens-k'].map((r) => loadTensorFile(str(a, r)!)));
+  const [qt, kt, vt, cqt, ckt] = await Promise.all(['q', 'k', 'v', 'cu-seqlens-q', 'cu-seqlens-k'].map((r) => loadTensorFile(str(a, r)!, { indices: r.startsWith('cu') })));
   expectRank(qt, 3, 'q', '[total_q, Hq, d]');
   expectRank(kt, 3, 'k', '[total_k, Hk, d]');
   expectRank(vt, 3, 'v', '[total_k, Hk, dv]');
@@ -149,7 +149,9 @@ async function preparePaged(a: ParsedArgs): Promise<Prepared> {
   for (const r of ['q', 'k-cache', 'v-cache', 'block-table', 'cache-seqlens']) if (!str(a, r)) throw new ArgsError(`a paged K/V cache needs --${r}`);
   for (const r of ['k', 'v', 'cu-seqlens-q', 'cu-seqlens-k']) if (str(a, r)) throw new ArgsError(`--${r} cannot be combined with a paged cache (--k-cache/--v-cache)`);
   const layout = parseLayout(str(a, 'layout') ?? 'bnhd');
-  const [qt, kct, vct, btt, cst] = await Promise.all(['q', 'k-cache', 'v-cache', 'block-table', 'cache-seqlens'].map((r) => loadTensorFile(str(a, r)!)));
+  const [qt, kct, vct, btt, cst] = await Promise.all(
+    ['q', 'k-cache', 'v-cache', 'block-table', 'cache-seqlens'].map((r) => loadTensorFile(str(a, r)!, { indices: r === 'block-table' || r === 'cache-seqlens' })),
+  );
   expectRank(qt, 4, 'q', layout === 'bnhd' ? '[B, Nq, Hq, d]' : '[B, Hq, Nq, d]');
   expectRank(kct, 4, 'k_cache', '[num_pages, page_size, Hk, d]');
   expectRank(vct, 4, 'v_cache', '[num_pages, page_size, Hk, dv]');

@@ -14,16 +14,14 @@ import { join } from 'node:path';
 import { algorithmById } from '../algorithms/registry.ts';
 import type { BlockOptions } from '../algorithms/types.ts';
 import { countersToStats } from '../counters.ts';
-import { roundArray } from '../dtype.ts';
-import { isIntegerStorage } from '../io/float-codec.ts';
 import { encodeNpy } from '../io/npy.ts';
-import type { Tensor } from '../io/tensor-info.ts';
-import { pagedOutput, runPaged, type PagedProblem } from '../layouts/paged.ts';
+import { pagedOutput, runPaged } from '../layouts/paged.ts';
 import { runLayoutToEnd, type LayoutBase, type LayoutRunResult } from '../layouts/sequence-runner.ts';
-import { packedResult, runVarlen, seqLengths, type VarlenProblem } from '../layouts/varlen.ts';
-import { ProblemError, validateProblem, type DType } from '../problem.ts';
+import { packedResult, runVarlen, seqLengths } from '../layouts/varlen.ts';
+import { ProblemError, validateProblem } from '../problem.ts';
+import { pagedFromTensors, pagedShape, varlenFromTensors, varlenShape, type LayoutShape } from '../layouts/from-tensors.ts';
 import { ArgsError, flag, list, num, parseArgs, str, type OptionSpec, type ParsedArgs } from './args.ts';
-import { algoIds, fromBhnd, parseDtype, parseFeatures, parseLayout, parseWindow, PROBLEM_OPTIONS, toBhnd } from './problem-options.ts';
+import { algoIds, fromBhnd, parseDtype, parseFeatures, parseLayout, parseWindow, PROBLEM_OPTIONS } from './problem-options.ts';
 import { loadTensorFile, loadVector } from './tensor-files.ts';
 
 export const LAYOUT_OPTIONS: OptionSpec = {
@@ -52,28 +50,7 @@ export function isLayoutRun(argv: readonly string[]): boolean {
   return argv.some((a) => /^--(cu-seqlens-[qk]|k-cache|v-cache|block-table|cache-seqlens)(=|$)/.test(a));
 }
 
-const shapeText = (t: Tensor) => `[${t.info.shape.join(', ')}]`;
-
-function expectRank(t: Tensor, rank: number, role: string, what: string): void {
-  if (t.info.shape.length !== rank) throw new ProblemError(role, `expected ${what}, got shape ${shapeText(t)}`);
-}
-
-/** Integers of an index tensor (int32/int64 exactly; a float file must hold whole numbers). */
-function indices(t: Tensor, role: string): number[] {
-  const out = Array.from(t.data);
-  if (!isIntegerStorage(t.info.dtype)) {
-    const bad = out.findIndex((v) => !Number.isInteger(v));
-    if (bad >= 0) throw new ProblemError(`${role}[${bad}]`, `must be an integer, got ${out[bad]} (an ${t.info.dtype} file; int32 expected)`);
-  }
-  return out;
-}
-
-function valueDtype(t: Tensor, role: string): DType {
-  if (isIntegerStorage(t.info.dtype)) throw new ProblemError(role, `holds ${t.info.dtype} values; attention inputs must be float16, bfloat16, float32 or float64`);
-  return t.info.dtype === 'float16' ? 'fp16' : t.info.dtype === 'bfloat16' ? 'bf16' : 'fp32';
-}
-
-async function baseFields(a: ParsedArgs, hq: number, hk: number, d: number, dv: number, fileDtype: DType): Promise<LayoutBase> {
+async function baseFields(a: ParsedArgs, { hq, hk, d, dv, dtype: fileDtype }: LayoutShape): Promise<LayoutBase> {
   const base: LayoutBase = { hq, hk, d, dv, causal: flag(a, 'causal'), dtype: parseDtype(str(a, 'dtype')) ?? fileDtype };
   const window = parseWindow(str(a, 'window'));
   if (window) base.window = window;
@@ -111,23 +88,10 @@ async function prepareVarlen(a: ParsedArgs): Promise<Prepared> {
   const layout = str(a, 'layout');
   if (layout !== undefined && layout !== 'bnhd') throw new ArgsError(`--layout ${layout}: varlen tensors are token-major [total, H, d] (bnhd); leave --layout out`);
   const [qt, kt, vt, cqt, ckt] = await Promise.all(['q', 'k', 'v', 'cu-seqlens-q', 'cu-seqlens-k'].map((r) => loadTensorFile(str(a, r)!, { indices: r.startsWith('cu') })));
-  expectRank(qt, 3, 'q', '[total_q, Hq, d]');
-  expectRank(kt, 3, 'k', '[total_k, Hk, d]');
-  expectRank(vt, 3, 'v', '[total_k, Hk, dv]');
-  expectRank(cqt, 1, 'cu_seqlens_q', 'a 1-D tensor of length B + 1');
-  expectRank(ckt, 1, 'cu_seqlens_k', 'a 1-D tensor of length B + 1');
-  const [, hq, d] = qt.info.shape;
-  const [tk, hk, dk] = kt.info.shape;
-  const [tv, hv, dv] = vt.info.shape;
-  const shapes = `q ${shapeText(qt)}, k ${shapeText(kt)}, v ${shapeText(vt)}`;
-  if (dk !== d) throw new ProblemError('k', `must have q's head dim ${d}: ${shapes}`);
-  if (hq % hk !== 0) throw new ProblemError('k', `q has ${hq} heads, k has ${hk}: not a divisor (${shapes})`);
-  if (hv !== hk || tv !== tk) throw new ProblemError('v', `must have k's tokens and heads: ${shapes}`);
-  valueDtype(kt, 'k');
-  valueDtype(vt, 'v');
-  const base = await baseFields(a, hq, hk, d, dv, valueDtype(qt, 'q'));
-  const vp: VarlenProblem = { base, cuSeqlensQ: indices(cqt, 'cu_seqlens_q'), cuSeqlensK: indices(ckt, 'cu_seqlens_k') };
-  const x = { q: roundArray(base.dtype, Float32Array.from(qt.data)), k: roundArray(base.dtype, Float32Array.from(kt.data)), v: roundArray(base.dtype, Float32Array.from(vt.data)) };
+  const t = { q: qt, k: kt, v: vt, cuSeqlensQ: cqt, cuSeqlensK: ckt };
+  const sh = varlenShape(t);
+  const { hq, dv } = sh;
+  const { vp, x } = varlenFromTensors(t, await baseFields(a, sh));
   const blocks = blockOptions(a);
   const features = parseFeatures(list(a, 'feature'));
   const tq = qt.info.shape[0];
@@ -152,40 +116,10 @@ async function preparePaged(a: ParsedArgs): Promise<Prepared> {
   const [qt, kct, vct, btt, cst] = await Promise.all(
     ['q', 'k-cache', 'v-cache', 'block-table', 'cache-seqlens'].map((r) => loadTensorFile(str(a, r)!, { indices: r === 'block-table' || r === 'cache-seqlens' })),
   );
-  expectRank(qt, 4, 'q', layout === 'bnhd' ? '[B, Nq, Hq, d]' : '[B, Hq, Nq, d]');
-  expectRank(kct, 4, 'k_cache', '[num_pages, page_size, Hk, d]');
-  expectRank(vct, 4, 'v_cache', '[num_pages, page_size, Hk, dv]');
-  expectRank(btt, 2, 'block_table', '[B, max_pages]');
-  expectRank(cst, 1, 'cache_seqlens', '[B]');
-  const s = qt.info.shape;
-  const [B, hq, nq, d] = layout === 'bnhd' ? [s[0], s[2], s[1], s[3]] : [s[0], s[1], s[2], s[3]];
-  const [numPages, pageSize, hk, dk] = kct.info.shape;
-  const [np2, ps2, hv, dv] = vct.info.shape;
-  const shapes = `q ${shapeText(qt)}, k_cache ${shapeText(kct)}, v_cache ${shapeText(vct)}`;
-  if (dk !== d) throw new ProblemError('k_cache', `must have q's head dim ${d}: ${shapes}`);
-  if (pageSize < 1) throw new ProblemError('k_cache', `page_size must be >= 1: ${shapes}`);
-  if (hq % hk !== 0) throw new ProblemError('k_cache', `q has ${hq} heads, k_cache has ${hk}: not a divisor (${shapes})`);
-  if (np2 !== numPages || ps2 !== pageSize || hv !== hk) throw new ProblemError('v_cache', `must have k_cache's pages, page size and heads: ${shapes}`);
-  if (btt.info.shape[0] !== B) throw new ProblemError('block_table', `needs one row per sequence (B = ${B}), got shape ${shapeText(btt)}`);
-  if (cst.info.shape[0] !== B) throw new ProblemError('cache_seqlens', `needs one length per sequence (B = ${B}), got shape ${shapeText(cst)}`);
-  valueDtype(kct, 'k_cache');
-  valueDtype(vct, 'v_cache');
-  const base = await baseFields(a, hq, hk, d, dv, valueDtype(qt, 'q'));
-  const pp: PagedProblem = {
-    base,
-    batch: B,
-    nq,
-    numPages,
-    pageSize,
-    maxPages: btt.info.shape[1],
-    blockTable: indices(btt, 'block_table'),
-    cacheSeqlens: indices(cst, 'cache_seqlens'),
-  };
-  const x = {
-    q: roundArray(base.dtype, toBhnd(qt.data, [B, hq, nq, d], layout)),
-    kCache: roundArray(base.dtype, Float32Array.from(kct.data)),
-    vCache: roundArray(base.dtype, Float32Array.from(vct.data)),
-  };
+  const t = { q: qt, kCache: kct, vCache: vct, blockTable: btt, cacheSeqlens: cst };
+  const sh = pagedShape(t, layout);
+  const { B, hq, nq, dv } = sh;
+  const { pp, x } = pagedFromTensors(t, await baseFields(a, sh), layout);
   const blocks = blockOptions(a);
   const features = parseFeatures(list(a, 'feature'));
   return {
@@ -198,7 +132,7 @@ async function preparePaged(a: ParsedArgs): Promise<Prepared> {
         o: { data: fromBhnd(out.o, oDims, layout), shape: layout === 'bnhd' ? [B, nq, hq, dv] : oDims },
         lse: { data: out.lse, shape: [B, hq, nq] },
         result: r,
-        extra: { layout: 'paged', page_size: pageSize, block_n_paged: run.blockN, pages_touched: run.touched.size, cache_seqlens: pp.cacheSeqlens },
+        extra: { layout: 'paged', page_size: pp.pageSize, block_n_paged: run.blockN, pages_touched: run.touched.size, cache_seqlens: pp.cacheSeqlens },
       };
     },
   };

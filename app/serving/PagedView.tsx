@@ -116,7 +116,7 @@ export function PagedView({ run, stepIndex, seq }: Props) {
           );
         })}
       </div>
-      <p className="legend dim">
+      <p className="serving-legend dim">
         Yellow: pages the current step loads. Outlined: pages this sequence and head have loaded so far. Hatched pool pages belong to no sequence and are never read; nor is any slot past a
         sequence's last token in its final page (the bar shows how full each page is).
       </p>

@@ -173,7 +173,7 @@ function Transport({ run }: { run: ServingRun }) {
   return (
     <div className="serving-transport" role="group" aria-label="Serving transport">
       <button type="button" onClick={() => seek(0)} aria-label="First step">
-        ⏮
+        |◀
       </button>
       <button type="button" onClick={() => seek(step - 1)} aria-label="Step back">
         ◀
@@ -182,7 +182,7 @@ function Transport({ run }: { run: ServingRun }) {
         ▶
       </button>
       <button type="button" onClick={() => seek(n - 1)} aria-label="Last step">
-        ⏭
+        ▶|
       </button>
       <input type="range" min={0} max={Math.max(0, n - 1)} value={step} onChange={(e) => seek(Number(e.target.value))} aria-label="Serving step" />
       <span data-testid="serving-step">

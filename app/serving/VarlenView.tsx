@@ -185,7 +185,7 @@ export function VarlenView({ run, stepIndex, seq }: Props) {
         </svg>
       </div>
       {fp && cur && <TileCaption run={run} s={cur} fp={fp} />}
-      <p className="legend dim">
+      <p className="serving-legend dim">
         Coloured: a sequence's own rows × keys (bright: computed so far in this head). Grey hatching: cross-sequence pairs, never computed. Orange hatching: the part of the
         current Br × Bc tile that lies past its sequence's end — predicated off (masked), never read as another sequence's data.
       </p>

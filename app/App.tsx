@@ -7,13 +7,16 @@ import { ComparePage } from './compare/ComparePage.tsx';
 import { useCompare } from './compare/compare-store.ts';
 import { ShareButton, ShareNotice } from './share/ShareControls.tsx';
 import { startUrlSync } from './share/url-sync.ts';
+import { useServing } from './serving/serving-store.ts';
 
 const WebGpuPanel = lazy(() => import('./webgpu/WebGpuPanel.tsx'));
+const ServingPage = lazy(() => import('./serving/ServingPage.tsx').then((m) => ({ default: m.ServingPage })));
 
 export function App() {
   const theme = useApp((s) => s.layout.theme);
   const setTheme = useApp((s) => s.setTheme);
   const mode = useCompare((s) => s.mode);
+  const serving = useServing((s) => s.open);
   useEffect(() => {
     document.documentElement.dataset.theme = theme;
   }, [theme]);
@@ -36,13 +39,18 @@ export function App() {
       <ShareNotice />
       <WithLessons>
         {/* The debugger pane stays mounted in compare mode: it holds the shared problem. */}
-        <div hidden={mode === 'compare'} className="mode-debugger">
+        <div hidden={mode === 'compare' || serving} className="mode-debugger">
           <DebuggerPane pane="main" />
           <Suspense fallback={null}>
             <WebGpuPanel />
           </Suspense>
         </div>
-        {mode === 'compare' && <ComparePage />}
+        {mode === 'compare' && !serving && <ComparePage />}
+        {serving && (
+          <Suspense fallback={<p className="dim">Loading serving layouts…</p>}>
+            <ServingPage />
+          </Suspense>
+        )}
       </WithLessons>
     </div>
   );

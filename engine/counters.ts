@@ -1,7 +1,11 @@
 // Work and traffic counters. Every algorithm reports the same set, so algorithms can be
 // compared line by line, and the totals must equal each algorithm's closed-form counts.
 
-/** Tensors that move between HBM and the chip. S and P appear only for standard attention. */
+/**
+ * Tensors that move between HBM and the chip. S and P appear only for standard attention;
+ * the serving layouts (engine/layouts/) add their int32 metadata: the sequence offsets of a
+ * packed batch, and the block table and cache lengths of a paged K/V cache.
+ */
 export type HbmTensor =
   | 'Q'
   | 'K'
@@ -23,7 +27,11 @@ export type HbmTensor =
   | 'dV'
   | 'dQaccum'
   | 'dP'
-  | 'dS';
+  | 'dS'
+  | 'cu_seqlens_q'
+  | 'cu_seqlens_k'
+  | 'block_table'
+  | 'cache_seqlens';
 
 export interface Counters {
   hbmRead: Partial<Record<HbmTensor, number>>;

@@ -6,20 +6,25 @@ import { goToLesson, useLessonRoute } from '../lessons/route.ts';
 import { useApp } from '../store/store.ts';
 import { useCompare, type AppMode } from './compare-store.ts';
 import { comparePaneId } from './pane-config.ts';
+import { useServing } from '../serving/serving-store.ts';
 
 export function ModeSwitch() {
   const mode = useCompare((s) => s.mode);
+  const serving = useServing((s) => s.open);
   const inLessons = useLessonRoute().lesson !== null;
-  const set = (m: AppMode) => {
+  const set = (m: AppMode | 'serving') => {
     if (inLessons) goToLesson({ lesson: null, step: null });
-    useCompare.getState().setMode(m);
-    useApp.setState((s) => ({ layout: { ...s.layout, activePane: m === 'compare' ? comparePaneId(0) : 'main' } }));
+    // Serving layouts is a page of its own over the debugger; it takes the keyboard while open.
+    useServing.getState().setOpen(m === 'serving');
+    if (m !== 'serving') useCompare.getState().setMode(m);
+    useApp.setState((s) => ({ layout: { ...s.layout, activePane: m === 'serving' ? 'serving' : m === 'compare' ? comparePaneId(0) : 'main' } }));
   };
+  const on = (m: AppMode | 'serving') => !inLessons && (m === 'serving' ? serving : !serving && mode === m);
   return (
     <div className="mode-switch" role="tablist" aria-label="Debugger mode">
-      {(['debugger', 'compare'] as const).map((m) => (
-        <button key={m} type="button" role="tab" aria-selected={!inLessons && mode === m} className={!inLessons && mode === m ? 'on' : undefined} onClick={() => set(m)}>
-          {m === 'debugger' ? 'Single' : 'Compare'}
+      {(['debugger', 'compare', 'serving'] as const).map((m) => (
+        <button key={m} type="button" role="tab" aria-selected={on(m)} className={on(m) ? 'on' : undefined} onClick={() => set(m)}>
+          {m === 'debugger' ? 'Single' : m === 'compare' ? 'Compare' : 'Serving'}
         </button>
       ))}
     </div>

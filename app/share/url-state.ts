@@ -10,6 +10,7 @@ import { SYNC_AXES, type SyncAxis } from '../../engine/compare/sync.ts';
 import { GPUS } from '../../engine/hw/gpus/index.ts';
 import { DEFAULT_FORM, formToRequest, type ProblemForm } from '../store/problem-form.ts';
 import { DEFAULT_PANES, MAX_PANES, MIN_PANES, type ComparePaneConfig } from '../compare/pane-config.ts';
+import { decodeServing, encodeServing, type ServingShare } from '../serving/serving-url.ts';
 
 export const SHARE_VERSION = 1;
 /** Longest fragment accepted; real states are well under 2 kB. */
@@ -29,6 +30,8 @@ export interface SharedState {
   compare: { axis: SyncAxis; gpu: string; panes: SharedPane[]; diff: [number, number] };
   /** The run used tensors from files, which a link cannot carry. */
   imported: boolean;
+  /** The serving-layouts page, when it is open. */
+  serving?: ServingShare;
 }
 
 export function defaultSharedState(views: string[]): SharedState {
@@ -64,6 +67,7 @@ export function encodeState(s: SharedState): string {
     vw: s.views,
     c: { a: s.compare.axis, g: s.compare.gpu, p: s.compare.panes.map((p) => ({ ...p.config, st: p.step })), d: s.compare.diff },
     ...(s.imported ? { im: 1 } : {}),
+    ...(s.serving ? { sv: encodeServing(s.serving) } : {}),
   };
   return `#s=${toBase64Url(JSON.stringify(compact))}`;
 }
@@ -201,7 +205,7 @@ export function decodeState(fragment: string, knownViews: readonly string[]): De
     const why = typeof v === 'number' && v > SHARE_VERSION ? `a newer FlashScope (state version ${v}; this one reads ${SHARE_VERSION})` : `an unknown state version ${show(v)} (this FlashScope reads ${SHARE_VERSION})`;
     return { state, notices: [`the link was made by ${why}; the defaults are shown`] };
   }
-  for (const k of Object.keys(raw)) if (!['v', 'm', 'f', 'st', 'vw', 'c', 'im'].includes(k)) notices.push(`unknown part "${k}" ignored`);
+  for (const k of Object.keys(raw)) if (!['v', 'm', 'f', 'st', 'vw', 'c', 'im', 'sv'].includes(k)) notices.push(`unknown part "${k}" ignored`);
   if (raw.m === 'debugger' || raw.m === 'compare') state.mode = raw.m;
   else if (raw.m !== undefined) notices.push(`mode ${show(raw.m)} is not debugger or compare; debugger shown`);
   state.form = readForm(raw.f, notices);
@@ -210,6 +214,7 @@ export function decodeState(fragment: string, knownViews: readonly string[]): De
     else notices.push(`step ${show(raw.st)} is not a step number; starting at step 1`);
   }
   state.views = readViews(raw.vw, knownViews, 'views', state.views, notices);
+  if (raw.sv !== undefined) state.serving = decodeServing(raw.sv, notices);
   if (raw.im === 1) {
     state.imported = true;
     notices.push('the link was made with tensors loaded from files, which a link cannot carry; random inputs with the same shapes and seed are shown');

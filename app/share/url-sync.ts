@@ -11,6 +11,7 @@ import { formToRequest, type ProblemForm } from '../store/problem-form.ts';
 import { useApp } from '../store/store.ts';
 import { DEFAULT_VIEWS } from '../views/registry.ts';
 import { useShare } from './share-store.ts';
+import { useServing } from '../serving/serving-store.ts';
 import { decodeState, defaultSharedState, encodeState, type SharedState } from './url-state.ts';
 
 const MAIN = 'main';
@@ -28,6 +29,10 @@ export function restoreFromUrl(hash: string): void {
     if (p.step > 0 && state.mode === 'compare') pendingSteps[comparePaneId(i)] = p.step;
   });
   useShare.setState({ notices, pendingSteps });
+  if (state.serving) {
+    useServing.setState({ open: true, form: state.serving.form, pendingStep: state.serving.step });
+    useApp.setState((s) => ({ layout: { ...s.layout, activePane: 'serving' } }));
+  }
 }
 
 /** Seeks each pane to its restored step once its first run is ready. */
@@ -75,7 +80,14 @@ export function currentState(): SharedState {
       diff: cmp.diff,
     },
     imported: !!useImport.getState().imported[MAIN],
+    ...servingPart(),
   };
+}
+
+function servingPart(): { serving?: SharedState['serving'] } {
+  const sv = useServing.getState();
+  if (!sv.open) return {};
+  return { serving: { form: sv.form, step: sv.run ? sv.step : (sv.pendingStep ?? 0), files: sv.source === 'files' && !!sv.run } };
 }
 
 export function currentLink(): string {
@@ -96,7 +108,7 @@ export function startUrlSync(): () => void {
       if (location.hash !== target) history.replaceState(history.state, '', `${location.pathname}${location.search}${target}`);
     }, 200);
   };
-  const subs = [useApp.subscribe(write), useCompare.subscribe(write), useImport.subscribe(write)];
+  const subs = [useApp.subscribe(write), useCompare.subscribe(write), useImport.subscribe(write), useServing.subscribe(write)];
   return () => {
     stopPending();
     subs.forEach((u) => u());

@@ -38,7 +38,7 @@ function* runCuteFa2(p: AttentionProblem, x: AttentionInputs, opts: RunOptions):
     blockM: opts.blockM ?? CUTE_FA2_TILE.blockM,
     blockN: opts.blockN ?? CUTE_FA2_TILE.blockN,
   });
-  const ctx = step.makeContext(p, x, opts.trace, { prefix: 'cute-fa2' });
+  const ctx = step.makeContext(p, x, opts, { prefix: 'cute-fa2' });
   const o = new Float32Array(p.batch * p.hq * p.nq * p.dv);
   const lseOut = new Float32Array(p.batch * p.hq * p.nq);
   const tr = blockCount(p.nq, blockM);

@@ -69,7 +69,7 @@ function* runFa3(p: AttentionProblem, x: AttentionInputs, opts: RunOptions): Ste
   if (p.d > 256) throw new ProblemError('d', `FA3 instantiates head dims up to 256, got ${p.d}`);
   const def = fa3DefaultTile(p);
   const { blockM, blockN } = resolveBlocks(p, { ...opts, blockM: opts.blockM ?? def.blockM, blockN: opts.blockN ?? def.blockN });
-  const ctx = step.makeContext(p, x, opts.trace, { prefix: 'fa3' });
+  const ctx = step.makeContext(p, x, opts, { prefix: 'fa3' });
   const o = new Float32Array(p.batch * p.hq * p.nq * p.dv);
   const lseOut = new Float32Array(p.batch * p.hq * p.nq);
   const tr = blockCount(p.nq, blockM);

@@ -75,7 +75,7 @@ function* runFa4(p: AttentionProblem, x: AttentionInputs, opts: RunOptions): Ste
   const emuCols = new Uint8Array(blockN);
   for (let c = 0; c < blockN; c++) emuCols[c] = emulate && isEmulatedColumn(c, blockN, f.exp2EmuFreq, f.exp2EmuRes) ? 1 : 0;
   let emulated = 0;
-  const ctx = step.makeContext(p, x, opts.trace, {
+  const ctx = step.makeContext(p, x, opts, {
     prefix: 'fa4',
     base2: true,
     lazyThreshold: f.lazyRescale ? f.rescaleThreshold : 0,

@@ -21,11 +21,14 @@
 //     waves = work · s / SMs; pick the smallest s whose efficiency ≥ 0.85 · the best.
 // - smCount: the SM count the heuristic fills (default 108, the A100 of the flash-decoding
 //   blog; 132 for H100 SXM).
+// - blocksPerSplit: fixes the split length in K/V blocks instead (splits = ceil(blocks /
+//   blocksPerSplit)); engine/layouts/paged.ts sets it to a whole number of pages, chosen
+//   once for the batch as FA2 chooses num_splits from the longest sequence.
 //
 // Support table: causal, window, ALiBi, softcap, sinks, GQA/MQA, any Nq ≥ 1, d ≠ dv, fp32
 // and 16-bit inputs: all supported (partials are fp32 whatever the input type).
 
-import type { AttentionProblem } from '../problem.ts';
+import { ProblemError, type AttentionProblem } from '../problem.ts';
 import { kvHead, type AttentionInputs } from '../inputs.ts';
 import { roundTo } from '../dtype.ts';
 import { blockHasVisible } from '../scores.ts';
@@ -41,6 +44,11 @@ export const FLASH_DECODING_FEATURES = {
     check: (v: number) => (Number.isInteger(v) && v >= 0 && v <= 1024 ? undefined : `must be an integer in [0, 1024], got ${v}`),
   },
   smCount: { default: 108, doc: 'streaming multiprocessors the heuristic tries to fill', check: positiveInteger },
+  blocksPerSplit: {
+    default: 0,
+    doc: 'K/V blocks per split, fixed (a paged cache sets it so that splits end on page boundaries); 0 = ceil(blocks / splits)',
+    check: (v: number) => (Number.isInteger(v) && v >= 0 ? undefined : `must be an integer >= 0, got ${v}`),
+  },
 };
 
 export const DECODING_BLOCK_M = 64;
@@ -78,11 +86,19 @@ function* runFlashDecoding(p: AttentionProblem, x: AttentionInputs, opts: RunOpt
     blockM: opts.blockM ?? DECODING_BLOCK_M,
     blockN: opts.blockN ?? decodingBlockN(p.d),
   });
-  const ctx = step.makeContext(p, x, opts.trace, { prefix: 'flash-decoding' });
+  const ctx = step.makeContext(p, x, opts, { prefix: 'flash-decoding' });
   const tr = blockCount(p.nq, blockM);
   const tc = blockCount(p.nk, blockN);
-  const splits = f.splits > 0 ? f.splits : numSplitsHeuristic(p.batch * p.hq * tr, f.smCount, tc);
-  const perSplit = Math.ceil(tc / splits);
+  if (f.blocksPerSplit > 0 && f.splits > 0) {
+    throw new ProblemError('features.blocksPerSplit', 'give splits or blocksPerSplit, not both');
+  }
+  const splits =
+    f.blocksPerSplit > 0
+      ? Math.ceil(tc / f.blocksPerSplit)
+      : f.splits > 0
+        ? f.splits
+        : numSplitsHeuristic(p.batch * p.hq * tr, f.smCount, tc);
+  const perSplit = f.blocksPerSplit > 0 ? f.blocksPerSplit : Math.ceil(tc / splits);
   const o = new Float32Array(p.batch * p.hq * p.nq * p.dv);
   const lseOut = new Float32Array(p.batch * p.hq * p.nq);
   const eb = ctx.eb;

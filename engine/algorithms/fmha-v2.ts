@@ -64,7 +64,7 @@ function* runFmhaV2(p: AttentionProblem, x: AttentionInputs, opts: RunOptions): 
   }
   const def = fmhaV2DefaultTile(p);
   const { blockM, blockN } = resolveBlocks(p, { ...opts, blockM: opts.blockM ?? def.blockM, blockN: opts.blockN ?? def.blockN });
-  const ctx = step.makeContext(p, x, opts.trace, {
+  const ctx = step.makeContext(p, x, opts, {
     prefix: 'fmha-v2',
     accRound: f.fp16Accumulation ? roundFp16 : Math.fround,
     dotRound: f.fp16Accumulation ? roundFp16 : undefined,

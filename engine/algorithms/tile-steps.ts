@@ -14,6 +14,7 @@ import { dtypeBytes, type AttentionProblem } from '../problem.ts';
 import { modifyScore, scoreModel, visible, type ScoreModel } from '../scores.ts';
 import type { TileRef, TraceEvent } from '../trace/events.ts';
 import { Tracer, tileValues } from '../trace/tracer.ts';
+import type { RunOptions } from './types.ts';
 
 export const LOG2E = Math.LOG2E;
 
@@ -52,7 +53,8 @@ export interface StepContext {
   dotRound: ((v: number) => number) | undefined;
 }
 
-export function makeContext(p: AttentionProblem, x: AttentionInputs, trace: boolean, o: StepContextOptions): StepContext {
+export function makeContext(p: AttentionProblem, x: AttentionInputs, opts: Pick<RunOptions, 'trace' | 'annotate'>, o: StepContextOptions): StepContext {
+  const trace = opts.trace;
   const sm = scoreModel(p);
   const base2 = o.base2 ?? false;
   return {
@@ -60,7 +62,7 @@ export function makeContext(p: AttentionProblem, x: AttentionInputs, trace: bool
     x,
     sm,
     smOpen: { ...sm, causal: false, left: -1, right: -1 },
-    tr: new Tracer(trace),
+    tr: new Tracer(trace, opts.annotate),
     trace,
     eb: dtypeBytes(p.dtype),
     prefix: o.prefix,

@@ -6,6 +6,7 @@ import type { Counters } from '../counters.ts';
 import type { AttentionInputs } from '../inputs.ts';
 import type { AttentionProblem } from '../problem.ts';
 import type { TraceEvent } from '../trace/events.ts';
+import type { EventAnnotator } from '../trace/tracer.ts';
 
 export interface BlockOptions {
   /** Rows of a Q tile (Br). */
@@ -25,6 +26,8 @@ export interface RunOptions extends BlockOptions {
    * documents its own keys and defaults; unknown keys are rejected by the algorithm.
    */
   features?: Record<string, boolean | number>;
+  /** Set by a serving layout (engine/layouts/) that runs the algorithm once per sequence; see EventAnnotator. */
+  annotate?: EventAnnotator;
 }
 
 export interface AlgorithmResult {

@@ -123,13 +123,13 @@ export function shapeFor(rank: number, [B, H, N, D]: number[], layout: Layout): 
   return layout === 'bhnd' ? [B, H, N, D] : [B, N, H, D];
 }
 
-function parseDtype(v: string | undefined): DType | undefined {
+export function parseDtype(v: string | undefined): DType | undefined {
   if (v === undefined) return undefined;
   if (v !== 'fp32' && v !== 'fp16' && v !== 'bf16') throw new ArgsError(`--dtype must be fp32, fp16 or bf16, got '${v}'`);
   return v;
 }
 
-function parseWindow(v: string | undefined): AttentionProblem['window'] {
+export function parseWindow(v: string | undefined): AttentionProblem['window'] {
   if (v === undefined) return undefined;
   const m = /^(-?\d+),(-?\d+)$/.exec(v.trim());
   if (!m) throw new ArgsError(`--window needs L,R (integers, -1 = unbounded), got '${v}'`);
@@ -149,7 +149,7 @@ export function parseFeatures(items: string[]): Record<string, boolean | number>
   return out;
 }
 
-function parseLayout(v: string | undefined): Layout {
+export function parseLayout(v: string | undefined): Layout {
   if (v === undefined || v === 'bhnd' || v === 'bnhd') return v ?? 'bhnd';
   throw new ArgsError(`--layout must be bhnd or bnhd, got '${v}'`);
 }

@@ -13,6 +13,7 @@ import { runToEnd } from '../run.ts';
 import { ArgsError, parseArgs, str } from './args.ts';
 import type { CliCommand } from './command.ts';
 import { runWebGpuCli, splitBackend, WEBGPU_RUN_HELP } from './run-webgpu.ts';
+import { isLayoutRun, LAYOUT_RUN_HELP, runLayoutCli } from './layout-run.ts';
 import { algoIds, cliProblem, fromBhnd, PROBLEM_HELP, PROBLEM_OPTIONS, shapeFor } from './problem-options.ts';
 import { BACKWARD_RUN_HELP, BACKWARD_RUN_OPTIONS, backwardsFor, runBackwardCli } from './backward-cli.ts';
 
@@ -31,11 +32,13 @@ ${PROBLEM_HELP}
 ${BACKWARD_RUN_HELP}
 output:
   --out DIR                   output directory (created)
+${LAYOUT_RUN_HELP}
 ${WEBGPU_RUN_HELP}`,
 
   async run(argvAll) {
     const { backend, rest: argv } = splitBackend(argvAll);
     if (backend === 'webgpu') return runWebGpuCli(argv);
+    if (isLayoutRun(argv)) return runLayoutCli(argv);
     const a = parseArgs(argv, { ...PROBLEM_OPTIONS, ...BACKWARD_RUN_OPTIONS, out: 'string' });
     const out = str(a, 'out');
     if (!out) throw new ArgsError('--out DIR is required');

@@ -2,12 +2,27 @@
 // `x.safetensors:NAME`, always through a file ByteSource.
 
 import { TensorFileError } from '../io/byte-source.ts';
+import { isIntegerStorage } from '../io/float-codec.ts';
 import { withFileSource } from '../io/node-file-source.ts';
 import { readNpy } from '../io/npy.ts';
 import { readSafetensor } from '../io/safetensors.ts';
 import type { Tensor } from '../io/tensor-info.ts';
 
-export async function loadTensorFile(spec: string): Promise<Tensor> {
+/**
+ * Loads one tensor. Integer files (int32/int64) are accepted only where `indices` says so:
+ * offsets, block tables and cache lengths, never attention values.
+ */
+export async function loadTensorFile(spec: string, opts: { indices?: boolean } = {}): Promise<Tensor> {
+  const t = await loadAnyTensor(spec);
+  if (!opts.indices && isIntegerStorage(t.info.dtype)) {
+    throw new TensorFileError(
+      `${spec}: holds ${t.info.dtype} values (signed integer); attention tensors must be float16, bfloat16, float32 or float64 (integer files are for cu_seqlens, block tables and cache lengths)`,
+    );
+  }
+  return t;
+}
+
+async function loadAnyTensor(spec: string): Promise<Tensor> {
   const m = /^(.*\.safetensors)(?::(.+))?$/i.exec(spec);
   if (m) return withFileSource(m[1], (src) => readSafetensor(src, m[2]));
   if (/\.npy$/i.test(spec)) return withFileSource(spec, readNpy);

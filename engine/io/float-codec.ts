@@ -1,12 +1,18 @@
-// Conversions between stored float formats (binary16, bfloat16, binary32, binary64,
+// Conversions between stored number formats (binary16, bfloat16, binary32, binary64, and
+// the int32/int64 of offset and index tensors such as cu_seqlens and block tables,
 // little-endian) and JS numbers. Decoding works on one contiguous slice of bytes.
 
 import { roundFp16 } from '../dtype.ts';
 
-export type StoredFloat = 'float16' | 'bfloat16' | 'float32' | 'float64';
+export type StoredFloat = 'float16' | 'bfloat16' | 'float32' | 'float64' | 'int32' | 'int64';
+
+/** Integer storage: read exactly (into float64), meant for offsets and indices, not for Q/K/V values. */
+export function isIntegerStorage(t: StoredFloat): boolean {
+  return t === 'int32' || t === 'int64';
+}
 
 export function storedBytes(t: StoredFloat): number {
-  return t === 'float64' ? 8 : t === 'float32' ? 4 : 2;
+  return t === 'float64' || t === 'int64' ? 8 : t === 'float32' || t === 'int32' ? 4 : 2;
 }
 
 /** binary16 bits -> number (exact). */
@@ -35,13 +41,25 @@ export function numberToHalfBits(x: number): number {
   return sign | ((e + 15) << 10) | frac;
 }
 
-/** Decodes little-endian values; float64 stays Float64Array, everything else becomes Float32Array (exact). */
+/**
+ * Decodes little-endian values; float64 and the integers become Float64Array (exact; an
+ * int64 beyond 2^53 is refused rather than rounded), everything else Float32Array (exact).
+ */
 export function decodeFloats(bytes: Uint8Array, t: StoredFloat): Float32Array | Float64Array {
   const n = bytes.length / storedBytes(t);
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  if (t === 'float64') {
+  if (t === 'float64' || t === 'int32' || t === 'int64') {
     const out = new Float64Array(n);
-    for (let i = 0; i < n; i++) out[i] = view.getFloat64(i * 8, true);
+    if (t === 'float64') for (let i = 0; i < n; i++) out[i] = view.getFloat64(i * 8, true);
+    else if (t === 'int32') for (let i = 0; i < n; i++) out[i] = view.getInt32(i * 4, true);
+    else
+      for (let i = 0; i < n; i++) {
+        const v = view.getBigInt64(i * 8, true);
+        if (v > BigInt(Number.MAX_SAFE_INTEGER) || v < BigInt(Number.MIN_SAFE_INTEGER)) {
+          throw new RangeError(`int64 element ${i} (${v}) is beyond 2^53 and cannot be read exactly`);
+        }
+        out[i] = Number(v);
+      }
     return out;
   }
   const out = new Float32Array(n);
@@ -58,13 +76,16 @@ export function decodeFloats(bytes: Uint8Array, t: StoredFloat): Float32Array | 
   return out;
 }
 
-/** Encodes numbers little-endian as float16, float32 or float64. */
-export function encodeFloats(values: ArrayLike<number>, t: 'float16' | 'float32' | 'float64'): Uint8Array {
+/** Encodes numbers little-endian as float16, float32, float64 or int32 (integers only). */
+export function encodeFloats(values: ArrayLike<number>, t: 'float16' | 'float32' | 'float64' | 'int32'): Uint8Array {
   const size = storedBytes(t);
   const bytes = new Uint8Array(values.length * size);
   const view = new DataView(bytes.buffer);
   for (let i = 0; i < values.length; i++) {
-    if (t === 'float64') view.setFloat64(i * 8, values[i], true);
+    if (t === 'int32') {
+      if (!Number.isInteger(values[i]) || Math.abs(values[i]) > 2 ** 31) throw new RangeError(`int32 encode: element ${i} is ${values[i]}, not an int32`);
+      view.setInt32(i * 4, values[i], true);
+    } else if (t === 'float64') view.setFloat64(i * 8, values[i], true);
     else if (t === 'float32') view.setFloat32(i * 4, values[i], true);
     else view.setUint16(i * 2, numberToHalfBits(values[i]), true);
   }

@@ -41,6 +41,12 @@ async function rejects(p: Promise<unknown>, pattern: RegExp): Promise<void> {
   expect((e as Error).message).toMatch(pattern);
 }
 
+// np.save of np.array([0, 3, 3, -7, 2**31 - 1], dtype=np.int32) and of [[0, 5], [2**40, 1]] as int64.
+const NUMPY_I32 =
+  '934e554d5059010076007b276465736372273a20273c6934272c2027666f727472616e5f6f72646572273a2046616c73652c20277368617065273a2028352c292c207d2020202020202020202020202020202020202020202020202020202020202020202020202020202020202020202020202020202020202020202020200a000000000300000003000000f9ffffffffffff7f';
+const NUMPY_I64 =
+  '934e554d5059010076007b276465736372273a20273c6938272c2027666f727472616e5f6f72646572273a2046616c73652c20277368617065273a2028322c2032292c207d202020202020202020202020202020202020202020202020202020202020202020202020202020202020202020202020202020202020202020200a0000000000000000050000000000000000000000000100000100000000000000';
+
 describe('npy', () => {
   it('reads a float16 file written by numpy', async () => {
     const t = await readNpy(src(hex(NUMPY_F16)));
@@ -52,6 +58,16 @@ describe('npy', () => {
     const t = await readNpy(src(hex(NUMPY_F64)));
     expect(t.data).toBeInstanceOf(Float64Array);
     expect(Array.from(t.data)).toEqual([1e-300, -2.5]);
+  });
+  it('reads int32 and int64 files written by numpy exactly (cu_seqlens, block tables), and writes int32 as numpy does', async () => {
+    const i32 = hex(NUMPY_I32);
+    const t = await readNpy(src(i32));
+    expect(t.info.dtype).toBe('int32');
+    expect(Array.from(t.data)).toEqual([0, 3, 3, -7, 2 ** 31 - 1]);
+    expect(encodeNpy([0, 3, 3, -7, 2 ** 31 - 1], [5], 'int32')).toEqual(i32);
+    const t64 = await readNpy(src(hex(NUMPY_I64)));
+    expect(t64.info.shape).toEqual([2, 2]);
+    expect(Array.from(t64.data)).toEqual([0, 5, 2 ** 40, 1]);
   });
   it('writes the same bytes numpy writes', () => {
     expect(encodeNpy([1e-300, -2.5], [2], 'float64')).toEqual(hex(NUMPY_F64));
@@ -117,7 +133,7 @@ describe('npy', () => {
   });
   it('rejects big-endian and non-float dtypes by name', async () => {
     await rejects(readNpy(src(withHeader("{'descr': '>f4', 'fortran_order': False, 'shape': (2, 3), }"))), /big-endian float .* '>f4'/);
-    await rejects(readNpy(src(withHeader("{'descr': '<i4', 'fortran_order': False, 'shape': (2, 3), }"))), /signed integer .* '<i4'/);
+    await rejects(readNpy(src(withHeader("{'descr': '<i2', 'fortran_order': False, 'shape': (2, 3), }"))), /signed integer .* '<i2'/);
     await rejects(readNpy(src(withHeader("{'descr': '|b1', 'fortran_order': False, 'shape': (2, 3), }"))), /boolean/);
   });
   it('rejects malformed headers', async () => {
@@ -188,7 +204,7 @@ describe('safetensors', () => {
     await rejects(readSafetensor(src(file, 'm.safetensors'), 'x'), /no tensor 'x'; it holds: w, pi/);
   });
   it('rejects bad files with the reason', async () => {
-    await rejects(readSafetensor(src(safetensors({ a: { dtype: 'I32', shape: [1], data_offsets: [0, 4] } }, new Uint8Array(4)))), /dtype I32 is not supported/);
+    await rejects(readSafetensor(src(safetensors({ a: { dtype: 'I16', shape: [2], data_offsets: [0, 4] } }, new Uint8Array(4)))), /dtype I16 is not supported/);
     await rejects(readSafetensor(src(safetensors({ a: { dtype: 'F32', shape: [2], data_offsets: [0, 4] } }, new Uint8Array(4)))), /needs 8 bytes, data_offsets span 4/);
     await rejects(readSafetensor(src(file.subarray(0, file.length - 3))), /truncated/);
     const badJson = safetensors({}, new Uint8Array(0));

@@ -1,5 +1,5 @@
-// NumPy .npy files (format versions 1.0, 2.0, 3.0): float16/float32/float64,
-// little-endian, C order. Anything else is rejected with a message naming what the file
+// NumPy .npy files (format versions 1.0, 2.0, 3.0): float16/float32/float64 (and
+// int32/int64 for offsets and block tables), little-endian, C order. Anything else is rejected with a message naming what the file
 // holds. The header is parsed from a bounded read, so garbage can neither hang the
 // parser nor make it allocate more than a few bytes.
 
@@ -12,7 +12,7 @@ const MAGIC = [0x93, 0x4e, 0x55, 0x4d, 0x50, 0x59]; // \x93NUMPY
 const MAX_HEADER = 1 << 20;
 const MAX_RANK = 32;
 
-const DESCR: Record<string, StoredFloat> = { '<f2': 'float16', '<f4': 'float32', '<f8': 'float64' };
+const DESCR: Record<string, StoredFloat> = { '<f2': 'float16', '<f4': 'float32', '<f8': 'float64', '<i4': 'int32', '<i8': 'int64' };
 
 function describeDescr(d: string): string {
   const kinds: Record<string, string> = { i: 'signed integer', u: 'unsigned integer', b: 'boolean', c: 'complex', f: 'float', V: 'raw bytes', S: 'byte string', U: 'unicode string', O: 'Python object', M: 'datetime', m: 'timedelta' };
@@ -118,7 +118,7 @@ export async function readNpyInfo(src: ByteSource): Promise<TensorInfo> {
   if (typeof descr !== 'string') throw new TensorFileError(`${name}: .npy header has no 'descr' string (found ${JSON.stringify(descr)})`);
   const dtype = DESCR[descr];
   if (!dtype) {
-    throw new TensorFileError(`${name}: ${describeDescr(descr)} is not supported; expected little-endian float16, float32 or float64 ('<f2', '<f4', '<f8')`);
+    throw new TensorFileError(`${name}: ${describeDescr(descr)} is not supported; expected little-endian float16, float32, float64, int32 or int64 ('<f2', '<f4', '<f8', '<i4', '<i8')`);
   }
   if (fortran !== false) {
     throw new TensorFileError(`${name}: Fortran-order (column-major) arrays are not supported; save with C order (np.ascontiguousarray)`);
@@ -143,11 +143,11 @@ export async function readNpy(src: ByteSource): Promise<Tensor> {
 }
 
 /** A version 1.0 .npy file (C order, little-endian), header padded to 64 bytes as numpy does. */
-export function encodeNpy(values: ArrayLike<number>, shape: readonly number[], dtype: 'float16' | 'float32' | 'float64' = 'float32'): Uint8Array<ArrayBuffer> {
+export function encodeNpy(values: ArrayLike<number>, shape: readonly number[], dtype: 'float16' | 'float32' | 'float64' | 'int32' = 'float32'): Uint8Array<ArrayBuffer> {
   if (elementCount(shape) !== values.length) {
     throw new TensorFileError(`npy write: shape [${shape.join(', ')}] holds ${elementCount(shape)} elements, got ${values.length}`);
   }
-  const descr = { float16: '<f2', float32: '<f4', float64: '<f8' }[dtype];
+  const descr = { float16: '<f2', float32: '<f4', float64: '<f8', int32: '<i4' }[dtype];
   const shapeText = shape.length === 1 ? `(${shape[0]},)` : `(${shape.join(', ')})`;
   let header = `{'descr': '${descr}', 'fortran_order': False, 'shape': ${shapeText}, }`;
   const unpadded = 10 + header.length + 1;

@@ -7,7 +7,7 @@ import { storedBytes, type StoredFloat } from './float-codec.ts';
 import { elementCount, readElements, type Tensor, type TensorInfo } from './tensor-info.ts';
 
 const MAX_HEADER = 100 << 20; // the format's own limit is 100 MB
-const DTYPES: Record<string, StoredFloat> = { F16: 'float16', BF16: 'bfloat16', F32: 'float32', F64: 'float64' };
+const DTYPES: Record<string, StoredFloat> = { F16: 'float16', BF16: 'bfloat16', F32: 'float32', F64: 'float64', I32: 'int32', I64: 'int64' };
 
 /** Every tensor the header lists (the __metadata__ entry excluded), in file order of their data. */
 export async function readSafetensorsInfo(src: ByteSource): Promise<TensorInfo[]> {
@@ -35,7 +35,7 @@ export async function readSafetensorsInfo(src: ByteSource): Promise<TensorInfo[]
     const { dtype, shape, data_offsets: offs } = entry as Record<string, unknown>;
     if (typeof dtype !== 'string') throw new TensorFileError(`${where}: missing dtype`);
     const stored = DTYPES[dtype];
-    if (!stored) throw new TensorFileError(`${where}: dtype ${dtype} is not supported (F16, BF16, F32, F64 are)`);
+    if (!stored) throw new TensorFileError(`${where}: dtype ${dtype} is not supported (F16, BF16, F32, F64, I32, I64 are)`);
     if (!Array.isArray(shape) || shape.length > 32 || !shape.every((s) => Number.isSafeInteger(s) && s >= 0)) {
       throw new TensorFileError(`${where}: bad shape ${JSON.stringify(shape)}`);
     }

@@ -79,6 +79,14 @@ interface EventBase {
   role?: BackwardRole;
   /** FA3 backward: the ring stage a producer load fills (Q/LSE and dO/D rings). */
   stage?: number;
+  /**
+   * Packed variable-length batches (engine/layouts/varlen.ts): `b` is the sequence and
+   * tile.rows / tile.cols are positions inside it; these are the same ranges in the packed
+   * total_q / total_k index (offset by cu_seqlens).
+   */
+  packed?: { rows: Range; cols: Range };
+  /** Paged K/V cache (engine/layouts/paged.ts): the physical pages tile.cols lie in, in logical order. */
+  pages?: number[];
 }
 
 export interface LoadEvent extends EventBase {

@@ -2,7 +2,7 @@
 // returns undefined, so an algorithm's `if (ev) yield ev` costs nothing on large runs and
 // the payload closures (which copy tile values) are never called.
 
-import { addDelta, emptyCounters, type CounterDelta, type Counters } from '../counters.ts';
+import { addDelta, emptyCounters, type CounterDelta, type Counters, type HbmTensor } from '../counters.ts';
 import type { PhaseKind, TileRef, TraceEvent } from './events.ts';
 
 export interface EmitBase {
@@ -15,9 +15,22 @@ export interface EmitBase {
   delta: CounterDelta;
 }
 
+/**
+ * What a memory layout adds to an event an algorithm emits, with tracing on or off: extra
+ * reads (e.g. the block-table entries a K/V load goes through) and, when tracing, extra
+ * fields (e.g. the physical pages). Lets engine/layouts/ wrap any algorithm unchanged.
+ */
+export type EventAnnotator = (
+  kind: PhaseKind,
+  base: EmitBase,
+) => { hbmRead?: Partial<Record<HbmTensor, number>>; fields?: () => Partial<TraceEvent> } | undefined;
+
 export class Tracer {
   readonly counters: Counters = emptyCounters();
-  constructor(readonly on: boolean) {}
+  constructor(
+    readonly on: boolean,
+    private readonly annotate?: EventAnnotator,
+  ) {}
 
   emit<K extends PhaseKind>(
     kind: K,
@@ -25,9 +38,15 @@ export class Tracer {
     payload: () => Omit<Extract<TraceEvent, { kind: K }>, keyof EmitBase | 'kind' | 'step'>,
   ): TraceEvent | undefined {
     const step = this.counters.steps++;
+    const extra = this.annotate?.(kind, base);
+    if (extra?.hbmRead) base = { ...base, delta: { ...base.delta, hbmRead: { ...base.delta.hbmRead, ...extra.hbmRead } } };
     addDelta(this.counters, base.delta);
     if (!this.on) return undefined;
-    return { step, kind, ...base, ...payload() } as unknown as TraceEvent;
+    const ev = { step, kind, ...base, ...payload(), ...extra?.fields?.() } as unknown as TraceEvent;
+    if (extra?.hbmRead && (ev.kind === 'load' || ev.kind === 'write')) {
+      ev.tensors = [...ev.tensors, ...(Object.keys(extra.hbmRead) as HbmTensor[]).filter((t) => !ev.tensors.includes(t))];
+    }
+    return ev;
   }
 }
 

@@ -29,12 +29,12 @@ function scoresRow(req: ReturnType<typeof chapterByNumber> extends infer C ? (C 
   return out;
 }
 
-const expectedKind: Record<number, string[]> = { 1: ['write'], 2: ['rowmax'], 3: ['rescale'], 4: ['load'], 5: ['write', 'write'], 6: ['load', 'qk'], 7: ['pv'], 8: ['exp'], 9: ['combine'], 10: ['dq', 'load'] };
+const expectedKind: Record<number, string[]> = { 1: ['write'], 2: ['rowmax'], 3: ['rescale'], 4: ['load'], 5: ['write', 'write'], 6: ['load', 'qk'], 7: ['pv'], 8: ['exp'], 9: ['combine'], 10: ['dq', 'load'], 11: ['load'] };
 
 describe('lesson chapters', () => {
-  it('are numbered 1..10 in order with unique slugs and question ids', () => {
-    expect(CHAPTERS.map((c) => c.number)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
-    expect(new Set(CHAPTERS.map((c) => c.slug)).size).toBe(10);
+  it('are numbered 1..11 in order with unique slugs and question ids', () => {
+    expect(CHAPTERS.map((c) => c.number)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]);
+    expect(new Set(CHAPTERS.map((c) => c.slug)).size).toBe(11);
     for (const c of CHAPTERS) {
       expect(c.questions.length).toBeGreaterThanOrEqual(2);
       expect(new Set(c.questions.map((q) => q.id)).size).toBe(c.questions.length);
@@ -216,5 +216,23 @@ describe('answer parsing', () => {
     const n: Question = { ...q, kind: 'number', tolerance: 0.01 };
     expect(isCorrect(n, 100.9, 100)).toBe(true);
     expect(isCorrect(n, 101.1, 100)).toBe(false);
+  });
+});
+
+describe('chapter 10 (serving layouts): answers against closed forms', () => {
+  const c = chapterByNumber(10)!;
+  const ctx = () => lessonContext(c, c.panes[0].preset, cache);
+  const q = (id: string) => c.questions.find((x) => x.id === id)!;
+  it('packing: Σ n² over B · max n² (no mask, so the FLOPs are exactly 4 · n² · d per sequence)', () => {
+    const n = [40, 160, 8, 120];
+    const want = (100 * n.reduce((s, x) => s + x * x, 0)) / (4 * 160 * 160);
+    expect(Number(q('packing').answer(ctx()))).toBeCloseTo(want, 10);
+  });
+  it('block table: 4 bytes per page per query head', () => {
+    const pages = [70, 5, 33].reduce((s, L) => s + Math.ceil(L / 16), 0);
+    expect(q('table-bytes').answer(ctx())).toBe(4 * pages * 2);
+  });
+  it('split 1 walks two pages of the five (ceil(5 / 3) = 2)', () => {
+    expect(q('split-pages').answer(ctx())).toBe(2);
   });
 });

@@ -1,0 +1,123 @@
+// The Serving page: packed varlen and paged K/V runs stepped in the browser, checked against
+// the same runs done here in Node with the engine (engine/layouts/serving-run.ts).
+
+import { expect, test, type Page } from '@playwright/test';
+import { encodeNpy } from '../engine/io/npy.ts';
+import { DEFAULT_SERVING_FORM, generateServing, runServing, type ServingForm } from '../engine/layouts/serving-run.ts';
+import { file } from './tensor-files.ts';
+import { openApp, watchConsole } from './helpers.ts';
+
+let checkConsole: () => void;
+test.beforeEach(async ({ page }) => {
+  checkConsole = watchConsole(page);
+});
+test.afterEach(() => checkConsole());
+
+const stepText = (page: Page) => page.getByTestId('serving-step');
+const sp = (page: Page) => page.getByTestId('serving-page');
+const seek = async (page: Page, i: number) => {
+  await page.getByLabel('Serving step').fill(String(i));
+  await expect(stepText(page)).toHaveText(new RegExp(`^Step ${i + 1} of`));
+};
+
+async function openServing(page: Page): Promise<void> {
+  await openApp(page);
+  await page.getByRole('tab', { name: 'Serving' }).click();
+  await expect(page.getByTestId('serving-page')).toBeVisible();
+}
+
+test('varlen: packed grid with boundaries, a straddling tile masked, the sequence picker and the keyboard', async ({ page }) => {
+  const run = runServing(generateServing(DEFAULT_SERVING_FORM), DEFAULT_SERVING_FORM.algorithm);
+  await openServing(page);
+  await expect(stepText(page)).toHaveText(`Step 1 of ${run.steps.length}`, { timeout: 20_000 });
+  await expect(page.getByTestId('serving-error')).toHaveText(run.maxError.toExponential(2));
+  // Four sequences (12, 40, 0, 23 rows): four diagonal blocks in the packed score grid.
+  for (let b = 0; b < 4; b++) await expect(page.getByTestId(`seq-block-${b}`)).toHaveCount(1);
+  // The first Q tile of sequence 0 has Br = 16 rows but the sequence has 12: 4 rows straddle.
+  const firstQk = run.steps.findIndex((s) => s.kind === 'qk');
+  await seek(page, firstQk);
+  await expect(page.getByTestId('straddle-note')).toContainText(`${run.blocks.blockM - 12} of its ${run.blocks.blockM} rows`);
+  await expect(page.getByTestId('straddle-rows')).toHaveCount(1);
+  // The picker jumps to the first step of sequence 3; the arrow keys step from there.
+  await page.getByRole('button', { name: /^3 \(23 × 23\)/ }).click();
+  const first3 = run.steps.findIndex((s) => s.b === 3);
+  await expect(stepText(page)).toHaveText(`Step ${first3 + 1} of ${run.steps.length}`);
+  await expect(page.getByTestId('step-desc')).toContainText('sequence 3, head 0');
+  await page.keyboard.press('ArrowRight');
+  await expect(stepText(page)).toHaveText(`Step ${first3 + 2} of ${run.steps.length}`);
+  await expect(page.getByTestId('step-desc')).toContainText(`${run.steps[first3 + 1].kind}`);
+  // Packing against padding, from the engine's counters.
+  await expect(page.getByTestId('packed-flops')).toBeVisible();
+  const sq = run.steps.findIndex((s) => s.b === 1 && s.kind === 'qk');
+  await seek(page, sq);
+  await page.screenshot({ path: 'test-results/serving-varlen.png', fullPage: true });
+});
+
+test('paged: block table and pool light the pages each step loads; splits on page boundaries; the link restores it', async ({ page, context }) => {
+  const form: ServingForm = { ...DEFAULT_SERVING_FORM, layout: 'paged', algorithm: 'flash-decoding', seqlensK: [70, 5, 33], pageSize: 16, splits: 3 };
+  const run = runServing(generateServing(form), form.algorithm, { splits: 3 });
+  await openServing(page);
+  await expect(stepText(page)).toHaveText(/^Step 1 of/, { timeout: 20_000 });
+  await sp(page).getByLabel('Paged K/V cache (block table)').check();
+  await sp(page).getByLabel('Algorithm').selectOption('flash-decoding');
+  await sp(page).getByLabel('Cache lengths').fill('70, 5, 33');
+  await sp(page).getByLabel('Page size').fill('16');
+  await sp(page).getByLabel('Splits (0 = heuristic)').fill('3');
+  await sp(page).getByRole('button', { name: 'Load problem' }).click();
+  await expect(stepText(page)).toHaveText(`Step 1 of ${run.steps.length}`, { timeout: 20_000 });
+  await expect(page.getByTestId('pages-touched')).toHaveText(String(run.pagesTouched));
+  await expect(page.getByTestId('serving-error')).toHaveText(run.maxError.toExponential(2));
+  // 70 tokens = 5 pages; 3 splits over 5 pages: 2 pages per split.
+  await expect(page.getByTestId('split-pages')).toContainText('2 pages per split');
+  // A K/V load of sequence 0: exactly its pages are lit, in the table and in the pool.
+  const i = run.steps.findIndex((s) => s.kind === 'load' && s.b === 0 && s.pages && s.split === 1);
+  const s = run.steps[i];
+  await seek(page, i);
+  for (const phys of s.pages!) {
+    const j = run.blockTable!.slice(0, run.maxPages!).indexOf(phys);
+    await expect(page.getByTestId(`bt-0-${j}`)).toHaveClass(/lit/);
+    await expect(page.getByTestId(`bt-0-${j}`)).toContainText('split 1');
+    await expect(page.getByTestId(`pool-${phys}`)).toHaveClass(/lit/);
+  }
+  await expect(page.locator('.block-table td.lit')).toHaveCount(s.pages!.length);
+  // The two spare pool pages are free: never read.
+  await expect(page.locator('.pool-page.free')).toHaveCount(2);
+  await page.screenshot({ path: 'test-results/serving-paged.png', fullPage: true });
+  // The share link reopens the same run at the same step.
+  await expect.poll(() => page.evaluate(() => location.hash)).toMatch(/^#s=/);
+  const url = page.url();
+  const other = await context.newPage();
+  const check2 = watchConsole(other);
+  await other.goto(url);
+  await expect(other.getByTestId('serving-page')).toBeVisible({ timeout: 20_000 });
+  await expect(other.getByTestId('serving-step')).toHaveText(`Step ${i + 1} of ${run.steps.length}`, { timeout: 20_000 });
+  await expect(other.getByTestId('pages-touched')).toHaveText(String(run.pagesTouched));
+  check2();
+});
+
+test('varlen from files: int32 cu_seqlens load; bad offsets are refused by name and the shown run stays', async ({ page }) => {
+  // Two sequences of 3 and 5 tokens, one head, d = 4, written with the engine's npy writer.
+  const cq = [0, 3, 8];
+  const q = Float32Array.from({ length: 8 * 4 }, (_, i) => Math.sin(i));
+  const k = Float32Array.from({ length: 8 * 4 }, (_, i) => Math.cos(i * 0.7));
+  const v = Float32Array.from({ length: 8 * 4 }, (_, i) => Math.sin(i * 0.3));
+  const f = (name: string, data: ArrayLike<number>, shape: number[], dtype: 'float32' | 'int32' = 'float32') => file(name, encodeNpy(data, shape, dtype));
+  await openServing(page);
+  await expect(stepText(page)).toHaveText(/^Step 1 of/, { timeout: 20_000 });
+  await sp(page).getByText('Load tensors…').click();
+  await sp(page).getByLabel('q file', { exact: true }).setInputFiles(f('q.npy', q, [8, 1, 4]));
+  await sp(page).getByLabel('k file', { exact: true }).setInputFiles(f('k.npy', k, [8, 1, 4]));
+  await sp(page).getByLabel('v file', { exact: true }).setInputFiles(f('v.npy', v, [8, 1, 4]));
+  await sp(page).getByLabel('cu_seqlens_q file').setInputFiles(f('cq.npy', cq, [3], 'int32'));
+  await sp(page).getByLabel('cu_seqlens_k file').setInputFiles(f('ck.npy', cq, [3], 'int32'));
+  await sp(page).getByRole('button', { name: 'Run on files' }).click();
+  await expect(page.getByTestId('serving-summary')).toContainText('inputs from files', { timeout: 20_000 });
+  await expect(page.getByTestId('serving-summary')).toContainText('2 sequences');
+  const err = Number(await page.getByTestId('serving-error').textContent());
+  expect(err).toBeLessThan(2e-5);
+  await sp(page).getByLabel('cu_seqlens_q file').setInputFiles(f('bad.npy', [0, 5, 3], [3], 'int32'));
+  await sp(page).getByRole('button', { name: 'Run on files' }).click();
+  await expect(page.getByTestId('serving-error-msg')).toContainText('cu_seqlens_q[2]');
+  await expect(page.getByTestId('serving-summary')).toContainText('2 sequences');
+  await page.screenshot({ path: 'test-results/serving-files.png', fullPage: true });
+});

@@ -1,0 +1,166 @@
+// `run` on the serving layouts (engine/layouts/):
+//   varlen: --q [total_q, Hq, d] --k [total_k, Hk, d] --v [total_k, Hk, dv]
+//           --cu-seqlens-q [B+1] --cu-seqlens-k [B+1]
+//           → DIR/<algo>/o.npy [total_q, Hq, dv], lse.npy [Hq, total_q]
+//   paged:  --q [B, Nq, Hq, d] (--layout bnhd, the default here; bhnd: [B, Hq, Nq, d])
+//           --k-cache [num_pages, page_size, Hk, d] --v-cache [num_pages, page_size, Hk, dv]
+//           --block-table [B, max_pages] --cache-seqlens [B]
+//           → DIR/<algo>/o.npy [B, Nq, Hq, dv] (bhnd: [B, Hq, Nq, dv]), lse.npy [B, Hq, Nq]
+// plus stats.json. Offsets and tables may be int32 or int64 (or integer-valued floats).
+// Every tensor is checked and every algorithm run before the first file is written.
+
+import { mkdir, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { algorithmById } from '../algorithms/registry.ts';
+import type { BlockOptions } from '../algorithms/types.ts';
+import { countersToStats } from '../counters.ts';
+import { encodeNpy } from '../io/npy.ts';
+import { pagedOutput, runPaged } from '../layouts/paged.ts';
+import { runLayoutToEnd, type LayoutBase, type LayoutRunResult } from '../layouts/sequence-runner.ts';
+import { packedResult, runVarlen, seqLengths } from '../layouts/varlen.ts';
+import { ProblemError, validateProblem } from '../problem.ts';
+import { pagedFromTensors, pagedShape, varlenFromTensors, varlenShape, type LayoutShape } from '../layouts/from-tensors.ts';
+import { ArgsError, flag, list, num, parseArgs, str, type OptionSpec, type ParsedArgs } from './args.ts';
+import { algoIds, fromBhnd, parseDtype, parseFeatures, parseLayout, parseWindow, PROBLEM_OPTIONS } from './problem-options.ts';
+import { loadTensorFile, loadVector } from './tensor-files.ts';
+
+export const LAYOUT_OPTIONS: OptionSpec = {
+  'cu-seqlens-q': 'string',
+  'cu-seqlens-k': 'string',
+  'k-cache': 'string',
+  'v-cache': 'string',
+  'block-table': 'string',
+  'cache-seqlens': 'string',
+};
+
+export const LAYOUT_RUN_HELP = `serving layouts (instead of dense q/k/v):
+  varlen: --q [total_q, Hq, d] --k [total_k, Hk, d] --v [total_k, Hk, dv]
+          --cu-seqlens-q CQ --cu-seqlens-k CK   int32 offsets of length B+1 (0 … total)
+          writes o.npy [total_q, Hq, dv] and lse.npy [Hq, total_q]; masks are per sequence,
+          aligned bottom-right in each
+  paged:  --q [B, Nq, Hq, d] --layout bnhd --k-cache KC --v-cache VC --block-table BT
+          --cache-seqlens CS   caches [num_pages, page_size, Hk, d|dv], table [B, max_pages]
+          int32 (entries past a sequence's pages unused), lengths [B]; writes
+          o.npy [B, Nq, Hq, dv] and lse.npy [B, Hq, Nq]; --causal aligns bottom-right
+          (query i sees keys j <= i + cache_seqlens[b] - Nq)
+  stats.json adds cu_seqlens / block_table / cache_seqlens bytes and, paged, pages_touched`;
+
+/** True when the arguments name a serving layout. */
+export function isLayoutRun(argv: readonly string[]): boolean {
+  return argv.some((a) => /^--(cu-seqlens-[qk]|k-cache|v-cache|block-table|cache-seqlens)(=|$)/.test(a));
+}
+
+async function baseFields(a: ParsedArgs, { hq, hk, d, dv, dtype: fileDtype }: LayoutShape): Promise<LayoutBase> {
+  const base: LayoutBase = { hq, hk, d, dv, causal: flag(a, 'causal'), dtype: parseDtype(str(a, 'dtype')) ?? fileDtype };
+  const window = parseWindow(str(a, 'window'));
+  if (window) base.window = window;
+  if (num(a, 'softcap') !== undefined) base.softcap = num(a, 'softcap');
+  if (num(a, 'scale') !== undefined) base.scale = num(a, 'scale');
+  if (flag(a, 'alibi') && str(a, 'alibi-slopes')) throw new ArgsError('give --alibi or --alibi-slopes, not both');
+  if (flag(a, 'alibi')) base.alibi = 'standard';
+  const slopes = str(a, 'alibi-slopes');
+  if (slopes) base.alibi = await loadVector(slopes, hq, '--alibi-slopes');
+  const sink = str(a, 'sink');
+  if (sink) base.sinks = await loadVector(sink, hq, '--sink');
+  if (hq % hk !== 0) throw new ProblemError('hk', `query heads (${hq}) must be a multiple of key/value heads (${hk})`);
+  validateProblem({ ...base, batch: 1, nq: 1, nk: 1 });
+  return base;
+}
+
+function blockOptions(a: ParsedArgs): BlockOptions {
+  const blocks: BlockOptions = {};
+  if (num(a, 'block-m') !== undefined) blocks.blockM = num(a, 'block-m');
+  if (num(a, 'block-n') !== undefined) blocks.blockN = num(a, 'block-n');
+  if (num(a, 'sram-bytes') !== undefined) blocks.sramBytes = num(a, 'sram-bytes');
+  if (blocks.sramBytes !== undefined && (blocks.blockM !== undefined || blocks.blockN !== undefined)) {
+    throw new ArgsError('give --block-m/--block-n or --sram-bytes, not both');
+  }
+  return blocks;
+}
+
+interface Prepared {
+  /** Runs one algorithm (tracing off); throws before anything is written. */
+  run(id: string): { o: { data: ArrayLike<number>; shape: number[] }; lse: { data: ArrayLike<number>; shape: number[] }; result: LayoutRunResult; extra: Record<string, unknown> };
+}
+
+async function prepareVarlen(a: ParsedArgs): Promise<Prepared> {
+  for (const r of ['q', 'k', 'v', 'cu-seqlens-q', 'cu-seqlens-k']) if (!str(a, r)) throw new ArgsError(`varlen needs --${r}`);
+  const layout = str(a, 'layout');
+  if (layout !== undefined && layout !== 'bnhd') throw new ArgsError(`--layout ${layout}: varlen tensors are token-major [total, H, d] (bnhd); leave --layout out`);
+  const [qt, kt, vt, cqt, ckt] = await Promise.all(['q', 'k', 'v', 'cu-seqlens-q', 'cu-seqlens-k'].map((r) => loadTensorFile(str(a, r)!, { indices: r.startsWith('cu') })));
+  const t = { q: qt, k: kt, v: vt, cuSeqlensQ: cqt, cuSeqlensK: ckt };
+  const sh = varlenShape(t);
+  const { hq, dv } = sh;
+  const { vp, x } = varlenFromTensors(t, await baseFields(a, sh));
+  const blocks = blockOptions(a);
+  const features = parseFeatures(list(a, 'feature'));
+  const tq = qt.info.shape[0];
+  return {
+    run(id) {
+      const r = runLayoutToEnd(runVarlen(algorithmById(id), vp, x, { trace: false, ...blocks, features }));
+      const out = packedResult(vp, r);
+      return {
+        o: { data: out.o, shape: [tq, hq, dv] },
+        lse: { data: out.lse, shape: [hq, tq] },
+        result: r,
+        extra: { layout: 'varlen', seqlens_q: seqLengths(vp.cuSeqlensQ), seqlens_k: seqLengths(vp.cuSeqlensK) },
+      };
+    },
+  };
+}
+
+async function preparePaged(a: ParsedArgs): Promise<Prepared> {
+  for (const r of ['q', 'k-cache', 'v-cache', 'block-table', 'cache-seqlens']) if (!str(a, r)) throw new ArgsError(`a paged K/V cache needs --${r}`);
+  for (const r of ['k', 'v', 'cu-seqlens-q', 'cu-seqlens-k']) if (str(a, r)) throw new ArgsError(`--${r} cannot be combined with a paged cache (--k-cache/--v-cache)`);
+  const layout = parseLayout(str(a, 'layout') ?? 'bnhd');
+  const [qt, kct, vct, btt, cst] = await Promise.all(
+    ['q', 'k-cache', 'v-cache', 'block-table', 'cache-seqlens'].map((r) => loadTensorFile(str(a, r)!, { indices: r === 'block-table' || r === 'cache-seqlens' })),
+  );
+  const t = { q: qt, kCache: kct, vCache: vct, blockTable: btt, cacheSeqlens: cst };
+  const sh = pagedShape(t, layout);
+  const { B, hq, nq, dv } = sh;
+  const { pp, x } = pagedFromTensors(t, await baseFields(a, sh), layout);
+  const blocks = blockOptions(a);
+  const features = parseFeatures(list(a, 'feature'));
+  return {
+    run(id) {
+      const run = runPaged(algorithmById(id), pp, x, { trace: false, ...blocks, features });
+      const r = runLayoutToEnd(run.gen);
+      const out = pagedOutput(pp, r);
+      const oDims = [B, hq, nq, dv];
+      return {
+        o: { data: fromBhnd(out.o, oDims, layout), shape: layout === 'bnhd' ? [B, nq, hq, dv] : oDims },
+        lse: { data: out.lse, shape: [B, hq, nq] },
+        result: r,
+        extra: { layout: 'paged', page_size: pp.pageSize, block_n_paged: run.blockN, pages_touched: run.touched.size, cache_seqlens: pp.cacheSeqlens },
+      };
+    },
+  };
+}
+
+/** `run` with --cu-seqlens-* or --k-cache/…: parses, validates, runs every algorithm, then writes. */
+export async function runLayoutCli(argv: readonly string[]): Promise<number> {
+  const a = parseArgs([...argv], { ...PROBLEM_OPTIONS, ...LAYOUT_OPTIONS, out: 'string' });
+  const out = str(a, 'out');
+  if (!out) throw new ArgsError('--out DIR is required');
+  const ids = algoIds(a);
+  ids.forEach(algorithmById);
+  const paged = str(a, 'k-cache') !== undefined || str(a, 'v-cache') !== undefined || str(a, 'block-table') !== undefined || str(a, 'cache-seqlens') !== undefined;
+  const prep = paged ? await preparePaged(a) : await prepareVarlen(a);
+  const results = ids.map((id) => {
+    const t0 = performance.now();
+    const r = prep.run(id);
+    return { id, r, seconds: (performance.now() - t0) / 1000 };
+  });
+  for (const { id, r, seconds } of results) {
+    const dir = join(out, id);
+    await mkdir(dir, { recursive: true });
+    await writeFile(join(dir, 'o.npy'), encodeNpy(r.o.data, r.o.shape));
+    await writeFile(join(dir, 'lse.npy'), encodeNpy(r.lse.data, r.lse.shape));
+    const c = r.result;
+    const stats = { algo: id, ...countersToStats(c.counters), block_m: c.blocks?.blockM, block_n: c.blocks?.blockN, ...r.extra, algorithm_stats: c.stats };
+    await writeFile(join(dir, 'stats.json'), JSON.stringify(stats, null, 2) + '\n');
+    console.log(`${id}: ${c.counters.steps} steps, ${seconds.toFixed(3)} s -> ${dir}`);
+  }
+  return 0;
+}

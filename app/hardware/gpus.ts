@@ -3,8 +3,7 @@
 
 import { GPUS } from '../../engine/hw/gpus/index.ts';
 import { hwAlgorithmById } from '../../engine/hw/registry.ts';
-
-const PREFERRED: Record<string, string> = { fa3: 'h100', fa4: 'b200', 'fmha-v2': 'rtx4060', 'cute-fa2': 'a100', 'flash-decoding': 'h100' };
+import { ALGORITHM_DEFAULTS } from '../../engine/defaults/algorithm-defaults.ts';
 
 export function gpusFor(algorithm: string): { id: string; name: string }[] {
   const a = hwAlgorithmById(algorithm);
@@ -12,5 +11,5 @@ export function gpusFor(algorithm: string): { id: string; name: string }[] {
 }
 
 export function defaultGpu(algorithm: string): string {
-  return PREFERRED[algorithm] ?? gpusFor(algorithm)[0].id;
+  return ALGORITHM_DEFAULTS[algorithm]?.gpu ?? gpusFor(algorithm)[0].id;
 }

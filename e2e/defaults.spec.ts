@@ -100,3 +100,19 @@ for (const algo of ALGORITHMS) {
     await expect(page.getByText(/No hardware schedule/)).toHaveCount(0);
   });
 }
+
+test('a compare pane that picks FA4 gets its tile, and the shared problem the dtype its tensor cores take', async ({ page }) => {
+  await openApp(page);
+  await page.getByRole('tab', { name: 'Compare' }).click();
+  const pane2 = page.locator('[data-pane="cmp1"]');
+  await pane2.getByLabel('Pane 2 algorithm').selectOption('fa4');
+  await expect(pane2.getByLabel('Pane 2 Br')).toHaveValue('128');
+  await expect(pane2.getByLabel('Pane 2 Bc')).toHaveValue('128');
+  await expect(page.getByTestId('shared-problem')).toContainText('bf16', { timeout: 30_000 });
+  await pane2.getByLabel('Pane 2 view Warp-role timeline').check();
+  await expect(pane2.getByTestId('hw-status')).toContainText('NVIDIA B200', { timeout: 30_000 });
+  await expect(page.getByTestId('hw-error')).toHaveCount(0);
+  // Pane 1 (FA1) runs on the same bf16 inputs.
+  await expect(page.locator('[data-pane="cmp0"]').getByTestId('step-counter')).toHaveText(/^Step 1 of \d+$/);
+  await expect(page.locator('.error:visible')).toHaveCount(0);
+});

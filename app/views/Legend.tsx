@@ -16,8 +16,9 @@ function LegendImpl({ scale, label, showMasked }: { scale: ColourScale; label: s
       ctx.fillRect(x, 0, 1, 8);
     }
   }, [scale]);
-  // Ticks sit where their values are painted: on a square-root scale, low values spread out.
-  const ticks = (scale.gamma === 1 ? scaleLinear() : scalePow().exponent(scale.gamma)).domain(scale.domain).range([0, 128]).nice(3);
+  // Ticks sit where their values are painted (on a square-root scale, low values spread
+  // out), on the scale's own domain: a "nice" domain would move them off their colours.
+  const ticks = (scale.gamma === 1 ? scaleLinear() : scalePow().exponent(scale.gamma)).domain(scale.domain).range([0, 128]);
   return (
     <div className="legend" aria-label={`${label} colour legend from ${scale.domain[0].toPrecision(3)} to ${scale.domain[1].toPrecision(3)}`}>
       <div className="legend-bar">

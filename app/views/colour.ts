@@ -55,7 +55,9 @@ export function colourScale(scheme: Scheme, range: [number, number], opts: Scale
   let clips = false;
   if (scheme === 'diverging') {
     const full = Math.max(Math.abs(range[0]), Math.abs(range[1]), 1e-12);
-    const a = opts.values ? Math.min(full, Math.max(robustExtent(opts.values), 1e-12)) : full;
+    const robust = opts.values ? Math.max(robustExtent(opts.values), 1e-12) : full;
+    // Clip only where it shows something: the tail of a normal sample (4.5 σ at most) stays.
+    const a = full <= ROBUST_SLACK * robust ? full : robust;
     clips = a < full;
     domain = [-a, a];
   }
@@ -64,6 +66,8 @@ export function colourScale(scheme: Scheme, range: [number, number], opts: Scale
 
 /** How many robust standard deviations the diverging scale spans each way. */
 export const ROBUST_SIGMAS = 4;
+/** The whole range is kept when it is at most this many times the robust extent. */
+export const ROBUST_SLACK = 1.5;
 /** The percentile of |x| the extent never goes below (for data that are mostly zeros). */
 export const ROBUST_FLOOR_PERCENTILE = 0.95;
 

@@ -265,9 +265,12 @@ test('FA1 shows its HBM-resident m and l; standard attention steps through its t
 
 test('every registered algorithm loads, steps to its end and back without errors', async ({ page }) => {
   const { ALGORITHMS } = await import('../engine/algorithms/registry.ts');
+  const { formForAlgorithm } = await import('../app/defaults/form-defaults.ts');
+  const { DEFAULT_FORM } = await import('../app/store/problem-form.ts');
   await openApp(page);
   for (const algo of ALGORITHMS) {
-    const { s } = await engineSession({ algorithm: algo.id });
+    // Choosing an algorithm brings its own configuration (engine/defaults).
+    const { s } = await engineSession(formForAlgorithm(DEFAULT_FORM, algo.id).form);
     const total = s.events().length;
     await page.getByRole('region', { name: 'Problem', exact: true }).getByLabel('Algorithm').selectOption(algo.id);
     await page.getByRole('button', { name: 'Load problem' }).click();

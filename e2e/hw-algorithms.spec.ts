@@ -1,4 +1,6 @@
 import { expect, test } from '@playwright/test';
+import { formForAlgorithm } from '../app/defaults/form-defaults.ts';
+import { DEFAULT_FORM } from '../app/store/problem-form.ts';
 import { counter, engineSession, openApp, watchConsole } from './helpers.ts';
 
 // The hardware-modelling step algorithms in the debugger: each loads, steps, and shows its
@@ -12,7 +14,8 @@ test.afterEach(() => checkConsole());
 
 for (const algorithm of ['fa3', 'fa4', 'fmha-v2', 'cute-fa2', 'flash-decoding']) {
   test(`${algorithm}: loads, steps, and shows the kernel's pseudo-code line`, async ({ page }) => {
-    const form = { algorithm, causal: true };
+    // The kernel's own configuration (chosen with the algorithm), with a causal mask.
+    const form = { ...formForAlgorithm(DEFAULT_FORM, algorithm).form, causal: true };
     const { s } = await engineSession(form);
     const ev = s.events();
     await openApp(page);

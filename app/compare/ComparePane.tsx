@@ -15,6 +15,8 @@ import { comparePaneId, FEATURE_SPECS } from './pane-config.ts';
 import { paneRequest, sharedRequest, SHARED_PANE } from './shared-request.ts';
 import { hasBackward } from '../../engine/debugger/pass.ts';
 import { BACKWARD_FEATURE_SPECS } from '../backward/feature-specs.ts';
+import { chooseCompareAlgorithm } from '../defaults/compare-defaults.ts';
+import { markTouched } from '../defaults/form-defaults.ts';
 
 class Boundary extends Component<{ title: string; children: ReactNode }, { error: string | null }> {
   override state = { error: null as string | null };
@@ -57,7 +59,7 @@ function PaneSettings({ index, ctl }: { index: number; ctl: PaneController }) {
     >
       <label className="field">
         <span>Algorithm</span>
-        <select aria-label={`Pane ${index + 1} algorithm`} value={cfg.algorithm} onChange={(e) => setPane(index, { algorithm: e.target.value, features: {} })}>
+        <select aria-label={`Pane ${index + 1} algorithm`} value={cfg.algorithm} onChange={(e) => chooseCompareAlgorithm(index, e.target.value)}>
           {ALGORITHMS.map((a) => (
             <option key={a.id} value={a.id} disabled={backward && !hasBackward(a.id)}>
               {a.name}
@@ -68,11 +70,17 @@ function PaneSettings({ index, ctl }: { index: number; ctl: PaneController }) {
       </label>
       <label className="field">
         <span>Br</span>
-        <input aria-label={`Pane ${index + 1} Br`} size={4} value={bm} placeholder="auto" onChange={(e) => setBm(e.target.value)} onBlur={() => setPane(index, { blockM: bm, blockN: bn })} />
+        <input aria-label={`Pane ${index + 1} Br`} size={4} value={bm} placeholder="auto" onChange={(e) => {
+            setBm(e.target.value);
+            markTouched(id, ['blockM']);
+          }} onBlur={() => setPane(index, { blockM: bm, blockN: bn })} />
       </label>
       <label className="field">
         <span>Bc</span>
-        <input aria-label={`Pane ${index + 1} Bc`} size={4} value={bn} placeholder="auto" onChange={(e) => setBn(e.target.value)} onBlur={() => setPane(index, { blockM: bm, blockN: bn })} />
+        <input aria-label={`Pane ${index + 1} Bc`} size={4} value={bn} placeholder="auto" onChange={(e) => {
+            setBn(e.target.value);
+            markTouched(id, ['blockN']);
+          }} onBlur={() => setPane(index, { blockM: bm, blockN: bn })} />
       </label>
       {Object.entries(specs).map(([key, spec]) =>
         typeof spec.default === 'boolean' ? (

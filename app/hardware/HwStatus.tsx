@@ -6,6 +6,7 @@ import { usePane } from '../pane/context.ts';
 import { grouped } from './format.ts';
 import { useApp } from '../store/store.ts';
 import { useHwPane } from './hw-store.ts';
+import { LoadedFitFix } from '../defaults/FitFix.tsx';
 
 export interface Cursor {
   cycle: number;
@@ -34,9 +35,12 @@ export function HwStatus() {
   const frame = useApp((s) => s.playback[pane].frame);
   if (error)
     return (
-      <p className="error" role="alert" data-testid="hw-error">
-        No hardware schedule for this problem: {error}
-      </p>
+      <>
+        <p className="error" role="alert" data-testid="hw-error">
+          No hardware schedule for this problem: {error}
+        </p>
+        <LoadedFitFix />
+      </>
     );
   if (!view || !frame) return <p className="dim">{loading ? 'Building the hardware schedule in the worker…' : 'No hardware schedule yet.'}</p>;
   const c = cursorOf(view, frame.step);

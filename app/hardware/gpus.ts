@@ -4,8 +4,9 @@
 
 import { GPUS } from '../../engine/hw/gpus/index.ts';
 import { hwAlgorithmFor, type HwPass } from '../../engine/hw/registry.ts';
+import { ALGORITHM_DEFAULTS } from '../../engine/defaults/algorithm-defaults.ts';
 
-const PREFERRED: Record<string, string> = { fa3: 'h100', fa4: 'b200', 'fmha-v2': 'rtx4060', 'cute-fa2': 'a100', 'flash-decoding': 'h100' };
+/** The backward kernels' GPUs: FA3's backward was written for Hopper, FA2's for Ampere. */
 const PREFERRED_BACKWARD: Record<string, string> = { fa3: 'h100', fa2: 'a100' };
 
 export function gpusFor(algorithm: string, pass: HwPass = 'forward'): { id: string; name: string }[] {
@@ -14,7 +15,8 @@ export function gpusFor(algorithm: string, pass: HwPass = 'forward'): { id: stri
 }
 
 export function defaultGpu(algorithm: string, pass: HwPass = 'forward'): string {
-  return (pass === 'backward' ? PREFERRED_BACKWARD : PREFERRED)[algorithm] ?? gpusFor(algorithm, pass)[0].id;
+  const preferred = pass === 'backward' ? PREFERRED_BACKWARD[algorithm] : ALGORITHM_DEFAULTS[algorithm]?.gpu;
+  return preferred ?? gpusFor(algorithm, pass)[0].id;
 }
 
 /** Key of a pane's GPU and switch choices: the algorithm, and its backward apart. */

@@ -10,7 +10,8 @@ import { CountersTable } from '../views/CountersView.tsx';
 import { ImportButton } from '../import/ImportDialog.tsx';
 import { withImported } from '../import/import-store.ts';
 import { PassSwitch } from '../backward/PassSwitch.tsx';
-import { hasBackward } from '../../engine/debugger/pass.ts';
+import { chooseAlgorithm, editForm } from '../defaults/form-defaults.ts';
+import { FormFitHint } from '../defaults/FitFix.tsx';
 
 function Field({ label, name, form, set, width = 5 }: { label: string; name: keyof ProblemForm; form: ProblemForm; set: (p: Partial<ProblemForm>) => void; width?: number }) {
   return (
@@ -24,14 +25,14 @@ function Field({ label, name, form, set, width = 5 }: { label: string; name: key
 export function ProblemPanel() {
   const { pane, ctl } = usePane();
   const form = useApp((s) => s.problem[pane].form);
-  const setForm = useApp((s) => s.setForm);
   const status = useApp((s) => s.playback[pane].status);
   const progress = useApp((s) => s.playback[pane].progress);
   const error = useApp((s) => s.playback[pane].error);
   const tooLarge = useApp((s) => s.playback[pane].tooLarge);
   const countersRun = useApp((s) => s.playback[pane].countersRun);
   const patch = useApp((s) => s.patchPlayback);
-  const set = (p: Partial<ProblemForm>) => setForm(pane, p);
+  // Edits are the person's own: an algorithm chosen later keeps them where they fit.
+  const set = (p: Partial<ProblemForm>) => editForm(pane, p);
 
   const request = () => {
     try {
@@ -63,7 +64,7 @@ export function ProblemPanel() {
       >
         <label className="field wide">
           <span>Algorithm</span>
-          <select aria-label="Algorithm" value={form.algorithm} onChange={(e) => set(hasBackward(e.target.value) ? { algorithm: e.target.value } : { algorithm: e.target.value, pass: 'forward' })}>
+          <select aria-label="Algorithm" value={form.algorithm} onChange={(e) => chooseAlgorithm(pane, e.target.value)}>
             {ALGORITHMS.map((a) => (
               <option key={a.id} value={a.id}>
                 {a.name}
@@ -72,6 +73,7 @@ export function ProblemPanel() {
           </select>
         </label>
         <PassSwitch />
+        <FormFitHint />
         <div className="fields">
           <Field label="B" name="batch" form={form} set={set} width={3} />
           <Field label="Hq" name="hq" form={form} set={set} width={3} />

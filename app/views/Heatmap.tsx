@@ -3,7 +3,7 @@
 // NaN cells ("not computed yet") are a dark checker, masked cells a grey stripe.
 
 import { memo, useEffect, useMemo, useRef, useState } from 'react';
-import { MASKED, NOT_COMPUTED, type ColourScale } from './colour.ts';
+import { CLIPPED, colourIndex, MASKED, NOT_COMPUTED, type ColourScale } from './colour.ts';
 import { Legend } from './Legend.tsx';
 
 export interface Rect {
@@ -73,9 +73,7 @@ function HeatmapImpl(props: HeatmapProps) {
       shown = shownRef.current = { values: new Float64Array(rows * cols).fill(Number.NaN), masked: new Uint8Array(rows * cols).fill(2), scale, transposed: !!transposed };
     }
     const px = img.data;
-    const { lut, domain } = scale;
-    const lo = domain[0];
-    const k = 255 / (domain[1] - domain[0]);
+    const { lut } = scale;
     let minR = rows;
     let maxR = -1;
     let minC = cols;
@@ -106,8 +104,17 @@ function HeatmapImpl(props: HeatmapProps) {
           px[o + 3] = 255;
           continue;
         }
-        let t = Math.round((v - lo) * k);
-        t = t < 0 ? 0 : t > 255 ? 255 : t;
+        let t = colourIndex(scale, v);
+        if (t < 0 || t > 255) {
+          if (scale.clips) {
+            px[o] = CLIPPED[0];
+            px[o + 1] = CLIPPED[1];
+            px[o + 2] = CLIPPED[2];
+            px[o + 3] = 255;
+            continue;
+          }
+          t = t < 0 ? 0 : 255;
+        }
         px[o] = lut[t * 4];
         px[o + 1] = lut[t * 4 + 1];
         px[o + 2] = lut[t * 4 + 2];

@@ -15,17 +15,21 @@ export function HeatmapsView() {
   const summary = useApp((s) => s.playback[pane].summary);
   const patchSelection = useApp((s) => s.patchSelection);
   const ranges = summary?.ranges;
+  const standard = summary?.algorithm === 'standard';
+  // Q, K and V are on their robust extent (an outlier row is clipped, not the rest washed
+  // out); standard attention's normalized P, mostly near 1/Nk, on a square-root scale.
   const scales = useMemo(
     () =>
-      ranges && {
-        q: colourScale('diverging', ranges.q),
-        k: colourScale('diverging', ranges.k),
-        v: colourScale('diverging', ranges.v),
+      ranges &&
+      inputs && {
+        q: colourScale('diverging', ranges.q, { values: inputs.q }),
+        k: colourScale('diverging', ranges.k, { values: inputs.k }),
+        v: colourScale('diverging', ranges.v, { values: inputs.v }),
         s: colourScale('diverging', ranges.s),
-        p: colourScale('sequential', ranges.p),
+        p: colourScale('sequential', ranges.p, { gamma: standard ? 0.5 : 1 }),
         o: colourScale('diverging', ranges.o),
       },
-    [ranges],
+    [ranges, inputs, standard],
   );
   if (!frame || !inputs || !summary || !scales) return null;
   if (summary.pass === 'backward') return <BackwardHeatmaps frame={frame} inputs={inputs} summary={summary} />;
@@ -72,7 +76,8 @@ export function HeatmapsView() {
       <p className="hint">
         Click a tile to see its numbers. Yellow: the tile the current step works on. Head b={frame.b}, h={frame.h}.
         {!fa1 && summary.algorithm !== 'standard' && ' O is coloured on the final output’s range: rows still accumulating (not yet divided by l) can exceed it and show saturated.'}
-        {summary.algorithm === 'standard' && ' P is coloured on the normalized P’s range: exp(S − m), before the division by l, reaches 1 and shows saturated.'}
+        {summary.algorithm === 'standard' && ' P is coloured on the normalized P’s range, on a square-root scale so that its many small probabilities (about 1/Nk each) show their structure: exp(S − m), before the division by l, reaches 1 and shows saturated.'}
+        {(scales.q.clips || scales.k.clips || scales.v.clips) && ' Q, K and V are coloured on the bulk of their values (4 robust standard deviations); magenta cells lie beyond it.'}
       </p>
     </section>
   );

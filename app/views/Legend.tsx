@@ -1,8 +1,8 @@
 // Colour legend: the scale's gradient with d3 ticks, plus swatches for "not computed" and "masked".
 
-import { scaleLinear } from 'd3';
+import { scaleLinear, scalePow } from 'd3';
 import { memo, useEffect, useRef } from 'react';
-import { MASKED, NOT_COMPUTED, type ColourScale } from './colour.ts';
+import { CLIPPED, MASKED, NOT_COMPUTED, type ColourScale } from './colour.ts';
 
 const rgbCss = (c: [number, number, number]) => `rgb(${c[0]},${c[1]},${c[2]})`;
 
@@ -16,7 +16,9 @@ function LegendImpl({ scale, label, showMasked }: { scale: ColourScale; label: s
       ctx.fillRect(x, 0, 1, 8);
     }
   }, [scale]);
-  const ticks = scaleLinear().domain(scale.domain).range([0, 128]).nice(3);
+  // Ticks sit where their values are painted (on a square-root scale, low values spread
+  // out), on the scale's own domain: a "nice" domain would move them off their colours.
+  const ticks = (scale.gamma === 1 ? scaleLinear() : scalePow().exponent(scale.gamma)).domain(scale.domain).range([0, 128]);
   return (
     <div className="legend" aria-label={`${label} colour legend from ${scale.domain[0].toPrecision(3)} to ${scale.domain[1].toPrecision(3)}`}>
       <div className="legend-bar">
@@ -29,6 +31,15 @@ function LegendImpl({ scale, label, showMasked }: { scale: ColourScale; label: s
           ))}
         </div>
       </div>
+      {scale.gamma !== 1 && <span className="legend-note">{scale.gamma === 0.5 ? 'square-root scale' : `power ${scale.gamma} scale`}</span>}
+      {scale.clips && (
+        <>
+          <span className="swatch" style={{ background: rgbCss(CLIPPED) }} />
+          <span className="legend-note" data-testid="legend-clipped">
+            beyond ±{scale.domain[1].toPrecision(3)} (clipped)
+          </span>
+        </>
+      )}
       <span className="swatch" style={{ background: `repeating-conic-gradient(${rgbCss(NOT_COMPUTED[0])} 0 25%, ${rgbCss(NOT_COMPUTED[1])} 0 50%) 0 0/6px 6px` }} />
       <span className="legend-note">not computed</span>
       {showMasked && (

@@ -9,6 +9,7 @@ import { PATH_LABELS, type WebGpuPath } from '../../engine/webgpu/device.ts';
 import { useApp } from '../store/store.ts';
 import type { AdapterReport, Backend, FromWorker, RunReport, ToWorker } from './protocol.ts';
 import { GridHeatmap, LseChart } from './ResultViews.tsx';
+import { webgpuDefaultsFor, webgpuPathFix, type WebGpuField, type WebGpuShape } from '../../engine/defaults/webgpu-defaults.ts';
 import './webgpu.css';
 
 interface Form {
@@ -61,6 +62,15 @@ function toProblem(f: Form): AttentionProblem {
   if (f.alibi) p.alibi = 'standard';
   if (f.softcap !== '') p.softcap = Number(f.softcap);
   return validateProblem(p);
+}
+
+const SHAPE_FIELDS: readonly WebGpuField[] = ['batch', 'hq', 'hk', 'nq', 'nk', 'd', 'dv'];
+
+/** The form's shape fields that parse as positive integers. */
+function shapeOf(f: Form): Partial<WebGpuShape> {
+  const s: Partial<WebGpuShape> = {};
+  for (const k of SHAPE_FIELDS) if (/^\d+$/.test(f[k].trim()) && Number(f[k]) > 0) s[k] = Number(f[k]);
+  return s;
 }
 
 type Probe = { state: 'probing' } | { state: 'ok'; adapter: AdapterReport } | { state: 'none'; message: string };
@@ -118,6 +128,17 @@ export default function WebGpuPanel() {
   }, [start]);
 
   const set = (patch: Partial<Form>) => setFormState((f) => ({ ...f, ...patch }));
+  // Shape fields the person typed: a path chosen later keeps them where it takes them.
+  const touched = useRef(new Set<WebGpuField>());
+  const limits = probe.state === 'ok' ? { maxStorageBinding: probe.adapter.maxStorageBinding } : null;
+  const choosePath = (p: WebGpuPath) => {
+    setPath(p);
+    const s = webgpuDefaultsFor(p, shapeOf(form), touched.current, limits ?? { maxStorageBinding: Infinity });
+    set(Object.fromEntries(SHAPE_FIELDS.map((k) => [k, String(s[k])])) as Partial<Form>);
+  };
+  const shape = shapeOf(form);
+  const fix = backend === 'webgpu' && limits && SHAPE_FIELDS.every((k) => shape[k] !== undefined) ? webgpuPathFix(path, shape as WebGpuShape, limits) : [];
+  const fixText = fix.map((c) => `${c.field === 'nq' ? 'Nq' : c.field === 'nk' ? 'Nk' : c.field} to ${c.to}`).join(' and ');
 
   const run = () => {
     let problem: AttentionProblem;
@@ -167,7 +188,10 @@ export default function WebGpuPanel() {
   const field = (k: keyof Form, label: string, title?: string) => (
     <label className="wg-field" title={title}>
       <span>{label}</span>
-      <input value={form[k] as string} onChange={(e) => set({ [k]: e.target.value })} disabled={busy} aria-label={label} />
+      <input value={form[k] as string} onChange={(e) => {
+        if ((SHAPE_FIELDS as readonly string[]).includes(k)) touched.current.add(k as WebGpuField);
+        set({ [k]: e.target.value });
+      }} disabled={busy} aria-label={label} />
     </label>
   );
 
@@ -194,7 +218,7 @@ export default function WebGpuPanel() {
         {backend === 'webgpu' && (
           <label className="wg-field">
             <span>kernel</span>
-            <select value={path} onChange={(e) => setPath(e.target.value as WebGpuPath)} disabled={busy} aria-label="kernel path">
+            <select value={path} onChange={(e) => choosePath(e.target.value as WebGpuPath)} disabled={busy} aria-label="kernel path">
               {paths.map((p) => (
                 <option key={p} value={p}>{PATH_LABELS[p]}</option>
               ))}
@@ -212,6 +236,7 @@ export default function WebGpuPanel() {
             onChange={(e) => {
               const preset = PRESETS[Number(e.target.value)];
               if (!preset) return;
+              touched.current.clear();
               set({ ...NO_MODIFIERS, ...preset.form });
               if (preset.path && paths.includes(preset.path)) setPath(preset.path);
             }}
@@ -235,6 +260,14 @@ export default function WebGpuPanel() {
         <label><input type="checkbox" checked={form.alibi} onChange={(e) => set({ alibi: e.target.checked })} disabled={busy} /> ALiBi</label>
         {field('softcap', 'softcap', 'empty = none')}{field('seed', 'seed')}
       </div>
+      {fix.length > 0 && (
+        <div className="wg-fit" role="status" data-testid="wg-fit">
+          {PATH_LABELS[path]} cannot run this here: {fix[0].why}. Set {fixText}, or pick a flash path (they run any size, in windows).{' '}
+          <button type="button" disabled={busy} onClick={() => set(Object.fromEntries(fix.map((c) => [c.field, String(c.to)])) as Partial<Form>)}>
+            Set {fixText}
+          </button>
+        </div>
+      )}
       <div className="wg-row">
         <button className="primary" onClick={run} disabled={busy}>Run</button>
         <button onClick={cancel} disabled={!busy}>Cancel</button>

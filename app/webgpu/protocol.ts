@@ -13,6 +13,8 @@ export interface AdapterReport {
   features: string[];
   paths: WebGpuPath[];
   limits: string;
+  /** Bytes one storage binding holds (what standard attention's score matrix must fit). */
+  maxStorageBinding: number;
 }
 
 export interface RunRequest {

@@ -131,6 +131,7 @@ self.onmessage = async (ev: MessageEvent<ToWorker>) => {
           features: c.features,
           paths: c.paths,
           limits: `${c.limits.maxWorkgroupStorage} B workgroup memory, ${c.limits.maxInvocations} invocations, ${formatBytes(c.limits.maxStorageBinding)} per binding (larger tensors run in windows of batches or heads), ${formatBytes(c.limits.maxBuffer)} per buffer, subgroups ${c.subgroupMinSize}–${c.subgroupMaxSize}`,
+          maxStorageBinding: c.limits.maxStorageBinding,
         },
       });
     } catch (e) {

@@ -64,10 +64,29 @@ describe('engine CLI', () => {
       expect(lse.info.shape).toEqual([2, 4, 19]);
       for (let i = 0; i < REF.lse.length; i++) expect(Math.abs(lse.data[i] - REF.lse[i])).toBeLessThanOrEqual(2e-5 * Math.max(1, Math.abs(REF.lse[i])));
       const stats = JSON.parse(readFileSync(join(out, algo, 'stats.json'), 'utf8'));
+      expect(stats.nonfinite_inputs).toEqual({ q: 0, k: 0, v: 0 });
       for (const key of ['hbm_bytes_read', 'hbm_bytes_written', 'matmul_flops', 'exp_count', 'rescale_count', 'steps']) {
         expect(Number.isInteger(stats[key]) && stats[key] > 0 || (key === 'rescale_count' && algo === 'standard')).toBe(true);
       }
     }
+  }, 20_000);
+
+  it('run on non-finite inputs warns on stderr with the import\'s sentence and counts them in stats.json', () => {
+    // Q all NaN; K with one +Infinity at (head 1, row 2, column 3); V clean. Rank 3: [H, N, d].
+    const qn = save('qnan.npy', new Float32Array(2 * 4 * 8).fill(NaN), [2, 4, 8]);
+    const kv = Float32Array.from({ length: 2 * 5 * 8 }, (_, i) => Math.sin(i));
+    kv[(1 * 5 + 2) * 8 + 3] = Infinity;
+    const ki = save('kinf.npy', kv, [2, 5, 8]);
+    const vc = save('vclean.npy', Float32Array.from({ length: 2 * 5 * 8 }, (_, i) => Math.cos(i)), [2, 5, 8]);
+    const out = path('out-nan');
+    const r = spawnSync('node', ['--import', 'tsx', 'engine/cli/main.ts', 'run', '--algo', 'fa2', '--q', qn, '--k', ki, '--v', vc, '--out', out], { encoding: 'utf8' });
+    expect(r.status).toBe(0);
+    expect(r.stderr.split('\n').filter((l) => l.startsWith('warning:'))).toEqual([
+      'warning: Q holds NaN at row 0, column 0 of batch 0, head 0 and 63 more non-finite values (64 of 64: 64 NaN, 0 ±Infinity); attention inputs must be finite',
+      'warning: K holds Infinity at row 2, column 3 of batch 0, head 1; attention inputs must be finite',
+    ]);
+    const stats = JSON.parse(readFileSync(join(out, 'fa2', 'stats.json'), 'utf8'));
+    expect(stats.nonfinite_inputs).toEqual({ q: 64, k: 1, v: 0 });
   }, 20_000);
 
   it('run on rank-2 float16 files keeps rank 2 and infers fp16', async () => {

@@ -9,6 +9,7 @@ import { algorithmById } from '../algorithms/registry.ts';
 import { countersToStats } from '../counters.ts';
 import { encodeNpy } from '../io/npy.ts';
 import { nominalFlops } from '../problem.ts';
+import { nonFiniteInputs } from '../nonfinite.ts';
 import { runToEnd } from '../run.ts';
 import { ArgsError, parseArgs, str } from './args.ts';
 import type { CliCommand } from './command.ts';
@@ -26,7 +27,8 @@ Runs each algorithm (ids from the algorithm registry, e.g. standard, fa1, fa2) w
 tracing off and writes DIR/<algo>/o.npy (float32, q's rank and layout, last dim dv),
 DIR/<algo>/lse.npy (float32 [B, Hq, Nq], natural log; -inf for fully masked rows) and
 DIR/<algo>/stats.json (hbm_bytes_read, hbm_bytes_written, matmul_flops, exp_count,
-rescale_count, steps, and the per-tensor breakdown).
+rescale_count, steps, the per-tensor breakdown, and nonfinite_inputs: the count of NaN
+and ±Infinity values in q, k and v, each also named in a warning line on stderr).
 
 ${PROBLEM_HELP}
 ${BACKWARD_RUN_HELP}
@@ -48,6 +50,9 @@ ${WEBGPU_RUN_HELP}`,
     const cp = await cliProblem(a, false);
     if (str(a, 'do') !== undefined) return runBackwardCli(a, cp, algos.map((x) => x.id), out);
     const p = cp.problem;
+    // NaN/Inf inputs run (their rows come out NaN) but are never silent.
+    const nonfinite = nonFiniteInputs(p, cp.inputs);
+    for (const line of nonfinite.sentences) console.error(`warning: ${line}`);
     // Every algorithm runs before anything is written, so an algorithm that rejects the
     // problem (or a feature) leaves no partial output directory behind.
     const results = algos.map((algo) => {
@@ -67,6 +72,7 @@ ${WEBGPU_RUN_HELP}`,
         block_m: r.blocks.blockM,
         block_n: r.blocks.blockN,
         nominal_flops: nominalFlops(p),
+        nonfinite_inputs: nonfinite.counts,
         problem: p,
       };
       await writeFile(join(dir, 'stats.json'), JSON.stringify(stats, null, 2) + '\n');

@@ -120,6 +120,9 @@ describe('tensor import', () => {
     const inf = seq(2 * 8 * 4);
     inf[3] = Infinity;
     await fails(run([Q, K, np('v.npy', inf, [1, 2, 8, 4])]), /V holds Infinity at row 0, column 3/);
+    // A whole head of NaN: the sentence the CLI's run prints as its warning (engine/nonfinite.ts).
+    const allNan = seq(2 * 8 * 4).map((x, i) => (i >= 32 ? NaN : x));
+    await fails(run([np('q.npy', allNan, [1, 2, 8, 4]), K, V], { head: 1 }), /^Q holds NaN at row 0, column 0 of batch 0, head 1 and 31 more non-finite values \(32 of 32: 32 NaN, 0 ±Infinity\); attention inputs must be finite$/);
     // Non-finite values in a head that is not stepped through do not matter.
     await expect(run([np('q.npy', nan, [1, 2, 8, 4]), K, V], { head: 0 })).resolves.toBeDefined();
     await fails(run([Q, K, V, np('s.npy', [1, 2, 3], [3])], { sinks: { file: 3, tensor: 's.npy' } }), /sinks.*must be 1-D with one value per query head \(2\)/);

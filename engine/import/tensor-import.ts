@@ -4,6 +4,7 @@
 // wrong, before anything reaches a debugger session.
 
 import { TensorFileError, type ByteSource } from '../io/byte-source.ts';
+import { countNonFinite, nonFiniteSentence } from '../nonfinite.ts';
 import { readNpyInfo } from '../io/npy.ts';
 import { readSafetensorsInfo } from '../io/safetensors.ts';
 import { readElements, type TensorInfo } from '../io/tensor-info.ts';
@@ -155,11 +156,9 @@ export async function readHead(src: ByteSource, t: TensorInfo, layout: Layout, b
 }
 
 function checkFinite(what: string, a: Float32Array, cols: number, b: number, h: number): void {
-  for (let i = 0; i < a.length; i++) {
-    if (!Number.isFinite(a[i])) {
-      throw new ImportError(`${what} holds ${a[i]} at row ${Math.floor(i / cols)}, column ${i % cols} of batch ${b}, head ${h}; attention inputs must be finite`);
-    }
-  }
+  const c = countNonFinite(a);
+  // The same sentence the CLI's run prints as a warning, for the one head read here.
+  if (c.count > 0) throw new ImportError(nonFiniteSentence(what, c, [1, 1, a.length / cols, cols], { batch: b, head: h }));
 }
 
 function find(listings: FileListing[], ref: TensorRef, what: string): TensorInfo {

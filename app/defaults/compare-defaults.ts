@@ -1,0 +1,38 @@
+// A compare pane's algorithm choice: the pane's own tile follows the kernel for the shared
+// head dims (unless the person typed one), and a shared dtype the kernel's tensor cores
+// cannot take becomes the kernel's, for every pane at once (they compare the same inputs),
+// unless the person chose that dtype themselves in the Debugger tab.
+
+import { defaultsFor, hasKernel } from '../../engine/defaults/algorithm-defaults.ts';
+import { useCompare } from '../compare/compare-store.ts';
+import { controllers } from '../compare/controllers.ts';
+import { comparePaneId } from '../compare/pane-config.ts';
+import { SHARED_PANE } from '../compare/shared-request.ts';
+import { useApp } from '../store/store.ts';
+import { useDefaults } from './form-defaults.ts';
+
+export function chooseCompareAlgorithm(index: number, algorithm: string): void {
+  const pane = comparePaneId(index);
+  const cmp = useCompare.getState();
+  const cfg = cmp.panes[index];
+  const applied = useApp.getState().problem[SHARED_PANE]?.applied;
+  const touched = useDefaults.getState().touched;
+  const mine = touched[pane] ?? [];
+  const sharedMine = touched[SHARED_PANE] ?? [];
+  const patch = { algorithm, features: {} as Record<string, boolean | number> };
+  if (!applied || !hasKernel(algorithm)) {
+    cmp.setPane(index, { ...patch, ...(mine.includes('blockM') || mine.includes('blockN') ? {} : { blockM: '16', blockN: '16' }) });
+    return;
+  }
+  const p = applied.problem;
+  // Everything of the shared problem counts as the person's except an untouched dtype.
+  const { config } = defaultsFor(algorithm, { ...p, blockM: 16, blockN: 16 }, ['batch', 'hq', 'hk', 'nq', 'nk', 'd', 'dv', ...(sharedMine.includes('dtype') ? (['dtype'] as const) : [])]);
+  const tiles = mine.includes('blockM') || mine.includes('blockN') ? {} : { blockM: String(config.blockM), blockN: String(config.blockN) };
+  cmp.setPane(index, { ...patch, ...tiles });
+  const main = controllers.get(SHARED_PANE);
+  if (config.dtype !== p.dtype && main) {
+    useApp.getState().setForm(SHARED_PANE, { dtype: config.dtype });
+    useCompare.setState({ syncNotice: `The shared problem now runs in ${config.dtype}: ${algorithm}'s tensor cores take no ${p.dtype} (every pane compares the same inputs).` });
+    void main.load({ ...applied, problem: { ...p, dtype: config.dtype } });
+  }
+}

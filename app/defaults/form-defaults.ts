@@ -1,0 +1,122 @@
+// The problem form's side of engine/defaults: which fields the person set themselves, what
+// choosing an algorithm does to the form, and the one-click fixes for a problem the hardware
+// model cannot schedule. The rules live in the engine; this file only moves values between
+// the form (strings, as typed), the hardware views' GPU choice and that table.
+
+import { create } from 'zustand';
+import { CONFIG_FIELDS, defaultsFor, hasKernel, misfits, scheduleFix, tilesFor, type ConfigField, type Replaced, type WorkingConfig } from '../../engine/defaults/algorithm-defaults.ts';
+import type { GpuId } from '../../engine/hw/gpus/index.ts';
+import type { DType } from '../../engine/problem.ts';
+import type { ProblemForm } from '../store/problem-form.ts';
+import { hasBackward } from '../../engine/debugger/pass.ts';
+import { useApp } from '../store/store.ts';
+import { hwState, useHw } from '../hardware/hw-store.ts';
+import { defaultGpu } from '../hardware/gpus.ts';
+
+/** Form fields that are also WorkingConfig fields (all but the GPU). */
+const FORM_FIELDS = CONFIG_FIELDS.filter((f): f is Exclude<ConfigField, 'gpu'> => f !== 'gpu');
+
+interface DefaultsStore {
+  /** Per pane: the form fields the person edited since the pane opened. */
+  touched: Record<string, ConfigField[]>;
+  /** Per pane: what the last algorithm choice replaced of the person's own values. */
+  replaced: Record<string, Replaced[]>;
+}
+
+export const useDefaults = create<DefaultsStore>()(() => ({ touched: {}, replaced: {} }));
+
+function touchedOf(pane: string): ConfigField[] {
+  return useDefaults.getState().touched[pane] ?? [];
+}
+
+const positive = (s: string): number | undefined => (/^\s*\d+\s*$/.test(s) && Number(s) > 0 ? Number(s) : undefined);
+
+/** The form's values as a WorkingConfig; fields that do not parse are left out. */
+export function formConfig(form: ProblemForm, gpu: string | null): Partial<WorkingConfig> {
+  const c: Partial<WorkingConfig> = { dtype: form.dtype };
+  for (const f of FORM_FIELDS) {
+    if (f === 'dtype') continue;
+    const v = positive(form[f]);
+    if (v !== undefined) c[f] = v;
+  }
+  if (gpu !== null) c.gpu = gpu as GpuId;
+  return c;
+}
+
+/**
+ * The form an algorithm's choice brings: the engine's defaults for every field the person did
+ * not set, theirs where it fits (engine/defaults/algorithm-defaults.ts). Pure, for the tests.
+ */
+export function formForAlgorithm(form: ProblemForm, algorithm: string, touched: readonly ConfigField[] = [], gpu: string | null = null): { form: ProblemForm; gpu: GpuId | null; replaced: Replaced[] } {
+  const { config, replaced } = defaultsFor(algorithm, formConfig(form, gpu), touched);
+  // A forward-only algorithm takes the form back to the forward pass.
+  const next: ProblemForm = { ...form, algorithm, dtype: config.dtype, pass: hasBackward(algorithm) ? form.pass : 'forward' };
+  for (const f of FORM_FIELDS) if (f !== 'dtype') next[f] = String(config[f]);
+  // The kernels' tiles are given as Br × Bc; the on-chip-memory mode stays if it was chosen.
+  if (!touched.includes('blockM') && !touched.includes('blockN')) next.blockMode = 'explicit';
+  return { form: next, gpu: config.gpu, replaced };
+}
+
+/** Records that the person edited these form fields (called by the problem panel's inputs). */
+export function markTouched(pane: string, fields: readonly string[]): void {
+  const mine = fields.filter((f): f is ConfigField => (CONFIG_FIELDS as readonly string[]).includes(f));
+  if (mine.length === 0) return;
+  const now = touchedOf(pane);
+  if (mine.every((f) => now.includes(f))) return;
+  useDefaults.setState((s) => ({ touched: { ...s.touched, [pane]: [...new Set([...now, ...mine])] } }));
+}
+
+/** A form edit by the person: marked as theirs; a new head dim moves tiles they did not set to the kernel's. */
+export function editForm(pane: string, patch: Partial<ProblemForm>): void {
+  const app = useApp.getState();
+  markTouched(pane, Object.keys(patch));
+  const form = { ...app.problem[pane].form, ...patch };
+  const touched = touchedOf(pane);
+  if (('d' in patch || 'dv' in patch) && hasKernel(form.algorithm) && !touched.includes('blockM') && !touched.includes('blockN')) {
+    const d = positive(form.d);
+    const dv = positive(form.dv);
+    if (d !== undefined && dv !== undefined) {
+      const gpu = (hwState(pane).gpu[form.algorithm] ?? defaultGpu(form.algorithm)) as GpuId;
+      const t = tilesFor(form.algorithm, { ...(formConfig(form, gpu) as WorkingConfig), d, dv });
+      patch = { ...patch, blockM: String(t.blockM), blockN: String(t.blockN) };
+    }
+  }
+  app.setForm(pane, patch);
+}
+
+/** The person picked an algorithm in a pane's problem panel. */
+export function chooseAlgorithm(pane: string, algorithm: string): void {
+  const app = useApp.getState();
+  const touched = touchedOf(pane);
+  const hw = hwState(pane);
+  const chosenGpu = hw.gpu[algorithm] ?? null;
+  const r = formForAlgorithm(app.problem[pane].form, algorithm, chosenGpu ? [...touched, 'gpu'] : touched, chosenGpu);
+  app.setForm(pane, r.form);
+  if (r.gpu && chosenGpu && r.gpu !== chosenGpu) useHw.getState().patch(pane, { gpu: { ...hw.gpu, [algorithm]: r.gpu } });
+  useDefaults.setState((s) => ({ replaced: { ...s.replaced, [pane]: r.replaced } }));
+}
+
+/** What keeps this form's problem off the hardware model, and the changes that would fix it. */
+export function formMisfit(form: ProblemForm, gpu: string): { lines: string[]; fix: Replaced[] } | null {
+  if (!hasKernel(form.algorithm)) return null;
+  const c = formConfig(form, gpu);
+  if (FORM_FIELDS.some((f) => c[f] === undefined)) return null;
+  const lines = misfits(form.algorithm, c as WorkingConfig);
+  return lines.length === 0 ? null : { lines, fix: scheduleFix(form.algorithm, c as WorkingConfig) };
+}
+
+/** The form with a fix applied (the GPU goes to the hardware views' choice). */
+export function applyFixToForm(pane: string, fix: readonly Replaced[]): void {
+  const app = useApp.getState();
+  const form = app.problem[pane].form;
+  const patch: Partial<ProblemForm> = {};
+  for (const r of fix) {
+    if (r.field === 'gpu') {
+      const hw = hwState(pane);
+      useHw.getState().patch(pane, { gpu: { ...hw.gpu, [form.algorithm]: r.to } });
+    } else if (r.field === 'dtype') patch.dtype = r.to as DType;
+    else patch[r.field] = r.to;
+  }
+  app.setForm(pane, patch);
+  useDefaults.setState((s) => ({ replaced: { ...s.replaced, [pane]: [] } }));
+}

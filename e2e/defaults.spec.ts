@@ -1,0 +1,145 @@
+import { expect, test, type Page } from '@playwright/test';
+import { ALGORITHMS } from '../engine/algorithms/registry.ts';
+import { hasHardwareModel } from '../engine/hw/step-map.ts';
+import { formForAlgorithm } from '../app/defaults/form-defaults.ts';
+import { DEFAULT_FORM } from '../app/store/problem-form.ts';
+import { counter, engineSession, openApp, watchConsole } from './helpers.ts';
+
+// Choosing an algorithm brings its kernel's configuration (engine/defaults): a newcomer who
+// picks one from the default page sees its headline views drawn, not "No hardware schedule".
+
+let checkConsole: () => void;
+test.beforeEach(async ({ page }) => {
+  checkConsole = watchConsole(page);
+});
+test.afterEach(() => checkConsole());
+
+const panel = (page: Page) => page.getByRole('region', { name: 'Problem', exact: true });
+const memoryMap = (page: Page) => page.getByRole('region', { name: 'Memory map' });
+const timeline = (page: Page) => page.getByRole('region', { name: 'Warp-role timeline' });
+
+test('issue 19: FA4 with d = 192, dv = 128 from the default page draws its Large-Small-Large ring', async ({ page }) => {
+  await openApp(page);
+  await panel(page).getByLabel('Algorithm').selectOption('fa4');
+  await panel(page).getByLabel('d', { exact: true }).fill('192');
+  await panel(page).getByLabel('dv', { exact: true }).fill('128');
+  await expect(panel(page).getByLabel('dtype')).toHaveValue('bf16');
+  await expect(panel(page).getByLabel('Br', { exact: true })).toHaveValue('128');
+  await expect(panel(page).getByLabel('Bc', { exact: true })).toHaveValue('128');
+  await expect(panel(page).getByTestId('fit-hint')).toHaveCount(0);
+  await panel(page).getByRole('button', { name: 'Load problem' }).click();
+  const { s } = await engineSession(formForAlgorithm({ ...DEFAULT_FORM, d: '192', dv: '128' }, 'fa4', ['d', 'dv']).form);
+  await expect(counter(page)).toHaveText(`Step 1 of ${s.events().length}`, { timeout: 30_000 });
+  await expect(memoryMap(page).getByTestId('hw-status')).toContainText('NVIDIA B200', { timeout: 30_000 });
+  await expect(page.getByTestId('hw-error')).toHaveCount(0);
+  // The uneven ring once the first K and V tiles have landed: Large K slots (128 × 192 × 2
+  // bytes) beside Small V slots (128 × 128 × 2).
+  const firstV = s.events().findIndex((e) => e.kind === 'load' && e.tensors.includes('V'));
+  const fwd = page.getByRole('button', { name: 'Step forward', exact: true });
+  for (let i = 0; i < firstV; i++) await fwd.click();
+  await expect(memoryMap(page).locator('[data-testid="smem-block"][data-tile^="K"]').first()).toHaveAttribute('data-bytes', '49152');
+  await expect(memoryMap(page).locator('[data-testid="smem-block"][data-tile^="V"]').first()).toHaveAttribute('data-bytes', '32768');
+  await page.screenshot({ path: 'test-results/defaults-fa4-192.png', fullPage: false });
+});
+
+test('a configuration the kernel cannot take says which field to change, and one click fixes it', async ({ page }) => {
+  await openApp(page);
+  await panel(page).getByLabel('Algorithm').selectOption('fa4');
+  await panel(page).getByLabel('dtype').selectOption('fp32');
+  const hint = panel(page).getByTestId('fit-hint');
+  await expect(hint).toContainText('dtype: FA4 takes fp16 or bf16 inputs');
+  await expect(hint).toContainText('set dtype to bf16');
+  // Loaded anyway: the hardware views say the same and offer the fix with a reload.
+  await panel(page).getByRole('button', { name: 'Load problem' }).click();
+  await expect(memoryMap(page).getByTestId('hw-error')).toContainText('dtype: FA4 takes fp16 or bf16', { timeout: 30_000 });
+  await memoryMap(page).getByRole('button', { name: 'Set dtype to bf16 and reload' }).click();
+  await expect(panel(page).getByLabel('dtype')).toHaveValue('bf16');
+  await expect(memoryMap(page).getByTestId('hw-status')).toBeVisible({ timeout: 30_000 });
+  await expect(page.getByTestId('hw-error')).toHaveCount(0);
+  await expect(hint).toHaveCount(0);
+  // A typed value the next algorithm cannot take is replaced, and the panel says so.
+  await panel(page).getByLabel('d', { exact: true }).fill('192');
+  await panel(page).getByLabel('dv', { exact: true }).fill('192');
+  await expect(hint).toContainText('set dv to 128');
+  await hint.getByRole('button', { name: 'Set dv to 128' }).click();
+  await expect(panel(page).getByLabel('dv', { exact: true })).toHaveValue('128');
+  await expect(hint).toHaveCount(0);
+  // Back to FA2: the person's dtype and head dims stay, the rest is FA2's own.
+  await panel(page).getByLabel('Algorithm').selectOption('fa2');
+  await expect(panel(page).getByLabel('dtype')).toHaveValue('bf16');
+  await expect(panel(page).getByLabel('d', { exact: true })).toHaveValue('192');
+  await expect(panel(page).getByLabel('Br', { exact: true })).toHaveValue('16');
+  await expect(panel(page).getByLabel('Nq', { exact: true })).toHaveValue('64');
+});
+
+for (const algo of ALGORITHMS) {
+  test(`from the default page: ${algo.id} loads, steps and draws its views without an error`, async ({ page }) => {
+    await openApp(page);
+    await panel(page).getByLabel('Algorithm').selectOption(algo.id);
+    await panel(page).getByRole('button', { name: 'Load problem' }).click();
+    const { s } = await engineSession(formForAlgorithm(DEFAULT_FORM, algo.id).form);
+    const total = s.events().length;
+    await expect(counter(page)).toHaveText(`Step 1 of ${total}`, { timeout: 30_000 });
+    const fwd = page.getByRole('button', { name: 'Step forward', exact: true });
+    for (let i = 0; i < 5; i++) await fwd.click();
+    await expect(counter(page)).toHaveText(`Step 6 of ${total}`);
+    await page.getByRole('button', { name: 'Next iteration', exact: true }).click();
+    await expect(page.getByRole('img', { name: /^Q heatmap/ })).toBeVisible();
+    await expect(page.getByRole('region', { name: 'Running statistics' })).toBeVisible();
+    await expect(page.locator('ol.code li.current')).toBeVisible();
+    if (hasHardwareModel(algo.id)) {
+      await expect(timeline(page).getByTestId('hw-status')).toBeVisible({ timeout: 30_000 });
+      await expect(timeline(page).getByTestId('timeline-canvas')).toBeVisible();
+      await expect(memoryMap(page).getByTestId('hw-status')).toBeVisible();
+      await expect(memoryMap(page).locator('[data-testid="smem-block"]').first()).toBeAttached();
+    } else {
+      await expect(timeline(page)).toHaveCount(0);
+    }
+    await expect(page.getByRole('region', { name: 'HBM traffic' })).toBeVisible();
+    await expect(page.locator('.error:visible, [role="alert"]:visible')).toHaveCount(0);
+    await expect(page.getByText(/No hardware schedule/)).toHaveCount(0);
+  });
+}
+
+test('a compare pane that picks FA4 gets its tile, and the shared problem the dtype its tensor cores take', async ({ page }) => {
+  await openApp(page);
+  await page.getByRole('tab', { name: 'Compare' }).click();
+  const pane2 = page.locator('[data-pane="cmp1"]');
+  await pane2.getByLabel('Pane 2 algorithm').selectOption('fa4');
+  await expect(pane2.getByLabel('Pane 2 Br')).toHaveValue('128');
+  await expect(pane2.getByLabel('Pane 2 Bc')).toHaveValue('128');
+  await expect(page.getByTestId('shared-problem')).toContainText('bf16', { timeout: 30_000 });
+  await pane2.getByLabel('Pane 2 view Warp-role timeline').check();
+  await expect(pane2.getByTestId('hw-status')).toContainText('NVIDIA B200', { timeout: 30_000 });
+  await expect(page.getByTestId('hw-error')).toHaveCount(0);
+  // Pane 1 (FA1) runs on the same bf16 inputs.
+  await expect(page.locator('[data-pane="cmp0"]').getByTestId('step-counter')).toHaveText(/^Step 1 of \d+$/);
+  await expect(page.locator('.error:visible')).toHaveCount(0);
+});
+
+test('WebGPU panel: a kernel path brings its own shape, and standard attention past one binding names the fix', async ({ page }) => {
+  await openApp(page);
+  const wg = page.getByRole('region', { name: 'WebGPU full-size runs' });
+  await wg.scrollIntoViewIfNeeded();
+  await expect(wg.getByRole('status', { name: 'adapter' })).toContainText('limits:', { timeout: 30_000 });
+  const value = (label: string) => wg.getByLabel(label, { exact: true });
+  await wg.getByLabel('kernel path').selectOption('decode');
+  await expect(value('Nq')).toHaveValue('1');
+  await expect(value('Nk')).toHaveValue('32768');
+  await expect(value('d')).toHaveValue('128');
+  await value('Hq').fill('32');
+  await wg.getByLabel('kernel path').selectOption('flash-f32');
+  await expect(value('Nq')).toHaveValue('4096');
+  await expect(value('Hq')).toHaveValue('32');
+  await wg.getByLabel('kernel path').selectOption('standard');
+  await value('Nq').fill('65536');
+  await value('Nk').fill('65536');
+  const fit = wg.getByTestId('wg-fit');
+  await expect(fit).toContainText("binds one head's 65536×65536 fp32 score matrix");
+  const button = fit.getByRole('button');
+  const [, nq] = /Set Nq to (\d+)/.exec((await button.textContent()) ?? '') ?? [];
+  await button.click();
+  await expect(value('Nq')).toHaveValue(nq);
+  await expect(value('Nk')).toHaveValue(nq);
+  await expect(fit).toHaveCount(0);
+});

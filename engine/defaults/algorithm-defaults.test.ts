@@ -1,0 +1,86 @@
+import { describe, expect, it } from 'vitest';
+import { ALGORITHMS } from '../algorithms/registry.ts';
+import { describeFor } from '../hw/registry.ts';
+import { ALGORITHM_DEFAULTS, baseConfig, defaultsFor, fixPhrase, misfits, scheduleFix, type WorkingConfig } from './algorithm-defaults.ts';
+
+// The problem panel's starting form (FA2): what a visitor has before choosing anything.
+const FA2_FORM: WorkingConfig = { batch: 1, hq: 1, hk: 1, nq: 64, nk: 64, d: 32, dv: 32, blockM: 16, blockN: 16, dtype: 'fp32', gpu: null };
+const KERNELS = ['cute-fa2', 'fmha-v2', 'fa3', 'fa4', 'flash-decoding'];
+
+describe('defaultsFor', () => {
+  it('has a row for every algorithm of the registry', () => {
+    expect(Object.keys(ALGORITHM_DEFAULTS).sort()).toEqual(ALGORITHMS.map((a) => a.id).sort());
+  });
+
+  it.each(KERNELS)('%s starts on a configuration its hardware model schedules, with the kernel tile', (algo) => {
+    const { config, replaced } = defaultsFor(algo, FA2_FORM, []);
+    expect(replaced).toEqual([]);
+    expect(config.dtype).not.toBe('fp32');
+    expect(config.gpu).not.toBeNull();
+    const sheet = describeFor(algo, config.gpu as string, { ...config, causal: false });
+    expect(sheet.does_not_fit).toEqual([]);
+    expect([config.blockM, config.blockN]).toEqual([sheet.tiles.block_m, sheet.tiles.block_n]);
+  });
+
+  it('brings FA4 with d = 192, dv = 128 typed into bf16 on the B200 with its 128 × 128 tile (issue 19)', () => {
+    const { config, replaced } = defaultsFor('fa4', { ...FA2_FORM, d: 192, dv: 128 }, ['d', 'dv']);
+    expect(config).toMatchObject({ d: 192, dv: 128, dtype: 'bf16', gpu: 'b200', blockM: 128, blockN: 128, nq: 512, nk: 512 });
+    expect(replaced).toEqual([]);
+    expect(misfits('fa4', config)).toEqual([]);
+  });
+
+  it('keeps what the person typed where it fits, and takes the tile for their head dim', () => {
+    const { config } = defaultsFor('fa3', { ...FA2_FORM, nq: 300, d: 256, dv: 256, dtype: 'bf16', gpu: 'h200' }, ['nq', 'd', 'dv', 'dtype', 'gpu']);
+    expect(config).toMatchObject({ nq: 300, nk: 512, d: 256, dv: 256, dtype: 'bf16', gpu: 'h200', blockM: 128, blockN: 80 });
+  });
+
+  it('keeps typed tiles', () => {
+    expect(defaultsFor('fa4', { ...FA2_FORM, blockM: 32, blockN: 64 }, ['blockM', 'blockN']).config).toMatchObject({ blockM: 32, blockN: 64 });
+  });
+
+  it('replaces a typed fp32 for a 16-bit kernel and says why', () => {
+    const { config, replaced } = defaultsFor('fmha-v2', FA2_FORM, ['dtype']);
+    expect(config.dtype).toBe('fp16');
+    expect(replaced).toEqual([{ field: 'dtype', from: 'fp32', to: 'fp16', why: expect.stringMatching(/fmha_v2 takes fp16 or bf16/) }]);
+  });
+
+  it('brings typed head dims the kernel cannot hold down to the nearest it can', () => {
+    const { config, replaced } = defaultsFor('fa4', { ...FA2_FORM, d: 192, dv: 192, dtype: 'bf16' }, ['d', 'dv', 'dtype']);
+    expect(config).toMatchObject({ d: 192, dv: 128, dtype: 'bf16' });
+    expect(replaced.map((r) => [r.field, r.from, r.to])).toEqual([['dv', '192', '128']]);
+    expect(replaced[0].why).toMatch(/tmem: needs 640 columns/);
+  });
+
+  it('replaces a GPU of another architecture', () => {
+    const { config, replaced } = defaultsFor('fa4', { ...FA2_FORM, gpu: 'h100' }, ['gpu']);
+    expect(config.gpu).toBe('b200');
+    expect(replaced[0]).toMatchObject({ field: 'gpu', from: 'h100', to: 'b200', why: expect.stringMatching(/SM100/) });
+  });
+
+  it('returns to the exact algorithms\' own problem when nothing was typed', () => {
+    expect(defaultsFor('fa2', baseConfig('fa4'), []).config).toEqual(FA2_FORM);
+  });
+});
+
+describe('scheduleFix', () => {
+  it('names the field and value that make the issue 19 configuration schedulable', () => {
+    const c: WorkingConfig = { ...FA2_FORM, d: 192, dv: 128, gpu: 'b200' };
+    expect(misfits('fa4', c).join('\n')).toMatch(/smem: needs 461824 bytes/);
+    const fix = scheduleFix('fa4', c);
+    expect(fix.map((r) => [r.field, r.to])).toEqual([['dtype', 'bf16']]);
+    expect(fixPhrase(fix)).toBe('set dtype to bf16');
+  });
+
+  it('combines several changes', () => {
+    const fix = scheduleFix('fa4', { ...FA2_FORM, d: 256, dv: 256, gpu: 'h100' });
+    expect(fixPhrase(fix)).toBe('set GPU to b200, dtype to bf16, d to 192 and dv to 128');
+    // Nothing nearer fits: d = 256 with any dv, or 192 × 192, is refused by the model.
+    expect(misfits('fa4', { ...FA2_FORM, d: 256, dv: 128, gpu: 'b200', dtype: 'bf16' })).not.toEqual([]);
+    expect(misfits('fa4', { ...FA2_FORM, d: 192, dv: 192, gpu: 'b200', dtype: 'bf16' })).not.toEqual([]);
+    expect(misfits('fa4', { ...FA2_FORM, d: 192, dv: 128, gpu: 'b200', dtype: 'bf16' })).toEqual([]);
+  });
+
+  it('is empty when the configuration fits', () => {
+    expect(scheduleFix('fa3', baseConfig('fa3'))).toEqual([]);
+  });
+});

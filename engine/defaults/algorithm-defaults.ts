@@ -1,0 +1,211 @@
+// The configuration each algorithm starts from when someone picks it: the GPU its kernel was
+// written for, a dtype its tensor cores take, the kernel's own tile for the head dimension,
+// and a problem small enough to step through in seconds. One table, read by the debugger's
+// problem panel, the compare panes, the lessons and the tests alike.
+//
+// What "fits" is never restated here: the hardware model (engine/hw/) decides, through the
+// resource sheet describeFor() builds. The table only says where each algorithm starts.
+
+import type { DType } from '../problem.ts';
+import { gpuById, type GpuId } from '../hw/gpus/index.ts';
+import { describeFor, hwAlgorithmById } from '../hw/registry.ts';
+import type { ProblemShape } from '../hw/model.ts';
+
+/** The fields of a problem form that an algorithm's choice may set. */
+export interface WorkingConfig {
+  batch: number;
+  hq: number;
+  hk: number;
+  nq: number;
+  nk: number;
+  d: number;
+  dv: number;
+  /** Tile of the numeric trace (Br × Bc). */
+  blockM: number;
+  blockN: number;
+  dtype: DType;
+  /** GPU of the hardware views; null for algorithms without a hardware model. */
+  gpu: GpuId | null;
+}
+
+export type ConfigField = keyof WorkingConfig;
+
+export const CONFIG_FIELDS: readonly ConfigField[] = ['batch', 'hq', 'hk', 'nq', 'nk', 'd', 'dv', 'blockM', 'blockN', 'dtype', 'gpu'];
+
+interface AlgorithmDefaults {
+  gpu: GpuId | null;
+  dtype: DType;
+  nq: number;
+  nk: number;
+  d: number;
+  dv: number;
+  /** Tile for the algorithms without a hardware model; the others take their kernel's. */
+  tile?: { blockM: number; blockN: number };
+}
+
+/**
+ * Where each algorithm starts. The exact algorithms (standard, FA1, FA2) run in fp32 on a
+ * 64 × 64 problem with 16 × 16 tiles, so every tile is a few pixels wide and the running
+ * statistics change often. The hardware kernels take 16-bit inputs (their MMAs have no fp32
+ * path); their problems hold a few of the kernel's own tiles each way: FA4's CTA covers
+ * 2 × 128 query rows, so 512 rows give two CTAs and four K/V blocks, enough for the
+ * Large-Small-Large rotation to come round. Flash-decoding decodes one query row against a
+ * long cache, split across CTAs. All of these load in a few seconds (about 100 to 300 steps).
+ */
+export const ALGORITHM_DEFAULTS: Readonly<Record<string, AlgorithmDefaults>> = {
+  standard: { gpu: null, dtype: 'fp32', nq: 64, nk: 64, d: 32, dv: 32, tile: { blockM: 16, blockN: 16 } },
+  fa1: { gpu: null, dtype: 'fp32', nq: 64, nk: 64, d: 32, dv: 32, tile: { blockM: 16, blockN: 16 } },
+  fa2: { gpu: null, dtype: 'fp32', nq: 64, nk: 64, d: 32, dv: 32, tile: { blockM: 16, blockN: 16 } },
+  'cute-fa2': { gpu: 'a100', dtype: 'fp16', nq: 512, nk: 512, d: 64, dv: 64 },
+  'fmha-v2': { gpu: 'rtx4060', dtype: 'fp16', nq: 512, nk: 512, d: 64, dv: 64 },
+  fa3: { gpu: 'h100', dtype: 'fp16', nq: 512, nk: 512, d: 128, dv: 128 },
+  fa4: { gpu: 'b200', dtype: 'bf16', nq: 512, nk: 512, d: 128, dv: 128 },
+  'flash-decoding': { gpu: 'h100', dtype: 'fp16', nq: 1, nk: 2048, d: 128, dv: 128 },
+};
+
+const SHARED = { batch: 1, hq: 1, hk: 1 };
+
+function tableOf(algo: string): AlgorithmDefaults {
+  const t = ALGORITHM_DEFAULTS[algo];
+  if (!t) throw new Error(`unknown algorithm '${algo}'; known: ${Object.keys(ALGORITHM_DEFAULTS).join(', ')}`);
+  return t;
+}
+
+/** The algorithm's starting configuration, nothing the person typed considered. */
+export function baseConfig(algo: string): WorkingConfig {
+  const t = tableOf(algo);
+  const c: WorkingConfig = { ...SHARED, nq: t.nq, nk: t.nk, d: t.d, dv: t.dv, blockM: 0, blockN: 0, dtype: t.dtype, gpu: t.gpu };
+  return { ...c, ...tilesFor(algo, c) };
+}
+
+export function hasKernel(algo: string): boolean {
+  return tableOf(algo).gpu !== null;
+}
+
+function shapeOf(c: WorkingConfig): ProblemShape {
+  return { batch: c.batch, hq: c.hq, hk: c.hk, nq: c.nq, nk: c.nk, d: c.d, dv: c.dv, dtype: c.dtype, causal: false };
+}
+
+/**
+ * Why the hardware model cannot schedule this configuration (the resource sheet's
+ * does_not_fit lines, or the architecture mismatch), empty when it can. Algorithms without a
+ * hardware model always fit.
+ */
+export function misfits(algo: string, c: WorkingConfig): string[] {
+  if (!hasKernel(algo) || c.gpu === null) return [];
+  const gpu = gpuById(c.gpu);
+  const hw = hwAlgorithmById(algo);
+  if (!hw.arch.includes(gpu.sm)) return [`arch: ${algo} is written for SM${hw.arch.join('/SM')}; ${gpu.name} is SM${gpu.sm}`];
+  return describeFor(algo, c.gpu, shapeOf(c)).does_not_fit;
+}
+
+/** The kernel's tile for this head dimension (its resource sheet), or the table's tile. */
+export function tilesFor(algo: string, c: WorkingConfig): { blockM: number; blockN: number } {
+  const t = tableOf(algo);
+  if (t.tile || c.gpu === null) return t.tile ?? { blockM: 16, blockN: 16 };
+  let gpu = c.gpu;
+  if (misfits(algo, c).some((l) => l.startsWith('arch:'))) gpu = t.gpu as GpuId;
+  const sheet = describeFor(algo, gpu, shapeOf({ ...c, dtype: c.dtype === 'fp32' ? t.dtype : c.dtype }));
+  return { blockM: sheet.tiles.block_m, blockN: sheet.tiles.block_n };
+}
+
+/** A value the person had that the algorithm's choice replaced, and why. */
+export interface Replaced {
+  field: ConfigField;
+  from: string;
+  to: string;
+  why: string;
+}
+
+export interface Defaults {
+  config: WorkingConfig;
+  replaced: Replaced[];
+}
+
+const show = (v: unknown) => String(v);
+
+/**
+ * The configuration an algorithm's choice brings. Fields the person set themselves
+ * (`touched`) keep their value where it still fits; every other field takes the algorithm's
+ * starting value, and the tiles follow the kernel for the head dimension that results.
+ * A touched value that the hardware model cannot schedule is replaced, and listed in
+ * `replaced` with the model's reason.
+ */
+export function defaultsFor(algo: string, current: Partial<WorkingConfig>, touched: Iterable<ConfigField>): Defaults {
+  const t = tableOf(algo);
+  const mine = new Set(touched);
+  const base = baseConfig(algo);
+  const c: WorkingConfig = { ...base };
+  for (const f of mine) {
+    const v = current[f];
+    if (v === undefined) continue;
+    if (f === 'gpu') {
+      // Only a GPU with the kernel's architecture is kept; the table's otherwise.
+      if (t.gpu !== null && v !== null && misfits(algo, { ...base, gpu: v as GpuId }).every((l) => !l.startsWith('arch:'))) c.gpu = v as GpuId;
+      continue;
+    }
+    if (f === 'dtype' ? ['fp32', 'fp16', 'bf16'].includes(v as string) : Number.isInteger(v) && (v as number) > 0) (c as unknown as Record<string, unknown>)[f] = v;
+  }
+  const replaced: Replaced[] = [];
+  const replace = (field: ConfigField, to: WorkingConfig[ConfigField], why: string) => {
+    if (c[field] === to) return;
+    if (mine.has(field)) replaced.push({ field, from: show(c[field]), to: show(to), why });
+    (c as unknown as Record<string, unknown>)[field] = to;
+  };
+  if (mine.has('gpu') && current.gpu && c.gpu !== current.gpu && t.gpu !== null) {
+    replaced.push({ field: 'gpu', from: show(current.gpu), to: show(c.gpu), why: misfits(algo, { ...base, gpu: current.gpu as GpuId })[0] ?? '' });
+  }
+  // Repair what the hardware model refuses, the person's own values last.
+  let lines = misfits(algo, c);
+  const dtypeLine = lines.find((l) => l.startsWith('dtype:'));
+  if (dtypeLine) {
+    replace('dtype', t.dtype, dtypeLine.slice(7));
+    lines = misfits(algo, c);
+  }
+  if (lines.length > 0 && (c.d !== base.d || c.dv !== base.dv)) {
+    const why = lines.join('; ');
+    const fix = headDimFix(algo, c);
+    replace('d', fix.d, why);
+    replace('dv', fix.dv, why);
+  }
+  const tiles = tilesFor(algo, c);
+  if (!mine.has('blockM')) c.blockM = tiles.blockM;
+  if (!mine.has('blockN')) c.blockN = tiles.blockN;
+  return { config: c, replaced };
+}
+
+/** Head dims the kernels are built for, largest first. */
+const HEAD_DIMS = [256, 192, 128, 96, 64, 32];
+
+/**
+ * The nearest head dims the model schedules, neither above the person's: the largest d
+ * first, and for it the largest dv (FA4 takes d = 192 only with dv = 128); the table's pair
+ * when nothing fits.
+ */
+export function headDimFix(algo: string, c: WorkingConfig): { d: number; dv: number } {
+  const fits = (d: number, dv: number) => misfits(algo, { ...c, d, dv }).length === 0;
+  if (fits(c.d, c.dv)) return { d: c.d, dv: c.dv };
+  for (const d of [c.d, ...HEAD_DIMS.filter((x) => x < c.d)]) {
+    for (const dv of [c.dv, ...HEAD_DIMS.filter((x) => x < c.dv)]) if (fits(d, dv)) return { d, dv };
+  }
+  const b = baseConfig(algo);
+  return { d: b.d, dv: b.dv };
+}
+
+/**
+ * What to change so the hardware model can schedule this problem, everything in it taken as
+ * the person's own choice: the same repairs defaultsFor makes (the kernel's dtype, its GPU,
+ * the nearest head dims it takes). Empty when it fits or when no field of the form is at
+ * fault (a feature switch, for instance).
+ */
+export function scheduleFix(algo: string, c: WorkingConfig): Replaced[] {
+  if (misfits(algo, c).length === 0) return [];
+  const { config, replaced } = defaultsFor(algo, c, CONFIG_FIELDS);
+  return misfits(algo, config).length === 0 ? replaced.filter((r) => r.field !== 'blockM' && r.field !== 'blockN') : [];
+}
+
+/** "set dtype to bf16 and d to 128": the changes in one phrase. */
+export function fixPhrase(changes: readonly Replaced[]): string {
+  const parts = changes.map((r) => `${r.field === 'gpu' ? 'GPU' : r.field} to ${r.to}`);
+  return parts.length === 0 ? '' : `set ${parts.length > 1 ? `${parts.slice(0, -1).join(', ')} and ${parts[parts.length - 1]}` : parts[0]}`;
+}

@@ -25,6 +25,7 @@ import { packAux, packParams, scoreSpec } from './params.ts';
 import { chooseRowConfig, rowKernelWgsl, rowLayout, type RowKernelConfig } from './flash-row-kernel.ts';
 import { pvKernelWgsl, scoresKernelWgsl, softmaxKernelWgsl } from './standard-kernels.ts';
 import { chooseFlashTile } from './tiles.ts';
+import { chooseHeadGroup } from './grid-order.ts';
 import { runTimed, type Dispatch, type KernelTime } from './timer.ts';
 
 export class WebGpuRunError extends Error {
@@ -48,6 +49,8 @@ export interface RunOptions {
    * a binding run in windows of batches or heads (binding-windows.ts); tests lower it to force windows.
    */
   maxBindingBytes?: number;
+  /** Flash paths: heads per launch-order group (grid-order.ts); the benchmark's study sets it, else chooseHeadGroup. */
+  headGroup?: number;
 }
 
 const GiB = 1024 ** 3;
@@ -160,15 +163,21 @@ export class AttentionRun {
    * One flash forward dispatch per window: bindings 1–5 are the window's slices of Q, K, V,
    * O and LSE, and the grid's y covers the window's (batch, head) rows.
    */
-  private pushFlash(name: string, pipe: GPUComputePipeline, aux: GPUBuffer, bm: number): void {
+  private pushFlash(name: string, pipe: GPUComputePipeline, aux: GPUBuffer, bm: number, headGroupOverride?: number): void {
+    const p = this.problem;
+    const blocks = Math.ceil(p.nq / bm);
+    // Masks that give query blocks different key counts make the launch order matter.
+    const uneven = p.causal || p.window !== undefined;
     for (const w of this.windows) {
       const t = this.slices(w);
+      const headGroup = chooseHeadGroup(uneven, blocks, w.nb * w.nh, headGroupOverride);
       this.dispatches.push({
         name,
         pipeline: pipe,
-        bindGroup: this.bind(pipe, { 0: this.uniform(packParams(this.problem, { lse0: t.lse0, head0: t.head0 })), 1: t.Q, 2: t.K, 3: t.V, 4: t.O, 5: t.LSE, 6: aux }),
-        workgroups: [Math.ceil(this.problem.nq / bm), w.nb * w.nh, 1],
+        bindGroup: this.bind(pipe, { 0: this.uniform(packParams(this.problem, { lse0: t.lse0, head0: t.head0, headGroup })), 1: t.Q, 2: t.K, 3: t.V, 4: t.O, 5: t.LSE, 6: aux }),
+        workgroups: [blocks, w.nb * w.nh, 1],
       });
+      if (w === this.windows[0] && headGroup > 1) this.config += `; tiles longest-first in groups of ${headGroup} heads`;
     }
     this.noteWindows();
   }
@@ -260,7 +269,7 @@ export class AttentionRun {
         }`;
       }
       const pipe = await pipeline(device, code);
-      this.pushFlash('flash forward', pipe, aux, bm);
+      this.pushFlash('flash forward', pipe, aux, bm, opts.headGroup);
     } else if (this.path === 'flash-matrix') {
       let cfg: MatrixKernelConfig = chooseMatrixTile(this.ctx, p, scoreSpec(p), true, opts.matrix);
       let pipe: GPUComputePipeline;
@@ -276,7 +285,7 @@ export class AttentionRun {
       }
       const L = matrixLayout(cfg);
       this.config = `${cfg.m}×${cfg.n}×${cfg.k} f16 subgroup matrices, Q and O in registers (Q ${cfg.qFromBuffer ? 'loaded from its buffer' : 'staged'}), BM=${L.bm} BN=${cfg.bn}, ${cfg.warps} subgroups of ${cfg.sg}, K/V staged with a register prefetch${cfg.stagingInSoftmax ? ' and written during the softmax (2 barriers per tile)' : ''}, O never rescaled (a second pass where a row max grows past e^${cfg.rescaleLog} after its first P), ${L.bytes} B workgroup memory${note}`;
-      this.pushFlash('flash forward (subgroup matrix)', pipe, aux, L.bm);
+      this.pushFlash('flash forward (subgroup matrix)', pipe, aux, L.bm, opts.headGroup);
     } else if (this.path === 'standard') {
       const limit = this.ctx.limits.maxStorageBinding;
       // As many heads per pass as fit in a quarter of the binding limit (S is reused across groups).

@@ -14,6 +14,7 @@
 // runs use for flash-matrix; with it, the grid self-tests each on every variant, also with a
 // second pass on any growth of a row max, and times N = --n, causal and not),
 // --head-groups 1,16,64 (flash-matrix's causal rows again with each launch-order group size),
+// --decode-split (decoding also with the split kernel the group kernel replaced),
 // --no-anchor (skip the CUDA anchor: PyTorch SDPA FLASH on the same shapes, sdpa-anchor.ts).
 // Last it prints the summary table: flash-matrix and flash-decoding against the anchor, with
 // the ratio columns.
@@ -24,7 +25,7 @@ import { AttentionRun, type RunOptions } from '../webgpu/backend.ts';
 import type { MatrixTilePrefs } from '../webgpu/flash-matrix-kernel.ts';
 import { NO_ADAPTER_HELP, openNodeWebGpu } from '../webgpu/node-gpu.ts';
 import { checkSampledRows } from '../webgpu/row-check.ts';
-import { KERNEL_VARIANTS } from '../webgpu/variants.ts';
+import { DECODE_VARIANTS, KERNEL_VARIANTS } from '../webgpu/variants.ts';
 import { randomInputs, type InputDistribution } from '../inputs.ts';
 import { referenceAttention } from '../reference.ts';
 import { runSdpaAnchor, type AnchorRun, type AnchorShape } from './sdpa-anchor.ts';
@@ -262,6 +263,14 @@ async function main(): Promise<number> {
       worst = Math.max(worst, climbing.worst);
       console.log(`self-test ${path} (whole tiles, logits ×12): ${climbing.line}`);
     }
+    if (path === 'decode') {
+      // The group kernel's problems, with it and with the split kernel it replaces there.
+      for (const decodeKernel of ['group', 'split'] as const) {
+        const g = await selfTest(ctx, path, DECODE_VARIANTS, undefined, { decodeKernel });
+        worst = Math.max(worst, g.worst);
+        console.log(`self-test ${path} (${decodeKernel} kernel): ${g.line}`);
+      }
+    }
   }
   console.log(`self-test: ${worst < 1e-4 ? 'all paths match the float64 reference' : 'MISMATCH — see above'}\n`);
   if (args.includes('--selftest-only')) return worst < 1e-4 ? 0 : 1;
@@ -432,6 +441,10 @@ async function main(): Promise<number> {
     const dec = await measure(ctx, p, 'decode', REPS);
     summary.set(decodeKey(sh), dec);
     console.log(`  ${'decode'.padEnd(16)} ${fmt(dec)}   [${typeof dec === 'string' ? '' : dec.config}]`);
+    if (args.includes('--decode-split')) {
+      const old = await measure(ctx, p, 'decode', REPS, { decodeKernel: 'split' });
+      console.log(`  ${'decode (split)'.padEnd(16)} ${fmt(old)}   [${typeof old === 'string' ? '' : old.config}]`);
+    }
     if (p.hq === p.hk && p.nk <= 32768 && paths.includes('flash-f32')) {
       const fl = await measure(ctx, p, 'flash-f32', REPS);
       console.log(`  ${'flash-f32'.padEnd(16)} ${fmt(fl)}${typeof dec !== 'string' && typeof fl !== 'string' ? `   decode is ×${(fl.ms / dec.ms).toFixed(2)} faster` : ''}`);

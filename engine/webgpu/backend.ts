@@ -18,6 +18,7 @@ import { PATH_LABELS } from './device.ts';
 import { flashKernelWgsl, flashLayout, type FlashKernelConfig, type FlashTile } from './flash-kernel.ts';
 import { chooseMatrixTile, matrixKernelWgsl, matrixLayout, type MatrixKernelConfig, type MatrixTilePrefs } from './flash-matrix-kernel.ts';
 import { decodeCombineKernelWgsl, decodeSplitKernelWgsl, DECODE_SPLIT_MAX, DECODE_THREADS } from './decode-kernels.ts';
+import { chooseDecodeGroup, decodeGroupBytes, decodeGroupKernelWgsl } from './decode-group-kernel.ts';
 import { fillKernelWgsl } from './fill-kernel.ts';
 import { formatBytes, lseBinding, planWindows, windowRange, type BindingWindow, type TensorName } from './binding-windows.ts';
 import { halfToFloat, toHalfArray } from './half.ts';
@@ -49,6 +50,8 @@ export interface RunOptions {
    * a binding run in windows of batches or heads (binding-windows.ts); tests lower it to force windows.
    */
   maxBindingBytes?: number;
+  /** Decoding: the group kernel where it applies (the default), or always the scores-in-workgroup-memory split kernel. */
+  decodeKernel?: 'group' | 'split';
   /** Flash paths: heads per launch-order group (grid-order.ts); the benchmark's study sets it, else chooseHeadGroup. */
   headGroup?: number;
 }
@@ -323,14 +326,23 @@ export class AttentionRun {
       // In windows the partials are sized for one window and reused: each window's
       // combine pass runs before the next window's split pass overwrites them.
       const wbh = this.windows[0].nb * this.windows[0].nh;
-      const splits = Math.max(1, Math.ceil(p.nk / DECODE_SPLIT_MAX), Math.min(Math.ceil(2048 / wbh), Math.ceil(p.nk / 128)));
+      const subgroupMin = this.ctx.paths.includes('flash-subgroups') ? this.ctx.subgroupMinSize : 0;
+      const group = opts.decodeKernel === 'split' ? undefined : chooseDecodeGroup(p, subgroupMin, this.ctx.limits.maxWorkgroupStorage);
+      // The group kernel: one workgroup per (split, key head); no scores in workgroup memory,
+      // so splits may be long. About 2048 workgroups, splits of at least 256 keys.
+      const heads = group ? wbh / (p.hq / p.hk) : wbh;
+      const splits = group
+        ? Math.max(1, Math.min(Math.ceil(2048 / heads), Math.ceil(p.nk / 256)))
+        : Math.max(1, Math.ceil(p.nk / DECODE_SPLIT_MAX), Math.min(Math.ceil(2048 / wbh), Math.ceil(p.nk / 128)));
       const splitLen = Math.ceil(p.nk / splits / 4) * 4;
       const used = Math.ceil(p.nk / splitLen);
       const opart = await this.buffer('partial O', wbh * used * p.nq * p.dv * 4, GPUBufferUsage.STORAGE);
       const lpart = await this.buffer('partial LSE', wbh * used * p.nq * 4, GPUBufferUsage.STORAGE);
-      this.config = `${used} split${used > 1 ? 's' : ''} of ${splitLen} keys, ${DECODE_THREADS} threads per split`;
+      this.config = group
+        ? `${used} split${used > 1 ? 's' : ''} of ${splitLen} keys per key head, each read once for its ${group.rows} query row${group.rows > 1 ? 's' : ''}; ${group.lpk} lanes per key, ${group.ku} key${group.ku > 1 ? 's' : ''} per step, ${group.threads} threads, ${decodeGroupBytes(group)} B workgroup memory`
+        : `${used} split${used > 1 ? 's' : ''} of ${splitLen} keys, ${DECODE_THREADS} threads per split`;
       const [psplit, pcomb] = await Promise.all([
-        pipeline(device, decodeSplitKernelWgsl(p.d, p.dv)),
+        pipeline(device, group ? decodeGroupKernelWgsl(group) : decodeSplitKernelWgsl(p.d, p.dv)),
         pipeline(device, decodeCombineKernelWgsl(p.d, p.dv)),
       ]);
       for (const w of this.windows) {
@@ -340,7 +352,7 @@ export class AttentionRun {
             name: 'split K/V',
             pipeline: psplit,
             bindGroup: this.bind(psplit, { 0: this.uniform(packParams(p, { splits: used, splitLen, head0: t.head0 })), 1: t.Q, 2: t.K, 3: t.V, 4: opart, 5: lpart, 6: aux }),
-            workgroups: [used, w.nb * w.nh, 1],
+            workgroups: [used, group ? (w.nb * w.nh) / (p.hq / p.hk) : w.nb * w.nh, 1],
           },
           {
             name: 'LSE combine',

@@ -14,6 +14,7 @@
 // runs use for flash-matrix; with it, the grid self-tests each on every variant, also with a
 // second pass on any growth of a row max, and times N = --n, causal and not),
 // --head-groups 1,16,64 (flash-matrix's causal rows again with each launch-order group size),
+// --decode-prefs '[{"lpk":8,"ku":2,"threads":256,"workgroups":4096}, …]' (decoding again with each),
 // --decode-split (decoding also with the split kernel the group kernel replaced),
 // --no-anchor (skip the CUDA anchor: PyTorch SDPA FLASH on the same shapes, sdpa-anchor.ts).
 // Last it prints the summary table: flash-matrix and flash-decoding against the anchor, with
@@ -46,6 +47,19 @@ if (HEAD_GROUPS?.some((g) => !(Number.isInteger(g) && g >= 1))) {
   console.error(`bench:webgpu: --head-groups takes positive whole numbers, e.g. 1,16,64; got ${opt('--head-groups')}`);
   process.exit(2);
 }
+/** --decode-prefs: group-kernel configurations each decode shape runs again with (self-tested first). */
+const DECODE_PREFS = ((): RunOptions['decodePrefs'][] | undefined => {
+  const text = opt('--decode-prefs');
+  if (text === undefined) return undefined;
+  try {
+    const list: unknown = JSON.parse(text);
+    if (Array.isArray(list) && list.every((t) => typeof t === 'object' && t !== null)) return list as RunOptions['decodePrefs'][];
+  } catch {
+    // reported below
+  }
+  console.error(`bench:webgpu: --decode-prefs takes a JSON list of objects, e.g. '[{"lpk":8,"ku":2,"threads":256,"workgroups":4096}]'; got ${text}`);
+  process.exit(2);
+})();
 /** Flash-decoding shapes (B = 4, d = 128, Nq = 1): [Hq, Hk, Nk]. GQA rows read K/V once per group. */
 const DECODE_SHAPES: [number, number, number][] = [
   [16, 16, 8192], [16, 16, 16384], [16, 16, 32768], [16, 16, 131072],
@@ -441,6 +455,11 @@ async function main(): Promise<number> {
     const dec = await measure(ctx, p, 'decode', REPS);
     summary.set(decodeKey(sh), dec);
     console.log(`  ${'decode'.padEnd(16)} ${fmt(dec)}   [${typeof dec === 'string' ? '' : dec.config}]`);
+    for (const decodePrefs of DECODE_PREFS ?? []) {
+      const st = await selfTest(ctx, 'decode', DECODE_VARIANTS, undefined, { decodePrefs });
+      const m = st.worst < 1e-4 ? await measure(ctx, p, 'decode', REPS, { decodePrefs }) : `self-test failed: ${st.line}`;
+      console.log(`  ${JSON.stringify(decodePrefs).padEnd(48)} ${fmt(m)}   [${typeof m === 'string' ? '' : m.config}]`);
+    }
     if (args.includes('--decode-split')) {
       const old = await measure(ctx, p, 'decode', REPS, { decodeKernel: 'split' });
       console.log(`  ${'decode (split)'.padEnd(16)} ${fmt(old)}   [${typeof old === 'string' ? '' : old.config}]`);

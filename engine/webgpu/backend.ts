@@ -18,7 +18,7 @@ import { PATH_LABELS } from './device.ts';
 import { flashKernelWgsl, flashLayout, type FlashKernelConfig, type FlashTile } from './flash-kernel.ts';
 import { chooseMatrixTile, matrixKernelWgsl, matrixLayout, type MatrixKernelConfig, type MatrixTilePrefs } from './flash-matrix-kernel.ts';
 import { decodeCombineKernelWgsl, decodeSplitKernelWgsl, DECODE_SPLIT_MAX, DECODE_THREADS } from './decode-kernels.ts';
-import { chooseDecodeGroup, decodeGroupBytes, decodeGroupKernelWgsl } from './decode-group-kernel.ts';
+import { chooseDecodeGroup, decodeGroupBytes, decodeGroupKernelWgsl, type DecodeGroupPrefs } from './decode-group-kernel.ts';
 import { fillKernelWgsl } from './fill-kernel.ts';
 import { formatBytes, lseBinding, planWindows, windowRange, type BindingWindow, type TensorName } from './binding-windows.ts';
 import { halfToFloat, toHalfArray } from './half.ts';
@@ -52,6 +52,8 @@ export interface RunOptions {
   maxBindingBytes?: number;
   /** Decoding: the group kernel where it applies (the default), or always the scores-in-workgroup-memory split kernel. */
   decodeKernel?: 'group' | 'split';
+  /** Decoding, group kernel: the benchmark's study of lanes per key, keys per step, threads and workgroups per dispatch. */
+  decodePrefs?: DecodeGroupPrefs & { workgroups?: number };
   /** Flash paths: heads per launch-order group (grid-order.ts); the benchmark's study sets it, else chooseHeadGroup. */
   headGroup?: number;
 }
@@ -327,12 +329,12 @@ export class AttentionRun {
       // combine pass runs before the next window's split pass overwrites them.
       const wbh = this.windows[0].nb * this.windows[0].nh;
       const subgroupMin = this.ctx.paths.includes('flash-subgroups') ? this.ctx.subgroupMinSize : 0;
-      const group = opts.decodeKernel === 'split' ? undefined : chooseDecodeGroup(p, subgroupMin, this.ctx.limits.maxWorkgroupStorage);
+      const group = opts.decodeKernel === 'split' ? undefined : chooseDecodeGroup(p, scoreSpec(p), subgroupMin, this.ctx.limits.maxWorkgroupStorage, opts.decodePrefs);
       // The group kernel: one workgroup per (split, key head); no scores in workgroup memory,
       // so splits may be long. About 2048 workgroups, splits of at least 256 keys.
       const heads = group ? wbh / (p.hq / p.hk) : wbh;
       const splits = group
-        ? Math.max(1, Math.min(Math.ceil(2048 / heads), Math.ceil(p.nk / 256)))
+        ? Math.max(1, Math.min(Math.ceil((opts.decodePrefs?.workgroups ?? 2048) / heads), Math.ceil(p.nk / 256)))
         : Math.max(1, Math.ceil(p.nk / DECODE_SPLIT_MAX), Math.min(Math.ceil(2048 / wbh), Math.ceil(p.nk / 128)));
       const splitLen = Math.ceil(p.nk / splits / 4) * 4;
       const used = Math.ceil(p.nk / splitLen);

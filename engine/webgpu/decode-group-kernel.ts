@@ -16,7 +16,7 @@
 // partial dots summed across its LPK lanes with subgroupShuffleXor. At the end the slots' states
 // meet in workgroup memory, halving the slots each round (log2 slots barriers per split).
 
-import { PARAMS_WGSL, SCORE_WGSL } from './params.ts';
+import { PARAMS_WGSL, scoreWgsl, type ScoreSpec } from './params.ts';
 
 export interface DecodeGroupConfig {
   d: number;
@@ -31,6 +31,15 @@ export interface DecodeGroupConfig {
   ku: number;
   /** Lanes per workgroup. */
   threads: number;
+  /** The problem's score modifiers (the score code is specialised to them). */
+  score: ScoreSpec;
+}
+
+/** Benchmark study: lanes per key, keys per step, lanes per workgroup (powers of two). */
+export interface DecodeGroupPrefs {
+  lpk?: number;
+  ku?: number;
+  threads?: number;
 }
 
 /** The most query rows one workgroup carries (registers: R·(D + DV)/LPK floats per lane). */
@@ -43,21 +52,27 @@ export const DECODE_GROUP_MAX_ROWS = 8;
  * vec4s (64 floats), capped by the subgroup; KU: keys per step so that a lane has about 16
  * 16-byte loads in flight.
  */
-export function chooseDecodeGroup(p: { d: number; dv: number; hq: number; hk: number; nq: number }, subgroupMin: number, maxWorkgroupStorage = 16384): DecodeGroupConfig | undefined {
+export function chooseDecodeGroup(
+  p: { d: number; dv: number; hq: number; hk: number; nq: number },
+  score: ScoreSpec,
+  subgroupMin: number,
+  maxWorkgroupStorage = 16384,
+  prefs: DecodeGroupPrefs = {},
+): DecodeGroupConfig | undefined {
   const rows = (p.hq / p.hk) * p.nq;
   if (p.d % 4 !== 0 || p.dv % 4 !== 0 || p.d > 256 || p.dv > 256 || rows > DECODE_GROUP_MAX_ROWS || subgroupMin < 1) return undefined;
   const d4 = p.d / 4;
   const dv4 = p.dv / 4;
   let lpk = 1;
   while (lpk < 32 && (rows * (Math.ceil(d4 / lpk) + Math.ceil(dv4 / lpk)) > 16 || lpk < Math.min(4, subgroupMin))) lpk *= 2;
-  lpk = Math.min(lpk, pow2Floor(subgroupMin));
+  lpk = Math.min(prefs.lpk ?? lpk, pow2Floor(subgroupMin));
   const perKey = Math.ceil(d4 / lpk) + Math.ceil(dv4 / lpk);
-  const ku = Math.max(1, Math.min(4, Math.floor(16 / perKey)));
+  const ku = prefs.ku ?? Math.max(1, Math.min(4, Math.floor(16 / perKey)));
   // 128 lanes, fewer where the end-of-split reduction would not fit in 16 KiB (or the adapter's
   // limit): small adapters whose subgroups hold fewer lanes per key carry more state per lane.
   const budget = Math.min(16384, maxWorkgroupStorage);
-  for (let threads = 128; threads >= 2 * lpk; threads /= 2) {
-    const c = { d: p.d, dv: p.dv, rows, nq: p.nq, lpk, ku, threads };
+  for (let threads = prefs.threads ?? 128; threads >= 2 * lpk; threads /= 2) {
+    const c = { d: p.d, dv: p.dv, rows, nq: p.nq, lpk, ku, threads, score };
     if (decodeGroupBytes(c) <= budget) return c;
   }
   return undefined;
@@ -91,7 +106,6 @@ export function decodeGroupKernelWgsl(c: DecodeGroupConfig): string {
     const ok = colOk(t, w4);
     return !ok ? load : `select(vec4<f32>(0.0), ${load.replace(`part + ${t * LPK}u`, `min(part + ${t * LPK}u, ${w4 - 1}u)`)}, ${ok})`;
   };
-  const shuffles = (x: string) => each(Math.log2(LPK), (i) => `${x} += subgroupShuffleXor(${x}, ${1 << i}u);`, ' ');
   return /* wgsl */ `
 ${LPK > 1 ? 'enable subgroups;' : ''}
 ${PARAMS_WGSL}
@@ -102,7 +116,7 @@ ${PARAMS_WGSL}
 @group(0) @binding(4) var<storage, read_write> opart: array<f32>;   // [bh][split][row][dv]
 @group(0) @binding(5) var<storage, read_write> lpart: array<f32>;   // [bh][split][row]
 @group(0) @binding(6) var<storage, read> aux: array<f32>;
-${SCORE_WGSL}
+${scoreWgsl(c.score)}
 const NQ = ${c.nq}u;
 const G = ${R / c.nq}u; // query heads per key head
 // End-of-split reduction: the upper half of the remaining slots leave (m, l) and O here.
@@ -111,6 +125,7 @@ var<workgroup> red_ml: array<vec2<f32>, ${HALF * R}>;
 
 @compute @workgroup_size(${NT})
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+  _ = &aux; // bound for every problem; read only by ALiBi's score code
   let split = wid.x;
   let bh0 = wid.y * G;            // the group's first (batch, query head) row in this window
   let kbase = kv_head(bh0) * params.nk;
@@ -135,12 +150,13 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     ${each(KU, (u) => `let key${u} = min(j0 + ${u * SLOTS}u + slot, hi - 1u);
     ${each(CQ, (t) => `let k${u}_${t} = ${guarded(t, D4, `k4[(kbase + key${u}) * ${D4}u + part + ${t * LPK}u]`)};`, '\n    ')}
     ${each(CV, (t) => `let v${u}_${t} = ${guarded(t, DV4, `v4[(kbase + key${u}) * ${DV4}u + part + ${t * LPK}u]`)};`, '\n    ')}`, '\n    ')}
+    // Partial dots of every (row, key) pair, summed over the slot's lanes: reduce-scatter, then
+    // all-gather (2·(n − n/LPK) shuffles for n pairs, against n·log2 LPK for n butterflies).
+    ${allReduce(R * KU, (v) => `${each(CQ, (t) => `dot(k${v % KU}_${t}, q${Math.floor(v / KU)}_${t})`, ' + ')}`, LPK)}
     ${each(R, (r) => `{
       // row ${r}: head bh0 + ${Math.floor(r / c.nq)}, query row ${r % c.nq}
       let h = (bh0 + ${Math.floor(r / c.nq)}u + params.head0) % params.hq;
-      ${each(KU, (u) => `var s${u} = ${each(CQ, (t) => `dot(k${u}_${t}, q${r}_${t})`, ' + ')};
-      ${shuffles(`s${u}`)}
-      s${u} = select(NEG_INF, score_mod(h, ${r % c.nq}u, key${u}, s${u}), j0 + ${u * SLOTS}u + slot < hi);`, '\n      ')}
+      ${each(KU, (u) => `let s${u} = select(NEG_INF, score_edge(h, ${r % c.nq}u, key${u}, dot${r * KU + u}), j0 + ${u * SLOTS}u + slot < hi);`, '\n      ')}
       let mnew = ${maxOf([`m${r}`, ...Array.from({ length: KU }, (_, u) => `s${u}`)])};
       let alpha = select(0.0, exp(m${r} - mnew), m${r} > NEG_INF);
       ${each(KU, (u) => `let p${u} = select(0.0, exp(s${u} - mnew), s${u} > NEG_INF);`, '\n      ')}
@@ -187,6 +203,54 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
   }
 }
 `;
+}
+
+/**
+ * WGSL that sums n values over each aligned group of `lanes` lanes of a subgroup and leaves every
+ * sum, as dot0 … dot{n−1}, in every lane of the group. While the list halves evenly, each stage
+ * keeps half of it (the half named by this lane's bit of the stage's offset) and adds the
+ * partner's copy of that half; the stages left over add whole lists; then the kept halves are
+ * gathered back in reverse order.
+ */
+function allReduce(n: number, value: (v: number) => string, lanes: number): string {
+  const out: string[] = [];
+  let names = Array.from({ length: n }, (_, v) => {
+    out.push(`let a${v} = ${value(v)};`);
+    return `a${v}`;
+  });
+  const scattered: number[] = [];
+  for (let o = lanes / 2; o >= 1; o /= 2) {
+    if (names.length % 2 === 0) {
+      const half = names.length / 2;
+      out.push(`let up${o} = (part & ${o}u) != 0u;`);
+      names = names.slice(0, half).map((lo, i) => {
+        const hi = names[half + i];
+        out.push(`let r${o}_${i} = select(${lo}, ${hi}, up${o}) + subgroupShuffleXor(select(${hi}, ${lo}, up${o}), ${o}u);`);
+        return `r${o}_${i}`;
+      });
+      scattered.push(o);
+    } else {
+      names = names.map((x, i) => {
+        out.push(`let b${o}_${i} = ${x} + subgroupShuffleXor(${x}, ${o}u);`);
+        return `b${o}_${i}`;
+      });
+    }
+  }
+  for (const o of scattered.reverse()) {
+    const lo: string[] = [];
+    const hi: string[] = [];
+    names.forEach((x, i) => {
+      out.push(`let g${o}_${i} = subgroupShuffleXor(${x}, ${o}u);`);
+      lo.push(`select(${x}, g${o}_${i}, up${o})`);
+      hi.push(`select(g${o}_${i}, ${x}, up${o})`);
+    });
+    names = [...lo, ...hi].map((x, i) => {
+      out.push(`let c${o}_${i} = ${x};`);
+      return `c${o}_${i}`;
+    });
+  }
+  names.forEach((x, v) => out.push(`let dot${v} = ${x};`));
+  return out.join('\n    ');
 }
 
 /** WGSL's two-argument max over a list: max(a, max(b, …)). */

@@ -12,7 +12,13 @@
 // --waves (residency study: 2–64 heads of one batch), --no-decode,
 // --matrix-prefs '[{"warps":8,"bn":16}, …]' (the tiles --matrix-grid, --waves and the N = 65536
 // runs use for flash-matrix; with it, the grid self-tests each on every variant, also with a
-// second pass on any growth of a row max, and times N = --n, causal and not).
+// second pass on any growth of a row max, and times N = --n, causal and not),
+// --head-groups 1,16,64 (flash-matrix's causal rows again with each launch-order group size),
+// --decode-prefs '[{"lpk":8,"ku":2,"threads":256,"workgroups":4096}, …]' (decoding again with each),
+// --decode-split (decoding also with the split kernel the group kernel replaced),
+// --no-anchor (skip the CUDA anchor: PyTorch SDPA FLASH on the same shapes, sdpa-anchor.ts).
+// Last it prints the summary table: flash-matrix and flash-decoding against the anchor, with
+// the ratio columns.
 
 import { nominalFlops, type AttentionProblem } from '../problem.ts';
 import { PATH_LABELS, WebGpuUnavailable, type WebGpuPath } from '../webgpu/device.ts';
@@ -20,9 +26,10 @@ import { AttentionRun, type RunOptions } from '../webgpu/backend.ts';
 import type { MatrixTilePrefs } from '../webgpu/flash-matrix-kernel.ts';
 import { NO_ADAPTER_HELP, openNodeWebGpu } from '../webgpu/node-gpu.ts';
 import { checkSampledRows } from '../webgpu/row-check.ts';
-import { KERNEL_VARIANTS } from '../webgpu/variants.ts';
+import { DECODE_VARIANTS, KERNEL_VARIANTS } from '../webgpu/variants.ts';
 import { randomInputs, type InputDistribution } from '../inputs.ts';
 import { referenceAttention } from '../reference.ts';
+import { runSdpaAnchor, type AnchorRun, type AnchorShape } from './sdpa-anchor.ts';
 
 const args = process.argv.slice(2);
 const opt = (name: string): string | undefined => {
@@ -35,6 +42,32 @@ const REPS = Number(opt('--reps') ?? 5);
 const DS = (opt('--d') ?? '64,128').split(',').map(Number);
 const SKIP = new Set((opt('--skip') ?? '').split(','));
 const ONLY = opt('--paths')?.split(',');
+const HEAD_GROUPS = opt('--head-groups')?.split(',').map(Number);
+if (HEAD_GROUPS?.some((g) => !(Number.isInteger(g) && g >= 1))) {
+  console.error(`bench:webgpu: --head-groups takes positive whole numbers, e.g. 1,16,64; got ${opt('--head-groups')}`);
+  process.exit(2);
+}
+/** --decode-prefs: group-kernel configurations each decode shape runs again with (self-tested first). */
+const DECODE_PREFS = ((): RunOptions['decodePrefs'][] | undefined => {
+  const text = opt('--decode-prefs');
+  if (text === undefined) return undefined;
+  try {
+    const list: unknown = JSON.parse(text);
+    if (Array.isArray(list) && list.every((t) => typeof t === 'object' && t !== null)) return list as RunOptions['decodePrefs'][];
+  } catch {
+    // reported below
+  }
+  console.error(`bench:webgpu: --decode-prefs takes a JSON list of objects, e.g. '[{"lpk":8,"ku":2,"threads":256,"workgroups":4096}]'; got ${text}`);
+  process.exit(2);
+})();
+/** Flash-decoding shapes (B = 4, d = 128, Nq = 1): [Hq, Hk, Nk]. GQA rows read K/V once per group. */
+const DECODE_SHAPES: [number, number, number][] = [
+  [16, 16, 8192], [16, 16, 16384], [16, 16, 32768], [16, 16, 131072],
+  [32, 8, 8192], [32, 8, 32768], [64, 8, 8192], [64, 8, 32768],
+];
+const decodeProblem = ([hq, hk, nk]: [number, number, number]): AttentionProblem => ({ batch: 4, hq, hk, nq: 1, nk, d: 128, dv: 128, causal: false, dtype: 'fp32' });
+const decodeKey = ([hq, hk, nk]: [number, number, number]) => `decode Hq${hq} Hk${hk} Nk${nk}`;
+const tableKey = (n: number, d: number, causal: boolean) => `N${n} d${d}${causal ? ' causal' : ''}`;
 /** --matrix-prefs: the subgroup-matrix tiles the grid and the residency study run. */
 const MATRIX_PREFS = ((): MatrixTilePrefs[] | undefined => {
   const text = opt('--matrix-prefs');
@@ -153,6 +186,59 @@ async function selfTest(
   return { worst, line: errs.join(', ') };
 }
 
+/**
+ * The table the issue asks for, printed last: flash-matrix against SDPA FLASH (TFLOP/s, the
+ * same FLOP convention), causal over non-causal, and flash-decoding's bandwidth against the
+ * anchor's (unique K/V bytes: f32 here, fp16 there, so the time ratio is also given).
+ */
+function printSummary(anchor: AnchorRun, summary: Map<string, Measured | string>): void {
+  console.log(`\nsummary (B = 4; ${anchor.note})`);
+  console.log('| shape | flash-matrix TFLOP/s | SDPA FLASH TFLOP/s | ratio | causal / non-causal (ours, SDPA) |');
+  console.log('|---|---|---|---|---|');
+  const anchorMs = (key: string) => {
+    const a = anchor.results.get(key);
+    return a === undefined || typeof a === 'string' ? undefined : a.ms;
+  };
+  for (const d of DS) {
+    for (const causal of [false, true]) {
+      for (const n of NS) {
+        const key = tableKey(n, d, causal);
+        const m = summary.get(key);
+        if (m === undefined) continue;
+        const flops = nominalFlops({ batch: 4, hq: 16, hk: 16, nq: n, nk: n, d, dv: d, causal, dtype: 'fp16' });
+        const a = anchorMs(key);
+        const at = a === undefined ? undefined : flops / (a * 1e9);
+        const ours = typeof m === 'string' ? undefined : m.tflops;
+        let cn = '';
+        if (causal) {
+          const nc = summary.get(tableKey(n, d, false));
+          const anc = anchorMs(tableKey(n, d, false));
+          const ncT = nc === undefined || typeof nc === 'string' ? undefined : nc.tflops;
+          const ancT = anc === undefined ? undefined : (flops * 2) / (anc * 1e9);
+          cn = `${ours !== undefined && ncT !== undefined ? (ours / ncT).toFixed(2) : '–'}, ${at !== undefined && ancT !== undefined ? (at / ancT).toFixed(2) : '–'}`;
+        }
+        console.log(`| H=16 N=${n} d=${d}${causal ? ' causal' : ''} | ${ours?.toFixed(1) ?? 'FAILED'} | ${at?.toFixed(1) ?? '–'} | ${ours !== undefined && at !== undefined ? (ours / at).toFixed(2) : '–'} | ${cn} |`);
+      }
+    }
+  }
+  const decodes = DECODE_SHAPES.filter((sh) => summary.has(decodeKey(sh)));
+  if (!decodes.length) return;
+  console.log('\n| decode (B = 4, Nq = 1, d = 128) | flash-decoding (f32 K/V) | SDPA FLASH (fp16 K/V) | bandwidth ratio | time ratio (SDPA / ours) |');
+  console.log('|---|---|---|---|---|');
+  for (const sh of decodes) {
+    const m = summary.get(decodeKey(sh))!;
+    const p = decodeProblem(sh);
+    const a = anchorMs(decodeKey(sh));
+    // The anchor's minimum traffic, counted as measure() does but with 2-byte elements.
+    const bytes16 = p.batch * (p.hq * p.nq * p.d + p.hk * p.nk * (p.d + p.dv)) * 2 + p.batch * p.hq * p.nq * p.dv * 2;
+    const ag = a === undefined ? undefined : bytes16 / (a * 1e6);
+    const ours = typeof m === 'string' ? undefined : m;
+    console.log(
+      `| Hq=${sh[0]} Hk=${sh[1]} Nk=${sh[2]} | ${ours ? `${(ours.gbs / 1000).toFixed(2)} TB/s (${ours.ms.toFixed(3)} ms)` : 'FAILED'} | ${ag !== undefined ? `${(ag / 1000).toFixed(2)} TB/s (${a!.toFixed(3)} ms)` : '–'} | ${ours && ag !== undefined ? (ours.gbs / ag).toFixed(2) : '–'} | ${ours && a !== undefined ? (a / ours.ms).toFixed(2) : '–'} |`,
+    );
+  }
+}
+
 async function main(): Promise<number> {
   let ctx;
   try {
@@ -191,9 +277,25 @@ async function main(): Promise<number> {
       worst = Math.max(worst, climbing.worst);
       console.log(`self-test ${path} (whole tiles, logits ×12): ${climbing.line}`);
     }
+    if (path === 'decode') {
+      // The group kernel's problems, with it and with the split kernel it replaces there.
+      for (const decodeKernel of ['group', 'split'] as const) {
+        const g = await selfTest(ctx, path, DECODE_VARIANTS, undefined, { decodeKernel });
+        worst = Math.max(worst, g.worst);
+        console.log(`self-test ${path} (${decodeKernel} kernel): ${g.line}`);
+      }
+    }
   }
   console.log(`self-test: ${worst < 1e-4 ? 'all paths match the float64 reference' : 'MISMATCH — see above'}\n`);
   if (args.includes('--selftest-only')) return worst < 1e-4 ? 0 : 1;
+  // The CUDA anchor, same shapes, before the WebGPU timings (one process at a time on the GPU).
+  const anchorShapes: AnchorShape[] = [];
+  for (const d of DS) for (const causal of [false, true]) for (const n of NS) anchorShapes.push({ key: tableKey(n, d, causal), b: 4, hq: 16, hk: 16, nq: n, nk: n, d, causal });
+  if (!quick && !args.includes('--no-decode')) for (const sh of DECODE_SHAPES) anchorShapes.push({ key: decodeKey(sh), b: 4, hq: sh[0], hk: sh[1], nq: 1, nk: sh[2], d: 128, causal: false });
+  const anchor: AnchorRun = args.includes('--no-anchor') ? { note: 'no CUDA anchor (--no-anchor)', results: new Map() } : runSdpaAnchor(anchorShapes, REPS * 4);
+  console.log(`anchor: ${anchor.note}`);
+  for (const [key, r] of anchor.results) console.log(`  ${key.padEnd(28)} ${typeof r === 'string' ? `FAILED: ${r}` : `${r.ms.toFixed(3)} ms, maxerr ${r.err.toExponential(1)} against float64`}`);
+  const summary = new Map<string, Measured | string>();
   // Warm-up: the first second of GPU work runs at lower clocks, which skewed the first rows
   // of an earlier run (the same standard-attention pass measured 80 ms, then 21 ms).
   {
@@ -216,6 +318,13 @@ async function main(): Promise<number> {
           const m = await measure(ctx, p, path, REPS);
           const ratio = typeof m !== 'string' && typeof base !== 'string' ? `  ×${(m.tflops / base.tflops).toFixed(2)} vs standard` : '';
           console.log(`  ${path.padEnd(16)} ${fmt(m)}${ratio}   [${typeof m === 'string' ? '' : m.config}]`);
+          if (path === 'flash-matrix') summary.set(tableKey(n, d, causal), m);
+        }
+        if (causal && HEAD_GROUPS && flashPaths.includes('flash-matrix')) {
+          for (const headGroup of HEAD_GROUPS) {
+            const m = await measure(ctx, p, 'flash-matrix', REPS, { headGroup });
+            console.log(`  ${`flash-matrix, tiles longest-first in groups of ${headGroup} heads`.padEnd(48)} ${fmt(m)}`);
+          }
         }
       }
     }
@@ -338,15 +447,29 @@ async function main(): Promise<number> {
       }
     }
   }
-  // Flash-decoding: one query row per head against a long KV cache.
-  for (const nk of quick || args.includes('--no-decode') ? [] : [8192, 32768, 131072]) {
-    const p: AttentionProblem = { batch: 4, hq: 16, hk: 16, nq: 1, nk, d: 128, dv: 128, causal: false, dtype: 'fp32' };
-    console.log(`\ndecode B=4 H=16 Nq=1 Nk=${nk} d=128`);
+  // Flash-decoding: one query row per head against a long KV cache; GQA shapes read each
+  // group's K/V once for all its query heads (GB/s counts unique K/V bytes).
+  for (const sh of quick || args.includes('--no-decode') ? [] : DECODE_SHAPES) {
+    const p = decodeProblem(sh);
+    console.log(`\ndecode B=4 Hq=${p.hq} Hk=${p.hk} Nq=1 Nk=${p.nk} d=128`);
     const dec = await measure(ctx, p, 'decode', REPS);
-    const fl = await measure(ctx, p, 'flash-f32', REPS);
+    summary.set(decodeKey(sh), dec);
     console.log(`  ${'decode'.padEnd(16)} ${fmt(dec)}   [${typeof dec === 'string' ? '' : dec.config}]`);
-    console.log(`  ${'flash-f32'.padEnd(16)} ${fmt(fl)}${typeof dec !== 'string' && typeof fl !== 'string' ? `   decode is ×${(fl.ms / dec.ms).toFixed(2)} faster` : ''}`);
+    for (const decodePrefs of DECODE_PREFS ?? []) {
+      const st = await selfTest(ctx, 'decode', DECODE_VARIANTS, undefined, { decodePrefs });
+      const m = st.worst < 1e-4 ? await measure(ctx, p, 'decode', REPS, { decodePrefs }) : `self-test failed: ${st.line}`;
+      console.log(`  ${JSON.stringify(decodePrefs).padEnd(48)} ${fmt(m)}   [${typeof m === 'string' ? '' : m.config}]`);
+    }
+    if (args.includes('--decode-split')) {
+      const old = await measure(ctx, p, 'decode', REPS, { decodeKernel: 'split' });
+      console.log(`  ${'decode (split)'.padEnd(16)} ${fmt(old)}   [${typeof old === 'string' ? '' : old.config}]`);
+    }
+    if (p.hq === p.hk && p.nk <= 32768 && paths.includes('flash-f32')) {
+      const fl = await measure(ctx, p, 'flash-f32', REPS);
+      console.log(`  ${'flash-f32'.padEnd(16)} ${fmt(fl)}${typeof dec !== 'string' && typeof fl !== 'string' ? `   decode is ×${(fl.ms / dec.ms).toFixed(2)} faster` : ''}`);
+    }
   }
+  printSummary(anchor, summary);
   console.log('\npath labels: ' + Object.entries(PATH_LABELS).map(([k, v]) => `${k} = ${v}`).join('; '));
   return 0;
 }

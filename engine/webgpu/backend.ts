@@ -18,6 +18,7 @@ import { PATH_LABELS } from './device.ts';
 import { flashKernelWgsl, flashLayout, type FlashKernelConfig, type FlashTile } from './flash-kernel.ts';
 import { chooseMatrixTile, matrixKernelWgsl, matrixLayout, type MatrixKernelConfig, type MatrixTilePrefs } from './flash-matrix-kernel.ts';
 import { decodeCombineKernelWgsl, decodeSplitKernelWgsl, DECODE_SPLIT_MAX, DECODE_THREADS } from './decode-kernels.ts';
+import { chooseDecodeGroup, decodeGroupBytes, decodeGroupKernelWgsl, type DecodeGroupPrefs } from './decode-group-kernel.ts';
 import { fillKernelWgsl } from './fill-kernel.ts';
 import { formatBytes, lseBinding, planWindows, windowRange, type BindingWindow, type TensorName } from './binding-windows.ts';
 import { halfToFloat, toHalfArray } from './half.ts';
@@ -25,6 +26,7 @@ import { packAux, packParams, scoreSpec } from './params.ts';
 import { chooseRowConfig, rowKernelWgsl, rowLayout, type RowKernelConfig } from './flash-row-kernel.ts';
 import { pvKernelWgsl, scoresKernelWgsl, softmaxKernelWgsl } from './standard-kernels.ts';
 import { chooseFlashTile } from './tiles.ts';
+import { chooseHeadGroup } from './grid-order.ts';
 import { runTimed, type Dispatch, type KernelTime } from './timer.ts';
 
 export class WebGpuRunError extends Error {
@@ -48,6 +50,12 @@ export interface RunOptions {
    * a binding run in windows of batches or heads (binding-windows.ts); tests lower it to force windows.
    */
   maxBindingBytes?: number;
+  /** Decoding: the group kernel where it applies (the default), or always the scores-in-workgroup-memory split kernel. */
+  decodeKernel?: 'group' | 'split';
+  /** Decoding, group kernel: the benchmark's study of lanes per key, keys per step, threads and workgroups per dispatch. */
+  decodePrefs?: DecodeGroupPrefs & { workgroups?: number };
+  /** Flash paths: heads per launch-order group (grid-order.ts); the benchmark's study sets it, else chooseHeadGroup. */
+  headGroup?: number;
 }
 
 const GiB = 1024 ** 3;
@@ -160,15 +168,21 @@ export class AttentionRun {
    * One flash forward dispatch per window: bindings 1–5 are the window's slices of Q, K, V,
    * O and LSE, and the grid's y covers the window's (batch, head) rows.
    */
-  private pushFlash(name: string, pipe: GPUComputePipeline, aux: GPUBuffer, bm: number): void {
+  private pushFlash(name: string, pipe: GPUComputePipeline, aux: GPUBuffer, bm: number, headGroupOverride?: number): void {
+    const p = this.problem;
+    const blocks = Math.ceil(p.nq / bm);
+    // Masks that give query blocks different key counts make the launch order matter.
+    const uneven = p.causal || p.window !== undefined;
     for (const w of this.windows) {
       const t = this.slices(w);
+      const headGroup = chooseHeadGroup(uneven, blocks, w.nb * w.nh, headGroupOverride);
       this.dispatches.push({
         name,
         pipeline: pipe,
-        bindGroup: this.bind(pipe, { 0: this.uniform(packParams(this.problem, { lse0: t.lse0, head0: t.head0 })), 1: t.Q, 2: t.K, 3: t.V, 4: t.O, 5: t.LSE, 6: aux }),
-        workgroups: [Math.ceil(this.problem.nq / bm), w.nb * w.nh, 1],
+        bindGroup: this.bind(pipe, { 0: this.uniform(packParams(this.problem, { lse0: t.lse0, head0: t.head0, headGroup })), 1: t.Q, 2: t.K, 3: t.V, 4: t.O, 5: t.LSE, 6: aux }),
+        workgroups: [blocks, w.nb * w.nh, 1],
       });
+      if (w === this.windows[0] && headGroup > 1) this.config += `; tiles longest-first in groups of ${headGroup} heads`;
     }
     this.noteWindows();
   }
@@ -260,7 +274,7 @@ export class AttentionRun {
         }`;
       }
       const pipe = await pipeline(device, code);
-      this.pushFlash('flash forward', pipe, aux, bm);
+      this.pushFlash('flash forward', pipe, aux, bm, opts.headGroup);
     } else if (this.path === 'flash-matrix') {
       let cfg: MatrixKernelConfig = chooseMatrixTile(this.ctx, p, scoreSpec(p), true, opts.matrix);
       let pipe: GPUComputePipeline;
@@ -276,7 +290,7 @@ export class AttentionRun {
       }
       const L = matrixLayout(cfg);
       this.config = `${cfg.m}×${cfg.n}×${cfg.k} f16 subgroup matrices, Q and O in registers (Q ${cfg.qFromBuffer ? 'loaded from its buffer' : 'staged'}), BM=${L.bm} BN=${cfg.bn}, ${cfg.warps} subgroups of ${cfg.sg}, K/V staged with a register prefetch${cfg.stagingInSoftmax ? ' and written during the softmax (2 barriers per tile)' : ''}, O never rescaled (a second pass where a row max grows past e^${cfg.rescaleLog} after its first P), ${L.bytes} B workgroup memory${note}`;
-      this.pushFlash('flash forward (subgroup matrix)', pipe, aux, L.bm);
+      this.pushFlash('flash forward (subgroup matrix)', pipe, aux, L.bm, opts.headGroup);
     } else if (this.path === 'standard') {
       const limit = this.ctx.limits.maxStorageBinding;
       // As many heads per pass as fit in a quarter of the binding limit (S is reused across groups).
@@ -314,14 +328,23 @@ export class AttentionRun {
       // In windows the partials are sized for one window and reused: each window's
       // combine pass runs before the next window's split pass overwrites them.
       const wbh = this.windows[0].nb * this.windows[0].nh;
-      const splits = Math.max(1, Math.ceil(p.nk / DECODE_SPLIT_MAX), Math.min(Math.ceil(2048 / wbh), Math.ceil(p.nk / 128)));
+      const subgroupMin = this.ctx.paths.includes('flash-subgroups') ? this.ctx.subgroupMinSize : 0;
+      const group = opts.decodeKernel === 'split' ? undefined : chooseDecodeGroup(p, scoreSpec(p), subgroupMin, this.ctx.limits.maxWorkgroupStorage, opts.decodePrefs);
+      // The group kernel: one workgroup per (split, key head); no scores in workgroup memory,
+      // so splits may be long. About 2048 workgroups, splits of at least 256 keys.
+      const heads = group ? wbh / (p.hq / p.hk) : wbh;
+      const splits = group
+        ? Math.max(1, Math.min(Math.ceil((opts.decodePrefs?.workgroups ?? 2048) / heads), Math.ceil(p.nk / 256)))
+        : Math.max(1, Math.ceil(p.nk / DECODE_SPLIT_MAX), Math.min(Math.ceil(2048 / wbh), Math.ceil(p.nk / 128)));
       const splitLen = Math.ceil(p.nk / splits / 4) * 4;
       const used = Math.ceil(p.nk / splitLen);
       const opart = await this.buffer('partial O', wbh * used * p.nq * p.dv * 4, GPUBufferUsage.STORAGE);
       const lpart = await this.buffer('partial LSE', wbh * used * p.nq * 4, GPUBufferUsage.STORAGE);
-      this.config = `${used} split${used > 1 ? 's' : ''} of ${splitLen} keys, ${DECODE_THREADS} threads per split`;
+      this.config = group
+        ? `${used} split${used > 1 ? 's' : ''} of ${splitLen} keys per key head, each read once for its ${group.rows} query row${group.rows > 1 ? 's' : ''}; ${group.lpk} lanes per key, ${group.ku} key${group.ku > 1 ? 's' : ''} per step, ${group.threads} threads, ${decodeGroupBytes(group)} B workgroup memory`
+        : `${used} split${used > 1 ? 's' : ''} of ${splitLen} keys, ${DECODE_THREADS} threads per split`;
       const [psplit, pcomb] = await Promise.all([
-        pipeline(device, decodeSplitKernelWgsl(p.d, p.dv)),
+        pipeline(device, group ? decodeGroupKernelWgsl(group) : decodeSplitKernelWgsl(p.d, p.dv)),
         pipeline(device, decodeCombineKernelWgsl(p.d, p.dv)),
       ]);
       for (const w of this.windows) {
@@ -331,7 +354,7 @@ export class AttentionRun {
             name: 'split K/V',
             pipeline: psplit,
             bindGroup: this.bind(psplit, { 0: this.uniform(packParams(p, { splits: used, splitLen, head0: t.head0 })), 1: t.Q, 2: t.K, 3: t.V, 4: opart, 5: lpart, 6: aux }),
-            workgroups: [used, w.nb * w.nh, 1],
+            workgroups: [used, group ? (w.nb * w.nh) / (p.hq / p.hk) : w.nb * w.nh, 1],
           },
           {
             name: 'LSE combine',

@@ -23,6 +23,7 @@
 // registers per thread: 16 (S) + 4·DVP/TX (O) + 8 (m, l) floats.
 
 import { PARAMS_WGSL, SCORE_WGSL } from './params.ts';
+import { GRID_ORDER_WGSL } from './grid-order.ts';
 
 export interface FlashTile {
   /** Query rows per workgroup (multiple of 4). */
@@ -144,6 +145,7 @@ export function flashKernelWgsl(c: FlashKernelConfig): string {
 ${E === 'f16' ? 'enable f16;' : ''}
 ${c.subgroup > 0 ? 'enable subgroups;' : ''}
 ${PARAMS_WGSL}
+${GRID_ORDER_WGSL}
 @group(0) @binding(0) var<uniform> params: Params;
 @group(0) @binding(1) var<storage, read> q: array<${VQ}>;
 @group(0) @binding(2) var<storage, read> k: array<${VQ}>;
@@ -167,9 +169,11 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         @builtin(local_invocation_index) lid: u32) {
   let tx = lid % TX;
   let ty = lid / TX;
-  // Heaviest (bottom) Q tiles first: under a causal mask they see the most keys.
-  let row0 = (nwg.x - 1u - wid.x) * BM;
-  let bh = wid.y;                          // (batch, query head) row within this dispatch's window
+  // Longest tiles first (bottom query blocks see the most keys under a causal mask), in
+  // groups of params.head_group heads: grid-order.ts.
+  let tile = grid_tile(wid, nwg);
+  let row0 = tile.x * BM;
+  let bh = tile.y; // (batch, query head) row within this dispatch's window (binding-windows.ts)
   let h = (bh + params.head0) % params.hq;  // the query head (params.head0: the window's first row)
   let bhk = kv_head(bh);
   let qbase = bh * params.nq * D;

@@ -61,6 +61,7 @@
 // next barrier, have constant offsets.
 
 import { PARAMS_WGSL, scoreWgsl, type ScoreSpec } from './params.ts';
+import { GRID_ORDER_WGSL } from './grid-order.ts';
 import type { MatrixConfig, WebGpuContext } from './device.ts';
 
 /** What a caller (the benchmark's grid) may prefer; the rest comes from the adapter. */
@@ -345,6 +346,7 @@ enable subgroups;
 enable chromium_experimental_subgroup_matrix;
 ${c.subgroupId ? 'requires subgroup_id, subgroup_uniformity;' : ''}
 ${PARAMS_WGSL}
+${GRID_ORDER_WGSL}
 @group(0) @binding(0) var<uniform> params: Params;
 @group(0) @binding(1) var<storage, read> q: array<f16>;
 @group(0) @binding(2) var<storage, read> ${vecK ? 'k4: array<vec4<f16>>' : 'k: array<f16>'};
@@ -374,8 +376,11 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         @builtin(local_invocation_index) lid: u32${c.subgroupId ? ', @builtin(subgroup_id) sgid: u32' : ''}) {
   let warp = ${c.subgroupId ? 'sgid' : '0u'};
   let lane = lid % SG;
-  let row0 = (nwg.x - 1u - wid.x) * BM;
-  let bh = wid.y;
+  // Longest tiles first (bottom query blocks see the most keys under a causal mask), in
+  // groups of params.head_group heads: grid-order.ts.
+  let tile = grid_tile(wid, nwg);
+  let row0 = tile.x * BM;
+  let bh = tile.y; // (batch, query head) row within this dispatch's window (binding-windows.ts)
   let h = (bh + params.head0) % params.hq; // bh counts from the window's first row, params.head0
   let bhk = kv_head(bh);
   let qbase = bh * params.nq * D;

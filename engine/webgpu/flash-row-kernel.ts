@@ -25,6 +25,7 @@
 // RPT·(DP + DVP)/TPR (Q and O slices) + RPT·SC (scores) + 2·RPT (m, l) floats.
 
 import { PARAMS_WGSL, scoreWgsl, type ScoreSpec } from './params.ts';
+import { GRID_ORDER_WGSL } from './grid-order.ts';
 
 export interface RowKernelConfig {
   /** Storage type of Q, K, V (math is f32 either way). */
@@ -106,6 +107,7 @@ export function rowKernelWgsl(c: RowKernelConfig): string {
 ${E === 'f16' ? 'enable f16;' : ''}
 ${T > 1 ? 'enable subgroups;' : ''}
 ${PARAMS_WGSL}
+${GRID_ORDER_WGSL}
 @group(0) @binding(0) var<uniform> params: Params;
 @group(0) @binding(1) var<storage, read> q: array<${vecQK ? `vec4<${E}>` : E}>;
 @group(0) @binding(2) var<storage, read> k: array<${vecQK ? `vec4<${E}>` : E}>;
@@ -129,9 +131,11 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         @builtin(local_invocation_index) lid: u32) {
   let part = lid % ${T}u;          // which vec4s of the row this lane holds
   let grp = lid / ${T}u;           // lane group = RPT query rows
-  // Heaviest (bottom) Q tiles first: under a causal mask they see the most keys.
-  let row0 = (nwg.x - 1u - wid.x) * BM;
-  let bh = wid.y; // (batch, query head) row within this dispatch's window (binding-windows.ts)
+  // Longest tiles first (bottom query blocks see the most keys under a causal mask), in
+  // groups of params.head_group heads: grid-order.ts.
+  let tile = grid_tile(wid, nwg);
+  let row0 = tile.x * BM;
+  let bh = tile.y; // (batch, query head) row within this dispatch's window (binding-windows.ts)
   let h = (bh + params.head0) % params.hq;
   let bhk = kv_head(bh);
   let qbase = bh * params.nq * D;

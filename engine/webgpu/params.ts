@@ -5,8 +5,8 @@
 
 import { alibiSlopes, softmaxScale, type AttentionProblem } from '../problem.ts';
 
-/** 16 words: kept a multiple of 16 bytes for uniform-buffer layout rules. */
-export const PARAMS_WORDS = 16;
+/** 20 words: kept a multiple of 16 bytes for uniform-buffer layout rules. */
+export const PARAMS_WORDS = 20;
 
 /** WGSL declaration matching packParams(). */
 export const PARAMS_WGSL = /* wgsl */ `
@@ -16,12 +16,13 @@ struct Params {
   causal: u32, scale: f32, softcap: f32, flags: u32,
   splits: u32, split_len: u32, head0: u32, // head0: the dispatch's first (batch, query head) row
   lse0: u32, // where this dispatch's LSE starts in its binding (windows: bound from the 256-byte step below)
+  head_group: u32, pad1: u32, pad2: u32, pad3: u32, // head_group: flash tiles' launch order (grid-order.ts)
 }
 const FLAG_ALIBI = 1u;
 const FLAG_SINKS = 2u;
 `;
 
-export function packParams(p: AttentionProblem, extra: { splits?: number; splitLen?: number; head0?: number; lse0?: number } = {}): ArrayBuffer {
+export function packParams(p: AttentionProblem, extra: { splits?: number; splitLen?: number; head0?: number; lse0?: number; headGroup?: number } = {}): ArrayBuffer {
   const buf = new ArrayBuffer(PARAMS_WORDS * 4);
   const u = new Uint32Array(buf);
   const i = new Int32Array(buf);
@@ -42,6 +43,7 @@ export function packParams(p: AttentionProblem, extra: { splits?: number; splitL
   u[13] = extra.splitLen ?? p.nk;
   u[14] = extra.head0 ?? 0;
   u[15] = extra.lse0 ?? 0;
+  u[16] = extra.headGroup ?? 1;
   return buf;
 }
 

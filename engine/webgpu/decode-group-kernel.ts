@@ -1,0 +1,259 @@
+// Flash-decoding's split pass with no workgroup memory in its loop, and every K/V byte read
+// once for all the query rows that share it: the R = (Hq / Hk)·Nq rows of one key head (GQA,
+// MQA and plain decoding alike). Partials go to the same [bh][split][row] layout as
+// decode-kernels.ts's split pass, so its LSE combine finishes the job.
+//
+// Why not decode-kernels.ts's split pass: it keeps a split's scores in workgroup memory (21 KiB),
+// and an SM gives all its workgroups together about 48 KiB (BENCHMARKS.md, run 30), so only
+// two workgroups of 128 lanes ran per SM: too few loads in flight for a pass that only streams
+// K and V. And it re-reads K/V for every query row, so GQA read a group's K/V once per query head.
+//
+// Layout: LPK lanes per key (neighbouring lanes of one subgroup). A lane holds the column groups
+// (16 bytes) part, part + LPK, … of q and of O for each of the R rows, so a warp's load covers
+// 32 / LPK rows of K or V, each 16·LPK contiguous bytes. The workgroup's NT / LPK lane groups
+// ("slots") take keys slot, slot + NT / LPK, … of the split, KU keys per step with all their K and
+// V loads issued first; each slot keeps an online softmax (m, l, O) per row in registers, its
+// partial dots summed across its LPK lanes with subgroupShuffleXor. At the end the slots' states
+// meet in workgroup memory, halving the slots each round (log2 slots barriers per split).
+
+import { PARAMS_WGSL, scoreWgsl, type ScoreSpec } from './params.ts';
+
+export interface DecodeGroupConfig {
+  d: number;
+  dv: number;
+  /** Query rows sharing one key head: (hq / hk) · nq. */
+  rows: number;
+  /** Query rows per head (nq): row r is head r / nq of the group, query row r % nq. */
+  nq: number;
+  /** Lanes per key (a power of two, at most the adapter's smallest subgroup). */
+  lpk: number;
+  /** Keys per slot per step. */
+  ku: number;
+  /** Lanes per workgroup. */
+  threads: number;
+  /** The problem's score modifiers (the score code is specialised to them). */
+  score: ScoreSpec;
+}
+
+/** Benchmark study: lanes per key, keys per step, lanes per workgroup (powers of two). */
+export interface DecodeGroupPrefs {
+  lpk?: number;
+  ku?: number;
+  threads?: number;
+}
+
+/** The most query rows one workgroup carries (registers: R·(D + DV)/LPK floats per lane). */
+export const DECODE_GROUP_MAX_ROWS = 8;
+
+/**
+ * The configuration for a problem, or undefined where decode-kernels.ts's split pass runs it:
+ * head dims not multiples of 4 or over 256, more than DECODE_GROUP_MAX_ROWS rows per key head,
+ * or no subgroups. LPK: the fewest lanes per key that keep a lane's q and O state within 16
+ * vec4s (64 floats), capped by the subgroup; KU: keys per step so that a lane has about 16
+ * 16-byte loads in flight.
+ */
+export function chooseDecodeGroup(
+  p: { d: number; dv: number; hq: number; hk: number; nq: number },
+  score: ScoreSpec,
+  subgroupMin: number,
+  maxWorkgroupStorage = 16384,
+  prefs: DecodeGroupPrefs = {},
+): DecodeGroupConfig | undefined {
+  const rows = (p.hq / p.hk) * p.nq;
+  if (p.d % 4 !== 0 || p.dv % 4 !== 0 || p.d > 256 || p.dv > 256 || rows > DECODE_GROUP_MAX_ROWS || subgroupMin < 1) return undefined;
+  const d4 = p.d / 4;
+  const dv4 = p.dv / 4;
+  let lpk = 1;
+  while (lpk < 32 && (rows * (Math.ceil(d4 / lpk) + Math.ceil(dv4 / lpk)) > 16 || lpk < Math.min(4, subgroupMin))) lpk *= 2;
+  lpk = Math.min(prefs.lpk ?? lpk, pow2Floor(subgroupMin));
+  const perKey = Math.ceil(d4 / lpk) + Math.ceil(dv4 / lpk);
+  const ku = prefs.ku ?? Math.max(1, Math.min(4, Math.floor(16 / perKey)));
+  // 128 lanes, fewer where the end-of-split reduction would not fit in 16 KiB (or the adapter's
+  // limit): small adapters whose subgroups hold fewer lanes per key carry more state per lane.
+  const budget = Math.min(16384, maxWorkgroupStorage);
+  for (let threads = prefs.threads ?? 128; threads >= 2 * lpk; threads /= 2) {
+    const c = { d: p.d, dv: p.dv, rows, nq: p.nq, lpk, ku, threads, score };
+    if (decodeGroupBytes(c) <= budget) return c;
+  }
+  return undefined;
+}
+
+function pow2Floor(x: number): number {
+  let p = 1;
+  while (p * 2 <= x) p *= 2;
+  return p;
+}
+
+/** Workgroup memory of the end-of-split reduction, bytes. */
+export function decodeGroupBytes(c: DecodeGroupConfig): number {
+  const slots = c.threads / c.lpk;
+  const cv = Math.ceil(c.dv / 4 / c.lpk);
+  return (slots / 2) * c.rows * (c.lpk * cv * 16 + 8);
+}
+
+export function decodeGroupKernelWgsl(c: DecodeGroupConfig): string {
+  const { rows: R, lpk: LPK, ku: KU, threads: NT } = c;
+  const D4 = c.d / 4;
+  const DV4 = c.dv / 4;
+  const CQ = Math.ceil(D4 / LPK);
+  const CV = Math.ceil(DV4 / LPK);
+  const SLOTS = NT / LPK;
+  const HALF = SLOTS / 2;
+  const each = (n: number, f: (i: number) => string, sep = '\n  ') => Array.from({ length: n }, (_, i) => f(i)).join(sep);
+  // Column group t of this lane: part + LPK·t; guarded only where the last group runs past the row.
+  const colOk = (t: number, w4: number) => ((t + 1) * LPK <= w4 ? '' : `part + ${t * LPK}u < ${w4}u`);
+  const guarded = (t: number, w4: number, load: string) => {
+    const ok = colOk(t, w4);
+    return !ok ? load : `select(vec4<f32>(0.0), ${load.replace(`part + ${t * LPK}u`, `min(part + ${t * LPK}u, ${w4 - 1}u)`)}, ${ok})`;
+  };
+  return /* wgsl */ `
+${LPK > 1 ? 'enable subgroups;' : ''}
+${PARAMS_WGSL}
+@group(0) @binding(0) var<uniform> params: Params;
+@group(0) @binding(1) var<storage, read> q4: array<vec4<f32>>;
+@group(0) @binding(2) var<storage, read> k4: array<vec4<f32>>;
+@group(0) @binding(3) var<storage, read> v4: array<vec4<f32>>;
+@group(0) @binding(4) var<storage, read_write> opart: array<f32>;   // [bh][split][row][dv]
+@group(0) @binding(5) var<storage, read_write> lpart: array<f32>;   // [bh][split][row]
+@group(0) @binding(6) var<storage, read> aux: array<f32>;
+${scoreWgsl(c.score)}
+const NQ = ${c.nq}u;
+const G = ${R / c.nq}u; // query heads per key head
+// End-of-split reduction: the upper half of the remaining slots leave (m, l) and O here.
+var<workgroup> red_o: array<vec4<f32>, ${HALF * R * LPK * CV}>;
+var<workgroup> red_ml: array<vec2<f32>, ${HALF * R}>;
+
+@compute @workgroup_size(${NT})
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+  _ = &aux; // bound for every problem; read only by ALiBi's score code
+  let split = wid.x;
+  let bh0 = wid.y * G;            // the group's first (batch, query head) row in this window
+  let kbase = kv_head(bh0) * params.nk;
+  let part = lid % ${LPK}u;
+  let slot = lid / ${LPK}u;
+  let k_lo = split * params.split_len;
+  let k_hi = min(params.nk, k_lo + params.split_len);
+  let kr = block_key_range(0u, NQ);
+  let lo = max(k_lo, kr.x);
+  let hi = max(lo, min(k_hi, kr.y));
+
+  // This lane's column groups of each row's q, and the rows' online-softmax state.
+  ${each(R, (r) => `let qrow${r} = (bh0 + ${Math.floor(r / c.nq)}u) * NQ + ${r % c.nq}u;
+  ${each(CQ, (t) => `let q${r}_${t} = ${guarded(t, D4, `q4[qrow${r} * ${D4}u + part + ${t * LPK}u]`)};`)}
+  var m${r} = NEG_INF; var l${r} = 0.0;
+  ${each(CV, (t) => `var o${r}_${t} = vec4<f32>(0.0);`)}`)}
+
+  // A uniform loop (the shuffles need every lane of a slot, and WGSL uniform control flow):
+  // step j0 covers keys j0 … j0 + SLOTS·KU − 1, slot s taking j0 + s, j0 + s + SLOTS, ….
+  for (var j0 = lo; j0 < hi; j0 += ${SLOTS * KU}u) {
+    // Every load of the step first (keys past the split clamped into it, masked below).
+    ${each(KU, (u) => `let key${u} = min(j0 + ${u * SLOTS}u + slot, hi - 1u);
+    ${each(CQ, (t) => `let k${u}_${t} = ${guarded(t, D4, `k4[(kbase + key${u}) * ${D4}u + part + ${t * LPK}u]`)};`, '\n    ')}
+    ${each(CV, (t) => `let v${u}_${t} = ${guarded(t, DV4, `v4[(kbase + key${u}) * ${DV4}u + part + ${t * LPK}u]`)};`, '\n    ')}`, '\n    ')}
+    // Partial dots of every (row, key) pair, summed over the slot's lanes: reduce-scatter, then
+    // all-gather (2·(n − n/LPK) shuffles for n pairs, against n·log2 LPK for n butterflies).
+    ${allReduce(R * KU, (v) => `${each(CQ, (t) => `dot(k${v % KU}_${t}, q${Math.floor(v / KU)}_${t})`, ' + ')}`, LPK)}
+    ${each(R, (r) => `{
+      // row ${r}: head bh0 + ${Math.floor(r / c.nq)}, query row ${r % c.nq}
+      let h = (bh0 + ${Math.floor(r / c.nq)}u + params.head0) % params.hq;
+      ${each(KU, (u) => `let s${u} = select(NEG_INF, score_edge(h, ${r % c.nq}u, key${u}, dot${r * KU + u}), j0 + ${u * SLOTS}u + slot < hi);`, '\n      ')}
+      let mnew = ${maxOf([`m${r}`, ...Array.from({ length: KU }, (_, u) => `s${u}`)])};
+      let alpha = select(0.0, exp(m${r} - mnew), m${r} > NEG_INF);
+      ${each(KU, (u) => `let p${u} = select(0.0, exp(s${u} - mnew), s${u} > NEG_INF);`, '\n      ')}
+      l${r} = l${r} * alpha + ${each(KU, (u) => `p${u}`, ' + ')};
+      m${r} = mnew;
+      ${each(CV, (t) => `o${r}_${t} = o${r}_${t} * alpha + ${each(KU, (u) => `p${u} * v${u}_${t}`, ' + ')};`, '\n      ')}
+    }`, '\n    ')}
+  }
+
+  // The slots' states meet: each round the upper half of the remaining slots leave theirs, the
+  // lower half merge them (O and l rescaled to the larger max).
+  for (var n = ${HALF}u; n > 0u; n >>= 1u) {
+    if (slot >= n && slot < 2u * n) {
+      let s = slot - n;
+      ${each(R, (r) => `red_ml[s * ${R}u + ${r}u] = vec2<f32>(m${r}, l${r});
+      ${each(CV, (t) => `red_o[((s * ${R}u + ${r}u) * ${CV}u + ${t}u) * ${LPK}u + part] = o${r}_${t};`, '\n      ')}`, '\n      ')}
+    }
+    workgroupBarrier();
+    if (slot < n) {
+      ${each(R, (r) => `{
+        let ml = red_ml[slot * ${R}u + ${r}u];
+        let mnew = max(m${r}, ml.x);
+        let a = select(0.0, exp(m${r} - mnew), m${r} > NEG_INF);
+        let b = select(0.0, exp(ml.x - mnew), ml.x > NEG_INF);
+        l${r} = l${r} * a + ml.y * b;
+        m${r} = mnew;
+        ${each(CV, (t) => `o${r}_${t} = o${r}_${t} * a + red_o[((slot * ${R}u + ${r}u) * ${CV}u + ${t}u) * ${LPK}u + part] * b;`, '\n        ')}
+      }`, '\n      ')}
+    }
+    workgroupBarrier();
+  }
+
+  if (slot == 0u) {
+    ${each(R, (r) => `{
+      let out = ((bh0 + ${Math.floor(r / c.nq)}u) * params.splits + split) * NQ + ${r % c.nq}u;
+      let inv = select(0.0, 1.0 / l${r}, l${r} > 0.0);
+      ${each(CV, (t) => {
+        const col = `(part + ${t * LPK}u)`;
+        const body = `let x = o${r}_${t} * inv; let c = ${col} * 4u; opart[out * ${c.dv}u + c] = x.x; opart[out * ${c.dv}u + c + 1u] = x.y; opart[out * ${c.dv}u + c + 2u] = x.z; opart[out * ${c.dv}u + c + 3u] = x.w;`;
+        return colOk(t, DV4) ? `if (${colOk(t, DV4)}) { ${body} }` : `{ ${body} }`;
+      }, '\n      ')}
+      if (part == 0u) { lpart[out] = select(NEG_INF, m${r} + log(l${r}), l${r} > 0.0); }
+    }`, '\n    ')}
+  }
+}
+`;
+}
+
+/**
+ * WGSL that sums n values over each aligned group of `lanes` lanes of a subgroup and leaves every
+ * sum, as dot0 … dot{n−1}, in every lane of the group. While the list halves evenly, each stage
+ * keeps half of it (the half named by this lane's bit of the stage's offset) and adds the
+ * partner's copy of that half; the stages left over add whole lists; then the kept halves are
+ * gathered back in reverse order.
+ */
+function allReduce(n: number, value: (v: number) => string, lanes: number): string {
+  const out: string[] = [];
+  let names = Array.from({ length: n }, (_, v) => {
+    out.push(`let a${v} = ${value(v)};`);
+    return `a${v}`;
+  });
+  const scattered: number[] = [];
+  for (let o = lanes / 2; o >= 1; o /= 2) {
+    if (names.length % 2 === 0) {
+      const half = names.length / 2;
+      out.push(`let up${o} = (part & ${o}u) != 0u;`);
+      names = names.slice(0, half).map((lo, i) => {
+        const hi = names[half + i];
+        out.push(`let r${o}_${i} = select(${lo}, ${hi}, up${o}) + subgroupShuffleXor(select(${hi}, ${lo}, up${o}), ${o}u);`);
+        return `r${o}_${i}`;
+      });
+      scattered.push(o);
+    } else {
+      names = names.map((x, i) => {
+        out.push(`let b${o}_${i} = ${x} + subgroupShuffleXor(${x}, ${o}u);`);
+        return `b${o}_${i}`;
+      });
+    }
+  }
+  for (const o of scattered.reverse()) {
+    const lo: string[] = [];
+    const hi: string[] = [];
+    names.forEach((x, i) => {
+      out.push(`let g${o}_${i} = subgroupShuffleXor(${x}, ${o}u);`);
+      lo.push(`select(${x}, g${o}_${i}, up${o})`);
+      hi.push(`select(g${o}_${i}, ${x}, up${o})`);
+    });
+    names = [...lo, ...hi].map((x, i) => {
+      out.push(`let c${o}_${i} = ${x};`);
+      return `c${o}_${i}`;
+    });
+  }
+  names.forEach((x, v) => out.push(`let dot${v} = ${x};`));
+  return out.join('\n    ');
+}
+
+/** WGSL's two-argument max over a list: max(a, max(b, …)). */
+function maxOf(xs: string[]): string {
+  return xs.length === 1 ? xs[0] : `max(${xs[0]}, ${maxOf(xs.slice(1))})`;
+}

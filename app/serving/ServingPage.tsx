@@ -11,6 +11,7 @@ import type { ServingRun, ServingStep } from '../../engine/layouts/serving-run.t
 import { PAGED_ROLES, VARLEN_ROLES } from './serving-api.ts';
 import { useServing } from './serving-store.ts';
 import { PagedView } from './PagedView.tsx';
+import { SmemPagesView } from './SmemPagesView.tsx';
 import { seqColour } from './serving-colours.ts';
 import { VarlenView } from './VarlenView.tsx';
 
@@ -319,6 +320,7 @@ export function ServingPage() {
               </p>
             )}
             {run.layout === 'varlen' ? <VarlenView run={run} stepIndex={step} seq={seq} /> : <PagedView run={run} stepIndex={step} seq={seq} />}
+            {run.layout === 'paged' && <SmemPagesView run={run} stepIndex={step} />}
             <Counters run={run} />
           </>
         )}

@@ -26,7 +26,7 @@ async function openServing(page: Page): Promise<void> {
   await expect(page.getByTestId('serving-page')).toBeVisible();
 }
 
-test('varlen: packed grid with boundaries, a straddling tile masked, the sequence picker and the keyboard', async ({ page }) => {
+test('varlen: packed grid with boundaries, a straddling tile masked, the sequence picker, the keyboard and the link', async ({ page, context }) => {
   const run = runServing(generateServing(DEFAULT_SERVING_FORM), DEFAULT_SERVING_FORM.algorithm);
   await openServing(page);
   await expect(stepText(page)).toHaveText(`Step 1 of ${run.steps.length}`, { timeout: 20_000 });
@@ -51,6 +51,15 @@ test('varlen: packed grid with boundaries, a straddling tile masked, the sequenc
   const sq = run.steps.findIndex((s) => s.b === 1 && s.kind === 'qk');
   await seek(page, sq);
   await page.screenshot({ path: 'test-results/serving-varlen.png', fullPage: true });
+  // The share link reopens the packed run at the same step.
+  await expect.poll(() => page.evaluate(() => location.hash)).toMatch(/^#s=/);
+  const other = await context.newPage();
+  const check2 = watchConsole(other);
+  await other.goto(page.url());
+  await expect(other.getByTestId('serving-step')).toHaveText(`Step ${sq + 1} of ${run.steps.length}`, { timeout: 20_000 });
+  await expect(other.getByTestId('step-desc')).toContainText('sequence 1, head 0');
+  await expect(other.getByTestId('seq-block-3')).toHaveCount(1);
+  check2();
 });
 
 test('paged: block table and pool light the pages each step loads; splits on page boundaries; the link restores it', async ({ page, context }) => {

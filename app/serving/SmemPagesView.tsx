@@ -4,7 +4,7 @@
 // were copied from (engine/layouts/smem-pages.ts). Widths follow the buffers' bytes.
 
 import type { ServingRun } from '../../engine/layouts/serving-run.ts';
-import { smemAt, type SmemBuffer } from '../../engine/layouts/smem-pages.ts';
+import { kvStagesOf, smemAt, type SmemBuffer } from '../../engine/layouts/smem-pages.ts';
 import { seqColour } from './serving-colours.ts';
 
 const kib = (n: number) => (n >= 1024 ? `${(n / 1024).toFixed(n % 1024 ? 1 : 0)} KiB` : `${n} B`);
@@ -19,6 +19,17 @@ function content(buf: SmemBuffer, b: number, rows: number): string {
 }
 
 export function SmemPagesView({ run, stepIndex }: { run: ServingRun; stepIndex: number }) {
+  if (kvStagesOf(run.algorithm) === undefined) {
+    return (
+      <section className="serving-view" aria-label="Shared memory of the current CTA" data-testid="smem-view">
+        <h3>Shared memory</h3>
+        <p className="dim">
+          The page-by-page SMEM view covers the paged kernels of fmha_v2, flash-decoding and FA2; {run.algorithmName} keeps its K/V in SMEM of another shape (see its
+          hardware views in the Debugger).
+        </p>
+      </section>
+    );
+  }
   const st = smemAt(run, stepIndex);
   if (!st) {
     return (

@@ -64,7 +64,9 @@ describe('SMEM of a paged run', () => {
     expect(sk.stage).toBe(1);
   });
 
-  it('has no SMEM view for varlen runs or the combine step', () => {
+  it('has no SMEM view for varlen runs, the combine step, or algorithms whose SMEM has another shape', () => {
+    const fa3 = runServing(generateServing(form('fa3')), 'fa3');
+    expect(smemAt(fa3, 1)).toBeUndefined();
     const v = runServing(generateServing(DEFAULT_SERVING_FORM), 'fa2');
     expect(smemAt(v, 0)).toBeUndefined();
     const run = runServing(generateServing(form('flash-decoding')), 'flash-decoding', { splits: 2 });

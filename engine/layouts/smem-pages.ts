@@ -10,9 +10,13 @@
 import type { Range } from '../trace/events.ts';
 import type { ServingRun, ServingStep } from './serving-run.ts';
 
-/** K/V buffers per CTA in the hardware model (see the header); 1 where it has none of its own. */
-export function kvStagesOf(algorithm: string): number {
-  return algorithm === 'fmha-v2' ? 2 : 1;
+/**
+ * K/V buffers per CTA in the hardware model (see the header) for the algorithms whose paged
+ * kernels FlashScope draws this way; undefined for the others (FA3's and FA4's rings, the
+ * CuTe pipeline and the unfused or FA1 loops have SMEM of a different shape).
+ */
+export function kvStagesOf(algorithm: string): number | undefined {
+  return algorithm === 'fmha-v2' ? 2 : algorithm === 'flash-decoding' || algorithm === 'fa2' ? 1 : undefined;
 }
 
 /** Keys [k0, k1) of a sequence that lie in one page: physical page, slots [s0, s1) in it. */
@@ -67,6 +71,7 @@ export function smemAt(run: ServingRun, stepIndex: number): SmemState | undefine
   const cur = run.steps[stepIndex];
   if (!cur || cur.qBlock < 0 || cur.kind === 'combine') return undefined;
   const stages = kvStagesOf(run.algorithm);
+  if (stages === undefined) return undefined;
   const eb = run.dtype === 'fp32' ? 4 : 2;
   const { blockM, blockN } = run.blocks;
   const q: SmemBuffer = { name: 'sQ', stage: 0, bytes: blockM * run.d * eb };

@@ -9,6 +9,7 @@ import { runPaged } from './paged.ts';
 import { runLayoutToEnd } from './sequence-runner.ts';
 import { DEFAULT_SERVING_FORM, generateServing, runServing, type ServingForm } from './serving-run.ts';
 import { runVarlen } from './varlen.ts';
+import { runVarlenBackward } from './varlen-backward.ts';
 
 const sum = (a: number[]) => a.reduce((x, y) => x + y, 0);
 const cdiv = (a: number, b: number) => Math.ceil(a / b);
@@ -97,6 +98,19 @@ describe('varlen counters in closed form', () => {
     expect(r.counters.hbmWritten.LSE).toBe(hq * sum(LQ) * 4);
     // Score and PV FLOPs of exactly the packed sequences: 2 · nq · nk · (d + dv) per head.
     expect(r.counters.matmulFlops).toBe(hq * sum(LQ.map((n, b) => 2 * n * LK[b] * (d + dv))));
+  });
+
+  it('the varlen backward reads the offsets once per backward CTA: one per K/V column block and query head', () => {
+    const dO = Float32Array.from({ length: sum(LQ) * hq * dv }, (_, i) => Math.sin(i));
+    const g = runVarlenBackward('fa2', sp.vp, sp.x, dO, { blockM: BM, blockN: BN });
+    const ctas = hq * sum(LK.map((nk, b) => (LQ[b] > 0 ? cdiv(nk, BN) : 0)));
+    expect(g.counters.hbmRead.cu_seqlens_q).toBe(8 * ctas);
+    expect(g.counters.hbmRead.cu_seqlens_k).toBe(8 * ctas);
+    // Gradients come back packed: dq over every query row, dk and dv over every key.
+    expect([g.dq.length, g.dk.length, g.dv.length]).toEqual([sum(LQ) * hq * d, sum(LK) * sp.vp.base.hk * d, sum(LK) * sp.vp.base.hk * dv]);
+    // Keys of the sequence without query rows (sequence 2) get no gradient.
+    const k0 = LK[0] + LK[1];
+    expect(Array.from(g.dk.slice(k0 * d, (k0 + LK[2]) * d)).every((x) => x === 0)).toBe(true);
   });
 
   it('padding every sequence to the longest costs the dense FLOPs of B · max nq · max nk', () => {

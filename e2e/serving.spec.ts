@@ -203,6 +203,7 @@ test('paged from files: a NaN pool, int32 block table and cache lengths; a neede
   await expect(page.getByTestId('serving-summary')).toContainText('inputs from files', { timeout: 20_000 });
   await expect(page.getByTestId('serving-summary')).toContainText('paged K/V cache of 2 sequences');
   await expect(page.getByTestId('pages-touched')).toHaveText('3');
+  await expect(page.getByTestId('files-note')).toBeVisible();
   // Within float64's reach: no NaN slot was read.
   expect(Number(await page.getByTestId('serving-error').textContent())).toBeLessThan(2e-5);
   await expect(page.getByTestId('pool-0')).toHaveClass(/free/);

@@ -39,6 +39,7 @@ function ProblemForm() {
     setKText(form.seqlensK.join(', '));
   }, [form.seqlensQ, form.seqlensK]);
   const paged = form.layout === 'paged';
+  const fromFiles = useServing((st) => st.source === 'files' && st.run !== undefined);
   const submit = () => {
     const q = paged ? form.seqlensQ : parseLengths('Query lengths', qText);
     const k = parseLengths(paged ? 'Cache lengths' : 'Key lengths', kText);
@@ -65,6 +66,11 @@ function ProblemForm() {
         submit();
       }}
     >
+      {fromFiles && (
+        <p className="dim" data-testid="files-note">
+          The run shown uses tensors from files; the fields below describe generated inputs, which Load problem puts in its place.
+        </p>
+      )}
       <fieldset className="layout-pick">
         <legend>Layout</legend>
         {(['varlen', 'paged'] as const).map((l) => (

@@ -216,3 +216,24 @@ test('paged from files: a NaN pool, int32 block table and cache lengths; a neede
   await expect(page.getByTestId('pages-touched')).toHaveText('3');
   await page.screenshot({ path: 'test-results/serving-paged-files.png', fullPage: true });
 });
+
+test('the debugger\'s Load tensors dialog hands integer offsets to the Serving tab', async ({ page }) => {
+  const cq = [0, 3, 8];
+  const f = (name: string, data: ArrayLike<number>, shape: number[], dtype: 'float32' | 'int32' = 'float32') => file(name, encodeNpy(data, shape, dtype));
+  const t = (s: number) => Float32Array.from({ length: 8 * 2 * 4 }, (_, i) => Math.sin(i * s));
+  await openApp(page);
+  await page.getByRole('button', { name: 'Load tensors…' }).click();
+  const dialog = page.getByRole('dialog', { name: 'Load tensors' });
+  await dialog.getByLabel('Tensor files').setInputFiles([f('q.npy', t(0.3), [8, 2, 4]), f('k.npy', t(0.7), [8, 2, 4]), f('v.npy', t(1.1), [8, 2, 4]), f('cu_seqlens_q.npy', cq, [3], 'int32')]);
+  await expect(dialog.getByTestId('serving-handoff')).toBeVisible();
+  // One offsets file short: the dialog names it and stays.
+  await dialog.getByRole('button', { name: 'Run them on the Serving tab' }).click();
+  await expect(dialog.getByTestId('serving-handoff').getByRole('alert')).toContainText('missing: cu_seqlens_k.npy');
+  await dialog.getByLabel('Tensor files').setInputFiles([f('cu_seqlens_k.npy', cq, [3], 'int32')]);
+  await dialog.getByRole('button', { name: 'Run them on the Serving tab' }).click();
+  await expect(dialog).toHaveCount(0);
+  await expect(page.getByRole('tab', { name: 'Serving' })).toHaveAttribute('aria-selected', 'true');
+  await expect(page.getByTestId('serving-summary')).toContainText('packed varlen batch of 2 sequences', { timeout: 20_000 });
+  await expect(page.getByTestId('serving-summary')).toContainText('inputs from files');
+  expect(Number(await page.getByTestId('serving-error').textContent())).toBeLessThan(2e-5);
+});

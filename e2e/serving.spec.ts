@@ -229,6 +229,7 @@ test('the debugger\'s Load tensors dialog hands integer offsets to the Serving t
   // One offsets file short: the dialog names it and stays.
   await dialog.getByRole('button', { name: 'Run them on the Serving tab' }).click();
   await expect(dialog.getByTestId('serving-handoff').getByRole('alert')).toContainText('missing: cu_seqlens_k.npy');
+  await page.screenshot({ path: 'test-results/serving-handoff.png' });
   await dialog.getByLabel('Tensor files').setInputFiles([f('cu_seqlens_k.npy', cq, [3], 'int32')]);
   await dialog.getByRole('button', { name: 'Run them on the Serving tab' }).click();
   await expect(dialog).toHaveCount(0);

@@ -72,11 +72,13 @@ export interface PagedWork {
 
 /**
  * Splits for a batch: whole pages, at least 256 keys, and about `workgroups` workgroups in all
- * (work items × Hk): a bandwidth-bound pass needs the whole GPU busy.
+ * (work items × Hk): a bandwidth-bound pass needs the whole GPU busy. `splitPages` fixes the
+ * split length instead (tests: many splits per sequence on small problems).
  */
-export function pagedWork(cacheSeqlens: readonly number[], pageSize: number, hk: number, workgroups = 2048): PagedWork {
+export function pagedWork(cacheSeqlens: readonly number[], pageSize: number, hk: number, workgroups = 2048, splitPages?: number): PagedWork {
   const total = cacheSeqlens.reduce((a, L) => a + L, 0);
-  const pages = Math.max(Math.ceil(256 / pageSize), Math.ceil((total * hk) / workgroups / pageSize), 1);
+  const pages = splitPages ?? Math.max(Math.ceil(256 / pageSize), Math.ceil((total * hk) / workgroups / pageSize), 1);
+  if (!(Number.isInteger(pages) && pages >= 1)) throw new RangeError(`splitPages must be a whole number of pages >= 1, got ${splitPages}`);
   const splitLen = pages * pageSize;
   const splits = cacheSeqlens.map((L) => Math.ceil(L / splitLen));
   const base = [0];

@@ -15,7 +15,7 @@ import { referenceVarlen, type VarlenInputs, type VarlenProblem } from '../layou
 import { roundArray } from '../dtype.ts';
 import type { WebGpuContext, WebGpuPath } from './device.ts';
 import { pathElem } from './backend.ts';
-import { PagedDecodeGpuRun, VarlenGpuRun, type VarlenRunOptions } from './serving-runs.ts';
+import { PagedDecodeGpuRun, VarlenGpuRun, type PagedRunOptions, type VarlenRunOptions } from './serving-runs.ts';
 
 export interface VarlenVariant {
   name: string;
@@ -163,14 +163,14 @@ export async function checkVarlen(ctx: WebGpuContext, path: WebGpuPath, variants
 }
 
 /** Paged flash-decoding (f32 K/V) on every paged variant. */
-export async function checkPaged(ctx: WebGpuContext, variants = PAGED_VARIANTS): Promise<ServingCheck[]> {
+export async function checkPaged(ctx: WebGpuContext, variants = PAGED_VARIANTS, opts: PagedRunOptions = {}): Promise<ServingCheck[]> {
   const out: ServingCheck[] = [];
   for (const v of variants) {
     let run: PagedDecodeGpuRun | undefined;
     try {
       const { pp, x } = pagedCase(v, 5);
       const ref = referencePaged(pp, x);
-      run = await PagedDecodeGpuRun.create(ctx, pp);
+      run = await PagedDecodeGpuRun.create(ctx, pp, opts);
       run.upload(x);
       await run.execute();
       const r = await run.read();

@@ -26,7 +26,7 @@ import { chooseHeadGroup } from './grid-order.ts';
 import { chooseDecodeGroup, decodeGroupBytes, decodeGroupKernelWgsl, type DecodeGroupPrefs } from './decode-group-kernel.ts';
 import { fillKernelWgsl } from './fill-kernel.ts';
 import { formatBytes } from './binding-windows.ts';
-import { toHalfArray } from './half.ts';
+import { halfToFloat, toHalfArray } from './half.ts';
 import { packAux, packParams, scoreSpec } from './params.ts';
 import { packVarlenTable, varlenTiles, VARLEN_BINDING } from './varlen-layout.ts';
 import { packPagedTable, pagedCombineKernelWgsl, pagedWork, PAGED_BINDING, type PagedWork } from './paged-layout.ts';
@@ -118,7 +118,7 @@ abstract class ServingRun {
     return times;
   }
 
-  /** `count` elements of a buffer from element `first` (f32 words, or f16 halves read as raw words). */
+  /** `bytes` bytes of a buffer from byte `firstByte` (a multiple of 4). */
   protected async readWords(src: GPUBuffer, firstByte: number, bytes: number): Promise<ArrayBuffer> {
     const { device } = this.ctx;
     const size = Math.ceil(bytes / 4) * 4;
@@ -275,9 +275,7 @@ export class VarlenGpuRun extends ServingRun {
     const get = async (b: GPUBuffer, n: number) => {
       const raw = await this.readWords(b, 0, n * (f16 ? 2 : 4));
       if (!f16) return new Float32Array(raw);
-      const { halfToFloat } = await import('./half.ts');
-      const h = new Uint16Array(raw);
-      return Float32Array.from(h, halfToFloat);
+      return Float32Array.from(new Uint16Array(raw), halfToFloat);
     };
     const tq = totalQ(this.vp);
     const tk = totalK(this.vp);
@@ -293,6 +291,8 @@ export class VarlenGpuRun extends ServingRun {
 export interface PagedRunOptions {
   /** Group-kernel tuning (decode-group-kernel.ts) and the workgroup target of the split choice. */
   decodePrefs?: DecodeGroupPrefs & { workgroups?: number };
+  /** Pages per split, instead of the choice for about 2048 workgroups (tests: many splits). */
+  splitPages?: number;
 }
 
 /** Placeholders with a length only: validatePaged reads the inputs' sizes, which create() knows before any data exists. */
@@ -341,7 +341,7 @@ export class PagedDecodeGpuRun extends ServingRun {
         `paged flash-decoding on WebGPU needs head dims that are multiples of 4 and at most 256 (got d=${d}, dv=${dv}) and at most 8 query rows per key head (Hq/Hk · Nq = ${(hq / hk) * nq})`,
       );
     }
-    this.work = pagedWork(pp.cacheSeqlens, pp.pageSize, hk, opts.decodePrefs?.workgroups);
+    this.work = pagedWork(pp.cacheSeqlens, pp.pageSize, hk, opts.decodePrefs?.workgroups, opts.splitPages);
     const w = this.work;
     this.q = await this.buffer('q', B * hq * nq * d * 4, RW());
     this.kCache = await this.buffer('k_cache', pp.numPages * pp.pageSize * hk * d * 4, RW());

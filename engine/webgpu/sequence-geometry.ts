@@ -37,6 +37,9 @@ export function withSequenceGeometry(wgsl: string): string {
     out = out.replace(new RegExp(`\\bfn ${f}\\(`, 'g'), `fn ${f}(geo: Geo, `);
     out = out.replace(new RegExp(`(?<!fn )\\b${f}\\(`, 'g'), `${f}(geo, `);
   }
+  // A sequence without keys has no attention at all: engine/layouts writes O = 0 and LSE = −inf
+  // for its rows, sink or not (sequence-runner.ts), so its sink is dropped here.
+  out = out.replace(/(?<!fn )\bsink_logit\((\w+)\)/g, 'select(NEG_INF, sink_logit($1), geo.nk > 0u)');
   // The struct goes right after the Params block every kernel starts with.
   const at = out.indexOf('const FLAG_ALIBI');
   if (at < 0) throw new Error('withSequenceGeometry: the kernel does not include PARAMS_WGSL');

@@ -43,8 +43,8 @@ export const VARLEN_VARIANTS: VarlenVariant[] = [
     vp: { base: { hq: 2, hk: 2, d: 32, dv: 48, causal: false, window: { left: 20, right: 3 }, softcap: 5, alibi: 'standard', dtype: 'fp32' }, cuSeqlensQ: cu([70, 3, 90]), cuSeqlensK: cu([70, 40, 90]) },
   },
   {
-    name: 'varlen: sinks, MQA, odd head dim',
-    vp: { base: { hq: 3, hk: 1, d: 20, dv: 20, causal: false, sinks: [0.5, -1, 2], dtype: 'fp32' }, cuSeqlensQ: cu([33, 65, 1]), cuSeqlensK: cu([40, 65, 300]) },
+    name: 'varlen: sinks, MQA, odd head dim, a sequence without keys',
+    vp: { base: { hq: 3, hk: 1, d: 20, dv: 20, causal: false, sinks: [0.5, -1, 2], dtype: 'fp32' }, cuSeqlensQ: cu([33, 65, 2, 1]), cuSeqlensK: cu([40, 65, 0, 300]) },
   },
   {
     name: 'varlen: causal, d = 128',

@@ -61,7 +61,7 @@ for (const path of ['flash-f32', 'flash-subgroups'] as const) {
   });
 }
 
-for (const path of ['flash-f16'] as const) {
+for (const path of ['flash-f16', 'flash-matrix'] as const) {
   test(`varlen forward on ${path} where the adapter offers it`, async ({ page }) => {
     const probe = await checks(page, 'path=decode&kernel=serving');
     test.skip(!probe.paths.includes(path), `this adapter (${probe.adapter}) does not offer ${path}; the GPU benchmark's self-test checks it`);

@@ -21,6 +21,7 @@ import type { WebGpuContext, WebGpuPath } from './device.ts';
 import { PATH_LABELS } from './device.ts';
 import { chooseRowConfig, rowKernelWgsl, rowLayout, type RowKernelConfig } from './flash-row-kernel.ts';
 import { flashKernelWgsl, flashLayout } from './flash-kernel.ts';
+import { chooseMatrixTile, matrixKernelWgsl, matrixLayout, type MatrixTilePrefs } from './flash-matrix-kernel.ts';
 import { chooseFlashTile } from './tiles.ts';
 import { chooseHeadGroup } from './grid-order.ts';
 import { chooseDecodeGroup, decodeGroupBytes, decodeGroupKernelWgsl, type DecodeGroupPrefs } from './decode-group-kernel.ts';
@@ -147,10 +148,12 @@ export interface VarlenRunOptions {
   rowPrefs?: Partial<Pick<RowKernelConfig, 'tpr' | 'rpt' | 'threads' | 'bc' | 'sc'>>;
   /** Heads per launch-order group (grid-order.ts); chooseHeadGroup's when absent. */
   headGroup?: number;
+  /** flash-matrix: preferred subgroup-matrix tile (Q is always staged in a varlen kernel). */
+  matrix?: MatrixTilePrefs;
 }
 
-/** The paths the varlen forward runs on: the flash kernels with f32 math (the subgroup-matrix kernel is dense only). */
-export const VARLEN_PATHS: WebGpuPath[] = ['flash-f32', 'flash-f16', 'flash-subgroups'];
+/** The paths the varlen forward runs on: every flash kernel. */
+export const VARLEN_PATHS: WebGpuPath[] = ['flash-f32', 'flash-f16', 'flash-subgroups', 'flash-matrix'];
 
 export class VarlenGpuRun extends ServingRun {
   private q!: GPUBuffer;
@@ -200,10 +203,29 @@ export class VarlenGpuRun extends ServingRun {
     const eb = elem === 'f16' ? 2 : 4;
     const score = scoreSpec(sequenceProblem(vp.base, 1, 1));
     const subgroupMin = this.path === 'flash-subgroups' ? ctx.subgroupMinSize : 0;
-    const row = opts.flashKernel === 'tiled' ? undefined : chooseRowConfig(ctx.limits, { elem, d, dv, score, subgroupMin }, opts.rowPrefs);
+    const row = opts.flashKernel === 'tiled' || this.path === 'flash-matrix' ? undefined : chooseRowConfig(ctx.limits, { elem, d, dv, score, subgroupMin }, opts.rowPrefs);
     let code: string;
     let bm: number;
-    if (row) {
+    let pipe: GPUComputePipeline | undefined;
+    if (this.path === 'flash-matrix') {
+      // Q staged: a matrix load straight from the Q buffer would run past a sequence's rows.
+      const prefs = { ...opts.matrix, qStaged: true };
+      let cfg = chooseMatrixTile(ctx, { d, dv, nq: 1 }, score, true, prefs);
+      let note = '';
+      try {
+        pipe = await pipeline(ctx.device, matrixKernelWgsl({ ...cfg, varlen: true }));
+      } catch (e) {
+        if (!cfg.subgroupId) throw e;
+        // as backend.ts: a compiler without subgroup_id runs one subgroup per workgroup
+        cfg = chooseMatrixTile(ctx, { d, dv, nq: 1 }, score, false, prefs);
+        pipe = await pipeline(ctx.device, matrixKernelWgsl({ ...cfg, varlen: true }));
+        note = ' (subgroup_id rejected by the compiler, so one subgroup per workgroup)';
+      }
+      const L = matrixLayout(cfg);
+      bm = L.bm;
+      code = '';
+      this.config = `varlen subgroup-matrix kernel: ${cfg.m}×${cfg.n}×${cfg.k} f16, BM=${L.bm} BN=${cfg.bn}, ${cfg.warps} subgroups of ${cfg.sg}, Q staged, ${L.bytes} B workgroup memory${note}`;
+    } else if (row) {
       const L = rowLayout(row);
       bm = L.bm;
       code = rowKernelWgsl({ ...row, varlen: true });
@@ -230,7 +252,7 @@ export class VarlenGpuRun extends ServingRun {
     if (tiles.length === 0) return; // no query rows at all
     if (tiles.length > ctx.limits.maxWorkgroupsPerDim) throw new WebGpuRunError(`${tiles.length} query blocks per head exceed the adapter's dispatch limit (${ctx.limits.maxWorkgroupsPerDim})`);
     const headGroup = chooseHeadGroup(true, tiles.length, hq, opts.headGroup);
-    const pipe = await pipeline(ctx.device, code);
+    pipe ??= await pipeline(ctx.device, code);
     this.config += `; ${tiles.length} (sequence, query block) tiles per head, longest first in groups of ${headGroup} heads`;
     this.dispatches.push({
       name: 'varlen flash forward',

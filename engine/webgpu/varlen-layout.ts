@@ -43,8 +43,8 @@ export const VARLEN_ADDRESS: RowAddress = {
   qs: 'QS',
   ks: 'KS',
   vs: 'VS',
-  oRow: (row) => `(q0 + ${row}) * params.hq * DV + h * DV`,
-  lse: (row) => `h * tq + q0 + ${row}`,
+  oRow: (row) => `(sq0 + ${row}) * params.hq * DV + h * DV`,
+  lse: (row) => `h * tq + sq0 + ${row}`,
 };
 
 export const VARLEN_BINDING = 7;
@@ -56,7 +56,7 @@ export const VARLEN_BINDING_WGSL = /* wgsl */ `
 /**
  * The entry point's first lines in a varlen kernel: the workgroup's sequence and query block,
  * its head, `geo`, the row strides and the bases of its head's rows in Q, K and V. Declares
- * what the dense prologue declares (tile, row0, bh, h, bhk, qbase, kbase, vbase) plus q0, tq,
+ * what the dense prologue declares (tile, row0, bh, h, bhk, qbase, kbase, vbase) plus sq0, tq,
  * geo and the strides QS, KS, VS.
  */
 export function varlenPrologue(bm: string): string {
@@ -66,9 +66,9 @@ export function varlenPrologue(bm: string): string {
   let tq = vl[1];
   let ti = 2u * nseq + 4u + 2u * tile.x;
   let seq = vl[ti];
-  let q0 = vl[2u + seq];
-  let k0 = vl[nseq + 3u + seq];
-  let geo = make_geo(vl[3u + seq] - q0, vl[nseq + 4u + seq] - k0);
+  let sq0 = vl[2u + seq];
+  let sk0 = vl[nseq + 3u + seq];
+  let geo = make_geo(vl[3u + seq] - sq0, vl[nseq + 4u + seq] - sk0);
   let row0 = vl[ti + 1u] * ${bm};
   let bh = tile.y; // the query head (a packed batch has no batch dimension)
   let h = bh;
@@ -76,9 +76,9 @@ export function varlenPrologue(bm: string): string {
   let QS = params.hq * D;
   let KS = params.hk * D;
   let VS = params.hk * DV;
-  let qbase = q0 * QS + h * D;
-  let kbase = k0 * KS + bhk * D;
-  let vbase = k0 * VS + bhk * DV;`;
+  let qbase = sq0 * QS + h * D;
+  let kbase = sk0 * KS + bhk * D;
+  let vbase = sk0 * VS + bhk * DV;`;
 }
 
 export interface VarlenMask {

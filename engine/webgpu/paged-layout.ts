@@ -31,9 +31,12 @@ export const PAGED_BINDING_WGSL = /* wgsl */ `
 `;
 
 /**
- * The split pass's first lines, paged: the work item's sequence b and split, the key-head
- * group's first (batch, query head) row bh0, the key head hk, `geo`, where b's partials start
- * (sbase) and its row of the block table (ptab); hq0 is the group's first head within b.
+ * The split pass's first lines, paged: the work item's sequence b and split, the workgroup's
+ * first (batch, query head) row bh0, its key head hk, `geo`, where b's partials start (sbase)
+ * and b's row of the block table (ptab); hq0 is the first query head within b. The grid's y
+ * counts chunks of G query heads (the kernel's constant): a whole key-head group where its
+ * rows fit one workgroup (the group kernel's limit, DECODE_GROUP_MAX_ROWS), else a divisor of
+ * it, and each chunk reads the group's K/V.
  */
 export function pagedPrologue(): string {
   return /* wgsl */ `
@@ -41,8 +44,8 @@ export function pagedPrologue(): string {
   let wi = 2u * nseq + 4u + 2u * wid.x;
   let b = pt[wi];
   let split = pt[wi + 1u];
-  let hk = wid.y;
-  let hq0 = hk * G;
+  let hq0 = wid.y * G;
+  let hk = hq0 / (params.hq / params.hk);
   let bh0 = b * params.hq + hq0;  // q is [B, Hq, Nq, d]
   let geo = make_geo(NQ, pt[3u + b]);
   let sbase = pt[nseq + 3u + b];

@@ -62,6 +62,8 @@ export const PAGED_VARIANTS: PagedVariant[] = [
     base: { hq: 4, hk: 2, d: 32, dv: 48, causal: true, alibi: 'standard', sinks: [0.5, -1, 2, 0], dtype: 'fp32' },
   },
   { name: 'paged decode: MQA, d = 128, page 64, softcap', pageSize: 64, cacheSeqlens: [700, 64, 65], nq: 1, base: { hq: 4, hk: 1, d: 128, dv: 128, causal: false, softcap: 5, dtype: 'fp32' } },
+  // 16 rows per key head: two workgroups of 4 heads × 2 rows each read the group's K/V
+  { name: 'paged chunk Nq = 2: causal, GQA 8:1 (query heads in two chunks), page 32', pageSize: 32, cacheSeqlens: [40, 1, 200], nq: 2, base: { hq: 8, hk: 1, d: 64, dv: 64, causal: true, dtype: 'fp32' } },
 ];
 
 function normals(n: number, next: () => number): Float32Array {

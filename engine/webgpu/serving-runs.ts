@@ -24,7 +24,7 @@ import { flashKernelWgsl, flashLayout } from './flash-kernel.ts';
 import { chooseMatrixTile, matrixKernelWgsl, matrixLayout, type MatrixTilePrefs } from './flash-matrix-kernel.ts';
 import { chooseFlashTile } from './tiles.ts';
 import { chooseHeadGroup } from './grid-order.ts';
-import { chooseDecodeGroup, decodeGroupBytes, decodeGroupKernelWgsl, type DecodeGroupPrefs } from './decode-group-kernel.ts';
+import { chooseDecodeGroup, decodeGroupBytes, decodeGroupKernelWgsl, DECODE_GROUP_MAX_ROWS, type DecodeGroupPrefs } from './decode-group-kernel.ts';
 import { fillKernelWgsl } from './fill-kernel.ts';
 import { formatBytes } from './binding-windows.ts';
 import { halfToFloat, toHalfArray } from './half.ts';
@@ -327,6 +327,8 @@ export class PagedDecodeGpuRun extends ServingRun {
   private o!: GPUBuffer;
   private lse!: GPUBuffer;
   work!: PagedWork;
+  /** Query heads per workgroup (a key head's whole group unless its rows exceed the group kernel's limit). */
+  headChunk = 1;
 
   private constructor(
     ctx: WebGpuContext,
@@ -357,12 +359,17 @@ export class PagedDecodeGpuRun extends ServingRun {
     const nq = pp.nq;
     const probe = sequenceProblem(pp.base, Math.max(1, nq), 1);
     const subgroupMin = ctx.paths.includes('flash-subgroups') ? ctx.subgroupMinSize : 0;
-    const group = chooseDecodeGroup({ d, dv, hq, hk, nq: Math.max(1, nq) }, scoreSpec(probe), subgroupMin, ctx.limits.maxWorkgroupStorage, opts.decodePrefs);
+    // Query heads per workgroup: the key head's whole group where its rows fit, else the largest divisor that does.
+    const g = hq / hk;
+    let chunk = g;
+    while (chunk > 1 && (chunk * Math.max(1, nq) > DECODE_GROUP_MAX_ROWS || g % chunk !== 0)) chunk--;
+    const group = chooseDecodeGroup({ d, dv, hq: chunk, hk: 1, nq: Math.max(1, nq) }, scoreSpec(probe), subgroupMin, ctx.limits.maxWorkgroupStorage, opts.decodePrefs);
     if (!group) {
       throw new WebGpuRunError(
-        `paged flash-decoding on WebGPU needs head dims that are multiples of 4 and at most 256 (got d=${d}, dv=${dv}) and at most 8 query rows per key head (Hq/Hk · Nq = ${(hq / hk) * nq})`,
+        `paged flash-decoding on WebGPU needs head dims that are multiples of 4 and at most 256 (got d=${d}, dv=${dv}), at most ${DECODE_GROUP_MAX_ROWS} query rows per sequence (Nq = ${nq}) and subgroups on this adapter`,
       );
     }
+    this.headChunk = chunk;
     this.work = pagedWork(pp.cacheSeqlens, pp.pageSize, hk, opts.decodePrefs?.workgroups, opts.splitPages);
     const w = this.work;
     this.q = await this.buffer('q', B * hq * nq * d * 4, RW());
@@ -375,7 +382,7 @@ export class PagedDecodeGpuRun extends ServingRun {
     const splitsTotal = w.base[B];
     const opart = await this.buffer('partial O', Math.max(1, splitsTotal) * hq * nq * dv * 4, GPUBufferUsage.STORAGE);
     const lpart = await this.buffer('partial LSE', Math.max(1, splitsTotal) * hq * nq * 4, GPUBufferUsage.STORAGE);
-    this.config = `paged: ${w.items.length} (sequence, split) work items of ${w.splitLen} keys (${w.splitLen / pp.pageSize} pages of ${pp.pageSize}) per key head, one block-table read per page; ${group.lpk} lanes per key, ${group.ku} key${group.ku > 1 ? 's' : ''} per step, ${group.threads} threads, ${decodeGroupBytes(group)} B workgroup memory`;
+    this.config = `paged: ${w.items.length} (sequence, split) work items of ${w.splitLen} keys (${w.splitLen / pp.pageSize} pages of ${pp.pageSize}) per ${chunk === g ? 'key head' : `${chunk} of a key head's ${g} query heads`}, one block-table read per page; ${group.lpk} lanes per key, ${group.ku} key${group.ku > 1 ? 's' : ''} per step, ${group.threads} threads, ${decodeGroupBytes(group)} B workgroup memory`;
     if (nq === 0) return;
     const [psplit, pcomb] = await Promise.all([
       pipeline(ctx.device, decodeGroupKernelWgsl({ ...group, pageSize: pp.pageSize })),
@@ -388,7 +395,7 @@ export class PagedDecodeGpuRun extends ServingRun {
         name: 'paged split K/V',
         pipeline: psplit,
         bindGroup: this.bind(psplit, { 0: params, 1: this.q, 2: this.kCache, 3: this.vCache, 4: opart, 5: lpart, 6: aux, [PAGED_BINDING]: table }),
-        workgroups: [w.items.length, hk, 1],
+        workgroups: [w.items.length, hq / chunk, 1],
       });
     }
     this.dispatches.push({

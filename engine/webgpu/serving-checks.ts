@@ -3,8 +3,9 @@
 // against engine/layouts' float64 references, referenceVarlen and referencePaged.
 //
 // The variants cover what each kernel decides per sequence: empty sequences on either side,
-// nk ≠ nq under a bottom-right causal mask, windows, GQA/MQA, sinks, ALiBi, softcap, dv ≠ d, a
-// query block straddling two sequences' rows in the packed tensor; paged: pages shuffled in the
+// nk ≠ nq under a bottom-right causal mask, windows, GQA/MQA, sinks, ALiBi, softcap, dv ≠ d,
+// sequences shorter than a query block next to ones that end mid-block (a block that read past
+// its sequence's rows would mix two sequences); paged: pages shuffled in the
 // pool, partial last pages, a sequence with no tokens, table entries past a sequence's pages
 // that are out of range, and every slot no sequence owns filled with NaN — one read of one of
 // them turns a whole row of O into NaN.

@@ -12,6 +12,8 @@ import { NO_ADAPTER_HELP, openNodeWebGpu } from '../webgpu/node-gpu.ts';
 import { runWebGpu } from '../webgpu/run-webgpu.ts';
 import { ArgsError, num, parseArgs, str } from './args.ts';
 import { cliProblem, fromBhnd, PROBLEM_OPTIONS, RANDOM_OPTIONS, shapeFor } from './problem-options.ts';
+import { isLayoutRun } from './layout-run.ts';
+import { runWebGpuLayoutCli } from './layout-run-webgpu.ts';
 
 export const WEBGPU_RUN_HELP = `backend:
   --backend cpu|webgpu        webgpu runs the problem on the GPU through Dawn (npm 'webgpu')
@@ -29,6 +31,7 @@ export function splitBackend(argv: readonly string[]): { backend: 'cpu' | 'webgp
 }
 
 export async function runWebGpuCli(argv: string[]): Promise<number> {
+  if (isLayoutRun(argv)) return runWebGpuLayoutCli(argv);
   const a = parseArgs(argv, { ...PROBLEM_OPTIONS, ...RANDOM_OPTIONS, out: 'string', path: 'string', repeats: 'int' });
   const out = str(a, 'out');
   if (!out) throw new ArgsError('--out DIR is required');

@@ -1,6 +1,6 @@
 // `run --backend webgpu` on the serving layouts: the CPU contract's flags and outputs
 // (layout-run.ts), computed by the WebGPU kernels through Dawn under Node.
-//   varlen: --q --k --v --cu-seqlens-q --cu-seqlens-k [--path flash-f32|flash-f16|flash-subgroups]
+//   varlen: --q --k --v --cu-seqlens-q --cu-seqlens-k [--path flash-f32|flash-f16|flash-subgroups|flash-matrix]
 //           → DIR/webgpu-<path>/o.npy [total_q, Hq, dv], lse.npy [Hq, total_q]
 //   paged:  --q [B, Nq, Hq, d] (--layout bnhd, the default; bhnd) --k-cache --v-cache
 //           --block-table --cache-seqlens   (flash-decoding; --path decode, the default)

@@ -173,7 +173,7 @@ ${P ? pagedPrologue() : `  let split = wid.x;
       m${r} = mnew;
       ${each(CV, (t) => `o${r}_${t} = o${r}_${t} * alpha + ${each(KU, (u) => `p${u} * v${u}_${t}`, ' + ')};`, '\n      ')}
     }`, '\n    ')}
-  }${P ? '\n  }' : ''}
+  }${P ? '\n    page = page_next;\n  }' : ''}
 
   // The slots' states meet: each round the upper half of the remaining slots leave theirs, the
   // lower half merge them (O and l rescaled to the larger max).

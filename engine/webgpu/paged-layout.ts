@@ -52,12 +52,19 @@ export function pagedPrologue(): string {
   let ptab = 2u * nseq + 4u + 2u * pt[2] + b * pt[1];`;
 }
 
-/** Opens the paged key loop (two loops; the kernel closes the outer one after the dense loop's brace). */
+/**
+ * Opens the paged key loop (two loops; the kernel closes the outer one after the dense loop's
+ * brace). The next page's table entry is loaded before this page's keys: the K/V addresses of a
+ * page depend on its entry, and loaded at the top of its own page the entry's latency would
+ * stall every page's first loads.
+ */
 export function pagedLoop(pageSize: number, step: string): string {
   const P = `${pageSize}u`;
   return /* wgsl */ `// Page by page: one block-table read per page of the split, shared by the workgroup.
+  let pg_last = select(lo, hi - 1u, hi > lo) / ${P};
+  var page = pt[ptab + lo / ${P}];
   for (var pg = lo / ${P}; pg * ${P} < hi; pg++) {
-    let page = pt[ptab + pg];
+    let page_next = pt[ptab + min(pg + 1u, pg_last)];
     let pend = min(hi, pg * ${P} + ${P});
     for (var j0 = max(lo, pg * ${P}); j0 < pend; j0 += ${step}) {`;
 }

@@ -33,6 +33,7 @@ import { randomInputs, type InputDistribution } from '../inputs.ts';
 import { referenceAttention } from '../reference.ts';
 import { runSdpaAnchor, type AnchorRun, type AnchorShape } from './sdpa-anchor.ts';
 import { servingBench } from './serving-bench.ts';
+import { backwardBench } from './backward-bench.ts';
 
 const args = process.argv.slice(2);
 const opt = (name: string): string | undefined => {
@@ -261,6 +262,7 @@ async function main(): Promise<number> {
   console.log(`WGSL language features: ${ctx.wgslFeatures.join(', ')}`);
   console.log(`paths: ${ctx.paths.join(', ')}; timing: ${ctx.timestamps ? 'timestamp-query' : 'wall clock'}`);
   if (args.includes('--serving')) return servingBench(ctx, { quick, reps: REPS, paths: ONLY });
+  if (opt('--pass') === 'backward') return backwardBench(ctx, { quick, reps: REPS, ns: (opt('--n') ?? '4096,8192').split(',').map(Number), ds: DS, maxShapeS: Number(opt('--max-shape-s') ?? 90), anchor: !args.includes('--no-anchor') });
   console.log('FLOPs = 4·B·H·Nq·Nk·d (halved when causal); GB/s = minimum traffic Q+K+V+O+LSE / time; maxerr = max |GPU − float64 reference| over 3 sampled rows (O and LSE)\n');
   // Self-test: every path on every variant against the full float64 reference.
   let worst = 0;

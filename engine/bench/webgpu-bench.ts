@@ -18,7 +18,10 @@
 // --decode-split (decoding also with the split kernel the group kernel replaced),
 // --no-anchor (skip the CUDA anchor: PyTorch SDPA FLASH on the same shapes, sdpa-anchor.ts),
 // --serving (only the serving layouts' rows: paged decode and varlen prefill, serving-bench.ts;
-// with --quick at SwiftShader-sized shapes).
+// with --quick at SwiftShader-sized shapes),
+// --pass backward (only the backward rows, backward-bench.ts: self-test, the SDPA FLASH backward
+// anchor, B=4 H=16 at --n and --d, causal and not; --max-shape-s S skips a shape estimated to
+// take longer; with --quick one small shape).
 // Last it prints the summary table: flash-matrix and flash-decoding against the anchor, with
 // the ratio columns.
 

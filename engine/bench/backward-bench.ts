@@ -6,7 +6,7 @@
 //
 // Order: self-test of every variant against the float64 reference gradients; the anchor;
 // then each shape: forward on the GPU for O and LSE, one cold backward, `reps` timed ones
-// (median), and two sampled dQ rows recomputed in float64 from the inputs. A shape whose
+// (median), and three sampled dQ rows recomputed in float64 from the inputs. A shape whose
 // estimated time (from the rate of the shapes before it) passes --max-shape-s is reported
 // as not run, with the estimate, rather than holding the GPU for minutes.
 
@@ -15,6 +15,8 @@ import type { AttentionProblem } from '../problem.ts';
 import { checkBackward, runGpuBackward } from '../webgpu/backward-checks.ts';
 import { backwardFlops } from '../webgpu/backward-run.ts';
 import type { WebGpuContext } from '../webgpu/device.ts';
+import { sampledDqError } from '../webgpu/backward-row-check.ts';
+import { sampleSites } from '../webgpu/row-check.ts';
 
 export interface BackwardBenchOptions {
   quick: boolean;
@@ -44,43 +46,6 @@ function normals(n: number, seed: number): Float32Array {
     if (i + 1 < n) out[i + 1] = r * Math.sin(t);
   }
   return out;
-}
-
-/** Max |GPU dQ − float64| over rows `rows` of head (0, 0): each row's softmax, D and dQ from the inputs alone. */
-function sampledDqError(p: AttentionProblem, x: { q: Float32Array; k: Float32Array; v: Float32Array; dO: Float32Array }, dq: Float32Array, rows: number[]): number {
-  const { nk, d, dv } = p;
-  const scale = 1 / Math.sqrt(d);
-  let worst = 0;
-  for (const i of rows) {
-    const hi = p.causal ? Math.min(nk, i + (nk - p.nq) + 1) : nk;
-    const s = new Float64Array(hi);
-    let m = -Infinity;
-    for (let j = 0; j < hi; j++) {
-      let a = 0;
-      for (let e = 0; e < d; e++) a += x.q[i * d + e] * x.k[j * d + e];
-      s[j] = a * scale;
-      if (s[j] > m) m = s[j];
-    }
-    let l = 0;
-    for (let j = 0; j < hi; j++) l += Math.exp(s[j] - m);
-    const o = new Float64Array(dv);
-    const pr = new Float64Array(hi);
-    for (let j = 0; j < hi; j++) {
-      pr[j] = Math.exp(s[j] - m) / l;
-      for (let e = 0; e < dv; e++) o[e] += pr[j] * x.v[j * dv + e];
-    }
-    let D = 0;
-    for (let e = 0; e < dv; e++) D += x.dO[i * dv + e] * o[e];
-    const ref = new Float64Array(d);
-    for (let j = 0; j < hi; j++) {
-      let dp = 0;
-      for (let e = 0; e < dv; e++) dp += x.dO[i * dv + e] * x.v[j * dv + e];
-      const ds = pr[j] * (dp - D) * scale;
-      for (let e = 0; e < d; e++) ref[e] += ds * x.k[j * d + e];
-    }
-    for (let e = 0; e < d; e++) worst = Math.max(worst, Math.abs(dq[i * d + e] - ref[e]));
-  }
-  return worst;
 }
 
 const ANCHOR_PROGRAM = String.raw`
@@ -183,7 +148,7 @@ export async function backwardBench(ctx: WebGpuContext, o: BackwardBenchOptions)
     const r = await runGpuBackward(ctx, p, x, dO, o.reps);
     rate = flops / r.ms;
     const tf = flops / (r.ms * 1e9);
-    const err = sampledDqError(p, { ...x, dO }, r.dq, [0, Math.floor(sh.n / 2), sh.n - 1]);
+    const err = sampledDqError(p, x, dO, r.dq, sampleSites(p, 3));
     const parts = r.kernels.map((k) => `${k.name} ${k.ms.toFixed(1)}`).join(', ');
     console.log(`${sh.key.padEnd(18)} ${r.ms.toFixed(2)} ms  ${tf.toFixed(2)} TFLOP/s  (${parts} ms; ${r.kernels[0]?.clock ?? 'wall'} clock)  sampled dQ max |Δ| ${err.toExponential(1)}`);
     rows.push(`| ${sh.key} | ${tf.toFixed(2)} (${r.ms.toFixed(1)} ms) | ${anchorCell} | ${aTf ? (tf / aTf).toFixed(3) : '–'} |`);

@@ -100,3 +100,32 @@ test('a preset fills in a benchmark shape, clears the modifiers and picks the de
   await expect(panel.getByLabel('d', { exact: true })).toHaveValue('64');
   await panel.screenshot({ path: 'test-results/webgpu-presets.png' });
 });
+
+test('Backward: the forward and the backward kernels run on the GPU, dQ rows checked against float64; the CPU choice waits', async ({ page }) => {
+  await openApp(page);
+  const panel = page.getByRole('region', { name: 'WebGPU full-size runs' });
+  await panel.scrollIntoViewIfNeeded();
+  await expect(panel.getByRole('status', { name: 'adapter' })).toContainText('swiftshader', { timeout: 30_000 });
+  const set = async (label: string, value: string) => panel.getByLabel(label, { exact: true }).fill(value);
+  for (const [label, value] of [['B', '1'], ['Hq', '4'], ['Hk', '2'], ['Nq', '70'], ['Nk', '90'], ['d', '16'], ['dv', '8'], ['softcap', '4']] as const) await set(label, value);
+  await panel.getByLabel('causal').check();
+  // Keyboard: the pass radios are reached and chosen like any radio group.
+  await panel.getByRole('radio', { name: 'Forward' }).focus();
+  await page.keyboard.press('ArrowRight');
+  await expect(panel.getByRole('radio', { name: 'Backward' })).toBeChecked();
+  await expect(panel.getByTestId('wg-pass-note')).toContainText('2.5 × the forward');
+  await expect(panel.getByRole('radio', { name: 'CPU (FA2 step engine)' })).toBeDisabled();
+  await expect(panel.getByLabel('kernel path')).toHaveCount(0);
+  await panel.getByRole('button', { name: 'Run', exact: true }).click();
+  const grad = panel.getByTestId('wg-grad-check');
+  await expect(grad).toContainText('4 sampled dQ rows vs float64', { timeout: 120_000 });
+  expect(Number((await grad.textContent())!.match(/max \|ΔdQ\| = ([0-9.e+-]+)/)![1])).toBeLessThan(1e-5);
+  await expect(panel.getByLabel('result')).toContainText('backward, f32 (after the flash-f32 forward)');
+  await expect(panel.getByLabel('result')).toContainText('dK, dV');
+  await expect(panel.locator('figcaption').first()).toContainText('dQ of batch 0, head 0');
+  await panel.screenshot({ path: 'test-results/webgpu-panel-backward.png' });
+  // Back to the forward: the kernel choice and the CPU engine return.
+  await panel.getByRole('radio', { name: 'Forward' }).check();
+  await expect(panel.getByLabel('kernel path')).toBeVisible();
+  await expect(panel.getByRole('radio', { name: 'CPU (FA2 step engine)' })).toBeEnabled();
+});

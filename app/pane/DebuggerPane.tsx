@@ -53,10 +53,11 @@ function Views({ column }: { column: ViewColumn }) {
   );
 }
 
+// A focused radio keeps its arrow keys: they move the choice within its group.
 function isTyping(t: EventTarget | null): boolean {
   if (!(t instanceof HTMLElement)) return false;
   const tag = t.tagName;
-  return tag === 'TEXTAREA' || tag === 'SELECT' || (tag === 'INPUT' && !['checkbox', 'radio', 'range', 'button'].includes((t as HTMLInputElement).type)) || t.isContentEditable;
+  return tag === 'TEXTAREA' || tag === 'SELECT' || (tag === 'INPUT' && !['checkbox', 'range', 'button'].includes((t as HTMLInputElement).type)) || t.isContentEditable;
 }
 
 function useKeyboard(pane: PaneId, ctl: PaneController) {

@@ -7,7 +7,7 @@ import { useCallback, useEffect, useRef, useState } from 'react';
 import { ProblemError, validateProblem, type AttentionProblem } from '../../engine/problem.ts';
 import { PATH_LABELS, type WebGpuPath } from '../../engine/webgpu/device.ts';
 import { useApp } from '../store/store.ts';
-import type { AdapterReport, Backend, FromWorker, RunReport, ToWorker } from './protocol.ts';
+import type { AdapterReport, Backend, FromWorker, Pass, RunReport, ToWorker } from './protocol.ts';
 import { GridHeatmap, LseChart } from './ResultViews.tsx';
 import { webgpuDefaultsFor, webgpuPathFix, type WebGpuField, type WebGpuShape } from '../../engine/defaults/webgpu-defaults.ts';
 import './webgpu.css';
@@ -79,6 +79,7 @@ export default function WebGpuPanel() {
   const [form, setFormState] = useState<Form>(FULL);
   const [backend, setBackend] = useState<Backend>('webgpu');
   const [path, setPath] = useState<WebGpuPath>('flash-f32');
+  const [pass, setPass] = useState<Pass>('forward');
   const [probe, setProbe] = useState<Probe>({ state: 'probing' });
   const [progress, setProgress] = useState<{ stage: string; fraction: number } | null>(null);
   const [report, setReport] = useState<RunReport | null>(null);
@@ -153,7 +154,7 @@ export default function WebGpuPanel() {
     setNote(null);
     const id = ++seq.current;
     setProgress({ stage: 'starting', fraction: 0 });
-    worker.current!.postMessage({ type: 'run', id, req: { backend, path, problem, seed: Number(form.seed) || 1, checkRows: 4 } } satisfies ToWorker);
+    worker.current!.postMessage({ type: 'run', id, req: { backend, pass, path: pass === 'backward' ? 'flash-f32' : path, problem, seed: Number(form.seed) || 1, checkRows: 4 } } satisfies ToWorker);
   };
 
   const cancel = () => {
@@ -212,10 +213,24 @@ export default function WebGpuPanel() {
           </>
         )}
       </div>
+      <div className="wg-row" role="radiogroup" aria-label="pass">
+        <label><input type="radio" name="wg-pass" checked={pass === 'forward'} disabled={busy} onChange={() => setPass('forward')} /> Forward</label>
+        <label title={probe.state === 'ok' ? undefined : 'the backward kernels need a WebGPU adapter'}>
+          <input type="radio" name="wg-pass" checked={pass === 'backward'} disabled={busy || probe.state !== 'ok'} onChange={() => {
+            setPass('backward');
+            setBackend('webgpu');
+          }} /> Backward
+        </label>
+        {pass === 'backward' && (
+          <span className="wg-dim" data-testid="wg-pass-note">
+            dQ, dK, dV from a random dO: the f32 flash forward for O and LSE, then D = rowsum(dO∘O), a dK/dV kernel and a dQ kernel (f32, no atomics). TFLOP/s count 2.5 × the forward's FLOPs.
+          </span>
+        )}
+      </div>
       <div className="wg-row" role="radiogroup" aria-label="backend">
         <label><input type="radio" name="wg-backend" checked={backend === 'webgpu'} disabled={busy || probe.state !== 'ok'} onChange={() => setBackend('webgpu')} /> WebGPU</label>
-        <label><input type="radio" name="wg-backend" checked={backend === 'cpu'} disabled={busy} onChange={() => setBackend('cpu')} /> CPU (FA2 step engine)</label>
-        {backend === 'webgpu' && (
+        <label><input type="radio" name="wg-backend" checked={backend === 'cpu'} disabled={busy || pass === 'backward'} onChange={() => setBackend('cpu')} /> CPU (FA2 step engine)</label>
+        {backend === 'webgpu' && pass === 'forward' && (
           <label className="wg-field">
             <span>kernel</span>
             <select value={path} onChange={(e) => choosePath(e.target.value as WebGpuPath)} disabled={busy} aria-label="kernel path">
@@ -284,10 +299,10 @@ export default function WebGpuPanel() {
         <div className="wg-result" aria-label="result">
           <table className="wg-table">
             <tbody>
-              <tr><th>backend</th><td>{report.backend === 'cpu' ? 'CPU (FA2 step engine)' : PATH_LABELS[report.path as WebGpuPath]}</td></tr>
+              <tr><th>backend</th><td>{report.backend === 'cpu' ? 'CPU (FA2 step engine)' : report.pass === 'backward' ? 'backward, f32 (after the flash-f32 forward)' : PATH_LABELS[report.path as WebGpuPath]}</td></tr>
               <tr><th>time</th><td data-testid="wg-time">{report.ms.toFixed(3)} ms ({report.clock})</td></tr>
               <tr><th>TFLOP/s</th><td data-testid="wg-tflops">{report.tflops.toPrecision(3)}</td></tr>
-              {report.backend === 'webgpu' && <tr><th>GB/s</th><td>{report.gbs.toPrecision(3)} (Q, K, V read once, O and LSE written once)</td></tr>}
+              {report.backend === 'webgpu' && report.pass === 'forward' && <tr><th>GB/s</th><td>{report.gbs.toPrecision(3)} (Q, K, V read once, O and LSE written once)</td></tr>}
               <tr><th>kernels</th><td>{report.kernels.map((k) => `${k.name}: ${k.ms.toFixed(3)} ms`).join('; ')}</td></tr>
               <tr><th>configuration</th><td>{report.config}</td></tr>
               <tr>
@@ -296,13 +311,21 @@ export default function WebGpuPanel() {
                   {report.check.rows} sampled rows vs float64 CPU reference: max |ΔO| = {report.check.maxAbsErrO.toExponential(2)}, max |ΔLSE| = {report.check.maxAbsErrLse.toExponential(2)}
                 </td>
               </tr>
+              {report.gradCheck && (
+                <tr>
+                  <th>gradient check</th>
+                  <td data-testid="wg-grad-check">
+                    {report.gradCheck.rows} sampled dQ rows vs float64: max |ΔdQ| = {report.gradCheck.maxAbsErrDq.toExponential(2)}
+                  </td>
+                </tr>
+              )}
             </tbody>
           </table>
           <div className="wg-views">
             <figure>
               <GridHeatmap grid={report.heatmap} />
               <figcaption>
-                O of batch 0, head 0: {report.heatmap.rows}×{report.heatmap.cols} cells, each the mean of a {report.heatmap.rowBlock}×{report.heatmap.colBlock} block of rows × columns
+                {report.pass === 'backward' ? 'dQ' : 'O'} of batch 0, head 0: {report.heatmap.rows}×{report.heatmap.cols} cells, each the mean of a {report.heatmap.rowBlock}×{report.heatmap.colBlock} block of rows × columns
               </figcaption>
             </figure>
             <figure>

@@ -17,8 +17,12 @@ export interface AdapterReport {
   maxStorageBinding: number;
 }
 
+export type Pass = 'forward' | 'backward';
+
 export interface RunRequest {
   backend: Backend;
+  /** backward: the forward, then the f32 backward kernels on a random dO (WebGPU only). */
+  pass: Pass;
   path: WebGpuPath;
   problem: AttentionProblem;
   seed: number;
@@ -28,6 +32,7 @@ export interface RunRequest {
 
 export interface RunReport {
   backend: Backend;
+  pass: Pass;
   path: WebGpuPath | 'cpu-fa2';
   ms: number;
   clock: string;
@@ -40,6 +45,8 @@ export interface RunReport {
   /** LSE of batch 0, head 0 (every row; -Infinity for fully masked rows, sent as null). */
   lse: (number | null)[];
   check: { rows: number; maxAbsErrO: number; maxAbsErrLse: number };
+  /** Backward: sampled dQ rows against float64 (engine/webgpu/backward-row-check.ts). */
+  gradCheck?: { rows: number; maxAbsErrDq: number };
 }
 
 export type ToWorker = { type: 'probe'; id: number } | { type: 'run'; id: number; req: RunRequest };

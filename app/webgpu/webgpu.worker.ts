@@ -12,6 +12,9 @@ import { openWebGpu, type WebGpuContext } from '../../engine/webgpu/device.ts';
 import { formatBytes } from '../../engine/webgpu/binding-windows.ts';
 import { referenceRow, sampleSites } from '../../engine/webgpu/row-check.ts';
 import { blockMean } from './downsample.ts';
+import { randomDo, runGpuBackward } from '../../engine/webgpu/backward-checks.ts';
+import { backwardFlops } from '../../engine/webgpu/backward-run.ts';
+import { sampledDqError } from '../../engine/webgpu/backward-row-check.ts';
 import type { FromWorker, RunReport, RunRequest, ToWorker } from './protocol.ts';
 
 declare const self: DedicatedWorkerGlobalScope;
@@ -57,6 +60,7 @@ async function runGpu(id: number, req: RunRequest): Promise<RunReport> {
     const bytes = p.batch * (p.hq * p.nq * p.d + p.hk * p.nk * (p.d + p.dv)) * eb + p.batch * p.hq * p.nq * (p.dv + 1) * 4;
     return {
       backend: 'webgpu',
+      pass: 'forward',
       path: req.path,
       ms,
       clock: kernels[0]?.clock === 'gpu' ? 'GPU timestamps' : 'wall clock',
@@ -71,6 +75,52 @@ async function runGpu(id: number, req: RunRequest): Promise<RunReport> {
   } finally {
     run.destroy();
   }
+}
+
+/**
+ * The backward on the GPU: inputs and dO generated here (the backward kernels take host
+ * arrays), the f32 flash forward for O and LSE, then the three backward kernels; sampled dQ
+ * rows and the forward's O rows are checked against float64.
+ */
+async function runGpuBackwardReport(id: number, req: RunRequest): Promise<RunReport> {
+  const c = await context();
+  const p = validateProblem(req.problem);
+  const progress = (stage: string, fraction: number) => post({ type: 'progress', id, stage, fraction });
+  progress('generating Q, K, V and dO', 0.05);
+  const x = randomInputs(p, { seed: req.seed });
+  const dO = randomDo(p, req.seed);
+  progress('forward (flash, f32), then the backward kernels (warm-up and timed)', 0.3);
+  const r = await runGpuBackward(c, p, x, dO, 1);
+  const sites = sampleSites(p, req.checkRows);
+  progress(`checking ${sites.length} dQ rows against float64`, 0.8);
+  const errDq = sampledDqError(p, x, dO, r.dq, sites);
+  let eo = 0;
+  let el = 0;
+  for (const { b, h, i } of sites) {
+    const hk = Math.floor(h / (p.hq / p.hk));
+    const qo = ((b * p.hq + h) * p.nq + i) * p.d;
+    const ko = (b * p.hk + hk) * p.nk;
+    const ref = referenceRow(p, h, i, x.q.subarray(qo, qo + p.d), x.k.subarray(ko * p.d, (ko + p.nk) * p.d), x.v.subarray(ko * p.dv, (ko + p.nk) * p.dv));
+    const oo = ((b * p.hq + h) * p.nq + i) * p.dv;
+    for (let k = 0; k < p.dv; k++) eo = Math.max(eo, Math.abs(r.o[oo + k] - ref.o[k]));
+    const l = r.lse[(b * p.hq + h) * p.nq + i];
+    el = Math.max(el, l === ref.lse ? 0 : Math.abs(l - ref.lse));
+  }
+  return {
+    backend: 'webgpu',
+    pass: 'backward',
+    path: 'flash-f32',
+    ms: r.ms,
+    clock: r.kernels[0]?.clock === 'gpu' ? 'GPU timestamps' : 'wall clock',
+    kernels: r.kernels,
+    tflops: backwardFlops(p) / (r.ms * 1e9),
+    gbs: 0,
+    config: r.config,
+    heatmap: blockMean(r.dq.subarray(0, p.nq * p.d), p.nq, p.d, 128, 128),
+    lse: lseList(r.lse.subarray(0, p.nq)),
+    check: { rows: sites.length, maxAbsErrO: eo, maxAbsErrLse: el },
+    gradCheck: { rows: sites.length, maxAbsErrDq: errDq },
+  };
 }
 
 function runCpu(id: number, req: RunRequest): RunReport {
@@ -101,6 +151,7 @@ function runCpu(id: number, req: RunRequest): RunReport {
   }
   return {
     backend: 'cpu',
+    pass: 'forward',
     path: 'cpu-fa2',
     ms,
     clock: 'wall clock',
@@ -141,7 +192,8 @@ self.onmessage = async (ev: MessageEvent<ToWorker>) => {
     return;
   }
   try {
-    const report = m.req.backend === 'cpu' ? runCpu(m.id, m.req) : await runGpu(m.id, m.req);
+    if (m.req.pass === 'backward' && m.req.backend !== 'webgpu') throw new Error('The backward runs on WebGPU only here; the step debugger steps the CPU backward (Forward | Backward in its problem panel).');
+    const report = m.req.backend === 'cpu' ? runCpu(m.id, m.req) : m.req.pass === 'backward' ? await runGpuBackwardReport(m.id, m.req) : await runGpu(m.id, m.req);
     post({ type: 'run', id: m.id, ok: true, report });
   } catch (e) {
     const c = m.req.backend === 'webgpu' ? await ctx?.catch(() => undefined) : undefined;

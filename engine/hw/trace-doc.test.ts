@@ -19,7 +19,10 @@ describe('TRACE.md hardware examples', () => {
   });
 
   it('backward: are lines of the FA3 (H100) and FA2 (A100) backward schedules of the documented commands', () => {
-    const bwd = doc.slice(doc.indexOf('## Hardware events of the backward'));
+    // That section only: from its heading to the next top-level one.
+    const from = doc.indexOf('## Hardware events of the backward');
+    const to = doc.indexOf('\n## ', from + 1);
+    const bwd = doc.slice(from, to < 0 ? undefined : to);
     const examples = [...bwd.matchAll(/```json\n([\s\S]*?)\n```/g)].flatMap((m) => m[1].split('\n'));
     expect(examples.length).toBeGreaterThanOrEqual(4);
     const produced = new Set([

@@ -16,7 +16,9 @@
 // --head-groups 1,16,64 (flash-matrix's causal rows again with each launch-order group size),
 // --decode-prefs '[{"lpk":8,"ku":2,"threads":256,"workgroups":4096}, …]' (decoding again with each),
 // --decode-split (decoding also with the split kernel the group kernel replaced),
-// --no-anchor (skip the CUDA anchor: PyTorch SDPA FLASH on the same shapes, sdpa-anchor.ts).
+// --no-anchor (skip the CUDA anchor: PyTorch SDPA FLASH on the same shapes, sdpa-anchor.ts),
+// --single-submit (time each repetition as one submission of one run of the kernels, as before
+// the back-to-back batches: short kernels then measure with the GPU idle between runs).
 // Last it prints the summary table: flash-matrix and flash-decoding against the anchor, with
 // the ratio columns.
 
@@ -82,6 +84,10 @@ const MATRIX_PREFS = ((): MatrixTilePrefs[] | undefined => {
   process.exit(2);
 })();
 
+const SINGLE_SUBMIT = args.includes('--single-submit');
+/** GPU work per timed repetition: kernels shorter than this run back to back in one submission (timer.ts). */
+const BATCH_MS = 20;
+
 interface Measured {
   ms: number;
   /** Fastest–slowest of the timed repetitions. */
@@ -106,14 +112,18 @@ async function measure(ctx: Awaited<ReturnType<typeof openNodeWebGpu>>, p: Atten
     // Warm-up: pipeline caches, and GPU clocks, which fall while the CPU works between
     // measurements (self-tests, float64 references) and took over 100 ms to come back: one
     // warm-up run let a grid time the same pipeline at 15 and at 30 TFLOP/s (run 4).
+    let batch = 1;
     if (warm) {
       const t0 = performance.now();
-      for (let i = 0; i < 2 || performance.now() - t0 < 400; i++) await run.execute();
+      for (let i = 0; i < 2 || performance.now() - t0 < 400; i++) {
+        const t = await run.execute(batch);
+        if (!SINGLE_SUBMIT) batch = Math.max(1, Math.min(64, Math.ceil(BATCH_MS / t.reduce((a, k) => a + k.ms, 0))));
+      }
     }
     const totals: number[] = [];
     let kernels = '';
     for (let r = 0; r < reps; r++) {
-      const t = await run.execute();
+      const t = await run.execute(batch);
       totals.push(t.reduce((a, k) => a + k.ms, 0));
       kernels = t.map((k) => `${k.name} ${k.ms.toFixed(2)} ms (${k.clock})`).join(', ');
     }
@@ -125,7 +135,8 @@ async function measure(ctx: Awaited<ReturnType<typeof openNodeWebGpu>>, p: Atten
     if (!(Math.abs(check.inputRms - 1) < 0.1)) return `generated inputs have RMS ${check.inputRms.toFixed(3)}, not ≈ 1: the fill missed part of a tensor`;
     const eb = path === 'flash-f16' || path === 'flash-matrix' ? 2 : 4;
     const bytes = (p.batch * (p.hq * p.nq * p.d + p.hk * p.nk * (p.d + p.dv))) * eb + p.batch * p.hq * p.nq * (p.dv + 1) * 4;
-    return { ms, spread, tflops: nominalFlops(p) / (ms * 1e9), gbs: bytes / (ms * 1e6), err: Math.max(check.maxAbsErrO, check.maxAbsErrLse), config: run.config, kernels };
+    const config = batch > 1 ? `${run.config}; timed ${batch} runs back to back per repetition` : run.config;
+    return { ms, spread, tflops: nominalFlops(p) / (ms * 1e9), gbs: bytes / (ms * 1e6), err: Math.max(check.maxAbsErrO, check.maxAbsErrLse), config, kernels };
   } catch (e) {
     return e instanceof Error ? e.message : String(e);
   } finally {

@@ -420,11 +420,12 @@ export class AttentionRun {
     tmp.forEach((b) => b.destroy());
   }
 
-  async execute(): Promise<KernelTime[]> {
+  /** Runs the kernels (`repeat` times back to back in one submission: timer.ts) and returns their mean GPU times. */
+  async execute(repeat = 1): Promise<KernelTime[]> {
     if (this.ctx.lost) throw new WebGpuRunError(this.ctx.lost);
     const { device } = this.ctx;
     device.pushErrorScope('validation');
-    const times = await runTimed(device, this.dispatches, this.ctx.timestamps);
+    const times = await runTimed(device, this.dispatches, this.ctx.timestamps, repeat);
     const err = await device.popErrorScope();
     if (err) throw new WebGpuRunError(`kernel launch failed: ${err.message}`);
     if (this.ctx.lost) throw new WebGpuRunError(this.ctx.lost);

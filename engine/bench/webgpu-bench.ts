@@ -17,6 +17,7 @@
 // --decode-prefs '[{"lpk":8,"ku":2,"threads":256,"workgroups":4096}, …]' (decoding again with each),
 // --decode-split (decoding also with the split kernel the group kernel replaced),
 // --no-anchor (skip the CUDA anchor: PyTorch SDPA FLASH on the same shapes, sdpa-anchor.ts),
+// --no-forward (skip the forward table: decoding and the studies only),
 // --single-submit (time each repetition as one submission of one run of the kernels, as before
 // the back-to-back batches: short kernels then measure with the GPU idle between runs).
 // Last it prints the summary table: flash-matrix and flash-decoding against the anchor, with
@@ -301,7 +302,7 @@ async function main(): Promise<number> {
   if (args.includes('--selftest-only')) return worst < 1e-4 ? 0 : 1;
   // The CUDA anchor, same shapes, before the WebGPU timings (one process at a time on the GPU).
   const anchorShapes: AnchorShape[] = [];
-  for (const d of DS) for (const causal of [false, true]) for (const n of NS) anchorShapes.push({ key: tableKey(n, d, causal), b: 4, hq: 16, hk: 16, nq: n, nk: n, d, causal });
+  if (!args.includes('--no-forward')) for (const d of DS) for (const causal of [false, true]) for (const n of NS) anchorShapes.push({ key: tableKey(n, d, causal), b: 4, hq: 16, hk: 16, nq: n, nk: n, d, causal });
   if (!quick && !args.includes('--no-decode')) for (const sh of DECODE_SHAPES) anchorShapes.push({ key: decodeKey(sh), b: 4, hq: sh[0], hk: sh[1], nq: 1, nk: sh[2], d: 128, causal: false });
   const anchor: AnchorRun = args.includes('--no-anchor') ? { note: 'no CUDA anchor (--no-anchor)', results: new Map() } : runSdpaAnchor(anchorShapes, REPS * 4);
   console.log(`anchor: ${anchor.note}`);
@@ -318,7 +319,7 @@ async function main(): Promise<number> {
     run.destroy();
   }
   const flashPaths = paths.filter((p) => p.startsWith('flash')) as WebGpuPath[];
-  for (const d of DS) {
+  for (const d of args.includes('--no-forward') ? [] : DS) {
     for (const causal of [false, true]) {
       for (const n of NS) {
         const p: AttentionProblem = { batch: 4, hq: 16, hk: 16, nq: n, nk: n, d, dv: d, causal, dtype: 'fp32' };

@@ -18,7 +18,7 @@ import { PATH_LABELS } from './device.ts';
 import { flashKernelWgsl, flashLayout, type FlashKernelConfig, type FlashTile } from './flash-kernel.ts';
 import { chooseMatrixTile, matrixKernelWgsl, matrixLayout, type MatrixKernelConfig, type MatrixTilePrefs } from './flash-matrix-kernel.ts';
 import { decodeCombineKernelWgsl, decodeSplitKernelWgsl, DECODE_SPLIT_MAX, DECODE_THREADS } from './decode-kernels.ts';
-import { chooseDecodeGroup, decodeGroupBytes, decodeGroupKernelWgsl, type DecodeGroupPrefs } from './decode-group-kernel.ts';
+import { chooseDecodeGroup, decodeGroupBytes, decodeGroupKernelWgsl, decodeSplits, type DecodeGroupPrefs } from './decode-group-kernel.ts';
 import { fillKernelWgsl } from './fill-kernel.ts';
 import { formatBytes, lseBinding, planWindows, windowRange, type BindingWindow, type TensorName } from './binding-windows.ts';
 import { halfToFloat, toHalfArray } from './half.ts';
@@ -331,10 +331,10 @@ export class AttentionRun {
       const subgroupMin = this.ctx.paths.includes('flash-subgroups') ? this.ctx.subgroupMinSize : 0;
       const group = opts.decodeKernel === 'split' ? undefined : chooseDecodeGroup(p, scoreSpec(p), subgroupMin, this.ctx.limits.maxWorkgroupStorage, opts.decodePrefs);
       // The group kernel: one workgroup per (split, key head); no scores in workgroup memory,
-      // so splits may be long. About 2048 workgroups, splits of at least 256 keys.
+      // so splits may be long (decodeSplits).
       const heads = group ? wbh / (p.hq / p.hk) : wbh;
       const splits = group
-        ? Math.max(1, Math.min(Math.ceil((opts.decodePrefs?.workgroups ?? 2048) / heads), Math.ceil(p.nk / 256)))
+        ? decodeSplits(p.nk, heads, opts.decodePrefs?.workgroups)
         : Math.max(1, Math.ceil(p.nk / DECODE_SPLIT_MAX), Math.min(Math.ceil(2048 / wbh), Math.ceil(p.nk / 128)));
       const splitLen = Math.ceil(p.nk / splits / 4) * 4;
       const used = Math.ceil(p.nk / splitLen);

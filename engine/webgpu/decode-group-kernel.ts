@@ -49,8 +49,10 @@ export const DECODE_GROUP_MAX_ROWS = 8;
  * The configuration for a problem, or undefined where decode-kernels.ts's split pass runs it:
  * head dims not multiples of 4 or over 256, more than DECODE_GROUP_MAX_ROWS rows per key head,
  * or no subgroups. LPK: the fewest lanes per key that keep a lane's q and O state within 16
- * vec4s (64 floats), capped by the subgroup; KU: keys per step so that a lane has about 16
- * 16-byte loads in flight.
+ * vec4s (64 floats), capped by the subgroup; KU: two keys per step, their K and V loads issued
+ * together. On the H200 two measured best of 1, 2 and 4 on every decoding shape of the bench
+ * (d = 128, 1, 4 and 8 rows per key head: 8–24% faster than the earlier rule of about 16 loads in
+ * flight per lane, which gave one key at 1 row and four at 4 and 8 rows).
  */
 export function chooseDecodeGroup(
   p: { d: number; dv: number; hq: number; hk: number; nq: number },
@@ -66,8 +68,7 @@ export function chooseDecodeGroup(
   let lpk = 1;
   while (lpk < 32 && (rows * (Math.ceil(d4 / lpk) + Math.ceil(dv4 / lpk)) > 16 || lpk < Math.min(4, subgroupMin))) lpk *= 2;
   lpk = Math.min(prefs.lpk ?? lpk, pow2Floor(subgroupMin));
-  const perKey = Math.ceil(d4 / lpk) + Math.ceil(dv4 / lpk);
-  const ku = prefs.ku ?? Math.max(1, Math.min(4, Math.floor(16 / perKey)));
+  const ku = prefs.ku ?? 2;
   // 128 lanes, fewer where the end-of-split reduction would not fit in 16 KiB (or the adapter's
   // limit): small adapters whose subgroups hold fewer lanes per key carry more state per lane.
   const budget = Math.min(16384, maxWorkgroupStorage);
@@ -256,4 +257,18 @@ function allReduce(n: number, value: (v: number) => string, lanes: number): stri
 /** WGSL's two-argument max over a list: max(a, max(b, …)). */
 function maxOf(xs: string[]): string {
   return xs.length === 1 ? xs[0] : `max(${xs[0]}, ${maxOf(xs.slice(1))})`;
+}
+
+/** Workgroups a decoding launch aims for (one per split and key head): see decodeSplits. */
+export const DECODE_GROUP_WORKGROUPS = 1024;
+
+/**
+ * Splits of the key range per key head: about `workgroups` workgroups in all, splits of at
+ * least 256 keys (each pays for a query load and the end-of-split reduction). 1024 rather than
+ * 2048: the longer splits measured 4–12% faster on the H200 wherever the count changed (every
+ * shape but Nk = 8192 with 4 and 8 rows, already at 256 keys a split; BENCHMARKS.md, "WebGPU
+ * against CUDA on the H200").
+ */
+export function decodeSplits(nk: number, keyHeads: number, workgroups = DECODE_GROUP_WORKGROUPS): number {
+  return Math.max(1, Math.min(Math.ceil(workgroups / keyHeads), Math.ceil(nk / 256)));
 }

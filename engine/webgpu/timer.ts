@@ -4,10 +4,10 @@
 //
 // `repeat` encodes the whole dispatch list that many times into one submission and reports
 // the mean per repetition. A kernel of a fraction of a millisecond submitted alone leaves the
-// GPU idle while the host waits, maps the timestamps and submits again; on the H200 the same
-// decoding kernel then measured anywhere from 0.22 to 0.64 ms within one process
-// (BENCHMARKS.md, "WebGPU against CUDA on the H200"). Back to back, the GPU stays busy, as it
-// does under the CUDA events the anchor is timed with.
+// GPU idle while the host waits, maps the timestamps and submits again; back to back, the GPU
+// stays busy, as it does under the CUDA events the anchor is timed with. (In one H200 run the
+// same decoding kernel submitted alone measured 0.22 to 0.64 ms; in the next both ways agreed
+// within 3%, so that scatter had another cause: BENCHMARKS.md, "WebGPU against CUDA on the H200".)
 
 export interface KernelTime {
   name: string;

@@ -9,6 +9,7 @@ import { bytesPerBatch, bytesPerHead } from '../../engine/webgpu/binding-windows
 import type { AttentionProblem } from '../../engine/problem.ts';
 import { sampleSites } from '../../engine/webgpu/row-check.ts';
 import { KERNEL_VARIANTS, WINDOW_VARIANTS } from '../../engine/webgpu/variants.ts';
+import { checkPaged, checkVarlen } from '../../engine/webgpu/serving-checks.ts';
 
 declare const self: DedicatedWorkerGlobalScope;
 
@@ -25,12 +26,17 @@ export type CheckMessage =
   | { ok: true; adapter: string; paths: WebGpuPath[]; subgroupMinSize: number; results: CheckResult[] }
   | { ok: false; message: string };
 
-/** Which flash kernel the f32/f16/subgroup paths run; the backend's own choice when absent. */
-export type KernelChoice = 'tiled' | 'tiled-small' | 'row-wide' | 'windows' | 'head-windows';
+/**
+ * Which flash kernel the f32/f16/subgroup paths run; the backend's own choice when absent.
+ * 'serving' and 'serving-tiled': the serving layouts instead (engine/webgpu/serving-checks.ts):
+ * the varlen forward on the path (row kernel where it fits, or the tiled kernel), and with
+ * path=decode paged flash-decoding, with the automatic splits and with one page per split.
+ */
+export type KernelChoice = 'tiled' | 'tiled-small' | 'row-wide' | 'windows' | 'head-windows' | 'serving' | 'serving-tiled';
 
 // 'windows' and 'head-windows' are set per problem below: bindings of one batch, or of one
 // key head's group of query heads.
-const CHOICES: Record<Exclude<KernelChoice, 'windows' | 'head-windows'>, Omit<RunOptions, 'path'>> = {
+const CHOICES: Record<Exclude<KernelChoice, 'windows' | 'head-windows' | 'serving' | 'serving-tiled'>, Omit<RunOptions, 'path'>> = {
   tiled: { flashKernel: 'tiled' },
   // 16 rows × 16 keys: many K/V tiles per row, one subgroup per row on a 4-lane adapter
   'tiled-small': { flashKernel: 'tiled', tile: { bm: 16, bn: 16, dk: 8, jc: 8 } },
@@ -44,6 +50,15 @@ self.onmessage = async (ev: MessageEvent<{ path: string | null; kernel: KernelCh
     const paths = ev.data.path ? [ev.data.path as WebGpuPath] : ctx.paths;
     const results: CheckResult[] = [];
     const kernel = ev.data.kernel;
+    if (kernel === 'serving' || kernel === 'serving-tiled') {
+      const results: CheckResult[] = [];
+      for (const path of paths) {
+        if (path === 'decode') results.push(...(await checkPaged(ctx)), ...(await checkPaged(ctx, undefined, { splitPages: 1 })).map((r) => ({ ...r, variant: `${r.variant} (one page per split)` })));
+        else results.push(...(await checkVarlen(ctx, path, undefined, kernel === 'serving-tiled' ? { flashKernel: 'tiled' } : {})));
+      }
+      self.postMessage({ ok: true, adapter: ctx.adapterName, paths: ctx.paths, subgroupMinSize: ctx.subgroupMinSize, results } satisfies CheckMessage);
+      return;
+    }
     const windowed = kernel === 'windows' || kernel === 'head-windows';
     for (const path of paths) {
       for (const v of windowed ? WINDOW_VARIANTS : KERNEL_VARIANTS) {

@@ -19,7 +19,9 @@
 // --no-anchor (skip the CUDA anchor: PyTorch SDPA FLASH on the same shapes, sdpa-anchor.ts),
 // --no-forward (skip the forward table: decoding and the studies only),
 // --single-submit (time each repetition as one submission of one run of the kernels, as before
-// the back-to-back batches: short kernels then measure with the GPU idle between runs).
+// the back-to-back batches: short kernels then measure with the GPU idle between runs),
+// --serving (only the serving layouts' rows: paged decode and varlen prefill, serving-bench.ts;
+// with --quick at SwiftShader-sized shapes).
 // Last it prints the summary table: flash-matrix and flash-decoding against the anchor, with
 // the ratio columns.
 
@@ -33,6 +35,7 @@ import { DECODE_VARIANTS, KERNEL_VARIANTS } from '../webgpu/variants.ts';
 import { randomInputs, type InputDistribution } from '../inputs.ts';
 import { referenceAttention } from '../reference.ts';
 import { runSdpaAnchor, type AnchorRun, type AnchorShape } from './sdpa-anchor.ts';
+import { servingBench } from './serving-bench.ts';
 
 const args = process.argv.slice(2);
 const opt = (name: string): string | undefined => {
@@ -269,6 +272,7 @@ async function main(): Promise<number> {
   console.log(`subgroup-matrix configs: ${ctx.matrixConfigs.map((c) => `${c.componentType}→${c.resultComponentType} ${c.M}×${c.N}×${c.K}`).join(', ') || 'none'}`);
   console.log(`WGSL language features: ${ctx.wgslFeatures.join(', ')}`);
   console.log(`paths: ${ctx.paths.join(', ')}; timing: ${ctx.timestamps ? 'timestamp-query' : 'wall clock'}`);
+  if (args.includes('--serving')) return servingBench(ctx, { quick, reps: REPS, paths: ONLY });
   console.log('FLOPs = 4·B·H·Nq·Nk·d (halved when causal); GB/s = minimum traffic Q+K+V+O+LSE / time; maxerr = max |GPU − float64 reference| over 3 sampled rows (O and LSE)\n');
   // Self-test: every path on every variant against the full float64 reference.
   let worst = 0;

@@ -50,7 +50,7 @@ export function isLayoutRun(argv: readonly string[]): boolean {
   return argv.some((a) => /^--(cu-seqlens-[qk]|k-cache|v-cache|block-table|cache-seqlens)(=|$)/.test(a));
 }
 
-async function baseFields(a: ParsedArgs, { hq, hk, d, dv, dtype: fileDtype }: LayoutShape): Promise<LayoutBase> {
+export async function baseFields(a: ParsedArgs, { hq, hk, d, dv, dtype: fileDtype }: LayoutShape): Promise<LayoutBase> {
   const base: LayoutBase = { hq, hk, d, dv, causal: flag(a, 'causal'), dtype: parseDtype(str(a, 'dtype')) ?? fileDtype };
   const window = parseWindow(str(a, 'window'));
   if (window) base.window = window;

@@ -12,12 +12,17 @@ import { NO_ADAPTER_HELP, openNodeWebGpu } from '../webgpu/node-gpu.ts';
 import { runWebGpu } from '../webgpu/run-webgpu.ts';
 import { ArgsError, num, parseArgs, str } from './args.ts';
 import { cliProblem, fromBhnd, PROBLEM_OPTIONS, RANDOM_OPTIONS, shapeFor } from './problem-options.ts';
+import { isLayoutRun } from './layout-run.ts';
+import { runWebGpuLayoutCli } from './layout-run-webgpu.ts';
 
 export const WEBGPU_RUN_HELP = `backend:
   --backend cpu|webgpu        webgpu runs the problem on the GPU through Dawn (npm 'webgpu')
   --path P                    with webgpu: ${Object.keys(PATH_LABELS).join(', ')} (default flash-f32)
   --repeats N                 with webgpu: timed repetitions after a warm-up (default 3)
-  with webgpu, --algo is not used and random inputs (--b --hq --hk --nq --nk --d --dv --seed) are allowed`;
+  with webgpu, --algo is not used and random inputs (--b --hq --hk --nq --nk --d --dv --seed) are allowed;
+  the serving layouts' flags run on it too: varlen on flash-f32 (default), flash-f16,
+  flash-subgroups or flash-matrix, a paged cache on decode (paged flash-decoding); outputs
+  as without --backend, in DIR/webgpu-<path>/`;
 
 /** Takes `--backend X` out of argv; 'cpu' when absent. */
 export function splitBackend(argv: readonly string[]): { backend: 'cpu' | 'webgpu'; rest: string[] } {
@@ -29,6 +34,7 @@ export function splitBackend(argv: readonly string[]): { backend: 'cpu' | 'webgp
 }
 
 export async function runWebGpuCli(argv: string[]): Promise<number> {
+  if (isLayoutRun(argv)) return runWebGpuLayoutCli(argv);
   const a = parseArgs(argv, { ...PROBLEM_OPTIONS, ...RANDOM_OPTIONS, out: 'string', path: 'string', repeats: 'int' });
   const out = str(a, 'out');
   if (!out) throw new ArgsError('--out DIR is required');

@@ -67,7 +67,7 @@ export function pathElem(path: WebGpuPath): 'f32' | 'f16' {
 
 const pipelineCache = new WeakMap<GPUDevice, Map<string, GPUComputePipeline>>();
 
-async function pipeline(device: GPUDevice, code: string): Promise<GPUComputePipeline> {
+export async function pipeline(device: GPUDevice, code: string): Promise<GPUComputePipeline> {
   let cache = pipelineCache.get(device);
   if (!cache) pipelineCache.set(device, (cache = new Map()));
   const hit = cache.get(code);

@@ -17,6 +17,8 @@
 // meet in workgroup memory, halving the slots each round (log2 slots barriers per split).
 
 import { PARAMS_WGSL, scoreWgsl, type ScoreSpec } from './params.ts';
+import { PAGED_BINDING_WGSL, pagedLoop, pagedPrologue } from './paged-layout.ts';
+import { withSequenceGeometry } from './sequence-geometry.ts';
 
 export interface DecodeGroupConfig {
   d: number;
@@ -33,6 +35,8 @@ export interface DecodeGroupConfig {
   threads: number;
   /** The problem's score modifiers (the score code is specialised to them). */
   score: ScoreSpec;
+  /** K/V in a paged cache of pages of this many tokens (paged-layout.ts) instead of [B, Hk, N, d]. */
+  pageSize?: number;
 }
 
 /** Benchmark study: lanes per key, keys per step, lanes per workgroup (powers of two). */
@@ -107,7 +111,12 @@ export function decodeGroupKernelWgsl(c: DecodeGroupConfig): string {
     const ok = colOk(t, w4);
     return !ok ? load : `select(vec4<f32>(0.0), ${load.replace(`part + ${t * LPK}u`, `min(part + ${t * LPK}u, ${w4 - 1}u)`)}, ${ok})`;
   };
-  return /* wgsl */ `
+  const P = c.pageSize;
+  // Row of K / V (in 16-byte groups of D4 / DV4) that holds key `key`: dense, the key head's
+  // block of rows; paged, the key's slot in its page (`page`, `pg`: paged-layout.ts's loop).
+  const kvRow = (key: string) => (P ? `((page * ${P}u + ${key} - pg * ${P}u) * params.hk + hk)` : `(kbase + ${key})`);
+  const end = P ? 'pend' : 'hi';
+  const wgsl = /* wgsl */ `
 ${LPK > 1 ? 'enable subgroups;' : ''}
 ${PARAMS_WGSL}
 @group(0) @binding(0) var<uniform> params: Params;
@@ -116,7 +125,7 @@ ${PARAMS_WGSL}
 @group(0) @binding(3) var<storage, read> v4: array<vec4<f32>>;
 @group(0) @binding(4) var<storage, read_write> opart: array<f32>;   // [bh][split][row][dv]
 @group(0) @binding(5) var<storage, read_write> lpart: array<f32>;   // [bh][split][row]
-@group(0) @binding(6) var<storage, read> aux: array<f32>;
+@group(0) @binding(6) var<storage, read> aux: array<f32>;${P ? PAGED_BINDING_WGSL : ''}
 ${scoreWgsl(c.score)}
 const NQ = ${c.nq}u;
 const G = ${R / c.nq}u; // query heads per key head
@@ -127,9 +136,9 @@ var<workgroup> red_ml: array<vec2<f32>, ${HALF * R}>;
 @compute @workgroup_size(${NT})
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
   _ = &aux; // bound for every problem; read only by ALiBi's score code
-  let split = wid.x;
+${P ? pagedPrologue() : `  let split = wid.x;
   let bh0 = wid.y * G;            // the group's first (batch, query head) row in this window
-  let kbase = kv_head(bh0) * params.nk;
+  let kbase = kv_head(bh0) * params.nk;`}
   let part = lid % ${LPK}u;
   let slot = lid / ${LPK}u;
   let k_lo = split * params.split_len;
@@ -146,18 +155,18 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
 
   // A uniform loop (the shuffles need every lane of a slot, and WGSL uniform control flow):
   // step j0 covers keys j0 … j0 + SLOTS·KU − 1, slot s taking j0 + s, j0 + s + SLOTS, ….
-  for (var j0 = lo; j0 < hi; j0 += ${SLOTS * KU}u) {
+  ${P ? pagedLoop(P, `${SLOTS * KU}u`) : `for (var j0 = lo; j0 < hi; j0 += ${SLOTS * KU}u) {`}
     // Every load of the step first (keys past the split clamped into it, masked below).
-    ${each(KU, (u) => `let key${u} = min(j0 + ${u * SLOTS}u + slot, hi - 1u);
-    ${each(CQ, (t) => `let k${u}_${t} = ${guarded(t, D4, `k4[(kbase + key${u}) * ${D4}u + part + ${t * LPK}u]`)};`, '\n    ')}
-    ${each(CV, (t) => `let v${u}_${t} = ${guarded(t, DV4, `v4[(kbase + key${u}) * ${DV4}u + part + ${t * LPK}u]`)};`, '\n    ')}`, '\n    ')}
+    ${each(KU, (u) => `let key${u} = min(j0 + ${u * SLOTS}u + slot, ${end} - 1u);
+    ${each(CQ, (t) => `let k${u}_${t} = ${guarded(t, D4, `k4[${kvRow(`key${u}`)} * ${D4}u + part + ${t * LPK}u]`)};`, '\n    ')}
+    ${each(CV, (t) => `let v${u}_${t} = ${guarded(t, DV4, `v4[${kvRow(`key${u}`)} * ${DV4}u + part + ${t * LPK}u]`)};`, '\n    ')}`, '\n    ')}
     // Partial dots of every (row, key) pair, summed over the slot's lanes: reduce-scatter, then
     // all-gather (2·(n − n/LPK) shuffles for n pairs, against n·log2 LPK for n butterflies).
     ${allReduce(R * KU, (v) => `${each(CQ, (t) => `dot(k${v % KU}_${t}, q${Math.floor(v / KU)}_${t})`, ' + ')}`, LPK)}
     ${each(R, (r) => `{
       // row ${r}: head bh0 + ${Math.floor(r / c.nq)}, query row ${r % c.nq}
       let h = (bh0 + ${Math.floor(r / c.nq)}u + params.head0) % params.hq;
-      ${each(KU, (u) => `let s${u} = select(NEG_INF, score_edge(h, ${r % c.nq}u, key${u}, dot${r * KU + u}), j0 + ${u * SLOTS}u + slot < hi);`, '\n      ')}
+      ${each(KU, (u) => `let s${u} = select(NEG_INF, score_edge(h, ${r % c.nq}u, key${u}, dot${r * KU + u}), j0 + ${u * SLOTS}u + slot < ${end});`, '\n      ')}
       let mnew = ${maxOf([`m${r}`, ...Array.from({ length: KU }, (_, u) => `s${u}`)])};
       let alpha = select(0.0, exp(m${r} - mnew), m${r} > NEG_INF);
       ${each(KU, (u) => `let p${u} = select(0.0, exp(s${u} - mnew), s${u} > NEG_INF);`, '\n      ')}
@@ -165,7 +174,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
       m${r} = mnew;
       ${each(CV, (t) => `o${r}_${t} = o${r}_${t} * alpha + ${each(KU, (u) => `p${u} * v${u}_${t}`, ' + ')};`, '\n      ')}
     }`, '\n    ')}
-  }
+  }${P ? '\n    page = page_next;\n  }' : ''}
 
   // The slots' states meet: each round the upper half of the remaining slots leave theirs, the
   // lower half merge them (O and l rescaled to the larger max).
@@ -192,7 +201,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
 
   if (slot == 0u) {
     ${each(R, (r) => `{
-      let out = ((bh0 + ${Math.floor(r / c.nq)}u) * params.splits + split) * NQ + ${r % c.nq}u;
+      let out = ${P ? `((sbase + split) * params.hq + hq0 + ${Math.floor(r / c.nq)}u)` : `((bh0 + ${Math.floor(r / c.nq)}u) * params.splits + split)`} * NQ + ${r % c.nq}u;
       let inv = select(0.0, 1.0 / l${r}, l${r} > 0.0);
       ${each(CV, (t) => {
         const col = `(part + ${t * LPK}u)`;
@@ -204,6 +213,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
   }
 }
 `;
+  return P ? withSequenceGeometry(wgsl) : wgsl;
 }
 
 /**

@@ -24,6 +24,8 @@
 
 import { PARAMS_WGSL, SCORE_WGSL } from './params.ts';
 import { GRID_ORDER_WGSL } from './grid-order.ts';
+import { withSequenceGeometry } from './sequence-geometry.ts';
+import { DENSE_ADDRESS, VARLEN_ADDRESS, VARLEN_BINDING_WGSL, varlenPrologue } from './varlen-layout.ts';
 
 export interface FlashTile {
   /** Query rows per workgroup (multiple of 4). */
@@ -42,6 +44,8 @@ export interface FlashKernelConfig extends FlashTile {
   subgroup: number;
   d: number;
   dv: number;
+  /** A packed variable-length batch (varlen-layout.ts) instead of [B, H, N, d]. */
+  varlen?: boolean;
 }
 
 export function flashLayout(c: FlashKernelConfig) {
@@ -82,6 +86,7 @@ function rowReduce(c: FlashKernelConfig, op: 'max' | '+', v: string): string {
 
 export function flashKernelWgsl(c: FlashKernelConfig): string {
   const L = flashLayout(c);
+  const A = c.varlen ? VARLEN_ADDRESS : DENSE_ADDRESS;
   const E = c.elem;
   const BM4 = c.bm / 4;
   const BN4 = c.bn / 4;
@@ -99,14 +104,14 @@ export function flashKernelWgsl(c: FlashKernelConfig): string {
         let r = idx / (DK / 4u); let kk = (idx % (DK / 4u)) * 4u;
         let row = row0 + r; let col = k0 + kk;
         var x = vec4<${E}>(0.0);
-        if (row < params.nq && col < D) { x = q[(qbase + row * D + col) / 4u]; }
+        if (row < params.nq && col < D) { x = q[(qbase + row * ${A.qs} + col) / 4u]; }
         for (var t = 0u; t < 4u; t++) { stage[((kk + t) * BM + r) / 4u][r % 4u] = x[t]; }
       }
       for (var idx = lid; idx < BN * DK / 4u; idx += NT) {
         let r = idx / (DK / 4u); let kk = (idx % (DK / 4u)) * 4u;
         let key = j0 + r; let col = k0 + kk;
         var x = vec4<${E}>(0.0);
-        if (key < params.nk && col < D) { x = k[(kbase + key * D + col) / 4u]; }
+        if (key < params.nk && col < D) { x = k[(kbase + key * ${A.ks} + col) / 4u]; }
         for (var t = 0u; t < 4u; t++) { stage[(DK * BM + (kk + t) * BN + r) / 4u][r % 4u] = x[t]; }
       }`
     : `
@@ -114,14 +119,14 @@ export function flashKernelWgsl(c: FlashKernelConfig): string {
         let r = idx / DK; let kk = idx % DK;
         let row = row0 + r; let col = k0 + kk;
         var x = ${E}(0.0);
-        if (row < params.nq && col < D) { x = q[qbase + row * D + col]; }
+        if (row < params.nq && col < D) { x = q[qbase + row * ${A.qs} + col]; }
         stage[(kk * BM + r) / 4u][r % 4u] = x;
       }
       for (var idx = lid; idx < BN * DK; idx += NT) {
         let r = idx / DK; let kk = idx % DK;
         let key = j0 + r; let col = k0 + kk;
         var x = ${E}(0.0);
-        if (key < params.nk && col < D) { x = k[kbase + key * D + col]; }
+        if (key < params.nk && col < D) { x = k[kbase + key * ${A.ks} + col]; }
         stage[(DK * BM + kk * BN + r) / 4u][r % 4u] = x;
       }`;
   const stageV = vv
@@ -130,7 +135,7 @@ export function flashKernelWgsl(c: FlashKernelConfig): string {
         let r = idx / ${DV4}u; let col = (idx % ${DV4}u) * 4u;
         let key = j0 + jc + r;
         var x = vec4<${E}>(0.0);
-        if (key < params.nk && col < DV) { x = v[(vbase + key * DV + col) / 4u]; }
+        if (key < params.nk && col < DV) { x = v[(vbase + key * ${A.vs} + col) / 4u]; }
         stage[idx] = x;
       }`
     : `
@@ -138,10 +143,10 @@ export function flashKernelWgsl(c: FlashKernelConfig): string {
         let r = idx / (${DV4}u * 4u); let col = idx % (${DV4}u * 4u);
         let key = j0 + jc + r;
         var x = ${E}(0.0);
-        if (key < params.nk && col < DV) { x = v[vbase + key * DV + col]; }
+        if (key < params.nk && col < DV) { x = v[vbase + key * ${A.vs} + col]; }
         stage[(r * ${DV4}u * 4u + col) / 4u][col % 4u] = x;
       }`;
-  return /* wgsl */ `
+  const wgsl = /* wgsl */ `
 ${E === 'f16' ? 'enable f16;' : ''}
 ${c.subgroup > 0 ? 'enable subgroups;' : ''}
 ${PARAMS_WGSL}
@@ -152,7 +157,7 @@ ${GRID_ORDER_WGSL}
 @group(0) @binding(3) var<storage, read> v: array<${VV}>;
 @group(0) @binding(4) var<storage, read_write> o: array<f32>;
 @group(0) @binding(5) var<storage, read_write> lse: array<f32>;
-@group(0) @binding(6) var<storage, read> aux: array<f32>;
+@group(0) @binding(6) var<storage, read> aux: array<f32>;${c.varlen ? VARLEN_BINDING_WGSL : ''}
 ${SCORE_WGSL}
 
 const BM = ${c.bm}u; const BN = ${c.bn}u; const DK = ${c.dk}u; const JC = ${c.jc}u;
@@ -169,7 +174,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         @builtin(local_invocation_index) lid: u32) {
   let tx = lid % TX;
   let ty = lid / TX;
-  // Longest tiles first (bottom query blocks see the most keys under a causal mask), in
+${c.varlen ? varlenPrologue('BM') : `  // Longest tiles first (bottom query blocks see the most keys under a causal mask), in
   // groups of params.head_group heads: grid-order.ts.
   let tile = grid_tile(wid, nwg);
   let row0 = tile.x * BM;
@@ -178,7 +183,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   let bhk = kv_head(bh);
   let qbase = bh * params.nq * D;
   let kbase = bhk * params.nk * D;
-  let vbase = bhk * params.nk * DV;
+  let vbase = bhk * params.nk * DV;`}
 
   var m: vec4<f32>;
   var l = vec4<f32>(0.0);
@@ -249,7 +254,7 @@ ${stageV}
     let row = row0 + ty * 4u + i;
     if (row >= params.nq) { continue; }
     let inv = select(0.0, 1.0 / l[i], l[i] > 0.0);
-    let obase = (bh * params.nq + row) * DV;
+    let obase = ${A.oRow('row')};
     for (var g = 0u; g < ${RO4}u; g++) {
       let col = (g * TX + tx) * 4u;
       for (var c = 0u; c < 4u; c++) {
@@ -257,9 +262,10 @@ ${stageV}
       }
     }
     if (tx == 0u) {
-      lse[params.lse0 + bh * params.nq + row] = select(neg_inf_runtime(), m[i] + log(l[i]), l[i] > 0.0);
+      lse[${A.lse('row')}] = select(neg_inf_runtime(), m[i] + log(l[i]), l[i] > 0.0);
     }
   }
 }
 `;
+  return c.varlen ? withSequenceGeometry(wgsl) : wgsl;
 }

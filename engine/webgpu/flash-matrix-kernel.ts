@@ -62,6 +62,8 @@
 
 import { PARAMS_WGSL, scoreWgsl, type ScoreSpec } from './params.ts';
 import { GRID_ORDER_WGSL } from './grid-order.ts';
+import { withSequenceGeometry } from './sequence-geometry.ts';
+import { DENSE_ADDRESS, VARLEN_ADDRESS, VARLEN_BINDING_WGSL, varlenPrologue } from './varlen-layout.ts';
 import type { MatrixConfig, WebGpuContext } from './device.ts';
 
 /** What a caller (the benchmark's grid) may prefer; the rest comes from the adapter. */
@@ -120,6 +122,8 @@ export interface MatrixKernelConfig {
    * driver moving matrix loads (see the header).
    */
   qFromBuffer: boolean;
+  /** A packed variable-length batch (varlen-layout.ts) instead of [B, H, N, d]; Q is then always staged. */
+  varlen?: boolean;
 }
 
 /** The problem sizes that shape the kernel. */
@@ -205,7 +209,9 @@ export function chooseMatrixTile(
 }
 
 export function matrixKernelWgsl(c: MatrixKernelConfig): string {
+  if (c.varlen && c.qFromBuffer) throw new Error('matrixKernelWgsl: a varlen kernel stages Q (its rows stop at sequence boundaries)');
   const L = matrixLayout(c);
+  const A = c.varlen ? VARLEN_ADDRESS : DENSE_ADDRESS;
   const { m: M, n: N, k: K, bn: BN } = c;
   const left = `subgroup_matrix_left<f16, ${K}, ${M}>`;
   const right = `subgroup_matrix_right<f16, ${N}, ${K}>`;
@@ -252,15 +258,15 @@ export function matrixKernelWgsl(c: MatrixKernelConfig): string {
   // workgroup memory at the top of the next iteration, so the global-load latency hides
   // behind the matmuls instead of stalling every tile (runs 5 → 6: 49.3 → 89.2 TFLOP/s, d = 64).
   // Head dims that are multiples of 4 read 8 bytes per load; others read element by element.
-  const groups = (width: number, dpad: number, buf: string, base: string, name: string, jt: string) => {
+  const groups = (width: number, dpad: number, buf: string, base: string, name: string, jt: string, stride: string) => {
     const total = (BN * dpad) / 4;
     const per = Math.ceil(total / L.threads);
     const vec = width % 4 === 0;
     const fetch = Array.from({ length: per }, (_, t) => {
       const guard = (t + 1) * L.threads <= total ? '' : `idx < ${total}u && `;
       const read = vec
-        ? `${buf}4[(${base} + (${jt} + key) * ${width}u + col) / 4u]`
-        : `vec4<f16>(${[0, 1, 2, 3].map((e) => `select(f16(0.0), ${buf}[${base} + (${jt} + key) * ${width}u + min(col + ${e}u, ${width - 1}u)], col + ${e}u < ${width}u)`).join(', ')})`;
+        ? `${buf}4[(${base} + (${jt} + key) * ${stride} + col) / 4u]`
+        : `vec4<f16>(${[0, 1, 2, 3].map((e) => `select(f16(0.0), ${buf}[${base} + (${jt} + key) * ${stride} + min(col + ${e}u, ${width - 1}u)], col + ${e}u < ${width}u)`).join(', ')})`;
       return `{ let idx = lid + ${t * L.threads}u; let key = idx / ${dpad / 4}u; let col = (idx % ${dpad / 4}u) * 4u;
       ${name}${t} = vec4<f16>(0.0); if (${guard}${jt} + key < params.nk && col < ${width}u) { ${name}${t} = ${read}; } }`;
     });
@@ -272,8 +278,8 @@ export function matrixKernelWgsl(c: MatrixKernelConfig): string {
       });
     return { decl: Array.from({ length: per }, (_, t) => `var ${name}${t}: vec4<f16>;`).join(' '), fetch: fetch.join('\n    '), store };
   };
-  const kg = (jt: string) => groups(c.d, L.dp, 'k', 'kbase', 'pk', jt);
-  const vg = (jt: string) => groups(c.dv, L.dvp, 'v', 'vbase', 'pv', jt);
+  const kg = (jt: string) => groups(c.d, L.dp, 'k', 'kbase', 'pk', jt, A.ks === 'D' ? `${c.d}u` : A.ks);
+  const vg = (jt: string) => groups(c.dv, L.dvp, 'v', 'vbase', 'pv', jt, A.vs === 'DV' ? `${c.dv}u` : A.vs);
   // The steps of one tile, shared by both schedules below.
   // S stripe of this subgroup: M rows × BN keys; one accumulator per block of N keys, the
   // blocks interleaved: independent MMA chains.
@@ -378,7 +384,7 @@ ${pv}`,
 )}`;
   const vecK = c.d % 4 === 0;
   const vecV = c.dv % 4 === 0;
-  return /* wgsl */ `
+  const wgsl = /* wgsl */ `
 enable f16;
 enable subgroups;
 enable chromium_experimental_subgroup_matrix;
@@ -391,7 +397,7 @@ ${GRID_ORDER_WGSL}
 @group(0) @binding(3) var<storage, read> ${vecV ? 'v4: array<vec4<f16>>' : 'v: array<f16>'};
 @group(0) @binding(4) var<storage, read_write> o: array<f32>;
 @group(0) @binding(5) var<storage, read_write> lse: array<f32>;
-@group(0) @binding(6) var<storage, read> aux: array<f32>;
+@group(0) @binding(6) var<storage, read> aux: array<f32>;${c.varlen ? VARLEN_BINDING_WGSL : ''}
 ${scoreWgsl(c.score)}
 
 const BM = ${L.bm}u; const BN = ${BN}u; const D = ${c.d}u; const DV = ${c.dv}u;
@@ -432,7 +438,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         @builtin(local_invocation_index) lid: u32${c.subgroupId ? ', @builtin(subgroup_id) sgid: u32' : ''}) {
   let warp = ${c.subgroupId ? 'sgid' : '0u'};
   let lane = lid % SG;
-  // Longest tiles first (bottom query blocks see the most keys under a causal mask), in
+${c.varlen ? varlenPrologue('BM') : `  // Longest tiles first (bottom query blocks see the most keys under a causal mask), in
   // groups of params.head_group heads: grid-order.ts.
   let tile = grid_tile(wid, nwg);
   let row0 = tile.x * BM;
@@ -441,7 +447,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   let bhk = kv_head(bh);
   let qbase = bh * params.nq * D;
   let kbase = bhk * params.nk * D;
-  let vbase = bhk * params.nk * DV;
+  let vbase = bhk * params.nk * DV;`}
   let wrow = warp * ${M}u;          // this subgroup's first row in the tile
   let sreg = wrow * SW;            // its S stripe / O scratch
 
@@ -452,7 +458,7 @@ ${c.qFromBuffer ? lines(QT, (i) => `  let q${i} = subgroupMatrixLoad<${left}, ro
   (i) => `  for (var idx = lid; idx < BM * ${K}u; idx += NT) {
     let r = idx / ${K}u; let col = ${i * K}u + idx % ${K}u;
     var x = f16(0.0);
-    if (row0 + r < params.nq && col < D) { x = q[qbase + (row0 + r) * D + col]; }
+    if (row0 + r < params.nq && col < D) { x = q[qbase + (row0 + r) * ${A.qs} + col]; }
     ks[idx] = x;
   }
   workgroupBarrier();
@@ -490,16 +496,17 @@ ${tileLoop.replace(/^(?=.)/gm, '  ')}
   ${lines(Math.log2(L.lanesPerRow), (i) => `l += subgroupShuffleXor(l, ${1 << i}u);`, ' ')}
   workgroupBarrier();
   if (part == 0u) { ss[srow * SW + RF] = select(0.0, 1.0 / l, l > 0.0); }
-  if (grow < params.nq && part == 0u) { lse[params.lse0 + bh * params.nq + grow] = select(neg_inf_runtime(), m * 0.6931471805599453 + log(l), l > 0.0); }
+  if (grow < params.nq && part == 0u) { lse[${A.lse('grow')}] = select(neg_inf_runtime(), m * 0.6931471805599453 + log(l), l > 0.0); }
   workgroupBarrier();
 ${lines(OT, (i) => `  subgroupMatrixStore<row_major>(&ss, sreg, o${i}, SW);
   workgroupBarrier();
   for (var e = lane; e < ${M * N}u; e += SG) {
     let r = e / ${N}u; let col = ${i * N}u + e % ${N}u;
     let gr = row0 + wrow + r;
-    if (gr < params.nq && col < DV) { o[(bh * params.nq + gr) * DV + col] = ss[sreg + r * SW + e % ${N}u] * ss[sreg + r * SW + RF]; }
+    if (gr < params.nq && col < DV) { o[${A.oRow('gr')} + col] = ss[sreg + r * SW + e % ${N}u] * ss[sreg + r * SW + RF]; }
   }
   workgroupBarrier();`)}
 }
 `;
+  return c.varlen ? withSequenceGeometry(wgsl) : wgsl;
 }

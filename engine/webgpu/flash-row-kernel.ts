@@ -26,6 +26,8 @@
 
 import { PARAMS_WGSL, scoreWgsl, type ScoreSpec } from './params.ts';
 import { GRID_ORDER_WGSL } from './grid-order.ts';
+import { withSequenceGeometry } from './sequence-geometry.ts';
+import { DENSE_ADDRESS, VARLEN_ADDRESS, VARLEN_BINDING_WGSL, varlenPrologue } from './varlen-layout.ts';
 
 export interface RowKernelConfig {
   /** Storage type of Q, K, V (math is f32 either way). */
@@ -43,6 +45,8 @@ export interface RowKernelConfig {
   d: number;
   dv: number;
   score: ScoreSpec;
+  /** A packed variable-length batch (varlen-layout.ts) instead of [B, H, N, d]. */
+  varlen?: boolean;
 }
 
 export function rowLayout(c: RowKernelConfig) {
@@ -61,6 +65,7 @@ export function rowKernelWgsl(c: RowKernelConfig): string {
   const T = c.tpr;
   const D4 = L.dp / 4;
   const DV4 = L.dvp / 4;
+  const A = c.varlen ? VARLEN_ADDRESS : DENSE_ADDRESS;
   const R = Array.from({ length: c.rpt }, (_, r) => r);
   const J = Array.from({ length: c.sc }, (_, j) => j);
   const QV = Array.from({ length: L.qv }, (_, i) => i);
@@ -103,7 +108,7 @@ export function rowKernelWgsl(c: RowKernelConfig): string {
           ${each(OV, (i) => `{ let vv = vs[jb + ${j}u][${i * T}u${T > 1 ? ' + part' : ''}]; ${each(R, (r) => `o${r}_${i} = fma(vec4<f32>(s${r}_${j}), vv, o${r}_${i});`, ' ')} }`)}
         }`)}`;
 
-  return /* wgsl */ `
+  const wgsl = /* wgsl */ `
 ${E === 'f16' ? 'enable f16;' : ''}
 ${T > 1 ? 'enable subgroups;' : ''}
 ${PARAMS_WGSL}
@@ -114,7 +119,7 @@ ${GRID_ORDER_WGSL}
 @group(0) @binding(3) var<storage, read> v: array<${vecV ? `vec4<${E}>` : E}>;
 @group(0) @binding(4) var<storage, read_write> o: array<f32>;
 @group(0) @binding(5) var<storage, read_write> lse: array<f32>;
-@group(0) @binding(6) var<storage, read> aux: array<f32>;
+@group(0) @binding(6) var<storage, read> aux: array<f32>;${c.varlen ? VARLEN_BINDING_WGSL : ''}
 ${scoreWgsl(c.score)}
 
 const BM = ${L.bm}u; const BC = ${c.bc}u; const SC = ${c.sc}u; const NT = ${c.threads}u;
@@ -131,7 +136,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         @builtin(local_invocation_index) lid: u32) {
   let part = lid % ${T}u;          // which vec4s of the row this lane holds
   let grp = lid / ${T}u;           // lane group = RPT query rows
-  // Longest tiles first (bottom query blocks see the most keys under a causal mask), in
+${c.varlen ? varlenPrologue('BM') : `  // Longest tiles first (bottom query blocks see the most keys under a causal mask), in
   // groups of params.head_group heads: grid-order.ts.
   let tile = grid_tile(wid, nwg);
   let row0 = tile.x * BM;
@@ -140,12 +145,12 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   let bhk = kv_head(bh);
   let qbase = bh * params.nq * D;
   let kbase = bhk * params.nk * D;
-  let vbase = bhk * params.nk * DV;
+  let vbase = bhk * params.nk * DV;`}
   let sink = sink_logit(h);
 
   ${each(R, (r) => `
   let qrow${r} = min(row0 + grp * ${c.rpt}u + ${r}u, params.nq - 1u); // rows past Nq compute a copy of the last row and write nothing
-  ${each(QV, (i) => `let q${r}_${i} = ${read4('q', `qbase + qrow${r} * D`, `${4 * i * T}u + part * 4u`, 'D', vecQK)};`, '\n  ')}
+  ${each(QV, (i) => `let q${r}_${i} = ${read4('q', `qbase + qrow${r} * ${A.qs}`, `${4 * i * T}u + part * 4u`, 'D', vecQK)};`, '\n  ')}
   ${each(OV, (i) => `var o${r}_${i} = vec4<f32>(0.0);`, ' ')}
   var m${r} = sink;
   var l${r} = select(0.0, 1.0, sink > NEG_INF); // the sink's exp(sink − m) = 1`)}
@@ -156,13 +161,13 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     for (var idx = lid; idx < BC * ${D4}u; idx += NT) {
       let key = j0 + idx / ${D4}u; let col = (idx % ${D4}u) * 4u;
       var x = vec4<f32>(0.0);
-      if (key < params.nk) { x = ${read4('k', 'kbase + key * D', 'col', 'D', vecQK)}; }
+      if (key < params.nk) { x = ${read4('k', `kbase + key * ${A.ks}`, 'col', 'D', vecQK)}; }
       ks[idx / ${D4}u][idx % ${D4}u] = x;
     }
     for (var idx = lid; idx < BC * ${DV4}u; idx += NT) {
       let key = j0 + idx / ${DV4}u; let col = (idx % ${DV4}u) * 4u;
       var x = vec4<f32>(0.0);
-      if (key < params.nk) { x = ${read4('v', 'vbase + key * DV', 'col', 'DV', vecV)}; }
+      if (key < params.nk) { x = ${read4('v', `vbase + key * ${A.vs}`, 'col', 'DV', vecV)}; }
       vs[idx / ${DV4}u][idx % ${DV4}u] = x;
     }
     workgroupBarrier();
@@ -179,14 +184,15 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     let row = row0 + grp * ${c.rpt}u + ${r}u;
     if (row < params.nq) {
       let inv = select(0.0, 1.0 / l${r}, l${r} > 0.0);
-      let obase = (bh * params.nq + row) * DV;
+      let obase = ${A.oRow('row')};
       ${each(OV, (i) => `{ let col = ${4 * i * T}u + part * 4u; let x = o${r}_${i} * inv;
         for (var t = 0u; t < 4u; t++) { if (col + t < DV) { o[obase + col + t] = x[t]; } } }`)}
-      if (part == 0u) { lse[params.lse0 + bh * params.nq + row] = select(neg_inf_runtime(), m${r} + log(l${r}), l${r} > 0.0); }
+      if (part == 0u) { lse[${A.lse('row')}] = select(neg_inf_runtime(), m${r} + log(l${r}), l${r} > 0.0); }
     }
   }`)}
 }
 `;
+  return c.varlen ? withSequenceGeometry(wgsl) : wgsl;
 }
 
 /**

@@ -15,6 +15,7 @@
 // second pass on any growth of a row max, and times N = --n, causal and not),
 // --head-groups 1,16,64 (flash-matrix's causal rows again with each launch-order group size),
 // --decode-prefs '[{"lpk":8,"ku":2,"threads":256,"workgroups":4096}, …]' (decoding again with each),
+// --decode-shapes 16:16:8192,64:8:32768 (Hq:Hk:Nk of the decoding rows, B = 4, d = 128),
 // --decode-split (decoding also with the split kernel the group kernel replaced),
 // --no-anchor (skip the CUDA anchor: PyTorch SDPA FLASH on the same shapes, sdpa-anchor.ts),
 // --no-forward (skip the forward table: decoding and the studies only),
@@ -67,10 +68,16 @@ const DECODE_PREFS = ((): RunOptions['decodePrefs'][] | undefined => {
   process.exit(2);
 })();
 /** Flash-decoding shapes (B = 4, d = 128, Nq = 1): [Hq, Hk, Nk]. GQA rows read K/V once per group. */
-const DECODE_SHAPES: [number, number, number][] = [
-  [16, 16, 8192], [16, 16, 16384], [16, 16, 32768], [16, 16, 131072],
-  [32, 8, 8192], [32, 8, 32768], [64, 8, 8192], [64, 8, 32768],
-];
+const DECODE_SHAPES: [number, number, number][] = opt('--decode-shapes')
+  ? opt('--decode-shapes')!.split(',').map((t) => t.split(':').map(Number) as [number, number, number])
+  : [
+      [16, 16, 8192], [16, 16, 16384], [16, 16, 32768], [16, 16, 131072],
+      [32, 8, 8192], [32, 8, 32768], [64, 8, 8192], [64, 8, 32768],
+    ];
+if (DECODE_SHAPES.some(([hq, hk, nk]) => !(hq >= 1 && hk >= 1 && nk >= 1 && hq % hk === 0 && Number.isInteger(hq + hk + nk)))) {
+  console.error(`bench:webgpu: --decode-shapes takes Hq:Hk:Nk triples (Hq a multiple of Hk), e.g. 16:16:8192,64:8:32768; got ${opt('--decode-shapes')}`);
+  process.exit(2);
+}
 const decodeProblem = ([hq, hk, nk]: [number, number, number]): AttentionProblem => ({ batch: 4, hq, hk, nq: 1, nk, d: 128, dv: 128, causal: false, dtype: 'fp32' });
 const decodeKey = ([hq, hk, nk]: [number, number, number]) => `decode Hq${hq} Hk${hk} Nk${nk}`;
 const tableKey = (n: number, d: number, causal: boolean) => `N${n} d${d}${causal ? ' causal' : ''}`;

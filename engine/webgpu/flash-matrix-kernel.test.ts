@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { chooseMatrixTile, matrixKernelWgsl, matrixLayout } from './flash-matrix-kernel.ts';
+import { withSequenceGeometry } from './sequence-geometry.ts';
 
 const plain = { masked: false, softcap: false, alibi: false };
 /** Head dims with Nq = 4096 (a multiple of 16: Q loads straight from its buffer), or the given Nq. */
@@ -82,13 +83,16 @@ describe('subgroup-matrix kernel tiles', () => {
       for (const edge of [edgeLow, edgeHigh]) expect(edge).toContain('score_edge(');
       expect(full).not.toContain('score_edge(');
       expect(full).not.toContain('tile_visible(');
-      expect(w).toContain('fn full_span(');
+      expect(w).toContain('let span = vec2<u32>(');
+      // the span reads the shape where the serving kernels' rewrite reaches it (the entry point)
+      const served = withSequenceGeometry(w);
+      expect(served).toContain('span_hi = min(span_hi, i32(row0) + geo.diag + 1)');
     }
     // the two-workgroup tile (d = 64) keeps one loop that tests each tile, as does every unmasked kernel
     const one = matrixKernelWgsl(chooseMatrixTile(h200, dims(64, 64), causal));
-    expect(one).not.toContain('full_span');
+    expect(one).not.toContain('span_hi');
     expect(one).toContain('tile_visible(row0');
-    expect(matrixKernelWgsl(chooseMatrixTile(h200, dims(64, 64), plain))).not.toContain('full_span');
+    expect(matrixKernelWgsl(chooseMatrixTile(h200, dims(64, 64), plain))).not.toContain('span_hi');
   });
 
   it('never rescales O in the loop: a row max that grows after its first P sends the workgroup through a second pass from the true maxima', () => {

@@ -309,12 +309,12 @@ ${
   // 0.86–0.90 (BENCHMARKS.md, "WebGPU against CUDA on the H200"). The two-workgroup tile
   // (d = 64) keeps one loop: in segments its causal rate fell from 102 to 72 TFLOP/s, the
   // three copies of the loop evidently costing it its second workgroup per SM (measured, the
-  // cause not: Dawn shows no register counts). full_span (below) gives the span's tile starts.
+  // cause not: Dawn shows no register counts). The span's tile starts are worked out once per
+  // block, next to block_key_range in the kernel's entry point.
   const segmented = c.score.masked && c.segments;
   const keyLoops = (body: (kind: 'either' | 'full' | 'edge') => string) =>
     segmented
-      ? `  let span = full_span(row0, min(row0 + BM, params.nq), jfirst, kr.y);
-  for (var j0 = jfirst; j0 < span.x; j0 += BN) {
+      ? `  for (var j0 = jfirst; j0 < span.x; j0 += BN) {
 ${body('edge')}
   }
   for (var j0 = span.x; j0 < span.y; j0 += BN) {
@@ -408,24 +408,6 @@ const LOG2E = 1.4426950408889634;
 const RESCALE_LOG2 = ${(c.rescaleLog * Math.LOG2E).toFixed(6)}; // growth allowed after a row's first P, log2 units
 // A score in log2 units; masked scores (NEG_INF) stay NEG_INF.
 fn to_log2(x: f32) -> f32 { return select(NEG_INF, x * LOG2E, x > NEG_INF); }
-${
-  segmented
-    ? `// Rows [r0, r1) with key tiles starting at jfirst, jfirst + BN, … below kend: the starts [x, y)
-// of the tiles tile_visible passes (they are consecutive), each constraint solved for j0.
-fn full_span(r0: u32, r1: u32, jfirst: u32, kend: u32) -> vec2<u32> {
-  let first = i32(jfirst);
-  let ntiles = (i32(kend) - first + i32(BN) - 1) / i32(BN);
-  var lo = first;                  // no full tile starts below this key
-  if (params.left >= 0) { lo = max(lo, i32(r1) - 1 + params.diag - params.left); }
-  var hi = i32(params.nk);         // no full tile ends above this key
-  if (params.causal != 0u) { hi = min(hi, i32(r0) + params.diag + 1); }
-  if (params.right >= 0) { hi = min(hi, i32(r0) + params.diag + params.right + 1); }
-  let a = clamp((lo - first + i32(BN) - 1) / i32(BN), 0, ntiles);
-  let b = clamp(select(-1, (hi - first) / i32(BN) - 1, hi - first >= i32(BN)) + 1, a, ntiles);
-  return vec2<u32>(u32(first + a * i32(BN)), u32(first + b * i32(BN)));
-}`
-    : ''
-}
 
 var<workgroup> ps: array<f16, ${L.bm * L.pw}>;     // P stripes, [row][key]
 var<workgroup> ss: array<f32, ${L.bm * L.sw}>;     // S stripes, [row][key]; O scratch; column RF: 1 / l
@@ -480,6 +462,23 @@ ${lines(OT, (i) => `  var o${i} = ${result}();`)}
 
   let kr = block_key_range(row0, min(row0 + BM, params.nq));
   let jfirst = (kr.x / BN) * BN;
+${
+  segmented
+    ? `  // The starts [span.x, span.y) of the block's tiles that tile_visible passes (they are
+  // consecutive), each constraint solved for the tile start; written out here rather than as a
+  // helper, so that the serving kernels' rewrite of params' shape (sequence-geometry.ts) covers it.
+  let span_rows_end = i32(min(row0 + BM, params.nq));
+  let span_tiles = (i32(kr.y) - i32(jfirst) + i32(BN) - 1) / i32(BN);
+  var span_lo = i32(jfirst);       // no fully visible tile starts below this key
+  if (params.left >= 0) { span_lo = max(span_lo, span_rows_end - 1 + params.diag - params.left); }
+  var span_hi = i32(params.nk);    // no fully visible tile ends above this key
+  if (params.causal != 0u) { span_hi = min(span_hi, i32(row0) + params.diag + 1); }
+  if (params.right >= 0) { span_hi = min(span_hi, i32(row0) + params.diag + params.right + 1); }
+  let span_a = clamp((span_lo - i32(jfirst) + i32(BN) - 1) / i32(BN), 0, span_tiles);
+  let span_b = clamp(select(0, (span_hi - i32(jfirst)) / i32(BN), span_hi - i32(jfirst) >= i32(BN)), span_a, span_tiles);
+  let span = vec2<u32>(jfirst + u32(span_a) * BN, jfirst + u32(span_b) * BN);`
+    : ''
+}
   ${kg('jfirst').decl} ${vg('jfirst').decl}
   // A second pass only where some row's max grew past m + rescaleLog after its first P; it
   // starts every row at its true max, which no score can pass.

@@ -11,6 +11,7 @@ import type { LoadRequest } from '../engine/debugger/protocol.ts';
 import { DEFAULT_PANES } from '../app/compare/pane-config.ts';
 import { paneRequest } from '../app/compare/shared-request.ts';
 import { DEFAULT_FORM, formToRequest } from '../app/store/problem-form.ts';
+import { defaultsFor } from '../engine/defaults/algorithm-defaults.ts';
 import { openApp, watchConsole } from './helpers.ts';
 
 let checkConsole: () => void;
@@ -85,9 +86,18 @@ test('FA3 backward panes offer the deterministic switch, and a forward-only algo
   const algo = page.getByRole('combobox', { name: 'Pane 2 algorithm' });
   await expect(algo.locator('option[value="fa4"]')).toBeDisabled();
   await algo.selectOption('fa3');
+  // Choosing FA3 brings its kernel's tile and a dtype its tensor cores take (engine/defaults);
+  // a 16 × 16 tile typed here gives every row block several column blocks' adds to order.
+  const form = formToRequest({ ...DEFAULT_FORM, pass: 'backward' });
+  const { config } = defaultsFor('fa3', { ...form.problem, blockM: 16, blockN: 16 }, ['batch', 'hq', 'hk', 'nq', 'nk', 'd', 'dv']);
+  await expect(pane(page, 1).getByRole('textbox', { name: 'Pane 2 Br' })).toHaveValue(String(config.blockM));
+  for (const t of ['Br', 'Bc']) {
+    await pane(page, 1).getByRole('textbox', { name: `Pane 2 ${t}` }).fill('16');
+    await pane(page, 1).getByRole('textbox', { name: `Pane 2 ${t}` }).blur();
+  }
   await pane(page, 1).getByRole('checkbox', { name: 'Pane 2 deterministic' }).check();
-  const base = formToRequest({ ...DEFAULT_FORM, pass: 'backward' });
-  const s = await session({ ...paneRequest(base, { ...DEFAULT_PANES[1], algorithm: 'fa3' }), features: { deterministic: true } });
+  const base = { ...form, problem: { ...form.problem, dtype: config.dtype } };
+  const s = await session({ ...paneRequest(base, { ...DEFAULT_PANES[1], algorithm: 'fa3', blockM: '16', blockN: '16' }), features: { deterministic: true } });
   await expect(counterOf(page, 1)).toHaveText(`Step 1 of ${s.events().length}`, { timeout: 30_000 });
   // Find an add with a turn in the deterministic order and show it in the dQ accumulation view.
   const k = s.events().findIndex((e) => e.kind === 'dq' && e.turn !== undefined && e.turn > 0);

@@ -26,7 +26,7 @@ async function openServing(page: Page): Promise<void> {
   await expect(page.getByTestId('serving-page')).toBeVisible();
 }
 
-test('varlen: packed grid with boundaries, a straddling tile masked, the sequence picker and the keyboard', async ({ page }) => {
+test('varlen: packed grid with boundaries, a straddling tile masked, the sequence picker, the keyboard and the link', async ({ page, context }) => {
   const run = runServing(generateServing(DEFAULT_SERVING_FORM), DEFAULT_SERVING_FORM.algorithm);
   await openServing(page);
   await expect(stepText(page)).toHaveText(`Step 1 of ${run.steps.length}`, { timeout: 20_000 });
@@ -51,6 +51,15 @@ test('varlen: packed grid with boundaries, a straddling tile masked, the sequenc
   const sq = run.steps.findIndex((s) => s.b === 1 && s.kind === 'qk');
   await seek(page, sq);
   await page.screenshot({ path: 'test-results/serving-varlen.png', fullPage: true });
+  // The share link reopens the packed run at the same step.
+  await expect.poll(() => page.evaluate(() => location.hash)).toMatch(/^#s=/);
+  const other = await context.newPage();
+  const check2 = watchConsole(other);
+  await other.goto(page.url());
+  await expect(other.getByTestId('serving-step')).toHaveText(`Step ${sq + 1} of ${run.steps.length}`, { timeout: 20_000 });
+  await expect(other.getByTestId('step-desc')).toContainText('sequence 1, head 0');
+  await expect(other.getByTestId('seq-block-3')).toHaveCount(1);
+  check2();
 });
 
 test('paged: block table and pool light the pages each step loads; splits on page boundaries; the link restores it', async ({ page, context }) => {
@@ -120,4 +129,112 @@ test('varlen from files: int32 cu_seqlens load; bad offsets are refused by name 
   await expect(page.getByTestId('serving-error-msg')).toContainText('cu_seqlens_q[2]');
   await expect(page.getByTestId('serving-summary')).toContainText('2 sequences');
   await page.screenshot({ path: 'test-results/serving-files.png', fullPage: true });
+});
+
+test('paged fmha_v2: the SMEM view shows which pages and slots fill each K/V stage; looked at at 1440×900 and 1280×720', async ({ page }) => {
+  const form: ServingForm = { ...DEFAULT_SERVING_FORM, layout: 'paged', algorithm: 'fmha-v2', seqlensK: [70, 5, 33], pageSize: 16 };
+  const run = runServing(generateServing(form), form.algorithm, { splits: 0 });
+  await openServing(page);
+  await expect(stepText(page)).toHaveText(/^Step 1 of/, { timeout: 20_000 });
+  await sp(page).getByLabel('Paged K/V cache (block table)').check();
+  await sp(page).getByLabel('Algorithm').selectOption('fmha-v2');
+  await sp(page).getByLabel('Cache lengths').fill('70, 5, 33');
+  await sp(page).getByLabel('Page size').fill('16');
+  await sp(page).getByRole('button', { name: 'Load problem' }).click();
+  await expect(stepText(page)).toHaveText(`Step 1 of ${run.steps.length}`, { timeout: 20_000 });
+  // The second K/V load of sequence 0 goes to stage 1 while stage 0 still holds keys 0…15.
+  const loads = run.steps.map((s, i) => [s, i] as const).filter(([s]) => s.b === 0 && s.h === 0 && s.kind === 'load' && s.pages);
+  const [second, i] = loads[1];
+  const tile = run.blocks.blockN;
+  await seek(page, i);
+  const pageOf = (key: number) => run.blockTable![Math.floor(key / 16)];
+  await expect(page.getByTestId('smem-sK-1')).toHaveClass(/loading/);
+  await expect(page.getByTestId('smem-sK-1')).toContainText(`keys ${second.cols[0]}…${second.cols[1] - 1}`);
+  await expect(page.getByTestId('smem-sK-1-page').first()).toHaveText(`← page ${pageOf(second.cols[0])} slots ${second.cols[0] % 16}…${((second.cols[1] - 1) % 16)}`);
+  await expect(page.getByTestId('smem-sV-1')).toHaveClass(/loading/);
+  await expect(page.getByTestId('smem-sK-0')).toContainText(`keys 0…${tile - 1}`);
+  await expect(page.getByTestId('smem-sK-0-page').first()).toContainText(`← page ${pageOf(0)} slots 0…`);
+  await expect(page.getByTestId('smem-sK-0')).not.toHaveClass(/loading/);
+  // The block table lights the same page.
+  await expect(page.getByTestId(`pool-${pageOf(second.cols[0])}`)).toHaveClass(/lit/);
+  // Step on with the keyboard to the first qk: it reads stage 0.
+  const qk = run.steps.findIndex((s) => s.b === 0 && s.h === 0 && s.kind === 'qk');
+  await page.keyboard.press('Home');
+  for (let k = 0; k < qk; k++) await page.keyboard.press('ArrowRight');
+  await expect(stepText(page)).toHaveText(`Step ${qk + 1} of ${run.steps.length}`);
+  await expect(page.getByTestId('smem-sK-0')).toHaveClass(/reading/);
+  await expect(page.getByTestId('smem-sQ-0')).toHaveClass(/reading/);
+  await seek(page, i);
+  await page.screenshot({ path: 'test-results/serving-smem-1440.png', fullPage: true });
+  await page.setViewportSize({ width: 1280, height: 720 });
+  await expect(page.getByTestId('smem-view')).toBeVisible();
+  await page.screenshot({ path: 'test-results/serving-smem-1280.png', fullPage: true });
+});
+
+test('paged from files: a NaN pool, int32 block table and cache lengths; a needed entry out of range is refused by name', async ({ page }) => {
+  // Two sequences of 6 and 3 tokens in pages of 4; one head, d = 4; pool pages 0 and 3 belong to nobody (NaN).
+  const PS = 4;
+  const table = [2, 1, 4, -1];
+  const lens = [6, 3];
+  const pool = new Float32Array(5 * PS * 4).fill(NaN);
+  const vpool = new Float32Array(5 * PS * 4).fill(NaN);
+  lens.forEach((L, b) => {
+    for (let j = 0; j < L; j++) {
+      const slot = table[b * 2 + Math.floor(j / PS)] * PS + (j % PS);
+      for (let c = 0; c < 4; c++) {
+        pool[slot * 4 + c] = Math.sin(b * 7 + j + c);
+        vpool[slot * 4 + c] = Math.cos(b * 3 + j * 0.5 + c);
+      }
+    }
+  });
+  const q = Float32Array.from({ length: 2 * 4 }, (_, i) => Math.sin(i * 0.9));
+  const f = (name: string, data: ArrayLike<number>, shape: number[], dtype: 'float32' | 'int32' = 'float32') => file(name, encodeNpy(data, shape, dtype));
+  await openServing(page);
+  await expect(stepText(page)).toHaveText(/^Step 1 of/, { timeout: 20_000 });
+  await sp(page).getByLabel('Paged K/V cache (block table)').check();
+  await sp(page).getByLabel('Algorithm').selectOption('flash-decoding');
+  await sp(page).getByText('Load tensors…').click();
+  await sp(page).getByLabel('q file', { exact: true }).setInputFiles(f('q.npy', q, [2, 1, 1, 4]));
+  await sp(page).getByLabel('k_cache file').setInputFiles(f('kc.npy', pool, [5, PS, 1, 4]));
+  await sp(page).getByLabel('v_cache file').setInputFiles(f('vc.npy', vpool, [5, PS, 1, 4]));
+  await sp(page).getByLabel('block_table file').setInputFiles(f('bt.npy', table, [2, 2], 'int32'));
+  await sp(page).getByLabel('cache_seqlens file').setInputFiles(f('cs.npy', lens, [2], 'int32'));
+  await sp(page).getByRole('button', { name: 'Run on files' }).click();
+  await expect(page.getByTestId('serving-summary')).toContainText('inputs from files', { timeout: 20_000 });
+  await expect(page.getByTestId('serving-summary')).toContainText('paged K/V cache of 2 sequences');
+  await expect(page.getByTestId('pages-touched')).toHaveText('3');
+  await expect(page.getByTestId('files-note')).toBeVisible();
+  // Within float64's reach: no NaN slot was read.
+  expect(Number(await page.getByTestId('serving-error').textContent())).toBeLessThan(2e-5);
+  await expect(page.getByTestId('pool-0')).toHaveClass(/free/);
+  await expect(page.getByTestId('pool-3')).toHaveClass(/free/);
+  await expect(page.getByTestId('bt-0-1')).toContainText('→ 1');
+  await sp(page).getByLabel('block_table file').setInputFiles(f('bad.npy', [2, 7, 4, -1], [2, 2], 'int32'));
+  await sp(page).getByRole('button', { name: 'Run on files' }).click();
+  await expect(page.getByTestId('serving-error-msg')).toContainText('block_table[0, 1]');
+  await expect(page.getByTestId('serving-error-msg')).toContainText('page 7 is out of range');
+  await expect(page.getByTestId('pages-touched')).toHaveText('3');
+  await page.screenshot({ path: 'test-results/serving-paged-files.png', fullPage: true });
+});
+
+test('the debugger\'s Load tensors dialog hands integer offsets to the Serving tab', async ({ page }) => {
+  const cq = [0, 3, 8];
+  const f = (name: string, data: ArrayLike<number>, shape: number[], dtype: 'float32' | 'int32' = 'float32') => file(name, encodeNpy(data, shape, dtype));
+  const t = (s: number) => Float32Array.from({ length: 8 * 2 * 4 }, (_, i) => Math.sin(i * s));
+  await openApp(page);
+  await page.getByRole('button', { name: 'Load tensors…' }).click();
+  const dialog = page.getByRole('dialog', { name: 'Load tensors' });
+  await dialog.getByLabel('Tensor files').setInputFiles([f('q.npy', t(0.3), [8, 2, 4]), f('k.npy', t(0.7), [8, 2, 4]), f('v.npy', t(1.1), [8, 2, 4]), f('cu_seqlens_q.npy', cq, [3], 'int32')]);
+  await expect(dialog.getByTestId('serving-handoff')).toBeVisible();
+  // One offsets file short: the dialog names it and stays.
+  await dialog.getByRole('button', { name: 'Run them on the Serving tab' }).click();
+  await expect(dialog.getByTestId('serving-handoff').getByRole('alert')).toContainText('missing: cu_seqlens_k.npy');
+  await page.screenshot({ path: 'test-results/serving-handoff.png' });
+  await dialog.getByLabel('Tensor files').setInputFiles([f('cu_seqlens_k.npy', cq, [3], 'int32')]);
+  await dialog.getByRole('button', { name: 'Run them on the Serving tab' }).click();
+  await expect(dialog).toHaveCount(0);
+  await expect(page.getByRole('tab', { name: 'Serving' })).toHaveAttribute('aria-selected', 'true');
+  await expect(page.getByTestId('serving-summary')).toContainText('packed varlen batch of 2 sequences', { timeout: 20_000 });
+  await expect(page.getByTestId('serving-summary')).toContainText('inputs from files');
+  expect(Number(await page.getByTestId('serving-error').textContent())).toBeLessThan(2e-5);
 });

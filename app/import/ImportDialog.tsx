@@ -13,6 +13,8 @@ import { useApp } from '../store/store.ts';
 import { importWorker, type InspectedFile } from './import-api.ts';
 import './import.css';
 import { useImport } from './import-store.ts';
+import { isIntegerStorage } from '../../engine/io/float-codec.ts';
+import { ServingHandoff } from '../serving/ServingHandoff.tsx';
 
 type Role = 'q' | 'k' | 'v' | 'sinks' | 'alibi';
 const ROLES: { role: Role; label: string; optional: boolean }[] = [
@@ -197,6 +199,7 @@ export function ImportDialog({ onClose }: { onClose: () => void }) {
             )}
           </ul>
         )}
+        {listings.some((l) => l?.tensors.some((t) => isIntegerStorage(t.dtype))) && <ServingHandoff files={files} onDone={onClose} />}
         {options.length > 0 && (
           <div className="fields picks">
             {ROLES.map((r) => (

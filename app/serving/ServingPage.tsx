@@ -11,6 +11,7 @@ import type { ServingRun, ServingStep } from '../../engine/layouts/serving-run.t
 import { PAGED_ROLES, VARLEN_ROLES } from './serving-api.ts';
 import { useServing } from './serving-store.ts';
 import { PagedView } from './PagedView.tsx';
+import { SmemPagesView } from './SmemPagesView.tsx';
 import { seqColour } from './serving-colours.ts';
 import { VarlenView } from './VarlenView.tsx';
 
@@ -38,6 +39,7 @@ function ProblemForm() {
     setKText(form.seqlensK.join(', '));
   }, [form.seqlensQ, form.seqlensK]);
   const paged = form.layout === 'paged';
+  const fromFiles = useServing((st) => st.source === 'files' && st.run !== undefined);
   const submit = () => {
     const q = paged ? form.seqlensQ : parseLengths('Query lengths', qText);
     const k = parseLengths(paged ? 'Cache lengths' : 'Key lengths', kText);
@@ -64,6 +66,11 @@ function ProblemForm() {
         submit();
       }}
     >
+      {fromFiles && (
+        <p className="dim" data-testid="files-note">
+          The run shown uses tensors from files; the fields below describe generated inputs, which Load problem puts in its place.
+        </p>
+      )}
       <fieldset className="layout-pick">
         <legend>Layout</legend>
         {(['varlen', 'paged'] as const).map((l) => (
@@ -319,6 +326,7 @@ export function ServingPage() {
               </p>
             )}
             {run.layout === 'varlen' ? <VarlenView run={run} stepIndex={step} seq={seq} /> : <PagedView run={run} stepIndex={step} seq={seq} />}
+            {run.layout === 'paged' && <SmemPagesView run={run} stepIndex={step} />}
             <Counters run={run} />
           </>
         )}

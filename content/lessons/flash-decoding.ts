@@ -51,6 +51,7 @@ the sink's share).`,
   features: [
     { key: 'splits', default: '0 (heuristic)', text: 'Number of K/V splits; 0 chooses it with the occupancy heuristic.' },
     { key: 'smCount', default: '108', text: 'SMs the heuristic fills (108 = A100; 132 = H100 SXM).' },
+    { key: 'blocksPerSplit', default: '0 (from splits)', text: 'K/V blocks per split, fixed instead of a split count: a batch of sequences shares one split length, rounded up to whole pages on a paged cache so no page is walked by two splits.' },
   ],
   support: [
     { variant: 'Nq ≥ 1 (decoding and prefill)', kernel: 'yes', flashscope: 'runs', note: '' },

@@ -22,7 +22,10 @@
 // --single-submit (time each repetition as one submission of one run of the kernels, as before
 // the back-to-back batches: short kernels then measure with the GPU idle between runs),
 // --serving (only the serving layouts' rows: paged decode and varlen prefill, serving-bench.ts;
-// with --quick at SwiftShader-sized shapes).
+// with --quick at SwiftShader-sized shapes),
+// --pass backward (only the backward rows, backward-bench.ts: self-test, the SDPA FLASH backward
+// anchor, B=4 H=16 at --n and --d, causal and not; --max-shape-s S skips a shape estimated to
+// take longer; with --quick one small shape).
 // Last it prints the summary table: flash-matrix and flash-decoding against the anchor, with
 // the ratio columns.
 
@@ -37,6 +40,7 @@ import { randomInputs, type InputDistribution } from '../inputs.ts';
 import { referenceAttention } from '../reference.ts';
 import { runSdpaAnchor, type AnchorRun, type AnchorShape } from './sdpa-anchor.ts';
 import { servingBench } from './serving-bench.ts';
+import { backwardBench } from './backward-bench.ts';
 
 const args = process.argv.slice(2);
 const opt = (name: string): string | undefined => {
@@ -280,6 +284,7 @@ async function main(): Promise<number> {
   console.log(`WGSL language features: ${ctx.wgslFeatures.join(', ')}`);
   console.log(`paths: ${ctx.paths.join(', ')}; timing: ${ctx.timestamps ? 'timestamp-query' : 'wall clock'}`);
   if (args.includes('--serving')) return servingBench(ctx, { quick, reps: REPS, paths: ONLY });
+  if (opt('--pass') === 'backward') return backwardBench(ctx, { quick, reps: REPS, ns: (opt('--n') ?? '4096,8192').split(',').map(Number), ds: DS, maxShapeS: Number(opt('--max-shape-s') ?? 90), anchor: !args.includes('--no-anchor') });
   console.log('FLOPs = 4·B·H·Nq·Nk·d (halved when causal); GB/s = minimum traffic Q+K+V+O+LSE / time; maxerr = max |GPU − float64 reference| over 3 sampled rows (O and LSE)\n');
   // Self-test: every path on every variant against the full float64 reference.
   let worst = 0;

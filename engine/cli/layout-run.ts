@@ -20,6 +20,9 @@ import { runLayoutToEnd, type LayoutBase, type LayoutRunResult } from '../layout
 import { packedResult, runVarlen, seqLengths } from '../layouts/varlen.ts';
 import { ProblemError, validateProblem } from '../problem.ts';
 import { pagedFromTensors, pagedShape, varlenFromTensors, varlenShape, type LayoutShape } from '../layouts/from-tensors.ts';
+import { roundArray } from '../dtype.ts';
+import { runVarlenBackward } from '../layouts/varlen-backward.ts';
+import { backwardsFor } from './backward-cli.ts';
 import { ArgsError, flag, list, num, parseArgs, str, type OptionSpec, type ParsedArgs } from './args.ts';
 import { algoIds, fromBhnd, parseDtype, parseFeatures, parseLayout, parseWindow, PROBLEM_OPTIONS } from './problem-options.ts';
 import { loadTensorFile, loadVector } from './tensor-files.ts';
@@ -31,6 +34,7 @@ export const LAYOUT_OPTIONS: OptionSpec = {
   'v-cache': 'string',
   'block-table': 'string',
   'cache-seqlens': 'string',
+  do: 'string',
 };
 
 export const LAYOUT_RUN_HELP = `serving layouts (instead of dense q/k/v):
@@ -38,11 +42,21 @@ export const LAYOUT_RUN_HELP = `serving layouts (instead of dense q/k/v):
           --cu-seqlens-q CQ --cu-seqlens-k CK   int32 offsets of length B+1 (0 … total)
           writes o.npy [total_q, Hq, dv] and lse.npy [Hq, total_q]; masks are per sequence,
           aligned bottom-right in each
+          --do DO [total_q, Hq, dv] also runs the backward (standard, fa1, fa2, fa3) per
+          sequence and writes dq.npy [total_q, Hq, d], dk.npy [total_k, Hk, d],
+          dv.npy [total_k, Hk, dv] (stats.json gains "backward")
   paged:  --q [B, Nq, Hq, d] --layout bnhd --k-cache KC --v-cache VC --block-table BT
           --cache-seqlens CS   caches [num_pages, page_size, Hk, d|dv], table [B, max_pages]
           int32 (entries past a sequence's pages unused), lengths [B]; writes
-          o.npy [B, Nq, Hq, dv] and lse.npy [B, Hq, Nq]; --causal aligns bottom-right
-          (query i sees keys j <= i + cache_seqlens[b] - Nq)
+          o.npy [B, Nq, Hq, dv] and lse.npy [B, Hq, Nq]; --causal and --window align
+          bottom-right (query i sees keys j <= i + cache_seqlens[b] - Nq); Nq = 1 is a
+          decode step. --layout bhnd reads q as [B, Hq, Nq, d] and writes o as
+          [B, Hq, Nq, dv] (lse keeps [B, Hq, Nq]). No backward (--do is refused): a
+          paged cache is an inference layout
+  both:   dv (v's last dim) may differ from d; o's last dim is dv. Rows with no key to
+          see (an empty sequence, or masked out) get o = 0 and lse = -inf; a sequence
+          with no query rows writes nothing. Slots of the pool no sequence owns are
+          never read
   stats.json adds cu_seqlens / block_table / cache_seqlens bytes and, paged, pages_touched`;
 
 /** True when the arguments name a serving layout. */
@@ -78,9 +92,11 @@ function blockOptions(a: ParsedArgs): BlockOptions {
   return blocks;
 }
 
+type Out = { data: ArrayLike<number>; shape: number[] };
+
 interface Prepared {
   /** Runs one algorithm (tracing off); throws before anything is written. */
-  run(id: string): { o: { data: ArrayLike<number>; shape: number[] }; lse: { data: ArrayLike<number>; shape: number[] }; result: LayoutRunResult; extra: Record<string, unknown> };
+  run(id: string): { o: Out; lse: Out; result: LayoutRunResult; extra: Record<string, unknown>; files?: Record<string, Out>; backward?: Record<string, unknown> };
 }
 
 async function prepareVarlen(a: ParsedArgs): Promise<Prepared> {
@@ -95,15 +111,33 @@ async function prepareVarlen(a: ParsedArgs): Promise<Prepared> {
   const blocks = blockOptions(a);
   const features = parseFeatures(list(a, 'feature'));
   const tq = qt.info.shape[0];
+  const tk = kt.info.shape[0];
+  const doFile = str(a, 'do');
+  let dO: Float32Array | undefined;
+  if (doFile) {
+    const t = await loadTensorFile(doFile);
+    const want = [tq, hq, dv];
+    if (t.info.shape.length !== 3 || t.info.shape.some((n, i) => n !== want[i])) {
+      throw new ProblemError('dO', `${doFile}: expected shape [${want.join(', ')}] (the shape of o: [total_q, Hq, dv]), got [${t.info.shape.join(', ')}]`);
+    }
+    dO = roundArray(vp.base.dtype, Float32Array.from(t.data));
+  }
   return {
     run(id) {
       const r = runLayoutToEnd(runVarlen(algorithmById(id), vp, x, { trace: false, ...blocks, features }));
       const out = packedResult(vp, r);
+      const extra = { layout: 'varlen', seqlens_q: seqLengths(vp.cuSeqlensQ), seqlens_k: seqLengths(vp.cuSeqlensK) };
+      const o = { data: out.o, shape: [tq, hq, dv] };
+      const lse = { data: out.lse, shape: [hq, tq] };
+      if (!dO) return { o, lse, result: r, extra };
+      const g = runVarlenBackward(id, vp, x, dO, { ...blocks, features });
       return {
-        o: { data: out.o, shape: [tq, hq, dv] },
-        lse: { data: out.lse, shape: [hq, tq] },
+        o,
+        lse,
         result: r,
-        extra: { layout: 'varlen', seqlens_q: seqLengths(vp.cuSeqlensQ), seqlens_k: seqLengths(vp.cuSeqlensK) },
+        extra,
+        files: { 'dq.npy': { data: g.dq, shape: [tq, hq, sh.d] }, 'dk.npy': { data: g.dk, shape: [tk, sh.hk, sh.d] }, 'dv.npy': { data: g.dv, shape: [tk, sh.hk, dv] } },
+        backward: { ...countersToStats(g.counters), block_m: g.blocks?.blockM, block_n: g.blocks?.blockN },
       };
     },
   };
@@ -146,6 +180,11 @@ export async function runLayoutCli(argv: readonly string[]): Promise<number> {
   const ids = algoIds(a);
   ids.forEach(algorithmById);
   const paged = str(a, 'k-cache') !== undefined || str(a, 'v-cache') !== undefined || str(a, 'block-table') !== undefined || str(a, 'cache-seqlens') !== undefined;
+  if (str(a, 'do') !== undefined) {
+    if (paged) throw new ArgsError('--do: a paged K/V cache has no backward pass (it is an inference layout, as in flash_attn_with_kvcache); run the backward on a varlen batch (--cu-seqlens-q/--cu-seqlens-k)');
+    // An algorithm without a backward is refused before any file is read.
+    backwardsFor(ids);
+  }
   const prep = paged ? await preparePaged(a) : await prepareVarlen(a);
   const results = ids.map((id) => {
     const t0 = performance.now();
@@ -157,8 +196,9 @@ export async function runLayoutCli(argv: readonly string[]): Promise<number> {
     await mkdir(dir, { recursive: true });
     await writeFile(join(dir, 'o.npy'), encodeNpy(r.o.data, r.o.shape));
     await writeFile(join(dir, 'lse.npy'), encodeNpy(r.lse.data, r.lse.shape));
+    for (const [name, f] of Object.entries(r.files ?? {})) await writeFile(join(dir, name), encodeNpy(f.data, f.shape));
     const c = r.result;
-    const stats = { algo: id, ...countersToStats(c.counters), block_m: c.blocks?.blockM, block_n: c.blocks?.blockN, ...r.extra, algorithm_stats: c.stats };
+    const stats = { algo: id, ...countersToStats(c.counters), block_m: c.blocks?.blockM, block_n: c.blocks?.blockN, ...r.extra, algorithm_stats: c.stats, ...(r.backward ? { backward: r.backward } : {}) };
     await writeFile(join(dir, 'stats.json'), JSON.stringify(stats, null, 2) + '\n');
     console.log(`${id}: ${c.counters.steps} steps, ${seconds.toFixed(3)} s -> ${dir}`);
   }

@@ -13,6 +13,9 @@ import { runWebGpu } from '../webgpu/run-webgpu.ts';
 import { ArgsError, num, parseArgs, str } from './args.ts';
 import { cliProblem, fromBhnd, PROBLEM_OPTIONS, RANDOM_OPTIONS, shapeFor } from './problem-options.ts';
 import { isLayoutRun } from './layout-run.ts';
+import { loadGradOutput } from './backward-cli.ts';
+import { runGpuBackward } from '../webgpu/backward-checks.ts';
+import { backwardFlops } from '../webgpu/backward-run.ts';
 import { runWebGpuLayoutCli } from './layout-run-webgpu.ts';
 
 export const WEBGPU_RUN_HELP = `backend:
@@ -22,7 +25,9 @@ export const WEBGPU_RUN_HELP = `backend:
   with webgpu, --algo is not used and random inputs (--b --hq --hk --nq --nk --d --dv --seed) are allowed;
   the serving layouts' flags run on it too: varlen on flash-f32 (default), flash-f16,
   flash-subgroups or flash-matrix, a paged cache on decode (paged flash-decoding); outputs
-  as without --backend, in DIR/webgpu-<path>/`;
+  as without --backend, in DIR/webgpu-<path>/;
+  --do FILE with webgpu: the f32 backward kernels after the forward (--path flash-f32):
+  dq.npy, dk.npy, dv.npy beside o.npy and lse.npy, backward time and TFLOP/s in stats.json`;
 
 /** Takes `--backend X` out of argv; 'cpu' when absent. */
 export function splitBackend(argv: readonly string[]): { backend: 'cpu' | 'webgpu'; rest: string[] } {
@@ -35,12 +40,16 @@ export function splitBackend(argv: readonly string[]): { backend: 'cpu' | 'webgp
 
 export async function runWebGpuCli(argv: string[]): Promise<number> {
   if (isLayoutRun(argv)) return runWebGpuLayoutCli(argv);
-  const a = parseArgs(argv, { ...PROBLEM_OPTIONS, ...RANDOM_OPTIONS, out: 'string', path: 'string', repeats: 'int' });
+  const a = parseArgs(argv, { ...PROBLEM_OPTIONS, ...RANDOM_OPTIONS, out: 'string', path: 'string', repeats: 'int', do: 'string' });
   const out = str(a, 'out');
   if (!out) throw new ArgsError('--out DIR is required');
   const path = (str(a, 'path') ?? 'flash-f32') as WebGpuPath;
   if (!(path in PATH_LABELS)) throw new ArgsError(`--path must be one of ${Object.keys(PATH_LABELS).join(', ')}, got '${path}'`);
   const cp = await cliProblem(a, true);
+  const doFile = str(a, 'do');
+  if (doFile !== undefined && path !== 'flash-f32') throw new ArgsError(`--do runs the f32 backward kernels after the flash-f32 forward; --path ${path} has no backward (use --path flash-f32)`);
+  // dO is checked against O's shape before the GPU opens, so a wrong file writes nothing.
+  const dO = doFile !== undefined ? await loadGradOutput(doFile, cp) : undefined;
   let ctx;
   try {
     ctx = await openNodeWebGpu();
@@ -52,6 +61,7 @@ export async function runWebGpuCli(argv: string[]): Promise<number> {
     throw e;
   }
   const p = cp.problem;
+  if (dO) return runWebGpuBackwardCli(ctx, cp, dO, out, num(a, 'repeats') ?? 3);
   const r = await runWebGpu(ctx, p, cp.inputs, { path, repeats: num(a, 'repeats') ?? 3 });
   const dir = join(out, `webgpu-${path}`);
   await mkdir(dir, { recursive: true });
@@ -72,5 +82,26 @@ export async function runWebGpuCli(argv: string[]): Promise<number> {
   };
   await writeFile(join(dir, 'stats.json'), JSON.stringify(stats, null, 2) + '\n');
   console.log(`webgpu ${path} on ${r.adapter}: ${r.ms.toFixed(3)} ms, ${r.tflops.toFixed(2)} TFLOP/s, ${r.gbs.toFixed(1)} GB/s [${r.config}] -> ${dir}`);
+  return 0;
+}
+
+/** `run --backend webgpu --do`: forward and backward on the GPU, files as the CPU backward writes them. */
+async function runWebGpuBackwardCli(ctx: Awaited<ReturnType<typeof openNodeWebGpu>>, cp: Awaited<ReturnType<typeof cliProblem>>, dO: Float32Array, out: string, repeats: number): Promise<number> {
+  const p = cp.problem;
+  const r = await runGpuBackward(ctx, p, cp.inputs, dO, repeats);
+  const dir = join(out, 'webgpu-flash-f32');
+  await mkdir(dir, { recursive: true });
+  const files: [string, Float32Array, number[]][] = [
+    ['o.npy', r.o, [p.batch, p.hq, p.nq, p.dv]],
+    ['dq.npy', r.dq, [p.batch, p.hq, p.nq, p.d]],
+    ['dk.npy', r.dk, [p.batch, p.hk, p.nk, p.d]],
+    ['dv.npy', r.dv, [p.batch, p.hk, p.nk, p.dv]],
+  ];
+  for (const [name, data, dims] of files) await writeFile(join(dir, name), encodeNpy(fromBhnd(data, dims, cp.layout), shapeFor(cp.rank, dims, cp.layout)));
+  await writeFile(join(dir, 'lse.npy'), encodeNpy(r.lse, [p.batch, p.hq, p.nq]));
+  const tflops = backwardFlops(p) / (r.ms * 1e9);
+  const stats = { backend: 'webgpu', path: 'flash-f32', adapter: ctx.adapterName, backward: { config: r.config, time_ms: r.ms, tflops, kernels: r.kernels, nominal_flops: backwardFlops(p) }, problem: p };
+  await writeFile(join(dir, 'stats.json'), JSON.stringify(stats, null, 2) + '\n');
+  console.log(`webgpu backward on ${ctx.adapterName}: ${r.ms.toFixed(3)} ms, ${tflops.toFixed(2)} TFLOP/s [${r.config}] -> ${dir}`);
   return 0;
 }

@@ -2,7 +2,7 @@
 // `x.safetensors:NAME`, always through a file ByteSource.
 
 import { TensorFileError } from '../io/byte-source.ts';
-import { isIntegerStorage } from '../io/float-codec.ts';
+import { integerValuesMessage, isIntegerStorage } from '../io/float-codec.ts';
 import { withFileSource } from '../io/node-file-source.ts';
 import { readNpy } from '../io/npy.ts';
 import { readSafetensor } from '../io/safetensors.ts';
@@ -15,9 +15,7 @@ import type { Tensor } from '../io/tensor-info.ts';
 export async function loadTensorFile(spec: string, opts: { indices?: boolean } = {}): Promise<Tensor> {
   const t = await loadAnyTensor(spec);
   if (!opts.indices && isIntegerStorage(t.info.dtype)) {
-    throw new TensorFileError(
-      `${spec}: holds ${t.info.dtype} values (signed integer); attention tensors must be float16, bfloat16, float32 or float64 (integer files are for cu_seqlens, block tables and cache lengths)`,
-    );
+    throw new TensorFileError(integerValuesMessage(spec, t.info.dtype));
   }
   return t;
 }

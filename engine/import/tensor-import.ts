@@ -8,7 +8,7 @@ import { countNonFinite, nonFiniteSentence } from '../nonfinite.ts';
 import { readNpyInfo } from '../io/npy.ts';
 import { readSafetensorsInfo } from '../io/safetensors.ts';
 import { readElements, type TensorInfo } from '../io/tensor-info.ts';
-import type { StoredFloat } from '../io/float-codec.ts';
+import { integerValuesMessage, isIntegerStorage, type StoredFloat } from '../io/float-codec.ts';
 import type { AttentionInputs } from '../inputs.ts';
 import { standardAlibiSlopes, type AttentionProblem, type DType } from '../problem.ts';
 
@@ -169,6 +169,7 @@ function find(listings: FileListing[], ref: TensorRef, what: string): TensorInfo
 }
 
 async function perHeadValue(src: ByteSource, t: TensorInfo, what: string, hq: number, head: number): Promise<number> {
+  if (isIntegerStorage(t.dtype)) throw new ImportError(integerValuesMessage(`${what} (${t.name})`, t.dtype));
   if (t.shape.length !== 1 || t.shape[0] !== hq) {
     throw new ImportError(`${label(what, t)} must be 1-D with one value per query head (${hq})`);
   }
@@ -193,6 +194,8 @@ export async function importRun(sources: ByteSource[], listings: FileListing[], 
   const q = find(listings, c.q, 'Q');
   const k = find(listings, c.k, 'K');
   const v = find(listings, c.v, 'V');
+  // Integer files list fine (they may be a serving layout's offsets or block table), but are never Q, K or V.
+  for (const [what, t] of [['Q', q], ['K', k], ['V', v]] as const) if (isIntegerStorage(t.dtype)) throw new ImportError(integerValuesMessage(`${what} (${t.name})`, t.dtype));
   const full = shapesUnder(c.layout, q, k, v);
   if (!Number.isInteger(c.batch) || c.batch < 0 || c.batch >= full.batch) throw new ImportError(`batch ${c.batch} is out of range: the tensors have ${full.batch} (0 to ${full.batch - 1})`);
   if (!Number.isInteger(c.head) || c.head < 0 || c.head >= full.hq) throw new ImportError(`head ${c.head} is out of range: Q has ${full.hq} heads (0 to ${full.hq - 1})`);

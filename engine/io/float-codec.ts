@@ -11,6 +11,14 @@ export function isIntegerStorage(t: StoredFloat): boolean {
   return t === 'int32' || t === 'int64';
 }
 
+/**
+ * Why an integer tensor cannot be attention values: one sentence for the CLI and the Load
+ * tensors dialog, which both accept integer files only as offsets, block tables and lengths.
+ */
+export function integerValuesMessage(what: string, t: StoredFloat): string {
+  return `${what}: holds ${t} values (signed integer); attention tensors must be float16, bfloat16, float32 or float64 (integer files are for cu_seqlens, block tables and cache lengths)`;
+}
+
 export function storedBytes(t: StoredFloat): number {
   return t === 'float64' || t === 'int64' ? 8 : t === 'float32' || t === 'int32' ? 4 : 2;
 }

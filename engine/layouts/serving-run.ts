@@ -9,7 +9,7 @@ import type { Counters } from '../counters.ts';
 import { totalBytes } from '../counters.ts';
 import { randomInputs } from '../inputs.ts';
 import { mulberry32, normalSource } from '../random.ts';
-import { ProblemError, type AttentionProblem } from '../problem.ts';
+import { ProblemError, type AttentionProblem, type DType } from '../problem.ts';
 import { runToEnd } from '../run.ts';
 import type { Range, TraceEvent } from '../trace/events.ts';
 import { pagedOutput, pagesOf, referencePaged, runPaged, type PagedInputs, type PagedProblem } from './paged.ts';
@@ -87,6 +87,8 @@ export interface ServingRun {
   d: number;
   dv: number;
   causal: boolean;
+  /** Input precision (generated runs are fp32; files bring their own). */
+  dtype: DType;
   blocks: { blockM: number; blockN: number };
   /** varlen */
   cuSeqlensQ?: number[];
@@ -244,7 +246,7 @@ export function runServing(sp: ServingProblem, algorithm: string, opts: { splits
   const features = algo.id === 'flash-decoding' && opts.splits ? { splits: opts.splits } : undefined;
   const runOpts = { trace: true, features, blockM: opts.blockM, blockN: opts.blockN };
   const steps: ServingStep[] = [];
-  const head = (b: LayoutBase) => ({ hq: b.hq, hk: b.hk, d: b.d, dv: b.dv, causal: b.causal });
+  const head = (b: LayoutBase) => ({ hq: b.hq, hk: b.hk, d: b.d, dv: b.dv, causal: b.causal, dtype: b.dtype });
   if (sp.layout === 'varlen') {
     const { vp, x } = sp;
     const r = drain(runVarlen(algo, vp, x, runOpts), steps, SERVING_MAX_STEPS);

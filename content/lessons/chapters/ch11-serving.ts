@@ -62,7 +62,11 @@ export const chapter11: Chapter = {
     },
     {
       kind: 'p',
-      text: 'The bytes of the indirection are small: one 4-byte table entry for each page a K/V tile load crosses (TensorRT-LLM\'s fmha_v2 keeps a $K$ and a $V$ index per page: 8 bytes), and the sequence\'s length once per thread block. One page of TensorRT-LLM\'s default 64 tokens (seed 001) with 8 K/V heads of $d = 128$ in 16 bits holds $64 \\cdot 8 \\cdot 128 \\cdot 2 \\cdot 2 = 262\\,144$ bytes of $K$ and $V$. What the table really costs is a dependent load before every tile and the rule that a tile must not straddle two pages: the tile width $B_c$ has to divide the page size.',
+      text: 'The bytes of the indirection are small: one 4-byte table entry for each page a K/V tile load crosses (TensorRT-LLM\'s fmha_v2 keeps a $K$ and a $V$ index per page: 8 bytes), and the sequence\'s length once per thread block. One page of TensorRT-LLM\'s default 64 tokens (seed 001) with 8 K/V heads of $d = 128$ in 16 bits holds $64 \\cdot 8 \\cdot 128 \\cdot 2 \\cdot 2 = 262\\,144$ bytes of $K$ and $V$. What the table really costs is a dependent load before every tile and the rule that a tile must not cut a page in an arbitrary place: the tile width $B_c$ divides the page size (FA2\'s paged path requires it), or is a whole number of pages and then looks up one entry per page.',
+    },
+    {
+      kind: 'p',
+      text: 'The Serving tab draws this indirection step by step: the block-table cell and the pool page a load reads light up, and under them the shared memory of the thread block shows each $K$/$V$ buffer with the physical page and slots it was copied from. fmha_v2 keeps two $K$/$V$ stages, so the next tile\'s pages arrive in one while the other is being used; flash-decoding\'s split kernel keeps one.',
     },
     { kind: 'h', text: 'Flash-decoding splits on pages' },
     {

@@ -219,8 +219,8 @@ describe('answer parsing', () => {
   });
 });
 
-describe('chapter 10 (serving layouts): answers against closed forms', () => {
-  const c = chapterByNumber(10)!;
+describe('chapter 11 (serving layouts): answers against closed forms', () => {
+  const c = chapterByNumber(11)!;
   const ctx = () => lessonContext(c, c.panes[0].preset, cache);
   const q = (id: string) => c.questions.find((x) => x.id === id)!;
   it('packing: Σ n² over B · max n² (no mask, so the FLOPs are exactly 4 · n² · d per sequence)', () => {

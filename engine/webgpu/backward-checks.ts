@@ -1,0 +1,91 @@
+// The WebGPU backward end to end (the f32 flash forward for O and LSE, then the backward
+// kernels), and its check against the float64 reference gradients on every variant of
+// variants.ts. Used by the benchmark's self-test, the CLI and the SwiftShader test.
+
+import { randomInputs, type AttentionInputs } from '../inputs.ts';
+import type { AttentionProblem } from '../problem.ts';
+import { referenceBackward } from '../backward/reference-backward.ts';
+import { AttentionRun } from './backend.ts';
+import { BackwardRun, type BackwardGradients } from './backward-run.ts';
+import type { WebGpuContext } from './device.ts';
+import type { KernelTime } from './timer.ts';
+import { KERNEL_VARIANTS } from './variants.ts';
+
+export interface GpuBackwardResult extends BackwardGradients {
+  o: Float32Array;
+  lse: Float32Array;
+  /** Backward kernels only (D, dK dV, dQ), median of the repetitions. */
+  ms: number;
+  kernels: KernelTime[];
+  config: string;
+}
+
+/** Forward (flash, f32) then backward on the GPU; `repeats` timed backward runs after the first. */
+export async function runGpuBackward(ctx: WebGpuContext, p: AttentionProblem, x: AttentionInputs, dO: Float32Array, repeats = 0): Promise<GpuBackwardResult> {
+  const fwd = await AttentionRun.create(ctx, p, { path: 'flash-f32' });
+  let o: Float32Array;
+  let lse: Float32Array;
+  try {
+    fwd.upload(x);
+    await fwd.execute();
+    ({ o, lse } = await fwd.read());
+  } finally {
+    fwd.destroy();
+  }
+  const bwd = await BackwardRun.create(ctx, p);
+  try {
+    bwd.upload({ ...x, o, lse, dO });
+    let kernels = await bwd.execute();
+    const times: { ms: number; kernels: KernelTime[] }[] = [{ ms: kernels.reduce((a, k) => a + k.ms, 0), kernels }];
+    for (let r = 0; r < repeats; r++) {
+      kernels = await bwd.execute();
+      times.push({ ms: kernels.reduce((a, k) => a + k.ms, 0), kernels });
+    }
+    // With repetitions, the first (cold) run is left out of the median.
+    const timed = repeats > 0 ? times.slice(1) : times;
+    timed.sort((a, b) => a.ms - b.ms);
+    const mid = timed[Math.floor(timed.length / 2)];
+    return { ...(await bwd.read()), o, lse, ms: mid.ms, kernels: mid.kernels, config: bwd.config };
+  } finally {
+    bwd.destroy();
+  }
+}
+
+export interface BackwardCheck {
+  variant: string;
+  maxErrDq: number;
+  maxErrDk: number;
+  maxErrDv: number;
+  error?: string;
+}
+
+function maxAbs(a: Float32Array, b: Float64Array): number {
+  let m = 0;
+  for (let i = 0; i < b.length; i++) {
+    const e = Math.abs(a[i] - b[i]);
+    if (!(e <= m)) m = Number.isNaN(e) ? Infinity : e;
+  }
+  return m;
+}
+
+/** dO with the seed's own stream: values of the size real gradients have. */
+export function randomDo(p: AttentionProblem, seed: number): Float32Array {
+  const n = p.batch * p.hq * p.nq * p.dv;
+  return randomInputs({ ...p, nk: p.nq, hk: p.hq, d: p.dv }, { seed: seed + 1000 }).v.slice(0, n);
+}
+
+export async function checkBackward(ctx: WebGpuContext, variants = KERNEL_VARIANTS): Promise<BackwardCheck[]> {
+  const out: BackwardCheck[] = [];
+  for (const [n, { name, problem }] of variants.entries()) {
+    try {
+      const x = randomInputs(problem, { seed: 11 + n });
+      const dO = randomDo(problem, 11 + n);
+      const g = await runGpuBackward(ctx, problem, x, dO);
+      const ref = referenceBackward(problem, { ...x, dO });
+      out.push({ variant: name, maxErrDq: maxAbs(g.dq, ref.dq), maxErrDk: maxAbs(g.dk, ref.dk), maxErrDv: maxAbs(g.dv, ref.dv) });
+    } catch (e) {
+      out.push({ variant: name, maxErrDq: Infinity, maxErrDk: Infinity, maxErrDv: Infinity, error: e instanceof Error ? e.message : String(e) });
+    }
+  }
+  return out;
+}

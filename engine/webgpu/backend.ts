@@ -332,7 +332,9 @@ export class AttentionRun {
       const group = opts.decodeKernel === 'split' ? undefined : chooseDecodeGroup(p, scoreSpec(p), subgroupMin, this.ctx.limits.maxWorkgroupStorage, opts.decodePrefs);
       // The group kernel: one workgroup per (split, key head); no scores in workgroup memory,
       // so splits may be long (decodeSplits).
-      const heads = group ? wbh / (p.hq / p.hk) : wbh;
+      // Query heads per workgroup: a key head's group, or part of it (DecodeGroupPrefs.groupHeads).
+      const groupHeads = group ? group.rows / p.nq : 1;
+      const heads = wbh / groupHeads;
       const splits = group
         ? decodeSplits(p.nk, heads, opts.decodePrefs?.workgroups)
         : Math.max(1, Math.ceil(p.nk / DECODE_SPLIT_MAX), Math.min(Math.ceil(2048 / wbh), Math.ceil(p.nk / 128)));
@@ -341,7 +343,7 @@ export class AttentionRun {
       const opart = await this.buffer('partial O', wbh * used * p.nq * p.dv * 4, GPUBufferUsage.STORAGE);
       const lpart = await this.buffer('partial LSE', wbh * used * p.nq * 4, GPUBufferUsage.STORAGE);
       this.config = group
-        ? `${used} split${used > 1 ? 's' : ''} of ${splitLen} keys per key head, each read once for its ${group.rows} query row${group.rows > 1 ? 's' : ''}; ${group.lpk} lanes per key, ${group.ku} key${group.ku > 1 ? 's' : ''} per step, ${group.threads} threads, ${decodeGroupBytes(group)} B workgroup memory`
+        ? `${used} split${used > 1 ? 's' : ''} of ${splitLen} keys per key head, ${groupHeads * p.hk === p.hq ? `each read once for its ${group.rows} query row${group.rows > 1 ? 's' : ''}` : `each read by ${p.hq / p.hk / groupHeads} workgroups of ${group.rows} query row${group.rows > 1 ? 's' : ''}`}; ${group.lpk} lanes per key, ${group.ku} key${group.ku > 1 ? 's' : ''} per step, ${group.threads} threads, ${decodeGroupBytes(group)} B workgroup memory`
         : `${used} split${used > 1 ? 's' : ''} of ${splitLen} keys, ${DECODE_THREADS} threads per split`;
       const [psplit, pcomb] = await Promise.all([
         pipeline(device, group ? decodeGroupKernelWgsl(group) : decodeSplitKernelWgsl(p.d, p.dv)),
@@ -354,7 +356,7 @@ export class AttentionRun {
             name: 'split K/V',
             pipeline: psplit,
             bindGroup: this.bind(psplit, { 0: this.uniform(packParams(p, { splits: used, splitLen, head0: t.head0 })), 1: t.Q, 2: t.K, 3: t.V, 4: opart, 5: lpart, 6: aux }),
-            workgroups: [used, group ? (w.nb * w.nh) / (p.hq / p.hk) : w.nb * w.nh, 1],
+            workgroups: [used, (w.nb * w.nh) / groupHeads, 1],
           },
           {
             name: 'LSE combine',

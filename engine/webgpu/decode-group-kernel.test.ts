@@ -38,3 +38,12 @@ describe('flash-decoding group kernel configuration', () => {
     }
   });
 });
+
+describe('flash-decoding group kernel, part of a key head per workgroup', () => {
+  it('carries the asked-for query heads where they divide the group, else the whole group', () => {
+    expect(chooseDecodeGroup(head(64, 8), plain, 32, 49152, { groupHeads: 4 })!.rows).toBe(4);
+    expect(chooseDecodeGroup(head(64, 8), plain, 32, 49152, { groupHeads: 3 })!.rows).toBe(8);
+    expect(chooseDecodeGroup(head(64, 8, 128, 2), plain, 32, 49152, { groupHeads: 2 })!.rows).toBe(4); // Nq = 2: 2 heads × 2 rows
+    expect(chooseDecodeGroup(head(64, 8), plain, 32, 49152)!.rows).toBe(8);
+  });
+});

@@ -44,6 +44,11 @@ export interface DecodeGroupPrefs {
   lpk?: number;
   ku?: number;
   threads?: number;
+  /**
+   * Query heads per workgroup, where it divides Hq / Hk: a key head's heads then go to several
+   * workgroups, each reading its K/V (the later ones, launched beside it, from L2 if it holds).
+   */
+  groupHeads?: number;
 }
 
 /** The most query rows one workgroup carries (registers: R·(D + DV)/LPK floats per lane). */
@@ -65,7 +70,9 @@ export function chooseDecodeGroup(
   maxWorkgroupStorage = 16384,
   prefs: DecodeGroupPrefs = {},
 ): DecodeGroupConfig | undefined {
-  const rows = (p.hq / p.hk) * p.nq;
+  const perKeyHead = p.hq / p.hk;
+  const heads = prefs.groupHeads !== undefined && prefs.groupHeads >= 1 && perKeyHead % prefs.groupHeads === 0 ? prefs.groupHeads : perKeyHead;
+  const rows = heads * p.nq;
   if (p.d % 4 !== 0 || p.dv % 4 !== 0 || p.d > 256 || p.dv > 256 || rows > DECODE_GROUP_MAX_ROWS || subgroupMin < 1) return undefined;
   const d4 = p.d / 4;
   const dv4 = p.dv / 4;

@@ -18,7 +18,7 @@ import { PATH_LABELS } from './device.ts';
 import { flashKernelWgsl, flashLayout, type FlashKernelConfig, type FlashTile } from './flash-kernel.ts';
 import { chooseMatrixTile, matrixKernelWgsl, matrixLayout, type MatrixKernelConfig, type MatrixTilePrefs } from './flash-matrix-kernel.ts';
 import { decodeCombineKernelWgsl, decodeSplitKernelWgsl, DECODE_SPLIT_MAX, DECODE_THREADS } from './decode-kernels.ts';
-import { chooseDecodeGroup, decodeGroupBytes, decodeGroupKernelWgsl, decodeSplits, type DecodeGroupPrefs } from './decode-group-kernel.ts';
+import { chooseDecodeGroup, decodeGroupBytes, decodeGroupKernelWgsl, decodeSplits, denseGroupHeads, type DecodeGroupPrefs } from './decode-group-kernel.ts';
 import { fillKernelWgsl } from './fill-kernel.ts';
 import { formatBytes, lseBinding, planWindows, windowRange, type BindingWindow, type TensorName } from './binding-windows.ts';
 import { halfToFloat, toHalfArray } from './half.ts';
@@ -329,7 +329,7 @@ export class AttentionRun {
       // combine pass runs before the next window's split pass overwrites them.
       const wbh = this.windows[0].nb * this.windows[0].nh;
       const subgroupMin = this.ctx.paths.includes('flash-subgroups') ? this.ctx.subgroupMinSize : 0;
-      const group = opts.decodeKernel === 'split' ? undefined : chooseDecodeGroup(p, scoreSpec(p), subgroupMin, this.ctx.limits.maxWorkgroupStorage, opts.decodePrefs);
+      const group = opts.decodeKernel === 'split' ? undefined : chooseDecodeGroup(p, scoreSpec(p), subgroupMin, this.ctx.limits.maxWorkgroupStorage, { groupHeads: denseGroupHeads(p), ...opts.decodePrefs });
       // The group kernel: one workgroup per (split, key head); no scores in workgroup memory,
       // so splits may be long (decodeSplits).
       // Query heads per workgroup: a key head's group, or part of it (DecodeGroupPrefs.groupHeads).

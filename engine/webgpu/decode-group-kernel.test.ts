@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { chooseDecodeGroup, decodeGroupBytes, decodeSplits, DECODE_GROUP_MAX_ROWS } from './decode-group-kernel.ts';
+import { chooseDecodeGroup, decodeGroupBytes, decodeSplits, denseGroupHeads, DECODE_GROUP_MAX_ROWS } from './decode-group-kernel.ts';
 
 const plain = { masked: false, softcap: false, alibi: false };
 const head = (hq: number, hk: number, d = 128, nq = 1) => ({ d, dv: d, hq, hk, nq });
@@ -45,5 +45,17 @@ describe('flash-decoding group kernel, part of a key head per workgroup', () => 
     expect(chooseDecodeGroup(head(64, 8), plain, 32, 49152, { groupHeads: 3 })!.rows).toBe(8);
     expect(chooseDecodeGroup(head(64, 8, 128, 2), plain, 32, 49152, { groupHeads: 2 })!.rows).toBe(4); // Nq = 2: 2 heads × 2 rows
     expect(chooseDecodeGroup(head(64, 8), plain, 32, 49152)!.rows).toBe(8);
+  });
+});
+
+describe('dense decoding: query heads per workgroup', () => {
+  it('keeps a key head\'s group together up to 4 rows and splits larger ones into the largest part that fits', () => {
+    expect(denseGroupHeads({ hq: 16, hk: 16, nq: 1 })).toBe(1);
+    expect(denseGroupHeads({ hq: 32, hk: 8, nq: 1 })).toBe(4); // 4 rows: whole group
+    expect(denseGroupHeads({ hq: 64, hk: 8, nq: 1 })).toBe(4); // 8 rows: two workgroups of 4
+    expect(denseGroupHeads({ hq: 48, hk: 8, nq: 1 })).toBe(3); // 6 heads: two of 3
+    expect(denseGroupHeads({ hq: 14, hk: 2, nq: 1 })).toBe(1); // 7 heads: no divisor fits but 1
+    expect(denseGroupHeads({ hq: 8, hk: 2, nq: 2 })).toBe(2); // Nq = 2: 2 heads × 2 rows
+    expect(denseGroupHeads({ hq: 4, hk: 1, nq: 3 })).toBe(1); // 3 rows a head: one head
   });
 });

@@ -289,3 +289,23 @@ export const DECODE_GROUP_WORKGROUPS = 1024;
 export function decodeSplits(nk: number, keyHeads: number, workgroups = DECODE_GROUP_WORKGROUPS): number {
   return Math.max(1, Math.min(Math.ceil(workgroups / keyHeads), Math.ceil(nk / 256)));
 }
+
+/** Rows per workgroup the dense decoding path aims for (denseGroupHeads). */
+export const DECODE_GROUP_DEFAULT_ROWS = 4;
+
+/**
+ * Query heads per workgroup for dense decoding: the whole key head's group where its rows fit in
+ * DECODE_GROUP_DEFAULT_ROWS, else the largest divisor of the group that does (at least one head).
+ * With 8 rows every lane of a 32-lane key group repeats eight rows' softmax, and the kernel is
+ * bound by that arithmetic rather than by memory; two workgroups of 4 rows, each requesting the
+ * key head's K/V, measured 1.55 → 1.95 TB/s of unique K/V at Hq 64, Hk 8, Nk 8192 and 2.09 → 2.51
+ * at 32768 on the H200 (BENCHMARKS.md, "WebGPU against CUDA on the H200"). The second request
+ * of each K/V byte is assumed to come from L2 (its workgroup runs beside the first); with no
+ * hardware counters under Dawn that is not measured.
+ */
+export function denseGroupHeads(p: { hq: number; hk: number; nq: number }): number {
+  const group = p.hq / p.hk;
+  if (group * p.nq <= DECODE_GROUP_DEFAULT_ROWS) return group;
+  for (let h = group - 1; h > 1; h--) if (group % h === 0 && h * p.nq <= DECODE_GROUP_DEFAULT_ROWS) return h;
+  return 1;
+}

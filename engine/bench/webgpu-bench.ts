@@ -15,8 +15,12 @@
 // second pass on any growth of a row max, and times N = --n, causal and not),
 // --head-groups 1,16,64 (flash-matrix's causal rows again with each launch-order group size),
 // --decode-prefs '[{"lpk":8,"ku":2,"threads":256,"workgroups":4096}, …]' (decoding again with each),
+// --decode-shapes 16:16:8192,64:8:32768 (Hq:Hk:Nk of the decoding rows, B = 4, d = 128),
 // --decode-split (decoding also with the split kernel the group kernel replaced),
 // --no-anchor (skip the CUDA anchor: PyTorch SDPA FLASH on the same shapes, sdpa-anchor.ts),
+// --no-forward (skip the forward table: decoding and the studies only),
+// --single-submit (time each repetition as one submission of one run of the kernels, as before
+// the back-to-back batches: short kernels then measure with the GPU idle between runs),
 // --serving (only the serving layouts' rows: paged decode and varlen prefill, serving-bench.ts;
 // with --quick at SwiftShader-sized shapes),
 // --pass backward (only the backward rows, backward-bench.ts: self-test, the SDPA FLASH backward
@@ -68,10 +72,16 @@ const DECODE_PREFS = ((): RunOptions['decodePrefs'][] | undefined => {
   process.exit(2);
 })();
 /** Flash-decoding shapes (B = 4, d = 128, Nq = 1): [Hq, Hk, Nk]. GQA rows read K/V once per group. */
-const DECODE_SHAPES: [number, number, number][] = [
-  [16, 16, 8192], [16, 16, 16384], [16, 16, 32768], [16, 16, 131072],
-  [32, 8, 8192], [32, 8, 32768], [64, 8, 8192], [64, 8, 32768],
-];
+const DECODE_SHAPES: [number, number, number][] = opt('--decode-shapes')
+  ? opt('--decode-shapes')!.split(',').map((t) => t.split(':').map(Number) as [number, number, number])
+  : [
+      [16, 16, 8192], [16, 16, 16384], [16, 16, 32768], [16, 16, 131072],
+      [32, 8, 8192], [32, 8, 32768], [64, 8, 8192], [64, 8, 32768],
+    ];
+if (DECODE_SHAPES.some(([hq, hk, nk]) => !(hq >= 1 && hk >= 1 && nk >= 1 && hq % hk === 0 && Number.isInteger(hq + hk + nk)))) {
+  console.error(`bench:webgpu: --decode-shapes takes Hq:Hk:Nk triples (Hq a multiple of Hk), e.g. 16:16:8192,64:8:32768; got ${opt('--decode-shapes')}`);
+  process.exit(2);
+}
 const decodeProblem = ([hq, hk, nk]: [number, number, number]): AttentionProblem => ({ batch: 4, hq, hk, nq: 1, nk, d: 128, dv: 128, causal: false, dtype: 'fp32' });
 const decodeKey = ([hq, hk, nk]: [number, number, number]) => `decode Hq${hq} Hk${hk} Nk${nk}`;
 const tableKey = (n: number, d: number, causal: boolean) => `N${n} d${d}${causal ? ' causal' : ''}`;
@@ -88,6 +98,10 @@ const MATRIX_PREFS = ((): MatrixTilePrefs[] | undefined => {
   console.error(`bench:webgpu: --matrix-prefs takes a JSON list of tile objects, e.g. '[{"warps":8,"bn":16}]'; got ${text}`);
   process.exit(2);
 })();
+
+const SINGLE_SUBMIT = args.includes('--single-submit');
+/** GPU work per timed repetition: kernels shorter than this run back to back in one submission (timer.ts). */
+const BATCH_MS = 20;
 
 interface Measured {
   ms: number;
@@ -113,14 +127,18 @@ async function measure(ctx: Awaited<ReturnType<typeof openNodeWebGpu>>, p: Atten
     // Warm-up: pipeline caches, and GPU clocks, which fall while the CPU works between
     // measurements (self-tests, float64 references) and took over 100 ms to come back: one
     // warm-up run let a grid time the same pipeline at 15 and at 30 TFLOP/s (run 4).
+    let batch = 1;
     if (warm) {
       const t0 = performance.now();
-      for (let i = 0; i < 2 || performance.now() - t0 < 400; i++) await run.execute();
+      for (let i = 0; i < 2 || performance.now() - t0 < 400; i++) {
+        const t = await run.execute(batch);
+        if (!SINGLE_SUBMIT) batch = Math.max(1, Math.min(64, Math.ceil(BATCH_MS / t.reduce((a, k) => a + k.ms, 0))));
+      }
     }
     const totals: number[] = [];
     let kernels = '';
     for (let r = 0; r < reps; r++) {
-      const t = await run.execute();
+      const t = await run.execute(batch);
       totals.push(t.reduce((a, k) => a + k.ms, 0));
       kernels = t.map((k) => `${k.name} ${k.ms.toFixed(2)} ms (${k.clock})`).join(', ');
     }
@@ -132,7 +150,8 @@ async function measure(ctx: Awaited<ReturnType<typeof openNodeWebGpu>>, p: Atten
     if (!(Math.abs(check.inputRms - 1) < 0.1)) return `generated inputs have RMS ${check.inputRms.toFixed(3)}, not ≈ 1: the fill missed part of a tensor`;
     const eb = path === 'flash-f16' || path === 'flash-matrix' ? 2 : 4;
     const bytes = (p.batch * (p.hq * p.nq * p.d + p.hk * p.nk * (p.d + p.dv))) * eb + p.batch * p.hq * p.nq * (p.dv + 1) * 4;
-    return { ms, spread, tflops: nominalFlops(p) / (ms * 1e9), gbs: bytes / (ms * 1e6), err: Math.max(check.maxAbsErrO, check.maxAbsErrLse), config: run.config, kernels };
+    const config = batch > 1 ? `${run.config}; timed ${batch} runs back to back per repetition` : run.config;
+    return { ms, spread, tflops: nominalFlops(p) / (ms * 1e9), gbs: bytes / (ms * 1e6), err: Math.max(check.maxAbsErrO, check.maxAbsErrLse), config, kernels };
   } catch (e) {
     return e instanceof Error ? e.message : String(e);
   } finally {
@@ -299,7 +318,7 @@ async function main(): Promise<number> {
   if (args.includes('--selftest-only')) return worst < 1e-4 ? 0 : 1;
   // The CUDA anchor, same shapes, before the WebGPU timings (one process at a time on the GPU).
   const anchorShapes: AnchorShape[] = [];
-  for (const d of DS) for (const causal of [false, true]) for (const n of NS) anchorShapes.push({ key: tableKey(n, d, causal), b: 4, hq: 16, hk: 16, nq: n, nk: n, d, causal });
+  if (!args.includes('--no-forward')) for (const d of DS) for (const causal of [false, true]) for (const n of NS) anchorShapes.push({ key: tableKey(n, d, causal), b: 4, hq: 16, hk: 16, nq: n, nk: n, d, causal });
   if (!quick && !args.includes('--no-decode')) for (const sh of DECODE_SHAPES) anchorShapes.push({ key: decodeKey(sh), b: 4, hq: sh[0], hk: sh[1], nq: 1, nk: sh[2], d: 128, causal: false });
   const anchor: AnchorRun = args.includes('--no-anchor') ? { note: 'no CUDA anchor (--no-anchor)', results: new Map() } : runSdpaAnchor(anchorShapes, REPS * 4);
   console.log(`anchor: ${anchor.note}`);
@@ -316,7 +335,7 @@ async function main(): Promise<number> {
     run.destroy();
   }
   const flashPaths = paths.filter((p) => p.startsWith('flash')) as WebGpuPath[];
-  for (const d of DS) {
+  for (const d of args.includes('--no-forward') ? [] : DS) {
     for (const causal of [false, true]) {
       for (const n of NS) {
         const p: AttentionProblem = { batch: 4, hq: 16, hk: 16, nq: n, nk: n, d, dv: d, causal, dtype: 'fp32' };

@@ -18,7 +18,7 @@ import { PATH_LABELS } from './device.ts';
 import { flashKernelWgsl, flashLayout, type FlashKernelConfig, type FlashTile } from './flash-kernel.ts';
 import { chooseMatrixTile, matrixKernelWgsl, matrixLayout, type MatrixKernelConfig, type MatrixTilePrefs } from './flash-matrix-kernel.ts';
 import { decodeCombineKernelWgsl, decodeSplitKernelWgsl, DECODE_SPLIT_MAX, DECODE_THREADS } from './decode-kernels.ts';
-import { chooseDecodeGroup, decodeGroupBytes, decodeGroupKernelWgsl, type DecodeGroupPrefs } from './decode-group-kernel.ts';
+import { chooseDecodeGroup, decodeGroupBytes, decodeGroupKernelWgsl, decodeSplits, denseGroupHeads, type DecodeGroupPrefs } from './decode-group-kernel.ts';
 import { fillKernelWgsl } from './fill-kernel.ts';
 import { formatBytes, lseBinding, planWindows, windowRange, type BindingWindow, type TensorName } from './binding-windows.ts';
 import { halfToFloat, toHalfArray } from './half.ts';
@@ -329,19 +329,21 @@ export class AttentionRun {
       // combine pass runs before the next window's split pass overwrites them.
       const wbh = this.windows[0].nb * this.windows[0].nh;
       const subgroupMin = this.ctx.paths.includes('flash-subgroups') ? this.ctx.subgroupMinSize : 0;
-      const group = opts.decodeKernel === 'split' ? undefined : chooseDecodeGroup(p, scoreSpec(p), subgroupMin, this.ctx.limits.maxWorkgroupStorage, opts.decodePrefs);
+      const group = opts.decodeKernel === 'split' ? undefined : chooseDecodeGroup(p, scoreSpec(p), subgroupMin, this.ctx.limits.maxWorkgroupStorage, { groupHeads: denseGroupHeads(p), ...opts.decodePrefs });
       // The group kernel: one workgroup per (split, key head); no scores in workgroup memory,
-      // so splits may be long. About 2048 workgroups, splits of at least 256 keys.
-      const heads = group ? wbh / (p.hq / p.hk) : wbh;
+      // so splits may be long (decodeSplits).
+      // Query heads per workgroup: a key head's group, or part of it (DecodeGroupPrefs.groupHeads).
+      const groupHeads = group ? group.rows / p.nq : 1;
+      const heads = wbh / groupHeads;
       const splits = group
-        ? Math.max(1, Math.min(Math.ceil((opts.decodePrefs?.workgroups ?? 2048) / heads), Math.ceil(p.nk / 256)))
+        ? decodeSplits(p.nk, heads, opts.decodePrefs?.workgroups)
         : Math.max(1, Math.ceil(p.nk / DECODE_SPLIT_MAX), Math.min(Math.ceil(2048 / wbh), Math.ceil(p.nk / 128)));
       const splitLen = Math.ceil(p.nk / splits / 4) * 4;
       const used = Math.ceil(p.nk / splitLen);
       const opart = await this.buffer('partial O', wbh * used * p.nq * p.dv * 4, GPUBufferUsage.STORAGE);
       const lpart = await this.buffer('partial LSE', wbh * used * p.nq * 4, GPUBufferUsage.STORAGE);
       this.config = group
-        ? `${used} split${used > 1 ? 's' : ''} of ${splitLen} keys per key head, each read once for its ${group.rows} query row${group.rows > 1 ? 's' : ''}; ${group.lpk} lanes per key, ${group.ku} key${group.ku > 1 ? 's' : ''} per step, ${group.threads} threads, ${decodeGroupBytes(group)} B workgroup memory`
+        ? `${used} split${used > 1 ? 's' : ''} of ${splitLen} keys per key head, ${groupHeads * p.hk === p.hq ? `each read once for its ${group.rows} query row${group.rows > 1 ? 's' : ''}` : `each read by ${p.hq / p.hk / groupHeads} workgroups of ${group.rows} query row${group.rows > 1 ? 's' : ''}`}; ${group.lpk} lanes per key, ${group.ku} key${group.ku > 1 ? 's' : ''} per step, ${group.threads} threads, ${decodeGroupBytes(group)} B workgroup memory`
         : `${used} split${used > 1 ? 's' : ''} of ${splitLen} keys, ${DECODE_THREADS} threads per split`;
       const [psplit, pcomb] = await Promise.all([
         pipeline(device, group ? decodeGroupKernelWgsl(group) : decodeSplitKernelWgsl(p.d, p.dv)),
@@ -354,7 +356,7 @@ export class AttentionRun {
             name: 'split K/V',
             pipeline: psplit,
             bindGroup: this.bind(psplit, { 0: this.uniform(packParams(p, { splits: used, splitLen, head0: t.head0 })), 1: t.Q, 2: t.K, 3: t.V, 4: opart, 5: lpart, 6: aux }),
-            workgroups: [used, group ? (w.nb * w.nh) / (p.hq / p.hk) : w.nb * w.nh, 1],
+            workgroups: [used, (w.nb * w.nh) / groupHeads, 1],
           },
           {
             name: 'LSE combine',
@@ -420,11 +422,12 @@ export class AttentionRun {
     tmp.forEach((b) => b.destroy());
   }
 
-  async execute(): Promise<KernelTime[]> {
+  /** Runs the kernels (`repeat` times back to back in one submission: timer.ts) and returns their mean GPU times. */
+  async execute(repeat = 1): Promise<KernelTime[]> {
     if (this.ctx.lost) throw new WebGpuRunError(this.ctx.lost);
     const { device } = this.ctx;
     device.pushErrorScope('validation');
-    const times = await runTimed(device, this.dispatches, this.ctx.timestamps);
+    const times = await runTimed(device, this.dispatches, this.ctx.timestamps, repeat);
     const err = await device.popErrorScope();
     if (err) throw new WebGpuRunError(`kernel launch failed: ${err.message}`);
     if (this.ctx.lost) throw new WebGpuRunError(this.ctx.lost);

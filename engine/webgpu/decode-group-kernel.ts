@@ -44,6 +44,11 @@ export interface DecodeGroupPrefs {
   lpk?: number;
   ku?: number;
   threads?: number;
+  /**
+   * Query heads per workgroup, where it divides Hq / Hk: a key head's heads then go to several
+   * workgroups, each reading its K/V (the later ones, launched beside it, from L2 if it holds).
+   */
+  groupHeads?: number;
 }
 
 /** The most query rows one workgroup carries (registers: R·(D + DV)/LPK floats per lane). */
@@ -53,8 +58,10 @@ export const DECODE_GROUP_MAX_ROWS = 8;
  * The configuration for a problem, or undefined where decode-kernels.ts's split pass runs it:
  * head dims not multiples of 4 or over 256, more than DECODE_GROUP_MAX_ROWS rows per key head,
  * or no subgroups. LPK: the fewest lanes per key that keep a lane's q and O state within 16
- * vec4s (64 floats), capped by the subgroup; KU: keys per step so that a lane has about 16
- * 16-byte loads in flight.
+ * vec4s (64 floats), capped by the subgroup; KU: two keys per step, their K and V loads issued
+ * together. On the H200 two measured best of 1, 2 and 4 on every decoding shape of the bench
+ * (d = 128, 1, 4 and 8 rows per key head: 8–24% faster than the earlier rule of about 16 loads in
+ * flight per lane, which gave one key at 1 row and four at 4 and 8 rows).
  */
 export function chooseDecodeGroup(
   p: { d: number; dv: number; hq: number; hk: number; nq: number },
@@ -63,15 +70,16 @@ export function chooseDecodeGroup(
   maxWorkgroupStorage = 16384,
   prefs: DecodeGroupPrefs = {},
 ): DecodeGroupConfig | undefined {
-  const rows = (p.hq / p.hk) * p.nq;
+  const perKeyHead = p.hq / p.hk;
+  const heads = prefs.groupHeads !== undefined && prefs.groupHeads >= 1 && perKeyHead % prefs.groupHeads === 0 ? prefs.groupHeads : perKeyHead;
+  const rows = heads * p.nq;
   if (p.d % 4 !== 0 || p.dv % 4 !== 0 || p.d > 256 || p.dv > 256 || rows > DECODE_GROUP_MAX_ROWS || subgroupMin < 1) return undefined;
   const d4 = p.d / 4;
   const dv4 = p.dv / 4;
   let lpk = 1;
   while (lpk < 32 && (rows * (Math.ceil(d4 / lpk) + Math.ceil(dv4 / lpk)) > 16 || lpk < Math.min(4, subgroupMin))) lpk *= 2;
   lpk = Math.min(prefs.lpk ?? lpk, pow2Floor(subgroupMin));
-  const perKey = Math.ceil(d4 / lpk) + Math.ceil(dv4 / lpk);
-  const ku = prefs.ku ?? Math.max(1, Math.min(4, Math.floor(16 / perKey)));
+  const ku = prefs.ku ?? 2;
   // 128 lanes, fewer where the end-of-split reduction would not fit in 16 KiB (or the adapter's
   // limit): small adapters whose subgroups hold fewer lanes per key carry more state per lane.
   const budget = Math.min(16384, maxWorkgroupStorage);
@@ -266,4 +274,38 @@ function allReduce(n: number, value: (v: number) => string, lanes: number): stri
 /** WGSL's two-argument max over a list: max(a, max(b, …)). */
 function maxOf(xs: string[]): string {
   return xs.length === 1 ? xs[0] : `max(${xs[0]}, ${maxOf(xs.slice(1))})`;
+}
+
+/** Workgroups a decoding launch aims for (one per split and key head): see decodeSplits. */
+export const DECODE_GROUP_WORKGROUPS = 1024;
+
+/**
+ * Splits of the key range per key head: about `workgroups` workgroups in all, splits of at
+ * least 256 keys (each pays for a query load and the end-of-split reduction). 1024 rather than
+ * 2048: the longer splits measured 4–12% faster on the H200 wherever the count changed (every
+ * shape but Nk = 8192 with 4 and 8 rows, already at 256 keys a split; BENCHMARKS.md, "WebGPU
+ * against CUDA on the H200").
+ */
+export function decodeSplits(nk: number, keyHeads: number, workgroups = DECODE_GROUP_WORKGROUPS): number {
+  return Math.max(1, Math.min(Math.ceil(workgroups / keyHeads), Math.ceil(nk / 256)));
+}
+
+/** Rows per workgroup the dense decoding path aims for (denseGroupHeads). */
+export const DECODE_GROUP_DEFAULT_ROWS = 4;
+
+/**
+ * Query heads per workgroup for dense decoding: the whole key head's group where its rows fit in
+ * DECODE_GROUP_DEFAULT_ROWS, else the largest divisor of the group that does (at least one head).
+ * With 8 rows every lane of a 32-lane key group repeats eight rows' softmax, and the kernel is
+ * bound by that arithmetic rather than by memory; two workgroups of 4 rows, each requesting the
+ * key head's K/V, measured 1.55 → 1.95 TB/s of unique K/V at Hq 64, Hk 8, Nk 8192 and 2.09 → 2.51
+ * at 32768 on the H200 (BENCHMARKS.md, "WebGPU against CUDA on the H200"). The second request
+ * of each K/V byte is assumed to come from L2 (its workgroup runs beside the first); with no
+ * hardware counters under Dawn that is not measured.
+ */
+export function denseGroupHeads(p: { hq: number; hk: number; nq: number }): number {
+  const group = p.hq / p.hk;
+  if (group * p.nq <= DECODE_GROUP_DEFAULT_ROWS) return group;
+  for (let h = group - 1; h > 1; h--) if (group % h === 0 && h * p.nq <= DECODE_GROUP_DEFAULT_ROWS) return h;
+  return 1;
 }

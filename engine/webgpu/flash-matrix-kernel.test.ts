@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { chooseMatrixTile, matrixKernelWgsl, matrixLayout } from './flash-matrix-kernel.ts';
+import { withSequenceGeometry } from './sequence-geometry.ts';
 
 const plain = { masked: false, softcap: false, alibi: false };
 /** Head dims with Nq = 4096 (a multiple of 16: Q loads straight from its buffer), or the given Nq. */
@@ -35,10 +36,13 @@ describe('subgroup-matrix kernel tiles', () => {
     expect(chooseMatrixTile(h200, dims(128, 128), plain, true, { warps: 8, bn: 16 }).bn).toBe(16);
   });
 
-  it('writes K/V during the softmax (two barriers per tile) for the two-workgroup tile, and for a tile alone on its SM only without a mask', () => {
-    // Barrier points in the loop over key tiles (workgroupUniformLoad would be two)
+  it('writes K/V during the softmax (two barriers per tile), for the two-workgroup tile and for a tile alone on its SM', () => {
+    // Barrier points in one loop over key tiles (workgroupUniformLoad would be two); a masked
+    // problem's kernel has three such loops (edge, fully visible, edge): the first is counted
     const points = (w: string) => {
-      const body = w.slice(w.indexOf('for (var j0 = jfirst'), w.indexOf('if (again)'));
+      const from = w.indexOf('for (var j0 = jfirst');
+      const next = w.indexOf('for (var j0 =', from + 1);
+      const body = w.slice(from, next > 0 ? next : w.indexOf('if (again)'));
       return (body.match(/workgroupBarrier\(\)/g)?.length ?? 0) + 2 * (body.match(/workgroupUniformLoad\(/g)?.length ?? 0);
     };
     const shared = chooseMatrixTile(h200, dims(64, 64), plain);
@@ -47,8 +51,10 @@ describe('subgroup-matrix kernel tiles', () => {
     const causal = { ...plain, masked: true };
     expect(chooseMatrixTile(h200, dims(64, 64), causal).stagingInSoftmax).toBe(true);
     const alone = chooseMatrixTile(h200, dims(128, 128), causal);
-    expect([alone.warps, alone.bn, alone.stagingInSoftmax]).toEqual([8, 32, false]);
-    expect(points(matrixKernelWgsl(alone))).toBe(4);
+    expect([alone.warps, alone.bn, alone.stagingInSoftmax]).toEqual([8, 32, true]);
+    expect(points(matrixKernelWgsl(alone))).toBe(2);
+    // the first schedule, asked for: K/V written between barriers of their own at the top
+    expect(points(matrixKernelWgsl(chooseMatrixTile(h200, dims(128, 128), causal, true, { stagingInSoftmax: false })))).toBe(4);
     const aloneUnmasked = chooseMatrixTile(h200, dims(128, 128), plain);
     expect([aloneUnmasked.warps, aloneUnmasked.bn, aloneUnmasked.stagingInSoftmax]).toEqual([8, 32, true]);
     expect(points(matrixKernelWgsl(aloneUnmasked))).toBe(2);
@@ -64,6 +70,29 @@ describe('subgroup-matrix kernel tiles', () => {
     // P·V of the previous tile opens the iteration, before QKᵀ; the last tile's follows the loop
     expect(loop.indexOf('&ps, wrow * PW + kb')).toBeLessThan(loop.indexOf('acc0 = subgroupMatrixMultiplyAccumulate'));
     expect(loop.slice(pBarrier).match(/&ps, wrow \* PW \+ kb/g)).toHaveLength(1);
+  });
+
+  it('splits a masked problem\'s key loop into edge, fully visible and edge segments for a tile alone on its SM; only the edges test the mask', () => {
+    const causal = { ...plain, masked: true };
+    for (const c of [chooseMatrixTile(h200, dims(64, 64), causal, true, { segments: true }), chooseMatrixTile(h200, dims(128, 128), causal)]) {
+      const w = matrixKernelWgsl(c);
+      const starts = ['for (var j0 = jfirst; j0 < span.x', 'for (var j0 = span.x; j0 < span.y', 'for (var j0 = span.y; j0 < kr.y'].map((h) => w.indexOf(h));
+      expect(starts.every((i, k) => i > 0 && (k === 0 || i > starts[k - 1]))).toBe(true);
+      const end = w.indexOf('if (again)');
+      const [edgeLow, full, edgeHigh] = starts.map((i, k) => w.slice(i, k < 2 ? starts[k + 1] : end));
+      for (const edge of [edgeLow, edgeHigh]) expect(edge).toContain('score_edge(');
+      expect(full).not.toContain('score_edge(');
+      expect(full).not.toContain('tile_visible(');
+      expect(w).toContain('let span = vec2<u32>(');
+      // the span reads the shape where the serving kernels' rewrite reaches it (the entry point)
+      const served = withSequenceGeometry(w);
+      expect(served).toContain('span_hi = min(span_hi, i32(row0) + geo.diag + 1)');
+    }
+    // the two-workgroup tile (d = 64) keeps one loop that tests each tile, as does every unmasked kernel
+    const one = matrixKernelWgsl(chooseMatrixTile(h200, dims(64, 64), causal));
+    expect(one).not.toContain('span_hi');
+    expect(one).toContain('tile_visible(row0');
+    expect(matrixKernelWgsl(chooseMatrixTile(h200, dims(64, 64), plain))).not.toContain('span_hi');
   });
 
   it('never rescales O in the loop: a row max that grows after its first P sends the workgroup through a second pass from the true maxima', () => {

@@ -80,6 +80,8 @@ export interface MatrixTilePrefs {
   stagingInSoftmax?: boolean;
   /** Benchmark study: stage Q through workgroup memory (true) or load it from its buffer where that is right (false). */
   qStaged?: boolean;
+  /** Benchmark study: a masked problem's key loop in three segments (the default for a tile alone on its SM) or one loop testing each tile. */
+  segments?: boolean;
 }
 
 export interface MatrixKernelConfig {
@@ -106,6 +108,8 @@ export interface MatrixKernelConfig {
   pad: { s: number; p: number };
   /** K/V tile writes inside the softmax step (two barriers per tile) or at its top (four). */
   stagingInSoftmax: boolean;
+  /** A masked problem's key loop as edge / fully visible / edge segments (keyLoops in matrixKernelWgsl). */
+  segments: boolean;
   /**
    * Q matrices loaded straight from the Q buffer instead of staged through the K array (which
    * then has to hold BM × K halves). Right only where Nq is a multiple of M and d of K: a
@@ -195,7 +199,7 @@ export function chooseMatrixTile(
       if (bn % mc.N !== 0 || bn % mc.K !== 0 || (warps > 1 && !subgroupId)) continue;
       const sharedSm = i === 0 && !preferred;
       const qFromBuffer = !(prefer.qStaged ?? sharedSm) && nq % mc.M === 0 && d % mc.K === 0;
-      const c: MatrixKernelConfig = { m: mc.M, n: mc.N, k: mc.K, warps, sg, bn, d, dv, subgroupId, score, pad: prefer.pad ?? PAD, rescaleLog: prefer.rescaleLog ?? RESCALE_LOG, stagingInSoftmax: prefer.stagingInSoftmax ?? (sharedSm || !score.masked), qFromBuffer };
+      const c: MatrixKernelConfig = { m: mc.M, n: mc.N, k: mc.K, warps, sg, bn, d, dv, subgroupId, score, pad: prefer.pad ?? PAD, rescaleLog: prefer.rescaleLog ?? RESCALE_LOG, stagingInSoftmax: prefer.stagingInSoftmax ?? true, segments: prefer.segments ?? !sharedSm, qFromBuffer };
       const L = matrixLayout(c);
       const limit = sharedSm ? ctx.limits.maxWorkgroupStorage / 2 : ctx.limits.maxWorkgroupStorage;
       if (L.threads <= ctx.limits.maxInvocations && L.bytes <= limit) return c;
@@ -282,13 +286,46 @@ export function matrixKernelWgsl(c: MatrixKernelConfig): string {
   const qkT = `${lines(BN / N, (b) => `    var acc${b} = ${result}();`)}
 ${lines(QT, (i) => lines(BN / N, (b) => `    acc${b} = subgroupMatrixMultiplyAccumulate(q${i}, subgroupMatrixLoad<${right}, col_major>(&ks, ${b * N}u * KSW + ${i * K}u, KSW), acc${b});`))}
 ${lines(BN / N, (b) => `    subgroupMatrixStore<row_major>(&ss, sreg + ${b * N}u, acc${b}, SW);`)}`;
-  // Online softmax on plain lanes, with the lazy max; the mask tests only where needed.
-  const onlineSoftmax = `    var alpha = 1.0;
+  // Online softmax on plain lanes, with the lazy max; the mask tests only where needed:
+  // 'either' tests each tile, 'full' and 'edge' are the loops of a masked problem's three
+  // segments (keyLoops below), which know which kind of tile they hold.
+  const onlineSoftmax = (kind: 'either' | 'full' | 'edge') => `    var alpha = 1.0;
     var sum = 0.0;
-    if (tile_visible(row0, min(row0 + BM, params.nq), j0, j0 + BN)) {${softmax('score_full')}
+${
+  kind === 'either'
+    ? `    if (tile_visible(row0, min(row0 + BM, params.nq), j0, j0 + BN)) {${softmax('score_full')}
     } else {${softmax('score_edge')}
-    }
+    }`
+    : `    {${softmax(kind === 'full' ? 'score_full' : 'score_edge')}
+    }`
+}
     l = l * alpha + sum;`;
+  // The loop over a block's key tiles around a body that takes the softmax kind. Without a mask,
+  // one loop that tests each tile (only the last can be ragged). With one, three loops: the
+  // edge tiles below the block's fully visible span (a window's left edge), the span, and the
+  // edge tiles above it (the causal diagonal, a right edge, Nk), as FA2 separates its masking
+  // steps. The span's loop is then the unmasked kernel's loop, with no branch in the softmax;
+  // with the per-tile branch, causal d = 128 ran at 0.77–0.78 of non-causal, in segments at
+  // 0.86–0.90 (BENCHMARKS.md, "WebGPU against CUDA on the H200"). The two-workgroup tile
+  // (d = 64) keeps one loop: in segments its causal rate fell from 102 to 72 TFLOP/s, the
+  // three copies of the loop evidently costing it its second workgroup per SM (measured, the
+  // cause not: Dawn shows no register counts). The span's tile starts are worked out once per
+  // block, next to block_key_range in the kernel's entry point.
+  const segmented = c.score.masked && c.segments;
+  const keyLoops = (body: (kind: 'either' | 'full' | 'edge') => string) =>
+    segmented
+      ? `  for (var j0 = jfirst; j0 < span.x; j0 += BN) {
+${body('edge')}
+  }
+  for (var j0 = span.x; j0 < span.y; j0 += BN) {
+${body('full')}
+  }
+  for (var j0 = span.y; j0 < kr.y; j0 += BN) {
+${body('edge')}
+  }`
+      : `  for (var j0 = jfirst; j0 < kr.y; j0 += BN) {
+${body('either')}
+  }`;
   // O += P V. kb stays a run-time loop variable on purpose (see the header's trap).
   const pv = `    for (var kb = 0u; kb < BN; kb += ${K}u) {
       let pm = subgroupMatrixLoad<${left}, row_major>(&ps, wrow * PW + kb, PW);
@@ -302,8 +339,9 @@ ${lines(OT, (i) => `      o${i} = subgroupMatrixMultiplyAccumulate(pm, subgroupM
   // one barrier point more while the rescale decision was made per tile: runs 36–40.) The
   // second lengthens the softmax step. A second workgroup on the SM covers that (8×16 at
   // d = 64: 104 → 114–115 TFLOP/s, run 36); one 8×32 workgroup alone on its SM gains from
-  // it only without a mask (d = 128, N = 4096: 141.8 → 149.7; causal 108.7 → 97.0, run 54),
-  // so masked problems keep the first there. The second schedule also runs P·V(t−1) at the
+  // it too (d = 128, N = 4096: 141.8 → 149.7, run 54), and under a mask once the masked tiles
+  // have loops of their own (keyLoops: causal 123.0 → 129.5; with the per-tile test it lost,
+  // 108.7 → 97.0, run 54), so every tile takes the second. The second schedule also runs P·V(t−1) at the
   // top of iteration t, next to QKᵀ(t) — five independent MMA chains between two barriers
   // instead of one chain of four, then four chains: causal 86 → 94 TFLOP/s at d = 64 (run 40).
   const tileLoop = c.stagingInSoftmax
@@ -316,23 +354,23 @@ ${lines(OT, (i) => `      o${i} = subgroupMatrixMultiplyAccumulate(pm, subgroupM
   for (var i = lid; i < ${L.bm * L.pw}u; i += NT) { ps[i] = f16(0.0); }
   for (var i = lid; i < ${BN * L.vsw}u; i += NT) { vs[i] = f16(0.0); }
   workgroupBarrier();               // K(0), the zeros and the flag visible
-  for (var j0 = jfirst; j0 < kr.y; j0 += BN) {
-${pv}
+${keyLoops(
+  (kind) => `${pv}
 ${qkT}
     workgroupBarrier();             // S visible; every QKᵀ(t) and P·V(t−1) read done
     ${kg('j0').store('ks', 'KSW').join('\n    ')}
     ${vg('j0').store('vs', 'VSW').join('\n    ')}
     ${kg('(j0 + 2u * BN)').fetch}
     ${vg('(j0 + BN)').fetch}
-${onlineSoftmax}
-    workgroupBarrier();             // P(t), K(t+1) and V(t) visible
-  }
+${onlineSoftmax(kind)}
+    workgroupBarrier();             // P(t), K(t+1) and V(t) visible`,
+)}
 ${pv}`
     : `  ${kg('jfirst').fetch}
   ${vg('jfirst').fetch}
   if (lid == 0u) { rerun = 0u; }
-  for (var j0 = jfirst; j0 < kr.y; j0 += BN) {
-    workgroupBarrier();             // the previous tile's K, V, S and P reads are done
+${keyLoops(
+  (kind) => `    workgroupBarrier();             // the previous tile's K, V, S and P reads are done
     ${kg('j0').store('ks', 'KSW').join('\n    ')}
     ${vg('j0').store('vs', 'VSW').join('\n    ')}
     workgroupBarrier();
@@ -340,10 +378,10 @@ ${pv}`
     ${vg('(j0 + BN)').fetch}
 ${qkT}
     workgroupBarrier();
-${onlineSoftmax}
+${onlineSoftmax(kind)}
     workgroupBarrier();             // P visible
-${pv}
-  }`;
+${pv}`,
+)}`;
   const vecK = c.d % 4 === 0;
   const vecV = c.dv % 4 === 0;
   const wgsl = /* wgsl */ `
@@ -424,6 +462,23 @@ ${lines(OT, (i) => `  var o${i} = ${result}();`)}
 
   let kr = block_key_range(row0, min(row0 + BM, params.nq));
   let jfirst = (kr.x / BN) * BN;
+${
+  segmented
+    ? `  // The starts [span.x, span.y) of the block's tiles that tile_visible passes (they are
+  // consecutive), each constraint solved for the tile start; written out here rather than as a
+  // helper, so that the serving kernels' rewrite of params' shape (sequence-geometry.ts) covers it.
+  let span_rows_end = i32(min(row0 + BM, params.nq));
+  let span_tiles = (i32(kr.y) - i32(jfirst) + i32(BN) - 1) / i32(BN);
+  var span_lo = i32(jfirst);       // no fully visible tile starts below this key
+  if (params.left >= 0) { span_lo = max(span_lo, span_rows_end - 1 + params.diag - params.left); }
+  var span_hi = i32(params.nk);    // no fully visible tile ends above this key
+  if (params.causal != 0u) { span_hi = min(span_hi, i32(row0) + params.diag + 1); }
+  if (params.right >= 0) { span_hi = min(span_hi, i32(row0) + params.diag + params.right + 1); }
+  let span_a = clamp((span_lo - i32(jfirst) + i32(BN) - 1) / i32(BN), 0, span_tiles);
+  let span_b = clamp(select(0, (span_hi - i32(jfirst)) / i32(BN), span_hi - i32(jfirst) >= i32(BN)), span_a, span_tiles);
+  let span = vec2<u32>(jfirst + u32(span_a) * BN, jfirst + u32(span_b) * BN);`
+    : ''
+}
   ${kg('jfirst').decl} ${vg('jfirst').decl}
   // A second pass only where some row's max grew past m + rescaleLog after its first P; it
   // starts every row at its true max, which no score can pass.

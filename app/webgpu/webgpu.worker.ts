@@ -4,8 +4,8 @@
 
 /// <reference lib="webworker" />
 import { algorithmById } from '../../engine/algorithms/registry.ts';
-import { randomInputs } from '../../engine/inputs.ts';
-import { nominalFlops, validateProblem } from '../../engine/problem.ts';
+import { randomInputs, type AttentionInputs } from '../../engine/inputs.ts';
+import { nominalFlops, validateProblem, type AttentionProblem } from '../../engine/problem.ts';
 import { runToEnd } from '../../engine/run.ts';
 import { AttentionRun, pathElem } from '../../engine/webgpu/backend.ts';
 import { openWebGpu, type WebGpuContext } from '../../engine/webgpu/device.ts';
@@ -77,6 +77,23 @@ async function runGpu(id: number, req: RunRequest): Promise<RunReport> {
   }
 }
 
+/** Max |ΔO| and |ΔLSE| of sampled rows of a whole-problem result (host arrays) against float64. */
+function rowErrors(p: AttentionProblem, x: AttentionInputs, r: { o: ArrayLike<number>; lse: ArrayLike<number> }, sites: readonly { b: number; h: number; i: number }[]): { eo: number; el: number } {
+  let eo = 0;
+  let el = 0;
+  for (const { b, h, i } of sites) {
+    const hk = Math.floor(h / (p.hq / p.hk));
+    const qo = ((b * p.hq + h) * p.nq + i) * p.d;
+    const ko = (b * p.hk + hk) * p.nk;
+    const ref = referenceRow(p, h, i, x.q.subarray(qo, qo + p.d), x.k.subarray(ko * p.d, (ko + p.nk) * p.d), x.v.subarray(ko * p.dv, (ko + p.nk) * p.dv));
+    const oo = ((b * p.hq + h) * p.nq + i) * p.dv;
+    for (let k = 0; k < p.dv; k++) eo = Math.max(eo, Math.abs(r.o[oo + k] - ref.o[k]));
+    const l = r.lse[(b * p.hq + h) * p.nq + i];
+    el = Math.max(el, l === ref.lse ? 0 : Math.abs(l - ref.lse));
+  }
+  return { eo, el };
+}
+
 /**
  * The backward on the GPU: inputs and dO generated here (the backward kernels take host
  * arrays), the f32 flash forward for O and LSE, then the three backward kernels; sampled dQ
@@ -94,18 +111,7 @@ async function runGpuBackwardReport(id: number, req: RunRequest): Promise<RunRep
   const sites = sampleSites(p, req.checkRows);
   progress(`checking ${sites.length} dQ rows against float64`, 0.8);
   const errDq = sampledDqError(p, x, dO, r.dq, sites);
-  let eo = 0;
-  let el = 0;
-  for (const { b, h, i } of sites) {
-    const hk = Math.floor(h / (p.hq / p.hk));
-    const qo = ((b * p.hq + h) * p.nq + i) * p.d;
-    const ko = (b * p.hk + hk) * p.nk;
-    const ref = referenceRow(p, h, i, x.q.subarray(qo, qo + p.d), x.k.subarray(ko * p.d, (ko + p.nk) * p.d), x.v.subarray(ko * p.dv, (ko + p.nk) * p.dv));
-    const oo = ((b * p.hq + h) * p.nq + i) * p.dv;
-    for (let k = 0; k < p.dv; k++) eo = Math.max(eo, Math.abs(r.o[oo + k] - ref.o[k]));
-    const l = r.lse[(b * p.hq + h) * p.nq + i];
-    el = Math.max(el, l === ref.lse ? 0 : Math.abs(l - ref.lse));
-  }
+  const { eo, el } = rowErrors(p, x, r, sites);
   return {
     backend: 'webgpu',
     pass: 'backward',
@@ -137,18 +143,7 @@ function runCpu(id: number, req: RunRequest): RunReport {
   const r = runToEnd(algorithmById('fa2'), p, x);
   const ms = performance.now() - t0;
   const sites = sampleSites(p, req.checkRows);
-  let eo = 0;
-  let el = 0;
-  for (const { b, h, i } of sites) {
-    const hk = Math.floor(h / (p.hq / p.hk));
-    const qo = ((b * p.hq + h) * p.nq + i) * p.d;
-    const ko = (b * p.hk + hk) * p.nk;
-    const ref = referenceRow(p, h, i, x.q.subarray(qo, qo + p.d), x.k.subarray(ko * p.d, (ko + p.nk) * p.d), x.v.subarray(ko * p.dv, (ko + p.nk) * p.dv));
-    const oo = ((b * p.hq + h) * p.nq + i) * p.dv;
-    for (let k = 0; k < p.dv; k++) eo = Math.max(eo, Math.abs(r.o[oo + k] - ref.o[k]));
-    const l = r.lse[(b * p.hq + h) * p.nq + i];
-    el = Math.max(el, l === ref.lse ? 0 : Math.abs(l - ref.lse));
-  }
+  const { eo, el } = rowErrors(p, x, r, sites);
   return {
     backend: 'cpu',
     pass: 'forward',

@@ -64,6 +64,18 @@ fn score(h: u32, i: i32, j: i32, dotqk: f32) -> vec2<f32> {
 `;
 }
 
+/**
+ * WGSL that copies `rows` rows of `width` floats, starting at row `first` of the block whose
+ * row 0 is `base`, from `src` into workgroup array `dst`; rows at or past `count` read as 0.
+ */
+function stageRows(dst: string, src: string, width: number, rows: number, first: string, base: string, count: string): string {
+  return /* wgsl */ `
+      for (var t = lid; t < ${rows * width}u; t += ${BWD_THREADS}u) {
+        let rr = ${first} + t / ${width}u;
+        ${dst}[t] = select(0.0, ${src}[(${base} + min(rr, ${count} - 1u)) * ${width}u + t % ${width}u], rr < ${count});
+      }`;
+}
+
 export function bwdDotWgsl(dv: number): string {
   return /* wgsl */ `
 ${PARAMS}
@@ -134,14 +146,8 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
     let rowBase = (b * prm.hq + h) * prm.nq;
     for (var i0 = iLo; i0 < iHi; i0 += ${R}) {
       // Stage R rows of Q and dO, their LSE and D (zeros past the end: never visible).
-      for (var t = lid; t < ${R * d}u; t += ${BWD_THREADS}u) {
-        let ii = u32(i0) + t / ${d}u;
-        sq[t] = select(0.0, q[(rowBase + min(ii, prm.nq - 1u)) * ${d}u + t % ${d}u], ii < prm.nq);
-      }
-      for (var t = lid; t < ${R * dv}u; t += ${BWD_THREADS}u) {
-        let ii = u32(i0) + t / ${dv}u;
-        sdo[t] = select(0.0, dout[(rowBase + min(ii, prm.nq - 1u)) * ${dv}u + t % ${dv}u], ii < prm.nq);
-      }
+${stageRows('sq', 'q', d, R, 'u32(i0)', 'rowBase', 'prm.nq')}
+${stageRows('sdo', 'dout', dv, R, 'u32(i0)', 'rowBase', 'prm.nq')}
       if (lid < ${R}u) {
         let ii = u32(i0) + lid;
         slse[lid] = select(3.0e38, lse[rowBase + min(ii, prm.nq - 1u)], ii < prm.nq);
@@ -222,14 +228,8 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
   if (prm.right >= 0) { jHi = min(jHi, iLast + prm.diag + prm.right + 1); }
   let kvBase = (b * prm.hk + hk) * prm.nk;
   for (var j0 = jLo; j0 < jHi; j0 += ${C}) {
-    for (var t = lid; t < ${C * d}u; t += ${BWD_THREADS}u) {
-      let jj = u32(j0) + t / ${d}u;
-      sk[t] = select(0.0, k[(kvBase + min(jj, prm.nk - 1u)) * ${d}u + t % ${d}u], jj < prm.nk);
-    }
-    for (var t = lid; t < ${C * dv}u; t += ${BWD_THREADS}u) {
-      let jj = u32(j0) + t / ${dv}u;
-      sv[t] = select(0.0, v[(kvBase + min(jj, prm.nk - 1u)) * ${dv}u + t % ${dv}u], jj < prm.nk);
-    }
+${stageRows('sk', 'k', d, C, 'u32(j0)', 'kvBase', 'prm.nk')}
+${stageRows('sv', 'v', dv, C, 'u32(j0)', 'kvBase', 'prm.nk')}
     workgroupBarrier();
     if (live) {
       for (var c = 0u; c < ${C}u; c++) {

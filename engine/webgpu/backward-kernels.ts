@@ -44,6 +44,16 @@ struct P {
 @group(0) @binding(0) var<uniform> prm: P;
 `;
 
+// What the dK/dV and dQ kernels both read (bindings 7 and 8 are their outputs, 9 the ALiBi slopes).
+const GRAD_INPUTS = /* wgsl */ `
+@group(0) @binding(1) var<storage, read> q: array<f32>;
+@group(0) @binding(2) var<storage, read> k: array<f32>;
+@group(0) @binding(3) var<storage, read> v: array<f32>;
+@group(0) @binding(4) var<storage, read> dout: array<f32>;
+@group(0) @binding(5) var<storage, read> lse: array<f32>;
+@group(0) @binding(6) var<storage, read> dsum: array<f32>;
+`;
+
 /** Visibility and the ALiBi bias, shared by the kernels (right < 0: unbounded; causal is folded into right on the host). */
 function scoreHelpers(shape: BackwardKernelShape): string {
   return /* wgsl */ `
@@ -105,13 +115,7 @@ export function bwdDkDvWgsl(shape: BackwardKernelShape): string {
   const R = BWD_CHUNK;
   return /* wgsl */ `
 ${PARAMS}
-@group(0) @binding(1) var<storage, read> q: array<f32>;
-@group(0) @binding(2) var<storage, read> k: array<f32>;
-@group(0) @binding(3) var<storage, read> v: array<f32>;
-@group(0) @binding(4) var<storage, read> dout: array<f32>;
-@group(0) @binding(5) var<storage, read> lse: array<f32>;
-@group(0) @binding(6) var<storage, read> dsum: array<f32>;
-@group(0) @binding(7) var<storage, read_write> dk: array<f32>;
+${GRAD_INPUTS}@group(0) @binding(7) var<storage, read_write> dk: array<f32>;
 @group(0) @binding(8) var<storage, read_write> dvout: array<f32>;
 @group(0) @binding(9) var<storage, read> slopes: array<f32>;
 ${scoreHelpers(shape)}
@@ -192,13 +196,7 @@ export function bwdDqWgsl(shape: BackwardKernelShape): string {
   const C = BWD_CHUNK;
   return /* wgsl */ `
 ${PARAMS}
-@group(0) @binding(1) var<storage, read> q: array<f32>;
-@group(0) @binding(2) var<storage, read> k: array<f32>;
-@group(0) @binding(3) var<storage, read> v: array<f32>;
-@group(0) @binding(4) var<storage, read> dout: array<f32>;
-@group(0) @binding(5) var<storage, read> lse: array<f32>;
-@group(0) @binding(6) var<storage, read> dsum: array<f32>;
-@group(0) @binding(7) var<storage, read_write> dq: array<f32>;
+${GRAD_INPUTS}@group(0) @binding(7) var<storage, read_write> dq: array<f32>;
 @group(0) @binding(9) var<storage, read> slopes: array<f32>;
 ${scoreHelpers(shape)}
 var<workgroup> sk: array<f32, ${C * d}>;

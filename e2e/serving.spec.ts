@@ -20,6 +20,14 @@ const seek = async (page: Page, i: number) => {
   await expect(stepText(page)).toHaveText(new RegExp(`^Step ${i + 1} of`));
 };
 
+/** What the address bar's link says of the Serving page: its layout, splits and step. */
+async function linkedServing(page: Page): Promise<{ layout: string; splits: number; step: number } | null> {
+  const hash = await page.evaluate(() => location.hash);
+  if (!hash.startsWith('#s=')) return null;
+  const sv = JSON.parse(Buffer.from(hash.slice(3), 'base64url').toString('utf8')).sv;
+  return sv ? { layout: sv.f.layout, splits: sv.f.splits, step: sv.st } : null;
+}
+
 async function openServing(page: Page): Promise<void> {
   await openApp(page);
   await page.getByRole('tab', { name: 'Serving' }).click();
@@ -51,8 +59,8 @@ test('varlen: packed grid with boundaries, a straddling tile masked, the sequenc
   const sq = run.steps.findIndex((s) => s.b === 1 && s.kind === 'qk');
   await seek(page, sq);
   await page.screenshot({ path: 'test-results/serving-varlen.png', fullPage: true });
-  // The share link reopens the packed run at the same step.
-  await expect.poll(() => page.evaluate(() => location.hash)).toMatch(/^#s=/);
+  // The share link reopens the packed run at the same step (once the link has caught up with it).
+  await expect.poll(() => linkedServing(page)).toMatchObject({ layout: 'varlen', step: sq });
   const other = await context.newPage();
   const check2 = watchConsole(other);
   await other.goto(page.url());
@@ -92,8 +100,8 @@ test('paged: block table and pool light the pages each step loads; splits on pag
   // The two spare pool pages are free: never read.
   await expect(page.locator('.pool-page.free')).toHaveCount(2);
   await page.screenshot({ path: 'test-results/serving-paged.png', fullPage: true });
-  // The share link reopens the same run at the same step.
-  await expect.poll(() => page.evaluate(() => location.hash)).toMatch(/^#s=/);
+  // The share link reopens the same run at the same step (once the link has caught up with it).
+  await expect.poll(() => linkedServing(page)).toEqual({ layout: 'paged', splits: 3, step: i });
   const url = page.url();
   const other = await context.newPage();
   const check2 = watchConsole(other);

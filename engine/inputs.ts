@@ -14,7 +14,10 @@ export interface AttentionInputs {
   v: Float32Array;
 }
 
-export type InputDistribution = 'normal' | 'large-logits' | 'outlier-row';
+export type InputDistribution = 'normal' | 'large-logits' | 'outlier-row' | 'fa3-outliers' | 'sink';
+
+/** Keys that the 'sink' distribution makes attention sinks (the first tokens, as in trained models). */
+export const SINK_KEYS = 4;
 
 export interface RandomInputOptions {
   seed: number;
@@ -46,7 +49,11 @@ export function checkInputs(p: AttentionProblem, x: AttentionInputs): void {
 /**
  * Random inputs. 'normal': N(0,1) entries. 'large-logits': Q scaled ×12 so logits are
  * large enough to overflow a softmax without max subtraction. 'outlier-row': one query
- * row made 30× larger, so its running max jumps and rescaling is visible.
+ * row made 30× larger, so its running max jumps and rescaling is visible. 'fa3-outliers':
+ * the FA3 paper's FP8 error experiment (section 4.3), every entry N(0,1) plus N(0,100)
+ * (standard deviation 10) with probability 0.001. 'sink': every query row shares one
+ * direction u and the first SINK_KEYS keys of each head are u (logit about sqrt(d)), so those keys get large
+ * logits in every row (an attention-sink pattern), the other keys stay N(0,1).
  */
 export function randomInputs(p: AttentionProblem, opts: RandomInputOptions): AttentionInputs {
   validateProblem(p);
@@ -67,6 +74,17 @@ export function randomInputs(p: AttentionProblem, opts: RandomInputOptions): Att
       const base = (bh * p.nq + row) * p.d;
       for (let c = 0; c < p.d; c++) q[base + c] *= 30;
     }
+  }
+  if (dist === 'fa3-outliers') {
+    const rnd = mulberry32(opts.seed ^ 0x5eed);
+    const extra = normalSource(rnd);
+    for (const t of [q, k, v]) for (let i = 0; i < t.length; i++) if (rnd() < 0.001) t[i] += 10 * extra();
+  }
+  if (dist === 'sink') {
+    const u = Array.from({ length: p.d }, () => normal());
+    for (let r = 0; r < s.q / p.d; r++) for (let c = 0; c < p.d; c++) q[r * p.d + c] += u[c];
+    for (let bh = 0; bh < p.batch * p.hk; bh++)
+      for (let j = 0; j < Math.min(SINK_KEYS, p.nk); j++) for (let c = 0; c < p.d; c++) k[(bh * p.nk + j) * p.d + c] = u[c];
   }
   return { q: roundArray(p.dtype, q), k: roundArray(p.dtype, k), v: roundArray(p.dtype, v) };
 }

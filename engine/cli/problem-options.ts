@@ -222,8 +222,8 @@ export async function cliProblem(a: ParsedArgs, allowRandom: boolean): Promise<C
       dtype: dtypeOpt ?? 'fp32',
     };
     const dist = str(a, 'distribution') ?? 'normal';
-    if (!['normal', 'large-logits', 'outlier-row'].includes(dist)) {
-      throw new ArgsError(`--distribution must be normal, large-logits or outlier-row, got '${dist}'`);
+    if (!['normal', 'large-logits', 'outlier-row', 'fa3-outliers', 'sink'].includes(dist)) {
+      throw new ArgsError(`--distribution must be normal, large-logits, outlier-row, fa3-outliers or sink, got '${dist}'`);
     }
     validateProblem(problem);
     inputs = randomInputs(problem, { seed: num(a, 'seed') ?? 0, distribution: dist as InputDistribution });

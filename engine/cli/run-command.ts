@@ -11,6 +11,8 @@ import { encodeNpy } from '../io/npy.ts';
 import { nominalFlops } from '../problem.ts';
 import { nonFiniteInputs } from '../nonfinite.ts';
 import { runToEnd } from '../run.ts';
+import { referenceAttention } from '../reference.ts';
+import { outputError } from '../lowprec/error-metrics.ts';
 import { ArgsError, parseArgs, str } from './args.ts';
 import type { CliCommand } from './command.ts';
 import { runWebGpuCli, splitBackend, WEBGPU_RUN_HELP } from './run-webgpu.ts';
@@ -28,7 +30,8 @@ tracing off and writes DIR/<algo>/o.npy (float32, q's rank and layout, last dim 
 DIR/<algo>/lse.npy (float32 [B, Hq, Nq], natural log; -inf for fully masked rows) and
 DIR/<algo>/stats.json (hbm_bytes_read, hbm_bytes_written, matmul_flops, exp_count,
 rescale_count, steps, the per-tensor breakdown, and nonfinite_inputs: the count of NaN
-and ±Infinity values in q, k and v, each also named in a warning line on stderr).
+and ±Infinity values in q, k and v, each also named in a warning line on stderr) and
+DIR/<algo>/error.json (max_abs, rmse, rel_l1 of o against the float64 reference).
 
 ${PROBLEM_HELP}
 ${BACKWARD_RUN_HELP}
@@ -60,6 +63,7 @@ ${WEBGPU_RUN_HELP}`,
       const r = runToEnd(algo, p, cp.inputs, { ...cp.blocks, features: cp.features });
       return { algo, r, seconds: (performance.now() - t0) / 1000 };
     });
+    const ref = referenceAttention(p, cp.inputs).o;
     for (const { algo, r, seconds } of results) {
       const dir = join(out, algo.id);
       await mkdir(dir, { recursive: true });
@@ -76,6 +80,7 @@ ${WEBGPU_RUN_HELP}`,
         problem: p,
       };
       await writeFile(join(dir, 'stats.json'), JSON.stringify(stats, null, 2) + '\n');
+      await writeFile(join(dir, 'error.json'), JSON.stringify({ algo: algo.id, dtype: p.dtype, reference: 'float64', ...outputError(r.o, ref) }, null, 2) + '\n');
       console.log(`${algo.id}: ${r.counters.steps} steps, ${seconds.toFixed(3)} s -> ${dir}`);
     }
     return 0;

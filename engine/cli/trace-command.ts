@@ -40,7 +40,7 @@ random problem:
   --nq N --nk N               query and key length (default 64, nq)
   --d N --dv N                head dims (default 32, d)
   --seed N                    random seed (default 0)
-  --distribution NAME         normal | large-logits | outlier-row (default normal)
+  --distribution NAME         normal | large-logits | outlier-row | fa3-outliers | sink (default normal)
 
 ${PROBLEM_HELP}
 ${HW_TRACE_HELP}

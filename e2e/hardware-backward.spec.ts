@@ -92,3 +92,17 @@ test('FA2 backward starts on the A100 and shows its eight warps with the dQ atom
   await timeline(page).getByLabel('GPU').selectOption('h100');
   await expect(status).toContainText('NVIDIA H100', { timeout: 30_000 });
 });
+
+test('Backward from the default page: the FA2 backward kernel needs 16-bit inputs, and one click gets its schedule', async ({ page }) => {
+  await page.goto('/');
+  await expect(counter(page)).toHaveText(/^Step 1 of \d+$/, { timeout: 30_000 });
+  await page.getByRole('region', { name: 'Problem', exact: true }).getByRole('radio', { name: 'Backward' }).click();
+  await expect(timeline(page).getByTestId('hw-error')).toContainText('the FA2 backward takes fp16 or bf16');
+  const fix = timeline(page).getByTestId('hw-fix');
+  await expect(fix).toContainText('To draw it, set dtype to fp16.');
+  await fix.getByRole('button', { name: 'Set dtype to fp16 and reload' }).click();
+  await expect(page.getByRole('region', { name: 'Problem', exact: true }).getByLabel('dtype')).toHaveValue('fp16');
+  await expect(memoryMap(page).getByTestId('hw-status')).toContainText('NVIDIA A100', { timeout: 30_000 });
+  await expect(timeline(page).getByTestId('hw-error')).toHaveCount(0);
+  await expect(counter(page)).toHaveText(/^Step 1 of \d+$/);
+});

@@ -10,7 +10,9 @@ import { usePane } from '../pane/context.ts';
 import type { PaneController } from '../pane/controller.ts';
 import { formToRequest } from '../store/problem-form.ts';
 import { useApp } from '../store/store.ts';
-import { defaultGpu } from '../hardware/gpus.ts';
+import { choiceKey, defaultGpu } from '../hardware/gpus.ts';
+import { hasSchedule, shapeOf, simulateFor } from '../../engine/hw/registry.ts';
+import type { AttentionProblem } from '../../engine/problem.ts';
 import { useHwPane } from '../hardware/hw-store.ts';
 import { applyFixToForm, formMisfit, useDefaults } from './form-defaults.ts';
 import './defaults.css';
@@ -66,12 +68,30 @@ export function FormFitHint() {
   );
 }
 
+/**
+ * The backward kernels' fix: FA2's and FA3's backward MMAs take fp16 or bf16 only, and an
+ * fp32 problem that fits in fp16 gets that change (the CPU backward steps either way).
+ */
+function backwardFix(algorithm: string, p: AttentionProblem, gpu: string): Replaced[] {
+  if (p.dtype !== 'fp32' || !hasSchedule(algorithm, 'backward')) return [];
+  const fits = (dtype: AttentionProblem['dtype']) => {
+    try {
+      simulateFor(algorithm, gpu, shapeOf({ ...p, dtype }), {}, 'backward');
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  return !fits('fp32') && fits('fp16') ? [{ field: 'dtype', from: 'fp32', to: 'fp16', why: `the ${algorithm} backward kernel's MMAs take fp16 or bf16` }] : [];
+}
+
 /** The fix for the loaded run's problem, or [] when no form field is at fault. */
 function loadedFix(pane: string, gpu: string): Replaced[] {
   const s = useApp.getState();
   const applied = s.problem[pane]?.applied;
   if (!applied) return [];
   const p = applied.problem;
+  if (applied.pass === 'backward') return backwardFix(applied.algorithm, p, gpu);
   const c: WorkingConfig = { batch: p.batch, hq: p.hq, hk: p.hk, nq: p.nq, nk: p.nk, d: p.d, dv: p.dv, dtype: p.dtype, blockM: applied.blocks.blockM ?? 16, blockN: applied.blocks.blockN ?? 16, gpu: gpu as GpuId };
   try {
     return scheduleFix(applied.algorithm, c);
@@ -88,11 +108,12 @@ function loadedFix(pane: string, gpu: string): Replaced[] {
 export function LoadedFitFix() {
   const { pane, ctl } = usePane();
   const algorithm = useApp((s) => s.problem[pane]?.applied?.algorithm);
-  const gpuChoice = useHwPane(pane, (s) => (algorithm ? s.gpu[algorithm] : undefined));
+  const pass = useApp((s) => s.problem[pane]?.applied?.pass) ?? 'forward';
+  const gpuChoice = useHwPane(pane, (s) => (algorithm ? s.gpu[choiceKey(algorithm, pass)] : undefined));
   useApp((s) => s.problem[pane]?.applied);
   // The views stay mounted a moment after another algorithm (perhaps one with no kernel) loads.
-  if (!algorithm || !hasKernel(algorithm)) return null;
-  const fix = loadedFix(pane, gpuChoice ?? defaultGpu(algorithm));
+  if (!algorithm || (pass === 'forward' && !hasKernel(algorithm))) return null;
+  const fix = loadedFix(pane, gpuChoice ?? defaultGpu(algorithm, pass));
   if (fix.length === 0) return null;
   const apply = () => {
     const compare = pane.startsWith('cmp');

@@ -1,6 +1,8 @@
 // Rounding of float values to the storage precisions real kernels use. JS numbers are
 // float64; we round explicitly at every point a GPU kernel would store a narrower type.
 
+import type { DType } from './problem.ts';
+
 const f32 = new Float32Array(1);
 const u32 = new Uint32Array(f32.buffer);
 
@@ -39,20 +41,24 @@ export function roundFp16(x: number): number {
   return (x < 0 ? -r : r) * q;
 }
 
-export function roundTo(dtype: 'fp32' | 'fp16' | 'bf16', x: number): number {
+// The FP8 dtypes store their inputs as fp32 (the FP8 path quantizes with its own scales), so
+// every rounding helper below treats them as fp32.
+type Rounded = DType;
+
+export function roundTo(dtype: Rounded, x: number): number {
   if (dtype === 'fp16') return roundFp16(x);
   if (dtype === 'bf16') return roundBf16(x);
   return Math.fround(x);
 }
 
 /** The 16-bit rounding of a dtype, or undefined for fp32 (whose values are stored as they are). */
-export function sixteenBitRounder(dtype: 'fp32' | 'fp16' | 'bf16'): ((x: number) => number) | undefined {
+export function sixteenBitRounder(dtype: Rounded): ((x: number) => number) | undefined {
   return dtype === 'fp16' ? roundFp16 : dtype === 'bf16' ? roundBf16 : undefined;
 }
 
 /** Rounds an array in place to the dtype and returns it. */
-export function roundArray<T extends Float32Array | Float64Array>(dtype: 'fp32' | 'fp16' | 'bf16', a: T): T {
-  if (dtype === 'fp32') {
+export function roundArray<T extends Float32Array | Float64Array>(dtype: Rounded, a: T): T {
+  if (dtype !== 'fp16' && dtype !== 'bf16') {
     if (a instanceof Float64Array) for (let i = 0; i < a.length; i++) a[i] = Math.fround(a[i]);
     return a;
   }

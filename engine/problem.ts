@@ -2,7 +2,23 @@
 // validated once, so that the reference, the step engine, the hardware models and the
 // WebGPU backend all agree on what "the problem" means.
 
-export type DType = 'fp32' | 'fp16' | 'bf16';
+/**
+ * Input precision. The FP8 types describe how the kernel *feeds its tensor cores*: Q, K and V
+ * arrive in high precision and the FP8 path quantizes them with per-tensor or per-tile scales
+ * (engine/lowprec/); only algorithms with an FP8 path accept them (see requireNoFp8).
+ */
+export type DType = 'fp32' | 'fp16' | 'bf16' | 'fp8e4m3' | 'fp8e5m2';
+
+export const DTYPES: readonly DType[] = ['fp32', 'fp16', 'bf16', 'fp8e4m3', 'fp8e5m2'];
+
+export function isFp8(dtype: DType): dtype is 'fp8e4m3' | 'fp8e5m2' {
+  return dtype === 'fp8e4m3' || dtype === 'fp8e5m2';
+}
+
+/** The precision a run stores its inputs in before any FP8 quantization: fp8 runs keep fp32. */
+export function storageDtype(dtype: DType): 'fp32' | 'fp16' | 'bf16' {
+  return isFp8(dtype) ? 'fp32' : dtype;
+}
 
 /** Sliding window in keys relative to the aligned diagonal; -1 means unbounded on that side. */
 export interface SlidingWindow {
@@ -73,8 +89,8 @@ export function validateProblem(p: AttentionProblem): AttentionProblem {
   if (p.scale !== undefined && !Number.isFinite(p.scale)) {
     throw new ProblemError('scale', `must be a finite number, got ${p.scale}`);
   }
-  if (!['fp32', 'fp16', 'bf16'].includes(p.dtype)) {
-    throw new ProblemError('dtype', `must be fp32, fp16 or bf16, got ${String(p.dtype)}`);
+  if (!DTYPES.includes(p.dtype)) {
+    throw new ProblemError('dtype', `must be one of ${DTYPES.join(', ')}, got ${String(p.dtype)}`);
   }
   if (p.window) {
     for (const side of ['left', 'right'] as const) {
@@ -126,7 +142,14 @@ export function alibiSlopes(p: AttentionProblem): number[] | undefined {
 
 /** Bytes per element of the input dtype (Q, K, V, O and the materialized S/P of standard attention). */
 export function dtypeBytes(dtype: DType): number {
-  return dtype === 'fp32' ? 4 : 2;
+  return dtype === 'fp32' ? 4 : isFp8(dtype) ? 1 : 2;
+}
+
+/** FP8 runs only where an algorithm models an FP8 path; every other algorithm calls this first. */
+export function requireNoFp8(p: AttentionProblem, algorithm: string): void {
+  if (isFp8(p.dtype)) {
+    throw new ProblemError('dtype', `${algorithm} has no FP8 path; ${p.dtype} runs on fa3 (FA3's FP8 forward) — pick fp16, bf16 or fp32 here`);
+  }
 }
 
 /** FLOPs as the FlashAttention papers count them: 4·B·Hq·Nq·Nk·d (d for QK, dv for PV), halved when causal with Nq = Nk. */

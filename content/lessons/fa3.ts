@@ -66,6 +66,11 @@ is kept for the backward pass. A sink logit $s$ joins the denominator here: $\el
   features: [
     { key: 'intraOverlap', default: 'true', text: r`Issue $S_{\text{next}}$ before $O \mathrel{+}= P_{\text{cur}}V_{j-1}$ and overlap the softmax with it.` },
     { key: 'pingpong', default: 'true', text: 'Consumer warpgroups (64 rows each) take turns on the tensor cores; off: one unit for the whole tile.' },
+    { key: 'reverseKv', default: 'true', text: 'K/V blocks from the last to the first, as the kernel walks them (the causal diagonal block comes first). Off: first to last. The numbers differ only by rounding, except under FP8, where the order decides which P values flush to zero.' },
+    { key: 'blockQuant', default: 'true', text: r`FP8 only. One scale per $B_r 	imes d$ tile of $Q$ and per $B_c 	imes d$ tile of $K$ and $V$; off: one scale per tensor, the baseline whose step size an outlier sets for everyone.` },
+    { key: 'incoherent', default: 'true', text: r`FP8 only. $Q$ and $K$ are multiplied by the same random Hadamard matrix $M = HD$ before quantizing; $QM(KM)^	op = QK^	op$, but an outlier channel is spread over all $d$ channels. Needs a power-of-two $d$.` },
+    { key: 'pScale', default: '256', text: r`FP8 only. $P$ is multiplied by this power of two before its e4m3 cast and divided after $P V$. The kernel uses 256 (it subtracts $m - 8$ in base 2); at 1 every $P \le 2^{-10}$ flushes to zero.` },
+    { key: 'seed', default: '0', text: r`FP8 only. Seed of the random $\pm 1$ diagonal $D$ of the Hadamard transform.` },
   ],
   support: [
     { variant: 'causal, sliding window', kernel: 'yes', flashscope: 'runs', note: 'blocks outside the mask are never loaded' },
@@ -74,7 +79,7 @@ is kept for the backward pass. A sink logit $s$ joins the denominator here: $\el
     { variant: 'attention sinks', kernel: 'partly', flashscope: 'runs', note: 'not in the original FA3 release; FlashScope adds the sink to the denominator at the end' },
     { variant: 'GQA / MQA, Nq ≠ Nk, d ≠ dv', kernel: 'yes', flashscope: 'runs', note: '' },
     { variant: 'fp32 inputs', kernel: 'no', flashscope: 'runs', note: 'FA3 takes fp16/bf16/fp8; FlashScope runs fp32 unrounded to show the schedule' },
-    { variant: 'FP8', kernel: 'yes', flashscope: 'rejected', note: 'lesson only; not a FlashScope dtype' },
+    { variant: 'FP8 (e4m3; e5m2)', kernel: 'yes', flashscope: 'runs', note: 'dtype fp8e4m3 / fp8e5m2: per-tile or per-tensor scales, Hadamard rotation, P cast to e4m3, O in bf16; no ALiBi or sinks, d = dv' },
     { variant: 'd > 256', kernel: 'no', flashscope: 'rejected', note: 'no kernel instance' },
   ],
   content: {

@@ -37,7 +37,7 @@
 
 import { blockCount, resolveBlocks } from './blocks.ts';
 import { readFeatures } from './features.ts';
-import { fa3, FA3_FEATURES } from './fa3.ts';
+import { fa3, FA3_SCHEDULE_FEATURES } from './fa3.ts';
 import { Producer } from './producer.ts';
 import type { RunOptions } from './types.ts';
 import { DqAccumulation } from '../backward/dq-accumulation.ts';
@@ -51,7 +51,7 @@ import type { TraceEvent } from '../trace/events.ts';
 import { tileValues } from '../trace/tracer.ts';
 
 export const FA3_BACKWARD_FEATURES = {
-  ...FA3_FEATURES,
+  ...FA3_SCHEDULE_FEATURES,
   deterministic: { default: false, doc: 'a semaphore per dQ row block orders the column blocks’ adds (reproducible dQ, some waiting)' },
 };
 

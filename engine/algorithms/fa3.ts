@@ -28,10 +28,16 @@
 //   ALiBi: not in FA3; added to S as FA2 does. Attention sinks: not in the original FA3
 //   release; added at the final normalization as FA2 does.
 //   dtype fp32: the kernel takes fp16/bf16/fp8 only; FlashScope runs fp32 inputs unrounded
-//   so the schedule can be studied without rounding noise. FP8 is described in the lesson only.
+//   so the schedule can be studied without rounding noise.
+//   dtype fp8e4m3 / fp8e5m2: FA3's FP8 forward (engine/lowprec/fa3-fp8.ts): Q, K, V quantized
+//   per tensor or per tile, optionally after a Hadamard rotation of Q and K; S in fp32; P
+//   scaled and cast to e4m3 before P·V; O written in bf16. The kernel's 1-byte tile table
+//   (128×224 at d = 128). No ALiBi or sinks there; d = dv only.
 //   d > 256: rejected (no kernel instance).
 
-import { ProblemError, type AttentionProblem } from '../problem.ts';
+import { isFp8, ProblemError, type AttentionProblem } from '../problem.ts';
+import { roundBf16 } from '../dtype.ts';
+import { FA3_FP8_FEATURES, prepareFp8 } from '../lowprec/fa3-fp8.ts';
 import { kvHead, type AttentionInputs } from '../inputs.ts';
 import { blockHasVisible } from '../scores.ts';
 import { blockCount, resolveBlocks } from './blocks.ts';
@@ -41,9 +47,16 @@ import * as step from './tile-steps.ts';
 import type { AlgorithmResult, RunOptions, StepAlgorithm, StepGenerator } from './types.ts';
 import type { TraceEvent } from '../trace/events.ts';
 
-export const FA3_FEATURES = {
+/** The warp-scheduling switches, shared with the backward. */
+export const FA3_SCHEDULE_FEATURES = {
   intraOverlap: { default: true, doc: 'issue S_next = Q·K_jᵀ before O += P·V_{j−1} and overlap the softmax with it' },
   pingpong: { default: true, doc: 'consumer warpgroups take turns on the tensor cores (scheduler barrier)' },
+};
+
+export const FA3_FEATURES = {
+  ...FA3_SCHEDULE_FEATURES,
+  reverseKv: { default: true, doc: 'visit K/V blocks last to first as the kernel does (off: first to last; with FP8 this decides which P values flush)' },
+  ...FA3_FP8_FEATURES,
 };
 
 /** Rows per consumer warpgroup (one wgmma M tile). */
@@ -51,10 +64,17 @@ export const FA3_ROWS_PER_WARPGROUP = 64;
 /** Pipeline depth of the K and V rings. */
 export const FA3_STAGES = 2;
 
-/** The kernel's default tile for a problem (16-bit table). */
+/** The kernel's default tile for a problem (its 16-bit table, or the 1-byte one for FP8). */
 export function fa3DefaultTile(p: AttentionProblem): { blockM: number; blockN: number } {
   const local = p.window !== undefined && (p.window.left >= 0 || p.window.right >= 0);
   const causalOrLocal = p.causal || local;
+  if (isFp8(p.dtype)) {
+    if (p.d <= 64) return { blockM: 192, blockN: 160 };
+    if (p.d <= 96) return { blockM: 192, blockN: 128 };
+    if (p.d <= 128) return { blockM: 128, blockN: p.softcap && local ? 192 : 224 };
+    if (p.d <= 192) return { blockM: 128, blockN: p.softcap && local ? 128 : 160 };
+    return { blockM: 128, blockN: local ? 64 : 128 };
+  }
   if (p.d <= 64) return { blockM: 192, blockN: causalOrLocal ? 128 : 192 };
   if (p.d <= 96) return { blockM: 192, blockN: local ? 128 : 144 };
   if (p.d <= 128) return { blockM: 128, blockN: causalOrLocal ? 128 : 176 };
@@ -67,9 +87,20 @@ type Gen = Generator<TraceEvent, void, void>;
 function* runFa3(p: AttentionProblem, x: AttentionInputs, opts: RunOptions): StepGenerator {
   const f = readFeatures('fa3', FA3_FEATURES, opts.features);
   if (p.d > 256) throw new ProblemError('d', `FA3 instantiates head dims up to 256, got ${p.d}`);
+  const fp8 = isFp8(p.dtype);
+  if (!fp8) {
+    const given = Object.keys(opts.features ?? {}).filter((k) => k in FA3_FP8_FEATURES);
+    if (given.length) throw new ProblemError(`features.${given[0]}`, `applies to FP8 runs only (dtype fp8e4m3 or fp8e5m2), the dtype is ${p.dtype}`);
+  }
   const def = fa3DefaultTile(p);
   const { blockM, blockN } = resolveBlocks(p, { ...opts, blockM: opts.blockM ?? def.blockM, blockN: opts.blockN ?? def.blockN });
-  const ctx = step.makeContext(p, x, opts, { prefix: 'fa3' });
+  // FP8: quantize (and rotate) once up front, as the caller of the kernel does; the schedule
+  // then reads the quantized tensors and casts P before each P·V.
+  const q8 = fp8 ? prepareFp8(p, x, f, blockM, blockN) : undefined;
+  const ctx = step.makeContext(p, q8 ? q8.x : x, opts, {
+    prefix: 'fa3',
+    ...(q8 ? { fp8: q8, dotRound: Math.fround, outRound: roundBf16 } : {}),
+  });
   const o = new Float32Array(p.batch * p.hq * p.nq * p.dv);
   const lseOut = new Float32Array(p.batch * p.hq * p.nq);
   const tr = blockCount(p.nq, blockM);
@@ -102,17 +133,23 @@ function* runFa3(p: AttentionProblem, x: AttentionInputs, opts: RunOptions): Ste
         for (let j = tc - 1; j >= 0; j--) {
           if (blockHasVisible(ctx.sm, r0, r1, j * blockN, Math.min(p.nk, (j + 1) * blockN), p.nk)) blocks.push(j);
         }
+        if (!f.reverseKv) blocks.reverse();
         const cta: step.At = { b, h, outer: i, inner: -1, qBlock: i };
         const rowsAll: [number, number] = [r0, r1];
         const colsOf = (j: number): [number, number] => [j * blockN, Math.min(p.nk, (j + 1) * blockN)];
         const K = 0;
         const V = 1;
         const prod = new Producer([FA3_STAGES, FA3_STAGES]);
-        prod.push('Q', -1, () => step.load(ctx, cta, 'loadQ', rowsAll, [0, 0], -1, { Q: (r1 - r0) * p.d * eb }));
+        const quant = (scale: number, saturated: number) => (q8 ? () => ({ scale, saturated }) : undefined);
+        prod.push('Q', -1, () => step.load(ctx, cta, 'loadQ', rowsAll, [0, 0], -1, { Q: (r1 - r0) * p.d * eb }, q8 && quant(q8.qScale(b, h, r0), q8.qSaturated(b, h, r0))));
         const pushK = (j: number) =>
-          prod.push(`K${j}`, K, () => step.load(ctx, { ...cta, inner: j }, 'loadK', rowsAll, colsOf(j), j, { K: (colsOf(j)[1] - colsOf(j)[0]) * p.d * eb }));
+          prod.push(`K${j}`, K, () =>
+            step.load(ctx, { ...cta, inner: j }, 'loadK', rowsAll, colsOf(j), j, { K: (colsOf(j)[1] - colsOf(j)[0]) * p.d * eb }, q8 && quant(q8.kScale(b, hk, j * blockN), q8.kSaturated(b, hk, j * blockN))),
+          );
         const pushV = (j: number) =>
-          prod.push(`V${j}`, V, () => step.load(ctx, { ...cta, inner: j }, 'loadV', rowsAll, colsOf(j), j, { V: (colsOf(j)[1] - colsOf(j)[0]) * p.dv * eb }));
+          prod.push(`V${j}`, V, () =>
+            step.load(ctx, { ...cta, inner: j }, 'loadV', rowsAll, colsOf(j), j, { V: (colsOf(j)[1] - colsOf(j)[0]) * p.dv * eb }, q8 && quant(q8.vScale(b, hk, j * blockN), q8.vSaturated(b, hk, j * blockN))),
+          );
         // The producer's program order: with overlap the consumer needs K_j before V_{j−1}.
         if (f.intraOverlap) {
           if (blocks.length) pushK(blocks[0]);
@@ -199,11 +236,12 @@ function* runFa3(p: AttentionProblem, x: AttentionInputs, opts: RunOptions): Ste
           yield* step.normalize(ctx, u.at, u.st, lse);
           step.storeRows(ctx, u.at, u.st, lse, o, lseOut);
         }
-        yield* step.write(ctx, cta, 'write', rowsAll, { O: (r1 - r0) * p.dv * eb, LSE: (r1 - r0) * 4 });
+        yield* step.write(ctx, cta, 'write', rowsAll, { O: (r1 - r0) * p.dv * (fp8 ? 2 : eb), LSE: (r1 - r0) * 4 });
       }
     }
   }
   const result: AlgorithmResult = { o, lse: lseOut, counters: ctx.tr.counters, blocks: { blockM, blockN } };
+  if (q8) result.stats = { flushedP: ctx.tally.flushedP, castP: ctx.tally.castP, saturated: q8.saturated };
   return result;
 }
 

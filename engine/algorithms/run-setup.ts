@@ -3,7 +3,7 @@
 
 import { sixteenBitRounder } from '../dtype.ts';
 import { checkInputs, type AttentionInputs } from '../inputs.ts';
-import { dtypeBytes, validateProblem, type AttentionProblem } from '../problem.ts';
+import { dtypeBytes, requireNoFp8, validateProblem, type AttentionProblem } from '../problem.ts';
 import { scoreModel, type ScoreModel } from '../scores.ts';
 import { Tracer } from '../trace/tracer.ts';
 import { resolveBlocks } from './blocks.ts';
@@ -24,6 +24,7 @@ export interface RunSetup {
 /** Validates and prepares a run of an algorithm that has no feature switches (any given one is rejected by name). */
 export function setUpExactRun(id: string, p: AttentionProblem, x: AttentionInputs, opts: RunOptions): RunSetup {
   validateProblem(p);
+  requireNoFp8(p, id);
   checkInputs(p, x);
   readFeatures(id, {}, opts.features);
   const { blockM, blockN } = resolveBlocks(p, opts);

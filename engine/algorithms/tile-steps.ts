@@ -10,7 +10,8 @@
 import type { HbmTensor } from '../counters.ts';
 import { roundTo } from '../dtype.ts';
 import { kOffset, qOffset, vOffset, type AttentionInputs } from '../inputs.ts';
-import { dtypeBytes, type AttentionProblem } from '../problem.ts';
+import { dtypeBytes, requireNoFp8, type AttentionProblem } from '../problem.ts';
+import type { Fp8Prepared } from '../lowprec/fa3-fp8.ts';
 import { modifyScore, scoreModel, visible, type ScoreModel } from '../scores.ts';
 import type { TileRef, TraceEvent } from '../trace/events.ts';
 import { Tracer, tileValues } from '../trace/tracer.ts';
@@ -33,6 +34,16 @@ export interface StepContextOptions {
   accRound?: (v: number) => number;
   /** Rounding of the QKᵀ partial sum after every add; undefined computes the dot exactly, then stores fp32. */
   dotRound?: (v: number) => number;
+  /** FA3's FP8 path: tile scales for the events and the cast of P (engine/lowprec/fa3-fp8.ts). Without it an fp8 problem is refused. */
+  fp8?: Fp8Prepared;
+  /** Rounding of the stored output (default: the problem's dtype; FP8 kernels write bf16). */
+  outRound?: (v: number) => number;
+}
+
+/** Precision events of a run: P values the FP8 cast flushed to zero among the P values > 0 it cast. */
+export interface PrecisionTally {
+  flushedP: number;
+  castP: number;
 }
 
 export interface StepContext {
@@ -51,9 +62,13 @@ export interface StepContext {
   exp: (arg: number, col: number, emulable: boolean) => number;
   accRound: (v: number) => number;
   dotRound: ((v: number) => number) | undefined;
+  fp8: Fp8Prepared | undefined;
+  outRound: (v: number) => number;
+  tally: PrecisionTally;
 }
 
 export function makeContext(p: AttentionProblem, x: AttentionInputs, opts: Pick<RunOptions, 'trace' | 'annotate'>, o: StepContextOptions): StepContext {
+  if (!o.fp8) requireNoFp8(p, o.prefix);
   const trace = opts.trace;
   const sm = scoreModel(p);
   const base2 = o.base2 ?? false;
@@ -72,6 +87,9 @@ export function makeContext(p: AttentionProblem, x: AttentionInputs, opts: Pick<
     exp: o.exp ?? (base2 ? (a) => 2 ** a : (a) => Math.exp(a)),
     accRound: o.accRound ?? Math.fround,
     dotRound: o.dotRound,
+    fp8: o.fp8,
+    outRound: o.outRound ?? ((v) => roundTo(p.dtype, v)),
+    tally: { flushedP: 0, castP: 0 },
   };
 }
 
@@ -161,10 +179,20 @@ function extra(ctx: StepContext, at: At, units: boolean) {
 type Gen = Generator<TraceEvent, void, void>;
 
 /** An HBM -> chip transfer of the given bytes per tensor. */
-export function* load(ctx: StepContext, at: At, line: string, rows: [number, number], cols: [number, number], kvBlock: number, bytes: Partial<Record<HbmTensor, number>>): Gen {
+export function* load(
+  ctx: StepContext,
+  at: At,
+  line: string,
+  rows: [number, number],
+  cols: [number, number],
+  kvBlock: number,
+  bytes: Partial<Record<HbmTensor, number>>,
+  quant?: () => { scale: number; saturated: number },
+): Gen {
   const tile: TileRef = { qBlock: at.qBlock, kvBlock, rows, cols };
   const ev = ctx.tr.emit('load', { ...place(ctx, at, line), tile, delta: { hbmRead: bytes } }, () => ({
     tensors: Object.keys(bytes) as HbmTensor[],
+    ...(quant ? { quant: quant() } : {}),
     ...extra(ctx, at, false),
   }));
   if (ev) yield ev;
@@ -216,9 +244,15 @@ export function* qk(ctx: StepContext, at: At, st: RowState, t: ScoreTile, kvBloc
   const ev = ctx.tr.emit(
     'qk',
     { ...place(ctx, at, 'qk'), tile: tileRef(at, st, t), delta: { matmulFlops: 2 * rows * cols * p.d, nonMatmulFlops: rows * cols } },
-    () => ({ s: tileValues(t.s, rows, cols, stride), ...extra(ctx, at, true) }),
+    () => ({ s: tileValues(t.s, rows, cols, stride), ...fp8Scales(ctx, at, st, t), ...extra(ctx, at, true) }),
   );
   if (ev) yield ev;
+}
+
+/** The FP8 tile scales an S tile was computed with (its Q tile's and its K block's). */
+function fp8Scales(ctx: StepContext, at: At, st: RowState, t: ScoreTile): { qScale?: number; kScale?: number } {
+  const f = ctx.fp8;
+  return f ? { qScale: f.qScale(at.b, at.h, st.r0), kScale: f.kScale(at.b, st.hk, t.c0) } : {};
 }
 
 /** Masked entries of S set to -inf; no event when the block has none. */
@@ -303,6 +337,8 @@ export function* rowmax(ctx: StepContext, at: At, st: RowState, t: ScoreTile): G
 export function* exp(ctx: StepContext, at: At, st: RowState, t: ScoreTile): Gen {
   const { rows } = st;
   const { cols, stride } = t;
+  const cast = ctx.fp8?.castP;
+  const flushed: number[] = [];
   for (let r = 0; r < rows; r++) {
     // A row with no visible key so far subtracts 0 (the kernels' "safe" max) and gets P = 0.
     const mr = st.m[r] === -Infinity ? 0 : st.m[r];
@@ -311,14 +347,26 @@ export function* exp(ctx: StepContext, at: At, st: RowState, t: ScoreTile): Gen 
       const sv = t.s[r * stride + c];
       const v = sv === -Infinity ? 0 : ctx.exp(ctx.base2 ? Math.fround(sv - mr) : sv - mr, c, t.emulable);
       sum += v;
-      t.pt[r * stride + c] = roundTo(ctx.p.dtype, v);
+      if (cast) {
+        // The row sum keeps the fp32 P; P·V reads the e4m3 cast.
+        const pc = cast(Math.fround(v));
+        if (v > 0) {
+          ctx.tally.castP++;
+          if (pc === 0) {
+            ctx.tally.flushedP++;
+            flushed.push(r * cols + c);
+          }
+        }
+        t.pt[r * stride + c] = pc;
+      } else t.pt[r * stride + c] = roundTo(ctx.p.dtype, v);
     }
     t.sum[r] = sum;
   }
+  const fp8 = ctx.fp8;
   const ev = ctx.tr.emit(
     'exp',
     { ...place(ctx, at, 'exp'), tile: tileRef(at, st, t), delta: { nonMatmulFlops: 2 * rows * cols, expCount: rows * cols } },
-    () => ({ p: tileValues(t.pt, rows, cols, stride), m: Array.from(st.m), ...extra(ctx, at, true) }),
+    () => ({ p: tileValues(t.pt, rows, cols, stride), m: Array.from(st.m), ...(fp8 ? { pScale: fp8.pScale, flushed } : {}), ...extra(ctx, at, true) }),
   );
   if (ev) yield ev;
 }
@@ -387,6 +435,7 @@ export function* pv(ctx: StepContext, at: At, st: RowState, t: ScoreTile): Gen {
   }
   const ev = ctx.tr.emit('pv', { ...place(ctx, at, 'pv'), tile: tileRef(at, st, t), delta: { matmulFlops: 2 * rows * cols * dv } }, () => ({
     o: tileValues(st.acc, rows, dv, dv),
+    ...(ctx.fp8 ? { vScale: ctx.fp8.vScale(at.b, st.hk, t.c0) } : {}),
     ...extra(ctx, at, false),
   }));
   if (ev) yield ev;
@@ -434,7 +483,7 @@ export function storeRows(ctx: StepContext, at: At, st: RowState, lse: Float64Ar
   for (let r = 0; r < st.rows; r++) {
     const i = st.r0 + r;
     const oo = ((at.b * p.hq + at.h) * p.nq + i) * p.dv;
-    for (let e = 0; e < p.dv; e++) o[oo + e] = roundTo(p.dtype, st.acc[r * st.dv + e]);
+    for (let e = 0; e < p.dv; e++) o[oo + e] = ctx.outRound(st.acc[r * st.dv + e]);
     lseOut[(at.b * p.hq + at.h) * p.nq + i] = lse[r];
   }
 }

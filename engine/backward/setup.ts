@@ -6,7 +6,7 @@ import { runToEnd } from '../run.ts';
 import type { AlgorithmResult, RunOptions, StepAlgorithm } from '../algorithms/types.ts';
 import { sixteenBitRounder } from '../dtype.ts';
 import { checkInputs, type AttentionInputs } from '../inputs.ts';
-import { dtypeBytes, validateProblem, type AttentionProblem } from '../problem.ts';
+import { dtypeBytes, requireNoFp8, validateProblem, type AttentionProblem } from '../problem.ts';
 import { scoreModel, type ScoreModel } from '../scores.ts';
 import { Tracer } from '../trace/tracer.ts';
 import { checkGradOutput } from './grad-output.ts';
@@ -42,6 +42,7 @@ export function setUpBackward(
   trace: boolean,
 ): BackwardSetup {
   validateProblem(p);
+  requireNoFp8(p, `the ${forwardAlgo.id} backward`);
   checkInputs(p, xIn);
   const x = asBackwardInputs(p, xIn);
   const forward = runToEnd(forwardAlgo, p, x, { ...forwardOptions, trace: false });

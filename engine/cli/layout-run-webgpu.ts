@@ -128,6 +128,8 @@ export async function runWebGpuLayoutCli(argv: readonly string[]): Promise<numbe
   const path = (str(a, 'path') ?? (isPaged ? 'decode' : 'flash-f32')) as WebGpuPath;
   if (!(path in PATH_LABELS)) throw new ArgsError(`--path must be one of ${Object.keys(PATH_LABELS).join(', ')}, got '${path}'`);
   const repeats = num(a, 'repeats') ?? 3;
+  const dt = str(a, 'dtype');
+  if (dt === 'fp8e4m3' || dt === 'fp8e5m2') throw new ArgsError(`--dtype ${dt}: the WebGPU kernels have no FP8 path (WGSL has no 8-bit float type); run FP8 on the CPU with --algo fa3`);
   const r = isPaged ? await paged(a, path, repeats) : await varlen(a, path, repeats);
   if (typeof r === 'number') return r;
   const dir = join(out, `webgpu-${path}`);

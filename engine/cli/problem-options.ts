@@ -4,7 +4,7 @@
 
 import { roundArray } from '../dtype.ts';
 import { randomInputs, type AttentionInputs, type InputDistribution } from '../inputs.ts';
-import { DEFAULT_PROBLEM, ProblemError, validateProblem, type AttentionProblem, type DType } from '../problem.ts';
+import { DEFAULT_PROBLEM, DTYPES, ProblemError, validateProblem, type AttentionProblem, type DType } from '../problem.ts';
 import { TensorFileError } from '../io/byte-source.ts';
 import type { Tensor } from '../io/tensor-info.ts';
 import type { BlockOptions } from '../algorithms/types.ts';
@@ -51,6 +51,9 @@ export const PROBLEM_HELP = `problem:
   --layout bhnd|bnhd          memory order of the tensor files (default bhnd)
   --dtype fp32|fp16|bf16      input precision; inputs are rounded to it (default: from q's
                               file type: float16 -> fp16, bfloat16 -> bf16, else fp32)
+  --dtype fp8e4m3|fp8e5m2     FA3's FP8 forward (--algo fa3 only): inputs are read as they
+                              are and quantized by the FP8 path (see --feature blockQuant,
+                              incoherent, pScale, reverseKv, seed); O is written as bf16 values
   --causal                    causal mask, aligned bottom-right when Nq != Nk
   --window L,R                sliding window of L keys left and R right of the diagonal (-1 = unbounded)
   --alibi                     ALiBi with the standard per-head slopes
@@ -125,8 +128,9 @@ export function shapeFor(rank: number, [B, H, N, D]: number[], layout: Layout): 
 
 export function parseDtype(v: string | undefined): DType | undefined {
   if (v === undefined) return undefined;
-  if (v !== 'fp32' && v !== 'fp16' && v !== 'bf16') throw new ArgsError(`--dtype must be fp32, fp16 or bf16, got '${v}'`);
-  return v;
+  const known = DTYPES as readonly string[];
+  if (!known.includes(v)) throw new ArgsError(`--dtype must be one of ${DTYPES.join(', ')}, got '${v}'`);
+  return v as DType;
 }
 
 export function parseWindow(v: string | undefined): AttentionProblem['window'] {

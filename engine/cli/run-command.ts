@@ -77,6 +77,8 @@ ${WEBGPU_RUN_HELP}`,
         block_n: r.blocks.blockN,
         nominal_flops: nominalFlops(p),
         nonfinite_inputs: nonfinite.counts,
+        // FP8 runs: P values the e4m3 cast flushed to zero (of castP values > 0), input entries saturated at ±max.
+        ...(r.stats && 'flushedP' in r.stats ? { precision: { flushed_p: r.stats.flushedP, cast_p: r.stats.castP, saturated: r.stats.saturated } } : {}),
         problem: p,
       };
       await writeFile(join(dir, 'stats.json'), JSON.stringify(stats, null, 2) + '\n');

@@ -10,6 +10,7 @@ import { nominalFlops } from '../problem.ts';
 import { PATH_LABELS, WebGpuUnavailable, type WebGpuPath } from '../webgpu/device.ts';
 import { NO_ADAPTER_HELP, openNodeWebGpu } from '../webgpu/node-gpu.ts';
 import { runWebGpu } from '../webgpu/run-webgpu.ts';
+import { isFp8 } from '../problem.ts';
 import { ArgsError, num, parseArgs, str } from './args.ts';
 import { cliProblem, fromBhnd, PROBLEM_OPTIONS, RANDOM_OPTIONS, shapeFor } from './problem-options.ts';
 import { isLayoutRun } from './layout-run.ts';
@@ -46,6 +47,7 @@ export async function runWebGpuCli(argv: string[]): Promise<number> {
   const path = (str(a, 'path') ?? 'flash-f32') as WebGpuPath;
   if (!(path in PATH_LABELS)) throw new ArgsError(`--path must be one of ${Object.keys(PATH_LABELS).join(', ')}, got '${path}'`);
   const cp = await cliProblem(a, true);
+  if (isFp8(cp.problem.dtype)) throw new ArgsError(`--dtype ${cp.problem.dtype}: the WebGPU kernels have no FP8 path (WGSL has no 8-bit float type); run FP8 on the CPU with --algo fa3`);
   const doFile = str(a, 'do');
   if (doFile !== undefined && path !== 'flash-f32') throw new ArgsError(`--do runs the f32 backward kernels after the flash-f32 forward; --path ${path} has no backward (use --path flash-f32)`);
   // dO is checked against O's shape before the GPU opens, so a wrong file writes nothing.

@@ -2,7 +2,7 @@
 // features, the cost of each kind of work on a given GPU, and the shape of a schedule
 // module. The schedules themselves live in schedules/, one algorithm per file.
 
-import type { DType } from '../problem.ts';
+import { dtypeBytes, isFp8, type DType } from '../problem.ts';
 import type { ResourceSheet } from './events.ts';
 import type { GpuSpec } from './gpus/index.ts';
 import type { Kernel, MemSpec } from './scheduler.ts';
@@ -103,7 +103,7 @@ export interface HwAlgorithm {
 }
 
 export function elemBytes(dtype: DType): number {
-  return dtype === 'fp32' ? 4 : 2;
+  return dtypeBytes(dtype);
 }
 
 export function ceilDiv(a: number, b: number): number {
@@ -115,8 +115,10 @@ export function mmaCycles(m: number, n: number, k: number, flopsPerClk: number):
   return (2 * m * n * k) / flopsPerClk;
 }
 
+/** Dense MMA FLOPs per clock per SM for a dtype; a chip without FP8 MMAs is refused by requireHalf first (the 16-bit rate keeps the sheet finite). */
 export function tensorRate(gpu: GpuSpec, dtype: DType): number {
-  return gpu.tensorFlopsPerClk[dtype];
+  const t = gpu.tensorFlopsPerClk;
+  return isFp8(dtype) ? (t.fp8 ?? t.fp16) : t[dtype];
 }
 
 /**
@@ -233,15 +235,23 @@ export function ioBytes(s: ProblemShape): number {
 
 /** The HBM write of O rows [row0, row0 + rows) of one (batch, head), as a memory event spec. */
 export function hbmOut(shape: ProblemShape, work: CtaWork, row0: number, rows: number, tile: string, partial = false, splits = 1): MemSpec {
-  const e = partial ? 4 : elemBytes(shape.dtype);
+  // FP8 kernels write O in bf16.
+  const e = partial ? 4 : isFp8(shape.dtype) ? 2 : elemBytes(shape.dtype);
   const rowBytes = partial ? (shape.dv + 1) * 4 : shape.dv * e;
   const base = partial ? ((work.b * shape.hq + work.h) * splits + work.split) * shape.nq : (work.b * shape.hq + work.h) * shape.nq;
   return { space: 'hbm', buffer: partial ? 'Opartial' : 'O', stage: work.split, offset: (base + row0) * rowBytes, bytes: Math.max(0, Math.min(rows, shape.nq - row0)) * rowBytes, action: 'fill', tile };
 }
 
-/** FlashAttention kernels take 16-bit inputs: their MMAs have no fp32 path. */
-export function requireHalf(sheet: ResourceSheet, shape: ProblemShape, name: string): void {
+/**
+ * FlashAttention kernels take 16-bit inputs: their MMAs have no fp32 path. FP8 only where the
+ * kernel has an FP8 path (`fp8: true`, FA3's forward) and the chip has FP8 MMAs.
+ */
+export function requireHalf(sheet: ResourceSheet, shape: ProblemShape, name: string, gpu?: GpuSpec, fp8 = false): void {
   if (shape.dtype === 'fp32') sheet.does_not_fit.push(`dtype: ${name} takes fp16 or bf16 inputs (its MMAs have no fp32 path)`);
+  if (isFp8(shape.dtype)) {
+    if (!fp8) sheet.does_not_fit.push(`dtype: ${name} has no FP8 path (FP8 is modelled for FA3's forward); pick fp16 or bf16`);
+    else if (gpu && gpu.tensorFlopsPerClk.fp8 === undefined) sheet.does_not_fit.push(`dtype: ${gpu.name} has no FP8 tensor cores (FP8 MMAs start with SM89)`);
+  }
 }
 
 /** Register count rounded the way the hardware allocates (multiples of 8 per thread). */

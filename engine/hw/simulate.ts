@@ -19,7 +19,7 @@
 
 import { nominalFlops, type AttentionProblem } from '../problem.ts';
 import type { GpuSpec } from './gpus/index.ts';
-import { ceilDiv, kvCount, type CtaWork, type HwAlgorithm, type HwFeatures, type ProblemShape } from './model.ts';
+import { ceilDiv, kvCount, tensorRate, type CtaWork, type HwAlgorithm, type HwFeatures, type ProblemShape } from './model.ts';
 import { Kernel, simulateKernel, type KernelRun } from './scheduler.ts';
 
 export const EXACT_BLOCKS = 24;
@@ -151,7 +151,7 @@ export function simulateProblem(algo: HwAlgorithm, gpu: GpuSpec, shape: ProblemS
   const time_us = kernelUs + extra;
   const problem: AttentionProblem = { ...shape, causal: shape.causal };
   const flops = algo.flops?.(shape) ?? nominalFlops(problem);
-  const peak = (gpu.tensorFlopsPerClk[shape.dtype] * gpu.smCount * gpu.clockGHz) / 1e3;
+  const peak = (tensorRate(gpu, shape.dtype) * gpu.smCount * gpu.clockGHz) / 1e3;
   const smCycles = gpu.smCount * (kernelUs * gpu.clockGHz * 1e3);
   const utilization: Record<string, number> = {};
   for (const [u, v] of Object.entries(busyTotal)) {

@@ -12,6 +12,8 @@ export interface Fp8Quantized {
   scales: Float64Array;
   /** Entries that hit ±max (only the tile's max should). */
   saturated: number;
+  /** The same, per tile. */
+  tileSaturated: Int32Array;
   /** Non-zero entries that became 0. */
   flushed: number;
 }
@@ -25,6 +27,7 @@ export function quantizeFp8Rows(x: ArrayLike<number>, cols: number, blockRows: n
   const max = FP8[format].max;
   const values = new Float64Array(x.length);
   const scales = new Float64Array(tiles);
+  const tileSaturated = new Int32Array(tiles);
   let saturated = 0;
   let flushed = 0;
   for (let t = 0; t < tiles; t++) {
@@ -36,10 +39,13 @@ export function quantizeFp8Rows(x: ArrayLike<number>, cols: number, blockRows: n
     scales[t] = scale;
     for (let i = a0; i < a1; i++) {
       const c = roundFp8(format, x[i] / scale);
-      if (Math.abs(c) === max) saturated++;
+      if (Math.abs(c) === max) {
+        saturated++;
+        tileSaturated[t]++;
+      }
       if (c === 0 && x[i] !== 0) flushed++;
       values[i] = c * scale;
     }
   }
-  return { values, scales, saturated, flushed };
+  return { values, scales, saturated, tileSaturated, flushed };
 }

@@ -92,6 +92,8 @@ interface EventBase {
 export interface LoadEvent extends EventBase {
   kind: 'load';
   tensors: HbmTensor[];
+  /** FP8 runs (fa3 with dtype fp8*): the quantization scale of the loaded tile (or tensor) and its entries at ±max of the format. */
+  quant?: { scale: number; saturated: number };
 }
 export interface WriteEvent extends EventBase {
   kind: 'write';
@@ -101,6 +103,9 @@ export interface WriteEvent extends EventBase {
 export interface QkEvent extends EventBase {
   kind: 'qk';
   s: number[];
+  /** Quantized runs: the scales of the Q tile and the K block this S was computed from (S = Q̂K̂ᵀ · qScale · kScale · softmax scale). */
+  qScale?: number;
+  kScale?: number;
 }
 export interface MaskEvent extends EventBase {
   kind: 'mask';
@@ -121,6 +126,10 @@ export interface ExpEvent extends EventBase {
   p: number[];
   /** The max each row's P was computed against. */
   m: number[];
+  /** FP8 runs: P is multiplied by pScale, cast to e4m3 and divided back; `p` holds that cast value. */
+  pScale?: number;
+  /** FP8 runs: row-major tile indices (r·cols + c) whose P was > 0 in fp32 and became 0 in the cast. */
+  flushed?: number[];
 }
 export interface RowSumEvent extends EventBase {
   kind: 'rowsum';
@@ -139,6 +148,8 @@ export interface RescaleEvent extends EventBase {
 export interface PvEvent extends EventBase {
   kind: 'pv';
   o: number[];
+  /** FP8 runs: the quantization scale of the V block multiplied in. */
+  vScale?: number;
   /** FA1 only: per row, the coefficient e^(m~ - m_new) / l_new that P~V was added with. */
   weight?: number[];
 }

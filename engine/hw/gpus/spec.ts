@@ -23,9 +23,10 @@ export interface GpuSpec {
   /**
    * Dense tensor-core FLOPs per clock per SM with the architecture's native MMA
    * (mma.sync on SM80/89, wgmma on SM90, tcgen05 on SM100), fp32 accumulation.
-   * fp32 inputs run as TF32.
+   * fp32 inputs run as TF32. fp8 (e4m3/e5m2, both the same rate) is absent where the chip
+   * has no FP8 MMA.
    */
-  tensorFlopsPerClk: { fp16: number; bf16: number; fp32: number };
+  tensorFlopsPerClk: { fp16: number; bf16: number; fp32: number; fp8?: number };
   /** fp16 inputs with fp16 accumulation (fmha_v2's HALF_ACCUMULATION build); equal to fp16 where the chip has no faster path. */
   tensorFlopsPerClkFp16Acc: number;
   /**

@@ -12,6 +12,7 @@
 // K/V blocks are visited from the last to the first, as the kernel does (the block with
 // the causal diagonal is masked first).
 
+import { isFp8 } from '../../problem.ts';
 import type { ResourceSheet } from '../events.ts';
 import type { GpuSpec } from '../gpus/index.ts';
 import {
@@ -55,7 +56,11 @@ const CONSUMERS = 2;
 
 export function fa3Tiles(shape: ProblemShape): { blockM: number; blockN: number; stages: number } {
   // FA3's tile table for two consumer warpgroups: 128×128 up to d = 128, 128×80 at d = 256.
-  const blockN = Math.max(shape.d, shape.dv) <= 128 ? 128 : 80;
+  // FP8 halves every operand, so the same shared memory holds wider K/V blocks (the kernel's
+  // 1-byte table: 128×224 up to d = 128, 128×160 to d = 192, 128×128 beyond).
+  const dMax = Math.max(shape.d, shape.dv);
+  if (isFp8(shape.dtype)) return { blockM: FA3_BLOCK_M, blockN: dMax <= 128 ? 224 : dMax <= 192 ? 160 : 128, stages: 2 };
+  const blockN = dMax <= 128 ? 128 : 80;
   return { blockM: FA3_BLOCK_M, blockN, stages: 2 };
 }
 
@@ -71,14 +76,20 @@ function resources(gpu: GpuSpec, shape: ProblemShape, f: HwFeatures): ResourceSh
     { name: 'sK', stages, bytes: blockN * shape.d * e, align: 1024 },
     { name: 'sV', stages, bytes: blockN * shape.dv * e, align: 1024 },
   ];
-  const oBytes = blockM * shape.dv * e;
+  // FP8 wgmma reads both operands K-major; V arrives with d contiguous, so the producer
+  // warpgroup transposes each V block in shared memory (LDSM.T then STSM) into sVt before
+  // P·V reads it. The O tile leaves as bf16 (the FP8 kernel's output type).
+  const fp8 = isFp8(shape.dtype);
+  if (fp8) items.push({ name: 'sVt', stages, bytes: blockN * shape.dv * e, align: 1024 });
+  const oBytes = blockM * shape.dv * (fp8 ? 2 : e);
   const separateO = oAliasesQ(gpu, shape, stages) === false;
   layoutSmem(sheet, separateO ? [...items, { name: 'sO', stages: 1, bytes: oBytes, align: 1024 }] : items);
   if (!separateO) sheet.notes.push('sO aliases sQ: Q is dead once both consumers passed the epilogue barrier.');
+  if (fp8) sheet.notes.push('FP8: V is transposed in shared memory into sVt (FP8 wgmma takes K-major operands only); O is written as bf16.');
   // setmaxnreg: the producer gives registers back (24) so the consumers can hold S, P and O (240).
   sheet.roles.push({ name: 'producer', warps: [0, 1, 2, 3], registers: 24 });
   for (let w = 0; w < CONSUMERS; w++) sheet.roles.push({ name: `consumer${w}`, warps: [4 + 4 * w, 5 + 4 * w, 6 + 4 * w, 7 + 4 * w], registers: 240 });
-  requireHalf(sheet, shape, 'FA3');
+  requireHalf(sheet, shape, 'FA3', gpu, true);
   if (gpu.sm !== 90) sheet.does_not_fit.push(`arch: FA3 is written for SM90 (wgmma, TMA, setmaxnreg); ${gpu.name} is SM${gpu.sm}`);
   return finishSheet(sheet, gpu);
 }
@@ -87,7 +98,9 @@ function resources(gpu: GpuSpec, shape: ProblemShape, f: HwFeatures): ResourceSh
 function oAliasesQ(gpu: GpuSpec, shape: ProblemShape, stages: number): boolean {
   const { blockM, blockN } = fa3Tiles(shape);
   const e = elemBytes(shape.dtype);
-  const need = 1024 + blockM * (shape.d + shape.dv) * e + stages * blockN * (shape.d + shape.dv) * e;
+  const vt = isFp8(shape.dtype) ? stages * blockN * shape.dv * e : 0;
+  const oE = isFp8(shape.dtype) ? 2 : e;
+  const need = 1024 + blockM * (shape.d * e + shape.dv * oE) + stages * blockN * (shape.d + shape.dv) * e + vt;
   return need > gpu.smemPerCtaBytes && shape.dv <= shape.d;
 }
 

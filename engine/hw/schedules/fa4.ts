@@ -19,6 +19,7 @@
 // next S_s. Correction rescales O only when some row max grew by more than 8 (log2 units,
 // 16-bit types): with lazy rescaling on it skips the rescale unless a row needs it.
 
+import { isFp8 } from '../../problem.ts';
 import type { ResourceSheet } from '../events.ts';
 import type { GpuSpec } from '../gpus/index.ts';
 import {
@@ -161,6 +162,7 @@ function layout(gpu: GpuSpec, shape: ProblemShape, f: HwFeatures): Fa4Layout {
   );
   if (gpu.sm !== 100) sheet.does_not_fit.push(`arch: FA4 is written for SM100 (tcgen05, TMEM); ${gpu.name} is SM${gpu.sm}`);
   if (shape.dtype === 'fp32') sheet.does_not_fit.push('dtype: FA4 takes fp16 or bf16 inputs (its MMAs have no fp32 path)');
+  if (isFp8(shape.dtype)) sheet.does_not_fit.push('dtype: FlashScope models no FP8 path for FA4 (FP8 is modelled for FA3); pick fp16 or bf16');
   if (uneven && f.stages !== undefined && f.stages !== 3) sheet.does_not_fit.push(`stages: the uneven d = 192, dv = 128 K/V ring (Large-Small-Large) has exactly 3 stages, got ${f.stages}`);
   if (f.stages !== undefined && f.stages < 2) sheet.does_not_fit.push(`stages: FA4 needs at least 2 K/V stages (K and V of one block are in flight together), got ${f.stages}`);
   finishSheet(sheet, gpu);

@@ -23,6 +23,7 @@ import {
   mmaCycles,
   prefix,
   hbmOut,
+  tensorRate,
   type BuildContext,
   type CtaWork,
   type ProblemShape,
@@ -193,7 +194,7 @@ export function buildWarpTiled(k: Kernel, ctx: BuildContext, work: CtaWork, cfg:
 }
 
 export function mmaSyncRate(gpu: GpuSpec, shape: ProblemShape, fp16Acc = false): number {
-  const base = fp16Acc && shape.dtype === 'fp16' ? gpu.tensorFlopsPerClkFp16Acc : gpu.tensorFlopsPerClk[shape.dtype];
+  const base = fp16Acc && shape.dtype === 'fp16' ? gpu.tensorFlopsPerClkFp16Acc : tensorRate(gpu, shape.dtype);
   return base * gpu.mmaSyncFraction;
 }
 

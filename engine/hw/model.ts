@@ -230,7 +230,9 @@ export function finishSheet(sheet: ResourceSheet, gpu: GpuSpec): ResourceSheet {
 
 /** Q, K, V read once and O written once: the traffic no schedule can avoid. */
 export function ioBytes(s: ProblemShape): number {
-  return elemBytes(s.dtype) * s.batch * (s.hq * s.nq * (s.d + s.dv) + s.hk * s.nk * (s.d + s.dv));
+  const e = elemBytes(s.dtype);
+  const oE = isFp8(s.dtype) ? 2 : e; // FP8 kernels write O in bf16
+  return s.batch * (s.hq * s.nq * (s.d * e + s.dv * oE) + s.hk * s.nk * (s.d + s.dv) * e);
 }
 
 /** The HBM write of O rows [row0, row0 + rows) of one (batch, head), as a memory event spec. */

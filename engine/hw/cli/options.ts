@@ -2,7 +2,7 @@
 // the algorithm, the GPU, the problem shape and the feature switches. Every bad value is
 // rejected with a message naming the flag.
 
-import { validateProblem, type AttentionProblem, type DType } from '../../problem.ts';
+import { DTYPES, validateProblem, type AttentionProblem, type DType } from '../../problem.ts';
 import { GPUS } from '../gpus/index.ts';
 import type { HwFeatures, ProblemShape } from '../model.ts';
 import { HW_ALGORITHMS, HW_BACKWARD_ALGORITHMS, type HwPass } from '../registry.ts';
@@ -22,7 +22,7 @@ export const HW_OPTIONS_HELP = [
   '  --b N --hq N --hk N        batch, query heads, key/value heads (hk defaults to hq)',
   '  --nq N --nk N              query and key lengths (nk defaults to nq)',
   '  --d N --dv N               head dims of Q/K and of V/O (dv defaults to d)',
-  '  --dtype fp16|bf16|fp32     input type',
+  '  --dtype fp16|bf16|fp32     input type; fp8e4m3|fp8e5m2 for FA3 (FP8 wgmma, V transposed in SMEM)',
   '  --causal                   causal mask (bottom-right aligned)',
   '  --no-pingpong              FA3: no named-barrier ping-pong between the consumer warpgroups',
   '  --no-intra-overlap         FA3: GEMM0 of the next block waits for the softmax (no overlap)',
@@ -55,8 +55,8 @@ export function parseHwOptions(args: string[], defaults: { nq: number; d: number
     else if (a === '--gpu') gpu = value();
     else if (a === '--dtype') {
       const v = value();
-      if (v !== 'fp16' && v !== 'bf16' && v !== 'fp32') throw new Error(`--dtype must be fp16, bf16 or fp32, got '${v}'`);
-      dtype = v;
+      if (!(DTYPES as readonly string[]).includes(v)) throw new Error(`--dtype must be one of ${DTYPES.join(', ')}, got '${v}'`);
+      dtype = v as DType;
     } else if (a === '--causal') causal = true;
     else if (a === '--backward') pass = 'backward';
     else if (a === '--deterministic') features.deterministic = true;

@@ -138,21 +138,34 @@ function build(k: Kernel, ctx: BuildContext, work: CtaWork): void {
 
   for (const b of sheet.smem.buffers) if (b.name !== 'mbarriers') k.alloc({ space: 'smem', buffer: `${p}${b.name}`, stage: b.stage, offset: b.offset, bytes: b.bytes });
 
+  // FP8: the producer warpgroup transposes each landed V block into sVt (FP8 wgmma reads
+  // K-major operands only) and frees sV itself; the consumers read and free sVt.
+  const fp8 = isFp8(shape.dtype);
+  const oE = fp8 ? 2 : e;
   const fullQ = k.mbarrier(`${p}full_Q`);
   const fullK: number[] = [];
   const fullV: number[] = [];
   const emptyK: number[] = [];
   const emptyV: number[] = [];
+  const fullVt: number[] = [];
+  const emptyVt: number[] = [];
   for (let s = 0; s < S; s++) {
     fullK.push(k.mbarrier(`${p}full_K[${s}]`));
     fullV.push(k.mbarrier(`${p}full_V[${s}]`));
-    const rel = (name: 'sK' | 'sV', t: 'K' | 'V') => (ph: number) => {
+    const rel = (name: 'sK' | 'sV' | 'sVt', t: 'K' | 'V') => (ph: number) => {
       const j = kv[s + ph * S];
       return j === undefined ? null : { space: 'smem' as const, buffer: `${p}${name}`, stage: s, offset: off(name, s), bytes: blockN * (t === 'K' ? shape.d : shape.dv) * e, action: 'release' as const, tile: `${t}${j}` };
     };
     emptyK.push(k.mbarrier(`${p}empty_K[${s}]`, CONSUMERS, rel('sK', 'K')));
-    emptyV.push(k.mbarrier(`${p}empty_V[${s}]`, CONSUMERS, rel('sV', 'V')));
+    emptyV.push(k.mbarrier(`${p}empty_V[${s}]`, fp8 ? 1 : CONSUMERS, rel('sV', 'V')));
+    if (fp8) {
+      fullVt.push(k.mbarrier(`${p}full_Vt[${s}]`));
+      emptyVt.push(k.mbarrier(`${p}empty_Vt[${s}]`, CONSUMERS, rel('sVt', 'V')));
+    }
   }
+  // What the consumers wait on before P·V and release after it.
+  const vReady = fp8 ? fullVt : fullV;
+  const vFree = fp8 ? emptyVt : emptyV;
   const pp = [k.named(`${p}pingpong_WG1`, 2), k.named(`${p}pingpong_WG2`, 2)];
   const epi = k.named(`${p}epilogue`, CONSUMERS);
   const aliasO = oAliasesQ(gpu, shape, S);
@@ -180,6 +193,16 @@ function build(k: Kernel, ctx: BuildContext, work: CtaWork): void {
       arrive: [fullV[s]],
       mem: [{ space: 'smem', buffer: `${p}sV`, stage: s, offset: off('sV', s), bytes: blockN * shape.dv * e, action: 'fill', tile: `V${j}` }],
     });
+    if (fp8) {
+      // LDSM.T out of sV, STSM into sVt: every byte read and written once through shared memory.
+      const vBytes = blockN * shape.dv * e;
+      prod.wait(fullV[s], round);
+      prod.wait(emptyVt[s], round - 1);
+      prod.exec('smem', (2 * vBytes) / gpu.smemBytesPerClk, `transpose V${j} → sVt`, `V${j}`, {
+        arrive: [fullVt[s], emptyV[s]],
+        mem: [{ space: 'smem', buffer: `${p}sVt`, stage: s, offset: off('sVt', s), bytes: vBytes, action: 'fill', tile: `V${j}` }],
+      });
+    }
   }
 
   for (let w = 0; w < CONSUMERS; w++) {
@@ -193,11 +216,11 @@ function build(k: Kernel, ctx: BuildContext, work: CtaWork): void {
     const issueGemm1 = (idx: number) => {
       const j = kv[idx];
       const s = idx % S;
-      c.wait(fullV[s], Math.floor(idx / S));
+      c.wait(vReady[s], Math.floor(idx / S));
       c.issue('tensor', gemm1, `gemm1 O+=P·V${j}`, `O${work.qBlock}`, { latency: WGMMA_LATENCY, chunks: blockN / 16, arrive: [done], memDone: [regs('regs.O', `O${work.qBlock}`, ROWS_PER_WG * shape.dv * 4)] });
       return issued++;
     };
-    const releaseV = (idx: number) => c.arrive(emptyV[idx % S]);
+    const releaseV = (idx: number) => c.arrive(vFree[idx % S]);
     if (f.pingpong && w === 1) c.arrive(pp[0]);
     c.wait(fullQ, 0);
     for (let i = 0; i < n; i++) {
@@ -246,9 +269,9 @@ function build(k: Kernel, ctx: BuildContext, work: CtaWork): void {
     c.exec('fma', (ROWS_PER_WG * shape.dv * 2) / gpu.fmaPerClk, 'normalize O/l', `O${work.qBlock}`);
     c.sync(epi);
     if (aliasO && w === 0) c.mem({ space: 'smem', buffer: `${p}sQ`, stage: 0, offset: off('sQ', 0), bytes: blockM * shape.d * e, action: 'release', tile: qTile });
-    c.issue('tma', load(ROWS_PER_WG * shape.dv * e), `tma store O${work.qBlock}`, `O${work.qBlock}`, {
+    c.issue('tma', load(ROWS_PER_WG * shape.dv * oE), `tma store O${work.qBlock}`, `O${work.qBlock}`, {
       latency: gpu.copyLatencyCycles,
-      mem: [{ space: 'smem', buffer: `${p}${oBuf}`, stage: 0, offset: off(oBuf, 0) + w * ROWS_PER_WG * shape.dv * e, bytes: ROWS_PER_WG * shape.dv * e, action: 'fill', tile: `O${work.qBlock}.${w}` }],
+      mem: [{ space: 'smem', buffer: `${p}${oBuf}`, stage: 0, offset: off(oBuf, 0) + w * ROWS_PER_WG * shape.dv * oE, bytes: ROWS_PER_WG * shape.dv * oE, action: 'fill', tile: `O${work.qBlock}.${w}` }],
       memDone: [hbmOut(shape, work, work.qBlock * blockM + w * ROWS_PER_WG, ROWS_PER_WG, `O${work.qBlock}.${w}`)],
     });
   }

@@ -1,8 +1,9 @@
 // What FA3's FP8 forward does to its inputs before the first tile is touched, and how it
 // casts P: the part of the FP8 path that is not the schedule (fa3.ts keeps the schedule).
 //
-// - incoherent: Q and K (per batch and head) multiplied by the same random Hadamard M = H·D
-//   along d; QKᵀ is unchanged in exact arithmetic (engine/lowprec/incoherent.ts).
+// - incoherent: Q and K (per batch and head) multiplied by the same random Hadamard M = D·H
+//   along d (block-diagonal when d is not a power of two); QKᵀ is unchanged in exact
+//   arithmetic (engine/lowprec/incoherent.ts).
 // - blockQuant: one scale per Br×d tile of Q and per Bc×d tile of K and V (scale =
 //   max|x| / max(format)); off, one scale per (batch, head) tensor: FA3's q/k/v_descale.
 // - P is multiplied by pScale and cast to e4m3 before P·V (the row sum l keeps the fp32 P, as
@@ -25,7 +26,7 @@ import type { FeatureSpecs } from '../algorithms/features.ts';
 
 export const FA3_FP8_FEATURES = {
   blockQuant: { default: true, doc: 'FP8: one scale per Br×d tile of Q and Bc×d tile of K and V (off: one per tensor, the per-tensor baseline)' },
-  incoherent: { default: true, doc: 'FP8: multiply Q and K by the same random Hadamard transform before quantizing (spreads outlier channels)' },
+  incoherent: { default: true, doc: 'FP8: multiply Q and K by the same random Hadamard transform before quantizing (spreads outlier channels; block-diagonal when d is not a power of two)' },
   pScale: {
     default: 256,
     check: (v: number) =>
@@ -58,14 +59,11 @@ export function fp8Format(p: AttentionProblem): Fp8Format {
   return p.dtype === 'fp8e5m2' ? 'e5m2' : 'e4m3';
 }
 
-/** The refusals of FA3's FP8 path: no ALiBi (a score bias in fp32 is fine, but the kernel has none), power-of-two d for the Hadamard. */
-export function checkFp8Problem(p: AttentionProblem, incoherent: boolean): void {
+/** The refusals of FA3's FP8 path: no ALiBi or sinks (the kernel has neither), d = dv. */
+export function checkFp8Problem(p: AttentionProblem): void {
   if (p.alibi) throw new ProblemError('alibi', 'FA3 has no ALiBi, and FlashScope models its FP8 path as the kernel ships it; run ALiBi in fp16 or bf16');
   if (p.sinks) throw new ProblemError('sinks', 'FA3 FP8 has no attention-sink logits; run sinks in fp16 or bf16');
   if (p.d !== p.dv) throw new ProblemError('dv', `FA3's FP8 path instantiates d = dv only, got d = ${p.d}, dv = ${p.dv}`);
-  if (incoherent && (p.d & (p.d - 1)) !== 0) {
-    throw new ProblemError('features.incoherent', `the Hadamard transform needs a power-of-two head dim, got d = ${p.d}; set incoherent=false`);
-  }
 }
 
 interface Tiles {
@@ -82,7 +80,7 @@ export function prepareFp8(
   blockN: number,
 ): Fp8Prepared {
   const format = fp8Format(p);
-  checkFp8Problem(p, f.incoherent);
+  checkFp8Problem(p);
   const signs = f.incoherent ? randomSigns(p.d, f.seed) : undefined;
   const out: AttentionInputs = { q: new Float32Array(x.q.length), k: new Float32Array(x.k.length), v: new Float32Array(x.v.length) };
   let saturated = 0;

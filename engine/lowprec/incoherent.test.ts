@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { mulberry32, normalSource } from '../random.ts';
-import { randomSigns, rotateRows } from './incoherent.ts';
+import { hadamardBlock, randomSigns, rotateRows } from './incoherent.ts';
 import { quantizeFp8Rows } from './quantize.ts';
 import { roundFp8 } from './fp8.ts';
 
@@ -42,8 +42,29 @@ describe('incoherent processing', () => {
     for (let e = 0; e < d; e++) diff += qr[e] * kOther[e] - q[e] * k[e];
     expect(Math.abs(diff)).toBeGreaterThan(1e-3);
   });
-  it('rejects head dims that are not powers of two', () => {
-    expect(() => rotateRows(new Float64Array(96), 96, randomSigns(96, 1))).toThrow(/power-of-two head dim, got d = 96/);
+  it('rotates head dims that are not powers of two with Hadamard blocks of the largest power of two dividing d', () => {
+    expect([hadamardBlock(128), hadamardBlock(96), hadamardBlock(80), hadamardBlock(3)]).toEqual([128, 32, 16, 1]);
+    const d = 96;
+    const q = outlierRows(4, d, 4);
+    const k = outlierRows(4, d, 5);
+    const s = randomSigns(d, 2);
+    const qr = rotateRows(q, d, s);
+    const kr = rotateRows(k, d, s);
+    for (let i = 0; i < 4; i++)
+      for (let j = 0; j < 4; j++) {
+        let a = 0;
+        let b = 0;
+        for (let e = 0; e < d; e++) {
+          a += q[i * d + e] * k[j * d + e];
+          b += qr[i * d + e] * kr[j * d + e];
+        }
+        expect(b).toBeCloseTo(a, 10);
+      }
+    // The outlier at column 5 spreads over its block of 32 (columns 0-31) and stays out of the others.
+    expect(Math.abs(qr[5])).toBeLessThan(40 / 4);
+    let outside = 0;
+    for (let e = 32; e < d; e++) outside = Math.max(outside, Math.abs(qr[e]));
+    expect(outside).toBeLessThan(6);
   });
   it('spreads an outlier over the row: its max |x| falls towards the row RMS, the norm stays', () => {
     const d = 128;

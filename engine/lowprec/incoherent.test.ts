@@ -18,24 +18,30 @@ const rmse = (a: ArrayLike<number>, b: ArrayLike<number>) => {
   return Math.sqrt(s / a.length);
 };
 
+/** Rotates n outlier rows of Q and K with one diagonal and checks every dot product against float64. */
+function expectSameScores(n: number, d: number, seed: number, signSeed: number) {
+  const q = outlierRows(n, d, seed);
+  const k = outlierRows(n, d, seed + 1);
+  const s = randomSigns(d, signSeed);
+  const qr = rotateRows(q, d, s);
+  const kr = rotateRows(k, d, s);
+  for (let i = 0; i < n; i++)
+    for (let j = 0; j < n; j++) {
+      let a = 0;
+      let b = 0;
+      for (let e = 0; e < d; e++) {
+        a += q[i * d + e] * k[j * d + e];
+        b += qr[i * d + e] * kr[j * d + e];
+      }
+      expect(b).toBeCloseTo(a, 10);
+    }
+  return { q, k, qr };
+}
+
 describe('incoherent processing', () => {
   it('leaves QKᵀ unchanged (float64 reference) and preserves row norms', () => {
     const d = 64;
-    const q = outlierRows(8, d, 1);
-    const k = outlierRows(8, d, 2);
-    const s = randomSigns(d, 7);
-    const qr = rotateRows(q, d, s);
-    const kr = rotateRows(k, d, s);
-    for (let i = 0; i < 8; i++)
-      for (let j = 0; j < 8; j++) {
-        let a = 0;
-        let b = 0;
-        for (let e = 0; e < d; e++) {
-          a += q[i * d + e] * k[j * d + e];
-          b += qr[i * d + e] * kr[j * d + e];
-        }
-        expect(b).toBeCloseTo(a, 10);
-      }
+    const { q, k, qr } = expectSameScores(8, d, 1, 7);
     // A different diagonal for K breaks the identity: the transform must be shared.
     const kOther = rotateRows(k, d, randomSigns(d, 8));
     let diff = 0;
@@ -45,21 +51,7 @@ describe('incoherent processing', () => {
   it('rotates head dims that are not powers of two with Hadamard blocks of the largest power of two dividing d', () => {
     expect([hadamardBlock(128), hadamardBlock(96), hadamardBlock(80), hadamardBlock(3)]).toEqual([128, 32, 16, 1]);
     const d = 96;
-    const q = outlierRows(4, d, 4);
-    const k = outlierRows(4, d, 5);
-    const s = randomSigns(d, 2);
-    const qr = rotateRows(q, d, s);
-    const kr = rotateRows(k, d, s);
-    for (let i = 0; i < 4; i++)
-      for (let j = 0; j < 4; j++) {
-        let a = 0;
-        let b = 0;
-        for (let e = 0; e < d; e++) {
-          a += q[i * d + e] * k[j * d + e];
-          b += qr[i * d + e] * kr[j * d + e];
-        }
-        expect(b).toBeCloseTo(a, 10);
-      }
+    const { qr } = expectSameScores(4, d, 4, 2);
     // The outlier at column 5 spreads over its block of 32 (columns 0-31) and stays out of the others.
     expect(Math.abs(qr[5])).toBeLessThan(40 / 4);
     let outside = 0;

@@ -12,7 +12,7 @@
 
 import type { AttentionInputs } from '../inputs.ts';
 import { inputSizes } from '../inputs.ts';
-import { validateProblem, type AttentionProblem } from '../problem.ts';
+import { isFp8, validateProblem, type AttentionProblem } from '../problem.ts';
 import type { WebGpuContext, WebGpuPath } from './device.ts';
 import { PATH_LABELS } from './device.ts';
 import { flashKernelWgsl, flashLayout, type FlashKernelConfig, type FlashTile } from './flash-kernel.ts';
@@ -109,6 +109,8 @@ export class AttentionRun {
 
   static async create(ctx: WebGpuContext, problem: AttentionProblem, opts: RunOptions): Promise<AttentionRun> {
     validateProblem(problem);
+    // WGSL has no 8-bit float type; an FP8 problem here would silently run in f32.
+    if (isFp8(problem.dtype)) throw new WebGpuRunError(`dtype ${problem.dtype}: the WebGPU kernels have no FP8 path; FP8 runs on the CPU engine (fa3)`);
     if (ctx.lost) throw new WebGpuRunError(ctx.lost);
     if (!ctx.paths.includes(opts.path)) {
       throw new WebGpuRunError(`this adapter does not offer the '${PATH_LABELS[opts.path]}' path`);

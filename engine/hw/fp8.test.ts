@@ -6,6 +6,9 @@ import { describe, expect, it } from 'vitest';
 import { memoryViolations } from './memory-check.ts';
 import type { ProblemShape } from './model.ts';
 import { describeFor, scheduleFor, simulateFor } from './registry.ts';
+import { smScheduleFor } from './step-map.ts';
+import { DebuggerSession } from '../debugger/session.ts';
+import type { AttentionProblem } from '../problem.ts';
 
 const shape = (o: Partial<ProblemShape> = {}): ProblemShape => ({ batch: 1, hq: 1, hk: 1, nq: 512, nk: 512, d: 128, dv: 128, dtype: 'fp8e4m3', causal: false, ...o });
 
@@ -38,6 +41,19 @@ describe('FA3 FP8 on the H100', () => {
       expect(f8.time_us).toBeLessThan(0.8 * f16.time_us);
       expect(f8.tflops).toBeLessThan(1400);
     }
+  });
+});
+
+describe('the numeric FP8 trace on the FP8 schedule', () => {
+  it('every step of the debugger trace lands on an op of the same tile (none approximate)', async () => {
+    const p: AttentionProblem = { batch: 1, hq: 1, hk: 1, nq: 256, nk: 672, d: 128, dv: 128, causal: false, dtype: 'fp8e4m3' };
+    const session = new DebuggerSession();
+    await session.load({ algorithm: 'fa3', problem: p, seed: 3, distribution: 'normal', blocks: {} });
+    const events = session.events();
+    const sm = smScheduleFor({ algorithm: 'fa3', gpu: 'h100', problem: p, features: {}, step: 0 }, events);
+    expect(events.length).toBeGreaterThan(50);
+    expect(sm.view.map.stepApprox.every((a) => a === 0)).toBe(true);
+    expect(sm.timeline.filter((t) => t.op.startsWith('transpose V')).length).toBe(3);
   });
 });
 

@@ -14,6 +14,7 @@
 // the kernels around the main one (D = rowsum(dO ∘ O), the dQ conversion) are on no SM
 // timeline of the main kernel: their cursor is NaN, like the forward's combine.
 
+import { StepPlacer } from './step-placement.ts';
 import type { AttentionProblem } from '../problem.ts';
 import type { PhaseKind, TraceEvent } from '../trace/events.ts';
 import type { TimelineEvent } from './events.ts';
@@ -87,20 +88,7 @@ function ctaOfEvent(ctas: readonly SmCta[], geo: BwdGeometry, ev: TraceEvent): n
 
 export function buildBackwardStepMap(events: readonly TraceEvent[], timeline: readonly TimelineEvent[], phases: readonly (OpPhase | null)[], ctas: readonly SmCta[], geo: BwdGeometry): StepMap {
   const n = events.length;
-  const stepCycle = new Float64Array(n).fill(NaN);
-  const stepOp = new Int32Array(n).fill(-1);
-  const stepApprox = new Uint8Array(n);
-  const opStep = new Int32Array(timeline.length).fill(-1);
-  const index = new Map<string, number[]>();
-  phases.forEach((p, i) => {
-    if (!p) return;
-    for (const k of p.kinds) {
-      const key = `${p.cta}|${k}`;
-      let l = index.get(key);
-      if (!l) index.set(key, (l = []));
-      l.push(i);
-    }
-  });
+  const placer = new StepPlacer(n, timeline, phases, STAND_IN);
   for (let s = 0; s < n; s++) {
     const e = events[s];
     const c = ctaOfEvent(ctas, geo, e);
@@ -113,33 +101,13 @@ export function buildBackwardStepMap(events: readonly TraceEvent[], timeline: re
     const mLo = r1 > r0 ? Math.floor(r0 / geo.blockM) : null;
     const mHi = r1 > r0 ? Math.floor((r1 - 1) / geo.blockM) : null;
     const tensors = e.kind === 'load' || e.kind === 'write' ? (e.tensors as readonly string[]) : null;
-    let kind: PhaseKind | undefined = e.kind;
-    let approx = 0;
-    while (kind) {
-      let best = -1;
-      let bestEnd = -Infinity;
-      for (const i of index.get(`${c}|${kind}`) ?? []) {
-        const p = phases[i]!;
-        if (p.sub !== null && (p.sub < subLo || p.sub > subHi)) continue;
-        if (mLo === null ? p.kv !== null : p.kv === null || p.kv < mLo || p.kv > mHi!) continue;
-        if (tensors && kind === e.kind && !p.tensors.some((t) => tensors.includes(t))) continue;
-        if (opStep[i] < 0) opStep[i] = s;
-        if (timeline[i].end > bestEnd) {
-          bestEnd = timeline[i].end;
-          best = i;
-        }
-      }
-      if (best >= 0) {
-        stepCycle[s] = bestEnd;
-        stepOp[s] = best;
-        stepApprox[s] = approx;
-        break;
-      }
-      kind = STAND_IN[kind];
-      approx = 1;
-    }
+    placer.place(s, c, e.kind, (p, kind, own) => {
+      if (p.sub !== null && (p.sub < subLo || p.sub > subHi)) return false;
+      if (mLo === null ? p.kv !== null : p.kv === null || p.kv < mLo || p.kv > mHi!) return false;
+      return !(tensors && own && !p.tensors.some((t) => tensors.includes(t)));
+    });
   }
-  return { stepCycle, stepOp, stepApprox, opStep };
+  return placer.map;
 }
 
 export interface BwdViewRequest {

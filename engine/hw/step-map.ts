@@ -20,6 +20,7 @@
 // 4. Clicking an op seeks to the first step that maps onto it; an op no step maps onto
 //    (a barrier wait) seeks to the last step whose cursor is at or before the click.
 
+import { StepPlacer } from './step-placement.ts';
 import type { AttentionProblem } from '../problem.ts';
 import type { PhaseKind, TraceEvent } from '../trace/events.ts';
 import type { MemoryEvent, MemorySpace, ResourceSheet, RoleInfo, TimelineEvent } from './events.ts';
@@ -182,21 +183,7 @@ function ctaOfEvent(ctas: readonly SmCta[], geo: Geometry, ev: TraceEvent, col: 
 
 export function buildStepMap(events: readonly TraceEvent[], timeline: readonly TimelineEvent[], phases: readonly (OpPhase | null)[], ctas: readonly SmCta[], geo: Geometry): StepMap {
   const n = events.length;
-  const stepCycle = new Float64Array(n).fill(NaN);
-  const stepOp = new Int32Array(n).fill(-1);
-  const stepApprox = new Uint8Array(n);
-  const opStep = new Int32Array(timeline.length).fill(-1);
-  // Ops by (cta, kind).
-  const index = new Map<string, number[]>();
-  phases.forEach((p, i) => {
-    if (!p) return;
-    for (const k of p.kinds) {
-      const key = `${p.cta}|${k}`;
-      let l = index.get(key);
-      if (!l) index.set(key, (l = []));
-      l.push(i);
-    }
-  });
+  const placer = new StepPlacer(n, timeline, phases, STAND_IN);
   // Split-KV: steps without columns (Q load, epilogue) belong to the CTA of their split's
   // column-bearing steps; found in a first pass.
   const splitCta = new Map<string, number>();
@@ -229,38 +216,19 @@ export function buildStepMap(events: readonly TraceEvent[], timeline: readonly T
     const kvLo = c1 > c0 ? Math.floor(c0 / geo.blockN) : null;
     const kvHi = c1 > c0 ? Math.floor((c1 - 1) / geo.blockN) : null;
     const tensors = e.kind === 'load' || e.kind === 'write' ? e.tensors : null;
-    let kind: PhaseKind | undefined = e.kind;
-    let approx = 0;
-    while (kind) {
-      let best = -1;
-      let bestEnd = -Infinity;
-      for (const i of index.get(`${c}|${kind}`) ?? []) {
-        const p = phases[i]!;
-        if (p.sub !== null && (p.sub < subLo || p.sub > subHi)) continue;
-        if (kvLo !== null && p.kv !== null && (p.kv < kvLo || p.kv > kvHi!)) continue;
-        if (kvLo === null && p.kv !== null && kind !== 'load' && kind !== 'write') continue;
-        if (tensors && kind === e.kind) {
-          if (!p.tensors.some((t) => tensors.includes(t as never) || (t === 'O' && tensors.some((x) => String(x).startsWith('O'))))) continue;
-          // A K/V copy is placed by its block; a Q copy (no columns) matches copies that carry Q.
-          if (kvLo === null && p.kv !== null && !(p.tensors.includes('Q') && tensors.includes('Q' as never))) continue;
-        }
-        if (opStep[i] < 0) opStep[i] = s;
-        if (timeline[i].end > bestEnd) {
-          bestEnd = timeline[i].end;
-          best = i;
-        }
+    placer.place(s, c, e.kind, (p, kind, own) => {
+      if (p.sub !== null && (p.sub < subLo || p.sub > subHi)) return false;
+      if (kvLo !== null && p.kv !== null && (p.kv < kvLo || p.kv > kvHi!)) return false;
+      if (kvLo === null && p.kv !== null && kind !== 'load' && kind !== 'write') return false;
+      if (tensors && own) {
+        if (!p.tensors.some((t) => tensors.includes(t as never) || (t === 'O' && tensors.some((x) => String(x).startsWith('O'))))) return false;
+        // A K/V copy is placed by its block; a Q copy (no columns) matches copies that carry Q.
+        if (kvLo === null && p.kv !== null && !(p.tensors.includes('Q') && tensors.includes('Q' as never))) return false;
       }
-      if (best >= 0) {
-        stepCycle[s] = bestEnd;
-        stepOp[s] = best;
-        stepApprox[s] = approx;
-        break;
-      }
-      kind = STAND_IN[kind];
-      approx = 1;
-    }
+      return true;
+    });
   }
-  return { stepCycle, stepOp, stepApprox, opStep };
+  return placer.map;
 }
 
 /** A buffer's occupancy: filled at `start` (data complete at `ready`), released at `end`. */

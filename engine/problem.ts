@@ -148,7 +148,7 @@ export function dtypeBytes(dtype: DType): number {
 /** FP8 runs only where an algorithm models an FP8 path; every other algorithm calls this first. */
 export function requireNoFp8(p: AttentionProblem, algorithm: string): void {
   if (isFp8(p.dtype)) {
-    throw new ProblemError('dtype', `${algorithm} has no FP8 path; ${p.dtype} runs on fa3 (FA3's FP8 forward) — pick fp16, bf16 or fp32 here`);
+    throw new ProblemError('dtype', `${algorithm} has no FP8 path; ${p.dtype} runs only on fa3's forward (FA3's FP8 kernel) — pick fp16, bf16 or fp32 here`);
   }
 }
 

@@ -12,6 +12,7 @@ import { runToEnd } from '../run.ts';
 import type { TraceEvent } from './events.ts';
 import { toJsonLine } from './jsonl.ts';
 import { backwardTraceExamples } from './backward-examples.ts';
+import { lowPrecisionTraceExamples } from './lowprec-examples.ts';
 
 /** 3 queries, 4 keys, d = dv = 2, causal (bottom-right), 2×2 tiles, seed 3 (chosen so the second K/V block raises a row max and the rescale factor is not 1). */
 export const EXAMPLE_PROBLEM: AttentionProblem = { batch: 1, hq: 1, hk: 1, nq: 3, nk: 4, d: 2, dv: 2, causal: true, dtype: 'fp32' };
@@ -40,5 +41,5 @@ export function traceExamples(): Record<string, string> {
   ex['fa1.pv'] = one(b, (e) => e.kind === 'pv', 'fa1 pv');
   ex['fa1.write'] = one(b, (e) => e.kind === 'write' && e.inner >= 0, 'fa1 write');
   ex['standard.normalize'] = one(events(standard), (e) => e.kind === 'normalize', 'standard normalize');
-  return { ...ex, ...backwardTraceExamples() };
+  return { ...ex, ...backwardTraceExamples(), ...lowPrecisionTraceExamples() };
 }

@@ -1,0 +1,32 @@
+// TRACE.md's FP8 examples ("Low precision"), generated like the others: fa3 with dtype
+// fp8e4m3 on a tiny attention-sink problem, K/V blocks first to last and pScale 1, so the
+// second block's P values fall under e4m3's range and the exp event lists them as flushed.
+
+import { fa3 } from '../algorithms/fa3.ts';
+import { randomInputs } from '../inputs.ts';
+import type { AttentionProblem } from '../problem.ts';
+import { runToEnd } from '../run.ts';
+import type { TraceEvent } from './events.ts';
+import { toJsonLine } from './jsonl.ts';
+
+/** 2 queries, 8 keys (the first 4 are sinks), d = dv = 4, softmax scale 1, 2×4 tiles, seed 2. */
+export const FP8_EXAMPLE_PROBLEM: AttentionProblem = { batch: 1, hq: 1, hk: 1, nq: 2, nk: 8, d: 4, dv: 4, scale: 1, causal: false, dtype: 'fp8e4m3' };
+export const FP8_EXAMPLE_SEED = 2;
+export const FP8_EXAMPLE_OPTIONS = { blockM: 2, blockN: 4, features: { reverseKv: false, pScale: 1, incoherent: false } };
+
+export function lowPrecisionTraceExamples(): Record<string, string> {
+  const evs: TraceEvent[] = [];
+  const x = randomInputs(FP8_EXAMPLE_PROBLEM, { seed: FP8_EXAMPLE_SEED, distribution: 'sink' });
+  runToEnd(fa3, FP8_EXAMPLE_PROBLEM, x, { ...FP8_EXAMPLE_OPTIONS, trace: true, onEvent: (e) => evs.push(e) });
+  const pick = (what: string, pred: (e: TraceEvent) => boolean) => {
+    const e = evs.find(pred);
+    if (!e) throw new Error(`FP8 example problem produced no ${what} event`);
+    return toJsonLine(e);
+  };
+  return {
+    'fa3-fp8.load': pick('loadK', (e) => e.line === 'fa3.loadK'),
+    'fa3-fp8.qk': pick('qk', (e) => e.kind === 'qk'),
+    'fa3-fp8.exp': pick('exp with flushed P', (e) => e.kind === 'exp' && (e.flushed?.length ?? 0) > 0),
+    'fa3-fp8.pv': pick('pv', (e) => e.kind === 'pv'),
+  };
+}

@@ -51,7 +51,8 @@ export const PROBLEM_HELP = `problem:
   --layout bhnd|bnhd          memory order of the tensor files (default bhnd)
   --dtype fp32|fp16|bf16      input precision; inputs are rounded to it (default: from q's
                               file type: float16 -> fp16, bfloat16 -> bf16, else fp32)
-  --dtype fp8e4m3|fp8e5m2     FA3's FP8 forward (--algo fa3 only): inputs are read as they
+  --dtype fp8e4m3|fp8e5m2     FA3's FP8 forward (--algo fa3; with --backend webgpu emulated on
+                              --path flash-f32, with error.json): inputs are read as they
                               are and quantized by the FP8 path (see --feature blockQuant,
                               incoherent, pScale, reverseKv, seed); O is written as bf16 values
   --causal                    causal mask, aligned bottom-right when Nq != Nk

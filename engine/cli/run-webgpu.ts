@@ -6,11 +6,16 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { encodeNpy } from '../io/npy.ts';
-import { nominalFlops } from '../problem.ts';
+import { isFp8, nominalFlops, type AttentionProblem } from '../problem.ts';
+import { kOffset, kvHead, qOffset, vOffset, type AttentionInputs } from '../inputs.ts';
+import { readFeatures } from '../algorithms/features.ts';
+import { FA3_FP8_FEATURES } from '../lowprec/fa3-fp8.ts';
+import { outputError } from '../lowprec/error-metrics.ts';
+import { referenceAttention } from '../reference.ts';
+import { referenceRow, sampleSites } from '../webgpu/row-check.ts';
 import { PATH_LABELS, WebGpuUnavailable, type WebGpuPath } from '../webgpu/device.ts';
 import { NO_ADAPTER_HELP, openNodeWebGpu } from '../webgpu/node-gpu.ts';
 import { runWebGpu } from '../webgpu/run-webgpu.ts';
-import { isFp8 } from '../problem.ts';
 import { ArgsError, num, parseArgs, str } from './args.ts';
 import { cliProblem, fromBhnd, PROBLEM_OPTIONS, RANDOM_OPTIONS, shapeFor } from './problem-options.ts';
 import { isLayoutRun } from './layout-run.ts';
@@ -47,7 +52,8 @@ export async function runWebGpuCli(argv: string[]): Promise<number> {
   const path = (str(a, 'path') ?? 'flash-f32') as WebGpuPath;
   if (!(path in PATH_LABELS)) throw new ArgsError(`--path must be one of ${Object.keys(PATH_LABELS).join(', ')}, got '${path}'`);
   const cp = await cliProblem(a, true);
-  if (isFp8(cp.problem.dtype)) throw new ArgsError(`--dtype ${cp.problem.dtype}: the WebGPU kernels have no FP8 path (WGSL has no 8-bit float type); run FP8 on the CPU with --algo fa3`);
+  // FP8: FA3's numerics emulated on the f32 flash path (WGSL has no 8-bit float type).
+  const fp8 = isFp8(cp.problem.dtype) ? fp8Switches(cp.problem.dtype, path, cp.features) : undefined;
   const doFile = str(a, 'do');
   if (doFile !== undefined && path !== 'flash-f32') throw new ArgsError(`--do runs the f32 backward kernels after the flash-f32 forward; --path ${path} has no backward (use --path flash-f32)`);
   // dO is checked against O's shape before the GPU opens, so a wrong file writes nothing.
@@ -64,7 +70,7 @@ export async function runWebGpuCli(argv: string[]): Promise<number> {
   }
   const p = cp.problem;
   if (dO) return runWebGpuBackwardCli(ctx, cp, dO, out, num(a, 'repeats') ?? 3);
-  const r = await runWebGpu(ctx, p, cp.inputs, { path, repeats: num(a, 'repeats') ?? 3 });
+  const r = await runWebGpu(ctx, p, cp.inputs, { path, repeats: num(a, 'repeats') ?? 3, fp8 });
   const dir = join(out, `webgpu-${path}`);
   await mkdir(dir, { recursive: true });
   const oDims = [p.batch, p.hq, p.nq, p.dv];
@@ -83,8 +89,35 @@ export async function runWebGpuCli(argv: string[]): Promise<number> {
     problem: p,
   };
   await writeFile(join(dir, 'stats.json'), JSON.stringify(stats, null, 2) + '\n');
+  if (fp8) await writeFile(join(dir, 'error.json'), JSON.stringify({ path, dtype: p.dtype, ...fp8ErrorAgainstFloat64(p, cp.inputs, r.o) }, null, 2) + '\n');
   console.log(`webgpu ${path} on ${r.adapter}: ${r.ms.toFixed(3)} ms, ${r.tflops.toFixed(2)} TFLOP/s, ${r.gbs.toFixed(1)} GB/s [${r.config}] -> ${dir}`);
   return 0;
+}
+
+function fp8Switches(dtype: string, path: WebGpuPath, given: Record<string, boolean | number>) {
+  if (path !== 'flash-f32') throw new ArgsError(`--dtype ${dtype}: FP8 is emulated on --path flash-f32 only (WGSL has no 8-bit float type), got --path ${path}`);
+  return readFeatures('the WebGPU FP8 path', FA3_FP8_FEATURES, given);
+}
+
+/**
+ * error.json of a WebGPU FP8 run: max abs, RMSE and relative L1 of O against float64, over
+ * every row when the float64 reference is cheap (≤ 2 GFLOP), else over 256 sampled rows.
+ */
+function fp8ErrorAgainstFloat64(p: AttentionProblem, x: AttentionInputs, o: Float32Array) {
+  if (nominalFlops(p) <= 2e9) return { rows: 'all', ...outputError(o, referenceAttention(p, x).o) };
+  const sites = sampleSites(p, 256);
+  const got: number[] = [];
+  const want: number[] = [];
+  for (const { b, h, i } of sites) {
+    const hk = kvHead(p, h);
+    const ref = referenceRow(p, h, i, x.q.subarray(qOffset(p, b, h, i), qOffset(p, b, h, i) + p.d), x.k.subarray(kOffset(p, b, hk, 0), kOffset(p, b, hk, 0) + p.nk * p.d), x.v.subarray(vOffset(p, b, hk, 0), vOffset(p, b, hk, 0) + p.nk * p.dv));
+    const oo = ((b * p.hq + h) * p.nq + i) * p.dv;
+    for (let e = 0; e < p.dv; e++) {
+      got.push(o[oo + e]);
+      want.push(ref.o[e]);
+    }
+  }
+  return { rows: sites.length, ...outputError(got, want) };
 }
 
 /** `run --backend webgpu --do`: forward and backward on the GPU, files as the CPU backward writes them. */

@@ -10,6 +10,9 @@
 // Tensors larger than one storage binding run in windows of whole batches or of key-head
 // groups, one dispatch per window over slices of the same buffers (binding-windows.ts).
 
+import { fa3DefaultTile } from '../algorithms/fa3.ts';
+import { roundArray } from '../dtype.ts';
+import { prepareFp8 } from '../lowprec/fa3-fp8.ts';
 import type { AttentionInputs } from '../inputs.ts';
 import { inputSizes } from '../inputs.ts';
 import { isFp8, validateProblem, type AttentionProblem } from '../problem.ts';
@@ -56,6 +59,20 @@ export interface RunOptions {
   decodePrefs?: DecodeGroupPrefs & { workgroups?: number };
   /** Flash paths: heads per launch-order group (grid-order.ts); the benchmark's study sets it, else chooseHeadGroup. */
   headGroup?: number;
+  /**
+   * FP8 problems (dtype fp8e4m3/fp8e5m2, flash-f32 only): FA3's FP8 numerics emulated in f32 —
+   * inputs quantized on the host as fa3 does, P cast to e4m3 in the kernel, O rounded to bf16.
+   * Absent: fa3's defaults (block quantization, incoherent processing, pScale 256, seed 0).
+   */
+  fp8?: Partial<Fp8Switches>;
+}
+
+/** FA3's FP8 switches that apply on the GPU (the K/V order is the kernel's own: first to last). */
+export interface Fp8Switches {
+  blockQuant: boolean;
+  incoherent: boolean;
+  pScale: number;
+  seed: number;
 }
 
 const GiB = 1024 ** 3;
@@ -100,6 +117,8 @@ export class AttentionRun {
   private bindingLimit = 0;
   /** Human-readable kernel configuration (tile sizes, workgroup memory). */
   config = '';
+  /** Set for FP8 problems: how inputs are quantized and P is cast. */
+  private fp8: Fp8Switches | undefined;
 
   private constructor(
     readonly ctx: WebGpuContext,
@@ -109,13 +128,16 @@ export class AttentionRun {
 
   static async create(ctx: WebGpuContext, problem: AttentionProblem, opts: RunOptions): Promise<AttentionRun> {
     validateProblem(problem);
-    // WGSL has no 8-bit float type; an FP8 problem here would silently run in f32.
-    if (isFp8(problem.dtype)) throw new WebGpuRunError(`dtype ${problem.dtype}: the WebGPU kernels have no FP8 path; FP8 runs on the CPU engine (fa3)`);
+    // WGSL has no 8-bit float type: FP8 is emulated on the f32 flash path only.
+    if (isFp8(problem.dtype) && opts.path !== 'flash-f32') {
+      throw new WebGpuRunError(`dtype ${problem.dtype}: FP8 is emulated on the flash-f32 path only (WGSL has no 8-bit float type), not on '${PATH_LABELS[opts.path]}'`);
+    }
     if (ctx.lost) throw new WebGpuRunError(ctx.lost);
     if (!ctx.paths.includes(opts.path)) {
       throw new WebGpuRunError(`this adapter does not offer the '${PATH_LABELS[opts.path]}' path`);
     }
     const run = new AttentionRun(ctx, problem, opts.path);
+    if (isFp8(problem.dtype)) run.fp8 = { blockQuant: true, incoherent: true, pScale: 256, seed: 0, ...opts.fp8 };
     try {
       await run.build(opts);
     } catch (e) {
@@ -255,10 +277,12 @@ export class AttentionRun {
     if (this.path === 'flash-f32' || this.path === 'flash-f16' || this.path === 'flash-subgroups') {
       const elem = pathElem(this.path);
       const subgroupMin = this.path === 'flash-subgroups' ? this.ctx.subgroupMinSize : 0;
-      const row =
+      const pCast = this.fp8?.pScale;
+      const chosen =
         opts.flashKernel === 'tiled'
           ? undefined
           : chooseRowConfig(this.ctx.limits, { elem, d: p.d, dv: p.dv, score: scoreSpec(p), subgroupMin }, opts.rowPrefs);
+      const row = chosen && { ...chosen, pCast };
       let code: string;
       let bm: number;
       if (row) {
@@ -267,7 +291,7 @@ export class AttentionRun {
         code = rowKernelWgsl(row);
         this.config = `row kernel: ${row.rpt} row${row.rpt > 1 ? 's' : ''} per ${row.tpr} lane${row.tpr > 1 ? 's (subgroup shuffles)' : ''}, BM=${L.bm} rows, ${row.threads} threads, K/V chunks of ${row.bc} keys (sub-chunks of ${row.sc}), ${L.bytes} B workgroup memory`;
       } else {
-        const cfg: FlashKernelConfig = chooseFlashTile(this.ctx, { elem, subgroup: subgroupMin, d: p.d, dv: p.dv }, opts.tile);
+        const cfg: FlashKernelConfig = { ...chooseFlashTile(this.ctx, { elem, subgroup: subgroupMin, d: p.d, dv: p.dv }, opts.tile), pCast };
         const L = flashLayout(cfg);
         bm = cfg.bm;
         code = flashKernelWgsl(cfg);
@@ -372,7 +396,9 @@ export class AttentionRun {
     }
   }
 
-  upload(x: AttentionInputs): void {
+  upload(xIn: AttentionInputs): void {
+    // FP8: quantized (and rotated) on the host exactly as fa3 does, with fa3's FP8 tiles as blocks.
+    const x = this.fp8 ? this.quantized(xIn, this.fp8) : xIn;
     const f16 = pathElem(this.path) === 'f16';
     const put = (b: GPUBuffer, a: Float32Array) => {
       const data = f16 ? toHalfArray(a) : a;
@@ -383,8 +409,20 @@ export class AttentionRun {
     put(this.v, x.v);
   }
 
+  private quantized(x: AttentionInputs, f: Fp8Switches): AttentionInputs {
+    const { blockM, blockN } = fa3DefaultTile(this.problem);
+    return prepareFp8(this.problem, x, f, blockM, blockN).x;
+  }
+
+  /** FP8 kernels write O in bf16. */
+  private outputs<T extends { o: Float32Array }>(r: T): T {
+    if (this.fp8) roundArray('bf16', r.o);
+    return r;
+  }
+
   /** N(0,1) inputs generated on the GPU (seeded; Q, K, V get different streams). */
   async fillRandom(seed: number): Promise<void> {
+    if (this.fp8) throw new WebGpuRunError('FP8 inputs are quantized on the host: upload them (random inputs generated on the GPU would skip the quantization)');
     const elem = pathElem(this.path);
     const pipe = await pipeline(this.ctx.device, fillKernelWgsl(elem));
     const s = inputSizes(this.problem);
@@ -454,7 +492,7 @@ export class AttentionRun {
   async read(): Promise<{ o: Float32Array; lse: Float32Array }> {
     const s = inputSizes(this.problem);
     const [o, lse] = await Promise.all([this.readBuffer(this.o, 0, s.o * 4), this.readBuffer(this.lse, 0, s.lse * 4)]);
-    return { o: new Float32Array(o), lse: new Float32Array(lse) };
+    return this.outputs({ o: new Float32Array(o), lse: new Float32Array(lse) });
   }
 
   /** O [nq, dv] and LSE [nq] of one (batch, head): what a result view shows without reading all heads. */
@@ -465,7 +503,7 @@ export class AttentionRun {
       this.readBuffer(this.o, r * p.dv * 4, p.nq * p.dv * 4),
       this.readBuffer(this.lse, r * 4, p.nq * 4),
     ]);
-    return { o: new Float32Array(o), lse: new Float32Array(lse) };
+    return this.outputs({ o: new Float32Array(o), lse: new Float32Array(lse) });
   }
 
   /** One row of O (dv floats) — for checks on large problems without reading everything back. */
@@ -473,7 +511,7 @@ export class AttentionRun {
     const p = this.problem;
     const r = (b * p.hq + h) * p.nq + i;
     const [o, lse] = await Promise.all([this.readBuffer(this.o, r * p.dv * 4, p.dv * 4), this.readBuffer(this.lse, r * 4, 4)]);
-    return { o: new Float32Array(o), lse: new Float32Array(lse)[0] };
+    return this.outputs({ o: new Float32Array(o), lse: new Float32Array(lse)[0] });
   }
 
   private async readElems(src: GPUBuffer, first: number, count: number): Promise<Float32Array> {

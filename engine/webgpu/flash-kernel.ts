@@ -22,6 +22,7 @@
 //                                      shuffles cannot cover the TX threads of a row)
 // registers per thread: 16 (S) + 4·DVP/TX (O) + 8 (m, l) floats.
 
+import { castPWgsl } from './fp8-cast.ts';
 import { PARAMS_WGSL, SCORE_WGSL } from './params.ts';
 import { GRID_ORDER_WGSL } from './grid-order.ts';
 import { withSequenceGeometry } from './sequence-geometry.ts';
@@ -46,6 +47,8 @@ export interface FlashKernelConfig extends FlashTile {
   dv: number;
   /** A packed variable-length batch (varlen-layout.ts) instead of [B, H, N, d]. */
   varlen?: boolean;
+  /** FA3's FP8 P cast (fp8-cast.ts) with this static factor before P·V; absent: P stays f32. */
+  pCast?: number;
 }
 
 export function flashLayout(c: FlashKernelConfig) {
@@ -159,6 +162,7 @@ ${GRID_ORDER_WGSL}
 @group(0) @binding(5) var<storage, read_write> lse: array<f32>;
 @group(0) @binding(6) var<storage, read> aux: array<f32>;${c.varlen ? VARLEN_BINDING_WGSL : ''}
 ${SCORE_WGSL}
+${c.pCast ? castPWgsl(c.pCast) : ''}
 
 const BM = ${c.bm}u; const BN = ${c.bn}u; const DK = ${c.dk}u; const JC = ${c.jc}u;
 const D = ${c.d}u; const DP = ${L.dp}u; const DV = ${c.dv}u;
@@ -225,8 +229,8 @@ ${stageQK}
       for (var c = 0u; c < 4u; c++) {
         if (s[i][c] > NEG_INF) { p[c] = exp(s[i][c] - mn); }
       }
-      s[i] = p;
       l[i] = l[i] * alpha + p[0] + p[1] + p[2] + p[3];
+      s[i] = ${c.pCast ? 'vec4<f32>(cast_p(p[0]), cast_p(p[1]), cast_p(p[2]), cast_p(p[3]))' : 'p'};
       m[i] = mn;
       for (var g = 0u; g < ${RO4}u; g++) { acc[i][g] *= alpha; }
     }

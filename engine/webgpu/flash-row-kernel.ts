@@ -24,6 +24,7 @@
 // Resource budget: workgroup memory BC·(DP + DVP)·4 bytes; registers per lane
 // RPT·(DP + DVP)/TPR (Q and O slices) + RPT·SC (scores) + 2·RPT (m, l) floats.
 
+import { castPWgsl } from './fp8-cast.ts';
 import { PARAMS_WGSL, scoreWgsl, type ScoreSpec } from './params.ts';
 import { GRID_ORDER_WGSL } from './grid-order.ts';
 import { withSequenceGeometry } from './sequence-geometry.ts';
@@ -47,6 +48,8 @@ export interface RowKernelConfig {
   score: ScoreSpec;
   /** A packed variable-length batch (varlen-layout.ts) instead of [B, H, N, d]. */
   varlen?: boolean;
+  /** FA3's FP8 P cast (fp8-cast.ts) with this static factor before P·V; absent: P stays f32. */
+  pCast?: number;
 }
 
 export function rowLayout(c: RowKernelConfig) {
@@ -103,6 +106,7 @@ export function rowKernelWgsl(c: RowKernelConfig): string {
                 each(J, (j) => `s${r}_${j} = select(0.0, exp(s${r}_${j} - m${r}), s${r}_${j} > NEG_INF);`, ' ')
           }
           l${r} += ${J.map((j) => `s${r}_${j}`).join(' + ')};
+          ${c.pCast ? each(J, (j) => `s${r}_${j} = cast_p(s${r}_${j});`, ' ') : ''}
         }`)}
         ${each(J, (j) => `{
           ${each(OV, (i) => `{ let vv = vs[jb + ${j}u][${i * T}u${T > 1 ? ' + part' : ''}]; ${each(R, (r) => `o${r}_${i} = fma(vec4<f32>(s${r}_${j}), vv, o${r}_${i});`, ' ')} }`)}
@@ -121,6 +125,7 @@ ${GRID_ORDER_WGSL}
 @group(0) @binding(5) var<storage, read_write> lse: array<f32>;
 @group(0) @binding(6) var<storage, read> aux: array<f32>;${c.varlen ? VARLEN_BINDING_WGSL : ''}
 ${scoreWgsl(c.score)}
+${c.pCast ? castPWgsl(c.pCast) : ''}
 
 const BM = ${L.bm}u; const BC = ${c.bc}u; const SC = ${c.sc}u; const NT = ${c.threads}u;
 const D = ${c.d}u; const DV = ${c.dv}u;

@@ -4,11 +4,13 @@
 import type { AttentionInputs } from '../inputs.ts';
 import { nominalFlops, type AttentionProblem } from '../problem.ts';
 import type { WebGpuContext, WebGpuPath } from './device.ts';
-import { AttentionRun, pathElem } from './backend.ts';
+import { AttentionRun, pathElem, type RunOptions } from './backend.ts';
 import type { KernelTime } from './timer.ts';
 
 export interface WebGpuRunOptions {
   path: WebGpuPath;
+  /** FP8 problems: the switches of the emulated FA3 FP8 path (backend.ts). */
+  fp8?: RunOptions['fp8'];
   /** Timed repetitions after one warm-up; the median total is reported. */
   repeats?: number;
 }
@@ -27,7 +29,7 @@ export interface WebGpuRunResult {
 }
 
 export async function runWebGpu(ctx: WebGpuContext, problem: AttentionProblem, inputs: AttentionInputs, opts: WebGpuRunOptions): Promise<WebGpuRunResult> {
-  const run = await AttentionRun.create(ctx, problem, { path: opts.path });
+  const run = await AttentionRun.create(ctx, problem, { path: opts.path, fp8: opts.fp8 });
   try {
     run.upload(inputs);
     await run.execute();

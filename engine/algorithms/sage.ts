@@ -173,4 +173,4 @@ function* runSage(p: AttentionProblem, x: AttentionInputs, opts: RunOptions): St
   return result;
 }
 
-export const sage: StepAlgorithm = { id: 'sage', name: 'SageAttention (INT8 Q·Kᵀ, FP16/FP8 P·V)', run: runSage };
+export const sage: StepAlgorithm = { id: 'sage', name: 'SageAttention (INT8 Q·Kᵀ, FP16/FP8 P·V)', run: runSage, quantized: true };

@@ -31,15 +31,23 @@ import { INT8_MAX, int8Scale, quantizeInt8 } from './int8.ts';
 
 export type SageVersion = 1 | 2;
 
-/** v1's Triton quantizer: x + 0.5·sign(x), then truncation toward zero (half away from zero). */
-export function roundHalfAway(x: number): number {
-  return Math.trunc(x + (x >= 0 ? 0.5 : -0.5));
+/**
+ * v1's Triton quantizer: x + 0.5·sign(x) in fp32, then truncation toward zero. Half away from
+ * zero, except that the fp32 add itself rounds: 70.49999 + 0.5 lands on 71.
+ */
+export function roundHalfAwayFp32(x: number): number {
+  return Math.trunc(Math.fround(x + (x >= 0 ? 0.5 : -0.5)));
 }
 
-/** The INT8 code of x under a scale, with the version's rounding. */
+/**
+ * The INT8 code of x under a scale, with the version's rounding of the fp32 quotient x / scale.
+ * Inputs stored in 16 bits make exact and near ties common (their ratios are ratios of short
+ * mantissas), so the rule matters.
+ */
 export function sageCode(version: SageVersion, x: number, scale: number): number {
-  if (version === 2) return quantizeInt8(x, scale);
-  const c = roundHalfAway(Math.fround(x / scale));
+  const r = Math.fround(x / scale);
+  if (version === 2) return quantizeInt8(r, 1);
+  const c = roundHalfAwayFp32(r);
   return c > INT8_MAX ? INT8_MAX : c < -INT8_MAX ? -INT8_MAX : c;
 }
 

@@ -52,7 +52,7 @@ export const chapter12: Chapter = {
     { kind: 'widget', widget: 'fp8-formats' },
     {
       kind: 'p',
-      text: 'A tensor is therefore stored with a **scale**: the kernel keeps codes $\\hat x = \\mathrm{fp8}(x / s)$ and multiplies $s$ back in after the matmul, $S = s_Q s_K\\, \\hat Q \\hat K^{\\top}$. FlashScope uses $s = \\max|x| / 448$, so the tile\'s largest entry lands exactly on 448. With **block quantization** each $B_r \\times d$ tile of $Q$ and each $B_c \\times d$ tile of $K$ and $V$ gets its own scale; without it one scale serves the whole tensor (per head). The load steps of the debugger show each tile\'s scale, the S steps the $Q$ and $K$ scales that went into them.',
+      text: 'A tensor is therefore stored with a **scale**: the kernel keeps codes $\\hat x = \\mathrm{fp8}(x / s)$ and multiplies $s$ back in after the matmul, $S = s_Q s_K\\, \\hat Q \\hat K^{\\top}$. FlashScope uses $s = \\max|x| / 448$, so the tile\'s largest entry lands exactly on 448. With **block quantization** each $B_r \\times d$ tile of $Q$ and each $B_c \\times d$ tile of $K$ and $V$ gets its own scale; without it one scale serves the whole tensor (per head). In FlashScope\'s trace each load step carries its tile\'s scale and each S step the $Q$ and $K$ scales that went into it (the pane\'s Trace JSONL export has them; engine/TRACE.md, "Low precision").',
     },
     { kind: 'h', text: 'What an outlier does' },
     {
@@ -153,7 +153,7 @@ export const chapter12: Chapter = {
         };
       },
     },
-    { kind: 'goto', pane: 1, label: 'the first exp step where the cast flushes P values (marked in the P heatmap)', find: firstFlush },
+    { kind: 'goto', pane: 1, label: 'the first exp step where the cast flushes P values', find: firstFlush },
     {
       kind: 'goto',
       pane: 1,
@@ -167,7 +167,7 @@ export const chapter12: Chapter = {
     },
     {
       kind: 'p',
-      text: 'A flushed $P$ is a key whose value never reaches $O$, while $\\ell$ still counts it, so the row\'s output loses that key\'s contribution while still dividing by a sum that includes it; one such value is harmless, hundreds of them per row over a long context are not. Switch the K/V order or pScale in "Try this" and step through the second pane again: the marks thin out as the table says.',
+      text: 'A flushed $P$ is a key whose value never reaches $O$, while $\\ell$ still counts it, so the row\'s output loses that key\'s contribution while still dividing by a sum that includes it; one such value is harmless, hundreds of them per row over a long context are not. Switch the K/V order or pScale in "Try this" and step through the second pane again: the zeros in $P$ thin out as the table says.',
     },
   ],
   panes: [
@@ -201,12 +201,12 @@ export const chapter12: Chapter = {
     },
     {
       label: 'P scaled by 256 before the cast',
-      look: 'FA3\'s static factor: $P \\cdot 256$ keeps values down to $2^{-18}$, so far fewer flush marks are left (the table gives the counts).',
+      look: 'FA3\'s static factor: $P \\cdot 256$ keeps values down to $2^{-18}$, so far fewer $P$ values flush (the table in the text gives the counts).',
       change: (r) => ({ ...r, features: { ...r.features, pScale: 256 } }),
     },
     {
       label: 'e5m2 instead of e4m3',
-      look: 'Q, K and V now have 2 mantissa bits: the S and O heatmaps drift further from fp32 (P is still cast to e4m3).',
+      look: 'Q, K and V keep 2 mantissa bits and their scales divide by 57344 instead of 448; $P$ is still cast to e4m3, as in FA3.',
       change: (r) => ({ ...r, problem: { ...r.problem, dtype: 'fp8e5m2' } }),
     },
   ],
@@ -238,7 +238,7 @@ export const chapter12: Chapter = {
         const ks = x.kind === 'qk' ? x.kScale! : NaN;
         return `${fmt(Number(a), 5)}: kScale ${sci(ks)} times the format's largest value. That entry is stored as exactly ±max; every other entry of the block is stored relative to it.`;
       },
-      hint: 'Read kScale in the Formula view of the S step the first pane opens at, and multiply by the format\'s largest value.',
+      hint: 'The table of K block scales in the text lists each block\'s scale for the preset; multiply the largest by 448.',
     },
     {
       id: 'rmse-incoherent',
@@ -262,7 +262,7 @@ export const chapter12: Chapter = {
         const r256 = nonSinkFlushes(runOther({ ...SINK_PRESET, features: { ...SINK_PRESET.features, pScale: 256 } }).events);
         return `${a} of the ${c.positive} positive non-sink P values: each is at or below 2⁻¹⁰ of its row's max, which the sinks fixed from the first block on. With pScale 256 it is ${r256.flushed}.`;
       },
-      hint: 'Count the flushed marks of every exp step of the second pane, leaving out the first four keys; or read the first row of the flush table.',
+      hint: 'Count the zeros of P in every exp step of the second pane, leaving out the first four keys; or read the first row of the flush table in the text.',
     },
     {
       id: 'flush-step-count',
@@ -278,7 +278,7 @@ export const chapter12: Chapter = {
         if (!x) return 'No exp step of this problem flushes a P value.';
         return `${a}, in K block ${x.tile.kvBlock} (keys ${x.tile.cols[0]}…${x.tile.cols[1] - 1}), each measured against the sinks' logit: ${x.tile.kvBlock === 0 ? 'the sinks are keys 0–3 of this very block' : 'the sinks of block 0 set the max before this block'}.`;
       },
-      hint: 'The P heatmap marks the flushed cells of the current step; count them, or read the flushed list in the Formula view.',
+      hint: 'Outside the four sink columns every P is positive in fp32, so count the cells of that step\'s P tile that are exactly 0 (hover shows the values), or read the flushed list of that exp step in the Trace JSONL export.',
     },
   ],
 };

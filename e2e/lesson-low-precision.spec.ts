@@ -79,6 +79,10 @@ test('chapter 12: the FP8 widget by keyboard, engine tables, a question and the 
   for (const r of rows) await expect(flushGroup.getByRole('row', { name: r.label })).toContainText(String(r.count.flushed));
   await errTable.scrollIntoViewIfNeeded();
   await page.screenshot({ path: 'test-results/lesson12/error-table.png' });
+  await page.getByRole('group', { name: 'K block scales of the first pane' }).scrollIntoViewIfNeeded();
+  await page.screenshot({ path: 'test-results/lesson12/scales.png' });
+  await flushGroup.evaluate((el) => el.scrollIntoView({ block: 'center' }));
+  await page.screenshot({ path: 'test-results/lesson12/flush-table.png' });
 
   // A question: the e4m3 value nearest 300, then how many P values flush at pScale 1.
   const card = page.getByTestId('question-e4m3-300');

@@ -131,12 +131,12 @@ export const chapter12: Chapter = {
     },
     {
       kind: 'p',
-      text: 'The FA3 paper reports 2.4e-2 for per-tensor FP8 and 9.1e-3 for block quantization with incoherent processing (2.6× lower), on much longer sequences. FlashScope\'s `npm run bench:fp8` (BENCHMARKS.md, FP8 section) gets 1.81e-2 against 7.27e-3 (2.49×) at $N = 1024$ and 1.89e-2 against 9.44e-3 (2.00×) at $N = 4096$; there, as in the paper, removing the rotation brings the error back to the baseline\'s while removing block scales barely moves it. At the small $N$ above fewer outliers share a tensor and the gap is smaller, which is why the paper\'s figure is not a property of FP8 alone but of the inputs.',
+      text: 'The FA3 paper reports 2.4e-2 for per-tensor FP8 and 9.1e-3 for block quantization with incoherent processing (2.6× lower), on much longer sequences. FlashScope\'s own benchmark (npm run bench:fp8, BENCHMARKS.md, FP8 section) gets 1.81e-2 against 7.27e-3 (2.49×) at $N = 1024$ and 1.89e-2 against 9.44e-3 (2.00×) at $N = 4096$; there, as in the paper, removing the rotation brings the error back to the baseline\'s while removing block scales barely moves it. At the small $N$ above fewer outliers share a tensor and the gap is smaller, which is why the paper\'s figure is not a property of FP8 alone but of the inputs.',
     },
     { kind: 'h', text: 'Where P loses precision' },
     {
       kind: 'p',
-      text: 'The second FP8 matmul is $O \\mathrel{+}= PV$, so $P$ must be cast to e4m3 first. In the online softmax $P_{ij} = e^{S_{ij} - m_i}$ with $m_i$ the row\'s running max, so every $P$ is at most 1 — and everything at or below $2^{-10}$, a score about 6.9 below the max, would flush to zero. FA3\'s kernel avoids much of that with a static factor: it subtracts $m_i - 8$ in base 2, which multiplies $P$ by $2^8 = 256$ before the cast (the row sum $\\ell$ uses the fp32 $P$, and the factor is divided out at the end). FlashScope\'s `pScale` switch is that factor.',
+      text: 'The second FP8 matmul is $O \\mathrel{+}= PV$, so $P$ must be cast to e4m3 first. In the online softmax $P_{ij} = e^{S_{ij} - m_i}$ with $m_i$ the row\'s running max, so every $P$ is at most 1 — and everything at or below $2^{-10}$, a score about 6.9 below the max, would flush to zero. FA3\'s kernel avoids much of that with a static factor: it subtracts $m_i - 8$ in base 2, which multiplies $P$ by $2^8 = 256$ before the cast (the row sum $\\ell$ uses the fp32 $P$, and the factor is divided out at the end). FlashScope\'s **pScale** switch is that factor.',
     },
     {
       kind: 'p',
@@ -148,7 +148,7 @@ export const chapter12: Chapter = {
       compute: (run) => {
         const rows = flushTable(run);
         return {
-          text: `The same 16 × 64 sink problem under both orders and both scales (the sink keys' own P values are excluded: a sink is the row's max, its P is 1).`,
+          text: `The same ${SINK_PRESET.problem.nq} × ${SINK_PRESET.problem.nk} sink problem under both orders and both scales (the sink keys' own P values are excluded: a sink is the row's max, its P is 1).`,
           table: { head: ['K/V order and P scale', 'non-sink P flushed to 0', 'of non-sink P > 0'], rows: rows.map((r) => [r.label, String(r.count.flushed), String(r.count.positive)]) },
         };
       },
@@ -167,7 +167,7 @@ export const chapter12: Chapter = {
     },
     {
       kind: 'p',
-      text: 'A flushed $P$ is a key whose value never reaches $O$, while $\\ell$ still counts it, so the row\'s output loses that key\'s contribution while still dividing by a sum that includes it; one such value is harmless, hundreds of them per row over a long context are not. Switch the K/V order or pScale in "Try this" and step through the second pane again: the zeros in $P$ thin out as the table says.',
+      text: 'A flushed $P$ is a key whose value never reaches $O$ although $\\ell$ counts it: the row\'s output loses that key\'s contribution but is still divided by a sum that includes it; one such value is harmless, hundreds of them per row over a long context are not. Switch the K/V order or pScale in "Try this" and step through the second pane again: the zeros in $P$ thin out as the table says.',
     },
   ],
   panes: [
@@ -206,7 +206,7 @@ export const chapter12: Chapter = {
     },
     {
       label: 'e5m2 instead of e4m3',
-      look: 'Q, K and V keep 2 mantissa bits and their scales divide by 57344 instead of 448; $P$ is still cast to e4m3, as in FA3.',
+      look: 'Q, K and V keep 2 mantissa bits and their scales divide by 57344 instead of 448; $P$ is still cast to e4m3.',
       change: (r) => ({ ...r, problem: { ...r.problem, dtype: 'fp8e5m2' } }),
     },
   ],

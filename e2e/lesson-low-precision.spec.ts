@@ -115,6 +115,11 @@ test('chapter 12: the FP8 widget by keyboard, engine tables, a question and the 
   await page.waitForTimeout(400);
   await page.screenshot({ path: 'test-results/lesson12/debuggers.png' });
   await page.screenshot({ path: 'test-results/lesson12/full.png', fullPage: true });
+  await page.getByRole('button', { name: 'Switch to light theme' }).click();
+  await expect(page.locator('html')).toHaveAttribute('data-theme', 'light');
+  await widget.getByRole('button', { name: '500' }).click();
+  await widget.scrollIntoViewIfNeeded();
+  await page.screenshot({ path: 'test-results/lesson12/widget-light-500.png' });
 });
 
 test('chapter 12: the incoherent-processing switch reloads both panes and the block question follows', async ({ page }) => {

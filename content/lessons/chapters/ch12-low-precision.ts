@@ -81,11 +81,11 @@ export const chapter12: Chapter = {
         };
       },
     },
-    { kind: 'goto', pane: 0, label: 'the load of the K block that holds the outlier, with its scale', find: outlierKLoad },
+    { kind: 'goto', pane: 0, label: 'the load of the K block with the largest scale', find: outlierKLoad },
     { kind: 'goto', pane: 0, label: 'S = QKᵀ for that block, with its Q and K scales', find: outlierQk },
     {
       kind: 'p',
-      text: 'For an integer format that would already be the whole story: INT8\'s 255 steps are evenly spaced, so with an outlier ten times the typical entry, a typical entry is stored as one of only about 13 of the 127 steps on its side (SageAttention therefore smooths $K$ and keeps per-block INT8 scales). FP8 is a floating-point format: every entry keeps its 3 mantissa bits wherever it lands in the normal range, and e4m3\'s normal range spans almost 15 powers of two, so moving the typical entries down by a few of them costs little on average. What the outlier brings is a handful of **large absolute errors**: an entry of 20 that does not land on 448 exactly rounds with an error of up to 20/16, and that error enters every score of its row of $Q$ or column of $K$ — scores which, because the outlier makes them large, also dominate their rows of the softmax.',
+      text: 'For an integer format that would already be the whole story: INT8\'s 255 steps are evenly spaced, so with an outlier ten times the typical entry, a typical entry is stored as one of only about 13 of the 127 steps on its side (SageAttention, which quantizes $Q$ and $K$ to INT8, keeps per-block scales and subtracts $K$\'s mean over tokens for this reason). FP8 is a floating-point format: every entry keeps its 3 mantissa bits wherever it lands in the normal range, and e4m3\'s normal range spans almost 15 powers of two, so moving the typical entries down by a few of them costs little on average. What the outlier brings is a handful of **large absolute errors**: an entry of 20 that does not land on 448 exactly rounds with an error of up to 20/16, and that error enters every score of its row of $Q$ or column of $K$ — scores which, because the outlier makes them large, also dominate their rows of the softmax.',
     },
     { kind: 'h', text: 'Incoherent processing: rotate, then quantize' },
     { kind: 'math', tex: 'M = D\\,H_d,\\qquad (QM)(KM)^{\\top} = Q\\,M M^{\\top} K^{\\top} = QK^{\\top}' },
@@ -131,7 +131,7 @@ export const chapter12: Chapter = {
     },
     {
       kind: 'p',
-      text: 'The FA3 paper reports 2.4e-2 for per-tensor FP8 and 9.1e-3 for block quantization with incoherent processing (2.6× lower), on much longer sequences. FlashScope\'s own benchmark (npm run bench:fp8, BENCHMARKS.md, FP8 section) gets 1.81e-2 against 7.27e-3 (2.49×) at $N = 1024$ and 1.89e-2 against 9.44e-3 (2.00×) at $N = 4096$; there, as in the paper, removing the rotation brings the error back to the baseline\'s while removing block scales barely moves it. At the small $N$ above fewer outliers share a tensor and the gap is smaller, which is why the paper\'s figure is not a property of FP8 alone but of the inputs.',
+      text: 'The FA3 paper reports 2.4e-2 for per-tensor FP8 and 9.1e-3 for block quantization with incoherent processing (2.6× lower), on much longer sequences. FlashScope\'s own benchmark (npm run bench:fp8, BENCHMARKS.md, FP8 section) gets 1.81e-2 against 7.27e-3 (2.49×) at $N = 1024$ and 1.89e-2 against 9.44e-3 (2.00×) at $N = 4096$; there, as in the paper, removing the rotation brings the error back to the baseline\'s while removing block scales barely moves it. At the small $N$ above the gap is smaller (BENCHMARKS.md notes the same at $N = 256$): how much the rotation buys depends on the inputs, not on the format alone.',
     },
     { kind: 'h', text: 'Where P loses precision' },
     {

@@ -12,7 +12,7 @@ import { softmaxScale, type AttentionProblem } from '../../../engine/problem.ts'
 import { runToEnd } from '../../../engine/run.ts';
 import { chapterByNumber } from './index.ts';
 import { lessonContext, liveBlock, locateBlock, RunCache, runRequest } from './evaluate.ts';
-import { ERROR_PROBLEM, ERROR_SEED, errorRow, flushTable, fp8ErrorTable, rotationEffect, SINK_PRESET } from './low-precision.ts';
+import { ERROR_PROBLEM, ERROR_SEED, errorRow, flushTable, fp8ErrorTable, kBlockScales, rotationEffect, SINK_PRESET } from './low-precision.ts';
 
 const cache = new RunCache(20);
 const c = chapterByNumber(12)!;
@@ -79,6 +79,12 @@ describe('chapter 12: low precision', () => {
     // That block holds K's largest entry, a planted outlier (the text calls it so).
     expect(want).toBe(Math.max(...Array.from(x.k, Math.abs)));
     expect(want).toBeGreaterThan(5);
+    // The text's scale table: the outlier's block has more than twice every other block's scale
+    // with the rotation off, and after the rotation no block stands out by more than 20%.
+    const off = kBlockScales(run.events);
+    const rot = kBlockScales(runRequest({ ...req, features: { ...req.features, incoherent: true } }).events);
+    for (const [b, sc] of off) if (b !== t.tile.kvBlock) expect(off.get(t.tile.kvBlock)!).toBeGreaterThan(2 * sc);
+    expect(Math.max(...rot.values()) / Math.min(...rot.values())).toBeLessThan(1.2);
     // Rotation on (the chapter's switch) reaches the engine and shrinks the largest block entry.
     const on = Number(answer('block-max', { ...req, features: { ...req.features, incoherent: true } }));
     expect(on).toBeLessThan(want / 2);
@@ -129,6 +135,10 @@ describe('chapter 12: low precision', () => {
     // Every non-sink P is positive in fp32 here, so the denominators are all Nq · (Nk − sinks).
     for (const r of [fwd1, rev1, fwd256, rev256]) expect(r.count.positive).toBe(16 * (64 - SINK_KEYS));
     expect(Number(answer('flush-step-count'))).toBeGreaterThan(0);
+  });
+
+  it('every "try this" change loads on both panes (e5m2, K/V order, pScale) without an error', () => {
+    for (const t of c.tryThis) for (const pane of c.panes) expect(runRequest(t.change(pane.preset)).events.length, t.label).toBeGreaterThan(0);
   });
 
   it('every step link lands on the step kind it names, and every computed paragraph has its table', () => {

@@ -7,8 +7,10 @@ import { CHAPTERS } from '../../content/lessons/chapters/index.ts';
 import type { Chapter } from '../../content/lessons/chapters/types.ts';
 import { useApp } from '../store/store.ts';
 import { HardwareTableView } from './HardwareTableView.tsx';
+import { Fp8FormatsWidget } from './Fp8FormatsWidget.tsx';
 import { IoSweepView } from './IoSweepView.tsx';
 import { KernelReference } from './KernelReference.tsx';
+import { LiveBlock } from './LiveBlock.tsx';
 import { LessonPane, lessonPaneId, type LessonPaneHandle } from './LessonPane.tsx';
 import { OnlineSoftmaxWidget } from './OnlineSoftmaxWidget.tsx';
 import { QuestionCard } from './QuestionCard.tsx';
@@ -81,9 +83,13 @@ export function ChapterView({ chapter, initialStep }: { chapter: Chapter; initia
   const textBlocks = chapter.blocks.map((b, i) =>
     b.kind === 'goto' ? (
       <StepLink key={i} chapter={chapter.number} block={i} pane={b.pane} label={b.label} handle={() => handles.current[b.pane] ?? null} />
+    ) : b.kind === 'live' ? (
+      <LiveBlock key={i} chapter={chapter.number} block={i} label={b.label} />
     ) : b.kind === 'widget' ? (
       b.widget === 'online-softmax' ? (
         <OnlineSoftmaxWidget key={i} />
+      ) : b.widget === 'fp8-formats' ? (
+        <Fp8FormatsWidget key={i} />
       ) : (
         <IoSweepView key={i} />
       )

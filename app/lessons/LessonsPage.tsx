@@ -16,7 +16,7 @@ function Contents() {
     <article className="lesson-contents" aria-labelledby="contents-title">
       <h2 id="contents-title">Lessons: from standard attention to FA4</h2>
       <p className="lesson-intro">
-        Nine chapters, each with a short text, a live debugger opened at the step the text talks about, changes to try, and questions the engine checks. Start at chapter 1 if
+        {CHAPTERS.length} chapters, each with a short text, a live debugger opened at the step the text talks about, changes to try, and questions the engine checks. Start at chapter 1 if
         you have not read the papers; every chapter also stands on its own for a lecture.
       </p>
       <div className="contents-actions">

@@ -3,7 +3,7 @@
 
 import * as Comlink from 'comlink';
 import type { LoadRequest } from '../../engine/debugger/protocol.ts';
-import { checkAnswer, hardwareTable, locateBlock, locateTarget, needChapter, revealAnswer, RunCache } from '../../content/lessons/chapters/evaluate.ts';
+import { checkAnswer, hardwareTable, liveBlock, locateBlock, locateTarget, needChapter, revealAnswer, RunCache } from '../../content/lessons/chapters/evaluate.ts';
 import { fa1IoSweep, standardIoBytes } from '../../content/lessons/chapters/io-sweep.ts';
 
 const cache = new RunCache();
@@ -13,6 +13,7 @@ const api = {
   locateBlock: (chapter: number, block: number, req: LoadRequest) => locateBlock(needChapter(chapter), block, req, cache),
   check: (chapter: number, qid: string, req: LoadRequest, text: string) => checkAnswer(needChapter(chapter), qid, req, text, cache),
   reveal: (chapter: number, qid: string, req: LoadRequest) => revealAnswer(needChapter(chapter), qid, req, cache),
+  live: (chapter: number, block: number) => liveBlock(needChapter(chapter), block, cache),
   hardware: (chapter: number) => hardwareTable(needChapter(chapter)),
   ioSweep: () => ({ points: fa1IoSweep(), standardBytes: standardIoBytes() }),
 };

@@ -11,4 +11,21 @@ describe('lesson presets in the problem form', () => {
         expect(formToRequest(requestToForm(pane.preset)), `${c.slug} ${pane.preset.algorithm}`).toEqual(plain);
       }
   });
+
+  it('FP8 presets keep their dtype and input distribution in the form (the fa3 switches travel with the applied request)', () => {
+    const c12 = CHAPTERS.find((c) => c.number === 12)!;
+    const dists = c12.panes.map((pane) => {
+      const f = requestToForm(pane.preset);
+      expect(f.dtype).toBe('fp8e4m3');
+      return formToRequest(f).distribution;
+    });
+    expect(dists).toEqual(['fa3-outliers', 'sink']);
+  });
+
+  it('a sink logit shared by every head shows in the form and comes back', () => {
+    const base = CHAPTERS[0].panes[0].preset;
+    const req = { ...base, problem: { ...base.problem, sinks: [-0.5] } };
+    expect(requestToForm(req).sink).toBe('-0.5');
+    expect(formToRequest(requestToForm(req)).problem.sinks).toEqual([-0.5]);
+  });
 });

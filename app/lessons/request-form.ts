@@ -27,6 +27,8 @@ export function requestToForm(r: LoadRequest, resolved?: { blockM: number; block
     windowRight: p.window && p.window.right >= 0 ? String(p.window.right) : '',
     alibi: !!p.alibi,
     softcap: p.softcap !== undefined ? String(p.softcap) : '',
+    // The form holds one sink logit for every head; a preset with per-head values would not fit it.
+    sink: p.sinks && p.sinks.length > 0 && p.sinks.every((v) => v === p.sinks![0]) ? String(p.sinks[0]) : '',
     dtype: p.dtype,
     seed: String(r.seed),
     distribution: r.distribution,

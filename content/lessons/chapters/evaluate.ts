@@ -9,7 +9,7 @@ import { validateProblem } from '../../../engine/problem.ts';
 import { startPass } from '../../../engine/debugger/pass-run.ts';
 import type { TraceEvent } from '../../../engine/trace/events.ts';
 import { chapterByNumber } from './index.ts';
-import type { AnswerValue, Chapter, EngineRun, HwRow, LessonContext, Question } from './types.ts';
+import type { AnswerValue, Chapter, EngineRun, HwRow, LessonContext, LiveContent, Question } from './types.ts';
 
 /** Runs a request exactly as the debugger session does (same inputs, same options), keeping the events. */
 export function runRequest(req: LoadRequest): EngineRun {
@@ -99,6 +99,13 @@ export function locateBlock(chapter: Chapter, block: number, req: LoadRequest, c
   if (!b || b.kind !== 'goto') throw new Error(`chapter ${chapter.number} has no step link at block ${block}`);
   const run = cache.get(req);
   return { step: b.find(run.events), total: run.events.length };
+}
+
+/** The engine-computed text of a 'live' block. */
+export function liveBlock(chapter: Chapter, block: number, cache: RunCache): LiveContent {
+  const b = chapter.blocks[block];
+  if (!b || b.kind !== 'live') throw new Error(`chapter ${chapter.number} has no computed text at block ${block}`);
+  return b.compute((r) => cache.get(r));
 }
 
 /** What the student typed, as the question's kind of value, or a message saying what is expected. */

@@ -10,9 +10,10 @@ import { chapter8 } from './ch8-fa4.ts';
 import { chapter9 } from './ch9-flash-decoding.ts';
 import { chapter10 } from './ch10-backward.ts';
 import { chapter11 } from './ch11-serving.ts';
+import { chapter12 } from './ch12-low-precision.ts';
 import type { Chapter } from './types.ts';
 
-export const CHAPTERS: readonly Chapter[] = [chapter1, chapter2, chapter3, chapter4, chapter5, chapter6, chapter7, chapter8, chapter9, chapter10, chapter11];
+export const CHAPTERS: readonly Chapter[] = [chapter1, chapter2, chapter3, chapter4, chapter5, chapter6, chapter7, chapter8, chapter9, chapter10, chapter11, chapter12];
 
 export function chapterByNumber(n: number): Chapter | undefined {
   return CHAPTERS.find((c) => c.number === n);

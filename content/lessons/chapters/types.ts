@@ -18,9 +18,20 @@ export type LessonBlock =
   | { kind: 'seed'; text: string }
   | { kind: 'h'; text: string }
   /** An interactive piece placed at this point of the text. */
-  | { kind: 'widget'; widget: 'online-softmax' | 'io-sweep' }
+  | { kind: 'widget'; widget: 'online-softmax' | 'io-sweep' | 'fp8-formats' }
+  /**
+   * Text (and optionally a table) whose numbers the engine computes when the lesson shows it:
+   * the lesson worker runs `compute`, the page renders what comes back.
+   */
+  | { kind: 'live'; label: string; compute(run: (req: LoadRequest) => EngineRun): LiveContent }
   /** A button that moves a pane of the chapter's debugger to the step this paragraph talks about. */
   | { kind: 'goto'; pane: number; label: string; find(events: readonly TraceEvent[]): number };
+
+export interface LiveContent {
+  /** May contain inline maths. */
+  text: string;
+  table?: { head: string[]; rows: string[][] };
+}
 
 /** One recorded run of the engine, as the lesson worker hands it to answer functions. */
 export interface EngineRun {

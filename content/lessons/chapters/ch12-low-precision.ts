@@ -1,0 +1,284 @@
+// Chapter 12: low precision — what e4m3 and e5m2 hold, what an outlier does to a quantized
+// tensor, why FA3 rotates Q and K by a Hadamard transform, and where P loses its small values
+// in the cast before P·V. Every figure in the text is computed by the engine when shown.
+import type { Chapter } from './types.ts';
+import { fmt, lessonRequest } from './queries.ts';
+import { FP8, roundFp8, encodeFp8 } from '../../../engine/lowprec/fp8.ts';
+import { randomInputs } from '../../../engine/inputs.ts';
+import type { LoadRequest } from '../../../engine/debugger/protocol.ts';
+import type { TraceEvent } from '../../../engine/trace/events.ts';
+import { errorRow, firstFlush, flushTable, fp8ErrorTable, kBlockScales, nonSinkFlushes, outlierKLoad, outlierQk, rotationEffect, SINK_PRESET, ERROR_PROBLEM, ERROR_SEED } from './low-precision.ts';
+
+/** First pane: FA3's FP8 forward on the FA3 paper's outlier mix, block scales on, no rotation yet. */
+export const OUTLIER_PRESET: LoadRequest = lessonRequest(
+  'fa3',
+  { nq: 64, nk: 64, d: 32, dtype: 'fp8e4m3' },
+  { blockM: 16, blockN: 16 },
+  { seed: 1, distribution: 'fa3-outliers', features: { incoherent: false } },
+);
+
+const sci = (x: number) => x.toExponential(2);
+
+/** K's largest entry of a request's inputs (before any rotation): value, key and channel. */
+function kOutlier(req: LoadRequest): { value: number; key: number; channel: number } {
+  const x = randomInputs(req.problem, { seed: req.seed, distribution: req.distribution });
+  let best = { value: 0, key: -1, channel: -1 };
+  x.k.forEach((v, i) => {
+    if (Math.abs(v) > Math.abs(best.value)) best = { value: v, key: Math.floor(i / req.problem.d), channel: i % req.problem.d };
+  });
+  return best;
+}
+
+const pExpOf = (ev: readonly TraceEvent[], i: number) => {
+  const x = ev[i];
+  return x?.kind === 'exp' ? x : undefined;
+};
+
+export const chapter12: Chapter = {
+  number: 12,
+  slug: 'low-precision',
+  title: 'Low precision: FP8 attention',
+  summary: 'What e4m3 and e5m2 can hold, why an outlier hurts a quantized tensor, FA3’s Hadamard rotation, and the P values the e4m3 cast flushes to zero.',
+  blocks: [
+    {
+      kind: 'p',
+      text: 'Hopper\'s tensor cores multiply 8-bit floats at twice the rate of 16-bit ones, and FA3 uses that for the forward pass: $Q$, $K$ and $V$ are stored in FP8, $S = QK^{\\top}$ and $O = PV$ run as FP8 matmuls that accumulate in fp32, and $P$ is cast to FP8 between the two. Eight bits leave very little room, so this chapter looks at where precision goes.',
+    },
+    { kind: 'h', text: 'What eight bits can hold' },
+    {
+      kind: 'p',
+      text: 'Two layouts share the eight bits. **e4m3** has a sign, 4 exponent bits (bias 7) and 3 mantissa bits: 8 values per power of two, so neighbours are 12.5% apart at the bottom of a binade and a rounded value is off by at most 1/16 of itself. It gives up infinities to gain range: only S.1111.111 is NaN, so the largest value is S.1111.110 = $1.75 \\cdot 2^8 = 448$. Below the smallest normal value $2^{-6}$ come subnormals (exponent field 0, no implicit leading 1) down to $2^{-9}$; anything at or below half of that, $2^{-10}$, rounds to zero. **e5m2** keeps IEEE\'s rules with 5 exponent bits (bias 15) and 2 mantissa bits: a coarser grid (25% steps) over a far wider range, up to 57344 and down to $2^{-16}$. The FP8 conversions the kernels use saturate: a value past the largest one becomes ±max instead of inf or NaN.',
+    },
+    { kind: 'widget', widget: 'fp8-formats' },
+    {
+      kind: 'p',
+      text: 'A tensor is therefore stored with a **scale**: the kernel keeps codes $\\hat x = \\mathrm{fp8}(x / s)$ and multiplies $s$ back in after the matmul, $S = s_Q s_K\\, \\hat Q \\hat K^{\\top}$. FlashScope uses $s = \\max|x| / 448$, so the tile\'s largest entry lands exactly on 448. With **block quantization** each $B_r \\times d$ tile of $Q$ and each $B_c \\times d$ tile of $K$ and $V$ gets its own scale; without it one scale serves the whole tensor (per head). In FlashScope\'s trace each load step carries its tile\'s scale and each S step the $Q$ and $K$ scales that went into it (the pane\'s Trace JSONL export has them; engine/TRACE.md, "Low precision").',
+    },
+    { kind: 'h', text: 'What an outlier does' },
+    {
+      kind: 'p',
+      text: 'Activations of trained models have a few entries tens of times larger than the rest. The FA3 paper measures its FP8 error on such a mix: every entry $\\mathcal{N}(0,1)$, plus $\\mathcal{N}(0,100)$ with probability 0.001. The first pane below runs FA3\'s FP8 forward on those inputs, block scales on, rotation off, and opens at the S step whose $K$ block has the largest scale:',
+    },
+    {
+      kind: 'live',
+      label: 'K block scales of the first pane',
+      compute: (run) => {
+        const off = run(OUTLIER_PRESET);
+        const on = run({ ...OUTLIER_PRESET, features: { ...OUTLIER_PRESET.features, incoherent: true } });
+        const o = kOutlier(OUTLIER_PRESET);
+        const bn = OUTLIER_PRESET.blocks.blockN!;
+        const sOff = kBlockScales(off.events);
+        const sOn = kBlockScales(on.events);
+        const blocks = [...sOff.keys()].sort((a, b) => a - b);
+        const ob = Math.floor(o.key / bn);
+        const others = blocks.filter((b) => b !== ob).map((b) => sOff.get(b)!);
+        return {
+          text: `$K$'s largest entry is ${fmt(o.value, 4)} (key ${o.key}, channel ${o.channel}, in K block ${ob}); a typical entry is about 1. That block's scale is ${fmt(Math.abs(o.value), 4)} / 448 = ${sci(sOff.get(ob)!)}, so an entry of size 1 there is stored as the code nearest ${fmt(1 / sOff.get(ob)!, 3)}; in the other blocks, whose largest entries are ordinary, the same entry becomes a code near ${others.map((v) => fmt(1 / v, 3)).join(', ')}. With incoherent processing (next section) the scales change as follows:`,
+          table: {
+            head: ['K block', 'scale, rotation off', 'scale, rotation on'],
+            rows: blocks.map((b) => [String(b), sci(sOff.get(b)!), sci(sOn.get(b)!)]),
+          },
+        };
+      },
+    },
+    { kind: 'goto', pane: 0, label: 'the load of the K block with the largest scale', find: outlierKLoad },
+    { kind: 'goto', pane: 0, label: 'S = QKᵀ for that block, with its Q and K scales', find: outlierQk },
+    {
+      kind: 'p',
+      text: 'For an integer format that would already be the whole story: INT8\'s 255 steps are evenly spaced, so with an outlier ten times the typical entry, entries of typical size land on the lowest 13 or so of the 127 steps on each side (SageAttention, which quantizes $Q$ and $K$ to INT8, keeps per-block scales and subtracts $K$\'s mean over tokens for this reason). FP8 is a floating-point format: every entry keeps its 3 mantissa bits wherever it lands in the normal range, and e4m3\'s normal range spans almost 15 powers of two, so moving the typical entries down by a few of them costs little on average. What the outlier brings is a handful of **large absolute errors**: an entry of 20 that does not land on 448 exactly rounds with an error of up to 20/16, and that error enters every score of its row of $Q$ or column of $K$ — scores which, because the outlier makes them large, also dominate their rows of the softmax.',
+    },
+    { kind: 'h', text: 'Incoherent processing: rotate, then quantize' },
+    { kind: 'math', tex: 'M = D\\,H_d,\\qquad (QM)(KM)^{\\top} = Q\\,M M^{\\top} K^{\\top} = QK^{\\top}' },
+    {
+      kind: 'p',
+      text: 'FA3 multiplies $Q$ and $K$ along the head dimension by the same random orthogonal matrix: $H_d$, the normalized Walsh–Hadamard matrix ($d$ a power of two; block-diagonal otherwise), times $D$, a diagonal of random signs. In exact arithmetic the scores do not change. What changes is the spread of each row: an outlier $x$ in one channel becomes $d$ entries of size about $x/\\sqrt d$, mixed with the rest. The rotation costs $O(d \\log d)$ per row (the fast transform) and can be fused into the rotary embedding. $V$ is not rotated: it meets $P$, not $K$, and rotating it would have to be undone on $O$. On the error experiment\'s $Q$ and $K$ ($N = 256$, $d = 128$, per-tensor e4m3, float64 reference), the engine measures:',
+    },
+    {
+      kind: 'live',
+      label: 'what the rotation changes',
+      compute: () => {
+        const r = rotationEffect();
+        return {
+          text: `The average rounding error of $K$ barely moves (it is relative, so it follows the entries, not the scale), while the largest entry — and with it the largest error of a score — falls. The mean score error stays about the same; the worst one drops ${fmt(r.sMax[0] / r.sMax[1], 3)}×.`,
+          table: {
+            head: ['', 'rotation off', 'rotation on'],
+            rows: [
+              ['largest |K| entry (sets the scale)', fmt(r.kMax[0], 4), fmt(r.kMax[1], 4)],
+              ['RMS rounding error of K', sci(r.kQuantRms[0]), sci(r.kQuantRms[1])],
+              ['RMS error of τ·QKᵀ', sci(r.sRms[0]), sci(r.sRms[1])],
+              ['largest error of τ·QKᵀ', sci(r.sMax[0]), sci(r.sMax[1])],
+            ],
+          },
+        };
+      },
+    },
+    {
+      kind: 'p',
+      text: 'Softmax exponentiates score errors, so the largest ones decide much of the output\'s error. Here is $O$ against float64 for the same problem (seed, $N$ and $d$ as above, tiles $128 \\times 128$, $P$ scaled by 256 before its cast), each configuration a switch of FlashScope\'s fa3:',
+    },
+    {
+      kind: 'live',
+      label: 'output error against float64',
+      compute: () => {
+        const rows = fp8ErrorTable();
+        const base = errorRow('per-tensor').rmse;
+        const fa3 = errorRow('fa3').rmse;
+        return {
+          text: `N = ${ERROR_PROBLEM.nq}, d = ${ERROR_PROBLEM.d}, seed ${ERROR_SEED}. Per-tensor FP8 over FA3's FP8: ${fmt(base / fa3, 3)}×; FP8 over FP16: ${fmt(fa3 / errorRow('fp16').rmse, 3)}×.`,
+          table: { head: ['configuration', 'RMSE of O', 'max |error|'], rows: rows.map((r) => [r.label, sci(r.rmse), sci(r.maxAbs)]) },
+        };
+      },
+    },
+    {
+      kind: 'p',
+      text: 'The FA3 paper reports 2.4e-2 for per-tensor FP8 and 9.1e-3 for block quantization with incoherent processing (2.6× lower), on much longer sequences. FlashScope\'s own benchmark (npm run bench:fp8, BENCHMARKS.md, FP8 section) gets 1.81e-2 against 7.27e-3 (2.49×) at $N = 1024$ and 1.89e-2 against 9.44e-3 (2.00×) at $N = 4096$; there, as in the paper, removing the rotation brings the error back to the baseline\'s while removing block scales barely moves it. At the small $N$ above the gap is smaller (BENCHMARKS.md notes the same at $N = 256$): how much the rotation buys depends on the inputs, not on the format alone.',
+    },
+    { kind: 'h', text: 'Where P loses precision' },
+    {
+      kind: 'p',
+      text: 'The second FP8 matmul is $O \\mathrel{+}= PV$, so $P$ must be cast to e4m3 first. In the online softmax $P_{ij} = e^{S_{ij} - m_i}$ with $m_i$ the row\'s running max, so every $P$ is at most 1 — and everything at or below $2^{-10}$, a score about 6.9 below the max, would flush to zero. FA3\'s kernel avoids much of that with a static factor: it subtracts $m_i - 8$ in base 2, which multiplies $P$ by $2^8 = 256$ before the cast (the row sum $\\ell$ uses the fp32 $P$, and the factor is divided out at the end). FlashScope\'s **pScale** switch is that factor.',
+    },
+    {
+      kind: 'p',
+      text: 'Which $P$ values are small depends on the max they are measured against, and that depends on the order of the K/V blocks. With **attention sinks** — a few keys, usually the first tokens, that every query scores highly — a loop that starts with the sinks fixes $m_i$ at the sink logit from the first block on, and every later $P$ is measured against it. FA3 walks the K/V blocks from last to first, so the sinks come last, and the other keys\' $P$ are first computed against their own, smaller max and rescaled later in fp32. A 2026 paper on P-cast precision reports this effect of block order and scale; the second pane is a sink pattern (4 sink keys, 16 queries, 64 keys, $d = 32$) with the sinks first and pScale 1. The counts below are the non-sink $P$ values that are positive in fp32 and zero after the cast:',
+    },
+    {
+      kind: 'live',
+      label: 'P values flushed by the cast',
+      compute: (run) => {
+        const rows = flushTable(run);
+        return {
+          text: `The same ${SINK_PRESET.problem.nq} × ${SINK_PRESET.problem.nk} sink problem under both orders and both scales (the sink keys' own P values are excluded: a sink is the row's max, its P is 1).`,
+          table: { head: ['K/V order and P scale', 'non-sink P flushed to 0', 'of non-sink P > 0'], rows: rows.map((r) => [r.label, String(r.count.flushed), String(r.count.positive)]) },
+        };
+      },
+    },
+    { kind: 'goto', pane: 1, label: 'the first exp step where the cast flushes P values', find: firstFlush },
+    {
+      kind: 'goto',
+      pane: 1,
+      label: 'the P·V step that reads that cast P',
+      find: (ev) => {
+        const i = firstFlush(ev);
+        if (i < 0) return -1;
+        const t = ev[i].tile;
+        return ev.findIndex((x, j) => j > i && x.kind === 'pv' && x.tile.qBlock === t.qBlock && x.tile.kvBlock === t.kvBlock);
+      },
+    },
+    {
+      kind: 'p',
+      text: 'A flushed $P$ is a key whose value never reaches $O$ although $\\ell$ counts it: the row\'s output loses that key\'s contribution but is still divided by a sum that includes it; one such value is harmless, hundreds of them per row over a long context are not. Switch the K/V order or pScale in "Try this" and step through the second pane again: the zeros in $P$ thin out as the table says.',
+    },
+  ],
+  panes: [
+    {
+      label: 'FP8 on outlier inputs',
+      preset: OUTLIER_PRESET,
+      target: { describe: 'S = QKᵀ for the K block with the largest scale (with the rotation off, the block holding K’s outlier)', find: outlierQk },
+      views: ['heatmaps', 'formula', 'counters'],
+    },
+    {
+      label: 'P cast on a sink pattern',
+      preset: SINK_PRESET,
+      target: {
+        describe: 'the first exp step where the e4m3 cast flushes P values to zero',
+        find: firstFlush,
+        fallback: { describe: 'the first exp step (no P value flushes in this problem)', find: (ev) => ev.findIndex((x) => x.kind === 'exp') },
+      },
+      views: ['heatmaps', 'formula'],
+    },
+  ],
+  toggles: [
+    { feature: 'incoherent', label: 'Incoherent processing', on: true, off: false, kernelDefault: true, explain: 'Q and K rotated by the same random Hadamard transform before quantizing' },
+    { feature: 'blockQuant', label: 'Block quantization', on: true, off: false, kernelDefault: true, explain: 'one scale per tile of Q, K and V (off: one per tensor)' },
+  ],
+  reference: ['fa3'],
+  tryThis: [
+    {
+      label: 'FA3’s K/V order (last to first)',
+      look: 'In the sink pane the sinks now come last: far fewer $P$ values flush at the exp steps.',
+      change: (r) => ({ ...r, features: { ...r.features, reverseKv: true } }),
+    },
+    {
+      label: 'P scaled by 256 before the cast',
+      look: 'FA3\'s static factor: $P \\cdot 256$ keeps values down to $2^{-18}$, so far fewer $P$ values flush (the table in the text gives the counts).',
+      change: (r) => ({ ...r, features: { ...r.features, pScale: 256 } }),
+    },
+    {
+      label: 'e5m2 instead of e4m3',
+      look: 'Q, K and V keep 2 mantissa bits and their scales divide by 57344 instead of 448; $P$ is still cast to e4m3.',
+      change: (r) => ({ ...r, problem: { ...r.problem, dtype: 'fp8e5m2' } }),
+    },
+  ],
+  questions: [
+    {
+      id: 'e4m3-300',
+      prompt: 'What is the e4m3 value nearest to 300? (The widget above can tell you, but try the spacing first.)',
+      kind: 'number',
+      tolerance: 1e-9,
+      answer: () => roundFp8('e4m3', 300),
+      explain: (_c, a) => {
+        const code = encodeFp8('e4m3', Number(a));
+        return `${a} (code 0x${code.toString(16).padStart(2, '0')}): between 256 and 512 the 3 mantissa bits give steps of 256/8 = 32, so the neighbours of 300 are 288 and 320, and 288 is nearer.`;
+      },
+      hint: 'Between 2⁸ = 256 and 2⁹ there are 8 e4m3 values, evenly spaced.',
+    },
+    {
+      id: 'block-max',
+      prompt: 'In the first pane the debugger stands at $S = QK^{\\top}$ for the $K$ block with the largest scale. What is the largest $|K|$ entry of that block as it was quantized (after any rotation), i.e. kScale times the format\'s largest value (448 for e4m3)? Three significant digits are enough.',
+      kind: 'number',
+      tolerance: 2e-3,
+      answer: ({ run }) => {
+        const i = outlierQk(run.events);
+        const x = run.events[i];
+        return x?.kind === 'qk' && x.kScale !== undefined ? x.kScale * FP8[run.request.problem.dtype === 'fp8e5m2' ? 'e5m2' : 'e4m3'].max : NaN;
+      },
+      explain: ({ run }, a) => {
+        const x = run.events[outlierQk(run.events)];
+        const ks = x.kind === 'qk' ? x.kScale! : NaN;
+        return `${fmt(Number(a), 5)}: kScale ${sci(ks)} times the format's largest value. That entry is stored as exactly ±max; every other entry of the block is stored relative to it.`;
+      },
+      hint: 'The table of K block scales in the text lists each block\'s scale for the preset; multiply the largest by 448.',
+    },
+    {
+      id: 'rmse-incoherent',
+      prompt: 'In the output-error table (block scales on), which RMSE is larger: with incoherent processing off, or on?',
+      kind: 'choice',
+      choices: [
+        { id: 'off', label: 'off: without the rotation' },
+        { id: 'on', label: 'on: with the rotation' },
+      ],
+      answer: () => (errorRow('block').rmse > errorRow('fa3').rmse ? 'off' : 'on'),
+      explain: () => `Off: ${sci(errorRow('block').rmse)} against ${sci(errorRow('fa3').rmse)} with the rotation. Block scales alone leave each outlier's large rounding error in place; the rotation spreads it over the head dimension.`,
+      hint: 'Compare the rows "block scales only" and "block scales + incoherent" of the table.',
+    },
+    {
+      id: 'flushed-p1',
+      prompt: 'On the sink problem of the second pane (sinks first, pScale 1), how many non-sink $P$ values does the e4m3 cast flush to zero in the whole run?',
+      kind: 'integer',
+      answer: ({ runOther }) => nonSinkFlushes(runOther(SINK_PRESET).events).flushed,
+      explain: ({ runOther }, a) => {
+        const c = nonSinkFlushes(runOther(SINK_PRESET).events);
+        const r256 = nonSinkFlushes(runOther({ ...SINK_PRESET, features: { ...SINK_PRESET.features, pScale: 256 } }).events);
+        return `${a} of the ${c.positive} positive non-sink P values: each is at or below 2⁻¹⁰ of its row's max, which the sinks fixed from the first block on. With pScale 256 it is ${r256.flushed}.`;
+      },
+      hint: 'Count the zeros of P in every exp step of the second pane, leaving out the first four keys; or read the first row of the flush table in the text.',
+    },
+    {
+      id: 'flush-step-count',
+      prompt: 'At the exp step the second pane opens at, how many $P$ values of the tile were flushed by the cast?',
+      kind: 'integer',
+      answer: ({ runOther }) => {
+        const ev = runOther(SINK_PRESET).events;
+        return pExpOf(ev, firstFlush(ev))?.flushed?.length ?? 0;
+      },
+      explain: ({ runOther }, a) => {
+        const ev = runOther(SINK_PRESET).events;
+        const x = pExpOf(ev, firstFlush(ev));
+        if (!x) return 'No exp step of this problem flushes a P value.';
+        return `${a}, in K block ${x.tile.kvBlock} (keys ${x.tile.cols[0]}…${x.tile.cols[1] - 1}), each measured against the sinks' logit: ${x.tile.kvBlock === 0 ? 'the sinks are keys 0–3 of this very block' : 'the sinks of block 0 set the max before this block'}.`;
+      },
+      hint: 'Outside the four sink columns every P is positive in fp32, so count the cells of that step\'s P tile that are exactly 0 (hover shows the values), or read the flushed list of that exp step in the Trace JSONL export.',
+    },
+  ],
+};

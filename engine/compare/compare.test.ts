@@ -28,7 +28,10 @@ async function loaded(patch: Partial<LoadRequest>) {
 describe('compare: error and difference', () => {
   it('errorStats and outputDifference measure what they say', () => {
     const e = errorStats([1, 2, NaN, 4], [1, 2.5, 3, 3]);
-    expect(e).toEqual({ maxAbs: 1, argMax: 3, meanAbs: 0.5, nonFinite: 1 });
+    // Finite pairs: errors 0, 0.5, 1 against |want| 1, 2.5, 3.
+    expect(e).toEqual({ maxAbs: 1, argMax: 3, meanAbs: 0.5, rmse: Math.sqrt(1.25 / 3), relL1: 1.5 / 6.5, nonFinite: 1 });
+    expect(errorStats([0, 0], [0, 0]).relL1).toBe(0);
+    expect(errorStats([1, 0], [0, 0]).relL1).toBe(Infinity);
     const d = outputDifference([1, 2, Infinity], [0.5, 2, 1]);
     expect(Array.from(d.diff)).toEqual([0.5, 0, NaN]);
     expect(d.maxAbs).toBe(0.5);

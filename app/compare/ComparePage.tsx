@@ -13,6 +13,8 @@ import { MAX_PANES, MIN_PANES } from './pane-config.ts';
 import { SHARED_PANE } from './shared-request.ts';
 import { startSyncDriver } from './sync-driver.ts';
 import { ComparePassSwitch } from '../backward/PassSwitch.tsx';
+import { SharedInputs } from './SharedInputs.tsx';
+import { applyPreset, PRESETS } from './presets.ts';
 
 const AXIS_LABEL: Record<SyncAxis, string> = { kv: 'K/V block', progress: 'normalised progress', time: 'simulated time', none: 'unlinked' };
 
@@ -43,6 +45,7 @@ export function ComparePage() {
   const syncNotice = useCompare((s) => s.syncNotice);
   const results = useCompare((s) => s.results);
   const gpu = useCompare((s) => s.gpu);
+  const applying = useCompare((s) => s.applying);
 
   useEffect(() => startSyncDriver(), []);
   useEffect(() => {
@@ -71,7 +74,13 @@ export function ComparePage() {
     <div className="compare">
       <div className="compare-bar" role="toolbar" aria-label="Compare settings">
         <SharedProblem />
+        <SharedInputs />
         <ComparePassSwitch shared={SHARED_PANE} ctl={controllers.get(SHARED_PANE)} />
+        {PRESETS.map((p) => (
+          <button key={p.id} type="button" disabled={applying} title={p.about} onClick={() => void applyPreset(p)}>
+            Preset: {p.name}
+          </button>
+        ))}
         <label className="field">
           <span>Sync by</span>
           <select aria-label="Sync axis" value={axis} onChange={(e) => setAxis(e.target.value as SyncAxis)}>

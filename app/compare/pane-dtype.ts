@@ -5,6 +5,7 @@
 
 import { isFp8, type DType } from '../../engine/problem.ts';
 import type { Pass } from '../../engine/debugger/pass.ts';
+import type { LoadRequest } from '../../engine/debugger/protocol.ts';
 import { FA3_FP8_FEATURES } from '../../engine/lowprec/fa3-fp8.ts';
 import type { ComparePaneConfig } from './pane-config.ts';
 
@@ -53,4 +54,10 @@ export function featuresFor(algorithm: string, dtype: DType, features: Record<st
   const fp8Only = FP8_PATHS[algorithm]?.fp8Features ?? [];
   if (isFp8(dtype) || fp8Only.length === 0) return { ...features };
   return Object.fromEntries(Object.entries(features).filter(([k]) => !fp8Only.includes(k)));
+}
+
+/** The refusal of a pane over the shared problem as loaded (none before the shared problem exists). */
+export function paneRefusal(c: ComparePaneConfig, shared: LoadRequest | undefined): string | undefined {
+  if (!shared) return undefined;
+  return dtypeRefusal(c.algorithm, paneDtype(c, shared.problem.dtype), shared.pass ?? 'forward');
 }

@@ -38,16 +38,16 @@ describe('compare: error and difference', () => {
     expect(() => outputDifference([1], [1, 2])).toThrow(/same problem/);
   });
 
-  it('ratioNotes: the lowest against the next best, the others against the lowest', () => {
+  it('ratioNotes: each pane against the lowest and against the next worse pane', () => {
     const names = ['pane 1', 'pane 2', 'pane 3'];
-    expect(ratioNotes([1.5e-4, 2.5e-2, 1e-2], names)).toEqual(['lowest, 66.67× below pane 3', '166.67× pane 1\'s', '66.67× pane 1\'s']);
-    expect(ratioNotes([2e-2, 8e-3, 2e-2], names)).toEqual(['2.50× pane 2\'s', 'lowest, 2.50× below pane 1', '2.50× pane 2\'s']);
-    // Ties for the lowest: the next strictly higher value is the comparison; a tie reads as equal.
-    expect(ratioNotes([1, 1, 4], names)).toEqual(['lowest, 4.00× below pane 3', 'equal to pane 1', '4.00× pane 1\'s']);
-    expect(ratioNotes([0, 3e-3], names.slice(0, 2))).toEqual(['lowest, ∞ below pane 2', '∞ pane 1\'s']);
-    // All equal, or a missing value: nothing to say where it would mislead.
+    expect(ratioNotes([1.5e-4, 2.5e-2, 1e-2], names)).toEqual(['lowest; 66.67× below pane 3', "166.67× pane 1's", "66.67× pane 1's; 2.50× below pane 2"]);
+    expect(ratioNotes([2e-2, 8e-3, 2e-2], names)).toEqual(["2.50× pane 2's", 'lowest; 2.50× below pane 1', "2.50× pane 2's"]);
+    // Ties: a tie for the lowest reads as equal, and both compare with the next strictly higher value.
+    expect(ratioNotes([1, 1, 4], names)).toEqual(['lowest; 4.00× below pane 3', 'equal to pane 1; 4.00× below pane 3', "4.00× pane 1's"]);
+    expect(ratioNotes([0, 3e-3], names.slice(0, 2))).toEqual(['lowest; ∞ below pane 2', "∞ pane 1's"]);
+    // All equal, or a missing value: nothing said where it would mislead.
     expect(ratioNotes([2, 2], names.slice(0, 2))).toEqual(['', '']);
-    expect(ratioNotes([NaN, 2, 4], names)).toEqual(['', 'lowest, 2.00× below pane 3', '2.00× pane 2\'s']);
+    expect(ratioNotes([NaN, 2, 4], names)).toEqual(['', 'lowest; 2.00× below pane 3', "2.00× pane 2's"]);
   });
 
   it('compareData: output error against float64, counters equal the run, prediction only where a model exists', async () => {

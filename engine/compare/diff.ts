@@ -124,10 +124,10 @@ export function diffTable(panes: PaneResult[]): DiffRow[] {
 export const RATIO_METRICS = ['RMSE vs float64', 'max |error| vs float64', 'rel-L1 vs float64'] as const;
 
 /**
- * One line per pane saying how a row's value stands against the others, e.g. for the lowest
- * "lowest, 2.50× below pane 3" (against the next best) and for the rest "2.50× pane 1's".
- * `names` are the panes' short names ("pane 1"). Empty strings where a value is missing or
- * no pane is best (all equal); "0 (exact)" never divides.
+ * One line per pane saying how a row's value stands against the others, in two parts: against
+ * the lowest ("lowest" there, else "61.04× pane 1's") and against the next worse pane, so
+ * neighbours read directly ("1.71× below pane 2"). `names` are the panes' short names.
+ * Empty strings where a value is missing, or where every value is equal; a zero divides to ∞.
  */
 export function ratioNotes(raw: number[], names: string[]): string[] {
   const ok = raw.map((v) => Number.isFinite(v) && v >= 0);
@@ -137,11 +137,9 @@ export function ratioNotes(raw: number[], names: string[]): string[] {
   const factor = (num: number, den: number) => (den === 0 ? '∞' : `${(num / den).toFixed(2)}×`);
   return raw.map((v, i) => {
     if (!ok[i]) return '';
-    if (i === best) {
-      const next = order.find((j) => raw[j] > v);
-      return next === undefined ? 'lowest' : `lowest, ${factor(raw[next], v)} below ${names[next]}`;
-    }
-    return v === raw[best] ? `equal to ${names[best]}` : `${factor(v, raw[best])} ${names[best]}'s`;
+    const vsBest = v === raw[best] ? (i === best ? 'lowest' : `equal to ${names[best]}`) : `${factor(v, raw[best])} ${names[best]}'s`;
+    const worse = order.find((j) => raw[j] > v);
+    return worse === undefined ? vsBest : `${vsBest}; ${factor(raw[worse], v)} below ${names[worse]}`;
   });
 }
 

@@ -109,6 +109,8 @@ test('FP8 study: error rows equal the engine runs, block + incoherent below per 
   await expect(page.getByTestId('diff-table').locator('thead')).toContainText('−blockQuant −incoherent');
 
   await page.screenshot({ path: 'test-results/compare-precision-1440.png', fullPage: true });
+  await page.locator('.compare-bar').screenshot({ path: 'test-results/compare-precision-1440-bar.png' });
+  await page.locator('.diff-panel').screenshot({ path: 'test-results/compare-precision-1440-table.png' });
   await checkNoOverflow(page);
 
   // Step pane 1; pane 3 follows. Their positions must survive what happens to pane 2.
@@ -170,4 +172,14 @@ test('FP8 study at a narrow width: panes stack, table and refusal stay inside th
   await page.locator('.diff-panel').screenshot({ path: 'test-results/compare-precision-narrow-table.png' });
   await pane(page, 1).screenshot({ path: 'test-results/compare-precision-narrow-refused.png' });
   await checkNoOverflow(page);
+
+  // The shared inputs switched to the attention-sink pattern: every running pane reloads on the new draws.
+  const base = formToRequest({ ...DEFAULT_FORM, ...FP8_STUDY.form, distribution: 'sink' });
+  const s = new DebuggerSession();
+  await s.load(paneRequest(base, FP8_STUDY.panes[2]));
+  const sink = await s.compareData('h100');
+  await page.getByRole('combobox', { name: 'Shared input distribution' }).selectOption('sink');
+  await expect(page.getByTestId('shared-problem')).toContainText('(sink)');
+  await expect(page.locator('tr[data-metric="RMSE vs float64"] td').nth(1)).toHaveText(sink.error.rmse.toExponential(3), { timeout: 60_000 });
+  await expect(pane(page, 1).getByTestId('dtype-refusal')).toBeVisible();
 });

@@ -14,6 +14,7 @@ import { SHARED_PANE } from './shared-request.ts';
 import { startSyncDriver } from './sync-driver.ts';
 import { ComparePassSwitch } from '../backward/PassSwitch.tsx';
 import { SharedInputs } from './SharedInputs.tsx';
+import { paneRefusal } from './pane-dtype.ts';
 import { applyPreset, PRESETS } from './presets.ts';
 
 const AXIS_LABEL: Record<SyncAxis, string> = { kv: 'K/V block', progress: 'normalised progress', time: 'simulated time', none: 'unlinked' };
@@ -53,6 +54,9 @@ export function ComparePage() {
       const active = useApp.getState().layout.activePane;
       const c = controllers.get(active);
       if (!active.startsWith('cmp') || !c || isTyping(e.target) || e.altKey || e.ctrlKey || e.metaKey) return;
+      // A pane refused for its dtype shows no run: its worker's previous run must not move unseen.
+      const cfg = useCompare.getState().panes[Number(active.slice(3))];
+      if (cfg && paneRefusal(cfg, useApp.getState().problem[SHARED_PANE]?.applied)) return;
       if (e.key === 'ArrowRight' || e.key === 'ArrowLeft') {
         e.preventDefault();
         void c.step(e.key === 'ArrowRight' ? 1 : -1, e.shiftKey ? 'inner' : 'phase');

@@ -18,7 +18,7 @@ import { BACKWARD_FEATURE_SPECS } from '../backward/feature-specs.ts';
 import { chooseCompareAlgorithm } from '../defaults/compare-defaults.ts';
 import { markTouched } from '../defaults/form-defaults.ts';
 import { DTYPES, isFp8 } from '../../engine/problem.ts';
-import { dtypeFixes, FP8_PATHS, paneDtype, paneRefusal } from './pane-dtype.ts';
+import { dtypeFixes, FP8_PATHS, paneDtype, paneRefusal, requestDtype } from './pane-dtype.ts';
 
 class Boundary extends Component<{ title: string; children: ReactNode }, { error: string | null }> {
   override state = { error: null as string | null };
@@ -50,7 +50,8 @@ function PaneSettings({ index, ctl }: { index: number; ctl: PaneController }) {
   }, [cfg.blockM, cfg.blockN]);
   const backward = useApp((s) => s.problem[SHARED_PANE]?.applied?.pass === 'backward');
   const sharedDtype = useApp((s) => s.problem[SHARED_PANE]?.applied?.problem.dtype ?? s.problem[SHARED_PANE]?.form.dtype ?? 'fp32');
-  const dtype = paneDtype(cfg, sharedDtype);
+  const fromFiles = useApp((s) => !!s.problem[SHARED_PANE]?.applied?.tensors);
+  const dtype = fromFiles ? sharedDtype : paneDtype(cfg, sharedDtype);
   const refused = useApp((s) => paneRefusal(cfg, s.problem[SHARED_PANE]?.applied) !== undefined);
   // FP8-only switches (block quantization, incoherent processing, the P scale) appear with an FP8 dtype only.
   const fp8Only = FP8_PATHS[cfg.algorithm]?.fp8Features ?? [];
@@ -81,7 +82,9 @@ function PaneSettings({ index, ctl }: { index: number; ctl: PaneController }) {
         <span>dtype</span>
         <select
           aria-label={`Pane ${index + 1} dtype`}
-          value={cfg.dtype ?? ''}
+          value={fromFiles ? '' : (cfg.dtype ?? '')}
+          disabled={fromFiles}
+          title={fromFiles ? "Inputs from files run in the files' dtype; a pane's own dtype applies to random inputs" : 'This pane\'s input precision (FP8 where the algorithm has an FP8 path)'}
           onChange={(e) => setPane(index, { dtype: e.target.value === '' ? undefined : (e.target.value as (typeof DTYPES)[number]) })}
         >
           <option value="">shared ({sharedDtype})</option>
@@ -200,7 +203,7 @@ function DtypeRefusal({ index, message }: { index: number; message: string }) {
   const cfg = useCompare((s) => s.panes[index]);
   const applied = useApp((s) => s.problem[SHARED_PANE]?.applied);
   if (!applied) return null;
-  const fixes = dtypeFixes(cfg.algorithm, paneDtype(cfg, applied.problem.dtype), applied.pass ?? 'forward', applied.problem.dtype);
+  const fixes = dtypeFixes(cfg.algorithm, requestDtype(cfg, applied), applied.pass ?? 'forward', applied.problem.dtype);
   return (
     <div className="banner error dtype-refusal" role="alert" data-testid="dtype-refusal">
       <span>{message} This pane is not run; the other panes are unaffected. </span>

@@ -72,3 +72,14 @@ describe('compare pane dtype', () => {
     expect(own.features).toEqual(f);
   });
 });
+
+describe('compare pane dtype over tensors from files', () => {
+  it("keeps the files' dtype: a pane's own dtype is neither sent nor refused", () => {
+    const base = { ...formToRequest({ ...DEFAULT_FORM, dtype: 'fp16' }), tensors: { files: [], names: [] } as never };
+    const cfg: ComparePaneConfig = { algorithm: 'fa2', dtype: 'fp8e4m3', blockM: '16', blockN: '16', features: {}, views: [] };
+    expect(paneRequest(base, cfg).problem.dtype).toBe('fp16');
+    expect(paneRefusal(cfg, base)).toBeUndefined();
+    // Random inputs: the same pane is refused.
+    expect(paneRefusal(cfg, formToRequest({ ...DEFAULT_FORM, dtype: 'fp16' }))).toMatch(/fa2 has no FP8 path/);
+  });
+});

@@ -59,5 +59,10 @@ export function featuresFor(algorithm: string, dtype: DType, features: Record<st
 /** The refusal of a pane over the shared problem as loaded (none before the shared problem exists). */
 export function paneRefusal(c: ComparePaneConfig, shared: LoadRequest | undefined): string | undefined {
   if (!shared) return undefined;
-  return dtypeRefusal(c.algorithm, paneDtype(c, shared.problem.dtype), shared.pass ?? 'forward');
+  return dtypeRefusal(c.algorithm, requestDtype(c, shared), shared.pass ?? 'forward');
+}
+
+/** The dtype a pane's request carries: tensors from files keep the files' dtype (the import decides it), so a pane's own dtype applies to random inputs only. */
+export function requestDtype(c: ComparePaneConfig, shared: LoadRequest): DType {
+  return shared.tensors ? shared.problem.dtype : paneDtype(c, shared.problem.dtype);
 }

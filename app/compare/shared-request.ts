@@ -7,7 +7,7 @@ import { withImported } from '../import/import-store.ts';
 import { DEFAULT_FORM, FormError, formToRequest } from '../store/problem-form.ts';
 import { useApp } from '../store/store.ts';
 import type { ComparePaneConfig } from './pane-config.ts';
-import { featuresFor, paneDtype } from './pane-dtype.ts';
+import { featuresFor, requestDtype } from './pane-dtype.ts';
 
 export const SHARED_PANE = 'main';
 
@@ -31,7 +31,7 @@ export function paneRequest(base: LoadRequest, c: ComparePaneConfig): LoadReques
   if (m !== undefined) blocks.blockM = m;
   if (n !== undefined) blocks.blockN = n;
   if (m === undefined && n === undefined && base.blocks.sramBytes !== undefined) blocks.sramBytes = base.blocks.sramBytes;
-  const dtype = paneDtype(c, base.problem.dtype);
+  const dtype = requestDtype(c, base);
   const req: LoadRequest = { ...base, algorithm: c.algorithm, blocks, problem: { ...base.problem, dtype } };
   const features = featuresFor(c.algorithm, dtype, c.features);
   if (Object.keys(features).length) req.features = features;

@@ -43,6 +43,18 @@ describe('content', () => {
     expect(f.live).toContain(texNum(ev.lBefore[0]));
   });
 
+  it("sage's qk step shows the two INT8 scales its integer scores were multiplied by", () => {
+    const algo = ALGORITHMS.find((a) => a.id === 'sage')!;
+    const events: TraceEvent[] = [];
+    const ps = { ...p, dtype: 'fp16' as const };
+    runToEnd(algo, ps, randomInputs(ps, { seed: 5 }), { blockM: 8, blockN: 8, trace: true, onEvent: (e) => events.push(e) });
+    const qk = events.find((e) => e.kind === 'qk') as Extract<TraceEvent, { kind: 'qk' }>;
+    const f = formulaFor('sage', qk, 0, undefined);
+    expect(f.symbolic).toContain('\\delta_Q');
+    expect(f.live).toContain(`\\delta_Q = ${texNum(qk.qScale)}`);
+    expect(f.live).toContain(`\\delta_K = ${texNum(qk.kScale)}`);
+  });
+
   it('texNum writes infinities and exponents as TeX', () => {
     expect(texNum(-Infinity)).toBe('-\\infty');
     expect(texNum(1.5e-7)).toBe('1.500\\times10^{-7}');

@@ -58,10 +58,15 @@ function formulaNatural(algorithm: string, ev: TraceEvent, r: number, entry: Row
       const cols = ev.tile.cols[1] - ev.tile.cols[0];
       const vals = ev.s.slice(r * cols, r * cols + cols);
       const mx = Math.max(...vals);
-      return {
-        symbolic: 'S_{ij} = \\tau \\, Q_i K_j^{\\top}',
-        live: `S_{${row},\\,${ev.tile.cols[0]}:${ev.tile.cols[1]}} \\in [${texNum(Math.min(...vals))},\\ ${texNum(mx)}]`,
-      };
+      const range = `S_{${row},\\,${ev.tile.cols[0]}:${ev.tile.cols[1]}} \\in [${texNum(Math.min(...vals))},\\ ${texNum(mx)}]`;
+      // Quantized runs (sage's INT8, fa3's FP8): the codes' product and the two tile scales it is multiplied by.
+      if (ev.qScale !== undefined && ev.kScale !== undefined) {
+        return {
+          symbolic: algorithm === 'sage' ? 'S_{ij} = (\\hat{Q}_i \\hat{K}_j^{\\top})\\,\\delta_Q\\,\\delta_K' : 'S_{ij} = \\tau\\,(\\hat{Q}_i \\hat{K}_j^{\\top})\\,\\delta_Q\\,\\delta_K',
+          live: `${range},\\ \\delta_Q = ${texNum(ev.qScale)},\\ \\delta_K = ${texNum(ev.kScale)}`,
+        };
+      }
+      return { symbolic: 'S_{ij} = \\tau \\, Q_i K_j^{\\top}', live: range };
     }
     case 'mask': {
       const cols = ev.tile.cols[1] - ev.tile.cols[0];

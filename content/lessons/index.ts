@@ -1,10 +1,11 @@
-// Lessons of the hardware-modelling algorithms, by algorithm id.
+// Lessons of the kernel-modelling algorithms (those with a real kernel's schedule or numerics), by algorithm id.
 
 import { cuteFa2Lesson } from './cute-fa2.ts';
 import { fa3Lesson } from './fa3.ts';
 import { fa4Lesson } from './fa4.ts';
 import { flashDecodingLesson } from './flash-decoding.ts';
 import { fmhaV2Lesson } from './fmha-v2.ts';
+import { sageLesson } from './sage.ts';
 import type { AlgorithmLesson } from './types.ts';
 
 export const HW_LESSONS: Record<string, AlgorithmLesson> = {
@@ -13,4 +14,5 @@ export const HW_LESSONS: Record<string, AlgorithmLesson> = {
   'fmha-v2': fmhaV2Lesson,
   'cute-fa2': cuteFa2Lesson,
   'flash-decoding': flashDecodingLesson,
+  sage: sageLesson,
 };

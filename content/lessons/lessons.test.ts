@@ -5,6 +5,7 @@ import { FA3_FEATURES } from '../../engine/algorithms/fa3.ts';
 import { FA4_FEATURES } from '../../engine/algorithms/fa4.ts';
 import { FLASH_DECODING_FEATURES } from '../../engine/algorithms/flash-decoding.ts';
 import { FMHA_V2_FEATURES } from '../../engine/algorithms/fmha-v2.ts';
+import { SAGE_FEATURES } from '../../engine/algorithms/sage.ts';
 import { algorithmById } from '../../engine/algorithms/registry.ts';
 import type { RunOptions } from '../../engine/algorithms/types.ts';
 import { randomInputs } from '../../engine/inputs.ts';
@@ -37,6 +38,7 @@ const runs: Record<string, { p: Partial<AttentionProblem>; o: Omit<RunOptions, '
   'fmha-v2': { p: { nq: 150, nk: 300, causal: true }, o: {} },
   'cute-fa2': { p: { nq: 150, nk: 300, causal: true }, o: {} },
   'flash-decoding': { p: { nq: 3, nk: 600, causal: true }, o: { blockN: 64, features: { splits: 3 } } },
+  sage: { p: { nq: 150, nk: 300, causal: true }, o: { features: { version: 2 } } },
 };
 const featureKeys: Record<string, string[]> = {
   fa3: Object.keys(FA3_FEATURES),
@@ -44,6 +46,7 @@ const featureKeys: Record<string, string[]> = {
   'fmha-v2': Object.keys(FMHA_V2_FEATURES),
   'cute-fa2': Object.keys(CUTE_FA2_FEATURES),
   'flash-decoding': Object.keys(FLASH_DECODING_FEATURES),
+  sage: Object.keys(SAGE_FEATURES),
 };
 
 describe('hardware-model lessons', () => {

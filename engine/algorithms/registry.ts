@@ -8,9 +8,10 @@ import { fa4 } from './fa4.ts';
 import { fmhaV2 } from './fmha-v2.ts';
 import { cuteFa2 } from './cute-fa2.ts';
 import { flashDecoding } from './flash-decoding.ts';
+import { sage } from './sage.ts';
 import type { StepAlgorithm } from './types.ts';
 
-export const ALGORITHMS: readonly StepAlgorithm[] = [standard, fa1, fa2, cuteFa2, fmhaV2, fa3, fa4, flashDecoding];
+export const ALGORITHMS: readonly StepAlgorithm[] = [standard, fa1, fa2, cuteFa2, fmhaV2, fa3, fa4, flashDecoding, sage];
 
 export function algorithmById(id: string): StepAlgorithm {
   const a = ALGORITHMS.find((x) => x.id === id);

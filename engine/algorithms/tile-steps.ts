@@ -38,6 +38,31 @@ export interface StepContextOptions {
   fp8?: Fp8Prepared;
   /** Rounding of the stored output (default: the problem's dtype; FP8 kernels write bf16). */
   outRound?: (v: number) => number;
+  /** Quantized Q·Kᵀ (SageAttention's INT8 path): logits come from integer codes, not from x.q and x.k. */
+  scores?: QuantizedScores;
+  /** The cast of P before P·V when it is not FA3's FP8 one (SageAttention: fp16 in v1, e4m3 with a static scale in v2). */
+  pCast?: PCast;
+  /**
+   * Rounding of one K/V block's P·V partial sum (SageAttention v1: the fp16 accumulator of
+   * mma.f16, added to the fp32 O once per block); `chunk` keys are summed before each rounding
+   * (the MMA's K depth). Undefined: every product goes straight into the O accumulator.
+   */
+  pvBlock?: { round: (v: number) => number; chunk: number };
+  /** Per-channel V scales of a (batch, kv head) for the pv events (SageAttention v2's per-channel FP8 V). */
+  vScales?: (b: number, hk: number) => number[];
+}
+
+/** Scores from quantized codes: the logit in the context's units (scales folded in) and the scales for the events. */
+export interface QuantizedScores {
+  logit: (b: number, h: number, hk: number, i: number, j: number) => number;
+  qScale: (b: number, h: number, row: number) => number;
+  kScale: (b: number, hk: number, key: number) => number;
+}
+
+/** A cast of P before P·V: `cast(p)` is P as P·V reads it (scaled, cast and scaled back), pScale the static factor. */
+export interface PCast {
+  pScale: number;
+  cast: (p: number) => number;
 }
 
 /** Precision events of a run: P values the FP8 cast flushed to zero among the P values > 0 it cast. */
@@ -65,6 +90,10 @@ export interface StepContext {
   fp8: Fp8Prepared | undefined;
   outRound: (v: number) => number;
   tally: PrecisionTally;
+  scores: QuantizedScores | undefined;
+  pCast: PCast | undefined;
+  pvBlock: { round: (v: number) => number; chunk: number } | undefined;
+  vScales: ((b: number, hk: number) => number[]) | undefined;
 }
 
 export function makeContext(p: AttentionProblem, x: AttentionInputs, opts: Pick<RunOptions, 'trace' | 'annotate'>, o: StepContextOptions): StepContext {
@@ -90,6 +119,10 @@ export function makeContext(p: AttentionProblem, x: AttentionInputs, opts: Pick<
     fp8: o.fp8,
     outRound: o.outRound ?? ((v) => roundTo(p.dtype, v)),
     tally: { flushedP: 0, castP: 0 },
+    scores: o.scores,
+    pCast: o.pCast ?? (o.fp8 ? { pScale: o.fp8.pScale, cast: o.fp8.castP } : undefined),
+    pvBlock: o.pvBlock,
+    vScales: o.vScales,
   };
 }
 
@@ -223,11 +256,18 @@ export function* qk(ctx: StepContext, at: At, st: RowState, t: ScoreTile, kvBloc
   const k = x.k;
   const d = p.d;
   const rd = ctx.dotRound;
+  const quant = ctx.scores;
   for (let r = 0; r < st.rows; r++) {
     const i = st.r0 + r;
     const qo = qOffset(p, at.b, at.h, i);
     for (let c = 0; c < cols; c++) {
       const j = c0 + c;
+      if (quant) {
+        // Integer Q̂·K̂ᵀ dequantized with the scales folded in: already a logit in working units.
+        if (!visible(sm, i, j)) t.anyMasked = true;
+        t.s[r * stride + c] = quant.logit(at.b, at.h, st.hk, i, j);
+        continue;
+      }
       const ko = kOffset(p, at.b, st.hk, j);
       let dot = 0;
       if (rd) for (let e = 0; e < d; e++) dot = rd(dot + q[qo + e] * k[ko + e]);
@@ -251,7 +291,7 @@ export function* qk(ctx: StepContext, at: At, st: RowState, t: ScoreTile, kvBloc
 
 /** The FP8 tile scales an S tile was computed with (its Q tile's and its K block's). */
 function fp8Scales(ctx: StepContext, at: At, st: RowState, t: ScoreTile): { qScale?: number; kScale?: number } {
-  const f = ctx.fp8;
+  const f = ctx.fp8 ?? ctx.scores;
   return f ? { qScale: f.qScale(at.b, at.h, st.r0), kScale: f.kScale(at.b, st.hk, t.c0) } : {};
 }
 
@@ -337,7 +377,7 @@ export function* rowmax(ctx: StepContext, at: At, st: RowState, t: ScoreTile): G
 export function* exp(ctx: StepContext, at: At, st: RowState, t: ScoreTile): Gen {
   const { rows } = st;
   const { cols, stride } = t;
-  const cast = ctx.fp8?.castP;
+  const cast = ctx.pCast?.cast;
   const flushed: number[] = [];
   for (let r = 0; r < rows; r++) {
     // A row with no visible key so far subtracts 0 (the kernels' "safe" max) and gets P = 0.
@@ -362,11 +402,11 @@ export function* exp(ctx: StepContext, at: At, st: RowState, t: ScoreTile): Gen 
     }
     t.sum[r] = sum;
   }
-  const fp8 = ctx.fp8;
+  const pc = ctx.pCast;
   const ev = ctx.tr.emit(
     'exp',
     { ...place(ctx, at, 'exp'), tile: tileRef(at, st, t), delta: { nonMatmulFlops: 2 * rows * cols, expCount: rows * cols } },
-    () => ({ p: tileValues(t.pt, rows, cols, stride), m: Array.from(st.m), ...(fp8 ? { pScale: fp8.pScale, flushed } : {}), ...extra(ctx, at, true) }),
+    () => ({ p: tileValues(t.pt, rows, cols, stride), m: Array.from(st.m), ...(pc ? { pScale: pc.pScale, flushed } : {}), ...extra(ctx, at, true) }),
   );
   if (ev) yield ev;
 }
@@ -423,22 +463,52 @@ export function* pv(ctx: StepContext, at: At, st: RowState, t: ScoreTile): Gen {
   const acc = st.acc;
   const v = x.v;
   const pt = t.pt;
-  for (let r = 0; r < rows; r++) {
-    const ao = r * dv;
-    for (let c = 0; c < cols; c++) {
-      const w = pt[r * stride + c];
-      if (w === 0) continue;
-      const vo = vOffset(p, at.b, st.hk, t.c0 + c);
-      if (fp32) for (let e = 0; e < dv; e++) acc[ao + e] += w * v[vo + e];
-      else for (let e = 0; e < dv; e++) acc[ao + e] = round(acc[ao + e] + w * v[vo + e]);
+  if (ctx.pvBlock) blockPv(ctx, at, st, t);
+  else {
+    for (let r = 0; r < rows; r++) {
+      const ao = r * dv;
+      for (let c = 0; c < cols; c++) {
+        const w = pt[r * stride + c];
+        if (w === 0) continue;
+        const vo = vOffset(p, at.b, st.hk, t.c0 + c);
+        if (fp32) for (let e = 0; e < dv; e++) acc[ao + e] += w * v[vo + e];
+        else for (let e = 0; e < dv; e++) acc[ao + e] = round(acc[ao + e] + w * v[vo + e]);
+      }
     }
   }
   const ev = ctx.tr.emit('pv', { ...place(ctx, at, 'pv'), tile: tileRef(at, st, t), delta: { matmulFlops: 2 * rows * cols * dv } }, () => ({
     o: tileValues(st.acc, rows, dv, dv),
     ...(ctx.fp8 ? { vScale: ctx.fp8.vScale(at.b, st.hk, t.c0) } : {}),
+    ...(ctx.vScales ? { vScales: ctx.vScales(at.b, st.hk) } : {}),
     ...extra(ctx, at, false),
   }));
   if (ev) yield ev;
+}
+
+/**
+ * One block's P·V in a narrow accumulator (ctx.pvBlock): `chunk` products summed exactly, the
+ * running partial rounded after each chunk, then the partial added once to the fp32 O.
+ */
+function blockPv(ctx: StepContext, at: At, st: RowState, t: ScoreTile): void {
+  const { p, x } = ctx;
+  const { rows, dv } = st;
+  const { cols, stride } = t;
+  const { round, chunk } = ctx.pvBlock!;
+  const v = x.v;
+  for (let r = 0; r < rows; r++) {
+    for (let e = 0; e < dv; e++) {
+      let part = 0;
+      for (let c0 = 0; c0 < cols; c0 += chunk) {
+        let sum = 0;
+        for (let c = c0; c < Math.min(cols, c0 + chunk); c++) {
+          const w = t.pt[r * stride + c];
+          if (w !== 0) sum += w * v[vOffset(p, at.b, st.hk, t.c0 + c) + e];
+        }
+        part = round(part + sum);
+      }
+      st.acc[r * dv + e] += part;
+    }
+  }
 }
 
 /**

@@ -49,5 +49,11 @@ export interface StepAlgorithm {
   id: string;
   /** Human name for menus. */
   name: string;
+  /**
+   * Quantizes its inputs whatever the dtype (sage: INT8 Q and K, FP16/FP8 P·V), so its output
+   * is never within rounding of the float64 reference; the exactness checks that run every
+   * algorithm skip it and test it against bounds of its own.
+   */
+  quantized?: boolean;
   run(problem: AttentionProblem, inputs: AttentionInputs, options: RunOptions): StepGenerator;
 }

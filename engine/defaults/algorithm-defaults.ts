@@ -50,7 +50,7 @@ interface AlgorithmDefaults {
  * path); their problems hold a few of the kernel's own tiles each way: FA4's CTA covers
  * 2 × 128 query rows, so 512 rows give two CTAs and four K/V blocks, enough for the
  * Large-Small-Large rotation to come round. Flash-decoding decodes one query row against a
- * long cache, split across CTAs. All of these load in a few seconds (about 100 to 300 steps).
+ * long cache, split across CTAs. SageAttention takes 16-bit inputs and quantizes them itself. All of these load in a few seconds (about 100 to 300 steps).
  */
 export const ALGORITHM_DEFAULTS: Readonly<Record<string, AlgorithmDefaults>> = {
   standard: { gpu: null, dtype: 'fp32', nq: 64, nk: 64, d: 32, dv: 32, tile: { blockM: 16, blockN: 16 } },
@@ -61,6 +61,10 @@ export const ALGORITHM_DEFAULTS: Readonly<Record<string, AlgorithmDefaults>> = {
   fa3: { gpu: 'h100', dtype: 'fp16', nq: 512, nk: 512, d: 128, dv: 128 },
   fa4: { gpu: 'b200', dtype: 'bf16', nq: 512, nk: 512, d: 128, dv: 128 },
   'flash-decoding': { gpu: 'h100', dtype: 'fp16', nq: 1, nk: 2048, d: 128, dv: 128 },
+  // No hardware model (engine/hw has no SageAttention schedule), so the table carries the
+  // kernels' own 128 × 64 tile; 256 × 256 gives two Q tiles of four 32-row warp slices (v2's
+  // per-warp Q scales) against four K/V blocks, about 250 steps.
+  sage: { gpu: null, dtype: 'fp16', nq: 256, nk: 256, d: 64, dv: 64, tile: { blockM: 128, blockN: 64 } },
 };
 
 const SHARED = { batch: 1, hq: 1, hk: 1 };

@@ -1,6 +1,7 @@
 // The hardware models FlashScope knows, by id, and the one entry point the UI and the CLI
 // use: scheduleFor() builds one SM's schedule with events; simulateFor() the whole GPU.
 
+import { ALGORITHMS } from '../algorithms/registry.ts';
 import { validateProblem, type AttentionProblem } from '../problem.ts';
 import type { MemoryEvent, ResourceSheet, RoleInfo, TimelineEvent } from './events.ts';
 import { gpuById, type GpuSpec } from './gpus/index.ts';
@@ -45,7 +46,11 @@ export function hasSchedule(id: string, pass: HwPass): boolean {
 
 export function hwAlgorithmById(id: string): HwAlgorithm {
   const a = HW_ALGORITHMS.find((x) => x.id === id);
-  if (!a) throw new Error(`unknown hardware algorithm '${id}'; known: ${HW_ALGORITHMS.map((x) => x.id).join(', ')}`);
+  if (!a) {
+    // A step algorithm without a kernel schedule (standard, fa1, fa2, sage) is named as such rather than as unknown.
+    const numericOnly = ALGORITHMS.some((x) => x.id === id) ? ` (${id} has no hardware schedule: FlashScope models its numbers in run and trace, not its timing)` : '';
+    throw new Error(`unknown hardware algorithm '${id}'${numericOnly}; known: ${HW_ALGORITHMS.map((x) => x.id).join(', ')}`);
+  }
   return a;
 }
 

@@ -150,6 +150,8 @@ export interface PvEvent extends EventBase {
   o: number[];
   /** FP8 runs: the quantization scale of the V block multiplied in. */
   vScale?: number;
+  /** SageAttention v2: V's per-channel FP8 scales (one per output column, the same for every block of the head). */
+  vScales?: number[];
   /** FA1 only: per row, the coefficient e^(m~ - m_new) / l_new that P~V was added with. */
   weight?: number[];
 }

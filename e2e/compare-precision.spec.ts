@@ -1,5 +1,5 @@
 // Compare mode on low precision: the "FP8 study" preset (FA3 fp16 | FP8 per tensor | FP8
-// block + incoherent on the FA3 paper's outlier inputs), its error rows checked against the
+// block + incoherent | SageAttention 2 on the FA3 paper's outlier inputs), its error rows checked against the
 // engine's own sessions run here in Node with the requests the panes send, a pane refused
 // for its dtype with the fixes, keyboard only where it matters, and the layout looked at.
 
@@ -7,6 +7,7 @@ import { expect, test, type Page } from '@playwright/test';
 import { DebuggerSession } from '../engine/debugger/session.ts';
 import type { CompareData } from '../engine/debugger/protocol.ts';
 import { FP8_STUDY } from '../app/compare/presets.ts';
+import { ratioNotes } from '../engine/compare/diff.ts';
 import { paneRequest } from '../app/compare/shared-request.ts';
 import { DEFAULT_FORM, formToRequest } from '../app/store/problem-form.ts';
 import { openApp, watchConsole } from './helpers.ts';
@@ -74,7 +75,9 @@ test('FP8 study: error rows equal the engine runs, block + incoherent below per 
   await tabTo(page, preset);
   await page.keyboard.press('Enter');
 
-  for (let i = 0; i < 3; i++) await expect(counterOf(page, i)).toHaveText(`Step 1 of ${engine.steps[i]}`, { timeout: 60_000 });
+  const n = FP8_STUDY.panes.length;
+  expect(n).toBe(4);
+  for (let i = 0; i < n; i++) await expect(counterOf(page, i)).toHaveText(`Step 1 of ${engine.steps[i]}`, { timeout: 60_000 });
   await expect(page.getByRole('combobox', { name: 'Shared input distribution' })).toHaveValue('fa3-outliers');
   await expect(page.getByTestId('shared-problem')).toContainText('Nq=128 Nk=512 d=128 dv=128 fp16');
   await expect(pane(page, 1).getByLabel('Pane 2 dtype')).toHaveValue('fp8e4m3');
@@ -82,30 +85,33 @@ test('FP8 study: error rows equal the engine runs, block + incoherent below per 
   await expect(pane(page, 2).getByLabel('Pane 3 incoherent')).toBeChecked();
   // The fp16 pane has no FP8 switches.
   await expect(pane(page, 0).getByLabel('Pane 1 blockQuant')).toHaveCount(0);
+  // The Sage pane: its own switches, version 2.
+  await expect(pane(page, 3).getByLabel('Pane 4 algorithm')).toHaveValue('sage');
+  await expect(pane(page, 3).getByLabel('Pane 4 version')).toHaveValue('2');
+  await expect(pane(page, 3).getByLabel('Pane 4 smoothK')).toBeChecked();
 
   const table = page.getByTestId('diff-table');
   await expect(table).toBeVisible({ timeout: 30_000 });
   const fmt = (n: number) => (n === 0 ? '0' : n.toExponential(3));
   for (const [metric, key] of [['max |error| vs float64', 'maxAbs'], ['RMSE vs float64', 'rmse'], ['rel-L1 vs float64', 'relL1']] as const) {
-    await expect(cells(page, metric)).toHaveCount(3);
-    for (let i = 0; i < 3; i++) {
+    await expect(cells(page, metric)).toHaveCount(n);
+    for (let i = 0; i < n; i++) {
       await expect(cells(page, metric).nth(i)).toHaveText(fmt(engine.data[i].error[key]));
       const shown = Number(await cells(page, metric).nth(i).textContent());
       expect(Number.isFinite(shown) && shown > 0, `${metric} pane ${i + 1}`).toBe(true);
     }
   }
-  const rmse = await Promise.all([0, 1, 2].map(async (i) => Number(await cells(page, 'RMSE vs float64').nth(i).textContent())));
+  const rmse = await Promise.all([0, 1, 2, 3].map(async (i) => Number(await cells(page, 'RMSE vs float64').nth(i).textContent())));
   expect(rmse[2]).toBeLessThan(rmse[1]);
   expect(rmse[0]).toBeLessThan(rmse[2]);
   // The fp16 pane is the best; the ratios read against it.
   await expect(cells(page, 'RMSE vs float64').nth(0)).toHaveClass(/best/);
   const ratio = cells(page, 'RMSE against the others');
-  const r = (a: number, b: number) => (engine.data[a].error.rmse / engine.data[b].error.rmse).toFixed(2);
-  await expect(ratio.nth(0)).toHaveText(`lowest; ${r(2, 0)}× below pane 3`);
-  await expect(ratio.nth(1)).toHaveText(`${r(1, 0)}× pane 1's`);
-  // The FP8 pair reads directly: block + incoherent against per tensor (1.71× at this seed).
-  await expect(ratio.nth(2)).toHaveText(`${r(2, 0)}× pane 1's; ${r(1, 2)}× below pane 2`);
-  expect(Number(r(1, 2))).toBeGreaterThan(1.5);
+  const notes = ratioNotes(engine.data.map((d) => d.error.rmse), ['pane 1', 'pane 2', 'pane 3', 'pane 4']);
+  for (let i = 0; i < n; i++) await expect(ratio.nth(i)).toHaveText(notes[i]);
+  await expect(ratio.nth(0)).toContainText('lowest;');
+  // Block + incoherent against per tensor: 1.71× at this seed.
+  expect(engine.data[1].error.rmse / engine.data[2].error.rmse).toBeGreaterThan(1.5);
   await expect(page.getByTestId('diff-table').locator('thead')).toContainText('−blockQuant −incoherent');
 
   await page.screenshot({ path: 'test-results/compare-precision-1440.png', fullPage: true });
@@ -118,6 +124,7 @@ test('FP8 study: error rows equal the engine runs, block + incoherent below per 
   await pane(page, 0).getByRole('button', { name: 'Step forward', exact: true }).click();
   await expect(counterOf(page, 0)).toHaveText(`Step 3 of ${engine.steps[0]}`);
   const third = await counterOf(page, 2).textContent();
+  const fourth = await counterOf(page, 3).textContent();
 
   // Pane 2 (FP8) switched to fa2: refused with the reason and the fixes; the others keep working.
   await pane(page, 1).getByLabel('Pane 2 algorithm').selectOption('fa2');
@@ -127,7 +134,8 @@ test('FP8 study: error rows equal the engine runs, block + incoherent below per 
   await expect(pane(page, 1).getByTestId('step-counter')).toHaveCount(0);
   await expect(counterOf(page, 0)).toHaveText(`Step 3 of ${engine.steps[0]}`);
   await expect(counterOf(page, 2)).toHaveText(third!);
-  await expect(cells(page, 'RMSE vs float64')).toHaveCount(2);
+  await expect(counterOf(page, 3)).toHaveText(fourth!);
+  await expect(cells(page, 'RMSE vs float64')).toHaveCount(n - 1);
   await expect(page.getByTestId('diff-not-run')).toContainText('pane 2');
   await expect(page.getByRole('region', { name: 'Output difference' })).toContainText('Pane 2 is not run');
   await pane(page, 0).getByRole('button', { name: 'Step forward', exact: true }).click();
@@ -144,7 +152,7 @@ test('FP8 study: error rows equal the engine runs, block + incoherent below per 
   await expect(refusal).toHaveCount(0);
   await expect(pane(page, 1).getByLabel('Pane 2 dtype')).toHaveValue('');
   await expect(counterOf(page, 1)).toHaveText(/^Step \d+ of \d+$/, { timeout: 30_000 });
-  await expect(cells(page, 'RMSE vs float64')).toHaveCount(3, { timeout: 30_000 });
+  await expect(cells(page, 'RMSE vs float64')).toHaveCount(n, { timeout: 30_000 });
   await expect(cells(page, 'RMSE vs float64').nth(1)).toHaveText(/^\d\.\d{3}e-\d+$/);
 
   // The other fix: FP8 again on fa2, then "Switch this pane to fa3" keeps fp8e4m3 and runs.
@@ -164,7 +172,7 @@ test('FP8 study at a narrow width: panes stack, table and refusal stay inside th
   await openApp(page);
   await page.getByRole('tab', { name: 'Compare' }).click();
   await page.getByRole('button', { name: 'Preset: FP8 study' }).click();
-  for (let i = 0; i < 3; i++) await expect(counterOf(page, i)).toHaveText(/^Step 1 of \d+$/, { timeout: 60_000 });
+  for (let i = 0; i < FP8_STUDY.panes.length; i++) await expect(counterOf(page, i)).toHaveText(/^Step 1 of \d+$/, { timeout: 60_000 });
   await expect(page.getByTestId('diff-table')).toBeVisible({ timeout: 30_000 });
   await pane(page, 1).getByLabel('Pane 2 algorithm').selectOption('fa2');
   await expect(pane(page, 1).getByTestId('dtype-refusal')).toBeVisible();
@@ -182,4 +190,12 @@ test('FP8 study at a narrow width: panes stack, table and refusal stay inside th
   await expect(page.getByTestId('shared-problem')).toContainText('(sink)');
   await expect(page.locator('tr[data-metric="RMSE vs float64"] td').nth(1)).toHaveText(sink.error.rmse.toExponential(3), { timeout: 60_000 });
   await expect(pane(page, 1).getByTestId('dtype-refusal')).toBeVisible();
+
+  // Sage picks its own precisions: FP8 tensors are refused with what it does instead, and the fix restores fp16.
+  await pane(page, 3).getByLabel('Pane 4 dtype').selectOption('fp8e4m3');
+  const sageRefusal = pane(page, 3).getByTestId('dtype-refusal');
+  await expect(sageRefusal).toContainText('sage quantizes its own inputs');
+  await sageRefusal.getByRole('button', { name: 'Run this pane in fp16' }).click();
+  await expect(sageRefusal).toHaveCount(0);
+  await expect(counterOf(page, 3)).toHaveText(/^Step \d+ of \d+$/, { timeout: 60_000 });
 });

@@ -18,6 +18,11 @@ export const FP8_PATHS: Record<string, { name: string; fp8Features: readonly str
   fa3: { name: "FA3's FP8 forward", fp8Features: Object.keys(FA3_FP8_FEATURES) },
 };
 
+/** Algorithms that choose their own low precision inside (and so take 16- or 32-bit tensors): what they do instead. */
+const OWN_PRECISION: Record<string, string> = {
+  sage: 'sage quantizes its own inputs (INT8 Q·Kᵀ; FP16 P·V in version 1, FP8 in version 2) and takes fp16, bf16 or fp32 tensors',
+};
+
 /** The dtype a pane runs: its own, or the shared problem's when it has none. */
 export function paneDtype(c: ComparePaneConfig, shared: DType): DType {
   return c.dtype ?? shared;
@@ -27,6 +32,7 @@ export function paneDtype(c: ComparePaneConfig, shared: DType): DType {
 export function dtypeRefusal(algorithm: string, dtype: DType, pass: Pass = 'forward'): string | undefined {
   if (!isFp8(dtype)) return undefined;
   const path = FP8_PATHS[algorithm];
+  if (!path && OWN_PRECISION[algorithm]) return `${OWN_PRECISION[algorithm]}, so it cannot run ${dtype} inputs. Use its version switch for FP8 P·V.`;
   if (!path) return `${algorithm} has no FP8 path, so it cannot run ${dtype}. FP8 runs on ${Object.keys(FP8_PATHS).join(', ')} only.`;
   if (pass === 'backward') return `${dtype} runs on ${path.name} only; the backward pass has no FP8 path.`;
   return undefined;

@@ -1,8 +1,8 @@
 // Ready-made comparisons: a shared problem and a set of panes that answer one question.
 // "FP8 study" sets FA3's FP16 path beside its FP8 path per tensor and with block
-// quantization plus incoherent processing, on the FA3 paper's outlier inputs (every entry
-// N(0,1) plus N(0,100) with probability 0.001), so the difference table's error rows show
-// what block scales and the Hadamard rotation buy.
+// quantization plus incoherent processing, and SageAttention 2, on the FA3 paper's outlier
+// inputs (every entry N(0,1) plus N(0,100) with probability 0.001), so the difference
+// table's error rows show what block scales, the Hadamard rotation and INT8 with smoothed K buy.
 
 import { formToRequest, type ProblemForm } from '../store/problem-form.ts';
 import { useApp } from '../store/store.ts';
@@ -29,7 +29,7 @@ const views = () => [...COMPARE_VIEWS_DEFAULT];
 
 /**
  * d = 128 and 128×128 tiles as in the FA3 paper's experiment, at 128 queries over 512 keys so
- * four panes load in a few seconds in a browser (each trace about 7 MB). At this size the
+ * four panes load in a few seconds in a browser (fa3 traces about 7 MB, sage's 19 MB). At this size the
  * outliers are few (about 130 of Q, K, V's 160k entries), so the FP8 gap depends on the draw:
  * per-tensor over block + incoherent RMSE is 1.1–2.4× over seeds 1–6; seed 2 gives 1.7×.
  * engine/lowprec/fa3-fp8.test.ts reproduces the paper's table at N = 1024.
@@ -37,7 +37,8 @@ const views = () => [...COMPARE_VIEWS_DEFAULT];
 export const FP8_STUDY: ComparePreset = {
   id: 'fp8-study',
   name: 'FP8 study',
-  about: 'FA3 in fp16 | FP8 per tensor (block quantization and incoherent processing off) | FP8 with block quantization + incoherent processing, on the FA3 paper\'s outlier inputs (Nq = 128, Nk = 512, d = 128, seed 2)',
+  about:
+    "FA3 in fp16 | FA3 FP8 per tensor (block quantization and incoherent processing off) | FA3 FP8 with block quantization + incoherent processing | SageAttention 2 (INT8 Q·Kᵀ, FP8 P·V), on the FA3 paper's outlier inputs (Nq = 128, Nk = 512, d = 128, seed 2)",
   form: {
     algorithm: 'fa3',
     pass: 'forward',
@@ -65,6 +66,8 @@ export const FP8_STUDY: ComparePreset = {
     { algorithm: 'fa3', dtype: 'fp16', ...tile, features: {}, views: views() },
     { algorithm: 'fa3', dtype: 'fp8e4m3', ...tile, features: { blockQuant: false, incoherent: false }, views: views() },
     { algorithm: 'fa3', dtype: 'fp8e4m3', ...tile, features: {}, views: views() },
+    // SageAttention 2 (INT8 Q·Kᵀ with K smoothing, FP8 P·V) on fp16 tensors, in its kernel's 128×64 tile.
+    { algorithm: 'sage', dtype: 'fp16', blockM: '128', blockN: '64', features: { version: 2 }, views: views() },
   ],
   diff: [1, 2],
 };

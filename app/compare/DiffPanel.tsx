@@ -5,7 +5,7 @@
 // by side. A pane refused for its dtype has no column, and says so.
 
 import { useEffect, useMemo, useState } from 'react';
-import { diffTable, diffTableCsv, outputDifference, RATIO_METRICS, ratioNotes } from '../../engine/compare/diff.ts';
+import { diffTable, diffTableCsv, outputDifference, ratioNotes } from '../../engine/compare/diff.ts';
 import { GPUS } from '../../engine/hw/gpus/index.ts';
 import { messageOf } from '../pane/controller.ts';
 import { downloadText } from '../export/download.ts';
@@ -193,7 +193,7 @@ export function DiffPanel() {
             </thead>
             <tbody>
               {rows.map((r) => (
-                <tr key={r.metric} data-metric={r.metric} className={RATIO_METRICS.some((m) => m === r.metric) ? 'error-row' : undefined}>
+                <tr key={r.metric} data-metric={r.metric} className={r.metric.endsWith('vs float64') ? 'error-row' : undefined}>
                   <th>{r.metric}</th>
                   {r.values.map((v, i) => (
                     <td key={i} className={r.best === i ? 'best' : undefined}>

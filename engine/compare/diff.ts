@@ -120,9 +120,6 @@ export function diffTable(panes: PaneResult[]): DiffRow[] {
   ];
 }
 
-/** The metrics whose ratios the table spells out (errors: lower is better, and a factor between panes means something). */
-export const RATIO_METRICS = ['RMSE vs float64', 'max |error| vs float64', 'rel-L1 vs float64'] as const;
-
 /**
  * One line per pane saying how a row's value stands against the others, in two parts: against
  * the lowest ("lowest" there, else "61.04× pane 1's") and against the next worse pane, so

@@ -182,40 +182,42 @@ export function DiffPanel() {
           </p>
         )}
         {rows && (
-          <table className="diff-table" data-testid="diff-table">
-            <thead>
-              <tr>
-                <th>metric</th>
-                {labels.map((l) => (
-                  <th key={l}>{l}</th>
-                ))}
-              </tr>
-            </thead>
-            <tbody>
-              {rows.map((r) => (
-                <tr key={r.metric} data-metric={r.metric} className={r.metric.endsWith('vs float64') ? 'error-row' : undefined}>
-                  <th>{r.metric}</th>
-                  {r.values.map((v, i) => (
-                    <td key={i} className={r.best === i ? 'best' : undefined}>
-                      {v}
-                    </td>
+          <div className="diff-table-scroll">
+            <table className="diff-table" data-testid="diff-table">
+              <thead>
+                <tr>
+                  <th>metric</th>
+                  {labels.map((l) => (
+                    <th key={l}>{l}</th>
                   ))}
                 </tr>
-              ))}
-              {rows
-                .filter((r) => r.metric === 'RMSE vs float64')
-                .map((r) => (
-                  <tr key="ratio" data-metric="RMSE against the others" className="ratio-row">
-                    <th>RMSE against the others</th>
-                    {ratioNotes(r.raw, names).map((n, i) => (
+              </thead>
+              <tbody>
+                {rows.map((r) => (
+                  <tr key={r.metric} data-metric={r.metric} className={r.metric.endsWith('vs float64') ? 'error-row' : undefined}>
+                    <th>{r.metric}</th>
+                    {r.values.map((v, i) => (
                       <td key={i} className={r.best === i ? 'best' : undefined}>
-                        {n || '—'}
+                        {v}
                       </td>
                     ))}
                   </tr>
                 ))}
-            </tbody>
-          </table>
+                {rows
+                  .filter((r) => r.metric === 'RMSE vs float64')
+                  .map((r) => (
+                    <tr key="ratio" data-metric="RMSE against the others" className="ratio-row">
+                      <th>RMSE against the others</th>
+                      {ratioNotes(r.raw, names).map((n, i) => (
+                        <td key={i} className={r.best === i ? 'best' : undefined}>
+                          {n || '—'}
+                        </td>
+                      ))}
+                    </tr>
+                  ))}
+              </tbody>
+            </table>
+          </div>
         )}
         <p className="dim">
           Lowest value of a row in bold (marked ◀) where lower is better. Errors are against float64 attention of the unrounded inputs every pane shares (before any fp16 rounding or FP8 quantization). Predictions come from FlashScope's hardware model (one SM simulated, spread over the GPU); they are for the stepped problem's shape.

@@ -50,16 +50,17 @@ describe('share link codec', () => {
     const s = defaultSharedState(VIEWS);
     s.mode = 'compare';
     s.form = { ...DEFAULT_FORM, ...FP8_STUDY.form };
-    s.compare.panes = [
-      ...FP8_STUDY.panes.map((config, i) => ({ config: structuredClone(config), step: i * 5 })),
-      { config: { algorithm: 'fa3', dtype: 'fp8e5m2', blockM: '64', blockN: '64', features: { pScale: 1, reverseKv: false, seed: 3 }, views: [] }, step: 2 },
-    ];
+    s.compare.panes = FP8_STUDY.panes.map((config, i) => ({ config: structuredClone(config), step: i * 5 }));
     s.compare.diff = [1, 2];
     const back = decodeState(encodeState(s), VIEWS);
     expect(back).toEqual({ state: s, notices: [] });
     expect(back.state.form.distribution).toBe('fa3-outliers');
-    expect(back.state.compare.panes.map((p) => p.config.dtype)).toEqual(['fp16', 'fp8e4m3', 'fp8e4m3', 'fp8e5m2']);
+    expect(back.state.compare.panes.map((p) => p.config.dtype)).toEqual(['fp16', 'fp8e4m3', 'fp8e4m3', 'fp16']);
     expect(back.state.compare.panes[1].config.features).toEqual({ blockQuant: false, incoherent: false });
+    expect(back.state.compare.panes[3].config).toMatchObject({ algorithm: 'sage', features: { version: 2 } });
+    // e5m2 with the P-cast switches.
+    s.compare.panes[2] = { config: { algorithm: 'fa3', dtype: 'fp8e5m2', blockM: '64', blockN: '64', features: { pScale: 1, reverseKv: false, seed: 3 }, views: [] }, step: 2 };
+    expect(decodeState(encodeState(s), VIEWS)).toEqual({ state: s, notices: [] });
     // A pane without a dtype of its own stays on the shared one.
     expect(decodeState(encodeState(defaultSharedState(VIEWS)), VIEWS).state.compare.panes[0].config.dtype).toBeUndefined();
     s.form = { ...s.form, distribution: 'sink' };

@@ -13,6 +13,9 @@ import { MAX_PANES, MIN_PANES } from './pane-config.ts';
 import { SHARED_PANE } from './shared-request.ts';
 import { startSyncDriver } from './sync-driver.ts';
 import { ComparePassSwitch } from '../backward/PassSwitch.tsx';
+import { SharedInputs } from './SharedInputs.tsx';
+import { paneRefusal } from './pane-dtype.ts';
+import { applyPreset, PRESETS } from './presets.ts';
 
 const AXIS_LABEL: Record<SyncAxis, string> = { kv: 'K/V block', progress: 'normalised progress', time: 'simulated time', none: 'unlinked' };
 
@@ -43,6 +46,7 @@ export function ComparePage() {
   const syncNotice = useCompare((s) => s.syncNotice);
   const results = useCompare((s) => s.results);
   const gpu = useCompare((s) => s.gpu);
+  const applying = useCompare((s) => s.applying);
 
   useEffect(() => startSyncDriver(), []);
   useEffect(() => {
@@ -50,6 +54,9 @@ export function ComparePage() {
       const active = useApp.getState().layout.activePane;
       const c = controllers.get(active);
       if (!active.startsWith('cmp') || !c || isTyping(e.target) || e.altKey || e.ctrlKey || e.metaKey) return;
+      // A pane refused for its dtype shows no run: its worker's previous run must not move unseen.
+      const cfg = useCompare.getState().panes[Number(active.slice(3))];
+      if (cfg && paneRefusal(cfg, useApp.getState().problem[SHARED_PANE]?.applied)) return;
       if (e.key === 'ArrowRight' || e.key === 'ArrowLeft') {
         e.preventDefault();
         void c.step(e.key === 'ArrowRight' ? 1 : -1, e.shiftKey ? 'inner' : 'phase');
@@ -71,7 +78,13 @@ export function ComparePage() {
     <div className="compare">
       <div className="compare-bar" role="toolbar" aria-label="Compare settings">
         <SharedProblem />
+        <SharedInputs />
         <ComparePassSwitch shared={SHARED_PANE} ctl={controllers.get(SHARED_PANE)} />
+        {PRESETS.map((p) => (
+          <button key={p.id} type="button" disabled={applying} title={p.about} onClick={() => void applyPreset(p)}>
+            Preset: {p.name}
+          </button>
+        ))}
         <label className="field">
           <span>Sync by</span>
           <select aria-label="Sync axis" value={axis} onChange={(e) => setAxis(e.target.value as SyncAxis)}>

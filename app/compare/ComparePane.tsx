@@ -17,6 +17,8 @@ import { hasBackward } from '../../engine/debugger/pass.ts';
 import { BACKWARD_FEATURE_SPECS } from '../backward/feature-specs.ts';
 import { chooseCompareAlgorithm } from '../defaults/compare-defaults.ts';
 import { markTouched } from '../defaults/form-defaults.ts';
+import { DTYPES, isFp8 } from '../../engine/problem.ts';
+import { dtypeFixes, FP8_PATHS, paneDtype, paneRefusal, requestDtype } from './pane-dtype.ts';
 
 class Boundary extends Component<{ title: string; children: ReactNode }, { error: string | null }> {
   override state = { error: null as string | null };
@@ -47,7 +49,15 @@ function PaneSettings({ index, ctl }: { index: number; ctl: PaneController }) {
     setBn(cfg.blockN);
   }, [cfg.blockM, cfg.blockN]);
   const backward = useApp((s) => s.problem[SHARED_PANE]?.applied?.pass === 'backward');
-  const specs = (backward ? BACKWARD_FEATURE_SPECS[cfg.algorithm] : FEATURE_SPECS[cfg.algorithm]) ?? {};
+  const sharedDtype = useApp((s) => s.problem[SHARED_PANE]?.applied?.problem.dtype ?? s.problem[SHARED_PANE]?.form.dtype ?? 'fp32');
+  const fromFiles = useApp((s) => !!s.problem[SHARED_PANE]?.applied?.tensors);
+  const dtype = fromFiles ? sharedDtype : paneDtype(cfg, sharedDtype);
+  const refused = useApp((s) => paneRefusal(cfg, s.problem[SHARED_PANE]?.applied) !== undefined);
+  // FP8-only switches (block quantization, incoherent processing, the P scale) appear with an FP8 dtype only.
+  const fp8Only = FP8_PATHS[cfg.algorithm]?.fp8Features ?? [];
+  const specs = Object.fromEntries(
+    Object.entries((backward ? BACKWARD_FEATURE_SPECS[cfg.algorithm] : FEATURE_SPECS[cfg.algorithm]) ?? {}).filter(([k]) => isFp8(dtype) || !fp8Only.includes(k)),
+  );
   return (
     <form
       className="compare-settings"
@@ -64,6 +74,23 @@ function PaneSettings({ index, ctl }: { index: number; ctl: PaneController }) {
             <option key={a.id} value={a.id} disabled={backward && !hasBackward(a.id)}>
               {a.name}
               {backward && !hasBackward(a.id) ? ' (forward only)' : ''}
+            </option>
+          ))}
+        </select>
+      </label>
+      <label className="field">
+        <span>dtype</span>
+        <select
+          aria-label={`Pane ${index + 1} dtype`}
+          value={fromFiles ? '' : (cfg.dtype ?? '')}
+          disabled={fromFiles}
+          title={fromFiles ? "Inputs from files run in the files' dtype; a pane's own dtype applies to random inputs" : 'This pane\'s input precision (FP8 where the algorithm has an FP8 path)'}
+          onChange={(e) => setPane(index, { dtype: e.target.value === '' ? undefined : (e.target.value as (typeof DTYPES)[number]) })}
+        >
+          <option value="">shared ({sharedDtype})</option>
+          {DTYPES.map((d) => (
+            <option key={d} value={d}>
+              {d}
             </option>
           ))}
         </select>
@@ -99,7 +126,7 @@ function PaneSettings({ index, ctl }: { index: number; ctl: PaneController }) {
             {key}
           </label>
         ) : (
-          <label key={key} title={spec.doc} className="field">
+          <label key={`${key}:${String(cfg.features[key] ?? spec.default)}`} title={spec.doc} className="field">
             <span>{key}</span>
             <input
               aria-label={`Pane ${index + 1} ${key}`}
@@ -122,7 +149,7 @@ function PaneSettings({ index, ctl }: { index: number; ctl: PaneController }) {
       <button type="submit" hidden>
         Apply
       </button>
-      <button type="button" onClick={() => void ctl.load(paneRequest(sharedRequest(), useCompare.getState().panes[index]))} className="dim-button">
+      <button type="button" disabled={refused} onClick={() => void ctl.load(paneRequest(sharedRequest(), useCompare.getState().panes[index]))} className="dim-button">
         Reload
       </button>
     </form>
@@ -171,6 +198,31 @@ function PaneViews({ index }: { index: number }) {
   );
 }
 
+/** A pane whose algorithm cannot run its dtype: why, and the fixes, each one click. The pane's previous run is not shown (it would be another configuration's). */
+function DtypeRefusal({ index, message }: { index: number; message: string }) {
+  const cfg = useCompare((s) => s.panes[index]);
+  const applied = useApp((s) => s.problem[SHARED_PANE]?.applied);
+  if (!applied) return null;
+  const fixes = dtypeFixes(cfg.algorithm, requestDtype(cfg, applied), applied.pass ?? 'forward', applied.problem.dtype);
+  return (
+    <div className="banner error dtype-refusal" role="alert" data-testid="dtype-refusal">
+      <span>{message} This pane is not run; the other panes are unaffected. </span>
+      {fixes.map((f) => (
+        <button
+          key={f.label}
+          type="button"
+          onClick={() => {
+            if (f.patch.algorithm && f.patch.algorithm !== cfg.algorithm) chooseCompareAlgorithm(index, f.patch.algorithm);
+            else useCompare.getState().setPane(index, f.patch);
+          }}
+        >
+          {f.label}
+        </button>
+      ))}
+    </div>
+  );
+}
+
 /** With the 'time' axis: where this pane's current step lies in simulated time on the chosen GPU. */
 function SimulatedTime({ index, ctl }: { index: number; ctl: PaneController }) {
   const id = comparePaneId(index);
@@ -208,6 +260,8 @@ export function ComparePane({ index }: { index: number }) {
   const tooLarge = useApp((s) => s.playback[id]?.tooLarge);
   const status = useApp((s) => s.playback[id]?.status);
   const algorithmName = useApp((s) => s.playback[id]?.summary?.algorithmName);
+  const refusal = useApp((s) => paneRefusal(cfg, s.problem[SHARED_PANE]?.applied));
+  const applying = useCompare((s) => s.applying);
 
   useEffect(() => {
     useApp.getState().addPane(id, cfg.views);
@@ -225,14 +279,18 @@ export function ComparePane({ index }: { index: number }) {
   // (Re)load whenever the shared problem or this pane's own settings change.
   const key = JSON.stringify({ algorithm: cfg.algorithm, blockM: cfg.blockM, blockN: cfg.blockN, features: cfg.features, shared: shared && { ...shared, tensors: shared.tensors ? shared.tensors.names : undefined } });
   useEffect(() => {
-    if (!ctl || !shared) return;
+    if (!ctl || !shared || applying) return;
     useCompare.getState().setResult(index, undefined);
+    if (refusal) {
+      ctl.dismissError();
+      return;
+    }
     try {
       void ctl.load(paneRequest(sharedRequest(), useCompare.getState().panes[index]));
     } catch (e) {
       useApp.getState().patchPlayback(id, { error: { place: 'problem', message: messageOf(e) } });
     }
-  }, [ctl, key, id, index, shared]);
+  }, [ctl, key, id, index, shared, applying, refusal]);
 
   // The store's view list for this pane follows the picker (views read it for their own logic).
   useEffect(() => {
@@ -251,11 +309,12 @@ export function ComparePane({ index }: { index: number }) {
       >
         <header>
           <h2>
-            Pane {index + 1} <span className="dim">{algorithmName ?? ''}</span> <SimulatedTime index={index} ctl={ctl} />
+            Pane {index + 1} <span className="dim">{refusal ? cfg.algorithm : (algorithmName ?? '')}</span> {!refusal && <SimulatedTime index={index} ctl={ctl} />}
           </h2>
           <PaneSettings index={index} ctl={ctl} />
         </header>
-        {(error || notice || tooLarge) && (
+        {refusal && <DtypeRefusal index={index} message={refusal} />}
+        {!refusal && (error || notice || tooLarge) && (
           <div className={`banner ${error ? 'error' : ''}`} role={error ? 'alert' : 'status'}>
             {error && <span>{error.message} </span>}
             {notice && <span>{notice} </span>}
@@ -265,10 +324,14 @@ export function ComparePane({ index }: { index: number }) {
             </button>
           </div>
         )}
-        <Transport />
-        <ExportBar />
-        <ViewPicker index={index} />
-        {status === 'loading' ? <p className="dim">Loading…</p> : <PaneViews index={index} />}
+        {!refusal && (
+          <>
+            <Transport />
+            <ExportBar />
+            <ViewPicker index={index} />
+            {status === 'loading' || applying ? <p className="dim">Loading…</p> : <PaneViews index={index} />}
+          </>
+        )}
       </section>
     </PaneContext.Provider>
   );

@@ -1,9 +1,11 @@
-// The difference table (whole-run totals, predictions, error vs float64) and the
-// element-wise difference of two panes' outputs as a heatmap. The numbers come from each
-// pane's worker (compareData); here they are only laid side by side.
+// The difference table (whole-run totals, predictions, error vs float64: max abs, mean,
+// RMSE, rel-L1, with how many times lower the best pane is) and the element-wise difference
+// of two panes' outputs as a heatmap. The numbers come from each pane's worker
+// (compareData, which also computes the float64 reference); here they are only laid side
+// by side. A pane refused for its dtype has no column, and says so.
 
 import { useEffect, useMemo, useState } from 'react';
-import { diffTable, diffTableCsv, outputDifference } from '../../engine/compare/diff.ts';
+import { diffTable, diffTableCsv, outputDifference, ratioNotes } from '../../engine/compare/diff.ts';
 import { GPUS } from '../../engine/hw/gpus/index.ts';
 import { messageOf } from '../pane/controller.ts';
 import { downloadText } from '../export/download.ts';
@@ -13,6 +15,15 @@ import { Heatmap } from '../views/Heatmap.tsx';
 import { useCompare } from './compare-store.ts';
 import { controllers } from './controllers.ts';
 import { comparePaneId, paneLabel } from './pane-config.ts';
+import { paneRefusal } from './pane-dtype.ts';
+import { SHARED_PANE } from './shared-request.ts';
+
+/** Per pane: why it is not run (its algorithm cannot take its dtype), or undefined. A string key keeps the selector stable. */
+function useRefusals(): (string | undefined)[] {
+  const panes = useCompare((s) => s.panes);
+  const key = useApp((s) => JSON.stringify(panes.map((c) => paneRefusal(c, s.problem[SHARED_PANE]?.applied) ?? null)));
+  return useMemo(() => (JSON.parse(key) as (string | null)[]).map((r) => r ?? undefined), [key]);
+}
 
 /** Fetches each loaded pane's whole-run results whenever its run or the GPU changes. */
 function useResults(): void {
@@ -21,8 +32,10 @@ function useResults(): void {
   // A string key, so the selector returns a stable value (a fresh array would re-render forever).
   const key = useApp((s) =>
     panes
-      .map((_, i) => {
+      .map((c, i) => {
         const pb = s.playback[comparePaneId(i)];
+        // A refused pane still holds its previous run in the worker; that run is not this pane's configuration.
+        if (paneRefusal(c, s.problem[SHARED_PANE]?.applied)) return '';
         return pb?.summary && pb.status === 'ready' ? `${pb.summary.algorithm}:${pb.summary.total}:${pb.summary.loadMs}` : '';
       })
       .join('|'),
@@ -52,6 +65,8 @@ function DiffHeatmap() {
   const summaryA = useApp((s) => s.playback[comparePaneId(a)]?.summary);
   const inputs = useApp((s) => s.playback[comparePaneId(a)]?.inputs);
   const [head, setHead] = useState(0);
+  const refusals = useRefusals();
+  const notRun = [a, b].filter((i) => refusals[i]);
   const ra = results[a];
   const rb = results[b];
   const diff = useMemo(() => {
@@ -108,7 +123,8 @@ function DiffHeatmap() {
           {diff.error}
         </p>
       )}
-      {!diff && <p className="dim">Waiting for both panes to finish loading…</p>}
+      {!diff && notRun.length > 0 && <p className="dim">Pane {notRun.map((i) => i + 1).join(' and ')} is not run (its algorithm cannot take its dtype); pick another pair or apply the fix in the pane.</p>}
+      {!diff && notRun.length === 0 && <p className="dim">Waiting for both panes to finish loading…</p>}
       {slice && summaryA && (
         <>
           <p data-testid="diff-max">
@@ -128,9 +144,13 @@ export function DiffPanel() {
   const results = useCompare((s) => s.results);
   const gpu = useCompare((s) => s.gpu);
   const setGpu = useCompare((s) => s.setGpu);
-  const labels = panes.map(paneLabel);
-  const complete = panes.every((_, i) => results[i]);
-  const rows = complete ? diffTable(panes.map((_, i) => ({ label: labels[i], ...results[i]! }))) : undefined;
+  const refusals = useRefusals();
+  // Columns: the panes that run; a refused pane is named below the table instead.
+  const shown = panes.map((_, i) => i).filter((i) => !refusals[i]);
+  const labels = shown.map((i) => paneLabel(panes[i], i));
+  const complete = shown.length > 0 && shown.every((i) => results[i]);
+  const rows = complete ? diffTable(shown.map((i, k) => ({ label: labels[k], ...results[i]! }))) : undefined;
+  const names = shown.map((i) => `pane ${i + 1}`);
   return (
     <div className="diff-panel">
       <section className="view" aria-label="Difference table">
@@ -150,32 +170,58 @@ export function DiffPanel() {
             Table CSV
           </button>
         </div>
-        {!rows && <p className="dim">Waiting for every pane to finish loading…</p>}
+        {!rows && shown.length > 0 && <p className="dim">Waiting for every pane to finish loading…</p>}
+        {refusals.some(Boolean) && (
+          <p className="dim" data-testid="diff-not-run">
+            Not in the table:{' '}
+            {refusals
+              .map((r, i) => (r ? `pane ${i + 1} (its algorithm cannot run its dtype)` : ''))
+              .filter(Boolean)
+              .join('; ')}
+            .
+          </p>
+        )}
         {rows && (
-          <table className="diff-table" data-testid="diff-table">
-            <thead>
-              <tr>
-                <th>metric</th>
-                {labels.map((l) => (
-                  <th key={l}>{l}</th>
-                ))}
-              </tr>
-            </thead>
-            <tbody>
-              {rows.map((r) => (
-                <tr key={r.metric} data-metric={r.metric}>
-                  <th>{r.metric}</th>
-                  {r.values.map((v, i) => (
-                    <td key={i} className={r.best === i ? 'best' : undefined}>
-                      {v}
-                    </td>
+          <div className="diff-table-scroll">
+            <table className="diff-table" data-testid="diff-table">
+              <thead>
+                <tr>
+                  <th>metric</th>
+                  {labels.map((l) => (
+                    <th key={l}>{l}</th>
                   ))}
                 </tr>
-              ))}
-            </tbody>
-          </table>
+              </thead>
+              <tbody>
+                {rows.map((r) => (
+                  <tr key={r.metric} data-metric={r.metric} className={r.metric.endsWith('vs float64') ? 'error-row' : undefined}>
+                    <th>{r.metric}</th>
+                    {r.values.map((v, i) => (
+                      <td key={i} className={r.best === i ? 'best' : undefined}>
+                        {v}
+                      </td>
+                    ))}
+                  </tr>
+                ))}
+                {rows
+                  .filter((r) => r.metric === 'RMSE vs float64')
+                  .map((r) => (
+                    <tr key="ratio" data-metric="RMSE against the others" className="ratio-row">
+                      <th>RMSE against the others</th>
+                      {ratioNotes(r.raw, names).map((n, i) => (
+                        <td key={i} className={r.best === i ? 'best' : undefined}>
+                          {n || '—'}
+                        </td>
+                      ))}
+                    </tr>
+                  ))}
+              </tbody>
+            </table>
+          </div>
         )}
-        <p className="dim">Lowest value of a row in bold where lower is better. Predictions come from FlashScope's hardware model (one SM simulated, spread over the GPU); they are for the stepped problem's shape.</p>
+        <p className="dim">
+          Lowest value of a row in bold (marked ◀) where lower is better. Errors are against float64 attention of the unrounded inputs every pane shares (before any fp16 rounding or FP8 quantization). Predictions come from FlashScope's hardware model (one SM simulated, spread over the GPU); they are for the stepped problem's shape.
+        </p>
       </section>
       <DiffHeatmap />
     </div>

@@ -19,6 +19,8 @@ export interface CompareState {
   results: (CompareData | undefined)[];
   /** Last sync: what was actually used where the chosen axis could not be. */
   syncNotice?: string;
+  /** A preset is replacing the shared problem and the panes: panes wait instead of loading twice. */
+  applying: boolean;
   setMode(m: AppMode): void;
   setAxis(a: SyncAxis): void;
   setGpu(g: string): void;
@@ -36,6 +38,7 @@ export const useCompare = create<CompareState>()((set) => ({
   panes: DEFAULT_PANES.map((p) => structuredClone(p)),
   diff: [0, 1],
   results: [],
+  applying: false,
   setMode: (mode) => set({ mode }),
   setAxis: (axis) => set({ axis, syncNotice: undefined }),
   setGpu: (gpu) => set({ gpu, results: [] }),

@@ -1,12 +1,13 @@
 // The request a compare pane loads: the shared problem (the debugger pane's loaded run,
 // or its form when nothing is loaded yet; imported tensors included) with the pane's own
-// algorithm, tiles and features.
+// algorithm, dtype, tiles and features.
 
 import type { LoadRequest } from '../../engine/debugger/protocol.ts';
 import { withImported } from '../import/import-store.ts';
 import { DEFAULT_FORM, FormError, formToRequest } from '../store/problem-form.ts';
 import { useApp } from '../store/store.ts';
 import type { ComparePaneConfig } from './pane-config.ts';
+import { featuresFor, requestDtype } from './pane-dtype.ts';
 
 export const SHARED_PANE = 'main';
 
@@ -30,8 +31,10 @@ export function paneRequest(base: LoadRequest, c: ComparePaneConfig): LoadReques
   if (m !== undefined) blocks.blockM = m;
   if (n !== undefined) blocks.blockN = n;
   if (m === undefined && n === undefined && base.blocks.sramBytes !== undefined) blocks.sramBytes = base.blocks.sramBytes;
-  const req: LoadRequest = { ...base, algorithm: c.algorithm, blocks };
-  if (Object.keys(c.features).length) req.features = { ...c.features };
+  const dtype = requestDtype(c, base);
+  const req: LoadRequest = { ...base, algorithm: c.algorithm, blocks, problem: { ...base.problem, dtype } };
+  const features = featuresFor(c.algorithm, dtype, c.features);
+  if (Object.keys(features).length) req.features = features;
   else delete req.features;
   return req;
 }

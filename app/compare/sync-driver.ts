@@ -8,6 +8,8 @@ import { useApp } from '../store/store.ts';
 import { controllers } from './controllers.ts';
 import { useCompare } from './compare-store.ts';
 import { comparePaneId, paneLabel } from './pane-config.ts';
+import { paneRefusal } from './pane-dtype.ts';
+import { SHARED_PANE } from './shared-request.ts';
 
 /** While > 0 (restoring a shared link's positions), pane moves are not propagated. */
 let paused = 0;
@@ -50,7 +52,8 @@ export function startSyncDriver(): () => void {
           panes.map(async (cfg, i) => {
             const id = comparePaneId(i);
             const c = controllers.get(id);
-            if (i === lead || !c || useApp.getState().playback[id]?.status !== 'ready') return;
+            // A pane refused for its dtype (pane-dtype.ts) shows no run; its worker's previous one is not followed.
+            if (i === lead || !c || useApp.getState().playback[id]?.status !== 'ready' || paneRefusal(cfg, useApp.getState().problem[SHARED_PANE]?.applied)) return;
             moving.add(id);
             try {
               let used: SyncAxis = axis;

@@ -1,7 +1,8 @@
 // A compare pane's algorithm choice: the pane's own tile follows the kernel for the shared
 // head dims (unless the person typed one), and a shared dtype the kernel's tensor cores
 // cannot take becomes the kernel's, for every pane at once (they compare the same inputs),
-// unless the person chose that dtype themselves in the Debugger tab.
+// unless the person chose that dtype themselves in the Debugger tab or the pane has a dtype
+// of its own.
 
 import { defaultsFor, hasKernel } from '../../engine/defaults/algorithm-defaults.ts';
 import { useCompare } from '../compare/compare-store.ts';
@@ -30,7 +31,9 @@ export function chooseCompareAlgorithm(index: number, algorithm: string): void {
   const tiles = mine.includes('blockM') || mine.includes('blockN') ? {} : { blockM: String(config.blockM), blockN: String(config.blockN) };
   cmp.setPane(index, { ...patch, ...tiles });
   const main = controllers.get(SHARED_PANE);
-  if (config.dtype !== p.dtype && main) {
+  // A pane with a dtype of its own does not run the shared one: nothing to repair for everyone.
+  // (One its new algorithm cannot run is refused in the pane, with the fixes, by pane-dtype.ts.)
+  if (config.dtype !== p.dtype && main && cfg.dtype === undefined) {
     useApp.getState().setForm(SHARED_PANE, { dtype: config.dtype });
     useCompare.setState({ syncNotice: `The shared problem now runs in ${config.dtype}: ${algorithm}'s tensor cores take no ${p.dtype} (every pane compares the same inputs).` });
     void main.load({ ...applied, problem: { ...p, dtype: config.dtype } });

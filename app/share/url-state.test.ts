@@ -45,6 +45,28 @@ describe('share link codec', () => {
     expect(decodeState(frag({ v: 1, f: { algorithm: 'fa1' } }), VIEWS).state.form.pass).toBe('forward');
   });
 
+  it('carries per-pane dtypes and FP8 features, and the FA3-outlier and sink inputs (the FP8 study)', async () => {
+    const { FP8_STUDY } = await import('../compare/presets.ts');
+    const s = defaultSharedState(VIEWS);
+    s.mode = 'compare';
+    s.form = { ...DEFAULT_FORM, ...FP8_STUDY.form };
+    s.compare.panes = FP8_STUDY.panes.map((config, i) => ({ config: structuredClone(config), step: i * 5 }));
+    s.compare.diff = [1, 2];
+    const back = decodeState(encodeState(s), VIEWS);
+    expect(back).toEqual({ state: s, notices: [] });
+    expect(back.state.form.distribution).toBe('fa3-outliers');
+    expect(back.state.compare.panes.map((p) => p.config.dtype)).toEqual(['fp16', 'fp8e4m3', 'fp8e4m3', 'fp16']);
+    expect(back.state.compare.panes[1].config.features).toEqual({ blockQuant: false, incoherent: false });
+    expect(back.state.compare.panes[3].config).toMatchObject({ algorithm: 'sage', features: { version: 2 } });
+    // e5m2 with the P-cast switches.
+    s.compare.panes[2] = { config: { algorithm: 'fa3', dtype: 'fp8e5m2', blockM: '64', blockN: '64', features: { pScale: 1, reverseKv: false, seed: 3 }, views: [] }, step: 2 };
+    expect(decodeState(encodeState(s), VIEWS)).toEqual({ state: s, notices: [] });
+    // A pane without a dtype of its own stays on the shared one.
+    expect(decodeState(encodeState(defaultSharedState(VIEWS)), VIEWS).state.compare.panes[0].config.dtype).toBeUndefined();
+    s.form = { ...s.form, distribution: 'sink' };
+    expect(decodeState(encodeState(s), VIEWS).state.form.distribution).toBe('sink');
+  });
+
   it('an empty fragment is the defaults without a notice', () => {
     expect(decodeState('', VIEWS)).toEqual({ state: defaultSharedState(VIEWS), notices: [] });
   });
@@ -71,6 +93,7 @@ describe('share link codec', () => {
     ['one pane', frag({ v: 1, c: { p: [{ algorithm: 'fa2' }] } }), /at least 2 panes; a default pane was added/],
     ['Br zero in a pane', frag({ v: 1, c: { p: [{ algorithm: 'fa2', blockM: '0' }, { algorithm: 'fa1' }] } }), /compare pane 1: Br "0" is not a positive whole number/],
     ['bad diff pair', frag({ v: 1, c: { d: [1, 1] } }), /difference pair \[1,1\] does not name two different panes/],
+    ['unknown pane dtype', frag({ v: 1, c: { p: [{ algorithm: 'fa3', dtype: 'int4' }, { algorithm: 'fa2' }] } }), /compare pane 1: dtype "int4" is not one of fp32, fp16, bf16, fp8e4m3, fp8e5m2; the shared dtype is used/],
     ['imported tensors', frag({ v: 1, im: 1 }), /tensors loaded from files, which a link cannot carry/],
     ['too long', `#s=${'A'.repeat(20_000)}`, /more than a FlashScope link can be/],
   ];

@@ -8,6 +8,7 @@ import { ALGORITHMS } from '../../engine/algorithms/registry.ts';
 import { PASSES } from '../../engine/debugger/pass.ts';
 import { SYNC_AXES, type SyncAxis } from '../../engine/compare/sync.ts';
 import { GPUS } from '../../engine/hw/gpus/index.ts';
+import { DTYPES, type DType } from '../../engine/problem.ts';
 import { DEFAULT_FORM, formToRequest, type ProblemForm } from '../store/problem-form.ts';
 import { DEFAULT_PANES, MAX_PANES, MIN_PANES, type ComparePaneConfig } from '../compare/pane-config.ts';
 import { decodeServing, encodeServing, type ServingShare } from '../serving/serving-url.ts';
@@ -98,7 +99,7 @@ function readForm(x: unknown, notices: string[]): ProblemForm {
     pass: PASSES,
     blockMode: ['sram', 'explicit'],
     dtype: ['fp32', 'fp16', 'bf16'],
-    distribution: ['normal', 'large-logits', 'outlier-row'],
+    distribution: ['normal', 'large-logits', 'outlier-row', 'fa3-outliers', 'sink'],
   };
   for (const [k, v] of Object.entries(x)) {
     if (!(k in DEFAULT_FORM)) {
@@ -159,6 +160,10 @@ function readPane(x: unknown, i: number, known: readonly string[], notices: stri
   const config: ComparePaneConfig = { ...structuredClone(d) };
   if (typeof x.algorithm === 'string' && ALGORITHMS.some((a) => a.id === x.algorithm)) config.algorithm = x.algorithm;
   else notices.push(`${where}: unknown algorithm ${show(x.algorithm)}; using ${d.algorithm}`);
+  if (x.dtype !== undefined) {
+    if (typeof x.dtype === 'string' && (DTYPES as readonly string[]).includes(x.dtype)) config.dtype = x.dtype as DType;
+    else notices.push(`${where}: dtype ${show(x.dtype)} is not one of ${DTYPES.join(', ')}; the shared dtype is used`);
+  }
   for (const k of ['blockM', 'blockN'] as const) {
     const v = x[k];
     if (v === undefined) continue;

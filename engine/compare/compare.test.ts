@@ -8,7 +8,7 @@ import type { LoadRequest } from '../debugger/protocol.ts';
 import { randomInputs } from '../inputs.ts';
 import { referenceAttention } from '../reference.ts';
 import { totalBytes } from '../counters.ts';
-import { diffTable, diffTableCsv, errorStats, outputDifference } from './diff.ts';
+import { diffTable, diffTableCsv, errorStats, outputDifference, ratioNotes } from './diff.ts';
 import { pointOf, stepFor } from './sync.ts';
 
 const base: LoadRequest = {
@@ -28,11 +28,26 @@ async function loaded(patch: Partial<LoadRequest>) {
 describe('compare: error and difference', () => {
   it('errorStats and outputDifference measure what they say', () => {
     const e = errorStats([1, 2, NaN, 4], [1, 2.5, 3, 3]);
-    expect(e).toEqual({ maxAbs: 1, argMax: 3, meanAbs: 0.5, nonFinite: 1 });
+    // Finite pairs: errors 0, 0.5, 1 against |want| 1, 2.5, 3.
+    expect(e).toEqual({ maxAbs: 1, argMax: 3, meanAbs: 0.5, rmse: Math.sqrt(1.25 / 3), relL1: 1.5 / 6.5, nonFinite: 1 });
+    expect(errorStats([0, 0], [0, 0]).relL1).toBe(0);
+    expect(errorStats([1, 0], [0, 0]).relL1).toBe(Infinity);
     const d = outputDifference([1, 2, Infinity], [0.5, 2, 1]);
     expect(Array.from(d.diff)).toEqual([0.5, 0, NaN]);
     expect(d.maxAbs).toBe(0.5);
     expect(() => outputDifference([1], [1, 2])).toThrow(/same problem/);
+  });
+
+  it('ratioNotes: each pane against the lowest and against the next worse pane', () => {
+    const names = ['pane 1', 'pane 2', 'pane 3'];
+    expect(ratioNotes([1.5e-4, 2.5e-2, 1e-2], names)).toEqual(['lowest; 66.67× below pane 3', "166.67× pane 1's", "66.67× pane 1's; 2.50× below pane 2"]);
+    expect(ratioNotes([2e-2, 8e-3, 2e-2], names)).toEqual(["2.50× pane 2's", 'lowest; 2.50× below pane 1', "2.50× pane 2's"]);
+    // Ties: a tie for the lowest reads as equal, and both compare with the next strictly higher value.
+    expect(ratioNotes([1, 1, 4], names)).toEqual(['lowest; 4.00× below pane 3', 'equal to pane 1; 4.00× below pane 3', "4.00× pane 1's"]);
+    expect(ratioNotes([0, 3e-3], names.slice(0, 2))).toEqual(['lowest; ∞ below pane 2', "∞ pane 1's"]);
+    // All equal, or a missing value: nothing said where it would mislead.
+    expect(ratioNotes([2, 2], names.slice(0, 2))).toEqual(['', '']);
+    expect(ratioNotes([NaN, 2, 4], names)).toEqual(['', 'lowest; 2.00× below pane 3', "2.00× pane 2's"]);
   });
 
   it('compareData: output error against float64, counters equal the run, prediction only where a model exists', async () => {

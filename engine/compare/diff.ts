@@ -10,6 +10,10 @@ export interface ErrorStats {
   /** Index of the worst element, -1 when there are none. */
   argMax: number;
   meanAbs: number;
+  /** Root mean square error over the finite elements (the FA3 paper's figure). */
+  rmse: number;
+  /** Σ|got − want| / Σ|want| over the finite elements (SageAttention's figure); 0 when both sums are 0. */
+  relL1: number;
   /** Elements where exactly one side is non-finite, or both are but differ. */
   nonFinite: number;
 }
@@ -19,6 +23,8 @@ export function errorStats(got: ArrayLike<number>, want: ArrayLike<number>): Err
   let maxAbs = 0;
   let argMax = -1;
   let sum = 0;
+  let sq = 0;
+  let refL1 = 0;
   let finite = 0;
   let nonFinite = 0;
   for (let i = 0; i < got.length; i++) {
@@ -31,12 +37,21 @@ export function errorStats(got: ArrayLike<number>, want: ArrayLike<number>): Err
     const e = Math.abs(a - b);
     finite++;
     sum += e;
+    sq += e * e;
+    refL1 += Math.abs(b);
     if (e > maxAbs || argMax < 0) {
       maxAbs = e;
       argMax = i;
     }
   }
-  return { maxAbs, argMax, meanAbs: finite ? sum / finite : 0, nonFinite };
+  return {
+    maxAbs,
+    argMax,
+    meanAbs: finite ? sum / finite : 0,
+    rmse: finite ? Math.sqrt(sq / finite) : 0,
+    relL1: refL1 > 0 ? sum / refL1 : sum === 0 ? 0 : Infinity,
+    nonFinite,
+  };
 }
 
 /** a − b element-wise (NaN where either is not finite), with its largest magnitude. */
@@ -100,7 +115,29 @@ export function diffTable(panes: PaneResult[]): DiffRow[] {
     row('predicted TFLOP/s', pred.map((p) => ('tflops' in p ? p.tflops : NaN)), (n) => n.toFixed(1), false, noModel),
     row('max |error| vs float64', panes.map((p) => p.error.maxAbs), fmtExp, true),
     row('mean |error| vs float64', panes.map((p) => p.error.meanAbs), fmtExp, true),
+    row('RMSE vs float64', panes.map((p) => p.error.rmse), fmtExp, true),
+    row('rel-L1 vs float64', panes.map((p) => p.error.relL1), fmtExp, true),
   ];
+}
+
+/**
+ * One line per pane saying how a row's value stands against the others, in two parts: against
+ * the lowest ("lowest" there, else "61.04× pane 1's") and against the next worse pane, so
+ * neighbours read directly ("1.71× below pane 2"). `names` are the panes' short names.
+ * Empty strings where a value is missing, or where every value is equal; a zero divides to ∞.
+ */
+export function ratioNotes(raw: number[], names: string[]): string[] {
+  const ok = raw.map((v) => Number.isFinite(v) && v >= 0);
+  const order = raw.map((_, i) => i).filter((i) => ok[i]).sort((a, b) => raw[a] - raw[b]);
+  if (order.length < 2 || raw[order[0]] === raw[order[order.length - 1]]) return raw.map(() => '');
+  const best = order[0];
+  const factor = (num: number, den: number) => (den === 0 ? '∞' : `${(num / den).toFixed(2)}×`);
+  return raw.map((v, i) => {
+    if (!ok[i]) return '';
+    const vsBest = v === raw[best] ? (i === best ? 'lowest' : `equal to ${names[best]}`) : `${factor(v, raw[best])} ${names[best]}'s`;
+    const worse = order.find((j) => raw[j] > v);
+    return worse === undefined ? vsBest : `${vsBest}; ${factor(raw[worse], v)} below ${names[worse]}`;
+  });
 }
 
 /** The table as CSV (metric, then one column per pane, raw numbers). */

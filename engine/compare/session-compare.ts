@@ -6,8 +6,8 @@
 import { gpuById } from '../hw/gpus/index.ts';
 import { HW_ALGORITHMS, hasSchedule, hwAlgorithmFor, scheduleFor, shapeOf, simulateFor } from '../hw/registry.ts';
 import type { HwFeatures } from '../hw/model.ts';
-import type { AttentionInputs } from '../inputs.ts';
-import type { AttentionProblem } from '../problem.ts';
+import { randomInputs, type AttentionInputs } from '../inputs.ts';
+import { storageDtype, type AttentionProblem } from '../problem.ts';
 import { referenceAttention } from '../reference.ts';
 import type { TraceEvent } from '../trace/events.ts';
 import type { CompareData, LoadRequest } from '../debugger/protocol.ts';
@@ -89,6 +89,19 @@ export function timesFor(req: LoadRequest, problem: AttentionProblem, events: re
   }
 }
 
+/**
+ * The inputs the float64 reference is computed on: random inputs as drawn, before the run's
+ * dtype rounded them. Compare panes may run different dtypes (fp16 next to FP8) on the same
+ * draws; measuring each against attention of its own rounded inputs would leave the input
+ * rounding out of the fp16 figure and give every pane a different reference. The draws do
+ * not depend on the dtype (randomInputs rounds last), so regenerating them in fp32 gives the
+ * unrounded values. Inputs from files are used as read.
+ */
+export function referenceInputs(req: LoadRequest, problem: AttentionProblem, inputs: AttentionInputs): AttentionInputs {
+  if (req.tensors || storageDtype(problem.dtype) === 'fp32') return inputs;
+  return randomInputs({ ...problem, dtype: 'fp32' }, { seed: req.seed, distribution: req.distribution, outlierRow: req.outlierRow });
+}
+
 export function runComparison(
   req: LoadRequest,
   problem: AttentionProblem,
@@ -104,7 +117,7 @@ export function runComparison(
         const ref = referenceBackward(problem, { ...inputs, dO: grads.dO });
         return errorStats(concat(grads.dq, grads.dk, grads.dv), concat(ref.dq, ref.dk, ref.dv));
       })()
-    : errorStats(output, referenceAttention(problem, inputs).o);
+    : errorStats(output, referenceAttention(problem, referenceInputs(req, problem, inputs)).o);
   const counters = emptyCounters();
   for (const e of events) addDelta(counters, e.delta);
   counters.steps = events.length;

@@ -6,6 +6,7 @@ import { FA3_FEATURES } from '../../engine/algorithms/fa3.ts';
 import { FA4_FEATURES } from '../../engine/algorithms/fa4.ts';
 import { FLASH_DECODING_FEATURES } from '../../engine/algorithms/flash-decoding.ts';
 import { FMHA_V2_FEATURES } from '../../engine/algorithms/fmha-v2.ts';
+import { SAGE_FEATURES } from '../../engine/algorithms/sage.ts';
 import type { FeatureSpecs } from '../../engine/algorithms/features.ts';
 
 export interface ComparePaneConfig {
@@ -23,6 +24,7 @@ export const FEATURE_SPECS: Record<string, FeatureSpecs> = {
   fa4: FA4_FEATURES,
   'fmha-v2': FMHA_V2_FEATURES,
   'flash-decoding': FLASH_DECODING_FEATURES,
+  sage: SAGE_FEATURES,
 };
 
 export const MIN_PANES = 2;

@@ -175,6 +175,28 @@ describe('sage: the integer Q·Kᵀ of a step', () => {
   }
 });
 
+describe('sage v2: Q scales per warp', () => {
+  it('steps each 32-row warp slice of a 64-row tile as its own unit, with the max of its own rows; qPerWarp=false gives one unit', () => {
+    const p: AttentionProblem = { batch: 1, hq: 1, hk: 1, nq: 128, nk: 64, d: 16, dv: 16, causal: false, dtype: 'fp16' };
+    const x0 = randomInputs(p, { seed: 6 });
+    // Row 5 ten times larger: its warp's step grows, the other warp's does not.
+    const x = { ...x0, q: Float32Array.from(x0.q, (v, i) => (Math.floor(i / p.d) === 5 ? roundFp16(v * 10) : v)) };
+    const warp = trace(p, x, { version: 2 }, { blockM: 64, blockN: 32 }).evs.filter((e): e is Ev<'qk'> => e.kind === 'qk');
+    const tile = trace(p, x, { version: 2, qPerWarp: false }, { blockM: 64, blockN: 32 }).evs.filter((e): e is Ev<'qk'> => e.kind === 'qk');
+    const amax = (r0: number, r1: number) => {
+      let a = 0;
+      for (let i = r0 * p.d; i < r1 * p.d; i++) a = Math.max(a, Math.abs(x.q[i]));
+      return Math.fround(a / 127);
+    };
+    expect(warp.map((e) => [e.tile.rows[0], e.warp])).toEqual([[0, 0], [32, 1], [0, 0], [32, 1], [64, 0], [96, 1], [64, 0], [96, 1]]);
+    for (const e of warp) expect(e.qScale).toBe(amax(e.tile.rows[0], e.tile.rows[1]));
+    expect(warp[0].qScale! / warp[1].qScale!).toBeGreaterThan(3);
+    expect(tile.map((e) => e.tile.rows)).toEqual([[0, 64], [0, 64], [64, 128], [64, 128]]);
+    expect(tile.every((e) => e.warp === undefined)).toBe(true);
+    expect(tile[0].qScale).toBe(amax(0, 64));
+  });
+});
+
 describe('sage: K smoothing', () => {
   it('cuts the RMSE of O against float64 by a large factor when K has a large per-channel mean (v1 and v2)', () => {
     const p: AttentionProblem = { batch: 1, hq: 1, hk: 1, nq: 128, nk: 256, d: 64, dv: 64, causal: false, dtype: 'fp16' };

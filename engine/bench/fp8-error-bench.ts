@@ -1,10 +1,13 @@
-// `npm run bench:fp8`: the FA3 paper's FP8 error experiment and the P-cast sink experiment,
-// printed as the tables BENCHMARKS.md carries. Errors, not timings: RMSE of O against the
+// `npm run bench:fp8`: the FA3 paper's FP8 error experiment, the P-cast sink experiment and
+// SageAttention's INT8 rows (sage v1/v2, with and without K smoothing, on the same outlier
+// inputs and on keys with a large per-channel mean), printed as the tables BENCHMARKS.md carries. Errors, not timings: RMSE of O against the
 // float64 reference (engine/reference.ts), on the very fa3 the debugger steps.
 //
 //   --n N   sequence length of the error experiment (default 1024; the paper's runs are longer)
 
 import { fa3 } from '../algorithms/fa3.ts';
+import { sage } from '../algorithms/sage.ts';
+import { mulberry32 } from '../random.ts';
 import { randomInputs } from '../inputs.ts';
 import { outputError } from '../lowprec/error-metrics.ts';
 import { DEFAULT_PROBLEM, type AttentionProblem, type DType } from '../problem.ts';
@@ -46,4 +49,35 @@ console.log('|---|---|---|');
 for (const [reverseKv, pScale] of [[false, 1], [true, 1], [false, 256], [true, 256]] as const) {
   const r = runToEnd(fa3, ps, xs, { blockM: 64, blockN: 64, features: { incoherent: false, reverseKv, pScale } });
   console.log(`| ${reverseKv ? 'last to first (kernel)' : 'first to last'} | ${pScale} | ${r.stats!.flushedP} / ${r.stats!.castP} = ${(r.stats!.flushedP / r.stats!.castP).toFixed(4)} |`);
+}
+
+// SageAttention: INT8 Q·Kᵀ with per-block scales. The outlier inputs above, and keys whose
+// channels carry a common offset (uniform in ±KMEAN per channel, on N(0,1) entries), the case
+// K smoothing is for. FA3's FP16 and FP8 rows on the second input for comparison.
+const KMEAN = 20;
+const rnd = mulberry32(3);
+const offset = Array.from({ length: p.d }, () => KMEAN * (2 * rnd() - 1));
+const base = randomInputs(p, { seed: 1 });
+const xk = { ...base, k: Float32Array.from(base.k, (v, i) => v + offset[i % p.d]) };
+const refK = referenceAttention(p, xk).o;
+console.log(`\nSageAttention (sage), B=1 H=1 N=${n} d=128, the kernels' 128×64 tiles, fp16 problem, RMSE of O against float64\n`);
+console.log(`| configuration | fa3-outliers RMSE | K channel mean ±${KMEAN} RMSE | max abs (K mean) |`);
+console.log('|---|---|---|---|');
+const sageRows: [string, Record<string, number | boolean>][] = [
+  ['sage v1 (INT8 QK, FP16 PV), smoothK', { version: 1, smoothK: true }],
+  ['sage v1, no smoothing', { version: 1, smoothK: false }],
+  ['sage v2 (INT8 QK per warp, FP8 PV), smoothK', { version: 2, smoothK: true }],
+  ['sage v2, no smoothing', { version: 2, smoothK: false }],
+];
+for (const [name, features] of sageRows) {
+  const a = outputError(runToEnd(sage, { ...p, dtype: 'fp16' }, x, { features }).o, ref);
+  const b = outputError(runToEnd(sage, { ...p, dtype: 'fp16' }, xk, { features }).o, refK);
+  console.log(`| ${name} | ${a.rmse.toExponential(2)} | ${b.rmse.toExponential(2)} | ${b.max_abs.toExponential(2)} |`);
+}
+for (const [name, dtype, features] of [
+  ['FP16 FA3', 'fp16', {}],
+  ['FP8 FA3 (block quantization + incoherent)', 'fp8e4m3', { blockQuant: true, incoherent: true }],
+] as const) {
+  const b = outputError(runToEnd(fa3, { ...p, dtype }, xk, { blockM: 128, blockN: 128, features }).o, refK);
+  console.log(`| ${name} | (table above) | ${b.rmse.toExponential(2)} | ${b.max_abs.toExponential(2)} |`);
 }

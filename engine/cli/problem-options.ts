@@ -65,7 +65,10 @@ export const PROBLEM_HELP = `problem:
 blocks:
   --block-m N --block-n N     tile sizes Br × Bc
   --sram-bytes M              on-chip memory; Bc = ceil(M/4 / 4d), Br = min(Bc, d) (FA1 paper)
-  --feature KEY=VALUE         algorithm feature (repeatable); VALUE is true, false or a number`;
+  --feature KEY=VALUE         algorithm feature (repeatable); VALUE is true, false or a number
+                              (sage: version=1|2, smoothK, qPerWarp; it quantizes fp16/bf16/
+                              fp32 inputs itself to INT8 Q/K and FP16 or FP8 P·V, and writes
+                              the same error.json and precision counts as the FP8 path)`;
 
 export interface CliProblem {
   problem: AttentionProblem;

@@ -6,7 +6,7 @@
 import './backward.css';
 import { useRef, type KeyboardEvent } from 'react';
 import { hasBackward, PASSES, type Pass } from '../../engine/debugger/pass.ts';
-import { formToRequest } from '../store/problem-form.ts';
+import { formToRequest, withAppliedFeatures } from '../store/problem-form.ts';
 import { useApp, type PaneId } from '../store/store.ts';
 import { usePane } from '../pane/context.ts';
 import type { PaneController } from '../pane/controller.ts';
@@ -66,8 +66,7 @@ export function loadPass(pane: PaneId, ctl: PaneController, pass: Pass): void {
     return;
   }
   const applied = st.problem[pane].applied;
-  const features = applied?.algorithm === req.algorithm ? applied.features : undefined;
-  void ctl.load(withImported(pane, features ? { ...req, features } : req));
+  void ctl.load(withImported(pane, withAppliedFeatures(req, applied)));
 }
 
 export function PassSwitch() {

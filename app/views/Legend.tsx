@@ -6,7 +6,7 @@ import { CLIPPED, MASKED, NOT_COMPUTED, type ColourScale } from './colour.ts';
 
 const rgbCss = (c: [number, number, number]) => `rgb(${c[0]},${c[1]},${c[2]})`;
 
-function LegendImpl({ scale, label, showMasked }: { scale: ColourScale; label: string; showMasked?: boolean }) {
+function LegendImpl({ scale, label, showMasked, marksLabel }: { scale: ColourScale; label: string; showMasked?: boolean; marksLabel?: string }) {
   const ref = useRef<HTMLCanvasElement>(null);
   useEffect(() => {
     const ctx = ref.current?.getContext('2d');
@@ -46,6 +46,14 @@ function LegendImpl({ scale, label, showMasked }: { scale: ColourScale; label: s
         <>
           <span className="swatch" style={{ background: `repeating-linear-gradient(45deg, ${rgbCss(MASKED[0])} 0 2px, ${rgbCss(MASKED[1])} 2px 4px)` }} />
           <span className="legend-note">masked</span>
+        </>
+      )}
+      {marksLabel && (
+        <>
+          <span className="swatch mark-swatch" />
+          <span className="legend-note" data-testid="legend-marks">
+            {marksLabel}
+          </span>
         </>
       )}
     </div>

@@ -20,7 +20,10 @@ export interface PrecisionFix {
 
 const set = (pane: string, patch: Partial<ProblemForm>) => {
   markTouched(pane, Object.keys(patch));
-  useApp.getState().setForm(pane, patch);
+  const app = useApp.getState();
+  app.setForm(pane, patch);
+  // The refusal shown after a load attempt is answered by the fix.
+  if (app.playback[pane]?.error?.place === 'problem') app.patchPlayback(pane, { error: undefined });
 };
 
 /** The engine's refusal of this form's low-precision problem, or null (fine, not FP8, or not yet a valid form). */

@@ -56,6 +56,7 @@ async function setUpFp8(page: Page) {
 
 test('FA3 FP8 on outlier inputs: totals against float64, tile scales on hover, incoherent processing lowers the RMSE', async ({ page }) => {
   await setUpFp8(page);
+  await panel(page).screenshot({ path: 'test-results/precision-panel-fa3-fp8.png' });
   const form = await formOf(page, { dtype: 'fp8e4m3', distribution: 'fa3-outliers' });
   const on = await engine(form);
   await load(page, on.s.events().length);
@@ -143,9 +144,10 @@ test('FP8 where it cannot run ends in a one-click fix, not an error', async ({ p
   const hint = p.getByTestId('precision-hint');
   await expect(hint).toContainText('fa2 has no FP8 path');
   await p.getByRole('button', { name: 'Load problem' }).click();
-  await expect(p.getByRole('alert')).toContainText('Pick one of the fixes under the dtype');
+  await expect(p.getByRole('alert')).toContainText('pick one of the fixes under the dtype');
+  await expect(p.getByRole('alert')).toContainText('Not loaded: fa2 cannot run this fp8e4m3 problem');
   await p.screenshot({ path: 'test-results/precision-fix-fa2.png' });
-  const fix = hint.getByRole('button', { name: 'Run it on FlashAttention-3 (Hopper, SM90)' });
+  const fix = hint.getByRole('button', { name: 'Run it on fa3' });
   await fix.focus();
   await page.keyboard.press('Enter');
   await expect(p.getByLabel('Algorithm')).toHaveValue('fa3');
@@ -165,7 +167,7 @@ test('FP8 where it cannot run ends in a one-click fix, not an error', async ({ p
   await p.getByRole('radio', { name: /Backward/ }).click();
   await expect(hint).toContainText('backward');
   await expect(hint.getByRole('button', { name: /Step the forward pass/ })).toBeVisible();
-  await expect(p.getByRole('alert')).toContainText('Pick one of the fixes under the dtype');
+  await expect(p.getByRole('alert')).toContainText('pick one of the fixes under the dtype');
   await hint.getByRole('button', { name: 'Use bf16' }).click();
   await expect(p.getByLabel('dtype')).toHaveValue('bf16');
   await expect(hint).toHaveCount(0);

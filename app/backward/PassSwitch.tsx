@@ -7,7 +7,7 @@ import './backward.css';
 import { useRef, type KeyboardEvent } from 'react';
 import { hasBackward, PASSES, type Pass } from '../../engine/debugger/pass.ts';
 import { formToRequest, withAppliedFeatures } from '../store/problem-form.ts';
-import { lowPrecisionRefusal } from '../defaults/PrecisionFix.tsx';
+import { lowPrecisionRefusal, refusedLoadMessage } from '../defaults/PrecisionFix.tsx';
 import { useApp, type PaneId } from '../store/store.ts';
 import { usePane } from '../pane/context.ts';
 import type { PaneController } from '../pane/controller.ts';
@@ -67,9 +67,9 @@ export function loadPass(pane: PaneId, ctl: PaneController, pass: Pass): void {
     return;
   }
   // A dtype this pass cannot run (FP8 on a backward): the hint under the dtype has the fixes.
-  const refusal = lowPrecisionRefusal(useApp.getState().problem[pane].form);
-  if (refusal) {
-    st.patchPlayback(pane, { error: { place: 'problem', message: `${refusal.message}. Pick one of the fixes under the dtype.` } });
+  const form = useApp.getState().problem[pane].form;
+  if (lowPrecisionRefusal(form)) {
+    st.patchPlayback(pane, { error: { place: 'problem', message: refusedLoadMessage(form) } });
     return;
   }
   const applied = st.problem[pane].applied;

@@ -15,6 +15,8 @@ import './defaults.css';
 
 export interface PrecisionFix {
   label: string;
+  /** A longer description (the algorithm's full name). */
+  title?: string;
   apply: (pane: string) => void;
 }
 
@@ -58,9 +60,9 @@ export function precisionFixes(form: ProblemForm, r: Refusal): PrecisionFix[] {
     if (forwardRuns) fixes.push({ label: `Step the forward pass (${form.algorithm}'s backward has no ${dtype} path)`, apply: (pane) => set(pane, { pass: 'forward' }) });
     else
       for (const id of algorithmsFor(form, dtype)) {
-        const name = ALGORITHMS.find((a) => a.id === id)?.name ?? id;
         fixes.push({
-          label: `Run it on ${name}`,
+          label: `Run it on ${id}`,
+          title: ALGORITHMS.find((a) => a.id === id)?.name,
           apply: (pane) => {
             chooseAlgorithm(pane, id);
             // The algorithm's defaults may bring its own dtype; the person asked for this one.
@@ -75,6 +77,11 @@ export function precisionFixes(form: ProblemForm, r: Refusal): PrecisionFix[] {
   return fixes;
 }
 
+/** The line a load attempt shows instead of sending a problem the engine would refuse. */
+export function refusedLoadMessage(form: ProblemForm): string {
+  return `Not loaded: ${form.algorithm}${form.pass === 'backward' ? "'s backward" : ''} cannot run this ${form.dtype} problem as set; pick one of the fixes under the dtype.`;
+}
+
 /** Under the dtype: why this low-precision problem cannot run as set, and the fixes. */
 export function PrecisionFitHint() {
   const { pane } = usePane();
@@ -87,7 +94,7 @@ export function PrecisionFitHint() {
       <p>{refusal.message}.</p>
       <div className="fix-buttons">
         {fixes.map((f) => (
-          <button key={f.label} type="button" onClick={() => f.apply(pane)}>
+          <button key={f.label} type="button" title={f.title} onClick={() => f.apply(pane)}>
             {f.label}
           </button>
         ))}

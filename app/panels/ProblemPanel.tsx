@@ -12,7 +12,7 @@ import { withImported } from '../import/import-store.ts';
 import { PassSwitch } from '../backward/PassSwitch.tsx';
 import { chooseAlgorithm, editForm } from '../defaults/form-defaults.ts';
 import { FormFitHint } from '../defaults/FitFix.tsx';
-import { PrecisionFitHint, lowPrecisionRefusal } from '../defaults/PrecisionFix.tsx';
+import { PrecisionFitHint, lowPrecisionRefusal, refusedLoadMessage } from '../defaults/PrecisionFix.tsx';
 import { isFp8 } from '../../engine/problem.ts';
 import { PANEL_SWITCHES } from '../store/problem-form.ts';
 
@@ -26,14 +26,13 @@ function KernelSwitches({ form, set }: { form: ProblemForm; set: (p: Partial<Pro
   const applied = useApp((s) => s.problem[pane].applied);
   const switches = PANEL_SWITCHES[form.algorithm];
   if (!switches) return null;
-  const name = ALGORITHMS.find((a) => a.id === form.algorithm)?.name ?? form.algorithm;
   const fp8 = isFp8(form.dtype);
   const loaded = applied?.algorithm === form.algorithm ? applied.features : undefined;
   const value = (key: string, def: boolean | number) => form.switches[key] ?? loaded?.[key] ?? def;
   const setSwitch = (key: string, v: boolean | string) => set({ switches: { ...form.switches, [key]: v } });
   return (
     <fieldset className="kernel-switches">
-      <legend>{name} switches</legend>
+      <legend>{form.algorithm.toUpperCase()} switches</legend>
       <div className="fields">
         {switches.map((sw) => {
           const off = sw.fp8Only && !fp8;
@@ -90,7 +89,7 @@ export function ProblemPanel() {
     // A dtype the algorithm or pass cannot run: the hint under the dtype has the fixes.
     const refusal = lowPrecisionRefusal(form);
     if (refusal) {
-      patch(pane, { error: { place: 'problem', message: `${refusal.message}. Pick one of the fixes under the dtype.` } });
+      patch(pane, { error: { place: 'problem', message: refusedLoadMessage(form) } });
       return;
     }
     // The form has no kernel switches (they live in the hardware view and the lessons): a

@@ -225,7 +225,6 @@ function FlushChart({ run, head, frame }: { run: PrecisionRun; head: PrecisionHe
   let top = 1;
   for (const c of run.castFlushed) if (c > top) top = c;
   const bw = W / steps.length;
-  const total = frame.total;
   const at = (s: number) => {
     // The bars are placed by cast-step order; the cursor sits between the casts around it.
     let k = 0;
@@ -246,10 +245,10 @@ function FlushChart({ run, head, frame }: { run: PrecisionRun; head: PrecisionHe
         )}
         <line x1={at(frame.step)} x2={at(frame.step)} y1={0} y2={H} className="cursor" />
         <text x={0} y={H + 11} className="axis">
-          cast 1
+          first cast
         </text>
         <text x={W} y={H + 11} textAnchor="end" className="axis">
-          cast {steps.length} (of {total} steps) · most {top}
+          cast {steps.length} · tallest bar {top} flushed
         </text>
       </svg>
     </div>
@@ -313,6 +312,7 @@ export function PrecisionView() {
               tileRows={summary.blocks.blockM}
               tileCols={head.dv}
               maxPx={230}
+              complete
               tileInfo={(tr) => {
                 const t = head.tiles.find((x) => x.qBlock === tr);
                 return t?.qScale !== undefined ? [`Q scale ${num(t.qScale)}${t.qSaturated ? ` (${t.qSaturated} saturated)` : ''}`] : [];

@@ -39,6 +39,8 @@ export interface HeatmapProps {
   marks?: Int32Array;
   /** What a marker means, for the legend and the tooltip. */
   marksLabel?: string;
+  /** Every cell holds a value (a final result): the legend leaves out "not computed". */
+  complete?: boolean;
   /** Extra tooltip lines for the hovered cell's tile (e.g. its quantization scales). */
   tileInfo?: (tileRow: number, tileCol: number) => string[];
 }
@@ -240,7 +242,7 @@ function HeatmapImpl(props: HeatmapProps) {
           </div>
         )}
       </div>
-      <Legend scale={scale} label={props.title} showMasked={!!mask} marksLabel={marks && marks.length ? props.marksLabel : undefined} />
+      <Legend scale={scale} label={props.title} showMasked={!!mask} marksLabel={marks && marks.length ? props.marksLabel : undefined} complete={props.complete} />
     </figure>
   );
 }

@@ -6,7 +6,7 @@ import { CLIPPED, MASKED, NOT_COMPUTED, type ColourScale } from './colour.ts';
 
 const rgbCss = (c: [number, number, number]) => `rgb(${c[0]},${c[1]},${c[2]})`;
 
-function LegendImpl({ scale, label, showMasked, marksLabel }: { scale: ColourScale; label: string; showMasked?: boolean; marksLabel?: string }) {
+function LegendImpl({ scale, label, showMasked, marksLabel, complete }: { scale: ColourScale; label: string; showMasked?: boolean; marksLabel?: string; complete?: boolean }) {
   const ref = useRef<HTMLCanvasElement>(null);
   useEffect(() => {
     const ctx = ref.current?.getContext('2d');
@@ -40,8 +40,12 @@ function LegendImpl({ scale, label, showMasked, marksLabel }: { scale: ColourSca
           </span>
         </>
       )}
-      <span className="swatch" style={{ background: `repeating-conic-gradient(${rgbCss(NOT_COMPUTED[0])} 0 25%, ${rgbCss(NOT_COMPUTED[1])} 0 50%) 0 0/6px 6px` }} />
-      <span className="legend-note">not computed</span>
+      {!complete && (
+        <>
+          <span className="swatch" style={{ background: `repeating-conic-gradient(${rgbCss(NOT_COMPUTED[0])} 0 25%, ${rgbCss(NOT_COMPUTED[1])} 0 50%) 0 0/6px 6px` }} />
+          <span className="legend-note">not computed</span>
+        </>
+      )}
       {showMasked && (
         <>
           <span className="swatch" style={{ background: `repeating-linear-gradient(45deg, ${rgbCss(MASKED[0])} 0 2px, ${rgbCss(MASKED[1])} 2px 4px)` }} />

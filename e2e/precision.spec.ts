@@ -100,6 +100,7 @@ test('FA3 FP8 on outlier inputs: totals against float64, tile scales on hover, i
   const fwd = page.getByRole('button', { name: 'Step forward', exact: true });
   for (let i = 0; i < firstExp; i++) await fwd.click();
   await expect(view.getByTestId('precision-step')).toContainText('max |P − P64|');
+  await view.screenshot({ path: 'test-results/precision-step-exp.png' });
 
   // Incoherent processing off: the RMSE the view shows rises to the engine's figure.
   const off = await engine({ ...form, switches: { incoherent: false } });

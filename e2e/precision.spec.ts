@@ -3,6 +3,8 @@ import { DebuggerSession } from '../engine/debugger/session.ts';
 import { DEFAULT_FORM, formToRequest, type ProblemForm } from '../app/store/problem-form.ts';
 import { num } from '../app/precision/tile-info.ts';
 import { counter, openApp, watchConsole } from './helpers.ts';
+import { defaultSharedState, encodeState } from '../app/share/url-state.ts';
+import { DEFAULT_VIEWS } from '../app/views/registry.ts';
 
 // Issue 17, the views: FP8 on FA3 from the problem panel, measured against float64 in the
 // Precision view, with the numbers checked against the engine's own session run in Node.
@@ -189,4 +191,22 @@ test('a share link carries the FP8 dtype, the distribution and the FA3 switches'
   await expect(p.getByLabel('Input distribution')).toHaveValue('fa3-outliers');
   await expect(p.getByLabel('pScale', { exact: true })).toHaveValue('16');
   await expect(p.getByLabel('blockQuant', { exact: true })).not.toBeChecked();
+});
+
+test('a link with FP8 on fa2 opens with the fixes instead of a failed load', async ({ page }) => {
+  const s = defaultSharedState(DEFAULT_VIEWS);
+  s.form = { ...DEFAULT_FORM, dtype: 'fp8e4m3', distribution: 'fa3-outliers' };
+  await page.goto(`/${encodeState(s)}`);
+  const p = panel(page);
+  await expect(p.getByRole('alert')).toContainText('Not loaded: fa2 cannot run this fp8e4m3 problem', { timeout: 20_000 });
+  await p.getByTestId('precision-hint').getByRole('button', { name: 'Use bf16' }).click();
+  await expect(p.getByRole('alert')).toHaveCount(0);
+  await p.getByRole('button', { name: 'Load problem' }).click();
+  await expect(counter(page)).toHaveText(/^Step 1 of \d+$/, { timeout: 30_000 });
+  // A 16-bit run: the Precision view starts folded and measures on request.
+  const view = precision(page);
+  await view.getByRole('button', { name: 'Measure against float64' }).click();
+  await expect(rmseCell(page)).toHaveText(/^\d/, { timeout: 30_000 });
+  await expect(view.getByTestId('flushed-none')).toBeVisible();
+  await view.screenshot({ path: 'test-results/precision-bf16.png' });
 });

@@ -112,7 +112,7 @@ function StepErrors({ head, frame, summary, tiles }: { head: PrecisionHead; fram
       {rect && (
         <p data-testid="precision-step" className="prec-step-line">
           this tile so far: max |S − S64| <b>{num(sMax)}</b>, max |P − P64| <b>{num(pMax)}</b>, flushed P <b>{flushedHere}</b>
-          {scaleLines(tiles.get(`${frame.event.tile.qBlock},${frame.event.tile.kvBlock}`)).map((l) => (
+          {scaleLines(tiles.get(`${frame.event.tile.qBlock},${frame.event.tile.kvBlock}`), false).map((l) => (
             <span key={l}> · {l}</span>
           ))}
         </p>

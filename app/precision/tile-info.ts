@@ -5,7 +5,7 @@ import type { TilePrecision } from '../../engine/debugger/precision.ts';
 export const num = (v: number | undefined, digits = 3): string => (v === undefined || Number.isNaN(v) ? '—' : v === 0 ? '0' : Math.abs(v) >= 1e-3 && Math.abs(v) < 1e4 ? Number(v.toPrecision(digits)).toString() : v.toExponential(digits - 1));
 
 /** The tile's quantization scales and P-cast factor, as tooltip lines (none for a run without them). */
-export function scaleLines(t: TilePrecision | undefined): string[] {
+export function scaleLines(t: TilePrecision | undefined, withFlushed = true): string[] {
   if (!t) return [];
   const lines: string[] = [];
   const qkv = [
@@ -15,7 +15,7 @@ export function scaleLines(t: TilePrecision | undefined): string[] {
   ] as const;
   const scales = qkv.filter(([, s]) => s !== undefined).map(([n, s, sat]) => `${n} ${num(s)}${sat ? ` (${sat} saturated)` : ''}`);
   if (scales.length) lines.push(`scales: ${scales.join(', ')}`);
-  if (t.pScale !== undefined) lines.push(`pScale ${t.pScale}, flushed ${t.flushed}`);
+  if (t.pScale !== undefined) lines.push(withFlushed ? `pScale ${t.pScale}, flushed ${t.flushed}` : `pScale ${t.pScale}`);
   return lines;
 }
 

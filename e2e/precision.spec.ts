@@ -94,6 +94,7 @@ test('FA3 FP8 on outlier inputs: totals against float64, tile scales on hover, i
   const pMap = view.getByRole('img', { name: /\|P − P64\| so far heatmap/ });
   await pMap.hover({ position: { x: 5, y: 5 } });
   await expect(view.getByRole('tooltip')).toContainText('scales: Q');
+  await page.screenshot({ path: 'test-results/precision-tooltip.png' });
   await page.screenshot({ path: 'test-results/precision-fa3-fp8-outliers.png', fullPage: true });
   await view.screenshot({ path: 'test-results/precision-view.png' });
 

@@ -92,8 +92,8 @@ test('FA3 FP8 on outlier inputs: totals against float64, tile scales on hover, i
   await expect(detail).toContainText('(0, 1)');
   // The heatmap tooltip of a tile also names its scales.
   const pMap = view.getByRole('img', { name: /\|P − P64\| so far heatmap/ });
-  await pMap.hover({ position: { x: 5, y: 5 } });
-  await expect(view.getByRole('tooltip')).toContainText('scales: Q');
+  await pMap.hover({ position: { x: 200, y: 5 } });
+  await expect(view.getByRole('tooltip')).toContainText('Q scale');
   await page.screenshot({ path: 'test-results/precision-tooltip.png' });
   await page.screenshot({ path: 'test-results/precision-fa3-fp8-outliers.png', fullPage: true });
   await view.screenshot({ path: 'test-results/precision-view.png' });

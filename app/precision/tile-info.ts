@@ -13,8 +13,8 @@ export function scaleLines(t: TilePrecision | undefined, withFlushed = true): st
     ['K', t.kScale, t.kSaturated],
     ['V', t.vScale, t.vSaturated],
   ] as const;
-  const scales = qkv.filter(([, s]) => s !== undefined).map(([n, s, sat]) => `${n} ${num(s)}${sat ? ` (${sat} saturated)` : ''}`);
-  if (scales.length) lines.push(`scales: ${scales.join(', ')}`);
+  // One line per tensor keeps a tooltip narrow enough to stay inside its view.
+  for (const [n, s, sat] of qkv) if (s !== undefined) lines.push(`${n} scale ${num(s)}${sat ? ` (${sat} saturated)` : ''}`);
   if (t.pScale !== undefined) lines.push(withFlushed ? `pScale ${t.pScale}, flushed ${t.flushed}` : `pScale ${t.pScale}`);
   return lines;
 }

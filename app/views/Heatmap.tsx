@@ -223,7 +223,7 @@ function HeatmapImpl(props: HeatmapProps) {
           }}
         />
         {hover && (
-          <div className="hm-tooltip" role="tooltip" style={{ left: Math.min(hover.x + 12, width - 20), top: hover.y + 12 }}>
+          <div className="hm-tooltip" role="tooltip" style={hover.x > width / 2 && props.tileInfo ? { right: width - hover.x + 12, top: hover.y + 12 } : { left: Math.min(hover.x + 12, width - 20), top: hover.y + 12 }}>
             {props.id}[{hover.r}, {hover.c}] = {hoverMasked ? 'masked' : fmt(hoverValue)}
             {hoverMarked && props.marksLabel && (
               <>

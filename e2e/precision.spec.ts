@@ -132,6 +132,18 @@ test('attention sink with K/V first to last: pScale 1 flushes P values that pSca
   await expect(view.getByTestId('flushed-head')).toHaveText(String(one.r.head.flushed));
   await expect(page.getByRole('region', { name: 'Tile heatmaps' }).getByTestId('legend-marks')).toHaveText('flushed to 0 by the P cast');
   await page.getByRole('region', { name: 'Tile heatmaps' }).screenshot({ path: 'test-results/precision-heatmaps-flushed.png' });
+  // The tile numbers of a P tile mark the same values: tile (0, 1) holds keys 224–255, all shown.
+  const heat = page.getByRole('region', { name: 'Tile heatmaps' });
+  const pCanvas = heat.getByRole('img', { name: /^P = exp\(S − m\) heatmap/ });
+  const box = (await pCanvas.boundingBox())!;
+  await pCanvas.click({ position: { x: box.width * (240 / 256), y: box.height * (10 / 256) } });
+  const zoom = page.getByRole('region', { name: 'Tile numbers' });
+  await expect(zoom.getByRole('heading')).toHaveText('P tile (0, 1)');
+  let inTile = 0;
+  for (let r = 0; r < 128; r++) for (let c = 224; c < 256; c++) if (one.r.head.flushedAt[r * 256 + c] >= 0) inTile++;
+  expect(inTile).toBeGreaterThan(0);
+  await expect(zoom.locator('td.flushed')).toHaveCount(inTile);
+  await zoom.screenshot({ path: 'test-results/precision-zoom-flushed.png' });
   await view.screenshot({ path: 'test-results/precision-sink-pscale1.png' });
 
   await p.getByLabel('pScale', { exact: true }).fill('256');

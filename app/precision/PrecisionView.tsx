@@ -222,13 +222,24 @@ function FlushChart({ run, head, frame }: { run: PrecisionRun; head: PrecisionHe
   for (const v of head.flushedAt) if (v >= 0 && v <= frame.step) headSoFar++;
   const W = 320;
   const H = 56;
+  // At most one bar per pixel: a long run's casts are summed into W bins (each bin's last
+  // cast step decides whether it is done).
+  const bins = Math.min(steps.length, W);
+  const per = steps.length / bins;
+  const binCount = new Float64Array(bins);
+  const binLast = new Int32Array(bins);
+  for (let i = 0; i < steps.length; i++) {
+    const k = Math.min(bins - 1, Math.floor(i / per));
+    binCount[k] += run.castFlushed[i];
+    binLast[k] = steps[i];
+  }
   let top = 1;
-  for (const c of run.castFlushed) if (c > top) top = c;
-  const bw = W / steps.length;
+  for (const c of binCount) if (c > top) top = c;
+  const bw = W / bins;
   const at = (s: number) => {
-    // The bars are placed by cast-step order; the cursor sits between the casts around it.
+    // The bars are placed by cast order; the cursor sits after the last bin whose casts are done.
     let k = 0;
-    while (k < steps.length && steps[k] <= s) k++;
+    while (k < bins && binLast[k] <= s) k++;
     return k * bw;
   };
   return (
@@ -238,17 +249,18 @@ function FlushChart({ run, head, frame }: { run: PrecisionRun; head: PrecisionHe
         P values flushed by step {frame.step + 1}: <b data-testid="flushed-head">{headSoFar}</b> in this head, <b data-testid="flushed-run-so-far">{runSoFar}</b> in the run ({castSoFar} of {steps.length} casts done); whole run:{' '}
         <b data-testid="flushed-total">{run.flushedTotal}</b>.
       </p>
-      <svg width={W} height={H + 14} role="img" aria-label={`P values flushed by each of the ${steps.length} cast steps, most ${top}`} className="prec-flush-chart">
+      <svg width={W} height={H + 14} role="img" aria-label={`P values flushed by the ${steps.length} cast steps${bins < steps.length ? ` in ${bins} bars` : ''}, tallest bar ${top}`} className="prec-flush-chart">
         <rect x={0} y={0} width={W} height={H} className="chart-bg" />
-        {Array.from(run.castFlushed, (c, i) =>
-          c > 0 ? <rect key={i} x={i * bw} y={H - (H * c) / top} width={Math.max(1, bw - (bw > 3 ? 1 : 0))} height={(H * c) / top} className={steps[i] <= frame.step ? 'bar done' : 'bar'} /> : null,
+        {Array.from(binCount, (c, i) =>
+          c > 0 ? <rect key={i} x={i * bw} y={H - (H * c) / top} width={Math.max(1, bw - (bw > 3 ? 1 : 0))} height={(H * c) / top} className={binLast[i] <= frame.step ? 'bar done' : 'bar'} /> : null,
         )}
         <line x1={at(frame.step)} x2={at(frame.step)} y1={0} y2={H} className="cursor" />
         <text x={0} y={H + 11} className="axis">
           first cast
         </text>
         <text x={W} y={H + 11} textAnchor="end" className="axis">
-          cast {steps.length} · tallest bar {top} flushed
+          cast {steps.length}
+          {bins < steps.length ? ` (${per.toFixed(1)} per bar)` : ''} · tallest bar {top} flushed
         </text>
       </svg>
     </div>

@@ -3,28 +3,9 @@
 import { scaleLinear, scalePow } from 'd3';
 import { memo, useEffect, useRef } from 'react';
 import { CLIPPED, MASKED, NOT_COMPUTED, type ColourScale } from './colour.ts';
+import { spacedTicks } from './legend-ticks.ts';
 
 const rgbCss = (c: [number, number, number]) => `rgb(${c[0]},${c[1]},${c[2]})`;
-
-/** Approximate width of one tick-label character at the legend's 10 px font. */
-const CHAR_PX = 6;
-
-/**
- * Ticks whose labels do not overlap: on a square-root scale small values crowd the left end
- * (0, 0.001, 0.002, … within a few pixels), so a tick is kept only when its label clears the
- * one kept before it.
- */
-function spacedTicks(values: number[], at: (v: number) => number): { t: number; x: number; label: string }[] {
-  const out: { t: number; x: number; label: string }[] = [];
-  for (const t of values) {
-    const label = String(t);
-    const x = at(t);
-    const prev = out[out.length - 1];
-    if (prev && x - prev.x < ((prev.label.length + label.length) / 2) * CHAR_PX + 4) continue;
-    out.push({ t, x, label });
-  }
-  return out;
-}
 
 function LegendImpl({ scale, label, showMasked, marksLabel, complete }: { scale: ColourScale; label: string; showMasked?: boolean; marksLabel?: string; complete?: boolean }) {
   const ref = useRef<HTMLCanvasElement>(null);

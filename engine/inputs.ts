@@ -15,6 +15,8 @@ export interface AttentionInputs {
 }
 
 export type InputDistribution = 'normal' | 'large-logits' | 'outlier-row' | 'fa3-outliers' | 'sink';
+/** Every distribution, for the places that list or check them (the share links). */
+export const INPUT_DISTRIBUTIONS: readonly InputDistribution[] = ['normal', 'large-logits', 'outlier-row', 'fa3-outliers', 'sink'];
 
 /** Keys that the 'sink' distribution makes attention sinks (the first tokens, as in trained models). */
 export const SINK_KEYS = 4;

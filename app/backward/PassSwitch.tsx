@@ -6,7 +6,8 @@
 import './backward.css';
 import { useRef, type KeyboardEvent } from 'react';
 import { hasBackward, PASSES, type Pass } from '../../engine/debugger/pass.ts';
-import { formToRequest } from '../store/problem-form.ts';
+import { formToRequest, withAppliedFeatures } from '../store/problem-form.ts';
+import { lowPrecisionRefusal, refusedLoadMessage } from '../defaults/PrecisionFix.tsx';
 import { useApp, type PaneId } from '../store/store.ts';
 import { usePane } from '../pane/context.ts';
 import type { PaneController } from '../pane/controller.ts';
@@ -65,9 +66,14 @@ export function loadPass(pane: PaneId, ctl: PaneController, pass: Pass): void {
     st.patchPlayback(pane, { error: { place: 'problem', message: (e as Error).message } });
     return;
   }
+  // A dtype this pass cannot run (FP8 on a backward): the hint under the dtype has the fixes.
+  const form = useApp.getState().problem[pane].form;
+  if (lowPrecisionRefusal(form)) {
+    st.patchPlayback(pane, { error: { place: 'problem', message: refusedLoadMessage(form) } });
+    return;
+  }
   const applied = st.problem[pane].applied;
-  const features = applied?.algorithm === req.algorithm ? applied.features : undefined;
-  void ctl.load(withImported(pane, features ? { ...req, features } : req));
+  void ctl.load(withImported(pane, withAppliedFeatures(req, applied)));
 }
 
 export function PassSwitch() {

@@ -8,7 +8,7 @@ import { controllers } from '../compare/controllers.ts';
 import { withImported } from '../import/import-store.ts';
 import { usePane } from '../pane/context.ts';
 import type { PaneController } from '../pane/controller.ts';
-import { formToRequest } from '../store/problem-form.ts';
+import { formToRequest, withAppliedFeatures } from '../store/problem-form.ts';
 import { useApp } from '../store/store.ts';
 import { choiceKey, defaultGpu } from '../hardware/gpus.ts';
 import { hasSchedule, shapeOf, simulateFor } from '../../engine/hw/registry.ts';
@@ -25,8 +25,7 @@ function loadForm(pane: string, ctl: PaneController): void {
   try {
     const req = formToRequest(app.problem[pane].form);
     const applied = app.problem[pane].applied;
-    const features = applied?.algorithm === req.algorithm ? applied.features : undefined;
-    void ctl.load(withImported(pane, features ? { ...req, features } : req));
+    void ctl.load(withImported(pane, withAppliedFeatures(req, applied)));
   } catch (e) {
     app.patchPlayback(pane, { error: { place: 'problem', message: (e as Error).message } });
   }

@@ -7,6 +7,7 @@ import { useApp, type PaneId } from '../store/store.ts';
 import { BreakpointsPanel } from '../panels/BreakpointsPanel.tsx';
 import { ProblemPanel } from '../panels/ProblemPanel.tsx';
 import { Transport } from '../panels/Transport.tsx';
+import { lowPrecisionRefusal, refusedLoadMessage } from '../defaults/PrecisionFix.tsx';
 import { DEFAULT_VIEWS, VIEWS, type ViewColumn } from '../views/registry.ts';
 import { PaneContext, usePane } from './context.ts';
 import { PaneController } from './controller.ts';
@@ -143,7 +144,10 @@ export function DebuggerPane({ pane, loadOnMount = true, onController }: Debugge
     setCtl(c);
     onController?.(c);
     // First screen: the pane's current form, loaded right away.
-    if (loadOnMount) void c.load(formToRequest(useApp.getState().problem[pane].form));
+    // A link's low-precision problem the engine would refuse waits for one of the panel's fixes.
+    const form = useApp.getState().problem[pane].form;
+    if (loadOnMount && lowPrecisionRefusal(form)) useApp.getState().patchPlayback(pane, { error: { place: 'problem', message: refusedLoadMessage(form) } });
+    else if (loadOnMount) void c.load(formToRequest(form));
     return () => {
       unregister();
       onController?.(null);

@@ -3,7 +3,7 @@
 // worker, and a bad value is reported next to the form while the loaded run stays.
 
 import { ALGORITHMS } from '../../engine/algorithms/registry.ts';
-import { formToRequest, type ProblemForm } from '../store/problem-form.ts';
+import { formToRequest, withAppliedFeatures, type ProblemForm } from '../store/problem-form.ts';
 import { useApp } from '../store/store.ts';
 import { usePane } from '../pane/context.ts';
 import { CountersTable } from '../views/CountersView.tsx';
@@ -12,6 +12,47 @@ import { withImported } from '../import/import-store.ts';
 import { PassSwitch } from '../backward/PassSwitch.tsx';
 import { chooseAlgorithm, editForm } from '../defaults/form-defaults.ts';
 import { FormFitHint } from '../defaults/FitFix.tsx';
+import { PrecisionFitHint, lowPrecisionRefusal, refusedLoadMessage } from '../defaults/PrecisionFix.tsx';
+import { isFp8 } from '../../engine/problem.ts';
+import { PANEL_SWITCHES } from '../store/problem-form.ts';
+
+/**
+ * The chosen algorithm's kernel switches (PANEL_SWITCHES): each shows what the next load
+ * will use (the person's setting, else the loaded run's, else the kernel's default).
+ * FP8-only switches are disabled, with a note, while the dtype is not FP8.
+ */
+function KernelSwitches({ form, set }: { form: ProblemForm; set: (p: Partial<ProblemForm>) => void }) {
+  const { pane } = usePane();
+  const applied = useApp((s) => s.problem[pane].applied);
+  const switches = PANEL_SWITCHES[form.algorithm];
+  if (!switches) return null;
+  const fp8 = isFp8(form.dtype);
+  const loaded = applied?.algorithm === form.algorithm ? applied.features : undefined;
+  const value = (key: string, def: boolean | number) => form.switches[key] ?? loaded?.[key] ?? def;
+  const setSwitch = (key: string, v: boolean | string) => set({ switches: { ...form.switches, [key]: v } });
+  return (
+    <fieldset className="kernel-switches">
+      <legend>{form.algorithm.toUpperCase()} switches</legend>
+      <div className="fields">
+        {switches.map((sw) => {
+          const off = sw.fp8Only && !fp8;
+          const title = off ? `${sw.spec.doc} (FP8 runs only: pick fp8e4m3 or fp8e5m2)` : sw.spec.doc;
+          return typeof sw.spec.default === 'boolean' ? (
+            <label key={sw.key} title={title} className="feature">
+              <input type="checkbox" aria-label={sw.label} disabled={off} checked={value(sw.key, sw.spec.default) as boolean} onChange={(e) => setSwitch(sw.key, e.target.checked)} /> {sw.label}
+            </label>
+          ) : (
+            <label key={sw.key} title={title} className="field">
+              <span>{sw.label}</span>
+              <input aria-label={sw.label} disabled={off} size={4} inputMode="numeric" value={String(value(sw.key, sw.spec.default))} onChange={(e) => setSwitch(sw.key, e.target.value)} />
+            </label>
+          );
+        })}
+      </div>
+      {!fp8 && switches.some((s) => s.fp8Only) && <p className="dim note">blockQuant, incoherent, pScale and the Hadamard seed act on FP8 runs only (dtype fp8e4m3 or fp8e5m2).</p>}
+    </fieldset>
+  );
+}
 
 function Field({ label, name, form, set, width = 5 }: { label: string; name: keyof ProblemForm; form: ProblemForm; set: (p: Partial<ProblemForm>) => void; width?: number }) {
   return (
@@ -45,11 +86,16 @@ export function ProblemPanel() {
   const load = () => {
     const req = request();
     if (!req) return;
+    // A dtype the algorithm or pass cannot run: the hint under the dtype has the fixes.
+    const refusal = lowPrecisionRefusal(form);
+    if (refusal) {
+      patch(pane, { error: { place: 'problem', message: refusedLoadMessage(form) } });
+      return;
+    }
     // The form has no kernel switches (they live in the hardware view and the lessons): a
     // reload of the same algorithm keeps the ones the loaded run has.
     const applied = useApp.getState().problem[pane].applied;
-    const features = applied?.algorithm === req.algorithm ? applied.features : undefined;
-    void ctl.load(withImported(pane, features ? { ...req, features } : req));
+    void ctl.load(withImported(pane, withAppliedFeatures(req, applied)));
   };
   const busy = status === 'loading' || status === 'busy';
 
@@ -126,6 +172,8 @@ export function ProblemPanel() {
                 <option value="fp32">fp32</option>
                 <option value="fp16">fp16</option>
                 <option value="bf16">bf16</option>
+                <option value="fp8e4m3">fp8e4m3</option>
+                <option value="fp8e5m2">fp8e5m2</option>
               </select>
             </label>
             <Field label="seed" name="seed" form={form} set={set} width={6} />
@@ -135,12 +183,16 @@ export function ProblemPanel() {
                 <option value="normal">normal</option>
                 <option value="large-logits">large logits</option>
                 <option value="outlier-row">planted outlier row</option>
+                <option value="fa3-outliers">FA3 outliers</option>
+                <option value="sink">attention sink</option>
               </select>
             </label>
             {form.distribution === 'outlier-row' && <Field label="outlier row" name="outlierRow" form={form} set={set} width={4} />}
           </div>
+          <PrecisionFitHint />
           <ImportButton />
         </fieldset>
+        <KernelSwitches form={form} set={set} />
         <div className="row-buttons">
           <button type="submit" className="primary" disabled={busy}>
             Load problem

@@ -124,4 +124,22 @@ describe('share link codec', () => {
       { numRuns: 500 },
     );
   });
+
+  it('round-trips an FP8 problem with its distribution and FA3 switches', () => {
+    const s = defaultSharedState(VIEWS);
+    s.form = { ...DEFAULT_FORM, algorithm: 'fa3', dtype: 'fp8e5m2', distribution: 'sink', switches: { incoherent: false, pScale: '1', reverseKv: false, seed: '4', blockQuant: true } };
+    expect(decodeState(encodeState(s), VIEWS)).toEqual({ state: s, notices: [] });
+    s.form = { ...s.form, dtype: 'fp8e4m3', distribution: 'fa3-outliers' };
+    expect(decodeState(encodeState(s), VIEWS)).toEqual({ state: s, notices: [] });
+  });
+
+  it('drops a switch a link cannot carry, with a notice, and keeps the rest', () => {
+    const f = { ...DEFAULT_FORM, algorithm: 'fa3', dtype: 'fp8e4m3', switches: { pScale: '3', incoherent: false, bogus: true, blockQuant: 'yes' } };
+    const { state, notices } = decodeState(frag({ v: SHARE_VERSION, f }), VIEWS);
+    expect(state.form.switches).toEqual({ incoherent: false });
+    expect(state.form.dtype).toBe('fp8e4m3');
+    expect(notices.join('\n')).toMatch(/switches\.pScale: .*power of two/);
+    expect(notices.join('\n')).toMatch(/switches\.bogus: unknown switch/);
+    expect(notices.join('\n')).toMatch(/switches\.blockQuant: "yes" is not true or false/);
+  });
 });

@@ -8,8 +8,9 @@ import { ALGORITHMS } from '../../engine/algorithms/registry.ts';
 import { PASSES } from '../../engine/debugger/pass.ts';
 import { SYNC_AXES, type SyncAxis } from '../../engine/compare/sync.ts';
 import { GPUS } from '../../engine/hw/gpus/index.ts';
+import { DEFAULT_FORM, PANEL_SWITCHES, formToRequest, type ProblemForm } from '../store/problem-form.ts';
 import { DTYPES, type DType } from '../../engine/problem.ts';
-import { DEFAULT_FORM, formToRequest, type ProblemForm } from '../store/problem-form.ts';
+import { INPUT_DISTRIBUTIONS } from '../../engine/inputs.ts';
 import { DEFAULT_PANES, MAX_PANES, MIN_PANES, type ComparePaneConfig } from '../compare/pane-config.ts';
 import { decodeServing, encodeServing, type ServingShare } from '../serving/serving-url.ts';
 
@@ -98,12 +99,16 @@ function readForm(x: unknown, notices: string[]): ProblemForm {
     algorithm: ALGORITHMS.map((a) => a.id),
     pass: PASSES,
     blockMode: ['sram', 'explicit'],
-    dtype: ['fp32', 'fp16', 'bf16'],
-    distribution: ['normal', 'large-logits', 'outlier-row', 'fa3-outliers', 'sink'],
+    dtype: DTYPES,
+    distribution: INPUT_DISTRIBUTIONS,
   };
   for (const [k, v] of Object.entries(x)) {
     if (!(k in DEFAULT_FORM)) {
       notices.push(`problem.${k}: unknown setting, ignored`);
+      continue;
+    }
+    if (k === 'switches') {
+      form.switches = readSwitches(v, notices);
       continue;
     }
     const key = k as keyof ProblemForm;
@@ -123,6 +128,14 @@ function readForm(x: unknown, notices: string[]): ProblemForm {
       break;
     } catch (e) {
       const field = (e as { field?: string }).field ?? '';
+      if (field.startsWith('switches.')) {
+        const sw = field.slice('switches.'.length);
+        notices.push(`problem.${field}: ${(e as Error).message}; using the kernel's default`);
+        const rest = { ...form.switches };
+        delete rest[sw];
+        form.switches = rest;
+        continue;
+      }
       const key = fieldOf[field];
       if (!key) {
         notices.push(`problem: ${(e as Error).message}; the default problem is shown`);
@@ -133,6 +146,23 @@ function readForm(x: unknown, notices: string[]): ProblemForm {
     }
   }
   return form;
+}
+
+/** The problem panel's kernel switches from a link: known keys with a value of the right kind. */
+function readSwitches(x: unknown, notices: string[]): ProblemForm['switches'] {
+  const out: ProblemForm['switches'] = {};
+  if (!isObj(x)) {
+    notices.push(`problem.switches: ${show(x)} ignored (not an object)`);
+    return out;
+  }
+  const known = new Map(Object.values(PANEL_SWITCHES).flat().map((sw) => [sw.key, typeof sw.spec.default === 'boolean' ? 'boolean' : 'string']));
+  for (const [k, v] of Object.entries(x)) {
+    const want = known.get(k);
+    if (!want) notices.push(`problem.switches.${k}: unknown switch, ignored`);
+    else if (typeof v !== want) notices.push(`problem.switches.${k}: ${show(v)} is not ${want === 'boolean' ? 'true or false' : 'a number as text'}; using the kernel's default`);
+    else out[k] = v as boolean | string;
+  }
+  return out;
 }
 
 function readViews(x: unknown, known: readonly string[], where: string, fallback: string[], notices: string[]): string[] {

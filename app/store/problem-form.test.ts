@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_FORM, formToRequest } from './problem-form.ts';
+import { DEFAULT_FORM, formToRequest, withAppliedFeatures } from './problem-form.ts';
 
 describe('problem form', () => {
   it('turns the default form into a request the engine accepts', () => {
@@ -28,5 +28,23 @@ describe('problem form', () => {
     expect(formToRequest({ ...DEFAULT_FORM, algorithm: 'fa2', pass: 'backward' }).pass).toBe('backward');
     expect(formToRequest(DEFAULT_FORM).pass).toBeUndefined();
     expect(() => formToRequest({ ...DEFAULT_FORM, algorithm: 'flash-decoding', pass: 'backward' })).toThrow(/^pass: flash-decoding has no backward pass/);
+  });
+
+  it('sends the FA3 switches the person set, the FP8-only ones on FP8 runs only', () => {
+    const fp8 = { ...DEFAULT_FORM, algorithm: 'fa3', dtype: 'fp8e4m3' as const, switches: { pScale: '64', incoherent: false, reverseKv: false } };
+    expect(formToRequest(fp8).features).toEqual({ pScale: 64, incoherent: false, reverseKv: false });
+    expect(formToRequest({ ...fp8, dtype: 'bf16' }).features).toEqual({ reverseKv: false });
+    expect(formToRequest({ ...fp8, algorithm: 'fa2', dtype: 'fp32' }).features).toBeUndefined();
+    expect(() => formToRequest({ ...fp8, switches: { pScale: '3' } })).toThrow(/^switches\.pScale: must be a power of two/);
+    expect(() => formToRequest({ ...fp8, switches: { seed: 'x' } })).toThrow(/^switches\.seed: must be a number/);
+  });
+  it('keeps the loaded run’s other switches, lets the form decide its own, and drops FP8 ones from a 16-bit run', () => {
+    const applied = formToRequest({ ...DEFAULT_FORM, algorithm: 'fa3', dtype: 'fp8e4m3', switches: { pScale: '1' } });
+    applied.features = { ...applied.features, pingpong: false };
+    const next = formToRequest({ ...DEFAULT_FORM, algorithm: 'fa3', dtype: 'fp8e4m3', switches: { pScale: '256' } });
+    expect(withAppliedFeatures(next, applied).features).toEqual({ pScale: 256, pingpong: false });
+    const bf16 = formToRequest({ ...DEFAULT_FORM, algorithm: 'fa3', dtype: 'bf16' });
+    expect(withAppliedFeatures(bf16, applied).features).toEqual({ pingpong: false });
+    expect(withAppliedFeatures(formToRequest(DEFAULT_FORM), applied).features).toBeUndefined();
   });
 });

@@ -3,8 +3,32 @@
 
 import type { LoadRequest } from '../../engine/debugger/protocol.ts';
 import type { InputDistribution } from '../../engine/inputs.ts';
-import type { AttentionProblem, DType } from '../../engine/problem.ts';
+import { isFp8, type AttentionProblem, type DType } from '../../engine/problem.ts';
 import { hasBackward, type Pass } from '../../engine/debugger/pass.ts';
+import { FA3_FEATURES } from '../../engine/algorithms/fa3.ts';
+import type { FeatureSpec } from '../../engine/algorithms/features.ts';
+
+/** A kernel switch the problem panel offers: the engine's spec, its label and whether only FP8 runs take it. */
+export interface PanelSwitch {
+  key: string;
+  label: string;
+  spec: FeatureSpec<boolean> | FeatureSpec<number>;
+  fp8Only: boolean;
+}
+
+/**
+ * The switches the problem panel shows per algorithm (the rest stay in the hardware views
+ * and the lessons): FA3's K/V order and its FP8 path's quantization and P-cast switches.
+ */
+export const PANEL_SWITCHES: Record<string, PanelSwitch[]> = {
+  fa3: [
+    { key: 'blockQuant', label: 'blockQuant', spec: FA3_FEATURES.blockQuant, fp8Only: true },
+    { key: 'incoherent', label: 'incoherent', spec: FA3_FEATURES.incoherent, fp8Only: true },
+    { key: 'pScale', label: 'pScale', spec: FA3_FEATURES.pScale, fp8Only: true },
+    { key: 'reverseKv', label: 'reverseKv', spec: FA3_FEATURES.reverseKv, fp8Only: false },
+    { key: 'seed', label: 'Hadamard seed', spec: FA3_FEATURES.seed, fp8Only: true },
+  ],
+};
 
 export interface ProblemForm {
   algorithm: string;
@@ -34,6 +58,11 @@ export interface ProblemForm {
   seed: string;
   distribution: InputDistribution;
   outlierRow: string;
+  /**
+   * The panel's kernel switches (PANEL_SWITCHES) the person set, by key: booleans as
+   * checked, numbers as typed. A switch not here keeps the loaded run's value, or the default.
+   */
+  switches: Record<string, boolean | string>;
 }
 
 export const DEFAULT_FORM: ProblemForm = {
@@ -60,6 +89,7 @@ export const DEFAULT_FORM: ProblemForm = {
   seed: '1',
   distribution: 'normal',
   outlierRow: '',
+  switches: {},
 };
 
 export class FormError extends Error {
@@ -114,10 +144,49 @@ export function formToRequest(f: ProblemForm): LoadRequest {
     if (!hasBackward(f.algorithm)) throw new FormError('pass', `${f.algorithm} has no backward pass in FlashScope; choose Forward, or one of the algorithms that have one`);
     req.pass = 'backward';
   }
+  const features = switchFeatures(f);
+  if (features) req.features = features;
   if (f.distribution === 'outlier-row' && f.outlierRow.trim() !== '') {
     const r = int('outlier row', f.outlierRow, 0);
     if (r >= problem.nq) throw new FormError('outlier row', `must be below nq (${problem.nq}), got ${r}`);
     req.outlierRow = r;
   }
   return req;
+}
+
+/** The panel's switches this form sends: those the person set, FP8-only ones on FP8 runs only. */
+export function switchFeatures(f: ProblemForm): Record<string, boolean | number> | undefined {
+  const out: Record<string, boolean | number> = {};
+  for (const sw of PANEL_SWITCHES[f.algorithm] ?? []) {
+    const v = f.switches[sw.key];
+    if (v === undefined || (sw.fp8Only && !isFp8(f.dtype))) continue;
+    if (typeof sw.spec.default === 'boolean') {
+      if (typeof v !== 'boolean') throw new FormError(`switches.${sw.key}`, `must be on or off, got "${String(v)}"`);
+      out[sw.key] = v;
+      continue;
+    }
+    const t = String(v).trim();
+    const n = Number(t);
+    if (t === '' || !Number.isFinite(n)) throw new FormError(`switches.${sw.key}`, `must be a number, got "${String(v)}"`);
+    const why = (sw.spec as FeatureSpec<number>).check?.(n);
+    if (why) throw new FormError(`switches.${sw.key}`, why);
+    out[sw.key] = n;
+  }
+  return Object.keys(out).length ? out : undefined;
+}
+
+/**
+ * The request a load sends: the form's request with the loaded run's other switches kept
+ * (those set in the hardware views or the lessons) when the algorithm is the same. The
+ * form decides every switch it has; FP8-only switches are dropped from a non-FP8 run.
+ */
+export function withAppliedFeatures(req: LoadRequest, applied: LoadRequest | undefined): LoadRequest {
+  const kept: Record<string, boolean | number> = applied?.algorithm === req.algorithm ? { ...applied.features } : {};
+  const panel = PANEL_SWITCHES[req.algorithm] ?? [];
+  for (const sw of panel) if (sw.fp8Only && !isFp8(req.problem.dtype)) delete kept[sw.key];
+  const features = { ...kept, ...req.features };
+  const out: LoadRequest = { ...req };
+  if (Object.keys(features).length) out.features = features;
+  else delete out.features;
+  return out;
 }

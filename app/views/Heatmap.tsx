@@ -35,7 +35,18 @@ export interface HeatmapProps {
   onTileClick?: (tileRow: number, tileCol: number) => void;
   rowLabel?: string;
   colLabel?: string;
+  /** Cells drawn with a marker (row-major r·cols + c), e.g. P values the FP8 cast flushed to zero. */
+  marks?: Int32Array;
+  /** What a marker means, for the legend and the tooltip. */
+  marksLabel?: string;
+  /** Every cell holds a value (a final result): the legend leaves out "not computed". */
+  complete?: boolean;
+  /** Extra tooltip lines for the hovered cell's tile (e.g. its quantization scales). */
+  tileInfo?: (tileRow: number, tileCol: number) => string[];
 }
+
+/** Colour of cell markers: a red that neither viridis nor RdBu's middle holds. */
+export const MARK_COLOUR = '#ff3b30';
 
 function fmt(v: number): string {
   if (Number.isNaN(v)) return 'not computed';
@@ -44,7 +55,7 @@ function fmt(v: number): string {
 }
 
 function HeatmapImpl(props: HeatmapProps) {
-  const { data, rows, cols, transposed, mask, scale, tileRows, tileCols, highlight, markRows, maxPx } = props;
+  const { data, rows, cols, transposed, mask, scale, tileRows, tileCols, highlight, markRows, maxPx, marks } = props;
   const canvasRef = useRef<HTMLCanvasElement>(null);
   const offscreen = useMemo(() => document.createElement('canvas'), []);
   const [hover, setHover] = useState<{ r: number; c: number; x: number; y: number } | null>(null);
@@ -156,12 +167,28 @@ function HeatmapImpl(props: HeatmapProps) {
       ctx.fillStyle = '#ff9f1c';
       ctx.fillRect(0, m0 * sy, 3, (m1 - m0) * sy);
     }
+    if (marks && marks.length) {
+      // A ring on cells big enough to hold one, else the whole cell: a flushed value must be
+      // findable at any zoom.
+      ctx.strokeStyle = MARK_COLOUR;
+      ctx.fillStyle = MARK_COLOUR;
+      ctx.lineWidth = Math.max(1, Math.min(2, sx / 6));
+      for (const i of marks) {
+        const r = Math.floor(i / cols);
+        const c = i % cols;
+        if (sx >= 5 && sy >= 5) {
+          ctx.beginPath();
+          ctx.arc((c + 0.5) * sx, (r + 0.5) * sy, Math.min(sx, sy) * 0.32, 0, 2 * Math.PI);
+          ctx.stroke();
+        } else ctx.fillRect(c * sx, r * sy, Math.max(1, sx), Math.max(1, sy));
+      }
+    }
     if (h1 > h0 && h3 > h2) {
       ctx.strokeStyle = '#ffd400';
       ctx.lineWidth = 2;
       ctx.strokeRect(h2 * sx + 1, h0 * sy + 1, (h3 - h2) * sx - 2, (h1 - h0) * sy - 2);
     }
-  }, [painted, width, height, rows, cols, tileRows, tileCols, h0, h1, h2, h3, m0, m1, offscreen]);
+  }, [painted, width, height, rows, cols, tileRows, tileCols, h0, h1, h2, h3, m0, m1, offscreen, marks]);
 
   const cellAt = (e: React.MouseEvent<HTMLCanvasElement>) => {
     const rect = e.currentTarget.getBoundingClientRect();
@@ -172,6 +199,8 @@ function HeatmapImpl(props: HeatmapProps) {
 
   const hoverValue = hover ? data[at(hover.r, hover.c)] : 0;
   const hoverMasked = hover && mask ? mask[at(hover.r, hover.c)] === 1 : false;
+  const hoverMarked = hover && marks ? marks.includes(hover.r * cols + hover.c) : false;
+  const hoverTile = hover ? ([Math.floor(hover.r / tileRows), Math.floor(hover.c / tileCols)] as const) : undefined;
   return (
     <figure className="heatmap" data-matrix={props.id} data-highlight={highlight ? `${highlight.r0},${highlight.r1},${highlight.c0},${highlight.c1}` : ''}>
       <figcaption>
@@ -194,14 +223,26 @@ function HeatmapImpl(props: HeatmapProps) {
           }}
         />
         {hover && (
-          <div className="hm-tooltip" role="tooltip" style={{ left: Math.min(hover.x + 12, width - 20), top: hover.y + 12 }}>
+          <div className="hm-tooltip" role="tooltip" style={hover.x > width / 2 && props.tileInfo ? { right: width - hover.x + 12, top: hover.y + 12 } : { left: Math.min(hover.x + 12, width - 20), top: hover.y + 12 }}>
             {props.id}[{hover.r}, {hover.c}] = {hoverMasked ? 'masked' : fmt(hoverValue)}
+            {hoverMarked && props.marksLabel && (
+              <>
+                <br />
+                <span className="hm-marked">{props.marksLabel}</span>
+              </>
+            )}
             <br />
-            tile ({Math.floor(hover.r / tileRows)}, {Math.floor(hover.c / tileCols)})
+            tile ({hoverTile![0]}, {hoverTile![1]})
+            {props.tileInfo?.(hoverTile![0], hoverTile![1]).map((line) => (
+              <span key={line}>
+                <br />
+                {line}
+              </span>
+            ))}
           </div>
         )}
       </div>
-      <Legend scale={scale} label={props.title} showMasked={!!mask} />
+      <Legend scale={scale} label={props.title} showMasked={!!mask} marksLabel={marks && marks.length ? props.marksLabel : undefined} complete={props.complete} />
     </figure>
   );
 }

@@ -7,6 +7,10 @@ import { usePane } from '../pane/context.ts';
 import { colourScale } from './colour.ts';
 import { Heatmap, type Rect } from './Heatmap.tsx';
 import { BackwardHeatmaps } from '../backward/BackwardHeatmaps.tsx';
+import { flushedUpTo, usePrecisionMarks } from './precision-store.ts';
+import { scaleLines, tileIndex } from '../precision/tile-info.ts';
+
+export const FLUSHED_LABEL = 'flushed to 0 by the P cast';
 
 export function HeatmapsView() {
   const { pane } = usePane();
@@ -14,6 +18,15 @@ export function HeatmapsView() {
   const inputs = useApp((s) => s.playback[pane].inputs);
   const summary = useApp((s) => s.playback[pane].summary);
   const patchSelection = useApp((s) => s.patchSelection);
+  // Low-precision runs: the P values the cast flushed so far, and each tile's scales on hover.
+  const marks = usePrecisionMarks();
+  const step = frame?.step ?? -1;
+  const flushed = useMemo(() => (marks ? flushedUpTo(marks.flushedAt, step) : undefined), [marks, step]);
+  const tileInfo = useMemo(() => {
+    if (!marks) return undefined;
+    const idx = tileIndex(marks.tiles);
+    return (tr: number, tc: number) => scaleLines(idx.get(`${tr},${tc}`));
+  }, [marks]);
   const ranges = summary?.ranges;
   const standard = summary?.algorithm === 'standard';
   // Q, K and V are on their robust extent (an outlier row is clipped, not the rest washed
@@ -55,8 +68,8 @@ export function HeatmapsView() {
         <Heatmap id="Q" title="Q" data={inputs.q} rows={inputs.nq} cols={inputs.d} scale={scales.q} tileRows={blockM} tileCols={inputs.d} highlight={qRows} maxPx={Math.max(side(inputs.nq, inputs.nk), 40)} onTileClick={zoom('Q')} />
         <Heatmap id="Kᵀ" title="Kᵀ" data={inputs.k} rows={inputs.d} cols={inputs.nk} transposed scale={scales.k} tileRows={inputs.d} tileCols={blockN} highlight={kCols} maxPx={big} onTileClick={zoom('K')} />
         <Heatmap id="V" title="V" data={inputs.v} rows={inputs.nk} cols={inputs.dv} scale={scales.v} tileRows={blockN} tileCols={inputs.dv} highlight={vRows} maxPx={big} onTileClick={zoom('V')} />
-        <Heatmap id="S" title="S = τ·QKᵀ" data={frame.s} version={frame.seq} mask={frame.mask} rows={frame.nq} cols={frame.nk} scale={scales.s} tileRows={blockM} tileCols={blockN} highlight={sTile} maxPx={big} onTileClick={zoom('S')} />
-        <Heatmap id="P" title={fa1 ? 'P̃ = exp(S − m̃)' : summary.algorithm === 'standard' ? 'P' : 'P = exp(S − m)'} data={frame.p} version={frame.seq} rows={frame.nq} cols={frame.nk} scale={scales.p} tileRows={blockM} tileCols={blockN} highlight={sTile} maxPx={big} onTileClick={zoom('P')} />
+        <Heatmap id="S" title="S = τ·QKᵀ" data={frame.s} version={frame.seq} mask={frame.mask} rows={frame.nq} cols={frame.nk} scale={scales.s} tileRows={blockM} tileCols={blockN} highlight={sTile} maxPx={big} onTileClick={zoom('S')} tileInfo={tileInfo} />
+        <Heatmap id="P" title={fa1 ? 'P̃ = exp(S − m̃)' : summary.algorithm === 'standard' ? 'P' : 'P = exp(S − m)'} data={frame.p} version={frame.seq} rows={frame.nq} cols={frame.nk} scale={scales.p} tileRows={blockM} tileCols={blockN} highlight={sTile} maxPx={big} onTileClick={zoom('P')} marks={flushed} marksLabel={FLUSHED_LABEL} tileInfo={tileInfo} />
         <Heatmap
           id="O"
           title={fa1 ? 'O (HBM-resident, rewritten)' : 'O'}

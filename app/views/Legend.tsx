@@ -3,10 +3,11 @@
 import { scaleLinear, scalePow } from 'd3';
 import { memo, useEffect, useRef } from 'react';
 import { CLIPPED, MASKED, NOT_COMPUTED, type ColourScale } from './colour.ts';
+import { spacedTicks } from './legend-ticks.ts';
 
 const rgbCss = (c: [number, number, number]) => `rgb(${c[0]},${c[1]},${c[2]})`;
 
-function LegendImpl({ scale, label, showMasked }: { scale: ColourScale; label: string; showMasked?: boolean }) {
+function LegendImpl({ scale, label, showMasked, marksLabel, complete }: { scale: ColourScale; label: string; showMasked?: boolean; marksLabel?: string; complete?: boolean }) {
   const ref = useRef<HTMLCanvasElement>(null);
   useEffect(() => {
     const ctx = ref.current?.getContext('2d');
@@ -24,9 +25,9 @@ function LegendImpl({ scale, label, showMasked }: { scale: ColourScale; label: s
       <div className="legend-bar">
         <canvas ref={ref} width={128} height={8} />
         <div className="legend-ticks">
-          {ticks.ticks(3).map((t) => (
-            <span key={t} style={{ left: `${ticks(t)}px` }}>
-              {t}
+          {spacedTicks(ticks.ticks(3), ticks).map(({ t, x, label }) => (
+            <span key={t} style={{ left: `${x}px` }}>
+              {label}
             </span>
           ))}
         </div>
@@ -40,12 +41,24 @@ function LegendImpl({ scale, label, showMasked }: { scale: ColourScale; label: s
           </span>
         </>
       )}
-      <span className="swatch" style={{ background: `repeating-conic-gradient(${rgbCss(NOT_COMPUTED[0])} 0 25%, ${rgbCss(NOT_COMPUTED[1])} 0 50%) 0 0/6px 6px` }} />
-      <span className="legend-note">not computed</span>
+      {!complete && (
+        <>
+          <span className="swatch" style={{ background: `repeating-conic-gradient(${rgbCss(NOT_COMPUTED[0])} 0 25%, ${rgbCss(NOT_COMPUTED[1])} 0 50%) 0 0/6px 6px` }} />
+          <span className="legend-note">not computed</span>
+        </>
+      )}
       {showMasked && (
         <>
           <span className="swatch" style={{ background: `repeating-linear-gradient(45deg, ${rgbCss(MASKED[0])} 0 2px, ${rgbCss(MASKED[1])} 2px 4px)` }} />
           <span className="legend-note">masked</span>
+        </>
+      )}
+      {marksLabel && (
+        <>
+          <span className="swatch mark-swatch" />
+          <span className="legend-note" data-testid="legend-marks">
+            {marksLabel}
+          </span>
         </>
       )}
     </div>

@@ -2,6 +2,7 @@
 
 import { useApp } from '../store/store.ts';
 import { usePane } from '../pane/context.ts';
+import { usePrecisionMarks } from './precision-store.ts';
 
 const MAX_CELLS = 64 * 64;
 
@@ -20,7 +21,10 @@ export function TileZoomView() {
   const inputs = useApp((s) => s.playback[pane].inputs);
   const summary = useApp((s) => s.playback[pane].summary);
   const patchSelection = useApp((s) => s.patchSelection);
+  const marks = usePrecisionMarks();
   if (!zoom || !frame || !inputs || !summary) return null;
+  // P values the FP8 cast flushed to zero, by the current step (a low-precision run's P tile only).
+  const flushed = (r: number, c: number) => zoom.matrix === 'P' && !!marks && marks.flushedAt[r * frame.nk + c] >= 0 && marks.flushedAt[r * frame.nk + c] <= frame.step;
   const { blockM, blockN } = summary.blocks;
   let title = '';
   let rowLo = 0;
@@ -83,14 +87,21 @@ export function TileZoomView() {
             {Array.from({ length: rowHi - rowLo }, (_, i) => rowLo + i).map((r) => (
               <tr key={r}>
                 <th>{r}</th>
-                {Array.from({ length: cols }, (_, c) => (
-                  <td key={c}>{cell(get(r, colLo + c), masked(r, colLo + c))}</td>
-                ))}
+                {Array.from({ length: cols }, (_, c) =>
+                  flushed(r, colLo + c) ? (
+                    <td key={c} className="flushed" title="flushed to 0 by the P cast: P·pScale fell below half of the format's smallest value">
+                      0✕
+                    </td>
+                  ) : (
+                    <td key={c}>{cell(get(r, colLo + c), masked(r, colLo + c))}</td>
+                  ),
+                )}
               </tr>
             ))}
           </tbody>
         </table>
       </div>
+      {zoom.matrix === 'P' && marks && marks.flushed > 0 && <p className="dim note">0✕: a P value the cast to e4m3 flushed to zero (it was &gt; 0 in fp32).</p>}
     </section>
   );
 }

@@ -28,6 +28,7 @@ export interface ViewDef {
 // KaTeX is only fetched once a formula is on screen.
 const FormulaView = lazy(() => import('./FormulaView.tsx'));
 const HardwareNotesView = lazy(() => import('../hardware/HardwareNotesView.tsx'));
+const PrecisionView = lazy(() => import('../precision/PrecisionView.tsx'));
 // The backward has schedules of its own (fa3, fa2: engine/hw/step-map-bwd.ts); the notes stay forward-only.
 const hw = (s: LoadSummary) => hasHardwareModel(s.algorithm, s.pass === 'backward' ? 'backward' : 'forward');
 const hwForward = (s: LoadSummary) => s.pass !== 'backward' && hasHardwareModel(s.algorithm);
@@ -37,6 +38,7 @@ export const VIEWS: readonly ViewDef[] = [
   { id: 'heatmaps', title: 'Tile heatmaps', column: 'main', component: HeatmapsView },
   { id: 'zoom', title: 'Tile numbers', column: 'main', component: TileZoomView },
   { id: 'dq-accum', title: 'dQ accumulation', column: 'main', component: DqAccumulationView, when: (s) => s.pass === 'backward' && (s.algorithm === 'fa2' || s.algorithm === 'fa3') },
+  { id: 'precision', title: 'Precision', column: 'main', component: PrecisionView, when: forward },
   { id: 'hbm', title: 'HBM m and l', column: 'main', component: HbmStateView, when: (s) => forward(s) && s.algorithm === 'fa1' },
   { id: 'stats', title: 'Running statistics', column: 'side', component: StatsView, when: forward },
   { id: 'formula', title: 'Formula', column: 'side', component: FormulaView },

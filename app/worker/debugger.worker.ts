@@ -62,6 +62,16 @@ const api: DebuggerApi = {
     const { frame: f, used } = await session.seekSync(point, axis, gpu);
     return Comlink.transfer({ frame: f, used }, frameBuffers(f));
   },
+  precisionMarks: async (b: number, h: number) => {
+    const m = await session.precisionMarks(b, h);
+    return Comlink.transfer(m, [m.flushedAt.buffer as ArrayBuffer]);
+  },
+  precision: async (b: number, h: number) => {
+    const r = await session.precision(b, h);
+    if (!r.ok) return r;
+    const x = r.head;
+    return Comlink.transfer(r, [x.flushedAt, x.oErr, x.sErr, x.pErr, x.s64, x.p64, r.run.castSteps, r.run.castFlushed].map((a) => a.buffer as ArrayBuffer));
+  },
   traceJsonl: () => session.traceJsonl(),
 };
 

@@ -21,6 +21,7 @@ import type { TensorImport } from '../import/tensor-import.ts';
 import type { Pass } from './pass.ts';
 import type { BackwardArrays, BackwardPatch } from './backward-state.ts';
 import type { DqAdd } from './dq-accumulation.ts';
+import type { PrecisionMarks, PrecisionResponse } from './precision.ts';
 
 /** Everything that determines a trace: same request, same trace, always. */
 export interface LoadRequest {
@@ -74,6 +75,12 @@ export interface LoadSummary {
   pass: Pass;
   /** A backward run: fixed colour ranges of its inputs and gradients over the whole run. */
   backward?: BackwardSummary;
+  /**
+   * Present when the trace carries low-precision fields (TRACE.md "Low precision"): some event
+   * has a quantization scale (`quantized`), some exp event a `flushed` list (`cast`), and the
+   * P values flushed over the run.
+   */
+  lowPrecision?: { quantized: boolean; cast: boolean; flushed: number };
   /** Bytes the session holds for this trace: event payloads plus checkpoints. */
   memoryBytes: number;
   checkpointInterval: number;
@@ -237,6 +244,10 @@ export interface DebuggerApi extends HardwareApi {
   syncPoint(gpu: string): Promise<SyncPoint>;
   /** Moves to this run's step at a leader's point; `used` is the axis actually applied. */
   seekSync(point: SyncPoint, axis: SyncAxis, gpu: string): Promise<{ frame: FrameUpdate; used: SyncAxis }>;
+  /** Flushed P values and tile scales of head (b, h); no reference needed (TRACE.md "Precision view data"). */
+  precisionMarks(b: number, h: number): Promise<PrecisionMarks>;
+  /** The Precision view's errors against float64 for head (b, h), or why they are not computed. */
+  precision(b: number, h: number): Promise<PrecisionResponse>;
   /** The whole trace as JSONL (TRACE.md), one event per line. */
   traceJsonl(): Promise<string>;
 }

@@ -25,6 +25,7 @@ import { describeBreakpoint, matchBreakpoint } from './breakpoints.ts';
 import { cloneCounters, HeadState } from './head-state.ts';
 import { startPass, type PassRun } from './pass-run.ts';
 import { storedForwardP, summarizeBackward } from './backward-summary.ts';
+import { precisionFor, precisionMarks, precisionRefusal, referenceOutput, type PrecisionMarks, type PrecisionResponse } from './precision.ts';
 import type {
   Breakpoint,
   BreakpointHit,
@@ -160,6 +161,10 @@ interface Loaded {
   summary: LoadSummary;
   /** A backward run: its dO [batch, hq, nq, dv] and the P a standard forward stores [batch, hq, nq, nk]. */
   backward?: { dO: Float32Array; pForward: Float32Array };
+  /** The algorithm's precision totals (AlgorithmResult.stats), when it reports them. */
+  precisionStats?: Record<string, number>;
+  /** The float64 reference output, computed on the Precision view's first request. */
+  o64?: Float64Array;
 }
 
 export class DebuggerSession {
@@ -247,6 +252,7 @@ export class DebuggerSession {
     // former would leave the finished P dark. The unnormalized values saturate instead.
     const pFinal: [number, number] = [Infinity, -Infinity];
     const stats = new Map<string, number[]>();
+    const lowPrecision = { quantized: false, cast: false, flushed: 0 };
     let numbers = 0;
     sliceStart = performance.now();
     for (let i = 0; i < events.length; i++) {
@@ -254,6 +260,12 @@ export class DebuggerSession {
       probe.apply(ev);
       if (i % interval === 0) checkpoints.push(probe.clone());
       numbers += eventNumbers(ev);
+      // Low-precision fields (FA3's FP8 path, SageAttention's INT8): the views that mark them look here.
+      if ((ev.kind === 'load' && ev.quant) || (ev.kind === 'qk' && ev.qScale !== undefined)) lowPrecision.quantized = true;
+      if (ev.kind === 'exp' && ev.flushed) {
+        lowPrecision.cast = true;
+        lowPrecision.flushed += ev.flushed.length;
+      }
       if (ev.kind === 'qk') updateRange(ranges.s, ev.s);
       else if (ev.kind === 'exp' || ev.kind === 'recompute') updateRange(ranges.p, ev.p);
       else if (ev.kind === 'pv' || ev.kind === 'normalize' || ev.kind === 'combine') {
@@ -297,6 +309,7 @@ export class DebuggerSession {
       algorithmName: algo.name,
       pass: backward ? 'backward' : 'forward',
       ...(backward ? { backward: summarizeBackward(problem, events, backward.dO, backward.pForward) } : {}),
+      ...(lowPrecision.quantized || lowPrecision.cast ? { lowPrecision } : {}),
       total: events.length,
       blocks: result.blocks,
       tiles: { rows: blockCount(problem.nq, result.blocks.blockM), cols: blockCount(problem.nk, result.blocks.blockN) },
@@ -320,6 +333,7 @@ export class DebuggerSession {
       stats,
       summary,
       backward,
+      ...(!run.dO && 'stats' in result && result.stats ? { precisionStats: result.stats } : {}),
     };
     this.cur = checkpoints[0].clone();
     this.pos = 0;
@@ -537,6 +551,30 @@ export class DebuggerSession {
       const { step, used } = stepFor(L.events, point, axis, axis === 'time' ? this.timesOn(L, gpu) : null);
       this.moveTo(step);
       return { frame: this.frame(), used };
+    });
+  }
+
+  /** Flushed P values and tile scales of head (b, h) (no reference): the P heatmap's marks. */
+  precisionMarks(b: number, h: number): Promise<PrecisionMarks> {
+    return this.serial(() => {
+      const L = this.need();
+      return precisionMarks(L.problem, L.events, b, h);
+    });
+  }
+
+  /**
+   * The Precision view's data for head (b, h): the run's output against float64 (computed on
+   * the first request, then kept), and the head's S, P and O errors. A backward run, or a
+   * problem whose reference is too big to compute here, gets a reason instead.
+   */
+  precision(b: number, h: number): Promise<PrecisionResponse> {
+    return this.serial(() => {
+      const L = this.need();
+      if (L.backward) return { ok: false, reason: 'The Precision view measures a forward output against float64; this run steps the backward pass.' };
+      const why = precisionRefusal(L.problem);
+      if (why) return { ok: false, reason: why };
+      L.o64 ??= referenceOutput(L.problem, L.inputs);
+      return { ok: true, ...precisionFor(L.problem, L.inputs, L.output, L.events, b, h, L.o64, L.precisionStats) };
     });
   }
 

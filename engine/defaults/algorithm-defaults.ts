@@ -6,7 +6,7 @@
 // What "fits" is never restated here: the hardware model (engine/hw/) decides, through the
 // resource sheet describeFor() builds. The table only says where each algorithm starts.
 
-import type { DType } from '../problem.ts';
+import { DTYPES, type DType } from '../problem.ts';
 import { gpuById, type GpuId } from '../hw/gpus/index.ts';
 import { describeFor, hwAlgorithmById } from '../hw/registry.ts';
 import type { ProblemShape } from '../hw/model.ts';
@@ -148,7 +148,7 @@ export function defaultsFor(algo: string, current: Partial<WorkingConfig>, touch
       if (t.gpu !== null && v !== null && misfits(algo, { ...base, gpu: v as GpuId }).every((l) => !l.startsWith('arch:'))) c.gpu = v as GpuId;
       continue;
     }
-    if (f === 'dtype' ? ['fp32', 'fp16', 'bf16'].includes(v as string) : Number.isInteger(v) && (v as number) > 0) (c as unknown as Record<string, unknown>)[f] = v;
+    if (f === 'dtype' ? (DTYPES as readonly string[]).includes(v as string) : Number.isInteger(v) && (v as number) > 0) (c as unknown as Record<string, unknown>)[f] = v;
   }
   const replaced: Replaced[] = [];
   const replace = (field: ConfigField, to: WorkingConfig[ConfigField], why: string) => {

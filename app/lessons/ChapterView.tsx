@@ -183,7 +183,9 @@ export function ChapterView({ chapter, initialStep }: { chapter: Chapter; initia
                     onChange={(e) => {
                       const v = e.target.checked ? t.on : t.off;
                       setPending((p) => ({ ...p, [t.feature]: v }));
-                      void applyToPanes((r) => ({ ...r, features: { ...r.features, [t.feature]: v } }), `${t.label} ${e.target.checked ? 'on' : 'off'}`);
+                      // A switch is a feature of the first pane's kernel; a pane that runs another algorithm keeps its problem.
+                      const kernel = applied?.algorithm;
+                      void applyToPanes((r) => (r.algorithm === kernel ? { ...r, features: { ...r.features, [t.feature]: v } } : r), `${t.label} ${e.target.checked ? 'on' : 'off'}`);
                     }}
                   />{' '}
                   {t.label} <span className="dim">— {t.explain}</span>

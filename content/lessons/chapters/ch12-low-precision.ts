@@ -7,6 +7,7 @@ import { FP8, roundFp8, encodeFp8 } from '../../../engine/lowprec/fp8.ts';
 import { randomInputs } from '../../../engine/inputs.ts';
 import type { LoadRequest } from '../../../engine/debugger/protocol.ts';
 import type { TraceEvent } from '../../../engine/trace/events.ts';
+import { firstQk, K_OFFSET, SAGE_PRESET, SMOOTH_PROBLEM, smoothingRow, smoothingTable } from './k-smoothing.ts';
 import { errorRow, firstFlush, flushTable, fp8ErrorTable, kBlockScales, nonSinkFlushes, outlierKLoad, outlierQk, rotationEffect, SINK_PRESET, ERROR_PROBLEM, ERROR_SEED } from './low-precision.ts';
 
 /** First pane: FA3's FP8 forward on the FA3 paper's outlier mix, block scales on, no rotation yet. */
@@ -28,6 +29,9 @@ function kOutlier(req: LoadRequest): { value: number; key: number; channel: numb
   });
   return best;
 }
+
+/** The FA3 changes leave the SageAttention pane as it is: sage has no such switches and takes no FP8 dtype. */
+const fa3Only = (change: (r: LoadRequest) => LoadRequest) => (r: LoadRequest) => (r.algorithm === 'fa3' ? change(r) : r);
 
 const pExpOf = (ev: readonly TraceEvent[], i: number) => {
   const x = ev[i];
@@ -52,12 +56,12 @@ export const chapter12: Chapter = {
     { kind: 'widget', widget: 'fp8-formats' },
     {
       kind: 'p',
-      text: 'A tensor is therefore stored with a **scale**: the kernel keeps codes $\\hat x = \\mathrm{fp8}(x / s)$ and multiplies $s$ back in after the matmul, $S = s_Q s_K\\, \\hat Q \\hat K^{\\top}$. FlashScope uses $s = \\max|x| / 448$, so the tile\'s largest entry lands exactly on 448. With **block quantization** each $B_r \\times d$ tile of $Q$ and each $B_c \\times d$ tile of $K$ and $V$ gets its own scale; without it one scale serves the whole tensor (per head). In FlashScope\'s trace each load step carries its tile\'s scale and each S step the $Q$ and $K$ scales that went into it (the pane\'s Trace JSONL export has them; engine/TRACE.md, "Low precision").',
+      text: 'A tensor is therefore stored with a **scale**: the kernel keeps codes $\\hat x = \\mathrm{fp8}(x / s)$ and multiplies $s$ back in after the matmul, $S = s_Q s_K\\, \\hat Q \\hat K^{\\top}$. FlashScope uses $s = \\max|x| / 448$, so the tile\'s largest entry lands exactly on 448. With **block quantization** each $B_r \\times d$ tile of $Q$ and each $B_c \\times d$ tile of $K$ and $V$ gets its own scale; without it one scale serves the whole tensor (per head). Each pane below has a **Precision** view: hover or focus a tile in its tile grid (or in its error heatmaps) and it lists that tile\'s $Q$, $K$ and $V$ scales; the line above the error heatmaps gives the scales of the tile the current step works on, next to its largest S and P errors against float64.',
     },
     { kind: 'h', text: 'What an outlier does' },
     {
       kind: 'p',
-      text: 'Activations of trained models have a few entries tens of times larger than the rest. The FA3 paper measures its FP8 error on such a mix: every entry $\\mathcal{N}(0,1)$, plus $\\mathcal{N}(0,100)$ with probability 0.001. The first pane below runs FA3\'s FP8 forward on those inputs, block scales on, rotation off, and opens at the S step whose $K$ block has the largest scale:',
+      text: 'Activations of trained models have a few entries tens of times larger than the rest. The FA3 paper measures its FP8 error on such a mix: every entry $\\mathcal{N}(0,1)$, plus $\\mathcal{N}(0,100)$ with probability 0.001. The first pane below runs FA3\'s FP8 forward on those inputs, block scales on, rotation off, and opens at the S step whose $K$ block has the largest scale; its Precision view shows that K scale for the current tile, and the $|S - S_{64}|$ heatmap shows where the scores went wrong:',
     },
     {
       kind: 'live',
@@ -153,6 +157,10 @@ export const chapter12: Chapter = {
         };
       },
     },
+    {
+      kind: 'p',
+      text: 'The second pane\'s Precision view counts them as the run goes: its "Flushed by step" chart has one bar per cast, and the line under it gives the P values flushed so far in this head and in the whole run. The $|P - P_{64}|$ heatmap of the view and the P heatmap of the tile heatmaps ring every flushed value, from the step that flushed it on; the line above the error heatmaps gives the current tile\'s count.',
+    },
     { kind: 'goto', pane: 1, label: 'the first exp step where the cast flushes P values', find: firstFlush },
     {
       kind: 'goto',
@@ -167,15 +175,47 @@ export const chapter12: Chapter = {
     },
     {
       kind: 'p',
-      text: 'A flushed $P$ is a key whose value never reaches $O$ although $\\ell$ counts it: the row\'s output loses that key\'s contribution but is still divided by a sum that includes it; one such value is harmless, hundreds of them per row over a long context are not. Switch the K/V order or pScale in "Try this" and step through the second pane again: the zeros in $P$ thin out as the table says.',
+      text: 'A flushed $P$ is a key whose value never reaches $O$ although $\\ell$ counts it: the row\'s output loses that key\'s contribution but is still divided by a sum that includes it; one such value is harmless, hundreds of them per row over a long context are not. Switch the K/V order or pScale in "Try this" and watch the second pane\'s Precision view: the ringed cells and the bars of the flush chart thin out as the table says.',
     },
+    { kind: 'h', text: 'INT8 scores: SageAttention and K smoothing' },
+    {
+      kind: 'p',
+      text: 'SageAttention takes another road for the first matmul: $Q$ and $K$ become **INT8** codes with one scale per block, $\\delta = \\max|x| / 127$, the products of codes are summed exactly in INT32, and one multiply by $\\delta_Q \\delta_K$ turns each sum into a score. INT8\'s grid is evenly spaced, so every entry of a block, small or large, is rounded to the same step $\\delta$; in FP8 an entry\'s error follows its own size. That makes a common offset expensive. The keys of trained models often have channels with a large offset shared by every token, and one such channel sets $\\delta_K$ for its whole block, leaving the part of $K$ that differs from key to key only a few steps.',
+    },
+    { kind: 'math', tex: '\\bar k = \\frac{1}{N}\\sum_{j} K_j,\\qquad q_i\\,(K_j - \\bar k)^{\\top} = q_i K_j^{\\top} - q_i \\bar k^{\\top}' },
+    {
+      kind: 'p',
+      text: 'SageAttention therefore **smooths** $K$: it subtracts $\\bar k$, the mean of $K$ over the tokens, before quantizing. Every score of query row $i$ then moves by the same amount, $q_i \\cdot \\bar k$ (times $\\tau$), and a softmax does not see a shift shared by its whole row: $e^{s_j - c} / \\sum_l e^{s_l - c} = e^{s_j} / \\sum_l e^{s_l}$. $P$ and $O$ are the same in exact arithmetic; only the log-sum-exp needs $q_i \\cdot \\bar k\\,\\tau$ added back, and SageAttention\'s wrapper does that. What changes is what is left to quantize: $K - \\bar k$ has only the spread of the keys around their mean, so $\\delta_K$ shrinks, and the rounding error of every entry with it. FlashScope\'s sage has the switch (smoothK); the engine measures both settings on keys whose channels are shifted by constants drawn from $\\pm 20$:',
+    },
+    {
+      kind: 'live',
+      label: 'K smoothing on INT8 keys',
+      compute: () => {
+        const rows = smoothingTable();
+        const off = smoothingRow(false);
+        const on = smoothingRow(true);
+        const p = SMOOTH_PROBLEM;
+        return {
+          text: `SageAttention version 1 (INT8 Q·Kᵀ, FP16 P·V), N = ${p.nq}, d = ${p.d}, fp16, K blocks of 64 keys; $Q$, $K$, $V$ drawn from N(0,1), then every channel of $K$ shifted by its own constant in ±${K_OFFSET}. Smoothing makes K's largest INT8 step ${fmt(off.kStep / on.kStep, 3)}× finer and the error of O ${fmt(off.rmse / on.rmse, 3)}× smaller.`,
+          table: {
+            head: ['K smoothing', 'largest δ_K', 'RMS error of K', 'RMSE of O', 'max |error| of O'],
+            rows: rows.map((r) => [r.label, sci(r.kStep), sci(r.kRms), sci(r.rmse), sci(r.maxAbs)]),
+          },
+        };
+      },
+    },
+    {
+      kind: 'p',
+      text: 'The third pane steps sage (version 1, smoothing on) on an ordinary fp16 problem. At its S step the Precision view\'s tile line gives the tile\'s Q and K scales, which are the INT8 steps $\\delta_Q$ and $\\delta_K$ (version 1 multiplies $Q$ by $\\tau \\log_2 e$ before quantizing, so $\\delta_Q$ carries that factor too), and the $|S - S_{64}|$ heatmap shows what the integer scores lost. On the FA3 outlier inputs smoothing does nothing: an outlier is one entry, not a channel offset, and per-block INT8 has no counterpart to the Hadamard rotation (BENCHMARKS.md, "SageAttention").',
+    },
+    { kind: 'goto', pane: 2, label: 'SageAttention\'s first S = QKᵀ, from INT8 codes', find: firstQk },
   ],
   panes: [
     {
       label: 'FP8 on outlier inputs',
       preset: OUTLIER_PRESET,
       target: { describe: 'S = QKᵀ for the K block with the largest scale (with the rotation off, the block holding K’s outlier)', find: outlierQk },
-      views: ['heatmaps', 'formula', 'counters'],
+      views: ['heatmaps', 'precision', 'formula', 'counters'],
     },
     {
       label: 'P cast on a sink pattern',
@@ -185,7 +225,13 @@ export const chapter12: Chapter = {
         find: firstFlush,
         fallback: { describe: 'the first exp step (no P value flushes in this problem)', find: (ev) => ev.findIndex((x) => x.kind === 'exp') },
       },
-      views: ['heatmaps', 'formula'],
+      views: ['heatmaps', 'precision', 'formula'],
+    },
+    {
+      label: 'INT8 Q·Kᵀ (SageAttention)',
+      preset: SAGE_PRESET,
+      target: { describe: 'the first S = QKᵀ: an exact INT8 dot product, times δ_Q·δ_K', find: firstQk },
+      views: ['heatmaps', 'precision', 'formula'],
     },
   ],
   toggles: [
@@ -197,17 +243,17 @@ export const chapter12: Chapter = {
     {
       label: 'FA3’s K/V order (last to first)',
       look: 'In the sink pane the sinks now come last: far fewer $P$ values flush at the exp steps.',
-      change: (r) => ({ ...r, features: { ...r.features, reverseKv: true } }),
+      change: fa3Only((r) => ({ ...r, features: { ...r.features, reverseKv: true } })),
     },
     {
       label: 'P scaled by 256 before the cast',
       look: 'FA3\'s static factor: $P \\cdot 256$ keeps values down to $2^{-18}$, so far fewer $P$ values flush (the table in the text gives the counts).',
-      change: (r) => ({ ...r, features: { ...r.features, pScale: 256 } }),
+      change: fa3Only((r) => ({ ...r, features: { ...r.features, pScale: 256 } })),
     },
     {
       label: 'e5m2 instead of e4m3',
       look: 'Q, K and V keep 2 mantissa bits and their scales divide by 57344 instead of 448; $P$ is still cast to e4m3.',
-      change: (r) => ({ ...r, problem: { ...r.problem, dtype: 'fp8e5m2' } }),
+      change: fa3Only((r) => ({ ...r, problem: { ...r.problem, dtype: 'fp8e5m2' } })),
     },
   ],
   questions: [
@@ -238,7 +284,7 @@ export const chapter12: Chapter = {
         const ks = x.kind === 'qk' ? x.kScale! : NaN;
         return `${fmt(Number(a), 5)}: kScale ${sci(ks)} times the format's largest value. That entry is stored as exactly ±max; every other entry of the block is stored relative to it.`;
       },
-      hint: 'The table of K block scales in the text lists each block\'s scale for the preset; multiply the largest by 448.',
+      hint: 'The first pane\'s Precision view gives the current tile\'s K scale, in the line above its error heatmaps (or hover the tile in its tile grid); multiply it by 448.',
     },
     {
       id: 'rmse-incoherent',
@@ -262,7 +308,7 @@ export const chapter12: Chapter = {
         const r256 = nonSinkFlushes(runOther({ ...SINK_PRESET, features: { ...SINK_PRESET.features, pScale: 256 } }).events);
         return `${a} of the ${c.positive} positive non-sink P values: each is at or below 2⁻¹⁰ of its row's max, which the sinks fixed from the first block on. With pScale 256 it is ${r256.flushed}.`;
       },
-      hint: 'Count the zeros of P in every exp step of the second pane, leaving out the first four keys; or read the first row of the flush table in the text.',
+      hint: 'Step the second pane to its last step and read the whole run\'s count in its Precision view, under "Flushed by step" (a sink key is its row\'s max, so its P is 1 and never flushes); or read the first row of the flush table in the text.',
     },
     {
       id: 'flush-step-count',
@@ -278,7 +324,23 @@ export const chapter12: Chapter = {
         if (!x) return 'No exp step of this problem flushes a P value.';
         return `${a}, in K block ${x.tile.kvBlock} (keys ${x.tile.cols[0]}…${x.tile.cols[1] - 1}), each measured against the sinks' logit: ${x.tile.kvBlock === 0 ? 'the sinks are keys 0–3 of this very block' : 'the sinks of block 0 set the max before this block'}.`;
       },
-      hint: 'Outside the four sink columns every P is positive in fp32, so count the cells of that step\'s P tile that are exactly 0 (hover shows the values), or read the flushed list of that exp step in the Trace JSONL export.',
+      hint: 'The second pane\'s Precision view gives it in the line above its error heatmaps ("flushed P" of this tile so far); the ringed cells of its P heatmaps are the same values.',
+    },
+    {
+      id: 'smoothk-rmse',
+      prompt: 'In the K smoothing table (SageAttention, keys shifted per channel), which RMSE of $O$ against float64 is larger: with K smoothing off, or on?',
+      kind: 'choice',
+      choices: [
+        { id: 'off', label: 'off: K quantized with its offsets' },
+        { id: 'on', label: 'on: K − mean(K) quantized' },
+      ],
+      answer: () => (smoothingRow(false).rmse > smoothingRow(true).rmse ? 'off' : 'on'),
+      explain: (_c, a) => {
+        const off = smoothingRow(false);
+        const on = smoothingRow(true);
+        return `${a === 'off' ? 'Off' : 'On'}: ${sci(off.rmse)} without smoothing, ${sci(on.rmse)} with it. Without smoothing the offset channels set δ_K (${sci(off.kStep)} in the coarsest block); K − mean(K) needs a step of only ${sci(on.kStep)}, and the scores' shift by q·mean(K) cancels in the softmax.`;
+      },
+      hint: 'Subtracting the mean shifts every score of a row by the same amount; ask what that does to the softmax, and what it does to the largest |entry| of each K block.',
     },
   ],
 };

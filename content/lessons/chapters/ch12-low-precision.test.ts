@@ -12,6 +12,9 @@ import { softmaxScale, type AttentionProblem } from '../../../engine/problem.ts'
 import { runToEnd } from '../../../engine/run.ts';
 import { chapterByNumber } from './index.ts';
 import { lessonContext, liveBlock, locateBlock, RunCache, runRequest } from './evaluate.ts';
+import { precisionMarks } from '../../../engine/debugger/precision.ts';
+import { sage } from '../../../engine/algorithms/sage.ts';
+import { K_OFFSET, offsetKInputs, SAGE_PRESET, SMOOTH_PROBLEM, smoothingRow, smoothingTable } from './k-smoothing.ts';
 import { ERROR_PROBLEM, ERROR_SEED, errorRow, flushTable, fp8ErrorTable, kBlockScales, rotationEffect, SINK_PRESET } from './low-precision.ts';
 
 const cache = new RunCache(20);
@@ -137,12 +140,96 @@ describe('chapter 12: low precision', () => {
     expect(Number(answer('flush-step-count'))).toBeGreaterThan(0);
   });
 
-  it('every "try this" change loads on both panes (e5m2, K/V order, pScale) without an error', () => {
+  it('the hints hold: the Precision view\'s counts of the sink pane are the question answers', () => {
+    // Whole-run flushes as the view counts them (every key) equal the non-sink count: a sink never flushes.
+    const run = runRequest(SINK_PRESET);
+    const marks = precisionMarks(SINK_PRESET.problem, run.events, 0, 0);
+    expect(marks.flushed).toBe(answer('flushed-p1'));
+    // The tile of the first flushing exp step: its flushed count is that step's.
+    const ev = run.events.find((e) => e.kind === 'exp' && (e.flushed?.length ?? 0) > 0)!;
+    const tile = marks.tiles.find((t) => t.qBlock === ev.tile.qBlock && t.kvBlock === ev.tile.kvBlock)!;
+    expect(tile.flushed).toBe(answer('flush-step-count'));
+    // block-max: the view's K scale of the first pane's target tile, times 448.
+    const r0 = runRequest(req);
+    const at = r0.events[c.panes[0].target.find(r0.events)];
+    const t0 = precisionMarks(req.problem, r0.events, 0, 0).tiles.find((t) => t.qBlock === at.tile.qBlock && t.kvBlock === at.tile.kvBlock)!;
+    expect(t0.kScale! * 448).toBeCloseTo(Number(answer('block-max')), 6);
+  });
+
+  it('K smoothing table: sage v1 on offset keys against a float64 attention computed here', () => {
+    const p = SMOOTH_PROBLEM;
+    const x = offsetKInputs();
+    const ref = attention64(p, x.q, x.k, x.v);
+    for (const smoothK of [false, true]) {
+      const o = runToEnd(sage, p, x, { features: { version: 1, smoothK } }).o;
+      let sq = 0;
+      for (let i = 0; i < o.length; i++) sq += (o[i] - ref[i]) ** 2;
+      expect(smoothingRow(smoothK).rmse, `smoothK ${smoothK}`).toBeCloseTo(Math.sqrt(sq / o.length), 9);
+    }
+    // What the text says: smoothing makes the error several times smaller, and the question follows.
+    expect(smoothingRow(true).rmse * 3).toBeLessThan(smoothingRow(false).rmse);
+    expect(answer('smoothk-rmse')).toBe('off');
+    // The INT8 steps, from float64 maxima of K and of K − mean over the tokens, per 64-key block.
+    const mean = new Float64Array(p.d);
+    for (let j = 0; j < p.nk; j++) for (let e = 0; e < p.d; e++) mean[e] += x.k[j * p.d + e] / p.nk;
+    let offMax = 0;
+    let onMax = 0;
+    for (let i = 0; i < x.k.length; i++) {
+      offMax = Math.max(offMax, Math.abs(x.k[i]));
+      onMax = Math.max(onMax, Math.abs(x.k[i] - mean[i % p.d]));
+    }
+    expect(offMax).toBeGreaterThan(K_OFFSET / 2);
+    expect(smoothingRow(false).kStep).toBeCloseTo(offMax / 127, 6);
+    // The kernel rounds the mean to fp16 before subtracting it: within 1% of the float64 step.
+    expect(Math.abs(smoothingRow(true).kStep / (onMax / 127) - 1)).toBeLessThan(0.01);
+    expect(smoothingTable()[0].kRms).toBeGreaterThan(3 * smoothingTable()[1].kRms);
+  });
+
+  it('subtracting the mean of K over the tokens shifts each row of scores by q·mean·τ and leaves softmax and O alone (float64)', () => {
+    const p = SMOOTH_PROBLEM;
+    const x = offsetKInputs();
+    const tau = softmaxScale(p);
+    const mean = new Float64Array(p.d);
+    for (let j = 0; j < p.nk; j++) for (let e = 0; e < p.d; e++) mean[e] += x.k[j * p.d + e] / p.nk;
+    const ks = Float64Array.from(x.k, (v, i) => v - mean[i % p.d]);
+    for (const i of [0, 37, p.nq - 1]) {
+      let shift = 0;
+      for (let e = 0; e < p.d; e++) shift += x.q[i * p.d + e] * mean[e] * tau;
+      for (const j of [0, 5, p.nk - 1]) {
+        let a = 0;
+        let b = 0;
+        for (let e = 0; e < p.d; e++) {
+          a += x.q[i * p.d + e] * x.k[j * p.d + e] * tau;
+          b += x.q[i * p.d + e] * ks[j * p.d + e] * tau;
+        }
+        expect(a - b).toBeCloseTo(shift, 9);
+      }
+    }
+    const o = attention64(p, x.q, x.k, x.v);
+    const os = attention64(p, x.q, ks, x.v);
+    let worst = 0;
+    for (let i = 0; i < o.length; i++) worst = Math.max(worst, Math.abs(o[i] - os[i]));
+    expect(worst).toBeLessThan(1e-12);
+  });
+
+  it('the sage pane opens at an INT8 S step that carries its Q and K scales', () => {
+    const run = runRequest(SAGE_PRESET);
+    const e = run.events[c.panes[2].target.find(run.events)];
+    expect(e.kind).toBe('qk');
+    if (e.kind !== 'qk') return;
+    expect(e.qScale).toBeGreaterThan(0);
+    expect(e.kScale).toBeGreaterThan(0);
+    expect(c.panes.every((pane) => pane.views.includes('precision'))).toBe(true);
+  });
+
+  it('every "try this" change loads on the FP8 panes (e5m2, K/V order, pScale) without an error', () => {
     for (const t of c.tryThis) for (const pane of c.panes) expect(runRequest(t.change(pane.preset)).events.length, t.label).toBeGreaterThan(0);
+    // They are FA3 switches: the sage pane keeps its problem (sage would refuse them).
+    for (const t of c.tryThis) expect(t.change(SAGE_PRESET), t.label).toBe(SAGE_PRESET);
   });
 
   it('every step link lands on the step kind it names, and every computed paragraph has its table', () => {
-    const kinds = ['load', 'qk', 'exp', 'pv'];
+    const kinds = ['load', 'qk', 'exp', 'pv']; // the FP8 panes' links, then the sage pane's
     const seen: string[] = [];
     c.blocks.forEach((b, i) => {
       if (b.kind === 'live') expect(liveBlock(c, i, cache).table?.rows.length, b.label).toBeGreaterThan(0);
@@ -152,6 +239,6 @@ describe('chapter 12: low precision', () => {
       expect(step, b.label).toBeGreaterThanOrEqual(0);
       seen.push(run.events[step].kind);
     });
-    expect(seen).toEqual(kinds);
+    expect(seen).toEqual([...kinds, 'qk']);
   });
 });

@@ -7,7 +7,10 @@ import { expect, test, type Page } from '@playwright/test';
 import { chapterByNumber } from '../content/lessons/chapters/index.ts';
 import { lessonContext, locateBlock, locateTarget, RunCache } from '../content/lessons/chapters/evaluate.ts';
 import { fp8ErrorTable, flushTable } from '../content/lessons/chapters/low-precision.ts';
+import { smoothingTable } from '../content/lessons/chapters/k-smoothing.ts';
+import { precisionMarks } from '../engine/debugger/precision.ts';
 import { encodeFp8, roundFp8 } from '../engine/lowprec/fp8.ts';
+import { num } from '../app/precision/tile-info.ts';
 import { watchConsole } from './helpers.ts';
 
 test.use({ viewport: { width: 1280, height: 720 } });
@@ -20,7 +23,9 @@ test.afterEach(() => checkConsole());
 
 const c = chapterByNumber(12)!;
 const cache = new RunCache(20);
-const counterOf = (page: Page, i: number) => page.locator(`[data-lesson-pane="lesson-12-${i}"]`).getByTestId('step-counter');
+const paneOf = (page: Page, i: number) => page.locator(`[data-lesson-pane="lesson-12-${i}"]`);
+const counterOf = (page: Page, i: number) => paneOf(page, i).getByTestId('step-counter');
+const precisionOf = (page: Page, i: number) => paneOf(page, i).getByRole('region', { name: 'Precision' });
 const shown = (x: number) => (x === 0 ? '0' : Math.abs(x) >= 1e-3 && Math.abs(x) < 1e6 ? String(Number(x.toPrecision(6))) : x.toExponential(4));
 
 test('chapter 12: the FP8 widget by keyboard, engine tables, a question and the step links', async ({ page }) => {
@@ -105,12 +110,70 @@ test('chapter 12: the FP8 widget by keyboard, engine tables, a question and the 
     await page.getByRole('button', { name: `▸ Show in the debugger: ${b.label}` }).click();
     await expect(counterOf(page, b.pane)).toHaveText(`Step ${t.step + 1} of ${t.total}`, { timeout: 30_000 });
   }
-  // Back to the flush: the last link was its P·V; the one before it is the exp step with the marks.
-  const flushLink = links[links.length - 2];
+  // Back to the flush: the exp step whose cast flushed P values (the link after it is its P·V).
+  const flushLink = links.find((x) => x.b.kind === 'goto' && x.b.pane === 1 && x.b.label.startsWith('the first exp step'))!;
   if (flushLink.b.kind !== 'goto') throw new Error('expected a step link');
   await page.getByRole('button', { name: `▸ Show in the debugger: ${flushLink.b.label}` }).click();
   const t = locateBlock(c, flushLink.i, c.panes[1].preset, cache);
   await expect(counterOf(page, 1)).toHaveText(`Step ${t.step + 1} of ${t.total}`, { timeout: 30_000 });
+  // What the sink pane's Precision view shows there: this tile's flushed count (the answer of
+  // flush-step-count), ringed cells, and the whole run's count (the answer of flushed-p1).
+  const sinkRun = cache.get(c.panes[1].preset);
+  const marks = precisionMarks(c.panes[1].preset.problem, sinkRun.events, 0, 0);
+  const flushEv = sinkRun.events[t.step];
+  const stepFlushed = flushEv.kind === 'exp' ? flushEv.flushed!.length : -1;
+  const prec1 = precisionOf(page, 1);
+  await expect(prec1.getByTestId('precision-step')).toContainText(`flushed P ${stepFlushed}`, { timeout: 30_000 });
+  await expect(prec1.getByTestId('flushed-total')).toHaveText(String(marks.flushed));
+  await expect(prec1.getByTestId('flushed-head')).toHaveText(String(stepFlushed));
+  expect(marks.flushed).toBe(rows[0].count.flushed);
+  await prec1.getByRole('group', { name: 'Tiles of this head' }).scrollIntoViewIfNeeded();
+  await page.screenshot({ path: 'test-results/lesson12/sink-precision.png' });
+  const fc = c.questions.find((q) => q.id === 'flush-step-count')!;
+  await page.getByTestId('question-flush-step-count').getByRole('textbox').fill(String(stepFlushed));
+  await page.getByTestId('question-flush-step-count').getByRole('button', { name: 'Check' }).click();
+  await expect(page.getByTestId('feedback-flush-step-count')).toContainText('Correct.', { timeout: 30_000 });
+  expect(Number(fc.answer(lessonContext(c, c.panes[0].preset, cache)))).toBe(stepFlushed);
+
+  // The outlier pane: focus its target tile in the Precision view's tile grid (keyboard), and
+  // the detail lists the tile's scales; the K scale × 448 is the block-max answer.
+  const outRun = cache.get(c.panes[0].preset);
+  const tgt0 = outRun.events[locateTarget(c, 0, c.panes[0].preset, cache).step];
+  if (tgt0.kind !== 'qk') throw new Error('expected the qk target');
+  await page.getByRole('button', { name: `▸ Show in the debugger: ${links[1].b.kind === 'goto' ? links[1].b.label : ''}` }).click();
+  const prec0 = precisionOf(page, 0);
+  await expect(prec0.getByTestId('precision-step')).toContainText(`K scale ${num(tgt0.kScale)}`, { timeout: 30_000 });
+  const tileBtn = prec0.locator(`button[data-tile="${tgt0.tile.qBlock},${tgt0.tile.kvBlock}"]`);
+  await tileBtn.focus();
+  const detail = prec0.getByTestId('tile-detail');
+  await expect(detail).toContainText(`K scale${num(tgt0.kScale, 4)}`);
+  await expect(detail).toContainText(`Q scale${num(tgt0.qScale, 4)}`);
+  await detail.scrollIntoViewIfNeeded();
+  await page.screenshot({ path: 'test-results/lesson12/outlier-precision.png' });
+
+  // The INT8 section: the engine's table, the smoothing question, and the sage pane at its S step
+  // with the INT8 scales in its Precision view.
+  const smooth = page.getByRole('group', { name: 'K smoothing on INT8 keys' });
+  await expect(smooth).toBeVisible({ timeout: 30_000 });
+  for (const r of smoothingTable()) await expect(smooth.getByRole('row', { name: r.label })).toContainText(r.rmse.toExponential(2));
+  const sq = page.getByTestId('question-smoothk-rmse');
+  await sq.getByRole('radio', { name: /^on:/ }).check();
+  await sq.getByRole('button', { name: 'Check' }).click();
+  await expect(page.getByTestId('feedback-smoothk-rmse')).toContainText('Not quite.', { timeout: 30_000 });
+  await sq.getByRole('radio', { name: /^off:/ }).check();
+  await sq.getByRole('button', { name: 'Check' }).click();
+  await expect(page.getByTestId('feedback-smoothk-rmse')).toContainText('Correct.', { timeout: 30_000 });
+  await smooth.scrollIntoViewIfNeeded();
+  await page.screenshot({ path: 'test-results/lesson12/smoothing.png' });
+  const sageRun = cache.get(c.panes[2].preset);
+  const sageAt = sageRun.events[locateTarget(c, 2, c.panes[2].preset, cache).step];
+  if (sageAt.kind !== 'qk') throw new Error('expected the sage qk target');
+  const prec2 = precisionOf(page, 2);
+  await expect(prec2.getByTestId('precision-step')).toContainText(`K scale ${num(sageAt.kScale)}`, { timeout: 30_000 });
+  await expect(prec2.getByTestId('precision-step')).toContainText(`Q scale ${num(sageAt.qScale)}`);
+  await paneOf(page, 2).scrollIntoViewIfNeeded();
+  await page.screenshot({ path: 'test-results/lesson12/sage-pane.png' });
+
   await page.evaluate(() => document.querySelector('.lesson-live')!.scrollIntoView({ block: 'start' }));
   await page.waitForTimeout(400);
   await page.screenshot({ path: 'test-results/lesson12/debuggers.png' });

@@ -171,8 +171,10 @@ test('chapter 12: the FP8 widget by keyboard, engine tables, a question and the 
   const prec2 = precisionOf(page, 2);
   await expect(prec2.getByTestId('precision-step')).toContainText(`K scale ${num(sageAt.kScale)}`, { timeout: 30_000 });
   await expect(prec2.getByTestId('precision-step')).toContainText(`Q scale ${num(sageAt.qScale)}`);
-  await paneOf(page, 2).scrollIntoViewIfNeeded();
+  await paneOf(page, 2).evaluate((el) => el.scrollIntoView({ block: 'start' }));
   await page.screenshot({ path: 'test-results/lesson12/sage-pane.png' });
+  await prec2.getByTestId('precision-step').evaluate((el) => el.scrollIntoView({ block: 'start' }));
+  await page.screenshot({ path: 'test-results/lesson12/sage-precision.png' });
 
   await page.evaluate(() => document.querySelector('.lesson-live')!.scrollIntoView({ block: 'start' }));
   await page.waitForTimeout(400);

@@ -206,7 +206,7 @@ export const chapter12: Chapter = {
     },
     {
       kind: 'p',
-      text: 'The third pane steps sage (version 1, smoothing on) on an ordinary fp16 problem. At its S step the Precision view\'s tile line gives the tile\'s Q and K scales, which are the INT8 steps $\\delta_Q$ and $\\delta_K$ (version 1 multiplies $Q$ by $\\tau \\log_2 e$ before quantizing, so $\\delta_Q$ carries that factor too), and the $|S - S_{64}|$ heatmap shows what the integer scores lost. On the FA3 outlier inputs smoothing does nothing: an outlier is one entry, not a channel offset, and per-block INT8 has no counterpart to the Hadamard rotation (BENCHMARKS.md, "SageAttention").',
+      text: 'The third pane steps sage (version 1, smoothing on) on an ordinary fp16 problem. At its S step the Precision view\'s tile line gives the tile\'s Q and K scales, which are the INT8 steps $\\delta_Q$ and $\\delta_K$ (version 1 multiplies $Q$ by $\\tau \\log_2 e$ before quantizing, so $\\delta_Q$ carries that factor too), and the $|S - S_{64}|$ heatmap shows what the integer scores lost. On the FA3 outlier inputs smoothing barely helps: an outlier is one entry, not a channel offset, and per-block INT8 has no counterpart to the Hadamard rotation (BENCHMARKS.md, "SageAttention", measures both inputs at $N$ = 1024 and 4096).',
     },
     { kind: 'goto', pane: 2, label: 'SageAttention\'s first S = QKᵀ, from INT8 codes', find: firstQk },
   ],

@@ -224,8 +224,39 @@ describe('chapter 12: low precision', () => {
 
   it('every "try this" change loads on the FP8 panes (e5m2, K/V order, pScale) without an error', () => {
     for (const t of c.tryThis) for (const pane of c.panes) expect(runRequest(t.change(pane.preset)).events.length, t.label).toBeGreaterThan(0);
-    // They are FA3 switches: the sage pane keeps its problem (sage would refuse them).
-    for (const t of c.tryThis) expect(t.change(SAGE_PRESET), t.label).toBe(SAGE_PRESET);
+    // FA3 switches leave the sage pane as it is (sage would refuse them), and sage's leaves the FP8 panes.
+    for (const t of c.tryThis) {
+      const touched = c.panes.filter((pane) => t.change(pane.preset) !== pane.preset).map((pane) => pane.preset.algorithm);
+      expect(new Set(touched).size, t.label).toBe(1);
+    }
+  });
+
+  it('smoothing in the sage pane shifts each row of S by q·mean(K)·τ·log2 e against the float64 scores of K as given', () => {
+    const t = c.tryThis.find((x) => x.label === 'SageAttention with K smoothing')!;
+    const on = t.change(SAGE_PRESET);
+    expect(on.features?.smoothK).toBe(true);
+    const p = SAGE_PRESET.problem;
+    const x = randomInputs(p, { seed: SAGE_PRESET.seed, distribution: SAGE_PRESET.distribution });
+    const tau = softmaxScale(p);
+    const mean = new Float64Array(p.d);
+    for (let j = 0; j < p.nk; j++) for (let e = 0; e < p.d; e++) mean[e] += x.k[j * p.d + e] / p.nk;
+    const qk = (r: ReturnType<typeof runRequest>) => r.events.find((e) => e.kind === 'qk' && e.tile.kvBlock === 0 && e.tile.qBlock === 0)!;
+    const evOff = qk(runRequest(SAGE_PRESET));
+    const evOn = qk(runRequest(on));
+    if (evOff.kind !== 'qk' || evOn.kind !== 'qk') throw new Error('expected qk events');
+    const cols = evOn.tile.cols[1] - evOn.tile.cols[0];
+    let largest = 0;
+    for (const i of [0, 17, 63]) {
+      let shift = 0;
+      for (let e = 0; e < p.d; e++) shift += x.q[i * p.d + e] * mean[e] * tau * Math.LOG2E;
+      // The row's score differences average out to the shift; INT8 and the fp16 mean add a little noise around it.
+      let diff = 0;
+      for (let j = 0; j < cols; j++) diff += (evOff.s[i * cols + j] - evOn.s[i * cols + j]) / cols;
+      expect(Math.abs(diff - shift), `row ${i}`).toBeLessThan(0.02);
+      largest = Math.max(largest, Math.abs(shift));
+    }
+    // The shifts are well above that tolerance, so a smoothing that did nothing would fail.
+    expect(largest).toBeGreaterThan(0.06);
   });
 
   it('every step link lands on the step kind it names, and every computed paragraph has its table', () => {

@@ -206,7 +206,7 @@ export const chapter12: Chapter = {
     },
     {
       kind: 'p',
-      text: 'The third pane steps sage (version 1, smoothing on) on an ordinary fp16 problem. At its S step the Precision view\'s tile line gives the tile\'s Q and K scales, which are the INT8 steps $\\delta_Q$ and $\\delta_K$ (version 1 multiplies $Q$ by $\\tau \\log_2 e$ before quantizing, so $\\delta_Q$ carries that factor too), and the $|S - S_{64}|$ heatmap shows what the integer scores lost. On the FA3 outlier inputs smoothing barely helps: an outlier is one entry, not a channel offset, and per-block INT8 has no counterpart to the Hadamard rotation (BENCHMARKS.md, "SageAttention", measures both inputs at $N$ = 1024 and 4096).',
+      text: 'The third pane steps sage (version 1) on an ordinary fp16 problem, smoothing off. At its S step the Precision view\'s tile line gives the tile\'s Q and K scales, which are the INT8 steps $\\delta_Q$ and $\\delta_K$ (version 1 multiplies $Q$ by $\\tau \\log_2 e$ before quantizing, so $\\delta_Q$ carries that factor too), and the $|S - S_{64}|$ heatmap shows what the integer scores lost (sage\'s scores are in log2 units; the view compares them so). The view\'s float64 scores are those of $K$ as given, so the shift itself can be seen: "SageAttention with K smoothing" in "Try this" turns the $|S - S_{64}|$ map into horizontal stripes, each row off by its own $q_i \\cdot \\bar k\\,\\tau \\log_2 e$. The view\'s P error then carries that shift too (its $P_{64}$ comes from the unshifted scores), so for what smoothing does to $O$, read the table above. On the FA3 outlier inputs smoothing barely helps: an outlier is one entry, not a channel offset, and per-block INT8 has no counterpart to the Hadamard rotation (BENCHMARKS.md, "SageAttention", measures both inputs at $N$ = 1024 and 4096).',
     },
     { kind: 'goto', pane: 2, label: 'SageAttention\'s first S = QKᵀ, from INT8 codes', find: firstQk },
   ],
@@ -254,6 +254,11 @@ export const chapter12: Chapter = {
       label: 'e5m2 instead of e4m3',
       look: 'Q, K and V keep 2 mantissa bits and their scales divide by 57344 instead of 448; $P$ is still cast to e4m3.',
       change: fa3Only((r) => ({ ...r, problem: { ...r.problem, dtype: 'fp8e5m2' } })),
+    },
+    {
+      label: 'SageAttention with K smoothing',
+      look: 'In the third pane\'s Precision view, $|S - S_{64}|$ turns into horizontal stripes: every score of row $i$ moves by the same $q_i \\cdot \\bar k\\,\\tau \\log_2 e$, which the softmax ignores. Its δ_K (tile line) shrinks a little: these keys have no large offset to remove.',
+      change: (r) => (r.algorithm === 'sage' ? { ...r, features: { ...r.features, smoothK: true } } : r),
     },
   ],
   questions: [

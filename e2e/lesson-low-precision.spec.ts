@@ -202,6 +202,20 @@ test('chapter 12: the incoherent-processing switch reloads both panes and the bl
   await card.getByRole('button', { name: 'Check' }).click();
   await expect(page.getByTestId('feedback-block-max')).toContainText('Correct.', { timeout: 30_000 });
 
+  // Sage's "try this" reloads only the sage pane (smoothing on): its Precision view's K scale
+  // is the smoothed K's, and the FP8 panes keep their problems.
+  const smoothOn = c.tryThis.find((x) => x.label === 'SageAttention with K smoothing')!;
+  const before0 = await counterOf(page, 0).textContent();
+  await page.getByRole('button', { name: smoothOn.label }).click();
+  await expect(page.getByTestId('try-status')).toContainText(`${smoothOn.label}: loaded`, { timeout: 30_000 });
+  const sageOn = smoothOn.change(c.panes[2].preset);
+  const sageEv = cache.get(sageOn).events[locateTarget(c, 2, sageOn, cache).step];
+  if (sageEv.kind !== 'qk') throw new Error('expected the sage qk target');
+  await expect(precisionOf(page, 2).getByTestId('precision-step')).toContainText(`K scale ${num(sageEv.kScale)}`, { timeout: 30_000 });
+  await expect(counterOf(page, 0)).toHaveText(before0!);
+  await precisionOf(page, 2).getByTestId('precision-step').evaluate((el) => el.scrollIntoView({ block: 'start' }));
+  await page.screenshot({ path: 'test-results/lesson12/sage-smoothing-stripes.png' });
+
   // Two-pane chapters hide the panes' problem forms; the form round trip of these FP8 presets is
   // app/lessons/request-form.test.ts. A wrong value is still rejected after the switch.
   await card.getByRole('textbox').fill(String(Number((a * 2).toPrecision(4))));

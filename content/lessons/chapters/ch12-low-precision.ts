@@ -238,7 +238,7 @@ export const chapter12: Chapter = {
     { feature: 'incoherent', label: 'Incoherent processing', on: true, off: false, kernelDefault: true, explain: 'Q and K rotated by the same random Hadamard transform before quantizing' },
     { feature: 'blockQuant', label: 'Block quantization', on: true, off: false, kernelDefault: true, explain: 'one scale per tile of Q, K and V (off: one per tensor)' },
   ],
-  reference: ['fa3'],
+  reference: ['fa3', 'sage'],
   tryThis: [
     {
       label: 'FA3’s K/V order (last to first)',
@@ -257,7 +257,7 @@ export const chapter12: Chapter = {
     },
     {
       label: 'SageAttention with K smoothing',
-      look: 'In the third pane\'s Precision view, $|S - S_{64}|$ turns into horizontal stripes: every score of row $i$ moves by the same $q_i \\cdot \\bar k\\,\\tau \\log_2 e$, which the softmax ignores. Its δ_K (tile line) shrinks a little: these keys have no large offset to remove.',
+      look: 'In the third pane\'s Precision view, $|S - S_{64}|$ turns into horizontal stripes: every score of row $i$ moves by the same $q_i \\cdot \\bar k\\,\\tau \\log_2 e$, which the softmax ignores. Its δ_K (tile line) barely changes: these keys have no large offset to remove.',
       change: (r) => (r.algorithm === 'sage' ? { ...r, features: { ...r.features, smoothK: true } } : r),
     },
   ],

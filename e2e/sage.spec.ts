@@ -162,3 +162,24 @@ test('picking fa3 after sage version 2 drops sage’s switches and loads', async
   await expect(p.getByLabel('version', { exact: true })).toHaveValue('1');
   await expect(p.getByLabel('smoothK', { exact: true })).toBeChecked();
 });
+
+test('FA4, fmha_v2 and Flash-Decoding bring their own switch groups, and each loads at its defaults', async ({ page }) => {
+  await openApp(page);
+  const p = panel(page);
+  for (const [id, title, label] of [
+    ['fa4', 'FA4 switches', 'lazyRescale'],
+    ['fmha-v2', 'fmha_v2 switches', 'fp16Accumulation'],
+    ['flash-decoding', 'Flash-Decoding switches', 'splits'],
+  ]) {
+    await p.getByLabel('Algorithm').selectOption(id);
+    const group = p.getByRole('group', { name: title });
+    await expect(group).toBeVisible();
+    // fmha_v2's fp16 accumulation applies to fp16 runs only: shown on fp16, a note otherwise.
+    if (id === 'fmha-v2' && (await p.getByLabel('dtype').inputValue()) !== 'fp16') await expect(group).toContainText('fp16Accumulation needs dtype fp16');
+    else await expect(group.getByLabel(label, { exact: true })).toBeVisible();
+    await p.getByRole('button', { name: 'Load problem' }).click();
+    await expect(counter(page)).toHaveText(/^Step 1 of \d+$/, { timeout: 30_000 });
+    await expect(page.locator('.error:visible, [role="alert"]:visible')).toHaveCount(0);
+    await group.screenshot({ path: `test-results/panel-switches-${id}.png` });
+  }
+});

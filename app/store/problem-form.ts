@@ -5,11 +5,7 @@ import type { LoadRequest } from '../../engine/debugger/protocol.ts';
 import type { InputDistribution } from '../../engine/inputs.ts';
 import { isFp8, type AttentionProblem, type DType } from '../../engine/problem.ts';
 import { hasBackward, type Pass } from '../../engine/debugger/pass.ts';
-import { FA3_FEATURES } from '../../engine/algorithms/fa3.ts';
-import { FA4_FEATURES } from '../../engine/algorithms/fa4.ts';
-import { FMHA_V2_FEATURES } from '../../engine/algorithms/fmha-v2.ts';
-import { FLASH_DECODING_FEATURES } from '../../engine/algorithms/flash-decoding.ts';
-import { SAGE_FEATURES } from '../../engine/algorithms/sage.ts';
+import { FEATURE_SPECS } from '../compare/pane-config.ts';
 import type { FeatureSpec } from '../../engine/algorithms/features.ts';
 
 /** Every panel switch's value as the next load would run it (set, loaded, or the kernel's default). */
@@ -41,6 +37,13 @@ export interface PanelSwitch {
  * FA4: the lazy rescale and the emulated exp2. fmha-v2: fp16 accumulation. Flash-Decoding:
  * the split count.
  */
+// The specs are the compare panes' (FEATURE_SPECS), so both places offer the engine's own ranges and docs.
+const FA3_FEATURES = FEATURE_SPECS.fa3;
+const SAGE_FEATURES = FEATURE_SPECS.sage;
+const FA4_FEATURES = FEATURE_SPECS.fa4;
+const FMHA_V2_FEATURES = FEATURE_SPECS['fmha-v2'];
+const FLASH_DECODING_FEATURES = FEATURE_SPECS['flash-decoding'];
+
 export const PANEL_SWITCHES: Record<string, PanelSwitch[]> = {
   fa3: [
     { key: 'blockQuant', label: 'blockQuant', spec: FA3_FEATURES.blockQuant, fp8Only: true },

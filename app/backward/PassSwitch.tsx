@@ -61,7 +61,7 @@ export function loadPass(pane: PaneId, ctl: PaneController, pass: Pass): void {
   st.setForm(pane, { pass });
   let req;
   try {
-    req = formToRequest(useApp.getState().problem[pane].form);
+    req = formToRequest(useApp.getState().problem[pane].form, useApp.getState().problem[pane].applied);
   } catch (e) {
     st.patchPlayback(pane, { error: { place: 'problem', message: (e as Error).message } });
     return;

@@ -18,7 +18,7 @@ import { BACKWARD_FEATURE_SPECS } from '../backward/feature-specs.ts';
 import { chooseCompareAlgorithm } from '../defaults/compare-defaults.ts';
 import { markTouched } from '../defaults/form-defaults.ts';
 import { DTYPES, isFp8 } from '../../engine/problem.ts';
-import { dtypeFixes, FP8_PATHS, paneDtype, paneRefusal, requestDtype } from './pane-dtype.ts';
+import { dtypeFixes, FP8_PATHS, inactiveSwitches, paneDtype, paneRefusal, requestDtype } from './pane-dtype.ts';
 
 class Boundary extends Component<{ title: string; children: ReactNode }, { error: string | null }> {
   override state = { error: null as string | null };
@@ -55,8 +55,10 @@ function PaneSettings({ index, ctl }: { index: number; ctl: PaneController }) {
   const refused = useApp((s) => paneRefusal(cfg, s.problem[SHARED_PANE]?.applied) !== undefined);
   // FP8-only switches (block quantization, incoherent processing, the P scale) appear with an FP8 dtype only.
   const fp8Only = FP8_PATHS[cfg.algorithm]?.fp8Features ?? [];
+  // Switches whose condition on the others fails (sage's qPerWarp on version 1) are hidden, as in the problem panel.
+  const off = backward ? [] : inactiveSwitches(cfg.algorithm, dtype, cfg.features);
   const specs = Object.fromEntries(
-    Object.entries((backward ? BACKWARD_FEATURE_SPECS[cfg.algorithm] : FEATURE_SPECS[cfg.algorithm]) ?? {}).filter(([k]) => isFp8(dtype) || !fp8Only.includes(k)),
+    Object.entries((backward ? BACKWARD_FEATURE_SPECS[cfg.algorithm] : FEATURE_SPECS[cfg.algorithm]) ?? {}).filter(([k]) => (isFp8(dtype) || !fp8Only.includes(k)) && !off.includes(k)),
   );
   return (
     <form

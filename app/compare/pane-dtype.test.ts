@@ -82,4 +82,14 @@ describe('compare pane dtype over tensors from files', () => {
     // Random inputs: the same pane is refused.
     expect(paneRefusal(cfg, formToRequest({ ...DEFAULT_FORM, dtype: 'fp16' }))).toMatch(/fa2 has no FP8 path/);
   });
+
+  it('does not send a switch whose condition fails (sage qPerWarp on version 1), which the engine would refuse', () => {
+    const q = { ...p, dtype: 'fp16' as DType };
+    const run = (features: Record<string, boolean | number>) => runToEnd(algorithmById('sage'), q, randomInputs(q, { seed: 1 }), { blockM: 16, blockN: 16, features });
+    const stored = { version: 1, qPerWarp: false };
+    expect(() => run(stored)).toThrow(/qPerWarp.*version 2 only/);
+    expect(featuresFor('sage', 'fp16', stored)).toEqual({ version: 1 });
+    expect(() => run(featuresFor('sage', 'fp16', stored))).not.toThrow();
+    expect(featuresFor('sage', 'fp16', { version: 2, qPerWarp: false })).toEqual({ version: 2, qPerWarp: false });
+  });
 });

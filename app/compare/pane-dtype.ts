@@ -8,6 +8,7 @@ import type { Pass } from '../../engine/debugger/pass.ts';
 import type { LoadRequest } from '../../engine/debugger/protocol.ts';
 import { FA3_FP8_FEATURES } from '../../engine/lowprec/fa3-fp8.ts';
 import type { ComparePaneConfig } from './pane-config.ts';
+import { PANEL_SWITCHES, effectiveSwitches } from '../store/problem-form.ts';
 
 /**
  * The algorithms whose forward has an FP8 path in the engine (the others call requireNoFp8),
@@ -55,11 +56,23 @@ export function dtypeFixes(algorithm: string, dtype: DType, pass: Pass, shared: 
   return fixes;
 }
 
-/** The pane's features that its dtype uses: FP8-only switches are kept in the config but not sent with a 16-bit dtype (the engine refuses them there). */
+/**
+ * The pane's features that its dtype uses: FP8-only switches are kept in the config but not
+ * sent with a 16-bit dtype (the engine refuses them there), and likewise a switch whose
+ * condition on the others fails (sage's qPerWarp on version 1; PANEL_SWITCHES says which).
+ */
 export function featuresFor(algorithm: string, dtype: DType, features: Record<string, boolean | number>): Record<string, boolean | number> {
   const fp8Only = FP8_PATHS[algorithm]?.fp8Features ?? [];
-  if (isFp8(dtype) || fp8Only.length === 0) return { ...features };
-  return Object.fromEntries(Object.entries(features).filter(([k]) => !fp8Only.includes(k)));
+  const off = inactiveSwitches(algorithm, dtype, features);
+  return Object.fromEntries(Object.entries(features).filter(([k]) => (isFp8(dtype) || !fp8Only.includes(k)) && !off.includes(k)));
+}
+
+/** The switches of this algorithm whose condition fails with these features (defaults for the rest) and this dtype. */
+export function inactiveSwitches(algorithm: string, dtype: DType, features: Record<string, boolean | number>): string[] {
+  const panel = (PANEL_SWITCHES[algorithm] ?? []).filter((sw) => sw.inactive);
+  if (panel.length === 0) return [];
+  const values = effectiveSwitches(algorithm, features, undefined);
+  return panel.filter((sw) => sw.inactive?.(values, dtype)).map((sw) => sw.key);
 }
 
 /** The refusal of a pane over the shared problem as loaded (none before the shared problem exists). */

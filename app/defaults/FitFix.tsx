@@ -23,7 +23,7 @@ const capitalised = (s: string) => s.charAt(0).toUpperCase() + s.slice(1);
 function loadForm(pane: string, ctl: PaneController): void {
   const app = useApp.getState();
   try {
-    const req = formToRequest(app.problem[pane].form);
+    const req = formToRequest(app.problem[pane].form, app.problem[pane].applied);
     const applied = app.problem[pane].applied;
     void ctl.load(withImported(pane, withAppliedFeatures(req, applied)));
   } catch (e) {

@@ -7,7 +7,7 @@ import { create } from 'zustand';
 import { CONFIG_FIELDS, defaultsFor, hasKernel, misfits, scheduleFix, tilesFor, type ConfigField, type Replaced, type WorkingConfig } from '../../engine/defaults/algorithm-defaults.ts';
 import type { GpuId } from '../../engine/hw/gpus/index.ts';
 import type { DType } from '../../engine/problem.ts';
-import type { ProblemForm } from '../store/problem-form.ts';
+import { PANEL_SWITCHES, type ProblemForm } from '../store/problem-form.ts';
 import { hasBackward } from '../../engine/debugger/pass.ts';
 import { useApp } from '../store/store.ts';
 import { hwState, useHw } from '../hardware/hw-store.ts';
@@ -50,7 +50,10 @@ export function formConfig(form: ProblemForm, gpu: string | null): Partial<Worki
 export function formForAlgorithm(form: ProblemForm, algorithm: string, touched: readonly ConfigField[] = [], gpu: string | null = null): { form: ProblemForm; gpu: GpuId | null; replaced: Replaced[] } {
   const { config, replaced } = defaultsFor(algorithm, formConfig(form, gpu), touched);
   // A forward-only algorithm takes the form back to the forward pass.
-  const next: ProblemForm = { ...form, algorithm, dtype: config.dtype, pass: hasBackward(algorithm) ? form.pass : 'forward' };
+  // Kernel switches set for the previous algorithm go unless the new one has a switch of that name.
+  const own = new Set((PANEL_SWITCHES[algorithm] ?? []).map((sw) => sw.key));
+  const switches = Object.fromEntries(Object.entries(form.switches).filter(([k]) => own.has(k)));
+  const next: ProblemForm = { ...form, algorithm, dtype: config.dtype, pass: hasBackward(algorithm) ? form.pass : 'forward', switches };
   for (const f of FORM_FIELDS) if (f !== 'dtype') next[f] = String(config[f]);
   // The kernels' tiles are given as Br × Bc; the on-chip-memory mode stays if it was chosen.
   if (!touched.includes('blockM') && !touched.includes('blockN')) next.blockMode = 'explicit';

@@ -14,12 +14,13 @@ import { chooseAlgorithm, editForm } from '../defaults/form-defaults.ts';
 import { FormFitHint } from '../defaults/FitFix.tsx';
 import { PrecisionFitHint, lowPrecisionRefusal, refusedLoadMessage } from '../defaults/PrecisionFix.tsx';
 import { isFp8 } from '../../engine/problem.ts';
-import { PANEL_SWITCHES } from '../store/problem-form.ts';
+import { PANEL_SWITCHES, PANEL_SWITCH_TITLES, effectiveSwitches, switchOff, type PanelSwitch } from '../store/problem-form.ts';
 
 /**
  * The chosen algorithm's kernel switches (PANEL_SWITCHES): each shows what the next load
  * will use (the person's setting, else the loaded run's, else the kernel's default).
- * FP8-only switches are disabled, with a note, while the dtype is not FP8.
+ * FP8-only switches are disabled, with a note, while the dtype is not FP8; a switch whose
+ * condition on the others fails (sage's qPerWarp on version 1) is hidden, with a note.
  */
 function KernelSwitches({ form, set }: { form: ProblemForm; set: (p: Partial<ProblemForm>) => void }) {
   const { pane } = usePane();
@@ -28,30 +29,62 @@ function KernelSwitches({ form, set }: { form: ProblemForm; set: (p: Partial<Pro
   if (!switches) return null;
   const fp8 = isFp8(form.dtype);
   const loaded = applied?.algorithm === form.algorithm ? applied.features : undefined;
-  const value = (key: string, def: boolean | number) => form.switches[key] ?? loaded?.[key] ?? def;
+  const values = effectiveSwitches(form.algorithm, form.switches, loaded);
+  // Shown as typed while the person types; the effective value otherwise.
+  const shown = (sw: PanelSwitch) => form.switches[sw.key] ?? values[sw.key];
   const setSwitch = (key: string, v: boolean | string) => set({ switches: { ...form.switches, [key]: v } });
+  const fp8Off = switches.filter((sw) => sw.fp8Only && !fp8);
+  const hidden = switches.filter((sw) => !(sw.fp8Only && !fp8) && switchOff(sw, values, form.dtype));
+  const title = PANEL_SWITCH_TITLES[form.algorithm] ?? form.algorithm;
   return (
-    <fieldset className="kernel-switches">
-      <legend>{form.algorithm.toUpperCase()} switches</legend>
+    <fieldset className="kernel-switches" aria-label={`${title} switches`}>
+      <legend>{title} switches</legend>
       <div className="fields">
-        {switches.map((sw) => {
-          const off = sw.fp8Only && !fp8;
-          const title = off ? `${sw.spec.doc} (FP8 runs only: pick fp8e4m3 or fp8e5m2)` : sw.spec.doc;
-          return typeof sw.spec.default === 'boolean' ? (
-            <label key={sw.key} title={title} className="feature">
-              <input type="checkbox" aria-label={sw.label} disabled={off} checked={value(sw.key, sw.spec.default) as boolean} onChange={(e) => setSwitch(sw.key, e.target.checked)} /> {sw.label}
-            </label>
-          ) : (
-            <label key={sw.key} title={title} className="field">
-              <span>{sw.label}</span>
-              <input aria-label={sw.label} disabled={off} size={4} inputMode="numeric" value={String(value(sw.key, sw.spec.default))} onChange={(e) => setSwitch(sw.key, e.target.value)} />
-            </label>
-          );
-        })}
+        {switches
+          .filter((sw) => !hidden.includes(sw))
+          .map((sw) => {
+            const off = sw.fp8Only && !fp8;
+            const hint = off ? `${sw.spec.doc} (FP8 runs only: pick fp8e4m3 or fp8e5m2)` : sw.spec.doc;
+            if (typeof sw.spec.default === 'boolean') {
+              return (
+                <label key={sw.key} title={hint} className="feature">
+                  <input type="checkbox" aria-label={sw.label} disabled={off} checked={shown(sw) as boolean} onChange={(e) => setSwitch(sw.key, e.target.checked)} /> {sw.label}
+                </label>
+              );
+            }
+            return sw.choices ? (
+              <label key={sw.key} title={hint} className="field">
+                <span>{sw.label}</span>
+                <select aria-label={sw.label} disabled={off} value={String(shown(sw))} onChange={(e) => setSwitch(sw.key, e.target.value)}>
+                  {sw.choices.map((c) => (
+                    <option key={c} value={String(c)}>
+                      {c}
+                    </option>
+                  ))}
+                </select>
+              </label>
+            ) : (
+              <label key={sw.key} title={hint} className="field">
+                <span>{sw.label}</span>
+                <input aria-label={sw.label} disabled={off} size={4} inputMode="numeric" value={String(shown(sw))} onChange={(e) => setSwitch(sw.key, e.target.value)} />
+              </label>
+            );
+          })}
       </div>
-      {!fp8 && switches.some((s) => s.fp8Only) && <p className="dim note">blockQuant, incoherent, pScale and the Hadamard seed act on FP8 runs only (dtype fp8e4m3 or fp8e5m2).</p>}
+      {fp8Off.length > 0 && <p className="dim note">{joinLabels(fp8Off)} act{fp8Off.length === 1 ? 's' : ''} on FP8 runs only (dtype fp8e4m3 or fp8e5m2).</p>}
+      {hidden.map((sw) => (
+        <p key={sw.key} className="dim note">
+          {sw.label} {switchOff(sw, values, form.dtype)}.
+        </p>
+      ))}
     </fieldset>
   );
+}
+
+/** "a, b and c" for the switches a note names. */
+function joinLabels(sws: PanelSwitch[]): string {
+  const l = sws.map((sw) => (sw.key === 'seed' ? 'the Hadamard seed' : sw.label));
+  return l.length === 1 ? l[0] : `${l.slice(0, -1).join(', ')} and ${l[l.length - 1]}`;
 }
 
 function Field({ label, name, form, set, width = 5 }: { label: string; name: keyof ProblemForm; form: ProblemForm; set: (p: Partial<ProblemForm>) => void; width?: number }) {
@@ -77,7 +110,7 @@ export function ProblemPanel() {
 
   const request = () => {
     try {
-      return formToRequest(form);
+      return formToRequest(form, useApp.getState().problem[pane].applied);
     } catch (e) {
       patch(pane, { error: { place: 'problem', message: (e as Error).message } });
       return undefined;
@@ -92,8 +125,8 @@ export function ProblemPanel() {
       patch(pane, { error: { place: 'problem', message: refusedLoadMessage(form) } });
       return;
     }
-    // The form has no kernel switches (they live in the hardware view and the lessons): a
-    // reload of the same algorithm keeps the ones the loaded run has.
+    // A reload of the same algorithm keeps the loaded run's switches the panel does not show
+    // (set in the hardware views or the lessons).
     const applied = useApp.getState().problem[pane].applied;
     void ctl.load(withImported(pane, withAppliedFeatures(req, applied)));
   };

@@ -136,7 +136,7 @@ function StepErrors({ head, frame, summary, tiles }: { head: PrecisionHead; fram
           tileInfo={info}
         />
       </div>
-      <p className="dim note">S64: the float64 scores of the stored Q and K (before any quantization or rotation). P64 = exp(S64 − m) with the m the step subtracted, so the P error shows what S’s error and P’s own rounding or cast did at that step.</p>
+      <p className="dim note">S64: the float64 scores of the stored Q and K (before any quantization or rotation). {summary.base2 ? 'S and m are in log₂ units here, so P64 = 2^(S64·log₂e − m)' : 'P64 = exp(S64 − m)'} with the m the step subtracted, so the P error shows what S’s error and P’s own rounding or cast did at that step.</p>
     </div>
   );
 }

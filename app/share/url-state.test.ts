@@ -142,4 +142,24 @@ describe('share link codec', () => {
     expect(notices.join('\n')).toMatch(/switches\.bogus: unknown switch/);
     expect(notices.join('\n')).toMatch(/switches\.blockQuant: "yes" is not true or false/);
   });
+
+  it('round-trips sage’s switches and drops those sage does not have or refuses, with a notice each', () => {
+    const s = defaultSharedState(VIEWS);
+    s.form = { ...DEFAULT_FORM, algorithm: 'sage', dtype: 'fp16', blockM: '128', blockN: '64', switches: { version: '2', smoothK: false, qPerWarp: false } };
+    expect(decodeState(encodeState(s), VIEWS)).toEqual({ state: s, notices: [] });
+    // The switches come before the algorithm in this link: they are still read as sage's.
+    const f = { switches: { version: '3', smoothK: 'no', qPerWarp: false, pScale: '64', bogus: 1 }, algorithm: 'sage', dtype: 'fp16', blockM: '128', blockN: '64' };
+    const { state, notices } = decodeState(frag({ v: SHARE_VERSION, f }), VIEWS);
+    expect(state.form.algorithm).toBe('sage');
+    expect(state.form.switches).toEqual({});
+    const text = notices.join('\n');
+    expect(text).toMatch(/switches\.version: .*must be 1 .*got 3/);
+    expect(text).toMatch(/switches\.smoothK: "no" is not true or false/);
+    expect(text).toMatch(/switches\.pScale: not a switch of sage, ignored/);
+    expect(text).toMatch(/switches\.bogus: unknown switch/);
+    // version fell back to 1, where qPerWarp does not apply.
+    expect(text).toMatch(/switches\.qPerWarp: applies to version 2 only; ignored/);
+    expect(notices).toHaveLength(5);
+    expect(formToRequest(state.form).features).toBeUndefined();
+  });
 });

@@ -8,7 +8,7 @@ import { ALGORITHMS } from '../../engine/algorithms/registry.ts';
 import { PASSES } from '../../engine/debugger/pass.ts';
 import { SYNC_AXES, type SyncAxis } from '../../engine/compare/sync.ts';
 import { GPUS } from '../../engine/hw/gpus/index.ts';
-import { DEFAULT_FORM, PANEL_SWITCHES, formToRequest, type ProblemForm } from '../store/problem-form.ts';
+import { DEFAULT_FORM, PANEL_SWITCHES, effectiveSwitches, formToRequest, type ProblemForm } from '../store/problem-form.ts';
 import { DTYPES, type DType } from '../../engine/problem.ts';
 import { INPUT_DISTRIBUTIONS } from '../../engine/inputs.ts';
 import { DEFAULT_PANES, MAX_PANES, MIN_PANES, type ComparePaneConfig } from '../compare/pane-config.ts';
@@ -102,13 +102,15 @@ function readForm(x: unknown, notices: string[]): ProblemForm {
     dtype: DTYPES,
     distribution: INPUT_DISTRIBUTIONS,
   };
+  // Switches are read once the algorithm is known: only its own are kept.
+  let rawSwitches: unknown;
   for (const [k, v] of Object.entries(x)) {
     if (!(k in DEFAULT_FORM)) {
       notices.push(`problem.${k}: unknown setting, ignored`);
       continue;
     }
     if (k === 'switches') {
-      form.switches = readSwitches(v, notices);
+      rawSwitches = v;
       continue;
     }
     const key = k as keyof ProblemForm;
@@ -120,6 +122,7 @@ function readForm(x: unknown, notices: string[]): ProblemForm {
     }
     (form as unknown as Record<string, unknown>)[key] = v;
   }
+  if (rawSwitches !== undefined) form.switches = readSwitches(rawSwitches, form.algorithm, notices);
   // Field-level values can still make an invalid problem (e.g. nq "abc"): reset the field named by the error.
   const fieldOf: Record<string, keyof ProblemForm> = { batch: 'batch', hq: 'hq', hk: 'hk', nq: 'nq', nk: 'nk', d: 'd', dv: 'dv', Br: 'blockM', Bc: 'blockN', 'on-chip memory M': 'sramBytes', 'window left': 'windowLeft', 'window right': 'windowRight', softcap: 'softcap', seed: 'seed', 'outlier row': 'outlierRow', pass: 'pass' };
   for (let tries = 0; tries < 20; tries++) {
@@ -145,20 +148,36 @@ function readForm(x: unknown, notices: string[]): ProblemForm {
       (form as unknown as Record<string, unknown>)[key] = DEFAULT_FORM[key];
     }
   }
+  dropInactiveSwitches(form, notices);
   return form;
 }
 
+/** A switch that does not apply with the link's other switches (sage's qPerWarp on version 1) is dropped, with a notice. */
+function dropInactiveSwitches(form: ProblemForm, notices: string[]): void {
+  const values = effectiveSwitches(form.algorithm, form.switches, undefined);
+  for (const sw of PANEL_SWITCHES[form.algorithm] ?? []) {
+    if (!(sw.key in form.switches) || sw.fp8Only) continue;
+    const why = sw.inactive?.(values, form.dtype);
+    if (!why) continue;
+    notices.push(`problem.switches.${sw.key}: ${why}; ignored`);
+    const rest = { ...form.switches };
+    delete rest[sw.key];
+    form.switches = rest;
+  }
+}
+
 /** The problem panel's kernel switches from a link: known keys with a value of the right kind. */
-function readSwitches(x: unknown, notices: string[]): ProblemForm['switches'] {
+function readSwitches(x: unknown, algorithm: string, notices: string[]): ProblemForm['switches'] {
   const out: ProblemForm['switches'] = {};
   if (!isObj(x)) {
     notices.push(`problem.switches: ${show(x)} ignored (not an object)`);
     return out;
   }
-  const known = new Map(Object.values(PANEL_SWITCHES).flat().map((sw) => [sw.key, typeof sw.spec.default === 'boolean' ? 'boolean' : 'string']));
+  const own = new Map((PANEL_SWITCHES[algorithm] ?? []).map((sw) => [sw.key, typeof sw.spec.default === 'boolean' ? 'boolean' : 'string']));
+  const anyAlgorithm = new Set(Object.values(PANEL_SWITCHES).flatMap((sws) => sws.map((sw) => sw.key)));
   for (const [k, v] of Object.entries(x)) {
-    const want = known.get(k);
-    if (!want) notices.push(`problem.switches.${k}: unknown switch, ignored`);
+    const want = own.get(k);
+    if (!want) notices.push(`problem.switches.${k}: ${anyAlgorithm.has(k) ? `not a switch of ${algorithm}` : 'unknown switch'}, ignored`);
     else if (typeof v !== want) notices.push(`problem.switches.${k}: ${show(v)} is not ${want === 'boolean' ? 'true or false' : 'a number as text'}; using the kernel's default`);
     else out[k] = v as boolean | string;
   }

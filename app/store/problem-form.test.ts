@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_FORM, formToRequest, withAppliedFeatures } from './problem-form.ts';
+import { DEFAULT_FORM, PANEL_SWITCHES, effectiveSwitches, formToRequest, withAppliedFeatures } from './problem-form.ts';
+import { formForAlgorithm } from '../defaults/form-defaults.ts';
+import { SAGE_FEATURES } from '../../engine/algorithms/sage.ts';
 
 describe('problem form', () => {
   it('turns the default form into a request the engine accepts', () => {
@@ -46,5 +48,56 @@ describe('problem form', () => {
     const bf16 = formToRequest({ ...DEFAULT_FORM, algorithm: 'fa3', dtype: 'bf16' });
     expect(withAppliedFeatures(bf16, applied).features).toEqual({ pingpong: false });
     expect(withAppliedFeatures(formToRequest(DEFAULT_FORM), applied).features).toBeUndefined();
+  });
+
+  it('sends sage’s version and smoothK, and qPerWarp with version 2 only', () => {
+    const sage = formForAlgorithm(DEFAULT_FORM, 'sage').form;
+    expect(formToRequest({ ...sage, switches: { version: '2', qPerWarp: false, smoothK: false } }).features).toEqual({ version: 2, qPerWarp: false, smoothK: false });
+    // On version 1 the engine refuses qPerWarp: the form leaves it out instead of failing the load.
+    expect(formToRequest({ ...sage, switches: { version: '1', qPerWarp: false } }).features).toEqual({ version: 1 });
+    expect(formToRequest({ ...sage, switches: { qPerWarp: false } }).features).toBeUndefined();
+    expect(() => formToRequest({ ...sage, switches: { version: '3' } })).toThrow(/^switches\.version: must be 1 .* or 2 .*got 3/);
+    expect(() => formToRequest({ ...sage, switches: { smoothK: 'yes' as unknown as boolean } })).toThrow(/^switches\.smoothK: must be on or off/);
+  });
+  it('lets the loaded run’s sage version decide whether qPerWarp is sent', () => {
+    const sage = formForAlgorithm(DEFAULT_FORM, 'sage').form;
+    const v2 = formToRequest({ ...sage, switches: { version: '2' } });
+    // The form sets only qPerWarp; the version comes from the run loaded before.
+    const next = formToRequest({ ...sage, switches: { qPerWarp: false } }, v2);
+    expect(withAppliedFeatures(next, v2).features).toEqual({ version: 2, qPerWarp: false });
+    // Back to version 1: the loaded run's qPerWarp is dropped with it.
+    const loadedV2 = { ...v2, features: { version: 2, qPerWarp: false } };
+    const v1 = formToRequest({ ...sage, switches: { version: '1' } }, loadedV2);
+    expect(withAppliedFeatures(v1, loadedV2).features).toEqual({ version: 1 });
+  });
+  it('shows each switch as the next load runs it: set, else loaded, else the default', () => {
+    expect(effectiveSwitches('sage', {}, undefined)).toEqual({ version: SAGE_FEATURES.version.default, smoothK: true, qPerWarp: true });
+    expect(effectiveSwitches('sage', { smoothK: false }, { version: 2, smoothK: true })).toEqual({ version: 2, smoothK: false, qPerWarp: true });
+    // Half-typed text does not hide the loaded value from the other switches' conditions.
+    expect(effectiveSwitches('sage', { version: '' }, { version: 2 }).version).toBe(2);
+    expect(effectiveSwitches('fa2', { version: '2' }, undefined)).toEqual({});
+  });
+  it('sends fmha-v2’s fp16 accumulation on fp16 runs only, and FA4’s threshold with lazy rescale on', () => {
+    const fmha = { ...formForAlgorithm(DEFAULT_FORM, 'fmha-v2').form, switches: { fp16Accumulation: true } };
+    expect(formToRequest({ ...fmha, dtype: 'fp16' }).features).toEqual({ fp16Accumulation: true });
+    expect(formToRequest({ ...fmha, dtype: 'bf16' }).features).toBeUndefined();
+    const fa4 = { ...formForAlgorithm(DEFAULT_FORM, 'fa4').form, switches: { rescaleThreshold: '4' } };
+    expect(formToRequest(fa4).features).toEqual({ rescaleThreshold: 4 });
+    expect(formToRequest({ ...fa4, switches: { lazyRescale: false, rescaleThreshold: '4' } }).features).toEqual({ lazyRescale: false });
+  });
+  it('choosing another algorithm keeps only the switches it has, so every choice loads', () => {
+    const fa3 = { ...formForAlgorithm(DEFAULT_FORM, 'fa3').form, switches: { reverseKv: false, pScale: '64' } };
+    const sage = formForAlgorithm(fa3, 'sage').form;
+    expect(sage.switches).toEqual({});
+    expect(formToRequest(sage).features).toBeUndefined();
+    const sage2 = { ...sage, switches: { version: '2', smoothK: false } };
+    expect(formForAlgorithm(sage2, 'fa3').form.switches).toEqual({});
+    expect(formForAlgorithm(sage2, 'sage').form.switches).toEqual({ version: '2', smoothK: false });
+    // Every algorithm's panel switches at their defaults make a request its engine features accept.
+    for (const [id, sws] of Object.entries(PANEL_SWITCHES)) {
+      const form = formForAlgorithm(DEFAULT_FORM, id).form;
+      const switches = Object.fromEntries(sws.map((sw) => [sw.key, typeof sw.spec.default === 'boolean' ? sw.spec.default : String(sw.spec.default)]));
+      expect(() => formToRequest({ ...form, switches }), id).not.toThrow();
+    }
   });
 });

@@ -5,21 +5,45 @@ import type { LoadRequest } from '../../engine/debugger/protocol.ts';
 import type { InputDistribution } from '../../engine/inputs.ts';
 import { isFp8, type AttentionProblem, type DType } from '../../engine/problem.ts';
 import { hasBackward, type Pass } from '../../engine/debugger/pass.ts';
-import { FA3_FEATURES } from '../../engine/algorithms/fa3.ts';
+import { FEATURE_SPECS } from '../compare/pane-config.ts';
 import type { FeatureSpec } from '../../engine/algorithms/features.ts';
 
-/** A kernel switch the problem panel offers: the engine's spec, its label and whether only FP8 runs take it. */
+/** Every panel switch's value as the next load would run it (set, loaded, or the kernel's default). */
+export type SwitchValues = Record<string, boolean | number>;
+
+/** A kernel switch the problem panel offers: the engine's spec, its label and when it applies. */
 export interface PanelSwitch {
   key: string;
   label: string;
   spec: FeatureSpec<boolean> | FeatureSpec<number>;
+  /** Acts on FP8 runs only: shown disabled, and never sent, with a 16- or 32-bit dtype. */
   fp8Only: boolean;
+  /** A numeric switch that takes only these values: shown as a select. */
+  choices?: readonly number[];
+  /**
+   * Why the switch does not apply with these values of the others and this dtype (undefined:
+   * it applies). A switch that does not apply is hidden and never sent, because the engine
+   * refuses it (sage's qPerWarp on version 1) or would refuse the run (fmha-v2's fp16
+   * accumulation on a non-fp16 run).
+   */
+  inactive?: (values: SwitchValues, dtype: DType) => string | undefined;
 }
 
 /**
- * The switches the problem panel shows per algorithm (the rest stay in the hardware views
- * and the lessons): FA3's K/V order and its FP8 path's quantization and P-cast switches.
+ * The switches the problem panel shows per algorithm (the rest stay in the hardware views,
+ * the compare panes and the lessons): those that change the numbers or the steps of a run
+ * and so make sense to set before loading it. FA3: K/V order and its FP8 path's quantization
+ * and P-cast switches. Sage: its version (v2 casts P to e4m3), K smoothing, per-warp Q scales.
+ * FA4: the lazy rescale and the emulated exp2. fmha-v2: fp16 accumulation. Flash-Decoding:
+ * the split count.
  */
+// The specs are the compare panes' (FEATURE_SPECS), so both places offer the engine's own ranges and docs.
+const FA3_FEATURES = FEATURE_SPECS.fa3;
+const SAGE_FEATURES = FEATURE_SPECS.sage;
+const FA4_FEATURES = FEATURE_SPECS.fa4;
+const FMHA_V2_FEATURES = FEATURE_SPECS['fmha-v2'];
+const FLASH_DECODING_FEATURES = FEATURE_SPECS['flash-decoding'];
+
 export const PANEL_SWITCHES: Record<string, PanelSwitch[]> = {
   fa3: [
     { key: 'blockQuant', label: 'blockQuant', spec: FA3_FEATURES.blockQuant, fp8Only: true },
@@ -28,7 +52,50 @@ export const PANEL_SWITCHES: Record<string, PanelSwitch[]> = {
     { key: 'reverseKv', label: 'reverseKv', spec: FA3_FEATURES.reverseKv, fp8Only: false },
     { key: 'seed', label: 'Hadamard seed', spec: FA3_FEATURES.seed, fp8Only: true },
   ],
+  sage: [
+    { key: 'version', label: 'version', spec: SAGE_FEATURES.version, fp8Only: false, choices: [1, 2] },
+    { key: 'smoothK', label: 'smoothK', spec: SAGE_FEATURES.smoothK, fp8Only: false },
+    { key: 'qPerWarp', label: 'qPerWarp', spec: SAGE_FEATURES.qPerWarp, fp8Only: false, inactive: (v) => (v.version === 2 ? undefined : 'applies to version 2 only') },
+  ],
+  fa4: [
+    { key: 'lazyRescale', label: 'lazyRescale', spec: FA4_FEATURES.lazyRescale, fp8Only: false },
+    { key: 'rescaleThreshold', label: 'rescaleThreshold', spec: FA4_FEATURES.rescaleThreshold, fp8Only: false, inactive: (v) => (v.lazyRescale ? undefined : 'applies with lazyRescale on only') },
+    { key: 'exp2Emulation', label: 'exp2Emulation', spec: FA4_FEATURES.exp2Emulation, fp8Only: false },
+  ],
+  'fmha-v2': [{ key: 'fp16Accumulation', label: 'fp16Accumulation', spec: FMHA_V2_FEATURES.fp16Accumulation, fp8Only: false, inactive: (_v, dtype) => (dtype === 'fp16' ? undefined : 'needs dtype fp16 (fp16 HMMA takes fp16 operands)') }],
+  'flash-decoding': [{ key: 'splits', label: 'splits', spec: FLASH_DECODING_FEATURES.splits, fp8Only: false }],
 };
+
+/** The switches group's title: the algorithm as its kernel's authors name it. */
+export const PANEL_SWITCH_TITLES: Record<string, string> = {
+  fa3: 'FA3',
+  sage: 'SageAttention',
+  fa4: 'FA4',
+  'fmha-v2': 'fmha_v2',
+  'flash-decoding': 'Flash-Decoding',
+};
+
+/** Why this switch is off for this run (FP8-only on a non-FP8 dtype, or its own condition); undefined when it applies. */
+export function switchOff(sw: PanelSwitch, values: SwitchValues, dtype: DType): string | undefined {
+  if (sw.fp8Only && !isFp8(dtype)) return 'FP8 runs only: pick fp8e4m3 or fp8e5m2';
+  return sw.inactive?.(values, dtype);
+}
+
+/**
+ * Each of the algorithm's panel switches as the next load runs it: the form's value where it
+ * parses, else the loaded run's, else the kernel's default. Unparsed text falls through so
+ * the other switches' conditions still see a value; formToRequest reports it.
+ */
+export function effectiveSwitches(algorithm: string, set: Record<string, boolean | number | string>, loaded: SwitchValues | undefined): SwitchValues {
+  const out: SwitchValues = {};
+  for (const sw of PANEL_SWITCHES[algorithm] ?? []) {
+    const v = set[sw.key];
+    const n = typeof v === 'string' && v.trim() !== '' ? Number(v) : NaN;
+    const mine = typeof v === 'boolean' || typeof v === 'number' ? v : Number.isFinite(n) ? n : undefined;
+    out[sw.key] = mine ?? loaded?.[sw.key] ?? sw.spec.default;
+  }
+  return out;
+}
 
 export interface ProblemForm {
   algorithm: string;
@@ -109,7 +176,12 @@ function int(field: string, v: string, min = 1): number {
   return n;
 }
 
-export function formToRequest(f: ProblemForm): LoadRequest {
+/**
+ * The request a load of this form sends. `applied` is the loaded run: its switches decide the
+ * conditions of switches the form does not set (sage's qPerWarp needs version 2, whether the
+ * version comes from the form or from the run loaded before).
+ */
+export function formToRequest(f: ProblemForm, applied?: LoadRequest): LoadRequest {
   const problem: AttentionProblem = {
     batch: int('batch', f.batch),
     hq: int('hq', f.hq),
@@ -144,7 +216,7 @@ export function formToRequest(f: ProblemForm): LoadRequest {
     if (!hasBackward(f.algorithm)) throw new FormError('pass', `${f.algorithm} has no backward pass in FlashScope; choose Forward, or one of the algorithms that have one`);
     req.pass = 'backward';
   }
-  const features = switchFeatures(f);
+  const features = switchFeatures(f, applied?.algorithm === f.algorithm ? applied.features : undefined);
   if (features) req.features = features;
   if (f.distribution === 'outlier-row' && f.outlierRow.trim() !== '') {
     const r = int('outlier row', f.outlierRow, 0);
@@ -154,10 +226,14 @@ export function formToRequest(f: ProblemForm): LoadRequest {
   return req;
 }
 
-/** The panel's switches this form sends: those the person set, FP8-only ones on FP8 runs only. */
-export function switchFeatures(f: ProblemForm): Record<string, boolean | number> | undefined {
-  const out: Record<string, boolean | number> = {};
-  for (const sw of PANEL_SWITCHES[f.algorithm] ?? []) {
+/**
+ * The panel's switches this form sends: those the person set and that apply (FP8-only ones on
+ * FP8 runs only, conditional ones when their condition holds with the loaded run's values).
+ */
+export function switchFeatures(f: ProblemForm, loaded?: SwitchValues): SwitchValues | undefined {
+  const out: SwitchValues = {};
+  const panel = PANEL_SWITCHES[f.algorithm] ?? [];
+  for (const sw of panel) {
     const v = f.switches[sw.key];
     if (v === undefined || (sw.fp8Only && !isFp8(f.dtype))) continue;
     if (typeof sw.spec.default === 'boolean') {
@@ -172,19 +248,22 @@ export function switchFeatures(f: ProblemForm): Record<string, boolean | number>
     if (why) throw new FormError(`switches.${sw.key}`, why);
     out[sw.key] = n;
   }
+  const values = effectiveSwitches(f.algorithm, out, loaded);
+  for (const sw of panel) if (sw.key in out && switchOff(sw, values, f.dtype)) delete out[sw.key];
   return Object.keys(out).length ? out : undefined;
 }
 
 /**
  * The request a load sends: the form's request with the loaded run's other switches kept
  * (those set in the hardware views or the lessons) when the algorithm is the same. The
- * form decides every switch it has; FP8-only switches are dropped from a non-FP8 run.
+ * form decides every switch it has; a panel switch that does not apply to the merged run
+ * (FP8-only on a 16-bit run, qPerWarp on sage version 1) is dropped.
  */
 export function withAppliedFeatures(req: LoadRequest, applied: LoadRequest | undefined): LoadRequest {
-  const kept: Record<string, boolean | number> = applied?.algorithm === req.algorithm ? { ...applied.features } : {};
-  const panel = PANEL_SWITCHES[req.algorithm] ?? [];
-  for (const sw of panel) if (sw.fp8Only && !isFp8(req.problem.dtype)) delete kept[sw.key];
+  const kept: SwitchValues = applied?.algorithm === req.algorithm ? { ...applied.features } : {};
   const features = { ...kept, ...req.features };
+  const values = { ...effectiveSwitches(req.algorithm, {}, undefined), ...features };
+  for (const sw of PANEL_SWITCHES[req.algorithm] ?? []) if (switchOff(sw, values, req.problem.dtype)) delete features[sw.key];
   const out: LoadRequest = { ...req };
   if (Object.keys(features).length) out.features = features;
   else delete out.features;

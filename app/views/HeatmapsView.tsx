@@ -9,6 +9,7 @@ import { Heatmap, type Rect } from './Heatmap.tsx';
 import { BackwardHeatmaps } from '../backward/BackwardHeatmaps.tsx';
 import { flushedUpTo, usePrecisionMarks } from './precision-store.ts';
 import { scaleLines, tileIndex } from '../precision/tile-info.ts';
+import { scoreTitles } from './score-titles.ts';
 
 export const FLUSHED_LABEL = 'flushed to 0 by the P cast';
 
@@ -60,6 +61,7 @@ export function HeatmapsView() {
     patchSelection(pane, { zoom: { matrix, qBlock, kvBlock } });
   };
   const fa1 = summary.algorithm === 'fa1';
+  const titles = scoreTitles(summary.algorithm, !!summary.base2);
   const big = 250;
   const side = (n: number, other: number) => Math.max(24, (big * n) / Math.max(other, 1));
   return (
@@ -68,8 +70,8 @@ export function HeatmapsView() {
         <Heatmap id="Q" title="Q" data={inputs.q} rows={inputs.nq} cols={inputs.d} scale={scales.q} tileRows={blockM} tileCols={inputs.d} highlight={qRows} maxPx={Math.max(side(inputs.nq, inputs.nk), 40)} onTileClick={zoom('Q')} />
         <Heatmap id="Kᵀ" title="Kᵀ" data={inputs.k} rows={inputs.d} cols={inputs.nk} transposed scale={scales.k} tileRows={inputs.d} tileCols={blockN} highlight={kCols} maxPx={big} onTileClick={zoom('K')} />
         <Heatmap id="V" title="V" data={inputs.v} rows={inputs.nk} cols={inputs.dv} scale={scales.v} tileRows={blockN} tileCols={inputs.dv} highlight={vRows} maxPx={big} onTileClick={zoom('V')} />
-        <Heatmap id="S" title="S = τ·QKᵀ" data={frame.s} version={frame.seq} mask={frame.mask} rows={frame.nq} cols={frame.nk} scale={scales.s} tileRows={blockM} tileCols={blockN} highlight={sTile} maxPx={big} onTileClick={zoom('S')} tileInfo={tileInfo} />
-        <Heatmap id="P" title={fa1 ? 'P̃ = exp(S − m̃)' : summary.algorithm === 'standard' ? 'P' : 'P = exp(S − m)'} data={frame.p} version={frame.seq} rows={frame.nq} cols={frame.nk} scale={scales.p} tileRows={blockM} tileCols={blockN} highlight={sTile} maxPx={big} onTileClick={zoom('P')} marks={flushed} marksLabel={FLUSHED_LABEL} tileInfo={tileInfo} />
+        <Heatmap id="S" title={titles.s} data={frame.s} version={frame.seq} mask={frame.mask} rows={frame.nq} cols={frame.nk} scale={scales.s} tileRows={blockM} tileCols={blockN} highlight={sTile} maxPx={big} onTileClick={zoom('S')} tileInfo={tileInfo} />
+        <Heatmap id="P" title={titles.p} data={frame.p} version={frame.seq} rows={frame.nq} cols={frame.nk} scale={scales.p} tileRows={blockM} tileCols={blockN} highlight={sTile} maxPx={big} onTileClick={zoom('P')} marks={flushed} marksLabel={FLUSHED_LABEL} tileInfo={tileInfo} />
         <Heatmap
           id="O"
           title={fa1 ? 'O (HBM-resident, rewritten)' : 'O'}
@@ -89,6 +91,7 @@ export function HeatmapsView() {
       <p className="hint">
         Click a tile to see its numbers. Yellow: the tile the current step works on. Head b={frame.b}, h={frame.h}.
         {!fa1 && summary.algorithm !== 'standard' && ' O is coloured on the final output’s range: rows still accumulating (not yet divided by l) can exceed it and show saturated.'}
+        {titles.note && ` ${titles.note}`}
         {summary.algorithm === 'standard' && ' P is coloured on the normalized P’s range, on a square-root scale so that its many small probabilities (about 1/Nk each) show their structure: exp(S − m), before the division by l, reaches 1 and shows saturated.'}
         {(scales.q.clips || scales.k.clips || scales.v.clips) && ' Q, K and V are coloured on the bulk of their values (4 robust standard deviations); magenta cells lie beyond it.'}
       </p>

@@ -81,6 +81,11 @@ export interface LoadSummary {
    * P values flushed over the run.
    */
   lowPrecision?: { quantized: boolean; cast: boolean; flushed: number };
+  /**
+   * True when the trace's qk events carry `base2` (fa4, sage): S and m are in log2 units
+   * (logit × log₂e) and P = 2^(S − m). The views title S and P by it.
+   */
+  base2?: boolean;
   /** Bytes the session holds for this trace: event payloads plus checkpoints. */
   memoryBytes: number;
   checkpointInterval: number;

@@ -309,4 +309,26 @@ describe('DebuggerSession', () => {
     expect(c.counters).toEqual(plain.counters);
     expect(c.cancelled).toBe(false);
   });
+
+  it('marks a base-2 trace in the summary (sage, fa4), whose S is log₂e times the natural logit', async () => {
+    const small: AttentionProblem = { batch: 1, hq: 1, hk: 1, nq: 32, nk: 32, d: 16, dv: 16, causal: false, dtype: 'fp16' };
+    const sage = new DebuggerSession();
+    // smoothK off: smoothing shifts every score of a row by q·mean(K) (softmax does not see it).
+    const sum = await sage.load({ algorithm: 'sage', problem: small, seed: 1, distribution: 'normal', blocks: { blockM: 16, blockN: 16 }, features: { smoothK: false } });
+    expect(sum.base2).toBe(true);
+    // The title's claim, checked against float64: the scores of a base-2 trace are τ·log₂e·QKᵀ (up to INT8 quantization).
+    const x = randomInputs(small, { seed: 1, distribution: 'normal' });
+    const qk = sage.events().find((e) => e.kind === 'qk');
+    if (qk?.kind !== 'qk') throw new Error('no qk step');
+    const [r0] = qk.tile.rows;
+    const [c0] = qk.tile.cols;
+    let dot = 0;
+    for (let e = 0; e < small.d; e++) dot += x.q[r0 * small.d + e] * x.k[c0 * small.d + e];
+    const natural = dot / Math.sqrt(small.d);
+    expect(Math.abs(qk.s[0] - natural * Math.LOG2E)).toBeLessThan(0.05 * Math.max(1, Math.abs(natural * Math.LOG2E)));
+    // …and not the natural logit, which the natural-unit title would claim.
+    expect(Math.abs(qk.s[0] - natural)).toBeGreaterThan(0.2 * Math.abs(natural));
+    const fa2s = new DebuggerSession();
+    expect((await fa2s.load({ ...req, problem: { ...small, dtype: 'fp32' } })).base2).toBeUndefined();
+  });
 });

@@ -253,6 +253,7 @@ export class DebuggerSession {
     const pFinal: [number, number] = [Infinity, -Infinity];
     const stats = new Map<string, number[]>();
     const lowPrecision = { quantized: false, cast: false, flushed: 0 };
+    let base2 = false;
     let numbers = 0;
     sliceStart = performance.now();
     for (let i = 0; i < events.length; i++) {
@@ -266,7 +267,10 @@ export class DebuggerSession {
         lowPrecision.cast = true;
         lowPrecision.flushed += ev.flushed.length;
       }
-      if (ev.kind === 'qk') updateRange(ranges.s, ev.s);
+      if (ev.kind === 'qk') {
+        updateRange(ranges.s, ev.s);
+        if (ev.base2) base2 = true;
+      }
       else if (ev.kind === 'exp' || ev.kind === 'recompute') updateRange(ranges.p, ev.p);
       else if (ev.kind === 'pv' || ev.kind === 'normalize' || ev.kind === 'combine') {
         updateRange(ranges.o, ev.o);
@@ -310,6 +314,7 @@ export class DebuggerSession {
       pass: backward ? 'backward' : 'forward',
       ...(backward ? { backward: summarizeBackward(problem, events, backward.dO, backward.pForward) } : {}),
       ...(lowPrecision.quantized || lowPrecision.cast ? { lowPrecision } : {}),
+      ...(base2 ? { base2 } : {}),
       total: events.length,
       blocks: result.blocks,
       tiles: { rows: blockCount(problem.nq, result.blocks.blockM), cols: blockCount(problem.nk, result.blocks.blockN) },

@@ -159,9 +159,11 @@ function* runSage(p: AttentionProblem, x: AttentionInputs, opts: RunOptions): St
           }
         }
         for (const u of units) {
-          yield* step.normalize(ctx, u.at, u.st, lse);
-          // The kernel's LSE is that of the smoothed logits; add back what smoothing removed.
-          for (let r = 0; r < u.st.rows; r++) if (lse[r] !== -Infinity) lse[r] += lseCorrection(p, x, prep, b, h, hk, u.st.r0 + r);
+          // The kernel's LSE is that of the smoothed logits; add back what smoothing removed
+          // (the normalize event names it, so a float64 comparison can shift its scores alike).
+          const shift = f.smoothK ? Array.from({ length: u.st.rows }, (_, r) => lseCorrection(p, x, prep, b, h, hk, u.st.r0 + r)) : undefined;
+          yield* step.normalize(ctx, u.at, u.st, lse, true, shift);
+          if (shift) for (let r = 0; r < u.st.rows; r++) if (lse[r] !== -Infinity) lse[r] += shift[r];
           step.storeRows(ctx, u.at, u.st, lse, o, lseOut);
         }
         yield* step.write(ctx, cta, 'write', [r0, r1], { O: (r1 - r0) * p.dv * dtypeBytes(p.dtype), LSE: (r1 - r0) * 4 });

@@ -516,7 +516,7 @@ function blockPv(ctx: StepContext, at: At, st: RowState, t: ScoreTile): void {
  * A sink logit joins the denominator here with a max update, so it never overflows.
  * `useSink` is false for flash-decoding's partial results (the combine adds the sink once).
  */
-export function* normalize(ctx: StepContext, at: At, st: RowState, lseOut: Float64Array, useSink = true): Gen {
+export function* normalize(ctx: StepContext, at: At, st: RowState, lseOut: Float64Array, useSink = true, scoreShift?: number[]): Gen {
   const { rows, dv } = st;
   const sinkNat = useSink ? ctx.p.sinks?.[at.h] : undefined;
   const sink = sinkNat === undefined ? undefined : ctx.base2 ? sinkNat * LOG2E : sinkNat;
@@ -542,7 +542,7 @@ export function* normalize(ctx: StepContext, at: At, st: RowState, lseOut: Float
     'normalize',
     // As fa2.ts: a multiply per element, reciprocal + log + add per row; a sink adds 2 exps and 7 ops per row.
     { ...place(ctx, at, 'normalize'), tile: tileRef(at, st), delta: { nonMatmulFlops: rows * dv + 3 * rows + 7 * sinkRows, expCount: 2 * sinkRows } },
-    () => ({ o: tileValues(st.acc, rows, dv, dv), l: lFinal, lse: Array.from(lseOut.subarray(0, rows)), ...extra(ctx, at, false) }),
+    () => ({ o: tileValues(st.acc, rows, dv, dv), l: lFinal, lse: Array.from(lseOut.subarray(0, rows)), ...(scoreShift ? { scoreShift } : {}), ...extra(ctx, at, false) }),
   );
   if (ev) yield ev;
 }

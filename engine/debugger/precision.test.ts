@@ -184,6 +184,34 @@ describe('precision view data', () => {
     expect(sMax).toBeLessThan(1e-5);
   });
 
+  it('sage with K smoothing: S is compared with float64 scores shifted by the row’s q·mean(K)·scale, which the softmax ignores', async () => {
+    const s = await loaded(req({ dtype: 'fp16', hk: 2, d: 64, dv: 64 }, { algorithm: 'sage', distribution: 'normal', blocks: { blockM: 16, blockN: 16 } }));
+    const r = await s.precision(0, 1);
+    if (!r.ok) throw new Error(r.reason);
+    const { S, p } = myReference(s, 0, 1);
+    const L = (s as unknown as { loaded: { inputs: { q: Float32Array; k: Float32Array } } }).loaded;
+    const x = L.inputs;
+    // My own shift: q_i · (mean of K over the tokens) · τ, in float64.
+    const mean = Array.from({ length: p.d }, (_, c) => {
+      let t = 0;
+      for (let j = 0; j < p.nk; j++) t += x.k[(1 * p.nk + j) * p.d + c];
+      return t / p.nk;
+    });
+    const shift = Array.from({ length: p.nq }, (_, i) => mean.reduce((a, m, c) => a + m * x.q[(1 * p.nq + i) * p.d + c], 0) / Math.sqrt(p.d));
+    const maxShift = Math.max(...shift.map(Math.abs));
+    let worst = 0;
+    for (let i = 0; i < p.nq; i++)
+      for (let j = 0; j < p.nk; j++) {
+        const got = r.head.sErr[i * p.nk + j];
+        expect(Number.isNaN(got)).toBe(false);
+        // S64 is my float64 score less my shift (sage's mean is rounded to fp16: a hair apart).
+        expect(Math.abs(r.head.s64[i * p.nk + j] - (S[i][j] - shift[i]))).toBeLessThan(2e-3);
+        worst = Math.max(worst, got);
+      }
+    // The INT8 steps' error is a fraction of the shift, which would otherwise show in every cell of the row.
+    expect(worst).toBeLessThan((maxShift * Math.LOG2E) / 3);
+  });
+
   it('refuses a reference above the limit with the sizes, and a backward run', async () => {
     const big: AttentionProblem = { batch: 1, hq: 64, hk: 64, nq: 256, nk: 256, d: 64, dv: 64, causal: false, dtype: 'fp16' };
     expect(64 * 256 * 256 * 128).toBeGreaterThan(PRECISION_MAX_MACS);

@@ -9,7 +9,9 @@
 //
 // S and P are compared per cell against float64 recomputed from the same inputs:
 //   S64 = the score modifiers applied to the float64 dot product of the stored (not
-//         quantized, not rotated) Q and K rows: what the run would have computed exactly;
+//         quantized, not rotated) Q and K rows: what the run would have computed exactly,
+//         less the row's shift where the algorithm shifted all of a row's scores (sage's K
+//         smoothing, named by the normalize event's scoreShift);
 //   P64 = exp(S64 − m), with the m the step itself subtracted (the exp event's m), so the P
 //         error isolates what S's error and P's own rounding or cast did at that step rather
 //         than the difference between a running max and the final one.
@@ -213,8 +215,16 @@ export function scoreErrors(p: AttentionProblem, x: AttentionInputs, events: rea
   const n = p.nq * p.nk;
   const sm = scoreModel(p);
   // S64 of every cell, computed once: the exp steps need it as well.
+  // A row whose scores the algorithm shifted before its kernel (sage's K smoothing: the
+  // normalize event's scoreShift) is compared with float64 scores shifted alike: the softmax
+  // ignores the shift, and leaving it in would show it as error in every cell of the row.
+  const shift = new Float64Array(p.nq);
+  for (const ev of events) {
+    if (ev.kind !== 'normalize' || ev.b !== b || ev.h !== h || !ev.scoreShift) continue;
+    ev.scoreShift.forEach((v, r) => (shift[ev.tile.rows[0] + r] = v));
+  }
   const s64 = new Float64Array(n);
-  for (let i = 0; i < p.nq; i++) for (let j = 0; j < p.nk; j++) s64[i * p.nk + j] = modifyScore(sm, h, i, j, dot64(p, x, b, h, i, j));
+  for (let i = 0; i < p.nq; i++) for (let j = 0; j < p.nk; j++) s64[i * p.nk + j] = modifyScore(sm, h, i, j, dot64(p, x, b, h, i, j)) - shift[i];
   const sErr = new Float32Array(n).fill(NaN);
   const pErr = new Float32Array(n).fill(NaN);
   const p64 = new Float64Array(n).fill(NaN);

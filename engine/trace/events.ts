@@ -163,6 +163,12 @@ export interface NormalizeEvent extends EventBase {
   p?: number[];
   l: number[];
   lse: number[];
+  /**
+   * sage with K smoothing: per row, what the algorithm took out of every score of the row
+   * before its kernel ran (q·mean(K)·scale, natural-log units). The kernel's S, P, m and this
+   * event's lse are those of the shifted scores; the written LSE adds the shift back.
+   */
+  scoreShift?: number[];
 }
 export interface CombineEvent extends EventBase {
   kind: 'combine';

@@ -214,7 +214,7 @@ test('chapter 12: the incoherent-processing switch reloads both panes and the bl
   await expect(precisionOf(page, 2).getByTestId('precision-step')).toContainText(`K scale ${num(sageEv.kScale)}`, { timeout: 30_000 });
   await expect(counterOf(page, 0)).toHaveText(before0!);
   await precisionOf(page, 2).getByTestId('precision-step').evaluate((el) => el.scrollIntoView({ block: 'start' }));
-  await page.screenshot({ path: 'test-results/lesson12/sage-smoothing-stripes.png' });
+  await page.screenshot({ path: 'test-results/lesson12/sage-smoothing.png' });
 
   // Two-pane chapters hide the panes' problem forms; the form round trip of these FP8 presets is
   // app/lessons/request-form.test.ts. A wrong value is still rejected after the switch.

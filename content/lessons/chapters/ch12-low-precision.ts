@@ -206,7 +206,7 @@ export const chapter12: Chapter = {
     },
     {
       kind: 'p',
-      text: 'The third pane steps sage (version 1) on an ordinary fp16 problem, smoothing off. At its S step the Precision view\'s tile line gives the tile\'s Q and K scales, which are the INT8 steps $\\delta_Q$ and $\\delta_K$ (version 1 multiplies $Q$ by $\\tau \\log_2 e$ before quantizing, so $\\delta_Q$ carries that factor too), and the $|S - S_{64}|$ heatmap shows what the integer scores lost (sage\'s scores are in log2 units; the view compares them so). The view\'s float64 scores are those of $K$ as given, so the shift itself can be seen: "SageAttention with K smoothing" in "Try this" turns the $|S - S_{64}|$ map into horizontal stripes, each row off by its own $q_i \\cdot \\bar k\\,\\tau \\log_2 e$. The view\'s P error then carries that shift too (its $P_{64}$ comes from the unshifted scores), so for what smoothing does to $O$, read the table above. On the FA3 outlier inputs smoothing barely helps: an outlier is one entry, not a channel offset, and per-block INT8 has no counterpart to the Hadamard rotation (BENCHMARKS.md, "SageAttention", measures both inputs at $N$ = 1024 and 4096).',
+      text: 'The third pane steps sage (version 1) on an ordinary fp16 problem, smoothing off. At its S step the Precision view\'s tile line gives the tile\'s Q and K scales, which are the INT8 steps $\\delta_Q$ and $\\delta_K$ (version 1 multiplies $Q$ by $\\tau \\log_2 e$ before quantizing, so $\\delta_Q$ carries that factor too), and the $|S - S_{64}|$ heatmap shows what the integer scores lost (sage\'s scores are in log2 units; the view compares them so). With smoothing on ("SageAttention with K smoothing" in "Try this") every score of row $i$ is smaller by $q_i \\cdot \\bar k\\,\\tau$, which the softmax ignores; the view shifts its float64 scores by the same amount (the trace names each row's shift), so $|S - S_{64}|$ still shows only what the integer scores lost. For what smoothing does to $O$, read the table above. On the FA3 outlier inputs smoothing barely helps: an outlier is one entry, not a channel offset, and per-block INT8 has no counterpart to the Hadamard rotation (BENCHMARKS.md, "SageAttention", measures both inputs at $N$ = 1024 and 4096).',
     },
     { kind: 'goto', pane: 2, label: 'SageAttention\'s first S = QKᵀ, from INT8 codes', find: firstQk },
   ],
@@ -257,7 +257,7 @@ export const chapter12: Chapter = {
     },
     {
       label: 'SageAttention with K smoothing',
-      look: 'In the third pane\'s Precision view, $|S - S_{64}|$ turns into horizontal stripes: every score of row $i$ moves by the same $q_i \\cdot \\bar k\\,\\tau \\log_2 e$, which the softmax ignores. Its δ_K (tile line) barely changes: these keys have no large offset to remove.',
+      look: 'In the third pane\'s Precision view, $|S - S_{64}|$ stays at the size of the INT8 steps: every score of row $i$ moved by the same $q_i \\cdot \\bar k\\,\\tau$, and the view compares against float64 scores moved alike. Its δ_K (tile line) barely changes: these keys have no large offset to remove.',
       change: (r) => (r.algorithm === 'sage' ? { ...r, features: { ...r.features, smoothK: true } } : r),
     },
   ],

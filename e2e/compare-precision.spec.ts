@@ -129,7 +129,7 @@ test('FP8 study: error rows equal the engine runs, block + incoherent below per 
   // Pane 2 (FP8) switched to fa2: refused with the reason and the fixes; the others keep working.
   await pane(page, 1).getByLabel('Pane 2 algorithm').selectOption('fa2');
   const refusal = pane(page, 1).getByTestId('dtype-refusal');
-  await expect(refusal).toContainText('fa2 has no FP8 path, so it cannot run fp8e4m3');
+  await expect(refusal).toContainText('fa2 has no FP8 path; fp8e4m3 runs only on fa3');
   await expect(refusal).toContainText('the other panes are unaffected');
   await expect(pane(page, 1).getByTestId('step-counter')).toHaveCount(0);
   await expect(counterOf(page, 0)).toHaveText(`Step 3 of ${engine.steps[0]}`);

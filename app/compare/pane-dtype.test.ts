@@ -102,7 +102,7 @@ describe('compare pane dtype', () => {
     expect(featuresFor('fa3', 'fp8e4m3', f)).toEqual(f);
     expect(featuresFor('fa3', 'fp16', f)).toEqual({ pingpong: false });
     // Asked of the engine: FA3's P scale and Hadamard seed are FP8-only too; reverseKv and sage's switches are not.
-    expect(featuresFor('fa3', 'bf16', { pScale: 0.5, seed: 3, reverseKv: false })).toEqual({ reverseKv: false });
+    expect(featuresFor('fa3', 'bf16', { pScale: 16, seed: 3, reverseKv: false })).toEqual({ reverseKv: false });
     expect(featuresFor('sage', 'fp16', { version: 2, qPerWarp: false, smoothK: false })).toEqual({ version: 2, qPerWarp: false, smoothK: false });
     const base = formToRequest({ ...DEFAULT_FORM, dtype: 'fp16' });
     const req = paneRequest(base, { algorithm: 'fa3', blockM: '16', blockN: '16', features: f, views: [] });

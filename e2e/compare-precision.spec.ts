@@ -199,3 +199,50 @@ test('FP8 study at a narrow width: panes stack, table and refusal stay inside th
   await expect(sageRefusal).toHaveCount(0);
   await expect(counterOf(page, 3)).toHaveText(/^Step \d+ of \d+$/, { timeout: 60_000 });
 });
+
+test('an FP8 pane on a shared problem with ALiBi, a sink or d ≠ dv: the reason and one-click fixes, shared and per pane', async ({ page }) => {
+  test.setTimeout(120_000);
+  await openApp(page);
+  const problem = page.getByRole('region', { name: 'Problem' });
+  // A small fp16 problem with ALiBi, loaded in the Debugger tab: it is compare mode's shared problem.
+  for (const [label, v] of [['Nq', '64'], ['Nk', '128'], ['d', '64'], ['dv', '64']] as const) await problem.getByLabel(label, { exact: true }).fill(v);
+  await problem.getByLabel('dtype').selectOption('fp16');
+  await problem.getByLabel('ALiBi').check();
+  await page.getByRole('button', { name: 'Load problem' }).click();
+  await expect(page.getByTestId('step-counter')).toHaveText(/^Step 1 of \d+$/);
+  await page.getByRole('tab', { name: 'Compare' }).click();
+  await pane(page, 1).getByLabel('Pane 2 algorithm').selectOption('fa3');
+  await expect(counterOf(page, 1)).toHaveText(/^Step 1 of \d+$/, { timeout: 30_000 });
+  await pane(page, 1).getByLabel('Pane 2 dtype').selectOption('fp8e4m3');
+  const refusal = pane(page, 1).getByTestId('dtype-refusal');
+  await expect(refusal).toContainText('FA3 has no ALiBi');
+  await expect(refusal.getByRole('button', { name: 'Run this pane in fp16' })).toBeVisible();
+  await expect(pane(page, 0).getByTestId('dtype-refusal')).toHaveCount(0);
+  await expect(counterOf(page, 0)).toHaveText(/^Step \d+ of \d+$/);
+  await pane(page, 1).screenshot({ path: 'test-results/compare-fp8-alibi-refused.png' });
+  await checkNoOverflow(page);
+
+  // The shared fix, by keyboard: ALiBi off in the shared problem; it and every pane reload, the FP8 pane runs.
+  const off = refusal.getByRole('button', { name: 'Turn ALiBi off in the shared problem' });
+  await off.focus();
+  await page.keyboard.press('Enter');
+  await expect(refusal).toHaveCount(0, { timeout: 30_000 });
+  await expect(page.getByTestId('shared-problem')).not.toContainText('ALiBi');
+  await expect(counterOf(page, 1)).toHaveText(/^Step 1 of \d+$/, { timeout: 30_000 });
+  await expect(pane(page, 1).getByLabel('Pane 2 dtype')).toHaveValue('fp8e4m3');
+  // The Debugger tab's form agrees.
+  await page.getByRole('tab', { name: 'Single' }).click();
+  await expect(problem.getByLabel('ALiBi')).not.toBeChecked();
+
+  // d ≠ dv: the same reason-and-fixes pattern with the dv fix; then the per-pane fix instead.
+  await problem.getByLabel('dv', { exact: true }).fill('32');
+  await page.getByRole('button', { name: 'Load problem' }).click();
+  await expect(page.getByTestId('step-counter')).toHaveText(/^Step 1 of \d+$/);
+  await page.getByRole('tab', { name: 'Compare' }).click();
+  await expect(refusal).toContainText('d = dv only', { timeout: 30_000 });
+  await expect(refusal.getByRole('button', { name: 'Set the shared dv to d (64)' })).toBeVisible();
+  await refusal.getByRole('button', { name: 'Run this pane in fp16' }).click();
+  await expect(refusal).toHaveCount(0);
+  await expect(pane(page, 1).getByLabel('Pane 2 dtype')).toHaveValue('');
+  await expect(counterOf(page, 1)).toHaveText(/^Step \d+ of \d+$/, { timeout: 30_000 });
+});

@@ -32,6 +32,10 @@ function SharedProblem() {
     <span data-testid="shared-problem">
       Shared problem: B={p.batch} Hq={p.hq} Hk={p.hk} Nq={p.nq} Nk={p.nk} d={p.d} dv={p.dv} {p.dtype}
       {p.causal ? ' causal' : ''}
+      {/* The modifiers some paths lack (FA3's FP8 path: ALiBi, sinks), so a pane's refusal can be read against them. */}
+      {p.alibi ? ', ALiBi' : ''}
+      {p.sinks ? `, sink logit ${p.sinks[0]}` : ''}
+      {p.softcap !== undefined ? `, softcap ${p.softcap}` : ''}
       {applied.pass === 'backward' ? ', backward pass' : ''}
       {imported ? `, inputs from ${imported.label}` : `, seed ${applied.seed} (${applied.distribution})`}
       <span className="dim"> — change it in the Debugger tab</span>

@@ -200,7 +200,7 @@ test('FP8 study at a narrow width: panes stack, table and refusal stay inside th
   await expect(counterOf(page, 3)).toHaveText(/^Step \d+ of \d+$/, { timeout: 60_000 });
 });
 
-test('an FP8 pane on a shared problem with ALiBi, a sink or d ≠ dv: the reason and one-click fixes, shared and per pane', async ({ page }) => {
+test('an FP8 pane on a shared problem with ALiBi or d ≠ dv (sinks: pane-dtype.test.ts): the reason and one-click fixes, shared and per pane', async ({ page }) => {
   test.setTimeout(120_000);
   await openApp(page);
   const problem = page.getByRole('region', { name: 'Problem' });

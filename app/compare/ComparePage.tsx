@@ -12,6 +12,7 @@ import { DiffPanel } from './DiffPanel.tsx';
 import { MAX_PANES, MIN_PANES } from './pane-config.ts';
 import { SHARED_PANE } from './shared-request.ts';
 import { startSyncDriver } from './sync-driver.ts';
+import { kvOrderNote } from './kv-order.ts';
 import { ComparePassSwitch } from '../backward/PassSwitch.tsx';
 import { SharedInputs } from './SharedInputs.tsx';
 import { paneRefusal } from './pane-dtype.ts';
@@ -51,6 +52,7 @@ export function ComparePage() {
   const results = useCompare((s) => s.results);
   const gpu = useCompare((s) => s.gpu);
   const applying = useCompare((s) => s.applying);
+  const backward = useApp((s) => s.problem[SHARED_PANE]?.applied?.pass === 'backward');
 
   useEffect(() => startSyncDriver(), []);
   useEffect(() => {
@@ -76,6 +78,7 @@ export function ComparePage() {
     return () => window.removeEventListener('keydown', onKey);
   }, []);
 
+  const kvNote = axis === 'kv' && !backward ? kvOrderNote(panes) : undefined;
   const noTimeline = axis === 'time' ? results.map((r, i) => (r && !r.hasTimeline ? `pane ${i + 1}: ${r.timelineReason}` : '')).filter(Boolean) : [];
 
   return (
@@ -109,6 +112,11 @@ export function ComparePage() {
       {noTimeline.length > 0 && (
         <p className="banner" role="status" data-testid="time-fallback">
           No hardware schedule on {gpu.toUpperCase()} for {noTimeline.join('; ')}. Those panes follow by normalised progress.
+        </p>
+      )}
+      {kvNote && (
+        <p className="banner dim" role="status" data-testid="kv-order-note">
+          {kvNote}
         </p>
       )}
       {syncNotice && noTimeline.length === 0 && (

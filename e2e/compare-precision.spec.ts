@@ -246,3 +246,32 @@ test('an FP8 pane on a shared problem with ALiBi or d ≠ dv (sinks: pane-dtype.
   await expect(pane(page, 1).getByLabel('Pane 2 dtype')).toHaveValue('');
   await expect(counterOf(page, 1)).toHaveText(/^Step \d+ of \d+$/, { timeout: 30_000 });
 });
+
+test('FP8 study synced by K/V block: the bar says FA3 panes walk K/V blocks backwards; a followed sage pane is on the leader’s key block', async ({ page }) => {
+  test.setTimeout(120_000);
+  await openApp(page);
+  await page.getByRole('tab', { name: 'Compare' }).click();
+  await page.getByRole('button', { name: 'Preset: FP8 study' }).click();
+  for (let i = 0; i < FP8_STUDY.panes.length; i++) await expect(counterOf(page, i)).toHaveText(/^Step 1 of \d+$/, { timeout: 60_000 });
+  await expect(page.getByRole('combobox', { name: 'Sync axis' })).toHaveValue('kv');
+  const note = page.getByTestId('kv-order-note');
+  await expect(note).toContainText('Panes 1, 2 and 3 visit K/V blocks last to first');
+  // Pane 1 (FA3) steps to its first score tile, on its last K/V block; sage follows to its step on that block (the engine's own answer).
+  const base = formToRequest({ ...DEFAULT_FORM, ...FP8_STUDY.form });
+  const fa3 = new DebuggerSession();
+  await fa3.load(paneRequest(base, FP8_STUDY.panes[0]));
+  const sage = new DebuggerSession();
+  await sage.load(paneRequest(base, FP8_STUDY.panes[3]));
+  const lead = fa3.events().findIndex((e) => e.kind === 'qk');
+  const { pointOf, stepFor } = await import('../engine/compare/sync.ts');
+  const want = stepFor(sage.events(), pointOf(fa3.events(), lead, null), 'kv', null).step;
+  expect(sage.events()[want].tile.cols[0]).toBe(fa3.events()[lead].tile.cols[0]);
+  for (let i = 0; i < lead; i++) await pane(page, 0).getByRole('button', { name: 'Step forward', exact: true }).click();
+  await expect(counterOf(page, 0)).toHaveText(`Step ${lead + 1} of ${fa3.events().length}`);
+  await expect(counterOf(page, 3)).toHaveText(`Step ${want + 1} of ${sage.events().length}`, { timeout: 30_000 });
+  await page.locator('.compare-bar').screenshot({ path: 'test-results/compare-kv-order-bar.png' });
+  await page.screenshot({ path: 'test-results/compare-kv-order.png' });
+  await checkNoOverflow(page);
+  await page.getByRole('combobox', { name: 'Sync axis' }).selectOption('progress');
+  await expect(note).toHaveCount(0);
+});

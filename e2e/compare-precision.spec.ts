@@ -129,7 +129,7 @@ test('FP8 study: error rows equal the engine runs, block + incoherent below per 
   // Pane 2 (FP8) switched to fa2: refused with the reason and the fixes; the others keep working.
   await pane(page, 1).getByLabel('Pane 2 algorithm').selectOption('fa2');
   const refusal = pane(page, 1).getByTestId('dtype-refusal');
-  await expect(refusal).toContainText('fa2 has no FP8 path, so it cannot run fp8e4m3');
+  await expect(refusal).toContainText('fa2 has no FP8 path; fp8e4m3 runs only on fa3');
   await expect(refusal).toContainText('the other panes are unaffected');
   await expect(pane(page, 1).getByTestId('step-counter')).toHaveCount(0);
   await expect(counterOf(page, 0)).toHaveText(`Step 3 of ${engine.steps[0]}`);
@@ -198,4 +198,80 @@ test('FP8 study at a narrow width: panes stack, table and refusal stay inside th
   await sageRefusal.getByRole('button', { name: 'Run this pane in fp16' }).click();
   await expect(sageRefusal).toHaveCount(0);
   await expect(counterOf(page, 3)).toHaveText(/^Step \d+ of \d+$/, { timeout: 60_000 });
+});
+
+test('an FP8 pane on a shared problem with ALiBi or d ≠ dv (sinks: pane-dtype.test.ts): the reason and one-click fixes, shared and per pane', async ({ page }) => {
+  test.setTimeout(120_000);
+  await openApp(page);
+  const problem = page.getByRole('region', { name: 'Problem' });
+  // A small fp16 problem with ALiBi, loaded in the Debugger tab: it is compare mode's shared problem.
+  for (const [label, v] of [['Nq', '64'], ['Nk', '128'], ['d', '64'], ['dv', '64']] as const) await problem.getByLabel(label, { exact: true }).fill(v);
+  await problem.getByLabel('dtype').selectOption('fp16');
+  await problem.getByLabel('ALiBi').check();
+  await page.getByRole('button', { name: 'Load problem' }).click();
+  await expect(page.getByTestId('step-counter')).toHaveText(/^Step 1 of \d+$/);
+  await page.getByRole('tab', { name: 'Compare' }).click();
+  await pane(page, 1).getByLabel('Pane 2 algorithm').selectOption('fa3');
+  await expect(counterOf(page, 1)).toHaveText(/^Step 1 of \d+$/, { timeout: 30_000 });
+  await pane(page, 1).getByLabel('Pane 2 dtype').selectOption('fp8e4m3');
+  const refusal = pane(page, 1).getByTestId('dtype-refusal');
+  await expect(refusal).toContainText('FA3 has no ALiBi');
+  await expect(refusal.getByRole('button', { name: 'Run this pane in fp16' })).toBeVisible();
+  await expect(pane(page, 0).getByTestId('dtype-refusal')).toHaveCount(0);
+  await expect(counterOf(page, 0)).toHaveText(/^Step \d+ of \d+$/);
+  await pane(page, 1).screenshot({ path: 'test-results/compare-fp8-alibi-refused.png' });
+  await checkNoOverflow(page);
+
+  // The shared fix, by keyboard: ALiBi off in the shared problem; it and every pane reload, the FP8 pane runs.
+  const off = refusal.getByRole('button', { name: 'Turn ALiBi off in the shared problem' });
+  await off.focus();
+  await page.keyboard.press('Enter');
+  await expect(refusal).toHaveCount(0, { timeout: 30_000 });
+  await expect(page.getByTestId('shared-problem')).not.toContainText('ALiBi');
+  await expect(counterOf(page, 1)).toHaveText(/^Step 1 of \d+$/, { timeout: 30_000 });
+  await expect(pane(page, 1).getByLabel('Pane 2 dtype')).toHaveValue('fp8e4m3');
+  // The Debugger tab's form agrees.
+  await page.getByRole('tab', { name: 'Single' }).click();
+  await expect(problem.getByLabel('ALiBi')).not.toBeChecked();
+
+  // d ≠ dv: the same reason-and-fixes pattern with the dv fix; then the per-pane fix instead.
+  await problem.getByLabel('dv', { exact: true }).fill('32');
+  await page.getByRole('button', { name: 'Load problem' }).click();
+  await expect(page.getByTestId('step-counter')).toHaveText(/^Step 1 of \d+$/);
+  await page.getByRole('tab', { name: 'Compare' }).click();
+  await expect(refusal).toContainText('d = dv only', { timeout: 30_000 });
+  await expect(refusal.getByRole('button', { name: 'Set the shared dv to d (64)' })).toBeVisible();
+  await refusal.getByRole('button', { name: 'Run this pane in fp16' }).click();
+  await expect(refusal).toHaveCount(0);
+  await expect(pane(page, 1).getByLabel('Pane 2 dtype')).toHaveValue('');
+  await expect(counterOf(page, 1)).toHaveText(/^Step \d+ of \d+$/, { timeout: 30_000 });
+});
+
+test('FP8 study synced by K/V block: the bar says FA3 panes walk K/V blocks backwards; a followed sage pane is on the leader’s key block', async ({ page }) => {
+  test.setTimeout(120_000);
+  await openApp(page);
+  await page.getByRole('tab', { name: 'Compare' }).click();
+  await page.getByRole('button', { name: 'Preset: FP8 study' }).click();
+  for (let i = 0; i < FP8_STUDY.panes.length; i++) await expect(counterOf(page, i)).toHaveText(/^Step 1 of \d+$/, { timeout: 60_000 });
+  await expect(page.getByRole('combobox', { name: 'Sync axis' })).toHaveValue('kv');
+  const note = page.getByTestId('kv-order-note');
+  await expect(note).toContainText('Panes 1, 2 and 3 visit K/V blocks last to first');
+  // Pane 1 (FA3) steps to its first score tile, on its last K/V block; sage follows to its step on that block (the engine's own answer).
+  const base = formToRequest({ ...DEFAULT_FORM, ...FP8_STUDY.form });
+  const fa3 = new DebuggerSession();
+  await fa3.load(paneRequest(base, FP8_STUDY.panes[0]));
+  const sage = new DebuggerSession();
+  await sage.load(paneRequest(base, FP8_STUDY.panes[3]));
+  const lead = fa3.events().findIndex((e) => e.kind === 'qk');
+  const { pointOf, stepFor } = await import('../engine/compare/sync.ts');
+  const want = stepFor(sage.events(), pointOf(fa3.events(), lead, null), 'kv', null).step;
+  expect(sage.events()[want].tile.cols[0]).toBe(fa3.events()[lead].tile.cols[0]);
+  for (let i = 0; i < lead; i++) await pane(page, 0).getByRole('button', { name: 'Step forward', exact: true }).click();
+  await expect(counterOf(page, 0)).toHaveText(`Step ${lead + 1} of ${fa3.events().length}`);
+  await expect(counterOf(page, 3)).toHaveText(`Step ${want + 1} of ${sage.events().length}`, { timeout: 30_000 });
+  await page.locator('.compare-bar').screenshot({ path: 'test-results/compare-kv-order-bar.png' });
+  await page.screenshot({ path: 'test-results/compare-kv-order.png' });
+  await checkNoOverflow(page);
+  await page.getByRole('combobox', { name: 'Sync axis' }).selectOption('progress');
+  await expect(note).toHaveCount(0);
 });

@@ -12,6 +12,7 @@ import { DiffPanel } from './DiffPanel.tsx';
 import { MAX_PANES, MIN_PANES } from './pane-config.ts';
 import { SHARED_PANE } from './shared-request.ts';
 import { startSyncDriver } from './sync-driver.ts';
+import { kvOrderNote } from './kv-order.ts';
 import { ComparePassSwitch } from '../backward/PassSwitch.tsx';
 import { SharedInputs } from './SharedInputs.tsx';
 import { paneRefusal } from './pane-dtype.ts';
@@ -32,6 +33,10 @@ function SharedProblem() {
     <span data-testid="shared-problem">
       Shared problem: B={p.batch} Hq={p.hq} Hk={p.hk} Nq={p.nq} Nk={p.nk} d={p.d} dv={p.dv} {p.dtype}
       {p.causal ? ' causal' : ''}
+      {/* The modifiers some paths lack (FA3's FP8 path: ALiBi, sinks), so a pane's refusal can be read against them. */}
+      {p.alibi ? ', ALiBi' : ''}
+      {p.sinks ? `, sink logit ${p.sinks[0]}` : ''}
+      {p.softcap !== undefined ? `, softcap ${p.softcap}` : ''}
       {applied.pass === 'backward' ? ', backward pass' : ''}
       {imported ? `, inputs from ${imported.label}` : `, seed ${applied.seed} (${applied.distribution})`}
       <span className="dim"> — change it in the Debugger tab</span>
@@ -47,6 +52,7 @@ export function ComparePage() {
   const results = useCompare((s) => s.results);
   const gpu = useCompare((s) => s.gpu);
   const applying = useCompare((s) => s.applying);
+  const backward = useApp((s) => s.problem[SHARED_PANE]?.applied?.pass === 'backward');
 
   useEffect(() => startSyncDriver(), []);
   useEffect(() => {
@@ -72,6 +78,7 @@ export function ComparePage() {
     return () => window.removeEventListener('keydown', onKey);
   }, []);
 
+  const kvNote = axis === 'kv' && !backward ? kvOrderNote(panes) : undefined;
   const noTimeline = axis === 'time' ? results.map((r, i) => (r && !r.hasTimeline ? `pane ${i + 1}: ${r.timelineReason}` : '')).filter(Boolean) : [];
 
   return (
@@ -105,6 +112,11 @@ export function ComparePage() {
       {noTimeline.length > 0 && (
         <p className="banner" role="status" data-testid="time-fallback">
           No hardware schedule on {gpu.toUpperCase()} for {noTimeline.join('; ')}. Those panes follow by normalised progress.
+        </p>
+      )}
+      {kvNote && (
+        <p className="banner dim" role="status" data-testid="kv-order-note">
+          {kvNote}
         </p>
       )}
       {syncNotice && noTimeline.length === 0 && (

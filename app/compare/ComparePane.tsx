@@ -18,7 +18,8 @@ import { BACKWARD_FEATURE_SPECS } from '../backward/feature-specs.ts';
 import { chooseCompareAlgorithm } from '../defaults/compare-defaults.ts';
 import { markTouched } from '../defaults/form-defaults.ts';
 import { DTYPES, isFp8 } from '../../engine/problem.ts';
-import { dtypeFixes, FP8_PATHS, inactiveSwitches, paneDtype, paneRefusal, requestDtype } from './pane-dtype.ts';
+import { dtypeFixes, inactiveSwitches, isFp8OnlyFeature, paneDtype, paneRefusal } from './pane-dtype.ts';
+import { reloadShared } from './shared-reload.ts';
 
 class Boundary extends Component<{ title: string; children: ReactNode }, { error: string | null }> {
   override state = { error: null as string | null };
@@ -54,11 +55,12 @@ function PaneSettings({ index, ctl }: { index: number; ctl: PaneController }) {
   const dtype = fromFiles ? sharedDtype : paneDtype(cfg, sharedDtype);
   const refused = useApp((s) => paneRefusal(cfg, s.problem[SHARED_PANE]?.applied) !== undefined);
   // FP8-only switches (block quantization, incoherent processing, the P scale) appear with an FP8 dtype only.
-  const fp8Only = FP8_PATHS[cfg.algorithm]?.fp8Features ?? [];
   // Switches whose condition on the others fails (sage's qPerWarp on version 1) are hidden, as in the problem panel.
   const off = backward ? [] : inactiveSwitches(cfg.algorithm, dtype, cfg.features);
   const specs = Object.fromEntries(
-    Object.entries((backward ? BACKWARD_FEATURE_SPECS[cfg.algorithm] : FEATURE_SPECS[cfg.algorithm]) ?? {}).filter(([k]) => (isFp8(dtype) || !fp8Only.includes(k)) && !off.includes(k)),
+    Object.entries((backward ? BACKWARD_FEATURE_SPECS[cfg.algorithm] : FEATURE_SPECS[cfg.algorithm]) ?? {}).filter(
+      ([k, spec]) => (isFp8(dtype) || !isFp8OnlyFeature(cfg.algorithm, k, spec.default)) && !off.includes(k),
+    ),
   );
   return (
     <form
@@ -205,7 +207,7 @@ function DtypeRefusal({ index, message }: { index: number; message: string }) {
   const cfg = useCompare((s) => s.panes[index]);
   const applied = useApp((s) => s.problem[SHARED_PANE]?.applied);
   if (!applied) return null;
-  const fixes = dtypeFixes(cfg.algorithm, requestDtype(cfg, applied), applied.pass ?? 'forward', applied.problem.dtype);
+  const fixes = dtypeFixes(cfg, applied);
   return (
     <div className="banner error dtype-refusal" role="alert" data-testid="dtype-refusal">
       <span>{message} This pane is not run; the other panes are unaffected. </span>
@@ -214,8 +216,11 @@ function DtypeRefusal({ index, message }: { index: number; message: string }) {
           key={f.label}
           type="button"
           onClick={() => {
-            if (f.patch.algorithm && f.patch.algorithm !== cfg.algorithm) chooseCompareAlgorithm(index, f.patch.algorithm);
-            else useCompare.getState().setPane(index, f.patch);
+            if (f.shared) {
+              const { form, problem } = f.shared;
+              reloadShared(form, (prev) => ({ ...prev, problem: { ...prev.problem, ...problem } }));
+            } else if (f.patch?.algorithm && f.patch.algorithm !== cfg.algorithm) chooseCompareAlgorithm(index, f.patch.algorithm);
+            else if (f.patch) useCompare.getState().setPane(index, f.patch);
           }}
         >
           {f.label}

@@ -4,10 +4,9 @@
 
 import type { InputDistribution } from '../../engine/inputs.ts';
 import { useImport } from '../import/import-store.ts';
-import { messageOf } from '../pane/controller.ts';
 import { useApp } from '../store/store.ts';
-import { controllers } from './controllers.ts';
 import { SHARED_PANE } from './shared-request.ts';
+import { reloadShared } from './shared-reload.ts';
 
 export const DISTRIBUTION_LABELS: Record<InputDistribution, string> = {
   normal: 'normal N(0,1)',
@@ -29,13 +28,12 @@ export function SharedInputs() {
         value={applied.distribution}
         onChange={(e) => {
           const distribution = e.target.value as InputDistribution;
-          const main = controllers.get(SHARED_PANE);
-          if (!main) return;
-          useApp.getState().setForm(SHARED_PANE, { distribution });
-          const req = { ...applied, distribution };
-          // A planted row belongs to 'outlier-row' only.
-          if (distribution !== 'outlier-row') delete req.outlierRow;
-          main.load(req).catch((err: unknown) => useApp.getState().patchPlayback(SHARED_PANE, { error: { place: 'problem', message: messageOf(err) } }));
+          reloadShared({ distribution }, (prev) => {
+            const req = { ...prev, distribution };
+            // A planted row belongs to 'outlier-row' only.
+            if (distribution !== 'outlier-row') delete req.outlierRow;
+            return req;
+          });
         }}
       >
         {(Object.keys(DISTRIBUTION_LABELS) as InputDistribution[]).map((d) => (

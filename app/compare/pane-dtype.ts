@@ -1,59 +1,39 @@
 // Which input precision a compare pane runs, and what to do when its algorithm cannot run
 // it. A pane may override the shared problem's dtype (FP16 FA3 next to FP8 FA3 on the same
-// draws); a kernel without an FP8 path is not loaded at all with an FP8 dtype: the pane says
-// why and offers the one-click fixes instead of a failed load.
+// draws); a pane the engine would refuse because of its low-precision dtype is not loaded
+// at all: it says why and offers one-click fixes instead of a failed load.
+//
+// The engine is the one source of truth (engine/lowprec/fp8-support.ts, which the problem
+// panel asks too): a pane is refused for its dtype when the engine refuses its problem at
+// that dtype but runs it at a 16-bit one, and an FP8-only feature is one the engine
+// refuses at 16 bits and takes at FP8. A new FP8 path needs no change here.
 
-import { isFp8, type DType } from '../../engine/problem.ts';
+import { ALGORITHMS } from '../../engine/algorithms/registry.ts';
+import { refusalOf, type Refusal } from '../../engine/lowprec/fp8-support.ts';
+import { DEFAULT_PROBLEM, isFp8, type AttentionProblem, type DType } from '../../engine/problem.ts';
 import type { Pass } from '../../engine/debugger/pass.ts';
 import type { LoadRequest } from '../../engine/debugger/protocol.ts';
-import { FA3_FP8_FEATURES } from '../../engine/lowprec/fa3-fp8.ts';
+import type { ProblemForm } from '../store/problem-form.ts';
 import type { ComparePaneConfig } from './pane-config.ts';
 import { PANEL_SWITCHES, effectiveSwitches } from '../store/problem-form.ts';
-
-/**
- * The algorithms whose forward has an FP8 path in the engine (the others call requireNoFp8),
- * with the features that only mean something on that path. pane-dtype.test.ts checks this
- * table against the engine itself, so it cannot drift.
- */
-export const FP8_PATHS: Record<string, { name: string; fp8Features: readonly string[] }> = {
-  fa3: { name: "FA3's FP8 forward", fp8Features: Object.keys(FA3_FP8_FEATURES) },
-};
-
-/** Algorithms that choose their own low precision inside (and so take 16- or 32-bit tensors): what they do instead. */
-const OWN_PRECISION: Record<string, string> = {
-  sage: 'sage quantizes its own inputs (INT8 Q·Kᵀ; FP16 P·V in version 1, FP8 in version 2) and takes fp16, bf16 or fp32 tensors',
-};
 
 /** The dtype a pane runs: its own, or the shared problem's when it has none. */
 export function paneDtype(c: ComparePaneConfig, shared: DType): DType {
   return c.dtype ?? shared;
 }
 
-/** Why this algorithm cannot run this dtype in this pass; undefined when it can. */
-export function dtypeRefusal(algorithm: string, dtype: DType, pass: Pass = 'forward'): string | undefined {
-  if (!isFp8(dtype)) return undefined;
-  const path = FP8_PATHS[algorithm];
-  if (!path && OWN_PRECISION[algorithm]) return `${OWN_PRECISION[algorithm]}, so it cannot run ${dtype} inputs. Use its version switch for FP8 P·V.`;
-  if (!path) return `${algorithm} has no FP8 path, so it cannot run ${dtype}. FP8 runs on ${Object.keys(FP8_PATHS).join(', ')} only.`;
-  if (pass === 'backward') return `${dtype} runs on ${path.name} only; the backward pass has no FP8 path.`;
-  return undefined;
+/** The 16-bit dtype a refused pane falls back to: the shared one when it is not FP8, else fp16 (every algorithm takes it). */
+export function fallbackDtype(shared: DType): DType {
+  return isFp8(shared) ? 'fp16' : shared;
 }
 
-export interface DtypeFix {
-  label: string;
-  patch: Partial<ComparePaneConfig>;
-}
+// A small problem every FP8 path takes, for asking which features are FP8-only.
+const PROBE: AttentionProblem = { ...DEFAULT_PROBLEM, batch: 1, hq: 1, hk: 1, nq: 16, nk: 16, d: 16, dv: 16, causal: false };
 
-/** One-click ways out of a refusal: run the pane in a 16-bit dtype, or move it to an algorithm with an FP8 path. */
-export function dtypeFixes(algorithm: string, dtype: DType, pass: Pass, shared: DType): DtypeFix[] {
-  if (!dtypeRefusal(algorithm, dtype, pass)) return [];
-  // The shared dtype when it is one the pane can run, else fp16 (every algorithm takes it).
-  const fallback: DType = isFp8(shared) ? 'fp16' : shared;
-  const fixes: DtypeFix[] = [{ label: `Run this pane in ${fallback}`, patch: { dtype: fallback === shared ? undefined : fallback } }];
-  if (pass !== 'backward') {
-    for (const id of Object.keys(FP8_PATHS)) if (id !== algorithm) fixes.push({ label: `Switch this pane to ${id} (keeps ${dtype})`, patch: { algorithm: id, features: {} } });
-  }
-  return fixes;
+/** Whether the engine takes `key = value` on `algorithm`'s FP8 forward but refuses it at 16 bits (FA3's blockQuant, incoherent, pScale, seed). */
+export function isFp8OnlyFeature(algorithm: string, key: string, value: boolean | number): boolean {
+  const f = { [key]: value };
+  return refusalOf(algorithm, 'forward', { ...PROBE, dtype: 'fp8e4m3' }, f) === null && refusalOf(algorithm, 'forward', { ...PROBE, dtype: 'fp16' }, f)?.field === `features.${key}`;
 }
 
 /**
@@ -62,9 +42,8 @@ export function dtypeFixes(algorithm: string, dtype: DType, pass: Pass, shared: 
  * condition on the others fails (sage's qPerWarp on version 1; PANEL_SWITCHES says which).
  */
 export function featuresFor(algorithm: string, dtype: DType, features: Record<string, boolean | number>): Record<string, boolean | number> {
-  const fp8Only = FP8_PATHS[algorithm]?.fp8Features ?? [];
   const off = inactiveSwitches(algorithm, dtype, features);
-  return Object.fromEntries(Object.entries(features).filter(([k]) => (isFp8(dtype) || !fp8Only.includes(k)) && !off.includes(k)));
+  return Object.fromEntries(Object.entries(features).filter(([k, v]) => (isFp8(dtype) || !isFp8OnlyFeature(algorithm, k, v)) && !off.includes(k)));
 }
 
 /** The switches of this algorithm whose condition fails with these features (defaults for the rest) and this dtype. */
@@ -75,13 +54,68 @@ export function inactiveSwitches(algorithm: string, dtype: DType, features: Reco
   return panel.filter((sw) => sw.inactive?.(values, dtype)).map((sw) => sw.key);
 }
 
-/** The refusal of a pane over the shared problem as loaded (none before the shared problem exists). */
-export function paneRefusal(c: ComparePaneConfig, shared: LoadRequest | undefined): string | undefined {
-  if (!shared) return undefined;
-  return dtypeRefusal(c.algorithm, requestDtype(c, shared), shared.pass ?? 'forward');
-}
-
 /** The dtype a pane's request carries: tensors from files keep the files' dtype (the import decides it), so a pane's own dtype applies to random inputs only. */
 export function requestDtype(c: ComparePaneConfig, shared: LoadRequest): DType {
   return shared.tensors ? shared.problem.dtype : paneDtype(c, shared.problem.dtype);
+}
+
+/**
+ * The engine's refusal of a pane over the shared problem as loaded, when it is the pane's
+ * low-precision dtype at fault (the same pane runs at the 16-bit fallback); undefined when
+ * it runs, before the shared problem exists, or when the refusal has another cause (that
+ * one is the load's own error, shown as for any pane).
+ */
+export function paneRefusalOf(c: ComparePaneConfig, shared: LoadRequest | undefined): Refusal | undefined {
+  if (!shared) return undefined;
+  const dtype = requestDtype(c, shared);
+  if (!isFp8(dtype)) return undefined;
+  const pass = shared.pass ?? 'forward';
+  const r = refusalOf(c.algorithm, pass, { ...shared.problem, dtype }, featuresFor(c.algorithm, dtype, c.features));
+  if (!r) return undefined;
+  const low = fallbackDtype(shared.problem.dtype);
+  return refusalOf(c.algorithm, pass, { ...shared.problem, dtype: low }, featuresFor(c.algorithm, low, c.features)) ? undefined : r;
+}
+
+/** The message of paneRefusalOf, as one sentence. */
+export function paneRefusal(c: ComparePaneConfig, shared: LoadRequest | undefined): string | undefined {
+  const r = paneRefusalOf(c, shared);
+  return r && `${r.message}.`;
+}
+
+/** A change to the shared problem (the Debugger tab's form and the loaded request's problem) that every pane then reloads with. */
+export interface SharedPatch {
+  form: Partial<ProblemForm>;
+  problem: Partial<AttentionProblem>;
+}
+
+export interface DtypeFix {
+  label: string;
+  /** A change to this pane only. */
+  patch?: Partial<ComparePaneConfig>;
+  /** A change to the shared problem (ALiBi, sinks, d ≠ dv, which FP8 paths lack): every pane reloads. */
+  shared?: SharedPatch;
+}
+
+/**
+ * One-click ways out of a pane's refusal, those that keep its dtype first: move the pane to
+ * an algorithm whose forward runs this problem at this dtype, or drop the shared problem's
+ * modifier the FP8 path lacks; then run the pane at the 16-bit fallback.
+ */
+export function dtypeFixes(c: ComparePaneConfig, shared: LoadRequest): DtypeFix[] {
+  const r = paneRefusalOf(c, shared);
+  if (!r) return [];
+  const dtype = requestDtype(c, shared);
+  const pass: Pass = shared.pass ?? 'forward';
+  const p = shared.problem;
+  const fixes: DtypeFix[] = [];
+  if (r.field === 'dtype' && pass === 'forward') {
+    for (const a of ALGORITHMS) {
+      if (a.id !== c.algorithm && refusalOf(a.id, 'forward', { ...p, dtype }) === null) fixes.push({ label: `Switch this pane to ${a.id} (keeps ${dtype})`, patch: { algorithm: a.id, features: {} } });
+    }
+  } else if (r.field === 'alibi') fixes.push({ label: 'Turn ALiBi off in the shared problem', shared: { form: { alibi: false }, problem: { alibi: undefined } } });
+  else if (r.field === 'sinks') fixes.push({ label: 'Clear the shared sink logit', shared: { form: { sink: '' }, problem: { sinks: undefined } } });
+  else if (r.field === 'dv') fixes.push({ label: `Set the shared dv to d (${p.d})`, shared: { form: { dv: String(p.d) }, problem: { dv: p.d } } });
+  const low = fallbackDtype(p.dtype);
+  fixes.push({ label: `Run this pane in ${low}`, patch: { dtype: low === p.dtype ? undefined : low } });
+  return fixes;
 }

@@ -5,8 +5,8 @@
 import { describe, expect, it } from 'vitest';
 import { DebuggerSession } from '../../engine/debugger/session.ts';
 import { randomInputs } from '../../engine/inputs.ts';
-import { DEFAULT_FORM, formToRequest } from '../store/problem-form.ts';
-import { FP8_STUDY } from './presets.ts';
+import { DEFAULT_FORM, formToRequest, type ProblemForm } from '../store/problem-form.ts';
+import { FP8_STUDY, presetForm } from './presets.ts';
 import { paneRequest } from './shared-request.ts';
 import { paneRefusal } from './pane-dtype.ts';
 
@@ -68,5 +68,29 @@ describe('FP8 study preset', () => {
     expect(FP8_STUDY.panes[3].algorithm).toBe('sage');
     expect(sage2.rmse).toBeGreaterThan(fp16.rmse * 10);
     expect(sage2.rmse).toBeLessThan(5e-2);
+  });
+});
+
+describe('FP8 study preset over a Debugger tab with switches set', () => {
+  // The Debugger tab on FA3 FP8 with every panel switch moved off its default.
+  const left: ProblemForm = {
+    ...DEFAULT_FORM,
+    algorithm: 'fa3',
+    dtype: 'fp8e4m3',
+    switches: { blockQuant: false, incoherent: false, pScale: '0.5', reverseKv: false, seed: '7' },
+  };
+
+  it('sends none of them with its shared problem, which loads', async () => {
+    const form = presetForm(left, FP8_STUDY);
+    const req = formToRequest(form);
+    // FP8-only switches were never sent with the preset's fp16 (switchFeatures drops them); the load succeeds either way.
+    const s = new DebuggerSession();
+    await s.load(req);
+    // reverseKv is not FP8-only: without the preset's `switches: {}` it would be sent as false.
+    expect(req.features).toBeUndefined();
+    expect(form.switches).toEqual({});
+    // FA3 visits K/V blocks last to first by default (reverseKv on): the preset's shared run does too.
+    const kv = s.events().filter((e) => e.kind === 'qk').map((e) => e.tile.kvBlock);
+    expect(kv[0]).toBe(Math.max(...kv));
   });
 });

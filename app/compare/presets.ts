@@ -4,7 +4,7 @@
 // inputs (every entry N(0,1) plus N(0,100) with probability 0.001), so the difference
 // table's error rows show what block scales, the Hadamard rotation and INT8 with smoothed K buy.
 
-import { formToRequest, type ProblemForm } from '../store/problem-form.ts';
+import { DEFAULT_FORM, formToRequest, type ProblemForm } from '../store/problem-form.ts';
 import { useApp } from '../store/store.ts';
 import { useImport } from '../import/import-store.ts';
 import { messageOf } from '../pane/controller.ts';
@@ -61,6 +61,9 @@ export const FP8_STUDY: ComparePreset = {
     seed: '2',
     distribution: 'fa3-outliers',
     outlierRow: '',
+    // The preset decides every kernel switch of its shared problem: one the person left set
+    // in the Debugger tab (reverseKv off, an FP8 quantization switch) is not carried over.
+    switches: {},
   },
   panes: [
     { algorithm: 'fa3', dtype: 'fp16', ...tile, features: {}, views: views() },
@@ -74,6 +77,11 @@ export const FP8_STUDY: ComparePreset = {
 
 export const PRESETS: readonly ComparePreset[] = [FP8_STUDY];
 
+/** The shared problem's form once the preset is applied over the Debugger tab's form. */
+export function presetForm(current: ProblemForm, preset: ComparePreset): ProblemForm {
+  return { ...current, ...preset.form };
+}
+
 /**
  * Replaces the shared problem (the Debugger tab's, loaded there first) and the panes. The
  * panes wait while the shared problem loads, then each loads once. Tensors loaded from
@@ -82,7 +90,7 @@ export const PRESETS: readonly ComparePreset[] = [FP8_STUDY];
 export async function applyPreset(preset: ComparePreset): Promise<void> {
   const main = controllers.get(SHARED_PANE);
   const app = useApp.getState();
-  const form = { ...(app.problem[SHARED_PANE]?.form ?? {}), ...preset.form } as ProblemForm;
+  const form = presetForm(app.problem[SHARED_PANE]?.form ?? DEFAULT_FORM, preset);
   const hadFiles = !!useImport.getState().imported[SHARED_PANE];
   useCompare.setState({ applying: true, syncNotice: undefined });
   try {

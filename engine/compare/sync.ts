@@ -1,7 +1,13 @@
 // Synchronised stepping across compare panes. A leading pane's position is turned into a
 // point on a common axis, and every other pane moves to its own step at that point:
 // - 'kv': the same query row working on the same key column (the K/V block that holds
-//   it), so FA1 (K/V outer loop) and FA2 (Q outer loop) line up on the same tile of work;
+//   it), so FA1 (K/V outer loop) and FA2 (Q outer loop) line up on the same tile of work.
+//   The query row is the first of the leader's rows, so a follower that steps its Q tile in
+//   slices (sage v2's 32-row warps, FA3's two ping-pong warpgroups) lands on the slice that
+//   holds it, and a load lands on the load of the same tensor (K, not the V after it). This
+//   is a match of work, not of order: FA3 visits K/V blocks last to first (reverseKv, as the
+//   kernel does) where sage, FA2 and most others go first to last, so FA3's first K/V step
+//   puts a sage pane on its last K/V block (engine/compare/sync.test.ts);
 // - 'progress': the same fraction of the trace;
 // - 'time': the same simulated time on the GPU, where the algorithm has a hardware
 //   schedule (stepTimes below); elsewhere the caller falls back to 'progress'.
@@ -21,6 +27,8 @@ export interface SyncPoint {
   row: number;
   col: number;
   kind: PhaseKind;
+  /** Loads and writes: the HBM tensors moved ("K", "V", "O,LSE"), so a K load is not matched to a V load; absent otherwise. */
+  tensors?: string;
   /** Simulated time in µs, null when the leader has no hardware schedule. */
   timeUs: number | null;
 }
@@ -34,9 +42,13 @@ export function pointOf(events: readonly TraceEvent[], step: number, times: Floa
     row: e.tile.rows[0],
     col: e.tile.kvBlock >= 0 ? e.tile.cols[0] : -1,
     kind: e.kind,
+    ...(e.kind === 'load' || e.kind === 'write' ? { tensors: e.tensors.join(',') } : {}),
     timeUs: times ? times[step] : null,
   };
 }
+
+/** Same phase as the point: the same kind, and for loads and writes the same tensors. */
+const samePhase = (e: TraceEvent, pt: SyncPoint) => e.kind === pt.kind && (pt.tensors === undefined || ((e.kind === 'load' || e.kind === 'write') && e.tensors.join(',') === pt.tensors));
 
 const byProgress = (n: number, p: number) => Math.max(0, Math.min(n - 1, Math.round(p * (n - 1))));
 
@@ -62,17 +74,27 @@ export function stepFor(events: readonly TraceEvent[], pt: SyncPoint, axis: Sync
   }
   if (axis === 'kv') {
     if (pt.col < 0) {
-      // No K/V block (loading Q, normalizing, writing): the same phase of the same rows.
-      for (let i = 0; i < n; i++) if (covers(events[i], pt) && events[i].kind === pt.kind && events[i].tile.kvBlock < 0) return { step: i, used: 'kv' };
-      return { step: byProgress(n, pt.progress), used: 'progress' };
+      // No K/V block (loading Q, normalizing, writing): the same phase of the same rows, else the same kind.
+      let kind = -1;
+      for (let i = 0; i < n; i++) {
+        const e = events[i];
+        if (!covers(e, pt) || e.kind !== pt.kind || e.tile.kvBlock >= 0) continue;
+        if (samePhase(e, pt)) return { step: i, used: 'kv' };
+        if (kind < 0) kind = i;
+      }
+      return kind >= 0 ? { step: kind, used: 'kv' } : { step: byProgress(n, pt.progress), used: 'progress' };
     }
+    // The same phase on that block and row; else the same kind (a load of other tensors); else the block's first step on the row.
     let first = -1;
+    let kind = -1;
     for (let i = 0; i < n; i++) {
       const e = events[i];
       if (!covers(e, pt) || e.tile.kvBlock < 0 || pt.col < e.tile.cols[0] || pt.col >= e.tile.cols[1]) continue;
-      if (e.kind === pt.kind) return { step: i, used: 'kv' };
+      if (samePhase(e, pt)) return { step: i, used: 'kv' };
+      if (kind < 0 && e.kind === pt.kind) kind = i;
       if (first < 0) first = i;
     }
+    if (kind >= 0) return { step: kind, used: 'kv' };
     // A block the follower skips (causal, window): its last step on those rows before that column.
     if (first < 0) {
       for (let i = 0; i < n; i++) {

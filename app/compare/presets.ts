@@ -40,27 +40,18 @@ export const FP8_STUDY: ComparePreset = {
   about:
     "FA3 in fp16 | FA3 FP8 per tensor (block quantization and incoherent processing off) | FA3 FP8 with block quantization + incoherent processing | SageAttention 2 (INT8 Q·Kᵀ, FP8 P·V), on the FA3 paper's outlier inputs (Nq = 128, Nk = 512, d = 128, seed 2)",
   form: {
+    // Every field not named here is the form's default (no mask, no modifiers).
+    ...DEFAULT_FORM,
     algorithm: 'fa3',
-    pass: 'forward',
-    batch: '1',
-    hq: '1',
-    hk: '1',
     nq: '128',
     nk: '512',
     d: '128',
     dv: '128',
     blockMode: 'explicit',
     ...tile,
-    causal: false,
-    windowLeft: '',
-    windowRight: '',
-    alibi: false,
-    softcap: '',
-    sink: '',
     dtype: 'fp16',
     seed: '2',
     distribution: 'fa3-outliers',
-    outlierRow: '',
     // The preset decides every kernel switch of its shared problem: one the person left set
     // in the Debugger tab (reverseKv off, an FP8 quantization switch) is not carried over.
     switches: {},

@@ -134,13 +134,7 @@ function* runFlashDecoding(p: AttentionProblem, x: AttentionInputs, opts: RunOpt
             const c1 = Math.min(p.nk, c0 + blockN);
             const here: step.At = { ...at, inner: j };
             yield* step.load(ctx, here, 'loadKV', rows, [c0, c1], j, { K: (c1 - c0) * p.d * eb, V: (c1 - c0) * p.dv * eb });
-            yield* step.qk(ctx, here, st, t, j, c0, c1 - c0);
-            yield* step.mask(ctx, here, st, t);
-            yield* step.rowmax(ctx, here, st, t);
-            yield* step.exp(ctx, here, st, t);
-            yield* step.rowsum(ctx, here, st, t);
-            yield* step.rescale(ctx, here, st, t);
-            yield* step.pv(ctx, here, st, t);
+            yield* step.softmaxBlock(ctx, here, st, t, j, c0, c1 - c0);
           }
           const n = r1 - r0;
           if (splits === 1) {

@@ -110,13 +110,7 @@ function* runFmhaV2(p: AttentionProblem, x: AttentionInputs, opts: RunOptions): 
           const [c0, c1] = colsOf(j);
           for (const w of warps) {
             const at: step.At = { ...w.at, inner: j };
-            yield* step.qk(ctx, at, w.st, w.t, j, c0, c1 - c0);
-            yield* step.mask(ctx, at, w.st, w.t);
-            yield* step.rowmax(ctx, at, w.st, w.t);
-            yield* step.exp(ctx, at, w.st, w.t);
-            yield* step.rowsum(ctx, at, w.st, w.t);
-            yield* step.rescale(ctx, at, w.st, w.t);
-            yield* step.pv(ctx, at, w.st, w.t);
+            yield* step.softmaxBlock(ctx, at, w.st, w.t, j, c0, c1 - c0);
           }
         }
         for (const w of warps) {

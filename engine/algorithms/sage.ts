@@ -149,13 +149,7 @@ function* runSage(p: AttentionProblem, x: AttentionInputs, opts: RunOptions): St
           for (const u of units) {
             // Causal: a warp slice wholly above the diagonal of this block still runs it; its S is all −∞ after the mask and P is 0.
             const at: step.At = { ...u.at, inner: j };
-            yield* step.qk(ctx, at, u.st, u.t, j, c0, c1 - c0);
-            yield* step.mask(ctx, at, u.st, u.t);
-            yield* step.rowmax(ctx, at, u.st, u.t);
-            yield* step.exp(ctx, at, u.st, u.t);
-            yield* step.rowsum(ctx, at, u.st, u.t);
-            yield* step.rescale(ctx, at, u.st, u.t);
-            yield* step.pv(ctx, at, u.st, u.t);
+            yield* step.softmaxBlock(ctx, at, u.st, u.t, j, c0, c1 - c0);
           }
         }
         for (const u of units) {

@@ -512,6 +512,22 @@ function blockPv(ctx: StepContext, at: At, st: RowState, t: ScoreTile): void {
 }
 
 /**
+ * One K/V block of FA2's online softmax for one row unit, in the order FA2's kernel runs it:
+ * S = Q·Kᵀ, mask, new max, P = exp(S − m), row sum, rescale of O and l, O += P·V. The
+ * algorithms that follow this order (fmha_v2's warps, flash-decoding's splits, sage's units)
+ * step through it as one call; the others interleave loads or reorder and call the steps.
+ */
+export function* softmaxBlock(ctx: StepContext, at: At, st: RowState, t: ScoreTile, kvBlock: number, c0: number, cols: number): Gen {
+  yield* qk(ctx, at, st, t, kvBlock, c0, cols);
+  yield* mask(ctx, at, st, t);
+  yield* rowmax(ctx, at, st, t);
+  yield* exp(ctx, at, st, t);
+  yield* rowsum(ctx, at, st, t);
+  yield* rescale(ctx, at, st, t);
+  yield* pv(ctx, at, st, t);
+}
+
+/**
  * O = acc / l once at the end, LSE = m + log l (natural log whatever the working base).
  * A sink logit joins the denominator here with a max update, so it never overflows.
  * `useSink` is false for flash-decoding's partial results (the combine adds the sink once).

@@ -1,7 +1,8 @@
-// The widget's e4m3/e5m2 model against the engine's exact FP8 rounding (engine/lowprec/fp8.ts):
-// every one of the 256 codes decodes to the same value, every finite value rounds to itself
-// with the same code, and the points between neighbours (midpoints, where ties go to the even
-// mantissa, and just either side of them) round the same way in both.
+// The widget's view of e4m3/e5m2 (fp8-formats.ts: fields, kinds, the value table, the
+// saturated and flushed flags) against engine/lowprec/fp8.ts, whose rounding it uses: every
+// one of the 256 codes reads back the engine's value, every finite value rounds to itself with
+// its own code, and the points between neighbours (midpoints, where ties go to the even
+// mantissa, and just either side of them) pair the engine's value with the engine's code.
 
 import { describe, expect, it } from 'vitest';
 import { decodeFp8, encodeFp8, FP8, roundFp8 } from '../../engine/lowprec/fp8.ts';

@@ -1,22 +1,19 @@
-// The FP8 formats widget's own model of e4m3 and e5m2: bit fields read from a code, the
-// table of every finite value, and "nearest value" found by searching that table. It is
-// written from the format definitions, not from engine/lowprec/fp8.ts, so the test that
-// compares the two over all 256 codes checks one against the other.
+// What the FP8 formats widget shows about e4m3 and e5m2: the bit fields of a code, the table
+// of every finite value, and the value a number becomes. The numbers themselves (decoding a
+// code, rounding ties to even, the satfinite clamp) come from engine/lowprec/fp8.ts, the
+// rounding the FP8 paths run; this file only names fields and kinds for the page.
 
-export type Fp8Name = 'e4m3' | 'e5m2';
+import { decodeFp8, encodeFp8, FP8, roundFp8, type Fp8Format, type Fp8Spec } from '../../engine/lowprec/fp8.ts';
 
-export interface FormatDef {
+export type Fp8Name = Fp8Format;
+
+export interface FormatDef extends Fp8Spec {
   name: Fp8Name;
-  expBits: number;
-  manBits: number;
-  bias: number;
-  /** IEEE-style specials (exponent all ones = inf/NaN); e4m3 keeps only S.1111.111 as NaN. */
-  ieeeSpecials: boolean;
 }
 
 export const FORMATS: Record<Fp8Name, FormatDef> = {
-  e4m3: { name: 'e4m3', expBits: 4, manBits: 3, bias: 7, ieeeSpecials: false },
-  e5m2: { name: 'e5m2', expBits: 5, manBits: 2, bias: 15, ieeeSpecials: true },
+  e4m3: { name: 'e4m3', ...FP8.e4m3 },
+  e5m2: { name: 'e5m2', ...FP8.e5m2 },
 };
 
 export type CodeKind = 'zero' | 'subnormal' | 'normal' | 'inf' | 'nan';
@@ -42,28 +39,22 @@ export function codeFields(f: FormatDef, code: number): CodeFields {
   const sign = code >> 7;
   const exponent = (code >> f.manBits) & ((1 << f.expBits) - 1);
   const mantissa = code & ((1 << f.manBits) - 1);
-  const allOnes = (1 << f.expBits) - 1;
-  const s = sign ? -1 : 1;
   const sg = sign ? '−' : '+';
   const frac = mantissa / (1 << f.manBits);
+  const value = decodeFp8(f.name, code);
   let kind: CodeKind;
-  let value: number;
   let formula: string;
-  if (f.ieeeSpecials && exponent === allOnes) {
-    kind = mantissa === 0 ? 'inf' : 'nan';
-    value = mantissa === 0 ? s * Infinity : NaN;
-    formula = mantissa === 0 ? `${sg}∞ (exponent all ones, mantissa 0)` : 'NaN (exponent all ones)';
-  } else if (!f.ieeeSpecials && exponent === allOnes && mantissa === (1 << f.manBits) - 1) {
+  if (Number.isNaN(value)) {
     kind = 'nan';
-    value = NaN;
-    formula = 'NaN (the only e4m3 code with all exponent and mantissa bits set)';
+    formula = f.hasInf ? 'NaN (exponent all ones)' : 'NaN (the only e4m3 code with all exponent and mantissa bits set)';
+  } else if (!Number.isFinite(value)) {
+    kind = 'inf';
+    formula = `${sg}∞ (exponent all ones, mantissa 0)`;
   } else if (exponent === 0) {
     kind = mantissa === 0 ? 'zero' : 'subnormal';
-    value = s * frac * 2 ** (1 - f.bias);
     formula = mantissa === 0 ? `${sg}0` : `${sg}2^(1−${f.bias}) × ${frac} (subnormal: no implicit 1)`;
   } else {
     kind = 'normal';
-    value = s * (1 + frac) * 2 ** (exponent - f.bias);
     formula = `${sg}2^(${exponent}−${f.bias}) × ${1 + frac}`;
   }
   return { code, sign, exponent, mantissa, bits: { sign: bin(sign, 1), exponent: bin(exponent, f.expBits), mantissa: bin(mantissa, f.manBits) }, kind, value, formula };
@@ -114,32 +105,10 @@ export interface Rounded {
  */
 export function nearest(f: FormatDef, x: number): Rounded {
   if (Number.isNaN(x)) throw new RangeError('nearest: x is NaN');
-  const t = finiteValues(f);
+  const value = roundFp8(f.name, x);
+  const code = encodeFp8(f.name, x);
   const a = Math.abs(x);
-  const neg = x < 0 || Object.is(x, -0);
-  let pick: FiniteValue;
-  let saturated = false;
-  if (a > t[t.length - 1].value) {
-    pick = t[t.length - 1];
-    saturated = true;
-  } else {
-    // Binary search for the first table value ≥ a.
-    let lo = 0;
-    let hi = t.length - 1;
-    while (lo < hi) {
-      const mid = (lo + hi) >> 1;
-      if (t[mid].value < a) lo = mid + 1;
-      else hi = mid;
-    }
-    const up = t[lo];
-    const down = lo > 0 ? t[lo - 1] : up;
-    const dUp = up.value - a;
-    const dDown = a - down.value;
-    pick = dDown < dUp ? down : dUp < dDown ? up : (down.code & 1) === 0 ? down : up;
-  }
-  const code = pick.code | (neg ? 0x80 : 0);
-  const value = neg ? -pick.value : pick.value;
-  return { value, code, fields: codeFields(f, code), saturated, flushed: x !== 0 && pick.value === 0, relError: x === 0 ? 0 : Math.abs(value - x) / a };
+  return { value, code, fields: codeFields(f, code), saturated: a > f.max, flushed: x !== 0 && value === 0, relError: x === 0 ? 0 : Math.abs(value - x) / a };
 }
 
 /** A typed value, or a message saying what is wrong with it (the text is kept as typed). */

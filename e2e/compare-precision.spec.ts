@@ -8,6 +8,8 @@ import { DebuggerSession } from '../engine/debugger/session.ts';
 import type { CompareData } from '../engine/debugger/protocol.ts';
 import { FP8_STUDY } from '../app/compare/presets.ts';
 import { ratioNotes } from '../engine/compare/diff.ts';
+import { pointOf, stepFor } from '../engine/compare/sync.ts';
+import type { TraceEvent } from '../engine/trace/events.ts';
 import { paneRequest } from '../app/compare/shared-request.ts';
 import { DEFAULT_FORM, formToRequest } from '../app/store/problem-form.ts';
 import { openApp, watchConsole } from './helpers.ts';
@@ -23,14 +25,15 @@ const counterOf = (page: Page, i: number) => pane(page, i).getByTestId('step-cou
 const cells = (page: Page, metric: string) => page.locator(`tr[data-metric="${metric}"] td`);
 
 /** The preset's panes as the engine runs them. */
-async function engineRuns(): Promise<{ data: CompareData[]; steps: number[] }> {
+async function engineRuns(): Promise<{ data: CompareData[]; steps: number[]; events: TraceEvent[][] }> {
   const base = formToRequest({ ...DEFAULT_FORM, ...FP8_STUDY.form });
-  const out = { data: [] as CompareData[], steps: [] as number[] };
+  const out = { data: [] as CompareData[], steps: [] as number[], events: [] as TraceEvent[][] };
   for (const cfg of FP8_STUDY.panes) {
     const s = new DebuggerSession();
     await s.load(paneRequest(base, cfg));
     out.data.push(await s.compareData('h100'));
     out.steps.push(s.events().length);
+    out.events.push(s.events() as TraceEvent[]);
   }
   return out;
 }
@@ -123,8 +126,13 @@ test('FP8 study: error rows equal the engine runs, block + incoherent below per 
   await pane(page, 0).getByRole('button', { name: 'Step forward', exact: true }).click();
   await pane(page, 0).getByRole('button', { name: 'Step forward', exact: true }).click();
   await expect(counterOf(page, 0)).toHaveText(`Step 3 of ${engine.steps[0]}`);
-  const third = await counterOf(page, 2).textContent();
-  const fourth = await counterOf(page, 3).textContent();
+  // Where panes 3 and 4 follow to (the engine's sync, synced by K/V block), waited for: reading
+  // their counters right after pane 1's step raced the follow.
+  const followed = (i: number) => `Step ${stepFor(engine.events[i], pointOf(engine.events[0], 2, null), 'kv', null).step + 1} of ${engine.steps[i]}`;
+  const third = followed(2);
+  const fourth = followed(3);
+  await expect(counterOf(page, 2)).toHaveText(third);
+  await expect(counterOf(page, 3)).toHaveText(fourth);
 
   // Pane 2 (FP8) switched to fa2: refused with the reason and the fixes; the others keep working.
   await pane(page, 1).getByLabel('Pane 2 algorithm').selectOption('fa2');
@@ -133,8 +141,8 @@ test('FP8 study: error rows equal the engine runs, block + incoherent below per 
   await expect(refusal).toContainText('the other panes are unaffected');
   await expect(pane(page, 1).getByTestId('step-counter')).toHaveCount(0);
   await expect(counterOf(page, 0)).toHaveText(`Step 3 of ${engine.steps[0]}`);
-  await expect(counterOf(page, 2)).toHaveText(third!);
-  await expect(counterOf(page, 3)).toHaveText(fourth!);
+  await expect(counterOf(page, 2)).toHaveText(third);
+  await expect(counterOf(page, 3)).toHaveText(fourth);
   await expect(cells(page, 'RMSE vs float64')).toHaveCount(n - 1);
   await expect(page.getByTestId('diff-not-run')).toContainText('pane 2');
   await expect(page.getByRole('region', { name: 'Output difference' })).toContainText('Pane 2 is not run');

@@ -227,6 +227,8 @@ test(`${BAD_FILES.length} malformed files are each named with what is wrong; the
 test(`${BAD_CHOICES.length} bad combinations and choices are each explained; the loaded run is untouched`, async ({ page }) => {
   await openApp(page);
   await page.getByRole('button', { name: 'Step forward', exact: true }).click();
+  // Wait for the step to land before taking the position every bad choice must leave alone.
+  await expect(counter(page)).toHaveText(/^Step 2 of \d+$/);
   const before = await counter(page).textContent();
   for (const [name, files, edit, message] of BAD_CHOICES) {
     const dialog = await openDialog(page);

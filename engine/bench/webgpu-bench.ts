@@ -25,7 +25,8 @@
 // with --quick at SwiftShader-sized shapes),
 // --pass backward (only the backward rows, backward-bench.ts: self-test, the SDPA FLASH backward
 // anchor, B=4 H=16 at --n and --d, causal and not; --max-shape-s S skips a shape estimated to
-// take longer; with --quick one small shape).
+// take longer; with --quick one small shape; --bwd-paths flash-f32,flash-matrix picks the
+// paths, --bwd-prefs '[{"warps":8,"bm":16}, …]' self-tests and times each flash-matrix tile).
 // Last it prints the summary table: flash-matrix and flash-decoding against the anchor, with
 // the ratio columns.
 
@@ -41,6 +42,8 @@ import { referenceAttention } from '../reference.ts';
 import { runSdpaAnchor, type AnchorRun, type AnchorShape } from './sdpa-anchor.ts';
 import { servingBench } from './serving-bench.ts';
 import { backwardBench } from './backward-bench.ts';
+import type { MatrixBackwardPrefs } from '../webgpu/backward-matrix-kernel.ts';
+import type { BackwardPath } from '../webgpu/backward-run.ts';
 
 const args = process.argv.slice(2);
 const opt = (name: string): string | undefined => {
@@ -284,7 +287,16 @@ async function main(): Promise<number> {
   console.log(`WGSL language features: ${ctx.wgslFeatures.join(', ')}`);
   console.log(`paths: ${ctx.paths.join(', ')}; timing: ${ctx.timestamps ? 'timestamp-query' : 'wall clock'}`);
   if (args.includes('--serving')) return servingBench(ctx, { quick, reps: REPS, paths: ONLY });
-  if (opt('--pass') === 'backward') return backwardBench(ctx, { quick, reps: REPS, ns: (opt('--n') ?? '4096,8192').split(',').map(Number), ds: DS, maxShapeS: Number(opt('--max-shape-s') ?? 90), anchor: !args.includes('--no-anchor') });
+  if (opt('--pass') === 'backward') {
+    const bwdPaths = (opt('--bwd-paths') ?? 'flash-f32,flash-matrix').split(',');
+    const bad = bwdPaths.filter((p) => p !== 'flash-f32' && p !== 'flash-matrix');
+    if (bad.length) {
+      console.error(`bench:webgpu: --bwd-paths takes flash-f32 and/or flash-matrix; got ${bad.join(', ')}`);
+      return 2;
+    }
+    const matrixPrefs = JSON.parse(opt('--bwd-prefs') ?? '[]') as MatrixBackwardPrefs[];
+    return backwardBench(ctx, { quick, reps: REPS, ns: (opt('--n') ?? '4096,8192').split(',').map(Number), ds: DS, maxShapeS: Number(opt('--max-shape-s') ?? 90), anchor: !args.includes('--no-anchor'), paths: bwdPaths as BackwardPath[], matrixPrefs });
+  }
   console.log('FLOPs = 4·B·H·Nq·Nk·d (halved when causal); GB/s = minimum traffic Q+K+V+O+LSE / time; maxerr = max |GPU − float64 reference| over 3 sampled rows (O and LSE)\n');
   // Self-test: every path on every variant against the full float64 reference.
   let worst = 0;

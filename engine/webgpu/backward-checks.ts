@@ -6,7 +6,8 @@ import { randomInputs, type AttentionInputs } from '../inputs.ts';
 import type { AttentionProblem } from '../problem.ts';
 import { referenceBackward } from '../backward/reference-backward.ts';
 import { AttentionRun } from './backend.ts';
-import { BackwardRun, type BackwardGradients } from './backward-run.ts';
+import { BackwardRun, type BackwardGradients, type BackwardPath } from './backward-run.ts';
+import type { MatrixBackwardPrefs } from './backward-matrix-kernel.ts';
 import type { WebGpuContext } from './device.ts';
 import type { KernelTime } from './timer.ts';
 import { KERNEL_VARIANTS } from './variants.ts';
@@ -20,9 +21,12 @@ export interface GpuBackwardResult extends BackwardGradients {
   config: string;
 }
 
-/** Forward (flash, f32) then backward on the GPU; `repeats` timed backward runs after the first. */
-export async function runGpuBackward(ctx: WebGpuContext, p: AttentionProblem, x: AttentionInputs, dO: Float32Array, repeats = 0): Promise<GpuBackwardResult> {
-  const fwd = await AttentionRun.create(ctx, p, { path: 'flash-f32' });
+/**
+ * Forward then backward on the GPU, both on `path` (flash-f32, or flash-matrix: f16 inputs on
+ * subgroup matrices); `repeats` timed backward runs after the first.
+ */
+export async function runGpuBackward(ctx: WebGpuContext, p: AttentionProblem, x: AttentionInputs, dO: Float32Array, repeats = 0, path: BackwardPath = 'flash-f32', prefs: MatrixBackwardPrefs = {}): Promise<GpuBackwardResult> {
+  const fwd = await AttentionRun.create(ctx, p, { path });
   let o: Float32Array;
   let lse: Float32Array;
   try {
@@ -32,7 +36,7 @@ export async function runGpuBackward(ctx: WebGpuContext, p: AttentionProblem, x:
   } finally {
     fwd.destroy();
   }
-  const bwd = await BackwardRun.create(ctx, p);
+  const bwd = await BackwardRun.create(ctx, p, path, prefs);
   try {
     bwd.upload({ ...x, o, lse, dO });
     let kernels = await bwd.execute();
@@ -56,7 +60,17 @@ export interface BackwardCheck {
   maxErrDq: number;
   maxErrDk: number;
   maxErrDv: number;
+  /** The float64 gradients' largest |value|, for errors relative to them. */
+  scaleDq: number;
+  scaleDk: number;
+  scaleDv: number;
   error?: string;
+}
+
+function maxMagnitude(a: Float64Array): number {
+  let m = 0;
+  for (const x of a) m = Math.max(m, Math.abs(x));
+  return m;
 }
 
 function maxAbs(a: Float32Array, b: Float64Array): number {
@@ -74,17 +88,22 @@ export function randomDo(p: AttentionProblem, seed: number): Float32Array {
   return randomInputs({ ...p, nk: p.nq, hk: p.hq, d: p.dv }, { seed: seed + 1000 }).v.slice(0, n);
 }
 
-export async function checkBackward(ctx: WebGpuContext, variants = KERNEL_VARIANTS): Promise<BackwardCheck[]> {
+/**
+ * Every variant against float64. The flash-matrix path runs each problem as fp16, so that the
+ * inputs and dO the reference sees are the ones the GPU holds.
+ */
+export async function checkBackward(ctx: WebGpuContext, variants = KERNEL_VARIANTS, path: BackwardPath = 'flash-f32', prefs: MatrixBackwardPrefs = {}): Promise<BackwardCheck[]> {
   const out: BackwardCheck[] = [];
-  for (const [n, { name, problem }] of variants.entries()) {
+  for (const [n, { name, problem: given }] of variants.entries()) {
+    const problem: AttentionProblem = path === 'flash-matrix' ? { ...given, dtype: 'fp16' } : given;
     try {
       const x = randomInputs(problem, { seed: 11 + n });
       const dO = randomDo(problem, 11 + n);
-      const g = await runGpuBackward(ctx, problem, x, dO);
+      const g = await runGpuBackward(ctx, problem, x, dO, 0, path, prefs);
       const ref = referenceBackward(problem, { ...x, dO });
-      out.push({ variant: name, maxErrDq: maxAbs(g.dq, ref.dq), maxErrDk: maxAbs(g.dk, ref.dk), maxErrDv: maxAbs(g.dv, ref.dv) });
+      out.push({ variant: name, maxErrDq: maxAbs(g.dq, ref.dq), maxErrDk: maxAbs(g.dk, ref.dk), maxErrDv: maxAbs(g.dv, ref.dv), scaleDq: maxMagnitude(ref.dq), scaleDk: maxMagnitude(ref.dk), scaleDv: maxMagnitude(ref.dv) });
     } catch (e) {
-      out.push({ variant: name, maxErrDq: Infinity, maxErrDk: Infinity, maxErrDv: Infinity, error: e instanceof Error ? e.message : String(e) });
+      out.push({ variant: name, maxErrDq: Infinity, maxErrDk: Infinity, maxErrDv: Infinity, scaleDq: 1, scaleDk: 1, scaleDv: 1, error: e instanceof Error ? e.message : String(e) });
     }
   }
   return out;

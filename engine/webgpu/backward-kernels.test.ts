@@ -26,7 +26,7 @@ describe.skipIf(!existsSync(SWIFTSHADER))('WebGPU backward on SwiftShader', () =
       env: ENV,
     });
     const out = r.stdout + r.stderr;
-    expect(out, out).toContain('self-test: every variant matches the float64 reference gradients');
+    expect(out, out).toContain('self-test flash-f32: every variant matches the float64 reference gradients');
     expect(r.status, out).toBe(0);
     // Fourteen variants, each with its three gradients.
     expect(out.match(/^self-test .* max \|Δ\| dQ/gm)?.length).toBe(14);

@@ -34,8 +34,8 @@ export interface BackwardKernelShape {
 export const BWD_THREADS = 64;
 export const BWD_CHUNK = 16;
 
-// Uniforms shared by the three kernels (std140-like: 16 u32/f32 slots).
-const PARAMS = /* wgsl */ `
+// Uniforms shared by the backward kernels, f32 and subgroup-matrix (std140-like: 12 u32/f32 slots).
+export const PARAMS = /* wgsl */ `
 struct P {
   nq: u32, nk: u32, hq: u32, hk: u32,
   scale: f32, softcap: f32, left: i32, right: i32,
@@ -55,7 +55,7 @@ const GRAD_INPUTS = /* wgsl */ `
 `;
 
 /** Visibility and the ALiBi bias, shared by the kernels (right < 0: unbounded; causal is folded into right on the host). */
-function scoreHelpers(shape: BackwardKernelShape): string {
+export function scoreHelpers(shape: Pick<BackwardKernelShape, 'softcap' | 'alibi'>): string {
   return /* wgsl */ `
 fn visible(i: i32, j: i32) -> bool {
   let rel = j - (i + prm.diag);

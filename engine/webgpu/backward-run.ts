@@ -1,12 +1,17 @@
-// The attention backward on WebGPU (f32): uploads Q, K, V, dO and the forward's O and LSE,
-// runs the three kernels of backward-kernels.ts, reads dQ, dK, dV back. Every tensor is
-// BHND, f32, bound whole (one binding each): problems past one binding are refused.
+// The attention backward on WebGPU: uploads Q, K, V, dO and the forward's O and LSE, runs
+// the kernels of one path, reads dQ, dK, dV back (f32). Two paths:
+//   flash-f32     the three f32 kernels of backward-kernels.ts (every variant, exact to 1e-6);
+//   flash-matrix  the four kernels of backward-matrix-kernel.ts: f16 Q, K, V, dO on subgroup
+//                 matrices, dQ added into a fixed-point accumulator.
+// Every tensor is BHND and bound whole (one binding each): problems past one binding are refused.
 
 import { alibiSlopes, softmaxScale, validateProblem, type AttentionProblem } from '../problem.ts';
 import { formatBytes } from './binding-windows.ts';
 import { WebGpuRunError } from './backend.ts';
 import { bwdDkDvWgsl, bwdDotWgsl, bwdDqWgsl, BWD_THREADS, type BackwardKernelShape } from './backward-kernels.ts';
+import { bwdmDqWgsl, bwdmKvWgsl, bwdmMainWgsl, bwdmRowsWgsl, chooseMatrixBackward, matrixBackwardLayout, type MatrixBackwardPrefs } from './backward-matrix-kernel.ts';
 import type { WebGpuContext } from './device.ts';
+import { toHalfArray } from './half.ts';
 import { runTimed, type Dispatch, type KernelTime } from './timer.ts';
 
 export interface BackwardInputs {
@@ -30,23 +35,29 @@ export function backwardFlops(p: AttentionProblem): number {
   return 2.5 * 4 * p.batch * p.hq * p.nq * p.nk * p.d * (p.causal ? 0.5 : 1);
 }
 
+/** The backward's paths: the f32 kernels, or f16 subgroup matrices (tensor cores). */
+export type BackwardPath = 'flash-f32' | 'flash-matrix';
+
 export class BackwardRun {
   private buffers: GPUBuffer[] = [];
   private dispatches: Dispatch[] = [];
-  private t: Record<'q' | 'k' | 'v' | 'o' | 'lse' | 'dO' | 'dsum' | 'dq' | 'dk' | 'dv' | 'slopes', GPUBuffer> = {} as never;
-  readonly config: string;
+  private t: Record<'q' | 'k' | 'v' | 'o' | 'lse' | 'dO' | 'dsum' | 'dq' | 'dk' | 'dv' | 'slopes' | 'kvs' | 'rows' | 'dqacc', GPUBuffer> = {} as never;
+  config = '';
 
   private constructor(
     readonly ctx: WebGpuContext,
     readonly problem: AttentionProblem,
-  ) {
-    this.config = `f32 backward: D = rowsum(dO∘O); dK, dV with ${BWD_THREADS} keys per workgroup; dQ with ${BWD_THREADS} rows per workgroup (no atomics, deterministic)`;
-  }
+    readonly path: BackwardPath,
+    private readonly prefs: MatrixBackwardPrefs,
+  ) {}
 
-  static async create(ctx: WebGpuContext, problem: AttentionProblem): Promise<BackwardRun> {
+  static async create(ctx: WebGpuContext, problem: AttentionProblem, path: BackwardPath = 'flash-f32', prefs: MatrixBackwardPrefs = {}): Promise<BackwardRun> {
     validateProblem(problem);
     if (ctx.lost) throw new WebGpuRunError(ctx.lost);
-    const run = new BackwardRun(ctx, problem);
+    if (path === 'flash-matrix' && !ctx.paths.includes('flash-matrix')) {
+      throw new WebGpuRunError('the flash-matrix backward needs f16 subgroup matrices (shader-f16 and chromium-experimental-subgroup-matrix), which this adapter does not offer; use the flash-f32 backward');
+    }
+    const run = new BackwardRun(ctx, problem, path, prefs);
     try {
       await run.build();
     } catch (e) {
@@ -78,13 +89,22 @@ export class BackwardRun {
     const S = GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST | GPUBufferUsage.COPY_SRC;
     const rows = p.batch * p.hq * p.nq;
     const keys = p.batch * p.hk * p.nk;
-    this.t.q = await this.buffer('Q', rows * p.d, S);
-    this.t.k = await this.buffer('K', keys * p.d, S);
-    this.t.v = await this.buffer('V', keys * p.dv, S);
+    // f16 inputs take half the floats' bytes (rounded up to whole 4-byte words).
+    const el = this.path === 'flash-matrix' ? 0.5 : 1;
+    const words = (n: number) => Math.ceil(n * el);
+    this.t.q = await this.buffer('Q', words(rows * p.d), S);
+    this.t.k = await this.buffer('K', words(keys * p.d), S);
+    this.t.v = await this.buffer('V', words(keys * p.dv), S);
     this.t.o = await this.buffer('O', rows * p.dv, S);
-    this.t.dO = await this.buffer('dO', rows * p.dv, S);
+    this.t.dO = await this.buffer('dO', words(rows * p.dv), S);
     this.t.lse = await this.buffer('LSE', rows, S);
-    this.t.dsum = await this.buffer('D', rows, S);
+    if (this.path === 'flash-matrix') {
+      this.t.kvs = await this.buffer('max |K|, max ‖V‖', p.batch * p.hk * 2, S);
+      this.t.rows = await this.buffer('LSE, D, dQ factor', rows * 4, S);
+      this.t.dqacc = await this.buffer('dQ accumulator', rows * p.d, S);
+    } else {
+      this.t.dsum = await this.buffer('D', rows, S);
+    }
     this.t.dq = await this.buffer('dQ', rows * p.d, S);
     this.t.dk = await this.buffer('dK', keys * p.d, S);
     this.t.dv = await this.buffer('dV', keys * p.dv, S);
@@ -125,13 +145,33 @@ export class BackwardRun {
       device.createBindGroup({ layout: pl.getBindGroupLayout(0), entries: Object.entries(entries).map(([b, buffer]) => ({ binding: Number(b), resource: { buffer } })) });
     const withSlopes = (e: Record<number, GPUBuffer>) => (shape.alibi ? { ...e, 9: this.t.slopes } : e);
 
+    const t = this.t;
+    const grid = (n: number, per: number): [number, number, number] => {
+      const groups = Math.ceil(n / per);
+      return [Math.min(groups, 65535), Math.ceil(groups / 65535), 1];
+    };
+    if (this.path === 'flash-matrix') {
+      const c = chooseMatrixBackward(this.ctx, { d: p.d, dv: p.dv, group: p.hq / p.hk, softcap: shape.softcap, alibi: shape.alibi }, this.prefs);
+      const L = matrixBackwardLayout(c);
+      this.config = `f16 subgroup-matrix backward (${c.t}×${c.t}×${c.t}): ${c.warps} subgroups × ${c.t} keys per workgroup (BN ${L.bn}), query tiles of ${c.bm} rows, ${(L.bytes / 1024).toFixed(1)} KB workgroup memory; dQ added into a fixed-point i32 accumulator (atomic, deterministic)`;
+      const kv = await pipe('backward max |K|, max ‖V‖', bwdmKvWgsl(p.d, p.dv));
+      const rowsK = await pipe('backward D and dQ factor', bwdmRowsWgsl(p.d, p.dv, p.hq / p.hk));
+      const main = await pipe('backward dK dV dQ (subgroup matrices)', bwdmMainWgsl(c));
+      const conv = await pipe('backward dQ out', bwdmDqWgsl(p.d));
+      this.dispatches.push(
+        { name: 'max |K|, max ‖V‖', pipeline: kv, bindGroup: bind(kv, { 0: uni, 1: t.k, 2: t.v, 3: t.kvs }), workgroups: [p.batch * p.hk, 1, 1] },
+        { name: 'D, dQ factor', pipeline: rowsK, bindGroup: bind(rowsK, { 0: uni, 1: t.o, 2: t.dO, 3: t.lse, 4: t.kvs, 5: t.rows, 6: t.dqacc }), workgroups: grid(rows, 64) },
+        { name: 'dK, dV, dQ', pipeline: main, bindGroup: bind(main, withSlopes({ 0: uni, 1: t.q, 2: t.k, 3: t.v, 4: t.dO, 5: t.rows, 6: t.dqacc, 7: t.dk, 8: t.dv })), workgroups: [Math.ceil(p.nk / L.bn), p.batch * p.hk, 1] },
+        { name: 'dQ out', pipeline: conv, bindGroup: bind(conv, { 0: uni, 1: t.rows, 2: t.dqacc, 3: t.dq }), workgroups: grid(rows * p.d, 256) },
+      );
+      return;
+    }
+    this.config = `f32 backward: D = rowsum(dO∘O); dK, dV with ${BWD_THREADS} keys per workgroup; dQ with ${BWD_THREADS} rows per workgroup (no atomics, deterministic)`;
     const dot = await pipe('backward D', bwdDotWgsl(p.dv));
     const dkdv = await pipe('backward dK dV', bwdDkDvWgsl(shape));
     const dq = await pipe('backward dQ', bwdDqWgsl(shape));
-    const t = this.t;
-    const dotGroups = Math.ceil(rows / BWD_THREADS);
     this.dispatches.push(
-      { name: 'D = rowsum(dO∘O)', pipeline: dot, bindGroup: bind(dot, { 0: uni, 1: t.o, 2: t.dO, 3: t.dsum }), workgroups: [Math.min(dotGroups, 65535), Math.ceil(dotGroups / 65535), 1] },
+      { name: 'D = rowsum(dO∘O)', pipeline: dot, bindGroup: bind(dot, { 0: uni, 1: t.o, 2: t.dO, 3: t.dsum }), workgroups: grid(rows, BWD_THREADS) },
       { name: 'dK, dV', pipeline: dkdv, bindGroup: bind(dkdv, withSlopes({ 0: uni, 1: t.q, 2: t.k, 3: t.v, 4: t.dO, 5: t.lse, 6: t.dsum, 7: t.dk, 8: t.dv })), workgroups: [Math.ceil(p.nk / BWD_THREADS), p.batch * p.hk, 1] },
       { name: 'dQ', pipeline: dq, bindGroup: bind(dq, withSlopes({ 0: uni, 1: t.q, 2: t.k, 3: t.v, 4: t.dO, 5: t.lse, 6: t.dsum, 7: t.dq })), workgroups: [Math.ceil(p.nq / BWD_THREADS), p.batch * p.hq, 1] },
     );
@@ -141,11 +181,15 @@ export class BackwardRun {
     const q = this.ctx.device.queue;
     // A row that sees no key has LSE = −∞: a huge finite value gives it P = 0 without an inf in the shader.
     const lse = Float32Array.from(x.lse, (l) => (Number.isFinite(l) ? l : 3.0e38));
-    q.writeBuffer(this.t.q, 0, x.q);
-    q.writeBuffer(this.t.k, 0, x.k);
-    q.writeBuffer(this.t.v, 0, x.v);
+    const put = (b: GPUBuffer, a: Float32Array) => {
+      const data = this.path === 'flash-matrix' ? toHalfArray(a) : a;
+      q.writeBuffer(b, 0, data.buffer, data.byteOffset, data.byteLength);
+    };
+    put(this.t.q, x.q);
+    put(this.t.k, x.k);
+    put(this.t.v, x.v);
     q.writeBuffer(this.t.o, 0, x.o);
-    q.writeBuffer(this.t.dO, 0, x.dO);
+    put(this.t.dO, x.dO);
     q.writeBuffer(this.t.lse, 0, lse);
   }
 

@@ -1,7 +1,7 @@
 // The attention backward on subgroup matrices (tensor cores): FA2's Algorithm 2 with f16
 // operands and f32 accumulation, in four kernels, in the order they run.
 //
-//   1. bwdm_kv    per (batch, key head): max |K| and max ‖V_j‖ — the bound dQ's fixed point needs
+//   0–1. bwdm_kv  per (batch, key head): max |K| and max ‖V_j‖ — the bound dQ's fixed point needs
 //   2. bwdm_rows  per query row: D_i = dO_i · O_i, LSE in log2 units, the row's fixed-point
 //                 factor; zeroes the row's dQ accumulator
 //   3. bwdm_main  one workgroup per block of BN keys, walking the query tiles (K/V outer):
@@ -60,12 +60,18 @@ export interface MatrixBackwardConfig extends MatrixBackwardShape {
   warps: number;
   /** Query rows per tile. */
   bm: number;
+  stagger: boolean;
+  study?: MatrixBackwardPrefs['study'];
 }
 
 /** What a caller (the benchmark's grid) may prefer. */
 export interface MatrixBackwardPrefs {
   warps?: number;
   bm?: number;
+  /** Walk the query tiles from a start spread over the key blocks (default true); false: all from the first. */
+  stagger?: boolean;
+  /** Benchmark ablation, wrong gradients on purpose: leave out the dQ adds, or the whole dQ step. */
+  study?: 'no-atomics' | 'no-dq';
 }
 
 /** Fixed-point headroom: partials stay below 2^FX_BITS of i32's 2^31. */
@@ -123,7 +129,7 @@ export function chooseMatrixBackward(
   const shapes = prefer.warps && prefer.bm ? [[prefer.warps, prefer.bm] as [number, number], ...SHAPES] : SHAPES;
   for (const [warps, bm] of shapes) {
     if ((warps > 1 && !subgroupId) || bm % t !== 0) continue;
-    const c: MatrixBackwardConfig = { ...shape, t, sg, warps, bm };
+    const c: MatrixBackwardConfig = { ...shape, t, sg, warps, bm, stagger: prefer.stagger ?? true, study: prefer.study };
     const L = matrixBackwardLayout(c);
     if ((t * bm) % sg !== 0 || L.perWarp > L.scratchBlocks) continue;
     if (L.threads <= ctx.limits.maxInvocations && L.bytes <= ctx.limits.maxWorkgroupStorage) return c;
@@ -136,34 +142,52 @@ enable f16;
 enable subgroups;
 enable chromium_experimental_subgroup_matrix;`;
 
-/** Kernel 1: per (batch, key head) max |K| and max_j ‖V_j‖. Grid [batch · Hk]; 256 threads. */
+/**
+ * Kernel 0: zero the per-head maxima that kernel 1 raises with atomicMax. One workgroup.
+ */
+export function bwdmClearWgsl(): string {
+  return /* wgsl */ `
+${PARAMS}
+@group(0) @binding(1) var<storage, read_write> kvs: array<u32>;
+
+@compute @workgroup_size(256)
+fn main(@builtin(local_invocation_index) lid: u32) {
+  for (var i = lid; i < prm.batch * prm.hk * 2u; i += 256u) { kvs[i] = 0u; }
+}
+`;
+}
+
+/**
+ * Kernel 1: per (batch, key head) max |K| and max_j ‖V_j‖², raised by atomicMax on the bit
+ * patterns (non-negative floats order as unsigned integers). One subgroup per key, its lanes
+ * reading consecutive elements; 8 keys per workgroup. Grid [ceil(Nk / 8), batch · Hk].
+ */
 export function bwdmKvWgsl(d: number, dv: number): string {
   return /* wgsl */ `
 enable f16;
+enable subgroups;
 ${PARAMS}
 @group(0) @binding(1) var<storage, read> k: array<f16>;
 @group(0) @binding(2) var<storage, read> v: array<f16>;
-@group(0) @binding(3) var<storage, read_write> kvs: array<vec2<f32>>;
-var<workgroup> red: array<vec2<f32>, 256>;
+@group(0) @binding(3) var<storage, read_write> kvs: array<atomic<u32>>;
 
 @compute @workgroup_size(256)
-fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
-  let base = wg.x * prm.nk;
+fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lid: u32,
+        @builtin(subgroup_invocation_id) lane: u32, @builtin(subgroup_size) sgs: u32) {
+  let j = wg.x * (256u / sgs) + lid / sgs;
   var kmax = 0.0;
-  var vmax = 0.0;
-  for (var j = lid; j < prm.nk; j += 256u) {
-    for (var e = 0u; e < ${d}u; e++) { kmax = max(kmax, abs(f32(k[(base + j) * ${d}u + e]))); }
-    var vv = 0.0;
-    for (var e = 0u; e < ${dv}u; e++) { let x = f32(v[(base + j) * ${dv}u + e]); vv += x * x; }
-    vmax = max(vmax, vv);
+  var vv = 0.0;
+  if (j < prm.nk) {
+    let row = wg.y * prm.nk + j;
+    for (var e = lane; e < ${d}u; e += sgs) { kmax = max(kmax, abs(f32(k[row * ${d}u + e]))); }
+    for (var e = lane; e < ${dv}u; e += sgs) { let x = f32(v[row * ${dv}u + e]); vv += x * x; }
   }
-  red[lid] = vec2<f32>(kmax, vmax);
-  workgroupBarrier();
-  for (var s = 128u; s > 0u; s >>= 1u) {
-    if (lid < s) { red[lid] = max(red[lid], red[lid + s]); }
-    workgroupBarrier();
+  kmax = subgroupMax(kmax);
+  vv = subgroupAdd(vv);
+  if (lane == 0u && j < prm.nk) {
+    atomicMax(&kvs[wg.y * 2u], bitcast<u32>(kmax));
+    atomicMax(&kvs[wg.y * 2u + 1u], bitcast<u32>(vv));
   }
-  if (lid == 0u) { kvs[wg.x] = vec2<f32>(red[0].x, sqrt(red[0].y)); }
 }
 `;
 }
@@ -171,11 +195,12 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
 /**
  * Kernel 2: per query row, (LSE·log2 e, D, factor, 0) into `rows`, and the row's dQ
  * accumulator zeroed. LSE arrives finite (the host writes 3e38 for rows that see no key).
- * Grid [ceil(rows / 64) folded into 2-D]; 64 threads.
+ * One subgroup per row, 256 / subgroup-size rows per workgroup; grid folded into 2-D.
  */
 export function bwdmRowsWgsl(d: number, dv: number, group: number): string {
   return /* wgsl */ `
 enable f16;
+enable subgroups;
 ${PARAMS}
 @group(0) @binding(1) var<storage, read> o: array<f32>;
 @group(0) @binding(2) var<storage, read> dout: array<f16>;
@@ -184,27 +209,31 @@ ${PARAMS}
 @group(0) @binding(5) var<storage, read_write> rows: array<vec4<f32>>;
 @group(0) @binding(6) var<storage, read_write> dqacc: array<i32>;
 
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
-  let r = gid.x + gid.y * 65535u * 64u;
+@compute @workgroup_size(256)
+fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lid: u32,
+        @builtin(subgroup_invocation_id) lane: u32, @builtin(subgroup_size) sgs: u32) {
+  let r = (wg.x + wg.y * 65535u) * (256u / sgs) + lid / sgs;
   if (r >= prm.batch * prm.hq * prm.nq) { return; }
   var dsum = 0.0;
   var dn = 0.0;
-  for (var c = 0u; c < ${dv}u; c++) {
+  for (var c = lane; c < ${dv}u; c += sgs) {
     let g = f32(dout[r * ${dv}u + c]);
     dsum += o[r * ${dv}u + c] * g;
     dn += g * g;
   }
+  dsum = subgroupAdd(dsum);
+  dn = subgroupAdd(dn);
+  for (var c = lane; c < ${d}u; c += sgs) { dqacc[r * ${d}u + c] = 0; }
+  if (lane != 0u) { return; }
   let bh = r / prm.nq;
   let b = bh / prm.hq;
   let h = bh % prm.hq;
   let st = kvs[b * prm.hk + h / ${group}u];
-  let bound = st.x * abs(prm.scale) * (sqrt(dn) * st.y + abs(dsum));
+  let bound = st.x * abs(prm.scale) * (sqrt(dn) * sqrt(st.y) + abs(dsum));
   let e = ceil(log2(max(bound, 1.0e-30)));
   let factor = exp2(clamp(${FX_BITS}.0 - e, -126.0, 126.0));
   let l = lse[r];
   rows[r] = vec4<f32>(select(l * 1.4426950408889634, 3.0e38, l >= 1.0e38), dsum, factor, 0.0);
-  for (var c = 0u; c < ${d}u; c++) { dqacc[r * ${d}u + c] = 0; }
 }
 `;
 }
@@ -378,6 +407,9 @@ ${lines(VT, (i) => `  var dv${i} = ${result}();`)}
   if (prm.left >= 0) { iHi = min(iHi, jLast - prm.diag + prm.left + 1); }
   let ntiles = u32(max(0, (iHi - iLo + i32(BM) - 1) / i32(BM)));
   let total = ntiles * ${c.group}u;
+  // Key blocks of one head walk the query tiles from starts spread over them (stagger), so
+  // that they do not all add into the same dQ rows at the same moment.
+  let rot = ${c.stagger ? '(wg.x * ntiles) / ((prm.nk + BN - 1u) / BN)' : '0u'};
 
   ${qStage.decl} ${oStage.decl}
   var pend_row = 0u;     // global row of the pending dQ tile's first row
@@ -386,17 +418,18 @@ ${lines(VT, (i) => `  var dv${i} = ${result}();`)}
   if (total > 0u) {
     let h = hk * ${c.group}u;
     let rowBase = (b * prm.hq + h) * prm.nq;
-    ${qStage.fetch('u32(iLo)', 'rowBase')}
-    ${oStage.fetch('u32(iLo)', 'rowBase')}
+    let f0 = u32(iLo) + (rot % ntiles) * BM;
+    ${qStage.fetch('f0', 'rowBase')}
+    ${oStage.fetch('f0', 'rowBase')}
   }
   for (var t = 0u; t < total; t++) {
     let g = t / ntiles;
     let h = hk * ${c.group}u + g;
-    let i0 = u32(iLo) + (t % ntiles) * BM;
+    let i0 = u32(iLo) + ((t + rot) % ntiles) * BM;
     let rowBase = (b * prm.hq + h) * prm.nq;
     let par = t & 1u;
     workgroupBarrier();            // every read of the last tile's Q, dO, Pᵀ, dSᵀ done; its dQ blocks stored
-    if (pending) { add_dq(w, lane, pend_row, pend_tile, 1u - par); }
+    ${c.study ? '' : 'if (pending) { add_dq(w, lane, pend_row, pend_tile, 1u - par); }'}
     ${qStage.store('qs')}
     ${oStage.store('dos')}
     if (lid < BM) {
@@ -406,7 +439,7 @@ ${lines(VT, (i) => `  var dv${i} = ${result}();`)}
     if (t + 1u < total) {
       let gn = (t + 1u) / ntiles;
       let nBase = (b * prm.hq + hk * ${c.group}u + gn) * prm.nq;
-      let n0 = u32(iLo) + ((t + 1u) % ntiles) * BM;
+      let n0 = u32(iLo) + ((t + 1u + rot) % ntiles) * BM;
       ${qStage.fetch('n0', 'nBase')}
       ${oStage.fetch('n0', 'nBase')}
     }
@@ -447,7 +480,7 @@ ${lines(DT, (i) => `      dk${i} = subgroupMatrixMultiplyAccumulate(dl, subgroup
     }
     // dQ blocks of this tile: dS (rows of every stripe) times K's columns, parked in this
     // subgroup's own stripes until the next barrier.
-${lines(L.perWarp, (u) => `    {
+${lines(c.study === 'no-dq' ? 0 : L.perWarp, (u) => `    {
       let blk = w + ${W * u}u;
       if (blk < ${L.blocks}u) {
         let rb = blk / ${L.cb}u;
@@ -461,7 +494,7 @@ ${lines(KB, (kb) => `        acc = subgroupMatrixMultiplyAccumulate(subgroupMatr
     pend_tile = i0;
   }
   workgroupBarrier();
-  if (pending) { add_dq(w, lane, pend_row, pend_tile, (total - 1u) & 1u); }
+  ${c.study ? '' : 'if (pending) { add_dq(w, lane, pend_row, pend_tile, (total - 1u) & 1u); }'}
 
   // dK and dV out, one T × T block at a time through this subgroup's Sᵀ stripe.
   let key0 = j0 + w * T;

@@ -9,7 +9,7 @@ import { alibiSlopes, softmaxScale, validateProblem, type AttentionProblem } fro
 import { formatBytes } from './binding-windows.ts';
 import { WebGpuRunError } from './backend.ts';
 import { bwdDkDvWgsl, bwdDotWgsl, bwdDqWgsl, BWD_THREADS, type BackwardKernelShape } from './backward-kernels.ts';
-import { bwdmDqWgsl, bwdmKvWgsl, bwdmMainWgsl, bwdmRowsWgsl, chooseMatrixBackward, matrixBackwardLayout, type MatrixBackwardPrefs } from './backward-matrix-kernel.ts';
+import { bwdmClearWgsl, bwdmDqWgsl, bwdmKvWgsl, bwdmMainWgsl, bwdmRowsWgsl, chooseMatrixBackward, matrixBackwardLayout, type MatrixBackwardPrefs } from './backward-matrix-kernel.ts';
 import type { WebGpuContext } from './device.ts';
 import { toHalfArray } from './half.ts';
 import { runTimed, type Dispatch, type KernelTime } from './timer.ts';
@@ -153,14 +153,18 @@ export class BackwardRun {
     if (this.path === 'flash-matrix') {
       const c = chooseMatrixBackward(this.ctx, { d: p.d, dv: p.dv, group: p.hq / p.hk, softcap: shape.softcap, alibi: shape.alibi }, this.prefs);
       const L = matrixBackwardLayout(c);
-      this.config = `f16 subgroup-matrix backward (${c.t}×${c.t}×${c.t}): ${c.warps} subgroups × ${c.t} keys per workgroup (BN ${L.bn}), query tiles of ${c.bm} rows, ${(L.bytes / 1024).toFixed(1)} KB workgroup memory; dQ added into a fixed-point i32 accumulator (atomic, deterministic)`;
+      this.config = `f16 subgroup-matrix backward (${c.t}×${c.t}×${c.t}${c.study ? `, STUDY ${c.study}: wrong dQ` : ''}${c.stagger ? '' : ', unstaggered'}): ${c.warps} subgroups × ${c.t} keys per workgroup (BN ${L.bn}), query tiles of ${c.bm} rows, ${(L.bytes / 1024).toFixed(1)} KB workgroup memory; dQ added into a fixed-point i32 accumulator (atomic, deterministic)`;
+      // The prep kernels put one subgroup on a key or row: the largest subgroup size gives the fewest per workgroup.
+      const sgMax = this.ctx.subgroupMaxSize || 32;
+      const clear = await pipe('backward clear maxima', bwdmClearWgsl());
       const kv = await pipe('backward max |K|, max ‖V‖', bwdmKvWgsl(p.d, p.dv));
       const rowsK = await pipe('backward D and dQ factor', bwdmRowsWgsl(p.d, p.dv, p.hq / p.hk));
       const main = await pipe('backward dK dV dQ (subgroup matrices)', bwdmMainWgsl(c));
       const conv = await pipe('backward dQ out', bwdmDqWgsl(p.d));
       this.dispatches.push(
-        { name: 'max |K|, max ‖V‖', pipeline: kv, bindGroup: bind(kv, { 0: uni, 1: t.k, 2: t.v, 3: t.kvs }), workgroups: [p.batch * p.hk, 1, 1] },
-        { name: 'D, dQ factor', pipeline: rowsK, bindGroup: bind(rowsK, { 0: uni, 1: t.o, 2: t.dO, 3: t.lse, 4: t.kvs, 5: t.rows, 6: t.dqacc }), workgroups: grid(rows, 64) },
+        { name: 'clear', pipeline: clear, bindGroup: bind(clear, { 0: uni, 1: t.kvs }), workgroups: [1, 1, 1] },
+        { name: 'max |K|, max ‖V‖', pipeline: kv, bindGroup: bind(kv, { 0: uni, 1: t.k, 2: t.v, 3: t.kvs }), workgroups: [Math.ceil(p.nk / (256 / sgMax)), p.batch * p.hk, 1] },
+        { name: 'D, dQ factor', pipeline: rowsK, bindGroup: bind(rowsK, { 0: uni, 1: t.o, 2: t.dO, 3: t.lse, 4: t.kvs, 5: t.rows, 6: t.dqacc }), workgroups: grid(rows, 256 / sgMax) },
         { name: 'dK, dV, dQ', pipeline: main, bindGroup: bind(main, withSlopes({ 0: uni, 1: t.q, 2: t.k, 3: t.v, 4: t.dO, 5: t.rows, 6: t.dqacc, 7: t.dk, 8: t.dv })), workgroups: [Math.ceil(p.nk / L.bn), p.batch * p.hk, 1] },
         { name: 'dQ out', pipeline: conv, bindGroup: bind(conv, { 0: uni, 1: t.rows, 2: t.dqacc, 3: t.dq }), workgroups: grid(rows * p.d, 256) },
       );
@@ -193,8 +197,9 @@ export class BackwardRun {
     q.writeBuffer(this.t.lse, 0, lse);
   }
 
-  execute(): Promise<KernelTime[]> {
-    return runTimed(this.ctx.device, this.dispatches, this.ctx.timestamps);
+  /** `repeat` runs back to back in one submission (timer.ts); the times are per run. */
+  execute(repeat = 1): Promise<KernelTime[]> {
+    return runTimed(this.ctx.device, this.dispatches, this.ctx.timestamps, repeat);
   }
 
   private async readBack(src: GPUBuffer, floats: number): Promise<Float32Array> {

@@ -70,8 +70,8 @@ export interface MatrixBackwardPrefs {
   bm?: number;
   /** Walk the query tiles from a start spread over the key blocks (default true); false: all from the first. */
   stagger?: boolean;
-  /** Benchmark ablation, wrong gradients on purpose: leave out the dQ adds, or the whole dQ step. */
-  study?: 'no-atomics' | 'no-dq';
+  /** Benchmark ablation, wrong gradients on purpose: leave out the dQ adds, the whole dQ step, or all of step F. */
+  study?: 'no-atomics' | 'no-dq' | 'no-f';
 }
 
 /** Fixed-point headroom: partials stay below 2^FX_BITS of i32's 2^31. */
@@ -213,16 +213,18 @@ ${PARAMS}
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lid: u32,
         @builtin(subgroup_invocation_id) lane: u32, @builtin(subgroup_size) sgs: u32) {
   let r = (wg.x + wg.y * 65535u) * (256u / sgs) + lid / sgs;
-  if (r >= prm.batch * prm.hq * prm.nq) { return; }
+  // No early return before the subgroup sums: they need the whole subgroup (uniform control flow).
+  let live = r < prm.batch * prm.hq * prm.nq;
   var dsum = 0.0;
   var dn = 0.0;
-  for (var c = lane; c < ${dv}u; c += sgs) {
+  for (var c = lane; live && c < ${dv}u; c += sgs) {
     let g = f32(dout[r * ${dv}u + c]);
     dsum += o[r * ${dv}u + c] * g;
     dn += g * g;
   }
   dsum = subgroupAdd(dsum);
   dn = subgroupAdd(dn);
+  if (!live) { return; }
   for (var c = lane; c < ${d}u; c += sgs) { dqacc[r * ${d}u + c] = 0; }
   if (lane != 0u) { return; }
   let bh = r / prm.nq;
@@ -384,6 +386,7 @@ ${lines(L.perWarp, (u) => `  {
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lid: u32,
         @builtin(subgroup_invocation_id) lane: u32${W > 1 ? ', @builtin(subgroup_id) sgid: u32' : ''}) {
   let w = ${W > 1 ? 'sgid' : '0u'};
+  ${c.study ? '// Study switch: false at run time (pad0 is 0), so the code it cuts and its bindings stay.\n  let OFF = prm.pad0 == 7u;' : ''}
   let b = wg.y / prm.hk;
   let hk = wg.y % prm.hk;
   let j0 = wg.x * BN;
@@ -429,7 +432,7 @@ ${lines(VT, (i) => `  var dv${i} = ${result}();`)}
     let rowBase = (b * prm.hq + h) * prm.nq;
     let par = t & 1u;
     workgroupBarrier();            // every read of the last tile's Q, dO, Pᵀ, dSᵀ done; its dQ blocks stored
-    ${c.study ? '' : 'if (pending) { add_dq(w, lane, pend_row, pend_tile, 1u - par); }'}
+    if (pending${c.study ? ' && OFF' : ''}) { add_dq(w, lane, pend_row, pend_tile, 1u - par); }
     ${qStage.store('qs')}
     ${oStage.store('dos')}
     if (lid < BM) {
@@ -472,7 +475,7 @@ ${lines(VT, (i) => `      dp = subgroupMatrixMultiplyAccumulate(vl${i}, subgroup
     workgroupBarrier();            // Pᵀ, dSᵀ visible
 
     // F. dV += Pᵀ dO and dK += dSᵀ Q over the tile's rows (kb a run-time loop: see the header).
-    for (var kb = 0u; kb < BM; kb += T) {
+    for (var kb = 0u; kb < ${c.study === 'no-f' ? 'select(0u, BM, OFF)' : 'BM'}; kb += T) {
       let pl = subgroupMatrixLoad<${left}, row_major>(&pts, w * T * PSW + kb, PSW);
       let dl = subgroupMatrixLoad<${left}, row_major>(&dss, w * T * PSW + kb, PSW);
 ${lines(VT, (i) => `      dv${i} = subgroupMatrixMultiplyAccumulate(pl, subgroupMatrixLoad<${right}, row_major>(&dos, kb * OSW + ${i * T}u, OSW), dv${i});`)}
@@ -480,9 +483,9 @@ ${lines(DT, (i) => `      dk${i} = subgroupMatrixMultiplyAccumulate(dl, subgroup
     }
     // dQ blocks of this tile: dS (rows of every stripe) times K's columns, parked in this
     // subgroup's own stripes until the next barrier.
-${lines(c.study === 'no-dq' ? 0 : L.perWarp, (u) => `    {
+${lines(L.perWarp, (u) => `    {
       let blk = w + ${W * u}u;
-      if (blk < ${L.blocks}u) {
+      if (blk < ${L.blocks}u${c.study === 'no-dq' || c.study === 'no-f' ? ' && OFF' : ''}) {
         let rb = blk / ${L.cb}u;
         var acc = ${result}();
 ${lines(KB, (kb) => `        acc = subgroupMatrixMultiplyAccumulate(subgroupMatrixLoad<${left}, col_major>(&dss, ${kb * T}u * PSW + rb * T, PSW), ${krName(u, kb)}, acc);`)}
@@ -494,7 +497,7 @@ ${lines(KB, (kb) => `        acc = subgroupMatrixMultiplyAccumulate(subgroupMatr
     pend_tile = i0;
   }
   workgroupBarrier();
-  ${c.study ? '' : 'if (pending) { add_dq(w, lane, pend_row, pend_tile, (total - 1u) & 1u); }'}
+  if (pending${c.study ? ' && OFF' : ''}) { add_dq(w, lane, pend_row, pend_tile, (total - 1u) & 1u); }
 
   // dK and dV out, one T × T block at a time through this subgroup's Sᵀ stripe.
   let key0 = j0 + w * T;

@@ -136,6 +136,11 @@ export class BackwardRun {
     const pipe = async (label: string, code: string): Promise<GPUComputePipeline> => {
       device.pushErrorScope('validation');
       const module = device.createShaderModule({ label, code });
+      const errors = (await module.getCompilationInfo()).messages.filter((m) => m.type === 'error');
+      if (errors.length) {
+        await device.popErrorScope();
+        throw new WebGpuRunError(`the ${label} kernel did not compile: ${errors.map((m) => `${m.lineNum}:${m.linePos} ${m.message}`).join('; ')}`);
+      }
       const pl = await device.createComputePipelineAsync({ label, layout: 'auto', compute: { module, entryPoint: 'main' } }).catch((e: unknown) => e as Error);
       const err = await device.popErrorScope();
       if (pl instanceof Error || err) throw new WebGpuRunError(`the ${label} kernel did not compile: ${pl instanceof Error ? pl.message : err?.message}`);

@@ -275,6 +275,8 @@ export function bwdmMainWgsl(c: MatrixBackwardConfig): string {
   const lines = (n: number, f: (i: number) => string, sep = '\n') => Array.from({ length: n }, (_, i) => f(i)).join(sep);
   const plain = !c.softcap && !c.alibi;
   const rounds = L.bn / c.bm; // K/V staging rounds at the start, BM rows each through qs / dos
+  // dQ blocks as two partial sums (even and odd key blocks) where the scratch holds two per block.
+  const split = KB > 1 && L.perWarp <= L.scratchBlocks / 2;
 
   // A tile's Q and dO rows (BM × width, zeros past Nq and width), fetched into registers as
   // vec4<f16> groups and written to workgroup memory at the next tile's top.
@@ -290,7 +292,7 @@ export function bwdmMainWgsl(c: MatrixBackwardConfig): string {
       ${name}${t} = vec4<f16>(0.0);
       if (idx < ${total}u && ${row0} + rr < prm.nq && col < ${width}u) {
         let a = (${base} + ${row0} + rr) * ${width}u + col;
-        ${name}${t} = vec4<f16>(${[0, 1, 2, 3].map((e) => (width % 4 === 0 ? `${buf}[a + ${e}u]` : `select(f16(0.0), ${buf}[min(a + ${e}u, (${base} + ${row0} + rr) * ${width}u + ${width - 1}u)], col + ${e}u < ${width}u)`)).join(', ')});
+        ${name}${t} = ${width % 4 === 0 ? `${buf}4[a / 4u]` : `vec4<f16>(${[0, 1, 2, 3].map((e) => `select(f16(0.0), ${buf}[min(a + ${e}u, (${base} + ${row0} + rr) * ${width}u + ${width - 1}u)], col + ${e}u < ${width}u)`).join(', ')})`};
       } }`,
         '\n      ',
       );
@@ -341,10 +343,10 @@ ${kbs.map((kb) => lines(L.distinct.length, (g) => `  kr${g}_${kb} = subgroupMatr
   return /* wgsl */ `${ENABLES}
 ${W > 1 ? 'requires subgroup_id, subgroup_uniformity;' : ''}
 ${PARAMS}
-@group(0) @binding(1) var<storage, read> q: array<f16>;
+@group(0) @binding(1) var<storage, read> ${c.d % 4 === 0 ? 'q4: array<vec4<f16>>' : 'q: array<f16>'};
 @group(0) @binding(2) var<storage, read> k: array<f16>;
 @group(0) @binding(3) var<storage, read> v: array<f16>;
-@group(0) @binding(4) var<storage, read> dout: array<f16>;
+@group(0) @binding(4) var<storage, read> ${c.dv % 4 === 0 ? 'dout4: array<vec4<f16>>' : 'dout: array<f16>'};
 @group(0) @binding(5) var<storage, read> rows: array<vec4<f32>>;
 @group(0) @binding(6) var<storage, read_write> dqacc: array<atomic<i32>>;
 @group(0) @binding(7) var<storage, read_write> dk: array<f32>;
@@ -364,22 +366,26 @@ var<workgroup> pts: array<f16, ${L.bn * L.psw}>;    // Pᵀ [key][row]
 var<workgroup> dss: array<f16, ${L.bn * L.psw}>;    // dSᵀ [key][row]
 var<workgroup> rst: array<vec4<f32>, ${2 * c.bm}>;  // per row (LSE·log2 e, D, factor), two tiles
 
-// This subgroup's dQ blocks of the tile whose rows start at grow0 (global row index), added
-// into the accumulator with the rows' factors (rst slot par).
-fn add_dq(w: u32, lane: u32, grow0: u32, tile_row0: u32, par: u32) {
-${lines(L.perWarp, (u) => `  {
-    let blk = w + ${W * u}u;
-    if (blk < ${L.blocks}u) {
-      let rb = blk / ${L.cb}u; let cbk = blk % ${L.cb}u;
-      for (var e = lane; e < ${T * T}u; e += SG) {
-        let r = rb * T + e / T; let col = cbk * T + e % T;
-        let x = ${u < L.scratchBlocks / 2 ? `sts[w * T * SSW + ${u * T * T}u + e]` : `dps[w * T * SSW + ${(u - L.scratchBlocks / 2) * T * T}u + e]`};
-        if (tile_row0 + r < prm.nq && col < D && x != 0.0) {
-          atomicAdd(&dqacc[(grow0 + r) * D + col], i32(round(x * rst[par * BM + r].z)));
-        }
-      }
+// The dQ blocks of the tile whose rows start at grow0 (global row index), parked by every
+// subgroup, added into the accumulator with the rows' factors (rst slot par) by the whole
+// workgroup: each subgroup takes 32 consecutive dims of a row (128 contiguous bytes, as few
+// L2 sectors per atomic instruction as a row allows).${split ? ' Each block is the sum of two\n// partials (even and odd key blocks: two short MMA chains instead of one long one).' : ''}
+fn add_dq(lid: u32, grow0: u32, tile_row0: u32, par: u32) {
+  for (var idx = lid; idx < ${c.bm * L.dp}u; idx += NT) {
+    let r = idx / ${L.dp}u; let col = idx % ${L.dp}u;
+    let blk = (r / T) * ${L.cb}u + col / T;
+    let owner = blk % ${W}u; let u = blk / ${W}u;
+    let e = (r % T) * T + col % T;
+    ${
+      split
+        ? 'let x = sts[owner * T * SSW + u * T * T + e] + dps[owner * T * SSW + u * T * T + e];'
+        : `var x: f32;
+    if (u < ${L.scratchBlocks / 2}u) { x = sts[owner * T * SSW + u * T * T + e]; } else { x = dps[owner * T * SSW + (u - ${L.scratchBlocks / 2}u) * T * T + e]; }`
     }
-  }`)}
+    if (tile_row0 + r < prm.nq && col < D && x != 0.0) {
+      atomicAdd(&dqacc[(grow0 + r) * D + col], i32(round(x * rst[par * BM + r].z)));
+    }
+  }
 }
 
 @compute @workgroup_size(${L.threads})
@@ -432,7 +438,7 @@ ${lines(VT, (i) => `  var dv${i} = ${result}();`)}
     let rowBase = (b * prm.hq + h) * prm.nq;
     let par = t & 1u;
     workgroupBarrier();            // every read of the last tile's Q, dO, Pᵀ, dSᵀ done; its dQ blocks stored
-    if (pending${c.study ? ' && OFF' : ''}) { add_dq(w, lane, pend_row, pend_tile, 1u - par); }
+    if (pending${c.study ? ' && OFF' : ''}) { add_dq(lid, pend_row, pend_tile, 1u - par); }
     ${qStage.store('qs')}
     ${oStage.store('dos')}
     if (lid < BM) {
@@ -488,8 +494,14 @@ ${lines(L.perWarp, (u) => `    {
       if (blk < ${L.blocks}u${c.study === 'no-dq' || c.study === 'no-f' ? ' && OFF' : ''}) {
         let rb = blk / ${L.cb}u;
         var acc = ${result}();
-${lines(KB, (kb) => `        acc = subgroupMatrixMultiplyAccumulate(subgroupMatrixLoad<${left}, col_major>(&dss, ${kb * T}u * PSW + rb * T, PSW), ${krName(u, kb)}, acc);`)}
-        subgroupMatrixStore<row_major>(&${u < L.scratchBlocks / 2 ? 'sts' : 'dps'}, w * T * SSW + ${(u % (L.scratchBlocks / 2)) * T * T}u, acc, T);
+${split ? `        var acc2 = ${result}();
+` : ''}${lines(KB, (kb) => `        ${split && kb % 2 ? 'acc2' : 'acc'} = subgroupMatrixMultiplyAccumulate(subgroupMatrixLoad<${left}, col_major>(&dss, ${kb * T}u * PSW + rb * T, PSW), ${krName(u, kb)}, ${split && kb % 2 ? 'acc2' : 'acc'});`)}
+${
+  split
+    ? `        subgroupMatrixStore<row_major>(&sts, w * T * SSW + ${u * T * T}u, acc, T);
+        subgroupMatrixStore<row_major>(&dps, w * T * SSW + ${u * T * T}u, acc2, T);`
+    : `        subgroupMatrixStore<row_major>(&${u < L.scratchBlocks / 2 ? 'sts' : 'dps'}, w * T * SSW + ${(u % (L.scratchBlocks / 2)) * T * T}u, acc, T);`
+}
       }
     }`)}
     pending = true;
@@ -497,7 +509,7 @@ ${lines(KB, (kb) => `        acc = subgroupMatrixMultiplyAccumulate(subgroupMatr
     pend_tile = i0;
   }
   workgroupBarrier();
-  if (pending${c.study ? ' && OFF' : ''}) { add_dq(w, lane, pend_row, pend_tile, (total - 1u) & 1u); }
+  if (pending${c.study ? ' && OFF' : ''}) { add_dq(lid, pend_row, pend_tile, (total - 1u) & 1u); }
 
   // dK and dV out, one T × T block at a time through this subgroup's Sᵀ stripe.
   let key0 = j0 + w * T;

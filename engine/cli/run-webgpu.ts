@@ -21,6 +21,7 @@ import { cliProblem, fromBhnd, PROBLEM_OPTIONS, RANDOM_OPTIONS, shapeFor } from 
 import { isLayoutRun } from './layout-run.ts';
 import { loadGradOutput } from './backward-cli.ts';
 import { runGpuBackward } from '../webgpu/backward-checks.ts';
+import type { BackwardPath } from '../webgpu/backward-run.ts';
 import { backwardFlops } from '../webgpu/backward-run.ts';
 import { runWebGpuLayoutCli } from './layout-run-webgpu.ts';
 
@@ -32,7 +33,8 @@ export const WEBGPU_RUN_HELP = `backend:
   the serving layouts' flags run on it too: varlen on flash-f32 (default), flash-f16,
   flash-subgroups or flash-matrix, a paged cache on decode (paged flash-decoding); outputs
   as without --backend, in DIR/webgpu-<path>/;
-  --do FILE with webgpu: the f32 backward kernels after the forward (--path flash-f32):
+  --do FILE with webgpu: the backward after the forward, on --path flash-f32 (f32 kernels) or
+  flash-matrix (f16 Q, K, V, dO on subgroup matrices, dQ in a fixed-point accumulator):
   dq.npy, dk.npy, dv.npy beside o.npy and lse.npy, backward time and TFLOP/s in stats.json`;
 
 /** Takes `--backend X` out of argv; 'cpu' when absent. */
@@ -55,7 +57,9 @@ export async function runWebGpuCli(argv: string[]): Promise<number> {
   // FP8: FA3's numerics emulated on the f32 flash path (WGSL has no 8-bit float type).
   const fp8 = isFp8(cp.problem.dtype) ? fp8Switches(cp.problem.dtype, path, cp.features) : undefined;
   const doFile = str(a, 'do');
-  if (doFile !== undefined && path !== 'flash-f32') throw new ArgsError(`--do runs the f32 backward kernels after the flash-f32 forward; --path ${path} has no backward (use --path flash-f32)`);
+  if (doFile !== undefined && path !== 'flash-f32' && path !== 'flash-matrix') {
+    throw new ArgsError(`--do runs the backward on --path flash-f32 or flash-matrix; --path ${path} has no backward`);
+  }
   // dO is checked against O's shape before the GPU opens, so a wrong file writes nothing.
   const dO = doFile !== undefined ? await loadGradOutput(doFile, cp) : undefined;
   let ctx;
@@ -69,7 +73,7 @@ export async function runWebGpuCli(argv: string[]): Promise<number> {
     throw e;
   }
   const p = cp.problem;
-  if (dO) return runWebGpuBackwardCli(ctx, cp, dO, out, num(a, 'repeats') ?? 3);
+  if (dO) return runWebGpuBackwardCli(ctx, cp, dO, out, num(a, 'repeats') ?? 3, path as BackwardPath);
   const r = await runWebGpu(ctx, p, cp.inputs, { path, repeats: num(a, 'repeats') ?? 3, fp8 });
   const dir = join(out, `webgpu-${path}`);
   await mkdir(dir, { recursive: true });
@@ -121,10 +125,10 @@ function fp8ErrorAgainstFloat64(p: AttentionProblem, x: AttentionInputs, o: Floa
 }
 
 /** `run --backend webgpu --do`: forward and backward on the GPU, files as the CPU backward writes them. */
-async function runWebGpuBackwardCli(ctx: Awaited<ReturnType<typeof openNodeWebGpu>>, cp: Awaited<ReturnType<typeof cliProblem>>, dO: Float32Array, out: string, repeats: number): Promise<number> {
+async function runWebGpuBackwardCli(ctx: Awaited<ReturnType<typeof openNodeWebGpu>>, cp: Awaited<ReturnType<typeof cliProblem>>, dO: Float32Array, out: string, repeats: number, path: BackwardPath): Promise<number> {
   const p = cp.problem;
-  const r = await runGpuBackward(ctx, p, cp.inputs, dO, repeats);
-  const dir = join(out, 'webgpu-flash-f32');
+  const r = await runGpuBackward(ctx, p, cp.inputs, dO, repeats, path);
+  const dir = join(out, `webgpu-${path}`);
   await mkdir(dir, { recursive: true });
   const files: [string, Float32Array, number[]][] = [
     ['o.npy', r.o, [p.batch, p.hq, p.nq, p.dv]],
@@ -135,7 +139,7 @@ async function runWebGpuBackwardCli(ctx: Awaited<ReturnType<typeof openNodeWebGp
   for (const [name, data, dims] of files) await writeFile(join(dir, name), encodeNpy(fromBhnd(data, dims, cp.layout), shapeFor(cp.rank, dims, cp.layout)));
   await writeFile(join(dir, 'lse.npy'), encodeNpy(r.lse, [p.batch, p.hq, p.nq]));
   const tflops = backwardFlops(p) / (r.ms * 1e9);
-  const stats = { backend: 'webgpu', path: 'flash-f32', adapter: ctx.adapterName, backward: { config: r.config, time_ms: r.ms, tflops, kernels: r.kernels, nominal_flops: backwardFlops(p) }, problem: p };
+  const stats = { backend: 'webgpu', path, adapter: ctx.adapterName, backward: { config: r.config, time_ms: r.ms, tflops, kernels: r.kernels, nominal_flops: backwardFlops(p) }, problem: p };
   await writeFile(join(dir, 'stats.json'), JSON.stringify(stats, null, 2) + '\n');
   console.log(`webgpu backward on ${ctx.adapterName}: ${r.ms.toFixed(3)} ms, ${tflops.toFixed(2)} TFLOP/s [${r.config}] -> ${dir}`);
   return 0;

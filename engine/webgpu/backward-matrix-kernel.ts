@@ -371,21 +371,21 @@ var<workgroup> rst: array<vec4<f32>, ${2 * c.bm}>;  // per row (LSE·log2 e, D, 
 // workgroup: each subgroup takes 32 consecutive dims of a row (128 contiguous bytes, as few
 // L2 sectors per atomic instruction as a row allows).${split ? ' Each block is the sum of two\n// partials (even and odd key blocks: two short MMA chains instead of one long one).' : ''}
 fn add_dq(lid: u32, grow0: u32, tile_row0: u32, par: u32) {
-  for (var idx = lid; idx < ${c.bm * L.dp}u; idx += NT) {
+${lines(Math.ceil((c.bm * L.dp) / L.threads), (k) => `  {
+    let idx = lid + ${k * L.threads}u;
     let r = idx / ${L.dp}u; let col = idx % ${L.dp}u;
     let blk = (r / T) * ${L.cb}u + col / T;
     let owner = blk % ${W}u; let u = blk / ${W}u;
-    let e = (r % T) * T + col % T;
+    let at = owner * T * SSW + (r % T) * T + col % T;
     ${
       split
-        ? 'let x = sts[owner * T * SSW + u * T * T + e] + dps[owner * T * SSW + u * T * T + e];'
-        : `var x: f32;
-    if (u < ${L.scratchBlocks / 2}u) { x = sts[owner * T * SSW + u * T * T + e]; } else { x = dps[owner * T * SSW + (u - ${L.scratchBlocks / 2}u) * T * T + e]; }`
+        ? 'let x = sts[at + u * T * T] + dps[at + u * T * T];'
+        : `let x = select(dps[at + (u - ${L.scratchBlocks / 2}u) * T * T], sts[at + u * T * T], u < ${L.scratchBlocks / 2}u);`
     }
-    if (tile_row0 + r < prm.nq && col < D && x != 0.0) {
+    if (${(k + 1) * L.threads > c.bm * L.dp ? `idx < ${c.bm * L.dp}u && ` : ''}tile_row0 + r < prm.nq && col < D) {
       atomicAdd(&dqacc[(grow0 + r) * D + col], i32(round(x * rst[par * BM + r].z)));
     }
-  }
+  }`)}
 }
 
 @compute @workgroup_size(${L.threads})

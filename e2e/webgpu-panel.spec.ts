@@ -114,6 +114,12 @@ test('Backward: the forward and the backward kernels run on the GPU, dQ rows che
   await page.keyboard.press('ArrowRight');
   await expect(panel.getByRole('radio', { name: 'Backward' })).toBeChecked();
   await expect(panel.getByTestId('wg-pass-note')).toContainText('2.5 × the forward');
+  // The backward's kernels: f32 here; SwiftShader has no f16 subgroup matrices, so that one is named but not offered.
+  const bwdKernel = panel.getByLabel('backward kernel');
+  await expect(bwdKernel).toHaveValue('flash-f32');
+  await expect(bwdKernel.locator('option[value="flash-matrix"]')).toBeDisabled();
+  await expect(bwdKernel.locator('option[value="flash-matrix"]')).toHaveText('f16 subgroup matrices (tensor cores): not offered by this adapter');
+  await expect(panel.getByTestId('wg-pass-note')).toContainText('f32, no atomics');
   await expect(panel.getByRole('radio', { name: 'CPU (FA2 step engine)' })).toBeDisabled();
   await expect(panel.getByLabel('kernel path')).toHaveCount(0);
   await panel.getByRole('button', { name: 'Run', exact: true }).click();

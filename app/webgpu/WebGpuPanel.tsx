@@ -6,6 +6,7 @@
 import { useCallback, useEffect, useRef, useState } from 'react';
 import { ProblemError, validateProblem, type AttentionProblem } from '../../engine/problem.ts';
 import { PATH_LABELS, type WebGpuPath } from '../../engine/webgpu/device.ts';
+import type { BackwardPath } from '../../engine/webgpu/backward-run.ts';
 import { useApp } from '../store/store.ts';
 import type { AdapterReport, Backend, FromWorker, Pass, RunReport, ToWorker } from './protocol.ts';
 import { GridHeatmap, LseChart } from './ResultViews.tsx';
@@ -80,6 +81,7 @@ export default function WebGpuPanel() {
   const [backend, setBackend] = useState<Backend>('webgpu');
   const [path, setPath] = useState<WebGpuPath>('flash-f32');
   const [pass, setPass] = useState<Pass>('forward');
+  const [bwdPath, setBwdPath] = useState<BackwardPath>('flash-f32');
   const [probe, setProbe] = useState<Probe>({ state: 'probing' });
   const [progress, setProgress] = useState<{ stage: string; fraction: number } | null>(null);
   const [report, setReport] = useState<RunReport | null>(null);
@@ -154,7 +156,7 @@ export default function WebGpuPanel() {
     setNote(null);
     const id = ++seq.current;
     setProgress({ stage: 'starting', fraction: 0 });
-    worker.current!.postMessage({ type: 'run', id, req: { backend, pass, path: pass === 'backward' ? 'flash-f32' : path, problem, seed: Number(form.seed) || 1, checkRows: 4 } } satisfies ToWorker);
+    worker.current!.postMessage({ type: 'run', id, req: { backend, pass, path: pass === 'backward' ? bwdPath : path, problem, seed: Number(form.seed) || 1, checkRows: 4 } } satisfies ToWorker);
   };
 
   const cancel = () => {
@@ -222,8 +224,21 @@ export default function WebGpuPanel() {
           }} /> Backward
         </label>
         {pass === 'backward' && (
+          <label className="wg-field">
+            <span>backward kernel</span>
+            <select value={bwdPath} onChange={(e) => setBwdPath(e.target.value as BackwardPath)} disabled={busy} aria-label="backward kernel">
+              <option value="flash-f32">f32 (every variant, exact to 1e-6)</option>
+              <option value="flash-matrix" disabled={!paths.includes('flash-matrix')}>
+                f16 subgroup matrices (tensor cores){paths.includes('flash-matrix') ? '' : ': not offered by this adapter'}
+              </option>
+            </select>
+          </label>
+        )}
+        {pass === 'backward' && (
           <span className="wg-dim" data-testid="wg-pass-note">
-            dQ, dK, dV from a random dO: the f32 flash forward for O and LSE, then D = rowsum(dO∘O), a dK/dV kernel and a dQ kernel (f32, no atomics). TFLOP/s count 2.5 × the forward's FLOPs.
+            {bwdPath === 'flash-matrix'
+              ? 'dQ, dK, dV from a random dO, inputs rounded to f16: the flash-matrix forward for O and LSE, then one K/V-outer kernel on subgroup matrices with dK and dV in registers and dQ added into a fixed-point i32 accumulator (integer atomics: the same bits whatever order the workgroups add in). TFLOP/s count 2.5 × the forward\'s FLOPs.'
+              : 'dQ, dK, dV from a random dO: the f32 flash forward for O and LSE, then D = rowsum(dO∘O), a dK/dV kernel and a dQ kernel (f32, no atomics). TFLOP/s count 2.5 × the forward\'s FLOPs.'}
           </span>
         )}
       </div>
@@ -299,7 +314,7 @@ export default function WebGpuPanel() {
         <div className="wg-result" aria-label="result">
           <table className="wg-table">
             <tbody>
-              <tr><th>backend</th><td>{report.backend === 'cpu' ? 'CPU (FA2 step engine)' : report.pass === 'backward' ? 'backward, f32 (after the flash-f32 forward)' : PATH_LABELS[report.path as WebGpuPath]}</td></tr>
+              <tr><th>backend</th><td>{report.backend === 'cpu' ? 'CPU (FA2 step engine)' : report.pass === 'backward' ? (report.path === 'flash-matrix' ? 'backward, f16 subgroup matrices (after the flash-matrix forward)' : 'backward, f32 (after the flash-f32 forward)') : PATH_LABELS[report.path as WebGpuPath]}</td></tr>
               <tr><th>time</th><td data-testid="wg-time">{report.ms.toFixed(3)} ms ({report.clock})</td></tr>
               <tr><th>TFLOP/s</th><td data-testid="wg-tflops">{report.tflops.toPrecision(3)}</td></tr>
               {report.backend === 'webgpu' && report.pass === 'forward' && <tr><th>GB/s</th><td>{report.gbs.toPrecision(3)} (Q, K, V read once, O and LSE written once)</td></tr>}

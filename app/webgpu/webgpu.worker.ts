@@ -13,6 +13,7 @@ import { formatBytes } from '../../engine/webgpu/binding-windows.ts';
 import { referenceRow, sampleSites } from '../../engine/webgpu/row-check.ts';
 import { blockMean } from './downsample.ts';
 import { randomDo, runGpuBackward } from '../../engine/webgpu/backward-checks.ts';
+import type { BackwardPath } from '../../engine/webgpu/backward-run.ts';
 import { backwardFlops } from '../../engine/webgpu/backward-run.ts';
 import { sampledDqError } from '../../engine/webgpu/backward-row-check.ts';
 import type { FromWorker, RunReport, RunRequest, ToWorker } from './protocol.ts';
@@ -96,18 +97,21 @@ function rowErrors(p: AttentionProblem, x: AttentionInputs, r: { o: ArrayLike<nu
 
 /**
  * The backward on the GPU: inputs and dO generated here (the backward kernels take host
- * arrays), the f32 flash forward for O and LSE, then the three backward kernels; sampled dQ
- * rows and the forward's O rows are checked against float64.
+ * arrays), the forward of the chosen path for O and LSE, then the backward kernels; sampled dQ
+ * rows and the forward's O rows are checked against float64. The flash-matrix path computes
+ * in f16, so its problem is generated as fp16: the reference then sees the inputs the GPU holds.
  */
 async function runGpuBackwardReport(id: number, req: RunRequest): Promise<RunReport> {
   const c = await context();
-  const p = validateProblem(req.problem);
+  const path: BackwardPath = req.path === 'flash-matrix' ? 'flash-matrix' : 'flash-f32';
+  const given = validateProblem(req.problem);
+  const p = path === 'flash-matrix' ? { ...given, dtype: 'fp16' as const } : given;
   const progress = (stage: string, fraction: number) => post({ type: 'progress', id, stage, fraction });
   progress('generating Q, K, V and dO', 0.05);
   const x = randomInputs(p, { seed: req.seed });
   const dO = randomDo(p, req.seed);
-  progress('forward (flash, f32), then the backward kernels (warm-up and timed)', 0.3);
-  const r = await runGpuBackward(c, p, x, dO, 1);
+  progress(path === 'flash-matrix' ? 'forward (flash-matrix), then the f16 backward kernels (warm-up and timed)' : 'forward (flash, f32), then the backward kernels (warm-up and timed)', 0.3);
+  const r = await runGpuBackward(c, p, x, dO, 1, path);
   const sites = sampleSites(p, req.checkRows);
   progress(`checking ${sites.length} dQ rows against float64`, 0.8);
   const errDq = sampledDqError(p, x, dO, r.dq, sites);
@@ -115,7 +119,7 @@ async function runGpuBackwardReport(id: number, req: RunRequest): Promise<RunRep
   return {
     backend: 'webgpu',
     pass: 'backward',
-    path: 'flash-f32',
+    path,
     ms: r.ms,
     clock: r.kernels[0]?.clock === 'gpu' ? 'GPU timestamps' : 'wall clock',
     kernels: r.kernels,

@@ -1,0 +1,112 @@
+// The subgroup-matrix backward's tile choice and the WGSL it generates. The kernels run only
+// where the adapter has f16 subgroup matrices (the GPU benchmark's self-test checks their
+// gradients against float64 on every variant); here: what fits where, and the properties of
+// the code that the header's reasoning depends on.
+
+import { describe, expect, it } from 'vitest';
+import { bwdmMainWgsl, bwdmRowsWgsl, chooseMatrixBackward, FX_BITS, matrixBackwardLayout, squareMatrixSide, type MatrixBackwardShape } from './backward-matrix-kernel.ts';
+
+const NVIDIA = {
+  limits: { maxWorkgroupStorage: 49152, maxInvocations: 1024, maxStorageBinding: 2 ** 31, maxBuffer: 2 ** 40, maxWorkgroupsPerDim: 65535, minStorageOffset: 256 },
+  matrixConfigs: [
+    { M: 16, N: 16, K: 16, componentType: 'f16', resultComponentType: 'f32' },
+    { M: 16, N: 8, K: 16, componentType: 'f16', resultComponentType: 'f32' },
+  ],
+  subgroupMinSize: 32,
+  subgroupMaxSize: 32,
+  wgslFeatures: ['subgroup_id', 'subgroup_uniformity'],
+};
+const shape = (d: number, dv = d, extra: Partial<MatrixBackwardShape> = {}): MatrixBackwardShape => ({ d, dv, group: 1, softcap: false, alibi: false, ...extra });
+
+describe('chooseMatrixBackward', () => {
+  it('takes 8 subgroups × 16 keys and 16-row query tiles at d = 64 and 128, inside 48 KiB', () => {
+    for (const d of [64, 128]) {
+      const c = chooseMatrixBackward(NVIDIA, shape(d));
+      expect([c.t, c.warps, c.bm, c.stagger]).toEqual([16, 8, 16, true]);
+      const L = matrixBackwardLayout(c);
+      expect(L.bn).toBe(128);
+      expect(L.bytes).toBeLessThanOrEqual(49152);
+    }
+  });
+
+  it('falls back to fewer subgroups where the memory does not hold 8, and to one without subgroup_id where its dQ blocks fit', () => {
+    const small = chooseMatrixBackward({ ...NVIDIA, limits: { ...NVIDIA.limits, maxWorkgroupStorage: 32768 } }, shape(128));
+    expect([small.warps, small.bm]).toEqual([4, 16]);
+    expect(matrixBackwardLayout(small).bytes).toBeLessThanOrEqual(32768);
+    const alone = { ...NVIDIA, wgslFeatures: [] };
+    expect(chooseMatrixBackward(alone, shape(16)).warps).toBe(1);
+    // one subgroup would park 4 dQ blocks of a 64-wide head in room for 2
+    expect(() => chooseMatrixBackward(alone, shape(64))).toThrow(/no subgroup-matrix backward tile fits this adapter's limits for d=64/);
+  });
+
+  it('needs a square f16 shape and says so; refuses a head dim that fits no tile', () => {
+    const noSquare = { ...NVIDIA, matrixConfigs: [NVIDIA.matrixConfigs[1]] };
+    expect(squareMatrixSide(noSquare)).toBeUndefined();
+    expect(() => chooseMatrixBackward(noSquare, shape(64))).toThrow(/square f16 matrix shape/);
+    expect(() => chooseMatrixBackward({ ...NVIDIA, limits: { ...NVIDIA.limits, maxWorkgroupStorage: 8192 } }, shape(256))).toThrow(/no subgroup-matrix backward tile fits .* d=256/);
+  });
+
+  it('deals the dQ blocks round-robin and loads each distinct K column block once', () => {
+    // 4 subgroups, 32-row tiles, d = 128: 2 × 8 blocks, 4 per subgroup at columns w, w + 4, w, w + 4
+    const L = matrixBackwardLayout({ ...shape(128), t: 16, sg: 32, warps: 4, bm: 32, stagger: true });
+    expect([L.blocks, L.perWarp]).toEqual([16, 4]);
+    expect(L.colOf).toEqual([0, 4, 0, 4]);
+    expect(L.distinct).toEqual([0, 4]);
+    expect(L.perWarp).toBeLessThanOrEqual(L.scratchBlocks);
+  });
+});
+
+describe('the main kernel', () => {
+  const wgsl = bwdmMainWgsl(chooseMatrixBackward(NVIDIA, shape(128)));
+
+  it("keeps step F's matrix loads on run-time offsets (the driver moves loads with constant ones across barriers)", () => {
+    const stepF = wgsl.slice(wgsl.indexOf('// F.'), wgsl.indexOf('pending = true'));
+    const loads = stepF.match(/subgroupMatrixLoad<[^(]+\(&(pts|dss|dos|qs), [^,]+,/g) ?? [];
+    expect(loads.length).toBeGreaterThan(0);
+    for (const l of loads) expect(l).toMatch(/\bkb\b|\bw \* T\b|\brb\b/);
+  });
+
+  it('sums each dQ block from two MMA chains and adds it with the row factor, in the i32 accumulator', () => {
+    expect(wgsl).toContain('var acc2 =');
+    expect(wgsl).toMatch(/let x = sts\[at \+ u \* T \* T\] \+ dps\[at \+ u \* T \* T\];/);
+    expect(wgsl).toMatch(/atomicAdd\(&dqacc\[\(grow0 \+ r\) \* D \+ col\], i32\(round\(x \* rst\[par \* BM \+ r\]\.z\)\)\)/);
+    expect(wgsl).toContain('var<storage, read_write> dqacc: array<atomic<i32>>');
+  });
+
+  it('reads Q and dO four halves at a time where the head dims allow, element by element otherwise', () => {
+    expect(wgsl).toContain('q4: array<vec4<f16>>');
+    expect(wgsl).toContain('dout4: array<vec4<f16>>');
+    const odd = bwdmMainWgsl(chooseMatrixBackward(NVIDIA, shape(21, 13)));
+    expect(odd).toContain('q: array<f16>');
+    expect(odd).toContain('dout: array<f16>');
+  });
+
+  it('brings the score modifiers in only where the problem has them', () => {
+    expect(wgsl).not.toContain('slopes');
+    expect(wgsl).toContain('let x = dot * c2 - rs.x;');
+    const modified = bwdmMainWgsl(chooseMatrixBackward(NVIDIA, shape(64, 64, { softcap: true, alibi: true, group: 4 })));
+    expect(modified).toContain('@binding(9) var<storage, read> slopes');
+    expect(modified).toContain('let sc = score(h, i32(i), i32(j), dot);');
+    expect(modified).toContain('let total = ntiles * 4u;');
+  });
+
+  it("studies cut work at run time, keeping the accumulator's binding (a compile-time cut drops it from the layout)", () => {
+    for (const study of ['no-atomics', 'no-dq', 'no-f'] as const) {
+      const s = bwdmMainWgsl(chooseMatrixBackward(NVIDIA, shape(128), { study }));
+      expect(s).toContain('let OFF = prm.pad0 == 7u;');
+      expect(s).toContain('atomicAdd(&dqacc');
+      expect(s).toContain('if (pending && OFF)');
+    }
+    expect(wgsl).not.toContain('OFF');
+  });
+});
+
+describe('the row kernel', () => {
+  it(`scales dQ so that partials stay below 2^${FX_BITS}, and keeps its subgroup sums in uniform control flow`, () => {
+    const w = bwdmRowsWgsl(128, 128, 2);
+    expect(w).toContain(`exp2(clamp(${FX_BITS}.0 - e, -126.0, 126.0))`);
+    expect(w).toContain('let bound = st.x * abs(prm.scale) * (sqrt(dn) * sqrt(st.y) + abs(dsum));');
+    // no return before the sums
+    expect(w.indexOf('return;')).toBeGreaterThan(w.indexOf('dn = subgroupAdd(dn);'));
+  });
+});

@@ -122,6 +122,8 @@ export const BAD_SETTINGS: [string, string, string, RegExp][] = [
 test(`${BAD_SETTINGS.length} bad problem settings are named and the loaded run stays`, async ({ page }) => {
   await openApp(page);
   await page.getByRole('button', { name: 'Step forward', exact: true }).click();
+  // Read the position only once the step has landed (the click returns before the worker answers).
+  await expect(counter(page)).toHaveText(/^Step 2 of \d+$/);
   const before = await counter(page).textContent();
   for (const [name, label, value, message] of BAD_SETTINGS) {
     const field = problem(page).getByLabel(label, { exact: true });

@@ -48,7 +48,7 @@ describe('chooseMatrixBackward', () => {
 
   it('deals the dQ blocks round-robin and loads each distinct K column block once', () => {
     // 4 subgroups, 32-row tiles, d = 128: 2 × 8 blocks, 4 per subgroup at columns w, w + 4, w, w + 4
-    const L = matrixBackwardLayout({ ...shape(128), t: 16, sg: 32, warps: 4, bm: 32, stagger: true });
+    const L = matrixBackwardLayout({ ...shape(128), t: 16, sg: 32, warps: 4, bm: 32, stagger: true, overlapAdds: false });
     expect([L.blocks, L.perWarp]).toEqual([16, 4]);
     expect(L.colOf).toEqual([0, 4, 0, 4]);
     expect(L.distinct).toEqual([0, 4]);

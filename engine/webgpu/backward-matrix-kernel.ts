@@ -61,6 +61,7 @@ export interface MatrixBackwardConfig extends MatrixBackwardShape {
   /** Query rows per tile. */
   bm: number;
   stagger: boolean;
+  overlapAdds: boolean;
   study?: MatrixBackwardPrefs['study'];
 }
 
@@ -70,6 +71,11 @@ export interface MatrixBackwardPrefs {
   bm?: number;
   /** Walk the query tiles from a start spread over the key blocks (default true); false: all from the first. */
   stagger?: boolean;
+  /**
+   * dQ blocks parked in a buffer of their own (PSW unpadded to make room) and added during the
+   * next tile's Sᵀ/dPᵀ MMAs instead of between two barriers (default false).
+   */
+  overlapAdds?: boolean;
   /** Benchmark ablation, wrong gradients on purpose: leave out the dQ adds, the whole dQ step, or all of step F. */
   study?: 'no-atomics' | 'no-dq' | 'no-f';
 }
@@ -85,7 +91,7 @@ export function matrixBackwardLayout(c: MatrixBackwardConfig) {
   const qsw = dp + 8; // staged Q row stride (halves): 16 bytes of padding per row
   const osw = dvp + 8; // staged dO row stride
   const ssw = c.bm + 4; // Sᵀ / dPᵀ stripe row stride (floats)
-  const psw = c.bm + 8; // Pᵀ / dSᵀ row stride (halves)
+  const psw = c.bm + (c.overlapAdds ? 0 : 8); // Pᵀ / dSᵀ row stride (halves); unpadded to make room for dqs
   const cb = dp / T; // dQ column blocks
   const blocks = (c.bm / T) * cb; // dQ T × T blocks per tile
   const perWarp = Math.ceil(blocks / c.warps);
@@ -94,10 +100,11 @@ export function matrixBackwardLayout(c: MatrixBackwardConfig) {
   const colOf = Array.from({ length: perWarp }, (_, u) => (c.warps * u) % cb);
   const distinct = [...new Set(colOf)];
   const halves = c.bm * qsw + c.bm * osw + 2 * bn * psw;
-  const floats = 2 * bn * ssw + 2 * 4 * c.bm;
+  const dqs = c.overlapAdds ? c.bm * dp : 0; // the tile's dQ, [row][dim], when it has a buffer of its own
+  const floats = 2 * bn * ssw + 2 * 4 * c.bm + dqs;
   const bytes = halves * 2 + floats * 4;
   // Each subgroup parks its dQ blocks in its own Sᵀ and dPᵀ stripes (T·SSW floats each).
-  const scratchBlocks = 2 * Math.floor(ssw / T);
+  const scratchBlocks = c.overlapAdds ? Infinity : 2 * Math.floor(ssw / T);
   return { bn, dp, dvp, qsw, osw, ssw, psw, cb, blocks, perWarp, colOf, distinct, bytes, threads: c.warps * c.sg, scratchBlocks };
 }
 
@@ -129,7 +136,7 @@ export function chooseMatrixBackward(
   const shapes = prefer.warps && prefer.bm ? [[prefer.warps, prefer.bm] as [number, number], ...SHAPES] : SHAPES;
   for (const [warps, bm] of shapes) {
     if ((warps > 1 && !subgroupId) || bm % t !== 0) continue;
-    const c: MatrixBackwardConfig = { ...shape, t, sg, warps, bm, stagger: prefer.stagger ?? true, study: prefer.study };
+    const c: MatrixBackwardConfig = { ...shape, t, sg, warps, bm, stagger: prefer.stagger ?? true, overlapAdds: prefer.overlapAdds ?? false, study: prefer.study };
     const L = matrixBackwardLayout(c);
     if ((t * bm) % sg !== 0 || L.perWarp > L.scratchBlocks) continue;
     if (L.threads <= ctx.limits.maxInvocations && L.bytes <= ctx.limits.maxWorkgroupStorage) return c;
@@ -276,7 +283,8 @@ export function bwdmMainWgsl(c: MatrixBackwardConfig): string {
   const plain = !c.softcap && !c.alibi;
   const rounds = L.bn / c.bm; // K/V staging rounds at the start, BM rows each through qs / dos
   // dQ blocks as two partial sums (even and odd key blocks) where the scratch holds two per block.
-  const split = KB > 1 && L.perWarp <= L.scratchBlocks / 2;
+  const split = !c.overlapAdds && KB > 1 && L.perWarp <= L.scratchBlocks / 2;
+  const ov = c.overlapAdds;
 
   // A tile's Q and dO rows (BM × width, zeros past Nq and width), fetched into registers as
   // vec4<f16> groups and written to workgroup memory at the next tile's top.
@@ -365,12 +373,23 @@ var<workgroup> dps: array<f32, ${L.bn * L.ssw}>;    // dPᵀ stripes [key][row];
 var<workgroup> pts: array<f16, ${L.bn * L.psw}>;    // Pᵀ [key][row]
 var<workgroup> dss: array<f16, ${L.bn * L.psw}>;    // dSᵀ [key][row]
 var<workgroup> rst: array<vec4<f32>, ${2 * c.bm}>;  // per row (LSE·log2 e, D, factor), two tiles
+${ov ? `var<workgroup> dqs: array<f32, ${c.bm * L.dp}>;   // the last tile's dQ [row][dim], added during the next tile's MMAs` : ''}
 
 // The dQ blocks of the tile whose rows start at grow0 (global row index), parked by every
 // subgroup, added into the accumulator with the rows' factors (rst slot par) by the whole
 // workgroup: each subgroup takes 32 consecutive dims of a row (128 contiguous bytes, as few
 // L2 sectors per atomic instruction as a row allows).${split ? ' Each block is the sum of two\n// partials (even and odd key blocks: two short MMA chains instead of one long one).' : ''}
+${ov ? `// Branch-free (masked elements add 0 to a row of their own tile), so that it can share a
+// basic block with the next tile's MMAs. Before the first tile dqs holds zeros.
 fn add_dq(lid: u32, grow0: u32, tile_row0: u32, par: u32) {
+${lines(Math.ceil((c.bm * L.dp) / L.threads), (k) => `  {
+    let idx = min(lid + ${k * L.threads}u, ${c.bm * L.dp - 1}u);
+    let r = idx / ${L.dp}u; let col = idx % ${L.dp}u;
+    let ok = ${(k + 1) * L.threads > c.bm * L.dp ? `lid + ${k * L.threads}u < ${c.bm * L.dp}u && ` : ''}tile_row0 + r < prm.nq && col < D;
+    let rr = select(0u, r, ok); let cc = select(0u, col, ok);
+    atomicAdd(&dqacc[(grow0 + rr) * D + cc], select(0, i32(round(dqs[idx] * rst[par * BM + r].z)), ok));
+  }`)}
+}` : `fn add_dq(lid: u32, grow0: u32, tile_row0: u32, par: u32) {
 ${lines(Math.ceil((c.bm * L.dp) / L.threads), (k) => `  {
     let idx = lid + ${k * L.threads}u;
     let r = idx / ${L.dp}u; let col = idx % ${L.dp}u;
@@ -386,7 +405,7 @@ ${lines(Math.ceil((c.bm * L.dp) / L.threads), (k) => `  {
       atomicAdd(&dqacc[(grow0 + r) * D + col], i32(round(x * rst[par * BM + r].z)));
     }
   }`)}
-}
+}`}
 
 @compute @workgroup_size(${L.threads})
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lid: u32,
@@ -428,6 +447,8 @@ ${lines(VT, (i) => `  var dv${i} = ${result}();`)}
     let h = hk * ${c.group}u;
     let rowBase = (b * prm.hq + h) * prm.nq;
     let f0 = u32(iLo) + (rot % ntiles) * BM;
+    pend_row = rowBase + f0;
+    pend_tile = f0;
     ${qStage.fetch('f0', 'rowBase')}
     ${oStage.fetch('f0', 'rowBase')}
   }
@@ -438,7 +459,7 @@ ${lines(VT, (i) => `  var dv${i} = ${result}();`)}
     let rowBase = (b * prm.hq + h) * prm.nq;
     let par = t & 1u;
     workgroupBarrier();            // every read of the last tile's Q, dO, Pᵀ, dSᵀ done; its dQ blocks stored
-    if (pending${c.study ? ' && OFF' : ''}) { add_dq(lid, pend_row, pend_tile, 1u - par); }
+    ${ov ? '' : `if (pending${c.study ? ' && OFF' : ''}) { add_dq(lid, pend_row, pend_tile, 1u - par); }`}
     ${qStage.store('qs')}
     ${oStage.store('dos')}
     if (lid < BM) {
@@ -460,6 +481,7 @@ ${lines(RB, (rb) => `    {
       var dp = ${result}();
 ${lines(DT, (i) => `      s = subgroupMatrixMultiplyAccumulate(kl${i}, subgroupMatrixLoad<${right}, col_major>(&qs, ${rb * T}u * QSW + ${i * T}u, QSW), s);`)}
 ${lines(VT, (i) => `      dp = subgroupMatrixMultiplyAccumulate(vl${i}, subgroupMatrixLoad<${right}, col_major>(&dos, ${rb * T}u * OSW + ${i * T}u, OSW), dp);`)}
+${ov && rb === 0 ? `      add_dq(lid, pend_row, pend_tile, 1u - par);   // the last tile's dQ, while these MMAs run` : ''}
       subgroupMatrixStore<row_major>(&sts, w * T * SSW + ${rb * T}u, s, SSW);
       subgroupMatrixStore<row_major>(&dps, w * T * SSW + ${rb * T}u, dp, SSW);
     }`)}
@@ -492,12 +514,14 @@ ${lines(DT, (i) => `      dk${i} = subgroupMatrixMultiplyAccumulate(dl, subgroup
 ${lines(L.perWarp, (u) => `    {
       let blk = w + ${W * u}u;
       if (blk < ${L.blocks}u${c.study === 'no-dq' || c.study === 'no-f' ? ' && OFF' : ''}) {
-        let rb = blk / ${L.cb}u;
+        let rb = blk / ${L.cb}u;${ov ? ` let cbk = blk % ${L.cb}u;` : ''}
         var acc = ${result}();
 ${split ? `        var acc2 = ${result}();
 ` : ''}${lines(KB, (kb) => `        ${split && kb % 2 ? 'acc2' : 'acc'} = subgroupMatrixMultiplyAccumulate(subgroupMatrixLoad<${left}, col_major>(&dss, ${kb * T}u * PSW + rb * T, PSW), ${krName(u, kb)}, ${split && kb % 2 ? 'acc2' : 'acc'});`)}
 ${
-  split
+  ov
+    ? `        subgroupMatrixStore<row_major>(&dqs, rb * T * ${L.dp}u + cbk * T, acc, ${L.dp}u);`
+    : split
     ? `        subgroupMatrixStore<row_major>(&sts, w * T * SSW + ${u * T * T}u, acc, T);
         subgroupMatrixStore<row_major>(&dps, w * T * SSW + ${u * T * T}u, acc2, T);`
     : `        subgroupMatrixStore<row_major>(&${u < L.scratchBlocks / 2 ? 'sts' : 'dps'}, w * T * SSW + ${(u % (L.scratchBlocks / 2)) * T * T}u, acc, T);`

@@ -23,6 +23,8 @@ describe('chooseMatrixBackward', () => {
     for (const d of [64, 128]) {
       const c = chooseMatrixBackward(NVIDIA, shape(d));
       expect([c.t, c.warps, c.bm, c.stagger]).toEqual([16, 8, 16, true]);
+      // dQ in a buffer of its own, added during the next tile's MMAs: measured faster at d = 64 only
+      expect(c.overlapAdds).toBe(d === 64);
       const L = matrixBackwardLayout(c);
       expect(L.bn).toBe(128);
       expect(L.bytes).toBeLessThanOrEqual(49152);
@@ -34,9 +36,9 @@ describe('chooseMatrixBackward', () => {
     expect([small.warps, small.bm]).toEqual([4, 16]);
     expect(matrixBackwardLayout(small).bytes).toBeLessThanOrEqual(32768);
     const alone = { ...NVIDIA, wgslFeatures: [] };
-    expect(chooseMatrixBackward(alone, shape(16)).warps).toBe(1);
-    // one subgroup would park 4 dQ blocks of a 64-wide head in room for 2
-    expect(() => chooseMatrixBackward(alone, shape(64))).toThrow(/no subgroup-matrix backward tile fits this adapter's limits for d=64/);
+    expect(chooseMatrixBackward(alone, shape(64)).warps).toBe(1); // its dQ blocks in their own buffer
+    // at d = 128 one subgroup would park 8 dQ blocks in its stripes' room for 2
+    expect(() => chooseMatrixBackward(alone, shape(128))).toThrow(/no subgroup-matrix backward tile fits this adapter's limits for d=128/);
   });
 
   it('needs a square f16 shape and says so; refuses a head dim that fits no tile', () => {
@@ -58,6 +60,18 @@ describe('chooseMatrixBackward', () => {
 
 describe('the main kernel', () => {
   const wgsl = bwdmMainWgsl(chooseMatrixBackward(NVIDIA, shape(128)));
+
+  it('at d = 64 adds the last tile\'s dQ from its own buffer between the Sᵀ/dPᵀ MMAs and their stores, without a branch', () => {
+    const w64 = bwdmMainWgsl(chooseMatrixBackward(NVIDIA, shape(64)));
+    expect(w64).toContain('var<workgroup> dqs: array<f32, 1024>;');
+    const stepB = w64.slice(w64.indexOf('// B.'), w64.indexOf('// D.'));
+    const add = stepB.indexOf('add_dq(lid, pend_row, pend_tile, 1u - par);');
+    expect(add).toBeGreaterThan(stepB.lastIndexOf('subgroupMatrixMultiplyAccumulate'));
+    expect(add).toBeLessThan(stepB.indexOf('subgroupMatrixStore'));
+    const fn = w64.slice(w64.indexOf('fn add_dq'), w64.indexOf('@compute'));
+    expect(fn).not.toMatch(/\bif \(/);
+    expect(wgsl).not.toContain('dqs');
+  });
 
   it("keeps step F's matrix loads on run-time offsets (the driver moves loads with constant ones across barriers)", () => {
     const stepF = wgsl.slice(wgsl.indexOf('// F.'), wgsl.indexOf('pending = true'));

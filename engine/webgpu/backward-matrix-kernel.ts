@@ -31,8 +31,9 @@
 //   D. on plain lanes: P = exp2(s·log2e − LSE·log2e), masks, dS = P (dP − D) ∂s/∂(q·k), written f16;
 //   F. dV += Pᵀ dO, dK += dSᵀ Q (its stripe as the left matrix); dQ (BM × d) = dS K split into
 //      T × T blocks dealt round-robin to the subgroups (rows of dS from every stripe); each
-//      block is stored f32 and added into the accumulator, row factor applied, after the next
-//      barrier.
+//      block is stored f32 and added into the accumulator, row factor applied: at d = 128 from
+//      the Sᵀ/dPᵀ stripes right after the next barrier, at d ≤ 64 from a buffer of its own
+//      during the next tile's step B (overlapAdds: which is faster differs, measured).
 // Four barriers per tile; the next tile's Q and dO are fetched into registers while a tile
 // computes, as the forward does with K and V.
 //
@@ -73,7 +74,10 @@ export interface MatrixBackwardPrefs {
   stagger?: boolean;
   /**
    * dQ blocks parked in a buffer of their own (PSW unpadded to make room) and added during the
-   * next tile's Sᵀ/dPᵀ MMAs instead of between two barriers (default false).
+   * next tile's Sᵀ/dPᵀ MMAs instead of between two barriers. Default: at head dims up to 64,
+   * where it measured faster (H100, N = 4096: 51.3 → 55.0 TFLOP/s, causal 44.0 → 47.3); at
+   * d = 128 it measured slower (68.5 → 62.8), so wider heads keep the dQ blocks in the Sᵀ/dPᵀ
+   * stripes, added between two barriers (BENCHMARKS.md, the backward's run 7).
    */
   overlapAdds?: boolean;
   /** Benchmark ablation, wrong gradients on purpose: leave out the dQ adds, the whole dQ step, or all of step F. */
@@ -136,7 +140,7 @@ export function chooseMatrixBackward(
   const shapes = prefer.warps && prefer.bm ? [[prefer.warps, prefer.bm] as [number, number], ...SHAPES] : SHAPES;
   for (const [warps, bm] of shapes) {
     if ((warps > 1 && !subgroupId) || bm % t !== 0) continue;
-    const c: MatrixBackwardConfig = { ...shape, t, sg, warps, bm, stagger: prefer.stagger ?? true, overlapAdds: prefer.overlapAdds ?? false, study: prefer.study };
+    const c: MatrixBackwardConfig = { ...shape, t, sg, warps, bm, stagger: prefer.stagger ?? true, overlapAdds: prefer.overlapAdds ?? Math.ceil(shape.d / t) * t <= 64, study: prefer.study };
     const L = matrixBackwardLayout(c);
     if ((t * bm) % sg !== 0 || L.perWarp > L.scratchBlocks) continue;
     if (L.threads <= ctx.limits.maxInvocations && L.bytes <= ctx.limits.maxWorkgroupStorage) return c;

@@ -92,7 +92,12 @@ export class PaneController {
     return this.restarting;
   }
 
+  /** Counts loads: a load whose answer arrives after a later load began must not show its run. */
+  private loadSeq = 0;
+
   async load(req: LoadRequest): Promise<void> {
+    const seq = ++this.loadSeq;
+    const stale = () => seq !== this.loadSeq;
     this.pause();
     this.patch({ status: 'loading', progress: { fraction: 0, label: 'starting' }, error: undefined, tooLarge: undefined, countersRun: undefined, hit: undefined, notice: undefined });
     try {
@@ -100,14 +105,19 @@ export class PaneController {
         req,
         this.client.progress((fraction, label) => this.patch({ progress: { fraction, label } })),
       );
+      // A later load (a switch changed twice in quick succession) owns the pane now: its run,
+      // not this one, is what the worker holds once both are answered.
+      if (stale()) return;
       this.state.setApplied(this.pane, req);
       this.state.patchSelection(this.pane, { row: null, zoom: null });
       await this.client.api.setBreakpoints(this.state.breakpoints[this.pane] ?? []);
       const frame = await this.client.api.seek(0, true);
+      if (stale()) return;
       // New inputs even when the shape is the same (another seed or distribution).
       this.patch({ summary, status: 'ready', progress: undefined, inputs: undefined });
       await this.show(frame);
     } catch (e) {
+      if (stale()) return;
       const hasRun = !!this.state.problem[this.pane]?.applied;
       const status = hasRun ? 'ready' : 'empty';
       const name = (e as { name?: string })?.name;

@@ -7,7 +7,7 @@
 
 import { alibiSlopes, softmaxScale, validateProblem, type AttentionProblem } from '../problem.ts';
 import { formatBytes } from './binding-windows.ts';
-import { WebGpuRunError } from './backend.ts';
+import { pipeline, WebGpuRunError } from './backend.ts';
 import { bwdDkDvWgsl, bwdDotWgsl, bwdDqWgsl, BWD_THREADS, type BackwardKernelShape } from './backward-kernels.ts';
 import { bwdmClearWgsl, bwdmDqWgsl, bwdmKvWgsl, bwdmMainWgsl, bwdmRowsWgsl, chooseMatrixBackward, matrixBackwardLayout, type MatrixBackwardPrefs } from './backward-matrix-kernel.ts';
 import type { WebGpuContext } from './device.ts';
@@ -133,18 +133,13 @@ export class BackwardRun {
     this.buffers.push(uni);
 
     const shape: BackwardKernelShape = { d: p.d, dv: p.dv, group: p.hq / p.hk, softcap: p.softcap !== undefined, alibi: slopes !== undefined };
+    // The backend's compile-and-cache (its WGSL errors carry line numbers), with the kernel named.
     const pipe = async (label: string, code: string): Promise<GPUComputePipeline> => {
-      device.pushErrorScope('validation');
-      const module = device.createShaderModule({ label, code });
-      const errors = (await module.getCompilationInfo()).messages.filter((m) => m.type === 'error');
-      if (errors.length) {
-        await device.popErrorScope();
-        throw new WebGpuRunError(`the ${label} kernel did not compile: ${errors.map((m) => `${m.lineNum}:${m.linePos} ${m.message}`).join('; ')}`);
+      try {
+        return await pipeline(device, code);
+      } catch (e) {
+        throw new WebGpuRunError(`the ${label} kernel did not compile: ${e instanceof Error ? e.message : String(e)}`);
       }
-      const pl = await device.createComputePipelineAsync({ label, layout: 'auto', compute: { module, entryPoint: 'main' } }).catch((e: unknown) => e as Error);
-      const err = await device.popErrorScope();
-      if (pl instanceof Error || err) throw new WebGpuRunError(`the ${label} kernel did not compile: ${pl instanceof Error ? pl.message : err?.message}`);
-      return pl;
     };
     const bind = (pl: GPUComputePipeline, entries: Record<number, GPUBuffer>): GPUBindGroup =>
       device.createBindGroup({ layout: pl.getBindGroupLayout(0), entries: Object.entries(entries).map(([b, buffer]) => ({ binding: Number(b), resource: { buffer } })) });
@@ -158,7 +153,7 @@ export class BackwardRun {
     if (this.path === 'flash-matrix') {
       const c = chooseMatrixBackward(this.ctx, { d: p.d, dv: p.dv, group: p.hq / p.hk, softcap: shape.softcap, alibi: shape.alibi }, this.prefs);
       const L = matrixBackwardLayout(c);
-      this.config = `f16 subgroup-matrix backward (${c.t}×${c.t}×${c.t}${c.study ? `, STUDY ${c.study}: wrong dQ` : ''}${c.stagger ? '' : ', unstaggered'}): ${c.warps} subgroups × ${c.t} keys per workgroup (BN ${L.bn}), query tiles of ${c.bm} rows, ${(L.bytes / 1024).toFixed(1)} KB workgroup memory; dQ added into a fixed-point i32 accumulator (atomic, deterministic)`;
+      this.config = `f16 subgroup-matrix backward (${c.t}×${c.t}×${c.t}${c.study ? `, STUDY ${c.study}: wrong dQ` : ''}${c.stagger ? '' : ', unstaggered'}): ${c.warps} subgroups × ${c.t} keys per workgroup (BN ${L.bn}), query tiles of ${c.bm} rows, ${(L.bytes / 1024).toFixed(1)} KB workgroup memory; dQ added into a fixed-point i32 accumulator (atomic, deterministic)${c.overlapAdds ? ' during the next tile\'s MMAs' : ''}`;
       // The prep kernels put one subgroup on a key or row: the largest subgroup size gives the fewest per workgroup.
       const sgMax = this.ctx.subgroupMaxSize || 32;
       const clear = await pipe('backward clear maxima', bwdmClearWgsl());

@@ -137,7 +137,7 @@ export async function backwardBench(ctx: WebGpuContext, o: BackwardBenchOptions)
   console.log('FLOPs = 2.5 × 4·B·H·N²·d (halved when causal), the FlashAttention convention\n');
   type Config = { path: BackwardPath; prefs: MatrixBackwardPrefs; label: string };
   const configs: Config[] = paths.flatMap((path): Config[] =>
-    path === 'flash-matrix' && o.matrixPrefs.length ? o.matrixPrefs.map((prefs) => ({ path, prefs, label: `flash-matrix ${prefs.warps}×${prefs.bm}${prefs.stagger === false ? ' unstaggered' : ''}${prefs.overlapAdds ? ' overlapped adds' : ''}${prefs.study ? ` ${prefs.study}` : ''}` })) : [{ path, prefs: {}, label: path }],
+    path === 'flash-matrix' && o.matrixPrefs.length ? o.matrixPrefs.map((prefs) => ({ path, prefs, label: `flash-matrix ${prefs.warps}×${prefs.bm}${prefs.stagger === false ? ' unstaggered' : ''}${prefs.overlapAdds ? ' overlapped adds' : prefs.overlapAdds === false ? ' adds between barriers' : ''}${prefs.study ? ` ${prefs.study}` : ''}` })) : [{ path, prefs: {}, label: path }],
   );
   const passing: typeof configs = [];
   for (const cfg of configs) {

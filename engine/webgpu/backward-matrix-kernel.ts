@@ -80,8 +80,13 @@ export interface MatrixBackwardPrefs {
    * stripes, added between two barriers (BENCHMARKS.md, the backward's run 7).
    */
   overlapAdds?: boolean;
-  /** Benchmark ablation, wrong gradients on purpose: leave out the dQ adds, the whole dQ step, or all of step F. */
-  study?: 'no-atomics' | 'no-dq' | 'no-f';
+  /**
+   * Benchmark ablation, wrong gradients on purpose: leave out the dQ adds, the whole dQ step, or
+   * all of step F; write the dQ terms with plain atomic stores instead of adds (is it the
+   * read-modify-write or the traffic?); leave out the barrier between step B and step D
+   * (a race: what the handoff inside a subgroup costs).
+   */
+  study?: 'no-atomics' | 'no-dq' | 'no-f' | 'store-adds' | 'no-bar3';
 }
 
 /** Fixed-point headroom: partials stay below 2^FX_BITS of i32's 2^31. */
@@ -289,6 +294,8 @@ export function bwdmMainWgsl(c: MatrixBackwardConfig): string {
   // dQ blocks as two partial sums (even and odd key blocks) where the scratch holds two per block.
   const split = !c.overlapAdds && KB > 1 && L.perWarp <= L.scratchBlocks / 2;
   const ov = c.overlapAdds;
+  const cutAdds = c.study === 'no-atomics' || c.study === 'no-dq' || c.study === 'no-f';
+  const addOp = c.study === 'store-adds' ? 'atomicStore' : 'atomicAdd';
 
   // A tile's Q and dO rows (BM × width, zeros past Nq and width), fetched into registers as
   // vec4<f16> groups and written to workgroup memory at the next tile's top.
@@ -308,9 +315,28 @@ export function bwdmMainWgsl(c: MatrixBackwardConfig): string {
       } }`,
         '\n      ',
       );
-    const store = (arr: string) => lines(per, (t) => `{ ${at(t)} if (idx < ${total}u) { for (var e = 0u; e < 4u; e++) { ${arr}[rr * ${stride} + col + e] = ${name}${t}[e]; } } }`, '\n      ');
+    // Four scalar stores spelled out: a vector indexed by a loop variable may not stay in registers.
+    const store = (arr: string) =>
+      lines(per, (t) => `{ ${at(t)} if (idx < ${total}u) { let o = rr * ${stride} + col; ${['x', 'y', 'z', 'w'].map((e, n) => `${arr}[o + ${n}u] = ${name}${t}.${e};`).join(' ')} } }`, '\n      ');
     return { decl, fetch, store };
   };
+  // A tile's per-row (LSE·log2 e, D, factor), fetched a tile ahead like Q and dO (a global
+  // read between two barriers would hold the whole workgroup for its latency every tile).
+  const rowFetch = (row0: string, base: string) =>
+    `if (lid < BM) { let i = ${row0} + lid; prow = select(vec4<f32>(3.0e38, 0.0, 0.0, 0.0), rows[${base} + min(i, prm.nq - 1u)], i < prm.nq); }`;
+  // The workgroup-wide dQ adds (d > 64): chunk k of the tile's BM × DP terms, one per thread.
+  const addChunks = Math.ceil((c.bm * L.dp) / L.threads);
+  const chunkIndex = (k: number) => `let idx = lid + ${k * L.threads}u; let r = idx / ${L.dp}u; let col = idx % ${L.dp}u;`;
+  const chunkLive = (k: number, row0: string) => `${(k + 1) * L.threads > c.bm * L.dp ? `idx < ${c.bm * L.dp}u && ` : ''}${row0} + r < prm.nq && col < D`;
+  // The term at (r, col) from the subgroup stripe its block was parked in, as x.
+  const stripeTerm = `let blk = (r / T) * ${L.cb}u + col / T;
+    let owner = blk % ${W}u; let u = blk / ${W}u;
+    let at = owner * T * SSW + (r % T) * T + col % T;
+    ${
+      split
+        ? 'let x = sts[at + u * T * T] + dps[at + u * T * T];'
+        : `let x = select(dps[at + (u - ${L.scratchBlocks / 2}u) * T * T], sts[at + u * T * T], u < ${L.scratchBlocks / 2}u);`
+    }`;
   const qStage = staging('pq', 'q', c.d, L.dp, 'QSW');
   const oStage = staging('po', 'dout', c.dv, L.dvp, 'OSW');
 
@@ -342,12 +368,17 @@ ${kbs.map((kb) => lines(L.distinct.length, (g) => `  kr${g}_${kb} = subgroupMatr
   });
 
   // Step D's score for one element: plain problems fold τ·log2 e into one multiply.
+  // Step D spelled out element by element, the lane's query row hoisted (a lane keeps its row
+  // when the subgroup size is a multiple of BM), mask tests without branches: measured 6% (d = 128)
+  // and 15% (d = 64) faster than a loop of constant trip count, itself 7% faster than one whose
+  // bound the compiler could not see (BENCHMARKS.md, the backward's runs 9 and 12).
+  const dx = c.sg % c.bm === 0;
   const elementwise = plain
     ? `let x = dot * c2 - rs.x;
-        let ok = j < prm.nk && i < prm.nq && visible(i32(i), i32(j));
+        let ok = ${dx ? `(j < prm.nk) & (i < prm.nq) & visible_bf(i32(i), i32(j))` : 'j < prm.nk && i < prm.nq && visible(i32(i), i32(j))'};
         let p = select(0.0, exp2(x), ok);
         let dsv = p * (dpv - rs.y) * prm.scale;`
-    : `let ok = j < prm.nk && i < prm.nq && visible(i32(i), i32(j));
+    : `let ok = ${dx ? `(j < prm.nk) & (i < prm.nq) & visible_bf(i32(i), i32(j))` : 'j < prm.nk && i < prm.nq && visible(i32(i), i32(j))'};
         let sc = score(h, i32(i), i32(j), dot);
         let p = select(0.0, exp2(sc.x * LOG2E - rs.x), ok);
         let dsv = p * (dpv - rs.y) * sc.y;`;
@@ -365,6 +396,11 @@ ${PARAMS}
 @group(0) @binding(8) var<storage, read_write> dvout: array<f32>;
 ${c.alibi ? '@group(0) @binding(9) var<storage, read> slopes: array<f32>;' : ''}
 ${scoreHelpers(c)}
+${dx ? `// visible() without branches: both bounds tested with non-short-circuit & and |.
+fn visible_bf(i: i32, j: i32) -> bool {
+  let rel = j - (i + prm.diag);
+  return ((prm.left < 0) | (rel >= -prm.left)) & ((prm.right < 0) | (rel <= prm.right));
+}` : ''}
 const T = ${T}u; const BN = ${L.bn}u; const BM = ${c.bm}u; const D = ${c.d}u; const DV = ${c.dv}u;
 const NT = ${L.threads}u; const SG = ${c.sg}u;
 const QSW = ${L.qsw}u; const OSW = ${L.osw}u; const SSW = ${L.ssw}u; const PSW = ${L.psw}u;
@@ -391,22 +427,14 @@ ${lines(Math.ceil((c.bm * L.dp) / L.threads), (k) => `  {
     let r = idx / ${L.dp}u; let col = idx % ${L.dp}u;
     let ok = ${(k + 1) * L.threads > c.bm * L.dp ? `lid + ${k * L.threads}u < ${c.bm * L.dp}u && ` : ''}tile_row0 + r < prm.nq && col < D;
     let rr = select(0u, r, ok); let cc = select(0u, col, ok);
-    atomicAdd(&dqacc[(grow0 + rr) * D + cc], select(0, i32(round(dqs[idx] * rst[par * BM + r].z)), ok));
+    ${addOp}(&dqacc[(grow0 + rr) * D + cc], select(0, i32(round(dqs[idx] * rst[par * BM + r].z)), ok));
   }`)}
 }` : `fn add_dq(lid: u32, grow0: u32, tile_row0: u32, par: u32) {
-${lines(Math.ceil((c.bm * L.dp) / L.threads), (k) => `  {
-    let idx = lid + ${k * L.threads}u;
-    let r = idx / ${L.dp}u; let col = idx % ${L.dp}u;
-    let blk = (r / T) * ${L.cb}u + col / T;
-    let owner = blk % ${W}u; let u = blk / ${W}u;
-    let at = owner * T * SSW + (r % T) * T + col % T;
-    ${
-      split
-        ? 'let x = sts[at + u * T * T] + dps[at + u * T * T];'
-        : `let x = select(dps[at + (u - ${L.scratchBlocks / 2}u) * T * T], sts[at + u * T * T], u < ${L.scratchBlocks / 2}u);`
-    }
-    if (${(k + 1) * L.threads > c.bm * L.dp ? `idx < ${c.bm * L.dp}u && ` : ''}tile_row0 + r < prm.nq && col < D) {
-      atomicAdd(&dqacc[(grow0 + r) * D + col], i32(round(x * rst[par * BM + r].z)));
+${lines(addChunks, (k) => `  {
+    ${chunkIndex(k)}
+    ${stripeTerm}
+    if (${chunkLive(k, 'tile_row0')}) {
+      ${addOp}(&dqacc[(grow0 + r) * D + col], i32(round(x * rst[par * BM + r].z)));
     }
   }`)}
 }`}
@@ -444,6 +472,7 @@ ${lines(VT, (i) => `  var dv${i} = ${result}();`)}
   let rot = ${c.stagger ? '(wg.x * ntiles) / ((prm.nk + BN - 1u) / BN)' : '0u'};
 
   ${qStage.decl} ${oStage.decl}
+  var prow = vec4<f32>(3.0e38, 0.0, 0.0, 0.0);   // lanes lid < BM: the next tile's row of (LSE·log2 e, D, factor)
   var pend_row = 0u;     // global row of the pending dQ tile's first row
   var pend_tile = 0u;    // its first row within the head
   var pending = false;
@@ -455,6 +484,7 @@ ${lines(VT, (i) => `  var dv${i} = ${result}();`)}
     pend_tile = f0;
     ${qStage.fetch('f0', 'rowBase')}
     ${oStage.fetch('f0', 'rowBase')}
+    ${rowFetch('f0', 'rowBase')}
   }
   for (var t = 0u; t < total; t++) {
     let g = t / ntiles;
@@ -463,19 +493,17 @@ ${lines(VT, (i) => `  var dv${i} = ${result}();`)}
     let rowBase = (b * prm.hq + h) * prm.nq;
     let par = t & 1u;
     workgroupBarrier();            // every read of the last tile's Q, dO, Pᵀ, dSᵀ done; its dQ blocks stored
-    ${ov ? '' : `if (pending${c.study ? ' && OFF' : ''}) { add_dq(lid, pend_row, pend_tile, 1u - par); }`}
+    ${ov ? '' : `if (pending${cutAdds ? ' && OFF' : ''}) { add_dq(lid, pend_row, pend_tile, 1u - par); }`}
     ${qStage.store('qs')}
     ${oStage.store('dos')}
-    if (lid < BM) {
-      let i = i0 + lid;
-      rst[par * BM + lid] = select(vec4<f32>(3.0e38, 0.0, 0.0, 0.0), rows[rowBase + min(i, prm.nq - 1u)], i < prm.nq);
-    }
+    if (lid < BM) { rst[par * BM + lid] = prow; }
     if (t + 1u < total) {
       let gn = (t + 1u) / ntiles;
       let nBase = (b * prm.hq + hk * ${c.group}u + gn) * prm.nq;
       let n0 = u32(iLo) + ((t + 1u + rot) % ntiles) * BM;
       ${qStage.fetch('n0', 'nBase')}
       ${oStage.fetch('n0', 'nBase')}
+      ${rowFetch('n0', 'nBase')}
     }
     workgroupBarrier();            // the tile staged; the dQ blocks added
 
@@ -483,16 +511,30 @@ ${lines(VT, (i) => `  var dv${i} = ${result}();`)}
 ${lines(RB, (rb) => `    {
       var s = ${result}();
       var dp = ${result}();
-${lines(DT, (i) => `      s = subgroupMatrixMultiplyAccumulate(kl${i}, subgroupMatrixLoad<${right}, col_major>(&qs, ${rb * T}u * QSW + ${i * T}u, QSW), s);`)}
-${lines(VT, (i) => `      dp = subgroupMatrixMultiplyAccumulate(vl${i}, subgroupMatrixLoad<${right}, col_major>(&dos, ${rb * T}u * OSW + ${i * T}u, OSW), dp);`)}
+${(() => {
+  // The two chains written interleaved (Sᵀ, dPᵀ, Sᵀ, …): measured about 1% faster than one after the other.
+  const sl = Array.from({ length: DT }, (_, i) => `      s = subgroupMatrixMultiplyAccumulate(kl${i}, subgroupMatrixLoad<${right}, col_major>(&qs, ${rb * T}u * QSW + ${i * T}u, QSW), s);`);
+  const dl = Array.from({ length: VT }, (_, i) => `      dp = subgroupMatrixMultiplyAccumulate(vl${i}, subgroupMatrixLoad<${right}, col_major>(&dos, ${rb * T}u * OSW + ${i * T}u, OSW), dp);`);
+  const out: string[] = [];
+  for (let i = 0; i < Math.max(DT, VT); i++) out.push(...(sl[i] ? [sl[i]] : []), ...(dl[i] ? [dl[i]] : []));
+  return out.join('\n');
+})()}
 ${ov && rb === 0 ? `      add_dq(lid, pend_row, pend_tile, 1u - par);   // the last tile's dQ, while these MMAs run` : ''}
       subgroupMatrixStore<row_major>(&sts, w * T * SSW + ${rb * T}u, s, SSW);
       subgroupMatrixStore<row_major>(&dps, w * T * SSW + ${rb * T}u, dp, SSW);
     }`)}
-    workgroupBarrier();            // Sᵀ, dPᵀ stripes visible
+    ${c.study === 'no-bar3' ? 'if (OFF) { workgroupBarrier(); }' : 'workgroupBarrier();'}            // Sᵀ, dPᵀ stripes visible
 
     // D. P and dS on plain lanes, T keys × BM rows of this subgroup's stripe.
-    for (var e = lane; e < T * BM; e += SG) {
+${dx ? `    {
+      let r = lane % BM; let kk0 = lane / BM;
+      let i = i0 + r;
+      let rs = rst[par * BM + r];
+${lines((T * c.bm) / c.sg, (ue) => `      { let kk = kk0 + ${(ue * c.sg) / c.bm}u; let j = j0 + w * T + kk; let at = (w * T + kk) * SSW + r; let dot = sts[at]; let dpv = dps[at];
+        ${elementwise}
+        pts[(w * T + kk) * PSW + r] = f16(p); dss[(w * T + kk) * PSW + r] = f16(dsv); }`)}
+    }` : `    for (var ue = 0u; ue < ${(T * c.bm) / c.sg}u; ue++) {
+      let e = lane + ue * SG;
       let kk = e / BM; let r = e % BM;
       let j = j0 + w * T + kk;
       let i = i0 + r;
@@ -503,7 +545,7 @@ ${ov && rb === 0 ? `      add_dq(lid, pend_row, pend_tile, 1u - par);   // the l
       ${elementwise}
       pts[(w * T + kk) * PSW + r] = f16(p);
       dss[(w * T + kk) * PSW + r] = f16(dsv);
-    }
+    }`}
     workgroupBarrier();            // Pᵀ, dSᵀ visible
 
     // F. dV += Pᵀ dO and dK += dSᵀ Q over the tile's rows (kb a run-time loop: see the header).
@@ -537,7 +579,7 @@ ${
     pend_tile = i0;
   }
   workgroupBarrier();
-  if (pending${c.study ? ' && OFF' : ''}) { add_dq(lid, pend_row, pend_tile, (total - 1u) & 1u); }
+  if (pending${cutAdds ? ' && OFF' : ''}) { add_dq(lid, pend_row, pend_tile, (total - 1u) & 1u); }
 
   // dK and dV out, one T × T block at a time through this subgroup's Sᵀ stripe.
   let key0 = j0 + w * T;

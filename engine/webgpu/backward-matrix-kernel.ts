@@ -273,6 +273,59 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
 `;
 }
 
+const lines = (n: number, f: (i: number) => string, sep = '\n') => Array.from({ length: n }, (_, i) => f(i)).join(sep);
+
+/** visible() without branches: both bounds tested with non-short-circuit & and |. */
+const VISIBLE_BF = /* wgsl */ `
+fn visible_bf(i: i32, j: i32) -> bool {
+  let rel = j - (i + prm.diag);
+  return ((prm.left < 0) | (rel >= -prm.left)) & ((prm.right < 0) | (rel <= prm.right));
+}`;
+
+/**
+ * Step D for one element, from the scores' dot (Sᵀ), dpv (dPᵀ), the row's rs (LSE·log2 e, D),
+ * i, j, the head h and c2 = τ·log2 e: P and dS as p and dsv. Plain problems fold τ·log2 e into
+ * one multiply; branchFree uses visible_bf and non-short-circuit tests.
+ */
+function stepDElement(shape: Pick<MatrixBackwardShape, 'softcap' | 'alibi'>, branchFree: boolean): string {
+  const ok = branchFree ? '(j < prm.nk) & (i < prm.nq) & visible_bf(i32(i), i32(j))' : 'j < prm.nk && i < prm.nq && visible(i32(i), i32(j))';
+  return !shape.softcap && !shape.alibi
+    ? `let x = dot * c2 - rs.x;
+        let ok = ${ok};
+        let p = select(0.0, exp2(x), ok);
+        let dsv = p * (dpv - rs.y) * prm.scale;`
+    : `let ok = ${ok};
+        let sc = score(h, i32(i), i32(j), dot);
+        let p = select(0.0, exp2(sc.x * LOG2E - rs.x), ok);
+        let dsv = p * (dpv - rs.y) * sc.y;`;
+}
+
+/**
+ * A tile's Q or dO rows (BM × width, zeros past Nq and width), fetched into registers as
+ * vec4<f16> groups (fetch) and written to workgroup memory at the next tile's top (store).
+ */
+function tileStaging(bm: number, threads: number, name: string, buf: string, width: number, padded: number, stride: string) {
+  const total = (bm * padded) / 4;
+  const per = Math.ceil(total / threads);
+  const at = (t: number) => `let idx = lid + ${t * threads}u; let rr = idx / ${padded / 4}u; let col = (idx % ${padded / 4}u) * 4u;`;
+  const decl = lines(per, (t) => `var ${name}${t} = vec4<f16>(0.0);`, ' ');
+  const fetch = (row0: string, base: string) =>
+    lines(
+      per,
+      (t) => `{ ${at(t)}
+      ${name}${t} = vec4<f16>(0.0);
+      if (idx < ${total}u && ${row0} + rr < prm.nq && col < ${width}u) {
+        let a = (${base} + ${row0} + rr) * ${width}u + col;
+        ${name}${t} = ${width % 4 === 0 ? `${buf}4[a / 4u]` : `vec4<f16>(${[0, 1, 2, 3].map((e) => `select(f16(0.0), ${buf}[min(a + ${e}u, (${base} + ${row0} + rr) * ${width}u + ${width - 1}u)], col + ${e}u < ${width}u)`).join(', ')})`};
+      } }`,
+      '\n      ',
+    );
+  // Four scalar stores spelled out: a vector indexed by a loop variable may not stay in registers.
+  const store = (arr: string, base = '') =>
+    lines(per, (t) => `{ ${at(t)} if (idx < ${total}u) { let o = ${base}rr * ${stride} + col; ${['x', 'y', 'z', 'w'].map((e, n) => `${arr}[o + ${n}u] = ${name}${t}.${e};`).join(' ')} } }`, '\n      ');
+  return { decl, fetch, store };
+}
+
 /**
  * Kernel 3. Grid [ceil(Nk / BN), batch · Hk]. Bindings: 1 Q, 2 K, 3 V, 4 dO (f16), 5 rows,
  * 6 dQ accumulator (atomic i32), 7 dK, 8 dV (f32), 9 ALiBi slopes.
@@ -288,8 +341,6 @@ export function bwdmMainWgsl(c: MatrixBackwardConfig): string {
   const left = `subgroup_matrix_left<f16, ${T}, ${T}>`;
   const right = `subgroup_matrix_right<f16, ${T}, ${T}>`;
   const result = `subgroup_matrix_result<f32, ${T}, ${T}>`;
-  const lines = (n: number, f: (i: number) => string, sep = '\n') => Array.from({ length: n }, (_, i) => f(i)).join(sep);
-  const plain = !c.softcap && !c.alibi;
   const rounds = L.bn / c.bm; // K/V staging rounds at the start, BM rows each through qs / dos
   // dQ blocks as two partial sums (even and odd key blocks) where the scratch holds two per block.
   const split = !c.overlapAdds && KB > 1 && L.perWarp <= L.scratchBlocks / 2;
@@ -297,29 +348,6 @@ export function bwdmMainWgsl(c: MatrixBackwardConfig): string {
   const cutAdds = c.study === 'no-atomics' || c.study === 'no-dq' || c.study === 'no-f';
   const addOp = c.study === 'store-adds' ? 'atomicStore' : 'atomicAdd';
 
-  // A tile's Q and dO rows (BM × width, zeros past Nq and width), fetched into registers as
-  // vec4<f16> groups and written to workgroup memory at the next tile's top.
-  const staging = (name: string, buf: string, width: number, padded: number, stride: string) => {
-    const total = (c.bm * padded) / 4;
-    const per = Math.ceil(total / L.threads);
-    const at = (t: number) => `let idx = lid + ${t * L.threads}u; let rr = idx / ${padded / 4}u; let col = (idx % ${padded / 4}u) * 4u;`;
-    const decl = lines(per, (t) => `var ${name}${t} = vec4<f16>(0.0);`, ' ');
-    const fetch = (row0: string, base: string) =>
-      lines(
-        per,
-        (t) => `{ ${at(t)}
-      ${name}${t} = vec4<f16>(0.0);
-      if (idx < ${total}u && ${row0} + rr < prm.nq && col < ${width}u) {
-        let a = (${base} + ${row0} + rr) * ${width}u + col;
-        ${name}${t} = ${width % 4 === 0 ? `${buf}4[a / 4u]` : `vec4<f16>(${[0, 1, 2, 3].map((e) => `select(f16(0.0), ${buf}[min(a + ${e}u, (${base} + ${row0} + rr) * ${width}u + ${width - 1}u)], col + ${e}u < ${width}u)`).join(', ')})`};
-      } }`,
-        '\n      ',
-      );
-    // Four scalar stores spelled out: a vector indexed by a loop variable may not stay in registers.
-    const store = (arr: string) =>
-      lines(per, (t) => `{ ${at(t)} if (idx < ${total}u) { let o = rr * ${stride} + col; ${['x', 'y', 'z', 'w'].map((e, n) => `${arr}[o + ${n}u] = ${name}${t}.${e};`).join(' ')} } }`, '\n      ');
-    return { decl, fetch, store };
-  };
   // A tile's per-row (LSE·log2 e, D, factor), fetched a tile ahead like Q and dO (a global
   // read between two barriers would hold the whole workgroup for its latency every tile).
   const rowFetch = (row0: string, base: string) =>
@@ -337,8 +365,8 @@ export function bwdmMainWgsl(c: MatrixBackwardConfig): string {
         ? 'let x = sts[at + u * T * T] + dps[at + u * T * T];'
         : `let x = select(dps[at + (u - ${L.scratchBlocks / 2}u) * T * T], sts[at + u * T * T], u < ${L.scratchBlocks / 2}u);`
     }`;
-  const qStage = staging('pq', 'q', c.d, L.dp, 'QSW');
-  const oStage = staging('po', 'dout', c.dv, L.dvp, 'OSW');
+  const qStage = tileStaging(c.bm, L.threads, 'pq', 'q', c.d, L.dp, 'QSW');
+  const oStage = tileStaging(c.bm, L.threads, 'po', 'dout', c.dv, L.dvp, 'OSW');
 
   // K (or V) rows j0 + [first, first + BM) of this workgroup into qs (dos), zeros past Nk and d.
   const stageKv = (arr: string, buf: string, width: number, padded: number, stride: string, first: number) => `
@@ -373,15 +401,7 @@ ${kbs.map((kb) => lines(L.distinct.length, (g) => `  kr${g}_${kb} = subgroupMatr
   // and 15% (d = 64) faster than a loop of constant trip count, itself 7% faster than one whose
   // bound the compiler could not see (BENCHMARKS.md, the backward's runs 9 and 12).
   const dx = c.sg % c.bm === 0;
-  const elementwise = plain
-    ? `let x = dot * c2 - rs.x;
-        let ok = ${dx ? `(j < prm.nk) & (i < prm.nq) & visible_bf(i32(i), i32(j))` : 'j < prm.nk && i < prm.nq && visible(i32(i), i32(j))'};
-        let p = select(0.0, exp2(x), ok);
-        let dsv = p * (dpv - rs.y) * prm.scale;`
-    : `let ok = ${dx ? `(j < prm.nk) & (i < prm.nq) & visible_bf(i32(i), i32(j))` : 'j < prm.nk && i < prm.nq && visible(i32(i), i32(j))'};
-        let sc = score(h, i32(i), i32(j), dot);
-        let p = select(0.0, exp2(sc.x * LOG2E - rs.x), ok);
-        let dsv = p * (dpv - rs.y) * sc.y;`;
+  const elementwise = stepDElement(c, dx);
 
   return /* wgsl */ `${ENABLES}
 ${W > 1 ? 'requires subgroup_id, subgroup_uniformity;' : ''}
@@ -396,11 +416,7 @@ ${PARAMS}
 @group(0) @binding(8) var<storage, read_write> dvout: array<f32>;
 ${c.alibi ? '@group(0) @binding(9) var<storage, read> slopes: array<f32>;' : ''}
 ${scoreHelpers(c)}
-${dx ? `// visible() without branches: both bounds tested with non-short-circuit & and |.
-fn visible_bf(i: i32, j: i32) -> bool {
-  let rel = j - (i + prm.diag);
-  return ((prm.left < 0) | (rel >= -prm.left)) & ((prm.right < 0) | (rel <= prm.right));
-}` : ''}
+${dx ? VISIBLE_BF : ''}
 const T = ${T}u; const BN = ${L.bn}u; const BM = ${c.bm}u; const D = ${c.d}u; const DV = ${c.dv}u;
 const NT = ${L.threads}u; const SG = ${c.sg}u;
 const QSW = ${L.qsw}u; const OSW = ${L.osw}u; const SSW = ${L.ssw}u; const PSW = ${L.psw}u;

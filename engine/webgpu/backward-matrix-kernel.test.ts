@@ -104,6 +104,41 @@ describe('the main kernel', () => {
     expect(modified).toContain('let total = ntiles * 4u;');
   });
 
+  it('spells step D out per element with the lane\'s row hoisted and branch-free masks where the subgroup size allows, a constant-trip loop otherwise', () => {
+    const stepD = wgsl.slice(wgsl.indexOf('// D.'), wgsl.indexOf('// F.'));
+    expect(stepD).not.toMatch(/\bfor \(/);
+    expect(stepD.match(/let rs = rst\[par \* BM \+ r\];/g)).toHaveLength(1); // once, not per element
+    expect(stepD.match(/pts\[\(w \* T \+ kk\) \* PSW \+ r\] = f16\(p\);/g)).toHaveLength(8); // 16 keys × 16 rows / 32 lanes
+    expect(stepD).toContain('(j < prm.nk) & (i < prm.nq) & visible_bf(i32(i), i32(j))');
+    expect(wgsl).toContain('fn visible_bf(i: i32, j: i32) -> bool');
+    // a subgroup of 16 lanes does not keep one row per lane over 32-row tiles
+    const c16 = chooseMatrixBackward({ ...NVIDIA, subgroupMinSize: 16, subgroupMaxSize: 16 }, shape(64), { warps: 4, bm: 32 });
+    const loop = bwdmMainWgsl(c16);
+    const loopD = loop.slice(loop.indexOf('// D.'), loop.indexOf('// F.'));
+    expect(loopD).toContain(`for (var ue = 0u; ue < ${(16 * 32) / 16}u; ue++) {`);
+    expect(loopD).toContain('visible(i32(i), i32(j))');
+  });
+
+  it('stages Q and dO with the four stores spelled out and fetches the row data a tile ahead', () => {
+    const top = wgsl.slice(wgsl.indexOf('for (var t = 0u'), wgsl.indexOf('// B.'));
+    expect(top).not.toMatch(/\[e\]/); // no vector indexed by a loop variable
+    expect(top).toMatch(/qs\[o \+ 3u\] = pq0\.w;/);
+    expect(top).toContain('rst[par * BM + lid] = prow;');
+    // rows[] is read only for the next tile, after the staging stores
+    expect(top.indexOf('rows[')).toBeGreaterThan(top.indexOf('rst[par * BM + lid] = prow;'));
+    expect(top).toContain('prow = select(vec4<f32>(3.0e38, 0.0, 0.0, 0.0), rows[nBase + min(i, prm.nq - 1u)], i < prm.nq);');
+  });
+
+  it('the store-adds study writes the same terms with atomicStore; no-bar3 skips the barrier after step B at run time', () => {
+    const st = bwdmMainWgsl(chooseMatrixBackward(NVIDIA, shape(128), { study: 'store-adds' }));
+    expect(st).toContain('atomicStore(&dqacc[(grow0 + r) * D + col], i32(round(x * rst[par * BM + r].z)));');
+    expect(st).not.toContain('atomicAdd(');
+    expect(st).toContain('if (pending) { add_dq');
+    const nb = bwdmMainWgsl(chooseMatrixBackward(NVIDIA, shape(128), { study: 'no-bar3' }));
+    expect(nb).toContain('if (OFF) { workgroupBarrier(); }            // Sᵀ, dPᵀ stripes visible');
+    expect(wgsl).toContain('    workgroupBarrier();            // Sᵀ, dPᵀ stripes visible');
+  });
+
   it("studies cut work at run time, keeping the accumulator's binding (a compile-time cut drops it from the layout)", () => {
     for (const study of ['no-atomics', 'no-dq', 'no-f'] as const) {
       const s = bwdmMainWgsl(chooseMatrixBackward(NVIDIA, shape(128), { study }));

@@ -75,9 +75,9 @@ export interface MatrixBackwardPrefs {
   /**
    * dQ blocks parked in a buffer of their own (PSW unpadded to make room) and added during the
    * next tile's Sᵀ/dPᵀ MMAs instead of between two barriers. Default: at head dims up to 64,
-   * where it measured faster (H100, N = 4096: 51.3 → 55.0 TFLOP/s, causal 44.0 → 47.3); at
-   * d = 128 it measured slower (68.5 → 62.8), so wider heads keep the dQ blocks in the Sᵀ/dPᵀ
-   * stripes, added between two barriers (BENCHMARKS.md, the backward's run 7).
+   * where it measured faster (H100, N = 4096: 51.3 → 55.0 TFLOP/s, causal 44.0 → 47.3; with
+   * today's step D 57.5 → 62.5); at d = 128 it measured slower (68.5 → 62.8; 74.7 → 67.2), so wider heads keep the dQ blocks in the Sᵀ/dPᵀ
+   * stripes, added between two barriers (docs/benchmarks-history.md, the backward's runs 7 and 10).
    */
   overlapAdds?: boolean;
   /**
@@ -395,11 +395,10 @@ ${kbs.map((kb) => lines(L.distinct.length, (g) => `  kr${g}_${kb} = subgroupMatr
   workgroupBarrier();`;
   });
 
-  // Step D's score for one element: plain problems fold τ·log2 e into one multiply.
   // Step D spelled out element by element, the lane's query row hoisted (a lane keeps its row
   // when the subgroup size is a multiple of BM), mask tests without branches: measured 6% (d = 128)
   // and 15% (d = 64) faster than a loop of constant trip count, itself 7% faster than one whose
-  // bound the compiler could not see (BENCHMARKS.md, the backward's runs 9 and 12).
+  // bound the compiler could not see (docs/benchmarks-history.md, the backward's runs 9 and 12).
   const dx = c.sg % c.bm === 0;
   const elementwise = stepDElement(c, dx);
 

@@ -13,8 +13,7 @@ import { formatBytes } from '../../engine/webgpu/binding-windows.ts';
 import { referenceRow, sampleSites } from '../../engine/webgpu/row-check.ts';
 import { blockMean } from './downsample.ts';
 import { randomDo, runGpuBackward } from '../../engine/webgpu/backward-checks.ts';
-import type { BackwardPath } from '../../engine/webgpu/backward-run.ts';
-import { backwardFlops } from '../../engine/webgpu/backward-run.ts';
+import { backwardFlops, type BackwardPath } from '../../engine/webgpu/backward-run.ts';
 import { sampledDqError } from '../../engine/webgpu/backward-row-check.ts';
 import type { FromWorker, RunReport, RunRequest, ToWorker } from './protocol.ts';
 

@@ -21,8 +21,7 @@ import { cliProblem, fromBhnd, PROBLEM_OPTIONS, RANDOM_OPTIONS, shapeFor } from 
 import { isLayoutRun } from './layout-run.ts';
 import { loadGradOutput } from './backward-cli.ts';
 import { runGpuBackward } from '../webgpu/backward-checks.ts';
-import type { BackwardPath } from '../webgpu/backward-run.ts';
-import { backwardFlops } from '../webgpu/backward-run.ts';
+import { backwardFlops, type BackwardPath } from '../webgpu/backward-run.ts';
 import { runWebGpuLayoutCli } from './layout-run-webgpu.ts';
 
 export const WEBGPU_RUN_HELP = `backend:

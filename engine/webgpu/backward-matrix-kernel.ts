@@ -76,8 +76,9 @@ export interface MatrixBackwardPrefs {
    * dQ blocks parked in a buffer of their own (PSW unpadded to make room) and added during the
    * next tile's Sᵀ/dPᵀ MMAs instead of between two barriers. Default: at head dims up to 64,
    * where it measured faster (H100, N = 4096: 51.3 → 55.0 TFLOP/s, causal 44.0 → 47.3; with
-   * today's step D 57.5 → 62.5); at d = 128 it measured slower (68.5 → 62.8; 74.7 → 67.2), so wider heads keep the dQ blocks in the Sᵀ/dPᵀ
-   * stripes, added between two barriers (docs/benchmarks-history.md, the backward's runs 7 and 10).
+   * today's step D 57.5 → 62.5); at d = 128 it measured slower (68.5 → 62.8; 74.7 → 67.2), so
+   * wider heads keep the dQ blocks in the Sᵀ/dPᵀ stripes, added between two barriers
+   * (docs/benchmarks-history.md, the backward's runs 7 and 10).
    */
   overlapAdds?: boolean;
   /**
@@ -352,19 +353,8 @@ export function bwdmMainWgsl(c: MatrixBackwardConfig): string {
   // read between two barriers would hold the whole workgroup for its latency every tile).
   const rowFetch = (row0: string, base: string) =>
     `if (lid < BM) { let i = ${row0} + lid; prow = select(vec4<f32>(3.0e38, 0.0, 0.0, 0.0), rows[${base} + min(i, prm.nq - 1u)], i < prm.nq); }`;
-  // The workgroup-wide dQ adds (d > 64): chunk k of the tile's BM × DP terms, one per thread.
+  // The workgroup's dQ adds: chunk k of the tile's BM × DP terms, one term per thread.
   const addChunks = Math.ceil((c.bm * L.dp) / L.threads);
-  const chunkIndex = (k: number) => `let idx = lid + ${k * L.threads}u; let r = idx / ${L.dp}u; let col = idx % ${L.dp}u;`;
-  const chunkLive = (k: number, row0: string) => `${(k + 1) * L.threads > c.bm * L.dp ? `idx < ${c.bm * L.dp}u && ` : ''}${row0} + r < prm.nq && col < D`;
-  // The term at (r, col) from the subgroup stripe its block was parked in, as x.
-  const stripeTerm = `let blk = (r / T) * ${L.cb}u + col / T;
-    let owner = blk % ${W}u; let u = blk / ${W}u;
-    let at = owner * T * SSW + (r % T) * T + col % T;
-    ${
-      split
-        ? 'let x = sts[at + u * T * T] + dps[at + u * T * T];'
-        : `let x = select(dps[at + (u - ${L.scratchBlocks / 2}u) * T * T], sts[at + u * T * T], u < ${L.scratchBlocks / 2}u);`
-    }`;
   const qStage = tileStaging(c.bm, L.threads, 'pq', 'q', c.d, L.dp, 'QSW');
   const oStage = tileStaging(c.bm, L.threads, 'po', 'dout', c.dv, L.dvp, 'OSW');
 
@@ -437,7 +427,7 @@ ${ov ? `var<workgroup> dqs: array<f32, ${c.bm * L.dp}>;   // the last tile's dQ 
 ${ov ? `// Branch-free (masked elements add 0 to a row of their own tile), so that it can share a
 // basic block with the next tile's MMAs. Before the first tile dqs holds zeros.
 fn add_dq(lid: u32, grow0: u32, tile_row0: u32, par: u32) {
-${lines(Math.ceil((c.bm * L.dp) / L.threads), (k) => `  {
+${lines(addChunks, (k) => `  {
     let idx = min(lid + ${k * L.threads}u, ${c.bm * L.dp - 1}u);
     let r = idx / ${L.dp}u; let col = idx % ${L.dp}u;
     let ok = ${(k + 1) * L.threads > c.bm * L.dp ? `lid + ${k * L.threads}u < ${c.bm * L.dp}u && ` : ''}tile_row0 + r < prm.nq && col < D;
@@ -446,9 +436,16 @@ ${lines(Math.ceil((c.bm * L.dp) / L.threads), (k) => `  {
   }`)}
 }` : `fn add_dq(lid: u32, grow0: u32, tile_row0: u32, par: u32) {
 ${lines(addChunks, (k) => `  {
-    ${chunkIndex(k)}
-    ${stripeTerm}
-    if (${chunkLive(k, 'tile_row0')}) {
+    let idx = lid + ${k * L.threads}u; let r = idx / ${L.dp}u; let col = idx % ${L.dp}u;
+    let blk = (r / T) * ${L.cb}u + col / T;
+    let owner = blk % ${W}u; let u = blk / ${W}u;
+    let at = owner * T * SSW + (r % T) * T + col % T;
+    ${
+      split
+        ? 'let x = sts[at + u * T * T] + dps[at + u * T * T];'
+        : `let x = select(dps[at + (u - ${L.scratchBlocks / 2}u) * T * T], sts[at + u * T * T], u < ${L.scratchBlocks / 2}u);`
+    }
+    if (${(k + 1) * L.threads > c.bm * L.dp ? `idx < ${c.bm * L.dp}u && ` : ''}tile_row0 + r < prm.nq && col < D) {
       ${addOp}(&dqacc[(grow0 + r) * D + col], i32(round(x * rst[par * BM + r].z)));
     }
   }`)}

@@ -212,6 +212,8 @@ export const BAD_CHOICES: [string, TestFile[], Edit, RegExp][] = [
 test(`${BAD_FILES.length} malformed files are each named with what is wrong; the loaded run is untouched`, async ({ page }) => {
   await openApp(page);
   await page.getByRole('button', { name: 'Step forward', exact: true }).click();
+  // Wait for the step to land before taking the position every bad file must leave alone.
+  await expect(counter(page)).toHaveText(/^Step 2 of \d+$/);
   const before = await counter(page).textContent();
   for (const [, f, message] of BAD_FILES) {
     const dialog = await openDialog(page);

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ALGORITHMS } from '../engine/algorithms/registry.ts';
-import { randomInputs } from '../engine/inputs.ts';
-import type { AttentionProblem } from '../engine/problem.ts';
+import { randomInputs } from '../engine/core/inputs.ts';
+import type { AttentionProblem } from '../engine/core/problem.ts';
 import type { TraceEvent } from '../engine/trace/events.ts';
 import { runToEnd } from '../engine/run.ts';
 import { formulaFor, texNum } from './formulas.ts';

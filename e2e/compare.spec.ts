@@ -3,7 +3,7 @@
 // sessions run here in Node with the same requests the panes send.
 
 import { expect, test, type Page } from '@playwright/test';
-import { totalBytes } from '../engine/counters.ts';
+import { totalBytes } from '../engine/core/counters.ts';
 import { outputDifference } from '../engine/compare/diff.ts';
 import { pointOf, stepFor } from '../engine/compare/sync.ts';
 import { DebuggerSession } from '../engine/debugger/session.ts';

@@ -284,7 +284,7 @@ test('every registered algorithm loads, steps to its end and back without errors
 });
 
 test('loading another seed shows the new inputs', async ({ page }) => {
-  const { randomInputs } = await import('../engine/inputs.ts');
+  const { randomInputs } = await import('../engine/core/inputs.ts');
   await openApp(page);
   const q = page.getByRole('img', { name: /^Q heatmap/ });
   await q.hover({ position: { x: 1, y: 1 } });

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { fa2 } from './algorithms/fa2.ts';
-import { randomInputs } from './inputs.ts';
-import type { AttentionProblem } from './problem.ts';
-import { referenceAttention } from './reference.ts';
+import { randomInputs } from './core/inputs.ts';
+import type { AttentionProblem } from './core/problem.ts';
+import { referenceAttention } from './core/reference.ts';
 import { runToEnd } from './run.ts';
 
 function maxAbs(a: ArrayLike<number>, b: ArrayLike<number>): number {

@@ -1,8 +1,8 @@
 // Drives a step algorithm to completion. Used by the CLI, tests and benchmarks with
 // tracing off; the worker drives the same generators step by step with tracing on.
 
-import { checkInputs, type AttentionInputs } from './inputs.ts';
-import { validateProblem, type AttentionProblem } from './problem.ts';
+import { checkInputs, type AttentionInputs } from './core/inputs.ts';
+import { validateProblem, type AttentionProblem } from './core/problem.ts';
 import type { AlgorithmResult, RunOptions, StepAlgorithm } from './algorithms/types.ts';
 import type { TraceEvent } from './trace/events.ts';
 

@@ -17,7 +17,7 @@ import { hasBackward } from '../../engine/debugger/pass.ts';
 import { BACKWARD_FEATURE_SPECS } from '../backward/feature-specs.ts';
 import { chooseCompareAlgorithm } from '../defaults/compare-defaults.ts';
 import { markTouched } from '../defaults/form-defaults.ts';
-import { DTYPES, isFp8 } from '../../engine/problem.ts';
+import { DTYPES, isFp8 } from '../../engine/core/problem.ts';
 import { dtypeFixes, inactiveSwitches, isFp8OnlyFeature, paneDtype, paneRefusal } from './pane-dtype.ts';
 import { reloadShared } from './shared-reload.ts';
 

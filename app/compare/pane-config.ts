@@ -9,7 +9,7 @@ import { FLASH_DECODING_FEATURES } from '../../engine/algorithms/flash-decoding.
 import { FMHA_V2_FEATURES } from '../../engine/algorithms/fmha-v2.ts';
 import { SAGE_FEATURES } from '../../engine/algorithms/sage.ts';
 import type { FeatureSpecs } from '../../engine/algorithms/features.ts';
-import type { DType } from '../../engine/problem.ts';
+import type { DType } from '../../engine/core/problem.ts';
 
 export interface ComparePaneConfig {
   algorithm: string;

@@ -5,8 +5,8 @@
 
 import { describe, expect, it } from 'vitest';
 import { ALGORITHMS, algorithmById } from '../../engine/algorithms/registry.ts';
-import { DEFAULT_PROBLEM, type AttentionProblem, type DType } from '../../engine/problem.ts';
-import { randomInputs } from '../../engine/inputs.ts';
+import { DEFAULT_PROBLEM, type AttentionProblem, type DType } from '../../engine/core/problem.ts';
+import { randomInputs } from '../../engine/core/inputs.ts';
 import { runToEnd } from '../../engine/run.ts';
 import { DEFAULT_FORM, formToRequest } from '../store/problem-form.ts';
 import { paneRequest } from './shared-request.ts';

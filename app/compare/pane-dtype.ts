@@ -10,7 +10,7 @@
 
 import { ALGORITHMS } from '../../engine/algorithms/registry.ts';
 import { refusalOf, type Refusal } from '../../engine/lowprec/fp8-support.ts';
-import { DEFAULT_PROBLEM, isFp8, type AttentionProblem, type DType } from '../../engine/problem.ts';
+import { DEFAULT_PROBLEM, isFp8, type AttentionProblem, type DType } from '../../engine/core/problem.ts';
 import type { Pass } from '../../engine/debugger/pass.ts';
 import type { LoadRequest } from '../../engine/debugger/protocol.ts';
 import type { ProblemForm } from '../store/problem-form.ts';

@@ -4,7 +4,7 @@
 
 import { describe, expect, it } from 'vitest';
 import { DebuggerSession } from '../../engine/debugger/session.ts';
-import { randomInputs } from '../../engine/inputs.ts';
+import { randomInputs } from '../../engine/core/inputs.ts';
 import { DEFAULT_FORM, formToRequest, type ProblemForm } from '../store/problem-form.ts';
 import { FP8_STUDY, presetForm } from './presets.ts';
 import { paneRequest } from './shared-request.ts';

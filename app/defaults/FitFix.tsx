@@ -12,7 +12,7 @@ import { formToRequest, withAppliedFeatures } from '../store/problem-form.ts';
 import { useApp } from '../store/store.ts';
 import { choiceKey, defaultGpu } from '../hardware/gpus.ts';
 import { hasSchedule, shapeOf, simulateFor } from '../../engine/hw/registry.ts';
-import type { AttentionProblem } from '../../engine/problem.ts';
+import type { AttentionProblem } from '../../engine/core/problem.ts';
 import { useHwPane } from '../hardware/hw-store.ts';
 import { applyFixToForm, formMisfit, useDefaults } from './form-defaults.ts';
 import './defaults.css';

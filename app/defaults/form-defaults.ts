@@ -6,7 +6,7 @@
 import { create } from 'zustand';
 import { CONFIG_FIELDS, defaultsFor, hasKernel, misfits, scheduleFix, tilesFor, type ConfigField, type Replaced, type WorkingConfig } from '../../engine/defaults/algorithm-defaults.ts';
 import type { GpuId } from '../../engine/hw/gpus/index.ts';
-import type { DType } from '../../engine/problem.ts';
+import type { DType } from '../../engine/core/problem.ts';
 import { PANEL_SWITCHES, type ProblemForm } from '../store/problem-form.ts';
 import { hasBackward } from '../../engine/debugger/pass.ts';
 import { useApp } from '../store/store.ts';

@@ -4,7 +4,7 @@
 
 import * as Comlink from 'comlink';
 import type { FileListing, ImportedShape, TensorChoice } from '../../engine/import/tensor-import.ts';
-import type { AttentionProblem } from '../../engine/problem.ts';
+import type { AttentionProblem } from '../../engine/core/problem.ts';
 
 export type InspectedFile = { ok: true; listing: FileListing } | { ok: false; name: string; size: number; message: string };
 

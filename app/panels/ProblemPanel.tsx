@@ -13,7 +13,7 @@ import { PassSwitch } from '../backward/PassSwitch.tsx';
 import { chooseAlgorithm, editForm } from '../defaults/form-defaults.ts';
 import { FormFitHint } from '../defaults/FitFix.tsx';
 import { PrecisionFitHint, lowPrecisionRefusal, refusedLoadMessage } from '../defaults/PrecisionFix.tsx';
-import { isFp8 } from '../../engine/problem.ts';
+import { isFp8 } from '../../engine/core/problem.ts';
 import { PANEL_SWITCHES, PANEL_SWITCH_TITLES, effectiveSwitches, switchOff, type PanelSwitch } from '../store/problem-form.ts';
 
 /**

@@ -60,7 +60,7 @@ function Totals({ run, head, summary }: { run: PrecisionRun; head: PrecisionHead
         </tbody>
       </table>
       <p className="dim note">
-        {summary.algorithmName} against float64 attention on the same inputs (engine/reference.ts). rel-L1 = Σ|O − O64| / Σ|O64|.
+        {summary.algorithmName} against float64 attention on the same inputs (engine/core/reference.ts). rel-L1 = Σ|O − O64| / Σ|O64|.
         {s && s.castP !== undefined && ` The run cast ${s.castP} P values > 0; ${s.flushedP ?? 0} flushed to 0; ${s.saturated ?? 0} input entries saturated.`}
       </p>
     </div>

@@ -6,7 +6,7 @@ import './serving.css';
 
 import { useEffect, useState } from 'react';
 import { ALGORITHMS } from '../../engine/algorithms/registry.ts';
-import { totalBytes, type HbmTensor } from '../../engine/counters.ts';
+import { totalBytes, type HbmTensor } from '../../engine/core/counters.ts';
 import type { ServingRun, ServingStep } from '../../engine/layouts/serving-run.ts';
 import { PAGED_ROLES, VARLEN_ROLES } from './serving-api.ts';
 import { useServing } from './serving-store.ts';

@@ -8,7 +8,7 @@ import { readSafetensor } from '../../engine/io/safetensors.ts';
 import type { Tensor } from '../../engine/io/tensor-info.ts';
 import { pagedFromTensors, pagedShape, varlenFromTensors, varlenShape } from '../../engine/layouts/from-tensors.ts';
 import { generateServing, runServing } from '../../engine/layouts/serving-run.ts';
-import { ProblemError } from '../../engine/problem.ts';
+import { ProblemError } from '../../engine/core/problem.ts';
 import { PAGED_ROLES, VARLEN_ROLES, type ServingApi } from './serving-api.ts';
 
 async function read(role: string, f: File | undefined): Promise<Tensor> {

@@ -9,8 +9,8 @@ import { PASSES } from '../../engine/debugger/pass.ts';
 import { SYNC_AXES, type SyncAxis } from '../../engine/compare/sync.ts';
 import { GPUS } from '../../engine/hw/gpus/index.ts';
 import { DEFAULT_FORM, PANEL_SWITCHES, effectiveSwitches, formToRequest, type ProblemForm } from '../store/problem-form.ts';
-import { DTYPES, type DType } from '../../engine/problem.ts';
-import { INPUT_DISTRIBUTIONS } from '../../engine/inputs.ts';
+import { DTYPES, type DType } from '../../engine/core/problem.ts';
+import { INPUT_DISTRIBUTIONS } from '../../engine/core/inputs.ts';
 import { DEFAULT_PANES, MAX_PANES, MIN_PANES, type ComparePaneConfig } from '../compare/pane-config.ts';
 import { decodeServing, encodeServing, type ServingShare } from '../serving/serving-url.ts';
 

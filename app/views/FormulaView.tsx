@@ -6,7 +6,7 @@ import 'katex/dist/katex.min.css';
 import { useMemo } from 'react';
 import { formulaFor } from '../../content/formulas.ts';
 import { backwardLive } from '../../content/backward-live.ts';
-import { softmaxScale } from '../../engine/problem.ts';
+import { softmaxScale } from '../../engine/core/problem.ts';
 import { useApp } from '../store/store.ts';
 import { usePane } from '../pane/context.ts';
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { randomInputs } from '../../engine/inputs.ts';
-import type { AttentionProblem } from '../../engine/problem.ts';
+import { randomInputs } from '../../engine/core/inputs.ts';
+import type { AttentionProblem } from '../../engine/core/problem.ts';
 import { colourIndex, colourScale, robustExtent } from './colour.ts';
 
 const P: AttentionProblem = { batch: 1, hq: 1, hk: 1, nq: 64, nk: 64, d: 32, dv: 32, causal: false, dtype: 'fp32' };

@@ -4,7 +4,7 @@
 // device losses, and only ever replaces the result when a new run succeeds.
 
 import { useCallback, useEffect, useRef, useState } from 'react';
-import { ProblemError, validateProblem, type AttentionProblem } from '../../engine/problem.ts';
+import { ProblemError, validateProblem, type AttentionProblem } from '../../engine/core/problem.ts';
 import { PATH_LABELS, type WebGpuPath } from '../../engine/webgpu/device.ts';
 import type { BackwardPath } from '../../engine/webgpu/backward-run.ts';
 import { useApp } from '../store/store.ts';

@@ -1,6 +1,6 @@
 // webgpu-test.html: runs WebGPU kernel paths on the small variant problems
 // (engine/webgpu/variants.ts) in a dedicated worker and compares each result with the
-// float64 reference (engine/reference.ts). Query: ?path=flash-f32 (one path; default all
+// float64 reference (engine/core/reference.ts). Query: ?path=flash-f32 (one path; default all
 // paths the adapter offers) &kernel=tiled|tiled-small|row-wide (which flash kernel the
 // f32/subgroup paths run, see kernel-check.worker.ts; default: the backend's choice) or
 // windows (the batch-window problems, one batch per binding). Results land in

@@ -4,8 +4,8 @@
 
 /// <reference lib="webworker" />
 import { algorithmById } from '../../engine/algorithms/registry.ts';
-import { randomInputs, type AttentionInputs } from '../../engine/inputs.ts';
-import { nominalFlops, validateProblem, type AttentionProblem } from '../../engine/problem.ts';
+import { randomInputs, type AttentionInputs } from '../../engine/core/inputs.ts';
+import { nominalFlops, validateProblem, type AttentionProblem } from '../../engine/core/problem.ts';
 import { runToEnd } from '../../engine/run.ts';
 import { AttentionRun, pathElem } from '../../engine/webgpu/backend.ts';
 import { openWebGpu, type WebGpuContext } from '../../engine/webgpu/device.ts';

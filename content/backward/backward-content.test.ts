@@ -4,8 +4,8 @@
 import { describe, expect, it } from 'vitest';
 import { BACKWARD_ALGORITHMS } from '../../engine/backward/registry.ts';
 import { randomGradOutput } from '../../engine/backward/grad-output.ts';
-import { randomInputs } from '../../engine/inputs.ts';
-import { softmaxScale, type AttentionProblem } from '../../engine/problem.ts';
+import { randomInputs } from '../../engine/core/inputs.ts';
+import { softmaxScale, type AttentionProblem } from '../../engine/core/problem.ts';
 import type { TraceEvent } from '../../engine/trace/events.ts';
 import { formulaFor, texNum } from '../formulas.ts';
 import { contentFor, lineIndexFor } from '../index.ts';

@@ -1,8 +1,8 @@
 import katex from 'katex';
 import { describe, expect, it } from 'vitest';
 import { ALGORITHMS } from '../../engine/algorithms/registry.ts';
-import { randomInputs } from '../../engine/inputs.ts';
-import type { AttentionProblem } from '../../engine/problem.ts';
+import { randomInputs } from '../../engine/core/inputs.ts';
+import type { AttentionProblem } from '../../engine/core/problem.ts';
 import { HW_ALGORITHMS } from '../../engine/hw/registry.ts';
 import type { PhaseKind } from '../../engine/trace/events.ts';
 import { runToEnd } from '../../engine/run.ts';

@@ -3,12 +3,12 @@
 // same-precision attention that sets the bar for 16-bit inputs.
 
 import { expect, it } from 'vitest';
-import { roundTo } from '../dtype.ts';
-import { kOffset, kvHead, qOffset, randomInputs, vOffset, type AttentionInputs, type InputDistribution } from '../inputs.ts';
-import type { AttentionProblem, DType } from '../problem.ts';
-import { referenceAttention } from '../reference.ts';
+import { roundTo } from '../core/dtype.ts';
+import { kOffset, kvHead, qOffset, randomInputs, vOffset, type AttentionInputs, type InputDistribution } from '../core/inputs.ts';
+import type { AttentionProblem, DType } from '../core/problem.ts';
+import { referenceAttention } from '../core/reference.ts';
 import { runToEnd } from '../run.ts';
-import { modifyScore, scoreModel } from '../scores.ts';
+import { modifyScore, scoreModel } from '../core/scores.ts';
 import type { AlgorithmResult, RunOptions, StepAlgorithm } from './types.ts';
 
 export function maxAbs(a: ArrayLike<number>, b: ArrayLike<number>): number {

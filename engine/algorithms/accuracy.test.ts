@@ -5,11 +5,11 @@
 
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { roundTo } from '../dtype.ts';
-import { randomInputs, type AttentionInputs, type InputDistribution } from '../inputs.ts';
-import type { AttentionProblem, DType } from '../problem.ts';
-import { referenceAttention } from '../reference.ts';
-import { modifyScore, scoreModel } from '../scores.ts';
+import { roundTo } from '../core/dtype.ts';
+import { randomInputs, type AttentionInputs, type InputDistribution } from '../core/inputs.ts';
+import type { AttentionProblem, DType } from '../core/problem.ts';
+import { referenceAttention } from '../core/reference.ts';
+import { modifyScore, scoreModel } from '../core/scores.ts';
 import { runToEnd } from '../run.ts';
 import { fa1 } from './fa1.ts';
 import { fa2 } from './fa2.ts';

@@ -2,7 +2,7 @@
 // Bc = ceil(M / 4d), Br = min(ceil(M / 4d), d), with M counted in fp32 words, so that
 // Q_i, K_j, V_j and O_i of one step fit on chip together.
 
-import { ProblemError, type AttentionProblem } from '../problem.ts';
+import { ProblemError, type AttentionProblem } from '../core/problem.ts';
 import type { BlockOptions } from './types.ts';
 
 /** 16 KiB: small enough that problems sized for stepping have several tiles each way. */

@@ -4,9 +4,9 @@
 // Br = min(Bc, d).
 
 import { describe, expect, it } from 'vitest';
-import { totalBytes, type Counters } from '../counters.ts';
-import { randomInputs } from '../inputs.ts';
-import type { AttentionProblem, DType } from '../problem.ts';
+import { totalBytes, type Counters } from '../core/counters.ts';
+import { randomInputs } from '../core/inputs.ts';
+import type { AttentionProblem, DType } from '../core/problem.ts';
 import { runToEnd } from '../run.ts';
 import { fa1 } from './fa1.ts';
 import { fa2 } from './fa2.ts';

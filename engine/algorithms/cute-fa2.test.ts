@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { randomInputs } from '../inputs.ts';
-import type { AttentionProblem } from '../problem.ts';
+import { randomInputs } from '../core/inputs.ts';
+import type { AttentionProblem } from '../core/problem.ts';
 import { runToEnd } from '../run.ts';
 import type { TraceEvent } from '../trace/events.ts';
 import { accuracyMatrix } from './accuracy-matrix.ts';

@@ -20,9 +20,9 @@
 // GQA/MQA (K/V head = h / group), Nq ≠ Nk, window, ALiBi, softcap and sinks the way FA2
 // does them, because the math is the same; the lesson says which parts are additions.
 
-import type { AttentionProblem } from '../problem.ts';
-import { kvHead, type AttentionInputs } from '../inputs.ts';
-import { blockHasVisible } from '../scores.ts';
+import type { AttentionProblem } from '../core/problem.ts';
+import { kvHead, type AttentionInputs } from '../core/inputs.ts';
+import { blockHasVisible } from '../core/scores.ts';
 import { blockCount, resolveBlocks } from './blocks.ts';
 import { readFeatures } from './features.ts';
 import * as step from './tile-steps.ts';

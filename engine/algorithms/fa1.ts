@@ -21,9 +21,9 @@
 // returns no LSE; the LSE FlashScope reports is m + log(l) from the final HBM statistics.
 
 import { setUpExactRun } from './run-setup.ts';
-import type { AttentionProblem } from '../problem.ts';
-import type { AttentionInputs } from '../inputs.ts';
-import { blockHasVisible } from '../scores.ts';
+import type { AttentionProblem } from '../core/problem.ts';
+import type { AttentionInputs } from '../core/inputs.ts';
+import { blockHasVisible } from '../core/scores.ts';
 import { tileValues } from '../trace/tracer.ts';
 import type { Range } from '../trace/events.ts';
 import { blockCount } from './blocks.ts';

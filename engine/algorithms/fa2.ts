@@ -11,9 +11,9 @@
 // Counter conventions (TRACE.md, "Counters", lists the closed forms the tests check).
 
 import { setUpExactRun } from './run-setup.ts';
-import type { AttentionProblem } from '../problem.ts';
-import type { AttentionInputs } from '../inputs.ts';
-import { blockHasVisible } from '../scores.ts';
+import type { AttentionProblem } from '../core/problem.ts';
+import type { AttentionInputs } from '../core/inputs.ts';
+import { blockHasVisible } from '../core/scores.ts';
 import { tileValues } from '../trace/tracer.ts';
 import type { Range } from '../trace/events.ts';
 import { blockCount } from './blocks.ts';

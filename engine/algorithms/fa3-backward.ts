@@ -45,8 +45,8 @@ import { setUpTiledBackward } from '../backward/tiled-setup.ts';
 import { tilePos } from '../backward/tile-grad.ts';
 import * as step from '../backward/tile-events.ts';
 import type { BackwardAlgorithm, BackwardGenerator, BackwardResult } from '../backward/types.ts';
-import type { AttentionInputs } from '../inputs.ts';
-import { ProblemError, type AttentionProblem } from '../problem.ts';
+import type { AttentionInputs } from '../core/inputs.ts';
+import { ProblemError, type AttentionProblem } from '../core/problem.ts';
 import type { TraceEvent } from '../trace/events.ts';
 import { tileValues } from '../trace/tracer.ts';
 

@@ -35,11 +35,11 @@
 //   (128×224 at d = 128). No ALiBi or sinks there; d = dv only.
 //   d > 256: rejected (no kernel instance).
 
-import { isFp8, ProblemError, type AttentionProblem } from '../problem.ts';
-import { roundBf16 } from '../dtype.ts';
+import { isFp8, ProblemError, type AttentionProblem } from '../core/problem.ts';
+import { roundBf16 } from '../core/dtype.ts';
 import { FA3_FP8_FEATURES, prepareFp8 } from '../lowprec/fa3-fp8.ts';
-import { kvHead, type AttentionInputs } from '../inputs.ts';
-import { blockHasVisible } from '../scores.ts';
+import { kvHead, type AttentionInputs } from '../core/inputs.ts';
+import { blockHasVisible } from '../core/scores.ts';
 import { blockCount, resolveBlocks } from './blocks.ts';
 import { readFeatures } from './features.ts';
 import { Producer } from './producer.ts';

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { roundFp16 } from '../dtype.ts';
-import { randomInputs } from '../inputs.ts';
-import type { AttentionProblem } from '../problem.ts';
-import { referenceAttention } from '../reference.ts';
+import { roundFp16 } from '../core/dtype.ts';
+import { randomInputs } from '../core/inputs.ts';
+import type { AttentionProblem } from '../core/problem.ts';
+import { referenceAttention } from '../core/reference.ts';
 import { runToEnd } from '../run.ts';
 import type { TraceEvent } from '../trace/events.ts';
 import { accuracyMatrix, maxAbs, maxAbsV, naiveSamePrecision } from './accuracy-matrix.ts';

@@ -31,9 +31,9 @@
 // GQA/MQA, Nq ≠ Nk, d = 192 / dv = 128 (DeepSeek shape), any d ≤ 256: yes. fp32 inputs:
 // not a tcgen05 kind::f16 type — FlashScope runs them with P kept fp32 to show the schedule.
 
-import { ProblemError, type AttentionProblem } from '../problem.ts';
-import { kvHead, type AttentionInputs } from '../inputs.ts';
-import { blockHasVisible } from '../scores.ts';
+import { ProblemError, type AttentionProblem } from '../core/problem.ts';
+import { kvHead, type AttentionInputs } from '../core/inputs.ts';
+import { blockHasVisible } from '../core/scores.ts';
 import { blockCount, resolveBlocks } from './blocks.ts';
 import { exp2Emulated, exp2Hardware, isEmulatedColumn } from './exp2-emulation.ts';
 import { readFeatures } from './features.ts';

@@ -2,7 +2,7 @@
 // declares its switches with their defaults; anything else is rejected by name, so a typo
 // in the UI or on the CLI never silently runs the default schedule.
 
-import { ProblemError } from '../problem.ts';
+import { ProblemError } from '../core/problem.ts';
 
 export interface FeatureSpec<T extends boolean | number> {
   default: T;

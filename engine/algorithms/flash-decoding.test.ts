@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { randomInputs } from '../inputs.ts';
-import type { AttentionProblem } from '../problem.ts';
-import { referenceAttention } from '../reference.ts';
+import { randomInputs } from '../core/inputs.ts';
+import type { AttentionProblem } from '../core/problem.ts';
+import { referenceAttention } from '../core/reference.ts';
 import { runToEnd } from '../run.ts';
 import type { TraceEvent } from '../trace/events.ts';
 import { accuracyMatrix, maxAbs } from './accuracy-matrix.ts';

@@ -28,10 +28,10 @@
 // Support table: causal, window, ALiBi, softcap, sinks, GQA/MQA, any Nq ≥ 1, d ≠ dv, fp32
 // and 16-bit inputs: all supported (partials are fp32 whatever the input type).
 
-import { ProblemError, type AttentionProblem } from '../problem.ts';
-import { kvHead, type AttentionInputs } from '../inputs.ts';
-import { roundTo } from '../dtype.ts';
-import { blockHasVisible } from '../scores.ts';
+import { ProblemError, type AttentionProblem } from '../core/problem.ts';
+import { kvHead, type AttentionInputs } from '../core/inputs.ts';
+import { roundTo } from '../core/dtype.ts';
+import { blockHasVisible } from '../core/scores.ts';
 import { blockCount, resolveBlocks } from './blocks.ts';
 import { positiveInteger, readFeatures } from './features.ts';
 import * as step from './tile-steps.ts';

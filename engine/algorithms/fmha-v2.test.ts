@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { kOffset, kvHead, qOffset, randomInputs, vOffset, type AttentionInputs } from '../inputs.ts';
-import type { AttentionProblem } from '../problem.ts';
-import { referenceAttention } from '../reference.ts';
+import { kOffset, kvHead, qOffset, randomInputs, vOffset, type AttentionInputs } from '../core/inputs.ts';
+import type { AttentionProblem } from '../core/problem.ts';
+import { referenceAttention } from '../core/reference.ts';
 import { runToEnd } from '../run.ts';
-import { modifyScore, scoreModel } from '../scores.ts';
+import { modifyScore, scoreModel } from '../core/scores.ts';
 import type { TraceEvent } from '../trace/events.ts';
 import { accuracyMatrix, maxAbs, naiveSamePrecision } from './accuracy-matrix.ts';
 import { cuteFa2 } from './cute-fa2.ts';

@@ -31,10 +31,10 @@
 // adds one with FA2's math (at the final normalization). fp32 inputs: no fp32 fmha_v2 kernel;
 // FlashScope runs them unrounded. d > 256: rejected.
 
-import { roundFp16 } from '../dtype.ts';
-import { ProblemError, type AttentionProblem } from '../problem.ts';
-import { kvHead, type AttentionInputs } from '../inputs.ts';
-import { blockHasVisible } from '../scores.ts';
+import { roundFp16 } from '../core/dtype.ts';
+import { ProblemError, type AttentionProblem } from '../core/problem.ts';
+import { kvHead, type AttentionInputs } from '../core/inputs.ts';
+import { blockHasVisible } from '../core/scores.ts';
 import { blockCount, resolveBlocks } from './blocks.ts';
 import { readFeatures } from './features.ts';
 import * as step from './tile-steps.ts';

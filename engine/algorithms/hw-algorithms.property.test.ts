@@ -5,9 +5,9 @@
 
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { randomInputs } from '../inputs.ts';
-import type { AttentionProblem } from '../problem.ts';
-import { referenceAttention } from '../reference.ts';
+import { randomInputs } from '../core/inputs.ts';
+import type { AttentionProblem } from '../core/problem.ts';
+import { referenceAttention } from '../core/reference.ts';
 import { runToEnd } from '../run.ts';
 import { maxAbs } from './accuracy-matrix.ts';
 import { cuteFa2 } from './cute-fa2.ts';

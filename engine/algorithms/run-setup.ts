@@ -1,10 +1,10 @@
 // What every exact step algorithm (standard, FA1, FA2) sets up before its first event.
 // Validation comes first, so a bad problem is rejected whole and never half-computed.
 
-import { sixteenBitRounder } from '../dtype.ts';
-import { checkInputs, type AttentionInputs } from '../inputs.ts';
-import { dtypeBytes, requireNoFp8, validateProblem, type AttentionProblem } from '../problem.ts';
-import { scoreModel, type ScoreModel } from '../scores.ts';
+import { sixteenBitRounder } from '../core/dtype.ts';
+import { checkInputs, type AttentionInputs } from '../core/inputs.ts';
+import { dtypeBytes, requireNoFp8, validateProblem, type AttentionProblem } from '../core/problem.ts';
+import { scoreModel, type ScoreModel } from '../core/scores.ts';
 import { Tracer } from '../trace/tracer.ts';
 import { resolveBlocks } from './blocks.ts';
 import { readFeatures } from './features.ts';

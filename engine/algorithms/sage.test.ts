@@ -5,10 +5,10 @@
 // the kernels do not have is refused by name.
 
 import { describe, expect, it } from 'vitest';
-import { roundFp16 } from '../dtype.ts';
-import { randomInputs, type AttentionInputs } from '../inputs.ts';
-import { mulberry32 } from '../random.ts';
-import type { AttentionProblem } from '../problem.ts';
+import { roundFp16 } from '../core/dtype.ts';
+import { randomInputs, type AttentionInputs } from '../core/inputs.ts';
+import { mulberry32 } from '../core/random.ts';
+import type { AttentionProblem } from '../core/problem.ts';
 import { runToEnd } from '../run.ts';
 import type { TraceEvent } from '../trace/events.ts';
 import { SAGE_P_SCALE, sage } from './sage.ts';

@@ -31,12 +31,12 @@
 // Counters: the quantization pass is a separate kernel and is not counted; the attention
 // kernel reads 1 byte per Q/K code, V at 2 bytes (v1) or 1 (v2), and writes O in the input dtype.
 
-import { roundFp16 } from '../dtype.ts';
-import { kvHead, type AttentionInputs } from '../inputs.ts';
+import { roundFp16 } from '../core/dtype.ts';
+import { kvHead, type AttentionInputs } from '../core/inputs.ts';
 import { lseCorrection, prepareSage, sageLogit, type SageVersion } from '../lowprec/sage-quant.ts';
 import { roundFp8 } from '../lowprec/fp8.ts';
-import { dtypeBytes, isFp8, ProblemError, type AttentionProblem } from '../problem.ts';
-import { blockHasVisible } from '../scores.ts';
+import { dtypeBytes, isFp8, ProblemError, type AttentionProblem } from '../core/problem.ts';
+import { blockHasVisible } from '../core/scores.ts';
 import { blockCount, resolveBlocks } from './blocks.ts';
 import { readFeatures, type FeatureSpecs } from './features.ts';
 import * as step from './tile-steps.ts';

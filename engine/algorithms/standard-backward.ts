@@ -20,9 +20,9 @@ import { finishGradients, setUpBackward } from '../backward/setup.ts';
 import * as g from '../backward/tile-grad.ts';
 import * as step from '../backward/tile-events.ts';
 import type { BackwardAlgorithm, BackwardGenerator, BackwardResult } from '../backward/types.ts';
-import type { AttentionInputs } from '../inputs.ts';
-import { softmaxScale, type AttentionProblem } from '../problem.ts';
-import type { HbmTensor } from '../counters.ts';
+import type { AttentionInputs } from '../core/inputs.ts';
+import { softmaxScale, type AttentionProblem } from '../core/problem.ts';
+import type { HbmTensor } from '../core/counters.ts';
 
 function* runStandardBackward(p: AttentionProblem, xIn: AttentionInputs, opts: RunOptions): BackwardGenerator {
   readFeatures('standard', {}, opts.features);

@@ -9,8 +9,8 @@
 // would use; that is also the "naive" baseline the 16-bit tolerance rule compares against.
 
 import { setUpExactRun } from './run-setup.ts';
-import type { AttentionProblem } from '../problem.ts';
-import type { AttentionInputs } from '../inputs.ts';
+import type { AttentionProblem } from '../core/problem.ts';
+import type { AttentionInputs } from '../core/inputs.ts';
 import { tileValues } from '../trace/tracer.ts';
 import type { Range } from '../trace/events.ts';
 import { blockCount } from './blocks.ts';

@@ -4,9 +4,9 @@
 // algorithms differ only in what they do *between* these kernels — which is the point
 // of comparing them.
 
-import type { AttentionInputs } from '../inputs.ts';
-import type { AttentionProblem } from '../problem.ts';
-import { visibleRange, type ScoreModel } from '../scores.ts';
+import type { AttentionInputs } from '../core/inputs.ts';
+import type { AttentionProblem } from '../core/problem.ts';
+import { visibleRange, type ScoreModel } from '../core/scores.ts';
 
 /** Where one (batch, query head) pair lives in the BHND inputs. */
 export interface HeadSlice {

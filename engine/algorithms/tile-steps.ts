@@ -7,12 +7,12 @@
 // numeric details (log2 domain, lazy rescaling, software exp2, fp16 accumulators) are the
 // knobs of StepContext. Counter deltas follow fa2.ts exactly, so totals stay comparable.
 
-import type { HbmTensor } from '../counters.ts';
-import { roundTo } from '../dtype.ts';
-import { kOffset, qOffset, vOffset, type AttentionInputs } from '../inputs.ts';
-import { dtypeBytes, requireNoFp8, type AttentionProblem } from '../problem.ts';
+import type { HbmTensor } from '../core/counters.ts';
+import { roundTo } from '../core/dtype.ts';
+import { kOffset, qOffset, vOffset, type AttentionInputs } from '../core/inputs.ts';
+import { dtypeBytes, requireNoFp8, type AttentionProblem } from '../core/problem.ts';
 import type { Fp8Prepared } from '../lowprec/fa3-fp8.ts';
-import { modifyScore, scoreModel, visible, type ScoreModel } from '../scores.ts';
+import { modifyScore, scoreModel, visible, type ScoreModel } from '../core/scores.ts';
 import type { TileRef, TraceEvent } from '../trace/events.ts';
 import { Tracer, tileValues } from '../trace/tracer.ts';
 import type { RunOptions } from './types.ts';

@@ -2,9 +2,9 @@
 // returns the output and counters. Runners, the worker, the CLI and the tests all drive
 // algorithms through this one interface.
 
-import type { Counters } from '../counters.ts';
-import type { AttentionInputs } from '../inputs.ts';
-import type { AttentionProblem } from '../problem.ts';
+import type { Counters } from '../core/counters.ts';
+import type { AttentionInputs } from '../core/inputs.ts';
+import type { AttentionProblem } from '../core/problem.ts';
 import type { TraceEvent } from '../trace/events.ts';
 import type { EventAnnotator } from '../trace/tracer.ts';
 

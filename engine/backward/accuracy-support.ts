@@ -4,10 +4,10 @@
 // the way it does it: every intermediate (S, P, dV, dP, dS, dQ, dK) stored in the input
 // dtype, softmax and its gradient in fp32. Written out independently of the algorithms.
 
-import { roundTo } from '../dtype.ts';
-import { kvHead } from '../inputs.ts';
-import type { AttentionProblem } from '../problem.ts';
-import { modifyScore, scoreModel } from '../scores.ts';
+import { roundTo } from '../core/dtype.ts';
+import { kvHead } from '../core/inputs.ts';
+import type { AttentionProblem } from '../core/problem.ts';
+import { modifyScore, scoreModel } from '../core/scores.ts';
 import type { BackwardInputs } from './types.ts';
 
 export function naiveBackwardSamePrecision(p: AttentionProblem, x: BackwardInputs): { dq: Float64Array; dk: Float64Array; dv: Float64Array } {

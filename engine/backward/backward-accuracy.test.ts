@@ -4,8 +4,8 @@
 
 import { describe, expect, it } from 'vitest';
 import { maxAbs } from '../algorithms/accuracy-matrix.ts';
-import { randomInputs } from '../inputs.ts';
-import type { AttentionProblem, DType } from '../problem.ts';
+import { randomInputs } from '../core/inputs.ts';
+import type { AttentionProblem, DType } from '../core/problem.ts';
 import { runToEnd } from '../run.ts';
 import { naiveBackwardSamePrecision } from './accuracy-support.ts';
 import { randomGradOutput } from './grad-output.ts';

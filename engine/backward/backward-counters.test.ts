@@ -15,13 +15,13 @@
 
 import { describe, expect, it } from 'vitest';
 import { blocksFromSram } from '../algorithms/blocks.ts';
-import { randomInputs } from '../inputs.ts';
-import type { AttentionProblem } from '../problem.ts';
+import { randomInputs } from '../core/inputs.ts';
+import type { AttentionProblem } from '../core/problem.ts';
 import { runToEnd } from '../run.ts';
 import { randomGradOutput } from './grad-output.ts';
 import { backwardById } from './registry.ts';
 import type { BackwardInputs } from './types.ts';
-import { addDelta, emptyCounters, type Counters } from '../counters.ts';
+import { addDelta, emptyCounters, type Counters } from '../core/counters.ts';
 
 const N = 32;
 const d = 8;
@@ -133,7 +133,7 @@ describe('backward traces keep TRACE.md’s ordering guarantees', () => {
     it.each(variants.map((v) => [JSON.stringify(v), v] as const))(`${id} %s: steps 0..n−1, (b, h) contiguous, deltas sum to the counters`, (_n, over) => {
       const p = { ...P, dtype: 'fp32' as const, ...over };
       const x: BackwardInputs = { ...randomInputs(p, { seed: 6 }), dO: randomGradOutput(p, 6) };
-      const evs: { step: number; b: number; h: number; delta: import('../counters.ts').CounterDelta }[] = [];
+      const evs: { step: number; b: number; h: number; delta: import('../core/counters.ts').CounterDelta }[] = [];
       const r = runToEnd(backwardById(id), p, x, { blockM: 8, blockN: 8, trace: true, onEvent: (e) => evs.push(e) });
       expect(evs.map((e) => e.step)).toEqual(evs.map((_, i) => i));
       expect(evs.length).toBe(r.counters.steps);

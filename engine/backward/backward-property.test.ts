@@ -5,8 +5,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { maxAbs } from '../algorithms/accuracy-matrix.ts';
-import { randomInputs } from '../inputs.ts';
-import type { AttentionProblem } from '../problem.ts';
+import { randomInputs } from '../core/inputs.ts';
+import type { AttentionProblem } from '../core/problem.ts';
 import { runToEnd } from '../run.ts';
 import { randomGradOutput } from './grad-output.ts';
 import { referenceBackward } from './reference-backward.ts';

@@ -7,7 +7,7 @@
 // and why their order — hence the fp32 rounding of the sum — varies from run to run
 // unless a deterministic mode fixes it.
 
-import type { ScoreModel } from '../scores.ts';
+import type { ScoreModel } from '../core/scores.ts';
 import { blockCount } from '../algorithms/blocks.ts';
 import { visitedRowBlocks } from './tile-grad.ts';
 

@@ -1,9 +1,9 @@
 // The incoming gradient dO: checked against the problem's O shape, or drawn at random
 // (for `trace --backward` and the debugger when no dO file is given).
 
-import { roundArray } from '../dtype.ts';
-import { ProblemError, type AttentionProblem } from '../problem.ts';
-import { mulberry32, normalSource } from '../random.ts';
+import { roundArray } from '../core/dtype.ts';
+import { ProblemError, type AttentionProblem } from '../core/problem.ts';
+import { mulberry32, normalSource } from '../core/random.ts';
 
 /** Throws a ProblemError naming dO and the expected [B, Hq, Nq, dv] when the length is wrong. */
 export function checkGradOutput(p: AttentionProblem, dO: ArrayLike<number> | undefined): void {

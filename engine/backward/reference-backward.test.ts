@@ -1,12 +1,12 @@
 // The float64 reference backward checked against finite differences of the float64
-// reference *forward* (engine/reference.ts, a separate implementation): for the loss
+// reference *forward* (engine/core/reference.ts, a separate implementation): for the loss
 // L = Σ dO ∘ O, every analytic gradient entry must match the central difference
 // (L(x + h) − L(x − h)) / 2h on every variant, GQA sums and masked rows included.
 
 import { describe, expect, it } from 'vitest';
-import { randomInputs, type AttentionInputs } from '../inputs.ts';
-import type { AttentionProblem } from '../problem.ts';
-import { referenceAttention } from '../reference.ts';
+import { randomInputs, type AttentionInputs } from '../core/inputs.ts';
+import type { AttentionProblem } from '../core/problem.ts';
+import { referenceAttention } from '../core/reference.ts';
 import { randomGradOutput } from './grad-output.ts';
 import { referenceBackward } from './reference-backward.ts';
 

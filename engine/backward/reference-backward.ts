@@ -9,9 +9,9 @@
 // have P = 0 and contribute nothing; a row with every key masked has LSE = −∞, P = 0 and
 // gradient 0. A sink only enlarges the denominator: no gradient flows to it here.
 
-import { kvHead, type AttentionInputs } from '../inputs.ts';
-import { validateProblem, type AttentionProblem } from '../problem.ts';
-import { modifyScore, scoreModel } from '../scores.ts';
+import { kvHead, type AttentionInputs } from '../core/inputs.ts';
+import { validateProblem, type AttentionProblem } from '../core/problem.ts';
+import { modifyScore, scoreModel } from '../core/scores.ts';
 
 /** Inputs as plain number arrays, so finite-difference tests can perturb them in float64. */
 export interface Float64Inputs {

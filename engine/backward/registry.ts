@@ -6,7 +6,7 @@ import { fa1Backward } from '../algorithms/fa1-backward.ts';
 import { fa2Backward } from '../algorithms/fa2-backward.ts';
 import { fa3Backward } from '../algorithms/fa3-backward.ts';
 import { ALGORITHMS } from '../algorithms/registry.ts';
-import { ProblemError } from '../problem.ts';
+import { ProblemError } from '../core/problem.ts';
 import type { BackwardAlgorithm } from './types.ts';
 
 export const BACKWARD_ALGORITHMS: readonly BackwardAlgorithm[] = [standardBackward, fa1Backward, fa2Backward, fa3Backward];

@@ -4,10 +4,10 @@
 
 import { runToEnd } from '../run.ts';
 import type { AlgorithmResult, RunOptions, StepAlgorithm } from '../algorithms/types.ts';
-import { sixteenBitRounder } from '../dtype.ts';
-import { checkInputs, type AttentionInputs } from '../inputs.ts';
-import { dtypeBytes, requireNoFp8, validateProblem, type AttentionProblem } from '../problem.ts';
-import { scoreModel, type ScoreModel } from '../scores.ts';
+import { sixteenBitRounder } from '../core/dtype.ts';
+import { checkInputs, type AttentionInputs } from '../core/inputs.ts';
+import { dtypeBytes, requireNoFp8, validateProblem, type AttentionProblem } from '../core/problem.ts';
+import { scoreModel, type ScoreModel } from '../core/scores.ts';
 import { Tracer } from '../trace/tracer.ts';
 import { checkGradOutput } from './grad-output.ts';
 import type { BackwardInputs } from './types.ts';

@@ -4,9 +4,9 @@
 // Counter conventions (TRACE.md, "The backward pass"): each of the five matmuls counts
 // 2·M·N·K; element operations count one each.
 
-import type { CounterDelta } from '../counters.ts';
-import type { AttentionProblem } from '../problem.ts';
-import type { ScoreModel } from '../scores.ts';
+import type { CounterDelta } from '../core/counters.ts';
+import type { AttentionProblem } from '../core/problem.ts';
+import type { ScoreModel } from '../core/scores.ts';
 import type { BackwardRole, TraceEvent } from '../trace/events.ts';
 import { tileValues, type Tracer } from '../trace/tracer.ts';
 import * as g from './tile-grad.ts';

@@ -8,8 +8,8 @@
 // dtype before they enter a matmul (`p16`, `ds`); dV, dK and the dQ partial accumulated in
 // fp32 (Float32Array stores round every add).
 
-import type { AttentionProblem } from '../problem.ts';
-import { visibleRange, type ScoreModel } from '../scores.ts';
+import type { AttentionProblem } from '../core/problem.ts';
+import { visibleRange, type ScoreModel } from '../core/scores.ts';
 import { headSlice, maskTile, scoreTile, type HeadSlice } from '../algorithms/tile-math.ts';
 import type { BackwardInputs } from './types.ts';
 

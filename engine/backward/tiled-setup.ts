@@ -5,8 +5,8 @@
 // FA2/FA3 accumulate it atomically, FA3 splits the work between warp roles); this does not.
 
 import type { StepAlgorithm, RunOptions } from '../algorithms/types.ts';
-import type { AttentionInputs } from '../inputs.ts';
-import { softmaxScale, type AttentionProblem } from '../problem.ts';
+import type { AttentionInputs } from '../core/inputs.ts';
+import { softmaxScale, type AttentionProblem } from '../core/problem.ts';
 import { DqAccumulation } from './dq-accumulation.ts';
 import { setUpBackward, type BackwardSetup } from './setup.ts';
 import { GradTile } from './tile-grad.ts';

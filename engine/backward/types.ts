@@ -4,8 +4,8 @@
 // carries the gradients next to the forward's O and LSE (computed first, untraced).
 
 import type { AlgorithmResult, RunOptions, StepAlgorithm } from '../algorithms/types.ts';
-import type { AttentionInputs } from '../inputs.ts';
-import type { AttentionProblem } from '../problem.ts';
+import type { AttentionInputs } from '../core/inputs.ts';
+import type { AttentionProblem } from '../core/problem.ts';
 import type { TraceEvent } from '../trace/events.ts';
 
 export interface BackwardInputs extends AttentionInputs {

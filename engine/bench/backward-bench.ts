@@ -11,7 +11,7 @@
 // as not run, with the estimate, rather than holding the GPU for minutes.
 
 import { spawnSync } from 'node:child_process';
-import type { AttentionProblem } from '../problem.ts';
+import type { AttentionProblem } from '../core/problem.ts';
 import { checkBackward, runGpuBackward, type BackwardCheck } from '../webgpu/backward-checks.ts';
 import type { MatrixBackwardPrefs } from '../webgpu/backward-matrix-kernel.ts';
 import { backwardFlops, type BackwardPath } from '../webgpu/backward-run.ts';
@@ -33,7 +33,7 @@ export interface BackwardBenchOptions {
   matrixPrefs: MatrixBackwardPrefs[];
 }
 
-/** Standard normal values from a fixed-seed generator (the shapes are too large for engine/inputs' per-element streams). */
+/** Standard normal values from a fixed-seed generator (the shapes are too large for engine/core/inputs' per-element streams). */
 function normals(n: number, seed: number): Float32Array {
   const out = new Float32Array(n);
   let s = (seed * 2654435761) >>> 0 || 1;

@@ -10,8 +10,8 @@ import { fa1 } from '../algorithms/fa1.ts';
 import { fa2 } from '../algorithms/fa2.ts';
 import { standard } from '../algorithms/standard.ts';
 import type { StepAlgorithm } from '../algorithms/types.ts';
-import { randomInputs, type AttentionInputs } from '../inputs.ts';
-import { nominalFlops, type AttentionProblem } from '../problem.ts';
+import { randomInputs, type AttentionInputs } from '../core/inputs.ts';
+import { nominalFlops, type AttentionProblem } from '../core/problem.ts';
 import { runToEnd } from '../run.ts';
 
 const REPS = 3;

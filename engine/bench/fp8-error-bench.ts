@@ -1,17 +1,17 @@
 // `npm run bench:fp8`: the FA3 paper's FP8 error experiment, the P-cast sink experiment and
 // SageAttention's INT8 rows (sage v1/v2, with and without K smoothing, on the same outlier
 // inputs and on keys with a large per-channel mean), printed as the tables BENCHMARKS.md carries. Errors, not timings: RMSE of O against the
-// float64 reference (engine/reference.ts), on the very fa3 the debugger steps.
+// float64 reference (engine/core/reference.ts), on the very fa3 the debugger steps.
 //
 //   --n N   sequence length of the error experiment (default 1024; the paper's runs are longer)
 
 import { fa3 } from '../algorithms/fa3.ts';
 import { sage } from '../algorithms/sage.ts';
-import { mulberry32 } from '../random.ts';
-import { randomInputs } from '../inputs.ts';
+import { mulberry32 } from '../core/random.ts';
+import { randomInputs } from '../core/inputs.ts';
 import { outputError } from '../lowprec/error-metrics.ts';
-import { DEFAULT_PROBLEM, type AttentionProblem, type DType } from '../problem.ts';
-import { referenceAttention } from '../reference.ts';
+import { DEFAULT_PROBLEM, type AttentionProblem, type DType } from '../core/problem.ts';
+import { referenceAttention } from '../core/reference.ts';
 import { runToEnd } from '../run.ts';
 
 const arg = (name: string, def: number) => {

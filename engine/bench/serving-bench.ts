@@ -15,8 +15,8 @@
 // holds them (for the paged run: from the pages the block table names). --quick shrinks every
 // shape (a SwiftShader smoke run).
 
-import { nominalFlops } from '../problem.ts';
-import { mulberry32 } from '../random.ts';
+import { nominalFlops } from '../core/problem.ts';
+import { mulberry32 } from '../core/random.ts';
 import type { PagedProblem } from '../layouts/paged.ts';
 import { sequenceProblem } from '../layouts/sequence-runner.ts';
 import type { VarlenProblem } from '../layouts/varlen.ts';

@@ -30,15 +30,15 @@
 // Last it prints the summary table: flash-matrix and flash-decoding against the anchor, with
 // the ratio columns.
 
-import { nominalFlops, type AttentionProblem } from '../problem.ts';
+import { nominalFlops, type AttentionProblem } from '../core/problem.ts';
 import { PATH_LABELS, WebGpuUnavailable, type WebGpuPath } from '../webgpu/device.ts';
 import { AttentionRun, type RunOptions } from '../webgpu/backend.ts';
 import type { MatrixTilePrefs } from '../webgpu/flash-matrix-kernel.ts';
 import { NO_ADAPTER_HELP, openNodeWebGpu } from '../webgpu/node-gpu.ts';
 import { checkSampledRows } from '../webgpu/row-check.ts';
 import { DECODE_VARIANTS, KERNEL_VARIANTS } from '../webgpu/variants.ts';
-import { randomInputs, type InputDistribution } from '../inputs.ts';
-import { referenceAttention } from '../reference.ts';
+import { randomInputs, type InputDistribution } from '../core/inputs.ts';
+import { referenceAttention } from '../core/reference.ts';
 import { runSdpaAnchor, type AnchorRun, type AnchorShape } from './sdpa-anchor.ts';
 import { servingBench } from './serving-bench.ts';
 import { backwardBench } from './backward-bench.ts';

@@ -18,7 +18,7 @@ import { naiveSamePrecision } from '../algorithms/accuracy-matrix.ts';
 import { naiveBackwardSamePrecision } from '../backward/accuracy-support.ts';
 import { MemorySource } from '../io/byte-source.ts';
 import { encodeNpy, readNpy } from '../io/npy.ts';
-import type { AttentionProblem, DType } from '../problem.ts';
+import type { AttentionProblem, DType } from '../core/problem.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'flashscope-bwd-matrix-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

@@ -7,10 +7,10 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { runToEnd } from '../run.ts';
-import { countersToStats } from '../counters.ts';
-import { roundArray } from '../dtype.ts';
+import { countersToStats } from '../core/counters.ts';
+import { roundArray } from '../core/dtype.ts';
 import { encodeNpy } from '../io/npy.ts';
-import { nominalFlops, ProblemError, type AttentionProblem } from '../problem.ts';
+import { nominalFlops, ProblemError, type AttentionProblem } from '../core/problem.ts';
 import { backwardById } from '../backward/registry.ts';
 import { randomGradOutput } from '../backward/grad-output.ts';
 import type { BackwardAlgorithm, BackwardInputs, BackwardResult } from '../backward/types.ts';

@@ -8,10 +8,10 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { roundFp16 } from '../dtype.ts';
+import { roundFp16 } from '../core/dtype.ts';
 import { MemorySource } from '../io/byte-source.ts';
 import { encodeNpy, readNpy } from '../io/npy.ts';
-import { mulberry32 } from '../random.ts';
+import { mulberry32 } from '../core/random.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'flashscope-fp8-cli-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

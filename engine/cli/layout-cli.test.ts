@@ -8,11 +8,11 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { randomInputs } from '../inputs.ts';
+import { randomInputs } from '../core/inputs.ts';
 import { MemorySource } from '../io/byte-source.ts';
 import { encodeNpy, readNpy } from '../io/npy.ts';
-import type { AttentionProblem } from '../problem.ts';
-import { referenceAttention } from '../reference.ts';
+import type { AttentionProblem } from '../core/problem.ts';
+import { referenceAttention } from '../core/reference.ts';
 import { runCommand } from './run-command.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'flashscope-layout-cli-'));

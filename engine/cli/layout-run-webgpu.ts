@@ -13,7 +13,7 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { encodeNpy } from '../io/npy.ts';
-import { nominalFlops } from '../problem.ts';
+import { nominalFlops } from '../core/problem.ts';
 import { pagedFromTensors, pagedShape, varlenFromTensors, varlenShape } from '../layouts/from-tensors.ts';
 import { validatePaged } from '../layouts/paged.ts';
 import { sequenceProblem } from '../layouts/sequence-runner.ts';

@@ -2,9 +2,9 @@
 // random ones, masks and score modifiers, block sizes, features and the input dtype.
 // Turns parsed arguments into a validated problem, BHND inputs and run options.
 
-import { roundArray } from '../dtype.ts';
-import { randomInputs, type AttentionInputs, type InputDistribution } from '../inputs.ts';
-import { DEFAULT_PROBLEM, DTYPES, ProblemError, validateProblem, type AttentionProblem, type DType } from '../problem.ts';
+import { roundArray } from '../core/dtype.ts';
+import { randomInputs, type AttentionInputs, type InputDistribution } from '../core/inputs.ts';
+import { DEFAULT_PROBLEM, DTYPES, ProblemError, validateProblem, type AttentionProblem, type DType } from '../core/problem.ts';
 import { TensorFileError } from '../io/byte-source.ts';
 import type { Tensor } from '../io/tensor-info.ts';
 import type { BlockOptions } from '../algorithms/types.ts';

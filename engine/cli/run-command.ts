@@ -6,12 +6,12 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { algorithmById } from '../algorithms/registry.ts';
-import { countersToStats } from '../counters.ts';
+import { countersToStats } from '../core/counters.ts';
 import { encodeNpy } from '../io/npy.ts';
-import { nominalFlops } from '../problem.ts';
-import { nonFiniteInputs } from '../nonfinite.ts';
+import { nominalFlops } from '../core/problem.ts';
+import { nonFiniteInputs } from '../core/nonfinite.ts';
 import { runToEnd } from '../run.ts';
-import { referenceAttention } from '../reference.ts';
+import { referenceAttention } from '../core/reference.ts';
 import { outputError } from '../lowprec/error-metrics.ts';
 import { ArgsError, parseArgs, str } from './args.ts';
 import type { CliCommand } from './command.ts';

@@ -6,12 +6,12 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { encodeNpy } from '../io/npy.ts';
-import { isFp8, nominalFlops, type AttentionProblem } from '../problem.ts';
-import { kOffset, kvHead, qOffset, vOffset, type AttentionInputs } from '../inputs.ts';
+import { isFp8, nominalFlops, type AttentionProblem } from '../core/problem.ts';
+import { kOffset, kvHead, qOffset, vOffset, type AttentionInputs } from '../core/inputs.ts';
 import { readFeatures } from '../algorithms/features.ts';
 import { FA3_FP8_FEATURES } from '../lowprec/fa3-fp8.ts';
 import { outputError } from '../lowprec/error-metrics.ts';
-import { referenceAttention } from '../reference.ts';
+import { referenceAttention } from '../core/reference.ts';
 import { referenceRow, sampleSites } from '../webgpu/row-check.ts';
 import { PATH_LABELS, WebGpuUnavailable, type WebGpuPath } from '../webgpu/device.ts';
 import { NO_ADAPTER_HELP, openNodeWebGpu } from '../webgpu/node-gpu.ts';

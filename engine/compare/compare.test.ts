@@ -5,9 +5,9 @@
 import { describe, expect, it } from 'vitest';
 import { DebuggerSession } from '../debugger/session.ts';
 import type { LoadRequest } from '../debugger/protocol.ts';
-import { randomInputs } from '../inputs.ts';
-import { referenceAttention } from '../reference.ts';
-import { totalBytes } from '../counters.ts';
+import { randomInputs } from '../core/inputs.ts';
+import { referenceAttention } from '../core/reference.ts';
+import { totalBytes } from '../core/counters.ts';
 import { diffTable, diffTableCsv, errorStats, outputDifference, ratioNotes } from './diff.ts';
 import { pointOf, stepFor } from './sync.ts';
 

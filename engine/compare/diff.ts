@@ -2,7 +2,7 @@
 // reference, and the element-wise difference of two outputs. Pure functions over plain
 // data, so the table the UI shows is the table the tests check.
 
-import { totalBytes, type Counters } from '../counters.ts';
+import { totalBytes, type Counters } from '../core/counters.ts';
 
 /** Error of an output against the float64 reference (both [.. × dv], same order). */
 export interface ErrorStats {

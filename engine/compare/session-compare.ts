@@ -6,14 +6,14 @@
 import { gpuById } from '../hw/gpus/index.ts';
 import { HW_ALGORITHMS, hasSchedule, hwAlgorithmFor, scheduleFor, shapeOf, simulateFor } from '../hw/registry.ts';
 import type { HwFeatures } from '../hw/model.ts';
-import { randomInputs, type AttentionInputs } from '../inputs.ts';
-import { storageDtype, type AttentionProblem } from '../problem.ts';
-import { referenceAttention } from '../reference.ts';
+import { randomInputs, type AttentionInputs } from '../core/inputs.ts';
+import { storageDtype, type AttentionProblem } from '../core/problem.ts';
+import { referenceAttention } from '../core/reference.ts';
 import type { TraceEvent } from '../trace/events.ts';
 import type { CompareData, LoadRequest } from '../debugger/protocol.ts';
 import { errorStats, type Prediction } from './diff.ts';
 import { stepTimes } from './sync.ts';
-import { addDelta, emptyCounters } from '../counters.ts';
+import { addDelta, emptyCounters } from '../core/counters.ts';
 import { referenceBackward } from '../backward/reference-backward.ts';
 
 /** A backward run's gradients and the dO they came from. */

@@ -4,8 +4,8 @@
 // record of which workers collide.
 
 import { describe, expect, it } from 'vitest';
-import { randomInputs } from '../inputs.ts';
-import type { AttentionProblem } from '../problem.ts';
+import { randomInputs } from '../core/inputs.ts';
+import type { AttentionProblem } from '../core/problem.ts';
 import { referenceBackward } from '../backward/reference-backward.ts';
 import { randomGradOutput } from '../backward/grad-output.ts';
 import { dsAbove, gradientNonFinite } from './backward-breakpoints.ts';

@@ -4,8 +4,8 @@
 // flash backward recomputes. Pure TS, used by the session (worker) and its tests.
 
 import { standard } from '../algorithms/standard.ts';
-import type { AttentionInputs } from '../inputs.ts';
-import type { AttentionProblem } from '../problem.ts';
+import type { AttentionInputs } from '../core/inputs.ts';
+import type { AttentionProblem } from '../core/problem.ts';
 import type { TraceEvent } from '../trace/events.ts';
 import type { BackwardSummary } from './protocol.ts';
 import type { DqAdd } from './dq-accumulation.ts';

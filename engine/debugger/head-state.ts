@@ -3,7 +3,7 @@
 // It is rebuilt by applying trace events in order, so it can be checkpointed (clone) and
 // replayed from a checkpoint without re-running the algorithm.
 
-import { addDelta, emptyCounters, type Counters } from '../counters.ts';
+import { addDelta, emptyCounters, type Counters } from '../core/counters.ts';
 import type { Range, TraceEvent } from '../trace/events.ts';
 import type { FramePatch } from './protocol.ts';
 import { BackwardState } from './backward-state.ts';

@@ -8,8 +8,8 @@ import type { RunOptions, StepGenerator } from '../algorithms/types.ts';
 import { backwardById } from '../backward/registry.ts';
 import { randomGradOutput } from '../backward/grad-output.ts';
 import type { BackwardInputs } from '../backward/types.ts';
-import type { AttentionInputs } from '../inputs.ts';
-import { ProblemError, type AttentionProblem } from '../problem.ts';
+import type { AttentionInputs } from '../core/inputs.ts';
+import { ProblemError, type AttentionProblem } from '../core/problem.ts';
 import { hasBackward } from './pass.ts';
 import type { LoadRequest } from './protocol.ts';
 

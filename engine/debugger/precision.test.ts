@@ -1,11 +1,11 @@
 // The Precision view's data against float64 numbers computed here, independently of
-// engine/reference.ts and of the module under test: a direct softmax per row in doubles.
+// engine/core/reference.ts and of the module under test: a direct softmax per row in doubles.
 
 import { describe, expect, it } from 'vitest';
 import { DebuggerSession } from './session.ts';
 import type { LoadRequest } from './protocol.ts';
 import { PRECISION_MAX_MACS, precisionRefusal } from './precision.ts';
-import type { AttentionProblem } from '../problem.ts';
+import type { AttentionProblem } from '../core/problem.ts';
 import type { ExpEvent, TraceEvent } from '../trace/events.ts';
 
 function req(problem: Partial<AttentionProblem>, extra: Partial<LoadRequest> = {}): LoadRequest {

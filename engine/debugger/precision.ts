@@ -18,11 +18,11 @@
 // Each cell of S and P is written once per head in every forward schedule FlashScope steps,
 // so one error per cell describes the step that wrote it.
 
-import { referenceAttention } from '../reference.ts';
+import { referenceAttention } from '../core/reference.ts';
 import { outputError, type OutputError } from '../lowprec/error-metrics.ts';
-import { kOffset, kvHead, qOffset, type AttentionInputs } from '../inputs.ts';
-import type { AttentionProblem } from '../problem.ts';
-import { modifyScore, scoreModel } from '../scores.ts';
+import { kOffset, kvHead, qOffset, type AttentionInputs } from '../core/inputs.ts';
+import type { AttentionProblem } from '../core/problem.ts';
+import { modifyScore, scoreModel } from '../core/scores.ts';
 import type { Range, TraceEvent } from '../trace/events.ts';
 
 /**
@@ -306,7 +306,7 @@ export function precisionRun(p: AttentionProblem, output: ArrayLike<number>, o64
   };
 }
 
-/** Float64 output of the whole problem (engine/reference.ts), refused above PRECISION_MAX_MACS. */
+/** Float64 output of the whole problem (engine/core/reference.ts), refused above PRECISION_MAX_MACS. */
 export function referenceOutput(p: AttentionProblem, x: AttentionInputs): Float64Array {
   const why = precisionRefusal(p);
   if (why) throw new RangeError(why);

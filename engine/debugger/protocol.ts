@@ -10,9 +10,9 @@
 // it; cancel() stops a running load / search / counters run at the next chunk boundary.
 
 import type { BlockOptions } from '../algorithms/types.ts';
-import type { Counters } from '../counters.ts';
-import type { InputDistribution } from '../inputs.ts';
-import type { AttentionProblem } from '../problem.ts';
+import type { Counters } from '../core/counters.ts';
+import type { InputDistribution } from '../core/inputs.ts';
+import type { AttentionProblem } from '../core/problem.ts';
 import type { PhaseKind, Range, TraceEvent } from '../trace/events.ts';
 import type { HardwareApi } from '../hw/api.ts';
 import type { ErrorStats, Prediction } from '../compare/diff.ts';

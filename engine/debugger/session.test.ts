@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { fa2 } from '../algorithms/fa2.ts';
 import { ALGORITHMS } from '../algorithms/registry.ts';
-import { randomInputs } from '../inputs.ts';
-import type { AttentionProblem } from '../problem.ts';
-import { referenceAttention } from '../reference.ts';
-import { modifyScore, scoreModel, visible } from '../scores.ts';
+import { randomInputs } from '../core/inputs.ts';
+import type { AttentionProblem } from '../core/problem.ts';
+import { referenceAttention } from '../core/reference.ts';
+import { modifyScore, scoreModel, visible } from '../core/scores.ts';
 import { runToEnd } from '../run.ts';
 import type { TraceEvent } from '../trace/events.ts';
 import { matchBreakpoint, nonFiniteIn } from './breakpoints.ts';

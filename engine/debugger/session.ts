@@ -11,9 +11,9 @@
 
 import { algorithmById } from '../algorithms/registry.ts';
 import { blockCount, resolveBlocks } from '../algorithms/blocks.ts';
-import { addDelta, emptyCounters } from '../counters.ts';
-import { checkInputs, randomInputs, type AttentionInputs } from '../inputs.ts';
-import { validateProblem, type AttentionProblem } from '../problem.ts';
+import { addDelta, emptyCounters } from '../core/counters.ts';
+import { checkInputs, randomInputs, type AttentionInputs } from '../core/inputs.ts';
+import { validateProblem, type AttentionProblem } from '../core/problem.ts';
 import type { TraceEvent } from '../trace/events.ts';
 import { toJsonLine } from '../trace/jsonl.ts';
 import { BlobSource } from '../io/byte-source.ts';

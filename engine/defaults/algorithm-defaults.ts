@@ -6,7 +6,7 @@
 // What "fits" is never restated here: the hardware model (engine/hw/) decides, through the
 // resource sheet describeFor() builds. The table only says where each algorithm starts.
 
-import { DTYPES, type DType } from '../problem.ts';
+import { DTYPES, type DType } from '../core/problem.ts';
 import { gpuById, type GpuId } from '../hw/gpus/index.ts';
 import { describeFor, hwAlgorithmById } from '../hw/registry.ts';
 import type { ProblemShape } from '../hw/model.ts';

@@ -14,7 +14,7 @@
 // FLOPs follow the FlashAttention papers' convention: 2.5 × the forward's (five matmuls
 // against two), halved with a causal mask like the forward's.
 
-import { nominalFlops } from '../problem.ts';
+import { nominalFlops } from '../core/problem.ts';
 import type { GpuSpec } from './gpus/index.ts';
 import { ceilDiv, elemBytes, type CtaWork, type ProblemShape } from './model.ts';
 

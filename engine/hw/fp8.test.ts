@@ -8,7 +8,7 @@ import type { ProblemShape } from './model.ts';
 import { describeFor, scheduleFor, simulateFor } from './registry.ts';
 import { smScheduleFor } from './step-map.ts';
 import { DebuggerSession } from '../debugger/session.ts';
-import type { AttentionProblem } from '../problem.ts';
+import type { AttentionProblem } from '../core/problem.ts';
 
 const shape = (o: Partial<ProblemShape> = {}): ProblemShape => ({ batch: 1, hq: 1, hk: 1, nq: 512, nk: 512, d: 128, dv: 128, dtype: 'fp8e4m3', causal: false, ...o });
 

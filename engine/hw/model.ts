@@ -2,7 +2,7 @@
 // features, the cost of each kind of work on a given GPU, and the shape of a schedule
 // module. The schedules themselves live in schedules/, one algorithm per file.
 
-import { dtypeBytes, isFp8, type DType } from '../problem.ts';
+import { dtypeBytes, isFp8, type DType } from '../core/problem.ts';
 import type { ResourceSheet } from './events.ts';
 import type { GpuSpec } from './gpus/index.ts';
 import type { Kernel, MemSpec } from './scheduler.ts';

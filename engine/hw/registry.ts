@@ -2,7 +2,7 @@
 // use: scheduleFor() builds one SM's schedule with events; simulateFor() the whole GPU.
 
 import { ALGORITHMS } from '../algorithms/registry.ts';
-import { validateProblem, type AttentionProblem } from '../problem.ts';
+import { validateProblem, type AttentionProblem } from '../core/problem.ts';
 import type { MemoryEvent, ResourceSheet, RoleInfo, TimelineEvent } from './events.ts';
 import { gpuById, type GpuSpec } from './gpus/index.ts';
 import { DEFAULT_FEATURES, type FeatureKey, type HwAlgorithm, type HwFeatures, type ProblemShape } from './model.ts';

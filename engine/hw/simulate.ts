@@ -17,7 +17,7 @@
 // Copies get min(the SM's own load limit, its share of L2 bandwidth) bytes per cycle; a
 // kernel that streams K/V without reuse (decoding) gets its share of HBM instead.
 
-import { nominalFlops, type AttentionProblem } from '../problem.ts';
+import { nominalFlops, type AttentionProblem } from '../core/problem.ts';
 import type { GpuSpec } from './gpus/index.ts';
 import { ceilDiv, kvCount, tensorRate, type CtaWork, type HwAlgorithm, type HwFeatures, type ProblemShape } from './model.ts';
 import { Kernel, simulateKernel, type KernelRun } from './scheduler.ts';

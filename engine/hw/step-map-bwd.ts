@@ -15,7 +15,7 @@
 // timeline of the main kernel: their cursor is NaN, like the forward's combine.
 
 import { StepPlacer } from './step-placement.ts';
-import type { AttentionProblem } from '../problem.ts';
+import type { AttentionProblem } from '../core/problem.ts';
 import type { PhaseKind, TraceEvent } from '../trace/events.ts';
 import type { TimelineEvent } from './events.ts';
 import { gpuById } from './gpus/index.ts';

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { DebuggerSession } from '../debugger/session.ts';
 import type { LoadRequest } from '../debugger/protocol.ts';
-import type { AttentionProblem } from '../problem.ts';
+import type { AttentionProblem } from '../core/problem.ts';
 import { chromeTrace, scheduleJsonl } from './export.ts';
 import { fa4LoadOrder } from './schedules/fa4.ts';
 import { gpuById } from './gpus/index.ts';

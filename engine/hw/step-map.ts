@@ -21,7 +21,7 @@
 //    (a barrier wait) seeks to the last step whose cursor is at or before the click.
 
 import { StepPlacer } from './step-placement.ts';
-import type { AttentionProblem } from '../problem.ts';
+import type { AttentionProblem } from '../core/problem.ts';
 import type { PhaseKind, TraceEvent } from '../trace/events.ts';
 import type { MemoryEvent, MemorySpace, ResourceSheet, RoleInfo, TimelineEvent } from './events.ts';
 import { gpuById } from './gpus/index.ts';

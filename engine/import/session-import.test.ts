@@ -6,8 +6,8 @@ import { describe, expect, it } from 'vitest';
 import { DebuggerSession } from '../debugger/session.ts';
 import type { LoadRequest } from '../debugger/protocol.ts';
 import { encodeNpy } from '../io/npy.ts';
-import { referenceAttention } from '../reference.ts';
-import { DEFAULT_PROBLEM } from '../problem.ts';
+import { referenceAttention } from '../core/reference.ts';
+import { DEFAULT_PROBLEM } from '../core/problem.ts';
 
 const seq = (n: number, s: number) => Float32Array.from({ length: n }, (_, i) => Math.sin(i * s));
 

@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { MemorySource, TensorFileError, type ByteSource } from '../io/byte-source.ts';
 import { encodeNpy } from '../io/npy.ts';
 import { encodeSafetensors } from '../io/safetensors-encode.ts';
-import { DEFAULT_PROBLEM, standardAlibiSlopes } from '../problem.ts';
+import { DEFAULT_PROBLEM, standardAlibiSlopes } from '../core/problem.ts';
 import { detectLayout, guessRole, ImportError, importRun, listTensors, readHead, type TensorChoice } from './tensor-import.ts';
 
 const seq = (n: number, scale = 1) => Float32Array.from({ length: n }, (_, i) => ((i * 37) % 101) * scale - 50 * scale);
@@ -120,7 +120,7 @@ describe('tensor import', () => {
     const inf = seq(2 * 8 * 4);
     inf[3] = Infinity;
     await fails(run([Q, K, np('v.npy', inf, [1, 2, 8, 4])]), /V holds Infinity at row 0, column 3/);
-    // A whole head of NaN: the sentence the CLI's run prints as its warning (engine/nonfinite.ts).
+    // A whole head of NaN: the sentence the CLI's run prints as its warning (engine/core/nonfinite.ts).
     const allNan = seq(2 * 8 * 4).map((x, i) => (i >= 32 ? NaN : x));
     await fails(run([np('q.npy', allNan, [1, 2, 8, 4]), K, V], { head: 1 }), /^Q holds NaN at row 0, column 0 of batch 0, head 1 and 31 more non-finite values \(32 of 32: 32 NaN, 0 ±Infinity\); attention inputs must be finite$/);
     // Non-finite values in a head that is not stepped through do not matter.

@@ -4,13 +4,13 @@
 // wrong, before anything reaches a debugger session.
 
 import { TensorFileError, type ByteSource } from '../io/byte-source.ts';
-import { countNonFinite, nonFiniteSentence } from '../nonfinite.ts';
+import { countNonFinite, nonFiniteSentence } from '../core/nonfinite.ts';
 import { readNpyInfo } from '../io/npy.ts';
 import { readSafetensorsInfo } from '../io/safetensors.ts';
 import { readElements, type TensorInfo } from '../io/tensor-info.ts';
 import { integerValuesMessage, isIntegerStorage, type StoredFloat } from '../io/float-codec.ts';
-import type { AttentionInputs } from '../inputs.ts';
-import { standardAlibiSlopes, type AttentionProblem, type DType } from '../problem.ts';
+import type { AttentionInputs } from '../core/inputs.ts';
+import { standardAlibiSlopes, type AttentionProblem, type DType } from '../core/problem.ts';
 
 /** BHND: [batch, heads, seq, dim] (FlashScope's own order). BNHD: [batch, seq, heads, dim] (FlashAttention's q/k/v). */
 export type Layout = 'BHND' | 'BNHD';

@@ -2,7 +2,7 @@
 // the int32/int64 of offset and index tensors such as cu_seqlens and block tables,
 // little-endian) and JS numbers. Decoding works on one contiguous slice of bytes.
 
-import { roundFp16 } from '../dtype.ts';
+import { roundFp16 } from '../core/dtype.ts';
 
 export type StoredFloat = 'float16' | 'bfloat16' | 'float32' | 'float64' | 'int32' | 'int64';
 

@@ -8,7 +8,7 @@
 
 import { DECODING_BLOCK_M, decodingBlockN, FLASH_DECODING_FEATURES, numSplitsHeuristic } from '../algorithms/flash-decoding.ts';
 import { readFeatures } from '../algorithms/features.ts';
-import { ProblemError } from '../problem.ts';
+import { ProblemError } from '../core/problem.ts';
 import type { RunOptions, StepAlgorithm } from '../algorithms/types.ts';
 import type { LayoutBase } from './sequence-runner.ts';
 

@@ -3,10 +3,10 @@
 // the tensor; offsets and tables are then checked by validateVarlen / validatePaged when
 // the run starts. Offsets and tables may be int32 or int64, or floats holding whole numbers.
 
-import { roundArray } from '../dtype.ts';
+import { roundArray } from '../core/dtype.ts';
 import { isIntegerStorage } from '../io/float-codec.ts';
 import type { Tensor } from '../io/tensor-info.ts';
-import { ProblemError, type DType } from '../problem.ts';
+import { ProblemError, type DType } from '../core/problem.ts';
 import type { PagedInputs, PagedProblem } from './paged.ts';
 import type { LayoutBase } from './sequence-runner.ts';
 import type { VarlenInputs, VarlenProblem } from './varlen.ts';

@@ -8,12 +8,12 @@ import { ALGORITHMS, algorithmById } from '../algorithms/registry.ts';
 
 // Every algorithm that is exact up to fp32 rounding (sage quantizes; its tests are its own).
 const EXACT = ALGORITHMS.filter((a) => !a.quantized);
-import { addDelta, emptyCounters, type Counters } from '../counters.ts';
-import { roundTo } from '../dtype.ts';
-import { randomInputs, type AttentionInputs } from '../inputs.ts';
-import type { AttentionProblem, DType } from '../problem.ts';
-import { referenceAttention } from '../reference.ts';
-import { mulberry32 } from '../random.ts';
+import { addDelta, emptyCounters, type Counters } from '../core/counters.ts';
+import { roundTo } from '../core/dtype.ts';
+import { randomInputs, type AttentionInputs } from '../core/inputs.ts';
+import type { AttentionProblem, DType } from '../core/problem.ts';
+import { referenceAttention } from '../core/reference.ts';
+import { mulberry32 } from '../core/random.ts';
 import type { TraceEvent } from '../trace/events.ts';
 import { pagedOutput, runPaged, type PagedProblem } from './paged.ts';
 import { runLayoutToEnd, type LayoutBase } from './sequence-runner.ts';

@@ -12,9 +12,9 @@
 // O = 0 and LSE = −inf (one 'write' event per head, line `layout.emptyKeys`); a sequence
 // with no query rows launches no work at all.
 
-import { addDelta, emptyCounters, type Counters, type HbmTensor } from '../counters.ts';
-import type { AttentionInputs } from '../inputs.ts';
-import { dtypeBytes, type AttentionProblem } from '../problem.ts';
+import { addDelta, emptyCounters, type Counters, type HbmTensor } from '../core/counters.ts';
+import type { AttentionInputs } from '../core/inputs.ts';
+import { dtypeBytes, type AttentionProblem } from '../core/problem.ts';
 import { runToEnd } from '../run.ts';
 import type { AlgorithmResult, RunOptions, StepAlgorithm } from '../algorithms/types.ts';
 import type { TraceEvent } from '../trace/events.ts';

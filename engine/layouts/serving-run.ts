@@ -5,11 +5,11 @@
 // error against the per-sequence float64 reference. Pure TS; tested in Node.
 
 import { algorithmById } from '../algorithms/registry.ts';
-import type { Counters } from '../counters.ts';
-import { totalBytes } from '../counters.ts';
-import { randomInputs } from '../inputs.ts';
-import { mulberry32, normalSource } from '../random.ts';
-import { ProblemError, type AttentionProblem, type DType } from '../problem.ts';
+import type { Counters } from '../core/counters.ts';
+import { totalBytes } from '../core/counters.ts';
+import { randomInputs } from '../core/inputs.ts';
+import { mulberry32, normalSource } from '../core/random.ts';
+import { ProblemError, type AttentionProblem, type DType } from '../core/problem.ts';
 import { runToEnd } from '../run.ts';
 import type { Range, TraceEvent } from '../trace/events.ts';
 import { pagedOutput, pagesOf, referencePaged, runPaged, type PagedInputs, type PagedProblem } from './paged.ts';

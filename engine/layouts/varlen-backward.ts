@@ -11,11 +11,11 @@
 // O = 0, LSE = −inf and dq = 0 (its rows attend to nothing); a sequence without query rows
 // leaves dk = dv = 0 on its keys (no query looks at them).
 
-import { addDelta, emptyCounters, type Counters } from '../counters.ts';
+import { addDelta, emptyCounters, type Counters } from '../core/counters.ts';
 import { backwardById } from '../backward/registry.ts';
 import type { BackwardResult } from '../backward/types.ts';
 import type { BlockOptions } from '../algorithms/types.ts';
-import { ProblemError } from '../problem.ts';
+import { ProblemError } from '../core/problem.ts';
 import { runToEnd } from '../run.ts';
 import { sequenceProblem } from './sequence-runner.ts';
 import { gatherPacked, packVarlenOutput, seqLengths, totalK, totalQ, validateVarlen, type VarlenInputs, type VarlenProblem } from './varlen.ts';

@@ -14,8 +14,8 @@
 // per CTA and FA1 reloads Q per K/V block, so they count more). Trace events carry `packed`, the tile's
 // rows and columns in the packed index, so a view can draw them on the packed tensors.
 
-import { ProblemError } from '../problem.ts';
-import { referenceAttention } from '../reference.ts';
+import { ProblemError } from '../core/problem.ts';
+import { referenceAttention } from '../core/reference.ts';
 import type { StepAlgorithm, RunOptions } from '../algorithms/types.ts';
 import type { Range } from '../trace/events.ts';
 import type { EventAnnotator } from '../trace/tracer.ts';

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { randomInputs, SINK_KEYS } from '../inputs.ts';
-import { DEFAULT_PROBLEM } from '../problem.ts';
-import { referenceAttention } from '../reference.ts';
+import { randomInputs, SINK_KEYS } from '../core/inputs.ts';
+import { DEFAULT_PROBLEM } from '../core/problem.ts';
+import { referenceAttention } from '../core/reference.ts';
 
 describe('low-precision input distributions', () => {
   it("'fa3-outliers' adds N(0,100) to about 0.1% of the entries", () => {

@@ -3,11 +3,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { runCommand } from '../cli/run-command.ts';
-import { randomInputs } from '../inputs.ts';
+import { randomInputs } from '../core/inputs.ts';
 import { encodeNpy, readNpy } from '../io/npy.ts';
 import { MemorySource } from '../io/byte-source.ts';
-import { DEFAULT_PROBLEM } from '../problem.ts';
-import { referenceAttention } from '../reference.ts';
+import { DEFAULT_PROBLEM } from '../core/problem.ts';
+import { referenceAttention } from '../core/reference.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'fs-errjson-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

@@ -17,8 +17,8 @@
 // exact in fp32; the descale multiplies once per tile in the kernel, once per element here,
 // which differs by fp32 rounding only).
 
-import { kOffset, qOffset, vOffset, type AttentionInputs } from '../inputs.ts';
-import { ProblemError, type AttentionProblem } from '../problem.ts';
+import { kOffset, qOffset, vOffset, type AttentionInputs } from '../core/inputs.ts';
+import { ProblemError, type AttentionProblem } from '../core/problem.ts';
 import { roundFp8, type Fp8Format } from './fp8.ts';
 import { randomSigns, rotateRows } from './incoherent.ts';
 import { quantizeFp8Rows } from './quantize.ts';

@@ -7,8 +7,8 @@
 import { algorithmById } from '../algorithms/registry.ts';
 import { startPass } from '../debugger/pass-run.ts';
 import type { Pass } from '../debugger/pass.ts';
-import { randomInputs } from '../inputs.ts';
-import { ProblemError, type AttentionProblem } from '../problem.ts';
+import { randomInputs } from '../core/inputs.ts';
+import { ProblemError, type AttentionProblem } from '../core/problem.ts';
 
 export interface Refusal {
   /** The problem field the engine refused: 'dtype', 'alibi', 'sinks', 'dv', 'pass', … */

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { mulberry32, normalSource } from '../random.ts';
+import { mulberry32, normalSource } from '../core/random.ts';
 import { hadamardBlock, randomSigns, rotateRows } from './incoherent.ts';
 import { quantizeFp8Rows } from './quantize.ts';
 import { roundFp8 } from './fp8.ts';

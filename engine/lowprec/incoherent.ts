@@ -5,7 +5,7 @@
 // an outlier channel is smeared over all d channels, so a row's max |x| drops towards its
 // RMS and FP8 quantization (whose step follows max |x|) loses less.
 
-import { mulberry32 } from '../random.ts';
+import { mulberry32 } from '../core/random.ts';
 
 /** The ±1 diagonal of length d drawn from a seed. */
 export function randomSigns(d: number, seed: number): Int8Array {

@@ -23,9 +23,9 @@
 // - v2: V in FP8 e4m3 with one scale per channel: max over the tokens of |V[:, c]| / 448.
 //   Stored here as code·scale, so P·V multiplies the exact values the tensor core sees.
 
-import { roundTo } from '../dtype.ts';
-import { kOffset, qOffset, vOffset, type AttentionInputs } from '../inputs.ts';
-import { softmaxScale, type AttentionProblem } from '../problem.ts';
+import { roundTo } from '../core/dtype.ts';
+import { kOffset, qOffset, vOffset, type AttentionInputs } from '../core/inputs.ts';
+import { softmaxScale, type AttentionProblem } from '../core/problem.ts';
 import { FP8, roundFp8 } from './fp8.ts';
 import { INT8_MAX, int8Scale, quantizeInt8 } from './int8.ts';
 

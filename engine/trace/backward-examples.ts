@@ -6,7 +6,7 @@
 import { randomGradOutput } from '../backward/grad-output.ts';
 import { backwardById } from '../backward/registry.ts';
 import type { BackwardInputs } from '../backward/types.ts';
-import { randomInputs } from '../inputs.ts';
+import { randomInputs } from '../core/inputs.ts';
 import { runToEnd } from '../run.ts';
 import type { TraceEvent } from './events.ts';
 import { toJsonLine } from './jsonl.ts';

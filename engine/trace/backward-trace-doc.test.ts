@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { randomGradOutput } from '../backward/grad-output.ts';
 import { BACKWARD_ALGORITHMS } from '../backward/registry.ts';
 import type { BackwardInputs } from '../backward/types.ts';
-import { randomInputs } from '../inputs.ts';
+import { randomInputs } from '../core/inputs.ts';
 import { runToEnd } from '../run.ts';
 
 const doc = readFileSync(new URL('../TRACE.md', import.meta.url), 'utf8');

@@ -3,7 +3,7 @@
 // arrays), so events cross postMessage and JSONL unchanged. Non-finite numbers are
 // written to JSONL as the strings "Infinity", "-Infinity" and "NaN" (see jsonl.ts).
 
-import type { CounterDelta, HbmTensor } from '../counters.ts';
+import type { CounterDelta, HbmTensor } from '../core/counters.ts';
 
 export type ForwardPhaseKind =
   | 'load' // a tile moves HBM -> on-chip

@@ -6,8 +6,8 @@
 
 import { fa3 } from '../algorithms/fa3.ts';
 import { sage } from '../algorithms/sage.ts';
-import { randomInputs } from '../inputs.ts';
-import type { AttentionProblem } from '../problem.ts';
+import { randomInputs } from '../core/inputs.ts';
+import type { AttentionProblem } from '../core/problem.ts';
 import { runToEnd } from '../run.ts';
 import type { TraceEvent } from './events.ts';
 import { toJsonLine } from './jsonl.ts';

@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { fa1 } from '../algorithms/fa1.ts';
 import { fa2 } from '../algorithms/fa2.ts';
 import { standard } from '../algorithms/standard.ts';
-import { randomInputs } from '../inputs.ts';
+import { randomInputs } from '../core/inputs.ts';
 import { runToEnd } from '../run.ts';
 import { traceExamples } from './examples.ts';
 import { fromJsonLine } from './jsonl.ts';

@@ -2,7 +2,7 @@
 // returns undefined, so an algorithm's `if (ev) yield ev` costs nothing on large runs and
 // the payload closures (which copy tile values) are never called.
 
-import { addDelta, emptyCounters, type CounterDelta, type Counters, type HbmTensor } from '../counters.ts';
+import { addDelta, emptyCounters, type CounterDelta, type Counters, type HbmTensor } from '../core/counters.ts';
 import type { PhaseKind, TileRef, TraceEvent } from './events.ts';
 
 export interface EmitBase {

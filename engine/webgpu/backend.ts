@@ -11,11 +11,11 @@
 // groups, one dispatch per window over slices of the same buffers (binding-windows.ts).
 
 import { fa3DefaultTile } from '../algorithms/fa3.ts';
-import { roundArray } from '../dtype.ts';
+import { roundArray } from '../core/dtype.ts';
 import { prepareFp8 } from '../lowprec/fa3-fp8.ts';
-import type { AttentionInputs } from '../inputs.ts';
-import { inputSizes } from '../inputs.ts';
-import { isFp8, validateProblem, type AttentionProblem } from '../problem.ts';
+import type { AttentionInputs } from '../core/inputs.ts';
+import { inputSizes } from '../core/inputs.ts';
+import { isFp8, validateProblem, type AttentionProblem } from '../core/problem.ts';
 import type { WebGpuContext, WebGpuPath } from './device.ts';
 import { PATH_LABELS } from './device.ts';
 import { flashKernelWgsl, flashLayout, type FlashKernelConfig, type FlashTile } from './flash-kernel.ts';

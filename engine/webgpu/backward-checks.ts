@@ -2,8 +2,8 @@
 // kernels), and its check against the float64 reference gradients on every variant of
 // variants.ts. Used by the benchmark's self-test, the CLI and the SwiftShader test.
 
-import { randomInputs, type AttentionInputs } from '../inputs.ts';
-import type { AttentionProblem } from '../problem.ts';
+import { randomInputs, type AttentionInputs } from '../core/inputs.ts';
+import type { AttentionProblem } from '../core/problem.ts';
 import { referenceBackward } from '../backward/reference-backward.ts';
 import { AttentionRun } from './backend.ts';
 import { BackwardRun, type BackwardGradients, type BackwardPath } from './backward-run.ts';

@@ -16,7 +16,7 @@
 // that never collide and a result that does not depend on scheduling: this backward is
 // deterministic by construction, what FA3 buys with its ordered semaphore.
 //
-// Score model (engine/scores.ts): s = c·tanh(τ q·k / c) when a softcap c is set, else
+// Score model (engine/core/scores.ts): s = c·tanh(τ q·k / c) when a softcap c is set, else
 // τ q·k; minus slope_h·|j − (i + Nk − Nq)| with ALiBi; keys outside the causal/window band
 // around the bottom-right diagonal are skipped, and whole K/V (or query) chunks outside it
 // are never staged. With the softcap, dS flows through tanh: ∂s/∂(q·k) = τ (1 − tanh²).

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { referenceBackward } from '../backward/reference-backward.ts';
-import { randomInputs } from '../inputs.ts';
+import { randomInputs } from '../core/inputs.ts';
 import { randomDo } from './backward-checks.ts';
 import { sampledDqError } from './backward-row-check.ts';
 import { sampleSites } from './row-check.ts';

@@ -2,10 +2,10 @@
 // backward at sizes where the whole reference is out of reach. Row i of dQ depends only on
 // q_i, dO_i and its head's K and V: its softmax gives P_i and O_i, then D_i = dO_i · O_i,
 // dS_ij = P_ij (dO_i · V_j − D_i), dQ_i = Σ_j dS_ij ∂s/∂(q·k) K_j with the score model of
-// engine/scores.ts (∂s/∂(q·k) = τ, or τ (1 − tanh²) under a softcap).
+// engine/core/scores.ts (∂s/∂(q·k) = τ, or τ (1 − tanh²) under a softcap).
 
-import { modifyScore, scoreModel } from '../scores.ts';
-import type { AttentionProblem } from '../problem.ts';
+import { modifyScore, scoreModel } from '../core/scores.ts';
+import type { AttentionProblem } from '../core/problem.ts';
 import { referenceRow } from './row-check.ts';
 
 /** q, dO: the row's values; k, v: its K/V head's [Nk, d] and [Nk, dv]. */

@@ -5,7 +5,7 @@
 //                 matrices, dQ added into a fixed-point accumulator.
 // Every tensor is BHND and bound whole (one binding each): problems past one binding are refused.
 
-import { alibiSlopes, softmaxScale, validateProblem, type AttentionProblem } from '../problem.ts';
+import { alibiSlopes, softmaxScale, validateProblem, type AttentionProblem } from '../core/problem.ts';
 import { formatBytes } from './binding-windows.ts';
 import { pipeline, WebGpuRunError } from './backend.ts';
 import { bwdDkDvWgsl, bwdDotWgsl, bwdDqWgsl, BWD_THREADS, type BackwardKernelShape } from './backward-kernels.ts';

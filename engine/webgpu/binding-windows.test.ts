@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { AttentionProblem } from '../problem.ts';
+import type { AttentionProblem } from '../core/problem.ts';
 import { bytesPerBatch, lseBinding, planWindows, windowRange } from './binding-windows.ts';
 
 const DAWN_BINDING = 2 ** 31 - 4; // Dawn's Vulkan maxStorageBufferBindingSize

@@ -19,7 +19,7 @@
 // query row (decoding) a head of it is 4 bytes, so its binding starts at the aligned offset
 // below the window and the kernels add the difference (params.lse0, in floats).
 
-import type { AttentionProblem } from '../problem.ts';
+import type { AttentionProblem } from '../core/problem.ts';
 
 /** Query heads [b0·hq + h0, b0·hq + h0 + nb·nh) of the (batch, head) rows: nh = hq for whole batches, nb = 1 otherwise. */
 export interface BindingWindow {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { roundFp16 } from '../dtype.ts';
+import { roundFp16 } from '../core/dtype.ts';
 import { halfBits, halfToFloat, toHalfArray } from './half.ts';
 
 describe('f16 packing for GPU upload', () => {

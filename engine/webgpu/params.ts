@@ -1,9 +1,9 @@
 // The problem as the WGSL kernels see it: one uniform block of shape and mask parameters,
 // plus a small storage array of per-head ALiBi slopes and sink logits. Every kernel
 // (flash, subgroup-matrix, standard, decode) reads the same layout, so the modifier
-// semantics live in one place on the GPU side just as engine/scores.ts does on the CPU side.
+// semantics live in one place on the GPU side just as engine/core/scores.ts does on the CPU side.
 
-import { alibiSlopes, softmaxScale, type AttentionProblem } from '../problem.ts';
+import { alibiSlopes, softmaxScale, type AttentionProblem } from '../core/problem.ts';
 
 /** 20 words: kept a multiple of 16 bytes for uniform-buffer layout rules. */
 export const PARAMS_WORDS = 20;
@@ -104,7 +104,7 @@ fn block_key_range(r0: u32, r1: u32) -> vec2<u32> {
 `;
 
 /**
- * The helpers plus `score_mod`, engine/scores.ts's modifyScore in WGSL with every modifier
+ * The helpers plus `score_mod`, engine/core/scores.ts's modifyScore in WGSL with every modifier
  * tested at run time: scale, then softcap, then ALiBi, then the masks; masked logits become
  * NEG_INF. For kernels compiled without knowing the problem's modifiers.
  */

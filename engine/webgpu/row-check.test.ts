@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { AttentionProblem } from '../problem.ts';
+import type { AttentionProblem } from '../core/problem.ts';
 import { sampleSites } from './row-check.ts';
 
 const p: AttentionProblem = { batch: 4, hq: 16, hk: 16, nq: 4096, nk: 4096, d: 64, dv: 64, causal: false, dtype: 'fp32' };

@@ -1,10 +1,10 @@
 // Checks sampled rows of a GPU result against the float64 reference, without computing
 // the whole reference (infeasible at N = 64K). One row of attention depends only on its
-// query row and its head's K and V; the formula is engine/reference.ts's, restricted to
-// row i, and uses the same score modifiers (engine/scores.ts).
+// query row and its head's K and V; the formula is engine/core/reference.ts's, restricted to
+// row i, and uses the same score modifiers (engine/core/scores.ts).
 
-import { scoreModel, modifyScore } from '../scores.ts';
-import type { AttentionProblem } from '../problem.ts';
+import { scoreModel, modifyScore } from '../core/scores.ts';
+import type { AttentionProblem } from '../core/problem.ts';
 
 export function referenceRow(
   p: AttentionProblem,

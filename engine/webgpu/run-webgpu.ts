@@ -1,8 +1,8 @@
 // Running one problem on the WebGPU backend from a host program: the CLI's
 // `run --backend webgpu`, and anything else that has a WebGpuContext (Node or browser).
 
-import type { AttentionInputs } from '../inputs.ts';
-import { nominalFlops, type AttentionProblem } from '../problem.ts';
+import type { AttentionInputs } from '../core/inputs.ts';
+import { nominalFlops, type AttentionProblem } from '../core/problem.ts';
 import type { WebGpuContext, WebGpuPath } from './device.ts';
 import { AttentionRun, pathElem, type RunOptions } from './backend.ts';
 import type { KernelTime } from './timer.ts';

@@ -10,10 +10,10 @@
 // that are out of range, and every slot no sequence owns filled with NaN — one read of one of
 // them turns a whole row of O into NaN.
 
-import { mulberry32, normalSource } from '../random.ts';
+import { mulberry32, normalSource } from '../core/random.ts';
 import { referencePaged, type PagedInputs, type PagedProblem } from '../layouts/paged.ts';
 import { referenceVarlen, type VarlenInputs, type VarlenProblem } from '../layouts/varlen.ts';
-import { roundArray } from '../dtype.ts';
+import { roundArray } from '../core/dtype.ts';
 import type { WebGpuContext, WebGpuPath } from './device.ts';
 import { pathElem } from './backend.ts';
 import { PagedDecodeGpuRun, VarlenGpuRun, type PagedRunOptions, type VarlenRunOptions } from './serving-runs.ts';

@@ -4,7 +4,7 @@
 // layouts, and the geometry rewrite of a dense kernel's WGSL.
 
 import { describe, expect, it } from 'vitest';
-import { scoreModel, visible } from '../scores.ts';
+import { scoreModel, visible } from '../core/scores.ts';
 import { tileAt } from './grid-order.ts';
 import { packPagedTable, pagedWork } from './paged-layout.ts';
 import { withSequenceGeometry } from './sequence-geometry.ts';

@@ -12,7 +12,7 @@
 // index, as the CPU engine's). Every tensor is bound whole: a problem whose tensor needs more than
 // one binding is refused with the size it needs (the dense paths' windows do not apply here).
 
-import { ProblemError, validateProblem } from '../problem.ts';
+import { ProblemError, validateProblem } from '../core/problem.ts';
 import { checkOffsets, totalK, totalQ, varlenBatch, type VarlenInputs, type VarlenProblem } from '../layouts/varlen.ts';
 import { validatePaged, type PagedInputs, type PagedProblem } from '../layouts/paged.ts';
 import { sequenceProblem } from '../layouts/sequence-runner.ts';

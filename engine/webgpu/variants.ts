@@ -4,7 +4,7 @@
 // than the subgroup size (a kernel that silently drops keys past the subgroup or the first
 // tile fails these).
 
-import type { AttentionProblem } from '../problem.ts';
+import type { AttentionProblem } from '../core/problem.ts';
 
 const base: AttentionProblem = { batch: 2, hq: 4, hk: 4, nq: 45, nk: 77, d: 24, dv: 24, causal: false, dtype: 'fp32' };
 

@@ -15,7 +15,7 @@
 // A workgroup reads its pair and its sequence's four offsets (the 16 bytes of varlen.ts's
 // counters) and builds `geo` (sequence-geometry.ts); rows are H·d apart in the packed tensors.
 
-import { ProblemError } from '../problem.ts';
+import { ProblemError } from '../core/problem.ts';
 
 /** How a flash kernel addresses rows of Q, K, V, O and LSE (strings of WGSL). */
 export interface RowAddress {

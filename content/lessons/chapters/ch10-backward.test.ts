@@ -4,8 +4,8 @@
 
 import { describe, expect, it } from 'vitest';
 import { randomGradOutput } from '../../../engine/backward/grad-output.ts';
-import { randomInputs } from '../../../engine/inputs.ts';
-import { referenceAttention } from '../../../engine/reference.ts';
+import { randomInputs } from '../../../engine/core/inputs.ts';
+import { referenceAttention } from '../../../engine/core/reference.ts';
 import { chapterByNumber } from './index.ts';
 import { lessonContext, locateBlock, RunCache, runRequest } from './evaluate.ts';
 

@@ -3,8 +3,8 @@
 import type { Chapter } from './types.ts';
 import { firstIndex, fmt, fmtBytes, lessonRequest } from './queries.ts';
 import { algorithmById } from '../../../engine/algorithms/registry.ts';
-import { randomInputs } from '../../../engine/inputs.ts';
-import type { AttentionProblem } from '../../../engine/problem.ts';
+import { randomInputs } from '../../../engine/core/inputs.ts';
+import type { AttentionProblem } from '../../../engine/core/problem.ts';
 import { runToEnd } from '../../../engine/run.ts';
 import { generateServing, DEFAULT_SERVING_FORM, type ServingForm } from '../../../engine/layouts/serving-run.ts';
 import { runLayoutToEnd } from '../../../engine/layouts/sequence-runner.ts';

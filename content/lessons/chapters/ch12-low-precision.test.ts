@@ -5,10 +5,10 @@
 
 import { describe, expect, it } from 'vitest';
 import { fa3 } from '../../../engine/algorithms/fa3.ts';
-import { randomInputs, SINK_KEYS } from '../../../engine/inputs.ts';
+import { randomInputs, SINK_KEYS } from '../../../engine/core/inputs.ts';
 import { prepareFp8 } from '../../../engine/lowprec/fa3-fp8.ts';
 import { roundFp8 } from '../../../engine/lowprec/fp8.ts';
-import { softmaxScale, type AttentionProblem } from '../../../engine/problem.ts';
+import { softmaxScale, type AttentionProblem } from '../../../engine/core/problem.ts';
 import { runToEnd } from '../../../engine/run.ts';
 import { chapterByNumber } from './index.ts';
 import { lessonContext, liveBlock, locateBlock, RunCache, runRequest } from './evaluate.ts';

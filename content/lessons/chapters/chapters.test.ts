@@ -4,9 +4,9 @@
 // that are numbers of the maths agree with an independent float64 computation.
 
 import { describe, expect, it } from 'vitest';
-import { referenceAttention } from '../../../engine/reference.ts';
-import { randomInputs } from '../../../engine/inputs.ts';
-import { softmaxScale } from '../../../engine/problem.ts';
+import { referenceAttention } from '../../../engine/core/reference.ts';
+import { randomInputs } from '../../../engine/core/inputs.ts';
+import { softmaxScale } from '../../../engine/core/problem.ts';
 import { CHAPTERS, chapterByNumber } from './index.ts';
 import { checkAnswer, isCorrect, lessonContext, locateTarget, parseAnswer, RunCache, runRequest } from './evaluate.ts';
 import { fa1IoSweep, standardIoBytes, SWEEP_PROBLEM } from './io-sweep.ts';

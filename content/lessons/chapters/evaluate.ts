@@ -4,8 +4,8 @@
 import type { LoadRequest } from '../../../engine/debugger/protocol.ts';
 import { hwAlgorithmById, simulateFor } from '../../../engine/hw/registry.ts';
 import { gpuById } from '../../../engine/hw/gpus/index.ts';
-import { randomInputs } from '../../../engine/inputs.ts';
-import { validateProblem } from '../../../engine/problem.ts';
+import { randomInputs } from '../../../engine/core/inputs.ts';
+import { validateProblem } from '../../../engine/core/problem.ts';
 import { startPass } from '../../../engine/debugger/pass-run.ts';
 import type { TraceEvent } from '../../../engine/trace/events.ts';
 import { chapterByNumber } from './index.ts';

@@ -4,8 +4,8 @@
 
 import { algorithmById } from '../../../engine/algorithms/registry.ts';
 import { blocksFromSram } from '../../../engine/algorithms/blocks.ts';
-import { randomInputs } from '../../../engine/inputs.ts';
-import type { AttentionProblem } from '../../../engine/problem.ts';
+import { randomInputs } from '../../../engine/core/inputs.ts';
+import type { AttentionProblem } from '../../../engine/core/problem.ts';
 import { runToEnd } from '../../../engine/run.ts';
 import { hbmTotal } from './queries.ts';
 

@@ -5,12 +5,12 @@
 
 import { sage, SAGE_TILE } from '../../../engine/algorithms/sage.ts';
 import type { LoadRequest } from '../../../engine/debugger/protocol.ts';
-import { randomInputs, type AttentionInputs } from '../../../engine/inputs.ts';
+import { randomInputs, type AttentionInputs } from '../../../engine/core/inputs.ts';
 import { outputError } from '../../../engine/lowprec/error-metrics.ts';
 import { prepareSage } from '../../../engine/lowprec/sage-quant.ts';
-import { DEFAULT_PROBLEM, type AttentionProblem } from '../../../engine/problem.ts';
-import { mulberry32 } from '../../../engine/random.ts';
-import { referenceAttention } from '../../../engine/reference.ts';
+import { DEFAULT_PROBLEM, type AttentionProblem } from '../../../engine/core/problem.ts';
+import { mulberry32 } from '../../../engine/core/random.ts';
+import { referenceAttention } from '../../../engine/core/reference.ts';
 import { runToEnd } from '../../../engine/run.ts';
 import type { TraceEvent } from '../../../engine/trace/events.ts';
 import { lessonRequest } from './queries.ts';

@@ -6,12 +6,12 @@
 
 import { fa3 } from '../../../engine/algorithms/fa3.ts';
 import type { LoadRequest } from '../../../engine/debugger/protocol.ts';
-import { randomInputs, SINK_KEYS } from '../../../engine/inputs.ts';
+import { randomInputs, SINK_KEYS } from '../../../engine/core/inputs.ts';
 import { outputError } from '../../../engine/lowprec/error-metrics.ts';
 import { randomSigns, rotateRows } from '../../../engine/lowprec/incoherent.ts';
 import { quantizeFp8Rows } from '../../../engine/lowprec/quantize.ts';
-import { DEFAULT_PROBLEM, softmaxScale, type AttentionProblem, type DType } from '../../../engine/problem.ts';
-import { referenceAttention } from '../../../engine/reference.ts';
+import { DEFAULT_PROBLEM, softmaxScale, type AttentionProblem, type DType } from '../../../engine/core/problem.ts';
+import { referenceAttention } from '../../../engine/core/reference.ts';
 import { runToEnd } from '../../../engine/run.ts';
 import type { TraceEvent } from '../../../engine/trace/events.ts';
 import type { EngineRun } from './types.ts';

@@ -2,10 +2,10 @@
 // answer functions. Each returns what the engine recorded; none recomputes the maths.
 
 import type { LoadRequest } from '../../../engine/debugger/protocol.ts';
-import type { InputDistribution } from '../../../engine/inputs.ts';
-import type { AttentionProblem } from '../../../engine/problem.ts';
+import type { InputDistribution } from '../../../engine/core/inputs.ts';
+import type { AttentionProblem } from '../../../engine/core/problem.ts';
 import type { TraceEvent } from '../../../engine/trace/events.ts';
-import { totalBytes, type Counters } from '../../../engine/counters.ts';
+import { totalBytes, type Counters } from '../../../engine/core/counters.ts';
 
 export type EventOf<K extends TraceEvent['kind']> = Extract<TraceEvent, { kind: K }>;
 

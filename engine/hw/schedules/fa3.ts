@@ -12,7 +12,7 @@
 // K/V blocks are visited from the last to the first, as the kernel does (the block with
 // the causal diagonal is masked first).
 
-import { isFp8 } from '../../problem.ts';
+import { isFp8 } from '../../core/problem.ts';
 import type { ResourceSheet } from '../events.ts';
 import type { GpuSpec } from '../gpus/index.ts';
 import {

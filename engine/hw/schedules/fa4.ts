@@ -19,7 +19,7 @@
 // next S_s. Correction rescales O only when some row max grew by more than 8 (log2 units,
 // 16-bit types): with lazy rescaling on it skips the rescale unless a row needs it.
 
-import { isFp8 } from '../../problem.ts';
+import { isFp8 } from '../../core/problem.ts';
 import type { ResourceSheet } from '../events.ts';
 import type { GpuSpec } from '../gpus/index.ts';
 import {

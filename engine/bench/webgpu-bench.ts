@@ -32,7 +32,7 @@
 
 import { nominalFlops, type AttentionProblem } from '../core/problem.ts';
 import { PATH_LABELS, WebGpuUnavailable, type WebGpuPath } from '../webgpu/device.ts';
-import { AttentionRun, type RunOptions } from '../webgpu/backend.ts';
+import { AttentionRun, pathElem, type RunOptions } from '../webgpu/backend.ts';
 import type { MatrixTilePrefs } from '../webgpu/flash-matrix-kernel.ts';
 import { NO_ADAPTER_HELP, openNodeWebGpu } from '../webgpu/node-gpu.ts';
 import { checkSampledRows } from '../webgpu/row-check.ts';
@@ -151,7 +151,7 @@ async function measure(ctx: Awaited<ReturnType<typeof openNodeWebGpu>>, p: Atten
     // fillRandom writes N(0, 1): a chunk it missed would read back as zeros, which the row
     // check alone cannot see (it recomputes from the inputs as stored).
     if (!(Math.abs(check.inputRms - 1) < 0.1)) return `generated inputs have RMS ${check.inputRms.toFixed(3)}, not ≈ 1: the fill missed part of a tensor`;
-    const eb = path === 'flash-f16' || path === 'flash-matrix' ? 2 : 4;
+    const eb = pathElem(path) === 'f16' ? 2 : 4;
     const bytes = (p.batch * (p.hq * p.nq * p.d + p.hk * p.nk * (p.d + p.dv))) * eb + p.batch * p.hq * p.nq * (p.dv + 1) * 4;
     const config = batch > 1 ? `${run.config}; timed ${batch} runs back to back per repetition` : run.config;
     return { ms, spread, tflops: nominalFlops(p) / (ms * 1e9), gbs: bytes / (ms * 1e6), err: Math.max(check.maxAbsErrO, check.maxAbsErrLse), config, kernels };
@@ -189,7 +189,7 @@ async function selfTest(
   const errs: string[] = [];
   let worst = 0;
   for (const v of variants) {
-    const f16 = path === 'flash-f16' || path === 'flash-matrix';
+    const f16 = pathElem(path) === 'f16';
     const p: AttentionProblem = { ...v.problem, dtype: f16 ? 'fp16' : 'fp32' };
     const x = randomInputs(p, { seed: 7, distribution });
     const ref = referenceAttention(p, x);
@@ -204,7 +204,8 @@ async function selfTest(
       for (let i = 0; i < r.lse.length; i++) e = Math.max(e, r.lse[i] === ref.lse[i] ? 0 : Math.abs(r.lse[i] - ref.lse[i]));
       if (Number.isNaN(e)) e = Infinity;
       errs.push(`${v.name} ${e.toExponential(1)}`);
-      worst = Math.max(worst, f16 ? e / 30 : e);
+      // f16 P (flash-f16, flash-matrix) loosens the bound; decoding reads f16 but computes in f32.
+      worst = Math.max(worst, f16 && path !== 'decode' ? e / 30 : e);
     } catch (err) {
       errs.push(`${v.name} FAILED (${err instanceof Error ? err.message.slice(0, 600) : String(err)})`);
       worst = Infinity;
@@ -252,7 +253,7 @@ function printSummary(anchor: AnchorRun, summary: Map<string, Measured | string>
   }
   const decodes = DECODE_SHAPES.filter((sh) => summary.has(decodeKey(sh)));
   if (!decodes.length) return;
-  console.log('\n| decode (B = 4, Nq = 1, d = 128) | flash-decoding (f32 K/V) | SDPA FLASH (fp16 K/V) | bandwidth ratio | time ratio (SDPA / ours) |');
+  console.log('\n| decode (B = 4, Nq = 1, d = 128) | flash-decoding (f16 K/V) | SDPA FLASH (fp16 K/V) | bandwidth ratio | time ratio (SDPA / ours) |');
   console.log('|---|---|---|---|---|');
   for (const sh of decodes) {
     const m = summary.get(decodeKey(sh))!;

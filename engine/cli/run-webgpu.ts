@@ -30,7 +30,8 @@ export const WEBGPU_RUN_HELP = `backend:
   --repeats N                 with webgpu: timed repetitions after a warm-up (default 3)
   with webgpu, --algo is not used and random inputs (--b --hq --hk --nq --nk --d --dv --seed) are allowed;
   the serving layouts' flags run on it too: varlen on flash-f32 (default), flash-f16,
-  flash-subgroups or flash-matrix, a paged cache on decode (paged flash-decoding); outputs
+  flash-subgroups or flash-matrix, a paged cache on decode (paged flash-decoding, q and the cache stored
+  as f16 like every decoding run); outputs
   as without --backend, in DIR/webgpu-<path>/;
   --do FILE with webgpu: the backward after the forward, on --path flash-f32 (f32 kernels) or
   flash-matrix (f16 Q, K, V, dO on subgroup matrices, dQ in a fixed-point accumulator):

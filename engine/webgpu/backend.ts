@@ -77,9 +77,12 @@ export interface Fp8Switches {
 
 const GiB = 1024 ** 3;
 
-/** Which storage type a path reads its inputs in. */
+/**
+ * Which storage type a path reads its inputs in. Decoding reads f16 as packed u32 words
+ * (decode-group-kernel.ts), so it needs no shader-f16: a K/V cache in f16 on every adapter.
+ */
 export function pathElem(path: WebGpuPath): 'f32' | 'f16' {
-  return path === 'flash-f16' || path === 'flash-matrix' ? 'f16' : 'f32';
+  return path === 'flash-f16' || path === 'flash-matrix' || path === 'decode' ? 'f16' : 'f32';
 }
 
 const pipelineCache = new WeakMap<GPUDevice, Map<string, GPUComputePipeline>>();
@@ -348,7 +351,7 @@ export class AttentionRun {
         );
       }
     } else {
-      // decode: about 2048 workgroups (the whole GPU busy on a bandwidth-bound pass), splits of
+      // decode (f16 Q/K/V): about 2048 workgroups (the whole GPU busy on a bandwidth-bound pass), splits of
       // at least 128 keys (each split pays for a query load and two reductions) and at most
       // DECODE_SPLIT_MAX (its scores live in workgroup memory).
       // In windows the partials are sized for one window and reused: each window's
@@ -368,9 +371,9 @@ export class AttentionRun {
       const used = Math.ceil(p.nk / splitLen);
       const opart = await this.buffer('partial O', wbh * used * p.nq * p.dv * 4, GPUBufferUsage.STORAGE);
       const lpart = await this.buffer('partial LSE', wbh * used * p.nq * 4, GPUBufferUsage.STORAGE);
-      this.config = group
+      this.config = `f16 Q, K, V (unpacked from u32 words), f32 arithmetic; ${group
         ? `${used} split${used > 1 ? 's' : ''} of ${splitLen} keys per key head, ${groupHeads * p.hk === p.hq ? `each read once for its ${group.rows} query row${group.rows > 1 ? 's' : ''}` : `each read by ${p.hq / p.hk / groupHeads} workgroups of ${group.rows} query row${group.rows > 1 ? 's' : ''}`}; ${group.lpk} lanes per key, ${group.ku} key${group.ku > 1 ? 's' : ''} per step, ${group.threads} threads, ${decodeGroupBytes(group)} B workgroup memory`
-        : `${used} split${used > 1 ? 's' : ''} of ${splitLen} keys, ${DECODE_THREADS} threads per split`;
+        : `${used} split${used > 1 ? 's' : ''} of ${splitLen} keys, ${DECODE_THREADS} threads per split`}`;
       const [psplit, pcomb] = await Promise.all([
         pipeline(device, group ? decodeGroupKernelWgsl(group) : decodeSplitKernelWgsl(p.d, p.dv)),
         pipeline(device, decodeCombineKernelWgsl(p.d, p.dv)),

@@ -8,6 +8,10 @@
 // two workgroups of 128 lanes ran per SM: too few loads in flight for a pass that only streams
 // K and V. And it re-reads K/V for every query row, so GQA read a group's K/V once per query head.
 //
+// Q, K and V are stored as f16 (what inference engines cache; half the bytes of f32) and read
+// as packed u32 words unpacked with unpack2x16float: core WGSL, so no shader-f16 is needed and
+// every adapter reads half the bytes. Scores, softmax and O accumulate in f32.
+//
 // Layout: LPK lanes per key (neighbouring lanes of one subgroup). A lane holds the column groups
 // (16 bytes) part, part + LPK, … of q and of O for each of the R rows, so a warp's load covers
 // 32 / LPK rows of K or V, each 16·LPK contiguous bytes. The workgroup's NT / LPK lane groups
@@ -33,6 +37,8 @@ export interface DecodeGroupConfig {
   ku: number;
   /** Lanes per workgroup. */
   threads: number;
+  /** Columns per load: 8 (a vec4<u32> of f16 pairs) or 4 (a vec2<u32>). */
+  cols: 4 | 8;
   /** The problem's score modifiers (the score code is specialised to them). */
   score: ScoreSpec;
   /** K/V in a paged cache of pages of this many tokens (paged-layout.ts) instead of [B, Hk, N, d]. */
@@ -44,6 +50,8 @@ export interface DecodeGroupPrefs {
   lpk?: number;
   ku?: number;
   threads?: number;
+  /** Columns per load (8: 16-byte loads; 4: 8-byte loads). */
+  cols?: 4 | 8;
   /**
    * Query heads per workgroup, where it divides Hq / Hk: a key head's heads then go to several
    * workgroups, each reading its K/V (the later ones, launched beside it, from L2 if it holds).
@@ -57,11 +65,12 @@ export const DECODE_GROUP_MAX_ROWS = 8;
 /**
  * The configuration for a problem, or undefined where decode-kernels.ts's split pass runs it:
  * head dims not multiples of 4 or over 256, more than DECODE_GROUP_MAX_ROWS rows per key head,
- * or no subgroups. LPK: the fewest lanes per key that keep a lane's q and O state within 16
- * vec4s (64 floats), capped by the subgroup; KU: two keys per step, their K and V loads issued
- * together. On the H200 two measured best of 1, 2 and 4 on every decoding shape of the bench
- * (d = 128, 1, 4 and 8 rows per key head: 8–24% faster than the earlier rule of about 16 loads in
- * flight per lane, which gave one key at 1 row and four at 4 and 8 rows).
+ * or no subgroups. LPK: the fewest lanes per key that keep a lane's q and O state within 64
+ * floats, capped by the subgroup; COLS: 8 columns per load where the head dims hold LPK groups
+ * of 8, else 4. KU: two keys per step, their K and V loads issued together. On the H200 two
+ * measured best of 1, 2 and 4 on every decoding shape of the bench with f32 K/V (d = 128, 1, 4
+ * and 8 rows per key head: 8–24% faster than the earlier rule of about 16 loads in flight per
+ * lane); with f16 K/V see `prefs.ku` and BENCHMARKS.md.
  */
 export function chooseDecodeGroup(
   p: { d: number; dv: number; hq: number; hk: number; nq: number },
@@ -74,17 +83,16 @@ export function chooseDecodeGroup(
   const heads = prefs.groupHeads !== undefined && prefs.groupHeads >= 1 && perKeyHead % prefs.groupHeads === 0 ? prefs.groupHeads : perKeyHead;
   const rows = heads * p.nq;
   if (p.d % 4 !== 0 || p.dv % 4 !== 0 || p.d > 256 || p.dv > 256 || rows > DECODE_GROUP_MAX_ROWS || subgroupMin < 1) return undefined;
-  const d4 = p.d / 4;
-  const dv4 = p.dv / 4;
   let lpk = 1;
-  while (lpk < 32 && (rows * (Math.ceil(d4 / lpk) + Math.ceil(dv4 / lpk)) > 16 || lpk < Math.min(4, subgroupMin))) lpk *= 2;
+  while (lpk < 32 && (rows * (Math.ceil(p.d / lpk) + Math.ceil(p.dv / lpk)) > 64 || lpk < Math.min(4, subgroupMin))) lpk *= 2;
   lpk = Math.min(prefs.lpk ?? lpk, pow2Floor(subgroupMin));
+  const cols = prefs.cols ?? (p.d % 8 === 0 && p.dv % 8 === 0 && 8 * lpk <= Math.min(p.d, p.dv) ? 8 : 4);
   const ku = prefs.ku ?? 2;
   // 128 lanes, fewer where the end-of-split reduction would not fit in 16 KiB (or the adapter's
   // limit): small adapters whose subgroups hold fewer lanes per key carry more state per lane.
   const budget = Math.min(16384, maxWorkgroupStorage);
   for (let threads = prefs.threads ?? 128; threads >= 2 * lpk; threads /= 2) {
-    const c = { d: p.d, dv: p.dv, rows, nq: p.nq, lpk, ku, threads, score };
+    const c = { d: p.d, dv: p.dv, rows, nq: p.nq, lpk, ku, threads, cols, score };
     if (decodeGroupBytes(c) <= budget) return c;
   }
   return undefined;
@@ -99,37 +107,43 @@ function pow2Floor(x: number): number {
 /** Workgroup memory of the end-of-split reduction, bytes. */
 export function decodeGroupBytes(c: DecodeGroupConfig): number {
   const slots = c.threads / c.lpk;
-  const cv = Math.ceil(c.dv / 4 / c.lpk);
+  const cv = Math.ceil(c.dv / c.cols / c.lpk) * (c.cols / 4);
   return (slots / 2) * c.rows * (c.lpk * cv * 16 + 8);
 }
 
 export function decodeGroupKernelWgsl(c: DecodeGroupConfig): string {
-  const { rows: R, lpk: LPK, ku: KU, threads: NT } = c;
-  const D4 = c.d / 4;
-  const DV4 = c.dv / 4;
-  const CQ = Math.ceil(D4 / LPK);
-  const CV = Math.ceil(DV4 / LPK);
+  const { rows: R, lpk: LPK, ku: KU, threads: NT, cols: COLS } = c;
+  const H = COLS / 4; // vec4<f32> halves per load
+  const DG = c.d / COLS;
+  const DVG = c.dv / COLS;
+  const CQ = Math.ceil(DG / LPK) * H; // the lane's q (and K) vec4s per row
+  const CV = Math.ceil(DVG / LPK) * H; // the lane's O (and V) vec4s per row
   const SLOTS = NT / LPK;
   const HALF = SLOTS / 2;
   const each = (n: number, f: (i: number) => string, sep = '\n  ') => Array.from({ length: n }, (_, i) => f(i)).join(sep);
-  // Column group t of this lane: part + LPK·t; guarded only where the last group runs past the row.
-  const colOk = (t: number, w4: number) => ((t + 1) * LPK <= w4 ? '' : `part + ${t * LPK}u < ${w4}u`);
-  const guarded = (t: number, w4: number, load: string) => {
-    const ok = colOk(t, w4);
-    return !ok ? load : `select(vec4<f32>(0.0), ${load.replace(`part + ${t * LPK}u`, `min(part + ${t * LPK}u, ${w4 - 1}u)`)}, ${ok})`;
+  // Load group g of this lane: part + LPK·g; guarded only where the last group runs past the row.
+  const colOk = (g: number, wg: number) => ((g + 1) * LPK <= wg ? '' : `part + ${g * LPK}u < ${wg}u`);
+  const raw = COLS === 8 ? 'vec4<u32>' : 'vec2<u32>';
+  // The H vec4<f32>s of load group g of a row (row index in loads: row · wg), as `name_t`, t = g·H + h.
+  const load = (name: string, buf: string, row: string, g: number, wg: number) => {
+    const ok = colOk(g, wg);
+    const at = `${buf}[${row} * ${wg}u + ${ok ? `min(part + ${g * LPK}u, ${wg - 1}u)` : `part + ${g * LPK}u`}]`;
+    const w = ok ? `select(${raw}(0u), ${at}, ${ok})` : at;
+    return `let ${name}_w${g} = ${w};\n    ${each(H, (h) => `let ${name}_${g * H + h} = unpack4(${name}_w${g}.${h ? 'zw' : 'xy'});`, '\n    ')}`;
   };
   const P = c.pageSize;
-  // Row of K / V (in 16-byte groups of D4 / DV4) that holds key `key`: dense, the key head's
-  // block of rows; paged, the key's slot in its page (`page`, `pg`: paged-layout.ts's loop).
+  // Row of K / V that holds key `key`: dense, the key head's block of rows; paged, the key's
+  // slot in its page (`page`, `pg`: paged-layout.ts's loop).
   const kvRow = (key: string) => (P ? `((page * ${P}u + ${key} - pg * ${P}u) * params.hk + hk)` : `(kbase + ${key})`);
   const end = P ? 'pend' : 'hi';
   const wgsl = /* wgsl */ `
 ${LPK > 1 ? 'enable subgroups;' : ''}
 ${PARAMS_WGSL}
 @group(0) @binding(0) var<uniform> params: Params;
-@group(0) @binding(1) var<storage, read> q4: array<vec4<f32>>;
-@group(0) @binding(2) var<storage, read> k4: array<vec4<f32>>;
-@group(0) @binding(3) var<storage, read> v4: array<vec4<f32>>;
+// f16 pairs in u32 words, COLS = ${COLS} columns per element
+@group(0) @binding(1) var<storage, read> qh: array<${raw}>;
+@group(0) @binding(2) var<storage, read> kh: array<${raw}>;
+@group(0) @binding(3) var<storage, read> vh: array<${raw}>;
 @group(0) @binding(4) var<storage, read_write> opart: array<f32>;   // [bh][split][row][dv]
 @group(0) @binding(5) var<storage, read_write> lpart: array<f32>;   // [bh][split][row]
 @group(0) @binding(6) var<storage, read> aux: array<f32>;${P ? PAGED_BINDING_WGSL : ''}
@@ -139,6 +153,8 @@ const G = ${R / c.nq}u; // query heads per key head
 // End-of-split reduction: the upper half of the remaining slots leave (m, l) and O here.
 var<workgroup> red_o: array<vec4<f32>, ${HALF * R * LPK * CV}>;
 var<workgroup> red_ml: array<vec2<f32>, ${HALF * R}>;
+
+fn unpack4(w: vec2<u32>) -> vec4<f32> { return vec4<f32>(unpack2x16float(w.x), unpack2x16float(w.y)); }
 
 @compute @workgroup_size(${NT})
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
@@ -156,7 +172,7 @@ ${P ? pagedPrologue() : `  let split = wid.x;
 
   // This lane's column groups of each row's q, and the rows' online-softmax state.
   ${each(R, (r) => `let qrow${r} = (bh0 + ${Math.floor(r / c.nq)}u) * NQ + ${r % c.nq}u;
-  ${each(CQ, (t) => `let q${r}_${t} = ${guarded(t, D4, `q4[qrow${r} * ${D4}u + part + ${t * LPK}u]`)};`)}
+  ${each(CQ / H, (g) => load(`q${r}`, 'qh', `qrow${r}`, g, DG))}
   var m${r} = NEG_INF; var l${r} = 0.0;
   ${each(CV, (t) => `var o${r}_${t} = vec4<f32>(0.0);`)}`)}
 
@@ -165,8 +181,8 @@ ${P ? pagedPrologue() : `  let split = wid.x;
   ${P ? pagedLoop(P, `${SLOTS * KU}u`) : `for (var j0 = lo; j0 < hi; j0 += ${SLOTS * KU}u) {`}
     // Every load of the step first (keys past the split clamped into it, masked below).
     ${each(KU, (u) => `let key${u} = min(j0 + ${u * SLOTS}u + slot, ${end} - 1u);
-    ${each(CQ, (t) => `let k${u}_${t} = ${guarded(t, D4, `k4[${kvRow(`key${u}`)} * ${D4}u + part + ${t * LPK}u]`)};`, '\n    ')}
-    ${each(CV, (t) => `let v${u}_${t} = ${guarded(t, DV4, `v4[${kvRow(`key${u}`)} * ${DV4}u + part + ${t * LPK}u]`)};`, '\n    ')}`, '\n    ')}
+    ${each(CQ / H, (g) => load(`k${u}`, 'kh', kvRow(`key${u}`), g, DG), '\n    ')}
+    ${each(CV / H, (g) => load(`v${u}`, 'vh', kvRow(`key${u}`), g, DVG), '\n    ')}`, '\n    ')}
     // Partial dots of every (row, key) pair, summed over the slot's lanes: reduce-scatter, then
     // all-gather (2·(n − n/LPK) shuffles for n pairs, against n·log2 LPK for n butterflies).
     ${allReduce(R * KU, (v) => `${each(CQ, (t) => `dot(k${v % KU}_${t}, q${Math.floor(v / KU)}_${t})`, ' + ')}`, LPK)}
@@ -211,9 +227,9 @@ ${P ? pagedPrologue() : `  let split = wid.x;
       let out = ${P ? `((sbase + split) * params.hq + hq0 + ${Math.floor(r / c.nq)}u)` : `((bh0 + ${Math.floor(r / c.nq)}u) * params.splits + split)`} * NQ + ${r % c.nq}u;
       let inv = select(0.0, 1.0 / l${r}, l${r} > 0.0);
       ${each(CV, (t) => {
-        const col = `(part + ${t * LPK}u)`;
-        const body = `let x = o${r}_${t} * inv; let c = ${col} * 4u; opart[out * ${c.dv}u + c] = x.x; opart[out * ${c.dv}u + c + 1u] = x.y; opart[out * ${c.dv}u + c + 2u] = x.z; opart[out * ${c.dv}u + c + 3u] = x.w;`;
-        return colOk(t, DV4) ? `if (${colOk(t, DV4)}) { ${body} }` : `{ ${body} }`;
+        const g = Math.floor(t / H);
+        const body = `let x = o${r}_${t} * inv; let c = (part + ${g * LPK}u) * ${COLS}u + ${(t % H) * 4}u; opart[out * ${c.dv}u + c] = x.x; opart[out * ${c.dv}u + c + 1u] = x.y; opart[out * ${c.dv}u + c + 2u] = x.z; opart[out * ${c.dv}u + c + 3u] = x.w;`;
+        return colOk(g, DVG) ? `if (${colOk(g, DVG)}) { ${body} }` : `{ ${body} }`;
       }, '\n      ')}
       if (part == 0u) { lpart[out] = select(NEG_INF, m${r} + log(l${r}), l${r} > 0.0); }
     }`, '\n    ')}

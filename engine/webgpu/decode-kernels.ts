@@ -15,6 +15,8 @@
 //   3. P·V with 16-byte columns: DV/4 lanes cover one V row (a coalesced read), NT/(DV/4)
 //      key groups run side by side, four keys per group in flight, and the groups' partial
 //      sums meet in workgroup memory.
+// Q, K and V are f16 in u32 words (unpack2x16float: core WGSL, no shader-f16), as the group
+// kernel reads them (decode-group-kernel.ts); the arithmetic is f32.
 // Workgroup memory: q row (D floats), partial dots (4·SPLIT_MAX), scores (SPLIT_MAX),
 // reduction (NT): 21 KiB for d ≤ 128.
 
@@ -23,6 +25,9 @@ import { PARAMS_WGSL, SCORE_WGSL } from './params.ts';
 export const DECODE_THREADS = 128;
 /** Keys per split at most (the split's scores live in workgroup memory). */
 export const DECODE_SPLIT_MAX = 1024;
+
+/** WGSL for element i of an f16 tensor stored as u32 words. */
+const halfAt = (buf: string, i: string) => `unpack2x16float(${buf}[(${i}) >> 1u])[(${i}) & 1u]`;
 
 export function decodeSplitKernelWgsl(d: number, dv: number): string {
   const NT = DECODE_THREADS;
@@ -33,17 +38,18 @@ export function decodeSplitKernelWgsl(d: number, dv: number): string {
   const COLT = Math.ceil(DV4 / NT);
   const KG = COLT > 1 ? 1 : Math.floor(NT / DV4);
   const QPK = Math.ceil(D4 / 4); // column groups per lane in phase 1
-  // Rows of K and V as 16-byte groups; head dims that are not multiples of 4 read element by element.
+  // Rows of K and V as 4-column groups (8 bytes: a vec2<u32> of f16 pairs); head dims that are
+  // not multiples of 4 read element by element from u32 words.
   const load4 = (buf: string, width: number, row: string, c4: string) =>
     width % 4 === 0
-      ? `${buf}4[${row} * ${width / 4}u + ${c4}]`
-      : `vec4<f32>(${[0, 1, 2, 3].map((e) => `select(0.0, ${buf}[${row} * ${width}u + min(${c4} * 4u + ${e}u, ${width - 1}u)], ${c4} * 4u + ${e}u < ${width}u)`).join(', ')})`;
+      ? `unpack4(${buf}w[${row} * ${width / 4}u + ${c4}])`
+      : `vec4<f32>(${[0, 1, 2, 3].map((e) => `select(0.0, ${halfAt(buf, `${row} * ${width}u + min(${c4} * 4u + ${e}u, ${width - 1}u)`)}, ${c4} * 4u + ${e}u < ${width}u)`).join(', ')})`;
   return /* wgsl */ `
 ${PARAMS_WGSL}
 @group(0) @binding(0) var<uniform> params: Params;
-@group(0) @binding(1) var<storage, read> q: array<f32>;
-@group(0) @binding(2) var<storage, read> ${d % 4 === 0 ? 'k4: array<vec4<f32>>' : 'k: array<f32>'};
-@group(0) @binding(3) var<storage, read> ${dv % 4 === 0 ? 'v4: array<vec4<f32>>' : 'v: array<f32>'};
+@group(0) @binding(1) var<storage, read> q: array<u32>;
+@group(0) @binding(2) var<storage, read> ${d % 4 === 0 ? 'kw: array<vec2<u32>>' : 'k: array<u32>'};
+@group(0) @binding(3) var<storage, read> ${dv % 4 === 0 ? 'vw: array<vec2<u32>>' : 'v: array<u32>'};
 @group(0) @binding(4) var<storage, read_write> opart: array<f32>;   // [bh][split][row][dv]
 @group(0) @binding(5) var<storage, read_write> lpart: array<f32>;   // [bh][split][row]
 @group(0) @binding(6) var<storage, read> aux: array<f32>;
@@ -53,6 +59,8 @@ var<workgroup> qs: array<vec4<f32>, ${D4}>;     // the query row, zeros past D
 var<workgroup> part: array<vec4<f32>, ${SMAX}>; // phase 1: a key's four partial dots; phase 3: the key groups' sums
 var<workgroup> sc: array<f32, ${SMAX}>;         // the split's scores, then P
 var<workgroup> red: array<f32, ${NT}>;
+
+fn unpack4(w: vec2<u32>) -> vec4<f32> { return vec4<f32>(unpack2x16float(w.x), unpack2x16float(w.y)); }
 
 fn reduce(lid: u32, x: f32, is_max: bool) -> f32 {
   red[lid] = x;
@@ -78,7 +86,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     for (var c4 = lid; c4 < D4; c4 += NT) {
       let qb = (bh * params.nq + row) * D + c4 * 4u;
       // past D the reads may run off the buffer; WebGPU keeps them in bounds, and select drops them
-      qs[c4] = vec4<f32>(${[0, 1, 2, 3].map((e) => `select(0.0, q[qb + ${e}u], c4 * 4u + ${e}u < D)`).join(', ')});
+      qs[c4] = vec4<f32>(${[0, 1, 2, 3].map((e) => `select(0.0, ${halfAt('q', `qb + ${e}u`)}, c4 * 4u + ${e}u < D)`).join(', ')});
     }
     workgroupBarrier();
     let kr = block_key_range(row, row + 1u);

@@ -165,13 +165,14 @@ export async function checkVarlen(ctx: WebGpuContext, path: WebGpuPath, variants
   return out;
 }
 
-/** Paged flash-decoding (f32 K/V) on every paged variant. */
+/** Paged flash-decoding (f16 q and K/V: the reference sees the fp16-rounded inputs) on every paged variant. */
 export async function checkPaged(ctx: WebGpuContext, variants = PAGED_VARIANTS, opts: PagedRunOptions = {}): Promise<ServingCheck[]> {
   const out: ServingCheck[] = [];
   for (const v of variants) {
     let run: PagedDecodeGpuRun | undefined;
     try {
-      const { pp, x } = pagedCase(v, 5);
+      const { pp, x: raw } = pagedCase(v, 5);
+      const x = { q: roundArray('fp16', raw.q), kCache: roundArray('fp16', raw.kCache), vCache: roundArray('fp16', raw.vCache) };
       const ref = referencePaged(pp, x);
       run = await PagedDecodeGpuRun.create(ctx, pp, opts);
       run.upload(x);

@@ -108,11 +108,12 @@ abstract class ServingRun {
     tmp.forEach((b) => b.destroy());
   }
 
-  async execute(): Promise<KernelTime[]> {
+  /** Runs the kernels (`repeat` times back to back in one submission: timer.ts); mean GPU times. */
+  async execute(repeat = 1): Promise<KernelTime[]> {
     if (this.ctx.lost) throw new WebGpuRunError(this.ctx.lost);
     const { device } = this.ctx;
     device.pushErrorScope('validation');
-    const times = await runTimed(device, this.dispatches, this.ctx.timestamps);
+    const times = await runTimed(device, this.dispatches, this.ctx.timestamps, repeat);
     const err = await device.popErrorScope();
     if (err) throw new WebGpuRunError(`kernel launch failed: ${err.message}`);
     if (this.ctx.lost) throw new WebGpuRunError(this.ctx.lost);
@@ -372,9 +373,10 @@ export class PagedDecodeGpuRun extends ServingRun {
     this.headChunk = chunk;
     this.work = pagedWork(pp.cacheSeqlens, pp.pageSize, hk, opts.decodePrefs?.workgroups, opts.splitPages);
     const w = this.work;
-    this.q = await this.buffer('q', B * hq * nq * d * 4, RW());
-    this.kCache = await this.buffer('k_cache', pp.numPages * pp.pageSize * hk * d * 4, RW());
-    this.vCache = await this.buffer('v_cache', pp.numPages * pp.pageSize * hk * dv * 4, RW());
+    // q and the caches in f16 (the group kernel unpacks u32 words: no shader-f16 needed).
+    this.q = await this.buffer('q', B * hq * nq * d * 2, RW());
+    this.kCache = await this.buffer('k_cache', pp.numPages * pp.pageSize * hk * d * 2, RW());
+    this.vCache = await this.buffer('v_cache', pp.numPages * pp.pageSize * hk * dv * 2, RW());
     this.o = await this.buffer('o', B * hq * nq * dv * 4, RW());
     this.lse = await this.buffer('lse', B * hq * nq * 4, RW());
     const aux = await this.data('ALiBi slopes and sinks', packAux(probe));
@@ -382,7 +384,7 @@ export class PagedDecodeGpuRun extends ServingRun {
     const splitsTotal = w.base[B];
     const opart = await this.buffer('partial O', Math.max(1, splitsTotal) * hq * nq * dv * 4, GPUBufferUsage.STORAGE);
     const lpart = await this.buffer('partial LSE', Math.max(1, splitsTotal) * hq * nq * 4, GPUBufferUsage.STORAGE);
-    this.config = `paged: ${w.items.length} (sequence, split) work items of ${w.splitLen} keys (${w.splitLen / pp.pageSize} pages of ${pp.pageSize}) per ${chunk === g ? 'key head' : `${chunk} of a key head's ${g} query heads`}, one block-table read per page; ${group.lpk} lanes per key, ${group.ku} key${group.ku > 1 ? 's' : ''} per step, ${group.threads} threads, ${decodeGroupBytes(group)} B workgroup memory`;
+    this.config = `paged, f16 q and K/V cache: ${w.items.length} (sequence, split) work items of ${w.splitLen} keys (${w.splitLen / pp.pageSize} pages of ${pp.pageSize}) per ${chunk === g ? 'key head' : `${chunk} of a key head's ${g} query heads`}, one block-table read per page; ${group.lpk} lanes per key, ${group.ku} key${group.ku > 1 ? 's' : ''} per step, ${group.threads} threads, ${decodeGroupBytes(group)} B workgroup memory`;
     if (nq === 0) return;
     const [psplit, pcomb] = await Promise.all([
       pipeline(ctx.device, decodeGroupKernelWgsl({ ...group, pageSize: pp.pageSize })),
@@ -408,16 +410,16 @@ export class PagedDecodeGpuRun extends ServingRun {
 
   upload(x: PagedInputs): void {
     validatePaged(this.pp, x);
-    this.put(this.q, x.q, false);
-    this.put(this.kCache, x.kCache, false);
-    this.put(this.vCache, x.vCache, false);
+    this.put(this.q, x.q, true);
+    this.put(this.kCache, x.kCache, true);
+    this.put(this.vCache, x.vCache, true);
   }
 
   /** N(0, 1) q and caches (every slot, owned or not). */
   async fillRandom(seed: number): Promise<void> {
     const { hq, hk, d, dv } = this.pp.base;
     const slots = this.pp.numPages * this.pp.pageSize;
-    await this.fill([[this.q, this.pp.batch * hq * this.pp.nq * d], [this.kCache, slots * hk * d], [this.vCache, slots * hk * dv]], seed, 'f32');
+    await this.fill([[this.q, this.pp.batch * hq * this.pp.nq * d], [this.kCache, slots * hk * d], [this.vCache, slots * hk * dv]], seed, 'f16');
   }
 
   /** o [B, Hq, Nq, dv] and lse [B, Hq, Nq] (BHND, as engine/layouts' pagedOutput). */
@@ -428,23 +430,28 @@ export class PagedDecodeGpuRun extends ServingRun {
     return { o: new Float32Array(o), lse: new Float32Array(lse) };
   }
 
-  /** Page `page` of a cache as stored ([page_size, Hk, e] floats). */
+  /** Page `page` of a cache as stored ([page_size, Hk, e] values, f16 widened). */
   async readPage(which: 'k' | 'v', page: number): Promise<Float32Array> {
     const { hk, d, dv } = this.pp.base;
     const e = which === 'k' ? d : dv;
     const per = this.pp.pageSize * hk * e;
-    return new Float32Array(await this.readWords(which === 'k' ? this.kCache : this.vCache, page * per * 4, per * 4));
+    return this.readHalves(which === 'k' ? this.kCache : this.vCache, page * per, per);
   }
 
   /** q as stored, [B, Hq, Nq, d]. */
   async readQ(): Promise<Float32Array> {
     const { hq, d } = this.pp.base;
-    return new Float32Array(await this.readWords(this.q, 0, this.pp.batch * hq * this.pp.nq * d * 4));
+    return this.readHalves(this.q, 0, this.pp.batch * hq * this.pp.nq * d);
   }
 
-  /** Unique K/V bytes the split pass must read: every owned token's K and V rows once per key head. */
+  /** `count` f16 values from element `first` (even: pages and q hold even counts). */
+  private async readHalves(b: GPUBuffer, first: number, count: number): Promise<Float32Array> {
+    return Float32Array.from(new Uint16Array(await this.readWords(b, first * 2, count * 2)), halfToFloat);
+  }
+
+  /** Unique K/V bytes the split pass must read: every owned token's K and V rows once per key head, f16. */
   uniqueKvBytes(): number {
     const { hk, d, dv } = this.pp.base;
-    return this.pp.cacheSeqlens.reduce((a, L) => a + L, 0) * hk * (d + dv) * 4;
+    return this.pp.cacheSeqlens.reduce((a, L) => a + L, 0) * hk * (d + dv) * 2;
   }
 }

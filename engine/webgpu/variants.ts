@@ -51,5 +51,6 @@ export const DECODE_VARIANTS: { name: string; problem: AttentionProblem }[] = [
   { name: 'decode: GQA 8:1, softcap, d=128', problem: { batch: 1, hq: 16, hk: 2, nq: 1, nk: 2049, d: 128, dv: 128, causal: false, softcap: 5, dtype: 'fp32' } },
   { name: 'decode: Nq=2, GQA 2:1, causal window, dv≠d', problem: { batch: 2, hq: 4, hk: 2, nq: 2, nk: 500, d: 32, dv: 48, causal: true, window: { left: 100, right: -1 }, dtype: 'fp32' } },
   { name: 'decode: 5 keys, MQA', problem: { batch: 1, hq: 2, hk: 1, nq: 1, nk: 5, d: 96, dv: 32, causal: false, dtype: 'fp32' } },
+  { name: 'decode: d=36 (4-column loads)', problem: { batch: 1, hq: 3, hk: 3, nq: 1, nk: 301, d: 36, dv: 36, causal: false, dtype: 'fp32' } },
   { name: 'decode: d=256', problem: { batch: 1, hq: 2, hk: 2, nq: 1, nk: 300, d: 256, dv: 256, causal: false, dtype: 'fp32' } },
 ];

@@ -27,6 +27,9 @@
 // anchor, B=4 H=16 at --n and --d, causal and not; --max-shape-s S skips a shape estimated to
 // take longer; with --quick one small shape; --bwd-paths flash-f32,flash-matrix picks the
 // paths, --bwd-prefs '[{"warps":8,"bm":16}, …]' self-tests and times each flash-matrix tile).
+// --peers ort: ONNX Runtime Web's WebGPU attention (ort-peer.ts) on the same device and shapes
+// (prefill at --n and --d, causal and not; the decoding shapes), checked against float64, and a
+// table of ours, ORT and the anchor; with --quick at SwiftShader sizes.
 // Last it prints the summary table: flash-matrix and flash-decoding against the anchor, with
 // the ratio columns.
 
@@ -42,6 +45,7 @@ import { referenceAttention } from '../core/reference.ts';
 import { runSdpaAnchor, type AnchorRun, type AnchorShape } from './sdpa-anchor.ts';
 import { servingBench } from './serving-bench.ts';
 import { backwardBench } from './backward-bench.ts';
+import { runOrtPeer, type PeerResult, type PeerShape } from './ort-peer.ts';
 import type { MatrixBackwardPrefs } from '../webgpu/backward-matrix-kernel.ts';
 import type { BackwardPath } from '../webgpu/backward-run.ts';
 
@@ -269,6 +273,40 @@ function printSummary(anchor: AnchorRun, summary: Map<string, Measured | string>
   }
 }
 
+/** The peer bench's shapes: the forward table's and the decoding rows (tiny ones with --quick). */
+function peerShapes(): PeerShape[] {
+  if (quick) {
+    return [
+      { key: 'N64 d64', b: 1, hq: 2, hk: 2, nq: 64, nk: 64, d: 64, causal: false },
+      { key: 'N64 d64 causal', b: 1, hq: 2, hk: 2, nq: 64, nk: 64, d: 64, causal: true },
+      { key: 'decode Hq2 Hk2 Nk300', b: 1, hq: 2, hk: 2, nq: 1, nk: 300, d: 64, causal: false },
+      { key: 'decode Hq4 Hk2 Nk300', b: 1, hq: 4, hk: 2, nq: 1, nk: 300, d: 64, causal: false },
+    ];
+  }
+  const out: PeerShape[] = [];
+  if (!args.includes('--no-forward')) for (const d of DS) for (const causal of [false, true]) for (const n of NS) out.push({ key: tableKey(n, d, causal), b: 4, hq: 16, hk: 16, nq: n, nk: n, d, causal });
+  if (!args.includes('--no-decode')) for (const sh of DECODE_SHAPES) out.push({ key: decodeKey(sh), b: 4, hq: sh[0], hk: sh[1], nq: 1, nk: sh[2], d: 128, causal: false });
+  return out;
+}
+
+/** Ours, ONNX Runtime Web and SDPA FLASH per shape: times, and ours over each (time ratios, > 1: ours faster). */
+function printPeers(anchor: AnchorRun, summary: Map<string, Measured | string>, peers: Map<string, PeerResult | string>): void {
+  console.log('\npeers (same device; ours: GPU timestamps, back to back; ORT: wall clock over back-to-back session.run calls)');
+  console.log('| shape | ours | ONNX Runtime Web | SDPA FLASH | ORT / ours | SDPA / ours |');
+  console.log('|---|---|---|---|---|---|');
+  for (const [key, peer] of peers) {
+    const m = summary.get(key);
+    const ours = m === undefined || typeof m === 'string' ? undefined : m.ms;
+    const a = anchor.results.get(key);
+    const at = a === undefined || typeof a === 'string' ? undefined : a.ms;
+    const pt = typeof peer === 'string' ? undefined : peer.ms;
+    const cell = (ms: number | undefined) => (ms === undefined ? '–' : `${ms.toFixed(3)} ms`);
+    console.log(
+      `| ${key} | ${ours === undefined ? (typeof m === 'string' ? 'FAILED' : '–') : cell(ours)} | ${typeof peer === 'string' ? `FAILED: ${peer.slice(0, 120)}` : `${cell(pt)} (${peer.op}, maxerr ${peer.err.toExponential(1)})`} | ${cell(at)} | ${ours && pt ? (pt / ours).toFixed(2) : '–'} | ${ours && at ? (at / ours).toFixed(2) : '–'} |`,
+    );
+  }
+}
+
 async function main(): Promise<number> {
   let ctx;
   try {
@@ -337,6 +375,11 @@ async function main(): Promise<number> {
   console.log(`anchor: ${anchor.note}`);
   for (const [key, r] of anchor.results) console.log(`  ${key.padEnd(28)} ${typeof r === 'string' ? `FAILED: ${r}` : `${r.ms.toFixed(3)} ms, maxerr ${r.err.toExponential(1)} against float64`}`);
   const summary = new Map<string, Measured | string>();
+  const peers = opt('--peers') === 'ort' ? await runOrtPeer(ctx, peerShapes(), REPS, (l) => console.log(l)) : undefined;
+  if (opt('--peers') !== undefined && !peers) {
+    console.error(`bench:webgpu: --peers takes ort; got ${opt('--peers')}`);
+    return 2;
+  }
   // Warm-up: the first second of GPU work runs at lower clocks, which skewed the first rows
   // of an earlier run (the same standard-attention pass measured 80 ms, then 21 ms).
   {
@@ -511,6 +554,7 @@ async function main(): Promise<number> {
     }
   }
   printSummary(anchor, summary);
+  if (peers) printPeers(anchor, summary, peers);
   console.log('\npath labels: ' + Object.entries(PATH_LABELS).map(([k, v]) => `${k} = ${v}`).join('; '));
   return 0;
 }

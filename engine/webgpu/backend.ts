@@ -21,7 +21,7 @@ import { PATH_LABELS } from './device.ts';
 import { flashKernelWgsl, flashLayout, type FlashKernelConfig, type FlashTile } from './flash-kernel.ts';
 import { chooseMatrixTile, matrixKernelWgsl, matrixLayout, type MatrixKernelConfig, type MatrixTilePrefs } from './flash-matrix-kernel.ts';
 import { decodeCombineKernelWgsl, decodeSplitKernelWgsl, DECODE_SPLIT_MAX, DECODE_THREADS } from './decode-kernels.ts';
-import { chooseDecodeGroup, decodeGroupBytes, decodeGroupKernelWgsl, decodeSplits, denseGroupHeads, type DecodeGroupPrefs } from './decode-group-kernel.ts';
+import { chooseDecodeGroup, decodeGroupBytes, decodeGroupKernelWgsl, decodeSplits, decodeWorkgroups, denseGroupHeads, type DecodeGroupPrefs } from './decode-group-kernel.ts';
 import { fillKernelWgsl } from './fill-kernel.ts';
 import { formatBytes, lseBinding, planWindows, windowRange, type BindingWindow, type TensorName } from './binding-windows.ts';
 import { halfToFloat, toHalfArray } from './half.ts';
@@ -365,7 +365,7 @@ export class AttentionRun {
       const groupHeads = group ? group.rows / p.nq : 1;
       const heads = wbh / groupHeads;
       const splits = group
-        ? decodeSplits(p.nk, heads, opts.decodePrefs?.workgroups)
+        ? decodeSplits(p.nk, heads, opts.decodePrefs?.workgroups ?? decodeWorkgroups(group.rows))
         : Math.max(1, Math.ceil(p.nk / DECODE_SPLIT_MAX), Math.min(Math.ceil(2048 / wbh), Math.ceil(p.nk / 128)));
       const splitLen = Math.ceil(p.nk / splits / 4) * 4;
       const used = Math.ceil(p.nk / splitLen);

@@ -1,21 +1,21 @@
 import { describe, expect, it } from 'vitest';
-import { chooseDecodeGroup, decodeGroupBytes, decodeSplits, denseGroupHeads, DECODE_GROUP_MAX_ROWS } from './decode-group-kernel.ts';
+import { chooseDecodeGroup, decodeGroupBytes, decodeSplits, decodeWorkgroups, denseGroupHeads, DECODE_GROUP_MAX_ROWS } from './decode-group-kernel.ts';
 
 const plain = { masked: false, softcap: false, alibi: false };
 const head = (hq: number, hk: number, d = 128, nq = 1) => ({ d, dv: d, hq, hk, nq });
 
 describe('flash-decoding group kernel configuration', () => {
-  it('takes the bench shapes (d = 128) with the lanes per key their rows need and two keys per step', () => {
-    // rows per key head → lanes per key: a lane's q and O state stays within 64 floats; 16-byte
+  it('takes the bench shapes (d = 128) with the lanes per key their rows need, two keys per step for one row and four for more', () => {
+    // rows per key head → lanes per key: at least 8, and a lane's q and O state within 64 floats; 16-byte
     // loads (8 f16 columns) unless a key's lanes would outnumber the row's 8-column groups
-    for (const [hq, hk, rows, lpk, cols] of [[16, 16, 1, 4, 8], [32, 8, 4, 16, 8], [64, 8, 8, 32, 4]]) {
+    for (const [hq, hk, rows, lpk, ku, cols] of [[16, 16, 1, 8, 2, 8], [32, 8, 4, 16, 4, 8], [64, 8, 8, 32, 4, 4]]) {
       const c = chooseDecodeGroup(head(hq, hk), plain, 32, 49152)!;
-      expect([c.rows, c.lpk, c.ku, c.threads, c.cols]).toEqual([rows, lpk, 2, 128, cols]);
+      expect([c.rows, c.lpk, c.ku, c.threads, c.cols]).toEqual([rows, lpk, ku, 128, cols]);
       expect(rows * (128 / c.lpk + 128 / c.lpk)).toBeLessThanOrEqual(64);
       expect(decodeGroupBytes(c)).toBeLessThanOrEqual(16384);
     }
     // a study's preferences win
-    expect(chooseDecodeGroup(head(16, 16), plain, 32, 49152, { ku: 4, lpk: 8 })).toMatchObject({ ku: 4, lpk: 8 });
+    expect(chooseDecodeGroup(head(16, 16), plain, 32, 49152, { ku: 1, lpk: 4 })).toMatchObject({ ku: 1, lpk: 4 });
   });
 
   it('leaves to the split kernel what it cannot carry', () => {
@@ -32,6 +32,9 @@ describe('flash-decoding group kernel configuration', () => {
     expect(decodeSplits(8192, 8)).toBe(32); // capped at 256 keys a split
     expect(decodeSplits(100, 4)).toBe(1);
     expect(decodeSplits(32768, 64, 2048)).toBe(32); // the bench's --decode-prefs workgroups
+    // several query rows per workgroup: half the workgroups, twice the keys a split
+    expect([decodeWorkgroups(1), decodeWorkgroups(4)]).toEqual([1024, 512]);
+    expect(decodeSplits(32768, 32, decodeWorkgroups(4))).toBe(16); // Hq 32 / Hk 8, B = 4: 2048 keys a split
     for (const [nk, heads] of [[8192, 64], [131072, 16], [5, 1], [300, 3]]) {
       const s = decodeSplits(nk, heads);
       expect(s).toBeGreaterThanOrEqual(1);

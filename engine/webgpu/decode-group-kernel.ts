@@ -65,12 +65,13 @@ export const DECODE_GROUP_MAX_ROWS = 8;
 /**
  * The configuration for a problem, or undefined where decode-kernels.ts's split pass runs it:
  * head dims not multiples of 4 or over 256, more than DECODE_GROUP_MAX_ROWS rows per key head,
- * or no subgroups. LPK: the fewest lanes per key that keep a lane's q and O state within 64
- * floats, capped by the subgroup; COLS: 8 columns per load where the head dims hold LPK groups
- * of 8, else 4. KU: two keys per step, their K and V loads issued together. On the H200 two
- * measured best of 1, 2 and 4 on every decoding shape of the bench with f32 K/V (d = 128, 1, 4
- * and 8 rows per key head: 8–24% faster than the earlier rule of about 16 loads in flight per
- * lane); with f16 K/V see `prefs.ku` and BENCHMARKS.md.
+ * or no subgroups. LPK: at least 8 lanes per key (as the subgroup allows), more where a lane's
+ * q and O state would pass 64 floats; COLS: 8 columns per load where the head dims hold LPK
+ * groups of 8, else 4. KU: keys per step, their K and V loads issued together: 2 for one row,
+ * 4 for more. With f16 K/V on the H200 (BENCHMARKS.md, "fp16 K/V decoding"), 8 lanes per key
+ * took one-row decoding from 0.396 to 0.269 ms at Nk 32768 (4 lanes: 16 floats of K and of V per
+ * lane and key, too much arithmetic per byte), and 4 keys per step took 4 rows from 0.247 to
+ * 0.223 ms.
  */
 export function chooseDecodeGroup(
   p: { d: number; dv: number; hq: number; hk: number; nq: number },
@@ -84,10 +85,10 @@ export function chooseDecodeGroup(
   const rows = heads * p.nq;
   if (p.d % 4 !== 0 || p.dv % 4 !== 0 || p.d > 256 || p.dv > 256 || rows > DECODE_GROUP_MAX_ROWS || subgroupMin < 1) return undefined;
   let lpk = 1;
-  while (lpk < 32 && (rows * (Math.ceil(p.d / lpk) + Math.ceil(p.dv / lpk)) > 64 || lpk < Math.min(4, subgroupMin))) lpk *= 2;
+  while (lpk < 32 && (rows * (Math.ceil(p.d / lpk) + Math.ceil(p.dv / lpk)) > 64 || lpk < Math.min(8, subgroupMin))) lpk *= 2;
   lpk = Math.min(prefs.lpk ?? lpk, pow2Floor(subgroupMin));
   const cols = prefs.cols ?? (p.d % 8 === 0 && p.dv % 8 === 0 && 8 * lpk <= Math.min(p.d, p.dv) ? 8 : 4);
-  const ku = prefs.ku ?? 2;
+  const ku = prefs.ku ?? (rows > 1 ? 4 : 2);
   // 128 lanes, fewer where the end-of-split reduction would not fit in 16 KiB (or the adapter's
   // limit): small adapters whose subgroups hold fewer lanes per key carry more state per lane.
   const budget = Math.min(16384, maxWorkgroupStorage);
@@ -304,6 +305,16 @@ export const DECODE_GROUP_WORKGROUPS = 1024;
  */
 export function decodeSplits(nk: number, keyHeads: number, workgroups = DECODE_GROUP_WORKGROUPS): number {
   return Math.max(1, Math.min(Math.ceil(workgroups / keyHeads), Math.ceil(nk / 256)));
+}
+
+/**
+ * The workgroup target of dense decoding: DECODE_GROUP_WORKGROUPS for one query row per
+ * workgroup, half of it for more. With f16 K/V on the H200 the longer splits took Hq 32 / Hk 8
+ * from 0.101 to 0.076 ms at Nk 8192 and 0.222 to 0.197 at 32768 (Hq 64: 0.119 → 0.106, 0.344 →
+ * 0.339), and cost one-row decoding 6–27% (BENCHMARKS.md, "fp16 K/V decoding").
+ */
+export function decodeWorkgroups(rows: number): number {
+  return rows > 1 ? DECODE_GROUP_WORKGROUPS / 2 : DECODE_GROUP_WORKGROUPS;
 }
 
 /** Rows per workgroup the dense decoding path aims for (denseGroupHeads). */

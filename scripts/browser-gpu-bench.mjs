@@ -1,0 +1,91 @@
+// The WebGPU panel in Chromium on a GPU machine: opens the production build, runs the panel's
+// flash-matrix forward at B 4 H 16 N 4096/8192 d 64/128 (causal and not), the flash-matrix
+// backward and decoding, and prints what the panel shows (time, TFLOP/s, configuration, the
+// float64 check) as JSON lines, plus the adapter line. Recipe: BENCHMARKS.md, "Browser on the
+// GPU machine".
+//
+//   CHROMIUM=/path/to/chromium PLAYWRIGHT_CORE=/path/to/playwright-core URL=http://127.0.0.1:4173/ \
+//     node scripts/browser-gpu-bench.mjs [--quick]
+//
+// Flags: headless, no sandbox (root), WebGPU with Dawn's unsafe APIs (subgroup matrices) and
+// NVIDIA f16; CHROMIUM_FLAGS adds more. Fonts: the page needs one (FONTCONFIG_FILE naming a
+// folder with a .ttf), or the renderer aborts in Skia's font manager. Exits 3 when the page
+// reports no WebGPU adapter.
+
+const pw = await import(process.env.PLAYWRIGHT_CORE ?? 'playwright-core');
+const quick = process.argv.includes('--quick');
+export const FLAGS = [
+  '--headless=new',
+  '--no-sandbox',
+  '--enable-unsafe-webgpu',
+  '--enable-dawn-features=allow_unsafe_apis,vulkan_enable_f16_on_nvidia',
+  '--disable-dawn-features=timestamp_quantization',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  ...(process.env.CHROMIUM_FLAGS ?? '').split(' ').filter(Boolean),
+];
+const browser = await pw.chromium.launch({ executablePath: process.env.CHROMIUM, args: FLAGS, headless: true, timeout: 120_000 });
+const page = await browser.newPage();
+page.on('console', (m) => {
+  if (m.type() === 'error') console.log(JSON.stringify({ console: m.text().slice(0, 300) }));
+});
+await page.goto(process.env.URL ?? 'http://127.0.0.1:4173/', { timeout: 120_000 });
+const panel = page.getByRole('region', { name: 'WebGPU full-size runs' });
+await panel.scrollIntoViewIfNeeded({ timeout: 60_000 });
+const adapter = panel.getByRole('status', { name: 'adapter' });
+await adapter.waitFor({ timeout: 60_000 });
+await page.waitForTimeout(3000);
+console.log(JSON.stringify({ flags: FLAGS, adapter: (await adapter.textContent())?.slice(0, 2000) }));
+const paths = await panel.getByLabel('kernel path').locator('option').allTextContents();
+console.log(JSON.stringify({ paths }));
+if (!paths.length) {
+  await browser.close();
+  process.exit(3);
+}
+
+const set = (label, value) => panel.getByLabel(label, { exact: true }).fill(String(value));
+async function run(name, shape, path, pass = 'forward') {
+  const t0 = Date.now();
+  try {
+    await panel.getByRole('radio', { name: pass === 'backward' ? 'Backward' : 'Forward' }).check();
+    if (pass === 'backward') await panel.getByLabel('backward kernel').selectOption(path);
+    else await panel.getByLabel('kernel path').selectOption(path);
+    for (const [k, v] of Object.entries(shape)) if (k !== 'causal') await set(k, v);
+    const causal = panel.getByLabel('causal');
+    if (shape.causal) await causal.check();
+    else await causal.uncheck();
+    const before = await panel.getByTestId('wg-check').textContent().catch(() => null);
+    await panel.getByRole('button', { name: 'Run', exact: true }).click();
+    // A new result replaces the check line (or an error appears).
+    await page.waitForFunction(
+      (prev) => {
+        const el = document.querySelector('[data-testid="wg-check"]');
+        const err = document.querySelector('.wg-panel [role="alert"]');
+        return (el && el.textContent !== prev) || (err && err.textContent);
+      },
+      before,
+      { timeout: 240_000 },
+    );
+    const err = await panel.getByRole('alert').textContent().catch(() => null);
+    const cell = async (id) => (await panel.getByTestId(id).textContent({ timeout: 1000 }).catch(() => null))?.trim();
+    const result = await panel.getByLabel('result').textContent();
+    const config = /configuration(.*?)check/s.exec(result ?? '')?.[1]?.slice(0, 300);
+    console.log(JSON.stringify({ name, path, pass, shape, time: await cell('wg-time'), tflops: await cell('wg-tflops'), check: await cell('wg-check'), grad: await cell('wg-grad-check'), error: err ?? undefined, config, wall_s: (Date.now() - t0) / 1000 }));
+  } catch (e) {
+    console.log(JSON.stringify({ name, path, pass, shape, error: String(e).slice(0, 400) }));
+  }
+}
+
+const shapes = quick ? [[256, 64]] : [[4096, 64], [8192, 64], [4096, 128], [8192, 128]];
+for (const [n, d] of shapes) {
+  for (const causal of [false, true]) {
+    await run(`forward N${n} d${d}${causal ? ' causal' : ''}`, { B: 4, Hq: 16, Hk: 16, Nq: n, Nk: n, d, dv: d, causal }, 'flash-matrix');
+  }
+}
+await run('backward N4096 d128', { B: 4, Hq: 16, Hk: 16, Nq: quick ? 256 : 4096, Nk: quick ? 256 : 4096, d: 128, dv: 128, causal: false }, 'flash-matrix', 'backward');
+for (const nk of quick ? [1024] : [8192, 32768]) {
+  await run(`decode Hq16 Hk16 Nk${nk}`, { B: 4, Hq: 16, Hk: 16, Nq: 1, Nk: nk, d: 128, dv: 128, causal: false }, 'decode');
+  await run(`decode Hq32 Hk8 Nk${nk}`, { B: 4, Hq: 32, Hk: 8, Nq: 1, Nk: nk, d: 128, dv: 128, causal: false }, 'decode');
+}
+await browser.close();

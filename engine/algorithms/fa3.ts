@@ -41,6 +41,7 @@ import { FA3_FP8_FEATURES, prepareFp8 } from '../lowprec/fa3-fp8.ts';
 import { kvHead, type AttentionInputs } from '../core/inputs.ts';
 import { blockHasVisible } from '../core/scores.ts';
 import { blockCount, resolveBlocks } from './blocks.ts';
+import { fa3Config } from './fa3-tiles.ts';
 import { readFeatures } from './features.ts';
 import { Producer } from './producer.ts';
 import * as step from './tile-steps.ts';
@@ -64,22 +65,11 @@ export const FA3_ROWS_PER_WARPGROUP = 64;
 /** Pipeline depth of the K and V rings. */
 export const FA3_STAGES = 2;
 
-/** The kernel's default tile for a problem (its 16-bit table, or the 1-byte one for FP8). */
+/** The kernel's default tile for a problem (hopper/tile_size.h@0251105a through fa3Config). */
 export function fa3DefaultTile(p: AttentionProblem): { blockM: number; blockN: number } {
   const local = p.window !== undefined && (p.window.left >= 0 || p.window.right >= 0);
-  const causalOrLocal = p.causal || local;
-  if (isFp8(p.dtype)) {
-    if (p.d <= 64) return { blockM: 192, blockN: 160 };
-    if (p.d <= 96) return { blockM: 192, blockN: 128 };
-    if (p.d <= 128) return { blockM: 128, blockN: p.softcap && local ? 192 : 224 };
-    if (p.d <= 192) return { blockM: 128, blockN: p.softcap && local ? 128 : 160 };
-    return { blockM: 128, blockN: local ? 64 : 128 };
-  }
-  if (p.d <= 64) return { blockM: 192, blockN: causalOrLocal ? 128 : 192 };
-  if (p.d <= 96) return { blockM: 192, blockN: local ? 128 : 144 };
-  if (p.d <= 128) return { blockM: 128, blockN: causalOrLocal ? 128 : 176 };
-  if (p.d <= 192) return { blockM: 128, blockN: local ? 96 : p.dv <= 128 ? 128 : 112 };
-  return { blockM: 128, blockN: local ? 64 : 80 };
+  const c = fa3Config({ d: p.d, dv: p.dv, dtype: p.dtype, causal: p.causal, local, softcap: p.softcap !== undefined && p.softcap > 0 });
+  return { blockM: c.blockM, blockN: c.blockN };
 }
 
 type Gen = Generator<TraceEvent, void, void>;

@@ -58,8 +58,8 @@ export interface Geometry {
 export function geometryOf(algo: string, sheet: ResourceSheet): Geometry {
   const m = sheet.tiles.block_m;
   if (algo === 'fa4') return { ctaRows: m * sheet.q_stage, subRows: m, blockN: sheet.tiles.block_n };
-  // FA3: two consumer warpgroups of 64 rows; the SM80-style kernels: four warps.
-  const subs = algo === 'fa3' ? 2 : Math.max(1, sheet.roles.filter((r) => /^warp\d+$/.test(r.name)).length);
+  // FA3: block_m / 64 consumer warpgroups; the SM80-style kernels: one sub-unit per warp.
+  const subs = Math.max(1, sheet.roles.filter((r) => (algo === 'fa3' ? /^consumer\d+$/ : /^warp\d+$/).test(r.name)).length);
   return { ctaRows: m, subRows: Math.max(1, Math.floor(m / subs)), blockN: sheet.tiles.block_n };
 }
 
@@ -124,7 +124,8 @@ export function classifyOps(algo: string, timeline: readonly TimelineEvent[], kv
     } else {
       const kv = num(/^[SP](\d+)$/.exec(ev.tile)?.[1]);
       if (op === 'causal mask') r = ph(['mask'], kv, roleSub);
-      else if (op.startsWith('row max, rescale O') || op.startsWith('rowmax, rescale O')) r = ph(['rowmax', 'rescale'], kv, roleSub);
+      else if (op.startsWith('row max, rescale O') || op.startsWith('rowmax (first block')) r = ph(['rowmax', 'rescale'], kv, roleSub);
+      else if (op === 'rescale O') r = ph(['rescale'], kv, roleSub);
       else if (/^row ?max/.test(op)) r = ph(['rowmax'], kv, roleSub);
       else if (op.startsWith('exp2')) r = ph(['exp'], kv, roleSub);
       else if (/^row ?sum/.test(op)) r = ph(['rowsum'], kv, roleSub);

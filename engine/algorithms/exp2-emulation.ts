@@ -1,4 +1,5 @@
-// FA4's software exp2 (seed 003: `ex2_emulation_2`, used by `apply_exp2_convert`): part of
+// FA4's software exp2 (flash_attn/cute/utils.py@0251105a, ex2_emulation_2, called from
+// softmax.py's apply_exp2_convert; which elements take it: fa4-config.ts): part of
 // the exponentials run on the FMA pipe instead of the MUFU unit, so the two units share
 // the softmax load. Computed here for real on a float32 path (Math.fround after each op),
 // so its error is the kernel's error, not a stand-in.
@@ -47,19 +48,4 @@ export function exp2Emulated(x: number): number {
 /** The MUFU path (ex2.approx), modelled as exact 2^x rounded to float32. */
 export function exp2Hardware(x: number): number {
   return Math.fround(2 ** x);
-}
-
-/**
- * Which elements of a row take the software path (FA4's `apply_exp2_convert`): the row is
- * cut into 32-column fragments; in each fragment, of every `freq` columns the last `res`
- * are emulated; the last fragment always uses MUFU. Only unmasked, full-width blocks with
- * d ≤ 128 use emulation at all (the kernel passes e2e only when no mask function is needed).
- */
-export function isEmulatedColumn(col: number, blockN: number, freq: number, res: number): boolean {
-  const FRAGMENT = 32;
-  const frgCnt = Math.ceil(blockN / FRAGMENT);
-  const frg = Math.floor(col / FRAGMENT);
-  if (frg >= frgCnt - 1) return false;
-  const k = col % FRAGMENT;
-  return k % freq >= freq - res;
 }

@@ -6,7 +6,8 @@ import { referenceAttention } from '../core/reference.ts';
 import { runToEnd } from '../run.ts';
 import type { TraceEvent } from '../trace/events.ts';
 import { accuracyMatrix, maxAbs, maxAbsV, naiveSamePrecision } from './accuracy-matrix.ts';
-import { exp2Emulated, isEmulatedColumn } from './exp2-emulation.ts';
+import { exp2Emulated } from './exp2-emulation.ts';
+import { fa4Config, isEmulatedElement } from './fa4-config.ts';
 import { fa4 } from './fa4.ts';
 
 /**
@@ -68,17 +69,26 @@ describe('fa4 software exp2', () => {
     expect(exp2Emulated(-100)).toBe(2 ** -100);
     expect(exp2Emulated(-500)).toBe(0);
   });
-  it('is applied to the last 4 of every 16 columns of every 32-column fragment but the last', () => {
-    const cols = Array.from({ length: 128 }, (_, c) => c).filter((c) => isEmulatedColumn(c, 128, 16, 4));
-    expect(cols).toEqual([12, 13, 14, 15, 28, 29, 30, 31, 44, 45, 46, 47, 60, 61, 62, 63, 76, 77, 78, 79, 92, 93, 94, 95]);
+  it('follows apply_exp2_convert: from fragment 1, the last 4 of every 16 columns of each 32-column fragment but the last (16 of 128)', () => {
+    const pattern = fa4Config({ d: 64, dv: 64, dtype: 'fp16', causal: false, nq: 128 }).exp2;
+    expect(pattern).toEqual({ freq: 16, res: 4, startFrg: 1 });
+    const cols = Array.from({ length: 128 }, (_, c) => c).filter((c) => isEmulatedElement(c, 128, pattern));
+    expect(cols).toEqual([44, 45, 46, 47, 60, 61, 62, 63, 76, 77, 78, 79, 92, 93, 94, 95]);
     const p: AttentionProblem = { batch: 1, hq: 1, hk: 1, nq: 128, nk: 384, d: 64, dv: 64, causal: false, dtype: 'fp16' };
     const x = randomInputs(p, { seed: 3 });
-    expect(runToEnd(fa4, p, x).stats?.emulatedExp2).toBe(128 * 3 * 24);
+    expect(runToEnd(fa4, p, x).stats?.emulatedExp2).toBe(128 * 3 * 16);
     expect(runToEnd(fa4, p, x, { features: { exp2Emulation: false } }).stats?.emulatedExp2).toBe(0);
-    // Masked blocks and d > 128 use the hardware unit only.
-    expect(runToEnd(fa4, { ...p, causal: true, nk: 128 }, randomInputs({ ...p, nk: 128 }, { seed: 3 })).stats?.emulatedExp2).toBe(0);
+    // Masked blocks run the same pattern; only the masked-out entries (exactly 0) skip the exponential.
+    const visibleEmulated = cols.reduce((acc, c) => acc + (128 - c), 0);
+    expect(runToEnd(fa4, { ...p, causal: true, nk: 128 }, randomInputs({ ...p, nk: 128 }, { seed: 3 })).stats?.emulatedExp2).toBe(visibleEmulated);
+    // d 192 / dv 128 on one CTA: no _TUNING_CONFIG row and not the 2-CTA case, so every exp2 stays on the MUFU.
     const p192 = { ...p, d: 192, dv: 128 };
     expect(runToEnd(fa4, p192, randomInputs(p192, { seed: 3 })).stats?.emulatedExp2).toBe(0);
+  });
+  it('takes the per-configuration frequency of _TUNING_CONFIG (2-CTA d 128: every 10, from fragment 1; causal d 192: every 32)', () => {
+    expect(fa4Config({ d: 128, dv: 128, dtype: 'bf16', causal: false, nq: 4096 }).exp2).toEqual({ freq: 10, res: 4, startFrg: 1 });
+    expect(fa4Config({ d: 192, dv: 128, dtype: 'bf16', causal: true, nq: 4096 }).exp2).toEqual({ freq: 32, res: 4, startFrg: 1 });
+    expect(fa4Config({ d: 192, dv: 128, dtype: 'bf16', causal: false, nq: 4096 }).exp2).toEqual({ freq: 16, res: 4, startFrg: 0 });
   });
 });
 
@@ -145,9 +155,9 @@ describe('fa4 schedule and events', () => {
       '1:128-256:0',
     ]);
   });
-  it('the load warp issues Q0, K_last, Q1, V_last, then K/V descending, at most 3 K/V stages ahead', () => {
+  it('the load warp issues K_last, Q0, Q1, V_last, then K/V descending (flash_fwd_sm100.py load)', () => {
     const loads = evs.filter((e) => e.kind === 'load').map((e) => `${e.line.split('.')[1]}${e.inner >= 0 ? e.inner : ''}`);
-    expect(loads).toEqual(['loadQ', 'loadK2', 'loadQ', 'loadV2', 'loadK1', 'loadV1', 'loadK0', 'loadV0']);
+    expect(loads).toEqual(['loadK2', 'loadQ', 'loadQ', 'loadV2', 'loadK1', 'loadV1', 'loadK0', 'loadV0']);
   });
   it('the MMA warp interleaves P·V of the previous block with S of the next, per stage', () => {
     const mma = evs.filter((e) => e.kind === 'qk' || e.kind === 'pv').map((e) => `${e.kind}${e.warpgroup}@${e.inner}`);
@@ -167,7 +177,7 @@ describe('fa4 schedule and events', () => {
   });
   it('rejects bad features with the key named', () => {
     const x = randomInputs(p, { seed: 1 });
-    expect(() => runToEnd(fa4, p, x, { features: { lazy: true } })).toThrow(/unknown feature 'lazy' for fa4; accepted: lazyRescale, rescaleThreshold, exp2Emulation, exp2EmuFreq, exp2EmuRes/);
+    expect(() => runToEnd(fa4, p, x, { features: { lazy: true } })).toThrow(/unknown feature 'lazy' for fa4; accepted: lazyRescale, rescaleThreshold, exp2Emulation, exp2EmuFreq, exp2EmuRes, exp2EmuStartFrg/);
     expect(() => runToEnd(fa4, p, x, { features: { exp2EmuRes: 18 } })).toThrow(/exp2EmuRes/);
     expect(() => runToEnd(fa4, p, x, { features: { rescaleThreshold: -1 } })).toThrow(/rescaleThreshold/);
   });

@@ -1,11 +1,12 @@
-// FlashAttention-4 forward on Blackwell (SM100), after flash_fwd_sm100.py as seed 003 reads it.
+// FlashAttention-4 forward on Blackwell (SM100): "FlashAttention-4: Algorithm and Kernel
+// Pipelining Co-Design for Asymmetric Hardware Scaling" (arXiv 2603.05451, §3) as
+// flash_attn/cute/flash_fwd_sm100.py at 0251105a implements it (configuration: fa4-config.ts).
 //
-// One CTA handles q_stage = 2 Q tiles of 128 rows (rows [256m, 256m + 128) and the next
-// 128). Warp roles: a load warp (TMA: Q0, K, Q1, V, then K/V blocks into a 3-stage ring — the
-// Large-Small-Large SMEM rotation), one MMA warp issuing tcgen05 GEMMs into TMEM, two
-// softmax warpgroups (one per Q tile), a correction warpgroup (rescales O in TMEM and runs
-// the epilogue). The numbers each role computes are real; the order of events is the
-// MMA warp's issue order:
+// One CTA handles q_stage Q tiles of 128 rows (2, or 1 when seqlen_q ≤ 128). Warp roles: a
+// load warp (TMA: K, Q0, Q1, V, then K/V blocks into the K/V ring), one MMA warp issuing
+// tcgen05 GEMMs into TMEM, one softmax warpgroup per Q tile, a correction warpgroup (rescales
+// O in TMEM and runs the epilogue). The numbers each role computes are real; the order of
+// events is the MMA warp's issue order:
 //
 //   S0 = Q0·K_lastᵀ, S1 = Q1·K_lastᵀ; softmax0, softmax1
 //   for each further block j (descending): O0 += P0·V_prev, S0 = Q0·K_jᵀ, O1 += P1·V_prev,
@@ -22,20 +23,24 @@
 //   l is summed against the same stale max, O / l is still exact. The correction warp votes
 //   per 32 rows (one warp) and rescales only warps with a row whose factor is not 1 —
 //   rescaleCount counts the rows it touched, so lazy on/off differ on 'outlier-row'.
-// - exp2Emulation (default on), exp2EmuFreq (16), exp2EmuRes (4): in 32-column fragments
-//   of a row, the last `res` of every `freq` columns use the software exp2 of
-//   exp2-emulation.ts (all fragments but the last), only on full unmasked blocks with d ≤ 128.
-//   With the defaults that is 24 of 128 columns of an interior block.
+// - exp2Emulation (default on): softmax.py's apply_exp2_convert pattern. In each 32-element
+//   fragment of a row from ex2_emu_start_frg on, all but the last fragment, the pairs whose
+//   index mod freq is ≥ freq − res use the software exp2 of exp2-emulation.ts, on masked and
+//   unmasked blocks alike. freq, res and the start fragment default to the kernel's value for
+//   the configuration (_TUNING_CONFIG, else 16 / 4 / 1: 16 of 128 columns); exp2EmuFreq,
+//   exp2EmuRes and exp2EmuStartFrg override them.
 //
 // Support table: causal, sliding window, ALiBi (score_mod), softcap, learnable sinks,
-// GQA/MQA, Nq ≠ Nk, d = 192 / dv = 128 (DeepSeek shape), any d ≤ 256: yes. fp32 inputs:
-// not a tcgen05 kind::f16 type — FlashScope runs them with P kept fp32 to show the schedule.
+// GQA/MQA, Nq ≠ Nk: yes. Head dims: those upstream's _validate_head_dims accepts on SM100
+// (d, dv ≤ 128; 192/128; 256/256; the MLA shapes with dv 512); others are refused. fp32
+// inputs: not a tcgen05 kind::f16 type — FlashScope runs them with P kept fp32 to show the schedule.
 
 import { ProblemError, type AttentionProblem } from '../core/problem.ts';
 import { kvHead, type AttentionInputs } from '../core/inputs.ts';
 import { blockHasVisible } from '../core/scores.ts';
 import { blockCount, resolveBlocks } from './blocks.ts';
-import { exp2Emulated, exp2Hardware, isEmulatedColumn } from './exp2-emulation.ts';
+import { exp2Emulated, exp2Hardware } from './exp2-emulation.ts';
+import { fa4Config, fa4HeadDimRefusal, isEmulatedElement, type Fa4Exp2 } from './fa4-config.ts';
 import { readFeatures } from './features.ts';
 import { Producer } from './producer.ts';
 import * as step from './tile-steps.ts';
@@ -51,37 +56,51 @@ export const FA4_FEATURES = {
     check: (v: number) => (v > 0 && v <= 64 ? undefined : `must be in (0, 64], got ${v}`),
   },
   exp2Emulation: { default: true, doc: 'compute part of the exponentials with the polynomial exp2 on the FMA pipe' },
-  exp2EmuFreq: { default: 16, doc: 'emulation pattern period in columns', check: evenPositive },
+  exp2EmuFreq: { default: 0, doc: "emulation pattern period in columns (0: the kernel's value for this configuration)", check: (v: number) => (v === 0 ? undefined : evenPositive(v)) },
   exp2EmuRes: {
-    default: 4,
-    doc: 'emulated columns per period',
+    default: 0,
+    doc: "emulated columns per period (0: the kernel's value, 4, or 6 at d = 256)",
     check: (v: number) => (Number.isInteger(v) && v >= 0 && v % 2 === 0 ? undefined : `must be an even integer >= 0, got ${v}`),
+  },
+  exp2EmuStartFrg: {
+    default: -1,
+    doc: "first 32-column fragment that uses the polynomial (-1: the kernel's value, 1 unless _TUNING_CONFIG says 0)",
+    check: (v: number) => (Number.isInteger(v) && v >= -1 && v <= 8 ? undefined : `must be an integer in [-1, 8], got ${v}`),
   },
 };
 
-export const FA4_Q_STAGES = 2;
-export const FA4_KV_STAGES = 3;
 /** Rows per correction-warp rescale vote (one warp, one thread per row). */
 export const FA4_RESCALE_GROUP = 32;
 
 function* runFa4(p: AttentionProblem, x: AttentionInputs, opts: RunOptions): StepGenerator {
   const f = readFeatures('fa4', FA4_FEATURES, opts.features);
-  if (p.d > 256) throw new ProblemError('d', `FA4 instantiates head dims up to 256, got ${p.d}`);
-  if (f.exp2EmuRes > f.exp2EmuFreq) {
-    throw new ProblemError('features.exp2EmuRes', `must not exceed exp2EmuFreq (${f.exp2EmuFreq}), got ${f.exp2EmuRes}`);
+  // fp32 runs (a teaching mode, no kernel takes them) are configured as the 16-bit kernel.
+  const dtype = p.dtype === 'fp32' ? 'bf16' : p.dtype;
+  const refusal = fa4HeadDimRefusal(p.d, p.dv, dtype);
+  if (refusal) throw new ProblemError('d', refusal);
+  const local = p.window !== undefined && (p.window.left >= 0 || p.window.right >= 0);
+  const cfg = fa4Config({ d: p.d, dv: p.dv, dtype, causal: p.causal, local, nq: p.nq });
+  const pattern: Fa4Exp2 = {
+    freq: f.exp2EmuFreq || cfg.exp2.freq,
+    res: f.exp2EmuRes || cfg.exp2.res,
+    startFrg: f.exp2EmuStartFrg >= 0 ? f.exp2EmuStartFrg : cfg.exp2.startFrg,
+  };
+  if (pattern.freq > 0 && pattern.res > pattern.freq) {
+    throw new ProblemError('features.exp2EmuRes', `must not exceed exp2EmuFreq (${pattern.freq}), got ${pattern.res}`);
   }
-  const { blockM, blockN } = resolveBlocks(p, { ...opts, blockM: opts.blockM ?? 128, blockN: opts.blockN ?? 128 });
-  const emulate = f.exp2Emulation && f.exp2EmuRes > 0 && p.d <= 128;
+  const { blockM, blockN } = resolveBlocks(p, { ...opts, blockM: opts.blockM ?? cfg.blockM, blockN: opts.blockN ?? cfg.blockN });
+  const Q_STAGES = cfg.qStage;
   const emuCols = new Uint8Array(blockN);
-  for (let c = 0; c < blockN; c++) emuCols[c] = emulate && isEmulatedColumn(c, blockN, f.exp2EmuFreq, f.exp2EmuRes) ? 1 : 0;
+  for (let c = 0; c < blockN; c++) emuCols[c] = f.exp2Emulation && isEmulatedElement(c, blockN, pattern) ? 1 : 0;
   let emulated = 0;
   const ctx = step.makeContext(p, x, opts, {
     prefix: 'fa4',
     base2: true,
     lazyThreshold: f.lazyRescale ? f.rescaleThreshold : 0,
     rescaleGroup: FA4_RESCALE_GROUP,
-    exp: (a, col, emulable) => {
-      if (emulable && emuCols[col]) {
+    // The pattern runs on every block, masked or not (masked -inf entries never reach exp).
+    exp: (a, col) => {
+      if (emuCols[col]) {
         emulated++;
         return exp2Emulated(a);
       }
@@ -90,7 +109,7 @@ function* runFa4(p: AttentionProblem, x: AttentionInputs, opts: RunOptions): Ste
   });
   const o = new Float32Array(p.batch * p.hq * p.nq * p.dv);
   const lseOut = new Float32Array(p.batch * p.hq * p.nq);
-  const ctaRows = FA4_Q_STAGES * blockM;
+  const ctaRows = Q_STAGES * blockM;
   const nCta = blockCount(p.nq, ctaRows);
   const tc = blockCount(p.nk, blockN);
   const eb = ctx.eb;
@@ -104,11 +123,11 @@ function* runFa4(p: AttentionProblem, x: AttentionInputs, opts: RunOptions): Ste
         const r1 = Math.min(p.nq, r0 + ctaRows);
         // The two Q tiles (stages) of this CTA; the second may be absent at the ragged end.
         const stages: { st: step.RowState; at: step.At; t: step.ScoreTile; qb: number }[] = [];
-        for (let s = 0; s < FA4_Q_STAGES; s++) {
+        for (let s = 0; s < Q_STAGES; s++) {
           const q0 = r0 + s * blockM;
           if (q0 >= r1) break;
           const rows = Math.min(r1, q0 + blockM) - q0;
-          const qb = FA4_Q_STAGES * m + s;
+          const qb = Q_STAGES * m + s;
           stages.push({
             st: new step.RowState(hk, q0, rows, p.dv),
             at: { b, h, outer: qb, inner: -1, qBlock: qb, warpgroup: s },
@@ -122,21 +141,21 @@ function* runFa4(p: AttentionProblem, x: AttentionInputs, opts: RunOptions): Ste
         }
         const colsOf = (j: number): [number, number] => [j * blockN, Math.min(p.nk, (j + 1) * blockN)];
         const KV = 0;
-        const prod = new Producer([FA4_KV_STAGES]);
+        const prod = new Producer([cfg.kvStage]);
         const pushQ = (s: (typeof stages)[number]) =>
           prod.push(`Q${s.qb}`, -1, () =>
             step.load(ctx, { ...s.at, warpgroup: undefined }, 'loadQ', [s.st.r0, s.st.r0 + s.st.rows], [0, 0], -1, { Q: s.st.rows * p.d * eb }),
           );
         const pushKV = (j: number, t: 'K' | 'V') => {
           const [c0, c1] = colsOf(j);
-          const at: step.At = { b, h, outer: FA4_Q_STAGES * m, inner: j, qBlock: FA4_Q_STAGES * m };
+          const at: step.At = { b, h, outer: Q_STAGES * m, inner: j, qBlock: Q_STAGES * m };
           prod.push(`${t}${j}`, KV, () =>
             step.load(ctx, at, t === 'K' ? 'loadK' : 'loadV', [r0, r1], [c0, c1], j, { [t]: (c1 - c0) * (t === 'K' ? p.d : p.dv) * eb }),
           );
         };
-        // Load warp program order (seed 003): Q0, K_last, Q1, V_last, then K_j, V_j descending.
-        pushQ(stages[0]);
+        // Load warp program order (flash_fwd_sm100.py@0251105a l. 1624-1651): K_last, Q0, Q1, V_last, then K_j, V_j descending.
         if (blocks.length) pushKV(blocks[0], 'K');
+        pushQ(stages[0]);
         if (stages[1]) pushQ(stages[1]);
         if (blocks.length) pushKV(blocks[0], 'V');
         for (let n = 1; n < blocks.length; n++) {

@@ -85,6 +85,8 @@ export interface ResourceSheet {
   tiles: { block_m: number; block_n: number };
   q_stage: number;
   kv_stage: number;
+  /** FA4: 2 when the kernel runs CTA pairs with cta_group::2 MMAs (use_2cta_instrs), else 1. */
+  cta_group?: 1 | 2;
   /** CTAs that fit on one SM at once (smem, registers, threads). */
   ctas_per_sm: number;
   /** flash-decoding: K/V splits per (batch, head, Q tile). */

@@ -23,13 +23,26 @@ afterEach(() => vi.restoreAllMocks());
 describe('describe / simulate commands', () => {
   it('describe prints the FA4 sheet with SMEM offsets and TMEM columns', async () => {
     const c = capture();
-    const code = await describeCommand.run(['--algo', 'fa4', '--gpu', 'b200', '--d', '192', '--dv', '128', '--dtype', 'bf16']);
+    const code = await describeCommand.run(['--algo', 'fa4', '--gpu', 'b200', '--d', '192', '--dv', '128', '--dtype', 'bf16', '--nq', '256']);
     expect(code).toBe(0);
     const sheet = JSON.parse(c.out.join('\n'));
     expect(sheet.fits).toBe(true);
+    expect(sheet.cta_group).toBe(1);
     expect(sheet.tmem.used_columns).toBe(512);
     expect(sheet.tiles).toEqual({ block_m: 128, block_n: 128 });
     expect(sheet.smem.buffers.find((b: { name: string; stage: number }) => b.name === 'sKV' && b.stage === 1).bytes).toBe(32768);
+  });
+
+  it('describe prints cta_group 2 where upstream picks 2-CTA mode (non-causal, seqlen_q > 256) and 1 otherwise', async () => {
+    const run = async (...extra: string[]) => {
+      const c = capture();
+      await describeCommand.run(['--algo', 'fa4', '--gpu', 'b200', '--d', '128', '--dtype', 'bf16', ...extra]);
+      return JSON.parse(c.out.join('\n')) as { cta_group: number; kv_stage: number; q_stage: number };
+    };
+    expect(await run('--nq', '4096')).toMatchObject({ cta_group: 2, kv_stage: 6, q_stage: 2 });
+    expect(await run('--nq', '4096', '--causal')).toMatchObject({ cta_group: 1, kv_stage: 3, q_stage: 2 });
+    expect(await run('--nq', '256')).toMatchObject({ cta_group: 1, kv_stage: 3, q_stage: 2 });
+    expect(await run('--nq', '128')).toMatchObject({ cta_group: 1, q_stage: 1 });
   });
 
   it('describe exits 1 and lists need and capacity when it does not fit', async () => {

@@ -1,23 +1,25 @@
-// FlashAttention-4 on SM100 (seed 003: the FA4 forward kernel for Blackwell).
-//
-// One CTA owns two 128-row Q tiles (q_stage = 2) and 16 warps:
-//   softmax0 (warps 0-3) and softmax1 (warps 4-7): one per Q tile, 200 registers;
-//   correction (warps 8-11): rescales O in TMEM when the row max moved, 64 registers;
-//   mma (warp 12): issues every tcgen05 MMA, 48 registers;
-//   epilogue (warp 13): TMA-stores O, 48 registers;
-//   load (warp 14): TMA loads of Q and K/V, 48 registers;
-//   empty (warp 15): holds 24 registers and does nothing.
-// TMEM (128 lanes × 512 columns): S0 at column 0, S1 at 128, O0 and O1 after them; P_i
-// (16-bit, two per 32-bit column) is written over the second half of S_i (column 64 / 192).
-// SMEM: sScale, sQ × 2, and the K/V ring. For d = 192, dv = 128 the ring is uneven:
-// Large (K) + Small (V) + Large, stage stride (L+S)/2, and the middle stage moves right by
-// (L−S)/2 when it holds V and left when it holds K, flipping with the barrier phase; a K
-// landing in stage 0 must also wait for stage 1, whose previous K overlaps it.
-// Load order (seed 003's table): Q0, K_last, Q1, V_last, then K/V of the remaining blocks
-// from the right. The MMA warp computes S0 = Q0·Kᵀ, S1 = Q1·Kᵀ, then per block
-// O_s += P_s·V (the first 3/4 as soon as softmax wrote 3/4 of P, the rest after) and the
-// next S_s. Correction rescales O only when some row max grew by more than 8 (log2 units,
-// 16-bit types): with lazy rescaling on it skips the rescale unless a row needs it.
+// FlashAttention-4 forward on SM100 ("FlashAttention-4: Algorithm and Kernel Pipelining
+// Co-Design for Asymmetric Hardware Scaling", arXiv 2603.05451), configured as
+// flash_attn/cute/flash_fwd_sm100.py at 0251105a is (through fa4Config in
+// engine/algorithms/fa4-config.ts). One CTA owns q_stage (2, or 1 when seqlen_q ≤ 128) Q tiles
+// of 128 rows and 16 warps:
+//   softmax0 (warps 0-3) and softmax1 (warps 4-7, idle when q_stage = 1): one per Q tile;
+//   correction (warps 8-11): rescales O in TMEM when the row max moved, then the epilogue;
+//   mma (warp 12), epilogue (warp 13), load (warp 14), empty (warp 15).
+// Register targets by head dim: 200/64/48 below d = 96, else _TUNING_CONFIG or 192/80, the
+// other warps getting what is left of 512 per thread-quad.
+// 2-CTA mode (use_2cta_instrs: non-causal, dense, d ∈ {128, 192}, dv = 128, seqlen_q > 256):
+// two CTAs on two SMs form a pair; the leader's MMA warp issues cta_group::2 MMAs of
+// M = 256 rows, each CTA's tensor core computing its own 128 rows into its own TMEM, and each
+// CTA holds half of every K/V tile in SMEM, so a stage costs half the bytes and the ring is
+// deeper. TMEM: S0 at column 0, S1 at 128, O_i after them; P_i (16-bit) over the second
+// half of S_i. SMEM: sScale, sQ × q_stage, sO × q_stage (over sQ at d = 192), the K/V ring
+// with min((224 KiB − sQ − sO) / stage bytes, 32) stages. For d = 192, dv = 128 on one CTA the
+// ring is uneven: Large (K) + Small (V) + Large, stage stride (L+S)/2, the middle stage
+// moving by (L−S)/2 with the barrier phase. Load order: K_last, Q0, Q1, V_last, then K/V of
+// the remaining blocks from the right. Correction rescales O only when some row max grew by
+// more than 8 (log2 units, 16-bit types): with lazy rescaling on it skips the rescale unless
+// a row needs it.
 
 import { isFp8 } from '../../core/problem.ts';
 import type { ResourceSheet } from '../events.ts';
@@ -44,6 +46,7 @@ import {
   type ProblemShape,
 } from '../model.ts';
 import type { Kernel, MemSpec } from '../scheduler.ts';
+import { FA4_TILE, exp2EmulatedShare, fa4Config, fa4HeadDimRefusal, type Fa4Config } from '../../algorithms/fa4-config.ts';
 
 /** Calibration (FA4 on B200 BF16, ~1600 TFLOP/s at d = 128): fraction of the tcgen05 datasheet rate reached in the loop. */
 export const UMMA_EFFICIENCY = 0.75;
@@ -51,35 +54,38 @@ export const UMMA_EFFICIENCY = 0.75;
 export const UMMA_LATENCY = 100;
 /** TMEM ↔ register traffic per SM per cycle (4 sub-partitions × 32 lanes × 4 B; model assumption). */
 export const TMEM_BYTES_PER_CLK = 512;
-/** Lazy rescale threshold in log2 units for 16-bit types (seed 003; FA4 source). */
+/** Lazy rescale threshold in log2 units for 16-bit types (flash_fwd_sm100.py@0251105a, rescale_threshold). */
 export const RESCALE_THRESHOLD_LOG2 = 8;
 /** Blackwell's packed FFMA2 does two fp32 FMAs per lane per instruction: the softmax code is written with it. */
 const PACKED = 2;
 
-export const FA4_BLOCK_M = 128;
-export const FA4_BLOCK_N = 128;
-export const FA4_Q_STAGE = 2;
+export const FA4_BLOCK_M = FA4_TILE;
+export const FA4_BLOCK_N = FA4_TILE;
 
-/** Fraction of exponentials the polynomial evaluates: FA4's e2e_freq 16 / e2e_res 4 on 32-element fragments, last fragment on MUFU. */
-export function exp2EmulationFraction(blockN: number): number {
-  const frg = blockN / 32;
-  return frg <= 1 ? 0 : (4 / 16) * ((frg - 1) / frg);
+/** The shipped kernel's configuration for this shape (one table for stepper, simulator and describe). */
+export function fa4Tiles(shape: ProblemShape): Fa4Config {
+  return fa4Config({ d: shape.d, dv: shape.dv, dtype: shape.dtype, causal: shape.causal, nq: shape.nq });
 }
 
+/** The uneven Large-Small-Large ring: d 192 / dv 128 on one CTA with three stages. */
 export function fa4Uneven(shape: ProblemShape): boolean {
-  return shape.d !== shape.dv && shape.d === 192 && shape.dv === 128;
+  const c = fa4Tiles(shape);
+  return c.dPad === 192 && c.dvPad === 128 && c.kvStage === 3 && c.ctaGroup === 1;
 }
 
 function kvStages(shape: ProblemShape, f: HwFeatures): number {
-  // The uneven Large-Small-Large ring is three stages by construction.
   if (fa4Uneven(shape)) return 3;
-  return f.stages ?? 3;
+  return f.stages ?? fa4Tiles(shape).kvStage;
 }
 
 interface Fa4Layout {
+  cfg: Fa4Config;
   sheet: ResourceSheet;
   qOff: number[];
+  /** Where O_s is staged for the TMA store: its own sO, or over sQ_s at d = 192. */
+  oOff: number[];
   kvBase: number;
+  /** Bytes of one K / V tile this CTA holds (half the tile in 2-CTA mode). */
   kBytes: number;
   vBytes: number;
   stride: number;
@@ -89,18 +95,20 @@ interface Fa4Layout {
 }
 
 function layout(gpu: GpuSpec, shape: ProblemShape, f: HwFeatures): Fa4Layout {
+  const cfg = fa4Tiles(shape);
+  const Q = cfg.qStage;
   const e = elemBytes(shape.dtype);
   const sheet = emptySheet('fa4', gpu, FA4_BLOCK_M, FA4_BLOCK_N);
+  sheet.cta_group = cfg.ctaGroup;
   const stages = kvStages(shape, f);
-  sheet.q_stage = FA4_Q_STAGE;
+  sheet.q_stage = Q;
   sheet.kv_stage = stages;
-  const dPad = Math.ceil(shape.d / 16) * 16;
-  const dvPad = Math.ceil(shape.dv / 16) * 16;
-  const kBytes = FA4_BLOCK_N * dPad * e;
-  const vBytes = FA4_BLOCK_N * dvPad * e;
+  const { dPad, dvPad } = cfg;
+  const kBytes = (FA4_BLOCK_N * dPad * e) / cfg.ctaGroup;
+  const vBytes = (FA4_BLOCK_N * dvPad * e) / cfg.ctaGroup;
   const uneven = fa4Uneven(shape);
-  // Struct order of the kernel's SharedStorage: mbarriers, TMEM holding word, sScale, sO (empty: O lives in TMEM), sQ, sK.
-  const mbarBytes = 15 * 8;
+  // Struct order of the kernel's SharedStorage: mbarriers, TMEM holding word, sScale, sO, sQ, sK/V.
+  const mbarBytes = (2 * Q + 2 * stages + 11) * 8;
   let off = 0;
   const push = (name: string, stage: number, bytes: number, align: number) => {
     off = Math.ceil(off / align) * align;
@@ -110,9 +118,14 @@ function layout(gpu: GpuSpec, shape: ProblemShape, f: HwFeatures): Fa4Layout {
   };
   push('mbarriers', 0, mbarBytes, 8);
   push('tmem_holding', 0, 4, 4);
-  push('sScale', 0, FA4_Q_STAGE * FA4_BLOCK_M * 2 * 4, 4);
-  off = Math.ceil(off / 1024) * 1024;
-  const qOff = [push('sQ', 0, FA4_BLOCK_M * dPad * e, 1024), push('sQ', 1, FA4_BLOCK_M * dPad * e, 1)];
+  push('sScale', 0, Q * FA4_BLOCK_M * 2 * 4, 4);
+  const oTile = FA4_BLOCK_M * dvPad * e;
+  const qTile = FA4_BLOCK_M * dPad * e;
+  const oOff: number[] = [];
+  if (!cfg.overlapSOSQ) for (let q = 0; q < Q; q++) oOff.push(push('sO', q, oTile, q === 0 ? 1024 : 1));
+  const qOff: number[] = [];
+  for (let q = 0; q < Q; q++) qOff.push(push('sQ', q, qTile, q === 0 ? 1024 : 1));
+  if (cfg.overlapSOSQ) oOff.push(...qOff);
   off = Math.ceil(off / 1024) * 1024;
   const kvBase = off;
   let stride: number;
@@ -130,47 +143,58 @@ function layout(gpu: GpuSpec, shape: ProblemShape, f: HwFeatures): Fa4Layout {
   for (let s = 0; s < stages; s++) sheet.smem.buffers.push({ name: 'sKV', stage: s, offset: kvBase + s * stride, bytes: uneven ? (s === 1 ? vBytes : kBytes) : stride });
   off = kvBase + ringBytes;
   sheet.smem.used_bytes = off;
-  sheet.notes.push(`K/V tiles: ${FA4_Q_STAGE}×sQ = ${(2 * FA4_BLOCK_M * dPad * e) / 1024} KB, K/V ring = ${ringBytes / 1024} KB${uneven ? ' (Large-Small-Large)' : ''}; total with barriers, sScale and 1024-byte alignment = ${off} bytes.`);
-  if (uneven) {
+  const kb = (n: number) => `${n / 1024} KB`;
+  sheet.notes.push(
+    `SMEM: ${Q}×sQ = ${kb(Q * qTile)}, ${cfg.overlapSOSQ ? 'sO over sQ (d 192)' : `${Q}×sO = ${kb(Q * oTile)}`}, K/V ring = ${stages} × ${kb(stride)} = ${kb(ringBytes)}${uneven ? ' (Large-Small-Large)' : ''}; ${off} bytes with barriers, sScale and 1024-byte alignment. Stages: min((224 KiB − sQ − sO) / stage bytes, 32) = ${cfg.kvStage}.`,
+  );
+  if (cfg.ctaGroup === 2) {
     sheet.notes.push(
-      'Seed 003 sums SMEM to 224.5 KB counting sScale as 0.5 KB; sScale holds q_stage·128·2 fp32 = 2 KB, and with the 1024-byte alignment the struct ends at exactly 227 KB, the per-block limit.',
+      `2-CTA mode (cta_group::2): this CTA and its peer on another SM form a pair over ${2 * Q * FA4_BLOCK_M} Q rows; the leader's MMA warp issues M = 256 MMAs, each CTA's tensor core writes its own 128 rows into its own TMEM, and each CTA holds half of every K/V tile (${FA4_BLOCK_N / 2} of ${FA4_BLOCK_N} rows), so a stage takes half the bytes.`,
     );
   }
-  // TMEM columns.
+  if (uneven) {
+    sheet.notes.push('The uneven ring ends the struct at 227 KB, the per-block limit (sScale holds q_stage·128·2 fp32 = 2 KB).');
+  }
+  // TMEM columns: S0, S1 (s_stage = 2), then O per Q stage.
   const s = [0, FA4_BLOCK_N];
   const p = s.map((c) => c + FA4_BLOCK_N / 2);
-  const o = [2 * FA4_BLOCK_N, 2 * FA4_BLOCK_N + dvPad];
+  const o = Array.from({ length: Q }, (_, q) => 2 * FA4_BLOCK_N + q * dvPad);
   if (sheet.tmem) {
     sheet.tmem.buffers.push(
       { name: 'S0', column: s[0], columns: FA4_BLOCK_N },
       { name: 'S1', column: s[1], columns: FA4_BLOCK_N },
       { name: 'P0', column: p[0], columns: FA4_BLOCK_N / 2 },
       { name: 'P1', column: p[1], columns: FA4_BLOCK_N / 2 },
-      { name: 'O0', column: o[0], columns: dvPad },
-      { name: 'O1', column: o[1], columns: dvPad },
+      ...o.map((c, q) => ({ name: `O${q}`, column: c, columns: dvPad })),
     );
     sheet.notes.push('P_i is written over the second half of S_i (16-bit values, two per 32-bit column) once softmax has read S_i.');
   }
+  const r = cfg.registers;
+  sheet.roles.push({ name: 'softmax0', warps: [0, 1, 2, 3], registers: r.softmax });
+  if (Q === 2) sheet.roles.push({ name: 'softmax1', warps: [4, 5, 6, 7], registers: r.softmax });
   sheet.roles.push(
-    { name: 'softmax0', warps: [0, 1, 2, 3], registers: 200 },
-    { name: 'softmax1', warps: [4, 5, 6, 7], registers: 200 },
-    { name: 'correction', warps: [8, 9, 10, 11], registers: 64 },
-    { name: 'mma', warps: [12], registers: 48 },
-    { name: 'epilogue', warps: [13], registers: 48 },
-    { name: 'load', warps: [14], registers: 48 },
-    { name: 'empty', warps: [15], registers: 24 },
+    { name: 'correction', warps: [8, 9, 10, 11], registers: r.correction },
+    { name: 'mma', warps: [12], registers: r.other },
+    { name: 'epilogue', warps: [13], registers: r.other },
+    { name: 'load', warps: [14], registers: r.other },
+    { name: 'empty', warps: Q === 2 ? [15] : [15, 4, 5, 6, 7], registers: r.other },
   );
+  if (Q === 1) sheet.notes.push('q_stage = 1 (seqlen_q ≤ 128): one Q tile, warps 4-7 join the empty warp.');
   if (gpu.sm !== 100) sheet.does_not_fit.push(`arch: FA4 is written for SM100 (tcgen05, TMEM); ${gpu.name} is SM${gpu.sm}`);
   if (shape.dtype === 'fp32') sheet.does_not_fit.push('dtype: FA4 takes fp16 or bf16 inputs (its MMAs have no fp32 path)');
   if (isFp8(shape.dtype)) sheet.does_not_fit.push('dtype: FlashScope models no FP8 path for FA4 (FP8 is modelled for FA3); pick fp16 or bf16');
+  const refusal = fa4HeadDimRefusal(shape.d, shape.dv, shape.dtype);
+  if (refusal) sheet.does_not_fit.push(`head dim: ${refusal}`);
+  else if (cfg.dedicatedHd256) sheet.does_not_fit.push('head dim: d = dv = 256 runs upstream\'s dedicated 2-CTA kernel (sm100_hd256_2cta_fmha_forward.py), which FlashScope does not model');
+  else if (shape.dv > 128) sheet.does_not_fit.push('head dim: the dv = 512 MLA shapes run upstream\'s MLA kernel (flash_fwd_mla_sm100.py), which FlashScope does not model');
   if (uneven && f.stages !== undefined && f.stages !== 3) sheet.does_not_fit.push(`stages: the uneven d = 192, dv = 128 K/V ring (Large-Small-Large) has exactly 3 stages, got ${f.stages}`);
   if (f.stages !== undefined && f.stages < 2) sheet.does_not_fit.push(`stages: FA4 needs at least 2 K/V stages (K and V of one block are in flight together), got ${f.stages}`);
   finishSheet(sheet, gpu);
-  return { sheet, qOff, kvBase, kBytes, vBytes, stride, unevenShift, stages, tmem: { s, p, o } };
+  return { cfg, sheet, qOff, oOff, kvBase, kBytes, vBytes, stride, unevenShift, stages, tmem: { s, p, o } };
 }
 
 function grid(_gpu: GpuSpec, shape: ProblemShape): CtaWork[] {
-  const rows = FA4_BLOCK_M * FA4_Q_STAGE;
+  const rows = FA4_BLOCK_M * fa4Tiles(shape).qStage;
   const out: CtaWork[] = [];
   for (let b = 0; b < shape.batch; b++)
     for (let h = 0; h < shape.hq; h++)
@@ -181,7 +205,7 @@ function grid(_gpu: GpuSpec, shape: ProblemShape): CtaWork[] {
   return out;
 }
 
-/** The load sequence of one CTA, in issue order, with SMEM placement (seed 003's table). */
+/** The load sequence of one CTA, in issue order, with SMEM placement (flash_fwd_sm100.py@0251105a, load: l. 1624-1651). */
 export interface Fa4Load {
   tile: string;
   kind: 'Q' | 'K' | 'V';
@@ -198,7 +222,8 @@ export interface Fa4Load {
 export function fa4LoadOrder(gpu: GpuSpec, shape: ProblemShape, f: HwFeatures, kvBlocks: number[], qBlock = 0): Fa4Load[] {
   const L = layout(gpu, shape, f);
   const e = elemBytes(shape.dtype);
-  const qBytes = FA4_BLOCK_M * Math.ceil(shape.d / 16) * 16 * e;
+  const qBytes = FA4_BLOCK_M * L.cfg.dPad * e;
+  const Q = L.cfg.qStage;
   const out: Fa4Load[] = [];
   let c = 0;
   const kvLoad = (kind: 'K' | 'V', j: number) => {
@@ -210,11 +235,11 @@ export function fa4LoadOrder(gpu: GpuSpec, shape: ProblemShape, f: HwFeatures, k
     out.push({ tile: `${kind}${j}`, kind, stage, phase, offset, bytes: kind === 'K' ? L.kBytes : L.vBytes, kvIndex: c });
     c++;
   };
-  const q = (s: number) => out.push({ tile: `Q${FA4_Q_STAGE * qBlock + s}`, kind: 'Q', stage: s, phase: 1, offset: L.qOff[s], bytes: qBytes, kvIndex: -1 });
+  const q = (s: number) => out.push({ tile: `Q${Q * qBlock + s}`, kind: 'Q', stage: s, phase: 1, offset: L.qOff[s], bytes: qBytes, kvIndex: -1 });
   if (kvBlocks.length === 0) return out;
-  q(0);
   kvLoad('K', kvBlocks[0]);
-  q(1);
+  q(0);
+  if (Q === 2) q(1);
   kvLoad('V', kvBlocks[0]);
   for (let i = 1; i < kvBlocks.length; i++) {
     kvLoad('K', kvBlocks[i]);
@@ -255,12 +280,15 @@ function build(k: Kernel, ctx: BuildContext, work: CtaWork): void {
   const qk = mmaCycles(FA4_BLOCK_M, FA4_BLOCK_N, shape.d, rate);
   const pv = mmaCycles(FA4_BLOCK_M, shape.dv, FA4_BLOCK_N, rate);
   const elems = FA4_BLOCK_M * FA4_BLOCK_N;
-  // The polynomial runs only where no mask is applied (FA4 passes e2e = mask_fn is None) and d <= 128.
-  const emuFrac = f.exp2Emulation && shape.d <= 128 ? exp2EmulationFraction(FA4_BLOCK_N) : 0;
+  // apply_exp2_convert runs the same pattern on masked and unmasked blocks; its frequency and
+  // start fragment come from _TUNING_CONFIG (fa4Config).
+  const emuFrac = f.exp2Emulation ? exp2EmulatedShare(FA4_BLOCK_N, L.cfg.exp2) : 0;
+  const Q = L.cfg.qStage;
+  const pair = L.cfg.ctaGroup === 2 ? ' (cta_group::2)' : '';
   const load = (bytes: number) => bytes / ctx.loadBytesPerClk;
   const tmemMove = (bytes: number) => bytes / TMEM_BYTES_PER_CLK;
 
-  const qFull = [k.mbarrier(`${p}load_q_full[0]`), k.mbarrier(`${p}load_q_full[1]`)];
+  const qFull = Array.from({ length: Q }, (_, s) => k.mbarrier(`${p}load_q_full[${s}]`));
   const kvFull: number[] = [];
   const kvEmpty: number[] = [];
   for (let s = 0; s < S; s++) {
@@ -281,7 +309,7 @@ function build(k: Kernel, ctx: BuildContext, work: CtaWork): void {
   const epiFull = [0, 1].map((s) => k.mbarrier(`${p}corr_epi_full[${s}]`));
 
   // Load warp.
-  const ld = k.role({ name: `${p}load`, warps: [14], registers: 48, job: 'TMA loads: Q0, K, Q1, V, then K/V from the last block down' });
+  const ld = k.role({ name: `${p}load`, warps: [14], registers: L.cfg.registers.other, job: `TMA loads: K, Q0${Q === 2 ? ', Q1' : ''}, V, then K/V from the last block down${pair ? ' (half of each K/V tile: the peer CTA loads the other half)' : ''}` });
   for (const x of loads) {
     if (x.kind === 'Q') {
       ld.issue('tma', load(x.bytes), `tma ${x.tile}`, x.tile, {
@@ -304,9 +332,15 @@ function build(k: Kernel, ctx: BuildContext, work: CtaWork): void {
 
   // MMA warp.
   const kvOf = (kind: 'K' | 'V', i: number) => kvLoads[2 * i + (kind === 'K' ? 0 : 1)];
-  const mma = k.role({ name: `${p}mma`, warps: [12], registers: 48, job: 'issues every tcgen05 MMA: S = Q·Kᵀ into TMEM, O += P·V with P read from TMEM' });
+  const R = L.cfg.registers;
+  const mma = k.role({
+    name: `${p}mma`,
+    warps: [12],
+    registers: R.other,
+    job: pair ? "issues every tcgen05 MMA with cta_group::2: M = 256 over this CTA's rows and its peer's, each half into its own CTA's TMEM" : 'issues every tcgen05 MMA: S = Q·Kᵀ into TMEM, O += P·V with P read from TMEM',
+  });
   const qkOp = (s: number, i: number, extraArrive: number[]) => {
-    mma.issue('tensor', qk, `S${s}=Q${s}·K${kv[i]}ᵀ`, `S${s}`, {
+    mma.issue('tensor', qk, `S${s}=Q${s}·K${kv[i]}ᵀ${pair}`, `S${s}`, {
       latency: UMMA_LATENCY,
       chunks: 1,
       arrive: [sFull[s], ...extraArrive],
@@ -315,30 +349,32 @@ function build(k: Kernel, ctx: BuildContext, work: CtaWork): void {
   };
   const pvOps = (i: number, last: boolean) => {
     const vx = kvOf('V', i);
-    for (let s = 0; s < 2; s++) {
+    for (let s = 0; s < Q; s++) {
       mma.wait(pFullORescaled[s], i);
-      mma.issue('tensor', pv * 0.75, `O${s}+=P${s}·V${kv[i]} (3/4)`, `O${s}`, {
+      mma.issue('tensor', pv * 0.75, `O${s}+=P${s}·V${kv[i]} (3/4)${pair}`, `O${s}`, {
         latency: 0,
         memBegin: i === 0 ? [tmemSpec(`O${s}`, L.tmem.o[s], shape.dv, 'fill', `O${s}`)] : undefined,
       });
       mma.wait(pFull2[s], i);
-      const arrive = [...(last ? [oFull[s]] : []), ...(s === 1 ? [kvEmpty[vx.stage]] : [])];
-      mma.issue('tensor', pv * 0.25, `O${s}+=P${s}·V${kv[i]} (last 1/4)`, `O${s}`, {
+      const arrive = [...(last ? [oFull[s]] : []), ...(s === Q - 1 ? [kvEmpty[vx.stage]] : [])];
+      mma.issue('tensor', pv * 0.25, `O${s}+=P${s}·V${kv[i]} (last 1/4)${pair}`, `O${s}`, {
         latency: UMMA_LATENCY,
         arrive,
         memDone: [tmemSpec(`P${s}`, L.tmem.p[s], FA4_BLOCK_N / 2, 'release', `P${s}.${kv[i]}`)],
       });
       if (!last && s === 0) mma.wait(kvFull[kvOf('K', i + 1).stage], Math.floor(kvOf('K', i + 1).kvIndex / S));
-      if (!last) qkOp(s, i + 1, s === 1 ? [kvEmpty[kvOf('K', i + 1).stage]] : []);
+      if (!last) qkOp(s, i + 1, s === Q - 1 ? [kvEmpty[kvOf('K', i + 1).stage]] : []);
     }
   };
   if (n > 0) {
     const k0 = kvOf('K', 0);
     mma.wait(qFull[0], 0);
     mma.wait(kvFull[k0.stage], Math.floor(k0.kvIndex / S));
-    qkOp(0, 0, []);
-    mma.wait(qFull[1], 0);
-    qkOp(1, 0, [kvEmpty[k0.stage]]);
+    qkOp(0, 0, Q === 1 ? [kvEmpty[k0.stage]] : []);
+    if (Q === 2) {
+      mma.wait(qFull[1], 0);
+      qkOp(1, 0, [kvEmpty[k0.stage]]);
+    }
     for (let i = 0; i < n; i++) {
       const vx = kvOf('V', i);
       mma.wait(kvFull[vx.stage], Math.floor(vx.kvIndex / S));
@@ -347,14 +383,14 @@ function build(k: Kernel, ctx: BuildContext, work: CtaWork): void {
   }
 
   // Softmax warpgroups.
-  for (let s = 0; s < 2; s++) {
-    const sm = k.role({ name: `${p}softmax${s}`, warps: [4 * s, 4 * s + 1, 4 * s + 2, 4 * s + 3], registers: 200, job: `online softmax of Q tile ${s}: S from TMEM, P back over half of S` });
+  for (let s = 0; s < Q; s++) {
+    const sm = k.role({ name: `${p}softmax${s}`, warps: [4 * s, 4 * s + 1, 4 * s + 2, 4 * s + 3], registers: R.softmax, job: `online softmax of Q tile ${s}: S from TMEM, P back over half of S` });
     for (let i = 0; i < n; i++) {
       const j = kv[i];
       sm.wait(sFull[s], i);
       sm.exec('tmem', tmemMove(elems * 4), `tcgen05.ld S${s}`, `S${s}`, { memDone: [tmemSpec(`S${s}`, L.tmem.s[s], FA4_BLOCK_N, 'release', `S${s}.${j}`)] });
-      const masked = crossesDiagonal(shape, (FA4_Q_STAGE * work.qBlock + s) * FA4_BLOCK_M, j, FA4_BLOCK_N);
-      const emu = masked ? 0 : emuFrac;
+      const masked = crossesDiagonal(shape, (Q * work.qBlock + s) * FA4_BLOCK_M, j, FA4_BLOCK_N);
+      const emu = emuFrac;
       if (masked) sm.exec('fma', (elems * 2) / (gpu.fmaPerClk * PACKED), 'causal mask', `S${s}`);
       sm.exec('fma', (elems * 1) / (gpu.fmaPerClk * PACKED), 'row max, scale to sScale', `S${s}`);
       sm.arrive(corrFull[s]);
@@ -373,10 +409,10 @@ function build(k: Kernel, ctx: BuildContext, work: CtaWork): void {
   }
 
   // Correction warpgroup.
-  const corr = k.role({ name: `${p}correction`, warps: [8, 9, 10, 11], registers: 64, job: 'rescales O in TMEM when a row max moved; normalizes O at the end' });
+  const corr = k.role({ name: `${p}correction`, warps: [8, 9, 10, 11], registers: R.correction, job: 'rescales O in TMEM when a row max moved; normalizes O at the end' });
   const oBytes = FA4_BLOCK_M * shape.dv * 4;
   for (let i = 0; i < n; i++) {
-    for (let s = 0; s < 2; s++) {
+    for (let s = 0; s < Q; s++) {
       corr.wait(corrFull[s], i);
       corr.exec('fma', (FA4_BLOCK_M * 4) / gpu.fmaPerClk, 'read scale, vote', `O${s}`);
       // Without lazy rescaling every block after the first multiplies O by exp2(m_old − m_new).
@@ -393,32 +429,36 @@ function build(k: Kernel, ctx: BuildContext, work: CtaWork): void {
       corr.arrive(corrEmpty[s]);
     }
   }
-  const qBytes = FA4_BLOCK_M * Math.ceil(shape.d / 16) * 16 * e;
-  for (let s = 0; s < 2; s++) {
+  const qBytes = FA4_BLOCK_M * L.cfg.dPad * e;
+  const oTile = FA4_BLOCK_M * shape.dv * e;
+  const qTileName = (s: number) => `Q${Q * work.qBlock + s}`;
+  for (let s = 0; s < Q; s++) {
     if (n === 0) break;
     corr.wait(oFull[s], 0);
     corr.exec('tmem', tmemMove(oBytes), `tcgen05.ld O${s}`, `O${s}`, { memDone: [tmemSpec(`O${s}`, L.tmem.o[s], shape.dv, 'release', `O${s}`)] });
     corr.exec('fma', (FA4_BLOCK_M * shape.dv * 2) / (gpu.fmaPerClk * PACKED), `O${s} / l, cvt`, `O${s}`);
-    // O is staged for the TMA store over sQ_s: Q_s was last read by the final S MMA, done before O_full.
-    corr.mem({ space: 'smem', buffer: `${p}sQ`, stage: s, offset: L.qOff[s], bytes: qBytes, action: 'release', tile: `Q${FA4_Q_STAGE * work.qBlock + s}` });
-    corr.exec('smem', (FA4_BLOCK_M * shape.dv * e) / gpu.smemBytesPerClk, `st.shared O${s}`, `O${s}`, {
-      mem: [{ space: 'smem', buffer: `${p}sO`, stage: s, offset: L.qOff[s], bytes: FA4_BLOCK_M * shape.dv * e, action: 'fill', tile: `O${s}` }],
+    // d 192 (overlap_sO_sQ): O is staged over sQ_s, whose Q was last read by the final S MMA, done before O_full.
+    if (L.cfg.overlapSOSQ) corr.mem({ space: 'smem', buffer: `${p}sQ`, stage: s, offset: L.qOff[s], bytes: qBytes, action: 'release', tile: qTileName(s) });
+    const oBuf = 'sO';
+    corr.exec('smem', oTile / gpu.smemBytesPerClk, `st.shared O${s}`, `O${s}`, {
+      mem: [{ space: 'smem', buffer: `${p}${oBuf}`, stage: s, offset: L.oOff[s], bytes: oTile, action: 'fill', tile: `O${s}` }],
     });
     corr.arrive(epiFull[s]);
   }
-  const epi = k.role({ name: `${p}epilogue`, warps: [13], registers: 48, job: 'TMA store of O from SMEM' });
-  for (let s = 0; s < 2; s++) {
+  const epi = k.role({ name: `${p}epilogue`, warps: [13], registers: R.other, job: 'TMA store of O from SMEM' });
+  for (let s = 0; s < Q; s++) {
     if (n === 0) break;
     epi.wait(epiFull[s], 0);
-    epi.issue('tma', load(FA4_BLOCK_M * shape.dv * e), `tma store O${s}`, `O${s}`, {
+    const oBuf = 'sO';
+    epi.issue('tma', load(oTile), `tma store O${s}`, `O${s}`, {
       latency: gpu.copyLatencyCycles,
       memDone: [
-        { space: 'smem', buffer: `${p}sO`, stage: s, offset: L.qOff[s], bytes: FA4_BLOCK_M * shape.dv * e, action: 'release', tile: `O${s}` },
-        hbmOut(shape, work, (FA4_Q_STAGE * work.qBlock + s) * FA4_BLOCK_M, FA4_BLOCK_M, `O${FA4_Q_STAGE * work.qBlock + s}`),
+        { space: 'smem', buffer: `${p}${oBuf}`, stage: s, offset: L.oOff[s], bytes: oTile, action: 'release', tile: `O${s}` },
+        hbmOut(shape, work, (Q * work.qBlock + s) * FA4_BLOCK_M, FA4_BLOCK_M, `O${Q * work.qBlock + s}`),
       ],
     });
   }
-  k.role({ name: `${p}empty`, warps: [15], registers: 24, job: 'idle: gives its registers to the others' });
+  k.role({ name: `${p}empty`, warps: Q === 2 ? [15] : [15, 4, 5, 6, 7], registers: R.other, job: 'idle: gives its registers to the others' });
 }
 
 export const fa4Hw: HwAlgorithm = {

@@ -42,5 +42,5 @@ export const standardContent: AlgorithmContent = {
     'standard.pv': 'The output rows: O_i = P_i V.',
     'standard.writeO': 'The finished output goes to HBM.',
   },
-  seedNotes: [],
+  corrections: null,
 };

@@ -141,7 +141,7 @@ function Registers({ view, live }: { view: HwView; live: MemInterval[] }) {
     <figure className="hw-regs">
       <figcaption>
         Registers: {grouped(view.resources.registers.used)} of {grouped(per)} per SM for one CTA
-        {view.algo === 'fa3' ? ' (setmaxnreg moves them from the producer to the consumers)' : view.algo === 'fa4' ? ' (per-role budgets from seed 003)' : ''}
+        {view.algo === 'fa3' ? ' (setmaxnreg moves them from the producer to the consumers)' : view.algo === 'fa4' ? ' (per-role budgets from flash_fwd_sm100.py@0251105a: by head dim and _TUNING_CONFIG)' : ''}
       </figcaption>
       <table className="hw-reg-table">
         <tbody>

@@ -97,9 +97,9 @@ export function ChapterView({ chapter, initialStep }: { chapter: Chapter; initia
       <Tex key={i} tex={b.tex} display />
     ) : b.kind === 'h' ? (
       <h3 key={i}>{b.text}</h3>
-    ) : b.kind === 'seed' ? (
-      <p key={i} className="seed-note">
-        <span className="seed-tag">Seed note</span> <Inline text={b.text} />
+    ) : b.kind === 'erratum' ? (
+      <p key={i} className="erratum">
+        <span className="erratum-tag">Erratum</span> <Inline text={b.text} />
       </p>
     ) : (
       <p key={i}>

@@ -39,5 +39,5 @@ export const fa1BackwardContent: AlgorithmContent = {
     'fa1bwd.dk': 'dK_j collects τ dS_ijᵀ Q_i, on chip like dV_j.',
     'fa1bwd.writeKV': 'After the inner loop, dK_j and dV_j are final and written once.',
   },
-  seedNotes: [],
+  corrections: null,
 };

@@ -47,5 +47,5 @@ export const standardBackwardContent: AlgorithmContent = {
     'standardbwd.dk': 'dK = τ dSᵀ Q, a sum over every row strip.',
     'standardbwd.writedK': 'dK is complete after the last strip.',
   },
-  seedNotes: [],
+  corrections: null,
 };

@@ -6,7 +6,7 @@ export const fa4Lesson: AlgorithmLesson = {
   id: 'fa4',
   title: 'FlashAttention-4',
   hardware: 'Blackwell (SM100): tcgen05 MMA into tensor memory (TMEM), TMA, 228 KB shared memory',
-  sources: 'Seed 003 (flash_fwd_sm100.py: storage, warp roles, softmax_step, MMA loop).',
+  sources: '"FlashAttention-4: Algorithm and Kernel Pipelining Co-Design for Asymmetric Hardware Scaling" (arXiv 2603.05451); flash_attn/cute/flash_fwd_sm100.py, interface.py and softmax.py at Dao-AILab/flash-attention 0251105a.',
   intro: r`On Blackwell the tensor cores got roughly twice as fast again, while the exponential unit (MUFU) and
 shared-memory bandwidth did not. FlashAttention-4 is built around that imbalance: the GEMMs are cheap,
 so everything else — the exponentials, the rescaling of $O$, the data movement — must be hidden or
@@ -77,8 +77,9 @@ $\ell$ first. LSE $=(m+\log_2\ell)\ln 2$.`,
     { key: 'lazyRescale', default: 'true', text: 'Keep a stale row max unless it grew by more than rescaleThreshold.' },
     { key: 'rescaleThreshold', default: '8', text: r`$\tau$ in log2 units; P is bounded by $2^\tau$.` },
     { key: 'exp2Emulation', default: 'true', text: 'Compute part of the exponentials with the cubic polynomial on the FMA pipe.' },
-    { key: 'exp2EmuFreq', default: '16', text: 'Period (columns) of the emulation pattern inside a 32-column fragment.' },
-    { key: 'exp2EmuRes', default: '4', text: 'Emulated columns at the end of each period.' },
+    { key: 'exp2EmuFreq', default: '0', text: "Period (columns) of the emulation pattern inside a 32-column fragment; 0 takes the kernel's value for the configuration (16, or _TUNING_CONFIG's: 10 for 2-CTA d = 128, 32 for causal d = 192)." },
+    { key: 'exp2EmuRes', default: '0', text: "Emulated columns at the end of each period; 0 takes the kernel's 4 (6 at d = 256)." },
+    { key: 'exp2EmuStartFrg', default: '-1', text: "First 32-column fragment that uses the polynomial; -1 takes the kernel's ex2_emu_start_frg (1, or 0 where _TUNING_CONFIG says so)." },
   ],
   support: [
     { variant: 'causal, sliding window', kernel: 'yes', flashscope: 'runs', note: 'n_block range per CTA; masked blocks use MUFU only' },
@@ -92,7 +93,7 @@ $\ell$ first. LSE $=(m+\log_2\ell)\ln 2$.`,
   content: {
     algorithm: 'fa4',
     title: 'FlashAttention-4 forward (Blackwell)',
-    source: 'flash_fwd_sm100.py as read in seed 003',
+    source: 'flash_attn/cute/flash_fwd_sm100.py at 0251105a',
     lines: [
       { id: '', text: 'CTA = two Q tiles (stages s = 0, 1); load warp, MMA warp, 2 softmax WGs, correction WG', indent: 0 },
       { id: 'fa4.loadQ', text: 'load warp: TMA Q_s (Q0, K_last, Q1, V_last, then K/V descending)', indent: 1, kinds: ['load'] },
@@ -123,8 +124,6 @@ $\ell$ first. LSE $=(m+\log_2\ell)\ln 2$.`,
       'fa4.normalize': 'One division by l; a learnable sink adds 2^(sink·log₂e − m) to l first. The LSE is converted back to natural log.',
       'fa4.write': 'O goes out through shared memory (TMA store), the LSE in fp32.',
     },
-    seedNotes: [
-      'Seed 003 does not state the rescale threshold; FlashScope uses the kernel\'s value for 16-bit types, τ = 8 in log2 units.',
-    ],
+    corrections: null,
   },
 };

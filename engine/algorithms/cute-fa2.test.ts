@@ -14,7 +14,7 @@ describe('CuTe FA2 pipeline', () => {
   const p: AttentionProblem = { batch: 1, hq: 1, hk: 1, nq: 64, nk: 192, d: 32, dv: 32, causal: false, dtype: 'fp16' };
   const evs: TraceEvent[] = [];
   const r = runToEnd(cuteFa2, p, randomInputs(p, { seed: 6 }), { trace: true, onEvent: (e) => evs.push(e) });
-  it('uses the seed kernel tiles (64 x 64)', () => {
+  it('uses the tiny-flash-attention kernel tiles (64 x 64)', () => {
     expect(r.blocks).toEqual({ blockM: 64, blockN: 64 });
   });
   it('issues V_j before Q·K_jᵀ and K_{j+1} before the softmax and P·V_j of block j', () => {

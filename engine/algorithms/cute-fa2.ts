@@ -1,9 +1,9 @@
-// FlashAttention-2 written with CUTLASS CuTe for Ampere (SM80), as seed 002 walks through
-// it. Same math as fa2.ts (online softmax in fp32 registers, P converted to the 16-bit
+// FlashAttention-2 written with CUTLASS CuTe for Ampere (SM80), as github.com/66RING/tiny-flash-attention
+// (flash_attention_cutlass/) writes it. Same math as fa2.ts (online softmax in fp32 registers, P converted to the 16-bit
 // type for the second GEMM, one division at the end); what this model adds is the
 // kernel's shape and its cp.async software pipeline:
 //
-// - Tiles: kBlockM = 64, kBlockN = 64, 4 warps (the seed's kernel traits); grid
+// - Tiles: kBlockM = 64, kBlockN = 64, 4 warps (that kernel's traits); grid
 //   (ceil(Nq / 64), B·H), one CTA per Q tile.
 // - Prologue: cp.async Q and K_0, fence. Per K/V block j:
 //     wait for K_j; issue V_j's copy; S = Q·K_jᵀ (the copy of V_j runs under this GEMM);
@@ -12,11 +12,11 @@
 //   The load events sit exactly where the copies are issued, so the trace shows V_j
 //   loading during Q·K_jᵀ and K_{j+1} loading during P·V_j.
 // - Causal early exit: the loop stops at n_block_max = the last block with a visible key,
-//   and never touches the blocks above the diagonal (counted in stats.skippedBlocks). The
-//   seed's kernel aligns causal top-left and assumes Nq = Nk; FlashScope uses the problem's
+//   and never touches the blocks above the diagonal (counted in stats.skippedBlocks). That
+//   kernel aligns causal top-left and assumes Nq = Nk; FlashScope uses the problem's
 //   bottom-right alignment, which is the same when Nq = Nk. A window skips blocks the same way.
 //
-// Support table: the seed's kernel has causal only, MHA only, Nq = Nk. FlashScope adds
+// Support table: that kernel has causal only, MHA only, Nq = Nk. FlashScope adds
 // GQA/MQA (K/V head = h / group), Nq ≠ Nk, window, ALiBi, softcap and sinks the way FA2
 // does them, because the math is the same; the lesson says which parts are additions.
 

@@ -6,9 +6,8 @@
 //   O_i   = diag(l_new)^-1 (diag(l_i) e^(m_i - m_new) O_i + e^(m~_ij - m_new) P~_ij V_j)
 // and writes O_i, l_i, m_i back. That HBM round trip per step is exactly what FA2 removed.
 //
-// Seed note: seed 000 writes P_ij = exp(S_ij - m_i) and "P_ij @ V_j^T"; the paper uses the
-// block's own max, P~_ij = exp(S_ij - m~_ij), and P~_ij V_j with V untransposed. We follow
-// the paper.
+// P~_ij = exp(S_ij - m~_ij) is taken against the block's own max and multiplies V_j as
+// stored, as Algorithm 1 of the paper (arXiv 2205.14135) writes it.
 //
 // Extensions beyond Algorithm 1 (which has no masks): blocks that the causal/window mask
 // hides completely are skipped, as the paper's block-sparse variant does; a K/V block whose

@@ -4,9 +4,8 @@
 // and rescaled by exp(m_old - m_new), and a single division by l after the last block.
 // The LSE m + log(l) is written for the backward pass.
 //
-// Seed note: the pseudo-code in seed 000 names rowmax(S_ij) "m_old" and then rescales by
-// exp(m_old - m); the paper rescales by exp(m_prev - m_new) where m_prev is the running max
-// before this block. We follow the paper (and the UI says so).
+// The rescale factor is exp(m_prev - m_new), m_prev the running max before this block; line
+// 10 of the paper's Algorithm 1 (arXiv 2307.08691) prints it inverted, a typo the UI notes.
 //
 // Counter conventions (TRACE.md, "Counters", lists the closed forms the tests check).
 

@@ -1,4 +1,4 @@
-// FlashAttention-3 forward (Shah et al. 2024; seed 000), the Hopper (SM90) schedule.
+// FlashAttention-3 forward ("FlashAttention-3", Shah et al. 2024, arXiv 2407.08608; hopper/ at 0251105a), the Hopper (SM90) schedule.
 //
 // One CTA per (batch, head, Q tile). A producer warp issues TMA copies — Q, then K/V
 // blocks into two-stage rings — while consumer warpgroups of 64 rows each run the math.
@@ -7,7 +7,7 @@
 //
 // - K/V blocks are visited from the last one down to the first, as the kernel does (the
 //   causal diagonal block, the only one needing a mask, comes first).
-// - intraOverlap (default on; seed 000's second pseudo-code, paper Algorithm 2): S_next =
+// - intraOverlap (default on; paper §3.2 and Algorithm 2): S_next =
 //   Q·K_jᵀ is issued *before* O += P_cur·V_{j−1}; the softmax of S_next runs while that
 //   GEMM is in flight, and O is rescaled once it lands. The trace therefore interleaves two
 //   K/V blocks: qk(j), pv(j−1), rowmax/exp/rowsum(j), rescale. Off: qk(j), softmax(j), pv(j).

@@ -1,4 +1,4 @@
-// Flash-decoding (Dao, Haziza, Massa, Sizov 2023; seed 004): split-KV attention for
+// Flash-decoding ("Flash-Decoding for long-context inference", Dao, Haziza, Massa, Sizov 2023): split-KV attention for
 // decoding, where Nq is tiny (often 1) and B·H alone cannot fill the GPU.
 //
 // Two kernels, as FlashAttention-2's split-KV path runs them:

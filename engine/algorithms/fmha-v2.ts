@@ -1,5 +1,5 @@
-// TensorRT-LLM's fmha_v2 flash-attention kernel on Ada (SM89), as seed 001 builds and
-// debugs it (fmha_v2_flash_attention_fp16_128_128_S_qkv_16_sm89, "noloop tiled").
+// TensorRT-LLM's fmha_v2 flash-attention kernel on Ada (SM89), as the TensorRT-LLM
+// cpp/kernels/fmha_v2 sm89 build runs it (fmha_v2_flash_attention_fp16_128_128_S_qkv_16_sm89, "noloop tiled").
 //
 // - Grid: blockIdx.z = batch, blockIdx.y = head, blockIdx.x = Q tile; one CTA per
 //   (batch, head, Q tile), so the trace's outer loop is exactly the grid.
@@ -15,19 +15,19 @@
 //   otherwise contiguous Q + KV. A head's rows are strided 3·H·D apart in the packed
 //   layout, which changes the addresses a tile reads, not the bytes: HBM bytes are counted
 //   per tensor as in fa2.ts (K/V re-read by every Q tile of the head).
-// - fp16Accumulation (default off): the seed's build defines HALF_ACCUMULATION_FOR_FLASH_ATTENTION
+// - fp16Accumulation (default off): the modelled build defines HALF_ACCUMULATION_FOR_FLASH_ATTENTION
 //   and runs an "fp16" (not "fp16_fp32") kernel: both GEMMs accumulate in fp16 registers.
 //   Modelled as rounding to fp16 after every add of Q·Kᵀ and of P·V, and after each rescale
 //   of acc_o (a pessimistic model: the tensor core rounds once per k-step, not per product).
 //   Only for fp16 inputs — there is no bf16- or fp32-accumulating HMMA with 16-bit output.
 //
-// Tiles (STEP_Q × STEP_KV): d ≤ 64: 128 × 128 (the seed's build); d ≤ 128: 64 × 64;
+// Tiles (STEP_Q × STEP_KV): d ≤ 64: 128 × 128 (the modelled build); d ≤ 128: 64 × 64;
 // d ≤ 256: 64 × 32 — FlashScope's choice for larger heads so that Q plus two K/V buffers
 // of 16-bit data stay under SM89's 100 KB of shared memory. Overridable with blockM/blockN.
 //
 // Support table: causal, sliding window (the "sliding_or_chunked_causal" kernel), ALiBi,
 // softcap, GQA/MQA (contiguous Q + KV or paged layouts), Nq ≠ Nk, d ≠ dv: supported by
-// fmha_v2 and run here. Attention sinks: the seed's build has no sink input; FlashScope
+// fmha_v2 and run here. Attention sinks: the kernel has no sink input; FlashScope
 // adds one with FA2's math (at the final normalization). fp32 inputs: no fp32 fmha_v2 kernel;
 // FlashScope runs them unrounded. d > 256: rejected.
 

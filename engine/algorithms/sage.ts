@@ -1,4 +1,4 @@
-// SageAttention forward (Zhang et al. 2024/2025, thu-ml/SageAttention; seed 001): attention
+// SageAttention forward (Zhang et al. 2024/2025, thu-ml/SageAttention; arXiv 2410.02367 and 2411.10958): attention
 // with INT8 Q·Kᵀ. The inputs are quantized once before the kernel (engine/lowprec/sage-quant.ts):
 // K smoothed by its mean over the tokens, Q and K as INT8 codes with one scale per block (per
 // warp slice of Q in v2). The kernel then runs FA2's online softmax in fp32 and log2 units:

@@ -33,8 +33,8 @@ export const CALIBRATION: Case[] = [
   { name: 'FA3 on H100, d=128, N=8K, neither', algo: 'fa3', gpu: 'h100', shape: { batch: 4, nq: 8192, nk: 8192 }, features: { intraOverlap: false, pingpong: false }, published: 570 },
   // FA4 on B200 BF16: ~1600 TFLOP/s forward at d = 128.
   { name: 'FA4 on B200, BF16, d=128, N=16K', algo: 'fa4', gpu: 'b200', shape: { batch: 2, nq: 16384, nk: 16384, dtype: 'bf16' }, published: 1600 },
-  // Seed 001: fmha_v2 on RTX 4060, B=4, H=16, S=1024, d=16: 411.6 µs (10.43 TFLOP/s).
-  { name: 'fmha_v2 on RTX 4060 (seed 001)', algo: 'fmha-v2', gpu: 'rtx4060', shape: { batch: 4, nq: 1024, nk: 1024, d: 16, dv: 16 }, published: 411.6, us: true },
+  // A recorded fmha_exe run (TensorRT-LLM cpp/kernels/fmha_v2, sm89 FP16 build): fmha_v2 on RTX 4060, B=4, H=16, S=1024, d=16: 411.6 µs (10.43 TFLOP/s).
+  { name: 'fmha_v2 on RTX 4060 (recorded fmha_exe run)', algo: 'fmha-v2', gpu: 'rtx4060', shape: { batch: 4, nq: 1024, nk: 1024, d: 16, dv: 16 }, published: 411.6, us: true },
   // shared/gpu/README.md: SDPA FLASH backend (FA2 CUDA kernels) on H200, B=4, H=16, N=4096, fp16.
   { name: 'FA2 kernels on H200, d=128 (SDPA FLASH)', algo: 'cute-fa2', gpu: 'h200', shape: { batch: 4 }, published: 352 },
   { name: 'FA2 kernels on H200, d=64 (SDPA FLASH)', algo: 'cute-fa2', gpu: 'h200', shape: { batch: 4, d: 64, dv: 64 }, published: 302 },

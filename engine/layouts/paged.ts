@@ -1,5 +1,5 @@
 // A paged K/V cache (flash_attn_with_kvcache's block_table, vLLM's PagedAttention,
-// TensorRT-LLM's Q_PAGED_KV layout of seed 001): K and V live in a pool of fixed-size pages,
+// TensorRT-LLM's Q_PAGED_KV layout): K and V live in a pool of fixed-size pages,
 // k_cache [num_pages, page_size, Hk, d] and v_cache [num_pages, page_size, Hk, dv]; sequence
 // b holds cache_seqlens[b] tokens, and its logical key position j is slot j mod page_size
 // of page block_table[b, floor(j / page_size)]. Entries of the table past a sequence's

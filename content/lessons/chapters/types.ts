@@ -9,13 +9,13 @@ import type { TraceEvent } from '../../../engine/trace/events.ts';
 
 /**
  * Text with inline maths between single dollar signs ("the max $m_i$ of row $i$"); a block
- * of kind 'math' is one display formula in TeX. 'seed' blocks name a mistake in the seed
- * notes and what the lesson follows instead.
+ * of kind 'math' is one display formula in TeX. 'erratum' blocks name a mistake in a published
+ * listing (paper and place) and what the lesson follows instead.
  */
 export type LessonBlock =
   | { kind: 'p'; text: string }
   | { kind: 'math'; tex: string }
-  | { kind: 'seed'; text: string }
+  | { kind: 'erratum'; text: string }
   | { kind: 'h'; text: string }
   /** An interactive piece placed at this point of the text. */
   | { kind: 'widget'; widget: 'online-softmax' | 'io-sweep' | 'fp8-formats' }

@@ -1,4 +1,4 @@
-// The CuTe FlashAttention-2 kernel of seed 002 on SM80 (and run as-is on later GPUs, where
+// The CuTe FlashAttention-2 kernel of github.com/66RING/tiny-flash-attention (flash_attention_cutlass/) on SM80 (and run as-is on later GPUs, where
 // it keeps using mma.sync). Grid: (Nq / block_m, B·H); 4 warps, each with block_m / 4 Q
 // rows; Q, K and V tiles in SMEM with one buffer each, filled by cp.async; V_j loads while
 // Q·K_jᵀ runs and K_{j+1} while P·V_j runs; causal K/V blocks past the diagonal are never

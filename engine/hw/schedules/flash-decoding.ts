@@ -1,4 +1,4 @@
-// Flash-decoding (seed 004; FA2's split-KV kernel): for decoding, Nq is tiny and B·H can
+// Flash-decoding ("Flash-Decoding for long-context inference", 2023; FA2's split-KV kernel): for decoding, Nq is tiny and B·H can
 // be far below the SM count, so one CTA per (batch, head) leaves most SMs idle. The K/V
 // sequence is split into `splits` ranges, each a CTA that runs the FA2 loop over its range
 // and writes an unnormalized partial O (fp32) and its LSE; a second kernel combines the

@@ -1,10 +1,10 @@
-// TensorRT-LLM's fmha_v2 flash-attention kernel on SM89 (seed 001: the
+// TensorRT-LLM's fmha_v2 flash-attention kernel on SM89 (TensorRT-LLM cpp/kernels/fmha_v2: the
 // fmha_v2_flash_attention_fp16_128_128_S_qkv_16_sm89 build, "nl_tiled").
 // One CTA per (batch = blockIdx.z, head = blockIdx.y, Q tile = blockIdx.x); 4 warps split
 // the 128 Q rows (wm = 4, wn = 1); Q, K, V come from the packed QKV tensor [B, S, 3, H, D]
 // by LDGSTS (cp.async) with row/column predicates; K/V are double-buffered (the smem tile's
 // move_to_next_write_buffer); softmax keeps the global max/sum per row and the running
-// normalizer of acc_o. The seed builds with HALF_ACCUMULATION_FOR_FLASH_ATTENTION: the
+// normalizer of acc_o. The build defines HALF_ACCUMULATION_FOR_FLASH_ATTENTION: the
 // MMAs accumulate in fp16, which runs at twice the fp32-accumulate rate on GeForce Ada.
 
 import type { GpuSpec } from '../gpus/index.ts';
@@ -25,18 +25,18 @@ import {
 import { buildWarpTiled, mmaSyncRate, warpTiledSmem, type WarpTiledConfig } from './warp-tiled.ts';
 
 /**
- * Calibration: seed 001's run (B = 4, H = 16, S = 1024, d = 16, fp16, RTX 4060:
+ * Calibration: a recorded fmha_exe run of that build (B = 4, H = 16, S = 1024, d = 16, fp16, RTX 4060:
  * 411.6 µs, 10.43 TFLOP/s). At d = 16 the MMAs are tiny and the per-element softmax
- * dominates; the seed's build orders the row sums like the reference code
+ * dominates; the build orders the row sums like the reference code
  * (USE_SAME_SUM_ORDER_IN_SOFTMAX_AS_REF_CODE: serial adds) and converts through the
  * I2F/F2I emulation tricks, so each S element costs far more FMA-pipe work than FA2's
- * 3.5 operations. The seed's figure is a single run with no warm-up, so this count also
+ * 3.5 operations. That figure is a single run with no warm-up, so this count also
  * absorbs first-launch costs: it is the least certain of the calibrations.
  */
 export const FMHA_V2_SOFTMAX_OPS = 40;
 export const FMHA_V2_MMA_EFFICIENCY = 0.8;
 
-/** The largest of fmha_v2's tile shapes whose Q tile and K/V buffers fit the GPU's SMEM (128×128 for the seed's d = 16). */
+/** The largest of fmha_v2's tile shapes whose Q tile and K/V buffers fit the GPU's SMEM (128×128 at d = 16). */
 export function fmhaV2Tiles(gpu: GpuSpec, shape: ProblemShape, stages: number): { blockM: number; blockN: number } {
   const e = elemBytes(shape.dtype);
   const options = [
@@ -54,7 +54,7 @@ export function fmhaV2Config(gpu: GpuSpec, shape: ProblemShape, f: HwFeatures): 
   return {
     ...fmhaV2Tiles(gpu, shape, kvStages),
     warps: 4,
-    // ptxas for the seed's non-causal d = 16 kernel: "Used 229 registers" (kept for other d).
+    // ptxas for the non-causal d = 16 sm89 kernel: "Used 229 registers" (kept for other d).
     registers: regAlloc(229),
     kvStages,
     copyUnit: 'ldgsts',

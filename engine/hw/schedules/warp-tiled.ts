@@ -9,7 +9,7 @@
 // co-resident CTAs that share a sub-partition share those units (processor sharing).
 //
 // Two K/V pipelines:
-//   stages 1 (seed 002's CuTe kernel): K and V have one buffer each; V_j is loaded while
+//   stages 1 (the tiny-flash-attention CuTe kernel): K and V have one buffer each; V_j is loaded while
 //     Q·K_jᵀ runs and K_{j+1} while P·V_j runs;
 //   stages 2 (fmha_v2): K/V double-buffered; K_{j+1}, V_{j+1} load during all of step j.
 

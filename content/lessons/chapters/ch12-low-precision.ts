@@ -15,7 +15,7 @@ export const OUTLIER_PRESET: LoadRequest = lessonRequest(
   'fa3',
   { nq: 64, nk: 64, d: 32, dtype: 'fp8e4m3' },
   { blockM: 16, blockN: 16 },
-  { seed: 1, distribution: 'fa3-outliers', features: { incoherent: false } },
+  { seed: 1, distribution: 'fa3-outliers', features: { blockQuant: true, incoherent: false } },
 );
 
 const sci = (x: number) => x.toExponential(2);
@@ -235,8 +235,8 @@ export const chapter12: Chapter = {
     },
   ],
   toggles: [
-    { feature: 'incoherent', label: 'Incoherent processing', on: true, off: false, kernelDefault: true, explain: 'Q and K rotated by the same random Hadamard transform before quantizing' },
-    { feature: 'blockQuant', label: 'Block quantization', on: true, off: false, kernelDefault: true, explain: 'one scale per tile of Q, K and V (off: one per tensor)' },
+    { feature: 'incoherent', label: 'Incoherent processing', on: true, off: false, kernelDefault: false, explain: "Q and K rotated by the same random Hadamard transform before quantizing (the FA3 paper's experiment; the shipped kernel does not rotate)" },
+    { feature: 'blockQuant', label: 'Block quantization', on: true, off: false, kernelDefault: false, explain: "one scale per tile of Q, K and V (the FA3 paper's experiment; off, as the shipped kernel: one descale per batch and KV head)" },
   ],
   reference: ['fa3', 'sage'],
   tryThis: [

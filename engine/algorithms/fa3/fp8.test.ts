@@ -74,7 +74,7 @@ describe('the FP8 trace', () => {
   const p = { ...DEFAULT_PROBLEM, nq: 40, nk: 70, d: 16, dv: 16 };
   const x = randomInputs(p, { seed: 5, distribution: 'fa3-outliers' });
   const events: TraceEvent[] = [];
-  const r = runToEnd(fa3, fp8(p), x, { blockM: 16, blockN: 32, trace: true, features: { incoherent: false }, onEvent: (e) => void events.push(e) });
+  const r = runToEnd(fa3, fp8(p), x, { blockM: 16, blockN: 32, trace: true, features: { blockQuant: true, incoherent: false }, onEvent: (e) => void events.push(e) });
   const tileScale = (t: Float32Array, row0: number, row1: number, cols: number) => {
     let m = 0;
     for (let i = row0 * cols; i < row1 * cols; i++) m = Math.max(m, Math.abs(t[i]));
@@ -144,6 +144,37 @@ describe('formats, tiles and refusals', () => {
     const x96 = randomInputs(p96, { seed: 1 });
     // d = 96 rotates with three 32-wide Hadamard blocks.
     expect(outputError(runToEnd(fa3, fp8(p96), x96).o, referenceAttention(p96, x96).o).rmse).toBeLessThan(0.05);
+  });
+  it('defaults are the shipped kernel: one Q, K and V descale per (batch, KV head), shared by the query heads of a GQA group', () => {
+    const pg: AttentionProblem = { ...DEFAULT_PROBLEM, batch: 2, hq: 4, hk: 2, nq: 48, nk: 64, d: 32, dv: 32, dtype: 'fp8e4m3' };
+    const xg = randomInputs(pg, { seed: 5, distribution: 'fa3-outliers' });
+    const scales = new Map<string, Set<number>>();
+    runToEnd(fa3, pg, xg, {
+      blockM: 16,
+      blockN: 16,
+      trace: true,
+      onEvent: (e) => {
+        if (e.kind !== 'load' || !e.quant) return;
+        const head = Math.floor(e.h / 2);
+        const key = `${e.line}|${e.b}|${head}`;
+        if (!scales.has(key)) scales.set(key, new Set());
+        scales.get(key)!.add(e.quant.scale);
+      },
+    });
+    // Every (tensor, batch, KV head) has exactly one scale over all its tiles and query heads, and it is max|x|/448 over that group.
+    for (const [, set] of scales) expect(set.size).toBe(1);
+    const qGroup = (b: number, hk: number) => {
+      let m = 0;
+      for (let h = 2 * hk; h < 2 * hk + 2; h++) for (let i = 0; i < pg.nq * pg.d; i++) m = Math.max(m, Math.abs(xg.q[((b * pg.hq + h) * pg.nq) * pg.d + i]));
+      return m / FP8.e4m3.max;
+    };
+    expect([...scales.get('fa3.loadQ|1|1')!][0]).toBeCloseTo(qGroup(1, 1), 12);
+  });
+  it('accepts the d 192 / dv 128 instance (flash_api.cpp) and refuses other d ≠ dv', () => {
+    const p192 = { ...p, d: 192, dv: 128 };
+    const x192 = randomInputs(p192, { seed: 2 });
+    expect(outputError(runToEnd(fa3, fp8(p192), x192).o, referenceAttention(p192, x192).o).rmse).toBeLessThan(0.05);
+    expect(() => runToEnd(fa3, fp8({ ...p, d: 64, dv: 32 }), randomInputs({ ...p, d: 64, dv: 32 }, { seed: 2 }))).toThrow(/d = dv and d 192 with dv 128 only/);
   });
   it('causal FP8 masks like 16-bit FA3: rows see only their keys', () => {
     const pc = { ...p, causal: true };

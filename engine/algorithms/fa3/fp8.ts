@@ -1,11 +1,20 @@
 // What FA3's FP8 forward does to its inputs before the first tile is touched, and how it
-// casts P: the part of the FP8 path that is not the schedule (fa3.ts keeps the schedule).
+// casts P: the part of the FP8 path that is not the schedule (forward.ts keeps the schedule).
 //
+// The defaults are the shipped kernel (hopper/ at 0251105a): e4m3 inputs with one descale
+// per (batch, KV head) for each of Q, K and V (flash_api.cpp l. 694-696: q_descale is
+// (b, h_k), shared by the query heads of a group). The kernel folds q_descale·k_descale into
+// the softmax scale and multiplies O by v_descale when it finalizes (mainloop l. 1246); here
+// the inputs are stored as code·scale, which gives the same products up to fp32 rounding.
+// Two switches reproduce the experiment of §4.3 / Table 3 of the FA3 paper (arXiv
+// 2407.08608), which the shipped kernel does not do, so both are off by default:
 // - incoherent: Q and K (per batch and head) multiplied by the same random Hadamard M = D·H
 //   along d (block-diagonal when d is not a power of two); QKᵀ is unchanged in exact
 //   arithmetic (engine/lowprec/incoherent.ts).
 // - blockQuant: one scale per Br×d tile of Q and per Bc×d tile of K and V (scale =
-//   max|x| / max(format)); off, one scale per (batch, head) tensor: FA3's q/k/v_descale.
+//   max|x| / max(format)).
+// e5m2 is a labelled what-if: the kernel takes e4m3 only (flash_api.cpp l. 715); FlashScope
+// runs e5m2 through the same path so chapter 12 can show what the wider range costs.
 // - P is multiplied by pScale and cast to e4m3 before P·V (the row sum l keeps the fp32 P, as
 //   the kernel sums before converting). FA3's kernel uses pScale = 256: it subtracts
 //   (m − 8) in log2 units, so P lies in [0, 256] and small values keep more bits; with
@@ -25,8 +34,14 @@ import { quantizeFp8Rows } from '../../lowprec/quantize.ts';
 import type { FeatureSpecs } from '../features.ts';
 
 export const FA3_FP8_FEATURES = {
-  blockQuant: { default: true, doc: 'FP8: one scale per Br×d tile of Q and Bc×d tile of K and V (off: one per tensor, the per-tensor baseline)' },
-  incoherent: { default: true, doc: 'FP8: multiply Q and K by the same random Hadamard transform before quantizing (spreads outlier channels; block-diagonal when d is not a power of two)' },
+  blockQuant: {
+    default: false,
+    doc: "FP8, the FA3 paper's experiment (Table 3): one scale per Br×d tile of Q and Bc×d tile of K and V (off, the shipped kernel: one descale per (batch, KV head))",
+  },
+  incoherent: {
+    default: false,
+    doc: "FP8, the FA3 paper's experiment (Table 3): multiply Q and K by the same random Hadamard transform before quantizing (spreads outlier channels; block-diagonal when d is not a power of two); the shipped kernel does not",
+  },
   pScale: {
     default: 256,
     check: (v: number) =>
@@ -59,11 +74,11 @@ export function fp8Format(p: AttentionProblem): Fp8Format {
   return p.dtype === 'fp8e5m2' ? 'e5m2' : 'e4m3';
 }
 
-/** The refusals of FA3's FP8 path: no ALiBi or sinks (the kernel has neither), d = dv. */
+/** The refusals of FA3's FP8 path: no ALiBi or sinks (the kernel has neither); d = dv, or the d 192 / dv 128 instance. */
 export function checkFp8Problem(p: AttentionProblem): void {
   if (p.alibi) throw new ProblemError('alibi', 'FA3 has no ALiBi, and FlashScope models its FP8 path as the kernel ships it; run ALiBi in fp16 or bf16');
   if (p.sinks) throw new ProblemError('sinks', 'FA3 FP8 has no attention-sink logits; run sinks in fp16 or bf16');
-  if (p.d !== p.dv) throw new ProblemError('dv', `FA3's FP8 path instantiates d = dv only, got d = ${p.d}, dv = ${p.dv}`);
+  if (p.d !== p.dv && !(p.d === 192 && p.dv === 128)) throw new ProblemError('dv', `FA3's FP8 path instantiates d = dv and d 192 with dv 128 only, got d = ${p.d}, dv = ${p.dv}`);
 }
 
 interface Tiles {
@@ -98,8 +113,12 @@ export function prepareFp8(
   const tq: Tiles = { scales: [], saturated: [], rows: 1 };
   const tk: Tiles = { scales: [], saturated: [], rows: 1 };
   const tv: Tiles = { scales: [], saturated: [], rows: 1 };
+  const group = p.hq / p.hk;
   for (let b = 0; b < p.batch; b++) {
-    for (let h = 0; h < p.hq; h++) quantize(x.q, out.q, qOffset(p, b, h, 0), p.nq, p.d, blockM, true, tq);
+    // The kernel's q_descale is per (batch, KV head): the query heads of a group (contiguous
+    // in memory) share one scale. The paper's block quantization scales each Br×d tile.
+    if (f.blockQuant) for (let h = 0; h < p.hq; h++) quantize(x.q, out.q, qOffset(p, b, h, 0), p.nq, p.d, blockM, true, tq);
+    else for (let hk = 0; hk < p.hk; hk++) quantize(x.q, out.q, qOffset(p, b, hk * group, 0), group * p.nq, p.d, Infinity, true, tq);
     for (let h = 0; h < p.hk; h++) {
       quantize(x.k, out.k, kOffset(p, b, h, 0), p.nk, p.d, blockN, true, tk);
       quantize(x.v, out.v, vOffset(p, b, h, 0), p.nk, p.dv, blockN, false, tv);
@@ -107,14 +126,17 @@ export function prepareFp8(
   }
   const at = (t: Tiles, heads: number) => (b: number, h: number, row: number) => t.scales[b * heads + h][Math.floor(row / t.rows)];
   const satAt = (t: Tiles, heads: number) => (b: number, h: number, row: number) => t.saturated[b * heads + h][Math.floor(row / t.rows)];
+  // Per (batch, KV head) Q scales: query head h reads its group's one scale.
+  const qAt = f.blockQuant ? at(tq, p.hq) : (b: number, h: number) => tq.scales[b * p.hk + Math.floor(h / group)][0];
+  const qSatAt = f.blockQuant ? satAt(tq, p.hq) : (b: number, h: number) => tq.saturated[b * p.hk + Math.floor(h / group)][0];
   const pScale = f.pScale;
   return {
     format,
     x: out,
-    qScale: at(tq, p.hq),
+    qScale: qAt,
     kScale: at(tk, p.hk),
     vScale: at(tv, p.hk),
-    qSaturated: satAt(tq, p.hq),
+    qSaturated: qSatAt,
     kSaturated: satAt(tk, p.hk),
     vSaturated: satAt(tv, p.hk),
     saturated,

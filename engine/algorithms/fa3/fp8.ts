@@ -4,7 +4,8 @@
 // The defaults are the shipped kernel (hopper/ at 0251105a): e4m3 inputs with one descale
 // per (batch, KV head) for each of Q, K and V (flash_api.cpp l. 694-696: q_descale is
 // (b, h_k), shared by the query heads of a group). The kernel folds q_descale·k_descale into
-// the softmax scale and multiplies O by v_descale when it finalizes (mainloop l. 1246); here
+// the softmax scale (flash_fwd_kernel_sm90.h l. 412-416, where Max_offset = 8 also gives the
+// P·2⁸ below) and multiplies O by v_descale when it finalizes (mainloop l. 1241-1242); here
 // the inputs are stored as code·scale, which gives the same products up to fp32 rounding.
 // Two switches reproduce the experiment of §4.3 / Table 3 of the FA3 paper (arXiv
 // 2407.08608), which the shipped kernel does not do, so both are off by default:

@@ -97,6 +97,10 @@ export function ChapterView({ chapter, initialStep }: { chapter: Chapter; initia
       <Tex key={i} tex={b.tex} display />
     ) : b.kind === 'h' ? (
       <h3 key={i}>{b.text}</h3>
+    ) : b.kind === 'code-wins' ? (
+      <aside key={i} className="erratum code-wins" aria-label="Paper and code">
+        <span className="erratum-tag">Paper vs code</span> <Inline text={b.text} />
+      </aside>
     ) : b.kind === 'erratum' ? (
       <p key={i} className="erratum">
         <span className="erratum-tag">Erratum</span> <Inline text={b.text} />

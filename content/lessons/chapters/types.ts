@@ -16,6 +16,8 @@ export type LessonBlock =
   | { kind: 'p'; text: string }
   | { kind: 'math'; tex: string }
   | { kind: 'erratum'; text: string }
+  /** Where a paper's description and the shipped code differ: what the model now follows, and what changed. */
+  | { kind: 'code-wins'; text: string }
   | { kind: 'h'; text: string }
   /** An interactive piece placed at this point of the text. */
   | { kind: 'widget'; widget: 'online-softmax' | 'io-sweep' | 'fp8-formats' }

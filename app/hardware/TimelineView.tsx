@@ -150,6 +150,13 @@ export function TimelineView() {
         )}
         {!folded && <HwStatus />}
         {!folded && <CursorSync pane={pane} chart={chart} />}
+        {view?.resources.cta_group === 2 && (
+          <p className="hw-pair-note" data-testid="timeline-pair">
+            2-CTA mode: this timeline is one CTA of a pair on two SMs; the peer runs the same lanes on its own SM. The leader&apos;s MMA warp issues every MMA marked
+            &ldquo;(cta_group::2)&rdquo; for both CTAs (each SM&apos;s tensor cores compute that CTA&apos;s 128 rows), so the peer&apos;s mma lane stays idle; each CTA loads half of every
+            K/V tile.
+          </p>
+        )}
         <div ref={host} className="tl-host" />
         <div className="hw-legend">
           {UNIT_FAMILIES.map((f) => (

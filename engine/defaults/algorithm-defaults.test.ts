@@ -65,7 +65,7 @@ describe('defaultsFor', () => {
 describe('scheduleFix', () => {
   it('names the field and value that make the issue 19 configuration schedulable', () => {
     const c: WorkingConfig = { ...FA2_FORM, d: 192, dv: 128, gpu: 'b200' };
-    expect(misfits('fa4', c).join('\n')).toMatch(/smem: needs 461824 bytes/);
+    expect(misfits('fa4', c).join('\n')).toMatch(/dtype: FA4 takes fp16 or bf16 inputs/);
     const fix = scheduleFix('fa4', c);
     expect(fix.map((r) => [r.field, r.to])).toEqual([['dtype', 'bf16']]);
     expect(fixPhrase(fix)).toBe('set dtype to bf16');

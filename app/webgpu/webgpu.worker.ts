@@ -3,7 +3,7 @@
 // terminates this worker and starts a new one.
 
 /// <reference lib="webworker" />
-import { algorithmById } from '../../engine/algorithms/registry.ts';
+import { BUILT_IN_ALGORITHMS } from '../../engine/algorithms/registry.ts';
 import { randomInputs, type AttentionInputs } from '../../engine/core/inputs.ts';
 import { nominalFlops, validateProblem, type AttentionProblem } from '../../engine/core/problem.ts';
 import { runToEnd } from '../../engine/run.ts';
@@ -143,7 +143,7 @@ function runCpu(id: number, req: RunRequest): RunReport {
   const x = randomInputs(p, { seed: req.seed });
   post({ type: 'progress', id, stage: 'running FA2 on the CPU', fraction: 0.3 });
   const t0 = performance.now();
-  const r = runToEnd(algorithmById('fa2'), p, x);
+  const r = runToEnd(BUILT_IN_ALGORITHMS.fa2.forward, p, x);
   const ms = performance.now() - t0;
   const sites = sampleSites(p, req.checkRows);
   const { eo, el } = rowErrors(p, x, r, sites);

@@ -25,7 +25,7 @@ import type { AttentionProblem } from '../core/problem.ts';
 import type { PhaseKind, TraceEvent } from '../trace/events.ts';
 import type { MemoryEvent, MemorySpace, ResourceSheet, RoleInfo, TimelineEvent } from './events.ts';
 import { gpuById } from './gpus/index.ts';
-import { kvBlocksOf, type CtaWork, type HwFeatures } from './model.ts';
+import { kvBlocksOf, viewSwitchesOf, type CtaWork, type HwFeatures, type HwViewSwitch } from './model.ts';
 import { hasSchedule, hwAlgorithmById, resolveFeatures, shapeOf, type HwPass } from './registry.ts';
 import { backwardSmScheduleFor } from './step-map-bwd.ts';
 import { FitError, loadBytesPerClk, runSm } from './simulate.ts';
@@ -358,7 +358,7 @@ export interface HwView {
   gpuName: string;
   clockGHz: number;
   features: HwFeatures;
-  featureKeys: string[];
+  switches: HwViewSwitch[];
   roles: RoleInfo[];
   timeline: TimelineColumns;
   /** Op classification for tooltips and the click-to-seek fallback. */
@@ -413,7 +413,7 @@ export function smScheduleFor(req: HwViewRequest, events: readonly TraceEvent[])
   // FA4's lazy correction rescales O only at the iterations where the numeric run had to
   // (a row max grew by more than 2^8): take them from the trace unless the caller set them.
   let features = f;
-  if (algo.featureKeys.includes('rescaleAt') && f.lazyRescale && req.features.rescaleAt === undefined && works[0]) {
+  if (algo.switches.rescaleAt && f.lazyRescale && req.features.rescaleAt === undefined && works[0]) {
     const c = asCta(works[0]);
     const at = new Set<number>();
     for (const e of events) {
@@ -437,7 +437,7 @@ export function smScheduleFor(req: HwViewRequest, events: readonly TraceEvent[])
     gpuName: gpu.name,
     clockGHz: gpu.clockGHz,
     features,
-    featureKeys: [...algo.featureKeys],
+    switches: viewSwitchesOf(algo),
     roles: run.roles,
     timeline: toColumns(run.timeline, run.roles),
     opKinds: phases.map((p) => (p ? p.kinds.join('+') + (p.kv !== null ? ` · K/V block ${p.kv}` : '') : '')),

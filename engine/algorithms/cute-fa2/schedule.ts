@@ -81,7 +81,7 @@ export const cuteFa2Hw: HwAlgorithm = {
   id: 'cute-fa2',
   name: 'CuTe FlashAttention-2 (SM80 cp.async pipeline)',
   arch: [80, 89, 90, 100],
-  featureKeys: [],
+  switches: {},
   resources: (gpu, shape) => resources(gpu, shape),
   grid: (_gpu, shape) => grid(shape),
   build: (k, ctx, work) => buildWarpTiled(k, ctx, work, cuteFa2Config(ctx.gpu, ctx.shape), resources(ctx.gpu, ctx.shape)),

@@ -223,7 +223,7 @@ export const fa2BwdHw: HwAlgorithm = {
   id: 'fa2',
   name: 'FlashAttention-2 backward (SM80: 8 warps, cp.async, dQ by atomicAdd)',
   arch: [80, 89, 90, 100],
-  featureKeys: [],
+  switches: {},
   resources: (gpu, shape) => resources(gpu, shape),
   grid: (gpu, shape) => {
     const c = fa2BwdConfig(gpu, shape);

@@ -27,6 +27,7 @@ import type { GpuSpec } from '../../hw/gpus/index.ts';
 import { aroundKernelsUs, backwardFlops, backwardGrid, backwardHbmBytes, tileCrossesDiagonal } from '../../hw/backward.ts';
 import { ceilDiv, elemBytes, emptySheet, finishSheet, kvBlocksOf, layoutSmem, mmaCycles, prefix, requireHalf, tensorRate, type BuildContext, type CtaWork, type HwAlgorithm, type HwFeatures, type ProblemShape } from '../../hw/model.ts';
 import type { Kernel, MemSpec } from '../../hw/scheduler.ts';
+import { FA3_BACKWARD_FEATURES } from './backward.ts';
 import { CONSUMER_OVERHEAD, WGMMA_LATENCY } from './schedule.ts';
 
 /**
@@ -323,7 +324,7 @@ export const fa3BwdHw: HwAlgorithm = {
   id: 'fa3',
   name: 'FlashAttention-3 backward (SM90: TMA producer, dQ writer warp, wgmma consumers)',
   arch: [90],
-  featureKeys: ['deterministic'],
+  switches: { deterministic: FA3_BACKWARD_FEATURES.deterministic },
   resources: (gpu, shape) => resources(gpu, shape),
   grid: (_gpu, shape) => {
     const c = fa3BwdConfig(shape);

@@ -36,7 +36,9 @@ import {
   type HwAlgorithm,
   type HwFeatures,
   type ProblemShape,
+  STAGES_SWITCH,
 } from '../../hw/model.ts';
+import { FA3_FEATURES } from './forward.ts';
 import type { Kernel } from '../../hw/scheduler.ts';
 
 /**
@@ -281,7 +283,7 @@ export const fa3Hw: HwAlgorithm = {
   id: 'fa3',
   name: 'FlashAttention-3 (SM90: TMA producer, ping-pong consumers)',
   arch: [90],
-  featureKeys: ['pingpong', 'intraOverlap', 'stages'],
+  switches: { pingpong: FA3_FEATURES.pingpong, intraOverlap: FA3_FEATURES.intraOverlap, stages: STAGES_SWITCH },
   longestFirst: true,
   resources,
   grid,

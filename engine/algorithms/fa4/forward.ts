@@ -36,7 +36,7 @@ import { kvHead, type AttentionInputs } from '../../core/inputs.ts';
 import { blockHasVisible } from '../../core/scores.ts';
 import { blockCount, resolveBlocks } from '../blocks.ts';
 import { exp2Emulated, exp2Hardware, isEmulatedColumn } from './exp2-emulation.ts';
-import { readFeatures } from '../features.ts';
+import { readFeatures, type FeatureSpecs, type SwitchValues } from '../features.ts';
 import { Producer } from '../producer.ts';
 import * as step from '../tile-steps.ts';
 import type { AlgorithmResult, RunOptions, StepAlgorithm, StepGenerator } from '../types.ts';
@@ -44,20 +44,22 @@ import type { AlgorithmResult, RunOptions, StepAlgorithm, StepGenerator } from '
 const evenPositive = (v: number) => (Number.isInteger(v) && v >= 2 && v % 2 === 0 ? undefined : `must be an even integer >= 2, got ${v}`);
 
 export const FA4_FEATURES = {
-  lazyRescale: { default: true, doc: 'keep a stale row max unless it grew by more than rescaleThreshold (log2 units)' },
+  lazyRescale: { default: true, panel: true, doc: 'keep a stale row max unless it grew by more than rescaleThreshold (log2 units)' },
   rescaleThreshold: {
     default: 8,
+    panel: true,
+    inactive: (v: SwitchValues) => (v.lazyRescale ? undefined : 'applies with lazyRescale on only'),
     doc: 'log2-units growth of the row max that forces a rescale when lazyRescale is on',
     check: (v: number) => (v > 0 && v <= 64 ? undefined : `must be in (0, 64], got ${v}`),
   },
-  exp2Emulation: { default: true, doc: 'compute part of the exponentials with the polynomial exp2 on the FMA pipe' },
+  exp2Emulation: { default: true, panel: true, doc: 'compute part of the exponentials with the polynomial exp2 on the FMA pipe' },
   exp2EmuFreq: { default: 16, doc: 'emulation pattern period in columns', check: evenPositive },
   exp2EmuRes: {
     default: 4,
     doc: 'emulated columns per period',
     check: (v: number) => (Number.isInteger(v) && v >= 0 && v % 2 === 0 ? undefined : `must be an even integer >= 0, got ${v}`),
   },
-};
+} satisfies FeatureSpecs;
 
 export const FA4_Q_STAGES = 2;
 export const FA4_KV_STAGES = 3;

@@ -42,7 +42,10 @@ import {
   type HwAlgorithm,
   type HwFeatures,
   type ProblemShape,
+  RESCALE_AT_SWITCH,
+  STAGES_SWITCH,
 } from '../../hw/model.ts';
+import { FA4_FEATURES } from './forward.ts';
 import type { Kernel, MemSpec } from '../../hw/scheduler.ts';
 
 /** Calibration (FA4 on B200 BF16, ~1600 TFLOP/s at d = 128): fraction of the tcgen05 datasheet rate reached in the loop. */
@@ -425,7 +428,7 @@ export const fa4Hw: HwAlgorithm = {
   id: 'fa4',
   name: 'FlashAttention-4 (SM100: TMEM, tcgen05, softmax/correction warpgroups)',
   arch: [100],
-  featureKeys: ['lazyRescale', 'exp2Emulation', 'stages', 'rescaleAt'],
+  switches: { lazyRescale: FA4_FEATURES.lazyRescale, exp2Emulation: FA4_FEATURES.exp2Emulation, stages: STAGES_SWITCH, rescaleAt: RESCALE_AT_SWITCH },
   longestFirst: true,
   resources: (gpu, shape, f) => layout(gpu, shape, f).sheet,
   grid,

@@ -20,6 +20,7 @@ import {
   type HwFeatures,
   type ProblemShape,
 } from '../../hw/model.ts';
+import { FLASH_DECODING_FEATURES } from './forward.ts';
 import { SOFTMAX_FMA_OPS, buildWarpTiled, mmaSyncRate, warpTiledSmem, type WarpTiledConfig } from '../../hw/schedules/warp-tiled.ts';
 import { MMA_SYNC_EFFICIENCY } from '../cute-fa2/schedule.ts';
 
@@ -110,7 +111,7 @@ export const flashDecodingHw: HwAlgorithm = {
   id: 'flash-decoding',
   name: 'Flash-decoding (split-KV + combine)',
   arch: [80, 89, 90, 100],
-  featureKeys: ['splits'],
+  switches: { splits: FLASH_DECODING_FEATURES.splits },
   streamsKv: true,
   resources,
   grid,

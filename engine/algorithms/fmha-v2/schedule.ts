@@ -21,6 +21,7 @@ import {
   type HwAlgorithm,
   type HwFeatures,
   type ProblemShape,
+  STAGES_SWITCH,
 } from '../../hw/model.ts';
 import { buildWarpTiled, mmaSyncRate, warpTiledSmem, type WarpTiledConfig } from '../../hw/schedules/warp-tiled.ts';
 
@@ -93,7 +94,7 @@ export const fmhaV2Hw: HwAlgorithm = {
   id: 'fmha-v2',
   name: 'TensorRT-LLM fmha_v2 (SM89 LDGSTS, 4 warps)',
   arch: [80, 89, 90],
-  featureKeys: ['stages'],
+  switches: { stages: STAGES_SWITCH },
   resources,
   grid,
   build: (k, ctx, work) => buildWarpTiled(k, ctx, work, fmhaV2Config(ctx.gpu, ctx.shape, ctx.features), resources(ctx.gpu, ctx.shape, ctx.features)),

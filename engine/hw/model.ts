@@ -4,7 +4,8 @@
 
 import { dtypeBytes, isFp8, type DType } from '../core/problem.ts';
 import type { FeatureSpec } from '../algorithms/features.ts';
-import type { ResourceSheet } from './events.ts';
+import type { PhaseKind } from '../trace/events.ts';
+import type { SchedulePhase, ResourceSheet } from './events.ts';
 import type { GpuSpec } from './gpus/index.ts';
 import type { Kernel, MemSpec } from './scheduler.ts';
 
@@ -130,12 +131,22 @@ export interface HwAlgorithm {
   flops?(shape: ProblemShape): number;
   /** Extra kernel time the one-SM model cannot see (the backward's deterministic dQ ordering across CTAs), in microseconds. */
   crossCtaUs?(gpu: GpuSpec, shape: ProblemShape, f: HwFeatures, waves: number): number;
+  /**
+   * Q rows one CTA owns and the rows of each sub-unit its ops name (FA4: a Q stage; FA3: a
+   * consumer warpgroup; the SM80-style kernels: a warp), from its sheet. Absent: one unit of block_m rows.
+   */
+  geometry?(sheet: ResourceSheet): { ctaRows: number; subRows: number };
   /** The tile scheduler hands out the longest CTAs first on causal grids (FA3, FA4). */
   longestFirst?: boolean;
   /** K/V are streamed once per CTA with no reuse through L2 (decoding): copies share HBM, not L2. */
   streamsKv?: boolean;
   /** Bytes that must come from HBM at least once (the roofline floor). */
   hbmBytes(shape: ProblemShape, f: HwFeatures, gpu: GpuSpec): number;
+}
+
+/** An op's phase (events.ts SchedulePhase): kinds, K/V block, sub-unit and, for copies, the tensors. */
+export function phase(kinds: PhaseKind[], kv: number | null = null, sub: number | null = null, tensors?: string[]): SchedulePhase {
+  return tensors ? { kinds, kv, sub, tensors } : { kinds, kv, sub };
 }
 
 export function elemBytes(dtype: DType): number {

@@ -10,8 +10,9 @@
 //    whose K/V range holds its first column); its hardware K/V blocks are those its
 //    columns overlap; its sub-unit (FA4 softmax stage, FA3 consumer warpgroup, a warp of
 //    the SM80-style kernels) is the one whose rows it overlaps.
-// 2. Every schedule op is classified by what it does (classifyOp): the phase kinds it
-//    carries out, the K/V block, the sub-unit and, for copies, the tensors.
+// 2. Every schedule op carries its phase, set where the schedule builds it: the phase kinds
+//    it carries out, the K/V block, the sub-unit and, for copies, the tensors (op labels are
+//    for display only).
 // 3. The cursor of a step is the END of the latest-ending op of the same CTA, a phase kind
 //    equal to the step's, an overlapping K/V block and sub-unit: the moment the hardware
 //    has done what that step shows. When the schedule has no op of that kind (e.g. a mask
@@ -25,7 +26,7 @@ import type { AttentionProblem } from '../core/problem.ts';
 import type { PhaseKind, TraceEvent } from '../trace/events.ts';
 import type { MemoryEvent, MemorySpace, ResourceSheet, RoleInfo, TimelineEvent } from './events.ts';
 import { gpuById } from './gpus/index.ts';
-import { kvBlocksOf, viewSwitchesOf, type CtaWork, type HwFeatures, type HwViewSwitch } from './model.ts';
+import { kvBlocksOf, viewSwitchesOf, type CtaWork, type HwAlgorithm, type HwFeatures, type HwViewSwitch } from './model.ts';
 import { hasSchedule, hwAlgorithmById, resolveFeatures, shapeOf, type HwPass } from './registry.ts';
 import { backwardSmScheduleFor } from './step-map-bwd.ts';
 import { FitError, loadBytesPerClk, runSm } from './simulate.ts';
@@ -55,84 +56,19 @@ export interface Geometry {
   blockN: number;
 }
 
-export function geometryOf(algo: string, sheet: ResourceSheet): Geometry {
-  const m = sheet.tiles.block_m;
-  if (algo === 'fa4') return { ctaRows: m * sheet.q_stage, subRows: m, blockN: sheet.tiles.block_n };
-  // FA3: two consumer warpgroups of 64 rows; the SM80-style kernels: four warps.
-  const subs = algo === 'fa3' ? 2 : Math.max(1, sheet.roles.filter((r) => /^warp\d+$/.test(r.name)).length);
-  return { ctaRows: m, subRows: Math.max(1, Math.floor(m / subs)), blockN: sheet.tiles.block_n };
+export function geometryOf(algo: HwAlgorithm, sheet: ResourceSheet): Geometry {
+  const g = algo.geometry?.(sheet) ?? { ctaRows: sheet.tiles.block_m, subRows: sheet.tiles.block_m };
+  return { ...g, blockN: sheet.tiles.block_n };
 }
 
-function splitRole(role: string): { cta: number; base: string } {
-  const m = /^cta(\d+)\/(.*)$/.exec(role);
-  return m ? { cta: Number(m[1]), base: m[2] } : { cta: 0, base: role };
+function ctaOfRole(role: string): number {
+  const m = /^cta(\d+)\//.exec(role);
+  return m ? Number(m[1]) : 0;
 }
 
-const num = (s: string | undefined) => (s === undefined ? null : Number(s));
-
-/**
- * Classifies every op of a schedule. `kvOf(cta)` lists the K/V blocks that CTA visits, in
- * order: FA4's softmax and correction ops name only their stage, so their block is the
- * n-th of the list for the n-th iteration of that role.
- */
-export function classifyOps(algo: string, timeline: readonly TimelineEvent[], kvOf: (cta: number) => readonly number[]): (OpPhase | null)[] {
-  const iter = new Map<string, number>();
-  const bump = (key: string) => {
-    const n = (iter.get(key) ?? 0) + 1;
-    iter.set(key, n);
-    return n;
-  };
-  const out: (OpPhase | null)[] = [];
-  for (const ev of timeline) {
-    const { cta, base } = splitRole(ev.role);
-    const op = ev.op;
-    const roleSub = num(/^(?:softmax|consumer|warp)(\d+)$/.exec(base)?.[1]);
-    const ph = (kinds: PhaseKind[], kv: number | null, sub: number | null, tensors: string[] = []): OpPhase => ({ cta, kinds, kv, sub, tensors });
-    let r: OpPhase | null = null;
-    let m: RegExpExecArray | null;
-    if (ev.unit === 'sync' || op.startsWith('wait ')) r = null;
-    else if ((m = /^tma store O(\d*)/.exec(op))) r = ph(['write'], null, algo === 'fa4' ? num(m[1]) : roleSub, ['O']);
-    else if ((m = /^(?:tma|cpasync|ldgsts) (.+)$/.exec(op))) {
-      const tiles = m[1].split('+').map((t) => /^([QKV])(\d+)$/.exec(t)).filter((x): x is RegExpExecArray => !!x);
-      const kvTile = tiles.find((t) => t[1] !== 'Q');
-      const q = tiles.find((t) => t[1] === 'Q');
-      // FA4's Q tiles are numbered 2·cta_tile + stage; elsewhere a Q copy serves the whole CTA.
-      const sub = algo === 'fa4' && q && !kvTile ? Number(q[2]) % 2 : null;
-      r = ph(['load'], kvTile ? Number(kvTile[2]) : null, sub, tiles.map((t) => t[1]));
-    } else if (op.startsWith('st.global')) r = ph(['write'], null, roleSub, [op.includes('Opartial') ? 'Opartial' : 'O']);
-    else if ((m = /^st\.shared O(\d)/.exec(op))) r = ph(['write'], null, Number(m[1]), ['O']);
-    else if ((m = /^S(\d)=Q\d·K(\d+)ᵀ/.exec(op))) r = ph(['qk'], Number(m[2]), Number(m[1]));
-    else if ((m = /^O(\d)\+=P\d·V(\d+)/.exec(op))) r = ph(['pv'], Number(m[2]), Number(m[1]));
-    else if ((m = /^(?:gemm0|mma\.sync) S=Q·K(\d+)ᵀ/.exec(op))) r = ph(['qk'], Number(m[1]), roleSub);
-    else if ((m = /^(?:gemm1|mma\.sync) O\+=P·V(\d+)/.exec(op))) r = ph(['pv'], Number(m[1]), roleSub);
-    else if (algo === 'fa4' && base.startsWith('softmax')) {
-      const key = `${cta}|${base}`;
-      const n = op.startsWith('tcgen05.ld S') ? bump(key) : (iter.get(key) ?? 0);
-      const kv = kvOf(cta)[n - 1] ?? null;
-      if (op.startsWith('tcgen05.ld S')) r = ph(['mask'], kv, roleSub);
-      else if (op.startsWith('row max')) r = ph(['rowmax'], kv, roleSub);
-      else if (op.startsWith('row sum')) r = ph(['rowsum'], kv, roleSub);
-      else r = ph(['exp'], kv, roleSub);
-    } else if (algo === 'fa4' && base === 'correction') {
-      const s = num(/O(\d)/.exec(op)?.[1] ?? /O(\d)/.exec(ev.tile)?.[1]);
-      const key = `${cta}|corr${s}`;
-      const blocks = kvOf(cta);
-      const n = op.startsWith('read scale') ? bump(key) : (iter.get(key) ?? 0);
-      // After the last block's vote the correction warpgroup runs the epilogue.
-      const epilogue = n >= blocks.length && !op.startsWith('read scale');
-      r = epilogue ? ph(['normalize'], null, s) : ph(['rescale'], blocks[n - 1] ?? null, s);
-    } else {
-      const kv = num(/^[SP](\d+)$/.exec(ev.tile)?.[1]);
-      if (op === 'causal mask') r = ph(['mask'], kv, roleSub);
-      else if (op.startsWith('row max, rescale O') || op.startsWith('rowmax, rescale O')) r = ph(['rowmax', 'rescale'], kv, roleSub);
-      else if (/^row ?max/.test(op)) r = ph(['rowmax'], kv, roleSub);
-      else if (op.startsWith('exp2')) r = ph(['exp'], kv, roleSub);
-      else if (/^row ?sum/.test(op)) r = ph(['rowsum'], kv, roleSub);
-      else if (/^(normalize|O \/ l)/.test(op)) r = ph(['normalize'], null, roleSub);
-    }
-    out.push(r);
-  }
-  return out;
+/** Every op's phase as its schedule recorded it, with the CTA from the role's "ctaN/" prefix; null for waits and bookkeeping. */
+export function classifyOps(timeline: readonly TimelineEvent[]): (OpPhase | null)[] {
+  return timeline.map((ev) => (ev.phase ? { cta: ctaOfRole(ev.role), kinds: ev.phase.kinds, kv: ev.phase.kv, sub: ev.phase.sub, tensors: ev.phase.tensors ?? [] } : null));
 }
 
 /** When a kernel has no op of a step's kind, the kind before it in the phase order stands in. */
@@ -394,7 +330,7 @@ export function smScheduleFor(req: HwViewRequest, events: readonly TraceEvent[])
   const f = resolveFeatures(algo, req.features);
   const resources = algo.resources(gpu, shape, f);
   if (resources.does_not_fit.length > 0) throw new FitError(resources.does_not_fit);
-  const geo = geometryOf(algo.id, resources);
+  const geo = geometryOf(algo, resources);
   const grid = algo.grid(gpu, shape, f);
   const occ = Math.max(1, Math.min(resources.ctas_per_sm, Math.ceil(grid.length / gpu.smCount)));
   const asCta = (w: CtaWork): SmCta => ({ b: w.b, h: w.h, qBlock: w.qBlock, split: w.split, rows: [w.qBlock * geo.ctaRows, Math.min(shape.nq, (w.qBlock + 1) * geo.ctaRows)], kvBlocks: kvBlocksOf(w) });
@@ -426,7 +362,7 @@ export function smScheduleFor(req: HwViewRequest, events: readonly TraceEvent[])
   const bw = loadBytesPerClk(gpu, algo, Math.min(gpu.smCount, Math.ceil(grid.length / occ)));
   const run = runSm(algo, gpu, shape, features, works, bw, true);
   const ctas = works.map(asCta);
-  const phases = classifyOps(algo.id, run.timeline, (c) => (works[c] ? kvBlocksOf(works[c]) : []));
+  const phases = classifyOps(run.timeline);
   const map = buildStepMap(events, run.timeline, phases, ctas, geo);
   const utilization: Record<string, number> = {};
   for (const [u, v] of Object.entries(run.unitBusy)) utilization[u] = run.cycles > 0 ? v / run.cycles : 0;

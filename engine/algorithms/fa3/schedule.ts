@@ -36,6 +36,7 @@ import {
   type HwAlgorithm,
   type HwFeatures,
   type ProblemShape,
+  phase,
   STAGES_SWITCH,
 } from '../../hw/model.ts';
 import { FA3_FEATURES } from './forward.ts';
@@ -175,6 +176,7 @@ function build(k: Kernel, ctx: BuildContext, work: CtaWork): void {
 
   const prod = k.role({ name: `${p}producer`, warps: [0, 1, 2, 3], registers: 24, job: 'warp 0 issues TMA loads of Q and the K/V ring; warps 1-3 idle' });
   prod.issue('tma', load(blockM * shape.d * e), `tma ${qTile}`, qTile, {
+    phase: phase(['load'], null, null, ['Q']),
     latency: gpu.copyLatencyCycles,
     arrive: [fullQ],
     mem: [{ space: 'smem', buffer: `${p}sQ`, stage: 0, offset: off('sQ', 0), bytes: blockM * shape.d * e, action: 'fill', tile: qTile }],
@@ -185,12 +187,14 @@ function build(k: Kernel, ctx: BuildContext, work: CtaWork): void {
     const j = kv[i];
     prod.wait(emptyK[s], round - 1);
     prod.issue('tma', load(blockN * shape.d * e), `tma K${j}`, `K${j}`, {
+      phase: phase(['load'], j, null, ['K']),
       latency: gpu.copyLatencyCycles,
       arrive: [fullK[s]],
       mem: [{ space: 'smem', buffer: `${p}sK`, stage: s, offset: off('sK', s), bytes: blockN * shape.d * e, action: 'fill', tile: `K${j}` }],
     });
     prod.wait(emptyV[s], round - 1);
     prod.issue('tma', load(blockN * shape.dv * e), `tma V${j}`, `V${j}`, {
+      phase: phase(['load'], j, null, ['V']),
       latency: gpu.copyLatencyCycles,
       arrive: [fullV[s]],
       mem: [{ space: 'smem', buffer: `${p}sV`, stage: s, offset: off('sV', s), bytes: blockN * shape.dv * e, action: 'fill', tile: `V${j}` }],
@@ -219,7 +223,7 @@ function build(k: Kernel, ctx: BuildContext, work: CtaWork): void {
       const j = kv[idx];
       const s = idx % S;
       c.wait(vReady[s], Math.floor(idx / S));
-      c.issue('tensor', gemm1, `gemm1 O+=P·V${j}`, `O${work.qBlock}`, { latency: WGMMA_LATENCY, chunks: blockN / 16, arrive: [done], memDone: [regs('regs.O', `O${work.qBlock}`, ROWS_PER_WG * shape.dv * 4)] });
+      c.issue('tensor', gemm1, `gemm1 O+=P·V${j}`, `O${work.qBlock}`, { phase: phase(['pv'], j, w), latency: WGMMA_LATENCY, chunks: blockN / 16, arrive: [done], memDone: [regs('regs.O', `O${work.qBlock}`, ROWS_PER_WG * shape.dv * 4)] });
       return issued++;
     };
     const releaseV = (idx: number) => c.arrive(vFree[idx % S]);
@@ -233,7 +237,7 @@ function build(k: Kernel, ctx: BuildContext, work: CtaWork): void {
       let g0: number;
       let g1 = -1;
       if (f.intraOverlap) {
-        c.issue('tensor', gemm0, `gemm0 S=Q·K${j}ᵀ`, `S${j}`, { latency: WGMMA_LATENCY, chunks: shape.d / 16, arrive: [done], memDone: [regs('regs.S', `S${j}`, ROWS_PER_WG * blockN * 4)] });
+        c.issue('tensor', gemm0, `gemm0 S=Q·K${j}ᵀ`, `S${j}`, { phase: phase(['qk'], j, w), latency: WGMMA_LATENCY, chunks: shape.d / 16, arrive: [done], memDone: [regs('regs.S', `S${j}`, ROWS_PER_WG * blockN * 4)] });
         g0 = issued++;
         if (i > 0) g1 = issueGemm1(i - 1);
       } else {
@@ -242,7 +246,7 @@ function build(k: Kernel, ctx: BuildContext, work: CtaWork): void {
           c.wait(done, g1);
           releaseV(i - 1);
         }
-        c.issue('tensor', gemm0, `gemm0 S=Q·K${j}ᵀ`, `S${j}`, { latency: WGMMA_LATENCY, chunks: shape.d / 16, arrive: [done], memDone: [regs('regs.S', `S${j}`, ROWS_PER_WG * blockN * 4)] });
+        c.issue('tensor', gemm0, `gemm0 S=Q·K${j}ᵀ`, `S${j}`, { phase: phase(['qk'], j, w), latency: WGMMA_LATENCY, chunks: shape.d / 16, arrive: [done], memDone: [regs('regs.S', `S${j}`, ROWS_PER_WG * blockN * 4)] });
         g0 = issued++;
       }
       if (f.pingpong) c.arrive(other);
@@ -250,10 +254,10 @@ function build(k: Kernel, ctx: BuildContext, work: CtaWork): void {
       c.arrive(emptyK[s]);
       // Online softmax of S_j in registers: row max, exp2 on MUFU, row sum and 16-bit
       // conversion on the FMA pipes; the O rescale by exp(m_old − m_new) happens here too.
-      if (crossesDiagonal(shape, work.qBlock * blockM + w * ROWS_PER_WG, j, blockN)) c.exec('fma', (elems * 2) / gpu.fmaPerClk, 'causal mask', `S${j}`);
-      c.exec('fma', (elems * 1 + ROWS_PER_WG * shape.dv) / gpu.fmaPerClk + CONSUMER_OVERHEAD, 'rowmax, rescale O', `S${j}`);
-      c.exec('mufu', elems / gpu.mufuPerClk, 'exp2', `P${j}`);
-      c.exec('fma', (elems * (SOFTMAX_FMA_OPS - 1)) / gpu.fmaPerClk, 'rowsum, cvt P', `P${j}`, { memDone: [regs('regs.P', `P${j}`, ROWS_PER_WG * blockN * e)] });
+      if (crossesDiagonal(shape, work.qBlock * blockM + w * ROWS_PER_WG, j, blockN)) c.exec('fma', (elems * 2) / gpu.fmaPerClk, 'causal mask', `S${j}`, { phase: phase(['mask'], j, w) });
+      c.exec('fma', (elems * 1 + ROWS_PER_WG * shape.dv) / gpu.fmaPerClk + CONSUMER_OVERHEAD, 'rowmax, rescale O', `S${j}`, { phase: phase(['rowmax', 'rescale'], j, w) });
+      c.exec('mufu', elems / gpu.mufuPerClk, 'exp2', `P${j}`, { phase: phase(['exp'], j, w) });
+      c.exec('fma', (elems * (SOFTMAX_FMA_OPS - 1)) / gpu.fmaPerClk, 'rowsum, cvt P', `P${j}`, { phase: phase(['rowsum'], j, w), memDone: [regs('regs.P', `P${j}`, ROWS_PER_WG * blockN * e)] });
       if (f.intraOverlap && g1 >= 0) {
         c.wait(done, g1);
         releaseV(i - 1);
@@ -268,10 +272,11 @@ function build(k: Kernel, ctx: BuildContext, work: CtaWork): void {
     }
     // Epilogue: O / l and conversion in registers, both consumers meet at a named barrier
     // (the sQ region may be reused for O), each writes its 64 rows to SMEM, TMA store.
-    c.exec('fma', (ROWS_PER_WG * shape.dv * 2) / gpu.fmaPerClk, 'normalize O/l', `O${work.qBlock}`);
+    c.exec('fma', (ROWS_PER_WG * shape.dv * 2) / gpu.fmaPerClk, 'normalize O/l', `O${work.qBlock}`, { phase: phase(['normalize'], null, w) });
     c.sync(epi);
     if (aliasO && w === 0) c.mem({ space: 'smem', buffer: `${p}sQ`, stage: 0, offset: off('sQ', 0), bytes: blockM * shape.d * e, action: 'release', tile: qTile });
     c.issue('tma', load(ROWS_PER_WG * shape.dv * oE), `tma store O${work.qBlock}`, `O${work.qBlock}`, {
+      phase: phase(['write'], null, w, ['O']),
       latency: gpu.copyLatencyCycles,
       mem: [{ space: 'smem', buffer: `${p}${oBuf}`, stage: 0, offset: off(oBuf, 0) + w * ROWS_PER_WG * shape.dv * oE, bytes: ROWS_PER_WG * shape.dv * oE, action: 'fill', tile: `O${work.qBlock}.${w}` }],
       memDone: [hbmOut(shape, work, work.qBlock * blockM + w * ROWS_PER_WG, ROWS_PER_WG, `O${work.qBlock}.${w}`)],
@@ -284,6 +289,8 @@ export const fa3Hw: HwAlgorithm = {
   name: 'FlashAttention-3 (SM90: TMA producer, ping-pong consumers)',
   arch: [90],
   switches: { pingpong: FA3_FEATURES.pingpong, intraOverlap: FA3_FEATURES.intraOverlap, stages: STAGES_SWITCH },
+  // Sub-units are the consumer warpgroups, 64 rows each.
+  geometry: (sheet) => ({ ctaRows: sheet.tiles.block_m, subRows: ROWS_PER_WG }),
   longestFirst: true,
   resources,
   grid,

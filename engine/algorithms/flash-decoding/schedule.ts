@@ -21,7 +21,7 @@ import {
   type ProblemShape,
 } from '../../hw/model.ts';
 import { FLASH_DECODING_FEATURES } from './forward.ts';
-import { SOFTMAX_FMA_OPS, buildWarpTiled, mmaSyncRate, warpTiledSmem, type WarpTiledConfig } from '../../hw/schedules/warp-tiled.ts';
+import { SOFTMAX_FMA_OPS, buildWarpTiled, mmaSyncRate, warpTiledGeometry, warpTiledSmem, type WarpTiledConfig } from '../../hw/schedules/warp-tiled.ts';
 import { MMA_SYNC_EFFICIENCY } from '../cute-fa2/schedule.ts';
 
 /** Launch gap before the combine kernel starts, µs (model assumption: back-to-back launches on one stream). */
@@ -112,6 +112,7 @@ export const flashDecodingHw: HwAlgorithm = {
   name: 'Flash-decoding (split-KV + combine)',
   arch: [80, 89, 90, 100],
   switches: { splits: FLASH_DECODING_FEATURES.splits },
+  geometry: warpTiledGeometry,
   streamsKv: true,
   resources,
   grid,

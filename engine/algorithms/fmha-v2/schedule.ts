@@ -23,7 +23,7 @@ import {
   type ProblemShape,
   STAGES_SWITCH,
 } from '../../hw/model.ts';
-import { buildWarpTiled, mmaSyncRate, warpTiledSmem, type WarpTiledConfig } from '../../hw/schedules/warp-tiled.ts';
+import { buildWarpTiled, mmaSyncRate, warpTiledGeometry, warpTiledSmem, type WarpTiledConfig } from '../../hw/schedules/warp-tiled.ts';
 
 /**
  * Calibration: seed 001's run (B = 4, H = 16, S = 1024, d = 16, fp16, RTX 4060:
@@ -95,6 +95,7 @@ export const fmhaV2Hw: HwAlgorithm = {
   name: 'TensorRT-LLM fmha_v2 (SM89 LDGSTS, 4 warps)',
   arch: [80, 89, 90],
   switches: { stages: STAGES_SWITCH },
+  geometry: warpTiledGeometry,
   resources,
   grid,
   build: (k, ctx, work) => buildWarpTiled(k, ctx, work, fmhaV2Config(ctx.gpu, ctx.shape, ctx.features), resources(ctx.gpu, ctx.shape, ctx.features)),

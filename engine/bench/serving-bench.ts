@@ -21,7 +21,7 @@ import type { PagedProblem } from '../layouts/paged.ts';
 import { sequenceProblem } from '../layouts/sequence-runner.ts';
 import type { VarlenProblem } from '../layouts/varlen.ts';
 import { AttentionRun, pathElem } from '../webgpu/backend.ts';
-import type { WebGpuContext, WebGpuPath } from '../webgpu/device.ts';
+import type { WebGpuContext, } from '../webgpu/device.ts';
 import { referenceRow } from '../webgpu/row-check.ts';
 import { checkPaged, checkVarlen } from '../webgpu/serving-checks.ts';
 import { PagedDecodeGpuRun, VARLEN_PATHS, VarlenGpuRun } from '../webgpu/serving-runs.ts';

@@ -31,7 +31,7 @@
 // the ratio columns.
 
 import { nominalFlops, type AttentionProblem } from '../core/problem.ts';
-import { PATH_LABELS, WebGpuUnavailable, type WebGpuPath } from '../webgpu/device.ts';
+import { PATH_LABELS, WebGpuUnavailable, type WebGpuContext, type WebGpuPath } from '../webgpu/device.ts';
 import { AttentionRun, type RunOptions } from '../webgpu/backend.ts';
 import type { MatrixTilePrefs } from '../webgpu/flash-matrix-kernel.ts';
 import { NO_ADAPTER_HELP, openNodeWebGpu } from '../webgpu/node-gpu.ts';
@@ -269,7 +269,7 @@ function printSummary(anchor: AnchorRun, summary: Map<string, Measured | string>
 }
 
 async function main(): Promise<number> {
-  let ctx;
+  let ctx: WebGpuContext;
   try {
     ctx = await openNodeWebGpu();
   } catch (e) {

@@ -13,7 +13,7 @@ import { FA3_FP8_FEATURES } from '../lowprec/fa3-fp8.ts';
 import { outputError } from '../lowprec/error-metrics.ts';
 import { referenceAttention } from '../core/reference.ts';
 import { referenceRow, sampleSites } from '../webgpu/row-check.ts';
-import { PATH_LABELS, WebGpuUnavailable, type WebGpuPath } from '../webgpu/device.ts';
+import { PATH_LABELS, WebGpuUnavailable, type WebGpuContext, type WebGpuPath } from '../webgpu/device.ts';
 import { NO_ADAPTER_HELP, openNodeWebGpu } from '../webgpu/node-gpu.ts';
 import { runWebGpu } from '../webgpu/run-webgpu.ts';
 import { ArgsError, num, parseArgs, str } from './args.ts';
@@ -61,7 +61,7 @@ export async function runWebGpuCli(argv: string[]): Promise<number> {
   }
   // dO is checked against O's shape before the GPU opens, so a wrong file writes nothing.
   const dO = doFile !== undefined ? await loadGradOutput(doFile, cp) : undefined;
-  let ctx;
+  let ctx: WebGpuContext;
   try {
     ctx = await openNodeWebGpu();
   } catch (e) {

@@ -210,7 +210,7 @@ describe('DebuggerSession', () => {
     const g = await v.seek(maskStep);
     const ev = g.event as Extract<TraceEvent, { kind: 'mask' }>;
     const cols = ev.tile.cols[1] - ev.tile.cols[0];
-    const hidden = ev.masked.findIndex((m) => m === 1);
+    const hidden = ev.masked.indexOf(1);
     const r = ev.tile.rows[0] + Math.floor(hidden / cols);
     const c = ev.tile.cols[0] + (hidden % cols);
     expect(g.mask[r * g.nk + c]).toBe(1);

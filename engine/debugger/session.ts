@@ -10,6 +10,7 @@
 // refused up front with a suggestion (counters-only run or the WebGPU backend).
 
 import { algorithmById } from '../algorithms/registry.ts';
+import type { AlgorithmResult } from '../algorithms/types.ts';
 import { blockCount, resolveBlocks } from '../algorithms/blocks.ts';
 import { addDelta, emptyCounters } from '../core/counters.ts';
 import { checkInputs, randomInputs, type AttentionInputs } from '../core/inputs.ts';
@@ -214,7 +215,7 @@ export class DebuggerSession {
     const gen = run.gen;
     const estSteps = Math.max(1, problem.batch * problem.hq * blockCount(problem.nq, blocks.blockM) * blockCount(problem.nk, blocks.blockN) * (run.dO ? 12 : 7));
     let sliceStart = performance.now();
-    let result;
+    let result: AlgorithmResult;
     for (;;) {
       const r = gen.next();
       if (r.done) {

@@ -7,7 +7,7 @@ import { writeFileSync, mkdirSync, openSync, closeSync, ftruncateSync, writeSync
 import { join } from 'node:path';
 import { expect, test, type Page } from '@playwright/test';
 import { DebuggerSession } from '../engine/debugger/session.ts';
-import type { LoadRequest } from '../engine/debugger/protocol.ts';
+import type { LoadRequest } from '../engine/request.ts';
 import { encodeNpy } from '../engine/io/npy.ts';
 import { DEFAULT_FORM, formToRequest } from '../app/store/problem-form.ts';
 import { counter, openApp, watchConsole } from './helpers.ts';

@@ -13,7 +13,7 @@ import { useCompare } from './compare-store.ts';
 import { registerController } from './controllers.ts';
 import { comparePaneId, FEATURE_SPECS } from './pane-config.ts';
 import { paneRequest, sharedRequest, SHARED_PANE } from './shared-request.ts';
-import { hasBackward } from '../../engine/debugger/pass.ts';
+import { hasBackward } from '../../engine/pass.ts';
 import { BACKWARD_FEATURE_SPECS } from '../backward/feature-specs.ts';
 import { chooseCompareAlgorithm } from '../defaults/compare-defaults.ts';
 import { markTouched } from '../defaults/form-defaults.ts';

@@ -3,7 +3,7 @@
 
 import { describe, expect, it } from 'vitest';
 import { DebuggerSession } from './session.ts';
-import type { LoadRequest } from './protocol.ts';
+import type { LoadRequest } from '../request.ts';
 import { PRECISION_MAX_MACS, precisionRefusal } from './precision.ts';
 import type { AttentionProblem } from '../core/problem.ts';
 import type { ExpEvent, TraceEvent } from '../trace/events.ts';

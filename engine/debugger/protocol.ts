@@ -18,27 +18,11 @@ import type { HardwareApi } from '../hw/api.ts';
 import type { ErrorStats, Prediction } from '../compare/diff.ts';
 import type { SyncAxis, SyncPoint } from '../compare/sync.ts';
 import type { TensorImport } from '../import/tensor-import.ts';
-import type { Pass } from './pass.ts';
+import type { Pass } from '../pass.ts';
+import type { LoadRequest } from '../request.ts';
 import type { BackwardArrays, BackwardPatch } from './backward-state.ts';
 import type { DqAdd } from './dq-accumulation.ts';
 import type { PrecisionMarks, PrecisionResponse } from './precision.ts';
-
-/** Everything that determines a trace: same request, same trace, always. */
-export interface LoadRequest {
-  algorithm: string;
-  problem: AttentionProblem;
-  seed: number;
-  distribution: InputDistribution;
-  /** Only for distribution 'outlier-row'. */
-  outlierRow?: number;
-  blocks: BlockOptions;
-  /** Switchable kernel features (RunOptions.features), e.g. FA3 pingpong, FA4 lazyRescale. */
-  features?: Record<string, boolean | number>;
-  /** Inputs from the person's files instead of random ones; shapes and dtype then come from the files. */
-  tensors?: TensorImport;
-  /** 'backward': step through the gradients (pass.ts); absent or 'forward': the forward pass. */
-  pass?: Pass;
-}
 
 /** How far one "step" moves: one phase event, one inner-loop iteration, one outer-loop iteration. */
 export type Granularity = 'phase' | 'inner' | 'outer';

@@ -9,7 +9,8 @@ import { runToEnd } from '../run.ts';
 import type { TraceEvent } from '../trace/events.ts';
 import { matchBreakpoint, nonFiniteIn } from './breakpoints.ts';
 import { applyUpdate } from './frames.ts';
-import type { Frame, Granularity, LoadRequest } from './protocol.ts';
+import type { Frame, Granularity } from './protocol.ts';
+import type { LoadRequest } from '../request.ts';
 import { DebuggerSession } from './session.ts';
 
 const problem: AttentionProblem = { batch: 1, hq: 2, hk: 1, nq: 40, nk: 56, d: 16, dv: 8, causal: true, dtype: 'fp32' };

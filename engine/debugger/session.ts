@@ -24,23 +24,11 @@ import type { BackwardResult } from '../backward/types.ts';
 import { pointOf, stepFor, type SyncAxis, type SyncPoint } from '../compare/sync.ts';
 import { describeBreakpoint, matchBreakpoint } from './breakpoints.ts';
 import { cloneCounters, HeadState } from './head-state.ts';
-import { startPass, type PassRun } from './pass-run.ts';
+import { startPass, type PassRun } from '../request.ts';
 import { storedForwardP, summarizeBackward } from './backward-summary.ts';
 import { precisionFor, precisionMarks, precisionRefusal, referenceOutput, type PrecisionMarks, type PrecisionResponse } from './precision.ts';
-import type {
-  Breakpoint,
-  BreakpointHit,
-  CompareData,
-  CountersRun,
-  FrameUpdate,
-  Granularity,
-  HeadInputs,
-  LoadRequest,
-  LoadSummary,
-  Progress,
-  RowHistory,
-  RowHistoryEntry,
-} from './protocol.ts';
+import type { Breakpoint, BreakpointHit, CompareData, CountersRun, FrameUpdate, Granularity, HeadInputs, LoadSummary, Progress, RowHistory, RowHistoryEntry } from './protocol.ts';
+import type { LoadRequest } from '../request.ts';
 
 /** Trace payload the session agrees to hold (bytes, estimated before running). */
 export const TRACE_BUDGET_BYTES = 192 * 1024 * 1024;

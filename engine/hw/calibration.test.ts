@@ -65,10 +65,6 @@ const CALIBRATION: Case[] = [
   { name: 'FA2 backward on A100, d=128, N=2K, causal', algo: 'fa2', pass: 'backward', gpu: 'a100', shape: { batch: 8, nq: 2048, nk: 2048, causal: true }, published: 145 },
 ];
 
-function flagsOf(f: Partial<HwFeatures> = {}): string {
-  return [f.pingpong === false ? '--no-pingpong' : '', f.intraOverlap === false ? '--no-intra-overlap' : ''].filter(Boolean).join(' ');
-}
-
 describe('simulate is calibrated to published figures (within 25%)', () => {
   for (const c of CALIBRATION) {
     it(c.name, () => {

@@ -315,7 +315,7 @@ export class AttentionRun {
         note = ' (subgroup_id rejected by the compiler, so one subgroup per workgroup)';
       }
       const L = matrixLayout(cfg);
-      this.config = `${cfg.m}×${cfg.n}×${cfg.k} f16 subgroup matrices, Q and O in registers (Q ${cfg.qFromBuffer ? 'loaded from its buffer' : 'staged'}), BM=${L.bm} BN=${cfg.bn}, ${cfg.warps} subgroups of ${cfg.sg}, K/V staged with a register prefetch${cfg.stagingInSoftmax ? ' and written during the softmax (2 barriers per tile)' : ''}, O never rescaled (a second pass where a row max grows past e^${cfg.rescaleLog} after its first P), ${L.bytes} B workgroup memory${note}`;
+      this.config = `${cfg.m}×${cfg.n}×${cfg.k} f16 subgroup matrices, Q and O in registers (Q ${cfg.qFromBuffer ? 'loaded from its buffer' : 'staged'}), BM=${L.bm} BN=${cfg.bn}, ${cfg.warps} subgroups of ${cfg.sg}, K/V staged with a register prefetch and written during the softmax (2 barriers per tile), O never rescaled (a second pass where a row max grows past e^${cfg.rescaleLog} after its first P), ${L.bytes} B workgroup memory${note}`;
       this.pushFlash('flash forward (subgroup matrix)', pipe, aux, L.bm, opts.headGroup);
     } else if (this.path === 'standard') {
       const limit = this.ctx.limits.maxStorageBinding;

@@ -14,6 +14,7 @@ import { spawnSync } from 'node:child_process';
 import type { AttentionProblem } from '../core/problem.ts';
 import { checkBackward, runGpuBackward, type BackwardCheck } from '../webgpu/backward-checks.ts';
 import type { MatrixBackwardPrefs } from '../webgpu/backward-matrix-kernel.ts';
+import { studyPrefs, type BenchBackwardPrefs } from './backward-studies.ts';
 import { backwardFlops, type BackwardPath } from '../webgpu/backward-run.ts';
 import { KERNEL_VARIANTS } from '../webgpu/variants.ts';
 import type { WebGpuContext } from '../webgpu/device.ts';
@@ -30,7 +31,7 @@ export interface BackwardBenchOptions {
   /** Paths to run (those the adapter lacks are named and skipped). */
   paths: BackwardPath[];
   /** flash-matrix tiles to self-test and time, each its own row; empty: the default tile. */
-  matrixPrefs: MatrixBackwardPrefs[];
+  matrixPrefs: BenchBackwardPrefs[];
 }
 
 /** Standard normal values from a fixed-seed generator (the shapes are too large for engine/core/inputs' per-element streams). */
@@ -135,14 +136,14 @@ export async function backwardBench(ctx: WebGpuContext, o: BackwardBenchOptions)
   console.log('flash-matrix: f16 subgroup matrices, K/V outer; dK, dV in registers; dQ added into a fixed-point i32 accumulator.');
   if (skipped.length) console.log(`not offered by this adapter: ${skipped.join(', ')}`);
   console.log('FLOPs = 2.5 × 4·B·H·N²·d (halved when causal), the FlashAttention convention\n');
-  type Config = { path: BackwardPath; prefs: MatrixBackwardPrefs; label: string };
+  type Config = { path: BackwardPath; prefs: MatrixBackwardPrefs; study?: string; label: string };
   const configs: Config[] = paths.flatMap((path): Config[] =>
-    path === 'flash-matrix' && o.matrixPrefs.length ? o.matrixPrefs.map((prefs) => ({ path, prefs, label: `flash-matrix ${prefs.warps}×${prefs.bm}${prefs.stagger === false ? ' unstaggered' : ''}${prefs.overlapAdds ? ' overlapped adds' : prefs.overlapAdds === false ? ' adds between barriers' : ''}${prefs.study ? ` ${prefs.study}` : ''}` })) : [{ path, prefs: {}, label: path }],
+    path === 'flash-matrix' && o.matrixPrefs.length ? o.matrixPrefs.map((prefs) => ({ path, prefs: studyPrefs(prefs), study: prefs.study, label: `flash-matrix ${prefs.warps}×${prefs.bm}${prefs.stagger === false ? ' unstaggered' : ''}${prefs.overlapAdds ? ' overlapped adds' : prefs.overlapAdds === false ? ' adds between barriers' : ''}${prefs.study ? ` ${prefs.study}` : ''}` })) : [{ path, prefs: {}, label: path }],
   );
   const passing: typeof configs = [];
   for (const cfg of configs) {
-    if (cfg.prefs.study) {
-      console.log(`${cfg.label}: a study (${cfg.prefs.study}), wrong dQ by design: timed without the self-test\n`);
+    if (cfg.study) {
+      console.log(`${cfg.label}: a study (${cfg.study}), wrong dQ by design: timed without the self-test\n`);
       passing.push(cfg);
       continue;
     }

@@ -7,7 +7,8 @@
 
 import { alibiSlopes, softmaxScale, validateProblem, type AttentionProblem } from '../core/problem.ts';
 import { formatBytes } from './binding-windows.ts';
-import { pipeline, WebGpuRunError } from './backend.ts';
+import { pipeline } from './backend.ts';
+import { WebGpuRunError } from './gpu-run.ts';
 import { bwdDkDvWgsl, bwdDotWgsl, bwdDqWgsl, BWD_THREADS, type BackwardKernelShape } from './backward-kernels.ts';
 import { bwdmClearWgsl, bwdmDqWgsl, bwdmKvWgsl, bwdmMainWgsl, bwdmRowsWgsl, chooseMatrixBackward, matrixBackwardLayout, type MatrixBackwardPrefs } from './backward-matrix-kernel.ts';
 import type { WebGpuContext } from './device.ts';

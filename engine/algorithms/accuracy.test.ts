@@ -6,7 +6,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { roundTo } from '../core/dtype.ts';
-import { randomInputs, type AttentionInputs, type InputDistribution } from '../core/inputs.ts';
+import { kvHead, randomInputs, type AttentionInputs, type InputDistribution } from '../core/inputs.ts';
 import type { AttentionProblem, DType } from '../core/problem.ts';
 import { referenceAttention } from '../core/reference.ts';
 import { modifyScore, scoreModel } from '../core/scores.ts';
@@ -39,7 +39,7 @@ function naiveInPrecision(p: AttentionProblem, x: AttentionInputs): Float64Array
   const row = new Float64Array(p.nk);
   for (let b = 0; b < p.batch; b++)
     for (let h = 0; h < p.hq; h++) {
-      const hk = Math.floor(h / (p.hq / p.hk));
+      const hk = kvHead(p, h);
       const sink = p.sinks?.[h];
       for (let i = 0; i < p.nq; i++) {
         let mx = sink ?? -Infinity;

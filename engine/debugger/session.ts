@@ -13,7 +13,7 @@ import { algorithmById } from '../algorithms/registry.ts';
 import type { AlgorithmResult } from '../algorithms/types.ts';
 import { blockCount, resolveBlocks } from '../algorithms/blocks.ts';
 import { addDelta, emptyCounters } from '../core/counters.ts';
-import { checkInputs, randomInputs, type AttentionInputs } from '../core/inputs.ts';
+import { checkInputs, kvHead, randomInputs, type AttentionInputs } from '../core/inputs.ts';
 import { validateProblem, type AttentionProblem } from '../core/problem.ts';
 import type { TraceEvent } from '../trace/events.ts';
 import { toJsonLine } from '../trace/jsonl.ts';
@@ -494,7 +494,7 @@ export class DebuggerSession {
     return this.serial(() => {
       const { problem: p, inputs: x, backward } = this.need();
       if (!(b >= 0 && b < p.batch && h >= 0 && h < p.hq)) throw new Error(`no head (${b}, ${h}) in this problem`);
-      const hk = Math.floor(h / (p.hq / p.hk));
+      const hk = kvHead(p, h);
       const qs = (b * p.hq + h) * p.nq * p.d;
       const ks = (b * p.hk + hk) * p.nk * p.d;
       const vs = (b * p.hk + hk) * p.nk * p.dv;

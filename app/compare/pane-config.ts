@@ -3,11 +3,11 @@
 // distribution or imported tensors) is the shared problem, so panes differ only where the
 // person asked them to.
 
-import { FA3_FEATURES } from '../../engine/algorithms/fa3.ts';
-import { FA4_FEATURES } from '../../engine/algorithms/fa4.ts';
-import { FLASH_DECODING_FEATURES } from '../../engine/algorithms/flash-decoding.ts';
-import { FMHA_V2_FEATURES } from '../../engine/algorithms/fmha-v2.ts';
-import { SAGE_FEATURES } from '../../engine/algorithms/sage.ts';
+import { FA3_FEATURES } from '../../engine/algorithms/fa3/forward.ts';
+import { FA4_FEATURES } from '../../engine/algorithms/fa4/forward.ts';
+import { FLASH_DECODING_FEATURES } from '../../engine/algorithms/flash-decoding/forward.ts';
+import { FMHA_V2_FEATURES } from '../../engine/algorithms/fmha-v2/forward.ts';
+import { SAGE_FEATURES } from '../../engine/algorithms/sage/forward.ts';
 import type { FeatureSpecs } from '../../engine/algorithms/features.ts';
 import type { DType } from '../../engine/core/problem.ts';
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_FORM, PANEL_SWITCHES, effectiveSwitches, formToRequest, withAppliedFeatures } from './problem-form.ts';
 import { formForAlgorithm } from '../defaults/form-defaults.ts';
-import { SAGE_FEATURES } from '../../engine/algorithms/sage.ts';
+import { SAGE_FEATURES } from '../../engine/algorithms/sage/forward.ts';
 
 describe('problem form', () => {
   it('turns the default form into a request the engine accepts', () => {

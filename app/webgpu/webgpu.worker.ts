@@ -128,7 +128,7 @@ function runCpu(id: number, req: RunRequest): RunReport {
     kernels: [{ name: 'FA2 step engine (CPU)', ms, clock: 'wall' }],
     tflops: nominalFlops(p) / (ms * 1e9),
     gbs: 0,
-    config: 'engine/algorithms/fa2.ts, tracing off',
+    config: 'engine/algorithms/fa2/forward.ts, tracing off',
     heatmap: blockMean(Float32Array.from(r.o.subarray(0, p.nq * p.dv)), p.nq, p.dv, 128, 128),
     lse: lseList(r.lse.subarray(0, p.nq)),
     check: { rows: sites.length, maxAbsErrO: eo, maxAbsErrLse: el },

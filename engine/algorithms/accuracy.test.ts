@@ -11,9 +11,9 @@ import type { AttentionProblem, DType } from '../core/problem.ts';
 import { referenceAttention } from '../core/reference.ts';
 import { modifyScore, scoreModel } from '../core/scores.ts';
 import { runToEnd } from '../run.ts';
-import { fa1 } from './fa1.ts';
-import { fa2 } from './fa2.ts';
-import { standard } from './standard.ts';
+import { fa1 } from './fa1/forward.ts';
+import { fa2 } from './fa2/forward.ts';
+import { standard } from './standard/forward.ts';
 import type { BlockOptions } from './types.ts';
 
 const ALGOS = [standard, fa1, fa2];

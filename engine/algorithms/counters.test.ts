@@ -8,9 +8,9 @@ import { totalBytes, type Counters } from '../core/counters.ts';
 import { randomInputs } from '../core/inputs.ts';
 import type { AttentionProblem, DType } from '../core/problem.ts';
 import { runToEnd } from '../run.ts';
-import { fa1 } from './fa1.ts';
-import { fa2 } from './fa2.ts';
-import { standard } from './standard.ts';
+import { fa1 } from './fa1/forward.ts';
+import { fa2 } from './fa2/forward.ts';
+import { standard } from './standard/forward.ts';
 
 interface Shape {
   N: number;

@@ -10,11 +10,11 @@ import type { AttentionProblem } from '../core/problem.ts';
 import { referenceAttention } from '../core/reference.ts';
 import { runToEnd } from '../run.ts';
 import { maxAbs } from './accuracy-matrix.ts';
-import { cuteFa2 } from './cute-fa2.ts';
-import { fa3 } from './fa3.ts';
-import { fa4 } from './fa4.ts';
-import { flashDecoding } from './flash-decoding.ts';
-import { fmhaV2 } from './fmha-v2.ts';
+import { cuteFa2 } from './cute-fa2/forward.ts';
+import { fa3 } from './fa3/forward.ts';
+import { fa4 } from './fa4/forward.ts';
+import { flashDecoding } from './flash-decoding/forward.ts';
+import { fmhaV2 } from './fmha-v2/forward.ts';
 import type { StepAlgorithm } from './types.ts';
 
 const problems = fc.record({

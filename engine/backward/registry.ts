@@ -1,10 +1,10 @@
 // The algorithms that have a backward pass, by the id of their forward. Algorithms without
 // one (cute-fa2, fmha_v2, fa4, flash-decoding) are refused by name.
 
-import { standardBackward } from '../algorithms/standard-backward.ts';
-import { fa1Backward } from '../algorithms/fa1-backward.ts';
-import { fa2Backward } from '../algorithms/fa2-backward.ts';
-import { fa3Backward } from '../algorithms/fa3-backward.ts';
+import { standardBackward } from '../algorithms/standard/backward.ts';
+import { fa1Backward } from '../algorithms/fa1/backward.ts';
+import { fa2Backward } from '../algorithms/fa2/backward.ts';
+import { fa3Backward } from '../algorithms/fa3/backward.ts';
 import { ALGORITHMS } from '../algorithms/registry.ts';
 import { ProblemError } from '../core/problem.ts';
 import type { BackwardAlgorithm } from './types.ts';

@@ -9,7 +9,7 @@ import { encodeNpy } from '../io/npy.ts';
 import { isFp8, nominalFlops, type AttentionProblem } from '../core/problem.ts';
 import type { AttentionInputs } from '../core/inputs.ts';
 import { readFeatures } from '../algorithms/features.ts';
-import { FA3_FP8_FEATURES } from '../lowprec/fa3-fp8.ts';
+import { FA3_FP8_FEATURES } from '../algorithms/fa3/fp8.ts';
 import { outputError } from '../lowprec/error-metrics.ts';
 import { referenceAttention } from '../core/reference.ts';
 import { referenceRowOf, sampleSites } from '../webgpu/row-check.ts';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { fa2 } from '../algorithms/fa2.ts';
+import { fa2 } from '../algorithms/fa2/forward.ts';
 import { ALGORITHMS } from '../algorithms/registry.ts';
 import { randomInputs } from '../core/inputs.ts';
 import type { AttentionProblem } from '../core/problem.ts';

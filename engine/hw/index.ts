@@ -7,4 +7,4 @@ export { FitError, type SimulateResult } from './simulate.ts';
 export { DeadlockError, PhaseOverrunError } from './scheduler.ts';
 export { memoryViolations } from './memory-check.ts';
 export { isHardwareAlgorithm } from './trace-lines.ts';
-export { fa4LoadOrder } from './schedules/fa4.ts';
+export { fa4LoadOrder } from '../algorithms/fa4/schedule.ts';

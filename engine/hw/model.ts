@@ -1,6 +1,6 @@
 // What every hardware schedule shares: the problem shape it is built for, its switchable
 // features, the cost of each kind of work on a given GPU, and the shape of a schedule
-// module. The schedules themselves live in schedules/, one algorithm per file.
+// module. The schedules themselves live beside each algorithm (engine/algorithms/<id>/schedule.ts).
 
 import { dtypeBytes, isFp8, type DType } from '../core/problem.ts';
 import type { ResourceSheet } from './events.ts';

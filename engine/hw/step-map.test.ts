@@ -3,7 +3,7 @@ import { DebuggerSession } from '../debugger/session.ts';
 import type { LoadRequest } from '../request.ts';
 import type { AttentionProblem } from '../core/problem.ts';
 import { chromeTrace, scheduleJsonl } from './export.ts';
-import { fa4LoadOrder } from './schedules/fa4.ts';
+import { fa4LoadOrder } from '../algorithms/fa4/schedule.ts';
 import { gpuById } from './gpus/index.ts';
 import { shapeOf } from './registry.ts';
 import { smScheduleFor } from './step-map.ts';

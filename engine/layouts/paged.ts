@@ -20,13 +20,13 @@
 // divisor of page_size (FA2's paged path likewise needs page_block_size % kBlockN == 0).
 
 import { resolveBlocks } from '../algorithms/blocks.ts';
-import { decodingBlockN } from '../algorithms/flash-decoding.ts';
-import { fmhaV2DefaultTile } from '../algorithms/fmha-v2.ts';
+import { decodingBlockN } from '../algorithms/flash-decoding/forward.ts';
+import { fmhaV2DefaultTile } from '../algorithms/fmha-v2/forward.ts';
 import type { RunOptions, StepAlgorithm } from '../algorithms/types.ts';
 import { ProblemError } from '../core/problem.ts';
 import { referenceAttention } from '../core/reference.ts';
 import type { EventAnnotator } from '../trace/tracer.ts';
-import { decodingSplitFeatures } from './decoding-splits.ts';
+import { decodingSplitFeatures } from '../algorithms/flash-decoding/splits.ts';
 import { runSequences, sequenceProblem, type LayoutBase, type LayoutGenerator, type LayoutRunResult, type SequenceWork } from './sequence-runner.ts';
 
 export interface PagedProblem {

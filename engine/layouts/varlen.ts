@@ -19,7 +19,7 @@ import { referenceAttention } from '../core/reference.ts';
 import type { StepAlgorithm, RunOptions } from '../algorithms/types.ts';
 import type { Range } from '../trace/events.ts';
 import type { EventAnnotator } from '../trace/tracer.ts';
-import { decodingSplitFeatures } from './decoding-splits.ts';
+import { decodingSplitFeatures } from '../algorithms/flash-decoding/splits.ts';
 import { runSequences, sequenceProblem, type LayoutBase, type LayoutGenerator, type LayoutRunResult, type SequenceWork } from './sequence-runner.ts';
 
 export interface VarlenProblem {

@@ -2,9 +2,9 @@
 // engine's algorithms emit, from one tiny documented problem. trace-doc.test.ts checks that
 // the JSON in TRACE.md is exactly what this produces, so the document cannot drift.
 
-import { fa1 } from '../algorithms/fa1.ts';
-import { fa2 } from '../algorithms/fa2.ts';
-import { standard } from '../algorithms/standard.ts';
+import { fa1 } from '../algorithms/fa1/forward.ts';
+import { fa2 } from '../algorithms/fa2/forward.ts';
+import { standard } from '../algorithms/standard/forward.ts';
 import type { StepAlgorithm } from '../algorithms/types.ts';
 import { randomInputs } from '../core/inputs.ts';
 import { runToEnd } from '../run.ts';

@@ -4,8 +4,8 @@
 // Then SageAttention v2 on the same inputs in fp16: INT8 scales on the loads and qk, the
 // 2^8.807 P scale and flushed P on exp, V's per-channel e4m3 scales on pv.
 
-import { fa3 } from '../algorithms/fa3.ts';
-import { sage } from '../algorithms/sage.ts';
+import { fa3 } from '../algorithms/fa3/forward.ts';
+import { sage } from '../algorithms/sage/forward.ts';
 import { randomInputs } from '../core/inputs.ts';
 import type { AttentionProblem } from '../core/problem.ts';
 import { runToEnd } from '../run.ts';

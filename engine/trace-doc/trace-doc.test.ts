@@ -4,9 +4,9 @@
 
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { fa1 } from '../algorithms/fa1.ts';
-import { fa2 } from '../algorithms/fa2.ts';
-import { standard } from '../algorithms/standard.ts';
+import { fa1 } from '../algorithms/fa1/forward.ts';
+import { fa2 } from '../algorithms/fa2/forward.ts';
+import { standard } from '../algorithms/standard/forward.ts';
 import { randomInputs } from '../core/inputs.ts';
 import { runToEnd } from '../run.ts';
 import { traceExamples } from './examples.ts';

@@ -10,9 +10,9 @@
 // Tensors larger than one storage binding run in windows of whole batches or of key-head
 // groups, one dispatch per window over slices of the same buffers (binding-windows.ts).
 
-import { fa3DefaultTile } from '../algorithms/fa3.ts';
+import { fa3DefaultTile } from '../algorithms/fa3/forward.ts';
 import { roundArray } from '../core/dtype.ts';
-import { prepareFp8 } from '../lowprec/fa3-fp8.ts';
+import { prepareFp8 } from '../algorithms/fa3/fp8.ts';
 import type { AttentionInputs } from '../core/inputs.ts';
 import { inputSizes, kvHead } from '../core/inputs.ts';
 import { isFp8, validateProblem, type AttentionProblem } from '../core/problem.ts';

@@ -6,20 +6,13 @@
 // What "fits" is never restated here: the hardware model (engine/hw/) decides, through the
 // resource sheet describeFor() builds. The table only says where each algorithm starts.
 
-import { DTYPES, type DType } from '../core/problem.ts';
+import { DTYPES, type DType, type ProblemDims } from '../core/problem.ts';
 import { gpuById, type GpuId } from '../hw/gpus/index.ts';
 import { describeFor, hwAlgorithmById } from '../hw/registry.ts';
 import type { ProblemShape } from '../hw/model.ts';
 
 /** The fields of a problem form that an algorithm's choice may set. */
-export interface WorkingConfig {
-  batch: number;
-  hq: number;
-  hk: number;
-  nq: number;
-  nk: number;
-  d: number;
-  dv: number;
+export interface WorkingConfig extends ProblemDims {
   /** Tile of the numeric trace (Br × Bc). */
   blockM: number;
   blockN: number;

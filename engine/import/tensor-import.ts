@@ -10,7 +10,7 @@ import { readSafetensorsInfo } from '../io/safetensors.ts';
 import { readElements, type TensorInfo } from '../io/tensor-info.ts';
 import { integerValuesMessage, isIntegerStorage, type StoredFloat } from '../io/float-codec.ts';
 import { kvHead, type AttentionInputs } from '../core/inputs.ts';
-import { standardAlibiSlopes, type AttentionProblem, type DType } from '../core/problem.ts';
+import { standardAlibiSlopes, type AttentionProblem, type DType, type ProblemDims } from '../core/problem.ts';
 
 /** BHND: [batch, heads, seq, dim] (FlashScope's own order). BNHD: [batch, seq, heads, dim] (FlashAttention's q/k/v). */
 export type Layout = 'BHND' | 'BNHD';
@@ -46,15 +46,8 @@ export interface TensorImport extends TensorChoice {
   names: string[];
 }
 
-export interface ImportedShape {
-  batch: number;
-  hq: number;
-  hk: number;
-  nq: number;
-  nk: number;
-  d: number;
-  dv: number;
-}
+/** The sizes the imported tensors give the problem. */
+export type ImportedShape = ProblemDims;
 
 export class ImportError extends Error {
   constructor(message: string) {

@@ -36,6 +36,7 @@
 // barriers and the results are wrong. So the P, V and S offsets stay run-time values; the K
 // loads, whose results are used before the next barrier, have constant offsets.
 
+import type { ProblemDims } from '../core/problem.ts';
 import { PARAMS_WGSL, scoreWgsl, type ScoreSpec } from './params.ts';
 import { GRID_ORDER_WGSL } from './grid-order.ts';
 import { withSequenceGeometry } from './sequence-geometry.ts';
@@ -96,11 +97,7 @@ export interface MatrixKernelConfig {
 }
 
 /** The problem sizes that shape the kernel. */
-export interface MatrixDims {
-  d: number;
-  dv: number;
-  nq: number;
-}
+export type MatrixDims = Pick<ProblemDims, 'd' | 'dv' | 'nq'>;
 
 /** Max growth (natural log units) of a row's logits after its first P: P ≤ e^10 ≈ 22026, inside f16's 65504. */
 export const RESCALE_LOG = 10;

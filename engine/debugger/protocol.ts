@@ -9,15 +9,11 @@
 // holds, so one session serves one receiver at a time (one pane = one worker). A call made while a load or a breakpoint search is running waits for
 // it; cancel() stops a running load / search / counters run at the next chunk boundary.
 
-import type { BlockOptions } from '../algorithms/types.ts';
 import type { Counters } from '../core/counters.ts';
-import type { InputDistribution } from '../core/inputs.ts';
-import type { AttentionProblem } from '../core/problem.ts';
 import type { PhaseKind, Range, TraceEvent } from '../trace/events.ts';
 import type { HardwareApi } from '../hw/api.ts';
 import type { ErrorStats, Prediction } from '../compare/diff.ts';
 import type { SyncAxis, SyncPoint } from '../compare/sync.ts';
-import type { TensorImport } from '../import/tensor-import.ts';
 import type { Pass } from '../pass.ts';
 import type { LoadRequest } from '../request.ts';
 import type { BackwardArrays, BackwardPatch } from './backward-state.ts';

@@ -13,7 +13,7 @@ import { useCompare } from './compare-store.ts';
 import { registerController } from './controllers.ts';
 import { comparePaneId, paneSwitchSpecs } from './pane-config.ts';
 import { paneRequest, sharedRequest, SHARED_PANE } from './shared-request.ts';
-import { hasBackward } from '../../engine/debugger/pass.ts';
+import { hasBackward } from '../../engine/pass.ts';
 import { chooseCompareAlgorithm } from '../defaults/compare-defaults.ts';
 import { markTouched } from '../defaults/form-defaults.ts';
 import { DTYPES, isFp8 } from '../../engine/core/problem.ts';

@@ -11,8 +11,8 @@
 import { ALGORITHMS } from '../../engine/algorithms/registry.ts';
 import { refusalOf, type Refusal } from '../../engine/lowprec/fp8-support.ts';
 import { DEFAULT_PROBLEM, isFp8, type AttentionProblem, type DType } from '../../engine/core/problem.ts';
-import type { Pass } from '../../engine/debugger/pass.ts';
-import type { LoadRequest } from '../../engine/debugger/protocol.ts';
+import type { Pass } from '../../engine/pass.ts';
+import type { LoadRequest } from '../../engine/request.ts';
 import type { ProblemForm } from '../store/problem-form.ts';
 import type { ComparePaneConfig } from './pane-config.ts';
 import { panelSwitches, effectiveSwitches } from '../store/problem-form.ts';

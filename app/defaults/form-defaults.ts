@@ -8,7 +8,7 @@ import { CONFIG_FIELDS, defaultsFor, hasKernel, misfits, scheduleFix, tilesFor, 
 import type { GpuId } from '../../engine/hw/gpus/index.ts';
 import type { DType } from '../../engine/core/problem.ts';
 import { panelSwitches, type ProblemForm } from '../store/problem-form.ts';
-import { hasBackward } from '../../engine/debugger/pass.ts';
+import { hasBackward } from '../../engine/pass.ts';
 import { useApp } from '../store/store.ts';
 import { hwState, useHw } from '../hardware/hw-store.ts';
 import { defaultGpu } from '../hardware/gpus.ts';

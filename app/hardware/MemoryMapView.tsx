@@ -4,7 +4,7 @@
 
 import { scaleLinear } from 'd3';
 import { Fragment, useMemo } from 'react';
-import { liveAt, type HwView, type MemInterval } from '../../engine/hw/step-map.ts';
+import { liveAt, type HwView, type MemInterval } from '../../engine/hw/sm-view.ts';
 import { usePane } from '../pane/context.ts';
 import { grouped } from './format.ts';
 import { useApp } from '../store/store.ts';

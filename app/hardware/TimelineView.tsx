@@ -4,7 +4,7 @@
 import { useEffect, useRef, useState } from 'react';
 import type { HwFeatures } from '../../engine/hw/model.ts';
 import type { HwExportFormat } from '../../engine/hw/api.ts';
-import { stepForClick } from '../../engine/hw/step-map.ts';
+import { stepForClick } from '../../engine/hw/sm-view.ts';
 import { messageOf } from '../pane/controller.ts';
 import { usePane } from '../pane/context.ts';
 import { useApp } from '../store/store.ts';

@@ -5,7 +5,7 @@
 // Pure TS (no DOM): tested with vitest.
 
 import { ALGORITHMS, DESCRIPTORS } from '../../engine/algorithms/registry.ts';
-import { PASSES } from '../../engine/debugger/pass.ts';
+import { PASSES } from '../../engine/pass.ts';
 import { SYNC_AXES, type SyncAxis } from '../../engine/compare/sync.ts';
 import { GPUS } from '../../engine/hw/gpus/index.ts';
 import { DEFAULT_FORM, panelSwitches, effectiveSwitches, formToRequest, type ProblemForm } from '../store/problem-form.ts';

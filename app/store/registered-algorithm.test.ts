@@ -16,7 +16,7 @@ import { randomInputs, type AttentionInputs } from '../../engine/core/inputs.ts'
 import { ProblemError, type AttentionProblem } from '../../engine/core/problem.ts';
 import { referenceAttention } from '../../engine/core/reference.ts';
 import { blockHasVisible } from '../../engine/core/scores.ts';
-import type { LoadRequest } from '../../engine/debugger/protocol.ts';
+import type { LoadRequest } from '../../engine/request.ts';
 import { DebuggerSession } from '../../engine/debugger/session.ts';
 import { runToEnd } from '../../engine/run.ts';
 import type { Range, TraceEvent } from '../../engine/trace/events.ts';

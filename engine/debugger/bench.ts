@@ -4,7 +4,7 @@
 // Each timed call includes building the Frame (the copies the worker would transfer).
 
 import { DebuggerSession } from './session.ts';
-import type { LoadRequest } from './protocol.ts';
+import type { LoadRequest } from '../request.ts';
 import { BUILT_IN_ALGORITHMS } from '../algorithms/registry.ts';
 
 const N = Number(process.env.BENCH_N ?? 512);

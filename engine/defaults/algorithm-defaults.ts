@@ -8,20 +8,13 @@
 
 import { BUILT_IN_ALGORITHMS, descriptorOf, type AlgorithmId } from '../algorithms/registry.ts';
 import type { AlgorithmDefaults } from '../algorithms/descriptor.ts';
-import { DTYPES, type DType } from '../core/problem.ts';
+import { DTYPES, type DType, type ProblemDims } from '../core/problem.ts';
 import { gpuById, type GpuId } from '../hw/gpus/index.ts';
 import { describeFor, hwAlgorithmById } from '../hw/registry.ts';
 import type { ProblemShape } from '../hw/model.ts';
 
 /** The fields of a problem form that an algorithm's choice may set. */
-export interface WorkingConfig {
-  batch: number;
-  hq: number;
-  hk: number;
-  nq: number;
-  nk: number;
-  d: number;
-  dv: number;
+export interface WorkingConfig extends ProblemDims {
   /** Tile of the numeric trace (Br × Bc). */
   blockM: number;
   blockN: number;

@@ -7,7 +7,7 @@ import { memoryViolations } from './memory-check.ts';
 import type { ProblemShape } from './model.ts';
 import { describeFor, scheduleFor, simulateFor } from './registry.ts';
 import { predictionFor } from '../compare/session-compare.ts';
-import type { LoadRequest } from '../debugger/protocol.ts';
+import type { LoadRequest } from '../request.ts';
 
 const shape = (p: Partial<ProblemShape> = {}): ProblemShape => ({ batch: 1, hq: 2, hk: 2, nq: 512, nk: 512, d: 128, dv: 128, dtype: 'fp16', causal: false, ...p });
 

@@ -2,21 +2,14 @@
 // features, the cost of each kind of work on a given GPU, and the shape of a schedule
 // module. The schedules themselves live beside each algorithm (engine/algorithms/<id>/schedule.ts).
 
-import { dtypeBytes, isFp8, type DType } from '../core/problem.ts';
+import { dtypeBytes, isFp8, type DType, type ProblemDims } from '../core/problem.ts';
 import type { FeatureSpec } from '../algorithms/features.ts';
 import type { PhaseKind } from '../trace/events.ts';
 import type { SchedulePhase, ResourceSheet } from './events.ts';
 import type { GpuSpec } from './gpus/index.ts';
 import type { Kernel, MemSpec } from './scheduler.ts';
 
-export interface ProblemShape {
-  batch: number;
-  hq: number;
-  hk: number;
-  nq: number;
-  nk: number;
-  d: number;
-  dv: number;
+export interface ProblemShape extends ProblemDims {
   dtype: DType;
   causal: boolean;
 }

@@ -7,8 +7,8 @@ import { randomGradOutput } from '../backward/grad-output.ts';
 import { randomInputs } from '../core/inputs.ts';
 import type { AttentionProblem } from '../core/problem.ts';
 import type { TraceEvent } from '../trace/events.ts';
-import { classifyOps } from './step-map.ts';
-import { smScheduleFor, stepForClick } from './step-map.ts';
+import { smScheduleFor } from './step-map.ts';
+import { classifyOps, stepForClick } from './sm-view.ts';
 
 function backwardTrace(p: AttentionProblem, blockM: number, blockN: number, algo = fa2Backward): TraceEvent[] {
   const x = { ...randomInputs(p, { seed: 3 }), dO: randomGradOutput(p, 4) };

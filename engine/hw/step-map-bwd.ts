@@ -22,7 +22,7 @@ import { gpuById } from './gpus/index.ts';
 import { viewSwitchesOf, type CtaWork, type HwFeatures } from './model.ts';
 import { hwAlgorithmFor, resolveFeatures, shapeOf } from './registry.ts';
 import { FitError, loadBytesPerClk, runSm } from './simulate.ts';
-import { classifyOps, memoryIntervals, toColumns, type HwView, type OpPhase, type SmCta, type SmSchedule, type StepMap } from './step-map.ts';
+import { classifyOps, memoryIntervals, toColumns, type HwView, type OpPhase, type SmCta, type SmSchedule, type StepMap } from './sm-view.ts';
 
 /** Geometry of a backward CTA: keys per CTA, keys per consumer slice, rows per row block. */
 export interface BwdGeometry {

@@ -7,7 +7,6 @@
 import type { GpuSpec } from '../../hw/gpus/index.ts';
 import {
   ceilDiv,
-  elemBytes,
   emptySheet,
   finishSheet,
   regAlloc,
@@ -16,7 +15,6 @@ import {
   requireHalf,
   type CtaWork,
   type HwAlgorithm,
-  type HwFeatures,
   type ProblemShape,
 } from '../../hw/model.ts';
 import { SOFTMAX_FMA_OPS, buildWarpTiled, mmaSyncRate, warpTiledGeometry, warpTiledSmem, type WarpTiledConfig } from '../../hw/schedules/warp-tiled.ts';

@@ -8,7 +8,7 @@
 
 import { DTYPES, type DType } from '../core/problem.ts';
 import { gpuById, type GpuId } from '../hw/gpus/index.ts';
-import { describeFor, hwAlgorithmById } from '../hw/registry.ts';
+import { describeFor, hasSchedule, hwAlgorithmById } from '../hw/registry.ts';
 import type { ProblemShape } from '../hw/model.ts';
 
 /** The fields of a problem form that an algorithm's choice may set. */
@@ -65,6 +65,16 @@ export const ALGORITHM_DEFAULTS: Readonly<Record<string, AlgorithmDefaults>> = {
   // kernels' own 128 × 64 tile; 256 × 256 gives two Q tiles of four 32-row warp slices (v2's
   // per-warp Q scales) against four K/V blocks, about 250 steps.
   sage: { gpu: null, dtype: 'fp16', nq: 256, nk: 256, d: 64, dv: 64, tile: { blockM: 128, blockN: 64 } },
+};
+
+/**
+ * The backward kernels start where they were written: FA2's backward on the SM80 path, FA3's
+ * on SM90, both with 16-bit inputs (their MMAs have no fp32 path). The rest of the problem is
+ * the forward's row above.
+ */
+export const BACKWARD_DEFAULTS: Readonly<Record<string, { gpu: GpuId; dtype: DType }>> = {
+  fa2: { gpu: 'a100', dtype: 'fp16' },
+  fa3: { gpu: 'h100', dtype: 'fp16' },
 };
 
 const SHARED = { batch: 1, hq: 1, hk: 1 };
@@ -212,4 +222,24 @@ export function scheduleFix(algo: string, c: WorkingConfig): Replaced[] {
 export function fixPhrase(changes: readonly Replaced[]): string {
   const parts = changes.map((r) => `${r.field === 'gpu' ? 'GPU' : r.field} to ${r.to}`);
   return parts.length === 0 ? '' : `set ${parts.length > 1 ? `${parts.slice(0, -1).join(', ')} and ${parts[parts.length - 1]}` : parts[0]}`;
+}
+
+/** Whether the backward kernel's model schedules this problem in `dtype` on its own GPU. */
+function backwardFits(algo: string, c: Omit<WorkingConfig, 'gpu'>, dtype: DType): boolean {
+  const own = BACKWARD_DEFAULTS[algo];
+  if (!own || !hasSchedule(algo, 'backward')) return true;
+  return describeFor(algo, own.gpu, shapeOf({ ...c, dtype, gpu: own.gpu }), {}, 'backward').does_not_fit.length === 0;
+}
+
+/**
+ * The dtype a change of pass leaves in the form. The person's own choice stays (the hardware
+ * views then say what to change); an untouched one the backward kernel refuses becomes the
+ * backward's starting dtype, and that one goes back to the forward's on the way back.
+ */
+export function dtypeForPass(algo: string, pass: 'forward' | 'backward', c: Omit<WorkingConfig, 'gpu'>, touched: boolean): DType {
+  const own = BACKWARD_DEFAULTS[algo];
+  if (touched || !own) return c.dtype;
+  const forward = tableOf(algo).dtype;
+  if (pass === 'backward') return backwardFits(algo, c, c.dtype) || !backwardFits(algo, c, own.dtype) ? c.dtype : own.dtype;
+  return c.dtype === own.dtype ? forward : c.dtype;
 }

@@ -3,13 +3,13 @@ import { DebuggerPane } from './pane/DebuggerPane.tsx';
 import { useApp } from './store/store.ts';
 import { LessonsNav, WithLessons } from './lessons/LessonsEntry.tsx';
 import { ModeSwitch } from './compare/ModeSwitch.tsx';
-import { ComparePage } from './compare/ComparePage.tsx';
 import { useCompare } from './compare/compare-store.ts';
 import { ShareButton, ShareNotice } from './share/ShareControls.tsx';
 import { startUrlSync } from './share/url-sync.ts';
 import { useServing } from './serving/serving-store.ts';
 
 const WebGpuPanel = lazy(() => import('./webgpu/WebGpuPanel.tsx'));
+const ComparePage = lazy(() => import('./compare/ComparePage.tsx').then((m) => ({ default: m.ComparePage })));
 const ServingPage = lazy(() => import('./serving/ServingPage.tsx').then((m) => ({ default: m.ServingPage })));
 
 export function App() {
@@ -45,7 +45,11 @@ export function App() {
             <WebGpuPanel />
           </Suspense>
         </div>
-        {mode === 'compare' && !serving && <ComparePage />}
+        {mode === 'compare' && !serving && (
+          <Suspense fallback={<p className="dim">Loading compare mode…</p>}>
+            <ComparePage />
+          </Suspense>
+        )}
         {serving && (
           <Suspense fallback={<p className="dim">Loading serving layouts…</p>}>
             <ServingPage />

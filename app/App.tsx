@@ -7,6 +7,7 @@ import { useCompare } from './compare/compare-store.ts';
 import { ShareButton, ShareNotice } from './share/ShareControls.tsx';
 import { startUrlSync } from './share/url-sync.ts';
 import { useServing } from './serving/serving-store.ts';
+import { ShortcutsHelp } from './help/ShortcutsHelp.tsx';
 
 const WebGpuPanel = lazy(() => import('./webgpu/WebGpuPanel.tsx'));
 const ComparePage = lazy(() => import('./compare/ComparePage.tsx').then((m) => ({ default: m.ComparePage })));
@@ -32,10 +33,12 @@ export function App() {
         <LessonsNav />
         <ModeSwitch />
         <ShareButton />
+        <ShortcutsHelp />
         <button className="theme" onClick={() => setTheme(other)} aria-label={`Switch to ${other} theme`}>
           {theme === 'dark' ? '☀' : '☾'}
         </button>
       </header>
+      <main>
       <ShareNotice />
       <WithLessons>
         {/* The debugger pane stays mounted in compare mode: it holds the shared problem. */}
@@ -56,6 +59,7 @@ export function App() {
           </Suspense>
         )}
       </WithLessons>
+      </main>
     </div>
   );
 }

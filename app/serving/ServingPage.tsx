@@ -304,7 +304,7 @@ export function ServingPage() {
         <h2>Serving layouts</h2>
         <ProblemForm />
       </aside>
-      <main className="serving-main">
+      <div className="serving-main">
         {error && (
           <p role="alert" className="error" data-testid="serving-error-msg">
             {error}
@@ -330,7 +330,7 @@ export function ServingPage() {
             <Counters run={run} />
           </>
         )}
-      </main>
+      </div>
     </div>
   );
 }

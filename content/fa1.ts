@@ -1,4 +1,4 @@
-// FlashAttention (FA1) forward pass, as the step engine runs it (engine/algorithms/fa1.ts).
+// FlashAttention (FA1) forward pass, as the step engine runs it (engine/algorithms/fa1/forward.ts).
 import type { AlgorithmContent } from './types.ts';
 
 export const fa1Content: AlgorithmContent = {

@@ -1,4 +1,4 @@
-// FlashAttention-2 forward pass, as the step engine runs it (engine/algorithms/fa2.ts).
+// FlashAttention-2 forward pass, as the step engine runs it (engine/algorithms/fa2/forward.ts).
 import type { AlgorithmContent } from './types.ts';
 
 export const fa2Content: AlgorithmContent = {

@@ -1,4 +1,4 @@
-// Standard (unfused) attention in three passes over HBM, as engine/algorithms/standard.ts runs it.
+// Standard (unfused) attention in three passes over HBM, as engine/algorithms/standard/forward.ts runs it.
 import type { AlgorithmContent } from './types.ts';
 
 export const standardContent: AlgorithmContent = {

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
-// Runs every FlashScope test: the TypeScript typecheck, the vitest unit suites and the
-// Playwright browser suites, then prints the combined totals as the last line:
+// Runs every FlashScope test: the TypeScript typecheck, the Biome lint and format checks, the
+// vitest unit suites and the Playwright browser suites, then prints the combined totals as the last line:
 //   N passed, M failed
 // preceded by a line "F flaky (…)": browser tests that passed only on Playwright's retry.
 // Each runner writes a JSON report that is read back here, so the totals are counted,
@@ -34,7 +34,15 @@ if (tsc === 0) totals.passed++;
 else totals.failed++;
 lines.push(`typecheck: ${tsc === 0 ? 'ok' : 'FAILED'}`);
 
-// 2. Unit tests (vitest).
+// 2. Lint rules and formatting (Biome, biome.json): one test each, like the typecheck.
+for (const [name, script] of [['lint', 'lint'], ['format', 'format:check']]) {
+  const status = run('npm', ['run', '--silent', script]);
+  if (status === 0) totals.passed++;
+  else totals.failed++;
+  lines.push(`${name}: ${status === 0 ? 'ok' : 'FAILED'}`);
+}
+
+// 3. Unit tests (vitest).
 const unitReport = 'test-results/unit.json';
 rmSync(unitReport, { force: true });
 const unitStatus = run('npx', ['vitest', 'run', '--reporter=default', '--reporter=json', `--outputFile.json=${unitReport}`]);
@@ -52,7 +60,7 @@ if (existsSync(unitReport)) {
   lines.push(`unit: runner exited ${unitStatus} without a report`);
 }
 
-// 3. Browser tests (Playwright + Debian's Chromium).
+// 4. Browser tests (Playwright + Debian's Chromium).
 const chromium = process.env.FLASHSCOPE_CHROMIUM ?? '/usr/bin/chromium';
 if (!existsSync(chromium)) {
   console.error(

@@ -7,8 +7,8 @@ import { create } from 'zustand';
 import { CONFIG_FIELDS, defaultsFor, dtypeForPass, hasKernel, misfits, scheduleFix, tilesFor, type ConfigField, type Replaced, type WorkingConfig } from '../../engine/defaults/algorithm-defaults.ts';
 import type { GpuId } from '../../engine/hw/gpus/index.ts';
 import type { DType } from '../../engine/core/problem.ts';
-import { PANEL_SWITCHES, type ProblemForm } from '../store/problem-form.ts';
-import { hasBackward, type Pass } from '../../engine/debugger/pass.ts';
+import { panelSwitches, type ProblemForm } from '../store/problem-form.ts';
+import { hasBackward, type Pass } from '../../engine/pass.ts';
 import { useApp } from '../store/store.ts';
 import { hwState, useHw } from '../hardware/hw-store.ts';
 import { defaultGpu } from '../hardware/gpus.ts';
@@ -51,7 +51,7 @@ export function formForAlgorithm(form: ProblemForm, algorithm: string, touched: 
   const { config, replaced } = defaultsFor(algorithm, formConfig(form, gpu), touched);
   // A forward-only algorithm takes the form back to the forward pass.
   // Kernel switches set for the previous algorithm go unless the new one has a switch of that name.
-  const own = new Set((PANEL_SWITCHES[algorithm] ?? []).map((sw) => sw.key));
+  const own = new Set((panelSwitches(algorithm)).map((sw) => sw.key));
   const switches = Object.fromEntries(Object.entries(form.switches).filter(([k]) => own.has(k)));
   const next: ProblemForm = { ...form, algorithm, dtype: config.dtype, pass: hasBackward(algorithm) ? form.pass : 'forward', switches };
   for (const f of FORM_FIELDS) if (f !== 'dtype') next[f] = String(config[f]);

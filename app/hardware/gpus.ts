@@ -4,7 +4,7 @@
 
 import { GPUS } from '../../engine/hw/gpus/index.ts';
 import { hwAlgorithmFor, type HwPass } from '../../engine/hw/registry.ts';
-import { ALGORITHM_DEFAULTS, BACKWARD_DEFAULTS } from '../../engine/defaults/algorithm-defaults.ts';
+import { descriptorOf } from '../../engine/algorithms/registry.ts';
 
 export function gpusFor(algorithm: string, pass: HwPass = 'forward'): { id: string; name: string }[] {
   const a = hwAlgorithmFor(algorithm, pass);
@@ -12,7 +12,8 @@ export function gpusFor(algorithm: string, pass: HwPass = 'forward'): { id: stri
 }
 
 export function defaultGpu(algorithm: string, pass: HwPass = 'forward'): string {
-  const preferred = pass === 'backward' ? BACKWARD_DEFAULTS[algorithm]?.gpu : ALGORITHM_DEFAULTS[algorithm]?.gpu;
+  const d = descriptorOf(algorithm);
+  const preferred = pass === 'backward' ? d.backwardGpu : d.defaults.gpu;
   return preferred ?? gpusFor(algorithm, pass)[0].id;
 }
 

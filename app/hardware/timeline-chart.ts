@@ -9,7 +9,7 @@
 // bench:hwviews.
 
 import { brushX, scaleLinear, select, zoom, zoomIdentity, type BrushBehavior, type ScaleLinear, type ZoomBehavior, type ZoomTransform } from 'd3';
-import type { HwView } from '../../engine/hw/step-map.ts';
+import type { HwView } from '../../engine/hw/sm-view.ts';
 import { familyColour, UNIT_FAMILIES, unitFamily } from './palette.ts';
 
 const LANE_H = 24;

@@ -1,4 +1,4 @@
-// FlashAttention (FA1) backward pass, as the step engine runs it (engine/algorithms/fa1-backward.ts).
+// FlashAttention (FA1) backward pass, as the step engine runs it (engine/algorithms/fa1/backward.ts).
 import type { AlgorithmContent } from '../types.ts';
 
 export const fa1BackwardContent: AlgorithmContent = {

@@ -1,4 +1,4 @@
-// FlashAttention-2 backward pass, as the step engine runs it (engine/algorithms/fa2-backward.ts).
+// FlashAttention-2 backward pass, as the step engine runs it (engine/algorithms/fa2/backward.ts).
 import type { AlgorithmContent } from '../types.ts';
 
 export const fa2BackwardContent: AlgorithmContent = {

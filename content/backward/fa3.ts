@@ -1,4 +1,4 @@
-// FlashAttention-3 backward (Hopper), as the step engine models it (engine/algorithms/fa3-backward.ts).
+// FlashAttention-3 backward (Hopper), as the step engine models it (engine/algorithms/fa3/backward.ts).
 import type { AlgorithmContent } from '../types.ts';
 
 export const fa3BackwardContent: AlgorithmContent = {

@@ -1,4 +1,4 @@
-// Standard attention's backward pass (engine/algorithms/standard-backward.ts): every N×N
+// Standard attention's backward pass (engine/algorithms/standard/backward.ts): every N×N
 // matrix in HBM.
 import type { AlgorithmContent } from '../types.ts';
 

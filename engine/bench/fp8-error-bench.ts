@@ -5,8 +5,8 @@
 //
 //   --n N   sequence length of the error experiment (default 1024; the paper's runs are longer)
 
-import { fa3 } from '../algorithms/fa3.ts';
-import { sage } from '../algorithms/sage.ts';
+import { fa3 } from '../algorithms/fa3/forward.ts';
+import { sage } from '../algorithms/sage/forward.ts';
 import { mulberry32 } from '../core/random.ts';
 import { randomInputs } from '../core/inputs.ts';
 import { outputError } from '../lowprec/error-metrics.ts';

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { ALGORITHMS } from '../algorithms/registry.ts';
+import { ALGORITHMS, descriptorOf } from '../algorithms/registry.ts';
 import { describeFor } from '../hw/registry.ts';
-import { ALGORITHM_DEFAULTS, BACKWARD_DEFAULTS, baseConfig, defaultsFor, dtypeForPass, fixPhrase, misfits, scheduleFix, type WorkingConfig } from './algorithm-defaults.ts';
+import { ALGORITHM_DEFAULTS, baseConfig, defaultsFor, dtypeForPass, fixPhrase, misfits, scheduleFix, type WorkingConfig } from './algorithm-defaults.ts';
 import type { DType } from '../core/problem.ts';
 
 // The problem panel's starting form (FA2): what a visitor has before choosing anything.
@@ -88,7 +88,7 @@ describe('scheduleFix', () => {
 
 describe('dtypeForPass', () => {
   const { gpu: _, ...fa2 } = baseConfig('fa2');
-  const fits = (algo: string, dtype: DType) => describeFor(algo, BACKWARD_DEFAULTS[algo].gpu, { ...fa2, dtype, causal: false }, {}, 'backward').does_not_fit;
+  const fits = (algo: string, dtype: DType) => describeFor(algo, descriptorOf(algo).backwardGpu!, { ...fa2, dtype, causal: false }, {}, 'backward').does_not_fit;
   it("gives the default page's FA2 backward a dtype its kernel schedules, and takes it back on the way forward", () => {
     expect(fits('fa2', 'fp32').join()).toMatch(/dtype: the FA2 backward takes fp16 or bf16/);
     const back = dtypeForPass('fa2', 'backward', fa2, false);

@@ -4,7 +4,7 @@ import { gpuById } from './gpus/index.ts';
 import { memoryViolations } from './memory-check.ts';
 import type { HwFeatures, ProblemShape } from './model.ts';
 import { describeFor, scheduleFor, simulateFor } from './registry.ts';
-import { fa4LoadOrder } from './schedules/fa4.ts';
+import { fa4LoadOrder } from '../algorithms/fa4/schedule.ts';
 import { DEFAULT_FEATURES } from './model.ts';
 
 const shape = (o: Partial<ProblemShape> = {}): ProblemShape => ({ batch: 1, hq: 1, hk: 1, nq: 512, nk: 512, d: 128, dv: 128, dtype: 'fp16', causal: false, ...o });

@@ -1,14 +1,15 @@
 // The backward hardware view driven by the numeric FA2 backward's own trace: which SM is
 // shown, where each step's cursor lands, and click-to-seek back.
 import { describe, expect, it } from 'vitest';
-import { fa2Backward } from '../algorithms/fa2-backward.ts';
-import { fa3Backward } from '../algorithms/fa3-backward.ts';
+import { fa2Backward } from '../algorithms/fa2/backward.ts';
+import { fa3Backward } from '../algorithms/fa3/backward.ts';
 import { randomGradOutput } from '../backward/grad-output.ts';
 import { randomInputs } from '../core/inputs.ts';
 import type { AttentionProblem } from '../core/problem.ts';
 import type { TraceEvent } from '../trace/events.ts';
 import { classifyBackwardOps } from './step-map-bwd.ts';
-import { smScheduleFor, stepForClick } from './step-map.ts';
+import { smScheduleFor } from './step-map.ts';
+import { stepForClick } from './sm-view.ts';
 
 function backwardTrace(p: AttentionProblem, blockM: number, blockN: number, algo = fa2Backward): TraceEvent[] {
   const x = { ...randomInputs(p, { seed: 3 }), dO: randomGradOutput(p, 4) };

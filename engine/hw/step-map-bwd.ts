@@ -19,10 +19,10 @@ import type { AttentionProblem } from '../core/problem.ts';
 import type { PhaseKind, TraceEvent } from '../trace/events.ts';
 import type { TimelineEvent } from './events.ts';
 import { gpuById } from './gpus/index.ts';
-import type { CtaWork, HwFeatures } from './model.ts';
+import { viewSwitchesOf, type CtaWork, type HwFeatures } from './model.ts';
 import { hwAlgorithmFor, resolveFeatures, shapeOf } from './registry.ts';
 import { FitError, loadBytesPerClk, runSm } from './simulate.ts';
-import { memoryIntervals, toColumns, type HwView, type OpPhase, type SmCta, type SmSchedule, type StepMap } from './step-map.ts';
+import { memoryIntervals, toColumns, type HwView, type OpPhase, type SmCta, type SmSchedule, type StepMap } from './sm-view.ts';
 
 /** Geometry of a backward CTA: keys per CTA, keys per consumer slice, rows per row block. */
 export interface BwdGeometry {
@@ -166,7 +166,7 @@ export function backwardSmScheduleFor(req: BwdViewRequest, events: readonly Trac
     gpuName: gpu.name,
     clockGHz: gpu.clockGHz,
     features: f,
-    featureKeys: [...algo.featureKeys],
+    switches: viewSwitchesOf(algo),
     roles: run.roles,
     timeline: toColumns(run.timeline, run.roles),
     opKinds: phases.map((p) => (p ? p.kinds.join('+') + (p.kv !== null ? ` · row block ${p.kv}` : '') : '')),

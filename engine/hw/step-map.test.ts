@@ -1,12 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import { DebuggerSession } from '../debugger/session.ts';
-import type { LoadRequest } from '../debugger/protocol.ts';
+import type { LoadRequest } from '../request.ts';
 import type { AttentionProblem } from '../core/problem.ts';
 import { chromeTrace, scheduleJsonl } from './export.ts';
-import { fa4LoadOrder } from './schedules/fa4.ts';
+import { fa4LoadOrder } from '../algorithms/fa4/schedule.ts';
 import { gpuById } from './gpus/index.ts';
 import { shapeOf } from './registry.ts';
-import { liveAt, memoryIntervals, smScheduleFor, stepForClick } from './step-map.ts';
+import { smScheduleFor } from './step-map.ts';
+import { liveAt, memoryIntervals, stepForClick } from './sm-view.ts';
 
 async function loaded(algorithm: string, problem: AttentionProblem) {
   const s = new DebuggerSession();

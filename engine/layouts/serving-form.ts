@@ -1,6 +1,8 @@
 // The serving page's form and its limits: constants the app shell reads at start-up, kept
 // apart from the runner so the first screen does not load the layouts.
 
+import { DEFAULT_ALGORITHM } from '../algorithms/registry.ts';
+
 export type ServingLayout = 'varlen' | 'paged';
 
 /** The generated problem the page's form describes. */
@@ -25,7 +27,7 @@ export interface ServingForm {
 
 export const DEFAULT_SERVING_FORM: ServingForm = {
   layout: 'varlen',
-  algorithm: 'fa2',
+  algorithm: DEFAULT_ALGORITHM,
   seqlensQ: [12, 40, 0, 23],
   seqlensK: [12, 40, 9, 23],
   nq: 1,

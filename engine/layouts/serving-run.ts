@@ -4,7 +4,7 @@
 // layout itself, the counters, the dense padded batch's counters for comparison, and the
 // error against the per-sequence float64 reference. Pure TS; tested in Node.
 
-import { algorithmById } from '../algorithms/registry.ts';
+import { algorithmById, DEFAULT_ALGORITHM, descriptorOf } from '../algorithms/registry.ts';
 import type { Counters } from '../core/counters.ts';
 import { totalBytes } from '../core/counters.ts';
 import { randomInputs } from '../core/inputs.ts';
@@ -206,7 +206,8 @@ export const SERVING_MAX_STEPS = 400_000;
 /** Steps `algorithm` over the problem; throws ProblemError naming the field or tensor on bad input. */
 export function runServing(sp: ServingProblem, algorithm: string, opts: { splits?: number; blockM?: number; blockN?: number } = {}): ServingRun {
   const algo = algorithmById(algorithm);
-  const features = algo.id === 'flash-decoding' && opts.splits ? { splits: opts.splits } : undefined;
+  const serving = descriptorOf(algo.id).serving;
+  const features = serving.splits && opts.splits ? { splits: opts.splits } : undefined;
   const runOpts = { trace: true, features, blockM: opts.blockM, blockN: opts.blockN };
   const steps: ServingStep[] = [];
   const head = (b: LayoutBase) => ({ hq: b.hq, hk: b.hk, d: b.d, dv: b.dv, causal: b.causal, dtype: b.dtype });
@@ -258,7 +259,7 @@ export function runServing(sp: ServingProblem, algorithm: string, opts: { splits
     blockTable: [...pp.blockTable],
     cacheSeqlens: [...pp.cacheSeqlens],
     pagesTouched: run.touched.size,
-    blocksPerSplit: algo.id === 'flash-decoding' && ran > 0 ? r.stats.blocksPerSplit / ran : undefined,
+    blocksPerSplit: serving.splits && ran > 0 ? r.stats.blocksPerSplit / ran : undefined,
     steps,
     counters: r.counters,
     maxError: maxAbs(out.o, ref.o),

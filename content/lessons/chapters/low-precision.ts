@@ -4,8 +4,8 @@
 // e4m3 cast flushes on a sink pattern. Fixed problems, so the text around them holds; the
 // chapter's tests assert what the text says about them.
 
-import { fa3 } from '../../../engine/algorithms/fa3.ts';
-import type { LoadRequest } from '../../../engine/debugger/protocol.ts';
+import { fa3 } from '../../../engine/algorithms/fa3/forward.ts';
+import type { LoadRequest } from '../../../engine/request.ts';
 import { randomInputs, SINK_KEYS } from '../../../engine/core/inputs.ts';
 import { outputError } from '../../../engine/lowprec/error-metrics.ts';
 import { randomSigns, rotateRows } from '../../../engine/lowprec/incoherent.ts';

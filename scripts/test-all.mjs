@@ -70,24 +70,27 @@ if (!existsSync(chromium)) {
   totals.failed++;
   lines.push('e2e: no Chromium found');
 } else {
-  const e2eReport = 'test-results/e2e.json';
-  rmSync(e2eReport, { force: true });
-  const e2eStatus = run('npx', ['playwright', 'test'], { PW_REPORTER: 'json' });
-  if (existsSync(e2eReport)) {
-    const r = JSON.parse(readFileSync(e2eReport, 'utf8'));
-    const s = r.stats ?? {};
-    const passed = (s.expected ?? 0) + (s.flaky ?? 0);
-    const failed = (s.unexpected ?? 0) + ((r.errors ?? []).length > 0 && passed === 0 ? 1 : 0);
-    totals.passed += passed;
-    totals.failed += failed;
-    totals.skipped += s.skipped ?? 0;
-    // A test that passed only on the retry counts as passed but is named: none should be.
-    totals.flaky += s.flaky ?? 0;
-    for (const suite of r.suites ?? []) collectFlaky(suite);
-    lines.push(`e2e: ${passed} passed, ${failed} failed`);
-  } else {
-    totals.failed++;
-    lines.push(`e2e: runner exited ${e2eStatus} without a report`);
+  // The main suite, then the hosted build under a sub-path (playwright.subpath.config.ts).
+  for (const [name, config] of [['e2e', 'playwright.config.ts'], ['e2e sub-path', 'playwright.subpath.config.ts']]) {
+    const e2eReport = 'test-results/e2e.json';
+    rmSync(e2eReport, { force: true });
+    const e2eStatus = run('npx', ['playwright', 'test', '-c', config], { PW_REPORTER: 'json' });
+    if (existsSync(e2eReport)) {
+      const r = JSON.parse(readFileSync(e2eReport, 'utf8'));
+      const s = r.stats ?? {};
+      const passed = (s.expected ?? 0) + (s.flaky ?? 0);
+      const failed = (s.unexpected ?? 0) + ((r.errors ?? []).length > 0 && passed === 0 ? 1 : 0);
+      totals.passed += passed;
+      totals.failed += failed;
+      totals.skipped += s.skipped ?? 0;
+      // A test that passed only on the retry counts as passed but is named: none should be.
+      totals.flaky += s.flaky ?? 0;
+      for (const suite of r.suites ?? []) collectFlaky(suite);
+      lines.push(`${name}: ${passed} passed, ${failed} failed`);
+    } else {
+      totals.failed++;
+      lines.push(`${name}: runner exited ${e2eStatus} without a report`);
+    }
   }
 }
 

@@ -4,11 +4,11 @@
 // the form (strings, as typed), the hardware views' GPU choice and that table.
 
 import { create } from 'zustand';
-import { CONFIG_FIELDS, defaultsFor, hasKernel, misfits, scheduleFix, tilesFor, type ConfigField, type Replaced, type WorkingConfig } from '../../engine/defaults/algorithm-defaults.ts';
+import { CONFIG_FIELDS, defaultsFor, dtypeForPass, hasKernel, misfits, scheduleFix, tilesFor, type ConfigField, type Replaced, type WorkingConfig } from '../../engine/defaults/algorithm-defaults.ts';
 import type { GpuId } from '../../engine/hw/gpus/index.ts';
 import type { DType } from '../../engine/core/problem.ts';
 import { panelSwitches, type ProblemForm } from '../store/problem-form.ts';
-import { hasBackward } from '../../engine/pass.ts';
+import { hasBackward, type Pass } from '../../engine/pass.ts';
 import { useApp } from '../store/store.ts';
 import { hwState, useHw } from '../hardware/hw-store.ts';
 import { defaultGpu } from '../hardware/gpus.ts';
@@ -97,6 +97,20 @@ export function chooseAlgorithm(pane: string, algorithm: string): void {
   app.setForm(pane, r.form);
   if (r.gpu && chosenGpu && r.gpu !== chosenGpu) useHw.getState().patch(pane, { gpu: { ...hw.gpu, [algorithm]: r.gpu } });
   useDefaults.setState((s) => ({ replaced: { ...s.replaced, [pane]: r.replaced } }));
+}
+
+/** The form a change of pass brings: the pass, and a dtype its kernel takes unless the person chose one. */
+export function formForPass(form: ProblemForm, pass: Pass, touched: readonly ConfigField[] = []): ProblemForm {
+  const c = formConfig(form, null);
+  if (FORM_FIELDS.some((f) => c[f] === undefined)) return { ...form, pass };
+  const { gpu: _, ...shape } = c as WorkingConfig;
+  return { ...form, pass, dtype: dtypeForPass(form.algorithm, pass, shape, touched.includes('dtype')) };
+}
+
+/** The person chose a pass in a pane's problem panel (or compare's bar, for the shared problem). */
+export function choosePass(pane: string, pass: Pass): void {
+  const app = useApp.getState();
+  app.setForm(pane, formForPass(app.problem[pane].form, pass, touchedOf(pane)));
 }
 
 /** What keeps this form's problem off the hardware model, and the changes that would fix it. */

@@ -7,7 +7,7 @@ import { formToRequest, withAppliedFeatures, type ProblemForm } from '../store/p
 import { useApp } from '../store/store.ts';
 import { usePane } from '../pane/context.ts';
 import { CountersTable } from '../views/CountersView.tsx';
-import { ImportButton } from '../import/ImportDialog.tsx';
+import { ImportButton } from '../import/ImportButton.tsx';
 import { withImported } from '../import/import-store.ts';
 import { PassSwitch } from '../backward/PassSwitch.tsx';
 import { chooseAlgorithm, editForm } from '../defaults/form-defaults.ts';

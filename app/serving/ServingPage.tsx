@@ -307,7 +307,7 @@ export function ServingPage() {
         <h2>Serving layouts</h2>
         <ProblemForm />
       </aside>
-      <main className="serving-main">
+      <div className="serving-main">
         {error && (
           <p role="alert" className="error" data-testid="serving-error-msg">
             {error}
@@ -333,7 +333,7 @@ export function ServingPage() {
             <Counters run={run} />
           </>
         )}
-      </main>
+      </div>
     </div>
   );
 }

@@ -13,7 +13,7 @@ import { usePane } from '../pane/context.ts';
 
 function Tex({ tex, label }: { tex: string; label: string }) {
   const html = useMemo(() => katex.renderToString(tex, { throwOnError: false, displayMode: true, output: 'html' }), [tex]);
-  return <div className="tex" aria-label={label} data-tex={tex} dangerouslySetInnerHTML={{ __html: html }} />;
+  return <div className="tex" role="math" aria-label={label} data-tex={tex} dangerouslySetInnerHTML={{ __html: html }} />;
 }
 
 export default function FormulaView() {

@@ -74,6 +74,8 @@ export interface AlgorithmDescriptor<Id extends string = string> {
   readonly backwardSchedule?: HwAlgorithm;
   /** The GPU the backward kernel was written for (absent: the first the schedule runs on). */
   readonly backwardGpu?: GpuId;
+  /** The dtype the backward starts on where its kernel refuses the forward's (its MMAs have no fp32 path). */
+  readonly backwardDtype?: DType;
   /** A line the memory map adds about how the schedule's registers are split among its roles. */
   readonly registerNote?: string;
   readonly defaults: AlgorithmDefaults;

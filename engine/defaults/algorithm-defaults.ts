@@ -10,7 +10,7 @@ import { BUILT_IN_ALGORITHMS, descriptorOf, type AlgorithmId } from '../algorith
 import type { AlgorithmDefaults } from '../algorithms/descriptor.ts';
 import { DTYPES, type DType, type ProblemDims } from '../core/problem.ts';
 import { gpuById, type GpuId } from '../hw/gpus/index.ts';
-import { describeFor, hwAlgorithmById } from '../hw/registry.ts';
+import { describeFor, hasSchedule, hwAlgorithmById } from '../hw/registry.ts';
 import type { ProblemShape } from '../hw/model.ts';
 
 /** The fields of a problem form that an algorithm's choice may set. */
@@ -41,6 +41,7 @@ export const CONFIG_FIELDS: readonly ConfigField[] = ['batch', 'hq', 'hk', 'nq',
 export const ALGORITHM_DEFAULTS: Readonly<Record<AlgorithmId, AlgorithmDefaults>> = Object.fromEntries(
   Object.values(BUILT_IN_ALGORITHMS).map((d) => [d.id, d.defaults]),
 ) as Record<AlgorithmId, AlgorithmDefaults>;
+
 
 const SHARED = { batch: 1, hq: 1, hk: 1 };
 
@@ -186,4 +187,24 @@ export function scheduleFix(algo: string, c: WorkingConfig): Replaced[] {
 export function fixPhrase(changes: readonly Replaced[]): string {
   const parts = changes.map((r) => `${r.field === 'gpu' ? 'GPU' : r.field} to ${r.to}`);
   return parts.length === 0 ? '' : `set ${parts.length > 1 ? `${parts.slice(0, -1).join(', ')} and ${parts[parts.length - 1]}` : parts[0]}`;
+}
+
+/** Whether the backward kernel's model schedules this problem in `dtype` on its own GPU. */
+function backwardFits(algo: string, c: Omit<WorkingConfig, 'gpu'>, dtype: DType): boolean {
+  const gpu = descriptorOf(algo).backwardGpu;
+  if (!gpu || !hasSchedule(algo, 'backward')) return true;
+  return describeFor(algo, gpu, shapeOf({ ...c, dtype, gpu }), {}, 'backward').does_not_fit.length === 0;
+}
+
+/**
+ * The dtype a change of pass leaves in the form. The person's own choice stays (the hardware
+ * views then say what to change); an untouched one the backward kernel refuses becomes the
+ * backward's starting dtype, and that one goes back to the forward's on the way back.
+ */
+export function dtypeForPass(algo: string, pass: 'forward' | 'backward', c: Omit<WorkingConfig, 'gpu'>, touched: boolean): DType {
+  const own = descriptorOf(algo).backwardDtype;
+  if (touched || !own) return c.dtype;
+  const forward = tableOf(algo).dtype;
+  if (pass === 'backward') return backwardFits(algo, c, c.dtype) || !backwardFits(algo, c, own) ? c.dtype : own;
+  return c.dtype === own ? forward : c.dtype;
 }

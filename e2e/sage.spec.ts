@@ -1,7 +1,7 @@
 import { expect, test, type Page } from '@playwright/test';
 import { formForAlgorithm } from '../app/defaults/form-defaults.ts';
 import { DEFAULT_FORM, formToRequest } from '../app/store/problem-form.ts';
-import { texNum } from '../content/formulas.ts';
+import { texNum } from '../content/tex.ts';
 import type { TraceEvent } from '../engine/trace/events.ts';
 import { counter, engineSession, openApp, watchConsole } from './helpers.ts';
 import { num } from '../app/precision/tile-info.ts';

@@ -4,7 +4,7 @@
 
 import { scaleLinear } from 'd3';
 import { Fragment, useMemo } from 'react';
-import { liveAt, type HwView, type MemInterval } from '../../engine/hw/step-map.ts';
+import { liveAt, type HwView, type MemInterval } from '../../engine/hw/sm-view.ts';
 import { usePane } from '../pane/context.ts';
 import { grouped } from './format.ts';
 import { useApp } from '../store/store.ts';
@@ -13,6 +13,7 @@ import { HwStatus, useCursor } from './HwStatus.tsx';
 import { tensorColour } from './palette.ts';
 import { useHardwareSync } from './useHardware.ts';
 import { useFolded, ViewTitle } from './ViewTitle.tsx';
+import { findDescriptor } from '../../engine/algorithms/registry.ts';
 
 const kb = (b: number) => `${Math.round((b / 1024) * 10) / 10} KB`;
 
@@ -172,11 +173,12 @@ function Registers({ view, live }: { view: HwView; live: MemInterval[] }) {
   const per = view.resources.registers.per_sm;
   const maxThread = 255;
   const roles = view.resources.roles;
+  const registerNote = findDescriptor(view.algo)?.registerNote;
   return (
     <figure className="hw-regs">
       <figcaption>
         Registers: {grouped(view.resources.registers.used)} of {grouped(per)} per SM for one CTA
-        {view.algo === 'fa3' ? ' (setmaxnreg moves them from the producer to the consumers)' : view.algo === 'fa4' ? ' (per-role budgets from flash_fwd_sm100.py@0251105a: by head dim and _TUNING_CONFIG)' : ''}
+        {registerNote ? ` (${registerNote})` : ''}
       </figcaption>
       <table className="hw-reg-table">
         <tbody>

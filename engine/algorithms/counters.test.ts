@@ -32,7 +32,7 @@ function expected(algo: string, s: Shape): Omit<Counters, 'hbmRead' | 'hbmWritte
   const eb = s.dtype === 'fp32' ? 4 : 2;
   const { Tr, Tc } = blocks(s);
   const matmul = 2 * N * N * d + 2 * N * N * dv;
-  let c;
+  let c: { read: Record<string, number>; written: Record<string, number>; matmulFlops: number; nonMatmulFlops: number; expCount: number; rescaleCount: number; steps: number };
   if (algo === 'standard') {
     c = {
       read: { K: N * d * eb, Q: N * d * eb, S: N * N * 4, V: N * dv * eb, P: N * N * eb },

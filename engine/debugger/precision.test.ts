@@ -3,9 +3,10 @@
 
 import { describe, expect, it } from 'vitest';
 import { DebuggerSession } from './session.ts';
-import type { LoadRequest } from './protocol.ts';
+import type { LoadRequest } from '../request.ts';
 import { PRECISION_MAX_MACS, precisionRefusal } from './precision.ts';
 import type { AttentionProblem } from '../core/problem.ts';
+import { kvHead } from '../core/inputs.ts';
 import type { ExpEvent, TraceEvent } from '../trace/events.ts';
 
 function req(problem: Partial<AttentionProblem>, extra: Partial<LoadRequest> = {}): LoadRequest {
@@ -24,7 +25,7 @@ function myReference(s: DebuggerSession, b: number, h: number) {
   const L = (s as unknown as { loaded: { problem: AttentionProblem; inputs: { q: Float32Array; k: Float32Array; v: Float32Array } } }).loaded;
   const p = L.problem;
   const x = L.inputs;
-  const hk = Math.floor(h / (p.hq / p.hk));
+  const hk = kvHead(p, h);
   const tau = 1 / Math.sqrt(p.d);
   const S: number[][] = [];
   const O: number[][] = [];

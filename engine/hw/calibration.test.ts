@@ -19,7 +19,7 @@ interface Case {
 
 const base: ProblemShape = { batch: 1, hq: 16, hk: 16, nq: 4096, nk: 4096, d: 128, dv: 128, dtype: 'fp16', causal: false };
 
-export const CALIBRATION: Case[] = [
+const CALIBRATION: Case[] = [
   // FA2 paper (Dao 2023), Fig. 4: forward, A100, d = 128, 16K tokens: ~230 TFLOP/s.
   { name: 'FA2 on A100, d=128, N=16K', algo: 'cute-fa2', gpu: 'a100', shape: { nq: 16384, nk: 16384 }, published: 230 },
   // FA3 paper (Shah et al. 2024): FP16 forward up to ~740 TFLOP/s (d = 256).
@@ -64,10 +64,6 @@ export const CALIBRATION: Case[] = [
   { name: 'FA2 backward on A100, d=128, N=2K', algo: 'fa2', pass: 'backward', gpu: 'a100', shape: { batch: 8, nq: 2048, nk: 2048 }, published: 187 },
   { name: 'FA2 backward on A100, d=128, N=2K, causal', algo: 'fa2', pass: 'backward', gpu: 'a100', shape: { batch: 8, nq: 2048, nk: 2048, causal: true }, published: 145 },
 ];
-
-export function flagsOf(f: Partial<HwFeatures> = {}): string {
-  return [f.pingpong === false ? '--no-pingpong' : '', f.intraOverlap === false ? '--no-intra-overlap' : ''].filter(Boolean).join(' ');
-}
 
 describe('simulate is calibrated to published figures (within 25%)', () => {
   for (const c of CALIBRATION) {

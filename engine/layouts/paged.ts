@@ -20,8 +20,7 @@
 // divisor of page_size (FA2's paged path likewise needs page_block_size % kBlockN == 0).
 
 import { resolveBlocks } from '../algorithms/blocks.ts';
-import { decodingBlockN } from '../algorithms/flash-decoding/forward.ts';
-import { fmhaV2DefaultTile } from '../algorithms/fmha-v2/forward.ts';
+import { descriptorOf } from '../algorithms/registry.ts';
 import type { RunOptions, StepAlgorithm } from '../algorithms/types.ts';
 import { ProblemError } from '../core/problem.ts';
 import { referenceAttention } from '../core/reference.ts';
@@ -105,8 +104,7 @@ export function pagedBlockN(algo: StepAlgorithm, pp: PagedProblem, opts: Pick<Ru
     return { blockN: bn, blocksPerPage: pp.pageSize % bn === 0 ? pp.pageSize / bn : 1 };
   }
   const probe = sequenceProblem(pp.base, Math.max(1, pp.nq), Math.max(1, pp.pageSize));
-  const natural =
-    algo.id === 'flash-decoding' ? decodingBlockN(pp.base.d) : algo.id === 'fmha-v2' ? fmhaV2DefaultTile(probe).blockN : resolveBlocks(probe, opts).blockN;
+  const natural = descriptorOf(algo.id).serving.pagedBlockN?.(probe) ?? resolveBlocks(probe, opts).blockN;
   const blockN = largestDivisorAtMost(pp.pageSize, natural);
   return { blockN, blocksPerPage: pp.pageSize / blockN };
 }
@@ -169,7 +167,7 @@ export function runPaged(algo: StepAlgorithm, pp: PagedProblem, x: PagedInputs, 
   const lq = Array.from({ length: pp.batch }, () => pp.nq);
   const features = decodingSplitFeatures(algo, pp.base, lq, pp.cacheSeqlens, runOpts, blocksPerPage);
   const touched = new Set<number>();
-  const tableEntryBytes = algo.id === 'fmha-v2' ? 8 : 4;
+  const tableEntryBytes = descriptorOf(algo.id).serving.pageTableEntryBytes;
   const { hq, d, dv } = pp.base;
   const work: SequenceWork[] = lq.map((nq, b) => {
     const nk = pp.cacheSeqlens[b];

@@ -44,6 +44,13 @@ export const varlenBatch = (vp: VarlenProblem): number => vp.cuSeqlensQ.length -
 export const totalQ = (vp: VarlenProblem): number => vp.cuSeqlensQ[vp.cuSeqlensQ.length - 1];
 export const totalK = (vp: VarlenProblem): number => vp.cuSeqlensK[vp.cuSeqlensK.length - 1];
 
+/** Offsets from lengths (cu_seqlens): [0, l0, l0 + l1, …]; seqLengths' inverse. */
+export function seqOffsets(lengths: readonly number[]): number[] {
+  const out = [0];
+  for (const n of lengths) out.push(out[out.length - 1] + n);
+  return out;
+}
+
 /** Lengths of each sequence from its offsets. */
 export function seqLengths(cu: readonly number[]): number[] {
   return cu.slice(1).map((c, b) => c - cu[b]);

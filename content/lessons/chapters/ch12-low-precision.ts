@@ -5,7 +5,7 @@ import type { Chapter } from './types.ts';
 import { fmt, lessonRequest } from './queries.ts';
 import { FP8, roundFp8, encodeFp8 } from '../../../engine/lowprec/fp8.ts';
 import { randomInputs } from '../../../engine/core/inputs.ts';
-import type { LoadRequest } from '../../../engine/debugger/protocol.ts';
+import type { LoadRequest } from '../../../engine/request.ts';
 import type { TraceEvent } from '../../../engine/trace/events.ts';
 import { firstQk, K_OFFSET, SAGE_PRESET, SMOOTH_PROBLEM, smoothingRow, smoothingTable } from './k-smoothing.ts';
 import { errorRow, firstFlush, flushTable, fp8ErrorTable, kBlockScales, nonSinkFlushes, outlierKLoad, outlierQk, rotationEffect, SINK_PRESET, ERROR_PROBLEM, ERROR_SEED } from './low-precision.ts';

@@ -4,7 +4,7 @@
 // test checks them against a float64 attention of its own.
 
 import { sage, SAGE_TILE } from '../../../engine/algorithms/sage/forward.ts';
-import type { LoadRequest } from '../../../engine/debugger/protocol.ts';
+import type { LoadRequest } from '../../../engine/request.ts';
 import { randomInputs, type AttentionInputs } from '../../../engine/core/inputs.ts';
 import { outputError } from '../../../engine/lowprec/error-metrics.ts';
 import { prepareSage } from '../../../engine/algorithms/sage/quant.ts';

@@ -5,7 +5,7 @@
 // chapter's tests assert what the text says about them.
 
 import { fa3 } from '../../../engine/algorithms/fa3/forward.ts';
-import type { LoadRequest } from '../../../engine/debugger/protocol.ts';
+import type { LoadRequest } from '../../../engine/request.ts';
 import { randomInputs, SINK_KEYS } from '../../../engine/core/inputs.ts';
 import { outputError } from '../../../engine/lowprec/error-metrics.ts';
 import { randomSigns, rotateRows } from '../../../engine/lowprec/incoherent.ts';

@@ -3,7 +3,7 @@
 // answers against the trace of whatever problem the student has loaded. No DOM here.
 
 import type { AlgorithmResult } from '../../../engine/algorithms/types.ts';
-import type { LoadRequest } from '../../../engine/debugger/protocol.ts';
+import type { LoadRequest } from '../../../engine/request.ts';
 import type { ProblemShape } from '../../../engine/hw/model.ts';
 import type { TraceEvent } from '../../../engine/trace/events.ts';
 

@@ -7,7 +7,6 @@
 import type { GpuSpec } from '../../hw/gpus/index.ts';
 import {
   ceilDiv,
-  elemBytes,
   emptySheet,
   finishSheet,
   regAlloc,
@@ -16,10 +15,9 @@ import {
   requireHalf,
   type CtaWork,
   type HwAlgorithm,
-  type HwFeatures,
   type ProblemShape,
 } from '../../hw/model.ts';
-import { SOFTMAX_FMA_OPS, buildWarpTiled, mmaSyncRate, warpTiledSmem, type WarpTiledConfig } from '../../hw/schedules/warp-tiled.ts';
+import { SOFTMAX_FMA_OPS, buildWarpTiled, mmaSyncRate, warpTiledGeometry, warpTiledSmem, type WarpTiledConfig } from '../../hw/schedules/warp-tiled.ts';
 
 /**
  * Calibration: FA2 forward on A100 reaches ~230 TFLOP/s at d = 128 (FA2 paper, Fig. 4)
@@ -81,7 +79,8 @@ export const cuteFa2Hw: HwAlgorithm = {
   id: 'cute-fa2',
   name: 'CuTe FlashAttention-2 (SM80 cp.async pipeline)',
   arch: [80, 89, 90, 100],
-  featureKeys: [],
+  switches: {},
+  geometry: warpTiledGeometry,
   resources: (gpu, shape) => resources(gpu, shape),
   grid: (_gpu, shape) => grid(shape),
   build: (k, ctx, work) => buildWarpTiled(k, ctx, work, cuteFa2Config(ctx.gpu, ctx.shape), resources(ctx.gpu, ctx.shape)),

@@ -13,10 +13,10 @@
 // turns dQaccum into dQ after. On SM90/SM100 the same code runs with mma.sync at the
 // GPU's mmaSyncFraction of the native rate (the FA3 paper's "FA2" backward on H100).
 
-import type { ResourceSheet } from '../../hw/events.ts';
+import type { ResourceSheet, SchedulePhase } from '../../hw/events.ts';
 import type { GpuSpec } from '../../hw/gpus/index.ts';
 import { aroundKernelsUs, backwardFlops, backwardGrid, backwardHbmBytes, tileCrossesDiagonal } from '../../hw/backward.ts';
-import { ceilDiv, elemBytes, emptySheet, finishSheet, kvBlocksOf, mmaCycles, prefix, regAlloc, requireHalf, type BuildContext, type CtaWork, type HwAlgorithm, type ProblemShape } from '../../hw/model.ts';
+import { ceilDiv, elemBytes, emptySheet, phase, finishSheet, kvBlocksOf, mmaCycles, prefix, regAlloc, requireHalf, type BuildContext, type CtaWork, type HwAlgorithm, type ProblemShape } from '../../hw/model.ts';
 import type { Kernel, MemSpec } from '../../hw/scheduler.ts';
 import { mmaSyncRate } from '../../hw/schedules/warp-tiled.ts';
 import { BWD_ELEMENT_OPS } from '../fa3/backward-schedule.ts';
@@ -129,8 +129,8 @@ function build(k: Kernel, ctx: BuildContext, work: CtaWork): void {
     r.delay((ctx.ctaIndex / ctx.ctaCount) * (gS + gDp + gDv + gDq + gDk));
     const cp = k.counter(`${p}cp.async_warp${w}`);
     let groups = 0;
-    const group = (bytes: number, op: string, t: string, mem: MemSpec[]) => {
-      r.issue('cpasync', copy(bytes / WARPS), op, t, { latency: gpu.copyLatencyCycles, arrive: [cp], mem: lead ? mem : undefined });
+    const group = (bytes: number, op: string, t: string, mem: MemSpec[], ph: SchedulePhase) => {
+      r.issue('cpasync', copy(bytes / WARPS), op, t, { phase: ph, latency: gpu.copyLatencyCycles, arrive: [cp], mem: lead ? mem : undefined });
       return groups++;
     };
     const mark = (m: MemSpec) => {
@@ -138,14 +138,14 @@ function build(k: Kernel, ctx: BuildContext, work: CtaWork): void {
     };
     if (n === 0) continue;
     const m0 = rows[0];
-    group(N * (shape.d + shape.dv) * e, `cpasync K${col}+V${col}`, `K${col}`, [tile('sK', 0, N * shape.d * e, `K${col}`), tile('sV', 0, N * shape.dv * e, `V${col}`)]);
-    const loadQ = (m: number, s: number) => group(qBytes, `cpasync Q${m}+LSE${m}`, `Q${m}`, [tile('sQ', s, M * shape.d * e, `Q${m}`), tile('sLSE', s, M * 4, `LSE${m}`)]);
+    group(N * (shape.d + shape.dv) * e, `cpasync K${col}+V${col}`, `K${col}`, [tile('sK', 0, N * shape.d * e, `K${col}`), tile('sV', 0, N * shape.dv * e, `V${col}`)], phase(['load'], null, null, ['K', 'V']));
+    const loadQ = (m: number, s: number) => group(qBytes, `cpasync Q${m}+LSE${m}`, `Q${m}`, [tile('sQ', s, M * shape.d * e, `Q${m}`), tile('sLSE', s, M * 4, `LSE${m}`)], phase(['load'], m, null, ['Q', 'LSE']));
     const releaseQ = (m: number, s: number) => {
       mark(tile('sQ', s, M * shape.d * e, `Q${m}`, 'release'));
       mark(tile('sLSE', s, M * 4, `LSE${m}`, 'release'));
     };
     let qGroup = loadQ(m0, 0);
-    let doGroup = group(doBytes, `cpasync dO${m0}+D${m0}`, `dO${m0}`, [tile('sdO', 0, M * shape.dv * e, `dO${m0}`), tile('sD', 0, M * 4, `D${m0}`)]);
+    let doGroup = group(doBytes, `cpasync dO${m0}+D${m0}`, `dO${m0}`, [tile('sdO', 0, M * shape.dv * e, `dO${m0}`), tile('sD', 0, M * 4, `D${m0}`)], phase(['load'], m0, null, ['dO', 'D']));
     for (let i = 0; i < n; i++) {
       const m = rows[i];
       const qs = i % cfg.qStages;
@@ -156,33 +156,34 @@ function build(k: Kernel, ctx: BuildContext, work: CtaWork): void {
         if (i >= 1) releaseQ(rows[i - 1], 1 - qs);
         qGroup = loadQ(rows[i + 1], 1 - qs);
       }
-      r.exec(`tensor.sp${sp}`, gS, `mma.sync S=Q${m}·K${col}ᵀ`, `S${m}`);
-      if (tileCrossesDiagonal(shape, m, col, M, N)) r.exec(`fma.sp${sp}`, (elems * 2) / fma, 'causal mask', `S${m}`);
-      r.exec(`fma.sp${sp}`, elems / fma + FA2_BWD_WARP_OVERHEAD, 'S·scale − LSE', `S${m}`);
-      r.exec(`mufu.sp${sp}`, elems / mufu, 'exp2 → P', `P${m}`);
-      r.exec(`tensor.sp${sp}`, gDp, `mma.sync dP=dO${m}·V${col}ᵀ`, `dP${m}`);
-      r.exec(`fma.sp${sp}`, (elems * (BWD_ELEMENT_OPS - 1)) / fma, 'dS=P∘(dP−D), cvt', `dS${m}`);
+      r.exec(`tensor.sp${sp}`, gS, `mma.sync S=Q${m}·K${col}ᵀ`, `S${m}`, { phase: phase(['qk'], m) });
+      if (tileCrossesDiagonal(shape, m, col, M, N)) r.exec(`fma.sp${sp}`, (elems * 2) / fma, 'causal mask', `S${m}`, { phase: phase(['mask'], m) });
+      r.exec(`fma.sp${sp}`, elems / fma + FA2_BWD_WARP_OVERHEAD, 'S·scale − LSE', `S${m}`, { phase: phase(['recompute'], m) });
+      r.exec(`mufu.sp${sp}`, elems / mufu, 'exp2 → P', `P${m}`, { phase: phase(['recompute'], m) });
+      r.exec(`tensor.sp${sp}`, gDp, `mma.sync dP=dO${m}·V${col}ᵀ`, `dP${m}`, { phase: phase(['dp'], m) });
+      r.exec(`fma.sp${sp}`, (elems * (BWD_ELEMENT_OPS - 1)) / fma, 'dS=P∘(dP−D), cvt', `dS${m}`, { phase: phase(['ds'], m) });
       if (i > 0) {
         mark(tile('sP', 0, M * N * e, `P${rows[i - 1]}`, 'release'));
         mark(tile('sdS', 0, M * N * e, `dS${rows[i - 1]}`, 'release'));
       }
-      r.exec('smem', (2 * elems * e) / gpu.smemBytesPerClk, `st.shared P${m} dS${m}`, `dS${m}`, { memDone: lead ? [tile('sP', 0, M * N * e, `P${m}`), tile('sdS', 0, M * N * e, `dS${m}`)] : undefined });
+      r.exec('smem', (2 * elems * e) / gpu.smemBytesPerClk, `st.shared P${m} dS${m}`, `dS${m}`, { phase: phase(['ds'], m), memDone: lead ? [tile('sP', 0, M * N * e, `P${m}`), tile('sdS', 0, M * N * e, `dS${m}`)] : undefined });
       r.sync(sync);
-      r.exec(`tensor.sp${sp}`, gDv, `mma.sync dV+=P${m}ᵀ·dO${m}`, `dV${col}`);
+      r.exec(`tensor.sp${sp}`, gDv, `mma.sync dV+=P${m}ᵀ·dO${m}`, `dV${col}`, { phase: phase(['dv'], m) });
       r.sync(sync);
       // dO_m is consumed: its buffer takes dO_{m+1}.
       mark(tile('sdO', 0, M * shape.dv * e, `dO${m}`, 'release'));
       mark(tile('sD', 0, M * 4, `D${m}`, 'release'));
       if (i + 1 < n) {
         const nm = rows[i + 1];
-        doGroup = group(doBytes, `cpasync dO${nm}+D${nm}`, `dO${nm}`, [tile('sdO', 0, M * shape.dv * e, `dO${nm}`), tile('sD', 0, M * 4, `D${nm}`)]);
+        doGroup = group(doBytes, `cpasync dO${nm}+D${nm}`, `dO${nm}`, [tile('sdO', 0, M * shape.dv * e, `dO${nm}`), tile('sD', 0, M * 4, `D${nm}`)], phase(['load'], nm, null, ['dO', 'D']));
       }
-      r.exec(`tensor.sp${sp}`, gDq, `mma.sync dQ${m}=dS${m}·K${col}`, `dQ${m}`);
+      r.exec(`tensor.sp${sp}`, gDq, `mma.sync dQ${m}=dS${m}·K${col}`, `dQ${m}`, { phase: phase(['dq'], m) });
       r.issue('store', copy((M * shape.d * 4) / WARPS), `atomicAdd dQ${m}`, `dQ${m}`, {
+        phase: phase(['dq'], m),
         latency: gpu.copyLatencyCycles,
         memDone: lead ? [{ space: 'hbm', buffer: 'dQaccum', stage: 0, offset: ((work.b * shape.hq + work.h) * ceilDiv(shape.nq, M) + m) * M * shape.d * 4, bytes: M * shape.d * 4, action: 'fill', tile: `dQ${m}` }] : undefined,
       });
-      r.exec(`tensor.sp${sp}`, gDk, `mma.sync dK+=dS${m}ᵀ·Q${m}`, `dK${col}`);
+      r.exec(`tensor.sp${sp}`, gDk, `mma.sync dK+=dS${m}ᵀ·Q${m}`, `dK${col}`, { phase: phase(['dk'], m) });
       if (cfg.qStages === 1 && i + 1 < n) {
         // One Q buffer: the next Q waits until every warp is done with this one.
         r.sync(sync);
@@ -191,7 +192,7 @@ function build(k: Kernel, ctx: BuildContext, work: CtaWork): void {
       }
     }
     // Epilogue: dK·scale, both to 16 bits, through SMEM (over sK/sV) to HBM.
-    r.exec(`fma.sp${sp}`, ((N * (shape.d + shape.dv)) / WARPS / fma) * 1.5, `dK${col}·scale, cvt dK dV`, `dK${col}`);
+    r.exec(`fma.sp${sp}`, ((N * (shape.d + shape.dv)) / WARPS / fma) * 1.5, `dK${col}·scale, cvt dK dV`, `dK${col}`, { phase: phase(['write'], null, null, ['dK', 'dV']) });
     r.sync(sync);
     if (lead) {
       const last = rows[n - 1];
@@ -208,6 +209,7 @@ function build(k: Kernel, ctx: BuildContext, work: CtaWork): void {
     const kvHead = gqa ? Math.floor(work.h / (shape.hq / shape.hk)) : work.h;
     const row0 = (work.b * shape.hk + kvHead) * shape.nk + col * N;
     r.issue('store', copy(bytes), gqa ? `atomicAdd dK${col} dV${col} (fp32)` : `st.global dK${col} dV${col}`, `dK${col}`, {
+      phase: phase(['write'], null, null, ['dK', 'dV']),
       latency: gpu.copyLatencyCycles,
       memDone: lead
         ? [
@@ -223,7 +225,7 @@ export const fa2BwdHw: HwAlgorithm = {
   id: 'fa2',
   name: 'FlashAttention-2 backward (SM80: 8 warps, cp.async, dQ by atomicAdd)',
   arch: [80, 89, 90, 100],
-  featureKeys: [],
+  switches: {},
   resources: (gpu, shape) => resources(gpu, shape),
   grid: (gpu, shape) => {
     const c = fa2BwdConfig(gpu, shape);

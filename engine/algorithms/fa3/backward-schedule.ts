@@ -22,11 +22,12 @@
 // configurations), the LPT tile scheduler of causal deterministic runs, softcap and local
 // windows are not modelled.
 
-import type { ResourceSheet } from '../../hw/events.ts';
+import type { ResourceSheet, SchedulePhase } from '../../hw/events.ts';
 import type { GpuSpec } from '../../hw/gpus/index.ts';
 import { aroundKernelsUs, backwardFlops, backwardGrid, backwardHbmBytes, tileCrossesDiagonal } from '../../hw/backward.ts';
-import { ceilDiv, elemBytes, emptySheet, finishSheet, kvBlocksOf, layoutSmem, mmaCycles, prefix, requireHalf, tensorRate, type BuildContext, type CtaWork, type HwAlgorithm, type HwFeatures, type ProblemShape } from '../../hw/model.ts';
+import { ceilDiv, elemBytes, emptySheet, phase, finishSheet, kvBlocksOf, layoutSmem, mmaCycles, prefix, requireHalf, tensorRate, type BuildContext, type CtaWork, type HwAlgorithm, type HwFeatures, type ProblemShape } from '../../hw/model.ts';
 import type { Kernel, MemSpec } from '../../hw/scheduler.ts';
+import { FA3_BACKWARD_FEATURES } from './backward.ts';
 import { CONSUMER_OVERHEAD, WGMMA_LATENCY } from './schedule.ts';
 
 /**
@@ -175,6 +176,7 @@ function build(k: Kernel, ctx: BuildContext, work: CtaWork): void {
     const m = rowOf(i);
     prod.wait(emptyQ[s], Math.floor(i / c.stagesQ) - 1);
     prod.issue('tma', copy(M * shape.d * e + M * 4), `tma Q${m}+LSE${m}`, `Q${m}`, {
+      phase: phase(['load'], m, null, ['Q', 'LSE']),
       latency: gpu.copyLatencyCycles,
       arrive: [fullQ[s]],
       mem: [tile('sQ', s, M * shape.d * e, `Q${m}`), tile('sLSE', s, stat, `LSE${m}`)],
@@ -183,6 +185,7 @@ function build(k: Kernel, ctx: BuildContext, work: CtaWork): void {
   if (n > 0) {
     loadQ(0);
     prod.issue('tma', copy(N * (shape.d + shape.dv) * e), `tma K${col}+V${col}`, `K${col}`, {
+      phase: phase(['load'], null, null, ['K', 'V']),
       latency: gpu.copyLatencyCycles,
       arrive: [fullKV],
       mem: [tile('sK', 0, N * shape.d * e, `K${col}`), tile('sV', 0, N * shape.dv * e, `V${col}`)],
@@ -192,6 +195,7 @@ function build(k: Kernel, ctx: BuildContext, work: CtaWork): void {
       const m = rowOf(i);
       prod.wait(emptyDo[s], Math.floor(i / c.stagesDo) - 1);
       prod.issue('tma', copy(M * shape.dv * e + M * 4), `tma dO${m}+D${m}`, `dO${m}`, {
+        phase: phase(['load'], m, null, ['dO', 'D']),
         latency: gpu.copyLatencyCycles,
         arrive: [fullDo[s]],
         mem: [tile('sdO', s, M * shape.dv * e, `dO${m}`), tile('sD', s, stat, `D${m}`)],
@@ -217,7 +221,7 @@ function build(k: Kernel, ctx: BuildContext, work: CtaWork): void {
       const mine: number[] = [];
       for (let w = 0; w < W; w++) {
         writer.sync(dqFull[w]);
-        writer.issue('tma', copy(dqSlice), `tma reduce-add dQ${m}.${w}`, `dQ${m}`, { latency: gpu.copyLatencyCycles, arrive: [red], memDone: [dqHbm(m, w)] });
+        writer.issue('tma', copy(dqSlice), `tma reduce-add dQ${m}.${w}`, `dQ${m}`, { phase: phase(['dq'], m), latency: gpu.copyLatencyCycles, arrive: [red], memDone: [dqHbm(m, w)] });
         mine.push(issued++);
       }
       for (let w = 0; w < W; w++) {
@@ -238,8 +242,8 @@ function build(k: Kernel, ctx: BuildContext, work: CtaWork): void {
     });
     const done = k.counter(`${p}wgmma_WG${w + 1}`);
     let issued = 0;
-    const gemm = (cycles: number, kdim: number, op: string, t: string, out?: MemSpec) => {
-      cons.issue('tensor', cycles, op, t, { latency: WGMMA_LATENCY, chunks: kdim / 16, arrive: [done], memDone: out ? [out] : undefined });
+    const gemm = (cycles: number, kdim: number, op: string, t: string, ph: SchedulePhase, out?: MemSpec) => {
+      cons.issue('tensor', cycles, op, t, { phase: ph, latency: WGMMA_LATENCY, chunks: kdim / 16, arrive: [done], memDone: out ? [out] : undefined });
       return issued++;
     };
     if (n > 0) cons.wait(fullKV, 0);
@@ -249,37 +253,37 @@ function build(k: Kernel, ctx: BuildContext, work: CtaWork): void {
       const sdo = i % c.stagesDo;
       const sds = i % c.stagesDs;
       cons.wait(fullQ[sq], Math.floor(i / c.stagesQ));
-      const gS = gemm(gemmS, shape.d, `gemm S=Q${m}·K${col}ᵀ`, `S${m}`, regs(w, 'regs.S', `S${m}`, elems * 4));
+      const gS = gemm(gemmS, shape.d, `gemm S=Q${m}·K${col}ᵀ`, `S${m}`, phase(['qk'], m, w), regs(w, 'regs.S', `S${m}`, elems * 4));
       cons.wait(fullDo[sdo], Math.floor(i / c.stagesDo));
-      const gDp = gemm(gemmDp, shape.dv, `gemm dP=dO${m}·V${col}ᵀ`, `dP${m}`, regs(w, 'regs.dP', `dP${m}`, elems * 4));
+      const gDp = gemm(gemmDp, shape.dv, `gemm dP=dO${m}·V${col}ᵀ`, `dP${m}`, phase(['dp'], m, w), regs(w, 'regs.dP', `dP${m}`, elems * 4));
       cons.wait(done, gS);
-      if (tileCrossesDiagonal(shape, m, col, M, N)) cons.exec('fma', (elems * 2) / gpu.fmaPerClk, 'causal mask', `S${m}`);
-      cons.exec('fma', elems / gpu.fmaPerClk + CONSUMER_OVERHEAD, 'S·scale − LSE', `S${m}`);
-      cons.exec('mufu', elems / gpu.mufuPerClk, 'exp2 → P', `P${m}`, { memDone: [regs(w, 'regs.P', `P${m}`, elems * e)] });
+      if (tileCrossesDiagonal(shape, m, col, M, N)) cons.exec('fma', (elems * 2) / gpu.fmaPerClk, 'causal mask', `S${m}`, { phase: phase(['mask'], m, w) });
+      cons.exec('fma', elems / gpu.fmaPerClk + CONSUMER_OVERHEAD, 'S·scale − LSE', `S${m}`, { phase: phase(['recompute'], m, w) });
+      cons.exec('mufu', elems / gpu.mufuPerClk, 'exp2 → P', `P${m}`, { phase: phase(['recompute'], m, w), memDone: [regs(w, 'regs.P', `P${m}`, elems * e)] });
       cons.wait(done, gDp);
-      cons.exec('fma', (elems * (BWD_ELEMENT_OPS - 1)) / gpu.fmaPerClk, 'dS=P∘(dP−D), cvt', `dS${m}`, { memDone: [regs(w, 'regs.dS', `dS${m}`, elems * e)] });
+      cons.exec('fma', (elems * (BWD_ELEMENT_OPS - 1)) / gpu.fmaPerClk, 'dS=P∘(dP−D), cvt', `dS${m}`, { phase: phase(['ds'], m, w), memDone: [regs(w, 'regs.dS', `dS${m}`, elems * e)] });
       const half = elems * e;
       if (!c.dkvFromRegs) {
         if (c.stagesDs === 1) cons.sync(pds);
-        cons.exec('smem', smemCycles(half), `st.shared P${m}`, `P${m}`, { memDone: [tile('sP', sds, half, `P${m}.${w}`, 'fill', w * half)] });
+        cons.exec('smem', smemCycles(half), `st.shared P${m}`, `P${m}`, { phase: phase(['recompute'], m, w), memDone: [tile('sP', sds, half, `P${m}.${w}`, 'fill', w * half)] });
         cons.sync(pds);
       }
-      cons.exec('smem', smemCycles(half), `st.shared dS${m}`, `dS${m}`, { memDone: [tile('sdS', sds, half, `dS${m}.${w}`, 'fill', w * half)] });
-      const gDv = gemm(gemmDv, M, `gemm dV+=P${m}ᵀ·dO${m}`, `dV${col}`);
+      cons.exec('smem', smemCycles(half), `st.shared dS${m}`, `dS${m}`, { phase: phase(['ds'], m, w), memDone: [tile('sdS', sds, half, `dS${m}.${w}`, 'fill', w * half)] });
+      const gDv = gemm(gemmDv, M, `gemm dV+=P${m}ᵀ·dO${m}`, `dV${col}`, phase(['dv'], m, w));
       cons.sync(pds);
-      const gDq = gemm(gemmDq, N, `gemm dQ${m}=dS${m}·K${col}`, `dQ${m}`, regs(w, 'regs.dQ', `dQ${m}`, (M * shape.d * 4) / W));
+      const gDq = gemm(gemmDq, N, `gemm dQ${m}=dS${m}·K${col}`, `dQ${m}`, phase(['dq'], m, w), regs(w, 'regs.dQ', `dQ${m}`, (M * shape.d * 4) / W));
       cons.wait(done, gDv);
       if (!c.dkvFromRegs) cons.mem(tile('sP', sds, half, `P${m}.${w}`, 'release', w * half));
       cons.arrive(emptyDo[sdo]);
-      const gDk = gemm(gemmDk, M, `gemm dK+=dS${m}ᵀ·Q${m}`, `dK${col}`);
+      const gDk = gemm(gemmDk, M, `gemm dK+=dS${m}ᵀ·Q${m}`, `dK${col}`, phase(['dk'], m, w));
       cons.wait(done, gDq);
       if (c.dqViaTma) {
         cons.sync(dqEmpty[w]);
-        cons.exec('smem', smemCycles(dqSlice), `st.shared dQ${m}`, `dQ${m}`, { memDone: [tile('sdQaccum', w, dqSlice, `dQ${m}.${w}`)] });
+        cons.exec('smem', smemCycles(dqSlice), `st.shared dQ${m}`, `dQ${m}`, { phase: phase(['dq'], m, w), memDone: [tile('sdQaccum', w, dqSlice, `dQ${m}.${w}`)] });
         cons.arrive(dqFull[w]);
       } else {
         // d = 256: red.global.add.f32 straight from registers.
-        cons.issue('store', copy(dqSlice), `atomicAdd dQ${m}`, `dQ${m}`, { latency: gpu.copyLatencyCycles, memDone: [dqHbm(m, w)] });
+        cons.issue('store', copy(dqSlice), `atomicAdd dQ${m}`, `dQ${m}`, { phase: phase(['dq'], m, w), latency: gpu.copyLatencyCycles, memDone: [dqHbm(m, w)] });
       }
       cons.wait(done, gDk);
       cons.mem(tile('sdS', sds, half, `dS${m}.${w}`, 'release', w * half));
@@ -287,7 +291,7 @@ function build(k: Kernel, ctx: BuildContext, work: CtaWork): void {
     }
     // Epilogue: dK·scale and both to 16 bits, staged over sK/sV once every consumer is done with K and V.
     const kvRows = nw;
-    cons.exec('fma', (kvRows * (shape.d + shape.dv) * 1.5) / gpu.fmaPerClk, `dK${col}·scale, cvt dK dV`, `dK${col}`);
+    cons.exec('fma', (kvRows * (shape.d + shape.dv) * 1.5) / gpu.fmaPerClk, `dK${col}·scale, cvt dK dV`, `dK${col}`, { phase: phase(['write'], null, w, ['dK', 'dV']) });
     cons.sync(epi);
     if (w === 0 && n > 0) {
       cons.mem(tile('sK', 0, N * shape.d * e, `K${col}`, 'release'));
@@ -299,10 +303,12 @@ function build(k: Kernel, ctx: BuildContext, work: CtaWork): void {
     const hbmRow = (work.b * shape.hk + kvHead) * shape.nk + col * N + w * kvRows;
     if (!gqa) {
       cons.exec('smem', smemCycles(bytes), `st.shared dK${col} dV${col}`, `dK${col}`, {
+        phase: phase(['write'], null, w, ['dK', 'dV']),
         memDone: [tile('sK', 0, kvRows * shape.d * e, `dK${col}.${w}`, 'fill', w * kvRows * shape.d * e), tile('sV', 0, kvRows * shape.dv * e, `dV${col}.${w}`, 'fill', w * kvRows * shape.dv * e)],
       });
     }
     cons.issue('tma', copy(bytes), gqa ? `tma reduce-add dK${col} dV${col} (fp32)` : `tma store dK${col} dV${col}`, `dK${col}`, {
+      phase: phase(['write'], null, w, ['dK', 'dV']),
       latency: gpu.copyLatencyCycles,
       memDone: [
         { space: 'hbm', buffer: gqa ? 'dKaccum' : 'dK', stage: 0, offset: hbmRow * shape.d * outE, bytes: kvRows * shape.d * outE, action: 'fill', tile: `dK${col}.${w}` },
@@ -323,7 +329,7 @@ export const fa3BwdHw: HwAlgorithm = {
   id: 'fa3',
   name: 'FlashAttention-3 backward (SM90: TMA producer, dQ writer warp, wgmma consumers)',
   arch: [90],
-  featureKeys: ['deterministic'],
+  switches: { deterministic: FA3_BACKWARD_FEATURES.deterministic },
   resources: (gpu, shape) => resources(gpu, shape),
   grid: (_gpu, shape) => {
     const c = fa3BwdConfig(shape);

@@ -36,7 +36,7 @@
 // unrounded (the kernel takes 16-bit only), as in the forward model.
 
 import { blockCount, resolveBlocks } from '../blocks.ts';
-import { readFeatures } from '../features.ts';
+import { readFeatures, type FeatureSpecs } from '../features.ts';
 import { fa3, FA3_SCHEDULE_FEATURES } from './forward.ts';
 import { Producer } from '../producer.ts';
 import type { RunOptions } from '../types.ts';
@@ -53,7 +53,7 @@ import { tileValues } from '../../trace/tracer.ts';
 export const FA3_BACKWARD_FEATURES = {
   ...FA3_SCHEDULE_FEATURES,
   deterministic: { default: false, doc: 'a semaphore per dQ row block orders the column blocks’ adds (reproducible dQ, some waiting)' },
-};
+} satisfies FeatureSpecs;
 
 /** The kernel's backward tile for a problem (SM90 launch table). */
 export function fa3BackwardTile(p: AttentionProblem): { blockM: number; blockN: number } {

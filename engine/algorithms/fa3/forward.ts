@@ -42,7 +42,7 @@ import { kvHead, type AttentionInputs } from '../../core/inputs.ts';
 import { blockHasVisible } from '../../core/scores.ts';
 import { blockCount, resolveBlocks } from '../blocks.ts';
 import { fa3Config } from './tiles.ts';
-import { readFeatures } from '../features.ts';
+import { readFeatures, type FeatureSpecs } from '../features.ts';
 import { Producer } from '../producer.ts';
 import * as step from '../tile-steps.ts';
 import type { AlgorithmResult, RunOptions, StepAlgorithm, StepGenerator } from '../types.ts';
@@ -50,15 +50,15 @@ import type { TraceEvent } from '../../trace/events.ts';
 
 /** The warp-scheduling switches, shared with the backward. */
 export const FA3_SCHEDULE_FEATURES = {
-  intraOverlap: { default: true, doc: 'issue S_next = Q·K_jᵀ before O += P·V_{j−1} and overlap the softmax with it' },
-  pingpong: { default: true, doc: 'consumer warpgroups take turns on the tensor cores (scheduler barrier)' },
-};
+  intraOverlap: { default: true, label: 'intra-warpgroup overlap', doc: 'issue S_next = Q·K_jᵀ before O += P·V_{j−1}, so the softmax runs under the second GEMM' },
+  pingpong: { default: true, label: 'ping-pong', doc: 'the two consumer warpgroups take turns on the tensor cores (named barriers), so one softmax hides under the other’s GEMMs' },
+} satisfies FeatureSpecs;
 
 export const FA3_FEATURES = {
   ...FA3_SCHEDULE_FEATURES,
-  reverseKv: { default: true, doc: 'visit K/V blocks last to first as the kernel does (off: first to last; with FP8 this decides which P values flush)' },
+  reverseKv: { default: true, panel: true, doc: 'visit K/V blocks last to first as the kernel does (off: first to last; with FP8 this decides which P values flush)' },
   ...FA3_FP8_FEATURES,
-};
+} satisfies FeatureSpecs;
 
 /** Rows per consumer warpgroup (one wgmma M tile). */
 export const FA3_ROWS_PER_WARPGROUP = 64;

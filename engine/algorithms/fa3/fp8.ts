@@ -28,28 +28,36 @@
 // which differs by fp32 rounding only).
 
 import { kOffset, qOffset, vOffset, type AttentionInputs } from '../../core/inputs.ts';
-import { ProblemError, type AttentionProblem } from '../../core/problem.ts';
+import { DTYPES, isFp8, ProblemError, type AttentionProblem } from '../../core/problem.ts';
 import { roundFp8, type Fp8Format } from '../../lowprec/fp8.ts';
 import { randomSigns, rotateRows } from '../../lowprec/incoherent.ts';
 import { quantizeFp8Rows } from '../../lowprec/quantize.ts';
 import type { FeatureSpecs } from '../features.ts';
 
+const FP8_DTYPES = DTYPES.filter(isFp8);
+
 export const FA3_FP8_FEATURES = {
   blockQuant: {
     default: false,
+    panel: true,
+    dtypes: FP8_DTYPES,
     doc: "FP8, the FA3 paper's experiment (Table 3): one scale per Br×d tile of Q and Bc×d tile of K and V (off, the shipped kernel: one descale per (batch, KV head))",
   },
   incoherent: {
     default: false,
+    panel: true,
+    dtypes: FP8_DTYPES,
     doc: "FP8, the FA3 paper's experiment (Table 3): multiply Q and K by the same random Hadamard transform before quantizing (spreads outlier channels; block-diagonal when d is not a power of two); the shipped kernel does not",
   },
   pScale: {
     default: 256,
+    panel: true,
+    dtypes: FP8_DTYPES,
     check: (v: number) =>
       Number.isInteger(Math.log2(v)) && v >= 1 && v <= 256 ? undefined : `must be a power of two from 1 to 256 (P·pScale must stay within e4m3's 448), got ${v}`,
     doc: 'FP8: static factor applied to P before its e4m3 cast (the kernel uses 256; at 1 every P at or below 2⁻¹⁰ flushes)',
   },
-  seed: { default: 0, check: (v: number) => (Number.isInteger(v) && v >= 0 ? undefined : `must be an integer >= 0, got ${v}`), doc: 'FP8: seed of the random ±1 diagonal of the Hadamard transform' },
+  seed: { default: 0, label: 'Hadamard seed', panel: true, dtypes: FP8_DTYPES, check: (v: number) => (Number.isInteger(v) && v >= 0 ? undefined : `must be an integer >= 0, got ${v}`), doc: 'FP8: seed of the random ±1 diagonal of the Hadamard transform' },
 } satisfies FeatureSpecs;
 
 export interface Fp8Prepared {

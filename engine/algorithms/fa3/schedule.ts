@@ -38,7 +38,10 @@ import {
   type HwAlgorithm,
   type HwFeatures,
   type ProblemShape,
+  phase,
+  STAGES_SWITCH,
 } from '../../hw/model.ts';
+import { FA3_FEATURES } from './forward.ts';
 import type { Kernel } from '../../hw/scheduler.ts';
 import { FA3_ROWS_PER_CONSUMER as ROWS_PER_WG, fa3Config, type Fa3Config } from './tiles.ts';
 
@@ -174,6 +177,7 @@ function build(k: Kernel, ctx: BuildContext, work: CtaWork): void {
 
   const prod = k.role({ name: `${p}producer`, warps: [0, 1, 2, 3], registers: c.producerRegisters, job: fp8 ? 'warp 0 issues TMA loads of Q and the K/V ring; the warpgroup transposes each V block' : 'warp 0 issues TMA loads of Q and the K/V ring; warps 1-3 idle' });
   prod.issue('tma', load(blockM * shape.d * e), `tma ${qTile}`, qTile, {
+    phase: phase(['load'], null, null, ['Q']),
     latency: gpu.copyLatencyCycles,
     arrive: [fullQ],
     mem: [{ space: 'smem', buffer: `${p}sQ`, stage: 0, offset: off('sQ', 0), bytes: blockM * shape.d * e, action: 'fill', tile: qTile }],
@@ -184,12 +188,14 @@ function build(k: Kernel, ctx: BuildContext, work: CtaWork): void {
     const j = kv[i];
     prod.wait(emptyK[s], round - 1);
     prod.issue('tma', load(blockN * shape.d * e), `tma K${j}`, `K${j}`, {
+      phase: phase(['load'], j, null, ['K']),
       latency: gpu.copyLatencyCycles,
       arrive: [fullK[s]],
       mem: [{ space: 'smem', buffer: `${p}sK`, stage: s, offset: off('sK', s), bytes: blockN * shape.d * e, action: 'fill', tile: `K${j}` }],
     });
     prod.wait(landEmpty[s], round - 1);
     prod.issue('tma', load(blockN * shape.dv * e), `tma V${j}`, `V${j}`, {
+      phase: phase(['load'], j, null, ['V']),
       latency: gpu.copyLatencyCycles,
       arrive: [landFull[s]],
       mem: [{ space: 'smem', buffer: `${p}${vLand}`, stage: s, offset: off(vLand, s), bytes: blockN * shape.dv * e, action: 'fill', tile: `V${j}` }],
@@ -214,36 +220,40 @@ function build(k: Kernel, ctx: BuildContext, work: CtaWork): void {
     const next = pp[(w + 1) % CONSUMERS];
     const mine = pp[w];
     const regs = (buffer: string, tile: string, bytes: number) => ({ space: 'regs' as const, buffer: `${p}${buffer}`, stage: w, offset: 0, bytes, action: 'fill' as const, tile });
-    const rescaleO = (j: number) => cr.exec('fma', (ROWS_PER_WG * shape.dv) / gpu.fmaPerClk, 'rescale O', `P${j}`);
+    const rescaleO = (j: number) => cr.exec('fma', (ROWS_PER_WG * shape.dv) / gpu.fmaPerClk, 'rescale O', `P${j}`, { phase: phase(['rescale'], j, w) });
     const issueGemm1 = (idx: number) => {
       const j = kv[idx];
       const s = idx % S;
       cr.wait(fullV[s], Math.floor(idx / S));
       const pBytes = ROWS_PER_WG * blockN * e;
       const sP = c.mmaPvIsRs ? [] : [{ space: 'smem' as const, buffer: `${p}sP`, stage: 0, offset: off('sP', 0) + w * pBytes, bytes: pBytes, action: 'release' as const, tile: `P${j}.${w}` }];
-      cr.issue('tensor', gemm1, `gemm1 O+=P·V${j}${c.mmaPvIsRs ? '' : ' (P from sP)'}`, `O${work.qBlock}`, { latency: WGMMA_LATENCY, chunks: blockN / 16, arrive: [done], memDone: [regs('regs.O', `O${work.qBlock}`, ROWS_PER_WG * shape.dv * 4), ...sP] });
+      cr.issue('tensor', gemm1, `gemm1 O+=P·V${j}${c.mmaPvIsRs ? '' : ' (P from sP)'}`, `O${work.qBlock}`, { phase: phase(['pv'], j, w), latency: WGMMA_LATENCY, chunks: blockN / 16, arrive: [done], memDone: [regs('regs.O', `O${work.qBlock}`, ROWS_PER_WG * shape.dv * 4), ...sP] });
       return issued++;
     };
     const releaseV = (idx: number) => cr.arrive(emptyV[idx % S]);
     const issueGemm0 = (j: number) => {
-      cr.issue('tensor', gemm0Cycles, `gemm0 S=Q·K${j}ᵀ`, `S${j}`, { latency: WGMMA_LATENCY, chunks: shape.d / 16, arrive: [done], memDone: [regs('regs.S', `S${j}`, ROWS_PER_WG * blockN * 4)] });
+      cr.issue('tensor', gemm0Cycles, `gemm0 S=Q·K${j}ᵀ`, `S${j}`, { phase: phase(['qk'], j, w), latency: WGMMA_LATENCY, chunks: shape.d / 16, arrive: [done], memDone: [regs('regs.S', `S${j}`, ROWS_PER_WG * blockN * 4)] });
       return issued++;
     };
     // P in 16 bits (or FP8) for the P·V GEMM; SS variant: stored to sP for wgmma to read.
     const convertP = (j: number) => {
-      cr.exec('fma', (elems * 0.5) / gpu.fmaPerClk, 'cvt P', `P${j}`, { memDone: [regs('regs.P', `P${j}`, ROWS_PER_WG * blockN * e)] });
+      // After the row sum in this order, so the row-sum step's cursor covers the conversion too.
+      cr.exec('fma', (elems * 0.5) / gpu.fmaPerClk, 'cvt P', `P${j}`, { phase: phase(['rowsum'], j, w), memDone: [regs('regs.P', `P${j}`, ROWS_PER_WG * blockN * e)] });
       if (!c.mmaPvIsRs) {
         cr.exec('smem', (ROWS_PER_WG * blockN * e) / gpu.smemBytesPerClk, `st.shared P${j} → sP`, `P${j}`, {
+          phase: phase(['rowsum'], j, w),
           mem: [{ space: 'smem', buffer: `${p}sP`, stage: 0, offset: off('sP', 0) + w * ROWS_PER_WG * blockN * e, bytes: ROWS_PER_WG * blockN * e, action: 'fill', tile: `P${j}.${w}` }],
         });
       }
     };
     const softmaxHead = (j: number, first: boolean) => {
-      if (crossesDiagonal(shape, work.qBlock * blockM + w * ROWS_PER_WG, j, blockN)) cr.exec('fma', (elems * 2) / gpu.fmaPerClk, 'causal mask', `S${j}`);
+      if (crossesDiagonal(shape, work.qBlock * blockM + w * ROWS_PER_WG, j, blockN)) cr.exec('fma', (elems * 2) / gpu.fmaPerClk, 'causal mask', `S${j}`, { phase: phase(['mask'], j, w) });
       // Row max, exp2 on the MUFU, then the scale-subtract FFMA and the row-sum add.
-      cr.exec('fma', elems / gpu.fmaPerClk + CONSUMER_OVERHEAD, first ? 'rowmax (first block: O is zero, nothing to rescale)' : 'rowmax', `S${j}`);
-      cr.exec('mufu', elems / gpu.mufuPerClk, 'exp2', `P${j}`);
-      cr.exec('fma', (elems * (SOFTMAX_FMA_OPS - 1.5)) / gpu.fmaPerClk, 'rowsum', `P${j}`);
+      cr.exec('fma', elems / gpu.fmaPerClk + CONSUMER_OVERHEAD, first ? 'rowmax (first block: O is zero, nothing to rescale)' : 'rowmax', `S${j}`, {
+        phase: phase(first ? ['rowmax', 'rescale'] : ['rowmax'], j, w),
+      });
+      cr.exec('mufu', elems / gpu.mufuPerClk, 'exp2', `P${j}`, { phase: phase(['exp'], j, w) });
+      cr.exec('fma', (elems * (SOFTMAX_FMA_OPS - 1.5)) / gpu.fmaPerClk, 'rowsum', `P${j}`, { phase: phase(['rowsum'], j, w) });
     };
     if (pingpong && w === CONSUMERS - 1) cr.arrive(pp[0]);
     cr.wait(fullQ, 0);
@@ -296,10 +306,11 @@ function build(k: Kernel, ctx: BuildContext, work: CtaWork): void {
     }
     // Epilogue: O / l and conversion in registers; the consumers meet at a named barrier, each
     // writes its 64 rows into sO (over sV, free once every P·V has run), then the TMA store.
-    cr.exec('fma', (ROWS_PER_WG * shape.dv * 2) / gpu.fmaPerClk, 'normalize O/l', `O${work.qBlock}`);
+    cr.exec('fma', (ROWS_PER_WG * shape.dv * 2) / gpu.fmaPerClk, 'normalize O/l', `O${work.qBlock}`, { phase: phase(['normalize'], null, w) });
     cr.sync(epi);
     const rowsBytes = ROWS_PER_WG * shape.dv * oE;
     cr.issue('tma', load(rowsBytes), `tma store O${work.qBlock}`, `O${work.qBlock}`, {
+      phase: phase(['write'], null, w, ['O']),
       latency: gpu.copyLatencyCycles,
       mem: [{ space: 'smem', buffer: `${p}sO`, stage: 0, offset: w * rowsBytes, bytes: rowsBytes, action: 'fill', tile: `O${work.qBlock}.${w}` }],
       memDone: [
@@ -314,7 +325,9 @@ export const fa3Hw: HwAlgorithm = {
   id: 'fa3',
   name: 'FlashAttention-3 (SM90: TMA producer, ping-pong consumers)',
   arch: [90],
-  featureKeys: ['pingpong', 'intraOverlap', 'stages'],
+  switches: { pingpong: FA3_FEATURES.pingpong, intraOverlap: FA3_FEATURES.intraOverlap, stages: STAGES_SWITCH },
+  // Sub-units are the consumer warpgroups, 64 rows each.
+  geometry: (sheet) => ({ ctaRows: sheet.tiles.block_m, subRows: ROWS_PER_WG }),
   longestFirst: true,
   resources,
   grid,

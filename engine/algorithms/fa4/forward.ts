@@ -41,7 +41,7 @@ import { blockHasVisible } from '../../core/scores.ts';
 import { blockCount, resolveBlocks } from '../blocks.ts';
 import { exp2Emulated, exp2Hardware } from './exp2-emulation.ts';
 import { fa4Config, fa4HeadDimRefusal, isEmulatedElement, type Fa4Exp2 } from './tiles.ts';
-import { readFeatures } from '../features.ts';
+import { readFeatures, type FeatureSpecs, type SwitchValues } from '../features.ts';
 import { Producer } from '../producer.ts';
 import * as step from '../tile-steps.ts';
 import type { AlgorithmResult, RunOptions, StepAlgorithm, StepGenerator } from '../types.ts';
@@ -49,13 +49,15 @@ import type { AlgorithmResult, RunOptions, StepAlgorithm, StepGenerator } from '
 const evenPositive = (v: number) => (Number.isInteger(v) && v >= 2 && v % 2 === 0 ? undefined : `must be an even integer >= 2, got ${v}`);
 
 export const FA4_FEATURES = {
-  lazyRescale: { default: true, doc: 'keep a stale row max unless it grew by more than rescaleThreshold (log2 units)' },
+  lazyRescale: { default: true, panel: true, doc: 'keep a stale row max unless it grew by more than rescaleThreshold (log2 units)' },
   rescaleThreshold: {
     default: 8,
+    panel: true,
+    inactive: (v: SwitchValues) => (v.lazyRescale ? undefined : 'applies with lazyRescale on only'),
     doc: 'log2-units growth of the row max that forces a rescale when lazyRescale is on',
     check: (v: number) => (v > 0 && v <= 64 ? undefined : `must be in (0, 64], got ${v}`),
   },
-  exp2Emulation: { default: true, doc: 'compute part of the exponentials with the polynomial exp2 on the FMA pipe' },
+  exp2Emulation: { default: true, panel: true, doc: 'compute part of the exponentials with the polynomial exp2 on the FMA pipe' },
   exp2EmuFreq: { default: 0, doc: "emulation pattern period in columns (0: the kernel's value for this configuration)", check: (v: number) => (v === 0 ? undefined : evenPositive(v)) },
   exp2EmuRes: {
     default: 0,
@@ -67,7 +69,7 @@ export const FA4_FEATURES = {
     doc: "first 32-column fragment that uses the polynomial (-1: the kernel's value, 1 unless _TUNING_CONFIG says 0)",
     check: (v: number) => (Number.isInteger(v) && v >= -1 && v <= 8 ? undefined : `must be an integer in [-1, 8], got ${v}`),
   },
-};
+} satisfies FeatureSpecs;
 
 /** Rows per correction-warp rescale vote (one warp, one thread per row). */
 export const FA4_RESCALE_GROUP = 32;

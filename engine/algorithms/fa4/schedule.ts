@@ -44,7 +44,11 @@ import {
   type HwAlgorithm,
   type HwFeatures,
   type ProblemShape,
+  phase as opPhase,
+  RESCALE_AT_SWITCH,
+  STAGES_SWITCH,
 } from '../../hw/model.ts';
+import { FA4_FEATURES } from './forward.ts';
 import type { Kernel, MemSpec } from '../../hw/scheduler.ts';
 import { FA4_TILE, exp2EmulatedShare, fa4Config, fa4HeadDimRefusal, type Fa4Config } from './tiles.ts';
 
@@ -313,6 +317,7 @@ function build(k: Kernel, ctx: BuildContext, work: CtaWork): void {
   for (const x of loads) {
     if (x.kind === 'Q') {
       ld.issue('tma', load(x.bytes), `tma ${x.tile}`, x.tile, {
+        phase: opPhase(['load'], null, x.stage, ['Q']),
         latency: gpu.copyLatencyCycles,
         arrive: [qFull[x.stage]],
         mem: [{ space: 'smem', buffer: `${p}sQ`, stage: x.stage, offset: x.offset, bytes: x.bytes, action: 'fill', tile: x.tile }],
@@ -324,6 +329,7 @@ function build(k: Kernel, ctx: BuildContext, work: CtaWork): void {
     // Uneven ring: a K landing in stage 0 overlaps the Large tile the middle stage held last round.
     if (L.unevenShift > 0 && x.kind === 'K' && x.stage === 0) ld.wait(kvEmpty[1], round - 1);
     ld.issue('tma', load(x.bytes), `tma ${x.tile}`, x.tile, {
+      phase: opPhase(['load'], Number(x.tile.slice(1)), null, [x.kind]),
       latency: gpu.copyLatencyCycles,
       arrive: [kvFull[x.stage]],
       mem: [{ space: 'smem', buffer: `${p}sKV`, stage: x.stage, offset: x.offset, bytes: x.bytes, action: 'fill', tile: x.tile }],
@@ -341,6 +347,7 @@ function build(k: Kernel, ctx: BuildContext, work: CtaWork): void {
   });
   const qkOp = (s: number, i: number, extraArrive: number[]) => {
     mma.issue('tensor', qk, `S${s}=Q${s}·K${kv[i]}ᵀ${pair}`, `S${s}`, {
+      phase: opPhase(['qk'], kv[i], s),
       latency: UMMA_LATENCY,
       chunks: 1,
       arrive: [sFull[s], ...extraArrive],
@@ -352,12 +359,14 @@ function build(k: Kernel, ctx: BuildContext, work: CtaWork): void {
     for (let s = 0; s < Q; s++) {
       mma.wait(pFullORescaled[s], i);
       mma.issue('tensor', pv * 0.75, `O${s}+=P${s}·V${kv[i]} (3/4)${pair}`, `O${s}`, {
+        phase: opPhase(['pv'], kv[i], s),
         latency: 0,
         memBegin: i === 0 ? [tmemSpec(`O${s}`, L.tmem.o[s], shape.dv, 'fill', `O${s}`)] : undefined,
       });
       mma.wait(pFull2[s], i);
       const arrive = [...(last ? [oFull[s]] : []), ...(s === Q - 1 ? [kvEmpty[vx.stage]] : [])];
       mma.issue('tensor', pv * 0.25, `O${s}+=P${s}·V${kv[i]} (last 1/4)${pair}`, `O${s}`, {
+        phase: opPhase(['pv'], kv[i], s),
         latency: UMMA_LATENCY,
         arrive,
         memDone: [tmemSpec(`P${s}`, L.tmem.p[s], FA4_BLOCK_N / 2, 'release', `P${s}.${kv[i]}`)],
@@ -388,23 +397,24 @@ function build(k: Kernel, ctx: BuildContext, work: CtaWork): void {
     for (let i = 0; i < n; i++) {
       const j = kv[i];
       sm.wait(sFull[s], i);
-      sm.exec('tmem', tmemMove(elems * 4), `tcgen05.ld S${s}`, `S${s}`, { memDone: [tmemSpec(`S${s}`, L.tmem.s[s], FA4_BLOCK_N, 'release', `S${s}.${j}`)] });
+      sm.exec('tmem', tmemMove(elems * 4), `tcgen05.ld S${s}`, `S${s}`, { phase: opPhase(['mask'], j, s), memDone: [tmemSpec(`S${s}`, L.tmem.s[s], FA4_BLOCK_N, 'release', `S${s}.${j}`)] });
       const masked = crossesDiagonal(shape, (Q * work.qBlock + s) * FA4_BLOCK_M, j, FA4_BLOCK_N);
       const emu = emuFrac;
-      if (masked) sm.exec('fma', (elems * 2) / (gpu.fmaPerClk * PACKED), 'causal mask', `S${s}`);
-      sm.exec('fma', (elems * 1) / (gpu.fmaPerClk * PACKED), 'row max, scale to sScale', `S${s}`);
+      if (masked) sm.exec('fma', (elems * 2) / (gpu.fmaPerClk * PACKED), 'causal mask', `S${s}`, { phase: opPhase(['mask'], j, s) });
+      sm.exec('fma', (elems * 1) / (gpu.fmaPerClk * PACKED), 'row max, scale to sScale', `S${s}`, { phase: opPhase(['rowmax'], j, s) });
       sm.arrive(corrFull[s]);
-      sm.exec('fma', elems / (gpu.fmaPerClk * PACKED), 'x·scale − max', `S${s}`);
-      if (emu < 1) sm.exec('mufu', (elems * (1 - emu)) / gpu.mufuPerClk, `exp2 MUFU (${Math.round((1 - emu) * 100)}%)`, `P${s}`);
-      if (emu > 0) sm.exec('fma', (elems * emu * EXP2_POLY_FMA_OPS) / (gpu.fmaPerClk * PACKED), `exp2 cubic polynomial (${Math.round(emu * 100)}%)`, `P${s}`);
+      sm.exec('fma', elems / (gpu.fmaPerClk * PACKED), 'x·scale − max', `S${s}`, { phase: opPhase(['exp'], j, s) });
+      if (emu < 1) sm.exec('mufu', (elems * (1 - emu)) / gpu.mufuPerClk, `exp2 MUFU (${Math.round((1 - emu) * 100)}%)`, `P${s}`, { phase: opPhase(['exp'], j, s) });
+      if (emu > 0) sm.exec('fma', (elems * emu * EXP2_POLY_FMA_OPS) / (gpu.fmaPerClk * PACKED), `exp2 cubic polynomial (${Math.round(emu * 100)}%)`, `P${s}`, { phase: opPhase(['exp'], j, s) });
       sm.exec('tmem', tmemMove((elems * e * 3) / 4), `tcgen05.st P${s} (3/4)`, `P${s}`, {
+        phase: opPhase(['exp'], j, s),
         mem: [tmemSpec(`P${s}`, L.tmem.p[s], FA4_BLOCK_N / 2, 'fill', `P${s}.${j}`)],
       });
       sm.arrive(pFullORescaled[s]);
-      sm.exec('tmem', tmemMove((elems * e) / 4), `tcgen05.st P${s} (last 1/4)`, `P${s}`);
+      sm.exec('tmem', tmemMove((elems * e) / 4), `tcgen05.st P${s} (last 1/4)`, `P${s}`, { phase: opPhase(['exp'], j, s) });
       sm.arrive(pFull2[s]);
       sm.wait(corrEmpty[s], i);
-      sm.exec('fma', (elems * (SOFTMAX_FMA_OPS - 2)) / (gpu.fmaPerClk * PACKED), 'row sum, cvt', `P${s}`);
+      sm.exec('fma', (elems * (SOFTMAX_FMA_OPS - 2)) / (gpu.fmaPerClk * PACKED), 'row sum, cvt', `P${s}`, { phase: opPhase(['rowsum'], j, s) });
     }
   }
 
@@ -414,16 +424,17 @@ function build(k: Kernel, ctx: BuildContext, work: CtaWork): void {
   for (let i = 0; i < n; i++) {
     for (let s = 0; s < Q; s++) {
       corr.wait(corrFull[s], i);
-      corr.exec('fma', (FA4_BLOCK_M * 4) / gpu.fmaPerClk, 'read scale, vote', `O${s}`);
+      corr.exec('fma', (FA4_BLOCK_M * 4) / gpu.fmaPerClk, 'read scale, vote', `O${s}`, { phase: opPhase(['rescale'], kv[i], s) });
       // Without lazy rescaling every block after the first multiplies O by exp2(m_old − m_new).
       // With it, O is rescaled only where the vote finds a row whose max grew by more than
       // 2^8: the iterations the numeric run reports (rescaleAt), else none once the first
       // block has set the max (growth that large needs outlier scores).
       const rescale = i > 0 && (f.lazyRescale ? (f.rescaleAt?.includes(i) ?? false) : true);
       if (rescale) {
-        corr.exec('tmem', tmemMove(oBytes), `tcgen05.ld O${s}`, `O${s}`);
-        corr.exec('fma', (FA4_BLOCK_M * shape.dv) / (gpu.fmaPerClk * PACKED), `O${s} *= exp2(m_old − m_new)`, `O${s}`);
-        corr.exec('tmem', tmemMove(oBytes), `tcgen05.st O${s}`, `O${s}`);
+        const rescaled = { phase: opPhase(['rescale'], kv[i], s) };
+        corr.exec('tmem', tmemMove(oBytes), `tcgen05.ld O${s}`, `O${s}`, rescaled);
+        corr.exec('fma', (FA4_BLOCK_M * shape.dv) / (gpu.fmaPerClk * PACKED), `O${s} *= exp2(m_old − m_new)`, `O${s}`, rescaled);
+        corr.exec('tmem', tmemMove(oBytes), `tcgen05.st O${s}`, `O${s}`, rescaled);
       }
       corr.arrive(pFullORescaled[s]);
       corr.arrive(corrEmpty[s]);
@@ -435,12 +446,13 @@ function build(k: Kernel, ctx: BuildContext, work: CtaWork): void {
   for (let s = 0; s < Q; s++) {
     if (n === 0) break;
     corr.wait(oFull[s], 0);
-    corr.exec('tmem', tmemMove(oBytes), `tcgen05.ld O${s}`, `O${s}`, { memDone: [tmemSpec(`O${s}`, L.tmem.o[s], shape.dv, 'release', `O${s}`)] });
-    corr.exec('fma', (FA4_BLOCK_M * shape.dv * 2) / (gpu.fmaPerClk * PACKED), `O${s} / l, cvt`, `O${s}`);
+    corr.exec('tmem', tmemMove(oBytes), `tcgen05.ld O${s}`, `O${s}`, { phase: opPhase(['normalize'], null, s), memDone: [tmemSpec(`O${s}`, L.tmem.o[s], shape.dv, 'release', `O${s}`)] });
+    corr.exec('fma', (FA4_BLOCK_M * shape.dv * 2) / (gpu.fmaPerClk * PACKED), `O${s} / l, cvt`, `O${s}`, { phase: opPhase(['normalize'], null, s) });
     // d 192 (overlap_sO_sQ): O is staged over sQ_s, whose Q was last read by the final S MMA, done before O_full.
     if (L.cfg.overlapSOSQ) corr.mem({ space: 'smem', buffer: `${p}sQ`, stage: s, offset: L.qOff[s], bytes: qBytes, action: 'release', tile: qTileName(s) });
     const oBuf = 'sO';
     corr.exec('smem', oTile / gpu.smemBytesPerClk, `st.shared O${s}`, `O${s}`, {
+      phase: opPhase(['write'], null, s, ['O']),
       mem: [{ space: 'smem', buffer: `${p}${oBuf}`, stage: s, offset: L.oOff[s], bytes: oTile, action: 'fill', tile: `O${s}` }],
     });
     corr.arrive(epiFull[s]);
@@ -451,6 +463,7 @@ function build(k: Kernel, ctx: BuildContext, work: CtaWork): void {
     epi.wait(epiFull[s], 0);
     const oBuf = 'sO';
     epi.issue('tma', load(oTile), `tma store O${s}`, `O${s}`, {
+      phase: opPhase(['write'], null, s, ['O']),
       latency: gpu.copyLatencyCycles,
       memDone: [
         { space: 'smem', buffer: `${p}${oBuf}`, stage: s, offset: L.oOff[s], bytes: oTile, action: 'release', tile: `O${s}` },
@@ -465,7 +478,9 @@ export const fa4Hw: HwAlgorithm = {
   id: 'fa4',
   name: 'FlashAttention-4 (SM100: TMEM, tcgen05, softmax/correction warpgroups)',
   arch: [100],
-  featureKeys: ['lazyRescale', 'exp2Emulation', 'stages', 'rescaleAt'],
+  switches: { lazyRescale: FA4_FEATURES.lazyRescale, exp2Emulation: FA4_FEATURES.exp2Emulation, stages: STAGES_SWITCH, rescaleAt: RESCALE_AT_SWITCH },
+  // A CTA holds q_stage Q tiles, each its own sub-unit (softmax warpgroup, correction stage).
+  geometry: (sheet) => ({ ctaRows: sheet.tiles.block_m * sheet.q_stage, subRows: sheet.tiles.block_m }),
   longestFirst: true,
   resources: (gpu, shape, f) => layout(gpu, shape, f).sheet,
   grid,

@@ -33,13 +33,14 @@ import { kvHead, type AttentionInputs } from '../../core/inputs.ts';
 import { roundTo } from '../../core/dtype.ts';
 import { blockHasVisible } from '../../core/scores.ts';
 import { blockCount, resolveBlocks } from '../blocks.ts';
-import { positiveInteger, readFeatures } from '../features.ts';
+import { positiveInteger, readFeatures, type FeatureSpecs } from '../features.ts';
 import * as step from '../tile-steps.ts';
 import type { AlgorithmResult, RunOptions, StepAlgorithm, StepGenerator } from '../types.ts';
 
 export const FLASH_DECODING_FEATURES = {
   splits: {
     default: 0,
+    panel: true,
     doc: 'K/V splits; 0 = choose with the occupancy heuristic',
     check: (v: number) => (Number.isInteger(v) && v >= 0 && v <= 1024 ? undefined : `must be an integer in [0, 1024], got ${v}`),
   },
@@ -49,7 +50,7 @@ export const FLASH_DECODING_FEATURES = {
     doc: 'K/V blocks per split, fixed (a paged cache sets it so that splits end on page boundaries); 0 = ceil(blocks / splits)',
     check: (v: number) => (Number.isInteger(v) && v >= 0 ? undefined : `must be an integer >= 0, got ${v}`),
   },
-};
+} satisfies FeatureSpecs;
 
 export const DECODING_BLOCK_M = 64;
 

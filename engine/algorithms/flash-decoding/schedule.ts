@@ -20,7 +20,8 @@ import {
   type HwFeatures,
   type ProblemShape,
 } from '../../hw/model.ts';
-import { SOFTMAX_FMA_OPS, buildWarpTiled, mmaSyncRate, warpTiledSmem, type WarpTiledConfig } from '../../hw/schedules/warp-tiled.ts';
+import { FLASH_DECODING_FEATURES } from './forward.ts';
+import { SOFTMAX_FMA_OPS, buildWarpTiled, mmaSyncRate, warpTiledGeometry, warpTiledSmem, type WarpTiledConfig } from '../../hw/schedules/warp-tiled.ts';
 import { MMA_SYNC_EFFICIENCY } from '../cute-fa2/schedule.ts';
 
 /** Launch gap before the combine kernel starts, µs (model assumption: back-to-back launches on one stream). */
@@ -110,7 +111,8 @@ export const flashDecodingHw: HwAlgorithm = {
   id: 'flash-decoding',
   name: 'Flash-decoding (split-KV + combine)',
   arch: [80, 89, 90, 100],
-  featureKeys: ['splits'],
+  switches: { splits: FLASH_DECODING_FEATURES.splits },
+  geometry: warpTiledGeometry,
   streamsKv: true,
   resources,
   grid,

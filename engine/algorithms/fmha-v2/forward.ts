@@ -36,16 +36,16 @@ import { ProblemError, type AttentionProblem } from '../../core/problem.ts';
 import { kvHead, type AttentionInputs } from '../../core/inputs.ts';
 import { blockHasVisible } from '../../core/scores.ts';
 import { blockCount, resolveBlocks } from '../blocks.ts';
-import { readFeatures } from '../features.ts';
+import { readFeatures, type FeatureSpecs } from '../features.ts';
 import * as step from '../tile-steps.ts';
 import type { AlgorithmResult, RunOptions, StepAlgorithm, StepGenerator } from '../types.ts';
 
 export const FMHA_V2_FEATURES = {
-  fp16Accumulation: { default: false, doc: 'accumulate both GEMMs in fp16 (HALF_ACCUMULATION_FOR_FLASH_ATTENTION)' },
-};
+  fp16Accumulation: { default: false, panel: true, dtypes: ['fp16'], dtypeWhy: 'fp16 HMMA takes fp16 operands', doc: 'accumulate both GEMMs in fp16 (HALF_ACCUMULATION_FOR_FLASH_ATTENTION)' },
+} satisfies FeatureSpecs;
 export const FMHA_V2_WARPS = 4;
 
-export function fmhaV2DefaultTile(p: AttentionProblem): { blockM: number; blockN: number } {
+export function fmhaV2DefaultTile(p: Pick<AttentionProblem, 'd'>): { blockM: number; blockN: number } {
   if (p.d <= 64) return { blockM: 128, blockN: 128 };
   if (p.d <= 128) return { blockM: 64, blockN: 64 };
   return { blockM: 64, blockN: 32 };

@@ -21,8 +21,9 @@ import {
   type HwAlgorithm,
   type HwFeatures,
   type ProblemShape,
+  STAGES_SWITCH,
 } from '../../hw/model.ts';
-import { buildWarpTiled, mmaSyncRate, warpTiledSmem, type WarpTiledConfig } from '../../hw/schedules/warp-tiled.ts';
+import { buildWarpTiled, mmaSyncRate, warpTiledGeometry, warpTiledSmem, type WarpTiledConfig } from '../../hw/schedules/warp-tiled.ts';
 
 /**
  * Calibration: a recorded fmha_exe run of that build (B = 4, H = 16, S = 1024, d = 16, fp16, RTX 4060:
@@ -93,7 +94,8 @@ export const fmhaV2Hw: HwAlgorithm = {
   id: 'fmha-v2',
   name: 'TensorRT-LLM fmha_v2 (SM89 LDGSTS, 4 warps)',
   arch: [80, 89, 90],
-  featureKeys: ['stages'],
+  switches: { stages: STAGES_SWITCH },
+  geometry: warpTiledGeometry,
   resources,
   grid,
   build: (k, ctx, work) => buildWarpTiled(k, ctx, work, fmhaV2Config(ctx.gpu, ctx.shape, ctx.features), resources(ctx.gpu, ctx.shape, ctx.features)),

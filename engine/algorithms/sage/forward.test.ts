@@ -6,7 +6,7 @@
 
 import { describe, expect, it } from 'vitest';
 import { roundFp16 } from '../../core/dtype.ts';
-import { randomInputs, type AttentionInputs } from '../../core/inputs.ts';
+import { kvHead, randomInputs, type AttentionInputs } from '../../core/inputs.ts';
 import { mulberry32 } from '../../core/random.ts';
 import type { AttentionProblem } from '../../core/problem.ts';
 import { runToEnd } from '../../run.ts';
@@ -21,7 +21,7 @@ function reference(p: AttentionProblem, x: AttentionInputs): Float64Array {
   const scale = p.scale ?? 1 / Math.sqrt(p.d);
   for (let b = 0; b < p.batch; b++)
     for (let h = 0; h < p.hq; h++) {
-      const hk = Math.floor(h / (p.hq / p.hk));
+      const hk = kvHead(p, h);
       for (let i = 0; i < p.nq; i++) {
         const s: number[] = [];
         for (let j = 0; j < p.nk; j++) {

@@ -38,18 +38,20 @@ import { roundFp8 } from '../../lowprec/fp8.ts';
 import { dtypeBytes, isFp8, ProblemError, type AttentionProblem } from '../../core/problem.ts';
 import { blockHasVisible } from '../../core/scores.ts';
 import { blockCount, resolveBlocks } from '../blocks.ts';
-import { readFeatures, type FeatureSpecs } from '../features.ts';
+import { readFeatures, type FeatureSpecs, type SwitchValues } from '../features.ts';
 import * as step from '../tile-steps.ts';
 import type { AlgorithmResult, RunOptions, StepAlgorithm, StepGenerator } from '../types.ts';
 
 export const SAGE_FEATURES = {
   version: {
     default: 1,
+    panel: true,
+    choices: [1, 2],
     check: (v: number) => (v === 1 || v === 2 ? undefined : `must be 1 (INT8 Q·Kᵀ, FP16 P·V) or 2 (INT8 Q·Kᵀ, FP8 P·V), got ${v}`),
     doc: 'SageAttention 1 (FP16 P and V, fp16 accumulation per block) or 2 (P and per-channel V in FP8 e4m3, fp32 accumulation)',
   },
-  smoothK: { default: true, doc: 'subtract the mean of K over the tokens before quantizing it (softmax unchanged; the LSE gets q·mean·scale back)' },
-  qPerWarp: { default: true, doc: 'version 2 only: one Q scale per warp (32 rows of the 128-row tile) instead of per tile; each warp slice is stepped as its own unit' },
+  smoothK: { default: true, panel: true, doc: 'subtract the mean of K over the tokens before quantizing it (softmax unchanged; the LSE gets q·mean·scale back)' },
+  qPerWarp: { default: true, panel: true, inactive: (v: SwitchValues) => (v.version === 2 ? undefined : 'applies to version 2 only'), doc: 'version 2 only: one Q scale per warp (32 rows of the 128-row tile) instead of per tile; each warp slice is stepped as its own unit' },
 } satisfies FeatureSpecs;
 
 /** The kernels' tile: 128 query rows × 64 keys (v1's Triton BLOCK_M × BLOCK_N; v2's SM89 CTA_Q × CTA_K). */

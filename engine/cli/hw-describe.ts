@@ -1,9 +1,9 @@
 // `describe`: the resource sheet of one hardware schedule as JSON. Exit code 1 when the
 // configuration does not fit (the sheet still lists what it needs and what the GPU has).
 
-import type { CliCommand } from '../../cli/command.ts';
-import { describeFor } from '../registry.ts';
-import { HW_OPTIONS_HELP, parseHwOptions } from './options.ts';
+import type { CliCommand } from './command.ts';
+import { describeFor } from '../hw/registry.ts';
+import { HW_OPTIONS_HELP, parseHwOptions } from './hw-options.ts';
 
 export const describeCommand: CliCommand = {
   name: 'describe',

@@ -1,9 +1,9 @@
 // `simulate`: predicted time, TFLOP/s and per-unit utilization of a whole problem on a GPU.
 
-import type { CliCommand } from '../../cli/command.ts';
-import { simulateFor } from '../registry.ts';
-import { FitError } from '../simulate.ts';
-import { HW_OPTIONS_HELP, parseHwOptions } from './options.ts';
+import type { CliCommand } from './command.ts';
+import { simulateFor } from '../hw/registry.ts';
+import { FitError } from '../hw/simulate.ts';
+import { HW_OPTIONS_HELP, parseHwOptions } from './hw-options.ts';
 
 export const simulateCommand: CliCommand = {
   name: 'simulate',

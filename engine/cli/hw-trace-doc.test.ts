@@ -2,7 +2,7 @@
 // "Hardware events" section is exactly a line the documented command produces today.
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { hardwareTraceLines } from './trace-lines.ts';
+import { hardwareTraceLines } from './hw-trace-options.ts';
 
 const doc = readFileSync(new URL('../TRACE.md', import.meta.url), 'utf8');
 // From its heading to the next top-level section (the backward's sections follow it).

@@ -7,17 +7,12 @@ import { fa2 } from '../algorithms/fa2/forward.ts';
 import { standard } from '../algorithms/standard/forward.ts';
 import type { StepAlgorithm } from '../algorithms/types.ts';
 import { randomInputs } from '../core/inputs.ts';
-import type { AttentionProblem } from '../core/problem.ts';
 import { runToEnd } from '../run.ts';
-import type { TraceEvent } from './events.ts';
-import { toJsonLine } from './jsonl.ts';
+import type { TraceEvent } from '../trace/events.ts';
+import { toJsonLine } from '../trace/jsonl.ts';
 import { backwardTraceExamples } from './backward-examples.ts';
+import { EXAMPLE_BLOCKS, EXAMPLE_PROBLEM, EXAMPLE_SEED } from './example-problem.ts';
 import { lowPrecisionTraceExamples } from './lowprec-examples.ts';
-
-/** 3 queries, 4 keys, d = dv = 2, causal (bottom-right), 2×2 tiles, seed 3 (chosen so the second K/V block raises a row max and the rescale factor is not 1). */
-export const EXAMPLE_PROBLEM: AttentionProblem = { batch: 1, hq: 1, hk: 1, nq: 3, nk: 4, d: 2, dv: 2, causal: true, dtype: 'fp32' };
-export const EXAMPLE_BLOCKS = { blockM: 2, blockN: 2 };
-export const EXAMPLE_SEED = 3;
 
 function events(algo: StepAlgorithm): TraceEvent[] {
   const out: TraceEvent[] = [];

@@ -10,7 +10,7 @@ import { standard } from '../algorithms/standard/forward.ts';
 import { randomInputs } from '../core/inputs.ts';
 import { runToEnd } from '../run.ts';
 import { traceExamples } from './examples.ts';
-import { fromJsonLine } from './jsonl.ts';
+import { fromJsonLine } from '../trace/jsonl.ts';
 
 const doc = readFileSync(new URL('../TRACE.md', import.meta.url), 'utf8');
 const blocks = new Map([...doc.matchAll(/<!-- example (\S+) -->\n```json\n(.*)\n```/g)].map((m) => [m[1], m[2]]));

@@ -1,5 +1,5 @@
 // The worked examples of TRACE.md's backward section, generated from the engine on the
-// forward examples' problem (examples.ts) with a dO drawn from the same seed: one event of
+// forward examples' problem (example-problem.ts) with a dO drawn from the same seed: one event of
 // every backward kind (FA2), FA1's plain dQ read-modify-write, and an FA3 producer load and
 // deterministic dQ add. trace-doc.test.ts pins them.
 
@@ -8,9 +8,9 @@ import { backwardById } from '../backward/registry.ts';
 import type { BackwardInputs } from '../backward/types.ts';
 import { randomInputs } from '../core/inputs.ts';
 import { runToEnd } from '../run.ts';
-import type { TraceEvent } from './events.ts';
-import { toJsonLine } from './jsonl.ts';
-import { EXAMPLE_BLOCKS, EXAMPLE_PROBLEM, EXAMPLE_SEED } from './examples.ts';
+import type { TraceEvent } from '../trace/events.ts';
+import { toJsonLine } from '../trace/jsonl.ts';
+import { EXAMPLE_BLOCKS, EXAMPLE_PROBLEM, EXAMPLE_SEED } from './example-problem.ts';
 
 function events(id: string, features?: Record<string, boolean>): TraceEvent[] {
   const p = EXAMPLE_PROBLEM;

@@ -2,10 +2,10 @@
 // the algorithm, the GPU, the problem shape and the feature switches. Every bad value is
 // rejected with a message naming the flag.
 
-import { DTYPES, validateProblem, type AttentionProblem, type DType } from '../../core/problem.ts';
-import { GPUS } from '../gpus/index.ts';
-import type { HwFeatures, ProblemShape } from '../model.ts';
-import { HW_ALGORITHMS, HW_BACKWARD_ALGORITHMS, type HwPass } from '../registry.ts';
+import { DTYPES, validateProblem, type AttentionProblem, type DType } from '../core/problem.ts';
+import { GPUS } from '../hw/gpus/index.ts';
+import type { HwFeatures, ProblemShape } from '../hw/model.ts';
+import { HW_ALGORITHMS, HW_BACKWARD_ALGORITHMS, type HwPass } from '../hw/registry.ts';
 
 export interface HwOptions {
   algo: string;

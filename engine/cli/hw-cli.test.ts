@@ -2,13 +2,14 @@ import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { traceCommand } from '../../cli/trace-command.ts';
-import { fromJsonLine } from '../../trace/jsonl.ts';
-import type { MemoryEvent, TimelineEvent } from '../events.ts';
-import { hardwareTraceLines, isHardwareAlgorithm } from '../trace-lines.ts';
-import { describeCommand } from './describe.ts';
-import { parseHwOptions } from './options.ts';
-import { simulateCommand } from './simulate.ts';
+import { traceCommand } from './trace-command.ts';
+import { fromJsonLine } from '../trace/jsonl.ts';
+import type { MemoryEvent, TimelineEvent } from '../hw/events.ts';
+import { isHardwareAlgorithm } from '../hw/trace-lines.ts';
+import { hardwareTraceLines } from './hw-trace-options.ts';
+import { describeCommand } from './hw-describe.ts';
+import { parseHwOptions } from './hw-options.ts';
+import { simulateCommand } from './hw-simulate.ts';
 
 function capture(): { out: string[]; err: string[] } {
   const out: string[] = [];

@@ -37,7 +37,8 @@ describe('sources', () => {
     expect(hits).toEqual([]);
   });
   it('the pattern catches the forms it is meant to catch', () => {
-    for (const s of [`as ${SEED} 003 reads it`, `Corrections to the ${SEED} notes`, `../shared/${SEED}s/000.txt`]) expect(PATTERN.test(s)).toBe(true);
+    for (const s of [`as ${SEED} 003 reads it`, `Corrections to the ${SEED} notes`, `../shared/${SEED}s/000.txt`])
+      expect(PATTERN.test(s)).toBe(true);
     expect(PATTERN.test('random inputs from seed 3')).toBe(false);
   });
 });

@@ -47,7 +47,15 @@ interface Variant {
   /** Keep only this many mantissa bits of the Q·K accumulator after every add (0: exact). */
   accBits: number;
 }
-const PAPER_BASELINE: Variant = { pCast: 'tensor', out: 'bf16', format: 'e4m3', towardZero: false, noScale: false, rotate: false, accBits: 0 };
+const PAPER_BASELINE: Variant = {
+  pCast: 'tensor',
+  out: 'bf16',
+  format: 'e4m3',
+  towardZero: false,
+  noScale: false,
+  rotate: false,
+  accBits: 0,
+};
 
 /**
  * The paper's "baseline FP8" as its text describes it (standard attention, S materialized):
@@ -99,7 +107,7 @@ function standardFp8(p: AttentionProblem, x: AttentionInputs, v: Variant): Float
         m = Math.max(m, row[j]);
       }
       let l = 0;
-      for (let j = 0; j < nk; j++) l += (row[j] = Math.exp(row[j] - m));
+      for (let j = 0; j < nk; j++) l += row[j] = Math.exp(row[j] - m);
       // The unnormalized P (in [0, 1]) is what FA3 casts; standard attention casts the normalized one.
       for (let j = 0; j < nk; j++) {
         if (v.pCast === 'offset256') row[j] = roundFp8('e4m3', row[j] * 256) / 256;
@@ -146,11 +154,14 @@ if (process.argv.includes('--candidates')) {
     ['Q, K, V rounded toward zero', { towardZero: true }],
     ['e5m2 instead of e4m3', { format: 'e5m2' }],
   ];
-  console.log(`Candidates for the paper's baseline: standard attention in FP8, B=1 H=1 N=${n} d=128, fa3-outliers seeds ${seeds.join(', ')}, RMSE of O against float64\n`);
+  console.log(
+    `Candidates for the paper's baseline: standard attention in FP8, B=1 H=1 N=${n} d=128, fa3-outliers seeds ${seeds.join(', ')}, RMSE of O against float64\n`,
+  );
   console.log('| variant | RMSE, no rotation (paper 2.4e-2) | RMSE, Hadamard-rotated Q, K (paper 9.1e-3) |');
   console.log('|---|---|---|');
   for (const [name, change] of cands) {
-    const cell = (rotate: boolean) => inputs.map(({ x, ref }) => e2(outputError(standardFp8(pc, x, { ...PAPER_BASELINE, ...change, rotate }), ref).rmse)).join(', ');
+    const cell = (rotate: boolean) =>
+      inputs.map(({ x, ref }) => e2(outputError(standardFp8(pc, x, { ...PAPER_BASELINE, ...change, rotate }), ref).rmse)).join(', ');
     console.log(`| ${name} | ${cell(false)} | ${cell(true)} |`);
   }
   process.exit(0);
@@ -158,10 +169,18 @@ if (process.argv.includes('--candidates')) {
 
 const p: AttentionProblem = { ...DEFAULT_PROBLEM, hq: HEADS, hk: HEADS, nq: n, nk: n, d: 128, dv: 128 };
 type Row = { name: string; paper: string; run: (x: AttentionInputs) => ArrayLike<number> };
-const fa3Row = (name: string, paper: string, dtype: DType, features: Record<string, boolean>): Row => ({ name, paper, run: (x) => runToEnd(fa3, { ...p, dtype }, x, { features }).o });
+const fa3Row = (name: string, paper: string, dtype: DType, features: Record<string, boolean>): Row => ({
+  name,
+  paper,
+  run: (x) => runToEnd(fa3, { ...p, dtype }, x, { features }).o,
+});
 const rows: Row[] = [
   fa3Row('FP16 FA3', '1.9e-4', 'fp16', {}),
-  { name: 'FP8 paper-faithful baseline: standard attention, one e4m3 scale per whole tensor, P per tensor', paper: '2.4e-2', run: (x) => standardFp8(p, x, PAPER_BASELINE) },
+  {
+    name: 'FP8 paper-faithful baseline: standard attention, one e4m3 scale per whole tensor, P per tensor',
+    paper: '2.4e-2',
+    run: (x) => standardFp8(p, x, PAPER_BASELINE),
+  },
   fa3Row('FP8 kernel-faithful (shipped FA3: descale per batch and KV head, no rotation, P·2⁸)', '—', 'fp8e4m3', {}),
   fa3Row("FP8 FA3, the paper's block quantization + incoherent processing", '9.1e-3', 'fp8e4m3', { blockQuant: true, incoherent: true }),
   fa3Row('FP8 block quantization without incoherent processing', '2.4e-2', 'fp8e4m3', { blockQuant: true, incoherent: false }),
@@ -175,10 +194,14 @@ for (let seed = 1; seed <= SEEDS; seed++) {
   rows.forEach((r, i) => errs[i].push(outputError(r.run(x), ref).rmse));
 }
 const mean = (a: number[]) => a.reduce((s, v) => s + v, 0) / a.length;
-console.log(`FA3 FP8 error, fa3-outliers inputs (N(0,1) + N(0,100)·Bernoulli(0.001)), B=1 H=${HEADS} N=${n} d=128, seeds 1–${SEEDS}, the kernel's tiles, RMSE of O against float64 (${Math.round((Date.now() - t0) / 1000)} s)\n`);
+console.log(
+  `FA3 FP8 error, fa3-outliers inputs (N(0,1) + N(0,100)·Bernoulli(0.001)), B=1 H=${HEADS} N=${n} d=128, seeds 1–${SEEDS}, the kernel's tiles, RMSE of O against float64 (${Math.round((Date.now() - t0) / 1000)} s)\n`,
+);
 console.log('| configuration | paper RMSE | mean RMSE | range over seeds |');
 console.log('|---|---|---|---|');
-rows.forEach((r, i) => console.log(`| ${r.name} | ${r.paper} | ${e2(mean(errs[i]))} | ${e2(Math.min(...errs[i]))} – ${e2(Math.max(...errs[i]))} |`));
+rows.forEach((r, i) =>
+  console.log(`| ${r.name} | ${r.paper} | ${e2(mean(errs[i]))} | ${e2(Math.min(...errs[i]))} – ${e2(Math.max(...errs[i]))} |`),
+);
 const ratio = (a: number, b: number) => errs[a].map((v, i) => v / errs[b][i]);
 for (const [label, a, b] of [
   ['paper-faithful baseline / block + incoherent', 1, 3],
@@ -195,12 +218,21 @@ const ref = referenceAttention(p1, x).o;
 
 const ps: AttentionProblem = { ...DEFAULT_PROBLEM, nq: 64, nk: 512, d: 64, dv: 64, dtype: 'fp8e4m3' };
 const xs = randomInputs(ps, { seed: 2, distribution: 'sink' });
-console.log('P cast on the sink pattern (4 sink keys, Nq=64, Nk=512, d=64, tiles 64×64, no rotation): share of P > 0 flushed to 0 by the e4m3 cast\n');
+console.log(
+  'P cast on the sink pattern (4 sink keys, Nq=64, Nk=512, d=64, tiles 64×64, no rotation): share of P > 0 flushed to 0 by the e4m3 cast\n',
+);
 console.log('| K/V order | pScale | flushed / cast |');
 console.log('|---|---|---|');
-for (const [reverseKv, pScale] of [[false, 1], [true, 1], [false, 256], [true, 256]] as const) {
+for (const [reverseKv, pScale] of [
+  [false, 1],
+  [true, 1],
+  [false, 256],
+  [true, 256],
+] as const) {
   const r = runToEnd(fa3, ps, xs, { blockM: 64, blockN: 64, features: { blockQuant: true, incoherent: false, reverseKv, pScale } });
-  console.log(`| ${reverseKv ? 'last to first (kernel)' : 'first to last'} | ${pScale} | ${r.stats!.flushedP} / ${r.stats!.castP} = ${(r.stats!.flushedP / r.stats!.castP).toFixed(4)} |`);
+  console.log(
+    `| ${reverseKv ? 'last to first (kernel)' : 'first to last'} | ${pScale} | ${r.stats!.flushedP} / ${r.stats!.castP} = ${(r.stats!.flushedP / r.stats!.castP).toFixed(4)} |`,
+  );
 }
 
 // SageAttention: INT8 Q·Kᵀ with per-block scales. The outlier inputs above, and keys whose

@@ -86,21 +86,37 @@ function smemPlan(gpu: GpuSpec, shape: ProblemShape, f: HwFeatures): Fa3Smem {
   sheet.smem.buffers.push({ name: 'sO', stage: 0, offset: 0, bytes: oBytes });
   sheet.smem.used_bytes = pad;
   // Struct order of the mainloop's TensorStorage: sV, (sVt), sQ, sK, (sP), then the barriers.
-  const items: { name: string; stages: number; bytes: number; align: number }[] = [{ name: 'sV', stages, bytes: blockN * shape.dv * e, align: 128 }];
+  const items: { name: string; stages: number; bytes: number; align: number }[] = [
+    { name: 'sV', stages, bytes: blockN * shape.dv * e, align: 128 },
+  ];
   if (fp8) items.push({ name: 'sVt', stages, bytes: blockN * shape.dv * e, align: 1024 });
-  items.push({ name: 'sQ', stages: 1, bytes: blockM * shape.d * e, align: 1024 }, { name: 'sK', stages, bytes: blockN * shape.d * e, align: 1024 });
+  items.push(
+    { name: 'sQ', stages: 1, bytes: blockM * shape.d * e, align: 1024 },
+    { name: 'sK', stages, bytes: blockN * shape.d * e, align: 1024 },
+  );
   if (!c.mmaPvIsRs) items.push({ name: 'sP', stages: 1, bytes: blockM * blockN * e, align: 1024 });
   items.push({ name: 'mbarriers', stages: 1, bytes: 8 * (1 + 4 * stages + (fp8 ? 2 * stages : 0)), align: 16 });
   layoutSmem(sheet, items);
-  sheet.notes.push(`sO is unioned with sV (starts where sV starts${pad > 0 ? `, ${pad} bytes of padding ahead of the mainloop` : ''}): O is written once the last P·V has read V.`);
-  if (fp8) sheet.notes.push('FP8: V lands by TMA in sVt and the producer warpgroup transposes it into sV (FP8 wgmma reads K-major operands only); O is written as bf16.');
-  if (!c.mmaPvIsRs) sheet.notes.push(`P·V reads P from shared memory (MmaPV_is_RS = false for this head dim): each consumer writes its P to sP before the GEMM.`);
-  if (!c.schedulerBarrier) sheet.notes.push('No ping-pong: the kernel has no scheduler barrier for this head dim and dtype (UseSchedulerBarrier = false).');
+  sheet.notes.push(
+    `sO is unioned with sV (starts where sV starts${pad > 0 ? `, ${pad} bytes of padding ahead of the mainloop` : ''}): O is written once the last P·V has read V.`,
+  );
+  if (fp8)
+    sheet.notes.push(
+      'FP8: V lands by TMA in sVt and the producer warpgroup transposes it into sV (FP8 wgmma reads K-major operands only); O is written as bf16.',
+    );
+  if (!c.mmaPvIsRs)
+    sheet.notes.push(
+      `P·V reads P from shared memory (MmaPV_is_RS = false for this head dim): each consumer writes its P to sP before the GEMM.`,
+    );
+  if (!c.schedulerBarrier)
+    sheet.notes.push('No ping-pong: the kernel has no scheduler barrier for this head dim and dtype (UseSchedulerBarrier = false).');
   if (c.rescaleOBeforeGemm) sheet.notes.push('d > 128: O is rescaled before the P·V GEMM is issued (RescaleOBeforeGemm).');
   sheet.roles.push({ name: 'producer', warps: [0, 1, 2, 3], registers: c.producerRegisters });
-  for (let w = 0; w < c.consumers; w++) sheet.roles.push({ name: `consumer${w}`, warps: [4 + 4 * w, 5 + 4 * w, 6 + 4 * w, 7 + 4 * w], registers: c.consumerRegisters });
+  for (let w = 0; w < c.consumers; w++)
+    sheet.roles.push({ name: `consumer${w}`, warps: [4 + 4 * w, 5 + 4 * w, 6 + 4 * w, 7 + 4 * w], registers: c.consumerRegisters });
   requireHalf(sheet, shape, 'FA3', gpu, true);
-  if (shape.d > 256 || shape.dv > 512) sheet.does_not_fit.push(`head dim: FA3 instantiates d up to 256 (dv up to 512 with d ≤ 64), got d = ${shape.d}, dv = ${shape.dv}`);
+  if (shape.d > 256 || shape.dv > 512)
+    sheet.does_not_fit.push(`head dim: FA3 instantiates d up to 256 (dv up to 512 with d ≤ 64), got d = ${shape.d}, dv = ${shape.dv}`);
   if (gpu.sm !== 90) sheet.does_not_fit.push(`arch: FA3 is written for SM90 (wgmma, TMA, setmaxnreg); ${gpu.name} is SM${gpu.sm}`);
   finishSheet(sheet, gpu);
   return { sheet, oBytes };
@@ -142,7 +158,8 @@ function build(k: Kernel, ctx: BuildContext, work: CtaWork): void {
   const elems = ROWS_PER_WG * blockN;
   const load = (bytes: number) => bytes / ctx.loadBytesPerClk;
 
-  for (const b of sheet.smem.buffers) if (b.name !== 'mbarriers') k.alloc({ space: 'smem', buffer: `${p}${b.name}`, stage: b.stage, offset: b.offset, bytes: b.bytes });
+  for (const b of sheet.smem.buffers)
+    if (b.name !== 'mbarriers') k.alloc({ space: 'smem', buffer: `${p}${b.name}`, stage: b.stage, offset: b.offset, bytes: b.bytes });
 
   // FP8 (Transpose_V): TMA lands V in sVt; the producer warpgroup transposes it into sV (the
   // buffer wgmma reads) and frees sVt itself; the consumers read and free sV.
@@ -160,7 +177,17 @@ function build(k: Kernel, ctx: BuildContext, work: CtaWork): void {
     fullK.push(k.mbarrier(`${p}full_K[${s}]`));
     const rel = (name: 'sK' | 'sV' | 'sVt', t: 'K' | 'V') => (ph: number) => {
       const j = kv[s + ph * S];
-      return j === undefined ? null : { space: 'smem' as const, buffer: `${p}${name}`, stage: s, offset: off(name, s), bytes: blockN * (t === 'K' ? shape.d : shape.dv) * e, action: 'release' as const, tile: `${t}${j}` };
+      return j === undefined
+        ? null
+        : {
+            space: 'smem' as const,
+            buffer: `${p}${name}`,
+            stage: s,
+            offset: off(name, s),
+            bytes: blockN * (t === 'K' ? shape.d : shape.dv) * e,
+            action: 'release' as const,
+            tile: `${t}${j}`,
+          };
     };
     emptyK.push(k.mbarrier(`${p}empty_K[${s}]`, CONSUMERS, rel('sK', 'K')));
     if (fp8) {
@@ -175,7 +202,14 @@ function build(k: Kernel, ctx: BuildContext, work: CtaWork): void {
   const pp = Array.from({ length: CONSUMERS }, (_, w) => k.named(`${p}pingpong_WG${w + 1}`, 2));
   const epi = k.named(`${p}epilogue`, CONSUMERS);
 
-  const prod = k.role({ name: `${p}producer`, warps: [0, 1, 2, 3], registers: c.producerRegisters, job: fp8 ? 'warp 0 issues TMA loads of Q and the K/V ring; the warpgroup transposes each V block' : 'warp 0 issues TMA loads of Q and the K/V ring; warps 1-3 idle' });
+  const prod = k.role({
+    name: `${p}producer`,
+    warps: [0, 1, 2, 3],
+    registers: c.producerRegisters,
+    job: fp8
+      ? 'warp 0 issues TMA loads of Q and the K/V ring; the warpgroup transposes each V block'
+      : 'warp 0 issues TMA loads of Q and the K/V ring; warps 1-3 idle',
+  });
   prod.issue('tma', load(blockM * shape.d * e), `tma ${qTile}`, qTile, {
     phase: phase(['load'], null, null, ['Q']),
     latency: gpu.copyLatencyCycles,
@@ -191,14 +225,26 @@ function build(k: Kernel, ctx: BuildContext, work: CtaWork): void {
       phase: phase(['load'], j, null, ['K']),
       latency: gpu.copyLatencyCycles,
       arrive: [fullK[s]],
-      mem: [{ space: 'smem', buffer: `${p}sK`, stage: s, offset: off('sK', s), bytes: blockN * shape.d * e, action: 'fill', tile: `K${j}` }],
+      mem: [
+        { space: 'smem', buffer: `${p}sK`, stage: s, offset: off('sK', s), bytes: blockN * shape.d * e, action: 'fill', tile: `K${j}` },
+      ],
     });
     prod.wait(landEmpty[s], round - 1);
     prod.issue('tma', load(blockN * shape.dv * e), `tma V${j}`, `V${j}`, {
       phase: phase(['load'], j, null, ['V']),
       latency: gpu.copyLatencyCycles,
       arrive: [landFull[s]],
-      mem: [{ space: 'smem', buffer: `${p}${vLand}`, stage: s, offset: off(vLand, s), bytes: blockN * shape.dv * e, action: 'fill', tile: `V${j}` }],
+      mem: [
+        {
+          space: 'smem',
+          buffer: `${p}${vLand}`,
+          stage: s,
+          offset: off(vLand, s),
+          bytes: blockN * shape.dv * e,
+          action: 'fill',
+          tile: `V${j}`,
+        },
+      ],
     });
     if (fp8) {
       // LDSM.T out of sVt, STSM into sV: every byte read and written once through shared memory.
@@ -214,44 +260,102 @@ function build(k: Kernel, ctx: BuildContext, work: CtaWork): void {
 
   for (let w = 0; w < CONSUMERS; w++) {
     const warps = [4 + 4 * w, 5 + 4 * w, 6 + 4 * w, 7 + 4 * w];
-    const cr = k.role({ name: `${p}consumer${w}`, warps, registers: c.consumerRegisters, job: `rows ${w * ROWS_PER_WG}-${(w + 1) * ROWS_PER_WG - 1} of the Q tile: both GEMMs and the online softmax` });
+    const cr = k.role({
+      name: `${p}consumer${w}`,
+      warps,
+      registers: c.consumerRegisters,
+      job: `rows ${w * ROWS_PER_WG}-${(w + 1) * ROWS_PER_WG - 1} of the Q tile: both GEMMs and the online softmax`,
+    });
     const done = k.counter(`${p}wgmma_WG${w + 1}`);
     let issued = 0;
     const next = pp[(w + 1) % CONSUMERS];
     const mine = pp[w];
-    const regs = (buffer: string, tile: string, bytes: number) => ({ space: 'regs' as const, buffer: `${p}${buffer}`, stage: w, offset: 0, bytes, action: 'fill' as const, tile });
-    const rescaleO = (j: number) => cr.exec('fma', (ROWS_PER_WG * shape.dv) / gpu.fmaPerClk, 'rescale O', `P${j}`, { phase: phase(['rescale'], j, w) });
+    const regs = (buffer: string, tile: string, bytes: number) => ({
+      space: 'regs' as const,
+      buffer: `${p}${buffer}`,
+      stage: w,
+      offset: 0,
+      bytes,
+      action: 'fill' as const,
+      tile,
+    });
+    const rescaleO = (j: number) =>
+      cr.exec('fma', (ROWS_PER_WG * shape.dv) / gpu.fmaPerClk, 'rescale O', `P${j}`, { phase: phase(['rescale'], j, w) });
     const issueGemm1 = (idx: number) => {
       const j = kv[idx];
       const s = idx % S;
       cr.wait(fullV[s], Math.floor(idx / S));
       const pBytes = ROWS_PER_WG * blockN * e;
-      const sP = c.mmaPvIsRs ? [] : [{ space: 'smem' as const, buffer: `${p}sP`, stage: 0, offset: off('sP', 0) + w * pBytes, bytes: pBytes, action: 'release' as const, tile: `P${j}.${w}` }];
-      cr.issue('tensor', gemm1, `gemm1 O+=P·V${j}${c.mmaPvIsRs ? '' : ' (P from sP)'}`, `O${work.qBlock}`, { phase: phase(['pv'], j, w), latency: WGMMA_LATENCY, chunks: blockN / 16, arrive: [done], memDone: [regs('regs.O', `O${work.qBlock}`, ROWS_PER_WG * shape.dv * 4), ...sP] });
+      const sP = c.mmaPvIsRs
+        ? []
+        : [
+            {
+              space: 'smem' as const,
+              buffer: `${p}sP`,
+              stage: 0,
+              offset: off('sP', 0) + w * pBytes,
+              bytes: pBytes,
+              action: 'release' as const,
+              tile: `P${j}.${w}`,
+            },
+          ];
+      cr.issue('tensor', gemm1, `gemm1 O+=P·V${j}${c.mmaPvIsRs ? '' : ' (P from sP)'}`, `O${work.qBlock}`, {
+        phase: phase(['pv'], j, w),
+        latency: WGMMA_LATENCY,
+        chunks: blockN / 16,
+        arrive: [done],
+        memDone: [regs('regs.O', `O${work.qBlock}`, ROWS_PER_WG * shape.dv * 4), ...sP],
+      });
       return issued++;
     };
     const releaseV = (idx: number) => cr.arrive(emptyV[idx % S]);
     const issueGemm0 = (j: number) => {
-      cr.issue('tensor', gemm0Cycles, `gemm0 S=Q·K${j}ᵀ`, `S${j}`, { phase: phase(['qk'], j, w), latency: WGMMA_LATENCY, chunks: shape.d / 16, arrive: [done], memDone: [regs('regs.S', `S${j}`, ROWS_PER_WG * blockN * 4)] });
+      cr.issue('tensor', gemm0Cycles, `gemm0 S=Q·K${j}ᵀ`, `S${j}`, {
+        phase: phase(['qk'], j, w),
+        latency: WGMMA_LATENCY,
+        chunks: shape.d / 16,
+        arrive: [done],
+        memDone: [regs('regs.S', `S${j}`, ROWS_PER_WG * blockN * 4)],
+      });
       return issued++;
     };
     // P in 16 bits (or FP8) for the P·V GEMM; SS variant: stored to sP for wgmma to read.
     const convertP = (j: number) => {
       // After the row sum in this order, so the row-sum step's cursor covers the conversion too.
-      cr.exec('fma', (elems * 0.5) / gpu.fmaPerClk, 'cvt P', `P${j}`, { phase: phase(['rowsum'], j, w), memDone: [regs('regs.P', `P${j}`, ROWS_PER_WG * blockN * e)] });
+      cr.exec('fma', (elems * 0.5) / gpu.fmaPerClk, 'cvt P', `P${j}`, {
+        phase: phase(['rowsum'], j, w),
+        memDone: [regs('regs.P', `P${j}`, ROWS_PER_WG * blockN * e)],
+      });
       if (!c.mmaPvIsRs) {
         cr.exec('smem', (ROWS_PER_WG * blockN * e) / gpu.smemBytesPerClk, `st.shared P${j} → sP`, `P${j}`, {
           phase: phase(['rowsum'], j, w),
-          mem: [{ space: 'smem', buffer: `${p}sP`, stage: 0, offset: off('sP', 0) + w * ROWS_PER_WG * blockN * e, bytes: ROWS_PER_WG * blockN * e, action: 'fill', tile: `P${j}.${w}` }],
+          mem: [
+            {
+              space: 'smem',
+              buffer: `${p}sP`,
+              stage: 0,
+              offset: off('sP', 0) + w * ROWS_PER_WG * blockN * e,
+              bytes: ROWS_PER_WG * blockN * e,
+              action: 'fill',
+              tile: `P${j}.${w}`,
+            },
+          ],
         });
       }
     };
     const softmaxHead = (j: number, first: boolean) => {
-      if (crossesDiagonal(shape, work.qBlock * blockM + w * ROWS_PER_WG, j, blockN)) cr.exec('fma', (elems * 2) / gpu.fmaPerClk, 'causal mask', `S${j}`, { phase: phase(['mask'], j, w) });
+      if (crossesDiagonal(shape, work.qBlock * blockM + w * ROWS_PER_WG, j, blockN))
+        cr.exec('fma', (elems * 2) / gpu.fmaPerClk, 'causal mask', `S${j}`, { phase: phase(['mask'], j, w) });
       // Row max, exp2 on the MUFU, then the scale-subtract FFMA and the row-sum add.
-      cr.exec('fma', elems / gpu.fmaPerClk + CONSUMER_OVERHEAD, first ? 'rowmax (first block: O is zero, nothing to rescale)' : 'rowmax', `S${j}`, {
-        phase: phase(first ? ['rowmax', 'rescale'] : ['rowmax'], j, w),
-      });
+      cr.exec(
+        'fma',
+        elems / gpu.fmaPerClk + CONSUMER_OVERHEAD,
+        first ? 'rowmax (first block: O is zero, nothing to rescale)' : 'rowmax',
+        `S${j}`,
+        {
+          phase: phase(first ? ['rowmax', 'rescale'] : ['rowmax'], j, w),
+        },
+      );
       cr.exec('mufu', elems / gpu.mufuPerClk, 'exp2', `P${j}`, { phase: phase(['exp'], j, w) });
       cr.exec('fma', (elems * (SOFTMAX_FMA_OPS - 1.5)) / gpu.fmaPerClk, 'rowsum', `P${j}`, { phase: phase(['rowsum'], j, w) });
     };
@@ -306,15 +410,35 @@ function build(k: Kernel, ctx: BuildContext, work: CtaWork): void {
     }
     // Epilogue: O / l and conversion in registers; the consumers meet at a named barrier, each
     // writes its 64 rows into sO (over sV, free once every P·V has run), then the TMA store.
-    cr.exec('fma', (ROWS_PER_WG * shape.dv * 2) / gpu.fmaPerClk, 'normalize O/l', `O${work.qBlock}`, { phase: phase(['normalize'], null, w) });
+    cr.exec('fma', (ROWS_PER_WG * shape.dv * 2) / gpu.fmaPerClk, 'normalize O/l', `O${work.qBlock}`, {
+      phase: phase(['normalize'], null, w),
+    });
     cr.sync(epi);
     const rowsBytes = ROWS_PER_WG * shape.dv * oE;
     cr.issue('tma', load(rowsBytes), `tma store O${work.qBlock}`, `O${work.qBlock}`, {
       phase: phase(['write'], null, w, ['O']),
       latency: gpu.copyLatencyCycles,
-      mem: [{ space: 'smem', buffer: `${p}sO`, stage: 0, offset: w * rowsBytes, bytes: rowsBytes, action: 'fill', tile: `O${work.qBlock}.${w}` }],
+      mem: [
+        {
+          space: 'smem',
+          buffer: `${p}sO`,
+          stage: 0,
+          offset: w * rowsBytes,
+          bytes: rowsBytes,
+          action: 'fill',
+          tile: `O${work.qBlock}.${w}`,
+        },
+      ],
       memDone: [
-        { space: 'smem', buffer: `${p}sO`, stage: 0, offset: w * rowsBytes, bytes: rowsBytes, action: 'release', tile: `O${work.qBlock}.${w}` },
+        {
+          space: 'smem',
+          buffer: `${p}sO`,
+          stage: 0,
+          offset: w * rowsBytes,
+          bytes: rowsBytes,
+          action: 'release',
+          tile: `O${work.qBlock}.${w}`,
+        },
         hbmOut(shape, work, work.qBlock * blockM + w * ROWS_PER_WG, ROWS_PER_WG, `O${work.qBlock}.${w}`),
       ],
     });

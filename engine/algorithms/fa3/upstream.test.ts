@@ -10,7 +10,18 @@ import { memoryViolations } from '../../hw/memory-check.ts';
 import type { ProblemShape } from '../../hw/model.ts';
 import { describeFor, scheduleFor } from '../../hw/registry.ts';
 
-const shape = (o: Partial<ProblemShape> = {}): ProblemShape => ({ batch: 1, hq: 1, hk: 1, nq: 512, nk: 512, d: 128, dv: 128, dtype: 'fp16', causal: false, ...o });
+const shape = (o: Partial<ProblemShape> = {}): ProblemShape => ({
+  batch: 1,
+  hq: 1,
+  hk: 1,
+  nq: 512,
+  nk: 512,
+  d: 128,
+  dv: 128,
+  dtype: 'fp16',
+  causal: false,
+  ...o,
+});
 
 // [d, dv, dtype, causal] → [block_m, block_n], read off tile_size_fwd_sm90.
 const TABLE: [number, number, DType, boolean, number, number][] = [
@@ -36,7 +47,9 @@ describe('FA3 tiles follow tile_size_fwd_sm90', () => {
       expect(fa3DefaultTile({ batch: 1, hq: 1, hk: 1, nq: 256, nk: 256, d, dv, dtype, causal })).toEqual({ blockM: m, blockN: n });
       const sheet = describeFor('fa3', 'h100', shape({ d, dv, dtype, causal }));
       expect(sheet.tiles).toEqual({ block_m: m, block_n: n });
-      expect(sheet.roles.filter((r) => r.name.startsWith('consumer')).map((r) => r.name)).toEqual(Array.from({ length: m / 64 }, (_, i) => `consumer${i}`));
+      expect(sheet.roles.filter((r) => r.name.startsWith('consumer')).map((r) => r.name)).toEqual(
+        Array.from({ length: m / 64 }, (_, i) => `consumer${i}`),
+      );
       expect(sheet.does_not_fit).toEqual([]);
     });
   }
@@ -71,7 +84,8 @@ describe('FA3 warpgroups, registers, operands and barriers', () => {
     expect(o.bytes).toBeLessThanOrEqual(2 * v0.bytes);
   });
   it('ping-pong only where UseSchedulerBarrier holds: 16-bit d ≤ 128, FP8 d ≥ 128', () => {
-    const pp = (d: number, dtype: DType) => scheduleFor('fa3', 'h100', shape({ d, dv: d, dtype, nq: 256, nk: 1024 })).timeline.some((e) => e.op.startsWith('wait pingpong'));
+    const pp = (d: number, dtype: DType) =>
+      scheduleFor('fa3', 'h100', shape({ d, dv: d, dtype, nq: 256, nk: 1024 })).timeline.some((e) => e.op.startsWith('wait pingpong'));
     expect(pp(128, 'fp16')).toBe(true);
     expect(pp(64, 'fp16')).toBe(true);
     expect(pp(256, 'fp16')).toBe(false);
@@ -80,7 +94,9 @@ describe('FA3 warpgroups, registers, operands and barriers', () => {
   });
   it('O is rescaled after the P·V wait at d 128, before the P·V GEMM is issued at d 256', () => {
     const order = (d: number) => {
-      const ops = scheduleFor('fa3', 'h100', shape({ d, dv: d, nq: 128, nk: 640 }), { pingpong: false }).timeline.filter((e) => e.role === 'consumer0' && e.unit !== 'sync' && !e.op.startsWith('wait'));
+      const ops = scheduleFor('fa3', 'h100', shape({ d, dv: d, nq: 128, nk: 640 }), { pingpong: false }).timeline.filter(
+        (e) => e.role === 'consumer0' && e.unit !== 'sync' && !e.op.startsWith('wait'),
+      );
       const firstRescale = ops.findIndex((e) => e.op === 'rescale O');
       const firstPv = ops.findIndex((e) => e.op.startsWith('gemm1'));
       return firstRescale < firstPv ? 'before' : 'after';

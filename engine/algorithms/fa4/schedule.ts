@@ -144,7 +144,8 @@ function layout(gpu: GpuSpec, shape: ProblemShape, f: HwFeatures): Fa4Layout {
     stride = Math.max(kBytes, vBytes);
     ringBytes = stages * stride;
   }
-  for (let s = 0; s < stages; s++) sheet.smem.buffers.push({ name: 'sKV', stage: s, offset: kvBase + s * stride, bytes: uneven ? (s === 1 ? vBytes : kBytes) : stride });
+  for (let s = 0; s < stages; s++)
+    sheet.smem.buffers.push({ name: 'sKV', stage: s, offset: kvBase + s * stride, bytes: uneven ? (s === 1 ? vBytes : kBytes) : stride });
   off = kvBase + ringBytes;
   sheet.smem.used_bytes = off;
   const kb = (n: number) => `${n / 1024} KB`;
@@ -186,13 +187,22 @@ function layout(gpu: GpuSpec, shape: ProblemShape, f: HwFeatures): Fa4Layout {
   if (Q === 1) sheet.notes.push('q_stage = 1 (seqlen_q ≤ 128): one Q tile, warps 4-7 join the empty warp.');
   if (gpu.sm !== 100) sheet.does_not_fit.push(`arch: FA4 is written for SM100 (tcgen05, TMEM); ${gpu.name} is SM${gpu.sm}`);
   if (shape.dtype === 'fp32') sheet.does_not_fit.push('dtype: FA4 takes fp16 or bf16 inputs (its MMAs have no fp32 path)');
-  if (isFp8(shape.dtype)) sheet.does_not_fit.push('dtype: FlashScope models no FP8 path for FA4 (FP8 is modelled for FA3); pick fp16 or bf16');
+  if (isFp8(shape.dtype))
+    sheet.does_not_fit.push('dtype: FlashScope models no FP8 path for FA4 (FP8 is modelled for FA3); pick fp16 or bf16');
   const refusal = fa4HeadDimRefusal(shape.d, shape.dv, shape.dtype);
   if (refusal) sheet.does_not_fit.push(`head dim: ${refusal}`);
-  else if (cfg.dedicatedHd256) sheet.does_not_fit.push('head dim: d = dv = 256 runs upstream\'s dedicated 2-CTA kernel (sm100_hd256_2cta_fmha_forward.py), which FlashScope does not model');
-  else if (shape.dv > 128) sheet.does_not_fit.push('head dim: the dv = 512 MLA shapes run upstream\'s MLA kernel (flash_fwd_mla_sm100.py), which FlashScope does not model');
-  if (uneven && f.stages !== undefined && f.stages !== 3) sheet.does_not_fit.push(`stages: the uneven d = 192, dv = 128 K/V ring (Large-Small-Large) has exactly 3 stages, got ${f.stages}`);
-  if (f.stages !== undefined && f.stages < 2) sheet.does_not_fit.push(`stages: FA4 needs at least 2 K/V stages (K and V of one block are in flight together), got ${f.stages}`);
+  else if (cfg.dedicatedHd256)
+    sheet.does_not_fit.push(
+      "head dim: d = dv = 256 runs upstream's dedicated 2-CTA kernel (sm100_hd256_2cta_fmha_forward.py), which FlashScope does not model",
+    );
+  else if (shape.dv > 128)
+    sheet.does_not_fit.push(
+      "head dim: the dv = 512 MLA shapes run upstream's MLA kernel (flash_fwd_mla_sm100.py), which FlashScope does not model",
+    );
+  if (uneven && f.stages !== undefined && f.stages !== 3)
+    sheet.does_not_fit.push(`stages: the uneven d = 192, dv = 128 K/V ring (Large-Small-Large) has exactly 3 stages, got ${f.stages}`);
+  if (f.stages !== undefined && f.stages < 2)
+    sheet.does_not_fit.push(`stages: FA4 needs at least 2 K/V stages (K and V of one block are in flight together), got ${f.stages}`);
   finishSheet(sheet, gpu);
   return { cfg, sheet, qOff, oOff, kvBase, kBytes, vBytes, stride, unevenShift, stages, tmem: { s, p, o } };
 }
@@ -239,7 +249,8 @@ export function fa4LoadOrder(gpu: GpuSpec, shape: ProblemShape, f: HwFeatures, k
     out.push({ tile: `${kind}${j}`, kind, stage, phase, offset, bytes: kind === 'K' ? L.kBytes : L.vBytes, kvIndex: c });
     c++;
   };
-  const q = (s: number) => out.push({ tile: `Q${Q * qBlock + s}`, kind: 'Q', stage: s, phase: 1, offset: L.qOff[s], bytes: qBytes, kvIndex: -1 });
+  const q = (s: number) =>
+    out.push({ tile: `Q${Q * qBlock + s}`, kind: 'Q', stage: s, phase: 1, offset: L.qOff[s], bytes: qBytes, kvIndex: -1 });
   if (kvBlocks.length === 0) return out;
   kvLoad('K', kvBlocks[0]);
   q(0);
@@ -278,7 +289,8 @@ function build(k: Kernel, ctx: BuildContext, work: CtaWork): void {
     action,
     tile,
   });
-  for (const b of L.sheet.tmem?.buffers ?? []) k.alloc({ space: 'tmem', buffer: `${p}tmem.${b.name}`, stage: 0, offset: b.column, bytes: b.columns * lanes * 4 });
+  for (const b of L.sheet.tmem?.buffers ?? [])
+    k.alloc({ space: 'tmem', buffer: `${p}tmem.${b.name}`, stage: 0, offset: b.column, bytes: b.columns * lanes * 4 });
 
   const rate = tensorRate(gpu, shape.dtype) * UMMA_EFFICIENCY;
   const qk = mmaCycles(FA4_BLOCK_M, FA4_BLOCK_N, shape.d, rate);
@@ -300,7 +312,9 @@ function build(k: Kernel, ctx: BuildContext, work: CtaWork): void {
     kvEmpty.push(
       k.mbarrier(`${p}kv_empty[${s}]`, 1, (ph) => {
         const ld = kvLoads[s + ph * S];
-        return ld ? { space: 'smem', buffer: `${p}sKV`, stage: s, offset: ld.offset, bytes: ld.bytes, action: 'release', tile: ld.tile } : null;
+        return ld
+          ? { space: 'smem', buffer: `${p}sKV`, stage: s, offset: ld.offset, bytes: ld.bytes, action: 'release', tile: ld.tile }
+          : null;
       }),
     );
   }
@@ -313,7 +327,12 @@ function build(k: Kernel, ctx: BuildContext, work: CtaWork): void {
   const epiFull = [0, 1].map((s) => k.mbarrier(`${p}corr_epi_full[${s}]`));
 
   // Load warp.
-  const ld = k.role({ name: `${p}load`, warps: [14], registers: L.cfg.registers.other, job: `TMA loads: K, Q0${Q === 2 ? ', Q1' : ''}, V, then K/V from the last block down${pair ? ' (half of each K/V tile: the peer CTA loads the other half)' : ''}` });
+  const ld = k.role({
+    name: `${p}load`,
+    warps: [14],
+    registers: L.cfg.registers.other,
+    job: `TMA loads: K, Q0${Q === 2 ? ', Q1' : ''}, V, then K/V from the last block down${pair ? ' (half of each K/V tile: the peer CTA loads the other half)' : ''}`,
+  });
   for (const x of loads) {
     if (x.kind === 'Q') {
       ld.issue('tma', load(x.bytes), `tma ${x.tile}`, x.tile, {
@@ -343,7 +362,9 @@ function build(k: Kernel, ctx: BuildContext, work: CtaWork): void {
     name: `${p}mma`,
     warps: [12],
     registers: R.other,
-    job: pair ? "issues every tcgen05 MMA with cta_group::2: M = 256 over this CTA's rows and its peer's, each half into its own CTA's TMEM" : 'issues every tcgen05 MMA: S = Q·Kᵀ into TMEM, O += P·V with P read from TMEM',
+    job: pair
+      ? "issues every tcgen05 MMA with cta_group::2: M = 256 over this CTA's rows and its peer's, each half into its own CTA's TMEM"
+      : 'issues every tcgen05 MMA: S = Q·Kᵀ into TMEM, O += P·V with P read from TMEM',
   });
   const qkOp = (s: number, i: number, extraArrive: number[]) => {
     mma.issue('tensor', qk, `S${s}=Q${s}·K${kv[i]}ᵀ${pair}`, `S${s}`, {
@@ -393,19 +414,37 @@ function build(k: Kernel, ctx: BuildContext, work: CtaWork): void {
 
   // Softmax warpgroups.
   for (let s = 0; s < Q; s++) {
-    const sm = k.role({ name: `${p}softmax${s}`, warps: [4 * s, 4 * s + 1, 4 * s + 2, 4 * s + 3], registers: R.softmax, job: `online softmax of Q tile ${s}: S from TMEM, P back over half of S` });
+    const sm = k.role({
+      name: `${p}softmax${s}`,
+      warps: [4 * s, 4 * s + 1, 4 * s + 2, 4 * s + 3],
+      registers: R.softmax,
+      job: `online softmax of Q tile ${s}: S from TMEM, P back over half of S`,
+    });
     for (let i = 0; i < n; i++) {
       const j = kv[i];
       sm.wait(sFull[s], i);
-      sm.exec('tmem', tmemMove(elems * 4), `tcgen05.ld S${s}`, `S${s}`, { phase: opPhase(['mask'], j, s), memDone: [tmemSpec(`S${s}`, L.tmem.s[s], FA4_BLOCK_N, 'release', `S${s}.${j}`)] });
+      sm.exec('tmem', tmemMove(elems * 4), `tcgen05.ld S${s}`, `S${s}`, {
+        phase: opPhase(['mask'], j, s),
+        memDone: [tmemSpec(`S${s}`, L.tmem.s[s], FA4_BLOCK_N, 'release', `S${s}.${j}`)],
+      });
       const masked = crossesDiagonal(shape, (Q * work.qBlock + s) * FA4_BLOCK_M, j, FA4_BLOCK_N);
       const emu = emuFrac;
       if (masked) sm.exec('fma', (elems * 2) / (gpu.fmaPerClk * PACKED), 'causal mask', `S${s}`, { phase: opPhase(['mask'], j, s) });
       sm.exec('fma', (elems * 1) / (gpu.fmaPerClk * PACKED), 'row max, scale to sScale', `S${s}`, { phase: opPhase(['rowmax'], j, s) });
       sm.arrive(corrFull[s]);
       sm.exec('fma', elems / (gpu.fmaPerClk * PACKED), 'x·scale − max', `S${s}`, { phase: opPhase(['exp'], j, s) });
-      if (emu < 1) sm.exec('mufu', (elems * (1 - emu)) / gpu.mufuPerClk, `exp2 MUFU (${Math.round((1 - emu) * 100)}%)`, `P${s}`, { phase: opPhase(['exp'], j, s) });
-      if (emu > 0) sm.exec('fma', (elems * emu * EXP2_POLY_FMA_OPS) / (gpu.fmaPerClk * PACKED), `exp2 cubic polynomial (${Math.round(emu * 100)}%)`, `P${s}`, { phase: opPhase(['exp'], j, s) });
+      if (emu < 1)
+        sm.exec('mufu', (elems * (1 - emu)) / gpu.mufuPerClk, `exp2 MUFU (${Math.round((1 - emu) * 100)}%)`, `P${s}`, {
+          phase: opPhase(['exp'], j, s),
+        });
+      if (emu > 0)
+        sm.exec(
+          'fma',
+          (elems * emu * EXP2_POLY_FMA_OPS) / (gpu.fmaPerClk * PACKED),
+          `exp2 cubic polynomial (${Math.round(emu * 100)}%)`,
+          `P${s}`,
+          { phase: opPhase(['exp'], j, s) },
+        );
       sm.exec('tmem', tmemMove((elems * e * 3) / 4), `tcgen05.st P${s} (3/4)`, `P${s}`, {
         phase: opPhase(['exp'], j, s),
         mem: [tmemSpec(`P${s}`, L.tmem.p[s], FA4_BLOCK_N / 2, 'fill', `P${s}.${j}`)],
@@ -414,12 +453,19 @@ function build(k: Kernel, ctx: BuildContext, work: CtaWork): void {
       sm.exec('tmem', tmemMove((elems * e) / 4), `tcgen05.st P${s} (last 1/4)`, `P${s}`, { phase: opPhase(['exp'], j, s) });
       sm.arrive(pFull2[s]);
       sm.wait(corrEmpty[s], i);
-      sm.exec('fma', (elems * (SOFTMAX_FMA_OPS - 2)) / (gpu.fmaPerClk * PACKED), 'row sum, cvt', `P${s}`, { phase: opPhase(['rowsum'], j, s) });
+      sm.exec('fma', (elems * (SOFTMAX_FMA_OPS - 2)) / (gpu.fmaPerClk * PACKED), 'row sum, cvt', `P${s}`, {
+        phase: opPhase(['rowsum'], j, s),
+      });
     }
   }
 
   // Correction warpgroup.
-  const corr = k.role({ name: `${p}correction`, warps: [8, 9, 10, 11], registers: R.correction, job: 'rescales O in TMEM when a row max moved; normalizes O at the end' });
+  const corr = k.role({
+    name: `${p}correction`,
+    warps: [8, 9, 10, 11],
+    registers: R.correction,
+    job: 'rescales O in TMEM when a row max moved; normalizes O at the end',
+  });
   const oBytes = FA4_BLOCK_M * shape.dv * 4;
   for (let i = 0; i < n; i++) {
     for (let s = 0; s < Q; s++) {
@@ -446,10 +492,16 @@ function build(k: Kernel, ctx: BuildContext, work: CtaWork): void {
   for (let s = 0; s < Q; s++) {
     if (n === 0) break;
     corr.wait(oFull[s], 0);
-    corr.exec('tmem', tmemMove(oBytes), `tcgen05.ld O${s}`, `O${s}`, { phase: opPhase(['normalize'], null, s), memDone: [tmemSpec(`O${s}`, L.tmem.o[s], shape.dv, 'release', `O${s}`)] });
-    corr.exec('fma', (FA4_BLOCK_M * shape.dv * 2) / (gpu.fmaPerClk * PACKED), `O${s} / l, cvt`, `O${s}`, { phase: opPhase(['normalize'], null, s) });
+    corr.exec('tmem', tmemMove(oBytes), `tcgen05.ld O${s}`, `O${s}`, {
+      phase: opPhase(['normalize'], null, s),
+      memDone: [tmemSpec(`O${s}`, L.tmem.o[s], shape.dv, 'release', `O${s}`)],
+    });
+    corr.exec('fma', (FA4_BLOCK_M * shape.dv * 2) / (gpu.fmaPerClk * PACKED), `O${s} / l, cvt`, `O${s}`, {
+      phase: opPhase(['normalize'], null, s),
+    });
     // d 192 (overlap_sO_sQ): O is staged over sQ_s, whose Q was last read by the final S MMA, done before O_full.
-    if (L.cfg.overlapSOSQ) corr.mem({ space: 'smem', buffer: `${p}sQ`, stage: s, offset: L.qOff[s], bytes: qBytes, action: 'release', tile: qTileName(s) });
+    if (L.cfg.overlapSOSQ)
+      corr.mem({ space: 'smem', buffer: `${p}sQ`, stage: s, offset: L.qOff[s], bytes: qBytes, action: 'release', tile: qTileName(s) });
     const oBuf = 'sO';
     corr.exec('smem', oTile / gpu.smemBytesPerClk, `st.shared O${s}`, `O${s}`, {
       phase: opPhase(['write'], null, s, ['O']),
@@ -471,14 +523,24 @@ function build(k: Kernel, ctx: BuildContext, work: CtaWork): void {
       ],
     });
   }
-  k.role({ name: `${p}empty`, warps: Q === 2 ? [15] : [15, 4, 5, 6, 7], registers: R.other, job: 'idle: gives its registers to the others' });
+  k.role({
+    name: `${p}empty`,
+    warps: Q === 2 ? [15] : [15, 4, 5, 6, 7],
+    registers: R.other,
+    job: 'idle: gives its registers to the others',
+  });
 }
 
 export const fa4Hw: HwAlgorithm = {
   id: 'fa4',
   name: 'FlashAttention-4 (SM100: TMEM, tcgen05, softmax/correction warpgroups)',
   arch: [100],
-  switches: { lazyRescale: FA4_FEATURES.lazyRescale, exp2Emulation: FA4_FEATURES.exp2Emulation, stages: STAGES_SWITCH, rescaleAt: RESCALE_AT_SWITCH },
+  switches: {
+    lazyRescale: FA4_FEATURES.lazyRescale,
+    exp2Emulation: FA4_FEATURES.exp2Emulation,
+    stages: STAGES_SWITCH,
+    rescaleAt: RESCALE_AT_SWITCH,
+  },
   // A CTA holds q_stage Q tiles, each its own sub-unit (softmax warpgroup, correction stage).
   geometry: (sheet) => ({ ctaRows: sheet.tiles.block_m * sheet.q_stage, subRows: sheet.tiles.block_m }),
   longestFirst: true,

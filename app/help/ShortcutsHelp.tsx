@@ -93,7 +93,7 @@ export function ShortcutsHelp() {
           </section>
         ))}
         <form method="dialog">
-          <button type="submit" className="primary" autoFocus>
+          <button type="submit" className="primary">
             Close
           </button>
         </form>

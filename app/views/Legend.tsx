@@ -23,6 +23,7 @@ function LegendImpl({ scale, label, showMasked, marksLabel, complete }: { scale:
   return (
     <div className="legend" role="group" aria-label={`${label} colour legend from ${scale.domain[0].toPrecision(3)} to ${scale.domain[1].toPrecision(3)}`}>
       <div className="legend-bar">
+        {/* biome-ignore lint/a11y/noAriaHiddenOnFocusable: a canvas without tabIndex takes no focus; the group's label says what the bar shows */}
         <canvas ref={ref} width={128} height={8} aria-hidden="true" />
         <div className="legend-ticks">
           {spacedTicks(ticks.ticks(3), ticks).map(({ t, x, label }) => (

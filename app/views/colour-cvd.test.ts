@@ -62,7 +62,7 @@ function labSeen(css: string, m: Mat3): Vec3 {
 }
 
 /** CIEDE2000 colour difference (Sharma, Wu & Dalal, Color Res. Appl. 30(1), 2005). */
-export function deltaE2000([L1, a1, b1]: Vec3, [L2, a2, b2]: Vec3): number {
+function deltaE2000([L1, a1, b1]: Vec3, [L2, a2, b2]: Vec3): number {
   const rad = Math.PI / 180;
   const C1 = Math.hypot(a1, b1);
   const C2 = Math.hypot(a2, b2);

@@ -126,9 +126,10 @@ export interface HwAlgorithm {
   crossCtaUs?(gpu: GpuSpec, shape: ProblemShape, f: HwFeatures, waves: number): number;
   /**
    * Q rows one CTA owns and the rows of each sub-unit its ops name (FA4: a Q stage; FA3: a
-   * consumer warpgroup; the SM80-style kernels: a warp), from its sheet. Absent: one unit of block_m rows.
+   * consumer warpgroup; the SM80-style kernels: a warp), from its sheet. Backward schedules:
+   * keys per CTA and per consumer warpgroup. Absent: one unit of the whole block.
    */
-  geometry?(sheet: ResourceSheet): { ctaRows: number; subRows: number };
+  geometry?(sheet: ResourceSheet, shape: ProblemShape): { ctaRows: number; subRows: number };
   /** The tile scheduler hands out the longest CTAs first on causal grids (FA3, FA4). */
   longestFirst?: boolean;
   /** K/V are streamed once per CTA with no reuse through L2 (decoding): copies share HBM, not L2. */

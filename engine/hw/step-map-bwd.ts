@@ -94,8 +94,7 @@ export function backwardSmScheduleFor(req: BwdViewRequest, events: readonly Trac
   if (resources.does_not_fit.length > 0) throw new FitError(resources.does_not_fit);
   const blockM = resources.tiles.block_m;
   const blockN = resources.tiles.block_n;
-  const consumers = resources.roles.filter((r) => /^consumer\d+$/.test(r.name)).length;
-  const geo: BwdGeometry = { blockM, blockN, subKeys: consumers > 0 ? blockN / consumers : blockN };
+  const geo: BwdGeometry = { blockM, blockN, subKeys: algo.geometry?.(resources, shape).subRows ?? blockN };
   const grid = algo.grid(gpu, shape, f);
   const occ = Math.max(1, Math.min(resources.ctas_per_sm, Math.ceil(grid.length / gpu.smCount)));
   const asCta = (w: CtaWork): SmCta => ({

@@ -25,7 +25,7 @@ import { StepPlacer } from './step-placement.ts';
 import type { PhaseKind, TraceEvent } from '../trace/events.ts';
 import type { ResourceSheet, TimelineEvent } from './events.ts';
 import { gpuById } from './gpus/index.ts';
-import { kvBlocksOf, viewSwitchesOf, type CtaWork, type HwAlgorithm } from './model.ts';
+import { kvBlocksOf, viewSwitchesOf, type CtaWork, type HwAlgorithm, type ProblemShape } from './model.ts';
 import { hasSchedule, hwAlgorithmById, resolveFeatures, shapeOf, type HwPass } from './registry.ts';
 import { backwardSmScheduleFor } from './step-map-bwd.ts';
 import { classifyOps, memoryIntervals, toColumns, type Geometry, type HwView, type HwViewRequest, type OpPhase, type SmCta, type SmSchedule, type StepMap } from './sm-view.ts';
@@ -36,8 +36,8 @@ export function hasHardwareModel(algorithm: string, pass: HwPass = 'forward'): b
   return hasSchedule(algorithm, pass);
 }
 
-export function geometryOf(algo: HwAlgorithm, sheet: ResourceSheet): Geometry {
-  const g = algo.geometry?.(sheet) ?? { ctaRows: sheet.tiles.block_m, subRows: sheet.tiles.block_m };
+export function geometryOf(algo: HwAlgorithm, sheet: ResourceSheet, shape: ProblemShape): Geometry {
+  const g = algo.geometry?.(sheet, shape) ?? { ctaRows: sheet.tiles.block_m, subRows: sheet.tiles.block_m };
   return { ...g, blockN: sheet.tiles.block_n };
 }
 
@@ -125,7 +125,7 @@ export function smScheduleFor(req: HwViewRequest, events: readonly TraceEvent[])
   const f = resolveFeatures(algo, req.features);
   const resources = algo.resources(gpu, shape, f);
   if (resources.does_not_fit.length > 0) throw new FitError(resources.does_not_fit);
-  const geo = geometryOf(algo, resources);
+  const geo = geometryOf(algo, resources, shape);
   const grid = algo.grid(gpu, shape, f);
   const occ = Math.max(1, Math.min(resources.ctas_per_sm, Math.ceil(grid.length / gpu.smCount)));
   const asCta = (w: CtaWork): SmCta => ({ b: w.b, h: w.h, qBlock: w.qBlock, split: w.split, rows: [w.qBlock * geo.ctaRows, Math.min(shape.nq, (w.qBlock + 1) * geo.ctaRows)], kvBlocks: kvBlocksOf(w) });

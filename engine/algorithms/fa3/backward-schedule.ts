@@ -330,6 +330,8 @@ export const fa3BwdHw: HwAlgorithm = {
   name: 'FlashAttention-3 backward (SM90: TMA producer, dQ writer warp, wgmma consumers)',
   arch: [90],
   switches: { deterministic: FA3_BACKWARD_FEATURES.deterministic },
+  // Each consumer warpgroup takes an equal slice of the CTA's keys.
+  geometry: (sheet, shape) => ({ ctaRows: sheet.tiles.block_n, subRows: sheet.tiles.block_n / fa3BwdConfig(shape).mmaWgs }),
   resources: (gpu, shape) => resources(gpu, shape),
   grid: (_gpu, shape) => {
     const c = fa3BwdConfig(shape);

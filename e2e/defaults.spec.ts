@@ -26,12 +26,15 @@ test('issue 19: FA4 with d = 192, dv = 128 from the default page draws its Large
   await panel(page).getByLabel('Algorithm').selectOption('fa4');
   await panel(page).getByLabel('d', { exact: true }).fill('192');
   await panel(page).getByLabel('dv', { exact: true }).fill('128');
+  // Up to 256 query rows the kernel runs one CTA with the uneven ring; above, it pairs CTAs
+  // (2-CTA mode, half of each K/V tile per CTA: e2e/hardware.spec.ts).
+  await panel(page).getByLabel('Nq', { exact: true }).fill('256');
   await expect(panel(page).getByLabel('dtype')).toHaveValue('bf16');
   await expect(panel(page).getByLabel('Br', { exact: true })).toHaveValue('128');
   await expect(panel(page).getByLabel('Bc', { exact: true })).toHaveValue('128');
   await expect(panel(page).getByTestId('fit-hint')).toHaveCount(0);
   await panel(page).getByRole('button', { name: 'Load problem' }).click();
-  const { s } = await engineSession(formForAlgorithm({ ...DEFAULT_FORM, d: '192', dv: '128' }, 'fa4', ['d', 'dv']).form);
+  const { s } = await engineSession(formForAlgorithm({ ...DEFAULT_FORM, d: '192', dv: '128', nq: '256' }, 'fa4', ['d', 'dv', 'nq']).form);
   await expect(counter(page)).toHaveText(`Step 1 of ${s.events().length}`, { timeout: 30_000 });
   await expect(memoryMap(page).getByTestId('hw-status')).toContainText('NVIDIA B200', { timeout: 30_000 });
   await expect(page.getByTestId('hw-error')).toHaveCount(0);

@@ -9,6 +9,7 @@ import { accuracyMatrix, maxAbs, maxAbsV, naiveSamePrecision } from '../accuracy
 import { exp2Emulated } from './exp2-emulation.ts';
 import { fa4Config, isEmulatedElement } from './tiles.ts';
 import { fa4 } from './forward.ts';
+import { describeFor } from '../../hw/registry.ts';
 
 /**
  * Bound on the software exp2's relative error, |2̃^x / 2^x − 1| ≤ EMU_EPS for x ∈ [−126, 0]
@@ -85,13 +86,18 @@ describe('fa4 software exp2', () => {
     const p192 = { ...p, d: 192, dv: 128 };
     expect(runToEnd(fa4, p192, randomInputs(p192, { seed: 3 })).stats?.emulatedExp2).toBe(0);
   });
-  it('refuses head dims upstream does not take, with a sentence (interface.py _validate_head_dims)', () => {
+  it('steps any head dim, while the hardware model refuses those upstream does not take, with a sentence (interface.py _validate_head_dims)', () => {
     const bad: AttentionProblem = { batch: 1, hq: 1, hk: 1, nq: 64, nk: 64, d: 160, dv: 160, causal: false, dtype: 'bf16' };
-    expect(() => runToEnd(fa4, bad, randomInputs(bad, { seed: 1 }))).toThrow(/FA4 on SM100 takes head dims 8-128 .* got d = 160, dv = 160/);
-    const odd = { ...bad, d: 20, dv: 20 };
-    expect(() => runToEnd(fa4, odd, randomInputs(odd, { seed: 1 }))).toThrow(/multiples of 8/);
-    const ok = { ...bad, d: 192, dv: 128 };
-    expect(runToEnd(fa4, ok, randomInputs(ok, { seed: 1 })).o.length).toBe(64 * 128);
+    const shape = (d: number, dv: number) => ({ batch: 1, hq: 1, hk: 1, nq: 64, nk: 64, d, dv, causal: false, dtype: 'bf16' as const });
+    expect(describeFor('fa4', 'b200', shape(160, 160)).does_not_fit.join(' ')).toMatch(/FA4 on SM100 takes head dims 8-128 .* got d = 160, dv = 160/);
+    expect(describeFor('fa4', 'b200', shape(20, 20)).does_not_fit.join(' ')).toMatch(/multiples of 8/);
+    expect(describeFor('fa4', 'b200', shape(192, 128)).does_not_fit).toEqual([]);
+    for (const [d, dv] of [[160, 160], [20, 20], [192, 128]]) {
+      const p = { ...bad, d, dv };
+      const x = randomInputs(p, { seed: 1 });
+      const ref = referenceAttention(p, x);
+      expect(maxAbs(runToEnd(fa4, p, x).o, ref.o)).toBeLessThan(2e-2);
+    }
   });
   it('takes the per-configuration frequency of _TUNING_CONFIG (2-CTA d 128: every 10, from fragment 1; causal d 192: every 32)', () => {
     expect(fa4Config({ d: 128, dv: 128, dtype: 'bf16', causal: false, nq: 4096 }).exp2).toEqual({ freq: 10, res: 4, startFrg: 1 });

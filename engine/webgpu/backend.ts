@@ -12,7 +12,7 @@
 
 import { fa3DefaultTile } from '../algorithms/fa3/forward.ts';
 import { roundArray } from '../core/dtype.ts';
-import { prepareFp8 } from '../algorithms/fa3/fp8.ts';
+import { FA3_FP8_FEATURES, prepareFp8 } from '../algorithms/fa3/fp8.ts';
 import type { AttentionInputs } from '../core/inputs.ts';
 import { inputSizes, kvHead } from '../core/inputs.ts';
 import { isFp8, validateProblem, type AttentionProblem } from '../core/problem.ts';
@@ -131,7 +131,11 @@ export class AttentionRun extends GpuRun {
       throw new WebGpuRunError(`this adapter does not offer the '${PATH_LABELS[opts.path]}' path`);
     }
     const run = new AttentionRun(ctx, problem, opts.path);
-    if (isFp8(problem.dtype)) run.fp8 = { blockQuant: true, incoherent: true, pScale: 256, seed: 0, ...opts.fp8 };
+    // The same defaults as the CPU stepper's FP8 switches (the shipped kernel's per-tensor descales).
+    const f = FA3_FP8_FEATURES;
+    if (isFp8(problem.dtype)) {
+      run.fp8 = { blockQuant: f.blockQuant.default, incoherent: f.incoherent.default, pScale: f.pScale.default, seed: f.seed.default, ...opts.fp8 };
+    }
     try {
       await run.build(opts);
     } catch (e) {

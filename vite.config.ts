@@ -5,6 +5,9 @@ import react from '@vitejs/plugin-react';
 // worker bundle and the unit tests, so they see the very same module graph.
 export default defineConfig({
   root: '.',
+  // A sub-path to host under (FLASHSCOPE_BASE=/course/flashscope/, or `vite build --base …`);
+  // every asset, worker and lazy chunk is then fetched below it.
+  base: process.env.FLASHSCOPE_BASE ?? '/',
   publicDir: 'public',
   plugins: [react()],
   worker: { format: 'es' },

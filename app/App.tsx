@@ -3,13 +3,14 @@ import { DebuggerPane } from './pane/DebuggerPane.tsx';
 import { useApp } from './store/store.ts';
 import { LessonsNav, WithLessons } from './lessons/LessonsEntry.tsx';
 import { ModeSwitch } from './compare/ModeSwitch.tsx';
-import { ComparePage } from './compare/ComparePage.tsx';
 import { useCompare } from './compare/compare-store.ts';
 import { ShareButton, ShareNotice } from './share/ShareControls.tsx';
 import { startUrlSync } from './share/url-sync.ts';
 import { useServing } from './serving/serving-store.ts';
+import { ShortcutsHelp } from './help/ShortcutsHelp.tsx';
 
 const WebGpuPanel = lazy(() => import('./webgpu/WebGpuPanel.tsx'));
+const ComparePage = lazy(() => import('./compare/ComparePage.tsx').then((m) => ({ default: m.ComparePage })));
 const ServingPage = lazy(() => import('./serving/ServingPage.tsx').then((m) => ({ default: m.ServingPage })));
 
 export function App() {
@@ -32,10 +33,12 @@ export function App() {
         <LessonsNav />
         <ModeSwitch />
         <ShareButton />
+        <ShortcutsHelp />
         <button className="theme" onClick={() => setTheme(other)} aria-label={`Switch to ${other} theme`}>
           {theme === 'dark' ? '☀' : '☾'}
         </button>
       </header>
+      <main>
       <ShareNotice />
       <WithLessons>
         {/* The debugger pane stays mounted in compare mode: it holds the shared problem. */}
@@ -45,13 +48,18 @@ export function App() {
             <WebGpuPanel />
           </Suspense>
         </div>
-        {mode === 'compare' && !serving && <ComparePage />}
+        {mode === 'compare' && !serving && (
+          <Suspense fallback={<p className="dim">Loading compare mode…</p>}>
+            <ComparePage />
+          </Suspense>
+        )}
         {serving && (
           <Suspense fallback={<p className="dim">Loading serving layouts…</p>}>
             <ServingPage />
           </Suspense>
         )}
       </WithLessons>
+      </main>
     </div>
   );
 }

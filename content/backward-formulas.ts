@@ -2,7 +2,7 @@
 // the same update with one row's numbers. `r` is the row inside the event's tile.
 
 import type { BackwardEvent } from '../engine/trace/events.ts';
-import { texNum, type Formula } from './formulas.ts';
+import { texNum, type Formula } from './tex.ts';
 
 const head = (vals: number[], r: number, width: number): string => {
   const row = vals.slice(r * width, r * width + Math.min(3, width)).map(texNum).join(',\\ ');

@@ -4,7 +4,7 @@
 // debugger shows (recomputed P, dP) and the head's inputs (K). Pure string building.
 
 import type { TraceEvent } from '../engine/trace/events.ts';
-import { texNum } from './formulas.ts';
+import { texNum } from './tex.ts';
 
 export interface BackwardLiveData {
   /** [nq×nk] recomputed P, dP and dS of the head, as the frame holds them. */

@@ -4,7 +4,8 @@ import { randomInputs } from '../engine/core/inputs.ts';
 import type { AttentionProblem } from '../engine/core/problem.ts';
 import type { TraceEvent } from '../engine/trace/events.ts';
 import { runToEnd } from '../engine/run.ts';
-import { formulaFor, texNum } from './formulas.ts';
+import { formulaFor } from './formulas.ts';
+import { texNum } from './tex.ts';
 import { contentFor, lineIndexFor } from './index.ts';
 
 const p: AttentionProblem = { batch: 1, hq: 1, hk: 1, nq: 24, nk: 40, d: 8, dv: 8, causal: true, dtype: 'fp32' };

@@ -1,4 +1,4 @@
-// FlashAttention (FA1) forward pass, as the step engine runs it (engine/algorithms/fa1.ts).
+// FlashAttention (FA1) forward pass, as the step engine runs it (engine/algorithms/fa1/forward.ts).
 import type { AlgorithmContent } from './types.ts';
 
 export const fa1Content: AlgorithmContent = {
@@ -29,14 +29,11 @@ export const fa1Content: AlgorithmContent = {
     'fa1.mask': 'Masked scores become −∞ and drop out of the softmax.',
     'fa1.rowmax': 'FA1 takes the max of this tile alone (m̃_ij) and, separately, the new running max m_new = max(m_i, m̃_ij).',
     'fa1.exp':
-      'Probabilities of this tile against its own max m̃_ij. The seed notes write exp(S_ij − m_i) with the running max; the paper, and FlashScope, subtract the block max m̃_ij.',
+      'Probabilities of this tile against its own max m̃_ij, as Algorithm 1 of the FlashAttention paper (arXiv 2205.14135) has it; the correction to the running max comes in the next steps.',
     'fa1.rowsum': 'Both sums are brought to the common max m_new before they are added: the old one by e^(m_i − m_new), the tile\'s by e^(m̃_ij − m_new).',
     'fa1.rescale': 'FA1 keeps O normalized in HBM, so the old rows are both rescaled to the new max and re-divided by the new sum, on every step.',
-    'fa1.pv': 'This tile\'s contribution P̃_ij V_j, weighted by e^(m̃_ij − m_new) / l_new, is added. V is not transposed; the seed writes "P_ij @ V_j^T", which would not even have the right shape for d ≠ Bc.',
+    'fa1.pv': 'This tile\'s contribution P̃_ij V_j, weighted by e^(m̃_ij − m_new) / l_new, is added. V is used as stored (Bc × d), not transposed.',
     'fa1.write': 'O_i, l_i and m_i go back to HBM, to be read again when the next K/V block reaches this Q block.',
   },
-  seedNotes: [
-    'Seed 000 computes P_ij = exp(S_ij − m_i) with the running max; the paper uses the block max m̃_ij (and then corrects with e^(m̃_ij − m_new)). FlashScope follows the paper.',
-    'Seed 000 multiplies "P_ij @ V_j^T": V is not transposed, the product is P_ij V_j.',
-  ],
+  corrections: null,
 };

@@ -1,4 +1,4 @@
-// FlashAttention-2 forward pass, as the step engine runs it (engine/algorithms/fa2.ts).
+// FlashAttention-2 forward pass, as the step engine runs it (engine/algorithms/fa2/forward.ts).
 import type { AlgorithmContent } from './types.ts';
 
 export const fa2Content: AlgorithmContent = {
@@ -28,17 +28,19 @@ export const fa2Content: AlgorithmContent = {
     'fa2.qk': 'One tile of scores: the Br query rows against the Bc keys, scaled by 1/√d. This tile never goes to HBM.',
     'fa2.mask': 'Scores the mask hides become −∞, so they contribute e^−∞ = 0 to the softmax. Blocks that are fully masked are skipped before they are loaded.',
     'fa2.rowmax':
-      'The running max of each row grows to cover this tile. Subtracting it before exp keeps every exponent ≤ 0, so nothing overflows. The seed notes call rowmax(S_ij) "m_old"; the rescale below needs the max from before this block (the paper\'s m_i^(j−1)), which is what we use.',
+      'The running max of each row grows to cover this tile. Subtracting it before exp keeps every exponent ≤ 0, so nothing overflows. The rescale below needs the max from before this block (the paper\'s m_i^(j−1)), kept here as m_old.',
     'fa2.exp': 'Unnormalized probabilities of this tile, against the new running max. They stay on chip.',
     'fa2.rowsum': 'The running sum is brought to the new max (multiplied by e^(m_old − m_new)) and this tile\'s row sums are added.',
     'fa2.rescale':
       'The output so far was accumulated against the old max, so it is multiplied by the same factor e^(m_old − m_new). Where the max did not move the factor is exactly 1. FA2 defers the division by l to the very end; FA1 divides here on every step.',
-    'fa2.pv': 'This tile\'s share of the output: O_i += P_ij V_j (V is not transposed). The seed writes "O = O*exp(m_old-m) Pij@V", which is missing the "+".',
+    'fa2.pv': 'This tile\'s share of the output: O_i += P_ij V_j (V is not transposed), added to the rescaled accumulator.',
     'fa2.normalize': 'After the last K/V block, one division by l per row turns the accumulator into softmax(S)V. The log-sum-exp m + log l is kept for the backward pass.',
     'fa2.write': 'The finished output rows and their LSE go to HBM: the only HBM writes of the whole Q block.',
   },
-  seedNotes: [
-    'Seed 000 names the block max rowmax(S_ij) "m_old" and then rescales by exp(m_old − m). The paper rescales by exp(m_prev − m_new), with m_prev the running max before this block; FlashScope follows the paper.',
-    'Seed 000 writes the output update as "O = O*exp(m_old-m) Pij@V": the two terms are added, O ← e^(m_prev − m_new) O + P_ij V_j.',
-  ],
+  corrections: {
+    listing: 'Algorithm 1 of the FA2 paper',
+    notes: [
+      'Line 10 of Algorithm 1 ("FlashAttention-2: Faster Attention with Better Parallelism and Work Partitioning", arXiv 2307.08691) multiplies O by diag(e^(m^(j−1) − m^(j)))^−1. The factor has no inverse: O ← diag(e^(m^(j−1) − m^(j))) O + P̃ V_j, which is what the kernels compute and what FlashScope runs (reported upstream as Dao-AILab/flash-attention issue 991).',
+    ],
+  },
 };

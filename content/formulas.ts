@@ -4,25 +4,7 @@
 import type { TraceEvent } from '../engine/trace/events.ts';
 import type { RowHistoryEntry } from '../engine/debugger/protocol.ts';
 import { backwardFormula } from './backward-formulas.ts';
-
-export interface Formula {
-  /** The update in symbols. */
-  symbolic: string;
-  /** The same update with this row's numbers. */
-  live: string;
-}
-
-/** A number as TeX: 5 significant digits, ±∞ and NaN spelled out. */
-export function texNum(x: number | undefined): string {
-  if (x === undefined) return '?';
-  if (Number.isNaN(x)) return '\\mathrm{NaN}';
-  if (x === Infinity) return '\\infty';
-  if (x === -Infinity) return '-\\infty';
-  const a = Math.abs(x);
-  const s = a !== 0 && (a < 1e-4 || a >= 1e6) ? x.toExponential(3) : String(Number(x.toPrecision(5)));
-  const m = /^(-?[\d.]+)e([+-]\d+)$/.exec(s);
-  return m ? `${m[1]}\\times10^{${Number(m[2])}}` : s;
-}
+import { texNum, type Formula } from './tex.ts';
 
 /** Subtraction that reads well when the subtrahend is negative: a - (−3) instead of a − −3. */
 const minus = (a: number | undefined, b: number | undefined) => `${texNum(a)} - ${b !== undefined && b < 0 ? `(${texNum(b)})` : texNum(b)}`;

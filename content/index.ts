@@ -4,11 +4,20 @@ import type { TraceEvent } from '../engine/trace/events.ts';
 import { fa1Content } from './fa1.ts';
 import { fa2Content } from './fa2.ts';
 import { standardContent } from './standard.ts';
+import type { AlgorithmId } from '../engine/algorithms/registry.ts';
 import { HW_LESSONS } from './lessons/index.ts';
 import type { AlgorithmContent } from './types.ts';
 import { BACKWARD_CONTENT } from './backward/index.ts';
 
-export const CONTENT: readonly AlgorithmContent[] = [standardContent, fa1Content, fa2Content, ...Object.values(HW_LESSONS).map((l) => l.content), ...BACKWARD_CONTENT];
+/** Pseudo-code and teaching text of every built-in's forward, by id (a missing one does not compile). */
+export const FORWARD_CONTENT: Readonly<Record<AlgorithmId, AlgorithmContent>> = {
+  standard: standardContent,
+  fa1: fa1Content,
+  fa2: fa2Content,
+  ...(Object.fromEntries(Object.entries(HW_LESSONS).map(([id, l]) => [id, l.content])) as Record<keyof typeof HW_LESSONS, AlgorithmContent>),
+};
+
+export const CONTENT: readonly AlgorithmContent[] = [...Object.values(FORWARD_CONTENT), ...BACKWARD_CONTENT];
 
 export function contentFor(algorithm: string): AlgorithmContent | undefined {
   return CONTENT.find((c) => c.algorithm === algorithm);

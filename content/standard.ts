@@ -1,4 +1,4 @@
-// Standard (unfused) attention in three passes over HBM, as engine/algorithms/standard.ts runs it.
+// Standard (unfused) attention in three passes over HBM, as engine/algorithms/standard/forward.ts runs it.
 import type { AlgorithmContent } from './types.ts';
 
 export const standardContent: AlgorithmContent = {
@@ -42,5 +42,5 @@ export const standardContent: AlgorithmContent = {
     'standard.pv': 'The output rows: O_i = P_i V.',
     'standard.writeO': 'The finished output goes to HBM.',
   },
-  seedNotes: [],
+  corrections: null,
 };

@@ -21,6 +21,9 @@ export interface AlgorithmContent {
   lines: PseudoLine[];
   /** One or two sentences per line id: what this step does and why. */
   explain: Record<string, string>;
-  /** Errors in the seed notes this team found, and what we follow instead. */
-  seedNotes: string[];
+  /**
+   * Mistakes in the published listing this pseudo-code follows (a paper's algorithm box), each
+   * with what FlashScope computes instead; null when none is known.
+   */
+  corrections: { listing: string; notes: string[] } | null;
 }

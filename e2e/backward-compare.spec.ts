@@ -7,11 +7,12 @@ import { totalBytes } from '../engine/core/counters.ts';
 import { outputDifference } from '../engine/compare/diff.ts';
 import { pointOf, stepFor } from '../engine/compare/sync.ts';
 import { DebuggerSession } from '../engine/debugger/session.ts';
-import type { LoadRequest } from '../engine/debugger/protocol.ts';
+import type { LoadRequest } from '../engine/request.ts';
 import { DEFAULT_PANES } from '../app/compare/pane-config.ts';
 import { paneRequest } from '../app/compare/shared-request.ts';
 import { DEFAULT_FORM, formToRequest } from '../app/store/problem-form.ts';
 import { defaultsFor } from '../engine/defaults/algorithm-defaults.ts';
+import { formForPass } from '../app/defaults/form-defaults.ts';
 import { openApp, watchConsole } from './helpers.ts';
 
 let checkConsole: () => void;
@@ -31,7 +32,7 @@ async function session(req: LoadRequest): Promise<DebuggerSession> {
 }
 
 test('FA1 vs FA2 backward: stepped together, counters and dQ differenced as the engine computes them', async ({ page }) => {
-  const base = formToRequest({ ...DEFAULT_FORM, pass: 'backward' });
+  const base = formToRequest(formForPass(DEFAULT_FORM, 'backward'));
   expect(DEFAULT_PANES.map((c) => c.algorithm)).toEqual(['fa1', 'fa2']);
   const [a, b] = await Promise.all(DEFAULT_PANES.map((c) => session(paneRequest(base, c))));
   const [da, db] = await Promise.all([a.compareData('h100'), b.compareData('h100')]);
@@ -88,7 +89,7 @@ test('FA3 backward panes offer the deterministic switch, and a forward-only algo
   await algo.selectOption('fa3');
   // Choosing FA3 brings its kernel's tile and a dtype its tensor cores take (engine/defaults);
   // a 16 × 16 tile typed here gives every row block several column blocks' adds to order.
-  const form = formToRequest({ ...DEFAULT_FORM, pass: 'backward' });
+  const form = formToRequest(formForPass(DEFAULT_FORM, 'backward'));
   const { config } = defaultsFor('fa3', { ...form.problem, blockM: 16, blockN: 16 }, ['batch', 'hq', 'hk', 'nq', 'nk', 'd', 'dv']);
   await expect(pane(page, 1).getByRole('textbox', { name: 'Pane 2 Br' })).toHaveValue(String(config.blockM));
   for (const t of ['Br', 'Bc']) {

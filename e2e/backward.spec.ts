@@ -9,7 +9,7 @@ import { DEFAULT_FORM } from '../app/store/problem-form.ts';
 import { decodeState, defaultSharedState, encodeState } from '../app/share/url-state.ts';
 import { DEFAULT_VIEWS } from '../app/views/registry.ts';
 import { counter, engineSession, openApp, watchConsole } from './helpers.ts';
-import { texNum } from '../content/formulas.ts';
+import { texNum } from '../content/tex.ts';
 
 let checkConsole: () => void;
 test.beforeEach(async ({ page }) => {

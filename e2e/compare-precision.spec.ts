@@ -247,7 +247,7 @@ test('an FP8 pane on a shared problem with ALiBi or d ≠ dv (sinks: pane-dtype.
   await page.getByRole('button', { name: 'Load problem' }).click();
   await expect(page.getByTestId('step-counter')).toHaveText(/^Step 1 of \d+$/);
   await page.getByRole('tab', { name: 'Compare' }).click();
-  await expect(refusal).toContainText('d = dv only', { timeout: 30_000 });
+  await expect(refusal).toContainText('d = dv and d 192 with dv 128 only', { timeout: 30_000 });
   await expect(refusal.getByRole('button', { name: 'Set the shared dv to d (64)' })).toBeVisible();
   await refusal.getByRole('button', { name: 'Run this pane in fp16' }).click();
   await expect(refusal).toHaveCount(0);

@@ -7,7 +7,7 @@ import { totalBytes } from '../engine/core/counters.ts';
 import { outputDifference } from '../engine/compare/diff.ts';
 import { pointOf, stepFor } from '../engine/compare/sync.ts';
 import { DebuggerSession } from '../engine/debugger/session.ts';
-import type { LoadRequest } from '../engine/debugger/protocol.ts';
+import type { LoadRequest } from '../engine/request.ts';
 import { DEFAULT_PANES, type ComparePaneConfig } from '../app/compare/pane-config.ts';
 import { paneRequest } from '../app/compare/shared-request.ts';
 import { DEFAULT_FORM, formToRequest } from '../app/store/problem-form.ts';

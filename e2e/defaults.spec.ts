@@ -1,7 +1,10 @@
 import { expect, test, type Page } from '@playwright/test';
 import { ALGORITHMS } from '../engine/algorithms/registry.ts';
 import { hasHardwareModel } from '../engine/hw/step-map.ts';
-import { formForAlgorithm } from '../app/defaults/form-defaults.ts';
+import { formForAlgorithm, formForPass } from '../app/defaults/form-defaults.ts';
+import { BACKWARD_ALGORITHMS } from '../engine/backward/registry.ts';
+import { defaultGpu } from '../app/hardware/gpus.ts';
+import { gpuById } from '../engine/hw/gpus/index.ts';
 import { DEFAULT_FORM } from '../app/store/problem-form.ts';
 import { counter, engineSession, openApp, watchConsole } from './helpers.ts';
 
@@ -23,12 +26,15 @@ test('issue 19: FA4 with d = 192, dv = 128 from the default page draws its Large
   await panel(page).getByLabel('Algorithm').selectOption('fa4');
   await panel(page).getByLabel('d', { exact: true }).fill('192');
   await panel(page).getByLabel('dv', { exact: true }).fill('128');
+  // Up to 256 query rows the kernel runs one CTA with the uneven ring; above, it pairs CTAs
+  // (2-CTA mode, half of each K/V tile per CTA: e2e/hardware.spec.ts).
+  await panel(page).getByLabel('Nq', { exact: true }).fill('256');
   await expect(panel(page).getByLabel('dtype')).toHaveValue('bf16');
   await expect(panel(page).getByLabel('Br', { exact: true })).toHaveValue('128');
   await expect(panel(page).getByLabel('Bc', { exact: true })).toHaveValue('128');
   await expect(panel(page).getByTestId('fit-hint')).toHaveCount(0);
   await panel(page).getByRole('button', { name: 'Load problem' }).click();
-  const { s } = await engineSession(formForAlgorithm({ ...DEFAULT_FORM, d: '192', dv: '128' }, 'fa4', ['d', 'dv']).form);
+  const { s } = await engineSession(formForAlgorithm({ ...DEFAULT_FORM, d: '192', dv: '128', nq: '256' }, 'fa4', ['d', 'dv', 'nq']).form);
   await expect(counter(page)).toHaveText(`Step 1 of ${s.events().length}`, { timeout: 30_000 });
   await expect(memoryMap(page).getByTestId('hw-status')).toContainText('NVIDIA B200', { timeout: 30_000 });
   await expect(page.getByTestId('hw-error')).toHaveCount(0);
@@ -100,6 +106,76 @@ for (const algo of ALGORITHMS) {
     await expect(page.getByText(/No hardware schedule/)).toHaveCount(0);
   });
 }
+
+const gpuName = (id: string) => gpuById(id as Parameters<typeof gpuById>[0]).name;
+const noErrorShown = async (page: Page) => {
+  await expect(page.locator('.error:visible, [role="alert"]:visible')).toHaveCount(0);
+  await expect(page.getByText(/No hardware schedule/)).toHaveCount(0);
+};
+
+for (const algo of BACKWARD_ALGORITHMS) {
+  test(`from the default page: ${algo.id}, then Backward, loads and draws its views without an error`, async ({ page }) => {
+    await openApp(page);
+    await panel(page).getByLabel('Algorithm').selectOption(algo.id);
+    await panel(page).getByRole('radio', { name: 'Backward' }).click();
+    const { s } = await engineSession(formForPass(formForAlgorithm(DEFAULT_FORM, algo.id).form, 'backward'));
+    const total = s.events().length;
+    await expect(counter(page)).toHaveText(`Step 1 of ${total}`, { timeout: 30_000 });
+    for (let i = 0; i < 3; i++) await page.getByRole('button', { name: 'Step forward', exact: true }).click();
+    await expect(counter(page)).toHaveText(`Step 4 of ${total}`);
+    await expect(page.locator('figure[data-matrix="dQ"]')).toBeVisible();
+    if (hasHardwareModel(algo.id, 'backward')) {
+      await expect(timeline(page).getByTestId('hw-status')).toBeVisible({ timeout: 30_000 });
+      await expect(memoryMap(page).getByTestId('hw-status')).toBeVisible();
+    }
+    await noErrorShown(page);
+  });
+}
+
+test('compare: every algorithm a pane can pick, on both passes, loads its defaults without an error', async ({ page }) => {
+  test.setTimeout(180_000);
+  const pane2 = page.locator('[data-pane="cmp1"]');
+  const pick = pane2.getByLabel('Pane 2 algorithm');
+  // Each pass from a fresh default page: a kernel picked earlier changes the shared dtype for the next.
+  for (const pass of ['backward', 'forward'] as const) {
+    await openApp(page);
+    await page.getByRole('tab', { name: 'Compare' }).click();
+    if (pass === 'backward') {
+      await page.getByRole('radiogroup', { name: 'Pass of every pane' }).getByRole('radio', { name: 'Backward' }).click();
+      await expect(page.getByTestId('shared-problem')).toContainText('backward pass', { timeout: 30_000 });
+    }
+    const ids = pass === 'forward' ? ALGORITHMS.map((a) => a.id) : BACKWARD_ALGORITHMS.map((a) => a.id);
+    for (const id of ids) {
+      await pick.selectOption(id);
+      await expect(pane2.getByTestId('step-counter')).toHaveText(/^Step 1 of \d+$/, { timeout: 30_000 });
+      await expect(page.locator('[data-pane="cmp0"]').getByTestId('step-counter')).toHaveText(/^Step 1 of \d+$/, { timeout: 30_000 });
+      if (hasHardwareModel(id, pass)) {
+        const view = pane2.getByLabel('Pane 2 view Warp-role timeline');
+        if (!(await view.isChecked())) await view.check();
+        await expect(pane2.getByTestId('hw-status')).toContainText(gpuName(defaultGpu(id, pass)), { timeout: 30_000 });
+      }
+      await noErrorShown(page);
+    }
+  }
+});
+
+test("serving: every algorithm of the page's picker, varlen and paged, runs its defaults without an error", async ({ page }) => {
+  test.setTimeout(180_000);
+  await openApp(page);
+  await page.getByRole('tab', { name: 'Serving' }).click();
+  const form = page.getByRole('form', { name: 'Serving problem' });
+  const step = page.getByTestId('serving-step');
+  for (const layout of ['Packed varlen (cu_seqlens)', 'Paged K/V cache (block table)']) {
+    await form.getByRole('radio', { name: layout }).check();
+    for (const a of ALGORITHMS) {
+      await form.getByLabel('Algorithm').selectOption(a.id);
+      await form.getByRole('button', { name: 'Load problem' }).click();
+      await expect(form.getByRole('button', { name: 'Load problem' })).toBeEnabled({ timeout: 60_000 });
+      await expect(step).toHaveText(/^Step 1 of \d+$/, { timeout: 30_000 });
+      await noErrorShown(page);
+    }
+  }
+});
 
 test('a compare pane that picks FA4 gets its tile, and the shared problem the dtype its tensor cores take', async ({ page }) => {
   await openApp(page);

@@ -93,15 +93,28 @@ test('FA2 backward starts on the A100 and shows its eight warps with the dQ atom
   await expect(status).toContainText('NVIDIA H100', { timeout: 30_000 });
 });
 
-test('Backward from the default page: the FA2 backward kernel needs 16-bit inputs, and one click gets its schedule', async ({ page }) => {
+test('Backward from the default page lands on a dtype the FA2 backward kernel takes; a typed fp32 gets the fix offered', async ({ page }) => {
   await page.goto('/');
   await expect(counter(page)).toHaveText(/^Step 1 of \d+$/, { timeout: 30_000 });
-  await page.getByRole('region', { name: 'Problem', exact: true }).getByRole('radio', { name: 'Backward' }).click();
-  await expect(timeline(page).getByTestId('hw-error')).toContainText('the FA2 backward takes fp16 or bf16');
+  const problem = page.getByRole('region', { name: 'Problem', exact: true });
+  await problem.getByRole('radio', { name: 'Backward' }).click();
+  await expect(problem.getByLabel('dtype')).toHaveValue('fp16');
+  await expect(memoryMap(page).getByTestId('hw-status')).toContainText('NVIDIA A100', { timeout: 30_000 });
+  await expect(timeline(page).getByTestId('hw-status')).toBeVisible();
+  await expect(page.getByTestId('hw-error')).toHaveCount(0);
+  await page.screenshot({ path: 'test-results/backward-default.png' });
+  // Back to the forward: its own fp32 again.
+  await problem.getByRole('radio', { name: 'Forward' }).click();
+  await expect(problem.getByLabel('dtype')).toHaveValue('fp32');
+  // fp32 typed by the person stays theirs: the views say why not, and one click changes it.
+  await problem.getByLabel('dtype').selectOption('fp32');
+  await problem.getByRole('radio', { name: 'Backward' }).click();
+  await expect(problem.getByLabel('dtype')).toHaveValue('fp32');
+  await expect(timeline(page).getByTestId('hw-error')).toContainText('the FA2 backward takes fp16 or bf16', { timeout: 30_000 });
   const fix = timeline(page).getByTestId('hw-fix');
   await expect(fix).toContainText('To draw it, set dtype to fp16.');
   await fix.getByRole('button', { name: 'Set dtype to fp16 and reload' }).click();
-  await expect(page.getByRole('region', { name: 'Problem', exact: true }).getByLabel('dtype')).toHaveValue('fp16');
+  await expect(problem.getByLabel('dtype')).toHaveValue('fp16');
   await expect(memoryMap(page).getByTestId('hw-status')).toContainText('NVIDIA A100', { timeout: 30_000 });
   await expect(timeline(page).getByTestId('hw-error')).toHaveCount(0);
   await expect(counter(page)).toHaveText(/^Step 1 of \d+$/);

@@ -40,15 +40,16 @@ test('FA4 d=192, dv=128: the first eight loads land where the Large-Small-Large 
   await expect(counter(page)).toHaveText(`Step 1 of ${ev.length}`, { timeout: 30_000 });
   await expect(memoryMap(page).getByTestId('hw-status')).toBeVisible({ timeout: 30_000 });
 
-  // SMEM layout of FA4 at d = 192, dv = 128, bf16 (seed 003): barriers + sScale, then two
+  // SMEM layout of FA4 at d = 192, dv = 128, bf16 (flash_fwd_sm100.py@0251105a; Nq = 256 is one
+  // CTA, not a 2-CTA pair, and sO shares sQ at d = 192): barriers + sScale, then two
   // Q tiles of 128×192×2 = 48 KB from byte 3072, then the K/V ring from byte 101376.
   // K tiles are Large (48 KB = 49152 B), V tiles Small (32 KB = 32768 B); stage stride
   // (L+S)/2 = 40960 B; the middle stage sits (L−S)/2 = 8192 B right of its base while it
   // holds V (Large-Small-Large) and 8192 B left when it holds K (Small-Large-Small).
-  // The kernel visits K/V blocks from the last (5) down.
+  // The kernel visits K/V blocks from the last (5) down; the load warp issues K before Q0.
   const expected = [
-    { tile: 'Q0', offset: 3072, bytes: 49152, label: 'Q0' },
     { tile: 'K5', offset: 101376, bytes: 49152, label: 'K5 s0' },
+    { tile: 'Q0', offset: 3072, bytes: 49152, label: 'Q0' },
     { tile: 'Q1', offset: 52224, bytes: 49152, label: 'Q1' },
     { tile: 'V5', offset: 101376 + 40960 + 8192, bytes: 32768, label: 'V5 s1' },
     { tile: 'K4', offset: 101376 + 2 * 40960, bytes: 49152, label: 'K4 s2' },
@@ -85,12 +86,43 @@ test('FA4 d=192, dv=128: the first eight loads land where the Large-Small-Large 
   // TMEM: P of some block sits over the second half of S (columns 64-127 or 192-255).
   const p = memoryMap(page).locator('[data-testid="tmem-block"][data-tile^="P"]').first();
   if ((await p.count()) > 0) expect([64, 192]).toContain(Number(await p.getAttribute('data-column')));
-  // Registers: seed 003's budgets.
-  await expect(memoryMap(page).locator('[data-role="softmax0"]')).toHaveAttribute('data-registers', '200');
-  await expect(memoryMap(page).locator('[data-role="correction"]')).toHaveAttribute('data-registers', '64');
+  // Registers at d = 192 on one CTA: no _TUNING_CONFIG row, so 192 for softmax and 80 for correction.
+  await expect(memoryMap(page).locator('[data-role="softmax0"]')).toHaveAttribute('data-registers', '192');
+  await expect(memoryMap(page).locator('[data-role="correction"]')).toHaveAttribute('data-registers', '80');
+  await expect(memoryMap(page).getByTestId('cta-pair')).toHaveCount(0);
   // The hardware explanation follows the step kind.
   await expect(page.getByTestId('hw-step-text')).toHaveAttribute('data-kind', 'load');
   await page.screenshot({ path: 'test-results/hardware-fa4-loads.png', fullPage: true });
+});
+
+test('FA4 2-CTA mode (d = 128, Nq = 512, not causal): the memory map shows what each CTA of the pair holds, the timeline marks the pair MMAs', async ({ page }) => {
+  const form: Partial<ProblemForm> = { algorithm: 'fa4', nq: '512', nk: '512', d: '128', dv: '128', blockM: '128', blockN: '128', dtype: 'bf16' };
+  const { s } = await engineSession(form);
+  const ev = s.events();
+  await openApp(page);
+  await loadProblem(page, form);
+  await expect(counter(page)).toHaveText(`Step 1 of ${ev.length}`, { timeout: 30_000 });
+  await expect(memoryMap(page).getByTestId('hw-status')).toBeVisible({ timeout: 30_000 });
+  const pair = memoryMap(page).getByTestId('cta-pair');
+  await expect(pair).toBeVisible();
+  await expect(pair.getByTestId('pair-cta')).toHaveCount(2);
+  await expect(pair.locator('[data-cta="0"]')).toContainText('leader');
+  await expect(pair.locator('[data-cta="1"]')).toContainText('rows 64–127 of a 128-row K or V tile');
+  // Six K/V stages of half a tile (64 × 128 × 2 B = 16 KB) each, instead of three full ones.
+  await expect(pair.locator('[data-cta="0"]')).toContainText('6 stages of 16 KB');
+  // _TUNING_CONFIG (2-CTA, d 128): 176 registers for softmax, 88 for correction.
+  await expect(memoryMap(page).locator('[data-role="softmax0"]')).toHaveAttribute('data-registers', '176');
+  await expect(memoryMap(page).locator('[data-role="correction"]')).toHaveAttribute('data-registers', '88');
+  await expect(timeline(page).getByTestId('timeline-pair')).toContainText('(cta_group::2)');
+  // Step to the first S = QKᵀ: the op under the cursor is a pair MMA.
+  const qk = ev.findIndex((e) => e.kind === 'qk');
+  const fwd = page.getByRole('button', { name: 'Step forward', exact: true });
+  for (let i = 0; i < qk; i++) await fwd.click();
+  await expect(counter(page)).toHaveText(`Step ${qk + 1} of ${ev.length}`);
+  await expect(memoryMap(page).getByTestId('hw-status')).toContainText('(cta_group::2)');
+  await page.keyboard.press('ArrowRight');
+  await expect(counter(page)).toHaveText(`Step ${qk + 2} of ${ev.length}`);
+  await page.screenshot({ path: 'test-results/hardware-fa4-2cta.png', fullPage: true });
 });
 
 test('FA3: switching ping-pong off re-runs the schedule and the timeline changes', async ({ page }) => {

@@ -3,7 +3,7 @@
 
 import { expect, type Page } from '@playwright/test';
 import { DebuggerSession } from '../engine/debugger/session.ts';
-import type { LoadRequest } from '../engine/debugger/protocol.ts';
+import type { LoadRequest } from '../engine/request.ts';
 import { DEFAULT_FORM, formToRequest, type ProblemForm } from '../app/store/problem-form.ts';
 
 export async function engineSession(form: Partial<ProblemForm> = {}): Promise<{ s: DebuggerSession; req: LoadRequest }> {

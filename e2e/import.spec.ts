@@ -7,7 +7,7 @@ import { writeFileSync, mkdirSync, openSync, closeSync, ftruncateSync, writeSync
 import { join } from 'node:path';
 import { expect, test, type Page } from '@playwright/test';
 import { DebuggerSession } from '../engine/debugger/session.ts';
-import type { LoadRequest } from '../engine/debugger/protocol.ts';
+import type { LoadRequest } from '../engine/request.ts';
 import { encodeNpy } from '../engine/io/npy.ts';
 import { DEFAULT_FORM, formToRequest } from '../app/store/problem-form.ts';
 import { counter, openApp, watchConsole } from './helpers.ts';
@@ -161,14 +161,13 @@ test('a 1.9 GB .npy is handled by reading its header and one head', async ({ pag
 
 // ——— Bad files and bad choices: each with the message a person sees. ———
 
-const f32 = (n: number) => n * 4;
 const goodQ = () => npy('q.npy', [1, 2, 8, 4]);
 const goodK = () => npy('k.npy', [1, 2, 8, 4], 0.7);
 const goodV = () => npy('v.npy', [1, 2, 8, 4], 1.1);
 const truncated = (f: TestFile, keep: number) => file(f.name, f.buffer.subarray(0, keep));
 
 /** Files rejected when listed: [case, file, message]. */
-export const BAD_FILES: [string, TestFile, RegExp][] = [
+const BAD_FILES: [string, TestFile, RegExp][] = [
   ['wrong magic', file('q.npy', new TextEncoder().encode('this is a text file, not a tensor')), /q\.npy: not a \.npy file \(wrong magic: found bytes 74 68 69 73 20 69/],
   ['too short for a header', file('q.npy', new Uint8Array([0x93, 0x4e, 0x55])), /only 3 bytes, too short for a \.npy header/],
   ['data truncated', truncated(npy('q.npy', [1, 2, 8, 4]), 128 + 100), /needs 256 bytes of data but the file holds 100 \(truncated\)/],
@@ -192,7 +191,7 @@ export const BAD_FILES: [string, TestFile, RegExp][] = [
 
 /** Valid files whose combination or choice is wrong: [case, files, dialog edits, message]. */
 type Edit = { batch?: string; head?: string; unpick?: 'V'; sinks?: string };
-export const BAD_CHOICES: [string, TestFile[], Edit, RegExp][] = [
+const BAD_CHOICES: [string, TestFile[], Edit, RegExp][] = [
   ['Q and K head dims differ', [goodQ(), npy('k.npy', [1, 2, 8, 3]), goodV()], {}, /Q and K must have the same head dim \(QKᵀ\); got 4 and 3/],
   ['K and V lengths differ', [goodQ(), goodK(), npy('v.npy', [1, 2, 6, 4])], {}, /K and V must have the same sequence length \(BHND\); got 8 and 6/],
   ['integer Q', [npyWithHeader('q.npy', "{'descr': '<i4', 'fortran_order': False, 'shape': (1, 2, 8, 4), }", 256), goodK(), goodV()], {}, /Q \(q\.npy\): holds int32 values \(signed integer\); attention tensors must be float16, bfloat16, float32 or float64/],

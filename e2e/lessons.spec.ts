@@ -33,6 +33,11 @@ for (const chapter of CHAPTERS) {
       await expect(page.getByTestId(`lesson-target-${i}`)).toContainText(`step ${t.step + 1} of ${t.total}: ${chapter.panes[i].target.describe}`);
     }
     await expect(page).toHaveURL(new RegExp(`lesson=${chapter.number}&step=\\d+`));
+    // Paper-vs-code boxes and errata of published listings are shown as such (chapters 4, 5, 7).
+    const codeWins = chapter.blocks.filter((b) => b.kind === 'code-wins').length;
+    await expect(page.getByRole('complementary', { name: 'Paper and code' })).toHaveCount(codeWins);
+    if (codeWins > 0) await expect(page.getByRole('complementary', { name: 'Paper and code' }).first()).toContainText('Paper vs code');
+    await expect(page.locator('.erratum-tag', { hasText: 'Erratum' })).toHaveCount(chapter.blocks.filter((b) => b.kind === 'erratum').length);
 
     // One question right: the value the engine gives for the preset.
     const ctx = lessonContext(chapter, chapter.panes[0].preset, cache);

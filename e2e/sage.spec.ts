@@ -1,11 +1,11 @@
 import { expect, test, type Page } from '@playwright/test';
 import { formForAlgorithm } from '../app/defaults/form-defaults.ts';
 import { DEFAULT_FORM, formToRequest } from '../app/store/problem-form.ts';
-import { texNum } from '../content/formulas.ts';
+import { texNum } from '../content/tex.ts';
 import type { TraceEvent } from '../engine/trace/events.ts';
 import { counter, engineSession, openApp, watchConsole } from './helpers.ts';
 import { num } from '../app/precision/tile-info.ts';
-import { SAGE_P_SCALE } from '../engine/algorithms/sage.ts';
+import { SAGE_P_SCALE } from '../engine/algorithms/sage/forward.ts';
 import { DebuggerSession } from '../engine/debugger/session.ts';
 import { paneRequest } from '../app/compare/shared-request.ts';
 import type { ComparePaneConfig } from '../app/compare/pane-config.ts';

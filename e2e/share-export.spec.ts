@@ -82,7 +82,7 @@ test('the URL carries the state: reloading it restores problem, step, views, com
 });
 
 /** Links that are malformed or outdated: [case, fragment, notice]. */
-export const BAD_LINKS: [string, string, RegExp][] = [
+const BAD_LINKS: [string, string, RegExp][] = [
   ['not a state', '#view=heatmaps', /fragment "view=heatmaps" is not a FlashScope state/],
   ['broken base64', '#s=***', /state could not be read/],
   ['newer version', frag({ v: SHARE_VERSION + 1, m: 'compare' }), /made by a newer FlashScope \(state version 2; this one reads 1\)/],
@@ -110,7 +110,7 @@ test(`${BAD_LINKS.length} malformed or outdated links open the defaults for what
 });
 
 /** Problem settings a person can type: [case, field label, value, message]. */
-export const BAD_SETTINGS: [string, string, string, RegExp][] = [
+const BAD_SETTINGS: [string, string, string, RegExp][] = [
   ['Nq zero', 'Nq', '0', /nq: must be at least 1, got 0/],
   ['Hk does not divide Hq', 'Hk', '3', /hk: query heads \(1\) must be a multiple of key\/value heads \(3\)/],
   ['Br not a number', 'Br', 'x', /Br: must be a whole number, got "x"/],

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
-// Runs every FlashScope test: the TypeScript typecheck, the vitest unit suites and the
-// Playwright browser suites, then prints the combined totals as the last line:
+// Runs every FlashScope test: the TypeScript typecheck, the Biome lint and format checks, the
+// vitest unit suites and the Playwright browser suites, then prints the combined totals as the last line:
 //   N passed, M failed
 // preceded by a line "F flaky (…)": browser tests that passed only on Playwright's retry.
 // Each runner writes a JSON report that is read back here, so the totals are counted,
@@ -34,7 +34,15 @@ if (tsc === 0) totals.passed++;
 else totals.failed++;
 lines.push(`typecheck: ${tsc === 0 ? 'ok' : 'FAILED'}`);
 
-// 2. Unit tests (vitest).
+// 2. Lint rules and formatting (Biome, biome.json): one test each, like the typecheck.
+for (const [name, script] of [['lint', 'lint'], ['format', 'format:check']]) {
+  const status = run('npm', ['run', '--silent', script]);
+  if (status === 0) totals.passed++;
+  else totals.failed++;
+  lines.push(`${name}: ${status === 0 ? 'ok' : 'FAILED'}`);
+}
+
+// 3. Unit tests (vitest).
 const unitReport = 'test-results/unit.json';
 rmSync(unitReport, { force: true });
 const unitStatus = run('npx', ['vitest', 'run', '--reporter=default', '--reporter=json', `--outputFile.json=${unitReport}`]);
@@ -52,7 +60,7 @@ if (existsSync(unitReport)) {
   lines.push(`unit: runner exited ${unitStatus} without a report`);
 }
 
-// 3. Browser tests (Playwright + Debian's Chromium).
+// 4. Browser tests (Playwright + Debian's Chromium).
 const chromium = process.env.FLASHSCOPE_CHROMIUM ?? '/usr/bin/chromium';
 if (!existsSync(chromium)) {
   console.error(
@@ -62,24 +70,27 @@ if (!existsSync(chromium)) {
   totals.failed++;
   lines.push('e2e: no Chromium found');
 } else {
-  const e2eReport = 'test-results/e2e.json';
-  rmSync(e2eReport, { force: true });
-  const e2eStatus = run('npx', ['playwright', 'test'], { PW_REPORTER: 'json' });
-  if (existsSync(e2eReport)) {
-    const r = JSON.parse(readFileSync(e2eReport, 'utf8'));
-    const s = r.stats ?? {};
-    const passed = (s.expected ?? 0) + (s.flaky ?? 0);
-    const failed = (s.unexpected ?? 0) + ((r.errors ?? []).length > 0 && passed === 0 ? 1 : 0);
-    totals.passed += passed;
-    totals.failed += failed;
-    totals.skipped += s.skipped ?? 0;
-    // A test that passed only on the retry counts as passed but is named: none should be.
-    totals.flaky += s.flaky ?? 0;
-    for (const suite of r.suites ?? []) collectFlaky(suite);
-    lines.push(`e2e: ${passed} passed, ${failed} failed`);
-  } else {
-    totals.failed++;
-    lines.push(`e2e: runner exited ${e2eStatus} without a report`);
+  // The main suite, then the hosted build under a sub-path (playwright.subpath.config.ts).
+  for (const [name, config] of [['e2e', 'playwright.config.ts'], ['e2e sub-path', 'playwright.subpath.config.ts']]) {
+    const e2eReport = 'test-results/e2e.json';
+    rmSync(e2eReport, { force: true });
+    const e2eStatus = run('npx', ['playwright', 'test', '-c', config], { PW_REPORTER: 'json' });
+    if (existsSync(e2eReport)) {
+      const r = JSON.parse(readFileSync(e2eReport, 'utf8'));
+      const s = r.stats ?? {};
+      const passed = (s.expected ?? 0) + (s.flaky ?? 0);
+      const failed = (s.unexpected ?? 0) + ((r.errors ?? []).length > 0 && passed === 0 ? 1 : 0);
+      totals.passed += passed;
+      totals.failed += failed;
+      totals.skipped += s.skipped ?? 0;
+      // A test that passed only on the retry counts as passed but is named: none should be.
+      totals.flaky += s.flaky ?? 0;
+      for (const suite of r.suites ?? []) collectFlaky(suite);
+      lines.push(`${name}: ${passed} passed, ${failed} failed`);
+    } else {
+      totals.failed++;
+      lines.push(`${name}: runner exited ${e2eStatus} without a report`);
+    }
   }
 }
 

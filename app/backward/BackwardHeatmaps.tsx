@@ -6,6 +6,7 @@
 import './backward.css';
 import { useMemo } from 'react';
 import type { Frame, HeadInputs, LoadSummary } from '../../engine/debugger/protocol.ts';
+import { findDescriptor } from '../../engine/algorithms/registry.ts';
 import { useApp, type MatrixId } from '../store/store.ts';
 import { usePane } from '../pane/context.ts';
 import { colourScale } from '../views/colour.ts';
@@ -55,10 +56,11 @@ export function BackwardHeatmaps({ frame, inputs, summary }: { frame: Frame; inp
   };
   const big = 160;
   const tall = (n: number, other: number) => Math.max(40, Math.min(big, (big * n) / Math.max(other, 1)));
-  const standard = summary.algorithm === 'standard';
-  const fa1 = summary.algorithm === 'fa1';
+  const desc = findDescriptor(summary.algorithm);
+  const standard = desc?.rowStats === 'materialized';
+  const fa1 = desc?.rowStats === 'hbm';
   // FA3 keeps dQaccum and dK without the softmax scale until its postprocess and epilogue.
-  const fa3 = summary.algorithm === 'fa3';
+  const scaleLater = desc?.backward?.scaleLater === true;
   const grouped = problem !== undefined && problem.hq > problem.hk;
   return (
     <section className="view heatmaps bwd-heatmaps" aria-label="Backward heatmaps">
@@ -87,7 +89,7 @@ export function BackwardHeatmaps({ frame, inputs, summary }: { frame: Frame; inp
       <div className="bwd-row" aria-label="Gradients">
         <Heatmap
           id="dQ"
-          title={`${fa3 ? 'dQaccum (unscaled) → dQ' : 'dQ'}${dqAdd ? ` (accumulating: + K/V block ${ev.tile.kvBlock})` : ''}`}
+          title={`${scaleLater ? 'dQaccum (unscaled) → dQ' : 'dQ'}${dqAdd ? ` (accumulating: + K/V block ${ev.tile.kvBlock})` : ''}`}
           data={g.dQ}
           version={frame.seq}
           rows={nq}
@@ -99,7 +101,7 @@ export function BackwardHeatmaps({ frame, inputs, summary }: { frame: Frame; inp
           markRows={dqAdd ? [r0, r1] : undefined}
           maxPx={tall(nq, nk)}
         />
-        <Heatmap id="dK" title={fa3 ? 'dK (unscaled until written)' : 'dK'} data={g.dK} version={frame.seq} rows={nk} cols={d} scale={scales.dK} tileRows={blockN} tileCols={d} highlight={rowsRect(c0, c1, d)} maxPx={tall(nk, nq)} />
+        <Heatmap id="dK" title={scaleLater ? 'dK (unscaled until written)' : 'dK'} data={g.dK} version={frame.seq} rows={nk} cols={d} scale={scales.dK} tileRows={blockN} tileCols={d} highlight={rowsRect(c0, c1, d)} maxPx={tall(nk, nq)} />
         <Heatmap id="dV" title="dV" data={g.dV} version={frame.seq} rows={nk} cols={dv} scale={scales.dV} tileRows={blockN} tileCols={dv} highlight={rowsRect(c0, c1, dv)} maxPx={tall(nk, nq)} />
       </div>
       <p className="hint" data-testid="bwd-hint">

@@ -5,9 +5,10 @@
 
 import './backward.css';
 import { useRef, type KeyboardEvent } from 'react';
-import { hasBackward, PASSES, type Pass } from '../../engine/debugger/pass.ts';
+import { hasBackward, PASSES, type Pass } from '../../engine/pass.ts';
 import { formToRequest, withAppliedFeatures } from '../store/problem-form.ts';
 import { lowPrecisionRefusal, refusedLoadMessage } from '../defaults/PrecisionFix.tsx';
+import { choosePass } from '../defaults/form-defaults.ts';
 import { useApp, type PaneId } from '../store/store.ts';
 import { usePane } from '../pane/context.ts';
 import type { PaneController } from '../pane/controller.ts';
@@ -58,7 +59,7 @@ function PassRadios({ value, disabled, onChoose: choose, label }: { value: Pass;
 /** Sets the pane's form to `pass` and loads it; a form error is shown next to the form. */
 export function loadPass(pane: PaneId, ctl: PaneController, pass: Pass): void {
   const st = useApp.getState();
-  st.setForm(pane, { pass });
+  choosePass(pane, pass);
   let req;
   try {
     req = formToRequest(useApp.getState().problem[pane].form, useApp.getState().problem[pane].applied);

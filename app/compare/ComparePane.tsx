@@ -11,10 +11,9 @@ import { useApp } from '../store/store.ts';
 import { VIEWS } from '../views/registry.ts';
 import { useCompare } from './compare-store.ts';
 import { registerController } from './controllers.ts';
-import { comparePaneId, FEATURE_SPECS } from './pane-config.ts';
+import { comparePaneId, paneSwitchSpecs } from './pane-config.ts';
 import { paneRequest, sharedRequest, SHARED_PANE } from './shared-request.ts';
-import { hasBackward } from '../../engine/debugger/pass.ts';
-import { BACKWARD_FEATURE_SPECS } from '../backward/feature-specs.ts';
+import { hasBackward } from '../../engine/pass.ts';
 import { chooseCompareAlgorithm } from '../defaults/compare-defaults.ts';
 import { markTouched } from '../defaults/form-defaults.ts';
 import { DTYPES, isFp8 } from '../../engine/core/problem.ts';
@@ -58,7 +57,7 @@ function PaneSettings({ index, ctl }: { index: number; ctl: PaneController }) {
   // Switches whose condition on the others fails (sage's qPerWarp on version 1) are hidden, as in the problem panel.
   const off = backward ? [] : inactiveSwitches(cfg.algorithm, dtype, cfg.features);
   const specs = Object.fromEntries(
-    Object.entries((backward ? BACKWARD_FEATURE_SPECS[cfg.algorithm] : FEATURE_SPECS[cfg.algorithm]) ?? {}).filter(
+    Object.entries(paneSwitchSpecs(cfg.algorithm, backward)).filter(
       ([k, spec]) => (isFp8(dtype) || !isFp8OnlyFeature(cfg.algorithm, k, spec.default)) && !off.includes(k),
     ),
   );

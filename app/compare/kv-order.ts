@@ -5,11 +5,11 @@
 // so the compare bar says why and how to line the orders up.
 
 import type { ComparePaneConfig } from './pane-config.ts';
-import { FEATURE_SPECS } from './pane-config.ts';
+import { paneSwitchSpecs } from './pane-config.ts';
 
 /** Whether the pane's forward visits K/V blocks last to first: its reverseKv switch, or the algorithm's default for it. */
 export function visitsKvBackwards(c: ComparePaneConfig): boolean {
-  const spec = FEATURE_SPECS[c.algorithm]?.reverseKv;
+  const spec = paneSwitchSpecs(c.algorithm).reverseKv;
   if (!spec) return false;
   return (c.features.reverseKv ?? spec.default) === true;
 }

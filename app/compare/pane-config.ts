@@ -3,12 +3,8 @@
 // distribution or imported tensors) is the shared problem, so panes differ only where the
 // person asked them to.
 
-import { FA3_FEATURES } from '../../engine/algorithms/fa3.ts';
-import { FA4_FEATURES } from '../../engine/algorithms/fa4.ts';
-import { FLASH_DECODING_FEATURES } from '../../engine/algorithms/flash-decoding.ts';
-import { FMHA_V2_FEATURES } from '../../engine/algorithms/fmha-v2.ts';
-import { SAGE_FEATURES } from '../../engine/algorithms/sage.ts';
 import type { FeatureSpecs } from '../../engine/algorithms/features.ts';
+import { DEFAULT_COMPARISON, findDescriptor } from '../../engine/algorithms/registry.ts';
 import type { DType } from '../../engine/core/problem.ts';
 
 export interface ComparePaneConfig {
@@ -23,22 +19,17 @@ export interface ComparePaneConfig {
   views: string[];
 }
 
-export const FEATURE_SPECS: Record<string, FeatureSpecs> = {
-  fa3: FA3_FEATURES,
-  fa4: FA4_FEATURES,
-  'fmha-v2': FMHA_V2_FEATURES,
-  'flash-decoding': FLASH_DECODING_FEATURES,
-  sage: SAGE_FEATURES,
-};
+/** The switches a pane offers: its algorithm's forward ones, or its backward's when the shared problem runs the backward. */
+export function paneSwitchSpecs(algorithm: string, backward = false): FeatureSpecs {
+  const d = findDescriptor(algorithm);
+  return (backward ? d?.backward?.switches : d?.switches) ?? {};
+}
 
 export const MIN_PANES = 2;
 export const MAX_PANES = 4;
 export const COMPARE_VIEWS_DEFAULT = ['heatmaps', 'counters'];
 
-export const DEFAULT_PANES: ComparePaneConfig[] = [
-  { algorithm: 'fa1', blockM: '16', blockN: '16', features: {}, views: [...COMPARE_VIEWS_DEFAULT] },
-  { algorithm: 'fa2', blockM: '16', blockN: '16', features: {}, views: [...COMPARE_VIEWS_DEFAULT] },
-];
+export const DEFAULT_PANES: ComparePaneConfig[] = DEFAULT_COMPARISON.map((algorithm) => ({ algorithm, blockM: '16', blockN: '16', features: {}, views: [...COMPARE_VIEWS_DEFAULT] }));
 
 /** A pane config's label in tables: algorithm, its own dtype, tile, changed features. */
 export function paneLabel(c: ComparePaneConfig, index: number): string {

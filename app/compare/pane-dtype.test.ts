@@ -71,7 +71,7 @@ describe('compare pane dtype', () => {
     const cases: { problem: Partial<AttentionProblem>; label: string; message: RegExp }[] = [
       { problem: { alibi: 'standard' }, label: 'Turn ALiBi off in the shared problem', message: /FA3 has no ALiBi/ },
       { problem: { sinks: [2] }, label: 'Clear the shared sink logit', message: /no attention-sink logits/ },
-      { problem: { dv: 32 }, label: 'Set the shared dv to d (16)', message: /d = dv only/ },
+      { problem: { dv: 32 }, label: 'Set the shared dv to d (16)', message: /d = dv and d 192 with dv 128 only/ },
     ];
     for (const c of cases) {
       const shared = { ...base, problem: { ...base.problem, ...c.problem } };

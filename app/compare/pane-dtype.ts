@@ -11,11 +11,11 @@
 import { ALGORITHMS } from '../../engine/algorithms/registry.ts';
 import { refusalOf, type Refusal } from '../../engine/lowprec/fp8-support.ts';
 import { DEFAULT_PROBLEM, isFp8, type AttentionProblem, type DType } from '../../engine/core/problem.ts';
-import type { Pass } from '../../engine/debugger/pass.ts';
-import type { LoadRequest } from '../../engine/debugger/protocol.ts';
+import type { Pass } from '../../engine/pass.ts';
+import type { LoadRequest } from '../../engine/request.ts';
 import type { ProblemForm } from '../store/problem-form.ts';
 import type { ComparePaneConfig } from './pane-config.ts';
-import { PANEL_SWITCHES, effectiveSwitches } from '../store/problem-form.ts';
+import { panelSwitches, effectiveSwitches } from '../store/problem-form.ts';
 
 /** The dtype a pane runs: its own, or the shared problem's when it has none. */
 export function paneDtype(c: ComparePaneConfig, shared: DType): DType {
@@ -39,7 +39,7 @@ export function isFp8OnlyFeature(algorithm: string, key: string, value: boolean 
 /**
  * The pane's features that its dtype uses: FP8-only switches are kept in the config but not
  * sent with a 16-bit dtype (the engine refuses them there), and likewise a switch whose
- * condition on the others fails (sage's qPerWarp on version 1; PANEL_SWITCHES says which).
+ * condition on the others fails (sage's qPerWarp on version 1; panelSwitches says which).
  */
 export function featuresFor(algorithm: string, dtype: DType, features: Record<string, boolean | number>): Record<string, boolean | number> {
   const off = inactiveSwitches(algorithm, dtype, features);
@@ -48,7 +48,7 @@ export function featuresFor(algorithm: string, dtype: DType, features: Record<st
 
 /** The switches of this algorithm whose condition fails with these features (defaults for the rest) and this dtype. */
 export function inactiveSwitches(algorithm: string, dtype: DType, features: Record<string, boolean | number>): string[] {
-  const panel = (PANEL_SWITCHES[algorithm] ?? []).filter((sw) => sw.inactive);
+  const panel = (panelSwitches(algorithm)).filter((sw) => sw.inactive);
   if (panel.length === 0) return [];
   const values = effectiveSwitches(algorithm, features, undefined);
   return panel.filter((sw) => sw.inactive?.(values, dtype)).map((sw) => sw.key);

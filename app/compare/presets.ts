@@ -12,6 +12,7 @@ import { useCompare } from './compare-store.ts';
 import { controllers } from './controllers.ts';
 import { COMPARE_VIEWS_DEFAULT, type ComparePaneConfig } from './pane-config.ts';
 import { SHARED_PANE } from './shared-request.ts';
+import { BUILT_IN_ALGORITHMS } from '../../engine/algorithms/registry.ts';
 
 export interface ComparePreset {
   id: string;
@@ -42,7 +43,7 @@ export const FP8_STUDY: ComparePreset = {
   form: {
     // Every field not named here is the form's default (no mask, no modifiers).
     ...DEFAULT_FORM,
-    algorithm: 'fa3',
+    algorithm: BUILT_IN_ALGORITHMS.fa3.id,
     nq: '128',
     nk: '512',
     d: '128',
@@ -57,11 +58,11 @@ export const FP8_STUDY: ComparePreset = {
     switches: {},
   },
   panes: [
-    { algorithm: 'fa3', dtype: 'fp16', ...tile, features: {}, views: views() },
-    { algorithm: 'fa3', dtype: 'fp8e4m3', ...tile, features: { blockQuant: false, incoherent: false }, views: views() },
-    { algorithm: 'fa3', dtype: 'fp8e4m3', ...tile, features: {}, views: views() },
+    { algorithm: BUILT_IN_ALGORITHMS.fa3.id, dtype: 'fp16', ...tile, features: {}, views: views() },
+    { algorithm: BUILT_IN_ALGORITHMS.fa3.id, dtype: 'fp8e4m3', ...tile, features: { blockQuant: false, incoherent: false }, views: views() },
+    { algorithm: BUILT_IN_ALGORITHMS.fa3.id, dtype: 'fp8e4m3', ...tile, features: { blockQuant: true, incoherent: true }, views: views() },
     // SageAttention 2 (INT8 Q·Kᵀ with K smoothing, FP8 P·V) on fp16 tensors, in its kernel's 128×64 tile.
-    { algorithm: 'sage', dtype: 'fp16', blockM: '128', blockN: '64', features: { version: 2 }, views: views() },
+    { algorithm: BUILT_IN_ALGORITHMS.sage.id, dtype: 'fp16', blockM: '128', blockN: '64', features: { version: 2 }, views: views() },
   ],
   diff: [1, 2],
 };

@@ -6,7 +6,7 @@
 import { ALGORITHMS } from '../../engine/algorithms/registry.ts';
 import { refusalOf, type Refusal } from '../../engine/lowprec/fp8-support.ts';
 import { isFp8, type DType } from '../../engine/core/problem.ts';
-import { hasBackward } from '../../engine/debugger/pass.ts';
+import { hasBackward } from '../../engine/pass.ts';
 import { usePane } from '../pane/context.ts';
 import { formToRequest, type ProblemForm } from '../store/problem-form.ts';
 import { useApp } from '../store/store.ts';

@@ -4,11 +4,11 @@
 // the form (strings, as typed), the hardware views' GPU choice and that table.
 
 import { create } from 'zustand';
-import { CONFIG_FIELDS, defaultsFor, hasKernel, misfits, scheduleFix, tilesFor, type ConfigField, type Replaced, type WorkingConfig } from '../../engine/defaults/algorithm-defaults.ts';
+import { CONFIG_FIELDS, defaultsFor, dtypeForPass, hasKernel, misfits, scheduleFix, tilesFor, type ConfigField, type Replaced, type WorkingConfig } from '../../engine/defaults/algorithm-defaults.ts';
 import type { GpuId } from '../../engine/hw/gpus/index.ts';
 import type { DType } from '../../engine/core/problem.ts';
-import { PANEL_SWITCHES, type ProblemForm } from '../store/problem-form.ts';
-import { hasBackward } from '../../engine/debugger/pass.ts';
+import { panelSwitches, type ProblemForm } from '../store/problem-form.ts';
+import { hasBackward, type Pass } from '../../engine/pass.ts';
 import { useApp } from '../store/store.ts';
 import { hwState, useHw } from '../hardware/hw-store.ts';
 import { defaultGpu } from '../hardware/gpus.ts';
@@ -51,7 +51,7 @@ export function formForAlgorithm(form: ProblemForm, algorithm: string, touched: 
   const { config, replaced } = defaultsFor(algorithm, formConfig(form, gpu), touched);
   // A forward-only algorithm takes the form back to the forward pass.
   // Kernel switches set for the previous algorithm go unless the new one has a switch of that name.
-  const own = new Set((PANEL_SWITCHES[algorithm] ?? []).map((sw) => sw.key));
+  const own = new Set((panelSwitches(algorithm)).map((sw) => sw.key));
   const switches = Object.fromEntries(Object.entries(form.switches).filter(([k]) => own.has(k)));
   const next: ProblemForm = { ...form, algorithm, dtype: config.dtype, pass: hasBackward(algorithm) ? form.pass : 'forward', switches };
   for (const f of FORM_FIELDS) if (f !== 'dtype') next[f] = String(config[f]);
@@ -97,6 +97,20 @@ export function chooseAlgorithm(pane: string, algorithm: string): void {
   app.setForm(pane, r.form);
   if (r.gpu && chosenGpu && r.gpu !== chosenGpu) useHw.getState().patch(pane, { gpu: { ...hw.gpu, [algorithm]: r.gpu } });
   useDefaults.setState((s) => ({ replaced: { ...s.replaced, [pane]: r.replaced } }));
+}
+
+/** The form a change of pass brings: the pass, and a dtype its kernel takes unless the person chose one. */
+export function formForPass(form: ProblemForm, pass: Pass, touched: readonly ConfigField[] = []): ProblemForm {
+  const c = formConfig(form, null);
+  if (FORM_FIELDS.some((f) => c[f] === undefined)) return { ...form, pass };
+  const { gpu: _, ...shape } = c as WorkingConfig;
+  return { ...form, pass, dtype: dtypeForPass(form.algorithm, pass, shape, touched.includes('dtype')) };
+}
+
+/** The person chose a pass in a pane's problem panel (or compare's bar, for the shared problem). */
+export function choosePass(pane: string, pass: Pass): void {
+  const app = useApp.getState();
+  app.setForm(pane, formForPass(app.problem[pane].form, pass, touchedOf(pane)));
 }
 
 /** What keeps this form's problem off the hardware model, and the changes that would fix it. */

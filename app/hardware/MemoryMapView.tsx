@@ -4,7 +4,7 @@
 
 import { scaleLinear } from 'd3';
 import { Fragment, useMemo } from 'react';
-import { liveAt, type HwView, type MemInterval } from '../../engine/hw/step-map.ts';
+import { liveAt, type HwView, type MemInterval } from '../../engine/hw/sm-view.ts';
 import { usePane } from '../pane/context.ts';
 import { grouped } from './format.ts';
 import { useApp } from '../store/store.ts';
@@ -13,6 +13,7 @@ import { HwStatus, useCursor } from './HwStatus.tsx';
 import { tensorColour } from './palette.ts';
 import { useHardwareSync } from './useHardware.ts';
 import { useFolded, ViewTitle } from './ViewTitle.tsx';
+import { findDescriptor } from '../../engine/algorithms/registry.ts';
 
 const kb = (b: number) => `${Math.round((b / 1024) * 10) / 10} KB`;
 
@@ -133,15 +134,51 @@ function TmemGrid({ view, live, cursor }: { view: HwView; live: MemInterval[]; c
   );
 }
 
+/**
+ * FA4's 2-CTA mode: the two CTAs of a pair sit on two SMs and run the same schedule. What each
+ * holds, side by side: its own Q tiles, O staging and TMEM (its 128 rows of S, P and O), and
+ * one half of every K/V tile; the leader's MMA warp issues the cta_group::2 MMAs for both.
+ */
+function CtaPair({ view, live }: { view: HwView; live: MemInterval[] }) {
+  const r = view.resources;
+  const half = r.tiles.block_n / 2;
+  const kv = live.filter((m) => m.space === 'smem' && bare(m.buffer) === 'sKV').map((m) => m.tile);
+  const q = r.smem.buffers.filter((b) => b.name === 'sQ');
+  const stage = r.smem.buffers.find((b) => b.name === 'sKV');
+  const side = (i: number) => (
+    <div className="hw-pair-cta" data-testid="pair-cta" data-cta={i}>
+      <strong>CTA {i}</strong> {i === 0 ? '(leader: its MMA warp issues tcgen05.mma cta_group::2 for both)' : '(peer: its MMA warp issues nothing)'}
+      <ul>
+        <li>
+          Q rows {i * r.q_stage * r.tiles.block_m}–{(i + 1) * r.q_stage * r.tiles.block_m - 1} of the pair: {q.length} × sQ ({kb(q[0]?.bytes ?? 0)} each)
+        </li>
+        <li>
+          K/V ring: {r.kv_stage} stages of {kb(stage?.bytes ?? 0)}, each holding rows {i * half}–{(i + 1) * half - 1} of a {r.tiles.block_n}-row K or V tile
+          {kv.length > 0 ? ` (now: ${kv.map((t) => `${t}[${i * half}:${(i + 1) * half}]`).join(', ')})` : ''}
+        </li>
+        <li>TMEM: S, P and O of its own {r.tiles.block_m}-row tiles</li>
+      </ul>
+    </div>
+  );
+  return (
+    <figure className="hw-pair" data-testid="cta-pair" aria-label="CTA pair">
+      <figcaption>2-CTA mode (cta_group = 2): this CTA and its peer on the neighbouring SM — each row below is what one of them holds now</figcaption>
+      {side(0)}
+      {side(1)}
+    </figure>
+  );
+}
+
 function Registers({ view, live }: { view: HwView; live: MemInterval[] }) {
   const per = view.resources.registers.per_sm;
   const maxThread = 255;
   const roles = view.resources.roles;
+  const registerNote = findDescriptor(view.algo)?.registerNote;
   return (
     <figure className="hw-regs">
       <figcaption>
         Registers: {grouped(view.resources.registers.used)} of {grouped(per)} per SM for one CTA
-        {view.algo === 'fa3' ? ' (setmaxnreg moves them from the producer to the consumers)' : view.algo === 'fa4' ? ' (per-role budgets from seed 003)' : ''}
+        {registerNote ? ` (${registerNote})` : ''}
       </figcaption>
       <table className="hw-reg-table">
         <tbody>
@@ -190,6 +227,7 @@ export function MemoryMapView() {
         {ctas.map((c) => (
           <Fragment key={c}>{SmemStrip({ view, live, cta: c, cursor })}</Fragment>
         ))}
+        {view.resources.cta_group === 2 && CtaPair({ view, live })}
         {view.resources.tmem && TmemGrid({ view, live, cursor })}
         {Registers({ view, live })}
         {view.resources.notes.length > 0 && (

@@ -4,7 +4,7 @@
 import { useEffect, useRef, useState } from 'react';
 import type { HwFeatures } from '../../engine/hw/model.ts';
 import type { HwExportFormat } from '../../engine/hw/api.ts';
-import { stepForClick } from '../../engine/hw/step-map.ts';
+import { stepForClick } from '../../engine/hw/sm-view.ts';
 import { messageOf } from '../pane/controller.ts';
 import { usePane } from '../pane/context.ts';
 import { useApp } from '../store/store.ts';
@@ -15,13 +15,6 @@ import { UNIT_FAMILIES } from './palette.ts';
 import { TimelineChart } from './timeline-chart.ts';
 import { useHardwareSync } from './useHardware.ts';
 import { useFolded, ViewTitle } from './ViewTitle.tsx';
-
-const SWITCHES: { key: keyof HwFeatures; label: string; title: string }[] = [
-  { key: 'pingpong', label: 'ping-pong', title: 'FA3: the two consumer warpgroups take turns on the tensor cores (named barriers), so one softmax hides under the other\'s GEMMs' },
-  { key: 'intraOverlap', label: 'intra-warpgroup overlap', title: 'FA3: issue the next S = QKᵀ before O += PV, so the softmax runs under the second GEMM' },
-  { key: 'lazyRescale', label: 'lazy rescale', title: 'FA4: the correction warps rescale O only when a row max grew by more than 2^8' },
-  { key: 'exp2Emulation', label: 'exp2 emulation', title: 'FA4: part of the exponentials on the FMA pipes with a cubic polynomial (d ≤ 128, unmasked blocks)' },
-];
 
 function download(name: string, mime: string, text: string): void {
   const url = URL.createObjectURL(new Blob([text], { type: mime }));
@@ -106,7 +99,7 @@ export function TimelineView() {
       setExportError(messageOf(e));
     }
   };
-  const switches = SWITCHES.filter((s) => view?.featureKeys.includes(s.key));
+  const switches = (view?.switches ?? []).filter((s) => s.toggle);
   return (
     <section className="view hw-timeline" aria-label="Warp-role timeline">
       <ViewTitle pane={pane} id="timeline" title="Warp-role timeline" />
@@ -128,7 +121,7 @@ export function TimelineView() {
             </select>
           </label>
           {switches.map((s) => (
-            <label key={s.key} title={s.title}>
+            <label key={s.key} title={s.doc}>
               <input type="checkbox" aria-label={s.label} checked={Boolean(features?.[s.key] ?? view?.features[s.key])} onChange={(e) => setFeature(s.key, e.target.checked)} /> {s.label}
             </label>
           ))}
@@ -150,6 +143,13 @@ export function TimelineView() {
         )}
         {!folded && <HwStatus />}
         {!folded && <CursorSync pane={pane} chart={chart} />}
+        {view?.resources.cta_group === 2 && (
+          <p className="hw-pair-note" data-testid="timeline-pair">
+            2-CTA mode: this timeline is one CTA of a pair on two SMs; the peer runs the same lanes on its own SM. The leader&apos;s MMA warp issues every MMA marked
+            &ldquo;(cta_group::2)&rdquo; for both CTAs (each SM&apos;s tensor cores compute that CTA&apos;s 128 rows), so the peer&apos;s mma lane stays idle; each CTA loads half of every
+            K/V tile.
+          </p>
+        )}
         <div ref={host} className="tl-host" />
         <div className="hw-legend">
           {UNIT_FAMILIES.map((f) => (

@@ -4,10 +4,7 @@
 
 import { GPUS } from '../../engine/hw/gpus/index.ts';
 import { hwAlgorithmFor, type HwPass } from '../../engine/hw/registry.ts';
-import { ALGORITHM_DEFAULTS } from '../../engine/defaults/algorithm-defaults.ts';
-
-/** The backward kernels' GPUs: FA3's backward was written for Hopper, FA2's for Ampere. */
-const PREFERRED_BACKWARD: Record<string, string> = { fa3: 'h100', fa2: 'a100' };
+import { descriptorOf } from '../../engine/algorithms/registry.ts';
 
 export function gpusFor(algorithm: string, pass: HwPass = 'forward'): { id: string; name: string }[] {
   const a = hwAlgorithmFor(algorithm, pass);
@@ -15,7 +12,8 @@ export function gpusFor(algorithm: string, pass: HwPass = 'forward'): { id: stri
 }
 
 export function defaultGpu(algorithm: string, pass: HwPass = 'forward'): string {
-  const preferred = pass === 'backward' ? PREFERRED_BACKWARD[algorithm] : ALGORITHM_DEFAULTS[algorithm]?.gpu;
+  const d = descriptorOf(algorithm);
+  const preferred = pass === 'backward' ? d.backwardGpu : d.defaults.gpu;
   return preferred ?? gpusFor(algorithm, pass)[0].id;
 }
 

@@ -4,7 +4,7 @@
 
 import { create } from 'zustand';
 import type { HwFeatures } from '../../engine/hw/model.ts';
-import type { HwView } from '../../engine/hw/step-map.ts';
+import type { HwView } from '../../engine/hw/sm-view.ts';
 
 export interface HwPaneState {
   /** GPU id chosen per algorithm (each kernel exists for its own architectures). */

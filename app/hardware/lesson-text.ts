@@ -30,7 +30,9 @@ function render(text: string): string {
       const re = /\$\$([\s\S]+?)\$\$|\$([^$]+?)\$/g;
       for (let m = re.exec(para); m; m = re.exec(para)) {
         html += inline(para.slice(last, m.index));
-        html += katex.renderToString(m[1] ?? m[2], { throwOnError: false, displayMode: m[1] !== undefined, output: 'html' });
+        const tex = m[1] ?? m[2];
+        // KaTeX's HTML is hidden from screen readers: the TeX names the formula for them.
+        html += `<span role="math" aria-label="${esc(tex).replace(/"/g, '&quot;')}">${katex.renderToString(tex, { throwOnError: false, displayMode: m[1] !== undefined, output: 'html' })}</span>`;
         last = m.index + m[0].length;
       }
       html += inline(para.slice(last));

@@ -9,7 +9,7 @@
 // bench:hwviews.
 
 import { brushX, scaleLinear, select, zoom, zoomIdentity, type BrushBehavior, type ScaleLinear, type ZoomBehavior, type ZoomTransform } from 'd3';
-import type { HwView } from '../../engine/hw/step-map.ts';
+import type { HwView } from '../../engine/hw/sm-view.ts';
 import { familyColour, UNIT_FAMILIES, unitFamily } from './palette.ts';
 
 const LANE_H = 24;
@@ -29,6 +29,8 @@ export class TimelineChart {
   private brushSvg: SVGSVGElement;
   private brushG: SVGGElement;
   private tip: HTMLDivElement;
+  /** What the keyboard's op is, for screen readers (the tip is drawn for the eye). */
+  private live: HTMLDivElement;
   private view: HwView | undefined;
   private lanes: number[] = [];
   private laneOf = new Int32Array(0);
@@ -44,6 +46,8 @@ export class TimelineChart {
   private cursor: number | null = null;
   private cursorOp = -1;
   private hover = -1;
+  /** Op indices by start cycle, for the keyboard's walk through them. */
+  private byStart: Int32Array | null = null;
   private raf = 0;
   /** Theme colours, read from CSS when the ops are drawn (never per step: getComputedStyle forces a style pass). */
   private colours = { text: '#ccc', dim: '#888', border: '#333', hl: '#ffd400', err: '#f66' };
@@ -63,13 +67,17 @@ export class TimelineChart {
     this.over.className = 'tl-over';
     this.over.tabIndex = 0;
     this.over.setAttribute('role', 'img');
-    this.over.setAttribute('aria-label', 'Warp-role timeline: scroll to zoom, drag to pan, click an op to seek the debugger there, + / − / 0 to zoom');
+    this.over.setAttribute('aria-label', 'Warp-role timeline: scroll or + / − / 0 to zoom, drag or Shift+arrow keys to pan, click an op or pick one with the arrow keys and press Enter to seek the debugger there');
     this.over.dataset.testid = 'timeline-canvas';
     stack.append(this.base, this.over);
     this.tip = document.createElement('div');
     this.tip.className = 'tl-tip';
     this.tip.hidden = true;
     stack.append(this.tip);
+    this.live = document.createElement('div');
+    this.live.className = 'sr-only';
+    this.live.setAttribute('aria-live', 'polite');
+    stack.append(this.live);
     const ov = document.createElement('div');
     ov.className = 'tl-overview';
     this.overview = document.createElement('canvas');
@@ -111,11 +119,22 @@ export class TimelineChart {
       this.cb.onSeek(op, cycle);
     });
     this.over.addEventListener('keydown', (e) => {
+      const pan = (this.width - LABEL_W) / 4 / this.transform.k;
       if (e.key === '+' || e.key === '=') this.zoomBy(2);
       else if (e.key === '-') this.zoomBy(0.5);
       else if (e.key === '0') this.fit();
+      else if ((e.key === 'ArrowLeft' || e.key === 'ArrowRight') && e.shiftKey) select(this.over).call(this.zoomer.translateBy, e.key === 'ArrowLeft' ? pan : -pan, 0);
+      else if (e.key === 'ArrowLeft' || e.key === 'ArrowRight') this.keyOp(e.key === 'ArrowRight' ? 1 : -1);
+      else if (e.key === 'Enter' && this.hover >= 0) this.cb.onSeek(this.hover, this.view!.timeline.start[this.hover]);
       else return;
+      // The debugger's own arrow keys step it; here they belong to the timeline.
       e.preventDefault();
+      e.stopPropagation();
+    });
+    this.over.addEventListener('blur', () => {
+      this.hover = -1;
+      this.tip.hidden = true;
+      this.drawOverlay();
     });
     this.ro = new ResizeObserver(() => this.resize());
     this.ro.observe(root);
@@ -132,6 +151,7 @@ export class TimelineChart {
   setData(view: HwView, keepWindow: [number, number] | undefined): void {
     const t0 = performance.now();
     this.view = view;
+    this.byStart = null;
     const t = view.timeline;
     const used = new Set<number>();
     for (let i = 0; i < t.count; i++) used.add(t.role[i]);
@@ -387,6 +407,35 @@ export class TimelineChart {
     return { op: best, cycle };
   }
 
+  /** The next (+1) or previous (−1) op in time from the keyboard's, or from the cursor. */
+  private keyOp(dir: 1 | -1): void {
+    const v = this.view;
+    if (!v || v.timeline.count === 0) return;
+    const t = v.timeline;
+    if (!this.byStart || this.byStart.length !== t.count) this.byStart = Int32Array.from({ length: t.count }, (_, i) => i).sort((a, b) => t.start[a] - t.start[b] || a - b);
+    const order = this.byStart;
+    const from = this.hover >= 0 ? this.hover : this.cursorOp;
+    let k = from >= 0 ? order.indexOf(from) + dir : 0;
+    k = Math.max(0, Math.min(order.length - 1, k));
+    this.hover = order[k];
+    const [a, b] = this.x.domain();
+    // Keep the op in the window: pan so it sits in the middle.
+    if (t.start[this.hover] < a || t.start[this.hover] > b) select(this.over).call(this.zoomer.translateBy, (this.x(a + (b - a) / 2) - this.x(t.start[this.hover])) / this.transform.k, 0);
+    this.drawOverlay();
+    this.showTip(this.hover, this.x(t.start[this.hover]), this.laneY(this.hover));
+    this.live.textContent = this.tip.textContent;
+  }
+
+  private showTip(op: number, x: number, y: number): void {
+    const v = this.view!;
+    const t = v.timeline;
+    const s = v.map.opStep[op];
+    this.tip.hidden = false;
+    this.tip.textContent = `${v.roles[t.role[op]].name}: ${t.strings[t.op[op]]} · ${t.strings[t.unit[op]]}${t.strings[t.tile[op]] ? ` · ${t.strings[t.tile[op]]}` : ''} · cycles ${Math.round(t.start[op])}–${Math.round(t.end[op])} (${Math.round(t.end[op] - t.start[op])})${v.opKinds[op] ? ` · ${v.opKinds[op]}` : ''}${s >= 0 ? ` · click or Enter: step ${s + 1}` : ''}`;
+    this.tip.style.left = `${Math.min(this.width - 260, Math.max(0, x + 12))}px`;
+    this.tip.style.top = `${y + 14}px`;
+  }
+
   private onMove(e: MouseEvent): void {
     if (!this.view) return;
     const { op } = this.hit(e);
@@ -398,14 +447,8 @@ export class TimelineChart {
       this.tip.hidden = true;
       return;
     }
-    const v = this.view;
-    const t = v.timeline;
-    const s = v.map.opStep[op];
-    this.tip.hidden = false;
-    this.tip.textContent = `${v.roles[t.role[op]].name}: ${t.strings[t.op[op]]} · ${t.strings[t.unit[op]]}${t.strings[t.tile[op]] ? ` · ${t.strings[t.tile[op]]}` : ''} · cycles ${Math.round(t.start[op])}–${Math.round(t.end[op])} (${Math.round(t.end[op] - t.start[op])})${v.opKinds[op] ? ` · ${v.opKinds[op]}` : ''}${s >= 0 ? ` · click: step ${s + 1}` : ''}`;
     const r = this.over.getBoundingClientRect();
-    this.tip.style.left = `${Math.min(this.width - 260, Math.max(0, e.clientX - r.left + 12))}px`;
-    this.tip.style.top = `${e.clientY - r.top + 14}px`;
+    this.showTip(op, e.clientX - r.left, e.clientY - r.top);
   }
 
   private laneY(op: number): number {

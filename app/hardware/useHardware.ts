@@ -4,7 +4,8 @@
 // that became stale while in flight is followed by a fresh one.
 
 import { useEffect } from 'react';
-import { hasHardwareModel, type HwView } from '../../engine/hw/step-map.ts';
+import { hasHardwareModel } from '../../engine/hw/step-map.ts';
+import type { HwView } from '../../engine/hw/sm-view.ts';
 import type { TraceEvent } from '../../engine/trace/events.ts';
 import { messageOf, type PaneController } from '../pane/controller.ts';
 import { usePane } from '../pane/context.ts';

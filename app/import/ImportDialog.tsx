@@ -4,7 +4,6 @@
 // the pane's loaded run stays as it was until a checked choice is loaded.
 
 import { useEffect, useMemo, useRef, useState } from 'react';
-import { createPortal } from 'react-dom';
 import { detectLayout, guessRole, type FileListing, type Layout, type TensorChoice, type TensorRef } from '../../engine/import/tensor-import.ts';
 import type { TensorInfo } from '../../engine/io/tensor-info.ts';
 import { usePane } from '../pane/context.ts';
@@ -46,7 +45,7 @@ function guessPicks(listings: (FileListing | undefined)[]): Partial<Record<Role,
   return picks;
 }
 
-export function ImportDialog({ onClose }: { onClose: () => void }) {
+export default function ImportDialog({ onClose }: { onClose: () => void }) {
   const { pane, ctl } = usePane();
   const [files, setFiles] = useState<File[]>([]);
   const [inspected, setInspected] = useState<InspectedFile[]>([]);
@@ -257,40 +256,6 @@ export function ImportDialog({ onClose }: { onClose: () => void }) {
           {busy && <span className="dim">reading…</span>}
         </div>
       </div>
-    </div>
-  );
-}
-
-/** The problem panel's entry point, and the line saying which files the pane runs on. */
-export function ImportButton() {
-  const { pane, ctl } = usePane();
-  const [open, setOpen] = useState(false);
-  const imported = useImport((s) => s.imported[pane]);
-  return (
-    <div className="import-row">
-      <button type="button" onClick={() => setOpen(true)}>
-        Load tensors…
-      </button>
-      {imported && (
-        <p className="imported" data-testid="imported-inputs">
-          Inputs from files: {imported.label}. Shapes and dtype come from the files.{' '}
-          <button
-            type="button"
-            onClick={() => {
-              useImport.getState().set(pane, undefined);
-              try {
-                void ctl.load(formToRequest(useApp.getState().problem[pane].form));
-              } catch (e) {
-                useApp.getState().patchPlayback(pane, { error: { place: 'problem', message: (e as Error).message } });
-              }
-            }}
-          >
-            Use random inputs
-          </button>
-        </p>
-      )}
-      {/* In a portal: outside the problem form (Enter in the dialog must not submit it) and above every panel. */}
-      {open && createPortal(<ImportDialog onClose={() => setOpen(false)} />, document.body)}
     </div>
   );
 }

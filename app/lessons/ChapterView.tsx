@@ -2,7 +2,7 @@
 // "try this" changes, hardware table and questions, with previous/next.
 
 import { useCallback, useEffect, useRef, useState } from 'react';
-import type { LoadRequest } from '../../engine/debugger/protocol.ts';
+import type { LoadRequest } from '../../engine/request.ts';
 import { CHAPTERS } from '../../content/lessons/chapters/index.ts';
 import type { Chapter } from '../../content/lessons/chapters/types.ts';
 import { useApp } from '../store/store.ts';
@@ -23,13 +23,13 @@ function ChapterNav({ chapter, where }: { chapter: Chapter; where: 'top' | 'bott
   const next = CHAPTERS.find((c) => c.number === chapter.number + 1);
   return (
     <nav className={`chapter-nav ${where}`} aria-label={where === 'top' ? 'Chapter navigation' : 'Chapter navigation (bottom)'}>
-      <button type="button" disabled={!prev} onClick={() => prev && goToLesson({ lesson: prev.number, step: null })} aria-label={prev ? `Previous chapter: ${prev.title}` : 'No previous chapter'}>
+      <button type="button" disabled={!prev} onClick={() => prev && goToLesson({ lesson: prev.number, step: null })} aria-label={prev ? `Previous chapter: ${prev.number}. ${prev.title}` : 'No previous chapter'}>
         ← {prev ? `${prev.number}. ${prev.title}` : 'Previous'}
       </button>
       <button type="button" onClick={() => goToLesson({ lesson: 0, step: null })}>
         Contents
       </button>
-      <button type="button" disabled={!next} onClick={() => next && goToLesson({ lesson: next.number, step: null })} aria-label={next ? `Next chapter: ${next.title}` : 'No next chapter'}>
+      <button type="button" disabled={!next} onClick={() => next && goToLesson({ lesson: next.number, step: null })} aria-label={next ? `Next chapter: ${next.number}. ${next.title}` : 'No next chapter'}>
         {next ? `${next.number}. ${next.title}` : 'Next'} →
       </button>
     </nav>
@@ -97,9 +97,13 @@ export function ChapterView({ chapter, initialStep }: { chapter: Chapter; initia
       <Tex key={i} tex={b.tex} display />
     ) : b.kind === 'h' ? (
       <h3 key={i}>{b.text}</h3>
-    ) : b.kind === 'seed' ? (
-      <p key={i} className="seed-note">
-        <span className="seed-tag">Seed note</span> <Inline text={b.text} />
+    ) : b.kind === 'code-wins' ? (
+      <aside key={i} className="erratum code-wins" aria-label="Paper and code">
+        <span className="erratum-tag">Paper vs code</span> <Inline text={b.text} />
+      </aside>
+    ) : b.kind === 'erratum' ? (
+      <p key={i} className="erratum">
+        <span className="erratum-tag">Erratum</span> <Inline text={b.text} />
       </p>
     ) : (
       <p key={i}>

@@ -1,11 +1,11 @@
 // The per-kernel reference the algorithm notes already hold (content/lessons/, one file per
 // kernel): its switches and what it supports, folded under a chapter that teaches it.
 
-import { HW_LESSONS } from '../../content/lessons/index.ts';
+import { hwLessonFor } from '../../content/lessons/index.ts';
 import { Inline } from './RichText.tsx';
 
 export function KernelReference({ ids }: { ids: string[] }) {
-  const lessons = ids.map((id) => HW_LESSONS[id]).filter((l) => l !== undefined);
+  const lessons = ids.map(hwLessonFor).filter((l) => l !== undefined);
   if (lessons.length === 0) return null;
   return (
     <section className="widget kernel-ref" aria-label="Kernel reference">

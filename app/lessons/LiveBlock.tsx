@@ -37,7 +37,7 @@ export function LiveBlock({ chapter, block, label }: { chapter: number; block: n
             <tr>
               {content.table.head.map((h, i) => (
                 <th key={i} scope="col">
-                  {h}
+                  {h || <span className="sr-only">row</span>}
                 </th>
               ))}
             </tr>

@@ -1,5 +1,6 @@
 // Lesson text: inline maths between $…$ typeset by KaTeX, **bold** runs, display formulas.
 // KaTeX never throws here: a malformed formula shows in red in place, the page goes on.
+// KaTeX's HTML is hidden from screen readers, so each formula is a math element named by its TeX.
 
 import katex from 'katex';
 import 'katex/dist/katex.min.css';
@@ -12,9 +13,9 @@ export function texHtml(tex: string, display: boolean): string {
 export function Tex({ tex, display = false }: { tex: string; display?: boolean }) {
   const html = useMemo(() => texHtml(tex, display), [tex, display]);
   return display ? (
-    <div className="lesson-math" data-tex={tex} dangerouslySetInnerHTML={{ __html: html }} />
+    <div className="lesson-math" role="math" aria-label={tex} data-tex={tex} dangerouslySetInnerHTML={{ __html: html }} />
   ) : (
-    <span className="lesson-imath" data-tex={tex} dangerouslySetInnerHTML={{ __html: html }} />
+    <span className="lesson-imath" role="math" aria-label={tex} data-tex={tex} dangerouslySetInnerHTML={{ __html: html }} />
   );
 }
 

@@ -2,7 +2,7 @@
 // and the hardware tables, so the page never computes anything heavy itself.
 
 import * as Comlink from 'comlink';
-import type { LoadRequest } from '../../engine/debugger/protocol.ts';
+import type { LoadRequest } from '../../engine/request.ts';
 import { checkAnswer, hardwareTable, liveBlock, locateBlock, locateTarget, needChapter, revealAnswer, RunCache } from '../../content/lessons/chapters/evaluate.ts';
 import { fa1IoSweep, standardIoBytes } from '../../content/lessons/chapters/io-sweep.ts';
 

@@ -111,16 +111,16 @@ function PaneBody() {
           <button onClick={() => ctl.dismissError()}>Dismiss</button>
         </div>
       )}
-      <aside className="left">
+      <aside className="left" aria-label="Problem and breakpoints">
         <ProblemPanel />
         <BreakpointsPanel />
       </aside>
-      <main className="center">
+      <div className="center">
         <Transport />
         <ExportBar />
         {status === 'empty' ? <p className="dim">Load a problem to start.</p> : <Views column="main" />}
-      </main>
-      <aside className="right">
+      </div>
+      <aside className="right" aria-label="Step details">
         <Views column="side" />
       </aside>
     </div>

@@ -4,7 +4,8 @@
 // stores the frames that come back.
 
 import { applyUpdate } from '../../engine/debugger/frames.ts';
-import type { Breakpoint, Frame, FrameUpdate, Granularity, LoadRequest } from '../../engine/debugger/protocol.ts';
+import type { Breakpoint, Frame, FrameUpdate, Granularity } from '../../engine/debugger/protocol.ts';
+import type { LoadRequest } from '../../engine/request.ts';
 import { startDebuggerWorker, type DebuggerClient } from '../worker/client.ts';
 import { TEXT_VIEW_HZ, useApp, type ErrorPlace, type PaneId } from '../store/store.ts';
 

@@ -7,17 +7,17 @@ import { formToRequest, withAppliedFeatures, type ProblemForm } from '../store/p
 import { useApp } from '../store/store.ts';
 import { usePane } from '../pane/context.ts';
 import { CountersTable } from '../views/CountersView.tsx';
-import { ImportButton } from '../import/ImportDialog.tsx';
+import { ImportButton } from '../import/ImportButton.tsx';
 import { withImported } from '../import/import-store.ts';
 import { PassSwitch } from '../backward/PassSwitch.tsx';
 import { chooseAlgorithm, editForm } from '../defaults/form-defaults.ts';
 import { FormFitHint } from '../defaults/FitFix.tsx';
 import { PrecisionFitHint, lowPrecisionRefusal, refusedLoadMessage } from '../defaults/PrecisionFix.tsx';
 import { isFp8 } from '../../engine/core/problem.ts';
-import { PANEL_SWITCHES, PANEL_SWITCH_TITLES, effectiveSwitches, switchOff, type PanelSwitch } from '../store/problem-form.ts';
+import { panelSwitches, panelSwitchTitle, effectiveSwitches, switchOff, type PanelSwitch } from '../store/problem-form.ts';
 
 /**
- * The chosen algorithm's kernel switches (PANEL_SWITCHES): each shows what the next load
+ * The chosen algorithm's kernel switches (panelSwitches): each shows what the next load
  * will use (the person's setting, else the loaded run's, else the kernel's default).
  * FP8-only switches are disabled, with a note, while the dtype is not FP8; a switch whose
  * condition on the others fails (sage's qPerWarp on version 1) is hidden, with a note.
@@ -25,8 +25,8 @@ import { PANEL_SWITCHES, PANEL_SWITCH_TITLES, effectiveSwitches, switchOff, type
 function KernelSwitches({ form, set }: { form: ProblemForm; set: (p: Partial<ProblemForm>) => void }) {
   const { pane } = usePane();
   const applied = useApp((s) => s.problem[pane].applied);
-  const switches = PANEL_SWITCHES[form.algorithm];
-  if (!switches) return null;
+  const switches = panelSwitches(form.algorithm);
+  if (switches.length === 0) return null;
   const fp8 = isFp8(form.dtype);
   const loaded = applied?.algorithm === form.algorithm ? applied.features : undefined;
   const values = effectiveSwitches(form.algorithm, form.switches, loaded);
@@ -35,7 +35,7 @@ function KernelSwitches({ form, set }: { form: ProblemForm; set: (p: Partial<Pro
   const setSwitch = (key: string, v: boolean | string) => set({ switches: { ...form.switches, [key]: v } });
   const fp8Off = switches.filter((sw) => sw.fp8Only && !fp8);
   const hidden = switches.filter((sw) => !(sw.fp8Only && !fp8) && switchOff(sw, values, form.dtype));
-  const title = PANEL_SWITCH_TITLES[form.algorithm] ?? form.algorithm;
+  const title = panelSwitchTitle(form.algorithm);
   return (
     <fieldset className="kernel-switches" aria-label={`${title} switches`}>
       <legend>{title} switches</legend>
@@ -206,7 +206,7 @@ export function ProblemPanel() {
                 <option value="fp16">fp16</option>
                 <option value="bf16">bf16</option>
                 <option value="fp8e4m3">fp8e4m3</option>
-                <option value="fp8e5m2">fp8e5m2</option>
+                <option value="fp8e5m2">fp8e5m2 (what-if: FA3 ships e4m3 only)</option>
               </select>
             </label>
             <Field label="seed" name="seed" form={form} set={set} width={6} />

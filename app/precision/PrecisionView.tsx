@@ -48,7 +48,9 @@ function Totals({ run, head, summary }: { run: PrecisionRun; head: PrecisionHead
       <table className="num-table" data-testid="precision-totals" aria-label="Output error against float64">
         <thead>
           <tr>
-            <th />
+            <th>
+              <span className="sr-only">output</span>
+            </th>
             <th scope="col">max abs</th>
             <th scope="col">RMSE</th>
             <th scope="col">rel-L1</th>

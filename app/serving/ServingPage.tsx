@@ -5,7 +5,10 @@
 import './serving.css';
 
 import { useEffect, useState } from 'react';
-import { ALGORITHMS } from '../../engine/algorithms/registry.ts';
+import { ALGORITHMS, DEFAULT_ALGORITHM, DESCRIPTORS, findDescriptor } from '../../engine/algorithms/registry.ts';
+
+/** The algorithm a paged cache starts on when the form still holds the plain default: the decoding kernel. */
+const PAGED_DEFAULT = DESCRIPTORS.find((d) => d.serving.pagedDefault)?.id;
 import { totalBytes, type HbmTensor } from '../../engine/core/counters.ts';
 import type { ServingRun, ServingStep } from '../../engine/layouts/serving-run.ts';
 import { PAGED_ROLES, VARLEN_ROLES } from './serving-api.ts';
@@ -75,7 +78,7 @@ function ProblemForm() {
         <legend>Layout</legend>
         {(['varlen', 'paged'] as const).map((l) => (
           <label key={l}>
-            <input type="radio" name="serving-layout" checked={form.layout === l} onChange={() => setForm({ layout: l, algorithm: l === 'paged' && form.algorithm === 'fa2' ? 'flash-decoding' : form.algorithm })} />
+            <input type="radio" name="serving-layout" checked={form.layout === l} onChange={() => setForm({ layout: l, algorithm: l === 'paged' && form.algorithm === DEFAULT_ALGORITHM ? (PAGED_DEFAULT ?? form.algorithm) : form.algorithm })} />
             {l === 'varlen' ? 'Packed varlen (cu_seqlens)' : 'Paged K/V cache (block table)'}
           </label>
         ))}
@@ -108,7 +111,7 @@ function ProblemForm() {
       {num('hq', 'Hq', 1)}
       {num('hk', 'Hk', 1)}
       {num('d', 'd', 1)}
-      {form.algorithm === 'flash-decoding' && num('splits', 'Splits (0 = heuristic)')}
+      {findDescriptor(form.algorithm)?.serving.splits && num('splits', 'Splits (0 = heuristic)')}
       {num('seed', 'Seed')}
       <label className="check">
         <input type="checkbox" checked={form.causal} onChange={(e) => setForm({ causal: e.target.checked })} />
@@ -304,7 +307,7 @@ export function ServingPage() {
         <h2>Serving layouts</h2>
         <ProblemForm />
       </aside>
-      <main className="serving-main">
+      <div className="serving-main">
         {error && (
           <p role="alert" className="error" data-testid="serving-error-msg">
             {error}
@@ -330,7 +333,7 @@ export function ServingPage() {
             <Counters run={run} />
           </>
         )}
-      </main>
+      </div>
     </div>
   );
 }

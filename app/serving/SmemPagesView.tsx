@@ -4,6 +4,7 @@
 // were copied from (engine/layouts/smem-pages.ts). Widths follow the buffers' bytes.
 
 import type { ServingRun } from '../../engine/layouts/serving-run.ts';
+import { DESCRIPTORS, findDescriptor } from '../../engine/algorithms/registry.ts';
 import { kvStagesOf, smemAt, type SmemBuffer } from '../../engine/layouts/smem-pages.ts';
 import { seqColour } from './serving-colours.ts';
 
@@ -19,12 +20,15 @@ function content(buf: SmemBuffer, b: number, rows: number): string {
 }
 
 export function SmemPagesView({ run, stepIndex }: { run: ServingRun; stepIndex: number }) {
+  const pageNote = findDescriptor(run.algorithm)?.serving.pageNote;
   if (kvStagesOf(run.algorithm) === undefined) {
+    const titles = DESCRIPTORS.filter((d) => d.serving.smemKvStages !== undefined).map((d) => d.title);
+    const paged = titles.length > 1 ? `${titles.slice(0, -1).join(', ')} and ${titles[titles.length - 1]}` : titles.join('');
     return (
       <section className="serving-view" aria-label="Shared memory of the current CTA" data-testid="smem-view">
         <h3>Shared memory</h3>
         <p className="dim">
-          The page-by-page SMEM view covers the paged kernels of fmha_v2, flash-decoding and FA2; {run.algorithmName} keeps its K/V in SMEM of another shape (see its
+          The page-by-page SMEM view covers the paged kernels of {paged}; {run.algorithmName} keeps its K/V in SMEM of another shape (see its
           hardware views in the Debugger).
         </p>
       </section>
@@ -75,7 +79,7 @@ export function SmemPagesView({ run, stepIndex }: { run: ServingRun; stepIndex: 
       </div>
       <p className="serving-legend dim">
         Yellow: the buffer this step fills from the pages named under it; outlined: a buffer this step reads. The n-th K/V tile of a CTA goes to stage n mod {st.buffers.filter((x) => x.name === 'sK').length}
-        {run.algorithm === 'fmha-v2' ? ' — fmha_v2 copies the next tile\'s pages while it computes on the current one' : ''}.
+        {pageNote ? ` — ${pageNote}` : ''}.
       </p>
     </section>
   );

@@ -3,7 +3,7 @@
 // damaged link still opens. Pure TS (tested with vitest).
 
 import { ALGORITHMS } from '../../engine/algorithms/registry.ts';
-import { DEFAULT_SERVING_FORM, SERVING_LIMITS, type ServingForm } from '../../engine/layouts/serving-run.ts';
+import { DEFAULT_SERVING_FORM, SERVING_LIMITS, type ServingForm } from '../../engine/layouts/serving-form.ts';
 
 export interface ServingShare {
   form: ServingForm;

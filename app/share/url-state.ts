@@ -4,11 +4,11 @@
 // part that cannot be read, with one notice line per part that was ignored.
 // Pure TS (no DOM): tested with vitest.
 
-import { ALGORITHMS } from '../../engine/algorithms/registry.ts';
-import { PASSES } from '../../engine/debugger/pass.ts';
+import { ALGORITHMS, DESCRIPTORS } from '../../engine/algorithms/registry.ts';
+import { PASSES } from '../../engine/pass.ts';
 import { SYNC_AXES, type SyncAxis } from '../../engine/compare/sync.ts';
 import { GPUS } from '../../engine/hw/gpus/index.ts';
-import { DEFAULT_FORM, PANEL_SWITCHES, effectiveSwitches, formToRequest, type ProblemForm } from '../store/problem-form.ts';
+import { DEFAULT_FORM, panelSwitches, effectiveSwitches, formToRequest, type ProblemForm } from '../store/problem-form.ts';
 import { DTYPES, type DType } from '../../engine/core/problem.ts';
 import { INPUT_DISTRIBUTIONS } from '../../engine/core/inputs.ts';
 import { DEFAULT_PANES, MAX_PANES, MIN_PANES, type ComparePaneConfig } from '../compare/pane-config.ts';
@@ -155,7 +155,7 @@ function readForm(x: unknown, notices: string[]): ProblemForm {
 /** A switch that does not apply with the link's other switches (sage's qPerWarp on version 1) is dropped, with a notice. */
 function dropInactiveSwitches(form: ProblemForm, notices: string[]): void {
   const values = effectiveSwitches(form.algorithm, form.switches, undefined);
-  for (const sw of PANEL_SWITCHES[form.algorithm] ?? []) {
+  for (const sw of panelSwitches(form.algorithm)) {
     if (!(sw.key in form.switches) || sw.fp8Only) continue;
     const why = sw.inactive?.(values, form.dtype);
     if (!why) continue;
@@ -173,8 +173,8 @@ function readSwitches(x: unknown, algorithm: string, notices: string[]): Problem
     notices.push(`problem.switches: ${show(x)} ignored (not an object)`);
     return out;
   }
-  const own = new Map((PANEL_SWITCHES[algorithm] ?? []).map((sw) => [sw.key, typeof sw.spec.default === 'boolean' ? 'boolean' : 'string']));
-  const anyAlgorithm = new Set(Object.values(PANEL_SWITCHES).flatMap((sws) => sws.map((sw) => sw.key)));
+  const own = new Map((panelSwitches(algorithm)).map((sw) => [sw.key, typeof sw.spec.default === 'boolean' ? 'boolean' : 'string']));
+  const anyAlgorithm = new Set(DESCRIPTORS.flatMap((d) => panelSwitches(d.id).map((sw) => sw.key)));
   for (const [k, v] of Object.entries(x)) {
     const want = own.get(k);
     if (!want) notices.push(`problem.switches.${k}: ${anyAlgorithm.has(k) ? `not a switch of ${algorithm}` : 'unknown switch'}, ignored`);

@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_FORM, PANEL_SWITCHES, effectiveSwitches, formToRequest, withAppliedFeatures } from './problem-form.ts';
+import { DEFAULT_FORM, panelSwitches, effectiveSwitches, formToRequest, withAppliedFeatures } from './problem-form.ts';
 import { formForAlgorithm } from '../defaults/form-defaults.ts';
-import { SAGE_FEATURES } from '../../engine/algorithms/sage.ts';
+import { SAGE_FEATURES } from '../../engine/algorithms/sage/forward.ts';
+import { ALGORITHMS } from '../../engine/algorithms/registry.ts';
 
 describe('problem form', () => {
   it('turns the default form into a request the engine accepts', () => {
@@ -94,7 +95,8 @@ describe('problem form', () => {
     expect(formForAlgorithm(sage2, 'fa3').form.switches).toEqual({});
     expect(formForAlgorithm(sage2, 'sage').form.switches).toEqual({ version: '2', smoothK: false });
     // Every algorithm's panel switches at their defaults make a request its engine features accept.
-    for (const [id, sws] of Object.entries(PANEL_SWITCHES)) {
+    for (const id of ALGORITHMS.map((a) => a.id)) {
+      const sws = panelSwitches(id);
       const form = formForAlgorithm(DEFAULT_FORM, id).form;
       const switches = Object.fromEntries(sws.map((sw) => [sw.key, typeof sw.spec.default === 'boolean' ? sw.spec.default : String(sw.spec.default)]));
       expect(() => formToRequest({ ...form, switches }), id).not.toThrow();

@@ -1,15 +1,15 @@
 // The problem panel's form: what the person typed (kept as typed, so a bad value is never
 // lost) and its conversion to a LoadRequest with a message naming the bad field.
 
-import type { LoadRequest } from '../../engine/debugger/protocol.ts';
+import type { LoadRequest } from '../../engine/request.ts';
 import type { InputDistribution } from '../../engine/core/inputs.ts';
 import { isFp8, type AttentionProblem, type DType } from '../../engine/core/problem.ts';
-import { hasBackward, type Pass } from '../../engine/debugger/pass.ts';
-import { FEATURE_SPECS } from '../compare/pane-config.ts';
-import type { FeatureSpec } from '../../engine/algorithms/features.ts';
+import { hasBackward, type Pass } from '../../engine/pass.ts';
+import { DEFAULT_ALGORITHM, findDescriptor } from '../../engine/algorithms/registry.ts';
+import type { FeatureSpec, SwitchValues } from '../../engine/algorithms/features.ts';
 
 /** Every panel switch's value as the next load would run it (set, loaded, or the kernel's default). */
-export type SwitchValues = Record<string, boolean | number>;
+export type { SwitchValues };
 
 /** A kernel switch the problem panel offers: the engine's spec, its label and when it applies. */
 export interface PanelSwitch {
@@ -30,50 +30,30 @@ export interface PanelSwitch {
 }
 
 /**
- * The switches the problem panel shows per algorithm (the rest stay in the hardware views,
- * the compare panes and the lessons): those that change the numbers or the steps of a run
- * and so make sense to set before loading it. FA3: K/V order and its FP8 path's quantization
- * and P-cast switches. Sage: its version (v2 casts P to e4m3), K smoothing, per-warp Q scales.
- * FA4: the lazy rescale and the emulated exp2. fmha-v2: fp16 accumulation. Flash-Decoding:
- * the split count.
+ * The switches the problem panel shows for an algorithm: those its descriptor marks `panel`
+ * (they change the numbers or the steps of a run, so they are set before loading it); the
+ * rest stay in the hardware views, the compare panes and the lessons.
  */
-// The specs are the compare panes' (FEATURE_SPECS), so both places offer the engine's own ranges and docs.
-const FA3_FEATURES = FEATURE_SPECS.fa3;
-const SAGE_FEATURES = FEATURE_SPECS.sage;
-const FA4_FEATURES = FEATURE_SPECS.fa4;
-const FMHA_V2_FEATURES = FEATURE_SPECS['fmha-v2'];
-const FLASH_DECODING_FEATURES = FEATURE_SPECS['flash-decoding'];
-
-export const PANEL_SWITCHES: Record<string, PanelSwitch[]> = {
-  fa3: [
-    { key: 'blockQuant', label: 'blockQuant', spec: FA3_FEATURES.blockQuant, fp8Only: true },
-    { key: 'incoherent', label: 'incoherent', spec: FA3_FEATURES.incoherent, fp8Only: true },
-    { key: 'pScale', label: 'pScale', spec: FA3_FEATURES.pScale, fp8Only: true },
-    { key: 'reverseKv', label: 'reverseKv', spec: FA3_FEATURES.reverseKv, fp8Only: false },
-    { key: 'seed', label: 'Hadamard seed', spec: FA3_FEATURES.seed, fp8Only: true },
-  ],
-  sage: [
-    { key: 'version', label: 'version', spec: SAGE_FEATURES.version, fp8Only: false, choices: [1, 2] },
-    { key: 'smoothK', label: 'smoothK', spec: SAGE_FEATURES.smoothK, fp8Only: false },
-    { key: 'qPerWarp', label: 'qPerWarp', spec: SAGE_FEATURES.qPerWarp, fp8Only: false, inactive: (v) => (v.version === 2 ? undefined : 'applies to version 2 only') },
-  ],
-  fa4: [
-    { key: 'lazyRescale', label: 'lazyRescale', spec: FA4_FEATURES.lazyRescale, fp8Only: false },
-    { key: 'rescaleThreshold', label: 'rescaleThreshold', spec: FA4_FEATURES.rescaleThreshold, fp8Only: false, inactive: (v) => (v.lazyRescale ? undefined : 'applies with lazyRescale on only') },
-    { key: 'exp2Emulation', label: 'exp2Emulation', spec: FA4_FEATURES.exp2Emulation, fp8Only: false },
-  ],
-  'fmha-v2': [{ key: 'fp16Accumulation', label: 'fp16Accumulation', spec: FMHA_V2_FEATURES.fp16Accumulation, fp8Only: false, inactive: (_v, dtype) => (dtype === 'fp16' ? undefined : 'needs dtype fp16 (fp16 HMMA takes fp16 operands)') }],
-  'flash-decoding': [{ key: 'splits', label: 'splits', spec: FLASH_DECODING_FEATURES.splits, fp8Only: false }],
-};
+export function panelSwitches(algorithm: string): PanelSwitch[] {
+  const d = findDescriptor(algorithm);
+  if (!d) return [];
+  return Object.entries(d.switches)
+    .filter(([, spec]) => spec.panel)
+    .map(([key, spec]) => {
+      const fp8Only = spec.dtypes !== undefined && spec.dtypes.every(isFp8);
+      const dtypeOff = (dtype: DType) =>
+        fp8Only || !spec.dtypes || spec.dtypes.includes(dtype) ? undefined : `needs dtype ${spec.dtypes.join(' or ')}${spec.dtypeWhy ? ` (${spec.dtypeWhy})` : ''}`;
+      const sw: PanelSwitch = { key, label: spec.label ?? key, spec, fp8Only };
+      if (spec.choices) sw.choices = spec.choices;
+      if (spec.inactive || (spec.dtypes && !fp8Only)) sw.inactive = (v, dtype) => spec.inactive?.(v) ?? dtypeOff(dtype);
+      return sw;
+    });
+}
 
 /** The switches group's title: the algorithm as its kernel's authors name it. */
-export const PANEL_SWITCH_TITLES: Record<string, string> = {
-  fa3: 'FA3',
-  sage: 'SageAttention',
-  fa4: 'FA4',
-  'fmha-v2': 'fmha_v2',
-  'flash-decoding': 'Flash-Decoding',
-};
+export function panelSwitchTitle(algorithm: string): string {
+  return findDescriptor(algorithm)?.title ?? algorithm;
+}
 
 /** Why this switch is off for this run (FP8-only on a non-FP8 dtype, or its own condition); undefined when it applies. */
 export function switchOff(sw: PanelSwitch, values: SwitchValues, dtype: DType): string | undefined {
@@ -88,7 +68,7 @@ export function switchOff(sw: PanelSwitch, values: SwitchValues, dtype: DType): 
  */
 export function effectiveSwitches(algorithm: string, set: Record<string, boolean | number | string>, loaded: SwitchValues | undefined): SwitchValues {
   const out: SwitchValues = {};
-  for (const sw of PANEL_SWITCHES[algorithm] ?? []) {
+  for (const sw of panelSwitches(algorithm)) {
     const v = set[sw.key];
     const n = typeof v === 'string' && v.trim() !== '' ? Number(v) : NaN;
     const mine = typeof v === 'boolean' || typeof v === 'number' ? v : Number.isFinite(n) ? n : undefined;
@@ -126,14 +106,14 @@ export interface ProblemForm {
   distribution: InputDistribution;
   outlierRow: string;
   /**
-   * The panel's kernel switches (PANEL_SWITCHES) the person set, by key: booleans as
+   * The panel's kernel switches (panelSwitches) the person set, by key: booleans as
    * checked, numbers as typed. A switch not here keeps the loaded run's value, or the default.
    */
   switches: Record<string, boolean | string>;
 }
 
 export const DEFAULT_FORM: ProblemForm = {
-  algorithm: 'fa2',
+  algorithm: DEFAULT_ALGORITHM,
   pass: 'forward',
   batch: '1',
   hq: '1',
@@ -232,7 +212,7 @@ export function formToRequest(f: ProblemForm, applied?: LoadRequest): LoadReques
  */
 export function switchFeatures(f: ProblemForm, loaded?: SwitchValues): SwitchValues | undefined {
   const out: SwitchValues = {};
-  const panel = PANEL_SWITCHES[f.algorithm] ?? [];
+  const panel = panelSwitches(f.algorithm);
   for (const sw of panel) {
     const v = f.switches[sw.key];
     if (v === undefined || (sw.fp8Only && !isFp8(f.dtype))) continue;
@@ -263,7 +243,7 @@ export function withAppliedFeatures(req: LoadRequest, applied: LoadRequest | und
   const kept: SwitchValues = applied?.algorithm === req.algorithm ? { ...applied.features } : {};
   const features = { ...kept, ...req.features };
   const values = { ...effectiveSwitches(req.algorithm, {}, undefined), ...features };
-  for (const sw of PANEL_SWITCHES[req.algorithm] ?? []) if (switchOff(sw, values, req.problem.dtype)) delete features[sw.key];
+  for (const sw of panelSwitches(req.algorithm)) if (switchOff(sw, values, req.problem.dtype)) delete features[sw.key];
   const out: LoadRequest = { ...req };
   if (Object.keys(features).length) out.features = features;
   else delete out.features;

@@ -7,12 +7,13 @@ import { useMemo } from 'react';
 import { formulaFor } from '../../content/formulas.ts';
 import { backwardLive } from '../../content/backward-live.ts';
 import { softmaxScale } from '../../engine/core/problem.ts';
+import { findDescriptor } from '../../engine/algorithms/registry.ts';
 import { useApp } from '../store/store.ts';
 import { usePane } from '../pane/context.ts';
 
 function Tex({ tex, label }: { tex: string; label: string }) {
   const html = useMemo(() => katex.renderToString(tex, { throwOnError: false, displayMode: true, output: 'html' }), [tex]);
-  return <div className="tex" aria-label={label} data-tex={tex} dangerouslySetInnerHTML={{ __html: html }} />;
+  return <div className="tex" role="math" aria-label={label} data-tex={tex} dangerouslySetInnerHTML={{ __html: html }} />;
 }
 
 export default function FormulaView() {
@@ -32,7 +33,7 @@ export default function FormulaView() {
   const g = frame.bwd;
   const extra =
     g && inputs && problem && r1 > r0
-      ? backwardLive(ev, row - r0, { p: frame.p, dP: g.dP, dS: g.dS, k: inputs.k, nk: frame.nk, d: inputs.d, scale: softmaxScale(problem), scaleLater: algorithm === 'fa3' })
+      ? backwardLive(ev, row - r0, { p: frame.p, dP: g.dP, dS: g.dS, k: inputs.k, nk: frame.nk, d: inputs.d, scale: softmaxScale(problem), scaleLater: findDescriptor(algorithm)?.backward?.scaleLater === true })
       : undefined;
   return (
     <section className="view formula" aria-label="Formula">

@@ -2,7 +2,7 @@
 // scaled up without smoothing; the tile grid, the current tile and a hover tooltip on top.
 // NaN cells ("not computed yet") are a dark checker, masked cells a grey stripe.
 
-import { memo, useEffect, useMemo, useRef, useState } from 'react';
+import { memo, useEffect, useId, useMemo, useRef, useState, type KeyboardEvent } from 'react';
 import { CLIPPED, colourIndex, MASKED, NOT_COMPUTED, type ColourScale } from './colour.ts';
 import { Legend } from './Legend.tsx';
 
@@ -197,6 +197,31 @@ function HeatmapImpl(props: HeatmapProps) {
     return { r: Math.max(0, Math.min(rows - 1, r)), c: Math.max(0, Math.min(cols - 1, c)), x: e.clientX - rect.left, y: e.clientY - rect.top };
   };
 
+  // The keyboard's cell: focus shows the current tile's numbers, arrows move a tile (Shift: a
+  // cell), Enter selects the tile; the same text goes to a live region for screen readers.
+  const [keyed, setKeyed] = useState(false);
+  const tipId = useId();
+  const cellBox = (r: number, c: number) => ({ r, c, x: ((c + 0.5) * width) / cols, y: ((r + 0.5) * height) / rows });
+  const onKey = (e: KeyboardEvent<HTMLCanvasElement>) => {
+    // Focus from a click leaves the arrows to the debugger's stepping; Tab focus takes them.
+    if (!keyed) return;
+    const cur = hover ?? cellBox(h1 > h0 ? h0 : 0, h3 > h2 ? h2 : 0);
+    const dr = e.shiftKey ? 1 : tileRows;
+    const dc = e.shiftKey ? 1 : tileCols;
+    let { r, c } = cur;
+    if (e.key === 'ArrowUp') r -= dr;
+    else if (e.key === 'ArrowDown') r += dr;
+    else if (e.key === 'ArrowLeft') c -= dc;
+    else if (e.key === 'ArrowRight') c += dc;
+    else if (e.key === 'Home') (r = 0), (c = 0);
+    else if ((e.key === 'Enter' || e.key === ' ') && props.onTileClick) props.onTileClick(Math.floor(cur.r / tileRows), Math.floor(cur.c / tileCols));
+    else return;
+    e.preventDefault();
+    e.stopPropagation();
+    setKeyed(true);
+    setHover(cellBox(Math.max(0, Math.min(rows - 1, r)), Math.max(0, Math.min(cols - 1, c))));
+  };
+
   const hoverValue = hover ? data[at(hover.r, hover.c)] : 0;
   const hoverMasked = hover && mask ? mask[at(hover.r, hover.c)] === 1 : false;
   const hoverMarked = hover && marks ? marks.includes(hover.r * cols + hover.c) : false;
@@ -213,17 +238,32 @@ function HeatmapImpl(props: HeatmapProps) {
         <canvas
           ref={canvasRef}
           role="img"
-          aria-label={`${props.title} heatmap, ${rows} by ${cols}`}
+          tabIndex={0}
+          aria-label={`${props.title} heatmap, ${rows} by ${cols}: arrow keys read a tile's numbers${props.onTileClick ? ', Enter selects it' : ''}`}
+          aria-describedby={hover ? tipId : undefined}
           style={{ width, height }}
-          onMouseMove={(e) => setHover(cellAt(e))}
-          onMouseLeave={() => setHover(null)}
+          onMouseMove={(e) => {
+            setKeyed(false);
+            setHover(cellAt(e));
+          }}
+          onMouseLeave={() => !keyed && setHover(null)}
+          onFocus={(e) => {
+            if (!e.currentTarget.matches(':focus-visible')) return;
+            setKeyed(true);
+            setHover(cellBox(h1 > h0 ? h0 : 0, h3 > h2 ? h2 : 0));
+          }}
+          onBlur={() => {
+            setKeyed(false);
+            setHover(null);
+          }}
+          onKeyDown={onKey}
           onClick={(e) => {
             const { r, c } = cellAt(e);
             props.onTileClick?.(Math.floor(r / tileRows), Math.floor(c / tileCols));
           }}
         />
         {hover && (
-          <div className="hm-tooltip" role="tooltip" style={hover.x > width / 2 && props.tileInfo ? { right: width - hover.x + 12, top: hover.y + 12 } : { left: Math.min(hover.x + 12, width - 20), top: hover.y + 12 }}>
+          <div className="hm-tooltip" role="tooltip" id={tipId} aria-live={keyed ? 'polite' : undefined} style={hover.x > width / 2 && props.tileInfo ? { right: width - hover.x + 12, top: hover.y + 12 } : { left: Math.min(hover.x + 12, width - 20), top: hover.y + 12 }}>
             {props.id}[{hover.r}, {hover.c}] = {hoverMasked ? 'masked' : fmt(hoverValue)}
             {hoverMarked && props.marksLabel && (
               <>

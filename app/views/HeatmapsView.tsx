@@ -10,6 +10,7 @@ import { BackwardHeatmaps } from '../backward/BackwardHeatmaps.tsx';
 import { flushedUpTo, usePrecisionMarks } from './precision-store.ts';
 import { scaleLines, tileIndex } from '../precision/tile-info.ts';
 import { scoreTitles } from './score-titles.ts';
+import { findDescriptor } from '../../engine/algorithms/registry.ts';
 
 export const FLUSHED_LABEL = 'flushed to 0 by the P cast';
 
@@ -29,7 +30,8 @@ export function HeatmapsView() {
     return (tr: number, tc: number) => scaleLines(idx.get(`${tr},${tc}`));
   }, [marks]);
   const ranges = summary?.ranges;
-  const standard = summary?.algorithm === 'standard';
+  const rowStats = summary ? findDescriptor(summary.algorithm)?.rowStats : undefined;
+  const standard = rowStats === 'materialized';
   // Q, K and V are on their robust extent (an outlier row is clipped, not the rest washed
   // out); standard attention's normalized P, mostly near 1/Nk, on a square-root scale.
   const scales = useMemo(
@@ -60,7 +62,7 @@ export function HeatmapsView() {
     const kvBlock = matrix === 'K' ? tc : matrix === 'V' ? tr : matrix === 'S' || matrix === 'P' ? tc : -1;
     patchSelection(pane, { zoom: { matrix, qBlock, kvBlock } });
   };
-  const fa1 = summary.algorithm === 'fa1';
+  const fa1 = rowStats === 'hbm';
   const titles = scoreTitles(summary.algorithm, !!summary.base2);
   const big = 250;
   const side = (n: number, other: number) => Math.max(24, (big * n) / Math.max(other, 1));
@@ -90,9 +92,9 @@ export function HeatmapsView() {
       </div>
       <p className="hint">
         Click a tile to see its numbers. Yellow: the tile the current step works on. Head b={frame.b}, h={frame.h}.
-        {!fa1 && summary.algorithm !== 'standard' && ' O is coloured on the final output’s range: rows still accumulating (not yet divided by l) can exceed it and show saturated.'}
+        {rowStats === 'on-chip' && ' O is coloured on the final output’s range: rows still accumulating (not yet divided by l) can exceed it and show saturated.'}
         {titles.note && ` ${titles.note}`}
-        {summary.algorithm === 'standard' && ' P is coloured on the normalized P’s range, on a square-root scale so that its many small probabilities (about 1/Nk each) show their structure: exp(S − m), before the division by l, reaches 1 and shows saturated.'}
+        {standard && ' P is coloured on the normalized P’s range, on a square-root scale so that its many small probabilities (about 1/Nk each) show their structure: exp(S − m), before the division by l, reaches 1 and shows saturated.'}
         {(scales.q.clips || scales.k.clips || scales.v.clips) && ' Q, K and V are coloured on the bulk of their values (4 robust standard deviations); magenta cells lie beyond it.'}
       </p>
     </section>

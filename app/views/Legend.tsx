@@ -21,9 +21,10 @@ function LegendImpl({ scale, label, showMasked, marksLabel, complete }: { scale:
   // out), on the scale's own domain: a "nice" domain would move them off their colours.
   const ticks = (scale.gamma === 1 ? scaleLinear() : scalePow().exponent(scale.gamma)).domain(scale.domain).range([0, 128]);
   return (
-    <div className="legend" aria-label={`${label} colour legend from ${scale.domain[0].toPrecision(3)} to ${scale.domain[1].toPrecision(3)}`}>
+    <div className="legend" role="group" aria-label={`${label} colour legend from ${scale.domain[0].toPrecision(3)} to ${scale.domain[1].toPrecision(3)}`}>
       <div className="legend-bar">
-        <canvas ref={ref} width={128} height={8} />
+        {/* biome-ignore lint/a11y/noAriaHiddenOnFocusable: a canvas without tabIndex takes no focus; the group's label says what the bar shows */}
+        <canvas ref={ref} width={128} height={8} aria-hidden="true" />
         <div className="legend-ticks">
           {spacedTicks(ticks.ticks(3), ticks).map(({ t, x, label }) => (
             <span key={t} style={{ left: `${x}px` }}>

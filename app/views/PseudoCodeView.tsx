@@ -39,11 +39,11 @@ export function PseudoCodeView() {
       <p className="explain" aria-label="Step explanation">
         {c.explain[event.line] ?? (current >= 0 ? c.explain[c.lines[current].id] : '')}
       </p>
-      {c.seedNotes.length > 0 && (
-        <details className="seed-notes">
-          <summary>Corrections to the seed notes</summary>
+      {c.corrections && (
+        <details className="corrections">
+          <summary>Corrections to {c.corrections.listing}</summary>
           <ul>
-            {c.seedNotes.map((n) => (
+            {c.corrections.notes.map((n) => (
               <li key={n}>{n}</li>
             ))}
           </ul>

@@ -77,7 +77,9 @@ export function TileZoomView() {
         <table className="num-table">
           <thead>
             <tr>
-              <th />
+              <th>
+                <span className="sr-only">row \ column</span>
+              </th>
               {Array.from({ length: cols }, (_, c) => (
                 <th key={c}>{colLo + c}</th>
               ))}

@@ -4,16 +4,13 @@
 import { lazy, type ComponentType } from 'react';
 import type { LoadSummary } from '../../engine/debugger/protocol.ts';
 import { CountersView } from './CountersView.tsx';
-import { HbmStateView } from './HbmStateView.tsx';
 import { HeatmapsView } from './HeatmapsView.tsx';
 import { PseudoCodeView } from './PseudoCodeView.tsx';
 import { StatsView } from './StatsView.tsx';
 import { TileZoomView } from './TileZoomView.tsx';
 import { hasHardwareModel } from '../../engine/hw/step-map.ts';
-import { MemoryMapView } from '../hardware/MemoryMapView.tsx';
-import { TimelineView } from '../hardware/TimelineView.tsx';
+import { findDescriptor } from '../../engine/algorithms/registry.ts';
 import { HbmTrafficView } from '../hardware/HbmTrafficView.tsx';
-import { DqAccumulationView } from '../backward/DqAccumulationView.tsx';
 
 export type ViewColumn = 'main' | 'side';
 
@@ -29,6 +26,11 @@ export interface ViewDef {
 const FormulaView = lazy(() => import('./FormulaView.tsx'));
 const HardwareNotesView = lazy(() => import('../hardware/HardwareNotesView.tsx'));
 const PrecisionView = lazy(() => import('../precision/PrecisionView.tsx'));
+// Views the default page does not show (other algorithms, the backward) load when first shown.
+const HbmStateView = lazy(() => import('./HbmStateView.tsx').then((m) => ({ default: m.HbmStateView })));
+const TimelineView = lazy(() => import('../hardware/TimelineView.tsx').then((m) => ({ default: m.TimelineView })));
+const MemoryMapView = lazy(() => import('../hardware/MemoryMapView.tsx').then((m) => ({ default: m.MemoryMapView })));
+const DqAccumulationView = lazy(() => import('../backward/DqAccumulationView.tsx').then((m) => ({ default: m.DqAccumulationView })));
 // The backward has schedules of its own (fa3, fa2: engine/hw/step-map-bwd.ts); the notes stay forward-only.
 const hw = (s: LoadSummary) => hasHardwareModel(s.algorithm, s.pass === 'backward' ? 'backward' : 'forward');
 const hwForward = (s: LoadSummary) => s.pass !== 'backward' && hasHardwareModel(s.algorithm);
@@ -37,9 +39,9 @@ const forward = (s: LoadSummary) => s.pass !== 'backward';
 export const VIEWS: readonly ViewDef[] = [
   { id: 'heatmaps', title: 'Tile heatmaps', column: 'main', component: HeatmapsView },
   { id: 'zoom', title: 'Tile numbers', column: 'main', component: TileZoomView },
-  { id: 'dq-accum', title: 'dQ accumulation', column: 'main', component: DqAccumulationView, when: (s) => s.pass === 'backward' && (s.algorithm === 'fa2' || s.algorithm === 'fa3') },
+  { id: 'dq-accum', title: 'dQ accumulation', column: 'main', component: DqAccumulationView, when: (s) => s.pass === 'backward' && findDescriptor(s.algorithm)?.backward?.dqAccumulation === true },
   { id: 'precision', title: 'Precision', column: 'main', component: PrecisionView, when: forward },
-  { id: 'hbm', title: 'HBM m and l', column: 'main', component: HbmStateView, when: (s) => forward(s) && s.algorithm === 'fa1' },
+  { id: 'hbm', title: 'HBM m and l', column: 'main', component: HbmStateView, when: (s) => forward(s) && findDescriptor(s.algorithm)?.rowStats === 'hbm' },
   { id: 'stats', title: 'Running statistics', column: 'side', component: StatsView, when: forward },
   { id: 'formula', title: 'Formula', column: 'side', component: FormulaView },
   { id: 'pseudo', title: 'Pseudo-code', column: 'side', component: PseudoCodeView },

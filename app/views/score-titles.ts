@@ -4,6 +4,8 @@
 // probability weights, but the S values of a base-2 run are log₂e ≈ 1.443 times larger, so
 // a title that says τ·QKᵀ would misstate every number under it.
 
+import { findDescriptor } from '../../engine/algorithms/registry.ts';
+
 export interface ScoreTitles {
   s: string;
   p: string;
@@ -19,7 +21,9 @@ export function scoreTitles(algorithm: string, base2: boolean): ScoreTitles {
       note: 'S and m are in log₂ units (the logit times log₂e ≈ 1.443), so P = 2^(S − m) equals exp of the same difference in natural units.',
     };
   }
-  if (algorithm === 'standard') return { s: 'S = τ·QKᵀ', p: 'P' };
-  if (algorithm === 'fa1') return { s: 'S = τ·QKᵀ', p: 'P̃ = exp(S − m̃)' };
+  const home = findDescriptor(algorithm)?.rowStats;
+  // Unfused attention's P is the normalized matrix; FA1's is exp against the running max m̃ it keeps in HBM.
+  if (home === 'materialized') return { s: 'S = τ·QKᵀ', p: 'P' };
+  if (home === 'hbm') return { s: 'S = τ·QKᵀ', p: 'P̃ = exp(S − m̃)' };
   return { s: 'S = τ·QKᵀ', p: 'P = exp(S − m)' };
 }

@@ -3,14 +3,14 @@
 // terminates this worker and starts a new one.
 
 /// <reference lib="webworker" />
-import { algorithmById } from '../../engine/algorithms/registry.ts';
+import { BUILT_IN_ALGORITHMS } from '../../engine/algorithms/registry.ts';
 import { randomInputs, type AttentionInputs } from '../../engine/core/inputs.ts';
 import { nominalFlops, validateProblem, type AttentionProblem } from '../../engine/core/problem.ts';
 import { runToEnd } from '../../engine/run.ts';
 import { AttentionRun, pathElem } from '../../engine/webgpu/backend.ts';
 import { openWebGpu, type WebGpuContext } from '../../engine/webgpu/device.ts';
 import { formatBytes } from '../../engine/webgpu/binding-windows.ts';
-import { referenceRow, sampleSites } from '../../engine/webgpu/row-check.ts';
+import { checkSampledRows, hostRowErrors, sampleSites } from '../../engine/webgpu/row-check.ts';
 import { blockMean } from './downsample.ts';
 import { randomDo, runGpuBackward } from '../../engine/webgpu/backward-checks.ts';
 import { backwardFlops, type BackwardPath } from '../../engine/webgpu/backward-run.ts';
@@ -44,18 +44,7 @@ async function runGpu(id: number, req: RunRequest): Promise<RunReport> {
     const ms = kernels.reduce((a, k) => a + k.ms, 0);
     progress('reading back head 0', 0.7);
     const head = await run.readHead(0, 0);
-    const sites = sampleSites(p, req.checkRows);
-    let eo = 0;
-    let el = 0;
-    for (let t = 0; t < sites.length; t++) {
-      progress(`checking row ${t + 1} of ${sites.length} against the CPU reference`, 0.75 + (0.25 * t) / sites.length);
-      const { b, h, i } = sites[t];
-      const x = await run.readRowInputs(b, h, i);
-      const ref = referenceRow(p, h, i, x.q, x.k, x.v);
-      const got = await run.readRow(b, h, i);
-      for (let k = 0; k < p.dv; k++) eo = Math.max(eo, Math.abs(got.o[k] - ref.o[k]));
-      el = Math.max(el, got.lse === ref.lse ? 0 : Math.abs(got.lse - ref.lse));
-    }
+    const check = await checkSampledRows(run, req.checkRows, (t, n) => progress(`checking row ${t + 1} of ${n} against the CPU reference`, 0.75 + (0.25 * t) / n));
     const eb = pathElem(req.path) === 'f16' ? 2 : 4;
     const bytes = p.batch * (p.hq * p.nq * p.d + p.hk * p.nk * (p.d + p.dv)) * eb + p.batch * p.hq * p.nq * (p.dv + 1) * 4;
     return {
@@ -70,28 +59,11 @@ async function runGpu(id: number, req: RunRequest): Promise<RunReport> {
       config: run.config,
       heatmap: blockMean(head.o, p.nq, p.dv, 128, 128),
       lse: lseList(head.lse),
-      check: { rows: sites.length, maxAbsErrO: eo, maxAbsErrLse: el },
+      check: { rows: check.rows.length, maxAbsErrO: check.maxAbsErrO, maxAbsErrLse: check.maxAbsErrLse },
     };
   } finally {
     run.destroy();
   }
-}
-
-/** Max |ΔO| and |ΔLSE| of sampled rows of a whole-problem result (host arrays) against float64. */
-function rowErrors(p: AttentionProblem, x: AttentionInputs, r: { o: ArrayLike<number>; lse: ArrayLike<number> }, sites: readonly { b: number; h: number; i: number }[]): { eo: number; el: number } {
-  let eo = 0;
-  let el = 0;
-  for (const { b, h, i } of sites) {
-    const hk = Math.floor(h / (p.hq / p.hk));
-    const qo = ((b * p.hq + h) * p.nq + i) * p.d;
-    const ko = (b * p.hk + hk) * p.nk;
-    const ref = referenceRow(p, h, i, x.q.subarray(qo, qo + p.d), x.k.subarray(ko * p.d, (ko + p.nk) * p.d), x.v.subarray(ko * p.dv, (ko + p.nk) * p.dv));
-    const oo = ((b * p.hq + h) * p.nq + i) * p.dv;
-    for (let k = 0; k < p.dv; k++) eo = Math.max(eo, Math.abs(r.o[oo + k] - ref.o[k]));
-    const l = r.lse[(b * p.hq + h) * p.nq + i];
-    el = Math.max(el, l === ref.lse ? 0 : Math.abs(l - ref.lse));
-  }
-  return { eo, el };
 }
 
 /**
@@ -114,7 +86,7 @@ async function runGpuBackwardReport(id: number, req: RunRequest): Promise<RunRep
   const sites = sampleSites(p, req.checkRows);
   progress(`checking ${sites.length} dQ rows against float64`, 0.8);
   const errDq = sampledDqError(p, x, dO, r.dq, sites);
-  const { eo, el } = rowErrors(p, x, r, sites);
+  const { eo, el } = hostRowErrors(p, x, r, sites);
   return {
     backend: 'webgpu',
     pass: 'backward',
@@ -143,10 +115,10 @@ function runCpu(id: number, req: RunRequest): RunReport {
   const x = randomInputs(p, { seed: req.seed });
   post({ type: 'progress', id, stage: 'running FA2 on the CPU', fraction: 0.3 });
   const t0 = performance.now();
-  const r = runToEnd(algorithmById('fa2'), p, x);
+  const r = runToEnd(BUILT_IN_ALGORITHMS.fa2.forward, p, x);
   const ms = performance.now() - t0;
   const sites = sampleSites(p, req.checkRows);
-  const { eo, el } = rowErrors(p, x, r, sites);
+  const { eo, el } = hostRowErrors(p, x, r, sites);
   return {
     backend: 'cpu',
     pass: 'forward',
@@ -156,7 +128,7 @@ function runCpu(id: number, req: RunRequest): RunReport {
     kernels: [{ name: 'FA2 step engine (CPU)', ms, clock: 'wall' }],
     tflops: nominalFlops(p) / (ms * 1e9),
     gbs: 0,
-    config: 'engine/algorithms/fa2.ts, tracing off',
+    config: 'engine/algorithms/fa2/forward.ts, tracing off',
     heatmap: blockMean(Float32Array.from(r.o.subarray(0, p.nq * p.dv)), p.nq, p.dv, 128, 128),
     lse: lseList(r.lse.subarray(0, p.nq)),
     check: { rows: sites.length, maxAbsErrO: eo, maxAbsErrLse: el },

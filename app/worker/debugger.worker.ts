@@ -2,10 +2,12 @@
 // their typed-array buffers transferred, so the main thread receives them without a copy.
 
 import * as Comlink from 'comlink';
-import type { DebuggerApi, FrameUpdate, Granularity, HeadInputs, LoadRequest, Progress, Breakpoint } from '../../engine/debugger/protocol.ts';
+import type { DebuggerApi, FrameUpdate, Granularity, HeadInputs, Progress, Breakpoint } from '../../engine/debugger/protocol.ts';
+import type { LoadRequest } from '../../engine/request.ts';
 import { DebuggerSession } from '../../engine/debugger/session.ts';
 import { chromeTrace, scheduleJsonl } from '../../engine/hw/export.ts';
-import { smScheduleFor, type HwView, type HwViewRequest, type SmSchedule } from '../../engine/hw/step-map.ts';
+import { smScheduleFor } from '../../engine/hw/step-map.ts';
+import type { HwView, HwViewRequest, SmSchedule } from '../../engine/hw/sm-view.ts';
 import type { HwExportFormat } from '../../engine/hw/api.ts';
 import { backwardBuffers } from '../../engine/debugger/backward-state.ts';
 

@@ -1,4 +1,4 @@
-// FlashAttention (FA1) backward pass, as the step engine runs it (engine/algorithms/fa1-backward.ts).
+// FlashAttention (FA1) backward pass, as the step engine runs it (engine/algorithms/fa1/backward.ts).
 import type { AlgorithmContent } from '../types.ts';
 
 export const fa1BackwardContent: AlgorithmContent = {
@@ -39,5 +39,5 @@ export const fa1BackwardContent: AlgorithmContent = {
     'fa1bwd.dk': 'dK_j collects τ dS_ijᵀ Q_i, on chip like dV_j.',
     'fa1bwd.writeKV': 'After the inner loop, dK_j and dV_j are final and written once.',
   },
-  seedNotes: [],
+  corrections: null,
 };

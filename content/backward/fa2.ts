@@ -1,4 +1,4 @@
-// FlashAttention-2 backward pass, as the step engine runs it (engine/algorithms/fa2-backward.ts).
+// FlashAttention-2 backward pass, as the step engine runs it (engine/algorithms/fa2/backward.ts).
 import type { AlgorithmContent } from '../types.ts';
 
 export const fa2BackwardContent: AlgorithmContent = {
@@ -46,5 +46,5 @@ export const fa2BackwardContent: AlgorithmContent = {
     'fa2bwd.writeKV': 'After its last row block the worker writes dK_j and dV_j once.',
     'fa2bwd.convert': 'When every worker is done, a last pass turns the float32 accumulator into dQ in the input dtype.',
   },
-  seedNotes: [],
+  corrections: null,
 };

@@ -1,4 +1,4 @@
-// FlashAttention-3 backward (Hopper), as the step engine models it (engine/algorithms/fa3-backward.ts).
+// FlashAttention-3 backward (Hopper), as the step engine models it (engine/algorithms/fa3/backward.ts).
 import type { AlgorithmContent } from '../types.ts';
 
 export const fa3BackwardContent: AlgorithmContent = {
@@ -46,5 +46,5 @@ export const fa3BackwardContent: AlgorithmContent = {
     'fa3bwd.writeKV': 'The epilogue multiplies dK_j by the scale and writes dK_j and dV_j (with GQA, adds them into fp32 accumulators).',
     'fa3bwd.convert': 'A postprocess kernel multiplies dQaccum by the scale and converts it to the input dtype.',
   },
-  seedNotes: [],
+  corrections: null,
 };

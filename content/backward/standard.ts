@@ -1,4 +1,4 @@
-// Standard attention's backward pass (engine/algorithms/standard-backward.ts): every N×N
+// Standard attention's backward pass (engine/algorithms/standard/backward.ts): every N×N
 // matrix in HBM.
 import type { AlgorithmContent } from '../types.ts';
 
@@ -47,5 +47,5 @@ export const standardBackwardContent: AlgorithmContent = {
     'standardbwd.dk': 'dK = τ dSᵀ Q, a sum over every row strip.',
     'standardbwd.writedK': 'dK is complete after the last strip.',
   },
-  seedNotes: [],
+  corrections: null,
 };

@@ -7,7 +7,7 @@ export const cuteFa2Hardware: HardwareLesson = {
     {
       id: 'pipeline',
       title: 'Copies under the GEMMs',
-      text: tex`Seed 002's kernel keeps one shared-memory buffer each for $Q$, $K$ and $V$ and overlaps copies with compute by ordering them:
+      text: tex`The tiny-flash-attention CuTe kernel (github.com/66RING/tiny-flash-attention, flash_attention_cutlass/) keeps one shared-memory buffer each for $Q$, $K$ and $V$ and overlaps copies with compute by ordering them:
 $$\text{cp.async } V_j \ \|\ S = QK_j^\top, \qquad \text{cp.async } K_{j+1} \ \|\ \text{softmax},\ O \mathrel{+}= PV_j .$$
 Each copy is issued right after the buffer it overwrites was last read (a \`__syncthreads\` marks that point), so with a single buffer per tensor the memory map shows $sK$ and $sV$ alternately refilled.`,
     },

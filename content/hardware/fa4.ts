@@ -12,7 +12,7 @@ export const fa4Hardware: HardwareLesson = {
     {
       id: 'roles',
       title: 'Warp roles and register budgets',
-      text: tex`16 warps: **load** (TMA), **MMA** (one thread issues every \`tcgen05.mma\`), **softmax 0** and **softmax 1** (one warpgroup per Q tile, one thread per row), **correction** (rescales $O$ in TMEM, then the epilogue), **epilogue** (TMA store) and an **empty** warp. Seed 003's budgets: 200 registers per thread for softmax, 64 for correction, 48 for the single warps, 24 for the empty one — the register bars.`,
+      text: tex`16 warps: **load** (TMA), **MMA** (one thread issues every \`tcgen05.mma\`), **softmax 0** and **softmax 1** (one warpgroup per Q tile, one thread per row), **correction** (rescales $O$ in TMEM, then the epilogue), **epilogue** (TMA store) and an **empty** warp. The budgets follow flash_fwd_sm100.py@0251105a: below $d = 96$ 200 registers per thread for softmax, 64 for correction, 48 for every other warp; from $d = 96$ on 192 / 80 unless \`_TUNING_CONFIG\` names the configuration (2-CTA $d = 128$: 176 / 88; causal $d = 128$: 192 / 72), the other warps getting $512 - 2\cdot\text{softmax} - \text{correction}$ — the register bars. With $N_q \le 128$ there is one Q tile and warps 4–7 idle with the empty warp.`,
     },
     {
       id: 'lsl',
@@ -32,7 +32,12 @@ export const fa4Hardware: HardwareLesson = {
     {
       id: 'exp2',
       title: 'exp2 emulation',
-      text: tex`MUFU gives 16 exponentials per clock per SM while the tensor cores compute a 128×128 tile in a few hundred cycles. FA4 evaluates a share of $2^x$ on the FMA pipes: $2^x = 2^{\lfloor x\rfloor}\cdot p(x - \lfloor x \rfloor)$ with a cubic $p$. With emulation on, the softmax lanes show a shorter MUFU bar plus an FMA bar "exp2 cubic polynomial" (only for $d \le 128$ and unmasked blocks).`,
+      text: tex`MUFU gives 16 exponentials per clock per SM while the tensor cores compute a 128×128 tile in a few hundred cycles. FA4 evaluates a share of $2^x$ on the FMA pipes: $2^x = 2^{\lfloor x\rfloor}\cdot p(x - \lfloor x \rfloor)$ with a cubic $p$. Which elements: \`apply_exp2_convert\` (softmax.py) cuts a row into 32-element fragments and, from fragment \`ex2_emu_start_frg\` (1 by default) up to the last one (which stays on MUFU), emulates the last 4 of every \`ex2_emu_freq\` elements — 16 of 128 by default, 24 with the 2-CTA $d = 128$ setting (every 10, from fragment 1). The same pattern runs on masked blocks. With emulation on, the softmax lanes show a shorter MUFU bar plus an FMA bar "exp2 cubic polynomial".`,
+    },
+    {
+      id: '2cta',
+      title: '2-CTA mode (cta_group::2)',
+      text: tex`For non-causal, dense problems with $d \in \{128, 192\}$, $d_v = 128$ and $N_q > 256$ (and always at $d = d_v = 256$), interface.py sets \`use_2cta_instrs\`: two CTAs on two SMs form a cluster pair. The leader's MMA warp issues \`tcgen05.mma\` with \`cta_group::2\` over $M = 256$ rows: each SM's tensor core computes its own CTA's 128 rows into its own TMEM ($S_s$, $P_s$, $O_s$ exactly as in one CTA), while the $K$ and $V$ operands are split between the two CTAs' shared memory — each CTA loads and holds half of every K/V tile. A K/V stage therefore costs half the bytes, and the ring is deeper: 6 stages at $d = 128$ instead of 3. The memory map shows the halved \`sKV\` slots and the resource sheet's \`cta_group\`; the timeline's MMA ops carry "(cta_group::2)". Each CTA of the pair runs the same schedule on its own SM, so the timeline shown is either CTA's.`,
     },
   ],
   steps: {

@@ -17,12 +17,12 @@ export const fmhaV2Hardware: HardwareLesson = {
     {
       id: 'qkv',
       title: 'Packed QKV and the grid',
-      text: tex`The seed runs with \`qkv_layout=packed_qkv\`: one tensor $[B, S, 3, H, D]$, so a token's $q$, $k$, $v$ for all heads are adjacent and one pointer plus strides addresses all three. The grid is \`(Q tiles, H, B)\`: \`blockIdx.x\` the 128-row Q tile, \`blockIdx.y\` the head, \`blockIdx.z\` the batch. Seed 001's run ($B=4$, $H=16$, $S=1024$, $d=16$, FP16 on an RTX 4060) took 411.6 µs, 10.43 TFLOP/s; at $d = 16$ the GEMMs are tiny and the softmax dominates — the FMA bars on the timeline are longer than the tensor bars.`,
+      text: tex`The modelled build runs with \`qkv_layout=packed_qkv\`: one tensor $[B, S, 3, H, D]$, so a token's $q$, $k$, $v$ for all heads are adjacent and one pointer plus strides addresses all three. The grid is \`(Q tiles, H, B)\`: \`blockIdx.x\` the 128-row Q tile, \`blockIdx.y\` the head, \`blockIdx.z\` the batch. A recorded fmha_exe run of that build ($B=4$, $H=16$, $S=1024$, $d=16$, FP16 on an RTX 4060) took 411.6 µs, 10.43 TFLOP/s; at $d = 16$ the GEMMs are tiny and the softmax dominates — the FMA bars on the timeline are longer than the tensor bars.`,
     },
     {
       id: 'half',
       title: 'FP16 accumulation',
-      text: tex`The seed's build sets \`HALF_ACCUMULATION_FOR_FLASH_ATTENTION\`: the MMAs accumulate in FP16, which GeForce Ada runs at twice the FP32-accumulate rate. FlashScope's numeric fmha_v2 rounds the accumulator to FP16 after every add, so its error against the float64 reference is visibly larger than FA2's.`,
+      text: tex`The modelled build (TensorRT-LLM cpp/kernels/fmha_v2, fmha_v2_flash_attention_fp16_128_128_S_qkv_16_sm89) sets \`HALF_ACCUMULATION_FOR_FLASH_ATTENTION\`: the MMAs accumulate in FP16, which GeForce Ada runs at twice the FP32-accumulate rate. FlashScope's numeric fmha_v2 rounds the accumulator to FP16 after every add, so its error against the float64 reference is visibly larger than FA2's.`,
     },
   ],
   steps: {

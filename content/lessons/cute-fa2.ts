@@ -6,7 +6,7 @@ export const cuteFa2Lesson: AlgorithmLesson = {
   id: 'cute-fa2',
   title: 'FlashAttention-2 in CuTe',
   hardware: 'Ampere (SM80): mma.sync m16n8k16, cp.async, ldmatrix',
-  sources: 'Seed 002 (a from-scratch CuTe FlashAttention-2 walkthrough).',
+  sources: 'The CuTe FlashAttention-2 kernel of github.com/66RING/tiny-flash-attention (flash_attention_cutlass/standalone_src); the FA2 paper (arXiv 2307.08691) for the algorithm.',
   intro: r`This is FA2 as a hand-written CUTLASS CuTe kernel: the same online softmax, but every data movement
 is spelled out, which makes it the clearest view of *where* each byte goes on an Ampere GPU.
 
@@ -53,15 +53,15 @@ operand of the second GEMM.`,
   features: [],
   support: [
     { variant: 'causal', kernel: 'yes', flashscope: 'runs', note: 'early exit + in-block mask' },
-    { variant: 'GQA / MQA', kernel: 'no', flashscope: 'runs', note: 'the seed\'s kernel indexes K/V with the Q head; FlashScope reads head h / group' },
-    { variant: 'Nq ≠ Nk', kernel: 'no', flashscope: 'runs', note: 'causal aligned bottom-right (same as the seed when Nq = Nk)' },
+    { variant: 'GQA / MQA', kernel: 'no', flashscope: 'runs', note: 'that kernel indexes K/V with the Q head; FlashScope reads head h / group' },
+    { variant: 'Nq ≠ Nk', kernel: 'no', flashscope: 'runs', note: 'causal aligned bottom-right (same as that kernel\'s top-left alignment when Nq = Nk)' },
     { variant: 'window, ALiBi, softcap, sinks', kernel: 'no', flashscope: 'runs', note: 'added the way FA2 does them' },
     { variant: 'fp32 inputs', kernel: 'no', flashscope: 'runs', note: 'the kernel is FP16/BF16' },
   ],
   content: {
     algorithm: 'cute-fa2',
     title: 'FlashAttention-2 in CuTe (Ampere)',
-    source: 'The CuTe FA2 walkthrough of seed 002 (kBlockM = kBlockN = 64, 4 warps)',
+    source: '66RING/tiny-flash-attention, flash_attention_cutlass (kBlockM = kBlockN = 64, 4 warps)',
     lines: [
       { id: '', text: 'grid (⌈Nq/64⌉, B·H); one CTA per Q tile i', indent: 0 },
       { id: 'cute-fa2.loadQ', text: 'cp.async Q_i', indent: 1, kinds: ['load'] },
@@ -92,9 +92,6 @@ operand of the second GEMM.`,
       'cute-fa2.normalize': 'One division per row after the loop; the LSE is kept for the backward pass.',
       'cute-fa2.write': 'The output is staged through shared memory for wide stores.',
     },
-    seedNotes: [
-      'Seed 002\'s pipeline pseudo-code writes async_load(k[nbi]) after the softmax; the kernel loads the next block, K_(j+1), which is what FlashScope shows.',
-      'Seed 002 places rescale(out) after the loop; the per-block rescale happens inside the online softmax — only the division by l comes after the loop.',
-    ],
+    corrections: null,
   },
 };

@@ -6,7 +6,7 @@ export const fa3Lesson: AlgorithmLesson = {
   id: 'fa3',
   title: 'FlashAttention-3',
   hardware: 'Hopper (SM90): TMA copies, wgmma on warpgroups, setmaxnreg',
-  sources: 'Seed 000 (FA3 producer/consumer and intra-warpgroup overlap pseudo-code), seed 004 (FA3 overview); FA3 paper, Algorithms 1–2.',
+  sources: '"FlashAttention-3: Fast and Accurate Attention with Asynchrony and Low-precision" (arXiv 2407.08608), §3.1–3.3 and Algorithms 1–2; the shipped kernel, hopper/ at Dao-AILab/flash-attention 0251105a (tile_size.h, mainloop_fwd_sm90_tma_gmma_ws.hpp, flash_fwd_kernel_sm90.h).',
   intro: r`FlashAttention-3 keeps FA2's arithmetic — an online softmax over K/V blocks with one division at the
 end — and reorganizes *who* does it and *when*, so that Hopper's asynchronous units are never idle.
 
@@ -85,7 +85,7 @@ is kept for the backward pass. A sink logit $s$ joins the denominator here: $\el
   content: {
     algorithm: 'fa3',
     title: 'FlashAttention-3 forward (Hopper)',
-    source: 'Shah et al., "FlashAttention-3", 2024, Algorithms 1–2; seed 000',
+    source: 'Shah et al., "FlashAttention-3" (arXiv 2407.08608), Algorithms 1–2',
     lines: [
       { id: '', text: 'CTA = one Q tile; producer warp + consumer warpgroups (64 rows each)', indent: 0 },
       { id: 'fa3.loadQ', text: 'producer: TMA load Q_i', indent: 1, kinds: ['load'] },
@@ -117,9 +117,11 @@ is kept for the backward pass. A sink logit $s$ joins the denominator here: $\el
       'fa3.normalize': 'One division by l per row at the end; a sink logit joins l here. LSE = m + log l is kept for the backward pass.',
       'fa3.write': 'The epilogue writes O (input type) and LSE (fp32).',
     },
-    seedNotes: [
-      'Seed 000\'s FA3 consumer writes "O = O*exp(m_old-m) Pij@V": the two terms are added, O ← e^(m_prev − m_new)·O + P_ij V_j.',
-      'Seed 000 calls rowmax(S_ij) "m_old" and rescales by exp(m_old − m); the factor uses the running max from before this block (the paper\'s m_i^(j−1)), which FlashScope follows.',
-    ],
+    corrections: {
+      listing: 'Algorithm 1 of the FA3 paper',
+      notes: [
+        'The consumer\'s O update in Algorithm 1 of "FlashAttention-3: Fast and Accurate Attention with Asynchrony and Low-precision" (arXiv 2407.08608) rescales by diag(e^(m_old − m_i))^−1; the factor has no inverse, O ← diag(e^(m_old − m_i))·O + P̃ V_j, as hopper/softmax.h rescale_o does (Dao-AILab/flash-attention issue 1303; the authors confirmed it).',
+      ],
+    },
   },
 };

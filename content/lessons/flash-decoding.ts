@@ -6,7 +6,7 @@ export const flashDecodingLesson: AlgorithmLesson = {
   id: 'flash-decoding',
   title: 'Flash-decoding',
   hardware: 'Any GPU; the split count targets its SM count',
-  sources: 'Seed 004 (flash-decoding section); FlashAttention-2 split-KV kernels.',
+  sources: '"Flash-Decoding for long-context inference" (Dao, Haziza, Massa, Sizov, crfm.stanford.edu/2023/10/12/flashdecoding.html); the FlashAttention-2 split-KV kernels and their num_splits heuristic.',
   intro: r`While generating text, each step attends one new query ($N_q = 1$, or a few with speculative
 decoding) to a long cache of keys and values. FA2 parallelizes over batch, heads and Q tiles — here that
 is only $B\cdot H$ CTAs, often far fewer than the GPU's SMs, and each CTA walks the whole cache alone.
@@ -63,7 +63,7 @@ the sink's share).`,
   content: {
     algorithm: 'flash-decoding',
     title: 'Flash-decoding (split-KV + combine)',
-    source: 'Seed 004; FlashAttention-2 split-KV kernels and their split heuristic',
+    source: 'Flash-Decoding (crfm.stanford.edu, 2023-10-12); FlashAttention-2 split-KV kernels and their split heuristic',
     lines: [
       { id: '', text: 'kernel 1: for each (Q tile i, split s, batch·head):', indent: 0 },
       { id: 'flash-decoding.loadQ', text: 'load Q_i', indent: 1, kinds: ['load'] },
@@ -97,8 +97,6 @@ the sink's share).`,
       'flash-decoding.combine': 'The combine weights each partial by its share of the softmax mass, computed against the largest LSE_s so nothing overflows. A sink joins the sum here, once.',
       'flash-decoding.write': 'The merged output and LSE, in the output type.',
     },
-    seedNotes: [
-      'Seed 004 calls flash-decoding a feature of FlashAttention-3; the split-KV scheme came with FlashAttention-2\'s kernels (2023) and was carried into FA3. FlashScope follows the FA2 split-KV kernels and their heuristic.',
-    ],
+    corrections: null,
   },
 };

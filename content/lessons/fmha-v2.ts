@@ -6,7 +6,7 @@ export const fmhaV2Lesson: AlgorithmLesson = {
   id: 'fmha-v2',
   title: 'TensorRT-LLM fmha_v2',
   hardware: 'Ada (SM89, e.g. RTX 4060): mma.sync tensor cores, LDGSTS asynchronous copies, ~100 KB shared memory',
-  sources: 'Seed 001 (building and debugging fmha_v2_flash_attention_fp16_128_128_S_qkv_16_sm89).',
+  sources: 'TensorRT-LLM, cpp/kernels/fmha_v2: the fmha_v2_flash_attention_fp16_128_128_S_qkv_16_sm89 kernel, built and run on an RTX 4060.',
   intro: r`fmha_v2 is the fused multi-head attention of TensorRT-LLM for inference. Its flash-attention
 kernels are generated per configuration; the name spells the configuration out —
 \`fp16_128_128_S_qkv_16_sm89\`: FP16 data, a Q step of 128 rows, a K/V step of 128 keys, packed QKV
@@ -29,13 +29,13 @@ row sums, and the normalizer rescales \`acc_o\` by $e^{m_{\text{old}}-m_{\text{n
 divides by the sum once:
 $$O = \frac{\sum_j e^{s_j-m}v_j}{\sum_j e^{s_j-m}}.$$
 
-**Packed QKV.** The seed's kernel reads one tensor laid out $[B, S, 3, H, D]$: the Q, K and V rows of a
+**Packed QKV.** The kernel reads one tensor laid out $[B, S, 3, H, D]$: the Q, K and V rows of a
 token sit next to each other. For one head, consecutive rows are $3HD$ elements apart. That changes the
 addresses a tile load touches (and how well it coalesces), not the number of bytes: FlashScope counts
 bytes per tensor exactly as for the other kernels. Packing needs $H_q = H_k$, $N_q = N_k$ and $d = d_v$;
 other problems use the contiguous Q + KV layout.
 
-**FP16 accumulation.** The seed builds with \`HALF_ACCUMULATION_FOR_FLASH_ATTENTION\` and runs an
+**FP16 accumulation.** The modelled build defines \`HALF_ACCUMULATION_FOR_FLASH_ATTENTION\` and runs an
 "fp16" kernel (not "fp16_fp32"): the tensor-core accumulators of both GEMMs are FP16. That is twice the
 \`mma\` throughput on consumer GPUs but each running sum now carries $u = 2^{-11}$ relative error per
 addition — and the unnormalized $O$ accumulator grows with $\ell$, so its absolute error grows too.
@@ -58,13 +58,13 @@ to FP16 when the accumulator is FP16).`,
     write: r`Output staged through shared memory for wide, coalesced stores.`,
   },
   features: [
-    { key: 'fp16Accumulation', default: 'false', text: 'Accumulate both GEMMs in FP16 (fp16 inputs only), as the seed\'s build does.' },
+    { key: 'fp16Accumulation', default: 'false', text: 'Accumulate both GEMMs in FP16 (fp16 inputs only), as the modelled sm89 build does.' },
   ],
   support: [
     { variant: 'causal, sliding window', kernel: 'yes', flashscope: 'runs', note: 'separate generated kernels (causal, sliding_or_chunked_causal)' },
     { variant: 'ALiBi, softcap', kernel: 'yes', flashscope: 'runs', note: '' },
     { variant: 'GQA / MQA, Nq ≠ Nk, d ≠ dv', kernel: 'yes', flashscope: 'runs', note: 'contiguous Q + KV or paged KV layout' },
-    { variant: 'attention sinks', kernel: 'no', flashscope: 'runs', note: 'the seed\'s build has no sink input; added with FA2\'s math' },
+    { variant: 'attention sinks', kernel: 'no', flashscope: 'runs', note: 'the kernel has no sink input; added with FA2\'s math' },
     { variant: 'fp32 inputs', kernel: 'no', flashscope: 'runs', note: 'run unrounded to show the schedule' },
     { variant: 'fp16Accumulation with bf16/fp32', kernel: 'no', flashscope: 'rejected', note: 'no such HMMA' },
     { variant: 'd > 256', kernel: 'no', flashscope: 'rejected', note: '' },
@@ -72,7 +72,7 @@ to FP16 when the accumulator is FP16).`,
   content: {
     algorithm: 'fmha-v2',
     title: 'TensorRT-LLM fmha_v2 flash attention (Ada)',
-    source: 'fmha_v2_flash_attention_fp16_128_128_S_qkv_16_sm89 as built in seed 001',
+    source: 'TensorRT-LLM cpp/kernels/fmha_v2: fmha_v2_flash_attention_fp16_128_128_S_qkv_16_sm89',
     lines: [
       { id: '', text: 'grid: blockIdx.z = batch b, blockIdx.y = head h, blockIdx.x = Q tile i', indent: 0 },
       { id: 'fmha-v2.loadQ', text: 'LDGSTS Q_i (packed [B, S, 3, H, D] or contiguous Q)', indent: 1, kinds: ['load'] },
@@ -102,9 +102,6 @@ to FP16 when the accumulator is FP16).`,
       'fmha-v2.normalize': 'One division per row at the end of the kv loop.',
       'fmha-v2.write': 'The CTA writes its O tile (and LSE) through shared memory.',
     },
-    seedNotes: [
-      'Seed 001 lists TMA among the techniques of this kernel; Ada (SM89) has no TMA — the flash kernels load with LDGSTS (cp.async), which is what FlashScope models.',
-      'Seed 001 writes the ALiBi bias as −α(i − j); FlashScope uses −α·|i − j| aligned bottom-right, which is the same under a causal mask.',
-    ],
+    corrections: null,
   },
 };

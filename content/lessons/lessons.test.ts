@@ -1,11 +1,11 @@
 import katex from 'katex';
 import { describe, expect, it } from 'vitest';
-import { CUTE_FA2_FEATURES } from '../../engine/algorithms/cute-fa2.ts';
-import { FA3_FEATURES } from '../../engine/algorithms/fa3.ts';
-import { FA4_FEATURES } from '../../engine/algorithms/fa4.ts';
-import { FLASH_DECODING_FEATURES } from '../../engine/algorithms/flash-decoding.ts';
-import { FMHA_V2_FEATURES } from '../../engine/algorithms/fmha-v2.ts';
-import { SAGE_FEATURES } from '../../engine/algorithms/sage.ts';
+import { CUTE_FA2_FEATURES } from '../../engine/algorithms/cute-fa2/forward.ts';
+import { FA3_FEATURES } from '../../engine/algorithms/fa3/forward.ts';
+import { FA4_FEATURES } from '../../engine/algorithms/fa4/forward.ts';
+import { FLASH_DECODING_FEATURES } from '../../engine/algorithms/flash-decoding/forward.ts';
+import { FMHA_V2_FEATURES } from '../../engine/algorithms/fmha-v2/forward.ts';
+import { SAGE_FEATURES } from '../../engine/algorithms/sage/forward.ts';
 import { algorithmById } from '../../engine/algorithms/registry.ts';
 import type { RunOptions } from '../../engine/algorithms/types.ts';
 import { randomInputs } from '../../engine/core/inputs.ts';

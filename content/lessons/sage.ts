@@ -6,7 +6,7 @@ export const sageLesson: AlgorithmLesson = {
   id: 'sage',
   title: 'SageAttention (INT8 Q·Kᵀ)',
   hardware: 'Ampere / Ada / Hopper: INT8 mma for Q·Kᵀ; FP16 mma (v1) or FP8 e4m3 mma on SM89/SM90 (v2) for P·V',
-  sources: 'Seed 001 (a short SageAttention overview; see the notes on it below); the SageAttention and SageAttention2 papers and the thu-ml/SageAttention kernels (v1 Triton, v2 SM89 CUDA).',
+  sources: '"SageAttention: Accurate 8-Bit Attention for Plug-and-play Inference Acceleration" (arXiv 2410.02367) and "SageAttention2" (arXiv 2411.10958) papers and the thu-ml/SageAttention kernels (v1 Triton, v2 SM89 CUDA).',
   intro: r`SageAttention is FA2's online softmax with the first GEMM in **INT8**. INT8 tensor cores run
 twice as fast as FP16 ones and read half the bytes, and $QK^\top$ is the GEMM that tolerates it: its
 result goes through a softmax, which forgives small relative errors in the logits. The second GEMM
@@ -102,11 +102,6 @@ v2: $O \mathrel{+}= \tilde{P}\,\hat{V}_j$ with e4m3 $\tilde{P}$ and per-channel 
       'sage.normalize': 'One division per row. Smoothing moved every logit of the row by q·mean(K)·τ; the LSE gets it back, O never needed it.',
       'sage.write': 'O is written in the input dtype.',
     },
-    seedNotes: [
-      'Seed 001 presents SageAttention as an FP8 (e4m3) attention with "dynamic precision adjustment"; the kernels quantize Q and K to INT8 with per-block scales, and only version 2 uses FP8, for P and V, with fixed choices.',
-      'Seed 001 lists training among its uses; SageAttention has no backward pass — it is an inference kernel, and FlashScope refuses its backward.',
-      'Seed 001 credits it with sliding-window optimization; the kernels mask causally only. FlashScope runs a window through the shared mask step and says so.',
-      'Seed 001 does not mention K smoothing, the step that makes INT8 keys work; FlashScope models it as the smoothK switch.',
-    ],
+    corrections: null,
   },
 };

@@ -25,7 +25,7 @@ export interface AlgorithmLesson {
   title: string;
   /** Target hardware, e.g. 'Hopper (SM90)'. */
   hardware: string;
-  /** Which seed notes the model follows. */
+  /** What the model follows: papers (title, arXiv id, section) and upstream files at a named commit. */
   sources: string;
   /** Markdown: what the kernel is and why it is shaped this way. */
   intro: string;
@@ -35,7 +35,7 @@ export interface AlgorithmLesson {
   support: SupportRow[];
   /**
    * The debugger's pseudo-code pane (plain text with Unicode maths, as content/types.ts
-   * defines it): listing, one explanation per line id, and the seed corrections.
+   * defines it): listing, one explanation per line id, and corrections to the published listing.
    */
   content: AlgorithmContent;
 }

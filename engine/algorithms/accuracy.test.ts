@@ -5,15 +5,16 @@
 
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { arbitraryRun } from '../testing/arbitrary-problem.ts';
 import { roundTo } from '../core/dtype.ts';
-import { randomInputs, type AttentionInputs, type InputDistribution } from '../core/inputs.ts';
+import { kvHead, randomInputs, type AttentionInputs, type InputDistribution } from '../core/inputs.ts';
 import type { AttentionProblem, DType } from '../core/problem.ts';
 import { referenceAttention } from '../core/reference.ts';
 import { modifyScore, scoreModel } from '../core/scores.ts';
 import { runToEnd } from '../run.ts';
-import { fa1 } from './fa1.ts';
-import { fa2 } from './fa2.ts';
-import { standard } from './standard.ts';
+import { fa1 } from './fa1/forward.ts';
+import { fa2 } from './fa2/forward.ts';
+import { standard } from './standard/forward.ts';
 import type { BlockOptions } from './types.ts';
 
 const ALGOS = [standard, fa1, fa2];
@@ -39,7 +40,7 @@ function naiveInPrecision(p: AttentionProblem, x: AttentionInputs): Float64Array
   const row = new Float64Array(p.nk);
   for (let b = 0; b < p.batch; b++)
     for (let h = 0; h < p.hq; h++) {
-      const hk = Math.floor(h / (p.hq / p.hk));
+      const hk = kvHead(p, h);
       const sink = p.sinks?.[h];
       for (let i = 0; i < p.nq; i++) {
         let mx = sink ?? -Infinity;
@@ -158,38 +159,10 @@ describe.each(ALGOS.map((a) => [a.id, a] as const))('%s in 16-bit: error <= 2x n
 
 describe('random problems: every algorithm matches the reference (fp32)', () => {
   it('holds for arbitrary sizes, heads, masks, modifiers and blocks', () => {
-    const arb = fc.record({
-      nq: fc.integer({ min: 1, max: 24 }),
-      nk: fc.integer({ min: 1, max: 24 }),
-      d: fc.integer({ min: 1, max: 12 }),
-      dv: fc.integer({ min: 1, max: 12 }),
-      group: fc.integer({ min: 1, max: 3 }),
-      hk: fc.integer({ min: 1, max: 2 }),
-      causal: fc.boolean(),
-      window: fc.option(fc.record({ left: fc.integer({ min: -1, max: 6 }), right: fc.integer({ min: -1, max: 6 }) }), { nil: undefined }),
-      softcap: fc.option(fc.double({ min: 0.5, max: 30, noNaN: true }), { nil: undefined }),
-      alibi: fc.boolean(),
-      sink: fc.option(fc.double({ min: -4, max: 4, noNaN: true }), { nil: undefined }),
-      blockM: fc.integer({ min: 1, max: 9 }),
-      blockN: fc.integer({ min: 1, max: 9 }),
-      seed: fc.nat(),
-    });
+    const arb = arbitraryRun({ maxN: 24, maxD: 12, maxBlock: 9 });
     fc.assert(
       fc.property(arb, (r) => {
-        const hq = r.hk * r.group;
-        const p = problem({
-          hq,
-          hk: r.hk,
-          nq: r.nq,
-          nk: r.nk,
-          d: r.d,
-          dv: r.dv,
-          causal: r.causal,
-          window: r.window,
-          softcap: r.softcap,
-          alibi: r.alibi ? 'standard' : undefined,
-          sinks: r.sink === undefined ? undefined : Array.from({ length: hq }, (_, h) => r.sink! - h),
-        });
+        const p = r.problem;
         const x = randomInputs(p, { seed: r.seed });
         const ref = referenceAttention(p, x);
         for (const algo of ALGOS) {

@@ -8,9 +8,9 @@ import { totalBytes, type Counters } from '../core/counters.ts';
 import { randomInputs } from '../core/inputs.ts';
 import type { AttentionProblem, DType } from '../core/problem.ts';
 import { runToEnd } from '../run.ts';
-import { fa1 } from './fa1.ts';
-import { fa2 } from './fa2.ts';
-import { standard } from './standard.ts';
+import { fa1 } from './fa1/forward.ts';
+import { fa2 } from './fa2/forward.ts';
+import { standard } from './standard/forward.ts';
 
 interface Shape {
   N: number;
@@ -32,7 +32,7 @@ function expected(algo: string, s: Shape): Omit<Counters, 'hbmRead' | 'hbmWritte
   const eb = s.dtype === 'fp32' ? 4 : 2;
   const { Tr, Tc } = blocks(s);
   const matmul = 2 * N * N * d + 2 * N * N * dv;
-  let c;
+  let c: { read: Record<string, number>; written: Record<string, number>; matmulFlops: number; nonMatmulFlops: number; expCount: number; rescaleCount: number; steps: number };
   if (algo === 'standard') {
     c = {
       read: { K: N * d * eb, Q: N * d * eb, S: N * N * 4, V: N * dv * eb, P: N * N * eb },

@@ -4,7 +4,7 @@
 // algorithms differ only in what they do *between* these kernels — which is the point
 // of comparing them.
 
-import type { AttentionInputs } from '../core/inputs.ts';
+import { kvHead, type AttentionInputs } from '../core/inputs.ts';
 import type { AttentionProblem } from '../core/problem.ts';
 import { visibleRange, type ScoreModel } from '../core/scores.ts';
 
@@ -21,7 +21,7 @@ export interface HeadSlice {
 }
 
 export function headSlice(p: AttentionProblem, b: number, h: number): HeadSlice {
-  const hk = Math.floor(h / (p.hq / p.hk));
+  const hk = kvHead(p, h);
   return {
     b,
     h,

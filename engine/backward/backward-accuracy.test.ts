@@ -15,7 +15,7 @@ import type { BackwardInputs, BackwardResult } from './types.ts';
 
 const base: AttentionProblem = { batch: 1, hq: 2, hk: 2, nq: 37, nk: 53, d: 16, dv: 24, causal: false, dtype: 'fp32' };
 
-export const BACKWARD_VARIANTS: [string, Partial<AttentionProblem>][] = [
+const BACKWARD_VARIANTS: [string, Partial<AttentionProblem>][] = [
   ['Nq != Nk, dv != d', {}],
   ['causal, Nq < Nk', { causal: true }],
   ['causal, Nq > Nk (fully masked rows)', { causal: true, nq: 53, nk: 37 }],

@@ -1,27 +1,29 @@
-// The algorithms that have a backward pass, by the id of their forward. Algorithms without
-// one (cute-fa2, fmha_v2, fa4, flash-decoding) are refused by name.
+// The algorithms that have a backward pass, by the id of their forward (their descriptors
+// say). Algorithms without one (cute-fa2, fmha_v2, fa4, flash-decoding) are refused by name.
 
-import { standardBackward } from '../algorithms/standard-backward.ts';
-import { fa1Backward } from '../algorithms/fa1-backward.ts';
-import { fa2Backward } from '../algorithms/fa2-backward.ts';
-import { fa3Backward } from '../algorithms/fa3-backward.ts';
-import { ALGORITHMS } from '../algorithms/registry.ts';
+import { DESCRIPTORS, findDescriptor } from '../algorithms/registry.ts';
 import { ProblemError } from '../core/problem.ts';
 import type { BackwardAlgorithm } from './types.ts';
 
-export const BACKWARD_ALGORITHMS: readonly BackwardAlgorithm[] = [standardBackward, fa1Backward, fa2Backward, fa3Backward];
+/** The backward passes of the registered algorithms, in menu order. */
+export function backwardAlgorithms(): BackwardAlgorithm[] {
+  return DESCRIPTORS.flatMap((d) => (d.backward ? [d.backward.algorithm] : []));
+}
+
+/** The built-in backward passes, in menu order. */
+export const BACKWARD_ALGORITHMS: readonly BackwardAlgorithm[] = backwardAlgorithms();
 
 export function hasBackward(id: string): boolean {
-  return BACKWARD_ALGORITHMS.some((a) => a.id === id);
+  return findDescriptor(id)?.backward !== undefined;
 }
 
 /** The backward of algorithm `id`; a ProblemError on 'algo' names the ones that have one. */
 export function backwardById(id: string): BackwardAlgorithm {
-  const a = BACKWARD_ALGORITHMS.find((x) => x.id === id);
-  if (a) return a;
-  const known = BACKWARD_ALGORITHMS.map((x) => x.id).join(', ');
-  if (ALGORITHMS.some((x) => x.id === id)) {
-    throw new ProblemError('algo', `${id} has no backward pass in FlashScope; backward passes exist for ${known}`);
-  }
+  const d = findDescriptor(id);
+  if (d?.backward) return d.backward.algorithm;
+  const known = backwardAlgorithms()
+    .map((x) => x.id)
+    .join(', ');
+  if (d) throw new ProblemError('algo', `${id} has no backward pass in FlashScope; backward passes exist for ${known}`);
   throw new ProblemError('algo', `unknown algorithm '${id}'; backward passes exist for ${known}`);
 }

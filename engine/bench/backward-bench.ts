@@ -10,10 +10,11 @@
 // estimated time (from the rate of the shapes before it) passes --max-shape-s is reported
 // as not run, with the estimate, rather than holding the GPU for minutes.
 
-import { spawnSync } from 'node:child_process';
 import type { AttentionProblem } from '../core/problem.ts';
 import { checkBackward, runGpuBackward, type BackwardCheck } from '../webgpu/backward-checks.ts';
 import type { MatrixBackwardPrefs } from '../webgpu/backward-matrix-kernel.ts';
+import { studyPrefs, type BenchBackwardPrefs } from './backward-studies.ts';
+import { runPythonAnchor } from './python-anchor.ts';
 import { backwardFlops, type BackwardPath } from '../webgpu/backward-run.ts';
 import { KERNEL_VARIANTS } from '../webgpu/variants.ts';
 import type { WebGpuContext } from '../webgpu/device.ts';
@@ -30,7 +31,7 @@ export interface BackwardBenchOptions {
   /** Paths to run (those the adapter lacks are named and skipped). */
   paths: BackwardPath[];
   /** flash-matrix tiles to self-test and time, each its own row; empty: the default tile. */
-  matrixPrefs: MatrixBackwardPrefs[];
+  matrixPrefs: BenchBackwardPrefs[];
 }
 
 /** Standard normal values from a fixed-seed generator (the shapes are too large for engine/core/inputs' per-element streams). */
@@ -54,64 +55,10 @@ function normals(n: number, seed: number): Float32Array {
   return out;
 }
 
-const ANCHOR_PROGRAM = String.raw`
-import json, os, sys
-try:
-    import torch
-    from torch.nn.attention import SDPBackend, sdpa_kernel
-    import torch.nn.functional as F
-except Exception as e:
-    print(json.dumps({"error": "PyTorch is not importable: %s" % e})); sys.exit(0)
-if not torch.cuda.is_available():
-    print(json.dumps({"error": "PyTorch sees no CUDA device"})); sys.exit(0)
-spec = json.loads(os.environ["FLASHSCOPE_ANCHOR_SPEC"])
-dev = torch.device("cuda")
-print(json.dumps({"note": "PyTorch %s, %s, SDPA FLASH backward, fp16" % (torch.__version__, torch.cuda.get_device_name(0))}), flush=True)
-for s in spec["shapes"]:
-    try:
-        g = torch.Generator(device=dev).manual_seed(7)
-        mk = lambda: torch.randn(s["b"], s["h"], s["n"], s["d"], device=dev, dtype=torch.float16, generator=g).requires_grad_(True)
-        q, k, v = mk(), mk(), mk()
-        do = torch.randn(s["b"], s["h"], s["n"], s["d"], device=dev, dtype=torch.float16, generator=g)
-        with sdpa_kernel([SDPBackend.FLASH_ATTENTION]):
-            out = F.scaled_dot_product_attention(q, k, v, is_causal=s["causal"])
-            run = lambda: torch.autograd.grad(out, (q, k, v), do, retain_graph=True)
-            run(); torch.cuda.synchronize()
-            t0 = torch.cuda.Event(enable_timing=True); t1 = torch.cuda.Event(enable_timing=True)
-            t0.record(); n = 0
-            while True:
-                run(); n += 1
-                t1.record(); t1.synchronize()
-                if n >= 3 and t0.elapsed_time(t1) > 400: break
-            times = []
-            for _ in range(spec["reps"]):
-                a = torch.cuda.Event(enable_timing=True); b = torch.cuda.Event(enable_timing=True)
-                a.record(); run(); b.record(); b.synchronize()
-                times.append(a.elapsed_time(b))
-        times.sort()
-        print(json.dumps({"key": s["key"], "ms": times[len(times) // 2]}), flush=True)
-    except Exception as e:
-        print(json.dumps({"key": s["key"], "error": str(e).splitlines()[0][:300]}), flush=True)
-    finally:
-        q = k = v = out = do = None
-        torch.cuda.empty_cache()
-`;
 
 function anchorTimes(shapes: { key: string; b: number; h: number; n: number; d: number; causal: boolean }[], reps: number): { note: string; ms: Map<string, number | string> } {
-  const ms = new Map<string, number | string>();
-  const python = process.env.FLASHSCOPE_PYTHON ?? 'python3';
-  const run = spawnSync(python, ['-c', ANCHOR_PROGRAM], { encoding: 'utf8', maxBuffer: 1 << 24, timeout: 600_000, env: { ...process.env, FLASHSCOPE_ANCHOR_SPEC: JSON.stringify({ reps, shapes }) } });
-  if (run.error) return { note: `no CUDA anchor: could not start ${python} (${run.error.message})`, ms };
-  let note = '';
-  for (const line of run.stdout.split('\n')) {
-    if (!line.trim().startsWith('{')) continue;
-    const x = JSON.parse(line) as { error?: string; note?: string; key?: string; ms?: number };
-    if (x.key === undefined) {
-      if (x.error) return { note: `no CUDA anchor: ${x.error}`, ms };
-      if (x.note) note = x.note;
-    } else ms.set(x.key, x.error ?? x.ms!);
-  }
-  return { note: note || `no CUDA anchor: ${python} exited with ${run.status}`, ms };
+  const { note, lines } = runPythonAnchor('sdpa-backward-anchor.py', { reps, shapes }, 600_000);
+  return { note, ms: new Map(lines.map((x) => [x.key, x.error ?? x.ms!])) };
 }
 
 /** How far a path's gradients may sit from float64 on the self-test variants, relative to each gradient's largest |value|. */
@@ -135,14 +82,14 @@ export async function backwardBench(ctx: WebGpuContext, o: BackwardBenchOptions)
   console.log('flash-matrix: f16 subgroup matrices, K/V outer; dK, dV in registers; dQ added into a fixed-point i32 accumulator.');
   if (skipped.length) console.log(`not offered by this adapter: ${skipped.join(', ')}`);
   console.log('FLOPs = 2.5 × 4·B·H·N²·d (halved when causal), the FlashAttention convention\n');
-  type Config = { path: BackwardPath; prefs: MatrixBackwardPrefs; label: string };
+  type Config = { path: BackwardPath; prefs: MatrixBackwardPrefs; study?: string; label: string };
   const configs: Config[] = paths.flatMap((path): Config[] =>
-    path === 'flash-matrix' && o.matrixPrefs.length ? o.matrixPrefs.map((prefs) => ({ path, prefs, label: `flash-matrix ${prefs.warps}×${prefs.bm}${prefs.stagger === false ? ' unstaggered' : ''}${prefs.overlapAdds ? ' overlapped adds' : prefs.overlapAdds === false ? ' adds between barriers' : ''}${prefs.study ? ` ${prefs.study}` : ''}` })) : [{ path, prefs: {}, label: path }],
+    path === 'flash-matrix' && o.matrixPrefs.length ? o.matrixPrefs.map((prefs) => ({ path, prefs: studyPrefs(prefs), study: prefs.study, label: `flash-matrix ${prefs.warps}×${prefs.bm}${prefs.stagger === false ? ' unstaggered' : ''}${prefs.overlapAdds ? ' overlapped adds' : prefs.overlapAdds === false ? ' adds between barriers' : ''}${prefs.study ? ` ${prefs.study}` : ''}` })) : [{ path, prefs: {}, label: path }],
   );
   const passing: typeof configs = [];
   for (const cfg of configs) {
-    if (cfg.prefs.study) {
-      console.log(`${cfg.label}: a study (${cfg.prefs.study}), wrong dQ by design: timed without the self-test\n`);
+    if (cfg.study) {
+      console.log(`${cfg.label}: a study (${cfg.study}), wrong dQ by design: timed without the self-test\n`);
       passing.push(cfg);
       continue;
     }

@@ -6,9 +6,9 @@
 // warm-up, algorithms interleaved; the best time is kept (on a shared machine the minimum
 // is the least noisy estimate).
 
-import { fa1 } from '../algorithms/fa1.ts';
-import { fa2 } from '../algorithms/fa2.ts';
-import { standard } from '../algorithms/standard.ts';
+import { fa1 } from '../algorithms/fa1/forward.ts';
+import { fa2 } from '../algorithms/fa2/forward.ts';
+import { standard } from '../algorithms/standard/forward.ts';
 import type { StepAlgorithm } from '../algorithms/types.ts';
 import { randomInputs, type AttentionInputs } from '../core/inputs.ts';
 import { nominalFlops, type AttentionProblem } from '../core/problem.ts';

@@ -3,13 +3,12 @@
 // as the WebGPU timings, in the same run. It runs where `python3 -c 'import torch'` works
 // and CUDA is there (the GPU machines); elsewhere the bench says why and prints no ratios.
 //
-// The Python program travels inside the bench (python3 -c, shapes in an environment
-// variable), so the bundled bench needs no file beside it. It
+// The Python program is bench/sdpa-forward-anchor.py (shapes in an environment variable). It
 // times each shape with CUDA events (warm-up, then the median of `reps`), checks three
 // sampled rows of each output against a float64 recomputation from the same fp16 inputs,
 // and prints one JSON line per shape.
 
-import { spawnSync } from 'node:child_process';
+import { runPythonAnchor } from './python-anchor.ts';
 
 export interface AnchorShape {
   /** The bench's key for the shape, echoed back. */
@@ -35,85 +34,9 @@ export interface AnchorRun {
   results: Map<string, AnchorResult | string>;
 }
 
-const PROGRAM = String.raw`
-import json, os, sys
-try:
-    import torch
-    from torch.nn.attention import SDPBackend, sdpa_kernel
-    import torch.nn.functional as F
-except Exception as e:
-    print(json.dumps({"error": "PyTorch is not importable: %s" % e})); sys.exit(0)
-if not torch.cuda.is_available():
-    print(json.dumps({"error": "PyTorch sees no CUDA device"})); sys.exit(0)
-spec = json.loads(os.environ["FLASHSCOPE_ANCHOR_SPEC"])
-reps = spec["reps"]
-dev = torch.device("cuda")
-print(json.dumps({"note": "PyTorch %s, %s, SDPA FLASH backend, fp16" % (torch.__version__, torch.cuda.get_device_name(0))}), flush=True)
-for s in spec["shapes"]:
-    key = s["key"]
-    try:
-        g = torch.Generator(device=dev).manual_seed(7)
-        q = torch.randn(s["b"], s["hq"], s["nq"], s["d"], device=dev, dtype=torch.float16, generator=g)
-        k = torch.randn(s["b"], s["hk"], s["nk"], s["d"], device=dev, dtype=torch.float16, generator=g)
-        v = torch.randn(s["b"], s["hk"], s["nk"], s["d"], device=dev, dtype=torch.float16, generator=g)
-        gqa = s["hq"] != s["hk"]
-        # FlashAttention aligns a causal mask to the top left; with nq == nk (every causal
-        # shape timed here) that is the engine's bottom-right alignment too.
-        run = lambda: F.scaled_dot_product_attention(q, k, v, is_causal=s["causal"], enable_gqa=gqa)
-        with sdpa_kernel([SDPBackend.FLASH_ATTENTION]):
-            out = run()
-            torch.cuda.synchronize()
-            t0 = torch.cuda.Event(enable_timing=True); t1 = torch.cuda.Event(enable_timing=True)
-            t0.record()
-            n = 0
-            while True:
-                run(); n += 1
-                t1.record(); t1.synchronize()
-                if n >= 3 and t0.elapsed_time(t1) > 400: break
-            times = []
-            for _ in range(reps):
-                a = torch.cuda.Event(enable_timing=True); b = torch.cuda.Event(enable_timing=True)
-                a.record(); run(); b.record(); b.synchronize()
-                times.append(a.elapsed_time(b))
-        times.sort()
-        err = 0.0
-        group = s["hq"] // s["hk"]
-        for (bi, hi, i) in [(0, 0, 0), (s["b"] - 1, s["hq"] - 1, s["nq"] - 1), (s["b"] // 2, s["hq"] // 2, s["nq"] // 2)]:
-            qq = q[bi, hi, i].double(); kk = k[bi, hi // group].double(); vv = v[bi, hi // group].double()
-            sc = (kk @ qq) / (s["d"] ** 0.5)
-            if s["causal"]:
-                sc[i + 1:] = float("-inf")
-            ref = torch.softmax(sc, 0) @ vv
-            err = max(err, (out[bi, hi, i].double() - ref).abs().max().item())
-        print(json.dumps({"key": key, "ms": times[len(times) // 2], "err": err}), flush=True)
-    except Exception as e:
-        print(json.dumps({"key": key, "error": str(e).splitlines()[0][:300]}), flush=True)
-    finally:
-        q = k = v = out = None
-        torch.cuda.empty_cache()
-`;
 
 /** Runs the anchor over `shapes`; never throws (a missing PyTorch or GPU comes back as the note). */
-export function runSdpaAnchor(shapes: AnchorShape[], reps: number, python = process.env.FLASHSCOPE_PYTHON ?? 'python3'): AnchorRun {
-  const results = new Map<string, AnchorResult | string>();
-  const run = spawnSync(python, ['-c', PROGRAM], {
-    encoding: 'utf8',
-    maxBuffer: 1 << 24,
-    timeout: 900_000,
-    env: { ...process.env, PYTHONUNBUFFERED: '1', FLASHSCOPE_ANCHOR_SPEC: JSON.stringify({ reps, shapes }) },
-  });
-  if (run.error) return { note: `no CUDA anchor: could not start ${python} (${run.error.message})`, results };
-  let note = '';
-  for (const line of run.stdout.split('\n')) {
-    if (!line.trim().startsWith('{')) continue;
-    const x = JSON.parse(line) as { error?: string; note?: string; key?: string; ms?: number; err?: number };
-    if (x.key === undefined) {
-      if (x.error) return { note: `no CUDA anchor: ${x.error}`, results };
-      if (x.note) note = x.note;
-      continue;
-    }
-    results.set(x.key, x.error !== undefined ? x.error : { ms: x.ms!, err: x.err! });
-  }
-  if (!note) return { note: `no CUDA anchor: ${python} exited with ${run.status}: ${run.stderr.trim().split('\n').slice(-3).join(' / ')}`, results };
-  return { note, results };
+export function runSdpaAnchor(shapes: AnchorShape[], reps: number): AnchorRun {
+  const { note, lines } = runPythonAnchor('sdpa-forward-anchor.py', { reps, shapes }, 900_000);
+  return { note, results: new Map(lines.map((x) => [x.key, x.error !== undefined ? x.error : { ms: x.ms!, err: x.err! }])) };
 }

@@ -19,9 +19,9 @@ import { nominalFlops } from '../core/problem.ts';
 import { mulberry32 } from '../core/random.ts';
 import type { PagedProblem } from '../layouts/paged.ts';
 import { sequenceProblem } from '../layouts/sequence-runner.ts';
-import type { VarlenProblem } from '../layouts/varlen.ts';
+import { seqOffsets, type VarlenProblem } from '../layouts/varlen.ts';
 import { AttentionRun, pathElem } from '../webgpu/backend.ts';
-import type { WebGpuContext, WebGpuPath } from '../webgpu/device.ts';
+import type { WebGpuContext, } from '../webgpu/device.ts';
 import { referenceRow } from '../webgpu/row-check.ts';
 import { checkPaged, checkVarlen } from '../webgpu/serving-checks.ts';
 import { PagedDecodeGpuRun, VARLEN_PATHS, VarlenGpuRun } from '../webgpu/serving-runs.ts';
@@ -152,7 +152,6 @@ async function checkVarlenRows(run: VarlenGpuRun): Promise<number> {
   return Number.isNaN(err) ? Infinity : err;
 }
 
-const cu = (lengths: number[]) => lengths.reduce((a, n) => [...a, a[a.length - 1] + n], [0]);
 
 export async function servingBench(ctx: WebGpuContext, opts: ServingBenchOptions): Promise<number> {
   const { quick, reps } = opts;
@@ -249,7 +248,7 @@ export async function servingBench(ctx: WebGpuContext, opts: ServingBenchOptions
           run?.destroy();
         }
         for (const mix of mixes) {
-          const vp: VarlenProblem = { base: { hq: H, hk: H, d, dv: d, causal, dtype: dense.dtype }, cuSeqlensQ: cu(mix.lengths), cuSeqlensK: cu(mix.lengths) };
+          const vp: VarlenProblem = { base: { hq: H, hk: H, d, dv: d, causal, dtype: dense.dtype }, cuSeqlensQ: seqOffsets(mix.lengths), cuSeqlensK: seqOffsets(mix.lengths) };
           const flops = mix.lengths.reduce((a, n) => a + nominalFlops(sequenceProblem(vp.base, n, n)), 0);
           let vr: VarlenGpuRun | undefined;
           try {

@@ -34,7 +34,7 @@
 // the ratio columns.
 
 import { nominalFlops, type AttentionProblem } from '../core/problem.ts';
-import { PATH_LABELS, WebGpuUnavailable, type WebGpuPath } from '../webgpu/device.ts';
+import { PATH_LABELS, WebGpuUnavailable, type WebGpuContext, type WebGpuPath } from '../webgpu/device.ts';
 import { AttentionRun, pathElem, type RunOptions } from '../webgpu/backend.ts';
 import type { MatrixTilePrefs } from '../webgpu/flash-matrix-kernel.ts';
 import { NO_ADAPTER_HELP, openNodeWebGpu } from '../webgpu/node-gpu.ts';
@@ -46,7 +46,7 @@ import { runSdpaAnchor, type AnchorRun, type AnchorShape } from './sdpa-anchor.t
 import { servingBench } from './serving-bench.ts';
 import { backwardBench } from './backward-bench.ts';
 import { runOrtPeer, type PeerResult, type PeerShape } from './ort-peer.ts';
-import type { MatrixBackwardPrefs } from '../webgpu/backward-matrix-kernel.ts';
+import type { BenchBackwardPrefs } from './backward-studies.ts';
 import type { BackwardPath } from '../webgpu/backward-run.ts';
 
 const args = process.argv.slice(2);
@@ -308,7 +308,7 @@ function printPeers(anchor: AnchorRun, summary: Map<string, Measured | string>, 
 }
 
 async function main(): Promise<number> {
-  let ctx;
+  let ctx: WebGpuContext;
   try {
     ctx = await openNodeWebGpu();
   } catch (e) {
@@ -333,7 +333,7 @@ async function main(): Promise<number> {
       console.error(`bench:webgpu: --bwd-paths takes flash-f32 and/or flash-matrix; got ${bad.join(', ')}`);
       return 2;
     }
-    const matrixPrefs = JSON.parse(opt('--bwd-prefs') ?? '[]') as MatrixBackwardPrefs[];
+    const matrixPrefs = JSON.parse(opt('--bwd-prefs') ?? '[]') as BenchBackwardPrefs[];
     return backwardBench(ctx, { quick, reps: REPS, ns: (opt('--n') ?? '4096,8192').split(',').map(Number), ds: DS, maxShapeS: Number(opt('--max-shape-s') ?? 90), anchor: !args.includes('--no-anchor'), paths: bwdPaths as BackwardPath[], matrixPrefs });
   }
   console.log('FLOPs = 4·B·H·Nq·Nk·d (halved when causal); GB/s = minimum traffic Q+K+V+O+LSE / time; maxerr = max |GPU − float64 reference| over 3 sampled rows (O and LSE)\n');

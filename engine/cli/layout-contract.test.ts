@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { MemorySource } from '../io/byte-source.ts';
 import { encodeNpy, readNpy } from '../io/npy.ts';
+import { seqOffsets } from '../layouts/varlen.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'flashscope-layout-contract-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -209,7 +210,6 @@ function numberToHalf(x: number): number {
   return s | ((e + 15) << 10) | m;
 }
 
-const prefix = (lens: number[]) => lens.reduce((acc, n) => [...acc, acc[acc.length - 1] + n], [0]);
 
 // ---- varlen ----
 
@@ -248,8 +248,8 @@ describe('spawned `run` on packed varlen batches against this file\'s float64 re
   for (const c of VARLEN) {
     it(`${c.name}: ${c.algos.join(', ')}`, async () => {
       const { hq, hk, d, dv } = c.D;
-      const cq = prefix(c.lq);
-      const ck = prefix(c.lk);
+      const cq = seqOffsets(c.lq);
+      const ck = seqOffsets(c.lk);
       const tq = cq[cq.length - 1];
       const tk = ck[ck.length - 1];
       const q = tensor(tq * hq * d, [tq, hq, d], c.prec, 1);
@@ -420,7 +420,7 @@ describe('spawned `run` refuses inconsistent serving inputs and writes nothing',
   const k = tensor(10 * 2 * 8, [10, 2, 8], 'fp32', 12);
   const v = tensor(10 * 2 * 8, [10, 2, 8], 'fp32', 13);
   const varlen = (over: Record<string, string> = {}, extra: string[] = []) => {
-    const f = { q: q.file, k: k.file, v: v.file, 'cu-seqlens-q': ints(prefix(lq), [3]), 'cu-seqlens-k': ints(prefix(lk), [3]), ...over };
+    const f = { q: q.file, k: k.file, v: v.file, 'cu-seqlens-q': ints(seqOffsets(lq), [3]), 'cu-seqlens-k': ints(seqOffsets(lk), [3]), ...over };
     return [...Object.entries(f).flatMap(([n, p]) => [`--${n}`, p]), ...extra];
   };
   const pool = poolFor([9, 3], 4, 3);

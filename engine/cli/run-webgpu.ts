@@ -7,13 +7,13 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { encodeNpy } from '../io/npy.ts';
 import { isFp8, nominalFlops, type AttentionProblem } from '../core/problem.ts';
-import { kOffset, kvHead, qOffset, vOffset, type AttentionInputs } from '../core/inputs.ts';
+import type { AttentionInputs } from '../core/inputs.ts';
 import { readFeatures } from '../algorithms/features.ts';
-import { FA3_FP8_FEATURES } from '../lowprec/fa3-fp8.ts';
+import { FA3_FP8_FEATURES } from '../algorithms/fa3/fp8.ts';
 import { outputError } from '../lowprec/error-metrics.ts';
 import { referenceAttention } from '../core/reference.ts';
-import { referenceRow, sampleSites } from '../webgpu/row-check.ts';
-import { PATH_LABELS, WebGpuUnavailable, type WebGpuPath } from '../webgpu/device.ts';
+import { referenceRowOf, sampleSites } from '../webgpu/row-check.ts';
+import { PATH_LABELS, WebGpuUnavailable, type WebGpuContext, type WebGpuPath } from '../webgpu/device.ts';
 import { NO_ADAPTER_HELP, openNodeWebGpu } from '../webgpu/node-gpu.ts';
 import { runWebGpu } from '../webgpu/run-webgpu.ts';
 import { ArgsError, num, parseArgs, str } from './args.ts';
@@ -62,7 +62,7 @@ export async function runWebGpuCli(argv: string[]): Promise<number> {
   }
   // dO is checked against O's shape before the GPU opens, so a wrong file writes nothing.
   const dO = doFile !== undefined ? await loadGradOutput(doFile, cp) : undefined;
-  let ctx;
+  let ctx: WebGpuContext;
   try {
     ctx = await openNodeWebGpu();
   } catch (e) {
@@ -113,8 +113,7 @@ function fp8ErrorAgainstFloat64(p: AttentionProblem, x: AttentionInputs, o: Floa
   const got: number[] = [];
   const want: number[] = [];
   for (const { b, h, i } of sites) {
-    const hk = kvHead(p, h);
-    const ref = referenceRow(p, h, i, x.q.subarray(qOffset(p, b, h, i), qOffset(p, b, h, i) + p.d), x.k.subarray(kOffset(p, b, hk, 0), kOffset(p, b, hk, 0) + p.nk * p.d), x.v.subarray(vOffset(p, b, hk, 0), vOffset(p, b, hk, 0) + p.nk * p.dv));
+    const ref = referenceRowOf(p, x, b, h, i);
     const oo = ((b * p.hq + h) * p.nq + i) * p.dv;
     for (let e = 0; e < p.dv; e++) {
       got.push(o[oo + e]);

@@ -12,7 +12,8 @@ import type { CliCommand } from './command.ts';
 import { algoIds, cliProblem, PROBLEM_HELP, PROBLEM_OPTIONS, RANDOM_OPTIONS } from './problem-options.ts';
 import { describeFor, shapeOf } from '../hw/registry.ts';
 import { BACKWARD_TRACE_HELP, BACKWARD_TRACE_OPTIONS, backwardsFor, traceBackwardInputs, wantsBackward } from './backward-cli.ts';
-import { HW_TRACE_HELP, HW_TRACE_OPTIONS, hardwareTraceLinesFor, hwFeaturesFromArgs, stepFeaturesFromArgs } from '../hw/trace-lines.ts';
+import { hardwareTraceLinesFor } from '../hw/trace-lines.ts';
+import { HW_TRACE_HELP, HW_TRACE_OPTIONS, hwFeaturesFromArgs, stepFeaturesFromArgs } from './hw-trace-options.ts';
 
 /** Buffers lines and respects backpressure, so a long trace piped into `head` or a file never piles up in memory. */
 async function writeLines(sink: Writable, lines: Iterable<string>): Promise<void> {

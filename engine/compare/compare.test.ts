@@ -4,7 +4,7 @@
 
 import { describe, expect, it } from 'vitest';
 import { DebuggerSession } from '../debugger/session.ts';
-import type { LoadRequest } from '../debugger/protocol.ts';
+import type { LoadRequest } from '../request.ts';
 import { randomInputs } from '../core/inputs.ts';
 import { referenceAttention } from '../core/reference.ts';
 import { totalBytes } from '../core/counters.ts';

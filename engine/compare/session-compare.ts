@@ -4,13 +4,15 @@
 // expensive parts.
 
 import { gpuById } from '../hw/gpus/index.ts';
-import { HW_ALGORITHMS, hasSchedule, hwAlgorithmFor, scheduleFor, shapeOf, simulateFor } from '../hw/registry.ts';
+import { featureKeysOf } from '../hw/model.ts';
+import { hasSchedule, hwAlgorithmFor, scheduleFor, shapeOf, simulateFor } from '../hw/registry.ts';
 import type { HwFeatures } from '../hw/model.ts';
 import { randomInputs, type AttentionInputs } from '../core/inputs.ts';
 import { storageDtype, type AttentionProblem } from '../core/problem.ts';
 import { referenceAttention } from '../core/reference.ts';
 import type { TraceEvent } from '../trace/events.ts';
-import type { CompareData, LoadRequest } from '../debugger/protocol.ts';
+import type { CompareData } from '../debugger/protocol.ts';
+import type { LoadRequest } from '../request.ts';
 import { errorStats, type Prediction } from './diff.ts';
 import { stepTimes } from './sync.ts';
 import { addDelta, emptyCounters } from '../core/counters.ts';
@@ -36,10 +38,9 @@ function concat(...parts: ArrayLike<number>[]): Float64Array {
 
 /** The hardware model's switches that the step algorithm's features name. */
 function hwFeatures(algoId: string, features: LoadRequest['features']): Partial<HwFeatures> | undefined {
-  const hw = HW_ALGORITHMS.find((a) => a.id === algoId);
-  if (!hw) return undefined;
+  if (!hasSchedule(algoId, 'forward')) return undefined;
   const out: Partial<HwFeatures> = {};
-  for (const key of hw.featureKeys) {
+  for (const key of featureKeysOf(hwAlgorithmFor(algoId))) {
     const v = features?.[key];
     if (v !== undefined) (out as Record<string, unknown>)[key] = v;
   }
@@ -64,7 +65,7 @@ export function predictionFor(req: LoadRequest, problem: AttentionProblem, gpu: 
 function backwardPrediction(req: LoadRequest, problem: AttentionProblem, gpu: string): Prediction {
   if (!hasSchedule(req.algorithm, 'backward')) return { gpu, reason: `no hardware model of the ${req.algorithm} backward` };
   const f: Partial<HwFeatures> = {};
-  for (const key of hwAlgorithmFor(req.algorithm, 'backward').featureKeys) {
+  for (const key of featureKeysOf(hwAlgorithmFor(req.algorithm, 'backward'))) {
     const v = req.features?.[key];
     if (v !== undefined) (f as Record<string, unknown>)[key] = v;
   }

@@ -6,7 +6,7 @@
 
 import { describe, expect, it } from 'vitest';
 import { DebuggerSession } from '../debugger/session.ts';
-import type { LoadRequest } from '../debugger/protocol.ts';
+import type { LoadRequest } from '../request.ts';
 import type { TraceEvent } from '../trace/events.ts';
 import { pointOf, stepFor } from './sync.ts';
 

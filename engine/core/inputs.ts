@@ -105,6 +105,6 @@ export function oOffset(p: AttentionProblem, b: number, h: number, i: number): n
   return ((b * p.hq + h) * p.nq + i) * p.dv;
 }
 /** The key/value head a query head reads under GQA/MQA. */
-export function kvHead(p: AttentionProblem, h: number): number {
+export function kvHead(p: Pick<AttentionProblem, 'hq' | 'hk'>, h: number): number {
   return Math.floor(h / (p.hq / p.hk));
 }

@@ -2,9 +2,9 @@
 // before it yields a single event.
 
 import { describe, expect, it } from 'vitest';
-import { fa1 } from '../algorithms/fa1.ts';
-import { fa2 } from '../algorithms/fa2.ts';
-import { standard } from '../algorithms/standard.ts';
+import { fa1 } from '../algorithms/fa1/forward.ts';
+import { fa2 } from '../algorithms/fa2/forward.ts';
+import { standard } from '../algorithms/standard/forward.ts';
 import { randomInputs } from './inputs.ts';
 import { ProblemError, type AttentionProblem } from './problem.ts';
 

@@ -52,6 +52,9 @@ export interface AttentionProblem {
   dtype: DType;
 }
 
+/** A problem's sizes: batch, query and K/V heads, sequence lengths, head dims. */
+export type ProblemDims = Pick<AttentionProblem, 'batch' | 'hq' | 'hk' | 'nq' | 'nk' | 'd' | 'dv'>;
+
 export class ProblemError extends Error {
   constructor(
     readonly field: string,

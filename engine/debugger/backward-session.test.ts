@@ -11,7 +11,8 @@ import { randomGradOutput } from '../backward/grad-output.ts';
 import { dsAbove, gradientNonFinite } from './backward-breakpoints.ts';
 import { dqAccumulationAt } from './dq-accumulation.ts';
 import { applyUpdate } from './frames.ts';
-import type { Frame, Granularity, LoadRequest } from './protocol.ts';
+import type { Frame, Granularity } from './protocol.ts';
+import type { LoadRequest } from '../request.ts';
 import { DebuggerSession } from './session.ts';
 import type { TraceEvent } from '../trace/events.ts';
 

@@ -3,7 +3,7 @@
 // accumulation view), and the P a standard forward stores in HBM, to show beside the P the
 // flash backward recomputes. Pure TS, used by the session (worker) and its tests.
 
-import { standard } from '../algorithms/standard.ts';
+import { standard } from '../algorithms/standard/forward.ts';
 import type { AttentionInputs } from '../core/inputs.ts';
 import type { AttentionProblem } from '../core/problem.ts';
 import type { TraceEvent } from '../trace/events.ts';

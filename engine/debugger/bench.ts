@@ -4,11 +4,12 @@
 // Each timed call includes building the Frame (the copies the worker would transfer).
 
 import { DebuggerSession } from './session.ts';
-import type { LoadRequest } from './protocol.ts';
+import type { LoadRequest } from '../request.ts';
+import { BUILT_IN_ALGORITHMS } from '../algorithms/registry.ts';
 
 const N = Number(process.env.BENCH_N ?? 512);
 const req: LoadRequest = {
-  algorithm: 'fa2',
+  algorithm: BUILT_IN_ALGORITHMS.fa2.id,
   problem: { batch: 1, hq: 1, hk: 1, nq: N, nk: N, d: 64, dv: 64, causal: false, dtype: 'fp32' },
   seed: 1,
   distribution: 'normal',

@@ -3,9 +3,10 @@
 
 import { describe, expect, it } from 'vitest';
 import { DebuggerSession } from './session.ts';
-import type { LoadRequest } from './protocol.ts';
+import type { LoadRequest } from '../request.ts';
 import { PRECISION_MAX_MACS, precisionRefusal } from './precision.ts';
 import type { AttentionProblem } from '../core/problem.ts';
+import { kvHead } from '../core/inputs.ts';
 import type { ExpEvent, TraceEvent } from '../trace/events.ts';
 
 function req(problem: Partial<AttentionProblem>, extra: Partial<LoadRequest> = {}): LoadRequest {
@@ -24,7 +25,7 @@ function myReference(s: DebuggerSession, b: number, h: number) {
   const L = (s as unknown as { loaded: { problem: AttentionProblem; inputs: { q: Float32Array; k: Float32Array; v: Float32Array } } }).loaded;
   const p = L.problem;
   const x = L.inputs;
-  const hk = Math.floor(h / (p.hq / p.hk));
+  const hk = kvHead(p, h);
   const tau = 1 / Math.sqrt(p.d);
   const S: number[][] = [];
   const O: number[][] = [];
@@ -150,7 +151,8 @@ describe('precision view data', () => {
   });
 
   it('each tile carries the scales of its Q, K and V blocks and pScale from the trace', async () => {
-    const s = await loaded(req({}, { features: { pScale: 64 } }));
+    // The FA3 paper's block quantization (off by default: the shipped kernel has one descale per batch and KV head).
+    const s = await loaded(req({}, { features: { pScale: 64, blockQuant: true } }));
     const r = await s.precision(0, 0);
     if (!r.ok) throw new Error(r.reason);
     const ev = s.events();
@@ -165,8 +167,12 @@ describe('precision view data', () => {
       // A block scale is max|x| / 448 of the block's (rotated) values: never above the tensor's max over 448 times √d (the Hadamard can concentrate a row).
       expect(t.kSaturated).toBeGreaterThanOrEqual(0);
     }
-    // Block quantization: the K blocks' scales differ.
+    // Block quantization: the K blocks' scales differ; by default every tile shares the head's one scale.
     expect(new Set(r.head.tiles.map((t) => t.kScale)).size).toBeGreaterThan(1);
+    const d = await loaded(req({}, { features: { pScale: 64 } }));
+    const rd = await d.precision(0, 0);
+    if (!rd.ok) throw new Error(rd.reason);
+    expect(new Set(rd.head.tiles.map((t) => t.kScale)).size).toBe(1);
   });
 
   it('an fp16 run has S and P errors of its rounding alone, no scales and no flushed values', async () => {

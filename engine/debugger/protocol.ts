@@ -9,36 +9,16 @@
 // holds, so one session serves one receiver at a time (one pane = one worker). A call made while a load or a breakpoint search is running waits for
 // it; cancel() stops a running load / search / counters run at the next chunk boundary.
 
-import type { BlockOptions } from '../algorithms/types.ts';
 import type { Counters } from '../core/counters.ts';
-import type { InputDistribution } from '../core/inputs.ts';
-import type { AttentionProblem } from '../core/problem.ts';
 import type { PhaseKind, Range, TraceEvent } from '../trace/events.ts';
 import type { HardwareApi } from '../hw/api.ts';
 import type { ErrorStats, Prediction } from '../compare/diff.ts';
 import type { SyncAxis, SyncPoint } from '../compare/sync.ts';
-import type { TensorImport } from '../import/tensor-import.ts';
-import type { Pass } from './pass.ts';
+import type { Pass } from '../pass.ts';
+import type { LoadRequest } from '../request.ts';
 import type { BackwardArrays, BackwardPatch } from './backward-state.ts';
 import type { DqAdd } from './dq-accumulation.ts';
 import type { PrecisionMarks, PrecisionResponse } from './precision.ts';
-
-/** Everything that determines a trace: same request, same trace, always. */
-export interface LoadRequest {
-  algorithm: string;
-  problem: AttentionProblem;
-  seed: number;
-  distribution: InputDistribution;
-  /** Only for distribution 'outlier-row'. */
-  outlierRow?: number;
-  blocks: BlockOptions;
-  /** Switchable kernel features (RunOptions.features), e.g. FA3 pingpong, FA4 lazyRescale. */
-  features?: Record<string, boolean | number>;
-  /** Inputs from the person's files instead of random ones; shapes and dtype then come from the files. */
-  tensors?: TensorImport;
-  /** 'backward': step through the gradients (pass.ts); absent or 'forward': the forward pass. */
-  pass?: Pass;
-}
 
 /** How far one "step" moves: one phase event, one inner-loop iteration, one outer-loop iteration. */
 export type Granularity = 'phase' | 'inner' | 'outer';

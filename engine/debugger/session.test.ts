@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { fa2 } from '../algorithms/fa2.ts';
+import { fa2 } from '../algorithms/fa2/forward.ts';
 import { ALGORITHMS } from '../algorithms/registry.ts';
 import { randomInputs } from '../core/inputs.ts';
 import type { AttentionProblem } from '../core/problem.ts';
@@ -9,7 +9,8 @@ import { runToEnd } from '../run.ts';
 import type { TraceEvent } from '../trace/events.ts';
 import { matchBreakpoint, nonFiniteIn } from './breakpoints.ts';
 import { applyUpdate } from './frames.ts';
-import type { Frame, Granularity, LoadRequest } from './protocol.ts';
+import type { Frame, Granularity } from './protocol.ts';
+import type { LoadRequest } from '../request.ts';
 import { DebuggerSession } from './session.ts';
 
 const problem: AttentionProblem = { batch: 1, hq: 2, hk: 1, nq: 40, nk: 56, d: 16, dv: 8, causal: true, dtype: 'fp32' };
@@ -210,7 +211,7 @@ describe('DebuggerSession', () => {
     const g = await v.seek(maskStep);
     const ev = g.event as Extract<TraceEvent, { kind: 'mask' }>;
     const cols = ev.tile.cols[1] - ev.tile.cols[0];
-    const hidden = ev.masked.findIndex((m) => m === 1);
+    const hidden = ev.masked.indexOf(1);
     const r = ev.tile.rows[0] + Math.floor(hidden / cols);
     const c = ev.tile.cols[0] + (hidden % cols);
     expect(g.mask[r * g.nk + c]).toBe(1);

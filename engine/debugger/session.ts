@@ -10,9 +10,10 @@
 // refused up front with a suggestion (counters-only run or the WebGPU backend).
 
 import { algorithmById } from '../algorithms/registry.ts';
+import type { AlgorithmResult } from '../algorithms/types.ts';
 import { blockCount, resolveBlocks } from '../algorithms/blocks.ts';
 import { addDelta, emptyCounters } from '../core/counters.ts';
-import { checkInputs, randomInputs, type AttentionInputs } from '../core/inputs.ts';
+import { checkInputs, kvHead, randomInputs, type AttentionInputs } from '../core/inputs.ts';
 import { validateProblem, type AttentionProblem } from '../core/problem.ts';
 import type { TraceEvent } from '../trace/events.ts';
 import { toJsonLine } from '../trace/jsonl.ts';
@@ -23,23 +24,11 @@ import type { BackwardResult } from '../backward/types.ts';
 import { pointOf, stepFor, type SyncAxis, type SyncPoint } from '../compare/sync.ts';
 import { describeBreakpoint, matchBreakpoint } from './breakpoints.ts';
 import { cloneCounters, HeadState } from './head-state.ts';
-import { startPass, type PassRun } from './pass-run.ts';
+import { startPass, type PassRun } from '../request.ts';
 import { storedForwardP, summarizeBackward } from './backward-summary.ts';
 import { precisionFor, precisionMarks, precisionRefusal, referenceOutput, type PrecisionMarks, type PrecisionResponse } from './precision.ts';
-import type {
-  Breakpoint,
-  BreakpointHit,
-  CompareData,
-  CountersRun,
-  FrameUpdate,
-  Granularity,
-  HeadInputs,
-  LoadRequest,
-  LoadSummary,
-  Progress,
-  RowHistory,
-  RowHistoryEntry,
-} from './protocol.ts';
+import type { Breakpoint, BreakpointHit, CompareData, CountersRun, FrameUpdate, Granularity, HeadInputs, LoadSummary, Progress, RowHistory, RowHistoryEntry } from './protocol.ts';
+import type { LoadRequest } from '../request.ts';
 
 /** Trace payload the session agrees to hold (bytes, estimated before running). */
 export const TRACE_BUDGET_BYTES = 192 * 1024 * 1024;
@@ -214,7 +203,7 @@ export class DebuggerSession {
     const gen = run.gen;
     const estSteps = Math.max(1, problem.batch * problem.hq * blockCount(problem.nq, blocks.blockM) * blockCount(problem.nk, blocks.blockN) * (run.dO ? 12 : 7));
     let sliceStart = performance.now();
-    let result;
+    let result: AlgorithmResult;
     for (;;) {
       const r = gen.next();
       if (r.done) {
@@ -505,7 +494,7 @@ export class DebuggerSession {
     return this.serial(() => {
       const { problem: p, inputs: x, backward } = this.need();
       if (!(b >= 0 && b < p.batch && h >= 0 && h < p.hq)) throw new Error(`no head (${b}, ${h}) in this problem`);
-      const hk = Math.floor(h / (p.hq / p.hk));
+      const hk = kvHead(p, h);
       const qs = (b * p.hq + h) * p.nq * p.d;
       const ks = (b * p.hk + hk) * p.nk * p.d;
       const vs = (b * p.hk + hk) * p.nk * p.dv;

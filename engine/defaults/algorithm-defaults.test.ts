@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { ALGORITHMS } from '../algorithms/registry.ts';
+import { ALGORITHMS, descriptorOf } from '../algorithms/registry.ts';
 import { describeFor } from '../hw/registry.ts';
-import { ALGORITHM_DEFAULTS, baseConfig, defaultsFor, fixPhrase, misfits, scheduleFix, type WorkingConfig } from './algorithm-defaults.ts';
+import { ALGORITHM_DEFAULTS, baseConfig, defaultsFor, dtypeForPass, fixPhrase, misfits, scheduleFix, type WorkingConfig } from './algorithm-defaults.ts';
+import type { DType } from '../core/problem.ts';
 
 // The problem panel's starting form (FA2): what a visitor has before choosing anything.
 const FA2_FORM: WorkingConfig = { batch: 1, hq: 1, hk: 1, nq: 64, nk: 64, d: 32, dv: 32, blockM: 16, blockN: 16, dtype: 'fp32', gpu: null };
@@ -65,7 +66,7 @@ describe('defaultsFor', () => {
 describe('scheduleFix', () => {
   it('names the field and value that make the issue 19 configuration schedulable', () => {
     const c: WorkingConfig = { ...FA2_FORM, d: 192, dv: 128, gpu: 'b200' };
-    expect(misfits('fa4', c).join('\n')).toMatch(/smem: needs 461824 bytes/);
+    expect(misfits('fa4', c).join('\n')).toMatch(/dtype: FA4 takes fp16 or bf16 inputs/);
     const fix = scheduleFix('fa4', c);
     expect(fix.map((r) => [r.field, r.to])).toEqual([['dtype', 'bf16']]);
     expect(fixPhrase(fix)).toBe('set dtype to bf16');
@@ -82,5 +83,23 @@ describe('scheduleFix', () => {
 
   it('is empty when the configuration fits', () => {
     expect(scheduleFix('fa3', baseConfig('fa3'))).toEqual([]);
+  });
+});
+
+describe('dtypeForPass', () => {
+  const { gpu: _, ...fa2 } = baseConfig('fa2');
+  const fits = (algo: string, dtype: DType) => describeFor(algo, descriptorOf(algo).backwardGpu!, { ...fa2, dtype, causal: false }, {}, 'backward').does_not_fit;
+  it("gives the default page's FA2 backward a dtype its kernel schedules, and takes it back on the way forward", () => {
+    expect(fits('fa2', 'fp32').join()).toMatch(/dtype: the FA2 backward takes fp16 or bf16/);
+    const back = dtypeForPass('fa2', 'backward', fa2, false);
+    expect(back).toBe('fp16');
+    expect(fits('fa2', back)).toEqual([]);
+    expect(dtypeForPass('fa2', 'forward', { ...fa2, dtype: back }, false)).toBe('fp32');
+  });
+
+  it("keeps the person's dtype, and an untouched one the backward takes", () => {
+    expect(dtypeForPass('fa2', 'backward', fa2, true)).toBe('fp32');
+    expect(dtypeForPass('fa2', 'backward', { ...fa2, dtype: 'bf16' }, false)).toBe('bf16');
+    expect(dtypeForPass('fa1', 'backward', fa2, false)).toBe('fp32');
   });
 });

@@ -6,20 +6,15 @@
 // What "fits" is never restated here: the hardware model (engine/hw/) decides, through the
 // resource sheet describeFor() builds. The table only says where each algorithm starts.
 
-import { DTYPES, type DType } from '../core/problem.ts';
+import { BUILT_IN_ALGORITHMS, descriptorOf, type AlgorithmId } from '../algorithms/registry.ts';
+import type { AlgorithmDefaults } from '../algorithms/descriptor.ts';
+import { DTYPES, type DType, type ProblemDims } from '../core/problem.ts';
 import { gpuById, type GpuId } from '../hw/gpus/index.ts';
-import { describeFor, hwAlgorithmById } from '../hw/registry.ts';
+import { describeFor, hasSchedule, hwAlgorithmById } from '../hw/registry.ts';
 import type { ProblemShape } from '../hw/model.ts';
 
 /** The fields of a problem form that an algorithm's choice may set. */
-export interface WorkingConfig {
-  batch: number;
-  hq: number;
-  hk: number;
-  nq: number;
-  nk: number;
-  d: number;
-  dv: number;
+export interface WorkingConfig extends ProblemDims {
   /** Tile of the numeric trace (Br × Bc). */
   blockM: number;
   blockN: number;
@@ -32,47 +27,26 @@ export type ConfigField = keyof WorkingConfig;
 
 export const CONFIG_FIELDS: readonly ConfigField[] = ['batch', 'hq', 'hk', 'nq', 'nk', 'd', 'dv', 'blockM', 'blockN', 'dtype', 'gpu'];
 
-interface AlgorithmDefaults {
-  gpu: GpuId | null;
-  dtype: DType;
-  nq: number;
-  nk: number;
-  d: number;
-  dv: number;
-  /** Tile for the algorithms without a hardware model; the others take their kernel's. */
-  tile?: { blockM: number; blockN: number };
-}
-
 /**
- * Where each algorithm starts. The exact algorithms (standard, FA1, FA2) run in fp32 on a
- * 64 × 64 problem with 16 × 16 tiles, so every tile is a few pixels wide and the running
- * statistics change often. The hardware kernels take 16-bit inputs (their MMAs have no fp32
- * path); their problems hold a few of the kernel's own tiles each way: FA4's CTA covers
- * 2 × 128 query rows, so 512 rows give two CTAs and four K/V blocks, enough for the
- * Large-Small-Large rotation to come round. Flash-decoding decodes one query row against a
- * long cache, split across CTAs. SageAttention takes 16-bit inputs and quantizes them itself. All of these load in a few seconds (about 100 to 300 steps).
+ * Where each built-in algorithm starts, from its descriptor (engine/algorithms/<id>/descriptor.ts).
+ * The exact algorithms (standard, FA1, FA2) run in fp32 on a 64 × 64 problem with 16 × 16
+ * tiles, so every tile is a few pixels wide and the running statistics change often. The
+ * hardware kernels take 16-bit inputs (their MMAs have no fp32 path); their problems hold a few
+ * of the kernel's own tiles each way: FA4's CTA covers 2 × 128 query rows, so 512 rows give two
+ * CTAs and four K/V blocks, enough for the Large-Small-Large rotation to come round.
+ * Flash-decoding decodes one query row against a long cache, split across CTAs. SageAttention
+ * takes 16-bit inputs and quantizes them itself. All of these load in a few seconds (about 100
+ * to 300 steps).
  */
-export const ALGORITHM_DEFAULTS: Readonly<Record<string, AlgorithmDefaults>> = {
-  standard: { gpu: null, dtype: 'fp32', nq: 64, nk: 64, d: 32, dv: 32, tile: { blockM: 16, blockN: 16 } },
-  fa1: { gpu: null, dtype: 'fp32', nq: 64, nk: 64, d: 32, dv: 32, tile: { blockM: 16, blockN: 16 } },
-  fa2: { gpu: null, dtype: 'fp32', nq: 64, nk: 64, d: 32, dv: 32, tile: { blockM: 16, blockN: 16 } },
-  'cute-fa2': { gpu: 'a100', dtype: 'fp16', nq: 512, nk: 512, d: 64, dv: 64 },
-  'fmha-v2': { gpu: 'rtx4060', dtype: 'fp16', nq: 512, nk: 512, d: 64, dv: 64 },
-  fa3: { gpu: 'h100', dtype: 'fp16', nq: 512, nk: 512, d: 128, dv: 128 },
-  fa4: { gpu: 'b200', dtype: 'bf16', nq: 512, nk: 512, d: 128, dv: 128 },
-  'flash-decoding': { gpu: 'h100', dtype: 'fp16', nq: 1, nk: 2048, d: 128, dv: 128 },
-  // No hardware model (engine/hw has no SageAttention schedule), so the table carries the
-  // kernels' own 128 × 64 tile; 256 × 256 gives two Q tiles of four 32-row warp slices (v2's
-  // per-warp Q scales) against four K/V blocks, about 250 steps.
-  sage: { gpu: null, dtype: 'fp16', nq: 256, nk: 256, d: 64, dv: 64, tile: { blockM: 128, blockN: 64 } },
-};
+export const ALGORITHM_DEFAULTS: Readonly<Record<AlgorithmId, AlgorithmDefaults>> = Object.fromEntries(
+  Object.values(BUILT_IN_ALGORITHMS).map((d) => [d.id, d.defaults]),
+) as Record<AlgorithmId, AlgorithmDefaults>;
+
 
 const SHARED = { batch: 1, hq: 1, hk: 1 };
 
 function tableOf(algo: string): AlgorithmDefaults {
-  const t = ALGORITHM_DEFAULTS[algo];
-  if (!t) throw new Error(`unknown algorithm '${algo}'; known: ${Object.keys(ALGORITHM_DEFAULTS).join(', ')}`);
-  return t;
+  return descriptorOf(algo).defaults;
 }
 
 /** The algorithm's starting configuration, nothing the person typed considered. */
@@ -106,7 +80,8 @@ export function misfits(algo: string, c: WorkingConfig): string[] {
 /** The kernel's tile for this head dimension (its resource sheet), or the table's tile. */
 export function tilesFor(algo: string, c: WorkingConfig): { blockM: number; blockN: number } {
   const t = tableOf(algo);
-  if (t.tile || c.gpu === null) return t.tile ?? { blockM: 16, blockN: 16 };
+  if (t.gpu === null) return descriptorOf(algo).tiles(shapeOf(c));
+  if (c.gpu === null) return { blockM: 16, blockN: 16 };
   let gpu = c.gpu;
   if (misfits(algo, c).some((l) => l.startsWith('arch:'))) gpu = t.gpu as GpuId;
   const sheet = describeFor(algo, gpu, shapeOf({ ...c, dtype: c.dtype === 'fp32' ? t.dtype : c.dtype }));
@@ -212,4 +187,24 @@ export function scheduleFix(algo: string, c: WorkingConfig): Replaced[] {
 export function fixPhrase(changes: readonly Replaced[]): string {
   const parts = changes.map((r) => `${r.field === 'gpu' ? 'GPU' : r.field} to ${r.to}`);
   return parts.length === 0 ? '' : `set ${parts.length > 1 ? `${parts.slice(0, -1).join(', ')} and ${parts[parts.length - 1]}` : parts[0]}`;
+}
+
+/** Whether the backward kernel's model schedules this problem in `dtype` on its own GPU. */
+function backwardFits(algo: string, c: Omit<WorkingConfig, 'gpu'>, dtype: DType): boolean {
+  const gpu = descriptorOf(algo).backwardGpu;
+  if (!gpu || !hasSchedule(algo, 'backward')) return true;
+  return describeFor(algo, gpu, shapeOf({ ...c, dtype, gpu }), {}, 'backward').does_not_fit.length === 0;
+}
+
+/**
+ * The dtype a change of pass leaves in the form. The person's own choice stays (the hardware
+ * views then say what to change); an untouched one the backward kernel refuses becomes the
+ * backward's starting dtype, and that one goes back to the forward's on the way back.
+ */
+export function dtypeForPass(algo: string, pass: 'forward' | 'backward', c: Omit<WorkingConfig, 'gpu'>, touched: boolean): DType {
+  const own = descriptorOf(algo).backwardDtype;
+  if (touched || !own) return c.dtype;
+  const forward = tableOf(algo).dtype;
+  if (pass === 'backward') return backwardFits(algo, c, c.dtype) || !backwardFits(algo, c, own) ? c.dtype : own;
+  return c.dtype === own ? forward : c.dtype;
 }

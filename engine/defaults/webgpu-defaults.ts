@@ -3,17 +3,11 @@
 // shape, flash-decoding on its decoding shape (one query row against a long cache); the
 // person's own values are kept where the path takes them.
 
+import type { ProblemDims } from '../core/problem.ts';
 import type { WebGpuPath } from '../webgpu/device.ts';
 
-export interface WebGpuShape {
-  batch: number;
-  hq: number;
-  hk: number;
-  nq: number;
-  nk: number;
-  d: number;
-  dv: number;
-}
+/** The sizes the WebGPU panel's form sets. */
+export type WebGpuShape = ProblemDims;
 
 export type WebGpuField = keyof WebGpuShape;
 

@@ -2,7 +2,7 @@
 // it). The worker builds the schedule of the SM that runs the current step's CTA from the
 // session's recorded trace, so the main thread never runs the scheduler.
 
-import type { HwView, HwViewRequest } from './step-map.ts';
+import type { HwView, HwViewRequest } from './sm-view.ts';
 
 export type HwExportFormat = 'chrome' | 'jsonl';
 

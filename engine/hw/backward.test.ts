@@ -7,7 +7,7 @@ import { memoryViolations } from './memory-check.ts';
 import type { ProblemShape } from './model.ts';
 import { describeFor, scheduleFor, simulateFor } from './registry.ts';
 import { predictionFor } from '../compare/session-compare.ts';
-import type { LoadRequest } from '../debugger/protocol.ts';
+import type { LoadRequest } from '../request.ts';
 
 const shape = (p: Partial<ProblemShape> = {}): ProblemShape => ({ batch: 1, hq: 2, hk: 2, nq: 512, nk: 512, d: 128, dv: 128, dtype: 'fp16', causal: false, ...p });
 
@@ -133,7 +133,7 @@ describe('FA2 backward schedule (SM80)', () => {
 
   it('cute-fa2 names the same backward; the forward-only schedules and wrong GPUs are refused by name', () => {
     expect(describeFor('cute-fa2', 'a100', shape(), {}, 'backward').algo).toBe('fa2');
-    expect(() => simulateFor('fa4', 'b200', shape(), {}, 'backward')).toThrow(/no backward hardware schedule for 'fa4'; backward schedules: fa3, fa2/);
+    expect(() => simulateFor('fa4', 'b200', shape(), {}, 'backward')).toThrow(/no backward hardware schedule for 'fa4'; backward schedules: fa2, fa3 \(cute-fa2 runs the fa2 one\)/);
     expect(() => simulateFor('fa3', 'a100', shape(), {}, 'backward')).toThrow(/fa3 is written for SM90; NVIDIA A100 SXM4 80GB is SM80/);
     expect(() => simulateFor('fa2', 'a100', shape(), { deterministic: true }, 'backward')).toThrow(/--deterministic does not apply to fa2/);
     expect(() => simulateFor('fa3', 'h100', shape(), { deterministic: true })).toThrow(/--deterministic does not apply to fa3/);

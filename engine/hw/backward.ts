@@ -1,4 +1,4 @@
-// What the backward schedules share (schedules/fa3-bwd.ts, schedules/fa2-bwd.ts).
+// What the backward schedules share (algorithms/fa3/backward-schedule.ts, algorithms/fa2/backward-schedule.ts).
 //
 // Both kernels put the K/V loop outside: one CTA owns a column block n of K and V (block_n
 // keys), keeps dK_n and dV_n in registers, and walks the Q row blocks m that see those keys,

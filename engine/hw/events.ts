@@ -2,6 +2,8 @@
 // kernel schedule. Plain JSON-able data so it crosses postMessage and JSONL unchanged.
 // engine/TRACE.md, section "Hardware events", is the prose contract; keep the two in step.
 
+import type { PhaseKind } from '../trace/events.ts';
+
 /** Execution units a role can occupy or issue to. Sub-partition units carry their index (tensor.sp2). */
 export type UnitKind = 'tma' | 'cpasync' | 'ldgsts' | 'tensor' | 'mufu' | 'fma' | 'tmem' | 'smem' | 'store' | 'sync';
 
@@ -35,6 +37,19 @@ export interface TimelineEvent {
   waitedOn: number[];
   /** True for work issued asynchronously (the role moved on while it ran). */
   async?: boolean;
+  /** What the op carries out in the numeric trace's terms (the step map reads this; `op` is display only). */
+  phase?: SchedulePhase;
+}
+
+/** An op's part in the algorithm: the phase kinds it carries out, its K/V block (backward: row block), its sub-unit, the tensors it moves. */
+export interface SchedulePhase {
+  kinds: PhaseKind[];
+  /** K/V block index (backward schedules: the row block), null when the op concerns none (Q load, epilogue). */
+  kv: number | null;
+  /** Sub-unit (FA4 Q stage, FA3 consumer warpgroup, a warp of the SM80-style kernels), null when the op serves the whole CTA. */
+  sub: number | null;
+  /** Tensors a copy moves ("Q", "K", "V", "O", …). */
+  tensors?: string[];
 }
 
 export type MemorySpace = 'smem' | 'tmem' | 'regs' | 'hbm';
@@ -85,6 +100,8 @@ export interface ResourceSheet {
   tiles: { block_m: number; block_n: number };
   q_stage: number;
   kv_stage: number;
+  /** FA4: 2 when the kernel runs CTA pairs with cta_group::2 MMAs (use_2cta_instrs), else 1. */
+  cta_group?: 1 | 2;
   /** CTAs that fit on one SM at once (smem, registers, threads). */
   ctas_per_sm: number;
   /** flash-decoding: K/V splits per (batch, head, Q tile). */

@@ -6,7 +6,7 @@
 //   one hw.step line per numeric step on this SM: the step ↔ cycle map of step-map.ts.
 
 import { toJsonLine } from '../trace/jsonl.ts';
-import type { SmSchedule } from './step-map.ts';
+import type { SmSchedule } from './sm-view.ts';
 
 export interface ChromeTraceEvent {
   name: string;

@@ -13,13 +13,13 @@ import type { AttentionProblem } from '../core/problem.ts';
 const shape = (o: Partial<ProblemShape> = {}): ProblemShape => ({ batch: 1, hq: 1, hk: 1, nq: 512, nk: 512, d: 128, dv: 128, dtype: 'fp8e4m3', causal: false, ...o });
 
 describe('FA3 FP8 on the H100', () => {
-  it('holds sQ, the K/V rings and a transposed sVt ring of 128×224 one-byte tiles', () => {
+  it('holds sQ, the K/V rings and the TMA landing ring sVt of 128×224 one-byte tiles (flash_fwd_launch_template.h: FP8_TransposeV)', () => {
     const sheet = describeFor('fa3', 'h100', shape());
     expect(sheet.does_not_fit).toEqual([]);
     expect(sheet.tiles).toEqual({ block_m: 128, block_n: 224 });
     const vt = sheet.smem.buffers.filter((b) => b.name === 'sVt');
     expect(vt.map((b) => b.bytes)).toEqual([224 * 128, 224 * 128]);
-    expect(sheet.notes.join(' ')).toMatch(/transposed in shared memory into sVt/);
+    expect(sheet.notes.join(' ')).toMatch(/V lands by TMA in sVt and the producer warpgroup transposes it into sV/);
   });
   it('the producer transposes every V block before the consumers read it; no two live tiles overlap', () => {
     const sch = scheduleFor('fa3', 'h100', shape());

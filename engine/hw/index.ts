@@ -6,5 +6,5 @@ export { HW_ALGORITHMS, describeFor, hwAlgorithmById, resolveFeatures, scheduleF
 export { FitError, type SimulateResult } from './simulate.ts';
 export { DeadlockError, PhaseOverrunError } from './scheduler.ts';
 export { memoryViolations } from './memory-check.ts';
-export { hardwareTraceLines, isHardwareAlgorithm } from './trace-lines.ts';
-export { fa4LoadOrder } from './schedules/fa4.ts';
+export { isHardwareAlgorithm } from './trace-lines.ts';
+export { fa4LoadOrder } from '../algorithms/fa4/schedule.ts';

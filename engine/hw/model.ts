@@ -1,20 +1,15 @@
 // What every hardware schedule shares: the problem shape it is built for, its switchable
 // features, the cost of each kind of work on a given GPU, and the shape of a schedule
-// module. The schedules themselves live in schedules/, one algorithm per file.
+// module. The schedules themselves live beside each algorithm (engine/algorithms/<id>/schedule.ts).
 
-import { dtypeBytes, isFp8, type DType } from '../core/problem.ts';
-import type { ResourceSheet } from './events.ts';
+import { dtypeBytes, isFp8, type DType, type ProblemDims } from '../core/problem.ts';
+import type { FeatureSpec } from '../algorithms/features.ts';
+import type { PhaseKind } from '../trace/events.ts';
+import type { SchedulePhase, ResourceSheet } from './events.ts';
 import type { GpuSpec } from './gpus/index.ts';
 import type { Kernel, MemSpec } from './scheduler.ts';
 
-export interface ProblemShape {
-  batch: number;
-  hq: number;
-  hk: number;
-  nq: number;
-  nk: number;
-  d: number;
-  dv: number;
+export interface ProblemShape extends ProblemDims {
   dtype: DType;
   causal: boolean;
 }
@@ -50,6 +45,41 @@ export const DEFAULT_FEATURES: HwFeatures = { pingpong: true, intraOverlap: true
 
 export type FeatureKey = 'pingpong' | 'intraOverlap' | 'lazyRescale' | 'exp2Emulation' | 'stages' | 'splits' | 'rescaleAt' | 'deterministic';
 
+/** A switch as a schedule takes it: the algorithm's own feature spec where it has one (label, help). */
+export type HwSwitchSpec = Pick<FeatureSpec<boolean | number>, 'doc' | 'label'>;
+export type HwSwitches = Partial<Record<FeatureKey, HwSwitchSpec>>;
+
+/** K/V pipeline depth, a switch of every TMA or cp.async ring the schedules model. */
+export const STAGES_SWITCH: HwSwitchSpec = { doc: 'K/V pipeline depth (ring slots); absent: the kernel’s own choice' };
+/** FA4's lazy rescaling as the numeric run decided it, handed to the schedule. */
+export const RESCALE_AT_SWITCH: HwSwitchSpec = { doc: 'the K/V iterations (0-based) at which some row’s max grew past the threshold, as the numeric run found them' };
+
+export function featureKeysOf(algo: HwAlgorithm): FeatureKey[] {
+  return Object.keys(algo.switches) as FeatureKey[];
+}
+
+/** A switch as the hardware views show it; `toggle`: an on/off switch the timeline offers. */
+export interface HwViewSwitch {
+  key: FeatureKey;
+  label: string;
+  doc: string;
+  toggle: boolean;
+}
+
+export function viewSwitchesOf(algo: HwAlgorithm): HwViewSwitch[] {
+  return featureKeysOf(algo).map((key) => {
+    const s = algo.switches[key]!;
+    return { key, label: s.label ?? key, doc: s.doc, toggle: typeof (DEFAULT_FEATURES as unknown as Record<string, unknown>)[key] === 'boolean' };
+  });
+}
+
+/** The hardware commands' flag of a switch: --no-x turns off what is on by default, --x sets the rest. */
+export function flagOf(key: FeatureKey): string {
+  if (key === 'rescaleAt') return key;
+  const kebab = key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
+  return (DEFAULT_FEATURES as unknown as Record<string, unknown>)[key] === true ? `--no-${kebab}` : `--${kebab}`;
+}
+
 /** One CTA's share of the problem: its Q rows and the K/V blocks it visits, in order. */
 export interface CtaWork {
   b: number;
@@ -81,8 +111,8 @@ export interface HwAlgorithm {
   name: string;
   /** Architectures the kernel exists for. */
   arch: readonly number[];
-  /** Feature switches this algorithm accepts. */
-  featureKeys: readonly FeatureKey[];
+  /** Feature switches this algorithm accepts, with their specs. */
+  switches: HwSwitches;
   resources(gpu: GpuSpec, shape: ProblemShape, f: HwFeatures): ResourceSheet;
   /** The CTAs of the grid (for the wave model); causal grids list the visible K/V blocks of each. */
   grid(gpu: GpuSpec, shape: ProblemShape, f: HwFeatures): CtaWork[];
@@ -94,12 +124,23 @@ export interface HwAlgorithm {
   flops?(shape: ProblemShape): number;
   /** Extra kernel time the one-SM model cannot see (the backward's deterministic dQ ordering across CTAs), in microseconds. */
   crossCtaUs?(gpu: GpuSpec, shape: ProblemShape, f: HwFeatures, waves: number): number;
+  /**
+   * Q rows one CTA owns and the rows of each sub-unit its ops name (FA4: a Q stage; FA3: a
+   * consumer warpgroup; the SM80-style kernels: a warp), from its sheet. Backward schedules:
+   * keys per CTA and per consumer warpgroup. Absent: one unit of the whole block.
+   */
+  geometry?(sheet: ResourceSheet, shape: ProblemShape): { ctaRows: number; subRows: number };
   /** The tile scheduler hands out the longest CTAs first on causal grids (FA3, FA4). */
   longestFirst?: boolean;
   /** K/V are streamed once per CTA with no reuse through L2 (decoding): copies share HBM, not L2. */
   streamsKv?: boolean;
   /** Bytes that must come from HBM at least once (the roofline floor). */
   hbmBytes(shape: ProblemShape, f: HwFeatures, gpu: GpuSpec): number;
+}
+
+/** An op's phase (events.ts SchedulePhase): kinds, K/V block, sub-unit and, for copies, the tensors. */
+export function phase(kinds: PhaseKind[], kv: number | null = null, sub: number | null = null, tensors?: string[]): SchedulePhase {
+  return tensors ? { kinds, kv, sub, tensors } : { kinds, kv, sub };
 }
 
 export function elemBytes(dtype: DType): number {

@@ -1,87 +1,74 @@
 // The hardware models FlashScope knows, by id, and the one entry point the UI and the CLI
 // use: scheduleFor() builds one SM's schedule with events; simulateFor() the whole GPU.
 
-import { ALGORITHMS } from '../algorithms/registry.ts';
+import { DESCRIPTORS, findDescriptor } from '../algorithms/registry.ts';
 import { validateProblem, type AttentionProblem } from '../core/problem.ts';
 import type { MemoryEvent, ResourceSheet, RoleInfo, TimelineEvent } from './events.ts';
 import { gpuById, type GpuSpec } from './gpus/index.ts';
-import { DEFAULT_FEATURES, type FeatureKey, type HwAlgorithm, type HwFeatures, type ProblemShape } from './model.ts';
-import { fa3Hw } from './schedules/fa3.ts';
-import { cuteFa2Hw } from './schedules/cute-fa2.ts';
-import { fa4Hw } from './schedules/fa4.ts';
-import { flashDecodingHw } from './schedules/flash-decoding.ts';
-import { fmhaV2Hw } from './schedules/fmha-v2.ts';
-import { fa3BwdHw } from './schedules/fa3-bwd.ts';
-import { fa2BwdHw } from './schedules/fa2-bwd.ts';
+import { DEFAULT_FEATURES, featureKeysOf, flagOf, type FeatureKey, type HwAlgorithm, type HwFeatures, type ProblemShape } from './model.ts';
 import { FitError, loadBytesPerClk, runSm, simulateProblem, type SimulateResult } from './simulate.ts';
-
-export const HW_ALGORITHMS: readonly HwAlgorithm[] = [fa3Hw, fa4Hw, fmhaV2Hw, cuteFa2Hw, flashDecodingHw];
 
 /** Which pass a schedule models: the forward kernel, or the backward (dQ, dK, dV from dO). */
 export type HwPass = 'forward' | 'backward';
 
-/** Backward schedules, by the id of the numeric algorithm whose backward they run. */
-export const HW_BACKWARD_ALGORITHMS: readonly HwAlgorithm[] = [fa3BwdHw, fa2BwdHw];
-/** The forward schedule ids whose kernel family has a backward under another id. */
-const BACKWARD_ALIASES: Record<string, string> = { 'cute-fa2': 'fa2' };
+const scheduleOf = (id: string, pass: HwPass) => {
+  const d = findDescriptor(id);
+  return pass === 'forward' ? d?.schedule : d?.backwardSchedule;
+};
 
-/** The schedule of `id` for one pass. Backward: fa3 (SM90) and fa2 (the SM80 kernel; cute-fa2 names the same family). */
+const unique = (xs: (HwAlgorithm | undefined)[]) => [...new Set(xs.filter((x): x is HwAlgorithm => x !== undefined))];
+
+/** The forward schedules of the built-in algorithms, in menu order. */
+export const HW_ALGORITHMS: readonly HwAlgorithm[] = unique(DESCRIPTORS.map((d) => d.schedule));
+
+/** The backward schedules, each under the id of the numeric algorithm whose backward it runs. */
+export const HW_BACKWARD_ALGORITHMS: readonly HwAlgorithm[] = unique(DESCRIPTORS.map((d) => d.backwardSchedule));
+
+/** The schedule of `id` for one pass; a backward schedule may be another id's (the descriptor says). */
 export function hwAlgorithmFor(id: string, pass: HwPass = 'forward'): HwAlgorithm {
   if (pass === 'forward') return hwAlgorithmById(id);
-  const key = BACKWARD_ALIASES[id] ?? id;
-  const a = HW_BACKWARD_ALGORITHMS.find((x) => x.id === key);
-  if (!a) throw new Error(`no backward hardware schedule for '${id}'; backward schedules: ${HW_BACKWARD_ALGORITHMS.map((x) => x.id).join(', ')} (cute-fa2 runs the fa2 one)`);
-  return a;
+  const a = scheduleOf(id, 'backward');
+  if (a) return a;
+  const aliases = DESCRIPTORS.filter((d) => d.backwardSchedule && d.backwardSchedule.id !== d.id).map((d) => `${d.id} runs the ${d.backwardSchedule!.id} one`);
+  throw new Error(
+    `no backward hardware schedule for '${id}'; backward schedules: ${HW_BACKWARD_ALGORITHMS.map((x) => x.id).join(', ')}${aliases.length ? ` (${aliases.join('; ')})` : ''}`,
+  );
 }
 
 /** True when `id` has a schedule for that pass. */
 export function hasSchedule(id: string, pass: HwPass): boolean {
-  try {
-    hwAlgorithmFor(id, pass);
-    return true;
-  } catch {
-    return false;
-  }
+  return scheduleOf(id, pass) !== undefined;
 }
 
 export function hwAlgorithmById(id: string): HwAlgorithm {
-  const a = HW_ALGORITHMS.find((x) => x.id === id);
+  const a = scheduleOf(id, 'forward');
   if (!a) {
     // A step algorithm without a kernel schedule (standard, fa1, fa2, sage) is named as such rather than as unknown.
-    const numericOnly = ALGORITHMS.some((x) => x.id === id) ? ` (${id} has no hardware schedule: FlashScope models its numbers in run and trace, not its timing)` : '';
-    throw new Error(`unknown hardware algorithm '${id}'${numericOnly}; known: ${HW_ALGORITHMS.map((x) => x.id).join(', ')}`);
+    const numericOnly = findDescriptor(id) ? ` (${id} has no hardware schedule: FlashScope models its numbers in run and trace, not its timing)` : '';
+    const known = DESCRIPTORS.filter((d) => d.schedule).map((d) => d.id);
+    throw new Error(`unknown hardware algorithm '${id}'${numericOnly}; known: ${known.join(', ')}`);
   }
   return a;
 }
 
-const FLAG_OF: Record<FeatureKey, string> = {
-  pingpong: '--no-pingpong',
-  intraOverlap: '--no-intra-overlap',
-  lazyRescale: '--no-lazy-rescale',
-  exp2Emulation: '--no-exp2-emulation',
-  stages: '--stages',
-  splits: '--splits',
-  rescaleAt: 'rescaleAt',
-  deterministic: '--deterministic',
-};
-
 /** Merges requested switches with the defaults and rejects those the algorithm does not have. */
 export function resolveFeatures(algo: HwAlgorithm, given: Partial<HwFeatures>): HwFeatures {
   const f: HwFeatures = { ...DEFAULT_FEATURES };
+  const keys = featureKeysOf(algo);
   for (const [key, v] of Object.entries(given) as [FeatureKey, boolean | number | number[] | undefined][]) {
     if (v === undefined) continue;
     if (key === 'rescaleAt') {
-      if (!algo.featureKeys.includes(key)) throw new Error(`rescaleAt does not apply to ${algo.id}`);
+      if (!keys.includes(key)) throw new Error(`rescaleAt does not apply to ${algo.id}`);
       if (!Array.isArray(v) || !v.every((i) => Number.isInteger(i) && i >= 0)) throw new Error('rescaleAt must be a list of K/V iteration indices (integers >= 0)');
       f.rescaleAt = v;
       continue;
     }
     const isDefault = typeof v === 'boolean' && (v === (DEFAULT_FEATURES as unknown as Record<string, unknown>)[key] || (key === 'deterministic' && v === false));
-    if (!algo.featureKeys.includes(key) && !isDefault) {
-      throw new Error(`${FLAG_OF[key] ?? key} does not apply to ${algo.id}; its switches: ${algo.featureKeys.map((k) => FLAG_OF[k]).join(', ') || 'none'}`);
+    if (!keys.includes(key) && !isDefault) {
+      throw new Error(`${flagOf(key)} does not apply to ${algo.id}; its switches: ${keys.map(flagOf).join(', ') || 'none'}`);
     }
     if ((key === 'stages' || key === 'splits') && !(typeof v === 'number' && Number.isInteger(v) && v >= 1 && v <= 64)) {
-      throw new Error(`${FLAG_OF[key]} must be an integer from 1 to 64, got ${String(v)}`);
+      throw new Error(`${flagOf(key)} must be an integer from 1 to 64, got ${String(v)}`);
     }
     (f as unknown as Record<string, unknown>)[key] = v;
   }

@@ -20,7 +20,7 @@
 // Time only moves forward and, at equal times, unit completions are handled before roles
 // and roles in a fixed order, so a kernel always produces the very same events.
 
-import type { MemoryEvent, RoleInfo, TimelineEvent } from './events.ts';
+import type { MemoryEvent, SchedulePhase, RoleInfo, TimelineEvent } from './events.ts';
 
 export type BarrierKind = 'mbarrier' | 'named' | 'counter';
 
@@ -52,6 +52,8 @@ export interface OpOptions {
    * instruction, and both GEMMs finish late: the effect ping-pong ordering removes.
    */
   chunks?: number;
+  /** What the op carries out, copied onto its timeline event for the step map. */
+  phase?: SchedulePhase;
 }
 
 export type Op =
@@ -348,6 +350,7 @@ export function simulateKernel(kernel: Kernel, opts: SimulateOptions = {}): Kern
           r.chunkId = nextId++;
           r.chunkEvent = keep ? { id: r.chunkId, role: name, op: op.op, unit: op.unit, start: t, end: t, tile: op.tile, waitedOn: r.waited } : null;
           if (r.chunkEvent && op.k === 'issue') r.chunkEvent.async = true;
+          if (r.chunkEvent && op.o.phase) r.chunkEvent.phase = op.o.phase;
           r.waited = [];
           if (r.chunkEvent) timeline.push(r.chunkEvent);
           r.chunkFills = stamp(op.o.mem, t, name).filter((e) => e.action === 'fill');

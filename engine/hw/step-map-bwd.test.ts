@@ -1,14 +1,14 @@
 // The backward hardware view driven by the numeric FA2 backward's own trace: which SM is
 // shown, where each step's cursor lands, and click-to-seek back.
 import { describe, expect, it } from 'vitest';
-import { fa2Backward } from '../algorithms/fa2-backward.ts';
-import { fa3Backward } from '../algorithms/fa3-backward.ts';
+import { fa2Backward } from '../algorithms/fa2/backward.ts';
+import { fa3Backward } from '../algorithms/fa3/backward.ts';
 import { randomGradOutput } from '../backward/grad-output.ts';
 import { randomInputs } from '../core/inputs.ts';
 import type { AttentionProblem } from '../core/problem.ts';
 import type { TraceEvent } from '../trace/events.ts';
-import { classifyBackwardOps } from './step-map-bwd.ts';
-import { smScheduleFor, stepForClick } from './step-map.ts';
+import { smScheduleFor } from './step-map.ts';
+import { classifyOps, stepForClick } from './sm-view.ts';
 
 function backwardTrace(p: AttentionProblem, blockM: number, blockN: number, algo = fa2Backward): TraceEvent[] {
   const x = { ...randomInputs(p, { seed: 3 }), dO: randomGradOutput(p, 4) };
@@ -72,7 +72,7 @@ describe('backward hardware view', () => {
 
   it('FA3 ops are classified per consumer warpgroup and row block', () => {
     const s = smScheduleFor({ algorithm: 'fa3', gpu: 'h100', problem: { ...p, d: 128, dv: 128 }, features: {}, step: 0, pass: 'backward' }, backwardTrace({ ...p, d: 128, dv: 128 }, 64, 64));
-    const phases = classifyBackwardOps(s.timeline);
+    const phases = classifyOps(s.timeline);
     const at = (re: RegExp) => phases[s.timeline.findIndex((e) => re.test(e.op) && e.role === 'consumer1')];
     expect(at(/^gemm dQ1=dS1·K0$/)).toEqual({ cta: 0, kinds: ['dq'], kv: 1, sub: 1, tensors: [] });
     expect(at(/^exp2/)!.kinds).toEqual(['recompute']);

@@ -19,10 +19,10 @@ import type { AttentionProblem } from '../core/problem.ts';
 import type { PhaseKind, TraceEvent } from '../trace/events.ts';
 import type { TimelineEvent } from './events.ts';
 import { gpuById } from './gpus/index.ts';
-import type { CtaWork, HwFeatures } from './model.ts';
+import { viewSwitchesOf, type CtaWork, type HwFeatures } from './model.ts';
 import { hwAlgorithmFor, resolveFeatures, shapeOf } from './registry.ts';
 import { FitError, loadBytesPerClk, runSm } from './simulate.ts';
-import { memoryIntervals, toColumns, type HwView, type OpPhase, type SmCta, type SmSchedule, type StepMap } from './step-map.ts';
+import { classifyOps, memoryIntervals, toColumns, type HwView, type OpPhase, type SmCta, type SmSchedule, type StepMap } from './sm-view.ts';
 
 /** Geometry of a backward CTA: keys per CTA, keys per consumer slice, rows per row block. */
 export interface BwdGeometry {
@@ -30,41 +30,6 @@ export interface BwdGeometry {
   blockM: number;
   /** Keys each consumer warpgroup takes (FA3); block_n where every warp shares every op (FA2). */
   subKeys: number;
-}
-
-function splitRole(role: string): { cta: number; base: string } {
-  const m = /^cta(\d+)\/(.*)$/.exec(role);
-  return m ? { cta: Number(m[1]), base: m[2] } : { cta: 0, base: role };
-}
-
-const num = (s: string | undefined) => (s === undefined ? null : Number(s));
-const rowOfTile = (tile: string) => num(/^(?:S|P|dS|dP|dQ)(\d+)/.exec(tile)?.[1]);
-
-/** Classifies every op of a backward schedule (fa3-bwd.ts, fa2-bwd.ts op names). `kv` holds the ROW block m. */
-export function classifyBackwardOps(timeline: readonly TimelineEvent[]): (OpPhase | null)[] {
-  return timeline.map((ev) => {
-    const { cta, base } = splitRole(ev.role);
-    const op = ev.op;
-    const sub = num(/^consumer(\d+)$/.exec(base)?.[1]);
-    const ph = (kinds: PhaseKind[], m: number | null, tensors: string[] = []): OpPhase => ({ cta, kinds, kv: m, sub, tensors });
-    let m: RegExpExecArray | null;
-    if (ev.unit === 'sync' || op.startsWith('wait ')) return null;
-    if (/^(?:tma|cpasync) K\d+\+V\d+/.test(op)) return ph(['load'], null, ['K', 'V']);
-    if ((m = /^(?:tma|cpasync) Q(\d+)\+LSE/.exec(op))) return ph(['load'], Number(m[1]), ['Q', 'LSE']);
-    if ((m = /^(?:tma|cpasync) dO(\d+)\+D/.exec(op))) return ph(['load'], Number(m[1]), ['dO', 'D']);
-    if (/dK\d+ dV\d+/.test(op) || /^dK\d+·scale/.test(op)) return ph(['write'], null, ['dK', 'dV']);
-    if ((m = /S=Q(\d+)·K/.exec(op))) return ph(['qk'], Number(m[1]));
-    if ((m = /dP=dO(\d+)/.exec(op))) return ph(['dp'], Number(m[1]));
-    if ((m = /dV\+=P(\d+)/.exec(op))) return ph(['dv'], Number(m[1]));
-    if ((m = /dK\+=dS(\d+)/.exec(op))) return ph(['dk'], Number(m[1]));
-    if ((m = /dQ(\d+)=dS/.exec(op)) || (m = /^(?:tma reduce-add|atomicAdd|st\.shared) dQ(\d+)/.exec(op))) return ph(['dq'], Number(m[1]));
-    if ((m = /^st\.shared (?:P\d+ )?dS(\d+)/.exec(op))) return ph(['ds'], Number(m[1]));
-    if (op === 'causal mask') return ph(['mask'], rowOfTile(ev.tile));
-    if (op.startsWith('S·scale') || op.startsWith('exp2')) return ph(['recompute'], rowOfTile(ev.tile));
-    if (op.startsWith('dS=P')) return ph(['ds'], rowOfTile(ev.tile));
-    if (op.startsWith('st.shared P')) return ph(['recompute'], rowOfTile(ev.tile));
-    return null;
-  });
 }
 
 /** The kind before each in the backward's order, for kernels with no op of a step's own kind. */
@@ -129,8 +94,7 @@ export function backwardSmScheduleFor(req: BwdViewRequest, events: readonly Trac
   if (resources.does_not_fit.length > 0) throw new FitError(resources.does_not_fit);
   const blockM = resources.tiles.block_m;
   const blockN = resources.tiles.block_n;
-  const consumers = resources.roles.filter((r) => /^consumer\d+$/.test(r.name)).length;
-  const geo: BwdGeometry = { blockM, blockN, subKeys: consumers > 0 ? blockN / consumers : blockN };
+  const geo: BwdGeometry = { blockM, blockN, subKeys: algo.geometry?.(resources, shape).subRows ?? blockN };
   const grid = algo.grid(gpu, shape, f);
   const occ = Math.max(1, Math.min(resources.ctas_per_sm, Math.ceil(grid.length / gpu.smCount)));
   const asCta = (w: CtaWork): SmCta => ({
@@ -155,7 +119,7 @@ export function backwardSmScheduleFor(req: BwdViewRequest, events: readonly Trac
   const bw = loadBytesPerClk(gpu, algo, Math.min(gpu.smCount, Math.ceil(grid.length / occ)));
   const run = runSm(algo, gpu, shape, f, works, bw, true);
   const ctas = works.map(asCta);
-  const phases = classifyBackwardOps(run.timeline);
+  const phases = classifyOps(run.timeline);
   const map = buildBackwardStepMap(events, run.timeline, phases, ctas, geo);
   const utilization: Record<string, number> = {};
   for (const [u, v] of Object.entries(run.unitBusy)) utilization[u] = run.cycles > 0 ? v / run.cycles : 0;
@@ -166,7 +130,7 @@ export function backwardSmScheduleFor(req: BwdViewRequest, events: readonly Trac
     gpuName: gpu.name,
     clockGHz: gpu.clockGHz,
     features: f,
-    featureKeys: [...algo.featureKeys],
+    switches: viewSwitchesOf(algo),
     roles: run.roles,
     timeline: toColumns(run.timeline, run.roles),
     opKinds: phases.map((p) => (p ? p.kinds.join('+') + (p.kv !== null ? ` · row block ${p.kv}` : '') : '')),

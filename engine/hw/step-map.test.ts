@@ -1,12 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import { DebuggerSession } from '../debugger/session.ts';
-import type { LoadRequest } from '../debugger/protocol.ts';
+import type { LoadRequest } from '../request.ts';
 import type { AttentionProblem } from '../core/problem.ts';
 import { chromeTrace, scheduleJsonl } from './export.ts';
-import { fa4LoadOrder } from './schedules/fa4.ts';
+import { fa4LoadOrder } from '../algorithms/fa4/schedule.ts';
 import { gpuById } from './gpus/index.ts';
-import { shapeOf } from './registry.ts';
-import { liveAt, memoryIntervals, smScheduleFor, stepForClick } from './step-map.ts';
+import { scheduleFor, shapeOf } from './registry.ts';
+import { smScheduleFor } from './step-map.ts';
+import { liveAt, memoryIntervals, stepForClick } from './sm-view.ts';
 
 async function loaded(algorithm: string, problem: AttentionProblem) {
   const s = new DebuggerSession();
@@ -138,7 +139,7 @@ describe('export', () => {
     expect(x.length).toBe(s.timeline.length);
     const roleOfTid = new Map(names.map((e) => [e.tid, String((e.args as { name: string }).name).split(' ')[0]]));
     x.forEach((e, i) => expect(roleOfTid.get(e.tid)).toBe(s.timeline[i].role));
-    const tma = x.find((e) => e.name === 'tma Q0')!;
+    const tma = x.find((e) => e.name.startsWith('tma K'))!;
     expect(tma.ts).toBeCloseTo(s.timeline[0].start / (s.view.clockGHz * 1e3), 6);
   });
 
@@ -171,5 +172,37 @@ describe('FA4 lazy rescaling from the trace', () => {
     expect(rescales(b)).toBe(2 * b.view.features.rescaleAt!.length);
     const off = smScheduleFor({ algorithm: 'fa4', gpu: 'b200', problem, features: { lazyRescale: false }, step: 0 }, plain.events());
     expect(rescales(off)).toBe(2 * 7);
+  });
+});
+
+describe('op phases come from the schedules, not from their labels', () => {
+  const causal = (d: number, dtype: AttentionProblem['dtype']) => ({ batch: 1, hq: 1, hk: 1, nq: 512, nk: 512, d, dv: d, dtype, causal: true });
+  it('every op of every schedule but waits carries a phase (FP8 FA3’s V transpose, no step of its own, aside)', () => {
+    const cases: [string, string, ReturnType<typeof causal>, 'forward' | 'backward'][] = [
+      ['fa3', 'h100', causal(128, 'fp16'), 'forward'],
+      ['fa4', 'b200', causal(128, 'bf16'), 'forward'],
+      ['cute-fa2', 'a100', causal(64, 'fp16'), 'forward'],
+      ['fmha-v2', 'rtx4060', causal(64, 'fp16'), 'forward'],
+      ['flash-decoding', 'h100', { ...causal(128, 'fp16'), nq: 1, nk: 2048, causal: false }, 'forward'],
+      ['fa3', 'h100', causal(128, 'fp16'), 'backward'],
+      ['fa2', 'a100', causal(64, 'fp16'), 'backward'],
+    ];
+    for (const [algo, gpu, shape, pass] of cases) {
+      const s = scheduleFor(algo, gpu, shape, {}, pass);
+      const bare = s.timeline.filter((e) => e.unit !== 'sync' && !e.phase).map((e) => e.op);
+      expect(bare, `${algo} ${pass}`).toEqual([]);
+    }
+  });
+  it('FA4: a causal mask op is a mask phase, and a rescale in the last iteration is a rescale of that block', () => {
+    const s = scheduleFor('fa4', 'b200', causal(128, 'bf16'), { lazyRescale: false });
+    const mask = s.timeline.filter((e) => e.op === 'causal mask');
+    expect(mask.length).toBeGreaterThan(0);
+    for (const e of mask) expect(e.phase?.kinds).toEqual(['mask']);
+    const scaled = s.timeline.filter((e) => e.role.endsWith('correction') && e.op.includes('*= exp2'));
+    expect(scaled.length).toBeGreaterThan(0);
+    for (const e of scaled) {
+      expect(e.phase?.kinds).toEqual(['rescale']);
+      expect(e.phase?.kv).not.toBeNull();
+    }
   });
 });

@@ -10,8 +10,9 @@
 //    whose K/V range holds its first column); its hardware K/V blocks are those its
 //    columns overlap; its sub-unit (FA4 softmax stage, FA3 consumer warpgroup, a warp of
 //    the SM80-style kernels) is the one whose rows it overlaps.
-// 2. Every schedule op is classified by what it does (classifyOp): the phase kinds it
-//    carries out, the K/V block, the sub-unit and, for copies, the tensors.
+// 2. Every schedule op carries its phase, set where the schedule builds it: the phase kinds
+//    it carries out, the K/V block, the sub-unit and, for copies, the tensors (op labels are
+//    for display only).
 // 3. The cursor of a step is the END of the latest-ending op of the same CTA, a phase kind
 //    equal to the step's, an overlapping K/V block and sub-unit: the moment the hardware
 //    has done what that step shows. When the schedule has no op of that kind (e.g. a mask
@@ -21,13 +22,13 @@
 //    (a barrier wait) seeks to the last step whose cursor is at or before the click.
 
 import { StepPlacer } from './step-placement.ts';
-import type { AttentionProblem } from '../core/problem.ts';
 import type { PhaseKind, TraceEvent } from '../trace/events.ts';
-import type { MemoryEvent, MemorySpace, ResourceSheet, RoleInfo, TimelineEvent } from './events.ts';
+import type { ResourceSheet, TimelineEvent } from './events.ts';
 import { gpuById } from './gpus/index.ts';
-import { kvBlocksOf, type CtaWork, type HwFeatures } from './model.ts';
+import { kvBlocksOf, viewSwitchesOf, type CtaWork, type HwAlgorithm, type ProblemShape } from './model.ts';
 import { hasSchedule, hwAlgorithmById, resolveFeatures, shapeOf, type HwPass } from './registry.ts';
 import { backwardSmScheduleFor } from './step-map-bwd.ts';
+import { classifyOps, memoryIntervals, toColumns, type Geometry, type HwView, type HwViewRequest, type OpPhase, type SmCta, type SmSchedule, type StepMap } from './sm-view.ts';
 import { FitError, loadBytesPerClk, runSm } from './simulate.ts';
 
 /** Hardware algorithm ids equal the numeric ones for the kernels that have a schedule (backward: fa3, fa2). */
@@ -35,104 +36,9 @@ export function hasHardwareModel(algorithm: string, pass: HwPass = 'forward'): b
   return hasSchedule(algorithm, pass);
 }
 
-/** What one schedule op does, in the numeric trace's terms. */
-export interface OpPhase {
-  /** Index of the CTA on this SM (the "ctaN/" role prefix), 0 when alone. */
-  cta: number;
-  kinds: PhaseKind[];
-  /** Hardware K/V block index, null when the op concerns none (Q load, epilogue). */
-  kv: number | null;
-  /** Sub-unit (FA4 Q stage, FA3 consumer, warp index), null when the op serves the whole CTA. */
-  sub: number | null;
-  /** Tensors a copy moves ("Q", "K", "V", "O"). */
-  tensors: string[];
-}
-
-/** Rows per sub-unit and rows per CTA, from the resource sheet. */
-export interface Geometry {
-  ctaRows: number;
-  subRows: number;
-  blockN: number;
-}
-
-export function geometryOf(algo: string, sheet: ResourceSheet): Geometry {
-  const m = sheet.tiles.block_m;
-  if (algo === 'fa4') return { ctaRows: m * sheet.q_stage, subRows: m, blockN: sheet.tiles.block_n };
-  // FA3: two consumer warpgroups of 64 rows; the SM80-style kernels: four warps.
-  const subs = algo === 'fa3' ? 2 : Math.max(1, sheet.roles.filter((r) => /^warp\d+$/.test(r.name)).length);
-  return { ctaRows: m, subRows: Math.max(1, Math.floor(m / subs)), blockN: sheet.tiles.block_n };
-}
-
-function splitRole(role: string): { cta: number; base: string } {
-  const m = /^cta(\d+)\/(.*)$/.exec(role);
-  return m ? { cta: Number(m[1]), base: m[2] } : { cta: 0, base: role };
-}
-
-const num = (s: string | undefined) => (s === undefined ? null : Number(s));
-
-/**
- * Classifies every op of a schedule. `kvOf(cta)` lists the K/V blocks that CTA visits, in
- * order: FA4's softmax and correction ops name only their stage, so their block is the
- * n-th of the list for the n-th iteration of that role.
- */
-export function classifyOps(algo: string, timeline: readonly TimelineEvent[], kvOf: (cta: number) => readonly number[]): (OpPhase | null)[] {
-  const iter = new Map<string, number>();
-  const bump = (key: string) => {
-    const n = (iter.get(key) ?? 0) + 1;
-    iter.set(key, n);
-    return n;
-  };
-  const out: (OpPhase | null)[] = [];
-  for (const ev of timeline) {
-    const { cta, base } = splitRole(ev.role);
-    const op = ev.op;
-    const roleSub = num(/^(?:softmax|consumer|warp)(\d+)$/.exec(base)?.[1]);
-    const ph = (kinds: PhaseKind[], kv: number | null, sub: number | null, tensors: string[] = []): OpPhase => ({ cta, kinds, kv, sub, tensors });
-    let r: OpPhase | null = null;
-    let m: RegExpExecArray | null;
-    if (ev.unit === 'sync' || op.startsWith('wait ')) r = null;
-    else if ((m = /^tma store O(\d*)/.exec(op))) r = ph(['write'], null, algo === 'fa4' ? num(m[1]) : roleSub, ['O']);
-    else if ((m = /^(?:tma|cpasync|ldgsts) (.+)$/.exec(op))) {
-      const tiles = m[1].split('+').map((t) => /^([QKV])(\d+)$/.exec(t)).filter((x): x is RegExpExecArray => !!x);
-      const kvTile = tiles.find((t) => t[1] !== 'Q');
-      const q = tiles.find((t) => t[1] === 'Q');
-      // FA4's Q tiles are numbered 2·cta_tile + stage; elsewhere a Q copy serves the whole CTA.
-      const sub = algo === 'fa4' && q && !kvTile ? Number(q[2]) % 2 : null;
-      r = ph(['load'], kvTile ? Number(kvTile[2]) : null, sub, tiles.map((t) => t[1]));
-    } else if (op.startsWith('st.global')) r = ph(['write'], null, roleSub, [op.includes('Opartial') ? 'Opartial' : 'O']);
-    else if ((m = /^st\.shared O(\d)/.exec(op))) r = ph(['write'], null, Number(m[1]), ['O']);
-    else if ((m = /^S(\d)=Q\d·K(\d+)ᵀ/.exec(op))) r = ph(['qk'], Number(m[2]), Number(m[1]));
-    else if ((m = /^O(\d)\+=P\d·V(\d+)/.exec(op))) r = ph(['pv'], Number(m[2]), Number(m[1]));
-    else if ((m = /^(?:gemm0|mma\.sync) S=Q·K(\d+)ᵀ/.exec(op))) r = ph(['qk'], Number(m[1]), roleSub);
-    else if ((m = /^(?:gemm1|mma\.sync) O\+=P·V(\d+)/.exec(op))) r = ph(['pv'], Number(m[1]), roleSub);
-    else if (algo === 'fa4' && base.startsWith('softmax')) {
-      const key = `${cta}|${base}`;
-      const n = op.startsWith('tcgen05.ld S') ? bump(key) : (iter.get(key) ?? 0);
-      const kv = kvOf(cta)[n - 1] ?? null;
-      if (op.startsWith('tcgen05.ld S')) r = ph(['mask'], kv, roleSub);
-      else if (op.startsWith('row max')) r = ph(['rowmax'], kv, roleSub);
-      else if (op.startsWith('row sum')) r = ph(['rowsum'], kv, roleSub);
-      else r = ph(['exp'], kv, roleSub);
-    } else if (algo === 'fa4' && base === 'correction') {
-      const s = num(/O(\d)/.exec(op)?.[1] ?? /O(\d)/.exec(ev.tile)?.[1]);
-      const key = `${cta}|corr${s}`;
-      const blocks = kvOf(cta);
-      const n = op.startsWith('read scale') ? bump(key) : (iter.get(key) ?? 0);
-      // After the last block's vote the correction warpgroup runs the epilogue.
-      const epilogue = n >= blocks.length && !op.startsWith('read scale');
-      r = epilogue ? ph(['normalize'], null, s) : ph(['rescale'], blocks[n - 1] ?? null, s);
-    } else {
-      const kv = num(/^[SP](\d+)$/.exec(ev.tile)?.[1]);
-      if (op === 'causal mask') r = ph(['mask'], kv, roleSub);
-      else if (op.startsWith('row max, rescale O') || op.startsWith('rowmax, rescale O')) r = ph(['rowmax', 'rescale'], kv, roleSub);
-      else if (/^row ?max/.test(op)) r = ph(['rowmax'], kv, roleSub);
-      else if (op.startsWith('exp2')) r = ph(['exp'], kv, roleSub);
-      else if (/^row ?sum/.test(op)) r = ph(['rowsum'], kv, roleSub);
-      else if (/^(normalize|O \/ l)/.test(op)) r = ph(['normalize'], null, roleSub);
-    }
-    out.push(r);
-  }
-  return out;
+export function geometryOf(algo: HwAlgorithm, sheet: ResourceSheet, shape: ProblemShape): Geometry {
+  const g = algo.geometry?.(sheet, shape) ?? { ctaRows: sheet.tiles.block_m, subRows: sheet.tiles.block_m };
+  return { ...g, blockN: sheet.tiles.block_n };
 }
 
 /** When a kernel has no op of a step's kind, the kind before it in the phase order stands in. */
@@ -146,28 +52,6 @@ const STAND_IN: Partial<Record<PhaseKind, PhaseKind>> = {
   normalize: 'pv',
   write: 'normalize',
 };
-
-export interface StepMap {
-  /** Cursor cycle per numeric step; NaN for steps of CTAs not on this SM (and the combine kernel). */
-  stepCycle: Float64Array;
-  /** The op whose end is the cursor, -1 when none. */
-  stepOp: Int32Array;
-  /** 1 where the step's own phase kind had no op and a stand-in kind was used. */
-  stepApprox: Uint8Array;
-  /** First numeric step that maps onto each op, -1 when none does. */
-  opStep: Int32Array;
-}
-
-export interface SmCta {
-  b: number;
-  h: number;
-  qBlock: number;
-  split: number;
-  rows: [number, number];
-  kvBlocks: number[];
-  /** Backward CTAs: the keys of their column block (rows are then the rows they visit). */
-  keys?: [number, number];
-}
 
 /** CTA on this SM that owns the event, or -1. Split-KV CTAs are told apart by the event's first column. */
 function ctaOfEvent(ctas: readonly SmCta[], geo: Geometry, ev: TraceEvent, col: number | null): number {
@@ -231,159 +115,6 @@ export function buildStepMap(events: readonly TraceEvent[], timeline: readonly T
   return placer.map;
 }
 
-/** A buffer's occupancy: filled at `start` (data complete at `ready`), released at `end`. */
-export interface MemInterval {
-  space: MemorySpace;
-  buffer: string;
-  stage: number;
-  offset: number;
-  bytes: number;
-  tile: string;
-  role: string;
-  start: number;
-  ready: number;
-  end: number;
-}
-
-/**
- * Pairs each fill with the release of the same buffer, stage and tile. Register fills are
- * never released: a newer fill of the same register buffer ends the older one. A fill
- * nothing releases lasts to the end of the kernel.
- */
-export function memoryIntervals(memory: readonly MemoryEvent[], cycles: number): MemInterval[] {
-  const out: MemInterval[] = [];
-  const open = new Map<string, number[]>();
-  const openRegs = new Map<string, number>();
-  for (const m of memory) {
-    const key = `${m.space}|${m.buffer}|${m.stage}|${m.tile}`;
-    if (m.action === 'fill') {
-      if (m.space === 'regs') {
-        const rk = `${m.buffer}|${m.stage}`;
-        const prev = openRegs.get(rk);
-        if (prev !== undefined) out[prev].end = m.t;
-        openRegs.set(rk, out.length);
-      } else {
-        let l = open.get(key);
-        if (!l) open.set(key, (l = []));
-        l.push(out.length);
-      }
-      out.push({ space: m.space, buffer: m.buffer, stage: m.stage, offset: m.offset, bytes: m.bytes, tile: m.tile, role: m.role, start: m.t, ready: m.ready ?? m.t, end: cycles });
-    } else if (m.action === 'release') {
-      const l = open.get(key);
-      const i = l?.shift();
-      if (i !== undefined) out[i].end = m.t;
-    }
-  }
-  return out;
-}
-
-/** Intervals live at cycle t (filling or ready). */
-export function liveAt(intervals: readonly MemInterval[], t: number): MemInterval[] {
-  return intervals.filter((x) => x.start <= t && t < x.end);
-}
-
-/** Timeline in columns: cheap to transfer from the worker and to scan while drawing. */
-export interface TimelineColumns {
-  count: number;
-  start: Float64Array;
-  end: Float64Array;
-  role: Int32Array;
-  /** Index into `strings`. */
-  unit: Int32Array;
-  op: Int32Array;
-  tile: Int32Array;
-  async: Uint8Array;
-  /** waitedOn of op i: deps[depStart[i] .. depStart[i + 1]). */
-  depStart: Int32Array;
-  deps: Int32Array;
-  strings: string[];
-}
-
-export function toColumns(timeline: readonly TimelineEvent[], roles: readonly RoleInfo[]): TimelineColumns {
-  const n = timeline.length;
-  const strings: string[] = [];
-  const ids = new Map<string, number>();
-  const str = (s: string) => {
-    let i = ids.get(s);
-    if (i === undefined) ids.set(s, (i = strings.push(s) - 1));
-    return i;
-  };
-  const roleIdx = new Map(roles.map((r, i) => [r.name, i]));
-  const idPos = new Map<number, number>();
-  timeline.forEach((e, i) => idPos.set(e.id, i));
-  const c: TimelineColumns = {
-    count: n,
-    start: new Float64Array(n),
-    end: new Float64Array(n),
-    role: new Int32Array(n),
-    unit: new Int32Array(n),
-    op: new Int32Array(n),
-    tile: new Int32Array(n),
-    async: new Uint8Array(n),
-    depStart: new Int32Array(n + 1),
-    deps: new Int32Array(timeline.reduce((a, e) => a + e.waitedOn.length, 0)),
-    strings,
-  };
-  let d = 0;
-  timeline.forEach((e, i) => {
-    c.start[i] = e.start;
-    c.end[i] = e.end;
-    c.role[i] = roleIdx.get(e.role) ?? -1;
-    c.unit[i] = str(e.unit);
-    c.op[i] = str(e.op);
-    c.tile[i] = str(e.tile);
-    c.async[i] = e.async ? 1 : 0;
-    c.depStart[i] = d;
-    for (const w of e.waitedOn) c.deps[d++] = idPos.get(w) ?? -1;
-  });
-  c.depStart[n] = d;
-  return c;
-}
-
-export interface HwViewRequest {
-  algorithm: string;
-  gpu: string;
-  problem: AttentionProblem;
-  features: Partial<HwFeatures>;
-  /** The debugger's position: the SM shown is the one running this step's CTA. */
-  step: number;
-  /** 'backward': the backward kernel's schedule, placed by the backward steps' columns (step-map-bwd.ts). */
-  pass?: HwPass;
-}
-
-export interface HwView {
-  algo: string;
-  algoName: string;
-  gpu: string;
-  gpuName: string;
-  clockGHz: number;
-  features: HwFeatures;
-  featureKeys: string[];
-  roles: RoleInfo[];
-  timeline: TimelineColumns;
-  /** Op classification for tooltips and the click-to-seek fallback. */
-  opKinds: string[];
-  memory: MemInterval[];
-  resources: ResourceSheet;
-  cycles: number;
-  utilization: Record<string, number>;
-  ctas: SmCta[];
-  /** Position of this SM's first CTA in the grid, and the grid size. */
-  firstCta: number;
-  gridCtas: number;
-  geometry: Geometry;
-  map: StepMap;
-  /** Present on backward views: CTAs are column blocks, geometry.blockN the keys per CTA. */
-  pass?: 'backward';
-}
-
-/** The SM schedule (with the full objects, for export) behind an HwView. */
-export interface SmSchedule {
-  view: HwView;
-  timeline: TimelineEvent[];
-  memory: MemoryEvent[];
-}
-
 /** Builds the schedule of the SM that runs `events[req.step]`'s CTA, and the step ↔ cycle map. */
 export function smScheduleFor(req: HwViewRequest, events: readonly TraceEvent[]): SmSchedule {
   if (req.pass === 'backward') return backwardSmScheduleFor(req, events);
@@ -394,7 +125,7 @@ export function smScheduleFor(req: HwViewRequest, events: readonly TraceEvent[])
   const f = resolveFeatures(algo, req.features);
   const resources = algo.resources(gpu, shape, f);
   if (resources.does_not_fit.length > 0) throw new FitError(resources.does_not_fit);
-  const geo = geometryOf(algo.id, resources);
+  const geo = geometryOf(algo, resources, shape);
   const grid = algo.grid(gpu, shape, f);
   const occ = Math.max(1, Math.min(resources.ctas_per_sm, Math.ceil(grid.length / gpu.smCount)));
   const asCta = (w: CtaWork): SmCta => ({ b: w.b, h: w.h, qBlock: w.qBlock, split: w.split, rows: [w.qBlock * geo.ctaRows, Math.min(shape.nq, (w.qBlock + 1) * geo.ctaRows)], kvBlocks: kvBlocksOf(w) });
@@ -413,7 +144,7 @@ export function smScheduleFor(req: HwViewRequest, events: readonly TraceEvent[])
   // FA4's lazy correction rescales O only at the iterations where the numeric run had to
   // (a row max grew by more than 2^8): take them from the trace unless the caller set them.
   let features = f;
-  if (algo.featureKeys.includes('rescaleAt') && f.lazyRescale && req.features.rescaleAt === undefined && works[0]) {
+  if (algo.switches.rescaleAt && f.lazyRescale && req.features.rescaleAt === undefined && works[0]) {
     const c = asCta(works[0]);
     const at = new Set<number>();
     for (const e of events) {
@@ -426,7 +157,7 @@ export function smScheduleFor(req: HwViewRequest, events: readonly TraceEvent[])
   const bw = loadBytesPerClk(gpu, algo, Math.min(gpu.smCount, Math.ceil(grid.length / occ)));
   const run = runSm(algo, gpu, shape, features, works, bw, true);
   const ctas = works.map(asCta);
-  const phases = classifyOps(algo.id, run.timeline, (c) => (works[c] ? kvBlocksOf(works[c]) : []));
+  const phases = classifyOps(run.timeline);
   const map = buildStepMap(events, run.timeline, phases, ctas, geo);
   const utilization: Record<string, number> = {};
   for (const [u, v] of Object.entries(run.unitBusy)) utilization[u] = run.cycles > 0 ? v / run.cycles : 0;
@@ -437,7 +168,7 @@ export function smScheduleFor(req: HwViewRequest, events: readonly TraceEvent[])
     gpuName: gpu.name,
     clockGHz: gpu.clockGHz,
     features,
-    featureKeys: [...algo.featureKeys],
+    switches: viewSwitchesOf(algo),
     roles: run.roles,
     timeline: toColumns(run.timeline, run.roles),
     opKinds: phases.map((p) => (p ? p.kinds.join('+') + (p.kv !== null ? ` · K/V block ${p.kv}` : '') : '')),
@@ -452,22 +183,4 @@ export function smScheduleFor(req: HwViewRequest, events: readonly TraceEvent[])
     map,
   };
   return { view, timeline: run.timeline, memory: run.memory };
-}
-
-/** The step a click at `cycle` on op `op` (or on empty space when op < 0) seeks to. */
-export function stepForClick(map: StepMap, op: number, cycle: number): number {
-  if (op >= 0 && map.opStep[op] >= 0) return map.opStep[op];
-  let best = -1;
-  let bestCycle = -Infinity;
-  for (let s = 0; s < map.stepCycle.length; s++) {
-    const c = map.stepCycle[s];
-    if (c <= cycle && c > bestCycle) {
-      best = s;
-      bestCycle = c;
-    }
-  }
-  if (best >= 0) return best;
-  // Before every step's cursor: the first step on this SM.
-  for (let s = 0; s < map.stepCycle.length; s++) if (!Number.isNaN(map.stepCycle[s])) return s;
-  return 0;
 }

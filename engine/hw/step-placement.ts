@@ -6,7 +6,7 @@
 
 import type { PhaseKind } from '../trace/events.ts';
 import type { TimelineEvent } from './events.ts';
-import type { OpPhase, StepMap } from './step-map.ts';
+import type { OpPhase, StepMap } from './sm-view.ts';
 
 export class StepPlacer {
   readonly map: StepMap;

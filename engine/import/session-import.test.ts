@@ -4,7 +4,7 @@
 
 import { describe, expect, it } from 'vitest';
 import { DebuggerSession } from '../debugger/session.ts';
-import type { LoadRequest } from '../debugger/protocol.ts';
+import type { LoadRequest } from '../request.ts';
 import { encodeNpy } from '../io/npy.ts';
 import { referenceAttention } from '../core/reference.ts';
 import { DEFAULT_PROBLEM } from '../core/problem.ts';

@@ -9,8 +9,8 @@ import { readNpyInfo } from '../io/npy.ts';
 import { readSafetensorsInfo } from '../io/safetensors.ts';
 import { readElements, type TensorInfo } from '../io/tensor-info.ts';
 import { integerValuesMessage, isIntegerStorage, type StoredFloat } from '../io/float-codec.ts';
-import type { AttentionInputs } from '../core/inputs.ts';
-import { standardAlibiSlopes, type AttentionProblem, type DType } from '../core/problem.ts';
+import { kvHead, type AttentionInputs } from '../core/inputs.ts';
+import { standardAlibiSlopes, type AttentionProblem, type DType, type ProblemDims } from '../core/problem.ts';
 
 /** BHND: [batch, heads, seq, dim] (FlashScope's own order). BNHD: [batch, seq, heads, dim] (FlashAttention's q/k/v). */
 export type Layout = 'BHND' | 'BNHD';
@@ -46,15 +46,8 @@ export interface TensorImport extends TensorChoice {
   names: string[];
 }
 
-export interface ImportedShape {
-  batch: number;
-  hq: number;
-  hk: number;
-  nq: number;
-  nk: number;
-  d: number;
-  dv: number;
-}
+/** The sizes the imported tensors give the problem. */
+export type ImportedShape = ProblemDims;
 
 export class ImportError extends Error {
   constructor(message: string) {
@@ -199,13 +192,13 @@ export async function importRun(sources: ByteSource[], listings: FileListing[], 
   const full = shapesUnder(c.layout, q, k, v);
   if (!Number.isInteger(c.batch) || c.batch < 0 || c.batch >= full.batch) throw new ImportError(`batch ${c.batch} is out of range: the tensors have ${full.batch} (0 to ${full.batch - 1})`);
   if (!Number.isInteger(c.head) || c.head < 0 || c.head >= full.hq) throw new ImportError(`head ${c.head} is out of range: Q has ${full.hq} heads (0 to ${full.hq - 1})`);
-  const kvHead = Math.floor(c.head / (full.hq / full.hk));
+  const kvh = kvHead(full, c.head);
   const qa = await readHead(sources[c.q.file], q, c.layout, c.batch, c.head);
-  const ka = await readHead(sources[c.k.file], k, c.layout, c.batch, kvHead);
-  const va = await readHead(sources[c.v.file], v, c.layout, c.batch, kvHead);
+  const ka = await readHead(sources[c.k.file], k, c.layout, c.batch, kvh);
+  const va = await readHead(sources[c.v.file], v, c.layout, c.batch, kvh);
   checkFinite('Q', qa, full.d, c.batch, c.head);
-  checkFinite('K', ka, full.d, c.batch, kvHead);
-  checkFinite('V', va, full.dv, c.batch, kvHead);
+  checkFinite('K', ka, full.d, c.batch, kvh);
+  checkFinite('V', va, full.dv, c.batch, kvh);
   const problem: AttentionProblem = {
     ...base,
     batch: 1,

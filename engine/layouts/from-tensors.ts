@@ -6,7 +6,7 @@
 import { roundArray } from '../core/dtype.ts';
 import { isIntegerStorage } from '../io/float-codec.ts';
 import type { Tensor } from '../io/tensor-info.ts';
-import { ProblemError, type DType } from '../core/problem.ts';
+import { ProblemError, type DType, type ProblemDims } from '../core/problem.ts';
 import type { PagedInputs, PagedProblem } from './paged.ts';
 import type { LayoutBase } from './sequence-runner.ts';
 import type { VarlenInputs, VarlenProblem } from './varlen.ts';
@@ -31,13 +31,7 @@ export interface PagedTensors {
 export type QLayout = 'bnhd' | 'bhnd';
 
 /** Heads, head dims and the input dtype the files imply. */
-export interface LayoutShape {
-  hq: number;
-  hk: number;
-  d: number;
-  dv: number;
-  dtype: DType;
-}
+export type LayoutShape = Pick<ProblemDims, 'hq' | 'hk' | 'd' | 'dv'> & { dtype: DType };
 
 const shapeText = (t: Tensor) => `[${t.info.shape.join(', ')}]`;
 

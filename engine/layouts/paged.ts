@@ -1,5 +1,5 @@
 // A paged K/V cache (flash_attn_with_kvcache's block_table, vLLM's PagedAttention,
-// TensorRT-LLM's Q_PAGED_KV layout of seed 001): K and V live in a pool of fixed-size pages,
+// TensorRT-LLM's Q_PAGED_KV layout): K and V live in a pool of fixed-size pages,
 // k_cache [num_pages, page_size, Hk, d] and v_cache [num_pages, page_size, Hk, dv]; sequence
 // b holds cache_seqlens[b] tokens, and its logical key position j is slot j mod page_size
 // of page block_table[b, floor(j / page_size)]. Entries of the table past a sequence's
@@ -20,13 +20,12 @@
 // divisor of page_size (FA2's paged path likewise needs page_block_size % kBlockN == 0).
 
 import { resolveBlocks } from '../algorithms/blocks.ts';
-import { decodingBlockN } from '../algorithms/flash-decoding.ts';
-import { fmhaV2DefaultTile } from '../algorithms/fmha-v2.ts';
+import { descriptorOf } from '../algorithms/registry.ts';
 import type { RunOptions, StepAlgorithm } from '../algorithms/types.ts';
 import { ProblemError } from '../core/problem.ts';
 import { referenceAttention } from '../core/reference.ts';
 import type { EventAnnotator } from '../trace/tracer.ts';
-import { decodingSplitFeatures } from './decoding-splits.ts';
+import { decodingSplitFeatures } from '../algorithms/flash-decoding/splits.ts';
 import { runSequences, sequenceProblem, type LayoutBase, type LayoutGenerator, type LayoutRunResult, type SequenceWork } from './sequence-runner.ts';
 
 export interface PagedProblem {
@@ -105,8 +104,7 @@ export function pagedBlockN(algo: StepAlgorithm, pp: PagedProblem, opts: Pick<Ru
     return { blockN: bn, blocksPerPage: pp.pageSize % bn === 0 ? pp.pageSize / bn : 1 };
   }
   const probe = sequenceProblem(pp.base, Math.max(1, pp.nq), Math.max(1, pp.pageSize));
-  const natural =
-    algo.id === 'flash-decoding' ? decodingBlockN(pp.base.d) : algo.id === 'fmha-v2' ? fmhaV2DefaultTile(probe).blockN : resolveBlocks(probe, opts).blockN;
+  const natural = descriptorOf(algo.id).serving.pagedBlockN?.(probe) ?? resolveBlocks(probe, opts).blockN;
   const blockN = largestDivisorAtMost(pp.pageSize, natural);
   return { blockN, blocksPerPage: pp.pageSize / blockN };
 }
@@ -169,7 +167,7 @@ export function runPaged(algo: StepAlgorithm, pp: PagedProblem, x: PagedInputs, 
   const lq = Array.from({ length: pp.batch }, () => pp.nq);
   const features = decodingSplitFeatures(algo, pp.base, lq, pp.cacheSeqlens, runOpts, blocksPerPage);
   const touched = new Set<number>();
-  const tableEntryBytes = algo.id === 'fmha-v2' ? 8 : 4;
+  const tableEntryBytes = descriptorOf(algo.id).serving.pageTableEntryBytes;
   const { hq, d, dv } = pp.base;
   const work: SequenceWork[] = lq.map((nq, b) => {
     const nk = pp.cacheSeqlens[b];

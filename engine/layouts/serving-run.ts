@@ -4,7 +4,7 @@
 // layout itself, the counters, the dense padded batch's counters for comparison, and the
 // error against the per-sequence float64 reference. Pure TS; tested in Node.
 
-import { algorithmById } from '../algorithms/registry.ts';
+import { algorithmById, DEFAULT_ALGORITHM, descriptorOf } from '../algorithms/registry.ts';
 import type { Counters } from '../core/counters.ts';
 import { totalBytes } from '../core/counters.ts';
 import { randomInputs } from '../core/inputs.ts';
@@ -16,45 +16,8 @@ import { pagedOutput, pagesOf, referencePaged, runPaged, type PagedInputs, type 
 import type { LayoutBase, LayoutRunResult } from './sequence-runner.ts';
 import { packedResult, referenceVarlen, runVarlen, type VarlenInputs, type VarlenProblem } from './varlen.ts';
 
-export type ServingLayout = 'varlen' | 'paged';
-
-/** The generated problem the page's form describes. */
-export interface ServingForm {
-  layout: ServingLayout;
-  algorithm: string;
-  /** varlen: query rows per sequence. */
-  seqlensQ: number[];
-  /** varlen: keys per sequence; paged: tokens in the cache per sequence. */
-  seqlensK: number[];
-  /** paged: query rows per sequence (1 = one decode step). */
-  nq: number;
-  pageSize: number;
-  hq: number;
-  hk: number;
-  d: number;
-  causal: boolean;
-  seed: number;
-  /** flash-decoding: splits, 0 = FA2's heuristic. */
-  splits: number;
-}
-
-export const DEFAULT_SERVING_FORM: ServingForm = {
-  layout: 'varlen',
-  algorithm: 'fa2',
-  seqlensQ: [12, 40, 0, 23],
-  seqlensK: [12, 40, 9, 23],
-  nq: 1,
-  pageSize: 16,
-  hq: 2,
-  hk: 1,
-  d: 16,
-  causal: true,
-  seed: 1,
-  splits: 0,
-};
-
-/** Limits that keep a stepped run small enough to hold and draw. */
-export const SERVING_LIMITS = { sequences: 12, seqlen: 512, heads: 8, d: 128, pageSize: 256, nq: 64 };
+export { DEFAULT_SERVING_FORM, SERVING_LIMITS, type ServingForm, type ServingLayout } from './serving-form.ts';
+import { SERVING_LIMITS, type ServingForm, type ServingLayout } from './serving-form.ts';
 
 export type ServingProblem = { layout: 'varlen'; vp: VarlenProblem; x: VarlenInputs } | { layout: 'paged'; pp: PagedProblem; x: PagedInputs };
 
@@ -243,7 +206,8 @@ export const SERVING_MAX_STEPS = 400_000;
 /** Steps `algorithm` over the problem; throws ProblemError naming the field or tensor on bad input. */
 export function runServing(sp: ServingProblem, algorithm: string, opts: { splits?: number; blockM?: number; blockN?: number } = {}): ServingRun {
   const algo = algorithmById(algorithm);
-  const features = algo.id === 'flash-decoding' && opts.splits ? { splits: opts.splits } : undefined;
+  const serving = descriptorOf(algo.id).serving;
+  const features = serving.splits && opts.splits ? { splits: opts.splits } : undefined;
   const runOpts = { trace: true, features, blockM: opts.blockM, blockN: opts.blockN };
   const steps: ServingStep[] = [];
   const head = (b: LayoutBase) => ({ hq: b.hq, hk: b.hk, d: b.d, dv: b.dv, causal: b.causal, dtype: b.dtype });
@@ -295,7 +259,7 @@ export function runServing(sp: ServingProblem, algorithm: string, opts: { splits
     blockTable: [...pp.blockTable],
     cacheSeqlens: [...pp.cacheSeqlens],
     pagesTouched: run.touched.size,
-    blocksPerSplit: algo.id === 'flash-decoding' && ran > 0 ? r.stats.blocksPerSplit / ran : undefined,
+    blocksPerSplit: serving.splits && ran > 0 ? r.stats.blocksPerSplit / ran : undefined,
     steps,
     counters: r.counters,
     maxError: maxAbs(out.o, ref.o),

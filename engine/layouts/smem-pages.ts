@@ -7,6 +7,7 @@
 // stage n mod kvStages, so with fmha_v2 the next tile's pages arrive while the current one
 // is being used. A CTA is one (sequence, head, Q tile, split) of the step list.
 
+import { findDescriptor } from '../algorithms/registry.ts';
 import type { Range } from '../trace/events.ts';
 import type { ServingRun, ServingStep } from './serving-run.ts';
 
@@ -16,7 +17,7 @@ import type { ServingRun, ServingStep } from './serving-run.ts';
  * CuTe pipeline and the unfused or FA1 loops have SMEM of a different shape).
  */
 export function kvStagesOf(algorithm: string): number | undefined {
-  return algorithm === 'fmha-v2' ? 2 : algorithm === 'flash-decoding' || algorithm === 'fa2' ? 1 : undefined;
+  return findDescriptor(algorithm)?.serving.smemKvStages;
 }
 
 /** Keys [k0, k1) of a sequence that lie in one page: physical page, slots [s0, s1) in it. */

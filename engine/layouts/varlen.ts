@@ -19,7 +19,7 @@ import { referenceAttention } from '../core/reference.ts';
 import type { StepAlgorithm, RunOptions } from '../algorithms/types.ts';
 import type { Range } from '../trace/events.ts';
 import type { EventAnnotator } from '../trace/tracer.ts';
-import { decodingSplitFeatures } from './decoding-splits.ts';
+import { decodingSplitFeatures } from '../algorithms/flash-decoding/splits.ts';
 import { runSequences, sequenceProblem, type LayoutBase, type LayoutGenerator, type LayoutRunResult, type SequenceWork } from './sequence-runner.ts';
 
 export interface VarlenProblem {
@@ -43,6 +43,13 @@ export interface VarlenInputs {
 export const varlenBatch = (vp: VarlenProblem): number => vp.cuSeqlensQ.length - 1;
 export const totalQ = (vp: VarlenProblem): number => vp.cuSeqlensQ[vp.cuSeqlensQ.length - 1];
 export const totalK = (vp: VarlenProblem): number => vp.cuSeqlensK[vp.cuSeqlensK.length - 1];
+
+/** Offsets from lengths (cu_seqlens): [0, l0, l0 + l1, …]; seqLengths' inverse. */
+export function seqOffsets(lengths: readonly number[]): number[] {
+  const out = [0];
+  for (const n of lengths) out.push(out[out.length - 1] + n);
+  return out;
+}
 
 /** Lengths of each sequence from its offsets. */
 export function seqLengths(cu: readonly number[]): number[] {

@@ -5,8 +5,8 @@
 // INT8 path (SageAttention's) is picked up without touching the panel.
 
 import { algorithmById } from '../algorithms/registry.ts';
-import { startPass } from '../debugger/pass-run.ts';
-import type { Pass } from '../debugger/pass.ts';
+import { startPass } from '../request.ts';
+import type { Pass } from '../pass.ts';
 import { randomInputs } from '../core/inputs.ts';
 import { ProblemError, type AttentionProblem } from '../core/problem.ts';
 

@@ -10,11 +10,11 @@
 // Tensors larger than one storage binding run in windows of whole batches or of key-head
 // groups, one dispatch per window over slices of the same buffers (binding-windows.ts).
 
-import { fa3DefaultTile } from '../algorithms/fa3.ts';
+import { fa3DefaultTile } from '../algorithms/fa3/forward.ts';
 import { roundArray } from '../core/dtype.ts';
-import { prepareFp8 } from '../lowprec/fa3-fp8.ts';
+import { FA3_FP8_FEATURES, prepareFp8 } from '../algorithms/fa3/fp8.ts';
 import type { AttentionInputs } from '../core/inputs.ts';
-import { inputSizes } from '../core/inputs.ts';
+import { inputSizes, kvHead } from '../core/inputs.ts';
 import { isFp8, validateProblem, type AttentionProblem } from '../core/problem.ts';
 import type { WebGpuContext, WebGpuPath } from './device.ts';
 import { PATH_LABELS } from './device.ts';
@@ -30,11 +30,7 @@ import { chooseRowConfig, rowKernelWgsl, rowLayout, type RowKernelConfig } from 
 import { pvKernelWgsl, scoresKernelWgsl, softmaxKernelWgsl } from './standard-kernels.ts';
 import { chooseFlashTile } from './tiles.ts';
 import { chooseHeadGroup } from './grid-order.ts';
-import { runTimed, type Dispatch, type KernelTime } from './timer.ts';
-
-export class WebGpuRunError extends Error {
-  override name = 'WebGpuRunError';
-}
+import { GpuRun, WebGpuRunError } from './gpu-run.ts';
 
 export interface RunOptions {
   path: WebGpuPath;
@@ -106,9 +102,7 @@ export async function pipeline(device: GPUDevice, code: string): Promise<GPUComp
   return p;
 }
 
-export class AttentionRun {
-  private buffers: GPUBuffer[] = [];
-  private dispatches: Dispatch[] = [];
+export class AttentionRun extends GpuRun {
   private q!: GPUBuffer;
   private k!: GPUBuffer;
   private v!: GPUBuffer;
@@ -118,16 +112,16 @@ export class AttentionRun {
   private windows: BindingWindow[] = [];
   /** The most bytes one binding holds: the adapter's limit, or RunOptions.maxBindingBytes below it. */
   private bindingLimit = 0;
-  /** Human-readable kernel configuration (tile sizes, workgroup memory). */
-  config = '';
   /** Set for FP8 problems: how inputs are quantized and P is cast. */
   private fp8: Fp8Switches | undefined;
 
   private constructor(
-    readonly ctx: WebGpuContext,
+    ctx: WebGpuContext,
     readonly problem: AttentionProblem,
     readonly path: WebGpuPath,
-  ) {}
+  ) {
+    super(ctx);
+  }
 
   static async create(ctx: WebGpuContext, problem: AttentionProblem, opts: RunOptions): Promise<AttentionRun> {
     validateProblem(problem);
@@ -140,7 +134,11 @@ export class AttentionRun {
       throw new WebGpuRunError(`this adapter does not offer the '${PATH_LABELS[opts.path]}' path`);
     }
     const run = new AttentionRun(ctx, problem, opts.path);
-    if (isFp8(problem.dtype)) run.fp8 = { blockQuant: true, incoherent: true, pScale: 256, seed: 0, ...opts.fp8 };
+    // The same defaults as the CPU stepper's FP8 switches (the shipped kernel's per-tensor descales).
+    const f = FA3_FP8_FEATURES;
+    if (isFp8(problem.dtype)) {
+      run.fp8 = { blockQuant: f.blockQuant.default, incoherent: f.incoherent.default, pScale: f.pScale.default, seed: f.seed.default, ...opts.fp8 };
+    }
     try {
       await run.build(opts);
     } catch (e) {
@@ -318,7 +316,7 @@ export class AttentionRun {
         note = ' (subgroup_id rejected by the compiler, so one subgroup per workgroup)';
       }
       const L = matrixLayout(cfg);
-      this.config = `${cfg.m}×${cfg.n}×${cfg.k} f16 subgroup matrices, Q and O in registers (Q ${cfg.qFromBuffer ? 'loaded from its buffer' : 'staged'}), BM=${L.bm} BN=${cfg.bn}, ${cfg.warps} subgroups of ${cfg.sg}, K/V staged with a register prefetch${cfg.stagingInSoftmax ? ' and written during the softmax (2 barriers per tile)' : ''}, O never rescaled (a second pass where a row max grows past e^${cfg.rescaleLog} after its first P), ${L.bytes} B workgroup memory${note}`;
+      this.config = `${cfg.m}×${cfg.n}×${cfg.k} f16 subgroup matrices, Q and O in registers (Q ${cfg.qFromBuffer ? 'loaded from its buffer' : 'staged'}), BM=${L.bm} BN=${cfg.bn}, ${cfg.warps} subgroups of ${cfg.sg}, K/V staged with a register prefetch and written during the softmax (2 barriers per tile), O never rescaled (a second pass where a row max grows past e^${cfg.rescaleLog} after its first P), ${L.bytes} B workgroup memory${note}`;
       this.pushFlash('flash forward (subgroup matrix)', pipe, aux, L.bm, opts.headGroup);
     } else if (this.path === 'standard') {
       const limit = this.ctx.limits.maxStorageBinding;
@@ -465,33 +463,6 @@ export class AttentionRun {
     tmp.forEach((b) => b.destroy());
   }
 
-  /** Runs the kernels (`repeat` times back to back in one submission: timer.ts) and returns their mean GPU times. */
-  async execute(repeat = 1): Promise<KernelTime[]> {
-    if (this.ctx.lost) throw new WebGpuRunError(this.ctx.lost);
-    const { device } = this.ctx;
-    device.pushErrorScope('validation');
-    const times = await runTimed(device, this.dispatches, this.ctx.timestamps, repeat);
-    const err = await device.popErrorScope();
-    if (err) throw new WebGpuRunError(`kernel launch failed: ${err.message}`);
-    if (this.ctx.lost) throw new WebGpuRunError(this.ctx.lost);
-    return times;
-  }
-
-  private async readBuffer(src: GPUBuffer, offset: number, bytes: number): Promise<ArrayBuffer> {
-    const { device } = this.ctx;
-    const size = Math.ceil(bytes / 4) * 4;
-    const rb = device.createBuffer({ size, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
-    const enc = device.createCommandEncoder();
-    enc.copyBufferToBuffer(src, offset, rb, 0, size);
-    device.queue.submit([enc.finish()]);
-    await rb.mapAsync(GPUMapMode.READ);
-    const out = rb.getMappedRange().slice(0, bytes);
-    rb.unmap();
-    rb.destroy();
-    if (this.ctx.lost) throw new WebGpuRunError(this.ctx.lost);
-    return out;
-  }
-
   async read(): Promise<{ o: Float32Array; lse: Float32Array }> {
     const s = inputSizes(this.problem);
     const [o, lse] = await Promise.all([this.readBuffer(this.o, 0, s.o * 4), this.readBuffer(this.lse, 0, s.lse * 4)]);
@@ -530,17 +501,12 @@ export class AttentionRun {
   /** The inputs one query row depends on, as stored on the GPU (what the CPU check recomputes from). */
   async readRowInputs(b: number, h: number, i: number): Promise<{ q: Float32Array; k: Float32Array; v: Float32Array }> {
     const p = this.problem;
-    const hk = Math.floor(h / (p.hq / p.hk));
+    const hk = kvHead(p, h);
     const [q, k, v] = await Promise.all([
       this.readElems(this.q, ((b * p.hq + h) * p.nq + i) * p.d, p.d),
       this.readElems(this.k, (b * p.hk + hk) * p.nk * p.d, p.nk * p.d),
       this.readElems(this.v, (b * p.hk + hk) * p.nk * p.dv, p.nk * p.dv),
     ]);
     return { q, k, v };
-  }
-
-  destroy(): void {
-    for (const b of this.buffers) b.destroy();
-    this.buffers = [];
   }
 }

@@ -128,24 +128,7 @@ describe('the main kernel', () => {
     expect(top.indexOf('rows[')).toBeGreaterThan(top.indexOf('rst[par * BM + lid] = prow;'));
     expect(top).toContain('prow = select(vec4<f32>(3.0e38, 0.0, 0.0, 0.0), rows[nBase + min(i, prm.nq - 1u)], i < prm.nq);');
   });
-
-  it('the store-adds study writes the same terms with atomicStore; no-bar3 skips the barrier after step B at run time', () => {
-    const st = bwdmMainWgsl(chooseMatrixBackward(NVIDIA, shape(128), { study: 'store-adds' }));
-    expect(st).toContain('atomicStore(&dqacc[(grow0 + r) * D + col], i32(round(x * rst[par * BM + r].z)));');
-    expect(st).not.toContain('atomicAdd(');
-    expect(st).toContain('if (pending) { add_dq');
-    const nb = bwdmMainWgsl(chooseMatrixBackward(NVIDIA, shape(128), { study: 'no-bar3' }));
-    expect(nb).toContain('if (OFF) { workgroupBarrier(); }            // Sᵀ, dPᵀ stripes visible');
-    expect(wgsl).toContain('    workgroupBarrier();            // Sᵀ, dPᵀ stripes visible');
-  });
-
-  it("studies cut work at run time, keeping the accumulator's binding (a compile-time cut drops it from the layout)", () => {
-    for (const study of ['no-atomics', 'no-dq', 'no-f'] as const) {
-      const s = bwdmMainWgsl(chooseMatrixBackward(NVIDIA, shape(128), { study }));
-      expect(s).toContain('let OFF = prm.pad0 == 7u;');
-      expect(s).toContain('atomicAdd(&dqacc');
-      expect(s).toContain('if (pending && OFF)');
-    }
+  it('holds the shipped kernel only: no study switch', () => {
     expect(wgsl).not.toContain('OFF');
   });
 });

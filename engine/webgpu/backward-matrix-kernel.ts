@@ -63,7 +63,6 @@ export interface MatrixBackwardConfig extends MatrixBackwardShape {
   bm: number;
   stagger: boolean;
   overlapAdds: boolean;
-  study?: MatrixBackwardPrefs['study'];
 }
 
 /** What a caller (the benchmark's grid) may prefer. */
@@ -74,20 +73,13 @@ export interface MatrixBackwardPrefs {
   stagger?: boolean;
   /**
    * dQ blocks parked in a buffer of their own (PSW unpadded to make room) and added during the
-   * next tile's Sᵀ/dPᵀ MMAs instead of between two barriers. Default: at head dims up to 64,
-   * where it measured faster (H100, N = 4096: 51.3 → 55.0 TFLOP/s, causal 44.0 → 47.3; with
-   * today's step D 57.5 → 62.5); at d = 128 it measured slower (68.5 → 62.8; 74.7 → 67.2), so
-   * wider heads keep the dQ blocks in the Sᵀ/dPᵀ stripes, added between two barriers
-   * (docs/benchmarks-history.md, the backward's runs 7 and 10).
+   * next tile's Sᵀ/dPᵀ MMAs instead of between two barriers. Default at head dims up to 64,
+   * where it measured faster; at d = 128 it measured slower, so wider heads keep the dQ blocks
+   * in the Sᵀ/dPᵀ stripes (BENCHMARKS.md, "WebGPU backward on subgroup matrices").
    */
   overlapAdds?: boolean;
-  /**
-   * Benchmark ablation, wrong gradients on purpose: leave out the dQ adds, the whole dQ step, or
-   * all of step F; write the dQ terms with plain atomic stores instead of adds (is it the
-   * read-modify-write or the traffic?); leave out the barrier between step B and step D
-   * (a race: what the handoff inside a subgroup costs).
-   */
-  study?: 'no-atomics' | 'no-dq' | 'no-f' | 'store-adds' | 'no-bar3';
+  /** The benchmark's studies edit the main kernel's WGSL (engine/bench/backward-studies.ts): wrong gradients on purpose. */
+  rewriteMain?: (wgsl: string) => string;
 }
 
 /** Fixed-point headroom: partials stay below 2^FX_BITS of i32's 2^31. */
@@ -146,7 +138,7 @@ export function chooseMatrixBackward(
   const shapes = prefer.warps && prefer.bm ? [[prefer.warps, prefer.bm] as [number, number], ...SHAPES] : SHAPES;
   for (const [warps, bm] of shapes) {
     if ((warps > 1 && !subgroupId) || bm % t !== 0) continue;
-    const c: MatrixBackwardConfig = { ...shape, t, sg, warps, bm, stagger: prefer.stagger ?? true, overlapAdds: prefer.overlapAdds ?? Math.ceil(shape.d / t) * t <= 64, study: prefer.study };
+    const c: MatrixBackwardConfig = { ...shape, t, sg, warps, bm, stagger: prefer.stagger ?? true, overlapAdds: prefer.overlapAdds ?? Math.ceil(shape.d / t) * t <= 64 };
     const L = matrixBackwardLayout(c);
     if ((t * bm) % sg !== 0 || L.perWarp > L.scratchBlocks) continue;
     if (L.threads <= ctx.limits.maxInvocations && L.bytes <= ctx.limits.maxWorkgroupStorage) return c;
@@ -346,8 +338,6 @@ export function bwdmMainWgsl(c: MatrixBackwardConfig): string {
   // dQ blocks as two partial sums (even and odd key blocks) where the scratch holds two per block.
   const split = !c.overlapAdds && KB > 1 && L.perWarp <= L.scratchBlocks / 2;
   const ov = c.overlapAdds;
-  const cutAdds = c.study === 'no-atomics' || c.study === 'no-dq' || c.study === 'no-f';
-  const addOp = c.study === 'store-adds' ? 'atomicStore' : 'atomicAdd';
 
   // A tile's per-row (LSE·log2 e, D, factor), fetched a tile ahead like Q and dO (a global
   // read between two barriers would hold the whole workgroup for its latency every tile).
@@ -386,9 +376,8 @@ ${kbs.map((kb) => lines(L.distinct.length, (g) => `  kr${g}_${kb} = subgroupMatr
   });
 
   // Step D spelled out element by element, the lane's query row hoisted (a lane keeps its row
-  // when the subgroup size is a multiple of BM), mask tests without branches: measured 6% (d = 128)
-  // and 15% (d = 64) faster than a loop of constant trip count, itself 7% faster than one whose
-  // bound the compiler could not see (docs/benchmarks-history.md, the backward's runs 9 and 12).
+  // when the subgroup size is a multiple of BM), mask tests without branches: measured faster
+  // than a loop (BENCHMARKS.md, "WebGPU backward on subgroup matrices").
   const dx = c.sg % c.bm === 0;
   const elementwise = stepDElement(c, dx);
 
@@ -432,7 +421,7 @@ ${lines(addChunks, (k) => `  {
     let r = idx / ${L.dp}u; let col = idx % ${L.dp}u;
     let ok = ${(k + 1) * L.threads > c.bm * L.dp ? `lid + ${k * L.threads}u < ${c.bm * L.dp}u && ` : ''}tile_row0 + r < prm.nq && col < D;
     let rr = select(0u, r, ok); let cc = select(0u, col, ok);
-    ${addOp}(&dqacc[(grow0 + rr) * D + cc], select(0, i32(round(dqs[idx] * rst[par * BM + r].z)), ok));
+    atomicAdd(&dqacc[(grow0 + rr) * D + cc], select(0, i32(round(dqs[idx] * rst[par * BM + r].z)), ok));
   }`)}
 }` : `fn add_dq(lid: u32, grow0: u32, tile_row0: u32, par: u32) {
 ${lines(addChunks, (k) => `  {
@@ -446,7 +435,7 @@ ${lines(addChunks, (k) => `  {
         : `let x = select(dps[at + (u - ${L.scratchBlocks / 2}u) * T * T], sts[at + u * T * T], u < ${L.scratchBlocks / 2}u);`
     }
     if (${(k + 1) * L.threads > c.bm * L.dp ? `idx < ${c.bm * L.dp}u && ` : ''}tile_row0 + r < prm.nq && col < D) {
-      ${addOp}(&dqacc[(grow0 + r) * D + col], i32(round(x * rst[par * BM + r].z)));
+      atomicAdd(&dqacc[(grow0 + r) * D + col], i32(round(x * rst[par * BM + r].z)));
     }
   }`)}
 }`}
@@ -455,7 +444,6 @@ ${lines(addChunks, (k) => `  {
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lid: u32,
         @builtin(subgroup_invocation_id) lane: u32${W > 1 ? ', @builtin(subgroup_id) sgid: u32' : ''}) {
   let w = ${W > 1 ? 'sgid' : '0u'};
-  ${c.study ? '// Study switch: false at run time (pad0 is 0), so the code it cuts and its bindings stay.\n  let OFF = prm.pad0 == 7u;' : ''}
   let b = wg.y / prm.hk;
   let hk = wg.y % prm.hk;
   let j0 = wg.x * BN;
@@ -505,7 +493,7 @@ ${lines(VT, (i) => `  var dv${i} = ${result}();`)}
     let rowBase = (b * prm.hq + h) * prm.nq;
     let par = t & 1u;
     workgroupBarrier();            // every read of the last tile's Q, dO, Pᵀ, dSᵀ done; its dQ blocks stored
-    ${ov ? '' : `if (pending${cutAdds ? ' && OFF' : ''}) { add_dq(lid, pend_row, pend_tile, 1u - par); }`}
+    ${ov ? '' : 'if (pending) { add_dq(lid, pend_row, pend_tile, 1u - par); }'}
     ${qStage.store('qs')}
     ${oStage.store('dos')}
     if (lid < BM) { rst[par * BM + lid] = prow; }
@@ -535,7 +523,7 @@ ${ov && rb === 0 ? `      add_dq(lid, pend_row, pend_tile, 1u - par);   // the l
       subgroupMatrixStore<row_major>(&sts, w * T * SSW + ${rb * T}u, s, SSW);
       subgroupMatrixStore<row_major>(&dps, w * T * SSW + ${rb * T}u, dp, SSW);
     }`)}
-    ${c.study === 'no-bar3' ? 'if (OFF) { workgroupBarrier(); }' : 'workgroupBarrier();'}            // Sᵀ, dPᵀ stripes visible
+    workgroupBarrier();            // Sᵀ, dPᵀ stripes visible
 
     // D. P and dS on plain lanes, T keys × BM rows of this subgroup's stripe.
 ${dx ? `    {
@@ -561,7 +549,7 @@ ${lines((T * c.bm) / c.sg, (ue) => `      { let kk = kk0 + ${(ue * c.sg) / c.bm}
     workgroupBarrier();            // Pᵀ, dSᵀ visible
 
     // F. dV += Pᵀ dO and dK += dSᵀ Q over the tile's rows (kb a run-time loop: see the header).
-    for (var kb = 0u; kb < ${c.study === 'no-f' ? 'select(0u, BM, OFF)' : 'BM'}; kb += T) {
+    for (var kb = 0u; kb < BM; kb += T) {
       let pl = subgroupMatrixLoad<${left}, row_major>(&pts, w * T * PSW + kb, PSW);
       let dl = subgroupMatrixLoad<${left}, row_major>(&dss, w * T * PSW + kb, PSW);
 ${lines(VT, (i) => `      dv${i} = subgroupMatrixMultiplyAccumulate(pl, subgroupMatrixLoad<${right}, row_major>(&dos, kb * OSW + ${i * T}u, OSW), dv${i});`)}
@@ -571,7 +559,7 @@ ${lines(DT, (i) => `      dk${i} = subgroupMatrixMultiplyAccumulate(dl, subgroup
     // subgroup's own stripes until the next barrier.
 ${lines(L.perWarp, (u) => `    {
       let blk = w + ${W * u}u;
-      if (blk < ${L.blocks}u${c.study === 'no-dq' || c.study === 'no-f' ? ' && OFF' : ''}) {
+      if (blk < ${L.blocks}u) {
         let rb = blk / ${L.cb}u;${ov ? ` let cbk = blk % ${L.cb}u;` : ''}
         var acc = ${result}();
 ${split ? `        var acc2 = ${result}();
@@ -591,7 +579,7 @@ ${
     pend_tile = i0;
   }
   workgroupBarrier();
-  if (pending${cutAdds ? ' && OFF' : ''}) { add_dq(lid, pend_row, pend_tile, (total - 1u) & 1u); }
+  if (pending) { add_dq(lid, pend_row, pend_tile, (total - 1u) & 1u); }
 
   // dK and dV out, one T × T block at a time through this subgroup's Sᵀ stripe.
   let key0 = j0 + w * T;

@@ -4,6 +4,7 @@
 // dS_ij = P_ij (dO_i · V_j − D_i), dQ_i = Σ_j dS_ij ∂s/∂(q·k) K_j with the score model of
 // engine/core/scores.ts (∂s/∂(q·k) = τ, or τ (1 − tanh²) under a softcap).
 
+import { kvHead } from '../core/inputs.ts';
 import { modifyScore, scoreModel } from '../core/scores.ts';
 import type { AttentionProblem } from '../core/problem.ts';
 import { referenceRow } from './row-check.ts';
@@ -38,7 +39,7 @@ export function referenceDqRow(p: AttentionProblem, h: number, i: number, q: Arr
 export function sampledDqError(p: AttentionProblem, x: { q: Float32Array; k: Float32Array; v: Float32Array }, dO: Float32Array, dq: Float32Array, sites: readonly { b: number; h: number; i: number }[]): number {
   let worst = 0;
   for (const { b, h, i } of sites) {
-    const hk = Math.floor(h / (p.hq / p.hk));
+    const hk = kvHead(p, h);
     const r = (b * p.hq + h) * p.nq + i;
     const kv = (b * p.hk + hk) * p.nk;
     const ref = referenceDqRow(p, h, i, x.q.subarray(r * p.d, (r + 1) * p.d), dO.subarray(r * p.dv, (r + 1) * p.dv), x.k.subarray(kv * p.d, (kv + p.nk) * p.d), x.v.subarray(kv * p.dv, (kv + p.nk) * p.dv));

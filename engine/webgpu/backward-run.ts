@@ -7,7 +7,8 @@
 
 import { alibiSlopes, softmaxScale, validateProblem, type AttentionProblem } from '../core/problem.ts';
 import { formatBytes } from './binding-windows.ts';
-import { pipeline, WebGpuRunError } from './backend.ts';
+import { pipeline } from './backend.ts';
+import { WebGpuRunError } from './gpu-run.ts';
 import { bwdDkDvWgsl, bwdDotWgsl, bwdDqWgsl, BWD_THREADS, type BackwardKernelShape } from './backward-kernels.ts';
 import { bwdmClearWgsl, bwdmDqWgsl, bwdmKvWgsl, bwdmMainWgsl, bwdmRowsWgsl, chooseMatrixBackward, matrixBackwardLayout, type MatrixBackwardPrefs } from './backward-matrix-kernel.ts';
 import type { WebGpuContext } from './device.ts';
@@ -153,13 +154,13 @@ export class BackwardRun {
     if (this.path === 'flash-matrix') {
       const c = chooseMatrixBackward(this.ctx, { d: p.d, dv: p.dv, group: p.hq / p.hk, softcap: shape.softcap, alibi: shape.alibi }, this.prefs);
       const L = matrixBackwardLayout(c);
-      this.config = `f16 subgroup-matrix backward (${c.t}×${c.t}×${c.t}${c.study ? `, STUDY ${c.study}: wrong dQ` : ''}${c.stagger ? '' : ', unstaggered'}): ${c.warps} subgroups × ${c.t} keys per workgroup (BN ${L.bn}), query tiles of ${c.bm} rows, ${(L.bytes / 1024).toFixed(1)} KB workgroup memory; dQ added into a fixed-point i32 accumulator (atomic, deterministic)${c.overlapAdds ? ' during the next tile\'s MMAs' : ''}`;
+      this.config = `f16 subgroup-matrix backward (${c.t}×${c.t}×${c.t}${this.prefs.rewriteMain ? ', a benchmark study: wrong dQ' : ''}${c.stagger ? '' : ', unstaggered'}): ${c.warps} subgroups × ${c.t} keys per workgroup (BN ${L.bn}), query tiles of ${c.bm} rows, ${(L.bytes / 1024).toFixed(1)} KB workgroup memory; dQ added into a fixed-point i32 accumulator (atomic, deterministic)${c.overlapAdds ? ' during the next tile\'s MMAs' : ''}`;
       // The prep kernels put one subgroup on a key or row: the largest subgroup size gives the fewest per workgroup.
       const sgMax = this.ctx.subgroupMaxSize || 32;
       const clear = await pipe('backward clear maxima', bwdmClearWgsl());
       const kv = await pipe('backward max |K|, max ‖V‖', bwdmKvWgsl(p.d, p.dv));
       const rowsK = await pipe('backward D and dQ factor', bwdmRowsWgsl(p.d, p.dv, p.hq / p.hk));
-      const main = await pipe('backward dK dV dQ (subgroup matrices)', bwdmMainWgsl(c));
+      const main = await pipe('backward dK dV dQ (subgroup matrices)', (this.prefs.rewriteMain ?? ((w: string) => w))(bwdmMainWgsl(c)));
       const conv = await pipe('backward dQ out', bwdmDqWgsl(p.d));
       this.dispatches.push(
         { name: 'clear', pipeline: clear, bindGroup: bind(clear, { 0: uni, 1: t.kvs }), workgroups: [1, 1, 1] },

@@ -18,8 +18,8 @@
 // except around the K/V staging (two barriers per chunk).
 //
 // The generator unrolls every loop over registers: the per-row arrays become named values,
-// so the shader compiler cannot demote them to local memory (BENCHMARKS.md, run 3: dynamic
-// indices into per-thread arrays cost up to 4.6×).
+// so the shader compiler cannot demote them to local memory (dynamic indices into per-thread
+// arrays measured several times slower: BENCHMARKS.md, "WebGPU backend, forward").
 //
 // Resource budget: workgroup memory BC·(DP + DVP)·4 bytes; registers per lane
 // RPT·(DP + DVP)/TPR (Q and O slices) + RPT·SC (scores) + 2·RPT (m, l) floats.
@@ -202,11 +202,9 @@ ${c.varlen ? varlenPrologue('BM') : `  // Longest tiles first (bottom query bloc
 
 /**
  * The row kernel's configuration for a problem, or undefined where the 4×4-tiled kernel
- * (flash-kernel.ts) is the better choice. Measured on an H200 at N = 4096 (BENCHMARKS.md,
- * runs 5–6): d = 64 with subgroups, 2 rows per 2 lanes and sub-chunks of 8 keys 29.3
- * TFLOP/s (tiled: 19.2); without subgroups, 1 row per lane, 24.8 (tiled: 16.8); at d = 128
- * the best row configuration (21.7–22.0) stays behind the tiled kernel (22.2), so heads
- * wider than 64 use the tiled kernel unless a caller asks for lanes per row.
+ * (flash-kernel.ts) is the better choice: up to d = 64 the row kernel (with subgroups, 2 rows
+ * per 2 lanes and sub-chunks of 8 keys) measured faster than the tiled one; wider heads use
+ * the tiled kernel unless a caller asks for lanes per row (BENCHMARKS.md, "WebGPU backend, forward").
  */
 export function chooseRowConfig(
   limits: { maxWorkgroupStorage: number; maxInvocations: number },

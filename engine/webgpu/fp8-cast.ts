@@ -2,7 +2,7 @@
 // nearest e4m3 value (ties to even, saturating at 448) and divided back, in f32. The f32
 // kernels call it between the row sum (which keeps the f32 P, as FA3 sums before converting)
 // and P·V, so a WebGPU run shows which P values FP8 flushes at full size. Inputs are
-// quantized on the host (engine/lowprec/fa3-fp8.ts) before upload.
+// quantized on the host (engine/algorithms/fa3/fp8.ts) before upload.
 //
 // Exactness: the quantum of e4m3 at exponent e is 2^(max(e, −6) − 3); it and its inverse are
 // built from their bits (exp2 in WGSL is not exact), the product by a power of two is exact,

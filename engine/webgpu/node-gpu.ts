@@ -13,7 +13,7 @@ export const DAWN_TOGGLES = ['enable-dawn-features=allow_unsafe_apis,vulkan_enab
 
 /**
  * FLASHSCOPE_DAWN_FEATURES adds Dawn toggles for diagnostics, e.g. `disable_robustness` to
- * measure what the bounds checks every browser keeps on cost (BENCHMARKS.md, runs 4–5);
+ * measure what the bounds checks every browser keeps on cost (BENCHMARKS.md, "WebGPU backend, forward");
  * FLASHSCOPE_DAWN_DISABLE turns toggles off, e.g. `use_vulkan_memory_model`.
  */
 function toggles(): string[] {

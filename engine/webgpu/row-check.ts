@@ -3,6 +3,7 @@
 // query row and its head's K and V; the formula is engine/core/reference.ts's, restricted to
 // row i, and uses the same score modifiers (engine/core/scores.ts).
 
+import { kOffset, kvHead, qOffset, vOffset, type AttentionInputs } from '../core/inputs.ts';
 import { scoreModel, modifyScore } from '../core/scores.ts';
 import type { AttentionProblem } from '../core/problem.ts';
 
@@ -39,6 +40,28 @@ export function referenceRow(
   return { o, lse: max + Math.log(sum) };
 }
 
+/** Row i of (batch b, query head h) in float64, from whole-problem host inputs. */
+export function referenceRowOf(p: AttentionProblem, x: AttentionInputs, b: number, h: number, i: number): { o: Float64Array; lse: number } {
+  const hk = kvHead(p, h);
+  const k0 = kOffset(p, b, hk, 0);
+  const v0 = vOffset(p, b, hk, 0);
+  return referenceRow(p, h, i, x.q.subarray(qOffset(p, b, h, i), qOffset(p, b, h, i) + p.d), x.k.subarray(k0, k0 + p.nk * p.d), x.v.subarray(v0, v0 + p.nk * p.dv));
+}
+
+/** Max |ΔO| and |ΔLSE| of the sampled rows of a whole-problem result held in host arrays ([B, H, N, dv] and [B, H, N]). */
+export function hostRowErrors(p: AttentionProblem, x: AttentionInputs, r: { o: ArrayLike<number>; lse: ArrayLike<number> }, sites: readonly { b: number; h: number; i: number }[]): { eo: number; el: number } {
+  let eo = 0;
+  let el = 0;
+  for (const { b, h, i } of sites) {
+    const ref = referenceRowOf(p, x, b, h, i);
+    const oo = ((b * p.hq + h) * p.nq + i) * p.dv;
+    for (let c = 0; c < p.dv; c++) eo = Math.max(eo, Math.abs(r.o[oo + c] - ref.o[c]));
+    const l = r.lse[(b * p.hq + h) * p.nq + i];
+    el = Math.max(el, l === ref.lse ? 0 : Math.abs(l - ref.lse));
+  }
+  return { eo, el };
+}
+
 /** Rows to sample: first, last, and evenly spaced ones in between (distinct, sorted). */
 export function sampleRows(nq: number, count: number): number[] {
   const rows = new Set<number>([0, nq - 1]);
@@ -73,6 +96,8 @@ export async function checkSampledRows(
     readRowInputs(b: number, h: number, i: number): Promise<{ q: Float32Array; k: Float32Array; v: Float32Array }>;
   },
   count = 4,
+  /** Called before each row is read back (the WebGPU panel's progress). */
+  onRow?: (row: number, rows: number) => void,
 ): Promise<RowCheck> {
   const p = run.problem;
   const rows = sampleSites(p, count);
@@ -80,7 +105,8 @@ export async function checkSampledRows(
   let el = 0;
   let sq = 0;
   let n = 0;
-  for (const r of rows) {
+  for (const [t, r] of rows.entries()) {
+    onRow?.(t, rows.length);
     const x = await run.readRowInputs(r.b, r.h, r.i);
     for (const a of [x.k, x.v]) for (let j = 0; j < a.length; j++) sq += a[j] * a[j];
     n += x.k.length + x.v.length;

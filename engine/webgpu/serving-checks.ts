@@ -12,7 +12,7 @@
 
 import { mulberry32, normalSource } from '../core/random.ts';
 import { referencePaged, type PagedInputs, type PagedProblem } from '../layouts/paged.ts';
-import { referenceVarlen, type VarlenInputs, type VarlenProblem } from '../layouts/varlen.ts';
+import { referenceVarlen, seqOffsets, type VarlenInputs, type VarlenProblem } from '../layouts/varlen.ts';
 import { roundArray } from '../core/dtype.ts';
 import type { WebGpuContext, WebGpuPath } from './device.ts';
 import { pathElem } from './backend.ts';
@@ -32,24 +32,23 @@ export interface PagedVariant {
   base: PagedProblem['base'];
 }
 
-const cu = (lengths: number[]) => lengths.reduce((a, n) => [...a, a[a.length - 1] + n], [0]);
 
 export const VARLEN_VARIANTS: VarlenVariant[] = [
   {
     name: 'varlen: causal, GQA 2:1, nk ≠ nq, empty sequences',
-    vp: { base: { hq: 4, hk: 2, d: 64, dv: 64, causal: true, dtype: 'fp32' }, cuSeqlensQ: cu([1, 37, 0, 130, 5]), cuSeqlensK: cu([7, 37, 3, 150, 0]) },
+    vp: { base: { hq: 4, hk: 2, d: 64, dv: 64, causal: true, dtype: 'fp32' }, cuSeqlensQ: seqOffsets([1, 37, 0, 130, 5]), cuSeqlensK: seqOffsets([7, 37, 3, 150, 0]) },
   },
   {
     name: 'varlen: window, softcap, ALiBi, dv ≠ d',
-    vp: { base: { hq: 2, hk: 2, d: 32, dv: 48, causal: false, window: { left: 20, right: 3 }, softcap: 5, alibi: 'standard', dtype: 'fp32' }, cuSeqlensQ: cu([70, 3, 90]), cuSeqlensK: cu([70, 40, 90]) },
+    vp: { base: { hq: 2, hk: 2, d: 32, dv: 48, causal: false, window: { left: 20, right: 3 }, softcap: 5, alibi: 'standard', dtype: 'fp32' }, cuSeqlensQ: seqOffsets([70, 3, 90]), cuSeqlensK: seqOffsets([70, 40, 90]) },
   },
   {
     name: 'varlen: sinks, MQA, odd head dim, a sequence without keys',
-    vp: { base: { hq: 3, hk: 1, d: 20, dv: 20, causal: false, sinks: [0.5, -1, 2], dtype: 'fp32' }, cuSeqlensQ: cu([33, 65, 2, 1]), cuSeqlensK: cu([40, 65, 0, 300]) },
+    vp: { base: { hq: 3, hk: 1, d: 20, dv: 20, causal: false, sinks: [0.5, -1, 2], dtype: 'fp32' }, cuSeqlensQ: seqOffsets([33, 65, 2, 1]), cuSeqlensK: seqOffsets([40, 65, 0, 300]) },
   },
   {
     name: 'varlen: causal, d = 128',
-    vp: { base: { hq: 2, hk: 1, d: 128, dv: 128, causal: true, dtype: 'fp32' }, cuSeqlensQ: cu([100, 17, 64]), cuSeqlensK: cu([100, 17, 200]) },
+    vp: { base: { hq: 2, hk: 1, d: 128, dv: 128, causal: true, dtype: 'fp32' }, cuSeqlensQ: seqOffsets([100, 17, 64]), cuSeqlensK: seqOffsets([100, 17, 200]) },
   },
 ];
 

@@ -16,7 +16,8 @@ import { ProblemError, validateProblem } from '../core/problem.ts';
 import { checkOffsets, totalK, totalQ, varlenBatch, type VarlenInputs, type VarlenProblem } from '../layouts/varlen.ts';
 import { validatePaged, type PagedInputs, type PagedProblem } from '../layouts/paged.ts';
 import { sequenceProblem } from '../layouts/sequence-runner.ts';
-import { pathElem, pipeline, WebGpuRunError } from './backend.ts';
+import { pathElem, pipeline } from './backend.ts';
+import { GpuRun, WebGpuRunError } from './gpu-run.ts';
 import type { WebGpuContext, WebGpuPath } from './device.ts';
 import { PATH_LABELS } from './device.ts';
 import { chooseRowConfig, rowKernelWgsl, rowLayout, type RowKernelConfig } from './flash-row-kernel.ts';
@@ -31,18 +32,11 @@ import { halfToFloat, toHalfArray } from './half.ts';
 import { packAux, packParams, scoreSpec } from './params.ts';
 import { packVarlenTable, varlenTiles, VARLEN_BINDING } from './varlen-layout.ts';
 import { packPagedTable, pagedCombineKernelWgsl, pagedWork, PAGED_BINDING, type PagedWork } from './paged-layout.ts';
-import { runTimed, type Dispatch, type KernelTime } from './timer.ts';
 
 const RW = () => GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST | GPUBufferUsage.COPY_SRC;
 
 /** Buffers, uniforms and bind groups shared by both runs. */
-abstract class ServingRun {
-  protected buffers: GPUBuffer[] = [];
-  protected dispatches: Dispatch[] = [];
-  /** Human-readable kernel configuration. */
-  config = '';
-
-  protected constructor(readonly ctx: WebGpuContext) {}
+abstract class ServingRun extends GpuRun {
 
   protected async buffer(label: string, bytes: number, usage: number): Promise<GPUBuffer> {
     const size = Math.max(16, Math.ceil(bytes / 4) * 4);
@@ -108,38 +102,6 @@ abstract class ServingRun {
     tmp.forEach((b) => b.destroy());
   }
 
-  /** Runs the kernels (`repeat` times back to back in one submission: timer.ts); mean GPU times. */
-  async execute(repeat = 1): Promise<KernelTime[]> {
-    if (this.ctx.lost) throw new WebGpuRunError(this.ctx.lost);
-    const { device } = this.ctx;
-    device.pushErrorScope('validation');
-    const times = await runTimed(device, this.dispatches, this.ctx.timestamps, repeat);
-    const err = await device.popErrorScope();
-    if (err) throw new WebGpuRunError(`kernel launch failed: ${err.message}`);
-    if (this.ctx.lost) throw new WebGpuRunError(this.ctx.lost);
-    return times;
-  }
-
-  /** `bytes` bytes of a buffer from byte `firstByte` (a multiple of 4). */
-  protected async readWords(src: GPUBuffer, firstByte: number, bytes: number): Promise<ArrayBuffer> {
-    const { device } = this.ctx;
-    const size = Math.ceil(bytes / 4) * 4;
-    const rb = device.createBuffer({ size, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
-    const enc = device.createCommandEncoder();
-    enc.copyBufferToBuffer(src, firstByte, rb, 0, size);
-    device.queue.submit([enc.finish()]);
-    await rb.mapAsync(GPUMapMode.READ);
-    const out = rb.getMappedRange().slice(0, bytes);
-    rb.unmap();
-    rb.destroy();
-    if (this.ctx.lost) throw new WebGpuRunError(this.ctx.lost);
-    return out;
-  }
-
-  destroy(): void {
-    for (const b of this.buffers) b.destroy();
-    this.buffers = [];
-  }
 }
 
 export interface VarlenRunOptions {
@@ -287,7 +249,7 @@ export class VarlenGpuRun extends ServingRun {
   async read(): Promise<{ o: Float32Array; lse: Float32Array }> {
     const { hq, dv } = this.vp.base;
     const tq = totalQ(this.vp);
-    const [o, lse] = await Promise.all([this.readWords(this.o, 0, tq * hq * dv * 4), this.readWords(this.lse, 0, hq * tq * 4)]);
+    const [o, lse] = await Promise.all([this.readBuffer(this.o, 0, tq * hq * dv * 4), this.readBuffer(this.lse, 0, hq * tq * 4)]);
     return { o: new Float32Array(o), lse: new Float32Array(lse) };
   }
 
@@ -296,7 +258,7 @@ export class VarlenGpuRun extends ServingRun {
     const { hq, hk, d, dv } = this.vp.base;
     const f16 = pathElem(this.path) === 'f16';
     const get = async (b: GPUBuffer, n: number) => {
-      const raw = await this.readWords(b, 0, n * (f16 ? 2 : 4));
+      const raw = await this.readBuffer(b, 0, n * (f16 ? 2 : 4));
       if (!f16) return new Float32Array(raw);
       return Float32Array.from(new Uint16Array(raw), halfToFloat);
     };
@@ -426,7 +388,7 @@ export class PagedDecodeGpuRun extends ServingRun {
   async read(): Promise<{ o: Float32Array; lse: Float32Array }> {
     const { hq, dv } = this.pp.base;
     const n = this.pp.batch * hq * this.pp.nq;
-    const [o, lse] = await Promise.all([this.readWords(this.o, 0, n * dv * 4), this.readWords(this.lse, 0, n * 4)]);
+    const [o, lse] = await Promise.all([this.readBuffer(this.o, 0, n * dv * 4), this.readBuffer(this.lse, 0, n * 4)]);
     return { o: new Float32Array(o), lse: new Float32Array(lse) };
   }
 
@@ -446,7 +408,7 @@ export class PagedDecodeGpuRun extends ServingRun {
 
   /** `count` f16 values from element `first` (even: pages and q hold even counts). */
   private async readHalves(b: GPUBuffer, first: number, count: number): Promise<Float32Array> {
-    return Float32Array.from(new Uint16Array(await this.readWords(b, first * 2, count * 2)), halfToFloat);
+    return Float32Array.from(new Uint16Array(await this.readBuffer(b, first * 2, count * 2)), halfToFloat);
   }
 
   /** Unique K/V bytes the split pass must read: every owned token's K and V rows once per key head, f16. */

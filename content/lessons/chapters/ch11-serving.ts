@@ -62,7 +62,7 @@ export const chapter11: Chapter = {
     },
     {
       kind: 'p',
-      text: 'The bytes of the indirection are small: one 4-byte table entry for each page a K/V tile load crosses (TensorRT-LLM\'s fmha_v2 keeps a $K$ and a $V$ index per page: 8 bytes), and the sequence\'s length once per thread block. One page of TensorRT-LLM\'s default 64 tokens (seed 001) with 8 K/V heads of $d = 128$ in 16 bits holds $64 \\cdot 8 \\cdot 128 \\cdot 2 \\cdot 2 = 262\\,144$ bytes of $K$ and $V$. What the table really costs is a dependent load before every tile and the rule that a tile must not cut a page in an arbitrary place: the tile width $B_c$ divides the page size (FA2\'s paged path requires it), or is a whole number of pages and then looks up one entry per page.',
+      text: 'The bytes of the indirection are small: one 4-byte table entry for each page a K/V tile load crosses (TensorRT-LLM\'s fmha_v2 keeps a $K$ and a $V$ index per page: 8 bytes), and the sequence\'s length once per thread block. One page of TensorRT-LLM\'s default 64 tokens (tokens_per_block in TensorRT-LLM\'s KV-cache configuration) with 8 K/V heads of $d = 128$ in 16 bits holds $64 \\cdot 8 \\cdot 128 \\cdot 2 \\cdot 2 = 262\\,144$ bytes of $K$ and $V$. What the table really costs is a dependent load before every tile and the rule that a tile must not cut a page in an arbitrary place: the tile width $B_c$ divides the page size (FA2\'s paged path requires it), or is a whole number of pages and then looks up one entry per page.',
     },
     {
       kind: 'p',

@@ -4,16 +4,16 @@
 // says about each computed table (which is larger, what thins out) holds.
 
 import { describe, expect, it } from 'vitest';
-import { fa3 } from '../../../engine/algorithms/fa3.ts';
+import { fa3 } from '../../../engine/algorithms/fa3/forward.ts';
 import { randomInputs, SINK_KEYS } from '../../../engine/core/inputs.ts';
-import { prepareFp8 } from '../../../engine/lowprec/fa3-fp8.ts';
+import { prepareFp8 } from '../../../engine/algorithms/fa3/fp8.ts';
 import { roundFp8 } from '../../../engine/lowprec/fp8.ts';
 import { softmaxScale, type AttentionProblem } from '../../../engine/core/problem.ts';
 import { runToEnd } from '../../../engine/run.ts';
 import { chapterByNumber } from './index.ts';
 import { lessonContext, liveBlock, locateBlock, RunCache, runRequest } from './evaluate.ts';
 import { precisionMarks } from '../../../engine/debugger/precision.ts';
-import { sage } from '../../../engine/algorithms/sage.ts';
+import { sage } from '../../../engine/algorithms/sage/forward.ts';
 import { K_OFFSET, offsetKInputs, SAGE_PRESET, SMOOTH_PROBLEM, smoothingRow, smoothingTable } from './k-smoothing.ts';
 import { ERROR_PROBLEM, ERROR_SEED, errorRow, flushTable, fp8ErrorTable, kBlockScales, rotationEffect, SINK_PRESET } from './low-precision.ts';
 

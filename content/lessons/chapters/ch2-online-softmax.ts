@@ -1,4 +1,4 @@
-// Chapter 2: safe softmax, then online softmax on one vector (seed 004's derivation).
+// Chapter 2: safe softmax, then online softmax on one vector (the derivation of §3.1 of the FA2 paper, arXiv 2307.08691).
 import type { Chapter } from './types.ts';
 import { finalRowSum, firstIndex, fmt, lastMaxChangeBlock } from './queries.ts';
 import { lessonRequest } from './queries.ts';

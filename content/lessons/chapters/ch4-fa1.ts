@@ -25,8 +25,8 @@ export const chapter4: Chapter = {
     { kind: 'math', tex: '\\ell^{\\text{new}}_i = e^{m_i - m^{\\text{new}}_i}\\,\\ell_i + e^{\\tilde m_{ij} - m^{\\text{new}}_i}\\,\\mathrm{rowsum}(\\tilde P_{ij})' },
     { kind: 'math', tex: 'O_i \\leftarrow \\mathrm{diag}(\\ell^{\\text{new}}_i)^{-1}\\Big(\\mathrm{diag}(\\ell_i)\\, e^{m_i - m^{\\text{new}}_i} O_i + e^{\\tilde m_{ij} - m^{\\text{new}}_i}\\, \\tilde P_{ij} V_j\\Big)' },
     {
-      kind: 'seed',
-      text: 'Seed 000 writes $P_{ij} = \\exp(S_{ij} - m_i)$ with the running max; the paper subtracts the block max $\\tilde m_{ij}$ and corrects with $e^{\\tilde m_{ij} - m^{\\text{new}}_i}$, and so do FlashScope and this lesson. The seed also multiplies by $V_j^{\\top}$; the product is $\\tilde P_{ij} V_j$ ($B_r\\times B_c$ times $B_c\\times d$).',
+      kind: 'erratum',
+      text: 'Appendix C of "FlashAttention: Fast and Memory-Efficient Exact Attention with IO-Awareness" (arXiv 2205.14135) proves this update correct, but one line of the proof writes $\\mathrm{diag}(\\ell^{(j)})$ where $\\mathrm{diag}(\\ell^{(j)})^{-1}$ is meant (the authors confirmed it in Dao-AILab/flash-attention issue 273). Algorithm 1 itself, and the update above, divide by $\\ell^{\\text{new}}_i$.',
     },
     {
       kind: 'h',

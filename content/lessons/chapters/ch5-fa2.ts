@@ -27,8 +27,8 @@ export const chapter5: Chapter = {
       text: 'Because each $Q$ block is independent, thread blocks are launched over (batch, head, $Q$ block), which fills the GPU even when batch × heads is small; the FA1 kernel parallelized only over batch and heads.',
     },
     {
-      kind: 'seed',
-      text: 'Seed 000\'s FA2 pseudo-code calls the block max "m_old = rowmax(S_ij)"; $m^{\\text{old}}$ is the running max before this block, and the block\'s own max is only an input to $m^{\\text{new}}$. Its update "O = O*exp(m_old-m) Pij@V" lacks the "+": the rescaled accumulator and $\\tilde P_{ij}V_j$ are added.',
+      kind: 'erratum',
+      text: 'Line 10 of Algorithm 1 in "FlashAttention-2: Faster Attention with Better Parallelism and Work Partitioning" (arXiv 2307.08691) writes the rescale as $\\mathrm{diag}(e^{m^{(j-1)}_i - m^{(j)}_i})^{-1} O_i$. The inverse is a typo: the accumulator is multiplied by $e^{m^{(j-1)}_i - m^{(j)}_i} \\le 1$, as above and as the kernels do (Dao-AILab/flash-attention issue 991).',
     },
     {
       kind: 'p',

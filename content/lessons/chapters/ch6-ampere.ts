@@ -25,15 +25,15 @@ export const chapter6: Chapter = {
     },
     {
       kind: 'p',
-      text: 'The CuTe FA2 kernel (seed 002) does this with one tile of lookahead: right after issuing $S_j = Q K_j^{\\top}$ it starts loading $K_{j+1}$, so the copy runs under the softmax of block $j$; right after issuing $P_j V_j$ it starts $V_{j+1}$, which lands while $S_{j+1}$ and its softmax are computed. Each warp owns a slice of the tile\'s rows and keeps their statistics in registers, so no warp ever waits for another warp\'s $m$ or $\\ell$.',
+      text: 'The CuTe FA2 kernel of github.com/66RING/tiny-flash-attention (flash_attention_cutlass/) does this with one tile of lookahead: right after issuing $S_j = Q K_j^{\\top}$ it starts loading $K_{j+1}$, so the copy runs under the softmax of block $j$; right after issuing $P_j V_j$ it starts $V_{j+1}$, which lands while $S_{j+1}$ and its softmax are computed. Each warp owns a slice of the tile\'s rows and keeps their statistics in registers, so no warp ever waits for another warp\'s $m$ or $\\ell$.',
     },
     {
       kind: 'p',
-      text: 'TensorRT-LLM\'s fmha_v2 (seed 001, measured on an RTX 4060) takes the same structure further for inference: $K$ and $V$ come in together into a ring of shared-memory stages, every warp runs the whole $S$, softmax, $PV$ sequence for its own rows (the trace lists one warp after another; on the GPU they run together), and an fp16-accumulation mode trades accuracy for tensor-core throughput on consumer GPUs.',
+      text: 'TensorRT-LLM\'s fmha_v2 (cpp/kernels/fmha_v2, the sm89 FP16 build, run on an RTX 4060) takes the same structure further for inference: $K$ and $V$ come in together into a ring of shared-memory stages, every warp runs the whole $S$, softmax, $PV$ sequence for its own rows (the trace lists one warp after another; on the GPU they run together), and an fp16-accumulation mode trades accuracy for tensor-core throughput on consumer GPUs.',
     },
     {
       kind: 'p',
-      text: 'Left: CuTe FA2, opened at the load of $K_1$ that is issued while block 0 is still in its softmax. Right: fmha_v2, opened at its first row-slice step, with the trace split by warp (the Formula view names the warp). The table runs FlashScope\'s hardware model of both kernels on a full-size fp16 problem on the RTX 4060, the GPU of seed 001.',
+      text: 'Left: CuTe FA2, opened at the load of $K_1$ that is issued while block 0 is still in its softmax. Right: fmha_v2, opened at its first row-slice step, with the trace split by warp (the Formula view names the warp). The table runs FlashScope\'s hardware model of both kernels on a full-size fp16 problem on the RTX 4060, the GPU the fmha_v2 run was recorded on.',
     },
   ],
   panes: [

@@ -20,11 +20,15 @@ export const chapter7: Chapter = {
     },
     {
       kind: 'p',
-      text: '**Producer and consumers.** One producer warp does nothing but issue TMA copies (the Tensor Memory Accelerator moves a whole tile with one instruction) into two-stage rings of $K$ and $V$ buffers. Consumer warpgroups of 128 threads each own 64 rows of the $Q$ tile and run the matmuls (wgmma, asynchronous) and the softmax. Buffers are handed over with barriers, so loading never waits on computing except when the ring is full.',
+      text: '**Producer and consumers.** One producer warp does nothing but issue TMA copies (the Tensor Memory Accelerator moves a whole tile with one instruction) into two-stage rings of $K$ and $V$ buffers. Consumer warpgroups of 128 threads each own 64 rows of the $Q$ tile — two for a 128-row tile, three for a 192-row one — and run the matmuls (wgmma, asynchronous) and the softmax; setmaxnreg moves registers from the producer to them (24 / 240, or 32 / 160 with three). Buffers are handed over with barriers, so loading never waits on computing except when the ring is full.',
     },
     {
       kind: 'p',
-      text: '**Ping-pong.** With two consumer warpgroups, a barrier makes them take turns: while warpgroup 0 does its softmax, warpgroup 1 owns the tensor cores for its GEMMs, and the other way round. In the trace below each step carries its warpgroup and covers 64 rows.',
+      text: '**Ping-pong.** With two consumer warpgroups, a barrier makes them take turns: while warpgroup 0 does its softmax, warpgroup 1 owns the tensor cores for its GEMMs, and the other way round (three take turns round-robin). In the trace below each step carries its warpgroup and covers 64 rows. The shipped kernel keeps this scheduler barrier only for 16-bit inputs up to $d = 128$ and FP8 from $d = 128$ (UseSchedulerBarrier in hopper/mainloop_fwd_sm90_tma_gmma_ws.hpp); at $d = 256$ in 16 bits the warpgroups run free.',
+    },
+    {
+      kind: 'code-wins',
+      text: 'FlashScope\'s first FA3 model, built from the paper\'s description (arXiv 2407.08608, §3.1: two consumer warpgroups), ran every head dimension with one 128-row tile and two consumers: 128×128 up to $d = 128$, 128×80 at $d = 256$. The shipped kernel (hopper/tile_size.h at Dao-AILab/flash-attention 0251105a) chooses per head dimension: 192×192 at $d \\le 64$ (192×128 causal) with three consumer warpgroups and $P$ going through shared memory, 192×144 at $d \\le 96$, 128×176 at $d \\le 128$ (128×128 causal), 128×128 or 128×112 at $d \\le 192$, 128×80 above; FP8 uses 128×224 at $d = 128$. The code wins: since 2026-11-26 the debugger, the hardware model and describe all read that table, $O$ is staged over the $V$ buffers rather than over $Q$, and $O$ is rescaled after the $P\\cdot V$ wait (before the GEMM at $d > 128$). docs/sources.md lists each claim with its line.',
     },
     {
       kind: 'p',

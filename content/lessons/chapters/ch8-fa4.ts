@@ -12,15 +12,19 @@ export const chapter8: Chapter = {
   blocks: [
     {
       kind: 'p',
-      text: 'Blackwell (B200, SM100) doubles tensor throughput again while the exponential unit barely grows. FA4 (seed 003 reads flash_fwd_sm100.py) answers with a new storage layer and two numerical tricks.',
+      text: 'Blackwell (B200, SM100) doubles tensor throughput again while the exponential unit barely grows. FA4 ("FlashAttention-4: Algorithm and Kernel Pipelining Co-Design for Asymmetric Hardware Scaling", arXiv 2603.05451; flash_attn/cute/flash_fwd_sm100.py at 0251105a) answers with a new storage layer and two numerical tricks.',
     },
     {
       kind: 'p',
-      text: '**Tensor memory and warp roles.** tcgen05 matmuls write their results to TMEM, a 512-column on-chip memory next to the tensor cores, not to registers. One CTA handles two 128-row $Q$ tiles; TMEM holds both $S$ tiles and both $O$ accumulators. The warps specialize: a load warp issues TMA copies, a single MMA warp issues every GEMM, two softmax warpgroups (one per $Q$ tile) turn $S$ into $P$, and a correction warpgroup rescales $O$ in TMEM and writes the result.',
+      text: '**Tensor memory and warp roles.** tcgen05 matmuls write their results to TMEM, a 512-column on-chip memory next to the tensor cores, not to registers. One CTA handles two 128-row $Q$ tiles (one when $N_q \\le 128$: interface.py sets q_stage = 1); TMEM holds both $S$ tiles and both $O$ accumulators. The warps specialize: a load warp issues TMA copies, a single MMA warp issues every GEMM, two softmax warpgroups (one per $Q$ tile) turn $S$ into $P$, and a correction warpgroup rescales $O$ in TMEM and writes the result.',
     },
     {
       kind: 'p',
-      text: '**Large-Small-Large.** Shared memory holds $Q_0$, $Q_1$ and three K/V stages. With $d = 192$ and $d_v = 128$ a $K$ tile is larger than a $V$ tile, so the three stages are laid out large, small, large, and as $K$ and $V$ alternate through the ring the pattern flips to small, large, small. That packing is what fits the DeepSeek shape into 228 KiB.',
+      text: '**Stages and Large-Small-Large.** Shared memory holds $Q_0$, $Q_1$, the staging buffers for $O$ and a K/V ring with as many stages as fit: $\\min((224\\,\\text{KiB} - sQ - sO) / \\text{stage bytes}, 32)$, which is 3 at $d = 128$ and 10 at $d = 64$. With $d = 192$ and $d_v = 128$ a $K$ tile is larger than a $V$ tile, so the three stages are laid out large, small, large, and as $K$ and $V$ alternate through the ring the pattern flips to small, large, small. That packing is what fits the DeepSeek shape into 227 KiB (there $O$ is staged over $Q$).',
+    },
+    {
+      kind: 'p',
+      text: '**2-CTA mode.** For non-causal problems with $d \\in \\{128, 192\\}$, $d_v = 128$ and more than 256 query rows, the shipped kernel pairs two CTAs on two SMs (use_2cta_instrs): the leader issues tcgen05.mma with cta_group::2 over 256 rows, each CTA keeps its own 128 rows of $S$ and $O$ in its own TMEM, and each holds only half of every $K$ and $V$ tile. Shared-memory traffic and footprint per K/V stage halve, so the ring deepens (6 stages at $d = 128$). The FA4 paper (arXiv 2603.05451) presents the 2-CTA MMA chiefly for the backward pass; in the code it is the forward default too, and the hardware views show it (cta_group in the resource sheet, halved sKV slots in the memory map).',
     },
     {
       kind: 'p',
@@ -33,7 +37,7 @@ export const chapter8: Chapter = {
     { kind: 'math', tex: 'm^{\\text{new}} = \\begin{cases} \\max(m, \\mathrm{rowmax}(S\')) & \\text{if } \\mathrm{rowmax}(S\') - m > 8 \\\\ m & \\text{otherwise} \\end{cases}\\qquad O = \\tilde O / \\ell' },
     {
       kind: 'p',
-      text: '**exp2 emulation.** Some of the exponentials are computed with a cubic polynomial on the FMA units (split $x$ into integer and fraction, approximate $2^{\\text{frac}}$, add the integer to the exponent bits), so the exponential unit and the FMA units share the work. In the default pattern 24 of 128 columns of an interior block take the polynomial.',
+      text: '**exp2 emulation.** Some of the exponentials are computed with a cubic polynomial on the FMA units (split $x$ into integer and fraction, approximate $2^{\\text{frac}}$, add the integer to the exponent bits), so the exponential unit and the FMA units share the work. Which ones is fixed per configuration: in 32-column fragments, from fragment 1 to the one before the last, the last 4 of every 16 columns — 16 of 128 — and on masked blocks as well; the 2-CTA $d = 128$ kernel uses every 10 instead (_TUNING_CONFIG in flash_fwd_sm100.py). An earlier FlashScope model emulated 24 of 128 from fragment 0 and skipped masked blocks; the code says otherwise.',
     },
     {
       kind: 'p',
@@ -42,7 +46,7 @@ export const chapter8: Chapter = {
   ],
   panes: [
     {
-      preset: lessonRequest('fa4', { nq: 256, nk: 256, d: 16, dtype: 'bf16' }, { blockM: 128, blockN: 64 }),
+      preset: lessonRequest('fa4', { nq: 256, nk: 256, d: 16, dtype: 'bf16' }, { blockM: 128, blockN: 128 }),
       target: { describe: 'the first P = 2^(S′ − m) step of softmax warpgroup 0', find: (ev) => firstIndex(ev, (e) => e.kind === 'exp') },
       views: ['heatmaps', 'stats', 'counters'],
     },
@@ -91,7 +95,7 @@ export const chapter8: Chapter = {
       prompt: 'How many exponentials went through the polynomial exp2 on the FMA units in the loaded run?',
       kind: 'integer',
       answer: ({ run }) => run.result.stats?.emulatedExp2 ?? 0,
-      explain: (_c, a) => `${a}: in each 32-column fragment but the last, the last 4 of every 16 columns use the polynomial — only on full, unmasked blocks.`,
+      explain: (_c, a) => `${a}: from the second 32-column fragment to the one before the last, the last 4 of every 16 columns use the polynomial, on masked blocks too (entries the mask removed are exactly 0 and skip the exponential).`,
       hint: 'Work it out from the pattern: which columns of an unmasked interior block are emulated, and how many such rows × blocks are there?',
     },
     {

@@ -3,11 +3,11 @@
 // when the chapter shows them; fixed inputs, so the text around them holds, and the chapter's
 // test checks them against a float64 attention of its own.
 
-import { sage, SAGE_TILE } from '../../../engine/algorithms/sage.ts';
-import type { LoadRequest } from '../../../engine/debugger/protocol.ts';
+import { sage, SAGE_TILE } from '../../../engine/algorithms/sage/forward.ts';
+import type { LoadRequest } from '../../../engine/request.ts';
 import { randomInputs, type AttentionInputs } from '../../../engine/core/inputs.ts';
 import { outputError } from '../../../engine/lowprec/error-metrics.ts';
-import { prepareSage } from '../../../engine/lowprec/sage-quant.ts';
+import { prepareSage } from '../../../engine/algorithms/sage/quant.ts';
 import { DEFAULT_PROBLEM, type AttentionProblem } from '../../../engine/core/problem.ts';
 import { mulberry32 } from '../../../engine/core/random.ts';
 import { referenceAttention } from '../../../engine/core/reference.ts';

@@ -4,8 +4,8 @@
 // e4m3 cast flushes on a sink pattern. Fixed problems, so the text around them holds; the
 // chapter's tests assert what the text says about them.
 
-import { fa3 } from '../../../engine/algorithms/fa3.ts';
-import type { LoadRequest } from '../../../engine/debugger/protocol.ts';
+import { fa3 } from '../../../engine/algorithms/fa3/forward.ts';
+import type { LoadRequest } from '../../../engine/request.ts';
 import { randomInputs, SINK_KEYS } from '../../../engine/core/inputs.ts';
 import { outputError } from '../../../engine/lowprec/error-metrics.ts';
 import { randomSigns, rotateRows } from '../../../engine/lowprec/incoherent.ts';
@@ -33,10 +33,10 @@ export interface ErrorRow {
 
 const ERROR_ROWS: Omit<ErrorRow, 'rmse' | 'maxAbs'>[] = [
   { id: 'fp16', label: 'FP16 FA3', dtype: 'fp16', features: {} },
-  { id: 'per-tensor', label: 'FP8, per-tensor scales, no rotation', dtype: 'fp8e4m3', features: { blockQuant: false, incoherent: false } },
+  { id: 'per-tensor', label: 'FP8, per-tensor scales, no rotation (the shipped kernel)', dtype: 'fp8e4m3', features: { blockQuant: false, incoherent: false } },
   { id: 'block', label: 'FP8, block scales only', dtype: 'fp8e4m3', features: { blockQuant: true, incoherent: false } },
   { id: 'incoherent', label: 'FP8, incoherent processing only', dtype: 'fp8e4m3', features: { blockQuant: false, incoherent: true } },
-  { id: 'fa3', label: 'FP8, block scales + incoherent (FA3)', dtype: 'fp8e4m3', features: { blockQuant: true, incoherent: true } },
+  { id: 'fa3', label: "FP8, block scales + incoherent (the FA3 paper's experiment)", dtype: 'fp8e4m3', features: { blockQuant: true, incoherent: true } },
 ];
 
 let errorMemo: ErrorRow[] | null = null;
@@ -117,7 +117,7 @@ export const SINK_PRESET: LoadRequest = lessonRequest(
   'fa3',
   { nq: 16, nk: 64, d: 32, dtype: 'fp8e4m3' },
   { blockM: 16, blockN: 16 },
-  { seed: 1, distribution: 'sink', features: { incoherent: false, reverseKv: false, pScale: 1 } },
+  { seed: 1, distribution: 'sink', features: { blockQuant: true, incoherent: false, reverseKv: false, pScale: 1 } },
 );
 
 export interface FlushCount {

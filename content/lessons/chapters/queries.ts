@@ -1,7 +1,7 @@
 // Small questions asked of a recorded trace, shared by the chapters' step locators and
 // answer functions. Each returns what the engine recorded; none recomputes the maths.
 
-import type { LoadRequest } from '../../../engine/debugger/protocol.ts';
+import type { LoadRequest } from '../../../engine/request.ts';
 import type { InputDistribution } from '../../../engine/core/inputs.ts';
 import type { AttentionProblem } from '../../../engine/core/problem.ts';
 import type { TraceEvent } from '../../../engine/trace/events.ts';

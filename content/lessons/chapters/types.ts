@@ -3,19 +3,21 @@
 // answers against the trace of whatever problem the student has loaded. No DOM here.
 
 import type { AlgorithmResult } from '../../../engine/algorithms/types.ts';
-import type { LoadRequest } from '../../../engine/debugger/protocol.ts';
+import type { LoadRequest } from '../../../engine/request.ts';
 import type { ProblemShape } from '../../../engine/hw/model.ts';
 import type { TraceEvent } from '../../../engine/trace/events.ts';
 
 /**
  * Text with inline maths between single dollar signs ("the max $m_i$ of row $i$"); a block
- * of kind 'math' is one display formula in TeX. 'seed' blocks name a mistake in the seed
- * notes and what the lesson follows instead.
+ * of kind 'math' is one display formula in TeX. 'erratum' blocks name a mistake in a published
+ * listing (paper and place) and what the lesson follows instead.
  */
 export type LessonBlock =
   | { kind: 'p'; text: string }
   | { kind: 'math'; tex: string }
-  | { kind: 'seed'; text: string }
+  | { kind: 'erratum'; text: string }
+  /** Where a paper's description and the shipped code differ: what the model now follows, and what changed. */
+  | { kind: 'code-wins'; text: string }
   | { kind: 'h'; text: string }
   /** An interactive piece placed at this point of the text. */
   | { kind: 'widget'; widget: 'online-softmax' | 'io-sweep' | 'fp8-formats' }

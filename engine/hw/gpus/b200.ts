@@ -1,4 +1,4 @@
-// NVIDIA B200 (SM100, Blackwell): the GPU of seed 003's FA4 analysis.
+// NVIDIA B200 (SM100, Blackwell): the GPU FA4 (arXiv 2603.05451) targets.
 import type { GpuSpec } from './spec.ts';
 
 export const B200: GpuSpec = {
@@ -21,7 +21,7 @@ export const B200: GpuSpec = {
   tensorFlopsPerClkFp16Acc: 8192,
   mmaSyncFraction: 1 / 3,
   // The MUFU did not grow with the tensor cores: 16 ex2/clk/SM as on Hopper (the reason FA4
-  // emulates part of exp2 on the FMA pipes; seed 003 §2.3).
+  // emulates part of exp2 on the FMA pipes; FA4 paper, arXiv 2603.05451).
   mufuPerClk: 16,
   fmaPerClk: 128,
   smemBytesPerClk: 128,

@@ -1,11 +1,11 @@
-// NVIDIA GeForce RTX 4060 (SM89, AD107): the GPU of seed 001's fmha_v2 run.
+// NVIDIA GeForce RTX 4060 (SM89, AD107): the GPU the fmha_v2 calibration run was recorded on.
 import type { GpuSpec } from './spec.ts';
 
 export const RTX4060: GpuSpec = {
   id: 'rtx4060',
   name: 'NVIDIA GeForce RTX 4060',
   sm: 89,
-  // Seed 001's fmha_exe output: "#.of.SMs: 24". NVIDIA spec page: boost clock 2460 MHz.
+  // The fmha_exe run's output: "#.of.SMs: 24". NVIDIA spec page: boost clock 2460 MHz.
   smCount: 24,
   clockGHz: 2.46,
   // NVIDIA Ada tuning guide: up to 100 KB shared memory per SM, 99 KB per block.

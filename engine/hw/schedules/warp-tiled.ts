@@ -9,7 +9,7 @@
 // co-resident CTAs that share a sub-partition share those units (processor sharing).
 //
 // Two K/V pipelines:
-//   stages 1 (seed 002's CuTe kernel): K and V have one buffer each; V_j is loaded while
+//   stages 1 (the tiny-flash-attention CuTe kernel): K and V have one buffer each; V_j is loaded while
 //     Q·K_jᵀ runs and K_{j+1} while P·V_j runs;
 //   stages 2 (fmha_v2): K/V double-buffered; K_{j+1}, V_{j+1} load during all of step j.
 
@@ -27,6 +27,7 @@ import {
   type BuildContext,
   type CtaWork,
   type ProblemShape,
+  phase,
 } from '../model.ts';
 import type { Kernel, MemSpec, RoleProgram } from '../scheduler.ts';
 
@@ -111,7 +112,10 @@ export function buildWarpTiled(k: Kernel, ctx: BuildContext, work: CtaWork, cfg:
       let bytes = 0;
       for (const t of tiles) bytes += t.bytes;
       if (lead) for (const m of before) r.mem(m);
+      const kvTile = tiles.find((t) => !t.tile.startsWith('Q'));
+      const copied = phase(['load'], kvTile ? Number(kvTile.tile.slice(1)) : null, null, tiles.map((t) => t.tile[0]));
       r.issue(cfg.copyUnit, copy(bytes / cfg.warps), `${cfg.copyUnit} ${tiles.map((t) => t.tile).join('+')}`, tiles.map((t) => t.tile).join('+'), {
+        phase: copied,
         latency: gpu.copyLatencyCycles,
         arrive: [cp],
         mem: lead ? tiles.map((t) => fill(t.buf, t.stage, t.bytes, t.tile)) : undefined,
@@ -125,10 +129,12 @@ export function buildWarpTiled(k: Kernel, ctx: BuildContext, work: CtaWork, cfg:
     const qTile = `Q${work.qBlock}`;
     const tensor = `tensor.sp${sp}`;
     const softmax = (j: number, first: boolean) => {
-      if (diag(j, w)) r.exec(`fma.sp${sp}`, (elems * 2) / (gpu.fmaPerClk / 4), 'causal mask', `S${j}`);
-      r.exec(`fma.sp${sp}`, (elems + (first ? 0 : rows * shape.dv)) / (gpu.fmaPerClk / 4), first ? 'row max' : 'row max, rescale O', `S${j}`);
-      r.exec(`mufu.sp${sp}`, elems / (gpu.mufuPerClk / 4), 'exp2', `P${j}`);
-      r.exec(`fma.sp${sp}`, (elems * (cfg.softmaxOps - 1)) / (gpu.fmaPerClk / 4), 'row sum, cvt P', `P${j}`);
+      if (diag(j, w)) r.exec(`fma.sp${sp}`, (elems * 2) / (gpu.fmaPerClk / 4), 'causal mask', `S${j}`, { phase: phase(['mask'], j, w) });
+      r.exec(`fma.sp${sp}`, (elems + (first ? 0 : rows * shape.dv)) / (gpu.fmaPerClk / 4), first ? 'row max' : 'row max, rescale O', `S${j}`, {
+        phase: phase(first ? ['rowmax'] : ['rowmax', 'rescale'], j, w),
+      });
+      r.exec(`mufu.sp${sp}`, elems / (gpu.mufuPerClk / 4), 'exp2', `P${j}`, { phase: phase(['exp'], j, w) });
+      r.exec(`fma.sp${sp}`, (elems * (cfg.softmaxOps - 1)) / (gpu.fmaPerClk / 4), 'row sum, cvt P', `P${j}`, { phase: phase(['rowsum'], j, w) });
     };
     if (n === 0) continue;
     if (cfg.kvStages === 1) {
@@ -140,12 +146,12 @@ export function buildWarpTiled(k: Kernel, ctx: BuildContext, work: CtaWork, cfg:
         const j = kv[i];
         waitAll();
         group([{ buf: 'sV', stage: 0, bytes: vBytes, tile: `V${j}` }], i > 0 ? [release('sV', 0, vBytes, `V${kv[i - 1]}`)] : []);
-        r.exec(tensor, qk, `mma.sync S=Q·K${j}ᵀ`, `S${j}`);
+        r.exec(tensor, qk, `mma.sync S=Q·K${j}ᵀ`, `S${j}`, { phase: phase(['qk'], j, w) });
         waitAll();
         if (i + 1 < n) group([{ buf: 'sK', stage: 0, bytes: kBytes, tile: `K${kv[i + 1]}` }], [release('sK', 0, kBytes, `K${j}`)]);
         else if (lead) r.mem(release('sK', 0, kBytes, `K${j}`));
         softmax(j, i === 0);
-        r.exec(tensor, pv, `mma.sync O+=P·V${j}`, `O${work.qBlock}`);
+        r.exec(tensor, pv, `mma.sync O+=P·V${j}`, `O${work.qBlock}`, { phase: phase(['pv'], j, w) });
       }
       if (lead) r.mem(release('sV', 0, vBytes, `V${kv[n - 1]}`));
     } else {
@@ -169,9 +175,9 @@ export function buildWarpTiled(k: Kernel, ctx: BuildContext, work: CtaWork, cfg:
             old,
           );
         }
-        r.exec(tensor, qk, `mma.sync S=Q·K${j}ᵀ`, `S${j}`);
+        r.exec(tensor, qk, `mma.sync S=Q·K${j}ᵀ`, `S${j}`, { phase: phase(['qk'], j, w) });
         softmax(j, i === 0);
-        r.exec(tensor, pv, `mma.sync O+=P·V${j}`, `O${work.qBlock}`);
+        r.exec(tensor, pv, `mma.sync O+=P·V${j}`, `O${work.qBlock}`, { phase: phase(['pv'], j, w) });
       }
       if (lead) {
         const s = (n - 1) % 2;
@@ -184,9 +190,12 @@ export function buildWarpTiled(k: Kernel, ctx: BuildContext, work: CtaWork, cfg:
       }
     }
     // Epilogue: O / l (or keep O unnormalized with its LSE for the combine), write out.
-    r.exec(`fma.sp${sp}`, (rows * shape.dv * 2) / (gpu.fmaPerClk / 4), cfg.writesPartial ? 'O / l, LSE' : 'O / l, cvt', `O${work.qBlock}`);
+    r.exec(`fma.sp${sp}`, (rows * shape.dv * 2) / (gpu.fmaPerClk / 4), cfg.writesPartial ? 'O / l, LSE' : 'O / l, cvt', `O${work.qBlock}`, {
+      phase: phase(['normalize'], null, w),
+    });
     const outBytes = cfg.writesPartial ? rows * (shape.dv + 1) * 4 : rows * shape.dv * e;
     r.issue('store', copy(outBytes), cfg.writesPartial ? `st.global Opartial+LSE split ${work.split}` : `st.global O${work.qBlock}`, `O${work.qBlock}`, {
+      phase: phase(['write'], null, w, [cfg.writesPartial ? 'Opartial' : 'O']),
       latency: gpu.copyLatencyCycles,
       memDone: [hbmOut(shape, work, work.qBlock * cfg.blockM + w * rows, rows, `O${work.qBlock}`, cfg.writesPartial, cfg.splits)],
     });
@@ -199,3 +208,8 @@ export function mmaSyncRate(gpu: GpuSpec, shape: ProblemShape, fp16Acc = false):
 }
 
 export { SOFTMAX_FMA_OPS };
+
+/** The SM80-style kernels' step-map geometry: one CTA of block_m rows, each warp (a role of the sheet) its share. */
+export function warpTiledGeometry(sheet: ResourceSheet): { ctaRows: number; subRows: number } {
+  return { ctaRows: sheet.tiles.block_m, subRows: Math.max(1, Math.floor(sheet.tiles.block_m / Math.max(1, sheet.roles.length))) };
+}

@@ -1,0 +1,21 @@
+// A formula as the formula panel shows it, and numbers written as TeX: shared by the forward
+// and backward formulas and the live lesson text.
+
+export interface Formula {
+  /** The update in symbols. */
+  symbolic: string;
+  /** The same update with this row's numbers. */
+  live: string;
+}
+
+/** A number as TeX: 5 significant digits, ±∞ and NaN spelled out. */
+export function texNum(x: number | undefined): string {
+  if (x === undefined) return '?';
+  if (Number.isNaN(x)) return '\\mathrm{NaN}';
+  if (x === Infinity) return '\\infty';
+  if (x === -Infinity) return '-\\infty';
+  const a = Math.abs(x);
+  const s = a !== 0 && (a < 1e-4 || a >= 1e6) ? x.toExponential(3) : String(Number(x.toPrecision(5)));
+  const m = /^(-?[\d.]+)e([+-]\d+)$/.exec(s);
+  return m ? `${m[1]}\\times10^{${Number(m[2])}}` : s;
+}

@@ -1,0 +1,20 @@
+// FlashAttention-4 on Blackwell (SM100): TMEM accumulators, lazy rescaling, emulated exp2.
+
+import { defineAlgorithm } from '../descriptor.ts';
+import { FA4_FEATURES, fa4 } from './forward.ts';
+import { FA4_BLOCK_M, FA4_BLOCK_N, fa4Hw } from './schedule.ts';
+
+export const fa4Algorithm = defineAlgorithm({
+  id: 'fa4',
+  name: fa4.name,
+  title: 'FA4',
+  forward: fa4,
+  switches: FA4_FEATURES,
+  schedule: fa4Hw,
+  registerNote: 'per-role budgets: num_regs_softmax and num_regs_correction of flash_attn/cute/flash_fwd_sm100.py',
+  defaults: { gpu: 'b200', dtype: 'bf16', nq: 512, nk: 512, d: 128, dv: 128 },
+  tiles: () => ({ blockM: FA4_BLOCK_M, blockN: FA4_BLOCK_N }),
+  supports: { dtypes: ['fp32', 'fp16', 'bf16'] },
+  rowStats: 'on-chip',
+  serving: { pageTableEntryBytes: 4, splits: false },
+});

@@ -1,0 +1,551 @@
+// FlashAttention-4 forward on SM100 ("FlashAttention-4: Algorithm and Kernel Pipelining
+// Co-Design for Asymmetric Hardware Scaling", arXiv 2603.05451), configured as
+// flash_attn/cute/flash_fwd_sm100.py at 0251105a is (through fa4Config in
+// engine/algorithms/fa4/tiles.ts). One CTA owns q_stage (2, or 1 when seqlen_q ≤ 128) Q tiles
+// of 128 rows and 16 warps:
+//   softmax0 (warps 0-3) and softmax1 (warps 4-7, idle when q_stage = 1): one per Q tile;
+//   correction (warps 8-11): rescales O in TMEM when the row max moved, then the epilogue;
+//   mma (warp 12), epilogue (warp 13), load (warp 14), empty (warp 15).
+// Register targets by head dim: 200/64/48 below d = 96, else _TUNING_CONFIG or 192/80, the
+// other warps getting what is left of 512 per thread-quad.
+// 2-CTA mode (use_2cta_instrs: non-causal, dense, d ∈ {128, 192}, dv = 128, seqlen_q > 256):
+// two CTAs on two SMs form a pair; the leader's MMA warp issues cta_group::2 MMAs of
+// M = 256 rows, each CTA's tensor core computing its own 128 rows into its own TMEM, and each
+// CTA holds half of every K/V tile in SMEM, so a stage costs half the bytes and the ring is
+// deeper. TMEM: S0 at column 0, S1 at 128, O_i after them; P_i (16-bit) over the second
+// half of S_i. SMEM: sScale, sQ × q_stage, sO × q_stage (over sQ at d = 192), the K/V ring
+// with min((224 KiB − sQ − sO) / stage bytes, 32) stages. For d = 192, dv = 128 on one CTA the
+// ring is uneven: Large (K) + Small (V) + Large, stage stride (L+S)/2, the middle stage
+// moving by (L−S)/2 with the barrier phase. Load order: K_last, Q0, Q1, V_last, then K/V of
+// the remaining blocks from the right. Correction rescales O only when some row max grew by
+// more than 8 (log2 units, 16-bit types): with lazy rescaling on it skips the rescale unless
+// a row needs it.
+
+import { isFp8 } from '../../core/problem.ts';
+import type { ResourceSheet } from '../../hw/events.ts';
+import type { GpuSpec } from '../../hw/gpus/index.ts';
+import {
+  SOFTMAX_FMA_OPS,
+  EXP2_POLY_FMA_OPS,
+  ceilDiv,
+  elemBytes,
+  emptySheet,
+  finishSheet,
+  mmaCycles,
+  prefix,
+  tensorRate,
+  visibleKvRange,
+  crossesDiagonal,
+  kvBlocksOf,
+  ioBytes,
+  hbmOut,
+  type BuildContext,
+  type CtaWork,
+  type HwAlgorithm,
+  type HwFeatures,
+  type ProblemShape,
+  phase as opPhase,
+  RESCALE_AT_SWITCH,
+  STAGES_SWITCH,
+} from '../../hw/model.ts';
+import { FA4_FEATURES } from './forward.ts';
+import type { Kernel, MemSpec } from '../../hw/scheduler.ts';
+import { FA4_TILE, exp2EmulatedShare, fa4Config, fa4HeadDimRefusal, type Fa4Config } from './tiles.ts';
+
+/** Calibration (FA4 on B200 BF16, ~1600 TFLOP/s at d = 128): fraction of the tcgen05 datasheet rate reached in the loop. */
+export const UMMA_EFFICIENCY = 0.75;
+/** Cycles from an MMA's last instruction to its tcgen05.commit arriving. */
+export const UMMA_LATENCY = 100;
+/** TMEM ↔ register traffic per SM per cycle (4 sub-partitions × 32 lanes × 4 B; model assumption). */
+export const TMEM_BYTES_PER_CLK = 512;
+/** Lazy rescale threshold in log2 units for 16-bit types (flash_fwd_sm100.py@0251105a, rescale_threshold). */
+export const RESCALE_THRESHOLD_LOG2 = 8;
+/** Blackwell's packed FFMA2 does two fp32 FMAs per lane per instruction: the softmax code is written with it. */
+const PACKED = 2;
+
+export const FA4_BLOCK_M = FA4_TILE;
+export const FA4_BLOCK_N = FA4_TILE;
+
+/** The shipped kernel's configuration for this shape (one table for stepper, simulator and describe). */
+export function fa4Tiles(shape: ProblemShape): Fa4Config {
+  return fa4Config({ d: shape.d, dv: shape.dv, dtype: shape.dtype, causal: shape.causal, nq: shape.nq });
+}
+
+/** The uneven Large-Small-Large ring: d 192 / dv 128 on one CTA with three stages. */
+export function fa4Uneven(shape: ProblemShape): boolean {
+  const c = fa4Tiles(shape);
+  return c.dPad === 192 && c.dvPad === 128 && c.kvStage === 3 && c.ctaGroup === 1;
+}
+
+function kvStages(shape: ProblemShape, f: HwFeatures): number {
+  if (fa4Uneven(shape)) return 3;
+  return f.stages ?? fa4Tiles(shape).kvStage;
+}
+
+interface Fa4Layout {
+  cfg: Fa4Config;
+  sheet: ResourceSheet;
+  qOff: number[];
+  /** Where O_s is staged for the TMA store: its own sO, or over sQ_s at d = 192. */
+  oOff: number[];
+  kvBase: number;
+  /** Bytes of one K / V tile this CTA holds (half the tile in 2-CTA mode). */
+  kBytes: number;
+  vBytes: number;
+  stride: number;
+  unevenShift: number;
+  stages: number;
+  tmem: { s: number[]; p: number[]; o: number[] };
+}
+
+function layout(gpu: GpuSpec, shape: ProblemShape, f: HwFeatures): Fa4Layout {
+  const cfg = fa4Tiles(shape);
+  const Q = cfg.qStage;
+  const e = elemBytes(shape.dtype);
+  const sheet = emptySheet('fa4', gpu, FA4_BLOCK_M, FA4_BLOCK_N);
+  sheet.cta_group = cfg.ctaGroup;
+  const stages = kvStages(shape, f);
+  sheet.q_stage = Q;
+  sheet.kv_stage = stages;
+  const { dPad, dvPad } = cfg;
+  const kBytes = (FA4_BLOCK_N * dPad * e) / cfg.ctaGroup;
+  const vBytes = (FA4_BLOCK_N * dvPad * e) / cfg.ctaGroup;
+  const uneven = fa4Uneven(shape);
+  // Struct order of the kernel's SharedStorage: mbarriers, TMEM holding word, sScale, sO, sQ, sK/V.
+  const mbarBytes = (2 * Q + 2 * stages + 11) * 8;
+  let off = 0;
+  const push = (name: string, stage: number, bytes: number, align: number) => {
+    off = Math.ceil(off / align) * align;
+    sheet.smem.buffers.push({ name, stage, offset: off, bytes });
+    off += bytes;
+    return off - bytes;
+  };
+  push('mbarriers', 0, mbarBytes, 8);
+  push('tmem_holding', 0, 4, 4);
+  push('sScale', 0, Q * FA4_BLOCK_M * 2 * 4, 4);
+  const oTile = FA4_BLOCK_M * dvPad * e;
+  const qTile = FA4_BLOCK_M * dPad * e;
+  const oOff: number[] = [];
+  if (!cfg.overlapSOSQ) for (let q = 0; q < Q; q++) oOff.push(push('sO', q, oTile, q === 0 ? 1024 : 1));
+  const qOff: number[] = [];
+  for (let q = 0; q < Q; q++) qOff.push(push('sQ', q, qTile, q === 0 ? 1024 : 1));
+  if (cfg.overlapSOSQ) oOff.push(...qOff);
+  off = Math.ceil(off / 1024) * 1024;
+  const kvBase = off;
+  let stride: number;
+  let unevenShift = 0;
+  let ringBytes: number;
+  if (uneven) {
+    // cosize of the uneven layout: two Large and one Small slot.
+    stride = (kBytes + vBytes) / 2;
+    unevenShift = (kBytes - vBytes) / 2;
+    ringBytes = 2 * kBytes + vBytes;
+  } else {
+    stride = Math.max(kBytes, vBytes);
+    ringBytes = stages * stride;
+  }
+  for (let s = 0; s < stages; s++)
+    sheet.smem.buffers.push({ name: 'sKV', stage: s, offset: kvBase + s * stride, bytes: uneven ? (s === 1 ? vBytes : kBytes) : stride });
+  off = kvBase + ringBytes;
+  sheet.smem.used_bytes = off;
+  const kb = (n: number) => `${n / 1024} KB`;
+  sheet.notes.push(
+    `SMEM: ${Q}×sQ = ${kb(Q * qTile)}, ${cfg.overlapSOSQ ? 'sO over sQ (d 192)' : `${Q}×sO = ${kb(Q * oTile)}`}, K/V ring = ${stages} × ${kb(stride)} = ${kb(ringBytes)}${uneven ? ' (Large-Small-Large)' : ''}; ${off} bytes with barriers, sScale and 1024-byte alignment. Stages: min((224 KiB − sQ − sO) / stage bytes, 32) = ${cfg.kvStage}.`,
+  );
+  if (cfg.ctaGroup === 2) {
+    sheet.notes.push(
+      `2-CTA mode (cta_group::2): this CTA and its peer on another SM form a pair over ${2 * Q * FA4_BLOCK_M} Q rows; the leader's MMA warp issues M = 256 MMAs, each CTA's tensor core writes its own 128 rows into its own TMEM, and each CTA holds half of every K/V tile (${FA4_BLOCK_N / 2} of ${FA4_BLOCK_N} rows), so a stage takes half the bytes.`,
+    );
+  }
+  if (uneven) {
+    sheet.notes.push('The uneven ring ends the struct at 227 KB, the per-block limit (sScale holds q_stage·128·2 fp32 = 2 KB).');
+  }
+  // TMEM columns: S0, S1 (s_stage = 2), then O per Q stage.
+  const s = [0, FA4_BLOCK_N];
+  const p = s.map((c) => c + FA4_BLOCK_N / 2);
+  const o = Array.from({ length: Q }, (_, q) => 2 * FA4_BLOCK_N + q * dvPad);
+  if (sheet.tmem) {
+    sheet.tmem.buffers.push(
+      { name: 'S0', column: s[0], columns: FA4_BLOCK_N },
+      { name: 'S1', column: s[1], columns: FA4_BLOCK_N },
+      { name: 'P0', column: p[0], columns: FA4_BLOCK_N / 2 },
+      { name: 'P1', column: p[1], columns: FA4_BLOCK_N / 2 },
+      ...o.map((c, q) => ({ name: `O${q}`, column: c, columns: dvPad })),
+    );
+    sheet.notes.push('P_i is written over the second half of S_i (16-bit values, two per 32-bit column) once softmax has read S_i.');
+  }
+  const r = cfg.registers;
+  sheet.roles.push({ name: 'softmax0', warps: [0, 1, 2, 3], registers: r.softmax });
+  if (Q === 2) sheet.roles.push({ name: 'softmax1', warps: [4, 5, 6, 7], registers: r.softmax });
+  sheet.roles.push(
+    { name: 'correction', warps: [8, 9, 10, 11], registers: r.correction },
+    { name: 'mma', warps: [12], registers: r.other },
+    { name: 'epilogue', warps: [13], registers: r.other },
+    { name: 'load', warps: [14], registers: r.other },
+    { name: 'empty', warps: Q === 2 ? [15] : [15, 4, 5, 6, 7], registers: r.other },
+  );
+  if (Q === 1) sheet.notes.push('q_stage = 1 (seqlen_q ≤ 128): one Q tile, warps 4-7 join the empty warp.');
+  if (gpu.sm !== 100) sheet.does_not_fit.push(`arch: FA4 is written for SM100 (tcgen05, TMEM); ${gpu.name} is SM${gpu.sm}`);
+  if (shape.dtype === 'fp32') sheet.does_not_fit.push('dtype: FA4 takes fp16 or bf16 inputs (its MMAs have no fp32 path)');
+  if (isFp8(shape.dtype))
+    sheet.does_not_fit.push('dtype: FlashScope models no FP8 path for FA4 (FP8 is modelled for FA3); pick fp16 or bf16');
+  const refusal = fa4HeadDimRefusal(shape.d, shape.dv, shape.dtype);
+  if (refusal) sheet.does_not_fit.push(`head dim: ${refusal}`);
+  else if (cfg.dedicatedHd256)
+    sheet.does_not_fit.push(
+      "head dim: d = dv = 256 runs upstream's dedicated 2-CTA kernel (sm100_hd256_2cta_fmha_forward.py), which FlashScope does not model",
+    );
+  else if (shape.dv > 128)
+    sheet.does_not_fit.push(
+      "head dim: the dv = 512 MLA shapes run upstream's MLA kernel (flash_fwd_mla_sm100.py), which FlashScope does not model",
+    );
+  if (uneven && f.stages !== undefined && f.stages !== 3)
+    sheet.does_not_fit.push(`stages: the uneven d = 192, dv = 128 K/V ring (Large-Small-Large) has exactly 3 stages, got ${f.stages}`);
+  if (f.stages !== undefined && f.stages < 2)
+    sheet.does_not_fit.push(`stages: FA4 needs at least 2 K/V stages (K and V of one block are in flight together), got ${f.stages}`);
+  finishSheet(sheet, gpu);
+  return { cfg, sheet, qOff, oOff, kvBase, kBytes, vBytes, stride, unevenShift, stages, tmem: { s, p, o } };
+}
+
+function grid(_gpu: GpuSpec, shape: ProblemShape): CtaWork[] {
+  const rows = FA4_BLOCK_M * fa4Tiles(shape).qStage;
+  const out: CtaWork[] = [];
+  for (let b = 0; b < shape.batch; b++)
+    for (let h = 0; h < shape.hq; h++)
+      for (let i = 0; i < ceilDiv(shape.nq, rows); i++) {
+        const [kvFrom, kvTo] = visibleKvRange(shape, i * rows, Math.min(shape.nq, (i + 1) * rows), FA4_BLOCK_N);
+        out.push({ b, h, qBlock: i, kvFrom, kvTo, reverse: true, split: 0 });
+      }
+  return out;
+}
+
+/** The load sequence of one CTA, in issue order, with SMEM placement (flash_fwd_sm100.py@0251105a, load: l. 1624-1651). */
+export interface Fa4Load {
+  tile: string;
+  kind: 'Q' | 'K' | 'V';
+  /** Ring stage (K/V) or Q stage. */
+  stage: number;
+  /** Producer phase of the K/V ring when issued (starts at 1, flips when the ring wraps). */
+  phase: number;
+  offset: number;
+  bytes: number;
+  /** Index in the K/V sequence (K0 V0 K1 V1 ...), -1 for Q. */
+  kvIndex: number;
+}
+
+export function fa4LoadOrder(gpu: GpuSpec, shape: ProblemShape, f: HwFeatures, kvBlocks: number[], qBlock = 0): Fa4Load[] {
+  const L = layout(gpu, shape, f);
+  const e = elemBytes(shape.dtype);
+  const qBytes = FA4_BLOCK_M * L.cfg.dPad * e;
+  const Q = L.cfg.qStage;
+  const out: Fa4Load[] = [];
+  let c = 0;
+  const kvLoad = (kind: 'K' | 'V', j: number) => {
+    const stage = c % L.stages;
+    const phase = 1 ^ (Math.floor(c / L.stages) & 1);
+    let offset = L.kvBase + stage * L.stride;
+    // Middle stage of the uneven ring: right by the shift when the consumer phase (phase ^ 1) is 0, left when 1.
+    if (L.unevenShift > 0 && stage === 1) offset += L.unevenShift * (1 - 2 * (phase ^ 1));
+    out.push({ tile: `${kind}${j}`, kind, stage, phase, offset, bytes: kind === 'K' ? L.kBytes : L.vBytes, kvIndex: c });
+    c++;
+  };
+  const q = (s: number) =>
+    out.push({ tile: `Q${Q * qBlock + s}`, kind: 'Q', stage: s, phase: 1, offset: L.qOff[s], bytes: qBytes, kvIndex: -1 });
+  if (kvBlocks.length === 0) return out;
+  kvLoad('K', kvBlocks[0]);
+  q(0);
+  if (Q === 2) q(1);
+  kvLoad('V', kvBlocks[0]);
+  for (let i = 1; i < kvBlocks.length; i++) {
+    kvLoad('K', kvBlocks[i]);
+    kvLoad('V', kvBlocks[i]);
+  }
+  return out;
+}
+
+function build(k: Kernel, ctx: BuildContext, work: CtaWork): void {
+  const { gpu, shape, features: f } = ctx;
+  const L = layout(gpu, shape, f);
+  const p = prefix(ctx);
+  const e = elemBytes(shape.dtype);
+  const kv = kvBlocksOf(work);
+  const n = kv.length;
+  const loads = fa4LoadOrder(gpu, shape, f, kv, work.qBlock);
+  const S = L.stages;
+  // K/V loads by their index in the K0 V0 K1 V1 ... sequence: K of iteration i is 2i, V is 2i + 1.
+  const kvLoads = loads.filter((x) => x.kvIndex >= 0);
+  k.fifoUnits.add('tensor');
+  for (const b of L.sheet.smem.buffers) {
+    if (b.name === 'mbarriers' || b.name === 'tmem_holding') continue;
+    k.alloc({ space: 'smem', buffer: `${p}${b.name}`, stage: b.stage, offset: b.offset, bytes: b.bytes });
+  }
+  const lanes = gpu.tmem?.lanes ?? 128;
+  const tmemSpec = (name: string, col: number, cols: number, action: 'fill' | 'release', tile: string): MemSpec => ({
+    space: 'tmem',
+    buffer: `${p}tmem.${name}`,
+    stage: 0,
+    offset: col,
+    bytes: cols * lanes * 4,
+    action,
+    tile,
+  });
+  for (const b of L.sheet.tmem?.buffers ?? [])
+    k.alloc({ space: 'tmem', buffer: `${p}tmem.${b.name}`, stage: 0, offset: b.column, bytes: b.columns * lanes * 4 });
+
+  const rate = tensorRate(gpu, shape.dtype) * UMMA_EFFICIENCY;
+  const qk = mmaCycles(FA4_BLOCK_M, FA4_BLOCK_N, shape.d, rate);
+  const pv = mmaCycles(FA4_BLOCK_M, shape.dv, FA4_BLOCK_N, rate);
+  const elems = FA4_BLOCK_M * FA4_BLOCK_N;
+  // apply_exp2_convert runs the same pattern on masked and unmasked blocks; its frequency and
+  // start fragment come from _TUNING_CONFIG (fa4Config).
+  const emuFrac = f.exp2Emulation ? exp2EmulatedShare(FA4_BLOCK_N, L.cfg.exp2) : 0;
+  const Q = L.cfg.qStage;
+  const pair = L.cfg.ctaGroup === 2 ? ' (cta_group::2)' : '';
+  const load = (bytes: number) => bytes / ctx.loadBytesPerClk;
+  const tmemMove = (bytes: number) => bytes / TMEM_BYTES_PER_CLK;
+
+  const qFull = Array.from({ length: Q }, (_, s) => k.mbarrier(`${p}load_q_full[${s}]`));
+  const kvFull: number[] = [];
+  const kvEmpty: number[] = [];
+  for (let s = 0; s < S; s++) {
+    kvFull.push(k.mbarrier(`${p}kv_full[${s}]`));
+    kvEmpty.push(
+      k.mbarrier(`${p}kv_empty[${s}]`, 1, (ph) => {
+        const ld = kvLoads[s + ph * S];
+        return ld
+          ? { space: 'smem', buffer: `${p}sKV`, stage: s, offset: ld.offset, bytes: ld.bytes, action: 'release', tile: ld.tile }
+          : null;
+      }),
+    );
+  }
+  const sFull = [0, 1].map((s) => k.mbarrier(`${p}S_full[${s}]`));
+  const corrFull = [0, 1].map((s) => k.mbarrier(`${p}softmax_corr_full[${s}]`));
+  const corrEmpty = [0, 1].map((s) => k.mbarrier(`${p}softmax_corr_empty[${s}]`));
+  const pFullORescaled = [0, 1].map((s) => k.mbarrier(`${p}P_full_O_rescaled[${s}]`, 2));
+  const pFull2 = [0, 1].map((s) => k.mbarrier(`${p}P_full_2[${s}]`));
+  const oFull = [0, 1].map((s) => k.mbarrier(`${p}O_full[${s}]`));
+  const epiFull = [0, 1].map((s) => k.mbarrier(`${p}corr_epi_full[${s}]`));
+
+  // Load warp.
+  const ld = k.role({
+    name: `${p}load`,
+    warps: [14],
+    registers: L.cfg.registers.other,
+    job: `TMA loads: K, Q0${Q === 2 ? ', Q1' : ''}, V, then K/V from the last block down${pair ? ' (half of each K/V tile: the peer CTA loads the other half)' : ''}`,
+  });
+  for (const x of loads) {
+    if (x.kind === 'Q') {
+      ld.issue('tma', load(x.bytes), `tma ${x.tile}`, x.tile, {
+        phase: opPhase(['load'], null, x.stage, ['Q']),
+        latency: gpu.copyLatencyCycles,
+        arrive: [qFull[x.stage]],
+        mem: [{ space: 'smem', buffer: `${p}sQ`, stage: x.stage, offset: x.offset, bytes: x.bytes, action: 'fill', tile: x.tile }],
+      });
+      continue;
+    }
+    const round = Math.floor(x.kvIndex / S);
+    ld.wait(kvEmpty[x.stage], round - 1);
+    // Uneven ring: a K landing in stage 0 overlaps the Large tile the middle stage held last round.
+    if (L.unevenShift > 0 && x.kind === 'K' && x.stage === 0) ld.wait(kvEmpty[1], round - 1);
+    ld.issue('tma', load(x.bytes), `tma ${x.tile}`, x.tile, {
+      phase: opPhase(['load'], Number(x.tile.slice(1)), null, [x.kind]),
+      latency: gpu.copyLatencyCycles,
+      arrive: [kvFull[x.stage]],
+      mem: [{ space: 'smem', buffer: `${p}sKV`, stage: x.stage, offset: x.offset, bytes: x.bytes, action: 'fill', tile: x.tile }],
+    });
+  }
+
+  // MMA warp.
+  const kvOf = (kind: 'K' | 'V', i: number) => kvLoads[2 * i + (kind === 'K' ? 0 : 1)];
+  const R = L.cfg.registers;
+  const mma = k.role({
+    name: `${p}mma`,
+    warps: [12],
+    registers: R.other,
+    job: pair
+      ? "issues every tcgen05 MMA with cta_group::2: M = 256 over this CTA's rows and its peer's, each half into its own CTA's TMEM"
+      : 'issues every tcgen05 MMA: S = Q·Kᵀ into TMEM, O += P·V with P read from TMEM',
+  });
+  const qkOp = (s: number, i: number, extraArrive: number[]) => {
+    mma.issue('tensor', qk, `S${s}=Q${s}·K${kv[i]}ᵀ${pair}`, `S${s}`, {
+      phase: opPhase(['qk'], kv[i], s),
+      latency: UMMA_LATENCY,
+      chunks: 1,
+      arrive: [sFull[s], ...extraArrive],
+      memBegin: [tmemSpec(`S${s}`, L.tmem.s[s], FA4_BLOCK_N, 'fill', `S${s}.${kv[i]}`)],
+    });
+  };
+  const pvOps = (i: number, last: boolean) => {
+    const vx = kvOf('V', i);
+    for (let s = 0; s < Q; s++) {
+      mma.wait(pFullORescaled[s], i);
+      mma.issue('tensor', pv * 0.75, `O${s}+=P${s}·V${kv[i]} (3/4)${pair}`, `O${s}`, {
+        phase: opPhase(['pv'], kv[i], s),
+        latency: 0,
+        memBegin: i === 0 ? [tmemSpec(`O${s}`, L.tmem.o[s], shape.dv, 'fill', `O${s}`)] : undefined,
+      });
+      mma.wait(pFull2[s], i);
+      const arrive = [...(last ? [oFull[s]] : []), ...(s === Q - 1 ? [kvEmpty[vx.stage]] : [])];
+      mma.issue('tensor', pv * 0.25, `O${s}+=P${s}·V${kv[i]} (last 1/4)${pair}`, `O${s}`, {
+        phase: opPhase(['pv'], kv[i], s),
+        latency: UMMA_LATENCY,
+        arrive,
+        memDone: [tmemSpec(`P${s}`, L.tmem.p[s], FA4_BLOCK_N / 2, 'release', `P${s}.${kv[i]}`)],
+      });
+      if (!last && s === 0) mma.wait(kvFull[kvOf('K', i + 1).stage], Math.floor(kvOf('K', i + 1).kvIndex / S));
+      if (!last) qkOp(s, i + 1, s === Q - 1 ? [kvEmpty[kvOf('K', i + 1).stage]] : []);
+    }
+  };
+  if (n > 0) {
+    const k0 = kvOf('K', 0);
+    mma.wait(qFull[0], 0);
+    mma.wait(kvFull[k0.stage], Math.floor(k0.kvIndex / S));
+    qkOp(0, 0, Q === 1 ? [kvEmpty[k0.stage]] : []);
+    if (Q === 2) {
+      mma.wait(qFull[1], 0);
+      qkOp(1, 0, [kvEmpty[k0.stage]]);
+    }
+    for (let i = 0; i < n; i++) {
+      const vx = kvOf('V', i);
+      mma.wait(kvFull[vx.stage], Math.floor(vx.kvIndex / S));
+      pvOps(i, i === n - 1);
+    }
+  }
+
+  // Softmax warpgroups.
+  for (let s = 0; s < Q; s++) {
+    const sm = k.role({
+      name: `${p}softmax${s}`,
+      warps: [4 * s, 4 * s + 1, 4 * s + 2, 4 * s + 3],
+      registers: R.softmax,
+      job: `online softmax of Q tile ${s}: S from TMEM, P back over half of S`,
+    });
+    for (let i = 0; i < n; i++) {
+      const j = kv[i];
+      sm.wait(sFull[s], i);
+      sm.exec('tmem', tmemMove(elems * 4), `tcgen05.ld S${s}`, `S${s}`, {
+        phase: opPhase(['mask'], j, s),
+        memDone: [tmemSpec(`S${s}`, L.tmem.s[s], FA4_BLOCK_N, 'release', `S${s}.${j}`)],
+      });
+      const masked = crossesDiagonal(shape, (Q * work.qBlock + s) * FA4_BLOCK_M, j, FA4_BLOCK_N);
+      const emu = emuFrac;
+      if (masked) sm.exec('fma', (elems * 2) / (gpu.fmaPerClk * PACKED), 'causal mask', `S${s}`, { phase: opPhase(['mask'], j, s) });
+      sm.exec('fma', (elems * 1) / (gpu.fmaPerClk * PACKED), 'row max, scale to sScale', `S${s}`, { phase: opPhase(['rowmax'], j, s) });
+      sm.arrive(corrFull[s]);
+      sm.exec('fma', elems / (gpu.fmaPerClk * PACKED), 'x·scale − max', `S${s}`, { phase: opPhase(['exp'], j, s) });
+      if (emu < 1)
+        sm.exec('mufu', (elems * (1 - emu)) / gpu.mufuPerClk, `exp2 MUFU (${Math.round((1 - emu) * 100)}%)`, `P${s}`, {
+          phase: opPhase(['exp'], j, s),
+        });
+      if (emu > 0)
+        sm.exec(
+          'fma',
+          (elems * emu * EXP2_POLY_FMA_OPS) / (gpu.fmaPerClk * PACKED),
+          `exp2 cubic polynomial (${Math.round(emu * 100)}%)`,
+          `P${s}`,
+          { phase: opPhase(['exp'], j, s) },
+        );
+      sm.exec('tmem', tmemMove((elems * e * 3) / 4), `tcgen05.st P${s} (3/4)`, `P${s}`, {
+        phase: opPhase(['exp'], j, s),
+        mem: [tmemSpec(`P${s}`, L.tmem.p[s], FA4_BLOCK_N / 2, 'fill', `P${s}.${j}`)],
+      });
+      sm.arrive(pFullORescaled[s]);
+      sm.exec('tmem', tmemMove((elems * e) / 4), `tcgen05.st P${s} (last 1/4)`, `P${s}`, { phase: opPhase(['exp'], j, s) });
+      sm.arrive(pFull2[s]);
+      sm.wait(corrEmpty[s], i);
+      sm.exec('fma', (elems * (SOFTMAX_FMA_OPS - 2)) / (gpu.fmaPerClk * PACKED), 'row sum, cvt', `P${s}`, {
+        phase: opPhase(['rowsum'], j, s),
+      });
+    }
+  }
+
+  // Correction warpgroup.
+  const corr = k.role({
+    name: `${p}correction`,
+    warps: [8, 9, 10, 11],
+    registers: R.correction,
+    job: 'rescales O in TMEM when a row max moved; normalizes O at the end',
+  });
+  const oBytes = FA4_BLOCK_M * shape.dv * 4;
+  for (let i = 0; i < n; i++) {
+    for (let s = 0; s < Q; s++) {
+      corr.wait(corrFull[s], i);
+      corr.exec('fma', (FA4_BLOCK_M * 4) / gpu.fmaPerClk, 'read scale, vote', `O${s}`, { phase: opPhase(['rescale'], kv[i], s) });
+      // Without lazy rescaling every block after the first multiplies O by exp2(m_old − m_new).
+      // With it, O is rescaled only where the vote finds a row whose max grew by more than
+      // 2^8: the iterations the numeric run reports (rescaleAt), else none once the first
+      // block has set the max (growth that large needs outlier scores).
+      const rescale = i > 0 && (f.lazyRescale ? (f.rescaleAt?.includes(i) ?? false) : true);
+      if (rescale) {
+        const rescaled = { phase: opPhase(['rescale'], kv[i], s) };
+        corr.exec('tmem', tmemMove(oBytes), `tcgen05.ld O${s}`, `O${s}`, rescaled);
+        corr.exec('fma', (FA4_BLOCK_M * shape.dv) / (gpu.fmaPerClk * PACKED), `O${s} *= exp2(m_old − m_new)`, `O${s}`, rescaled);
+        corr.exec('tmem', tmemMove(oBytes), `tcgen05.st O${s}`, `O${s}`, rescaled);
+      }
+      corr.arrive(pFullORescaled[s]);
+      corr.arrive(corrEmpty[s]);
+    }
+  }
+  const qBytes = FA4_BLOCK_M * L.cfg.dPad * e;
+  const oTile = FA4_BLOCK_M * shape.dv * e;
+  const qTileName = (s: number) => `Q${Q * work.qBlock + s}`;
+  for (let s = 0; s < Q; s++) {
+    if (n === 0) break;
+    corr.wait(oFull[s], 0);
+    corr.exec('tmem', tmemMove(oBytes), `tcgen05.ld O${s}`, `O${s}`, {
+      phase: opPhase(['normalize'], null, s),
+      memDone: [tmemSpec(`O${s}`, L.tmem.o[s], shape.dv, 'release', `O${s}`)],
+    });
+    corr.exec('fma', (FA4_BLOCK_M * shape.dv * 2) / (gpu.fmaPerClk * PACKED), `O${s} / l, cvt`, `O${s}`, {
+      phase: opPhase(['normalize'], null, s),
+    });
+    // d 192 (overlap_sO_sQ): O is staged over sQ_s, whose Q was last read by the final S MMA, done before O_full.
+    if (L.cfg.overlapSOSQ)
+      corr.mem({ space: 'smem', buffer: `${p}sQ`, stage: s, offset: L.qOff[s], bytes: qBytes, action: 'release', tile: qTileName(s) });
+    const oBuf = 'sO';
+    corr.exec('smem', oTile / gpu.smemBytesPerClk, `st.shared O${s}`, `O${s}`, {
+      phase: opPhase(['write'], null, s, ['O']),
+      mem: [{ space: 'smem', buffer: `${p}${oBuf}`, stage: s, offset: L.oOff[s], bytes: oTile, action: 'fill', tile: `O${s}` }],
+    });
+    corr.arrive(epiFull[s]);
+  }
+  const epi = k.role({ name: `${p}epilogue`, warps: [13], registers: R.other, job: 'TMA store of O from SMEM' });
+  for (let s = 0; s < Q; s++) {
+    if (n === 0) break;
+    epi.wait(epiFull[s], 0);
+    const oBuf = 'sO';
+    epi.issue('tma', load(oTile), `tma store O${s}`, `O${s}`, {
+      phase: opPhase(['write'], null, s, ['O']),
+      latency: gpu.copyLatencyCycles,
+      memDone: [
+        { space: 'smem', buffer: `${p}${oBuf}`, stage: s, offset: L.oOff[s], bytes: oTile, action: 'release', tile: `O${s}` },
+        hbmOut(shape, work, (Q * work.qBlock + s) * FA4_BLOCK_M, FA4_BLOCK_M, `O${Q * work.qBlock + s}`),
+      ],
+    });
+  }
+  k.role({
+    name: `${p}empty`,
+    warps: Q === 2 ? [15] : [15, 4, 5, 6, 7],
+    registers: R.other,
+    job: 'idle: gives its registers to the others',
+  });
+}
+
+export const fa4Hw: HwAlgorithm = {
+  id: 'fa4',
+  name: 'FlashAttention-4 (SM100: TMEM, tcgen05, softmax/correction warpgroups)',
+  arch: [100],
+  switches: {
+    lazyRescale: FA4_FEATURES.lazyRescale,
+    exp2Emulation: FA4_FEATURES.exp2Emulation,
+    stages: STAGES_SWITCH,
+    rescaleAt: RESCALE_AT_SWITCH,
+  },
+  // A CTA holds q_stage Q tiles, each its own sub-unit (softmax warpgroup, correction stage).
+  geometry: (sheet) => ({ ctaRows: sheet.tiles.block_m * sheet.q_stage, subRows: sheet.tiles.block_m }),
+  longestFirst: true,
+  resources: (gpu, shape, f) => layout(gpu, shape, f).sheet,
+  grid,
+  build,
+  hbmBytes: ioBytes,
+};

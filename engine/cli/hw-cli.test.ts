@@ -1,0 +1,143 @@
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { traceCommand } from './trace-command.ts';
+import { fromJsonLine } from '../trace/jsonl.ts';
+import type { MemoryEvent, TimelineEvent } from '../hw/events.ts';
+import { isHardwareAlgorithm } from '../hw/trace-lines.ts';
+import { hardwareTraceLines } from './hw-trace-options.ts';
+import { describeCommand } from './hw-describe.ts';
+import { parseHwOptions } from './hw-options.ts';
+import { simulateCommand } from './hw-simulate.ts';
+
+function capture(): { out: string[]; err: string[] } {
+  const out: string[] = [];
+  const err: string[] = [];
+  vi.spyOn(console, 'log').mockImplementation((s: unknown) => void out.push(String(s)));
+  vi.spyOn(console, 'error').mockImplementation((s: unknown) => void err.push(String(s)));
+  return { out, err };
+}
+
+afterEach(() => vi.restoreAllMocks());
+
+describe('describe / simulate commands', () => {
+  it('describe prints the FA4 sheet with SMEM offsets and TMEM columns', async () => {
+    const c = capture();
+    const code = await describeCommand.run(['--algo', 'fa4', '--gpu', 'b200', '--d', '192', '--dv', '128', '--dtype', 'bf16', '--nq', '256']);
+    expect(code).toBe(0);
+    const sheet = JSON.parse(c.out.join('\n'));
+    expect(sheet.fits).toBe(true);
+    expect(sheet.cta_group).toBe(1);
+    expect(sheet.tmem.used_columns).toBe(512);
+    expect(sheet.tiles).toEqual({ block_m: 128, block_n: 128 });
+    expect(sheet.smem.buffers.find((b: { name: string; stage: number }) => b.name === 'sKV' && b.stage === 1).bytes).toBe(32768);
+  });
+
+  it('describe prints cta_group 2 where upstream picks 2-CTA mode (non-causal, seqlen_q > 256) and 1 otherwise', async () => {
+    const run = async (...extra: string[]) => {
+      const c = capture();
+      await describeCommand.run(['--algo', 'fa4', '--gpu', 'b200', '--d', '128', '--dtype', 'bf16', ...extra]);
+      return JSON.parse(c.out.join('\n')) as { cta_group: number; kv_stage: number; q_stage: number };
+    };
+    expect(await run('--nq', '4096')).toMatchObject({ cta_group: 2, kv_stage: 6, q_stage: 2 });
+    expect(await run('--nq', '4096', '--causal')).toMatchObject({ cta_group: 1, kv_stage: 3, q_stage: 2 });
+    expect(await run('--nq', '256')).toMatchObject({ cta_group: 1, kv_stage: 3, q_stage: 2 });
+    expect(await run('--nq', '128')).toMatchObject({ cta_group: 1, q_stage: 1 });
+  });
+
+  it('describe exits 1 and lists need and capacity when it does not fit', async () => {
+    const c = capture();
+    const code = await describeCommand.run(['--algo', 'fa3', '--gpu', 'h100', '--d', '256', '--stages', '4']);
+    expect(code).toBe(1);
+    const sheet = JSON.parse(c.out.join('\n'));
+    expect(sheet.fits).toBe(false);
+    expect(sheet.does_not_fit[0]).toMatch(/^smem: needs \d+ bytes per CTA/);
+  });
+
+  it('simulate prints time, TFLOP/s (4·B·H·N²·d) and unit utilization', async () => {
+    const c = capture();
+    const code = await simulateCommand.run(['--algo', 'cute-fa2', '--gpu', 'a100', '--b', '1', '--hq', '4', '--nq', '2048', '--d', '64', '--causal']);
+    expect(code).toBe(0);
+    const r = JSON.parse(c.out.join('\n'));
+    expect(r.flops).toBe((4 * 1 * 4 * 2048 * 2048 * 64) / 2);
+    expect(r.tflops).toBeCloseTo(r.flops / (r.time_us * 1e-6) / 1e12, 2);
+    for (const u of ['tensor', 'mufu', 'fma', 'cpasync', 'sm']) expect(r.utilization[u]).toBeGreaterThan(0);
+    for (const v of Object.values(r.utilization) as number[]) expect(v).toBeLessThanOrEqual(1);
+  });
+
+  it('simulate --backward: FA3 on H100 counts 2.5 × the forward FLOPs; describe --backward prints the ring of Q/dO/LSE/D', async () => {
+    const c = capture();
+    expect(await simulateCommand.run(['--algo', 'fa3', '--gpu', 'h100', '--b', '1', '--hq', '2', '--nq', '1024', '--d', '128', '--backward', '--causal'])).toBe(0);
+    const r = JSON.parse(c.out.join('\n'));
+    expect(r.pass).toBe('backward');
+    expect(r.flops).toBe((2.5 * 4 * 2 * 1024 * 1024 * 128) / 2);
+    expect(r.extra_kernel_us).toBeGreaterThan(0);
+    c.out.length = 0;
+    expect(await describeCommand.run(['--algo', 'cute-fa2', '--gpu', 'a100', '--backward'])).toBe(0);
+    const sheet = JSON.parse(c.out.join('\n'));
+    expect(sheet.algo).toBe('fa2');
+    expect(sheet.roles.length).toBe(8);
+    c.out.length = 0;
+    expect(await describeCommand.run(['--algo', 'fa3', '--gpu', 'h200', '--backward'])).toBe(0);
+    const names = JSON.parse(c.out.join('\n')).smem.buffers.map((b: { name: string }) => b.name);
+    for (const n of ['sQ', 'sdO', 'sLSE', 'sD', 'sdS', 'sdQaccum', 'sK', 'sV']) expect(names).toContain(n);
+    await expect(simulateCommand.run(['--algo', 'fa4', '--gpu', 'b200', '--backward'])).rejects.toThrow(/no backward hardware schedule for 'fa4'/);
+  });
+
+  it('rejects bad input with a message naming the flag', () => {
+    expect(() => parseHwOptions(['--algo', 'fa3'], { nq: 64, d: 64 })).toThrow(/--gpu is required/);
+    expect(() => parseHwOptions(['--algo', 'fa3', '--gpu', 'h100', '--nq', '0'], { nq: 64, d: 64 })).toThrow(/--nq must be a positive integer/);
+    expect(() => parseHwOptions(['--algo', 'fa3', '--gpu', 'h100', '--dtype', 'fp8'], { nq: 64, d: 64 })).toThrow(/--dtype/);
+    expect(() => parseHwOptions(['--algo', 'fa3', '--gpu', 'h100', '--hq', '3', '--hk', '2'], { nq: 64, d: 64 })).toThrow(/hk/);
+    expect(() => parseHwOptions(['--algo', 'fa3', '--gpu', 'h100', '--frobnicate'], { nq: 64, d: 64 })).toThrow(/unknown option '--frobnicate'/);
+  });
+});
+
+describe('hardware trace lines', () => {
+  it('emit a header, timeline and memory events as JSONL', () => {
+    const lines = hardwareTraceLines(['--algo', 'fa3', '--gpu', 'h100', '--nq', '128', '--nk', '384']);
+    const rows = lines.map((l) => fromJsonLine<{ type: string }>(l));
+    expect(rows[0].type).toBe('hw.header');
+    const tl = rows.filter((r) => r.type === 'hw.timeline') as unknown as TimelineEvent[];
+    const mem = rows.filter((r) => r.type === 'hw.memory') as unknown as MemoryEvent[];
+    expect(tl.some((e) => e.op === 'tma K2' && e.role === 'producer')).toBe(true);
+    expect(mem.some((m) => m.action === 'fill' && m.buffer === 'sK' && m.tile === 'K2' && m.ready! > m.t)).toBe(true);
+    expect(mem.some((m) => m.action === 'release' && m.buffer === 'sV' && m.tile === 'V0')).toBe(true);
+    expect(isHardwareAlgorithm('fa4')).toBe(true);
+    expect(isHardwareAlgorithm('fa2')).toBe(false);
+  });
+
+  it('trace --gpu appends the schedule of the same problem after the numeric steps', async () => {
+    const out = join(mkdtempSync(join(tmpdir(), 'hw-trace-')), 't.jsonl');
+    const code = await traceCommand.run(['--algo', 'fa3', '--nq', '128', '--nk', '256', '--d', '64', '--dtype', 'fp16', '--gpu', 'h100', '--no-intra-overlap', '--out', out]);
+    expect(code).toBe(0);
+    const rows = readFileSync(out, 'utf8').trim().split('\n').map((l) => fromJsonLine<{ algo: string; type?: string; kind?: string; op?: string }>(l));
+    expect(rows.every((r) => r.algo === 'fa3')).toBe(true);
+    const firstHw = rows.findIndex((r) => r.type === 'hw.header');
+    expect(firstHw).toBeGreaterThan(0);
+    expect(rows.slice(0, firstHw).every((r) => typeof r.kind === 'string')).toBe(true);
+    // --no-intra-overlap reached the schedule: GEMM1 of block 1 is issued before GEMM0 of block 0.
+    const gemms = rows.filter((r) => r.type === 'hw.timeline' && (r as { role?: string }).role === 'consumer0' && r.op?.startsWith('gemm')).map((r) => r.op);
+    // d = 64 without a causal mask: tile_size.h gives MmaPV_is_RS = false, so P·V reads P from sP.
+    expect(gemms.slice(0, 3)).toEqual(['gemm0 S=Q·K1ᵀ', 'gemm1 O+=P·V1 (P from sP)', 'gemm0 S=Q·K0ᵀ']);
+  });
+
+  it('trace --backward --gpu appends the backward kernel\'s schedule after the backward steps', async () => {
+    const out = join(mkdtempSync(join(tmpdir(), 'hw-trace-')), 't.jsonl');
+    const code = await traceCommand.run(['--algo', 'fa2', '--nq', '128', '--nk', '256', '--d', '64', '--dtype', 'fp16', '--backward', '--gpu', 'a100', '--out', out]);
+    expect(code).toBe(0);
+    const rows = readFileSync(out, 'utf8').trim().split('\n').map((l) => fromJsonLine<{ type?: string; kind?: string; pass?: string; op?: string; role?: string }>(l));
+    const firstHw = rows.findIndex((r) => r.type === 'hw.header');
+    expect(firstHw).toBeGreaterThan(0);
+    expect(rows.slice(0, firstHw).every((r) => r.pass === 'backward')).toBe(true);
+    expect(rows[firstHw].pass).toBe('backward');
+    // Two column blocks of 128 keys, one CTA each; the first visits the single row block (atomicAdd dQ0 per warp).
+    expect(rows.filter((r) => r.type === 'hw.timeline' && r.role === 'warp0' && r.op?.startsWith('atomicAdd dQ')).map((r) => r.op)).toEqual(['atomicAdd dQ0']);
+    await expect(traceCommand.run(['--algo', 'fa1', '--nq', '64', '--backward', '--gpu', 'a100'])).rejects.toThrow(/no backward hardware schedule for 'fa1'/);
+  });
+
+  it('trace --gpu refuses before writing when there is no schedule', async () => {
+    await expect(traceCommand.run(['--algo', 'fa2', '--nq', '64', '--gpu', 'h100'])).rejects.toThrow(/unknown hardware algorithm 'fa2'/);
+  });
+});

@@ -39,26 +39,26 @@ export function App() {
         </button>
       </header>
       <main>
-      <ShareNotice />
-      <WithLessons>
-        {/* The debugger pane stays mounted in compare mode: it holds the shared problem. */}
-        <div hidden={mode === 'compare' || serving} className="mode-debugger">
-          <DebuggerPane pane="main" />
-          <Suspense fallback={null}>
-            <WebGpuPanel />
-          </Suspense>
-        </div>
-        {mode === 'compare' && !serving && (
-          <Suspense fallback={<p className="dim">Loading compare mode…</p>}>
-            <ComparePage />
-          </Suspense>
-        )}
-        {serving && (
-          <Suspense fallback={<p className="dim">Loading serving layouts…</p>}>
-            <ServingPage />
-          </Suspense>
-        )}
-      </WithLessons>
+        <ShareNotice />
+        <WithLessons>
+          {/* The debugger pane stays mounted in compare mode: it holds the shared problem. */}
+          <div hidden={mode === 'compare' || serving} className="mode-debugger">
+            <DebuggerPane pane="main" />
+            <Suspense fallback={null}>
+              <WebGpuPanel />
+            </Suspense>
+          </div>
+          {mode === 'compare' && !serving && (
+            <Suspense fallback={<p className="dim">Loading compare mode…</p>}>
+              <ComparePage />
+            </Suspense>
+          )}
+          {serving && (
+            <Suspense fallback={<p className="dim">Loading serving layouts…</p>}>
+              <ServingPage />
+            </Suspense>
+          )}
+        </WithLessons>
       </main>
     </div>
   );

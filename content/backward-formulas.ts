@@ -5,7 +5,10 @@ import type { BackwardEvent } from '../engine/trace/events.ts';
 import { texNum, type Formula } from './tex.ts';
 
 const head = (vals: number[], r: number, width: number): string => {
-  const row = vals.slice(r * width, r * width + Math.min(3, width)).map(texNum).join(',\\ ');
+  const row = vals
+    .slice(r * width, r * width + Math.min(3, width))
+    .map(texNum)
+    .join(',\\ ');
   return `(${row}${width > 3 ? ',\\ \\ldots' : ''})`;
 };
 
@@ -26,7 +29,10 @@ export function backwardFormula(ev: BackwardEvent, r: number): Formula {
     }
     case 'dv': {
       const dv = ev.dV.length / cols;
-      return { symbolic: 'dV_j \\leftarrow dV_j + P_{ij}^{\\top} dO_i', live: `dV_{${ev.tile.cols[0]},\\,0:${Math.min(3, dv)}} = ${head(ev.dV, 0, dv)}` };
+      return {
+        symbolic: 'dV_j \\leftarrow dV_j + P_{ij}^{\\top} dO_i',
+        live: `dV_{${ev.tile.cols[0]},\\,0:${Math.min(3, dv)}} = ${head(ev.dV, 0, dv)}`,
+      };
     }
     case 'dp': {
       const vals = ev.dP.slice(r * cols, r * cols + cols);
@@ -55,11 +61,17 @@ export function backwardFormula(ev: BackwardEvent, r: number): Formula {
     }
     case 'dk': {
       const d = ev.dK.length / cols;
-      return { symbolic: 'dK_j \\leftarrow dK_j + \\tau\\, dS_{ij}^{\\top} Q_i', live: `dK_{${ev.tile.cols[0]},\\,0:${Math.min(3, d)}} = ${head(ev.dK, 0, d)}` };
+      return {
+        symbolic: 'dK_j \\leftarrow dK_j + \\tau\\, dS_{ij}^{\\top} Q_i',
+        live: `dK_{${ev.tile.cols[0]},\\,0:${Math.min(3, d)}} = ${head(ev.dK, 0, d)}`,
+      };
     }
     case 'dqconvert': {
       const d = ev.dQ.length / rows;
-      return { symbolic: 'dQ_i = \\mathrm{convert}(dQ^{\\text{accum}}_i)', live: `dQ_{${row},\\,0:${Math.min(3, d)}} = ${head(ev.dQ, r, d)}` };
+      return {
+        symbolic: 'dQ_i = \\mathrm{convert}(dQ^{\\text{accum}}_i)',
+        live: `dQ_{${row},\\,0:${Math.min(3, d)}} = ${head(ev.dQ, r, d)}`,
+      };
     }
   }
 }

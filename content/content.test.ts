@@ -30,13 +30,18 @@ describe('content', () => {
     });
   }
 
-  it('the live rowsum formula reproduces the engine\'s l (FA2)', () => {
+  it("the live rowsum formula reproduces the engine's l (FA2)", () => {
     const algo = ALGORITHMS.find((a) => a.id === 'fa2')!;
     const events: TraceEvent[] = [];
     runToEnd(algo, p, randomInputs(p, { seed: 5 }), { blockM: 8, blockN: 8, trace: true, onEvent: (e) => events.push(e) });
-    const i = events.findIndex((e, k) => e.kind === 'rowsum' && events.slice(0, k).filter((x) => x.kind === 'rowsum' && x.tile.qBlock === e.tile.qBlock).length > 0);
+    const i = events.findIndex(
+      (e, k) => e.kind === 'rowsum' && events.slice(0, k).filter((x) => x.kind === 'rowsum' && x.tile.qBlock === e.tile.qBlock).length > 0,
+    );
     const ev = events[i] as Extract<TraceEvent, { kind: 'rowsum' }>;
-    const rm = events.slice(0, i).reverse().find((e) => e.kind === 'rowmax') as Extract<TraceEvent, { kind: 'rowmax' }>;
+    const rm = events
+      .slice(0, i)
+      .reverse()
+      .find((e) => e.kind === 'rowmax') as Extract<TraceEvent, { kind: 'rowmax' }>;
     const f = formulaFor('fa2', ev, 0, { kvBlock: ev.tile.kvBlock, mBefore: rm.mBefore, mAfter: rm.mAfter });
     const recomputed = Math.exp(rm.mBefore[0] - rm.mAfter[0]) * ev.lBefore[0] + ev.tileSum[0];
     expect(recomputed).toBeCloseTo(ev.lAfter[0], 4);

@@ -22,17 +22,22 @@ export const fa1Content: AlgorithmContent = {
     { id: 'fa1.write', text: 'write O_i, l_i ← l_new, m_i ← m_new to HBM', indent: 2, kinds: ['write'] },
   ],
   explain: {
-    'fa1.init': 'The output and both softmax statistics live in HBM for the whole run: each Q block will be read and rewritten once per K/V block.',
+    'fa1.init':
+      'The output and both softmax statistics live in HBM for the whole run: each Q block will be read and rewritten once per K/V block.',
     'fa1.loadKV': 'The outer loop takes one K/V block and keeps it on chip while every Q block passes by.',
-    'fa1.loadQOlm': 'The Q block comes in together with its current output rows and their running max and sum, from HBM. This traffic is what FA2 removes by swapping the loops.',
+    'fa1.loadQOlm':
+      'The Q block comes in together with its current output rows and their running max and sum, from HBM. This traffic is what FA2 removes by swapping the loops.',
     'fa1.qk': 'One tile of scores: Br queries against Bc keys, scaled by 1/√d.',
     'fa1.mask': 'Masked scores become −∞ and drop out of the softmax.',
     'fa1.rowmax': 'FA1 takes the max of this tile alone (m̃_ij) and, separately, the new running max m_new = max(m_i, m̃_ij).',
     'fa1.exp':
       'Probabilities of this tile against its own max m̃_ij, as Algorithm 1 of the FlashAttention paper (arXiv 2205.14135) has it; the correction to the running max comes in the next steps.',
-    'fa1.rowsum': 'Both sums are brought to the common max m_new before they are added: the old one by e^(m_i − m_new), the tile\'s by e^(m̃_ij − m_new).',
-    'fa1.rescale': 'FA1 keeps O normalized in HBM, so the old rows are both rescaled to the new max and re-divided by the new sum, on every step.',
-    'fa1.pv': 'This tile\'s contribution P̃_ij V_j, weighted by e^(m̃_ij − m_new) / l_new, is added. V is used as stored (Bc × d), not transposed.',
+    'fa1.rowsum':
+      "Both sums are brought to the common max m_new before they are added: the old one by e^(m_i − m_new), the tile's by e^(m̃_ij − m_new).",
+    'fa1.rescale':
+      'FA1 keeps O normalized in HBM, so the old rows are both rescaled to the new max and re-divided by the new sum, on every step.',
+    'fa1.pv':
+      "This tile's contribution P̃_ij V_j, weighted by e^(m̃_ij − m_new) / l_new, is added. V is used as stored (Bc × d), not transposed.",
     'fa1.write': 'O_i, l_i and m_i go back to HBM, to be read again when the next K/V block reaches this Q block.',
   },
   corrections: null,

@@ -26,15 +26,17 @@ export const fa2Content: AlgorithmContent = {
       'The outer loop takes one block of Br query rows. Q blocks do not depend on each other, which is why FA2 can spread them over thread blocks even when batch × heads is small. The running max, sum and output start empty, on chip.',
     'fa2.loadKV': 'The next Bc keys and values come in from HBM. Every K/V block is read once per Q block.',
     'fa2.qk': 'One tile of scores: the Br query rows against the Bc keys, scaled by 1/√d. This tile never goes to HBM.',
-    'fa2.mask': 'Scores the mask hides become −∞, so they contribute e^−∞ = 0 to the softmax. Blocks that are fully masked are skipped before they are loaded.',
+    'fa2.mask':
+      'Scores the mask hides become −∞, so they contribute e^−∞ = 0 to the softmax. Blocks that are fully masked are skipped before they are loaded.',
     'fa2.rowmax':
-      'The running max of each row grows to cover this tile. Subtracting it before exp keeps every exponent ≤ 0, so nothing overflows. The rescale below needs the max from before this block (the paper\'s m_i^(j−1)), kept here as m_old.',
+      "The running max of each row grows to cover this tile. Subtracting it before exp keeps every exponent ≤ 0, so nothing overflows. The rescale below needs the max from before this block (the paper's m_i^(j−1)), kept here as m_old.",
     'fa2.exp': 'Unnormalized probabilities of this tile, against the new running max. They stay on chip.',
-    'fa2.rowsum': 'The running sum is brought to the new max (multiplied by e^(m_old − m_new)) and this tile\'s row sums are added.',
+    'fa2.rowsum': "The running sum is brought to the new max (multiplied by e^(m_old − m_new)) and this tile's row sums are added.",
     'fa2.rescale':
       'The output so far was accumulated against the old max, so it is multiplied by the same factor e^(m_old − m_new). Where the max did not move the factor is exactly 1. FA2 defers the division by l to the very end; FA1 divides here on every step.',
-    'fa2.pv': 'This tile\'s share of the output: O_i += P_ij V_j (V is not transposed), added to the rescaled accumulator.',
-    'fa2.normalize': 'After the last K/V block, one division by l per row turns the accumulator into softmax(S)V. The log-sum-exp m + log l is kept for the backward pass.',
+    'fa2.pv': "This tile's share of the output: O_i += P_ij V_j (V is not transposed), added to the rescaled accumulator.",
+    'fa2.normalize':
+      'After the last K/V block, one division by l per row turns the accumulator into softmax(S)V. The log-sum-exp m + log l is kept for the backward pass.',
     'fa2.write': 'The finished output rows and their LSE go to HBM: the only HBM writes of the whole Q block.',
   },
   corrections: {

@@ -44,7 +44,10 @@ function formulaNatural(algorithm: string, ev: TraceEvent, r: number, entry: Row
       // Quantized runs (sage's INT8, fa3's FP8): the codes' product and the two tile scales it is multiplied by.
       if (ev.qScale !== undefined && ev.kScale !== undefined) {
         return {
-          symbolic: algorithm === 'sage' ? 'S_{ij} = (\\hat{Q}_i \\hat{K}_j^{\\top})\\,\\delta_Q\\,\\delta_K' : 'S_{ij} = \\tau\\,(\\hat{Q}_i \\hat{K}_j^{\\top})\\,\\delta_Q\\,\\delta_K',
+          symbolic:
+            algorithm === 'sage'
+              ? 'S_{ij} = (\\hat{Q}_i \\hat{K}_j^{\\top})\\,\\delta_Q\\,\\delta_K'
+              : 'S_{ij} = \\tau\\,(\\hat{Q}_i \\hat{K}_j^{\\top})\\,\\delta_Q\\,\\delta_K',
           live: `${range},\\ \\delta_Q = ${texNum(ev.qScale)},\\ \\delta_K = ${texNum(ev.kScale)}`,
         };
       }
@@ -53,7 +56,10 @@ function formulaNatural(algorithm: string, ev: TraceEvent, r: number, entry: Row
     case 'mask': {
       const cols = ev.tile.cols[1] - ev.tile.cols[0];
       const hidden = ev.masked.slice(r * cols, r * cols + cols).reduce((a, b) => a + b, 0);
-      return { symbolic: 'S_{ij}[\\text{masked}] \\leftarrow -\\infty', live: `\\text{row } ${row}: ${hidden} \\text{ of } ${cols} \\text{ keys masked}` };
+      return {
+        symbolic: 'S_{ij}[\\text{masked}] \\leftarrow -\\infty',
+        live: `\\text{row } ${row}: ${hidden} \\text{ of } ${cols} \\text{ keys masked}`,
+      };
     }
     case 'rowmax':
       return fa1
@@ -84,8 +90,7 @@ function formulaNatural(algorithm: string, ev: TraceEvent, r: number, entry: Row
           live: `l_{${row}} = e^{${minus(mo, mn)}} \\cdot ${texNum(ev.lBefore[r])} + e^{${minus(mt, mn)}} \\cdot ${texNum(ev.tileSum[r])} = ${texNum(ev.lAfter[r])}`,
         };
       }
-      if (algorithm === 'standard')
-        return { symbolic: 'l_i = \\mathrm{rowsum}(P_i)', live: `l_{${row}} = ${texNum(ev.lAfter[r])}` };
+      if (algorithm === 'standard') return { symbolic: 'l_i = \\mathrm{rowsum}(P_i)', live: `l_{${row}} = ${texNum(ev.lAfter[r])}` };
       return {
         symbolic: 'l_{\\text{new}} = e^{m_{\\text{old}} - m_{\\text{new}}}\\, l_{\\text{old}} + \\mathrm{rowsum}(P_{ij})',
         live: `l_{${row}} = e^{${minus(entry?.mBefore?.[r], entry?.mAfter?.[r])}} \\cdot ${texNum(ev.lBefore[r])} + ${texNum(ev.tileSum[r])} = ${texNum(ev.lAfter[r])}`,
@@ -102,7 +107,10 @@ function formulaNatural(algorithm: string, ev: TraceEvent, r: number, entry: Row
           };
     case 'pv': {
       const dv = ev.o.length / Math.max(1, ev.tile.rows[1] - ev.tile.rows[0]);
-      const head = ev.o.slice(r * dv, r * dv + Math.min(3, dv)).map(texNum).join(',\\ ');
+      const head = ev.o
+        .slice(r * dv, r * dv + Math.min(3, dv))
+        .map(texNum)
+        .join(',\\ ');
       return {
         symbolic: fa1
           ? 'O_i \\leftarrow O_i + \\frac{e^{\\tilde m_{ij} - m^{\\text{new}}_i}}{l^{\\text{new}}_i}\\, \\tilde P_{ij} V_j'
@@ -114,13 +122,19 @@ function formulaNatural(algorithm: string, ev: TraceEvent, r: number, entry: Row
     }
     case 'normalize':
       return algorithm === 'standard'
-        ? { symbolic: 'P_i \\leftarrow \\mathrm{diag}(l_i)^{-1} P_i', live: `P_{${row},:} \\leftarrow P_{${row},:} / ${texNum(ev.l[r])},\\quad \\mathrm{LSE}_{${row}} = ${texNum(ev.lse[r])}` }
+        ? {
+            symbolic: 'P_i \\leftarrow \\mathrm{diag}(l_i)^{-1} P_i',
+            live: `P_{${row},:} \\leftarrow P_{${row},:} / ${texNum(ev.l[r])},\\quad \\mathrm{LSE}_{${row}} = ${texNum(ev.lse[r])}`,
+          }
         : {
             symbolic: 'O_i \\leftarrow \\mathrm{diag}(l_i)^{-1} O_i,\\quad \\mathrm{LSE}_i = m_i + \\log l_i',
             live: `O_{${row},:} \\leftarrow O_{${row},:} / ${texNum(ev.l[r])},\\quad \\mathrm{LSE}_{${row}} = ${texNum(ev.lse[r])}`,
           };
     case 'combine':
-      return { symbolic: '\\mathrm{LSE} = \\log \\textstyle\\sum_s e^{\\mathrm{LSE}_s}', live: `\\mathrm{LSE}_{${row}} = ${texNum(ev.lse[r])}` };
+      return {
+        symbolic: '\\mathrm{LSE} = \\log \\textstyle\\sum_s e^{\\mathrm{LSE}_s}',
+        live: `\\mathrm{LSE}_{${row}} = ${texNum(ev.lse[r])}`,
+      };
     default:
       return backwardFormula(ev, r);
   }

@@ -14,7 +14,10 @@ export const FORWARD_CONTENT: Readonly<Record<AlgorithmId, AlgorithmContent>> = 
   standard: standardContent,
   fa1: fa1Content,
   fa2: fa2Content,
-  ...(Object.fromEntries(Object.entries(HW_LESSONS).map(([id, l]) => [id, l.content])) as Record<keyof typeof HW_LESSONS, AlgorithmContent>),
+  ...(Object.fromEntries(Object.entries(HW_LESSONS).map(([id, l]) => [id, l.content])) as Record<
+    keyof typeof HW_LESSONS,
+    AlgorithmContent
+  >),
 };
 
 export const CONTENT: readonly AlgorithmContent[] = [...Object.values(FORWARD_CONTENT), ...BACKWARD_CONTENT];

@@ -36,10 +36,21 @@ async function audit(page: Page, where: string, contrastOnly = false): Promise<v
   const t0 = Date.now();
   const { violations } = await (contrastOnly ? axe.withRules(['color-contrast']) : axe).analyze();
   console.log(`[axe ${where}] ${Date.now() - t0} ms`);
-  const lines = violations.map((v) => `${v.impact} ${v.id} (${v.nodes.length}): ${v.help} — ${v.nodes.slice(0, 3).map((n) => n.target.join(' ')).join(' | ')}`);
+  const lines = violations.map(
+    (v) =>
+      `${v.impact} ${v.id} (${v.nodes.length}): ${v.help} — ${v.nodes
+        .slice(0, 3)
+        .map((n) => n.target.join(' '))
+        .join(' | ')}`,
+  );
   for (const l of lines) console.log(`[axe ${where}] ${l}`);
   const severe = violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
-  expect.soft(severe.map((v) => `${v.id}: ${v.nodes.map((n) => `${n.target.join(' ')} — ${n.failureSummary}`).join('\n')}`), `serious/critical axe violations on ${where}`).toEqual([]);
+  expect
+    .soft(
+      severe.map((v) => `${v.id}: ${v.nodes.map((n) => `${n.target.join(' ')} — ${n.failureSummary}`).join('\n')}`),
+      `serious/critical axe violations on ${where}`,
+    )
+    .toEqual([]);
 }
 
 /**
@@ -76,7 +87,8 @@ test('compare with four panes, and the serving page (varlen and paged)', async (
   const add = page.getByRole('button', { name: 'Add pane' });
   await add.click();
   await add.click();
-  for (let i = 0; i < 4; i++) await expect(page.locator(`[data-pane="cmp${i}"]`).getByTestId('step-counter')).toHaveText(/^Step 1 of \d+$/, { timeout: 30_000 });
+  for (let i = 0; i < 4; i++)
+    await expect(page.locator(`[data-pane="cmp${i}"]`).getByTestId('step-counter')).toHaveText(/^Step 1 of \d+$/, { timeout: 30_000 });
   await bothThemes(page, 'compare');
   await page.getByRole('tab', { name: 'Serving' }).click();
   await expect(page.getByTestId('serving-step')).toHaveText(/^Step 1 of \d+$/, { timeout: 30_000 });
@@ -94,8 +106,16 @@ test('the lesson list and every chapter, in both themes', async ({ page }) => {
   await expect(page.getByRole('link', { name: new RegExp(CHAPTERS[0].title) }).first()).toBeVisible();
   await bothThemes(page, 'lesson list');
   for (const c of CHAPTERS) {
-    if (c === CHAPTERS[0]) await page.getByRole('link', { name: new RegExp(c.title) }).first().click();
-    else await page.getByRole('button', { name: `Next chapter: ${c.number}. ${c.title}` }).first().click();
+    if (c === CHAPTERS[0])
+      await page
+        .getByRole('link', { name: new RegExp(c.title) })
+        .first()
+        .click();
+    else
+      await page
+        .getByRole('button', { name: `Next chapter: ${c.number}. ${c.title}` })
+        .first()
+        .click();
     await expect(page.getByRole('heading', { level: 2, name: c.title })).toBeVisible({ timeout: 20_000 });
     await expect(page.getByTestId('step-counter').first()).toHaveText(/^Step \d+ of \d+$/, { timeout: 30_000 });
     await bothThemes(page, `chapter ${c.number}`);

@@ -60,7 +60,9 @@ test('FA1 vs FA2 backward: stepped together, counters and dQ differenced as the 
   expect(db.counters.atomicAdds).toBeGreaterThan(0);
   await expect(cell(page, 'atomic adds', 0)).toHaveClass(/best/);
   const { maxAbs } = outputDifference(da.output, db.output);
-  await expect(page.getByTestId('diff-max')).toHaveText(`max |A − B| = ${maxAbs === 0 ? '0 (identical outputs)' : maxAbs.toExponential(3)}`);
+  await expect(page.getByTestId('diff-max')).toHaveText(
+    `max |A − B| = ${maxAbs === 0 ? '0 (identical outputs)' : maxAbs.toExponential(3)}`,
+  );
   await expect(page.locator('.diff-heatmap')).toContainText('Output difference A − B (dQ of the backward)');
 
   // K/V-block sync: both are K/V-outer, so pane 2 follows pane 1 onto the same tile.
@@ -93,12 +95,19 @@ test('FA3 backward panes offer the deterministic switch, and a forward-only algo
   const { config } = defaultsFor('fa3', { ...form.problem, blockM: 16, blockN: 16 }, ['batch', 'hq', 'hk', 'nq', 'nk', 'd', 'dv']);
   await expect(pane(page, 1).getByRole('textbox', { name: 'Pane 2 Br' })).toHaveValue(String(config.blockM));
   for (const t of ['Br', 'Bc']) {
-    await pane(page, 1).getByRole('textbox', { name: `Pane 2 ${t}` }).fill('16');
-    await pane(page, 1).getByRole('textbox', { name: `Pane 2 ${t}` }).blur();
+    await pane(page, 1)
+      .getByRole('textbox', { name: `Pane 2 ${t}` })
+      .fill('16');
+    await pane(page, 1)
+      .getByRole('textbox', { name: `Pane 2 ${t}` })
+      .blur();
   }
   await pane(page, 1).getByRole('checkbox', { name: 'Pane 2 deterministic' }).check();
   const base = { ...form, problem: { ...form.problem, dtype: config.dtype } };
-  const s = await session({ ...paneRequest(base, { ...DEFAULT_PANES[1], algorithm: 'fa3', blockM: '16', blockN: '16' }), features: { deterministic: true } });
+  const s = await session({
+    ...paneRequest(base, { ...DEFAULT_PANES[1], algorithm: 'fa3', blockM: '16', blockN: '16' }),
+    features: { deterministic: true },
+  });
   await expect(counterOf(page, 1)).toHaveText(`Step 1 of ${s.events().length}`, { timeout: 30_000 });
   // Find an add with a turn in the deterministic order and show it in the dQ accumulation view.
   const k = s.events().findIndex((e) => e.kind === 'dq' && e.turn !== undefined && e.turn > 0);
@@ -109,5 +118,7 @@ test('FA3 backward panes offer the deterministic switch, and a forward-only algo
   const fwd = pane(page, 1).getByRole('button', { name: 'Step forward', exact: true });
   for (let i = 0; i < k; i++) await fwd.click();
   await expect(counterOf(page, 1)).toHaveText(`Step ${k + 1} of ${s.events().length}`);
-  await expect(pane(page, 1).getByTestId('dq-now')).toContainText(`Deterministic mode: this is add number ${e.turn! + 1} in the fixed order of row block ${e.tile.qBlock}.`);
+  await expect(pane(page, 1).getByTestId('dq-now')).toContainText(
+    `Deterministic mode: this is add number ${e.turn! + 1} in the fixed order of row block ${e.tile.qBlock}.`,
+  );
 });

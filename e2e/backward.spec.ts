@@ -39,7 +39,8 @@ test('Forward | Backward: the backward is stepped with the same transport and ke
   await radios.getByRole('radio', { name: 'Backward' }).click();
   await expect(counter(page)).toHaveText(`Step 1 of ${ev.length}`, { timeout: 20_000 });
   await expect(radios.getByRole('radio', { name: 'Backward' })).toHaveAttribute('aria-checked', 'true');
-  for (const m of ['dO', 'S', 'P', 'P fwd', 'dP', 'D', 'dS', 'dQ', 'dK', 'dV']) await expect(page.locator(`figure[data-matrix="${m}"]`)).toBeVisible();
+  for (const m of ['dO', 'S', 'P', 'P fwd', 'dP', 'D', 'dS', 'dQ', 'dK', 'dV'])
+    await expect(page.locator(`figure[data-matrix="${m}"]`)).toBeVisible();
 
   // Keys step the backward exactly like the forward.
   await page.locator('body').click({ position: { x: 5, y: 5 } });
@@ -83,11 +84,17 @@ test('an atomic add into dQ: heatmaps, dQ accumulation and live numbers agree wi
   const { rows, cols, qBlock, kvBlock } = e.tile;
   await expect(page.locator('figure[data-matrix="dS"]')).toHaveAttribute('data-highlight', `${rows[0]},${rows[1]},${cols[0]},${cols[1]}`);
   await expect(page.locator('figure[data-matrix="dQ"]')).toContainText(`dQ (accumulating: + K/V block ${kvBlock})`);
-  await expect(page.getByTestId('bwd-hint')).toContainText(`dQ rows ${rows[0]}–${rows[1] - 1} (orange bar) receive τ·dS·K from K/V column block ${kvBlock}`);
+  await expect(page.getByTestId('bwd-hint')).toContainText(
+    `dQ rows ${rows[0]}–${rows[1] - 1} (orange bar) receive τ·dS·K from K/V column block ${kvBlock}`,
+  );
 
   const view = page.getByRole('region', { name: 'dQ accumulation' });
-  await expect(view.getByTestId('dq-now')).toContainText(`Worker ${kvBlock} (K/V block ${kvBlock}) adds τ·dS·K into dQ row block ${qBlock} (rows ${rows[0]}–${rows[1] - 1}) with an atomic add.`);
-  await expect(view.getByTestId('dq-now')).toContainText(`workers ${e.collidesWith.join(', ')} would add into the same rows at the same moment`);
+  await expect(view.getByTestId('dq-now')).toContainText(
+    `Worker ${kvBlock} (K/V block ${kvBlock}) adds τ·dS·K into dQ row block ${qBlock} (rows ${rows[0]}–${rows[1] - 1}) with an atomic add.`,
+  );
+  await expect(view.getByTestId('dq-now')).toContainText(
+    `workers ${e.collidesWith.join(', ')} would add into the same rows at the same moment`,
+  );
   await expect(view.locator('td[data-state="current"]')).toHaveCount(1);
   await expect(view.locator('td[data-state="together"]')).toHaveCount(e.collidesWith.length);
   // Every add before this one is a filled cell.
@@ -97,13 +104,19 @@ test('an atomic add into dQ: heatmaps, dQ accumulation and live numbers agree wi
   // The formula panel: the dQ update with this row's numbers, ending in the engine's value.
   const formula = page.getByRole('region', { name: 'Formula' });
   const tail = `= ${texNum(e.dQ[0])}`;
-  await expect(formula.getByLabel('One entry, continued')).toHaveAttribute('data-tex', new RegExp(`${tail.replace(/[.*+?^${}()|[\]\\-]/g, '\\$&')}$`));
+  await expect(formula.getByLabel('One entry, continued')).toHaveAttribute(
+    'data-tex',
+    new RegExp(`${tail.replace(/[.*+?^${}()|[\]\\-]/g, '\\$&')}$`),
+  );
 
   // One step back is the dS of the same tile: dS = P (dP − D) for the largest entry of the row.
   await page.getByRole('button', { name: 'Step back', exact: true }).click();
   await expect(counter(page)).toHaveText(`Step ${k} of ${ev.length}`);
   expect(ev[k - 1].kind).toBe('ds');
-  await expect(formula.getByLabel('One entry with live numbers')).toHaveAttribute('data-tex', new RegExp(`^dS_\\{${rows[0]},\\d+\\} = [-\\d.]+ \\\\cdot \\\\big\\(`));
+  await expect(formula.getByLabel('One entry with live numbers')).toHaveAttribute(
+    'data-tex',
+    new RegExp(`^dS_\\{${rows[0]},\\d+\\} = [-\\d.]+ \\\\cdot \\\\big\\(`),
+  );
   expect(req.pass).toBe('backward');
   await page.screenshot({ path: 'test-results/backward/dq-add.png', fullPage: true });
 });

@@ -57,7 +57,10 @@ async function checkNoOverflow(page: Page): Promise<void> {
       const r = p.getBoundingClientRect();
       for (const el of p.querySelectorAll<HTMLElement>('header *, .banner, .banner *, .diff-table')) {
         const e = el.getBoundingClientRect();
-        if (e.width > 0 && (e.right > r.right + 1 || e.left < r.left - 1)) out.push(`${el.tagName}.${el.className} "${(el.textContent ?? '').slice(0, 30)}" leaves its box (${Math.round(e.left)}–${Math.round(e.right)} in ${Math.round(r.left)}–${Math.round(r.right)})`);
+        if (e.width > 0 && (e.right > r.right + 1 || e.left < r.left - 1))
+          out.push(
+            `${el.tagName}.${el.className} "${(el.textContent ?? '').slice(0, 30)}" leaves its box (${Math.round(e.left)}–${Math.round(e.right)} in ${Math.round(r.left)}–${Math.round(r.right)})`,
+          );
       }
     }
     return out;
@@ -65,7 +68,9 @@ async function checkNoOverflow(page: Page): Promise<void> {
   expect(bad).toEqual([]);
 }
 
-test('FP8 study: error rows equal the engine runs, block + incoherent below per tensor, a refused pane with working fixes, keyboard reachable, layout checked', async ({ page }) => {
+test('FP8 study: error rows equal the engine runs, block + incoherent below per tensor, a refused pane with working fixes, keyboard reachable, layout checked', async ({
+  page,
+}) => {
   test.setTimeout(180_000);
   const engine = await engineRuns();
   await openApp(page);
@@ -96,7 +101,11 @@ test('FP8 study: error rows equal the engine runs, block + incoherent below per 
   const table = page.getByTestId('diff-table');
   await expect(table).toBeVisible({ timeout: 30_000 });
   const fmt = (n: number) => (n === 0 ? '0' : n.toExponential(3));
-  for (const [metric, key] of [['max |error| vs float64', 'maxAbs'], ['RMSE vs float64', 'rmse'], ['rel-L1 vs float64', 'relL1']] as const) {
+  for (const [metric, key] of [
+    ['max |error| vs float64', 'maxAbs'],
+    ['RMSE vs float64', 'rmse'],
+    ['rel-L1 vs float64', 'relL1'],
+  ] as const) {
     await expect(cells(page, metric)).toHaveCount(n);
     for (let i = 0; i < n; i++) {
       await expect(cells(page, metric).nth(i)).toHaveText(fmt(engine.data[i].error[key]));
@@ -110,7 +119,10 @@ test('FP8 study: error rows equal the engine runs, block + incoherent below per 
   // The fp16 pane is the best; the ratios read against it.
   await expect(cells(page, 'RMSE vs float64').nth(0)).toHaveClass(/best/);
   const ratio = cells(page, 'RMSE against the others');
-  const notes = ratioNotes(engine.data.map((d) => d.error.rmse), ['pane 1', 'pane 2', 'pane 3', 'pane 4']);
+  const notes = ratioNotes(
+    engine.data.map((d) => d.error.rmse),
+    ['pane 1', 'pane 2', 'pane 3', 'pane 4'],
+  );
   for (let i = 0; i < n; i++) await expect(ratio.nth(i)).toHaveText(notes[i]);
   await expect(ratio.nth(0)).toContainText('lowest;');
   // Block + incoherent against per tensor: 1.71× at this seed.
@@ -128,7 +140,8 @@ test('FP8 study: error rows equal the engine runs, block + incoherent below per 
   await expect(counterOf(page, 0)).toHaveText(`Step 3 of ${engine.steps[0]}`);
   // Where panes 3 and 4 follow to (the engine's sync, synced by K/V block), waited for: reading
   // their counters right after pane 1's step raced the follow.
-  const followed = (i: number) => `Step ${stepFor(engine.events[i], pointOf(engine.events[0], 2, null), 'kv', null).step + 1} of ${engine.steps[i]}`;
+  const followed = (i: number) =>
+    `Step ${stepFor(engine.events[i], pointOf(engine.events[0], 2, null), 'kv', null).step + 1} of ${engine.steps[i]}`;
   const third = followed(2);
   const fourth = followed(3);
   await expect(counterOf(page, 2)).toHaveText(third);
@@ -196,7 +209,9 @@ test('FP8 study at a narrow width: panes stack, table and refusal stay inside th
   const sink = await s.compareData('h100');
   await page.getByRole('combobox', { name: 'Shared input distribution' }).selectOption('sink');
   await expect(page.getByTestId('shared-problem')).toContainText('(sink)');
-  await expect(page.locator('tr[data-metric="RMSE vs float64"] td').nth(1)).toHaveText(sink.error.rmse.toExponential(3), { timeout: 60_000 });
+  await expect(page.locator('tr[data-metric="RMSE vs float64"] td').nth(1)).toHaveText(sink.error.rmse.toExponential(3), {
+    timeout: 60_000,
+  });
   await expect(pane(page, 1).getByTestId('dtype-refusal')).toBeVisible();
 
   // Sage picks its own precisions: FP8 tensors are refused with what it does instead, and the fix restores fp16.
@@ -208,12 +223,20 @@ test('FP8 study at a narrow width: panes stack, table and refusal stay inside th
   await expect(counterOf(page, 3)).toHaveText(/^Step \d+ of \d+$/, { timeout: 60_000 });
 });
 
-test('an FP8 pane on a shared problem with ALiBi or d ≠ dv (sinks: pane-dtype.test.ts): the reason and one-click fixes, shared and per pane', async ({ page }) => {
+test('an FP8 pane on a shared problem with ALiBi or d ≠ dv (sinks: pane-dtype.test.ts): the reason and one-click fixes, shared and per pane', async ({
+  page,
+}) => {
   test.setTimeout(120_000);
   await openApp(page);
   const problem = page.getByRole('region', { name: 'Problem' });
   // A small fp16 problem with ALiBi, loaded in the Debugger tab: it is compare mode's shared problem.
-  for (const [label, v] of [['Nq', '64'], ['Nk', '128'], ['d', '64'], ['dv', '64']] as const) await problem.getByLabel(label, { exact: true }).fill(v);
+  for (const [label, v] of [
+    ['Nq', '64'],
+    ['Nk', '128'],
+    ['d', '64'],
+    ['dv', '64'],
+  ] as const)
+    await problem.getByLabel(label, { exact: true }).fill(v);
   await problem.getByLabel('dtype').selectOption('fp16');
   await problem.getByLabel('ALiBi').check();
   await page.getByRole('button', { name: 'Load problem' }).click();
@@ -255,7 +278,9 @@ test('an FP8 pane on a shared problem with ALiBi or d ≠ dv (sinks: pane-dtype.
   await expect(counterOf(page, 1)).toHaveText(/^Step \d+ of \d+$/, { timeout: 30_000 });
 });
 
-test('FP8 study synced by K/V block: the bar says FA3 panes walk K/V blocks backwards; a followed sage pane is on the leader’s key block', async ({ page }) => {
+test('FP8 study synced by K/V block: the bar says FA3 panes walk K/V blocks backwards; a followed sage pane is on the leader’s key block', async ({
+  page,
+}) => {
   test.setTimeout(120_000);
   await openApp(page);
   await page.getByRole('tab', { name: 'Compare' }).click();

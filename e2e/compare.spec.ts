@@ -77,7 +77,9 @@ test('synchronised stepping: K/V block, normalised progress, unlinked; keyboard 
   }
   // Normalised progress: pane 2 leads this time, by keyboard.
   await page.getByRole('combobox', { name: 'Sync axis' }).selectOption('progress');
-  await pane(page, 1).getByRole('heading', { name: /^Pane 2/ }).click();
+  await pane(page, 1)
+    .getByRole('heading', { name: /^Pane 2/ })
+    .click();
   for (let i = 0; i < 5; i++) await page.keyboard.press('ArrowRight');
   const bStep = stepFor(eb, pointOf(ea, 9, null), 'kv', null).step + 5;
   await expect(counterOf(page, 1)).toHaveText(`Step ${bStep + 1} of ${eb.length}`);
@@ -91,19 +93,35 @@ test('synchronised stepping: K/V block, normalised progress, unlinked; keyboard 
   await expect(counterOf(page, 1)).toHaveText(before!);
 });
 
-test('FA3 with and without ping-pong: simulated-time sync, predictions on H100, fallback named for panes without a schedule', async ({ page }) => {
+test('FA3 with and without ping-pong: simulated-time sync, predictions on H100, fallback named for panes without a schedule', async ({
+  page,
+}) => {
   await openApp(page);
   // A Hopper-sized problem in fp16 for the shared problem.
-  for (const [label, v] of [['Nq', '128'], ['Nk', '256'], ['d', '64'], ['dv', '64']] as const) await problem(page).getByLabel(label, { exact: true }).fill(v);
+  for (const [label, v] of [
+    ['Nq', '128'],
+    ['Nk', '256'],
+    ['d', '64'],
+    ['dv', '64'],
+  ] as const)
+    await problem(page).getByLabel(label, { exact: true }).fill(v);
   await problem(page).getByLabel('dtype').selectOption('fp16');
   await page.getByRole('button', { name: 'Load problem' }).click();
   await expect(page.getByTestId('step-counter')).toHaveText(/^Step 1 of \d+$/);
   await page.getByRole('tab', { name: 'Compare' }).click();
   for (const i of [0, 1]) {
-    await pane(page, i).getByLabel(`Pane ${i + 1} algorithm`).selectOption('fa3');
-    await pane(page, i).getByLabel(`Pane ${i + 1} Br`).fill('');
-    await pane(page, i).getByLabel(`Pane ${i + 1} Bc`).fill('');
-    await pane(page, i).getByLabel(`Pane ${i + 1} Bc`).blur();
+    await pane(page, i)
+      .getByLabel(`Pane ${i + 1} algorithm`)
+      .selectOption('fa3');
+    await pane(page, i)
+      .getByLabel(`Pane ${i + 1} Br`)
+      .fill('');
+    await pane(page, i)
+      .getByLabel(`Pane ${i + 1} Bc`)
+      .fill('');
+    await pane(page, i)
+      .getByLabel(`Pane ${i + 1} Bc`)
+      .blur();
   }
   await pane(page, 1).getByLabel('Pane 2 pingpong').uncheck();
   const base: LoadRequest = { ...formToRequest({ ...DEFAULT_FORM, nq: '128', nk: '256', d: '64', dv: '64', dtype: 'fp16' }) };

@@ -106,7 +106,9 @@ test('breakpoints stop where the engine says, in a run and during playback', asy
   await page.getByRole('button', { name: 'Add breakpoint' }).click();
   await page.getByRole('button', { name: 'Reset' }).click();
   await page.getByRole('button', { name: 'Run to next breakpoint' }).click();
-  const resc = ev.findIndex((e) => e.kind === 'rescale' && e.tile.rows[0] <= 37 && e.tile.rows[1] > 37 && e.factor[37 - e.tile.rows[0]] !== 1);
+  const resc = ev.findIndex(
+    (e) => e.kind === 'rescale' && e.tile.rows[0] <= 37 && e.tile.rows[1] > 37 && e.factor[37 - e.tile.rows[0]] !== 1,
+  );
   await expect(counter(page)).toHaveText(`Step ${resc + 1} of ${ev.length}`);
   await expect(page.getByTestId('breakpoint-hit')).toContainText('row 37 rescaled');
 });
@@ -194,7 +196,10 @@ test('tile zoom shows the tile numbers and the formula panel the live values', a
   await page.getByRole('button', { name: `Select row ${row}` }).click();
   const formula = page.getByRole('region', { name: 'Formula' });
   await expect(formula.locator('.katex').first()).toBeVisible();
-  await expect(formula.getByLabel('Update with live numbers')).toHaveAttribute('data-tex', new RegExp(`l_\\{${row}\\} = .*${Number(r.lAfter[2].toPrecision(5))}`));
+  await expect(formula.getByLabel('Update with live numbers')).toHaveAttribute(
+    'data-tex',
+    new RegExp(`l_\\{${row}\\} = .*${Number(r.lAfter[2].toPrecision(5))}`),
+  );
 });
 
 test('a crashed worker is reported, restarted, and the position is restored', async ({ page }) => {

@@ -19,7 +19,17 @@ test.afterEach(() => checkConsole());
 const timeline = (page: Page) => page.getByRole('region', { name: 'Warp-role timeline' });
 const memoryMap = (page: Page) => page.getByRole('region', { name: 'Memory map' });
 
-const FA3: Partial<ProblemForm> = { algorithm: 'fa3', pass: 'backward', nq: '160', nk: '256', d: '128', dv: '128', blockM: '80', blockN: '128', dtype: 'fp16' };
+const FA3: Partial<ProblemForm> = {
+  algorithm: 'fa3',
+  pass: 'backward',
+  nq: '160',
+  nk: '256',
+  d: '128',
+  dv: '128',
+  blockM: '80',
+  blockN: '128',
+  dtype: 'fp16',
+};
 
 async function openAt(page: Page, form: Partial<ProblemForm>, step: number) {
   const s = defaultSharedState(DEFAULT_VIEWS);
@@ -28,7 +38,7 @@ async function openAt(page: Page, form: Partial<ProblemForm>, step: number) {
   await page.goto(`/${encodeState(s)}`);
 }
 
-test('FA3 backward: the SM of the step\'s column block, the dQ add on the dQ writer, the cursor of the engine\'s map', async ({ page }) => {
+test("FA3 backward: the SM of the step's column block, the dQ add on the dQ writer, the cursor of the engine's map", async ({ page }) => {
   const { s, req } = await engineSession(FA3);
   const ev = s.events();
   const step = ev.findIndex((e) => e.kind === 'dq' && e.tile.cols[0] === 128 && e.tile.rows[0] === 80);
@@ -74,7 +84,17 @@ test('FA3 backward: the SM of the step\'s column block, the dQ add on the dQ wri
 });
 
 test('FA2 backward starts on the A100 and shows its eight warps with the dQ atomics', async ({ page }) => {
-  const form: Partial<ProblemForm> = { algorithm: 'fa2', pass: 'backward', nq: '128', nk: '128', d: '64', dv: '64', blockM: '64', blockN: '64', dtype: 'fp16' };
+  const form: Partial<ProblemForm> = {
+    algorithm: 'fa2',
+    pass: 'backward',
+    nq: '128',
+    nk: '128',
+    d: '64',
+    dv: '64',
+    blockM: '64',
+    blockN: '64',
+    dtype: 'fp16',
+  };
   const { s } = await engineSession(form);
   const ev = s.events();
   const step = ev.findIndex((e) => e.kind === 'dq' && e.tile.rows[0] === 64 && e.tile.cols[0] === 64);
@@ -93,7 +113,9 @@ test('FA2 backward starts on the A100 and shows its eight warps with the dQ atom
   await expect(status).toContainText('NVIDIA H100', { timeout: 30_000 });
 });
 
-test('Backward from the default page lands on a dtype the FA2 backward kernel takes; a typed fp32 gets the fix offered', async ({ page }) => {
+test('Backward from the default page lands on a dtype the FA2 backward kernel takes; a typed fp32 gets the fix offered', async ({
+  page,
+}) => {
   await page.goto('/');
   await expect(counter(page)).toHaveText(/^Step 1 of \d+$/, { timeout: 30_000 });
   const problem = page.getByRole('region', { name: 'Problem', exact: true });

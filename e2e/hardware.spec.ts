@@ -30,7 +30,16 @@ async function loadProblem(page: Page, form: Partial<ProblemForm>): Promise<void
 const memoryMap = (page: Page) => page.getByRole('region', { name: 'Memory map' });
 const timeline = (page: Page) => page.getByRole('region', { name: 'Warp-role timeline' });
 
-const FA4: Partial<ProblemForm> = { algorithm: 'fa4', nq: '256', nk: '768', d: '192', dv: '128', blockM: '128', blockN: '128', dtype: 'bf16' };
+const FA4: Partial<ProblemForm> = {
+  algorithm: 'fa4',
+  nq: '256',
+  nk: '768',
+  d: '192',
+  dv: '128',
+  blockM: '128',
+  blockN: '128',
+  dtype: 'bf16',
+};
 
 test('FA4 d=192, dv=128: the first eight loads land where the Large-Small-Large ring puts them', async ({ page }) => {
   const { s } = await engineSession(FA4);
@@ -81,7 +90,9 @@ test('FA4 d=192, dv=128: the first eight loads land where the Large-Small-Large 
     await expect(memoryMap(page).getByTestId('hw-status')).toContainText(`tma ${expected[k].tile} (load)`);
   }
   // After V3 lands the ring holds V4 (left), K3 (middle, shifted left), V3 (right) beside Q0, Q1.
-  const tiles = await memoryMap(page).locator('[data-testid="smem-block"]').evaluateAll((els) => els.map((e) => (e as HTMLElement).dataset.tile).sort());
+  const tiles = await memoryMap(page)
+    .locator('[data-testid="smem-block"]')
+    .evaluateAll((els) => els.map((e) => (e as HTMLElement).dataset.tile).sort());
   expect(tiles).toEqual(expect.arrayContaining(['K3', 'Q0', 'Q1', 'V3', 'V4']));
   // TMEM: P of some block sits over the second half of S (columns 64-127 or 192-255).
   const p = memoryMap(page).locator('[data-testid="tmem-block"][data-tile^="P"]').first();
@@ -95,8 +106,19 @@ test('FA4 d=192, dv=128: the first eight loads land where the Large-Small-Large 
   await page.screenshot({ path: 'test-results/hardware-fa4-loads.png', fullPage: true });
 });
 
-test('FA4 2-CTA mode (d = 128, Nq = 512, not causal): the memory map shows what each CTA of the pair holds, the timeline marks the pair MMAs', async ({ page }) => {
-  const form: Partial<ProblemForm> = { algorithm: 'fa4', nq: '512', nk: '512', d: '128', dv: '128', blockM: '128', blockN: '128', dtype: 'bf16' };
+test('FA4 2-CTA mode (d = 128, Nq = 512, not causal): the memory map shows what each CTA of the pair holds, the timeline marks the pair MMAs', async ({
+  page,
+}) => {
+  const form: Partial<ProblemForm> = {
+    algorithm: 'fa4',
+    nq: '512',
+    nk: '512',
+    d: '128',
+    dv: '128',
+    blockM: '128',
+    blockN: '128',
+    dtype: 'bf16',
+  };
   const { s } = await engineSession(form);
   const ev = s.events();
   await openApp(page);
@@ -137,7 +159,9 @@ test('FA3: switching ping-pong off re-runs the schedule and the timeline changes
   await expect(canvas).not.toHaveAttribute('data-cycles', before.cycles!);
   expect(await canvas.getAttribute('data-ops')).not.toBe(before.ops);
   // Without the hand-off the consumers' softmaxes coincide: the tensor cores idle more.
-  await expect.poll(async () => Number(await timeline(page).locator('[data-family="tensor"]').getAttribute('data-value'))).toBeLessThan(tensorBefore);
+  await expect
+    .poll(async () => Number(await timeline(page).locator('[data-family="tensor"]').getAttribute('data-value')))
+    .toBeLessThan(tensorBefore);
   await timeline(page).getByLabel('ping-pong').check();
   await expect(canvas).toHaveAttribute('data-cycles', before.cycles!);
   await page.screenshot({ path: 'test-results/hardware-fa3-timeline.png', fullPage: true });
@@ -188,12 +212,25 @@ test('export: Chrome trace JSON with one track per role, and JSONL', async ({ pa
   const lanes = Number(await canvas.getAttribute('data-lanes'));
   const ops = Number(await canvas.getAttribute('data-ops'));
 
-  const [chrome] = await Promise.all([page.waitForEvent('download'), timeline(page).getByRole('button', { name: 'Export Chrome trace' }).click()]);
+  const [chrome] = await Promise.all([
+    page.waitForEvent('download'),
+    timeline(page).getByRole('button', { name: 'Export Chrome trace' }).click(),
+  ]);
   expect(chrome.suggestedFilename()).toBe('flashscope-fa4-b200-sm.trace.json');
-  const trace = JSON.parse(readFileSync((await chrome.path())!, 'utf8')) as { traceEvents: { ph: string; name: string; tid: number; args?: { name?: string } }[] };
+  const trace = JSON.parse(readFileSync((await chrome.path())!, 'utf8')) as {
+    traceEvents: { ph: string; name: string; tid: number; args?: { name?: string } }[];
+  };
   const tracks = trace.traceEvents.filter((e) => e.name === 'thread_name');
   // Every role is a track (the idle "empty" warp included), each with its own thread id.
-  expect(tracks.map((t) => t.args!.name!.split(' ')[0])).toEqual(['load', 'mma', 'softmax0', 'softmax1', 'correction', 'epilogue', 'empty']);
+  expect(tracks.map((t) => t.args!.name!.split(' ')[0])).toEqual([
+    'load',
+    'mma',
+    'softmax0',
+    'softmax1',
+    'correction',
+    'epilogue',
+    'empty',
+  ]);
   expect(new Set(tracks.map((t) => t.tid)).size).toBe(tracks.length);
   const x = trace.traceEvents.filter((e) => e.ph === 'X');
   expect(x.length).toBe(ops);
@@ -201,7 +238,10 @@ test('export: Chrome trace JSON with one track per role, and JSONL', async ({ pa
 
   const [jsonl] = await Promise.all([page.waitForEvent('download'), timeline(page).getByRole('button', { name: 'Export JSONL' }).click()]);
   expect(jsonl.suggestedFilename()).toBe('flashscope-fa4-b200-sm.jsonl');
-  const lines = readFileSync((await jsonl.path())!, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { type: string });
+  const lines = readFileSync((await jsonl.path())!, 'utf8')
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as { type: string });
   expect(lines[0].type).toBe('hw.header');
   expect(lines.filter((l) => l.type === 'hw.timeline').length).toBe(ops);
   expect(lines.some((l) => l.type === 'hw.memory')).toBe(true);
@@ -221,7 +261,9 @@ test('a kernel that does not fit says why and keeps the debugger working', async
     await expect(counter(page)).toHaveText(/^Step 1 of/);
     await page.getByRole('button', { name: 'End', exact: true }).click();
     await expect(counter(page)).toHaveText(/^Step (\d+) of \1$/);
-    return Number(await page.getByRole('region', { name: 'HBM traffic' }).locator('[data-tensor="O"][data-dir="written"]').getAttribute('data-bytes'));
+    return Number(
+      await page.getByRole('region', { name: 'HBM traffic' }).locator('[data-tensor="O"][data-dir="written"]').getAttribute('data-bytes'),
+    );
   };
   const oBytes = 64 * 32 * 4;
   expect(await oWritten('fa2')).toBe(oBytes);
@@ -236,11 +278,30 @@ test('fmha_v2 on the RTX 4060: four warp lanes plus the copy engine, double-buff
   await expect(canvas).toHaveAttribute('data-lanes', '5', { timeout: 30_000 });
   await expect(timeline(page).getByLabel('GPU')).toHaveValue('rtx4060');
   // Step to the second K/V load: the next block lands in the other buffer while block 0 is in use.
-  const { s } = await engineSession({ algorithm: 'fmha-v2', nq: '128', nk: '512', d: '64', dv: '64', blockM: '32', blockN: '128', dtype: 'fp16' });
-  const second = s.events().findIndex((e, i) => e.kind === 'load' && e.tensors.includes('K') && s.events().slice(0, i).some((x) => x.kind === 'load' && x.tensors.includes('K')));
+  const { s } = await engineSession({
+    algorithm: 'fmha-v2',
+    nq: '128',
+    nk: '512',
+    d: '64',
+    dv: '64',
+    blockM: '32',
+    blockN: '128',
+    dtype: 'fp16',
+  });
+  const second = s.events().findIndex(
+    (e, i) =>
+      e.kind === 'load' &&
+      e.tensors.includes('K') &&
+      s
+        .events()
+        .slice(0, i)
+        .some((x) => x.kind === 'load' && x.tensors.includes('K')),
+  );
   await page.getByLabel('Scrubber').fill(String(second));
   await page.getByLabel('Scrubber').press('Shift');
   await expect(counter(page)).toHaveText(new RegExp(`^Step ${second + 1} of`));
-  const stages = await memoryMap(page).locator('[data-testid="smem-block"][data-buffer="sK"]').evaluateAll((els) => els.map((e) => `${(e as HTMLElement).dataset.tile}@${(e as HTMLElement).dataset.stage}`).sort());
+  const stages = await memoryMap(page)
+    .locator('[data-testid="smem-block"][data-buffer="sK"]')
+    .evaluateAll((els) => els.map((e) => `${(e as HTMLElement).dataset.tile}@${(e as HTMLElement).dataset.stage}`).sort());
   expect(stages).toEqual(['K0@0', 'K1@1']);
 });

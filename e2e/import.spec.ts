@@ -41,7 +41,12 @@ async function drop(page: Page, files: TestFile[]) {
 }
 
 /** The request a pane sends for these files, for the engine run the page is compared with. */
-async function engineRunRequest(files: TestFile[], choice: { layout: 'BHND' | 'BNHD'; batch: number; head: number }, tensors = { q: '', k: '', v: '' }, roles = { q: 0, k: 0, v: 0 }): Promise<LoadRequest> {
+async function engineRunRequest(
+  files: TestFile[],
+  choice: { layout: 'BHND' | 'BNHD'; batch: number; head: number },
+  tensors = { q: '', k: '', v: '' },
+  roles = { q: 0, k: 0, v: 0 },
+): Promise<LoadRequest> {
   const names = files.map((f) => f.name);
   return {
     ...formToRequest(DEFAULT_FORM),
@@ -56,7 +61,12 @@ async function engineRunRequest(files: TestFile[], choice: { layout: 'BHND' | 'B
   };
 }
 
-async function engineRun(files: TestFile[], choice: { layout: 'BHND' | 'BNHD'; batch: number; head: number }, roles = { q: 0, k: 1, v: 2 }, tensors = { q: '', k: '', v: '' }) {
+async function engineRun(
+  files: TestFile[],
+  choice: { layout: 'BHND' | 'BNHD'; batch: number; head: number },
+  roles = { q: 0, k: 1, v: 2 },
+  tensors = { q: '', k: '', v: '' },
+) {
   const s = new DebuggerSession();
   await s.load(await engineRunRequest(files, choice, tensors, roles));
   return s;
@@ -84,7 +94,10 @@ test('picked .npy files (BNHD, GQA): tensors listed, layout detected, the chosen
   await expect(problem(page).getByLabel('Nk', { exact: true })).toHaveValue('24');
   // The Q the worker steps through is head 5 of the file: row 0 of the tile numbers, value for value.
   const q = values(40 * 8 * 16, 0.3);
-  await page.locator('figure[data-matrix="Q"] canvas').first().click({ position: { x: 3, y: 3 } });
+  await page
+    .locator('figure[data-matrix="Q"] canvas')
+    .first()
+    .click({ position: { x: 3, y: 3 } });
   const row0 = page.locator('.tile-zoom tbody tr').first().locator('td');
   await expect(row0).toHaveText(Array.from({ length: 16 }, (_, c) => Number(q[(0 * 8 + 5) * 16 + c].toPrecision(4)).toString()));
   // "Use random inputs" goes back to the seeded problem.
@@ -113,7 +126,9 @@ test('a dropped .safetensors file with q, k, v: names picked, both layouts fit, 
   await fa1.load({ ...(await engineRunRequest([f], { layout: 'BHND', batch: 1, head: 1 }, { q: 'q', k: 'k', v: 'v' })), algorithm: 'fa1' });
   await page.getByRole('tab', { name: 'Compare' }).click();
   await expect(page.getByTestId('shared-problem')).toContainText('inputs from layer3.safetensors, batch 1, head 1 (BHND)');
-  await expect(page.locator('[data-pane="cmp0"]').getByTestId('step-counter')).toHaveText(`Step 1 of ${fa1.events().length}`, { timeout: 20_000 });
+  await expect(page.locator('[data-pane="cmp0"]').getByTestId('step-counter')).toHaveText(`Step 1 of ${fa1.events().length}`, {
+    timeout: 20_000,
+  });
   const d = await fa1.compareData('h100');
   await expect(page.locator('tr[data-metric="max |error| vs float64"] td').first()).toHaveText(d.error.maxAbs.toExponential(3));
 });
@@ -168,44 +183,128 @@ const truncated = (f: TestFile, keep: number) => file(f.name, f.buffer.subarray(
 
 /** Files rejected when listed: [case, file, message]. */
 const BAD_FILES: [string, TestFile, RegExp][] = [
-  ['wrong magic', file('q.npy', new TextEncoder().encode('this is a text file, not a tensor')), /q\.npy: not a \.npy file \(wrong magic: found bytes 74 68 69 73 20 69/],
+  [
+    'wrong magic',
+    file('q.npy', new TextEncoder().encode('this is a text file, not a tensor')),
+    /q\.npy: not a \.npy file \(wrong magic: found bytes 74 68 69 73 20 69/,
+  ],
   ['too short for a header', file('q.npy', new Uint8Array([0x93, 0x4e, 0x55])), /only 3 bytes, too short for a \.npy header/],
   ['data truncated', truncated(npy('q.npy', [1, 2, 8, 4]), 128 + 100), /needs 256 bytes of data but the file holds 100 \(truncated\)/],
-  ['header longer than the file', truncated(npy('q.npy', [1, 2, 8, 4]), 60), /header claims 118 bytes but the file ends after 50 \(truncated\)/],
-  ['big-endian floats', npyWithHeader('q.npy', "{'descr': '>f4', 'fortran_order': False, 'shape': (2, 3), }", 24), /big-endian float \(4 bytes\) dtype '>f4' is not supported/],
-  ['Fortran order', npyWithHeader('q.npy', "{'descr': '<f4', 'fortran_order': True, 'shape': (2, 3), }", 24), /Fortran-order \(column-major\) arrays are not supported/],
+  [
+    'header longer than the file',
+    truncated(npy('q.npy', [1, 2, 8, 4]), 60),
+    /header claims 118 bytes but the file ends after 50 \(truncated\)/,
+  ],
+  [
+    'big-endian floats',
+    npyWithHeader('q.npy', "{'descr': '>f4', 'fortran_order': False, 'shape': (2, 3), }", 24),
+    /big-endian float \(4 bytes\) dtype '>f4' is not supported/,
+  ],
+  [
+    'Fortran order',
+    npyWithHeader('q.npy', "{'descr': '<f4', 'fortran_order': True, 'shape': (2, 3), }", 24),
+    /Fortran-order \(column-major\) arrays are not supported/,
+  ],
   ['unparseable header', npyWithHeader('q.npy', "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3}", 24), /malformed header/],
-  ['unknown format version', npyWithHeader('q.npy', "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }", 24, 7), /unsupported \.npy format version 7\.0/],
-  ['complex dtype', npyWithHeader('q.npy', "{'descr': '<c8', 'fortran_order': False, 'shape': (2, 3), }", 48), /complex \(8 bytes\) dtype '<c8' is not supported/],
+  [
+    'unknown format version',
+    npyWithHeader('q.npy', "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }", 24, 7),
+    /unsupported \.npy format version 7\.0/,
+  ],
+  [
+    'complex dtype',
+    npyWithHeader('q.npy', "{'descr': '<c8', 'fortran_order': False, 'shape': (2, 3), }", 48),
+    /complex \(8 bytes\) dtype '<c8' is not supported/,
+  ],
   ['negative shape', npyWithHeader('q.npy', "{'descr': '<f4', 'fortran_order': False, 'shape': (2, -3), }", 24), /bad 'shape'/],
   ['safetensors too short', file('w.safetensors', new Uint8Array([1, 0, 0])), /only 3 bytes, too short for a safetensors header/],
-  ['safetensors huge header length', safetensorsWithHeader('w.safetensors', '{}', 0, 0xfffffff0), /header length 4294967280 is larger than the format allows/],
-  ['safetensors header past the end', safetensorsWithHeader('w.safetensors', '{}', 0, 500), /header claims 500 bytes but the file has 2 after the length \(truncated\)/],
+  [
+    'safetensors huge header length',
+    safetensorsWithHeader('w.safetensors', '{}', 0, 0xfffffff0),
+    /header length 4294967280 is larger than the format allows/,
+  ],
+  [
+    'safetensors header past the end',
+    safetensorsWithHeader('w.safetensors', '{}', 0, 500),
+    /header claims 500 bytes but the file has 2 after the length \(truncated\)/,
+  ],
   ['safetensors header not JSON', safetensorsWithHeader('w.safetensors', '{"q": {dtype}', 0), /header is not valid UTF-8 JSON/],
   ['safetensors header is a list', safetensorsWithHeader('w.safetensors', '[1, 2]', 0), /header is not a JSON object/],
-  ['safetensors offsets disagree with shape', safetensorsWithHeader('w.safetensors', '{"q":{"dtype":"F32","shape":[2,2],"data_offsets":[0,12]}}', 16), /needs 16 bytes, data_offsets span 12/],
-  ['safetensors data truncated', safetensorsWithHeader('w.safetensors', '{"q":{"dtype":"F32","shape":[4,4],"data_offsets":[0,64]}}', 20), /data ends at 64 but the file holds 20 bytes of data \(truncated\)/],
-  ['safetensors entry without dtype', safetensorsWithHeader('w.safetensors', '{"q":{"shape":[1],"data_offsets":[0,4]}}', 4), /tensor 'q': missing dtype/],
+  [
+    'safetensors offsets disagree with shape',
+    safetensorsWithHeader('w.safetensors', '{"q":{"dtype":"F32","shape":[2,2],"data_offsets":[0,12]}}', 16),
+    /needs 16 bytes, data_offsets span 12/,
+  ],
+  [
+    'safetensors data truncated',
+    safetensorsWithHeader('w.safetensors', '{"q":{"dtype":"F32","shape":[4,4],"data_offsets":[0,64]}}', 20),
+    /data ends at 64 but the file holds 20 bytes of data \(truncated\)/,
+  ],
+  [
+    'safetensors entry without dtype',
+    safetensorsWithHeader('w.safetensors', '{"q":{"shape":[1],"data_offsets":[0,4]}}', 4),
+    /tensor 'q': missing dtype/,
+  ],
   ['not a tensor file', file('notes.txt', new TextEncoder().encode('q k v')), /notes\.txt: not a tensor file FlashScope reads/],
 ];
 
 /** Valid files whose combination or choice is wrong: [case, files, dialog edits, message]. */
 type Edit = { batch?: string; head?: string; unpick?: 'V'; sinks?: string };
 const BAD_CHOICES: [string, TestFile[], Edit, RegExp][] = [
-  ['Q and K head dims differ', [goodQ(), npy('k.npy', [1, 2, 8, 3]), goodV()], {}, /Q and K must have the same head dim \(QKᵀ\); got 4 and 3/],
-  ['K and V lengths differ', [goodQ(), goodK(), npy('v.npy', [1, 2, 6, 4])], {}, /K and V must have the same sequence length \(BHND\); got 8 and 6/],
-  ['integer Q', [npyWithHeader('q.npy', "{'descr': '<i4', 'fortran_order': False, 'shape': (1, 2, 8, 4), }", 256), goodK(), goodV()], {}, /Q \(q\.npy\): holds int32 values \(signed integer\); attention tensors must be float16, bfloat16, float32 or float64/],
+  [
+    'Q and K head dims differ',
+    [goodQ(), npy('k.npy', [1, 2, 8, 3]), goodV()],
+    {},
+    /Q and K must have the same head dim \(QKᵀ\); got 4 and 3/,
+  ],
+  [
+    'K and V lengths differ',
+    [goodQ(), goodK(), npy('v.npy', [1, 2, 6, 4])],
+    {},
+    /K and V must have the same sequence length \(BHND\); got 8 and 6/,
+  ],
+  [
+    'integer Q',
+    [npyWithHeader('q.npy', "{'descr': '<i4', 'fortran_order': False, 'shape': (1, 2, 8, 4), }", 256), goodK(), goodV()],
+    {},
+    /Q \(q\.npy\): holds int32 values \(signed integer\); attention tensors must be float16, bfloat16, float32 or float64/,
+  ],
   ['Q of rank 2', [npy('q.npy', [8, 4]), goodK(), goodV()], {}, /Q \(q\.npy, shape \[8, 4\]\) must have 4 dimensions/],
-  ['heads do not divide', [npy('q.npy', [1, 3, 6, 4]), goodK(), goodV()], {}, /query heads \(3\) must be a multiple of key\/value heads \(2\)/],
+  [
+    'heads do not divide',
+    [npy('q.npy', [1, 3, 6, 4]), goodK(), goodV()],
+    {},
+    /query heads \(3\) must be a multiple of key\/value heads \(2\)/,
+  ],
   ['batch sizes differ', [npy('q.npy', [2, 2, 8, 4]), goodK(), goodV()], {}, /Q, K and V must have the same batch size; got 2, 1, 1/],
-  ['NaN in Q', [file('q.npy', encodeNpy(Object.assign(values(64, 0.3), { 37: NaN }), [1, 2, 8, 4])), goodK(), goodV()], { head: '1' }, /Q holds NaN at row 1, column 1 of batch 0, head 1/],
-  ['Infinity in V', [goodQ(), goodK(), file('v.npy', encodeNpy(Object.assign(values(64, 1.1), { 6: Infinity }), [1, 2, 8, 4]))], {}, /V holds Infinity at row 1, column 2 of batch 0, head 0/],
+  [
+    'NaN in Q',
+    [file('q.npy', encodeNpy(Object.assign(values(64, 0.3), { 37: NaN }), [1, 2, 8, 4])), goodK(), goodV()],
+    { head: '1' },
+    /Q holds NaN at row 1, column 1 of batch 0, head 1/,
+  ],
+  [
+    'Infinity in V',
+    [goodQ(), goodK(), file('v.npy', encodeNpy(Object.assign(values(64, 1.1), { 6: Infinity }), [1, 2, 8, 4]))],
+    {},
+    /V holds Infinity at row 1, column 2 of batch 0, head 0/,
+  ],
   ['head out of range', [goodQ(), goodK(), goodV()], { head: '5' }, /head 5 is out of range: Q has 2 heads \(0 to 1\)/],
   ['batch out of range', [goodQ(), goodK(), goodV()], { batch: '3' }, /batch 3 is out of range: the tensors have 1 \(0 to 0\)/],
   ['batch not a number', [goodQ(), goodK(), goodV()], { batch: 'x' }, /batch: must be a whole number ≥ 0, got "x"/],
   ['V not picked', [goodQ(), goodK(), npy('values_other.npy', [1, 2, 8, 4])], { unpick: 'V' }, /Pick a tensor for V\./],
-  ['sinks of the wrong length', [goodQ(), goodK(), goodV(), npy('sinks.npy', [3])], {}, /sinks \(sinks\.npy, shape \[3\]\) must be 1-D with one value per query head \(2\)/],
-  ['non-finite sink', [goodQ(), goodK(), goodV(), file('sinks.npy', encodeNpy([0.5, NaN], [2]))], { head: '1' }, /sinks \(sinks\.npy\) holds NaN for head 1; it must be finite/],
+  [
+    'sinks of the wrong length',
+    [goodQ(), goodK(), goodV(), npy('sinks.npy', [3])],
+    {},
+    /sinks \(sinks\.npy, shape \[3\]\) must be 1-D with one value per query head \(2\)/,
+  ],
+  [
+    'non-finite sink',
+    [goodQ(), goodK(), goodV(), file('sinks.npy', encodeNpy([0.5, NaN], [2]))],
+    { head: '1' },
+    /sinks \(sinks\.npy\) holds NaN for head 1; it must be finite/,
+  ],
 ];
 
 test(`${BAD_FILES.length} malformed files are each named with what is wrong; the loaded run is untouched`, async ({ page }) => {

@@ -19,7 +19,8 @@ test('? opens the shortcuts, Escape closes them and focus returns where it was',
   await fwd.focus();
   await page.keyboard.press('?');
   await expect(help(page)).toBeVisible();
-  for (const key of ['Space', 'Shift + →', 'Home', 'Enter', '+ / − / 0']) await expect(help(page).getByText(key, { exact: true }).first()).toBeVisible();
+  for (const key of ['Space', 'Shift + →', 'Home', 'Enter', '+ / − / 0'])
+    await expect(help(page).getByText(key, { exact: true }).first()).toBeVisible();
   await expect(help(page).getByRole('button', { name: 'Close' })).toBeFocused();
   await page.screenshot({ path: 'test-results/help-dialog.png' });
   await page.keyboard.press('Escape');

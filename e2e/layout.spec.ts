@@ -54,14 +54,17 @@ async function coveredControls(page: Page, selector: string): Promise<string[]> 
       const y = r.top + r.height / 2;
       if (y < 0 || y > window.innerHeight) continue;
       const top = document.elementFromPoint(x, y);
-      if (top && top !== el && !el.contains(top)) out.push(`${el.getAttribute('aria-label') ?? el.textContent} under ${top.tagName.toLowerCase()}.${top.className}`);
+      if (top && top !== el && !el.contains(top))
+        out.push(`${el.getAttribute('aria-label') ?? el.textContent} under ${top.tagName.toLowerCase()}.${top.className}`);
     }
     return out;
   }, selector);
 }
 
 for (const vp of VIEWPORTS) {
-  test(`${vp.name} ${vp.width}×${vp.height}: debugger, compare and lessons fit the width and keep their controls reachable`, async ({ page }) => {
+  test(`${vp.name} ${vp.width}×${vp.height}: debugger, compare and lessons fit the width and keep their controls reachable`, async ({
+    page,
+  }) => {
     await page.setViewportSize({ width: vp.width, height: vp.height });
     await openApp(page);
     const problem = page.getByRole('region', { name: 'Problem', exact: true });

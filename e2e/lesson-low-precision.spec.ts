@@ -26,7 +26,8 @@ const cache = new RunCache(20);
 const paneOf = (page: Page, i: number) => page.locator(`[data-lesson-pane="lesson-12-${i}"]`);
 const counterOf = (page: Page, i: number) => paneOf(page, i).getByTestId('step-counter');
 const precisionOf = (page: Page, i: number) => paneOf(page, i).getByRole('region', { name: 'Precision' });
-const shown = (x: number) => (x === 0 ? '0' : Math.abs(x) >= 1e-3 && Math.abs(x) < 1e6 ? String(Number(x.toPrecision(6))) : x.toExponential(4));
+const shown = (x: number) =>
+  x === 0 ? '0' : Math.abs(x) >= 1e-3 && Math.abs(x) < 1e6 ? String(Number(x.toPrecision(6))) : x.toExponential(4);
 
 test('chapter 12: the FP8 widget by keyboard, engine tables, a question and the step links', async ({ page }) => {
   await page.goto('/?lesson=12');
@@ -213,7 +214,9 @@ test('chapter 12: the incoherent-processing switch reloads both panes and the bl
   if (sageEv.kind !== 'qk') throw new Error('expected the sage qk target');
   await expect(precisionOf(page, 2).getByTestId('precision-step')).toContainText(`K scale ${num(sageEv.kScale)}`, { timeout: 30_000 });
   await expect(counterOf(page, 0)).toHaveText(before0!);
-  await precisionOf(page, 2).getByTestId('precision-step').evaluate((el) => el.scrollIntoView({ block: 'start' }));
+  await precisionOf(page, 2)
+    .getByTestId('precision-step')
+    .evaluate((el) => el.scrollIntoView({ block: 'start' }));
   await page.screenshot({ path: 'test-results/lesson12/sage-smoothing.png' });
 
   // Two-pane chapters hide the panes' problem forms; the form round trip of these FP8 presets is

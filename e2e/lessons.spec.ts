@@ -30,14 +30,18 @@ for (const chapter of CHAPTERS) {
     for (let i = 0; i < chapter.panes.length; i++) {
       const t = locateTarget(chapter, i, chapter.panes[i].preset, cache);
       await expect(counterOf(page, chapter.number, i)).toHaveText(`Step ${t.step + 1} of ${t.total}`, { timeout: 30_000 });
-      await expect(page.getByTestId(`lesson-target-${i}`)).toContainText(`step ${t.step + 1} of ${t.total}: ${chapter.panes[i].target.describe}`);
+      await expect(page.getByTestId(`lesson-target-${i}`)).toContainText(
+        `step ${t.step + 1} of ${t.total}: ${chapter.panes[i].target.describe}`,
+      );
     }
     await expect(page).toHaveURL(new RegExp(`lesson=${chapter.number}&step=\\d+`));
     // Paper-vs-code boxes and errata of published listings are shown as such (chapters 4, 5, 7).
     const codeWins = chapter.blocks.filter((b) => b.kind === 'code-wins').length;
     await expect(page.getByRole('complementary', { name: 'Paper and code' })).toHaveCount(codeWins);
     if (codeWins > 0) await expect(page.getByRole('complementary', { name: 'Paper and code' }).first()).toContainText('Paper vs code');
-    await expect(page.locator('.erratum-tag', { hasText: 'Erratum' })).toHaveCount(chapter.blocks.filter((b) => b.kind === 'erratum').length);
+    await expect(page.locator('.erratum-tag', { hasText: 'Erratum' })).toHaveCount(
+      chapter.blocks.filter((b) => b.kind === 'erratum').length,
+    );
 
     // One question right: the value the engine gives for the preset.
     const ctx = lessonContext(chapter, chapter.panes[0].preset, cache);
@@ -84,9 +88,15 @@ test('contents, next/previous, remembered progress and the top bar entry', async
   await page.getByRole('link', { name: /3\s+One-pass attention/ }).click();
   await expect(page).toHaveURL(/lesson=3/);
   await expect(page.getByRole('heading', { level: 2, name: chapterByNumber(3)!.title })).toBeVisible();
-  await page.getByRole('button', { name: /^Next chapter/ }).first().click();
+  await page
+    .getByRole('button', { name: /^Next chapter/ })
+    .first()
+    .click();
   await expect(page.getByRole('heading', { level: 2, name: chapterByNumber(4)!.title })).toBeVisible();
-  await page.getByRole('button', { name: /^Previous chapter/ }).first().click();
+  await page
+    .getByRole('button', { name: /^Previous chapter/ })
+    .first()
+    .click();
   await expect(page.getByRole('heading', { level: 2, name: chapterByNumber(3)!.title })).toBeVisible();
 
   // Answer chapter 3's second question right, then reload the contents: progress is kept.
@@ -122,7 +132,8 @@ test('deep link to a step, the URL follows stepping, the keyboard steps the less
   await expect(page.getByTestId('io-table')).toBeVisible({ timeout: 30_000 });
   await expect(page.getByTestId('io-row-4096')).toBeVisible();
   const sweep = fa1IoSweep();
-  for (const pt of sweep) await expect(page.getByTestId(`io-bytes-${pt.sramBytes}`)).toHaveText(pt.hbmBytes.toLocaleString('en-US').replace(/,/g, ' '));
+  for (const pt of sweep)
+    await expect(page.getByTestId(`io-bytes-${pt.sramBytes}`)).toHaveText(pt.hbmBytes.toLocaleString('en-US').replace(/,/g, ' '));
   await expect(page.getByTestId('io-standard')).toContainText(standardIoBytes().toLocaleString('en-US').replace(/,/g, ' '));
 });
 
@@ -153,7 +164,7 @@ test('a kernel switch reloads the debugger and the questions follow the new prob
   await expect(page.locator('.kernel-ref')).toContainText('pingpong');
 });
 
-test('a switch that removes the chapter\'s step: the caption names the step shown instead', async ({ page }) => {
+test("a switch that removes the chapter's step: the caption names the step shown instead", async ({ page }) => {
   const c9 = chapterByNumber(9)!;
   await page.goto('/?lesson=9');
   await expect(counterOf(page, 9)).toHaveText(/^Step \d+ of \d+$/, { timeout: 30_000 });
@@ -162,7 +173,9 @@ test('a switch that removes the chapter\'s step: the caption names the step show
   const t = locateTarget(c9, 0, { ...c9.panes[0].preset, features: { splits: 1 } }, cache);
   expect(t.exact).toBe(false);
   await expect(counterOf(page, 9)).toHaveText(`Step ${t.step + 1} of ${t.total}`);
-  await expect(page.getByTestId('lesson-target-0')).toContainText(`In this problem, the nearest to the text is step ${t.step + 1} of ${t.total}: ${t.describe}`);
+  await expect(page.getByTestId('lesson-target-0')).toContainText(
+    `In this problem, the nearest to the text is step ${t.step + 1} of ${t.total}: ${t.describe}`,
+  );
   // With one split, the heaviest split is split 0.
   const card = page.getByTestId('question-heaviest-split');
   await card.getByRole('textbox').fill('0');

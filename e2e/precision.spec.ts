@@ -22,7 +22,18 @@ const precision = (page: Page) => page.getByRole('region', { name: 'Precision', 
 async function formOf(page: Page, extra: Partial<ProblemForm>): Promise<ProblemForm> {
   const p = panel(page);
   const v = (label: string) => p.getByLabel(label, { exact: true }).inputValue();
-  return { ...DEFAULT_FORM, algorithm: 'fa3', blockMode: 'explicit', nq: await v('Nq'), nk: await v('Nk'), d: await v('d'), dv: await v('dv'), blockM: await v('Br'), blockN: await v('Bc'), ...extra };
+  return {
+    ...DEFAULT_FORM,
+    algorithm: 'fa3',
+    blockMode: 'explicit',
+    nq: await v('Nq'),
+    nk: await v('Nk'),
+    d: await v('d'),
+    dv: await v('dv'),
+    blockM: await v('Br'),
+    blockN: await v('Bc'),
+    ...extra,
+  };
 }
 
 async function engine(form: ProblemForm) {
@@ -116,7 +127,9 @@ test('FA3 FP8 on outlier inputs: totals against float64, tile scales on hover, i
   expect(Number(await rmseCell(page).textContent())).toBeLessThan(Number(num(on.r.run.total.rmse)));
 });
 
-test('attention sink with K/V first to last: pScale 1 flushes P values that pScale 256 keeps, marked in the P heatmap', async ({ page }) => {
+test('attention sink with K/V first to last: pScale 1 flushes P values that pScale 256 keeps, marked in the P heatmap', async ({
+  page,
+}) => {
   await setUpFp8(page);
   const p = panel(page);
   await p.getByLabel('Input distribution').selectOption({ label: 'attention sink' });

@@ -54,7 +54,9 @@ test('sage loads with its defaults and its qk step shows δ_Q and δ_K', async (
 /** Steps of sage in a compare pane over the default shared problem, at Br 64 and Bc 16, as the engine runs it. */
 async function compareSageSteps(features: Record<string, unknown>): Promise<number> {
   const s = new DebuggerSession();
-  await s.load(paneRequest(formToRequest(DEFAULT_FORM), { algorithm: 'sage', blockM: '64', blockN: '16', features, views: [] } as ComparePaneConfig));
+  await s.load(
+    paneRequest(formToRequest(DEFAULT_FORM), { algorithm: 'sage', blockM: '64', blockN: '16', features, views: [] } as ComparePaneConfig),
+  );
   return s.events().length;
 }
 
@@ -193,7 +195,8 @@ test('FA4, fmha_v2 and Flash-Decoding bring their own switch groups, and each lo
     const group = p.getByRole('group', { name: title });
     await expect(group).toBeVisible();
     // fmha_v2's fp16 accumulation applies to fp16 runs only: shown on fp16, a note otherwise.
-    if (id === 'fmha-v2' && (await p.getByLabel('dtype').inputValue()) !== 'fp16') await expect(group).toContainText('fp16Accumulation needs dtype fp16');
+    if (id === 'fmha-v2' && (await p.getByLabel('dtype').inputValue()) !== 'fp16')
+      await expect(group).toContainText('fp16Accumulation needs dtype fp16');
     else await expect(group.getByLabel(label, { exact: true })).toBeVisible();
     await p.getByRole('button', { name: 'Load problem' }).click();
     await expect(counter(page)).toHaveText(/^Step 1 of \d+$/, { timeout: 30_000 });

@@ -34,7 +34,10 @@ async function openServing(page: Page): Promise<void> {
   await expect(page.getByTestId('serving-page')).toBeVisible();
 }
 
-test('varlen: packed grid with boundaries, a straddling tile masked, the sequence picker, the keyboard and the link', async ({ page, context }) => {
+test('varlen: packed grid with boundaries, a straddling tile masked, the sequence picker, the keyboard and the link', async ({
+  page,
+  context,
+}) => {
   const run = runServing(generateServing(DEFAULT_SERVING_FORM), DEFAULT_SERVING_FORM.algorithm);
   await openServing(page);
   await expect(stepText(page)).toHaveText(`Step 1 of ${run.steps.length}`, { timeout: 20_000 });
@@ -70,8 +73,18 @@ test('varlen: packed grid with boundaries, a straddling tile masked, the sequenc
   check2();
 });
 
-test('paged: block table and pool light the pages each step loads; splits on page boundaries; the link restores it', async ({ page, context }) => {
-  const form: ServingForm = { ...DEFAULT_SERVING_FORM, layout: 'paged', algorithm: 'flash-decoding', seqlensK: [70, 5, 33], pageSize: 16, splits: 3 };
+test('paged: block table and pool light the pages each step loads; splits on page boundaries; the link restores it', async ({
+  page,
+  context,
+}) => {
+  const form: ServingForm = {
+    ...DEFAULT_SERVING_FORM,
+    layout: 'paged',
+    algorithm: 'flash-decoding',
+    seqlensK: [70, 5, 33],
+    pageSize: 16,
+    splits: 3,
+  };
   const run = runServing(generateServing(form), form.algorithm, { splits: 3 });
   await openServing(page);
   await expect(stepText(page)).toHaveText(/^Step 1 of/, { timeout: 20_000 });
@@ -118,28 +131,43 @@ test('varlen from files: int32 cu_seqlens load; bad offsets are refused by name 
   const q = Float32Array.from({ length: 8 * 4 }, (_, i) => Math.sin(i));
   const k = Float32Array.from({ length: 8 * 4 }, (_, i) => Math.cos(i * 0.7));
   const v = Float32Array.from({ length: 8 * 4 }, (_, i) => Math.sin(i * 0.3));
-  const f = (name: string, data: ArrayLike<number>, shape: number[], dtype: 'float32' | 'int32' = 'float32') => file(name, encodeNpy(data, shape, dtype));
+  const f = (name: string, data: ArrayLike<number>, shape: number[], dtype: 'float32' | 'int32' = 'float32') =>
+    file(name, encodeNpy(data, shape, dtype));
   await openServing(page);
   await expect(stepText(page)).toHaveText(/^Step 1 of/, { timeout: 20_000 });
   await sp(page).getByText('Load tensors…').click();
-  await sp(page).getByLabel('q file', { exact: true }).setInputFiles(f('q.npy', q, [8, 1, 4]));
-  await sp(page).getByLabel('k file', { exact: true }).setInputFiles(f('k.npy', k, [8, 1, 4]));
-  await sp(page).getByLabel('v file', { exact: true }).setInputFiles(f('v.npy', v, [8, 1, 4]));
-  await sp(page).getByLabel('cu_seqlens_q file').setInputFiles(f('cq.npy', cq, [3], 'int32'));
-  await sp(page).getByLabel('cu_seqlens_k file').setInputFiles(f('ck.npy', cq, [3], 'int32'));
+  await sp(page)
+    .getByLabel('q file', { exact: true })
+    .setInputFiles(f('q.npy', q, [8, 1, 4]));
+  await sp(page)
+    .getByLabel('k file', { exact: true })
+    .setInputFiles(f('k.npy', k, [8, 1, 4]));
+  await sp(page)
+    .getByLabel('v file', { exact: true })
+    .setInputFiles(f('v.npy', v, [8, 1, 4]));
+  await sp(page)
+    .getByLabel('cu_seqlens_q file')
+    .setInputFiles(f('cq.npy', cq, [3], 'int32'));
+  await sp(page)
+    .getByLabel('cu_seqlens_k file')
+    .setInputFiles(f('ck.npy', cq, [3], 'int32'));
   await sp(page).getByRole('button', { name: 'Run on files' }).click();
   await expect(page.getByTestId('serving-summary')).toContainText('inputs from files', { timeout: 20_000 });
   await expect(page.getByTestId('serving-summary')).toContainText('2 sequences');
   const err = Number(await page.getByTestId('serving-error').textContent());
   expect(err).toBeLessThan(2e-5);
-  await sp(page).getByLabel('cu_seqlens_q file').setInputFiles(f('bad.npy', [0, 5, 3], [3], 'int32'));
+  await sp(page)
+    .getByLabel('cu_seqlens_q file')
+    .setInputFiles(f('bad.npy', [0, 5, 3], [3], 'int32'));
   await sp(page).getByRole('button', { name: 'Run on files' }).click();
   await expect(page.getByTestId('serving-error-msg')).toContainText('cu_seqlens_q[2]');
   await expect(page.getByTestId('serving-summary')).toContainText('2 sequences');
   await page.screenshot({ path: 'test-results/serving-files.png', fullPage: true });
 });
 
-test('paged fmha_v2: the SMEM view shows which pages and slots fill each K/V stage; looked at at 1440×900 and 1280×720', async ({ page }) => {
+test('paged fmha_v2: the SMEM view shows which pages and slots fill each K/V stage; looked at at 1440×900 and 1280×720', async ({
+  page,
+}) => {
   const form: ServingForm = { ...DEFAULT_SERVING_FORM, layout: 'paged', algorithm: 'fmha-v2', seqlensK: [70, 5, 33], pageSize: 16 };
   const run = runServing(generateServing(form), form.algorithm, { splits: 0 });
   await openServing(page);
@@ -158,7 +186,9 @@ test('paged fmha_v2: the SMEM view shows which pages and slots fill each K/V sta
   const pageOf = (key: number) => run.blockTable![Math.floor(key / 16)];
   await expect(page.getByTestId('smem-sK-1')).toHaveClass(/loading/);
   await expect(page.getByTestId('smem-sK-1')).toContainText(`keys ${second.cols[0]}…${second.cols[1] - 1}`);
-  await expect(page.getByTestId('smem-sK-1-page').first()).toHaveText(`← page ${pageOf(second.cols[0])} slots ${second.cols[0] % 16}…${((second.cols[1] - 1) % 16)}`);
+  await expect(page.getByTestId('smem-sK-1-page').first()).toHaveText(
+    `← page ${pageOf(second.cols[0])} slots ${second.cols[0] % 16}…${(second.cols[1] - 1) % 16}`,
+  );
   await expect(page.getByTestId('smem-sV-1')).toHaveClass(/loading/);
   await expect(page.getByTestId('smem-sK-0')).toContainText(`keys 0…${tile - 1}`);
   await expect(page.getByTestId('smem-sK-0-page').first()).toContainText(`← page ${pageOf(0)} slots 0…`);
@@ -179,7 +209,9 @@ test('paged fmha_v2: the SMEM view shows which pages and slots fill each K/V sta
   await page.screenshot({ path: 'test-results/serving-smem-1280.png', fullPage: true });
 });
 
-test('paged from files: a NaN pool, int32 block table and cache lengths; a needed entry out of range is refused by name', async ({ page }) => {
+test('paged from files: a NaN pool, int32 block table and cache lengths; a needed entry out of range is refused by name', async ({
+  page,
+}) => {
   // Two sequences of 6 and 3 tokens in pages of 4; one head, d = 4; pool pages 0 and 3 belong to nobody (NaN).
   const PS = 4;
   const table = [2, 1, 4, -1];
@@ -196,17 +228,28 @@ test('paged from files: a NaN pool, int32 block table and cache lengths; a neede
     }
   });
   const q = Float32Array.from({ length: 2 * 4 }, (_, i) => Math.sin(i * 0.9));
-  const f = (name: string, data: ArrayLike<number>, shape: number[], dtype: 'float32' | 'int32' = 'float32') => file(name, encodeNpy(data, shape, dtype));
+  const f = (name: string, data: ArrayLike<number>, shape: number[], dtype: 'float32' | 'int32' = 'float32') =>
+    file(name, encodeNpy(data, shape, dtype));
   await openServing(page);
   await expect(stepText(page)).toHaveText(/^Step 1 of/, { timeout: 20_000 });
   await sp(page).getByLabel('Paged K/V cache (block table)').check();
   await sp(page).getByLabel('Algorithm').selectOption('flash-decoding');
   await sp(page).getByText('Load tensors…').click();
-  await sp(page).getByLabel('q file', { exact: true }).setInputFiles(f('q.npy', q, [2, 1, 1, 4]));
-  await sp(page).getByLabel('k_cache file').setInputFiles(f('kc.npy', pool, [5, PS, 1, 4]));
-  await sp(page).getByLabel('v_cache file').setInputFiles(f('vc.npy', vpool, [5, PS, 1, 4]));
-  await sp(page).getByLabel('block_table file').setInputFiles(f('bt.npy', table, [2, 2], 'int32'));
-  await sp(page).getByLabel('cache_seqlens file').setInputFiles(f('cs.npy', lens, [2], 'int32'));
+  await sp(page)
+    .getByLabel('q file', { exact: true })
+    .setInputFiles(f('q.npy', q, [2, 1, 1, 4]));
+  await sp(page)
+    .getByLabel('k_cache file')
+    .setInputFiles(f('kc.npy', pool, [5, PS, 1, 4]));
+  await sp(page)
+    .getByLabel('v_cache file')
+    .setInputFiles(f('vc.npy', vpool, [5, PS, 1, 4]));
+  await sp(page)
+    .getByLabel('block_table file')
+    .setInputFiles(f('bt.npy', table, [2, 2], 'int32'));
+  await sp(page)
+    .getByLabel('cache_seqlens file')
+    .setInputFiles(f('cs.npy', lens, [2], 'int32'));
   await sp(page).getByRole('button', { name: 'Run on files' }).click();
   await expect(page.getByTestId('serving-summary')).toContainText('inputs from files', { timeout: 20_000 });
   await expect(page.getByTestId('serving-summary')).toContainText('paged K/V cache of 2 sequences');
@@ -217,7 +260,9 @@ test('paged from files: a NaN pool, int32 block table and cache lengths; a neede
   await expect(page.getByTestId('pool-0')).toHaveClass(/free/);
   await expect(page.getByTestId('pool-3')).toHaveClass(/free/);
   await expect(page.getByTestId('bt-0-1')).toContainText('→ 1');
-  await sp(page).getByLabel('block_table file').setInputFiles(f('bad.npy', [2, 7, 4, -1], [2, 2], 'int32'));
+  await sp(page)
+    .getByLabel('block_table file')
+    .setInputFiles(f('bad.npy', [2, 7, 4, -1], [2, 2], 'int32'));
   await sp(page).getByRole('button', { name: 'Run on files' }).click();
   await expect(page.getByTestId('serving-error-msg')).toContainText('block_table[0, 1]');
   await expect(page.getByTestId('serving-error-msg')).toContainText('page 7 is out of range');
@@ -225,14 +270,22 @@ test('paged from files: a NaN pool, int32 block table and cache lengths; a neede
   await page.screenshot({ path: 'test-results/serving-paged-files.png', fullPage: true });
 });
 
-test('the debugger\'s Load tensors dialog hands integer offsets to the Serving tab', async ({ page }) => {
+test("the debugger's Load tensors dialog hands integer offsets to the Serving tab", async ({ page }) => {
   const cq = [0, 3, 8];
-  const f = (name: string, data: ArrayLike<number>, shape: number[], dtype: 'float32' | 'int32' = 'float32') => file(name, encodeNpy(data, shape, dtype));
+  const f = (name: string, data: ArrayLike<number>, shape: number[], dtype: 'float32' | 'int32' = 'float32') =>
+    file(name, encodeNpy(data, shape, dtype));
   const t = (s: number) => Float32Array.from({ length: 8 * 2 * 4 }, (_, i) => Math.sin(i * s));
   await openApp(page);
   await page.getByRole('button', { name: 'Load tensors…' }).click();
   const dialog = page.getByRole('dialog', { name: 'Load tensors' });
-  await dialog.getByLabel('Tensor files').setInputFiles([f('q.npy', t(0.3), [8, 2, 4]), f('k.npy', t(0.7), [8, 2, 4]), f('v.npy', t(1.1), [8, 2, 4]), f('cu_seqlens_q.npy', cq, [3], 'int32')]);
+  await dialog
+    .getByLabel('Tensor files')
+    .setInputFiles([
+      f('q.npy', t(0.3), [8, 2, 4]),
+      f('k.npy', t(0.7), [8, 2, 4]),
+      f('v.npy', t(1.1), [8, 2, 4]),
+      f('cu_seqlens_q.npy', cq, [3], 'int32'),
+    ]);
   await expect(dialog.getByTestId('serving-handoff')).toBeVisible();
   // One offsets file short: the dialog names it and stays.
   await dialog.getByRole('button', { name: 'Run them on the Serving tab' }).click();

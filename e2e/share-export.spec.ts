@@ -89,7 +89,11 @@ const BAD_LINKS: [string, string, RegExp][] = [
   ['unknown algorithm', frag({ v: 1, f: { algorithm: 'fa9' } }), /problem\.algorithm: "fa9" is not one of/],
   ['Nq not a number', frag({ v: 1, f: { nq: 'abc' } }), /problem\.nq: nq: must be a whole number, got "abc"; using "64"/],
   ['unknown view', frag({ v: 1, vw: ['heatmaps', 'x-ray'] }), /views: unknown view "x-ray" ignored/],
-  ['five compare panes', frag({ v: 1, m: 'compare', c: { p: [0, 1, 2, 3, 4].map(() => ({ algorithm: 'fa2' })) } }), /the link has 5 compare panes; at most 4 are shown/],
+  [
+    'five compare panes',
+    frag({ v: 1, m: 'compare', c: { p: [0, 1, 2, 3, 4].map(() => ({ algorithm: 'fa2' })) } }),
+    /the link has 5 compare panes; at most 4 are shown/,
+  ],
   ['unknown sync axis', frag({ v: 1, c: { a: 'diagonal' } }), /sync axis "diagonal" is not one of kv, progress, time, none/],
   ['step past the end', frag({ v: 1, st: 99999 }), /step 100000 is past the end of the run \(\d+ steps\); showing the last step/],
   ['unknown GPU', frag({ v: 1, c: { g: 'v100' } }), /GPU "v100" is not one of a100, rtx4060, h100, h200, b200/],

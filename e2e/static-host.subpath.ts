@@ -33,7 +33,9 @@ test('debugger from the sub-path: worker, lazy hardware views, KaTeX fonts', asy
   await expect(counter(page)).toHaveText(/^Step 2 of \d+$/);
   // The formula view's KaTeX chunk, stylesheet and fonts all come from under the sub-path.
   await expect(page.locator('.katex').first()).toBeVisible({ timeout: 20_000 });
-  await expect.poll(() => page.evaluate(async () => (await document.fonts.ready, document.fonts.check('16px KaTeX_Main'))), { timeout: 20_000 }).toBe(true);
+  await expect
+    .poll(() => page.evaluate(async () => (await document.fonts.ready, document.fonts.check('16px KaTeX_Main'))), { timeout: 20_000 })
+    .toBe(true);
   // A kernel algorithm: its hardware views are lazy chunks, their schedule comes from the worker.
   const problem = page.getByRole('region', { name: 'Problem', exact: true });
   await problem.getByLabel('Algorithm').selectOption('fa3');
@@ -48,7 +50,10 @@ test('a lesson by its route, opened directly and from the table of contents', as
   await page.goto(SUB_PATH);
   await page.getByRole('navigation', { name: 'Sections' }).getByRole('button', { name: 'Lessons' }).click();
   await expect(page).toHaveURL(new RegExp(`${SUB_PATH}\\?lesson`));
-  await page.getByRole('link', { name: new RegExp(chapter.title) }).first().click();
+  await page
+    .getByRole('link', { name: new RegExp(chapter.title) })
+    .first()
+    .click();
   await expect(page.getByRole('heading', { level: 2, name: chapter.title })).toBeVisible({ timeout: 20_000 });
   await expect(counter(page)).toHaveText(/^Step \d+ of \d+$/, { timeout: 30_000 });
   // The chapter's own address, typed or reloaded, opens it from the sub-path.
@@ -61,7 +66,8 @@ test('compare mode and a share link made on the hosted site open there', async (
   await page.goto(SUB_PATH);
   await expect(counter(page)).toHaveText(/^Step 1 of \d+$/, { timeout: 30_000 });
   await page.getByRole('tab', { name: 'Compare' }).click();
-  for (const p of ['cmp0', 'cmp1']) await expect(page.locator(`[data-pane="${p}"]`).getByTestId('step-counter')).toHaveText(/^Step 1 of \d+$/, { timeout: 30_000 });
+  for (const p of ['cmp0', 'cmp1'])
+    await expect(page.locator(`[data-pane="${p}"]`).getByTestId('step-counter')).toHaveText(/^Step 1 of \d+$/, { timeout: 30_000 });
   await page.locator('[data-pane="cmp0"]').getByRole('button', { name: 'Step forward', exact: true }).click();
   await page.getByRole('button', { name: 'Share link' }).click();
   const link = await page.getByLabel('Link to this view').inputValue();

@@ -10,12 +10,26 @@ export interface TestFile {
   buffer: Buffer;
 }
 
-export const file = (name: string, bytes: Uint8Array): TestFile => ({ name, mimeType: 'application/octet-stream', buffer: Buffer.from(bytes) });
+export const file = (name: string, bytes: Uint8Array): TestFile => ({
+  name,
+  mimeType: 'application/octet-stream',
+  buffer: Buffer.from(bytes),
+});
 
 export const values = (n: number, s: number) => Float32Array.from({ length: n }, (_, i) => Math.sin(i * s) * 2);
 
 export const npy = (name: string, shape: number[], s = 0.3, dtype: 'float16' | 'float32' = 'float32') =>
-  file(name, encodeNpy(values(shape.reduce((a, b) => a * b, 1), s), shape, dtype));
+  file(
+    name,
+    encodeNpy(
+      values(
+        shape.reduce((a, b) => a * b, 1),
+        s,
+      ),
+      shape,
+      dtype,
+    ),
+  );
 
 /** A .npy whose header dict is `dict` (numpy's v1.0 framing, padded to 64 bytes). */
 export function npyWithHeader(name: string, dict: string, dataBytes: number, version = 1): TestFile {
@@ -43,8 +57,29 @@ export const qkvSafetensors = (name: string, shapes: { q: number[]; k: number[];
   file(
     name,
     encodeSafetensors([
-      { name: names[0], shape: shapes.q, values: values(shapes.q.reduce((a, b) => a * b, 1), 0.3) },
-      { name: names[1], shape: shapes.k, values: values(shapes.k.reduce((a, b) => a * b, 1), 0.7) },
-      { name: names[2], shape: shapes.v, values: values(shapes.v.reduce((a, b) => a * b, 1), 1.1) },
+      {
+        name: names[0],
+        shape: shapes.q,
+        values: values(
+          shapes.q.reduce((a, b) => a * b, 1),
+          0.3,
+        ),
+      },
+      {
+        name: names[1],
+        shape: shapes.k,
+        values: values(
+          shapes.k.reduce((a, b) => a * b, 1),
+          0.7,
+        ),
+      },
+      {
+        name: names[2],
+        shape: shapes.v,
+        values: values(
+          shapes.v.reduce((a, b) => a * b, 1),
+          1.1,
+        ),
+      },
     ]),
   );

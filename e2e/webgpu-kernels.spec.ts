@@ -78,7 +78,10 @@ test('flash-subgroups, row kernel with four lanes per row', async ({ page }) => 
 for (const path of ['flash-f16', 'flash-matrix'] as const) {
   test(`${path} matches the reference where the adapter offers it`, async ({ page }) => {
     const probe = await checks(page, 'path=decode');
-    test.skip(!probe.paths.includes(path), `this adapter (${probe.adapter}) does not offer ${path}; it is checked by the GPU benchmark's self-test`);
+    test.skip(
+      !probe.paths.includes(path),
+      `this adapter (${probe.adapter}) does not offer ${path}; it is checked by the GPU benchmark's self-test`,
+    );
     const m = await checks(page, `path=${path}`);
     expectAllClose(m, path, 4e-3); // f16 inputs and P: the reference uses the same fp16-rounded inputs
   });
@@ -109,5 +112,6 @@ for (const path of ['flash-f32', 'flash-subgroups', 'decode'] as const) {
 test('standard attention refuses a problem that needs windows, saying why', async ({ page }) => {
   const m = await checks(page, 'path=standard&kernel=windows');
   expect(m.results.length).toBe(WINDOW_VARIANTS.length + 1);
-  for (const r of m.results) expect(r.error, r.variant).toMatch(/binds every tensor whole.*the flash paths and flash-decoding run it in windows/);
+  for (const r of m.results)
+    expect(r.error, r.variant).toMatch(/binds every tensor whole.*the flash paths and flash-decoding run it in windows/);
 });

@@ -20,7 +20,9 @@ test('toggle the backend, run a problem, read the result view', async ({ page })
   await expect(panel.getByRole('status', { name: 'adapter' })).toContainText('swiftshader', { timeout: 30_000 });
   await expect(panel.getByRole('status', { name: 'adapter' })).toContainText('subgroups');
   // what one binding holds, and what happens past it
-  await expect(panel.getByRole('status', { name: 'adapter' })).toContainText(/limits: .* per binding \(larger tensors run in windows of batches or heads\), .* per buffer/);
+  await expect(panel.getByRole('status', { name: 'adapter' })).toContainText(
+    /limits: .* per binding \(larger tensors run in windows of batches or heads\), .* per buffer/,
+  );
 
   const set = async (label: string, value: string) => panel.getByLabel(label, { exact: true }).fill(value);
   await set('B', '1');
@@ -41,7 +43,7 @@ test('toggle the backend, run a problem, read the result view', async ({ page })
   await expect(panel.getByTestId('wg-time')).toContainText('GPU timestamps');
   await expect(panel.getByRole('img', { name: 'output heatmap' })).toBeVisible();
   await expect(panel.getByRole('img', { name: 'LSE per row' })).toBeVisible();
-  await expect(panel.locator('figcaption').first()).toContainText('75×16 cells, each the mean of a 2×1 block') // 150 rows > 128 cells: pairs of rows averaged;
+  await expect(panel.locator('figcaption').first()).toContainText('75×16 cells, each the mean of a 2×1 block'); // 150 rows > 128 cells: pairs of rows averaged;
   await expect(panel.getByLabel('result')).toContainText('f32 + subgroup row reductions');
   // d = 32 runs the row kernel; the result names the kernel configuration that ran
   await expect(panel.getByLabel('result')).toContainText('row kernel: 2 rows per 2 lanes (subgroup shuffles)');
@@ -78,7 +80,16 @@ test('a preset fills in a benchmark shape, clears the modifiers and picks the de
   const preset = panel.getByLabel('preset');
   await preset.focus();
   await preset.selectOption({ label: 'GQA decoding: B=1 Hq=32 Hk=8 Nq=1 Nk=131072 d=128' });
-  for (const [label, value] of [['B', '1'], ['Hq', '32'], ['Hk', '8'], ['Nq', '1'], ['Nk', '131072'], ['d', '128'], ['dv', '128'], ['softcap', '']]) {
+  for (const [label, value] of [
+    ['B', '1'],
+    ['Hq', '32'],
+    ['Hk', '8'],
+    ['Nq', '1'],
+    ['Nk', '131072'],
+    ['d', '128'],
+    ['dv', '128'],
+    ['softcap', ''],
+  ]) {
     await expect(panel.getByLabel(label, { exact: true })).toHaveValue(value);
   }
   await expect(panel.getByLabel('causal')).not.toBeChecked();
@@ -101,13 +112,25 @@ test('a preset fills in a benchmark shape, clears the modifiers and picks the de
   await panel.screenshot({ path: 'test-results/webgpu-presets.png' });
 });
 
-test('Backward: the forward and the backward kernels run on the GPU, dQ rows checked against float64; the CPU choice waits', async ({ page }) => {
+test('Backward: the forward and the backward kernels run on the GPU, dQ rows checked against float64; the CPU choice waits', async ({
+  page,
+}) => {
   await openApp(page);
   const panel = page.getByRole('region', { name: 'WebGPU full-size runs' });
   await panel.scrollIntoViewIfNeeded();
   await expect(panel.getByRole('status', { name: 'adapter' })).toContainText('swiftshader', { timeout: 30_000 });
   const set = async (label: string, value: string) => panel.getByLabel(label, { exact: true }).fill(value);
-  for (const [label, value] of [['B', '1'], ['Hq', '4'], ['Hk', '2'], ['Nq', '70'], ['Nk', '90'], ['d', '16'], ['dv', '8'], ['softcap', '4']] as const) await set(label, value);
+  for (const [label, value] of [
+    ['B', '1'],
+    ['Hq', '4'],
+    ['Hk', '2'],
+    ['Nq', '70'],
+    ['Nk', '90'],
+    ['d', '16'],
+    ['dv', '8'],
+    ['softcap', '4'],
+  ] as const)
+    await set(label, value);
   await panel.getByLabel('causal').check();
   // Keyboard: the pass radios are reached and chosen like any radio group.
   await panel.getByRole('radio', { name: 'Forward' }).focus();
@@ -118,7 +141,9 @@ test('Backward: the forward and the backward kernels run on the GPU, dQ rows che
   const bwdKernel = panel.getByLabel('backward kernel');
   await expect(bwdKernel).toHaveValue('flash-f32');
   await expect(bwdKernel.locator('option[value="flash-matrix"]')).toBeDisabled();
-  await expect(bwdKernel.locator('option[value="flash-matrix"]')).toHaveText('f16 subgroup matrices (tensor cores): not offered by this adapter');
+  await expect(bwdKernel.locator('option[value="flash-matrix"]')).toHaveText(
+    'f16 subgroup matrices (tensor cores): not offered by this adapter',
+  );
   await expect(panel.getByTestId('wg-pass-note')).toContainText('f32, no atomics');
   await expect(panel.getByRole('radio', { name: 'CPU (FA2 step engine)' })).toBeDisabled();
   await expect(panel.getByLabel('kernel path')).toHaveCount(0);

@@ -46,7 +46,11 @@ test('paged flash-decoding matches the float64 reference and never reads an unow
 for (const path of ['flash-f32', 'flash-subgroups'] as const) {
   test(`varlen forward on ${path} matches the float64 reference (row kernel where it fits)`, async ({ page }) => {
     const m = await checks(page, `path=${path}&kernel=serving`);
-    expectAllClose(m, VARLEN_VARIANTS.map((v) => v.name), 2e-5);
+    expectAllClose(
+      m,
+      VARLEN_VARIANTS.map((v) => v.name),
+      2e-5,
+    );
     expect(m.results[0].config).toMatch(/^varlen row kernel/);
     // d = 128 has no row configuration on these paths here: the tiled kernel runs it
     expect(m.results[VARLEN_VARIANTS.length - 1].config).toMatch(/^varlen tiled kernel/);
@@ -56,7 +60,11 @@ for (const path of ['flash-f32', 'flash-subgroups'] as const) {
 
   test(`varlen forward on ${path}, 4×4-tiled kernel`, async ({ page }) => {
     const m = await checks(page, `path=${path}&kernel=serving-tiled`);
-    expectAllClose(m, VARLEN_VARIANTS.map((v) => v.name), 2e-5);
+    expectAllClose(
+      m,
+      VARLEN_VARIANTS.map((v) => v.name),
+      2e-5,
+    );
     for (const r of m.results) expect(r.config).toMatch(/^varlen tiled kernel/);
   });
 }
@@ -64,8 +72,15 @@ for (const path of ['flash-f32', 'flash-subgroups'] as const) {
 for (const path of ['flash-f16', 'flash-matrix'] as const) {
   test(`varlen forward on ${path} where the adapter offers it`, async ({ page }) => {
     const probe = await checks(page, 'path=decode&kernel=serving');
-    test.skip(!probe.paths.includes(path), `this adapter (${probe.adapter}) does not offer ${path}; the GPU benchmark's self-test checks it`);
+    test.skip(
+      !probe.paths.includes(path),
+      `this adapter (${probe.adapter}) does not offer ${path}; the GPU benchmark's self-test checks it`,
+    );
     const m = await checks(page, `path=${path}&kernel=serving`);
-    expectAllClose(m, VARLEN_VARIANTS.map((v) => v.name), 4e-3);
+    expectAllClose(
+      m,
+      VARLEN_VARIANTS.map((v) => v.name),
+      4e-3,
+    );
   });
 }

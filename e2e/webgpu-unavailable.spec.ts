@@ -8,7 +8,14 @@ import { counter, openApp, watchConsole } from './helpers.ts';
 test.use({
   launchOptions: {
     executablePath: process.env.FLASHSCOPE_CHROMIUM ?? '/usr/bin/chromium',
-    args: ['--no-sandbox', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run', '--disable-quic'],
+    args: [
+      '--no-sandbox',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+      '--no-first-run',
+      '--disable-quic',
+    ],
   },
 });
 

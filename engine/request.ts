@@ -39,7 +39,11 @@ export interface PassRun {
 
 export function startPass(req: LoadRequest, problem: AttentionProblem, inputs: AttentionInputs, opts: RunOptions): PassRun {
   if (req.pass !== 'backward') return { gen: algorithmById(req.algorithm).run(problem, inputs, opts) };
-  if (!hasBackward(req.algorithm)) throw new ProblemError('pass', `${req.algorithm} has no backward pass in FlashScope (standard, fa1, fa2 and fa3 have one); choose the forward pass or one of those`);
+  if (!hasBackward(req.algorithm))
+    throw new ProblemError(
+      'pass',
+      `${req.algorithm} has no backward pass in FlashScope (standard, fa1, fa2 and fa3 have one); choose the forward pass or one of those`,
+    );
   const algo = backwardById(req.algorithm);
   const dO = randomGradOutput(problem, req.seed);
   const withGrad: BackwardInputs = { ...inputs, dO };

@@ -55,7 +55,10 @@ async function run(name, shape, path, pass = 'forward') {
     const causal = panel.getByLabel('causal');
     if (shape.causal) await causal.check();
     else await causal.uncheck();
-    const before = await panel.getByTestId('wg-check').textContent().catch(() => null);
+    const before = await panel
+      .getByTestId('wg-check')
+      .textContent()
+      .catch(() => null);
     await panel.getByRole('button', { name: 'Run', exact: true }).click();
     // A new result replaces the check line (or an error appears).
     await page.waitForFunction(
@@ -67,23 +70,58 @@ async function run(name, shape, path, pass = 'forward') {
       before,
       { timeout: 240_000 },
     );
-    const err = await panel.getByRole('alert').textContent().catch(() => null);
-    const cell = async (id) => (await panel.getByTestId(id).textContent({ timeout: 1000 }).catch(() => null))?.trim();
+    const err = await panel
+      .getByRole('alert')
+      .textContent()
+      .catch(() => null);
+    const cell = async (id) =>
+      (
+        await panel
+          .getByTestId(id)
+          .textContent({ timeout: 1000 })
+          .catch(() => null)
+      )?.trim();
     const result = await panel.getByLabel('result').textContent();
     const config = /configuration(.*?)check/s.exec(result ?? '')?.[1]?.slice(0, 300);
-    console.log(JSON.stringify({ name, path, pass, shape, time: await cell('wg-time'), tflops: await cell('wg-tflops'), check: await cell('wg-check'), grad: await cell('wg-grad-check'), error: err ?? undefined, config, wall_s: (Date.now() - t0) / 1000 }));
+    console.log(
+      JSON.stringify({
+        name,
+        path,
+        pass,
+        shape,
+        time: await cell('wg-time'),
+        tflops: await cell('wg-tflops'),
+        check: await cell('wg-check'),
+        grad: await cell('wg-grad-check'),
+        error: err ?? undefined,
+        config,
+        wall_s: (Date.now() - t0) / 1000,
+      }),
+    );
   } catch (e) {
     console.log(JSON.stringify({ name, path, pass, shape, error: String(e).slice(0, 400) }));
   }
 }
 
-const shapes = quick ? [[256, 64]] : [[4096, 64], [8192, 64], [4096, 128], [8192, 128]];
+const shapes = quick
+  ? [[256, 64]]
+  : [
+      [4096, 64],
+      [8192, 64],
+      [4096, 128],
+      [8192, 128],
+    ];
 for (const [n, d] of shapes) {
   for (const causal of [false, true]) {
     await run(`forward N${n} d${d}${causal ? ' causal' : ''}`, { B: 4, Hq: 16, Hk: 16, Nq: n, Nk: n, d, dv: d, causal }, 'flash-matrix');
   }
 }
-await run('backward N4096 d128', { B: 4, Hq: 16, Hk: 16, Nq: quick ? 256 : 4096, Nk: quick ? 256 : 4096, d: 128, dv: 128, causal: false }, 'flash-matrix', 'backward');
+await run(
+  'backward N4096 d128',
+  { B: 4, Hq: 16, Hk: 16, Nq: quick ? 256 : 4096, Nk: quick ? 256 : 4096, d: 128, dv: 128, causal: false },
+  'flash-matrix',
+  'backward',
+);
 for (const nk of quick ? [1024] : [8192, 32768]) {
   await run(`decode Hq16 Hk16 Nk${nk}`, { B: 4, Hq: 16, Hk: 16, Nq: 1, Nk: nk, d: 128, dv: 128, causal: false }, 'decode');
   await run(`decode Hq32 Hk8 Nk${nk}`, { B: 4, Hq: 32, Hk: 8, Nq: 1, Nk: nk, d: 128, dv: 128, causal: false }, 'decode');

@@ -35,7 +35,10 @@ else totals.failed++;
 lines.push(`typecheck: ${tsc === 0 ? 'ok' : 'FAILED'}`);
 
 // 2. Lint rules and formatting (Biome, biome.json): one test each, like the typecheck.
-for (const [name, script] of [['lint', 'lint'], ['format', 'format:check']]) {
+for (const [name, script] of [
+  ['lint', 'lint'],
+  ['format', 'format:check'],
+]) {
   const status = run('npm', ['run', '--silent', script]);
   if (status === 0) totals.passed++;
   else totals.failed++;
@@ -71,7 +74,10 @@ if (!existsSync(chromium)) {
   lines.push('e2e: no Chromium found');
 } else {
   // The main suite, then the hosted build under a sub-path (playwright.subpath.config.ts).
-  for (const [name, config] of [['e2e', 'playwright.config.ts'], ['e2e sub-path', 'playwright.subpath.config.ts']]) {
+  for (const [name, config] of [
+    ['e2e', 'playwright.config.ts'],
+    ['e2e sub-path', 'playwright.subpath.config.ts'],
+  ]) {
     const e2eReport = 'test-results/e2e.json';
     rmSync(e2eReport, { force: true });
     const e2eStatus = run('npx', ['playwright', 'test', '-c', config], { PW_REPORTER: 'json' });

@@ -65,26 +65,166 @@ export function BackwardHeatmaps({ frame, inputs, summary }: { frame: Frame; inp
   return (
     <section className="view heatmaps bwd-heatmaps" aria-label="Backward heatmaps">
       <div className="bwd-row" aria-label="Inputs">
-        <Heatmap id="Q" title="Q" data={inputs.q} rows={nq} cols={d} scale={scales.q} tileRows={blockM} tileCols={d} highlight={rowsRect(r0, r1, d)} maxPx={tall(nq, nk)} onTileClick={zoom('Q')} />
-        <Heatmap id="Kᵀ" title="Kᵀ" data={inputs.k} rows={d} cols={nk} transposed scale={scales.k} tileRows={d} tileCols={blockN} highlight={kCols} maxPx={big} onTileClick={zoom('K')} />
-        <Heatmap id="V" title="V" data={inputs.v} rows={nk} cols={dv} scale={scales.v} tileRows={blockN} tileCols={dv} highlight={rowsRect(c0, c1, dv)} maxPx={tall(nk, nq)} onTileClick={zoom('V')} />
-        {inputs.dO && <Heatmap id="dO" title="dO (incoming gradient)" data={inputs.dO} rows={nq} cols={dv} scale={scales.dO} tileRows={blockM} tileCols={dv} highlight={rowsRect(r0, r1, dv)} maxPx={tall(nq, nk)} />}
+        <Heatmap
+          id="Q"
+          title="Q"
+          data={inputs.q}
+          rows={nq}
+          cols={d}
+          scale={scales.q}
+          tileRows={blockM}
+          tileCols={d}
+          highlight={rowsRect(r0, r1, d)}
+          maxPx={tall(nq, nk)}
+          onTileClick={zoom('Q')}
+        />
+        <Heatmap
+          id="Kᵀ"
+          title="Kᵀ"
+          data={inputs.k}
+          rows={d}
+          cols={nk}
+          transposed
+          scale={scales.k}
+          tileRows={d}
+          tileCols={blockN}
+          highlight={kCols}
+          maxPx={big}
+          onTileClick={zoom('K')}
+        />
+        <Heatmap
+          id="V"
+          title="V"
+          data={inputs.v}
+          rows={nk}
+          cols={dv}
+          scale={scales.v}
+          tileRows={blockN}
+          tileCols={dv}
+          highlight={rowsRect(c0, c1, dv)}
+          maxPx={tall(nk, nq)}
+          onTileClick={zoom('V')}
+        />
+        {inputs.dO && (
+          <Heatmap
+            id="dO"
+            title="dO (incoming gradient)"
+            data={inputs.dO}
+            rows={nq}
+            cols={dv}
+            scale={scales.dO}
+            tileRows={blockM}
+            tileCols={dv}
+            highlight={rowsRect(r0, r1, dv)}
+            maxPx={tall(nq, nk)}
+          />
+        )}
       </div>
       {standard ? (
         <div className="bwd-row" aria-label="Stored probabilities">
-          {inputs.pForward && <Heatmap id="P" title="P (stored by the forward, read from HBM)" data={inputs.pForward} rows={nq} cols={nk} scale={scales.p} tileRows={blockM} tileCols={blockN} highlight={tile} maxPx={big} onTileClick={zoom('P')} />}
+          {inputs.pForward && (
+            <Heatmap
+              id="P"
+              title="P (stored by the forward, read from HBM)"
+              data={inputs.pForward}
+              rows={nq}
+              cols={nk}
+              scale={scales.p}
+              tileRows={blockM}
+              tileCols={blockN}
+              highlight={tile}
+              maxPx={big}
+              onTileClick={zoom('P')}
+            />
+          )}
         </div>
       ) : (
         <div className="bwd-row" aria-label="Recomputed probabilities">
-          <Heatmap id="S" title="S = τ·QKᵀ (recomputed)" data={frame.s} version={frame.seq} mask={frame.mask} rows={nq} cols={nk} scale={scales.s} tileRows={blockM} tileCols={blockN} highlight={tile} maxPx={big} onTileClick={zoom('S')} />
-          <Heatmap id="P" title={fa1 ? 'P = exp(S − m) / l (recomputed)' : 'P = exp(S − L) (recomputed)'} data={frame.p} version={frame.seq} rows={nq} cols={nk} scale={scales.p} tileRows={blockM} tileCols={blockN} highlight={tile} maxPx={big} onTileClick={zoom('P')} />
-          {inputs.pForward && <Heatmap id="P fwd" title="P a standard forward stores" data={inputs.pForward} rows={nq} cols={nk} scale={scales.p} tileRows={blockM} tileCols={blockN} highlight={tile} maxPx={big} />}
+          <Heatmap
+            id="S"
+            title="S = τ·QKᵀ (recomputed)"
+            data={frame.s}
+            version={frame.seq}
+            mask={frame.mask}
+            rows={nq}
+            cols={nk}
+            scale={scales.s}
+            tileRows={blockM}
+            tileCols={blockN}
+            highlight={tile}
+            maxPx={big}
+            onTileClick={zoom('S')}
+          />
+          <Heatmap
+            id="P"
+            title={fa1 ? 'P = exp(S − m) / l (recomputed)' : 'P = exp(S − L) (recomputed)'}
+            data={frame.p}
+            version={frame.seq}
+            rows={nq}
+            cols={nk}
+            scale={scales.p}
+            tileRows={blockM}
+            tileCols={blockN}
+            highlight={tile}
+            maxPx={big}
+            onTileClick={zoom('P')}
+          />
+          {inputs.pForward && (
+            <Heatmap
+              id="P fwd"
+              title="P a standard forward stores"
+              data={inputs.pForward}
+              rows={nq}
+              cols={nk}
+              scale={scales.p}
+              tileRows={blockM}
+              tileCols={blockN}
+              highlight={tile}
+              maxPx={big}
+            />
+          )}
         </div>
       )}
       <div className="bwd-row" aria-label="Softmax gradient">
-        <Heatmap id="dP" title="dP = dO·Vᵀ" data={g.dP} version={frame.seq} rows={nq} cols={nk} scale={scales.dP} tileRows={blockM} tileCols={blockN} highlight={tile} maxPx={big} />
-        <Heatmap id="D" title="D = rowsum(dO∘O)" data={g.D} version={frame.seq} rows={nq} cols={1} scale={scales.D} tileRows={blockM} tileCols={1} highlight={rowsRect(r0, r1, 1)} maxPx={tall(nq, nk)} />
-        <Heatmap id="dS" title="dS = P∘(dP − D)" data={g.dS} version={frame.seq} rows={nq} cols={nk} scale={scales.dS} tileRows={blockM} tileCols={blockN} highlight={tile} maxPx={big} />
+        <Heatmap
+          id="dP"
+          title="dP = dO·Vᵀ"
+          data={g.dP}
+          version={frame.seq}
+          rows={nq}
+          cols={nk}
+          scale={scales.dP}
+          tileRows={blockM}
+          tileCols={blockN}
+          highlight={tile}
+          maxPx={big}
+        />
+        <Heatmap
+          id="D"
+          title="D = rowsum(dO∘O)"
+          data={g.D}
+          version={frame.seq}
+          rows={nq}
+          cols={1}
+          scale={scales.D}
+          tileRows={blockM}
+          tileCols={1}
+          highlight={rowsRect(r0, r1, 1)}
+          maxPx={tall(nq, nk)}
+        />
+        <Heatmap
+          id="dS"
+          title="dS = P∘(dP − D)"
+          data={g.dS}
+          version={frame.seq}
+          rows={nq}
+          cols={nk}
+          scale={scales.dS}
+          tileRows={blockM}
+          tileCols={blockN}
+          highlight={tile}
+          maxPx={big}
+        />
       </div>
       <div className="bwd-row" aria-label="Gradients">
         <Heatmap
@@ -101,15 +241,42 @@ export function BackwardHeatmaps({ frame, inputs, summary }: { frame: Frame; inp
           markRows={dqAdd ? [r0, r1] : undefined}
           maxPx={tall(nq, nk)}
         />
-        <Heatmap id="dK" title={scaleLater ? 'dK (unscaled until written)' : 'dK'} data={g.dK} version={frame.seq} rows={nk} cols={d} scale={scales.dK} tileRows={blockN} tileCols={d} highlight={rowsRect(c0, c1, d)} maxPx={tall(nk, nq)} />
-        <Heatmap id="dV" title="dV" data={g.dV} version={frame.seq} rows={nk} cols={dv} scale={scales.dV} tileRows={blockN} tileCols={dv} highlight={rowsRect(c0, c1, dv)} maxPx={tall(nk, nq)} />
+        <Heatmap
+          id="dK"
+          title={scaleLater ? 'dK (unscaled until written)' : 'dK'}
+          data={g.dK}
+          version={frame.seq}
+          rows={nk}
+          cols={d}
+          scale={scales.dK}
+          tileRows={blockN}
+          tileCols={d}
+          highlight={rowsRect(c0, c1, d)}
+          maxPx={tall(nk, nq)}
+        />
+        <Heatmap
+          id="dV"
+          title="dV"
+          data={g.dV}
+          version={frame.seq}
+          rows={nk}
+          cols={dv}
+          scale={scales.dV}
+          tileRows={blockN}
+          tileCols={dv}
+          highlight={rowsRect(c0, c1, dv)}
+          maxPx={tall(nk, nq)}
+        />
       </div>
       <p className="hint" data-testid="bwd-hint">
         Head b={frame.b}, h={frame.h}. Yellow: the tile this step works on.{' '}
         {dqAdd && `dQ rows ${r0}–${r1 - 1} (orange bar) receive τ·dS·K from K/V column block ${ev.tile.kvBlock} (yellow in Kᵀ). `}
-        {summary.backward && !standard && `The recomputed P matches the stored one to ${summary.backward.recomputeMaxDiff.toExponential(2)} at most. `}
+        {summary.backward &&
+          !standard &&
+          `The recomputed P matches the stored one to ${summary.backward.recomputeMaxDiff.toExponential(2)} at most. `}
         dQ, dK and dV are checkered until a step writes them.
-        {grouped && ' dK and dV are this query head’s part: the K/V head’s gradient adds the parts of every query head in its group, in HBM.'}
+        {grouped &&
+          ' dK and dV are this query head’s part: the K/V head’s gradient adds the parts of every query head in its group, in HBM.'}
       </p>
     </section>
   );

@@ -26,7 +26,8 @@ export function DqAccumulationView() {
   const summary = useApp((s) => s.playback[pane].summary);
   const adds = summary?.backward?.dqAdds;
   const state = useMemo(
-    () => (frame && summary && adds ? dqAccumulationAt(adds, frame.step, frame.b, frame.h, summary.tiles.rows, summary.tiles.cols) : undefined),
+    () =>
+      frame && summary && adds ? dqAccumulationAt(adds, frame.step, frame.b, frame.h, summary.tiles.rows, summary.tiles.cols) : undefined,
     [adds, frame, summary],
   );
   if (!frame || !summary || !state) return null;
@@ -49,12 +50,14 @@ export function DqAccumulationView() {
       <p className="dq-now" data-testid="dq-now">
         {dq && current ? (
           <>
-            Worker {dq.worker} (K/V block {dq.worker}) adds τ·dS·K into dQ row block {dq.tile.qBlock} (rows {dq.tile.rows[0]}–{dq.tile.rows[1] - 1}) with {dq.atomic ? 'an atomic add' : 'a read-modify-write'}. Row block{' '}
-            {dq.tile.qBlock} has now received adds from {dq.contributors.length} of {contributors[dq.tile.qBlock].length} workers.{' '}
+            Worker {dq.worker} (K/V block {dq.worker}) adds τ·dS·K into dQ row block {dq.tile.qBlock} (rows {dq.tile.rows[0]}–
+            {dq.tile.rows[1] - 1}) with {dq.atomic ? 'an atomic add' : 'a read-modify-write'}. Row block {dq.tile.qBlock} has now received
+            adds from {dq.contributors.length} of {contributors[dq.tile.qBlock].length} workers.{' '}
             {together.length > 0
               ? `With every worker running at once, each at its own ${ordinal((state.position ?? 0) + 1)} row block, worker${together.length > 1 ? 's' : ''} ${together.join(', ')} would add into the same rows at the same moment: the atomics serialize these ${together.length + 1} adds.`
               : 'With every worker running at once, no other worker adds into these rows at the same moment.'}
-            {dq.turn !== undefined && ` Deterministic mode: this is add number ${dq.turn + 1} in the fixed order of row block ${dq.tile.qBlock}.`}
+            {dq.turn !== undefined &&
+              ` Deterministic mode: this is add number ${dq.turn + 1} in the fixed order of row block ${dq.tile.qBlock}.`}
           </>
         ) : (
           `This step (${ev.kind}) adds nothing to dQ. ${count.reduce((a, b) => a + b, 0)} of ${summary.backward?.dqAdds.filter((a) => a.b === frame.b && a.h === frame.h).length ?? 0} adds of this head are done.`
@@ -75,11 +78,21 @@ export function DqAccumulationView() {
           {Array.from({ length: rows }, (_, i) => (
             <tr key={i} className={dq && dq.tile.qBlock === i ? 'current-row' : undefined}>
               <th scope="row">
-                {i} <span className="dim">({i * blockM}–{Math.min(frame.nq, (i + 1) * blockM) - 1})</span>
+                {i}{' '}
+                <span className="dim">
+                  ({i * blockM}–{Math.min(frame.nq, (i + 1) * blockM) - 1})
+                </span>
               </th>
               {Array.from({ length: cols }, (_, j) => {
                 const st = cellState(i, j);
-                return <td key={j} data-state={st} className={`dq-${st}`} title={`dQ row block ${i}, worker ${j}: ${LEGEND.find((l) => l[0] === st)![1]}`} />;
+                return (
+                  <td
+                    key={j}
+                    data-state={st}
+                    className={`dq-${st}`}
+                    title={`dQ row block ${i}, worker ${j}: ${LEGEND.find((l) => l[0] === st)![1]}`}
+                  />
+                );
               })}
             </tr>
           ))}
@@ -97,7 +110,7 @@ export function DqAccumulationView() {
 }
 
 function ordinal(n: number): string {
-  const s = n % 100 >= 11 && n % 100 <= 13 ? 'th' : ['th', 'st', 'nd', 'rd'][n % 10] ?? 'th';
+  const s = n % 100 >= 11 && n % 100 <= 13 ? 'th' : (['th', 'st', 'nd', 'rd'][n % 10] ?? 'th');
   return `${n}${s}`;
 }
 

@@ -17,7 +17,17 @@ import { useCompare } from '../compare/compare-store.ts';
 
 const LABEL: Record<Pass, string> = { forward: 'Forward', backward: 'Backward' };
 
-function PassRadios({ value, disabled, onChoose: choose, label }: { value: Pass; disabled: boolean; onChoose: (p: Pass) => void; label: string }) {
+function PassRadios({
+  value,
+  disabled,
+  onChoose: choose,
+  label,
+}: {
+  value: Pass;
+  disabled: boolean;
+  onChoose: (p: Pass) => void;
+  label: string;
+}) {
   const refs = useRef<(HTMLButtonElement | null)[]>([]);
   // Marked, not disabled, while a run loads: a disabled button would drop the keyboard focus.
   const onChoose = (p: Pass) => {

@@ -21,7 +21,12 @@ import { applyPreset, PRESETS } from './presets.ts';
 const AXIS_LABEL: Record<SyncAxis, string> = { kv: 'K/V block', progress: 'normalised progress', time: 'simulated time', none: 'unlinked' };
 
 function isTyping(t: EventTarget | null): boolean {
-  return t instanceof HTMLElement && (t.tagName === 'SELECT' || t.tagName === 'TEXTAREA' || (t.tagName === 'INPUT' && !['checkbox', 'radio', 'range', 'button'].includes((t as HTMLInputElement).type)));
+  return (
+    t instanceof HTMLElement &&
+    (t.tagName === 'SELECT' ||
+      t.tagName === 'TEXTAREA' ||
+      (t.tagName === 'INPUT' && !['checkbox', 'radio', 'range', 'button'].includes((t as HTMLInputElement).type)))
+  );
 }
 
 function SharedProblem() {
@@ -79,7 +84,8 @@ export function ComparePage() {
   }, []);
 
   const kvNote = axis === 'kv' && !backward ? kvOrderNote(panes) : undefined;
-  const noTimeline = axis === 'time' ? results.map((r, i) => (r && !r.hasTimeline ? `pane ${i + 1}: ${r.timelineReason}` : '')).filter(Boolean) : [];
+  const noTimeline =
+    axis === 'time' ? results.map((r, i) => (r && !r.hasTimeline ? `pane ${i + 1}: ${r.timelineReason}` : '')).filter(Boolean) : [];
 
   return (
     <div className="compare">

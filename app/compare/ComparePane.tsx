@@ -72,7 +72,11 @@ function PaneSettings({ index, ctl }: { index: number; ctl: PaneController }) {
     >
       <label className="field">
         <span>Algorithm</span>
-        <select aria-label={`Pane ${index + 1} algorithm`} value={cfg.algorithm} onChange={(e) => chooseCompareAlgorithm(index, e.target.value)}>
+        <select
+          aria-label={`Pane ${index + 1} algorithm`}
+          value={cfg.algorithm}
+          onChange={(e) => chooseCompareAlgorithm(index, e.target.value)}
+        >
           {ALGORITHMS.map((a) => (
             <option key={a.id} value={a.id} disabled={backward && !hasBackward(a.id)}>
               {a.name}
@@ -87,7 +91,11 @@ function PaneSettings({ index, ctl }: { index: number; ctl: PaneController }) {
           aria-label={`Pane ${index + 1} dtype`}
           value={fromFiles ? '' : (cfg.dtype ?? '')}
           disabled={fromFiles}
-          title={fromFiles ? "Inputs from files run in the files' dtype; a pane's own dtype applies to random inputs" : 'This pane\'s input precision (FP8 where the algorithm has an FP8 path)'}
+          title={
+            fromFiles
+              ? "Inputs from files run in the files' dtype; a pane's own dtype applies to random inputs"
+              : "This pane's input precision (FP8 where the algorithm has an FP8 path)"
+          }
           onChange={(e) => setPane(index, { dtype: e.target.value === '' ? undefined : (e.target.value as (typeof DTYPES)[number]) })}
         >
           <option value="">shared ({sharedDtype})</option>
@@ -100,17 +108,31 @@ function PaneSettings({ index, ctl }: { index: number; ctl: PaneController }) {
       </label>
       <label className="field">
         <span>Br</span>
-        <input aria-label={`Pane ${index + 1} Br`} size={4} value={bm} placeholder="auto" onChange={(e) => {
+        <input
+          aria-label={`Pane ${index + 1} Br`}
+          size={4}
+          value={bm}
+          placeholder="auto"
+          onChange={(e) => {
             setBm(e.target.value);
             markTouched(id, ['blockM']);
-          }} onBlur={() => setPane(index, { blockM: bm, blockN: bn })} />
+          }}
+          onBlur={() => setPane(index, { blockM: bm, blockN: bn })}
+        />
       </label>
       <label className="field">
         <span>Bc</span>
-        <input aria-label={`Pane ${index + 1} Bc`} size={4} value={bn} placeholder="auto" onChange={(e) => {
+        <input
+          aria-label={`Pane ${index + 1} Bc`}
+          size={4}
+          value={bn}
+          placeholder="auto"
+          onChange={(e) => {
             setBn(e.target.value);
             markTouched(id, ['blockN']);
-          }} onBlur={() => setPane(index, { blockM: bm, blockN: bn })} />
+          }}
+          onBlur={() => setPane(index, { blockM: bm, blockN: bn })}
+        />
       </label>
       {Object.entries(specs).map(([key, spec]) =>
         typeof spec.default === 'boolean' ? (
@@ -140,7 +162,9 @@ function PaneSettings({ index, ctl }: { index: number; ctl: PaneController }) {
                 const v = Number(e.target.value);
                 if (e.target.value.trim() === String(spec.default)) delete features[key];
                 else if (e.target.value.trim() === '' || !Number.isFinite(v)) {
-                  useApp.getState().patchPlayback(id, { error: { place: 'problem', message: `${key}: must be a number, got "${e.target.value}"` } });
+                  useApp
+                    .getState()
+                    .patchPlayback(id, { error: { place: 'problem', message: `${key}: must be a number, got "${e.target.value}"` } });
                   return;
                 } else features[key] = v;
                 setPane(index, { features });
@@ -152,7 +176,12 @@ function PaneSettings({ index, ctl }: { index: number; ctl: PaneController }) {
       <button type="submit" hidden>
         Apply
       </button>
-      <button type="button" disabled={refused} onClick={() => void ctl.load(paneRequest(sharedRequest(), useCompare.getState().panes[index]))} className="dim-button">
+      <button
+        type="button"
+        disabled={refused}
+        onClick={() => void ctl.load(paneRequest(sharedRequest(), useCompare.getState().panes[index]))}
+        className="dim-button"
+      >
         Reload
       </button>
     </form>
@@ -171,7 +200,13 @@ function ViewPicker({ index }: { index: number }) {
             type="checkbox"
             aria-label={`Pane ${index + 1} view ${v.title}`}
             checked={views.includes(v.id)}
-            onChange={(e) => setPane(index, { views: e.target.checked ? VIEWS.map((x) => x.id).filter((x) => x === v.id || views.includes(x)) : views.filter((x) => x !== v.id) })}
+            onChange={(e) =>
+              setPane(index, {
+                views: e.target.checked
+                  ? VIEWS.map((x) => x.id).filter((x) => x === v.id || views.includes(x))
+                  : views.filter((x) => x !== v.id),
+              })
+            }
           />{' '}
           {v.title}
         </label>
@@ -283,7 +318,13 @@ export function ComparePane({ index }: { index: number }) {
   }, [id]);
 
   // (Re)load whenever the shared problem or this pane's own settings change.
-  const key = JSON.stringify({ algorithm: cfg.algorithm, blockM: cfg.blockM, blockN: cfg.blockN, features: cfg.features, shared: shared && { ...shared, tensors: shared.tensors ? shared.tensors.names : undefined } });
+  const key = JSON.stringify({
+    algorithm: cfg.algorithm,
+    blockM: cfg.blockM,
+    blockN: cfg.blockN,
+    features: cfg.features,
+    shared: shared && { ...shared, tensors: shared.tensors ? shared.tensors.names : undefined },
+  });
   useEffect(() => {
     if (!ctl || !shared || applying) return;
     useCompare.getState().setResult(index, undefined);
@@ -315,7 +356,8 @@ export function ComparePane({ index }: { index: number }) {
       >
         <header>
           <h2>
-            Pane {index + 1} <span className="dim">{refusal ? cfg.algorithm : (algorithmName ?? '')}</span> {!refusal && <SimulatedTime index={index} ctl={ctl} />}
+            Pane {index + 1} <span className="dim">{refusal ? cfg.algorithm : (algorithmName ?? '')}</span>{' '}
+            {!refusal && <SimulatedTime index={index} ctl={ctl} />}
           </h2>
           <PaneSettings index={index} ctl={ctl} />
         </header>

@@ -48,7 +48,11 @@ function useResults(): void {
       c.api
         .compareData(gpu)
         .then((r) => live && useCompare.getState().setResult(i, r))
-        .catch((e: unknown) => live && useApp.getState().patchPlayback(comparePaneId(i), { error: { place: 'worker', message: `Comparing failed: ${messageOf(e)}` } }));
+        .catch(
+          (e: unknown) =>
+            live &&
+            useApp.getState().patchPlayback(comparePaneId(i), { error: { place: 'worker', message: `Comparing failed: ${messageOf(e)}` } }),
+        );
     });
     return () => {
       live = false;
@@ -96,7 +100,11 @@ function DiffHeatmap() {
         {(['A', 'B'] as const).map((label, which) => (
           <label key={label} className="field">
             <span>{label}</span>
-            <select aria-label={`Difference pane ${label}`} value={which === 0 ? a : b} onChange={(e) => pick(which as 0 | 1, Number(e.target.value))}>
+            <select
+              aria-label={`Difference pane ${label}`}
+              value={which === 0 ? a : b}
+              onChange={(e) => pick(which as 0 | 1, Number(e.target.value))}
+            >
               {panes.map((p, i) => (
                 <option key={i} value={i} disabled={i === (which === 0 ? b : a)}>
                   {paneLabel(p, i)}
@@ -123,7 +131,12 @@ function DiffHeatmap() {
           {diff.error}
         </p>
       )}
-      {!diff && notRun.length > 0 && <p className="dim">Pane {notRun.map((i) => i + 1).join(' and ')} is not run (its algorithm cannot take its dtype); pick another pair or apply the fix in the pane.</p>}
+      {!diff && notRun.length > 0 && (
+        <p className="dim">
+          Pane {notRun.map((i) => i + 1).join(' and ')} is not run (its algorithm cannot take its dtype); pick another pair or apply the fix
+          in the pane.
+        </p>
+      )}
       {!diff && notRun.length === 0 && <p className="dim">Waiting for both panes to finish loading…</p>}
       {slice && summaryA && (
         <>
@@ -131,7 +144,19 @@ function DiffHeatmap() {
             max |A − B| = {maxHead === 0 ? '0 (identical outputs)' : maxHead.toExponential(3)}
             {heads > 1 && ` in head ${h}; ${(diff && 'maxAbs' in diff ? diff.maxAbs : 0).toExponential(3)} over all heads`}
           </p>
-          <Heatmap id="diff" title={`${name}_A − ${name}_B`} data={slice} rows={nq} cols={dv} scale={colourScale('diverging', [-maxHead, maxHead])} tileRows={summaryA.blocks.blockM} tileCols={dv} maxPx={260} rowLabel="query row" colLabel={name === 'dQ' ? 'd' : 'dv'} />
+          <Heatmap
+            id="diff"
+            title={`${name}_A − ${name}_B`}
+            data={slice}
+            rows={nq}
+            cols={dv}
+            scale={colourScale('diverging', [-maxHead, maxHead])}
+            tileRows={summaryA.blocks.blockM}
+            tileCols={dv}
+            maxPx={260}
+            rowLabel="query row"
+            colLabel={name === 'dQ' ? 'd' : 'dv'}
+          />
         </>
       )}
     </section>
@@ -166,7 +191,11 @@ export function DiffPanel() {
               ))}
             </select>
           </label>
-          <button type="button" disabled={!rows} onClick={() => rows && downloadText('flashscope-compare.csv', diffTableCsv(labels, rows), 'text/csv')}>
+          <button
+            type="button"
+            disabled={!rows}
+            onClick={() => rows && downloadText('flashscope-compare.csv', diffTableCsv(labels, rows), 'text/csv')}
+          >
             Table CSV
           </button>
         </div>
@@ -220,7 +249,9 @@ export function DiffPanel() {
           </div>
         )}
         <p className="dim">
-          Lowest value of a row in bold (marked ◀) where lower is better. Errors are against float64 attention of the unrounded inputs every pane shares (before any fp16 rounding or FP8 quantization). Predictions come from FlashScope's hardware model (one SM simulated, spread over the GPU); they are for the stepped problem's shape.
+          Lowest value of a row in bold (marked ◀) where lower is better. Errors are against float64 attention of the unrounded inputs every
+          pane shares (before any fp16 rounding or FP8 quantization). Predictions come from FlashScope's hardware model (one SM simulated,
+          spread over the GPU); they are for the stepped problem's shape.
         </p>
       </section>
       <DiffHeatmap />

@@ -17,7 +17,9 @@ export function ModeSwitch() {
     // Serving layouts is a page of its own over the debugger; it takes the keyboard while open.
     useServing.getState().setOpen(m === 'serving');
     if (m !== 'serving') useCompare.getState().setMode(m);
-    useApp.setState((s) => ({ layout: { ...s.layout, activePane: m === 'serving' ? 'serving' : m === 'compare' ? comparePaneId(0) : 'main' } }));
+    useApp.setState((s) => ({
+      layout: { ...s.layout, activePane: m === 'serving' ? 'serving' : m === 'compare' ? comparePaneId(0) : 'main' },
+    }));
   };
   const on = (m: AppMode | 'serving') => !inLessons && (m === 'serving' ? serving : !serving && mode === m);
   return (

@@ -44,7 +44,11 @@ export const useCompare = create<CompareState>()((set) => ({
   setGpu: (gpu) => set({ gpu, results: [] }),
   setPane: (i, patch) => set((s) => ({ panes: s.panes.map((p, k) => (k === i ? { ...p, ...patch } : p)) })),
   addPane: () =>
-    set((s) => (s.panes.length >= MAX_PANES ? s : { panes: [...s.panes, { ...structuredClone(s.panes[s.panes.length - 1]), views: [...COMPARE_VIEWS_DEFAULT] }] })),
+    set((s) =>
+      s.panes.length >= MAX_PANES
+        ? s
+        : { panes: [...s.panes, { ...structuredClone(s.panes[s.panes.length - 1]), views: [...COMPARE_VIEWS_DEFAULT] }] },
+    ),
   removePane: () =>
     set((s) => {
       if (s.panes.length <= MIN_PANES) return s;

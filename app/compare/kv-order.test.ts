@@ -11,7 +11,10 @@ describe('K/V order of compare panes', () => {
     for (const cfg of [...FP8_STUDY.panes, { ...FP8_STUDY.panes[0], features: { reverseKv: false } }]) {
       const s = new DebuggerSession();
       await s.load(paneRequest(base, cfg));
-      const kv = s.events().filter((e) => e.kind === 'qk').map((e) => e.tile.kvBlock);
+      const kv = s
+        .events()
+        .filter((e) => e.kind === 'qk')
+        .map((e) => e.tile.kvBlock);
       expect(visitsKvBackwards(cfg), cfg.algorithm).toBe(kv[0] > kv[kv.length - 1]);
     }
   });

@@ -14,7 +14,13 @@ export function visitsKvBackwards(c: ComparePaneConfig): boolean {
   return (c.features.reverseKv ?? spec.default) === true;
 }
 
-const list = (xs: number[]) => (xs.length === 1 ? `Pane ${xs[0] + 1}` : `Panes ${xs.slice(0, -1).map((i) => i + 1).join(', ')} and ${xs[xs.length - 1] + 1}`);
+const list = (xs: number[]) =>
+  xs.length === 1
+    ? `Pane ${xs[0] + 1}`
+    : `Panes ${xs
+        .slice(0, -1)
+        .map((i) => i + 1)
+        .join(', ')} and ${xs[xs.length - 1] + 1}`;
 
 /** The note for mixed K/V orders on the forward pass, or undefined when all panes walk the blocks the same way. */
 export function kvOrderNote(panes: readonly ComparePaneConfig[]): string | undefined {

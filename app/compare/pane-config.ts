@@ -29,7 +29,13 @@ export const MIN_PANES = 2;
 export const MAX_PANES = 4;
 export const COMPARE_VIEWS_DEFAULT = ['heatmaps', 'counters'];
 
-export const DEFAULT_PANES: ComparePaneConfig[] = DEFAULT_COMPARISON.map((algorithm) => ({ algorithm, blockM: '16', blockN: '16', features: {}, views: [...COMPARE_VIEWS_DEFAULT] }));
+export const DEFAULT_PANES: ComparePaneConfig[] = DEFAULT_COMPARISON.map((algorithm) => ({
+  algorithm,
+  blockM: '16',
+  blockN: '16',
+  features: {},
+  views: [...COMPARE_VIEWS_DEFAULT],
+}));
 
 /** A pane config's label in tables: algorithm, its own dtype, tile, changed features. */
 export function paneLabel(c: ComparePaneConfig, index: number): string {

@@ -28,7 +28,14 @@ function engineRuns(algorithm: string, dtype: DType): boolean {
 }
 
 describe('compare pane dtype', () => {
-  const pane = (algorithm: string, dtype: DType | undefined, features: ComparePaneConfig['features'] = {}): ComparePaneConfig => ({ algorithm, dtype, blockM: '16', blockN: '16', features, views: [] });
+  const pane = (algorithm: string, dtype: DType | undefined, features: ComparePaneConfig['features'] = {}): ComparePaneConfig => ({
+    algorithm,
+    dtype,
+    blockM: '16',
+    blockN: '16',
+    features,
+    views: [],
+  });
   const base = formToRequest({ ...DEFAULT_FORM, d: '16', dv: '16', nq: '16', nk: '32' });
 
   it('refuses FP8 for exactly the algorithms whose forward the engine refuses it (a full run, not the probe)', () => {
@@ -54,7 +61,12 @@ describe('compare pane dtype', () => {
         const fixed = { ...cfg, ...f.patch };
         expect(paneRefusal(fixed, base), `${a.id}: ${f.label}`).toBeUndefined();
         const req = paneRequest(base, fixed);
-        expect(() => runToEnd(algorithmById(req.algorithm), req.problem, randomInputs(req.problem, { seed: 1 }), { ...req.blocks, features: req.features })).not.toThrow();
+        expect(() =>
+          runToEnd(algorithmById(req.algorithm), req.problem, randomInputs(req.problem, { seed: 1 }), {
+            ...req.blocks,
+            features: req.features,
+          }),
+        ).not.toThrow();
       }
     }
     const fp8Shared = { ...base, problem: { ...base.problem, dtype: 'fp8e4m3' as const } };
@@ -86,10 +98,26 @@ describe('compare pane dtype', () => {
         const fixed = { ...cfg, ...f.patch };
         expect(paneRefusal(fixed, fixedShared), f.label).toBeUndefined();
         const req = paneRequest(fixedShared, fixed);
-        expect(() => runToEnd(algorithmById(req.algorithm), req.problem, randomInputs(req.problem, { seed: 1 }), { ...req.blocks, features: req.features }), f.label).not.toThrow();
+        expect(
+          () =>
+            runToEnd(algorithmById(req.algorithm), req.problem, randomInputs(req.problem, { seed: 1 }), {
+              ...req.blocks,
+              features: req.features,
+            }),
+          f.label,
+        ).not.toThrow();
         // The form side of a shared fix turns into the same problem.
         if (f.shared) {
-          const form = { ...DEFAULT_FORM, d: '16', dv: c.problem.dv ? '32' : '16', nq: '16', nk: '32', alibi: !!c.problem.alibi, sink: c.problem.sinks ? '2' : '', ...f.shared.form };
+          const form = {
+            ...DEFAULT_FORM,
+            d: '16',
+            dv: c.problem.dv ? '32' : '16',
+            nq: '16',
+            nk: '32',
+            alibi: !!c.problem.alibi,
+            sink: c.problem.sinks ? '2' : '',
+            ...f.shared.form,
+          };
           const p = formToRequest(form).problem;
           expect([p.alibi, p.sinks, p.dv]).toEqual([undefined, undefined, 16]);
         }
@@ -97,13 +125,17 @@ describe('compare pane dtype', () => {
     }
   });
 
-  it("FP8-only features are kept in the pane but sent with an FP8 dtype only (fa3 refuses them in fp16)", () => {
+  it('FP8-only features are kept in the pane but sent with an FP8 dtype only (fa3 refuses them in fp16)', () => {
     const f = { blockQuant: false, incoherent: false, pingpong: false };
     expect(featuresFor('fa3', 'fp8e4m3', f)).toEqual(f);
     expect(featuresFor('fa3', 'fp16', f)).toEqual({ pingpong: false });
     // Asked of the engine: FA3's P scale and Hadamard seed are FP8-only too; reverseKv and sage's switches are not.
     expect(featuresFor('fa3', 'bf16', { pScale: 16, seed: 3, reverseKv: false })).toEqual({ reverseKv: false });
-    expect(featuresFor('sage', 'fp16', { version: 2, qPerWarp: false, smoothK: false })).toEqual({ version: 2, qPerWarp: false, smoothK: false });
+    expect(featuresFor('sage', 'fp16', { version: 2, qPerWarp: false, smoothK: false })).toEqual({
+      version: 2,
+      qPerWarp: false,
+      smoothK: false,
+    });
     const base = formToRequest({ ...DEFAULT_FORM, dtype: 'fp16' });
     const req = paneRequest(base, { algorithm: 'fa3', blockM: '16', blockN: '16', features: f, views: [] });
     expect(req.problem.dtype).toBe('fp16');
@@ -126,7 +158,8 @@ describe('compare pane dtype over tensors from files', () => {
 
   it('does not send a switch whose condition fails (sage qPerWarp on version 1), which the engine would refuse', () => {
     const q = { ...p, dtype: 'fp16' as DType };
-    const run = (features: Record<string, boolean | number>) => runToEnd(algorithmById('sage'), q, randomInputs(q, { seed: 1 }), { blockM: 16, blockN: 16, features });
+    const run = (features: Record<string, boolean | number>) =>
+      runToEnd(algorithmById('sage'), q, randomInputs(q, { seed: 1 }), { blockM: 16, blockN: 16, features });
     const stored = { version: 1, qPerWarp: false };
     expect(() => run(stored)).toThrow(/qPerWarp.*version 2 only/);
     expect(featuresFor('sage', 'fp16', stored)).toEqual({ version: 1 });

@@ -33,7 +33,10 @@ const PROBE: AttentionProblem = { ...DEFAULT_PROBLEM, batch: 1, hq: 1, hk: 1, nq
 /** Whether the engine takes `key = value` on `algorithm`'s FP8 forward but refuses it at 16 bits (FA3's blockQuant, incoherent, pScale, seed). */
 export function isFp8OnlyFeature(algorithm: string, key: string, value: boolean | number): boolean {
   const f = { [key]: value };
-  return refusalOf(algorithm, 'forward', { ...PROBE, dtype: 'fp8e4m3' }, f) === null && refusalOf(algorithm, 'forward', { ...PROBE, dtype: 'fp16' }, f)?.field === `features.${key}`;
+  return (
+    refusalOf(algorithm, 'forward', { ...PROBE, dtype: 'fp8e4m3' }, f) === null &&
+    refusalOf(algorithm, 'forward', { ...PROBE, dtype: 'fp16' }, f)?.field === `features.${key}`
+  );
 }
 
 /**
@@ -43,12 +46,14 @@ export function isFp8OnlyFeature(algorithm: string, key: string, value: boolean 
  */
 export function featuresFor(algorithm: string, dtype: DType, features: Record<string, boolean | number>): Record<string, boolean | number> {
   const off = inactiveSwitches(algorithm, dtype, features);
-  return Object.fromEntries(Object.entries(features).filter(([k, v]) => (isFp8(dtype) || !isFp8OnlyFeature(algorithm, k, v)) && !off.includes(k)));
+  return Object.fromEntries(
+    Object.entries(features).filter(([k, v]) => (isFp8(dtype) || !isFp8OnlyFeature(algorithm, k, v)) && !off.includes(k)),
+  );
 }
 
 /** The switches of this algorithm whose condition fails with these features (defaults for the rest) and this dtype. */
 export function inactiveSwitches(algorithm: string, dtype: DType, features: Record<string, boolean | number>): string[] {
-  const panel = (panelSwitches(algorithm)).filter((sw) => sw.inactive);
+  const panel = panelSwitches(algorithm).filter((sw) => sw.inactive);
   if (panel.length === 0) return [];
   const values = effectiveSwitches(algorithm, features, undefined);
   return panel.filter((sw) => sw.inactive?.(values, dtype)).map((sw) => sw.key);
@@ -110,11 +115,15 @@ export function dtypeFixes(c: ComparePaneConfig, shared: LoadRequest): DtypeFix[
   const fixes: DtypeFix[] = [];
   if (r.field === 'dtype' && pass === 'forward') {
     for (const a of ALGORITHMS) {
-      if (a.id !== c.algorithm && refusalOf(a.id, 'forward', { ...p, dtype }) === null) fixes.push({ label: `Switch this pane to ${a.id} (keeps ${dtype})`, patch: { algorithm: a.id, features: {} } });
+      if (a.id !== c.algorithm && refusalOf(a.id, 'forward', { ...p, dtype }) === null)
+        fixes.push({ label: `Switch this pane to ${a.id} (keeps ${dtype})`, patch: { algorithm: a.id, features: {} } });
     }
-  } else if (r.field === 'alibi') fixes.push({ label: 'Turn ALiBi off in the shared problem', shared: { form: { alibi: false }, problem: { alibi: undefined } } });
-  else if (r.field === 'sinks') fixes.push({ label: 'Clear the shared sink logit', shared: { form: { sink: '' }, problem: { sinks: undefined } } });
-  else if (r.field === 'dv') fixes.push({ label: `Set the shared dv to d (${p.d})`, shared: { form: { dv: String(p.d) }, problem: { dv: p.d } } });
+  } else if (r.field === 'alibi')
+    fixes.push({ label: 'Turn ALiBi off in the shared problem', shared: { form: { alibi: false }, problem: { alibi: undefined } } });
+  else if (r.field === 'sinks')
+    fixes.push({ label: 'Clear the shared sink logit', shared: { form: { sink: '' }, problem: { sinks: undefined } } });
+  else if (r.field === 'dv')
+    fixes.push({ label: `Set the shared dv to d (${p.d})`, shared: { form: { dv: String(p.d) }, problem: { dv: p.d } } });
   const low = fallbackDtype(p.dtype);
   fixes.push({ label: `Run this pane in ${low}`, patch: { dtype: low === p.dtype ? undefined : low } });
   return fixes;

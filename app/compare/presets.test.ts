@@ -90,7 +90,10 @@ describe('FP8 study preset over a Debugger tab with switches set', () => {
     expect(req.features).toBeUndefined();
     expect(form.switches).toEqual({});
     // FA3 visits K/V blocks last to first by default (reverseKv on): the preset's shared run does too.
-    const kv = s.events().filter((e) => e.kind === 'qk').map((e) => e.tile.kvBlock);
+    const kv = s
+      .events()
+      .filter((e) => e.kind === 'qk')
+      .map((e) => e.tile.kvBlock);
     expect(kv[0]).toBe(Math.max(...kv));
   });
 });

@@ -15,5 +15,7 @@ export function reloadShared(form: Partial<ProblemForm>, request: (applied: Load
   const applied = useApp.getState().problem[SHARED_PANE]?.applied;
   if (!main || !applied) return;
   useApp.getState().setForm(SHARED_PANE, form);
-  main.load(request(applied)).catch((err: unknown) => useApp.getState().patchPlayback(SHARED_PANE, { error: { place: 'problem', message: messageOf(err) } }));
+  main
+    .load(request(applied))
+    .catch((err: unknown) => useApp.getState().patchPlayback(SHARED_PANE, { error: { place: 'problem', message: messageOf(err) } }));
 }

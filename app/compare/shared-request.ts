@@ -20,7 +20,8 @@ export function sharedRequest(): LoadRequest {
 function tile(label: 'Br' | 'Bc', v: string): number | undefined {
   const t = v.trim();
   if (t === '') return undefined;
-  if (!/^\d+$/.test(t) || Number(t) < 1) throw new FormError(label, `must be a whole number ≥ 1 (or empty for the algorithm's default), got "${v}"`);
+  if (!/^\d+$/.test(t) || Number(t) < 1)
+    throw new FormError(label, `must be a whole number ≥ 1 (or empty for the algorithm's default), got "${v}"`);
   return Number(t);
 }
 

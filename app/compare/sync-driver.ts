@@ -47,13 +47,20 @@ export function startSyncDriver(): () => void {
         if (!lc || axis === 'none') break;
         const point = await lc.api.syncPoint(gpu);
         const fellBack: string[] = [];
-        if (axis === 'time' && point.timeUs === null) fellBack.push(`${paneLabel(panes[lead], lead)} (the leader) has no hardware schedule on this GPU`);
+        if (axis === 'time' && point.timeUs === null)
+          fellBack.push(`${paneLabel(panes[lead], lead)} (the leader) has no hardware schedule on this GPU`);
         await Promise.all(
           panes.map(async (cfg, i) => {
             const id = comparePaneId(i);
             const c = controllers.get(id);
             // A pane refused for its dtype (pane-dtype.ts) shows no run; its worker's previous one is not followed.
-            if (i === lead || !c || useApp.getState().playback[id]?.status !== 'ready' || paneRefusal(cfg, useApp.getState().problem[SHARED_PANE]?.applied)) return;
+            if (
+              i === lead ||
+              !c ||
+              useApp.getState().playback[id]?.status !== 'ready' ||
+              paneRefusal(cfg, useApp.getState().problem[SHARED_PANE]?.applied)
+            )
+              return;
             moving.add(id);
             try {
               let used: SyncAxis = axis;
@@ -63,14 +70,19 @@ export function startSyncDriver(): () => void {
                   return r.frame;
                 }),
               );
-              if (used !== axis && point.timeUs !== null) fellBack.push(`${paneLabel(cfg, i)} has no ${axis === 'kv' ? 'step on that K/V block' : 'hardware schedule on this GPU'}`);
+              if (used !== axis && point.timeUs !== null)
+                fellBack.push(`${paneLabel(cfg, i)} has no ${axis === 'kv' ? 'step on that K/V block' : 'hardware schedule on this GPU'}`);
               last.set(id, useApp.getState().playback[id]?.frame?.step);
             } finally {
               moving.delete(id);
             }
           }),
         );
-        useCompare.setState({ syncNotice: fellBack.length ? `Synced by ${AXIS_NAME.progress} instead of ${AXIS_NAME[axis]} where needed: ${fellBack.join('; ')}.` : undefined });
+        useCompare.setState({
+          syncNotice: fellBack.length
+            ? `Synced by ${AXIS_NAME.progress} instead of ${AXIS_NAME[axis]} where needed: ${fellBack.join('; ')}.`
+            : undefined,
+        });
         lead = again;
       }
     } finally {

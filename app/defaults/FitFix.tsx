@@ -47,7 +47,8 @@ export function FormFitHint() {
     <>
       {replaced && replaced.length > 0 && (
         <p className="defaults-note" role="status" data-testid="defaults-note">
-          Kept your values where this kernel takes them; changed {replaced.map((r) => `${r.field} ${r.from} → ${r.to} (${r.why})`).join('; ')}.
+          Kept your values where this kernel takes them; changed{' '}
+          {replaced.map((r) => `${r.field} ${r.from} → ${r.to} (${r.why})`).join('; ')}.
         </p>
       )}
       {misfit && (
@@ -81,7 +82,9 @@ function backwardFix(algorithm: string, p: AttentionProblem, gpu: string): Repla
       return false;
     }
   };
-  return !fits('fp32') && fits('fp16') ? [{ field: 'dtype', from: 'fp32', to: 'fp16', why: `the ${algorithm} backward kernel's MMAs take fp16 or bf16` }] : [];
+  return !fits('fp32') && fits('fp16')
+    ? [{ field: 'dtype', from: 'fp32', to: 'fp16', why: `the ${algorithm} backward kernel's MMAs take fp16 or bf16` }]
+    : [];
 }
 
 /** The fix for the loaded run's problem, or [] when no form field is at fault. */
@@ -91,7 +94,19 @@ function loadedFix(pane: string, gpu: string): Replaced[] {
   if (!applied) return [];
   const p = applied.problem;
   if (applied.pass === 'backward') return backwardFix(applied.algorithm, p, gpu);
-  const c: WorkingConfig = { batch: p.batch, hq: p.hq, hk: p.hk, nq: p.nq, nk: p.nk, d: p.d, dv: p.dv, dtype: p.dtype, blockM: applied.blocks.blockM ?? 16, blockN: applied.blocks.blockN ?? 16, gpu: gpu as GpuId };
+  const c: WorkingConfig = {
+    batch: p.batch,
+    hq: p.hq,
+    hk: p.hk,
+    nq: p.nq,
+    nk: p.nk,
+    d: p.d,
+    dv: p.dv,
+    dtype: p.dtype,
+    blockM: applied.blocks.blockM ?? 16,
+    blockN: applied.blocks.blockN ?? 16,
+    gpu: gpu as GpuId,
+  };
   try {
     return scheduleFix(applied.algorithm, c);
   } catch {
@@ -118,7 +133,10 @@ export function LoadedFitFix() {
     const compare = pane.startsWith('cmp');
     const shared = compare ? 'main' : pane;
     const mainCtl = compare ? controllers.get('main') : ctl;
-    applyFixToForm(pane, fix.filter((r) => r.field === 'gpu'));
+    applyFixToForm(
+      pane,
+      fix.filter((r) => r.field === 'gpu'),
+    );
     const rest = fix.filter((r) => r.field !== 'gpu');
     if (rest.length > 0 && mainCtl) {
       applyFixToForm(shared, rest);

@@ -48,7 +48,9 @@ function algorithmsFor(form: ProblemForm, dtype: DType): string[] {
   } catch {
     return [];
   }
-  return ALGORITHMS.map((a) => a.id).filter((id) => id !== form.algorithm && refusalOf(id, 'forward', { ...req.problem, alibi: undefined, sinks: undefined }) === null);
+  return ALGORITHMS.map((a) => a.id).filter(
+    (id) => id !== form.algorithm && refusalOf(id, 'forward', { ...req.problem, alibi: undefined, sinks: undefined }) === null,
+  );
 }
 
 /** What to offer for a refusal: the fixes that keep the dtype first, then a 16-bit dtype. */
@@ -56,8 +58,13 @@ export function precisionFixes(form: ProblemForm, r: Refusal): PrecisionFix[] {
   const fixes: PrecisionFix[] = [];
   const dtype = form.dtype;
   if (r.field === 'dtype') {
-    const forwardRuns = form.pass === 'backward' && refusalOf(form.algorithm, 'forward', formToRequest({ ...form, pass: 'forward' }).problem) === null;
-    if (forwardRuns) fixes.push({ label: `Step the forward pass (${form.algorithm}'s backward has no ${dtype} path)`, apply: (pane) => set(pane, { pass: 'forward' }) });
+    const forwardRuns =
+      form.pass === 'backward' && refusalOf(form.algorithm, 'forward', formToRequest({ ...form, pass: 'forward' }).problem) === null;
+    if (forwardRuns)
+      fixes.push({
+        label: `Step the forward pass (${form.algorithm}'s backward has no ${dtype} path)`,
+        apply: (pane) => set(pane, { pass: 'forward' }),
+      });
     else
       for (const id of algorithmsFor(form, dtype)) {
         fixes.push({

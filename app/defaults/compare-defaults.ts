@@ -27,7 +27,16 @@ export function chooseCompareAlgorithm(index: number, algorithm: string): void {
   }
   const p = applied.problem;
   // Everything of the shared problem counts as the person's except an untouched dtype.
-  const { config } = defaultsFor(algorithm, { ...p, blockM: 16, blockN: 16 }, ['batch', 'hq', 'hk', 'nq', 'nk', 'd', 'dv', ...(sharedMine.includes('dtype') ? (['dtype'] as const) : [])]);
+  const { config } = defaultsFor(algorithm, { ...p, blockM: 16, blockN: 16 }, [
+    'batch',
+    'hq',
+    'hk',
+    'nq',
+    'nk',
+    'd',
+    'dv',
+    ...(sharedMine.includes('dtype') ? (['dtype'] as const) : []),
+  ]);
   const tiles = mine.includes('blockM') || mine.includes('blockN') ? {} : { blockM: String(config.blockM), blockN: String(config.blockN) };
   cmp.setPane(index, { ...patch, ...tiles });
   const main = controllers.get(SHARED_PANE);
@@ -35,7 +44,9 @@ export function chooseCompareAlgorithm(index: number, algorithm: string): void {
   // (One its new algorithm cannot run is refused in the pane, with the fixes, by pane-dtype.ts.)
   if (config.dtype !== p.dtype && main && cfg.dtype === undefined) {
     useApp.getState().setForm(SHARED_PANE, { dtype: config.dtype });
-    useCompare.setState({ syncNotice: `The shared problem now runs in ${config.dtype}: ${algorithm}'s tensor cores take no ${p.dtype} (every pane compares the same inputs).` });
+    useCompare.setState({
+      syncNotice: `The shared problem now runs in ${config.dtype}: ${algorithm}'s tensor cores take no ${p.dtype} (every pane compares the same inputs).`,
+    });
     void main.load({ ...applied, problem: { ...p, dtype: config.dtype } });
   }
 }

@@ -4,7 +4,18 @@
 // the form (strings, as typed), the hardware views' GPU choice and that table.
 
 import { create } from 'zustand';
-import { CONFIG_FIELDS, defaultsFor, dtypeForPass, hasKernel, misfits, scheduleFix, tilesFor, type ConfigField, type Replaced, type WorkingConfig } from '../../engine/defaults/algorithm-defaults.ts';
+import {
+  CONFIG_FIELDS,
+  defaultsFor,
+  dtypeForPass,
+  hasKernel,
+  misfits,
+  scheduleFix,
+  tilesFor,
+  type ConfigField,
+  type Replaced,
+  type WorkingConfig,
+} from '../../engine/defaults/algorithm-defaults.ts';
 import type { GpuId } from '../../engine/hw/gpus/index.ts';
 import type { DType } from '../../engine/core/problem.ts';
 import { panelSwitches, type ProblemForm } from '../store/problem-form.ts';
@@ -47,11 +58,16 @@ export function formConfig(form: ProblemForm, gpu: string | null): Partial<Worki
  * The form an algorithm's choice brings: the engine's defaults for every field the person did
  * not set, theirs where it fits (engine/defaults/algorithm-defaults.ts). Pure, for the tests.
  */
-export function formForAlgorithm(form: ProblemForm, algorithm: string, touched: readonly ConfigField[] = [], gpu: string | null = null): { form: ProblemForm; gpu: GpuId | null; replaced: Replaced[] } {
+export function formForAlgorithm(
+  form: ProblemForm,
+  algorithm: string,
+  touched: readonly ConfigField[] = [],
+  gpu: string | null = null,
+): { form: ProblemForm; gpu: GpuId | null; replaced: Replaced[] } {
   const { config, replaced } = defaultsFor(algorithm, formConfig(form, gpu), touched);
   // A forward-only algorithm takes the form back to the forward pass.
   // Kernel switches set for the previous algorithm go unless the new one has a switch of that name.
-  const own = new Set((panelSwitches(algorithm)).map((sw) => sw.key));
+  const own = new Set(panelSwitches(algorithm).map((sw) => sw.key));
   const switches = Object.fromEntries(Object.entries(form.switches).filter(([k]) => own.has(k)));
   const next: ProblemForm = { ...form, algorithm, dtype: config.dtype, pass: hasBackward(algorithm) ? form.pass : 'forward', switches };
   for (const f of FORM_FIELDS) if (f !== 'dtype') next[f] = String(config[f]);

@@ -18,4 +18,8 @@ export function downloadText(filename: string, text: string, type: string): void
 }
 
 /** A file-name-safe slug. */
-export const slug = (s: string) => s.replace(/[^A-Za-z0-9._-]+/g, '-').replace(/^-+|-+$/g, '').toLowerCase() || 'view';
+export const slug = (s: string) =>
+  s
+    .replace(/[^A-Za-z0-9._-]+/g, '-')
+    .replace(/^-+|-+$/g, '')
+    .toLowerCase() || 'view';

@@ -45,7 +45,9 @@ export function HbmTrafficView() {
                 </th>
                 <td className="bar">
                   <span className="hw-bar" style={{ width: `${(100 * r.n) / max}%`, background: TENSOR_COLOUR[r.t] ?? 'var(--dim)' }} />
-                  {fl !== undefined && <span className="hw-floor" style={{ left: `${(100 * fl) / max}%` }} title={`one pass: ${fmt(fl)}`} />}
+                  {fl !== undefined && (
+                    <span className="hw-floor" style={{ left: `${(100 * fl) / max}%` }} title={`one pass: ${fmt(fl)}`} />
+                  )}
                 </td>
                 <td className="num">{fmt(r.n)}</td>
                 <td className="num dim">{fl ? `${(r.n / fl).toFixed(2)}×` : ''}</td>

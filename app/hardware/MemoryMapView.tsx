@@ -38,7 +38,14 @@ function SmemStrip({ view, live, cta, cursor }: { view: HwView; live: MemInterva
       <svg viewBox={`-4 0 ${W + 40} 74`} className="hw-strip" role="img" aria-label={`Shared memory at cycle ${Math.round(cursor)}`}>
         <rect x={0} y={8} width={W} height={40} className="hw-strip-bg" />
         {slots.map((b) => (
-          <rect key={`${b.name}${b.stage}`} x={x(b.offset)} y={8} width={Math.max(1, x(b.offset + b.bytes) - x(b.offset))} height={40} className="hw-slot">
+          <rect
+            key={`${b.name}${b.stage}`}
+            x={x(b.offset)}
+            y={8}
+            width={Math.max(1, x(b.offset + b.bytes) - x(b.offset))}
+            height={40}
+            className="hw-slot"
+          >
             <title>{`${b.name}[${b.stage}] at ${b.offset} B, ${b.bytes} B`}</title>
           </rect>
         ))}
@@ -56,9 +63,19 @@ function SmemStrip({ view, live, cta, cursor }: { view: HwView; live: MemInterva
               data-bytes={m.bytes}
               data-state={filling ? 'filling' : 'ready'}
             >
-              <rect x={x(m.offset)} y={10} width={w} height={36} fill={tensorColour(m.tile)} opacity={filling ? 0.45 : 0.9} className={filling ? 'hw-filling' : undefined} />
+              <rect
+                x={x(m.offset)}
+                y={10}
+                width={w}
+                height={36}
+                fill={tensorColour(m.tile)}
+                opacity={filling ? 0.45 : 0.9}
+                className={filling ? 'hw-filling' : undefined}
+              />
               <text x={x(m.offset) + w / 2} y={33} textAnchor="middle" className="hw-label">
-                {w > 24 ? `${m.tile}${m.buffer.endsWith('sKV') || m.buffer.endsWith('sK') || m.buffer.endsWith('sV') ? ` s${m.stage}` : ''}` : ''}
+                {w > 24
+                  ? `${m.tile}${m.buffer.endsWith('sKV') || m.buffer.endsWith('sK') || m.buffer.endsWith('sV') ? ` s${m.stage}` : ''}`
+                  : ''}
               </text>
               <title>{`${m.tile} in ${bare(m.buffer)}[${m.stage}]: bytes ${m.offset}–${m.offset + m.bytes} (${kb(m.bytes)}); ${filling ? `copy lands at cycle ${Math.round(m.ready)}` : `ready since cycle ${Math.round(m.ready)}`}, released at ${Math.round(m.end)}`}</title>
             </g>
@@ -114,8 +131,22 @@ function TmemGrid({ view, live, cursor }: { view: HwView; live: MemInterval[]; c
           const w = x(m.offset + cols(m)) - x(m.offset);
           const [name, blk] = m.tile.split('.');
           return (
-            <g key={`${m.buffer}|${m.tile}|${m.start}`} data-testid="tmem-block" data-tile={m.tile} data-column={m.offset} data-columns={cols(m)} data-state={filling ? 'filling' : 'ready'}>
-              <rect x={x(m.offset)} y={p ? 10 : 4} width={w} height={p ? H - 20 : H - 8} fill={tensorColour(m.tile)} opacity={filling ? 0.45 : 0.85} />
+            <g
+              key={`${m.buffer}|${m.tile}|${m.start}`}
+              data-testid="tmem-block"
+              data-tile={m.tile}
+              data-column={m.offset}
+              data-columns={cols(m)}
+              data-state={filling ? 'filling' : 'ready'}
+            >
+              <rect
+                x={x(m.offset)}
+                y={p ? 10 : 4}
+                width={w}
+                height={p ? H - 20 : H - 8}
+                fill={tensorColour(m.tile)}
+                opacity={filling ? 0.45 : 0.85}
+              />
               <text x={x(m.offset) + w / 2} y={H / 2 + 4} textAnchor="middle" className="hw-label">
                 {name}
                 {blk !== undefined ? ` (K/V ${blk})` : ''}
@@ -124,11 +155,13 @@ function TmemGrid({ view, live, cursor }: { view: HwView; live: MemInterval[]; c
             </g>
           );
         })}
-        {[0, 128, 256, 384, 512].filter((c) => c <= t.columns).map((c) => (
-          <text key={c} x={x(c)} y={H + 14} textAnchor={c === 0 ? 'start' : c === t.columns ? 'end' : 'middle'} className="hw-axis">
-            {c}
-          </text>
-        ))}
+        {[0, 128, 256, 384, 512]
+          .filter((c) => c <= t.columns)
+          .map((c) => (
+            <text key={c} x={x(c)} y={H + 14} textAnchor={c === 0 ? 'start' : c === t.columns ? 'end' : 'middle'} className="hw-axis">
+              {c}
+            </text>
+          ))}
       </svg>
     </figure>
   );
@@ -147,13 +180,16 @@ function CtaPair({ view, live }: { view: HwView; live: MemInterval[] }) {
   const stage = r.smem.buffers.find((b) => b.name === 'sKV');
   const side = (i: number) => (
     <div className="hw-pair-cta" data-testid="pair-cta" data-cta={i}>
-      <strong>CTA {i}</strong> {i === 0 ? '(leader: its MMA warp issues tcgen05.mma cta_group::2 for both)' : '(peer: its MMA warp issues nothing)'}
+      <strong>CTA {i}</strong>{' '}
+      {i === 0 ? '(leader: its MMA warp issues tcgen05.mma cta_group::2 for both)' : '(peer: its MMA warp issues nothing)'}
       <ul>
         <li>
-          Q rows {i * r.q_stage * r.tiles.block_m}–{(i + 1) * r.q_stage * r.tiles.block_m - 1} of the pair: {q.length} × sQ ({kb(q[0]?.bytes ?? 0)} each)
+          Q rows {i * r.q_stage * r.tiles.block_m}–{(i + 1) * r.q_stage * r.tiles.block_m - 1} of the pair: {q.length} × sQ (
+          {kb(q[0]?.bytes ?? 0)} each)
         </li>
         <li>
-          K/V ring: {r.kv_stage} stages of {kb(stage?.bytes ?? 0)}, each holding rows {i * half}–{(i + 1) * half - 1} of a {r.tiles.block_n}-row K or V tile
+          K/V ring: {r.kv_stage} stages of {kb(stage?.bytes ?? 0)}, each holding rows {i * half}–{(i + 1) * half - 1} of a {r.tiles.block_n}
+          -row K or V tile
           {kv.length > 0 ? ` (now: ${kv.map((t) => `${t}[${i * half}:${(i + 1) * half}]`).join(', ')})` : ''}
         </li>
         <li>TMEM: S, P and O of its own {r.tiles.block_m}-row tiles</li>
@@ -162,7 +198,9 @@ function CtaPair({ view, live }: { view: HwView; live: MemInterval[] }) {
   );
   return (
     <figure className="hw-pair" data-testid="cta-pair" aria-label="CTA pair">
-      <figcaption>2-CTA mode (cta_group = 2): this CTA and its peer on the neighbouring SM — each row below is what one of them holds now</figcaption>
+      <figcaption>
+        2-CTA mode (cta_group = 2): this CTA and its peer on the neighbouring SM — each row below is what one of them holds now
+      </figcaption>
       {side(0)}
       {side(1)}
     </figure>
@@ -184,13 +222,19 @@ function Registers({ view, live }: { view: HwView; live: MemInterval[] }) {
         <tbody>
           {roles.map((r) => {
             const total = r.registers * 32 * r.warps.length;
-            const holds = live.filter((m) => m.space === 'regs' && m.stage === Number(/(\d+)$/.exec(r.name)?.[1] ?? -1) && r.name.startsWith('consumer'));
+            const holds = live.filter(
+              (m) => m.space === 'regs' && m.stage === Number(/(\d+)$/.exec(r.name)?.[1] ?? -1) && r.name.startsWith('consumer'),
+            );
             return (
               <tr key={r.name} data-testid="reg-role" data-role={r.name} data-registers={r.registers}>
                 <th>{r.name}</th>
                 <td className="num">{r.registers}/thr</td>
                 <td className="bar">
-                  <span className="hw-bar" style={{ width: `${(100 * r.registers) / maxThread}%` }} title={`${r.registers} of ${maxThread} registers per thread`} />
+                  <span
+                    className="hw-bar"
+                    style={{ width: `${(100 * r.registers) / maxThread}%` }}
+                    title={`${r.registers} of ${maxThread} registers per thread`}
+                  />
                 </td>
                 <td className="num">{((100 * total) / per).toFixed(1)}% of file</td>
                 <td className="dim">{holds.map((m) => `${m.buffer.replace('regs.', '')}=${m.tile}`).join(' ')}</td>

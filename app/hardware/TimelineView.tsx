@@ -122,7 +122,13 @@ export function TimelineView() {
           </label>
           {switches.map((s) => (
             <label key={s.key} title={s.doc}>
-              <input type="checkbox" aria-label={s.label} checked={Boolean(features?.[s.key] ?? view?.features[s.key])} onChange={(e) => setFeature(s.key, e.target.checked)} /> {s.label}
+              <input
+                type="checkbox"
+                aria-label={s.label}
+                checked={Boolean(features?.[s.key] ?? view?.features[s.key])}
+                onChange={(e) => setFeature(s.key, e.target.checked)}
+              />{' '}
+              {s.label}
             </label>
           ))}
           <label title="Keep the cursor in view while stepping">
@@ -145,9 +151,9 @@ export function TimelineView() {
         {!folded && <CursorSync pane={pane} chart={chart} />}
         {view?.resources.cta_group === 2 && (
           <p className="hw-pair-note" data-testid="timeline-pair">
-            2-CTA mode: this timeline is one CTA of a pair on two SMs; the peer runs the same lanes on its own SM. The leader&apos;s MMA warp issues every MMA marked
-            &ldquo;(cta_group::2)&rdquo; for both CTAs (each SM&apos;s tensor cores compute that CTA&apos;s 128 rows), so the peer&apos;s mma lane stays idle; each CTA loads half of every
-            K/V tile.
+            2-CTA mode: this timeline is one CTA of a pair on two SMs; the peer runs the same lanes on its own SM. The leader&apos;s MMA
+            warp issues every MMA marked &ldquo;(cta_group::2)&rdquo; for both CTAs (each SM&apos;s tensor cores compute that CTA&apos;s 128
+            rows), so the peer&apos;s mma lane stays idle; each CTA loads half of every K/V tile.
           </p>
         )}
         <div ref={host} className="tl-host" />
@@ -160,22 +166,25 @@ export function TimelineView() {
           ))}
         </div>
         <p className="dim">
-          Percentages: share of the visible window in which the unit had an op in flight (averaged over sub-partitions). Lower bars are async work from issue to completion; thin
-          grey bars are barrier waits; hover an op for the ops it waited on, click it to move the debugger to its step.
+          Percentages: share of the visible window in which the unit had an op in flight (averaged over sub-partitions). Lower bars are
+          async work from issue to completion; thin grey bars are barrier waits; hover an op for the ops it waited on, click it to move the
+          debugger to its step.
         </p>
         <details className="hw-mapping">
           <summary>How a step is placed on the timeline</summary>
           <p>
-            The numeric trace and the kernel use their own tile sizes, so a step is placed by its rows and key columns: its CTA (the one whose rows hold the step's first row),
-            its K/V blocks and its sub-unit (softmax warpgroup, consumer warpgroup or warp). The cursor is the end of the latest op of that CTA, K/V block and sub-unit that
-            does the step's phase (load, S = QKᵀ, softmax parts, P·V, normalize, write): the moment the hardware has done what the step shows. A phase the kernel folds into
-            another op (a mask inside the softmax) uses that op and is marked as such. Clicking an op seeks to the first step placed on it; clicking a barrier wait seeks to
-            the last step placed before it.
+            The numeric trace and the kernel use their own tile sizes, so a step is placed by its rows and key columns: its CTA (the one
+            whose rows hold the step's first row), its K/V blocks and its sub-unit (softmax warpgroup, consumer warpgroup or warp). The
+            cursor is the end of the latest op of that CTA, K/V block and sub-unit that does the step's phase (load, S = QKᵀ, softmax parts,
+            P·V, normalize, write): the moment the hardware has done what the step shows. A phase the kernel folds into another op (a mask
+            inside the softmax) uses that op and is marked as such. Clicking an op seeks to the first step placed on it; clicking a barrier
+            wait seeks to the last step placed before it.
           </p>
           <p>
-            Backward: one CTA owns a column block of K and V and walks the row blocks of Q that see it, so a backward step is placed by its first key (the CTA) and its first
-            row (the row block); on FA3 also by the consumer warpgroup whose keys it covers. A dQ step ends with the add that put the partial into the fp32 dQ accumulator (the
-            dQ writer's TMA reduce-add on FA3, the warps' atomicAdds on FA2). D = rowsum(dO ∘ O) and the dQ conversion run in kernels of their own, before and after this one.
+            Backward: one CTA owns a column block of K and V and walks the row blocks of Q that see it, so a backward step is placed by its
+            first key (the CTA) and its first row (the row block); on FA3 also by the consumer warpgroup whose keys it covers. A dQ step
+            ends with the add that put the partial into the fp32 dQ accumulator (the dQ writer's TMA reduce-add on FA3, the warps'
+            atomicAdds on FA2). D = rowsum(dO ∘ O) and the dQ conversion run in kernels of their own, before and after this one.
           </p>
         </details>
       </div>

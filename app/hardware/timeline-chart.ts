@@ -8,7 +8,17 @@
 // is recorded as a User Timing measure ("flashscope:timeline-…") for profiling and for
 // bench:hwviews.
 
-import { brushX, scaleLinear, select, zoom, zoomIdentity, type BrushBehavior, type ScaleLinear, type ZoomBehavior, type ZoomTransform } from 'd3';
+import {
+  brushX,
+  scaleLinear,
+  select,
+  zoom,
+  zoomIdentity,
+  type BrushBehavior,
+  type ScaleLinear,
+  type ZoomBehavior,
+  type ZoomTransform,
+} from 'd3';
 import type { HwView } from '../../engine/hw/sm-view.ts';
 import { familyColour, UNIT_FAMILIES, unitFamily } from './palette.ts';
 
@@ -67,7 +77,10 @@ export class TimelineChart {
     this.over.className = 'tl-over';
     this.over.tabIndex = 0;
     this.over.setAttribute('role', 'img');
-    this.over.setAttribute('aria-label', 'Warp-role timeline: scroll or + / − / 0 to zoom, drag or Shift+arrow keys to pan, click an op or pick one with the arrow keys and press Enter to seek the debugger there');
+    this.over.setAttribute(
+      'aria-label',
+      'Warp-role timeline: scroll or + / − / 0 to zoom, drag or Shift+arrow keys to pan, click an op or pick one with the arrow keys and press Enter to seek the debugger there',
+    );
     this.over.dataset.testid = 'timeline-canvas';
     stack.append(this.base, this.over);
     this.tip = document.createElement('div');
@@ -123,7 +136,8 @@ export class TimelineChart {
       if (e.key === '+' || e.key === '=') this.zoomBy(2);
       else if (e.key === '-') this.zoomBy(0.5);
       else if (e.key === '0') this.fit();
-      else if ((e.key === 'ArrowLeft' || e.key === 'ArrowRight') && e.shiftKey) select(this.over).call(this.zoomer.translateBy, e.key === 'ArrowLeft' ? pan : -pan, 0);
+      else if ((e.key === 'ArrowLeft' || e.key === 'ArrowRight') && e.shiftKey)
+        select(this.over).call(this.zoomer.translateBy, e.key === 'ArrowLeft' ? pan : -pan, 0);
       else if (e.key === 'ArrowLeft' || e.key === 'ArrowRight') this.keyOp(e.key === 'ArrowRight' ? 1 : -1);
       else if (e.key === 'Enter' && this.hover >= 0) this.cb.onSeek(this.hover, this.view!.timeline.start[this.hover]);
       else return;
@@ -287,7 +301,13 @@ export class TimelineChart {
     const t = v.timeline;
     const css = getComputedStyle(this.root);
     const read = (name: string, fallback: string) => css.getPropertyValue(name).trim() || fallback;
-    this.colours = { text: read('--text', '#ccc'), dim: read('--dim', '#888'), border: read('--border', '#333'), hl: read('--hl', '#ffd400'), err: read('--err', '#f66') };
+    this.colours = {
+      text: read('--text', '#ccc'),
+      dim: read('--dim', '#888'),
+      border: read('--border', '#333'),
+      hl: read('--hl', '#ffd400'),
+      err: read('--err', '#f66'),
+    };
     const { text, dim, border } = this.colours;
     this.lanes.forEach((r, l) => {
       if (l % 2) {
@@ -412,7 +432,8 @@ export class TimelineChart {
     const v = this.view;
     if (!v || v.timeline.count === 0) return;
     const t = v.timeline;
-    if (!this.byStart || this.byStart.length !== t.count) this.byStart = Int32Array.from({ length: t.count }, (_, i) => i).sort((a, b) => t.start[a] - t.start[b] || a - b);
+    if (!this.byStart || this.byStart.length !== t.count)
+      this.byStart = Int32Array.from({ length: t.count }, (_, i) => i).sort((a, b) => t.start[a] - t.start[b] || a - b);
     const order = this.byStart;
     const from = this.hover >= 0 ? this.hover : this.cursorOp;
     let k = from >= 0 ? order.indexOf(from) + dir : 0;
@@ -420,7 +441,8 @@ export class TimelineChart {
     this.hover = order[k];
     const [a, b] = this.x.domain();
     // Keep the op in the window: pan so it sits in the middle.
-    if (t.start[this.hover] < a || t.start[this.hover] > b) select(this.over).call(this.zoomer.translateBy, (this.x(a + (b - a) / 2) - this.x(t.start[this.hover])) / this.transform.k, 0);
+    if (t.start[this.hover] < a || t.start[this.hover] > b)
+      select(this.over).call(this.zoomer.translateBy, (this.x(a + (b - a) / 2) - this.x(t.start[this.hover])) / this.transform.k, 0);
     this.drawOverlay();
     this.showTip(this.hover, this.x(t.start[this.hover]), this.laneY(this.hover));
     this.live.textContent = this.tip.textContent;

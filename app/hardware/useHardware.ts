@@ -23,7 +23,17 @@ export function viewHoldsEvent(v: HwView, ev: TraceEvent): boolean {
     return v.ctas.some((c) => c.b === ev.b && c.h === ev.h && c.kvBlocks.includes(Math.floor(ev.tile.cols[0] / v.geometry.blockN)));
   }
   const r0 = ev.tile.rows[0];
-  return v.ctas.some((c) => c.b === ev.b && c.h === ev.h && r0 >= c.rows[0] && r0 < c.rows[1] && (ev.split === undefined || ev.kind === 'combine' || ev.tile.cols[1] <= ev.tile.cols[0] || c.kvBlocks.includes(Math.floor(ev.tile.cols[0] / v.geometry.blockN))));
+  return v.ctas.some(
+    (c) =>
+      c.b === ev.b &&
+      c.h === ev.h &&
+      r0 >= c.rows[0] &&
+      r0 < c.rows[1] &&
+      (ev.split === undefined ||
+        ev.kind === 'combine' ||
+        ev.tile.cols[1] <= ev.tile.cols[0] ||
+        c.kvBlocks.includes(Math.floor(ev.tile.cols[0] / v.geometry.blockN))),
+  );
 }
 
 function sync(pane: string, ctl: PaneController): void {
@@ -46,7 +56,9 @@ function sync(pane: string, ctl: PaneController): void {
   useHw.getState().patch(pane, { loading: true });
   ctl.worker
     .hwView({ algorithm, gpu, features, problem: applied.problem, step: frame.step, pass })
-    .then((view) => useHw.getState().patch(pane, { view, viewKey: key, loading: false, error: undefined, ...(stale ? { window: undefined } : {}) }))
+    .then((view) =>
+      useHw.getState().patch(pane, { view, viewKey: key, loading: false, error: undefined, ...(stale ? { window: undefined } : {}) }),
+    )
     .catch((e) => useHw.getState().patch(pane, { view: undefined, viewKey: key, loading: false, error: messageOf(e) }))
     .finally(() => {
       inFlight.delete(pane);

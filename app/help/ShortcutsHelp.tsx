@@ -17,11 +17,17 @@ const GROUPS: { title: string; keys: [string, string][] }[] = [
       ['End', 'last step'],
     ],
   },
-  { title: 'Serving page', keys: [['← / →', 'previous / next step'], ['Home / End', 'first / last step']] },
+  {
+    title: 'Serving page',
+    keys: [
+      ['← / →', 'previous / next step'],
+      ['Home / End', 'first / last step'],
+    ],
+  },
   {
     title: 'Heatmaps (Tab to one)',
     keys: [
-      ['Arrow keys', "move by a tile and read its numbers"],
+      ['Arrow keys', 'move by a tile and read its numbers'],
       ['Shift + arrow keys', 'move by one cell'],
       ['Enter', 'select the tile'],
     ],
@@ -35,12 +41,24 @@ const GROUPS: { title: string; keys: [string, string][] }[] = [
       ['Shift + ← / →', 'pan'],
     ],
   },
-  { title: 'Choices', keys: [['← / → on Forward | Backward', 'switch pass'], ['?', 'this help'], ['Escape', 'close a dialog']] },
+  {
+    title: 'Choices',
+    keys: [
+      ['← / → on Forward | Backward', 'switch pass'],
+      ['?', 'this help'],
+      ['Escape', 'close a dialog'],
+    ],
+  },
 ];
 
 function typing(t: EventTarget | null): boolean {
   if (!(t instanceof HTMLElement)) return false;
-  return t.tagName === 'TEXTAREA' || t.tagName === 'SELECT' || (t.tagName === 'INPUT' && !['checkbox', 'radio', 'range', 'button'].includes((t as HTMLInputElement).type)) || t.isContentEditable;
+  return (
+    t.tagName === 'TEXTAREA' ||
+    t.tagName === 'SELECT' ||
+    (t.tagName === 'INPUT' && !['checkbox', 'radio', 'range', 'button'].includes((t as HTMLInputElement).type)) ||
+    t.isContentEditable
+  );
 }
 
 export function ShortcutsHelp() {
@@ -71,7 +89,13 @@ export function ShortcutsHelp() {
   };
   return (
     <>
-      <button type="button" className="help-button" aria-label="Keyboard shortcuts" title="Keyboard shortcuts (?)" onClick={() => setOpen(true)}>
+      <button
+        type="button"
+        className="help-button"
+        aria-label="Keyboard shortcuts"
+        title="Keyboard shortcuts (?)"
+        onClick={() => setOpen(true)}
+      >
         ?
       </button>
       <dialog ref={dialog} className="help-dialog" aria-labelledby="help-title" onClose={onClose}>

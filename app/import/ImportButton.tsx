@@ -40,7 +40,13 @@ export function ImportButton() {
         </p>
       )}
       {/* In a portal: outside the problem form (Enter in the dialog must not submit it) and above every panel. */}
-      {open && createPortal(<Suspense fallback={null}><ImportDialog onClose={() => setOpen(false)} /></Suspense>, document.body)}
+      {open &&
+        createPortal(
+          <Suspense fallback={null}>
+            <ImportDialog onClose={() => setOpen(false)} />
+          </Suspense>,
+          document.body,
+        )}
     </div>
   );
 }

@@ -4,7 +4,14 @@
 // the pane's loaded run stays as it was until a checked choice is loaded.
 
 import { useEffect, useMemo, useRef, useState } from 'react';
-import { detectLayout, guessRole, type FileListing, type Layout, type TensorChoice, type TensorRef } from '../../engine/import/tensor-import.ts';
+import {
+  detectLayout,
+  guessRole,
+  type FileListing,
+  type Layout,
+  type TensorChoice,
+  type TensorRef,
+} from '../../engine/import/tensor-import.ts';
 import type { TensorInfo } from '../../engine/io/tensor-info.ts';
 import { usePane } from '../pane/context.ts';
 import { formToRequest } from '../store/problem-form.ts';
@@ -29,7 +36,14 @@ const fromKey = (k: string): TensorRef | undefined => {
   const i = k.indexOf('/');
   return i < 0 ? undefined : { file: Number(k.slice(0, i)), tensor: k.slice(i + 1) };
 };
-const bytes = (n: number) => (n >= 2 ** 30 ? `${(n / 2 ** 30).toFixed(2)} GB` : n >= 2 ** 20 ? `${(n / 2 ** 20).toFixed(1)} MB` : n >= 1024 ? `${(n / 1024).toFixed(1)} kB` : `${n} B`);
+const bytes = (n: number) =>
+  n >= 2 ** 30
+    ? `${(n / 2 ** 30).toFixed(2)} GB`
+    : n >= 2 ** 20
+      ? `${(n / 2 ** 20).toFixed(1)} MB`
+      : n >= 1024
+        ? `${(n / 1024).toFixed(1)} kB`
+        : `${n} B`;
 
 function guessPicks(listings: (FileListing | undefined)[]): Partial<Record<Role, string>> {
   const picks: Partial<Record<Role, string>> = {};
@@ -126,7 +140,19 @@ export default function ImportDialog({ onClose }: { onClose: () => void }) {
         label: `${used}, batch ${b}, head ${h} (${layout})`,
       });
       const p = checked.problem;
-      useApp.getState().setForm(pane, { batch: '1', hq: '1', hk: '1', nq: String(p.nq), nk: String(p.nk), d: String(p.d), dv: String(p.dv), dtype: p.dtype, alibi: false });
+      useApp
+        .getState()
+        .setForm(pane, {
+          batch: '1',
+          hq: '1',
+          hk: '1',
+          nq: String(p.nq),
+          nk: String(p.nk),
+          d: String(p.d),
+          dv: String(p.dv),
+          dtype: p.dtype,
+          alibi: false,
+        });
       onClose();
       await ctl.load({ ...base, problem: p, tensors: { ...choice, files, names: files.map((f) => f.name) } });
     } catch (e) {
@@ -136,7 +162,14 @@ export default function ImportDialog({ onClose }: { onClose: () => void }) {
     }
   };
 
-  const options = listings.flatMap((l, file) => (l ? l.tensors.map((t) => ({ key: refKey({ file, tensor: t.name }), text: `${l.kind === 'npy' ? t.name : `${l.name}: ${t.name}`} · ${t.dtype} [${t.shape.join(', ')}]` })) : []));
+  const options = listings.flatMap((l, file) =>
+    l
+      ? l.tensors.map((t) => ({
+          key: refKey({ file, tensor: t.name }),
+          text: `${l.kind === 'npy' ? t.name : `${l.name}: ${t.name}`} · ${t.dtype} [${t.shape.join(', ')}]`,
+        }))
+      : [],
+  );
 
   return (
     <div className="modal-backdrop" onClick={(e) => e.target === e.currentTarget && onClose()}>
@@ -181,7 +214,10 @@ export default function ImportDialog({ onClose }: { onClose: () => void }) {
             {inspected.map((f, i) =>
               f.ok ? (
                 <li key={i}>
-                  <strong>{f.listing.name}</strong> <span className="dim">({bytes(f.listing.size)}, {f.listing.kind})</span>
+                  <strong>{f.listing.name}</strong>{' '}
+                  <span className="dim">
+                    ({bytes(f.listing.size)}, {f.listing.kind})
+                  </span>
                   <ul>
                     {f.listing.tensors.map((t) => (
                       <li key={t.name}>
@@ -204,7 +240,11 @@ export default function ImportDialog({ onClose }: { onClose: () => void }) {
             {ROLES.map((r) => (
               <label key={r.role} className="field">
                 <span>{r.label}</span>
-                <select aria-label={`Tensor for ${r.label}`} value={picks[r.role] ?? ''} onChange={(e) => setPicks((p) => ({ ...p, [r.role]: e.target.value || undefined }))}>
+                <select
+                  aria-label={`Tensor for ${r.label}`}
+                  value={picks[r.role] ?? ''}
+                  onChange={(e) => setPicks((p) => ({ ...p, [r.role]: e.target.value || undefined }))}
+                >
                   <option value="">{r.optional ? '(none)' : '(pick one)'}</option>
                   {options.map((o) => (
                     <option key={o.key} value={o.key}>
@@ -221,11 +261,14 @@ export default function ImportDialog({ onClose }: { onClose: () => void }) {
             <legend>Layout</legend>
             {(['BHND', 'BNHD'] as const).map((l) => (
               <label key={l}>
-                <input type="radio" name="import-layout" checked={layout === l} onChange={() => setLayout(l)} /> {l === 'BHND' ? 'BHND (batch, heads, seq, dim)' : 'BNHD (batch, seq, heads, dim)'}
+                <input type="radio" name="import-layout" checked={layout === l} onChange={() => setLayout(l)} />{' '}
+                {l === 'BHND' ? 'BHND (batch, heads, seq, dim)' : 'BNHD (batch, seq, heads, dim)'}
               </label>
             ))}
             <p className="dim" data-testid="layout-detection">
-              {detection && detection.fits.length === 1 && `Detected ${detection.fits[0]}: the other layout does not fit (${detection.reasons[detection.fits[0] === 'BHND' ? 'BNHD' : 'BHND']}).`}
+              {detection &&
+                detection.fits.length === 1 &&
+                `Detected ${detection.fits[0]}: the other layout does not fit (${detection.reasons[detection.fits[0] === 'BHND' ? 'BNHD' : 'BHND']}).`}
               {detection && detection.fits.length === 2 && 'Both layouts fit these shapes: pick the one the tensors were saved in.'}
               {detection && detection.fits.length === 0 && `Neither layout fits: ${detection.reasons.BHND}`}
             </p>

@@ -23,13 +23,23 @@ function ChapterNav({ chapter, where }: { chapter: Chapter; where: 'top' | 'bott
   const next = CHAPTERS.find((c) => c.number === chapter.number + 1);
   return (
     <nav className={`chapter-nav ${where}`} aria-label={where === 'top' ? 'Chapter navigation' : 'Chapter navigation (bottom)'}>
-      <button type="button" disabled={!prev} onClick={() => prev && goToLesson({ lesson: prev.number, step: null })} aria-label={prev ? `Previous chapter: ${prev.number}. ${prev.title}` : 'No previous chapter'}>
+      <button
+        type="button"
+        disabled={!prev}
+        onClick={() => prev && goToLesson({ lesson: prev.number, step: null })}
+        aria-label={prev ? `Previous chapter: ${prev.number}. ${prev.title}` : 'No previous chapter'}
+      >
         ← {prev ? `${prev.number}. ${prev.title}` : 'Previous'}
       </button>
       <button type="button" onClick={() => goToLesson({ lesson: 0, step: null })}>
         Contents
       </button>
-      <button type="button" disabled={!next} onClick={() => next && goToLesson({ lesson: next.number, step: null })} aria-label={next ? `Next chapter: ${next.number}. ${next.title}` : 'No next chapter'}>
+      <button
+        type="button"
+        disabled={!next}
+        onClick={() => next && goToLesson({ lesson: next.number, step: null })}
+        aria-label={next ? `Next chapter: ${next.number}. ${next.title}` : 'No next chapter'}
+      >
         {next ? `${next.number}. ${next.title}` : 'Next'} →
       </button>
     </nav>
@@ -56,9 +66,12 @@ export function ChapterView({ chapter, initialStep }: { chapter: Chapter; initia
   const applied = useApp((s) => s.problem[pane0]?.applied);
   const paneReady = useApp((s) => s.playback[pane0]?.status === 'ready');
 
-  const setHandle = useCallback((i: number) => (h: LessonPaneHandle | null) => {
-    handles.current[i] = h;
-  }, []);
+  const setHandle = useCallback(
+    (i: number) => (h: LessonPaneHandle | null) => {
+      handles.current[i] = h;
+    },
+    [],
+  );
   // Stable per index, so the panes' effects do not restart.
   const handleSetters = useRef(chapter.panes.map((_, i) => setHandle(i)));
 
@@ -133,9 +146,7 @@ export function ChapterView({ chapter, initialStep }: { chapter: Chapter; initia
       </header>
 
       <div className="chapter-top">
-        <div className="lesson-text">
-          {textBlocks}
-        </div>
+        <div className="lesson-text">{textBlocks}</div>
         <aside className="lesson-side">
           <section className="try-this" aria-label="Try this">
             <h3>Try this</h3>
@@ -151,7 +162,11 @@ export function ChapterView({ chapter, initialStep }: { chapter: Chapter; initia
                 </li>
               ))}
               <li>
-                <button type="button" disabled={!paneReady} onClick={() => void applyToPanes((_r, i) => chapter.panes[i].preset, 'Back to the preset')}>
+                <button
+                  type="button"
+                  disabled={!paneReady}
+                  onClick={() => void applyToPanes((_r, i) => chapter.panes[i].preset, 'Back to the preset')}
+                >
                   Back to the preset
                 </button>
               </li>
@@ -164,7 +179,10 @@ export function ChapterView({ chapter, initialStep }: { chapter: Chapter; initia
           </section>
           <section className="questions" aria-label="Check your understanding">
             <h3>Check your understanding</h3>
-            <p className="dim">Answers are computed by the engine for the problem loaded in the debugger{chapter.panes.length > 1 ? ` (the ${chapter.panes[0].label} pane)` : ''}.</p>
+            <p className="dim">
+              Answers are computed by the engine for the problem loaded in the debugger
+              {chapter.panes.length > 1 ? ` (the ${chapter.panes[0].label} pane)` : ''}.
+            </p>
             {chapter.questions.map((q, i) => (
               <QuestionCard key={q.id} chapter={chapter.number} q={q} index={i} request={paneReady ? applied : undefined} />
             ))}
@@ -189,7 +207,10 @@ export function ChapterView({ chapter, initialStep }: { chapter: Chapter; initia
                       setPending((p) => ({ ...p, [t.feature]: v }));
                       // A switch is a feature of the first pane's kernel; a pane that runs another algorithm keeps its problem.
                       const kernel = applied?.algorithm;
-                      void applyToPanes((r) => (r.algorithm === kernel ? { ...r, features: { ...r.features, [t.feature]: v } } : r), `${t.label} ${e.target.checked ? 'on' : 'off'}`);
+                      void applyToPanes(
+                        (r) => (r.algorithm === kernel ? { ...r, features: { ...r.features, [t.feature]: v } } : r),
+                        `${t.label} ${e.target.checked ? 'on' : 'off'}`,
+                      );
                     }}
                   />{' '}
                   {t.label} <span className="dim">— {t.explain}</span>
@@ -200,10 +221,24 @@ export function ChapterView({ chapter, initialStep }: { chapter: Chapter; initia
         )}
         <div className={`lesson-panes ${chapter.panes.length > 1 ? 'two' : 'one'}`}>
           {chapter.panes.map((spec, i) => (
-            <LessonPane key={`${chapter.number}-${i}`} chapter={chapter.number} index={i} spec={spec} initialStep={i === 0 && initialStep !== null ? initialStep : null} onHandle={handleSetters.current[i]} />
+            <LessonPane
+              key={`${chapter.number}-${i}`}
+              chapter={chapter.number}
+              index={i}
+              spec={spec}
+              initialStep={i === 0 && initialStep !== null ? initialStep : null}
+              onHandle={handleSetters.current[i]}
+            />
           ))}
         </div>
-        {chapter.hardware && <HardwareTableView chapter={chapter.number} table={chapter.hardware} current={applied?.features} toggleKeys={(chapter.toggles ?? []).map((t) => t.feature)} />}
+        {chapter.hardware && (
+          <HardwareTableView
+            chapter={chapter.number}
+            table={chapter.hardware}
+            current={applied?.features}
+            toggleKeys={(chapter.toggles ?? []).map((t) => t.feature)}
+          />
+        )}
         {chapter.reference && <KernelReference ids={chapter.reference} />}
       </section>
 

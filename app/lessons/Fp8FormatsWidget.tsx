@@ -14,9 +14,13 @@ const W = 640;
 const ROW_Y: Record<Fp8Name, number> = { e4m3: 34, e5m2: 74 };
 const PRESETS = ['300', '448', '500', '0.1', '2^-9', '2^-10', '60000'];
 
-const fmt = (x: number) => (x === 0 ? '0' : Math.abs(x) >= 1e-3 && Math.abs(x) < 1e6 ? String(Number(x.toPrecision(6))) : x.toExponential(4));
+const fmt = (x: number) =>
+  x === 0 ? '0' : Math.abs(x) >= 1e-3 && Math.abs(x) < 1e6 ? String(Number(x.toPrecision(6))) : x.toExponential(4);
 const pct = (x: number) => (x === 0 ? '0 (exact)' : x >= 0.9999 ? '100%' : `${Number((x * 100).toPrecision(3))}%`);
-const superscript = (n: number) => String(n).replace(/-/g, '⁻').replace(/\d/g, (d) => '⁰¹²³⁴⁵⁶⁷⁸⁹'[Number(d)]);
+const superscript = (n: number) =>
+  String(n)
+    .replace(/-/g, '⁻')
+    .replace(/\d/g, (d) => '⁰¹²³⁴⁵⁶⁷⁸⁹'[Number(d)]);
 
 function status(r: Rounded, name: Fp8Name): string {
   if (r.saturated) return `saturated: past ${formatMax(FORMATS[name])}, the cast clamps to ±max`;
@@ -31,16 +35,31 @@ function FormatCard({ name, r }: { name: Fp8Name; r: Rounded }) {
   return (
     <div className="fp8-card" data-testid={`fp8-${name}`}>
       <h4>
-        {name} <span className="dim">(1 sign, {f.expBits} exponent, {f.manBits} mantissa bits, bias {f.bias})</span>
+        {name}{' '}
+        <span className="dim">
+          (1 sign, {f.expBits} exponent, {f.manBits} mantissa bits, bias {f.bias})
+        </span>
       </h4>
       <p>
         nearest value <strong data-testid={`fp8-${name}-value`}>{fmt(r.value)}</strong>
       </p>
-      <p className="fp8-bits" aria-label={`${name} bits: sign ${r.fields.bits.sign}, exponent ${r.fields.bits.exponent}, mantissa ${r.fields.bits.mantissa}`}>
-        <span className="bit-s" title="sign">{r.fields.bits.sign}</span>
-        <span className="bit-e" title="exponent">{r.fields.bits.exponent}</span>
-        <span className="bit-m" title="mantissa">{r.fields.bits.mantissa}</span>
-        <span className="dim" data-testid={`fp8-${name}-code`}> code 0x{r.code.toString(16).padStart(2, '0')}</span>
+      <p
+        className="fp8-bits"
+        aria-label={`${name} bits: sign ${r.fields.bits.sign}, exponent ${r.fields.bits.exponent}, mantissa ${r.fields.bits.mantissa}`}
+      >
+        <span className="bit-s" title="sign">
+          {r.fields.bits.sign}
+        </span>
+        <span className="bit-e" title="exponent">
+          {r.fields.bits.exponent}
+        </span>
+        <span className="bit-m" title="mantissa">
+          {r.fields.bits.mantissa}
+        </span>
+        <span className="dim" data-testid={`fp8-${name}-code`}>
+          {' '}
+          code 0x{r.code.toString(16).padStart(2, '0')}
+        </span>
       </p>
       <p className="dim fp8-formula">= {r.fields.formula}</p>
       <p>
@@ -54,12 +73,25 @@ function FormatCard({ name, r }: { name: Fp8Name; r: Rounded }) {
 }
 
 function NumberLine({ x, rounded }: { x: number; rounded: Record<Fp8Name, Rounded> }) {
-  const sx = useMemo(() => scaleLog().base(2).domain([2 ** LOG_MIN, 2 ** LOG_MAX]).range([56, W - 10]).clamp(true), []);
+  const sx = useMemo(
+    () =>
+      scaleLog()
+        .base(2)
+        .domain([2 ** LOG_MIN, 2 ** LOG_MAX])
+        .range([56, W - 10])
+        .clamp(true),
+    [],
+  );
   const ticks = [];
   for (let k = -16; k <= 16; k += 4) ticks.push(k);
   const a = Math.abs(x);
   return (
-    <svg className="fp8-line" viewBox={`0 0 ${W} 112`} role="img" aria-label={`Every positive e4m3 and e5m2 value on a log scale; |x| = ${fmt(a)}`}>
+    <svg
+      className="fp8-line"
+      viewBox={`0 0 ${W} 112`}
+      role="img"
+      aria-label={`Every positive e4m3 and e5m2 value on a log scale; |x| = ${fmt(a)}`}
+    >
       {NAMES.map((n) => {
         const f = FORMATS[n];
         const t = finiteValues(f).filter((v) => v.value > 0);
@@ -80,7 +112,14 @@ function NumberLine({ x, rounded }: { x: number; rounded: Record<Fp8Name, Rounde
             </rect>
             <line x1={sx(minSub)} x2={sx(max)} y1={y} y2={y} className="fp8-axis" />
             {t.map((v) => (
-              <line key={v.code} x1={sx(v.value)} x2={sx(v.value)} y1={y - 7} y2={y + 7} className={v.subnormal ? 'fp8-tick sub' : 'fp8-tick'} />
+              <line
+                key={v.code}
+                x1={sx(v.value)}
+                x2={sx(v.value)}
+                y1={y - 7}
+                y2={y + 7}
+                className={v.subnormal ? 'fp8-tick sub' : 'fp8-tick'}
+              />
             ))}
             {r.value !== 0 && <circle cx={sx(Math.abs(r.value))} cy={y} r={5} className="fp8-pick" />}
             <text x={sx(max)} y={y - 12} className="fp8-label" textAnchor="middle">
@@ -128,11 +167,28 @@ export function Fp8FormatsWidget() {
       <div className="fp8-controls">
         <label>
           Value{' '}
-          <input type="text" className="fp8-input" value={text} onChange={(e) => type(e.target.value)} aria-label="Value to round" aria-invalid={!!error} aria-describedby="fp8-input-help" />
+          <input
+            type="text"
+            className="fp8-input"
+            value={text}
+            onChange={(e) => type(e.target.value)}
+            aria-label="Value to round"
+            aria-invalid={!!error}
+            aria-describedby="fp8-input-help"
+          />
         </label>
         <label className="fp8-slider">
           |value| on a log scale{' '}
-          <input type="range" min={LOG_MIN} max={LOG_MAX} step={0.125} value={log} onChange={(e) => slide(Number(e.target.value))} aria-label="Magnitude (log scale)" aria-valuetext={`${fmt(Math.abs(x))}`} />
+          <input
+            type="range"
+            min={LOG_MIN}
+            max={LOG_MAX}
+            step={0.125}
+            value={log}
+            onChange={(e) => slide(Number(e.target.value))}
+            aria-label="Magnitude (log scale)"
+            aria-valuetext={`${fmt(Math.abs(x))}`}
+          />
         </label>
         <button type="button" onClick={() => type(String(-x))}>
           ± sign
@@ -158,8 +214,10 @@ export function Fp8FormatsWidget() {
       </div>
       <NumberLine x={x} rounded={rounded} />
       <p className="hint">
-        Every tick is a representable positive value (pale ticks: subnormals); the dot is the nearest one, the vertical line your value. In the shaded zone on the left a value rounds to 0; in the one on the right, past the largest value (448, 57344), the kernels&apos; conversion clamps to it. e4m3 has {finiteValues(FORMATS.e4m3).length - 1} positive
-        finite values, e5m2 {finiteValues(FORMATS.e5m2).length - 1}.
+        Every tick is a representable positive value (pale ticks: subnormals); the dot is the nearest one, the vertical line your value. In
+        the shaded zone on the left a value rounds to 0; in the one on the right, past the largest value (448, 57344), the kernels&apos;
+        conversion clamps to it. e4m3 has {finiteValues(FORMATS.e4m3).length - 1} positive finite values, e5m2{' '}
+        {finiteValues(FORMATS.e5m2).length - 1}.
       </p>
     </section>
   );

@@ -19,7 +19,17 @@ function busy(u: Record<string, number>): string {
 const sameSwitches = (a: Record<string, boolean | number>, b: Record<string, boolean | number> | undefined, keys: string[]) =>
   keys.length > 0 && keys.every((k) => (a[k] ?? true) === (b?.[k] ?? true));
 
-export function HardwareTableView({ chapter, table, current, toggleKeys }: { chapter: number; table: HardwareTable; current?: Record<string, boolean | number>; toggleKeys: string[] }) {
+export function HardwareTableView({
+  chapter,
+  table,
+  current,
+  toggleKeys,
+}: {
+  chapter: number;
+  table: HardwareTable;
+  current?: Record<string, boolean | number>;
+  toggleKeys: string[];
+}) {
   const [rows, setRows] = useState<Row[] | null>(null);
   const [error, setError] = useState<string | null>(null);
   useEffect(() => {
@@ -67,7 +77,10 @@ export function HardwareTableView({ chapter, table, current, toggleKeys }: { cha
           </tbody>
         </table>
       )}
-      <p className="hint">A model of the kernel's schedule (engine/hw), not a measurement. {toggleKeys.length > 0 && 'The marked row has the same switches as the debugger above.'}</p>
+      <p className="hint">
+        A model of the kernel's schedule (engine/hw), not a measurement.{' '}
+        {toggleKeys.length > 0 && 'The marked row has the same switches as the debugger above.'}
+      </p>
     </section>
   );
 }

@@ -29,7 +29,12 @@ function Plot({ pts }: { pts: IoPoint[] }) {
         <g key={p.sramBytes}>
           <circle cx={X(lx[i])} cy={Y(ly[i])} r={4} className="io-pt" />
           {/* Labels point inwards so none is cut at the plot's edge. */}
-          <text x={X(lx[i]) + (X(lx[i]) > W / 2 ? -7 : 7)} y={Y(ly[i]) + 4} textAnchor={X(lx[i]) > W / 2 ? 'end' : 'start'} className="io-lbl">
+          <text
+            x={X(lx[i]) + (X(lx[i]) > W / 2 ? -7 : 7)}
+            y={Y(ly[i]) + 4}
+            textAnchor={X(lx[i]) > W / 2 ? 'end' : 'start'}
+            className="io-lbl"
+          >
             {p.sramBytes / 1024} KiB
           </text>
         </g>

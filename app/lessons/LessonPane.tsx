@@ -137,8 +137,13 @@ export function LessonPane({
           <span className="error">{targetError}</span>
         ) : target ? (
           <>
-            {target.exact ? 'The text refers to' : 'In this problem, the nearest to the text is'} step {target.step + 1} of {target.total}: {target.describe}.{' '}
-            <button type="button" className="linkish" onClick={() => void seekTarget(useApp.getState().problem[pane]?.applied ?? spec.preset, null)}>
+            {target.exact ? 'The text refers to' : 'In this problem, the nearest to the text is'} step {target.step + 1} of {target.total}:{' '}
+            {target.describe}.{' '}
+            <button
+              type="button"
+              className="linkish"
+              onClick={() => void seekTarget(useApp.getState().problem[pane]?.applied ?? spec.preset, null)}
+            >
               Go to that step
             </button>
           </>

@@ -16,8 +16,8 @@ function Contents() {
     <article className="lesson-contents" aria-labelledby="contents-title">
       <h2 id="contents-title">Lessons: from standard attention to FA4</h2>
       <p className="lesson-intro">
-        {CHAPTERS.length} chapters, each with a short text, a live debugger opened at the step the text talks about, changes to try, and questions the engine checks. Start at chapter 1 if
-        you have not read the papers; every chapter also stands on its own for a lecture.
+        {CHAPTERS.length} chapters, each with a short text, a live debugger opened at the step the text talks about, changes to try, and
+        questions the engine checks. Start at chapter 1 if you have not read the papers; every chapter also stands on its own for a lecture.
       </p>
       <div className="contents-actions">
         <button type="button" className="primary" onClick={() => goToLesson({ lesson: resume?.number ?? 1, step: null })}>
@@ -80,7 +80,11 @@ export default function LessonsPage({ route }: { route: LessonRoute }) {
   return (
     <div className="lessons">
       {/* A chapter's initial step is read once, when the chapter opens; stepping rewrites the URL afterwards. */}
-      {chapter ? <ChapterView key={chapter.number} chapter={chapter} initialStep={route.step !== null ? route.step - 1 : null} /> : <Contents />}
+      {chapter ? (
+        <ChapterView key={chapter.number} chapter={chapter} initialStep={route.step !== null ? route.step - 1 : null} />
+      ) : (
+        <Contents />
+      )}
     </div>
   );
 }

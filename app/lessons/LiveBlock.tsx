@@ -45,7 +45,15 @@ export function LiveBlock({ chapter, block, label }: { chapter: number; block: n
           <tbody>
             {content.table.rows.map((r, i) => (
               <tr key={i}>
-                {r.map((c, j) => (j === 0 ? <th key={j} scope="row">{c}</th> : <td key={j}>{c}</td>))}
+                {r.map((c, j) =>
+                  j === 0 ? (
+                    <th key={j} scope="row">
+                      {c}
+                    </th>
+                  ) : (
+                    <td key={j}>{c}</td>
+                  ),
+                )}
               </tr>
             ))}
           </tbody>

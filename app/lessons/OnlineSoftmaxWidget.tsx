@@ -43,11 +43,23 @@ export function OnlineSoftmaxWidget() {
     <section className="widget online-softmax" aria-label="Online softmax on one vector" onKeyDown={(e) => e.stopPropagation()}>
       <h3>Online softmax, element by element</h3>
       <div className="os-body">
-        <svg ref={svg} viewBox={`0 -10 ${x.length * W + 30} ${H + 20}`} className="os-bars" role="group" aria-label="Vector x (drag the bars)">
+        <svg
+          ref={svg}
+          viewBox={`0 -10 ${x.length * W + 30} ${H + 20}`}
+          className="os-bars"
+          role="group"
+          aria-label="Vector x (drag the bars)"
+        >
           <line x1={24} x2={x.length * W + 28} y1={y(0)} y2={y(0)} className="os-axis" />
-          <text x={0} y={y(HI) + 4} className="os-tick">{HI}</text>
-          <text x={4} y={y(0) + 4} className="os-tick">0</text>
-          <text x={0} y={y(LO)} className="os-tick">{LO}</text>
+          <text x={0} y={y(HI) + 4} className="os-tick">
+            {HI}
+          </text>
+          <text x={4} y={y(0) + 4} className="os-tick">
+            0
+          </text>
+          <text x={0} y={y(LO)} className="os-tick">
+            {LO}
+          </text>
           {x.map((v, i) => {
             const s = steps[i];
             const grew = i > 0 && s.factor < 1;
@@ -72,7 +84,13 @@ export function OnlineSoftmaxWidget() {
                 onPointerUp={() => (drag.current = null)}
               >
                 <rect x={28 + i * W} y={-10} width={W - 8} height={H + 20} className="os-hit" />
-                <rect x={28 + i * W} y={Math.min(y(v), y(0))} width={W - 8} height={Math.max(1, Math.abs(y(v) - y(0)))} className="os-fill" />
+                <rect
+                  x={28 + i * W}
+                  y={Math.min(y(v), y(0))}
+                  width={W - 8}
+                  height={Math.max(1, Math.abs(y(v) - y(0)))}
+                  className="os-fill"
+                />
                 <text x={28 + i * W + (W - 8) / 2} y={v >= 0 ? y(v) - 3 : y(v) + 11} className="os-val" textAnchor="middle">
                   {fmt(v)}
                 </text>
@@ -83,7 +101,14 @@ export function OnlineSoftmaxWidget() {
         <div className="os-table-wrap">
           <label className="os-upto">
             Elements processed: <strong data-testid="os-upto">{upTo}</strong>
-            <input type="range" min={1} max={x.length} value={upTo} onChange={(e) => setUpTo(Number(e.target.value))} aria-label="Elements processed" />
+            <input
+              type="range"
+              min={1}
+              max={x.length}
+              value={upTo}
+              onChange={(e) => setUpTo(Number(e.target.value))}
+              aria-label="Elements processed"
+            />
           </label>
           <table className="num-table os-table">
             <thead>
@@ -122,8 +147,9 @@ export function OnlineSoftmaxWidget() {
         </div>
       </div>
       <p className="hint">
-        Highlighted rows: the max grew, so the old sum was multiplied by a factor below 1. After all {x.length} elements, the online pass gives the same
-        probabilities as the three-pass safe softmax: largest difference <span data-testid="os-diff">{maxDiff.toExponential(1)}</span>.
+        Highlighted rows: the max grew, so the old sum was multiplied by a factor below 1. After all {x.length} elements, the online pass
+        gives the same probabilities as the three-pass safe softmax: largest difference{' '}
+        <span data-testid="os-diff">{maxDiff.toExponential(1)}</span>.
       </p>
     </section>
   );

@@ -13,7 +13,17 @@ type Feedback =
   | { kind: 'wrong' | 'invalid' | 'error'; message: string }
   | { kind: 'revealed'; message: string; explanation: string };
 
-export function QuestionCard({ chapter, q, index, request }: { chapter: number; q: Question; index: number; request: LoadRequest | undefined }) {
+export function QuestionCard({
+  chapter,
+  q,
+  index,
+  request,
+}: {
+  chapter: number;
+  q: Question;
+  index: number;
+  request: LoadRequest | undefined;
+}) {
   const [text, setText] = useState('');
   const [busy, setBusy] = useState(false);
   const [fb, setFb] = useState<Feedback | null>(null);

@@ -6,7 +6,19 @@ import { useApp } from '../store/store.ts';
 import { lessonCall } from './lesson-client.ts';
 import { lessonPaneId, type LessonPaneHandle } from './LessonPane.tsx';
 
-export function StepLink({ chapter, block, pane, label, handle }: { chapter: number; block: number; pane: number; label: string; handle: () => LessonPaneHandle | null }) {
+export function StepLink({
+  chapter,
+  block,
+  pane,
+  label,
+  handle,
+}: {
+  chapter: number;
+  block: number;
+  pane: number;
+  label: string;
+  handle: () => LessonPaneHandle | null;
+}) {
   const id = lessonPaneId(chapter, pane);
   const ready = useApp((s) => s.playback[id]?.status === 'ready');
   const [note, setNote] = useState<string | null>(null);

@@ -57,7 +57,16 @@ export function codeFields(f: FormatDef, code: number): CodeFields {
     kind = 'normal';
     formula = `${sg}2^(${exponent}−${f.bias}) × ${1 + frac}`;
   }
-  return { code, sign, exponent, mantissa, bits: { sign: bin(sign, 1), exponent: bin(exponent, f.expBits), mantissa: bin(mantissa, f.manBits) }, kind, value, formula };
+  return {
+    code,
+    sign,
+    exponent,
+    mantissa,
+    bits: { sign: bin(sign, 1), exponent: bin(exponent, f.expBits), mantissa: bin(mantissa, f.manBits) },
+    kind,
+    value,
+    formula,
+  };
 }
 
 export interface FiniteValue {
@@ -75,7 +84,8 @@ export function finiteValues(f: FormatDef): FiniteValue[] {
   const out: FiniteValue[] = [];
   for (let code = 0; code < 128; code++) {
     const c = codeFields(f, code);
-    if (c.kind === 'zero' || c.kind === 'subnormal' || c.kind === 'normal') out.push({ value: c.value, code, subnormal: c.kind === 'subnormal' });
+    if (c.kind === 'zero' || c.kind === 'subnormal' || c.kind === 'normal')
+      out.push({ value: c.value, code, subnormal: c.kind === 'subnormal' });
   }
   out.sort((a, b) => a.value - b.value);
   tables.set(f.name, out);
@@ -108,12 +118,22 @@ export function nearest(f: FormatDef, x: number): Rounded {
   const value = roundFp8(f.name, x);
   const code = encodeFp8(f.name, x);
   const a = Math.abs(x);
-  return { value, code, fields: codeFields(f, code), saturated: a > f.max, flushed: x !== 0 && value === 0, relError: x === 0 ? 0 : Math.abs(value - x) / a };
+  return {
+    value,
+    code,
+    fields: codeFields(f, code),
+    saturated: a > f.max,
+    flushed: x !== 0 && value === 0,
+    relError: x === 0 ? 0 : Math.abs(value - x) / a,
+  };
 }
 
 /** A typed value, or a message saying what is wrong with it (the text is kept as typed). */
 export function parseValue(text: string): { value: number } | { error: string } {
-  const t = text.trim().replace(/\u2212/g, '-').replace(/\s+/g, '');
+  const t = text
+    .trim()
+    .replace(/\u2212/g, '-')
+    .replace(/\s+/g, '');
   if (t === '') return { error: 'Type a number.' };
   const m = /^([+-]?)2\^\(?(-?\d+(?:\.\d+)?)\)?$/.exec(t);
   const v = m ? (m[1] === '-' ? -1 : 1) * 2 ** Number(m[2]) : Number(t);

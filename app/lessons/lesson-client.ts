@@ -30,8 +30,10 @@ export function lessonCall<T>(fn: (api: Comlink.Remote<LessonApi>) => Promise<T>
   return new Promise<T>((resolve, reject) => {
     const onFail = (e: Error) => reject(e);
     failed.push(onFail);
-    fn(a).then(resolve, (e: unknown) => reject(e instanceof Error ? e : new Error(String((e as { message?: string })?.message ?? e)))).finally(() => {
-      failed = failed.filter((x) => x !== onFail);
-    });
+    fn(a)
+      .then(resolve, (e: unknown) => reject(e instanceof Error ? e : new Error(String((e as { message?: string })?.message ?? e))))
+      .finally(() => {
+        failed = failed.filter((x) => x !== onFail);
+      });
   });
 }

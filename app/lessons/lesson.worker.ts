@@ -3,7 +3,16 @@
 
 import * as Comlink from 'comlink';
 import type { LoadRequest } from '../../engine/request.ts';
-import { checkAnswer, hardwareTable, liveBlock, locateBlock, locateTarget, needChapter, revealAnswer, RunCache } from '../../content/lessons/chapters/evaluate.ts';
+import {
+  checkAnswer,
+  hardwareTable,
+  liveBlock,
+  locateBlock,
+  locateTarget,
+  needChapter,
+  revealAnswer,
+  RunCache,
+} from '../../content/lessons/chapters/evaluate.ts';
 import { fa1IoSweep, standardIoBytes } from '../../content/lessons/chapters/io-sweep.ts';
 
 const cache = new RunCache();

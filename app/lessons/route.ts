@@ -33,7 +33,10 @@ export function formatLessonRoute(search: string, r: LessonRoute): string {
     q.set('lesson', r.lesson > 0 ? String(r.lesson) : '');
     if (r.lesson > 0 && r.step !== null) q.set('step', String(r.step));
   }
-  const s = q.toString().replace(/^lesson=$/, 'lesson').replace(/lesson=(&|$)/, 'lesson$1');
+  const s = q
+    .toString()
+    .replace(/^lesson=$/, 'lesson')
+    .replace(/lesson=(&|$)/, 'lesson$1');
   return s ? `?${s}` : '';
 }
 

@@ -58,7 +58,12 @@ function Views({ column }: { column: ViewColumn }) {
 function isTyping(t: EventTarget | null): boolean {
   if (!(t instanceof HTMLElement)) return false;
   const tag = t.tagName;
-  return tag === 'TEXTAREA' || tag === 'SELECT' || (tag === 'INPUT' && !['checkbox', 'range', 'button'].includes((t as HTMLInputElement).type)) || t.isContentEditable;
+  return (
+    tag === 'TEXTAREA' ||
+    tag === 'SELECT' ||
+    (tag === 'INPUT' && !['checkbox', 'range', 'button'].includes((t as HTMLInputElement).type)) ||
+    t.isContentEditable
+  );
 }
 
 function useKeyboard(pane: PaneId, ctl: PaneController) {
@@ -146,7 +151,8 @@ export function DebuggerPane({ pane, loadOnMount = true, onController }: Debugge
     // First screen: the pane's current form, loaded right away.
     // A link's low-precision problem the engine would refuse waits for one of the panel's fixes.
     const form = useApp.getState().problem[pane].form;
-    if (loadOnMount && lowPrecisionRefusal(form)) useApp.getState().patchPlayback(pane, { error: { place: 'problem', message: refusedLoadMessage(form) } });
+    if (loadOnMount && lowPrecisionRefusal(form))
+      useApp.getState().patchPlayback(pane, { error: { place: 'problem', message: refusedLoadMessage(form) } });
     else if (loadOnMount) void c.load(formToRequest(form));
     return () => {
       unregister();

@@ -82,7 +82,12 @@ export class PaneController {
         await this.client.api.load(applied);
         await this.client.api.setBreakpoints(this.state.breakpoints[this.pane] ?? []);
         const f = applyUpdate(undefined, await this.client.api.seek(step, true));
-        this.patch({ frame: f, textFrame: textCopy(f), status: 'ready', notice: `Worker restarted; restored step ${f.step + 1} of ${f.total}.` });
+        this.patch({
+          frame: f,
+          textFrame: textCopy(f),
+          status: 'ready',
+          notice: `Worker restarted; restored step ${f.step + 1} of ${f.total}.`,
+        });
       } else this.patch({ status: 'empty', notice: 'Worker restarted.' });
     })()
       .catch((e) => this.patch({ error: { place: 'worker', message: `Restarting the worker failed: ${messageOf(e)}` } }))
@@ -100,7 +105,15 @@ export class PaneController {
     const seq = ++this.loadSeq;
     const stale = () => seq !== this.loadSeq;
     this.pause();
-    this.patch({ status: 'loading', progress: { fraction: 0, label: 'starting' }, error: undefined, tooLarge: undefined, countersRun: undefined, hit: undefined, notice: undefined });
+    this.patch({
+      status: 'loading',
+      progress: { fraction: 0, label: 'starting' },
+      error: undefined,
+      tooLarge: undefined,
+      countersRun: undefined,
+      hit: undefined,
+      notice: undefined,
+    });
     try {
       const summary = await this.client.api.load(
         req,
@@ -123,7 +136,8 @@ export class PaneController {
       const status = hasRun ? 'ready' : 'empty';
       const name = (e as { name?: string })?.name;
       if (name === 'TooLargeError') this.patch({ status, progress: undefined, tooLarge: messageOf(e) });
-      else if (name === 'CancelledError') this.patch({ status, progress: undefined, notice: 'Loading cancelled; the previous run is still loaded.' });
+      else if (name === 'CancelledError')
+        this.patch({ status, progress: undefined, notice: 'Loading cancelled; the previous run is still loaded.' });
       else if (isInputError(e)) this.patch({ status, progress: undefined, error: { place: 'problem', message: messageOf(e) } });
       else await this.recover('problem', `Loading failed: ${messageOf(e)}`);
     }
@@ -133,7 +147,10 @@ export class PaneController {
     const prev = this.state.playback[this.pane].status;
     this.patch({ status: 'busy', progress: { fraction: 0, label: 'counting' }, countersRun: undefined });
     try {
-      const r = await this.client.api.runCounters(req, this.client.progress((fraction, label) => this.patch({ progress: { fraction, label } })));
+      const r = await this.client.api.runCounters(
+        req,
+        this.client.progress((fraction, label) => this.patch({ progress: { fraction, label } })),
+      );
       this.patch({ countersRun: r, status: prev === 'busy' ? 'ready' : prev, progress: undefined });
     } catch (e) {
       this.patch({ status: prev, progress: undefined, error: { place: 'problem', message: messageOf(e) } });
@@ -155,7 +172,14 @@ export class PaneController {
     if (text) this.lastText = now;
     const patch = text ? { frame, textFrame: textCopy(frame), hit: frame.hit } : { frame, hit: frame.hit };
     const inputs = pb.inputs;
-    if (!inputs || inputs.b !== frame.b || inputs.h !== frame.h || inputs.nq !== frame.nq || inputs.nk !== frame.nk || inputs.dv !== frame.dv) {
+    if (
+      !inputs ||
+      inputs.b !== frame.b ||
+      inputs.h !== frame.h ||
+      inputs.nq !== frame.nq ||
+      inputs.nk !== frame.nk ||
+      inputs.dv !== frame.dv
+    ) {
       const fresh = await this.client.api.headInputs(frame.b, frame.h);
       this.patch({ ...patch, inputs: fresh });
     } else this.patch(patch);
@@ -208,7 +232,9 @@ export class PaneController {
     if (this.state.playback[this.pane]?.status !== 'ready') return;
     this.patch({ status: 'busy' });
     try {
-      const f = await this.client.api.runToBreakpoint(this.client.progress((fraction, label) => this.patch({ progress: { fraction, label } })));
+      const f = await this.client.api.runToBreakpoint(
+        this.client.progress((fraction, label) => this.patch({ progress: { fraction, label } })),
+      );
       this.patch({ status: 'ready', progress: undefined });
       await this.show(f);
     } catch (e) {

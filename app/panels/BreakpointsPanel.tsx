@@ -34,7 +34,8 @@ export function BreakpointsPanel() {
   const add = () => {
     const n = (v: string, what: string, allowFrac = false) => {
       const x = Number(v);
-      if (v.trim() === '' || !Number.isFinite(x) || (!allowFrac && !Number.isInteger(x)) || x < 0) throw new Error(`${what} must be a ${allowFrac ? 'number' : 'whole number'} ≥ 0, got "${v}"`);
+      if (v.trim() === '' || !Number.isFinite(x) || (!allowFrac && !Number.isInteger(x)) || x < 0)
+        throw new Error(`${what} must be a ${allowFrac ? 'number' : 'whole number'} ≥ 0, got "${v}"`);
       return x;
     };
     try {
@@ -74,7 +75,9 @@ export function BreakpointsPanel() {
           </>
         )}
         {shownKind === 'rescale-row' && <input aria-label="Row r" value={a} onChange={(e) => setA(e.target.value)} size={4} />}
-        {(shownKind === 'm-jump' || shownKind === 'ds-above') && <input aria-label="Threshold" value={a} onChange={(e) => setA(e.target.value)} size={4} />}
+        {(shownKind === 'm-jump' || shownKind === 'ds-above') && (
+          <input aria-label="Threshold" value={a} onChange={(e) => setA(e.target.value)} size={4} />
+        )}
         {shownKind === 'phase' && (
           <select aria-label="Phase kind" value={shownPhase} onChange={(e) => setPhase(e.target.value as PhaseKind)}>
             {phases.map((p) => (
@@ -100,7 +103,10 @@ export function BreakpointsPanel() {
               />{' '}
               {describeBreakpoint(bp)}
             </label>
-            <button aria-label={`Remove breakpoint ${describeBreakpoint(bp)}`} onClick={() => void ctl.setBreakpoints(list.filter((x) => x.id !== bp.id))}>
+            <button
+              aria-label={`Remove breakpoint ${describeBreakpoint(bp)}`}
+              onClick={() => void ctl.setBreakpoints(list.filter((x) => x.id !== bp.id))}
+            >
               ✕
             </button>
           </li>

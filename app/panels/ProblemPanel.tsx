@@ -48,7 +48,14 @@ function KernelSwitches({ form, set }: { form: ProblemForm; set: (p: Partial<Pro
             if (typeof sw.spec.default === 'boolean') {
               return (
                 <label key={sw.key} title={hint} className="feature">
-                  <input type="checkbox" aria-label={sw.label} disabled={off} checked={shown(sw) as boolean} onChange={(e) => setSwitch(sw.key, e.target.checked)} /> {sw.label}
+                  <input
+                    type="checkbox"
+                    aria-label={sw.label}
+                    disabled={off}
+                    checked={shown(sw) as boolean}
+                    onChange={(e) => setSwitch(sw.key, e.target.checked)}
+                  />{' '}
+                  {sw.label}
                 </label>
               );
             }
@@ -66,12 +73,23 @@ function KernelSwitches({ form, set }: { form: ProblemForm; set: (p: Partial<Pro
             ) : (
               <label key={sw.key} title={hint} className="field">
                 <span>{sw.label}</span>
-                <input aria-label={sw.label} disabled={off} size={4} inputMode="numeric" value={String(shown(sw))} onChange={(e) => setSwitch(sw.key, e.target.value)} />
+                <input
+                  aria-label={sw.label}
+                  disabled={off}
+                  size={4}
+                  inputMode="numeric"
+                  value={String(shown(sw))}
+                  onChange={(e) => setSwitch(sw.key, e.target.value)}
+                />
               </label>
             );
           })}
       </div>
-      {fp8Off.length > 0 && <p className="dim note">{joinLabels(fp8Off)} act{fp8Off.length === 1 ? 's' : ''} on FP8 runs only (dtype fp8e4m3 or fp8e5m2).</p>}
+      {fp8Off.length > 0 && (
+        <p className="dim note">
+          {joinLabels(fp8Off)} act{fp8Off.length === 1 ? 's' : ''} on FP8 runs only (dtype fp8e4m3 or fp8e5m2).
+        </p>
+      )}
       {hidden.map((sw) => (
         <p key={sw.key} className="dim note">
           {sw.label} {switchOff(sw, values, form.dtype)}.
@@ -87,11 +105,29 @@ function joinLabels(sws: PanelSwitch[]): string {
   return l.length === 1 ? l[0] : `${l.slice(0, -1).join(', ')} and ${l[l.length - 1]}`;
 }
 
-function Field({ label, name, form, set, width = 5 }: { label: string; name: keyof ProblemForm; form: ProblemForm; set: (p: Partial<ProblemForm>) => void; width?: number }) {
+function Field({
+  label,
+  name,
+  form,
+  set,
+  width = 5,
+}: {
+  label: string;
+  name: keyof ProblemForm;
+  form: ProblemForm;
+  set: (p: Partial<ProblemForm>) => void;
+  width?: number;
+}) {
   return (
     <label className="field">
       <span>{label}</span>
-      <input aria-label={label} value={String(form[name])} size={width} inputMode="numeric" onChange={(e) => set({ [name]: e.target.value } as Partial<ProblemForm>)} />
+      <input
+        aria-label={label}
+        value={String(form[name])}
+        size={width}
+        inputMode="numeric"
+        onChange={(e) => set({ [name]: e.target.value } as Partial<ProblemForm>)}
+      />
     </label>
   );
 }
@@ -165,10 +201,17 @@ export function ProblemPanel() {
         <fieldset>
           <legend>Blocks</legend>
           <label>
-            <input type="radio" name={`${pane}-blocks`} checked={form.blockMode === 'explicit'} onChange={() => set({ blockMode: 'explicit' })} /> Br × Bc
+            <input
+              type="radio"
+              name={`${pane}-blocks`}
+              checked={form.blockMode === 'explicit'}
+              onChange={() => set({ blockMode: 'explicit' })}
+            />{' '}
+            Br × Bc
           </label>
           <label>
-            <input type="radio" name={`${pane}-blocks`} checked={form.blockMode === 'sram'} onChange={() => set({ blockMode: 'sram' })} /> from on-chip memory M
+            <input type="radio" name={`${pane}-blocks`} checked={form.blockMode === 'sram'} onChange={() => set({ blockMode: 'sram' })} />{' '}
+            from on-chip memory M
           </label>
           <div className="fields">
             {form.blockMode === 'explicit' ? (
@@ -212,7 +255,11 @@ export function ProblemPanel() {
             <Field label="seed" name="seed" form={form} set={set} width={6} />
             <label className="field">
               <span>distribution</span>
-              <select aria-label="Input distribution" value={form.distribution} onChange={(e) => set({ distribution: e.target.value as ProblemForm['distribution'] })}>
+              <select
+                aria-label="Input distribution"
+                value={form.distribution}
+                onChange={(e) => set({ distribution: e.target.value as ProblemForm['distribution'] })}
+              >
                 <option value="normal">normal</option>
                 <option value="large-logits">large logits</option>
                 <option value="outlier-row">planted outlier row</option>
@@ -238,7 +285,14 @@ export function ProblemPanel() {
         </div>
       </form>
       {progress && (
-        <div className="progress" role="progressbar" aria-label="Progress" aria-valuenow={Math.round(progress.fraction * 100)} aria-valuemin={0} aria-valuemax={100}>
+        <div
+          className="progress"
+          role="progressbar"
+          aria-label="Progress"
+          aria-valuenow={Math.round(progress.fraction * 100)}
+          aria-valuemin={0}
+          aria-valuemax={100}
+        >
           <div style={{ width: `${progress.fraction * 100}%` }} />
           <span>{progress.label}</span>
         </div>
@@ -266,7 +320,8 @@ export function ProblemPanel() {
       {countersRun && (
         <div className="counters-run" aria-label="Counters-only result">
           <p>
-            Counters-only run {countersRun.cancelled ? 'cancelled after' : 'finished in'} {countersRun.ms.toFixed(0)} ms, {countersRun.counters.steps} steps:
+            Counters-only run {countersRun.cancelled ? 'cancelled after' : 'finished in'} {countersRun.ms.toFixed(0)} ms,{' '}
+            {countersRun.counters.steps} steps:
           </p>
           <CountersTable c={countersRun.counters} />
         </div>

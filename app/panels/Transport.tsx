@@ -40,7 +40,12 @@ export function Transport() {
         <button onClick={() => void ctl.seek(0)} disabled={!ready || atStart} aria-label="Reset" title="Reset (Home)">
           ⇤
         </button>
-        <button onClick={() => void ctl.step(-1, 'inner')} disabled={!ready || atStart} aria-label="Previous iteration" title="Previous iteration (Shift+←)">
+        <button
+          onClick={() => void ctl.step(-1, 'inner')}
+          disabled={!ready || atStart}
+          aria-label="Previous iteration"
+          title="Previous iteration (Shift+←)"
+        >
           «
         </button>
         <button onClick={() => void ctl.step(-1, 'phase')} disabled={!ready || atStart} aria-label="Step back" title="Step back (←)">
@@ -58,7 +63,12 @@ export function Transport() {
         <button onClick={() => void ctl.step(1, 'phase')} disabled={!ready || atEnd} aria-label="Step forward" title="Step forward (→)">
           ›
         </button>
-        <button onClick={() => void ctl.step(1, 'inner')} disabled={!ready || atEnd} aria-label="Next iteration" title="Next iteration (Shift+→)">
+        <button
+          onClick={() => void ctl.step(1, 'inner')}
+          disabled={!ready || atEnd}
+          aria-label="Next iteration"
+          title="Next iteration (Shift+→)"
+        >
           »
         </button>
         <button onClick={() => void ctl.seek(Number.MAX_SAFE_INTEGER)} disabled={!ready || atEnd} aria-label="End" title="End (End)">
@@ -92,7 +102,11 @@ export function Transport() {
       </label>
       <label>
         Step by{' '}
-        <select aria-label="Step granularity" value={granularity} onChange={(e) => patch(pane, { granularity: e.target.value as Granularity })}>
+        <select
+          aria-label="Step granularity"
+          value={granularity}
+          onChange={(e) => patch(pane, { granularity: e.target.value as Granularity })}
+        >
           <option value="phase">phase</option>
           <option value="inner">inner iteration</option>
           <option value="outer">outer iteration</option>

@@ -63,7 +63,9 @@ function Totals({ run, head, summary }: { run: PrecisionRun; head: PrecisionHead
       </table>
       <p className="dim note">
         {summary.algorithmName} against float64 attention on the same inputs (engine/core/reference.ts). rel-L1 = Σ|O − O64| / Σ|O64|.
-        {s && s.castP !== undefined && ` The run cast ${s.castP} P values > 0; ${s.flushedP ?? 0} flushed to 0; ${s.saturated ?? 0} input entries saturated.`}
+        {s &&
+          s.castP !== undefined &&
+          ` The run cast ${s.castP} P values > 0; ${s.flushedP ?? 0} flushed to 0; ${s.saturated ?? 0} input entries saturated.`}
       </p>
     </div>
   );
@@ -87,7 +89,17 @@ function tileMax(err: Float32Array, nk: number, rect: Rect | undefined): number 
   return m;
 }
 
-function StepErrors({ head, frame, summary, tiles }: { head: PrecisionHead; frame: Frame; summary: LoadSummary; tiles: Map<string, TilePrecision> }) {
+function StepErrors({
+  head,
+  frame,
+  summary,
+  tiles,
+}: {
+  head: PrecisionHead;
+  frame: Frame;
+  summary: LoadSummary;
+  tiles: Map<string, TilePrecision>;
+}) {
   const { blockM, blockN } = summary.blocks;
   const sScale = useMemo(() => errorScale(head.sErr), [head]);
   const pScale = useMemo(() => errorScale(head.pErr), [head]);
@@ -101,7 +113,9 @@ function StepErrors({ head, frame, summary, tiles }: { head: PrecisionHead; fram
   const [c0, c1] = frame.event.tile.cols;
   const rect: Rect | undefined = r1 > r0 && c1 > c0 ? { r0, r1, c0, c1 } : undefined;
   let flushedHere = 0;
-  if (rect) for (const i of flushed) if (Math.floor(i / head.nk) >= r0 && Math.floor(i / head.nk) < r1 && i % head.nk >= c0 && i % head.nk < c1) flushedHere++;
+  if (rect)
+    for (const i of flushed)
+      if (Math.floor(i / head.nk) >= r0 && Math.floor(i / head.nk) < r1 && i % head.nk >= c0 && i % head.nk < c1) flushedHere++;
   const sMax = tileMax(s, head.nk, rect);
   const pMax = tileMax(p, head.nk, rect);
   const px = 230;
@@ -109,7 +123,9 @@ function StepErrors({ head, frame, summary, tiles }: { head: PrecisionHead; fram
     <div className="prec-step">
       <h4>
         Step {frame.step + 1}: {frame.event.kind}
-        {rect ? ` on tile (${frame.event.tile.qBlock}, ${frame.event.tile.kvBlock}), rows ${r0}–${r1 - 1}, keys ${c0}–${c1 - 1}` : ', no S/P tile'}
+        {rect
+          ? ` on tile (${frame.event.tile.qBlock}, ${frame.event.tile.kvBlock}), rows ${r0}–${r1 - 1}, keys ${c0}–${c1 - 1}`
+          : ', no S/P tile'}
       </h4>
       {rect && (
         <p data-testid="precision-step" className="prec-step-line">
@@ -120,7 +136,20 @@ function StepErrors({ head, frame, summary, tiles }: { head: PrecisionHead; fram
         </p>
       )}
       <div className="prec-maps">
-        <Heatmap id="|S − S64|" title="|S − S64| so far" data={s} version={seq} rows={head.nq} cols={head.nk} scale={sScale} tileRows={blockM} tileCols={blockN} highlight={rect} maxPx={px} tileInfo={info} />
+        <Heatmap
+          id="|S − S64|"
+          title="|S − S64| so far"
+          data={s}
+          version={seq}
+          rows={head.nq}
+          cols={head.nk}
+          scale={sScale}
+          tileRows={blockM}
+          tileCols={blockN}
+          highlight={rect}
+          maxPx={px}
+          tileInfo={info}
+        />
         <Heatmap
           id="|P − P64|"
           title="|P − P64| so far"
@@ -138,7 +167,11 @@ function StepErrors({ head, frame, summary, tiles }: { head: PrecisionHead; fram
           tileInfo={info}
         />
       </div>
-      <p className="dim note">S64: the float64 scores of the stored Q and K (before any quantization or rotation). {summary.base2 ? 'S and m are in log₂ units here, so P64 = 2^(S64·log₂e − m)' : 'P64 = exp(S64 − m)'} with the m the step subtracted, so the P error shows what S’s error and P’s own rounding or cast did at that step.</p>
+      <p className="dim note">
+        S64: the float64 scores of the stored Q and K (before any quantization or rotation).{' '}
+        {summary.base2 ? 'S and m are in log₂ units here, so P64 = 2^(S64·log₂e − m)' : 'P64 = exp(S64 − m)'} with the m the step
+        subtracted, so the P error shows what S’s error and P’s own rounding or cast did at that step.
+      </p>
     </div>
   );
 }
@@ -146,7 +179,8 @@ function StepErrors({ head, frame, summary, tiles }: { head: PrecisionHead; fram
 function TileList({ head, tiles, summary }: { head: PrecisionHead; tiles: Map<string, TilePrecision>; summary: LoadSummary }) {
   const [shown, setShown] = useState<string | null>(null);
   const { rows: tr, cols: tc } = summary.tiles;
-  if (tr * tc > MAX_TILE_BUTTONS) return <p className="dim note">{tr * tc} tiles: too many to list here; hover the error maps for a tile’s scales.</p>;
+  if (tr * tc > MAX_TILE_BUTTONS)
+    return <p className="dim note">{tr * tc} tiles: too many to list here; hover the error maps for a tile’s scales.</p>;
   let worst = 0;
   for (const t of head.tiles) if (Number.isFinite(t.pMaxErr) && t.pMaxErr > worst) worst = t.pMaxErr;
   const scale = colourScale('sequential', [0, worst > 0 ? worst : 1e-30], { gamma: 0.5 });
@@ -156,11 +190,20 @@ function TileList({ head, tiles, summary }: { head: PrecisionHead; tiles: Map<st
     <div className="prec-tiles">
       <h4>Tiles: scales and error</h4>
       <div className="prec-tile-row">
-        <div className="prec-tile-grid" role="group" aria-label="Tiles of this head" style={{ gridTemplateColumns: `repeat(${tc}, ${cell}px)` }} onMouseLeave={() => setShown(null)}>
+        <div
+          className="prec-tile-grid"
+          role="group"
+          aria-label="Tiles of this head"
+          style={{ gridTemplateColumns: `repeat(${tc}, ${cell}px)` }}
+          onMouseLeave={() => setShown(null)}
+        >
           {Array.from({ length: tr * tc }, (_, k) => {
             const key = `${Math.floor(k / tc)},${k % tc}`;
             const tile = tiles.get(key);
-            const bg = tile && Number.isFinite(tile.pMaxErr) ? scale.interpolate(scale.gamma === 1 ? tile.pMaxErr / scale.domain[1] : (tile.pMaxErr / scale.domain[1]) ** scale.gamma) : undefined;
+            const bg =
+              tile && Number.isFinite(tile.pMaxErr)
+                ? scale.interpolate(scale.gamma === 1 ? tile.pMaxErr / scale.domain[1] : (tile.pMaxErr / scale.domain[1]) ** scale.gamma)
+                : undefined;
             return (
               <button
                 key={key}
@@ -178,7 +221,11 @@ function TileList({ head, tiles, summary }: { head: PrecisionHead; tiles: Map<st
           })}
         </div>
         <div className="prec-tile-detail" data-testid="tile-detail" aria-live="polite">
-          {!shown && <p className="dim">Hover or focus a tile for its quantization scales and errors. Colour: max |P − P64| (0 to {num(worst)}); ✕: P values flushed.</p>}
+          {!shown && (
+            <p className="dim">
+              Hover or focus a tile for its quantization scales and errors. Colour: max |P − P64| (0 to {num(worst)}); ✕: P values flushed.
+            </p>
+          )}
           {shown && !t && <p>Tile ({shown}): skipped (every entry masked).</p>}
           {t && (
             <dl>
@@ -187,7 +234,11 @@ function TileList({ head, tiles, summary }: { head: PrecisionHead; tiles: Map<st
                 ({t.qBlock}, {t.kvBlock}): rows {t.rows[0]}–{t.rows[1] - 1}, keys {t.cols[0]}–{t.cols[1] - 1}
               </dd>
               <dt>Q scale</dt>
-              <dd>{t.qScale === undefined ? 'none (not quantized)' : `${num(t.qScale, 4)}${t.qSaturated ? `, ${t.qSaturated} saturated` : ''}`}</dd>
+              <dd>
+                {t.qScale === undefined
+                  ? 'none (not quantized)'
+                  : `${num(t.qScale, 4)}${t.qSaturated ? `, ${t.qSaturated} saturated` : ''}`}
+              </dd>
               <dt>K scale</dt>
               <dd>{t.kScale === undefined ? 'none' : `${num(t.kScale, 4)}${t.kSaturated ? `, ${t.kSaturated} saturated` : ''}`}</dd>
               <dt>V scale</dt>
@@ -211,7 +262,11 @@ function TileList({ head, tiles, summary }: { head: PrecisionHead; tiles: Map<st
 function FlushChart({ run, head, frame }: { run: PrecisionRun; head: PrecisionHead; frame: Frame }) {
   const steps = run.castSteps;
   if (steps.length === 0) {
-    return <p className="dim note" data-testid="flushed-none">This run casts no P to a narrow format, so no P value is flushed; the S and P errors are the rounding of its dtype alone.</p>;
+    return (
+      <p className="dim note" data-testid="flushed-none">
+        This run casts no P to a narrow format, so no P value is flushed; the S and P errors are the rounding of its dtype alone.
+      </p>
+    );
   }
   let runSoFar = 0;
   let castSoFar = 0;
@@ -248,13 +303,29 @@ function FlushChart({ run, head, frame }: { run: PrecisionRun; head: PrecisionHe
     <div className="prec-flush">
       <h4>Flushed by step</h4>
       <p>
-        P values flushed by step {frame.step + 1}: <b data-testid="flushed-head">{headSoFar}</b> in this head, <b data-testid="flushed-run-so-far">{runSoFar}</b> in the run ({castSoFar} of {steps.length} casts done); whole run:{' '}
+        P values flushed by step {frame.step + 1}: <b data-testid="flushed-head">{headSoFar}</b> in this head,{' '}
+        <b data-testid="flushed-run-so-far">{runSoFar}</b> in the run ({castSoFar} of {steps.length} casts done); whole run:{' '}
         <b data-testid="flushed-total">{run.flushedTotal}</b>.
       </p>
-      <svg width={W} height={H + 14} role="img" aria-label={`P values flushed by the ${steps.length} cast steps${bins < steps.length ? ` in ${bins} bars` : ''}, tallest bar ${top}`} className="prec-flush-chart">
+      <svg
+        width={W}
+        height={H + 14}
+        role="img"
+        aria-label={`P values flushed by the ${steps.length} cast steps${bins < steps.length ? ` in ${bins} bars` : ''}, tallest bar ${top}`}
+        className="prec-flush-chart"
+      >
         <rect x={0} y={0} width={W} height={H} className="chart-bg" />
         {Array.from(binCount, (c, i) =>
-          c > 0 ? <rect key={i} x={i * bw} y={H - (H * c) / top} width={Math.max(1, bw - (bw > 3 ? 1 : 0))} height={(H * c) / top} className={binLast[i] <= frame.step ? 'bar done' : 'bar'} /> : null,
+          c > 0 ? (
+            <rect
+              key={i}
+              x={i * bw}
+              y={H - (H * c) / top}
+              width={Math.max(1, bw - (bw > 3 ? 1 : 0))}
+              height={(H * c) / top}
+              className={binLast[i] <= frame.step ? 'bar done' : 'bar'}
+            />
+          ) : null,
         )}
         <line x1={at(frame.step)} x2={at(frame.step)} y1={0} y2={H} className="cursor" />
         <text x={0} y={H + 11} className="axis">
@@ -288,7 +359,12 @@ export function PrecisionView() {
   return (
     <section className="view precision" aria-label="Precision">
       <h3 className="hw-title">
-        <button className="hw-fold" aria-expanded={open} aria-label={`${open ? 'Hide' : 'Show'} precision against float64`} onClick={toggle}>
+        <button
+          className="hw-fold"
+          aria-expanded={open}
+          aria-label={`${open ? 'Hide' : 'Show'} precision against float64`}
+          onClick={toggle}
+        >
           {open ? '▾' : '▸'}
         </button>{' '}
         Precision against float64
@@ -301,7 +377,11 @@ export function PrecisionView() {
           </button>
         </p>
       )}
-      {open && !current && !error && <p className="dim" role="status">Computing the float64 reference…</p>}
+      {open && !current && !error && (
+        <p className="dim" role="status">
+          Computing the float64 reference…
+        </p>
+      )}
       {open && current && error && (
         <p className="error" role="alert">
           The precision data could not be computed: {error}

@@ -2,7 +2,14 @@
 
 import type { TilePrecision } from '../../engine/debugger/precision.ts';
 
-export const num = (v: number | undefined, digits = 3): string => (v === undefined || Number.isNaN(v) ? '—' : v === 0 ? '0' : Math.abs(v) >= 1e-3 && Math.abs(v) < 1e4 ? Number(v.toPrecision(digits)).toString() : v.toExponential(digits - 1));
+export const num = (v: number | undefined, digits = 3): string =>
+  v === undefined || Number.isNaN(v)
+    ? '—'
+    : v === 0
+      ? '0'
+      : Math.abs(v) >= 1e-3 && Math.abs(v) < 1e4
+        ? Number(v.toPrecision(digits)).toString()
+        : v.toExponential(digits - 1);
 
 /** The tile's quantization scales and P-cast factor, as tooltip lines (none for a run without them). */
 export function scaleLines(t: TilePrecision | undefined, withFlushed = true): string[] {

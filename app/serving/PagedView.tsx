@@ -43,7 +43,11 @@ export function PagedView({ run, stepIndex, seq }: Props) {
     <section className="serving-view" aria-label="Block table and page pool" data-testid="paged-view">
       <h3>
         Block table — page size {ps}, {run.numPages} pages in the pool, {run.pagesTouched} read by the run
-        {pagesPerSplit !== undefined && <span data-testid="split-pages">; flash-decoding: {pagesPerSplit} page{pagesPerSplit === 1 ? '' : 's'} per split</span>}
+        {pagesPerSplit !== undefined && (
+          <span data-testid="split-pages">
+            ; flash-decoding: {pagesPerSplit} page{pagesPerSplit === 1 ? '' : 's'} per split
+          </span>
+        )}
       </h3>
       <table className="block-table" data-testid="block-table">
         <thead>
@@ -84,7 +88,9 @@ export function PagedView({ run, stepIndex, seq }: Props) {
                   <td
                     key={j}
                     data-testid={`bt-${b}-${j}`}
-                    className={['page', isLit ? 'lit' : '', wasLoaded ? 'loaded' : '', split !== undefined ? `split${split % 4}` : ''].join(' ')}
+                    className={['page', isLit ? 'lit' : '', wasLoaded ? 'loaded' : '', split !== undefined ? `split${split % 4}` : ''].join(
+                      ' ',
+                    )}
                     title={`sequence ${b}, logical page ${j} (keys ${j * ps}…${j * ps + fill - 1}) → physical page ${phys}${split !== undefined ? `, split ${split}` : ''}`}
                   >
                     <span className="phys">→ {phys}</span>
@@ -108,7 +114,9 @@ export function PagedView({ run, stepIndex, seq }: Props) {
               data-testid={`pool-${p}`}
               className={['pool-page', o ? '' : 'free', isLit ? 'lit' : ''].join(' ')}
               style={o ? { borderColor: seqColour(o[0]) } : undefined}
-              title={o ? `physical page ${p}: sequence ${o[0]}, logical page ${o[1]}` : `physical page ${p}: owned by no sequence — never read`}
+              title={
+                o ? `physical page ${p}: sequence ${o[0]}, logical page ${o[1]}` : `physical page ${p}: owned by no sequence — never read`
+              }
             >
               <b>{p}</b>
               <span>{o ? `s${o[0]}·p${o[1]}` : 'free'}</span>
@@ -117,8 +125,8 @@ export function PagedView({ run, stepIndex, seq }: Props) {
         })}
       </div>
       <p className="serving-legend dim">
-        Yellow: pages the current step loads. Outlined: pages this sequence and head have loaded so far. Hatched pool pages belong to no sequence and are never read; nor is any slot past a
-        sequence's last token in its final page (the bar shows how full each page is).
+        Yellow: pages the current step loads. Outlined: pages this sequence and head have loaded so far. Hatched pool pages belong to no
+        sequence and are never read; nor is any slot past a sequence's last token in its final page (the bar shows how full each page is).
       </p>
     </section>
   );

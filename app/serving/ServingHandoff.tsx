@@ -20,10 +20,14 @@ export function ServingHandoff({ files, onDone }: { files: readonly File[]; onDo
     onDone();
   };
   return (
-    <div className="serving-handoff" data-testid="serving-handoff" style={{ borderTop: '1px solid var(--border)', marginTop: 8, paddingTop: 4 }}>
+    <div
+      className="serving-handoff"
+      data-testid="serving-handoff"
+      style={{ borderTop: '1px solid var(--border)', marginTop: 8, paddingTop: 4 }}
+    >
       <p>
-        Integer tensors are offsets, a block table or cache lengths: a serving layout (a packed varlen batch or a paged K/V cache). The Serving tab runs it, one sequence at a
-        time.{' '}
+        Integer tensors are offsets, a block table or cache lengths: a serving layout (a packed varlen batch or a paged K/V cache). The
+        Serving tab runs it, one sequence at a time.{' '}
         <button type="button" onClick={open}>
           Run them on the Serving tab
         </button>

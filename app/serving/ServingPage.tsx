@@ -19,13 +19,19 @@ import { seqColour } from './serving-colours.ts';
 import { VarlenView } from './VarlenView.tsx';
 
 function isTyping(t: EventTarget | null): boolean {
-  return t instanceof HTMLElement && (t.tagName === 'SELECT' || t.tagName === 'TEXTAREA' || (t.tagName === 'INPUT' && !['checkbox', 'radio', 'range', 'button', 'file'].includes((t as HTMLInputElement).type)));
+  return (
+    t instanceof HTMLElement &&
+    (t.tagName === 'SELECT' ||
+      t.tagName === 'TEXTAREA' ||
+      (t.tagName === 'INPUT' && !['checkbox', 'radio', 'range', 'button', 'file'].includes((t as HTMLInputElement).type)))
+  );
 }
 
 /** "12, 40,0" → [12, 40, 0]; a message naming the field otherwise. */
 export function parseLengths(field: string, text: string): number[] | string {
   const parts = text.split(',').map((s) => s.trim());
-  if (parts.length === 0 || parts.some((p) => !/^\d+$/.test(p))) return `${field}: '${text}' is not a comma-separated list of whole numbers`;
+  if (parts.length === 0 || parts.some((p) => !/^\d+$/.test(p)))
+    return `${field}: '${text}' is not a comma-separated list of whole numbers`;
   return parts.map(Number);
 }
 
@@ -78,7 +84,17 @@ function ProblemForm() {
         <legend>Layout</legend>
         {(['varlen', 'paged'] as const).map((l) => (
           <label key={l}>
-            <input type="radio" name="serving-layout" checked={form.layout === l} onChange={() => setForm({ layout: l, algorithm: l === 'paged' && form.algorithm === DEFAULT_ALGORITHM ? (PAGED_DEFAULT ?? form.algorithm) : form.algorithm })} />
+            <input
+              type="radio"
+              name="serving-layout"
+              checked={form.layout === l}
+              onChange={() =>
+                setForm({
+                  layout: l,
+                  algorithm: l === 'paged' && form.algorithm === DEFAULT_ALGORITHM ? (PAGED_DEFAULT ?? form.algorithm) : form.algorithm,
+                })
+              }
+            />
             {l === 'varlen' ? 'Packed varlen (cu_seqlens)' : 'Paged K/V cache (block table)'}
           </label>
         ))}
@@ -149,7 +165,12 @@ function FilesForm() {
       {roles.map((r) => (
         <label key={r}>
           {r}
-          <input type="file" accept=".npy,.safetensors" aria-label={`${r} file`} onChange={(e) => setFiles((f) => ({ ...f, [r]: e.target.files![0] }))} />
+          <input
+            type="file"
+            accept=".npy,.safetensors"
+            aria-label={`${r} file`}
+            onChange={(e) => setFiles((f) => ({ ...f, [r]: e.target.files![0] }))}
+          />
         </label>
       ))}
       {form.layout === 'paged' && (
@@ -161,7 +182,14 @@ function FilesForm() {
           </select>
         </label>
       )}
-      <button type="button" disabled={missing.length > 0} title={missing.length ? `choose ${missing.join(', ')}` : undefined} onClick={() => void loadFiles({ layout: form.layout, files, qLayout, causal: form.causal, algorithm: form.algorithm, splits: form.splits })}>
+      <button
+        type="button"
+        disabled={missing.length > 0}
+        title={missing.length ? `choose ${missing.join(', ')}` : undefined}
+        onClick={() =>
+          void loadFiles({ layout: form.layout, files, qLayout, causal: form.causal, algorithm: form.algorithm, splits: form.splits })
+        }
+      >
         Run on files
       </button>
     </details>
@@ -194,7 +222,14 @@ function Transport({ run }: { run: ServingRun }) {
       <button type="button" onClick={() => seek(n - 1)} aria-label="Last step">
         ▶|
       </button>
-      <input type="range" min={0} max={Math.max(0, n - 1)} value={step} onChange={(e) => seek(Number(e.target.value))} aria-label="Serving step" />
+      <input
+        type="range"
+        min={0}
+        max={Math.max(0, n - 1)}
+        value={step}
+        onChange={(e) => seek(Number(e.target.value))}
+        aria-label="Serving step"
+      />
       <span data-testid="serving-step">
         Step {n ? step + 1 : 0} of {n}
       </span>
@@ -214,7 +249,14 @@ function SequencePicker({ run }: { run: ServingRun }) {
     <div className="seq-picker" role="group" aria-label="Sequences">
       <span className="dim">Sequence:</span>
       {Array.from({ length: B }, (_, b) => (
-        <button key={b} type="button" aria-pressed={b === seq} onClick={() => pick(b)} style={{ borderColor: seqColour(b) }} title={`jump to the first step of sequence ${b}`}>
+        <button
+          key={b}
+          type="button"
+          aria-pressed={b === seq}
+          onClick={() => pick(b)}
+          style={{ borderColor: seqColour(b) }}
+          title={`jump to the first step of sequence ${b}`}
+        >
           {b} <span className="dim">({label(b)})</span>
         </button>
       ))}
@@ -257,15 +299,16 @@ function Counters({ run }: { run: ServingRun }) {
         {run.padded && (
           <>
             {' '}
-            — the same batch padded to {run.padded.nq} × {run.padded.nk}: <b data-testid="padded-flops">{fmt(run.padded.counters.matmulFlops)}</b> FLOPs,{' '}
-            {fmt(totalBytes(run.padded.counters.hbmRead))} bytes read (packing saves{' '}
-            {Math.round(100 * (1 - c.matmulFlops / Math.max(1, run.padded.counters.matmulFlops)))}% of the FLOPs)
+            — the same batch padded to {run.padded.nq} × {run.padded.nk}:{' '}
+            <b data-testid="padded-flops">{fmt(run.padded.counters.matmulFlops)}</b> FLOPs, {fmt(totalBytes(run.padded.counters.hbmRead))}{' '}
+            bytes read (packing saves {Math.round(100 * (1 - c.matmulFlops / Math.max(1, run.padded.counters.matmulFlops)))}% of the FLOPs)
           </>
         )}
       </p>
       {run.pagesTouched !== undefined && (
         <p>
-          Pages touched: <b data-testid="pages-touched">{run.pagesTouched}</b> of {run.numPages}; block-table reads {fmt(c.hbmRead.block_table ?? 0)} bytes against {fmt((c.hbmRead.K ?? 0) + (c.hbmRead.V ?? 0))} of K/V.
+          Pages touched: <b data-testid="pages-touched">{run.pagesTouched}</b> of {run.numPages}; block-table reads{' '}
+          {fmt(c.hbmRead.block_table ?? 0)} bytes against {fmt((c.hbmRead.K ?? 0) + (c.hbmRead.V ?? 0))} of K/V.
         </p>
       )}
       <p>
@@ -319,7 +362,8 @@ export function ServingPage() {
             <p className="dim" data-testid="serving-summary">
               {run.algorithmName} on a {run.layout === 'varlen' ? 'packed varlen batch' : 'paged K/V cache'} of{' '}
               {run.layout === 'varlen' ? run.cuSeqlensQ!.length - 1 : run.cacheSeqlens!.length} sequences, Hq={run.hq} Hk={run.hk} d={run.d}
-              {run.causal ? ', causal' : ''}; tiles {run.blocks.blockM} × {run.blocks.blockN}; inputs {source === 'files' ? 'from files' : 'generated'}.
+              {run.causal ? ', causal' : ''}; tiles {run.blocks.blockM} × {run.blocks.blockN}; inputs{' '}
+              {source === 'files' ? 'from files' : 'generated'}.
             </p>
             <Transport run={run} />
             <SequencePicker run={run} />
@@ -328,7 +372,11 @@ export function ServingPage() {
                 {describe(cur)}
               </p>
             )}
-            {run.layout === 'varlen' ? <VarlenView run={run} stepIndex={step} seq={seq} /> : <PagedView run={run} stepIndex={step} seq={seq} />}
+            {run.layout === 'varlen' ? (
+              <VarlenView run={run} stepIndex={step} seq={seq} />
+            ) : (
+              <PagedView run={run} stepIndex={step} seq={seq} />
+            )}
             {run.layout === 'paged' && <SmemPagesView run={run} stepIndex={step} />}
             <Counters run={run} />
           </>

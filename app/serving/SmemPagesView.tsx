@@ -28,8 +28,8 @@ export function SmemPagesView({ run, stepIndex }: { run: ServingRun; stepIndex: 
       <section className="serving-view" aria-label="Shared memory of the current CTA" data-testid="smem-view">
         <h3>Shared memory</h3>
         <p className="dim">
-          The page-by-page SMEM view covers the paged kernels of {paged}; {run.algorithmName} keeps its K/V in SMEM of another shape (see its
-          hardware views in the Debugger).
+          The page-by-page SMEM view covers the paged kernels of {paged}; {run.algorithmName} keeps its K/V in SMEM of another shape (see
+          its hardware views in the Debugger).
         </p>
       </section>
     );
@@ -39,7 +39,9 @@ export function SmemPagesView({ run, stepIndex }: { run: ServingRun; stepIndex: 
     return (
       <section className="serving-view" aria-label="Shared memory of the current CTA" data-testid="smem-view">
         <h3>Shared memory</h3>
-        <p className="dim">This step runs outside a CTA of the attention kernel (flash-decoding's combine reads the partial results from HBM).</p>
+        <p className="dim">
+          This step runs outside a CTA of the attention kernel (flash-decoding's combine reads the partial results from HBM).
+        </p>
       </section>
     );
   }
@@ -78,7 +80,8 @@ export function SmemPagesView({ run, stepIndex }: { run: ServingRun; stepIndex: 
         })}
       </div>
       <p className="serving-legend dim">
-        Yellow: the buffer this step fills from the pages named under it; outlined: a buffer this step reads. The n-th K/V tile of a CTA goes to stage n mod {st.buffers.filter((x) => x.name === 'sK').length}
+        Yellow: the buffer this step fills from the pages named under it; outlined: a buffer this step reads. The n-th K/V tile of a CTA
+        goes to stage n mod {st.buffers.filter((x) => x.name === 'sK').length}
         {pageNote ? ` — ${pageNote}` : ''}.
       </p>
     </section>

@@ -25,13 +25,23 @@ export function tileFootprint(run: ServingRun, s: ServingStep) {
   const ck = run.cuSeqlensK!;
   const { blockM, blockN } = run.blocks;
   const rows: [number, number] | undefined = s.qBlock >= 0 ? [cq[s.b] + s.qBlock * blockM, cq[s.b] + (s.qBlock + 1) * blockM] : undefined;
-  const cols: [number, number] | undefined = s.kvBlock >= 0 ? [ck[s.b] + s.kvBlock * blockN, ck[s.b] + (s.kvBlock + 1) * blockN] : undefined;
+  const cols: [number, number] | undefined =
+    s.kvBlock >= 0 ? [ck[s.b] + s.kvBlock * blockN, ck[s.b] + (s.kvBlock + 1) * blockN] : undefined;
   const rowOver = rows ? Math.max(0, rows[1] - cq[s.b + 1]) : 0;
   const colOver = cols ? Math.max(0, cols[1] - ck[s.b + 1]) : 0;
   return { rows, cols, rowOver, colOver, seqEndQ: cq[s.b + 1], seqEndK: ck[s.b + 1] };
 }
 
-function Strip({ values, rows, cols, cell, transpose, bounds, highlight, label }: {
+function Strip({
+  values,
+  rows,
+  cols,
+  cell,
+  transpose,
+  bounds,
+  highlight,
+  label,
+}: {
   values: Float32Array;
   rows: number;
   cols: number;
@@ -115,14 +125,39 @@ export function VarlenView({ run, stepIndex, seq }: Props) {
   const B = cq.length - 1;
   return (
     <section className="serving-view" aria-label="Packed Q, K and scores" data-testid="varlen-view">
-      <h3>Packed batch — head {head} (K/V head {kvHead})</h3>
+      <h3>
+        Packed batch — head {head} (K/V head {kvHead})
+      </h3>
       <div className="varlen-grid" style={{ gridTemplateColumns: `${run.d * dCell + 8}px ${W}px` }}>
-        <div className="corner dim">
-          Q ↓ · Kᵀ →
-        </div>
-        <Strip values={kHead} rows={tk} cols={run.d} cell={[cell, dCell]} transpose bounds={ck.slice(1, -1)} highlight={seqCols} label={`K transposed, ${tk} packed keys, sequence boundaries at ${ck.join(', ')}`} />
-        <Strip values={qHead} rows={tq} cols={run.d} cell={[dCell, cell]} transpose={false} bounds={cq.slice(1, -1)} highlight={seqRows} label={`Q, ${tq} packed rows, sequence boundaries at ${cq.join(', ')}`} />
-        <svg width={W} height={H} viewBox={`0 0 ${W} ${H}`} role="img" aria-label="score grid of the packed batch" data-testid="varlen-grid">
+        <div className="corner dim">Q ↓ · Kᵀ →</div>
+        <Strip
+          values={kHead}
+          rows={tk}
+          cols={run.d}
+          cell={[cell, dCell]}
+          transpose
+          bounds={ck.slice(1, -1)}
+          highlight={seqCols}
+          label={`K transposed, ${tk} packed keys, sequence boundaries at ${ck.join(', ')}`}
+        />
+        <Strip
+          values={qHead}
+          rows={tq}
+          cols={run.d}
+          cell={[dCell, cell]}
+          transpose={false}
+          bounds={cq.slice(1, -1)}
+          highlight={seqRows}
+          label={`Q, ${tq} packed rows, sequence boundaries at ${cq.join(', ')}`}
+        />
+        <svg
+          width={W}
+          height={H}
+          viewBox={`0 0 ${W} ${H}`}
+          role="img"
+          aria-label="score grid of the packed batch"
+          data-testid="varlen-grid"
+        >
           <defs>
             <pattern id="cross-seq" width="6" height="6" patternUnits="userSpaceOnUse" patternTransform="rotate(45)">
               <rect width="6" height="6" fill="var(--panel2)" />
@@ -153,7 +188,15 @@ export function VarlenView({ run, stepIndex, seq }: Props) {
             </rect>
           ))}
           {done.map((s) => (
-            <rect key={s.step} x={s.packed!.cols[0] * cell} y={s.packed!.rows[0] * cell} width={(s.packed!.cols[1] - s.packed!.cols[0]) * cell} height={(s.packed!.rows[1] - s.packed!.rows[0]) * cell} fill={seqColour(s.b)} fillOpacity={0.55} />
+            <rect
+              key={s.step}
+              x={s.packed!.cols[0] * cell}
+              y={s.packed!.rows[0] * cell}
+              width={(s.packed!.cols[1] - s.packed!.cols[0]) * cell}
+              height={(s.packed!.rows[1] - s.packed!.rows[0]) * cell}
+              fill={seqColour(s.b)}
+              fillOpacity={0.55}
+            />
           ))}
           {cq.slice(1, -1).map((c, i) => (
             <line key={`r${i}`} x1={0} x2={W} y1={c * cell} y2={c * cell} stroke="var(--text)" strokeDasharray="4 3" strokeWidth={1} />
@@ -171,12 +214,35 @@ export function VarlenView({ run, stepIndex, seq }: Props) {
                 return (
                   <>
                     {fp.rowOver > 0 && fp.seqEndQ < r1 && (
-                      <rect data-testid="straddle-rows" x={c0 * cell} y={fp.seqEndQ * cell} width={(c1 - c0) * cell} height={(r1 - fp.seqEndQ) * cell} fill="url(#straddle)" />
+                      <rect
+                        data-testid="straddle-rows"
+                        x={c0 * cell}
+                        y={fp.seqEndQ * cell}
+                        width={(c1 - c0) * cell}
+                        height={(r1 - fp.seqEndQ) * cell}
+                        fill="url(#straddle)"
+                      />
                     )}
                     {fp.colOver > 0 && fp.seqEndK < c1 && (
-                      <rect data-testid="straddle-cols" x={fp.seqEndK * cell} y={r0 * cell} width={(c1 - fp.seqEndK) * cell} height={(Math.min(r1, fp.seqEndQ) - r0) * cell} fill="url(#straddle)" />
+                      <rect
+                        data-testid="straddle-cols"
+                        x={fp.seqEndK * cell}
+                        y={r0 * cell}
+                        width={(c1 - fp.seqEndK) * cell}
+                        height={(Math.min(r1, fp.seqEndQ) - r0) * cell}
+                        fill="url(#straddle)"
+                      />
                     )}
-                    <rect x={c0 * cell} y={r0 * cell} width={Math.max(1, (c1 - c0) * cell)} height={Math.max(1, (r1 - r0) * cell)} fill="none" stroke="var(--hl)" strokeWidth={2} strokeDasharray={fp.cols ? undefined : '5 3'} />
+                    <rect
+                      x={c0 * cell}
+                      y={r0 * cell}
+                      width={Math.max(1, (c1 - c0) * cell)}
+                      height={Math.max(1, (r1 - r0) * cell)}
+                      fill="none"
+                      stroke="var(--hl)"
+                      strokeWidth={2}
+                      strokeDasharray={fp.cols ? undefined : '5 3'}
+                    />
                   </>
                 );
               })()}
@@ -186,8 +252,9 @@ export function VarlenView({ run, stepIndex, seq }: Props) {
       </div>
       {fp && cur && <TileCaption run={run} s={cur} fp={fp} />}
       <p className="serving-legend dim">
-        Coloured: a sequence's own rows × keys (bright: computed so far in this head). Grey hatching: cross-sequence pairs, never computed. Orange hatching: the part of the
-        current Br × Bc tile that lies past its sequence's end — predicated off (masked), never read as another sequence's data.
+        Coloured: a sequence's own rows × keys (bright: computed so far in this head). Grey hatching: cross-sequence pairs, never computed.
+        Orange hatching: the part of the current Br × Bc tile that lies past its sequence's end — predicated off (masked), never read as
+        another sequence's data.
       </p>
     </section>
   );
@@ -196,8 +263,14 @@ export function VarlenView({ run, stepIndex, seq }: Props) {
 function TileCaption({ run, s, fp }: { run: ServingRun; s: ServingStep; fp: ReturnType<typeof tileFootprint> }) {
   const { blockM, blockN } = run.blocks;
   const parts: string[] = [];
-  if (fp.rows) parts.push(`Q tile ${s.qBlock}: rows ${s.rows[0]}…${s.rows[1] - 1} of sequence ${s.b} = packed rows ${s.packed?.rows[0]}…${(s.packed?.rows[1] ?? 1) - 1}`);
-  if (fp.cols) parts.push(`K/V tile ${s.kvBlock}: keys ${s.cols[0]}…${s.cols[1] - 1} = packed keys ${s.packed?.cols[0]}…${(s.packed?.cols[1] ?? 1) - 1}`);
+  if (fp.rows)
+    parts.push(
+      `Q tile ${s.qBlock}: rows ${s.rows[0]}…${s.rows[1] - 1} of sequence ${s.b} = packed rows ${s.packed?.rows[0]}…${(s.packed?.rows[1] ?? 1) - 1}`,
+    );
+  if (fp.cols)
+    parts.push(
+      `K/V tile ${s.kvBlock}: keys ${s.cols[0]}…${s.cols[1] - 1} = packed keys ${s.packed?.cols[0]}…${(s.packed?.cols[1] ?? 1) - 1}`,
+    );
   const straddle: string[] = [];
   if (fp.rowOver > 0) straddle.push(`${fp.rowOver} of its ${blockM} rows`);
   if (fp.colOver > 0) straddle.push(`${fp.colOver} of its ${blockN} columns`);
@@ -206,7 +279,8 @@ function TileCaption({ run, s, fp }: { run: ServingRun; s: ServingStep; fp: Retu
       {parts.join('; ')}.{' '}
       {straddle.length > 0 ? (
         <strong data-testid="straddle-note">
-          The tile straddles the sequence end: {straddle.join(' and ')} fall past it (into the next sequence or past the tensor) and are masked.
+          The tile straddles the sequence end: {straddle.join(' and ')} fall past it (into the next sequence or past the tensor) and are
+          masked.
         </strong>
       ) : (
         'The tile lies inside its sequence.'

@@ -11,11 +11,21 @@ describe('serving files by name', () => {
     expect('error' in r).toBe(false);
     if ('error' in r) return;
     expect(r.layout).toBe('varlen');
-    expect(Object.fromEntries(Object.entries(r.files).map(([k, v]) => [k, v.name]))).toEqual({ q: 'q.npy', k: 'k.npy', v: 'V.npy', cu_seqlens_q: 'cu_seqlens_q.npy', cu_seqlens_k: 'ck.npy' });
+    expect(Object.fromEntries(Object.entries(r.files).map(([k, v]) => [k, v.name]))).toEqual({
+      q: 'q.npy',
+      k: 'k.npy',
+      v: 'V.npy',
+      cu_seqlens_q: 'cu_seqlens_q.npy',
+      cu_seqlens_k: 'ck.npy',
+    });
   });
   it('paged as soon as a cache, table or lengths file is there; the missing ones are named', () => {
     const r = servingFilesByName(['q.npy', 'k_cache.npy', 'v_cache.npy', 'block_table.safetensors'].map(f));
-    expect(r).toEqual({ error: expect.stringMatching(/^A paged K\/V cache needs files named q\.npy, k_cache\.npy, v_cache\.npy, block_table\.npy, cache_seqlens\.npy; missing: cache_seqlens\.npy\./) });
+    expect(r).toEqual({
+      error: expect.stringMatching(
+        /^A paged K\/V cache needs files named q\.npy, k_cache\.npy, v_cache\.npy, block_table\.npy, cache_seqlens\.npy; missing: cache_seqlens\.npy\./,
+      ),
+    });
     const ok = servingFilesByName(['q.npy', 'kc.npy', 'vc.npy', 'bt.npy', 'cache_seqlens.npy'].map(f));
     expect('error' in ok ? ok.error : ok.layout).toBe('paged');
   });

@@ -40,7 +40,9 @@ export function servingFilesByName(files: readonly File[]): Pick<ServingFiles, '
   const missing = roles.filter((r) => !byRole[r]);
   if (missing.length > 0) {
     const want = roles.map((r) => `${r}.npy`).join(', ');
-    return { error: `A ${paged ? 'paged K/V cache' : 'packed varlen batch'} needs files named ${want}; missing: ${missing.map((r) => `${r}.npy`).join(', ')}. Rename them, or pick each tensor under the Serving tab's Load tensors.` };
+    return {
+      error: `A ${paged ? 'paged K/V cache' : 'packed varlen batch'} needs files named ${want}; missing: ${missing.map((r) => `${r}.npy`).join(', ')}. Rename them, or pick each tensor under the Serving tab's Load tensors.`,
+    };
   }
   return { layout: paged ? 'paged' : 'varlen', files: Object.fromEntries(roles.map((r) => [r, byRole[r]])) };
 }

@@ -7,7 +7,11 @@ import { decodeState, defaultSharedState, encodeState } from '../share/url-state
 describe('serving state in the link', () => {
   it('round-trips the serving form and step', () => {
     const s = defaultSharedState(['heatmaps']);
-    s.serving = { form: { ...DEFAULT_SERVING_FORM, layout: 'paged', algorithm: 'fmha-v2', seqlensK: [70, 0, 33], pageSize: 32, nq: 4 }, step: 17, files: false };
+    s.serving = {
+      form: { ...DEFAULT_SERVING_FORM, layout: 'paged', algorithm: 'fmha-v2', seqlensK: [70, 0, 33], pageSize: 32, nq: 4 },
+      step: 17,
+      files: false,
+    };
     const back = decodeState(encodeState(s), ['heatmaps']);
     expect(back.notices.filter((n) => /serving/.test(n))).toEqual([]);
     expect(back.state.serving).toEqual(s.serving);

@@ -18,7 +18,8 @@ export function encodeServing(s: ServingShare): Record<string, unknown> {
 
 const isObj = (x: unknown): x is Record<string, unknown> => typeof x === 'object' && x !== null && !Array.isArray(x);
 const intIn = (x: unknown, lo: number, hi: number): x is number => typeof x === 'number' && Number.isInteger(x) && x >= lo && x <= hi;
-const lens = (x: unknown): x is number[] => Array.isArray(x) && x.length >= 1 && x.length <= SERVING_LIMITS.sequences && x.every((v) => intIn(v, 0, SERVING_LIMITS.seqlen));
+const lens = (x: unknown): x is number[] =>
+  Array.isArray(x) && x.length >= 1 && x.length <= SERVING_LIMITS.sequences && x.every((v) => intIn(v, 0, SERVING_LIMITS.seqlen));
 
 export function decodeServing(raw: unknown, notices: string[]): ServingShare | undefined {
   if (!isObj(raw)) {
@@ -56,6 +57,7 @@ export function decodeServing(raw: unknown, notices: string[]): ServingShare | u
   const step = intIn(raw.st, 0, Number.MAX_SAFE_INTEGER) ? raw.st : 0;
   if (raw.st !== undefined && step !== raw.st) notices.push('serving step is not a step number; starting at step 1');
   const files = raw.fl === 1;
-  if (files) notices.push('the serving run used tensors from files, which a link cannot carry; generated inputs with the link\'s settings are shown');
+  if (files)
+    notices.push("the serving run used tensors from files, which a link cannot carry; generated inputs with the link's settings are shown");
   return { form, step, files };
 }

@@ -35,7 +35,11 @@ const api: ServingApi = {
     }
     const tensors = { q: t[0], kCache: t[1], vCache: t[2], blockTable: t[3], cacheSeqlens: t[4] };
     const sh = pagedShape(tensors, req.qLayout);
-    const { pp, x } = pagedFromTensors(tensors, { hq: sh.hq, hk: sh.hk, d: sh.d, dv: sh.dv, dtype: sh.dtype, causal: req.causal }, req.qLayout);
+    const { pp, x } = pagedFromTensors(
+      tensors,
+      { hq: sh.hq, hk: sh.hk, d: sh.d, dv: sh.dv, dtype: sh.dtype, causal: req.causal },
+      req.qLayout,
+    );
     return runServing({ layout: 'paged', pp, x }, req.algorithm, opts);
   },
 };

@@ -30,7 +30,9 @@ export function ShareButton() {
         <div className="share-pop" role="dialog" aria-label="Share link">
           <input aria-label="Link to this view" readOnly value={link} size={40} onFocus={(e) => e.target.select()} />
           <span className="dim">{copied === true ? 'Copied.' : copied === false ? 'Select the link and copy it.' : ''}</span>
-          {imported && <p className="dim">Tensors loaded from files are not in the link; it opens with random inputs of the same shapes.</p>}
+          {imported && (
+            <p className="dim">Tensors loaded from files are not in the link; it opens with random inputs of the same shapes.</p>
+          )}
           <button type="button" onClick={() => setLink(null)}>
             Close
           </button>

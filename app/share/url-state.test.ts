@@ -13,7 +13,17 @@ describe('share link codec', () => {
   it('round-trips a full state exactly', () => {
     const s: SharedState = {
       mode: 'compare',
-      form: { ...DEFAULT_FORM, algorithm: 'fa1', nq: '48', causal: true, windowLeft: '8', seed: '7', dtype: 'fp16', distribution: 'outlier-row', outlierRow: '5' },
+      form: {
+        ...DEFAULT_FORM,
+        algorithm: 'fa1',
+        nq: '48',
+        causal: true,
+        windowLeft: '8',
+        seed: '7',
+        dtype: 'fp16',
+        distribution: 'outlier-row',
+        outlierRow: '5',
+      },
       step: 17,
       views: ['stats', 'heatmaps'],
       compare: {
@@ -59,7 +69,17 @@ describe('share link codec', () => {
     expect(back.state.compare.panes[1].config.features).toEqual({ blockQuant: false, incoherent: false });
     expect(back.state.compare.panes[3].config).toMatchObject({ algorithm: 'sage', features: { version: 2 } });
     // e5m2 with the P-cast switches.
-    s.compare.panes[2] = { config: { algorithm: 'fa3', dtype: 'fp8e5m2', blockM: '64', blockN: '64', features: { pScale: 1, reverseKv: false, seed: 3 }, views: [] }, step: 2 };
+    s.compare.panes[2] = {
+      config: {
+        algorithm: 'fa3',
+        dtype: 'fp8e5m2',
+        blockM: '64',
+        blockN: '64',
+        features: { pScale: 1, reverseKv: false, seed: 3 },
+        views: [],
+      },
+      step: 2,
+    };
     expect(decodeState(encodeState(s), VIEWS)).toEqual({ state: s, notices: [] });
     // A pane without a dtype of its own stays on the shared one.
     expect(decodeState(encodeState(defaultSharedState(VIEWS)), VIEWS).state.compare.panes[0].config.dtype).toBeUndefined();
@@ -82,7 +102,11 @@ describe('share link codec', () => {
     ['nq not a number', frag({ v: 1, f: { nq: 'abc' } }), /problem.nq: nq: must be a whole number, got "abc"; using "64"/],
     ['nq of the wrong type', frag({ v: 1, f: { nq: 64 } }), /problem.nq: 64 is not a string/],
     ['unknown pass', frag({ v: 1, f: { pass: 'sideways' } }), /problem.pass: "sideways" is not one of forward, backward; using "forward"/],
-    ['backward of a forward-only algorithm', frag({ v: 1, f: { algorithm: 'fa4', pass: 'backward' } }), /problem.pass: pass: fa4 has no backward pass in FlashScope.*; using "forward"/],
+    [
+      'backward of a forward-only algorithm',
+      frag({ v: 1, f: { algorithm: 'fa4', pass: 'backward' } }),
+      /problem.pass: pass: fa4 has no backward pass in FlashScope.*; using "forward"/,
+    ],
     ['unknown form field', frag({ v: 1, f: { colour: 'red' } }), /problem.colour: unknown setting/],
     ['bad mode', frag({ v: 1, m: 'split' }), /mode "split" is not debugger or compare/],
     ['negative step', frag({ v: 1, st: -4 }), /step -4 is not a step number/],
@@ -91,9 +115,17 @@ describe('share link codec', () => {
     ['unknown GPU', frag({ v: 1, c: { g: 'v100' } }), /GPU "v100" is not one of/],
     ['five panes', frag({ v: 1, c: { p: [1, 2, 3, 4, 5].map(() => ({ algorithm: 'fa2' })) } }), /5 compare panes; at most 4/],
     ['one pane', frag({ v: 1, c: { p: [{ algorithm: 'fa2' }] } }), /at least 2 panes; a default pane was added/],
-    ['Br zero in a pane', frag({ v: 1, c: { p: [{ algorithm: 'fa2', blockM: '0' }, { algorithm: 'fa1' }] } }), /compare pane 1: Br "0" is not a positive whole number/],
+    [
+      'Br zero in a pane',
+      frag({ v: 1, c: { p: [{ algorithm: 'fa2', blockM: '0' }, { algorithm: 'fa1' }] } }),
+      /compare pane 1: Br "0" is not a positive whole number/,
+    ],
     ['bad diff pair', frag({ v: 1, c: { d: [1, 1] } }), /difference pair \[1,1\] does not name two different panes/],
-    ['unknown pane dtype', frag({ v: 1, c: { p: [{ algorithm: 'fa3', dtype: 'int4' }, { algorithm: 'fa2' }] } }), /compare pane 1: dtype "int4" is not one of fp32, fp16, bf16, fp8e4m3, fp8e5m2; the shared dtype is used/],
+    [
+      'unknown pane dtype',
+      frag({ v: 1, c: { p: [{ algorithm: 'fa3', dtype: 'int4' }, { algorithm: 'fa2' }] } }),
+      /compare pane 1: dtype "int4" is not one of fp32, fp16, bf16, fp8e4m3, fp8e5m2; the shared dtype is used/,
+    ],
     ['imported tensors', frag({ v: 1, im: 1 }), /tensors loaded from files, which a link cannot carry/],
     ['too long', `#s=${'A'.repeat(20_000)}`, /more than a FlashScope link can be/],
   ];
@@ -115,26 +147,44 @@ describe('share link codec', () => {
 
   it('fuzz: any fragment decodes to a loadable state without throwing', () => {
     fc.assert(
-      fc.property(fc.oneof(fc.string(), fc.json().map((j) => frag(JSON.parse(j))), fc.object().map((o) => frag({ v: 1, ...o }))), (f) => {
-        const r = decodeState(f, VIEWS);
-        expect(r.state.compare.panes.length).toBeGreaterThanOrEqual(2);
-        expect(r.state.compare.panes.length).toBeLessThanOrEqual(4);
-        expect(() => formToRequest(r.state.form)).not.toThrow();
-      }),
+      fc.property(
+        fc.oneof(
+          fc.string(),
+          fc.json().map((j) => frag(JSON.parse(j))),
+          fc.object().map((o) => frag({ v: 1, ...o })),
+        ),
+        (f) => {
+          const r = decodeState(f, VIEWS);
+          expect(r.state.compare.panes.length).toBeGreaterThanOrEqual(2);
+          expect(r.state.compare.panes.length).toBeLessThanOrEqual(4);
+          expect(() => formToRequest(r.state.form)).not.toThrow();
+        },
+      ),
       { numRuns: 500 },
     );
   });
 
   it('round-trips an FP8 problem with its distribution and FA3 switches', () => {
     const s = defaultSharedState(VIEWS);
-    s.form = { ...DEFAULT_FORM, algorithm: 'fa3', dtype: 'fp8e5m2', distribution: 'sink', switches: { incoherent: false, pScale: '1', reverseKv: false, seed: '4', blockQuant: true } };
+    s.form = {
+      ...DEFAULT_FORM,
+      algorithm: 'fa3',
+      dtype: 'fp8e5m2',
+      distribution: 'sink',
+      switches: { incoherent: false, pScale: '1', reverseKv: false, seed: '4', blockQuant: true },
+    };
     expect(decodeState(encodeState(s), VIEWS)).toEqual({ state: s, notices: [] });
     s.form = { ...s.form, dtype: 'fp8e4m3', distribution: 'fa3-outliers' };
     expect(decodeState(encodeState(s), VIEWS)).toEqual({ state: s, notices: [] });
   });
 
   it('drops a switch a link cannot carry, with a notice, and keeps the rest', () => {
-    const f = { ...DEFAULT_FORM, algorithm: 'fa3', dtype: 'fp8e4m3', switches: { pScale: '3', incoherent: false, bogus: true, blockQuant: 'yes' } };
+    const f = {
+      ...DEFAULT_FORM,
+      algorithm: 'fa3',
+      dtype: 'fp8e4m3',
+      switches: { pScale: '3', incoherent: false, bogus: true, blockQuant: 'yes' },
+    };
     const { state, notices } = decodeState(frag({ v: SHARE_VERSION, f }), VIEWS);
     expect(state.form.switches).toEqual({ incoherent: false });
     expect(state.form.dtype).toBe('fp8e4m3');
@@ -145,10 +195,23 @@ describe('share link codec', () => {
 
   it('round-trips sage’s switches and drops those sage does not have or refuses, with a notice each', () => {
     const s = defaultSharedState(VIEWS);
-    s.form = { ...DEFAULT_FORM, algorithm: 'sage', dtype: 'fp16', blockM: '128', blockN: '64', switches: { version: '2', smoothK: false, qPerWarp: false } };
+    s.form = {
+      ...DEFAULT_FORM,
+      algorithm: 'sage',
+      dtype: 'fp16',
+      blockM: '128',
+      blockN: '64',
+      switches: { version: '2', smoothK: false, qPerWarp: false },
+    };
     expect(decodeState(encodeState(s), VIEWS)).toEqual({ state: s, notices: [] });
     // The switches come before the algorithm in this link: they are still read as sage's.
-    const f = { switches: { version: '3', smoothK: 'no', qPerWarp: false, pScale: '64', bogus: 1 }, algorithm: 'sage', dtype: 'fp16', blockM: '128', blockN: '64' };
+    const f = {
+      switches: { version: '3', smoothK: 'no', qPerWarp: false, pScale: '64', bogus: 1 },
+      algorithm: 'sage',
+      dtype: 'fp16',
+      blockM: '128',
+      blockN: '64',
+    };
     const { state, notices } = decodeState(frag({ v: SHARE_VERSION, f }), VIEWS);
     expect(state.form.algorithm).toBe('sage');
     expect(state.form.switches).toEqual({});

@@ -117,14 +117,33 @@ function readForm(x: unknown, notices: string[]): ProblemForm {
     const want = typeof DEFAULT_FORM[key];
     const allowed = enums[key];
     if (typeof v !== want || (allowed && !allowed.includes(v as string))) {
-      notices.push(`problem.${k}: ${show(v)} is not ${allowed ? `one of ${allowed.join(', ')}` : `a ${want}`}; using ${show(DEFAULT_FORM[key])}`);
+      notices.push(
+        `problem.${k}: ${show(v)} is not ${allowed ? `one of ${allowed.join(', ')}` : `a ${want}`}; using ${show(DEFAULT_FORM[key])}`,
+      );
       continue;
     }
     (form as unknown as Record<string, unknown>)[key] = v;
   }
   if (rawSwitches !== undefined) form.switches = readSwitches(rawSwitches, form.algorithm, notices);
   // Field-level values can still make an invalid problem (e.g. nq "abc"): reset the field named by the error.
-  const fieldOf: Record<string, keyof ProblemForm> = { batch: 'batch', hq: 'hq', hk: 'hk', nq: 'nq', nk: 'nk', d: 'd', dv: 'dv', Br: 'blockM', Bc: 'blockN', 'on-chip memory M': 'sramBytes', 'window left': 'windowLeft', 'window right': 'windowRight', softcap: 'softcap', seed: 'seed', 'outlier row': 'outlierRow', pass: 'pass' };
+  const fieldOf: Record<string, keyof ProblemForm> = {
+    batch: 'batch',
+    hq: 'hq',
+    hk: 'hk',
+    nq: 'nq',
+    nk: 'nk',
+    d: 'd',
+    dv: 'dv',
+    Br: 'blockM',
+    Bc: 'blockN',
+    'on-chip memory M': 'sramBytes',
+    'window left': 'windowLeft',
+    'window right': 'windowRight',
+    softcap: 'softcap',
+    seed: 'seed',
+    'outlier row': 'outlierRow',
+    pass: 'pass',
+  };
   for (let tries = 0; tries < 20; tries++) {
     try {
       formToRequest(form);
@@ -173,12 +192,15 @@ function readSwitches(x: unknown, algorithm: string, notices: string[]): Problem
     notices.push(`problem.switches: ${show(x)} ignored (not an object)`);
     return out;
   }
-  const own = new Map((panelSwitches(algorithm)).map((sw) => [sw.key, typeof sw.spec.default === 'boolean' ? 'boolean' : 'string']));
+  const own = new Map(panelSwitches(algorithm).map((sw) => [sw.key, typeof sw.spec.default === 'boolean' ? 'boolean' : 'string']));
   const anyAlgorithm = new Set(DESCRIPTORS.flatMap((d) => panelSwitches(d.id).map((sw) => sw.key)));
   for (const [k, v] of Object.entries(x)) {
     const want = own.get(k);
     if (!want) notices.push(`problem.switches.${k}: ${anyAlgorithm.has(k) ? `not a switch of ${algorithm}` : 'unknown switch'}, ignored`);
-    else if (typeof v !== want) notices.push(`problem.switches.${k}: ${show(v)} is not ${want === 'boolean' ? 'true or false' : 'a number as text'}; using the kernel's default`);
+    else if (typeof v !== want)
+      notices.push(
+        `problem.switches.${k}: ${show(v)} is not ${want === 'boolean' ? 'true or false' : 'a number as text'}; using the kernel's default`,
+      );
     else out[k] = v as boolean | string;
   }
   return out;
@@ -244,22 +266,34 @@ export function decodeState(fragment: string, knownViews: readonly string[]): De
   const state = defaultSharedState([...knownViews]);
   const frag = fragment.replace(/^#/, '');
   if (frag === '') return { state, notices };
-  if (frag.length > MAX_FRAGMENT) return { state, notices: [`the link is ${frag.length} characters long, more than a FlashScope link can be; the defaults are shown`] };
+  if (frag.length > MAX_FRAGMENT)
+    return { state, notices: [`the link is ${frag.length} characters long, more than a FlashScope link can be; the defaults are shown`] };
   const m = /^s=(.*)$/.exec(frag);
-  if (!m) return { state, notices: [`the link's fragment "${frag.slice(0, 30)}" is not a FlashScope state (expected #s=…); the defaults are shown`] };
+  if (!m)
+    return {
+      state,
+      notices: [`the link's fragment "${frag.slice(0, 30)}" is not a FlashScope state (expected #s=…); the defaults are shown`],
+    };
   let raw: unknown;
   try {
     raw = JSON.parse(fromBase64Url(m[1]));
   } catch (e) {
-    return { state, notices: [`the link's state could not be read (${e instanceof Error ? e.message : String(e)}); the defaults are shown`] };
+    return {
+      state,
+      notices: [`the link's state could not be read (${e instanceof Error ? e.message : String(e)}); the defaults are shown`],
+    };
   }
-  if (!isObj(raw)) return { state, notices: ['the link\'s state is not an object; the defaults are shown'] };
+  if (!isObj(raw)) return { state, notices: ["the link's state is not an object; the defaults are shown"] };
   if (raw.v !== SHARE_VERSION) {
     const v = raw.v;
-    const why = typeof v === 'number' && v > SHARE_VERSION ? `a newer FlashScope (state version ${v}; this one reads ${SHARE_VERSION})` : `an unknown state version ${show(v)} (this FlashScope reads ${SHARE_VERSION})`;
+    const why =
+      typeof v === 'number' && v > SHARE_VERSION
+        ? `a newer FlashScope (state version ${v}; this one reads ${SHARE_VERSION})`
+        : `an unknown state version ${show(v)} (this FlashScope reads ${SHARE_VERSION})`;
     return { state, notices: [`the link was made by ${why}; the defaults are shown`] };
   }
-  for (const k of Object.keys(raw)) if (!['v', 'm', 'f', 'st', 'vw', 'c', 'im', 'sv'].includes(k)) notices.push(`unknown part "${k}" ignored`);
+  for (const k of Object.keys(raw))
+    if (!['v', 'm', 'f', 'st', 'vw', 'c', 'im', 'sv'].includes(k)) notices.push(`unknown part "${k}" ignored`);
   if (raw.m === 'debugger' || raw.m === 'compare') state.mode = raw.m;
   else if (raw.m !== undefined) notices.push(`mode ${show(raw.m)} is not debugger or compare; debugger shown`);
   state.form = readForm(raw.f, notices);
@@ -271,7 +305,9 @@ export function decodeState(fragment: string, knownViews: readonly string[]): De
   if (raw.sv !== undefined) state.serving = decodeServing(raw.sv, notices);
   if (raw.im === 1) {
     state.imported = true;
-    notices.push('the link was made with tensors loaded from files, which a link cannot carry; random inputs with the same shapes and seed are shown');
+    notices.push(
+      'the link was made with tensors loaded from files, which a link cannot carry; random inputs with the same shapes and seed are shown',
+    );
   }
   if (raw.c !== undefined) {
     if (!isObj(raw.c)) notices.push(`compare settings ${show(raw.c)} ignored (not an object)`);
@@ -285,7 +321,10 @@ export function decodeState(fragment: string, knownViews: readonly string[]): De
         if (!Array.isArray(c.p)) notices.push(`compare panes ${show(c.p)} ignored (not a list)`);
         else {
           if (c.p.length > MAX_PANES) notices.push(`the link has ${c.p.length} compare panes; at most ${MAX_PANES} are shown`);
-          const panes = c.p.slice(0, MAX_PANES).map((p, i) => readPane(p, i, knownViews, notices)).filter((p): p is SharedPane => !!p);
+          const panes = c.p
+            .slice(0, MAX_PANES)
+            .map((p, i) => readPane(p, i, knownViews, notices))
+            .filter((p): p is SharedPane => !!p);
           while (panes.length < MIN_PANES) {
             notices.push(`compare needs at least ${MIN_PANES} panes; a default pane was added`);
             panes.push({ config: structuredClone(DEFAULT_PANES[panes.length]), step: 0 });
@@ -294,7 +333,8 @@ export function decodeState(fragment: string, knownViews: readonly string[]): De
         }
       }
       const n = state.compare.panes.length;
-      if (Array.isArray(c.d) && c.d.length === 2 && c.d.every((i) => Number.isInteger(i) && i >= 0 && i < n) && c.d[0] !== c.d[1]) state.compare.diff = [c.d[0], c.d[1]];
+      if (Array.isArray(c.d) && c.d.length === 2 && c.d.every((i) => Number.isInteger(i) && i >= 0 && i < n) && c.d[0] !== c.d[1])
+        state.compare.diff = [c.d[0], c.d[1]];
       else if (c.d !== undefined) notices.push(`difference pair ${show(c.d)} does not name two different panes; using panes 1 and 2`);
     }
   }

@@ -22,7 +22,13 @@ export function restoreFromUrl(hash: string): void {
   app.addPane(MAIN, state.views);
   app.setForm(MAIN, state.form);
   app.setViews(MAIN, state.views);
-  useCompare.setState({ mode: state.mode, axis: state.compare.axis, gpu: state.compare.gpu, panes: state.compare.panes.map((p) => p.config), diff: state.compare.diff });
+  useCompare.setState({
+    mode: state.mode,
+    axis: state.compare.axis,
+    gpu: state.compare.gpu,
+    panes: state.compare.panes.map((p) => p.config),
+    diff: state.compare.diff,
+  });
   const pendingSteps: Record<string, number> = {};
   if (state.step > 0) pendingSteps[MAIN] = state.step;
   state.compare.panes.forEach((p, i) => {
@@ -47,7 +53,12 @@ function restorePendingSteps(): () => void {
       delete rest[pane];
       useShare.setState({ pendingSteps: rest });
       if (step >= pb.summary.total) {
-        useShare.setState((x) => ({ notices: [...x.notices, `step ${step + 1} is past the end of ${pane === MAIN ? 'the run' : `compare pane ${Number(pane.slice(3)) + 1}`} (${pb.summary!.total} steps); showing the last step`] }));
+        useShare.setState((x) => ({
+          notices: [
+            ...x.notices,
+            `step ${step + 1} is past the end of ${pane === MAIN ? 'the run' : `compare pane ${Number(pane.slice(3)) + 1}`} (${pb.summary!.total} steps); showing the last step`,
+          ],
+        }));
       }
       void withSyncPaused(() => c.seek(Math.min(step, pb.summary!.total - 1)));
     }
@@ -76,7 +87,10 @@ export function currentState(): SharedState {
     compare: {
       axis: cmp.axis,
       gpu: cmp.gpu,
-      panes: cmp.panes.map((config, i) => ({ config, step: app.playback[comparePaneId(i)]?.frame?.step ?? useShare.getState().pendingSteps[comparePaneId(i)] ?? 0 })),
+      panes: cmp.panes.map((config, i) => ({
+        config,
+        step: app.playback[comparePaneId(i)]?.frame?.step ?? useShare.getState().pendingSteps[comparePaneId(i)] ?? 0,
+      })),
       diff: cmp.diff,
     },
     imported: !!useImport.getState().imported[MAIN],

@@ -13,10 +13,20 @@ describe('problem form', () => {
   it('names the bad field', () => {
     expect(() => formToRequest({ ...DEFAULT_FORM, nq: '6x' })).toThrow(/^nq: must be a whole number/);
     expect(() => formToRequest({ ...DEFAULT_FORM, softcap: '-1' })).toThrow(/^softcap:/);
-    expect(() => formToRequest({ ...DEFAULT_FORM, distribution: 'outlier-row', outlierRow: '64' })).toThrow(/^outlier row: must be below nq/);
+    expect(() => formToRequest({ ...DEFAULT_FORM, distribution: 'outlier-row', outlierRow: '64' })).toThrow(
+      /^outlier row: must be below nq/,
+    );
   });
   it('builds windows, ALiBi, softcap and on-chip memory blocks', () => {
-    const r = formToRequest({ ...DEFAULT_FORM, windowLeft: '8', windowRight: '', alibi: true, softcap: '30', blockMode: 'sram', sramBytes: '8192' });
+    const r = formToRequest({
+      ...DEFAULT_FORM,
+      windowLeft: '8',
+      windowRight: '',
+      alibi: true,
+      softcap: '30',
+      blockMode: 'sram',
+      sramBytes: '8192',
+    });
     expect(r.problem.window).toEqual({ left: 8, right: -1 });
     expect(r.problem.alibi).toBe('standard');
     expect(r.problem.softcap).toBe(30);
@@ -30,11 +40,18 @@ describe('problem form', () => {
   it('asks for the backward pass only of algorithms that have one', () => {
     expect(formToRequest({ ...DEFAULT_FORM, algorithm: 'fa2', pass: 'backward' }).pass).toBe('backward');
     expect(formToRequest(DEFAULT_FORM).pass).toBeUndefined();
-    expect(() => formToRequest({ ...DEFAULT_FORM, algorithm: 'flash-decoding', pass: 'backward' })).toThrow(/^pass: flash-decoding has no backward pass/);
+    expect(() => formToRequest({ ...DEFAULT_FORM, algorithm: 'flash-decoding', pass: 'backward' })).toThrow(
+      /^pass: flash-decoding has no backward pass/,
+    );
   });
 
   it('sends the FA3 switches the person set, the FP8-only ones on FP8 runs only', () => {
-    const fp8 = { ...DEFAULT_FORM, algorithm: 'fa3', dtype: 'fp8e4m3' as const, switches: { pScale: '64', incoherent: false, reverseKv: false } };
+    const fp8 = {
+      ...DEFAULT_FORM,
+      algorithm: 'fa3',
+      dtype: 'fp8e4m3' as const,
+      switches: { pScale: '64', incoherent: false, reverseKv: false },
+    };
     expect(formToRequest(fp8).features).toEqual({ pScale: 64, incoherent: false, reverseKv: false });
     expect(formToRequest({ ...fp8, dtype: 'bf16' }).features).toEqual({ reverseKv: false });
     expect(formToRequest({ ...fp8, algorithm: 'fa2', dtype: 'fp32' }).features).toBeUndefined();
@@ -53,12 +70,18 @@ describe('problem form', () => {
 
   it('sends sage’s version and smoothK, and qPerWarp with version 2 only', () => {
     const sage = formForAlgorithm(DEFAULT_FORM, 'sage').form;
-    expect(formToRequest({ ...sage, switches: { version: '2', qPerWarp: false, smoothK: false } }).features).toEqual({ version: 2, qPerWarp: false, smoothK: false });
+    expect(formToRequest({ ...sage, switches: { version: '2', qPerWarp: false, smoothK: false } }).features).toEqual({
+      version: 2,
+      qPerWarp: false,
+      smoothK: false,
+    });
     // On version 1 the engine refuses qPerWarp: the form leaves it out instead of failing the load.
     expect(formToRequest({ ...sage, switches: { version: '1', qPerWarp: false } }).features).toEqual({ version: 1 });
     expect(formToRequest({ ...sage, switches: { qPerWarp: false } }).features).toBeUndefined();
     expect(() => formToRequest({ ...sage, switches: { version: '3' } })).toThrow(/^switches\.version: must be 1 .* or 2 .*got 3/);
-    expect(() => formToRequest({ ...sage, switches: { smoothK: 'yes' as unknown as boolean } })).toThrow(/^switches\.smoothK: must be on or off/);
+    expect(() => formToRequest({ ...sage, switches: { smoothK: 'yes' as unknown as boolean } })).toThrow(
+      /^switches\.smoothK: must be on or off/,
+    );
   });
   it('lets the loaded run’s sage version decide whether qPerWarp is sent', () => {
     const sage = formForAlgorithm(DEFAULT_FORM, 'sage').form;
@@ -73,7 +96,11 @@ describe('problem form', () => {
   });
   it('shows each switch as the next load runs it: set, else loaded, else the default', () => {
     expect(effectiveSwitches('sage', {}, undefined)).toEqual({ version: SAGE_FEATURES.version.default, smoothK: true, qPerWarp: true });
-    expect(effectiveSwitches('sage', { smoothK: false }, { version: 2, smoothK: true })).toEqual({ version: 2, smoothK: false, qPerWarp: true });
+    expect(effectiveSwitches('sage', { smoothK: false }, { version: 2, smoothK: true })).toEqual({
+      version: 2,
+      smoothK: false,
+      qPerWarp: true,
+    });
     // Half-typed text does not hide the loaded value from the other switches' conditions.
     expect(effectiveSwitches('sage', { version: '' }, { version: 2 }).version).toBe(2);
     expect(effectiveSwitches('fa2', { version: '2' }, undefined)).toEqual({});
@@ -98,7 +125,9 @@ describe('problem form', () => {
     for (const id of ALGORITHMS.map((a) => a.id)) {
       const sws = panelSwitches(id);
       const form = formForAlgorithm(DEFAULT_FORM, id).form;
-      const switches = Object.fromEntries(sws.map((sw) => [sw.key, typeof sw.spec.default === 'boolean' ? sw.spec.default : String(sw.spec.default)]));
+      const switches = Object.fromEntries(
+        sws.map((sw) => [sw.key, typeof sw.spec.default === 'boolean' ? sw.spec.default : String(sw.spec.default)]),
+      );
       expect(() => formToRequest({ ...form, switches }), id).not.toThrow();
     }
   });

@@ -42,7 +42,9 @@ export function panelSwitches(algorithm: string): PanelSwitch[] {
     .map(([key, spec]) => {
       const fp8Only = spec.dtypes !== undefined && spec.dtypes.every(isFp8);
       const dtypeOff = (dtype: DType) =>
-        fp8Only || !spec.dtypes || spec.dtypes.includes(dtype) ? undefined : `needs dtype ${spec.dtypes.join(' or ')}${spec.dtypeWhy ? ` (${spec.dtypeWhy})` : ''}`;
+        fp8Only || !spec.dtypes || spec.dtypes.includes(dtype)
+          ? undefined
+          : `needs dtype ${spec.dtypes.join(' or ')}${spec.dtypeWhy ? ` (${spec.dtypeWhy})` : ''}`;
       const sw: PanelSwitch = { key, label: spec.label ?? key, spec, fp8Only };
       if (spec.choices) sw.choices = spec.choices;
       if (spec.inactive || (spec.dtypes && !fp8Only)) sw.inactive = (v, dtype) => spec.inactive?.(v) ?? dtypeOff(dtype);
@@ -66,7 +68,11 @@ export function switchOff(sw: PanelSwitch, values: SwitchValues, dtype: DType): 
  * parses, else the loaded run's, else the kernel's default. Unparsed text falls through so
  * the other switches' conditions still see a value; formToRequest reports it.
  */
-export function effectiveSwitches(algorithm: string, set: Record<string, boolean | number | string>, loaded: SwitchValues | undefined): SwitchValues {
+export function effectiveSwitches(
+  algorithm: string,
+  set: Record<string, boolean | number | string>,
+  loaded: SwitchValues | undefined,
+): SwitchValues {
   const out: SwitchValues = {};
   for (const sw of panelSwitches(algorithm)) {
     const v = set[sw.key];
@@ -190,10 +196,17 @@ export function formToRequest(f: ProblemForm, applied?: LoadRequest): LoadReques
     if (!Number.isFinite(v)) throw new FormError('sink', `must be a number, got "${f.sink}"`);
     problem.sinks = new Array<number>(problem.hq).fill(v);
   }
-  const blocks = f.blockMode === 'sram' ? { sramBytes: int('on-chip memory M', f.sramBytes) } : { blockM: int('Br', f.blockM), blockN: int('Bc', f.blockN) };
+  const blocks =
+    f.blockMode === 'sram'
+      ? { sramBytes: int('on-chip memory M', f.sramBytes) }
+      : { blockM: int('Br', f.blockM), blockN: int('Bc', f.blockN) };
   const req: LoadRequest = { algorithm: f.algorithm, problem, seed: int('seed', f.seed, 0), distribution: f.distribution, blocks };
   if (f.pass === 'backward') {
-    if (!hasBackward(f.algorithm)) throw new FormError('pass', `${f.algorithm} has no backward pass in FlashScope; choose Forward, or one of the algorithms that have one`);
+    if (!hasBackward(f.algorithm))
+      throw new FormError(
+        'pass',
+        `${f.algorithm} has no backward pass in FlashScope; choose Forward, or one of the algorithms that have one`,
+      );
     req.pass = 'backward';
   }
   const features = switchFeatures(f, applied?.algorithm === f.algorithm ? applied.features : undefined);

@@ -7,7 +7,15 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { blockCount } from '../../engine/algorithms/blocks.ts';
 import { defineAlgorithm } from '../../engine/algorithms/descriptor.ts';
-import { BUILT_IN_ALGORITHMS, DESCRIPTORS, algorithmById, descriptorOf, isBuiltIn, registerAlgorithm, unregisterAlgorithm } from '../../engine/algorithms/registry.ts';
+import {
+  BUILT_IN_ALGORITHMS,
+  DESCRIPTORS,
+  algorithmById,
+  descriptorOf,
+  isBuiltIn,
+  registerAlgorithm,
+  unregisterAlgorithm,
+} from '../../engine/algorithms/registry.ts';
 import { readFeatures, type FeatureSpecs } from '../../engine/algorithms/features.ts';
 import { setUpExactRun } from '../../engine/algorithms/run-setup.ts';
 import { accumulatePV, headSlice, maskTile, roundTile, scoreTile } from '../../engine/algorithms/tile-math.ts';
@@ -27,7 +35,12 @@ const ID = 'fa2-kv-outer';
 const fa2 = BUILT_IN_ALGORITHMS.fa2;
 
 const SWITCHES = {
-  kvOuter: { default: true, panel: true, label: 'K/V outer', doc: 'K/V blocks in the outer loop, as FA1 orders them; off: FA2’s own order' },
+  kvOuter: {
+    default: true,
+    panel: true,
+    label: 'K/V outer',
+    doc: 'K/V blocks in the outer loop, as FA1 orders them; off: FA2’s own order',
+  },
 } satisfies FeatureSpecs;
 
 function* runKvOuter(p: AttentionProblem, x: AttentionInputs, opts: RunOptions): StepGenerator {
@@ -51,18 +64,31 @@ function* runKvOuter(p: AttentionProblem, x: AttentionInputs, opts: RunOptions):
         const c1 = Math.min(p.nk, c0 + blockN);
         const cols = c1 - c0;
         const kv = { qBlock: -1, kvBlock: j, rows: [0, 0] as Range, cols: [c0, c1] as Range };
-        let ev = tr.emit('load', { b, h, outer: j, inner: -1, tile: kv, line: `${ID}.loadKV`, delta: { hbmRead: { K: cols * p.d * eb, V: cols * dv * eb } } }, () => ({
-          tensors: ['K' as const, 'V' as const],
-        }));
+        let ev = tr.emit(
+          'load',
+          { b, h, outer: j, inner: -1, tile: kv, line: `${ID}.loadKV`, delta: { hbmRead: { K: cols * p.d * eb, V: cols * dv * eb } } },
+          () => ({
+            tensors: ['K' as const, 'V' as const],
+          }),
+        );
         if (ev) yield ev;
         for (let i = 0; i < blockCount(p.nq, blockM); i++) {
           const r0 = i * blockM;
           const r1 = Math.min(p.nq, r0 + blockM);
           const rows = r1 - r0;
           if (!blockHasVisible(sm, r0, r1, c0, c1, p.nk)) continue;
-          const at = (line: string) => ({ b, h, outer: j, inner: i, tile: { qBlock: i, kvBlock: j, rows: [r0, r1] as Range, cols: [c0, c1] as Range }, line: `${ID}.${line}` });
+          const at = (line: string) => ({
+            b,
+            h,
+            outer: j,
+            inner: i,
+            tile: { qBlock: i, kvBlock: j, rows: [r0, r1] as Range, cols: [c0, c1] as Range },
+            line: `${ID}.${line}`,
+          });
           if (scoreTile(p, sm, x, hs, r0, rows, c0, cols, s, blockN)) maskTile(p, sm, r0, rows, c0, cols, s, blockN);
-          ev = tr.emit('qk', { ...at('qk'), delta: { matmulFlops: 2 * rows * cols * p.d } }, () => ({ s: tileValues(s, rows, cols, blockN) }));
+          ev = tr.emit('qk', { ...at('qk'), delta: { matmulFlops: 2 * rows * cols * p.d } }, () => ({
+            s: tileValues(s, rows, cols, blockN),
+          }));
           if (ev) yield ev;
           for (let r = 0; r < rows; r++) {
             const row = r0 + r;
@@ -80,7 +106,9 @@ function* runKvOuter(p: AttentionProblem, x: AttentionInputs, opts: RunOptions):
           }
           roundTile(rounder, pt, rows, cols, blockN);
           accumulatePV(p, x, hs, pt, blockN, rows, c0, cols, acc.subarray(r0 * dv, r1 * dv), dv);
-          ev = tr.emit('pv', { ...at('pv'), delta: { matmulFlops: 2 * rows * cols * dv, expCount: rows * cols } }, () => ({ o: tileValues(acc.subarray(r0 * dv), rows, dv, dv) }));
+          ev = tr.emit('pv', { ...at('pv'), delta: { matmulFlops: 2 * rows * cols * dv, expCount: rows * cols } }, () => ({
+            o: tileValues(acc.subarray(r0 * dv), rows, dv, dv),
+          }));
           if (ev) yield ev;
         }
       }
@@ -90,9 +118,13 @@ function* runKvOuter(p: AttentionProblem, x: AttentionInputs, opts: RunOptions):
         lse[(b * p.hq + h) * p.nq + row] = l[row] > 0 ? m[row] + Math.log(l[row]) : -Infinity;
       }
       const all = { qBlock: -1, kvBlock: -1, rows: [0, p.nq] as Range, cols: [0, 0] as Range };
-      const ev = tr.emit('write', { b, h, outer: -1, inner: -1, tile: all, line: `${ID}.write`, delta: { hbmWritten: { O: p.nq * dv * eb, LSE: p.nq * 4 } } }, () => ({
-        tensors: ['O' as const, 'LSE' as const],
-      }));
+      const ev = tr.emit(
+        'write',
+        { b, h, outer: -1, inner: -1, tile: all, line: `${ID}.write`, delta: { hbmWritten: { O: p.nq * dv * eb, LSE: p.nq * 4 } } },
+        () => ({
+          tensors: ['O' as const, 'LSE' as const],
+        }),
+      );
       if (ev) yield ev;
     }
   }
@@ -165,6 +197,8 @@ describe('an algorithm registered from a test file', () => {
     expect(req.features).toEqual({ kvOuter: false });
     const s = new DebuggerSession();
     const sum = await s.load({ ...req, seed: 5 });
-    expect(sum.total).toBe(runToEnd(fa2.forward, req.problem, randomInputs(req.problem, { seed: 5 }), { blockM: 16, blockN: 16 }).counters.steps);
+    expect(sum.total).toBe(
+      runToEnd(fa2.forward, req.problem, randomInputs(req.problem, { seed: 5 }), { blockM: 16, blockN: 16 }).counters.steps,
+    );
   });
 });

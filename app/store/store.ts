@@ -3,7 +3,15 @@
 // select only the fields they render.
 
 import { create } from 'zustand';
-import type { Breakpoint, BreakpointHit, CountersRun, Frame, Granularity, HeadInputs, LoadSummary } from '../../engine/debugger/protocol.ts';
+import type {
+  Breakpoint,
+  BreakpointHit,
+  CountersRun,
+  Frame,
+  Granularity,
+  HeadInputs,
+  LoadSummary,
+} from '../../engine/debugger/protocol.ts';
 import type { LoadRequest } from '../../engine/request.ts';
 import { DEFAULT_FORM, type ProblemForm } from './problem-form.ts';
 
@@ -104,7 +112,8 @@ export const useApp = create<AppState>()((set) => ({
             layout: { ...s.layout, views: { ...s.layout.views, [id]: views } },
           },
     ),
-  setForm: (id, patch) => set((s) => ({ problem: { ...s.problem, [id]: { ...s.problem[id], form: { ...s.problem[id].form, ...patch } } } })),
+  setForm: (id, patch) =>
+    set((s) => ({ problem: { ...s.problem, [id]: { ...s.problem[id], form: { ...s.problem[id].form, ...patch } } } })),
   setApplied: (id, req) => set((s) => ({ problem: { ...s.problem, [id]: { ...s.problem[id], applied: req } } })),
   patchPlayback: (id, patch) => set((s) => ({ playback: { ...s.playback, [id]: { ...s.playback[id], ...patch } } })),
   patchSelection: (id, patch) => set((s) => ({ selection: { ...s.selection, [id]: { ...s.selection[id], ...patch } } })),

@@ -5,7 +5,8 @@ import type { Counters } from '../../engine/core/counters.ts';
 import { useApp } from '../store/store.ts';
 import { usePane } from '../pane/context.ts';
 
-const si = (n: number) => (n >= 1e9 ? `${(n / 1e9).toFixed(2)} G` : n >= 1e6 ? `${(n / 1e6).toFixed(2)} M` : n >= 1e3 ? `${(n / 1e3).toFixed(1)} k` : String(n));
+const si = (n: number) =>
+  n >= 1e9 ? `${(n / 1e9).toFixed(2)} G` : n >= 1e6 ? `${(n / 1e6).toFixed(2)} M` : n >= 1e3 ? `${(n / 1e3).toFixed(1)} k` : String(n);
 
 export function CountersTable({ c }: { c: Counters }) {
   const byTensor = (m: Partial<Record<string, number>>) =>

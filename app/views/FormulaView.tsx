@@ -33,7 +33,16 @@ export default function FormulaView() {
   const g = frame.bwd;
   const extra =
     g && inputs && problem && r1 > r0
-      ? backwardLive(ev, row - r0, { p: frame.p, dP: g.dP, dS: g.dS, k: inputs.k, nk: frame.nk, d: inputs.d, scale: softmaxScale(problem), scaleLater: findDescriptor(algorithm)?.backward?.scaleLater === true })
+      ? backwardLive(ev, row - r0, {
+          p: frame.p,
+          dP: g.dP,
+          dS: g.dS,
+          k: inputs.k,
+          nk: frame.nk,
+          d: inputs.d,
+          scale: softmaxScale(problem),
+          scaleLater: findDescriptor(algorithm)?.backward?.scaleLater === true,
+        })
       : undefined;
   return (
     <section className="view formula" aria-label="Formula">
@@ -42,7 +51,9 @@ export default function FormulaView() {
       </h3>
       <Tex tex={f.symbolic} label="Update" />
       {f.live && <Tex tex={f.live} label="Update with live numbers" />}
-      {extra?.map((t, i) => <Tex key={i} tex={t} label={i === 0 ? 'One entry with live numbers' : 'One entry, continued'} />)}
+      {extra?.map((t, i) => (
+        <Tex key={i} tex={t} label={i === 0 ? 'One entry with live numbers' : 'One entry, continued'} />
+      ))}
     </section>
   );
 }

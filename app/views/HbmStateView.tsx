@@ -28,8 +28,34 @@ export function HbmStateView() {
     <section className="view hbm-state" aria-label="HBM-resident m and l">
       <h3>HBM-resident m and l (FA1 rewrites them every step)</h3>
       <div className="hm-grid">
-        <Heatmap id="m" title="m (HBM)" data={frame.m} version={frame.seq} rows={frame.nq} cols={1} scale={mScale} tileRows={blockM} tileCols={1} highlight={hl} markRows={rewriting} maxPx={220} />
-        <Heatmap id="l" title="l (HBM)" data={frame.l} version={frame.seq} rows={frame.nq} cols={1} scale={lScale} tileRows={blockM} tileCols={1} highlight={hl} markRows={rewriting} maxPx={220} />
+        <Heatmap
+          id="m"
+          title="m (HBM)"
+          data={frame.m}
+          version={frame.seq}
+          rows={frame.nq}
+          cols={1}
+          scale={mScale}
+          tileRows={blockM}
+          tileCols={1}
+          highlight={hl}
+          markRows={rewriting}
+          maxPx={220}
+        />
+        <Heatmap
+          id="l"
+          title="l (HBM)"
+          data={frame.l}
+          version={frame.seq}
+          rows={frame.nq}
+          cols={1}
+          scale={lScale}
+          tileRows={blockM}
+          tileCols={1}
+          highlight={hl}
+          markRows={rewriting}
+          maxPx={220}
+        />
       </div>
     </section>
   );

@@ -81,7 +81,12 @@ function HeatmapImpl(props: HeatmapProps) {
     let shown = shownRef.current;
     if (!img || img.width !== cols || img.height !== rows || !shown || shown.scale !== scale || shown.transposed !== !!transposed) {
       img = imageRef.current = octx.createImageData(cols, rows);
-      shown = shownRef.current = { values: new Float64Array(rows * cols).fill(Number.NaN), masked: new Uint8Array(rows * cols).fill(2), scale, transposed: !!transposed };
+      shown = shownRef.current = {
+        values: new Float64Array(rows * cols).fill(Number.NaN),
+        masked: new Uint8Array(rows * cols).fill(2),
+        scale,
+        transposed: !!transposed,
+      };
     }
     const px = img.data;
     const { lut } = scale;
@@ -160,8 +165,10 @@ function HeatmapImpl(props: HeatmapProps) {
     ctx.strokeStyle = 'rgba(255,255,255,0.28)';
     ctx.lineWidth = 1;
     ctx.beginPath();
-    if (tileCols * sx >= 4) for (let c = tileCols; c < cols; c += tileCols) ctx.moveTo(Math.round(c * sx) + 0.5, 0), ctx.lineTo(Math.round(c * sx) + 0.5, height);
-    if (tileRows * sy >= 4) for (let r = tileRows; r < rows; r += tileRows) ctx.moveTo(0, Math.round(r * sy) + 0.5), ctx.lineTo(width, Math.round(r * sy) + 0.5);
+    if (tileCols * sx >= 4)
+      for (let c = tileCols; c < cols; c += tileCols) ctx.moveTo(Math.round(c * sx) + 0.5, 0), ctx.lineTo(Math.round(c * sx) + 0.5, height);
+    if (tileRows * sy >= 4)
+      for (let r = tileRows; r < rows; r += tileRows) ctx.moveTo(0, Math.round(r * sy) + 0.5), ctx.lineTo(width, Math.round(r * sy) + 0.5);
     ctx.stroke();
     if (m1 > m0) {
       ctx.fillStyle = '#ff9f1c';
@@ -194,7 +201,12 @@ function HeatmapImpl(props: HeatmapProps) {
     const rect = e.currentTarget.getBoundingClientRect();
     const c = Math.floor(((e.clientX - rect.left) / rect.width) * cols);
     const r = Math.floor(((e.clientY - rect.top) / rect.height) * rows);
-    return { r: Math.max(0, Math.min(rows - 1, r)), c: Math.max(0, Math.min(cols - 1, c)), x: e.clientX - rect.left, y: e.clientY - rect.top };
+    return {
+      r: Math.max(0, Math.min(rows - 1, r)),
+      c: Math.max(0, Math.min(cols - 1, c)),
+      x: e.clientX - rect.left,
+      y: e.clientY - rect.top,
+    };
   };
 
   // The keyboard's cell: focus shows the current tile's numbers, arrows move a tile (Shift: a
@@ -214,7 +226,8 @@ function HeatmapImpl(props: HeatmapProps) {
     else if (e.key === 'ArrowLeft') c -= dc;
     else if (e.key === 'ArrowRight') c += dc;
     else if (e.key === 'Home') (r = 0), (c = 0);
-    else if ((e.key === 'Enter' || e.key === ' ') && props.onTileClick) props.onTileClick(Math.floor(cur.r / tileRows), Math.floor(cur.c / tileCols));
+    else if ((e.key === 'Enter' || e.key === ' ') && props.onTileClick)
+      props.onTileClick(Math.floor(cur.r / tileRows), Math.floor(cur.c / tileCols));
     else return;
     e.preventDefault();
     e.stopPropagation();
@@ -227,7 +240,11 @@ function HeatmapImpl(props: HeatmapProps) {
   const hoverMarked = hover && marks ? marks.includes(hover.r * cols + hover.c) : false;
   const hoverTile = hover ? ([Math.floor(hover.r / tileRows), Math.floor(hover.c / tileCols)] as const) : undefined;
   return (
-    <figure className="heatmap" data-matrix={props.id} data-highlight={highlight ? `${highlight.r0},${highlight.r1},${highlight.c0},${highlight.c1}` : ''}>
+    <figure
+      className="heatmap"
+      data-matrix={props.id}
+      data-highlight={highlight ? `${highlight.r0},${highlight.r1},${highlight.c0},${highlight.c1}` : ''}
+    >
       <figcaption>
         <span className="hm-title">{props.title}</span>
         <span className="hm-shape">
@@ -263,7 +280,17 @@ function HeatmapImpl(props: HeatmapProps) {
           }}
         />
         {hover && (
-          <div className="hm-tooltip" role="tooltip" id={tipId} aria-live={keyed ? 'polite' : undefined} style={hover.x > width / 2 && props.tileInfo ? { right: width - hover.x + 12, top: hover.y + 12 } : { left: Math.min(hover.x + 12, width - 20), top: hover.y + 12 }}>
+          <div
+            className="hm-tooltip"
+            role="tooltip"
+            id={tipId}
+            aria-live={keyed ? 'polite' : undefined}
+            style={
+              hover.x > width / 2 && props.tileInfo
+                ? { right: width - hover.x + 12, top: hover.y + 12 }
+                : { left: Math.min(hover.x + 12, width - 20), top: hover.y + 12 }
+            }
+          >
             {props.id}[{hover.r}, {hover.c}] = {hoverMasked ? 'masked' : fmt(hoverValue)}
             {hoverMarked && props.marksLabel && (
               <>
@@ -282,7 +309,13 @@ function HeatmapImpl(props: HeatmapProps) {
           </div>
         )}
       </div>
-      <Legend scale={scale} label={props.title} showMasked={!!mask} marksLabel={marks && marks.length ? props.marksLabel : undefined} complete={props.complete} />
+      <Legend
+        scale={scale}
+        label={props.title}
+        showMasked={!!mask}
+        marksLabel={marks && marks.length ? props.marksLabel : undefined}
+        complete={props.complete}
+      />
     </figure>
   );
 }

@@ -69,11 +69,79 @@ export function HeatmapsView() {
   return (
     <section className="view heatmaps" aria-label="Tile heatmaps">
       <div className="hm-layout">
-        <Heatmap id="Q" title="Q" data={inputs.q} rows={inputs.nq} cols={inputs.d} scale={scales.q} tileRows={blockM} tileCols={inputs.d} highlight={qRows} maxPx={Math.max(side(inputs.nq, inputs.nk), 40)} onTileClick={zoom('Q')} />
-        <Heatmap id="Kᵀ" title="Kᵀ" data={inputs.k} rows={inputs.d} cols={inputs.nk} transposed scale={scales.k} tileRows={inputs.d} tileCols={blockN} highlight={kCols} maxPx={big} onTileClick={zoom('K')} />
-        <Heatmap id="V" title="V" data={inputs.v} rows={inputs.nk} cols={inputs.dv} scale={scales.v} tileRows={blockN} tileCols={inputs.dv} highlight={vRows} maxPx={big} onTileClick={zoom('V')} />
-        <Heatmap id="S" title={titles.s} data={frame.s} version={frame.seq} mask={frame.mask} rows={frame.nq} cols={frame.nk} scale={scales.s} tileRows={blockM} tileCols={blockN} highlight={sTile} maxPx={big} onTileClick={zoom('S')} tileInfo={tileInfo} />
-        <Heatmap id="P" title={titles.p} data={frame.p} version={frame.seq} rows={frame.nq} cols={frame.nk} scale={scales.p} tileRows={blockM} tileCols={blockN} highlight={sTile} maxPx={big} onTileClick={zoom('P')} marks={flushed} marksLabel={FLUSHED_LABEL} tileInfo={tileInfo} />
+        <Heatmap
+          id="Q"
+          title="Q"
+          data={inputs.q}
+          rows={inputs.nq}
+          cols={inputs.d}
+          scale={scales.q}
+          tileRows={blockM}
+          tileCols={inputs.d}
+          highlight={qRows}
+          maxPx={Math.max(side(inputs.nq, inputs.nk), 40)}
+          onTileClick={zoom('Q')}
+        />
+        <Heatmap
+          id="Kᵀ"
+          title="Kᵀ"
+          data={inputs.k}
+          rows={inputs.d}
+          cols={inputs.nk}
+          transposed
+          scale={scales.k}
+          tileRows={inputs.d}
+          tileCols={blockN}
+          highlight={kCols}
+          maxPx={big}
+          onTileClick={zoom('K')}
+        />
+        <Heatmap
+          id="V"
+          title="V"
+          data={inputs.v}
+          rows={inputs.nk}
+          cols={inputs.dv}
+          scale={scales.v}
+          tileRows={blockN}
+          tileCols={inputs.dv}
+          highlight={vRows}
+          maxPx={big}
+          onTileClick={zoom('V')}
+        />
+        <Heatmap
+          id="S"
+          title={titles.s}
+          data={frame.s}
+          version={frame.seq}
+          mask={frame.mask}
+          rows={frame.nq}
+          cols={frame.nk}
+          scale={scales.s}
+          tileRows={blockM}
+          tileCols={blockN}
+          highlight={sTile}
+          maxPx={big}
+          onTileClick={zoom('S')}
+          tileInfo={tileInfo}
+        />
+        <Heatmap
+          id="P"
+          title={titles.p}
+          data={frame.p}
+          version={frame.seq}
+          rows={frame.nq}
+          cols={frame.nk}
+          scale={scales.p}
+          tileRows={blockM}
+          tileCols={blockN}
+          highlight={sTile}
+          maxPx={big}
+          onTileClick={zoom('P')}
+          marks={flushed}
+          marksLabel={FLUSHED_LABEL}
+          tileInfo={tileInfo}
+        />
         <Heatmap
           id="O"
           title={fa1 ? 'O (HBM-resident, rewritten)' : 'O'}
@@ -92,10 +160,13 @@ export function HeatmapsView() {
       </div>
       <p className="hint">
         Click a tile to see its numbers. Yellow: the tile the current step works on. Head b={frame.b}, h={frame.h}.
-        {rowStats === 'on-chip' && ' O is coloured on the final output’s range: rows still accumulating (not yet divided by l) can exceed it and show saturated.'}
+        {rowStats === 'on-chip' &&
+          ' O is coloured on the final output’s range: rows still accumulating (not yet divided by l) can exceed it and show saturated.'}
         {titles.note && ` ${titles.note}`}
-        {standard && ' P is coloured on the normalized P’s range, on a square-root scale so that its many small probabilities (about 1/Nk each) show their structure: exp(S − m), before the division by l, reaches 1 and shows saturated.'}
-        {(scales.q.clips || scales.k.clips || scales.v.clips) && ' Q, K and V are coloured on the bulk of their values (4 robust standard deviations); magenta cells lie beyond it.'}
+        {standard &&
+          ' P is coloured on the normalized P’s range, on a square-root scale so that its many small probabilities (about 1/Nk each) show their structure: exp(S − m), before the division by l, reaches 1 and shows saturated.'}
+        {(scales.q.clips || scales.k.clips || scales.v.clips) &&
+          ' Q, K and V are coloured on the bulk of their values (4 robust standard deviations); magenta cells lie beyond it.'}
       </p>
     </section>
   );

@@ -7,7 +7,19 @@ import { spacedTicks } from './legend-ticks.ts';
 
 const rgbCss = (c: [number, number, number]) => `rgb(${c[0]},${c[1]},${c[2]})`;
 
-function LegendImpl({ scale, label, showMasked, marksLabel, complete }: { scale: ColourScale; label: string; showMasked?: boolean; marksLabel?: string; complete?: boolean }) {
+function LegendImpl({
+  scale,
+  label,
+  showMasked,
+  marksLabel,
+  complete,
+}: {
+  scale: ColourScale;
+  label: string;
+  showMasked?: boolean;
+  marksLabel?: string;
+  complete?: boolean;
+}) {
   const ref = useRef<HTMLCanvasElement>(null);
   useEffect(() => {
     const ctx = ref.current?.getContext('2d');
@@ -21,7 +33,11 @@ function LegendImpl({ scale, label, showMasked, marksLabel, complete }: { scale:
   // out), on the scale's own domain: a "nice" domain would move them off their colours.
   const ticks = (scale.gamma === 1 ? scaleLinear() : scalePow().exponent(scale.gamma)).domain(scale.domain).range([0, 128]);
   return (
-    <div className="legend" role="group" aria-label={`${label} colour legend from ${scale.domain[0].toPrecision(3)} to ${scale.domain[1].toPrecision(3)}`}>
+    <div
+      className="legend"
+      role="group"
+      aria-label={`${label} colour legend from ${scale.domain[0].toPrecision(3)} to ${scale.domain[1].toPrecision(3)}`}
+    >
       <div className="legend-bar">
         {/* biome-ignore lint/a11y/noAriaHiddenOnFocusable: a canvas without tabIndex takes no focus; the group's label says what the bar shows */}
         <canvas ref={ref} width={128} height={8} aria-hidden="true" />
@@ -44,13 +60,21 @@ function LegendImpl({ scale, label, showMasked, marksLabel, complete }: { scale:
       )}
       {!complete && (
         <>
-          <span className="swatch" style={{ background: `repeating-conic-gradient(${rgbCss(NOT_COMPUTED[0])} 0 25%, ${rgbCss(NOT_COMPUTED[1])} 0 50%) 0 0/6px 6px` }} />
+          <span
+            className="swatch"
+            style={{
+              background: `repeating-conic-gradient(${rgbCss(NOT_COMPUTED[0])} 0 25%, ${rgbCss(NOT_COMPUTED[1])} 0 50%) 0 0/6px 6px`,
+            }}
+          />
           <span className="legend-note">not computed</span>
         </>
       )}
       {showMasked && (
         <>
-          <span className="swatch" style={{ background: `repeating-linear-gradient(45deg, ${rgbCss(MASKED[0])} 0 2px, ${rgbCss(MASKED[1])} 2px 4px)` }} />
+          <span
+            className="swatch"
+            style={{ background: `repeating-linear-gradient(45deg, ${rgbCss(MASKED[0])} 0 2px, ${rgbCss(MASKED[1])} 2px 4px)` }}
+          />
           <span className="legend-note">masked</span>
         </>
       )}

@@ -31,7 +31,12 @@ export function PseudoCodeView() {
       </h3>
       <ol className="code">
         {c.lines.map((l, i) => (
-          <li key={i} className={i === current ? 'current' : undefined} aria-current={i === current ? 'step' : undefined} style={{ paddingLeft: `${0.6 + l.indent * 1.4}em` }}>
+          <li
+            key={i}
+            className={i === current ? 'current' : undefined}
+            aria-current={i === current ? 'step' : undefined}
+            style={{ paddingLeft: `${0.6 + l.indent * 1.4}em` }}
+          >
             {l.text}
           </li>
         ))}

@@ -64,7 +64,8 @@ export function StatsView() {
   return (
     <section className="view stats" aria-label="Running statistics">
       <h3>
-        Running max m and sum l — Q tile {history.qBlock} (rows {r0}–{r1 - 1}), {history.entries.length} K/V block{history.entries.length === 1 ? '' : 's'} so far
+        Running max m and sum l — Q tile {history.qBlock} (rows {r0}–{r1 - 1}), {history.entries.length} K/V block
+        {history.entries.length === 1 ? '' : 's'} so far
       </h3>
       <div className="stats-scroll">
         <table className="stats-table">
@@ -84,7 +85,12 @@ export function StatsView() {
               return (
                 <tr key={row} className={row === activeRow ? 'selected' : undefined} data-row={row}>
                   <td>
-                    <button className="row-btn" aria-label={`Select row ${row}`} aria-pressed={row === activeRow} onClick={() => patchSelection(pane, { row })}>
+                    <button
+                      className="row-btn"
+                      aria-label={`Select row ${row}`}
+                      aria-pressed={row === activeRow}
+                      onClick={() => patchSelection(pane, { row })}
+                    >
                       {row}
                     </button>
                   </td>

@@ -24,7 +24,8 @@ export function TileZoomView() {
   const marks = usePrecisionMarks();
   if (!zoom || !frame || !inputs || !summary) return null;
   // P values the FP8 cast flushed to zero, by the current step (a low-precision run's P tile only).
-  const flushed = (r: number, c: number) => zoom.matrix === 'P' && !!marks && marks.flushedAt[r * frame.nk + c] >= 0 && marks.flushedAt[r * frame.nk + c] <= frame.step;
+  const flushed = (r: number, c: number) =>
+    zoom.matrix === 'P' && !!marks && marks.flushedAt[r * frame.nk + c] >= 0 && marks.flushedAt[r * frame.nk + c] <= frame.step;
   const { blockM, blockN } = summary.blocks;
   let title = '';
   let rowLo = 0;
@@ -91,7 +92,11 @@ export function TileZoomView() {
                 <th>{r}</th>
                 {Array.from({ length: cols }, (_, c) =>
                   flushed(r, colLo + c) ? (
-                    <td key={c} className="flushed" title="flushed to 0 by the P cast: P·pScale fell below half of the format's smallest value">
+                    <td
+                      key={c}
+                      className="flushed"
+                      title="flushed to 0 by the P cast: P·pScale fell below half of the format's smallest value"
+                    >
                       0✕
                     </td>
                   ) : (
@@ -103,7 +108,9 @@ export function TileZoomView() {
           </tbody>
         </table>
       </div>
-      {zoom.matrix === 'P' && marks && marks.flushed > 0 && <p className="dim note">0✕: a P value the cast to e4m3 flushed to zero (it was &gt; 0 in fp32).</p>}
+      {zoom.matrix === 'P' && marks && marks.flushed > 0 && (
+        <p className="dim note">0✕: a P value the cast to e4m3 flushed to zero (it was &gt; 0 in fp32).</p>
+      )}
     </section>
   );
 }

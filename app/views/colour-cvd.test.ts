@@ -56,7 +56,7 @@ function labSeen(css: string, m: Mat3): Vec3 {
     ],
     lin,
   );
-  const f = (t: number) => (t > 216 / 24389 ? Math.cbrt(t) : (24389 / 27 * t + 16) / 116);
+  const f = (t: number) => (t > 216 / 24389 ? Math.cbrt(t) : ((24389 / 27) * t + 16) / 116);
   const [fx, fy, fz] = [f(x / 0.95047), f(y / 1), f(z / 1.08883)];
   return [116 * fy - 16, 500 * (fx - fy), 200 * (fy - fz)];
 }
@@ -91,7 +91,12 @@ function deltaE2000([L1, a1, b1]: Vec3, [L2, a2, b2]: Vec3): number {
     if (Math.abs(h1p - h2p) <= 180) hm /= 2;
     else hm = h1p + h2p < 360 ? (hm + 360) / 2 : (hm - 360) / 2;
   }
-  const T = 1 - 0.17 * Math.cos((hm - 30) * rad) + 0.24 * Math.cos(2 * hm * rad) + 0.32 * Math.cos((3 * hm + 6) * rad) - 0.2 * Math.cos((4 * hm - 63) * rad);
+  const T =
+    1 -
+    0.17 * Math.cos((hm - 30) * rad) +
+    0.24 * Math.cos(2 * hm * rad) +
+    0.32 * Math.cos((3 * hm + 6) * rad) -
+    0.2 * Math.cos((4 * hm - 63) * rad);
   const dTheta = 30 * Math.exp(-(((hm - 275) / 25) ** 2));
   const Rc = 2 * Math.sqrt(Cmp ** 7 / (Cmp ** 7 + 25 ** 7));
   const Sl = 1 + (0.015 * (Lm - 50) ** 2) / Math.sqrt(20 + (Lm - 50) ** 2);

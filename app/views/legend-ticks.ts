@@ -19,4 +19,3 @@ export function spacedTicks(values: number[], at: (v: number) => number): { t: n
   }
   return out;
 }
-

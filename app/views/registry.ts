@@ -39,9 +39,21 @@ const forward = (s: LoadSummary) => s.pass !== 'backward';
 export const VIEWS: readonly ViewDef[] = [
   { id: 'heatmaps', title: 'Tile heatmaps', column: 'main', component: HeatmapsView },
   { id: 'zoom', title: 'Tile numbers', column: 'main', component: TileZoomView },
-  { id: 'dq-accum', title: 'dQ accumulation', column: 'main', component: DqAccumulationView, when: (s) => s.pass === 'backward' && findDescriptor(s.algorithm)?.backward?.dqAccumulation === true },
+  {
+    id: 'dq-accum',
+    title: 'dQ accumulation',
+    column: 'main',
+    component: DqAccumulationView,
+    when: (s) => s.pass === 'backward' && findDescriptor(s.algorithm)?.backward?.dqAccumulation === true,
+  },
   { id: 'precision', title: 'Precision', column: 'main', component: PrecisionView, when: forward },
-  { id: 'hbm', title: 'HBM m and l', column: 'main', component: HbmStateView, when: (s) => forward(s) && findDescriptor(s.algorithm)?.rowStats === 'hbm' },
+  {
+    id: 'hbm',
+    title: 'HBM m and l',
+    column: 'main',
+    component: HbmStateView,
+    when: (s) => forward(s) && findDescriptor(s.algorithm)?.rowStats === 'hbm',
+  },
   { id: 'stats', title: 'Running statistics', column: 'side', component: StatsView, when: forward },
   { id: 'formula', title: 'Formula', column: 'side', component: FormulaView },
   { id: 'pseudo', title: 'Pseudo-code', column: 'side', component: PseudoCodeView },

@@ -19,7 +19,11 @@ describe('S and P heatmap titles', () => {
   it('match the arithmetic they describe: 2^(τ·log₂e·x − m₂) = exp(τ·x − m) when m₂ = m·log₂e', () => {
     // A float64 check of the identity the base-2 title relies on.
     const tau = 0.125;
-    for (const [x, m] of [[3.5, 0.9], [-7, 0.2], [40, 5.5]]) {
+    for (const [x, m] of [
+      [3.5, 0.9],
+      [-7, 0.2],
+      [40, 5.5],
+    ]) {
       const s2 = tau * Math.LOG2E * x;
       const m2 = m * Math.LOG2E;
       expect(2 ** (s2 - m2)).toBeCloseTo(Math.exp(tau * x - m), 12);

@@ -57,8 +57,12 @@ export function LseChart({ lse }: { lse: (number | null)[] }) {
       {segs.map((s, i) => (
         <polyline key={i} points={s} fill="none" stroke="var(--accent)" strokeWidth={1.2} />
       ))}
-      <text x={2} y={10} fontSize={10} fill="var(--dim)">{hi.toFixed(2)}</text>
-      <text x={2} y={H - 2} fontSize={10} fill="var(--dim)">{lo.toFixed(2)} (row 0 … {lse.length - 1})</text>
+      <text x={2} y={10} fontSize={10} fill="var(--dim)">
+        {hi.toFixed(2)}
+      </text>
+      <text x={2} y={H - 2} fontSize={10} fill="var(--dim)">
+        {lo.toFixed(2)} (row 0 … {lse.length - 1})
+      </text>
     </svg>
   );
 }

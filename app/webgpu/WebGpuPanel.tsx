@@ -30,8 +30,19 @@ interface Form {
 }
 
 const FULL: Form = {
-  batch: '4', hq: '16', hk: '16', nq: '4096', nk: '4096', d: '64', dv: '64',
-  causal: false, windowLeft: '', windowRight: '', alibi: false, softcap: '', seed: '1',
+  batch: '4',
+  hq: '16',
+  hk: '16',
+  nq: '4096',
+  nk: '4096',
+  d: '64',
+  dv: '64',
+  causal: false,
+  windowLeft: '',
+  windowRight: '',
+  alibi: false,
+  softcap: '',
+  seed: '1',
 };
 
 /**
@@ -40,10 +51,24 @@ const FULL: Form = {
  */
 const PRESETS: { name: string; form: Partial<Form>; path?: WebGpuPath }[] = [
   { name: 'benchmark headline: B=4 H=16 N=4096 d=64', form: { batch: '4', hq: '16', hk: '16', nq: '4096', nk: '4096', d: '64', dv: '64' } },
-  { name: 'long context: B=4 H=16 N=65536 d=128 (windows of batches)', form: { batch: '4', hq: '16', hk: '16', nq: '65536', nk: '65536', d: '128', dv: '128' } },
-  { name: 'one batch of 128 heads: B=1 H=128 N=65536 d=64 (windows of heads)', form: { batch: '1', hq: '128', hk: '128', nq: '65536', nk: '65536', d: '64', dv: '64' } },
-  { name: 'decoding: B=4 H=16 Nq=1 Nk=32768 d=128', form: { batch: '4', hq: '16', hk: '16', nq: '1', nk: '32768', d: '128', dv: '128' }, path: 'decode' },
-  { name: 'GQA decoding: B=1 Hq=32 Hk=8 Nq=1 Nk=131072 d=128', form: { batch: '1', hq: '32', hk: '8', nq: '1', nk: '131072', d: '128', dv: '128' }, path: 'decode' },
+  {
+    name: 'long context: B=4 H=16 N=65536 d=128 (windows of batches)',
+    form: { batch: '4', hq: '16', hk: '16', nq: '65536', nk: '65536', d: '128', dv: '128' },
+  },
+  {
+    name: 'one batch of 128 heads: B=1 H=128 N=65536 d=64 (windows of heads)',
+    form: { batch: '1', hq: '128', hk: '128', nq: '65536', nk: '65536', d: '64', dv: '64' },
+  },
+  {
+    name: 'decoding: B=4 H=16 Nq=1 Nk=32768 d=128',
+    form: { batch: '4', hq: '16', hk: '16', nq: '1', nk: '32768', d: '128', dv: '128' },
+    path: 'decode',
+  },
+  {
+    name: 'GQA decoding: B=1 Hq=32 Hk=8 Nq=1 Nk=131072 d=128',
+    form: { batch: '1', hq: '32', hk: '8', nq: '1', nk: '131072', d: '128', dv: '128' },
+    path: 'decode',
+  },
 ];
 const NO_MODIFIERS: Partial<Form> = { causal: false, windowLeft: '', windowRight: '', alibi: false, softcap: '' };
 
@@ -54,8 +79,15 @@ function toProblem(f: Form): AttentionProblem {
     return v;
   };
   const p: AttentionProblem = {
-    batch: int('batch', f.batch), hq: int('hq', f.hq), hk: int('hk', f.hk), nq: int('nq', f.nq), nk: int('nk', f.nk),
-    d: int('d', f.d), dv: int('dv', f.dv), causal: f.causal, dtype: 'fp32',
+    batch: int('batch', f.batch),
+    hq: int('hq', f.hq),
+    hk: int('hk', f.hk),
+    nq: int('nq', f.nq),
+    nk: int('nk', f.nk),
+    d: int('d', f.d),
+    dv: int('dv', f.dv),
+    causal: f.causal,
+    dtype: 'fp32',
   };
   if (f.windowLeft !== '' || f.windowRight !== '') {
     p.window = { left: f.windowLeft === '' ? -1 : Number(f.windowLeft), right: f.windowRight === '' ? -1 : Number(f.windowRight) };
@@ -140,7 +172,10 @@ export default function WebGpuPanel() {
     set(Object.fromEntries(SHAPE_FIELDS.map((k) => [k, String(s[k])])) as Partial<Form>);
   };
   const shape = shapeOf(form);
-  const fix = backend === 'webgpu' && limits && SHAPE_FIELDS.every((k) => shape[k] !== undefined) ? webgpuPathFix(path, shape as WebGpuShape, limits) : [];
+  const fix =
+    backend === 'webgpu' && limits && SHAPE_FIELDS.every((k) => shape[k] !== undefined)
+      ? webgpuPathFix(path, shape as WebGpuShape, limits)
+      : [];
   const fixText = fix.map((c) => `${c.field === 'nq' ? 'Nq' : c.field === 'nk' ? 'Nk' : c.field} to ${c.to}`).join(' and ');
 
   const run = () => {
@@ -156,7 +191,11 @@ export default function WebGpuPanel() {
     setNote(null);
     const id = ++seq.current;
     setProgress({ stage: 'starting', fraction: 0 });
-    worker.current!.postMessage({ type: 'run', id, req: { backend, pass, path: pass === 'backward' ? bwdPath : path, problem, seed: Number(form.seed) || 1, checkRows: 4 } } satisfies ToWorker);
+    worker.current!.postMessage({
+      type: 'run',
+      id,
+      req: { backend, pass, path: pass === 'backward' ? bwdPath : path, problem, seed: Number(form.seed) || 1, checkRows: 4 },
+    } satisfies ToWorker);
   };
 
   const cancel = () => {
@@ -178,12 +217,23 @@ export default function WebGpuPanel() {
     const nq = Math.min(p.nq, 128);
     const nk = Math.min(p.nk, Math.max(nq, Math.round((p.nk / p.nq) * nq)), 128);
     setDebuggerForm('main', {
-      batch: '1', hq: '1', hk: '1', nq: String(nq), nk: String(nk),
-      d: String(Math.min(p.d, 64)), dv: String(Math.min(p.dv, 64)),
-      causal: p.causal, windowLeft: form.windowLeft, windowRight: form.windowRight, alibi: p.alibi !== undefined,
-      softcap: form.softcap, seed: form.seed,
+      batch: '1',
+      hq: '1',
+      hk: '1',
+      nq: String(nq),
+      nk: String(nk),
+      d: String(Math.min(p.d, 64)),
+      dv: String(Math.min(p.dv, 64)),
+      causal: p.causal,
+      windowLeft: form.windowLeft,
+      windowRight: form.windowRight,
+      alibi: p.alibi !== undefined,
+      softcap: form.softcap,
+      seed: form.seed,
     });
-    setNote(`Copied to the step debugger's problem form at B=1, H=1, Nq=${nq}, Nk=${nk}, d=${Math.min(p.d, 64)} (same masks and modifiers) — press Load there to step through it.`);
+    setNote(
+      `Copied to the step debugger's problem form at B=1, H=1, Nq=${nq}, Nk=${nk}, d=${Math.min(p.d, 64)} (same masks and modifiers) — press Load there to step through it.`,
+    );
   };
 
   const busy = progress !== null;
@@ -191,10 +241,15 @@ export default function WebGpuPanel() {
   const field = (k: keyof Form, label: string, title?: string) => (
     <label className="wg-field" title={title}>
       <span>{label}</span>
-      <input value={form[k] as string} onChange={(e) => {
-        if ((SHAPE_FIELDS as readonly string[]).includes(k)) touched.current.add(k as WebGpuField);
-        set({ [k]: e.target.value });
-      }} disabled={busy} aria-label={label} />
+      <input
+        value={form[k] as string}
+        onChange={(e) => {
+          if ((SHAPE_FIELDS as readonly string[]).includes(k)) touched.current.add(k as WebGpuField);
+          set({ [k]: e.target.value });
+        }}
+        disabled={busy}
+        aria-label={label}
+      />
     </label>
   );
 
@@ -203,9 +258,7 @@ export default function WebGpuPanel() {
       <h2>Full-size runs: WebGPU</h2>
       <div className="wg-adapter" role="status" aria-label="adapter">
         {probe.state === 'probing' && 'Looking for a WebGPU adapter…'}
-        {probe.state === 'none' && (
-          <span className="wg-err">WebGPU is unavailable: {probe.message} The CPU engine below still works.</span>
-        )}
+        {probe.state === 'none' && <span className="wg-err">WebGPU is unavailable: {probe.message} The CPU engine below still works.</span>}
         {probe.state === 'ok' && (
           <>
             <b>{probe.adapter.name}</b>
@@ -216,17 +269,31 @@ export default function WebGpuPanel() {
         )}
       </div>
       <div className="wg-row" role="radiogroup" aria-label="pass">
-        <label><input type="radio" name="wg-pass" checked={pass === 'forward'} disabled={busy} onChange={() => setPass('forward')} /> Forward</label>
+        <label>
+          <input type="radio" name="wg-pass" checked={pass === 'forward'} disabled={busy} onChange={() => setPass('forward')} /> Forward
+        </label>
         <label title={probe.state === 'ok' ? undefined : 'the backward kernels need a WebGPU adapter'}>
-          <input type="radio" name="wg-pass" checked={pass === 'backward'} disabled={busy || probe.state !== 'ok'} onChange={() => {
-            setPass('backward');
-            setBackend('webgpu');
-          }} /> Backward
+          <input
+            type="radio"
+            name="wg-pass"
+            checked={pass === 'backward'}
+            disabled={busy || probe.state !== 'ok'}
+            onChange={() => {
+              setPass('backward');
+              setBackend('webgpu');
+            }}
+          />{' '}
+          Backward
         </label>
         {pass === 'backward' && (
           <label className="wg-field">
             <span>backward kernel</span>
-            <select value={bwdPath} onChange={(e) => setBwdPath(e.target.value as BackwardPath)} disabled={busy} aria-label="backward kernel">
+            <select
+              value={bwdPath}
+              onChange={(e) => setBwdPath(e.target.value as BackwardPath)}
+              disabled={busy}
+              aria-label="backward kernel"
+            >
               <option value="flash-f32">f32 (every variant, exact to 1e-6)</option>
               <option value="flash-matrix" disabled={!paths.includes('flash-matrix')}>
                 f16 subgroup matrices (tensor cores){paths.includes('flash-matrix') ? '' : ': not offered by this adapter'}
@@ -237,20 +304,40 @@ export default function WebGpuPanel() {
         {pass === 'backward' && (
           <span className="wg-dim" data-testid="wg-pass-note">
             {bwdPath === 'flash-matrix'
-              ? 'dQ, dK, dV from a random dO, inputs rounded to f16: the flash-matrix forward for O and LSE, then one K/V-outer kernel on subgroup matrices with dK and dV in registers and dQ added into a fixed-point i32 accumulator (integer atomics: the same bits whatever order the workgroups add in). TFLOP/s count 2.5 × the forward\'s FLOPs.'
-              : 'dQ, dK, dV from a random dO: the f32 flash forward for O and LSE, then D = rowsum(dO∘O), a dK/dV kernel and a dQ kernel (f32, no atomics). TFLOP/s count 2.5 × the forward\'s FLOPs.'}
+              ? "dQ, dK, dV from a random dO, inputs rounded to f16: the flash-matrix forward for O and LSE, then one K/V-outer kernel on subgroup matrices with dK and dV in registers and dQ added into a fixed-point i32 accumulator (integer atomics: the same bits whatever order the workgroups add in). TFLOP/s count 2.5 × the forward's FLOPs."
+              : "dQ, dK, dV from a random dO: the f32 flash forward for O and LSE, then D = rowsum(dO∘O), a dK/dV kernel and a dQ kernel (f32, no atomics). TFLOP/s count 2.5 × the forward's FLOPs."}
           </span>
         )}
       </div>
       <div className="wg-row" role="radiogroup" aria-label="backend">
-        <label><input type="radio" name="wg-backend" checked={backend === 'webgpu'} disabled={busy || probe.state !== 'ok'} onChange={() => setBackend('webgpu')} /> WebGPU</label>
-        <label><input type="radio" name="wg-backend" checked={backend === 'cpu'} disabled={busy || pass === 'backward'} onChange={() => setBackend('cpu')} /> CPU (FA2 step engine)</label>
+        <label>
+          <input
+            type="radio"
+            name="wg-backend"
+            checked={backend === 'webgpu'}
+            disabled={busy || probe.state !== 'ok'}
+            onChange={() => setBackend('webgpu')}
+          />{' '}
+          WebGPU
+        </label>
+        <label>
+          <input
+            type="radio"
+            name="wg-backend"
+            checked={backend === 'cpu'}
+            disabled={busy || pass === 'backward'}
+            onChange={() => setBackend('cpu')}
+          />{' '}
+          CPU (FA2 step engine)
+        </label>
         {backend === 'webgpu' && pass === 'forward' && (
           <label className="wg-field">
             <span>kernel</span>
             <select value={path} onChange={(e) => choosePath(e.target.value as WebGpuPath)} disabled={busy} aria-label="kernel path">
               {paths.map((p) => (
-                <option key={p} value={p}>{PATH_LABELS[p]}</option>
+                <option key={p} value={p}>
+                  {PATH_LABELS[p]}
+                </option>
               ))}
             </select>
           </label>
@@ -275,55 +362,119 @@ export default function WebGpuPanel() {
               a shape from the benchmark…
             </option>
             {PRESETS.map((p, i) => (
-              <option key={p.name} value={i}>{p.name}</option>
+              <option key={p.name} value={i}>
+                {p.name}
+              </option>
             ))}
           </select>
         </label>
       </div>
       <div className="wg-row">
-        {field('batch', 'B')}{field('hq', 'Hq')}{field('hk', 'Hk', 'key/value heads (GQA/MQA when fewer than Hq)')}
-        {field('nq', 'Nq')}{field('nk', 'Nk')}{field('d', 'd')}{field('dv', 'dv')}
+        {field('batch', 'B')}
+        {field('hq', 'Hq')}
+        {field('hk', 'Hk', 'key/value heads (GQA/MQA when fewer than Hq)')}
+        {field('nq', 'Nq')}
+        {field('nk', 'Nk')}
+        {field('d', 'd')}
+        {field('dv', 'dv')}
       </div>
       <div className="wg-row">
-        <label><input type="checkbox" checked={form.causal} onChange={(e) => set({ causal: e.target.checked })} disabled={busy} /> causal</label>
-        {field('windowLeft', 'window left', 'empty = unbounded')}{field('windowRight', 'window right', 'empty = unbounded')}
-        <label><input type="checkbox" checked={form.alibi} onChange={(e) => set({ alibi: e.target.checked })} disabled={busy} /> ALiBi</label>
-        {field('softcap', 'softcap', 'empty = none')}{field('seed', 'seed')}
+        <label>
+          <input type="checkbox" checked={form.causal} onChange={(e) => set({ causal: e.target.checked })} disabled={busy} /> causal
+        </label>
+        {field('windowLeft', 'window left', 'empty = unbounded')}
+        {field('windowRight', 'window right', 'empty = unbounded')}
+        <label>
+          <input type="checkbox" checked={form.alibi} onChange={(e) => set({ alibi: e.target.checked })} disabled={busy} /> ALiBi
+        </label>
+        {field('softcap', 'softcap', 'empty = none')}
+        {field('seed', 'seed')}
       </div>
       {fix.length > 0 && (
         <div className="wg-fit" role="status" data-testid="wg-fit">
           {PATH_LABELS[path]} cannot run this here: {fix[0].why}. Set {fixText}, or pick a flash path (they run any size, in windows).{' '}
-          <button type="button" disabled={busy} onClick={() => set(Object.fromEntries(fix.map((c) => [c.field, String(c.to)])) as Partial<Form>)}>
+          <button
+            type="button"
+            disabled={busy}
+            onClick={() => set(Object.fromEntries(fix.map((c) => [c.field, String(c.to)])) as Partial<Form>)}
+          >
             Set {fixText}
           </button>
         </div>
       )}
       <div className="wg-row">
-        <button className="primary" onClick={run} disabled={busy}>Run</button>
-        <button onClick={cancel} disabled={!busy}>Cancel</button>
-        <button onClick={openInDebugger} disabled={busy || !hasMain}>Open in step debugger</button>
+        <button className="primary" onClick={run} disabled={busy}>
+          Run
+        </button>
+        <button onClick={cancel} disabled={!busy}>
+          Cancel
+        </button>
+        <button onClick={openInDebugger} disabled={busy || !hasMain}>
+          Open in step debugger
+        </button>
         {progress && (
-          <span className="wg-progress" role="progressbar" aria-valuenow={Math.round(progress.fraction * 100)} aria-valuemin={0} aria-valuemax={100}>
+          <span
+            className="wg-progress"
+            role="progressbar"
+            aria-valuenow={Math.round(progress.fraction * 100)}
+            aria-valuemin={0}
+            aria-valuemax={100}
+          >
             <progress value={progress.fraction} max={1} /> {progress.stage}
           </span>
         )}
       </div>
-      {error && <div className="wg-err" role="alert">{error}</div>}
+      {error && (
+        <div className="wg-err" role="alert">
+          {error}
+        </div>
+      )}
       {note && <div className="wg-note">{note}</div>}
       {report && (
         <div className="wg-result" aria-label="result">
           <table className="wg-table">
             <tbody>
-              <tr><th>backend</th><td>{report.backend === 'cpu' ? 'CPU (FA2 step engine)' : report.pass === 'backward' ? (report.path === 'flash-matrix' ? 'backward, f16 subgroup matrices (after the flash-matrix forward)' : 'backward, f32 (after the flash-f32 forward)') : PATH_LABELS[report.path as WebGpuPath]}</td></tr>
-              <tr><th>time</th><td data-testid="wg-time">{report.ms.toFixed(3)} ms ({report.clock})</td></tr>
-              <tr><th>TFLOP/s</th><td data-testid="wg-tflops">{report.tflops.toPrecision(3)}</td></tr>
-              {report.backend === 'webgpu' && report.pass === 'forward' && <tr><th>GB/s</th><td>{report.gbs.toPrecision(3)} (Q, K, V read once, O and LSE written once)</td></tr>}
-              <tr><th>kernels</th><td>{report.kernels.map((k) => `${k.name}: ${k.ms.toFixed(3)} ms`).join('; ')}</td></tr>
-              <tr><th>configuration</th><td>{report.config}</td></tr>
+              <tr>
+                <th>backend</th>
+                <td>
+                  {report.backend === 'cpu'
+                    ? 'CPU (FA2 step engine)'
+                    : report.pass === 'backward'
+                      ? report.path === 'flash-matrix'
+                        ? 'backward, f16 subgroup matrices (after the flash-matrix forward)'
+                        : 'backward, f32 (after the flash-f32 forward)'
+                      : PATH_LABELS[report.path as WebGpuPath]}
+                </td>
+              </tr>
+              <tr>
+                <th>time</th>
+                <td data-testid="wg-time">
+                  {report.ms.toFixed(3)} ms ({report.clock})
+                </td>
+              </tr>
+              <tr>
+                <th>TFLOP/s</th>
+                <td data-testid="wg-tflops">{report.tflops.toPrecision(3)}</td>
+              </tr>
+              {report.backend === 'webgpu' && report.pass === 'forward' && (
+                <tr>
+                  <th>GB/s</th>
+                  <td>{report.gbs.toPrecision(3)} (Q, K, V read once, O and LSE written once)</td>
+                </tr>
+              )}
+              <tr>
+                <th>kernels</th>
+                <td>{report.kernels.map((k) => `${k.name}: ${k.ms.toFixed(3)} ms`).join('; ')}</td>
+              </tr>
+              <tr>
+                <th>configuration</th>
+                <td>{report.config}</td>
+              </tr>
               <tr>
                 <th>check</th>
                 <td data-testid="wg-check">
-                  {report.check.rows} sampled rows vs float64 CPU reference: max |ΔO| = {report.check.maxAbsErrO.toExponential(2)}, max |ΔLSE| = {report.check.maxAbsErrLse.toExponential(2)}
+                  {report.check.rows} sampled rows vs float64 CPU reference: max |ΔO| = {report.check.maxAbsErrO.toExponential(2)}, max
+                  |ΔLSE| = {report.check.maxAbsErrLse.toExponential(2)}
                 </td>
               </tr>
               {report.gradCheck && (
@@ -340,7 +491,8 @@ export default function WebGpuPanel() {
             <figure>
               <GridHeatmap grid={report.heatmap} />
               <figcaption>
-                {report.pass === 'backward' ? 'dQ' : 'O'} of batch 0, head 0: {report.heatmap.rows}×{report.heatmap.cols} cells, each the mean of a {report.heatmap.rowBlock}×{report.heatmap.colBlock} block of rows × columns
+                {report.pass === 'backward' ? 'dQ' : 'O'} of batch 0, head 0: {report.heatmap.rows}×{report.heatmap.cols} cells, each the
+                mean of a {report.heatmap.rowBlock}×{report.heatmap.colBlock} block of rows × columns
               </figcaption>
             </figure>
             <figure>

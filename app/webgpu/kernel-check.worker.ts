@@ -53,10 +53,20 @@ self.onmessage = async (ev: MessageEvent<{ path: string | null; kernel: KernelCh
     if (kernel === 'serving' || kernel === 'serving-tiled') {
       const results: CheckResult[] = [];
       for (const path of paths) {
-        if (path === 'decode') results.push(...(await checkPaged(ctx)), ...(await checkPaged(ctx, undefined, { splitPages: 1 })).map((r) => ({ ...r, variant: `${r.variant} (one page per split)` })));
+        if (path === 'decode')
+          results.push(
+            ...(await checkPaged(ctx)),
+            ...(await checkPaged(ctx, undefined, { splitPages: 1 })).map((r) => ({ ...r, variant: `${r.variant} (one page per split)` })),
+          );
         else results.push(...(await checkVarlen(ctx, path, undefined, kernel === 'serving-tiled' ? { flashKernel: 'tiled' } : {})));
       }
-      self.postMessage({ ok: true, adapter: ctx.adapterName, paths: ctx.paths, subgroupMinSize: ctx.subgroupMinSize, results } satisfies CheckMessage);
+      self.postMessage({
+        ok: true,
+        adapter: ctx.adapterName,
+        paths: ctx.paths,
+        subgroupMinSize: ctx.subgroupMinSize,
+        results,
+      } satisfies CheckMessage);
       return;
     }
     const windowed = kernel === 'windows' || kernel === 'head-windows';
@@ -78,14 +88,27 @@ self.onmessage = async (ev: MessageEvent<{ path: string | null; kernel: KernelCh
           for (let i = 0; i < r.lse.length; i++) el = Math.max(el, r.lse[i] === ref.lse[i] ? 0 : Math.abs(r.lse[i] - ref.lse[i]));
           results.push({ path, variant: v.name, maxErrO: eo, maxErrLse: el, config: run.config });
         } catch (e) {
-          results.push({ path, variant: v.name, maxErrO: NaN, maxErrLse: NaN, config: '', error: e instanceof Error ? e.message : String(e) });
+          results.push({
+            path,
+            variant: v.name,
+            maxErrO: NaN,
+            maxErrLse: NaN,
+            config: '',
+            error: e instanceof Error ? e.message : String(e),
+          });
         } finally {
           run?.destroy();
         }
       }
       if (kernel === 'windows') results.push(await fillInChunks(ctx, path));
     }
-    self.postMessage({ ok: true, adapter: ctx.adapterName, paths: ctx.paths, subgroupMinSize: ctx.subgroupMinSize, results } satisfies CheckMessage);
+    self.postMessage({
+      ok: true,
+      adapter: ctx.adapterName,
+      paths: ctx.paths,
+      subgroupMinSize: ctx.subgroupMinSize,
+      results,
+    } satisfies CheckMessage);
   } catch (e) {
     self.postMessage({ ok: false, message: e instanceof Error ? e.message : String(e) } satisfies CheckMessage);
   }
@@ -109,12 +132,16 @@ async function fillInChunks(ctx: Awaited<ReturnType<typeof openWebGpu>>, path: W
   const p = { ...WINDOW_VARIANTS[0].problem, dtype: pathElem(path) === 'f16' ? ('fp16' as const) : ('fp32' as const) };
   const runs: AttentionRun[] = [];
   try {
-    runs.push(await AttentionRun.create(ctx, p, { path, maxBindingBytes: bindingFor(p, path, 'windows') }), await AttentionRun.create(ctx, p, { path }));
+    runs.push(
+      await AttentionRun.create(ctx, p, { path, maxBindingBytes: bindingFor(p, path, 'windows') }),
+      await AttentionRun.create(ctx, p, { path }),
+    );
     for (const r of runs) await r.fillRandom(5);
     let diff = 0;
     for (const { b, h, i } of sampleSites(p, 3)) {
       const [x, y] = await Promise.all(runs.map((r) => r.readRowInputs(b, h, i)));
-      for (const key of ['q', 'k', 'v'] as const) for (let j = 0; j < x[key].length; j++) diff = Math.max(diff, Math.abs(x[key][j] - y[key][j]));
+      for (const key of ['q', 'k', 'v'] as const)
+        for (let j = 0; j < x[key].length; j++) diff = Math.max(diff, Math.abs(x[key][j] - y[key][j]));
     }
     return { path, variant: 'fill in chunks', maxErrO: diff, maxErrLse: 0, config: runs[0].config };
   } catch (e) {

@@ -44,7 +44,9 @@ async function runGpu(id: number, req: RunRequest): Promise<RunReport> {
     const ms = kernels.reduce((a, k) => a + k.ms, 0);
     progress('reading back head 0', 0.7);
     const head = await run.readHead(0, 0);
-    const check = await checkSampledRows(run, req.checkRows, (t, n) => progress(`checking row ${t + 1} of ${n} against the CPU reference`, 0.75 + (0.25 * t) / n));
+    const check = await checkSampledRows(run, req.checkRows, (t, n) =>
+      progress(`checking row ${t + 1} of ${n} against the CPU reference`, 0.75 + (0.25 * t) / n),
+    );
     const eb = pathElem(req.path) === 'f16' ? 2 : 4;
     const bytes = p.batch * (p.hq * p.nq * p.d + p.hk * p.nk * (p.d + p.dv)) * eb + p.batch * p.hq * p.nq * (p.dv + 1) * 4;
     return {
@@ -81,7 +83,12 @@ async function runGpuBackwardReport(id: number, req: RunRequest): Promise<RunRep
   progress('generating Q, K, V and dO', 0.05);
   const x = randomInputs(p, { seed: req.seed });
   const dO = randomDo(p, req.seed);
-  progress(path === 'flash-matrix' ? 'forward (flash-matrix), then the f16 backward kernels (warm-up and timed)' : 'forward (flash, f32), then the backward kernels (warm-up and timed)', 0.3);
+  progress(
+    path === 'flash-matrix'
+      ? 'forward (flash-matrix), then the f16 backward kernels (warm-up and timed)'
+      : 'forward (flash, f32), then the backward kernels (warm-up and timed)',
+    0.3,
+  );
   const r = await runGpuBackward(c, p, x, dO, 1, path);
   const sites = sampleSites(p, req.checkRows);
   progress(`checking ${sites.length} dQ rows against float64`, 0.8);
@@ -162,8 +169,16 @@ self.onmessage = async (ev: MessageEvent<ToWorker>) => {
     return;
   }
   try {
-    if (m.req.pass === 'backward' && m.req.backend !== 'webgpu') throw new Error('The backward runs on WebGPU only here; the step debugger steps the CPU backward (Forward | Backward in its problem panel).');
-    const report = m.req.backend === 'cpu' ? runCpu(m.id, m.req) : m.req.pass === 'backward' ? await runGpuBackwardReport(m.id, m.req) : await runGpu(m.id, m.req);
+    if (m.req.pass === 'backward' && m.req.backend !== 'webgpu')
+      throw new Error(
+        'The backward runs on WebGPU only here; the step debugger steps the CPU backward (Forward | Backward in its problem panel).',
+      );
+    const report =
+      m.req.backend === 'cpu'
+        ? runCpu(m.id, m.req)
+        : m.req.pass === 'backward'
+          ? await runGpuBackwardReport(m.id, m.req)
+          : await runGpu(m.id, m.req);
     post({ type: 'run', id: m.id, ok: true, report });
   } catch (e) {
     const c = m.req.backend === 'webgpu' ? await ctx?.catch(() => undefined) : undefined;

@@ -18,13 +18,21 @@ let hwLast: SmSchedule | undefined;
 const sendView = (v: HwView): HwView => {
   const t = v.timeline;
   const m = v.map;
-  return Comlink.transfer(v, [t.start, t.end, t.role, t.unit, t.op, t.tile, t.async, t.depStart, t.deps, m.stepCycle, m.stepOp, m.stepApprox, m.opStep].map((a) => a.buffer) as ArrayBuffer[]);
+  return Comlink.transfer(
+    v,
+    [t.start, t.end, t.role, t.unit, t.op, t.tile, t.async, t.depStart, t.deps, m.stepCycle, m.stepOp, m.stepApprox, m.opStep].map(
+      (a) => a.buffer,
+    ) as ArrayBuffer[],
+  );
 };
 
 /** The buffers of a frame update, handed over to the main thread without a copy. */
 const frameBuffers = (f: FrameUpdate): ArrayBuffer[] => {
   const x = f.patch;
-  return [...([x.s.buffer, x.p.buffer, x.mask.buffer, x.o.buffer, x.oState.buffer, x.m.buffer, x.l.buffer] as ArrayBuffer[]), ...(x.bwd ? backwardBuffers(x.bwd) : [])];
+  return [
+    ...([x.s.buffer, x.p.buffer, x.mask.buffer, x.o.buffer, x.oState.buffer, x.m.buffer, x.l.buffer] as ArrayBuffer[]),
+    ...(x.bwd ? backwardBuffers(x.bwd) : []),
+  ];
 };
 
 const sendFrame = (f: FrameUpdate): FrameUpdate => Comlink.transfer(f, frameBuffers(f));
@@ -72,7 +80,10 @@ const api: DebuggerApi = {
     const r = await session.precision(b, h);
     if (!r.ok) return r;
     const x = r.head;
-    return Comlink.transfer(r, [x.flushedAt, x.oErr, x.sErr, x.pErr, x.s64, x.p64, r.run.castSteps, r.run.castFlushed].map((a) => a.buffer as ArrayBuffer));
+    return Comlink.transfer(
+      r,
+      [x.flushedAt, x.oErr, x.sErr, x.pErr, x.s64, x.p64, r.run.castSteps, r.run.castFlushed].map((a) => a.buffer as ArrayBuffer),
+    );
   },
   traceJsonl: () => session.traceJsonl(),
 };

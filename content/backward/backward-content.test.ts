@@ -41,7 +41,7 @@ describe('backward content', () => {
     });
   }
 
-  it('the live dS entry is P (dP − D) of the engine, and the dQ update ends in the engine\'s dQ', () => {
+  it("the live dS entry is P (dP − D) of the engine, and the dQ update ends in the engine's dQ", () => {
     const events = trace(BACKWARD_ALGORITHMS.find((a) => a.id === 'fa2')!);
     const P = new Float64Array(p.nq * p.nk).fill(NaN);
     const dP = new Float64Array(p.nq * p.nk).fill(NaN);
@@ -66,7 +66,10 @@ describe('backward content', () => {
         expect(m[3]).toBe(texNum(P[row * p.nk + col]));
         expect(m[4]).toBe(texNum(dP[row * p.nk + col]));
         expect(m[6]).toBe(texNum(ev.dS[1 * (ev.tile.cols[1] - ev.tile.cols[0]) + col - ev.tile.cols[0]]));
-        expect(P[row * p.nk + col] * (dP[row * p.nk + col] - ev.D[1])).toBeCloseTo(ev.dS[(col - ev.tile.cols[0]) + (ev.tile.cols[1] - ev.tile.cols[0])], 5);
+        expect(P[row * p.nk + col] * (dP[row * p.nk + col] - ev.D[1])).toBeCloseTo(
+          ev.dS[col - ev.tile.cols[0] + (ev.tile.cols[1] - ev.tile.cols[0])],
+          5,
+        );
         checked++;
       }
       if (ev.kind === 'dq') {

@@ -26,16 +26,17 @@ export const fa1BackwardContent: AlgorithmContent = {
     'fa1bwd.init': 'dQ collects one term from every K/V block, across outer iterations, so it lives in HBM from the start, set to zero.',
     'fa1bwd.loadKV': 'The outer loop keeps K_j and V_j on chip, together with the gradients dK_j and dV_j, which sum over every Q block.',
     'fa1bwd.loadQOdOdQlm':
-      'Everything row block i needs comes in: Q_i, the forward\'s O_i, the incoming dO_i, the dQ_i accumulated so far, and the forward\'s statistics l_i and m_i (FA1 keeps both; FA2 keeps only their combination L = m + log l).',
+      "Everything row block i needs comes in: Q_i, the forward's O_i, the incoming dO_i, the dQ_i accumulated so far, and the forward's statistics l_i and m_i (FA1 keeps both; FA2 keeps only their combination L = m + log l).",
     'fa1bwd.qk': 'The scores are recomputed instead of read: storing S and P from the forward would cost N² memory per head.',
     'fa1bwd.mask': 'Masked scores become −∞, so their P is 0 and they pass no gradient.',
-    'fa1bwd.recompute': 'P is rebuilt from the forward\'s m and l: exp(S − m) divided by l is the softmax the forward produced.',
+    'fa1bwd.recompute': "P is rebuilt from the forward's m and l: exp(S − m) divided by l is the softmax the forward produced.",
     'fa1bwd.dv': 'dV_j collects P_ijᵀ dO_i, on chip.',
     'fa1bwd.dp': 'The gradient of the probabilities: dP_ij = dO_i V_jᵀ.',
-    'fa1bwd.dsum': 'D_i = dO_i · O_i replaces Σ_j P_ij dP_ij, which would need a whole row. Algorithm 4 computes it again at every inner step; FA2 moves it into a pass of its own.',
-    'fa1bwd.ds': 'The softmax\'s gradient: dS_ij = P_ij (dP_ij − D_i), times 1 − tanh²(s/c) with a softcap.',
+    'fa1bwd.dsum':
+      'D_i = dO_i · O_i replaces Σ_j P_ij dP_ij, which would need a whole row. Algorithm 4 computes it again at every inner step; FA2 moves it into a pass of its own.',
+    'fa1bwd.ds': "The softmax's gradient: dS_ij = P_ij (dP_ij − D_i), times 1 − tanh²(s/c) with a softcap.",
     'fa1bwd.dq':
-      'dQ_i is read, updated and written back to HBM at every inner step: a plain read-modify-write, safe because the loops run one after another and nothing else touches dQ_i meanwhile. This round trip is FA1\'s largest extra traffic.',
+      "dQ_i is read, updated and written back to HBM at every inner step: a plain read-modify-write, safe because the loops run one after another and nothing else touches dQ_i meanwhile. This round trip is FA1's largest extra traffic.",
     'fa1bwd.dk': 'dK_j collects τ dS_ijᵀ Q_i, on chip like dV_j.',
     'fa1bwd.writeKV': 'After the inner loop, dK_j and dV_j are final and written once.',
   },

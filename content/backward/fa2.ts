@@ -27,19 +27,22 @@ export const fa2BackwardContent: AlgorithmContent = {
     { id: 'fa2bwd.convert', text: 'dQ_i = dQaccum_i, converted to the input dtype', indent: 1, kinds: ['dqconvert'] },
   ],
   explain: {
-    'fa2bwd.loadOdO': 'Before the main loop, a small pass reads the forward\'s output O and the incoming gradient dO, row block by row block.',
+    'fa2bwd.loadOdO':
+      "Before the main loop, a small pass reads the forward's output O and the incoming gradient dO, row block by row block.",
     'fa2bwd.dsum':
       'D_i = Σ_j P_ij dP_ij would need a whole row of P and dP, which no tile holds. Since Σ_j P_ij V_j = O_i, the same sum is dO_i · O_i: one number per query row, from tensors already in HBM.',
     'fa2bwd.writeD': 'D goes to HBM next to the LSE, and the float32 accumulator for dQ is set to zero: every worker will add into it.',
     'fa2bwd.loadKV':
       'Each K/V block is one worker. Its K_j and V_j stay on chip for the whole inner loop, and so do dK_j and dV_j, which collect a term from every row block: that is why the backward puts K/V blocks outside.',
-    'fa2bwd.loadQ': 'The row block\'s Q, dO, its LSE and its D come in. FA2 keeps only L = m + log l from the forward, not m and l.',
+    'fa2bwd.loadQ': "The row block's Q, dO, its LSE and its D come in. FA2 keeps only L = m + log l from the forward, not m and l.",
     'fa2bwd.qk': 'The scores of this tile are computed again from Q and K: storing them in the forward would cost N² memory.',
     'fa2bwd.mask': 'Masked scores become −∞ again, so their P is 0 and they pass no gradient. Fully masked tiles are not visited at all.',
-    'fa2bwd.recompute': 'P is rebuilt from the scores and the saved LSE alone: exp(S − L) is already normalized, no running max or sum is needed.',
+    'fa2bwd.recompute':
+      'P is rebuilt from the scores and the saved LSE alone: exp(S − L) is already normalized, no running max or sum is needed.',
     'fa2bwd.dv': 'dV_j collects P_ijᵀ dO_i from every row block, on chip.',
     'fa2bwd.dp': 'The gradient of the probabilities: dP_ij = dO_i V_jᵀ.',
-    'fa2bwd.ds': 'The softmax\'s gradient: dS_ij = P_ij (dP_ij − D_i). With a softcap it is multiplied by the derivative of the cap, 1 − tanh²(s/c).',
+    'fa2bwd.ds':
+      "The softmax's gradient: dS_ij = P_ij (dP_ij − D_i). With a softcap it is multiplied by the derivative of the cap, 1 − tanh²(s/c).",
     'fa2bwd.dq':
       'dQ_i needs a term from every K/V block, and the K/V blocks are different workers running at the same time: each adds its τ dS_ij K_j into the float32 accumulator with atomic adds, so no update is lost. The order of the adds is not fixed, so the last bits of dQ can change from run to run.',
     'fa2bwd.dk': 'dK_j collects τ dS_ijᵀ Q_i from every row block, on chip like dV_j.',

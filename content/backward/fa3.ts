@@ -30,15 +30,18 @@ export const fa3BackwardContent: AlgorithmContent = {
   explain: {
     'fa3bwd.preLoad': 'A separate preprocess kernel reads O, dO and the LSE before the main kernel starts.',
     'fa3bwd.dsum': 'D_i = dO_i · O_i, one number per row (the kernel calls it dPsum), as in FA2.',
-    'fa3bwd.preWrite': 'D goes to HBM, the LSE is stored in log₂ units so the main kernel can use exp2, and the fp32 dQ accumulator is zeroed.',
+    'fa3bwd.preWrite':
+      'D goes to HBM, the LSE is stored in log₂ units so the main kernel can use exp2, and the fp32 dQ accumulator is zeroed.',
     'fa3bwd.loadKV': 'The producer warp issues the K_j and V_j copies once; they stay in shared memory for the whole CTA.',
-    'fa3bwd.loadQ': 'Q_i and LSE_i stream through a ring of shared-memory slots. A copy waits for a free slot, so loads run ahead of the math by at most the ring depth.',
+    'fa3bwd.loadQ':
+      'Q_i and LSE_i stream through a ring of shared-memory slots. A copy waits for a free slot, so loads run ahead of the math by at most the ring depth.',
     'fa3bwd.loaddO': 'dO_i and D_i stream through a second ring; the dQ matmul frees its slot.',
     'fa3bwd.qk': 'The MMA warpgroups recompute S with wgmma. FlashScope shows the warpgroups that split a tile as one unit.',
     'fa3bwd.dp': 'dP = dO V_jᵀ is issued right behind S, so the tensor cores stay busy while the softmax part waits.',
     'fa3bwd.mask': 'Masked scores become −∞ (the softcap derivative is taken before the mask).',
     'fa3bwd.recompute': 'P from the LSE in log₂ units: exp2 is the instruction the hardware has.',
-    'fa3bwd.ds': 'dS = P ∘ (dP − D_i). P and dS are converted to 16 bits and stored in shared memory, where the next three matmuls read them.',
+    'fa3bwd.ds':
+      'dS = P ∘ (dP − D_i). P and dS are converted to 16 bits and stored in shared memory, where the next three matmuls read them.',
     'fa3bwd.dv': 'dV_j accumulates in registers for the life of the CTA.',
     'fa3bwd.dq':
       'The MMA warpgroups compute the dQ partial dS K_j into shared memory, and a dedicated warp adds it into the fp32 dQaccum in HBM with a bulk reduce-add: the atomic add of this kernel. The sum is kept without the softmax scale until the postprocess. With the deterministic switch, a semaphore per row block makes the CTAs add in a fixed order, at the cost of waiting.',

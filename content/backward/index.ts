@@ -6,7 +6,12 @@ import { fa2BackwardContent } from './fa2.ts';
 import { fa3BackwardContent } from './fa3.ts';
 import { standardBackwardContent } from './standard.ts';
 
-export const BACKWARD_CONTENT: readonly AlgorithmContent[] = [standardBackwardContent, fa1BackwardContent, fa2BackwardContent, fa3BackwardContent];
+export const BACKWARD_CONTENT: readonly AlgorithmContent[] = [
+  standardBackwardContent,
+  fa1BackwardContent,
+  fa2BackwardContent,
+  fa3BackwardContent,
+];
 
 /** The content id of an algorithm's backward (its events' line-id prefix). */
 export const backwardContentId = (algorithm: string) => `${algorithm}bwd`;

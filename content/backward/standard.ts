@@ -29,7 +29,8 @@ export const standardBackwardContent: AlgorithmContent = {
     { id: 'standardbwd.writedK', text: 'write dK to HBM', indent: 0, kinds: ['write'] },
   ],
   explain: {
-    'standardbwd.loadPdO': 'The forward stored P, N_q × N_k numbers per head, and it has waited in HBM until now. The backward reads it strip by strip.',
+    'standardbwd.loadPdO':
+      'The forward stored P, N_q × N_k numbers per head, and it has waited in HBM until now. The backward reads it strip by strip.',
     'standardbwd.dv': 'dV = Pᵀ dO, one row strip of P at a time.',
     'standardbwd.writedV': 'dV is complete after the last strip.',
     'standardbwd.loadV': 'The second pass needs V whole.',
@@ -37,7 +38,8 @@ export const standardBackwardContent: AlgorithmContent = {
     'standardbwd.dp': 'dP = dO Vᵀ: another N_q × N_k matrix.',
     'standardbwd.writedP': 'dP goes to HBM, because the next pass needs whole rows of it.',
     'standardbwd.loadPdP': 'P and dP are read back; with a softcap, S as well, for the derivative of the cap.',
-    'standardbwd.ds': 'With whole rows in hand, D_i = rowsum(dP_i ∘ P_i) is taken directly, and dS = P ∘ (dP − D). The flash algorithms get the same D from dO · O instead.',
+    'standardbwd.ds':
+      'With whole rows in hand, D_i = rowsum(dP_i ∘ P_i) is taken directly, and dS = P ∘ (dP − D). The flash algorithms get the same D from dO · O instead.',
     'standardbwd.writedS': 'dS is the fourth N_q × N_k matrix in HBM (S, P, dP, dS).',
     'standardbwd.loadK': 'Pass four needs K whole.',
     'standardbwd.loaddS': 'The strip of dS for this row block.',

@@ -28,7 +28,8 @@ describe('hardware lessons', () => {
     for (const lesson of HARDWARE_LESSONS) {
       const algo = ALGORITHMS.find((a) => a.id === lesson.algorithm)!;
       const kinds = new Set<PhaseKind>();
-      for (const p of problems) runToEnd(algo, p, randomInputs(p, { seed: 2 }), { blockM: 16, blockN: 16, trace: true, onEvent: (e) => kinds.add(e.kind) });
+      for (const p of problems)
+        runToEnd(algo, p, randomInputs(p, { seed: 2 }), { blockM: 16, blockN: 16, trace: true, onEvent: (e) => kinds.add(e.kind) });
       expect(kinds.size, lesson.algorithm).toBeGreaterThan(6);
       for (const k of kinds) expect(lesson.steps[k]?.length ?? 0, `${lesson.algorithm} ${k}`).toBeGreaterThan(20);
     }

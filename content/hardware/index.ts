@@ -7,7 +7,13 @@ import { flashDecodingHardware } from './flash-decoding.ts';
 import { fmhaV2Hardware } from './fmha-v2.ts';
 import type { HardwareLesson } from './types.ts';
 
-export const HARDWARE_LESSONS: readonly HardwareLesson[] = [fa3Hardware, fa4Hardware, fmhaV2Hardware, cuteFa2Hardware, flashDecodingHardware];
+export const HARDWARE_LESSONS: readonly HardwareLesson[] = [
+  fa3Hardware,
+  fa4Hardware,
+  fmhaV2Hardware,
+  cuteFa2Hardware,
+  flashDecodingHardware,
+];
 
 export function hardwareLessonFor(algorithm: string): HardwareLesson | undefined {
   return HARDWARE_LESSONS.find((l) => l.algorithm === algorithm);

@@ -6,7 +6,8 @@ export const cuteFa2Lesson: AlgorithmLesson = {
   id: 'cute-fa2',
   title: 'FlashAttention-2 in CuTe',
   hardware: 'Ampere (SM80): mma.sync m16n8k16, cp.async, ldmatrix',
-  sources: 'The CuTe FlashAttention-2 kernel of github.com/66RING/tiny-flash-attention (flash_attention_cutlass/standalone_src); the FA2 paper (arXiv 2307.08691) for the algorithm.',
+  sources:
+    'The CuTe FlashAttention-2 kernel of github.com/66RING/tiny-flash-attention (flash_attention_cutlass/standalone_src); the FA2 paper (arXiv 2307.08691) for the algorithm.',
   intro: r`This is FA2 as a hand-written CUTLASS CuTe kernel: the same online softmax, but every data movement
 is spelled out, which makes it the clearest view of *where* each byte goes on an Ampere GPU.
 
@@ -53,8 +54,18 @@ operand of the second GEMM.`,
   features: [],
   support: [
     { variant: 'causal', kernel: 'yes', flashscope: 'runs', note: 'early exit + in-block mask' },
-    { variant: 'GQA / MQA', kernel: 'no', flashscope: 'runs', note: 'that kernel indexes K/V with the Q head; FlashScope reads head h / group' },
-    { variant: 'Nq ≠ Nk', kernel: 'no', flashscope: 'runs', note: 'causal aligned bottom-right (same as that kernel\'s top-left alignment when Nq = Nk)' },
+    {
+      variant: 'GQA / MQA',
+      kernel: 'no',
+      flashscope: 'runs',
+      note: 'that kernel indexes K/V with the Q head; FlashScope reads head h / group',
+    },
+    {
+      variant: 'Nq ≠ Nk',
+      kernel: 'no',
+      flashscope: 'runs',
+      note: "causal aligned bottom-right (same as that kernel's top-left alignment when Nq = Nk)",
+    },
     { variant: 'window, ALiBi, softcap, sinks', kernel: 'no', flashscope: 'runs', note: 'added the way FA2 does them' },
     { variant: 'fp32 inputs', kernel: 'no', flashscope: 'runs', note: 'the kernel is FP16/BF16' },
   ],
@@ -80,13 +91,16 @@ operand of the second GEMM.`,
     ],
     explain: {
       'cute-fa2.loadQ': 'The prologue starts the copies of Q and of the first K block together.',
-      'cute-fa2.loadK': 'The next K block is requested only after V_j has landed, so one K buffer is enough; the copy runs under the softmax and the P·V GEMM.',
+      'cute-fa2.loadK':
+        'The next K block is requested only after V_j has landed, so one K buffer is enough; the copy runs under the softmax and the P·V GEMM.',
       'cute-fa2.loadV': 'V_j is requested right before the first GEMM of the block, so its copy overlaps Q·K_jᵀ.',
       'cute-fa2.qk': 'Operands stream from shared memory to registers with ldmatrix, one k-slice ahead of the mma.sync that consumes them.',
-      'cute-fa2.mask': 'Only blocks that cross the diagonal are masked element by element; blocks above it were never visited (early exit).',
+      'cute-fa2.mask':
+        'Only blocks that cross the diagonal are masked element by element; blocks above it were never visited (early exit).',
       'cute-fa2.rowmax': 'Thread-local max, then a warp-shuffle reduction over the 4 threads that hold a row.',
       'cute-fa2.rescale': 'softmax_rescale_o rescales O and l before the new exponentials are added.',
-      'cute-fa2.exp': 'Exponentials via exp2 with the scale folded in; the fp32 accumulator layout of S equals the A-operand layout of the next mma, so P is converted in place.',
+      'cute-fa2.exp':
+        'Exponentials via exp2 with the scale folded in; the fp32 accumulator layout of S equals the A-operand layout of the next mma, so P is converted in place.',
       'cute-fa2.rowsum': 'The new row sums are added to the rescaled l.',
       'cute-fa2.pv': 'O += P V_j with P already in registers.',
       'cute-fa2.normalize': 'One division per row after the loop; the LSE is kept for the backward pass.',

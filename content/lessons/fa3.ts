@@ -6,7 +6,8 @@ export const fa3Lesson: AlgorithmLesson = {
   id: 'fa3',
   title: 'FlashAttention-3',
   hardware: 'Hopper (SM90): TMA copies, wgmma on warpgroups, setmaxnreg',
-  sources: '"FlashAttention-3: Fast and Accurate Attention with Asynchrony and Low-precision" (arXiv 2407.08608), §3.1–3.3 and Algorithms 1–2; the shipped kernel, hopper/ at Dao-AILab/flash-attention 0251105a (tile_size.h, mainloop_fwd_sm90_tma_gmma_ws.hpp, flash_fwd_kernel_sm90.h).',
+  sources:
+    '"FlashAttention-3: Fast and Accurate Attention with Asynchrony and Low-precision" (arXiv 2407.08608), §3.1–3.3 and Algorithms 1–2; the shipped kernel, hopper/ at Dao-AILab/flash-attention 0251105a (tile_size.h, mainloop_fwd_sm90_tma_gmma_ws.hpp, flash_fwd_kernel_sm90.h).',
   intro: r`FlashAttention-3 keeps FA2's arithmetic — an online softmax over K/V blocks with one division at the
 end — and reorganizes *who* does it and *when*, so that Hopper's asynchronous units are never idle.
 
@@ -64,22 +65,61 @@ is kept for the backward pass. A sink logit $s$ joins the denominator here: $\el
     write: r`The epilogue writes $O_i$ (input type) and $L_i$ (FP32) back to HBM.`,
   },
   features: [
-    { key: 'intraOverlap', default: 'true', text: r`Issue $S_{\text{next}}$ before $O \mathrel{+}= P_{\text{cur}}V_{j-1}$ and overlap the softmax with it.` },
-    { key: 'pingpong', default: 'true', text: 'Consumer warpgroups (64 rows each) take turns on the tensor cores; off: one unit for the whole tile.' },
-    { key: 'reverseKv', default: 'true', text: 'K/V blocks from the last to the first, as the kernel walks them (the causal diagonal block comes first). Off: first to last. The numbers differ only by rounding, except under FP8, where the order decides which P values flush to zero.' },
-    { key: 'blockQuant', default: 'true', text: r`FP8 only. One scale per $B_r \times d$ tile of $Q$ and per $B_c \times d$ tile of $K$ and $V$; off: one scale per tensor, the baseline whose step size an outlier sets for everyone.` },
-    { key: 'incoherent', default: 'true', text: r`FP8 only. $Q$ and $K$ are multiplied by the same random Hadamard matrix $M = DH$ before quantizing; $QM(KM)^\top = QK^\top$, but an outlier channel is spread over the $d$ channels of its Hadamard block. When $d$ is not a power of two, $H$ is block-diagonal (blocks of the largest power of two dividing $d$).` },
-    { key: 'pScale', default: '256', text: r`FP8 only. $P$ is multiplied by this power of two before its e4m3 cast and divided after $P V$. The kernel uses 256 (it subtracts $m - 8$ in base 2); at 1 every $P \le 2^{-10}$ flushes to zero.` },
+    {
+      key: 'intraOverlap',
+      default: 'true',
+      text: r`Issue $S_{\text{next}}$ before $O \mathrel{+}= P_{\text{cur}}V_{j-1}$ and overlap the softmax with it.`,
+    },
+    {
+      key: 'pingpong',
+      default: 'true',
+      text: 'Consumer warpgroups (64 rows each) take turns on the tensor cores; off: one unit for the whole tile.',
+    },
+    {
+      key: 'reverseKv',
+      default: 'true',
+      text: 'K/V blocks from the last to the first, as the kernel walks them (the causal diagonal block comes first). Off: first to last. The numbers differ only by rounding, except under FP8, where the order decides which P values flush to zero.',
+    },
+    {
+      key: 'blockQuant',
+      default: 'true',
+      text: r`FP8 only. One scale per $B_r \times d$ tile of $Q$ and per $B_c \times d$ tile of $K$ and $V$; off: one scale per tensor, the baseline whose step size an outlier sets for everyone.`,
+    },
+    {
+      key: 'incoherent',
+      default: 'true',
+      text: r`FP8 only. $Q$ and $K$ are multiplied by the same random Hadamard matrix $M = DH$ before quantizing; $QM(KM)^\top = QK^\top$, but an outlier channel is spread over the $d$ channels of its Hadamard block. When $d$ is not a power of two, $H$ is block-diagonal (blocks of the largest power of two dividing $d$).`,
+    },
+    {
+      key: 'pScale',
+      default: '256',
+      text: r`FP8 only. $P$ is multiplied by this power of two before its e4m3 cast and divided after $P V$. The kernel uses 256 (it subtracts $m - 8$ in base 2); at 1 every $P \le 2^{-10}$ flushes to zero.`,
+    },
     { key: 'seed', default: '0', text: r`FP8 only. Seed of the random $\pm 1$ diagonal $D$ of the Hadamard transform.` },
   ],
   support: [
     { variant: 'causal, sliding window', kernel: 'yes', flashscope: 'runs', note: 'blocks outside the mask are never loaded' },
     { variant: 'softcap', kernel: 'yes', flashscope: 'runs', note: 'applied to S before the max' },
     { variant: 'ALiBi', kernel: 'no', flashscope: 'runs', note: 'FA3 dropped ALiBi; FlashScope adds the bias to S as FA2 does' },
-    { variant: 'attention sinks', kernel: 'partly', flashscope: 'runs', note: 'not in the original FA3 release; FlashScope adds the sink to the denominator at the end' },
+    {
+      variant: 'attention sinks',
+      kernel: 'partly',
+      flashscope: 'runs',
+      note: 'not in the original FA3 release; FlashScope adds the sink to the denominator at the end',
+    },
     { variant: 'GQA / MQA, Nq ≠ Nk, d ≠ dv', kernel: 'yes', flashscope: 'runs', note: '' },
-    { variant: 'fp32 inputs', kernel: 'no', flashscope: 'runs', note: 'FA3 takes fp16/bf16/fp8; FlashScope runs fp32 unrounded to show the schedule' },
-    { variant: 'FP8 (e4m3; e5m2)', kernel: 'yes', flashscope: 'runs', note: 'dtype fp8e4m3 / fp8e5m2: per-tile or per-tensor scales, Hadamard rotation, P cast to e4m3, O in bf16; no ALiBi or sinks, d = dv' },
+    {
+      variant: 'fp32 inputs',
+      kernel: 'no',
+      flashscope: 'runs',
+      note: 'FA3 takes fp16/bf16/fp8; FlashScope runs fp32 unrounded to show the schedule',
+    },
+    {
+      variant: 'FP8 (e4m3; e5m2)',
+      kernel: 'yes',
+      flashscope: 'runs',
+      note: 'dtype fp8e4m3 / fp8e5m2: per-tile or per-tensor scales, Hadamard rotation, P cast to e4m3, O in bf16; no ALiBi or sinks, d = dv',
+    },
     { variant: 'd > 256', kernel: 'no', flashscope: 'rejected', note: 'no kernel instance' },
   ],
   content: {
@@ -104,16 +144,22 @@ is kept for the backward pass. A sink logit $s$ joins the denominator here: $\el
       { id: 'fa3.write', text: 'write O_i and L_i to HBM', indent: 1, kinds: ['write'] },
     ],
     explain: {
-      'fa3.loadQ': 'The producer warp issues one TMA copy for the whole Q tile; the consumers wait on its barrier. The producer gives most of its registers to the consumers (setmaxnreg).',
-      'fa3.loadK': 'K blocks go into a two-stage ring. The producer runs ahead of the math by at most two blocks: a stage is reused only after every consumer warpgroup released it.',
-      'fa3.loadV': 'V blocks have their own two-stage ring. With the overlap on, V of a block is needed one iteration later than its K, so the producer issues K_j before V of the previous block.',
-      'fa3.qk': 'S = Q Kᵀ for this warpgroup\'s 64 rows, both operands in shared memory. Issued asynchronously; with the overlap it goes out before the previous block\'s P·V.',
-      'fa3.pv': 'O += P V with P in registers. With the overlap this is the previous block\'s P, multiplied while the softmax of the new S runs on the CUDA cores.',
+      'fa3.loadQ':
+        'The producer warp issues one TMA copy for the whole Q tile; the consumers wait on its barrier. The producer gives most of its registers to the consumers (setmaxnreg).',
+      'fa3.loadK':
+        'K blocks go into a two-stage ring. The producer runs ahead of the math by at most two blocks: a stage is reused only after every consumer warpgroup released it.',
+      'fa3.loadV':
+        'V blocks have their own two-stage ring. With the overlap on, V of a block is needed one iteration later than its K, so the producer issues K_j before V of the previous block.',
+      'fa3.qk':
+        "S = Q Kᵀ for this warpgroup's 64 rows, both operands in shared memory. Issued asynchronously; with the overlap it goes out before the previous block's P·V.",
+      'fa3.pv':
+        "O += P V with P in registers. With the overlap this is the previous block's P, multiplied while the softmax of the new S runs on the CUDA cores.",
       'fa3.mask': 'Only the diagonal block (visited first, since blocks go in reverse) and window edges need per-element masking.',
       'fa3.rowmax': 'The running max of each row; its change gives the rescale factor e^(m_old − m_new).',
       'fa3.exp': 'Exponentials in fp32, converted to the 16-bit type because P feeds the next wgmma from registers.',
-      'fa3.rowsum': 'The running sum, brought to the new max and increased by this block\'s row sums.',
-      'fa3.rescale': 'Once the in-flight P·V has landed, O is multiplied by e^(m_old − m_new). Doing it after the add gives the same numbers as FA2, which rescales before.',
+      'fa3.rowsum': "The running sum, brought to the new max and increased by this block's row sums.",
+      'fa3.rescale':
+        'Once the in-flight P·V has landed, O is multiplied by e^(m_old − m_new). Doing it after the add gives the same numbers as FA2, which rescales before.',
       'fa3.normalize': 'One division by l per row at the end; a sink logit joins l here. LSE = m + log l is kept for the backward pass.',
       'fa3.write': 'The epilogue writes O (input type) and LSE (fp32).',
     },

@@ -6,7 +6,8 @@ export const fa4Lesson: AlgorithmLesson = {
   id: 'fa4',
   title: 'FlashAttention-4',
   hardware: 'Blackwell (SM100): tcgen05 MMA into tensor memory (TMEM), TMA, 228 KB shared memory',
-  sources: '"FlashAttention-4: Algorithm and Kernel Pipelining Co-Design for Asymmetric Hardware Scaling" (arXiv 2603.05451); flash_attn/cute/flash_fwd_sm100.py, interface.py and softmax.py at Dao-AILab/flash-attention 0251105a.',
+  sources:
+    '"FlashAttention-4: Algorithm and Kernel Pipelining Co-Design for Asymmetric Hardware Scaling" (arXiv 2603.05451); flash_attn/cute/flash_fwd_sm100.py, interface.py and softmax.py at Dao-AILab/flash-attention 0251105a.',
   intro: r`On Blackwell the tensor cores got roughly twice as fast again, while the exponential unit (MUFU) and
 shared-memory bandwidth did not. FlashAttention-4 is built around that imbalance: the GEMMs are cheap,
 so everything else — the exponentials, the rescaling of $O$, the data movement — must be hidden or
@@ -77,9 +78,17 @@ $\ell$ first. LSE $=(m+\log_2\ell)\ln 2$.`,
     { key: 'lazyRescale', default: 'true', text: 'Keep a stale row max unless it grew by more than rescaleThreshold.' },
     { key: 'rescaleThreshold', default: '8', text: r`$\tau$ in log2 units; P is bounded by $2^\tau$.` },
     { key: 'exp2Emulation', default: 'true', text: 'Compute part of the exponentials with the cubic polynomial on the FMA pipe.' },
-    { key: 'exp2EmuFreq', default: '0', text: "Period (columns) of the emulation pattern inside a 32-column fragment; 0 takes the kernel's value for the configuration (16, or _TUNING_CONFIG's: 10 for 2-CTA d = 128, 32 for causal d = 192)." },
+    {
+      key: 'exp2EmuFreq',
+      default: '0',
+      text: "Period (columns) of the emulation pattern inside a 32-column fragment; 0 takes the kernel's value for the configuration (16, or _TUNING_CONFIG's: 10 for 2-CTA d = 128, 32 for causal d = 192).",
+    },
     { key: 'exp2EmuRes', default: '0', text: "Emulated columns at the end of each period; 0 takes the kernel's 4 (6 at d = 256)." },
-    { key: 'exp2EmuStartFrg', default: '-1', text: "First 32-column fragment that uses the polynomial; -1 takes the kernel's ex2_emu_start_frg (1, or 0 where _TUNING_CONFIG says so)." },
+    {
+      key: 'exp2EmuStartFrg',
+      default: '-1',
+      text: "First 32-column fragment that uses the polynomial; -1 takes the kernel's ex2_emu_start_frg (1, or 0 where _TUNING_CONFIG says so).",
+    },
   ],
   support: [
     { variant: 'causal, sliding window', kernel: 'yes', flashscope: 'runs', note: 'n_block range per CTA; masked blocks use MUFU only' },
@@ -97,7 +106,11 @@ $\ell$ first. LSE $=(m+\log_2\ell)\ln 2$.`,
     lines: [
       { id: '', text: 'CTA = two Q tiles (stages s = 0, 1); load warp, MMA warp, 2 softmax WGs, correction WG', indent: 0 },
       { id: 'fa4.loadQ', text: 'load warp: TMA Q_s (K_last, Q0, Q1, V_last, then K/V descending)', indent: 1, kinds: ['load'] },
-      { id: 'fa4.loadK', text: 'load warp: wait for a free K/V stage (min((224 KiB − sQ − sO) / stage, 32) stages; 3 at d = 128); TMA K_j', indent: 2 },
+      {
+        id: 'fa4.loadK',
+        text: 'load warp: wait for a free K/V stage (min((224 KiB − sQ − sO) / stage, 32) stages; 3 at d = 128); TMA K_j',
+        indent: 2,
+      },
       { id: 'fa4.loadV', text: 'load warp: wait for a free K/V stage; TMA V_j', indent: 2 },
       { id: '', text: 'for each block j (last … first), for s = 0, 1:', indent: 1 },
       { id: 'fa4.pv', text: 'MMA: O_s ← O_s + P_s V_prev   (P from TMEM; may start at 3/4 of P)', indent: 2, kinds: ['pv'] },
@@ -111,16 +124,24 @@ $\ell$ first. LSE $=(m+\log_2\ell)\ln 2$.`,
       { id: 'fa4.write', text: 'write O_s and LSE to HBM', indent: 1, kinds: ['write'] },
     ],
     explain: {
-      'fa4.loadQ': 'Each of the CTA\'s Q tiles (two, or one when Nq ≤ 128) gets its own shared-memory stage; Q stays resident for the whole K/V loop. The load warp issues K of the first block before Q0.',
-      'fa4.loadK': 'K and V share one ring, as deep as the shared memory left after Q and O allows (3 stages at d = 128, 10 at d = 64; in 2-CTA mode each CTA holds half of every tile, so twice as many). For d = 192, dv = 128 on one CTA the K stages are larger, so the three-stage ring alternates Large-Small-Large and Small-Large-Small.',
-      'fa4.loadV': 'V_j follows K_j into the next free stage; it is released after both Q tiles\' P·V GEMMs have read it.',
-      'fa4.pv': 'The previous block\'s P (16-bit, in tensor memory) times V, accumulated into O in tensor memory. The first P·V initializes O instead of adding.',
-      'fa4.qk': 'One tcgen05 GEMM per Q tile. Values are shown in log2 units u = s·log₂e, because the kernel folds scale·log₂e into a single FMA and uses exp2.',
+      'fa4.loadQ':
+        "Each of the CTA's Q tiles (two, or one when Nq ≤ 128) gets its own shared-memory stage; Q stays resident for the whole K/V loop. The load warp issues K of the first block before Q0.",
+      'fa4.loadK':
+        'K and V share one ring, as deep as the shared memory left after Q and O allows (3 stages at d = 128, 10 at d = 64; in 2-CTA mode each CTA holds half of every tile, so twice as many). For d = 192, dv = 128 on one CTA the K stages are larger, so the three-stage ring alternates Large-Small-Large and Small-Large-Small.',
+      'fa4.loadV': "V_j follows K_j into the next free stage; it is released after both Q tiles' P·V GEMMs have read it.",
+      'fa4.pv':
+        "The previous block's P (16-bit, in tensor memory) times V, accumulated into O in tensor memory. The first P·V initializes O instead of adding.",
+      'fa4.qk':
+        'One tcgen05 GEMM per Q tile. Values are shown in log2 units u = s·log₂e, because the kernel folds scale·log₂e into a single FMA and uses exp2.',
       'fa4.mask': 'Masked blocks are handled by the softmax warpgroup in registers; they also always use the hardware exp2.',
-      'fa4.rowmax': 'The new row max. With lazy rescaling a row keeps its stale max unless the max grew by more than τ = 8 (log2 units); P may then reach 2^8, which fp16/bf16 hold easily.',
-      'fa4.rescale': 'The correction warpgroup rescales O in tensor memory, concurrently with the softmax. Each warp votes over its 32 rows and skips the work if none moved.',
-      'fa4.exp': 'P = 2^(u − m). A quarter of the columns of most 32-column fragments use a cubic polynomial on the FMA pipe instead of the MUFU unit (relative error ≈ 9e-5).',
-      'fa4.rowsum': 'The row sum of the fp32 exponentials joins l with the same factor as O, so numerator and denominator stay consistent even with a stale max.',
+      'fa4.rowmax':
+        'The new row max. With lazy rescaling a row keeps its stale max unless the max grew by more than τ = 8 (log2 units); P may then reach 2^8, which fp16/bf16 hold easily.',
+      'fa4.rescale':
+        'The correction warpgroup rescales O in tensor memory, concurrently with the softmax. Each warp votes over its 32 rows and skips the work if none moved.',
+      'fa4.exp':
+        'P = 2^(u − m). A quarter of the columns of most 32-column fragments use a cubic polynomial on the FMA pipe instead of the MUFU unit (relative error ≈ 9e-5).',
+      'fa4.rowsum':
+        'The row sum of the fp32 exponentials joins l with the same factor as O, so numerator and denominator stay consistent even with a stale max.',
       'fa4.normalize': 'One division by l; a learnable sink adds 2^(sink·log₂e − m) to l first. The LSE is converted back to natural log.',
       'fa4.write': 'O goes out through shared memory (TMA store), the LSE in fp32.',
     },

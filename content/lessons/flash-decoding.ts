@@ -6,7 +6,8 @@ export const flashDecodingLesson: AlgorithmLesson = {
   id: 'flash-decoding',
   title: 'Flash-decoding',
   hardware: 'Any GPU; the split count targets its SM count',
-  sources: '"Flash-Decoding for long-context inference" (Dao, Haziza, Massa, Sizov, crfm.stanford.edu/2023/10/12/flashdecoding.html); the FlashAttention-2 split-KV kernels and their num_splits heuristic.',
+  sources:
+    '"Flash-Decoding for long-context inference" (Dao, Haziza, Massa, Sizov, crfm.stanford.edu/2023/10/12/flashdecoding.html); the FlashAttention-2 split-KV kernels and their num_splits heuristic.',
   intro: r`While generating text, each step attends one new query ($N_q = 1$, or a few with speculative
 decoding) to a long cache of keys and values. FA2 parallelizes over batch, heads and Q tiles — here that
 is only $B\cdot H$ CTAs, often far fewer than the GPU's SMs, and each CTA walks the whole cache alone.
@@ -51,7 +52,11 @@ the sink's share).`,
   features: [
     { key: 'splits', default: '0 (heuristic)', text: 'Number of K/V splits; 0 chooses it with the occupancy heuristic.' },
     { key: 'smCount', default: '108', text: 'SMs the heuristic fills (108 = A100; 132 = H100 SXM).' },
-    { key: 'blocksPerSplit', default: '0 (from splits)', text: 'K/V blocks per split, fixed instead of a split count: a batch of sequences shares one split length, rounded up to whole pages on a paged cache so no page is walked by two splits.' },
+    {
+      key: 'blocksPerSplit',
+      default: '0 (from splits)',
+      text: 'K/V blocks per split, fixed instead of a split count: a batch of sequences shares one split length, rounded up to whole pages on a paged cache so no page is walked by two splits.',
+    },
   ],
   support: [
     { variant: 'Nq ≥ 1 (decoding and prefill)', kernel: 'yes', flashscope: 'runs', note: '' },
@@ -84,17 +89,20 @@ the sink's share).`,
     ],
     explain: {
       'flash-decoding.loadQ': 'Every split loads its own copy of the (small) Q tile.',
-      'flash-decoding.loadKV': 'A split reads only its own range of K/V blocks, so the cache is read once in total but by many CTAs at once.',
-      'flash-decoding.qk': 'FA2\'s loop, restricted to this split\'s keys.',
+      'flash-decoding.loadKV':
+        'A split reads only its own range of K/V blocks, so the cache is read once in total but by many CTAs at once.',
+      'flash-decoding.qk': "FA2's loop, restricted to this split's keys.",
       'flash-decoding.mask': 'Masks use absolute key positions; a split that the mask hides entirely does no work.',
       'flash-decoding.rowmax': 'The running max of this split only: splits never see each other.',
-      'flash-decoding.exp': 'Exponentials against the split\'s running max.',
-      'flash-decoding.rowsum': 'The split\'s running sum.',
+      'flash-decoding.exp': "Exponentials against the split's running max.",
+      'flash-decoding.rowsum': "The split's running sum.",
       'flash-decoding.rescale': 'Rescaling inside a split, exactly as in FA2.',
-      'flash-decoding.pv': 'The split\'s share of the output.',
-      'flash-decoding.normalize': 'Each split normalizes by its own sum, so its partial is an ordinary attention output over its keys; e^LSE_s is its share of the full denominator.',
+      'flash-decoding.pv': "The split's share of the output.",
+      'flash-decoding.normalize':
+        'Each split normalizes by its own sum, so its partial is an ordinary attention output over its keys; e^LSE_s is its share of the full denominator.',
       'flash-decoding.writePartial': 'Partials are written in fp32 whatever the input type, so the combine loses nothing.',
-      'flash-decoding.combine': 'The combine weights each partial by its share of the softmax mass, computed against the largest LSE_s so nothing overflows. A sink joins the sum here, once.',
+      'flash-decoding.combine':
+        'The combine weights each partial by its share of the softmax mass, computed against the largest LSE_s so nothing overflows. A sink joins the sum here, once.',
       'flash-decoding.write': 'The merged output and LSE, in the output type.',
     },
     corrections: null,

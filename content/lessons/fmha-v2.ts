@@ -6,7 +6,8 @@ export const fmhaV2Lesson: AlgorithmLesson = {
   id: 'fmha-v2',
   title: 'TensorRT-LLM fmha_v2',
   hardware: 'Ada (SM89, e.g. RTX 4060): mma.sync tensor cores, LDGSTS asynchronous copies, ~100 KB shared memory',
-  sources: 'TensorRT-LLM, cpp/kernels/fmha_v2: the fmha_v2_flash_attention_fp16_128_128_S_qkv_16_sm89 kernel, built and run on an RTX 4060.',
+  sources:
+    'TensorRT-LLM, cpp/kernels/fmha_v2: the fmha_v2_flash_attention_fp16_128_128_S_qkv_16_sm89 kernel, built and run on an RTX 4060.',
   intro: r`fmha_v2 is the fused multi-head attention of TensorRT-LLM for inference. Its flash-attention
 kernels are generated per configuration; the name spells the configuration out —
 \`fp16_128_128_S_qkv_16_sm89\`: FP16 data, a Q step of 128 rows, a K/V step of 128 keys, packed QKV
@@ -58,13 +59,22 @@ to FP16 when the accumulator is FP16).`,
     write: r`Output staged through shared memory for wide, coalesced stores.`,
   },
   features: [
-    { key: 'fp16Accumulation', default: 'false', text: 'Accumulate both GEMMs in FP16 (fp16 inputs only), as the modelled sm89 build does.' },
+    {
+      key: 'fp16Accumulation',
+      default: 'false',
+      text: 'Accumulate both GEMMs in FP16 (fp16 inputs only), as the modelled sm89 build does.',
+    },
   ],
   support: [
-    { variant: 'causal, sliding window', kernel: 'yes', flashscope: 'runs', note: 'separate generated kernels (causal, sliding_or_chunked_causal)' },
+    {
+      variant: 'causal, sliding window',
+      kernel: 'yes',
+      flashscope: 'runs',
+      note: 'separate generated kernels (causal, sliding_or_chunked_causal)',
+    },
     { variant: 'ALiBi, softcap', kernel: 'yes', flashscope: 'runs', note: '' },
     { variant: 'GQA / MQA, Nq ≠ Nk, d ≠ dv', kernel: 'yes', flashscope: 'runs', note: 'contiguous Q + KV or paged KV layout' },
-    { variant: 'attention sinks', kernel: 'no', flashscope: 'runs', note: 'the kernel has no sink input; added with FA2\'s math' },
+    { variant: 'attention sinks', kernel: 'no', flashscope: 'runs', note: "the kernel has no sink input; added with FA2's math" },
     { variant: 'fp32 inputs', kernel: 'no', flashscope: 'runs', note: 'run unrounded to show the schedule' },
     { variant: 'fp16Accumulation with bf16/fp32', kernel: 'no', flashscope: 'rejected', note: 'no such HMMA' },
     { variant: 'd > 256', kernel: 'no', flashscope: 'rejected', note: '' },
@@ -90,15 +100,20 @@ to FP16 when the accumulator is FP16).`,
       { id: 'fmha-v2.write', text: 'registers → shared memory → O_i in HBM', indent: 1, kinds: ['write'] },
     ],
     explain: {
-      'fmha-v2.loadQ': 'One CTA per (batch, head, Q tile), exactly the kernel\'s grid. Q rows of one head are 3·H·D elements apart in the packed layout; the byte count is the same.',
-      'fmha-v2.loadKV': 'The copy of the next K/V block goes into the second buffer before any warp starts on this one, so loading hides behind the math.',
-      'fmha-v2.qk': 'Each of the 4 warps multiplies its own quarter of the Q rows by all keys of the block. With fp16 accumulation every partial sum is rounded to fp16.',
+      'fmha-v2.loadQ':
+        "One CTA per (batch, head, Q tile), exactly the kernel's grid. Q rows of one head are 3·H·D elements apart in the packed layout; the byte count is the same.",
+      'fmha-v2.loadKV':
+        'The copy of the next K/V block goes into the second buffer before any warp starts on this one, so loading hides behind the math.',
+      'fmha-v2.qk':
+        'Each of the 4 warps multiplies its own quarter of the Q rows by all keys of the block. With fp16 accumulation every partial sum is rounded to fp16.',
       'fmha-v2.mask': 'Generated causal and sliding-window kernels mask inside edge blocks and skip blocks outside.',
-      'fmha-v2.rowmax': 'Row maxima are reduced with shuffles among the threads of a row — never across warps, since every warp owns whole rows.',
+      'fmha-v2.rowmax':
+        'Row maxima are reduced with shuffles among the threads of a row — never across warps, since every warp owns whole rows.',
       'fmha-v2.exp': 'Exponentials in fp32, converted to fp16 for the second mma.',
       'fmha-v2.rowsum': 'The running sum follows the running max.',
       'fmha-v2.rescale': 'The normalizer brings the accumulator to the new max (rounded to fp16 when the accumulator is fp16).',
-      'fmha-v2.pv': 'O += P V with fp32 accumulators, or fp16 ones with fp16Accumulation: then every add is rounded and the error grows with the row sum.',
+      'fmha-v2.pv':
+        'O += P V with fp32 accumulators, or fp16 ones with fp16Accumulation: then every add is rounded and the error grows with the row sum.',
       'fmha-v2.normalize': 'One division per row at the end of the kv loop.',
       'fmha-v2.write': 'The CTA writes its O tile (and LSE) through shared memory.',
     },

@@ -21,7 +21,8 @@ function mathSpans(md: string): { tex: string; display: boolean }[] {
   const text = md.replace(/`[^`]*`/g, '');
   const out: { tex: string; display: boolean }[] = [];
   const re = /\$\$([\s\S]+?)\$\$|\$([^$]+?)\$/g;
-  for (let m = re.exec(text); m; m = re.exec(text)) out.push(m[1] !== undefined ? { tex: m[1], display: true } : { tex: m[2], display: false });
+  for (let m = re.exec(text); m; m = re.exec(text))
+    out.push(m[1] !== undefined ? { tex: m[1], display: true } : { tex: m[2], display: false });
   return out;
 }
 
@@ -78,7 +79,8 @@ describe('hardware-model lessons', () => {
       it('is what the debugger pane finds for the algorithm', () => {
         expect(contentFor(id)).toBe(lesson.content);
         // Plain text there: no TeX left in the pseudo-code or the explanations.
-        for (const t of [...lesson.content.lines.map((l) => l.text), ...Object.values(lesson.content.explain)]) expect(t).not.toMatch(/[$\\]/);
+        for (const t of [...lesson.content.lines.map((l) => l.text), ...Object.values(lesson.content.explain)])
+          expect(t).not.toMatch(/[$\\]/);
       });
       it('has formulas that KaTeX renders', () => {
         const spans = allText(lesson).flatMap(mathSpans);

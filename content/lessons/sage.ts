@@ -6,7 +6,8 @@ export const sageLesson: AlgorithmLesson = {
   id: 'sage',
   title: 'SageAttention (INT8 Q·Kᵀ)',
   hardware: 'Ampere / Ada / Hopper: INT8 mma for Q·Kᵀ; FP16 mma (v1) or FP8 e4m3 mma on SM89/SM90 (v2) for P·V',
-  sources: '"SageAttention: Accurate 8-Bit Attention for Plug-and-play Inference Acceleration" (arXiv 2410.02367) and "SageAttention2" (arXiv 2411.10958) papers and the thu-ml/SageAttention kernels (v1 Triton, v2 SM89 CUDA).',
+  sources:
+    '"SageAttention: Accurate 8-Bit Attention for Plug-and-play Inference Acceleration" (arXiv 2410.02367) and "SageAttention2" (arXiv 2411.10958) papers and the thu-ml/SageAttention kernels (v1 Triton, v2 SM89 CUDA).',
   intro: r`SageAttention is FA2's online softmax with the first GEMM in **INT8**. INT8 tensor cores run
 twice as fast as FP16 ones and read half the bytes, and $QK^\top$ is the GEMM that tolerates it: its
 result goes through a softmax, which forgives small relative errors in the logits. The second GEMM
@@ -53,9 +54,21 @@ v2: $O \mathrel{+}= \tilde{P}\,\hat{V}_j$ with e4m3 $\tilde{P}$ and per-channel 
     write: r`$O$ in the input dtype (FP16 or BF16) and the LSE.`,
   },
   features: [
-    { key: 'version', default: '1', text: r`1: $P$ and $V$ in FP16, each block's $PV$ accumulated in FP16 (the Triton kernel). 2: $P$ scaled by $2^{8.807}$ and $V$ per channel in FP8 e4m3, accumulated in FP32 (the SM89 kernel).` },
-    { key: 'smoothK', default: 'true', text: r`Subtract $\bar{K}$, the mean of $K$ over the tokens, before quantizing. The softmax is unchanged; $\delta_K$ shrinks to the spread of $K$ around its mean.` },
-    { key: 'qPerWarp', default: 'true', text: r`Version 2 only. One $\delta_Q$ per warp (32 rows of the 128-row tile) instead of per tile; each warp's slice is stepped as its own unit.` },
+    {
+      key: 'version',
+      default: '1',
+      text: r`1: $P$ and $V$ in FP16, each block's $PV$ accumulated in FP16 (the Triton kernel). 2: $P$ scaled by $2^{8.807}$ and $V$ per channel in FP8 e4m3, accumulated in FP32 (the SM89 kernel).`,
+    },
+    {
+      key: 'smoothK',
+      default: 'true',
+      text: r`Subtract $\bar{K}$, the mean of $K$ over the tokens, before quantizing. The softmax is unchanged; $\delta_K$ shrinks to the spread of $K$ around its mean.`,
+    },
+    {
+      key: 'qPerWarp',
+      default: 'true',
+      text: r`Version 2 only. One $\delta_Q$ per warp (32 rows of the 128-row tile) instead of per tile; each warp's slice is stepped as its own unit.`,
+    },
   ],
   support: [
     { variant: 'causal', kernel: 'yes', flashscope: 'runs', note: 'blocks above the diagonal are skipped' },
@@ -89,17 +102,21 @@ v2: $O \mathrel{+}= \tilde{P}\,\hat{V}_j$ with e4m3 $\tilde{P}$ and per-channel 
       { id: 'sage.write', text: 'write O_i (fp16/bf16) and LSE', indent: 1, kinds: ['write'] },
     ],
     explain: {
-      'sage.loadQ': 'The Q tile arrives as INT8 codes, one byte each, with the scale of its block (in v2, of each warp\'s 32 rows).',
+      'sage.loadQ': "The Q tile arrives as INT8 codes, one byte each, with the scale of its block (in v2, of each warp's 32 rows).",
       'sage.loadK': 'K was smoothed and quantized before the kernel: the block carries its codes and one scale.',
       'sage.loadV': 'V stays 16-bit in v1; in v2 it is FP8 e4m3 with one scale per channel, applied at the end.',
-      'sage.qk': 'The INT8 tensor cores sum code products exactly in INT32; one multiply by the two scales gives the logit, in log2 units because τ·log2 e went into the scale.',
+      'sage.qk':
+        'The INT8 tensor cores sum code products exactly in INT32; one multiply by the two scales gives the logit, in log2 units because τ·log2 e went into the scale.',
       'sage.mask': 'Masked entries become −∞ after the dequantization, as in FA2.',
       'sage.rowmax': 'The running max per row, in log2 units.',
-      'sage.exp': 'P in fp32, then the cast the second GEMM needs. In v2 P is scaled to e4m3\'s range first; values that still fall under its smallest subnormal become 0.',
+      'sage.exp':
+        "P in fp32, then the cast the second GEMM needs. In v2 P is scaled to e4m3's range first; values that still fall under its smallest subnormal become 0.",
       'sage.rowsum': 'The row sum uses the fp32 P, before the cast.',
-      'sage.rescale': 'The accumulator is rescaled before the block\'s P·V is added.',
-      'sage.pv': 'v1 accumulates one block\'s P·V in fp16 and adds it to the fp32 O; v2 multiplies e4m3 P by e4m3 V and accumulates in fp32.',
-      'sage.normalize': 'One division per row. Smoothing moved every logit of the row by q·mean(K)·τ; the LSE gets it back, O never needed it.',
+      'sage.rescale': "The accumulator is rescaled before the block's P·V is added.",
+      'sage.pv':
+        "v1 accumulates one block's P·V in fp16 and adds it to the fp32 O; v2 multiplies e4m3 P by e4m3 V and accumulates in fp32.",
+      'sage.normalize':
+        'One division per row. Smoothing moved every logit of the row by q·mean(K)·τ; the LSE gets it back, O never needed it.',
       'sage.write': 'O is written in the input dtype.',
     },
     corrections: null,

@@ -41,5 +41,7 @@ test('first interactive: navigation to a usable transport on the default page', 
     console.log(`run ${i + 1}: ${times[i].toFixed(0)} ms, main-thread JS fetched ${(js / 1000).toFixed(1)} kB`);
     await context.close();
   }
-  console.log(`median over ${RUNS} runs: ${median(times).toFixed(0)} ms to a usable transport; ${(median(bytes) / 1000).toFixed(1)} kB of main-thread JS`);
+  console.log(
+    `median over ${RUNS} runs: ${median(times).toFixed(0)} ms to a usable transport; ${(median(bytes) / 1000).toFixed(1)} kB of main-thread JS`,
+  );
 });

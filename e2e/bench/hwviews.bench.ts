@@ -101,27 +101,46 @@ test('hardware views at maximum stepping speed, FA4 with 50 304 trace events', a
       const w = window as unknown as Probe;
       return { long: w.__long.slice(), hwm: w.__hw.slice() };
     });
-    const status = open ? (await page.getByRole('region', { name: 'Memory map' }).getByTestId('hw-status').innerText()).replace(/\n/g, ' · ') : '';
+    const status = open
+      ? (await page.getByRole('region', { name: 'Memory map' }).getByTestId('hw-status').innerText()).replace(/\n/g, ' · ')
+      : '';
     windows.push({ open, from: s0, steps: s1 - s0, secs, long, hwm, status });
   }
 
   const rate = (ws: Window[]) => ws.reduce((x, w) => x + w.steps, 0) / ws.reduce((x, w) => x + w.secs, 0);
   const out: string[] = [];
   out.push(`bench:hwviews — FA4, ${total} trace events, one-SM timeline of ${ops} ops; ${WINDOW_S} s windows at maximum speed`);
-  out.push('| # | timeline + memory map | window from step | steps | steps/s | long tasks | longest (ms) |', '|---|---|---|---|---|---|---|');
+  out.push(
+    '| # | timeline + memory map | window from step | steps | steps/s | long tasks | longest (ms) |',
+    '|---|---|---|---|---|---|---|',
+  );
   windows.forEach((w, i) =>
-    out.push(`| ${i + 1} | ${w.open ? 'open' : 'folded (baseline)'} | ${w.from} | ${w.steps} | ${(w.steps / w.secs).toFixed(1)} | ${w.long.length} | ${w.long.length ? Math.max(...w.long).toFixed(0) : '—'} |`),
+    out.push(
+      `| ${i + 1} | ${w.open ? 'open' : 'folded (baseline)'} | ${w.from} | ${w.steps} | ${(w.steps / w.secs).toFixed(1)} | ${w.long.length} | ${w.long.length ? Math.max(...w.long).toFixed(0) : '—'} |`,
+    ),
   );
   const longs = (open: boolean) => windows.filter((w) => w.open === open).flatMap((w) => w.long);
-  out.push(`long tasks: folded ${longs(false).length} (longest ${Math.max(0, ...longs(false)).toFixed(0)} ms), open ${longs(true).length} (longest ${Math.max(0, ...longs(true)).toFixed(0)} ms)`);
+  out.push(
+    `long tasks: folded ${longs(false).length} (longest ${Math.max(0, ...longs(false)).toFixed(0)} ms), open ${longs(true).length} (longest ${Math.max(0, ...longs(true)).toFixed(0)} ms)`,
+  );
   out.push(`steps/s open vs folded: ${(rate(windows.filter((w) => w.open)) / rate(windows.filter((w) => !w.open))).toFixed(2)}×`);
-  out.push("Hardware views' own main-thread work while open (User Timing):", '| measure | count | median (ms) | p95 (ms) | max (ms) | over 50 ms |', '|---|---|---|---|---|---|');
+  out.push(
+    "Hardware views' own main-thread work while open (User Timing):",
+    '| measure | count | median (ms) | p95 (ms) | max (ms) | over 50 ms |',
+    '|---|---|---|---|---|---|',
+  );
   const by = new Map<string, number[]>();
   for (const w of windows.filter((x) => x.open)) for (const [n, d] of w.hwm) by.set(n, [...(by.get(n) ?? []), d]);
   const q = (ds: number[], f: number) => [...ds].sort((x, y) => x - y)[Math.min(ds.length - 1, Math.floor(f * ds.length))];
   for (const [n, ds] of [...by].sort())
-    out.push(`| ${n} | ${ds.length} | ${q(ds, 0.5).toFixed(2)} | ${q(ds, 0.95).toFixed(2)} | ${Math.max(...ds).toFixed(2)} | ${ds.filter((d) => d > 50).length} |`);
-  out.push(`load average at the end (1/5/15 min): ${loadavg().map((x) => x.toFixed(2)).join(' / ')}`);
+    out.push(
+      `| ${n} | ${ds.length} | ${q(ds, 0.5).toFixed(2)} | ${q(ds, 0.95).toFixed(2)} | ${Math.max(...ds).toFixed(2)} | ${ds.filter((d) => d > 50).length} |`,
+    );
+  out.push(
+    `load average at the end (1/5/15 min): ${loadavg()
+      .map((x) => x.toFixed(2))
+      .join(' / ')}`,
+  );
   for (const w of windows.filter((x) => x.open).slice(0, 2)) out.push(`SM shown at the end of the window from step ${w.from}: ${w.status}`);
   console.log(out.join('\n'));
   expect(errors).toEqual([]);

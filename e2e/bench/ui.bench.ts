@@ -16,7 +16,8 @@ test('playback at max speed, FA2 N=256 d=64', async ({ page }) => {
       for (const e of list.getEntries()) w.__longTasks.push({ start: e.startTime, duration: e.duration });
     }).observe({ type: 'longtask', buffered: true });
     new PerformanceObserver((list) => {
-      for (const e of list.getEntries()) if (e.name === 'first-paint' || (e.name === 'first-contentful-paint' && !w.__firstPaint)) w.__firstPaint = e.startTime;
+      for (const e of list.getEntries())
+        if (e.name === 'first-paint' || (e.name === 'first-contentful-paint' && !w.__firstPaint)) w.__firstPaint = e.startTime;
     }).observe({ type: 'paint', buffered: true });
   });
   await page.goto('/');
@@ -24,7 +25,8 @@ test('playback at max speed, FA2 N=256 d=64', async ({ page }) => {
 
   // JS fetched before first paint, measured as the gzip size of the very files served.
   const scripts = await page.evaluate(() => {
-    const fp = (window as unknown as { __firstPaint: number }).__firstPaint || performance.getEntriesByType('paint')[0]?.startTime || Infinity;
+    const fp =
+      (window as unknown as { __firstPaint: number }).__firstPaint || performance.getEntriesByType('paint')[0]?.startTime || Infinity;
     return {
       fp,
       files: performance
@@ -39,7 +41,13 @@ test('playback at max speed, FA2 N=256 d=64', async ({ page }) => {
   });
   const jsGzip = files.reduce((a, f) => a + f.gzip, 0);
 
-  for (const [label, v] of [['Nq', '256'], ['Nk', '256'], ['d', '64'], ['dv', '64']]) await page.getByRole('region', { name: 'Problem', exact: true }).getByLabel(label, { exact: true }).fill(v);
+  for (const [label, v] of [
+    ['Nq', '256'],
+    ['Nk', '256'],
+    ['d', '64'],
+    ['dv', '64'],
+  ])
+    await page.getByRole('region', { name: 'Problem', exact: true }).getByLabel(label, { exact: true }).fill(v);
   await page.getByRole('button', { name: 'Load problem' }).click();
   await expect(page.getByTestId('step-counter')).toHaveText(/^Step 1 of (\d+)$/, { timeout: 30_000 });
   const total = Number(/of (\d+)/.exec((await page.getByTestId('step-counter').textContent()) ?? '')![1]);
@@ -87,9 +95,13 @@ test('playback at max speed, FA2 N=256 d=64', async ({ page }) => {
   };
   mkdirSync('test-results', { recursive: true });
   writeFileSync('test-results/bench-ui.json', JSON.stringify(result, null, 2));
-  console.log(`bench:ui ${result.problem}: ${result.stepsPlayed} steps in ${result.playbackSeconds} s (${result.stepsPerSecond} steps/s); ${result.machine.cores} cores, load average ${result.machine.loadAverage1m}`);
+  console.log(
+    `bench:ui ${result.problem}: ${result.stepsPlayed} steps in ${result.playbackSeconds} s (${result.stepsPerSecond} steps/s); ${result.machine.cores} cores, load average ${result.machine.loadAverage1m}`,
+  );
   console.log(`  frames per second: ${result.fps} (goal >= 55; fps/goal = ${(fps / 55).toFixed(2)})`);
   console.log(`  long tasks > 50 ms on the main thread: ${result.longTasks} ${JSON.stringify(result.longTaskMs)} (goal 0)`);
-  console.log(`  JS before first paint: ${result.jsBeforeFirstPaintGzipKB} KB gzip in ${files.length} file(s) (goal <= 250 KB; ratio ${(jsGzip / 1024 / 250).toFixed(2)})`);
+  console.log(
+    `  JS before first paint: ${result.jsBeforeFirstPaintGzipKB} KB gzip in ${files.length} file(s) (goal <= 250 KB; ratio ${(jsGzip / 1024 / 250).toFixed(2)})`,
+  );
   expect(steps).toBeGreaterThan(0);
 });

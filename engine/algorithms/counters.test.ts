@@ -27,12 +27,23 @@ function blocks(s: Shape) {
   return { br, bc, Tr: Math.ceil(s.N / br), Tc: Math.ceil(s.N / bc) };
 }
 
-function expected(algo: string, s: Shape): Omit<Counters, 'hbmRead' | 'hbmWritten'> & { read: Record<string, number>; written: Record<string, number> } {
+function expected(
+  algo: string,
+  s: Shape,
+): Omit<Counters, 'hbmRead' | 'hbmWritten'> & { read: Record<string, number>; written: Record<string, number> } {
   const { N, d, dv } = s;
   const eb = s.dtype === 'fp32' ? 4 : 2;
   const { Tr, Tc } = blocks(s);
   const matmul = 2 * N * N * d + 2 * N * N * dv;
-  let c: { read: Record<string, number>; written: Record<string, number>; matmulFlops: number; nonMatmulFlops: number; expCount: number; rescaleCount: number; steps: number };
+  let c: {
+    read: Record<string, number>;
+    written: Record<string, number>;
+    matmulFlops: number;
+    nonMatmulFlops: number;
+    expCount: number;
+    rescaleCount: number;
+    steps: number;
+  };
   if (algo === 'standard') {
     c = {
       read: { K: N * d * eb, Q: N * d * eb, S: N * N * 4, V: N * dv * eb, P: N * N * eb },

@@ -92,6 +92,7 @@ export interface AlgorithmDescriptor<Id extends string = string> {
 /** Keeps the literal id in the type, so the registry can derive the union of built-in ids. */
 export function defineAlgorithm<const Id extends string>(d: AlgorithmDescriptor<Id>): AlgorithmDescriptor<Id> {
   if (d.forward.id !== d.id) throw new Error(`descriptor '${d.id}' holds the forward of '${d.forward.id}'`);
-  if (d.backward && d.backward.algorithm.id !== d.id) throw new Error(`descriptor '${d.id}' holds the backward of '${d.backward.algorithm.id}'`);
+  if (d.backward && d.backward.algorithm.id !== d.id)
+    throw new Error(`descriptor '${d.id}' holds the backward of '${d.backward.algorithm.id}'`);
   return d;
 }

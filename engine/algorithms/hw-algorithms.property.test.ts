@@ -23,7 +23,6 @@ const problems = fc.record({
   splits: fc.integer({ min: 0, max: 5 }),
 });
 
-
 const features: Record<string, (f: [boolean, boolean], splits: number) => Record<string, boolean | number>> = {
   fa3: ([a, b]) => ({ intraOverlap: a, pingpong: b }),
   fa4: ([a, b]) => ({ lazyRescale: a, exp2Emulation: false, rescaleThreshold: b ? 8 : 2 }),
@@ -38,7 +37,8 @@ describe('hardware-model algorithms on random problems', () => {
       fc.assert(
         fc.property(problems, ({ run: r, flags, splits }) => {
           // FA4 takes head dims in multiples of 8 only (interface.py _validate_head_dims).
-          const p = algo.id === 'fa4' ? { ...r.problem, d: 8 * Math.ceil(r.problem.d / 8), dv: 8 * Math.ceil(r.problem.dv / 8) } : r.problem;
+          const p =
+            algo.id === 'fa4' ? { ...r.problem, d: 8 * Math.ceil(r.problem.d / 8), dv: 8 * Math.ceil(r.problem.dv / 8) } : r.problem;
           const x = randomInputs(p, { seed: r.seed });
           const ref = referenceAttention(p, x);
           const opts = { blockM: r.blockM, blockN: r.blockN, features: features[algo.id](flags, splits) };

@@ -30,7 +30,9 @@ const BUILT_IN = [
 export type AlgorithmId = (typeof BUILT_IN)[number]['id'];
 
 /** The built-in descriptors by id: the typed way to name one algorithm in code. */
-export const BUILT_IN_ALGORITHMS = Object.fromEntries(BUILT_IN.map((d) => [d.id, d])) as { readonly [K in AlgorithmId]: Extract<(typeof BUILT_IN)[number], { id: K }> };
+export const BUILT_IN_ALGORITHMS = Object.fromEntries(BUILT_IN.map((d) => [d.id, d])) as {
+  readonly [K in AlgorithmId]: Extract<(typeof BUILT_IN)[number], { id: K }>;
+};
 
 /** What the debugger opens on, and what the compare page sets against it (the paper's step from FA1 to FA2). */
 export const DEFAULT_ALGORITHM: AlgorithmId = fa2Algorithm.id;

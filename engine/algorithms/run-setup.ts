@@ -28,5 +28,12 @@ export function setUpExactRun(id: string, p: AttentionProblem, x: AttentionInput
   checkInputs(p, x);
   readFeatures(id, {}, opts.features);
   const { blockM, blockN } = resolveBlocks(p, opts);
-  return { blockM, blockN, sm: scoreModel(p), tr: new Tracer(opts.trace, opts.annotate), eb: dtypeBytes(p.dtype), rounder: sixteenBitRounder(p.dtype) };
+  return {
+    blockM,
+    blockN,
+    sm: scoreModel(p),
+    tr: new Tracer(opts.trace, opts.annotate),
+    eb: dtypeBytes(p.dtype),
+    rounder: sixteenBitRounder(p.dtype),
+  };
 }

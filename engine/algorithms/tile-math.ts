@@ -143,7 +143,13 @@ export function accumulatePV(
 }
 
 /** Rounds P to the input dtype in place (fp32 storage already rounds). */
-export function roundTile(rounder: ((x: number) => number) | undefined, pt: Float32Array, rows: number, cols: number, stride: number): void {
+export function roundTile(
+  rounder: ((x: number) => number) | undefined,
+  pt: Float32Array,
+  rows: number,
+  cols: number,
+  stride: number,
+): void {
   if (!rounder) return;
   for (let r = 0; r < rows; r++) for (let c = 0; c < cols; c++) pt[r * stride + c] = rounder(pt[r * stride + c]);
 }

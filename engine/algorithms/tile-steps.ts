@@ -96,7 +96,12 @@ export interface StepContext {
   vScales: ((b: number, hk: number) => number[]) | undefined;
 }
 
-export function makeContext(p: AttentionProblem, x: AttentionInputs, opts: Pick<RunOptions, 'trace' | 'annotate'>, o: StepContextOptions): StepContext {
+export function makeContext(
+  p: AttentionProblem,
+  x: AttentionInputs,
+  opts: Pick<RunOptions, 'trace' | 'annotate'>,
+  o: StepContextOptions,
+): StepContext {
   if (!o.fp8) requireNoFp8(p, o.prefix);
   const trace = opts.trace;
   const sm = scoreModel(p);
@@ -406,7 +411,12 @@ export function* exp(ctx: StepContext, at: At, st: RowState, t: ScoreTile): Gen 
   const ev = ctx.tr.emit(
     'exp',
     { ...place(ctx, at, 'exp'), tile: tileRef(at, st, t), delta: { nonMatmulFlops: 2 * rows * cols, expCount: rows * cols } },
-    () => ({ p: tileValues(t.pt, rows, cols, stride), m: Array.from(st.m), ...(pc ? { pScale: pc.pScale, flushed } : {}), ...extra(ctx, at, true) }),
+    () => ({
+      p: tileValues(t.pt, rows, cols, stride),
+      m: Array.from(st.m),
+      ...(pc ? { pScale: pc.pScale, flushed } : {}),
+      ...extra(ctx, at, true),
+    }),
   );
   if (ev) yield ev;
 }
@@ -557,8 +567,18 @@ export function* normalize(ctx: StepContext, at: At, st: RowState, lseOut: Float
   const ev = ctx.tr.emit(
     'normalize',
     // As fa2.ts: a multiply per element, reciprocal + log + add per row; a sink adds 2 exps and 7 ops per row.
-    { ...place(ctx, at, 'normalize'), tile: tileRef(at, st), delta: { nonMatmulFlops: rows * dv + 3 * rows + 7 * sinkRows, expCount: 2 * sinkRows } },
-    () => ({ o: tileValues(st.acc, rows, dv, dv), l: lFinal, lse: Array.from(lseOut.subarray(0, rows)), ...(scoreShift ? { scoreShift } : {}), ...extra(ctx, at, false) }),
+    {
+      ...place(ctx, at, 'normalize'),
+      tile: tileRef(at, st),
+      delta: { nonMatmulFlops: rows * dv + 3 * rows + 7 * sinkRows, expCount: 2 * sinkRows },
+    },
+    () => ({
+      o: tileValues(st.acc, rows, dv, dv),
+      l: lFinal,
+      lse: Array.from(lseOut.subarray(0, rows)),
+      ...(scoreShift ? { scoreShift } : {}),
+      ...extra(ctx, at, false),
+    }),
   );
   if (ev) yield ev;
 }

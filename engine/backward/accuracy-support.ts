@@ -10,7 +10,10 @@ import type { AttentionProblem } from '../core/problem.ts';
 import { modifyScore, scoreModel } from '../core/scores.ts';
 import type { BackwardInputs } from './types.ts';
 
-export function naiveBackwardSamePrecision(p: AttentionProblem, x: BackwardInputs): { dq: Float64Array; dk: Float64Array; dv: Float64Array } {
+export function naiveBackwardSamePrecision(
+  p: AttentionProblem,
+  x: BackwardInputs,
+): { dq: Float64Array; dk: Float64Array; dv: Float64Array } {
   const sm = scoreModel(p);
   const r = (v: number) => roundTo(p.dtype, v);
   const { nq, nk, d, dv } = p;

@@ -26,7 +26,10 @@ const BACKWARD_VARIANTS: [string, Partial<AttentionProblem>][] = [
   ['softcap', { softcap: 3 }],
   ['sinks', { sinks: [0.5, 2] }],
   ['dv > d', { d: 8, dv: 32 }],
-  ['all at once', { causal: true, window: { left: 20, right: -1 }, hq: 4, hk: 2, softcap: 5, alibi: 'standard', sinks: [1, -1, 0, 2], nq: 45, nk: 40 }],
+  [
+    'all at once',
+    { causal: true, window: { left: 20, right: -1 }, hq: 4, hk: 2, softcap: 5, alibi: 'standard', sinks: [1, -1, 0, 2], nq: 45, nk: 40 },
+  ],
 ];
 
 function run(algoIndex: number, p: AttentionProblem, seed = 5): { r: BackwardResult; err: number[]; bar: number[] } {

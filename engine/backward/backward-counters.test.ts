@@ -34,7 +34,12 @@ const e = 2;
 const H = 2;
 const P: AttentionProblem = { batch: 1, hq: H, hk: H, nq: N, nk: N, d, dv, causal: false, dtype: 'fp16' };
 
-function counters(id: string, p: AttentionProblem, blocks: { blockM?: number; blockN?: number; sramBytes?: number }, features?: Record<string, boolean>): Counters {
+function counters(
+  id: string,
+  p: AttentionProblem,
+  blocks: { blockM?: number; blockN?: number; sramBytes?: number },
+  features?: Record<string, boolean>,
+): Counters {
   const x: BackwardInputs = { ...randomInputs(p, { seed: 1 }), dO: randomGradOutput(p, 1) };
   return runToEnd(backwardById(id), p, x, { ...blocks, features }).counters;
 }
@@ -43,7 +48,18 @@ const times = (r: Record<string, number>) => Object.fromEntries(Object.entries(r
 describe('backward counters: closed forms', () => {
   it('fa1 (Algorithm 4)', () => {
     const c = counters('fa1', P, { blockM: Br, blockN: Bc });
-    expect(c.hbmRead).toEqual(times({ K: N * d * e, V: N * dv * e, Q: Tc * N * d * e, O: Tc * N * dv * e, dO: Tc * N * dv * e, dQ: 4 * Tc * N * d, l: 4 * Tc * N, m: 4 * Tc * N }));
+    expect(c.hbmRead).toEqual(
+      times({
+        K: N * d * e,
+        V: N * dv * e,
+        Q: Tc * N * d * e,
+        O: Tc * N * dv * e,
+        dO: Tc * N * dv * e,
+        dQ: 4 * Tc * N * d,
+        l: 4 * Tc * N,
+        m: 4 * Tc * N,
+      }),
+    );
     expect(c.hbmWritten).toEqual(times({ dQ: 4 * N * d + 4 * Tc * N * d, dK: N * d * e, dV: N * dv * e }));
     expect(c.matmulFlops).toBe(H * 2 * N * N * (3 * d + 2 * dv));
     expect(c.expCount).toBe(H * N * N);
@@ -54,7 +70,18 @@ describe('backward counters: closed forms', () => {
 
   it('fa2 (Algorithm 2)', () => {
     const c = counters('fa2', P, { blockM: Br, blockN: Bc });
-    expect(c.hbmRead).toEqual(times({ O: N * dv * e, dO: N * dv * e + Tc * N * dv * e, K: N * d * e, V: N * dv * e, Q: Tc * N * d * e, LSE: 4 * Tc * N, D: 4 * Tc * N, dQaccum: 4 * Tc * N * d + 4 * N * d }));
+    expect(c.hbmRead).toEqual(
+      times({
+        O: N * dv * e,
+        dO: N * dv * e + Tc * N * dv * e,
+        K: N * d * e,
+        V: N * dv * e,
+        Q: Tc * N * d * e,
+        LSE: 4 * Tc * N,
+        D: 4 * Tc * N,
+        dQaccum: 4 * Tc * N * d + 4 * N * d,
+      }),
+    );
     expect(c.hbmWritten).toEqual(times({ D: 4 * N, dQaccum: 4 * N * d + 4 * Tc * N * d, dK: N * d * e, dV: N * dv * e, dQ: N * d * e }));
     expect(c.matmulFlops).toBe(H * 2 * N * N * (3 * d + 2 * dv));
     expect(c.expCount).toBe(H * N * N);
@@ -75,7 +102,9 @@ describe('backward counters: closed forms', () => {
 
   it('standard (Algorithm 3): P, dP, dS through HBM, no recompute', () => {
     const c = counters('standard', P, { blockM: Br });
-    expect(c.hbmRead).toEqual(times({ P: 2 * N * N * e, dO: 2 * N * dv * e, V: N * dv * e, dP: 4 * N * N, K: N * d * e, dS: 2 * N * N * e, Q: N * d * e }));
+    expect(c.hbmRead).toEqual(
+      times({ P: 2 * N * N * e, dO: 2 * N * dv * e, V: N * dv * e, dP: 4 * N * N, K: N * d * e, dS: 2 * N * N * e, Q: N * d * e }),
+    );
     expect(c.hbmWritten).toEqual(times({ dV: N * dv * e, dP: 4 * N * N, dS: N * N * e, dQ: N * d * e, dK: N * d * e }));
     expect(c.matmulFlops).toBe(H * 2 * N * N * (2 * d + 2 * dv));
     expect(c.expCount).toBe(0);
@@ -85,7 +114,8 @@ describe('backward counters: closed forms', () => {
 
   it('FA1 Theorem 5: the traffic that grows with N²d²/M shrinks 4× when M grows 4×', () => {
     const p: AttentionProblem = { ...P, nq: 256, nk: 256, d: 16, dv: 16, hq: 1, hk: 1 };
-    const quadratic = (c: Counters) => c.hbmRead.Q! + c.hbmRead.O! + c.hbmRead.dO! + c.hbmRead.dQ! + c.hbmRead.l! + c.hbmRead.m! + c.hbmWritten.dQ! - 4 * 256 * 16;
+    const quadratic = (c: Counters) =>
+      c.hbmRead.Q! + c.hbmRead.O! + c.hbmRead.dO! + c.hbmRead.dQ! + c.hbmRead.l! + c.hbmRead.m! + c.hbmWritten.dQ! - 4 * 256 * 16;
     const small = counters('fa1', p, { sramBytes: 4096 });
     const big = counters('fa1', p, { sramBytes: 4 * 4096 });
     const bc = (m: number) => blocksFromSram(m, 16).blockN;
@@ -128,19 +158,27 @@ describe('backward counters: closed forms', () => {
 });
 
 describe('backward traces keep TRACE.md’s ordering guarantees', () => {
-  const variants: Partial<AttentionProblem>[] = [{}, { causal: true, nq: 40, nk: 24 }, { hq: 4, hk: 1, window: { left: 5, right: 2 } }, { softcap: 2, sinks: [1, 0] }];
+  const variants: Partial<AttentionProblem>[] = [
+    {},
+    { causal: true, nq: 40, nk: 24 },
+    { hq: 4, hk: 1, window: { left: 5, right: 2 } },
+    { softcap: 2, sinks: [1, 0] },
+  ];
   for (const id of ['standard', 'fa1', 'fa2', 'fa3'])
-    it.each(variants.map((v) => [JSON.stringify(v), v] as const))(`${id} %s: steps 0..n−1, (b, h) contiguous, deltas sum to the counters`, (_n, over) => {
-      const p = { ...P, dtype: 'fp32' as const, ...over };
-      const x: BackwardInputs = { ...randomInputs(p, { seed: 6 }), dO: randomGradOutput(p, 6) };
-      const evs: { step: number; b: number; h: number; delta: import('../core/counters.ts').CounterDelta }[] = [];
-      const r = runToEnd(backwardById(id), p, x, { blockM: 8, blockN: 8, trace: true, onEvent: (e) => evs.push(e) });
-      expect(evs.map((e) => e.step)).toEqual(evs.map((_, i) => i));
-      expect(evs.length).toBe(r.counters.steps);
-      const heads = evs.map((e) => `${e.b},${e.h}`).filter((k, i, a) => i === 0 || a[i - 1] !== k);
-      expect(new Set(heads).size).toBe(heads.length);
-      const total = emptyCounters();
-      for (const e of evs) addDelta(total, e.delta);
-      expect({ ...total, steps: r.counters.steps }).toEqual(r.counters);
-    });
+    it.each(variants.map((v) => [JSON.stringify(v), v] as const))(
+      `${id} %s: steps 0..n−1, (b, h) contiguous, deltas sum to the counters`,
+      (_n, over) => {
+        const p = { ...P, dtype: 'fp32' as const, ...over };
+        const x: BackwardInputs = { ...randomInputs(p, { seed: 6 }), dO: randomGradOutput(p, 6) };
+        const evs: { step: number; b: number; h: number; delta: import('../core/counters.ts').CounterDelta }[] = [];
+        const r = runToEnd(backwardById(id), p, x, { blockM: 8, blockN: 8, trace: true, onEvent: (e) => evs.push(e) });
+        expect(evs.map((e) => e.step)).toEqual(evs.map((_, i) => i));
+        expect(evs.length).toBe(r.counters.steps);
+        const heads = evs.map((e) => `${e.b},${e.h}`).filter((k, i, a) => i === 0 || a[i - 1] !== k);
+        expect(new Set(heads).size).toBe(heads.length);
+        const total = emptyCounters();
+        for (const e of evs) addDelta(total, e.delta);
+        expect({ ...total, steps: r.counters.steps }).toEqual(r.counters);
+      },
+    );
 });

@@ -10,7 +10,10 @@ export function checkGradOutput(p: AttentionProblem, dO: ArrayLike<number> | und
   const n = p.batch * p.hq * p.nq * p.dv;
   if (!dO) throw new ProblemError('dO', `the backward pass needs dO, shaped like O: [${p.batch}, ${p.hq}, ${p.nq}, ${p.dv}]`);
   if (dO.length !== n) {
-    throw new ProblemError('dO', `expected ${n} elements, O's shape [B, Hq, Nq, dv] = [${p.batch}, ${p.hq}, ${p.nq}, ${p.dv}]; got ${dO.length}`);
+    throw new ProblemError(
+      'dO',
+      `expected ${n} elements, O's shape [B, Hq, Nq, dv] = [${p.batch}, ${p.hq}, ${p.nq}, ${p.dv}]; got ${dO.length}`,
+    );
   }
 }
 

@@ -21,7 +21,10 @@ const VARIANTS: [string, Partial<AttentionProblem>][] = [
   ['ALiBi', { alibi: 'standard', hq: 2, hk: 2 }],
   ['softcap', { softcap: 0.7 }],
   ['sinks', { sinks: [0.8], causal: true }],
-  ['everything', { causal: true, nq: 6, nk: 6, hq: 2, hk: 1, softcap: 2, alibi: [0.3, 0.1], sinks: [0.2, -1], window: { left: 3, right: -1 } }],
+  [
+    'everything',
+    { causal: true, nq: 6, nk: 6, hq: 2, hk: 1, softcap: 2, alibi: [0.3, 0.1], sinks: [0.2, -1], window: { left: 3, right: -1 } },
+  ],
 ];
 
 /** L = Σ dO ∘ O through the reference forward, inputs given as float64 arrays. */
@@ -41,7 +44,11 @@ describe('referenceBackward against finite differences (float64)', () => {
     const x64 = { q: Float64Array.from(x.q), k: Float64Array.from(x.k), v: Float64Array.from(x.v) };
     const h = 1e-6;
     let worst = 0;
-    for (const [t, grad] of [['q', g.dq], ['k', g.dk], ['v', g.dv]] as const) {
+    for (const [t, grad] of [
+      ['q', g.dq],
+      ['k', g.dk],
+      ['v', g.dv],
+    ] as const) {
       for (let e = 0; e < x64[t].length; e++) {
         const keep = x64[t][e];
         x64[t][e] = keep + h;

@@ -113,7 +113,10 @@ export function* dv(ctx: BwdContext, w: Where, vAcc: Float32Array): Gen {
 export function* dp(ctx: BwdContext, w: Where): Gen {
   const { rows, cols } = w.at;
   g.dpCompute(ctx.p, ctx.x, ctx.tile, w.at);
-  const ev = ctx.tr.emit('dp', base(ctx, w, 'dp', { matmulFlops: 2 * rows * cols * ctx.p.dv }), () => ({ dP: tileOf(ctx, ctx.tile.dp, w), ...tag(w) }));
+  const ev = ctx.tr.emit('dp', base(ctx, w, 'dp', { matmulFlops: 2 * rows * cols * ctx.p.dv }), () => ({
+    dP: tileOf(ctx, ctx.tile.dp, w),
+    ...tag(w),
+  }));
   if (ev) yield ev;
 }
 
@@ -177,7 +180,10 @@ export function* dk(ctx: BwdContext, w: Where, kAcc: Float32Array, scale: number
   const { rows, cols } = w.at;
   const d = ctx.p.d;
   g.dkUpdate(ctx.p, ctx.x, ctx.tile, w.at, kAcc, scale);
-  const ev = ctx.tr.emit('dk', base(ctx, w, 'dk', { matmulFlops: 2 * rows * cols * d }), () => ({ dK: tileValues(kAcc, cols, d, d), ...tag(w) }));
+  const ev = ctx.tr.emit('dk', base(ctx, w, 'dk', { matmulFlops: 2 * rows * cols * d }), () => ({
+    dK: tileValues(kAcc, cols, d, d),
+    ...tag(w),
+  }));
   if (ev) yield ev;
 }
 

@@ -108,7 +108,13 @@ export function recompute(t: GradTile, at: TilePos, rounder: ((x: number) => num
 }
 
 /** FA1's form: P_ij = diag(l_i)⁻¹ exp(S_ij − m_i), from its stored m and l. */
-export function recomputeFromStats(t: GradTile, at: TilePos, m: ArrayLike<number>, l: ArrayLike<number>, rounder: ((x: number) => number) | undefined): void {
+export function recomputeFromStats(
+  t: GradTile,
+  at: TilePos,
+  m: ArrayLike<number>,
+  l: ArrayLike<number>,
+  rounder: ((x: number) => number) | undefined,
+): void {
   const { rows, cols } = at;
   for (let r = 0; r < rows; r++) {
     const mr = m[r];
@@ -168,7 +174,13 @@ export function dsum(p: AttentionProblem, x: BackwardInputs, o: Float32Array, t:
 }
 
 /** dS_ij = P_ij ∘ (dP_ij − D_i), times the softcap derivative; rounded to the dtype for the matmuls. */
-export function dsCompute(sm: ScoreModel, t: GradTile, at: TilePos, rounder: ((x: number) => number) | undefined, pFor: 'p32' | 'p16' = 'p32'): void {
+export function dsCompute(
+  sm: ScoreModel,
+  t: GradTile,
+  at: TilePos,
+  rounder: ((x: number) => number) | undefined,
+  pFor: 'p32' | 'p16' = 'p32',
+): void {
   const { rows, cols } = at;
   const pt = t[pFor];
   const cap = sm.softcap !== undefined;

@@ -55,8 +55,10 @@ function normals(n: number, seed: number): Float32Array {
   return out;
 }
 
-
-function anchorTimes(shapes: { key: string; b: number; h: number; n: number; d: number; causal: boolean }[], reps: number): { note: string; ms: Map<string, number | string> } {
+function anchorTimes(
+  shapes: { key: string; b: number; h: number; n: number; d: number; causal: boolean }[],
+  reps: number,
+): { note: string; ms: Map<string, number | string> } {
   const { note, lines } = runPythonAnchor('sdpa-backward-anchor.py', { reps, shapes }, 600_000);
   return { note, ms: new Map(lines.map((x) => [x.key, x.error ?? x.ms!])) };
 }
@@ -84,7 +86,14 @@ export async function backwardBench(ctx: WebGpuContext, o: BackwardBenchOptions)
   console.log('FLOPs = 2.5 × 4·B·H·N²·d (halved when causal), the FlashAttention convention\n');
   type Config = { path: BackwardPath; prefs: MatrixBackwardPrefs; study?: string; label: string };
   const configs: Config[] = paths.flatMap((path): Config[] =>
-    path === 'flash-matrix' && o.matrixPrefs.length ? o.matrixPrefs.map((prefs) => ({ path, prefs: studyPrefs(prefs), study: prefs.study, label: `flash-matrix ${prefs.warps}×${prefs.bm}${prefs.stagger === false ? ' unstaggered' : ''}${prefs.overlapAdds ? ' overlapped adds' : prefs.overlapAdds === false ? ' adds between barriers' : ''}${prefs.study ? ` ${prefs.study}` : ''}` })) : [{ path, prefs: {}, label: path }],
+    path === 'flash-matrix' && o.matrixPrefs.length
+      ? o.matrixPrefs.map((prefs) => ({
+          path,
+          prefs: studyPrefs(prefs),
+          study: prefs.study,
+          label: `flash-matrix ${prefs.warps}×${prefs.bm}${prefs.stagger === false ? ' unstaggered' : ''}${prefs.overlapAdds ? ' overlapped adds' : prefs.overlapAdds === false ? ' adds between barriers' : ''}${prefs.study ? ` ${prefs.study}` : ''}`,
+        }))
+      : [{ path, prefs: {}, label: path }],
   );
   const passing: typeof configs = [];
   for (const cfg of configs) {
@@ -99,7 +108,9 @@ export async function backwardBench(ctx: WebGpuContext, o: BackwardBenchOptions)
       const pass = selfTestPasses(cfg.path, c);
       ok &&= pass;
       const rel = (e: number, s: number) => `${e.toExponential(1)} (${(e / (s || 1)).toExponential(1)} of max)`;
-      console.log(`self-test ${cfg.label.padEnd(18)} ${c.variant.padEnd(16)} ${c.error ? `FAILED: ${c.error}` : `max |Δ| dQ ${rel(c.maxErrDq, c.scaleDq)}, dK ${rel(c.maxErrDk, c.scaleDk)}, dV ${rel(c.maxErrDv, c.scaleDv)}${pass ? '' : '  OUT OF TOLERANCE'}`}`);
+      console.log(
+        `self-test ${cfg.label.padEnd(18)} ${c.variant.padEnd(16)} ${c.error ? `FAILED: ${c.error}` : `max |Δ| dQ ${rel(c.maxErrDq, c.scaleDq)}, dK ${rel(c.maxErrDk, c.scaleDk)}, dV ${rel(c.maxErrDv, c.scaleDv)}${pass ? '' : '  OUT OF TOLERANCE'}`}`,
+      );
     }
     console.log(`self-test ${cfg.label}: ${ok ? 'every variant matches the float64 reference gradients' : 'MISMATCH — not timed'}\n`);
     if (ok) passing.push(cfg);
@@ -111,7 +122,10 @@ export async function backwardBench(ctx: WebGpuContext, o: BackwardBenchOptions)
   const h = o.quick ? 2 : 16;
   const key = (n: number, d: number, causal: boolean) => `N${n} d${d}${causal ? ' causal' : ''}`;
   const shapes = ds.flatMap((d) => [false, true].flatMap((causal) => ns.map((n) => ({ key: key(n, d, causal), b, h, n, d, causal }))));
-  const anchor = o.anchor && !o.quick ? anchorTimes(shapes, o.reps * 4) : { note: 'no CUDA anchor (--no-anchor or --quick)', ms: new Map<string, number | string>() };
+  const anchor =
+    o.anchor && !o.quick
+      ? anchorTimes(shapes, o.reps * 4)
+      : { note: 'no CUDA anchor (--no-anchor or --quick)', ms: new Map<string, number | string>() };
   console.log(`anchor: ${anchor.note}`);
   const rate = new Map<string, number>(); // FLOP/ms of each config's shapes so far, for the estimate
   const rows: string[] = [];
@@ -128,7 +142,9 @@ export async function backwardBench(ctx: WebGpuContext, o: BackwardBenchOptions)
       const r0 = rate.get(cfg.label) ?? 0;
       const estS = r0 > 0 ? (flops / r0 / 1000) * (2 + o.reps) : 0;
       if (estS > o.maxShapeS) {
-        rows.push(`| ${sh.key} | ${cfg.label} | not run: about ${estS.toFixed(0)} s at the rate measured so far (--max-shape-s ${o.maxShapeS}) | ${anchorCell} | – |`);
+        rows.push(
+          `| ${sh.key} | ${cfg.label} | not run: about ${estS.toFixed(0)} s at the rate measured so far (--max-shape-s ${o.maxShapeS}) | ${anchorCell} | – |`,
+        );
         continue;
       }
       try {
@@ -137,8 +153,12 @@ export async function backwardBench(ctx: WebGpuContext, o: BackwardBenchOptions)
         const tf = flops / (r.ms * 1e9);
         const err = sampledDqError(p, x, dO, r.dq, sampleSites(p, 3));
         const parts = r.kernels.map((k) => `${k.name} ${k.ms.toFixed(3)}`).join(', ');
-        console.log(`${sh.key.padEnd(18)} ${cfg.label.padEnd(18)} ${r.ms.toFixed(3)} ms  ${tf.toFixed(2)} TFLOP/s  (${parts} ms; ${r.kernels[0]?.clock ?? 'wall'} clock)  sampled dQ max |Δ| ${err.toExponential(1)}  [${r.config}]`);
-        rows.push(`| ${sh.key} | ${cfg.label} | ${tf.toFixed(2)} (${r.ms.toFixed(2)} ms) | ${anchorCell} | ${aTf ? (tf / aTf).toFixed(3) : '–'} |`);
+        console.log(
+          `${sh.key.padEnd(18)} ${cfg.label.padEnd(18)} ${r.ms.toFixed(3)} ms  ${tf.toFixed(2)} TFLOP/s  (${parts} ms; ${r.kernels[0]?.clock ?? 'wall'} clock)  sampled dQ max |Δ| ${err.toExponential(1)}  [${r.config}]`,
+        );
+        rows.push(
+          `| ${sh.key} | ${cfg.label} | ${tf.toFixed(2)} (${r.ms.toFixed(2)} ms) | ${anchorCell} | ${aTf ? (tf / aTf).toFixed(3) : '–'} |`,
+        );
       } catch (e) {
         const msg = e instanceof Error ? e.message : String(e);
         console.log(`${sh.key.padEnd(18)} ${cfg.label.padEnd(18)} FAILED: ${msg}`);

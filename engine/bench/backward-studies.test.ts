@@ -6,7 +6,14 @@ import { bwdmMainWgsl, chooseMatrixBackward, type MatrixBackwardShape } from '..
 import { backwardStudyWgsl, BACKWARD_STUDIES, studyPrefs, type BackwardStudy } from './backward-studies.ts';
 
 const NVIDIA = {
-  limits: { maxWorkgroupStorage: 49152, maxInvocations: 1024, maxStorageBinding: 2 ** 31, maxBuffer: 2 ** 40, maxWorkgroupsPerDim: 65535, minStorageOffset: 256 },
+  limits: {
+    maxWorkgroupStorage: 49152,
+    maxInvocations: 1024,
+    maxStorageBinding: 2 ** 31,
+    maxBuffer: 2 ** 40,
+    maxWorkgroupsPerDim: 65535,
+    minStorageOffset: 256,
+  },
   matrixConfigs: [{ M: 16, N: 16, K: 16, componentType: 'f16', resultComponentType: 'f32' }],
   subgroupMinSize: 32,
   subgroupMaxSize: 32,

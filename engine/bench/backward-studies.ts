@@ -17,18 +17,32 @@ export type BackwardStudy = (typeof BACKWARD_STUDIES)[number];
 
 function edit(wgsl: string, study: BackwardStudy, anchor: RegExp, to: string): string {
   const g = new RegExp(anchor.source, 'g');
-  if (!g.test(wgsl)) throw new Error(`backward study ${study}: the shipped kernel no longer has ${anchor}; update engine/bench/backward-studies.ts`);
+  if (!g.test(wgsl))
+    throw new Error(`backward study ${study}: the shipped kernel no longer has ${anchor}; update engine/bench/backward-studies.ts`);
   return wgsl.replace(g, to);
 }
 
 /** The shipped main kernel's WGSL with one study applied. */
 export function backwardStudyWgsl(shipped: string, study: BackwardStudy): string {
-  let w = edit(shipped, study, /(\n {2}let w = [^;\n]+;\n)/, '$1  // Study switch: false at run time (pad0 is 0), so the code it cuts and its bindings stay.\n  let OFF = prm.pad0 == 7u;\n');
-  if (study === 'no-atomics' || study === 'no-dq' || study === 'no-f') w = edit(w, study, /if \(pending\) \{ add_dq\(/, 'if (pending && OFF) { add_dq(');
+  let w = edit(
+    shipped,
+    study,
+    /(\n {2}let w = [^;\n]+;\n)/,
+    '$1  // Study switch: false at run time (pad0 is 0), so the code it cuts and its bindings stay.\n  let OFF = prm.pad0 == 7u;\n',
+  );
+  if (study === 'no-atomics' || study === 'no-dq' || study === 'no-f')
+    w = edit(w, study, /if \(pending\) \{ add_dq\(/, 'if (pending && OFF) { add_dq(');
   if (study === 'no-dq' || study === 'no-f') w = edit(w, study, /if \(blk < (\d+)u\) \{/, 'if (blk < $1u && OFF) {');
-  if (study === 'no-f') w = edit(w, study, /for \(var kb = 0u; kb < BM; kb \+= T\) \{\n(\s+)let pl = /, 'for (var kb = 0u; kb < select(0u, BM, OFF); kb += T) {\n$1let pl = ');
+  if (study === 'no-f')
+    w = edit(
+      w,
+      study,
+      /for \(var kb = 0u; kb < BM; kb \+= T\) \{\n(\s+)let pl = /,
+      'for (var kb = 0u; kb < select(0u, BM, OFF); kb += T) {\n$1let pl = ',
+    );
   if (study === 'store-adds') w = edit(w, study, /atomicAdd\(&dqacc\[/, 'atomicStore(&dqacc[');
-  if (study === 'no-bar3') w = edit(w, study, /workgroupBarrier\(\);( {12}\/\/ Sᵀ, dPᵀ stripes visible)/, 'if (OFF) { workgroupBarrier(); }$1');
+  if (study === 'no-bar3')
+    w = edit(w, study, /workgroupBarrier\(\);( {12}\/\/ Sᵀ, dPᵀ stripes visible)/, 'if (OFF) { workgroupBarrier(); }$1');
   return w;
 }
 

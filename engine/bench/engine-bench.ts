@@ -56,7 +56,9 @@ function timeAll(p: AttentionProblem, x: AttentionInputs, trace: boolean): Map<S
   for (const a of ALGOS) for (const t of [false, true]) runToEnd(a, p, x, { trace: t });
 }
 
-console.log(`FlashScope engine benchmark — node ${process.version}, d = 64, fp32, batch 1, 1 head, default blocks (16 KiB SRAM rule), best of ${REPS}`);
+console.log(
+  `FlashScope engine benchmark — node ${process.version}, d = 64, fp32, batch 1, 1 head, default blocks (16 KiB SRAM rule), best of ${REPS}`,
+);
 console.log('');
 console.log(['N', 'algorithm', 'trace', 'blocks', 'steps', 'seconds', 'GFLOP/s', 'vs standard (off)'].join('\t'));
 for (const n of [1024, 2048]) {
@@ -66,7 +68,10 @@ for (const n of [1024, 2048]) {
   const off = timeAll(p, x, false);
   const on = timeAll(p, x, true);
   const base = flops / off.get(standard)!.s / 1e9;
-  for (const [trace, timings] of [['off', off], ['on', on]] as const) {
+  for (const [trace, timings] of [
+    ['off', off],
+    ['on', on],
+  ] as const) {
     for (const algo of ALGOS) {
       const r = timings.get(algo)!;
       const gflops = flops / r.s / 1e9;

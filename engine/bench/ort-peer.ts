@@ -44,7 +44,10 @@ type Ort = typeof import('onnxruntime-web');
 async function loadOrt(): Promise<Ort> {
   const ort = (await import('onnxruntime-web/webgpu')) as unknown as Ort;
   const dir = process.env.FLASHSCOPE_ORT_DIR ?? new URL('../../node_modules/onnxruntime-web/dist/', import.meta.url).pathname;
-  ort.env.wasm.wasmPaths = { mjs: `${dir.replace(/\/$/, '')}/ort-wasm-simd-threaded.asyncify.mjs`, wasm: `${dir.replace(/\/$/, '')}/ort-wasm-simd-threaded.asyncify.wasm` };
+  ort.env.wasm.wasmPaths = {
+    mjs: `${dir.replace(/\/$/, '')}/ort-wasm-simd-threaded.asyncify.mjs`,
+    wasm: `${dir.replace(/\/$/, '')}/ort-wasm-simd-threaded.asyncify.wasm`,
+  };
   ort.env.wasm.numThreads = 1;
   ort.env.logLevel = 'error';
   return ort;
@@ -67,12 +70,22 @@ function modelFor(s: PeerShape, elem: number): Model {
   const v = (name: string, shape: number[], type = elem): OnnxValue => ({ name, elemType: type, shape });
   if (nq > 1 && !s.causal) {
     if (hq !== hk) throw new Error('MultiHeadAttention takes no GQA');
-    const node: OnnxNode = { opType: 'MultiHeadAttention', domain: 'com.microsoft', inputs: ['query', 'key', 'value'], outputs: ['output'], attributes: { num_heads: hq } };
+    const node: OnnxNode = {
+      opType: 'MultiHeadAttention',
+      domain: 'com.microsoft',
+      inputs: ['query', 'key', 'value'],
+      outputs: ['output'],
+      attributes: { num_heads: hq },
+    };
     const io = [v('query', [b, nq, hq * d]), v('key', [b, nk, hk * d]), v('value', [b, nk, hk * d])];
     return {
       op: 'MultiHeadAttention',
       bytes: oneNodeModel(node, io, [v('output', [b, nq, hq * d])]),
-      tensors: [{ name: 'query', dims: [b, nq, hq * d], kind: 'q' }, { name: 'key', dims: [b, nk, hk * d], kind: 'k' }, { name: 'value', dims: [b, nk, hk * d], kind: 'v' }],
+      tensors: [
+        { name: 'query', dims: [b, nq, hq * d], kind: 'q' },
+        { name: 'key', dims: [b, nk, hk * d], kind: 'k' },
+        { name: 'value', dims: [b, nk, hk * d], kind: 'v' },
+      ],
       ints: [],
       outputs: [{ name: 'output', dims: [b, nq, hq * d] }],
     };
@@ -82,7 +95,13 @@ function modelFor(s: PeerShape, elem: number): Model {
   if (decode && s.causal) throw new Error('decoding rows are not causal here');
   const newRows = decode ? 1 : nq;
   const inputs = ['query', 'key', 'value', decode ? 'past_key' : '', decode ? 'past_value' : '', 'seqlens_k', 'total_sequence_length'];
-  const node: OnnxNode = { opType: 'GroupQueryAttention', domain: 'com.microsoft', inputs, outputs: ['output', 'present_key', 'present_value'], attributes: { num_heads: hq, kv_num_heads: hk } };
+  const node: OnnxNode = {
+    opType: 'GroupQueryAttention',
+    domain: 'com.microsoft',
+    inputs,
+    outputs: ['output', 'present_key', 'present_value'],
+    attributes: { num_heads: hq, kv_num_heads: hk },
+  };
   const ins = [v('query', [b, newRows, hq * d]), v('key', [b, newRows, hk * d]), v('value', [b, newRows, hk * d])];
   if (decode) ins.push(v('past_key', [b, hk, nk, d]), v('past_value', [b, hk, nk, d]));
   ins.push(v('seqlens_k', [b], ONNX_INT32), v('total_sequence_length', [], ONNX_INT32));
@@ -94,7 +113,12 @@ function modelFor(s: PeerShape, elem: number): Model {
       { name: 'query', dims: [b, newRows, hq * d], kind: 'q' },
       { name: 'key', dims: [b, newRows, hk * d], kind: 'k' },
       { name: 'value', dims: [b, newRows, hk * d], kind: 'v' },
-      ...(decode ? [{ name: 'past_key', dims: [b, hk, nk, d], kind: 'kcache' as const }, { name: 'past_value', dims: [b, hk, nk, d], kind: 'vcache' as const }] : []),
+      ...(decode
+        ? [
+            { name: 'past_key', dims: [b, hk, nk, d], kind: 'kcache' as const },
+            { name: 'past_value', dims: [b, hk, nk, d], kind: 'vcache' as const },
+          ]
+        : []),
     ],
     ints: [
       { name: 'seqlens_k', dims: [b], values: Array(b).fill(nk - 1) },
@@ -111,7 +135,12 @@ function modelFor(s: PeerShape, elem: number): Model {
 const count = (dims: number[]) => dims.reduce((a, x) => a * x, 1);
 
 /** Runs every shape through ORT Web on ctx's device; f16 where the device has shader-f16, else f32. */
-export async function runOrtPeer(ctx: WebGpuContext, shapes: PeerShape[], reps: number, log: (line: string) => void): Promise<Map<string, PeerResult | string>> {
+export async function runOrtPeer(
+  ctx: WebGpuContext,
+  shapes: PeerShape[],
+  reps: number,
+  log: (line: string) => void,
+): Promise<Map<string, PeerResult | string>> {
   const out = new Map<string, PeerResult | string>();
   // ORT's wasm memory is a SharedArrayBuffer, whose views Dawn's Node bindings refuse in
   // writeBuffer ("Invalid argument"): copy those, for as long as ORT runs on this queue.
@@ -121,7 +150,12 @@ export async function runOrtPeer(ctx: WebGpuContext, shapes: PeerShape[], reps: 
     if (ArrayBuffer.isView(data) && data.buffer instanceof SharedArrayBuffer) {
       const per = (data as unknown as { BYTES_PER_ELEMENT?: number }).BYTES_PER_ELEMENT ?? 1;
       const bytes = new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
-      return writeBuffer.call(queue, buffer, offset, bytes.slice(dataOffset * per, size === undefined ? undefined : (dataOffset + size) * per));
+      return writeBuffer.call(
+        queue,
+        buffer,
+        offset,
+        bytes.slice(dataOffset * per, size === undefined ? undefined : (dataOffset + size) * per),
+      );
     }
     return writeBuffer.call(queue, buffer, offset, data, dataOffset, size);
   }) as GPUQueue['writeBuffer'];
@@ -135,10 +169,17 @@ export async function runOrtPeer(ctx: WebGpuContext, shapes: PeerShape[], reps: 
   }
 }
 
-async function runShapes(ctx: WebGpuContext, shapes: PeerShape[], reps: number, log: (line: string) => void, out: Map<string, PeerResult | string>): Promise<Map<string, PeerResult | string>> {
+async function runShapes(
+  ctx: WebGpuContext,
+  shapes: PeerShape[],
+  reps: number,
+  log: (line: string) => void,
+  out: Map<string, PeerResult | string>,
+): Promise<Map<string, PeerResult | string>> {
   let ort: Ort;
   try {
-    if (typeof navigator === 'undefined' || !(navigator as Navigator & { gpu?: GPU }).gpu) Object.defineProperty(globalThis, 'navigator', { value: { gpu: ctx.gpu }, configurable: true });
+    if (typeof navigator === 'undefined' || !(navigator as Navigator & { gpu?: GPU }).gpu)
+      Object.defineProperty(globalThis, 'navigator', { value: { gpu: ctx.gpu }, configurable: true });
     ort = await loadOrt();
   } catch (e) {
     for (const s of shapes) out.set(s.key, `onnxruntime-web did not load: ${e instanceof Error ? e.message : String(e)}`);
@@ -148,14 +189,22 @@ async function runShapes(ctx: WebGpuContext, shapes: PeerShape[], reps: number, 
   const elem = f16 ? ONNX_FLOAT16 : ONNX_FLOAT;
   const eb = f16 ? 2 : 4;
   const { device } = ctx;
-  const fill = device.createComputePipeline({ layout: 'auto', compute: { module: device.createShaderModule({ code: fillKernelWgsl(f16 ? 'f16' : 'f32') }), entryPoint: 'main' } });
-  log(`onnxruntime-web ${ort.env.versions.web}, WebGPU execution provider on this device, ${f16 ? 'fp16' : 'fp32 (no shader-f16)'} tensors`);
+  const fill = device.createComputePipeline({
+    layout: 'auto',
+    compute: { module: device.createShaderModule({ code: fillKernelWgsl(f16 ? 'f16' : 'f32') }), entryPoint: 'main' },
+  });
+  log(
+    `onnxruntime-web ${ort.env.versions.web}, WebGPU execution provider on this device, ${f16 ? 'fp16' : 'fp32 (no shader-f16)'} tensors`,
+  );
   for (const s of shapes) {
     const buffers: GPUBuffer[] = [];
     let session: import('onnxruntime-web').InferenceSession | undefined;
     try {
       const m = modelFor(s, elem);
-      session = await ort.InferenceSession.create(m.bytes, { executionProviders: [{ name: 'webgpu', device } as unknown as string], graphOptimizationLevel: 'disabled' });
+      session = await ort.InferenceSession.create(m.bytes, {
+        executionProviders: [{ name: 'webgpu', device } as unknown as string],
+        graphOptimizationLevel: 'disabled',
+      });
       const gpu = new Map<string, GPUBuffer>();
       const usage = GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST;
       const enc = device.createCommandEncoder();
@@ -171,7 +220,16 @@ async function runShapes(ctx: WebGpuContext, shapes: PeerShape[], reps: number, 
         device.queue.writeBuffer(u, 0, new Uint32Array([n, (77 * 7919 + (stream + 1) * 104729) >>> 0, x * 256, 0]));
         const pass = enc.beginComputePass();
         pass.setPipeline(fill);
-        pass.setBindGroup(0, device.createBindGroup({ layout: fill.getBindGroupLayout(0), entries: [{ binding: 0, resource: { buffer: u } }, { binding: 1, resource: { buffer: buf } }] }));
+        pass.setBindGroup(
+          0,
+          device.createBindGroup({
+            layout: fill.getBindGroupLayout(0),
+            entries: [
+              { binding: 0, resource: { buffer: u } },
+              { binding: 1, resource: { buffer: buf } },
+            ],
+          }),
+        );
         pass.dispatchWorkgroups(x, Math.ceil(groups / x), 1);
         pass.end();
       });
@@ -213,7 +271,12 @@ async function runShapes(ctx: WebGpuContext, shapes: PeerShape[], reps: number, 
       }
       times.sort((x, y) => x - y);
       const err = await checkRows(ctx, s, m, gpu, eb);
-      const r: PeerResult = { ms: times[Math.floor(times.length / 2)], spread: `${times[0].toFixed(3)}–${times[times.length - 1].toFixed(3)} ms, ${batch} back to back`, err, op: m.op };
+      const r: PeerResult = {
+        ms: times[Math.floor(times.length / 2)],
+        spread: `${times[0].toFixed(3)}–${times[times.length - 1].toFixed(3)} ms, ${batch} back to back`,
+        err,
+        op: m.op,
+      };
       out.set(s.key, r);
       log(`  ORT ${m.op.padEnd(20)} ${s.key.padEnd(28)} ${r.ms.toFixed(3).padStart(9)} ms (${r.spread})  maxerr ${err.toExponential(1)}`);
     } catch (e) {
@@ -251,7 +314,11 @@ async function checkRows(ctx: WebGpuContext, s: PeerShape, m: Model, gpu: Map<st
   const decode = m.tensors.some((t) => t.kind === 'kcache');
   const p: AttentionProblem = { batch: B, hq, hk, nq, nk, d, dv: d, causal: s.causal, dtype: eb === 2 ? 'fp16' : 'fp32' };
   let err = 0;
-  for (const [b, h, i] of [[0, 0, 0], [B - 1, hq - 1, nq - 1], [Math.floor(B / 2), Math.floor(hq / 2), Math.floor(nq / 3)]]) {
+  for (const [b, h, i] of [
+    [0, 0, 0],
+    [B - 1, hq - 1, nq - 1],
+    [Math.floor(B / 2), Math.floor(hq / 2), Math.floor(nq / 3)],
+  ]) {
     const kh = Math.floor(h / (hq / hk));
     const rowsNew = decode ? 1 : nq;
     const q = await read(ctx.device, gpu.get('query')!, ((b * rowsNew + i) * hq + h) * d, d, eb);

@@ -16,7 +16,12 @@ export interface AnchorLine {
 }
 
 /** Never throws: a missing program, Python, PyTorch or GPU comes back as `note` ("no CUDA anchor: …") with no lines. */
-export function runPythonAnchor(program: string, spec: unknown, timeoutMs: number, python = process.env.FLASHSCOPE_PYTHON ?? 'python3'): { note: string; lines: AnchorLine[] } {
+export function runPythonAnchor(
+  program: string,
+  spec: unknown,
+  timeoutMs: number,
+  python = process.env.FLASHSCOPE_PYTHON ?? 'python3',
+): { note: string; lines: AnchorLine[] } {
   const path = resolve('bench', program);
   if (!existsSync(path)) return { note: `no CUDA anchor: ${path} is missing (run the bench from the project root)`, lines: [] };
   const run = spawnSync(python, [path], {
@@ -36,6 +41,7 @@ export function runPythonAnchor(program: string, spec: unknown, timeoutMs: numbe
       if (x.note) note = x.note;
     } else lines.push(x as AnchorLine);
   }
-  if (!note) return { note: `no CUDA anchor: ${python} exited with ${run.status}: ${run.stderr.trim().split('\n').slice(-3).join(' / ')}`, lines };
+  if (!note)
+    return { note: `no CUDA anchor: ${python} exited with ${run.status}: ${run.stderr.trim().split('\n').slice(-3).join(' / ')}`, lines };
   return { note, lines };
 }

@@ -34,7 +34,6 @@ export interface AnchorRun {
   results: Map<string, AnchorResult | string>;
 }
 
-
 /** Runs the anchor over `shapes`; never throws (a missing PyTorch or GPU comes back as the note). */
 export function runSdpaAnchor(shapes: AnchorShape[], reps: number): AnchorRun {
   const { note, lines } = runPythonAnchor('sdpa-forward-anchor.py', { reps, shapes }, 900_000);

@@ -21,7 +21,7 @@ import type { PagedProblem } from '../layouts/paged.ts';
 import { sequenceProblem } from '../layouts/sequence-runner.ts';
 import { seqOffsets, type VarlenProblem } from '../layouts/varlen.ts';
 import { AttentionRun, pathElem } from '../webgpu/backend.ts';
-import type { WebGpuContext, } from '../webgpu/device.ts';
+import type { WebGpuContext } from '../webgpu/device.ts';
 import { referenceRow } from '../webgpu/row-check.ts';
 import { checkPaged, checkVarlen } from '../webgpu/serving-checks.ts';
 import { PagedDecodeGpuRun, VARLEN_PATHS, VarlenGpuRun } from '../webgpu/serving-runs.ts';
@@ -43,7 +43,11 @@ function median(xs: number[]): number {
  * summed kernel times. As the main bench (webgpu-bench.ts), runs shorter than 20 ms are timed
  * back to back in one submission unless `single`.
  */
-async function time(run: { execute(repeat?: number): Promise<{ name: string; ms: number }[]> }, reps: number, single = false): Promise<{ ms: number; spread: string; kernels: string }> {
+async function time(
+  run: { execute(repeat?: number): Promise<{ name: string; ms: number }[]> },
+  reps: number,
+  single = false,
+): Promise<{ ms: number; spread: string; kernels: string }> {
   const t0 = performance.now();
   let batch = 1;
   for (let i = 0; i < 2 || performance.now() - t0 < 400; i++) {
@@ -57,7 +61,11 @@ async function time(run: { execute(repeat?: number): Promise<{ name: string; ms:
     totals.push(t.reduce((a, k) => a + k.ms, 0));
     kernels = t.map((k) => `${k.name} ${k.ms.toFixed(3)} ms`).join(', ');
   }
-  return { ms: median(totals), spread: `${Math.min(...totals).toFixed(3)}–${Math.max(...totals).toFixed(3)} ms${batch > 1 ? `, ${batch} back to back` : ''}`, kernels };
+  return {
+    ms: median(totals),
+    spread: `${Math.min(...totals).toFixed(3)}–${Math.max(...totals).toFixed(3)} ms${batch > 1 ? `, ${batch} back to back` : ''}`,
+    kernels,
+  };
 }
 
 /** Sequence lengths log-uniform in [lo, hi] (seeded). */
@@ -152,7 +160,6 @@ async function checkVarlenRows(run: VarlenGpuRun): Promise<number> {
   return Number.isNaN(err) ? Infinity : err;
 }
 
-
 export async function servingBench(ctx: WebGpuContext, opts: ServingBenchOptions): Promise<number> {
   const { quick, reps } = opts;
   const varlenPaths = VARLEN_PATHS.filter((p) => ctx.paths.includes(p) && (!opts.paths || opts.paths.includes(p)));
@@ -164,7 +171,9 @@ export async function servingBench(ctx: WebGpuContext, opts: ServingBenchOptions
     for (const r of rs) w = Math.max(w, r.error ? Infinity : Math.max(r.maxErrO, r.maxErrLse) / scale);
     if (!(w < 1e-4)) failed.add(key);
     worst = Math.max(worst, w);
-    console.log(`self-test ${label}: ${rs.map((r) => (r.error ? `${r.variant} FAILED (${r.error.slice(0, 300)})` : `${r.variant} ${Math.max(r.maxErrO, r.maxErrLse).toExponential(1)}`)).join(', ')}`);
+    console.log(
+      `self-test ${label}: ${rs.map((r) => (r.error ? `${r.variant} FAILED (${r.error.slice(0, 300)})` : `${r.variant} ${Math.max(r.maxErrO, r.maxErrLse).toExponential(1)}`)).join(', ')}`,
+    );
   };
   report('decode', 'paged decode', await checkPaged(ctx));
   report('decode', 'paged decode, one page per split', await checkPaged(ctx, undefined, { splitPages: 1 }));
@@ -172,9 +181,12 @@ export async function servingBench(ctx: WebGpuContext, opts: ServingBenchOptions
     // f16 inputs and, on the subgroup-matrix path, f16 P: errors scaled as the dense self-test's
     const scale = pathElem(path) === 'f16' ? 30 : 1;
     report(path, `varlen ${path}`, await checkVarlen(ctx, path), scale);
-    if (path !== 'flash-matrix') report(path, `varlen ${path} (tiled kernel)`, await checkVarlen(ctx, path, undefined, { flashKernel: 'tiled' }), scale);
+    if (path !== 'flash-matrix')
+      report(path, `varlen ${path} (tiled kernel)`, await checkVarlen(ctx, path, undefined, { flashKernel: 'tiled' }), scale);
   }
-  console.log(`self-test: ${worst < 1e-4 ? 'serving kernels match the float64 reference' : `MISMATCH on ${[...failed].join(', ')} — see above; those rows are skipped`}\n`);
+  console.log(
+    `self-test: ${worst < 1e-4 ? 'serving kernels match the float64 reference' : `MISMATCH on ${[...failed].join(', ')} — see above; those rows are skipped`}\n`,
+  );
 
   // ---- paged decode ----
   const B = quick ? 4 : 32;
@@ -183,7 +195,9 @@ export async function servingBench(ctx: WebGpuContext, opts: ServingBenchOptions
   const dbase = quick ? { ...base, hq: 8, hk: 2 } : base;
   const pp = benchPagedProblem(lengths, 64, dbase, 7);
   const tokens = lengths.reduce((a, n) => a + n, 0);
-  console.log(`paged decode B=${B} Hq=${dbase.hq} Hk=${dbase.hk} d=128 Nq=1, page 64: lengths ${Math.min(...lengths)}–${Math.max(...lengths)} (log-uniform, seed 2024), ${tokens} tokens in ${pp.numPages} pages (${pp.numPages - pp.blockTable.filter((e) => e >= 0).length} spare)`);
+  console.log(
+    `paged decode B=${B} Hq=${dbase.hq} Hk=${dbase.hk} d=128 Nq=1, page 64: lengths ${Math.min(...lengths)}–${Math.max(...lengths)} (log-uniform, seed 2024), ${tokens} tokens in ${pp.numPages} pages (${pp.numPages - pp.blockTable.filter((e) => e >= 0).length} spare)`,
+  );
   let paged: PagedDecodeGpuRun | undefined;
   try {
     if (failed.has('decode')) throw new Error('skipped: the paged self-test failed');
@@ -193,7 +207,9 @@ export async function servingBench(ctx: WebGpuContext, opts: ServingBenchOptions
     const sorted = lengths.map((L, b) => [L, b]).sort((a, b) => a[0] - b[0]);
     const err = await checkPagedRows(paged, [sorted[0][1], sorted[Math.floor(B / 2)][1], sorted[B - 1][1]]);
     const bytes = paged.uniqueKvBytes();
-    console.log(`  paged flash-decoding  ${(bytes / (t.ms * 1e9)).toFixed(3)} TB/s of unique K/V  ${t.ms.toFixed(3)} ms (${t.spread})  maxerr ${err.toExponential(1)}   [${paged.config}; ${t.kernels}]`);
+    console.log(
+      `  paged flash-decoding  ${(bytes / (t.ms * 1e9)).toFixed(3)} TB/s of unique K/V  ${t.ms.toFixed(3)} ms (${t.spread})  maxerr ${err.toExponential(1)}   [${paged.config}; ${t.kernels}]`,
+    );
     if (!(err < 1e-4)) worst = Infinity;
   } catch (e) {
     console.log(`  paged flash-decoding  FAILED: ${e instanceof Error ? e.message : String(e)}`);
@@ -211,7 +227,9 @@ export async function servingBench(ctx: WebGpuContext, opts: ServingBenchOptions
       await run.fillRandom(99);
       const t = await time(run, reps);
       const bytes = B * nk * dbase.hk * (dbase.d + dbase.dv) * 2; // f16, as the paged run
-      console.log(`  dense decode, Nk=${nk} ${(bytes / (t.ms * 1e9)).toFixed(3)} TB/s of unique K/V  ${t.ms.toFixed(3)} ms (${t.spread})   [${run.config}]`);
+      console.log(
+        `  dense decode, Nk=${nk} ${(bytes / (t.ms * 1e9)).toFixed(3)} TB/s of unique K/V  ${t.ms.toFixed(3)} ms (${t.spread})   [${run.config}]`,
+      );
     } catch (e) {
       console.log(`  dense decode FAILED: ${e instanceof Error ? e.message : String(e)}`);
     } finally {
@@ -230,7 +248,17 @@ export async function servingBench(ctx: WebGpuContext, opts: ServingBenchOptions
     for (const causal of [false, true]) {
       console.log(`\nvarlen prefill H=${H} d=${d} ${causal ? 'causal' : 'non-causal'}, ${4 * N} tokens`);
       for (const path of varlenPaths) {
-        const dense = { batch: 4, hq: H, hk: H, nq: N, nk: N, d, dv: d, causal, dtype: (pathElem(path) === 'f16' ? 'fp16' : 'fp32') as 'fp16' | 'fp32' };
+        const dense = {
+          batch: 4,
+          hq: H,
+          hk: H,
+          nq: N,
+          nk: N,
+          d,
+          dv: d,
+          causal,
+          dtype: (pathElem(path) === 'f16' ? 'fp16' : 'fp32') as 'fp16' | 'fp32',
+        };
         let denseTflops: number | undefined;
         let run: AttentionRun | undefined;
         try {
@@ -238,17 +266,25 @@ export async function servingBench(ctx: WebGpuContext, opts: ServingBenchOptions
           await run.fillRandom(3);
           const t = await time(run, reps);
           denseTflops = nominalFlops(dense) / (t.ms * 1e9);
-          console.log(`  ${path.padEnd(16)} dense B=4 N=${N}          ${denseTflops.toFixed(2).padStart(7)} TFLOP/s ${t.ms.toFixed(3).padStart(9)} ms (${t.spread})   [${run.config}]`);
+          console.log(
+            `  ${path.padEnd(16)} dense B=4 N=${N}          ${denseTflops.toFixed(2).padStart(7)} TFLOP/s ${t.ms.toFixed(3).padStart(9)} ms (${t.spread})   [${run.config}]`,
+          );
           // Each run submitted alone, as this bench timed before (issue 28: its causal rows read 2.5× below the main bench's).
           const alone = await time(run, reps, true);
-          console.log(`  ${path.padEnd(16)} dense, each run submitted alone ${(nominalFlops(dense) / (alone.ms * 1e9)).toFixed(2).padStart(7)} TFLOP/s ${alone.ms.toFixed(3).padStart(9)} ms (${alone.spread})`);
+          console.log(
+            `  ${path.padEnd(16)} dense, each run submitted alone ${(nominalFlops(dense) / (alone.ms * 1e9)).toFixed(2).padStart(7)} TFLOP/s ${alone.ms.toFixed(3).padStart(9)} ms (${alone.spread})`,
+          );
         } catch (e) {
           console.log(`  ${path.padEnd(16)} dense FAILED: ${e instanceof Error ? e.message : String(e)}`);
         } finally {
           run?.destroy();
         }
         for (const mix of mixes) {
-          const vp: VarlenProblem = { base: { hq: H, hk: H, d, dv: d, causal, dtype: dense.dtype }, cuSeqlensQ: seqOffsets(mix.lengths), cuSeqlensK: seqOffsets(mix.lengths) };
+          const vp: VarlenProblem = {
+            base: { hq: H, hk: H, d, dv: d, causal, dtype: dense.dtype },
+            cuSeqlensQ: seqOffsets(mix.lengths),
+            cuSeqlensK: seqOffsets(mix.lengths),
+          };
           const flops = mix.lengths.reduce((a, n) => a + nominalFlops(sequenceProblem(vp.base, n, n)), 0);
           let vr: VarlenGpuRun | undefined;
           try {
@@ -260,7 +296,9 @@ export async function servingBench(ctx: WebGpuContext, opts: ServingBenchOptions
             if (!(err < (pathElem(path) === 'f16' ? 3e-3 : 1e-4))) worst = Infinity;
             const tf = flops / (t.ms * 1e9);
             const ratio = denseTflops ? `  ${(tf / denseTflops).toFixed(2)}× dense` : '';
-            console.log(`  ${path.padEnd(16)} varlen ${mix.name.padEnd(34)} ${tf.toFixed(2).padStart(7)} TFLOP/s ${t.ms.toFixed(3).padStart(9)} ms (${t.spread})${ratio}  maxerr ${err.toExponential(1)}   [${vr.config}]`);
+            console.log(
+              `  ${path.padEnd(16)} varlen ${mix.name.padEnd(34)} ${tf.toFixed(2).padStart(7)} TFLOP/s ${t.ms.toFixed(3).padStart(9)} ms (${t.spread})${ratio}  maxerr ${err.toExponential(1)}   [${vr.config}]`,
+            );
           } catch (e) {
             console.log(`  ${path.padEnd(16)} varlen ${mix.name} FAILED: ${e instanceof Error ? e.message : String(e)}`);
             worst = Infinity;

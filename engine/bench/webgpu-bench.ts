@@ -75,21 +75,43 @@ const DECODE_PREFS = ((): RunOptions['decodePrefs'][] | undefined => {
   } catch {
     // reported below
   }
-  console.error(`bench:webgpu: --decode-prefs takes a JSON list of objects, e.g. '[{"lpk":8,"ku":2,"threads":256,"workgroups":4096}]'; got ${text}`);
+  console.error(
+    `bench:webgpu: --decode-prefs takes a JSON list of objects, e.g. '[{"lpk":8,"ku":2,"threads":256,"workgroups":4096}]'; got ${text}`,
+  );
   process.exit(2);
 })();
 /** Flash-decoding shapes (B = 4, d = 128, Nq = 1): [Hq, Hk, Nk]. GQA rows read K/V once per group. */
 const DECODE_SHAPES: [number, number, number][] = opt('--decode-shapes')
-  ? opt('--decode-shapes')!.split(',').map((t) => t.split(':').map(Number) as [number, number, number])
+  ? opt('--decode-shapes')!
+      .split(',')
+      .map((t) => t.split(':').map(Number) as [number, number, number])
   : [
-      [16, 16, 8192], [16, 16, 16384], [16, 16, 32768], [16, 16, 131072],
-      [32, 8, 8192], [32, 8, 32768], [64, 8, 8192], [64, 8, 32768],
+      [16, 16, 8192],
+      [16, 16, 16384],
+      [16, 16, 32768],
+      [16, 16, 131072],
+      [32, 8, 8192],
+      [32, 8, 32768],
+      [64, 8, 8192],
+      [64, 8, 32768],
     ];
 if (DECODE_SHAPES.some(([hq, hk, nk]) => !(hq >= 1 && hk >= 1 && nk >= 1 && hq % hk === 0 && Number.isInteger(hq + hk + nk)))) {
-  console.error(`bench:webgpu: --decode-shapes takes Hq:Hk:Nk triples (Hq a multiple of Hk), e.g. 16:16:8192,64:8:32768; got ${opt('--decode-shapes')}`);
+  console.error(
+    `bench:webgpu: --decode-shapes takes Hq:Hk:Nk triples (Hq a multiple of Hk), e.g. 16:16:8192,64:8:32768; got ${opt('--decode-shapes')}`,
+  );
   process.exit(2);
 }
-const decodeProblem = ([hq, hk, nk]: [number, number, number]): AttentionProblem => ({ batch: 4, hq, hk, nq: 1, nk, d: 128, dv: 128, causal: false, dtype: 'fp32' });
+const decodeProblem = ([hq, hk, nk]: [number, number, number]): AttentionProblem => ({
+  batch: 4,
+  hq,
+  hk,
+  nq: 1,
+  nk,
+  d: 128,
+  dv: 128,
+  causal: false,
+  dtype: 'fp32',
+});
 const decodeKey = ([hq, hk, nk]: [number, number, number]) => `decode Hq${hq} Hk${hk} Nk${nk}`;
 const tableKey = (n: number, d: number, causal: boolean) => `N${n} d${d}${causal ? ' causal' : ''}`;
 /** --matrix-prefs: the subgroup-matrix tiles the grid and the residency study run. */
@@ -126,7 +148,14 @@ function median(xs: number[]): number {
   return s[Math.floor(s.length / 2)];
 }
 
-async function measure(ctx: Awaited<ReturnType<typeof openNodeWebGpu>>, p: AttentionProblem, path: WebGpuPath, reps: number, opts: Omit<RunOptions, 'path'> = {}, warm = true): Promise<Measured | string> {
+async function measure(
+  ctx: Awaited<ReturnType<typeof openNodeWebGpu>>,
+  p: AttentionProblem,
+  path: WebGpuPath,
+  reps: number,
+  opts: Omit<RunOptions, 'path'> = {},
+  warm = true,
+): Promise<Measured | string> {
   let run: AttentionRun | undefined;
   try {
     run = await AttentionRun.create(ctx, p, { path, ...opts });
@@ -154,11 +183,20 @@ async function measure(ctx: Awaited<ReturnType<typeof openNodeWebGpu>>, p: Atten
     const check = await checkSampledRows(run, 3);
     // fillRandom writes N(0, 1): a chunk it missed would read back as zeros, which the row
     // check alone cannot see (it recomputes from the inputs as stored).
-    if (!(Math.abs(check.inputRms - 1) < 0.1)) return `generated inputs have RMS ${check.inputRms.toFixed(3)}, not ≈ 1: the fill missed part of a tensor`;
+    if (!(Math.abs(check.inputRms - 1) < 0.1))
+      return `generated inputs have RMS ${check.inputRms.toFixed(3)}, not ≈ 1: the fill missed part of a tensor`;
     const eb = pathElem(path) === 'f16' ? 2 : 4;
-    const bytes = (p.batch * (p.hq * p.nq * p.d + p.hk * p.nk * (p.d + p.dv))) * eb + p.batch * p.hq * p.nq * (p.dv + 1) * 4;
+    const bytes = p.batch * (p.hq * p.nq * p.d + p.hk * p.nk * (p.d + p.dv)) * eb + p.batch * p.hq * p.nq * (p.dv + 1) * 4;
     const config = batch > 1 ? `${run.config}; timed ${batch} runs back to back per repetition` : run.config;
-    return { ms, spread, tflops: nominalFlops(p) / (ms * 1e9), gbs: bytes / (ms * 1e6), err: Math.max(check.maxAbsErrO, check.maxAbsErrLse), config, kernels };
+    return {
+      ms,
+      spread,
+      tflops: nominalFlops(p) / (ms * 1e9),
+      gbs: bytes / (ms * 1e6),
+      err: Math.max(check.maxAbsErrO, check.maxAbsErrLse),
+      config,
+      kernels,
+    };
   } catch (e) {
     return e instanceof Error ? e.message : String(e);
   } finally {
@@ -167,7 +205,9 @@ async function measure(ctx: Awaited<ReturnType<typeof openNodeWebGpu>>, p: Atten
 }
 
 const fmt = (m: Measured | string) =>
-  typeof m === 'string' ? `FAILED: ${m}` : `${m.tflops.toFixed(2).padStart(7)} TFLOP/s ${m.ms.toFixed(3).padStart(9)} ms (${m.spread})  ${m.gbs.toFixed(0).padStart(5)} GB/s  maxerr ${m.err.toExponential(1)}`;
+  typeof m === 'string'
+    ? `FAILED: ${m}`
+    : `${m.tflops.toFixed(2).padStart(7)} TFLOP/s ${m.ms.toFixed(3).padStart(9)} ms (${m.spread})  ${m.gbs.toFixed(0).padStart(5)} GB/s  maxerr ${m.err.toExponential(1)}`;
 
 /** The variant set with d = 64 and Nq, Nk rounded up to whole 128-row / 64-key tiles. */
 const ALIGNED_VARIANTS = KERNEL_VARIANTS.filter((v) => v.name !== 'odd head dims').map((v) => ({
@@ -251,13 +291,17 @@ function printSummary(anchor: AnchorRun, summary: Map<string, Measured | string>
           const ancT = anc === undefined ? undefined : (flops * 2) / (anc * 1e9);
           cn = `${ours !== undefined && ncT !== undefined ? (ours / ncT).toFixed(2) : '–'}, ${at !== undefined && ancT !== undefined ? (at / ancT).toFixed(2) : '–'}`;
         }
-        console.log(`| H=16 N=${n} d=${d}${causal ? ' causal' : ''} | ${ours?.toFixed(1) ?? 'FAILED'} | ${at?.toFixed(1) ?? '–'} | ${ours !== undefined && at !== undefined ? (ours / at).toFixed(2) : '–'} | ${cn} |`);
+        console.log(
+          `| H=16 N=${n} d=${d}${causal ? ' causal' : ''} | ${ours?.toFixed(1) ?? 'FAILED'} | ${at?.toFixed(1) ?? '–'} | ${ours !== undefined && at !== undefined ? (ours / at).toFixed(2) : '–'} | ${cn} |`,
+        );
       }
     }
   }
   const decodes = DECODE_SHAPES.filter((sh) => summary.has(decodeKey(sh)));
   if (!decodes.length) return;
-  console.log('\n| decode (B = 4, Nq = 1, d = 128) | flash-decoding (f16 K/V) | SDPA FLASH (fp16 K/V) | bandwidth ratio | time ratio (SDPA / ours) |');
+  console.log(
+    '\n| decode (B = 4, Nq = 1, d = 128) | flash-decoding (f16 K/V) | SDPA FLASH (fp16 K/V) | bandwidth ratio | time ratio (SDPA / ours) |',
+  );
   console.log('|---|---|---|---|---|');
   for (const sh of decodes) {
     const m = summary.get(decodeKey(sh))!;
@@ -284,8 +328,12 @@ function peerShapes(): PeerShape[] {
     ];
   }
   const out: PeerShape[] = [];
-  if (!args.includes('--no-forward')) for (const d of DS) for (const causal of [false, true]) for (const n of NS) out.push({ key: tableKey(n, d, causal), b: 4, hq: 16, hk: 16, nq: n, nk: n, d, causal });
-  if (!args.includes('--no-decode')) for (const sh of DECODE_SHAPES) out.push({ key: decodeKey(sh), b: 4, hq: sh[0], hk: sh[1], nq: 1, nk: sh[2], d: 128, causal: false });
+  if (!args.includes('--no-forward'))
+    for (const d of DS)
+      for (const causal of [false, true])
+        for (const n of NS) out.push({ key: tableKey(n, d, causal), b: 4, hq: 16, hk: 16, nq: n, nk: n, d, causal });
+  if (!args.includes('--no-decode'))
+    for (const sh of DECODE_SHAPES) out.push({ key: decodeKey(sh), b: 4, hq: sh[0], hk: sh[1], nq: 1, nk: sh[2], d: 128, causal: false });
   return out;
 }
 
@@ -321,8 +369,12 @@ async function main(): Promise<number> {
   console.log(`FlashScope WebGPU benchmark — ${new Date().toISOString()}`);
   console.log(`adapter: ${ctx.adapterName}${ctx.isFallback ? ' (fallback/software)' : ''}`);
   console.log(`features: ${ctx.features.join(', ')}`);
-  console.log(`limits: workgroup memory ${ctx.limits.maxWorkgroupStorage} B, ${ctx.limits.maxInvocations} invocations, storage binding ${ctx.limits.maxStorageBinding} B (offsets in steps of ${ctx.limits.minStorageOffset} B), buffer ${ctx.limits.maxBuffer} B; subgroup size ${ctx.subgroupMinSize}–${ctx.subgroupMaxSize}`);
-  console.log(`subgroup-matrix configs: ${ctx.matrixConfigs.map((c) => `${c.componentType}→${c.resultComponentType} ${c.M}×${c.N}×${c.K}`).join(', ') || 'none'}`);
+  console.log(
+    `limits: workgroup memory ${ctx.limits.maxWorkgroupStorage} B, ${ctx.limits.maxInvocations} invocations, storage binding ${ctx.limits.maxStorageBinding} B (offsets in steps of ${ctx.limits.minStorageOffset} B), buffer ${ctx.limits.maxBuffer} B; subgroup size ${ctx.subgroupMinSize}–${ctx.subgroupMaxSize}`,
+  );
+  console.log(
+    `subgroup-matrix configs: ${ctx.matrixConfigs.map((c) => `${c.componentType}→${c.resultComponentType} ${c.M}×${c.N}×${c.K}`).join(', ') || 'none'}`,
+  );
   console.log(`WGSL language features: ${ctx.wgslFeatures.join(', ')}`);
   console.log(`paths: ${ctx.paths.join(', ')}; timing: ${ctx.timestamps ? 'timestamp-query' : 'wall clock'}`);
   if (args.includes('--serving')) return servingBench(ctx, { quick, reps: REPS, paths: ONLY });
@@ -334,9 +386,20 @@ async function main(): Promise<number> {
       return 2;
     }
     const matrixPrefs = JSON.parse(opt('--bwd-prefs') ?? '[]') as BenchBackwardPrefs[];
-    return backwardBench(ctx, { quick, reps: REPS, ns: (opt('--n') ?? '4096,8192').split(',').map(Number), ds: DS, maxShapeS: Number(opt('--max-shape-s') ?? 90), anchor: !args.includes('--no-anchor'), paths: bwdPaths as BackwardPath[], matrixPrefs });
+    return backwardBench(ctx, {
+      quick,
+      reps: REPS,
+      ns: (opt('--n') ?? '4096,8192').split(',').map(Number),
+      ds: DS,
+      maxShapeS: Number(opt('--max-shape-s') ?? 90),
+      anchor: !args.includes('--no-anchor'),
+      paths: bwdPaths as BackwardPath[],
+      matrixPrefs,
+    });
   }
-  console.log('FLOPs = 4·B·H·Nq·Nk·d (halved when causal); GB/s = minimum traffic Q+K+V+O+LSE / time; maxerr = max |GPU − float64 reference| over 3 sampled rows (O and LSE)\n');
+  console.log(
+    'FLOPs = 4·B·H·Nq·Nk·d (halved when causal); GB/s = minimum traffic Q+K+V+O+LSE / time; maxerr = max |GPU − float64 reference| over 3 sampled rows (O and LSE)\n',
+  );
   // Self-test: every path on every variant against the full float64 reference.
   let worst = 0;
   const paths = ctx.paths.filter((p) => !ONLY || ONLY.includes(p));
@@ -369,11 +432,21 @@ async function main(): Promise<number> {
   if (args.includes('--selftest-only')) return worst < 1e-4 ? 0 : 1;
   // The CUDA anchor, same shapes, before the WebGPU timings (one process at a time on the GPU).
   const anchorShapes: AnchorShape[] = [];
-  if (!args.includes('--no-forward')) for (const d of DS) for (const causal of [false, true]) for (const n of NS) anchorShapes.push({ key: tableKey(n, d, causal), b: 4, hq: 16, hk: 16, nq: n, nk: n, d, causal });
-  if (!quick && !args.includes('--no-decode')) for (const sh of DECODE_SHAPES) anchorShapes.push({ key: decodeKey(sh), b: 4, hq: sh[0], hk: sh[1], nq: 1, nk: sh[2], d: 128, causal: false });
-  const anchor: AnchorRun = args.includes('--no-anchor') ? { note: 'no CUDA anchor (--no-anchor)', results: new Map() } : runSdpaAnchor(anchorShapes, REPS * 4);
+  if (!args.includes('--no-forward'))
+    for (const d of DS)
+      for (const causal of [false, true])
+        for (const n of NS) anchorShapes.push({ key: tableKey(n, d, causal), b: 4, hq: 16, hk: 16, nq: n, nk: n, d, causal });
+  if (!quick && !args.includes('--no-decode'))
+    for (const sh of DECODE_SHAPES)
+      anchorShapes.push({ key: decodeKey(sh), b: 4, hq: sh[0], hk: sh[1], nq: 1, nk: sh[2], d: 128, causal: false });
+  const anchor: AnchorRun = args.includes('--no-anchor')
+    ? { note: 'no CUDA anchor (--no-anchor)', results: new Map() }
+    : runSdpaAnchor(anchorShapes, REPS * 4);
   console.log(`anchor: ${anchor.note}`);
-  for (const [key, r] of anchor.results) console.log(`  ${key.padEnd(28)} ${typeof r === 'string' ? `FAILED: ${r}` : `${r.ms.toFixed(3)} ms, maxerr ${r.err.toExponential(1)} against float64`}`);
+  for (const [key, r] of anchor.results)
+    console.log(
+      `  ${key.padEnd(28)} ${typeof r === 'string' ? `FAILED: ${r}` : `${r.ms.toFixed(3)} ms, maxerr ${r.err.toExponential(1)} against float64`}`,
+    );
   const summary = new Map<string, Measured | string>();
   const peers = opt('--peers') === 'ort' ? await runOrtPeer(ctx, peerShapes(), REPS, (l) => console.log(l)) : undefined;
   if (opt('--peers') !== undefined && !peers) {
@@ -420,7 +493,8 @@ async function main(): Promise<number> {
     const big = async (p: AttentionProblem, path: WebGpuPath) => {
       if (path !== 'flash-matrix') return [{ label: path, m: await measure(ctx, p, path, 1, {}, false) }];
       const out = [];
-      for (const matrix of MATRIX_PREFS ?? [undefined]) out.push({ label: matrix ? `${path} ${JSON.stringify(matrix)}` : path, m: await measure(ctx, p, path, 3, { matrix }) });
+      for (const matrix of MATRIX_PREFS ?? [undefined])
+        out.push({ label: matrix ? `${path} ${JSON.stringify(matrix)}` : path, m: await measure(ctx, p, path, 3, { matrix }) });
       return out;
     };
     // d = 128 at N = 65536 needs 2 GiB per f32 tensor (O is f32 on every path), 4 bytes over
@@ -438,15 +512,22 @@ async function main(): Promise<number> {
     const wide: AttentionProblem = { batch: 1, hq: 128, hk: 128, nq: 65536, nk: 65536, d: 64, dv: 64, causal: false, dtype: 'fp32' };
     console.log('B=1 H=128 N=65536 d=64 non-causal');
     for (const path of flashPaths) {
-      for (const { label, m } of await big(wide, path)) console.log(`  ${label.padEnd(16)} ${fmt(m)}${typeof m === 'string' ? '' : `   [${m.config.replace(/^.*; in /, 'in ')}]`}`);
+      for (const { label, m } of await big(wide, path))
+        console.log(`  ${label.padEnd(16)} ${fmt(m)}${typeof m === 'string' ? '' : `   [${m.config.replace(/^.*; in /, 'in ')}]`}`);
     }
   }
   // Tile-size study of the f32 path at the headline shape.
   const head: AttentionProblem = { batch: 4, hq: 16, hk: 16, nq: 4096, nk: 4096, d: 64, dv: 64, causal: false, dtype: 'fp32' };
-  if (!SKIP.has('tiles')) console.log('\ntile study, B=4 H=16 N=4096 d=64 non-causal (a preferred tile falls back to the largest that fits)');
+  if (!SKIP.has('tiles'))
+    console.log('\ntile study, B=4 H=16 N=4096 d=64 non-causal (a preferred tile falls back to the largest that fits)');
   for (const path of ['flash-f32', 'flash-subgroups', 'flash-f16'] as WebGpuPath[]) {
     if (!ctx.paths.includes(path) || SKIP.has('tiles')) continue;
-    for (const tile of [{ bm: 64, bn: 64, dk: 64, jc: 64 }, { bm: 128, bn: 64, dk: 16, jc: 16 }, { bm: 128, bn: 64, dk: 32, jc: 32 }, { bm: 128, bn: 32, dk: 32, jc: 32 }]) {
+    for (const tile of [
+      { bm: 64, bn: 64, dk: 64, jc: 64 },
+      { bm: 128, bn: 64, dk: 16, jc: 16 },
+      { bm: 128, bn: 64, dk: 32, jc: 32 },
+      { bm: 128, bn: 32, dk: 32, jc: 32 },
+    ]) {
       const m = await measure(ctx, head, path, REPS, { tile, flashKernel: 'tiled' });
       console.log(`  ${path.padEnd(16)} ${JSON.stringify(tile).padEnd(36)} ${fmt(m)}   [${typeof m === 'string' ? '' : m.config}]`);
     }
@@ -461,9 +542,16 @@ async function main(): Promise<number> {
       const p: AttentionProblem = { ...head, d, dv: d };
       console.log(`\nsubgroup-matrix grid, B=4 H=16 N=4096 d=${d} non-causal`);
       const tiles: MatrixTilePrefs[] = [
-        { warps: 8, bn: 16 }, { warps: 8, bn: 32 }, { warps: 8, bn: 32, pad: { s: 2, p: 4 } }, { warps: 8, bn: 32, pad: { s: 4, p: 4 } }, { warps: 8, bn: 32, pad: { s: 2, p: 8 } },
-        { warps: 4, bn: 32 }, { warps: 4, bn: 64 }, { warps: 2, bn: 32 },
-        { shape: '16x8x16', warps: 8, bn: 32 }, { warps: 8, bn: 32, rescaleLog: 0 },
+        { warps: 8, bn: 16 },
+        { warps: 8, bn: 32 },
+        { warps: 8, bn: 32, pad: { s: 2, p: 4 } },
+        { warps: 8, bn: 32, pad: { s: 4, p: 4 } },
+        { warps: 8, bn: 32, pad: { s: 2, p: 8 } },
+        { warps: 4, bn: 32 },
+        { warps: 4, bn: 64 },
+        { warps: 2, bn: 32 },
+        { shape: '16x8x16', warps: 8, bn: 32 },
+        { warps: 8, bn: 32, rescaleLog: 0 },
       ];
       const given = MATRIX_PREFS;
       for (const t of given ?? tiles) {
@@ -476,7 +564,9 @@ async function main(): Promise<number> {
         for (const causal of given ? [false, true] : [false]) {
           for (const n of given ? NS : [4096]) {
             const m = await measure(ctx, { ...p, nq: n, nk: n, causal }, 'flash-matrix', REPS, { matrix: t });
-            console.log(`  ${JSON.stringify(t).padEnd(52)} N=${n} ${causal ? 'causal' : 'non-causal'} ${fmt(m)}   [${typeof m === 'string' ? '' : m.config}]`);
+            console.log(
+              `  ${JSON.stringify(t).padEnd(52)} N=${n} ${causal ? 'causal' : 'non-causal'} ${fmt(m)}   [${typeof m === 'string' ? '' : m.config}]`,
+            );
           }
         }
         if (given) {
@@ -508,22 +598,51 @@ async function main(): Promise<number> {
   // Row-kernel study (flash-f32 / flash-subgroups / flash-f16): lanes per row × rows per lane
   // group × threads × K/V chunk × sub-chunk, against the 4×4-tiled kernel.
   if (args.includes('--row-grid')) {
-    const picks = KERNEL_VARIANTS.filter((v) => ['causal Nq>Nk', 'sinks', 'many K/V tiles', 'dv≠d', 'odd head dims', 'window'].includes(v.name));
+    const picks = KERNEL_VARIANTS.filter((v) =>
+      ['causal Nq>Nk', 'sinks', 'many K/V tiles', 'dv≠d', 'odd head dims', 'window'].includes(v.name),
+    );
     for (const d of DS) {
       const p: AttentionProblem = { ...head, d, dv: d };
       console.log(`\nrow-kernel grid, B=4 H=16 N=4096 d=${d} non-causal`);
       const grid: RunOptions['rowPrefs'][] =
         d <= 64
-          ? [{}, { sc: 8 }, { sc: 4 }, { sc: 8, threads: 256 }, { tpr: 2, rpt: 2 }, { tpr: 2, rpt: 2, sc: 8 }, { tpr: 2, rpt: 2, threads: 256 }, { tpr: 4, rpt: 4, sc: 8 }]
-          : [{ tpr: 4, rpt: 2, sc: 8 }, { tpr: 4, rpt: 2, sc: 8, threads: 256 }, { tpr: 2, sc: 8, threads: 256 }];
+          ? [
+              {},
+              { sc: 8 },
+              { sc: 4 },
+              { sc: 8, threads: 256 },
+              { tpr: 2, rpt: 2 },
+              { tpr: 2, rpt: 2, sc: 8 },
+              { tpr: 2, rpt: 2, threads: 256 },
+              { tpr: 4, rpt: 4, sc: 8 },
+            ]
+          : [
+              { tpr: 4, rpt: 2, sc: 8 },
+              { tpr: 4, rpt: 2, sc: 8, threads: 256 },
+              { tpr: 2, sc: 8, threads: 256 },
+            ];
       // flash-f32 has no shuffles: one lane per row; chunk, sub-chunk and workgroup sizes
-      const f32Grid: RunOptions['rowPrefs'][] = [{}, { bc: 16 }, { bc: 64 }, { sc: 4 }, { sc: 16 }, { threads: 64 }, { threads: 192 }, { threads: 256 }];
+      const f32Grid: RunOptions['rowPrefs'][] = [
+        {},
+        { bc: 16 },
+        { bc: 64 },
+        { sc: 4 },
+        { sc: 16 },
+        { threads: 64 },
+        { threads: 192 },
+        { threads: 256 },
+      ];
       for (const path of ['flash-subgroups', 'flash-f32', 'flash-f16'] as WebGpuPath[]) {
         if (!paths.includes(path)) continue;
         const tiled = await measure(ctx, p, path, REPS, { flashKernel: 'tiled' });
-        console.log(`  ${path.padEnd(16)} ${'4×4-tiled kernel'.padEnd(44)} ${fmt(tiled)}   [${typeof tiled === 'string' ? '' : tiled.config}]`);
+        console.log(
+          `  ${path.padEnd(16)} ${'4×4-tiled kernel'.padEnd(44)} ${fmt(tiled)}   [${typeof tiled === 'string' ? '' : tiled.config}]`,
+        );
         for (const rowPrefs of path === 'flash-subgroups' ? grid : path === 'flash-f32' && d <= 64 ? f32Grid : [{}]) {
-          const variants = picks.map((v) => ({ ...v, problem: { ...v.problem, d: v.name === 'odd head dims' ? d - 3 : d, dv: v.name === 'dv≠d' ? d / 2 : d } }));
+          const variants = picks.map((v) => ({
+            ...v,
+            problem: { ...v.problem, d: v.name === 'odd head dims' ? d - 3 : d, dv: v.name === 'dv≠d' ? d / 2 : d },
+          }));
           const st = await selfTest(ctx, path, variants, undefined, { rowPrefs });
           const m = st.worst < 1e-4 ? await measure(ctx, p, path, REPS, { rowPrefs }) : `self-test failed: ${st.line}`;
           console.log(`  ${path.padEnd(16)} ${JSON.stringify(rowPrefs).padEnd(44)} ${fmt(m)}   [${typeof m === 'string' ? '' : m.config}]`);
@@ -550,12 +669,19 @@ async function main(): Promise<number> {
     }
     if (p.hq === p.hk && p.nk <= 32768 && paths.includes('flash-f32')) {
       const fl = await measure(ctx, p, 'flash-f32', REPS);
-      console.log(`  ${'flash-f32'.padEnd(16)} ${fmt(fl)}${typeof dec !== 'string' && typeof fl !== 'string' ? `   decode is ×${(fl.ms / dec.ms).toFixed(2)} faster` : ''}`);
+      console.log(
+        `  ${'flash-f32'.padEnd(16)} ${fmt(fl)}${typeof dec !== 'string' && typeof fl !== 'string' ? `   decode is ×${(fl.ms / dec.ms).toFixed(2)} faster` : ''}`,
+      );
     }
   }
   printSummary(anchor, summary);
   if (peers) printPeers(anchor, summary, peers);
-  console.log('\npath labels: ' + Object.entries(PATH_LABELS).map(([k, v]) => `${k} = ${v}`).join('; '));
+  console.log(
+    '\npath labels: ' +
+      Object.entries(PATH_LABELS)
+        .map(([k, v]) => `${k} = ${v}`)
+        .join('; '),
+  );
   return 0;
 }
 

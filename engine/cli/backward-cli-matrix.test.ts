@@ -42,21 +42,97 @@ interface Case {
 const base = { batch: 1, hq: 2, hk: 2, nq: 23, nk: 31, d: 8, dv: 12, causal: false } as const;
 const CASES: Case[] = [
   { name: 'Nq < Nk, dv != d', p: { ...base, dtype: 'fp32' }, layout: 'bhnd', rank: 4, storage: 'f32', blocks: [8, 4] },
-  { name: 'causal bottom-right, Nq < Nk', p: { ...base, causal: true, dtype: 'fp32' }, layout: 'bnhd', rank: 4, storage: 'f32', blocks: [4, 8] },
-  { name: 'causal bottom-right, Nq > Nk (fully masked rows)', p: { ...base, nq: 31, nk: 19, causal: true, dtype: 'fp16' }, layout: 'bhnd', rank: 3, storage: 'f16-npy', blocks: [8, 8] },
-  { name: 'causal, Nq > Nk, bf16', p: { ...base, nq: 29, nk: 17, causal: true, dtype: 'bf16' }, layout: 'bnhd', rank: 4, storage: 'bf16-safetensors', blocks: [4, 4] },
+  {
+    name: 'causal bottom-right, Nq < Nk',
+    p: { ...base, causal: true, dtype: 'fp32' },
+    layout: 'bnhd',
+    rank: 4,
+    storage: 'f32',
+    blocks: [4, 8],
+  },
+  {
+    name: 'causal bottom-right, Nq > Nk (fully masked rows)',
+    p: { ...base, nq: 31, nk: 19, causal: true, dtype: 'fp16' },
+    layout: 'bhnd',
+    rank: 3,
+    storage: 'f16-npy',
+    blocks: [8, 8],
+  },
+  {
+    name: 'causal, Nq > Nk, bf16',
+    p: { ...base, nq: 29, nk: 17, causal: true, dtype: 'bf16' },
+    layout: 'bnhd',
+    rank: 4,
+    storage: 'bf16-safetensors',
+    blocks: [4, 4],
+  },
   { name: 'sliding window', p: { ...base, window: { left: 5, right: 2 }, dtype: 'bf16' }, layout: 'bnhd', rank: 4, storage: 'bf16-flag' },
-  { name: 'window with keys no query sees', p: { ...base, nq: 12, nk: 30, causal: true, window: { left: 2, right: -1 }, dtype: 'fp32' }, layout: 'bhnd', rank: 4, storage: 'f32', blocks: [4, 4] },
-  { name: 'GQA (4 query heads on 2)', p: { ...base, hq: 4, hk: 2, causal: true, dtype: 'fp32' }, layout: 'bnhd', rank: 4, storage: 'f32', blocks: [8, 8] },
+  {
+    name: 'window with keys no query sees',
+    p: { ...base, nq: 12, nk: 30, causal: true, window: { left: 2, right: -1 }, dtype: 'fp32' },
+    layout: 'bhnd',
+    rank: 4,
+    storage: 'f32',
+    blocks: [4, 4],
+  },
+  {
+    name: 'GQA (4 query heads on 2)',
+    p: { ...base, hq: 4, hk: 2, causal: true, dtype: 'fp32' },
+    layout: 'bnhd',
+    rank: 4,
+    storage: 'f32',
+    blocks: [8, 8],
+  },
   { name: 'MQA, batch 2', p: { ...base, batch: 2, hq: 3, hk: 1, dtype: 'fp16' }, layout: 'bnhd', rank: 4, storage: 'f16-npy' },
-  { name: 'ALiBi standard slopes, 3 heads', p: { ...base, hq: 3, hk: 3, alibi: 'standard', causal: true, dtype: 'fp32' }, layout: 'bhnd', rank: 3, storage: 'f32', blocks: [8, 4] },
-  { name: 'ALiBi slopes from a file', p: { ...base, alibi: [0.7, 0.05], dtype: 'bf16' }, layout: 'bhnd', rank: 4, storage: 'bf16-flag', slopesFile: [0.7, 0.05] },
-  { name: 'softcap', p: { ...base, hq: 1, hk: 1, softcap: 2.5, scale: 0.6, dtype: 'fp32' }, layout: 'bhnd', rank: 2, storage: 'f32', blocks: [8, 8] },
-  { name: 'sinks', p: { ...base, sinks: [1.5, -0.5], causal: true, dtype: 'fp16' }, layout: 'bnhd', rank: 4, storage: 'f16-npy', blocks: [8, 4] },
+  {
+    name: 'ALiBi standard slopes, 3 heads',
+    p: { ...base, hq: 3, hk: 3, alibi: 'standard', causal: true, dtype: 'fp32' },
+    layout: 'bhnd',
+    rank: 3,
+    storage: 'f32',
+    blocks: [8, 4],
+  },
+  {
+    name: 'ALiBi slopes from a file',
+    p: { ...base, alibi: [0.7, 0.05], dtype: 'bf16' },
+    layout: 'bhnd',
+    rank: 4,
+    storage: 'bf16-flag',
+    slopesFile: [0.7, 0.05],
+  },
+  {
+    name: 'softcap',
+    p: { ...base, hq: 1, hk: 1, softcap: 2.5, scale: 0.6, dtype: 'fp32' },
+    layout: 'bhnd',
+    rank: 2,
+    storage: 'f32',
+    blocks: [8, 8],
+  },
+  {
+    name: 'sinks',
+    p: { ...base, sinks: [1.5, -0.5], causal: true, dtype: 'fp16' },
+    layout: 'bnhd',
+    rank: 4,
+    storage: 'f16-npy',
+    blocks: [8, 4],
+  },
   { name: 'dv > d, rank 3 bnhd', p: { ...base, d: 4, dv: 16, dtype: 'bf16' }, layout: 'bnhd', rank: 3, storage: 'bf16-flag' },
   {
     name: 'everything at once',
-    p: { ...base, batch: 2, hq: 4, hk: 2, nq: 27, nk: 21, causal: true, window: { left: 9, right: -1 }, softcap: 4, alibi: 'standard', sinks: [0.5, -1, 2, 0], dtype: 'fp32' },
+    p: {
+      ...base,
+      batch: 2,
+      hq: 4,
+      hk: 2,
+      nq: 27,
+      nk: 21,
+      causal: true,
+      window: { left: 9, right: -1 },
+      softcap: 4,
+      alibi: 'standard',
+      sinks: [0.5, -1, 2, 0],
+      dtype: 'fp32',
+    },
     layout: 'bnhd',
     rank: 4,
     storage: 'f32',
@@ -107,7 +183,8 @@ function toFile(x: Float64Array, [B, H, N, D]: number[], layout: Layout, rank: n
           const dst = layout === 'bhnd' ? src : ((b * N + n) * H + h) * D + e;
           out[dst] = x[src];
         }
-  const shape = rank === 2 ? [N, D] : rank === 3 ? (layout === 'bhnd' ? [H, N, D] : [N, H, D]) : layout === 'bhnd' ? [B, H, N, D] : [B, N, H, D];
+  const shape =
+    rank === 2 ? [N, D] : rank === 3 ? (layout === 'bhnd' ? [H, N, D] : [N, H, D]) : layout === 'bhnd' ? [B, H, N, D] : [B, N, H, D];
   return [shape, out];
 }
 
@@ -128,7 +205,14 @@ function bf16Safetensors(shape: number[], values: Float64Array): Uint8Array {
 function alibiSlopesOf(n: number): number[] {
   const geometric = (k: number) => Array.from({ length: k }, (_, i) => 2 ** ((-8 * (i + 1)) / k));
   const p2 = 2 ** Math.floor(Math.log2(n));
-  return p2 === n ? geometric(n) : [...geometric(p2), ...geometric(2 * p2).filter((_, i) => i % 2 === 0).slice(0, n - p2)];
+  return p2 === n
+    ? geometric(n)
+    : [
+        ...geometric(p2),
+        ...geometric(2 * p2)
+          .filter((_, i) => i % 2 === 0)
+          .slice(0, n - p2),
+      ];
 }
 
 interface Grads {
@@ -167,7 +251,10 @@ function reference(p: AttentionProblem, q: Float64Array, k: Float64Array, v: Flo
         const dsdx: number[] = [];
         for (let j = 0; j < nk; j++) {
           const rel = j - i - (nk - nq);
-          const masked = (p.causal && rel > 0) || (p.window && p.window.left >= 0 && rel < -p.window.left) || (p.window && p.window.right >= 0 && rel > p.window.right);
+          const masked =
+            (p.causal && rel > 0) ||
+            (p.window && p.window.left >= 0 && rel < -p.window.left) ||
+            (p.window && p.window.right >= 0 && rel > p.window.right);
           let x = 0;
           for (let e = 0; e < d; e++) x += Q(i, e) * K(j, e);
           let sij = tau * x;
@@ -225,103 +312,145 @@ function maxAbsDiff(a: ArrayLike<number>, b: ArrayLike<number>): number {
 const npy = async (file: string) => readNpy(new MemorySource(readFileSync(file), file));
 
 describe('run --do: every variant through the spawned command, against a float64 reference', () => {
-  it.each(CASES.map((c, i) => [c.name, c, i] as const))('%s', async (_name, c, index) => {
-    const { p, layout, rank } = c;
-    const at = (n: string) => join(dir, `${index}-${n}`);
-    const dims = {
-      q: [p.batch, p.hq, p.nq, p.d],
-      k: [p.batch, p.hk, p.nk, p.d],
-      v: [p.batch, p.hk, p.nk, p.dv],
-      do: [p.batch, p.hq, p.nq, p.dv],
-    } as const;
-    const raw = {
-      q: normals(dims.q.reduce((a, b) => a * b), 11 + index),
-      k: normals(dims.k.reduce((a, b) => a * b), 101 + index),
-      v: normals(dims.v.reduce((a, b) => a * b), 1001 + index),
-      do: normals(dims.do.reduce((a, b) => a * b), 10001 + index),
-    };
-    const vals = {
-      q: await storedValues(raw.q, p.dtype),
-      k: await storedValues(raw.k, p.dtype),
-      v: await storedValues(raw.v, p.dtype),
-      do: await storedValues(raw.do, p.dtype),
-    };
-    const args: string[] = [];
-    for (const name of ['q', 'k', 'v', 'do'] as const) {
-      const [shape, data] = toFile(vals[name], [...dims[name]], layout, rank);
-      let file: string;
-      if (c.storage === 'bf16-safetensors') writeFileSync((file = at(`${name}.safetensors`)), bf16Safetensors(shape, data));
-      else writeFileSync((file = at(`${name}.npy`)), encodeNpy(data, shape, c.storage === 'f16-npy' ? 'float16' : 'float32'));
-      args.push(`--${name}`, file);
-    }
-    if (layout === 'bnhd') args.push('--layout', 'bnhd');
-    if (c.storage === 'bf16-flag') args.push('--dtype', 'bf16');
-    if (p.causal) args.push('--causal');
-    if (p.window) args.push('--window', `${p.window.left},${p.window.right}`);
-    if (p.softcap !== undefined) args.push('--softcap', String(p.softcap));
-    if (p.scale !== undefined) args.push('--scale', String(p.scale));
-    if (p.alibi === 'standard') args.push('--alibi');
-    if (c.slopesFile) {
-      writeFileSync(at('slopes.npy'), encodeNpy(c.slopesFile, [c.slopesFile.length]));
-      args.push('--alibi-slopes', at('slopes.npy'));
-    }
-    if (p.sinks) {
-      writeFileSync(at('sinks.npy'), encodeNpy(p.sinks, [p.sinks.length]));
-      args.push('--sink', at('sinks.npy'));
-    }
-    if (c.blocks) args.push('--block-m', String(c.blocks[0]), '--block-n', String(c.blocks[1]));
-    const out = at('out');
-    const r = spawnSync('npm', ['run', '-s', 'engine', '--', 'run', '--algo', ALGOS.join(','), ...args, '--out', out], { encoding: 'utf8' });
-    expect(r.stderr.replace(/npm warn.*\n/g, ''), 'stderr').toBe('');
-    expect(r.status).toBe(0);
+  it.each(CASES.map((c, i) => [c.name, c, i] as const))(
+    '%s',
+    async (_name, c, index) => {
+      const { p, layout, rank } = c;
+      const at = (n: string) => join(dir, `${index}-${n}`);
+      const dims = {
+        q: [p.batch, p.hq, p.nq, p.d],
+        k: [p.batch, p.hk, p.nk, p.d],
+        v: [p.batch, p.hk, p.nk, p.dv],
+        do: [p.batch, p.hq, p.nq, p.dv],
+      } as const;
+      const raw = {
+        q: normals(
+          dims.q.reduce((a, b) => a * b),
+          11 + index,
+        ),
+        k: normals(
+          dims.k.reduce((a, b) => a * b),
+          101 + index,
+        ),
+        v: normals(
+          dims.v.reduce((a, b) => a * b),
+          1001 + index,
+        ),
+        do: normals(
+          dims.do.reduce((a, b) => a * b),
+          10001 + index,
+        ),
+      };
+      const vals = {
+        q: await storedValues(raw.q, p.dtype),
+        k: await storedValues(raw.k, p.dtype),
+        v: await storedValues(raw.v, p.dtype),
+        do: await storedValues(raw.do, p.dtype),
+      };
+      const args: string[] = [];
+      for (const name of ['q', 'k', 'v', 'do'] as const) {
+        const [shape, data] = toFile(vals[name], [...dims[name]], layout, rank);
+        let file: string;
+        if (c.storage === 'bf16-safetensors') writeFileSync((file = at(`${name}.safetensors`)), bf16Safetensors(shape, data));
+        else writeFileSync((file = at(`${name}.npy`)), encodeNpy(data, shape, c.storage === 'f16-npy' ? 'float16' : 'float32'));
+        args.push(`--${name}`, file);
+      }
+      if (layout === 'bnhd') args.push('--layout', 'bnhd');
+      if (c.storage === 'bf16-flag') args.push('--dtype', 'bf16');
+      if (p.causal) args.push('--causal');
+      if (p.window) args.push('--window', `${p.window.left},${p.window.right}`);
+      if (p.softcap !== undefined) args.push('--softcap', String(p.softcap));
+      if (p.scale !== undefined) args.push('--scale', String(p.scale));
+      if (p.alibi === 'standard') args.push('--alibi');
+      if (c.slopesFile) {
+        writeFileSync(at('slopes.npy'), encodeNpy(c.slopesFile, [c.slopesFile.length]));
+        args.push('--alibi-slopes', at('slopes.npy'));
+      }
+      if (p.sinks) {
+        writeFileSync(at('sinks.npy'), encodeNpy(p.sinks, [p.sinks.length]));
+        args.push('--sink', at('sinks.npy'));
+      }
+      if (c.blocks) args.push('--block-m', String(c.blocks[0]), '--block-n', String(c.blocks[1]));
+      const out = at('out');
+      const r = spawnSync('npm', ['run', '-s', 'engine', '--', 'run', '--algo', ALGOS.join(','), ...args, '--out', out], {
+        encoding: 'utf8',
+      });
+      expect(r.stderr.replace(/npm warn.*\n/g, ''), 'stderr').toBe('');
+      expect(r.status).toBe(0);
 
-    const ref = reference(p, vals.q, vals.k, vals.v, vals.do);
-    // Outputs come back in the caller's layout: compare there.
-    const want = {
-      o: toFile(ref.o, [...dims.do], layout, rank),
-      dq: toFile(ref.dq, [...dims.q], layout, rank),
-      dk: toFile(ref.dk, [...dims.k], layout, rank),
-      dv: toFile(ref.dv, [...dims.v], layout, rank),
-    };
-    let bar = { o: 1e-4, dq: 1e-4, dk: 1e-4, dv: 1e-4 };
-    if (p.dtype !== 'fp32') {
-      const f32 = (a: Float64Array) => Float32Array.from(a);
-      const x = { q: f32(vals.q), k: f32(vals.k), v: f32(vals.v) };
-      const naive = naiveBackwardSamePrecision(p, { ...x, dO: f32(vals.do) });
-      const rule = (e: number) => Math.max(2 * e, 4e-3);
-      bar = { o: rule(maxAbsDiff(naiveSamePrecision(p, x).o, ref.o)), dq: rule(maxAbsDiff(naive.dq, ref.dq)), dk: rule(maxAbsDiff(naive.dk, ref.dk)), dv: rule(maxAbsDiff(naive.dv, ref.dv)) };
-    }
-    for (const algo of ALGOS) {
-      for (const name of ['o', 'dq', 'dk', 'dv'] as const) {
-        const t = await npy(join(out, algo, `${name}.npy`));
-        const [shape, expected] = want[name];
-        expect(t.info.dtype, `${algo} ${name} dtype`).toBe('float32');
-        expect(t.info.shape, `${algo} ${name} shape`).toEqual(shape);
-        expect(maxAbsDiff(t.data, expected), `${algo} ${name}`).toBeLessThanOrEqual(bar[name]);
-        // Exactly zero where no score reaches: rows that see no key, keys that no row sees.
-        if (name !== 'o') for (let i = 0; i < expected.length; i++) if (expected[i] === 0) expect(t.data[i], `${algo} ${name}[${i}]`).toBe(0);
+      const ref = reference(p, vals.q, vals.k, vals.v, vals.do);
+      // Outputs come back in the caller's layout: compare there.
+      const want = {
+        o: toFile(ref.o, [...dims.do], layout, rank),
+        dq: toFile(ref.dq, [...dims.q], layout, rank),
+        dk: toFile(ref.dk, [...dims.k], layout, rank),
+        dv: toFile(ref.dv, [...dims.v], layout, rank),
+      };
+      let bar = { o: 1e-4, dq: 1e-4, dk: 1e-4, dv: 1e-4 };
+      if (p.dtype !== 'fp32') {
+        const f32 = (a: Float64Array) => Float32Array.from(a);
+        const x = { q: f32(vals.q), k: f32(vals.k), v: f32(vals.v) };
+        const naive = naiveBackwardSamePrecision(p, { ...x, dO: f32(vals.do) });
+        const rule = (e: number) => Math.max(2 * e, 4e-3);
+        bar = {
+          o: rule(maxAbsDiff(naiveSamePrecision(p, x).o, ref.o)),
+          dq: rule(maxAbsDiff(naive.dq, ref.dq)),
+          dk: rule(maxAbsDiff(naive.dk, ref.dk)),
+          dv: rule(maxAbsDiff(naive.dv, ref.dv)),
+        };
       }
-      const lse = await npy(join(out, algo, 'lse.npy'));
-      expect(lse.info.shape).toEqual([p.batch, p.hq, p.nq]);
-      for (let i = 0; i < ref.lse.length; i++) {
-        if (ref.lse[i] === -Infinity) expect(lse.data[i]).toBe(-Infinity);
-        else expect(Math.abs(lse.data[i] - ref.lse[i]), `${algo} lse[${i}]`).toBeLessThanOrEqual(p.dtype === 'fp32' ? 1e-4 : 4e-3);
+      for (const algo of ALGOS) {
+        for (const name of ['o', 'dq', 'dk', 'dv'] as const) {
+          const t = await npy(join(out, algo, `${name}.npy`));
+          const [shape, expected] = want[name];
+          expect(t.info.dtype, `${algo} ${name} dtype`).toBe('float32');
+          expect(t.info.shape, `${algo} ${name} shape`).toEqual(shape);
+          expect(maxAbsDiff(t.data, expected), `${algo} ${name}`).toBeLessThanOrEqual(bar[name]);
+          // Exactly zero where no score reaches: rows that see no key, keys that no row sees.
+          if (name !== 'o')
+            for (let i = 0; i < expected.length; i++) if (expected[i] === 0) expect(t.data[i], `${algo} ${name}[${i}]`).toBe(0);
+        }
+        const lse = await npy(join(out, algo, 'lse.npy'));
+        expect(lse.info.shape).toEqual([p.batch, p.hq, p.nq]);
+        for (let i = 0; i < ref.lse.length; i++) {
+          if (ref.lse[i] === -Infinity) expect(lse.data[i]).toBe(-Infinity);
+          else expect(Math.abs(lse.data[i] - ref.lse[i]), `${algo} lse[${i}]`).toBeLessThanOrEqual(p.dtype === 'fp32' ? 1e-4 : 4e-3);
+        }
       }
-    }
-    // Cases meant to exercise masked rows and unseen keys do have them.
-    if (c.name.includes('fully masked')) expect(ref.lse.some((x) => x === -Infinity)).toBe(true);
-    if (c.name.includes('no query sees')) expect(ref.dk.some((x) => x === 0)).toBe(true);
-  }, 120_000);
+      // Cases meant to exercise masked rows and unseen keys do have them.
+      if (c.name.includes('fully masked')) expect(ref.lse.some((x) => x === -Infinity)).toBe(true);
+      if (c.name.includes('no query sees')) expect(ref.dk.some((x) => x === 0)).toBe(true);
+    },
+    120_000,
+  );
 });
 
 describe('run --do refusals through the spawned command: nothing written', () => {
   const p = { batch: 1, hq: 2, nq: 5, nk: 7, d: 4, dv: 6 };
   const file = (name: string, shape: number[]) => {
-    writeFileSync(join(dir, name), encodeNpy(normals(shape.reduce((a, b) => a * b), 7), shape));
+    writeFileSync(
+      join(dir, name),
+      encodeNpy(
+        normals(
+          shape.reduce((a, b) => a * b),
+          7,
+        ),
+        shape,
+      ),
+    );
     return join(dir, name);
   };
   // bnhd files: q [1, 5, 2, 4], k [1, 7, 2, 4], v [1, 7, 2, 6]; O is [1, 5, 2, 6].
-  const qkv = ['--q', file('rq.npy', [1, p.nq, p.hq, p.d]), '--k', file('rk.npy', [1, p.nk, p.hq, p.d]), '--v', file('rv.npy', [1, p.nk, p.hq, p.dv]), '--layout', 'bnhd'];
+  const qkv = [
+    '--q',
+    file('rq.npy', [1, p.nq, p.hq, p.d]),
+    '--k',
+    file('rk.npy', [1, p.nk, p.hq, p.d]),
+    '--v',
+    file('rv.npy', [1, p.nk, p.hq, p.dv]),
+    '--layout',
+    'bnhd',
+  ];
   const engine = (args: string[]) => spawnSync('npm', ['run', '-s', 'engine', '--', 'run', ...args], { encoding: 'utf8' });
 
   it('a dO with O’s element count in the other layout is refused, naming dO and the expected shape', () => {

@@ -37,7 +37,19 @@ const load = async (file: string) => readNpy(new MemorySource(readFileSync(file)
 const ALGOS = ['standard', 'fa1', 'fa2', 'fa3'];
 
 // bnhd, GQA, causal with Nq > Nk (fully masked rows), sinks, softcap, dv != d.
-const P: AttentionProblem = { batch: 2, hq: 4, hk: 2, nq: 19, nk: 13, d: 8, dv: 6, causal: true, sinks: [0.5, -1, 2, 0], softcap: 4, dtype: 'fp32' };
+const P: AttentionProblem = {
+  batch: 2,
+  hq: 4,
+  hk: 2,
+  nq: 19,
+  nk: 13,
+  d: 8,
+  dv: 6,
+  causal: true,
+  sinks: [0.5, -1, 2, 0],
+  softcap: 4,
+  dtype: 'fp32',
+};
 const X = randomInputs(P, { seed: 9 });
 const DO = randomGradOutput(P, 9);
 const REF = referenceBackward(P, { ...X, dO: DO });
@@ -53,9 +65,30 @@ const common = ['--q', files.q, '--k', files.k, '--v', files.v, '--layout', 'bnh
 describe('run --do', () => {
   it('writes dq, dk, dv (float32, rank and layout of q, k, v) within 1e-4 of float64 for standard, fa1, fa2, fa3', async () => {
     const out = path('out');
-    const r = spawnSync('npm', ['run', '-s', 'engine', '--', 'run', '--algo', ALGOS.join(','), ...common, '--do', files.do, '--block-m', '8', '--block-n', '4', '--out', out], {
-      encoding: 'utf8',
-    });
+    const r = spawnSync(
+      'npm',
+      [
+        'run',
+        '-s',
+        'engine',
+        '--',
+        'run',
+        '--algo',
+        ALGOS.join(','),
+        ...common,
+        '--do',
+        files.do,
+        '--block-m',
+        '8',
+        '--block-n',
+        '4',
+        '--out',
+        out,
+      ],
+      {
+        encoding: 'utf8',
+      },
+    );
     expect(r.stderr.replace(/npm warn.*\n/g, '')).toBe('');
     expect(r.status).toBe(0);
     for (const algo of ALGOS) {
@@ -84,12 +117,18 @@ describe('run --do', () => {
     const dO = randomGradOutput(p, 3);
     const out = path('out16');
     await runCommand.run([
-      '--algo', 'fa2,fa3',
-      '--q', save('q16.npy', x.q, [21, 8], 'float16'),
-      '--k', save('k16.npy', x.k, [17, 8], 'float16'),
-      '--v', save('v16.npy', x.v, [17, 8], 'float16'),
-      '--do', save('do16.npy', dO, [21, 8], 'float16'),
-      '--out', out,
+      '--algo',
+      'fa2,fa3',
+      '--q',
+      save('q16.npy', x.q, [21, 8], 'float16'),
+      '--k',
+      save('k16.npy', x.k, [17, 8], 'float16'),
+      '--v',
+      save('v16.npy', x.v, [17, 8], 'float16'),
+      '--do',
+      save('do16.npy', dO, [21, 8], 'float16'),
+      '--out',
+      out,
     ]);
     const ref = referenceBackward(p, { ...x, dO });
     const naive = naiveBackwardSamePrecision(p, { ...x, dO });
@@ -122,13 +161,37 @@ describe('run --do', () => {
 describe('trace --backward / --do', () => {
   it('streams backward events tagged pass=backward whose deltas add up to the run’s backward counters', async () => {
     const file = path('bwd.jsonl');
-    await traceCommand.run(['--algo', 'fa2,fa3', '--nq', '12', '--nk', '9', '--d', '4', '--causal', '--block-m', '4', '--block-n', '4', '--backward', '--seed', '2', '--out', file]);
-    const events = readFileSync(file, 'utf8').trim().split('\n').map((l) => fromJsonLine<TraceEvent & { algo: string }>(l));
+    await traceCommand.run([
+      '--algo',
+      'fa2,fa3',
+      '--nq',
+      '12',
+      '--nk',
+      '9',
+      '--d',
+      '4',
+      '--causal',
+      '--block-m',
+      '4',
+      '--block-n',
+      '4',
+      '--backward',
+      '--seed',
+      '2',
+      '--out',
+      file,
+    ]);
+    const events = readFileSync(file, 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => fromJsonLine<TraceEvent & { algo: string }>(l));
     for (const algo of ['fa2', 'fa3']) {
       const mine = events.filter((e) => e.algo === algo);
       expect(mine.every((e) => e.pass === 'backward')).toBe(true);
       expect(mine.map((e) => e.step)).toEqual(mine.map((_, i) => i));
-      expect(new Set(mine.map((e) => e.kind))).toEqual(new Set(['load', 'dsum', 'write', 'qk', 'mask', 'recompute', 'dv', 'dp', 'ds', 'dq', 'dk', 'dqconvert']));
+      expect(new Set(mine.map((e) => e.kind))).toEqual(
+        new Set(['load', 'dsum', 'write', 'qk', 'mask', 'recompute', 'dv', 'dp', 'ds', 'dq', 'dk', 'dqconvert']),
+      );
       const p: AttentionProblem = { batch: 1, hq: 1, hk: 1, nq: 12, nk: 9, d: 4, dv: 4, causal: true, dtype: 'fp32' };
       const x: BackwardInputs = { ...randomInputs(p, { seed: 2 }), dO: randomGradOutput(p, 2) };
       const run = runToEnd(backwardById(algo), p, x, { blockM: 4, blockN: 4 });
@@ -144,8 +207,14 @@ describe('trace --backward / --do', () => {
   it('uses the dO file when given', async () => {
     const file = path('bwd-do.jsonl');
     await traceCommand.run(['--algo', 'fa1', ...common, '--do', files.do, '--block-m', '8', '--block-n', '8', '--out', file]);
-    const first = fromJsonLine<TraceEvent>(readFileSync(file, 'utf8').split('\n').find((l) => l.includes('"kind":"dv"'))!);
+    const first = fromJsonLine<TraceEvent>(
+      readFileSync(file, 'utf8')
+        .split('\n')
+        .find((l) => l.includes('"kind":"dv"'))!,
+    );
     // The first dv event of (b 0, h 0) shows dO rows 0.. of the file (bnhd → row-major rows of head 0).
-    expect(first.kind === 'dv' && first.dO.slice(0, 6)).toEqual(Array.from(DO.subarray(first.tile.rows[0] * 6, first.tile.rows[0] * 6 + 6)));
+    expect(first.kind === 'dv' && first.dO.slice(0, 6)).toEqual(
+      Array.from(DO.subarray(first.tile.rows[0] * 6, first.tile.rows[0] * 6 + 6)),
+    );
   });
 });

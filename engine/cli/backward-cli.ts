@@ -44,7 +44,10 @@ export async function loadGradOutput(spec: string, cp: CliProblem): Promise<Floa
   const want = shapeFor(cp.rank, dims, cp.layout);
   const got = t.info.shape;
   if (got.length !== want.length || got.some((n, i) => n !== want[i])) {
-    throw new ProblemError('dO', `${spec}: expected shape [${want.join(', ')}] (the shape of O: q's layout with dv = ${p.dv}), got [${got.join(', ')}]`);
+    throw new ProblemError(
+      'dO',
+      `${spec}: expected shape [${want.join(', ')}] (the shape of O: q's layout with dv = ${p.dv}), got [${got.join(', ')}]`,
+    );
   }
   return roundArray(p.dtype, toBhnd(t.data, dims, cp.layout));
 }
@@ -94,7 +97,9 @@ export async function runBackwardCli(a: ParsedArgs, cp: CliProblem, ids: string[
       problem: p,
     };
     await writeFile(join(dir, 'stats.json'), JSON.stringify(stats, null, 2) + '\n');
-    console.log(`${algo.id}: forward ${r.forward.counters.steps} steps, backward ${r.counters.steps} steps, ${seconds.toFixed(3)} s -> ${dir}`);
+    console.log(
+      `${algo.id}: forward ${r.forward.counters.steps} steps, backward ${r.counters.steps} steps, ${seconds.toFixed(3)} s -> ${dir}`,
+    );
   }
   return 0;
 }

@@ -49,7 +49,32 @@ describe('engine CLI', () => {
     const out = path('out');
     const r = spawnSync(
       'npm',
-      ['run', '-s', 'engine', '--', 'run', '--algo', 'standard,fa1,fa2', '--q', q, '--k', k, '--v', v, '--layout', 'bnhd', '--causal', '--sink', sink, '--block-m', '8', '--block-n', '4', '--out', out],
+      [
+        'run',
+        '-s',
+        'engine',
+        '--',
+        'run',
+        '--algo',
+        'standard,fa1,fa2',
+        '--q',
+        q,
+        '--k',
+        k,
+        '--v',
+        v,
+        '--layout',
+        'bnhd',
+        '--causal',
+        '--sink',
+        sink,
+        '--block-m',
+        '8',
+        '--block-n',
+        '4',
+        '--out',
+        out,
+      ],
       { encoding: 'utf8' },
     );
     expect(r.stderr.replace(/npm warn.*\n/g, '')).toBe('');
@@ -62,24 +87,33 @@ describe('engine CLI', () => {
       expect(maxAbsErr(o.data, refBnhd)).toBeLessThanOrEqual(2e-5);
       const lse = await load(join(out, algo, 'lse.npy'));
       expect(lse.info.shape).toEqual([2, 4, 19]);
-      for (let i = 0; i < REF.lse.length; i++) expect(Math.abs(lse.data[i] - REF.lse[i])).toBeLessThanOrEqual(2e-5 * Math.max(1, Math.abs(REF.lse[i])));
+      for (let i = 0; i < REF.lse.length; i++)
+        expect(Math.abs(lse.data[i] - REF.lse[i])).toBeLessThanOrEqual(2e-5 * Math.max(1, Math.abs(REF.lse[i])));
       const stats = JSON.parse(readFileSync(join(out, algo, 'stats.json'), 'utf8'));
       expect(stats.nonfinite_inputs).toEqual({ q: 0, k: 0, v: 0 });
       for (const key of ['hbm_bytes_read', 'hbm_bytes_written', 'matmul_flops', 'exp_count', 'rescale_count', 'steps']) {
-        expect(Number.isInteger(stats[key]) && stats[key] > 0 || (key === 'rescale_count' && algo === 'standard')).toBe(true);
+        expect((Number.isInteger(stats[key]) && stats[key] > 0) || (key === 'rescale_count' && algo === 'standard')).toBe(true);
       }
     }
   }, 20_000);
 
-  it('run on non-finite inputs warns on stderr with the import\'s sentence and counts them in stats.json', () => {
+  it("run on non-finite inputs warns on stderr with the import's sentence and counts them in stats.json", () => {
     // Q all NaN; K with one +Infinity at (head 1, row 2, column 3); V clean. Rank 3: [H, N, d].
     const qn = save('qnan.npy', new Float32Array(2 * 4 * 8).fill(NaN), [2, 4, 8]);
     const kv = Float32Array.from({ length: 2 * 5 * 8 }, (_, i) => Math.sin(i));
     kv[(1 * 5 + 2) * 8 + 3] = Infinity;
     const ki = save('kinf.npy', kv, [2, 5, 8]);
-    const vc = save('vclean.npy', Float32Array.from({ length: 2 * 5 * 8 }, (_, i) => Math.cos(i)), [2, 5, 8]);
+    const vc = save(
+      'vclean.npy',
+      Float32Array.from({ length: 2 * 5 * 8 }, (_, i) => Math.cos(i)),
+      [2, 5, 8],
+    );
     const out = path('out-nan');
-    const r = spawnSync('node', ['--import', 'tsx', 'engine/cli/main.ts', 'run', '--algo', 'fa2', '--q', qn, '--k', ki, '--v', vc, '--out', out], { encoding: 'utf8' });
+    const r = spawnSync(
+      'node',
+      ['--import', 'tsx', 'engine/cli/main.ts', 'run', '--algo', 'fa2', '--q', qn, '--k', ki, '--v', vc, '--out', out],
+      { encoding: 'utf8' },
+    );
     expect(r.status).toBe(0);
     expect(r.stderr.split('\n').filter((l) => l.startsWith('warning:'))).toEqual([
       'warning: Q holds NaN at row 0, column 0 of batch 0, head 0 and 63 more non-finite values (64 of 64: 64 NaN, 0 ±Infinity); attention inputs must be finite',
@@ -93,7 +127,18 @@ describe('engine CLI', () => {
     const p: AttentionProblem = { batch: 1, hq: 1, hk: 1, nq: 9, nk: 11, d: 4, dv: 4, causal: false, dtype: 'fp16' };
     const x = randomInputs(p, { seed: 4 });
     const out = path('out2');
-    await runCommand.run(['--algo', 'fa2', '--q', save('q2.npy', x.q, [9, 4], 'float16'), '--k', save('k2.npy', x.k, [11, 4], 'float16'), '--v', save('v2.npy', x.v, [11, 4], 'float16'), '--out', out]);
+    await runCommand.run([
+      '--algo',
+      'fa2',
+      '--q',
+      save('q2.npy', x.q, [9, 4], 'float16'),
+      '--k',
+      save('k2.npy', x.k, [11, 4], 'float16'),
+      '--v',
+      save('v2.npy', x.v, [11, 4], 'float16'),
+      '--out',
+      out,
+    ]);
     const o = await load(join(out, 'fa2', 'o.npy'));
     expect(o.info.shape).toEqual([9, 4]);
     const stats = JSON.parse(readFileSync(join(out, 'fa2', 'stats.json'), 'utf8'));
@@ -138,15 +183,36 @@ describe('engine CLI', () => {
     expect(o.info.shape).toEqual([2, 5, 4]);
     expect(JSON.parse(readFileSync(join(out, 'fa1', 'stats.json'), 'utf8')).problem.dtype).toBe('bf16');
     expect(maxAbsErr(o.data, referenceAttention(p, x).o)).toBeLessThan(1e-2);
-    await expect(runCommand.run(['--algo', 'fa1', '--q', st, '--k', `${st}:k`, '--v', `${st}:v`, '--out', out])).rejects.toThrow(/holds 3 tensors \(q, k, v\); name one/);
+    await expect(runCommand.run(['--algo', 'fa1', '--q', st, '--k', `${st}:k`, '--v', `${st}:v`, '--out', out])).rejects.toThrow(
+      /holds 3 tensors \(q, k, v\); name one/,
+    );
   });
 
   it('trace writes one parseable event per line, -inf as a string, counters adding up', async () => {
     const file = path('trace.jsonl');
-    await traceCommand.run(['--algo', 'fa2,fa1', '--nq', '12', '--nk', '8', '--d', '4', '--causal', '--block-m', '4', '--block-n', '4', '--out', file]);
+    await traceCommand.run([
+      '--algo',
+      'fa2,fa1',
+      '--nq',
+      '12',
+      '--nk',
+      '8',
+      '--d',
+      '4',
+      '--causal',
+      '--block-m',
+      '4',
+      '--block-n',
+      '4',
+      '--out',
+      file,
+    ]);
     const text = readFileSync(file, 'utf8');
     expect(text).toContain('"-Infinity"');
-    const events = text.trim().split('\n').map((l) => fromJsonLine<TraceEvent & { algo: string }>(l));
+    const events = text
+      .trim()
+      .split('\n')
+      .map((l) => fromJsonLine<TraceEvent & { algo: string }>(l));
     for (const algo of ['fa2', 'fa1']) {
       const mine = events.filter((e) => e.algo === algo);
       expect(mine.map((e) => e.step)).toEqual(mine.map((_, i) => i));
@@ -169,11 +235,23 @@ describe('engine CLI', () => {
     return b;
   };
   const cases: [string, () => string[], RegExp][] = [
-    ['truncated', () => ['--q', bad('t.npy', good.subarray(0, good.length - 7))], /t\.npy: shape \[5, 4\] of float32 needs 80 bytes .* holds 73 \(truncated\)/],
-    ['wrong magic', () => ['--q', bad('m.npy', new TextEncoder().encode('not a numpy file at all'))], /m\.npy: not a \.npy file \(wrong magic/],
+    [
+      'truncated',
+      () => ['--q', bad('t.npy', good.subarray(0, good.length - 7))],
+      /t\.npy: shape \[5, 4\] of float32 needs 80 bytes .* holds 73 \(truncated\)/,
+    ],
+    [
+      'wrong magic',
+      () => ['--q', bad('m.npy', new TextEncoder().encode('not a numpy file at all'))],
+      /m\.npy: not a \.npy file \(wrong magic/,
+    ],
     ['Fortran order', () => ['--q', bad('f.npy', header("{'descr': '<f4', 'fortran_order': True , "))], /f\.npy: Fortran-order/],
     ['big-endian', () => ['--q', bad('be.npy', header("{'descr': '>f4'"))], /be\.npy: big-endian float .*'>f4'/],
-    ['int dtype', () => ['--q', bad('i.npy', header("{'descr': '<i4'"))], /i\.npy: holds int32 values \(signed integer\); attention tensors must be float/],
+    [
+      'int dtype',
+      () => ['--q', bad('i.npy', header("{'descr': '<i4'"))],
+      /i\.npy: holds int32 values \(signed integer\); attention tensors must be float/,
+    ],
     ['rank 5', () => ['--q', save('r5.npy', new Float32Array(20), [1, 1, 1, 5, 4])], /q: rank 5 tensor \[1, 1, 1, 5, 4\]/],
     ['head dims differ', () => ['--q', save('qd.npy', new Float32Array(15), [5, 3])], /d: q and k must have the same head dim/],
   ];
@@ -189,17 +267,27 @@ describe('engine CLI', () => {
     const v6 = save('v6.npy', new Float32Array(24), [6, 4]);
     const base = ['--algo', 'fa2', '--q', k5, '--k', k5, '--out', path('never')];
     await expect(runCommand.run([...base, '--v', v6])).rejects.toThrow(/v: v must have k's heads and length/);
-    await expect(runCommand.run([...base, '--v', k5, '--sink', save('s2.npy', [1, 2], [2])])).rejects.toThrow(/--sink .* length 1 .* got shape \[2\]/);
+    await expect(runCommand.run([...base, '--v', k5, '--sink', save('s2.npy', [1, 2], [2])])).rejects.toThrow(
+      /--sink .* length 1 .* got shape \[2\]/,
+    );
     await expect(runCommand.run([...base, '--v', k5, '--bogus'])).rejects.toThrow(/unknown option --bogus/);
     await expect(runCommand.run([...base, '--v', k5, '--window', '3'])).rejects.toThrow(/--window needs L,R/);
     await expect(runCommand.run([...base, '--v', k5, '--scale', 'Infinity'])).rejects.toThrow(/--scale needs a number/);
-    await expect(runCommand.run([...base, '--v', k5, '--feature', 'x=1'])).rejects.toThrow(/unknown feature 'x' for fa2; accepted: \(none\)/);
-    await expect(runCommand.run(['--algo', 'standard,fa2', ...base.slice(2), '--v', k5, '--feature', 'x=1'])).rejects.toThrow(/unknown feature 'x' for standard; accepted: \(none\)/);
+    await expect(runCommand.run([...base, '--v', k5, '--feature', 'x=1'])).rejects.toThrow(
+      /unknown feature 'x' for fa2; accepted: \(none\)/,
+    );
+    await expect(runCommand.run(['--algo', 'standard,fa2', ...base.slice(2), '--v', k5, '--feature', 'x=1'])).rejects.toThrow(
+      /unknown feature 'x' for standard; accepted: \(none\)/,
+    );
     expect(() => readFileSync(path('never/standard/o.npy'))).toThrow();
     expect(() => readFileSync(path('never/fa2/o.npy'))).toThrow();
   });
   it('exits 1 with the message on stderr when spawned with a bad file', () => {
-    const r = spawnSync('node', ['--import', 'tsx', 'engine/cli/main.ts', 'run', '--algo', 'fa2', '--q', path('nothing.npy'), '--k', k, '--v', v, '--out', path('x')], { encoding: 'utf8' });
+    const r = spawnSync(
+      'node',
+      ['--import', 'tsx', 'engine/cli/main.ts', 'run', '--algo', 'fa2', '--q', path('nothing.npy'), '--k', k, '--v', v, '--out', path('x')],
+      { encoding: 'utf8' },
+    );
     expect(r.status).toBe(1);
     expect(r.stderr).toMatch(/error: cannot open .*nothing\.npy: ENOENT/);
   });

@@ -85,7 +85,19 @@ describe('run --dtype fp8e4m3', () => {
     // The default is the shipped kernel's per-(batch, KV head) scale without rotation: the outlier
     // channel of K sets everyone's step. The FA3 paper's block quantization + Hadamard does better.
     const out2 = join(dir, 'fp8-paper');
-    const r2 = engine('run', ['--algo', 'fa3', ...files, '--dtype', 'fp8e4m3', '--feature', 'blockQuant=true', '--feature', 'incoherent=true', '--out', out2]);
+    const r2 = engine('run', [
+      '--algo',
+      'fa3',
+      ...files,
+      '--dtype',
+      'fp8e4m3',
+      '--feature',
+      'blockQuant=true',
+      '--feature',
+      'incoherent=true',
+      '--out',
+      out2,
+    ]);
     expect(r2.status).toBe(0);
     expect(JSON.parse(readFileSync(join(out2, 'fa3', 'error.json'), 'utf8')).rmse).toBeLessThan(err.rmse);
   });
@@ -101,9 +113,33 @@ describe('run --dtype fp8e4m3', () => {
   });
 
   it('trace --dtype fp8e5m2 prints the scales and flushed marks of every step', () => {
-    const r = engine('trace', ['--algo', 'fa3', '--nq', '16', '--nk', '64', '--d', '16', '--distribution', 'sink', '--dtype', 'fp8e5m2', '--feature', 'pScale=1', '--feature', 'reverseKv=false', '--block-m', '16', '--block-n', '16']);
+    const r = engine('trace', [
+      '--algo',
+      'fa3',
+      '--nq',
+      '16',
+      '--nk',
+      '64',
+      '--d',
+      '16',
+      '--distribution',
+      'sink',
+      '--dtype',
+      'fp8e5m2',
+      '--feature',
+      'pScale=1',
+      '--feature',
+      'reverseKv=false',
+      '--block-m',
+      '16',
+      '--block-n',
+      '16',
+    ]);
     expect(r.status).toBe(0);
-    const events = r.stdout.trim().split('\n').map((l) => JSON.parse(l));
+    const events = r.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
     const exps = events.filter((e) => e.kind === 'exp');
     expect(exps.length).toBe(4);
     expect(exps.every((e) => e.pScale === 1 && Array.isArray(e.flushed))).toBe(true);

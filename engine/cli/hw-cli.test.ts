@@ -24,7 +24,20 @@ afterEach(() => vi.restoreAllMocks());
 describe('describe / simulate commands', () => {
   it('describe prints the FA4 sheet with SMEM offsets and TMEM columns', async () => {
     const c = capture();
-    const code = await describeCommand.run(['--algo', 'fa4', '--gpu', 'b200', '--d', '192', '--dv', '128', '--dtype', 'bf16', '--nq', '256']);
+    const code = await describeCommand.run([
+      '--algo',
+      'fa4',
+      '--gpu',
+      'b200',
+      '--d',
+      '192',
+      '--dv',
+      '128',
+      '--dtype',
+      'bf16',
+      '--nq',
+      '256',
+    ]);
     expect(code).toBe(0);
     const sheet = JSON.parse(c.out.join('\n'));
     expect(sheet.fits).toBe(true);
@@ -57,7 +70,21 @@ describe('describe / simulate commands', () => {
 
   it('simulate prints time, TFLOP/s (4·B·H·N²·d) and unit utilization', async () => {
     const c = capture();
-    const code = await simulateCommand.run(['--algo', 'cute-fa2', '--gpu', 'a100', '--b', '1', '--hq', '4', '--nq', '2048', '--d', '64', '--causal']);
+    const code = await simulateCommand.run([
+      '--algo',
+      'cute-fa2',
+      '--gpu',
+      'a100',
+      '--b',
+      '1',
+      '--hq',
+      '4',
+      '--nq',
+      '2048',
+      '--d',
+      '64',
+      '--causal',
+    ]);
     expect(code).toBe(0);
     const r = JSON.parse(c.out.join('\n'));
     expect(r.flops).toBe((4 * 1 * 4 * 2048 * 2048 * 64) / 2);
@@ -68,7 +95,24 @@ describe('describe / simulate commands', () => {
 
   it('simulate --backward: FA3 on H100 counts 2.5 × the forward FLOPs; describe --backward prints the ring of Q/dO/LSE/D', async () => {
     const c = capture();
-    expect(await simulateCommand.run(['--algo', 'fa3', '--gpu', 'h100', '--b', '1', '--hq', '2', '--nq', '1024', '--d', '128', '--backward', '--causal'])).toBe(0);
+    expect(
+      await simulateCommand.run([
+        '--algo',
+        'fa3',
+        '--gpu',
+        'h100',
+        '--b',
+        '1',
+        '--hq',
+        '2',
+        '--nq',
+        '1024',
+        '--d',
+        '128',
+        '--backward',
+        '--causal',
+      ]),
+    ).toBe(0);
     const r = JSON.parse(c.out.join('\n'));
     expect(r.pass).toBe('backward');
     expect(r.flops).toBe((2.5 * 4 * 2 * 1024 * 1024 * 128) / 2);
@@ -82,15 +126,21 @@ describe('describe / simulate commands', () => {
     expect(await describeCommand.run(['--algo', 'fa3', '--gpu', 'h200', '--backward'])).toBe(0);
     const names = JSON.parse(c.out.join('\n')).smem.buffers.map((b: { name: string }) => b.name);
     for (const n of ['sQ', 'sdO', 'sLSE', 'sD', 'sdS', 'sdQaccum', 'sK', 'sV']) expect(names).toContain(n);
-    await expect(simulateCommand.run(['--algo', 'fa4', '--gpu', 'b200', '--backward'])).rejects.toThrow(/no backward hardware schedule for 'fa4'/);
+    await expect(simulateCommand.run(['--algo', 'fa4', '--gpu', 'b200', '--backward'])).rejects.toThrow(
+      /no backward hardware schedule for 'fa4'/,
+    );
   });
 
   it('rejects bad input with a message naming the flag', () => {
     expect(() => parseHwOptions(['--algo', 'fa3'], { nq: 64, d: 64 })).toThrow(/--gpu is required/);
-    expect(() => parseHwOptions(['--algo', 'fa3', '--gpu', 'h100', '--nq', '0'], { nq: 64, d: 64 })).toThrow(/--nq must be a positive integer/);
+    expect(() => parseHwOptions(['--algo', 'fa3', '--gpu', 'h100', '--nq', '0'], { nq: 64, d: 64 })).toThrow(
+      /--nq must be a positive integer/,
+    );
     expect(() => parseHwOptions(['--algo', 'fa3', '--gpu', 'h100', '--dtype', 'fp8'], { nq: 64, d: 64 })).toThrow(/--dtype/);
     expect(() => parseHwOptions(['--algo', 'fa3', '--gpu', 'h100', '--hq', '3', '--hk', '2'], { nq: 64, d: 64 })).toThrow(/hk/);
-    expect(() => parseHwOptions(['--algo', 'fa3', '--gpu', 'h100', '--frobnicate'], { nq: 64, d: 64 })).toThrow(/unknown option '--frobnicate'/);
+    expect(() => parseHwOptions(['--algo', 'fa3', '--gpu', 'h100', '--frobnicate'], { nq: 64, d: 64 })).toThrow(
+      /unknown option '--frobnicate'/,
+    );
   });
 });
 
@@ -110,31 +160,75 @@ describe('hardware trace lines', () => {
 
   it('trace --gpu appends the schedule of the same problem after the numeric steps', async () => {
     const out = join(mkdtempSync(join(tmpdir(), 'hw-trace-')), 't.jsonl');
-    const code = await traceCommand.run(['--algo', 'fa3', '--nq', '128', '--nk', '256', '--d', '64', '--dtype', 'fp16', '--gpu', 'h100', '--no-intra-overlap', '--out', out]);
+    const code = await traceCommand.run([
+      '--algo',
+      'fa3',
+      '--nq',
+      '128',
+      '--nk',
+      '256',
+      '--d',
+      '64',
+      '--dtype',
+      'fp16',
+      '--gpu',
+      'h100',
+      '--no-intra-overlap',
+      '--out',
+      out,
+    ]);
     expect(code).toBe(0);
-    const rows = readFileSync(out, 'utf8').trim().split('\n').map((l) => fromJsonLine<{ algo: string; type?: string; kind?: string; op?: string }>(l));
+    const rows = readFileSync(out, 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => fromJsonLine<{ algo: string; type?: string; kind?: string; op?: string }>(l));
     expect(rows.every((r) => r.algo === 'fa3')).toBe(true);
     const firstHw = rows.findIndex((r) => r.type === 'hw.header');
     expect(firstHw).toBeGreaterThan(0);
     expect(rows.slice(0, firstHw).every((r) => typeof r.kind === 'string')).toBe(true);
     // --no-intra-overlap reached the schedule: GEMM1 of block 1 is issued before GEMM0 of block 0.
-    const gemms = rows.filter((r) => r.type === 'hw.timeline' && (r as { role?: string }).role === 'consumer0' && r.op?.startsWith('gemm')).map((r) => r.op);
+    const gemms = rows
+      .filter((r) => r.type === 'hw.timeline' && (r as { role?: string }).role === 'consumer0' && r.op?.startsWith('gemm'))
+      .map((r) => r.op);
     // d = 64 without a causal mask: tile_size.h gives MmaPV_is_RS = false, so P·V reads P from sP.
     expect(gemms.slice(0, 3)).toEqual(['gemm0 S=Q·K1ᵀ', 'gemm1 O+=P·V1 (P from sP)', 'gemm0 S=Q·K0ᵀ']);
   });
 
-  it('trace --backward --gpu appends the backward kernel\'s schedule after the backward steps', async () => {
+  it("trace --backward --gpu appends the backward kernel's schedule after the backward steps", async () => {
     const out = join(mkdtempSync(join(tmpdir(), 'hw-trace-')), 't.jsonl');
-    const code = await traceCommand.run(['--algo', 'fa2', '--nq', '128', '--nk', '256', '--d', '64', '--dtype', 'fp16', '--backward', '--gpu', 'a100', '--out', out]);
+    const code = await traceCommand.run([
+      '--algo',
+      'fa2',
+      '--nq',
+      '128',
+      '--nk',
+      '256',
+      '--d',
+      '64',
+      '--dtype',
+      'fp16',
+      '--backward',
+      '--gpu',
+      'a100',
+      '--out',
+      out,
+    ]);
     expect(code).toBe(0);
-    const rows = readFileSync(out, 'utf8').trim().split('\n').map((l) => fromJsonLine<{ type?: string; kind?: string; pass?: string; op?: string; role?: string }>(l));
+    const rows = readFileSync(out, 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => fromJsonLine<{ type?: string; kind?: string; pass?: string; op?: string; role?: string }>(l));
     const firstHw = rows.findIndex((r) => r.type === 'hw.header');
     expect(firstHw).toBeGreaterThan(0);
     expect(rows.slice(0, firstHw).every((r) => r.pass === 'backward')).toBe(true);
     expect(rows[firstHw].pass).toBe('backward');
     // Two column blocks of 128 keys, one CTA each; the first visits the single row block (atomicAdd dQ0 per warp).
-    expect(rows.filter((r) => r.type === 'hw.timeline' && r.role === 'warp0' && r.op?.startsWith('atomicAdd dQ')).map((r) => r.op)).toEqual(['atomicAdd dQ0']);
-    await expect(traceCommand.run(['--algo', 'fa1', '--nq', '64', '--backward', '--gpu', 'a100'])).rejects.toThrow(/no backward hardware schedule for 'fa1'/);
+    expect(rows.filter((r) => r.type === 'hw.timeline' && r.role === 'warp0' && r.op?.startsWith('atomicAdd dQ')).map((r) => r.op)).toEqual(
+      ['atomicAdd dQ0'],
+    );
+    await expect(traceCommand.run(['--algo', 'fa1', '--nq', '64', '--backward', '--gpu', 'a100'])).rejects.toThrow(
+      /no backward hardware schedule for 'fa1'/,
+    );
   });
 
   it('trace --gpu refuses before writing when there is no schedule', async () => {

@@ -8,7 +8,13 @@ import { HW_OPTIONS_HELP, parseHwOptions } from './hw-options.ts';
 export const describeCommand: CliCommand = {
   name: 'describe',
   summary: 'resource sheet of a hardware schedule: SMEM/TMEM buffers, roles, registers, tiles',
-  help: ['usage: npm run -s engine -- describe --algo ALGO --gpu GPU [--backward] [options]', '', 'Prints JSON: smem, tmem, roles, registers, tiles, q_stage, kv_stage, ctas_per_sm, fits, does_not_fit.', '', HW_OPTIONS_HELP].join('\n'),
+  help: [
+    'usage: npm run -s engine -- describe --algo ALGO --gpu GPU [--backward] [options]',
+    '',
+    'Prints JSON: smem, tmem, roles, registers, tiles, q_stage, kv_stage, ctas_per_sm, fits, does_not_fit.',
+    '',
+    HW_OPTIONS_HELP,
+  ].join('\n'),
   async run(args) {
     const o = parseHwOptions(args, { nq: 4096, d: 128 });
     const sheet = describeFor(o.algo, o.gpu, o.shape, o.features, o.pass);

@@ -90,5 +90,11 @@ export function parseHwOptions(args: string[], defaults: { nq: number; d: number
     dtype,
   };
   validateProblem(p);
-  return { algo, gpu, shape: { batch: p.batch, hq: p.hq, hk: p.hk, nq: p.nq, nk: p.nk, d: p.d, dv: p.dv, dtype: p.dtype, causal: p.causal }, features, pass };
+  return {
+    algo,
+    gpu,
+    shape: { batch: p.batch, hq: p.hq, hk: p.hk, nq: p.nq, nk: p.nk, d: p.d, dv: p.dv, dtype: p.dtype, causal: p.causal },
+    features,
+    pass,
+  };
 }

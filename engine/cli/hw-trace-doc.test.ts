@@ -14,7 +14,9 @@ describe('TRACE.md hardware examples', () => {
   it('are lines of `trace --algo fa4 --gpu b200 --nq 256 --nk 512 --d 192 --dv 128 --dtype bf16`', () => {
     const examples = [...section.matchAll(/```json\n([\s\S]*?)\n```/g)].flatMap((m) => m[1].split('\n'));
     expect(examples.length).toBeGreaterThanOrEqual(7);
-    const produced = new Set(hardwareTraceLines(['--algo', 'fa4', '--gpu', 'b200', '--nq', '256', '--nk', '512', '--d', '192', '--dv', '128', '--dtype', 'bf16']));
+    const produced = new Set(
+      hardwareTraceLines(['--algo', 'fa4', '--gpu', 'b200', '--nq', '256', '--nk', '512', '--d', '192', '--dv', '128', '--dtype', 'bf16']),
+    );
     for (const line of examples) expect(produced.has(line), line).toBe(true);
   });
 

@@ -52,9 +52,21 @@ describe.skipIf(!existsSync(ICD))('run --backend webgpu, serving layouts', () =>
     const tk = vp.cuSeqlensK.at(-1)!;
     const out = join(dir, 'varlen');
     const r = cli([
-      '--q', file('q.npy', x.q, [tq, hq, d]), '--k', file('k.npy', x.k, [tk, hk, d]), '--v', file('v.npy', x.v, [tk, hk, dv]),
-      '--cu-seqlens-q', file('cq.npy', vp.cuSeqlensQ, [vp.cuSeqlensQ.length], 'int32'), '--cu-seqlens-k', file('ck.npy', vp.cuSeqlensK, [vp.cuSeqlensK.length], 'int32'),
-      '--causal', '--out', out, '--repeats', '1',
+      '--q',
+      file('q.npy', x.q, [tq, hq, d]),
+      '--k',
+      file('k.npy', x.k, [tk, hk, d]),
+      '--v',
+      file('v.npy', x.v, [tk, hk, dv]),
+      '--cu-seqlens-q',
+      file('cq.npy', vp.cuSeqlensQ, [vp.cuSeqlensQ.length], 'int32'),
+      '--cu-seqlens-k',
+      file('ck.npy', vp.cuSeqlensK, [vp.cuSeqlensK.length], 'int32'),
+      '--causal',
+      '--out',
+      out,
+      '--repeats',
+      '1',
     ]);
     expect(r.status, r.out).toBe(0);
     const o = await load(join(out, 'webgpu-flash-f32', 'o.npy'));
@@ -79,13 +91,31 @@ describe.skipIf(!existsSync(ICD))('run --backend webgpu, serving layouts', () =>
     const nq = pp.nq;
     // q to [B, Nq, Hq, d]
     const qb = new Float32Array(x.q.length);
-    for (let b = 0; b < B; b++) for (let h = 0; h < hq; h++) for (let n = 0; n < nq; n++) for (let c = 0; c < d; c++) qb[((b * nq + n) * hq + h) * d + c] = x.q[((b * hq + h) * nq + n) * d + c];
+    for (let b = 0; b < B; b++)
+      for (let h = 0; h < hq; h++)
+        for (let n = 0; n < nq; n++) for (let c = 0; c < d; c++) qb[((b * nq + n) * hq + h) * d + c] = x.q[((b * hq + h) * nq + n) * d + c];
     const out = join(dir, 'paged');
     const r = cli([
-      '--q', file('pq.npy', qb, [B, nq, hq, d]), '--layout', 'bnhd',
-      '--k-cache', file('kc.npy', x.kCache, [pp.numPages, pp.pageSize, hk, d]), '--v-cache', file('vc.npy', x.vCache, [pp.numPages, pp.pageSize, hk, dv]),
-      '--block-table', file('bt.npy', pp.blockTable, [B, pp.maxPages], 'int32'), '--cache-seqlens', file('cs.npy', pp.cacheSeqlens, [B], 'int32'),
-      '--causal', '--alibi', '--sink', file('sink.npy', pp.base.sinks!, [hq]), '--out', out, '--repeats', '1',
+      '--q',
+      file('pq.npy', qb, [B, nq, hq, d]),
+      '--layout',
+      'bnhd',
+      '--k-cache',
+      file('kc.npy', x.kCache, [pp.numPages, pp.pageSize, hk, d]),
+      '--v-cache',
+      file('vc.npy', x.vCache, [pp.numPages, pp.pageSize, hk, dv]),
+      '--block-table',
+      file('bt.npy', pp.blockTable, [B, pp.maxPages], 'int32'),
+      '--cache-seqlens',
+      file('cs.npy', pp.cacheSeqlens, [B], 'int32'),
+      '--causal',
+      '--alibi',
+      '--sink',
+      file('sink.npy', pp.base.sinks!, [hq]),
+      '--out',
+      out,
+      '--repeats',
+      '1',
     ]);
     expect(r.status, r.out).toBe(0);
     const o = await load(join(out, 'webgpu-decode', 'o.npy'));
@@ -94,7 +124,10 @@ describe.skipIf(!existsSync(ICD))('run --backend webgpu, serving layouts', () =>
     expect(lse.info.shape).toEqual([B, hq, nq]);
     const ref = referencePaged(pp, x);
     const refB = new Float64Array(ref.o.length);
-    for (let b = 0; b < B; b++) for (let h = 0; h < hq; h++) for (let n = 0; n < nq; n++) for (let c = 0; c < dv; c++) refB[((b * nq + n) * hq + h) * dv + c] = ref.o[((b * hq + h) * nq + n) * dv + c];
+    for (let b = 0; b < B; b++)
+      for (let h = 0; h < hq; h++)
+        for (let n = 0; n < nq; n++)
+          for (let c = 0; c < dv; c++) refB[((b * nq + n) * hq + h) * dv + c] = ref.o[((b * hq + h) * nq + n) * dv + c];
     expect(maxErr(o.data, refB)).toBeLessThan(2e-5);
     expect(maxErr(lse.data, ref.lse)).toBeLessThan(2e-5);
   }, 120_000);
@@ -109,8 +142,18 @@ describe.skipIf(!existsSync(ICD))('run --backend webgpu, serving layouts', () =>
     bad[2] = bad[1] - 1;
     const out = join(dir, 'refused');
     const r = cli([
-      '--q', file('q2.npy', x.q, [tq, hq, d]), '--k', file('k2.npy', x.k, [tk, hk, d]), '--v', file('v2.npy', x.v, [tk, hk, dv]),
-      '--cu-seqlens-q', file('cq2.npy', bad, [bad.length], 'int32'), '--cu-seqlens-k', file('ck2.npy', vp.cuSeqlensK, [vp.cuSeqlensK.length], 'int32'), '--out', out,
+      '--q',
+      file('q2.npy', x.q, [tq, hq, d]),
+      '--k',
+      file('k2.npy', x.k, [tk, hk, d]),
+      '--v',
+      file('v2.npy', x.v, [tk, hk, dv]),
+      '--cu-seqlens-q',
+      file('cq2.npy', bad, [bad.length], 'int32'),
+      '--cu-seqlens-k',
+      file('ck2.npy', vp.cuSeqlensK, [vp.cuSeqlensK.length], 'int32'),
+      '--out',
+      out,
     ]);
     expect(r.status).not.toBe(0);
     expect(r.out).toContain('cu_seqlens_q[2]');

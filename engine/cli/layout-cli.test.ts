@@ -57,7 +57,8 @@ function varlenCase(causal: boolean, round16 = false) {
     const nk = LK[b];
     const p: AttentionProblem = { ...base, batch: 1, nq, nk: Math.max(nk, 1), causal, dtype: round16 ? 'fp16' : 'fp32' };
     const x = randomInputs(p, { seed: 40 + b });
-    for (let h = 0; h < H; h++) for (let i = 0; i < nq; i++) for (let c = 0; c < D; c++) q[((CQ[b] + i) * H + h) * D + c] = x.q[(h * nq + i) * D + c];
+    for (let h = 0; h < H; h++)
+      for (let i = 0; i < nq; i++) for (let c = 0; c < D; c++) q[((CQ[b] + i) * H + h) * D + c] = x.q[(h * nq + i) * D + c];
     for (let h = 0; h < HK; h++)
       for (let j = 0; j < nk; j++) {
         for (let c = 0; c < D; c++) k[((CK[b] + j) * HK + h) * D + c] = x.k[(h * nk + j) * D + c];
@@ -81,8 +82,28 @@ describe('run --cu-seqlens-q/--cu-seqlens-k (varlen)', () => {
     const out = path('varlen-out');
     const r = spawnSync(
       'npm',
-      ['run', '-s', 'engine', '--', 'run', '--algo', VARLEN_ALGOS.join(','), '--q', save('q.npy', c.q, [19, H, D]), '--k', save('k.npy', c.k, [15, HK, D]), '--v', save('v.npy', c.v, [15, HK, DV]),
-        '--cu-seqlens-q', save('cq.npy', CQ, [5], 'int32'), '--cu-seqlens-k', save('ck.npy', CK, [5], 'int32'), '--causal', '--out', out],
+      [
+        'run',
+        '-s',
+        'engine',
+        '--',
+        'run',
+        '--algo',
+        VARLEN_ALGOS.join(','),
+        '--q',
+        save('q.npy', c.q, [19, H, D]),
+        '--k',
+        save('k.npy', c.k, [15, HK, D]),
+        '--v',
+        save('v.npy', c.v, [15, HK, DV]),
+        '--cu-seqlens-q',
+        save('cq.npy', CQ, [5], 'int32'),
+        '--cu-seqlens-k',
+        save('ck.npy', CK, [5], 'int32'),
+        '--causal',
+        '--out',
+        out,
+      ],
       { encoding: 'utf8' },
     );
     expect(r.stderr.replace(/npm warn.*\n/g, '')).toBe('');
@@ -103,8 +124,22 @@ describe('run --cu-seqlens-q/--cu-seqlens-k (varlen)', () => {
   it('reads float16 tensors as an fp16 problem (error within 2e-3)', async () => {
     const c = varlenCase(false, true);
     const out = path('varlen16');
-    await runCommand.run(['--algo', 'fa2,fa4', '--q', save('q16.npy', c.q, [19, H, D], 'float16'), '--k', save('k16.npy', c.k, [15, HK, D], 'float16'), '--v', save('v16.npy', c.v, [15, HK, DV], 'float16'),
-      '--cu-seqlens-q', path('cq.npy'), '--cu-seqlens-k', path('ck.npy'), '--out', out]);
+    await runCommand.run([
+      '--algo',
+      'fa2,fa4',
+      '--q',
+      save('q16.npy', c.q, [19, H, D], 'float16'),
+      '--k',
+      save('k16.npy', c.k, [15, HK, D], 'float16'),
+      '--v',
+      save('v16.npy', c.v, [15, HK, DV], 'float16'),
+      '--cu-seqlens-q',
+      path('cq.npy'),
+      '--cu-seqlens-k',
+      path('ck.npy'),
+      '--out',
+      out,
+    ]);
     for (const algo of ['fa2', 'fa4']) expect(maxErr((await load(join(out, algo, 'o.npy'))).data, c.o)).toBeLessThan(2e-3);
     const stats = JSON.parse(readFileSync(join(out, 'fa2', 'stats.json'), 'utf8'));
     expect(stats.algorithm_stats).toBeDefined();
@@ -119,15 +154,49 @@ describe('run --cu-seqlens-q/--cu-seqlens-k (varlen)', () => {
   for (const [name, cq, ck, msg] of bad) {
     it(`refuses ${name}, writing nothing`, async () => {
       const out = path(`bad-${name.replace(/\W+/g, '-')}`);
-      const argv = ['--algo', 'fa2', '--q', path('q.npy'), '--k', path('k.npy'), '--v', path('v.npy'), '--cu-seqlens-q', save('bcq.npy', cq, [cq.length], 'int32'), '--cu-seqlens-k', save('bck.npy', ck, [ck.length], 'int32'), '--out', out];
+      const argv = [
+        '--algo',
+        'fa2',
+        '--q',
+        path('q.npy'),
+        '--k',
+        path('k.npy'),
+        '--v',
+        path('v.npy'),
+        '--cu-seqlens-q',
+        save('bcq.npy', cq, [cq.length], 'int32'),
+        '--cu-seqlens-k',
+        save('bck.npy', ck, [ck.length], 'int32'),
+        '--out',
+        out,
+      ];
       await expect(runCommand.run(argv)).rejects.toThrow(msg);
       expect(existsSync(out)).toBe(false);
     });
   }
   it('refuses mismatched heads and head dims, naming the tensor', async () => {
-    const argv = (k: string) => ['--algo', 'fa2', '--q', path('q.npy'), '--k', k, '--v', path('v.npy'), '--cu-seqlens-q', path('cq.npy'), '--cu-seqlens-k', path('ck.npy'), '--out', path('never')];
-    await expect(runCommand.run(argv(save('k3.npy', new Float32Array(15 * 3 * D), [15, 3, D])))).rejects.toThrow(/^k: q has 4 heads, k has 3/);
-    await expect(runCommand.run(argv(save('kd.npy', new Float32Array(15 * HK * 4), [15, HK, 4])))).rejects.toThrow(/^k: must have q's head dim 8/);
+    const argv = (k: string) => [
+      '--algo',
+      'fa2',
+      '--q',
+      path('q.npy'),
+      '--k',
+      k,
+      '--v',
+      path('v.npy'),
+      '--cu-seqlens-q',
+      path('cq.npy'),
+      '--cu-seqlens-k',
+      path('ck.npy'),
+      '--out',
+      path('never'),
+    ];
+    await expect(runCommand.run(argv(save('k3.npy', new Float32Array(15 * 3 * D), [15, 3, D])))).rejects.toThrow(
+      /^k: q has 4 heads, k has 3/,
+    );
+    await expect(runCommand.run(argv(save('kd.npy', new Float32Array(15 * HK * 4), [15, HK, 4])))).rejects.toThrow(
+      /^k: must have q's head dim 8/,
+    );
     expect(existsSync(path('never'))).toBe(false);
   });
 });
@@ -149,7 +218,8 @@ function pagedCase(nq: number, causal: boolean) {
   LENS.forEach((L, b) => {
     const p: AttentionProblem = { ...base, batch: 1, nq, nk: Math.max(L, 1), causal };
     const x = randomInputs(p, { seed: 70 + b });
-    for (let i = 0; i < nq; i++) for (let h = 0; h < H; h++) for (let c = 0; c < D; c++) q[((b * nq + i) * H + h) * D + c] = x.q[(h * nq + i) * D + c];
+    for (let i = 0; i < nq; i++)
+      for (let h = 0; h < H; h++) for (let c = 0; c < D; c++) q[((b * nq + i) * H + h) * D + c] = x.q[(h * nq + i) * D + c];
     for (let j = 0; j < L; j++) {
       const slot = TABLE[b * MAXP + Math.floor(j / PS)] * PS + (j % PS);
       for (let h = 0; h < HK; h++) {
@@ -174,8 +244,25 @@ describe('run --k-cache/--v-cache/--block-table/--cache-seqlens (paged)', () => 
     const c = pagedCase(nq, extra.includes('--causal'));
     return {
       c,
-      argv: ['--algo', PAGED_ALGOS.join(','), '--q', save(`pq${nq}.npy`, c.q, [3, nq, H, D]), '--layout', 'bnhd', '--k-cache', save('kc.npy', c.kc, [PAGES, PS, HK, D]), '--v-cache', save('vc.npy', c.vc, [PAGES, PS, HK, DV]),
-        '--block-table', save('bt.npy', table, [3, MAXP], 'int32'), '--cache-seqlens', save('cs.npy', lens, [3], 'int32'), ...extra, '--out', out],
+      argv: [
+        '--algo',
+        PAGED_ALGOS.join(','),
+        '--q',
+        save(`pq${nq}.npy`, c.q, [3, nq, H, D]),
+        '--layout',
+        'bnhd',
+        '--k-cache',
+        save('kc.npy', c.kc, [PAGES, PS, HK, D]),
+        '--v-cache',
+        save('vc.npy', c.vc, [PAGES, PS, HK, DV]),
+        '--block-table',
+        save('bt.npy', table, [3, MAXP], 'int32'),
+        '--cache-seqlens',
+        save('cs.npy', lens, [3], 'int32'),
+        ...extra,
+        '--out',
+        out,
+      ],
     };
   };
   for (const [nq, causal] of [

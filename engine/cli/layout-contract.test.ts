@@ -130,7 +130,7 @@ function seqRef(D: Dims, m: Mask, nq: number, nk: number, q: At, k: At, v: At, d
       }
       if (max === -Infinity) continue; // no key: o = 0, lse = −inf, no gradient
       let sum = 0;
-      for (let j = 0; j < nk; j++) if (seen[j]) sum += (p[j] = Math.exp(p[j] - max));
+      for (let j = 0; j < nk; j++) if (seen[j]) sum += p[j] = Math.exp(p[j] - max);
       for (let j = 0; j < nk; j++) p[j] = seen[j] ? (rnd ? rnd(p[j] / sum) : p[j] / sum) : 0;
       lse[h * nq + i] = max + Math.log(sum);
       for (let j = 0; j < nk; j++) if (p[j]) for (let c = 0; c < dv; c++) o[(i * hq + h) * dv + c] += p[j] * v(j, g, c);
@@ -210,7 +210,6 @@ function numberToHalf(x: number): number {
   return s | ((e + 15) << 10) | m;
 }
 
-
 // ---- varlen ----
 
 interface VarlenCase {
@@ -233,18 +232,77 @@ const LQ = [5, 7, 0, 19, 0, 9];
 const LK = [11, 0, 6, 19, 0, 4];
 
 const VARLEN: VarlenCase[] = [
-  { name: 'GQA causal fp32, empty sequences', algos: FORWARD, D: { hq: 4, hk: 2, d: 8, dv: 6 }, lq: LQ, lk: LK, mask: { causal: true }, prec: 'fp32' },
-  { name: 'MQA window 3,1 fp32', algos: FORWARD, D: { hq: 3, hk: 1, d: 16, dv: 16 }, lq: LQ, lk: LK, mask: { causal: false, window: [3, 1] }, prec: 'fp32' },
-  { name: 'decode rows (Nq = 1 per sequence) against long caches, fp16', algos: FORWARD, D: { hq: 4, hk: 1, d: 16, dv: 8 }, lq: [1, 1, 1], lk: [40, 1, 23], mask: { causal: true }, prec: 'fp16' },
-  { name: 'GQA causal window 4,0 bf16', algos: FORWARD, D: { hq: 4, hk: 2, d: 8, dv: 8 }, lq: LQ, lk: LK, mask: { causal: true, window: [4, 0] }, prec: 'bf16' },
+  {
+    name: 'GQA causal fp32, empty sequences',
+    algos: FORWARD,
+    D: { hq: 4, hk: 2, d: 8, dv: 6 },
+    lq: LQ,
+    lk: LK,
+    mask: { causal: true },
+    prec: 'fp32',
+  },
+  {
+    name: 'MQA window 3,1 fp32',
+    algos: FORWARD,
+    D: { hq: 3, hk: 1, d: 16, dv: 16 },
+    lq: LQ,
+    lk: LK,
+    mask: { causal: false, window: [3, 1] },
+    prec: 'fp32',
+  },
+  {
+    name: 'decode rows (Nq = 1 per sequence) against long caches, fp16',
+    algos: FORWARD,
+    D: { hq: 4, hk: 1, d: 16, dv: 8 },
+    lq: [1, 1, 1],
+    lk: [40, 1, 23],
+    mask: { causal: true },
+    prec: 'fp16',
+  },
+  {
+    name: 'GQA causal window 4,0 bf16',
+    algos: FORWARD,
+    D: { hq: 4, hk: 2, d: 8, dv: 8 },
+    lq: LQ,
+    lk: LK,
+    mask: { causal: true, window: [4, 0] },
+    prec: 'bf16',
+  },
   // sage quantizes Q and K to INT8 per sequence (its varlen kernels do too) and takes d = dv only.
   // Budget: with d = 8 and |q|,|k| ≲ 4 the INT8 steps move a logit by ≲ 8·4·(4/127)·scale ≈ 0.36 at worst; typical errors are far smaller (measured 0.007).
-  { name: 'sage v1, INT8 Q·Kᵀ: GQA causal fp16, empty sequences', algos: ['sage'], D: { hq: 4, hk: 2, d: 8, dv: 8 }, lq: LQ, lk: LK, mask: { causal: true }, prec: 'fp16', quantTol: { o: 0.05, lse: 0.05 } },
-  { name: 'backward: GQA causal fp32, dq dk dv packed', algos: BACKWARD, D: { hq: 4, hk: 2, d: 8, dv: 6 }, lq: LQ, lk: LK, mask: { causal: true }, prec: 'fp32', backward: true },
-  { name: 'backward: MQA window 2,2 fp16', algos: ['fa2', 'fa3'], D: { hq: 2, hk: 1, d: 8, dv: 8 }, lq: LQ, lk: LK, mask: { causal: false, window: [2, 2] }, prec: 'fp16', backward: true },
+  {
+    name: 'sage v1, INT8 Q·Kᵀ: GQA causal fp16, empty sequences',
+    algos: ['sage'],
+    D: { hq: 4, hk: 2, d: 8, dv: 8 },
+    lq: LQ,
+    lk: LK,
+    mask: { causal: true },
+    prec: 'fp16',
+    quantTol: { o: 0.05, lse: 0.05 },
+  },
+  {
+    name: 'backward: GQA causal fp32, dq dk dv packed',
+    algos: BACKWARD,
+    D: { hq: 4, hk: 2, d: 8, dv: 6 },
+    lq: LQ,
+    lk: LK,
+    mask: { causal: true },
+    prec: 'fp32',
+    backward: true,
+  },
+  {
+    name: 'backward: MQA window 2,2 fp16',
+    algos: ['fa2', 'fa3'],
+    D: { hq: 2, hk: 1, d: 8, dv: 8 },
+    lq: LQ,
+    lk: LK,
+    mask: { causal: false, window: [2, 2] },
+    prec: 'fp16',
+    backward: true,
+  },
 ];
 
-describe('spawned `run` on packed varlen batches against this file\'s float64 reference', () => {
+describe("spawned `run` on packed varlen batches against this file's float64 reference", () => {
   for (const c of VARLEN) {
     it(`${c.name}: ${c.algos.join(', ')}`, async () => {
       const { hq, hk, d, dv } = c.D;
@@ -257,7 +315,22 @@ describe('spawned `run` on packed varlen batches against this file\'s float64 re
       const v = tensor(tk * hk * dv, [tk, hk, dv], c.prec, 3);
       const dO = c.backward ? tensor(tq * hq * dv, [tq, hq, dv], c.prec, 4) : undefined;
       const out = join(dir, `varlen-${fileNo++}`);
-      const args = ['--algo', c.algos.join(','), '--q', q.file, '--k', k.file, '--v', v.file, '--cu-seqlens-q', ints(cq, [cq.length]), '--cu-seqlens-k', ints(ck, [ck.length]), '--out', out];
+      const args = [
+        '--algo',
+        c.algos.join(','),
+        '--q',
+        q.file,
+        '--k',
+        k.file,
+        '--v',
+        v.file,
+        '--cu-seqlens-q',
+        ints(cq, [cq.length]),
+        '--cu-seqlens-k',
+        ints(ck, [ck.length]),
+        '--out',
+        out,
+      ];
       if (c.mask.causal) args.push('--causal');
       if (c.mask.window) args.push('--window', c.mask.window.join(','));
       if (c.prec === 'bf16') args.push('--dtype', 'bf16');
@@ -274,10 +347,25 @@ describe('spawned `run` on packed varlen batches against this file\'s float64 re
       const dvv = new Float64Array(tk * hk * dv);
       c.lq.forEach((nq, b) => {
         const nk = c.lk[b];
-        const at = (x: Float64Array, t0: number, H: number, e: number): At => (i, h, cc) => x[((t0 + i) * H + h) * e + cc];
-        const s = seqRef(c.D, c.mask, nq, nk, at(q.x, cq[b], hq, d), at(k.x, ck[b], hk, d), at(v.x, ck[b], hk, dv), dO && at(dO.x, cq[b], hq, dv));
+        const at =
+          (x: Float64Array, t0: number, H: number, e: number): At =>
+          (i, h, cc) =>
+            x[((t0 + i) * H + h) * e + cc];
+        const s = seqRef(
+          c.D,
+          c.mask,
+          nq,
+          nk,
+          at(q.x, cq[b], hq, d),
+          at(k.x, ck[b], hk, d),
+          at(v.x, ck[b], hk, dv),
+          dO && at(dO.x, cq[b], hq, dv),
+        );
         o.set(s.o, cq[b] * hq * dv);
-        unfused?.set(seqRef(c.D, c.mask, nq, nk, at(q.x, cq[b], hq, d), at(k.x, ck[b], hk, d), at(v.x, ck[b], hk, dv), undefined, storeIn(c.prec)).o, cq[b] * hq * dv);
+        unfused?.set(
+          seqRef(c.D, c.mask, nq, nk, at(q.x, cq[b], hq, d), at(k.x, ck[b], hk, d), at(v.x, ck[b], hk, dv), undefined, storeIn(c.prec)).o,
+          cq[b] * hq * dv,
+        );
         for (let h = 0; h < hq; h++) for (let i = 0; i < nq; i++) lse[h * tq + cq[b] + i] = s.lse[h * nq + i];
         if (s.dq) dq.set(s.dq, cq[b] * hq * d);
         if (s.dk) dk.set(s.dk, ck[b] * hk * d);
@@ -295,7 +383,11 @@ describe('spawned `run` on packed varlen batches against this file\'s float64 re
         if (c.quantTol) expect(maxErr(go.data, o), `${algo} o`).toBeGreaterThan(TOL[c.prec]);
         if (!c.backward) continue;
         const [gq, gk, gv] = await Promise.all(['dq.npy', 'dk.npy', 'dv.npy'].map(got));
-        expect([gq.shape, gk.shape, gv.shape], algo).toEqual([[tq, hq, d], [tk, hk, d], [tk, hk, dv]]);
+        expect([gq.shape, gk.shape, gv.shape], algo).toEqual([
+          [tq, hq, d],
+          [tk, hk, d],
+          [tk, hk, dv],
+        ]);
         // Gradients add up many terms: the 16-bit budget is relative to their size.
         const scaleOf = (x: Float64Array) => Math.max(1, ...Array.from(x, Math.abs));
         expect(maxErr(gq.data, dq) / scaleOf(dq), `${algo} dq`).toBeLessThan(TOL[c.prec]);
@@ -327,10 +419,50 @@ const PAGED_ALGOS = ['flash-decoding', 'fa2', 'fmha-v2'];
 const LENS = [37, 0, 16, 2];
 
 const PAGED: PagedCase[] = [
-  { name: 'decode Nq = 1, GQA, fp32', algos: PAGED_ALGOS, D: { hq: 4, hk: 2, d: 8, dv: 6 }, nq: 1, lens: LENS, pageSize: 8, mask: { causal: false }, prec: 'fp32', layout: 'bnhd' },
-  { name: 'chunk Nq = 4, causal, MQA, fp32', algos: PAGED_ALGOS, D: { hq: 3, hk: 1, d: 16, dv: 16 }, nq: 4, lens: LENS, pageSize: 4, mask: { causal: true }, prec: 'fp32', layout: 'bnhd' },
-  { name: 'chunk Nq = 3, causal window 5,0, fp16', algos: PAGED_ALGOS, D: { hq: 4, hk: 2, d: 8, dv: 8 }, nq: 3, lens: LENS, pageSize: 16, mask: { causal: true, window: [5, 0] }, prec: 'fp16', layout: 'bnhd' },
-  { name: 'decode Nq = 1, GQA, bf16, q and o in bhnd', algos: PAGED_ALGOS, D: { hq: 4, hk: 2, d: 16, dv: 8 }, nq: 1, lens: LENS, pageSize: 8, mask: { causal: true }, prec: 'bf16', layout: 'bhnd' },
+  {
+    name: 'decode Nq = 1, GQA, fp32',
+    algos: PAGED_ALGOS,
+    D: { hq: 4, hk: 2, d: 8, dv: 6 },
+    nq: 1,
+    lens: LENS,
+    pageSize: 8,
+    mask: { causal: false },
+    prec: 'fp32',
+    layout: 'bnhd',
+  },
+  {
+    name: 'chunk Nq = 4, causal, MQA, fp32',
+    algos: PAGED_ALGOS,
+    D: { hq: 3, hk: 1, d: 16, dv: 16 },
+    nq: 4,
+    lens: LENS,
+    pageSize: 4,
+    mask: { causal: true },
+    prec: 'fp32',
+    layout: 'bnhd',
+  },
+  {
+    name: 'chunk Nq = 3, causal window 5,0, fp16',
+    algos: PAGED_ALGOS,
+    D: { hq: 4, hk: 2, d: 8, dv: 8 },
+    nq: 3,
+    lens: LENS,
+    pageSize: 16,
+    mask: { causal: true, window: [5, 0] },
+    prec: 'fp16',
+    layout: 'bnhd',
+  },
+  {
+    name: 'decode Nq = 1, GQA, bf16, q and o in bhnd',
+    algos: PAGED_ALGOS,
+    D: { hq: 4, hk: 2, d: 16, dv: 8 },
+    nq: 1,
+    lens: LENS,
+    pageSize: 8,
+    mask: { causal: true },
+    prec: 'bf16',
+    layout: 'bhnd',
+  },
 ];
 
 /** A shuffled pool with two spare pages; table rows point at the sequence's pages, the rest is −1. */
@@ -352,7 +484,7 @@ function poolFor(lens: number[], ps: number, seed: number): { table: number[]; m
   return { table, maxPages, numPages, owned };
 }
 
-describe('spawned `run` on a paged K/V cache against this file\'s float64 reference', () => {
+describe("spawned `run` on a paged K/V cache against this file's float64 reference", () => {
   for (const c of PAGED) {
     it(`${c.name}: ${c.algos.join(', ')} read only owned slots of a NaN pool`, async () => {
       const { hq, hk, d, dv } = c.D;
@@ -365,8 +497,24 @@ describe('spawned `run` on a paged K/V cache against this file\'s float64 refere
       const kc = tensor(pool.numPages * ps * hk * d, [pool.numPages, ps, hk, d], c.prec, 6, (i) => !pool.owned.has(slotOf(i, d)));
       const vc = tensor(pool.numPages * ps * hk * dv, [pool.numPages, ps, hk, dv], c.prec, 7, (i) => !pool.owned.has(slotOf(i, dv)));
       const out = join(dir, `paged-${fileNo++}`);
-      const args = ['--algo', c.algos.join(','), '--q', q.file, '--layout', c.layout, '--k-cache', kc.file, '--v-cache', vc.file,
-        '--block-table', ints(pool.table, [B, pool.maxPages]), '--cache-seqlens', ints(c.lens, [B]), '--out', out];
+      const args = [
+        '--algo',
+        c.algos.join(','),
+        '--q',
+        q.file,
+        '--layout',
+        c.layout,
+        '--k-cache',
+        kc.file,
+        '--v-cache',
+        vc.file,
+        '--block-table',
+        ints(pool.table, [B, pool.maxPages]),
+        '--cache-seqlens',
+        ints(c.lens, [B]),
+        '--out',
+        out,
+      ];
       if (c.mask.causal) args.push('--causal');
       if (c.mask.window) args.push('--window', c.mask.window.join(','));
       if (c.prec === 'bf16') args.push('--dtype', 'bf16');
@@ -380,11 +528,22 @@ describe('spawned `run` on a paged K/V cache against this file\'s float64 refere
       let needed = 0; // pages holding a key that some query row of its sequence sees
       c.lens.forEach((L, b) => {
         for (let pg = 0; pg < Math.ceil(L / ps); pg++) {
-          const seen = (j: number) => Array.from({ length: c.nq }, (_, i) => i + L - c.nq).some((diag) => (!c.mask.causal || j <= diag) && (!c.mask.window || j >= diag - c.mask.window[0]));
+          const seen = (j: number) =>
+            Array.from({ length: c.nq }, (_, i) => i + L - c.nq).some(
+              (diag) => (!c.mask.causal || j <= diag) && (!c.mask.window || j >= diag - c.mask.window[0]),
+            );
           if (Array.from({ length: Math.min(ps, L - pg * ps) }, (_, t) => pg * ps + t).some(seen)) needed++;
         }
         const slot = (j: number) => pool.table[b * pool.maxPages + Math.floor(j / ps)] * ps + (j % ps);
-        const args = [c.D, c.mask, c.nq, L, (i: number, h: number, cc: number) => q.x[qIdx(b, i, h) * d + cc], (j: number, g: number, cc: number) => kc.x[(slot(j) * hk + g) * d + cc], (j: number, g: number, cc: number) => vc.x[(slot(j) * hk + g) * dv + cc]] as const;
+        const args = [
+          c.D,
+          c.mask,
+          c.nq,
+          L,
+          (i: number, h: number, cc: number) => q.x[qIdx(b, i, h) * d + cc],
+          (j: number, g: number, cc: number) => kc.x[(slot(j) * hk + g) * d + cc],
+          (j: number, g: number, cc: number) => vc.x[(slot(j) * hk + g) * dv + cc],
+        ] as const;
         const s = seqRef(...args);
         const s16 = unfused && seqRef(...args, undefined, storeIn(c.prec));
         for (let i = 0; i < c.nq; i++)
@@ -420,14 +579,28 @@ describe('spawned `run` refuses inconsistent serving inputs and writes nothing',
   const k = tensor(10 * 2 * 8, [10, 2, 8], 'fp32', 12);
   const v = tensor(10 * 2 * 8, [10, 2, 8], 'fp32', 13);
   const varlen = (over: Record<string, string> = {}, extra: string[] = []) => {
-    const f = { q: q.file, k: k.file, v: v.file, 'cu-seqlens-q': ints(seqOffsets(lq), [3]), 'cu-seqlens-k': ints(seqOffsets(lk), [3]), ...over };
+    const f = {
+      q: q.file,
+      k: k.file,
+      v: v.file,
+      'cu-seqlens-q': ints(seqOffsets(lq), [3]),
+      'cu-seqlens-k': ints(seqOffsets(lk), [3]),
+      ...over,
+    };
     return [...Object.entries(f).flatMap(([n, p]) => [`--${n}`, p]), ...extra];
   };
   const pool = poolFor([9, 3], 4, 3);
   const pq = tensor(2 * 1 * 4 * 8, [2, 1, 4, 8], 'fp32', 14);
   const kc = tensor(pool.numPages * 4 * 2 * 8, [pool.numPages, 4, 2, 8], 'fp32', 15);
   const paged = (over: Record<string, string> = {}, extra: string[] = []) => {
-    const f = { q: pq.file, 'k-cache': kc.file, 'v-cache': kc.file, 'block-table': ints(pool.table, [2, pool.maxPages]), 'cache-seqlens': ints([9, 3], [2]), ...over };
+    const f = {
+      q: pq.file,
+      'k-cache': kc.file,
+      'v-cache': kc.file,
+      'block-table': ints(pool.table, [2, pool.maxPages]),
+      'cache-seqlens': ints([9, 3], [2]),
+      ...over,
+    };
     return [...Object.entries(f).flatMap(([n, p]) => [`--${n}`, p]), ...extra];
   };
   const badTable = (b: number, j: number, value: number) => {
@@ -440,18 +613,54 @@ describe('spawned `run` refuses inconsistent serving inputs and writes nothing',
     ['last q offset ≠ total_q', varlen({ 'cu-seqlens-q': ints([0, 3, 7], [3]) }), /cu_seqlens_q\[2\]: must equal q's token count 8/],
     ['last k offset ≠ total_k', varlen({ 'cu-seqlens-k': ints([0, 4, 11], [3]) }), /cu_seqlens_k\[2\]: must equal k's token count 10/],
     ['a first offset ≠ 0', varlen({ 'cu-seqlens-k': ints([1, 4, 10], [3]) }), /cu_seqlens_k\[0\]: must be 0/],
-    ['offsets of different batch sizes', varlen({ 'cu-seqlens-k': ints([0, 10], [2]) }), /cu_seqlens_k: must have the same length as cu_seqlens_q/],
-    ['k heads that do not divide q heads', varlen({ k: tensor(10 * 3 * 8, [10, 3, 8], 'fp32', 16).file }), /^error: k: q has 4 heads, k has 3/m],
+    [
+      'offsets of different batch sizes',
+      varlen({ 'cu-seqlens-k': ints([0, 10], [2]) }),
+      /cu_seqlens_k: must have the same length as cu_seqlens_q/,
+    ],
+    [
+      'k heads that do not divide q heads',
+      varlen({ k: tensor(10 * 3 * 8, [10, 3, 8], 'fp32', 16).file }),
+      /^error: k: q has 4 heads, k has 3/m,
+    ],
     ['v heads ≠ k heads', varlen({ v: tensor(10 * 1 * 8, [10, 1, 8], 'fp32', 17).file }), /^error: v: must have k's tokens and heads/m],
-    ['a dO not shaped like o', varlen({}, ['--do', tensor(8 * 4 * 4, [8, 4, 4], 'fp32', 18).file]), /^error: dO: .*expected shape \[8, 4, 8\]/m],
-    ['--layout bhnd on token-major varlen tensors', varlen({}, ['--layout', 'bhnd']), /--layout bhnd: varlen tensors are token-major \[total, H, d\]/],
+    [
+      'a dO not shaped like o',
+      varlen({}, ['--do', tensor(8 * 4 * 4, [8, 4, 4], 'fp32', 18).file]),
+      /^error: dO: .*expected shape \[8, 4, 8\]/m,
+    ],
+    [
+      '--layout bhnd on token-major varlen tensors',
+      varlen({}, ['--layout', 'bhnd']),
+      /--layout bhnd: varlen tensors are token-major \[total, H, d\]/,
+    ],
     ['--do on an algorithm without a backward', varlen({}, ['--do', q.file]), /algo: fa4 has no backward pass/, 'fa4'],
-    ['a needed block-table entry out of range', paged({ 'block-table': badTable(0, 2, pool.numPages) }), /block_table\[0, 2\]: page \d+ is out of range/],
+    [
+      'a needed block-table entry out of range',
+      paged({ 'block-table': badTable(0, 2, pool.numPages) }),
+      /block_table\[0, 2\]: page \d+ is out of range/,
+    ],
     ['a negative needed block-table entry', paged({ 'block-table': badTable(1, 0, -3) }), /block_table\[1, 0\]: page -3 is out of range/],
-    ['cache_seqlens beyond the table', paged({ 'cache-seqlens': ints([9, 4 * pool.maxPages + 1], [2]) }), new RegExp(`cache_seqlens\\[1\\]: ${4 * pool.maxPages + 1} tokens need`)],
-    ['k_cache heads that do not divide q heads', paged({ 'k-cache': tensor(pool.numPages * 4 * 3 * 8, [pool.numPages, 4, 3, 8], 'fp32', 19).file }), /^error: k_cache: q has 4 heads, k_cache has 3/m],
-    ['v_cache heads ≠ k_cache heads', paged({ 'v-cache': tensor(pool.numPages * 4 * 1 * 8, [pool.numPages, 4, 1, 8], 'fp32', 20).file }), /^error: v_cache: must have k_cache's pages, page size and heads/m],
-    ['a block table with a row per another batch', paged({ 'block-table': ints([...pool.table, ...pool.table], [4, pool.maxPages]) }), /block_table: needs one row per sequence \(B = 2\)/],
+    [
+      'cache_seqlens beyond the table',
+      paged({ 'cache-seqlens': ints([9, 4 * pool.maxPages + 1], [2]) }),
+      new RegExp(`cache_seqlens\\[1\\]: ${4 * pool.maxPages + 1} tokens need`),
+    ],
+    [
+      'k_cache heads that do not divide q heads',
+      paged({ 'k-cache': tensor(pool.numPages * 4 * 3 * 8, [pool.numPages, 4, 3, 8], 'fp32', 19).file }),
+      /^error: k_cache: q has 4 heads, k_cache has 3/m,
+    ],
+    [
+      'v_cache heads ≠ k_cache heads',
+      paged({ 'v-cache': tensor(pool.numPages * 4 * 1 * 8, [pool.numPages, 4, 1, 8], 'fp32', 20).file }),
+      /^error: v_cache: must have k_cache's pages, page size and heads/m,
+    ],
+    [
+      'a block table with a row per another batch',
+      paged({ 'block-table': ints([...pool.table, ...pool.table], [4, pool.maxPages]) }),
+      /block_table: needs one row per sequence \(B = 2\)/,
+    ],
     ['--do on a paged cache', paged({}, ['--do', pq.file]), /--do: a paged K\/V cache has no backward pass/],
   ];
   for (const [name, args, msg, algo = 'fa2'] of cases) {

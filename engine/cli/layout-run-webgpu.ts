@@ -60,9 +60,12 @@ async function openGpu(): Promise<WebGpuContext | undefined> {
 async function varlen(a: ParsedArgs, path: WebGpuPath, repeats: number): Promise<Output | number> {
   for (const r of ['q', 'k', 'v', 'cu-seqlens-q', 'cu-seqlens-k']) if (!str(a, r)) throw new ArgsError(`varlen needs --${r}`);
   const layout = str(a, 'layout');
-  if (layout !== undefined && layout !== 'bnhd') throw new ArgsError(`--layout ${layout}: varlen tensors are token-major [total, H, d] (bnhd); leave --layout out`);
+  if (layout !== undefined && layout !== 'bnhd')
+    throw new ArgsError(`--layout ${layout}: varlen tensors are token-major [total, H, d] (bnhd); leave --layout out`);
   if (!VARLEN_PATHS.includes(path)) throw new ArgsError(`--path ${path}: the varlen forward runs on ${VARLEN_PATHS.join(', ')}`);
-  const [qt, kt, vt, cqt, ckt] = await Promise.all(['q', 'k', 'v', 'cu-seqlens-q', 'cu-seqlens-k'].map((r) => loadTensorFile(str(a, r)!, { indices: r.startsWith('cu') })));
+  const [qt, kt, vt, cqt, ckt] = await Promise.all(
+    ['q', 'k', 'v', 'cu-seqlens-q', 'cu-seqlens-k'].map((r) => loadTensorFile(str(a, r)!, { indices: r.startsWith('cu') })),
+  );
   const t = { q: qt, k: kt, v: vt, cuSeqlensQ: cqt, cuSeqlensK: ckt };
   const sh = varlenShape(t);
   const { vp, x } = varlenFromTensors(t, await baseFields(a, sh));
@@ -81,7 +84,17 @@ async function varlen(a: ParsedArgs, path: WebGpuPath, repeats: number): Promise
     return {
       o: { data: o, shape: [tq, sh.hq, sh.dv] },
       lse: { data: lse, shape: [sh.hq, tq] },
-      stats: { layout: 'varlen', seqlens_q: lq, seqlens_k: lk, time_ms: ms, tflops: flops / (ms * 1e9), nominal_flops: flops, kernels, config: run.config, adapter: ctx.adapterName },
+      stats: {
+        layout: 'varlen',
+        seqlens_q: lq,
+        seqlens_k: lk,
+        time_ms: ms,
+        tflops: flops / (ms * 1e9),
+        nominal_flops: flops,
+        kernels,
+        config: run.config,
+        adapter: ctx.adapterName,
+      },
     };
   } finally {
     run.destroy();
@@ -89,12 +102,16 @@ async function varlen(a: ParsedArgs, path: WebGpuPath, repeats: number): Promise
 }
 
 async function paged(a: ParsedArgs, path: WebGpuPath, repeats: number): Promise<Output | number> {
-  for (const r of ['q', 'k-cache', 'v-cache', 'block-table', 'cache-seqlens']) if (!str(a, r)) throw new ArgsError(`a paged K/V cache needs --${r}`);
-  for (const r of ['k', 'v', 'cu-seqlens-q', 'cu-seqlens-k']) if (str(a, r)) throw new ArgsError(`--${r} cannot be combined with a paged cache (--k-cache/--v-cache)`);
+  for (const r of ['q', 'k-cache', 'v-cache', 'block-table', 'cache-seqlens'])
+    if (!str(a, r)) throw new ArgsError(`a paged K/V cache needs --${r}`);
+  for (const r of ['k', 'v', 'cu-seqlens-q', 'cu-seqlens-k'])
+    if (str(a, r)) throw new ArgsError(`--${r} cannot be combined with a paged cache (--k-cache/--v-cache)`);
   if (path !== 'decode') throw new ArgsError(`--path ${path}: a paged cache runs on the decode path (paged flash-decoding)`);
   const layout = parseLayout(str(a, 'layout') ?? 'bnhd');
   const [qt, kct, vct, btt, cst] = await Promise.all(
-    ['q', 'k-cache', 'v-cache', 'block-table', 'cache-seqlens'].map((r) => loadTensorFile(str(a, r)!, { indices: r === 'block-table' || r === 'cache-seqlens' })),
+    ['q', 'k-cache', 'v-cache', 'block-table', 'cache-seqlens'].map((r) =>
+      loadTensorFile(str(a, r)!, { indices: r === 'block-table' || r === 'cache-seqlens' }),
+    ),
   );
   const t = { q: qt, kCache: kct, vCache: vct, blockTable: btt, cacheSeqlens: cst };
   const sh = pagedShape(t, layout);
@@ -112,7 +129,18 @@ async function paged(a: ParsedArgs, path: WebGpuPath, repeats: number): Promise<
     return {
       o: { data: fromBhnd(o, oDims, layout), shape: layout === 'bnhd' ? [sh.B, sh.nq, sh.hq, sh.dv] : oDims },
       lse: { data: lse, shape: [sh.B, sh.hq, sh.nq] },
-      stats: { layout: 'paged', page_size: pp.pageSize, cache_seqlens: pp.cacheSeqlens, split_len: run.work.splitLen, time_ms: ms, unique_kv_bytes: bytes, kv_tbs: bytes / (ms * 1e9), kernels, config: run.config, adapter: ctx.adapterName },
+      stats: {
+        layout: 'paged',
+        page_size: pp.pageSize,
+        cache_seqlens: pp.cacheSeqlens,
+        split_len: run.work.splitLen,
+        time_ms: ms,
+        unique_kv_bytes: bytes,
+        kv_tbs: bytes / (ms * 1e9),
+        kernels,
+        config: run.config,
+        adapter: ctx.adapterName,
+      },
     };
   } finally {
     run.destroy();
@@ -129,7 +157,10 @@ export async function runWebGpuLayoutCli(argv: readonly string[]): Promise<numbe
   if (!(path in PATH_LABELS)) throw new ArgsError(`--path must be one of ${Object.keys(PATH_LABELS).join(', ')}, got '${path}'`);
   const repeats = num(a, 'repeats') ?? 3;
   const dt = str(a, 'dtype');
-  if (dt === 'fp8e4m3' || dt === 'fp8e5m2') throw new ArgsError(`--dtype ${dt}: the WebGPU kernels have no FP8 path (WGSL has no 8-bit float type); run FP8 on the CPU with --algo fa3`);
+  if (dt === 'fp8e4m3' || dt === 'fp8e5m2')
+    throw new ArgsError(
+      `--dtype ${dt}: the WebGPU kernels have no FP8 path (WGSL has no 8-bit float type); run FP8 on the CPU with --algo fa3`,
+    );
   const r = isPaged ? await paged(a, path, repeats) : await varlen(a, path, repeats);
   if (typeof r === 'number') return r;
   const dir = join(out, `webgpu-${path}`);
@@ -137,7 +168,10 @@ export async function runWebGpuLayoutCli(argv: readonly string[]): Promise<numbe
   await writeFile(join(dir, 'o.npy'), encodeNpy(r.o.data, r.o.shape));
   await writeFile(join(dir, 'lse.npy'), encodeNpy(r.lse.data, r.lse.shape));
   await writeFile(join(dir, 'stats.json'), JSON.stringify({ backend: 'webgpu', path, ...r.stats }, null, 2) + '\n');
-  const rate = 'tflops' in r.stats ? `${(r.stats.tflops as number).toFixed(2)} TFLOP/s` : `${(r.stats.kv_tbs as number).toFixed(3)} TB/s of unique K/V`;
+  const rate =
+    'tflops' in r.stats
+      ? `${(r.stats.tflops as number).toFixed(2)} TFLOP/s`
+      : `${(r.stats.kv_tbs as number).toFixed(3)} TB/s of unique K/V`;
   console.log(`webgpu ${path} (${r.stats.layout}): ${(r.stats.time_ms as number).toFixed(3)} ms, ${rate} [${r.stats.config}] -> ${dir}`);
   return 0;
 }

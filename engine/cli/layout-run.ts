@@ -96,14 +96,24 @@ type Out = { data: ArrayLike<number>; shape: number[] };
 
 interface Prepared {
   /** Runs one algorithm (tracing off); throws before anything is written. */
-  run(id: string): { o: Out; lse: Out; result: LayoutRunResult; extra: Record<string, unknown>; files?: Record<string, Out>; backward?: Record<string, unknown> };
+  run(id: string): {
+    o: Out;
+    lse: Out;
+    result: LayoutRunResult;
+    extra: Record<string, unknown>;
+    files?: Record<string, Out>;
+    backward?: Record<string, unknown>;
+  };
 }
 
 async function prepareVarlen(a: ParsedArgs): Promise<Prepared> {
   for (const r of ['q', 'k', 'v', 'cu-seqlens-q', 'cu-seqlens-k']) if (!str(a, r)) throw new ArgsError(`varlen needs --${r}`);
   const layout = str(a, 'layout');
-  if (layout !== undefined && layout !== 'bnhd') throw new ArgsError(`--layout ${layout}: varlen tensors are token-major [total, H, d] (bnhd); leave --layout out`);
-  const [qt, kt, vt, cqt, ckt] = await Promise.all(['q', 'k', 'v', 'cu-seqlens-q', 'cu-seqlens-k'].map((r) => loadTensorFile(str(a, r)!, { indices: r.startsWith('cu') })));
+  if (layout !== undefined && layout !== 'bnhd')
+    throw new ArgsError(`--layout ${layout}: varlen tensors are token-major [total, H, d] (bnhd); leave --layout out`);
+  const [qt, kt, vt, cqt, ckt] = await Promise.all(
+    ['q', 'k', 'v', 'cu-seqlens-q', 'cu-seqlens-k'].map((r) => loadTensorFile(str(a, r)!, { indices: r.startsWith('cu') })),
+  );
   const t = { q: qt, k: kt, v: vt, cuSeqlensQ: cqt, cuSeqlensK: ckt };
   const sh = varlenShape(t);
   const { hq, dv } = sh;
@@ -118,7 +128,10 @@ async function prepareVarlen(a: ParsedArgs): Promise<Prepared> {
     const t = await loadTensorFile(doFile);
     const want = [tq, hq, dv];
     if (t.info.shape.length !== 3 || t.info.shape.some((n, i) => n !== want[i])) {
-      throw new ProblemError('dO', `${doFile}: expected shape [${want.join(', ')}] (the shape of o: [total_q, Hq, dv]), got [${t.info.shape.join(', ')}]`);
+      throw new ProblemError(
+        'dO',
+        `${doFile}: expected shape [${want.join(', ')}] (the shape of o: [total_q, Hq, dv]), got [${t.info.shape.join(', ')}]`,
+      );
     }
     dO = roundArray(vp.base.dtype, Float32Array.from(t.data));
   }
@@ -136,7 +149,11 @@ async function prepareVarlen(a: ParsedArgs): Promise<Prepared> {
         lse,
         result: r,
         extra,
-        files: { 'dq.npy': { data: g.dq, shape: [tq, hq, sh.d] }, 'dk.npy': { data: g.dk, shape: [tk, sh.hk, sh.d] }, 'dv.npy': { data: g.dv, shape: [tk, sh.hk, dv] } },
+        files: {
+          'dq.npy': { data: g.dq, shape: [tq, hq, sh.d] },
+          'dk.npy': { data: g.dk, shape: [tk, sh.hk, sh.d] },
+          'dv.npy': { data: g.dv, shape: [tk, sh.hk, dv] },
+        },
         backward: { ...countersToStats(g.counters), block_m: g.blocks?.blockM, block_n: g.blocks?.blockN },
       };
     },
@@ -144,11 +161,15 @@ async function prepareVarlen(a: ParsedArgs): Promise<Prepared> {
 }
 
 async function preparePaged(a: ParsedArgs): Promise<Prepared> {
-  for (const r of ['q', 'k-cache', 'v-cache', 'block-table', 'cache-seqlens']) if (!str(a, r)) throw new ArgsError(`a paged K/V cache needs --${r}`);
-  for (const r of ['k', 'v', 'cu-seqlens-q', 'cu-seqlens-k']) if (str(a, r)) throw new ArgsError(`--${r} cannot be combined with a paged cache (--k-cache/--v-cache)`);
+  for (const r of ['q', 'k-cache', 'v-cache', 'block-table', 'cache-seqlens'])
+    if (!str(a, r)) throw new ArgsError(`a paged K/V cache needs --${r}`);
+  for (const r of ['k', 'v', 'cu-seqlens-q', 'cu-seqlens-k'])
+    if (str(a, r)) throw new ArgsError(`--${r} cannot be combined with a paged cache (--k-cache/--v-cache)`);
   const layout = parseLayout(str(a, 'layout') ?? 'bnhd');
   const [qt, kct, vct, btt, cst] = await Promise.all(
-    ['q', 'k-cache', 'v-cache', 'block-table', 'cache-seqlens'].map((r) => loadTensorFile(str(a, r)!, { indices: r === 'block-table' || r === 'cache-seqlens' })),
+    ['q', 'k-cache', 'v-cache', 'block-table', 'cache-seqlens'].map((r) =>
+      loadTensorFile(str(a, r)!, { indices: r === 'block-table' || r === 'cache-seqlens' }),
+    ),
   );
   const t = { q: qt, kCache: kct, vCache: vct, blockTable: btt, cacheSeqlens: cst };
   const sh = pagedShape(t, layout);
@@ -166,7 +187,13 @@ async function preparePaged(a: ParsedArgs): Promise<Prepared> {
         o: { data: fromBhnd(out.o, oDims, layout), shape: layout === 'bnhd' ? [B, nq, hq, dv] : oDims },
         lse: { data: out.lse, shape: [B, hq, nq] },
         result: r,
-        extra: { layout: 'paged', page_size: pp.pageSize, block_n_paged: run.blockN, pages_touched: run.touched.size, cache_seqlens: pp.cacheSeqlens },
+        extra: {
+          layout: 'paged',
+          page_size: pp.pageSize,
+          block_n_paged: run.blockN,
+          pages_touched: run.touched.size,
+          cache_seqlens: pp.cacheSeqlens,
+        },
       };
     },
   };
@@ -179,9 +206,16 @@ export async function runLayoutCli(argv: readonly string[]): Promise<number> {
   if (!out) throw new ArgsError('--out DIR is required');
   const ids = algoIds(a);
   ids.forEach(algorithmById);
-  const paged = str(a, 'k-cache') !== undefined || str(a, 'v-cache') !== undefined || str(a, 'block-table') !== undefined || str(a, 'cache-seqlens') !== undefined;
+  const paged =
+    str(a, 'k-cache') !== undefined ||
+    str(a, 'v-cache') !== undefined ||
+    str(a, 'block-table') !== undefined ||
+    str(a, 'cache-seqlens') !== undefined;
   if (str(a, 'do') !== undefined) {
-    if (paged) throw new ArgsError('--do: a paged K/V cache has no backward pass (it is an inference layout, as in flash_attn_with_kvcache); run the backward on a varlen batch (--cu-seqlens-q/--cu-seqlens-k)');
+    if (paged)
+      throw new ArgsError(
+        '--do: a paged K/V cache has no backward pass (it is an inference layout, as in flash_attn_with_kvcache); run the backward on a varlen batch (--cu-seqlens-q/--cu-seqlens-k)',
+      );
     // An algorithm without a backward is refused before any file is read.
     backwardsFor(ids);
   }
@@ -198,7 +232,15 @@ export async function runLayoutCli(argv: readonly string[]): Promise<number> {
     await writeFile(join(dir, 'lse.npy'), encodeNpy(r.lse.data, r.lse.shape));
     for (const [name, f] of Object.entries(r.files ?? {})) await writeFile(join(dir, name), encodeNpy(f.data, f.shape));
     const c = r.result;
-    const stats = { algo: id, ...countersToStats(c.counters), block_m: c.blocks?.blockM, block_n: c.blocks?.blockN, ...r.extra, algorithm_stats: c.stats, ...(r.backward ? { backward: r.backward } : {}) };
+    const stats = {
+      algo: id,
+      ...countersToStats(c.counters),
+      block_m: c.blocks?.blockM,
+      block_n: c.blocks?.blockN,
+      ...r.extra,
+      algorithm_stats: c.stats,
+      ...(r.backward ? { backward: r.backward } : {}),
+    };
     await writeFile(join(dir, 'stats.json'), JSON.stringify(stats, null, 2) + '\n');
     console.log(`${id}: ${c.counters.steps} steps, ${seconds.toFixed(3)} s -> ${dir}`);
   }

@@ -162,7 +162,10 @@ export function parseLayout(v: string | undefined): Layout {
   throw new ArgsError(`--layout must be bhnd or bnhd, got '${v}'`);
 }
 
-async function fromFiles(a: ParsedArgs, layout: Layout): Promise<{ problem: Omit<AttentionProblem, 'causal' | 'dtype'>; raw: AttentionInputs; fileDtype: DType; rank: number }> {
+async function fromFiles(
+  a: ParsedArgs,
+  layout: Layout,
+): Promise<{ problem: Omit<AttentionProblem, 'causal' | 'dtype'>; raw: AttentionInputs; fileDtype: DType; rank: number }> {
   const [qt, kt, vt] = await Promise.all(['q', 'k', 'v'].map((r) => loadTensorFile(str(a, r)!)));
   const ranks = [qt, kt, vt].map((t) => t.info.shape.length);
   const [qd, kd, vd] = [dims(qt, 'q', layout), dims(kt, 'k', layout), dims(vt, 'v', layout)];
@@ -259,7 +262,10 @@ export async function cliProblem(a: ParsedArgs, allowRandom: boolean): Promise<C
 export function algoIds(a: ParsedArgs): string[] {
   const v = str(a, 'algo');
   if (!v) throw new ArgsError('--algo is required (comma-separated ids, e.g. standard,fa1,fa2)');
-  const ids = v.split(',').map((s) => s.trim()).filter(Boolean);
+  const ids = v
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
   if (ids.length === 0) throw new ArgsError(`--algo has no ids: '${v}'`);
   return ids;
 }

@@ -51,7 +51,13 @@ ${WEBGPU_RUN_HELP}`,
     // With --do, an algorithm without a backward is refused before any file is read.
     if (str(a, 'do') !== undefined) backwardsFor(algos.map((x) => x.id));
     const cp = await cliProblem(a, false);
-    if (str(a, 'do') !== undefined) return runBackwardCli(a, cp, algos.map((x) => x.id), out);
+    if (str(a, 'do') !== undefined)
+      return runBackwardCli(
+        a,
+        cp,
+        algos.map((x) => x.id),
+        out,
+      );
     const p = cp.problem;
     // NaN/Inf inputs run (their rows come out NaN) but are never silent.
     const nonfinite = nonFiniteInputs(p, cp.inputs);
@@ -78,11 +84,16 @@ ${WEBGPU_RUN_HELP}`,
         nominal_flops: nominalFlops(p),
         nonfinite_inputs: nonfinite.counts,
         // FP8 runs: P values the e4m3 cast flushed to zero (of castP values > 0), input entries saturated at ±max.
-        ...(r.stats && 'flushedP' in r.stats ? { precision: { flushed_p: r.stats.flushedP, cast_p: r.stats.castP, saturated: r.stats.saturated } } : {}),
+        ...(r.stats && 'flushedP' in r.stats
+          ? { precision: { flushed_p: r.stats.flushedP, cast_p: r.stats.castP, saturated: r.stats.saturated } }
+          : {}),
         problem: p,
       };
       await writeFile(join(dir, 'stats.json'), JSON.stringify(stats, null, 2) + '\n');
-      await writeFile(join(dir, 'error.json'), JSON.stringify({ algo: algo.id, dtype: p.dtype, reference: 'float64', ...outputError(r.o, ref) }, null, 2) + '\n');
+      await writeFile(
+        join(dir, 'error.json'),
+        JSON.stringify({ algo: algo.id, dtype: p.dtype, reference: 'float64', ...outputError(r.o, ref) }, null, 2) + '\n',
+      );
       console.log(`${algo.id}: ${r.counters.steps} steps, ${seconds.toFixed(3)} s -> ${dir}`);
     }
     return 0;

@@ -93,13 +93,20 @@ export async function runWebGpuCli(argv: string[]): Promise<number> {
     problem: p,
   };
   await writeFile(join(dir, 'stats.json'), JSON.stringify(stats, null, 2) + '\n');
-  if (fp8) await writeFile(join(dir, 'error.json'), JSON.stringify({ path, dtype: p.dtype, ...fp8ErrorAgainstFloat64(p, cp.inputs, r.o) }, null, 2) + '\n');
-  console.log(`webgpu ${path} on ${r.adapter}: ${r.ms.toFixed(3)} ms, ${r.tflops.toFixed(2)} TFLOP/s, ${r.gbs.toFixed(1)} GB/s [${r.config}] -> ${dir}`);
+  if (fp8)
+    await writeFile(
+      join(dir, 'error.json'),
+      JSON.stringify({ path, dtype: p.dtype, ...fp8ErrorAgainstFloat64(p, cp.inputs, r.o) }, null, 2) + '\n',
+    );
+  console.log(
+    `webgpu ${path} on ${r.adapter}: ${r.ms.toFixed(3)} ms, ${r.tflops.toFixed(2)} TFLOP/s, ${r.gbs.toFixed(1)} GB/s [${r.config}] -> ${dir}`,
+  );
   return 0;
 }
 
 function fp8Switches(dtype: string, path: WebGpuPath, given: Record<string, boolean | number>) {
-  if (path !== 'flash-f32') throw new ArgsError(`--dtype ${dtype}: FP8 is emulated on --path flash-f32 only (WGSL has no 8-bit float type), got --path ${path}`);
+  if (path !== 'flash-f32')
+    throw new ArgsError(`--dtype ${dtype}: FP8 is emulated on --path flash-f32 only (WGSL has no 8-bit float type), got --path ${path}`);
   return readFeatures('the WebGPU FP8 path', FA3_FP8_FEATURES, given);
 }
 
@@ -124,7 +131,14 @@ function fp8ErrorAgainstFloat64(p: AttentionProblem, x: AttentionInputs, o: Floa
 }
 
 /** `run --backend webgpu --do`: forward and backward on the GPU, files as the CPU backward writes them. */
-async function runWebGpuBackwardCli(ctx: Awaited<ReturnType<typeof openNodeWebGpu>>, cp: Awaited<ReturnType<typeof cliProblem>>, dO: Float32Array, out: string, repeats: number, path: BackwardPath): Promise<number> {
+async function runWebGpuBackwardCli(
+  ctx: Awaited<ReturnType<typeof openNodeWebGpu>>,
+  cp: Awaited<ReturnType<typeof cliProblem>>,
+  dO: Float32Array,
+  out: string,
+  repeats: number,
+  path: BackwardPath,
+): Promise<number> {
   const p = cp.problem;
   const r = await runGpuBackward(ctx, p, cp.inputs, dO, repeats, path);
   const dir = join(out, `webgpu-${path}`);
@@ -135,10 +149,17 @@ async function runWebGpuBackwardCli(ctx: Awaited<ReturnType<typeof openNodeWebGp
     ['dk.npy', r.dk, [p.batch, p.hk, p.nk, p.d]],
     ['dv.npy', r.dv, [p.batch, p.hk, p.nk, p.dv]],
   ];
-  for (const [name, data, dims] of files) await writeFile(join(dir, name), encodeNpy(fromBhnd(data, dims, cp.layout), shapeFor(cp.rank, dims, cp.layout)));
+  for (const [name, data, dims] of files)
+    await writeFile(join(dir, name), encodeNpy(fromBhnd(data, dims, cp.layout), shapeFor(cp.rank, dims, cp.layout)));
   await writeFile(join(dir, 'lse.npy'), encodeNpy(r.lse, [p.batch, p.hq, p.nq]));
   const tflops = backwardFlops(p) / (r.ms * 1e9);
-  const stats = { backend: 'webgpu', path, adapter: ctx.adapterName, backward: { config: r.config, time_ms: r.ms, tflops, kernels: r.kernels, nominal_flops: backwardFlops(p) }, problem: p };
+  const stats = {
+    backend: 'webgpu',
+    path,
+    adapter: ctx.adapterName,
+    backward: { config: r.config, time_ms: r.ms, tflops, kernels: r.kernels, nominal_flops: backwardFlops(p) },
+    problem: p,
+  };
   await writeFile(join(dir, 'stats.json'), JSON.stringify(stats, null, 2) + '\n');
   console.log(`webgpu backward on ${ctx.adapterName}: ${r.ms.toFixed(3)} ms, ${tflops.toFixed(2)} TFLOP/s [${r.config}] -> ${dir}`);
   return 0;

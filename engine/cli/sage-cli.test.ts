@@ -125,9 +125,31 @@ describe('run --algo sage', () => {
   });
 
   it('trace --algo sage prints INT8 scales on loads and qk, e4m3 flushes on exp (v2), per-channel V scales on pv', () => {
-    const r = engine('trace', ['--algo', 'sage', '--nq', '32', '--nk', '64', '--d', '16', '--dtype', 'bf16', '--distribution', 'large-logits', '--feature', 'version=2', '--block-m', '32', '--block-n', '16']);
+    const r = engine('trace', [
+      '--algo',
+      'sage',
+      '--nq',
+      '32',
+      '--nk',
+      '64',
+      '--d',
+      '16',
+      '--dtype',
+      'bf16',
+      '--distribution',
+      'large-logits',
+      '--feature',
+      'version=2',
+      '--block-m',
+      '32',
+      '--block-n',
+      '16',
+    ]);
     expect(r.status).toBe(0);
-    const events = r.stdout.trim().split('\n').map((l) => JSON.parse(l));
+    const events = r.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
     expect(events.every((e) => e.algo === 'sage')).toBe(true);
     const loads = events.filter((e) => e.line === 'sage.loadQ' || e.line === 'sage.loadK');
     expect(loads.every((e) => e.quant.scale > 0 && e.quant.saturated >= 1)).toBe(true);

@@ -31,7 +31,9 @@ async function loadAnyTensor(spec: string): Promise<Tensor> {
 export async function loadVector(spec: string, n: number, what: string): Promise<number[]> {
   const t = await loadTensorFile(spec);
   if (t.info.shape.length !== 1 || t.info.shape[0] !== n) {
-    throw new TensorFileError(`${what} (${spec}): expected a 1-D tensor of length ${n} (one per query head), got shape [${t.info.shape.join(', ')}]`);
+    throw new TensorFileError(
+      `${what} (${spec}): expected a 1-D tensor of length ${n} (one per query head), got shape [${t.info.shape.join(', ')}]`,
+    );
   }
   return Array.from(t.data);
 }

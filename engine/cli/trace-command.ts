@@ -51,7 +51,14 @@ output:
   --out FILE                  write to FILE instead of stdout`,
 
   async run(argv) {
-    const a = parseArgs(argv, { ...PROBLEM_OPTIONS, ...RANDOM_OPTIONS, ...HW_TRACE_OPTIONS, ...BACKWARD_TRACE_OPTIONS, format: 'string', out: 'string' });
+    const a = parseArgs(argv, {
+      ...PROBLEM_OPTIONS,
+      ...RANDOM_OPTIONS,
+      ...HW_TRACE_OPTIONS,
+      ...BACKWARD_TRACE_OPTIONS,
+      format: 'string',
+      out: 'string',
+    });
     const format = str(a, 'format') ?? 'jsonl';
     if (format !== 'jsonl') throw new ArgsError(`--format must be jsonl, got '${format}'`);
     const backward = wantsBackward(a);

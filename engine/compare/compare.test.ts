@@ -40,7 +40,11 @@ describe('compare: error and difference', () => {
 
   it('ratioNotes: each pane against the lowest and against the next worse pane', () => {
     const names = ['pane 1', 'pane 2', 'pane 3'];
-    expect(ratioNotes([1.5e-4, 2.5e-2, 1e-2], names)).toEqual(['lowest; 66.67× below pane 3', "166.67× pane 1's", "66.67× pane 1's; 2.50× below pane 2"]);
+    expect(ratioNotes([1.5e-4, 2.5e-2, 1e-2], names)).toEqual([
+      'lowest; 66.67× below pane 3',
+      "166.67× pane 1's",
+      "66.67× pane 1's; 2.50× below pane 2",
+    ]);
     expect(ratioNotes([2e-2, 8e-3, 2e-2], names)).toEqual(["2.50× pane 2's", 'lowest; 2.50× below pane 1', "2.50× pane 2's"]);
     // Ties: a tie for the lowest reads as equal, and both compare with the next strictly higher value.
     expect(ratioNotes([1, 1, 4], names)).toEqual(['lowest; 4.00× below pane 3', 'equal to pane 1; 4.00× below pane 3', "4.00× pane 1's"]);
@@ -108,7 +112,9 @@ describe('compare: synchronised stepping', () => {
       expect([e.b, e.h]).toEqual([pt.b, pt.h]);
       expect(pt.row >= e.tile.rows[0] && pt.row < e.tile.rows[1]).toBe(true);
       expect(pt.col >= e.tile.cols[0] && pt.col < e.tile.cols[1]).toBe(true);
-      const sameTile = ev2.filter((x) => x.b === e.b && x.h === e.h && x.tile.qBlock === e.tile.qBlock && x.tile.kvBlock === e.tile.kvBlock);
+      const sameTile = ev2.filter(
+        (x) => x.b === e.b && x.h === e.h && x.tile.qBlock === e.tile.qBlock && x.tile.kvBlock === e.tile.kvBlock,
+      );
       if (sameTile.some((x) => x.kind === pt.kind)) expect(e.kind).toBe(pt.kind);
       else expect(step).toBe(ev2.indexOf(sameTile[0]));
     }
@@ -134,12 +140,22 @@ describe('compare: synchronised stepping', () => {
     const r = await off.seekSync(pt, 'time', 'h100');
     expect(r.used).toBe('time');
     // The follower's step is done by the leader's time and its next step is not.
-    const offTimes = (await import('./session-compare.ts')).timesFor({ ...base, ...req, features: { pingpong: false } }, req.problem, off.events(), 'h100').times!;
+    const offTimes = (await import('./session-compare.ts')).timesFor(
+      { ...base, ...req, features: { pingpong: false } },
+      req.problem,
+      off.events(),
+      'h100',
+    ).times!;
     expect(offTimes[r.frame.step]).toBeLessThanOrEqual(pt.timeUs!);
     const evOn = on.events();
     const times = (await import('./session-compare.ts')).timesFor({ ...base, ...req }, req.problem, evOn, 'h100').times!;
     for (let i = 1; i < evOn.length; i++) {
-      const same = evOn[i].b === evOn[i - 1].b && evOn[i].h === evOn[i - 1].h && evOn[i].tile.qBlock === evOn[i - 1].tile.qBlock && evOn[i].tile.kvBlock >= 0 && evOn[i - 1].tile.kvBlock >= 0;
+      const same =
+        evOn[i].b === evOn[i - 1].b &&
+        evOn[i].h === evOn[i - 1].h &&
+        evOn[i].tile.qBlock === evOn[i - 1].tile.qBlock &&
+        evOn[i].tile.kvBlock >= 0 &&
+        evOn[i - 1].tile.kvBlock >= 0;
       if (same && evOn[i].tile.kvBlock === evOn[i - 1].tile.kvBlock) expect(times[i]).toBe(times[i - 1]);
     }
   });
@@ -155,7 +171,12 @@ describe('compare: synchronised stepping', () => {
 
 describe('compare: FA4 with and without lazy rescale', () => {
   it('lazy rescale skips rescales the eager schedule does, with the error against float64 still small', async () => {
-    const req = { algorithm: 'fa4', problem: { ...base.problem, nq: 128, nk: 256, d: 64, dv: 64, dtype: 'bf16' as const }, blocks: {}, distribution: 'outlier-row' as const };
+    const req = {
+      algorithm: 'fa4',
+      problem: { ...base.problem, nq: 128, nk: 256, d: 64, dv: 64, dtype: 'bf16' as const },
+      blocks: {},
+      distribution: 'outlier-row' as const,
+    };
     const lazy = await (await loaded(req)).compareData('b200');
     const eager = await (await loaded({ ...req, features: { lazyRescale: false } })).compareData('b200');
     expect(lazy.counters.rescaleCount).toBeLessThan(eager.counters.rescaleCount);

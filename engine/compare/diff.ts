@@ -56,7 +56,8 @@ export function errorStats(got: ArrayLike<number>, want: ArrayLike<number>): Err
 
 /** a − b element-wise (NaN where either is not finite), with its largest magnitude. */
 export function outputDifference(a: ArrayLike<number>, b: ArrayLike<number>): { diff: Float32Array; maxAbs: number } {
-  if (a.length !== b.length) throw new Error(`the two outputs have different sizes (${a.length} and ${b.length} elements); compare panes must run the same problem`);
+  if (a.length !== b.length)
+    throw new Error(`the two outputs have different sizes (${a.length} and ${b.length} elements); compare panes must run the same problem`);
   const diff = new Float32Array(a.length);
   let maxAbs = 0;
   for (let i = 0; i < a.length; i++) {
@@ -103,20 +104,92 @@ export function diffTable(panes: PaneResult[]): DiffRow[] {
   const pred = panes.map((p) => p.prediction);
   const noModel = pred.map((p) => ('reason' in p ? p.reason : ''));
   return [
-    row('HBM bytes read', c.map((x) => totalBytes(x.hbmRead)), fmtInt, true),
-    row('HBM bytes written', c.map((x) => totalBytes(x.hbmWritten)), fmtInt, true),
-    row('matmul FLOPs', c.map((x) => x.matmulFlops), fmtInt, true),
-    row('non-matmul FLOPs', c.map((x) => x.nonMatmulFlops), fmtInt, true),
-    row('exp count', c.map((x) => x.expCount), fmtInt, true),
-    row('rescale count', c.map((x) => x.rescaleCount), fmtInt, true),
-    row('atomic adds', c.map((x) => x.atomicAdds), fmtInt, true),
-    row('steps', c.map((x) => x.steps), fmtInt, false),
-    row('predicted time (µs)', pred.map((p) => ('timeUs' in p ? p.timeUs : NaN)), (n) => n.toFixed(2), true, noModel),
-    row('predicted TFLOP/s', pred.map((p) => ('tflops' in p ? p.tflops : NaN)), (n) => n.toFixed(1), false, noModel),
-    row('max |error| vs float64', panes.map((p) => p.error.maxAbs), fmtExp, true),
-    row('mean |error| vs float64', panes.map((p) => p.error.meanAbs), fmtExp, true),
-    row('RMSE vs float64', panes.map((p) => p.error.rmse), fmtExp, true),
-    row('rel-L1 vs float64', panes.map((p) => p.error.relL1), fmtExp, true),
+    row(
+      'HBM bytes read',
+      c.map((x) => totalBytes(x.hbmRead)),
+      fmtInt,
+      true,
+    ),
+    row(
+      'HBM bytes written',
+      c.map((x) => totalBytes(x.hbmWritten)),
+      fmtInt,
+      true,
+    ),
+    row(
+      'matmul FLOPs',
+      c.map((x) => x.matmulFlops),
+      fmtInt,
+      true,
+    ),
+    row(
+      'non-matmul FLOPs',
+      c.map((x) => x.nonMatmulFlops),
+      fmtInt,
+      true,
+    ),
+    row(
+      'exp count',
+      c.map((x) => x.expCount),
+      fmtInt,
+      true,
+    ),
+    row(
+      'rescale count',
+      c.map((x) => x.rescaleCount),
+      fmtInt,
+      true,
+    ),
+    row(
+      'atomic adds',
+      c.map((x) => x.atomicAdds),
+      fmtInt,
+      true,
+    ),
+    row(
+      'steps',
+      c.map((x) => x.steps),
+      fmtInt,
+      false,
+    ),
+    row(
+      'predicted time (µs)',
+      pred.map((p) => ('timeUs' in p ? p.timeUs : NaN)),
+      (n) => n.toFixed(2),
+      true,
+      noModel,
+    ),
+    row(
+      'predicted TFLOP/s',
+      pred.map((p) => ('tflops' in p ? p.tflops : NaN)),
+      (n) => n.toFixed(1),
+      false,
+      noModel,
+    ),
+    row(
+      'max |error| vs float64',
+      panes.map((p) => p.error.maxAbs),
+      fmtExp,
+      true,
+    ),
+    row(
+      'mean |error| vs float64',
+      panes.map((p) => p.error.meanAbs),
+      fmtExp,
+      true,
+    ),
+    row(
+      'RMSE vs float64',
+      panes.map((p) => p.error.rmse),
+      fmtExp,
+      true,
+    ),
+    row(
+      'rel-L1 vs float64',
+      panes.map((p) => p.error.relL1),
+      fmtExp,
+      true,
+    ),
   ];
 }
 
@@ -128,7 +201,10 @@ export function diffTable(panes: PaneResult[]): DiffRow[] {
  */
 export function ratioNotes(raw: number[], names: string[]): string[] {
   const ok = raw.map((v) => Number.isFinite(v) && v >= 0);
-  const order = raw.map((_, i) => i).filter((i) => ok[i]).sort((a, b) => raw[a] - raw[b]);
+  const order = raw
+    .map((_, i) => i)
+    .filter((i) => ok[i])
+    .sort((a, b) => raw[a] - raw[b]);
   if (order.length < 2 || raw[order[0]] === raw[order[order.length - 1]]) return raw.map(() => '');
   const best = order[0];
   const factor = (num: number, den: number) => (den === 0 ? '∞' : `${(num / den).toFixed(2)}×`);
@@ -154,6 +230,13 @@ export function countersCsv(c: Counters): string {
   lines.push(`hbm_bytes_read,${totalBytes(c.hbmRead)}`, `hbm_bytes_written,${totalBytes(c.hbmWritten)}`);
   for (const [t, n] of Object.entries(c.hbmRead)) lines.push(`hbm_bytes_read.${t},${n}`);
   for (const [t, n] of Object.entries(c.hbmWritten)) lines.push(`hbm_bytes_written.${t},${n}`);
-  lines.push(`matmul_flops,${c.matmulFlops}`, `non_matmul_flops,${c.nonMatmulFlops}`, `exp_count,${c.expCount}`, `rescale_count,${c.rescaleCount}`, `atomic_adds,${c.atomicAdds}`, `steps,${c.steps}`);
+  lines.push(
+    `matmul_flops,${c.matmulFlops}`,
+    `non_matmul_flops,${c.nonMatmulFlops}`,
+    `exp_count,${c.expCount}`,
+    `rescale_count,${c.rescaleCount}`,
+    `atomic_adds,${c.atomicAdds}`,
+    `steps,${c.steps}`,
+  );
   return lines.join('\n') + '\n';
 }

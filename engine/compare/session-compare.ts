@@ -77,7 +77,12 @@ function backwardPrediction(req: LoadRequest, problem: AttentionProblem, gpu: st
   }
 }
 
-export function timesFor(req: LoadRequest, problem: AttentionProblem, events: readonly TraceEvent[], gpu: string): { times: Float64Array | null; reason?: string } {
+export function timesFor(
+  req: LoadRequest,
+  problem: AttentionProblem,
+  events: readonly TraceEvent[],
+  gpu: string,
+): { times: Float64Array | null; reason?: string } {
   if (req.pass === 'backward') return { times: null, reason: `the ${req.algorithm} backward has no step-by-step hardware schedule` };
   const f = hwFeatures(req.algorithm, req.features);
   if (!f) return { times: null, reason: `${req.algorithm} has no hardware schedule` };

@@ -69,14 +69,26 @@ describe("sync by K/V block on sliced Q tiles (sage v1, sage v2, FA3's ping-pong
           expect(pt.col >= e.tile.cols[0] && pt.col < e.tile.cols[1], where).toBe(true);
           // The phase must match (loads by tensor) wherever the follower has it on that row and key; the
           // first block a kernel visits has no rescale, so there it is the block's first step on the row.
-          const here = follow.filter((x) => x.b === pt.b && x.h === pt.h && pt.row >= x.tile.rows[0] && pt.row < x.tile.rows[1] && x.tile.kvBlock >= 0 && pt.col >= x.tile.cols[0] && pt.col < x.tile.cols[1]);
+          const here = follow.filter(
+            (x) =>
+              x.b === pt.b &&
+              x.h === pt.h &&
+              pt.row >= x.tile.rows[0] &&
+              pt.row < x.tile.rows[1] &&
+              x.tile.kvBlock >= 0 &&
+              pt.col >= x.tile.cols[0] &&
+              pt.col < x.tile.cols[1],
+          );
           const same = here.find((x) => x.kind === lead[i].kind && tensorsOf(x) === tensorsOf(lead[i]));
           if (same) expect(e, where).toBe(same);
           else {
             expect(lead[i].kind, where).toBe('rescale');
             expect(e, where).toBe(here[0]);
           }
-          expect(follow.findIndex((x) => workOf(x) === workOf(e)), where).toBe(step);
+          expect(
+            follow.findIndex((x) => workOf(x) === workOf(e)),
+            where,
+          ).toBe(step);
         }
       }
     }

@@ -48,7 +48,8 @@ export function pointOf(events: readonly TraceEvent[], step: number, times: Floa
 }
 
 /** Same phase as the point: the same kind, and for loads and writes the same tensors. */
-const samePhase = (e: TraceEvent, pt: SyncPoint) => e.kind === pt.kind && (pt.tensors === undefined || ((e.kind === 'load' || e.kind === 'write') && e.tensors.join(',') === pt.tensors));
+const samePhase = (e: TraceEvent, pt: SyncPoint) =>
+  e.kind === pt.kind && (pt.tensors === undefined || ((e.kind === 'load' || e.kind === 'write') && e.tensors.join(',') === pt.tensors));
 
 const byProgress = (n: number, p: number) => Math.max(0, Math.min(n - 1, Math.round(p * (n - 1))));
 
@@ -58,7 +59,12 @@ const covers = (e: TraceEvent, pt: SyncPoint) => e.b === pt.b && e.h === pt.h &&
  * The follower's step for a point. Returns the step and, when the axis could not be used
  * as asked, the axis actually used.
  */
-export function stepFor(events: readonly TraceEvent[], pt: SyncPoint, axis: SyncAxis, times: Float64Array | null): { step: number; used: SyncAxis } {
+export function stepFor(
+  events: readonly TraceEvent[],
+  pt: SyncPoint,
+  axis: SyncAxis,
+  times: Float64Array | null,
+): { step: number; used: SyncAxis } {
   const n = events.length;
   if (axis === 'time') {
     if (pt.timeUs === null || !times) return { step: byProgress(n, pt.progress), used: 'progress' };

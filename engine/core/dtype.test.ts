@@ -20,8 +20,26 @@ function fp16ByDefinition(x: number): number {
 describe('roundFp16', () => {
   it('agrees with the definition on random values across the whole range, ties and subnormals', () => {
     let seed = 12345;
-    const rnd = () => ((seed = (seed * 1103515245 + 12345) >>> 0) / 2 ** 32);
-    const xs: number[] = [1, -1, 0.5, 65504, 65519.99, 65520, 2 ** -24, 2 ** -25, 3 * 2 ** -26, 2 ** -14, 2 ** -15, 1 + 2 ** -11, 1 + 3 * 2 ** -11, -2049, 2049, 2051, 1e-30];
+    const rnd = () => (seed = (seed * 1103515245 + 12345) >>> 0) / 2 ** 32;
+    const xs: number[] = [
+      1,
+      -1,
+      0.5,
+      65504,
+      65519.99,
+      65520,
+      2 ** -24,
+      2 ** -25,
+      3 * 2 ** -26,
+      2 ** -14,
+      2 ** -15,
+      1 + 2 ** -11,
+      1 + 3 * 2 ** -11,
+      -2049,
+      2049,
+      2051,
+      1e-30,
+    ];
     for (let i = 0; i < 200_000; i++) xs.push((rnd() < 0.5 ? -1 : 1) * 2 ** (rnd() * 44 - 28) * (1 + rnd()));
     for (const x of xs) expect(roundFp16(x), String(x)).toBe(fp16ByDefinition(x));
   });

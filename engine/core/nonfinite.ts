@@ -36,7 +36,12 @@ export type Dims4 = readonly [number, number, number, number];
  * "Q holds NaN at row 1, column 1 of batch 0, head 1 and 5 more non-finite values (6 of 64:
  * 4 NaN, 2 ±Infinity); attention inputs must be finite". Empty when the count is 0.
  */
-export function nonFiniteSentence(tensor: string, c: NonFiniteCount, dims: Dims4, origin: { batch: number; head: number } = { batch: 0, head: 0 }): string {
+export function nonFiniteSentence(
+  tensor: string,
+  c: NonFiniteCount,
+  dims: Dims4,
+  origin: { batch: number; head: number } = { batch: 0, head: 0 },
+): string {
   if (!c.first) return '';
   const [, heads, rows, cols] = dims;
   const i = c.first.index;
@@ -44,7 +49,10 @@ export function nonFiniteSentence(tensor: string, c: NonFiniteCount, dims: Dims4
   const row = Math.floor(i / cols) % rows;
   const head = origin.head + (Math.floor(i / (cols * rows)) % heads);
   const batch = origin.batch + Math.floor(i / (cols * rows * heads));
-  const more = c.count > 1 ? ` and ${c.count - 1} more non-finite value${c.count > 2 ? 's' : ''} (${c.count} of ${c.total}: ${c.nan} NaN, ${c.inf} ±Infinity)` : '';
+  const more =
+    c.count > 1
+      ? ` and ${c.count - 1} more non-finite value${c.count > 2 ? 's' : ''} (${c.count} of ${c.total}: ${c.nan} NaN, ${c.inf} ±Infinity)`
+      : '';
   return `${tensor} holds ${c.first.value} at row ${row}, column ${col} of batch ${batch}, head ${head}${more}; attention inputs must be finite`;
 }
 

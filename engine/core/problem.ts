@@ -130,12 +130,17 @@ export function softmaxScale(p: AttentionProblem): number {
 /** The ALiBi slopes of the paper for n heads (geometric, interpolated when n is not a power of two). */
 export function standardAlibiSlopes(n: number): number[] {
   const pow2 = (k: number): number[] => {
-    const start = 2 ** (-(2 ** -(Math.log2(k) - 3)));
+    const start = 2 ** -(2 ** -(Math.log2(k) - 3));
     return Array.from({ length: k }, (_, i) => start * start ** i);
   };
   if (Number.isInteger(Math.log2(n))) return pow2(n);
   const closest = 2 ** Math.floor(Math.log2(n));
-  return [...pow2(closest), ...pow2(2 * closest).filter((_, i) => i % 2 === 0).slice(0, n - closest)];
+  return [
+    ...pow2(closest),
+    ...pow2(2 * closest)
+      .filter((_, i) => i % 2 === 0)
+      .slice(0, n - closest),
+  ];
 }
 
 export function alibiSlopes(p: AttentionProblem): number[] | undefined {
@@ -151,7 +156,10 @@ export function dtypeBytes(dtype: DType): number {
 /** FP8 runs only where an algorithm models an FP8 path; every other algorithm calls this first. */
 export function requireNoFp8(p: AttentionProblem, algorithm: string): void {
   if (isFp8(p.dtype)) {
-    throw new ProblemError('dtype', `${algorithm} has no FP8 path; ${p.dtype} runs only on fa3's forward (FA3's FP8 kernel) — pick fp16, bf16 or fp32 here`);
+    throw new ProblemError(
+      'dtype',
+      `${algorithm} has no FP8 path; ${p.dtype} runs only on fa3's forward (FA3's FP8 kernel) — pick fp16, bf16 or fp32 here`,
+    );
   }
 }
 

@@ -50,60 +50,68 @@ async function loaded(r: LoadRequest = req) {
 
 describe('DebuggerSession, backward pass', () => {
   for (const algorithm of ['standard', 'fa1', 'fa2', 'fa3'])
-  it(`${algorithm}: the last frame of each head holds the float64 gradients of that head`, async () => {
-    const { s, summary } = await loaded({ ...req, algorithm });
-    expect(summary.pass).toBe('backward');
-    const x = randomInputs(problem, { seed: 5, distribution: 'normal' });
-    const ref = referenceBackward(problem, { ...x, dO: randomGradOutput(problem, 5) });
-    const v = viewer(s);
-    // The last step of head 0, then of head 1.
-    const ev = s.events();
-    const lastOf = (h: number) => ev.reduce((k, e, i) => (e.h === h ? i : k), -1);
-    for (const h of [0, 1]) {
-      const f = await v.seek(lastOf(h));
-      expect(f.h).toBe(h);
-      let err = 0;
-      for (let i = 0; i < problem.nq * problem.d; i++) err = Math.max(err, Math.abs(f.bwd!.dQ[i] - ref.dq[h * problem.nq * problem.d + i]));
-      expect(err, `dQ of head ${h}`).toBeLessThan(1e-4);
-      // D of every row that sees a key: dO · O in float64.
-      const dO = randomGradOutput(problem, 5);
-      for (let r = 0; r < problem.nq; r++) {
-        let want = 0;
-        for (let c = 0; c < problem.dv; c++) want += dO[(h * problem.nq + r) * problem.dv + c] * ref.o[(h * problem.nq + r) * problem.dv + c];
-        expect(Math.abs(f.bwd!.D[r] - want), `D of row ${r}`).toBeLessThan(1e-4);
+    it(`${algorithm}: the last frame of each head holds the float64 gradients of that head`, async () => {
+      const { s, summary } = await loaded({ ...req, algorithm });
+      expect(summary.pass).toBe('backward');
+      const x = randomInputs(problem, { seed: 5, distribution: 'normal' });
+      const ref = referenceBackward(problem, { ...x, dO: randomGradOutput(problem, 5) });
+      const v = viewer(s);
+      // The last step of head 0, then of head 1.
+      const ev = s.events();
+      const lastOf = (h: number) => ev.reduce((k, e, i) => (e.h === h ? i : k), -1);
+      for (const h of [0, 1]) {
+        const f = await v.seek(lastOf(h));
+        expect(f.h).toBe(h);
+        let err = 0;
+        for (let i = 0; i < problem.nq * problem.d; i++)
+          err = Math.max(err, Math.abs(f.bwd!.dQ[i] - ref.dq[h * problem.nq * problem.d + i]));
+        expect(err, `dQ of head ${h}`).toBeLessThan(1e-4);
+        // D of every row that sees a key: dO · O in float64.
+        const dO = randomGradOutput(problem, 5);
+        for (let r = 0; r < problem.nq; r++) {
+          let want = 0;
+          for (let c = 0; c < problem.dv; c++)
+            want += dO[(h * problem.nq + r) * problem.dv + c] * ref.o[(h * problem.nq + r) * problem.dv + c];
+          expect(Math.abs(f.bwd!.D[r] - want), `D of row ${r}`).toBeLessThan(1e-4);
+        }
       }
-    }
-    // The frame's dK and dV are the on-chip accumulators of the head being stepped: with
-    // GQA, that query head's part of the K/V head's sum (the sum over the group happens in HBM).
-    const f = await v.seek(lastOf(1));
-    expect(f.bwd!.kvState.every((st) => st === 2)).toBe(true);
-    const one: AttentionProblem = { ...problem, hq: 1 };
-    const qd = problem.nq * problem.d;
-    const own = referenceBackward(one, { q: x.q.slice(qd, 2 * qd), k: x.k, v: x.v, dO: randomGradOutput(problem, 5).slice(problem.nq * problem.dv) });
-    // FA3 keeps dK without the softmax scale until its epilogue write.
-    const unscale = algorithm === 'fa3' ? Math.sqrt(problem.d) : 1;
-    let errK = 0;
-    let errV = 0;
-    for (let i = 0; i < problem.nk * problem.d; i++) errK = Math.max(errK, Math.abs(f.bwd!.dK[i] - own.dk[i] * unscale));
-    for (let i = 0; i < problem.nk * problem.dv; i++) errV = Math.max(errV, Math.abs(f.bwd!.dV[i] - own.dv[i]));
-    expect(errK, 'dK of head 1').toBeLessThan(1e-4);
-    expect(errV, 'dV of head 1').toBeLessThan(1e-4);
-  });
+      // The frame's dK and dV are the on-chip accumulators of the head being stepped: with
+      // GQA, that query head's part of the K/V head's sum (the sum over the group happens in HBM).
+      const f = await v.seek(lastOf(1));
+      expect(f.bwd!.kvState.every((st) => st === 2)).toBe(true);
+      const one: AttentionProblem = { ...problem, hq: 1 };
+      const qd = problem.nq * problem.d;
+      const own = referenceBackward(one, {
+        q: x.q.slice(qd, 2 * qd),
+        k: x.k,
+        v: x.v,
+        dO: randomGradOutput(problem, 5).slice(problem.nq * problem.dv),
+      });
+      // FA3 keeps dK without the softmax scale until its epilogue write.
+      const unscale = algorithm === 'fa3' ? Math.sqrt(problem.d) : 1;
+      let errK = 0;
+      let errV = 0;
+      for (let i = 0; i < problem.nk * problem.d; i++) errK = Math.max(errK, Math.abs(f.bwd!.dK[i] - own.dk[i] * unscale));
+      for (let i = 0; i < problem.nk * problem.dv; i++) errV = Math.max(errV, Math.abs(f.bwd!.dV[i] - own.dv[i]));
+      expect(errK, 'dK of head 1').toBeLessThan(1e-4);
+      expect(errV, 'dV of head 1').toBeLessThan(1e-4);
+    });
 
   for (const algorithm of ['standard', 'fa1', 'fa2', 'fa3'])
-  it(`${algorithm}: seeking anywhere shows exactly what stepping there one phase at a time shows`, async () => {
-    const r = { ...req, algorithm };
-    const { s, summary } = await loaded(r);
-    const v = viewer(s);
-    const walked = [view(await v.seek(0))];
-    for (let i = 1; i < summary.total; i++) walked.push(view(await v.step(1, 'phase')));
-    const { s: s2 } = await loaded(r);
-    const j = viewer(s2);
-    const n = summary.total;
-    for (const k of [n - 1, 7, Math.floor(n / 2), 3, n - 2, Math.floor(n / 3), 0, Math.floor(n / 3) + 1]) expect(view(await j.seek(k))).toEqual(walked[k]);
-    await j.seek(Math.floor(n / 2));
-    expect(view(await j.step(-1, 'phase'))).toEqual(walked[Math.floor(n / 2) - 1]);
-  });
+    it(`${algorithm}: seeking anywhere shows exactly what stepping there one phase at a time shows`, async () => {
+      const r = { ...req, algorithm };
+      const { s, summary } = await loaded(r);
+      const v = viewer(s);
+      const walked = [view(await v.seek(0))];
+      for (let i = 1; i < summary.total; i++) walked.push(view(await v.step(1, 'phase')));
+      const { s: s2 } = await loaded(r);
+      const j = viewer(s2);
+      const n = summary.total;
+      for (const k of [n - 1, 7, Math.floor(n / 2), 3, n - 2, Math.floor(n / 3), 0, Math.floor(n / 3) + 1])
+        expect(view(await j.seek(k))).toEqual(walked[k]);
+      await j.seek(Math.floor(n / 2));
+      expect(view(await j.step(-1, 'phase'))).toEqual(walked[Math.floor(n / 2) - 1]);
+    });
 
   it('the recomputed P equals the P a standard forward stores, and every dQ add is listed', async () => {
     const { s, summary } = await loaded();
@@ -180,14 +188,34 @@ describe('compare data of a backward run', () => {
 describe('backward breakpoint matching', () => {
   const base = { step: 0, b: 0, h: 0, outer: 1, inner: 2, line: 'x', delta: {}, pass: 'backward' as const };
   it('names the gradient and the matrix entry of the first NaN/Inf', () => {
-    const dq = { ...base, kind: 'dq' as const, tile: { qBlock: 2, kvBlock: 1, rows: [16, 18] as [number, number], cols: [8, 16] as [number, number] }, dQ: [1, 2, 3, Infinity], worker: 1, contributors: [0, 1], atomic: true, collidesWith: [] };
+    const dq = {
+      ...base,
+      kind: 'dq' as const,
+      tile: { qBlock: 2, kvBlock: 1, rows: [16, 18] as [number, number], cols: [8, 16] as [number, number] },
+      dQ: [1, 2, 3, Infinity],
+      worker: 1,
+      contributors: [0, 1],
+      atomic: true,
+      collidesWith: [],
+    };
     expect(gradientNonFinite(dq)).toBe('dQ[17, 1] is Infinity');
-    const dk = { ...base, kind: 'dk' as const, tile: { qBlock: 0, kvBlock: 1, rows: [0, 8] as [number, number], cols: [8, 10] as [number, number] }, dK: [0, NaN, 0, 0] };
+    const dk = {
+      ...base,
+      kind: 'dk' as const,
+      tile: { qBlock: 0, kvBlock: 1, rows: [0, 8] as [number, number], cols: [8, 10] as [number, number] },
+      dK: [0, NaN, 0, 0],
+    };
     expect(gradientNonFinite(dk)).toBe('dK[8, 1] is NaN');
     expect(gradientNonFinite({ ...dk, dK: [0, 1, 2, 3] })).toBeUndefined();
   });
   it('|dS| above a threshold points at the largest entry of the tile', () => {
-    const ds = { ...base, kind: 'ds' as const, tile: { qBlock: 1, kvBlock: 2, rows: [8, 10] as [number, number], cols: [16, 19] as [number, number] }, dS: [0.1, -0.2, 0.3, -0.9, 0.5, 0], D: [0, 0] };
+    const ds = {
+      ...base,
+      kind: 'ds' as const,
+      tile: { qBlock: 1, kvBlock: 2, rows: [8, 10] as [number, number], cols: [16, 19] as [number, number] },
+      dS: [0.1, -0.2, 0.3, -0.9, 0.5, 0],
+      D: [0, 0],
+    };
     expect(dsAbove(ds, 0.4)).toBe('|dS[9, 16]| = 0.9000 > 0.4');
     expect(dsAbove(ds, 0.95)).toBeUndefined();
   });

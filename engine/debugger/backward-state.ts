@@ -85,7 +85,16 @@ export class BackwardState implements BackwardArrays {
   }
 
   get bytes(): number {
-    return this.D.byteLength + this.dP.byteLength + this.dS.byteLength + this.dQ.byteLength + this.dQState.byteLength + this.dK.byteLength + this.dV.byteLength + this.kvState.byteLength;
+    return (
+      this.D.byteLength +
+      this.dP.byteLength +
+      this.dS.byteLength +
+      this.dQ.byteLength +
+      this.dQState.byteLength +
+      this.dK.byteLength +
+      this.dV.byteLength +
+      this.kvState.byteLength
+    );
   }
 
   /** A new head: everything back to "not computed yet". */
@@ -216,7 +225,17 @@ export class BackwardState implements BackwardArrays {
   takeChanges(): BackwardPatch {
     let patch: BackwardPatch;
     if (this.changedAll) {
-      patch = { full: true, D: this.D.slice(), dP: this.dP.slice(), dS: this.dS.slice(), dQ: this.dQ.slice(), dQState: this.dQState.slice(), dK: this.dK.slice(), dV: this.dV.slice(), kvState: this.kvState.slice() };
+      patch = {
+        full: true,
+        D: this.D.slice(),
+        dP: this.dP.slice(),
+        dS: this.dS.slice(),
+        dQ: this.dQ.slice(),
+        dQState: this.dQState.slice(),
+        dK: this.dK.slice(),
+        dV: this.dV.slice(),
+        kvState: this.kvState.slice(),
+      };
     } else {
       const range = (lo: number, hi: number): Range => (hi > lo ? [lo, hi] : [0, 0]);
       const rows = range(this.t[0], this.t[1]);
@@ -274,7 +293,8 @@ export function applyBackwardPatch(prev: BackwardArrays | undefined, p: Backward
     const { full: _full, ...arrays } = p;
     return arrays;
   }
-  if (!prev || prev.D.length !== nq || prev.kvState.length !== nk) throw new Error('a partial backward update arrived without the frame it patches');
+  if (!prev || prev.D.length !== nq || prev.kvState.length !== nk)
+    throw new Error('a partial backward update arrived without the frame it patches');
   const d = prev.dK.length / nk;
   const dv = prev.dV.length / nk;
   const w = p.cols[1] - p.cols[0];

@@ -46,7 +46,12 @@ export function storedForwardP(problem: AttentionProblem, inputs: AttentionInput
 }
 
 /** Ranges, the dQ adds and the largest difference between recomputed and stored P, over the whole trace. */
-export function summarizeBackward(problem: AttentionProblem, events: readonly TraceEvent[], dO: Float32Array, pForward: Float32Array): BackwardSummary {
+export function summarizeBackward(
+  problem: AttentionProblem,
+  events: readonly TraceEvent[],
+  dO: Float32Array,
+  pForward: Float32Array,
+): BackwardSummary {
   const ranges: Record<RangeName, [number, number]> = {
     dO: [Infinity, -Infinity],
     D: [Infinity, -Infinity],

@@ -58,7 +58,7 @@ const backCpu: number[] = [];
 for (let i = 0; i < 500; i++) await timed(() => s.step(-1, 'phase'), back, backCpu);
 // Seeded LCG for the random targets, so runs are comparable.
 let x = 12345;
-const rnd = () => ((x = (Math.imul(x, 1103515245) + 12345) >>> 0) / 2 ** 32);
+const rnd = () => (x = (Math.imul(x, 1103515245) + 12345) >>> 0) / 2 ** 32;
 const seek: number[] = [];
 const seekCpu: number[] = [];
 for (let i = 0; i < 300; i++) {
@@ -69,11 +69,19 @@ const f = (v: number) => v.toFixed(3);
 const mb = (b: number) => (b / 2 ** 20).toFixed(1);
 console.log(`debugger session bench: FA2 N=${N} d=64, blocks ${summary.blocks.blockM}x${summary.blocks.blockN}, ${total} steps`);
 console.log(`load (record trace + checkpoints every ${summary.checkpointInterval} steps): ${summary.loadMs.toFixed(0)} ms`);
-console.log(`memory: session estimate ${mb(summary.memoryBytes)} MiB, measured heap+buffers delta ${gc ? mb(after - before) + ' MiB' : 'n/a (run with --expose-gc)'}`);
+console.log(
+  `memory: session estimate ${mb(summary.memoryBytes)} MiB, measured heap+buffers delta ${gc ? mb(after - before) + ' MiB' : 'n/a (run with --expose-gc)'}`,
+);
 console.log(`deterministic (two loads, identical traces): ${same}`);
-console.log(`step forward  (${fwd.length}): p50 ${f(pct(fwd, 0.5))} ms, p95 ${f(pct(fwd, 0.95))} ms, max ${f(Math.max(...fwd))} ms  (goal <= 2 ms; p95/goal = ${f(pct(fwd, 0.95) / 2)})`);
-console.log(`step back     (${back.length}): p50 ${f(pct(back, 0.5))} ms, p95 ${f(pct(back, 0.95))} ms, max ${f(Math.max(...back))} ms  (goal <= 2 ms; p95/goal = ${f(pct(back, 0.95) / 2)})`);
-console.log(`seek random   (${seek.length}): p50 ${f(pct(seek, 0.5))} ms, p95 ${f(pct(seek, 0.95))} ms, max ${f(Math.max(...seek))} ms  (goal p95 <= 30 ms; p95/goal = ${f(pct(seek, 0.95) / 30)})`);
+console.log(
+  `step forward  (${fwd.length}): p50 ${f(pct(fwd, 0.5))} ms, p95 ${f(pct(fwd, 0.95))} ms, max ${f(Math.max(...fwd))} ms  (goal <= 2 ms; p95/goal = ${f(pct(fwd, 0.95) / 2)})`,
+);
+console.log(
+  `step back     (${back.length}): p50 ${f(pct(back, 0.5))} ms, p95 ${f(pct(back, 0.95))} ms, max ${f(Math.max(...back))} ms  (goal <= 2 ms; p95/goal = ${f(pct(back, 0.95) / 2)})`,
+);
+console.log(
+  `seek random   (${seek.length}): p50 ${f(pct(seek, 0.5))} ms, p95 ${f(pct(seek, 0.95))} ms, max ${f(Math.max(...seek))} ms  (goal p95 <= 30 ms; p95/goal = ${f(pct(seek, 0.95) / 30)})`,
+);
 const cpuLine = (name: string, xs: number[], goal: number) =>
   console.log(`${name} CPU time: p50 ${f(pct(xs, 0.5))} ms, p95 ${f(pct(xs, 0.95))} ms  (p95/goal = ${f(pct(xs, 0.95) / goal)})`);
 cpuLine('step forward ', fwdCpu, 2);

@@ -57,7 +57,9 @@ export function matchBreakpoint(bp: BreakpointSpec, ev: TraceEvent, prev: TraceE
   switch (bp.kind) {
     case 'tile': {
       const inTile = (e: TraceEvent | undefined) => !!e && e.tile.qBlock === bp.qBlock && e.tile.kvBlock === bp.kvBlock;
-      return inTile(ev) && !(inTile(prev) && prev!.b === ev.b && prev!.h === ev.h) ? `entered tile (${bp.qBlock}, ${bp.kvBlock})` : undefined;
+      return inTile(ev) && !(inTile(prev) && prev!.b === ev.b && prev!.h === ev.h)
+        ? `entered tile (${bp.qBlock}, ${bp.kvBlock})`
+        : undefined;
     }
     case 'rescale-row': {
       if (ev.kind !== 'rescale') return undefined;

@@ -5,7 +5,8 @@ import { dqAccumulationAt, type DqAdd } from './dq-accumulation.ts';
 function kvOuter(rows: number, cols: number, first: (j: number) => number): DqAdd[] {
   const out: DqAdd[] = [];
   let step = 0;
-  for (let j = 0; j < cols; j++) for (let i = first(j); i < rows; i++) out.push({ step: (step += 3), b: 0, h: 0, qBlock: i, kvBlock: j, atomic: true });
+  for (let j = 0; j < cols; j++)
+    for (let i = first(j); i < rows; i++) out.push({ step: (step += 3), b: 0, h: 0, qBlock: i, kvBlock: j, atomic: true });
   return out;
 }
 

@@ -65,7 +65,9 @@ export function dqAccumulationAt(adds: readonly DqAdd[], step: number, b: number
   if (!current) return { count, rows, cols, together: [], contributors };
   const pos = positions(head);
   const k = pos.get(current)!;
-  const together = head.filter((a) => a.kvBlock !== current.kvBlock && a.qBlock === current.qBlock && pos.get(a) === k).map((a) => a.kvBlock);
+  const together = head
+    .filter((a) => a.kvBlock !== current.kvBlock && a.qBlock === current.qBlock && pos.get(a) === k)
+    .map((a) => a.kvBlock);
   together.sort((x, y) => x - y);
   return { count, rows, cols, current, position: k, together, contributors };
 }

@@ -9,7 +9,8 @@ export function applyUpdate(prev: Frame | undefined, u: FrameUpdate): Frame {
   const { patch, ...rest } = u;
   const seq = (prev?.seq ?? 0) + 1;
   const bwd = patch.bwd && applyBackwardPatch(patch.full ? undefined : prev?.bwd, patch.bwd, u.nq, u.nk);
-  if (patch.full) return { ...rest, s: patch.s, p: patch.p, mask: patch.mask, o: patch.o, oState: patch.oState, m: patch.m, l: patch.l, bwd, seq };
+  if (patch.full)
+    return { ...rest, s: patch.s, p: patch.p, mask: patch.mask, o: patch.o, oState: patch.oState, m: patch.m, l: patch.l, bwd, seq };
   if (!prev || prev.nq !== u.nq || prev.nk !== u.nk || prev.dv !== u.dv) {
     throw new Error('a partial frame update arrived without the frame it patches');
   }

@@ -53,7 +53,17 @@ export class HeadState {
 
   /** Bytes one copy of this state occupies (what a checkpoint costs). */
   get bytes(): number {
-    return this.s.byteLength + this.p.byteLength + this.mask.byteLength + this.o.byteLength + this.oState.byteLength + this.m.byteLength + this.l.byteLength + (this.bwd?.bytes ?? 0) + 512;
+    return (
+      this.s.byteLength +
+      this.p.byteLength +
+      this.mask.byteLength +
+      this.o.byteLength +
+      this.oState.byteLength +
+      this.m.byteLength +
+      this.l.byteLength +
+      (this.bwd?.bytes ?? 0) +
+      512
+    );
   }
 
   private resetHead(b: number, h: number): void {
@@ -167,7 +177,16 @@ export class HeadState {
   takeChanges(): FramePatch {
     let patch: FramePatch;
     if (this.changedAll) {
-      patch = { full: true, s: this.s.slice(), p: this.p.slice(), mask: this.mask.slice(), o: this.o.slice(), oState: this.oState.slice(), m: this.m.slice(), l: this.l.slice() };
+      patch = {
+        full: true,
+        s: this.s.slice(),
+        p: this.p.slice(),
+        mask: this.mask.slice(),
+        o: this.o.slice(),
+        oState: this.oState.slice(),
+        m: this.m.slice(),
+        l: this.l.slice(),
+      };
     } else {
       const rows: Range = this.cr1 > this.cr0 ? [this.cr0, this.cr1] : [0, 0];
       const cols: Range = this.cc1 > this.cc0 ? [this.cc0, this.cc1] : [0, 0];

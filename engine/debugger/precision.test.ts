@@ -22,7 +22,8 @@ function req(problem: Partial<AttentionProblem>, extra: Partial<LoadRequest> = {
 
 /** My float64 attention for head (b, h): scores, row-softmax, output. */
 function myReference(s: DebuggerSession, b: number, h: number) {
-  const L = (s as unknown as { loaded: { problem: AttentionProblem; inputs: { q: Float32Array; k: Float32Array; v: Float32Array } } }).loaded;
+  const L = (s as unknown as { loaded: { problem: AttentionProblem; inputs: { q: Float32Array; k: Float32Array; v: Float32Array } } })
+    .loaded;
   const p = L.problem;
   const x = L.inputs;
   const hk = kvHead(p, h);
@@ -191,7 +192,9 @@ describe('precision view data', () => {
   });
 
   it('sage with K smoothing: S is compared with float64 scores shifted by the row’s q·mean(K)·scale, which the softmax ignores', async () => {
-    const s = await loaded(req({ dtype: 'fp16', hk: 2, d: 64, dv: 64 }, { algorithm: 'sage', distribution: 'normal', blocks: { blockM: 16, blockN: 16 } }));
+    const s = await loaded(
+      req({ dtype: 'fp16', hk: 2, d: 64, dv: 64 }, { algorithm: 'sage', distribution: 'normal', blocks: { blockM: 16, blockN: 16 } }),
+    );
     const r = await s.precision(0, 1);
     if (!r.ok) throw new Error(r.reason);
     const { S, p } = myReference(s, 0, 1);
@@ -203,7 +206,10 @@ describe('precision view data', () => {
       for (let j = 0; j < p.nk; j++) t += x.k[(1 * p.nk + j) * p.d + c];
       return t / p.nk;
     });
-    const shift = Array.from({ length: p.nq }, (_, i) => mean.reduce((a, m, c) => a + m * x.q[(1 * p.nq + i) * p.d + c], 0) / Math.sqrt(p.d));
+    const shift = Array.from(
+      { length: p.nq },
+      (_, i) => mean.reduce((a, m, c) => a + m * x.q[(1 * p.nq + i) * p.d + c], 0) / Math.sqrt(p.d),
+    );
     const maxShift = Math.max(...shift.map(Math.abs));
     let worst = 0;
     for (let i = 0; i < p.nq; i++)

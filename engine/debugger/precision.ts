@@ -126,7 +126,17 @@ function tileOf(tiles: Map<string, TilePrecision>, ev: TraceEvent): TilePrecisio
   const k = tileKey(ev.tile.qBlock, ev.tile.kvBlock);
   let t = tiles.get(k);
   if (!t) {
-    t = { qBlock: ev.tile.qBlock, kvBlock: ev.tile.kvBlock, rows: [...ev.tile.rows], cols: [...ev.tile.cols], flushed: 0, sMaxErr: NaN, pMaxErr: NaN, qkStep: -1, expStep: -1 };
+    t = {
+      qBlock: ev.tile.qBlock,
+      kvBlock: ev.tile.kvBlock,
+      rows: [...ev.tile.rows],
+      cols: [...ev.tile.cols],
+      flushed: 0,
+      sMaxErr: NaN,
+      pMaxErr: NaN,
+      qkStep: -1,
+      expStep: -1,
+    };
     tiles.set(k, t);
   } else {
     // Pingpong warpgroups each record their slice of the tile's rows: the tile spans them all.
@@ -211,7 +221,14 @@ function dot64(p: AttentionProblem, x: AttentionInputs, b: number, h: number, i:
 }
 
 /** S and P of head (b, h) against float64, cell by cell, from the events that wrote them. */
-export function scoreErrors(p: AttentionProblem, x: AttentionInputs, events: readonly TraceEvent[], b: number, h: number, marks: PrecisionMarks): Pick<PrecisionHead, 'sErr' | 'pErr' | 's64' | 'p64'> {
+export function scoreErrors(
+  p: AttentionProblem,
+  x: AttentionInputs,
+  events: readonly TraceEvent[],
+  b: number,
+  h: number,
+  marks: PrecisionMarks,
+): Pick<PrecisionHead, 'sErr' | 'pErr' | 's64' | 'p64'> {
   const n = p.nq * p.nk;
   const sm = scoreModel(p);
   // S64 of every cell, computed once: the exp steps need it as well.
@@ -224,7 +241,8 @@ export function scoreErrors(p: AttentionProblem, x: AttentionInputs, events: rea
     ev.scoreShift.forEach((v, r) => (shift[ev.tile.rows[0] + r] = v));
   }
   const s64 = new Float64Array(n);
-  for (let i = 0; i < p.nq; i++) for (let j = 0; j < p.nk; j++) s64[i * p.nk + j] = modifyScore(sm, h, i, j, dot64(p, x, b, h, i, j)) - shift[i];
+  for (let i = 0; i < p.nq; i++)
+    for (let j = 0; j < p.nk; j++) s64[i * p.nk + j] = modifyScore(sm, h, i, j, dot64(p, x, b, h, i, j)) - shift[i];
   const sErr = new Float32Array(n).fill(NaN);
   const pErr = new Float32Array(n).fill(NaN);
   const p64 = new Float64Array(n).fill(NaN);
@@ -271,7 +289,13 @@ export function scoreErrors(p: AttentionProblem, x: AttentionInputs, events: rea
 }
 
 /** |O − O64| of head (b, h) and that head's error totals. */
-export function headOutputError(p: AttentionProblem, output: ArrayLike<number>, o64: Float64Array, b: number, h: number): { oErr: Float32Array; oError: OutputError } {
+export function headOutputError(
+  p: AttentionProblem,
+  output: ArrayLike<number>,
+  o64: Float64Array,
+  b: number,
+  h: number,
+): { oErr: Float32Array; oError: OutputError } {
   const n = p.nq * p.dv;
   const base = (b * p.hq + h) * n;
   const oErr = new Float32Array(n);
@@ -281,7 +305,13 @@ export function headOutputError(p: AttentionProblem, output: ArrayLike<number>, 
 }
 
 /** The run-wide part: totals against float64 and the cast steps' flush counts. */
-export function precisionRun(p: AttentionProblem, output: ArrayLike<number>, o64: Float64Array, events: readonly TraceEvent[], stats?: Record<string, number>): PrecisionRun {
+export function precisionRun(
+  p: AttentionProblem,
+  output: ArrayLike<number>,
+  o64: Float64Array,
+  events: readonly TraceEvent[],
+  stats?: Record<string, number>,
+): PrecisionRun {
   const steps: number[] = [];
   const counts: number[] = [];
   let quantized = false;
@@ -293,7 +323,11 @@ export function precisionRun(p: AttentionProblem, output: ArrayLike<number>, o64
       counts.push(ev.flushed.length);
       flushedTotal += ev.flushed.length;
     }
-    if (!quantized && ((ev.kind === 'load' && ev.quant) || (ev.kind === 'qk' && ev.qScale !== undefined) || (ev.kind === 'pv' && ev.vScale !== undefined))) quantized = true;
+    if (
+      !quantized &&
+      ((ev.kind === 'load' && ev.quant) || (ev.kind === 'qk' && ev.qScale !== undefined) || (ev.kind === 'pv' && ev.vScale !== undefined))
+    )
+      quantized = true;
   }
   return {
     total: outputError(output, o64),

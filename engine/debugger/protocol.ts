@@ -147,7 +147,16 @@ export interface Frame {
  * 512×512 problem thus moves one tile, not two megabytes.
  */
 export type FramePatch = (
-  | { full: true; s: Float32Array; p: Float32Array; mask: Uint8Array; o: Float32Array; oState: Uint8Array; m: Float64Array; l: Float64Array }
+  | {
+      full: true;
+      s: Float32Array;
+      p: Float32Array;
+      mask: Uint8Array;
+      o: Float32Array;
+      oState: Uint8Array;
+      m: Float64Array;
+      l: Float64Array;
+    }
   | {
       full: false;
       rows: Range;

@@ -14,10 +14,28 @@ import type { LoadRequest } from '../request.ts';
 import { DebuggerSession } from './session.ts';
 
 const problem: AttentionProblem = { batch: 1, hq: 2, hk: 1, nq: 40, nk: 56, d: 16, dv: 8, causal: true, dtype: 'fp32' };
-const req: LoadRequest = { algorithm: 'fa2', problem, seed: 3, distribution: 'outlier-row', outlierRow: 21, blocks: { blockM: 16, blockN: 16 } };
+const req: LoadRequest = {
+  algorithm: 'fa2',
+  problem,
+  seed: 3,
+  distribution: 'outlier-row',
+  outlierRow: 21,
+  blocks: { blockM: 16, blockN: 16 },
+};
 
 // Copies: a viewer's frame is patched in place by the next update.
-const view = (f: Frame) => ({ b: f.b, h: f.h, s: f.s.slice(), p: f.p.slice(), o: f.o.slice(), m: f.m.slice(), l: f.l.slice(), mask: f.mask.slice(), oState: f.oState.slice(), counters: f.counters });
+const view = (f: Frame) => ({
+  b: f.b,
+  h: f.h,
+  s: f.s.slice(),
+  p: f.p.slice(),
+  o: f.o.slice(),
+  m: f.m.slice(),
+  l: f.l.slice(),
+  mask: f.mask.slice(),
+  oState: f.oState.slice(),
+  counters: f.counters,
+});
 
 /** The receiving end, as the app's pane holds it: applies each update to its frame. */
 function viewer(s: DebuggerSession) {
@@ -112,7 +130,14 @@ describe('DebuggerSession', () => {
     it(`sage v${version}: stepping to the end lands near the float64 reference (INT8 Q·Kᵀ), and every step replays exactly`, async () => {
       const sp: AttentionProblem = { ...problem, hq: 1, d: 16, dv: 16, dtype: 'fp16' };
       // Normal inputs: the outlier row of the other cases would set its whole Q block's INT8 step (the weakness per-block scales have).
-      const r: LoadRequest = { algorithm: 'sage', problem: sp, seed: 3, distribution: 'normal', features: { version }, blocks: { blockM: 16, blockN: 16 } };
+      const r: LoadRequest = {
+        algorithm: 'sage',
+        problem: sp,
+        seed: 3,
+        distribution: 'normal',
+        features: { version },
+        blocks: { blockM: 16, blockN: 16 },
+      };
       const s = new DebuggerSession();
       const { total } = await s.load(r);
       const ref = referenceAttention(sp, randomInputs(sp, { seed: 3 }));
@@ -250,7 +275,11 @@ describe('DebuggerSession', () => {
     const e = r.event as Extract<TraceEvent, { kind: 'rescale' }>;
     expect(e.kind).toBe('rescale');
     expect(e.factor[21 - e.tile.rows[0]]).not.toBe(1);
-    expect(ev.slice(0, r.step).some((x) => x.kind === 'rescale' && x.tile.rows[0] <= 21 && x.tile.rows[1] > 21 && x.factor[21 - x.tile.rows[0]] !== 1)).toBe(false);
+    expect(
+      ev
+        .slice(0, r.step)
+        .some((x) => x.kind === 'rescale' && x.tile.rows[0] <= 21 && x.tile.rows[1] > 21 && x.factor[21 - x.tile.rows[0]] !== 1),
+    ).toBe(false);
 
     await s.seek(0);
     await s.setBreakpoints([
@@ -281,7 +310,16 @@ describe('DebuggerSession', () => {
   });
 
   it('the NaN/Inf breakpoint ignores masked -inf but catches NaN and overflow', () => {
-    const base = { step: 0, b: 0, h: 0, outer: 0, inner: 0, tile: { qBlock: 0, kvBlock: 0, rows: [0, 1], cols: [0, 2] }, line: 'x', delta: {} } as const;
+    const base = {
+      step: 0,
+      b: 0,
+      h: 0,
+      outer: 0,
+      inner: 0,
+      tile: { qBlock: 0, kvBlock: 0, rows: [0, 1], cols: [0, 2] },
+      line: 'x',
+      delta: {},
+    } as const;
     const masked = { ...base, kind: 'mask', masked: [0, 1], s: [1, -Infinity] } as TraceEvent;
     expect(nonFiniteIn(masked)).toBeUndefined();
     const nan = { ...base, kind: 'pv', o: [1, NaN] } as TraceEvent;
@@ -306,7 +344,10 @@ describe('DebuggerSession', () => {
     const p = s.load(big, () => s.cancel());
     await expect(p).rejects.toThrow(/cancelled/);
     const c = await s.runCounters(req);
-    const plain = runToEnd(fa2, problem, randomInputs(problem, { seed: 3, distribution: 'outlier-row', outlierRow: 21 }), { blockM: 16, blockN: 16 });
+    const plain = runToEnd(fa2, problem, randomInputs(problem, { seed: 3, distribution: 'outlier-row', outlierRow: 21 }), {
+      blockM: 16,
+      blockN: 16,
+    });
     expect(c.counters).toEqual(plain.counters);
     expect(c.cancelled).toBe(false);
   });
@@ -315,7 +356,14 @@ describe('DebuggerSession', () => {
     const small: AttentionProblem = { batch: 1, hq: 1, hk: 1, nq: 32, nk: 32, d: 16, dv: 16, causal: false, dtype: 'fp16' };
     const sage = new DebuggerSession();
     // smoothK off: smoothing shifts every score of a row by q·mean(K) (softmax does not see it).
-    const sum = await sage.load({ algorithm: 'sage', problem: small, seed: 1, distribution: 'normal', blocks: { blockM: 16, blockN: 16 }, features: { smoothK: false } });
+    const sum = await sage.load({
+      algorithm: 'sage',
+      problem: small,
+      seed: 1,
+      distribution: 'normal',
+      blocks: { blockM: 16, blockN: 16 },
+      features: { smoothK: false },
+    });
     expect(sum.base2).toBe(true);
     // The title's claim, checked against float64: the scores of a base-2 trace are τ·log₂e·QKᵀ (up to INT8 quantization).
     const x = randomInputs(small, { seed: 1, distribution: 'normal' });

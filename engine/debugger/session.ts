@@ -26,8 +26,27 @@ import { describeBreakpoint, matchBreakpoint } from './breakpoints.ts';
 import { cloneCounters, HeadState } from './head-state.ts';
 import { startPass, type PassRun } from '../request.ts';
 import { storedForwardP, summarizeBackward } from './backward-summary.ts';
-import { precisionFor, precisionMarks, precisionRefusal, referenceOutput, type PrecisionMarks, type PrecisionResponse } from './precision.ts';
-import type { Breakpoint, BreakpointHit, CompareData, CountersRun, FrameUpdate, Granularity, HeadInputs, LoadSummary, Progress, RowHistory, RowHistoryEntry } from './protocol.ts';
+import {
+  precisionFor,
+  precisionMarks,
+  precisionRefusal,
+  referenceOutput,
+  type PrecisionMarks,
+  type PrecisionResponse,
+} from './precision.ts';
+import type {
+  Breakpoint,
+  BreakpointHit,
+  CompareData,
+  CountersRun,
+  FrameUpdate,
+  Granularity,
+  HeadInputs,
+  LoadSummary,
+  Progress,
+  RowHistory,
+  RowHistoryEntry,
+} from './protocol.ts';
 import type { LoadRequest } from '../request.ts';
 
 /** Trace payload the session agrees to hold (bytes, estimated before running). */
@@ -201,7 +220,10 @@ export class DebuggerSession {
     const events: TraceEvent[] = [];
     const run: PassRun = startPass(req, problem, inputs, { ...req.blocks, features: req.features, trace: true });
     const gen = run.gen;
-    const estSteps = Math.max(1, problem.batch * problem.hq * blockCount(problem.nq, blocks.blockM) * blockCount(problem.nk, blocks.blockN) * (run.dO ? 12 : 7));
+    const estSteps = Math.max(
+      1,
+      problem.batch * problem.hq * blockCount(problem.nq, blocks.blockM) * blockCount(problem.nk, blocks.blockN) * (run.dO ? 12 : 7),
+    );
     let sliceStart = performance.now();
     let result: AlgorithmResult;
     for (;;) {
@@ -259,8 +281,7 @@ export class DebuggerSession {
       if (ev.kind === 'qk') {
         updateRange(ranges.s, ev.s);
         if (ev.base2) base2 = true;
-      }
-      else if (ev.kind === 'exp' || ev.kind === 'recompute') updateRange(ranges.p, ev.p);
+      } else if (ev.kind === 'exp' || ev.kind === 'recompute') updateRange(ranges.p, ev.p);
       else if (ev.kind === 'pv' || ev.kind === 'normalize' || ev.kind === 'combine') {
         updateRange(ranges.o, ev.o);
         if (ev.kind !== 'pv') updateRange(oFinal, ev.o);
@@ -308,7 +329,11 @@ export class DebuggerSession {
       blocks: result.blocks,
       tiles: { rows: blockCount(problem.nq, result.blocks.blockM), cols: blockCount(problem.nk, result.blocks.blockN) },
       ranges,
-      memoryBytes: numbers * 8 + events.length * 160 + checkpoints.length * probe.bytes + (backward ? backward.dO.byteLength + backward.pForward.byteLength : 0),
+      memoryBytes:
+        numbers * 8 +
+        events.length * 160 +
+        checkpoints.length * probe.bytes +
+        (backward ? backward.dO.byteLength + backward.pForward.byteLength : 0),
       checkpointInterval: interval,
       loadMs: performance.now() - t0,
     };
@@ -564,7 +589,8 @@ export class DebuggerSession {
   precision(b: number, h: number): Promise<PrecisionResponse> {
     return this.serial(() => {
       const L = this.need();
-      if (L.backward) return { ok: false, reason: 'The Precision view measures a forward output against float64; this run steps the backward pass.' };
+      if (L.backward)
+        return { ok: false, reason: 'The Precision view measures a forward output against float64; this run steps the backward pass.' };
       const why = precisionRefusal(L.problem);
       if (why) return { ok: false, reason: why };
       L.o64 ??= referenceOutput(L.problem, L.inputs);
@@ -586,7 +612,10 @@ export class DebuggerSession {
       // Tracing stays on so the generator yields and the run can be sliced and cancelled;
       // the events are dropped at once.
       const gen = startPass(req, problem, inputs, { ...req.blocks, features: req.features, trace: true }).gen;
-      const estSteps = Math.max(1, problem.batch * problem.hq * blockCount(problem.nq, blocks.blockM) * blockCount(problem.nk, blocks.blockN) * 7);
+      const estSteps = Math.max(
+        1,
+        problem.batch * problem.hq * blockCount(problem.nq, blocks.blockM) * blockCount(problem.nk, blocks.blockN) * 7,
+      );
       let n = 0;
       // Summed from the events' deltas so a cancelled run can still report what it counted.
       const partial = emptyCounters();

@@ -1,7 +1,16 @@
 import { describe, expect, it } from 'vitest';
 import { ALGORITHMS, descriptorOf } from '../algorithms/registry.ts';
 import { describeFor } from '../hw/registry.ts';
-import { ALGORITHM_DEFAULTS, baseConfig, defaultsFor, dtypeForPass, fixPhrase, misfits, scheduleFix, type WorkingConfig } from './algorithm-defaults.ts';
+import {
+  ALGORITHM_DEFAULTS,
+  baseConfig,
+  defaultsFor,
+  dtypeForPass,
+  fixPhrase,
+  misfits,
+  scheduleFix,
+  type WorkingConfig,
+} from './algorithm-defaults.ts';
 import type { DType } from '../core/problem.ts';
 
 // The problem panel's starting form (FA2): what a visitor has before choosing anything.
@@ -31,12 +40,21 @@ describe('defaultsFor', () => {
   });
 
   it('keeps what the person typed where it fits, and takes the tile for their head dim', () => {
-    const { config } = defaultsFor('fa3', { ...FA2_FORM, nq: 300, d: 256, dv: 256, dtype: 'bf16', gpu: 'h200' }, ['nq', 'd', 'dv', 'dtype', 'gpu']);
+    const { config } = defaultsFor('fa3', { ...FA2_FORM, nq: 300, d: 256, dv: 256, dtype: 'bf16', gpu: 'h200' }, [
+      'nq',
+      'd',
+      'dv',
+      'dtype',
+      'gpu',
+    ]);
     expect(config).toMatchObject({ nq: 300, nk: 512, d: 256, dv: 256, dtype: 'bf16', gpu: 'h200', blockM: 128, blockN: 80 });
   });
 
   it('keeps typed tiles', () => {
-    expect(defaultsFor('fa4', { ...FA2_FORM, blockM: 32, blockN: 64 }, ['blockM', 'blockN']).config).toMatchObject({ blockM: 32, blockN: 64 });
+    expect(defaultsFor('fa4', { ...FA2_FORM, blockM: 32, blockN: 64 }, ['blockM', 'blockN']).config).toMatchObject({
+      blockM: 32,
+      blockN: 64,
+    });
   });
 
   it('replaces a typed fp32 for a 16-bit kernel and says why', () => {
@@ -58,7 +76,7 @@ describe('defaultsFor', () => {
     expect(replaced[0]).toMatchObject({ field: 'gpu', from: 'h100', to: 'b200', why: expect.stringMatching(/SM100/) });
   });
 
-  it('returns to the exact algorithms\' own problem when nothing was typed', () => {
+  it("returns to the exact algorithms' own problem when nothing was typed", () => {
     expect(defaultsFor('fa2', baseConfig('fa4'), []).config).toEqual(FA2_FORM);
   });
 });
@@ -88,7 +106,8 @@ describe('scheduleFix', () => {
 
 describe('dtypeForPass', () => {
   const { gpu: _, ...fa2 } = baseConfig('fa2');
-  const fits = (algo: string, dtype: DType) => describeFor(algo, descriptorOf(algo).backwardGpu!, { ...fa2, dtype, causal: false }, {}, 'backward').does_not_fit;
+  const fits = (algo: string, dtype: DType) =>
+    describeFor(algo, descriptorOf(algo).backwardGpu!, { ...fa2, dtype, causal: false }, {}, 'backward').does_not_fit;
   it("gives the default page's FA2 backward a dtype its kernel schedules, and takes it back on the way forward", () => {
     expect(fits('fa2', 'fp32').join()).toMatch(/dtype: the FA2 backward takes fp16 or bf16/);
     const back = dtypeForPass('fa2', 'backward', fa2, false);

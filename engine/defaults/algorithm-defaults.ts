@@ -42,7 +42,6 @@ export const ALGORITHM_DEFAULTS: Readonly<Record<AlgorithmId, AlgorithmDefaults>
   Object.values(BUILT_IN_ALGORITHMS).map((d) => [d.id, d.defaults]),
 ) as Record<AlgorithmId, AlgorithmDefaults>;
 
-
 const SHARED = { batch: 1, hq: 1, hk: 1 };
 
 function tableOf(algo: string): AlgorithmDefaults {
@@ -120,10 +119,12 @@ export function defaultsFor(algo: string, current: Partial<WorkingConfig>, touch
     if (v === undefined) continue;
     if (f === 'gpu') {
       // Only a GPU with the kernel's architecture is kept; the table's otherwise.
-      if (t.gpu !== null && v !== null && misfits(algo, { ...base, gpu: v as GpuId }).every((l) => !l.startsWith('arch:'))) c.gpu = v as GpuId;
+      if (t.gpu !== null && v !== null && misfits(algo, { ...base, gpu: v as GpuId }).every((l) => !l.startsWith('arch:')))
+        c.gpu = v as GpuId;
       continue;
     }
-    if (f === 'dtype' ? (DTYPES as readonly string[]).includes(v as string) : Number.isInteger(v) && (v as number) > 0) (c as unknown as Record<string, unknown>)[f] = v;
+    if (f === 'dtype' ? (DTYPES as readonly string[]).includes(v as string) : Number.isInteger(v) && (v as number) > 0)
+      (c as unknown as Record<string, unknown>)[f] = v;
   }
   const replaced: Replaced[] = [];
   const replace = (field: ConfigField, to: WorkingConfig[ConfigField], why: string) => {
@@ -132,7 +133,12 @@ export function defaultsFor(algo: string, current: Partial<WorkingConfig>, touch
     (c as unknown as Record<string, unknown>)[field] = to;
   };
   if (mine.has('gpu') && current.gpu && c.gpu !== current.gpu && t.gpu !== null) {
-    replaced.push({ field: 'gpu', from: show(current.gpu), to: show(c.gpu), why: misfits(algo, { ...base, gpu: current.gpu as GpuId })[0] ?? '' });
+    replaced.push({
+      field: 'gpu',
+      from: show(current.gpu),
+      to: show(c.gpu),
+      why: misfits(algo, { ...base, gpu: current.gpu as GpuId })[0] ?? '',
+    });
   }
   // Repair what the hardware model refuses, the person's own values last.
   let lines = misfits(algo, c);

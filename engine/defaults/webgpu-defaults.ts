@@ -53,7 +53,12 @@ export function webgpuPathFix(path: WebGpuPath, s: WebGpuShape, limits: WebGpuLi
 }
 
 /** The shape a path's choice brings: the person's values (`touched`) where the path takes them, the path's own elsewhere. */
-export function webgpuDefaultsFor(path: WebGpuPath, current: Partial<WebGpuShape>, touched: Iterable<WebGpuField>, limits: WebGpuLimits): WebGpuShape {
+export function webgpuDefaultsFor(
+  path: WebGpuPath,
+  current: Partial<WebGpuShape>,
+  touched: Iterable<WebGpuField>,
+  limits: WebGpuLimits,
+): WebGpuShape {
   const s: WebGpuShape = { ...WEBGPU_PATH_DEFAULTS[path] };
   for (const f of touched) {
     const v = current[f];

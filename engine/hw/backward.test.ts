@@ -9,7 +9,18 @@ import { describeFor, scheduleFor, simulateFor } from './registry.ts';
 import { predictionFor } from '../compare/session-compare.ts';
 import type { LoadRequest } from '../request.ts';
 
-const shape = (p: Partial<ProblemShape> = {}): ProblemShape => ({ batch: 1, hq: 2, hk: 2, nq: 512, nk: 512, d: 128, dv: 128, dtype: 'fp16', causal: false, ...p });
+const shape = (p: Partial<ProblemShape> = {}): ProblemShape => ({
+  batch: 1,
+  hq: 2,
+  hk: 2,
+  nq: 512,
+  nk: 512,
+  d: 128,
+  dv: 128,
+  dtype: 'fp16',
+  causal: false,
+  ...p,
+});
 
 /** Tiles (m, n) with at least one visible element, counted element by element. */
 function visibleTiles(s: ProblemShape, M: number, N: number): Set<string> {
@@ -25,7 +36,13 @@ describe('backward grid', () => {
     expect(backwardFlops(shape({ causal: true }))).toBe((2.5 * 4 * 2 * 512 * 512 * 128) / 2);
   });
 
-  for (const s of [shape(), shape({ causal: true }), shape({ causal: true, nq: 200, nk: 520 }), shape({ causal: true, nq: 520, nk: 200 }), shape({ causal: true, nq: 64, nk: 640 })]) {
+  for (const s of [
+    shape(),
+    shape({ causal: true }),
+    shape({ causal: true, nq: 200, nk: 520 }),
+    shape({ causal: true, nq: 520, nk: 200 }),
+    shape({ causal: true, nq: 64, nk: 640 }),
+  ]) {
     it(`visits exactly the tiles with a visible element (Nq ${s.nq}, Nk ${s.nk}, causal ${s.causal})`, () => {
       const [M, N] = [80, 128];
       const want = visibleTiles(s, M, N);
@@ -36,7 +53,8 @@ describe('backward grid', () => {
       for (const t of got) {
         const [m, n] = t.split(',').map(Number);
         let hidden = false;
-        for (let i = m * M; i < Math.min(s.nq, (m + 1) * M); i++) for (let c = n * N; c < Math.min(s.nk, (n + 1) * N); c++) if (s.causal && c > i + s.nk - s.nq) hidden = true;
+        for (let i = m * M; i < Math.min(s.nq, (m + 1) * M); i++)
+          for (let c = n * N; c < Math.min(s.nk, (n + 1) * N); c++) if (s.causal && c > i + s.nk - s.nq) hidden = true;
         if (hidden) expect(tileCrossesDiagonal(s, m, n, M, N)).toBe(true);
       }
     });
@@ -67,7 +85,9 @@ describe('FA3 backward schedule (SM90)', () => {
     ]);
     // The SMEM ring: two stages of Q (and LSE), two of dO (and D), two of dS; sdQaccum one slice per consumer.
     const stages = (name: string) => sched.resources.smem.buffers.filter((b) => b.name === name).length;
-    expect([stages('sQ'), stages('sLSE'), stages('sdO'), stages('sD'), stages('sdS'), stages('sdQaccum'), stages('sP')]).toEqual([2, 2, 2, 2, 2, 2, 0]);
+    expect([stages('sQ'), stages('sLSE'), stages('sdO'), stages('sD'), stages('sdS'), stages('sdQaccum'), stages('sP')]).toEqual([
+      2, 2, 2, 2, 2, 2, 0,
+    ]);
     expect(sched.resources.smem.buffers.find((b) => b.name === 'sdQaccum')!.bytes).toBe((80 * 128 * 4) / 2);
     expect(sched.resources.does_not_fit).toEqual([]);
   });
@@ -83,7 +103,7 @@ describe('FA3 backward schedule (SM90)', () => {
     }
   });
 
-  it('dQ path: each consumer\'s partial is reduce-added after its dQ GEMM ended, into distinct dQaccum slices', () => {
+  it("dQ path: each consumer's partial is reduce-added after its dQ GEMM ended, into distinct dQaccum slices", () => {
     const adds = ops('dq_writer', 'tma reduce-add');
     expect(adds.length).toBe(2 * 5);
     for (const a of adds) {
@@ -112,7 +132,8 @@ describe('FA3 backward schedule (SM90)', () => {
     const big = scheduleFor('fa3', 'h100', shape({ d: 256, dv: 256, nq: 256, nk: 256 }), {}, 'backward');
     expect(big.roles.map((r) => r.name)).not.toContain('dq_writer');
     expect(big.timeline.some((e) => e.op.startsWith('atomicAdd dQ'))).toBe(true);
-    for (const x of [g, big, scheduleFor('fa3', 'h100', shape({ causal: true, d: 64, dv: 64 }), {}, 'backward')]) expect(memoryViolations(x.memory, x.resources)).toEqual([]);
+    for (const x of [g, big, scheduleFor('fa3', 'h100', shape({ causal: true, d: 64, dv: 64 }), {}, 'backward')])
+      expect(memoryViolations(x.memory, x.resources)).toEqual([]);
   });
 });
 
@@ -133,22 +154,37 @@ describe('FA2 backward schedule (SM80)', () => {
 
   it('cute-fa2 names the same backward; the forward-only schedules and wrong GPUs are refused by name', () => {
     expect(describeFor('cute-fa2', 'a100', shape(), {}, 'backward').algo).toBe('fa2');
-    expect(() => simulateFor('fa4', 'b200', shape(), {}, 'backward')).toThrow(/no backward hardware schedule for 'fa4'; backward schedules: fa2, fa3 \(cute-fa2 runs the fa2 one\)/);
+    expect(() => simulateFor('fa4', 'b200', shape(), {}, 'backward')).toThrow(
+      /no backward hardware schedule for 'fa4'; backward schedules: fa2, fa3 \(cute-fa2 runs the fa2 one\)/,
+    );
     expect(() => simulateFor('fa3', 'a100', shape(), {}, 'backward')).toThrow(/fa3 is written for SM90; NVIDIA A100 SXM4 80GB is SM80/);
     expect(() => simulateFor('fa2', 'a100', shape(), { deterministic: true }, 'backward')).toThrow(/--deterministic does not apply to fa2/);
     expect(() => simulateFor('fa3', 'h100', shape(), { deterministic: true })).toThrow(/--deterministic does not apply to fa3/);
-    expect(() => simulateFor('fa2', 'a100', shape({ dtype: 'fp32' }), {}, 'backward')).toThrow(/dtype: the FA2 backward takes fp16 or bf16/);
+    expect(() => simulateFor('fa2', 'a100', shape({ dtype: 'fp32' }), {}, 'backward')).toThrow(
+      /dtype: the FA2 backward takes fp16 or bf16/,
+    );
   });
 });
 
 describe('compare mode predicts the backward kernels', () => {
   const problem = shape({ nq: 2048, nk: 2048 });
-  const req = (algorithm: string, features?: Record<string, boolean>): LoadRequest => ({ algorithm, problem: { ...problem }, seed: 1, distribution: 'normal', blocks: { blockM: 64, blockN: 64 }, pass: 'backward', features });
+  const req = (algorithm: string, features?: Record<string, boolean>): LoadRequest => ({
+    algorithm,
+    problem: { ...problem },
+    seed: 1,
+    distribution: 'normal',
+    blocks: { blockM: 64, blockN: 64 },
+    pass: 'backward',
+    features,
+  });
   // A prediction is either a timing or a reason: read its fields loosely so a wrong kind fails the expectation, not the compiler.
-  const predict = (r: LoadRequest, gpu: string) => predictionFor(r, problem, gpu) as Partial<Record<'tflops' | 'timeUs' | 'reason', unknown>>;
-  it('FA3 and FA2 get the backward schedule\'s time; FA1 has no backward kernel model', () => {
+  const predict = (r: LoadRequest, gpu: string) =>
+    predictionFor(r, problem, gpu) as Partial<Record<'tflops' | 'timeUs' | 'reason', unknown>>;
+  it("FA3 and FA2 get the backward schedule's time; FA1 has no backward kernel model", () => {
     expect(predict(req('fa3'), 'h100').tflops).toBe(simulateFor('fa3', 'h100', problem, {}, 'backward').tflops);
-    expect(predict(req('fa3', { deterministic: true }), 'h100').timeUs).toBe(simulateFor('fa3', 'h100', problem, { deterministic: true }, 'backward').time_us);
+    expect(predict(req('fa3', { deterministic: true }), 'h100').timeUs).toBe(
+      simulateFor('fa3', 'h100', problem, { deterministic: true }, 'backward').time_us,
+    );
     expect(predict(req('fa2'), 'a100').tflops).toBe(simulateFor('fa2', 'a100', problem, {}, 'backward').tflops);
     expect(predict(req('fa1'), 'a100').reason).toMatch(/no hardware model of the fa1 backward/);
   });

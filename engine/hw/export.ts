@@ -38,7 +38,13 @@ export function chromeTrace(s: SmSchedule): ChromeTrace {
   const tid = new Map(v.roles.map((r, i) => [r.name, i + 1]));
   const ev: ChromeTraceEvent[] = [{ name: 'process_name', ph: 'M', pid, tid: 0, args: { name: `SM · ${v.algo} on ${v.gpuName}` } }];
   v.roles.forEach((r, i) => {
-    ev.push({ name: 'thread_name', ph: 'M', pid, tid: i + 1, args: { name: `${r.name} (warps ${r.warps.join(',')}, ${r.registers} regs)` } });
+    ev.push({
+      name: 'thread_name',
+      ph: 'M',
+      pid,
+      tid: i + 1,
+      args: { name: `${r.name} (warps ${r.warps.join(',')}, ${r.registers} regs)` },
+    });
     ev.push({ name: 'thread_sort_index', ph: 'M', pid, tid: i + 1, args: { sort_index: i } });
   });
   const round = (x: number) => Math.round(x * 1e6) / 1e6;
@@ -51,7 +57,15 @@ export function chromeTrace(s: SmSchedule): ChromeTrace {
       dur: round(Math.max(0, e.end - e.start) * usPerCycle),
       pid,
       tid: tid.get(e.role) ?? 0,
-      args: { unit: e.unit, tile: e.tile, start_cycle: e.start, end_cycle: e.end, waited_on: e.waitedOn, async: e.async ?? false, id: e.id },
+      args: {
+        unit: e.unit,
+        tile: e.tile,
+        start_cycle: e.start,
+        end_cycle: e.end,
+        waited_on: e.waitedOn,
+        async: e.async ?? false,
+        id: e.id,
+      },
     });
   }
   return {
@@ -64,7 +78,17 @@ export function chromeTrace(s: SmSchedule): ChromeTrace {
 export function scheduleJsonl(s: SmSchedule): string {
   const v = s.view;
   const lines = [
-    toJsonLine({ type: 'hw.header', algo: v.algo, gpu: v.gpu, cycles: v.cycles, roles: v.roles, resources: v.resources, utilization: v.utilization, features: v.features, ctas: v.ctas }),
+    toJsonLine({
+      type: 'hw.header',
+      algo: v.algo,
+      gpu: v.gpu,
+      cycles: v.cycles,
+      roles: v.roles,
+      resources: v.resources,
+      utilization: v.utilization,
+      features: v.features,
+      ctas: v.ctas,
+    }),
   ];
   for (const e of s.timeline) lines.push(toJsonLine({ type: 'hw.timeline', ...e }));
   for (const m of s.memory) lines.push(toJsonLine({ type: 'hw.memory', ...m }));
@@ -72,7 +96,9 @@ export function scheduleJsonl(s: SmSchedule): string {
   for (let k = 0; k < v.map.stepCycle.length; k++) {
     const c = v.map.stepCycle[k];
     if (Number.isNaN(c)) continue;
-    lines.push(toJsonLine({ type: 'hw.step', step: k, cycle: c, op: ids[v.map.stepOp[k]] ?? null, approximate: v.map.stepApprox[k] === 1 }));
+    lines.push(
+      toJsonLine({ type: 'hw.step', step: k, cycle: c, op: ids[v.map.stepOp[k]] ?? null, approximate: v.map.stepApprox[k] === 1 }),
+    );
   }
   return lines.join('\n') + '\n';
 }

@@ -38,7 +38,10 @@ export function memoryViolations(memory: MemoryEvent[], sheet: ResourceSheet): s
     if (e.action === 'fill') {
       for (const l of list) {
         if (l.key.split('|')[0] !== cta) continue;
-        if (lo < l.hi && l.lo < hi) out.push(`t=${e.t.toFixed(1)}: ${e.space} ${e.buffer} ${e.tile} [${lo}, ${hi}) overlaps live ${l.buffer} ${l.tile} [${l.lo}, ${l.hi})`);
+        if (lo < l.hi && l.lo < hi)
+          out.push(
+            `t=${e.t.toFixed(1)}: ${e.space} ${e.buffer} ${e.tile} [${lo}, ${hi}) overlaps live ${l.buffer} ${l.tile} [${l.lo}, ${l.hi})`,
+          );
       }
       list.push({ key, lo, hi, tile: e.tile, buffer: e.buffer });
     } else if (e.action === 'release') {

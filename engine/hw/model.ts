@@ -43,7 +43,15 @@ export interface HwFeatures {
 
 export const DEFAULT_FEATURES: HwFeatures = { pingpong: true, intraOverlap: true, lazyRescale: true, exp2Emulation: true };
 
-export type FeatureKey = 'pingpong' | 'intraOverlap' | 'lazyRescale' | 'exp2Emulation' | 'stages' | 'splits' | 'rescaleAt' | 'deterministic';
+export type FeatureKey =
+  | 'pingpong'
+  | 'intraOverlap'
+  | 'lazyRescale'
+  | 'exp2Emulation'
+  | 'stages'
+  | 'splits'
+  | 'rescaleAt'
+  | 'deterministic';
 
 /** A switch as a schedule takes it: the algorithm's own feature spec where it has one (label, help). */
 export type HwSwitchSpec = Pick<FeatureSpec<boolean | number>, 'doc' | 'label'>;
@@ -52,7 +60,9 @@ export type HwSwitches = Partial<Record<FeatureKey, HwSwitchSpec>>;
 /** K/V pipeline depth, a switch of every TMA or cp.async ring the schedules model. */
 export const STAGES_SWITCH: HwSwitchSpec = { doc: 'K/V pipeline depth (ring slots); absent: the kernel’s own choice' };
 /** FA4's lazy rescaling as the numeric run decided it, handed to the schedule. */
-export const RESCALE_AT_SWITCH: HwSwitchSpec = { doc: 'the K/V iterations (0-based) at which some row’s max grew past the threshold, as the numeric run found them' };
+export const RESCALE_AT_SWITCH: HwSwitchSpec = {
+  doc: 'the K/V iterations (0-based) at which some row’s max grew past the threshold, as the numeric run found them',
+};
 
 export function featureKeysOf(algo: HwAlgorithm): FeatureKey[] {
   return Object.keys(algo.switches) as FeatureKey[];
@@ -69,7 +79,12 @@ export interface HwViewSwitch {
 export function viewSwitchesOf(algo: HwAlgorithm): HwViewSwitch[] {
   return featureKeysOf(algo).map((key) => {
     const s = algo.switches[key]!;
-    return { key, label: s.label ?? key, doc: s.doc, toggle: typeof (DEFAULT_FEATURES as unknown as Record<string, unknown>)[key] === 'boolean' };
+    return {
+      key,
+      label: s.label ?? key,
+      doc: s.doc,
+      toggle: typeof (DEFAULT_FEATURES as unknown as Record<string, unknown>)[key] === 'boolean',
+    };
   });
 }
 
@@ -222,7 +237,10 @@ export function emptySheet(algo: string, gpu: GpuSpec, blockM: number, blockN: n
 }
 
 /** Lays buffers out in SMEM in order, each aligned, and records them on the sheet. Returns the offsets. */
-export function layoutSmem(sheet: ResourceSheet, items: { name: string; stages: number; bytes: number; align?: number }[]): Record<string, number[]> {
+export function layoutSmem(
+  sheet: ResourceSheet,
+  items: { name: string; stages: number; bytes: number; align?: number }[],
+): Record<string, number[]> {
   let off = sheet.smem.used_bytes;
   const out: Record<string, number[]> = {};
   for (const it of items) {
@@ -282,7 +300,15 @@ export function hbmOut(shape: ProblemShape, work: CtaWork, row0: number, rows: n
   const e = partial ? 4 : isFp8(shape.dtype) ? 2 : elemBytes(shape.dtype);
   const rowBytes = partial ? (shape.dv + 1) * 4 : shape.dv * e;
   const base = partial ? ((work.b * shape.hq + work.h) * splits + work.split) * shape.nq : (work.b * shape.hq + work.h) * shape.nq;
-  return { space: 'hbm', buffer: partial ? 'Opartial' : 'O', stage: work.split, offset: (base + row0) * rowBytes, bytes: Math.max(0, Math.min(rows, shape.nq - row0)) * rowBytes, action: 'fill', tile };
+  return {
+    space: 'hbm',
+    buffer: partial ? 'Opartial' : 'O',
+    stage: work.split,
+    offset: (base + row0) * rowBytes,
+    bytes: Math.max(0, Math.min(rows, shape.nq - row0)) * rowBytes,
+    action: 'fill',
+    tile,
+  };
 }
 
 /**
@@ -293,7 +319,8 @@ export function requireHalf(sheet: ResourceSheet, shape: ProblemShape, name: str
   if (shape.dtype === 'fp32') sheet.does_not_fit.push(`dtype: ${name} takes fp16 or bf16 inputs (its MMAs have no fp32 path)`);
   if (isFp8(shape.dtype)) {
     if (!fp8) sheet.does_not_fit.push(`dtype: ${name} has no FP8 path (FP8 is modelled for FA3's forward); pick fp16 or bf16`);
-    else if (gpu && gpu.tensorFlopsPerClk.fp8 === undefined) sheet.does_not_fit.push(`dtype: ${gpu.name} has no FP8 tensor cores (FP8 MMAs start with SM89)`);
+    else if (gpu && gpu.tensorFlopsPerClk.fp8 === undefined)
+      sheet.does_not_fit.push(`dtype: ${gpu.name} has no FP8 tensor cores (FP8 MMAs start with SM89)`);
   }
 }
 

@@ -29,7 +29,9 @@ export function hwAlgorithmFor(id: string, pass: HwPass = 'forward'): HwAlgorith
   if (pass === 'forward') return hwAlgorithmById(id);
   const a = scheduleOf(id, 'backward');
   if (a) return a;
-  const aliases = DESCRIPTORS.filter((d) => d.backwardSchedule && d.backwardSchedule.id !== d.id).map((d) => `${d.id} runs the ${d.backwardSchedule!.id} one`);
+  const aliases = DESCRIPTORS.filter((d) => d.backwardSchedule && d.backwardSchedule.id !== d.id).map(
+    (d) => `${d.id} runs the ${d.backwardSchedule!.id} one`,
+  );
   throw new Error(
     `no backward hardware schedule for '${id}'; backward schedules: ${HW_BACKWARD_ALGORITHMS.map((x) => x.id).join(', ')}${aliases.length ? ` (${aliases.join('; ')})` : ''}`,
   );
@@ -44,7 +46,9 @@ export function hwAlgorithmById(id: string): HwAlgorithm {
   const a = scheduleOf(id, 'forward');
   if (!a) {
     // A step algorithm without a kernel schedule (standard, fa1, fa2, sage) is named as such rather than as unknown.
-    const numericOnly = findDescriptor(id) ? ` (${id} has no hardware schedule: FlashScope models its numbers in run and trace, not its timing)` : '';
+    const numericOnly = findDescriptor(id)
+      ? ` (${id} has no hardware schedule: FlashScope models its numbers in run and trace, not its timing)`
+      : '';
     const known = DESCRIPTORS.filter((d) => d.schedule).map((d) => d.id);
     throw new Error(`unknown hardware algorithm '${id}'${numericOnly}; known: ${known.join(', ')}`);
   }
@@ -59,11 +63,14 @@ export function resolveFeatures(algo: HwAlgorithm, given: Partial<HwFeatures>): 
     if (v === undefined) continue;
     if (key === 'rescaleAt') {
       if (!keys.includes(key)) throw new Error(`rescaleAt does not apply to ${algo.id}`);
-      if (!Array.isArray(v) || !v.every((i) => Number.isInteger(i) && i >= 0)) throw new Error('rescaleAt must be a list of K/V iteration indices (integers >= 0)');
+      if (!Array.isArray(v) || !v.every((i) => Number.isInteger(i) && i >= 0))
+        throw new Error('rescaleAt must be a list of K/V iteration indices (integers >= 0)');
       f.rescaleAt = v;
       continue;
     }
-    const isDefault = typeof v === 'boolean' && (v === (DEFAULT_FEATURES as unknown as Record<string, unknown>)[key] || (key === 'deterministic' && v === false));
+    const isDefault =
+      typeof v === 'boolean' &&
+      (v === (DEFAULT_FEATURES as unknown as Record<string, unknown>)[key] || (key === 'deterministic' && v === false));
     if (!keys.includes(key) && !isDefault) {
       throw new Error(`${flagOf(key)} does not apply to ${algo.id}; its switches: ${keys.map(flagOf).join(', ') || 'none'}`);
     }
@@ -86,14 +93,26 @@ function checkArch(algo: HwAlgorithm, gpu: GpuSpec): void {
   }
 }
 
-export function describeFor(algoId: string, gpuId: string, shape: ProblemShape, given: Partial<HwFeatures> = {}, pass: HwPass = 'forward'): ResourceSheet {
+export function describeFor(
+  algoId: string,
+  gpuId: string,
+  shape: ProblemShape,
+  given: Partial<HwFeatures> = {},
+  pass: HwPass = 'forward',
+): ResourceSheet {
   const algo = hwAlgorithmFor(algoId, pass);
   const gpu = gpuById(gpuId);
   checkArch(algo, gpu);
   return algo.resources(gpu, shape, resolveFeatures(algo, given));
 }
 
-export function simulateFor(algoId: string, gpuId: string, shape: ProblemShape, given: Partial<HwFeatures> = {}, pass: HwPass = 'forward'): SimulateResult {
+export function simulateFor(
+  algoId: string,
+  gpuId: string,
+  shape: ProblemShape,
+  given: Partial<HwFeatures> = {},
+  pass: HwPass = 'forward',
+): SimulateResult {
   const algo = hwAlgorithmFor(algoId, pass);
   const gpu = gpuById(gpuId);
   checkArch(algo, gpu);
@@ -118,7 +137,13 @@ export interface HwSchedule {
  * One SM's schedule with every timeline and memory event: the first wave's CTAs of SM 0
  * (ctas_per_sm of them). This is what the hardware views draw.
  */
-export function scheduleFor(algoId: string, gpuId: string, shape: ProblemShape, given: Partial<HwFeatures> = {}, pass: HwPass = 'forward'): HwSchedule {
+export function scheduleFor(
+  algoId: string,
+  gpuId: string,
+  shape: ProblemShape,
+  given: Partial<HwFeatures> = {},
+  pass: HwPass = 'forward',
+): HwSchedule {
   const algo = hwAlgorithmFor(algoId, pass);
   const gpu = gpuById(gpuId);
   checkArch(algo, gpu);
@@ -132,5 +157,15 @@ export function scheduleFor(algoId: string, gpuId: string, shape: ProblemShape, 
   const run = runSm(algo, gpu, shape, f, works, bw, true);
   const utilization: Record<string, number> = {};
   for (const [u, v] of Object.entries(run.unitBusy)) utilization[u] = run.cycles > 0 ? Math.round((v / run.cycles) * 1e4) / 1e4 : 0;
-  return { algo: algo.id, pass, gpu: gpu.id, roles: run.roles, timeline: run.timeline, memory: run.memory, resources, cycles: run.cycles, utilization };
+  return {
+    algo: algo.id,
+    pass,
+    gpu: gpu.id,
+    roles: run.roles,
+    timeline: run.timeline,
+    memory: run.memory,
+    resources,
+    cycles: run.cycles,
+    utilization,
+  };
 }

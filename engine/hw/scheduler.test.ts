@@ -23,7 +23,9 @@ describe('discrete-event scheduler', () => {
     const k = new Kernel();
     k.fifoUnits.add('tensor');
     const done = k.counter('done');
-    role(k, 'a').issue('tensor', 80, 'gemm a', '', { chunks: 8, arrive: [done] }).wait(done, 0);
+    role(k, 'a')
+      .issue('tensor', 80, 'gemm a', '', { chunks: 8, arrive: [done] })
+      .wait(done, 0);
     role(k, 'b').issue('tensor', 80, 'gemm b', '', { chunks: 8, arrive: [done] });
     const r = simulateKernel(k);
     const gemms = r.timeline.filter((e) => e.unit === 'tensor');
@@ -81,8 +83,13 @@ describe('discrete-event scheduler', () => {
     const build = () => {
       const k = new Kernel();
       const b = k.mbarrier('b', 2);
-      role(k, 'a').issue('tma', 33, 'l1', '', { latency: 7, arrive: [b] }).exec('fma', 5, 'f');
-      role(k, 'c').issue('tma', 33, 'l2', '', { latency: 7, arrive: [b] }).wait(b, 0).exec('mufu', 3, 'm');
+      role(k, 'a')
+        .issue('tma', 33, 'l1', '', { latency: 7, arrive: [b] })
+        .exec('fma', 5, 'f');
+      role(k, 'c')
+        .issue('tma', 33, 'l2', '', { latency: 7, arrive: [b] })
+        .wait(b, 0)
+        .exec('mufu', 3, 'm');
       return simulateKernel(k);
     };
     expect(JSON.stringify(build())).toBe(JSON.stringify(build()));

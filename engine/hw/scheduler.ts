@@ -233,7 +233,19 @@ export function simulateKernel(kernel: Kernel, opts: SimulateOptions = {}): Kern
   const unitList: UnitState[] = [];
   const delayed: Delayed[] = [];
   const bars: BarState[] = kernel.barriers.map((def) => ({ def, count: 0, completed: 0, phaseTime: [], phaseSource: [] }));
-  const roles: RoleState[] = kernel.roles.map((prog) => ({ prog, pc: 0, t: 0, busy: false, blocked: null, lastEvent: -1, waited: [], chunk: 0, chunkEvent: null, chunkId: -1, chunkFills: [] }));
+  const roles: RoleState[] = kernel.roles.map((prog) => ({
+    prog,
+    pc: 0,
+    t: 0,
+    busy: false,
+    blocked: null,
+    lastEvent: -1,
+    waited: [],
+    chunk: 0,
+    chunkEvent: null,
+    chunkId: -1,
+    chunkFills: [],
+  }));
   let now = 0;
 
   if (keep) for (const a of kernel.allocs) memory.push(memEvent(a, 0, 'kernel'));
@@ -348,7 +360,9 @@ export function simulateKernel(kernel: Kernel, opts: SimulateOptions = {}): Kern
         const last = r.chunk === chunks - 1;
         if (first) {
           r.chunkId = nextId++;
-          r.chunkEvent = keep ? { id: r.chunkId, role: name, op: op.op, unit: op.unit, start: t, end: t, tile: op.tile, waitedOn: r.waited } : null;
+          r.chunkEvent = keep
+            ? { id: r.chunkId, role: name, op: op.op, unit: op.unit, start: t, end: t, tile: op.tile, waitedOn: r.waited }
+            : null;
           if (r.chunkEvent && op.k === 'issue') r.chunkEvent.async = true;
           if (r.chunkEvent && op.o.phase) r.chunkEvent.phase = op.o.phase;
           r.waited = [];
@@ -487,7 +501,9 @@ export function simulateKernel(kernel: Kernel, opts: SimulateOptions = {}): Kern
       throw new DeadlockError(
         stuck.map((r) => {
           const b = r.blocked ? bars[r.blocked.bar] : null;
-          return b ? `${r.prog.info.name} waits for phase ${r.blocked!.phase} of ${b.def.name} (completed ${b.completed})` : `${r.prog.info.name} stopped at op ${r.pc}`;
+          return b
+            ? `${r.prog.info.name} waits for phase ${r.blocked!.phase} of ${b.def.name} (completed ${b.completed})`
+            : `${r.prog.info.name} stopped at op ${r.pc}`;
         }),
       );
     }

@@ -7,7 +7,18 @@ import { describeFor, scheduleFor, simulateFor } from './registry.ts';
 import { fa4LoadOrder } from '../algorithms/fa4/schedule.ts';
 import { DEFAULT_FEATURES } from './model.ts';
 
-const shape = (o: Partial<ProblemShape> = {}): ProblemShape => ({ batch: 1, hq: 1, hk: 1, nq: 512, nk: 512, d: 128, dv: 128, dtype: 'fp16', causal: false, ...o });
+const shape = (o: Partial<ProblemShape> = {}): ProblemShape => ({
+  batch: 1,
+  hq: 1,
+  hk: 1,
+  nq: 512,
+  nk: 512,
+  d: 128,
+  dv: 128,
+  dtype: 'fp16',
+  causal: false,
+  ...o,
+});
 
 const ALGO_GPU: [string, string][] = [
   ['fa3', 'h100'],
@@ -66,7 +77,9 @@ describe('FA4 storage and load order (flash_fwd_sm100.py@0251105a)', () => {
 
   it('correction rescales O after every block without lazy rescaling, only where the numeric run says with it', () => {
     const rescales = (f: Partial<HwFeatures>) =>
-      scheduleFor('fa4', 'b200', shape({ nq: 256, nk: 128 * 5, dtype: 'bf16' }), f).timeline.filter((e) => e.role === 'correction' && e.op.startsWith('O0 *=')).length;
+      scheduleFor('fa4', 'b200', shape({ nq: 256, nk: 128 * 5, dtype: 'bf16' }), f).timeline.filter(
+        (e) => e.role === 'correction' && e.op.startsWith('O0 *='),
+      ).length;
     expect(rescales({ lazyRescale: false })).toBe(4);
     expect(rescales({})).toBe(0);
     expect(rescales({ rescaleAt: [2, 4] })).toBe(2);
@@ -113,7 +126,9 @@ describe('resource sheets', () => {
   });
 
   it('rejects fp32 inputs and a depth the uneven FA4 ring cannot have', () => {
-    expect(describeFor('fa3', 'h100', shape({ dtype: 'fp32' })).does_not_fit).toContain('dtype: FA3 takes fp16 or bf16 inputs (its MMAs have no fp32 path)');
+    expect(describeFor('fa3', 'h100', shape({ dtype: 'fp32' })).does_not_fit).toContain(
+      'dtype: FA3 takes fp16 or bf16 inputs (its MMAs have no fp32 path)',
+    );
     expect(describeFor('fa4', 'b200', shape({ d: 192, dv: 128, nq: 256 }), { stages: 4 }).does_not_fit[0]).toMatch(/exactly 3 stages/);
   });
 
@@ -193,17 +208,26 @@ const algoArb = fc.constantFrom(...ALGO_GPU);
 describe('simulate on any size (property)', () => {
   it('gives a finite time, utilizations within [0, 1], and never beats the HBM floor', () => {
     fc.assert(
-      fc.property(algoArb, fc.integer({ min: 1, max: 4 }), fc.integer({ min: 1, max: 40 }), fc.integer({ min: 1, max: 5000 }), fc.integer({ min: 1, max: 20000 }), fc.constantFrom(64, 128), fc.boolean(), ([algo, gpu], b, hq, nq, nk, d, causal) => {
-        const s = shape({ batch: b, hq, hk: hq, nq, nk, d, dv: d, causal, dtype: algo === 'fa4' ? 'bf16' : 'fp16' });
-        const r = simulateFor(algo, gpu, s);
-        expect(Number.isFinite(r.time_us) && r.time_us > 0).toBe(true);
-        for (const [u, v] of Object.entries(r.utilization)) expect(v, u).toBeLessThanOrEqual(1 + 1e-9);
-        const g = gpuById(gpu);
-        const io = 2 * b * (hq * nq * 2 * d + hq * nk * 2 * d);
-        expect(r.time_us).toBeGreaterThanOrEqual((io / g.hbmBytesPerSec) * 1e6 * (1 - 1e-9));
-        expect(r.sms_busy).toBeLessThanOrEqual(g.smCount);
-        return true;
-      }),
+      fc.property(
+        algoArb,
+        fc.integer({ min: 1, max: 4 }),
+        fc.integer({ min: 1, max: 40 }),
+        fc.integer({ min: 1, max: 5000 }),
+        fc.integer({ min: 1, max: 20000 }),
+        fc.constantFrom(64, 128),
+        fc.boolean(),
+        ([algo, gpu], b, hq, nq, nk, d, causal) => {
+          const s = shape({ batch: b, hq, hk: hq, nq, nk, d, dv: d, causal, dtype: algo === 'fa4' ? 'bf16' : 'fp16' });
+          const r = simulateFor(algo, gpu, s);
+          expect(Number.isFinite(r.time_us) && r.time_us > 0).toBe(true);
+          for (const [u, v] of Object.entries(r.utilization)) expect(v, u).toBeLessThanOrEqual(1 + 1e-9);
+          const g = gpuById(gpu);
+          const io = 2 * b * (hq * nq * 2 * d + hq * nk * 2 * d);
+          expect(r.time_us).toBeGreaterThanOrEqual((io / g.hbmBytesPerSec) * 1e6 * (1 - 1e-9));
+          expect(r.sms_busy).toBeLessThanOrEqual(g.smCount);
+          return true;
+        },
+      ),
       { numRuns: 25, seed: 7 },
     );
   });
@@ -225,7 +249,8 @@ describe('barrier phases never deadlock (property)', () => {
         ([algo, gpu], nq, nk, d, causal, flags, depth, splits, uneven) => {
           const f: Partial<HwFeatures> = {};
           if (algo === 'fa3') Object.assign(f, { pingpong: flags.pingpong, intraOverlap: flags.intraOverlap, stages: depth });
-          if (algo === 'fa4') Object.assign(f, { lazyRescale: flags.lazyRescale, exp2Emulation: flags.exp2Emulation, stages: Math.max(2, depth) });
+          if (algo === 'fa4')
+            Object.assign(f, { lazyRescale: flags.lazyRescale, exp2Emulation: flags.exp2Emulation, stages: Math.max(2, depth) });
           if (algo === 'fmha-v2') f.stages = depth <= 2 ? depth : 2;
           if (algo === 'flash-decoding') f.splits = splits;
           const s = shape({ nq, nk, d, dv: d, causal, hq: 2, hk: 1, dtype: algo === 'fa4' ? 'bf16' : 'fp16' });

@@ -62,7 +62,15 @@ export function loadBytesPerClk(gpu: GpuSpec, algo: HwAlgorithm, activeSms: numb
 }
 
 /** Runs one SM holding `count` CTAs, each like `work`. */
-export function runSm(algo: HwAlgorithm, gpu: GpuSpec, shape: ProblemShape, f: HwFeatures, works: CtaWork[], loadBw: number, events: boolean): KernelRun {
+export function runSm(
+  algo: HwAlgorithm,
+  gpu: GpuSpec,
+  shape: ProblemShape,
+  f: HwFeatures,
+  works: CtaWork[],
+  loadBw: number,
+  events: boolean,
+): KernelRun {
   const k = new Kernel();
   works.forEach((w, i) => algo.build(k, { gpu, shape, features: f, ctaIndex: i, ctaCount: works.length, loadBytesPerClk: loadBw }, w));
   return simulateKernel(k, { events });
@@ -92,7 +100,15 @@ export function simulateProblem(algo: HwAlgorithm, gpu: GpuSpec, shape: ProblemS
       // A CTA of n blocks: take one from the grid when there is one, else the first CTA's range cut or grown to n.
       const proto = grid.find((c) => kvCount(c) === n) ?? grid[0];
       const work: CtaWork = kvCount(proto) === n ? proto : { ...proto, kvFrom: 0, kvTo: n };
-      const run = runSm(algo, gpu, shape, f, Array.from({ length: occ }, () => work), bw, false);
+      const run = runSm(
+        algo,
+        gpu,
+        shape,
+        f,
+        Array.from({ length: occ }, () => work),
+        bw,
+        false,
+      );
       r = { t: run.cycles, busy: run.unitBusy };
       memo.set(n, r);
     }
@@ -107,7 +123,8 @@ export function simulateProblem(algo: HwAlgorithm, gpu: GpuSpec, shape: ProblemS
     const b = exact(EXACT_BLOCKS);
     const x = (n - N1) / (EXACT_BLOCKS - N1);
     const busy: Record<string, number> = {};
-    for (const u of new Set([...Object.keys(a.busy), ...Object.keys(b.busy)])) busy[u] = (a.busy[u] ?? 0) + x * ((b.busy[u] ?? 0) - (a.busy[u] ?? 0));
+    for (const u of new Set([...Object.keys(a.busy), ...Object.keys(b.busy)]))
+      busy[u] = (a.busy[u] ?? 0) + x * ((b.busy[u] ?? 0) - (a.busy[u] ?? 0));
     const r = { t: a.t + x * (b.t - a.t), busy };
     extended.set(n, r);
     return r;

@@ -86,7 +86,18 @@ export function memoryIntervals(memory: readonly MemoryEvent[], cycles: number):
         if (!l) open.set(key, (l = []));
         l.push(out.length);
       }
-      out.push({ space: m.space, buffer: m.buffer, stage: m.stage, offset: m.offset, bytes: m.bytes, tile: m.tile, role: m.role, start: m.t, ready: m.ready ?? m.t, end: cycles });
+      out.push({
+        space: m.space,
+        buffer: m.buffer,
+        stage: m.stage,
+        offset: m.offset,
+        bytes: m.bytes,
+        tile: m.tile,
+        role: m.role,
+        start: m.t,
+        ready: m.ready ?? m.t,
+        end: cycles,
+      });
     } else if (m.action === 'release') {
       const l = open.get(key);
       const i = l?.shift();
@@ -228,5 +239,9 @@ function ctaOfRole(role: string): number {
 
 /** Every op's phase as its schedule recorded it, with the CTA from the role's "ctaN/" prefix; null for waits and bookkeeping. */
 export function classifyOps(timeline: readonly TimelineEvent[]): (OpPhase | null)[] {
-  return timeline.map((ev) => (ev.phase ? { cta: ctaOfRole(ev.role), kinds: ev.phase.kinds, kv: ev.phase.kv, sub: ev.phase.sub, tensors: ev.phase.tensors ?? [] } : null));
+  return timeline.map((ev) =>
+    ev.phase
+      ? { cta: ctaOfRole(ev.role), kinds: ev.phase.kinds, kv: ev.phase.kv, sub: ev.phase.sub, tensors: ev.phase.tensors ?? [] }
+      : null,
+  );
 }

@@ -24,7 +24,7 @@ const events = backwardTrace(p, 64, 64);
 const find = (pred: (e: TraceEvent) => boolean) => events.findIndex(pred);
 
 describe('backward hardware view', () => {
-  it('shows the SM of the step\'s column block, with keys and the row blocks it visits', () => {
+  it("shows the SM of the step's column block, with keys and the row blocks it visits", () => {
     const step = find((e) => e.kind === 'ds' && e.h === 1 && e.tile.cols[0] === 128 && e.tile.rows[0] === 192);
     const v = smScheduleFor({ algorithm: 'fa2', gpu: 'a100', problem: p, features: {}, step, pass: 'backward' }, events).view;
     expect(v.pass).toBe('backward');
@@ -33,7 +33,7 @@ describe('backward hardware view', () => {
     expect(v.gridCtas).toBe(4);
   });
 
-  it('each step\'s cursor is the end of the op of its kind and row block; the D and dQ conversion steps have none', () => {
+  it("each step's cursor is the end of the op of its kind and row block; the D and dQ conversion steps have none", () => {
     const step = find((e) => e.kind === 'dq' && e.h === 0 && e.tile.cols[0] === 64 && e.tile.rows[0] === 128);
     const s = smScheduleFor({ algorithm: 'fa2', gpu: 'a100', problem: p, features: {}, step, pass: 'backward' }, events);
     const { map } = s.view;
@@ -56,7 +56,8 @@ describe('backward hardware view', () => {
     const mask = find((e) => e.kind === 'mask' && e.h === 0 && e.tile.cols[0] === 64 && e.tile.rows[0] === 64);
     expect(opOf(mask).op).toBe('causal mask');
     // Steps are ordered on the SM as the kernel orders them: dP before dS before the dQ add of the same block.
-    const at = (kind: string) => map.stepCycle[find((e) => e.kind === kind && e.h === 0 && e.tile.cols[0] === 64 && e.tile.rows[0] === 128)];
+    const at = (kind: string) =>
+      map.stepCycle[find((e) => e.kind === kind && e.h === 0 && e.tile.cols[0] === 64 && e.tile.rows[0] === 128)];
     expect(at('dp')).toBeLessThan(at('ds'));
     expect(at('ds')).toBeLessThan(at('dq'));
     // Preprocessing and conversion run in other kernels; other heads' column blocks on other SMs.
@@ -71,7 +72,10 @@ describe('backward hardware view', () => {
   });
 
   it('FA3 ops are classified per consumer warpgroup and row block', () => {
-    const s = smScheduleFor({ algorithm: 'fa3', gpu: 'h100', problem: { ...p, d: 128, dv: 128 }, features: {}, step: 0, pass: 'backward' }, backwardTrace({ ...p, d: 128, dv: 128 }, 64, 64));
+    const s = smScheduleFor(
+      { algorithm: 'fa3', gpu: 'h100', problem: { ...p, d: 128, dv: 128 }, features: {}, step: 0, pass: 'backward' },
+      backwardTrace({ ...p, d: 128, dv: 128 }, 64, 64),
+    );
     const phases = classifyOps(s.timeline);
     const at = (re: RegExp) => phases[s.timeline.findIndex((e) => re.test(e.op) && e.role === 'consumer1')];
     expect(at(/^gemm dQ1=dS1·K0$/)).toEqual({ cta: 0, kinds: ['dq'], kv: 1, sub: 1, tensors: [] });
@@ -81,10 +85,20 @@ describe('backward hardware view', () => {
     expect(phases[s.timeline.findIndex((e) => e.op.startsWith('tma dO0+D0'))]!.tensors).toEqual(['dO', 'D']);
   });
 
-  it('the numeric FA3 backward at the kernel\'s own tiles lands every main-kernel step exactly, on the consumer of its keys', () => {
+  it("the numeric FA3 backward at the kernel's own tiles lands every main-kernel step exactly, on the consumer of its keys", () => {
     const q: AttentionProblem = { ...p, d: 128, dv: 128, causal: false, nq: 160, nk: 256 };
     const evs = backwardTrace(q, 80, 128, fa3Backward);
-    const s = smScheduleFor({ algorithm: 'fa3', gpu: 'h100', problem: q, features: {}, step: evs.findIndex((e) => e.kind === 'dk' && e.tile.cols[0] === 128), pass: 'backward' }, evs);
+    const s = smScheduleFor(
+      {
+        algorithm: 'fa3',
+        gpu: 'h100',
+        problem: q,
+        features: {},
+        step: evs.findIndex((e) => e.kind === 'dk' && e.tile.cols[0] === 128),
+        pass: 'backward',
+      },
+      evs,
+    );
     expect(s.view.ctas.map((c) => c.keys)).toEqual([[128, 256]]);
     const mine = evs.map((e, i) => ({ e, i })).filter(({ e }) => e.h === 0 && e.tile.cols[0] === 128 && e.tile.cols[1] > e.tile.cols[0]);
     expect(mine.length).toBeGreaterThan(10);

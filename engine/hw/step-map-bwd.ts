@@ -22,7 +22,16 @@ import { gpuById } from './gpus/index.ts';
 import { viewSwitchesOf, type CtaWork, type HwFeatures } from './model.ts';
 import { hwAlgorithmFor, resolveFeatures, shapeOf } from './registry.ts';
 import { FitError, loadBytesPerClk, runSm } from './simulate.ts';
-import { classifyOps, memoryIntervals, toColumns, type HwView, type OpPhase, type SmCta, type SmSchedule, type StepMap } from './sm-view.ts';
+import {
+  classifyOps,
+  memoryIntervals,
+  toColumns,
+  type HwView,
+  type OpPhase,
+  type SmCta,
+  type SmSchedule,
+  type StepMap,
+} from './sm-view.ts';
 
 /** Geometry of a backward CTA: keys per CTA, keys per consumer slice, rows per row block. */
 export interface BwdGeometry {
@@ -51,7 +60,13 @@ function ctaOfEvent(ctas: readonly SmCta[], geo: BwdGeometry, ev: TraceEvent): n
   return ctas.findIndex((c) => c.b === ev.b && c.h === ev.h && c.kvBlocks[0] === n);
 }
 
-export function buildBackwardStepMap(events: readonly TraceEvent[], timeline: readonly TimelineEvent[], phases: readonly (OpPhase | null)[], ctas: readonly SmCta[], geo: BwdGeometry): StepMap {
+export function buildBackwardStepMap(
+  events: readonly TraceEvent[],
+  timeline: readonly TimelineEvent[],
+  phases: readonly (OpPhase | null)[],
+  ctas: readonly SmCta[],
+  geo: BwdGeometry,
+): StepMap {
   const n = events.length;
   const placer = new StepPlacer(n, timeline, phases, STAND_IN);
   for (let s = 0; s < n; s++) {
@@ -87,7 +102,8 @@ export interface BwdViewRequest {
 export function backwardSmScheduleFor(req: BwdViewRequest, events: readonly TraceEvent[]): SmSchedule {
   const algo = hwAlgorithmFor(req.algorithm, 'backward');
   const gpu = gpuById(req.gpu);
-  if (!algo.arch.includes(gpu.sm)) throw new Error(`the ${algo.id} backward is written for SM${algo.arch.join('/SM')}; ${gpu.name} is SM${gpu.sm}`);
+  if (!algo.arch.includes(gpu.sm))
+    throw new Error(`the ${algo.id} backward is written for SM${algo.arch.join('/SM')}; ${gpu.name} is SM${gpu.sm}`);
   const shape = shapeOf(req.problem);
   const f = resolveFeatures(algo, req.features);
   const resources = algo.resources(gpu, shape, f);
@@ -112,7 +128,13 @@ export function backwardSmScheduleFor(req: BwdViewRequest, events: readonly Trac
   if (ev) {
     const i = ctaOfEvent(all, geo, ev);
     // A step with no keys (D, the dQ conversion) keeps the head's first column block in view.
-    target = i >= 0 ? i : Math.max(0, all.findIndex((c) => c.b === ev.b && c.h === ev.h));
+    target =
+      i >= 0
+        ? i
+        : Math.max(
+            0,
+            all.findIndex((c) => c.b === ev.b && c.h === ev.h),
+          );
   }
   const first = Math.floor(target / occ) * occ;
   const works = grid.slice(first, first + occ);

@@ -39,7 +39,7 @@ describe('step ↔ cycle map', () => {
     }
   });
 
-  it('every numeric step of the SM\'s CTA maps to an op of its own kind and K/V block (FA4, FA3, fmha_v2, CuTe, decoding)', async () => {
+  it("every numeric step of the SM's CTA maps to an op of its own kind and K/V block (FA4, FA3, fmha_v2, CuTe, decoding)", async () => {
     const cases: [string, string, AttentionProblem][] = [
       ['fa4', 'b200', fa4Problem],
       ['fa3', 'h100', { batch: 1, hq: 1, hk: 1, nq: 128, nk: 512, d: 64, dv: 64, causal: false, dtype: 'fp16' }],
@@ -90,7 +90,9 @@ describe('step ↔ cycle map', () => {
     const events = await loaded('fa3', problem);
     const last = events.length - 1;
     const s = smScheduleFor({ algorithm: 'fa3', gpu: 'h100', problem, features: {}, step: last }, events);
-    expect(s.view.ctas.some((c) => c.h === events[last].h && events[last].tile.rows[0] >= c.rows[0] && events[last].tile.rows[0] < c.rows[1])).toBe(true);
+    expect(
+      s.view.ctas.some((c) => c.h === events[last].h && events[last].tile.rows[0] >= c.rows[0] && events[last].tile.rows[0] < c.rows[1]),
+    ).toBe(true);
     expect(Number.isNaN(s.view.map.stepCycle[last])).toBe(false);
     expect(Number.isNaN(s.view.map.stepCycle[0])).toBe(true);
   });
@@ -128,7 +130,7 @@ describe('memory intervals', () => {
 });
 
 describe('export', () => {
-  it('Chrome trace: parses, one track per role, every op on its role\'s track', async () => {
+  it("Chrome trace: parses, one track per role, every op on its role's track", async () => {
     const events = await loaded('fa4', fa4Problem);
     const s = smScheduleFor({ algorithm: 'fa4', gpu: 'b200', problem: fa4Problem, features: {}, step: 0 }, events);
     const parsed = JSON.parse(JSON.stringify(chromeTrace(s))) as ReturnType<typeof chromeTrace>;
@@ -146,7 +148,10 @@ describe('export', () => {
   it('JSONL: header, every timeline and memory event, one hw.step line per mapped step', async () => {
     const events = await loaded('fa4', fa4Problem);
     const s = smScheduleFor({ algorithm: 'fa4', gpu: 'b200', problem: fa4Problem, features: {}, step: 0 }, events);
-    const lines = scheduleJsonl(s).trim().split('\n').map((l) => JSON.parse(l) as { type: string });
+    const lines = scheduleJsonl(s)
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { type: string });
     expect(lines[0].type).toBe('hw.header');
     expect(lines.filter((l) => l.type === 'hw.timeline').length).toBe(s.timeline.length);
     expect(lines.filter((l) => l.type === 'hw.memory').length).toBe(s.memory.length);
@@ -164,7 +169,8 @@ describe('FA4 lazy rescaling from the trace', () => {
     const rescales = (s: ReturnType<typeof smScheduleFor>) => s.timeline.filter((e) => /O\d \*= exp2/.test(e.op)).length;
     const a = smScheduleFor({ algorithm: 'fa4', gpu: 'b200', problem, features: {}, step: 0 }, plain.events());
     const b = smScheduleFor({ algorithm: 'fa4', gpu: 'b200', problem, features: {}, step: 0 }, spiky.events());
-    const numericIters = (ev: readonly import('../trace/events.ts').TraceEvent[]) => new Set(ev.filter((e) => e.kind === 'rescale' && e.tile.kvBlock !== 7).map((e) => e.tile.kvBlock)).size;
+    const numericIters = (ev: readonly import('../trace/events.ts').TraceEvent[]) =>
+      new Set(ev.filter((e) => e.kind === 'rescale' && e.tile.kvBlock !== 7).map((e) => e.tile.kvBlock)).size;
     expect(a.view.features.rescaleAt).toEqual(Array.from({ length: 0 }));
     expect(rescales(a)).toBe(0);
     expect(b.view.features.rescaleAt!.length).toBeGreaterThan(0);
@@ -176,7 +182,17 @@ describe('FA4 lazy rescaling from the trace', () => {
 });
 
 describe('op phases come from the schedules, not from their labels', () => {
-  const causal = (d: number, dtype: AttentionProblem['dtype']) => ({ batch: 1, hq: 1, hk: 1, nq: 512, nk: 512, d, dv: d, dtype, causal: true });
+  const causal = (d: number, dtype: AttentionProblem['dtype']) => ({
+    batch: 1,
+    hq: 1,
+    hk: 1,
+    nq: 512,
+    nk: 512,
+    d,
+    dv: d,
+    dtype,
+    causal: true,
+  });
   it('every op of every schedule but waits carries a phase (FP8 FA3’s V transpose, no step of its own, aside)', () => {
     const cases: [string, string, ReturnType<typeof causal>, 'forward' | 'backward'][] = [
       ['fa3', 'h100', causal(128, 'fp16'), 'forward'],

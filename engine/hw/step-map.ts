@@ -28,7 +28,18 @@ import { gpuById } from './gpus/index.ts';
 import { kvBlocksOf, viewSwitchesOf, type CtaWork, type HwAlgorithm, type ProblemShape } from './model.ts';
 import { hasSchedule, hwAlgorithmById, resolveFeatures, shapeOf, type HwPass } from './registry.ts';
 import { backwardSmScheduleFor } from './step-map-bwd.ts';
-import { classifyOps, memoryIntervals, toColumns, type Geometry, type HwView, type HwViewRequest, type OpPhase, type SmCta, type SmSchedule, type StepMap } from './sm-view.ts';
+import {
+  classifyOps,
+  memoryIntervals,
+  toColumns,
+  type Geometry,
+  type HwView,
+  type HwViewRequest,
+  type OpPhase,
+  type SmCta,
+  type SmSchedule,
+  type StepMap,
+} from './sm-view.ts';
 import { FitError, loadBytesPerClk, runSm } from './simulate.ts';
 
 /** Hardware algorithm ids equal the numeric ones for the kernels that have a schedule (backward: fa3, fa2). */
@@ -59,13 +70,24 @@ function ctaOfEvent(ctas: readonly SmCta[], geo: Geometry, ev: TraceEvent, col: 
   for (let i = 0; i < ctas.length; i++) {
     const c = ctas[i];
     if (c.b !== ev.b || c.h !== ev.h || r0 < c.rows[0] || r0 >= c.rows[1]) continue;
-    if (col !== null && ctas.some((o, k) => k !== i && o.b === c.b && o.h === c.h && o.rows[0] === c.rows[0]) && !c.kvBlocks.includes(Math.floor(col / geo.blockN))) continue;
+    if (
+      col !== null &&
+      ctas.some((o, k) => k !== i && o.b === c.b && o.h === c.h && o.rows[0] === c.rows[0]) &&
+      !c.kvBlocks.includes(Math.floor(col / geo.blockN))
+    )
+      continue;
     return i;
   }
   return -1;
 }
 
-export function buildStepMap(events: readonly TraceEvent[], timeline: readonly TimelineEvent[], phases: readonly (OpPhase | null)[], ctas: readonly SmCta[], geo: Geometry): StepMap {
+export function buildStepMap(
+  events: readonly TraceEvent[],
+  timeline: readonly TimelineEvent[],
+  phases: readonly (OpPhase | null)[],
+  ctas: readonly SmCta[],
+  geo: Geometry,
+): StepMap {
   const n = events.length;
   const placer = new StepPlacer(n, timeline, phases, STAND_IN);
   // Split-KV: steps without columns (Q load, epilogue) belong to the CTA of their split's
@@ -105,7 +127,8 @@ export function buildStepMap(events: readonly TraceEvent[], timeline: readonly T
       if (kvLo !== null && p.kv !== null && (p.kv < kvLo || p.kv > kvHi!)) return false;
       if (kvLo === null && p.kv !== null && kind !== 'load' && kind !== 'write') return false;
       if (tensors && own) {
-        if (!p.tensors.some((t) => tensors.includes(t as never) || (t === 'O' && tensors.some((x) => String(x).startsWith('O'))))) return false;
+        if (!p.tensors.some((t) => tensors.includes(t as never) || (t === 'O' && tensors.some((x) => String(x).startsWith('O')))))
+          return false;
         // A K/V copy is placed by its block; a Q copy (no columns) matches copies that carry Q.
         if (kvLo === null && p.kv !== null && !(p.tensors.includes('Q') && tensors.includes('Q' as never))) return false;
       }
@@ -128,7 +151,14 @@ export function smScheduleFor(req: HwViewRequest, events: readonly TraceEvent[])
   const geo = geometryOf(algo, resources, shape);
   const grid = algo.grid(gpu, shape, f);
   const occ = Math.max(1, Math.min(resources.ctas_per_sm, Math.ceil(grid.length / gpu.smCount)));
-  const asCta = (w: CtaWork): SmCta => ({ b: w.b, h: w.h, qBlock: w.qBlock, split: w.split, rows: [w.qBlock * geo.ctaRows, Math.min(shape.nq, (w.qBlock + 1) * geo.ctaRows)], kvBlocks: kvBlocksOf(w) });
+  const asCta = (w: CtaWork): SmCta => ({
+    b: w.b,
+    h: w.h,
+    qBlock: w.qBlock,
+    split: w.split,
+    rows: [w.qBlock * geo.ctaRows, Math.min(shape.nq, (w.qBlock + 1) * geo.ctaRows)],
+    kvBlocks: kvBlocksOf(w),
+  });
   const all = grid.map(asCta);
   // The CTA of the step, found the same way the step map finds it.
   const ev = events[Math.max(0, Math.min(events.length - 1, req.step))];
@@ -137,7 +167,13 @@ export function smScheduleFor(req: HwViewRequest, events: readonly TraceEvent[])
     const col = ev.tile.cols[1] > ev.tile.cols[0] ? ev.tile.cols[0] : null;
     const i = ctaOfEvent(all, geo, ev, col);
     if (i >= 0) target = i;
-    else if (ev.split !== undefined) target = Math.max(0, all.findIndex((c) => c.b === ev.b && c.h === ev.h && c.split === ev.split && ev.tile.rows[0] >= c.rows[0] && ev.tile.rows[0] < c.rows[1]));
+    else if (ev.split !== undefined)
+      target = Math.max(
+        0,
+        all.findIndex(
+          (c) => c.b === ev.b && c.h === ev.h && c.split === ev.split && ev.tile.rows[0] >= c.rows[0] && ev.tile.rows[0] < c.rows[1],
+        ),
+      );
   }
   const first = Math.floor(target / occ) * occ;
   const works = grid.slice(first, first + occ);

@@ -8,9 +8,26 @@ import type { HwFeatures, ProblemShape } from './model.ts';
 import { HW_ALGORITHMS, scheduleFor, type HwPass } from './registry.ts';
 
 /** JSONL lines of one SM's schedule, every line tagged with the algorithm id. */
-export function hardwareTraceLinesFor(algo: string, gpu: string, shape: ProblemShape, features: Partial<HwFeatures>, pass: HwPass = 'forward'): string[] {
+export function hardwareTraceLinesFor(
+  algo: string,
+  gpu: string,
+  shape: ProblemShape,
+  features: Partial<HwFeatures>,
+  pass: HwPass = 'forward',
+): string[] {
   const s = scheduleFor(algo, gpu, shape, features, pass);
-  const lines = [toJsonLine({ type: 'hw.header', algo: s.algo, pass: s.pass, gpu: s.gpu, cycles: s.cycles, roles: s.roles, resources: s.resources, utilization: s.utilization })];
+  const lines = [
+    toJsonLine({
+      type: 'hw.header',
+      algo: s.algo,
+      pass: s.pass,
+      gpu: s.gpu,
+      cycles: s.cycles,
+      roles: s.roles,
+      resources: s.resources,
+      utilization: s.utilization,
+    }),
+  ];
   for (const e of s.timeline) lines.push(toJsonLine({ type: 'hw.timeline', algo: s.algo, ...e }));
   for (const m of s.memory) lines.push(toJsonLine({ type: 'hw.memory', algo: s.algo, ...m }));
   return lines;

@@ -24,7 +24,16 @@ describe('session with imported tensors', () => {
       seed: 0,
       distribution: 'normal',
       blocks: { blockM: 8, blockN: 8 },
-      tensors: { files, names: ['q.npy', 'k.npy', 'v.npy'], q: { file: 0, tensor: 'q.npy' }, k: { file: 1, tensor: 'k.npy' }, v: { file: 2, tensor: 'v.npy' }, layout: 'BNHD', batch: 0, head: 2 },
+      tensors: {
+        files,
+        names: ['q.npy', 'k.npy', 'v.npy'],
+        q: { file: 0, tensor: 'q.npy' },
+        k: { file: 1, tensor: 'k.npy' },
+        v: { file: 2, tensor: 'v.npy' },
+        layout: 'BNHD',
+        batch: 0,
+        head: 2,
+      },
     };
     const s = new DebuggerSession();
     await s.load(req);

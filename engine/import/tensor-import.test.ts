@@ -80,7 +80,10 @@ describe('tensor import', () => {
   });
 
   it('gathers a BNHD head in bounded reads', async () => {
-    const B = 1, N = 300, H = 8, D = 4;
+    const B = 1,
+      N = 300,
+      H = 8,
+      D = 4;
     const q = seq(B * N * H * D);
     const t = (await listTensors(new MemorySource(encodeNpy(q, [B, N, H, D]), 'q.npy'))).tensors[0];
     const src = new Counting(encodeNpy(q, [B, N, H, D]), 'q.npy');
@@ -101,9 +104,23 @@ describe('tensor import', () => {
   });
 
   it('names every shape and value problem', async () => {
-    const np = (name: string, v: ArrayLike<number>, shape: number[], dtype: 'float16' | 'float32' = 'float32') => new MemorySource(encodeNpy(v, shape, dtype), name);
+    const np = (name: string, v: ArrayLike<number>, shape: number[], dtype: 'float16' | 'float32' = 'float32') =>
+      new MemorySource(encodeNpy(v, shape, dtype), name);
     const run = async (srcs: ByteSource[], c: Partial<TensorChoice> = {}) =>
-      importRun(srcs, await Promise.all(srcs.map(listTensors)), { q: { file: 0, tensor: srcs[0].name! }, k: { file: 1, tensor: srcs[1].name! }, v: { file: 2, tensor: srcs[2].name! }, layout: 'BHND', batch: 0, head: 0, ...c }, DEFAULT_PROBLEM);
+      importRun(
+        srcs,
+        await Promise.all(srcs.map(listTensors)),
+        {
+          q: { file: 0, tensor: srcs[0].name! },
+          k: { file: 1, tensor: srcs[1].name! },
+          v: { file: 2, tensor: srcs[2].name! },
+          layout: 'BHND',
+          batch: 0,
+          head: 0,
+          ...c,
+        },
+        DEFAULT_PROBLEM,
+      );
     const Q = np('q.npy', seq(2 * 8 * 4), [1, 2, 8, 4]);
     const K = np('k.npy', seq(2 * 8 * 4), [1, 2, 8, 4]);
     const V = np('v.npy', seq(2 * 8 * 4), [1, 2, 8, 4]);
@@ -122,20 +139,43 @@ describe('tensor import', () => {
     await fails(run([Q, K, np('v.npy', inf, [1, 2, 8, 4])]), /V holds Infinity at row 0, column 3/);
     // A whole head of NaN: the sentence the CLI's run prints as its warning (engine/core/nonfinite.ts).
     const allNan = seq(2 * 8 * 4).map((x, i) => (i >= 32 ? NaN : x));
-    await fails(run([np('q.npy', allNan, [1, 2, 8, 4]), K, V], { head: 1 }), /^Q holds NaN at row 0, column 0 of batch 0, head 1 and 31 more non-finite values \(32 of 32: 32 NaN, 0 ±Infinity\); attention inputs must be finite$/);
+    await fails(
+      run([np('q.npy', allNan, [1, 2, 8, 4]), K, V], { head: 1 }),
+      /^Q holds NaN at row 0, column 0 of batch 0, head 1 and 31 more non-finite values \(32 of 32: 32 NaN, 0 ±Infinity\); attention inputs must be finite$/,
+    );
     // Non-finite values in a head that is not stepped through do not matter.
     await expect(run([np('q.npy', nan, [1, 2, 8, 4]), K, V], { head: 0 })).resolves.toBeDefined();
-    await fails(run([Q, K, V, np('s.npy', [1, 2, 3], [3])], { sinks: { file: 3, tensor: 's.npy' } }), /sinks.*must be 1-D with one value per query head \(2\)/);
-    await fails(run([Q, K, V, np('s.npy', [1, NaN], [2])], { sinks: { file: 3, tensor: 's.npy' }, head: 1 }), /sinks \(s.npy\) holds NaN for head 1/);
+    await fails(
+      run([Q, K, V, np('s.npy', [1, 2, 3], [3])], { sinks: { file: 3, tensor: 's.npy' } }),
+      /sinks.*must be 1-D with one value per query head \(2\)/,
+    );
+    await fails(
+      run([Q, K, V, np('s.npy', [1, NaN], [2])], { sinks: { file: 3, tensor: 's.npy' }, head: 1 }),
+      /sinks \(s.npy\) holds NaN for head 1/,
+    );
     await fails(run([Q, K, V], { q: { file: 0, tensor: 'nope' } }), /Q: no tensor 'nope' in q.npy/);
     await fails(listTensors(new MemorySource(new Uint8Array(20), 'notes.txt')), /not a tensor file/);
   });
 
   it('takes sinks, ALiBi slopes and the dtype from the files', async () => {
-    const np = (name: string, v: ArrayLike<number>, shape: number[], dtype: 'float16' | 'float32' = 'float16') => new MemorySource(encodeNpy(v, shape, dtype), name);
-    const srcs = [np('q.npy', seq(4 * 4 * 2, 0.01), [1, 4, 4, 2]), np('k.npy', seq(4 * 4 * 2, 0.01), [1, 4, 4, 2]), np('v.npy', seq(4 * 4 * 2, 0.01), [1, 4, 4, 2]), np('sinks.npy', [0.5, 1.5, 2.5, 3.5], [4], 'float32')];
+    const np = (name: string, v: ArrayLike<number>, shape: number[], dtype: 'float16' | 'float32' = 'float16') =>
+      new MemorySource(encodeNpy(v, shape, dtype), name);
+    const srcs = [
+      np('q.npy', seq(4 * 4 * 2, 0.01), [1, 4, 4, 2]),
+      np('k.npy', seq(4 * 4 * 2, 0.01), [1, 4, 4, 2]),
+      np('v.npy', seq(4 * 4 * 2, 0.01), [1, 4, 4, 2]),
+      np('sinks.npy', [0.5, 1.5, 2.5, 3.5], [4], 'float32'),
+    ];
     const listings = await Promise.all(srcs.map(listTensors));
-    const c: TensorChoice = { q: { file: 0, tensor: 'q.npy' }, k: { file: 1, tensor: 'k.npy' }, v: { file: 2, tensor: 'v.npy' }, layout: 'BHND', batch: 0, head: 2, sinks: { file: 3, tensor: 'sinks.npy' } };
+    const c: TensorChoice = {
+      q: { file: 0, tensor: 'q.npy' },
+      k: { file: 1, tensor: 'k.npy' },
+      v: { file: 2, tensor: 'v.npy' },
+      layout: 'BHND',
+      batch: 0,
+      head: 2,
+      sinks: { file: 3, tensor: 'sinks.npy' },
+    };
     const r = await importRun(srcs, listings, c, { ...DEFAULT_PROBLEM, alibi: 'standard' });
     expect(r.problem.dtype).toBe('fp16');
     expect(r.problem.sinks).toEqual([2.5]);
@@ -143,7 +183,17 @@ describe('tensor import', () => {
   });
 
   it('guesses roles from names', () => {
-    expect(['q.npy', 'query', 'layer0.xq', 'K.npy', 'keys', 'v_proj.value', 'sinks', 'alibi_slopes', 'out'].map(guessRole)).toEqual(['q', 'q', 'q', 'k', 'k', 'v', 'sinks', 'alibi', undefined]);
+    expect(['q.npy', 'query', 'layer0.xq', 'K.npy', 'keys', 'v_proj.value', 'sinks', 'alibi_slopes', 'out'].map(guessRole)).toEqual([
+      'q',
+      'q',
+      'q',
+      'k',
+      'k',
+      'v',
+      'sinks',
+      'alibi',
+      undefined,
+    ]);
   });
 
   it('fuzz: mutated files and random choices end in a named error or a run, never a hang or a crash', async () => {

@@ -73,7 +73,9 @@ const label = (what: string, t: TensorInfo) => `${what} (${t.name}, shape [${t.s
 function rank4(what: string, t: TensorInfo): number[] {
   if (t.shape.length === 4) return t.shape;
   if (t.shape.length === 3) return [1, ...t.shape];
-  throw new ImportError(`${label(what, t)} must have 4 dimensions (batch, heads, seq, dim or batch, seq, heads, dim) or 3 (no batch); it has ${t.shape.length}`);
+  throw new ImportError(
+    `${label(what, t)} must have 4 dimensions (batch, heads, seq, dim or batch, seq, heads, dim) or 3 (no batch); it has ${t.shape.length}`,
+  );
 }
 
 /** The problem's dimensions under one layout, or the first reason that layout cannot be right. */
@@ -83,8 +85,13 @@ export function shapesUnder(layout: Layout, q: TensorInfo, k: TensorInfo, v: Ten
   const Q = split(qs);
   const K = split(ks);
   const V = split(vs);
-  for (const [what, t] of [['Q', Q], ['K', K], ['V', V]] as const) {
-    if (t.b === 0 || t.h === 0 || t.n === 0 || t.d === 0) throw new ImportError(`${what} has an empty dimension (shape [${(what === 'Q' ? qs : what === 'K' ? ks : vs).join(', ')}])`);
+  for (const [what, t] of [
+    ['Q', Q],
+    ['K', K],
+    ['V', V],
+  ] as const) {
+    if (t.b === 0 || t.h === 0 || t.n === 0 || t.d === 0)
+      throw new ImportError(`${what} has an empty dimension (shape [${(what === 'Q' ? qs : what === 'K' ? ks : vs).join(', ')}])`);
   }
   if (Q.b !== K.b || K.b !== V.b) throw new ImportError(`Q, K and V must have the same batch size; got ${Q.b}, ${K.b}, ${V.b}`);
   if (Q.d !== K.d) throw new ImportError(`Q and K must have the same head dim (QKᵀ); got ${Q.d} and ${K.d}`);
@@ -130,7 +137,8 @@ export async function readHead(src: ByteSource, t: TensorInfo, layout: Layout, b
   const s = t.shape.length === 3 ? [1, ...t.shape] : t.shape;
   const [B, d] = [s[0], s[3]];
   const [H, N] = layout === 'BHND' ? [s[1], s[2]] : [s[2], s[1]];
-  if (b < 0 || b >= B || h < 0 || h >= H) throw new ImportError(`${t.name}: no (batch ${b}, head ${h}); it has ${B} batches and ${H} heads`);
+  if (b < 0 || b >= B || h < 0 || h >= H)
+    throw new ImportError(`${t.name}: no (batch ${b}, head ${h}); it has ${B} batches and ${H} heads`);
   const out = new Float32Array(N * d);
   if (layout === 'BHND') {
     out.set(await readElements(src, t, (b * H + h) * N * d, N * d));
@@ -183,15 +191,27 @@ export interface ImportedRun {
  * Checks the choice against the files and reads the chosen head. `base` supplies what the
  * files do not say (mask, window, softcap, scale); shapes and dtype come from the files.
  */
-export async function importRun(sources: ByteSource[], listings: FileListing[], c: TensorChoice, base: AttentionProblem): Promise<ImportedRun> {
+export async function importRun(
+  sources: ByteSource[],
+  listings: FileListing[],
+  c: TensorChoice,
+  base: AttentionProblem,
+): Promise<ImportedRun> {
   const q = find(listings, c.q, 'Q');
   const k = find(listings, c.k, 'K');
   const v = find(listings, c.v, 'V');
   // Integer files list fine (they may be a serving layout's offsets or block table), but are never Q, K or V.
-  for (const [what, t] of [['Q', q], ['K', k], ['V', v]] as const) if (isIntegerStorage(t.dtype)) throw new ImportError(integerValuesMessage(`${what} (${t.name})`, t.dtype));
+  for (const [what, t] of [
+    ['Q', q],
+    ['K', k],
+    ['V', v],
+  ] as const)
+    if (isIntegerStorage(t.dtype)) throw new ImportError(integerValuesMessage(`${what} (${t.name})`, t.dtype));
   const full = shapesUnder(c.layout, q, k, v);
-  if (!Number.isInteger(c.batch) || c.batch < 0 || c.batch >= full.batch) throw new ImportError(`batch ${c.batch} is out of range: the tensors have ${full.batch} (0 to ${full.batch - 1})`);
-  if (!Number.isInteger(c.head) || c.head < 0 || c.head >= full.hq) throw new ImportError(`head ${c.head} is out of range: Q has ${full.hq} heads (0 to ${full.hq - 1})`);
+  if (!Number.isInteger(c.batch) || c.batch < 0 || c.batch >= full.batch)
+    throw new ImportError(`batch ${c.batch} is out of range: the tensors have ${full.batch} (0 to ${full.batch - 1})`);
+  if (!Number.isInteger(c.head) || c.head < 0 || c.head >= full.hq)
+    throw new ImportError(`head ${c.head} is out of range: Q has ${full.hq} heads (0 to ${full.hq - 1})`);
   const kvh = kvHead(full, c.head);
   const qa = await readHead(sources[c.q.file], q, c.layout, c.batch, c.head);
   const ka = await readHead(sources[c.k.file], k, c.layout, c.batch, kvh);
@@ -215,7 +235,8 @@ export async function importRun(sources: ByteSource[], listings: FileListing[], 
   if (base.alibi === 'standard') problem.alibi = [standardAlibiSlopes(full.hq)[c.head]];
   else delete problem.alibi;
   if (c.sinks) problem.sinks = [await perHeadValue(sources[c.sinks.file], find(listings, c.sinks, 'sinks'), 'sinks', full.hq, c.head)];
-  if (c.alibi) problem.alibi = [await perHeadValue(sources[c.alibi.file], find(listings, c.alibi, 'ALiBi slopes'), 'ALiBi slopes', full.hq, c.head)];
+  if (c.alibi)
+    problem.alibi = [await perHeadValue(sources[c.alibi.file], find(listings, c.alibi, 'ALiBi slopes'), 'ALiBi slopes', full.hq, c.head)];
   return { problem, inputs: { q: qa, k: ka, v: va }, full };
 }
 

@@ -46,7 +46,10 @@ export class MemorySource implements ByteSource {
 export class BlobSource implements ByteSource {
   readonly size: number;
   readonly name?: string;
-  constructor(private readonly blob: Blob, name?: string) {
+  constructor(
+    private readonly blob: Blob,
+    name?: string,
+  ) {
     this.size = blob.size;
     this.name = name ?? (blob as { name?: string }).name;
   }

@@ -91,7 +91,8 @@ export function encodeFloats(values: ArrayLike<number>, t: 'float16' | 'float32'
   const view = new DataView(bytes.buffer);
   for (let i = 0; i < values.length; i++) {
     if (t === 'int32') {
-      if (!Number.isInteger(values[i]) || Math.abs(values[i]) > 2 ** 31) throw new RangeError(`int32 encode: element ${i} is ${values[i]}, not an int32`);
+      if (!Number.isInteger(values[i]) || Math.abs(values[i]) > 2 ** 31)
+        throw new RangeError(`int32 encode: element ${i} is ${values[i]}, not an int32`);
       view.setInt32(i * 4, values[i], true);
     } else if (t === 'float64') view.setFloat64(i * 8, values[i], true);
     else if (t === 'float32') view.setFloat32(i * 4, values[i], true);

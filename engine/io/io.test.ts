@@ -121,7 +121,10 @@ describe('npy', () => {
 
   it('rejects a truncated file, naming the sizes', async () => {
     const good = encodeNpy(new Float32Array(12), [3, 4]);
-    await rejects(readNpy(src(good.subarray(0, good.length - 5))), /shape \[3, 4\] of float32 needs 48 bytes of data but the file holds 43 \(truncated\)/);
+    await rejects(
+      readNpy(src(good.subarray(0, good.length - 5))),
+      /shape \[3, 4\] of float32 needs 48 bytes of data but the file holds 43 \(truncated\)/,
+    );
     await rejects(readNpy(src(good.subarray(0, 40))), /header claims 118 bytes but the file ends after 30 \(truncated\)/);
     await rejects(readNpy(src(good.subarray(0, 5))), /too short/);
   });
@@ -204,8 +207,14 @@ describe('safetensors', () => {
     await rejects(readSafetensor(src(file, 'm.safetensors'), 'x'), /no tensor 'x'; it holds: w, pi/);
   });
   it('rejects bad files with the reason', async () => {
-    await rejects(readSafetensor(src(safetensors({ a: { dtype: 'I16', shape: [2], data_offsets: [0, 4] } }, new Uint8Array(4)))), /dtype I16 is not supported/);
-    await rejects(readSafetensor(src(safetensors({ a: { dtype: 'F32', shape: [2], data_offsets: [0, 4] } }, new Uint8Array(4)))), /needs 8 bytes, data_offsets span 4/);
+    await rejects(
+      readSafetensor(src(safetensors({ a: { dtype: 'I16', shape: [2], data_offsets: [0, 4] } }, new Uint8Array(4)))),
+      /dtype I16 is not supported/,
+    );
+    await rejects(
+      readSafetensor(src(safetensors({ a: { dtype: 'F32', shape: [2], data_offsets: [0, 4] } }, new Uint8Array(4)))),
+      /needs 8 bytes, data_offsets span 4/,
+    );
     await rejects(readSafetensor(src(file.subarray(0, file.length - 3))), /truncated/);
     const badJson = safetensors({}, new Uint8Array(0));
     badJson[9] = 0x7b;

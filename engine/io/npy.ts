@@ -15,7 +15,19 @@ const MAX_RANK = 32;
 const DESCR: Record<string, StoredFloat> = { '<f2': 'float16', '<f4': 'float32', '<f8': 'float64', '<i4': 'int32', '<i8': 'int64' };
 
 function describeDescr(d: string): string {
-  const kinds: Record<string, string> = { i: 'signed integer', u: 'unsigned integer', b: 'boolean', c: 'complex', f: 'float', V: 'raw bytes', S: 'byte string', U: 'unicode string', O: 'Python object', M: 'datetime', m: 'timedelta' };
+  const kinds: Record<string, string> = {
+    i: 'signed integer',
+    u: 'unsigned integer',
+    b: 'boolean',
+    c: 'complex',
+    f: 'float',
+    V: 'raw bytes',
+    S: 'byte string',
+    U: 'unicode string',
+    O: 'Python object',
+    M: 'datetime',
+    m: 'timedelta',
+  };
   const m = /^([<>|=])([a-zA-Z])(\d*)$/.exec(d);
   if (!m) return `dtype '${d}'`;
   const [, order, kind, size] = m;
@@ -108,17 +120,22 @@ export async function readNpyInfo(src: ByteSource): Promise<TensorInfo> {
   }
   if (headerLen > MAX_HEADER) throw new TensorFileError(`${name}: .npy header claims ${headerLen} bytes, more than any real header`);
   if (headerStart + headerLen > src.size) {
-    throw new TensorFileError(`${name}: .npy header claims ${headerLen} bytes but the file ends after ${src.size - headerStart} (truncated)`);
+    throw new TensorFileError(
+      `${name}: .npy header claims ${headerLen} bytes but the file ends after ${src.size - headerStart} (truncated)`,
+    );
   }
   const raw = await src.read(headerStart, headerLen);
   const text = new TextDecoder(major === 3 ? 'utf-8' : 'latin1').decode(raw).trim();
   const dict = parsePyLiteral(text, name);
-  if (typeof dict !== 'object' || Array.isArray(dict)) throw new TensorFileError(`${name}: .npy header is not a dict: ${text.slice(0, 80)}`);
+  if (typeof dict !== 'object' || Array.isArray(dict))
+    throw new TensorFileError(`${name}: .npy header is not a dict: ${text.slice(0, 80)}`);
   const { descr, fortran_order: fortran, shape } = dict as Record<string, PyValue>;
   if (typeof descr !== 'string') throw new TensorFileError(`${name}: .npy header has no 'descr' string (found ${JSON.stringify(descr)})`);
   const dtype = DESCR[descr];
   if (!dtype) {
-    throw new TensorFileError(`${name}: ${describeDescr(descr)} is not supported; expected little-endian float16, float32, float64, int32 or int64 ('<f2', '<f4', '<f8', '<i4', '<i8')`);
+    throw new TensorFileError(
+      `${name}: ${describeDescr(descr)} is not supported; expected little-endian float16, float32, float64, int32 or int64 ('<f2', '<f4', '<f8', '<i4', '<i8')`,
+    );
   }
   if (fortran !== false) {
     throw new TensorFileError(`${name}: Fortran-order (column-major) arrays are not supported; save with C order (np.ascontiguousarray)`);
@@ -143,7 +160,11 @@ export async function readNpy(src: ByteSource): Promise<Tensor> {
 }
 
 /** A version 1.0 .npy file (C order, little-endian), header padded to 64 bytes as numpy does. */
-export function encodeNpy(values: ArrayLike<number>, shape: readonly number[], dtype: 'float16' | 'float32' | 'float64' | 'int32' = 'float32'): Uint8Array<ArrayBuffer> {
+export function encodeNpy(
+  values: ArrayLike<number>,
+  shape: readonly number[],
+  dtype: 'float16' | 'float32' | 'float64' | 'int32' = 'float32',
+): Uint8Array<ArrayBuffer> {
   if (elementCount(shape) !== values.length) {
     throw new TensorFileError(`npy write: shape [${shape.join(', ')}] holds ${elementCount(shape)} elements, got ${values.length}`);
   }

@@ -20,7 +20,8 @@ export function encodeSafetensors(tensors: TensorToWrite[], metadata?: Record<st
   const blobs: Uint8Array[] = [];
   let at = 0;
   for (const t of tensors) {
-    if (elementCount(t.shape) !== t.values.length) throw new Error(`safetensors write: ${t.name} has shape [${t.shape.join(', ')}] but ${t.values.length} values`);
+    if (elementCount(t.shape) !== t.values.length)
+      throw new Error(`safetensors write: ${t.name} has shape [${t.shape.join(', ')}] but ${t.values.length} values`);
     const dtype = t.dtype ?? 'float32';
     const data = encodeFloats(t.values, dtype);
     header[t.name] = { dtype: TAG[dtype], shape: t.shape, data_offsets: [at, at + data.length] };

@@ -7,7 +7,14 @@ import { storedBytes, type StoredFloat } from './float-codec.ts';
 import { elementCount, readElements, type Tensor, type TensorInfo } from './tensor-info.ts';
 
 const MAX_HEADER = 100 << 20; // the format's own limit is 100 MB
-const DTYPES: Record<string, StoredFloat> = { F16: 'float16', BF16: 'bfloat16', F32: 'float32', F64: 'float64', I32: 'int32', I64: 'int64' };
+const DTYPES: Record<string, StoredFloat> = {
+  F16: 'float16',
+  BF16: 'bfloat16',
+  F32: 'float32',
+  F64: 'float64',
+  I32: 'int32',
+  I64: 'int64',
+};
 
 /** Every tensor the header lists (the __metadata__ entry excluded), in file order of their data. */
 export async function readSafetensorsInfo(src: ByteSource): Promise<TensorInfo[]> {
@@ -16,15 +23,18 @@ export async function readSafetensorsInfo(src: ByteSource): Promise<TensorInfo[]
   const lenBytes = await src.read(0, 8);
   const view = new DataView(lenBytes.buffer, lenBytes.byteOffset, 8);
   const len = view.getUint32(0, true) + view.getUint32(4, true) * 2 ** 32;
-  if (len > MAX_HEADER) throw new TensorFileError(`${name}: header length ${len} is larger than the format allows (not a safetensors file?)`);
-  if (8 + len > src.size) throw new TensorFileError(`${name}: header claims ${len} bytes but the file has ${src.size - 8} after the length (truncated)`);
+  if (len > MAX_HEADER)
+    throw new TensorFileError(`${name}: header length ${len} is larger than the format allows (not a safetensors file?)`);
+  if (8 + len > src.size)
+    throw new TensorFileError(`${name}: header claims ${len} bytes but the file has ${src.size - 8} after the length (truncated)`);
   let header: unknown;
   try {
     header = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(await src.read(8, len)));
   } catch (e) {
     throw new TensorFileError(`${name}: header is not valid UTF-8 JSON (${e instanceof Error ? e.message : String(e)})`);
   }
-  if (typeof header !== 'object' || header === null || Array.isArray(header)) throw new TensorFileError(`${name}: header is not a JSON object`);
+  if (typeof header !== 'object' || header === null || Array.isArray(header))
+    throw new TensorFileError(`${name}: header is not a JSON object`);
   const dataStart = 8 + len;
   const dataSize = src.size - dataStart;
   const out: TensorInfo[] = [];
@@ -44,9 +54,12 @@ export async function readSafetensorsInfo(src: ByteSource): Promise<TensorInfo[]
     }
     const byteLength = elementCount(shape as number[]) * storedBytes(stored);
     if (offs[1] - offs[0] !== byteLength) {
-      throw new TensorFileError(`${where}: shape [${shape.join(', ')}] of ${dtype} needs ${byteLength} bytes, data_offsets span ${offs[1] - offs[0]}`);
+      throw new TensorFileError(
+        `${where}: shape [${shape.join(', ')}] of ${dtype} needs ${byteLength} bytes, data_offsets span ${offs[1] - offs[0]}`,
+      );
     }
-    if (offs[1] > dataSize) throw new TensorFileError(`${where}: data ends at ${offs[1]} but the file holds ${dataSize} bytes of data (truncated)`);
+    if (offs[1] > dataSize)
+      throw new TensorFileError(`${where}: data ends at ${offs[1]} but the file holds ${dataSize} bytes of data (truncated)`);
     out.push({ name: key, dtype: stored, shape: shape as number[], dataOffset: dataStart + offs[0], byteLength });
   }
   return out.sort((a, b) => a.dataOffset - b.dataOffset);
@@ -61,7 +74,10 @@ export async function readSafetensor(src: ByteSource, tensorName?: string): Prom
     info = all.find((t) => t.name === tensorName);
     if (!info) throw new TensorFileError(`${src.name ?? 'safetensors file'}: no tensor '${tensorName}'; it holds: ${names}`);
   } else {
-    if (all.length !== 1) throw new TensorFileError(`${src.name ?? 'safetensors file'}: holds ${all.length} tensors (${names}); name one as file.safetensors:NAME`);
+    if (all.length !== 1)
+      throw new TensorFileError(
+        `${src.name ?? 'safetensors file'}: holds ${all.length} tensors (${names}); name one as file.safetensors:NAME`,
+      );
     info = all[0];
   }
   return { info, data: await readElements(src, info) };

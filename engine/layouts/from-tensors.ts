@@ -50,7 +50,8 @@ function indices(t: Tensor, role: string): number[] {
 }
 
 function valueDtype(t: Tensor, role: string): DType {
-  if (isIntegerStorage(t.info.dtype)) throw new ProblemError(role, `holds ${t.info.dtype} values; attention inputs must be float16, bfloat16, float32 or float64`);
+  if (isIntegerStorage(t.info.dtype))
+    throw new ProblemError(role, `holds ${t.info.dtype} values; attention inputs must be float16, bfloat16, float32 or float64`);
   return t.info.dtype === 'float16' ? 'fp16' : t.info.dtype === 'bfloat16' ? 'bf16' : 'fp32';
 }
 
@@ -75,7 +76,11 @@ export function varlenShape(t: VarlenTensors): LayoutShape {
 /** The packed problem and its inputs (rounded to base.dtype); base comes from varlenShape plus masks and modifiers. */
 export function varlenFromTensors(t: VarlenTensors, base: LayoutBase): { vp: VarlenProblem; x: VarlenInputs } {
   const vp: VarlenProblem = { base, cuSeqlensQ: indices(t.cuSeqlensQ, 'cu_seqlens_q'), cuSeqlensK: indices(t.cuSeqlensK, 'cu_seqlens_k') };
-  const x = { q: roundArray(base.dtype, Float32Array.from(t.q.data)), k: roundArray(base.dtype, Float32Array.from(t.k.data)), v: roundArray(base.dtype, Float32Array.from(t.v.data)) };
+  const x = {
+    q: roundArray(base.dtype, Float32Array.from(t.q.data)),
+    k: roundArray(base.dtype, Float32Array.from(t.k.data)),
+    v: roundArray(base.dtype, Float32Array.from(t.v.data)),
+  };
   return { vp, x };
 }
 
@@ -93,9 +98,12 @@ export function pagedShape(t: PagedTensors, layout: QLayout): LayoutShape & { B:
   if (dk !== d) throw new ProblemError('k_cache', `must have q's head dim ${d}: ${shapes}`);
   if (pageSize < 1) throw new ProblemError('k_cache', `page_size must be >= 1: ${shapes}`);
   if (hk < 1 || hq % hk !== 0) throw new ProblemError('k_cache', `q has ${hq} heads, k_cache has ${hk}: not a divisor (${shapes})`);
-  if (np2 !== numPages || ps2 !== pageSize || hv !== hk) throw new ProblemError('v_cache', `must have k_cache's pages, page size and heads: ${shapes}`);
-  if (t.blockTable.info.shape[0] !== B) throw new ProblemError('block_table', `needs one row per sequence (B = ${B}), got shape ${shapeText(t.blockTable)}`);
-  if (t.cacheSeqlens.info.shape[0] !== B) throw new ProblemError('cache_seqlens', `needs one length per sequence (B = ${B}), got shape ${shapeText(t.cacheSeqlens)}`);
+  if (np2 !== numPages || ps2 !== pageSize || hv !== hk)
+    throw new ProblemError('v_cache', `must have k_cache's pages, page size and heads: ${shapes}`);
+  if (t.blockTable.info.shape[0] !== B)
+    throw new ProblemError('block_table', `needs one row per sequence (B = ${B}), got shape ${shapeText(t.blockTable)}`);
+  if (t.cacheSeqlens.info.shape[0] !== B)
+    throw new ProblemError('cache_seqlens', `needs one length per sequence (B = ${B}), got shape ${shapeText(t.cacheSeqlens)}`);
   valueDtype(t.kCache, 'k_cache');
   valueDtype(t.vCache, 'v_cache');
   return { B, nq, hq, hk, d, dv, dtype: valueDtype(t.q, 'q') };
@@ -123,5 +131,12 @@ export function pagedFromTensors(t: PagedTensors, base: LayoutBase, layout: QLay
           const src = layout === 'bnhd' ? ((b * nq + n) * hq + h) * d + e : ((b * hq + h) * nq + n) * d + e;
           q[((b * hq + h) * nq + n) * d + e] = t.q.data[src];
         }
-  return { pp, x: { q: roundArray(base.dtype, q), kCache: roundArray(base.dtype, Float32Array.from(t.kCache.data)), vCache: roundArray(base.dtype, Float32Array.from(t.vCache.data)) } };
+  return {
+    pp,
+    x: {
+      q: roundArray(base.dtype, q),
+      kCache: roundArray(base.dtype, Float32Array.from(t.kCache.data)),
+      vCache: roundArray(base.dtype, Float32Array.from(t.vCache.data)),
+    },
+  };
 }

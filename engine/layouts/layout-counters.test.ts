@@ -18,7 +18,17 @@ describe('paged counters in closed form', () => {
   // 70 tokens = 4 full pages of 16 and a partial one; 5 = one partial page; an empty sequence; 33 = 3 pages.
   const LENS = [70, 5, 0, 33];
   const PS = 16;
-  const form: ServingForm = { ...DEFAULT_SERVING_FORM, layout: 'paged', seqlensK: LENS, pageSize: PS, hq: 4, hk: 2, d: 16, causal: false, nq: 1 };
+  const form: ServingForm = {
+    ...DEFAULT_SERVING_FORM,
+    layout: 'paged',
+    seqlensK: LENS,
+    pageSize: PS,
+    hq: 4,
+    hk: 2,
+    d: 16,
+    causal: false,
+    nq: 1,
+  };
   const sp = generateServing(form);
   if (sp.layout !== 'paged') throw new Error('paged form');
   const { hq, d, dv } = sp.pp.base;

@@ -52,7 +52,12 @@ function collect(gen: Generator<TraceEvent, unknown, void>): { events: TraceEven
 
 // ---- varlen ----
 
-function makeVarlen(base: LayoutBase, lq: number[], lk: number[], seed: number): { vp: VarlenProblem; x: { q: Float32Array; k: Float32Array; v: Float32Array }; truth: Truth } {
+function makeVarlen(
+  base: LayoutBase,
+  lq: number[],
+  lk: number[],
+  seed: number,
+): { vp: VarlenProblem; x: { q: Float32Array; k: Float32Array; v: Float32Array }; truth: Truth } {
   const cq = [0];
   const ck = [0];
   lq.forEach((n, b) => {
@@ -74,8 +79,7 @@ function makeVarlen(base: LayoutBase, lq: number[], lk: number[], seed: number):
     const p: AttentionProblem = { ...base, batch: 1, nq, nk: Math.max(nk, 1) };
     const xi = randomInputs(p, { seed: seed + b });
     for (let h = 0; h < hq; h++)
-      for (let i = 0; i < nq; i++)
-        for (let c = 0; c < d; c++) q[((cq[b] + i) * hq + h) * d + c] = xi.q[(h * nq + i) * d + c];
+      for (let i = 0; i < nq; i++) for (let c = 0; c < d; c++) q[((cq[b] + i) * hq + h) * d + c] = xi.q[(h * nq + i) * d + c];
     for (let h = 0; h < hk; h++)
       for (let j = 0; j < nk; j++) {
         for (let c = 0; c < d; c++) k[((ck[b] + j) * hk + h) * d + c] = xi.k[(h * nk + j) * d + c];
@@ -119,7 +123,10 @@ describe('varlen (packed sequences with cu_seqlens)', () => {
     for (const dtype of ['fp16', 'bf16'] as const) {
       const { vp, x, truth } = makeVarlen({ ...BASE, causal: true, dtype }, LQ, LK, 5);
       // O is returned in the input dtype: storing the exact result already costs this much.
-      const storeErr = maxErr(Array.from(truth.o, (v) => roundTo(dtype, v)), truth.o);
+      const storeErr = maxErr(
+        Array.from(truth.o, (v) => roundTo(dtype, v)),
+        truth.o,
+      );
       for (const id of ['fa2', 'fa3', 'fa4', 'cute-fa2', 'flash-decoding']) {
         const out = packedResult(vp, runLayoutToEnd(runVarlen(algorithmById(id), vp, x, { trace: false })));
         expect(maxErr(out.o, truth.o), `${id} ${dtype}`).toBeLessThanOrEqual(Math.max(tol(dtype), 2 * storeErr));
@@ -190,7 +197,15 @@ interface PagedCase {
   dense: AttentionInputs[];
 }
 
-function makePaged(base: LayoutBase, nq: number, lens: number[], pageSize: number, numPages: number, maxPages: number, seed: number): PagedCase {
+function makePaged(
+  base: LayoutBase,
+  nq: number,
+  lens: number[],
+  pageSize: number,
+  numPages: number,
+  maxPages: number,
+  seed: number,
+): PagedCase {
   const { hq, hk, d, dv } = base;
   const B = lens.length;
   const rnd = mulberry32(seed);
@@ -228,7 +243,12 @@ function makePaged(base: LayoutBase, nq: number, lens: number[], pageSize: numbe
       lse.set(r.lse, b * hq * nq);
     }
   });
-  return { pp: { base, batch: B, nq, numPages, pageSize, maxPages, blockTable: table, cacheSeqlens: lens }, x: { q, kCache, vCache }, truth: { o, lse }, dense };
+  return {
+    pp: { base, batch: B, nq, numPages, pageSize, maxPages, blockTable: table, cacheSeqlens: lens },
+    x: { q, kCache, vCache },
+    truth: { o, lse },
+    dense,
+  };
 }
 
 describe('paged K/V cache', () => {
@@ -267,7 +287,11 @@ describe('paged K/V cache', () => {
       const all = [...bySplit.values()].flatMap((s) => [...s]);
       expect(new Set(all).size).toBe(all.length);
       // First key of each split is a multiple of the page size.
-      const firstCols = [...bySplit.keys()].map((s) => Math.min(...events.filter((e) => e.b === b && e.kind === 'load' && (e.split ?? 0) === s && e.tile.cols[1] > 0).map((e) => e.tile.cols[0])));
+      const firstCols = [...bySplit.keys()].map((s) =>
+        Math.min(
+          ...events.filter((e) => e.b === b && e.kind === 'load' && (e.split ?? 0) === s && e.tile.cols[1] > 0).map((e) => e.tile.cols[0]),
+        ),
+      );
       for (const c0 of firstCols) expect(c0 % 32).toBe(0);
     }
     // Three splits over the longest sequence's 7 pages: 3 pages per split.
@@ -283,7 +307,9 @@ describe('paged K/V cache', () => {
       for (const e of events) if (e.kind === 'load' && e.delta.hbmRead?.K) table += e.pages!.length * (id === 'fmha-v2' ? 8 : 4);
       expect(sum.hbmRead.block_table, id).toBe(table);
       expect(sum.hbmRead.cache_seqlens, id).toBe(4 * events.filter((e) => e.kind === 'load' && e.delta.hbmRead?.Q).length);
-      for (const e of events) if (e.pages) for (const pg of e.pages) expect(c.pp.blockTable.slice(e.b * 5, e.b * 5 + Math.ceil([37, 70][e.b] / 16))).toContain(pg);
+      for (const e of events)
+        if (e.pages)
+          for (const pg of e.pages) expect(c.pp.blockTable.slice(e.b * 5, e.b * 5 + Math.ceil([37, 70][e.b] / 16))).toContain(pg);
     }
   });
 
@@ -298,7 +324,9 @@ describe('paged K/V cache', () => {
     const unused = [...c.pp.blockTable];
     unused[1 * 3 + 2] = 999;
     expect(withTable(unused)).not.toThrow();
-    expect(() => runPaged(fa2, { ...c.pp, cacheSeqlens: [49, 20] }, c.x, { trace: false })).toThrow(/cache_seqlens\[0\].*4 pages of 16.*3 columns/);
+    expect(() => runPaged(fa2, { ...c.pp, cacheSeqlens: [49, 20] }, c.x, { trace: false })).toThrow(
+      /cache_seqlens\[0\].*4 pages of 16.*3 columns/,
+    );
     expect(() => runPaged(fa2, { ...c.pp, base: { ...BASE, hk: 4 } }, c.x, { trace: false })).toThrow(/k_cache/);
   });
 });

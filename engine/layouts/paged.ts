@@ -26,7 +26,14 @@ import { ProblemError } from '../core/problem.ts';
 import { referenceAttention } from '../core/reference.ts';
 import type { EventAnnotator } from '../trace/tracer.ts';
 import { decodingSplitFeatures } from '../algorithms/flash-decoding/splits.ts';
-import { runSequences, sequenceProblem, type LayoutBase, type LayoutGenerator, type LayoutRunResult, type SequenceWork } from './sequence-runner.ts';
+import {
+  runSequences,
+  sequenceProblem,
+  type LayoutBase,
+  type LayoutGenerator,
+  type LayoutRunResult,
+  type SequenceWork,
+} from './sequence-runner.ts';
 
 export interface PagedProblem {
   base: LayoutBase;
@@ -55,21 +62,31 @@ export interface PagedInputs {
 export const pagesOf = (pp: PagedProblem, b: number): number => Math.ceil(pp.cacheSeqlens[b] / pp.pageSize);
 
 /** Physical page of logical key position j of sequence b. */
-export const physicalPage = (pp: PagedProblem, b: number, j: number): number => pp.blockTable[b * pp.maxPages + Math.floor(j / pp.pageSize)];
+export const physicalPage = (pp: PagedProblem, b: number, j: number): number =>
+  pp.blockTable[b * pp.maxPages + Math.floor(j / pp.pageSize)];
 
 /** Validates the table and lengths against the pool; throws ProblemError naming the tensor and index. */
 export function validatePaged(pp: PagedProblem, x: PagedInputs): void {
   const { hq, hk, d, dv } = pp.base;
   const { batch: B, nq, numPages, pageSize, maxPages } = pp;
-  if (x.q.length !== B * hq * nq * d) throw new ProblemError('q', `expected [B=${B}, Nq=${nq}, Hq=${hq}, d=${d}] = ${B * hq * nq * d} elements, got ${x.q.length}`);
+  if (x.q.length !== B * hq * nq * d)
+    throw new ProblemError('q', `expected [B=${B}, Nq=${nq}, Hq=${hq}, d=${d}] = ${B * hq * nq * d} elements, got ${x.q.length}`);
   if (x.kCache.length !== numPages * pageSize * hk * d) {
-    throw new ProblemError('k_cache', `expected [num_pages=${numPages}, page_size=${pageSize}, Hk=${hk}, d=${d}] elements, got ${x.kCache.length}`);
+    throw new ProblemError(
+      'k_cache',
+      `expected [num_pages=${numPages}, page_size=${pageSize}, Hk=${hk}, d=${d}] elements, got ${x.kCache.length}`,
+    );
   }
   if (x.vCache.length !== numPages * pageSize * hk * dv) {
-    throw new ProblemError('v_cache', `expected [num_pages=${numPages}, page_size=${pageSize}, Hk=${hk}, dv=${dv}] elements, got ${x.vCache.length}`);
+    throw new ProblemError(
+      'v_cache',
+      `expected [num_pages=${numPages}, page_size=${pageSize}, Hk=${hk}, dv=${dv}] elements, got ${x.vCache.length}`,
+    );
   }
-  if (pp.blockTable.length !== B * maxPages) throw new ProblemError('block_table', `expected [B=${B}, max_pages=${maxPages}], got ${pp.blockTable.length} entries`);
-  if (pp.cacheSeqlens.length !== B) throw new ProblemError('cache_seqlens', `expected one length per sequence (B = ${B}), got ${pp.cacheSeqlens.length}`);
+  if (pp.blockTable.length !== B * maxPages)
+    throw new ProblemError('block_table', `expected [B=${B}, max_pages=${maxPages}], got ${pp.blockTable.length} entries`);
+  if (pp.cacheSeqlens.length !== B)
+    throw new ProblemError('cache_seqlens', `expected one length per sequence (B = ${B}), got ${pp.cacheSeqlens.length}`);
   for (let b = 0; b < B; b++) {
     const L = pp.cacheSeqlens[b];
     if (!Number.isInteger(L) || L < 0) throw new ProblemError(`cache_seqlens[${b}]`, `must be an integer >= 0, got ${L}`);
@@ -82,7 +99,10 @@ export function validatePaged(pp: PagedProblem, x: PagedInputs): void {
     for (let j = 0; j < Math.ceil(L / pageSize); j++) {
       const e = pp.blockTable[b * maxPages + j];
       if (!Number.isInteger(e) || e < 0 || e >= numPages) {
-        throw new ProblemError(`block_table[${b}, ${j}]`, `page ${e} is out of range: k_cache/v_cache hold pages 0 … ${numPages - 1} (needed for tokens ${j * pageSize} … ${Math.min(L, (j + 1) * pageSize) - 1} of sequence ${b})`);
+        throw new ProblemError(
+          `block_table[${b}, ${j}]`,
+          `page ${e} is out of range: k_cache/v_cache hold pages 0 … ${numPages - 1} (needed for tokens ${j * pageSize} … ${Math.min(L, (j + 1) * pageSize) - 1} of sequence ${b})`,
+        );
       }
     }
   }
@@ -95,7 +115,11 @@ export function largestDivisorAtMost(n: number, cap: number): number {
 }
 
 /** The K/V tile width of `algo` on pages of `pageSize` (see the header), and how many tiles make a page (1 when a tile spans pages). */
-export function pagedBlockN(algo: StepAlgorithm, pp: PagedProblem, opts: Pick<RunOptions, 'blockM' | 'blockN' | 'sramBytes'>): { blockN: number; blocksPerPage: number } {
+export function pagedBlockN(
+  algo: StepAlgorithm,
+  pp: PagedProblem,
+  opts: Pick<RunOptions, 'blockM' | 'blockN' | 'sramBytes'>,
+): { blockN: number; blocksPerPage: number } {
   if (opts.blockN !== undefined) {
     const bn = opts.blockN;
     if (pp.pageSize % bn !== 0 && bn % pp.pageSize !== 0) {

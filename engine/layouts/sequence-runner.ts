@@ -103,7 +103,17 @@ export function* runSequences(
             line: 'layout.emptyKeys',
             delta,
             tensors: ['O', 'LSE'],
-            ...w.annotate('write', { b: 0, h, outer: -1, inner: -1, tile: { qBlock: -1, kvBlock: -1, rows: [0, w.nq], cols: [0, 0] }, line: 'layout.emptyKeys', delta })?.fields?.(),
+            ...w
+              .annotate('write', {
+                b: 0,
+                h,
+                outer: -1,
+                inner: -1,
+                tile: { qBlock: -1, kvBlock: -1, rows: [0, w.nq], cols: [0, 0] },
+                line: 'layout.emptyKeys',
+                delta,
+              })
+              ?.fields?.(),
           } as TraceEvent;
         }
       }

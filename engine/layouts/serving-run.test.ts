@@ -15,7 +15,14 @@ describe('serving run', () => {
     expect(r.cuSeqlensQ).toEqual([0, 12, 52, 52, 75]);
   });
   it('paged flash-decoding over a NaN-filled pool: exact pages, page-aligned splits', () => {
-    const f: ServingForm = { ...DEFAULT_SERVING_FORM, layout: 'paged', algorithm: 'flash-decoding', seqlensK: [70, 5, 33], pageSize: 16, splits: 3 };
+    const f: ServingForm = {
+      ...DEFAULT_SERVING_FORM,
+      layout: 'paged',
+      algorithm: 'flash-decoding',
+      seqlensK: [70, 5, 33],
+      pageSize: 16,
+      splits: 3,
+    };
     const r = runServing(generateServing(f), f.algorithm, { splits: f.splits });
     expect(r.maxError).toBeLessThan(2e-5);
     expect(r.pagesTouched).toBe(5 + 1 + 3);
@@ -24,7 +31,9 @@ describe('serving run', () => {
     expect(r.steps.filter((s) => s.kind === 'load' && s.pages).every((s) => s.pages!.length === 1)).toBe(true);
   });
   it('refuses a bad form, naming the field', () => {
-    expect(() => generateServing({ ...DEFAULT_SERVING_FORM, seqlensK: [1, 2] })).toThrow(/seqlensK: needs one key length per sequence \(4\)/);
+    expect(() => generateServing({ ...DEFAULT_SERVING_FORM, seqlensK: [1, 2] })).toThrow(
+      /seqlensK: needs one key length per sequence \(4\)/,
+    );
     expect(() => generateServing({ ...DEFAULT_SERVING_FORM, hk: 3 })).toThrow(/hk: query heads \(2\) must be a multiple/);
     expect(() => generateServing({ ...DEFAULT_SERVING_FORM, seqlensQ: [1, -1, 2, 3] })).toThrow(/seqlensQ\[1\]/);
   });

@@ -19,7 +19,9 @@ import { packedResult, referenceVarlen, runVarlen, type VarlenInputs, type Varle
 export { DEFAULT_SERVING_FORM, SERVING_LIMITS, type ServingForm, type ServingLayout } from './serving-form.ts';
 import { SERVING_LIMITS, type ServingForm, type ServingLayout } from './serving-form.ts';
 
-export type ServingProblem = { layout: 'varlen'; vp: VarlenProblem; x: VarlenInputs } | { layout: 'paged'; pp: PagedProblem; x: PagedInputs };
+export type ServingProblem =
+  | { layout: 'varlen'; vp: VarlenProblem; x: VarlenInputs }
+  | { layout: 'paged'; pp: PagedProblem; x: PagedInputs };
 
 /** One step as the views need it. */
 export interface ServingStep {
@@ -83,13 +85,15 @@ function checkForm(f: ServingForm): void {
     if (!Number.isInteger(v) || v < lo || v > hi) throw new ProblemError(field, `must be an integer in [${lo}, ${hi}], got ${v}`);
   };
   const lens = (field: string, a: number[]) => {
-    if (a.length < 1 || a.length > L.sequences) throw new ProblemError(field, `needs 1 to ${L.sequences} sequence lengths, got ${a.length}`);
+    if (a.length < 1 || a.length > L.sequences)
+      throw new ProblemError(field, `needs 1 to ${L.sequences} sequence lengths, got ${a.length}`);
     a.forEach((v, i) => intIn(`${field}[${i}]`, v, 0, L.seqlen));
   };
   if (f.layout === 'varlen') {
     lens('seqlensQ', f.seqlensQ);
     lens('seqlensK', f.seqlensK);
-    if (f.seqlensQ.length !== f.seqlensK.length) throw new ProblemError('seqlensK', `needs one key length per sequence (${f.seqlensQ.length}), got ${f.seqlensK.length}`);
+    if (f.seqlensQ.length !== f.seqlensK.length)
+      throw new ProblemError('seqlensK', `needs one key length per sequence (${f.seqlensQ.length}), got ${f.seqlensK.length}`);
   } else {
     lens('seqlensK', f.seqlensK);
     intIn('nq', f.nq, 1, L.nq);
@@ -149,7 +153,16 @@ export function generateServing(f: ServingForm): ServingProblem {
   const slots = numPages * f.pageSize * f.hk * f.d;
   const kCache = new Float32Array(slots).fill(NaN);
   const vCache = new Float32Array(slots).fill(NaN);
-  const pp: PagedProblem = { base, batch: B, nq: f.nq, numPages, pageSize: f.pageSize, maxPages, blockTable, cacheSeqlens: [...f.seqlensK] };
+  const pp: PagedProblem = {
+    base,
+    batch: B,
+    nq: f.nq,
+    numPages,
+    pageSize: f.pageSize,
+    maxPages,
+    blockTable,
+    cacheSeqlens: [...f.seqlensK],
+  };
   f.seqlensK.forEach((L, b) => {
     if (L === 0) return;
     const kv = normal(L * f.hk * f.d * 2);
@@ -189,7 +202,10 @@ function drain(gen: Generator<TraceEvent, LayoutRunResult, void>, steps: Serving
     const n = gen.next();
     if (n.done) return n.value;
     if (steps.length >= maxSteps) {
-      throw new ProblemError('seqlens', `this run takes more than ${maxSteps} steps to trace; make the sequences shorter, or use fewer heads or larger tiles`);
+      throw new ProblemError(
+        'seqlens',
+        `this run takes more than ${maxSteps} steps to trace; make the sequences shorter, or use fewer heads or larger tiles`,
+      );
     }
     steps.push(toStep(n.value));
   }
@@ -204,7 +220,11 @@ function maxAbs(a: ArrayLike<number>, b: ArrayLike<number>): number {
 export const SERVING_MAX_STEPS = 400_000;
 
 /** Steps `algorithm` over the problem; throws ProblemError naming the field or tensor on bad input. */
-export function runServing(sp: ServingProblem, algorithm: string, opts: { splits?: number; blockM?: number; blockN?: number } = {}): ServingRun {
+export function runServing(
+  sp: ServingProblem,
+  algorithm: string,
+  opts: { splits?: number; blockM?: number; blockN?: number } = {},
+): ServingRun {
   const algo = algorithmById(algorithm);
   const serving = descriptorOf(algo.id).serving;
   const features = serving.splits && opts.splits ? { splits: opts.splits } : undefined;

@@ -7,7 +7,18 @@ import { describe, expect, it } from 'vitest';
 import { DEFAULT_SERVING_FORM, generateServing, runServing, type ServingForm } from './serving-run.ts';
 import { smemAt } from './smem-pages.ts';
 
-const form = (algorithm: string): ServingForm => ({ ...DEFAULT_SERVING_FORM, layout: 'paged', algorithm, seqlensK: [70, 5, 33], pageSize: 16, hq: 2, hk: 1, d: 16, nq: 1, splits: 2 });
+const form = (algorithm: string): ServingForm => ({
+  ...DEFAULT_SERVING_FORM,
+  layout: 'paged',
+  algorithm,
+  seqlensK: [70, 5, 33],
+  pageSize: 16,
+  hq: 2,
+  hk: 1,
+  d: 16,
+  nq: 1,
+  splits: 2,
+});
 
 describe('SMEM of a paged run', () => {
   for (const [algorithm, stages] of [
@@ -70,6 +81,11 @@ describe('SMEM of a paged run', () => {
     const v = runServing(generateServing(DEFAULT_SERVING_FORM), 'fa2');
     expect(smemAt(v, 0)).toBeUndefined();
     const run = runServing(generateServing(form('flash-decoding')), 'flash-decoding', { splits: 2 });
-    expect(smemAt(run, run.steps.findIndex((s) => s.kind === 'combine'))).toBeUndefined();
+    expect(
+      smemAt(
+        run,
+        run.steps.findIndex((s) => s.kind === 'combine'),
+      ),
+    ).toBeUndefined();
   });
 });

@@ -18,7 +18,16 @@ import type { BlockOptions } from '../algorithms/types.ts';
 import { ProblemError } from '../core/problem.ts';
 import { runToEnd } from '../run.ts';
 import { sequenceProblem } from './sequence-runner.ts';
-import { gatherPacked, packVarlenOutput, seqLengths, totalK, totalQ, validateVarlen, type VarlenInputs, type VarlenProblem } from './varlen.ts';
+import {
+  gatherPacked,
+  packVarlenOutput,
+  seqLengths,
+  totalK,
+  totalQ,
+  validateVarlen,
+  type VarlenInputs,
+  type VarlenProblem,
+} from './varlen.ts';
 
 export interface VarlenBackwardResult {
   /** [total_q, Hq, dv] and [Hq, total_q], as the forward writes them. */
@@ -36,8 +45,7 @@ export interface VarlenBackwardResult {
 /** Writes BHND [1, H, n, e] rows back into a packed [total, H, e] tensor at row t0. */
 function scatterPacked(dst: Float32Array, src: ArrayLike<number>, H: number, e: number, t0: number, n: number): void {
   for (let i = 0; i < n; i++)
-    for (let h = 0; h < H; h++)
-      for (let c = 0; c < e; c++) dst[((t0 + i) * H + h) * e + c] = src[(h * n + i) * e + c];
+    for (let h = 0; h < H; h++) for (let c = 0; c < e; c++) dst[((t0 + i) * H + h) * e + c] = src[(h * n + i) * e + c];
 }
 
 function addCounters(into: Counters, c: Counters): void {
@@ -50,13 +58,23 @@ function addCounters(into: Counters, c: Counters): void {
  * batch. `dO` is packed [total_q, Hq, dv] and already rounded to the problem's dtype.
  * Throws ProblemError naming the tensor (dO's size, the offsets) or the algorithm.
  */
-export function runVarlenBackward(id: string, vp: VarlenProblem, x: VarlenInputs, dO: Float32Array, opts: BlockOptions & { features?: Record<string, boolean | number> } = {}): VarlenBackwardResult {
+export function runVarlenBackward(
+  id: string,
+  vp: VarlenProblem,
+  x: VarlenInputs,
+  dO: Float32Array,
+  opts: BlockOptions & { features?: Record<string, boolean | number> } = {},
+): VarlenBackwardResult {
   const algo = backwardById(id);
   validateVarlen(vp, x);
   const { hq, hk, d, dv } = vp.base;
   const tq = totalQ(vp);
   const tk = totalK(vp);
-  if (dO.length !== tq * hq * dv) throw new ProblemError('dO', `expected [total_q=${tq}, Hq=${hq}, dv=${dv}] = ${tq * hq * dv} elements (the shape of O), got ${dO.length}`);
+  if (dO.length !== tq * hq * dv)
+    throw new ProblemError(
+      'dO',
+      `expected [total_q=${tq}, Hq=${hq}, dv=${dv}] = ${tq * hq * dv} elements (the shape of O), got ${dO.length}`,
+    );
   const lq = seqLengths(vp.cuSeqlensQ);
   const lk = seqLengths(vp.cuSeqlensK);
   const dq = new Float32Array(tq * hq * d);

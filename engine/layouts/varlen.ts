@@ -20,7 +20,14 @@ import type { StepAlgorithm, RunOptions } from '../algorithms/types.ts';
 import type { Range } from '../trace/events.ts';
 import type { EventAnnotator } from '../trace/tracer.ts';
 import { decodingSplitFeatures } from '../algorithms/flash-decoding/splits.ts';
-import { runSequences, sequenceProblem, type LayoutBase, type LayoutGenerator, type LayoutRunResult, type SequenceWork } from './sequence-runner.ts';
+import {
+  runSequences,
+  sequenceProblem,
+  type LayoutBase,
+  type LayoutGenerator,
+  type LayoutRunResult,
+  type SequenceWork,
+} from './sequence-runner.ts';
 
 export interface VarlenProblem {
   /** Heads, head dims, masks, modifiers and dtype shared by every sequence. */
@@ -68,7 +75,10 @@ export function checkOffsets(name: string, cu: readonly number[], total: number,
   if (cu[0] !== 0) throw new ProblemError(`${name}[0]`, `must be 0, got ${cu[0]}`);
   for (let i = 1; i < cu.length; i++) {
     if (cu[i] < cu[i - 1]) {
-      throw new ProblemError(`${name}[${i}]`, `offsets must be non-decreasing: ${name}[${i}] = ${cu[i]} < ${name}[${i - 1}] = ${cu[i - 1]}`);
+      throw new ProblemError(
+        `${name}[${i}]`,
+        `offsets must be non-decreasing: ${name}[${i}] = ${cu[i]} < ${name}[${i - 1}] = ${cu[i - 1]}`,
+      );
     }
   }
   const last = cu.length - 1;
@@ -81,13 +91,17 @@ export function checkOffsets(name: string, cu: readonly number[], total: number,
 export function validateVarlen(vp: VarlenProblem, x: VarlenInputs): void {
   const { hq, hk, d, dv } = vp.base;
   if (vp.cuSeqlensQ.length !== vp.cuSeqlensK.length) {
-    throw new ProblemError('cu_seqlens_k', `must have the same length as cu_seqlens_q (B + 1 = ${vp.cuSeqlensQ.length}), got ${vp.cuSeqlensK.length}`);
+    throw new ProblemError(
+      'cu_seqlens_k',
+      `must have the same length as cu_seqlens_q (B + 1 = ${vp.cuSeqlensQ.length}), got ${vp.cuSeqlensK.length}`,
+    );
   }
   const tq = x.q.length / (hq * d);
   const tk = x.k.length / (hk * d);
   if (!Number.isInteger(tq)) throw new ProblemError('q', `${x.q.length} elements is not a whole number of [Hq=${hq}, d=${d}] rows`);
   if (!Number.isInteger(tk)) throw new ProblemError('k', `${x.k.length} elements is not a whole number of [Hk=${hk}, d=${d}] rows`);
-  if (x.v.length !== tk * hk * dv) throw new ProblemError('v', `expected [total_k=${tk}, Hk=${hk}, dv=${dv}] = ${tk * hk * dv} elements, got ${x.v.length}`);
+  if (x.v.length !== tk * hk * dv)
+    throw new ProblemError('v', `expected [total_k=${tk}, Hk=${hk}, dv=${dv}] = ${tk * hk * dv} elements, got ${x.v.length}`);
   checkOffsets('cu_seqlens_q', vp.cuSeqlensQ, tq, 'q');
   checkOffsets('cu_seqlens_k', vp.cuSeqlensK, tk, 'k');
 }
@@ -142,7 +156,10 @@ export function runVarlen(algo: StepAlgorithm, vp: VarlenProblem, x: VarlenInput
 }
 
 /** o [total_q, Hq, dv] and lse [Hq, total_q] (the layout flash_attn_varlen_func returns) from per-sequence results. */
-export function packVarlenOutput(vp: VarlenProblem, per: readonly ({ o: ArrayLike<number>; lse: ArrayLike<number> } | undefined)[]): { o: Float64Array; lse: Float64Array } {
+export function packVarlenOutput(
+  vp: VarlenProblem,
+  per: readonly ({ o: ArrayLike<number>; lse: ArrayLike<number> } | undefined)[],
+): { o: Float64Array; lse: Float64Array } {
   const { hq, dv } = vp.base;
   const tq = totalQ(vp);
   const o = new Float64Array(tq * hq * dv);

@@ -21,7 +21,20 @@ describe('run writes error.json', () => {
       return join(dir, n);
     };
     const out = join(dir, 'out');
-    await runCommand.run(['--algo', 'fa2,fa3', '--q', save('q.npy', x.q, [1, 2, 24, 16]), '--k', save('k.npy', x.k, [1, 2, 40, 16]), '--v', save('v.npy', x.v, [1, 2, 40, 16]), '--dtype', 'fp16', '--out', out]);
+    await runCommand.run([
+      '--algo',
+      'fa2,fa3',
+      '--q',
+      save('q.npy', x.q, [1, 2, 24, 16]),
+      '--k',
+      save('k.npy', x.k, [1, 2, 40, 16]),
+      '--v',
+      save('v.npy', x.v, [1, 2, 40, 16]),
+      '--dtype',
+      'fp16',
+      '--out',
+      out,
+    ]);
     const ref = referenceAttention(p, x).o;
     for (const algo of ['fa2', 'fa3']) {
       const e = JSON.parse(readFileSync(join(out, algo, 'error.json'), 'utf8'));

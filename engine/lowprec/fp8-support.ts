@@ -22,7 +22,12 @@ const cache = new Map<string, Refusal | null>();
  * The engine's refusal of `problem` (only its dtype, head dims and modifiers matter: the
  * sizes are shrunk to one 16×16 head) on `algorithm`'s `pass`, or null when it starts.
  */
-export function refusalOf(algorithm: string, pass: Pass, problem: AttentionProblem, features?: Record<string, boolean | number>): Refusal | null {
+export function refusalOf(
+  algorithm: string,
+  pass: Pass,
+  problem: AttentionProblem,
+  features?: Record<string, boolean | number>,
+): Refusal | null {
   const tiny: AttentionProblem = {
     ...problem,
     batch: 1,
@@ -41,7 +46,12 @@ export function refusalOf(algorithm: string, pass: Pass, problem: AttentionProbl
   try {
     algorithmById(algorithm);
     const x = randomInputs(tiny, { seed: 0 });
-    startPass({ algorithm, problem: tiny, seed: 0, distribution: 'normal', blocks: { blockM: 16, blockN: 16 }, pass, features }, tiny, x, { blockM: 16, blockN: 16, features, trace: true }).gen.next();
+    startPass({ algorithm, problem: tiny, seed: 0, distribution: 'normal', blocks: { blockM: 16, blockN: 16 }, pass, features }, tiny, x, {
+      blockM: 16,
+      blockN: 16,
+      features,
+      trace: true,
+    }).gen.next();
   } catch (e) {
     if (e instanceof ProblemError) out = { field: e.field, message: e.message };
   }

@@ -24,11 +24,18 @@ for (const f of ['e4m3', 'e5m2'] as const) {
   const d = DEF[f];
   const finite = codes.filter((c) => Number.isFinite(valueByDefinition(f, c)));
   // Non-negative finite values in increasing order (+0 first).
-  const ladder = finite.filter((c) => c < 0x80).map((c) => valueByDefinition(f, c)).sort((a, b) => a - b);
+  const ladder = finite
+    .filter((c) => c < 0x80)
+    .map((c) => valueByDefinition(f, c))
+    .sort((a, b) => a - b);
 
   describe(`fp8 ${f}`, () => {
     it('decodes all 256 codes as the definition says (NaN, inf, -0, subnormals)', () => {
-      for (const c of codes) expect(Object.is(decodeFp8(f, c), valueByDefinition(f, c)) || (Number.isNaN(decodeFp8(f, c)) && Number.isNaN(valueByDefinition(f, c))), `code ${c}`).toBe(true);
+      for (const c of codes)
+        expect(
+          Object.is(decodeFp8(f, c), valueByDefinition(f, c)) || (Number.isNaN(decodeFp8(f, c)) && Number.isNaN(valueByDefinition(f, c))),
+          `code ${c}`,
+        ).toBe(true);
       expect(decodeFp8(f, 0x80)).toBe(-0);
       expect(Math.max(...ladder)).toBe(d.max);
       expect(ladder[1]).toBe(2 ** (1 - d.bias - d.M)); // smallest subnormal

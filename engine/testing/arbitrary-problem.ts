@@ -37,7 +37,10 @@ export function arbitraryRun(l: ProblemLimits): fc.Arbitrary<ArbitraryRun> {
       group: fc.integer({ min: 1, max: 3 }),
       hk: fc.integer({ min: 1, max: 2 }),
       causal: fc.boolean(),
-      window: fc.option(fc.record({ left: fc.integer({ min: -1, max: l.maxWindow ?? 6 }), right: fc.integer({ min: -1, max: l.maxWindow ?? 6 }) }), { nil: undefined }),
+      window: fc.option(
+        fc.record({ left: fc.integer({ min: -1, max: l.maxWindow ?? 6 }), right: fc.integer({ min: -1, max: l.maxWindow ?? 6 }) }),
+        { nil: undefined },
+      ),
       softcap: fc.option(fc.double({ min: 0.5, max: 30, noNaN: true }), { nil: undefined }),
       alibi: fc.boolean(),
       sink: fc.option(fc.double({ min: -4, max: 4, noNaN: true }), { nil: undefined }),
@@ -48,7 +51,17 @@ export function arbitraryRun(l: ProblemLimits): fc.Arbitrary<ArbitraryRun> {
     })
     .map((r) => {
       const hq = r.hk * r.group;
-      const problem: AttentionProblem = { batch: r.batch, hq, hk: r.hk, nq: r.nq, nk: r.nk, d: r.d, dv: r.dv, causal: r.causal, dtype: 'fp32' };
+      const problem: AttentionProblem = {
+        batch: r.batch,
+        hq,
+        hk: r.hk,
+        nq: r.nq,
+        nk: r.nk,
+        d: r.d,
+        dv: r.dv,
+        causal: r.causal,
+        dtype: 'fp32',
+      };
       if (r.window) problem.window = r.window;
       if (r.softcap !== undefined) problem.softcap = r.softcap;
       if (r.alibi) problem.alibi = 'standard';

@@ -30,7 +30,8 @@ function one(evs: TraceEvent[], pred: (e: TraceEvent) => boolean, what: string):
 export function backwardTraceExamples(): Record<string, string> {
   const ex: Record<string, string> = {};
   const a = events('fa2');
-  for (const kind of ['dsum', 'recompute', 'dv', 'dp', 'ds', 'dk', 'dqconvert'] as const) ex[`fa2bwd.${kind}`] = one(a, (e) => e.kind === kind, `fa2 backward ${kind}`);
+  for (const kind of ['dsum', 'recompute', 'dv', 'dp', 'ds', 'dk', 'dqconvert'] as const)
+    ex[`fa2bwd.${kind}`] = one(a, (e) => e.kind === kind, `fa2 backward ${kind}`);
   // The dQ add of the second column block into a row block the first one already added into.
   ex['fa2bwd.dq'] = one(a, (e) => e.kind === 'dq' && e.contributors.length > 1, 'fa2 backward dq with two contributors');
   ex['fa1bwd.dq'] = one(events('fa1'), (e) => e.kind === 'dq', 'fa1 backward dq');

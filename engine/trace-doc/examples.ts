@@ -16,7 +16,11 @@ import { lowPrecisionTraceExamples } from './lowprec-examples.ts';
 
 function events(algo: StepAlgorithm): TraceEvent[] {
   const out: TraceEvent[] = [];
-  runToEnd(algo, EXAMPLE_PROBLEM, randomInputs(EXAMPLE_PROBLEM, { seed: EXAMPLE_SEED }), { ...EXAMPLE_BLOCKS, trace: true, onEvent: (e) => out.push(e) });
+  runToEnd(algo, EXAMPLE_PROBLEM, randomInputs(EXAMPLE_PROBLEM, { seed: EXAMPLE_SEED }), {
+    ...EXAMPLE_BLOCKS,
+    trace: true,
+    onEvent: (e) => out.push(e),
+  });
   return out;
 }
 

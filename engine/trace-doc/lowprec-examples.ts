@@ -13,7 +13,18 @@ import type { TraceEvent } from '../trace/events.ts';
 import { toJsonLine } from '../trace/jsonl.ts';
 
 /** 2 queries, 8 keys (the first 4 are sinks), d = dv = 4, softmax scale 1, 2×4 tiles, seed 2. */
-export const FP8_EXAMPLE_PROBLEM: AttentionProblem = { batch: 1, hq: 1, hk: 1, nq: 2, nk: 8, d: 4, dv: 4, scale: 1, causal: false, dtype: 'fp8e4m3' };
+export const FP8_EXAMPLE_PROBLEM: AttentionProblem = {
+  batch: 1,
+  hq: 1,
+  hk: 1,
+  nq: 2,
+  nk: 8,
+  d: 4,
+  dv: 4,
+  scale: 1,
+  causal: false,
+  dtype: 'fp8e4m3',
+};
 export const FP8_EXAMPLE_SEED = 2;
 export const FP8_EXAMPLE_OPTIONS = { blockM: 2, blockN: 4, features: { reverseKv: false, pScale: 1, incoherent: false } };
 

@@ -29,7 +29,9 @@ describe('TRACE.md examples', () => {
   it('covers every kind except combine (which only split algorithms emit)', () => {
     const kinds = new Set([...blocks.values()].map((l) => fromJsonLine<{ kind: string }>(l).kind));
     const backward = ['dk', 'dp', 'dq', 'dqconvert', 'ds', 'dsum', 'dv', 'recompute'];
-    expect([...kinds].sort()).toEqual([...backward, 'exp', 'load', 'mask', 'normalize', 'pv', 'qk', 'rescale', 'rowmax', 'rowsum', 'write'].sort());
+    expect([...kinds].sort()).toEqual(
+      [...backward, 'exp', 'load', 'mask', 'normalize', 'pv', 'qk', 'rescale', 'rowmax', 'rowsum', 'write'].sort(),
+    );
   });
 });
 
@@ -41,7 +43,12 @@ describe('TRACE.md line ids', () => {
     // A causal problem with Nq > Nk and several blocks visits every line, the mask included.
     const p = { batch: 1, hq: 1, hk: 1, nq: 9, nk: 6, d: 2, dv: 2, causal: true, dtype: 'fp32' as const };
     const seen: string[] = [];
-    runToEnd(algo, p, randomInputs(p, { seed: 2 }), { blockM: 3, blockN: 3, trace: true, onEvent: (e) => void (seen.includes(e.line) || seen.push(e.line)) });
+    runToEnd(algo, p, randomInputs(p, { seed: 2 }), {
+      blockM: 3,
+      blockN: 3,
+      trace: true,
+      onEvent: (e) => void (seen.includes(e.line) || seen.push(e.line)),
+    });
     expect([...seen].sort()).toEqual([...documented].sort());
   });
 });

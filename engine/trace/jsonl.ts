@@ -3,7 +3,8 @@
 
 export function encodeJsonValue(_key: string, value: unknown): unknown {
   if (typeof value === 'number' && !Number.isFinite(value)) return String(value);
-  if (ArrayBuffer.isView(value) && !(value instanceof DataView)) return Array.from(value as unknown as ArrayLike<number>, (n) => (Number.isFinite(n) ? n : String(n)));
+  if (ArrayBuffer.isView(value) && !(value instanceof DataView))
+    return Array.from(value as unknown as ArrayLike<number>, (n) => (Number.isFinite(n) ? n : String(n)));
   return value;
 }
 

@@ -21,7 +21,15 @@ import { PATH_LABELS } from './device.ts';
 import { flashKernelWgsl, flashLayout, type FlashKernelConfig, type FlashTile } from './flash-kernel.ts';
 import { chooseMatrixTile, matrixKernelWgsl, matrixLayout, type MatrixKernelConfig, type MatrixTilePrefs } from './flash-matrix-kernel.ts';
 import { decodeCombineKernelWgsl, decodeSplitKernelWgsl, DECODE_SPLIT_MAX, DECODE_THREADS } from './decode-kernels.ts';
-import { chooseDecodeGroup, decodeGroupBytes, decodeGroupKernelWgsl, decodeSplits, decodeWorkgroups, denseGroupHeads, type DecodeGroupPrefs } from './decode-group-kernel.ts';
+import {
+  chooseDecodeGroup,
+  decodeGroupBytes,
+  decodeGroupKernelWgsl,
+  decodeSplits,
+  decodeWorkgroups,
+  denseGroupHeads,
+  type DecodeGroupPrefs,
+} from './decode-group-kernel.ts';
 import { fillKernelWgsl } from './fill-kernel.ts';
 import { formatBytes, lseBinding, planWindows, windowRange, type BindingWindow, type TensorName } from './binding-windows.ts';
 import { halfToFloat, toHalfArray } from './half.ts';
@@ -127,7 +135,9 @@ export class AttentionRun extends GpuRun {
     validateProblem(problem);
     // WGSL has no 8-bit float type: FP8 is emulated on the f32 flash path only.
     if (isFp8(problem.dtype) && opts.path !== 'flash-f32') {
-      throw new WebGpuRunError(`dtype ${problem.dtype}: FP8 is emulated on the flash-f32 path only (WGSL has no 8-bit float type), not on '${PATH_LABELS[opts.path]}'`);
+      throw new WebGpuRunError(
+        `dtype ${problem.dtype}: FP8 is emulated on the flash-f32 path only (WGSL has no 8-bit float type), not on '${PATH_LABELS[opts.path]}'`,
+      );
     }
     if (ctx.lost) throw new WebGpuRunError(ctx.lost);
     if (!ctx.paths.includes(opts.path)) {
@@ -137,7 +147,13 @@ export class AttentionRun extends GpuRun {
     // The same defaults as the CPU stepper's FP8 switches (the shipped kernel's per-tensor descales).
     const f = FA3_FP8_FEATURES;
     if (isFp8(problem.dtype)) {
-      run.fp8 = { blockQuant: f.blockQuant.default, incoherent: f.incoherent.default, pScale: f.pScale.default, seed: f.seed.default, ...opts.fp8 };
+      run.fp8 = {
+        blockQuant: f.blockQuant.default,
+        incoherent: f.incoherent.default,
+        pScale: f.pScale.default,
+        seed: f.seed.default,
+        ...opts.fp8,
+      };
     }
     try {
       await run.build(opts);
@@ -204,7 +220,15 @@ export class AttentionRun extends GpuRun {
       this.dispatches.push({
         name,
         pipeline: pipe,
-        bindGroup: this.bind(pipe, { 0: this.uniform(packParams(this.problem, { lse0: t.lse0, head0: t.head0, headGroup })), 1: t.Q, 2: t.K, 3: t.V, 4: t.O, 5: t.LSE, 6: aux }),
+        bindGroup: this.bind(pipe, {
+          0: this.uniform(packParams(this.problem, { lse0: t.lse0, head0: t.head0, headGroup })),
+          1: t.Q,
+          2: t.K,
+          3: t.V,
+          4: t.O,
+          5: t.LSE,
+          6: aux,
+        }),
         workgroups: [blocks, w.nb * w.nh, 1],
       });
       if (w === this.windows[0] && headGroup > 1) this.config += `; tiles longest-first in groups of ${headGroup} heads`;
@@ -219,7 +243,10 @@ export class AttentionRun extends GpuRun {
   private slices(w: BindingWindow): Record<TensorName, GPUBuffer | GPUBufferBinding> & { lse0: number; head0: number } {
     const eb = pathElem(this.path) === 'f16' ? 2 : 4;
     const buffers: Record<TensorName, GPUBuffer> = { Q: this.q, K: this.k, V: this.v, O: this.o, LSE: this.lse };
-    const out = { lse0: 0, head0: w.b0 * this.problem.hq + w.h0 } as Record<TensorName, GPUBuffer | GPUBufferBinding> & { lse0: number; head0: number };
+    const out = { lse0: 0, head0: w.b0 * this.problem.hq + w.h0 } as Record<TensorName, GPUBuffer | GPUBufferBinding> & {
+      lse0: number;
+      head0: number;
+    };
     for (const t of Object.keys(buffers) as TensorName[]) {
       const buffer = buffers[t];
       if (this.windows.length === 1) {
@@ -292,7 +319,10 @@ export class AttentionRun extends GpuRun {
         code = rowKernelWgsl(row);
         this.config = `row kernel: ${row.rpt} row${row.rpt > 1 ? 's' : ''} per ${row.tpr} lane${row.tpr > 1 ? 's (subgroup shuffles)' : ''}, BM=${L.bm} rows, ${row.threads} threads, K/V chunks of ${row.bc} keys (sub-chunks of ${row.sc}), ${L.bytes} B workgroup memory`;
       } else {
-        const cfg: FlashKernelConfig = { ...chooseFlashTile(this.ctx, { elem, subgroup: subgroupMin, d: p.d, dv: p.dv }, opts.tile), pCast };
+        const cfg: FlashKernelConfig = {
+          ...chooseFlashTile(this.ctx, { elem, subgroup: subgroupMin, d: p.d, dv: p.dv }, opts.tile),
+          pCast,
+        };
         const L = flashLayout(cfg);
         bm = cfg.bm;
         code = flashKernelWgsl(cfg);
@@ -339,7 +369,12 @@ export class AttentionRun extends GpuRun {
             bindGroup: this.bind(ps, { 0: params, 1: this.q, 2: this.k, 3: sbuf, 6: aux }),
             workgroups: [Math.ceil(p.nk / 64), Math.ceil(p.nq / 64), g],
           },
-          { name: 'P = softmax(S)', pipeline: pm, bindGroup: this.bind(pm, { 0: params, 3: sbuf, 5: this.lse, 6: aux }), workgroups: [p.nq, g, 1] },
+          {
+            name: 'P = softmax(S)',
+            pipeline: pm,
+            bindGroup: this.bind(pm, { 0: params, 3: sbuf, 5: this.lse, 6: aux }),
+            workgroups: [p.nq, g, 1],
+          },
           {
             name: 'O = PV',
             pipeline: pp,
@@ -356,7 +391,13 @@ export class AttentionRun extends GpuRun {
       // combine pass runs before the next window's split pass overwrites them.
       const wbh = this.windows[0].nb * this.windows[0].nh;
       const subgroupMin = this.ctx.paths.includes('flash-subgroups') ? this.ctx.subgroupMinSize : 0;
-      const group = opts.decodeKernel === 'split' ? undefined : chooseDecodeGroup(p, scoreSpec(p), subgroupMin, this.ctx.limits.maxWorkgroupStorage, { groupHeads: denseGroupHeads(p), ...opts.decodePrefs });
+      const group =
+        opts.decodeKernel === 'split'
+          ? undefined
+          : chooseDecodeGroup(p, scoreSpec(p), subgroupMin, this.ctx.limits.maxWorkgroupStorage, {
+              groupHeads: denseGroupHeads(p),
+              ...opts.decodePrefs,
+            });
       // The group kernel: one workgroup per (split, key head); no scores in workgroup memory,
       // so splits may be long (decodeSplits).
       // Query heads per workgroup: a key head's group, or part of it (DecodeGroupPrefs.groupHeads).
@@ -369,9 +410,11 @@ export class AttentionRun extends GpuRun {
       const used = Math.ceil(p.nk / splitLen);
       const opart = await this.buffer('partial O', wbh * used * p.nq * p.dv * 4, GPUBufferUsage.STORAGE);
       const lpart = await this.buffer('partial LSE', wbh * used * p.nq * 4, GPUBufferUsage.STORAGE);
-      this.config = `f16 Q, K, V (unpacked from u32 words), f32 arithmetic; ${group
-        ? `${used} split${used > 1 ? 's' : ''} of ${splitLen} keys per key head, ${groupHeads * p.hk === p.hq ? `each read once for its ${group.rows} query row${group.rows > 1 ? 's' : ''}` : `each read by ${p.hq / p.hk / groupHeads} workgroups of ${group.rows} query row${group.rows > 1 ? 's' : ''}`}; ${group.lpk} lanes per key, ${group.ku} key${group.ku > 1 ? 's' : ''} per step, ${group.threads} threads, ${decodeGroupBytes(group)} B workgroup memory`
-        : `${used} split${used > 1 ? 's' : ''} of ${splitLen} keys, ${DECODE_THREADS} threads per split`}`;
+      this.config = `f16 Q, K, V (unpacked from u32 words), f32 arithmetic; ${
+        group
+          ? `${used} split${used > 1 ? 's' : ''} of ${splitLen} keys per key head, ${groupHeads * p.hk === p.hq ? `each read once for its ${group.rows} query row${group.rows > 1 ? 's' : ''}` : `each read by ${p.hq / p.hk / groupHeads} workgroups of ${group.rows} query row${group.rows > 1 ? 's' : ''}`}; ${group.lpk} lanes per key, ${group.ku} key${group.ku > 1 ? 's' : ''} per step, ${group.threads} threads, ${decodeGroupBytes(group)} B workgroup memory`
+          : `${used} split${used > 1 ? 's' : ''} of ${splitLen} keys, ${DECODE_THREADS} threads per split`
+      }`;
       const [psplit, pcomb] = await Promise.all([
         pipeline(device, group ? decodeGroupKernelWgsl(group) : decodeSplitKernelWgsl(p.d, p.dv)),
         pipeline(device, decodeCombineKernelWgsl(p.d, p.dv)),
@@ -382,13 +425,28 @@ export class AttentionRun extends GpuRun {
           {
             name: 'split K/V',
             pipeline: psplit,
-            bindGroup: this.bind(psplit, { 0: this.uniform(packParams(p, { splits: used, splitLen, head0: t.head0 })), 1: t.Q, 2: t.K, 3: t.V, 4: opart, 5: lpart, 6: aux }),
+            bindGroup: this.bind(psplit, {
+              0: this.uniform(packParams(p, { splits: used, splitLen, head0: t.head0 })),
+              1: t.Q,
+              2: t.K,
+              3: t.V,
+              4: opart,
+              5: lpart,
+              6: aux,
+            }),
             workgroups: [used, (w.nb * w.nh) / groupHeads, 1],
           },
           {
             name: 'LSE combine',
             pipeline: pcomb,
-            bindGroup: this.bind(pcomb, { 0: this.uniform(packParams(p, { splits: used, splitLen, lse0: t.lse0, head0: t.head0 })), 1: opart, 2: lpart, 4: t.O, 5: t.LSE, 6: aux }),
+            bindGroup: this.bind(pcomb, {
+              0: this.uniform(packParams(p, { splits: used, splitLen, lse0: t.lse0, head0: t.head0 })),
+              1: opart,
+              2: lpart,
+              4: t.O,
+              5: t.LSE,
+              6: aux,
+            }),
             workgroups: [p.nq, w.nb * w.nh, 1],
           },
         );
@@ -423,7 +481,10 @@ export class AttentionRun extends GpuRun {
 
   /** N(0,1) inputs generated on the GPU (seeded; Q, K, V get different streams). */
   async fillRandom(seed: number): Promise<void> {
-    if (this.fp8) throw new WebGpuRunError('FP8 inputs are quantized on the host: upload them (random inputs generated on the GPU would skip the quantization)');
+    if (this.fp8)
+      throw new WebGpuRunError(
+        'FP8 inputs are quantized on the host: upload them (random inputs generated on the GPU would skip the quantization)',
+      );
     const elem = pathElem(this.path);
     const pipe = await pipeline(this.ctx.device, fillKernelWgsl(elem));
     const s = inputSizes(this.problem);

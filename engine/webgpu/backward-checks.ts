@@ -25,7 +25,15 @@ export interface GpuBackwardResult extends BackwardGradients {
  * Forward then backward on the GPU, both on `path` (flash-f32, or flash-matrix: f16 inputs on
  * subgroup matrices); `repeats` timed backward runs after the first.
  */
-export async function runGpuBackward(ctx: WebGpuContext, p: AttentionProblem, x: AttentionInputs, dO: Float32Array, repeats = 0, path: BackwardPath = 'flash-f32', prefs: MatrixBackwardPrefs = {}): Promise<GpuBackwardResult> {
+export async function runGpuBackward(
+  ctx: WebGpuContext,
+  p: AttentionProblem,
+  x: AttentionInputs,
+  dO: Float32Array,
+  repeats = 0,
+  path: BackwardPath = 'flash-f32',
+  prefs: MatrixBackwardPrefs = {},
+): Promise<GpuBackwardResult> {
   const fwd = await AttentionRun.create(ctx, p, { path });
   let o: Float32Array;
   let lse: Float32Array;
@@ -100,7 +108,12 @@ export function randomDo(p: AttentionProblem, seed: number): Float32Array {
  * Every variant against float64. The flash-matrix path runs each problem as fp16, so that the
  * inputs and dO the reference sees are the ones the GPU holds.
  */
-export async function checkBackward(ctx: WebGpuContext, variants = KERNEL_VARIANTS, path: BackwardPath = 'flash-f32', prefs: MatrixBackwardPrefs = {}): Promise<BackwardCheck[]> {
+export async function checkBackward(
+  ctx: WebGpuContext,
+  variants = KERNEL_VARIANTS,
+  path: BackwardPath = 'flash-f32',
+  prefs: MatrixBackwardPrefs = {},
+): Promise<BackwardCheck[]> {
   const out: BackwardCheck[] = [];
   for (const [n, { name, problem: given }] of variants.entries()) {
     const problem: AttentionProblem = path === 'flash-matrix' ? { ...given, dtype: 'fp16' } : given;
@@ -109,9 +122,26 @@ export async function checkBackward(ctx: WebGpuContext, variants = KERNEL_VARIAN
       const dO = randomDo(problem, 11 + n);
       const g = await runGpuBackward(ctx, problem, x, dO, 0, path, prefs);
       const ref = referenceBackward(problem, { ...x, dO });
-      out.push({ variant: name, maxErrDq: maxAbs(g.dq, ref.dq), maxErrDk: maxAbs(g.dk, ref.dk), maxErrDv: maxAbs(g.dv, ref.dv), scaleDq: maxMagnitude(ref.dq), scaleDk: maxMagnitude(ref.dk), scaleDv: maxMagnitude(ref.dv) });
+      out.push({
+        variant: name,
+        maxErrDq: maxAbs(g.dq, ref.dq),
+        maxErrDk: maxAbs(g.dk, ref.dk),
+        maxErrDv: maxAbs(g.dv, ref.dv),
+        scaleDq: maxMagnitude(ref.dq),
+        scaleDk: maxMagnitude(ref.dk),
+        scaleDv: maxMagnitude(ref.dv),
+      });
     } catch (e) {
-      out.push({ variant: name, maxErrDq: Infinity, maxErrDk: Infinity, maxErrDv: Infinity, scaleDq: 1, scaleDk: 1, scaleDv: 1, error: e instanceof Error ? e.message : String(e) });
+      out.push({
+        variant: name,
+        maxErrDq: Infinity,
+        maxErrDk: Infinity,
+        maxErrDv: Infinity,
+        scaleDq: 1,
+        scaleDk: 1,
+        scaleDv: 1,
+        error: e instanceof Error ? e.message : String(e),
+      });
     }
   }
   return out;

@@ -20,11 +20,15 @@ const ENV = { ...process.env, LD_LIBRARY_PATH: '/usr/lib/chromium', VK_ICD_FILEN
 
 describe.skipIf(!existsSync(SWIFTSHADER))('WebGPU backward on SwiftShader', () => {
   it('dQ, dK and dV match the float64 reference on every variant (masks, GQA/MQA, ALiBi, softcap, sinks, dv ≠ d)', () => {
-    const r = spawnSync(process.execPath, ['--import', 'tsx', 'engine/bench/webgpu-bench.ts', '--pass', 'backward', '--quick', '--reps', '1'], {
-      encoding: 'utf8',
-      timeout: 600_000,
-      env: ENV,
-    });
+    const r = spawnSync(
+      process.execPath,
+      ['--import', 'tsx', 'engine/bench/webgpu-bench.ts', '--pass', 'backward', '--quick', '--reps', '1'],
+      {
+        encoding: 'utf8',
+        timeout: 600_000,
+        env: ENV,
+      },
+    );
     const out = r.stdout + r.stderr;
     expect(out, out).toContain('self-test flash-f32: every variant matches the float64 reference gradients');
     expect(r.status, out).toBe(0);
@@ -44,11 +48,26 @@ describe.skipIf(!existsSync(SWIFTSHADER))('WebGPU backward on SwiftShader', () =
     const dir = mkdtempSync(join(tmpdir(), 'flashscope-webgpu-bwd-'));
     const files = { q: [x.q, [1, 4, 37, 16]], k: [x.k, [1, 2, 53, 16]], v: [x.v, [1, 2, 53, 8]], do: [dO, [1, 4, 37, 8]] } as const;
     for (const [name, [data, shape]] of Object.entries(files)) writeFileSync(join(dir, `${name}.npy`), encodeNpy(data, [...shape]));
-    const args = ['--import', 'tsx', 'engine/cli/main.ts', 'run', '--backend', 'webgpu', '--causal', '--out', join(dir, 'out'), ...['q', 'k', 'v', 'do'].flatMap((n) => [`--${n}`, join(dir, `${n}.npy`)])];
+    const args = [
+      '--import',
+      'tsx',
+      'engine/cli/main.ts',
+      'run',
+      '--backend',
+      'webgpu',
+      '--causal',
+      '--out',
+      join(dir, 'out'),
+      ...['q', 'k', 'v', 'do'].flatMap((n) => [`--${n}`, join(dir, `${n}.npy`)]),
+    ];
     const r = spawnSync(process.execPath, args, { encoding: 'utf8', timeout: 300_000, env: ENV });
     expect(r.status, r.stdout + r.stderr).toBe(0);
     const ref = referenceBackward(p, { ...x, dO });
-    for (const [name, want, shape] of [['dq', ref.dq, [1, 4, 37, 16]], ['dk', ref.dk, [1, 2, 53, 16]], ['dv', ref.dv, [1, 2, 53, 8]]] as const) {
+    for (const [name, want, shape] of [
+      ['dq', ref.dq, [1, 4, 37, 16]],
+      ['dk', ref.dk, [1, 2, 53, 16]],
+      ['dv', ref.dv, [1, 2, 53, 8]],
+    ] as const) {
       const file = join(dir, 'out', 'webgpu-flash-f32', `${name}.npy`);
       const got = await readNpy(new MemorySource(readFileSync(file), file));
       expect(got.info.shape, name).toEqual(shape);
@@ -68,7 +87,19 @@ describe('run --backend webgpu --do: which paths have a backward', () => {
     const dir = mkdtempSync(join(tmpdir(), 'flashscope-webgpu-bwd-path-'));
     const files = { q: x.q, k: x.k, v: x.v, do: randomDo(p, 1) };
     for (const [name, data] of Object.entries(files)) writeFileSync(join(dir, `${name}.npy`), encodeNpy(data, [1, 2, 8, 8]));
-    const args = ['--import', 'tsx', 'engine/cli/main.ts', 'run', '--backend', 'webgpu', '--path', 'flash-f16', '--out', join(dir, 'out'), ...['q', 'k', 'v', 'do'].flatMap((n) => [`--${n}`, join(dir, `${n}.npy`)])];
+    const args = [
+      '--import',
+      'tsx',
+      'engine/cli/main.ts',
+      'run',
+      '--backend',
+      'webgpu',
+      '--path',
+      'flash-f16',
+      '--out',
+      join(dir, 'out'),
+      ...['q', 'k', 'v', 'do'].flatMap((n) => [`--${n}`, join(dir, `${n}.npy`)]),
+    ];
     const r = spawnSync(process.execPath, args, { encoding: 'utf8', timeout: 120_000 });
     expect(r.status).not.toBe(0);
     expect(r.stderr).toContain('--do runs the backward on --path flash-f32 or flash-matrix; --path flash-f16 has no backward');

@@ -4,10 +4,25 @@
 // the code that the header's reasoning depends on.
 
 import { describe, expect, it } from 'vitest';
-import { bwdmMainWgsl, bwdmRowsWgsl, chooseMatrixBackward, FX_BITS, matrixBackwardLayout, squareMatrixSide, type MatrixBackwardShape } from './backward-matrix-kernel.ts';
+import {
+  bwdmMainWgsl,
+  bwdmRowsWgsl,
+  chooseMatrixBackward,
+  FX_BITS,
+  matrixBackwardLayout,
+  squareMatrixSide,
+  type MatrixBackwardShape,
+} from './backward-matrix-kernel.ts';
 
 const NVIDIA = {
-  limits: { maxWorkgroupStorage: 49152, maxInvocations: 1024, maxStorageBinding: 2 ** 31, maxBuffer: 2 ** 40, maxWorkgroupsPerDim: 65535, minStorageOffset: 256 },
+  limits: {
+    maxWorkgroupStorage: 49152,
+    maxInvocations: 1024,
+    maxStorageBinding: 2 ** 31,
+    maxBuffer: 2 ** 40,
+    maxWorkgroupsPerDim: 65535,
+    minStorageOffset: 256,
+  },
   matrixConfigs: [
     { M: 16, N: 16, K: 16, componentType: 'f16', resultComponentType: 'f32' },
     { M: 16, N: 8, K: 16, componentType: 'f16', resultComponentType: 'f32' },
@@ -16,7 +31,14 @@ const NVIDIA = {
   subgroupMaxSize: 32,
   wgslFeatures: ['subgroup_id', 'subgroup_uniformity'],
 };
-const shape = (d: number, dv = d, extra: Partial<MatrixBackwardShape> = {}): MatrixBackwardShape => ({ d, dv, group: 1, softcap: false, alibi: false, ...extra });
+const shape = (d: number, dv = d, extra: Partial<MatrixBackwardShape> = {}): MatrixBackwardShape => ({
+  d,
+  dv,
+  group: 1,
+  softcap: false,
+  alibi: false,
+  ...extra,
+});
 
 describe('chooseMatrixBackward', () => {
   it('takes 8 subgroups × 16 keys and 16-row query tiles at d = 64 and 128, inside 48 KiB', () => {
@@ -45,7 +67,9 @@ describe('chooseMatrixBackward', () => {
     const noSquare = { ...NVIDIA, matrixConfigs: [NVIDIA.matrixConfigs[1]] };
     expect(squareMatrixSide(noSquare)).toBeUndefined();
     expect(() => chooseMatrixBackward(noSquare, shape(64))).toThrow(/square f16 matrix shape/);
-    expect(() => chooseMatrixBackward({ ...NVIDIA, limits: { ...NVIDIA.limits, maxWorkgroupStorage: 8192 } }, shape(256))).toThrow(/no subgroup-matrix backward tile fits .* d=256/);
+    expect(() => chooseMatrixBackward({ ...NVIDIA, limits: { ...NVIDIA.limits, maxWorkgroupStorage: 8192 } }, shape(256))).toThrow(
+      /no subgroup-matrix backward tile fits .* d=256/,
+    );
   });
 
   it('deals the dQ blocks round-robin and loads each distinct K column block once', () => {
@@ -61,7 +85,7 @@ describe('chooseMatrixBackward', () => {
 describe('the main kernel', () => {
   const wgsl = bwdmMainWgsl(chooseMatrixBackward(NVIDIA, shape(128)));
 
-  it('at d = 64 adds the last tile\'s dQ from its own buffer between the Sᵀ/dPᵀ MMAs and their stores, without a branch', () => {
+  it("at d = 64 adds the last tile's dQ from its own buffer between the Sᵀ/dPᵀ MMAs and their stores, without a branch", () => {
     const w64 = bwdmMainWgsl(chooseMatrixBackward(NVIDIA, shape(64)));
     expect(w64).toContain('var<workgroup> dqs: array<f32, 1024>;');
     const stepB = w64.slice(w64.indexOf('// B.'), w64.indexOf('// D.'));
@@ -104,7 +128,7 @@ describe('the main kernel', () => {
     expect(modified).toContain('let total = ntiles * 4u;');
   });
 
-  it('spells step D out per element with the lane\'s row hoisted and branch-free masks where the subgroup size allows, a constant-trip loop otherwise', () => {
+  it("spells step D out per element with the lane's row hoisted and branch-free masks where the subgroup size allows, a constant-trip loop otherwise", () => {
     const stepD = wgsl.slice(wgsl.indexOf('// D.'), wgsl.indexOf('// F.'));
     expect(stepD).not.toMatch(/\bfor \(/);
     expect(stepD.match(/let rs = rst\[par \* BM \+ r\];/g)).toHaveLength(1); // once, not per element

@@ -138,7 +138,15 @@ export function chooseMatrixBackward(
   const shapes = prefer.warps && prefer.bm ? [[prefer.warps, prefer.bm] as [number, number], ...SHAPES] : SHAPES;
   for (const [warps, bm] of shapes) {
     if ((warps > 1 && !subgroupId) || bm % t !== 0) continue;
-    const c: MatrixBackwardConfig = { ...shape, t, sg, warps, bm, stagger: prefer.stagger ?? true, overlapAdds: prefer.overlapAdds ?? Math.ceil(shape.d / t) * t <= 64 };
+    const c: MatrixBackwardConfig = {
+      ...shape,
+      t,
+      sg,
+      warps,
+      bm,
+      stagger: prefer.stagger ?? true,
+      overlapAdds: prefer.overlapAdds ?? Math.ceil(shape.d / t) * t <= 64,
+    };
     const L = matrixBackwardLayout(c);
     if ((t * bm) % sg !== 0 || L.perWarp > L.scratchBlocks) continue;
     if (L.threads <= ctx.limits.maxInvocations && L.bytes <= ctx.limits.maxWorkgroupStorage) return c;
@@ -281,7 +289,9 @@ fn visible_bf(i: i32, j: i32) -> bool {
  * one multiply; branchFree uses visible_bf and non-short-circuit tests.
  */
 function stepDElement(shape: Pick<MatrixBackwardShape, 'softcap' | 'alibi'>, branchFree: boolean): string {
-  const ok = branchFree ? '(j < prm.nk) & (i < prm.nq) & visible_bf(i32(i), i32(j))' : 'j < prm.nk && i < prm.nq && visible(i32(i), i32(j))';
+  const ok = branchFree
+    ? '(j < prm.nk) & (i < prm.nq) & visible_bf(i32(i), i32(j))'
+    : 'j < prm.nk && i < prm.nq && visible(i32(i), i32(j))';
   return !shape.softcap && !shape.alibi
     ? `let x = dot * c2 - rs.x;
         let ok = ${ok};
@@ -315,7 +325,12 @@ function tileStaging(bm: number, threads: number, name: string, buf: string, wid
     );
   // Four scalar stores spelled out: a vector indexed by a loop variable may not stay in registers.
   const store = (arr: string, base = '') =>
-    lines(per, (t) => `{ ${at(t)} if (idx < ${total}u) { let o = ${base}rr * ${stride} + col; ${['x', 'y', 'z', 'w'].map((e, n) => `${arr}[o + ${n}u] = ${name}${t}.${e};`).join(' ')} } }`, '\n      ');
+    lines(
+      per,
+      (t) =>
+        `{ ${at(t)} if (idx < ${total}u) { let o = ${base}rr * ${stride} + col; ${['x', 'y', 'z', 'w'].map((e, n) => `${arr}[o + ${n}u] = ${name}${t}.${e};`).join(' ')} } }`,
+      '\n      ',
+    );
   return { decl, fetch, store };
 }
 
@@ -413,18 +428,26 @@ ${ov ? `var<workgroup> dqs: array<f32, ${c.bm * L.dp}>;   // the last tile's dQ 
 // subgroup, added into the accumulator with the rows' factors (rst slot par) by the whole
 // workgroup: each subgroup takes 32 consecutive dims of a row (128 contiguous bytes, as few
 // L2 sectors per atomic instruction as a row allows).${split ? ' Each block is the sum of two\n// partials (even and odd key blocks: two short MMA chains instead of one long one).' : ''}
-${ov ? `// Branch-free (masked elements add 0 to a row of their own tile), so that it can share a
+${
+  ov
+    ? `// Branch-free (masked elements add 0 to a row of their own tile), so that it can share a
 // basic block with the next tile's MMAs. Before the first tile dqs holds zeros.
 fn add_dq(lid: u32, grow0: u32, tile_row0: u32, par: u32) {
-${lines(addChunks, (k) => `  {
+${lines(
+  addChunks,
+  (k) => `  {
     let idx = min(lid + ${k * L.threads}u, ${c.bm * L.dp - 1}u);
     let r = idx / ${L.dp}u; let col = idx % ${L.dp}u;
     let ok = ${(k + 1) * L.threads > c.bm * L.dp ? `lid + ${k * L.threads}u < ${c.bm * L.dp}u && ` : ''}tile_row0 + r < prm.nq && col < D;
     let rr = select(0u, r, ok); let cc = select(0u, col, ok);
     atomicAdd(&dqacc[(grow0 + rr) * D + cc], select(0, i32(round(dqs[idx] * rst[par * BM + r].z)), ok));
-  }`)}
-}` : `fn add_dq(lid: u32, grow0: u32, tile_row0: u32, par: u32) {
-${lines(addChunks, (k) => `  {
+  }`,
+)}
+}`
+    : `fn add_dq(lid: u32, grow0: u32, tile_row0: u32, par: u32) {
+${lines(
+  addChunks,
+  (k) => `  {
     let idx = lid + ${k * L.threads}u; let r = idx / ${L.dp}u; let col = idx % ${L.dp}u;
     let blk = (r / T) * ${L.cb}u + col / T;
     let owner = blk % ${W}u; let u = blk / ${W}u;
@@ -437,8 +460,10 @@ ${lines(addChunks, (k) => `  {
     if (${(k + 1) * L.threads > c.bm * L.dp ? `idx < ${c.bm * L.dp}u && ` : ''}tile_row0 + r < prm.nq && col < D) {
       atomicAdd(&dqacc[(grow0 + r) * D + col], i32(round(x * rst[par * BM + r].z)));
     }
-  }`)}
-}`}
+  }`,
+)}
+}`
+}
 
 @compute @workgroup_size(${L.threads})
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lid: u32,
@@ -508,13 +533,23 @@ ${lines(VT, (i) => `  var dv${i} = ${result}();`)}
     workgroupBarrier();            // the tile staged; the dQ blocks added
 
     // B. Sᵀ = K Qᵀ and dPᵀ = V dOᵀ for this subgroup's keys.
-${lines(RB, (rb) => `    {
+${lines(
+  RB,
+  (rb) => `    {
       var s = ${result}();
       var dp = ${result}();
 ${(() => {
   // The two chains written interleaved (Sᵀ, dPᵀ, Sᵀ, …): measured about 1% faster than one after the other.
-  const sl = Array.from({ length: DT }, (_, i) => `      s = subgroupMatrixMultiplyAccumulate(kl${i}, subgroupMatrixLoad<${right}, col_major>(&qs, ${rb * T}u * QSW + ${i * T}u, QSW), s);`);
-  const dl = Array.from({ length: VT }, (_, i) => `      dp = subgroupMatrixMultiplyAccumulate(vl${i}, subgroupMatrixLoad<${right}, col_major>(&dos, ${rb * T}u * OSW + ${i * T}u, OSW), dp);`);
+  const sl = Array.from(
+    { length: DT },
+    (_, i) =>
+      `      s = subgroupMatrixMultiplyAccumulate(kl${i}, subgroupMatrixLoad<${right}, col_major>(&qs, ${rb * T}u * QSW + ${i * T}u, QSW), s);`,
+  );
+  const dl = Array.from(
+    { length: VT },
+    (_, i) =>
+      `      dp = subgroupMatrixMultiplyAccumulate(vl${i}, subgroupMatrixLoad<${right}, col_major>(&dos, ${rb * T}u * OSW + ${i * T}u, OSW), dp);`,
+  );
   const out: string[] = [];
   for (let i = 0; i < Math.max(DT, VT); i++) out.push(...(sl[i] ? [sl[i]] : []), ...(dl[i] ? [dl[i]] : []));
   return out.join('\n');
@@ -522,18 +557,27 @@ ${(() => {
 ${ov && rb === 0 ? `      add_dq(lid, pend_row, pend_tile, 1u - par);   // the last tile's dQ, while these MMAs run` : ''}
       subgroupMatrixStore<row_major>(&sts, w * T * SSW + ${rb * T}u, s, SSW);
       subgroupMatrixStore<row_major>(&dps, w * T * SSW + ${rb * T}u, dp, SSW);
-    }`)}
+    }`,
+)}
     workgroupBarrier();            // Sᵀ, dPᵀ stripes visible
 
     // D. P and dS on plain lanes, T keys × BM rows of this subgroup's stripe.
-${dx ? `    {
+${
+  dx
+    ? `    {
       let r = lane % BM; let kk0 = lane / BM;
       let i = i0 + r;
       let rs = rst[par * BM + r];
-${lines((T * c.bm) / c.sg, (ue) => `      { let kk = kk0 + ${(ue * c.sg) / c.bm}u; let j = j0 + w * T + kk; let at = (w * T + kk) * SSW + r; let dot = sts[at]; let dpv = dps[at];
+${lines(
+  (T * c.bm) / c.sg,
+  (
+    ue,
+  ) => `      { let kk = kk0 + ${(ue * c.sg) / c.bm}u; let j = j0 + w * T + kk; let at = (w * T + kk) * SSW + r; let dot = sts[at]; let dpv = dps[at];
         ${elementwise}
-        pts[(w * T + kk) * PSW + r] = f16(p); dss[(w * T + kk) * PSW + r] = f16(dsv); }`)}
-    }` : `    for (var ue = 0u; ue < ${(T * c.bm) / c.sg}u; ue++) {
+        pts[(w * T + kk) * PSW + r] = f16(p); dss[(w * T + kk) * PSW + r] = f16(dsv); }`,
+)}
+    }`
+    : `    for (var ue = 0u; ue < ${(T * c.bm) / c.sg}u; ue++) {
       let e = lane + ue * SG;
       let kk = e / BM; let r = e % BM;
       let j = j0 + w * T + kk;
@@ -545,7 +589,8 @@ ${lines((T * c.bm) / c.sg, (ue) => `      { let kk = kk0 + ${(ue * c.sg) / c.bm}
       ${elementwise}
       pts[(w * T + kk) * PSW + r] = f16(p);
       dss[(w * T + kk) * PSW + r] = f16(dsv);
-    }`}
+    }`
+}
     workgroupBarrier();            // Pᵀ, dSᵀ visible
 
     // F. dV += Pᵀ dO and dK += dSᵀ Q over the tile's rows (kb a run-time loop: see the header).
@@ -557,23 +602,30 @@ ${lines(DT, (i) => `      dk${i} = subgroupMatrixMultiplyAccumulate(dl, subgroup
     }
     // dQ blocks of this tile: dS (rows of every stripe) times K's columns, parked in this
     // subgroup's own stripes until the next barrier.
-${lines(L.perWarp, (u) => `    {
+${lines(
+  L.perWarp,
+  (u) => `    {
       let blk = w + ${W * u}u;
       if (blk < ${L.blocks}u) {
         let rb = blk / ${L.cb}u;${ov ? ` let cbk = blk % ${L.cb}u;` : ''}
         var acc = ${result}();
-${split ? `        var acc2 = ${result}();
-` : ''}${lines(KB, (kb) => `        ${split && kb % 2 ? 'acc2' : 'acc'} = subgroupMatrixMultiplyAccumulate(subgroupMatrixLoad<${left}, col_major>(&dss, ${kb * T}u * PSW + rb * T, PSW), ${krName(u, kb)}, ${split && kb % 2 ? 'acc2' : 'acc'});`)}
+${
+  split
+    ? `        var acc2 = ${result}();
+`
+    : ''
+}${lines(KB, (kb) => `        ${split && kb % 2 ? 'acc2' : 'acc'} = subgroupMatrixMultiplyAccumulate(subgroupMatrixLoad<${left}, col_major>(&dss, ${kb * T}u * PSW + rb * T, PSW), ${krName(u, kb)}, ${split && kb % 2 ? 'acc2' : 'acc'});`)}
 ${
   ov
     ? `        subgroupMatrixStore<row_major>(&dqs, rb * T * ${L.dp}u + cbk * T, acc, ${L.dp}u);`
     : split
-    ? `        subgroupMatrixStore<row_major>(&sts, w * T * SSW + ${u * T * T}u, acc, T);
+      ? `        subgroupMatrixStore<row_major>(&sts, w * T * SSW + ${u * T * T}u, acc, T);
         subgroupMatrixStore<row_major>(&dps, w * T * SSW + ${u * T * T}u, acc2, T);`
-    : `        subgroupMatrixStore<row_major>(&${u < L.scratchBlocks / 2 ? 'sts' : 'dps'}, w * T * SSW + ${(u % (L.scratchBlocks / 2)) * T * T}u, acc, T);`
+      : `        subgroupMatrixStore<row_major>(&${u < L.scratchBlocks / 2 ? 'sts' : 'dps'}, w * T * SSW + ${(u % (L.scratchBlocks / 2)) * T * T}u, acc, T);`
 }
       }
-    }`)}
+    }`,
+)}
     pending = true;
     pend_row = rowBase + i0;
     pend_tile = i0;

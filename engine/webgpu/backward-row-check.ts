@@ -10,7 +10,15 @@ import type { AttentionProblem } from '../core/problem.ts';
 import { referenceRow } from './row-check.ts';
 
 /** q, dO: the row's values; k, v: its K/V head's [Nk, d] and [Nk, dv]. */
-export function referenceDqRow(p: AttentionProblem, h: number, i: number, q: ArrayLike<number>, dO: ArrayLike<number>, k: Float32Array, v: Float32Array): Float64Array {
+export function referenceDqRow(
+  p: AttentionProblem,
+  h: number,
+  i: number,
+  q: ArrayLike<number>,
+  dO: ArrayLike<number>,
+  k: Float32Array,
+  v: Float32Array,
+): Float64Array {
   const sm = scoreModel(p);
   const row = referenceRow(p, h, i, Float32Array.from(q), k, v);
   const dq = new Float64Array(p.d);
@@ -36,13 +44,27 @@ export function referenceDqRow(p: AttentionProblem, h: number, i: number, q: Arr
 }
 
 /** Max |GPU dQ − float64| over sampled (b, h, i) rows; tensors BHND. */
-export function sampledDqError(p: AttentionProblem, x: { q: Float32Array; k: Float32Array; v: Float32Array }, dO: Float32Array, dq: Float32Array, sites: readonly { b: number; h: number; i: number }[]): number {
+export function sampledDqError(
+  p: AttentionProblem,
+  x: { q: Float32Array; k: Float32Array; v: Float32Array },
+  dO: Float32Array,
+  dq: Float32Array,
+  sites: readonly { b: number; h: number; i: number }[],
+): number {
   let worst = 0;
   for (const { b, h, i } of sites) {
     const hk = kvHead(p, h);
     const r = (b * p.hq + h) * p.nq + i;
     const kv = (b * p.hk + hk) * p.nk;
-    const ref = referenceDqRow(p, h, i, x.q.subarray(r * p.d, (r + 1) * p.d), dO.subarray(r * p.dv, (r + 1) * p.dv), x.k.subarray(kv * p.d, (kv + p.nk) * p.d), x.v.subarray(kv * p.dv, (kv + p.nk) * p.dv));
+    const ref = referenceDqRow(
+      p,
+      h,
+      i,
+      x.q.subarray(r * p.d, (r + 1) * p.d),
+      dO.subarray(r * p.dv, (r + 1) * p.dv),
+      x.k.subarray(kv * p.d, (kv + p.nk) * p.d),
+      x.v.subarray(kv * p.dv, (kv + p.nk) * p.dv),
+    );
     for (let c = 0; c < p.d; c++) worst = Math.max(worst, Math.abs(dq[r * p.d + c] - ref[c]));
   }
   return worst;

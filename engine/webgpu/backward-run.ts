@@ -10,7 +10,16 @@ import { formatBytes } from './binding-windows.ts';
 import { pipeline } from './backend.ts';
 import { WebGpuRunError } from './gpu-run.ts';
 import { bwdDkDvWgsl, bwdDotWgsl, bwdDqWgsl, BWD_THREADS, type BackwardKernelShape } from './backward-kernels.ts';
-import { bwdmClearWgsl, bwdmDqWgsl, bwdmKvWgsl, bwdmMainWgsl, bwdmRowsWgsl, chooseMatrixBackward, matrixBackwardLayout, type MatrixBackwardPrefs } from './backward-matrix-kernel.ts';
+import {
+  bwdmClearWgsl,
+  bwdmDqWgsl,
+  bwdmKvWgsl,
+  bwdmMainWgsl,
+  bwdmRowsWgsl,
+  chooseMatrixBackward,
+  matrixBackwardLayout,
+  type MatrixBackwardPrefs,
+} from './backward-matrix-kernel.ts';
 import type { WebGpuContext } from './device.ts';
 import { toHalfArray } from './half.ts';
 import { runTimed, type Dispatch, type KernelTime } from './timer.ts';
@@ -42,7 +51,8 @@ export type BackwardPath = 'flash-f32' | 'flash-matrix';
 export class BackwardRun {
   private buffers: GPUBuffer[] = [];
   private dispatches: Dispatch[] = [];
-  private t: Record<'q' | 'k' | 'v' | 'o' | 'lse' | 'dO' | 'dsum' | 'dq' | 'dk' | 'dv' | 'slopes' | 'kvs' | 'rows' | 'dqacc', GPUBuffer> = {} as never;
+  private t: Record<'q' | 'k' | 'v' | 'o' | 'lse' | 'dO' | 'dsum' | 'dq' | 'dk' | 'dv' | 'slopes' | 'kvs' | 'rows' | 'dqacc', GPUBuffer> =
+    {} as never;
   config = '';
 
   private constructor(
@@ -52,11 +62,18 @@ export class BackwardRun {
     private readonly prefs: MatrixBackwardPrefs,
   ) {}
 
-  static async create(ctx: WebGpuContext, problem: AttentionProblem, path: BackwardPath = 'flash-f32', prefs: MatrixBackwardPrefs = {}): Promise<BackwardRun> {
+  static async create(
+    ctx: WebGpuContext,
+    problem: AttentionProblem,
+    path: BackwardPath = 'flash-f32',
+    prefs: MatrixBackwardPrefs = {},
+  ): Promise<BackwardRun> {
     validateProblem(problem);
     if (ctx.lost) throw new WebGpuRunError(ctx.lost);
     if (path === 'flash-matrix' && !ctx.paths.includes('flash-matrix')) {
-      throw new WebGpuRunError('the flash-matrix backward needs f16 subgroup matrices (shader-f16 and chromium-experimental-subgroup-matrix), which this adapter does not offer; use the flash-f32 backward');
+      throw new WebGpuRunError(
+        'the flash-matrix backward needs f16 subgroup matrices (shader-f16 and chromium-experimental-subgroup-matrix), which this adapter does not offer; use the flash-f32 backward',
+      );
     }
     const run = new BackwardRun(ctx, problem, path, prefs);
     try {
@@ -71,7 +88,9 @@ export class BackwardRun {
   private async buffer(label: string, floats: number, usage: number): Promise<GPUBuffer> {
     const bytes = Math.max(16, floats * 4);
     if (bytes > this.ctx.limits.maxStorageBinding) {
-      throw new WebGpuRunError(`${label} needs ${formatBytes(bytes)} in one binding; this adapter allows at most ${formatBytes(this.ctx.limits.maxStorageBinding)}. Use a smaller problem.`);
+      throw new WebGpuRunError(
+        `${label} needs ${formatBytes(bytes)} in one binding; this adapter allows at most ${formatBytes(this.ctx.limits.maxStorageBinding)}. Use a smaller problem.`,
+      );
     }
     const { device } = this.ctx;
     device.pushErrorScope('out-of-memory');
@@ -133,7 +152,13 @@ export class BackwardRun {
     device.queue.writeBuffer(uni, 0, prm);
     this.buffers.push(uni);
 
-    const shape: BackwardKernelShape = { d: p.d, dv: p.dv, group: p.hq / p.hk, softcap: p.softcap !== undefined, alibi: slopes !== undefined };
+    const shape: BackwardKernelShape = {
+      d: p.d,
+      dv: p.dv,
+      group: p.hq / p.hk,
+      softcap: p.softcap !== undefined,
+      alibi: slopes !== undefined,
+    };
     // The backend's compile-and-cache (its WGSL errors carry line numbers), with the kernel named.
     const pipe = async (label: string, code: string): Promise<GPUComputePipeline> => {
       try {
@@ -143,7 +168,10 @@ export class BackwardRun {
       }
     };
     const bind = (pl: GPUComputePipeline, entries: Record<number, GPUBuffer>): GPUBindGroup =>
-      device.createBindGroup({ layout: pl.getBindGroupLayout(0), entries: Object.entries(entries).map(([b, buffer]) => ({ binding: Number(b), resource: { buffer } })) });
+      device.createBindGroup({
+        layout: pl.getBindGroupLayout(0),
+        entries: Object.entries(entries).map(([b, buffer]) => ({ binding: Number(b), resource: { buffer } })),
+      });
     const withSlopes = (e: Record<number, GPUBuffer>) => (shape.alibi ? { ...e, 9: this.t.slopes } : e);
 
     const t = this.t;
@@ -152,9 +180,13 @@ export class BackwardRun {
       return [Math.min(groups, 65535), Math.ceil(groups / 65535), 1];
     };
     if (this.path === 'flash-matrix') {
-      const c = chooseMatrixBackward(this.ctx, { d: p.d, dv: p.dv, group: p.hq / p.hk, softcap: shape.softcap, alibi: shape.alibi }, this.prefs);
+      const c = chooseMatrixBackward(
+        this.ctx,
+        { d: p.d, dv: p.dv, group: p.hq / p.hk, softcap: shape.softcap, alibi: shape.alibi },
+        this.prefs,
+      );
       const L = matrixBackwardLayout(c);
-      this.config = `f16 subgroup-matrix backward (${c.t}×${c.t}×${c.t}${this.prefs.rewriteMain ? ', a benchmark study: wrong dQ' : ''}${c.stagger ? '' : ', unstaggered'}): ${c.warps} subgroups × ${c.t} keys per workgroup (BN ${L.bn}), query tiles of ${c.bm} rows, ${(L.bytes / 1024).toFixed(1)} KB workgroup memory; dQ added into a fixed-point i32 accumulator (atomic, deterministic)${c.overlapAdds ? ' during the next tile\'s MMAs' : ''}`;
+      this.config = `f16 subgroup-matrix backward (${c.t}×${c.t}×${c.t}${this.prefs.rewriteMain ? ', a benchmark study: wrong dQ' : ''}${c.stagger ? '' : ', unstaggered'}): ${c.warps} subgroups × ${c.t} keys per workgroup (BN ${L.bn}), query tiles of ${c.bm} rows, ${(L.bytes / 1024).toFixed(1)} KB workgroup memory; dQ added into a fixed-point i32 accumulator (atomic, deterministic)${c.overlapAdds ? " during the next tile's MMAs" : ''}`;
       // The prep kernels put one subgroup on a key or row: the largest subgroup size gives the fewest per workgroup.
       const sgMax = this.ctx.subgroupMaxSize || 32;
       const clear = await pipe('backward clear maxima', bwdmClearWgsl());
@@ -164,10 +196,30 @@ export class BackwardRun {
       const conv = await pipe('backward dQ out', bwdmDqWgsl(p.d));
       this.dispatches.push(
         { name: 'clear', pipeline: clear, bindGroup: bind(clear, { 0: uni, 1: t.kvs }), workgroups: [1, 1, 1] },
-        { name: 'max |K|, max ‖V‖', pipeline: kv, bindGroup: bind(kv, { 0: uni, 1: t.k, 2: t.v, 3: t.kvs }), workgroups: [Math.ceil(p.nk / (256 / sgMax)), p.batch * p.hk, 1] },
-        { name: 'D, dQ factor', pipeline: rowsK, bindGroup: bind(rowsK, { 0: uni, 1: t.o, 2: t.dO, 3: t.lse, 4: t.kvs, 5: t.rows, 6: t.dqacc }), workgroups: grid(rows, 256 / sgMax) },
-        { name: 'dK, dV, dQ', pipeline: main, bindGroup: bind(main, withSlopes({ 0: uni, 1: t.q, 2: t.k, 3: t.v, 4: t.dO, 5: t.rows, 6: t.dqacc, 7: t.dk, 8: t.dv })), workgroups: [Math.ceil(p.nk / L.bn), p.batch * p.hk, 1] },
-        { name: 'dQ out', pipeline: conv, bindGroup: bind(conv, { 0: uni, 1: t.rows, 2: t.dqacc, 3: t.dq }), workgroups: grid(rows * p.d, 256) },
+        {
+          name: 'max |K|, max ‖V‖',
+          pipeline: kv,
+          bindGroup: bind(kv, { 0: uni, 1: t.k, 2: t.v, 3: t.kvs }),
+          workgroups: [Math.ceil(p.nk / (256 / sgMax)), p.batch * p.hk, 1],
+        },
+        {
+          name: 'D, dQ factor',
+          pipeline: rowsK,
+          bindGroup: bind(rowsK, { 0: uni, 1: t.o, 2: t.dO, 3: t.lse, 4: t.kvs, 5: t.rows, 6: t.dqacc }),
+          workgroups: grid(rows, 256 / sgMax),
+        },
+        {
+          name: 'dK, dV, dQ',
+          pipeline: main,
+          bindGroup: bind(main, withSlopes({ 0: uni, 1: t.q, 2: t.k, 3: t.v, 4: t.dO, 5: t.rows, 6: t.dqacc, 7: t.dk, 8: t.dv })),
+          workgroups: [Math.ceil(p.nk / L.bn), p.batch * p.hk, 1],
+        },
+        {
+          name: 'dQ out',
+          pipeline: conv,
+          bindGroup: bind(conv, { 0: uni, 1: t.rows, 2: t.dqacc, 3: t.dq }),
+          workgroups: grid(rows * p.d, 256),
+        },
       );
       return;
     }
@@ -176,9 +228,24 @@ export class BackwardRun {
     const dkdv = await pipe('backward dK dV', bwdDkDvWgsl(shape));
     const dq = await pipe('backward dQ', bwdDqWgsl(shape));
     this.dispatches.push(
-      { name: 'D = rowsum(dO∘O)', pipeline: dot, bindGroup: bind(dot, { 0: uni, 1: t.o, 2: t.dO, 3: t.dsum }), workgroups: grid(rows, BWD_THREADS) },
-      { name: 'dK, dV', pipeline: dkdv, bindGroup: bind(dkdv, withSlopes({ 0: uni, 1: t.q, 2: t.k, 3: t.v, 4: t.dO, 5: t.lse, 6: t.dsum, 7: t.dk, 8: t.dv })), workgroups: [Math.ceil(p.nk / BWD_THREADS), p.batch * p.hk, 1] },
-      { name: 'dQ', pipeline: dq, bindGroup: bind(dq, withSlopes({ 0: uni, 1: t.q, 2: t.k, 3: t.v, 4: t.dO, 5: t.lse, 6: t.dsum, 7: t.dq })), workgroups: [Math.ceil(p.nq / BWD_THREADS), p.batch * p.hq, 1] },
+      {
+        name: 'D = rowsum(dO∘O)',
+        pipeline: dot,
+        bindGroup: bind(dot, { 0: uni, 1: t.o, 2: t.dO, 3: t.dsum }),
+        workgroups: grid(rows, BWD_THREADS),
+      },
+      {
+        name: 'dK, dV',
+        pipeline: dkdv,
+        bindGroup: bind(dkdv, withSlopes({ 0: uni, 1: t.q, 2: t.k, 3: t.v, 4: t.dO, 5: t.lse, 6: t.dsum, 7: t.dk, 8: t.dv })),
+        workgroups: [Math.ceil(p.nk / BWD_THREADS), p.batch * p.hk, 1],
+      },
+      {
+        name: 'dQ',
+        pipeline: dq,
+        bindGroup: bind(dq, withSlopes({ 0: uni, 1: t.q, 2: t.k, 3: t.v, 4: t.dO, 5: t.lse, 6: t.dsum, 7: t.dq })),
+        workgroups: [Math.ceil(p.nq / BWD_THREADS), p.batch * p.hq, 1],
+      },
     );
   }
 
@@ -220,7 +287,11 @@ export class BackwardRun {
     const p = this.problem;
     const rows = p.batch * p.hq * p.nq;
     const keys = p.batch * p.hk * p.nk;
-    return { dq: await this.readBack(this.t.dq, rows * p.d), dk: await this.readBack(this.t.dk, keys * p.d), dv: await this.readBack(this.t.dv, keys * p.dv) };
+    return {
+      dq: await this.readBack(this.t.dq, rows * p.d),
+      dk: await this.readBack(this.t.dk, keys * p.d),
+      dv: await this.readBack(this.t.dv, keys * p.dv),
+    };
   }
 
   destroy(): void {

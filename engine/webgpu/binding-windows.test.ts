@@ -47,7 +47,12 @@ describe('windows', () => {
     // GQA, 16 query heads per key head: windows hold whole groups, and K/V slices follow them
     const gqa: AttentionProblem = { ...one, batch: 2, hk: 8 };
     const w = planWindows(gqa, 4, DAWN_BINDING, 256);
-    expect(w).toEqual([0, 1].flatMap((b0) => [{ b0, nb: 1, h0: 0, nh: 112 }, { b0, nb: 1, h0: 112, nh: 16 }]));
+    expect(w).toEqual(
+      [0, 1].flatMap((b0) => [
+        { b0, nb: 1, h0: 0, nh: 112 },
+        { b0, nb: 1, h0: 112, nh: 16 },
+      ]),
+    );
     const second = (w as { b0: number; nb: number; h0: number; nh: number }[])[3];
     expect(windowRange(gqa, 4, second, 'Q').start).toBe((128 + 112) * 65536 * 64 * 4);
     expect(windowRange(gqa, 4, second, 'K')).toEqual({ start: (8 + 7) * 65536 * 64 * 4, bytes: 65536 * 64 * 4 });
@@ -55,7 +60,11 @@ describe('windows', () => {
 
   it('says why where no split exists: one key head too big, or rows off the alignment', () => {
     const huge = planWindows({ ...full, batch: 1, hq: 1, hk: 1, nq: 1, nk: 2 ** 23, d: 128, dv: 128 }, 4, DAWN_BINDING, 256);
-    expect(huge).toEqual({ error: expect.stringMatching(/one key head's share of K \(1 query head × 8388608 rows\) needs 4\.00 GiB in one binding; this adapter binds at most 2\.00 GiB/) });
+    expect(huge).toEqual({
+      error: expect.stringMatching(
+        /one key head's share of K \(1 query head × 8388608 rows\) needs 4\.00 GiB in one binding; this adapter binds at most 2\.00 GiB/,
+      ),
+    });
     const odd = planWindows({ batch: 4, hq: 1, hk: 1, nq: 33, nk: 33, d: 3, dv: 3, causal: false, dtype: 'fp32' }, 4, 1000, 256);
     expect(odd).toEqual({ error: expect.stringMatching(/no split of the heads starts every binding on a 256-byte step/) });
   });

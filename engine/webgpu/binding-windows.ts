@@ -89,13 +89,23 @@ export function planWindows(
   return planHeadWindows(p, elemBytes, maxBinding, offsetAlign);
 }
 
-function planHeadWindows(p: AttentionProblem, elemBytes: number, maxBinding: number, offsetAlign: number): BindingWindow[] | { error: string } {
+function planHeadWindows(
+  p: AttentionProblem,
+  elemBytes: number,
+  maxBinding: number,
+  offsetAlign: number,
+): BindingWindow[] | { error: string } {
   const g = p.hq / p.hk;
   const head = bytesPerHead(p, elemBytes);
   const fits = (nh: number) => nh * Math.max(head.Q, head.O, head.LSE) <= maxBinding && (nh / g) * Math.max(head.K, head.V) <= maxBinding;
   if (!fits(g)) {
     // What one key head's group needs of each tensor; the message names the largest.
-    const need: [TensorName, number][] = [['Q', g * head.Q], ['O', g * head.O], ['K', head.K], ['V', head.V]];
+    const need: [TensorName, number][] = [
+      ['Q', g * head.Q],
+      ['O', g * head.O],
+      ['K', head.K],
+      ['V', head.V],
+    ];
     const [t, bytes] = need.reduce((a, b) => (b[1] > a[1] ? b : a));
     return {
       error: `one key head's share of ${t} (${g} query head${g > 1 ? 's' : ''} × ${t === 'K' || t === 'V' ? p.nk : p.nq} rows) needs ${formatBytes(bytes)} in one binding; this adapter binds at most ${formatBytes(maxBinding)}. Use a shorter sequence or a smaller head dimension.`,

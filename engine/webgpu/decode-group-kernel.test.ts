@@ -1,5 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { chooseDecodeGroup, decodeGroupBytes, decodeSplits, decodeWorkgroups, denseGroupHeads, DECODE_GROUP_MAX_ROWS } from './decode-group-kernel.ts';
+import {
+  chooseDecodeGroup,
+  decodeGroupBytes,
+  decodeSplits,
+  decodeWorkgroups,
+  denseGroupHeads,
+  DECODE_GROUP_MAX_ROWS,
+} from './decode-group-kernel.ts';
 
 const plain = { masked: false, softcap: false, alibi: false };
 const head = (hq: number, hk: number, d = 128, nq = 1) => ({ d, dv: d, hq, hk, nq });
@@ -8,7 +15,11 @@ describe('flash-decoding group kernel configuration', () => {
   it('takes the bench shapes (d = 128) with the lanes per key their rows need, two keys per step for one row and four for more', () => {
     // rows per key head → lanes per key: at least 8, and a lane's q and O state within 64 floats; 16-byte
     // loads (8 f16 columns) unless a key's lanes would outnumber the row's 8-column groups
-    for (const [hq, hk, rows, lpk, ku, cols] of [[16, 16, 1, 8, 2, 8], [32, 8, 4, 16, 4, 8], [64, 8, 8, 32, 4, 4]]) {
+    for (const [hq, hk, rows, lpk, ku, cols] of [
+      [16, 16, 1, 8, 2, 8],
+      [32, 8, 4, 16, 4, 8],
+      [64, 8, 8, 32, 4, 4],
+    ]) {
       const c = chooseDecodeGroup(head(hq, hk), plain, 32, 49152)!;
       expect([c.rows, c.lpk, c.ku, c.threads, c.cols]).toEqual([rows, lpk, ku, 128, cols]);
       expect(rows * (128 / c.lpk + 128 / c.lpk)).toBeLessThanOrEqual(64);
@@ -35,7 +46,12 @@ describe('flash-decoding group kernel configuration', () => {
     // several query rows per workgroup: half the workgroups, twice the keys a split
     expect([decodeWorkgroups(1), decodeWorkgroups(4)]).toEqual([1024, 512]);
     expect(decodeSplits(32768, 32, decodeWorkgroups(4))).toBe(16); // Hq 32 / Hk 8, B = 4: 2048 keys a split
-    for (const [nk, heads] of [[8192, 64], [131072, 16], [5, 1], [300, 3]]) {
+    for (const [nk, heads] of [
+      [8192, 64],
+      [131072, 16],
+      [5, 1],
+      [300, 3],
+    ]) {
       const s = decodeSplits(nk, heads);
       expect(s).toBeGreaterThanOrEqual(1);
       expect(s).toBeLessThanOrEqual(Math.ceil(nk / 256)); // no more splits than whole 256-key runs
@@ -53,7 +69,7 @@ describe('flash-decoding group kernel, part of a key head per workgroup', () => 
 });
 
 describe('dense decoding: query heads per workgroup', () => {
-  it('keeps a key head\'s group together up to 4 rows and splits larger ones into the largest part that fits', () => {
+  it("keeps a key head's group together up to 4 rows and splits larger ones into the largest part that fits", () => {
     expect(denseGroupHeads({ hq: 16, hk: 16, nq: 1 })).toBe(1);
     expect(denseGroupHeads({ hq: 32, hk: 8, nq: 1 })).toBe(4); // 4 rows: whole group
     expect(denseGroupHeads({ hq: 64, hk: 8, nq: 1 })).toBe(4); // 8 rows: two workgroups of 4

@@ -81,7 +81,8 @@ export function chooseDecodeGroup(
   prefs: DecodeGroupPrefs = {},
 ): DecodeGroupConfig | undefined {
   const perKeyHead = p.hq / p.hk;
-  const heads = prefs.groupHeads !== undefined && prefs.groupHeads >= 1 && perKeyHead % prefs.groupHeads === 0 ? prefs.groupHeads : perKeyHead;
+  const heads =
+    prefs.groupHeads !== undefined && prefs.groupHeads >= 1 && perKeyHead % prefs.groupHeads === 0 ? prefs.groupHeads : perKeyHead;
   const rows = heads * p.nq;
   if (p.d % 4 !== 0 || p.dv % 4 !== 0 || p.d > 256 || p.dv > 256 || rows > DECODE_GROUP_MAX_ROWS || subgroupMin < 1) return undefined;
   let lpk = 1;
@@ -160,9 +161,13 @@ fn unpack4(w: vec2<u32>) -> vec4<f32> { return vec4<f32>(unpack2x16float(w.x), u
 @compute @workgroup_size(${NT})
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
   _ = &aux; // bound for every problem; read only by ALiBi's score code
-${P ? pagedPrologue() : `  let split = wid.x;
+${
+  P
+    ? pagedPrologue()
+    : `  let split = wid.x;
   let bh0 = wid.y * G;            // the group's first (batch, query head) row in this window
-  let kbase = kv_head(bh0) * params.nk;`}
+  let kbase = kv_head(bh0) * params.nk;`
+}
   let part = lid % ${LPK}u;
   let slot = lid / ${LPK}u;
   let k_lo = split * params.split_len;
@@ -172,22 +177,31 @@ ${P ? pagedPrologue() : `  let split = wid.x;
   let hi = max(lo, min(k_hi, kr.y));
 
   // This lane's column groups of each row's q, and the rows' online-softmax state.
-  ${each(R, (r) => `let qrow${r} = (bh0 + ${Math.floor(r / c.nq)}u) * NQ + ${r % c.nq}u;
+  ${each(
+    R,
+    (r) => `let qrow${r} = (bh0 + ${Math.floor(r / c.nq)}u) * NQ + ${r % c.nq}u;
   ${each(CQ / H, (g) => load(`q${r}`, 'qh', `qrow${r}`, g, DG))}
   var m${r} = NEG_INF; var l${r} = 0.0;
-  ${each(CV, (t) => `var o${r}_${t} = vec4<f32>(0.0);`)}`)}
+  ${each(CV, (t) => `var o${r}_${t} = vec4<f32>(0.0);`)}`,
+  )}
 
   // A uniform loop (the shuffles need every lane of a slot, and WGSL uniform control flow):
   // step j0 covers keys j0 … j0 + SLOTS·KU − 1, slot s taking j0 + s, j0 + s + SLOTS, ….
   ${P ? pagedLoop(P, `${SLOTS * KU}u`) : `for (var j0 = lo; j0 < hi; j0 += ${SLOTS * KU}u) {`}
     // Every load of the step first (keys past the split clamped into it, masked below).
-    ${each(KU, (u) => `let key${u} = min(j0 + ${u * SLOTS}u + slot, ${end} - 1u);
+    ${each(
+      KU,
+      (u) => `let key${u} = min(j0 + ${u * SLOTS}u + slot, ${end} - 1u);
     ${each(CQ / H, (g) => load(`k${u}`, 'kh', kvRow(`key${u}`), g, DG), '\n    ')}
-    ${each(CV / H, (g) => load(`v${u}`, 'vh', kvRow(`key${u}`), g, DVG), '\n    ')}`, '\n    ')}
+    ${each(CV / H, (g) => load(`v${u}`, 'vh', kvRow(`key${u}`), g, DVG), '\n    ')}`,
+      '\n    ',
+    )}
     // Partial dots of every (row, key) pair, summed over the slot's lanes: reduce-scatter, then
     // all-gather (2·(n − n/LPK) shuffles for n pairs, against n·log2 LPK for n butterflies).
     ${allReduce(R * KU, (v) => `${each(CQ, (t) => `dot(k${v % KU}_${t}, q${Math.floor(v / KU)}_${t})`, ' + ')}`, LPK)}
-    ${each(R, (r) => `{
+    ${each(
+      R,
+      (r) => `{
       // row ${r}: head bh0 + ${Math.floor(r / c.nq)}, query row ${r % c.nq}
       let h = (bh0 + ${Math.floor(r / c.nq)}u + params.head0) % params.hq;
       ${each(KU, (u) => `let s${u} = select(NEG_INF, score_edge(h, ${r % c.nq}u, key${u}, dot${r * KU + u}), j0 + ${u * SLOTS}u + slot < ${end});`, '\n      ')}
@@ -197,7 +211,9 @@ ${P ? pagedPrologue() : `  let split = wid.x;
       l${r} = l${r} * alpha + ${each(KU, (u) => `p${u}`, ' + ')};
       m${r} = mnew;
       ${each(CV, (t) => `o${r}_${t} = o${r}_${t} * alpha + ${each(KU, (u) => `p${u} * v${u}_${t}`, ' + ')};`, '\n      ')}
-    }`, '\n    ')}
+    }`,
+      '\n    ',
+    )}
   }${P ? '\n    page = page_next;\n  }' : ''}
 
   // The slots' states meet: each round the upper half of the remaining slots leave theirs, the
@@ -205,12 +221,18 @@ ${P ? pagedPrologue() : `  let split = wid.x;
   for (var n = ${HALF}u; n > 0u; n >>= 1u) {
     if (slot >= n && slot < 2u * n) {
       let s = slot - n;
-      ${each(R, (r) => `red_ml[s * ${R}u + ${r}u] = vec2<f32>(m${r}, l${r});
-      ${each(CV, (t) => `red_o[((s * ${R}u + ${r}u) * ${CV}u + ${t}u) * ${LPK}u + part] = o${r}_${t};`, '\n      ')}`, '\n      ')}
+      ${each(
+        R,
+        (r) => `red_ml[s * ${R}u + ${r}u] = vec2<f32>(m${r}, l${r});
+      ${each(CV, (t) => `red_o[((s * ${R}u + ${r}u) * ${CV}u + ${t}u) * ${LPK}u + part] = o${r}_${t};`, '\n      ')}`,
+        '\n      ',
+      )}
     }
     workgroupBarrier();
     if (slot < n) {
-      ${each(R, (r) => `{
+      ${each(
+        R,
+        (r) => `{
         let ml = red_ml[slot * ${R}u + ${r}u];
         let mnew = max(m${r}, ml.x);
         let a = select(0.0, exp(m${r} - mnew), m${r} > NEG_INF);
@@ -218,22 +240,32 @@ ${P ? pagedPrologue() : `  let split = wid.x;
         l${r} = l${r} * a + ml.y * b;
         m${r} = mnew;
         ${each(CV, (t) => `o${r}_${t} = o${r}_${t} * a + red_o[((slot * ${R}u + ${r}u) * ${CV}u + ${t}u) * ${LPK}u + part] * b;`, '\n        ')}
-      }`, '\n      ')}
+      }`,
+        '\n      ',
+      )}
     }
     workgroupBarrier();
   }
 
   if (slot == 0u) {
-    ${each(R, (r) => `{
+    ${each(
+      R,
+      (r) => `{
       let out = ${P ? `((sbase + split) * params.hq + hq0 + ${Math.floor(r / c.nq)}u)` : `((bh0 + ${Math.floor(r / c.nq)}u) * params.splits + split)`} * NQ + ${r % c.nq}u;
       let inv = select(0.0, 1.0 / l${r}, l${r} > 0.0);
-      ${each(CV, (t) => {
-        const g = Math.floor(t / H);
-        const body = `let x = o${r}_${t} * inv; let c = (part + ${g * LPK}u) * ${COLS}u + ${(t % H) * 4}u; opart[out * ${c.dv}u + c] = x.x; opart[out * ${c.dv}u + c + 1u] = x.y; opart[out * ${c.dv}u + c + 2u] = x.z; opart[out * ${c.dv}u + c + 3u] = x.w;`;
-        return colOk(g, DVG) ? `if (${colOk(g, DVG)}) { ${body} }` : `{ ${body} }`;
-      }, '\n      ')}
+      ${each(
+        CV,
+        (t) => {
+          const g = Math.floor(t / H);
+          const body = `let x = o${r}_${t} * inv; let c = (part + ${g * LPK}u) * ${COLS}u + ${(t % H) * 4}u; opart[out * ${c.dv}u + c] = x.x; opart[out * ${c.dv}u + c + 1u] = x.y; opart[out * ${c.dv}u + c + 2u] = x.z; opart[out * ${c.dv}u + c + 3u] = x.w;`;
+          return colOk(g, DVG) ? `if (${colOk(g, DVG)}) { ${body} }` : `{ ${body} }`;
+        },
+        '\n      ',
+      )}
       if (part == 0u) { lpart[out] = select(NEG_INF, m${r} + log(l${r}), l${r} > 0.0); }
-    }`, '\n    ')}
+    }`,
+      '\n    ',
+    )}
   }
 }
 `;

@@ -54,12 +54,7 @@ export class WebGpuUnavailable extends Error {
   override name = 'WebGpuUnavailable';
 }
 
-const WANTED: GPUFeatureName[] = [
-  'shader-f16',
-  'subgroups',
-  'timestamp-query',
-  'chromium-experimental-subgroup-matrix' as GPUFeatureName,
-];
+const WANTED: GPUFeatureName[] = ['shader-f16', 'subgroups', 'timestamp-query', 'chromium-experimental-subgroup-matrix' as GPUFeatureName];
 
 export async function openWebGpu(gpu: GPU | undefined | null, adapterOptions: GPURequestAdapterOptions = {}): Promise<WebGpuContext> {
   if (!gpu) throw new WebGpuUnavailable('WebGPU is not available here (no navigator.gpu).');
@@ -87,9 +82,7 @@ export async function openWebGpu(gpu: GPU | undefined | null, adapterOptions: GP
     throw new WebGpuUnavailable(`The WebGPU device request failed: ${e instanceof Error ? e.message : String(e)}`);
   }
   const info = adapter.info as GPUAdapterInfo & { subgroupMatrixConfigs?: MatrixConfig[]; isFallbackAdapter?: boolean };
-  const matrixConfigs = (info.subgroupMatrixConfigs ?? []).filter(
-    (m) => m.componentType === 'f16' && m.resultComponentType === 'f32',
-  );
+  const matrixConfigs = (info.subgroupMatrixConfigs ?? []).filter((m) => m.componentType === 'f16' && m.resultComponentType === 'f32');
   const has = (f: string) => features.includes(f as GPUFeatureName);
   const paths: WebGpuPath[] = ['flash-f32'];
   if (has('shader-f16')) paths.push('flash-f16');

@@ -178,7 +178,10 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         @builtin(local_invocation_index) lid: u32) {
   let tx = lid % TX;
   let ty = lid / TX;
-${c.varlen ? varlenPrologue('BM') : `  // Longest tiles first (bottom query blocks see the most keys under a causal mask), in
+${
+  c.varlen
+    ? varlenPrologue('BM')
+    : `  // Longest tiles first (bottom query blocks see the most keys under a causal mask), in
   // groups of params.head_group heads: grid-order.ts.
   let tile = grid_tile(wid, nwg);
   let row0 = tile.x * BM;
@@ -187,7 +190,8 @@ ${c.varlen ? varlenPrologue('BM') : `  // Longest tiles first (bottom query bloc
   let bhk = kv_head(bh);
   let qbase = bh * params.nq * D;
   let kbase = bhk * params.nk * D;
-  let vbase = bhk * params.nk * DV;`}
+  let vbase = bhk * params.nk * DV;`
+}
 
   var m: vec4<f32>;
   var l = vec4<f32>(0.0);

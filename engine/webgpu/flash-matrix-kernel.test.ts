@@ -69,11 +69,16 @@ describe('subgroup-matrix kernel tiles', () => {
     expect(loop.slice(pBarrier).match(/&ps, wrow \* PW \+ kb/g)).toHaveLength(1);
   });
 
-  it('splits a masked problem\'s key loop into edge, fully visible and edge segments for a tile alone on its SM; only the edges test the mask', () => {
+  it("splits a masked problem's key loop into edge, fully visible and edge segments for a tile alone on its SM; only the edges test the mask", () => {
     const causal = { ...plain, masked: true };
-    for (const c of [chooseMatrixTile(h200, dims(64, 64), causal, true, { segments: true }), chooseMatrixTile(h200, dims(128, 128), causal)]) {
+    for (const c of [
+      chooseMatrixTile(h200, dims(64, 64), causal, true, { segments: true }),
+      chooseMatrixTile(h200, dims(128, 128), causal),
+    ]) {
       const w = matrixKernelWgsl(c);
-      const starts = ['for (var j0 = jfirst; j0 < span.x', 'for (var j0 = span.x; j0 < span.y', 'for (var j0 = span.y; j0 < kr.y'].map((h) => w.indexOf(h));
+      const starts = ['for (var j0 = jfirst; j0 < span.x', 'for (var j0 = span.x; j0 < span.y', 'for (var j0 = span.y; j0 < kr.y'].map(
+        (h) => w.indexOf(h),
+      );
       expect(starts.every((i, k) => i > 0 && (k === 0 || i > starts[k - 1]))).toBe(true);
       const end = w.indexOf('if (again)');
       const [edgeLow, full, edgeHigh] = starts.map((i, k) => w.slice(i, k < 2 ? starts[k + 1] : end));
@@ -140,7 +145,10 @@ describe('subgroup-matrix kernel tiles', () => {
     for (const s of aligned.filter((x) => x !== 'q')) expect(['ks', 'vs', 'ps', 'ss']).toContain(s);
     // Nq or d not a multiple of 16: a load past the binding would return zeros for rows that
     // exist, so Q goes through the K array, which grows to hold BM × 16 halves where it is smaller
-    for (const [nq, d] of [[4095, 128], [4096, 120]]) {
+    for (const [nq, d] of [
+      [4095, 128],
+      [4096, 120],
+    ]) {
       expect(sources(nq, d)).not.toContain('q');
       expect(sources(nq, d)).toContain('ks');
     }

@@ -156,7 +156,22 @@ export function chooseMatrixTile(
       if (bn % mc.N !== 0 || bn % mc.K !== 0 || (warps > 1 && !subgroupId)) continue;
       const sharedSm = i === 0 && !preferred;
       const qFromBuffer = !(prefer.qStaged ?? sharedSm) && nq % mc.M === 0 && d % mc.K === 0;
-      const c: MatrixKernelConfig = { m: mc.M, n: mc.N, k: mc.K, warps, sg, bn, d, dv, subgroupId, score, pad: prefer.pad ?? PAD, rescaleLog: prefer.rescaleLog ?? RESCALE_LOG, segments: prefer.segments ?? !sharedSm, qFromBuffer };
+      const c: MatrixKernelConfig = {
+        m: mc.M,
+        n: mc.N,
+        k: mc.K,
+        warps,
+        sg,
+        bn,
+        d,
+        dv,
+        subgroupId,
+        score,
+        pad: prefer.pad ?? PAD,
+        rescaleLog: prefer.rescaleLog ?? RESCALE_LOG,
+        segments: prefer.segments ?? !sharedSm,
+        qFromBuffer,
+      };
       const L = matrixLayout(c);
       const limit = sharedSm ? ctx.limits.maxWorkgroupStorage / 2 : ctx.limits.maxWorkgroupStorage;
       if (L.threads <= ctx.limits.maxInvocations && L.bytes <= limit) return c;
@@ -200,7 +215,16 @@ function kernelParts(c: MatrixKernelConfig): KernelParts {
 // halves) while the current one is computed and writes it to workgroup memory at the top of
 // the next step, so the global-load latency hides behind the matmuls (BENCHMARKS.md, "WebGPU backend, forward").
 // Head dims that are multiples of 4 read 8 bytes per load; others read element by element.
-function kvStaging({ c, layout }: KernelParts, width: number, dpad: number, buf: string, base: string, name: string, jt: string, stride: string) {
+function kvStaging(
+  { c, layout }: KernelParts,
+  width: number,
+  dpad: number,
+  buf: string,
+  base: string,
+  name: string,
+  jt: string,
+  stride: string,
+) {
   const total = (c.bn * dpad) / 4;
   const per = Math.ceil(total / layout.threads);
   const vec = width % 4 === 0;
@@ -448,7 +472,10 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         @builtin(local_invocation_index) lid: u32${c.subgroupId ? ', @builtin(subgroup_id) sgid: u32' : ''}) {
   let warp = ${c.subgroupId ? 'sgid' : '0u'};
   let lane = lid % SG;
-${c.varlen ? varlenPrologue('BM') : `  // Longest tiles first (bottom query blocks see the most keys under a causal mask), in
+${
+  c.varlen
+    ? varlenPrologue('BM')
+    : `  // Longest tiles first (bottom query blocks see the most keys under a causal mask), in
   // groups of params.head_group heads: grid-order.ts.
   let tile = grid_tile(wid, nwg);
   let row0 = tile.x * BM;
@@ -457,7 +484,8 @@ ${c.varlen ? varlenPrologue('BM') : `  // Longest tiles first (bottom query bloc
   let bhk = kv_head(bh);
   let qbase = bh * params.nq * D;
   let kbase = bhk * params.nk * D;
-  let vbase = bhk * params.nk * DV;`}
+  let vbase = bhk * params.nk * DV;`
+}
   let wrow = warp * ${c.m}u;          // this subgroup's first row in the tile
   let sreg = wrow * SW;            // its S stripe / O scratch
 

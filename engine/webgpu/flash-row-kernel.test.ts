@@ -6,7 +6,7 @@ const plain = { masked: false, softcap: false, alibi: false };
 const base = { elem: 'f32' as const, d: 64, dv: 64, score: plain };
 
 describe('row kernel configuration', () => {
-  it('with subgroups, d ≤ 64: two lanes hold two rows, sub-chunks of 8 keys (the H200 study\'s fastest)', () => {
+  it("with subgroups, d ≤ 64: two lanes hold two rows, sub-chunks of 8 keys (the H200 study's fastest)", () => {
     const c = chooseRowConfig(limits, { ...base, subgroupMin: 32 })!;
     expect([c.tpr, c.rpt, c.sc, c.bc, c.threads]).toEqual([2, 2, 8, 32, 128]);
     expect(rowLayout(c).bm).toBe(128);

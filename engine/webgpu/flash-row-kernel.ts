@@ -85,11 +85,27 @@ export function rowKernelWgsl(c: RowKernelConfig): string {
   const subChunk = (score: string) => `
         ${each(R, (r) => each(J, (j) => `var s${r}_${j} = 0.0;`, ' '))}
         ${each(QV, (i) =>
-          each(J, (j) => `{ let kv = ks[jb + ${j}u][${i * T}u${T > 1 ? ' + part' : ''}];
-          ${each(R, (r) => `s${r}_${j} = fma(q${r}_${i}.x, kv.x, fma(q${r}_${i}.y, kv.y, fma(q${r}_${i}.z, kv.z, fma(q${r}_${i}.w, kv.w, s${r}_${j}))));`, ' ')} }`),
+          each(
+            J,
+            (j) => `{ let kv = ks[jb + ${j}u][${i * T}u${T > 1 ? ' + part' : ''}];
+          ${each(R, (r) => `s${r}_${j} = fma(q${r}_${i}.x, kv.x, fma(q${r}_${i}.y, kv.y, fma(q${r}_${i}.z, kv.z, fma(q${r}_${i}.w, kv.w, s${r}_${j}))));`, ' ')} }`,
+          ),
         )}
-        ${T > 1 ? each(R, (r) => each(J, (j) => [1, 2].filter((o) => o < T).map((o) => `s${r}_${j} += subgroupShuffleXor(s${r}_${j}, ${o}u);`).join(' '))) : ''}
-        ${each(R, (r) => `{
+        ${
+          T > 1
+            ? each(R, (r) =>
+                each(J, (j) =>
+                  [1, 2]
+                    .filter((o) => o < T)
+                    .map((o) => `s${r}_${j} += subgroupShuffleXor(s${r}_${j}, ${o}u);`)
+                    .join(' '),
+                ),
+              )
+            : ''
+        }
+        ${each(
+          R,
+          (r) => `{
           let row = row0 + grp * ${c.rpt}u + ${r}u;
           ${each(J, (j) => `s${r}_${j} = ${score}(h, row, j0 + jb + ${j}u, s${r}_${j});`, ' ')}
           let mx = max(m${r}, ${J.reduce((acc, j) => (acc ? `max(${acc}, s${r}_${j})` : `s${r}_${j}`), '')});
@@ -107,10 +123,14 @@ export function rowKernelWgsl(c: RowKernelConfig): string {
           }
           l${r} += ${J.map((j) => `s${r}_${j}`).join(' + ')};
           ${c.pCast ? each(J, (j) => `s${r}_${j} = cast_p(s${r}_${j});`, ' ') : ''}
-        }`)}
-        ${each(J, (j) => `{
+        }`,
+        )}
+        ${each(
+          J,
+          (j) => `{
           ${each(OV, (i) => `{ let vv = vs[jb + ${j}u][${i * T}u${T > 1 ? ' + part' : ''}]; ${each(R, (r) => `o${r}_${i} = fma(vec4<f32>(s${r}_${j}), vv, o${r}_${i});`, ' ')} }`)}
-        }`)}`;
+        }`,
+        )}`;
 
   const wgsl = /* wgsl */ `
 ${E === 'f16' ? 'enable f16;' : ''}
@@ -141,7 +161,10 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         @builtin(local_invocation_index) lid: u32) {
   let part = lid % ${T}u;          // which vec4s of the row this lane holds
   let grp = lid / ${T}u;           // lane group = RPT query rows
-${c.varlen ? varlenPrologue('BM') : `  // Longest tiles first (bottom query blocks see the most keys under a causal mask), in
+${
+  c.varlen
+    ? varlenPrologue('BM')
+    : `  // Longest tiles first (bottom query blocks see the most keys under a causal mask), in
   // groups of params.head_group heads: grid-order.ts.
   let tile = grid_tile(wid, nwg);
   let row0 = tile.x * BM;
@@ -150,15 +173,19 @@ ${c.varlen ? varlenPrologue('BM') : `  // Longest tiles first (bottom query bloc
   let bhk = kv_head(bh);
   let qbase = bh * params.nq * D;
   let kbase = bhk * params.nk * D;
-  let vbase = bhk * params.nk * DV;`}
+  let vbase = bhk * params.nk * DV;`
+}
   let sink = sink_logit(h);
 
-  ${each(R, (r) => `
+  ${each(
+    R,
+    (r) => `
   let qrow${r} = min(row0 + grp * ${c.rpt}u + ${r}u, params.nq - 1u); // rows past Nq compute a copy of the last row and write nothing
   ${each(QV, (i) => `let q${r}_${i} = ${read4('q', `qbase + qrow${r} * ${A.qs}`, `${4 * i * T}u + part * 4u`, 'D', vecQK)};`, '\n  ')}
   ${each(OV, (i) => `var o${r}_${i} = vec4<f32>(0.0);`, ' ')}
   var m${r} = sink;
-  var l${r} = select(0.0, 1.0, sink > NEG_INF); // the sink's exp(sink − m) = 1`)}
+  var l${r} = select(0.0, 1.0, sink > NEG_INF); // the sink's exp(sink − m) = 1`,
+  )}
 
   let kr = block_key_range(row0, min(row0 + BM, params.nq));
   for (var j0 = (kr.x / BC) * BC; j0 < kr.y; j0 += BC) {
@@ -185,16 +212,22 @@ ${c.varlen ? varlenPrologue('BM') : `  // Longest tiles first (bottom query bloc
     }
   }
 
-  ${each(R, (r) => `{
+  ${each(
+    R,
+    (r) => `{
     let row = row0 + grp * ${c.rpt}u + ${r}u;
     if (row < params.nq) {
       let inv = select(0.0, 1.0 / l${r}, l${r} > 0.0);
       let obase = ${A.oRow('row')};
-      ${each(OV, (i) => `{ let col = ${4 * i * T}u + part * 4u; let x = o${r}_${i} * inv;
-        for (var t = 0u; t < 4u; t++) { if (col + t < DV) { o[obase + col + t] = x[t]; } } }`)}
+      ${each(
+        OV,
+        (i) => `{ let col = ${4 * i * T}u + part * 4u; let x = o${r}_${i} * inv;
+        for (var t = 0u; t < 4u; t++) { if (col + t < DV) { o[obase + col + t] = x[t]; } } }`,
+      )}
       if (part == 0u) { lse[${A.lse('row')}] = select(neg_inf_runtime(), m${r} + log(l${r}), l${r} > 0.0); }
     }
-  }`)}
+  }`,
+  )}
 }
 `;
   return c.varlen ? withSequenceGeometry(wgsl) : wgsl;

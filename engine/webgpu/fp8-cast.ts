@@ -10,7 +10,8 @@
 
 /** WGSL for `fn cast_p(p: f32) -> f32` (p ≥ 0) with the static factor pScale baked in. */
 export function castPWgsl(pScale: number): string {
-  if (!(Number.isInteger(Math.log2(pScale)) && pScale >= 1 && pScale <= 256)) throw new RangeError(`pScale must be a power of two from 1 to 256, got ${pScale}`);
+  if (!(Number.isInteger(Math.log2(pScale)) && pScale >= 1 && pScale <= 256))
+    throw new RangeError(`pScale must be a power of two from 1 to 256, got ${pScale}`);
   return /* wgsl */ `
 const P_SCALE = ${pScale.toFixed(1)};
 fn pow2(e: i32) -> f32 { return bitcast<f32>(u32(e + 127) << 23u); }

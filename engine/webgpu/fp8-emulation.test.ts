@@ -19,13 +19,18 @@ const ENV = { ...process.env, LD_LIBRARY_PATH: '/usr/lib/chromium', VK_ICD_FILEN
 const dir = mkdtempSync(join(tmpdir(), 'flashscope-webgpu-fp8-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-const cli = (args: string[]) => spawnSync(process.execPath, ['--import', 'tsx', 'engine/cli/main.ts', 'run', ...args], { encoding: 'utf8', timeout: 300_000, env: ENV });
+const cli = (args: string[]) =>
+  spawnSync(process.execPath, ['--import', 'tsx', 'engine/cli/main.ts', 'run', ...args], { encoding: 'utf8', timeout: 300_000, env: ENV });
 const readO = async (f: string) => (await readNpy(new MemorySource(readFileSync(f), f))).data;
 
 function files(name: string, p: AttentionProblem, distribution: 'fa3-outliers' | 'sink'): string[] {
   const x = randomInputs(p, { seed: 4, distribution });
   const out: string[] = [];
-  for (const [t, data, n, w] of [['q', x.q, p.nq, p.d], ['k', x.k, p.nk, p.d], ['v', x.v, p.nk, p.dv]] as const) {
+  for (const [t, data, n, w] of [
+    ['q', x.q, p.nq, p.d],
+    ['k', x.k, p.nk, p.d],
+    ['v', x.v, p.nk, p.dv],
+  ] as const) {
     const f = join(dir, `${name}-${t}.npy`);
     writeFileSync(f, encodeNpy(data, [p.batch, p.hq, n, w]));
     out.push(`--${t}`, f);
@@ -58,38 +63,57 @@ describe.skipIf(!existsSync(SWIFTSHADER))('WebGPU FP8 emulation on SwiftShader',
     }, 300_000);
   }
 
-  for (const d of [16, 128]) it(`d = ${d} (${d > 64 ? 'tiled' : 'row'} kernel) casts P: with the sinks first at pScale 1 the other keys flush and their values vanish; 256 keeps them`, async () => {
-    // Four sink keys along u, with V = 0; 508 other keys with V = 1. O is the other keys'
-    // share of the softmax (~e^-8 each, ~0.1 together), carried only by P values below 2^-10.
-    const p: AttentionProblem = { batch: 1, hq: 1, hk: 1, nq: 16, nk: 512, d, dv: d, scale: 1, causal: false, dtype: 'fp8e4m3' };
-    const x = randomInputs({ ...p, dtype: 'fp32' }, { seed: 6 });
-    for (let e = 0; e < d; e++) {
-      for (let i = 0; i < p.nq; i++) x.q[i * d + e] = e === 0 ? 3 : 0;
-      for (let j = 0; j < p.nk; j++) {
-        if (j < 4) x.k[j * d + e] = e === 0 ? 3 : 0;
-        else x.k[j * d + e] *= 0.1;
-        x.v[j * d + e] = j < 4 ? 0 : 1;
+  for (const d of [16, 128])
+    it(`d = ${d} (${d > 64 ? 'tiled' : 'row'} kernel) casts P: with the sinks first at pScale 1 the other keys flush and their values vanish; 256 keeps them`, async () => {
+      // Four sink keys along u, with V = 0; 508 other keys with V = 1. O is the other keys'
+      // share of the softmax (~e^-8 each, ~0.1 together), carried only by P values below 2^-10.
+      const p: AttentionProblem = { batch: 1, hq: 1, hk: 1, nq: 16, nk: 512, d, dv: d, scale: 1, causal: false, dtype: 'fp8e4m3' };
+      const x = randomInputs({ ...p, dtype: 'fp32' }, { seed: 6 });
+      for (let e = 0; e < d; e++) {
+        for (let i = 0; i < p.nq; i++) x.q[i * d + e] = e === 0 ? 3 : 0;
+        for (let j = 0; j < p.nk; j++) {
+          if (j < 4) x.k[j * d + e] = e === 0 ? 3 : 0;
+          else x.k[j * d + e] *= 0.1;
+          x.v[j * d + e] = j < 4 ? 0 : 1;
+        }
       }
-    }
-    const inputs: string[] = [];
-    for (const [t, data, n] of [['q', x.q, p.nq], ['k', x.k, p.nk], ['v', x.v, p.nk]] as const) {
-      const f = join(dir, `sink${d}-${t}.npy`);
-      writeFileSync(f, encodeNpy(data, [n, d]));
-      inputs.push(`--${t}`, f);
-    }
-    const meanO = async (pScale: number) => {
-      const r = cli(['--backend', 'webgpu', '--dtype', 'fp8e4m3', '--scale', '1', ...inputs, '--feature', `pScale=${pScale}`, '--feature', 'incoherent=false', '--out', join(dir, `sink${d}-${pScale}`)]);
-      expect(r.status, r.stderr).toBe(0);
-      const o = await readO(join(dir, `sink${d}-${pScale}`, 'webgpu-flash-f32', 'o.npy'));
-      let sum = 0;
-      for (const v of o) sum += v;
-      return sum / o.length;
-    };
-    const s = Math.exp(9); // each sink's weight relative to an ordinary key: exp(3·3 − ~0)
-    const want = 508 / (508 + 4 * s); // ≈ 0.015
-    expect(await meanO(256)).toBeGreaterThan(0.8 * want);
-    expect(await meanO(1)).toBeLessThan(0.2 * want);
-  }, 300_000);
+      const inputs: string[] = [];
+      for (const [t, data, n] of [
+        ['q', x.q, p.nq],
+        ['k', x.k, p.nk],
+        ['v', x.v, p.nk],
+      ] as const) {
+        const f = join(dir, `sink${d}-${t}.npy`);
+        writeFileSync(f, encodeNpy(data, [n, d]));
+        inputs.push(`--${t}`, f);
+      }
+      const meanO = async (pScale: number) => {
+        const r = cli([
+          '--backend',
+          'webgpu',
+          '--dtype',
+          'fp8e4m3',
+          '--scale',
+          '1',
+          ...inputs,
+          '--feature',
+          `pScale=${pScale}`,
+          '--feature',
+          'incoherent=false',
+          '--out',
+          join(dir, `sink${d}-${pScale}`),
+        ]);
+        expect(r.status, r.stderr).toBe(0);
+        const o = await readO(join(dir, `sink${d}-${pScale}`, 'webgpu-flash-f32', 'o.npy'));
+        let sum = 0;
+        for (const v of o) sum += v;
+        return sum / o.length;
+      };
+      const s = Math.exp(9); // each sink's weight relative to an ordinary key: exp(3·3 − ~0)
+      const want = 508 / (508 + 4 * s); // ≈ 0.015
+      expect(await meanO(256)).toBeGreaterThan(0.8 * want);
+      expect(await meanO(1)).toBeLessThan(0.2 * want);
+    }, 300_000);
 
   it('refuses FP8 on the other paths, and the fa3 switches that do not apply on the GPU', () => {
     const p: AttentionProblem = { batch: 1, hq: 1, hk: 1, nq: 8, nk: 8, d: 16, dv: 16, causal: false, dtype: 'fp8e4m3' };

@@ -7,7 +7,12 @@ const causalLengths = (blocks: number, rows: number, headGroup: number) =>
 
 describe('flash tile launch order', () => {
   it('visits every (block, head) tile exactly once, for every group size, ragged last groups included', () => {
-    for (const [blocks, rows] of [[32, 64], [7, 13], [1, 5], [9, 1]]) {
+    for (const [blocks, rows] of [
+      [32, 64],
+      [7, 13],
+      [1, 5],
+      [9, 1],
+    ]) {
       for (const hg of [1, 2, 3, 4, 8, 64, 100]) {
         const seen = new Set<string>();
         for (let i = 0; i < blocks * rows; i++) {
@@ -25,7 +30,11 @@ describe('flash tile launch order', () => {
 
   it('group size 1 is head after head, bottom block first (the order the kernels had)', () => {
     expect([0, 1, 2, 3, 4].map((i) => tileAt(i, 4, 3, 1))).toEqual([
-      { block: 3, bh: 0 }, { block: 2, bh: 0 }, { block: 1, bh: 0 }, { block: 0, bh: 0 }, { block: 3, bh: 1 },
+      { block: 3, bh: 0 },
+      { block: 2, bh: 0 },
+      { block: 1, bh: 0 },
+      { block: 0, bh: 0 },
+      { block: 3, bh: 1 },
     ]);
   });
 

@@ -21,11 +21,11 @@ export function halfBits(x: number): number {
     const half = mant >>> shift;
     const rest = mant & ((1 << shift) - 1);
     const mid = 1 << (shift - 1);
-    return sign | (half + (rest > mid || (rest === mid && (half & 1)) ? 1 : 0));
+    return sign | (half + (rest > mid || (rest === mid && half & 1) ? 1 : 0));
   }
   let half = (e << 10) | (mant >>> 13);
   const rest = mant & 0x1fff;
-  if (rest > 0x1000 || (rest === 0x1000 && (half & 1))) half += 1; // may carry into the exponent: still correct
+  if (rest > 0x1000 || (rest === 0x1000 && half & 1)) half += 1; // may carry into the exponent: still correct
   return sign | half;
 }
 

@@ -9,7 +9,10 @@ import { openWebGpu, WebGpuUnavailable, type WebGpuContext } from './device.ts';
 
 // Dawn rounds timestamps to 2^16 ns by default (a browser's guard against timing attacks):
 // 65.5 µs steps are 2% of a 3 ms kernel, so the benchmark asks for exact ones.
-export const DAWN_TOGGLES = ['enable-dawn-features=allow_unsafe_apis,vulkan_enable_f16_on_nvidia', 'disable-dawn-features=timestamp_quantization'];
+export const DAWN_TOGGLES = [
+  'enable-dawn-features=allow_unsafe_apis,vulkan_enable_f16_on_nvidia',
+  'disable-dawn-features=timestamp_quantization',
+];
 
 /**
  * FLASHSCOPE_DAWN_FEATURES adds Dawn toggles for diagnostics, e.g. `disable_robustness` to

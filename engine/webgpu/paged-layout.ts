@@ -85,7 +85,13 @@ export interface PagedWork {
  * (work items × Hk): a bandwidth-bound pass needs the whole GPU busy. `splitPages` fixes the
  * split length instead (tests: many splits per sequence on small problems).
  */
-export function pagedWork(cacheSeqlens: readonly number[], pageSize: number, hk: number, workgroups = 2048, splitPages?: number): PagedWork {
+export function pagedWork(
+  cacheSeqlens: readonly number[],
+  pageSize: number,
+  hk: number,
+  workgroups = 2048,
+  splitPages?: number,
+): PagedWork {
   const total = cacheSeqlens.reduce((a, L) => a + L, 0);
   const pages = splitPages ?? Math.max(Math.ceil(256 / pageSize), Math.ceil((total * hk) / workgroups / pageSize), 1);
   if (!(Number.isInteger(pages) && pages >= 1)) throw new RangeError(`splitPages must be a whole number of pages >= 1, got ${splitPages}`);
@@ -104,7 +110,12 @@ export function pagedWork(cacheSeqlens: readonly number[], pageSize: number, hk:
 }
 
 /** The table of binding 7 (see the header). */
-export function packPagedTable(cacheSeqlens: readonly number[], blockTable: readonly number[], maxPages: number, w: PagedWork): Uint32Array {
+export function packPagedTable(
+  cacheSeqlens: readonly number[],
+  blockTable: readonly number[],
+  maxPages: number,
+  w: PagedWork,
+): Uint32Array {
   const B = cacheSeqlens.length;
   const t = new Uint32Array(2 * B + 4 + 2 * w.items.length + B * maxPages);
   t[0] = B;

@@ -22,7 +22,10 @@ const FLAG_ALIBI = 1u;
 const FLAG_SINKS = 2u;
 `;
 
-export function packParams(p: AttentionProblem, extra: { splits?: number; splitLen?: number; head0?: number; lse0?: number; headGroup?: number } = {}): ArrayBuffer {
+export function packParams(
+  p: AttentionProblem,
+  extra: { splits?: number; splitLen?: number; head0?: number; lse0?: number; headGroup?: number } = {},
+): ArrayBuffer {
   const buf = new ArrayBuffer(PARAMS_WORDS * 4);
   const u = new Uint32Array(buf);
   const i = new Int32Array(buf);

@@ -45,11 +45,23 @@ export function referenceRowOf(p: AttentionProblem, x: AttentionInputs, b: numbe
   const hk = kvHead(p, h);
   const k0 = kOffset(p, b, hk, 0);
   const v0 = vOffset(p, b, hk, 0);
-  return referenceRow(p, h, i, x.q.subarray(qOffset(p, b, h, i), qOffset(p, b, h, i) + p.d), x.k.subarray(k0, k0 + p.nk * p.d), x.v.subarray(v0, v0 + p.nk * p.dv));
+  return referenceRow(
+    p,
+    h,
+    i,
+    x.q.subarray(qOffset(p, b, h, i), qOffset(p, b, h, i) + p.d),
+    x.k.subarray(k0, k0 + p.nk * p.d),
+    x.v.subarray(v0, v0 + p.nk * p.dv),
+  );
 }
 
 /** Max |ΔO| and |ΔLSE| of the sampled rows of a whole-problem result held in host arrays ([B, H, N, dv] and [B, H, N]). */
-export function hostRowErrors(p: AttentionProblem, x: AttentionInputs, r: { o: ArrayLike<number>; lse: ArrayLike<number> }, sites: readonly { b: number; h: number; i: number }[]): { eo: number; el: number } {
+export function hostRowErrors(
+  p: AttentionProblem,
+  x: AttentionInputs,
+  r: { o: ArrayLike<number>; lse: ArrayLike<number> },
+  sites: readonly { b: number; h: number; i: number }[],
+): { eo: number; el: number } {
   let eo = 0;
   let el = 0;
   for (const { b, h, i } of sites) {

@@ -28,7 +28,12 @@ export interface WebGpuRunResult {
   adapter: string;
 }
 
-export async function runWebGpu(ctx: WebGpuContext, problem: AttentionProblem, inputs: AttentionInputs, opts: WebGpuRunOptions): Promise<WebGpuRunResult> {
+export async function runWebGpu(
+  ctx: WebGpuContext,
+  problem: AttentionProblem,
+  inputs: AttentionInputs,
+  opts: WebGpuRunOptions,
+): Promise<WebGpuRunResult> {
   const run = await AttentionRun.create(ctx, problem, { path: opts.path, fp8: opts.fp8 });
   try {
     run.upload(inputs);

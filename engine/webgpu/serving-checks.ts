@@ -32,28 +32,49 @@ export interface PagedVariant {
   base: PagedProblem['base'];
 }
 
-
 export const VARLEN_VARIANTS: VarlenVariant[] = [
   {
     name: 'varlen: causal, GQA 2:1, nk ≠ nq, empty sequences',
-    vp: { base: { hq: 4, hk: 2, d: 64, dv: 64, causal: true, dtype: 'fp32' }, cuSeqlensQ: seqOffsets([1, 37, 0, 130, 5]), cuSeqlensK: seqOffsets([7, 37, 3, 150, 0]) },
+    vp: {
+      base: { hq: 4, hk: 2, d: 64, dv: 64, causal: true, dtype: 'fp32' },
+      cuSeqlensQ: seqOffsets([1, 37, 0, 130, 5]),
+      cuSeqlensK: seqOffsets([7, 37, 3, 150, 0]),
+    },
   },
   {
     name: 'varlen: window, softcap, ALiBi, dv ≠ d',
-    vp: { base: { hq: 2, hk: 2, d: 32, dv: 48, causal: false, window: { left: 20, right: 3 }, softcap: 5, alibi: 'standard', dtype: 'fp32' }, cuSeqlensQ: seqOffsets([70, 3, 90]), cuSeqlensK: seqOffsets([70, 40, 90]) },
+    vp: {
+      base: { hq: 2, hk: 2, d: 32, dv: 48, causal: false, window: { left: 20, right: 3 }, softcap: 5, alibi: 'standard', dtype: 'fp32' },
+      cuSeqlensQ: seqOffsets([70, 3, 90]),
+      cuSeqlensK: seqOffsets([70, 40, 90]),
+    },
   },
   {
     name: 'varlen: sinks, MQA, odd head dim, a sequence without keys',
-    vp: { base: { hq: 3, hk: 1, d: 20, dv: 20, causal: false, sinks: [0.5, -1, 2], dtype: 'fp32' }, cuSeqlensQ: seqOffsets([33, 65, 2, 1]), cuSeqlensK: seqOffsets([40, 65, 0, 300]) },
+    vp: {
+      base: { hq: 3, hk: 1, d: 20, dv: 20, causal: false, sinks: [0.5, -1, 2], dtype: 'fp32' },
+      cuSeqlensQ: seqOffsets([33, 65, 2, 1]),
+      cuSeqlensK: seqOffsets([40, 65, 0, 300]),
+    },
   },
   {
     name: 'varlen: causal, d = 128',
-    vp: { base: { hq: 2, hk: 1, d: 128, dv: 128, causal: true, dtype: 'fp32' }, cuSeqlensQ: seqOffsets([100, 17, 64]), cuSeqlensK: seqOffsets([100, 17, 200]) },
+    vp: {
+      base: { hq: 2, hk: 1, d: 128, dv: 128, causal: true, dtype: 'fp32' },
+      cuSeqlensQ: seqOffsets([100, 17, 64]),
+      cuSeqlensK: seqOffsets([100, 17, 200]),
+    },
   },
 ];
 
 export const PAGED_VARIANTS: PagedVariant[] = [
-  { name: 'paged decode: GQA 4:1, page 16, an empty sequence', pageSize: 16, cacheSeqlens: [1, 100, 0, 333], nq: 1, base: { hq: 8, hk: 2, d: 64, dv: 64, causal: false, dtype: 'fp32' } },
+  {
+    name: 'paged decode: GQA 4:1, page 16, an empty sequence',
+    pageSize: 16,
+    cacheSeqlens: [1, 100, 0, 333],
+    nq: 1,
+    base: { hq: 8, hk: 2, d: 64, dv: 64, causal: false, dtype: 'fp32' },
+  },
   {
     name: 'paged chunk Nq = 2: causal, GQA 2:1, ALiBi, sinks, page 8, dv ≠ d',
     pageSize: 8,
@@ -61,9 +82,21 @@ export const PAGED_VARIANTS: PagedVariant[] = [
     nq: 2,
     base: { hq: 4, hk: 2, d: 32, dv: 48, causal: true, alibi: 'standard', sinks: [0.5, -1, 2, 0], dtype: 'fp32' },
   },
-  { name: 'paged decode: MQA, d = 128, page 64, softcap', pageSize: 64, cacheSeqlens: [700, 64, 65], nq: 1, base: { hq: 4, hk: 1, d: 128, dv: 128, causal: false, softcap: 5, dtype: 'fp32' } },
+  {
+    name: 'paged decode: MQA, d = 128, page 64, softcap',
+    pageSize: 64,
+    cacheSeqlens: [700, 64, 65],
+    nq: 1,
+    base: { hq: 4, hk: 1, d: 128, dv: 128, causal: false, softcap: 5, dtype: 'fp32' },
+  },
   // 16 rows per key head: two workgroups of 4 heads × 2 rows each read the group's K/V
-  { name: 'paged chunk Nq = 2: causal, GQA 8:1 (query heads in two chunks), page 32', pageSize: 32, cacheSeqlens: [40, 1, 200], nq: 2, base: { hq: 8, hk: 1, d: 64, dv: 64, causal: true, dtype: 'fp32' } },
+  {
+    name: 'paged chunk Nq = 2: causal, GQA 8:1 (query heads in two chunks), page 32',
+    pageSize: 32,
+    cacheSeqlens: [40, 1, 200],
+    nq: 2,
+    base: { hq: 8, hk: 1, d: 64, dv: 64, causal: true, dtype: 'fp32' },
+  },
 ];
 
 function normals(n: number, next: () => number): Float32Array {
@@ -140,7 +173,12 @@ function maxErr(got: Float32Array, ref: ArrayLike<number>): number {
 }
 
 /** The varlen forward on `path` (f16 paths: inputs rounded to fp16, the reference from the rounded ones). */
-export async function checkVarlen(ctx: WebGpuContext, path: WebGpuPath, variants = VARLEN_VARIANTS, opts: Omit<VarlenRunOptions, 'path'> = {}): Promise<ServingCheck[]> {
+export async function checkVarlen(
+  ctx: WebGpuContext,
+  path: WebGpuPath,
+  variants = VARLEN_VARIANTS,
+  opts: Omit<VarlenRunOptions, 'path'> = {},
+): Promise<ServingCheck[]> {
   const out: ServingCheck[] = [];
   for (const v of variants) {
     const f16 = pathElem(path) === 'f16';
@@ -154,9 +192,24 @@ export async function checkVarlen(ctx: WebGpuContext, path: WebGpuPath, variants
       run.upload(x);
       await run.execute();
       const r = await run.read();
-      out.push({ kind: 'varlen', path, variant: v.name, maxErrO: maxErr(r.o, ref.o), maxErrLse: maxErr(r.lse, ref.lse), config: run.config });
+      out.push({
+        kind: 'varlen',
+        path,
+        variant: v.name,
+        maxErrO: maxErr(r.o, ref.o),
+        maxErrLse: maxErr(r.lse, ref.lse),
+        config: run.config,
+      });
     } catch (e) {
-      out.push({ kind: 'varlen', path, variant: v.name, maxErrO: NaN, maxErrLse: NaN, config: '', error: e instanceof Error ? e.message : String(e) });
+      out.push({
+        kind: 'varlen',
+        path,
+        variant: v.name,
+        maxErrO: NaN,
+        maxErrLse: NaN,
+        config: '',
+        error: e instanceof Error ? e.message : String(e),
+      });
     } finally {
       run?.destroy();
     }
@@ -177,9 +230,24 @@ export async function checkPaged(ctx: WebGpuContext, variants = PAGED_VARIANTS, 
       run.upload(x);
       await run.execute();
       const r = await run.read();
-      out.push({ kind: 'paged', path: 'decode', variant: v.name, maxErrO: maxErr(r.o, ref.o), maxErrLse: maxErr(r.lse, ref.lse), config: run.config });
+      out.push({
+        kind: 'paged',
+        path: 'decode',
+        variant: v.name,
+        maxErrO: maxErr(r.o, ref.o),
+        maxErrLse: maxErr(r.lse, ref.lse),
+        config: run.config,
+      });
     } catch (e) {
-      out.push({ kind: 'paged', path: 'decode', variant: v.name, maxErrO: NaN, maxErrLse: NaN, config: '', error: e instanceof Error ? e.message : String(e) });
+      out.push({
+        kind: 'paged',
+        path: 'decode',
+        variant: v.name,
+        maxErrO: NaN,
+        maxErrLse: NaN,
+        config: '',
+        error: e instanceof Error ? e.message : String(e),
+      });
     } finally {
       run?.destroy();
     }

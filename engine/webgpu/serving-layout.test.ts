@@ -17,7 +17,12 @@ describe('varlen tile list', () => {
 
   it('has ceil(n / BM) blocks per sequence and none for empty ones', () => {
     const tiles = varlenTiles(cuQ, cuK, 32, { causal: true });
-    const per = [0, 1, 2, 3, 4].map((s) => tiles.filter((t) => t.seq === s).map((t) => t.block).sort((a, b) => a - b));
+    const per = [0, 1, 2, 3, 4].map((s) =>
+      tiles
+        .filter((t) => t.seq === s)
+        .map((t) => t.block)
+        .sort((a, b) => a - b),
+    );
     expect(per).toEqual([[0], [0, 1], [], [0, 1, 2, 3, 4], [0]]);
   });
 
@@ -29,8 +34,17 @@ describe('varlen tile list', () => {
   });
 
   it('counts the keys a block sees by the CPU mask rule (bottom-right causal, windows)', () => {
-    for (const m of [{ causal: true }, { causal: false, window: { left: 5, right: 2 } }, { causal: true, window: { left: 9, right: -1 } }]) {
-      for (const [nq, nk] of [[37, 37], [10, 150], [130, 20], [5, 0]]) {
+    for (const m of [
+      { causal: true },
+      { causal: false, window: { left: 5, right: 2 } },
+      { causal: true, window: { left: 9, right: -1 } },
+    ]) {
+      for (const [nq, nk] of [
+        [37, 37],
+        [10, 150],
+        [130, 20],
+        [5, 0],
+      ]) {
         for (let r0 = 0; r0 < nq; r0 += 16) {
           const r1 = Math.min(nq, r0 + 16);
           const [lo, hi] = blockKeyRange(nq, nk, r0, r1, m);
@@ -89,7 +103,17 @@ describe('paged work list', () => {
 
 describe('withSequenceGeometry', () => {
   it('moves every shape read from params to geo and threads geo through the helpers', () => {
-    const dense = rowKernelWgsl({ elem: 'f32', tpr: 1, rpt: 1, threads: 128, bc: 32, sc: 8, d: 64, dv: 64, score: { masked: true, softcap: true, alibi: true } });
+    const dense = rowKernelWgsl({
+      elem: 'f32',
+      tpr: 1,
+      rpt: 1,
+      threads: 128,
+      bc: 32,
+      sc: 8,
+      d: 64,
+      dv: 64,
+      score: { masked: true, softcap: true, alibi: true },
+    });
     expect(dense).toMatch(/params\.nk/);
     const out = withSequenceGeometry(dense.replace('let sink', 'let geo = make_geo(params.nq, params.nk);\n  let sink'));
     expect(out).not.toMatch(/params\.(nq|nk|diag)\b/);

@@ -25,7 +25,13 @@ import { flashKernelWgsl, flashLayout } from './flash-kernel.ts';
 import { chooseMatrixTile, matrixKernelWgsl, matrixLayout, type MatrixTilePrefs } from './flash-matrix-kernel.ts';
 import { chooseFlashTile } from './tiles.ts';
 import { chooseHeadGroup } from './grid-order.ts';
-import { chooseDecodeGroup, decodeGroupBytes, decodeGroupKernelWgsl, DECODE_GROUP_MAX_ROWS, type DecodeGroupPrefs } from './decode-group-kernel.ts';
+import {
+  chooseDecodeGroup,
+  decodeGroupBytes,
+  decodeGroupKernelWgsl,
+  DECODE_GROUP_MAX_ROWS,
+  type DecodeGroupPrefs,
+} from './decode-group-kernel.ts';
 import { fillKernelWgsl } from './fill-kernel.ts';
 import { formatBytes } from './binding-windows.ts';
 import { halfToFloat, toHalfArray } from './half.ts';
@@ -37,11 +43,12 @@ const RW = () => GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST | GPUBufferUsa
 
 /** Buffers, uniforms and bind groups shared by both runs. */
 abstract class ServingRun extends GpuRun {
-
   protected async buffer(label: string, bytes: number, usage: number): Promise<GPUBuffer> {
     const size = Math.max(16, Math.ceil(bytes / 4) * 4);
     if (size > this.ctx.limits.maxStorageBinding) {
-      throw new WebGpuRunError(`${label} needs ${formatBytes(size)} in one binding; this adapter allows at most ${formatBytes(this.ctx.limits.maxStorageBinding)}. Use a smaller batch.`);
+      throw new WebGpuRunError(
+        `${label} needs ${formatBytes(size)} in one binding; this adapter allows at most ${formatBytes(this.ctx.limits.maxStorageBinding)}. Use a smaller batch.`,
+      );
     }
     const { device } = this.ctx;
     device.pushErrorScope('out-of-memory');
@@ -101,7 +108,6 @@ abstract class ServingRun extends GpuRun {
     await device.queue.onSubmittedWorkDone();
     tmp.forEach((b) => b.destroy());
   }
-
 }
 
 export interface VarlenRunOptions {
@@ -138,11 +144,16 @@ export class VarlenGpuRun extends ServingRun {
   static async create(ctx: WebGpuContext, vp: VarlenProblem, opts: VarlenRunOptions): Promise<VarlenGpuRun> {
     if (ctx.lost) throw new WebGpuRunError(ctx.lost);
     if (!VARLEN_PATHS.includes(opts.path)) {
-      throw new WebGpuRunError(`the varlen forward runs on ${VARLEN_PATHS.join(', ')}; '${PATH_LABELS[opts.path] ?? opts.path}' runs dense [B, H, N, d] problems only`);
+      throw new WebGpuRunError(
+        `the varlen forward runs on ${VARLEN_PATHS.join(', ')}; '${PATH_LABELS[opts.path] ?? opts.path}' runs dense [B, H, N, d] problems only`,
+      );
     }
     if (!ctx.paths.includes(opts.path)) throw new WebGpuRunError(`this adapter does not offer the '${PATH_LABELS[opts.path]}' path`);
     if (vp.cuSeqlensK.length !== vp.cuSeqlensQ.length) {
-      throw new ProblemError('cu_seqlens_k', `must have the same length as cu_seqlens_q (B + 1 = ${vp.cuSeqlensQ.length}), got ${vp.cuSeqlensK.length}`);
+      throw new ProblemError(
+        'cu_seqlens_k',
+        `must have the same length as cu_seqlens_q (B + 1 = ${vp.cuSeqlensQ.length}), got ${vp.cuSeqlensK.length}`,
+      );
     }
     checkOffsets('cu_seqlens_q', vp.cuSeqlensQ, totalQ(vp), 'q');
     checkOffsets('cu_seqlens_k', vp.cuSeqlensK, totalK(vp), 'k');
@@ -166,7 +177,10 @@ export class VarlenGpuRun extends ServingRun {
     const eb = elem === 'f16' ? 2 : 4;
     const score = scoreSpec(sequenceProblem(vp.base, 1, 1));
     const subgroupMin = this.path === 'flash-subgroups' ? ctx.subgroupMinSize : 0;
-    const row = opts.flashKernel === 'tiled' || this.path === 'flash-matrix' ? undefined : chooseRowConfig(ctx.limits, { elem, d, dv, score, subgroupMin }, opts.rowPrefs);
+    const row =
+      opts.flashKernel === 'tiled' || this.path === 'flash-matrix'
+        ? undefined
+        : chooseRowConfig(ctx.limits, { elem, d, dv, score, subgroupMin }, opts.rowPrefs);
     let code: string;
     let bm: number;
     let pipe: GPUComputePipeline | undefined;
@@ -213,14 +227,26 @@ export class VarlenGpuRun extends ServingRun {
     // Every row of O and LSE is written by a tile, except rows of sequences without keys'
     // tiles, which write zeros and −inf themselves: nothing to clear.
     if (tiles.length === 0) return; // no query rows at all
-    if (tiles.length > ctx.limits.maxWorkgroupsPerDim) throw new WebGpuRunError(`${tiles.length} query blocks per head exceed the adapter's dispatch limit (${ctx.limits.maxWorkgroupsPerDim})`);
+    if (tiles.length > ctx.limits.maxWorkgroupsPerDim)
+      throw new WebGpuRunError(
+        `${tiles.length} query blocks per head exceed the adapter's dispatch limit (${ctx.limits.maxWorkgroupsPerDim})`,
+      );
     const headGroup = chooseHeadGroup(true, tiles.length, hq, opts.headGroup);
     pipe ??= await pipeline(ctx.device, code);
     this.config += `; ${tiles.length} (sequence, query block) tiles per head, longest first in groups of ${headGroup} heads`;
     this.dispatches.push({
       name: 'varlen flash forward',
       pipeline: pipe,
-      bindGroup: this.bind(pipe, { 0: this.uniform(packParams({ ...probe, nq: tq, nk: tk }, { headGroup })), 1: this.q, 2: this.k, 3: this.v, 4: this.o, 5: this.lse, 6: aux, [VARLEN_BINDING]: table }),
+      bindGroup: this.bind(pipe, {
+        0: this.uniform(packParams({ ...probe, nq: tq, nk: tk }, { headGroup })),
+        1: this.q,
+        2: this.k,
+        3: this.v,
+        4: this.o,
+        5: this.lse,
+        6: aux,
+        [VARLEN_BINDING]: table,
+      }),
       workgroups: [tiles.length, hq, 1],
     });
   }
@@ -229,9 +255,12 @@ export class VarlenGpuRun extends ServingRun {
     const { hq, hk, d, dv } = this.vp.base;
     const tq = totalQ(this.vp);
     const tk = totalK(this.vp);
-    if (x.q.length !== tq * hq * d) throw new ProblemError('q', `expected [total_q=${tq}, Hq=${hq}, d=${d}] = ${tq * hq * d} elements, got ${x.q.length}`);
-    if (x.k.length !== tk * hk * d) throw new ProblemError('k', `expected [total_k=${tk}, Hk=${hk}, d=${d}] = ${tk * hk * d} elements, got ${x.k.length}`);
-    if (x.v.length !== tk * hk * dv) throw new ProblemError('v', `expected [total_k=${tk}, Hk=${hk}, dv=${dv}] = ${tk * hk * dv} elements, got ${x.v.length}`);
+    if (x.q.length !== tq * hq * d)
+      throw new ProblemError('q', `expected [total_q=${tq}, Hq=${hq}, d=${d}] = ${tq * hq * d} elements, got ${x.q.length}`);
+    if (x.k.length !== tk * hk * d)
+      throw new ProblemError('k', `expected [total_k=${tk}, Hk=${hk}, d=${d}] = ${tk * hk * d} elements, got ${x.k.length}`);
+    if (x.v.length !== tk * hk * dv)
+      throw new ProblemError('v', `expected [total_k=${tk}, Hk=${hk}, dv=${dv}] = ${tk * hk * dv} elements, got ${x.v.length}`);
     const f16 = pathElem(this.path) === 'f16';
     this.put(this.q, x.q, f16);
     this.put(this.k, x.k, f16);
@@ -242,7 +271,15 @@ export class VarlenGpuRun extends ServingRun {
     const { hq, hk, d, dv } = this.vp.base;
     const tq = totalQ(this.vp);
     const tk = totalK(this.vp);
-    await this.fill([[this.q, tq * hq * d], [this.k, tk * hk * d], [this.v, tk * hk * dv]], seed, pathElem(this.path));
+    await this.fill(
+      [
+        [this.q, tq * hq * d],
+        [this.k, tk * hk * d],
+        [this.v, tk * hk * dv],
+      ],
+      seed,
+      pathElem(this.path),
+    );
   }
 
   /** o [total_q, Hq, dv] and lse [Hq, total_q] (flash_attn_varlen_func's layout). */
@@ -303,7 +340,11 @@ export class PagedDecodeGpuRun extends ServingRun {
   static async create(ctx: WebGpuContext, pp: PagedProblem, opts: PagedRunOptions = {}): Promise<PagedDecodeGpuRun> {
     if (ctx.lost) throw new WebGpuRunError(ctx.lost);
     const { hq, hk, d, dv } = pp.base;
-    validatePaged(pp, { q: sized(pp.batch * hq * pp.nq * d), kCache: sized(pp.numPages * pp.pageSize * hk * d), vCache: sized(pp.numPages * pp.pageSize * hk * dv) });
+    validatePaged(pp, {
+      q: sized(pp.batch * hq * pp.nq * d),
+      kCache: sized(pp.numPages * pp.pageSize * hk * d),
+      vCache: sized(pp.numPages * pp.pageSize * hk * dv),
+    });
     validateProblem(sequenceProblem(pp.base, Math.max(1, pp.nq), 1));
     const run = new PagedDecodeGpuRun(ctx, pp);
     try {
@@ -326,7 +367,13 @@ export class PagedDecodeGpuRun extends ServingRun {
     const g = hq / hk;
     let chunk = g;
     while (chunk > 1 && (chunk * Math.max(1, nq) > DECODE_GROUP_MAX_ROWS || g % chunk !== 0)) chunk--;
-    const group = chooseDecodeGroup({ d, dv, hq: chunk, hk: 1, nq: Math.max(1, nq) }, scoreSpec(probe), subgroupMin, ctx.limits.maxWorkgroupStorage, opts.decodePrefs);
+    const group = chooseDecodeGroup(
+      { d, dv, hq: chunk, hk: 1, nq: Math.max(1, nq) },
+      scoreSpec(probe),
+      subgroupMin,
+      ctx.limits.maxWorkgroupStorage,
+      opts.decodePrefs,
+    );
     if (!group) {
       throw new WebGpuRunError(
         `paged flash-decoding on WebGPU needs head dims that are multiples of 4 and at most 256 (got d=${d}, dv=${dv}), at most ${DECODE_GROUP_MAX_ROWS} query rows per sequence (Nq = ${nq}) and subgroups on this adapter`,
@@ -342,7 +389,10 @@ export class PagedDecodeGpuRun extends ServingRun {
     this.o = await this.buffer('o', B * hq * nq * dv * 4, RW());
     this.lse = await this.buffer('lse', B * hq * nq * 4, RW());
     const aux = await this.data('ALiBi slopes and sinks', packAux(probe));
-    const table = await this.data('block_table, cache_seqlens and the split list', packPagedTable(pp.cacheSeqlens, pp.blockTable, pp.maxPages, w));
+    const table = await this.data(
+      'block_table, cache_seqlens and the split list',
+      packPagedTable(pp.cacheSeqlens, pp.blockTable, pp.maxPages, w),
+    );
     const splitsTotal = w.base[B];
     const opart = await this.buffer('partial O', Math.max(1, splitsTotal) * hq * nq * dv * 4, GPUBufferUsage.STORAGE);
     const lpart = await this.buffer('partial LSE', Math.max(1, splitsTotal) * hq * nq * 4, GPUBufferUsage.STORAGE);
@@ -353,12 +403,22 @@ export class PagedDecodeGpuRun extends ServingRun {
       pipeline(ctx.device, pagedCombineKernelWgsl(nq, dv)),
     ]);
     const params = this.uniform(packParams({ ...probe, batch: B, nq }, { splits: splitsTotal, splitLen: w.splitLen }));
-    if (w.items.length > ctx.limits.maxWorkgroupsPerDim) throw new WebGpuRunError(`${w.items.length} work items exceed the adapter's dispatch limit (${ctx.limits.maxWorkgroupsPerDim})`);
+    if (w.items.length > ctx.limits.maxWorkgroupsPerDim)
+      throw new WebGpuRunError(`${w.items.length} work items exceed the adapter's dispatch limit (${ctx.limits.maxWorkgroupsPerDim})`);
     if (w.items.length > 0) {
       this.dispatches.push({
         name: 'paged split K/V',
         pipeline: psplit,
-        bindGroup: this.bind(psplit, { 0: params, 1: this.q, 2: this.kCache, 3: this.vCache, 4: opart, 5: lpart, 6: aux, [PAGED_BINDING]: table }),
+        bindGroup: this.bind(psplit, {
+          0: params,
+          1: this.q,
+          2: this.kCache,
+          3: this.vCache,
+          4: opart,
+          5: lpart,
+          6: aux,
+          [PAGED_BINDING]: table,
+        }),
         workgroups: [w.items.length, hq / chunk, 1],
       });
     }
@@ -381,7 +441,15 @@ export class PagedDecodeGpuRun extends ServingRun {
   async fillRandom(seed: number): Promise<void> {
     const { hq, hk, d, dv } = this.pp.base;
     const slots = this.pp.numPages * this.pp.pageSize;
-    await this.fill([[this.q, this.pp.batch * hq * this.pp.nq * d], [this.kCache, slots * hk * d], [this.vCache, slots * hk * dv]], seed, 'f16');
+    await this.fill(
+      [
+        [this.q, this.pp.batch * hq * this.pp.nq * d],
+        [this.kCache, slots * hk * d],
+        [this.vCache, slots * hk * dv],
+      ],
+      seed,
+      'f16',
+    );
   }
 
   /** o [B, Hq, Nq, dv] and lse [B, Hq, Nq] (BHND, as engine/layouts' pagedOutput). */

@@ -37,7 +37,10 @@ export const WINDOW_VARIANTS: { name: string; problem: AttentionProblem }[] = [
     problem: { batch: 3, hq: 2, hk: 2, nq: 64, nk: 64, d: 64, dv: 32, causal: false, alibi: 'standard', sinks: [1, -0.5], dtype: 'fp32' },
   },
   // One query row: a batch of LSE is 8 bytes, so each window's LSE binding starts below it (lse0).
-  { name: 'windows: Nq=1, GQA, LSE off the alignment', problem: { batch: 3, hq: 2, hk: 1, nq: 1, nk: 300, d: 64, dv: 32, causal: false, dtype: 'fp32' } },
+  {
+    name: 'windows: Nq=1, GQA, LSE off the alignment',
+    problem: { batch: 3, hq: 2, hk: 1, nq: 1, nk: 300, d: 64, dv: 32, causal: false, dtype: 'fp32' },
+  },
 ];
 
 /**
@@ -47,10 +50,34 @@ export const WINDOW_VARIANTS: { name: string; problem: AttentionProblem }[] = [
  */
 export const DECODE_VARIANTS: { name: string; problem: AttentionProblem }[] = [
   { name: 'decode: d=128', problem: { batch: 2, hq: 4, hk: 4, nq: 1, nk: 777, d: 128, dv: 128, causal: false, dtype: 'fp32' } },
-  { name: 'decode: GQA 4:1, ALiBi, sinks', problem: { batch: 2, hq: 8, hk: 2, nq: 1, nk: 1000, d: 64, dv: 64, causal: false, alibi: 'standard', sinks: [0.5, -1, 2, 0, 1, 3, -2, 0.25], dtype: 'fp32' } },
-  { name: 'decode: GQA 8:1, softcap, d=128', problem: { batch: 1, hq: 16, hk: 2, nq: 1, nk: 2049, d: 128, dv: 128, causal: false, softcap: 5, dtype: 'fp32' } },
-  { name: 'decode: Nq=2, GQA 2:1, causal window, dv≠d', problem: { batch: 2, hq: 4, hk: 2, nq: 2, nk: 500, d: 32, dv: 48, causal: true, window: { left: 100, right: -1 }, dtype: 'fp32' } },
+  {
+    name: 'decode: GQA 4:1, ALiBi, sinks',
+    problem: {
+      batch: 2,
+      hq: 8,
+      hk: 2,
+      nq: 1,
+      nk: 1000,
+      d: 64,
+      dv: 64,
+      causal: false,
+      alibi: 'standard',
+      sinks: [0.5, -1, 2, 0, 1, 3, -2, 0.25],
+      dtype: 'fp32',
+    },
+  },
+  {
+    name: 'decode: GQA 8:1, softcap, d=128',
+    problem: { batch: 1, hq: 16, hk: 2, nq: 1, nk: 2049, d: 128, dv: 128, causal: false, softcap: 5, dtype: 'fp32' },
+  },
+  {
+    name: 'decode: Nq=2, GQA 2:1, causal window, dv≠d',
+    problem: { batch: 2, hq: 4, hk: 2, nq: 2, nk: 500, d: 32, dv: 48, causal: true, window: { left: 100, right: -1 }, dtype: 'fp32' },
+  },
   { name: 'decode: 5 keys, MQA', problem: { batch: 1, hq: 2, hk: 1, nq: 1, nk: 5, d: 96, dv: 32, causal: false, dtype: 'fp32' } },
-  { name: 'decode: d=36 (4-column loads)', problem: { batch: 1, hq: 3, hk: 3, nq: 1, nk: 301, d: 36, dv: 36, causal: false, dtype: 'fp32' } },
+  {
+    name: 'decode: d=36 (4-column loads)',
+    problem: { batch: 1, hq: 3, hk: 3, nq: 1, nk: 301, d: 36, dv: 36, causal: false, dtype: 'fp32' },
+  },
   { name: 'decode: d=256', problem: { batch: 1, hq: 2, hk: 2, nq: 1, nk: 300, d: 256, dv: 256, causal: false, dtype: 'fp32' } },
 ];

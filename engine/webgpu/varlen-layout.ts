@@ -119,13 +119,17 @@ export function varlenTiles(cuQ: readonly number[], cuK: readonly number[], bm: 
     }
   }
   // Stable: equal lengths keep sequence order.
-  return tiles.map((t, i) => ({ t, i })).sort((a, b) => a.t.keys - b.t.keys || a.i - b.i).map((x) => x.t);
+  return tiles
+    .map((t, i) => ({ t, i }))
+    .sort((a, b) => a.t.keys - b.t.keys || a.i - b.i)
+    .map((x) => x.t);
 }
 
 /** The table of binding 7 (see the header). */
 export function packVarlenTable(cuQ: readonly number[], cuK: readonly number[], tiles: readonly VarlenTile[]): Uint32Array {
   const B = cuQ.length - 1;
-  if (cuK.length !== cuQ.length) throw new ProblemError('cu_seqlens_k', `must have the same length as cu_seqlens_q (B + 1 = ${cuQ.length}), got ${cuK.length}`);
+  if (cuK.length !== cuQ.length)
+    throw new ProblemError('cu_seqlens_k', `must have the same length as cu_seqlens_q (B + 1 = ${cuQ.length}), got ${cuK.length}`);
   const t = new Uint32Array(2 * B + 4 + 2 * tiles.length);
   t[0] = B;
   t[1] = cuQ[B];

@@ -13,7 +13,10 @@ export const chapter1: Chapter = {
       kind: 'p',
       text: 'Attention turns each query into a weighted average of value vectors. For one head with $N$ queries and keys of width $d$ the textbook recipe has three stages:',
     },
-    { kind: 'math', tex: 'S = \\tau\\, Q K^{\\top} \\in \\mathbb{R}^{N\\times N},\\qquad P = \\mathrm{softmax}(S)\\ \\text{(row by row)},\\qquad O = P V \\in \\mathbb{R}^{N\\times d}' },
+    {
+      kind: 'math',
+      tex: 'S = \\tau\\, Q K^{\\top} \\in \\mathbb{R}^{N\\times N},\\qquad P = \\mathrm{softmax}(S)\\ \\text{(row by row)},\\qquad O = P V \\in \\mathbb{R}^{N\\times d}',
+    },
     {
       kind: 'p',
       text: 'Here $\\tau = 1/\\sqrt{d}$. A GPU kernel cannot keep an $N\\times N$ matrix on chip, so each stage is its own pass: the first writes all of $S$ to HBM, the second reads $S$ back, takes the row max and sum and writes $P$, the third reads $P$ and $V$ and writes $O$.',
@@ -30,7 +33,10 @@ export const chapter1: Chapter = {
   panes: [
     {
       preset: lessonRequest('standard', { nq: 32, nk: 32, d: 16 }, { blockM: 8, blockN: 8 }),
-      target: { describe: 'the first S tile written to HBM', find: (ev) => firstIndex(ev, (e) => e.kind === 'write' && e.tensors.includes('S')) },
+      target: {
+        describe: 'the first S tile written to HBM',
+        find: (ev) => firstIndex(ev, (e) => e.kind === 'write' && e.tensors.includes('S')),
+      },
       views: ['heatmaps', 'counters', 'pseudo'],
     },
   ],
@@ -65,7 +71,8 @@ export const chapter1: Chapter = {
     },
     {
       id: 'ratio',
-      prompt: 'Divide the HBM bytes that moved $S$ and $P$ (read plus written) by the bytes that moved $Q$, $K$, $V$ and $O$. What is the ratio?',
+      prompt:
+        'Divide the HBM bytes that moved $S$ and $P$ (read plus written) by the bytes that moved $Q$, $K$, $V$ and $O$. What is the ratio?',
       kind: 'number',
       tolerance: 0.01,
       answer: ({ run }) => {

@@ -14,7 +14,9 @@ const firstCollidingAdd = (ev: readonly TraceEvent[]) => firstIndex(ev, (e) => e
 
 /** D of `row` as the backward computed it (its dsum step; FA1 computes it in every inner step, the values agree). */
 function dOfRow(events: readonly TraceEvent[], row: number): number {
-  const e = events.find((x): x is EventOf<'dsum'> => x.kind === 'dsum' && x.b === 0 && x.h === 0 && row >= x.tile.rows[0] && row < x.tile.rows[1]);
+  const e = events.find(
+    (x): x is EventOf<'dsum'> => x.kind === 'dsum' && x.b === 0 && x.h === 0 && row >= x.tile.rows[0] && row < x.tile.rows[1],
+  );
   return e ? e.D[row - e.tile.rows[0]] : NaN;
 }
 
@@ -28,10 +30,13 @@ export const chapter10: Chapter = {
       kind: 'p',
       text: 'Training needs the gradients of a loss with respect to $Q$, $K$ and $V$. The backward pass receives $dO = \\partial\\mathcal{L}/\\partial O$, one row per query like $O$, and the chain rule through $S = \\tau QK^{\\top}$, $P = \\mathrm{softmax}(S)$ and $O = PV$ gives five matrix products:',
     },
-    { kind: 'math', tex: 'dV = P^{\\top} dO,\\qquad dP = dO\\, V^{\\top},\\qquad dS_{ij} = P_{ij}\\,(dP_{ij} - D_i),\\qquad dQ = \\tau\\, dS\\, K,\\qquad dK = \\tau\\, dS^{\\top} Q' },
+    {
+      kind: 'math',
+      tex: 'dV = P^{\\top} dO,\\qquad dP = dO\\, V^{\\top},\\qquad dS_{ij} = P_{ij}\\,(dP_{ij} - D_i),\\qquad dQ = \\tau\\, dS\\, K,\\qquad dK = \\tau\\, dS^{\\top} Q',
+    },
     {
       kind: 'p',
-      text: 'with $D_i = \\sum_j P_{ij}\\, dP_{ij}$ from the softmax\'s Jacobian. Counting the recomputation of $S = \\tau QK^{\\top}$, the backward runs five matmuls where the forward runs two, which is why FLOP rates for the backward are quoted with 2.5 times the forward\'s FLOPs.',
+      text: "with $D_i = \\sum_j P_{ij}\\, dP_{ij}$ from the softmax's Jacobian. Counting the recomputation of $S = \\tau QK^{\\top}$, the backward runs five matmuls where the forward runs two, which is why FLOP rates for the backward are quoted with 2.5 times the forward's FLOPs.",
     },
     { kind: 'h', text: 'Why P is recomputed, not stored' },
     {
@@ -44,24 +49,42 @@ export const chapter10: Chapter = {
       text: 'The price is one extra matmul per tile, done on chip from tiles already loaded; the gain is memory linear in $N$ and no $P$ traffic at all. The Counters view of the standard backward below lists the bytes of $P$ it reads; the FA2 pane reads none, only $L$. In the heatmaps, the recomputed $P$ sits next to the $P$ a standard forward would have stored: they agree to the last bits of the dtype.',
     },
     { kind: 'goto', pane: 0, label: 'FA2 recomputing its first P tile', find: (ev) => firstIndex(ev, (e) => e.kind === 'recompute') },
-    { kind: 'goto', pane: 1, label: 'the standard backward reading the stored P', find: (ev) => firstIndex(ev, (e) => e.kind === 'load' && e.tensors.includes('P')) },
+    {
+      kind: 'goto',
+      pane: 1,
+      label: 'the standard backward reading the stored P',
+      find: (ev) => firstIndex(ev, (e) => e.kind === 'load' && e.tensors.includes('P')),
+    },
     { kind: 'h', text: 'The D trick' },
     {
       kind: 'p',
       text: '$D_i$ sums over a whole row of $P \\circ dP$, but the tiled loop never holds a whole row. The sum can be rewritten with what the forward already produced:',
     },
-    { kind: 'math', tex: 'D_i = \\sum_j P_{ij}\\, (dO_i \\cdot V_j) = dO_i \\cdot \\Big(\\sum_j P_{ij} V_j\\Big) = dO_i \\cdot O_i = \\mathrm{rowsum}(dO_i \\circ O_i)' },
+    {
+      kind: 'math',
+      tex: 'D_i = \\sum_j P_{ij}\\, (dO_i \\cdot V_j) = dO_i \\cdot \\Big(\\sum_j P_{ij} V_j\\Big) = dO_i \\cdot O_i = \\mathrm{rowsum}(dO_i \\circ O_i)',
+    },
     {
       kind: 'p',
-      text: 'So FA2 runs a small preprocessing pass before the main loop: $d_v$ multiply-adds per row give $D$, one number per query row, written to HBM next to $L$. Every tile then has what $dS_{ij} = P_{ij}(dP_{ij} - D_i)$ needs. FA1\'s Algorithm 4 computes the same $D_i$ inside its inner loop from the $dO_i$ and $O_i$ tiles it loads there.',
+      text: "So FA2 runs a small preprocessing pass before the main loop: $d_v$ multiply-adds per row give $D$, one number per query row, written to HBM next to $L$. Every tile then has what $dS_{ij} = P_{ij}(dP_{ij} - D_i)$ needs. FA1's Algorithm 4 computes the same $D_i$ inside its inner loop from the $dO_i$ and $O_i$ tiles it loads there.",
     },
-    { kind: 'goto', pane: 0, label: 'the preprocessing step that computes D for row block 0', find: (ev) => firstIndex(ev, (e) => e.kind === 'dsum') },
+    {
+      kind: 'goto',
+      pane: 0,
+      label: 'the preprocessing step that computes D for row block 0',
+      find: (ev) => firstIndex(ev, (e) => e.kind === 'dsum'),
+    },
     { kind: 'h', text: 'Why the loop order flips' },
     {
       kind: 'p',
       text: 'Look at what each gradient sums over. $dV_j = \\sum_i P_{ij}^{\\top} dO_i$ and $dK_j = \\tau \\sum_i dS_{ij}^{\\top} Q_i$ sum over query blocks $i$; $dQ_i = \\tau\\sum_j dS_{ij} K_j$ sums over key blocks $j$. Two of the three outputs belong to a K/V block, so the backward puts K/V blocks in the outer loop: $dK_j$ and $dV_j$ stay on chip for the whole inner loop over $Q$ blocks and are written once. In FA2 each K/V block is one worker (thread block), which also gives the GPU $T_c$ independent pieces of work per head.',
     },
-    { kind: 'goto', pane: 0, label: 'the first write of dK_j and dV_j, after worker 0 has seen every Q block', find: (ev) => firstIndex(ev, (e) => e.kind === 'write' && e.tensors.includes('dK')) },
+    {
+      kind: 'goto',
+      pane: 0,
+      label: 'the first write of dK_j and dV_j, after worker 0 has seen every Q block',
+      find: (ev) => firstIndex(ev, (e) => e.kind === 'write' && e.tensors.includes('dK')),
+    },
     { kind: 'h', text: 'Why dQ needs atomics' },
     {
       kind: 'p',
@@ -70,11 +93,11 @@ export const chapter10: Chapter = {
     { kind: 'goto', pane: 0, label: 'an atomic add into dQ that other workers would make at the same moment', find: firstCollidingAdd },
     {
       kind: 'p',
-      text: 'Floating-point addition is not associative: when the order in which workers\' adds land changes from run to run, the last bits of $dQ$ change too. FA3\'s deterministic mode fixes the order: the worker of K/V block $j$ waits until block $j - 1$ has added into row block $i$ before it adds. The result is bit-for-bit repeatable, and the waiting costs throughput. After the main loop a small post-processing step converts the float32 $dQ$ accumulator to the input dtype and applies the scale.',
+      text: "Floating-point addition is not associative: when the order in which workers' adds land changes from run to run, the last bits of $dQ$ change too. FA3's deterministic mode fixes the order: the worker of K/V block $j$ waits until block $j - 1$ has added into row block $i$ before it adds. The result is bit-for-bit repeatable, and the waiting costs throughput. After the main loop a small post-processing step converts the float32 $dQ$ accumulator to the input dtype and applies the scale.",
     },
     {
       kind: 'p',
-      text: 'There is a third way, and FlashScope\'s WebGPU backward takes it because WGSL has atomics on 32-bit integers only: add integers. Before the main kernel, each row $i$ gets a bound $B_i = \\tau \\max|K| \\, (\\lVert dO_i \\rVert \\max_j \\lVert V_j \\rVert + |D_i|)$ that no partial sum of $dQ_i$ can exceed (Cauchy–Schwarz, and the $P_{ij}$ of a row sum to at most 1), and every term is added as the integer $\\mathrm{round}(x \\cdot 2^{29 - \\lceil \\log_2 B_i \\rceil})$. Integer addition is associative, so the sum is the same whatever order the workers add in: deterministic without any waiting, at the price of rounding each term to $B_i \\cdot 2^{-30}$, far below the fp16 rounding of $dS$ itself. The WebGPU panel at the bottom runs it (Backward, f16 subgroup matrices) where the GPU has them.',
+      text: "There is a third way, and FlashScope's WebGPU backward takes it because WGSL has atomics on 32-bit integers only: add integers. Before the main kernel, each row $i$ gets a bound $B_i = \\tau \\max|K| \\, (\\lVert dO_i \\rVert \\max_j \\lVert V_j \\rVert + |D_i|)$ that no partial sum of $dQ_i$ can exceed (Cauchy–Schwarz, and the $P_{ij}$ of a row sum to at most 1), and every term is added as the integer $\\mathrm{round}(x \\cdot 2^{29 - \\lceil \\log_2 B_i \\rceil})$. Integer addition is associative, so the sum is the same whatever order the workers add in: deterministic without any waiting, at the price of rounding each term to $B_i \\cdot 2^{-30}$, far below the fp16 rounding of $dS$ itself. The WebGPU panel at the bottom runs it (Backward, f16 subgroup matrices) where the GPU has them.",
     },
   ],
   panes: [
@@ -87,7 +110,10 @@ export const chapter10: Chapter = {
     {
       label: 'Standard backward',
       preset: backward('standard'),
-      target: { describe: 'the standard backward reading the stored P', find: (ev) => firstIndex(ev, (e) => e.kind === 'load' && e.tensors.includes('P')) },
+      target: {
+        describe: 'the standard backward reading the stored P',
+        find: (ev) => firstIndex(ev, (e) => e.kind === 'load' && e.tensors.includes('P')),
+      },
       views: ['heatmaps', 'counters', 'pseudo'],
     },
   ],
@@ -99,7 +125,7 @@ export const chapter10: Chapter = {
     },
     {
       label: 'N = 64',
-      look: 'The standard backward\'s $P$, $dP$ and $dS$ traffic grows four times; FA2\'s grows with the number of K/V blocks only.',
+      look: "The standard backward's $P$, $dP$ and $dS$ traffic grows four times; FA2's grows with the number of K/V blocks only.",
       change: (r) => ({ ...r, problem: { ...r.problem, nq: 64, nk: 64 } }),
     },
     {
@@ -111,7 +137,7 @@ export const chapter10: Chapter = {
   questions: [
     {
       id: 'p-bytes',
-      prompt: 'How many bytes of $P$ does the standard backward read from HBM for this problem? (FA2\'s backward reads none.)',
+      prompt: "How many bytes of $P$ does the standard backward read from HBM for this problem? (FA2's backward reads none.)",
       kind: 'integer',
       answer: ({ run, runOther }) => runOther({ ...run.request, algorithm: 'standard' }).result.counters.hbmRead.P ?? 0,
       explain: ({ run, runOther }, a) => {
@@ -131,7 +157,7 @@ export const chapter10: Chapter = {
     },
     {
       id: 'atomic-adds',
-      prompt: 'How many fp32 values does FA2\'s backward add atomically into the dQ accumulator for the loaded problem?',
+      prompt: "How many fp32 values does FA2's backward add atomically into the dQ accumulator for the loaded problem?",
       kind: 'integer',
       answer: ({ run }) => run.result.counters.atomicAdds,
       explain: ({ run }, a) => {
@@ -142,7 +168,7 @@ export const chapter10: Chapter = {
     },
     {
       id: 'outer-loop',
-      prompt: 'Which loop is the outer one in FA2\'s backward?',
+      prompt: "Which loop is the outer one in FA2's backward?",
       kind: 'choice',
       choices: [
         { id: 'kv', label: 'over K/V blocks (j): dK_j and dV_j stay on chip' },
@@ -153,7 +179,8 @@ export const chapter10: Chapter = {
         const b = firstIndex(run.events, (e, i) => i > a && e.kind === 'qk');
         return run.events[a].tile.kvBlock === run.events[b].tile.kvBlock ? 'kv' : 'q';
       },
-      explain: () => 'The first two recomputed S tiles share K/V block 0 and differ in the Q block: K_j, V_j and their gradients stay on chip while the Q blocks pass by, and dQ is the one that has to be accumulated in HBM.',
+      explain: () =>
+        'The first two recomputed S tiles share K/V block 0 and differ in the Q block: K_j, V_j and their gradients stay on chip while the Q blocks pass by, and dQ is the one that has to be accumulated in HBM.',
       hint: 'Step to the first two S = QKᵀ steps of the FA2 pane and compare their tiles.',
     },
   ],

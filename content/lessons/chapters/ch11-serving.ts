@@ -13,11 +13,29 @@ import { runPaged } from '../../../engine/layouts/paged.ts';
 import type { TraceEvent } from '../../../engine/trace/events.ts';
 
 const PACK_LENGTHS = [40, 160, 8, 120];
-const PAGED_FORM: ServingForm = { ...DEFAULT_SERVING_FORM, layout: 'paged', algorithm: 'flash-decoding', seqlensK: [70, 5, 33], pageSize: 16, nq: 1, causal: false, splits: 3 };
+const PAGED_FORM: ServingForm = {
+  ...DEFAULT_SERVING_FORM,
+  layout: 'paged',
+  algorithm: 'flash-decoding',
+  seqlensK: [70, 5, 33],
+  pageSize: 16,
+  nq: 1,
+  causal: false,
+  splits: 3,
+};
 
 /** Matmul FLOPs of FA2 on the packed batch and on the same batch padded to its longest sequence. */
 function packingFlops(): { packed: number; padded: number } {
-  const form: ServingForm = { ...DEFAULT_SERVING_FORM, layout: 'varlen', seqlensQ: PACK_LENGTHS, seqlensK: PACK_LENGTHS, hq: 1, hk: 1, d: 16, causal: false };
+  const form: ServingForm = {
+    ...DEFAULT_SERVING_FORM,
+    layout: 'varlen',
+    seqlensQ: PACK_LENGTHS,
+    seqlensK: PACK_LENGTHS,
+    hq: 1,
+    hk: 1,
+    d: 16,
+    causal: false,
+  };
   const sp = generateServing(form);
   if (sp.layout !== 'varlen') throw new Error('varlen expected');
   const fa2 = algorithmById('fa2');
@@ -44,34 +62,38 @@ export const chapter11: Chapter = {
   number: 11,
   slug: 'serving-layouts',
   title: 'Serving layouts: packed batches and paged K/V caches',
-  summary: 'Sequences packed without padding, K/V kept in pages behind a block table, and flash-decoding splits that end on page boundaries.',
+  summary:
+    'Sequences packed without padding, K/V kept in pages behind a block table, and flash-decoding splits that end on page boundaries.',
   blocks: [
     {
       kind: 'p',
-      text: 'An inference server batches requests of very different lengths. Padding them to the longest one wastes the work on the padding; instead the rows of all sequences are concatenated into one tensor, $Q$ of shape $[\\text{total}_q, H_q, d]$, and a vector of offsets, cu_seqlens $= [0, n_0, n_0 + n_1, \\dots]$, says where each sequence starts. Nothing else changes: the grid runs over (Q tile, sequence, head), every thread block reads its sequence\'s two offsets and then runs the dense kernel on that sequence alone. Causal and window masks are per sequence, aligned bottom-right inside it.',
+      text: "An inference server batches requests of very different lengths. Padding them to the longest one wastes the work on the padding; instead the rows of all sequences are concatenated into one tensor, $Q$ of shape $[\\text{total}_q, H_q, d]$, and a vector of offsets, cu_seqlens $= [0, n_0, n_0 + n_1, \\dots]$, says where each sequence starts. Nothing else changes: the grid runs over (Q tile, sequence, head), every thread block reads its sequence's two offsets and then runs the dense kernel on that sequence alone. Causal and window masks are per sequence, aligned bottom-right inside it.",
     },
-    { kind: 'math', tex: '\\text{work}_{\\text{packed}} \\propto \\sum_b n_{q,b}\\, n_{k,b} \\qquad\\text{against}\\qquad \\text{work}_{\\text{padded}} \\propto B \\cdot \\max_b n_{q,b} \\cdot \\max_b n_{k,b}' },
+    {
+      kind: 'math',
+      tex: '\\text{work}_{\\text{packed}} \\propto \\sum_b n_{q,b}\\, n_{k,b} \\qquad\\text{against}\\qquad \\text{work}_{\\text{padded}} \\propto B \\cdot \\max_b n_{q,b} \\cdot \\max_b n_{k,b}',
+    },
     {
       kind: 'p',
-      text: 'A sequence\'s tiles start at its own first row. When its length is not a multiple of $B_r$, its last tile reaches past its end — in the packed tensor, into the next sequence\'s rows. Those rows are predicated off: they are neither loaded as data of this sequence nor written. The Serving tab (top bar) draws such a tile with the part past the end hatched.',
+      text: "A sequence's tiles start at its own first row. When its length is not a multiple of $B_r$, its last tile reaches past its end — in the packed tensor, into the next sequence's rows. Those rows are predicated off: they are neither loaded as data of this sequence nor written. The Serving tab (top bar) draws such a tile with the part past the end hatched.",
     },
     { kind: 'h', text: 'What a page table costs' },
     {
       kind: 'p',
-      text: 'During decoding every step appends one token per sequence, and nobody knows in advance how long a sequence will get. A paged cache keeps $K$ and $V$ in a pool of fixed-size pages, $[\\text{num\\_pages}, \\text{page\\_size}, H_k, d]$; key $j$ of sequence $b$ lives in slot $j \\bmod \\text{page\\_size}$ of page block_table$[b, \\lfloor j / \\text{page\\_size} \\rfloor]$. Pages are handed out as sequences grow and returned when they finish, so memory is never reserved for tokens that do not exist. Table entries past a sequence\'s pages are never read, and neither are the slots past its last token.',
+      text: "During decoding every step appends one token per sequence, and nobody knows in advance how long a sequence will get. A paged cache keeps $K$ and $V$ in a pool of fixed-size pages, $[\\text{num\\_pages}, \\text{page\\_size}, H_k, d]$; key $j$ of sequence $b$ lives in slot $j \\bmod \\text{page\\_size}$ of page block_table$[b, \\lfloor j / \\text{page\\_size} \\rfloor]$. Pages are handed out as sequences grow and returned when they finish, so memory is never reserved for tokens that do not exist. Table entries past a sequence's pages are never read, and neither are the slots past its last token.",
     },
     {
       kind: 'p',
-      text: 'The bytes of the indirection are small: one 4-byte table entry for each page a K/V tile load crosses (TensorRT-LLM\'s fmha_v2 keeps a $K$ and a $V$ index per page: 8 bytes), and the sequence\'s length once per thread block. One page of TensorRT-LLM\'s default 64 tokens (tokens_per_block in TensorRT-LLM\'s KV-cache configuration) with 8 K/V heads of $d = 128$ in 16 bits holds $64 \\cdot 8 \\cdot 128 \\cdot 2 \\cdot 2 = 262\\,144$ bytes of $K$ and $V$. What the table really costs is a dependent load before every tile and the rule that a tile must not cut a page in an arbitrary place: the tile width $B_c$ divides the page size (FA2\'s paged path requires it), or is a whole number of pages and then looks up one entry per page.',
+      text: "The bytes of the indirection are small: one 4-byte table entry for each page a K/V tile load crosses (TensorRT-LLM's fmha_v2 keeps a $K$ and a $V$ index per page: 8 bytes), and the sequence's length once per thread block. One page of TensorRT-LLM's default 64 tokens (tokens_per_block in TensorRT-LLM's KV-cache configuration) with 8 K/V heads of $d = 128$ in 16 bits holds $64 \\cdot 8 \\cdot 128 \\cdot 2 \\cdot 2 = 262\\,144$ bytes of $K$ and $V$. What the table really costs is a dependent load before every tile and the rule that a tile must not cut a page in an arbitrary place: the tile width $B_c$ divides the page size (FA2's paged path requires it), or is a whole number of pages and then looks up one entry per page.",
     },
     {
       kind: 'p',
-      text: 'The Serving tab draws this indirection step by step: the block-table cell and the pool page a load reads light up, and under them the shared memory of the thread block shows each $K$/$V$ buffer with the physical page and slots it was copied from. fmha_v2 keeps two $K$/$V$ stages, so the next tile\'s pages arrive in one while the other is being used; flash-decoding\'s split kernel keeps one.',
+      text: "The Serving tab draws this indirection step by step: the block-table cell and the pool page a load reads light up, and under them the shared memory of the thread block shows each $K$/$V$ buffer with the physical page and slots it was copied from. fmha_v2 keeps two $K$/$V$ stages, so the next tile's pages arrive in one while the other is being used; flash-decoding's split kernel keeps one.",
     },
     { kind: 'h', text: 'Flash-decoding splits on pages' },
     {
       kind: 'p',
-      text: 'Flash-decoding chooses one split count for the whole batch, from the longest sequence, and split $s$ of every sequence covers the same K/V blocks; a short sequence has fewer non-empty splits. FlashScope rounds the split length up to whole pages, so no page is walked by two splits and each split\'s thread block looks up only its own table entries. The debugger below is sequence 0 of the Serving tab\'s paged example after the table lookup: one query, 70 keys, tiles of 16 keys (one page each), 3 splits of 2, 2 and 1 pages. It opens at the first load of split 1: logical page 2.',
+      text: "Flash-decoding chooses one split count for the whole batch, from the longest sequence, and split $s$ of every sequence covers the same K/V blocks; a short sequence has fewer non-empty splits. FlashScope rounds the split length up to whole pages, so no page is walked by two splits and each split's thread block looks up only its own table entries. The debugger below is sequence 0 of the Serving tab's paged example after the table lookup: one query, 70 keys, tiles of 16 keys (one page each), 3 splits of 2, 2 and 1 pages. It opens at the first load of split 1: logical page 2.",
     },
   ],
   panes: [
@@ -101,7 +123,8 @@ export const chapter11: Chapter = {
   questions: [
     {
       id: 'packing',
-      prompt: 'Four sequences of 40, 160, 8 and 120 tokens (queries = keys, no mask, one head, $d = 16$) run through FA2 packed, and padded to 160 each. What percentage of the padded batch\'s matmul FLOPs does the packed batch do?',
+      prompt:
+        "Four sequences of 40, 160, 8 and 120 tokens (queries = keys, no mask, one head, $d = 16$) run through FA2 packed, and padded to 160 each. What percentage of the padded batch's matmul FLOPs does the packed batch do?",
       kind: 'number',
       tolerance: 1e-3,
       answer: () => {
@@ -116,7 +139,8 @@ export const chapter11: Chapter = {
     },
     {
       id: 'table-bytes',
-      prompt: 'The Serving tab\'s paged example (cache lengths 70, 5 and 33, pages of 16 tokens, $H_q = 2$, $H_k = 1$, $d = 16$, one query, 3 splits) runs flash-decoding. How many bytes of block table does it read?',
+      prompt:
+        "The Serving tab's paged example (cache lengths 70, 5 and 33, pages of 16 tokens, $H_q = 2$, $H_k = 1$, $d = 16$, one query, 3 splits) runs flash-decoding. How many bytes of block table does it read?",
       kind: 'integer',
       answer: () => pagedCounters().counters.hbmRead.block_table ?? 0,
       explain: () => {
@@ -124,7 +148,7 @@ export const chapter11: Chapter = {
         const kv = (counters.hbmRead.K ?? 0) + (counters.hbmRead.V ?? 0);
         return `${fmtBytes(counters.hbmRead.block_table ?? 0)}: 4 bytes for each of the ${touched} pages, once per query head, each page in one K/V tile — against ${fmtBytes(kv)} of K and V.`;
       },
-      hint: 'Count the pages of each sequence (ceil(length / 16)); every query head\'s thread blocks look each one up once.',
+      hint: "Count the pages of each sequence (ceil(length / 16)); every query head's thread blocks look each one up once.",
     },
     {
       id: 'split-pages',
@@ -133,7 +157,9 @@ export const chapter11: Chapter = {
       answer: ({ run }) => run.events.filter((e) => kvLoad(e) && e.split !== undefined && splitOf(e) === 1).length,
       explain: ({ run }, a) => {
         const cols = run.events.filter((e) => kvLoad(e) && e.split === 1).map((e) => `${e.tile.cols[0]}…${e.tile.cols[1] - 1}`);
-        return Number(a) === 0 ? 'One split: every tile belongs to split 0.' : `${a}: keys ${cols.join(' and ')}; the split starts and ends on a page boundary.`;
+        return Number(a) === 0
+          ? 'One split: every tile belongs to split 0.'
+          : `${a}: keys ${cols.join(' and ')}; the split starts and ends on a page boundary.`;
       },
       hint: 'Step through the loads whose caption says split 1, or divide the 5 pages over 3 splits rounding up.',
     },

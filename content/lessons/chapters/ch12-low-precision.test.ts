@@ -15,7 +15,16 @@ import { lessonContext, liveBlock, locateBlock, RunCache, runRequest } from './e
 import { precisionMarks } from '../../../engine/debugger/precision.ts';
 import { sage } from '../../../engine/algorithms/sage/forward.ts';
 import { K_OFFSET, offsetKInputs, SAGE_PRESET, SMOOTH_PROBLEM, smoothingRow, smoothingTable } from './k-smoothing.ts';
-import { ERROR_PROBLEM, ERROR_SEED, errorRow, flushTable, fp8ErrorTable, kBlockScales, rotationEffect, SINK_PRESET } from './low-precision.ts';
+import {
+  ERROR_PROBLEM,
+  ERROR_SEED,
+  errorRow,
+  flushTable,
+  fp8ErrorTable,
+  kBlockScales,
+  rotationEffect,
+  SINK_PRESET,
+} from './low-precision.ts';
 
 const cache = new RunCache(20);
 const c = chapterByNumber(12)!;
@@ -36,7 +45,7 @@ function attention64(p: AttentionProblem, q: ArrayLike<number>, k: ArrayLike<num
       m = Math.max(m, s[j]);
     }
     let l = 0;
-    for (let j = 0; j < p.nk; j++) l += (s[j] = Math.exp(s[j] - m));
+    for (let j = 0; j < p.nk; j++) l += s[j] = Math.exp(s[j] - m);
     for (let j = 0; j < p.nk; j++) for (let c2 = 0; c2 < p.dv; c2++) o[i * p.dv + c2] += (s[j] / l) * v[j * p.dv + c2];
   }
   return o;
@@ -140,7 +149,7 @@ describe('chapter 12: low precision', () => {
     expect(Number(answer('flush-step-count'))).toBeGreaterThan(0);
   });
 
-  it('the hints hold: the Precision view\'s counts of the sink pane are the question answers', () => {
+  it("the hints hold: the Precision view's counts of the sink pane are the question answers", () => {
     // Whole-run flushes as the view counts them (every key) equal the non-sink count: a sink never flushes.
     const run = runRequest(SINK_PRESET);
     const marks = precisionMarks(SINK_PRESET.problem, run.events, 0, 0);
@@ -152,7 +161,9 @@ describe('chapter 12: low precision', () => {
     // block-max: the view's K scale of the first pane's target tile, times 448.
     const r0 = runRequest(req);
     const at = r0.events[c.panes[0].target.find(r0.events)];
-    const t0 = precisionMarks(req.problem, r0.events, 0, 0).tiles.find((t) => t.qBlock === at.tile.qBlock && t.kvBlock === at.tile.kvBlock)!;
+    const t0 = precisionMarks(req.problem, r0.events, 0, 0).tiles.find(
+      (t) => t.qBlock === at.tile.qBlock && t.kvBlock === at.tile.kvBlock,
+    )!;
     expect(t0.kScale! * 448).toBeCloseTo(Number(answer('block-max')), 6);
   });
 
@@ -223,7 +234,8 @@ describe('chapter 12: low precision', () => {
   });
 
   it('every "try this" change loads on the FP8 panes (e5m2, K/V order, pScale) without an error', () => {
-    for (const t of c.tryThis) for (const pane of c.panes) expect(runRequest(t.change(pane.preset)).events.length, t.label).toBeGreaterThan(0);
+    for (const t of c.tryThis)
+      for (const pane of c.panes) expect(runRequest(t.change(pane.preset)).events.length, t.label).toBeGreaterThan(0);
     // FA3 switches leave the sage pane as it is (sage would refuse them), and sage's leaves the FP8 panes.
     for (const t of c.tryThis) {
       const touched = c.panes.filter((pane) => t.change(pane.preset) !== pane.preset).map((pane) => pane.preset.algorithm);

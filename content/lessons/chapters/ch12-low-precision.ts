@@ -8,7 +8,20 @@ import { randomInputs } from '../../../engine/core/inputs.ts';
 import type { LoadRequest } from '../../../engine/request.ts';
 import type { TraceEvent } from '../../../engine/trace/events.ts';
 import { firstQk, K_OFFSET, SAGE_PRESET, SMOOTH_PROBLEM, smoothingRow, smoothingTable } from './k-smoothing.ts';
-import { errorRow, firstFlush, flushTable, fp8ErrorTable, kBlockScales, nonSinkFlushes, outlierKLoad, outlierQk, rotationEffect, SINK_PRESET, ERROR_PROBLEM, ERROR_SEED } from './low-precision.ts';
+import {
+  errorRow,
+  firstFlush,
+  flushTable,
+  fp8ErrorTable,
+  kBlockScales,
+  nonSinkFlushes,
+  outlierKLoad,
+  outlierQk,
+  rotationEffect,
+  SINK_PRESET,
+  ERROR_PROBLEM,
+  ERROR_SEED,
+} from './low-precision.ts';
 
 /** First pane: FA3's FP8 forward on the FA3 paper's outlier mix, block scales on, no rotation yet. */
 export const OUTLIER_PRESET: LoadRequest = lessonRequest(
@@ -42,26 +55,27 @@ export const chapter12: Chapter = {
   number: 12,
   slug: 'low-precision',
   title: 'Low precision: FP8 attention',
-  summary: 'What e4m3 and e5m2 can hold, why an outlier hurts a quantized tensor, FA3’s Hadamard rotation, and the P values the e4m3 cast flushes to zero.',
+  summary:
+    'What e4m3 and e5m2 can hold, why an outlier hurts a quantized tensor, FA3’s Hadamard rotation, and the P values the e4m3 cast flushes to zero.',
   blocks: [
     {
       kind: 'p',
-      text: 'Hopper\'s tensor cores multiply 8-bit floats at twice the rate of 16-bit ones, and FA3 uses that for the forward pass: $Q$, $K$ and $V$ are stored in FP8, $S = QK^{\\top}$ and $O = PV$ run as FP8 matmuls that accumulate in fp32, and $P$ is cast to FP8 between the two. Eight bits leave very little room, so this chapter looks at where precision goes.',
+      text: "Hopper's tensor cores multiply 8-bit floats at twice the rate of 16-bit ones, and FA3 uses that for the forward pass: $Q$, $K$ and $V$ are stored in FP8, $S = QK^{\\top}$ and $O = PV$ run as FP8 matmuls that accumulate in fp32, and $P$ is cast to FP8 between the two. Eight bits leave very little room, so this chapter looks at where precision goes.",
     },
     { kind: 'h', text: 'What eight bits can hold' },
     {
       kind: 'p',
-      text: 'Two layouts share the eight bits. **e4m3** has a sign, 4 exponent bits (bias 7) and 3 mantissa bits: 8 values per power of two, so neighbours are 12.5% apart at the bottom of a binade and a rounded value is off by at most 1/16 of itself. It gives up infinities to gain range: only S.1111.111 is NaN, so the largest value is S.1111.110 = $1.75 \\cdot 2^8 = 448$. Below the smallest normal value $2^{-6}$ come subnormals (exponent field 0, no implicit leading 1) down to $2^{-9}$; anything at or below half of that, $2^{-10}$, rounds to zero. **e5m2** keeps IEEE\'s rules with 5 exponent bits (bias 15) and 2 mantissa bits: a coarser grid (25% steps) over a far wider range, up to 57344 and down to $2^{-16}$. The FP8 conversions the kernels use saturate: a value past the largest one becomes ±max instead of inf or NaN.',
+      text: "Two layouts share the eight bits. **e4m3** has a sign, 4 exponent bits (bias 7) and 3 mantissa bits: 8 values per power of two, so neighbours are 12.5% apart at the bottom of a binade and a rounded value is off by at most 1/16 of itself. It gives up infinities to gain range: only S.1111.111 is NaN, so the largest value is S.1111.110 = $1.75 \\cdot 2^8 = 448$. Below the smallest normal value $2^{-6}$ come subnormals (exponent field 0, no implicit leading 1) down to $2^{-9}$; anything at or below half of that, $2^{-10}$, rounds to zero. **e5m2** keeps IEEE's rules with 5 exponent bits (bias 15) and 2 mantissa bits: a coarser grid (25% steps) over a far wider range, up to 57344 and down to $2^{-16}$. The FP8 conversions the kernels use saturate: a value past the largest one becomes ±max instead of inf or NaN.",
     },
     { kind: 'widget', widget: 'fp8-formats' },
     {
       kind: 'p',
-      text: 'A tensor is therefore stored with a **scale**: the kernel keeps codes $\\hat x = \\mathrm{fp8}(x / s)$ and multiplies $s$ back in after the matmul, $S = s_Q s_K\\, \\hat Q \\hat K^{\\top}$. FlashScope uses $s = \\max|x| / 448$, so the tile\'s largest entry lands exactly on 448. With **block quantization** each $B_r \\times d$ tile of $Q$ and each $B_c \\times d$ tile of $K$ and $V$ gets its own scale; without it one scale serves the whole tensor. The shipped FA3 kernel does the latter: one descale per batch and KV head for each of $Q$, $K$ and $V$ (the query heads of a GQA group share $Q$\'s), folded into the softmax scale for $S$ and applied to $O$ at the end (hopper/flash_api.cpp and flash_fwd_kernel_sm90.h at Dao-AILab/flash-attention 0251105a); block scales are the FA3 paper\'s experiment. Each pane below has a **Precision** view: hover or focus a tile in its tile grid (or in its error heatmaps) and it lists that tile\'s $Q$, $K$ and $V$ scales; the line above the error heatmaps gives the scales of the tile the current step works on, next to its largest S and P errors against float64.',
+      text: "A tensor is therefore stored with a **scale**: the kernel keeps codes $\\hat x = \\mathrm{fp8}(x / s)$ and multiplies $s$ back in after the matmul, $S = s_Q s_K\\, \\hat Q \\hat K^{\\top}$. FlashScope uses $s = \\max|x| / 448$, so the tile's largest entry lands exactly on 448. With **block quantization** each $B_r \\times d$ tile of $Q$ and each $B_c \\times d$ tile of $K$ and $V$ gets its own scale; without it one scale serves the whole tensor. The shipped FA3 kernel does the latter: one descale per batch and KV head for each of $Q$, $K$ and $V$ (the query heads of a GQA group share $Q$'s), folded into the softmax scale for $S$ and applied to $O$ at the end (hopper/flash_api.cpp and flash_fwd_kernel_sm90.h at Dao-AILab/flash-attention 0251105a); block scales are the FA3 paper's experiment. Each pane below has a **Precision** view: hover or focus a tile in its tile grid (or in its error heatmaps) and it lists that tile's $Q$, $K$ and $V$ scales; the line above the error heatmaps gives the scales of the tile the current step works on, next to its largest S and P errors against float64.",
     },
     { kind: 'h', text: 'What an outlier does' },
     {
       kind: 'p',
-      text: 'Activations of trained models have a few entries tens of times larger than the rest. The FA3 paper measures its FP8 error on such a mix: every entry $\\mathcal{N}(0,1)$, plus $\\mathcal{N}(0,100)$ with probability 0.001. The first pane below runs FA3\'s FP8 forward on those inputs, block scales on, rotation off, and opens at the S step whose $K$ block has the largest scale; its Precision view shows that K scale for the current tile, and the $|S - S_{64}|$ heatmap shows where the scores went wrong:',
+      text: "Activations of trained models have a few entries tens of times larger than the rest. The FA3 paper measures its FP8 error on such a mix: every entry $\\mathcal{N}(0,1)$, plus $\\mathcal{N}(0,100)$ with probability 0.001. The first pane below runs FA3's FP8 forward on those inputs, block scales on, rotation off, and opens at the S step whose $K$ block has the largest scale; its Precision view shows that K scale for the current tile, and the $|S - S_{64}|$ heatmap shows where the scores went wrong:",
     },
     {
       kind: 'live',
@@ -89,13 +103,13 @@ export const chapter12: Chapter = {
     { kind: 'goto', pane: 0, label: 'S = QKᵀ for that block, with its Q and K scales', find: outlierQk },
     {
       kind: 'p',
-      text: 'For an integer format that would already be the whole story: INT8\'s 255 steps are evenly spaced, so with an outlier ten times the typical entry, entries of typical size land on the lowest 13 or so of the 127 steps on each side (SageAttention, which quantizes $Q$ and $K$ to INT8, keeps per-block scales and subtracts $K$\'s mean over tokens for this reason). FP8 is a floating-point format: every entry keeps its 3 mantissa bits wherever it lands in the normal range, and e4m3\'s normal range spans almost 15 powers of two, so moving the typical entries down by a few of them costs little on average. What the outlier brings is a handful of **large absolute errors**: an entry of 20 that does not land on 448 exactly rounds with an error of up to 20/16, and that error enters every score of its row of $Q$ or column of $K$ — scores which, because the outlier makes them large, also dominate their rows of the softmax.',
+      text: "For an integer format that would already be the whole story: INT8's 255 steps are evenly spaced, so with an outlier ten times the typical entry, entries of typical size land on the lowest 13 or so of the 127 steps on each side (SageAttention, which quantizes $Q$ and $K$ to INT8, keeps per-block scales and subtracts $K$'s mean over tokens for this reason). FP8 is a floating-point format: every entry keeps its 3 mantissa bits wherever it lands in the normal range, and e4m3's normal range spans almost 15 powers of two, so moving the typical entries down by a few of them costs little on average. What the outlier brings is a handful of **large absolute errors**: an entry of 20 that does not land on 448 exactly rounds with an error of up to 20/16, and that error enters every score of its row of $Q$ or column of $K$ — scores which, because the outlier makes them large, also dominate their rows of the softmax.",
     },
     { kind: 'h', text: 'Incoherent processing: rotate, then quantize' },
     { kind: 'math', tex: 'M = D\\,H_d,\\qquad (QM)(KM)^{\\top} = Q\\,M M^{\\top} K^{\\top} = QK^{\\top}' },
     {
       kind: 'p',
-      text: 'The FA3 paper (arXiv 2407.08608, §3.3) multiplies $Q$ and $K$ along the head dimension by the same random orthogonal matrix (the shipped kernel does not rotate; it takes tensors already in e4m3, so a caller would have to, and FlashScope keeps the rotation as a switch, off by default): $H_d$, the normalized Walsh–Hadamard matrix ($d$ a power of two; block-diagonal otherwise), times $D$, a diagonal of random signs. In exact arithmetic the scores do not change. What changes is the spread of each row: an outlier $x$ in one channel becomes $d$ entries of size about $x/\\sqrt d$, mixed with the rest. The rotation costs $O(d \\log d)$ per row (the fast transform) and can be fused into the rotary embedding. $V$ is not rotated: it meets $P$, not $K$, and rotating it would have to be undone on $O$. On the error experiment\'s $Q$ and $K$ ($N = 256$, $d = 128$, per-tensor e4m3, float64 reference), the engine measures:',
+      text: "The FA3 paper (arXiv 2407.08608, §3.3) multiplies $Q$ and $K$ along the head dimension by the same random orthogonal matrix (the shipped kernel does not rotate; it takes tensors already in e4m3, so a caller would have to, and FlashScope keeps the rotation as a switch, off by default): $H_d$, the normalized Walsh–Hadamard matrix ($d$ a power of two; block-diagonal otherwise), times $D$, a diagonal of random signs. In exact arithmetic the scores do not change. What changes is the spread of each row: an outlier $x$ in one channel becomes $d$ entries of size about $x/\\sqrt d$, mixed with the rest. The rotation costs $O(d \\log d)$ per row (the fast transform) and can be fused into the rotary embedding. $V$ is not rotated: it meets $P$, not $K$, and rotating it would have to be undone on $O$. On the error experiment's $Q$ and $K$ ($N = 256$, $d = 128$, per-tensor e4m3, float64 reference), the engine measures:",
     },
     {
       kind: 'live',
@@ -118,7 +132,7 @@ export const chapter12: Chapter = {
     },
     {
       kind: 'p',
-      text: 'Softmax exponentiates score errors, so the largest ones decide much of the output\'s error. Here is $O$ against float64 for the same problem (seed, $N$ and $d$ as above, tiles $128 \\times 128$, $P$ scaled by 256 before its cast), each configuration a switch of FlashScope\'s fa3:',
+      text: "Softmax exponentiates score errors, so the largest ones decide much of the output's error. Here is $O$ against float64 for the same problem (seed, $N$ and $d$ as above, tiles $128 \\times 128$, $P$ scaled by 256 before its cast), each configuration a switch of FlashScope's fa3:",
     },
     {
       kind: 'live',
@@ -135,16 +149,16 @@ export const chapter12: Chapter = {
     },
     {
       kind: 'p',
-      text: 'The FA3 paper reports 2.4e-2 for per-tensor FP8 and 9.1e-3 for block quantization with incoherent processing (2.6× lower), on much longer sequences. FlashScope\'s own benchmark (npm run bench:fp8, BENCHMARKS.md, FP8 section: 8 seeds × 4 heads at $N = 1024$) gets 8.47e-3 for block quantization with incoherent processing — the paper\'s figure — but 1.51e-2 for a paper-faithful per-tensor baseline (1.44e-2 for the shipped kernel\'s scales), a ratio of 1.78× (1.61–1.99× per seed) rather than 2.6×. As in the paper, removing the rotation brings the error back near the baseline\'s while removing block scales barely moves it. The single draws vary by ±30%, and the usual suspects (P cast offset, output type, saturation, accumulator width) do not close the gap; BENCHMARKS.md lists what was tried. At the small $N$ above the gap is smaller (BENCHMARKS.md notes the same at $N = 256$): how much the rotation buys depends on the inputs, not on the format alone.',
+      text: "The FA3 paper reports 2.4e-2 for per-tensor FP8 and 9.1e-3 for block quantization with incoherent processing (2.6× lower), on much longer sequences. FlashScope's own benchmark (npm run bench:fp8, BENCHMARKS.md, FP8 section: 8 seeds × 4 heads at $N = 1024$) gets 8.47e-3 for block quantization with incoherent processing — the paper's figure — but 1.51e-2 for a paper-faithful per-tensor baseline (1.44e-2 for the shipped kernel's scales), a ratio of 1.78× (1.61–1.99× per seed) rather than 2.6×. As in the paper, removing the rotation brings the error back near the baseline's while removing block scales barely moves it. The single draws vary by ±30%, and the usual suspects (P cast offset, output type, saturation, accumulator width) do not close the gap; BENCHMARKS.md lists what was tried. At the small $N$ above the gap is smaller (BENCHMARKS.md notes the same at $N = 256$): how much the rotation buys depends on the inputs, not on the format alone.",
     },
     { kind: 'h', text: 'Where P loses precision' },
     {
       kind: 'p',
-      text: 'The second FP8 matmul is $O \\mathrel{+}= PV$, so $P$ must be cast to e4m3 first. In the online softmax $P_{ij} = e^{S_{ij} - m_i}$ with $m_i$ the row\'s running max, so every $P$ is at most 1 — and everything at or below $2^{-10}$, a score about 6.9 below the max, would flush to zero. FA3\'s kernel avoids much of that with a static factor: it subtracts $m_i - 8$ in base 2, which multiplies $P$ by $2^8 = 256$ before the cast (the row sum $\\ell$ uses the fp32 $P$, and the factor is divided out at the end). FlashScope\'s **pScale** switch is that factor.',
+      text: "The second FP8 matmul is $O \\mathrel{+}= PV$, so $P$ must be cast to e4m3 first. In the online softmax $P_{ij} = e^{S_{ij} - m_i}$ with $m_i$ the row's running max, so every $P$ is at most 1 — and everything at or below $2^{-10}$, a score about 6.9 below the max, would flush to zero. FA3's kernel avoids much of that with a static factor: it subtracts $m_i - 8$ in base 2, which multiplies $P$ by $2^8 = 256$ before the cast (the row sum $\\ell$ uses the fp32 $P$, and the factor is divided out at the end). FlashScope's **pScale** switch is that factor.",
     },
     {
       kind: 'p',
-      text: 'Which $P$ values are small depends on the max they are measured against, and that depends on the order of the K/V blocks. With **attention sinks** — a few keys, usually the first tokens, that every query scores highly — a loop that starts with the sinks fixes $m_i$ at the sink logit from the first block on, and every later $P$ is measured against it. FA3 walks the K/V blocks from last to first, so the sinks come last, and the other keys\' $P$ are first computed against their own, smaller max and rescaled later in fp32. A 2026 paper on P-cast precision reports this effect of block order and scale; the second pane is a sink pattern (4 sink keys, 16 queries, 64 keys, $d = 32$) with the sinks first and pScale 1. The counts below are the non-sink $P$ values that are positive in fp32 and zero after the cast:',
+      text: "Which $P$ values are small depends on the max they are measured against, and that depends on the order of the K/V blocks. With **attention sinks** — a few keys, usually the first tokens, that every query scores highly — a loop that starts with the sinks fixes $m_i$ at the sink logit from the first block on, and every later $P$ is measured against it. FA3 walks the K/V blocks from last to first, so the sinks come last, and the other keys' $P$ are first computed against their own, smaller max and rescaled later in fp32. A 2026 paper on P-cast precision reports this effect of block order and scale; the second pane is a sink pattern (4 sink keys, 16 queries, 64 keys, $d = 32$) with the sinks first and pScale 1. The counts below are the non-sink $P$ values that are positive in fp32 and zero after the cast:",
     },
     {
       kind: 'live',
@@ -153,7 +167,10 @@ export const chapter12: Chapter = {
         const rows = flushTable(run);
         return {
           text: `The same ${SINK_PRESET.problem.nq} × ${SINK_PRESET.problem.nk} sink problem under both orders and both scales (the sink keys' own P values are excluded: a sink is the row's max, its P is 1).`,
-          table: { head: ['K/V order and P scale', 'non-sink P flushed to 0', 'of non-sink P > 0'], rows: rows.map((r) => [r.label, String(r.count.flushed), String(r.count.positive)]) },
+          table: {
+            head: ['K/V order and P scale', 'non-sink P flushed to 0', 'of non-sink P > 0'],
+            rows: rows.map((r) => [r.label, String(r.count.flushed), String(r.count.positive)]),
+          },
         };
       },
     },
@@ -175,17 +192,20 @@ export const chapter12: Chapter = {
     },
     {
       kind: 'p',
-      text: 'A flushed $P$ is a key whose value never reaches $O$ although $\\ell$ counts it: the row\'s output loses that key\'s contribution but is still divided by a sum that includes it; one such value is harmless, hundreds of them per row over a long context are not. Switch the K/V order or pScale in "Try this" and watch the second pane\'s Precision view: the ringed cells and the bars of the flush chart thin out as the table says.',
+      text: "A flushed $P$ is a key whose value never reaches $O$ although $\\ell$ counts it: the row's output loses that key's contribution but is still divided by a sum that includes it; one such value is harmless, hundreds of them per row over a long context are not. Switch the K/V order or pScale in \"Try this\" and watch the second pane's Precision view: the ringed cells and the bars of the flush chart thin out as the table says.",
     },
     { kind: 'h', text: 'INT8 scores: SageAttention and K smoothing' },
     {
       kind: 'p',
-      text: 'SageAttention takes another road for the first matmul: $Q$ and $K$ become **INT8** codes with one scale per block, $\\delta = \\max|x| / 127$, the products of codes are summed exactly in INT32, and one multiply by $\\delta_Q \\delta_K$ turns each sum into a score. INT8\'s grid is evenly spaced, so every entry of a block, small or large, is rounded to the same step $\\delta$; in FP8 an entry\'s error follows its own size. That makes a common offset expensive. The keys of trained models often have channels with a large offset shared by every token, and one such channel sets $\\delta_K$ for its whole block, leaving the part of $K$ that differs from key to key only a few steps.',
+      text: "SageAttention takes another road for the first matmul: $Q$ and $K$ become **INT8** codes with one scale per block, $\\delta = \\max|x| / 127$, the products of codes are summed exactly in INT32, and one multiply by $\\delta_Q \\delta_K$ turns each sum into a score. INT8's grid is evenly spaced, so every entry of a block, small or large, is rounded to the same step $\\delta$; in FP8 an entry's error follows its own size. That makes a common offset expensive. The keys of trained models often have channels with a large offset shared by every token, and one such channel sets $\\delta_K$ for its whole block, leaving the part of $K$ that differs from key to key only a few steps.",
     },
-    { kind: 'math', tex: '\\bar k = \\frac{1}{N}\\sum_{j} K_j,\\qquad q_i\\,(K_j - \\bar k)^{\\top} = q_i K_j^{\\top} - q_i \\bar k^{\\top}' },
+    {
+      kind: 'math',
+      tex: '\\bar k = \\frac{1}{N}\\sum_{j} K_j,\\qquad q_i\\,(K_j - \\bar k)^{\\top} = q_i K_j^{\\top} - q_i \\bar k^{\\top}',
+    },
     {
       kind: 'p',
-      text: 'SageAttention therefore **smooths** $K$: it subtracts $\\bar k$, the mean of $K$ over the tokens, before quantizing. Every score of query row $i$ then moves by the same amount, $q_i \\cdot \\bar k$ (times $\\tau$), and a softmax does not see a shift shared by its whole row: $e^{s_j - c} / \\sum_l e^{s_l - c} = e^{s_j} / \\sum_l e^{s_l}$. $P$ and $O$ are the same in exact arithmetic; only the log-sum-exp needs $q_i \\cdot \\bar k\\,\\tau$ added back, and SageAttention\'s wrapper does that. What changes is what is left to quantize: $K - \\bar k$ has only the spread of the keys around their mean, so $\\delta_K$ shrinks, and the rounding error of every entry with it. FlashScope\'s sage has the switch (smoothK); the engine measures both settings on keys whose channels are shifted by constants drawn from $\\pm 20$:',
+      text: "SageAttention therefore **smooths** $K$: it subtracts $\\bar k$, the mean of $K$ over the tokens, before quantizing. Every score of query row $i$ then moves by the same amount, $q_i \\cdot \\bar k$ (times $\\tau$), and a softmax does not see a shift shared by its whole row: $e^{s_j - c} / \\sum_l e^{s_l - c} = e^{s_j} / \\sum_l e^{s_l}$. $P$ and $O$ are the same in exact arithmetic; only the log-sum-exp needs $q_i \\cdot \\bar k\\,\\tau$ added back, and SageAttention's wrapper does that. What changes is what is left to quantize: $K - \\bar k$ has only the spread of the keys around their mean, so $\\delta_K$ shrinks, and the rounding error of every entry with it. FlashScope's sage has the switch (smoothK); the engine measures both settings on keys whose channels are shifted by constants drawn from $\\pm 20$:",
     },
     {
       kind: 'live',
@@ -208,13 +228,16 @@ export const chapter12: Chapter = {
       kind: 'p',
       text: 'The third pane steps sage (version 1) on an ordinary fp16 problem, smoothing off. At its S step the Precision view\'s tile line gives the tile\'s Q and K scales, which are the INT8 steps $\\delta_Q$ and $\\delta_K$ (version 1 multiplies $Q$ by $\\tau \\log_2 e$ before quantizing, so $\\delta_Q$ carries that factor too), and the $|S - S_{64}|$ heatmap shows what the integer scores lost (sage\'s scores are in log2 units; the view compares them so). With smoothing on ("SageAttention with K smoothing" in "Try this") every score of row $i$ is smaller by $q_i \\cdot \\bar k\\,\\tau$, which the softmax ignores; the view shifts its float64 scores by the same amount (the trace names each row\'s shift), so $|S - S_{64}|$ still shows only what the integer scores lost. For what smoothing does to $O$, read the table above. On the FA3 outlier inputs smoothing barely helps: an outlier is one entry, not a channel offset, and per-block INT8 has no counterpart to the Hadamard rotation (BENCHMARKS.md, "SageAttention", measures both inputs at $N$ = 1024 and 4096).',
     },
-    { kind: 'goto', pane: 2, label: 'SageAttention\'s first S = QKᵀ, from INT8 codes', find: firstQk },
+    { kind: 'goto', pane: 2, label: "SageAttention's first S = QKᵀ, from INT8 codes", find: firstQk },
   ],
   panes: [
     {
       label: 'FP8 on outlier inputs',
       preset: OUTLIER_PRESET,
-      target: { describe: 'S = QKᵀ for the K block with the largest scale (with the rotation off, the block holding K’s outlier)', find: outlierQk },
+      target: {
+        describe: 'S = QKᵀ for the K block with the largest scale (with the rotation off, the block holding K’s outlier)',
+        find: outlierQk,
+      },
       views: ['heatmaps', 'precision', 'formula', 'counters'],
     },
     {
@@ -223,7 +246,10 @@ export const chapter12: Chapter = {
       target: {
         describe: 'the first exp step where the e4m3 cast flushes P values to zero',
         find: firstFlush,
-        fallback: { describe: 'the first exp step (no P value flushes in this problem)', find: (ev) => ev.findIndex((x) => x.kind === 'exp') },
+        fallback: {
+          describe: 'the first exp step (no P value flushes in this problem)',
+          find: (ev) => ev.findIndex((x) => x.kind === 'exp'),
+        },
       },
       views: ['heatmaps', 'precision', 'formula'],
     },
@@ -235,8 +261,24 @@ export const chapter12: Chapter = {
     },
   ],
   toggles: [
-    { feature: 'incoherent', label: 'Incoherent processing', on: true, off: false, kernelDefault: false, explain: "Q and K rotated by the same random Hadamard transform before quantizing (the FA3 paper's experiment; the shipped kernel does not rotate)" },
-    { feature: 'blockQuant', label: 'Block quantization', on: true, off: false, kernelDefault: false, explain: "one scale per tile of Q, K and V (the FA3 paper's experiment; off, as the shipped kernel: one descale per batch and KV head)" },
+    {
+      feature: 'incoherent',
+      label: 'Incoherent processing',
+      on: true,
+      off: false,
+      kernelDefault: false,
+      explain:
+        "Q and K rotated by the same random Hadamard transform before quantizing (the FA3 paper's experiment; the shipped kernel does not rotate)",
+    },
+    {
+      feature: 'blockQuant',
+      label: 'Block quantization',
+      on: true,
+      off: false,
+      kernelDefault: false,
+      explain:
+        "one scale per tile of Q, K and V (the FA3 paper's experiment; off, as the shipped kernel: one descale per batch and KV head)",
+    },
   ],
   reference: ['fa3', 'sage'],
   tryThis: [
@@ -247,7 +289,7 @@ export const chapter12: Chapter = {
     },
     {
       label: 'P scaled by 256 before the cast',
-      look: 'FA3\'s static factor: $P \\cdot 256$ keeps values down to $2^{-18}$, so far fewer $P$ values flush (the table in the text gives the counts).',
+      look: "FA3's static factor: $P \\cdot 256$ keeps values down to $2^{-18}$, so far fewer $P$ values flush (the table in the text gives the counts).",
       change: fa3Only((r) => ({ ...r, features: { ...r.features, pScale: 256 } })),
     },
     {
@@ -257,7 +299,7 @@ export const chapter12: Chapter = {
     },
     {
       label: 'SageAttention with K smoothing',
-      look: 'In the third pane\'s Precision view, $|S - S_{64}|$ stays at the size of the INT8 steps: every score of row $i$ moved by the same $q_i \\cdot \\bar k\\,\\tau$, and the view compares against float64 scores moved alike. Its δ_K (tile line) barely changes: these keys have no large offset to remove.',
+      look: "In the third pane's Precision view, $|S - S_{64}|$ stays at the size of the INT8 steps: every score of row $i$ moved by the same $q_i \\cdot \\bar k\\,\\tau$, and the view compares against float64 scores moved alike. Its δ_K (tile line) barely changes: these keys have no large offset to remove.",
       change: (r) => (r.algorithm === 'sage' ? { ...r, features: { ...r.features, smoothK: true } } : r),
     },
   ],
@@ -276,20 +318,23 @@ export const chapter12: Chapter = {
     },
     {
       id: 'block-max',
-      prompt: 'In the first pane the debugger stands at $S = QK^{\\top}$ for the $K$ block with the largest scale. What is the largest $|K|$ entry of that block as it was quantized (after any rotation), i.e. kScale times the format\'s largest value (448 for e4m3)? Three significant digits are enough.',
+      prompt:
+        "In the first pane the debugger stands at $S = QK^{\\top}$ for the $K$ block with the largest scale. What is the largest $|K|$ entry of that block as it was quantized (after any rotation), i.e. kScale times the format's largest value (448 for e4m3)? Three significant digits are enough.",
       kind: 'number',
       tolerance: 2e-3,
       answer: ({ run }) => {
         const i = outlierQk(run.events);
         const x = run.events[i];
-        return x?.kind === 'qk' && x.kScale !== undefined ? x.kScale * FP8[run.request.problem.dtype === 'fp8e5m2' ? 'e5m2' : 'e4m3'].max : NaN;
+        return x?.kind === 'qk' && x.kScale !== undefined
+          ? x.kScale * FP8[run.request.problem.dtype === 'fp8e5m2' ? 'e5m2' : 'e4m3'].max
+          : NaN;
       },
       explain: ({ run }, a) => {
         const x = run.events[outlierQk(run.events)];
         const ks = x.kind === 'qk' ? x.kScale! : NaN;
         return `${fmt(Number(a), 5)}: kScale ${sci(ks)} times the format's largest value. That entry is stored as exactly ±max; every other entry of the block is stored relative to it.`;
       },
-      hint: 'The first pane\'s Precision view gives the current tile\'s K scale, in the line above its error heatmaps (or hover the tile in its tile grid); multiply it by 448.',
+      hint: "The first pane's Precision view gives the current tile's K scale, in the line above its error heatmaps (or hover the tile in its tile grid); multiply it by 448.",
     },
     {
       id: 'rmse-incoherent',
@@ -300,12 +345,14 @@ export const chapter12: Chapter = {
         { id: 'on', label: 'on: with the rotation' },
       ],
       answer: () => (errorRow('block').rmse > errorRow('fa3').rmse ? 'off' : 'on'),
-      explain: () => `Off: ${sci(errorRow('block').rmse)} against ${sci(errorRow('fa3').rmse)} with the rotation. Block scales alone leave each outlier's large rounding error in place; the rotation spreads it over the head dimension.`,
+      explain: () =>
+        `Off: ${sci(errorRow('block').rmse)} against ${sci(errorRow('fa3').rmse)} with the rotation. Block scales alone leave each outlier's large rounding error in place; the rotation spreads it over the head dimension.`,
       hint: 'Compare the rows "block scales only" and "block scales + incoherent" of the table.',
     },
     {
       id: 'flushed-p1',
-      prompt: 'On the sink problem of the second pane (sinks first, pScale 1), how many non-sink $P$ values does the e4m3 cast flush to zero in the whole run?',
+      prompt:
+        'On the sink problem of the second pane (sinks first, pScale 1), how many non-sink $P$ values does the e4m3 cast flush to zero in the whole run?',
       kind: 'integer',
       answer: ({ runOther }) => nonSinkFlushes(runOther(SINK_PRESET).events).flushed,
       explain: ({ runOther }, a) => {
@@ -333,7 +380,8 @@ export const chapter12: Chapter = {
     },
     {
       id: 'smoothk-rmse',
-      prompt: 'In the K smoothing table (SageAttention, keys shifted per channel), which RMSE of $O$ against float64 is larger: with K smoothing off, or on?',
+      prompt:
+        'In the K smoothing table (SageAttention, keys shifted per channel), which RMSE of $O$ against float64 is larger: with K smoothing off, or on?',
       kind: 'choice',
       choices: [
         { id: 'off', label: 'off: K quantized with its offsets' },

@@ -13,7 +13,10 @@ export const chapter2: Chapter = {
       kind: 'p',
       text: 'Softmax of a vector $x_1,\\dots,x_N$ is $e^{x_i} / \\sum_j e^{x_j}$. Computed literally it overflows: $e^{89}$ is already beyond fp32. The safe form subtracts the maximum first, which changes nothing mathematically because the factor $e^{-m}$ cancels:',
     },
-    { kind: 'math', tex: 'm = \\max_j x_j,\\qquad d = \\sum_{j=1}^{N} e^{x_j - m},\\qquad \\mathrm{softmax}(x)_i = \\frac{e^{x_i - m}}{d}' },
+    {
+      kind: 'math',
+      tex: 'm = \\max_j x_j,\\qquad d = \\sum_{j=1}^{N} e^{x_j - m},\\qquad \\mathrm{softmax}(x)_i = \\frac{e^{x_i - m}}{d}',
+    },
     {
       kind: 'p',
       text: 'That costs three passes over $x$: one for $m$, one for $d$, one for the quotients. In attention each pass over a row of $S$ means recomputing or re-reading that row. Online softmax fuses the first two passes. Keep a running max $m_i$ and a running sum $d_i$ measured against it:',
@@ -30,7 +33,7 @@ export const chapter2: Chapter = {
     { kind: 'widget', widget: 'online-softmax' },
     {
       kind: 'p',
-      text: 'A kernel applies the same recurrence to blocks of columns instead of single elements: the max of a whole tile enters at once, and one factor rescales the sum. The debugger runs FA2 on 16 queries and 64 keys in blocks of 8; the Running statistics view lists, per K/V block, each row\'s $m$ before and after, and marks the blocks where it grew. It opens at the first step where a row\'s max grows after the first block.',
+      text: "A kernel applies the same recurrence to blocks of columns instead of single elements: the max of a whole tile enters at once, and one factor rescales the sum. The debugger runs FA2 on 16 queries and 64 keys in blocks of 8; the Running statistics view lists, per K/V block, each row's $m$ before and after, and marks the blocks where it grew. It opens at the first step where a row's max grows after the first block.",
     },
   ],
   panes: [
@@ -39,7 +42,10 @@ export const chapter2: Chapter = {
       target: {
         describe: 'the first rowmax step where a running max grows after the first K/V block',
         find: (ev) => firstIndex(ev, (e) => e.kind === 'rowmax' && e.tile.kvBlock > 0 && e.mAfter.some((m, r) => m > e.mBefore[r])),
-        fallback: { describe: 'the first rowmax step (no running max grows after the first block in this problem)', find: (ev) => firstIndex(ev, (e) => e.kind === 'rowmax') },
+        fallback: {
+          describe: 'the first rowmax step (no running max grows after the first block in this problem)',
+          find: (ev) => firstIndex(ev, (e) => e.kind === 'rowmax'),
+        },
       },
       views: ['heatmaps', 'stats', 'formula', 'pseudo'],
     },
@@ -55,12 +61,16 @@ export const chapter2: Chapter = {
       look: 'Twice as many updates per row: the recurrence does not care how the row is cut.',
       change: (r) => ({ ...r, blocks: { ...r.blocks, blockN: 4 } }),
     },
-    { label: 'Another seed', look: 'New scores, new blocks where the max moves; the final $\\ell$ is still the full softmax sum.', change: (r) => ({ ...r, seed: r.seed + 6 }) },
+    {
+      label: 'Another seed',
+      look: 'New scores, new blocks where the max moves; the final $\\ell$ is still the full softmax sum.',
+      change: (r) => ({ ...r, seed: r.seed + 6 }),
+    },
   ],
   questions: [
     {
       id: 'last-change',
-      prompt: 'At which K/V block (counting from 0) does row 3\'s running max $m$ change for the last time?',
+      prompt: "At which K/V block (counting from 0) does row 3's running max $m$ change for the last time?",
       kind: 'integer',
       answer: ({ run }) => lastMaxChangeBlock(run.events, 3),
       explain: ({ run }, a) => {
@@ -73,11 +83,13 @@ export const chapter2: Chapter = {
     },
     {
       id: 'final-l',
-      prompt: 'What is row 0\'s running sum $\\ell$ after its last K/V block (before the output is divided by it)? Four significant digits are enough.',
+      prompt:
+        "What is row 0's running sum $\\ell$ after its last K/V block (before the output is divided by it)? Four significant digits are enough.",
       kind: 'number',
       tolerance: 1e-3,
       answer: ({ run }) => finalRowSum(run.events, 0),
-      explain: (_c, a) => `ℓ₀ = ${fmt(Number(a), 6)}: the sum of e^(s − m) over all keys of row 0, measured against its final max. It is at least 1, because the max element contributes e⁰.`,
+      explain: (_c, a) =>
+        `ℓ₀ = ${fmt(Number(a), 6)}: the sum of e^(s − m) over all keys of row 0, measured against its final max. It is at least 1, because the max element contributes e⁰.`,
       hint: 'Step to the last rowsum of Q block 0 and read ℓ for row 0 in the Running statistics view.',
     },
   ],

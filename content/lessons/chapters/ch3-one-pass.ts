@@ -25,10 +25,13 @@ export const chapter3: Chapter = {
       kind: 'p',
       text: 'With tiles, $x_i$ becomes a block of scores $S_{ij}$ and $v_i$ becomes the block $V_j$:',
     },
-    { kind: 'math', tex: 'm^{\\text{new}} = \\max\\big(m,\\ \\mathrm{rowmax}(S_{ij})\\big),\\quad \\tilde O \\leftarrow \\mathrm{diag}\\big(e^{m - m^{\\text{new}}}\\big)\\,\\tilde O + \\exp(S_{ij} - m^{\\text{new}})\\, V_j' },
+    {
+      kind: 'math',
+      tex: 'm^{\\text{new}} = \\max\\big(m,\\ \\mathrm{rowmax}(S_{ij})\\big),\\quad \\tilde O \\leftarrow \\mathrm{diag}\\big(e^{m - m^{\\text{new}}}\\big)\\,\\tilde O + \\exp(S_{ij} - m^{\\text{new}})\\, V_j',
+    },
     {
       kind: 'p',
-      text: 'The debugger opens at the first rescale step where some factor is below 1: those rows\' accumulators shrink because a larger score arrived in this block. The Formula view shows the factor for the selected row; the O heatmap shows the rows being fixed up.',
+      text: "The debugger opens at the first rescale step where some factor is below 1: those rows' accumulators shrink because a larger score arrived in this block. The Formula view shows the factor for the selected row; the O heatmap shows the rows being fixed up.",
     },
   ],
   panes: [
@@ -37,7 +40,10 @@ export const chapter3: Chapter = {
       target: {
         describe: 'the first rescale step with a factor below 1',
         find: target,
-        fallback: { describe: 'the first rescale step (no factor is below 1 in this problem)', find: (ev) => firstIndex(ev, (e) => e.kind === 'rescale') },
+        fallback: {
+          describe: 'the first rescale step (no factor is below 1 in this problem)',
+          find: (ev) => firstIndex(ev, (e) => e.kind === 'rescale'),
+        },
       },
       views: ['heatmaps', 'stats', 'formula', 'pseudo'],
     },
@@ -62,7 +68,8 @@ export const chapter3: Chapter = {
   questions: [
     {
       id: 'smallest-factor-row',
-      prompt: 'At the step the debugger opened on (the first rescale with a factor below 1), which row — its index in the whole matrix — has its accumulator shrunk the most?',
+      prompt:
+        'At the step the debugger opened on (the first rescale with a factor below 1), which row — its index in the whole matrix — has its accumulator shrunk the most?',
       kind: 'integer',
       answer: ({ run }) => {
         const i = target(run.events);
@@ -75,7 +82,8 @@ export const chapter3: Chapter = {
         return e.tile.rows[0] + best;
       },
       explain: ({ run }, a) => {
-        if (Number(a) < 0) return 'No row is shrunk in this problem: −1 is the answer the lesson expects then. Load the preset again to see one.';
+        if (Number(a) < 0)
+          return 'No row is shrunk in this problem: −1 is the answer the lesson expects then. Load the preset again to see one.';
         const e = run.events[target(run.events)] as EventOf<'rescale'>;
         const r = Number(a) - e.tile.rows[0];
         return `Row ${a}: its max moved from ${fmt(e.mOld[r])} to ${fmt(e.mNew[r])}, so its accumulator is multiplied by e^(${fmt(e.mOld[r])} − ${fmt(e.mNew[r])}) = ${fmt(e.factor[r])}.`;
@@ -84,11 +92,12 @@ export const chapter3: Chapter = {
     },
     {
       id: 'shrink-count',
-      prompt: 'Over the whole run, how many times is a row\'s accumulator multiplied by a factor below 1?',
+      prompt: "Over the whole run, how many times is a row's accumulator multiplied by a factor below 1?",
       kind: 'integer',
       answer: ({ run }) => run.events.reduce((n, e) => n + (e.kind === 'rescale' ? e.factor.filter((f) => f < 1).length : 0), 0),
-      explain: (_c, a) => `${a} row updates had a new, larger max. Every other rescale multiplied by exactly 1 — work a kernel can skip, as FA4 does (chapter 8).`,
-      hint: 'Count, per rescale step, the rows whose factor is below 1 — or count the highlighted growths in the Running statistics view for every Q block, leaving out each row\'s first block.',
+      explain: (_c, a) =>
+        `${a} row updates had a new, larger max. Every other rescale multiplied by exactly 1 — work a kernel can skip, as FA4 does (chapter 8).`,
+      hint: "Count, per rescale step, the rows whose factor is below 1 — or count the highlighted growths in the Running statistics view for every Q block, leaving out each row's first block.",
     },
   ],
 };

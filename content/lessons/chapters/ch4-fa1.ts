@@ -11,9 +11,12 @@ export const chapter4: Chapter = {
   blocks: [
     {
       kind: 'p',
-      text: 'FlashAttention puts chapter 3\'s recurrence on a GPU. On-chip memory of $M$ words must hold a $Q$ tile, a $K$ tile, a $V$ tile and an output tile at once, which fixes the block sizes:',
+      text: "FlashAttention puts chapter 3's recurrence on a GPU. On-chip memory of $M$ words must hold a $Q$ tile, a $K$ tile, a $V$ tile and an output tile at once, which fixes the block sizes:",
     },
-    { kind: 'math', tex: 'B_c = \\left\\lceil \\frac{M}{4d} \\right\\rceil,\\qquad B_r = \\min\\!\\left(\\left\\lceil \\frac{M}{4d} \\right\\rceil,\\ d\\right)' },
+    {
+      kind: 'math',
+      tex: 'B_c = \\left\\lceil \\frac{M}{4d} \\right\\rceil,\\qquad B_r = \\min\\!\\left(\\left\\lceil \\frac{M}{4d} \\right\\rceil,\\ d\\right)',
+    },
     {
       kind: 'p',
       text: 'The outer loop walks the $T_c = N/B_c$ blocks of $K$ and $V$; each stays on chip while the inner loop brings every $Q$ block past it. Because a $Q$ block meets its K/V blocks in different outer iterations, its output $O_i$ and its statistics $\\ell_i$, $m_i$ must wait in HBM between visits: read, updated, written back, once per K/V block. For each pair $(i, j)$ FA1 computes',
@@ -22,8 +25,14 @@ export const chapter4: Chapter = {
       kind: 'math',
       tex: '\\tilde m_{ij} = \\mathrm{rowmax}(S_{ij}),\\qquad \\tilde P_{ij} = \\exp(S_{ij} - \\tilde m_{ij}),\\qquad m^{\\text{new}}_i = \\max(m_i, \\tilde m_{ij})',
     },
-    { kind: 'math', tex: '\\ell^{\\text{new}}_i = e^{m_i - m^{\\text{new}}_i}\\,\\ell_i + e^{\\tilde m_{ij} - m^{\\text{new}}_i}\\,\\mathrm{rowsum}(\\tilde P_{ij})' },
-    { kind: 'math', tex: 'O_i \\leftarrow \\mathrm{diag}(\\ell^{\\text{new}}_i)^{-1}\\Big(\\mathrm{diag}(\\ell_i)\\, e^{m_i - m^{\\text{new}}_i} O_i + e^{\\tilde m_{ij} - m^{\\text{new}}_i}\\, \\tilde P_{ij} V_j\\Big)' },
+    {
+      kind: 'math',
+      tex: '\\ell^{\\text{new}}_i = e^{m_i - m^{\\text{new}}_i}\\,\\ell_i + e^{\\tilde m_{ij} - m^{\\text{new}}_i}\\,\\mathrm{rowsum}(\\tilde P_{ij})',
+    },
+    {
+      kind: 'math',
+      tex: 'O_i \\leftarrow \\mathrm{diag}(\\ell^{\\text{new}}_i)^{-1}\\Big(\\mathrm{diag}(\\ell_i)\\, e^{m_i - m^{\\text{new}}_i} O_i + e^{\\tilde m_{ij} - m^{\\text{new}}_i}\\, \\tilde P_{ij} V_j\\Big)',
+    },
     {
       kind: 'erratum',
       text: 'Appendix C of "FlashAttention: Fast and Memory-Efficient Exact Attention with IO-Awareness" (arXiv 2205.14135) proves this update correct, but one line of the proof writes $\\mathrm{diag}(\\ell^{(j)})$ where $\\mathrm{diag}(\\ell^{(j)})^{-1}$ is meant (the authors confirmed it in Dao-AILab/flash-attention issue 273). Algorithm 1 itself, and the update above, divide by $\\ell^{\\text{new}}_i$.',
@@ -34,7 +43,7 @@ export const chapter4: Chapter = {
     },
     {
       kind: 'p',
-      text: '$K$ and $V$ are read once. Each of the $T_c$ outer iterations reads all of $Q$ and reads and writes all of $O$: $\\Theta(T_c\\, N d) = \\Theta(N^2 d^2 / M)$ bytes, since $T_c = 4Nd/M$. The bound holds for $d \\le M \\le Nd$. Against standard attention\'s $\\Theta(N^2)$ it wins by a factor of about $M/d^2$: with $d$ = 64 to 128 and $M$ around 100 KB, $d^2$ is many times smaller than $M$. And it shrinks as $M$ grows. The table below runs FA1 counters-only (no trace) on $N = 256$, $d = 16$ for five sizes of $M$ and divides the measured bytes by $N^2 d^2/M$: the quotient stays nearly constant, rising as $M$ nears $Nd$ where the $K$ and $V$ reads no longer vanish next to the rest. Under the table is standard attention on the same problem. With $d = 16$, $d^2$ is 256 words (1 KiB): at the two smallest $M$ FA1 moves **more** bytes than standard attention, and it wins from $M = 4d^2$ on. The paper\'s regime is $M$ many times $d^2$.',
+      text: "$K$ and $V$ are read once. Each of the $T_c$ outer iterations reads all of $Q$ and reads and writes all of $O$: $\\Theta(T_c\\, N d) = \\Theta(N^2 d^2 / M)$ bytes, since $T_c = 4Nd/M$. The bound holds for $d \\le M \\le Nd$. Against standard attention's $\\Theta(N^2)$ it wins by a factor of about $M/d^2$: with $d$ = 64 to 128 and $M$ around 100 KB, $d^2$ is many times smaller than $M$. And it shrinks as $M$ grows. The table below runs FA1 counters-only (no trace) on $N = 256$, $d = 16$ for five sizes of $M$ and divides the measured bytes by $N^2 d^2/M$: the quotient stays nearly constant, rising as $M$ nears $Nd$ where the $K$ and $V$ reads no longer vanish next to the rest. Under the table is standard attention on the same problem. With $d = 16$, $d^2$ is 256 words (1 KiB): at the two smallest $M$ FA1 moves **more** bytes than standard attention, and it wins from $M = 4d^2$ on. The paper's regime is $M$ many times $d^2$.",
     },
     { kind: 'widget', widget: 'io-sweep' },
     {
@@ -84,7 +93,7 @@ export const chapter4: Chapter = {
     },
     {
       id: 'outer-loop',
-      prompt: 'Which loop is FA1\'s outer loop?',
+      prompt: "Which loop is FA1's outer loop?",
       kind: 'choice',
       choices: [
         { id: 'kv', label: 'over K/V blocks (j)' },
@@ -95,12 +104,14 @@ export const chapter4: Chapter = {
         const b = firstIndex(run.events, (e, i) => i > a && e.kind === 'qk');
         return run.events[a].tile.kvBlock === run.events[b].tile.kvBlock ? 'kv' : 'q';
       },
-      explain: () => 'The first two S tiles share K/V block 0 and differ in the Q block: K_j and V_j stay on chip while the Q blocks pass by.',
+      explain: () =>
+        'The first two S tiles share K/V block 0 and differ in the Q block: K_j and V_j stay on chip while the Q blocks pass by.',
       hint: 'Step to the first two S = QKᵀ steps and compare their tiles in the heatmap.',
     },
     {
       id: 'sweep-factor',
-      prompt: 'From the table: when $M$ doubles from 4 KiB to 8 KiB, by what factor does FA1\'s total HBM traffic shrink (bytes at 4 KiB divided by bytes at 8 KiB)?',
+      prompt:
+        "From the table: when $M$ doubles from 4 KiB to 8 KiB, by what factor does FA1's total HBM traffic shrink (bytes at 4 KiB divided by bytes at 8 KiB)?",
       kind: 'number',
       tolerance: 0.01,
       answer: () => {
@@ -108,7 +119,8 @@ export const chapter4: Chapter = {
         const at = (b: number) => pts.find((p) => p.sramBytes === b)!.hbmBytes;
         return at(4096) / at(8192);
       },
-      explain: (_c, a) => `${fmt(Number(a), 4)} — close to 2, as Θ(N²d²/M) predicts; a little less because K and V are read once whatever M is.`,
+      explain: (_c, a) =>
+        `${fmt(Number(a), 4)} — close to 2, as Θ(N²d²/M) predicts; a little less because K and V are read once whatever M is.`,
       hint: 'Divide the HBM bytes of the 4 KiB row by those of the 8 KiB row.',
     },
   ],

@@ -13,10 +13,16 @@ export const chapter5: Chapter = {
   blocks: [
     {
       kind: 'p',
-      text: 'FA2 keeps FA1\'s tiles and its arithmetic of $m$ and $\\ell$ but changes three things. First, the loops swap: the outer loop takes one $Q$ block and the inner loop streams every K/V block past it. $O_i$, $\\ell_i$ and $m_i$ then never leave the chip until the row block is finished, and the per-block reads and writes of $O$ that dominated FA1\'s traffic disappear.',
+      text: "FA2 keeps FA1's tiles and its arithmetic of $m$ and $\\ell$ but changes three things. First, the loops swap: the outer loop takes one $Q$ block and the inner loop streams every K/V block past it. $O_i$, $\\ell_i$ and $m_i$ then never leave the chip until the row block is finished, and the per-block reads and writes of $O$ that dominated FA1's traffic disappear.",
     },
-    { kind: 'p', text: 'Second, the output stays unnormalized while it accumulates; the division by $\\ell$ happens once, after the last block:' },
-    { kind: 'math', tex: '\\tilde O_i \\leftarrow \\mathrm{diag}\\big(e^{m^{\\text{old}}_i - m^{\\text{new}}_i}\\big)\\tilde O_i + \\tilde P_{ij} V_j,\\qquad O_i = \\mathrm{diag}(\\ell_i)^{-1} \\tilde O_i' },
+    {
+      kind: 'p',
+      text: 'Second, the output stays unnormalized while it accumulates; the division by $\\ell$ happens once, after the last block:',
+    },
+    {
+      kind: 'math',
+      tex: '\\tilde O_i \\leftarrow \\mathrm{diag}\\big(e^{m^{\\text{old}}_i - m^{\\text{new}}_i}\\big)\\tilde O_i + \\tilde P_{ij} V_j,\\qquad O_i = \\mathrm{diag}(\\ell_i)^{-1} \\tilde O_i',
+    },
     {
       kind: 'p',
       text: 'Here $\\tilde P_{ij} = \\exp(S_{ij} - m^{\\text{new}}_i)$ uses the new running max, so there is no separate block max. Fewer non-matmul operations matter on GPUs, where a multiply-add on the tensor cores is many times cheaper than one on the ordinary units. Third, FA2 stores one number per row for the backward pass instead of both $m$ and $\\ell$:',
@@ -32,32 +38,35 @@ export const chapter5: Chapter = {
     },
     {
       kind: 'p',
-      text: 'The two debuggers below run the same problem ($N = 32$, $d = 16$, blocks of 8). Each opens at its first write to HBM: FA1 writes $O_0$ after the very first tile; FA2\'s first write is the finished, normalized $O_0$. Compare the Counters views at the end.',
+      text: "The two debuggers below run the same problem ($N = 32$, $d = 16$, blocks of 8). Each opens at its first write to HBM: FA1 writes $O_0$ after the very first tile; FA2's first write is the finished, normalized $O_0$. Compare the Counters views at the end.",
     },
   ],
   panes: [
     {
       label: 'FA1',
       preset: lessonRequest('fa1', problem, blocks),
-      target: { describe: 'FA1\'s first write of O', find: (ev) => firstIndex(ev, (e) => e.kind === 'write' && e.tensors.includes('O') && e.tile.kvBlock >= 0) },
+      target: {
+        describe: "FA1's first write of O",
+        find: (ev) => firstIndex(ev, (e) => e.kind === 'write' && e.tensors.includes('O') && e.tile.kvBlock >= 0),
+      },
       views: ['heatmaps', 'counters', 'pseudo'],
     },
     {
       label: 'FA2',
       preset: lessonRequest('fa2', problem, blocks),
-      target: { describe: 'FA2\'s first write of O', find: (ev) => firstIndex(ev, (e) => e.kind === 'write' && e.tensors.includes('O')) },
+      target: { describe: "FA2's first write of O", find: (ev) => firstIndex(ev, (e) => e.kind === 'write' && e.tensors.includes('O')) },
       views: ['heatmaps', 'counters', 'pseudo'],
     },
   ],
   tryThis: [
     {
       label: 'N = 64',
-      look: 'FA1\'s O traffic grows with the number of K/V blocks; FA2 still writes O once.',
+      look: "FA1's O traffic grows with the number of K/V blocks; FA2 still writes O once.",
       change: (r) => ({ ...r, problem: { ...r.problem, nq: 64, nk: 64 } }),
     },
     {
       label: 'Causal',
-      look: 'Both skip blocks above the diagonal; FA2\'s outer loop over Q blocks makes the skip a shorter inner loop.',
+      look: "Both skip blocks above the diagonal; FA2's outer loop over Q blocks makes the skip a shorter inner loop.",
       change: (r) => ({ ...r, problem: { ...r.problem, causal: true } }),
     },
     {
@@ -69,10 +78,11 @@ export const chapter5: Chapter = {
   questions: [
     {
       id: 'traffic-ratio',
-      prompt: 'Divide FA1\'s total HBM traffic (read plus written) by FA2\'s, for the problem loaded in the FA1 pane. What is the ratio?',
+      prompt: "Divide FA1's total HBM traffic (read plus written) by FA2's, for the problem loaded in the FA1 pane. What is the ratio?",
       kind: 'number',
       tolerance: 0.005,
-      answer: ({ run, runOther }) => hbmTotal(run.result.counters) / hbmTotal(runOther({ ...run.request, algorithm: 'fa2' }).result.counters),
+      answer: ({ run, runOther }) =>
+        hbmTotal(run.result.counters) / hbmTotal(runOther({ ...run.request, algorithm: 'fa2' }).result.counters),
       explain: ({ run, runOther }, a) =>
         `FA1 moves ${fmtBytes(hbmTotal(run.result.counters))}, FA2 ${fmtBytes(hbmTotal(runOther({ ...run.request, algorithm: 'fa2' }).result.counters))}: ${fmt(Number(a), 4)}×. The difference is O, ℓ and m travelling once per K/V block.`,
       hint: 'Step both panes to the end and add the read and written totals in each Counters view.',
@@ -83,7 +93,7 @@ export const chapter5: Chapter = {
       kind: 'integer',
       answer: ({ run, runOther }) => runOther({ ...run.request, algorithm: 'fa2' }).result.counters.hbmWritten.O ?? 0,
       explain: ({ run }, a) => `${fmtBytes(Number(a))}: each of the ${run.request.problem.nq} rows, once, already divided by ℓ.`,
-      hint: 'The FA2 pane\'s Counters view, written column, at the last step.',
+      hint: "The FA2 pane's Counters view, written column, at the last step.",
     },
     {
       id: 'lse',
@@ -91,7 +101,8 @@ export const chapter5: Chapter = {
       kind: 'number',
       tolerance: 1e-3,
       answer: ({ run, runOther }) => runOther({ ...run.request, algorithm: 'fa2' }).result.lse[5],
-      explain: (_c, a) => `LSE₅ = m₅ + log ℓ₅ = ${fmt(Number(a), 6)}. The backward pass recomputes P = exp(S − LSE) from it without storing P.`,
+      explain: (_c, a) =>
+        `LSE₅ = m₅ + log ℓ₅ = ${fmt(Number(a), 6)}. The backward pass recomputes P = exp(S − LSE) from it without storing P.`,
       hint: 'In the FA2 pane, step to the normalize step of Q block 0 and select row 5: the Formula view shows m, ℓ and the LSE.',
     },
   ],

@@ -21,19 +21,19 @@ export const chapter6: Chapter = {
   blocks: [
     {
       kind: 'p',
-      text: 'FA2\'s algorithm says nothing about time. On an Ampere (SM80) or Ada (SM89) GPU the copy engine for global-to-shared loads is asynchronous (cp.async): a warp issues a copy and keeps computing until it waits on it. A good kernel therefore asks for the next tile before it needs it.',
+      text: "FA2's algorithm says nothing about time. On an Ampere (SM80) or Ada (SM89) GPU the copy engine for global-to-shared loads is asynchronous (cp.async): a warp issues a copy and keeps computing until it waits on it. A good kernel therefore asks for the next tile before it needs it.",
     },
     {
       kind: 'p',
-      text: 'The CuTe FA2 kernel of github.com/66RING/tiny-flash-attention (flash_attention_cutlass/) does this with one tile of lookahead: right after issuing $S_j = Q K_j^{\\top}$ it starts loading $K_{j+1}$, so the copy runs under the softmax of block $j$; right after issuing $P_j V_j$ it starts $V_{j+1}$, which lands while $S_{j+1}$ and its softmax are computed. Each warp owns a slice of the tile\'s rows and keeps their statistics in registers, so no warp ever waits for another warp\'s $m$ or $\\ell$.',
+      text: "The CuTe FA2 kernel of github.com/66RING/tiny-flash-attention (flash_attention_cutlass/) does this with one tile of lookahead: right after issuing $S_j = Q K_j^{\\top}$ it starts loading $K_{j+1}$, so the copy runs under the softmax of block $j$; right after issuing $P_j V_j$ it starts $V_{j+1}$, which lands while $S_{j+1}$ and its softmax are computed. Each warp owns a slice of the tile's rows and keeps their statistics in registers, so no warp ever waits for another warp's $m$ or $\\ell$.",
     },
     {
       kind: 'p',
-      text: 'TensorRT-LLM\'s fmha_v2 (cpp/kernels/fmha_v2, the sm89 FP16 build, run on an RTX 4060) takes the same structure further for inference: $K$ and $V$ come in together into a ring of shared-memory stages, every warp runs the whole $S$, softmax, $PV$ sequence for its own rows (the trace lists one warp after another; on the GPU they run together), and an fp16-accumulation mode trades accuracy for tensor-core throughput on consumer GPUs.',
+      text: "TensorRT-LLM's fmha_v2 (cpp/kernels/fmha_v2, the sm89 FP16 build, run on an RTX 4060) takes the same structure further for inference: $K$ and $V$ come in together into a ring of shared-memory stages, every warp runs the whole $S$, softmax, $PV$ sequence for its own rows (the trace lists one warp after another; on the GPU they run together), and an fp16-accumulation mode trades accuracy for tensor-core throughput on consumer GPUs.",
     },
     {
       kind: 'p',
-      text: 'Left: CuTe FA2, opened at the load of $K_1$ that is issued while block 0 is still in its softmax. Right: fmha_v2, opened at its first row-slice step, with the trace split by warp (the Formula view names the warp). The table runs FlashScope\'s hardware model of both kernels on a full-size fp16 problem on the RTX 4060, the GPU the fmha_v2 run was recorded on.',
+      text: "Left: CuTe FA2, opened at the load of $K_1$ that is issued while block 0 is still in its softmax. Right: fmha_v2, opened at its first row-slice step, with the trace split by warp (the Formula view names the warp). The table runs FlashScope's hardware model of both kernels on a full-size fp16 problem on the RTX 4060, the GPU the fmha_v2 run was recorded on.",
     },
   ],
   panes: [
@@ -46,7 +46,7 @@ export const chapter6: Chapter = {
     {
       label: 'fmha_v2',
       preset: lessonRequest('fmha-v2', problem, blocks),
-      target: { describe: 'the first warp\'s first S slice', find: (ev) => firstIndex(ev, (e) => e.kind === 'qk' && e.warp !== undefined) },
+      target: { describe: "the first warp's first S slice", find: (ev) => firstIndex(ev, (e) => e.kind === 'qk' && e.warp !== undefined) },
       views: ['heatmaps', 'stats', 'counters'],
     },
   ],
@@ -75,7 +75,7 @@ export const chapter6: Chapter = {
   questions: [
     {
       id: 'prefetch-block',
-      prompt: 'In the CuTe FA2 pane: which K/V block\'s $K$ tile is loaded while block 0 is between $S_0 = QK_0^{\\top}$ and $P_0V_0$?',
+      prompt: "In the CuTe FA2 pane: which K/V block's $K$ tile is loaded while block 0 is between $S_0 = QK_0^{\\top}$ and $P_0V_0$?",
       kind: 'integer',
       answer: ({ run }) => {
         const i = prefetchIndex(run.events);
@@ -92,12 +92,13 @@ export const chapter6: Chapter = {
         const ev = runOther({ ...run.request, algorithm: 'fmha-v2' }).events;
         return new Set(ev.filter((e) => e.warp !== undefined).map((e) => e.warp)).size;
       },
-      explain: ({ run }, a) => `${a} warps, each with ${Math.max(1, Math.round(run.result.blocks.blockM / Number(a)))} rows of the ${run.result.blocks.blockM}-row tile here; each keeps its own m and ℓ in registers.`,
+      explain: ({ run }, a) =>
+        `${a} warps, each with ${Math.max(1, Math.round(run.result.blocks.blockM / Number(a)))} rows of the ${run.result.blocks.blockM}-row tile here; each keeps its own m and ℓ in registers.`,
       hint: 'Step through one K/V block of the fmha_v2 pane and count the distinct row slices (the Formula view shows the rows).',
     },
     {
       id: 'hw-ratio',
-      prompt: 'In the hardware table, divide fmha_v2\'s time by CuTe FA2\'s time on the RTX 4060. What is the ratio?',
+      prompt: "In the hardware table, divide fmha_v2's time by CuTe FA2's time on the RTX 4060. What is the ratio?",
       kind: 'number',
       tolerance: 0.01,
       answer: ({ simulate }) => simulate('fmha-v2', 'rtx4060', {}).timeUs / simulate('cute-fa2', 'rtx4060', {}).timeUs,

@@ -4,7 +4,8 @@ import { firstIndex, fmt, lessonRequest } from './queries.ts';
 import type { TraceEvent } from '../../../engine/trace/events.ts';
 
 /** A P·V step issued right after the next block's S = QKᵀ: the intra-warpgroup overlap. */
-const overlapped = (ev: readonly TraceEvent[]) => firstIndex(ev, (e, i) => e.kind === 'pv' && i > 0 && ev[i - 1].kind === 'qk' && ev[i - 1].tile.kvBlock !== e.tile.kvBlock);
+const overlapped = (ev: readonly TraceEvent[]) =>
+  firstIndex(ev, (e, i) => e.kind === 'pv' && i > 0 && ev[i - 1].kind === 'qk' && ev[i - 1].tile.kvBlock !== e.tile.kvBlock);
 
 const H100 = 'h100';
 
@@ -12,11 +13,11 @@ export const chapter7: Chapter = {
   number: 7,
   slug: 'fa3',
   title: 'FA3: producer, consumers, ping-pong, overlap',
-  summary: 'Hopper\'s TMA and wgmma let softmax hide under matmuls; toggle each trick live.',
+  summary: "Hopper's TMA and wgmma let softmax hide under matmuls; toggle each trick live.",
   blocks: [
     {
       kind: 'p',
-      text: 'On Hopper (H100) the tensor cores are so fast that FA2\'s softmax becomes the bottleneck: the exponentials run on the special-function units at a small fraction of matmul throughput. FA3 keeps FA2\'s numbers and reorganizes who does what, and when.',
+      text: "On Hopper (H100) the tensor cores are so fast that FA2's softmax becomes the bottleneck: the exponentials run on the special-function units at a small fraction of matmul throughput. FA3 keeps FA2's numbers and reorganizes who does what, and when.",
     },
     {
       kind: 'p',
@@ -28,13 +29,16 @@ export const chapter7: Chapter = {
     },
     {
       kind: 'code-wins',
-      text: 'FlashScope\'s first FA3 model, built from the paper\'s description (arXiv 2407.08608, §3.1: two consumer warpgroups), ran every head dimension with one 128-row tile and two consumers: 128×128 up to $d = 128$, 128×80 at $d = 256$. The shipped kernel (hopper/tile_size.h at Dao-AILab/flash-attention 0251105a) chooses per head dimension: 192×192 at $d \\le 64$ (192×128 causal) with three consumer warpgroups and $P$ going through shared memory, 192×144 at $d \\le 96$, 128×176 at $d \\le 128$ (128×128 causal), 128×128 or 128×112 at $d \\le 192$, 128×80 above; FP8 uses 128×224 at $d = 128$. The code wins: since 2026-11-26 the debugger, the hardware model and describe all read that table, $O$ is staged over the $V$ buffers rather than over $Q$, and $O$ is rescaled after the $P\\cdot V$ wait (before the GEMM at $d > 128$). docs/sources.md lists each claim with its line.',
+      text: "FlashScope's first FA3 model, built from the paper's description (arXiv 2407.08608, §3.1: two consumer warpgroups), ran every head dimension with one 128-row tile and two consumers: 128×128 up to $d = 128$, 128×80 at $d = 256$. The shipped kernel (hopper/tile_size.h at Dao-AILab/flash-attention 0251105a) chooses per head dimension: 192×192 at $d \\le 64$ (192×128 causal) with three consumer warpgroups and $P$ going through shared memory, 192×144 at $d \\le 96$, 128×176 at $d \\le 128$ (128×128 causal), 128×128 or 128×112 at $d \\le 192$, 128×80 above; FP8 uses 128×224 at $d = 128$. The code wins: since 2026-11-26 the debugger, the hardware model and describe all read that table, $O$ is staged over the $V$ buffers rather than over $Q$, and $O$ is rescaled after the $P\\cdot V$ wait (before the GEMM at $d > 128$). docs/sources.md lists each claim with its line.",
     },
     {
       kind: 'p',
       text: '**Intra-warpgroup overlap.** Inside one warpgroup, FA3 issues $S_{j} = QK_{j}^{\\top}$ for the next block it visits (the index $j$ counts down, see below) before $O \\mathrel{+}= P_{j+1}V_{j+1}$ for the previous one, and computes the next softmax while that second GEMM is in flight:',
     },
-    { kind: 'math', tex: '\\underbrace{S_{j} = QK_j^{\\top}}_{\\text{issue}} \\;\\to\\; \\underbrace{O \\mathrel{+}= P_{j+1}V_{j+1}}_{\\text{issue}} \\;\\to\\; \\underbrace{\\mathrm{softmax}(S_{j})}_{\\text{while the GEMM runs}} \\;\\to\\; O \\leftarrow O\\cdot e^{m^{\\text{old}} - m^{\\text{new}}}' },
+    {
+      kind: 'math',
+      tex: '\\underbrace{S_{j} = QK_j^{\\top}}_{\\text{issue}} \\;\\to\\; \\underbrace{O \\mathrel{+}= P_{j+1}V_{j+1}}_{\\text{issue}} \\;\\to\\; \\underbrace{\\mathrm{softmax}(S_{j})}_{\\text{while the GEMM runs}} \\;\\to\\; O \\leftarrow O\\cdot e^{m^{\\text{old}} - m^{\\text{new}}}',
+    },
     {
       kind: 'p',
       text: 'FA3 also visits the K/V blocks from last to first, so on a causal problem the only block that needs a mask — the diagonal one — comes first. Both reorderings compute the same numbers; only the order of the trace changes. Toggle them below: the debugger reloads with the switch, and the table re-runs the hardware model on an H100-sized problem.',
@@ -44,16 +48,33 @@ export const chapter7: Chapter = {
     {
       preset: lessonRequest('fa3', { nq: 256, nk: 256, d: 16 }, { blockM: 128, blockN: 64 }),
       target: {
-        describe: 'the first P·V issued right after the next block\'s S = QKᵀ',
+        describe: "the first P·V issued right after the next block's S = QKᵀ",
         find: overlapped,
-        fallback: { describe: 'the first P·V (with the overlap off it follows its own block\'s softmax)', find: (ev) => firstIndex(ev, (e) => e.kind === 'pv') },
+        fallback: {
+          describe: "the first P·V (with the overlap off it follows its own block's softmax)",
+          find: (ev) => firstIndex(ev, (e) => e.kind === 'pv'),
+        },
       },
       views: ['heatmaps', 'stats', 'counters'],
     },
   ],
   toggles: [
-    { feature: 'intraOverlap', label: 'Intra-warpgroup overlap', on: true, off: false, kernelDefault: true, explain: 'Off: qk, softmax, pv for one block, then the next.' },
-    { feature: 'pingpong', label: 'Ping-pong between warpgroups', on: true, off: false, kernelDefault: true, explain: 'Off: the two warpgroups run in lockstep; the trace shows whole 128-row tiles.' },
+    {
+      feature: 'intraOverlap',
+      label: 'Intra-warpgroup overlap',
+      on: true,
+      off: false,
+      kernelDefault: true,
+      explain: 'Off: qk, softmax, pv for one block, then the next.',
+    },
+    {
+      feature: 'pingpong',
+      label: 'Ping-pong between warpgroups',
+      on: true,
+      off: false,
+      kernelDefault: true,
+      explain: 'Off: the two warpgroups run in lockstep; the trace shows whole 128-row tiles.',
+    },
   ],
   hardware: {
     caption: 'Simulated H100 kernel time, hardware model (engine/hw)',
@@ -107,7 +128,8 @@ export const chapter7: Chapter = {
     },
     {
       id: 'overlap-us',
-      prompt: 'In the hardware table, by how many microseconds does the H100 time grow when intra-warpgroup overlap is turned off (ping-pong on)?',
+      prompt:
+        'In the hardware table, by how many microseconds does the H100 time grow when intra-warpgroup overlap is turned off (ping-pong on)?',
       kind: 'number',
       tolerance: 0.01,
       answer: ({ simulate }) => simulate('fa3', H100, { intraOverlap: false }).timeUs - simulate('fa3', H100, {}).timeUs,

@@ -32,16 +32,19 @@ export const chapter8: Chapter = {
     },
     {
       kind: 'p',
-      text: '**Lazy rescaling.** FA4 works in base 2, with $s\' = s\\cdot\\log_2 e$ and $P = 2^{s\' - m}$. When a new block raises the row max by less than a threshold (8 in log2 units), FA4 keeps the stale max: $P$ may then reach $2^8 = 256$, which 16-bit storage and fp32 accumulators hold without trouble, and since $\\ell$ is summed against the same stale max the final $O/\\ell$ is still exact. Rescaling $O$ — a trip of the whole accumulator through the correction warps — becomes rare.',
+      text: "**Lazy rescaling.** FA4 works in base 2, with $s' = s\\cdot\\log_2 e$ and $P = 2^{s' - m}$. When a new block raises the row max by less than a threshold (8 in log2 units), FA4 keeps the stale max: $P$ may then reach $2^8 = 256$, which 16-bit storage and fp32 accumulators hold without trouble, and since $\\ell$ is summed against the same stale max the final $O/\\ell$ is still exact. Rescaling $O$ — a trip of the whole accumulator through the correction warps — becomes rare.",
     },
-    { kind: 'math', tex: 'm^{\\text{new}} = \\begin{cases} \\max(m, \\mathrm{rowmax}(S\')) & \\text{if } \\mathrm{rowmax}(S\') - m > 8 \\\\ m & \\text{otherwise} \\end{cases}\\qquad O = \\tilde O / \\ell' },
+    {
+      kind: 'math',
+      tex: "m^{\\text{new}} = \\begin{cases} \\max(m, \\mathrm{rowmax}(S')) & \\text{if } \\mathrm{rowmax}(S') - m > 8 \\\\ m & \\text{otherwise} \\end{cases}\\qquad O = \\tilde O / \\ell",
+    },
     {
       kind: 'p',
       text: '**exp2 emulation.** Some of the exponentials are computed with a cubic polynomial on the FMA units (split $x$ into integer and fraction, approximate $2^{\\text{frac}}$, add the integer to the exponent bits), so the exponential unit and the FMA units share the work. Which ones is fixed per configuration: in 32-column fragments, from fragment 1 to the one before the last, the last 4 of every 16 columns — 16 of 128 — and on masked blocks as well; the 2-CTA $d = 128$ kernel uses every 10 instead (_TUNING_CONFIG in flash_fwd_sm100.py). An earlier FlashScope model emulated 24 of 128 from fragment 0 and skipped masked blocks; the code says otherwise.',
     },
     {
       kind: 'p',
-      text: 'The debugger runs FA4\'s numbers in the MMA warp\'s issue order on $N = 256$, $d = 16$, bf16, and opens at the first $P = 2^{S\' - m}$ step. Toggle lazy rescaling and exp2 emulation: the trace and its counters change. The table runs the B200 model with each switch; read its unit columns as well as the time, because while the tensor cores are the limit, work taken off the correction or exponential units shows up there first.',
+      text: "The debugger runs FA4's numbers in the MMA warp's issue order on $N = 256$, $d = 16$, bf16, and opens at the first $P = 2^{S' - m}$ step. Toggle lazy rescaling and exp2 emulation: the trace and its counters change. The table runs the B200 model with each switch; read its unit columns as well as the time, because while the tensor cores are the limit, work taken off the correction or exponential units shows up there first.",
     },
   ],
   panes: [
@@ -52,8 +55,22 @@ export const chapter8: Chapter = {
     },
   ],
   toggles: [
-    { feature: 'lazyRescale', label: 'Lazy rescaling', on: true, off: false, kernelDefault: true, explain: 'Off: O is rescaled whenever any row max grows.' },
-    { feature: 'exp2Emulation', label: 'exp2 emulation', on: true, off: false, kernelDefault: true, explain: 'Off: every exponential goes to the special-function unit.' },
+    {
+      feature: 'lazyRescale',
+      label: 'Lazy rescaling',
+      on: true,
+      off: false,
+      kernelDefault: true,
+      explain: 'Off: O is rescaled whenever any row max grows.',
+    },
+    {
+      feature: 'exp2Emulation',
+      label: 'exp2 emulation',
+      on: true,
+      off: false,
+      kernelDefault: true,
+      explain: 'Off: every exponential goes to the special-function unit.',
+    },
   ],
   hardware: {
     caption: 'Simulated B200 kernel time, hardware model (engine/hw)',
@@ -95,7 +112,8 @@ export const chapter8: Chapter = {
       prompt: 'How many exponentials went through the polynomial exp2 on the FMA units in the loaded run?',
       kind: 'integer',
       answer: ({ run }) => run.result.stats?.emulatedExp2 ?? 0,
-      explain: (_c, a) => `${a}: from the second 32-column fragment to the one before the last, the last 4 of every 16 columns use the polynomial, on masked blocks too (entries the mask removed are exactly 0 and skip the exponential).`,
+      explain: (_c, a) =>
+        `${a}: from the second 32-column fragment to the one before the last, the last 4 of every 16 columns use the polynomial, on masked blocks too (entries the mask removed are exactly 0 and skip the exponential).`,
       hint: 'Work it out from the pattern: which columns of an unmasked interior block are emulated, and how many such rows × blocks are there?',
     },
     {

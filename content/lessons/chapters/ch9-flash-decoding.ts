@@ -20,10 +20,13 @@ export const chapter9: Chapter = {
       kind: 'p',
       text: 'Flash-decoding cuts the keys into $s$ contiguous splits and runs FA2 on each split as a separate thread block. Split $k$ produces a partial output $O_k$, already divided by its own sum, and its log-sum-exp $\\mathrm{LSE}_k$. A second, tiny kernel merges them:',
     },
-    { kind: 'math', tex: '\\mathrm{LSE} = \\log \\sum_k e^{\\mathrm{LSE}_k},\\qquad O = \\sum_k e^{\\mathrm{LSE}_k - \\mathrm{LSE}}\\, O_k' },
+    {
+      kind: 'math',
+      tex: '\\mathrm{LSE} = \\log \\sum_k e^{\\mathrm{LSE}_k},\\qquad O = \\sum_k e^{\\mathrm{LSE}_k - \\mathrm{LSE}}\\, O_k',
+    },
     {
       kind: 'p',
-      text: 'This is exact, not an approximation: $e^{\\mathrm{LSE}_k}$ is split $k$\'s softmax denominator (against max 0), so the weights $e^{\\mathrm{LSE}_k - \\mathrm{LSE}}$ are each split\'s share of the total, the same merge chapter 3 does block by block, done once across blocks. The combine computes the outer log-sum-exp against $\\max_k \\mathrm{LSE}_k$, so nothing overflows.',
+      text: "This is exact, not an approximation: $e^{\\mathrm{LSE}_k}$ is split $k$'s softmax denominator (against max 0), so the weights $e^{\\mathrm{LSE}_k - \\mathrm{LSE}}$ are each split's share of the total, the same merge chapter 3 does block by block, done once across blocks. The combine computes the outer log-sum-exp against $\\max_k \\mathrm{LSE}_k$, so nothing overflows.",
     },
     {
       kind: 'p',
@@ -41,7 +44,16 @@ export const chapter9: Chapter = {
       views: ['heatmaps', 'stats', 'formula', 'counters'],
     },
   ],
-  toggles: [{ feature: 'splits', label: 'Split K/V (4 splits)', on: 4, off: 1, kernelDefault: 0, explain: 'Off: one split, which writes O and LSE directly.' }],
+  toggles: [
+    {
+      feature: 'splits',
+      label: 'Split K/V (4 splits)',
+      on: 4,
+      off: 1,
+      kernelDefault: 0,
+      explain: 'Off: one split, which writes O and LSE directly.',
+    },
+  ],
   hardware: {
     caption: 'Simulated H100 decoding time, hardware model (engine/hw)',
     shapeNote: 'batch 1, 32 heads, 1 query, 32 768 keys, d = 128, bf16',
@@ -76,7 +88,8 @@ export const chapter9: Chapter = {
     },
     {
       id: 'heaviest-split',
-      prompt: 'Which split (counting from 0) gets the largest weight $e^{\\mathrm{LSE}_k - \\mathrm{LSE}}$ in the combine? With one split, the answer is 0.',
+      prompt:
+        'Which split (counting from 0) gets the largest weight $e^{\\mathrm{LSE}_k - \\mathrm{LSE}}$ in the combine? With one split, the answer is 0.',
       kind: 'integer',
       answer: ({ run }) => {
         const c = combineOf(run.events);
@@ -90,7 +103,7 @@ export const chapter9: Chapter = {
         const w = c.splitLse[0].map((l) => Math.exp(l - c.lse[0]));
         return `Split ${a}, weight ${fmt(w[Number(a)], 4)}; the weights are ${w.map((x) => fmt(x, 3)).join(', ')} and add up to 1.`;
       },
-      hint: 'The largest LSE_k means the largest share: compare the splits\' LSE values at the combine step.',
+      hint: "The largest LSE_k means the largest share: compare the splits' LSE values at the combine step.",
     },
     {
       id: 'speedup',

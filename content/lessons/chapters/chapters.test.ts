@@ -16,7 +16,10 @@ import type { Question } from './types.ts';
 const cache = new RunCache(20);
 
 /** Row `row` of τ·QKᵀ for head (0,0), in float64 from the inputs. */
-function scoresRow(req: ReturnType<typeof chapterByNumber> extends infer C ? (C extends { panes: { preset: infer R }[] } ? R : never) : never, row: number): number[] {
+function scoresRow(
+  req: ReturnType<typeof chapterByNumber> extends infer C ? (C extends { panes: { preset: infer R }[] } ? R : never) : never,
+  row: number,
+): number[] {
   const p = req.problem;
   const x = randomInputs(p, { seed: req.seed, distribution: req.distribution });
   const tau = softmaxScale(p);
@@ -29,7 +32,20 @@ function scoresRow(req: ReturnType<typeof chapterByNumber> extends infer C ? (C 
   return out;
 }
 
-const expectedKind: Record<number, string[]> = { 1: ['write'], 2: ['rowmax'], 3: ['rescale'], 4: ['load'], 5: ['write', 'write'], 6: ['load', 'qk'], 7: ['pv'], 8: ['exp'], 9: ['combine'], 10: ['dq', 'load'], 11: ['load'], 12: ['qk', 'exp', 'qk'] };
+const expectedKind: Record<number, string[]> = {
+  1: ['write'],
+  2: ['rowmax'],
+  3: ['rescale'],
+  4: ['load'],
+  5: ['write', 'write'],
+  6: ['load', 'qk'],
+  7: ['pv'],
+  8: ['exp'],
+  9: ['combine'],
+  10: ['dq', 'load'],
+  11: ['load'],
+  12: ['qk', 'exp', 'qk'],
+};
 
 describe('lesson chapters', () => {
   it('are numbered 1..12 in order with unique slugs and question ids', () => {
@@ -152,7 +168,7 @@ describe('answers agree with float64 computations', () => {
   });
 });
 
-describe('targets when a change removes the chapter\'s step', () => {
+describe("targets when a change removes the chapter's step", () => {
   it('one split has no combine: chapter 9 stands at the normalize step and says so', () => {
     const c = chapterByNumber(9)!;
     const req = { ...c.panes[0].preset, features: { splits: 1 } };
@@ -195,7 +211,10 @@ describe('online softmax (chapter 2 widget)', () => {
     const steps = onlineSoftmaxSteps(x);
     const last = steps[steps.length - 1];
     expect(last.m).toBe(7);
-    expect(last.d).toBeCloseTo(x.reduce((a, v) => a + Math.exp(v - 7), 0), 12);
+    expect(last.d).toBeCloseTo(
+      x.reduce((a, v) => a + Math.exp(v - 7), 0),
+      12,
+    );
     const a = softmaxFromOnline(x);
     safeSoftmax(x).forEach((p, i) => expect(a[i]).toBeCloseTo(p, 12));
     // The factor is below 1 exactly where the max grew after the first element.

@@ -48,7 +48,16 @@ export function simulateRow(chapter: Chapter, algorithm: string, gpu: string, fe
   if (hit) return hit;
   hwAlgorithmById(algorithm);
   const r = simulateFor(algorithm, gpu, chapter.hardware.shape, features);
-  const row: HwRow = { algorithm, gpu, features, timeUs: r.time_us, tflops: r.tflops, utilization: r.utilization, smsBusy: r.sms_busy, smCount: gpuById(gpu).smCount };
+  const row: HwRow = {
+    algorithm,
+    gpu,
+    features,
+    timeUs: r.time_us,
+    tflops: r.tflops,
+    utilization: r.utilization,
+    smsBusy: r.sms_busy,
+    smCount: gpuById(gpu).smCount,
+  };
   hwCache.set(key, row);
   return row;
 }
@@ -90,7 +99,12 @@ export function locateTarget(chapter: Chapter, pane: number, req: LoadRequest, c
   const f = spec.target.fallback;
   const j = f ? f.find(run.events) : -1;
   if (f && j >= 0) return { step: j, total, describe: f.describe, exact: false };
-  return { step: 0, total, describe: `this problem has no step matching "${spec.target.describe}", so the debugger stays at the start`, exact: false };
+  return {
+    step: 0,
+    total,
+    describe: `this problem has no step matching "${spec.target.describe}", so the debugger stays at the start`,
+    exact: false,
+  };
 }
 
 /** Where a 'goto' block of the text points in the loaded run; step −1 when this problem has no such step. */
@@ -110,7 +124,10 @@ export function liveBlock(chapter: Chapter, block: number, cache: RunCache): Liv
 
 /** What the student typed, as the question's kind of value, or a message saying what is expected. */
 export function parseAnswer(q: Question, text: string): { value: AnswerValue } | { error: string } {
-  const t = text.trim().replace(/\u2212/g, '-').replace(/\s+/g, '');
+  const t = text
+    .trim()
+    .replace(/\u2212/g, '-')
+    .replace(/\s+/g, '');
   if (q.kind === 'choice') {
     if (!q.choices?.some((c) => c.id === text)) return { error: 'Pick one of the options.' };
     return { value: text };
@@ -153,6 +170,11 @@ export function revealAnswer(chapter: Chapter, qid: string, req: LoadRequest, ca
   if (!q) throw new Error(`chapter ${chapter.number} has no question '${qid}'`);
   const ctx = lessonContext(chapter, req, cache);
   const a = q.answer(ctx);
-  const label = q.kind === 'choice' ? (q.choices?.find((c) => c.id === a)?.label ?? String(a)) : typeof a === 'number' && !Number.isInteger(a) ? String(Number(a.toPrecision(6))) : String(a);
+  const label =
+    q.kind === 'choice'
+      ? (q.choices?.find((c) => c.id === a)?.label ?? String(a))
+      : typeof a === 'number' && !Number.isInteger(a)
+        ? String(Number(a.toPrecision(6)))
+        : String(a);
   return { answer: label, explanation: q.explain(ctx, a) };
 }

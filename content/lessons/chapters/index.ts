@@ -13,7 +13,20 @@ import { chapter11 } from './ch11-serving.ts';
 import { chapter12 } from './ch12-low-precision.ts';
 import type { Chapter } from './types.ts';
 
-export const CHAPTERS: readonly Chapter[] = [chapter1, chapter2, chapter3, chapter4, chapter5, chapter6, chapter7, chapter8, chapter9, chapter10, chapter11, chapter12];
+export const CHAPTERS: readonly Chapter[] = [
+  chapter1,
+  chapter2,
+  chapter3,
+  chapter4,
+  chapter5,
+  chapter6,
+  chapter7,
+  chapter8,
+  chapter9,
+  chapter10,
+  chapter11,
+  chapter12,
+];
 
 export function chapterByNumber(n: number): Chapter | undefined {
   return CHAPTERS.find((c) => c.number === n);

@@ -36,6 +36,13 @@ export function fa1IoSweep(p: AttentionProblem = SWEEP_PROBLEM, sram: readonly n
     const r = runToEnd(algorithmById('fa1'), p, x, { sramBytes, trace: false });
     const words = sramBytes / 4;
     const b = blocksFromSram(sramBytes, p.d);
-    return { sramBytes, words, blockM: b.blockM, blockN: b.blockN, hbmBytes: hbmTotal(r.counters), bound: (p.nq * p.nk * p.d * p.d) / words };
+    return {
+      sramBytes,
+      words,
+      blockM: b.blockM,
+      blockN: b.blockN,
+      hbmBytes: hbmTotal(r.counters),
+      bound: (p.nq * p.nk * p.d * p.d) / words,
+    };
   });
 }

@@ -85,7 +85,12 @@ export const smoothingRow = (smoothK: boolean): SmoothRow => smoothingTable().fi
  * off: the Precision view's float64 scores are those of the unsmoothed K, so with smoothing on
  * its S error would be each row's shift q·mean(K)·τ, not what INT8 lost ("try this" shows that).
  */
-export const SAGE_PRESET: LoadRequest = lessonRequest('sage', { nq: 128, nk: 128, d: 64, dtype: 'fp16' }, { blockM: 64, blockN: 64 }, { seed: 1, features: { version: 1, smoothK: false } });
+export const SAGE_PRESET: LoadRequest = lessonRequest(
+  'sage',
+  { nq: 128, nk: 128, d: 64, dtype: 'fp16' },
+  { blockM: 64, blockN: 64 },
+  { seed: 1, features: { version: 1, smoothK: false } },
+);
 
 /** The first S = QKᵀ step (an exact integer dot product, dequantized by the Q and K scales). */
 export const firstQk = (ev: readonly TraceEvent[]) => ev.findIndex((e) => e.kind === 'qk');

@@ -33,10 +33,20 @@ export interface ErrorRow {
 
 const ERROR_ROWS: Omit<ErrorRow, 'rmse' | 'maxAbs'>[] = [
   { id: 'fp16', label: 'FP16 FA3', dtype: 'fp16', features: {} },
-  { id: 'per-tensor', label: 'FP8, per-tensor scales, no rotation (the shipped kernel)', dtype: 'fp8e4m3', features: { blockQuant: false, incoherent: false } },
+  {
+    id: 'per-tensor',
+    label: 'FP8, per-tensor scales, no rotation (the shipped kernel)',
+    dtype: 'fp8e4m3',
+    features: { blockQuant: false, incoherent: false },
+  },
   { id: 'block', label: 'FP8, block scales only', dtype: 'fp8e4m3', features: { blockQuant: true, incoherent: false } },
   { id: 'incoherent', label: 'FP8, incoherent processing only', dtype: 'fp8e4m3', features: { blockQuant: false, incoherent: true } },
-  { id: 'fa3', label: "FP8, block scales + incoherent (the FA3 paper's experiment)", dtype: 'fp8e4m3', features: { blockQuant: true, incoherent: true } },
+  {
+    id: 'fa3',
+    label: "FP8, block scales + incoherent (the FA3 paper's experiment)",
+    dtype: 'fp8e4m3',
+    features: { blockQuant: true, incoherent: true },
+  },
 ];
 
 let errorMemo: ErrorRow[] | null = null;

@@ -17,7 +17,14 @@ import {
   type HwAlgorithm,
   type ProblemShape,
 } from '../../hw/model.ts';
-import { SOFTMAX_FMA_OPS, buildWarpTiled, mmaSyncRate, warpTiledGeometry, warpTiledSmem, type WarpTiledConfig } from '../../hw/schedules/warp-tiled.ts';
+import {
+  SOFTMAX_FMA_OPS,
+  buildWarpTiled,
+  mmaSyncRate,
+  warpTiledGeometry,
+  warpTiledSmem,
+  type WarpTiledConfig,
+} from '../../hw/schedules/warp-tiled.ts';
 
 /**
  * Calibration: FA2 forward on A100 reaches ~230 TFLOP/s at d = 128 (FA2 paper, Fig. 4)
@@ -59,7 +66,10 @@ function resources(gpu: GpuSpec, shape: ProblemShape) {
   const sheet = emptySheet('cute-fa2', gpu, cfg.blockM, cfg.blockN);
   warpTiledSmem(sheet, shape, cfg);
   requireHalf(sheet, shape, 'the CuTe FA2 kernel');
-  if (gpu.sm > 80) sheet.notes.push(`Runs on SM${gpu.sm} with SM80 instructions: mma.sync at ${Math.round(gpu.mmaSyncFraction * 100)}% of the native tensor rate.`);
+  if (gpu.sm > 80)
+    sheet.notes.push(
+      `Runs on SM${gpu.sm} with SM80 instructions: mma.sync at ${Math.round(gpu.mmaSyncFraction * 100)}% of the native tensor rate.`,
+    );
   return finishSheet(sheet, gpu);
 }
 

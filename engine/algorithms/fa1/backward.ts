@@ -42,7 +42,10 @@ function* runFa1Backward(p: AttentionProblem, xIn: AttentionInputs, opts: RunOpt
       acc.reset();
       const rowBase = (b * p.hq + h) * nq;
       const all: step.Where = { b, h, outer: -1, inner: -1, qBlock: -1, kvBlock: -1, at: tilePos(p, b, h, 0, nq, 0, 0) };
-      let ev = tr.emit('write', step.base(ctx, all, 'init', { hbmWritten: { dQ: nq * d * 4 } }, true), () => ({ tensors: ['dQ' as const], ...step.tag(all) }));
+      let ev = tr.emit('write', step.base(ctx, all, 'init', { hbmWritten: { dQ: nq * d * 4 } }, true), () => ({
+        tensors: ['dQ' as const],
+        ...step.tag(all),
+      }));
       if (ev) yield ev;
 
       for (let j = 0; j < tc; j++) {

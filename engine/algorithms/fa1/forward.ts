@@ -87,9 +87,13 @@ function* runFa1(p: AttentionProblem, x: AttentionInputs, opts: RunOptions): Ste
           const tile = { qBlock: i, kvBlock: j, rows: [r0, r1] as Range, cols: [c0, c1] as Range };
           const here = (line: string, delta: object) => ({ b, h, outer: j, inner: i, tile, line, delta });
           const ro = rowBase + r0;
-          ev = tr.emit('load', here('fa1.loadQOlm', { hbmRead: { Q: rows * p.d * eb, O: rows * dv * 4, l: rows * 4, m: rows * 4 } }), () => ({
-            tensors: ['Q' as const, 'O' as const, 'l' as const, 'm' as const],
-          }));
+          ev = tr.emit(
+            'load',
+            here('fa1.loadQOlm', { hbmRead: { Q: rows * p.d * eb, O: rows * dv * 4, l: rows * 4, m: rows * 4 } }),
+            () => ({
+              tensors: ['Q' as const, 'O' as const, 'l' as const, 'm' as const],
+            }),
+          );
           if (ev) yield ev;
 
           const anyMasked = scoreTile(p, sm, x, hs, r0, rows, c0, cols, s, blockN);

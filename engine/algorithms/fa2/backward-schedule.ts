@@ -16,7 +16,22 @@
 import type { ResourceSheet, SchedulePhase } from '../../hw/events.ts';
 import type { GpuSpec } from '../../hw/gpus/index.ts';
 import { aroundKernelsUs, backwardFlops, backwardGrid, backwardHbmBytes, tileCrossesDiagonal } from '../../hw/backward.ts';
-import { ceilDiv, elemBytes, emptySheet, phase, finishSheet, kvBlocksOf, mmaCycles, prefix, regAlloc, requireHalf, type BuildContext, type CtaWork, type HwAlgorithm, type ProblemShape } from '../../hw/model.ts';
+import {
+  ceilDiv,
+  elemBytes,
+  emptySheet,
+  phase,
+  finishSheet,
+  kvBlocksOf,
+  mmaCycles,
+  prefix,
+  regAlloc,
+  requireHalf,
+  type BuildContext,
+  type CtaWork,
+  type HwAlgorithm,
+  type ProblemShape,
+} from '../../hw/model.ts';
 import type { Kernel, MemSpec } from '../../hw/scheduler.ts';
 import { mmaSyncRate } from '../../hw/schedules/warp-tiled.ts';
 import { BWD_ELEMENT_OPS } from '../fa3/backward-schedule.ts';
@@ -85,9 +100,15 @@ function resources(gpu: GpuSpec, shape: ProblemShape): ResourceSheet {
   const regs = registersPerThread(cfg, shape);
   for (let w = 0; w < WARPS; w++) sheet.roles.push({ name: `warp${w}`, warps: [w], registers: regs });
   sheet.notes.push('dQ partials go from registers straight into dQaccum (fp32, HBM) with atomicAdd; nothing in SMEM holds them.');
-  sheet.notes.push('The LSE and D rows of the current block sit in SMEM next to the tiles (the kernel keeps them in a small buffer after the tiles).');
-  if (gpu.sm > 80) sheet.notes.push(`Runs on SM${gpu.sm} with SM80 instructions: mma.sync at ${Math.round(gpu.mmaSyncFraction * 100)}% of the native tensor rate.`);
-  if (Math.max(shape.d, shape.dv) > 256) sheet.does_not_fit.push(`head dim: the FA2 backward has tiles up to d = 256, got ${Math.max(shape.d, shape.dv)}`);
+  sheet.notes.push(
+    'The LSE and D rows of the current block sit in SMEM next to the tiles (the kernel keeps them in a small buffer after the tiles).',
+  );
+  if (gpu.sm > 80)
+    sheet.notes.push(
+      `Runs on SM${gpu.sm} with SM80 instructions: mma.sync at ${Math.round(gpu.mmaSyncFraction * 100)}% of the native tensor rate.`,
+    );
+  if (Math.max(shape.d, shape.dv) > 256)
+    sheet.does_not_fit.push(`head dim: the FA2 backward has tiles up to d = 256, got ${Math.max(shape.d, shape.dv)}`);
   requireHalf(sheet, shape, 'the FA2 backward');
   return finishSheet(sheet, gpu);
 }
@@ -104,7 +125,15 @@ function build(k: Kernel, ctx: BuildContext, work: CtaWork): void {
   const col = work.qBlock;
   const off = (name: string, stage: number) => sheet.smem.buffers.find((b) => b.name === name && b.stage === stage)!.offset;
   for (const b of sheet.smem.buffers) k.alloc({ space: 'smem', buffer: `${p}${b.name}`, stage: b.stage, offset: b.offset, bytes: b.bytes });
-  const tile = (buf: string, stage: number, bytes: number, name: string, action: 'fill' | 'release' = 'fill'): MemSpec => ({ space: 'smem', buffer: `${p}${buf}`, stage, offset: off(buf, stage), bytes, action, tile: name });
+  const tile = (buf: string, stage: number, bytes: number, name: string, action: 'fill' | 'release' = 'fill'): MemSpec => ({
+    space: 'smem',
+    buffer: `${p}${buf}`,
+    stage,
+    offset: off(buf, stage),
+    bytes,
+    action,
+    tile: name,
+  });
 
   // Each warp does an eighth of every GEMM on its sub-partition's tensor core.
   const spRate = (mmaSyncRate(gpu, shape) * MMA_SYNC_BWD_EFFICIENCY) / 4;
@@ -125,12 +154,22 @@ function build(k: Kernel, ctx: BuildContext, work: CtaWork): void {
   for (let w = 0; w < WARPS; w++) {
     const sp = (ctx.ctaIndex * WARPS + w) % 4;
     const lead = w === 0;
-    const r = k.role({ name: `${p}warp${w}`, warps: [w], registers: sheet.roles[0].registers, job: `FA2 backward warp: an eighth of every GEMM of column block ${col}, of the exps and dS, of every copy and of the dQ atomics` });
+    const r = k.role({
+      name: `${p}warp${w}`,
+      warps: [w],
+      registers: sheet.roles[0].registers,
+      job: `FA2 backward warp: an eighth of every GEMM of column block ${col}, of the exps and dS, of every copy and of the dQ atomics`,
+    });
     r.delay((ctx.ctaIndex / ctx.ctaCount) * (gS + gDp + gDv + gDq + gDk));
     const cp = k.counter(`${p}cp.async_warp${w}`);
     let groups = 0;
     const group = (bytes: number, op: string, t: string, mem: MemSpec[], ph: SchedulePhase) => {
-      r.issue('cpasync', copy(bytes / WARPS), op, t, { phase: ph, latency: gpu.copyLatencyCycles, arrive: [cp], mem: lead ? mem : undefined });
+      r.issue('cpasync', copy(bytes / WARPS), op, t, {
+        phase: ph,
+        latency: gpu.copyLatencyCycles,
+        arrive: [cp],
+        mem: lead ? mem : undefined,
+      });
       return groups++;
     };
     const mark = (m: MemSpec) => {
@@ -138,14 +177,33 @@ function build(k: Kernel, ctx: BuildContext, work: CtaWork): void {
     };
     if (n === 0) continue;
     const m0 = rows[0];
-    group(N * (shape.d + shape.dv) * e, `cpasync K${col}+V${col}`, `K${col}`, [tile('sK', 0, N * shape.d * e, `K${col}`), tile('sV', 0, N * shape.dv * e, `V${col}`)], phase(['load'], null, null, ['K', 'V']));
-    const loadQ = (m: number, s: number) => group(qBytes, `cpasync Q${m}+LSE${m}`, `Q${m}`, [tile('sQ', s, M * shape.d * e, `Q${m}`), tile('sLSE', s, M * 4, `LSE${m}`)], phase(['load'], m, null, ['Q', 'LSE']));
+    group(
+      N * (shape.d + shape.dv) * e,
+      `cpasync K${col}+V${col}`,
+      `K${col}`,
+      [tile('sK', 0, N * shape.d * e, `K${col}`), tile('sV', 0, N * shape.dv * e, `V${col}`)],
+      phase(['load'], null, null, ['K', 'V']),
+    );
+    const loadQ = (m: number, s: number) =>
+      group(
+        qBytes,
+        `cpasync Q${m}+LSE${m}`,
+        `Q${m}`,
+        [tile('sQ', s, M * shape.d * e, `Q${m}`), tile('sLSE', s, M * 4, `LSE${m}`)],
+        phase(['load'], m, null, ['Q', 'LSE']),
+      );
     const releaseQ = (m: number, s: number) => {
       mark(tile('sQ', s, M * shape.d * e, `Q${m}`, 'release'));
       mark(tile('sLSE', s, M * 4, `LSE${m}`, 'release'));
     };
     let qGroup = loadQ(m0, 0);
-    let doGroup = group(doBytes, `cpasync dO${m0}+D${m0}`, `dO${m0}`, [tile('sdO', 0, M * shape.dv * e, `dO${m0}`), tile('sD', 0, M * 4, `D${m0}`)], phase(['load'], m0, null, ['dO', 'D']));
+    let doGroup = group(
+      doBytes,
+      `cpasync dO${m0}+D${m0}`,
+      `dO${m0}`,
+      [tile('sdO', 0, M * shape.dv * e, `dO${m0}`), tile('sD', 0, M * 4, `D${m0}`)],
+      phase(['load'], m0, null, ['dO', 'D']),
+    );
     for (let i = 0; i < n; i++) {
       const m = rows[i];
       const qs = i % cfg.qStages;
@@ -157,7 +215,8 @@ function build(k: Kernel, ctx: BuildContext, work: CtaWork): void {
         qGroup = loadQ(rows[i + 1], 1 - qs);
       }
       r.exec(`tensor.sp${sp}`, gS, `mma.sync S=Q${m}·K${col}ᵀ`, `S${m}`, { phase: phase(['qk'], m) });
-      if (tileCrossesDiagonal(shape, m, col, M, N)) r.exec(`fma.sp${sp}`, (elems * 2) / fma, 'causal mask', `S${m}`, { phase: phase(['mask'], m) });
+      if (tileCrossesDiagonal(shape, m, col, M, N))
+        r.exec(`fma.sp${sp}`, (elems * 2) / fma, 'causal mask', `S${m}`, { phase: phase(['mask'], m) });
       r.exec(`fma.sp${sp}`, elems / fma + FA2_BWD_WARP_OVERHEAD, 'S·scale − LSE', `S${m}`, { phase: phase(['recompute'], m) });
       r.exec(`mufu.sp${sp}`, elems / mufu, 'exp2 → P', `P${m}`, { phase: phase(['recompute'], m) });
       r.exec(`tensor.sp${sp}`, gDp, `mma.sync dP=dO${m}·V${col}ᵀ`, `dP${m}`, { phase: phase(['dp'], m) });
@@ -166,7 +225,10 @@ function build(k: Kernel, ctx: BuildContext, work: CtaWork): void {
         mark(tile('sP', 0, M * N * e, `P${rows[i - 1]}`, 'release'));
         mark(tile('sdS', 0, M * N * e, `dS${rows[i - 1]}`, 'release'));
       }
-      r.exec('smem', (2 * elems * e) / gpu.smemBytesPerClk, `st.shared P${m} dS${m}`, `dS${m}`, { phase: phase(['ds'], m), memDone: lead ? [tile('sP', 0, M * N * e, `P${m}`), tile('sdS', 0, M * N * e, `dS${m}`)] : undefined });
+      r.exec('smem', (2 * elems * e) / gpu.smemBytesPerClk, `st.shared P${m} dS${m}`, `dS${m}`, {
+        phase: phase(['ds'], m),
+        memDone: lead ? [tile('sP', 0, M * N * e, `P${m}`), tile('sdS', 0, M * N * e, `dS${m}`)] : undefined,
+      });
       r.sync(sync);
       r.exec(`tensor.sp${sp}`, gDv, `mma.sync dV+=P${m}ᵀ·dO${m}`, `dV${col}`, { phase: phase(['dv'], m) });
       r.sync(sync);
@@ -175,13 +237,31 @@ function build(k: Kernel, ctx: BuildContext, work: CtaWork): void {
       mark(tile('sD', 0, M * 4, `D${m}`, 'release'));
       if (i + 1 < n) {
         const nm = rows[i + 1];
-        doGroup = group(doBytes, `cpasync dO${nm}+D${nm}`, `dO${nm}`, [tile('sdO', 0, M * shape.dv * e, `dO${nm}`), tile('sD', 0, M * 4, `D${nm}`)], phase(['load'], nm, null, ['dO', 'D']));
+        doGroup = group(
+          doBytes,
+          `cpasync dO${nm}+D${nm}`,
+          `dO${nm}`,
+          [tile('sdO', 0, M * shape.dv * e, `dO${nm}`), tile('sD', 0, M * 4, `D${nm}`)],
+          phase(['load'], nm, null, ['dO', 'D']),
+        );
       }
       r.exec(`tensor.sp${sp}`, gDq, `mma.sync dQ${m}=dS${m}·K${col}`, `dQ${m}`, { phase: phase(['dq'], m) });
       r.issue('store', copy((M * shape.d * 4) / WARPS), `atomicAdd dQ${m}`, `dQ${m}`, {
         phase: phase(['dq'], m),
         latency: gpu.copyLatencyCycles,
-        memDone: lead ? [{ space: 'hbm', buffer: 'dQaccum', stage: 0, offset: ((work.b * shape.hq + work.h) * ceilDiv(shape.nq, M) + m) * M * shape.d * 4, bytes: M * shape.d * 4, action: 'fill', tile: `dQ${m}` }] : undefined,
+        memDone: lead
+          ? [
+              {
+                space: 'hbm',
+                buffer: 'dQaccum',
+                stage: 0,
+                offset: ((work.b * shape.hq + work.h) * ceilDiv(shape.nq, M) + m) * M * shape.d * 4,
+                bytes: M * shape.d * 4,
+                action: 'fill',
+                tile: `dQ${m}`,
+              },
+            ]
+          : undefined,
       });
       r.exec(`tensor.sp${sp}`, gDk, `mma.sync dK+=dS${m}ᵀ·Q${m}`, `dK${col}`, { phase: phase(['dk'], m) });
       if (cfg.qStages === 1 && i + 1 < n) {
@@ -192,7 +272,9 @@ function build(k: Kernel, ctx: BuildContext, work: CtaWork): void {
       }
     }
     // Epilogue: dK·scale, both to 16 bits, through SMEM (over sK/sV) to HBM.
-    r.exec(`fma.sp${sp}`, ((N * (shape.d + shape.dv)) / WARPS / fma) * 1.5, `dK${col}·scale, cvt dK dV`, `dK${col}`, { phase: phase(['write'], null, null, ['dK', 'dV']) });
+    r.exec(`fma.sp${sp}`, ((N * (shape.d + shape.dv)) / WARPS / fma) * 1.5, `dK${col}·scale, cvt dK dV`, `dK${col}`, {
+      phase: phase(['write'], null, null, ['dK', 'dV']),
+    });
     r.sync(sync);
     if (lead) {
       const last = rows[n - 1];
@@ -213,8 +295,24 @@ function build(k: Kernel, ctx: BuildContext, work: CtaWork): void {
       latency: gpu.copyLatencyCycles,
       memDone: lead
         ? [
-            { space: 'hbm', buffer: gqa ? 'dKaccum' : 'dK', stage: 0, offset: row0 * shape.d * outE, bytes: N * shape.d * outE, action: 'fill', tile: `dK${col}` },
-            { space: 'hbm', buffer: gqa ? 'dVaccum' : 'dV', stage: 0, offset: row0 * shape.dv * outE, bytes: N * shape.dv * outE, action: 'fill', tile: `dV${col}` },
+            {
+              space: 'hbm',
+              buffer: gqa ? 'dKaccum' : 'dK',
+              stage: 0,
+              offset: row0 * shape.d * outE,
+              bytes: N * shape.d * outE,
+              action: 'fill',
+              tile: `dK${col}`,
+            },
+            {
+              space: 'hbm',
+              buffer: gqa ? 'dVaccum' : 'dV',
+              stage: 0,
+              offset: row0 * shape.dv * outE,
+              bytes: N * shape.dv * outE,
+              action: 'fill',
+              tile: `dV${col}`,
+            },
           ]
         : undefined,
     });

@@ -121,7 +121,13 @@ function* runFa2Backward(p: AttentionProblem, xIn: AttentionInputs, opts: RunOpt
         const qb = w.at.hs.qBase + r0 * d;
         const ev = tr.emit(
           'dqconvert',
-          step.base(ctx, w, 'convert', { hbmRead: { dQaccum: rows * d * 4 }, hbmWritten: { dQ: rows * d * eb }, nonMatmulFlops: rows * d }, true),
+          step.base(
+            ctx,
+            w,
+            'convert',
+            { hbmRead: { dQaccum: rows * d * 4 }, hbmWritten: { dQ: rows * d * eb }, nonMatmulFlops: rows * d },
+            true,
+          ),
           () => {
             const vals = tileValues(S.dq.subarray(qb), rows, d, d);
             return { dQ: S.rounder ? vals.map(S.rounder) : vals, ...step.tag(w) };

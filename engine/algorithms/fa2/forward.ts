@@ -45,7 +45,9 @@ function* runFa2(p: AttentionProblem, x: AttentionInputs, opts: RunOptions): Ste
         const rows = r1 - r0;
         const qTile = { qBlock: i, kvBlock: -1, rows: [r0, r1] as Range, cols: [0, 0] as Range };
         const at = (inner: number, line: string, tile = qTile) => ({ b, h, outer: i, inner, tile, line });
-        let ev = tr.emit('load', { ...at(-1, 'fa2.loadQ'), delta: { hbmRead: { Q: rows * p.d * eb } } }, () => ({ tensors: ['Q' as const] }));
+        let ev = tr.emit('load', { ...at(-1, 'fa2.loadQ'), delta: { hbmRead: { Q: rows * p.d * eb } } }, () => ({
+          tensors: ['Q' as const],
+        }));
         if (ev) yield ev;
         m.fill(-Infinity);
         l.fill(0);

@@ -19,7 +19,10 @@ describe('fa2 against the float64 reference', () => {
     ['ragged 77x131', { nq: 77, nk: 131, d: 40, dv: 24 }],
     ['causal nq<nk with gqa', { nq: 33, nk: 70, hq: 4, hk: 2, causal: true }],
     ['causal nq>nk: early rows fully masked', { nq: 70, nk: 33, causal: true }],
-    ['window, alibi, softcap, sinks', { nq: 50, nk: 50, hq: 2, hk: 1, window: { left: 7, right: 3 }, alibi: 'standard', softcap: 5, sinks: [0.5, -1] }],
+    [
+      'window, alibi, softcap, sinks',
+      { nq: 50, nk: 50, hq: 2, hk: 1, window: { left: 7, right: 3 }, alibi: 'standard', softcap: 5, sinks: [0.5, -1] },
+    ],
   ];
   for (const [name, over] of cases) {
     it(name, () => {

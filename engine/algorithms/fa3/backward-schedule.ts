@@ -25,7 +25,24 @@
 import type { ResourceSheet, SchedulePhase } from '../../hw/events.ts';
 import type { GpuSpec } from '../../hw/gpus/index.ts';
 import { aroundKernelsUs, backwardFlops, backwardGrid, backwardHbmBytes, tileCrossesDiagonal } from '../../hw/backward.ts';
-import { ceilDiv, elemBytes, emptySheet, phase, finishSheet, kvBlocksOf, layoutSmem, mmaCycles, prefix, requireHalf, tensorRate, type BuildContext, type CtaWork, type HwAlgorithm, type HwFeatures, type ProblemShape } from '../../hw/model.ts';
+import {
+  ceilDiv,
+  elemBytes,
+  emptySheet,
+  phase,
+  finishSheet,
+  kvBlocksOf,
+  layoutSmem,
+  mmaCycles,
+  prefix,
+  requireHalf,
+  tensorRate,
+  type BuildContext,
+  type CtaWork,
+  type HwAlgorithm,
+  type HwFeatures,
+  type ProblemShape,
+} from '../../hw/model.ts';
 import type { Kernel, MemSpec } from '../../hw/scheduler.ts';
 import { FA3_BACKWARD_FEATURES } from './backward.ts';
 import { CONSUMER_OVERHEAD, WGMMA_LATENCY } from './schedule.ts';
@@ -69,7 +86,18 @@ export function fa3BwdConfig(shape: ProblemShape): Fa3BwdConfig {
   if (d <= 64) return { ...base, blockM: 128, blockN: 128, mmaWgs: 2, stagesDo: 2, stagesDs: 2, dkvFromRegs: true };
   if (d <= 96) return { ...base, blockM: 64, blockN: 128, mmaWgs: 2, stagesDo: 2, stagesDs: 2, dkvFromRegs: true };
   if (d <= 128) return { ...base, blockM: shape.causal ? 64 : 80, blockN: 128, mmaWgs: 2, stagesDo: 2, stagesDs: 2, dkvFromRegs: true };
-  if (d <= 192) return { ...base, blockM: 64, blockN: 96, mmaWgs: 3, stagesDo: 1, stagesDs: 1, dkvFromRegs: false, producerRegs: 32, consumerRegs: 160 };
+  if (d <= 192)
+    return {
+      ...base,
+      blockM: 64,
+      blockN: 96,
+      mmaWgs: 3,
+      stagesDo: 1,
+      stagesDs: 1,
+      dkvFromRegs: false,
+      producerRegs: 32,
+      consumerRegs: 160,
+    };
   return { ...base, blockM: 64, blockN: 80, mmaWgs: 2, stagesDo: 1, stagesDs: 1, dkvFromRegs: false, dqViaTma: false };
 }
 
@@ -95,14 +123,23 @@ function resources(gpu: GpuSpec, shape: ProblemShape): ResourceSheet {
   ];
   layoutSmem(sheet, items);
   sheet.notes.push('dK and dV are staged over sK/sV for their TMA store: K and V are dead once the last row block is done.');
-  if (!c.dqViaTma) sheet.notes.push('d = 256: no sdQaccum; the consumers add their dQ partials into dQaccum from registers (atomicAdd), half a tile at a time.');
-  if (shape.hk !== shape.hq) sheet.notes.push('GQA/MQA: dK and dV are reduce-added in fp32 into dKaccum/dVaccum (the query heads of a group share them) and converted by a later kernel.');
+  if (!c.dqViaTma)
+    sheet.notes.push(
+      'd = 256: no sdQaccum; the consumers add their dQ partials into dQaccum from registers (atomicAdd), half a tile at a time.',
+    );
+  if (shape.hk !== shape.hq)
+    sheet.notes.push(
+      'GQA/MQA: dK and dV are reduce-added in fp32 into dKaccum/dVaccum (the query heads of a group share them) and converted by a later kernel.',
+    );
   sheet.roles.push({ name: 'producer', warps: [0, 2, 3], registers: c.producerRegs });
   sheet.roles.push({ name: 'dq_writer', warps: [1], registers: c.producerRegs });
-  for (let w = 0; w < c.mmaWgs; w++) sheet.roles.push({ name: `consumer${w}`, warps: [4 + 4 * w, 5 + 4 * w, 6 + 4 * w, 7 + 4 * w], registers: c.consumerRegs });
+  for (let w = 0; w < c.mmaWgs; w++)
+    sheet.roles.push({ name: `consumer${w}`, warps: [4 + 4 * w, 5 + 4 * w, 6 + 4 * w, 7 + 4 * w], registers: c.consumerRegs });
   requireHalf(sheet, shape, 'the FA3 backward');
-  if (gpu.sm !== 90) sheet.does_not_fit.push(`arch: the FA3 backward is written for SM90 (wgmma, TMA, setmaxnreg); ${gpu.name} is SM${gpu.sm}`);
-  if (Math.max(shape.d, shape.dv) > 256) sheet.does_not_fit.push(`head dim: the FA3 backward has tiles up to d = 256, got ${Math.max(shape.d, shape.dv)}`);
+  if (gpu.sm !== 90)
+    sheet.does_not_fit.push(`arch: the FA3 backward is written for SM90 (wgmma, TMA, setmaxnreg); ${gpu.name} is SM${gpu.sm}`);
+  if (Math.max(shape.d, shape.dv) > 256)
+    sheet.does_not_fit.push(`head dim: the FA3 backward has tiles up to d = 256, got ${Math.max(shape.d, shape.dv)}`);
   return finishSheet(sheet, gpu);
 }
 
@@ -119,7 +156,8 @@ function build(k: Kernel, ctx: BuildContext, work: CtaWork): void {
   const col = work.qBlock;
   const gqa = shape.hk !== shape.hq;
   k.fifoUnits.add('tensor');
-  for (const b of sheet.smem.buffers) if (b.name !== 'mbarriers') k.alloc({ space: 'smem', buffer: `${p}${b.name}`, stage: b.stage, offset: b.offset, bytes: b.bytes });
+  for (const b of sheet.smem.buffers)
+    if (b.name !== 'mbarriers') k.alloc({ space: 'smem', buffer: `${p}${b.name}`, stage: b.stage, offset: b.offset, bytes: b.bytes });
 
   const rate = tensorRate(gpu, shape.dtype) * WGMMA_BWD_EFFICIENCY;
   const nw = N / W;
@@ -132,8 +170,24 @@ function build(k: Kernel, ctx: BuildContext, work: CtaWork): void {
   const copy = (bytes: number) => bytes / ctx.loadBytesPerClk;
   const smemCycles = (bytes: number) => bytes / gpu.smemBytesPerClk;
   const stat = Math.ceil(M / 64) * 64 * 4;
-  const tile = (buf: string, stage: number, bytes: number, name: string, action: 'fill' | 'release' = 'fill', at = 0): MemSpec => ({ space: 'smem', buffer: `${p}${buf}`, stage, offset: off(buf, stage) + at, bytes, action, tile: name });
-  const regs = (w: number, buffer: string, name: string, bytes: number): MemSpec => ({ space: 'regs', buffer: `${p}${buffer}`, stage: w, offset: 0, bytes, action: 'fill', tile: name });
+  const tile = (buf: string, stage: number, bytes: number, name: string, action: 'fill' | 'release' = 'fill', at = 0): MemSpec => ({
+    space: 'smem',
+    buffer: `${p}${buf}`,
+    stage,
+    offset: off(buf, stage) + at,
+    bytes,
+    action,
+    tile: name,
+  });
+  const regs = (w: number, buffer: string, name: string, bytes: number): MemSpec => ({
+    space: 'regs',
+    buffer: `${p}${buffer}`,
+    stage: w,
+    offset: 0,
+    bytes,
+    action: 'fill',
+    tile: name,
+  });
   const rowOf = (i: number) => rows[i];
 
   // Barriers: the Q/LSE ring, the dO/D ring, K/V once; named barriers of the consumers and of each consumer with the dQ writer.
@@ -170,7 +224,12 @@ function build(k: Kernel, ctx: BuildContext, work: CtaWork): void {
   }
 
   // Producer warp 0: Q_m + LSE_m, K/V once, then dO_m + D_m and the next Q + LSE.
-  const prod = k.role({ name: `${p}producer`, warps: [0], registers: c.producerRegs, job: `warp 0 of the producer warpgroup: TMA loads of K${col}, V${col} once and of Q, LSE, dO, D per row block (warps 2-3 idle)` });
+  const prod = k.role({
+    name: `${p}producer`,
+    warps: [0],
+    registers: c.producerRegs,
+    job: `warp 0 of the producer warpgroup: TMA loads of K${col}, V${col} once and of Q, LSE, dO, D per row block (warps 2-3 idle)`,
+  });
   const loadQ = (i: number) => {
     const s = i % c.stagesQ;
     const m = rowOf(i);
@@ -209,10 +268,23 @@ function build(k: Kernel, ctx: BuildContext, work: CtaWork): void {
   const dqRowBytes = shape.d * 4;
   const dqHbm = (m: number, w: number): MemSpec => {
     const base = (work.b * shape.hq + work.h) * ceilDiv(shape.nq, M) * M * dqRowBytes;
-    return { space: 'hbm', buffer: 'dQaccum', stage: 0, offset: base + m * M * dqRowBytes + w * dqSlice, bytes: dqSlice, action: 'fill', tile: `dQ${m}.${w}` };
+    return {
+      space: 'hbm',
+      buffer: 'dQaccum',
+      stage: 0,
+      offset: base + m * M * dqRowBytes + w * dqSlice,
+      bytes: dqSlice,
+      action: 'fill',
+      tile: `dQ${m}.${w}`,
+    };
   };
   if (c.dqViaTma) {
-    const writer = k.role({ name: `${p}dq_writer`, warps: [1], registers: c.producerRegs, job: 'warp 1 of the producer warpgroup: TMA reduce-add of each consumer\'s dQ partial from SMEM into dQaccum (fp32, HBM/L2)' });
+    const writer = k.role({
+      name: `${p}dq_writer`,
+      warps: [1],
+      registers: c.producerRegs,
+      job: "warp 1 of the producer warpgroup: TMA reduce-add of each consumer's dQ partial from SMEM into dQaccum (fp32, HBM/L2)",
+    });
     const red = k.counter(`${p}dQ_reduce`);
     let issued = 0;
     for (let w = 0; w < W; w++) writer.arrive(dqEmpty[w]);
@@ -221,7 +293,12 @@ function build(k: Kernel, ctx: BuildContext, work: CtaWork): void {
       const mine: number[] = [];
       for (let w = 0; w < W; w++) {
         writer.sync(dqFull[w]);
-        writer.issue('tma', copy(dqSlice), `tma reduce-add dQ${m}.${w}`, `dQ${m}`, { phase: phase(['dq'], m), latency: gpu.copyLatencyCycles, arrive: [red], memDone: [dqHbm(m, w)] });
+        writer.issue('tma', copy(dqSlice), `tma reduce-add dQ${m}.${w}`, `dQ${m}`, {
+          phase: phase(['dq'], m),
+          latency: gpu.copyLatencyCycles,
+          arrive: [red],
+          memDone: [dqHbm(m, w)],
+        });
         mine.push(issued++);
       }
       for (let w = 0; w < W; w++) {
@@ -243,7 +320,13 @@ function build(k: Kernel, ctx: BuildContext, work: CtaWork): void {
     const done = k.counter(`${p}wgmma_WG${w + 1}`);
     let issued = 0;
     const gemm = (cycles: number, kdim: number, op: string, t: string, ph: SchedulePhase, out?: MemSpec) => {
-      cons.issue('tensor', cycles, op, t, { phase: ph, latency: WGMMA_LATENCY, chunks: kdim / 16, arrive: [done], memDone: out ? [out] : undefined });
+      cons.issue('tensor', cycles, op, t, {
+        phase: ph,
+        latency: WGMMA_LATENCY,
+        chunks: kdim / 16,
+        arrive: [done],
+        memDone: out ? [out] : undefined,
+      });
       return issued++;
     };
     if (n > 0) cons.wait(fullKV, 0);
@@ -257,21 +340,41 @@ function build(k: Kernel, ctx: BuildContext, work: CtaWork): void {
       cons.wait(fullDo[sdo], Math.floor(i / c.stagesDo));
       const gDp = gemm(gemmDp, shape.dv, `gemm dP=dO${m}·V${col}ᵀ`, `dP${m}`, phase(['dp'], m, w), regs(w, 'regs.dP', `dP${m}`, elems * 4));
       cons.wait(done, gS);
-      if (tileCrossesDiagonal(shape, m, col, M, N)) cons.exec('fma', (elems * 2) / gpu.fmaPerClk, 'causal mask', `S${m}`, { phase: phase(['mask'], m, w) });
+      if (tileCrossesDiagonal(shape, m, col, M, N))
+        cons.exec('fma', (elems * 2) / gpu.fmaPerClk, 'causal mask', `S${m}`, { phase: phase(['mask'], m, w) });
       cons.exec('fma', elems / gpu.fmaPerClk + CONSUMER_OVERHEAD, 'S·scale − LSE', `S${m}`, { phase: phase(['recompute'], m, w) });
-      cons.exec('mufu', elems / gpu.mufuPerClk, 'exp2 → P', `P${m}`, { phase: phase(['recompute'], m, w), memDone: [regs(w, 'regs.P', `P${m}`, elems * e)] });
+      cons.exec('mufu', elems / gpu.mufuPerClk, 'exp2 → P', `P${m}`, {
+        phase: phase(['recompute'], m, w),
+        memDone: [regs(w, 'regs.P', `P${m}`, elems * e)],
+      });
       cons.wait(done, gDp);
-      cons.exec('fma', (elems * (BWD_ELEMENT_OPS - 1)) / gpu.fmaPerClk, 'dS=P∘(dP−D), cvt', `dS${m}`, { phase: phase(['ds'], m, w), memDone: [regs(w, 'regs.dS', `dS${m}`, elems * e)] });
+      cons.exec('fma', (elems * (BWD_ELEMENT_OPS - 1)) / gpu.fmaPerClk, 'dS=P∘(dP−D), cvt', `dS${m}`, {
+        phase: phase(['ds'], m, w),
+        memDone: [regs(w, 'regs.dS', `dS${m}`, elems * e)],
+      });
       const half = elems * e;
       if (!c.dkvFromRegs) {
         if (c.stagesDs === 1) cons.sync(pds);
-        cons.exec('smem', smemCycles(half), `st.shared P${m}`, `P${m}`, { phase: phase(['recompute'], m, w), memDone: [tile('sP', sds, half, `P${m}.${w}`, 'fill', w * half)] });
+        cons.exec('smem', smemCycles(half), `st.shared P${m}`, `P${m}`, {
+          phase: phase(['recompute'], m, w),
+          memDone: [tile('sP', sds, half, `P${m}.${w}`, 'fill', w * half)],
+        });
         cons.sync(pds);
       }
-      cons.exec('smem', smemCycles(half), `st.shared dS${m}`, `dS${m}`, { phase: phase(['ds'], m, w), memDone: [tile('sdS', sds, half, `dS${m}.${w}`, 'fill', w * half)] });
+      cons.exec('smem', smemCycles(half), `st.shared dS${m}`, `dS${m}`, {
+        phase: phase(['ds'], m, w),
+        memDone: [tile('sdS', sds, half, `dS${m}.${w}`, 'fill', w * half)],
+      });
       const gDv = gemm(gemmDv, M, `gemm dV+=P${m}ᵀ·dO${m}`, `dV${col}`, phase(['dv'], m, w));
       cons.sync(pds);
-      const gDq = gemm(gemmDq, N, `gemm dQ${m}=dS${m}·K${col}`, `dQ${m}`, phase(['dq'], m, w), regs(w, 'regs.dQ', `dQ${m}`, (M * shape.d * 4) / W));
+      const gDq = gemm(
+        gemmDq,
+        N,
+        `gemm dQ${m}=dS${m}·K${col}`,
+        `dQ${m}`,
+        phase(['dq'], m, w),
+        regs(w, 'regs.dQ', `dQ${m}`, (M * shape.d * 4) / W),
+      );
       cons.wait(done, gDv);
       if (!c.dkvFromRegs) cons.mem(tile('sP', sds, half, `P${m}.${w}`, 'release', w * half));
       cons.arrive(emptyDo[sdo]);
@@ -279,11 +382,18 @@ function build(k: Kernel, ctx: BuildContext, work: CtaWork): void {
       cons.wait(done, gDq);
       if (c.dqViaTma) {
         cons.sync(dqEmpty[w]);
-        cons.exec('smem', smemCycles(dqSlice), `st.shared dQ${m}`, `dQ${m}`, { phase: phase(['dq'], m, w), memDone: [tile('sdQaccum', w, dqSlice, `dQ${m}.${w}`)] });
+        cons.exec('smem', smemCycles(dqSlice), `st.shared dQ${m}`, `dQ${m}`, {
+          phase: phase(['dq'], m, w),
+          memDone: [tile('sdQaccum', w, dqSlice, `dQ${m}.${w}`)],
+        });
         cons.arrive(dqFull[w]);
       } else {
         // d = 256: red.global.add.f32 straight from registers.
-        cons.issue('store', copy(dqSlice), `atomicAdd dQ${m}`, `dQ${m}`, { phase: phase(['dq'], m, w), latency: gpu.copyLatencyCycles, memDone: [dqHbm(m, w)] });
+        cons.issue('store', copy(dqSlice), `atomicAdd dQ${m}`, `dQ${m}`, {
+          phase: phase(['dq'], m, w),
+          latency: gpu.copyLatencyCycles,
+          memDone: [dqHbm(m, w)],
+        });
       }
       cons.wait(done, gDk);
       cons.mem(tile('sdS', sds, half, `dS${m}.${w}`, 'release', w * half));
@@ -291,7 +401,9 @@ function build(k: Kernel, ctx: BuildContext, work: CtaWork): void {
     }
     // Epilogue: dK·scale and both to 16 bits, staged over sK/sV once every consumer is done with K and V.
     const kvRows = nw;
-    cons.exec('fma', (kvRows * (shape.d + shape.dv) * 1.5) / gpu.fmaPerClk, `dK${col}·scale, cvt dK dV`, `dK${col}`, { phase: phase(['write'], null, w, ['dK', 'dV']) });
+    cons.exec('fma', (kvRows * (shape.d + shape.dv) * 1.5) / gpu.fmaPerClk, `dK${col}·scale, cvt dK dV`, `dK${col}`, {
+      phase: phase(['write'], null, w, ['dK', 'dV']),
+    });
     cons.sync(epi);
     if (w === 0 && n > 0) {
       cons.mem(tile('sK', 0, N * shape.d * e, `K${col}`, 'release'));
@@ -304,15 +416,34 @@ function build(k: Kernel, ctx: BuildContext, work: CtaWork): void {
     if (!gqa) {
       cons.exec('smem', smemCycles(bytes), `st.shared dK${col} dV${col}`, `dK${col}`, {
         phase: phase(['write'], null, w, ['dK', 'dV']),
-        memDone: [tile('sK', 0, kvRows * shape.d * e, `dK${col}.${w}`, 'fill', w * kvRows * shape.d * e), tile('sV', 0, kvRows * shape.dv * e, `dV${col}.${w}`, 'fill', w * kvRows * shape.dv * e)],
+        memDone: [
+          tile('sK', 0, kvRows * shape.d * e, `dK${col}.${w}`, 'fill', w * kvRows * shape.d * e),
+          tile('sV', 0, kvRows * shape.dv * e, `dV${col}.${w}`, 'fill', w * kvRows * shape.dv * e),
+        ],
       });
     }
     cons.issue('tma', copy(bytes), gqa ? `tma reduce-add dK${col} dV${col} (fp32)` : `tma store dK${col} dV${col}`, `dK${col}`, {
       phase: phase(['write'], null, w, ['dK', 'dV']),
       latency: gpu.copyLatencyCycles,
       memDone: [
-        { space: 'hbm', buffer: gqa ? 'dKaccum' : 'dK', stage: 0, offset: hbmRow * shape.d * outE, bytes: kvRows * shape.d * outE, action: 'fill', tile: `dK${col}.${w}` },
-        { space: 'hbm', buffer: gqa ? 'dVaccum' : 'dV', stage: 0, offset: hbmRow * shape.dv * outE, bytes: kvRows * shape.dv * outE, action: 'fill', tile: `dV${col}.${w}` },
+        {
+          space: 'hbm',
+          buffer: gqa ? 'dKaccum' : 'dK',
+          stage: 0,
+          offset: hbmRow * shape.d * outE,
+          bytes: kvRows * shape.d * outE,
+          action: 'fill',
+          tile: `dK${col}.${w}`,
+        },
+        {
+          space: 'hbm',
+          buffer: gqa ? 'dVaccum' : 'dV',
+          stage: 0,
+          offset: hbmRow * shape.dv * outE,
+          bytes: kvRows * shape.dv * outE,
+          action: 'fill',
+          tile: `dV${col}.${w}`,
+        },
       ],
     });
   }

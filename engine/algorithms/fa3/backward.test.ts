@@ -16,7 +16,10 @@ import { fa3Backward, fa3BackwardStages, fa3BackwardTile } from './backward.ts';
 
 const base: AttentionProblem = { batch: 1, hq: 1, hk: 1, nq: 40, nk: 40, d: 8, dv: 8, causal: false, dtype: 'bf16' };
 
-function trace(p: AttentionProblem, opts: { blockM?: number; blockN?: number; features?: Record<string, boolean> } = {}): { events: TraceEvent[]; r: BackwardResult; x: BackwardInputs } {
+function trace(
+  p: AttentionProblem,
+  opts: { blockM?: number; blockN?: number; features?: Record<string, boolean> } = {},
+): { events: TraceEvent[]; r: BackwardResult; x: BackwardInputs } {
   const x: BackwardInputs = { ...randomInputs(p, { seed: 8 }), dO: randomGradOutput(p, 8) };
   const events: TraceEvent[] = [];
   const r = runToEnd(fa3Backward, p, x, { blockM: 8, blockN: 8, ...opts, trace: true, onEvent: (e) => events.push(e) }) as BackwardResult;
@@ -38,7 +41,8 @@ describe('fa3 backward', () => {
     expect(r.blocks).toEqual({ blockM: 64, blockN: 128 });
     const ref = referenceBackward(p, x);
     const naive = naiveBackwardSamePrecision(p, x);
-    for (const t of ['dq', 'dk', 'dv'] as const) expect(maxAbs(r[t], ref[t]), t).toBeLessThanOrEqual(Math.max(2 * maxAbs(naive[t], ref[t]), 4e-3));
+    for (const t of ['dq', 'dk', 'dv'] as const)
+      expect(maxAbs(r[t], ref[t]), t).toBeLessThanOrEqual(Math.max(2 * maxAbs(naive[t], ref[t]), 4e-3));
   });
 
   it('tags every step with its role; the producer keeps at most `stages` loads of a ring ahead of the MMA steps', () => {
@@ -48,7 +52,10 @@ describe('fa3 backward', () => {
       const stages = fa3BackwardStages(p);
       expect(events.every((e) => e.role !== undefined && e.pass === 'backward')).toBe(true);
       expect(new Set(events.map((e) => e.role))).toEqual(new Set(['preprocess', 'producer', 'mma', 'dqwriter', 'postprocess']));
-      for (const [line, ring, depth] of [['fa3bwd.loadQ', 'Q', stages.q], ['fa3bwd.loaddO', 'dO', stages.dO]] as const) {
+      for (const [line, ring, depth] of [
+        ['fa3bwd.loadQ', 'Q', stages.q],
+        ['fa3bwd.loaddO', 'dO', stages.dO],
+      ] as const) {
         // Loads of a ring minus the row blocks whose last reader (dK for Q, dV for dO) has run, per CTA.
         const lastReader = ring === 'Q' ? 'dk' : 'dv';
         let inFlight = 0;
@@ -116,6 +123,8 @@ describe('fa3 backward', () => {
     const x: BackwardInputs = { ...randomInputs(base, { seed: 1 }), dO: randomGradOutput(base, 1) };
     expect(() => runToEnd(fa3Backward, base, x, { features: { bogus: true } })).toThrow(/unknown feature 'bogus' for fa3/);
     const big = { ...base, d: 288, dv: 8 };
-    expect(() => runToEnd(fa3Backward, big, { ...randomInputs(big, { seed: 1 }), dO: randomGradOutput(big, 1) } as BackwardInputs)).toThrow(/d: FA3 instantiates head dims up to 256/);
+    expect(() => runToEnd(fa3Backward, big, { ...randomInputs(big, { seed: 1 }), dO: randomGradOutput(big, 1) } as BackwardInputs)).toThrow(
+      /d: FA3 instantiates head dims up to 256/,
+    );
   });
 });

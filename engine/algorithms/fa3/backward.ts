@@ -103,10 +103,14 @@ function* runFa3Backward(p: AttentionProblem, xIn: AttentionInputs, opts: RunOpt
         const [r0, r1] = rowsOf(i);
         const rows = r1 - r0;
         const w: step.Where = { b, h, outer: -1, inner: i, qBlock: i, kvBlock: -1, at: tilePos(p, b, h, r0, r1, 0, 0), role: 'preprocess' };
-        let ev = tr.emit('load', step.base(ctx, w, 'preLoad', { hbmRead: { O: rows * dv * eb, dO: rows * dv * eb, LSE: rows * 4 } }, true), () => ({
-          tensors: ['O' as const, 'dO' as const, 'LSE' as const],
-          ...step.tag(w),
-        }));
+        let ev = tr.emit(
+          'load',
+          step.base(ctx, w, 'preLoad', { hbmRead: { O: rows * dv * eb, dO: rows * dv * eb, LSE: rows * 4 } }, true),
+          () => ({
+            tensors: ['O' as const, 'dO' as const, 'LSE' as const],
+            ...step.tag(w),
+          }),
+        );
         if (ev) yield ev;
         yield* step.dsum(ctx, w, o);
         for (let r = 0; r < rows; r++) dHbm[rowBase + r0 + r] = tile.D[r];
@@ -200,10 +204,14 @@ function* runFa3Backward(p: AttentionProblem, xIn: AttentionInputs, opts: RunOpt
         }
         const w = { ...kv, role: 'mma' as const };
         const delta = step.storeKV(p, kv.at.hs, c0, cols, kAcc, vAcc, S.dk, S.dv, scale, eb, true);
-        const ev = tr.emit('write', step.base(ctx, w, 'writeKV', { ...delta, nonMatmulFlops: (delta.nonMatmulFlops ?? 0) + cols * d }), () => ({
-          tensors: ['dK' as const, 'dV' as const],
-          ...step.tag(w),
-        }));
+        const ev = tr.emit(
+          'write',
+          step.base(ctx, w, 'writeKV', { ...delta, nonMatmulFlops: (delta.nonMatmulFlops ?? 0) + cols * d }),
+          () => ({
+            tensors: ['dK' as const, 'dV' as const],
+            ...step.tag(w),
+          }),
+        );
         if (ev) yield ev;
       }
 
@@ -211,12 +219,27 @@ function* runFa3Backward(p: AttentionProblem, xIn: AttentionInputs, opts: RunOpt
       for (let i = 0; i < tRows; i++) {
         const [r0, r1] = rowsOf(i);
         const rows = r1 - r0;
-        const w: step.Where = { b, h, outer: -1, inner: i, qBlock: i, kvBlock: -1, at: tilePos(p, b, h, r0, r1, 0, 0), role: 'postprocess' };
+        const w: step.Where = {
+          b,
+          h,
+          outer: -1,
+          inner: i,
+          qBlock: i,
+          kvBlock: -1,
+          at: tilePos(p, b, h, r0, r1, 0, 0),
+          role: 'postprocess',
+        };
         const qb = w.at.hs.qBase + r0 * d;
         for (let e = 0; e < rows * d; e++) S.dq[qb + e] *= scale;
         const ev = tr.emit(
           'dqconvert',
-          step.base(ctx, w, 'convert', { hbmRead: { dQaccum: rows * d * 4 }, hbmWritten: { dQ: rows * d * eb }, nonMatmulFlops: rows * d }, true),
+          step.base(
+            ctx,
+            w,
+            'convert',
+            { hbmRead: { dQaccum: rows * d * 4 }, hbmWritten: { dQ: rows * d * eb }, nonMatmulFlops: rows * d },
+            true,
+          ),
           () => {
             const vals = tileValues(S.dq.subarray(qb), rows, d, d);
             return { dQ: S.rounder ? vals.map(S.rounder) : vals, ...step.tag(w) };

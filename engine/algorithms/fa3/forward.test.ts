@@ -20,7 +20,11 @@ describe('fa3 against the float64 reference', () => {
   accuracyMatrix(fa3, { dims: [64, 128, 256] });
   // fp32 with these switches and random tiles is covered by hw-algorithms.property.test.ts.
   describe('with intraOverlap and pingpong off, small tiles', () => {
-    accuracyMatrix(fa3, { dims: [64], dtypes: ['bf16'], options: { blockM: 64, blockN: 32, features: { intraOverlap: false, pingpong: false } } });
+    accuracyMatrix(fa3, {
+      dims: [64],
+      dtypes: ['bf16'],
+      options: { blockM: 64, blockN: 32, features: { intraOverlap: false, pingpong: false } },
+    });
   });
 });
 
@@ -53,7 +57,10 @@ describe('fa3 schedule', () => {
     expect(q0.tile.rows).toEqual([0, 64]);
     expect(q1.tile.rows).toEqual([64, 128]);
     // WG1's GEMMs for block 3 come before WG0's softmax of it ends; WG0's next GEMMs follow its softmax.
-    const seq = evs.filter((e) => e.kind !== 'load').slice(0, 6).map((e) => `${e.kind}${e.warpgroup}`);
+    const seq = evs
+      .filter((e) => e.kind !== 'load')
+      .slice(0, 6)
+      .map((e) => `${e.kind}${e.warpgroup}`);
     expect(seq).toEqual(['qk0', 'qk1', 'rowmax0', 'exp0', 'rowsum0', 'qk0']);
   });
   it('the producer runs ahead by at most two K stages', () => {
@@ -84,7 +91,9 @@ describe('fa3 schedule', () => {
   });
   it('rejects unknown features by name and lists the accepted ones', () => {
     const x = randomInputs(base, { seed: 1 });
-    expect(() => runToEnd(fa3, base, x, { features: { pingPong: true } })).toThrow(/unknown feature 'pingPong' for fa3; accepted: intraOverlap, pingpong/);
+    expect(() => runToEnd(fa3, base, x, { features: { pingPong: true } })).toThrow(
+      /unknown feature 'pingPong' for fa3; accepted: intraOverlap, pingpong/,
+    );
     expect(() => runToEnd(fa3, base, x, { features: { pingpong: 1 } })).toThrow(ProblemError);
   });
 });
@@ -108,7 +117,8 @@ describe('fa3 counters', () => {
     expect(c.rescaleCount).toBe(BH * p.nq * (tc - 1));
     // qk: scale; rowmax: compare + merge, and subtract + exp of the factor after the first block;
     // exp: 2 per element; rowsum: add per element + 2 per row; rescale: dv per row; normalize: dv + 3 per row.
-    const nonMatmul = BH * (5 * p.nq * p.nk + p.nq * tc + 2 * p.nq * (tc - 1) + 2 * p.nq * tc + p.nq * p.dv * (tc - 1) + p.nq * p.dv + 3 * p.nq);
+    const nonMatmul =
+      BH * (5 * p.nq * p.nk + p.nq * tc + 2 * p.nq * (tc - 1) + 2 * p.nq * tc + p.nq * p.dv * (tc - 1) + p.nq * p.dv + 3 * p.nq);
     expect(c.nonMatmulFlops).toBe(nonMatmul);
     // Per tile: load Q, load K and V per block, qk/rowmax/exp/rowsum/pv per block, a rescale per block after the first, normalize, write.
     expect(c.steps).toBe(BH * tr * (1 + 2 * tc + 5 * tc + (tc - 1) + 2));

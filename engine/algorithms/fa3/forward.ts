@@ -50,13 +50,25 @@ import type { TraceEvent } from '../../trace/events.ts';
 
 /** The warp-scheduling switches, shared with the backward. */
 export const FA3_SCHEDULE_FEATURES = {
-  intraOverlap: { default: true, label: 'intra-warpgroup overlap', doc: 'issue S_next = Q·K_jᵀ before O += P·V_{j−1}, so the softmax runs under the second GEMM' },
-  pingpong: { default: true, label: 'ping-pong', doc: 'the two consumer warpgroups take turns on the tensor cores (named barriers), so one softmax hides under the other’s GEMMs' },
+  intraOverlap: {
+    default: true,
+    label: 'intra-warpgroup overlap',
+    doc: 'issue S_next = Q·K_jᵀ before O += P·V_{j−1}, so the softmax runs under the second GEMM',
+  },
+  pingpong: {
+    default: true,
+    label: 'ping-pong',
+    doc: 'the two consumer warpgroups take turns on the tensor cores (named barriers), so one softmax hides under the other’s GEMMs',
+  },
 } satisfies FeatureSpecs;
 
 export const FA3_FEATURES = {
   ...FA3_SCHEDULE_FEATURES,
-  reverseKv: { default: true, panel: true, doc: 'visit K/V blocks last to first as the kernel does (off: first to last; with FP8 this decides which P values flush)' },
+  reverseKv: {
+    default: true,
+    panel: true,
+    doc: 'visit K/V blocks last to first as the kernel does (off: first to last; with FP8 this decides which P values flush)',
+  },
   ...FA3_FP8_FEATURES,
 } satisfies FeatureSpecs;
 
@@ -80,7 +92,8 @@ function* runFa3(p: AttentionProblem, x: AttentionInputs, opts: RunOptions): Ste
   const fp8 = isFp8(p.dtype);
   if (!fp8) {
     const given = Object.keys(opts.features ?? {}).filter((k) => k in FA3_FP8_FEATURES);
-    if (given.length) throw new ProblemError(`features.${given[0]}`, `applies to FP8 runs only (dtype fp8e4m3 or fp8e5m2), the dtype is ${p.dtype}`);
+    if (given.length)
+      throw new ProblemError(`features.${given[0]}`, `applies to FP8 runs only (dtype fp8e4m3 or fp8e5m2), the dtype is ${p.dtype}`);
   }
   const def = fa3DefaultTile(p);
   const { blockM, blockN } = resolveBlocks(p, { ...opts, blockM: opts.blockM ?? def.blockM, blockN: opts.blockN ?? def.blockN });
@@ -131,14 +144,43 @@ function* runFa3(p: AttentionProblem, x: AttentionInputs, opts: RunOptions): Ste
         const V = 1;
         const prod = new Producer([FA3_STAGES, FA3_STAGES]);
         const quant = (scale: number, saturated: number) => (q8 ? () => ({ scale, saturated }) : undefined);
-        prod.push('Q', -1, () => step.load(ctx, cta, 'loadQ', rowsAll, [0, 0], -1, { Q: (r1 - r0) * p.d * eb }, q8 && quant(q8.qScale(b, h, r0), q8.qSaturated(b, h, r0))));
+        prod.push('Q', -1, () =>
+          step.load(
+            ctx,
+            cta,
+            'loadQ',
+            rowsAll,
+            [0, 0],
+            -1,
+            { Q: (r1 - r0) * p.d * eb },
+            q8 && quant(q8.qScale(b, h, r0), q8.qSaturated(b, h, r0)),
+          ),
+        );
         const pushK = (j: number) =>
           prod.push(`K${j}`, K, () =>
-            step.load(ctx, { ...cta, inner: j }, 'loadK', rowsAll, colsOf(j), j, { K: (colsOf(j)[1] - colsOf(j)[0]) * p.d * eb }, q8 && quant(q8.kScale(b, hk, j * blockN), q8.kSaturated(b, hk, j * blockN))),
+            step.load(
+              ctx,
+              { ...cta, inner: j },
+              'loadK',
+              rowsAll,
+              colsOf(j),
+              j,
+              { K: (colsOf(j)[1] - colsOf(j)[0]) * p.d * eb },
+              q8 && quant(q8.kScale(b, hk, j * blockN), q8.kSaturated(b, hk, j * blockN)),
+            ),
           );
         const pushV = (j: number) =>
           prod.push(`V${j}`, V, () =>
-            step.load(ctx, { ...cta, inner: j }, 'loadV', rowsAll, colsOf(j), j, { V: (colsOf(j)[1] - colsOf(j)[0]) * p.dv * eb }, q8 && quant(q8.vScale(b, hk, j * blockN), q8.vSaturated(b, hk, j * blockN))),
+            step.load(
+              ctx,
+              { ...cta, inner: j },
+              'loadV',
+              rowsAll,
+              colsOf(j),
+              j,
+              { V: (colsOf(j)[1] - colsOf(j)[0]) * p.dv * eb },
+              q8 && quant(q8.vScale(b, hk, j * blockN), q8.vSaturated(b, hk, j * blockN)),
+            ),
           );
         // The producer's program order: with overlap the consumer needs K_j before V_{j−1}.
         if (f.intraOverlap) {

@@ -56,7 +56,13 @@ describe('P cast on an attention-sink pattern (P-cast paper, qualitative)', () =
   });
   it('flushed P values sit on non-sink keys only (a sink is the row max: its P is 1)', () => {
     const seen: ExpEvent[] = [];
-    runToEnd(fa3, fp8(p), x, { blockM: 64, blockN: 64, trace: true, features: { reverseKv: false, pScale: 1 }, onEvent: (e) => void (e.kind === 'exp' && seen.push(e)) });
+    runToEnd(fa3, fp8(p), x, {
+      blockM: 64,
+      blockN: 64,
+      trace: true,
+      features: { reverseKv: false, pScale: 1 },
+      onEvent: (e) => void (e.kind === 'exp' && seen.push(e)),
+    });
     let flushed = 0;
     for (const e of seen) {
       const cols = e.tile.cols[1] - e.tile.cols[0];
@@ -74,7 +80,13 @@ describe('the FP8 trace', () => {
   const p = { ...DEFAULT_PROBLEM, nq: 40, nk: 70, d: 16, dv: 16 };
   const x = randomInputs(p, { seed: 5, distribution: 'fa3-outliers' });
   const events: TraceEvent[] = [];
-  const r = runToEnd(fa3, fp8(p), x, { blockM: 16, blockN: 32, trace: true, features: { blockQuant: true, incoherent: false }, onEvent: (e) => void events.push(e) });
+  const r = runToEnd(fa3, fp8(p), x, {
+    blockM: 16,
+    blockN: 32,
+    trace: true,
+    features: { blockQuant: true, incoherent: false },
+    onEvent: (e) => void events.push(e),
+  });
   const tileScale = (t: Float32Array, row0: number, row1: number, cols: number) => {
     let m = 0;
     for (let i = row0 * cols; i < row1 * cols; i++) m = Math.max(m, Math.abs(t[i]));
@@ -137,7 +149,9 @@ describe('formats, tiles and refusals', () => {
   it('refuses FP8 where no FP8 path is modelled, and FP8 switches on 16-bit runs', () => {
     expect(() => runToEnd(fa2, fp8(p), x)).toThrow(/dtype: fa2 has no FP8 path/);
     expect(() => runToEnd(fa4, fp8(p), x)).toThrow(/dtype: fa4 has no FP8 path/);
-    expect(() => runToEnd(fa3, { ...p, dtype: 'fp16' }, x, { features: { blockQuant: false } })).toThrow(/features.blockQuant: applies to FP8 runs only/);
+    expect(() => runToEnd(fa3, { ...p, dtype: 'fp16' }, x, { features: { blockQuant: false } })).toThrow(
+      /features.blockQuant: applies to FP8 runs only/,
+    );
     expect(() => runToEnd(fa3, fp8(p), x, { features: { pScale: 512 } })).toThrow(/features.pScale/);
     expect(() => runToEnd(fa3, { ...fp8(p), alibi: 'standard' }, x)).toThrow(/alibi/);
     const p96 = { ...p, d: 96, dv: 96 };
@@ -165,7 +179,8 @@ describe('formats, tiles and refusals', () => {
     for (const [, set] of scales) expect(set.size).toBe(1);
     const qGroup = (b: number, hk: number) => {
       let m = 0;
-      for (let h = 2 * hk; h < 2 * hk + 2; h++) for (let i = 0; i < pg.nq * pg.d; i++) m = Math.max(m, Math.abs(xg.q[((b * pg.hq + h) * pg.nq) * pg.d + i]));
+      for (let h = 2 * hk; h < 2 * hk + 2; h++)
+        for (let i = 0; i < pg.nq * pg.d; i++) m = Math.max(m, Math.abs(xg.q[(b * pg.hq + h) * pg.nq * pg.d + i]));
       return m / FP8.e4m3.max;
     };
     expect([...scales.get('fa3.loadQ|1|1')!][0]).toBeCloseTo(qGroup(1, 1), 12);
@@ -174,7 +189,9 @@ describe('formats, tiles and refusals', () => {
     const p192 = { ...p, d: 192, dv: 128 };
     const x192 = randomInputs(p192, { seed: 2 });
     expect(outputError(runToEnd(fa3, fp8(p192), x192).o, referenceAttention(p192, x192).o).rmse).toBeLessThan(0.05);
-    expect(() => runToEnd(fa3, fp8({ ...p, d: 64, dv: 32 }), randomInputs({ ...p, d: 64, dv: 32 }, { seed: 2 }))).toThrow(/d = dv and d 192 with dv 128 only/);
+    expect(() => runToEnd(fa3, fp8({ ...p, d: 64, dv: 32 }), randomInputs({ ...p, d: 64, dv: 32 }, { seed: 2 }))).toThrow(
+      /d = dv and d 192 with dv 128 only/,
+    );
   });
   it('causal FP8 masks like 16-bit FA3: rows see only their keys', () => {
     const pc = { ...p, causal: true };

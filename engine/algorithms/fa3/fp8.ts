@@ -54,10 +54,19 @@ export const FA3_FP8_FEATURES = {
     panel: true,
     dtypes: FP8_DTYPES,
     check: (v: number) =>
-      Number.isInteger(Math.log2(v)) && v >= 1 && v <= 256 ? undefined : `must be a power of two from 1 to 256 (P·pScale must stay within e4m3's 448), got ${v}`,
+      Number.isInteger(Math.log2(v)) && v >= 1 && v <= 256
+        ? undefined
+        : `must be a power of two from 1 to 256 (P·pScale must stay within e4m3's 448), got ${v}`,
     doc: 'FP8: static factor applied to P before its e4m3 cast (the kernel uses 256; at 1 every P at or below 2⁻¹⁰ flushes)',
   },
-  seed: { default: 0, label: 'Hadamard seed', panel: true, dtypes: FP8_DTYPES, check: (v: number) => (Number.isInteger(v) && v >= 0 ? undefined : `must be an integer >= 0, got ${v}`), doc: 'FP8: seed of the random ±1 diagonal of the Hadamard transform' },
+  seed: {
+    default: 0,
+    label: 'Hadamard seed',
+    panel: true,
+    dtypes: FP8_DTYPES,
+    check: (v: number) => (Number.isInteger(v) && v >= 0 ? undefined : `must be an integer >= 0, got ${v}`),
+    doc: 'FP8: seed of the random ±1 diagonal of the Hadamard transform',
+  },
 } satisfies FeatureSpecs;
 
 export interface Fp8Prepared {
@@ -85,9 +94,14 @@ export function fp8Format(p: AttentionProblem): Fp8Format {
 
 /** The refusals of FA3's FP8 path: no ALiBi or sinks (the kernel has neither); d = dv, or the d 192 / dv 128 instance. */
 export function checkFp8Problem(p: AttentionProblem): void {
-  if (p.alibi) throw new ProblemError('alibi', 'FA3 has no ALiBi, and FlashScope models its FP8 path as the kernel ships it; run ALiBi in fp16 or bf16');
+  if (p.alibi)
+    throw new ProblemError(
+      'alibi',
+      'FA3 has no ALiBi, and FlashScope models its FP8 path as the kernel ships it; run ALiBi in fp16 or bf16',
+    );
   if (p.sinks) throw new ProblemError('sinks', 'FA3 FP8 has no attention-sink logits; run sinks in fp16 or bf16');
-  if (p.d !== p.dv && !(p.d === 192 && p.dv === 128)) throw new ProblemError('dv', `FA3's FP8 path instantiates d = dv and d 192 with dv 128 only, got d = ${p.d}, dv = ${p.dv}`);
+  if (p.d !== p.dv && !(p.d === 192 && p.dv === 128))
+    throw new ProblemError('dv', `FA3's FP8 path instantiates d = dv and d 192 with dv 128 only, got d = ${p.d}, dv = ${p.dv}`);
 }
 
 interface Tiles {
@@ -109,7 +123,16 @@ export function prepareFp8(
   const out: AttentionInputs = { q: new Float32Array(x.q.length), k: new Float32Array(x.k.length), v: new Float32Array(x.v.length) };
   let saturated = 0;
   // One quantization per (batch, head) slice of a tensor: rows × cols starting at `base`.
-  const quantize = (src: Float32Array, dst: Float32Array, base: number, rows: number, cols: number, tileRows: number, rotate: boolean, tiles: Tiles) => {
+  const quantize = (
+    src: Float32Array,
+    dst: Float32Array,
+    base: number,
+    rows: number,
+    cols: number,
+    tileRows: number,
+    rotate: boolean,
+    tiles: Tiles,
+  ) => {
     let slice: ArrayLike<number> = src.subarray(base, base + rows * cols);
     if (rotate && signs) slice = rotateRows(slice, cols, signs);
     const qd = quantizeFp8Rows(slice, cols, f.blockQuant ? tileRows : Infinity, format);

@@ -46,7 +46,9 @@ describe('fa4 against the float64 reference', () => {
     const off = runToEnd(fa4, p, x, { features: { exp2Emulation: false } });
     const errOn = maxAbs(on.o, ref.o);
     const errOff = maxAbs(off.o, ref.o);
-    console.log(`fa4 fp32 130x384: max|err| with software exp2 ${errOn.toExponential(2)}, without ${errOff.toExponential(2)}, bound ${(2e-5 + emuTerm(x)).toExponential(2)}`);
+    console.log(
+      `fa4 fp32 130x384: max|err| with software exp2 ${errOn.toExponential(2)}, without ${errOff.toExponential(2)}, bound ${(2e-5 + emuTerm(x)).toExponential(2)}`,
+    );
     expect(errOn).toBeLessThanOrEqual(2e-5 + emuTerm(x));
     expect(errOn).toBeGreaterThan(errOff);
   });
@@ -81,7 +83,9 @@ describe('fa4 software exp2', () => {
     expect(runToEnd(fa4, p, x, { features: { exp2Emulation: false } }).stats?.emulatedExp2).toBe(0);
     // Masked blocks run the same pattern; only the masked-out entries (exactly 0) skip the exponential.
     const visibleEmulated = cols.reduce((acc, c) => acc + (128 - c), 0);
-    expect(runToEnd(fa4, { ...p, causal: true, nk: 128 }, randomInputs({ ...p, nk: 128 }, { seed: 3 })).stats?.emulatedExp2).toBe(visibleEmulated);
+    expect(runToEnd(fa4, { ...p, causal: true, nk: 128 }, randomInputs({ ...p, nk: 128 }, { seed: 3 })).stats?.emulatedExp2).toBe(
+      visibleEmulated,
+    );
     // d 192 / dv 128 on one CTA: no _TUNING_CONFIG row and not the 2-CTA case, so every exp2 stays on the MUFU.
     const p192 = { ...p, d: 192, dv: 128 };
     expect(runToEnd(fa4, p192, randomInputs(p192, { seed: 3 })).stats?.emulatedExp2).toBe(0);
@@ -89,10 +93,16 @@ describe('fa4 software exp2', () => {
   it('steps any head dim, while the hardware model refuses those upstream does not take, with a sentence (interface.py _validate_head_dims)', () => {
     const bad: AttentionProblem = { batch: 1, hq: 1, hk: 1, nq: 64, nk: 64, d: 160, dv: 160, causal: false, dtype: 'bf16' };
     const shape = (d: number, dv: number) => ({ batch: 1, hq: 1, hk: 1, nq: 64, nk: 64, d, dv, causal: false, dtype: 'bf16' as const });
-    expect(describeFor('fa4', 'b200', shape(160, 160)).does_not_fit.join(' ')).toMatch(/FA4 on SM100 takes head dims 8-128 .* got d = 160, dv = 160/);
+    expect(describeFor('fa4', 'b200', shape(160, 160)).does_not_fit.join(' ')).toMatch(
+      /FA4 on SM100 takes head dims 8-128 .* got d = 160, dv = 160/,
+    );
     expect(describeFor('fa4', 'b200', shape(20, 20)).does_not_fit.join(' ')).toMatch(/multiples of 8/);
     expect(describeFor('fa4', 'b200', shape(192, 128)).does_not_fit).toEqual([]);
-    for (const [d, dv] of [[160, 160], [20, 20], [192, 128]]) {
+    for (const [d, dv] of [
+      [160, 160],
+      [20, 20],
+      [192, 128],
+    ]) {
       const p = { ...bad, d, dv };
       const x = randomInputs(p, { seed: 1 });
       const ref = referenceAttention(p, x);
@@ -191,7 +201,9 @@ describe('fa4 schedule and events', () => {
   });
   it('rejects bad features with the key named', () => {
     const x = randomInputs(p, { seed: 1 });
-    expect(() => runToEnd(fa4, p, x, { features: { lazy: true } })).toThrow(/unknown feature 'lazy' for fa4; accepted: lazyRescale, rescaleThreshold, exp2Emulation, exp2EmuFreq, exp2EmuRes, exp2EmuStartFrg/);
+    expect(() => runToEnd(fa4, p, x, { features: { lazy: true } })).toThrow(
+      /unknown feature 'lazy' for fa4; accepted: lazyRescale, rescaleThreshold, exp2Emulation, exp2EmuFreq, exp2EmuRes, exp2EmuStartFrg/,
+    );
     expect(() => runToEnd(fa4, p, x, { features: { exp2EmuRes: 18 } })).toThrow(/exp2EmuRes/);
     expect(() => runToEnd(fa4, p, x, { features: { rescaleThreshold: -1 } })).toThrow(/rescaleThreshold/);
   });

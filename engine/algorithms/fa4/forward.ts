@@ -58,7 +58,11 @@ export const FA4_FEATURES = {
     check: (v: number) => (v > 0 && v <= 64 ? undefined : `must be in (0, 64], got ${v}`),
   },
   exp2Emulation: { default: true, panel: true, doc: 'compute part of the exponentials with the polynomial exp2 on the FMA pipe' },
-  exp2EmuFreq: { default: 0, doc: "emulation pattern period in columns (0: the kernel's value for this configuration)", check: (v: number) => (v === 0 ? undefined : evenPositive(v)) },
+  exp2EmuFreq: {
+    default: 0,
+    doc: "emulation pattern period in columns (0: the kernel's value for this configuration)",
+    check: (v: number) => (v === 0 ? undefined : evenPositive(v)),
+  },
   exp2EmuRes: {
     default: 0,
     doc: "emulated columns per period (0: the kernel's value, 4, or 6 at d = 256)",
@@ -146,7 +150,9 @@ function* runFa4(p: AttentionProblem, x: AttentionInputs, opts: RunOptions): Ste
         const prod = new Producer([cfg.kvStage]);
         const pushQ = (s: (typeof stages)[number]) =>
           prod.push(`Q${s.qb}`, -1, () =>
-            step.load(ctx, { ...s.at, warpgroup: undefined }, 'loadQ', [s.st.r0, s.st.r0 + s.st.rows], [0, 0], -1, { Q: s.st.rows * p.d * eb }),
+            step.load(ctx, { ...s.at, warpgroup: undefined }, 'loadQ', [s.st.r0, s.st.r0 + s.st.rows], [0, 0], -1, {
+              Q: s.st.rows * p.d * eb,
+            }),
           );
         const pushKV = (j: number, t: 'K' | 'V') => {
           const [c0, c1] = colsOf(j);

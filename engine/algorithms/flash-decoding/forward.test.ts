@@ -17,7 +17,18 @@ describe('flash-decoding against the float64 reference', () => {
   });
   for (const dtype of ['fp32', 'fp16'] as const) {
     it(`decoding Nq = 1, GQA 8/2, Nk = 3000, ${dtype}`, () => {
-      const p: AttentionProblem = { batch: 2, hq: 8, hk: 2, nq: 1, nk: 3000, d: 128, dv: 128, causal: true, dtype, sinks: [0, 1, -1, 2, 0, 0, 0.5, -3] };
+      const p: AttentionProblem = {
+        batch: 2,
+        hq: 8,
+        hk: 2,
+        nq: 1,
+        nk: 3000,
+        d: 128,
+        dv: 128,
+        causal: true,
+        dtype,
+        sinks: [0, 1, -1, 2, 0, 0, 0.5, -3],
+      };
       const x = randomInputs(p, { seed: 7 });
       const ref = referenceAttention(p, x);
       const evs: TraceEvent[] = [];
@@ -90,6 +101,8 @@ describe('flash-decoding counters', () => {
     const p: AttentionProblem = { batch: 1, hq: 1, hk: 1, nq: 1, nk: 64, d: 16, dv: 16, causal: false, dtype: 'fp32' };
     const x = randomInputs(p, { seed: 1 });
     expect(() => runToEnd(flashDecoding, p, x, { features: { splits: 2.5 } })).toThrow(/features.splits/);
-    expect(() => runToEnd(flashDecoding, p, x, { features: { numSplits: 2 } })).toThrow(/unknown feature 'numSplits' for flash-decoding; accepted: splits, smCount/);
+    expect(() => runToEnd(flashDecoding, p, x, { features: { numSplits: 2 } })).toThrow(
+      /unknown feature 'numSplits' for flash-decoding; accepted: splits, smCount/,
+    );
   });
 });

@@ -21,7 +21,14 @@ import {
   type ProblemShape,
 } from '../../hw/model.ts';
 import { FLASH_DECODING_FEATURES } from './forward.ts';
-import { SOFTMAX_FMA_OPS, buildWarpTiled, mmaSyncRate, warpTiledGeometry, warpTiledSmem, type WarpTiledConfig } from '../../hw/schedules/warp-tiled.ts';
+import {
+  SOFTMAX_FMA_OPS,
+  buildWarpTiled,
+  mmaSyncRate,
+  warpTiledGeometry,
+  warpTiledSmem,
+  type WarpTiledConfig,
+} from '../../hw/schedules/warp-tiled.ts';
 import { MMA_SYNC_EFFICIENCY } from '../cute-fa2/schedule.ts';
 
 /** Launch gap before the combine kernel starts, µs (model assumption: back-to-back launches on one stream). */
@@ -78,7 +85,9 @@ function resources(gpu: GpuSpec, shape: ProblemShape, f: HwFeatures) {
   const splits = splitsOf(gpu, shape, f);
   sheet.splits = splits;
   requireHalf(sheet, shape, 'flash-decoding');
-  sheet.notes.push(`${splits} K/V split${splits > 1 ? 's' : ''} per (batch, head, Q tile); ${splits > 1 ? 'partial O and LSE in fp32 go to HBM for the combine kernel' : 'no combine needed'}.`);
+  sheet.notes.push(
+    `${splits} K/V split${splits > 1 ? 's' : ''} per (batch, head, Q tile); ${splits > 1 ? 'partial O and LSE in fp32 go to HBM for the combine kernel' : 'no combine needed'}.`,
+  );
   return finishSheet(sheet, gpu);
 }
 
@@ -116,7 +125,8 @@ export const flashDecodingHw: HwAlgorithm = {
   streamsKv: true,
   resources,
   grid,
-  build: (k, ctx, work) => buildWarpTiled(k, ctx, work, config(ctx.gpu, ctx.shape, ctx.features), resources(ctx.gpu, ctx.shape, ctx.features)),
+  build: (k, ctx, work) =>
+    buildWarpTiled(k, ctx, work, config(ctx.gpu, ctx.shape, ctx.features), resources(ctx.gpu, ctx.shape, ctx.features)),
   epilogueKernelUs: combineUs,
   hbmBytes: (s, f, gpu) => {
     const splits = splitsOf(gpu, s, f);

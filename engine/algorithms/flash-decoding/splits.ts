@@ -29,7 +29,10 @@ export function decodingSplitFeatures(
   if (f.blocksPerSplit > 0) {
     if (f.splits > 0) throw new ProblemError('features.blocksPerSplit', 'give splits or blocksPerSplit, not both');
     if (f.blocksPerSplit % blocksPerPage !== 0) {
-      throw new ProblemError('features.blocksPerSplit', `must be a multiple of the ${blocksPerPage} K/V blocks of one page, so that splits end on page boundaries; got ${f.blocksPerSplit}`);
+      throw new ProblemError(
+        'features.blocksPerSplit',
+        `must be a multiple of the ${blocksPerPage} K/V blocks of one page, so that splits end on page boundaries; got ${f.blocksPerSplit}`,
+      );
     }
     return undefined;
   }

@@ -96,7 +96,9 @@ describe('fmha_v2 fp16 accumulation', () => {
       const e16 = maxAbs(r16.o, ref.o);
       const naive = maxAbs(naiveSamePrecision(p, x).o, ref.o);
       const bound = fp16AccumulationBound(p, x, naive, r16.blocks.blockN);
-      console.log(`fmha_v2 ${name} fp16: max|err| fp32 acc ${e32.toExponential(2)}, fp16 acc ${e16.toExponential(2)}, naive ${naive.toExponential(2)}, bound ${bound.toExponential(2)}`);
+      console.log(
+        `fmha_v2 ${name} fp16: max|err| fp32 acc ${e32.toExponential(2)}, fp16 acc ${e16.toExponential(2)}, naive ${naive.toExponential(2)}, bound ${bound.toExponential(2)}`,
+      );
       expect(e16).toBeGreaterThan(e32);
       expect(e16).toBeLessThanOrEqual(bound);
     });

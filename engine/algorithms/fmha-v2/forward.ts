@@ -41,7 +41,13 @@ import * as step from '../tile-steps.ts';
 import type { AlgorithmResult, RunOptions, StepAlgorithm, StepGenerator } from '../types.ts';
 
 export const FMHA_V2_FEATURES = {
-  fp16Accumulation: { default: false, panel: true, dtypes: ['fp16'], dtypeWhy: 'fp16 HMMA takes fp16 operands', doc: 'accumulate both GEMMs in fp16 (HALF_ACCUMULATION_FOR_FLASH_ATTENTION)' },
+  fp16Accumulation: {
+    default: false,
+    panel: true,
+    dtypes: ['fp16'],
+    dtypeWhy: 'fp16 HMMA takes fp16 operands',
+    doc: 'accumulate both GEMMs in fp16 (HALF_ACCUMULATION_FOR_FLASH_ATTENTION)',
+  },
 } satisfies FeatureSpecs;
 export const FMHA_V2_WARPS = 4;
 

@@ -46,7 +46,8 @@ export function fmhaV2Tiles(gpu: GpuSpec, shape: ProblemShape, stages: number): 
     [64, 64],
     [64, 32],
   ];
-  for (const [m, n] of options) if (m * shape.d * e + stages * n * (shape.d + shape.dv) * e <= gpu.smemPerCtaBytes) return { blockM: m, blockN: n };
+  for (const [m, n] of options)
+    if (m * shape.d * e + stages * n * (shape.d + shape.dv) * e <= gpu.smemPerCtaBytes) return { blockM: m, blockN: n };
   return { blockM: 64, blockN: 32 };
 }
 
@@ -73,8 +74,10 @@ function resources(gpu: GpuSpec, shape: ProblemShape, f: HwFeatures) {
   const sheet = emptySheet('fmha-v2', gpu, cfg.blockM, cfg.blockN);
   warpTiledSmem(sheet, shape, cfg);
   requireHalf(sheet, shape, 'fmha_v2');
-  if (f.stages !== undefined && f.stages > 2) sheet.does_not_fit.push(`stages: fmha_v2 double-buffers K/V (1 or 2 stages), got ${f.stages}`);
-  if (shape.dtype === 'fp16') sheet.notes.push('fp16 accumulation (HALF_ACCUMULATION_FOR_FLASH_ATTENTION): the MMAs run at the fp16-accumulate rate.');
+  if (f.stages !== undefined && f.stages > 2)
+    sheet.does_not_fit.push(`stages: fmha_v2 double-buffers K/V (1 or 2 stages), got ${f.stages}`);
+  if (shape.dtype === 'fp16')
+    sheet.notes.push('fp16 accumulation (HALF_ACCUMULATION_FOR_FLASH_ATTENTION): the MMAs run at the fp16-accumulate rate.');
   sheet.notes.push('Q, K, V are read from one packed QKV tensor [B, S, 3, H, D]; LDGSTS predicates mask rows past the sequence end.');
   return finishSheet(sheet, gpu);
 }
@@ -86,7 +89,15 @@ function grid(gpu: GpuSpec, shape: ProblemShape, f: HwFeatures): CtaWork[] {
   for (let b = 0; b < shape.batch; b++)
     for (let h = 0; h < shape.hq; h++)
       for (let i = 0; i < ceilDiv(shape.nq, blockM); i++)
-        out.push({ b, h, qBlock: i, kvFrom: 0, kvTo: visibleKvRange(shape, i * blockM, Math.min(shape.nq, (i + 1) * blockM), blockN)[1], reverse: false, split: 0 });
+        out.push({
+          b,
+          h,
+          qBlock: i,
+          kvFrom: 0,
+          kvTo: visibleKvRange(shape, i * blockM, Math.min(shape.nq, (i + 1) * blockM), blockN)[1],
+          reverse: false,
+          split: 0,
+        });
   return out;
 }
 
@@ -98,6 +109,7 @@ export const fmhaV2Hw: HwAlgorithm = {
   geometry: warpTiledGeometry,
   resources,
   grid,
-  build: (k, ctx, work) => buildWarpTiled(k, ctx, work, fmhaV2Config(ctx.gpu, ctx.shape, ctx.features), resources(ctx.gpu, ctx.shape, ctx.features)),
+  build: (k, ctx, work) =>
+    buildWarpTiled(k, ctx, work, fmhaV2Config(ctx.gpu, ctx.shape, ctx.features), resources(ctx.gpu, ctx.shape, ctx.features)),
   hbmBytes: ioBytes,
 };

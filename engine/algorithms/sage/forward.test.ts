@@ -77,11 +77,12 @@ describe('sage: the integer Q·Kᵀ of a step', () => {
         const { evs } = trace(P, x, { version, smoothK });
         // This file's own K mean: over all tokens of the (batch, kv head), stored in fp16 like torch's mean of an fp16 tensor.
         const km = new Float64Array(P.d);
-        if (smoothK) for (let e = 0; e < P.d; e++) {
-          let s = 0;
-          for (let j = 0; j < P.nk; j++) s += x.k[j * P.d + e];
-          km[e] = roundFp16(s / P.nk);
-        }
+        if (smoothK)
+          for (let e = 0; e < P.d; e++) {
+            let s = 0;
+            for (let j = 0; j < P.nk; j++) s += x.k[j * P.d + e];
+            km[e] = roundFp16(s / P.nk);
+          }
         // v1 quantizes Q·(scale·log2 e) (fp32), v2 Q as it is.
         const qf = version === 1 ? Math.fround(Math.fround(scale) * Math.fround(Math.LOG2E)) : 1;
         const qv = (h: number, i: number, e: number) => Math.fround(x.q[(h * P.nq + i) * P.d + e] * qf);
@@ -136,11 +137,12 @@ describe('sage: the integer Q·Kᵀ of a step', () => {
       const scale = 1 / Math.sqrt(P.d);
       const qf = Math.fround(scale) * Math.LOG2E;
       const km = new Float64Array(P.d);
-      if (smoothK) for (let e = 0; e < P.d; e++) {
-        let s = 0;
-        for (let j = 0; j < P.nk; j++) s += x.k[j * P.d + e];
-        km[e] = roundFp16(s / P.nk);
-      }
+      if (smoothK)
+        for (let e = 0; e < P.d; e++) {
+          let s = 0;
+          for (let j = 0; j < P.nk; j++) s += x.k[j * P.d + e];
+          km[e] = roundFp16(s / P.nk);
+        }
       const qks = evs.filter((e): e is Ev<'qk'> => e.kind === 'qk');
       let worst = 0;
       for (let h = 0; h < P.hq; h++)
@@ -152,7 +154,7 @@ describe('sage: the integer Q·Kᵀ of a step', () => {
             for (let j = ev.tile.cols[0]; j < ev.tile.cols[1]; j++) {
               let b = 0;
               for (let e = 0; e < P.d; e++) {
-                b += Math.abs(x.q[(h * P.nq + i) * P.d + e]) * dk / 2 + Math.abs(x.k[j * P.d + e] - km[e]) * dq / 2 + (dq * dk) / 4;
+                b += (Math.abs(x.q[(h * P.nq + i) * P.d + e]) * dk) / 2 + (Math.abs(x.k[j * P.d + e] - km[e]) * dq) / 2 + (dq * dk) / 4;
               }
               eps = Math.max(eps, b * scale);
             }
@@ -188,10 +190,24 @@ describe('sage v2: Q scales per warp', () => {
       for (let i = r0 * p.d; i < r1 * p.d; i++) a = Math.max(a, Math.abs(x.q[i]));
       return Math.fround(a / 127);
     };
-    expect(warp.map((e) => [e.tile.rows[0], e.warp])).toEqual([[0, 0], [32, 1], [0, 0], [32, 1], [64, 0], [96, 1], [64, 0], [96, 1]]);
+    expect(warp.map((e) => [e.tile.rows[0], e.warp])).toEqual([
+      [0, 0],
+      [32, 1],
+      [0, 0],
+      [32, 1],
+      [64, 0],
+      [96, 1],
+      [64, 0],
+      [96, 1],
+    ]);
     for (const e of warp) expect(e.qScale).toBe(amax(e.tile.rows[0], e.tile.rows[1]));
     expect(warp[0].qScale! / warp[1].qScale!).toBeGreaterThan(3);
-    expect(tile.map((e) => e.tile.rows)).toEqual([[0, 64], [0, 64], [64, 128], [64, 128]]);
+    expect(tile.map((e) => e.tile.rows)).toEqual([
+      [0, 64],
+      [0, 64],
+      [64, 128],
+      [64, 128],
+    ]);
     expect(tile.every((e) => e.warp === undefined)).toBe(true);
     expect(tile[0].qScale).toBe(amax(0, 64));
   });
@@ -256,10 +272,12 @@ describe('sage v2: the e4m3 cast of P', () => {
 });
 
 describe('sage: refusals', () => {
-  const run = (p: Partial<AttentionProblem>, features: Record<string, boolean | number> = {}) => () => {
-    const problem = { ...P, ...p };
-    return runToEnd(sage, problem, randomInputs(problem, { seed: 1 }), { features });
-  };
+  const run =
+    (p: Partial<AttentionProblem>, features: Record<string, boolean | number> = {}) =>
+    () => {
+      const problem = { ...P, ...p };
+      return runToEnd(sage, problem, randomInputs(problem, { seed: 1 }), { features });
+    };
   it('names the option it does not take', () => {
     expect(run({ dtype: 'fp8e4m3' })).toThrow(/^dtype: sage quantizes its own inputs.*fp8e4m3 is not one of them/);
     expect(run({ alibi: 'standard' })).toThrow(/^alibi: SageAttention has no ALiBi/);

@@ -50,8 +50,17 @@ export const SAGE_FEATURES = {
     check: (v: number) => (v === 1 || v === 2 ? undefined : `must be 1 (INT8 Q·Kᵀ, FP16 P·V) or 2 (INT8 Q·Kᵀ, FP8 P·V), got ${v}`),
     doc: 'SageAttention 1 (FP16 P and V, fp16 accumulation per block) or 2 (P and per-channel V in FP8 e4m3, fp32 accumulation)',
   },
-  smoothK: { default: true, panel: true, doc: 'subtract the mean of K over the tokens before quantizing it (softmax unchanged; the LSE gets q·mean·scale back)' },
-  qPerWarp: { default: true, panel: true, inactive: (v: SwitchValues) => (v.version === 2 ? undefined : 'applies to version 2 only'), doc: 'version 2 only: one Q scale per warp (32 rows of the 128-row tile) instead of per tile; each warp slice is stepped as its own unit' },
+  smoothK: {
+    default: true,
+    panel: true,
+    doc: 'subtract the mean of K over the tokens before quantizing it (softmax unchanged; the LSE gets q·mean·scale back)',
+  },
+  qPerWarp: {
+    default: true,
+    panel: true,
+    inactive: (v: SwitchValues) => (v.version === 2 ? undefined : 'applies to version 2 only'),
+    doc: 'version 2 only: one Q scale per warp (32 rows of the 128-row tile) instead of per tile; each warp slice is stepped as its own unit',
+  },
 } satisfies FeatureSpecs;
 
 /** The kernels' tile: 128 query rows × 64 keys (v1's Triton BLOCK_M × BLOCK_N; v2's SM89 CTA_Q × CTA_K). */
@@ -65,7 +74,10 @@ const FP16_MMA_K = 16;
 
 function refuse(p: AttentionProblem): void {
   if (isFp8(p.dtype)) {
-    throw new ProblemError('dtype', `sage quantizes its own inputs (INT8 Q and K, FP16 or FP8 P·V) and takes fp16, bf16 or fp32 tensors; ${p.dtype} is not one of them — pick fp16 or bf16 (the kernel's) or fp32`);
+    throw new ProblemError(
+      'dtype',
+      `sage quantizes its own inputs (INT8 Q and K, FP16 or FP8 P·V) and takes fp16, bf16 or fp32 tensors; ${p.dtype} is not one of them — pick fp16 or bf16 (the kernel's) or fp32`,
+    );
   }
   if (p.alibi) throw new ProblemError('alibi', 'SageAttention has no ALiBi; run ALiBi with fa2, fa3 or fa4');
   if (p.softcap !== undefined) throw new ProblemError('softcap', 'SageAttention has no softcap; run softcap with fa2, fa3 or fa4');
@@ -81,13 +93,20 @@ function* runSage(p: AttentionProblem, x: AttentionInputs, opts: RunOptions): St
   if (version === 1 && opts.features && 'qPerWarp' in opts.features) {
     throw new ProblemError('features.qPerWarp', 'applies to version 2 only (v1 quantizes Q per 128-row block, as its Triton kernel does)');
   }
-  const { blockM, blockN } = resolveBlocks(p, { ...opts, blockM: opts.blockM ?? SAGE_TILE.blockM, blockN: opts.blockN ?? SAGE_TILE.blockN });
+  const { blockM, blockN } = resolveBlocks(p, {
+    ...opts,
+    blockM: opts.blockM ?? SAGE_TILE.blockM,
+    blockN: opts.blockN ?? SAGE_TILE.blockN,
+  });
   const perWarp = version === 2 && f.qPerWarp;
   const unitRows = perWarp ? Math.min(SAGE_WARP_ROWS, blockM) : blockM;
   // Q scale groups must not straddle a tile: with a tile that is not a multiple of 32 rows the
   // last warp slice is short and the next tile starts a new group.
   if (perWarp && blockM % unitRows !== 0) {
-    throw new ProblemError('blockM', `version 2 quantizes Q per warp of ${SAGE_WARP_ROWS} rows; the Q tile must be a multiple of ${unitRows} rows, got ${blockM}`);
+    throw new ProblemError(
+      'blockM',
+      `version 2 quantizes Q per warp of ${SAGE_WARP_ROWS} rows; the Q tile must be a multiple of ${unitRows} rows, got ${blockM}`,
+    );
   }
   const prep = prepareSage(p, x, { version, smoothK: f.smoothK, qRows: unitRows, kRows: blockN });
 
@@ -157,7 +176,9 @@ function* runSage(p: AttentionProblem, x: AttentionInputs, opts: RunOptions): St
         for (const u of units) {
           // The kernel's LSE is that of the smoothed logits; add back what smoothing removed
           // (the normalize event names it, so a float64 comparison can shift its scores alike).
-          const shift = f.smoothK ? Array.from({ length: u.st.rows }, (_, r) => lseCorrection(p, x, prep, b, h, hk, u.st.r0 + r)) : undefined;
+          const shift = f.smoothK
+            ? Array.from({ length: u.st.rows }, (_, r) => lseCorrection(p, x, prep, b, h, hk, u.st.r0 + r))
+            : undefined;
           yield* step.normalize(ctx, u.at, u.st, lse, true, shift);
           if (shift) for (let r = 0; r < u.st.rows; r++) if (lse[r] !== -Infinity) lse[r] += shift[r];
           step.storeRows(ctx, u.at, u.st, lse, o, lseOut);

@@ -176,7 +176,22 @@ export function prepareSage(p: AttentionProblem, x: AttentionInputs, o: SageQuan
       }
     }
   }
-  return { qCodes, kCodes, qScales, kScales, qSaturated, kSaturated, qRows: o.qRows, kRows: o.kRows, logitScale, kMean, v, vScales, saturated, version };
+  return {
+    qCodes,
+    kCodes,
+    qScales,
+    kScales,
+    qSaturated,
+    kSaturated,
+    qRows: o.qRows,
+    kRows: o.kRows,
+    logitScale,
+    kMean,
+    v,
+    vScales,
+    saturated,
+    version,
+  };
 }
 
 /** The logit of query i against key j (log2 units): the exact integer dot of their codes, dequantized. */
@@ -193,7 +208,15 @@ export function sageLogit(p: AttentionProblem, s: SagePrepared, b: number, h: nu
 }
 
 /** q·mean(K)·scale in natural-log units: what smoothing took out of every logit of row i, added back to the LSE. */
-export function lseCorrection(p: AttentionProblem, x: AttentionInputs, s: SagePrepared, b: number, h: number, hk: number, i: number): number {
+export function lseCorrection(
+  p: AttentionProblem,
+  x: AttentionInputs,
+  s: SagePrepared,
+  b: number,
+  h: number,
+  hk: number,
+  i: number,
+): number {
   const mean = s.kMean[b * p.hk + hk];
   const qo = qOffset(p, b, h, i);
   let dot = 0;

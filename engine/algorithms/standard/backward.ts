@@ -50,7 +50,15 @@ function* runStandardBackward(p: AttentionProblem, xIn: AttentionInputs, opts: R
         const w: step.Where = { b, h, outer: pass, inner: i, qBlock: i, kvBlock: 0, at: g.tilePos(p, b, h, r0, r1, 0, nk) };
         return { ctx, w, rows: r1 - r0, r0 };
       };
-      const whole = (pass: number): step.Where => ({ b, h, outer: pass, inner: -1, qBlock: -1, kvBlock: 0, at: g.tilePos(p, b, h, 0, 0, 0, nk) });
+      const whole = (pass: number): step.Where => ({
+        b,
+        h,
+        outer: pass,
+        inner: -1,
+        qBlock: -1,
+        kvBlock: 0,
+        at: g.tilePos(p, b, h, 0, 0, 0, nk),
+      });
       const ctx0 = strip(1, 0).ctx;
       const io = (w: step.Where, kind: 'load' | 'write', line: string, bytes: Partial<Record<HbmTensor, number>>) =>
         tr.emit(kind, step.base(ctx0, w, line, kind === 'load' ? { hbmRead: bytes } : { hbmWritten: bytes }), () => ({
@@ -71,10 +79,14 @@ function* runStandardBackward(p: AttentionProblem, xIn: AttentionInputs, opts: R
         g.recompute(ctx.tile, w.at, S.rounder);
         yield* step.dv(ctx, w, vAcc);
       }
-      let ev = tr.emit('write', step.base(ctx0, whole(1), 'writedV', step.storeGrad(p, h, 'dV', vAcc, S.dv, strip(1, 0).w.at.hs.vBase, nk * dv, 1, eb, false)), () => ({
-        tensors: ['dV' as const],
-        ...step.tag(whole(1)),
-      }));
+      let ev = tr.emit(
+        'write',
+        step.base(ctx0, whole(1), 'writedV', step.storeGrad(p, h, 'dV', vAcc, S.dv, strip(1, 0).w.at.hs.vBase, nk * dv, 1, eb, false)),
+        () => ({
+          tensors: ['dV' as const],
+          ...step.tag(whole(1)),
+        }),
+      );
       if (ev) yield ev;
 
       // Pass 2: dP = dO Vᵀ.
@@ -92,7 +104,12 @@ function* runStandardBackward(p: AttentionProblem, xIn: AttentionInputs, opts: R
       // Pass 3: dS = P ∘ (dP − rowsum(dP ∘ P)), the softcap derivative from S.
       for (let i = 0; i < tRows; i++) {
         const { ctx, w, rows } = strip(3, i);
-        ev = io(w, 'load', 'loadPdP', cap ? { P: rows * nk * eb, dP: rows * nk * 4, S: rows * nk * 4 } : { P: rows * nk * eb, dP: rows * nk * 4 });
+        ev = io(
+          w,
+          'load',
+          'loadPdP',
+          cap ? { P: rows * nk * eb, dP: rows * nk * 4, S: rows * nk * 4 } : { P: rows * nk * eb, dP: rows * nk * 4 },
+        );
         if (ev) yield ev;
         const t = ctx.tile;
         for (let r = 0; r < rows; r++) {
@@ -125,10 +142,14 @@ function* runStandardBackward(p: AttentionProblem, xIn: AttentionInputs, opts: R
         if (ev) yield ev;
         yield* step.dk(ctx, w, kAcc, scale);
       }
-      ev = tr.emit('write', step.base(ctx0, whole(5), 'writedK', step.storeGrad(p, h, 'dK', kAcc, S.dk, strip(5, 0).w.at.hs.kBase, nk * d, 1, eb, false)), () => ({
-        tensors: ['dK' as const],
-        ...step.tag(whole(5)),
-      }));
+      ev = tr.emit(
+        'write',
+        step.base(ctx0, whole(5), 'writedK', step.storeGrad(p, h, 'dK', kAcc, S.dk, strip(5, 0).w.at.hs.kBase, nk * d, 1, eb, false)),
+        () => ({
+          tensors: ['dK' as const],
+          ...step.tag(whole(5)),
+        }),
+      );
       if (ev) yield ev;
     }
   }

@@ -159,11 +159,15 @@ function* runStandard(p: AttentionProblem, x: AttentionInputs, opts: RunOptions)
         if (ev) yield ev;
         acc.fill(0);
         accumulatePV(p, x, hs, pHbm.subarray(r0 * nk), nk, rows, 0, nk, acc, dv);
-        ev = tr.emit('pv', at(3, i, tile, 'standard.pv', { matmulFlops: 2 * rows * nk * dv }), () => ({ o: tileValues(acc, rows, dv, dv) }));
+        ev = tr.emit('pv', at(3, i, tile, 'standard.pv', { matmulFlops: 2 * rows * nk * dv }), () => ({
+          o: tileValues(acc, rows, dv, dv),
+        }));
         if (ev) yield ev;
         const oo = hs.oBase + r0 * dv;
         for (let e = 0; e < rows * dv; e++) o[oo + e] = rounder ? rounder(acc[e]) : acc[e];
-        ev = tr.emit('write', at(3, i, tile, 'standard.writeO', { hbmWritten: { O: rows * dv * eb } }), () => ({ tensors: ['O' as const] }));
+        ev = tr.emit('write', at(3, i, tile, 'standard.writeO', { hbmWritten: { O: rows * dv * eb } }), () => ({
+          tensors: ['O' as const],
+        }));
         if (ev) yield ev;
       }
     }

@@ -17,7 +17,7 @@ export const B200: GpuSpec = {
   maxThreadsPerSm: 2048,
   // PTX ISA, tcgen05 "Tensor Memory": 128 lanes × 512 columns of 32-bit cells per CTA/SM.
   tmem: { lanes: 128, columns: 512 },
-  tensorFlopsPerClk: { fp16: 8192, bf16: 8192, fp32: 2048, fp8: 16384 },  // dense FP8 is twice the 16-bit rate (B200 datasheet: 4.5 vs 2.25 PFLOP/s)
+  tensorFlopsPerClk: { fp16: 8192, bf16: 8192, fp32: 2048, fp8: 16384 }, // dense FP8 is twice the 16-bit rate (B200 datasheet: 4.5 vs 2.25 PFLOP/s)
   tensorFlopsPerClkFp16Acc: 8192,
   mmaSyncFraction: 1 / 3,
   // The MUFU did not grow with the tensor cores: 16 ex2/clk/SM as on Hopper (the reason FA4

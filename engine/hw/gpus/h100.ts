@@ -17,7 +17,7 @@ export const H100: GpuSpec = {
   maxThreadsPerSm: 2048,
   tmem: null,
   // Whitepaper: 989.4 TFLOPS dense FP16/BF16, 494.7 TF32 (wgmma).
-  tensorFlopsPerClk: { fp16: 4096, bf16: 4096, fp32: 2048, fp8: 8192 },  // dense FP8 is twice the 16-bit rate (H100 datasheet: 1979 vs 989 TFLOP/s)
+  tensorFlopsPerClk: { fp16: 4096, bf16: 4096, fp32: 2048, fp8: 8192 }, // dense FP8 is twice the 16-bit rate (H100 datasheet: 1979 vs 989 TFLOP/s)
   tensorFlopsPerClkFp16Acc: 4096,
   // Calibrated on the H200 SDPA FLASH (FA2 CUDA kernels) anchors in shared/gpu/README.md
   // (352 TFLOP/s at d = 128): SM80-style code (ldmatrix + mma.sync) reaches a bit under

@@ -19,7 +19,7 @@ export const RTX4060: GpuSpec = {
   // NVIDIA Ada Lovelace architecture whitepaper (GeForce): 4th-gen tensor cores, dense FP16
   // with FP32 accumulate at half the FP16-accumulate rate. RTX 4090's 165/330 TFLOPS over
   // 128 SMs × 2.52 GHz gives 512 / 1024 FLOP/clk/SM; the same SM is in AD107.
-  tensorFlopsPerClk: { fp16: 512, bf16: 512, fp32: 256, fp8: 1024 },  // Ada FP8 with fp32 accumulation runs at twice fp16 with fp32 accumulation
+  tensorFlopsPerClk: { fp16: 512, bf16: 512, fp32: 256, fp8: 1024 }, // Ada FP8 with fp32 accumulation runs at twice fp16 with fp32 accumulation
   tensorFlopsPerClkFp16Acc: 1024,
   mmaSyncFraction: 1,
   // CUDA Programming Guide throughput table (cc 8.9): 16 MUFU, 128 FP32 FMA per clk per SM.

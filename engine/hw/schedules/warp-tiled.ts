@@ -88,8 +88,19 @@ export function buildWarpTiled(k: Kernel, ctx: BuildContext, work: CtaWork, cfg:
   const elems = rows * cfg.blockN;
   const copy = (bytes: number) => bytes / ctx.loadBytesPerClk;
   const sync = k.named(`${p}__syncthreads`, cfg.warps);
-  const fill = (buf: string, stage: number, bytes: number, tile: string): MemSpec => ({ space: 'smem', buffer: `${p}${buf}`, stage, offset: off(buf, stage), bytes, action: 'fill', tile });
-  const release = (buf: string, stage: number, bytes: number, tile: string): MemSpec => ({ ...fill(buf, stage, bytes, tile), action: 'release' });
+  const fill = (buf: string, stage: number, bytes: number, tile: string): MemSpec => ({
+    space: 'smem',
+    buffer: `${p}${buf}`,
+    stage,
+    offset: off(buf, stage),
+    bytes,
+    action: 'fill',
+    tile,
+  });
+  const release = (buf: string, stage: number, bytes: number, tile: string): MemSpec => ({
+    ...fill(buf, stage, bytes, tile),
+    action: 'release',
+  });
   const diag = (j: number, w: number) => crossesDiagonal(shape, work.qBlock * cfg.blockM + w * rows, j, cfg.blockN);
 
   for (let w = 0; w < cfg.warps; w++) {
@@ -113,13 +124,24 @@ export function buildWarpTiled(k: Kernel, ctx: BuildContext, work: CtaWork, cfg:
       for (const t of tiles) bytes += t.bytes;
       if (lead) for (const m of before) r.mem(m);
       const kvTile = tiles.find((t) => !t.tile.startsWith('Q'));
-      const copied = phase(['load'], kvTile ? Number(kvTile.tile.slice(1)) : null, null, tiles.map((t) => t.tile[0]));
-      r.issue(cfg.copyUnit, copy(bytes / cfg.warps), `${cfg.copyUnit} ${tiles.map((t) => t.tile).join('+')}`, tiles.map((t) => t.tile).join('+'), {
-        phase: copied,
-        latency: gpu.copyLatencyCycles,
-        arrive: [cp],
-        mem: lead ? tiles.map((t) => fill(t.buf, t.stage, t.bytes, t.tile)) : undefined,
-      });
+      const copied = phase(
+        ['load'],
+        kvTile ? Number(kvTile.tile.slice(1)) : null,
+        null,
+        tiles.map((t) => t.tile[0]),
+      );
+      r.issue(
+        cfg.copyUnit,
+        copy(bytes / cfg.warps),
+        `${cfg.copyUnit} ${tiles.map((t) => t.tile).join('+')}`,
+        tiles.map((t) => t.tile).join('+'),
+        {
+          phase: copied,
+          latency: gpu.copyLatencyCycles,
+          arrive: [cp],
+          mem: lead ? tiles.map((t) => fill(t.buf, t.stage, t.bytes, t.tile)) : undefined,
+        },
+      );
       return groups++;
     };
     const waitAll = () => {
@@ -130,11 +152,19 @@ export function buildWarpTiled(k: Kernel, ctx: BuildContext, work: CtaWork, cfg:
     const tensor = `tensor.sp${sp}`;
     const softmax = (j: number, first: boolean) => {
       if (diag(j, w)) r.exec(`fma.sp${sp}`, (elems * 2) / (gpu.fmaPerClk / 4), 'causal mask', `S${j}`, { phase: phase(['mask'], j, w) });
-      r.exec(`fma.sp${sp}`, (elems + (first ? 0 : rows * shape.dv)) / (gpu.fmaPerClk / 4), first ? 'row max' : 'row max, rescale O', `S${j}`, {
-        phase: phase(first ? ['rowmax'] : ['rowmax', 'rescale'], j, w),
-      });
+      r.exec(
+        `fma.sp${sp}`,
+        (elems + (first ? 0 : rows * shape.dv)) / (gpu.fmaPerClk / 4),
+        first ? 'row max' : 'row max, rescale O',
+        `S${j}`,
+        {
+          phase: phase(first ? ['rowmax'] : ['rowmax', 'rescale'], j, w),
+        },
+      );
       r.exec(`mufu.sp${sp}`, elems / (gpu.mufuPerClk / 4), 'exp2', `P${j}`, { phase: phase(['exp'], j, w) });
-      r.exec(`fma.sp${sp}`, (elems * (cfg.softmaxOps - 1)) / (gpu.fmaPerClk / 4), 'row sum, cvt P', `P${j}`, { phase: phase(['rowsum'], j, w) });
+      r.exec(`fma.sp${sp}`, (elems * (cfg.softmaxOps - 1)) / (gpu.fmaPerClk / 4), 'row sum, cvt P', `P${j}`, {
+        phase: phase(['rowsum'], j, w),
+      });
     };
     if (n === 0) continue;
     if (cfg.kvStages === 1) {
@@ -194,11 +224,17 @@ export function buildWarpTiled(k: Kernel, ctx: BuildContext, work: CtaWork, cfg:
       phase: phase(['normalize'], null, w),
     });
     const outBytes = cfg.writesPartial ? rows * (shape.dv + 1) * 4 : rows * shape.dv * e;
-    r.issue('store', copy(outBytes), cfg.writesPartial ? `st.global Opartial+LSE split ${work.split}` : `st.global O${work.qBlock}`, `O${work.qBlock}`, {
-      phase: phase(['write'], null, w, [cfg.writesPartial ? 'Opartial' : 'O']),
-      latency: gpu.copyLatencyCycles,
-      memDone: [hbmOut(shape, work, work.qBlock * cfg.blockM + w * rows, rows, `O${work.qBlock}`, cfg.writesPartial, cfg.splits)],
-    });
+    r.issue(
+      'store',
+      copy(outBytes),
+      cfg.writesPartial ? `st.global Opartial+LSE split ${work.split}` : `st.global O${work.qBlock}`,
+      `O${work.qBlock}`,
+      {
+        phase: phase(['write'], null, w, [cfg.writesPartial ? 'Opartial' : 'O']),
+        latency: gpu.copyLatencyCycles,
+        memDone: [hbmOut(shape, work, work.qBlock * cfg.blockM + w * rows, rows, `O${work.qBlock}`, cfg.writesPartial, cfg.splits)],
+      },
+    );
   }
 }
 

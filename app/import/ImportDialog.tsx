@@ -140,19 +140,17 @@ export default function ImportDialog({ onClose }: { onClose: () => void }) {
         label: `${used}, batch ${b}, head ${h} (${layout})`,
       });
       const p = checked.problem;
-      useApp
-        .getState()
-        .setForm(pane, {
-          batch: '1',
-          hq: '1',
-          hk: '1',
-          nq: String(p.nq),
-          nk: String(p.nk),
-          d: String(p.d),
-          dv: String(p.dv),
-          dtype: p.dtype,
-          alibi: false,
-        });
+      useApp.getState().setForm(pane, {
+        batch: '1',
+        hq: '1',
+        hk: '1',
+        nq: String(p.nq),
+        nk: String(p.nk),
+        d: String(p.d),
+        dv: String(p.dv),
+        dtype: p.dtype,
+        alibi: false,
+      });
       onClose();
       await ctl.load({ ...base, problem: p, tensors: { ...choice, files, names: files.map((f) => f.name) } });
     } catch (e) {

@@ -8,9 +8,14 @@
 //     node scripts/browser-gpu-bench.mjs [--quick]
 //
 // Flags: headless, no sandbox (root), WebGPU with Dawn's unsafe APIs (subgroup matrices) and
-// NVIDIA f16; CHROMIUM_FLAGS adds more. Fonts: the page needs one (FONTCONFIG_FILE naming a
-// folder with a .ttf), or the renderer aborts in Skia's font manager. Exits 3 when the page
-// reports no WebGPU adapter.
+// NVIDIA f16, and the GPU process on Vulkan without surfaces: on a headless NVIDIA machine
+// ANGLE's Vulkan instance fails with -7 (no surface extension) unless --disable-vulkan-surface,
+// and the GPU process then exits, so every requestAdapter() returns null. CHROMIUM_FLAGS adds
+// more. Environment: LD_LIBRARY_PATH must keep the driver's folder (the ICD is
+// libGLX_nvidia.so.0), VK_ICD_FILENAMES names the NVIDIA ICD json. Fonts: the page needs one
+// (FONTCONFIG_FILE naming a folder with a .ttf), or the renderer aborts in Skia's font manager.
+// Each panel run takes about 32 s of wall time (set-up, warm-up, self-check), so the full list
+// needs about 7 minutes. Exits 3 when the page reports no WebGPU adapter.
 
 const pw = await import(process.env.PLAYWRIGHT_CORE ?? 'playwright-core');
 const quick = process.argv.includes('--quick');
@@ -23,6 +28,10 @@ export const FLAGS = [
   '--no-first-run',
   '--disable-background-networking',
   '--disable-component-update',
+  '--use-angle=vulkan',
+  '--enable-features=Vulkan',
+  '--disable-vulkan-surface',
+  '--ignore-gpu-blocklist',
   ...(process.env.CHROMIUM_FLAGS ?? '').split(' ').filter(Boolean),
 ];
 const browser = await pw.chromium.launch({ executablePath: process.env.CHROMIUM, args: FLAGS, headless: true, timeout: 120_000 });
@@ -65,7 +74,7 @@ async function run(name, shape, path, pass = 'forward') {
       (prev) => {
         const el = document.querySelector('[data-testid="wg-check"]');
         const err = document.querySelector('.wg-panel [role="alert"]');
-        return (el && el.textContent !== prev) || (err && err.textContent);
+        return (el && el.textContent !== prev) || err?.textContent;
       },
       before,
       { timeout: 240_000 },

@@ -10,6 +10,7 @@ import type { BackwardPath } from '../../engine/webgpu/backward-run.ts';
 import { useApp } from '../store/store.ts';
 import type { AdapterReport, Backend, FromWorker, Pass, RunReport, ToWorker } from './protocol.ts';
 import { GridHeatmap, LseChart } from './ResultViews.tsx';
+import { fastestPath, missingFeatureAdvice } from './feature-advice.ts';
 import { webgpuDefaultsFor, webgpuPathFix, type WebGpuField, type WebGpuShape } from '../../engine/defaults/webgpu-defaults.ts';
 import './webgpu.css';
 
@@ -120,6 +121,8 @@ export default function WebGpuPanel() {
   const [error, setError] = useState<string | null>(null);
   const [note, setNote] = useState<string | null>(null);
   const worker = useRef<Worker | null>(null);
+  // A path the person picked survives a re-probe (after a cancel); otherwise the fastest offered one is used.
+  const pathPicked = useRef(false);
   const seq = useRef(0);
   const setDebuggerForm = useApp((s) => s.setForm);
   const hasMain = useApp((s) => !!s.problem.main);
@@ -132,7 +135,7 @@ export default function WebGpuPanel() {
       if (m.type === 'probe') {
         if (m.ok) {
           setProbe({ state: 'ok', adapter: m.adapter });
-          setPath((cur) => (m.adapter.paths.includes(cur) ? cur : m.adapter.paths[0]));
+          setPath((cur) => (pathPicked.current && m.adapter.paths.includes(cur) ? cur : fastestPath(m.adapter.paths)));
         } else {
           setProbe({ state: 'none', message: m.message });
           setBackend('cpu');
@@ -167,6 +170,7 @@ export default function WebGpuPanel() {
   const touched = useRef(new Set<WebGpuField>());
   const limits = probe.state === 'ok' ? { maxStorageBinding: probe.adapter.maxStorageBinding } : null;
   const choosePath = (p: WebGpuPath) => {
+    pathPicked.current = true;
     setPath(p);
     const s = webgpuDefaultsFor(p, shapeOf(form), touched.current, limits ?? { maxStorageBinding: Infinity });
     set(Object.fromEntries(SHAPE_FIELDS.map((k) => [k, String(s[k])])) as Partial<Form>);
@@ -238,6 +242,7 @@ export default function WebGpuPanel() {
 
   const busy = progress !== null;
   const paths = probe.state === 'ok' ? probe.adapter.paths : [];
+  const advice = probe.state === 'ok' ? missingFeatureAdvice(probe.adapter.features, probe.adapter.matrixF16) : [];
   const field = (k: keyof Form, label: string, title?: string) => (
     <label className="wg-field" title={title}>
       <span>{label}</span>
@@ -268,6 +273,18 @@ export default function WebGpuPanel() {
           </>
         )}
       </div>
+      {advice.length > 0 && (
+        <div className="wg-missing">
+          <span className="wg-dim">Missing here (the kernel list starts on the fastest path that runs):</span>
+          <ul aria-label="missing adapter features">
+            {advice.map((a) => (
+              <li key={a.feature}>
+                <b>{a.feature}</b>: {a.loses}. {a.how}.
+              </li>
+            ))}
+          </ul>
+        </div>
+      )}
       <div className="wg-row" role="radiogroup" aria-label="pass">
         <label>
           <input type="radio" name="wg-pass" checked={pass === 'forward'} disabled={busy} onChange={() => setPass('forward')} /> Forward
@@ -355,7 +372,10 @@ export default function WebGpuPanel() {
               if (!preset) return;
               touched.current.clear();
               set({ ...NO_MODIFIERS, ...preset.form });
-              if (preset.path && paths.includes(preset.path)) setPath(preset.path);
+              if (preset.path && paths.includes(preset.path)) {
+                pathPicked.current = true;
+                setPath(preset.path);
+              }
             }}
           >
             <option value="" disabled>

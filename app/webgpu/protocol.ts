@@ -12,6 +12,8 @@ export interface AdapterReport {
   fallback: boolean;
   features: string[];
   paths: WebGpuPath[];
+  /** The adapter lists an f16 × f16 → f32 subgroup-matrix shape (what flash-matrix multiplies with). */
+  matrixF16: boolean;
   limits: string;
   /** Bytes one storage binding holds (what standard attention's score matrix must fit). */
   maxStorageBinding: number;

@@ -158,6 +158,7 @@ self.onmessage = async (ev: MessageEvent<ToWorker>) => {
           fallback: c.isFallback,
           features: c.features,
           paths: c.paths,
+          matrixF16: c.matrixConfigs.length > 0,
           limits: `${c.limits.maxWorkgroupStorage} B workgroup memory, ${c.limits.maxInvocations} invocations, ${formatBytes(c.limits.maxStorageBinding)} per binding (larger tensors run in windows of batches or heads), ${formatBytes(c.limits.maxBuffer)} per buffer, subgroups ${c.subgroupMinSize}–${c.subgroupMaxSize}`,
           maxStorageBinding: c.limits.maxStorageBinding,
         },

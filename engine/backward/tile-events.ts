@@ -176,6 +176,18 @@ export function* dq(ctx: BwdContext, w: Where, dqHbm: Float32Array, scale: numbe
   if (ev) yield ev;
 }
 
+/** dQ_i from the fp32 accumulator `dqHbm`, converted to the input dtype (`eb` bytes an element). */
+export function* dqConvert(ctx: BwdContext, w: Where, dqHbm: Float32Array, eb: number): Gen {
+  const { rows, hs, r0 } = w.at;
+  const d = ctx.p.d;
+  const delta = { hbmRead: { dQaccum: rows * d * 4 }, hbmWritten: { dQ: rows * d * eb }, nonMatmulFlops: rows * d };
+  const ev = ctx.tr.emit('dqconvert', base(ctx, w, 'convert', delta, true), () => {
+    const vals = tileValues(dqHbm.subarray(hs.qBase + r0 * d), rows, d, d);
+    return { dQ: ctx.rounder ? vals.map(ctx.rounder) : vals, ...tag(w) };
+  });
+  if (ev) yield ev;
+}
+
 export function* dk(ctx: BwdContext, w: Where, kAcc: Float32Array, scale: number): Gen {
   const { rows, cols } = w.at;
   const d = ctx.p.d;

@@ -24,7 +24,6 @@ import * as step from '../../backward/tile-events.ts';
 import type { BackwardAlgorithm, BackwardGenerator, BackwardResult } from '../../backward/types.ts';
 import type { AttentionInputs } from '../../core/inputs.ts';
 import type { AttentionProblem } from '../../core/problem.ts';
-import { tileValues } from '../../trace/tracer.ts';
 
 function* runFa2Backward(p: AttentionProblem, xIn: AttentionInputs, opts: RunOptions): BackwardGenerator {
   readFeatures('fa2', {}, opts.features);
@@ -116,24 +115,8 @@ function* runFa2Backward(p: AttentionProblem, xIn: AttentionInputs, opts: RunOpt
       // 3. Postprocessing: dQ from the fp32 accumulator.
       for (let i = 0; i < tr_; i++) {
         const [r0, r1] = rowsOf(i);
-        const rows = r1 - r0;
         const w: step.Where = { b, h, outer: -1, inner: i, qBlock: i, kvBlock: -1, at: tilePos(p, b, h, r0, r1, 0, 0) };
-        const qb = w.at.hs.qBase + r0 * d;
-        const ev = tr.emit(
-          'dqconvert',
-          step.base(
-            ctx,
-            w,
-            'convert',
-            { hbmRead: { dQaccum: rows * d * 4 }, hbmWritten: { dQ: rows * d * eb }, nonMatmulFlops: rows * d },
-            true,
-          ),
-          () => {
-            const vals = tileValues(S.dq.subarray(qb), rows, d, d);
-            return { dQ: S.rounder ? vals.map(S.rounder) : vals, ...step.tag(w) };
-          },
-        );
-        if (ev) yield ev;
+        yield* step.dqConvert(ctx, w, S.dq, eb);
       }
     }
   }

@@ -48,7 +48,6 @@ import type { BackwardAlgorithm, BackwardGenerator, BackwardResult } from '../..
 import type { AttentionInputs } from '../../core/inputs.ts';
 import { ProblemError, type AttentionProblem } from '../../core/problem.ts';
 import type { TraceEvent } from '../../trace/events.ts';
-import { tileValues } from '../../trace/tracer.ts';
 
 export const FA3_BACKWARD_FEATURES = {
   ...FA3_SCHEDULE_FEATURES,
@@ -231,21 +230,7 @@ function* runFa3Backward(p: AttentionProblem, xIn: AttentionInputs, opts: RunOpt
         };
         const qb = w.at.hs.qBase + r0 * d;
         for (let e = 0; e < rows * d; e++) S.dq[qb + e] *= scale;
-        const ev = tr.emit(
-          'dqconvert',
-          step.base(
-            ctx,
-            w,
-            'convert',
-            { hbmRead: { dQaccum: rows * d * 4 }, hbmWritten: { dQ: rows * d * eb }, nonMatmulFlops: rows * d },
-            true,
-          ),
-          () => {
-            const vals = tileValues(S.dq.subarray(qb), rows, d, d);
-            return { dQ: S.rounder ? vals.map(S.rounder) : vals, ...step.tag(w) };
-          },
-        );
-        if (ev) yield ev;
+        yield* step.dqConvert(ctx, w, S.dq, eb);
       }
     }
   }

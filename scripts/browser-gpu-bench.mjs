@@ -5,7 +5,13 @@
 // GPU machine".
 //
 //   CHROMIUM=/path/to/chromium PLAYWRIGHT_CORE=/path/to/playwright-core URL=http://127.0.0.1:4173/ \
-//     node scripts/browser-gpu-bench.mjs [--quick]
+//     node scripts/browser-gpu-bench.mjs [--quick] [--gpu-info] [--study]
+//
+// --gpu-info first prints chrome://gpu as text (Dawn's adapter toggles are in its "Dawn Info").
+// --study opens STUDY_URL (default: timing-study.html beside URL; the page is
+// scripts/timing-study-page.ts bundled, with scripts/timing-study.html) instead of the panel and
+// prints its rows: the same runs timed the panel's old way (one warm-up, one run) and steadily
+// (engine/bench/timing-study.ts), for comparison with `bench:webgpu -- --timing-study` under Node.
 //
 // Flags: headless, no sandbox (root), WebGPU with Dawn's unsafe APIs (subgroup matrices) and
 // NVIDIA f16, and the GPU process on Vulkan without surfaces: on a headless NVIDIA machine
@@ -39,6 +45,39 @@ const page = await browser.newPage();
 page.on('console', (m) => {
   if (m.type() === 'error') console.log(JSON.stringify({ console: m.text().slice(0, 300) }));
 });
+
+if (process.argv.includes('--gpu-info')) {
+  await page.goto('chrome://gpu');
+  await page.waitForTimeout(4000);
+  // The page is built of custom elements: walk their open shadow roots for the text.
+  const text = await page.evaluate(() => {
+    const walk = (n) => {
+      let s = '';
+      for (const c of n.childNodes) s += c.nodeType === 3 ? c.textContent : walk(c);
+      if (n.shadowRoot) s += walk(n.shadowRoot);
+      if (n.nodeType === 1 && /^(DIV|TR|H3|LI|P)$/.test(n.tagName)) s += '\n';
+      return s;
+    };
+    return walk(document.body);
+  });
+  console.log(JSON.stringify({ gpuInfo: text.replace(/\n\s*\n/g, '\n').slice(0, 80_000) }));
+}
+
+if (process.argv.includes('--study')) {
+  const url = process.env.STUDY_URL ?? new URL('timing-study.html', process.env.URL ?? 'http://127.0.0.1:4173/').href;
+  console.log(JSON.stringify({ flags: FLAGS, url }));
+  await page.goto(url, { timeout: 120_000 });
+  let shown = 0;
+  for (const t0 = Date.now(); Date.now() - t0 < 400_000; ) {
+    const st = await page.evaluate(() => window.timingStudy ?? { rows: [], done: false });
+    for (const r of st.rows.slice(shown)) console.log(JSON.stringify({ study: r }));
+    shown = st.rows.length;
+    if (st.done) break;
+    await page.waitForTimeout(1000);
+  }
+  await browser.close();
+  process.exit(0);
+}
 await page.goto(process.env.URL ?? 'http://127.0.0.1:4173/', { timeout: 120_000 });
 const panel = page.getByRole('region', { name: 'WebGPU full-size runs' });
 await panel.scrollIntoViewIfNeeded({ timeout: 60_000 });

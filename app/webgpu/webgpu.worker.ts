@@ -4,8 +4,8 @@
 
 /// <reference lib="webworker" />
 import { BUILT_IN_ALGORITHMS } from '../../engine/algorithms/registry.ts';
-import { randomInputs, type AttentionInputs } from '../../engine/core/inputs.ts';
-import { nominalFlops, validateProblem, type AttentionProblem } from '../../engine/core/problem.ts';
+import { randomInputs } from '../../engine/core/inputs.ts';
+import { nominalFlops, validateProblem } from '../../engine/core/problem.ts';
 import { runToEnd } from '../../engine/run.ts';
 import { AttentionRun, pathElem } from '../../engine/webgpu/backend.ts';
 import { openWebGpu, type WebGpuContext } from '../../engine/webgpu/device.ts';
@@ -15,6 +15,7 @@ import { blockMean } from './downsample.ts';
 import { randomDo, runGpuBackward } from '../../engine/webgpu/backward-checks.ts';
 import { backwardFlops, type BackwardPath } from '../../engine/webgpu/backward-run.ts';
 import { sampledDqError } from '../../engine/webgpu/backward-row-check.ts';
+import { describeSteady, STEADY_DEFAULTS, timeSteady } from '../../engine/webgpu/steady-timing.ts';
 import type { FromWorker, RunReport, RunRequest, ToWorker } from './protocol.ts';
 
 declare const self: DedicatedWorkerGlobalScope;
@@ -37,11 +38,9 @@ async function runGpu(id: number, req: RunRequest): Promise<RunReport> {
   try {
     progress('generating inputs on the GPU', 0.15);
     await run.fillRandom(req.seed);
-    progress('running (warm-up)', 0.3);
-    await run.execute();
-    progress('running (timed)', 0.5);
-    const kernels = await run.execute();
-    const ms = kernels.reduce((a, k) => a + k.ms, 0);
+    progress('running (warm-up, then timed repetitions)', 0.3);
+    const timing = await timeSteady((b) => run.execute(b));
+    const { ms, kernels } = timing;
     progress('reading back head 0', 0.7);
     const head = await run.readHead(0, 0);
     const check = await checkSampledRows(run, req.checkRows, (t, n) =>
@@ -54,7 +53,7 @@ async function runGpu(id: number, req: RunRequest): Promise<RunReport> {
       pass: 'forward',
       path: req.path,
       ms,
-      clock: kernels[0]?.clock === 'gpu' ? 'GPU timestamps' : 'wall clock',
+      clock: describeSteady(timing, kernels[0]?.clock ?? 'wall'),
       kernels,
       tflops: nominalFlops(p) / (ms * 1e9),
       gbs: bytes / (ms * 1e6),
@@ -85,11 +84,11 @@ async function runGpuBackwardReport(id: number, req: RunRequest): Promise<RunRep
   const dO = randomDo(p, req.seed);
   progress(
     path === 'flash-matrix'
-      ? 'forward (flash-matrix), then the f16 backward kernels (warm-up and timed)'
-      : 'forward (flash, f32), then the backward kernels (warm-up and timed)',
+      ? 'forward (flash-matrix), then the f16 backward kernels (warm-up, then timed repetitions)'
+      : 'forward (flash, f32), then the backward kernels (warm-up, then timed repetitions)',
     0.3,
   );
-  const r = await runGpuBackward(c, p, x, dO, 1, path);
+  const r = await runGpuBackward(c, p, x, dO, STEADY_DEFAULTS.reps, path);
   const sites = sampleSites(p, req.checkRows);
   progress(`checking ${sites.length} dQ rows against float64`, 0.8);
   const errDq = sampledDqError(p, x, dO, r.dq, sites);
@@ -99,7 +98,7 @@ async function runGpuBackwardReport(id: number, req: RunRequest): Promise<RunRep
     pass: 'backward',
     path,
     ms: r.ms,
-    clock: r.kernels[0]?.clock === 'gpu' ? 'GPU timestamps' : 'wall clock',
+    clock: r.timing ? describeSteady(r.timing, r.kernels[0]?.clock ?? 'wall') : 'one run',
     kernels: r.kernels,
     tflops: backwardFlops(p) / (r.ms * 1e9),
     gbs: 0,

@@ -27,6 +27,7 @@
 // anchor, B=4 H=16 at --n and --d, causal and not; --max-shape-s S skips a shape estimated to
 // take longer; with --quick one small shape; --bwd-paths flash-f32,flash-matrix picks the
 // paths, --bwd-prefs '[{"warps":8,"bm":16}, …]' self-tests and times each flash-matrix tile).
+// --timing-study (only the same runs timed the panel's old way and steadily: timing-study.ts),
 // --peers ort: ONNX Runtime Web's WebGPU attention (ort-peer.ts) on the same device and shapes
 // (prefill at --n and --d, causal and not; the decoding shapes), checked against float64, and a
 // table of ours, ORT and the anchor; with --quick at SwiftShader sizes.
@@ -39,6 +40,8 @@ import { AttentionRun, pathElem, type RunOptions } from '../webgpu/backend.ts';
 import type { MatrixTilePrefs } from '../webgpu/flash-matrix-kernel.ts';
 import { NO_ADAPTER_HELP, openNodeWebGpu } from '../webgpu/node-gpu.ts';
 import { checkSampledRows } from '../webgpu/row-check.ts';
+import { timeSteady } from '../webgpu/steady-timing.ts';
+import { studyShapes, timingStudy } from './timing-study.ts';
 import { DECODE_VARIANTS, KERNEL_VARIANTS } from '../webgpu/variants.ts';
 import { randomInputs, type InputDistribution } from '../core/inputs.ts';
 import { referenceAttention } from '../core/reference.ts';
@@ -129,8 +132,6 @@ const MATRIX_PREFS = ((): MatrixTilePrefs[] | undefined => {
 })();
 
 const SINGLE_SUBMIT = args.includes('--single-submit');
-/** GPU work per timed repetition: kernels shorter than this run back to back in one submission (timer.ts). */
-const BATCH_MS = 20;
 
 interface Measured {
   ms: number;
@@ -141,11 +142,6 @@ interface Measured {
   err: number;
   config: string;
   kernels: string;
-}
-
-function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.floor(s.length / 2)];
 }
 
 async function measure(
@@ -160,26 +156,16 @@ async function measure(
   try {
     run = await AttentionRun.create(ctx, p, { path, ...opts });
     await run.fillRandom(1234);
-    // Warm-up: pipeline caches, and GPU clocks, which fall while the CPU works between
-    // measurements (self-tests, float64 references) and took over 100 ms to come back: one
-    // warm-up run let a grid time the same pipeline at 15 and at 30 TFLOP/s (run 4).
-    let batch = 1;
-    if (warm) {
-      const t0 = performance.now();
-      for (let i = 0; i < 2 || performance.now() - t0 < 400; i++) {
-        const t = await run.execute(batch);
-        if (!SINGLE_SUBMIT) batch = Math.max(1, Math.min(64, Math.ceil(BATCH_MS / t.reduce((a, k) => a + k.ms, 0))));
-      }
-    }
-    const totals: number[] = [];
-    let kernels = '';
-    for (let r = 0; r < reps; r++) {
-      const t = await run.execute(batch);
-      totals.push(t.reduce((a, k) => a + k.ms, 0));
-      kernels = t.map((k) => `${k.name} ${k.ms.toFixed(2)} ms (${k.clock})`).join(', ');
-    }
-    const ms = median(totals);
-    const spread = `${Math.min(...totals).toFixed(2)}–${Math.max(...totals).toFixed(2)} ms`;
+    // Warm-up (pipeline caches, GPU clocks) only where asked: the f32 study paths take seconds a run.
+    const t = await timeSteady((b) => run!.execute(b), {
+      reps,
+      singleSubmit: SINGLE_SUBMIT,
+      ...(warm ? {} : { warmMs: 0, minWarmRuns: 0 }),
+    });
+    const ms = t.ms;
+    const spread = `${Math.min(...t.totals).toFixed(2)}–${Math.max(...t.totals).toFixed(2)} ms`;
+    const kernels = t.kernels.map((k) => `${k.name} ${k.ms.toFixed(2)} ms (${k.clock})`).join(', ');
+    const batch = t.batch;
     const check = await checkSampledRows(run, 3);
     // fillRandom writes N(0, 1): a chunk it missed would read back as zeros, which the row
     // check alone cannot see (it recomputes from the inputs as stored).
@@ -378,6 +364,10 @@ async function main(): Promise<number> {
   console.log(`WGSL language features: ${ctx.wgslFeatures.join(', ')}`);
   console.log(`paths: ${ctx.paths.join(', ')}; timing: ${ctx.timestamps ? 'timestamp-query' : 'wall clock'}`);
   if (args.includes('--serving')) return servingBench(ctx, { quick, reps: REPS, paths: ONLY });
+  if (args.includes('--timing-study')) {
+    const rows = await timingStudy(ctx, studyShapes(ctx.paths, quick), (r) => console.log(JSON.stringify(r)));
+    return rows.length ? 0 : 1;
+  }
   if (opt('--pass') === 'backward') {
     const bwdPaths = (opt('--bwd-paths') ?? 'flash-f32,flash-matrix').split(',');
     const bad = bwdPaths.filter((p) => p !== 'flash-f32' && p !== 'flash-matrix');

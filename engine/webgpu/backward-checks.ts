@@ -10,6 +10,7 @@ import { BackwardRun, type BackwardGradients, type BackwardPath } from './backwa
 import type { MatrixBackwardPrefs } from './backward-matrix-kernel.ts';
 import type { WebGpuContext } from './device.ts';
 import type { KernelTime } from './timer.ts';
+import { timeSteady, type SteadyTime } from './steady-timing.ts';
 import { KERNEL_VARIANTS } from './variants.ts';
 
 export interface GpuBackwardResult extends BackwardGradients {
@@ -19,11 +20,13 @@ export interface GpuBackwardResult extends BackwardGradients {
   ms: number;
   kernels: KernelTime[];
   config: string;
+  /** How the repetitions were timed (absent for one cold run). */
+  timing?: SteadyTime;
 }
 
 /**
  * Forward then backward on the GPU, both on `path` (flash-f32, or flash-matrix: f16 inputs on
- * subgroup matrices); `repeats` timed backward runs after the first.
+ * subgroup matrices); `repeats` > 0: the backward timed steadily (steady-timing.ts), else one cold run.
  */
 export async function runGpuBackward(
   ctx: WebGpuContext,
@@ -47,25 +50,13 @@ export async function runGpuBackward(
   const bwd = await BackwardRun.create(ctx, p, path, prefs);
   try {
     bwd.upload({ ...x, o, lse, dO });
-    let kernels = await bwd.execute();
-    const cold = kernels.reduce((a, k) => a + k.ms, 0);
-    const times: { ms: number; kernels: KernelTime[] }[] = [{ ms: cold, kernels }];
+    // Without repetitions, one cold run (the self-tests); with them, timed as steady-timing.ts does.
     if (repeats > 0) {
-      // As the forward benchmark does: the GPU kept busy for 300 ms first (clocks ramp up),
-      // and backward passes shorter than 20 ms timed back to back in one submission.
-      const batch = Math.max(1, Math.min(64, Math.floor(20 / Math.max(cold, 1e-3))));
-      const t0 = performance.now();
-      while (performance.now() - t0 < 300) await bwd.execute(batch);
-      for (let r = 0; r < repeats; r++) {
-        kernels = await bwd.execute(batch);
-        times.push({ ms: kernels.reduce((a, k) => a + k.ms, 0), kernels });
-      }
+      const timing = await timeSteady((b) => bwd.execute(b), { reps: repeats });
+      return { ...(await bwd.read()), o, lse, ms: timing.ms, kernels: timing.kernels, config: bwd.config, timing };
     }
-    // With repetitions, the first (cold) run is left out of the median.
-    const timed = repeats > 0 ? times.slice(1) : times;
-    timed.sort((a, b) => a.ms - b.ms);
-    const mid = timed[Math.floor(timed.length / 2)];
-    return { ...(await bwd.read()), o, lse, ms: mid.ms, kernels: mid.kernels, config: bwd.config };
+    const kernels = await bwd.execute();
+    return { ...(await bwd.read()), o, lse, ms: kernels.reduce((a, k) => a + k.ms, 0), kernels, config: bwd.config };
   } finally {
     bwd.destroy();
   }

@@ -6,12 +6,13 @@ import { nominalFlops, type AttentionProblem } from '../core/problem.ts';
 import type { WebGpuContext, WebGpuPath } from './device.ts';
 import { AttentionRun, pathElem, type RunOptions } from './backend.ts';
 import type { KernelTime } from './timer.ts';
+import { timeSteady } from './steady-timing.ts';
 
 export interface WebGpuRunOptions {
   path: WebGpuPath;
   /** FP8 problems: the switches of the emulated FA3 FP8 path (backend.ts). */
   fp8?: RunOptions['fp8'];
-  /** Timed repetitions after one warm-up; the median total is reported. */
+  /** Timed repetitions after the warm-up (steady-timing.ts); the median total is reported. */
   repeats?: number;
 }
 
@@ -37,14 +38,7 @@ export async function runWebGpu(
   const run = await AttentionRun.create(ctx, problem, { path: opts.path, fp8: opts.fp8 });
   try {
     run.upload(inputs);
-    await run.execute();
-    const reps: { ms: number; kernels: KernelTime[] }[] = [];
-    for (let r = 0; r < Math.max(1, opts.repeats ?? 3); r++) {
-      const kernels = await run.execute();
-      reps.push({ ms: kernels.reduce((a, k) => a + k.ms, 0), kernels });
-    }
-    reps.sort((a, b) => a.ms - b.ms);
-    const mid = reps[Math.floor(reps.length / 2)];
+    const mid = await timeSteady((b) => run.execute(b), { reps: opts.repeats ?? 3 });
     const { o, lse } = await run.read();
     const p = problem;
     const eb = pathElem(opts.path) === 'f16' ? 2 : 4;

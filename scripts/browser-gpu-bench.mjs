@@ -7,6 +7,7 @@
 //   CHROMIUM=/path/to/chromium PLAYWRIGHT_CORE=/path/to/playwright-core URL=http://127.0.0.1:4173/ \
 //     node scripts/browser-gpu-bench.mjs [--quick] [--gpu-info] [--study]
 //
+// ROWS=regex runs only the rows whose name matches (e.g. ROWS=decode).
 // --gpu-info first prints chrome://gpu as text (Dawn's adapter toggles are in its "Dawn Info").
 // --study opens STUDY_URL (default: timing-study.html beside URL; the page is
 // scripts/timing-study-page.ts bundled, with scripts/timing-study.html) instead of the panel and
@@ -93,7 +94,9 @@ if (!paths.length) {
 }
 
 const set = (label, value) => panel.getByLabel(label, { exact: true }).fill(String(value));
+const only = process.env.ROWS ? new RegExp(process.env.ROWS) : undefined;
 async function run(name, shape, path, pass = 'forward') {
+  if (only && !only.test(name)) return;
   const t0 = Date.now();
   try {
     await panel.getByRole('radio', { name: pass === 'backward' ? 'Backward' : 'Forward' }).check();

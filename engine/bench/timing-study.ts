@@ -32,6 +32,8 @@ export interface StudyRow {
   idle: number;
   wall: number;
   batch: number;
+  /** How long `steady`'s warm-up ran (ms). */
+  warmMs: number;
   /** TFLOP/s of `steady` (4·B·H·Nq·Nk·d, halved when causal). */
   tflops: number;
   err: number;
@@ -107,6 +109,7 @@ export async function timingStudy(ctx: WebGpuContext, shapes: StudyShape[], log:
         idle,
         wall,
         batch: steady.batch,
+        warmMs: steady.warmMs,
         tflops: nominalFlops(s.problem) / (steady.ms * 1e9),
         err: Math.max(check.maxAbsErrO, check.maxAbsErrLse),
         config: run.config,

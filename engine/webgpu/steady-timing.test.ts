@@ -3,8 +3,9 @@ import { describeSteady, timeSteady } from './steady-timing.ts';
 import type { KernelTime } from './timer.ts';
 
 /**
- * A fake GPU whose clock ramps up with work: each run takes `slow` ms until `rampMs` of GPU work
- * has been done, then `fast` ms. The host clock advances by the GPU time of every submission.
+ * A fake GPU whose clock ramps up with work: a run takes `slow` ms at first, falling linearly (in
+ * GPU work done) to `fast` ms once `rampMs` of work has been done. The host clock advances by the
+ * GPU time of every submission.
  */
 function rampingGpu(slow: number, fast: number, rampMs: number, jitter: number[] = []) {
   let clock = 0;
@@ -15,7 +16,7 @@ function rampingGpu(slow: number, fast: number, rampMs: number, jitter: number[]
     batches.push(batch);
     let sum = 0;
     for (let i = 0; i < batch; i++) {
-      const t = (busy < rampMs ? slow : fast) + (jitter[call % Math.max(1, jitter.length)] ?? 0);
+      const t = (busy < rampMs ? slow + ((fast - slow) * busy) / rampMs : fast) + (jitter[call % Math.max(1, jitter.length)] ?? 0);
       busy += t;
       sum += t;
     }
@@ -31,13 +32,33 @@ describe('timeSteady', () => {
     const cold = rampingGpu(12, 2.4, 150);
     await cold.execute(1);
     const once = (await cold.execute(1))[0].ms;
-    expect(once).toBe(12);
+    expect(once).toBeGreaterThan(11);
 
     const gpu = rampingGpu(12, 2.4, 150);
     const t = await timeSteady(gpu.execute, { now: gpu.now });
     expect(t.ms).toBeCloseTo(2.4, 9);
     expect(t.warmMs).toBeGreaterThanOrEqual(400);
     expect(t.totals).toHaveLength(5);
+  });
+
+  it('warms past warmMs while runs still get faster, and stops at maxWarmMs', async () => {
+    // 1.2 s of GPU work before the clock is up: a 400 ms warm-up alone would time the slow clock.
+    const gpu = rampingGpu(2, 0.5, 1200);
+    const t = await timeSteady(gpu.execute, { now: gpu.now });
+    expect(t.ms).toBeCloseTo(0.5, 9);
+    expect(t.warmMs).toBeGreaterThan(1200);
+    expect(t.warmMs).toBeLessThan(1500);
+
+    // Runs 10% faster every 100 ms of host time, for ever: the cap ends the warm-up.
+    let clock = 0;
+    const falling = async (batch: number): Promise<KernelTime[]> => {
+      const ms = 2 * 0.9 ** Math.floor(clock / 100);
+      clock += ms * batch;
+      return [{ name: 'k', ms, clock: 'gpu' }];
+    };
+    const u = await timeSteady(falling, { now: () => clock, maxWarmMs: 800 });
+    expect(u.warmMs).toBeGreaterThanOrEqual(800);
+    expect(u.warmMs).toBeLessThan(900);
   });
 
   it('runs short kernels back to back up to the batch target and reports the median repetition', async () => {

@@ -10,6 +10,10 @@ export interface SteadyOptions {
   /** Warm-up: at least this long of back-to-back runs (ms), and at least `minWarmRuns` runs. */
   warmMs?: number;
   minWarmRuns?: number;
+  /** Past `warmMs`, the warm-up goes on while runs still get faster (clocks still rising), up to this (ms). */
+  maxWarmMs?: number;
+  /** Reps to compare: a run against the one at least this long (ms) before it, 2% faster counting as still rising. */
+  settleMs?: number;
   /** Timed repetitions; the median total is reported. */
   reps?: number;
   /** Kernels shorter than this (ms) are run back to back in one submission, up to `maxBatch`. */
@@ -35,7 +39,16 @@ export interface SteadyTime {
 
 const total = (ks: KernelTime[]) => ks.reduce((a, k) => a + k.ms, 0);
 
-export const STEADY_DEFAULTS = { warmMs: 400, minWarmRuns: 2, reps: 5, batchMs: 20, maxBatch: 64 } as const;
+// maxBatch: the query set's cap (timer.ts) binds first for kernels of several dispatches.
+export const STEADY_DEFAULTS = {
+  warmMs: 400,
+  minWarmRuns: 2,
+  maxWarmMs: 3000,
+  settleMs: 150,
+  reps: 5,
+  batchMs: 20,
+  maxBatch: 1024,
+} as const;
 
 /** Times `execute(batch)` (mean per-run kernel times of `batch` runs in one submission) steadily. */
 export async function timeSteady(execute: (batch: number) => Promise<KernelTime[]>, opts: SteadyOptions = {}): Promise<SteadyTime> {
@@ -45,10 +58,18 @@ export async function timeSteady(execute: (batch: number) => Promise<KernelTime[
   let batch = 1;
   const t0 = now();
   let warmRuns = 0;
-  while (warmRuns < o.minWarmRuns || now() - t0 < o.warmMs) {
-    const t = total(await execute(batch));
+  // An idle GPU's clock takes 0.1–0.5 s of steady work to climb, slower when short kernels leave
+  // gaps between submissions (BENCHMARKS.md, "Browser on the GPU machine"): warm until runs stop speeding up.
+  const seen: { at: number; ms: number }[] = [];
+  while (o.minWarmRuns > 0 || o.warmMs > 0) {
+    const ms = total(await execute(batch));
     warmRuns += batch;
-    if (!o.singleSubmit) batch = Math.max(1, Math.min(o.maxBatch, Math.ceil(o.batchMs / Math.max(t, 1e-6))));
+    const at = now() - t0;
+    if (!o.singleSubmit) batch = Math.max(1, Math.min(o.maxBatch, Math.ceil(o.batchMs / Math.max(ms, 1e-6))));
+    const before = seen.findLast((s) => s.at <= at - o.settleMs);
+    seen.push({ at, ms });
+    if (warmRuns < o.minWarmRuns || at < o.warmMs) continue;
+    if (at >= o.maxWarmMs || (before && ms >= before.ms * 0.98)) break;
   }
   const warmMs = now() - t0;
   const runs: { ms: number; kernels: KernelTime[] }[] = [];

@@ -40,7 +40,10 @@ test('toggle the backend, run a problem, read the result view', async ({ page })
   await expect(check).toContainText('sampled rows vs float64 CPU reference', { timeout: 120_000 });
   const err = Number((await check.textContent())!.match(/max \|ΔO\| = ([0-9.e+-]+)/)![1]);
   expect(err).toBeLessThan(1e-5);
-  await expect(panel.getByTestId('wg-time')).toContainText('GPU timestamps');
+  // Timed as the benchmark times: warm-up, then the median of back-to-back repetitions (steady-timing.ts).
+  await expect(panel.getByTestId('wg-time')).toHaveText(
+    /ms \(GPU timestamps, median of 5 (× \d+ runs back to back|runs) after \d+ ms of warm-up\)$/,
+  );
   await expect(panel.getByRole('img', { name: 'output heatmap' })).toBeVisible();
   await expect(panel.getByRole('img', { name: 'LSE per row' })).toBeVisible();
   await expect(panel.locator('figcaption').first()).toContainText('75×16 cells, each the mean of a 2×1 block'); // 150 rows > 128 cells: pairs of rows averaged;

@@ -25,6 +25,8 @@ import type { WebGpuContext } from '../webgpu/device.ts';
 import { referenceRow } from '../webgpu/row-check.ts';
 import { checkPaged, checkVarlen } from '../webgpu/serving-checks.ts';
 import { PagedDecodeGpuRun, VARLEN_PATHS, VarlenGpuRun } from '../webgpu/serving-runs.ts';
+import { timeSteady } from '../webgpu/steady-timing.ts';
+import type { KernelTime } from '../webgpu/timer.ts';
 
 export interface ServingBenchOptions {
   quick: boolean;
@@ -33,38 +35,17 @@ export interface ServingBenchOptions {
   paths?: string[];
 }
 
-function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.floor(s.length / 2)];
-}
-
-/**
- * Warm-up (at least 400 ms: clocks), then `reps` timed repetitions; median and spread of the
- * summed kernel times. As the main bench (webgpu-bench.ts), runs shorter than 20 ms are timed
- * back to back in one submission unless `single`.
- */
+/** Timed as the main bench times (steady-timing.ts): median and spread of the summed kernel times. */
 async function time(
-  run: { execute(repeat?: number): Promise<{ name: string; ms: number }[]> },
+  run: { execute(repeat?: number): Promise<KernelTime[]> },
   reps: number,
   single = false,
 ): Promise<{ ms: number; spread: string; kernels: string }> {
-  const t0 = performance.now();
-  let batch = 1;
-  for (let i = 0; i < 2 || performance.now() - t0 < 400; i++) {
-    const t = await run.execute(batch);
-    if (!single) batch = Math.max(1, Math.min(64, Math.ceil(20 / t.reduce((a, k) => a + k.ms, 0))));
-  }
-  const totals: number[] = [];
-  let kernels = '';
-  for (let r = 0; r < reps; r++) {
-    const t = await run.execute(batch);
-    totals.push(t.reduce((a, k) => a + k.ms, 0));
-    kernels = t.map((k) => `${k.name} ${k.ms.toFixed(3)} ms`).join(', ');
-  }
+  const t = await timeSteady((b) => run.execute(b), { reps, singleSubmit: single });
   return {
-    ms: median(totals),
-    spread: `${Math.min(...totals).toFixed(3)}–${Math.max(...totals).toFixed(3)} ms${batch > 1 ? `, ${batch} back to back` : ''}`,
-    kernels,
+    ms: t.ms,
+    spread: `${Math.min(...t.totals).toFixed(3)}–${Math.max(...t.totals).toFixed(3)} ms${t.batch > 1 ? `, ${t.batch} back to back` : ''}`,
+    kernels: t.kernels.map((k) => `${k.name} ${k.ms.toFixed(3)} ms`).join(', '),
   };
 }
 

@@ -2,7 +2,7 @@
 // the same runs timed four ways, in one process (Node + Dawn, or a page in a browser), so the
 // two can be compared line by line. Per shape:
 //   once   — one warm-up run, then one timed run (how the panel timed until 2026-11-27);
-//   steady — steady-timing.ts (warm-up ≥ 400 ms, short kernels back to back, median of 5);
+//   steady — steady-timing.ts (warm-up until runs stop getting faster, short kernels back to back, median of 5);
 //   single — right after `steady`, one run alone in its submission (warm GPU, no batching);
 //   idle   — the same after the GPU has idled for a second;
 //   wall   — the host's clock around `steady`'s batch size of runs in one submission, per run
@@ -74,8 +74,10 @@ export function studyShapes(paths: readonly WebGpuPath[], quick = false): StudyS
   shapes.push({ name: `forward N${n} d128 causal`, path: flash, problem: dense(n, 128, true) });
   if (!quick) shapes.push({ name: 'forward N8192 d128', path: flash, problem: dense(8192, 128, false) });
   if (paths.includes('flash-subgroups')) shapes.push({ name: `forward N${n} d64`, path: 'flash-subgroups', problem: dense(n, 64, false) });
-  shapes.push({ name: `decode Hq16 Nk${quick ? 1024 : 32768}`, path: 'decode', problem: decode(16, 16, quick ? 1024 : 32768) });
-  shapes.push({ name: `decode Hq32 Hk8 Nk${quick ? 1024 : 32768}`, path: 'decode', problem: decode(32, 8, quick ? 1024 : 32768) });
+  for (const nk of quick ? [1024] : [8192, 32768]) {
+    shapes.push({ name: `decode Hq16 Nk${nk}`, path: 'decode', problem: decode(16, 16, nk) });
+    shapes.push({ name: `decode Hq32 Hk8 Nk${nk}`, path: 'decode', problem: decode(32, 8, nk) });
+  }
   return shapes;
 }
 

@@ -21,7 +21,7 @@ import { seqLengths, validateVarlen } from '../layouts/varlen.ts';
 import { PATH_LABELS, WebGpuUnavailable, type WebGpuContext, type WebGpuPath } from '../webgpu/device.ts';
 import { NO_ADAPTER_HELP, openNodeWebGpu } from '../webgpu/node-gpu.ts';
 import { PagedDecodeGpuRun, VARLEN_PATHS, VarlenGpuRun } from '../webgpu/serving-runs.ts';
-import type { KernelTime } from '../webgpu/timer.ts';
+import { timeSteady } from '../webgpu/steady-timing.ts';
 import { ArgsError, num, parseArgs, str, type ParsedArgs } from './args.ts';
 import { baseFields, LAYOUT_OPTIONS } from './layout-run.ts';
 import { fromBhnd, parseLayout, PROBLEM_OPTIONS } from './problem-options.ts';
@@ -31,18 +31,6 @@ interface Output {
   o: { data: ArrayLike<number>; shape: number[] };
   lse: { data: ArrayLike<number>; shape: number[] };
   stats: Record<string, unknown>;
-}
-
-/** Median of `repeats` timed runs after one warm-up. */
-async function timed(run: { execute(): Promise<KernelTime[]> }, repeats: number): Promise<{ ms: number; kernels: KernelTime[] }> {
-  await run.execute();
-  const reps: { ms: number; kernels: KernelTime[] }[] = [];
-  for (let r = 0; r < Math.max(1, repeats); r++) {
-    const kernels = await run.execute();
-    reps.push({ ms: kernels.reduce((a, k) => a + k.ms, 0), kernels });
-  }
-  reps.sort((x, y) => x.ms - y.ms);
-  return reps[Math.floor(reps.length / 2)];
 }
 
 async function openGpu(): Promise<WebGpuContext | undefined> {
@@ -75,7 +63,7 @@ async function varlen(a: ParsedArgs, path: WebGpuPath, repeats: number): Promise
   const run = await VarlenGpuRun.create(ctx, vp, { path });
   try {
     run.upload(x);
-    const { ms, kernels } = await timed(run, repeats);
+    const { ms, kernels } = await timeSteady((b) => run.execute(b), { reps: repeats });
     const { o, lse } = await run.read();
     const tq = qt.info.shape[0];
     const lq = seqLengths(vp.cuSeqlensQ);
@@ -122,7 +110,7 @@ async function paged(a: ParsedArgs, path: WebGpuPath, repeats: number): Promise<
   const run = await PagedDecodeGpuRun.create(ctx, pp);
   try {
     run.upload(x);
-    const { ms, kernels } = await timed(run, repeats);
+    const { ms, kernels } = await timeSteady((b) => run.execute(b), { reps: repeats });
     const { o, lse } = await run.read();
     const oDims = [sh.B, sh.hq, sh.nq, sh.dv];
     const bytes = run.uniqueKvBytes();

@@ -59,6 +59,15 @@ describe('describe / simulate commands', () => {
     expect(await run('--nq', '128')).toMatchObject({ cta_group: 1, q_stage: 1 });
   });
 
+  it('describe prints the dedicated d = dv = 256 kernel (sm100_hd256_2cta_fmha_forward.py) as a fitting CTA pair, causal or not', async () => {
+    for (const extra of [[], ['--causal']]) {
+      const c = capture();
+      const code = await describeCommand.run(['--algo', 'fa4', '--gpu', 'b200', '--nq', '8192', '--d', '256', '--dv', '256', ...extra]);
+      expect(code).toBe(0);
+      expect(JSON.parse(c.out.join('\n'))).toMatchObject({ fits: true, cta_group: 2, tiles: { block_m: 128, block_n: 128 }, kv_stage: 4 });
+    }
+  });
+
   it('describe exits 1 and lists need and capacity when it does not fit', async () => {
     const c = capture();
     const code = await describeCommand.run(['--algo', 'fa3', '--gpu', 'h100', '--d', '256', '--stages', '4']);

@@ -48,6 +48,8 @@ export interface SchedulePhase {
   kv: number | null;
   /** Sub-unit (FA4 Q stage, FA3 consumer warpgroup, a warp of the SM80-style kernels), null when the op serves the whole CTA. */
   sub: number | null;
+  /** Last sub-unit the op serves when it serves several (a cta_group::2 MMA: Q tiles of both CTAs of a pair); absent: only `sub`. */
+  subEnd?: number;
   /** Tensors a copy moves ("Q", "K", "V", "O", …). */
   tensors?: string[];
 }

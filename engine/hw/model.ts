@@ -257,15 +257,22 @@ export function layoutSmem(
   return out;
 }
 
-/** Fills in registers, occupancy and the does-not-fit lines once buffers and roles are on the sheet. */
-export function finishSheet(sheet: ResourceSheet, gpu: GpuSpec): ResourceSheet {
+/** setmaxnreg takes 24 to 256 registers per thread (PTX ISA, setmaxnreg), one more than the compiler's own cap. */
+export const SETMAXNREG_MAX = 256;
+
+/**
+ * Fills in registers, occupancy and the does-not-fit lines once buffers and roles are on the
+ * sheet. `setmaxnreg`: the roles' counts are set with setmaxnreg, whose ceiling is 256.
+ */
+export function finishSheet(sheet: ResourceSheet, gpu: GpuSpec, setmaxnreg = false): ResourceSheet {
   let regs = 0;
   let threads = 0;
+  const cap = setmaxnreg ? Math.max(gpu.maxRegistersPerThread, SETMAXNREG_MAX) : gpu.maxRegistersPerThread;
   for (const r of sheet.roles) {
     regs += r.registers * 32 * r.warps.length;
     threads += 32 * r.warps.length;
-    if (r.registers > gpu.maxRegistersPerThread) {
-      sheet.does_not_fit.push(`registers: role ${r.name} needs ${r.registers} per thread, ${gpu.name} allows ${gpu.maxRegistersPerThread}`);
+    if (r.registers > cap) {
+      sheet.does_not_fit.push(`registers: role ${r.name} needs ${r.registers} per thread, ${gpu.name} allows ${cap}`);
     }
   }
   sheet.registers.used = regs;

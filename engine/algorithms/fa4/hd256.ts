@@ -293,7 +293,7 @@ export function buildHd256(
 
   // The leader's MMA warp.
   const mma = mmas[0];
-  const pair = ' (cta_group::2, both CTAs)';
+  const pair = ' (cta_group::2)';
   const qk = (i: number) => {
     const st = i % 2;
     mma.wait(sEmpty[st], Math.floor(i / 2) - 1);

@@ -342,7 +342,7 @@ function buildMain(k: Kernel, ctx: BuildContext, work: CtaWork): void {
   // start fragment come from _TUNING_CONFIG (fa4Config).
   const emuFrac = f.exp2Emulation ? exp2EmulatedShare(FA4_BLOCK_N, L.cfg.exp2) : 0;
   const Q = L.cfg.qStage;
-  const pair = G === 2 ? ' (cta_group::2, both CTAs)' : '';
+  const pair = G === 2 ? ' (cta_group::2)' : '';
   /** An MMA's phase: in a pair it serves Q tile s of both CTAs (pair-local tiles G·s and G·s + 1). */
   const mmaPhase = (kinds: Parameters<typeof opPhase>[0], j: number, s: number) =>
     G === 2 ? { ...opPhase(kinds, j, G * s), subEnd: G * s + 1 } : opPhase(kinds, j, s);

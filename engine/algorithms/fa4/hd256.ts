@@ -1,6 +1,6 @@
 // FA4's dedicated d = dv = 256 forward on SM100: sm100_hd256_2cta_fmha_forward.py@0251105a
 // (class BlackwellFusedMultiHeadAttentionForward), which interface.py@0251105a picks for every
-// d = dv = 256 problem (l. 838-840, 1330-1334). Always a CTA pair (cluster (2, 1)):
+// d = dv = 256 problem (l. 838-840, 1306-1336). Always a CTA pair (cluster (2, 1)):
 //   tiles: one 128-row Q tile per CTA, 128-key blocks (l. 79-81, 87); the pair's MMAs are
 //     M = 256 (both CTAs' rows), N = 128, K = 128, so S = Q·Kᵀ takes two MMAs over the two
 //     128-column halves of d and O += P·V two MMAs, one per 128-column half of dv (l. 99-111);

@@ -30,8 +30,11 @@ next addition (no overlap).
 
 **Pingpong.** With two consumer warpgroups, a scheduler barrier makes them take turns on the tensor
 cores: while warpgroup 0 computes its softmax, warpgroup 1 runs its GEMMs, and the other way round. The
-two warpgroups own different rows, so this reorders independent work; FlashScope shows each warpgroup's
-rows as their own unit of events.
+warpgroups own different rows, so this reorders independent work; FlashScope shows each warpgroup's
+rows as their own unit of events. The kernel has the barrier only for 16-bit inputs at $d\le128$ and
+FP8 at $d\ge128$ (UseSchedulerBarrier, hopper/mainloop_fwd_sm90_tma_gmma_ws.hpp@0251105a); elsewhere
+each warpgroup runs its own loop, tied to the others only by the K/V ring's barriers, and the trace
+lists each phase for every warpgroup before the next.
 
 **Tiles.** FA3's defaults for 16-bit inputs: $128\times128$ for causal $d\le128$, $128\times176$
 non-causal, $192\times192$ (or $192\times128$ causal) for $d\le64$, $128\times80$ for $d=256$. Larger
@@ -73,7 +76,7 @@ is kept for the backward pass. A sink logit $s$ joins the denominator here: $\el
     {
       key: 'pingpong',
       default: 'true',
-      text: 'Consumer warpgroups (64 rows each) take turns on the tensor cores; off: one unit for the whole tile.',
+      text: 'Consumer warpgroups (64 rows each) take turns on the tensor cores where the kernel has the scheduler barrier (16-bit d ≤ 128, FP8 d ≥ 128). Off, or where the kernel has none: the warpgroups run side by side.',
     },
     {
       key: 'reverseKv',

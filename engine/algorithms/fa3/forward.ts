@@ -36,7 +36,7 @@
 //   dtype fp8e4m3 / fp8e5m2: FA3's FP8 forward (engine/algorithms/fa3/fp8.ts): Q, K, V quantized
 //   per tensor or per tile, optionally after a Hadamard rotation of Q and K; S in fp32; P
 //   scaled and cast to e4m3 before P·V; O written in bf16. The kernel's 1-byte tile table
-//   (128×224 at d = 128). No ALiBi or sinks there; d = dv only.
+//   (128×224 at d = 128). No ALiBi or sinks there; d = dv, or d 192 with dv 128.
 //   d > 256: rejected (no kernel instance).
 
 import { isFp8, ProblemError, type AttentionProblem } from '../../core/problem.ts';

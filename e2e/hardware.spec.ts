@@ -170,6 +170,21 @@ test('FA3: switching ping-pong off re-runs the schedule and the timeline changes
   await page.screenshot({ path: 'test-results/hardware-fa3-timeline.png', fullPage: true });
 });
 
+test('FA3 at d 256: the timeline shows ping-pong disabled, because the kernel has no scheduler barrier there', async ({ page }) => {
+  await openApp(page);
+  await loadProblem(page, { algorithm: 'fa3', nq: '128', nk: '512', d: '256', dv: '256', dtype: 'fp16' });
+  const canvas = timeline(page).getByTestId('timeline-canvas');
+  await expect(canvas).toHaveAttribute('data-ops', /\d+/, { timeout: 30_000 });
+  const pp = timeline(page).getByLabel('ping-pong');
+  await expect(pp).toBeDisabled();
+  await expect(pp).not.toBeChecked();
+  await expect(timeline(page).getByText('(not in this kernel)')).toBeVisible();
+  await expect(pp).toHaveAttribute('aria-description', /UseSchedulerBarrier/);
+  // The overlap switch the kernel does have stays live.
+  await expect(timeline(page).getByLabel('intra-warpgroup overlap')).toBeEnabled();
+  await page.screenshot({ path: 'test-results/hardware-fa3-d256-switches.png', fullPage: true });
+});
+
 test('clicking the timeline seeks the debugger; the cursor follows the step', async ({ page }) => {
   await openApp(page);
   await loadProblem(page, FA4);

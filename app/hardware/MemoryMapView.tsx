@@ -233,11 +233,18 @@ function Registers({ view, live }: { view: HwView; live: MemInterval[] }) {
           {roles.map((r) => {
             const total = r.registers * 32 * r.warps.length;
             const holds = live.filter(
-              (m) => m.space === 'regs' && m.stage === Number(/(\d+)$/.exec(r.name)?.[1] ?? -1) && r.name.startsWith('consumer'),
+              (m) =>
+                m.space === 'regs' &&
+                m.stage === Number(/(\d+)$/.exec(r.name)?.[1] ?? -1) &&
+                r.name.startsWith('consumer') &&
+                !r.kernel_name,
             );
             return (
               <tr key={r.name} data-testid="reg-role" data-role={r.name} data-registers={r.registers}>
-                <th>{r.name}</th>
+                <th>
+                  {r.name}
+                  {r.kernel_name && <span className="dim"> ({r.kernel_name})</span>}
+                </th>
                 <td className="num">{r.registers}/thr</td>
                 <td className="bar">
                   <span

@@ -154,14 +154,17 @@ export function TimelineView() {
             </select>
           </label>
           {switches.map((s) => (
-            <label key={s.key} title={s.doc}>
+            <label key={s.key} title={s.absent ? `Not in this kernel: ${s.absent}` : s.doc}>
               <input
                 type="checkbox"
                 aria-label={s.label}
-                checked={Boolean(features?.[s.key] ?? view?.features[s.key])}
+                aria-description={s.absent ? `not in this kernel: ${s.absent}` : undefined}
+                disabled={s.absent !== undefined}
+                checked={s.absent ? false : Boolean(features?.[s.key] ?? view?.features[s.key])}
                 onChange={(e) => setFeature(s.key, e.target.checked)}
               />{' '}
               {s.label}
+              {s.absent && <span className="dim"> (not in this kernel)</span>}
             </label>
           ))}
           <label title="Keep the cursor in view while stepping">

@@ -54,7 +54,10 @@ export type FeatureKey =
   | 'deterministic';
 
 /** A switch as a schedule takes it: the algorithm's own feature spec where it has one (label, help). */
-export type HwSwitchSpec = Pick<FeatureSpec<boolean | number>, 'doc' | 'label'>;
+export type HwSwitchSpec = Pick<FeatureSpec<boolean | number>, 'doc' | 'label'> & {
+  /** Why the kernel has nothing for this switch to change at this shape; undefined when it has. */
+  absent?: (shape: ProblemShape) => string | undefined;
+};
 export type HwSwitches = Partial<Record<FeatureKey, HwSwitchSpec>>;
 
 /** K/V pipeline depth, a switch of every TMA or cp.async ring the schedules model. */
@@ -68,22 +71,28 @@ export function featureKeysOf(algo: HwAlgorithm): FeatureKey[] {
   return Object.keys(algo.switches) as FeatureKey[];
 }
 
-/** A switch as the hardware views show it; `toggle`: an on/off switch the timeline offers. */
+/**
+ * A switch as the hardware views show it; `toggle`: an on/off switch the timeline offers;
+ * `absent`: why the kernel has nothing for it to change at this shape (shown disabled).
+ */
 export interface HwViewSwitch {
   key: FeatureKey;
   label: string;
   doc: string;
   toggle: boolean;
+  absent?: string;
 }
 
-export function viewSwitchesOf(algo: HwAlgorithm): HwViewSwitch[] {
+export function viewSwitchesOf(algo: HwAlgorithm, shape: ProblemShape): HwViewSwitch[] {
   return featureKeysOf(algo).map((key) => {
     const s = algo.switches[key]!;
+    const absent = s.absent?.(shape);
     return {
       key,
       label: s.label ?? key,
       doc: s.doc,
       toggle: typeof (DEFAULT_FEATURES as unknown as Record<string, unknown>)[key] === 'boolean',
+      ...(absent ? { absent } : {}),
     };
   });
 }

@@ -52,7 +52,7 @@ describe('FA4 storage and load order (flash_fwd_sm100.py@0251105a)', () => {
     ]);
     const regs = Object.fromEntries(sheet.roles.map((r) => [r.name, r.registers]));
     // d 192 on one CTA has no _TUNING_CONFIG row: 192 / 80, the rest 512 − 2·192 − 80 = 48.
-    expect(regs).toEqual({ softmax0: 192, softmax1: 192, correction: 80, mma: 48, epilogue: 48, load: 48, empty: 48 });
+    expect(regs).toEqual({ consumer0: 192, consumer1: 192, correction: 80, mma: 48, epilogue: 48, load: 48, empty: 48 });
     expect(sheet.registers.used).toBeLessThanOrEqual(65536);
     expect([sheet.q_stage, sheet.kv_stage]).toEqual([2, 3]);
   });

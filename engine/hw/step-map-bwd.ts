@@ -152,7 +152,7 @@ export function backwardSmScheduleFor(req: BwdViewRequest, events: readonly Trac
     gpuName: gpu.name,
     clockGHz: gpu.clockGHz,
     features: f,
-    switches: viewSwitchesOf(algo),
+    switches: viewSwitchesOf(algo, shape),
     roles: run.roles,
     timeline: toColumns(run.timeline, run.roles),
     opKinds: phases.map((p) => (p ? p.kinds.join('+') + (p.kv !== null ? ` · row block ${p.kv}` : '') : '')),

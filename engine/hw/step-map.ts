@@ -205,7 +205,7 @@ export function smScheduleFor(req: HwViewRequest, events: readonly TraceEvent[])
     gpuName: gpu.name,
     clockGHz: gpu.clockGHz,
     features,
-    switches: viewSwitchesOf(algo),
+    switches: viewSwitchesOf(algo, shape),
     roles: run.roles,
     timeline: toColumns(run.timeline, run.roles),
     opKinds: phases.map((p) => (p ? p.kinds.join('+') + (p.kv !== null ? ` · K/V block ${p.kv}` : '') : '')),

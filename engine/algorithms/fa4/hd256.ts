@@ -108,7 +108,8 @@ export function hd256Layout(gpu: GpuSpec, shape: ProblemShape, cfg: Fa4Config, f
   }
   const r = cfg.registers;
   sheet.roles.push(
-    { name: 'softmax0', warps: [0, 1, 2, 3], registers: r.softmax },
+    // The one softmax warpgroup is the CTA's consumer, as in the main kernel's sheet.
+    { name: 'consumer0', kernel_name: 'softmax0', warps: [0, 1, 2, 3], registers: r.softmax },
     { name: 'correction', warps: [4, 5, 6, 7], registers: r.correction },
     { name: 'mma', warps: [8], registers: r.other },
     { name: 'load', warps: [9], registers: r.other },

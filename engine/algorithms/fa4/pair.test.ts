@@ -46,7 +46,7 @@ describe('FA4 d = dv = 256: the dedicated 2-CTA kernel', () => {
       ]);
       expect(sheet.tmem?.used_columns).toBe(512);
       expect(sheet.roles.map((r) => [r.name, r.warps.length, r.registers])).toEqual([
-        ['softmax0', 4, 256],
+        ['consumer0', 4, 256],
         ['correction', 4, 160],
         ['mma', 1, 32],
         ['load', 1, 32],

@@ -197,8 +197,10 @@ function layout(gpu: GpuSpec, shape: ProblemShape, f: HwFeatures): Fa4Layout {
     sheet.notes.push('P_i is written over the second half of S_i (16-bit values, two per 32-bit column) once softmax has read S_i.');
   }
   const r = cfg.registers;
-  sheet.roles.push({ name: 'softmax0', warps: [0, 1, 2, 3], registers: r.softmax });
-  if (Q === 2) sheet.roles.push({ name: 'softmax1', warps: [4, 5, 6, 7], registers: r.softmax });
+  // The softmax warpgroups are the consumers, one per Q stage (flash_fwd_sm100.py@0251105a
+  // softmax0/1_warp_ids; q_stage 1 drops softmax1); correction serves both stages.
+  sheet.roles.push({ name: 'consumer0', kernel_name: 'softmax0', warps: [0, 1, 2, 3], registers: r.softmax });
+  if (Q === 2) sheet.roles.push({ name: 'consumer1', kernel_name: 'softmax1', warps: [4, 5, 6, 7], registers: r.softmax });
   sheet.roles.push(
     { name: 'correction', warps: [8, 9, 10, 11], registers: r.correction },
     { name: 'mma', warps: [12], registers: r.other },

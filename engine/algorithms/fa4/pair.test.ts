@@ -185,6 +185,23 @@ describe('FA4 2-CTA mode of the main kernel (use_2cta_instrs)', () => {
     expect(memoryViolations(sch.memory, sch.resources)).toEqual([]);
   });
 
+  it('places the debugger’s steps on the CTA and warpgroup of their Q tile: even tiles on the leader, odd on the peer', async () => {
+    const problem: AttentionProblem = { batch: 1, hq: 1, hk: 1, nq: 512, nk: 384, d: 128, dv: 128, causal: false, dtype: 'bf16' };
+    const session = new DebuggerSession();
+    await session.load({ algorithm: 'fa4', problem, seed: 5, distribution: 'normal', blocks: {} });
+    const events = session.events();
+    const v = smScheduleFor({ algorithm: 'fa4', gpu: 'b200', problem, features: {}, step: 0 }, events);
+    let checked = 0;
+    events.forEach((e, k) => {
+      if (!['rowmax', 'exp', 'rowsum'].includes(e.kind) || v.view.map.stepApprox[k]) return;
+      const tile = Math.floor(e.tile.rows[0] / 128);
+      const op = v.timeline[v.view.map.stepOp[k]];
+      expect(op.role, `${e.kind} rows ${e.tile.rows}`).toBe(`${tile % 2 ? 'peer' : 'leader'}/softmax${Math.floor(tile / 2)}`);
+      checked++;
+    });
+    expect(checked).toBeGreaterThan(16);
+  });
+
   it('has only the leader issue MMAs, for both CTAs, while each CTA runs its two softmax warpgroups on its own SM', () => {
     const tensor = sch.timeline.filter((e) => e.unit.startsWith('tensor'));
     expect(new Set(tensor.map((e) => e.role))).toEqual(new Set(['leader/mma']));

@@ -66,6 +66,8 @@ test('FA4 d = dv = 256: the timeline shows the leader and the peer CTA row by ro
   await expect(row('leader', 'mma')).toContainText('issues every tcgen05.mma cta_group::2 of the pair');
   await expect(row('peer', 'mma')).toContainText('issues nothing');
   await expect(canvas).toHaveAttribute('data-lanes', '8');
+  // Lazy rescaling is the main kernel's: this one has no threshold, so the switch is off with the reason.
+  await expect(timeline(page).getByLabel('lazyRescale')).toBeDisabled();
 
   // The memory map: one SMEM strip and one TMEM grid per CTA, S/P/O filling all 512 columns.
   await expect(memoryMap(page).getByTestId('hw-status')).toBeVisible({ timeout: 30_000 });

@@ -652,7 +652,13 @@ export const fa4Hw: HwAlgorithm = {
   name: 'FlashAttention-4 (SM100: TMEM, tcgen05, softmax/correction warpgroups)',
   arch: [100],
   switches: {
-    lazyRescale: FA4_FEATURES.lazyRescale,
+    lazyRescale: {
+      ...FA4_FEATURES.lazyRescale,
+      absent: (shape) =>
+        fa4Tiles(shape).dedicatedHd256
+          ? 'the d = 256 kernel rescales O after every block, with no threshold (correction_rescale, sm100_hd256_2cta_fmha_forward.py@0251105a)'
+          : undefined,
+    },
     exp2Emulation: FA4_FEATURES.exp2Emulation,
     stages: STAGES_SWITCH,
     rescaleAt: RESCALE_AT_SWITCH,

@@ -72,21 +72,9 @@ describe('fa3 schedule', () => {
       const j = evs.find((e) => e.kind === 'qk')!.inner - 1;
       return { r, seq: evs.filter((e) => e.inner === j && e.kind !== 'load').map((e) => `${e.kind}${e.warpgroup}`) };
     };
+    const sideBySide = 'qk0 qk1 rowmax0 exp0 rowsum0 rescale0 rowmax1 exp1 rowsum1 rescale1 pv0 pv1'.split(' ');
     const d256 = phases({ ...base, nq: 128, nk: 320, d: 256, dv: 256 }); // 128×80: 2 warpgroups, 4 blocks
-    expect(d256.seq).toEqual([
-      'qk0',
-      'qk1',
-      'rowmax0',
-      'exp0',
-      'rowsum0',
-      'rescale0',
-      'rowmax1',
-      'exp1',
-      'rowsum1',
-      'rescale1',
-      'pv0',
-      'pv1',
-    ]);
+    expect(d256.seq).toEqual(sideBySide);
     expect(d256.r.schedule).toMatch(
       /no scheduler barrier for 16-bit inputs at d > 128 \(UseSchedulerBarrier, hopper\/mainloop_fwd_sm90_tma_gmma_ws\.hpp@0251105a\)/,
     );
@@ -102,37 +90,11 @@ describe('fa3 schedule', () => {
     expect(fp8.r.schedule).toMatch(/for FP8 at d < 128/);
     // The kernel's barrier at 16-bit d 128: round-robin, WG0's next GEMMs right after its own softmax.
     const d128 = phases({ ...base, nq: 128, nk: 528, d: 128, dv: 128 }); // 128×176: 2 warpgroups, 3 blocks
-    expect(d128.seq).toEqual([
-      'qk0',
-      'qk1',
-      'rowmax0',
-      'exp0',
-      'rowsum0',
-      'rescale0',
-      'pv0',
-      'rowmax1',
-      'exp1',
-      'rowsum1',
-      'rescale1',
-      'pv1',
-    ]);
+    expect(d128.seq).toEqual('qk0 qk1 rowmax0 exp0 rowsum0 rescale0 pv0 rowmax1 exp1 rowsum1 rescale1 pv1'.split(' '));
     expect(d128.r.schedule).toMatch(/^Ping-pong: a scheduler barrier hands the tensor cores to the 2 consumer warpgroups in turn/);
     // Switched off at d 128: side by side as at d 256.
     const off = phases({ ...base, nq: 128, nk: 528, d: 128, dv: 128 }, { pingpong: false });
-    expect(off.seq).toEqual([
-      'qk0',
-      'qk1',
-      'rowmax0',
-      'exp0',
-      'rowsum0',
-      'rescale0',
-      'rowmax1',
-      'exp1',
-      'rowsum1',
-      'rescale1',
-      'pv0',
-      'pv1',
-    ]);
+    expect(off.seq).toEqual(sideBySide);
     expect(off.r.schedule).toMatch(/^Ping-pong switched off/);
     // The ping-pong switch cannot add a barrier the kernel lacks, and the numbers never move.
     const forced = phases({ ...base, nq: 128, nk: 320, d: 256, dv: 256 }, { pingpong: true });

@@ -48,7 +48,7 @@ function CursorSync({ pane, chart }: { pane: string; chart: { current: TimelineC
 function CtaPairRows({ view }: { view: HwView }) {
   const side = (name: 'leader' | 'peer') => view.roles.filter((r) => r.name.split('/').includes(name));
   return (
-    <div className="hw-pair-rows" data-testid="timeline-pair" role="group" aria-label="CTA pair rows">
+    <div className="hw-pair-rows" data-testid="timeline-pair">
       <p>
         2-CTA mode (cta_group::2): the rows come in pairs, leader/… above peer/…, one CTA on each of two SMs. The leader&apos;s MMA warp
         issues every MMA marked &ldquo;(cta_group::2)&rdquo; for both CTAs; its bar reaches down through peer/mma because both SMs&apos;

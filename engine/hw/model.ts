@@ -154,8 +154,8 @@ export interface HwAlgorithm {
    * keys per CTA and per consumer warpgroup. Absent: one unit of the whole block.
    */
   geometry?(sheet: ResourceSheet, shape: ProblemShape): { ctaRows: number; subRows: number };
-  /** The tile scheduler hands out the longest CTAs first on causal grids (FA3, FA4). */
-  longestFirst?: boolean;
+  /** The tile scheduler hands out the longest CTAs first on causal grids (FA3, FA4's main kernel); a function where the shape decides. */
+  longestFirst?: boolean | ((shape: ProblemShape) => boolean);
   /** K/V are streamed once per CTA with no reuse through L2 (decoding): copies share HBM, not L2. */
   streamsKv?: boolean;
   /** Bytes that must come from HBM at least once (the roofline floor). */

@@ -139,7 +139,8 @@ export function simulateProblem(algo: HwAlgorithm, gpu: GpuSpec, shape: ProblemS
   };
 
   const order = grid.map((c, i) => ({ n: kvCount(c), i }));
-  if (algo.longestFirst && shape.causal) order.sort((x, y) => y.n - x.n || x.i - y.i);
+  const longestFirst = typeof algo.longestFirst === 'function' ? algo.longestFirst(shape) : algo.longestFirst;
+  if (longestFirst && shape.causal) order.sort((x, y) => y.n - x.n || x.i - y.i);
   // Min-heap of slot free times.
   const heap: number[] = new Array(Math.min(slotsTotal, grid.length)).fill(0);
   const siftDown = (i: number) => {

@@ -7,8 +7,11 @@ import type { AttentionProblem } from '../../core/problem.ts';
 import type { TimelineEvent } from '../../hw/events.ts';
 import { memoryViolations } from '../../hw/memory-check.ts';
 import type { ProblemShape } from '../../hw/model.ts';
-import { describeFor, scheduleFor, simulateFor } from '../../hw/registry.ts';
+import { gpuById } from '../../hw/gpus/index.ts';
+import { describeFor, resolveFeatures, scheduleFor, simulateFor } from '../../hw/registry.ts';
+import { simulateProblem } from '../../hw/simulate.ts';
 import { smScheduleFor } from '../../hw/step-map.ts';
+import { fa4Hw } from './schedule.ts';
 
 const shape = (o: Partial<ProblemShape> = {}): ProblemShape => ({
   batch: 1,
@@ -125,6 +128,17 @@ describe('FA4 d = dv = 256: the dedicated 2-CTA kernel', () => {
       for (const side of ['leader', 'peer'])
         expect(s.timeline.filter((e) => e.role === `${side}/correction` && e.op === 'O *= scale').length).toBe(kvOrder.length - 1);
     }
+  });
+
+  it('starts its pairs in grid order (not persistent), where the main kernel hands out the longest first', () => {
+    const first = fa4Hw.longestFirst as (s: ProblemShape) => boolean;
+    expect(first(shape({ causal: true }))).toBe(false);
+    expect(first(shape({ d: 128, dv: 128, causal: true }))).toBe(true);
+    const causal = shape({ batch: 2, hq: 16, nq: 4096, nk: 4096, causal: true });
+    const f = resolveFeatures(fa4Hw, {});
+    // Grid order leaves long pairs of the bottom rows for the last wave: slower than longest-first would be.
+    const gridOrder = simulateProblem(fa4Hw, gpuById('b200'), causal, f).time_us;
+    expect(gridOrder).toBeGreaterThan(simulateProblem({ ...fa4Hw, longestFirst: true }, gpuById('b200'), causal, f).time_us);
   });
 
   it('counts a pair as two CTAs on two SMs in the whole-GPU simulation', () => {

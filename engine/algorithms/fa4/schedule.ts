@@ -669,7 +669,9 @@ export const fa4Hw: HwAlgorithm = {
     const cfg = fa4Tiles(shape);
     return { ctaRows: ctaRows(cfg) * cfg.ctaGroup, subRows: sheet.tiles.block_m };
   },
-  longestFirst: true,
+  // The main kernel's tile scheduler hands out the longest CTAs first; the d = 256 kernel is
+  // not persistent (is_persistent = False, l. 115) and its blocks start in grid order.
+  longestFirst: (shape) => !fa4Tiles(shape).dedicatedHd256,
   resources,
   grid,
   build,

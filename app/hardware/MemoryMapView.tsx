@@ -3,7 +3,7 @@
 // The position is the cursor cycle of the step-map (engine/hw/step-map.ts).
 
 import { scaleLinear } from 'd3';
-import { Fragment, useMemo } from 'react';
+import { Fragment } from 'react';
 import { liveAt, type HwView, type MemInterval } from '../../engine/hw/sm-view.ts';
 import { usePane } from '../pane/context.ts';
 import { grouped } from './format.ts';

@@ -98,7 +98,10 @@ test('FA4 d=192, dv=128: the first eight loads land where the Large-Small-Large 
   const p = memoryMap(page).locator('[data-testid="tmem-block"][data-tile^="P"]').first();
   if ((await p.count()) > 0) expect([64, 192]).toContain(Number(await p.getAttribute('data-column')));
   // Registers at d = 192 on one CTA: no _TUNING_CONFIG row, so 192 for softmax and 80 for correction.
-  await expect(memoryMap(page).locator('[data-role="softmax0"]')).toHaveAttribute('data-registers', '192');
+  // The softmax warpgroups are the consumers; the row keeps the kernel's name beside ours.
+  await expect(memoryMap(page).locator('[data-role="consumer0"]')).toHaveAttribute('data-registers', '192');
+  await expect(memoryMap(page).locator('[data-role="consumer0"] th')).toHaveText('consumer0 (softmax0)');
+  await expect(memoryMap(page).locator('[data-role="consumer1"] th')).toHaveText('consumer1 (softmax1)');
   await expect(memoryMap(page).locator('[data-role="correction"]')).toHaveAttribute('data-registers', '80');
   await expect(memoryMap(page).getByTestId('cta-pair')).toHaveCount(0);
   // The hardware explanation follows the step kind.
@@ -133,7 +136,7 @@ test('FA4 2-CTA mode (d = 128, Nq = 512, not causal): the memory map shows what 
   // Six K/V stages of half a tile (64 × 128 × 2 B = 16 KB) each, instead of three full ones.
   await expect(pair.locator('[data-cta="0"]')).toContainText('6 stages of 16 KB');
   // _TUNING_CONFIG (2-CTA, d 128): 176 registers for softmax, 88 for correction.
-  await expect(memoryMap(page).locator('[data-role="softmax0"]')).toHaveAttribute('data-registers', '176');
+  await expect(memoryMap(page).locator('[data-role="consumer0"]')).toHaveAttribute('data-registers', '176');
   await expect(memoryMap(page).locator('[data-role="correction"]')).toHaveAttribute('data-registers', '88');
   await expect(timeline(page).getByTestId('timeline-pair')).toContainText('(cta_group::2)');
   // Step to the first S = QKᵀ: the op under the cursor is a pair MMA.
@@ -165,6 +168,21 @@ test('FA3: switching ping-pong off re-runs the schedule and the timeline changes
   await timeline(page).getByLabel('ping-pong').check();
   await expect(canvas).toHaveAttribute('data-cycles', before.cycles!);
   await page.screenshot({ path: 'test-results/hardware-fa3-timeline.png', fullPage: true });
+});
+
+test('FA3 at d 256: the timeline shows ping-pong disabled, because the kernel has no scheduler barrier there', async ({ page }) => {
+  await openApp(page);
+  await loadProblem(page, { algorithm: 'fa3', nq: '128', nk: '512', d: '256', dv: '256', dtype: 'fp16' });
+  const canvas = timeline(page).getByTestId('timeline-canvas');
+  await expect(canvas).toHaveAttribute('data-ops', /\d+/, { timeout: 30_000 });
+  const pp = timeline(page).getByLabel('ping-pong');
+  await expect(pp).toBeDisabled();
+  await expect(pp).not.toBeChecked();
+  await expect(timeline(page).getByText('(not in this kernel)')).toBeVisible();
+  await expect(pp).toHaveAttribute('aria-description', /UseSchedulerBarrier/);
+  // The overlap switch the kernel does have stays live.
+  await expect(timeline(page).getByLabel('intra-warpgroup overlap')).toBeEnabled();
+  await page.screenshot({ path: 'test-results/hardware-fa3-d256-switches.png', fullPage: true });
 });
 
 test('clicking the timeline seeks the debugger; the cursor follows the step', async ({ page }) => {

@@ -147,14 +147,14 @@ test('a kernel switch reloads the debugger and the questions follow the new prob
   const off = { ...c7.panes[0].preset, features: { pingpong: false } };
   const t = locateTarget(c7, 0, off, cache);
   await expect(counterOf(page, 7)).toHaveText(`Step ${t.step + 1} of ${t.total}`);
-  const card = page.getByTestId('question-wg-rows');
-  await card.getByRole('textbox').fill('64');
+  const card = page.getByTestId('question-turn-after-softmax');
+  await card.getByRole('textbox').fill('0');
   await card.getByRole('button', { name: 'Check' }).click();
-  await expect(page.getByTestId('feedback-wg-rows')).toContainText('Not quite.');
-  await card.getByRole('textbox').fill('128');
+  await expect(page.getByTestId('feedback-turn-after-softmax')).toContainText('Not quite.');
+  await card.getByRole('textbox').fill('1');
   await card.getByRole('button', { name: 'Check' }).click();
-  await expect(page.getByTestId('feedback-wg-rows')).toContainText('Correct.');
-  await expect(page.getByTestId('feedback-wg-rows')).toContainText('ping-pong off');
+  await expect(page.getByTestId('feedback-turn-after-softmax')).toContainText('Correct.');
+  await expect(page.getByTestId('feedback-turn-after-softmax')).toContainText('ping-pong off');
   // Reloading the problem from the pane's form keeps the switch (the form has none of its own).
   await page.getByRole('region', { name: 'Problem', exact: true }).getByRole('button', { name: 'Load problem' }).click();
   await expect(counterOf(page, 7)).toHaveText(`Step 1 of ${t.total}`, { timeout: 30_000 });

@@ -59,7 +59,9 @@ export function HwStatus() {
   return (
     <p className="hw-status" data-testid="hw-status" data-cycle={Math.round(c.cycle)} data-how={c.how}>
       <span>
-        {view.gpuName} · one SM running CTA{view.ctas.length > 1 ? 's' : ''} {view.firstCta + 1}
+        {view.gpuName} ·{' '}
+        {view.resources.cta_group === 2 ? 'two SMs running CTA pair' : `one SM running CTA${view.ctas.length > 1 ? 's' : ''}`}{' '}
+        {view.firstCta + 1}
         {view.ctas.length > 1 ? `–${view.firstCta + view.ctas.length}` : ''} of {view.gridCtas} ({ctas}) ·{' '}
         {grouped(Math.round(view.cycles))} cycles
       </span>

@@ -3,7 +3,7 @@
 // The position is the cursor cycle of the step-map (engine/hw/step-map.ts).
 
 import { scaleLinear } from 'd3';
-import { Fragment, useMemo } from 'react';
+import { Fragment } from 'react';
 import { liveAt, type HwView, type MemInterval } from '../../engine/hw/sm-view.ts';
 import { usePane } from '../pane/context.ts';
 import { grouped } from './format.ts';
@@ -17,11 +17,13 @@ import { findDescriptor } from '../../engine/algorithms/registry.ts';
 
 const kb = (b: number) => `${Math.round((b / 1024) * 10) / 10} KB`;
 
+// "ctaN/" for co-resident CTAs on one SM; "leader/" and "peer/" for FA4's CTA pair on two SMs.
+const CTA_PREFIX = /^((?:cta\d+\/)?(?:leader|peer)|cta\d+)\//;
 function ctaOf(buffer: string): string {
-  const m = /^(cta\d+)\//.exec(buffer);
+  const m = CTA_PREFIX.exec(buffer);
   return m ? m[1] : '';
 }
-const bare = (buffer: string) => buffer.replace(/^cta\d+\//, '');
+const bare = (buffer: string) => buffer.replace(CTA_PREFIX, '');
 
 function SmemStrip({ view, live, cta, cursor }: { view: HwView; live: MemInterval[]; cta: string; cursor: number }) {
   const cap = view.resources.smem.capacity_bytes;
@@ -98,20 +100,20 @@ function SmemStrip({ view, live, cta, cursor }: { view: HwView; live: MemInterva
   );
 }
 
-function TmemGrid({ view, live, cursor }: { view: HwView; live: MemInterval[]; cursor: number }) {
+function TmemGrid({ view, live, cursor, cta }: { view: HwView; live: MemInterval[]; cursor: number; cta: string }) {
   const t = view.resources.tmem!;
   const W = 1000;
   const H = 128;
   const x = scaleLinear().domain([0, t.columns]).range([0, W]);
   const lanes = t.lanes;
-  const blocks = live.filter((m) => m.space === 'tmem' && !ctaOf(m.buffer));
+  const blocks = live.filter((m) => m.space === 'tmem' && ctaOf(m.buffer) === cta);
   const cols = (m: MemInterval) => m.bytes / (lanes * 4);
   // S first, P (written over half of S) on top.
   const order = [...blocks].sort((a, b) => (a.tile.startsWith('P') ? 1 : 0) - (b.tile.startsWith('P') ? 1 : 0));
   return (
-    <figure className="hw-tmem">
+    <figure className="hw-tmem" data-cta={cta || 'cta0'}>
       <figcaption>
-        TMEM: {lanes} lanes × {t.columns} columns of 32 bits, {t.used_columns} allocated
+        TMEM{cta ? ` · ${cta}` : ''}: {lanes} lanes × {t.columns} columns of 32 bits, {t.used_columns} allocated
       </figcaption>
       <svg viewBox={`-4 0 ${W + 8} ${H + 30}`} role="img" aria-label={`Tensor memory at cycle ${Math.round(cursor)}`}>
         <rect x={0} y={0} width={W} height={H} className="hw-strip-bg" />
@@ -151,7 +153,7 @@ function TmemGrid({ view, live, cursor }: { view: HwView; live: MemInterval[]; c
                 {name}
                 {blk !== undefined ? ` (K/V ${blk})` : ''}
               </text>
-              <title>{`${m.tile}: columns ${m.offset}–${m.offset + cols(m)}${p ? ', 16-bit P packed two per column over the second half of S' : ''}`}</title>
+              <title>{`${m.tile}: columns ${m.offset}–${m.offset + cols(m)}${p ? ', 16-bit P packed two per column over part of S' : ''}`}</title>
             </g>
           );
         })}
@@ -168,39 +170,47 @@ function TmemGrid({ view, live, cursor }: { view: HwView; live: MemInterval[]; c
 }
 
 /**
- * FA4's 2-CTA mode: the two CTAs of a pair sit on two SMs and run the same schedule. What each
- * holds, side by side: its own Q tiles, O staging and TMEM (its 128 rows of S, P and O), and
- * one half of every K/V tile; the leader's MMA warp issues the cta_group::2 MMAs for both.
+ * FA4's 2-CTA mode: the two CTAs of a pair sit on two SMs. What each holds, side by side: its
+ * own Q tiles and TMEM (its 128 rows of S, P and O), and one half of every K/V tile; the
+ * leader's MMA warp issues the cta_group::2 MMAs for both. Read from the schedule's events.
  */
+const KV_BUFFERS = ['sKV', 'sK', 'sV'];
 function CtaPair({ view, live }: { view: HwView; live: MemInterval[] }) {
   const r = view.resources;
   const half = r.tiles.block_n / 2;
-  const kv = live.filter((m) => m.space === 'smem' && bare(m.buffer) === 'sKV').map((m) => m.tile);
+  const stage = r.smem.buffers.find((b) => KV_BUFFERS.includes(b.name));
+  const split = r.smem.buffers.some((b) => b.name === 'sK');
   const q = r.smem.buffers.filter((b) => b.name === 'sQ');
-  const stage = r.smem.buffers.find((b) => b.name === 'sKV');
-  const side = (i: number) => (
-    <div className="hw-pair-cta" data-testid="pair-cta" data-cta={i}>
-      <strong>CTA {i}</strong>{' '}
-      {i === 0 ? '(leader: its MMA warp issues tcgen05.mma cta_group::2 for both)' : '(peer: its MMA warp issues nothing)'}
-      <ul>
-        <li>
-          Q rows {i * r.q_stage * r.tiles.block_m}–{(i + 1) * r.q_stage * r.tiles.block_m - 1} of the pair: {q.length} × sQ (
-          {kb(q[0]?.bytes ?? 0)} each)
-        </li>
-        <li>
-          K/V ring: {r.kv_stage} stages of {kb(stage?.bytes ?? 0)}, each holding rows {i * half}–{(i + 1) * half - 1} of a {r.tiles.block_n}
-          -row K or V tile
-          {kv.length > 0 ? ` (now: ${kv.map((t) => `${t}[${i * half}:${(i + 1) * half}]`).join(', ')})` : ''}
-        </li>
-        <li>TMEM: S, P and O of its own {r.tiles.block_m}-row tiles</li>
-      </ul>
-    </div>
-  );
+  const side = (i: number) => {
+    const name = i === 0 ? 'leader' : 'peer';
+    const mine = (m: { space: string; buffer: string }) => m.space === 'smem' && ctaOf(m.buffer).endsWith(name);
+    const qTiles = [...new Set(view.memory.filter((m) => mine(m) && bare(m.buffer) === 'sQ').map((m) => m.tile.split('.')[0]))];
+    const kv = live.filter((m) => mine(m) && KV_BUFFERS.includes(bare(m.buffer))).map((m) => m.tile);
+    return (
+      <div className="hw-pair-cta" data-testid="pair-cta" data-cta={i} key={name}>
+        <strong>CTA {i}</strong>{' '}
+        {i === 0 ? '(leader: its MMA warp issues tcgen05.mma cta_group::2 for both)' : '(peer: its MMA warp issues nothing)'}
+        <ul>
+          <li>
+            Q tiles {qTiles.join(', ')} of the pair: {q.length} × sQ ({kb(q[0]?.bytes ?? 0)} each
+            {split ? ', the two 128-column halves of d' : ''})
+          </li>
+          <li>
+            K/V: {r.kv_stage} stages of {kb(stage?.bytes ?? 0)}
+            {split ? ' in sK and in sV' : ''}, each holding rows {i * half}–{(i + 1) * half - 1} of a {r.tiles.block_n}-row K or V tile
+            {split ? ' (one 128-column half of d or dv at a time)' : ''}
+            {kv.length > 0 ? ` (now: ${kv.join(', ')})` : ''}
+          </li>
+          <li>
+            TMEM: S, P and O of its own {r.tiles.block_m}-row tiles ({r.tmem?.used_columns ?? 0} columns)
+          </li>
+        </ul>
+      </div>
+    );
+  };
   return (
     <figure className="hw-pair" data-testid="cta-pair" aria-label="CTA pair">
-      <figcaption>
-        2-CTA mode (cta_group = 2): this CTA and its peer on the neighbouring SM — each row below is what one of them holds now
-      </figcaption>
+      <figcaption>2-CTA mode (cta_group = 2): the two CTAs of a pair, one per SM — what each holds now</figcaption>
       {side(0)}
       {side(1)}
     </figure>
@@ -223,11 +233,18 @@ function Registers({ view, live }: { view: HwView; live: MemInterval[] }) {
           {roles.map((r) => {
             const total = r.registers * 32 * r.warps.length;
             const holds = live.filter(
-              (m) => m.space === 'regs' && m.stage === Number(/(\d+)$/.exec(r.name)?.[1] ?? -1) && r.name.startsWith('consumer'),
+              (m) =>
+                m.space === 'regs' &&
+                m.stage === Number(/(\d+)$/.exec(r.name)?.[1] ?? -1) &&
+                r.name.startsWith('consumer') &&
+                !r.kernel_name,
             );
             return (
               <tr key={r.name} data-testid="reg-role" data-role={r.name} data-registers={r.registers}>
-                <th>{r.name}</th>
+                <th>
+                  {r.name}
+                  {r.kernel_name && <span className="dim"> ({r.kernel_name})</span>}
+                </th>
                 <td className="num">{r.registers}/thr</td>
                 <td className="bar">
                   <span
@@ -272,7 +289,10 @@ export function MemoryMapView() {
           <Fragment key={c}>{SmemStrip({ view, live, cta: c, cursor })}</Fragment>
         ))}
         {view.resources.cta_group === 2 && CtaPair({ view, live })}
-        {view.resources.tmem && TmemGrid({ view, live, cursor })}
+        {view.resources.tmem &&
+          (view.resources.cta_group === 2 ? ['leader', 'peer'] : ['']).map((c) => (
+            <Fragment key={c || 'cta0'}>{TmemGrid({ view, live, cursor, cta: c })}</Fragment>
+          ))}
         {Registers({ view, live })}
         {view.resources.notes.length > 0 && (
           <ul className="hw-notes dim">

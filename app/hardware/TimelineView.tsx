@@ -4,6 +4,7 @@
 import { useEffect, useRef, useState } from 'react';
 import type { HwFeatures } from '../../engine/hw/model.ts';
 import type { HwExportFormat } from '../../engine/hw/api.ts';
+import type { HwView } from '../../engine/hw/sm-view.ts';
 import { stepForClick } from '../../engine/hw/sm-view.ts';
 import { messageOf } from '../pane/controller.ts';
 import { usePane } from '../pane/context.ts';
@@ -38,6 +39,38 @@ function CursorSync({ pane, chart }: { pane: string; chart: { current: TimelineC
     chart.current?.setCursor(c.cycle, c.how === 'before' ? -1 : c.op);
   }, [view, step, chart]);
   return null;
+}
+
+/**
+ * FA4's CTA pair on the timeline: which rows belong to the leader and which to the peer (two
+ * SMs of one cluster), and what couples them. The jobs come from the schedule's roles.
+ */
+function CtaPairRows({ view }: { view: HwView }) {
+  const side = (name: 'leader' | 'peer') => view.roles.filter((r) => r.name.split('/').includes(name));
+  return (
+    <div className="hw-pair-rows" data-testid="timeline-pair">
+      <p>
+        2-CTA mode (cta_group::2): the rows come in pairs, leader/… above peer/…, one CTA on each of two SMs. The leader&apos;s MMA warp
+        issues every MMA marked &ldquo;(cta_group::2)&rdquo; for both CTAs; its bar reaches down through peer/mma because both SMs&apos;
+        tensor cores compute it, each its own CTA&apos;s 128 rows into its own TMEM. The peer&apos;s loads count on the leader&apos;s
+        barriers, the peer&apos;s softmax waits for the leader&apos;s MMA, and the leader&apos;s next MMA waits for both CTAs.
+      </p>
+      <div className="hw-pair-cols">
+        {(['leader', 'peer'] as const).map((n) => (
+          <section key={n} data-testid="pair-side" data-side={n} aria-label={`${n} CTA rows`}>
+            <h4>{n === 'leader' ? 'Leader CTA (rank 0)' : 'Peer CTA (rank 1)'}</h4>
+            <ul>
+              {side(n).map((r) => (
+                <li key={r.name} data-testid="pair-role" data-role={r.name}>
+                  <b>{r.name}</b> <span className="dim">{r.job}</span>
+                </li>
+              ))}
+            </ul>
+          </section>
+        ))}
+      </div>
+    </div>
+  );
 }
 
 export function TimelineView() {
@@ -121,14 +154,17 @@ export function TimelineView() {
             </select>
           </label>
           {switches.map((s) => (
-            <label key={s.key} title={s.doc}>
+            <label key={s.key} title={s.absent ? `Not in this kernel: ${s.absent}` : s.doc}>
               <input
                 type="checkbox"
                 aria-label={s.label}
-                checked={Boolean(features?.[s.key] ?? view?.features[s.key])}
+                aria-description={s.absent ? `not in this kernel: ${s.absent}` : undefined}
+                disabled={s.absent !== undefined}
+                checked={s.absent ? false : Boolean(features?.[s.key] ?? view?.features[s.key])}
                 onChange={(e) => setFeature(s.key, e.target.checked)}
               />{' '}
               {s.label}
+              {s.absent && <span className="dim"> (not in this kernel)</span>}
             </label>
           ))}
           <label title="Keep the cursor in view while stepping">
@@ -149,13 +185,7 @@ export function TimelineView() {
         )}
         {!folded && <HwStatus />}
         {!folded && <CursorSync pane={pane} chart={chart} />}
-        {view?.resources.cta_group === 2 && (
-          <p className="hw-pair-note" data-testid="timeline-pair">
-            2-CTA mode: this timeline is one CTA of a pair on two SMs; the peer runs the same lanes on its own SM. The leader&apos;s MMA
-            warp issues every MMA marked &ldquo;(cta_group::2)&rdquo; for both CTAs (each SM&apos;s tensor cores compute that CTA&apos;s 128
-            rows), so the peer&apos;s mma lane stays idle; each CTA loads half of every K/V tile.
-          </p>
-        )}
+        {view?.resources.cta_group === 2 && <CtaPairRows view={view} />}
         <div ref={host} className="tl-host" />
         <div className="hw-legend">
           {UNIT_FAMILIES.map((f) => (

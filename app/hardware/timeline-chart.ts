@@ -46,6 +46,8 @@ export class TimelineChart {
   private laneOf = new Int32Array(0);
   /** Lane of each op: its role's, or the copy-engine lane for async copies of kernels without a load role. */
   private opLane = new Int32Array(0);
+  /** 1 for a cta_group::2 MMA of a CTA pair: drawn down through the peer's mma lane below the leader's. */
+  private spansPair = new Uint8Array(0);
   private family: string[] = [];
   private width = 600;
   private x0: ScaleLinear<number, number> = scaleLinear();
@@ -169,10 +171,17 @@ export class TimelineChart {
     const t = view.timeline;
     const used = new Set<number>();
     for (let i = 0; i < t.count; i++) used.add(t.role[i]);
+    // A CTA pair: the peer's MMA warp issues nothing, but its lane shows the leader's MMAs reaching its SM.
+    const leaderMma = view.roles.findIndex((r) => /(^|\/)leader\/mma$/.test(r.name));
+    const peerMma = view.roles.findIndex((r) => /(^|\/)peer\/mma$/.test(r.name));
+    if (leaderMma >= 0 && peerMma === leaderMma + 1) used.add(peerMma);
     this.lanes = view.roles.map((_, i) => i).filter((i) => used.has(i));
     this.laneOf = new Int32Array(view.roles.length).fill(-1);
     this.lanes.forEach((r, l) => (this.laneOf[r] = l));
     this.family = t.strings.map((s) => unitFamily(s));
+    this.spansPair = new Uint8Array(t.count);
+    if (peerMma === leaderMma + 1 && leaderMma >= 0)
+      for (let i = 0; i < t.count; i++) this.spansPair[i] = t.role[i] === leaderMma && this.family[t.unit[i]] === 'tensor' ? 1 : 0;
     // Kernels without warp specialization (fmha_v2, CuTe, decoding) have every warp issue
     // its share of the copies; their in-flight copies get a lane of their own, the copy
     // engine, so loads and compute read as two streams like on the specialized kernels.
@@ -348,7 +357,7 @@ export class TimelineChart {
         if (fam.id === 'sync') ctx.fillRect(a, y + 10, w, 3);
         else if (t.async[i]) {
           ctx.globalAlpha = 0.55;
-          ctx.fillRect(a, y + 15, w, 6);
+          ctx.fillRect(a, y + 15, w, this.spansPair[i] ? LANE_H + 6 : 6);
           ctx.globalAlpha = 1;
         } else ctx.fillRect(a, y + 3, w, 11);
       }

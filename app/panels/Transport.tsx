@@ -21,6 +21,7 @@ export function Transport() {
   const line = useApp((s) => s.playback[pane].frame?.event.line);
   const outer = useApp((s) => s.playback[pane].frame?.event.outer);
   const inner = useApp((s) => s.playback[pane].frame?.event.inner);
+  const warpgroup = useApp((s) => s.playback[pane].frame?.event.warpgroup);
   const playing = useApp((s) => s.playback[pane].playing);
   const speed = useApp((s) => s.playback[pane].speed);
   const granularity = useApp((s) => s.playback[pane].granularity);
@@ -115,6 +116,7 @@ export function Transport() {
       {ready && (
         <span className="where" data-testid="where">
           {kind} · <code>{line}</code> · outer {outer}, inner {inner}
+          {warpgroup !== undefined && ` · warpgroup ${warpgroup}`}
         </span>
       )}
       {hit && (

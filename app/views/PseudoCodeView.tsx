@@ -11,6 +11,7 @@ export function PseudoCodeView() {
   const algorithm = useApp((s) => s.playback[pane].summary?.algorithm);
   const name = useApp((s) => s.playback[pane].summary?.algorithmName);
   const backward = useApp((s) => s.playback[pane].summary?.pass === 'backward');
+  const schedule = useApp((s) => s.playback[pane].summary?.schedule);
   if (!event || !algorithm) return null;
   const c = contentFor(backward ? backwardContentId(algorithm) : algorithm);
   if (!c) {
@@ -29,6 +30,11 @@ export function PseudoCodeView() {
       <h3>
         {c.title} <span className="source">— {c.source}</span>
       </h3>
+      {schedule && !backward && (
+        <p className="schedule-note" data-testid="schedule-note">
+          {schedule}
+        </p>
+      )}
       <ol className="code">
         {c.lines.map((l, i) => (
           <li

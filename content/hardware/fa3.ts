@@ -19,7 +19,7 @@ With \`setmaxnreg\` the producer gives its registers back (24 per thread) so eac
     {
       id: 'pingpong',
       title: 'Ping-pong scheduling',
-      text: tex`The softmax needs the MUFU and FMA pipes, not the tensor cores. With **ping-pong**, named barriers hand the tensor cores from one consumer to the other: warpgroup 1 runs its GEMMs while warpgroup 2 does its softmax, then they swap. Switch it off on the timeline and the two consumer lanes start their GEMMs together, then both sit in softmax while the tensor core idles — the tensor-core utilization of the window drops.`,
+      text: tex`The softmax needs the MUFU and FMA pipes, not the tensor cores. With **ping-pong**, named barriers hand the tensor cores from one consumer to the other: warpgroup 1 runs its GEMMs while warpgroup 2 does its softmax, then they swap. Switch it off on the timeline and the two consumer lanes start their GEMMs together, then both sit in softmax while the tensor core idles — the tensor-core utilization of the window drops. The shipped kernel has the barrier only for 16-bit inputs at $d \le 128$ and FP8 at $d \ge 128$ (UseSchedulerBarrier, hopper/mainloop_fwd_sm90_tma_gmma_ws.hpp@0251105a); elsewhere the consumers run as with the switch off, in the timeline and in the debugger's step order.`,
     },
     {
       id: 'overlap',
@@ -38,7 +38,7 @@ It costs registers ($S_{j+1}$ and $P_j$ live at once) and hides the softmax unde
     load: tex`The producer's TMA copy; the tile appears in its ring slot in the memory map (faded while in flight) and the cursor sits at the copy's completion.`,
     qk: tex`\`wgmma\` $S = QK_j^\top$ of one consumer's 64 rows, both operands from shared memory; the result lands in that warpgroup's registers.`,
     mask: tex`Masking is done on the accumulator registers inside the softmax; the timeline shows it as part of the consumer's first softmax op.`,
-    rowmax: tex`Row max of the 64×$B_c$ tile in registers (FMA pipe); with ping-pong the other consumer's GEMMs run now.`,
+    rowmax: tex`Row max of the 64×$B_c$ tile in registers (FMA pipe); with ping-pong (16-bit $d \le 128$, FP8 $d \ge 128$) the other consumer's GEMMs run now; without it the other consumer is in its softmax too.`,
     exp: tex`$2^{(s - m)\log_2 e}$ on MUFU, 16 per clock per SM — the op the ping-pong hides.`,
     rowsum: tex`Row sums and the conversion of $P$ to 16 bits, in registers; $P$ stays in registers as the A operand of the next wgmma.`,
     rescale: tex`$O \leftarrow e^{m_{\text{old}} - m_{\text{new}}} O$ on the register-resident accumulator, folded into the row-max op on the timeline.`,

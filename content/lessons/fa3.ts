@@ -30,18 +30,22 @@ next addition (no overlap).
 
 **Pingpong.** With two consumer warpgroups, a scheduler barrier makes them take turns on the tensor
 cores: while warpgroup 0 computes its softmax, warpgroup 1 runs its GEMMs, and the other way round. The
-two warpgroups own different rows, so this reorders independent work; FlashScope shows each warpgroup's
-rows as their own unit of events.
+warpgroups own different rows, so this reorders independent work; FlashScope shows each warpgroup's
+rows as their own unit of events. The kernel has the barrier only for 16-bit inputs at $d\le128$ and
+FP8 at $d\ge128$ (UseSchedulerBarrier, hopper/mainloop_fwd_sm90_tma_gmma_ws.hpp@0251105a); elsewhere
+each warpgroup runs its own loop, tied to the others only by the K/V ring's barriers, and the trace
+lists each phase for every warpgroup before the next.
 
 **Tiles.** FA3's defaults for 16-bit inputs: $128\times128$ for causal $d\le128$, $128\times176$
 non-causal, $192\times192$ (or $192\times128$ causal) for $d\le64$, $128\times80$ for $d=256$. Larger
 $B_c$ means fewer rescales and fewer barrier round-trips, bounded by shared memory.
 
-**FP8 (background).** FA3 also runs both GEMMs in FP8 (e4m3) at twice the 16-bit throughput. That needs
-$V$ transposed in shared memory (FP8 \`wgmma\` wants K-major operands), a register permutation so the FP32
-accumulator of the first GEMM can feed the second, and per-block scaling ("block quantization") plus an
-orthogonal "incoherent processing" rotation of $Q$ and $K$ to tame outliers. FlashScope models the
-16-bit kernel numerically; FP8 is described here only.`,
+**FP8.** FA3 also runs both GEMMs in FP8 (e4m3) at twice the 16-bit throughput. That needs $V$ transposed
+in shared memory (FP8 \`wgmma\` wants K-major operands) and a register permutation so the FP32 accumulator
+of the first GEMM can feed the second. The shipped kernel scales with one descale per (batch, KV head)
+for each of $Q$, $K$, $V$ (hopper/flash_api.cpp@0251105a); the block quantization and the Hadamard
+rotation of $Q$ and $K$ are the paper's error experiment (FlashAttention-3, arXiv 2407.08608, §3.3
+and §4.3), offered as switches that start off. Pick the dtype fp8e4m3 to step the FP8 path.`,
   steps: {
     load: r`A TMA copy issued by the producer warp. It lands in a stage of a two-deep ring; the producer can be
 at most two $K$ (and two $V$) blocks ahead of the consumers, because a stage is only reused after every
@@ -73,7 +77,7 @@ is kept for the backward pass. A sink logit $s$ joins the denominator here: $\el
     {
       key: 'pingpong',
       default: 'true',
-      text: 'Consumer warpgroups (64 rows each) take turns on the tensor cores; off: one unit for the whole tile.',
+      text: 'Consumer warpgroups (64 rows each) take turns on the tensor cores where the kernel has the scheduler barrier (16-bit d ≤ 128, FP8 d ≥ 128). Off, or where the kernel has none: the warpgroups run side by side.',
     },
     {
       key: 'reverseKv',
@@ -118,7 +122,7 @@ is kept for the backward pass. A sink logit $s$ joins the denominator here: $\el
       variant: 'FP8 (e4m3; e5m2)',
       kernel: 'yes',
       flashscope: 'runs',
-      note: 'dtype fp8e4m3 / fp8e5m2: per-tile or per-tensor scales, Hadamard rotation, P cast to e4m3, O in bf16; no ALiBi or sinks, d = dv',
+      note: 'dtype fp8e4m3 (e5m2 as a labelled what-if): one descale per (batch, KV head) as shipped, the paper’s per-tile scales and Hadamard rotation as switches, P cast to e4m3, O in bf16; no ALiBi or sinks; d = dv, or d 192 with dv 128',
     },
     { variant: 'd > 256', kernel: 'no', flashscope: 'rejected', note: 'no kernel instance' },
   ],

@@ -41,6 +41,8 @@ export interface AlgorithmResult {
   rowStats?: { m: Float32Array; l: Float32Array };
   /** Algorithm-specific tallies beyond the shared counters (e.g. skippedBlocks, splits, emulatedExp2). */
   stats?: Record<string, number>;
+  /** How the trace orders the kernel's concurrent units for this problem, and why, in one or two sentences (fa3: its consumer warpgroups). */
+  schedule?: string;
 }
 
 export type StepGenerator = Generator<TraceEvent, AlgorithmResult, void>;

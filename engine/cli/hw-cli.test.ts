@@ -59,6 +59,49 @@ describe('describe / simulate commands', () => {
     expect(await run('--nq', '128')).toMatchObject({ cta_group: 1, q_stage: 1 });
   });
 
+  it('describe prints the dedicated d = dv = 256 kernel (sm100_hd256_2cta_fmha_forward.py) as a fitting CTA pair, causal or not', async () => {
+    for (const extra of [[], ['--causal']]) {
+      const c = capture();
+      const code = await describeCommand.run(['--algo', 'fa4', '--gpu', 'b200', '--nq', '8192', '--d', '256', '--dv', '256', ...extra]);
+      expect(code).toBe(0);
+      expect(JSON.parse(c.out.join('\n'))).toMatchObject({ fits: true, cta_group: 2, tiles: { block_m: 128, block_n: 128 }, kv_stage: 4 });
+    }
+    // One consumer: the softmax warpgroup of the CTA's one Q tile.
+    const c = capture();
+    await describeCommand.run(['--algo', 'fa4', '--gpu', 'b200', '--nq', '8192', '--d', '256', '--dv', '256']);
+    const sheet = JSON.parse(c.out.join('\n')) as { roles: { name: string; kernel_name?: string; registers: number }[] };
+    expect(sheet.roles.filter((r) => r.name.startsWith('consumer')).map((r) => [r.name, r.kernel_name, r.registers])).toEqual([
+      ['consumer0', 'softmax0', 256],
+    ]);
+  });
+
+  it('describe names one consumerN role per consumer warpgroup: FA3 block_m / 64, FA4 one softmax warpgroup per Q stage (kernel_name keeps softmaxN)', async () => {
+    type Role = { name: string; kernel_name?: string; warps: number[] };
+    const roles = async (...a: string[]) => {
+      const c = capture();
+      await describeCommand.run(a);
+      return (JSON.parse(c.out.join('\n')) as { roles: Role[] }).roles;
+    };
+    const fa4 = await roles('--algo', 'fa4', '--gpu', 'b200', '--d', '128', '--dtype', 'bf16', '--nq', '4096');
+    expect(fa4.map((r) => [r.name, r.kernel_name])).toEqual([
+      ['consumer0', 'softmax0'],
+      ['consumer1', 'softmax1'],
+      ['correction', undefined],
+      ['mma', undefined],
+      ['epilogue', undefined],
+      ['load', undefined],
+      ['empty', undefined],
+    ]);
+    expect(fa4[1].warps).toEqual([4, 5, 6, 7]);
+    // q_stage 1 (seqlen_q ≤ 128): one softmax warpgroup, so one consumer.
+    const one = await roles('--algo', 'fa4', '--gpu', 'b200', '--d', '128', '--dtype', 'bf16', '--nq', '128');
+    expect(one.filter((r) => r.name.startsWith('consumer')).map((r) => [r.name, r.kernel_name])).toEqual([['consumer0', 'softmax0']]);
+    // FA3 as before: producer and block_m / 64 consumers (192-row tiles at d 64), no kernel_name.
+    const fa3 = await roles('--algo', 'fa3', '--gpu', 'h100', '--d', '64', '--dtype', 'bf16');
+    expect(fa3.map((r) => r.name)).toEqual(['producer', 'consumer0', 'consumer1', 'consumer2']);
+    expect(fa3.every((r) => r.kernel_name === undefined)).toBe(true);
+  });
+
   it('describe exits 1 and lists need and capacity when it does not fit', async () => {
     const c = capture();
     const code = await describeCommand.run(['--algo', 'fa3', '--gpu', 'h100', '--d', '256', '--stages', '4']);

@@ -26,6 +26,8 @@ export interface RandomInputOptions {
   distribution?: InputDistribution;
   /** For 'outlier-row': which query row (of every head) gets the planted outlier. */
   outlierRow?: number;
+  /** For 'fa3-outliers': the outliers' standard deviation (default 10, the paper's N(0,100)). */
+  outlierStd?: number;
 }
 
 export function inputSizes(p: AttentionProblem): { q: number; k: number; v: number; o: number; lse: number } {
@@ -80,7 +82,7 @@ export function randomInputs(p: AttentionProblem, opts: RandomInputOptions): Att
   if (dist === 'fa3-outliers') {
     const rnd = mulberry32(opts.seed ^ 0x5eed);
     const extra = normalSource(rnd);
-    for (const t of [q, k, v]) for (let i = 0; i < t.length; i++) if (rnd() < 0.001) t[i] += 10 * extra();
+    for (const t of [q, k, v]) for (let i = 0; i < t.length; i++) if (rnd() < 0.001) t[i] += (opts.outlierStd ?? 10) * extra();
   }
   if (dist === 'sink') {
     const u = Array.from({ length: p.d }, () => normal());

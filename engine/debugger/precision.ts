@@ -139,7 +139,7 @@ function tileOf(tiles: Map<string, TilePrecision>, ev: TraceEvent): TilePrecisio
     };
     tiles.set(k, t);
   } else {
-    // Pingpong warpgroups each record their slice of the tile's rows: the tile spans them all.
+    // FA3's consumer warpgroups each record their slice of the tile's rows: the tile spans them all.
     t.rows = [Math.min(t.rows[0], ev.tile.rows[0]), Math.max(t.rows[1], ev.tile.rows[1])];
     t.cols = [Math.min(t.cols[0], ev.tile.cols[0]), Math.max(t.cols[1], ev.tile.cols[1])];
   }

@@ -66,6 +66,8 @@ export interface LoadSummary {
    * (logit × log₂e) and P = 2^(S − m). The views title S and P by it.
    */
   base2?: boolean;
+  /** The algorithm's sentence on how its trace orders concurrent units (AlgorithmResult.schedule), shown beside the pseudo-code. */
+  schedule?: string;
   /** Bytes the session holds for this trace: event payloads plus checkpoints. */
   memoryBytes: number;
   checkpointInterval: number;

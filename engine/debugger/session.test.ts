@@ -380,4 +380,19 @@ describe('DebuggerSession', () => {
     const fa2s = new DebuggerSession();
     expect((await fa2s.load({ ...req, problem: { ...small, dtype: 'fp32' } })).base2).toBeUndefined();
   });
+  it("carries FA3's sentence on its warpgroup order (ping-pong or side by side) into the summary; FA2 has none", async () => {
+    const load = (d: number, features?: Record<string, boolean>) =>
+      new DebuggerSession().load({
+        algorithm: 'fa3',
+        problem: { batch: 1, hq: 1, hk: 1, nq: 128, nk: 160, d, dv: d, causal: false, dtype: 'fp16' },
+        seed: 1,
+        distribution: 'normal',
+        blocks: { blockM: 128, blockN: 80 },
+        ...(features ? { features } : {}),
+      });
+    expect((await load(256)).schedule).toMatch(/^No ping-pong: the kernel has no scheduler barrier for 16-bit inputs at d > 128/);
+    expect((await load(128)).schedule).toMatch(/^Ping-pong: a scheduler barrier hands the tensor cores to the 2 consumer warpgroups/);
+    expect((await load(128, { pingpong: false })).schedule).toMatch(/^Ping-pong switched off/);
+    expect((await new DebuggerSession().load(req)).schedule).toBeUndefined();
+  });
 });

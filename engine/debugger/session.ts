@@ -325,6 +325,7 @@ export class DebuggerSession {
       ...(backward ? { backward: summarizeBackward(problem, events, backward.dO, backward.pForward) } : {}),
       ...(lowPrecision.quantized || lowPrecision.cast ? { lowPrecision } : {}),
       ...(base2 ? { base2 } : {}),
+      ...(result.schedule ? { schedule: result.schedule } : {}),
       total: events.length,
       blocks: result.blocks,
       tiles: { rows: blockCount(problem.nq, result.blocks.blockM), cols: blockCount(problem.nk, result.blocks.blockN) },

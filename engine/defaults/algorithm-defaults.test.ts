@@ -91,9 +91,10 @@ describe('scheduleFix', () => {
   });
 
   it('combines several changes', () => {
-    const fix = scheduleFix('fa4', { ...FA2_FORM, d: 256, dv: 256, gpu: 'h100' });
-    expect(fixPhrase(fix)).toBe('set GPU to b200, dtype to bf16, d to 192 and dv to 128');
-    // Nothing nearer fits: d = 256 with any dv, or 192 × 192, is refused by the model.
+    const fix = scheduleFix('fa4', { ...FA2_FORM, d: 256, dv: 128, gpu: 'h100' });
+    expect(fixPhrase(fix)).toBe('set GPU to b200, dtype to bf16 and d to 192');
+    // d = dv = 256 runs upstream's dedicated 2-CTA kernel; d 256 with dv 128, or 192 × 192, has no kernel.
+    expect(fixPhrase(scheduleFix('fa4', { ...FA2_FORM, d: 256, dv: 256, gpu: 'h100' }))).toBe('set GPU to b200 and dtype to bf16');
     expect(misfits('fa4', { ...FA2_FORM, d: 256, dv: 128, gpu: 'b200', dtype: 'bf16' })).not.toEqual([]);
     expect(misfits('fa4', { ...FA2_FORM, d: 192, dv: 192, gpu: 'b200', dtype: 'bf16' })).not.toEqual([]);
     expect(misfits('fa4', { ...FA2_FORM, d: 192, dv: 128, gpu: 'b200', dtype: 'bf16' })).toEqual([]);

@@ -48,6 +48,8 @@ export interface SchedulePhase {
   kv: number | null;
   /** Sub-unit (FA4 Q stage, FA3 consumer warpgroup, a warp of the SM80-style kernels), null when the op serves the whole CTA. */
   sub: number | null;
+  /** Last sub-unit the op serves when it serves several (a cta_group::2 MMA: Q tiles of both CTAs of a pair); absent: only `sub`. */
+  subEnd?: number;
   /** Tensors a copy moves ("Q", "K", "V", "O", …). */
   tensors?: string[];
 }
@@ -95,7 +97,11 @@ export interface ResourceSheet {
   gpu: string;
   smem: { capacity_bytes: number; used_bytes: number; buffers: SmemBuffer[] };
   tmem: { lanes: number; columns: number; used_columns: number; buffers: TmemBuffer[] } | null;
-  roles: { name: string; warps: number[]; registers: number }[];
+  /**
+   * Warp roles. Consumer warpgroups (FA3's MMA warpgroups, FA4's softmax warpgroups, one per Q
+   * stage) are named consumer0…N−1; `kernel_name` keeps the kernel's own name where it differs.
+   */
+  roles: { name: string; warps: number[]; registers: number; kernel_name?: string }[];
   registers: { per_sm: number; used: number };
   tiles: { block_m: number; block_n: number };
   q_stage: number;

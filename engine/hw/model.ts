@@ -54,7 +54,10 @@ export type FeatureKey =
   | 'deterministic';
 
 /** A switch as a schedule takes it: the algorithm's own feature spec where it has one (label, help). */
-export type HwSwitchSpec = Pick<FeatureSpec<boolean | number>, 'doc' | 'label'>;
+export type HwSwitchSpec = Pick<FeatureSpec<boolean | number>, 'doc' | 'label'> & {
+  /** Why the kernel has nothing for this switch to change at this shape; undefined when it has. */
+  absent?: (shape: ProblemShape) => string | undefined;
+};
 export type HwSwitches = Partial<Record<FeatureKey, HwSwitchSpec>>;
 
 /** K/V pipeline depth, a switch of every TMA or cp.async ring the schedules model. */
@@ -68,22 +71,28 @@ export function featureKeysOf(algo: HwAlgorithm): FeatureKey[] {
   return Object.keys(algo.switches) as FeatureKey[];
 }
 
-/** A switch as the hardware views show it; `toggle`: an on/off switch the timeline offers. */
+/**
+ * A switch as the hardware views show it; `toggle`: an on/off switch the timeline offers;
+ * `absent`: why the kernel has nothing for it to change at this shape (shown disabled).
+ */
 export interface HwViewSwitch {
   key: FeatureKey;
   label: string;
   doc: string;
   toggle: boolean;
+  absent?: string;
 }
 
-export function viewSwitchesOf(algo: HwAlgorithm): HwViewSwitch[] {
+export function viewSwitchesOf(algo: HwAlgorithm, shape: ProblemShape): HwViewSwitch[] {
   return featureKeysOf(algo).map((key) => {
     const s = algo.switches[key]!;
+    const absent = s.absent?.(shape);
     return {
       key,
       label: s.label ?? key,
       doc: s.doc,
       toggle: typeof (DEFAULT_FEATURES as unknown as Record<string, unknown>)[key] === 'boolean',
+      ...(absent ? { absent } : {}),
     };
   });
 }
@@ -145,8 +154,8 @@ export interface HwAlgorithm {
    * keys per CTA and per consumer warpgroup. Absent: one unit of the whole block.
    */
   geometry?(sheet: ResourceSheet, shape: ProblemShape): { ctaRows: number; subRows: number };
-  /** The tile scheduler hands out the longest CTAs first on causal grids (FA3, FA4). */
-  longestFirst?: boolean;
+  /** The tile scheduler hands out the longest CTAs first on causal grids (FA3, FA4's main kernel); a function where the shape decides. */
+  longestFirst?: boolean | ((shape: ProblemShape) => boolean);
   /** K/V are streamed once per CTA with no reuse through L2 (decoding): copies share HBM, not L2. */
   streamsKv?: boolean;
   /** Bytes that must come from HBM at least once (the roofline floor). */
@@ -257,15 +266,22 @@ export function layoutSmem(
   return out;
 }
 
-/** Fills in registers, occupancy and the does-not-fit lines once buffers and roles are on the sheet. */
-export function finishSheet(sheet: ResourceSheet, gpu: GpuSpec): ResourceSheet {
+/** setmaxnreg takes 24 to 256 registers per thread (PTX ISA, setmaxnreg), one more than the compiler's own cap. */
+export const SETMAXNREG_MAX = 256;
+
+/**
+ * Fills in registers, occupancy and the does-not-fit lines once buffers and roles are on the
+ * sheet. `setmaxnreg`: the roles' counts are set with setmaxnreg, whose ceiling is 256.
+ */
+export function finishSheet(sheet: ResourceSheet, gpu: GpuSpec, setmaxnreg = false): ResourceSheet {
   let regs = 0;
   let threads = 0;
+  const cap = setmaxnreg ? Math.max(gpu.maxRegistersPerThread, SETMAXNREG_MAX) : gpu.maxRegistersPerThread;
   for (const r of sheet.roles) {
     regs += r.registers * 32 * r.warps.length;
     threads += 32 * r.warps.length;
-    if (r.registers > gpu.maxRegistersPerThread) {
-      sheet.does_not_fit.push(`registers: role ${r.name} needs ${r.registers} per thread, ${gpu.name} allows ${gpu.maxRegistersPerThread}`);
+    if (r.registers > cap) {
+      sheet.does_not_fit.push(`registers: role ${r.name} needs ${r.registers} per thread, ${gpu.name} allows ${cap}`);
     }
   }
   sheet.registers.used = regs;

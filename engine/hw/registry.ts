@@ -6,7 +6,7 @@ import { validateProblem, type AttentionProblem } from '../core/problem.ts';
 import type { MemoryEvent, ResourceSheet, RoleInfo, TimelineEvent } from './events.ts';
 import { gpuById, type GpuSpec } from './gpus/index.ts';
 import { DEFAULT_FEATURES, featureKeysOf, flagOf, type FeatureKey, type HwAlgorithm, type HwFeatures, type ProblemShape } from './model.ts';
-import { FitError, loadBytesPerClk, runSm, simulateProblem, type SimulateResult } from './simulate.ts';
+import { FitError, loadBytesPerClk, runSm, smsPerEntry, simulateProblem, type SimulateResult } from './simulate.ts';
 
 /** Which pass a schedule models: the forward kernel, or the backward (dQ, dK, dV from dO). */
 export type HwPass = 'forward' | 'backward';
@@ -151,9 +151,10 @@ export function scheduleFor(
   const resources = algo.resources(gpu, shape, f);
   if (resources.does_not_fit.length > 0) throw new FitError(resources.does_not_fit);
   const grid = algo.grid(gpu, shape, f);
-  const occ = Math.max(1, Math.min(resources.ctas_per_sm, Math.ceil(grid.length / gpu.smCount)));
+  const span = smsPerEntry(resources);
+  const occ = Math.max(1, Math.min(resources.ctas_per_sm, Math.ceil((grid.length * span) / gpu.smCount)));
   const works = grid.slice(0, occ);
-  const bw = loadBytesPerClk(gpu, algo, Math.min(gpu.smCount, Math.ceil(grid.length / occ)));
+  const bw = loadBytesPerClk(gpu, algo, Math.min(gpu.smCount, Math.ceil(grid.length / occ) * span));
   const run = runSm(algo, gpu, shape, f, works, bw, true);
   const utilization: Record<string, number> = {};
   for (const [u, v] of Object.entries(run.unitBusy)) utilization[u] = run.cycles > 0 ? Math.round((v / run.cycles) * 1e4) / 1e4 : 0;

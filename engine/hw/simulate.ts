@@ -16,6 +16,8 @@
 //    bandwidth; a second kernel (flash-decoding's combine) is added after.
 // Copies get min(the SM's own load limit, its share of L2 bandwidth) bytes per cycle; a
 // kernel that streams K/V without reuse (decoding) gets its share of HBM instead.
+// A CTA pair (FA4's cta_group::2, sheet.cta_group = 2) is one grid entry that holds two SMs:
+// its kernel has both CTAs, the peer's units suffixed ".peer" (engine/algorithms/fa4/pair.ts).
 
 import { nominalFlops, type AttentionProblem } from '../core/problem.ts';
 import type { GpuSpec } from './gpus/index.ts';
@@ -81,15 +83,21 @@ function family(unit: string): string {
   return dot < 0 ? unit : unit.slice(0, dot);
 }
 
+/** SMs one grid entry holds: 2 for a cta_group::2 pair. */
+export function smsPerEntry(sheet: { cta_group?: 1 | 2 }): number {
+  return sheet.cta_group ?? 1;
+}
+
 export function simulateProblem(algo: HwAlgorithm, gpu: GpuSpec, shape: ProblemShape, f: HwFeatures): SimulateResult {
   const sheet = algo.resources(gpu, shape, f);
   if (sheet.does_not_fit.length > 0) throw new FitError(sheet.does_not_fit);
   const grid = algo.grid(gpu, shape, f);
   // The block scheduler spreads CTAs over all SMs before doubling up, so a grid smaller
   // than the SM count runs one CTA per SM.
-  const occ = Math.max(1, Math.min(sheet.ctas_per_sm, Math.ceil(grid.length / gpu.smCount)));
-  const slotsTotal = gpu.smCount * occ;
-  const activeSms = Math.min(gpu.smCount, ceilDiv(grid.length, occ));
+  const span = smsPerEntry(sheet);
+  const occ = Math.max(1, Math.min(sheet.ctas_per_sm, Math.ceil((grid.length * span) / gpu.smCount)));
+  const slotsTotal = Math.floor(gpu.smCount / span) * occ;
+  const activeSms = Math.min(gpu.smCount, ceilDiv(grid.length, occ) * span);
   const bw = loadBytesPerClk(gpu, algo, activeSms);
 
   // T(n) and busy(n) per distinct K/V block count, memoized.
@@ -131,7 +139,8 @@ export function simulateProblem(algo: HwAlgorithm, gpu: GpuSpec, shape: ProblemS
   };
 
   const order = grid.map((c, i) => ({ n: kvCount(c), i }));
-  if (algo.longestFirst && shape.causal) order.sort((x, y) => y.n - x.n || x.i - y.i);
+  const longestFirst = typeof algo.longestFirst === 'function' ? algo.longestFirst(shape) : algo.longestFirst;
+  if (longestFirst && shape.causal) order.sort((x, y) => y.n - x.n || x.i - y.i);
   // Min-heap of slot free times.
   const heap: number[] = new Array(Math.min(slotsTotal, grid.length)).fill(0);
   const siftDown = (i: number) => {
@@ -152,11 +161,13 @@ export function simulateProblem(algo: HwAlgorithm, gpu: GpuSpec, shape: ProblemS
   for (const { n } of order) {
     const c = cost(n);
     heap[0] += c.t;
-    slotCycles += c.t;
+    slotCycles += c.t * span;
     siftDown(0);
     for (const [u, v] of Object.entries(c.busy)) {
       unitsSeen.add(u);
-      busyTotal[family(u)] = (busyTotal[family(u)] ?? 0) + v / occ;
+      // A cta_group::2 MMA sits on the leader's queue but runs on both SMs' tensor cores.
+      const both = span > 1 && u === 'tensor' ? span : 1;
+      busyTotal[family(u)] = (busyTotal[family(u)] ?? 0) + (v * both) / occ;
     }
   }
   let cycles = 0;
@@ -185,7 +196,7 @@ export function simulateProblem(algo: HwAlgorithm, gpu: GpuSpec, shape: ProblemS
     peak_tflops: round4(peak),
     peak_fraction: round4(flops / (time_us * 1e-6) / 1e12 / peak),
     cycles: Math.round(cycles),
-    ctas: grid.length,
+    ctas: grid.length * span,
     ctas_per_sm: occ,
     sms_busy: activeSms,
     sm_count: gpu.smCount,

@@ -17,6 +17,8 @@ export interface OpPhase {
   kv: number | null;
   /** Sub-unit (FA4 Q stage, FA3 consumer, warp index), null when the op serves the whole CTA. */
   sub: number | null;
+  /** Last sub-unit the op serves (a cta_group::2 MMA serves a tile of each CTA of the pair); absent: only sub. */
+  subEnd?: number;
   /** Tensors a copy moves ("Q", "K", "V", "O"). */
   tensors: string[];
 }
@@ -233,6 +235,7 @@ export function stepForClick(map: StepMap, op: number, cycle: number): number {
 }
 
 function ctaOfRole(role: string): number {
+  // "leader/" and "peer/" (FA4's CTA pair) are two CTAs of one grid entry, not a ctaN.
   const m = /^cta(\d+)\//.exec(role);
   return m ? Number(m[1]) : 0;
 }
@@ -241,7 +244,14 @@ function ctaOfRole(role: string): number {
 export function classifyOps(timeline: readonly TimelineEvent[]): (OpPhase | null)[] {
   return timeline.map((ev) =>
     ev.phase
-      ? { cta: ctaOfRole(ev.role), kinds: ev.phase.kinds, kv: ev.phase.kv, sub: ev.phase.sub, tensors: ev.phase.tensors ?? [] }
+      ? {
+          cta: ctaOfRole(ev.role),
+          kinds: ev.phase.kinds,
+          kv: ev.phase.kv,
+          sub: ev.phase.sub,
+          ...(ev.phase.subEnd !== undefined ? { subEnd: ev.phase.subEnd } : {}),
+          tensors: ev.phase.tensors ?? [],
+        }
       : null,
   );
 }

@@ -82,7 +82,7 @@ export function buildBackwardStepMap(
     const mHi = r1 > r0 ? Math.floor((r1 - 1) / geo.blockM) : null;
     const tensors = e.kind === 'load' || e.kind === 'write' ? (e.tensors as readonly string[]) : null;
     placer.place(s, c, e.kind, (p, kind, own) => {
-      if (p.sub !== null && (p.sub < subLo || p.sub > subHi)) return false;
+      if (p.sub !== null && ((p.subEnd ?? p.sub) < subLo || p.sub > subHi)) return false;
       if (mLo === null ? p.kv !== null : p.kv === null || p.kv < mLo || p.kv > mHi!) return false;
       return !(tensors && own && !p.tensors.some((t) => tensors.includes(t)));
     });
@@ -152,7 +152,7 @@ export function backwardSmScheduleFor(req: BwdViewRequest, events: readonly Trac
     gpuName: gpu.name,
     clockGHz: gpu.clockGHz,
     features: f,
-    switches: viewSwitchesOf(algo),
+    switches: viewSwitchesOf(algo, shape),
     roles: run.roles,
     timeline: toColumns(run.timeline, run.roles),
     opKinds: phases.map((p) => (p ? p.kinds.join('+') + (p.kv !== null ? ` · row block ${p.kv}` : '') : '')),

@@ -40,7 +40,7 @@ import {
   type SmSchedule,
   type StepMap,
 } from './sm-view.ts';
-import { FitError, loadBytesPerClk, runSm } from './simulate.ts';
+import { FitError, loadBytesPerClk, runSm, smsPerEntry } from './simulate.ts';
 
 /** Hardware algorithm ids equal the numeric ones for the kernels that have a schedule (backward: fa3, fa2). */
 export function hasHardwareModel(algorithm: string, pass: HwPass = 'forward'): boolean {
@@ -123,7 +123,7 @@ export function buildStepMap(
     const kvHi = c1 > c0 ? Math.floor((c1 - 1) / geo.blockN) : null;
     const tensors = e.kind === 'load' || e.kind === 'write' ? e.tensors : null;
     placer.place(s, c, e.kind, (p, kind, own) => {
-      if (p.sub !== null && (p.sub < subLo || p.sub > subHi)) return false;
+      if (p.sub !== null && ((p.subEnd ?? p.sub) < subLo || p.sub > subHi)) return false;
       if (kvLo !== null && p.kv !== null && (p.kv < kvLo || p.kv > kvHi!)) return false;
       if (kvLo === null && p.kv !== null && kind !== 'load' && kind !== 'write') return false;
       if (tensors && own) {
@@ -150,7 +150,8 @@ export function smScheduleFor(req: HwViewRequest, events: readonly TraceEvent[])
   if (resources.does_not_fit.length > 0) throw new FitError(resources.does_not_fit);
   const geo = geometryOf(algo, resources, shape);
   const grid = algo.grid(gpu, shape, f);
-  const occ = Math.max(1, Math.min(resources.ctas_per_sm, Math.ceil(grid.length / gpu.smCount)));
+  const span = smsPerEntry(resources);
+  const occ = Math.max(1, Math.min(resources.ctas_per_sm, Math.ceil((grid.length * span) / gpu.smCount)));
   const asCta = (w: CtaWork): SmCta => ({
     b: w.b,
     h: w.h,
@@ -190,7 +191,7 @@ export function smScheduleFor(req: HwViewRequest, events: readonly TraceEvent[])
     }
     features = { ...f, rescaleAt: [...at].sort((x, y) => x - y) };
   }
-  const bw = loadBytesPerClk(gpu, algo, Math.min(gpu.smCount, Math.ceil(grid.length / occ)));
+  const bw = loadBytesPerClk(gpu, algo, Math.min(gpu.smCount, Math.ceil(grid.length / occ) * span));
   const run = runSm(algo, gpu, shape, features, works, bw, true);
   const ctas = works.map(asCta);
   const phases = classifyOps(run.timeline);
@@ -204,7 +205,7 @@ export function smScheduleFor(req: HwViewRequest, events: readonly TraceEvent[])
     gpuName: gpu.name,
     clockGHz: gpu.clockGHz,
     features,
-    switches: viewSwitchesOf(algo),
+    switches: viewSwitchesOf(algo, shape),
     roles: run.roles,
     timeline: toColumns(run.timeline, run.roles),
     opKinds: phases.map((p) => (p ? p.kinds.join('+') + (p.kv !== null ? ` · K/V block ${p.kv}` : '') : '')),

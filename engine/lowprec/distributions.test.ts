@@ -15,6 +15,17 @@ describe('low-precision input distributions', () => {
     const plain = randomInputs(p, { seed: 5 });
     expect([...plain.q, ...plain.k, ...plain.v].filter((v) => Math.abs(v) > 6).length).toBe(0);
   });
+  it("'fa3-outliers' takes the outliers' standard deviation from outlierStd", () => {
+    const p = { ...DEFAULT_PROBLEM, hq: 4, hk: 4, nq: 256, nk: 256, d: 64, dv: 64 };
+    const spread = (outlierStd?: number) => {
+      const x = randomInputs(p, { seed: 5, distribution: 'fa3-outliers', outlierStd });
+      const big = [...x.q, ...x.k, ...x.v].filter((v) => Math.abs(v) > 6);
+      return Math.sqrt(big.reduce((s, v) => s + v * v, 0) / big.length);
+    };
+    // Same draw, outliers scaled: their RMS grows about tenfold from sd 10 to sd 100.
+    expect(spread(100) / spread()).toBeGreaterThan(7);
+    expect(spread(10)).toBe(spread());
+  });
   it("'sink' gives the first keys over half of every row's attention", () => {
     const p = { ...DEFAULT_PROBLEM, nq: 32, nk: 128, d: 64, dv: 64 };
     const x = randomInputs(p, { seed: 9, distribution: 'sink' });

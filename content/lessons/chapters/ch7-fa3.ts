@@ -25,11 +25,11 @@ export const chapter7: Chapter = {
     },
     {
       kind: 'p',
-      text: '**Ping-pong.** With two consumer warpgroups, a barrier makes them take turns: while warpgroup 0 does its softmax, warpgroup 1 owns the tensor cores for its GEMMs, and the other way round (three take turns round-robin). In the trace below each step carries its warpgroup and covers 64 rows. The shipped kernel keeps this scheduler barrier only for 16-bit inputs up to $d = 128$ and FP8 from $d = 128$ (UseSchedulerBarrier in hopper/mainloop_fwd_sm90_tma_gmma_ws.hpp); at $d = 256$ in 16 bits the warpgroups run free.',
+      text: '**Ping-pong.** With two consumer warpgroups, a barrier makes them take turns: while warpgroup 0 does its softmax, warpgroup 1 owns the tensor cores for its GEMMs, and the other way round (three take turns round-robin). In the trace below each step carries its warpgroup and covers 64 rows. The shipped kernel keeps this scheduler barrier only for 16-bit inputs up to $d = 128$ and FP8 from $d = 128$ (UseSchedulerBarrier in hopper/mainloop_fwd_sm90_tma_gmma_ws.hpp@0251105a). Without it each warpgroup runs its own mainloop, held to the others only by the barriers of the K/V ring (flash_fwd_kernel_sm90.h@0251105a); they start together and do the same work, so the debugger lists each phase for every warpgroup before the next — load $d = 256$ in fp16, FP8 at $d = 64$, or switch ping-pong off below to see it.',
     },
     {
       kind: 'code-wins',
-      text: "FlashScope's first FA3 model, built from the paper's description (arXiv 2407.08608, §3.1: two consumer warpgroups), ran every head dimension with one 128-row tile and two consumers: 128×128 up to $d = 128$, 128×80 at $d = 256$. The shipped kernel (hopper/tile_size.h at Dao-AILab/flash-attention 0251105a) chooses per head dimension: 192×192 at $d \\le 64$ (192×128 causal) with three consumer warpgroups and $P$ going through shared memory, 192×144 at $d \\le 96$, 128×176 at $d \\le 128$ (128×128 causal), 128×128 or 128×112 at $d \\le 192$, 128×80 above; FP8 uses 128×224 at $d = 128$. The code wins: since 2026-11-26 the debugger, the hardware model and describe all read that table, $O$ is staged over the $V$ buffers rather than over $Q$, and $O$ is rescaled after the $P\\cdot V$ wait (before the GEMM at $d > 128$). docs/sources.md lists each claim with its line.",
+      text: "FlashScope's first FA3 model, built from the paper's description (arXiv 2407.08608, §3.1: two consumer warpgroups), ran every head dimension with one 128-row tile and two consumers: 128×128 up to $d = 128$, 128×80 at $d = 256$. The shipped kernel (hopper/tile_size.h at Dao-AILab/flash-attention 0251105a) chooses per head dimension: 192×192 at $d \\le 64$ (192×128 causal) with three consumer warpgroups and $P$ going through shared memory, 192×144 at $d \\le 96$, 128×176 at $d \\le 128$ (128×128 causal), 128×128 or 128×112 at $d \\le 192$, 128×80 above; FP8 uses 128×224 at $d = 128$. The code wins: since 2026-11-26 the debugger, the hardware model and describe all read that table, $O$ is staged over the $V$ buffers rather than over $Q$, and $O$ is rescaled after the $P\\cdot V$ wait (before the GEMM at $d > 128$). Ping-pong, which the paper (§3.1) describes with no condition on the head dimension, is compiled in only where UseSchedulerBarrier holds; since 2026-11-27 the debugger's step order follows it too (it had interleaved the warpgroups round-robin at every head dimension). docs/sources.md lists each claim with its line.",
     },
     {
       kind: 'p',
@@ -73,7 +73,8 @@ export const chapter7: Chapter = {
       on: true,
       off: false,
       kernelDefault: true,
-      explain: 'Off: the two warpgroups run in lockstep; the trace shows whole 128-row tiles.',
+      explain:
+        'Off: the warpgroups run side by side, as the kernel does where it has no scheduler barrier; the trace lists each phase for both before the next.',
     },
   ],
   hardware: {
@@ -113,18 +114,21 @@ export const chapter7: Chapter = {
       hint: 'Step to the first S = QKᵀ and look at which columns the S heatmap highlights.',
     },
     {
-      id: 'wg-rows',
-      prompt: 'How many query rows does one S = QKᵀ step cover in the loaded trace?',
+      id: 'turn-after-softmax',
+      prompt:
+        'Warpgroup 0 finishes the softmax (its row sum) of the first K/V block it visits. Which warpgroup does the next consumer step in the loaded trace belong to: 0 or 1?',
       kind: 'integer',
       answer: ({ run }) => {
-        const e = run.events[firstIndex(run.events, (x) => x.kind === 'qk')];
-        return e.tile.rows[1] - e.tile.rows[0];
+        const ev = run.events;
+        const i = firstIndex(ev, (e) => e.kind === 'rowsum' && e.warpgroup === 0);
+        const next = ev.slice(i + 1).find((e) => e.warpgroup !== undefined);
+        return next?.warpgroup ?? -1;
       },
       explain: ({ run }, a) =>
         run.request.features?.pingpong === false
-          ? `${a}: with ping-pong off the warpgroups work in lockstep and the trace shows the whole tile.`
-          : `${a}: with ping-pong on, each consumer warpgroup takes its own 64-row slice in turn.`,
-      hint: 'The step counter line names the tile; the S heatmap outlines the rows.',
+          ? `Warpgroup ${a}: with ping-pong off both warpgroups do their softmax at the same time and take the tensor cores together, so the trace lists warpgroup 1's softmax next. The kernel runs this way wherever it has no scheduler barrier (16-bit d > 128, FP8 d < 128).`
+          : `Warpgroup ${a}: the scheduler barrier gives warpgroup 0 the tensor cores for its next GEMMs while warpgroup 1 computes its softmax, and the turns go round-robin.`,
+      hint: 'Step to the first row sum of warpgroup 0 (the step line names the warpgroup) and step once more.',
     },
     {
       id: 'overlap-us',

@@ -28,6 +28,10 @@ export const chapter8: Chapter = {
     },
     {
       kind: 'p',
+      text: "**Head dim 256 and the pair on the timeline.** The main kernel's layout does not fit at $d = d_v = 256$ (two $S$ buffers and two 256-column $O$ would need 768 of TMEM's 512 columns), and interface.py sends every such problem to a separate kernel, sm100_hd256_2cta_fmha_forward.py (both at commit 0251105a of Dao-AILab/flash-attention), always in 2-CTA mode. Each CTA takes one 128-row Q tile, loaded as two 128-column halves; $S = QK^\\top$ is two MMAs (one per half of $d$) and $O \\mathrel{+}= PV$ two more (one per half of $d_v$), all of $M = 256$ over both CTAs. TMEM is full: $S_0$ and $S_1$ take columns 0-255, $O$ the other 256, and $P$ is written over $S$. A 4-stage ring carries $K$ and $V$ in 64-row halves per CTA; the leader issues $QK_{i}$ before $PV_{i-1}$, and correction rescales $O$ after every block with no threshold, then writes $O$ straight from registers. With 4 softmax and 4 correction warps per CTA the registers go to 256 and 160 per thread. The warp-role timeline draws both CTAs of a pair, leader above peer: the peer's MMA warp issues nothing, and the leader's MMA bars reach into its row because both SMs compute them; the peer's softmax waits for the leader's commit, and the leader's next $P\\cdot V$ waits for $P$ from both CTAs.",
+    },
+    {
+      kind: 'p',
       text: '**The 3/4 hand-off.** $P$ is written back into the $S$ columns of TMEM. The MMA warp does not wait for all of it: once the softmax warps have stored the first three quarters of $P$, the $P\\cdot V$ GEMM starts on them, and the last quarter arrives while it runs.',
     },
     {

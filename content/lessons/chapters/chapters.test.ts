@@ -160,11 +160,11 @@ describe('answers agree with float64 computations', () => {
     expect(Number(off)).toBeGreaterThan(Number(on));
   });
 
-  it('chapter 7: ping-pong off makes an S step cover the whole 128-row tile', () => {
+  it('chapter 7: with ping-pong warpgroup 0 takes its next GEMMs after its softmax; off, warpgroup 1 does its softmax next', () => {
     const c = chapterByNumber(7)!;
-    const q = c.questions.find((x) => x.id === 'wg-rows')!;
-    expect(q.answer(lessonContext(c, c.panes[0].preset, cache))).toBe(64);
-    expect(q.answer(lessonContext(c, { ...c.panes[0].preset, features: { pingpong: false } }, cache))).toBe(128);
+    const q = c.questions.find((x) => x.id === 'turn-after-softmax')!;
+    expect(q.answer(lessonContext(c, c.panes[0].preset, cache))).toBe(0);
+    expect(q.answer(lessonContext(c, { ...c.panes[0].preset, features: { pingpong: false } }, cache))).toBe(1);
   });
 });
 

@@ -30,7 +30,7 @@ describe('fa3 against the float64 reference', () => {
 
 describe('fa3 schedule', () => {
   it('with intraOverlap, S_next = Q·K_j is issued before O += P·V_{j-1}, and the softmax of S_next after it', () => {
-    const evs = trace(base, { pingpong: false });
+    const evs = trace(base, { pingpong: false }).filter((e) => e.warpgroup === undefined || e.warpgroup === 0);
     // Blocks go last to first: 3, 2, 1, 0.
     const qk2 = idx(evs, (e) => e.kind === 'qk' && e.inner === 2);
     const pv3 = idx(evs, (e) => e.kind === 'pv' && e.inner === 3);
@@ -43,7 +43,7 @@ describe('fa3 schedule', () => {
     expect(evs.filter((e) => e.kind === 'qk').map((e) => e.inner)).toEqual([3, 2, 1, 0]);
   });
   it('without intraOverlap each block finishes its softmax before its own P·V', () => {
-    const evs = trace(base, { pingpong: false, intraOverlap: false });
+    const evs = trace(base, { pingpong: false, intraOverlap: false }).filter((e) => e.warpgroup === undefined || e.warpgroup === 0);
     const kinds = evs.filter((e) => e.inner === 2 && !['load'].includes(e.kind)).map((e) => e.kind);
     expect(kinds).toEqual(['qk', 'rowmax', 'exp', 'rowsum', 'rescale', 'pv']);
     expect(idx(evs, (e) => e.kind === 'pv' && e.inner === 3)).toBeLessThan(idx(evs, (e) => e.kind === 'qk' && e.inner === 2));
@@ -63,13 +63,52 @@ describe('fa3 schedule', () => {
       .map((e) => `${e.kind}${e.warpgroup}`);
     expect(seq).toEqual(['qk0', 'qk1', 'rowmax0', 'exp0', 'rowsum0', 'qk0']);
   });
+  it('with the scheduler barrier off (16-bit d 256, FP8 d 64) the warpgroups run side by side: each phase for every warpgroup before the next', () => {
+    // Consumer phases in order, as "<kind><warpgroup>" for one K/V block, with consecutive repeats of a kind folded.
+    const phases = (p: AttentionProblem, features: Record<string, boolean> = {}) => {
+      const x = randomInputs(p, { seed: 3 });
+      const evs: TraceEvent[] = [];
+      const r = runToEnd(fa3, p, x, { trace: true, features, onEvent: (e) => evs.push(e) });
+      const j = evs.find((e) => e.kind === 'qk')!.inner - 1;
+      return { r, seq: evs.filter((e) => e.inner === j && e.kind !== 'load').map((e) => `${e.kind}${e.warpgroup}`) };
+    };
+    const sideBySide = 'qk0 qk1 rowmax0 exp0 rowsum0 rescale0 rowmax1 exp1 rowsum1 rescale1 pv0 pv1'.split(' ');
+    const d256 = phases({ ...base, nq: 128, nk: 320, d: 256, dv: 256 }); // 128×80: 2 warpgroups, 4 blocks
+    expect(d256.seq).toEqual(sideBySide);
+    expect(d256.r.schedule).toMatch(
+      /no scheduler barrier for 16-bit inputs at d > 128 \(UseSchedulerBarrier, hopper\/mainloop_fwd_sm90_tma_gmma_ws\.hpp@0251105a\)/,
+    );
+    const fp8 = phases({ ...base, nq: 192, nk: 480, dtype: 'fp8e4m3' }); // 192×160: 3 warpgroups, 3 blocks
+    expect(fp8.seq.filter((s) => s.startsWith('rowmax') || s.startsWith('qk'))).toEqual([
+      'qk0',
+      'qk1',
+      'qk2',
+      'rowmax0',
+      'rowmax1',
+      'rowmax2',
+    ]);
+    expect(fp8.r.schedule).toMatch(/for FP8 at d < 128/);
+    // The kernel's barrier at 16-bit d 128: round-robin, WG0's next GEMMs right after its own softmax.
+    const d128 = phases({ ...base, nq: 128, nk: 528, d: 128, dv: 128 }); // 128×176: 2 warpgroups, 3 blocks
+    expect(d128.seq).toEqual('qk0 qk1 rowmax0 exp0 rowsum0 rescale0 pv0 rowmax1 exp1 rowsum1 rescale1 pv1'.split(' '));
+    expect(d128.r.schedule).toMatch(/^Ping-pong: a scheduler barrier hands the tensor cores to the 2 consumer warpgroups in turn/);
+    // Switched off at d 128: side by side as at d 256.
+    const off = phases({ ...base, nq: 128, nk: 528, d: 128, dv: 128 }, { pingpong: false });
+    expect(off.seq).toEqual(sideBySide);
+    expect(off.r.schedule).toMatch(/^Ping-pong switched off/);
+    // The ping-pong switch cannot add a barrier the kernel lacks, and the numbers never move.
+    const forced = phases({ ...base, nq: 128, nk: 320, d: 256, dv: 256 }, { pingpong: true });
+    expect(forced.seq).toEqual(d256.seq);
+    expect(Array.from(off.r.o)).toEqual(Array.from(d128.r.o));
+  });
   it('the producer runs ahead by at most two K stages', () => {
     const evs = trace(base, { pingpong: false }, 16); // 8 blocks
     let kLoaded = 0;
     let kUsed = 0;
     for (const e of evs) {
       if (e.kind === 'load' && e.line === 'fa3.loadK') kLoaded++;
-      if (e.kind === 'qk') kUsed++;
+      // A stage is free once the last warpgroup has read it.
+      if (e.kind === 'qk' && e.warpgroup === 1) kUsed++;
       expect(kLoaded - kUsed).toBeLessThanOrEqual(2);
     }
     expect(kLoaded).toBe(8);

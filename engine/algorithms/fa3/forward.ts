@@ -12,11 +12,15 @@
 //   GEMM is in flight, and O is rescaled once it lands. The trace therefore interleaves two
 //   K/V blocks: qk(j), pv(j−1), rowmax/exp/rowsum(j), rescale. Off: qk(j), softmax(j), pv(j).
 //   Both orders compute the same numbers: acc ← (acc + P_{j−1}V_{j−1})·f_j either way.
-// - pingpong (default on): the consumer warpgroups take turns on the tensor cores (a
-//   scheduler barrier): WG0's GEMMs, then WG1's GEMMs while WG0 does its softmax, and so
-//   on, round-robin. Each warpgroup owns 64 rows of the Q tile, so the trace interleaves
-//   the warpgroups' row slices (events carry `warpgroup`). Off: the warpgroups run in
-//   lockstep and the trace shows the whole Q tile as one unit.
+// - pingpong (default on), where the kernel has a scheduler barrier (UseSchedulerBarrier:
+//   16-bit d ≤ 128, FP8 d ≥ 128; hopper/mainloop_fwd_sm90_tma_gmma_ws.hpp@0251105a l. 352-356):
+//   named barriers hand the tensor cores to the consumer warpgroups in turn — WG0's GEMMs,
+//   then WG1's while WG0 does its softmax, round-robin. Elsewhere, or switched off, each
+//   warpgroup runs its own mainloop (flash_fwd_kernel_sm90.h@0251105a, the consumer branch
+//   calls mainloop.mma per warpgroup) tied to the others only by the K/V pipeline's full and
+//   empty barriers; they start together and run the same program, so the trace lists each
+//   phase for every warpgroup before the next phase. Either way each warpgroup owns 64 rows
+//   of the Q tile and its events carry `warpgroup`.
 //
 // Tile sizes default to the kernel's table for 16-bit inputs (hopper/tile_size.h):
 //   d ≤ 64: 192 × (causal/window ? 128 : 192); d ≤ 96: 192 × (window ? 128 : 144);
@@ -32,7 +36,7 @@
 //   dtype fp8e4m3 / fp8e5m2: FA3's FP8 forward (engine/algorithms/fa3/fp8.ts): Q, K, V quantized
 //   per tensor or per tile, optionally after a Hadamard rotation of Q and K; S in fp32; P
 //   scaled and cast to e4m3 before P·V; O written in bf16. The kernel's 1-byte tile table
-//   (128×224 at d = 128). No ALiBi or sinks there; d = dv only.
+//   (128×224 at d = 128). No ALiBi or sinks there; d = dv, or d 192 with dv 128.
 //   d > 256: rejected (no kernel instance).
 
 import { isFp8, ProblemError, type AttentionProblem } from '../../core/problem.ts';
@@ -41,7 +45,7 @@ import { FA3_FP8_FEATURES, prepareFp8 } from './fp8.ts';
 import { kvHead, type AttentionInputs } from '../../core/inputs.ts';
 import { blockHasVisible } from '../../core/scores.ts';
 import { blockCount, resolveBlocks } from '../blocks.ts';
-import { fa3Config } from './tiles.ts';
+import { fa3Config, type Fa3Config } from './tiles.ts';
 import { readFeatures, type FeatureSpecs } from '../features.ts';
 import { Producer } from '../producer.ts';
 import * as step from '../tile-steps.ts';
@@ -58,7 +62,7 @@ export const FA3_SCHEDULE_FEATURES = {
   pingpong: {
     default: true,
     label: 'ping-pong',
-    doc: 'the two consumer warpgroups take turns on the tensor cores (named barriers), so one softmax hides under the other’s GEMMs',
+    doc: 'the consumer warpgroups take turns on the tensor cores (named barriers), so one softmax hides under the next one’s GEMMs; the kernel has this only for 16-bit d ≤ 128 and FP8 d ≥ 128, elsewhere (or off) the warpgroups run side by side',
   },
 } satisfies FeatureSpecs;
 
@@ -77,11 +81,52 @@ export const FA3_ROWS_PER_WARPGROUP = 64;
 /** Pipeline depth of the K and V rings. */
 export const FA3_STAGES = 2;
 
+/** The shipped kernel's configuration for a problem (hopper/ at 0251105a, through fa3Config). */
+function configFor(p: AttentionProblem): Fa3Config {
+  const local = p.window !== undefined && (p.window.left >= 0 || p.window.right >= 0);
+  return fa3Config({ d: p.d, dv: p.dv, dtype: p.dtype, causal: p.causal, local, softcap: p.softcap !== undefined && p.softcap > 0 });
+}
+
 /** The kernel's default tile for a problem (hopper/tile_size.h@0251105a through fa3Config). */
 export function fa3DefaultTile(p: AttentionProblem): { blockM: number; blockN: number } {
-  const local = p.window !== undefined && (p.window.left >= 0 || p.window.right >= 0);
-  const c = fa3Config({ d: p.d, dv: p.dv, dtype: p.dtype, causal: p.causal, local, softcap: p.softcap !== undefined && p.softcap > 0 });
+  const c = configFor(p);
   return { blockM: c.blockM, blockN: c.blockN };
+}
+
+const BARRIER_SRC = 'UseSchedulerBarrier, hopper/mainloop_fwd_sm90_tma_gmma_ws.hpp@0251105a';
+
+/**
+ * How the stepper orders its consumer warpgroups for this problem, and why: round-robin
+ * (ping-pong) only where the kernel has the scheduler barrier and the switch is on.
+ */
+export function fa3WarpgroupOrder(
+  p: AttentionProblem,
+  blockM: number,
+  pingpongSwitch: boolean,
+): { pingpong: boolean; warpgroups: number; why: string } {
+  const c = configFor(p);
+  const n = Math.ceil(blockM / FA3_ROWS_PER_WARPGROUP);
+  if (n < 2)
+    return {
+      pingpong: false,
+      warpgroups: n,
+      why: `One consumer warpgroup (block_m ${blockM}): there is no other warpgroup to take turns with.`,
+    };
+  const sideBySide = `the ${n} consumer warpgroups run side by side, each through its own mainloop (flash_fwd_kernel_sm90.h@0251105a), tied only by the K/V pipeline's full and empty barriers: the trace lists each phase for every warpgroup before the next phase`;
+  if (!c.schedulerBarrier) {
+    const where = p.dv > 256 ? 'at dv > 256' : isFp8(p.dtype) ? 'for FP8 at d < 128' : 'for 16-bit inputs at d > 128';
+    return {
+      pingpong: false,
+      warpgroups: n,
+      why: `No ping-pong: the kernel has no scheduler barrier ${where} (${BARRIER_SRC}), so ${sideBySide}.`,
+    };
+  }
+  if (!pingpongSwitch) return { pingpong: false, warpgroups: n, why: `Ping-pong switched off: ${sideBySide}.` };
+  return {
+    pingpong: true,
+    warpgroups: n,
+    why: `Ping-pong: a scheduler barrier hands the tensor cores to the ${n} consumer warpgroups in turn (${BARRIER_SRC}), so one warpgroup's softmax runs under the next one's GEMMs; the trace goes round-robin.`,
+  };
 }
 
 type Gen = Generator<TraceEvent, void, void>;
@@ -109,7 +154,7 @@ function* runFa3(p: AttentionProblem, x: AttentionInputs, opts: RunOptions): Ste
   const tr = blockCount(p.nq, blockM);
   const tc = blockCount(p.nk, blockN);
   const eb = ctx.eb;
-  const wgRows = f.pingpong ? FA3_ROWS_PER_WARPGROUP : blockM;
+  const order = fa3WarpgroupOrder(p, blockM, f.pingpong);
   const lse = new Float64Array(blockM);
 
   for (let b = 0; b < p.batch; b++) {
@@ -118,12 +163,11 @@ function* runFa3(p: AttentionProblem, x: AttentionInputs, opts: RunOptions): Ste
       for (let i = 0; i < tr; i++) {
         const r0 = i * blockM;
         const r1 = Math.min(p.nq, r0 + blockM);
-        // Consumer units: one per warpgroup row slice under pingpong, else the whole tile.
+        // One consumer unit per warpgroup: 64 rows of the tile each.
         const units: { st: step.RowState; at: step.At; cur: step.ScoreTile; next: step.ScoreTile }[] = [];
-        for (let w0 = r0, w = 0; w0 < r1; w0 += wgRows, w++) {
-          const rows = Math.min(r1, w0 + wgRows) - w0;
-          const at: step.At = { b, h, outer: i, inner: -1, qBlock: i };
-          if (f.pingpong) at.warpgroup = w;
+        for (let w0 = r0, w = 0; w0 < r1; w0 += FA3_ROWS_PER_WARPGROUP, w++) {
+          const rows = Math.min(r1, w0 + FA3_ROWS_PER_WARPGROUP) - w0;
+          const at: step.At = { b, h, outer: i, inner: -1, qBlock: i, warpgroup: w };
           units.push({
             st: new step.RowState(hk, w0, rows, p.dv),
             at,
@@ -248,16 +292,17 @@ function* runFa3(p: AttentionProblem, x: AttentionInputs, opts: RunOptions): Ste
         yield* prod.wait('Q');
         if (nb > 0) {
           const nu = units.length;
-          // Round-robin (pingpong) or lockstep (a single unit): G(0) of every unit, then per
-          // n: S_w(n) followed by G_w(n+1) — the next warpgroup's GEMMs overlap this softmax.
+          // G(0) of every unit; then per n, ping-pong: S_w(n) followed by G_w(n+1), so the next
+          // warpgroup's GEMMs overlap this softmax; side by side: S(n) of every unit, then G(n+1) of every unit.
           for (let w = 0; w < nu; w++) {
             yield* gemm(units[w], 0);
             releases(0, w === nu - 1);
             yield* prod.pump();
           }
           for (let n = 0; n < nb; n++) {
+            if (!order.pingpong) for (const u of units) yield* softmax(u, n);
             for (let w = 0; w < nu; w++) {
-              yield* softmax(units[w], n);
+              if (order.pingpong) yield* softmax(units[w], n);
               yield* gemm(units[w], n + 1);
               releases(n + 1, w === nu - 1);
               yield* prod.pump();
@@ -272,7 +317,7 @@ function* runFa3(p: AttentionProblem, x: AttentionInputs, opts: RunOptions): Ste
       }
     }
   }
-  const result: AlgorithmResult = { o, lse: lseOut, counters: ctx.tr.counters, blocks: { blockM, blockN } };
+  const result: AlgorithmResult = { o, lse: lseOut, counters: ctx.tr.counters, blocks: { blockM, blockN }, schedule: order.why };
   if (q8) result.stats = { flushedP: ctx.tally.flushedP, castP: ctx.tally.castP, saturated: q8.saturated };
   return result;
 }

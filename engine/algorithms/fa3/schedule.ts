@@ -449,7 +449,21 @@ export const fa3Hw: HwAlgorithm = {
   id: 'fa3',
   name: 'FlashAttention-3 (SM90: TMA producer, ping-pong consumers)',
   arch: [90],
-  switches: { pingpong: FA3_FEATURES.pingpong, intraOverlap: FA3_FEATURES.intraOverlap, stages: STAGES_SWITCH },
+  switches: {
+    pingpong: {
+      ...FA3_FEATURES.pingpong,
+      absent: (shape) =>
+        fa3Tiles(shape).schedulerBarrier
+          ? undefined
+          : `the kernel has no scheduler barrier here (UseSchedulerBarrier: 16-bit d ≤ 128 or FP8 d ≥ 128 only; hopper/mainloop_fwd_sm90_tma_gmma_ws.hpp@0251105a)`,
+    },
+    intraOverlap: {
+      ...FA3_FEATURES.intraOverlap,
+      absent: (shape) =>
+        fa3Tiles(shape).intraWgOverlap ? undefined : 'the kernel does not overlap here (IntraWGOverlap; hopper/tile_size.h@0251105a)',
+    },
+    stages: STAGES_SWITCH,
+  },
   // Sub-units are the consumer warpgroups, 64 rows each.
   geometry: (sheet) => ({ ctaRows: sheet.tiles.block_m, subRows: ROWS_PER_WG }),
   longestFirst: true,

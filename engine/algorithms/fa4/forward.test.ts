@@ -114,6 +114,15 @@ describe('fa4 software exp2', () => {
     expect(fa4Config({ d: 192, dv: 128, dtype: 'bf16', causal: true, nq: 4096 }).exp2).toEqual({ freq: 32, res: 4, startFrg: 1 });
     expect(fa4Config({ d: 192, dv: 128, dtype: 'bf16', causal: false, nq: 4096 }).exp2).toEqual({ freq: 16, res: 4, startFrg: 0 });
   });
+  it('takes the d = 256 kernel’s rows of _TUNING_CONFIG (every 14, the last 6, from fragment 0), causal or not, at any Nq', () => {
+    for (const causal of [false, true])
+      for (const nq of [64, 4096]) {
+        const c = fa4Config({ d: 256, dv: 256, dtype: 'bf16', causal, nq });
+        expect(c.exp2).toEqual({ freq: 14, res: 6, startFrg: 0 });
+        expect([c.ctaGroup, c.qStage, c.kvStage, c.dedicatedHd256]).toEqual([2, 2, 4, true]);
+        expect(c.registers).toEqual({ softmax: 256, correction: 160, other: 32 });
+      }
+  });
 });
 
 describe('fa4 lazy rescaling', () => {

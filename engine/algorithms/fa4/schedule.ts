@@ -12,7 +12,11 @@
 // two CTAs on two SMs form a pair; the leader's MMA warp issues cta_group::2 MMAs of
 // M = 256 rows, each CTA's tensor core computing its own 128 rows into its own TMEM, and each
 // CTA holds half of every K/V tile in SMEM, so a stage costs half the bytes and the ring is
-// deeper. TMEM: S0 at column 0, S1 at 128, O_i after them; P_i (16-bit) over the second
+// deeper. Q tile s of the pair's m-block goes to the leader for even, the peer for odd tile
+// indices (m_tile_idx = (m_block·q_stage + stage)·2 + rank, l. 2129, 2716). One build holds
+// both CTAs (pair.ts): barriers the pipelines span across the cluster (consumer groups ×
+// cta_group_size, l. 989-1000) are one object with both CTAs' arrivals. d = dv = 256 runs the
+// dedicated kernel of hd256.ts. TMEM: S0 at column 0, S1 at 128, O_i after them; P_i (16-bit) over the second
 // half of S_i. SMEM: sScale, sQ × q_stage, sO × q_stage (over sQ at d = 192), the K/V ring
 // with min((224 KiB − sQ − sO) / stage bytes, 32) stages. For d = 192, dv = 128 on one CTA the
 // ring is uneven: Large (K) + Small (V) + Large, stage stride (L+S)/2, the middle stage
@@ -51,6 +55,8 @@ import {
 import { FA4_FEATURES } from './forward.ts';
 import type { Kernel, MemSpec } from '../../hw/scheduler.ts';
 import { FA4_TILE, exp2EmulatedShare, fa4Config, fa4HeadDimRefusal, type Fa4Config } from './tiles.ts';
+import { buildHd256, hd256Layout } from './hd256.ts';
+import { ctaSides, type CtaSide } from './pair.ts';
 
 /** Calibration (FA4 on B200 BF16, ~1600 TFLOP/s at d = 128): fraction of the tcgen05 datasheet rate reached in the loop. */
 export const UMMA_EFFICIENCY = 0.75;
@@ -96,6 +102,22 @@ interface Fa4Layout {
   unevenShift: number;
   stages: number;
   tmem: { s: number[]; p: number[]; o: number[] };
+}
+
+/** What does not fit or is not modelled, the same for both kernels. */
+function refusals(sheet: ResourceSheet, gpu: GpuSpec, shape: ProblemShape, f: HwFeatures): void {
+  if (gpu.sm !== 100) sheet.does_not_fit.push(`arch: FA4 is written for SM100 (tcgen05, TMEM); ${gpu.name} is SM${gpu.sm}`);
+  if (shape.dtype === 'fp32') sheet.does_not_fit.push('dtype: FA4 takes fp16 or bf16 inputs (its MMAs have no fp32 path)');
+  if (isFp8(shape.dtype))
+    sheet.does_not_fit.push('dtype: FlashScope models no FP8 path for FA4 (FP8 is modelled for FA3); pick fp16 or bf16');
+  const refusal = fa4HeadDimRefusal(shape.d, shape.dv, shape.dtype);
+  if (refusal) sheet.does_not_fit.push(`head dim: ${refusal}`);
+  else if (shape.dv > 256)
+    sheet.does_not_fit.push(
+      "head dim: the dv = 512 MLA shapes run upstream's MLA kernel (flash_fwd_mla_sm100.py, picked when qv is given: interface.py l. 1290-1305), which FlashScope does not model",
+    );
+  if (f.stages !== undefined && f.stages < 2)
+    sheet.does_not_fit.push(`stages: FA4 needs at least 2 K/V stages (K and V of one block are in flight together), got ${f.stages}`);
 }
 
 function layout(gpu: GpuSpec, shape: ProblemShape, f: HwFeatures): Fa4Layout {
@@ -175,8 +197,10 @@ function layout(gpu: GpuSpec, shape: ProblemShape, f: HwFeatures): Fa4Layout {
     sheet.notes.push('P_i is written over the second half of S_i (16-bit values, two per 32-bit column) once softmax has read S_i.');
   }
   const r = cfg.registers;
-  sheet.roles.push({ name: 'softmax0', warps: [0, 1, 2, 3], registers: r.softmax });
-  if (Q === 2) sheet.roles.push({ name: 'softmax1', warps: [4, 5, 6, 7], registers: r.softmax });
+  // The softmax warpgroups are the consumers, one per Q stage (flash_fwd_sm100.py@0251105a
+  // softmax0/1_warp_ids; q_stage 1 drops softmax1); correction serves both stages.
+  sheet.roles.push({ name: 'consumer0', kernel_name: 'softmax0', warps: [0, 1, 2, 3], registers: r.softmax });
+  if (Q === 2) sheet.roles.push({ name: 'consumer1', kernel_name: 'softmax1', warps: [4, 5, 6, 7], registers: r.softmax });
   sheet.roles.push(
     { name: 'correction', warps: [8, 9, 10, 11], registers: r.correction },
     { name: 'mma', warps: [12], registers: r.other },
@@ -185,30 +209,32 @@ function layout(gpu: GpuSpec, shape: ProblemShape, f: HwFeatures): Fa4Layout {
     { name: 'empty', warps: Q === 2 ? [15] : [15, 4, 5, 6, 7], registers: r.other },
   );
   if (Q === 1) sheet.notes.push('q_stage = 1 (seqlen_q ≤ 128): one Q tile, warps 4-7 join the empty warp.');
-  if (gpu.sm !== 100) sheet.does_not_fit.push(`arch: FA4 is written for SM100 (tcgen05, TMEM); ${gpu.name} is SM${gpu.sm}`);
-  if (shape.dtype === 'fp32') sheet.does_not_fit.push('dtype: FA4 takes fp16 or bf16 inputs (its MMAs have no fp32 path)');
-  if (isFp8(shape.dtype))
-    sheet.does_not_fit.push('dtype: FlashScope models no FP8 path for FA4 (FP8 is modelled for FA3); pick fp16 or bf16');
-  const refusal = fa4HeadDimRefusal(shape.d, shape.dv, shape.dtype);
-  if (refusal) sheet.does_not_fit.push(`head dim: ${refusal}`);
-  else if (cfg.dedicatedHd256)
-    sheet.does_not_fit.push(
-      "head dim: d = dv = 256 runs upstream's dedicated 2-CTA kernel (sm100_hd256_2cta_fmha_forward.py), which FlashScope does not model",
-    );
-  else if (shape.dv > 128)
-    sheet.does_not_fit.push(
-      "head dim: the dv = 512 MLA shapes run upstream's MLA kernel (flash_fwd_mla_sm100.py), which FlashScope does not model",
-    );
+  refusals(sheet, gpu, shape, f);
   if (uneven && f.stages !== undefined && f.stages !== 3)
     sheet.does_not_fit.push(`stages: the uneven d = 192, dv = 128 K/V ring (Large-Small-Large) has exactly 3 stages, got ${f.stages}`);
-  if (f.stages !== undefined && f.stages < 2)
-    sheet.does_not_fit.push(`stages: FA4 needs at least 2 K/V stages (K and V of one block are in flight together), got ${f.stages}`);
-  finishSheet(sheet, gpu);
+  finishSheet(sheet, gpu, true);
   return { cfg, sheet, qOff, oOff, kvBase, kBytes, vBytes, stride, unevenShift, stages, tmem: { s, p, o } };
 }
 
+/** The resource sheet of one CTA (in 2-CTA mode each CTA of the pair holds the same). */
+function resources(gpu: GpuSpec, shape: ProblemShape, f: HwFeatures): ResourceSheet {
+  const cfg = fa4Tiles(shape);
+  if (!cfg.dedicatedHd256) return layout(gpu, shape, f).sheet;
+  const { sheet } = hd256Layout(gpu, shape, cfg, f);
+  refusals(sheet, gpu, shape, f);
+  // warpgroup_reg_alloc(256) for the softmax warps (sm100_hd256_2cta_fmha_forward.py l. 1318).
+  return finishSheet(sheet, gpu, true);
+}
+
+/** Q rows of one CTA: q_stage tiles, or the one tile of the d = 256 kernel. */
+function ctaRows(cfg: Fa4Config): number {
+  return FA4_BLOCK_M * (cfg.dedicatedHd256 ? 1 : cfg.qStage);
+}
+
+/** One entry per CTA, or per CTA pair in 2-CTA mode (both CTAs visit the pair's K/V range). */
 function grid(_gpu: GpuSpec, shape: ProblemShape): CtaWork[] {
-  const rows = FA4_BLOCK_M * fa4Tiles(shape).qStage;
+  const cfg = fa4Tiles(shape);
+  const rows = ctaRows(cfg) * cfg.ctaGroup;
   const out: CtaWork[] = [];
   for (let b = 0; b < shape.batch; b++)
     for (let h = 0; h < shape.hq; h++)
@@ -233,11 +259,12 @@ export interface Fa4Load {
   kvIndex: number;
 }
 
-export function fa4LoadOrder(gpu: GpuSpec, shape: ProblemShape, f: HwFeatures, kvBlocks: number[], qBlock = 0): Fa4Load[] {
+export function fa4LoadOrder(gpu: GpuSpec, shape: ProblemShape, f: HwFeatures, kvBlocks: number[], qBlock = 0, rank: 0 | 1 = 0): Fa4Load[] {
   const L = layout(gpu, shape, f);
   const e = elemBytes(shape.dtype);
   const qBytes = FA4_BLOCK_M * L.cfg.dPad * e;
   const Q = L.cfg.qStage;
+  const G = L.cfg.ctaGroup;
   const out: Fa4Load[] = [];
   let c = 0;
   const kvLoad = (kind: 'K' | 'V', j: number) => {
@@ -250,7 +277,7 @@ export function fa4LoadOrder(gpu: GpuSpec, shape: ProblemShape, f: HwFeatures, k
     c++;
   };
   const q = (s: number) =>
-    out.push({ tile: `Q${Q * qBlock + s}`, kind: 'Q', stage: s, phase: 1, offset: L.qOff[s], bytes: qBytes, kvIndex: -1 });
+    out.push({ tile: `Q${(Q * qBlock + s) * G + rank}`, kind: 'Q', stage: s, phase: 1, offset: L.qOff[s], bytes: qBytes, kvIndex: -1 });
   if (kvBlocks.length === 0) return out;
   kvLoad('K', kvBlocks[0]);
   q(0);
@@ -264,35 +291,52 @@ export function fa4LoadOrder(gpu: GpuSpec, shape: ProblemShape, f: HwFeatures, k
 }
 
 function build(k: Kernel, ctx: BuildContext, work: CtaWork): void {
+  const cfg = fa4Tiles(ctx.shape);
+  if (cfg.dedicatedHd256) {
+    const L = hd256Layout(ctx.gpu, ctx.shape, cfg, ctx.features);
+    buildHd256(k, ctx, work, cfg, L, { efficiency: UMMA_EFFICIENCY, latency: UMMA_LATENCY, tmemBytesPerClk: TMEM_BYTES_PER_CLK });
+    return;
+  }
+  buildMain(k, ctx, work);
+}
+
+function buildMain(k: Kernel, ctx: BuildContext, work: CtaWork): void {
   const { gpu, shape, features: f } = ctx;
   const L = layout(gpu, shape, f);
   const p = prefix(ctx);
   const e = elemBytes(shape.dtype);
   const kv = kvBlocksOf(work);
   const n = kv.length;
-  const loads = fa4LoadOrder(gpu, shape, f, kv, work.qBlock);
+  const G = L.cfg.ctaGroup;
+  const sides = ctaSides(G);
+  const loadsOf = sides.map((side) => fa4LoadOrder(gpu, shape, f, kv, work.qBlock, side.rank));
+  const loads = loadsOf[0];
   const S = L.stages;
   // K/V loads by their index in the K0 V0 K1 V1 ... sequence: K of iteration i is 2i, V is 2i + 1.
   const kvLoads = loads.filter((x) => x.kvIndex >= 0);
   k.fifoUnits.add('tensor');
-  for (const b of L.sheet.smem.buffers) {
-    if (b.name === 'mbarriers' || b.name === 'tmem_holding') continue;
-    k.alloc({ space: 'smem', buffer: `${p}${b.name}`, stage: b.stage, offset: b.offset, bytes: b.bytes });
-  }
   const lanes = gpu.tmem?.lanes ?? 128;
-  const tmemSpec = (name: string, col: number, cols: number, action: 'fill' | 'release', tile: string): MemSpec => ({
+  for (const side of sides) {
+    for (const b of L.sheet.smem.buffers) {
+      if (b.name === 'mbarriers' || b.name === 'tmem_holding') continue;
+      k.alloc({ space: 'smem', buffer: `${p}${side.tag}${b.name}`, stage: b.stage, offset: b.offset, bytes: b.bytes });
+    }
+    for (const b of L.sheet.tmem?.buffers ?? [])
+      k.alloc({ space: 'tmem', buffer: `${p}${side.tag}tmem.${b.name}`, stage: 0, offset: b.column, bytes: b.columns * lanes * 4 });
+  }
+  const tmemSpec = (side: CtaSide, name: string, col: number, cols: number, action: 'fill' | 'release', tile: string): MemSpec => ({
     space: 'tmem',
-    buffer: `${p}tmem.${name}`,
+    buffer: `${p}${side.tag}tmem.${name}`,
     stage: 0,
     offset: col,
     bytes: cols * lanes * 4,
     action,
     tile,
   });
-  for (const b of L.sheet.tmem?.buffers ?? [])
-    k.alloc({ space: 'tmem', buffer: `${p}tmem.${b.name}`, stage: 0, offset: b.column, bytes: b.columns * lanes * 4 });
+  const each = (fn: (side: CtaSide) => MemSpec) => sides.map(fn);
 
   const rate = tensorRate(gpu, shape.dtype) * UMMA_EFFICIENCY;
+  // In a pair each SM's tensor core computes its own CTA's 128 rows of the M = 256 MMA.
   const qk = mmaCycles(FA4_BLOCK_M, FA4_BLOCK_N, shape.d, rate);
   const pv = mmaCycles(FA4_BLOCK_M, shape.dv, FA4_BLOCK_N, rate);
   const elems = FA4_BLOCK_M * FA4_BLOCK_N;
@@ -300,79 +344,151 @@ function build(k: Kernel, ctx: BuildContext, work: CtaWork): void {
   // start fragment come from _TUNING_CONFIG (fa4Config).
   const emuFrac = f.exp2Emulation ? exp2EmulatedShare(FA4_BLOCK_N, L.cfg.exp2) : 0;
   const Q = L.cfg.qStage;
-  const pair = L.cfg.ctaGroup === 2 ? ' (cta_group::2)' : '';
+  const pair = G === 2 ? ' (cta_group::2)' : '';
+  /** An MMA's phase: in a pair it serves Q tile s of both CTAs (pair-local tiles G·s and G·s + 1). */
+  const mmaPhase = (kinds: Parameters<typeof opPhase>[0], j: number, s: number) =>
+    G === 2 ? { ...opPhase(kinds, j, G * s), subEnd: G * s + 1 } : opPhase(kinds, j, s);
   const load = (bytes: number) => bytes / ctx.loadBytesPerClk;
   const tmemMove = (bytes: number) => bytes / TMEM_BYTES_PER_CLK;
+  /** Pair-local index of Q tile s of a CTA: the leader takes even, the peer odd tiles. */
+  const sub = (side: CtaSide, s: number) => G * s + side.rank;
+  const qTileName = (side: CtaSide, s: number) => `Q${(Q * work.qBlock + s) * G + side.rank}`;
 
-  const qFull = Array.from({ length: Q }, (_, s) => k.mbarrier(`${p}load_q_full[${s}]`));
+  // Barriers a cluster-wide pipeline completes once both CTAs arrived (TMA bytes of both
+  // halves, both CTAs' softmax or correction); the MMA's commits reach both CTAs.
+  const qFull = Array.from({ length: Q }, (_, s) => k.mbarrier(`${p}load_q_full[${s}]`, G));
   const kvFull: number[] = [];
   const kvEmpty: number[] = [];
   for (let s = 0; s < S; s++) {
-    kvFull.push(k.mbarrier(`${p}kv_full[${s}]`));
+    kvFull.push(k.mbarrier(`${p}kv_full[${s}]`, G));
     kvEmpty.push(
       k.mbarrier(`${p}kv_empty[${s}]`, 1, (ph) => {
         const ld = kvLoads[s + ph * S];
         return ld
-          ? { space: 'smem', buffer: `${p}sKV`, stage: s, offset: ld.offset, bytes: ld.bytes, action: 'release', tile: ld.tile }
+          ? each((side) => ({
+              space: 'smem',
+              buffer: `${p}${side.tag}sKV`,
+              stage: s,
+              offset: ld.offset,
+              bytes: ld.bytes,
+              action: 'release',
+              tile: ld.tile,
+            }))
           : null;
       }),
     );
   }
   const sFull = [0, 1].map((s) => k.mbarrier(`${p}S_full[${s}]`));
-  const corrFull = [0, 1].map((s) => k.mbarrier(`${p}softmax_corr_full[${s}]`));
-  const corrEmpty = [0, 1].map((s) => k.mbarrier(`${p}softmax_corr_empty[${s}]`));
-  const pFullORescaled = [0, 1].map((s) => k.mbarrier(`${p}P_full_O_rescaled[${s}]`, 2));
-  const pFull2 = [0, 1].map((s) => k.mbarrier(`${p}P_full_2[${s}]`));
+  const pFullORescaled = [0, 1].map((s) => k.mbarrier(`${p}P_full_O_rescaled[${s}]`, 2 * G));
+  const pFull2 = [0, 1].map((s) => k.mbarrier(`${p}P_full_2[${s}]`, G));
   const oFull = [0, 1].map((s) => k.mbarrier(`${p}O_full[${s}]`));
-  const epiFull = [0, 1].map((s) => k.mbarrier(`${p}corr_epi_full[${s}]`));
+  const local = sides.map((side) => ({
+    corrFull: [0, 1].map((s) => k.mbarrier(`${p}${side.tag}softmax_corr_full[${s}]`)),
+    corrEmpty: [0, 1].map((s) => k.mbarrier(`${p}${side.tag}softmax_corr_empty[${s}]`)),
+    epiFull: [0, 1].map((s) => k.mbarrier(`${p}${side.tag}corr_epi_full[${s}]`)),
+  }));
+  const R = L.cfg.registers;
 
-  // Load warp.
-  const ld = k.role({
-    name: `${p}load`,
-    warps: [14],
-    registers: L.cfg.registers.other,
-    job: `TMA loads: K, Q0${Q === 2 ? ', Q1' : ''}, V, then K/V from the last block down${pair ? ' (half of each K/V tile: the peer CTA loads the other half)' : ''}`,
-  });
-  for (const x of loads) {
-    if (x.kind === 'Q') {
-      ld.issue('tma', load(x.bytes), `tma ${x.tile}`, x.tile, {
-        phase: opPhase(['load'], null, x.stage, ['Q']),
-        latency: gpu.copyLatencyCycles,
-        arrive: [qFull[x.stage]],
-        mem: [{ space: 'smem', buffer: `${p}sQ`, stage: x.stage, offset: x.offset, bytes: x.bytes, action: 'fill', tile: x.tile }],
+  // Roles in pairs, leader above peer, so the timeline shows each job of the two CTAs side by side.
+  const roleOf = <T>(fn: (side: CtaSide) => T): T[] => sides.map(fn);
+  const lds = roleOf((side) =>
+    k.role({
+      name: `${p}${side.tag}load`,
+      warps: [14],
+      registers: R.other,
+      job: `TMA loads: K, Q0${Q === 2 ? ', Q1' : ''}, V, then K/V from the last block down${G === 2 ? ` (rows ${side.rank === 0 ? '0-63' : '64-127'} of each K/V tile; its bytes count on the leader's barriers)` : ''}`,
+    }),
+  );
+  const mmas = roleOf((side) =>
+    k.role({
+      name: `${p}${side.tag}mma`,
+      warps: [12],
+      registers: R.other,
+      job:
+        G === 1
+          ? 'issues every tcgen05 MMA: S = Q·Kᵀ into TMEM, O += P·V with P read from TMEM'
+          : side.rank === 0
+            ? "issues every tcgen05 MMA with cta_group::2: M = 256 over this CTA's rows and its peer's, each half into its own CTA's TMEM"
+            : "issues nothing (is_leader_cta is false): this SM's tensor core runs the leader's cta_group::2 MMAs",
+    }),
+  );
+  const sms: { side: number; s: number; role: ReturnType<Kernel['role']> }[] = [];
+  for (let s = 0; s < Q; s++)
+    for (const [r, side] of sides.entries())
+      sms.push({
+        side: r,
+        s,
+        role: k.role({
+          name: `${p}${side.tag}softmax${s}`,
+          warps: [4 * s, 4 * s + 1, 4 * s + 2, 4 * s + 3],
+          registers: R.softmax,
+          job: `online softmax of ${qTileName(side, s)}: S from ${G === 2 ? 'its own' : ''} TMEM, P back over half of S`.replace(
+            'from  TMEM',
+            'from TMEM',
+          ),
+        }),
       });
-      continue;
+  const corrs = roleOf((side) =>
+    k.role({
+      name: `${p}${side.tag}correction`,
+      warps: [8, 9, 10, 11],
+      registers: R.correction,
+      job: `rescales O in ${G === 2 ? 'its own ' : ''}TMEM when a row max moved; normalizes O at the end`,
+    }),
+  );
+  const epis = roleOf((side) =>
+    k.role({ name: `${p}${side.tag}epilogue`, warps: [13], registers: R.other, job: 'TMA store of O from SMEM' }),
+  );
+  roleOf((side) =>
+    k.role({
+      name: `${p}${side.tag}empty`,
+      warps: Q === 2 ? [15] : [15, 4, 5, 6, 7],
+      registers: R.other,
+      job: 'idle: gives its registers to the others',
+    }),
+  );
+
+  // Load warps.
+  for (const [r, side] of sides.entries()) {
+    const ld = lds[r];
+    const unit = side.unit('tma');
+    for (const x of loadsOf[r]) {
+      if (x.kind === 'Q') {
+        ld.issue(unit, load(x.bytes), `tma ${x.tile}`, x.tile, {
+          phase: opPhase(['load'], null, sub(side, x.stage), ['Q']),
+          latency: gpu.copyLatencyCycles,
+          arrive: [qFull[x.stage]],
+          mem: [
+            { space: 'smem', buffer: `${p}${side.tag}sQ`, stage: x.stage, offset: x.offset, bytes: x.bytes, action: 'fill', tile: x.tile },
+          ],
+        });
+        continue;
+      }
+      const round = Math.floor(x.kvIndex / S);
+      ld.wait(kvEmpty[x.stage], round - 1);
+      // Uneven ring: a K landing in stage 0 overlaps the Large tile the middle stage held last round.
+      if (L.unevenShift > 0 && x.kind === 'K' && x.stage === 0) ld.wait(kvEmpty[1], round - 1);
+      ld.issue(unit, load(x.bytes), `tma ${x.tile}`, x.tile, {
+        phase: opPhase(['load'], Number(x.tile.slice(1)), null, [x.kind]),
+        latency: gpu.copyLatencyCycles,
+        arrive: [kvFull[x.stage]],
+        mem: [
+          { space: 'smem', buffer: `${p}${side.tag}sKV`, stage: x.stage, offset: x.offset, bytes: x.bytes, action: 'fill', tile: x.tile },
+        ],
+      });
     }
-    const round = Math.floor(x.kvIndex / S);
-    ld.wait(kvEmpty[x.stage], round - 1);
-    // Uneven ring: a K landing in stage 0 overlaps the Large tile the middle stage held last round.
-    if (L.unevenShift > 0 && x.kind === 'K' && x.stage === 0) ld.wait(kvEmpty[1], round - 1);
-    ld.issue('tma', load(x.bytes), `tma ${x.tile}`, x.tile, {
-      phase: opPhase(['load'], Number(x.tile.slice(1)), null, [x.kind]),
-      latency: gpu.copyLatencyCycles,
-      arrive: [kvFull[x.stage]],
-      mem: [{ space: 'smem', buffer: `${p}sKV`, stage: x.stage, offset: x.offset, bytes: x.bytes, action: 'fill', tile: x.tile }],
-    });
   }
 
-  // MMA warp.
+  // The MMA warp (the leader's, in a pair).
   const kvOf = (kind: 'K' | 'V', i: number) => kvLoads[2 * i + (kind === 'K' ? 0 : 1)];
-  const R = L.cfg.registers;
-  const mma = k.role({
-    name: `${p}mma`,
-    warps: [12],
-    registers: R.other,
-    job: pair
-      ? "issues every tcgen05 MMA with cta_group::2: M = 256 over this CTA's rows and its peer's, each half into its own CTA's TMEM"
-      : 'issues every tcgen05 MMA: S = Q·Kᵀ into TMEM, O += P·V with P read from TMEM',
-  });
+  const mma = mmas[0];
   const qkOp = (s: number, i: number, extraArrive: number[]) => {
     mma.issue('tensor', qk, `S${s}=Q${s}·K${kv[i]}ᵀ${pair}`, `S${s}`, {
-      phase: opPhase(['qk'], kv[i], s),
+      phase: mmaPhase(['qk'], kv[i], s),
       latency: UMMA_LATENCY,
       chunks: 1,
       arrive: [sFull[s], ...extraArrive],
-      memBegin: [tmemSpec(`S${s}`, L.tmem.s[s], FA4_BLOCK_N, 'fill', `S${s}.${kv[i]}`)],
+      memBegin: each((side) => tmemSpec(side, `S${s}`, L.tmem.s[s], FA4_BLOCK_N, 'fill', `S${s}.${kv[i]}`)),
     });
   };
   const pvOps = (i: number, last: boolean) => {
@@ -380,17 +496,17 @@ function build(k: Kernel, ctx: BuildContext, work: CtaWork): void {
     for (let s = 0; s < Q; s++) {
       mma.wait(pFullORescaled[s], i);
       mma.issue('tensor', pv * 0.75, `O${s}+=P${s}·V${kv[i]} (3/4)${pair}`, `O${s}`, {
-        phase: opPhase(['pv'], kv[i], s),
+        phase: mmaPhase(['pv'], kv[i], s),
         latency: 0,
-        memBegin: i === 0 ? [tmemSpec(`O${s}`, L.tmem.o[s], shape.dv, 'fill', `O${s}`)] : undefined,
+        memBegin: i === 0 ? each((side) => tmemSpec(side, `O${s}`, L.tmem.o[s], shape.dv, 'fill', `O${s}`)) : undefined,
       });
       mma.wait(pFull2[s], i);
       const arrive = [...(last ? [oFull[s]] : []), ...(s === Q - 1 ? [kvEmpty[vx.stage]] : [])];
       mma.issue('tensor', pv * 0.25, `O${s}+=P${s}·V${kv[i]} (last 1/4)${pair}`, `O${s}`, {
-        phase: opPhase(['pv'], kv[i], s),
+        phase: mmaPhase(['pv'], kv[i], s),
         latency: UMMA_LATENCY,
         arrive,
-        memDone: [tmemSpec(`P${s}`, L.tmem.p[s], FA4_BLOCK_N / 2, 'release', `P${s}.${kv[i]}`)],
+        memDone: each((side) => tmemSpec(side, `P${s}`, L.tmem.p[s], FA4_BLOCK_N / 2, 'release', `P${s}.${kv[i]}`)),
       });
       if (!last && s === 0) mma.wait(kvFull[kvOf('K', i + 1).stage], Math.floor(kvOf('K', i + 1).kvIndex / S));
       if (!last) qkOp(s, i + 1, s === Q - 1 ? [kvEmpty[kvOf('K', i + 1).stage]] : []);
@@ -412,123 +528,123 @@ function build(k: Kernel, ctx: BuildContext, work: CtaWork): void {
     }
   }
 
-  // Softmax warpgroups.
-  for (let s = 0; s < Q; s++) {
-    const sm = k.role({
-      name: `${p}softmax${s}`,
-      warps: [4 * s, 4 * s + 1, 4 * s + 2, 4 * s + 3],
-      registers: R.softmax,
-      job: `online softmax of Q tile ${s}: S from TMEM, P back over half of S`,
-    });
+  // Softmax warpgroups, each on its own CTA's SM.
+  for (const { side: r, s, role: sm } of sms) {
+    const side = sides[r];
+    const u = side.unit;
+    const B = local[r];
+    const ix = sub(side, s);
     for (let i = 0; i < n; i++) {
       const j = kv[i];
       sm.wait(sFull[s], i);
-      sm.exec('tmem', tmemMove(elems * 4), `tcgen05.ld S${s}`, `S${s}`, {
-        phase: opPhase(['mask'], j, s),
-        memDone: [tmemSpec(`S${s}`, L.tmem.s[s], FA4_BLOCK_N, 'release', `S${s}.${j}`)],
+      sm.exec(u('tmem'), tmemMove(elems * 4), `tcgen05.ld S${s}`, `S${s}`, {
+        phase: opPhase(['mask'], j, ix),
+        memDone: [tmemSpec(side, `S${s}`, L.tmem.s[s], FA4_BLOCK_N, 'release', `S${s}.${j}`)],
       });
-      const masked = crossesDiagonal(shape, (Q * work.qBlock + s) * FA4_BLOCK_M, j, FA4_BLOCK_N);
+      const masked = crossesDiagonal(shape, (Q * G * work.qBlock + ix) * FA4_BLOCK_M, j, FA4_BLOCK_N);
       const emu = emuFrac;
-      if (masked) sm.exec('fma', (elems * 2) / (gpu.fmaPerClk * PACKED), 'causal mask', `S${s}`, { phase: opPhase(['mask'], j, s) });
-      sm.exec('fma', (elems * 1) / (gpu.fmaPerClk * PACKED), 'row max, scale to sScale', `S${s}`, { phase: opPhase(['rowmax'], j, s) });
-      sm.arrive(corrFull[s]);
-      sm.exec('fma', elems / (gpu.fmaPerClk * PACKED), 'x·scale − max', `S${s}`, { phase: opPhase(['exp'], j, s) });
+      if (masked) sm.exec(u('fma'), (elems * 2) / (gpu.fmaPerClk * PACKED), 'causal mask', `S${s}`, { phase: opPhase(['mask'], j, ix) });
+      sm.exec(u('fma'), (elems * 1) / (gpu.fmaPerClk * PACKED), 'row max, scale to sScale', `S${s}`, { phase: opPhase(['rowmax'], j, ix) });
+      sm.arrive(B.corrFull[s]);
+      sm.exec(u('fma'), elems / (gpu.fmaPerClk * PACKED), 'x·scale − max', `S${s}`, { phase: opPhase(['exp'], j, ix) });
       if (emu < 1)
-        sm.exec('mufu', (elems * (1 - emu)) / gpu.mufuPerClk, `exp2 MUFU (${Math.round((1 - emu) * 100)}%)`, `P${s}`, {
-          phase: opPhase(['exp'], j, s),
+        sm.exec(u('mufu'), (elems * (1 - emu)) / gpu.mufuPerClk, `exp2 MUFU (${Math.round((1 - emu) * 100)}%)`, `P${s}`, {
+          phase: opPhase(['exp'], j, ix),
         });
       if (emu > 0)
         sm.exec(
-          'fma',
+          u('fma'),
           (elems * emu * EXP2_POLY_FMA_OPS) / (gpu.fmaPerClk * PACKED),
           `exp2 cubic polynomial (${Math.round(emu * 100)}%)`,
           `P${s}`,
-          { phase: opPhase(['exp'], j, s) },
+          { phase: opPhase(['exp'], j, ix) },
         );
-      sm.exec('tmem', tmemMove((elems * e * 3) / 4), `tcgen05.st P${s} (3/4)`, `P${s}`, {
-        phase: opPhase(['exp'], j, s),
-        mem: [tmemSpec(`P${s}`, L.tmem.p[s], FA4_BLOCK_N / 2, 'fill', `P${s}.${j}`)],
+      sm.exec(u('tmem'), tmemMove((elems * e * 3) / 4), `tcgen05.st P${s} (3/4)`, `P${s}`, {
+        phase: opPhase(['exp'], j, ix),
+        mem: [tmemSpec(side, `P${s}`, L.tmem.p[s], FA4_BLOCK_N / 2, 'fill', `P${s}.${j}`)],
       });
       sm.arrive(pFullORescaled[s]);
-      sm.exec('tmem', tmemMove((elems * e) / 4), `tcgen05.st P${s} (last 1/4)`, `P${s}`, { phase: opPhase(['exp'], j, s) });
+      sm.exec(u('tmem'), tmemMove((elems * e) / 4), `tcgen05.st P${s} (last 1/4)`, `P${s}`, { phase: opPhase(['exp'], j, ix) });
       sm.arrive(pFull2[s]);
-      sm.wait(corrEmpty[s], i);
-      sm.exec('fma', (elems * (SOFTMAX_FMA_OPS - 2)) / (gpu.fmaPerClk * PACKED), 'row sum, cvt', `P${s}`, {
-        phase: opPhase(['rowsum'], j, s),
+      sm.wait(B.corrEmpty[s], i);
+      sm.exec(u('fma'), (elems * (SOFTMAX_FMA_OPS - 2)) / (gpu.fmaPerClk * PACKED), 'row sum, cvt', `P${s}`, {
+        phase: opPhase(['rowsum'], j, ix),
       });
     }
   }
 
-  // Correction warpgroup.
-  const corr = k.role({
-    name: `${p}correction`,
-    warps: [8, 9, 10, 11],
-    registers: R.correction,
-    job: 'rescales O in TMEM when a row max moved; normalizes O at the end',
-  });
+  // Correction warpgroup and epilogue warp of each CTA.
   const oBytes = FA4_BLOCK_M * shape.dv * 4;
-  for (let i = 0; i < n; i++) {
-    for (let s = 0; s < Q; s++) {
-      corr.wait(corrFull[s], i);
-      corr.exec('fma', (FA4_BLOCK_M * 4) / gpu.fmaPerClk, 'read scale, vote', `O${s}`, { phase: opPhase(['rescale'], kv[i], s) });
-      // Without lazy rescaling every block after the first multiplies O by exp2(m_old − m_new).
-      // With it, O is rescaled only where the vote finds a row whose max grew by more than
-      // 2^8: the iterations the numeric run reports (rescaleAt), else none once the first
-      // block has set the max (growth that large needs outlier scores).
-      const rescale = i > 0 && (f.lazyRescale ? (f.rescaleAt?.includes(i) ?? false) : true);
-      if (rescale) {
-        const rescaled = { phase: opPhase(['rescale'], kv[i], s) };
-        corr.exec('tmem', tmemMove(oBytes), `tcgen05.ld O${s}`, `O${s}`, rescaled);
-        corr.exec('fma', (FA4_BLOCK_M * shape.dv) / (gpu.fmaPerClk * PACKED), `O${s} *= exp2(m_old − m_new)`, `O${s}`, rescaled);
-        corr.exec('tmem', tmemMove(oBytes), `tcgen05.st O${s}`, `O${s}`, rescaled);
-      }
-      corr.arrive(pFullORescaled[s]);
-      corr.arrive(corrEmpty[s]);
-    }
-  }
   const qBytes = FA4_BLOCK_M * L.cfg.dPad * e;
   const oTile = FA4_BLOCK_M * shape.dv * e;
-  const qTileName = (s: number) => `Q${Q * work.qBlock + s}`;
-  for (let s = 0; s < Q; s++) {
-    if (n === 0) break;
-    corr.wait(oFull[s], 0);
-    corr.exec('tmem', tmemMove(oBytes), `tcgen05.ld O${s}`, `O${s}`, {
-      phase: opPhase(['normalize'], null, s),
-      memDone: [tmemSpec(`O${s}`, L.tmem.o[s], shape.dv, 'release', `O${s}`)],
-    });
-    corr.exec('fma', (FA4_BLOCK_M * shape.dv * 2) / (gpu.fmaPerClk * PACKED), `O${s} / l, cvt`, `O${s}`, {
-      phase: opPhase(['normalize'], null, s),
-    });
-    // d 192 (overlap_sO_sQ): O is staged over sQ_s, whose Q was last read by the final S MMA, done before O_full.
-    if (L.cfg.overlapSOSQ)
-      corr.mem({ space: 'smem', buffer: `${p}sQ`, stage: s, offset: L.qOff[s], bytes: qBytes, action: 'release', tile: qTileName(s) });
-    const oBuf = 'sO';
-    corr.exec('smem', oTile / gpu.smemBytesPerClk, `st.shared O${s}`, `O${s}`, {
-      phase: opPhase(['write'], null, s, ['O']),
-      mem: [{ space: 'smem', buffer: `${p}${oBuf}`, stage: s, offset: L.oOff[s], bytes: oTile, action: 'fill', tile: `O${s}` }],
-    });
-    corr.arrive(epiFull[s]);
+  for (const [r, side] of sides.entries()) {
+    const u = side.unit;
+    const B = local[r];
+    const corr = corrs[r];
+    for (let i = 0; i < n; i++) {
+      for (let s = 0; s < Q; s++) {
+        const ix = sub(side, s);
+        corr.wait(B.corrFull[s], i);
+        corr.exec(u('fma'), (FA4_BLOCK_M * 4) / gpu.fmaPerClk, 'read scale, vote', `O${s}`, { phase: opPhase(['rescale'], kv[i], ix) });
+        // Without lazy rescaling every block after the first multiplies O by exp2(m_old − m_new).
+        // With it, O is rescaled only where the vote finds a row whose max grew by more than
+        // 2^8: the iterations the numeric run reports (rescaleAt), else none once the first
+        // block has set the max (growth that large needs outlier scores).
+        const rescale = i > 0 && (f.lazyRescale ? (f.rescaleAt?.includes(i) ?? false) : true);
+        if (rescale) {
+          const rescaled = { phase: opPhase(['rescale'], kv[i], ix) };
+          corr.exec(u('tmem'), tmemMove(oBytes), `tcgen05.ld O${s}`, `O${s}`, rescaled);
+          corr.exec(u('fma'), (FA4_BLOCK_M * shape.dv) / (gpu.fmaPerClk * PACKED), `O${s} *= exp2(m_old − m_new)`, `O${s}`, rescaled);
+          corr.exec(u('tmem'), tmemMove(oBytes), `tcgen05.st O${s}`, `O${s}`, rescaled);
+        }
+        corr.arrive(pFullORescaled[s]);
+        corr.arrive(B.corrEmpty[s]);
+      }
+    }
+    for (let s = 0; s < Q; s++) {
+      if (n === 0) break;
+      const ix = sub(side, s);
+      corr.wait(oFull[s], 0);
+      corr.exec(u('tmem'), tmemMove(oBytes), `tcgen05.ld O${s}`, `O${s}`, {
+        phase: opPhase(['normalize'], null, ix),
+        memDone: [tmemSpec(side, `O${s}`, L.tmem.o[s], shape.dv, 'release', `O${s}`)],
+      });
+      corr.exec(u('fma'), (FA4_BLOCK_M * shape.dv * 2) / (gpu.fmaPerClk * PACKED), `O${s} / l, cvt`, `O${s}`, {
+        phase: opPhase(['normalize'], null, ix),
+      });
+      // d 192 (overlap_sO_sQ): O is staged over sQ_s, whose Q was last read by the final S MMA, done before O_full.
+      if (L.cfg.overlapSOSQ)
+        corr.mem({
+          space: 'smem',
+          buffer: `${p}${side.tag}sQ`,
+          stage: s,
+          offset: L.qOff[s],
+          bytes: qBytes,
+          action: 'release',
+          tile: qTileName(side, s),
+        });
+      corr.exec(u('smem'), oTile / gpu.smemBytesPerClk, `st.shared O${s}`, `O${s}`, {
+        phase: opPhase(['write'], null, ix, ['O']),
+        mem: [{ space: 'smem', buffer: `${p}${side.tag}sO`, stage: s, offset: L.oOff[s], bytes: oTile, action: 'fill', tile: `O${s}` }],
+      });
+      corr.arrive(B.epiFull[s]);
+    }
+    const epi = epis[r];
+    for (let s = 0; s < Q; s++) {
+      if (n === 0) break;
+      const ix = sub(side, s);
+      const oName = qTileName(side, s).replace('Q', 'O');
+      epi.wait(B.epiFull[s], 0);
+      epi.issue(u('tma'), load(oTile), `tma store O${s}`, `O${s}`, {
+        phase: opPhase(['write'], null, ix, ['O']),
+        latency: gpu.copyLatencyCycles,
+        memDone: [
+          { space: 'smem', buffer: `${p}${side.tag}sO`, stage: s, offset: L.oOff[s], bytes: oTile, action: 'release', tile: `O${s}` },
+          hbmOut(shape, work, (Q * G * work.qBlock + ix) * FA4_BLOCK_M, FA4_BLOCK_M, oName),
+        ],
+      });
+    }
   }
-  const epi = k.role({ name: `${p}epilogue`, warps: [13], registers: R.other, job: 'TMA store of O from SMEM' });
-  for (let s = 0; s < Q; s++) {
-    if (n === 0) break;
-    epi.wait(epiFull[s], 0);
-    const oBuf = 'sO';
-    epi.issue('tma', load(oTile), `tma store O${s}`, `O${s}`, {
-      phase: opPhase(['write'], null, s, ['O']),
-      latency: gpu.copyLatencyCycles,
-      memDone: [
-        { space: 'smem', buffer: `${p}${oBuf}`, stage: s, offset: L.oOff[s], bytes: oTile, action: 'release', tile: `O${s}` },
-        hbmOut(shape, work, (Q * work.qBlock + s) * FA4_BLOCK_M, FA4_BLOCK_M, `O${Q * work.qBlock + s}`),
-      ],
-    });
-  }
-  k.role({
-    name: `${p}empty`,
-    warps: Q === 2 ? [15] : [15, 4, 5, 6, 7],
-    registers: R.other,
-    job: 'idle: gives its registers to the others',
-  });
 }
 
 export const fa4Hw: HwAlgorithm = {
@@ -536,15 +652,27 @@ export const fa4Hw: HwAlgorithm = {
   name: 'FlashAttention-4 (SM100: TMEM, tcgen05, softmax/correction warpgroups)',
   arch: [100],
   switches: {
-    lazyRescale: FA4_FEATURES.lazyRescale,
+    lazyRescale: {
+      ...FA4_FEATURES.lazyRescale,
+      absent: (shape) =>
+        fa4Tiles(shape).dedicatedHd256
+          ? 'the d = 256 kernel rescales O after every block, with no threshold (correction_rescale, sm100_hd256_2cta_fmha_forward.py@0251105a)'
+          : undefined,
+    },
     exp2Emulation: FA4_FEATURES.exp2Emulation,
     stages: STAGES_SWITCH,
     rescaleAt: RESCALE_AT_SWITCH,
   },
   // A CTA holds q_stage Q tiles, each its own sub-unit (softmax warpgroup, correction stage).
-  geometry: (sheet) => ({ ctaRows: sheet.tiles.block_m * sheet.q_stage, subRows: sheet.tiles.block_m }),
-  longestFirst: true,
-  resources: (gpu, shape, f) => layout(gpu, shape, f).sheet,
+  // A grid entry is one CTA, or one pair in 2-CTA mode: sub-units are its 128-row Q tiles (pair-local index).
+  geometry: (sheet, shape) => {
+    const cfg = fa4Tiles(shape);
+    return { ctaRows: ctaRows(cfg) * cfg.ctaGroup, subRows: sheet.tiles.block_m };
+  },
+  // The main kernel's tile scheduler hands out the longest CTAs first; the d = 256 kernel is
+  // not persistent (is_persistent = False, l. 115) and its blocks start in grid order.
+  longestFirst: (shape) => !fa4Tiles(shape).dedicatedHd256,
+  resources,
   grid,
   build,
   hbmBytes: ioBytes,

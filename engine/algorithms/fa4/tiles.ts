@@ -7,6 +7,9 @@
 //   accepted head dims: interface.py, _validate_head_dims (l. 112-128)
 //   K/V stages, sO in the budget, overlap_sO_sQ: flash_attn/cute/flash_fwd_sm100.py l. 248-251, 392-405
 //   registers: flash_fwd_sm100.py l. 359-378 with _TUNING_CONFIG (l. 100-111)
+//   the dedicated d = dv = 256 kernel's fixed settings (q_stage = its two d-halves, 4 K/V
+//     stages, registers 256/160/32): flash_attn/cute/sm100_hd256_2cta_fmha_forward.py
+//     l. 110, 149-164
 //   exp2 emulation frequency and start fragment: flash_fwd_sm100.py l. 244-246, 525-532;
 //   the pattern itself: flash_attn/cute/softmax.py, apply_exp2_convert (l. 361-400)
 
@@ -34,6 +37,7 @@ export interface Fa4Exp2 {
 export interface Fa4Config {
   blockM: number;
   blockN: number;
+  /** Q tiles per CTA; in the d = 256 kernel the two 128-column halves of its one Q tile. */
   qStage: 1 | 2;
   /** 2: a CTA pair runs cta_group::2 MMAs over 2 × 128 rows, each CTA holding half of every K/V tile. */
   ctaGroup: 1 | 2;
@@ -51,6 +55,8 @@ export interface Fa4Config {
 export const FA4_TILE = 128;
 const SMEM_BUDGET = 224 * 1024;
 const MAX_KV_STAGES = 32;
+/** The d = 256 kernel's K/V ring, fixed in _setup_attributes (sm100_hd256_2cta_fmha_forward.py l. 162). */
+const HD256_KV_STAGES = 4;
 
 type TuneKey = `${boolean}/${boolean}/${number}`;
 // _TUNING_CONFIG rows for SM100 (is_sm103 = False): (2-CTA, causal, padded d) → freq, start, registers.
@@ -100,19 +106,21 @@ export function fa4Config(t: Fa4Input): Fa4Config {
   const dPad = pad16(t.d);
   const dvPad = pad16(t.dv);
   const local = t.local === true;
-  const qStage: 1 | 2 = t.nq > blockM ? 2 : 1;
   const dedicatedHd256 = t.d === 256 && t.dv === 256;
+  // The d = 256 kernel ignores the q_stage it is passed and uses iterations_qk = 256 / 128 (l. 82-83, 161).
+  const qStage: 1 | 2 = dedicatedHd256 || t.nq > blockM ? 2 : 1;
   const twoCta = (!t.causal && !local && (dPad === 128 || dPad === 192) && dvPad === 128 && t.nq > 2 * blockM) || dedicatedHd256;
   const ctaGroup: 1 | 2 = twoCta ? 2 : 1;
   const e = dtypeBytes(t.dtype);
   const oBytes = isFp8(t.dtype) ? 2 : e;
-  const overlapSOSQ = dPad === 192 && dvPad >= 64;
+  const overlapSOSQ = !dedicatedHd256 && dPad === 192 && dvPad >= 64;
   const sQ = qStage * blockM * dPad * e;
   const sO = qStage * blockM * dvPad * oBytes;
   const qo = overlapSOSQ ? Math.max(sQ, sO) : sQ + sO;
   const perStage = Math.max(blockN * dPad * e, blockN * dvPad * e) / ctaGroup;
   let kvStage = Math.max(1, Math.min(Math.floor((SMEM_BUDGET - qo) / perStage), MAX_KV_STAGES));
   if (dPad === 192 && dvPad === 128 && kvStage === 2) kvStage = 3;
+  if (dedicatedHd256) kvStage = HD256_KV_STAGES;
   const tune = TUNING[`${twoCta}/${t.causal}/${dPad}`];
   let registers: Fa4Config['registers'];
   if (dPad < 96) registers = { softmax: 200, correction: 64, other: 48 };

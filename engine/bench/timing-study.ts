@@ -51,7 +51,8 @@ const dense = (n: number, d: number, causal: boolean): AttentionProblem => ({
   causal,
   dtype: 'fp32',
 });
-const decode = (hq: number, hk: number, nk: number): AttentionProblem => ({
+/** The benches' decoding shape: B 4, one query row, d 128. */
+export const decodeProblem = (hq: number, hk: number, nk: number): AttentionProblem => ({
   batch: 4,
   hq,
   hk,
@@ -75,8 +76,8 @@ export function studyShapes(paths: readonly WebGpuPath[], quick = false): StudyS
   if (!quick) shapes.push({ name: 'forward N8192 d128', path: flash, problem: dense(8192, 128, false) });
   if (paths.includes('flash-subgroups')) shapes.push({ name: `forward N${n} d64`, path: 'flash-subgroups', problem: dense(n, 64, false) });
   for (const nk of quick ? [1024] : [8192, 32768]) {
-    shapes.push({ name: `decode Hq16 Nk${nk}`, path: 'decode', problem: decode(16, 16, nk) });
-    shapes.push({ name: `decode Hq32 Hk8 Nk${nk}`, path: 'decode', problem: decode(32, 8, nk) });
+    shapes.push({ name: `decode Hq16 Nk${nk}`, path: 'decode', problem: decodeProblem(16, 16, nk) });
+    shapes.push({ name: `decode Hq32 Hk8 Nk${nk}`, path: 'decode', problem: decodeProblem(32, 8, nk) });
   }
   return shapes;
 }

@@ -41,7 +41,7 @@ import type { MatrixTilePrefs } from '../webgpu/flash-matrix-kernel.ts';
 import { NO_ADAPTER_HELP, openNodeWebGpu } from '../webgpu/node-gpu.ts';
 import { checkSampledRows } from '../webgpu/row-check.ts';
 import { timeSteady } from '../webgpu/steady-timing.ts';
-import { studyShapes, timingStudy } from './timing-study.ts';
+import { decodeProblem, studyShapes, timingStudy } from './timing-study.ts';
 import { DECODE_VARIANTS, KERNEL_VARIANTS } from '../webgpu/variants.ts';
 import { randomInputs, type InputDistribution } from '../core/inputs.ts';
 import { referenceAttention } from '../core/reference.ts';
@@ -104,17 +104,7 @@ if (DECODE_SHAPES.some(([hq, hk, nk]) => !(hq >= 1 && hk >= 1 && nk >= 1 && hq %
   );
   process.exit(2);
 }
-const decodeProblem = ([hq, hk, nk]: [number, number, number]): AttentionProblem => ({
-  batch: 4,
-  hq,
-  hk,
-  nq: 1,
-  nk,
-  d: 128,
-  dv: 128,
-  causal: false,
-  dtype: 'fp32',
-});
+
 const decodeKey = ([hq, hk, nk]: [number, number, number]) => `decode Hq${hq} Hk${hk} Nk${nk}`;
 const tableKey = (n: number, d: number, causal: boolean) => `N${n} d${d}${causal ? ' causal' : ''}`;
 /** --matrix-prefs: the subgroup-matrix tiles the grid and the residency study run. */
@@ -291,7 +281,7 @@ function printSummary(anchor: AnchorRun, summary: Map<string, Measured | string>
   console.log('|---|---|---|---|---|');
   for (const sh of decodes) {
     const m = summary.get(decodeKey(sh))!;
-    const p = decodeProblem(sh);
+    const p = decodeProblem(...sh);
     const a = anchorMs(decodeKey(sh));
     // The anchor's minimum traffic, counted as measure() does but with 2-byte elements.
     const bytes16 = p.batch * (p.hq * p.nq * p.d + p.hk * p.nk * (p.d + p.dv)) * 2 + p.batch * p.hq * p.nq * p.dv * 2;
@@ -643,7 +633,7 @@ async function main(): Promise<number> {
   // Flash-decoding: one query row per head against a long KV cache; GQA shapes read each
   // group's K/V once for all its query heads (GB/s counts unique K/V bytes).
   for (const sh of quick || args.includes('--no-decode') ? [] : DECODE_SHAPES) {
-    const p = decodeProblem(sh);
+    const p = decodeProblem(...sh);
     console.log(`\ndecode B=4 Hq=${p.hq} Hk=${p.hk} Nq=1 Nk=${p.nk} d=128`);
     const dec = await measure(ctx, p, 'decode', REPS);
     summary.set(decodeKey(sh), dec);

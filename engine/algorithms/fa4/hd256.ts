@@ -41,7 +41,7 @@ import {
   type ProblemShape,
 } from '../../hw/model.ts';
 import type { Kernel, MemSpec } from '../../hw/scheduler.ts';
-import { ctaSides, type CtaSide } from './pair.ts';
+import { allocCtaMemory, ctaSides, type CtaSide } from './pair.ts';
 import { exp2EmulatedShare, type Fa4Config } from './tiles.ts';
 
 /** Rows of one CTA's Q tile and keys per K/V block (l. 79-81). */
@@ -138,22 +138,7 @@ export function buildHd256(
   const sides = ctaSides(2);
   const lanes = gpu.tmem?.lanes ?? 128;
   k.fifoUnits.add('tensor');
-  for (const side of sides) {
-    for (const b of L.sheet.smem.buffers)
-      if (b.name !== 'mbarriers')
-        k.alloc({ space: 'smem', buffer: `${p}${side.tag}${b.name}`, stage: b.stage, offset: b.offset, bytes: b.bytes });
-    for (const b of L.sheet.tmem?.buffers ?? [])
-      k.alloc({ space: 'tmem', buffer: `${p}${side.tag}tmem.${b.name}`, stage: 0, offset: b.column, bytes: b.columns * lanes * 4 });
-  }
-  const tm = (side: CtaSide, name: string, col: number, cols: number, action: 'fill' | 'release', tile: string): MemSpec => ({
-    space: 'tmem',
-    buffer: `${p}${side.tag}tmem.${name}`,
-    stage: 0,
-    offset: col,
-    bytes: cols * lanes * 4,
-    action,
-    tile,
-  });
+  const tm = allocCtaMemory(k, sides, L.sheet, p, lanes, ['mbarriers']);
   const both = (fn: (side: CtaSide) => MemSpec) => sides.map(fn);
   const rate = tensorRate(gpu, shape.dtype) * umma.efficiency;
   // Each SM's tensor core computes its CTA's 128 rows of an M = 256 MMA.

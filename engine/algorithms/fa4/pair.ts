@@ -6,6 +6,9 @@
 // sm100_hd256_2cta_fmha_forward.py@0251105a l. 630, 1070-1071). The peer's units carry a
 // ".peer" suffix: the same unit families on the other SM, so each SM's pipes stay its own.
 
+import type { ResourceSheet } from '../../hw/events.ts';
+import type { Kernel, MemSpec } from '../../hw/scheduler.ts';
+
 export interface CtaSide {
   /** "leader" / "peer" in a pair, "" for a lone CTA. */
   name: '' | 'leader' | 'peer';
@@ -29,4 +32,37 @@ export function ctaSides(ctaGroup: 1 | 2): CtaSide[] {
 /** A unit that belongs to the peer CTA's SM. */
 export function isPeerUnit(unit: string): boolean {
   return unit.endsWith('.peer');
+}
+
+/** A TMEM fill or release of one CTA's buffer, as the schedules hand it to an op. */
+export type TmemAccess = (side: CtaSide, name: string, col: number, cols: number, action: 'fill' | 'release', tile: string) => MemSpec;
+
+/**
+ * Lays out every CTA's SMEM buffers (all but `skip`) and TMEM buffers from the sheet, each
+ * under its CTA's tag, and returns how the schedule names a TMEM access of one of them.
+ */
+export function allocCtaMemory(
+  k: Kernel,
+  sides: readonly CtaSide[],
+  sheet: ResourceSheet,
+  prefix: string,
+  lanes: number,
+  skip: readonly string[],
+): TmemAccess {
+  for (const side of sides) {
+    for (const b of sheet.smem.buffers)
+      if (!skip.includes(b.name))
+        k.alloc({ space: 'smem', buffer: `${prefix}${side.tag}${b.name}`, stage: b.stage, offset: b.offset, bytes: b.bytes });
+    for (const b of sheet.tmem?.buffers ?? [])
+      k.alloc({ space: 'tmem', buffer: `${prefix}${side.tag}tmem.${b.name}`, stage: 0, offset: b.column, bytes: b.columns * lanes * 4 });
+  }
+  return (side, name, col, cols, action, tile) => ({
+    space: 'tmem',
+    buffer: `${prefix}${side.tag}tmem.${name}`,
+    stage: 0,
+    offset: col,
+    bytes: cols * lanes * 4,
+    action,
+    tile,
+  });
 }

@@ -56,7 +56,7 @@ import { FA4_FEATURES } from './forward.ts';
 import type { Kernel, MemSpec } from '../../hw/scheduler.ts';
 import { FA4_TILE, exp2EmulatedShare, fa4Config, fa4HeadDimRefusal, type Fa4Config } from './tiles.ts';
 import { buildHd256, hd256Layout } from './hd256.ts';
-import { ctaSides, type CtaSide } from './pair.ts';
+import { allocCtaMemory, ctaSides, type CtaSide } from './pair.ts';
 
 /** Calibration (FA4 on B200 BF16, ~1600 TFLOP/s at d = 128): fraction of the tcgen05 datasheet rate reached in the loop. */
 export const UMMA_EFFICIENCY = 0.75;
@@ -316,23 +316,7 @@ function buildMain(k: Kernel, ctx: BuildContext, work: CtaWork): void {
   const kvLoads = loads.filter((x) => x.kvIndex >= 0);
   k.fifoUnits.add('tensor');
   const lanes = gpu.tmem?.lanes ?? 128;
-  for (const side of sides) {
-    for (const b of L.sheet.smem.buffers) {
-      if (b.name === 'mbarriers' || b.name === 'tmem_holding') continue;
-      k.alloc({ space: 'smem', buffer: `${p}${side.tag}${b.name}`, stage: b.stage, offset: b.offset, bytes: b.bytes });
-    }
-    for (const b of L.sheet.tmem?.buffers ?? [])
-      k.alloc({ space: 'tmem', buffer: `${p}${side.tag}tmem.${b.name}`, stage: 0, offset: b.column, bytes: b.columns * lanes * 4 });
-  }
-  const tmemSpec = (side: CtaSide, name: string, col: number, cols: number, action: 'fill' | 'release', tile: string): MemSpec => ({
-    space: 'tmem',
-    buffer: `${p}${side.tag}tmem.${name}`,
-    stage: 0,
-    offset: col,
-    bytes: cols * lanes * 4,
-    action,
-    tile,
-  });
+  const tmemSpec = allocCtaMemory(k, sides, L.sheet, p, lanes, ['mbarriers', 'tmem_holding']);
   const each = (fn: (side: CtaSide) => MemSpec) => sides.map(fn);
 
   const rate = tensorRate(gpu, shape.dtype) * UMMA_EFFICIENCY;

@@ -128,7 +128,7 @@ export const chapter7: Chapter = {
         run.request.features?.pingpong === false
           ? `Warpgroup ${a}: with ping-pong off both warpgroups do their softmax at the same time and take the tensor cores together, so the trace lists warpgroup 1's softmax next. The kernel runs this way wherever it has no scheduler barrier (16-bit d > 128, FP8 d < 128).`
           : `Warpgroup ${a}: the scheduler barrier gives warpgroup 0 the tensor cores for its next GEMMs while warpgroup 1 computes its softmax, and the turns go round-robin.`,
-      hint: 'Step to the first row sum of warpgroup 0 (the step line names the warpgroup) and step once more.',
+      hint: 'Step to the first row sum of the first warpgroup (the step line names the warpgroup), step once more and read whose step it is.',
     },
     {
       id: 'overlap-us',

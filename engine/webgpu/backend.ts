@@ -30,6 +30,13 @@ import {
   denseGroupHeads,
   type DecodeGroupPrefs,
 } from './decode-group-kernel.ts';
+import {
+  chooseDecodeMatrix,
+  decodeMatrixKernelWgsl,
+  decodeMatrixLayout,
+  DECODE_MATRIX_WORKGROUPS,
+  preferDecodeMatrix,
+} from './decode-matrix-kernel.ts';
 import { fillKernelWgsl } from './fill-kernel.ts';
 import { formatBytes, lseBinding, planWindows, windowRange, type BindingWindow, type TensorName } from './binding-windows.ts';
 import { halfToFloat, toHalfArray } from './half.ts';
@@ -60,7 +67,7 @@ export interface RunOptions {
   /** Decoding: the group kernel where it applies (the default), or always the scores-in-workgroup-memory split kernel. */
   decodeKernel?: 'group' | 'split';
   /** Decoding, group kernel: the benchmark's study of lanes per key, keys per step, threads and workgroups per dispatch. */
-  decodePrefs?: DecodeGroupPrefs & { workgroups?: number };
+  decodePrefs?: DecodeGroupPrefs & { workgroups?: number; matrix?: boolean };
   /** Flash paths: heads per launch-order group (grid-order.ts); the benchmark's study sets it, else chooseHeadGroup. */
   headGroup?: number;
   /**
@@ -391,32 +398,45 @@ export class AttentionRun extends GpuRun {
       // combine pass runs before the next window's split pass overwrites them.
       const wbh = this.windows[0].nb * this.windows[0].nh;
       const subgroupMin = this.ctx.paths.includes('flash-subgroups') ? this.ctx.subgroupMinSize : 0;
+      // Tensor cores for a key head's whole group where the adapter has f16 subgroup matrices.
+      const mat =
+        opts.decodeKernel !== 'split' &&
+        (opts.decodePrefs?.matrix ?? preferDecodeMatrix((p.hq / p.hk) * p.nq)) &&
+        this.ctx.paths.includes('flash-matrix')
+          ? chooseDecodeMatrix(p, scoreSpec(p), this.ctx.matrixConfigs, this.ctx.subgroupMinSize, this.ctx.subgroupMaxSize)
+          : undefined;
       const group =
         opts.decodeKernel === 'split'
           ? undefined
-          : chooseDecodeGroup(p, scoreSpec(p), subgroupMin, this.ctx.limits.maxWorkgroupStorage, {
+          : (mat ??
+            chooseDecodeGroup(p, scoreSpec(p), subgroupMin, this.ctx.limits.maxWorkgroupStorage, {
               groupHeads: denseGroupHeads(p),
               ...opts.decodePrefs,
-            });
+            }));
       // The group kernel: one workgroup per (split, key head); no scores in workgroup memory,
       // so splits may be long (decodeSplits).
       // Query heads per workgroup: a key head's group, or part of it (DecodeGroupPrefs.groupHeads).
       const groupHeads = group ? group.rows / p.nq : 1;
       const heads = wbh / groupHeads;
       const splits = group
-        ? decodeSplits(p.nk, heads, opts.decodePrefs?.workgroups ?? decodeWorkgroups(group.rows))
+        ? decodeSplits(p.nk, heads, opts.decodePrefs?.workgroups ?? (mat ? DECODE_MATRIX_WORKGROUPS : decodeWorkgroups(group.rows)))
         : Math.max(1, Math.ceil(p.nk / DECODE_SPLIT_MAX), Math.min(Math.ceil(2048 / wbh), Math.ceil(p.nk / 128)));
       const splitLen = Math.ceil(p.nk / splits / 4) * 4;
       const used = Math.ceil(p.nk / splitLen);
       const opart = await this.buffer('partial O', wbh * used * p.nq * p.dv * 4, GPUBufferUsage.STORAGE);
       const lpart = await this.buffer('partial LSE', wbh * used * p.nq * 4, GPUBufferUsage.STORAGE);
       this.config = `f16 Q, K, V (unpacked from u32 words), f32 arithmetic; ${
-        group
-          ? `${used} split${used > 1 ? 's' : ''} of ${splitLen} keys per key head, ${groupHeads * p.hk === p.hq ? `each read once for its ${group.rows} query row${group.rows > 1 ? 's' : ''}` : `each read by ${p.hq / p.hk / groupHeads} workgroups of ${group.rows} query row${group.rows > 1 ? 's' : ''}`}; ${group.lpk} lanes per key, ${group.ku} key${group.ku > 1 ? 's' : ''} per step, ${group.threads} threads, ${decodeGroupBytes(group)} B workgroup memory`
-          : `${used} split${used > 1 ? 's' : ''} of ${splitLen} keys, ${DECODE_THREADS} threads per split`
+        mat
+          ? `${used} split${used > 1 ? 's' : ''} of ${splitLen} keys per key head, each read once for its ${mat.rows} query row${mat.rows > 1 ? 's' : ''} as one ${mat.m}-row tile on ${mat.m}×${mat.n}×${mat.n} subgroup matrices, K/V staged through workgroup memory, ${mat.sg} threads, ${decodeMatrixLayout(mat).bytes} B workgroup memory`
+          : group && 'lpk' in group
+            ? `${used} split${used > 1 ? 's' : ''} of ${splitLen} keys per key head, ${groupHeads * p.hk === p.hq ? `each read once for its ${group.rows} query row${group.rows > 1 ? 's' : ''}` : `each read by ${p.hq / p.hk / groupHeads} workgroups of ${group.rows} query row${group.rows > 1 ? 's' : ''}`}; ${group.lpk} lanes per key, ${group.ku} key${group.ku > 1 ? 's' : ''} per step, ${group.threads} threads, ${decodeGroupBytes(group)} B workgroup memory`
+            : `${used} split${used > 1 ? 's' : ''} of ${splitLen} keys, ${DECODE_THREADS} threads per split`
       }`;
       const [psplit, pcomb] = await Promise.all([
-        pipeline(device, group ? decodeGroupKernelWgsl(group) : decodeSplitKernelWgsl(p.d, p.dv)),
+        pipeline(
+          device,
+          mat ? decodeMatrixKernelWgsl(mat) : group && 'lpk' in group ? decodeGroupKernelWgsl(group) : decodeSplitKernelWgsl(p.d, p.dv),
+        ),
         pipeline(device, decodeCombineKernelWgsl(p.d, p.dv)),
       ]);
       for (const w of this.windows) {

@@ -42,6 +42,7 @@ import {
 } from '../../hw/model.ts';
 import type { Kernel, MemSpec } from '../../hw/scheduler.ts';
 import { allocCtaMemory, ctaSides, type CtaSide } from './pair.ts';
+import { SmemPacker } from './smem-packer.ts';
 import { exp2EmulatedShare, type Fa4Config } from './tiles.ts';
 
 /** Rows of one CTA's Q tile and keys per K/V block (l. 79-81). */
@@ -72,24 +73,19 @@ export function hd256Layout(gpu: GpuSpec, shape: ProblemShape, cfg: Fa4Config, f
   sheet.kv_stage = cfg.kvStage;
   const qChunk = HD256_TILE * CHUNK * e;
   const kvChunk = (HD256_TILE / 2) * CHUNK * e;
-  let off = 0;
-  const push = (name: string, stage: number, bytes: number, align: number) => {
-    off = Math.ceil(off / align) * align;
-    sheet.smem.buffers.push({ name, stage, offset: off, bytes });
-    off += bytes;
-    return off - bytes;
-  };
+  const smem = new SmemPacker(sheet);
+  const push = smem.push.bind(smem);
   push('mbarriers', 0, STORAGE_BYTES, 8);
   // allocate_tensor(..., byte_alignment=128) for sQ, sK, sV and sSum (l. 767-791).
   const qOff = Array.from({ length: HALVES }, (_, c) => push('sQ', c, qChunk, c === 0 ? 128 : 1));
   const kOff = Array.from({ length: cfg.kvStage }, (_, s) => push('sK', s, kvChunk, s === 0 ? 128 : 1));
   const vOff = Array.from({ length: cfg.kvStage }, (_, s) => push('sV', s, kvChunk, s === 0 ? 128 : 1));
   push('sSum', 0, HD256_TILE * 4, 128);
-  sheet.smem.used_bytes = off;
+  sheet.smem.used_bytes = smem.end;
   const kb = (n: number) => `${n / 1024} KB`;
   sheet.notes.push(
     `d = dv = 256 runs upstream's dedicated kernel (sm100_hd256_2cta_fmha_forward.py): always a CTA pair with cta_group::2 MMAs of M = 256 (each CTA's 128 Q rows), N = 128, K = 128 — two MMAs per S (the halves of d) and two per P·V (the halves of dv).`,
-    `SMEM per CTA: 2 × sQ (the two 128-column halves of its Q tile) = ${kb(HALVES * qChunk)}, sK and sV of ${cfg.kvStage} × ${kb(kvChunk)} each (a stage holds 64 of a chunk's 128 rows; the peer holds the other 64), sSum; ${off} bytes. One ${cfg.kvStage}-stage ring sequences K and V chunks in load order.`,
+    `SMEM per CTA: 2 × sQ (the two 128-column halves of its Q tile) = ${kb(HALVES * qChunk)}, sK and sV of ${cfg.kvStage} × ${kb(kvChunk)} each (a stage holds 64 of a chunk's 128 rows; the peer holds the other 64), sSum; ${smem.end} bytes. One ${cfg.kvStage}-stage ring sequences K and V chunks in load order.`,
     'q_stage = 2 here counts the two d-halves of one Q tile (iterations_qk), not two Q tiles.',
     'TMEM per CTA: all 512 columns: S0 at 0, S1 at 128, O (256 fp32 columns) at 256; P_i is written over the first 64 columns of S_i, the row-max pair for correction at column 64.',
     'Correction rescales O after every K/V block but the first (this kernel has no rescale threshold), then writes O from registers straight to global memory.',

@@ -57,6 +57,7 @@ import type { Kernel, MemSpec } from '../../hw/scheduler.ts';
 import { FA4_TILE, exp2EmulatedShare, fa4Config, fa4HeadDimRefusal, type Fa4Config } from './tiles.ts';
 import { buildHd256, hd256Layout } from './hd256.ts';
 import { allocCtaMemory, ctaSides, type CtaSide } from './pair.ts';
+import { SmemPacker } from './smem-packer.ts';
 
 /** Calibration (FA4 on B200 BF16, ~1600 TFLOP/s at d = 128): fraction of the tcgen05 datasheet rate reached in the loop. */
 export const UMMA_EFFICIENCY = 0.75;
@@ -135,13 +136,8 @@ function layout(gpu: GpuSpec, shape: ProblemShape, f: HwFeatures): Fa4Layout {
   const uneven = fa4Uneven(shape);
   // Struct order of the kernel's SharedStorage: mbarriers, TMEM holding word, sScale, sO, sQ, sK/V.
   const mbarBytes = (2 * Q + 2 * stages + 11) * 8;
-  let off = 0;
-  const push = (name: string, stage: number, bytes: number, align: number) => {
-    off = Math.ceil(off / align) * align;
-    sheet.smem.buffers.push({ name, stage, offset: off, bytes });
-    off += bytes;
-    return off - bytes;
-  };
+  const smem = new SmemPacker(sheet);
+  const push = smem.push.bind(smem);
   push('mbarriers', 0, mbarBytes, 8);
   push('tmem_holding', 0, 4, 4);
   push('sScale', 0, Q * FA4_BLOCK_M * 2 * 4, 4);
@@ -152,8 +148,7 @@ function layout(gpu: GpuSpec, shape: ProblemShape, f: HwFeatures): Fa4Layout {
   const qOff: number[] = [];
   for (let q = 0; q < Q; q++) qOff.push(push('sQ', q, qTile, q === 0 ? 1024 : 1));
   if (cfg.overlapSOSQ) oOff.push(...qOff);
-  off = Math.ceil(off / 1024) * 1024;
-  const kvBase = off;
+  const kvBase = smem.align(1024);
   let stride: number;
   let unevenShift = 0;
   let ringBytes: number;
@@ -168,11 +163,11 @@ function layout(gpu: GpuSpec, shape: ProblemShape, f: HwFeatures): Fa4Layout {
   }
   for (let s = 0; s < stages; s++)
     sheet.smem.buffers.push({ name: 'sKV', stage: s, offset: kvBase + s * stride, bytes: uneven ? (s === 1 ? vBytes : kBytes) : stride });
-  off = kvBase + ringBytes;
-  sheet.smem.used_bytes = off;
+  smem.end = kvBase + ringBytes;
+  sheet.smem.used_bytes = smem.end;
   const kb = (n: number) => `${n / 1024} KB`;
   sheet.notes.push(
-    `SMEM: ${Q}×sQ = ${kb(Q * qTile)}, ${cfg.overlapSOSQ ? 'sO over sQ (d 192)' : `${Q}×sO = ${kb(Q * oTile)}`}, K/V ring = ${stages} × ${kb(stride)} = ${kb(ringBytes)}${uneven ? ' (Large-Small-Large)' : ''}; ${off} bytes with barriers, sScale and 1024-byte alignment. Stages: min((224 KiB − sQ − sO) / stage bytes, 32) = ${cfg.kvStage}.`,
+    `SMEM: ${Q}×sQ = ${kb(Q * qTile)}, ${cfg.overlapSOSQ ? 'sO over sQ (d 192)' : `${Q}×sO = ${kb(Q * oTile)}`}, K/V ring = ${stages} × ${kb(stride)} = ${kb(ringBytes)}${uneven ? ' (Large-Small-Large)' : ''}; ${smem.end} bytes with barriers, sScale and 1024-byte alignment. Stages: min((224 KiB − sQ − sO) / stage bytes, 32) = ${cfg.kvStage}.`,
   );
   if (cfg.ctaGroup === 2) {
     sheet.notes.push(

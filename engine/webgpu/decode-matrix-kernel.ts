@@ -12,7 +12,7 @@
 // into registers one block ahead, goes to workgroup memory; S (M × N) = Σ Q_i · K_iᵀ over the
 // head dim; S to workgroup memory; V likewise into workgroup memory while the online softmax
 // runs on plain lanes (SG / M lanes per row) and writes P as f16; O_i += P · V_i. Loading K and
-// V as matrices straight from their buffers measured 1.3–1.6× slower (BENCHMARKS.md, "GQA
+// V as matrices straight from their buffers measured 1.6–1.7× slower (BENCHMARKS.md, "GQA
 // decoding on subgroup matrices"): the driver's matrix loads from storage are not 16-byte loads.
 //
 // Q loads straight from its buffer where the tile's M rows lie inside it; a matrix load

@@ -14,7 +14,8 @@
 // runs use for flash-matrix; with it, the grid self-tests each on every variant, also with a
 // second pass on any growth of a row max, and times N = --n, causal and not),
 // --head-groups 1,16,64 (flash-matrix's causal rows again with each launch-order group size),
-// --decode-prefs '[{"lpk":8,"ku":2,"threads":256,"workgroups":4096}, …]' (decoding again with each),
+// --decode-prefs '[{"lpk":8,"ku":2,"threads":256,"workgroups":4096}, {"matrix":true}, …]' (decoding again with each;
+//   "matrix": true / false forces the subgroup-matrix GQA kernel on or off),
 // --decode-shapes 16:16:8192,64:8:32768 (Hq:Hk:Nk of the decoding rows, B = 4, d = 128),
 // --decode-split (decoding also with the split kernel the group kernel replaced),
 // --no-anchor (skip the CUDA anchor: PyTorch SDPA FLASH on the same shapes, sdpa-anchor.ts),

@@ -406,37 +406,36 @@ export class AttentionRun extends GpuRun {
           ? chooseDecodeMatrix(p, scoreSpec(p), this.ctx.matrixConfigs, this.ctx.subgroupMinSize, this.ctx.subgroupMaxSize)
           : undefined;
       const group =
-        opts.decodeKernel === 'split'
+        mat || opts.decodeKernel === 'split'
           ? undefined
-          : (mat ??
-            chooseDecodeGroup(p, scoreSpec(p), subgroupMin, this.ctx.limits.maxWorkgroupStorage, {
+          : chooseDecodeGroup(p, scoreSpec(p), subgroupMin, this.ctx.limits.maxWorkgroupStorage, {
               groupHeads: denseGroupHeads(p),
               ...opts.decodePrefs,
-            }));
-      // The group kernel: one workgroup per (split, key head); no scores in workgroup memory,
-      // so splits may be long (decodeSplits).
-      // Query heads per workgroup: a key head's group, or part of it (DecodeGroupPrefs.groupHeads).
-      const groupHeads = group ? group.rows / p.nq : 1;
+            });
+      // The matrix and group kernels: one workgroup per (split, key head); no scores in workgroup
+      // memory, so splits may be long (decodeSplits).
+      // Query rows per workgroup: a key head's group, or part of it (DecodeGroupPrefs.groupHeads).
+      const rows = (mat ?? group)?.rows;
+      const groupHeads = rows ? rows / p.nq : 1;
       const heads = wbh / groupHeads;
-      const splits = group
-        ? decodeSplits(p.nk, heads, opts.decodePrefs?.workgroups ?? (mat ? DECODE_MATRIX_WORKGROUPS : decodeWorkgroups(group.rows)))
+      const splits = rows
+        ? decodeSplits(p.nk, heads, opts.decodePrefs?.workgroups ?? (mat ? DECODE_MATRIX_WORKGROUPS : decodeWorkgroups(rows)))
         : Math.max(1, Math.ceil(p.nk / DECODE_SPLIT_MAX), Math.min(Math.ceil(2048 / wbh), Math.ceil(p.nk / 128)));
       const splitLen = Math.ceil(p.nk / splits / 4) * 4;
       const used = Math.ceil(p.nk / splitLen);
       const opart = await this.buffer('partial O', wbh * used * p.nq * p.dv * 4, GPUBufferUsage.STORAGE);
       const lpart = await this.buffer('partial LSE', wbh * used * p.nq * 4, GPUBufferUsage.STORAGE);
+      const splitText = `${used} split${used > 1 ? 's' : ''} of ${splitLen} keys`;
+      const rowsText = (n: number) => `${n} query row${n > 1 ? 's' : ''}`;
       this.config = `f16 Q, K, V (unpacked from u32 words), f32 arithmetic; ${
         mat
-          ? `${used} split${used > 1 ? 's' : ''} of ${splitLen} keys per key head, each read once for its ${mat.rows} query row${mat.rows > 1 ? 's' : ''} as one ${mat.m}-row tile on ${mat.m}×${mat.n}×${mat.n} subgroup matrices, K/V staged through workgroup memory, ${mat.sg} threads, ${decodeMatrixLayout(mat).bytes} B workgroup memory`
-          : group && 'lpk' in group
-            ? `${used} split${used > 1 ? 's' : ''} of ${splitLen} keys per key head, ${groupHeads * p.hk === p.hq ? `each read once for its ${group.rows} query row${group.rows > 1 ? 's' : ''}` : `each read by ${p.hq / p.hk / groupHeads} workgroups of ${group.rows} query row${group.rows > 1 ? 's' : ''}`}; ${group.lpk} lanes per key, ${group.ku} key${group.ku > 1 ? 's' : ''} per step, ${group.threads} threads, ${decodeGroupBytes(group)} B workgroup memory`
-            : `${used} split${used > 1 ? 's' : ''} of ${splitLen} keys, ${DECODE_THREADS} threads per split`
+          ? `${splitText} per key head, each read once for its ${rowsText(mat.rows)} as one ${mat.m}-row tile on ${mat.m}×${mat.n}×${mat.n} subgroup matrices, K/V staged through workgroup memory, ${mat.sg} threads, ${decodeMatrixLayout(mat).bytes} B workgroup memory`
+          : group
+            ? `${splitText} per key head, ${groupHeads * p.hk === p.hq ? `each read once for its ${rowsText(group.rows)}` : `each read by ${p.hq / p.hk / groupHeads} workgroups of ${rowsText(group.rows)}`}; ${group.lpk} lanes per key, ${group.ku} key${group.ku > 1 ? 's' : ''} per step, ${group.threads} threads, ${decodeGroupBytes(group)} B workgroup memory`
+            : `${splitText}, ${DECODE_THREADS} threads per split`
       }`;
       const [psplit, pcomb] = await Promise.all([
-        pipeline(
-          device,
-          mat ? decodeMatrixKernelWgsl(mat) : group && 'lpk' in group ? decodeGroupKernelWgsl(group) : decodeSplitKernelWgsl(p.d, p.dv),
-        ),
+        pipeline(device, mat ? decodeMatrixKernelWgsl(mat) : group ? decodeGroupKernelWgsl(group) : decodeSplitKernelWgsl(p.d, p.dv)),
         pipeline(device, decodeCombineKernelWgsl(p.d, p.dv)),
       ]);
       for (const w of this.windows) {

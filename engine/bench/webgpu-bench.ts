@@ -226,7 +226,7 @@ async function selfTest(
       if (Number.isNaN(e)) e = Infinity;
       errs.push(`${v.name} ${e.toExponential(1)}`);
       // f16 P (flash-f16, flash-matrix, matrix decoding) loosens the bound; other decoding computes in f32.
-      worst = Math.max(worst, f16 && (path !== 'decode' || run.config.includes('subgroup matrices')) ? e / 30 : e);
+      worst = Math.max(worst, f16 && (path !== 'decode' || run.decodeKernel === 'matrix') ? e / 30 : e);
     } catch (err) {
       errs.push(`${v.name} FAILED (${err instanceof Error ? err.message.slice(0, 600) : String(err)})`);
       worst = Infinity;

@@ -129,6 +129,8 @@ export class AttentionRun extends GpuRun {
   private bindingLimit = 0;
   /** Set for FP8 problems: how inputs are quantized and P is cast. */
   private fp8: Fp8Switches | undefined;
+  /** Decoding: which split kernel runs (the matrix kernel stores P in f16; the others keep it f32). */
+  decodeKernel: 'matrix' | 'group' | 'split' | undefined;
 
   private constructor(
     ctx: WebGpuContext,
@@ -425,6 +427,7 @@ export class AttentionRun extends GpuRun {
       const used = Math.ceil(p.nk / splitLen);
       const opart = await this.buffer('partial O', wbh * used * p.nq * p.dv * 4, GPUBufferUsage.STORAGE);
       const lpart = await this.buffer('partial LSE', wbh * used * p.nq * 4, GPUBufferUsage.STORAGE);
+      this.decodeKernel = mat ? 'matrix' : group ? 'group' : 'split';
       const splitText = `${used} split${used > 1 ? 's' : ''} of ${splitLen} keys`;
       const rowsText = (n: number) => `${n} query row${n > 1 ? 's' : ''}`;
       this.config = `f16 Q, K, V (unpacked from u32 words), f32 arithmetic; ${

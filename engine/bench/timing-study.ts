@@ -14,7 +14,7 @@ import { nominalFlops, type AttentionProblem } from '../core/problem.ts';
 import { AttentionRun } from '../webgpu/backend.ts';
 import type { WebGpuContext, WebGpuPath } from '../webgpu/device.ts';
 import { checkSampledRows } from '../webgpu/row-check.ts';
-import { timeSteady } from '../webgpu/steady-timing.ts';
+import { timeSteady, totalMs } from '../webgpu/steady-timing.ts';
 
 export interface StudyShape {
   name: string;
@@ -82,7 +82,6 @@ export function studyShapes(paths: readonly WebGpuPath[], quick = false): StudyS
   return shapes;
 }
 
-const sum = (ks: { ms: number }[]) => ks.reduce((a, k) => a + k.ms, 0);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 export async function timingStudy(ctx: WebGpuContext, shapes: StudyShape[], log: (row: StudyRow | string) => void): Promise<StudyRow[]> {
@@ -94,14 +93,14 @@ export async function timingStudy(ctx: WebGpuContext, shapes: StudyShape[], log:
       await run.fillRandom(1234);
       await sleep(1000); // every shape starts from an idle GPU, as a click in the panel does
       await run.execute();
-      const once = sum(await run.execute());
+      const once = totalMs(await run.execute());
       const steady = await timeSteady((b) => run!.execute(b));
-      const single = sum(await run.execute());
+      const single = totalMs(await run.execute());
       const t0 = performance.now();
       await run.execute(steady.batch);
       const wall = (performance.now() - t0) / steady.batch;
       await sleep(1000);
-      const idle = sum(await run.execute());
+      const idle = totalMs(await run.execute());
       const check = await checkSampledRows(run, 2);
       const row: StudyRow = {
         name: s.name,

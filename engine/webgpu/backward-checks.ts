@@ -10,7 +10,7 @@ import { BackwardRun, type BackwardGradients, type BackwardPath } from './backwa
 import type { MatrixBackwardPrefs } from './backward-matrix-kernel.ts';
 import type { WebGpuContext } from './device.ts';
 import type { KernelTime } from './timer.ts';
-import { timeSteady, type SteadyTime } from './steady-timing.ts';
+import { timeSteady, totalMs, type SteadyTime } from './steady-timing.ts';
 import { KERNEL_VARIANTS } from './variants.ts';
 
 export interface GpuBackwardResult extends BackwardGradients {
@@ -56,7 +56,7 @@ export async function runGpuBackward(
       return { ...(await bwd.read()), o, lse, ms: timing.ms, kernels: timing.kernels, config: bwd.config, timing };
     }
     const kernels = await bwd.execute();
-    return { ...(await bwd.read()), o, lse, ms: kernels.reduce((a, k) => a + k.ms, 0), kernels, config: bwd.config };
+    return { ...(await bwd.read()), o, lse, ms: totalMs(kernels), kernels, config: bwd.config };
   } finally {
     bwd.destroy();
   }

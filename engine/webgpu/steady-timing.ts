@@ -37,7 +37,8 @@ export interface SteadyTime {
   warmMs: number;
 }
 
-const total = (ks: KernelTime[]) => ks.reduce((a, k) => a + k.ms, 0);
+/** One run's kernel time: the sum of its kernels' times (ms). */
+export const totalMs = (ks: readonly KernelTime[]) => ks.reduce((a, k) => a + k.ms, 0);
 
 // maxBatch: the query set's cap (timer.ts) binds first for kernels of several dispatches.
 export const STEADY_DEFAULTS = {
@@ -62,7 +63,7 @@ export async function timeSteady(execute: (batch: number) => Promise<KernelTime[
   // gaps between submissions (BENCHMARKS.md, "Browser on the GPU machine"): warm until runs stop speeding up.
   const seen: { at: number; ms: number }[] = [];
   while (o.minWarmRuns > 0 || o.warmMs > 0) {
-    const ms = total(await execute(batch));
+    const ms = totalMs(await execute(batch));
     warmRuns += batch;
     const at = now() - t0;
     if (!o.singleSubmit) batch = Math.max(1, Math.min(o.maxBatch, Math.ceil(o.batchMs / Math.max(ms, 1e-6))));
@@ -75,7 +76,7 @@ export async function timeSteady(execute: (batch: number) => Promise<KernelTime[
   const runs: { ms: number; kernels: KernelTime[] }[] = [];
   for (let r = 0; r < reps; r++) {
     const kernels = await execute(batch);
-    runs.push({ ms: total(kernels), kernels });
+    runs.push({ ms: totalMs(kernels), kernels });
   }
   const sorted = [...runs].sort((a, b) => a.ms - b.ms);
   const mid = sorted[Math.floor(sorted.length / 2)];

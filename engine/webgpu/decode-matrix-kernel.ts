@@ -81,15 +81,23 @@ export function chooseDecodeMatrix(
   const rows = (p.hq / p.hk) * p.nq;
   if (subgroupMin !== subgroupMax || subgroupMin < 1) return undefined;
   const sg = subgroupMin;
-  const fits = configs
-    // 16 × 16 × 16 only: the one shape self-tested and timed on a GPU (BENCHMARKS.md)
-    .filter(
-      (c) => c.M === 16 && c.N === 16 && c.K === 16 && c.M >= rows && sg % c.M === 0 && p.d % c.K === 0 && p.dv % c.N === 0 && p.nk >= c.N,
-    )
-    .filter((c) => (c.N * c.M) % sg === 0 && c.N % (sg / c.M) === 0)
-    .filter((c) => ((c.N * p.d) / 8) % sg === 0 && ((c.N * p.dv) / 8) % sg === 0) // whole 16-byte words per lane
-    .sort((a, b) => a.M - b.M || b.N - a.N);
-  const c = fits[0];
+  // 16 × 16 × 16 only: the one shape self-tested and timed on a GPU (BENCHMARKS.md)
+  const c = configs.find(
+    (c) =>
+      c.M === 16 &&
+      c.N === 16 &&
+      c.K === 16 &&
+      c.M >= rows &&
+      sg % c.M === 0 &&
+      p.d % c.K === 0 &&
+      p.dv % c.N === 0 &&
+      p.nk >= c.N &&
+      (c.N * c.M) % sg === 0 &&
+      c.N % (sg / c.M) === 0 &&
+      // whole 16-byte words per lane
+      ((c.N * p.d) / 8) % sg === 0 &&
+      ((c.N * p.dv) / 8) % sg === 0,
+  );
   return c ? { d: p.d, dv: p.dv, rows, nq: p.nq, m: c.M, n: c.N, sg, score } : undefined;
 }
 

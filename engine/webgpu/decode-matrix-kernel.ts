@@ -246,9 +246,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
       ${fetch('vp', 'vw', VU, c.dv / 8)}
     }
     ${lines(SC, (t) => `let s${t} = select(NEG_INF, score_edge(h, qi, b + c0 + ${t}u, ss[row * SW + c0 + ${t}u]), live && b + c0 + ${t}u >= j0 && b + c0 + ${t}u < hi);`, '\n    ')}
-    var bmax = ${lines(SC, (t) => `s${t}`, ', ')
-      .split(', ')
-      .reduce((a, x) => (a ? `max(${a}, ${x})` : x), '')};
+    var bmax = ${Array.from({ length: SC }, (_, t) => `s${t}`).reduce((a, x) => `max(${a}, ${x})`)};
     bmax = ${rowReduce('max', 'bmax')};
     // m moves freely until the row's first P, then only past m + RESCALE_LOG (O rescaled below).
     let grow = m > NEG_INF && bmax > m + RESCALE_LOG;

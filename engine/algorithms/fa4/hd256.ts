@@ -135,7 +135,6 @@ export function buildHd256(
   const lanes = gpu.tmem?.lanes ?? 128;
   k.fifoUnits.add('tensor');
   const tm = allocCtaMemory(k, sides, L.sheet, p, lanes, ['mbarriers']);
-  const both = (fn: (side: CtaSide) => MemSpec) => sides.map(fn);
   const rate = tensorRate(gpu, shape.dtype) * umma.efficiency;
   // Each SM's tensor core computes its CTA's 128 rows of an M = 256 MMA.
   const qkChunk = mmaCycles(HD256_TILE, HD256_TILE, CHUNK, rate);
@@ -178,7 +177,7 @@ export function buildHd256(
   const kvEmpty = Array.from({ length: S }, (_, s) =>
     k.mbarrier(`${p}load_kv_empty[${s}]`, 1, (ph) => {
       const x = seq[s + ph * S];
-      return x ? both((side) => slot(side, x, 'release')) : null;
+      return x ? sides.map((side) => slot(side, x, 'release')) : null;
     }),
   );
   const sFull = [0, 1].map((s) => k.mbarrier(`${p}mma_s_full[${s}]`));
@@ -196,8 +195,7 @@ export function buildHd256(
   const qName = (side: CtaSide) => `Q${2 * work.qBlock + side.rank}`;
 
   // Roles in pairs, leader above peer, so the timeline shows each job of the two CTAs side by side.
-  const roleOf = <T>(fn: (side: CtaSide) => T): T[] => sides.map(fn);
-  const loads = roleOf((side) =>
+  const loads = sides.map((side) =>
     k.role({
       name: `${p}${side.tag}load`,
       warps: [9],
@@ -205,7 +203,7 @@ export function buildHd256(
       job: `TMA loads of this CTA's share: its Q tile (two d-halves), then K_i before V_i−1, rows ${side.rank === 0 ? '0-63' : '64-127'} of each 128-row chunk; its bytes count on the leader's barriers`,
     }),
   );
-  const mmas = roleOf((side) =>
+  const mmas = sides.map((side) =>
     k.role({
       name: `${p}${side.tag}mma`,
       warps: [8],
@@ -216,7 +214,7 @@ export function buildHd256(
           : "issues nothing (is_leader_cta is false): this SM's tensor core runs the leader's cta_group::2 MMAs",
     }),
   );
-  const softmaxes = roleOf((side) =>
+  const softmaxes = sides.map((side) =>
     k.role({
       name: `${p}${side.tag}softmax0`,
       warps: [0, 1, 2, 3],
@@ -224,7 +222,7 @@ export function buildHd256(
       job: `online softmax of ${qName(side)} (rows ${rowOf(side)}-${rowOf(side) + HD256_TILE - 1}): S from its own TMEM, P back over S`,
     }),
   );
-  const corrs = roleOf((side) =>
+  const corrs = sides.map((side) =>
     k.role({
       name: `${p}${side.tag}correction`,
       warps: [4, 5, 6, 7],
@@ -232,7 +230,7 @@ export function buildHd256(
       job: 'rescales O in its own TMEM after every block but the first; at the end divides by the row sum and stores O to global',
     }),
   );
-  roleOf((side) =>
+  sides.map((side) =>
     k.role({
       name: `${p}${side.tag}empty`,
       warps: [10, 11],
@@ -287,7 +285,7 @@ export function buildHd256(
         phase: { ...opPhase(['qk'], kv[i], 0), subEnd: 1 },
         latency: h === HALVES - 1 ? umma.latency : 0,
         arrive: h === HALVES - 1 ? [kvEmpty[x.c % S], sFull[st]] : [kvEmpty[x.c % S]],
-        memBegin: h === 0 ? both((side) => tm(side, `S${st}`, L.tmem.s[st], HD256_TILE, 'fill', `S${st}.${kv[i]}`)) : undefined,
+        memBegin: h === 0 ? sides.map((side) => tm(side, `S${st}`, L.tmem.s[st], HD256_TILE, 'fill', `S${st}.${kv[i]}`)) : undefined,
       });
     }
   };
@@ -303,8 +301,8 @@ export function buildHd256(
         phase: { ...opPhase(['pv'], kv[i], 0), subEnd: 1 },
         latency: last ? umma.latency : 0,
         arrive: last ? [kvEmpty[x.c % S], oFull, pEmpty[st]] : [kvEmpty[x.c % S]],
-        memBegin: i === 0 && h === 0 ? both((side) => tm(side, 'O', L.tmem.o, shape.dv, 'fill', 'O')) : undefined,
-        memDone: last ? both((side) => tm(side, `P${st}`, L.tmem.p[st], HD256_TILE / 2, 'release', `P${st}.${kv[i]}`)) : undefined,
+        memBegin: i === 0 && h === 0 ? sides.map((side) => tm(side, 'O', L.tmem.o, shape.dv, 'fill', 'O')) : undefined,
+        memDone: last ? sides.map((side) => tm(side, `P${st}`, L.tmem.p[st], HD256_TILE / 2, 'release', `P${st}.${kv[i]}`)) : undefined,
       });
     }
   };

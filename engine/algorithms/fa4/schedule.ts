@@ -53,7 +53,7 @@ import {
   STAGES_SWITCH,
 } from '../../hw/model.ts';
 import { FA4_FEATURES } from './forward.ts';
-import type { Kernel, MemSpec } from '../../hw/scheduler.ts';
+import type { Kernel } from '../../hw/scheduler.ts';
 import { FA4_TILE, exp2EmulatedShare, fa4Config, fa4HeadDimRefusal, type Fa4Config } from './tiles.ts';
 import { buildHd256, hd256Layout } from './hd256.ts';
 import { allocCtaMemory, ctaSides, type CtaSide } from './pair.ts';
@@ -312,7 +312,6 @@ function buildMain(k: Kernel, ctx: BuildContext, work: CtaWork): void {
   k.fifoUnits.add('tensor');
   const lanes = gpu.tmem?.lanes ?? 128;
   const tmemSpec = allocCtaMemory(k, sides, L.sheet, p, lanes, ['mbarriers', 'tmem_holding']);
-  const each = (fn: (side: CtaSide) => MemSpec) => sides.map(fn);
 
   const rate = tensorRate(gpu, shape.dtype) * UMMA_EFFICIENCY;
   // In a pair each SM's tensor core computes its own CTA's 128 rows of the M = 256 MMA.
@@ -344,7 +343,7 @@ function buildMain(k: Kernel, ctx: BuildContext, work: CtaWork): void {
       k.mbarrier(`${p}kv_empty[${s}]`, 1, (ph) => {
         const ld = kvLoads[s + ph * S];
         return ld
-          ? each((side) => ({
+          ? sides.map((side) => ({
               space: 'smem',
               buffer: `${p}${side.tag}sKV`,
               stage: s,
@@ -369,8 +368,7 @@ function buildMain(k: Kernel, ctx: BuildContext, work: CtaWork): void {
   const R = L.cfg.registers;
 
   // Roles in pairs, leader above peer, so the timeline shows each job of the two CTAs side by side.
-  const roleOf = <T>(fn: (side: CtaSide) => T): T[] => sides.map(fn);
-  const lds = roleOf((side) =>
+  const lds = sides.map((side) =>
     k.role({
       name: `${p}${side.tag}load`,
       warps: [14],
@@ -378,7 +376,7 @@ function buildMain(k: Kernel, ctx: BuildContext, work: CtaWork): void {
       job: `TMA loads: K, Q0${Q === 2 ? ', Q1' : ''}, V, then K/V from the last block down${G === 2 ? ` (rows ${side.rank === 0 ? '0-63' : '64-127'} of each K/V tile; its bytes count on the leader's barriers)` : ''}`,
     }),
   );
-  const mmas = roleOf((side) =>
+  const mmas = sides.map((side) =>
     k.role({
       name: `${p}${side.tag}mma`,
       warps: [12],
@@ -401,13 +399,10 @@ function buildMain(k: Kernel, ctx: BuildContext, work: CtaWork): void {
           name: `${p}${side.tag}softmax${s}`,
           warps: [4 * s, 4 * s + 1, 4 * s + 2, 4 * s + 3],
           registers: R.softmax,
-          job: `online softmax of ${qTileName(side, s)}: S from ${G === 2 ? 'its own' : ''} TMEM, P back over half of S`.replace(
-            'from  TMEM',
-            'from TMEM',
-          ),
+          job: `online softmax of ${qTileName(side, s)}: S from ${G === 2 ? 'its own ' : ''}TMEM, P back over half of S`,
         }),
       });
-  const corrs = roleOf((side) =>
+  const corrs = sides.map((side) =>
     k.role({
       name: `${p}${side.tag}correction`,
       warps: [8, 9, 10, 11],
@@ -415,10 +410,10 @@ function buildMain(k: Kernel, ctx: BuildContext, work: CtaWork): void {
       job: `rescales O in ${G === 2 ? 'its own ' : ''}TMEM when a row max moved; normalizes O at the end`,
     }),
   );
-  const epis = roleOf((side) =>
+  const epis = sides.map((side) =>
     k.role({ name: `${p}${side.tag}epilogue`, warps: [13], registers: R.other, job: 'TMA store of O from SMEM' }),
   );
-  roleOf((side) =>
+  sides.map((side) =>
     k.role({
       name: `${p}${side.tag}empty`,
       warps: Q === 2 ? [15] : [15, 4, 5, 6, 7],
@@ -467,7 +462,7 @@ function buildMain(k: Kernel, ctx: BuildContext, work: CtaWork): void {
       latency: UMMA_LATENCY,
       chunks: 1,
       arrive: [sFull[s], ...extraArrive],
-      memBegin: each((side) => tmemSpec(side, `S${s}`, L.tmem.s[s], FA4_BLOCK_N, 'fill', `S${s}.${kv[i]}`)),
+      memBegin: sides.map((side) => tmemSpec(side, `S${s}`, L.tmem.s[s], FA4_BLOCK_N, 'fill', `S${s}.${kv[i]}`)),
     });
   };
   const pvOps = (i: number, last: boolean) => {
@@ -477,7 +472,7 @@ function buildMain(k: Kernel, ctx: BuildContext, work: CtaWork): void {
       mma.issue('tensor', pv * 0.75, `O${s}+=P${s}·V${kv[i]} (3/4)${pair}`, `O${s}`, {
         phase: mmaPhase(['pv'], kv[i], s),
         latency: 0,
-        memBegin: i === 0 ? each((side) => tmemSpec(side, `O${s}`, L.tmem.o[s], shape.dv, 'fill', `O${s}`)) : undefined,
+        memBegin: i === 0 ? sides.map((side) => tmemSpec(side, `O${s}`, L.tmem.o[s], shape.dv, 'fill', `O${s}`)) : undefined,
       });
       mma.wait(pFull2[s], i);
       const arrive = [...(last ? [oFull[s]] : []), ...(s === Q - 1 ? [kvEmpty[vx.stage]] : [])];
@@ -485,7 +480,7 @@ function buildMain(k: Kernel, ctx: BuildContext, work: CtaWork): void {
         phase: mmaPhase(['pv'], kv[i], s),
         latency: UMMA_LATENCY,
         arrive,
-        memDone: each((side) => tmemSpec(side, `P${s}`, L.tmem.p[s], FA4_BLOCK_N / 2, 'release', `P${s}.${kv[i]}`)),
+        memDone: sides.map((side) => tmemSpec(side, `P${s}`, L.tmem.p[s], FA4_BLOCK_N / 2, 'release', `P${s}.${kv[i]}`)),
       });
       if (!last && s === 0) mma.wait(kvFull[kvOf('K', i + 1).stage], Math.floor(kvOf('K', i + 1).kvIndex / S));
       if (!last) qkOp(s, i + 1, s === Q - 1 ? [kvEmpty[kvOf('K', i + 1).stage]] : []);

@@ -62,7 +62,17 @@ export async function readSafetensorsInfo(src: ByteSource): Promise<TensorInfo[]
       throw new TensorFileError(`${where}: data ends at ${offs[1]} but the file holds ${dataSize} bytes of data (truncated)`);
     out.push({ name: key, dtype: stored, shape: shape as number[], dataOffset: dataStart + offs[0], byteLength });
   }
-  return out.sort((a, b) => a.dataOffset - b.dataOffset);
+  out.sort((a, b) => a.dataOffset - b.dataOffset);
+  // Tensors own disjoint bytes (the format's rule): an overlap means a corrupt or crafted header.
+  const sized = out.filter((t) => t.byteLength > 0);
+  for (let i = 1; i < sized.length; i++) {
+    const [a, b] = [sized[i - 1], sized[i]];
+    if (b.dataOffset < a.dataOffset + a.byteLength) {
+      const range = (t: TensorInfo) => `[${t.dataOffset - dataStart}, ${t.dataOffset - dataStart + t.byteLength})`;
+      throw new TensorFileError(`${name}: tensors '${a.name}' ${range(a)} and '${b.name}' ${range(b)} overlap in data_offsets`);
+    }
+  }
+  return out;
 }
 
 /** Reads one tensor by name, or the only tensor when the file holds exactly one. */

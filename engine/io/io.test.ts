@@ -202,6 +202,24 @@ describe('safetensors', () => {
     expect(Array.from((await readSafetensor(src(f), 'a')).data)).toEqual([1.5, -2]);
     expect(Array.from((await readSafetensor(src(f), 'b')).data)).toEqual([-2.5]);
   });
+  it('rejects tensors whose data_offsets overlap, and accepts touching and empty ones', async () => {
+    const two = (b: [number, number]) =>
+      src(
+        safetensors(
+          { a: { dtype: 'F32', shape: [2], data_offsets: [0, 8] }, b: { dtype: 'F32', shape: [2], data_offsets: b } },
+          new Uint8Array(16),
+        ),
+        'o.safetensors',
+      );
+    await rejects(readSafetensorsInfo(two([4, 12])), /o\.safetensors: tensors 'a' \[0, 8\) and 'b' \[4, 12\) overlap in data_offsets/);
+    await rejects(readSafetensor(two([0, 8]), 'a'), /overlap in data_offsets/);
+    expect((await readSafetensorsInfo(two([8, 16]))).map((t) => t.name)).toEqual(['a', 'b']);
+    const empty = safetensors(
+      { a: { dtype: 'F32', shape: [2], data_offsets: [0, 8] }, e: { dtype: 'F32', shape: [0], data_offsets: [4, 4] } },
+      new Uint8Array(8),
+    );
+    expect((await readSafetensorsInfo(src(empty))).map((t) => t.name)).toEqual(['a', 'e']);
+  });
   it('asks for a name when a file holds several tensors, and names the missing one', async () => {
     await rejects(readSafetensor(src(file, 'm.safetensors')), /holds 2 tensors \(w, pi\); name one/);
     await rejects(readSafetensor(src(file, 'm.safetensors'), 'x'), /no tensor 'x'; it holds: w, pi/);

@@ -14,7 +14,6 @@
 // The O tile is staged in shared memory over sV (the epilogue's storage is unioned with it).
 // K/V blocks are visited from the last to the first, as the kernel does.
 
-import { isFp8 } from '../../core/problem.ts';
 import type { ResourceSheet } from '../../hw/events.ts';
 import type { GpuSpec } from '../../hw/gpus/index.ts';
 import {

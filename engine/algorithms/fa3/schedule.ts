@@ -79,6 +79,7 @@ export function fa3DispatchOf(shape: ProblemShape, numSms = 132): Fa3Dispatch {
       pageSize: s.pageSize,
       varlenQ: s.varlen?.seqlensQ !== undefined,
       varlenK: s.varlen?.seqlensK !== undefined,
+      seqused: s.varlen?.seqused === true,
       numSplits: s.numSplits,
       packGqa: shape.packRatio !== undefined ? true : s.packGqa,
     },

@@ -4,7 +4,7 @@
 
 import { scaleLinear } from 'd3';
 import { Fragment } from 'react';
-import { liveAt, type HwView, type MemInterval } from '../../engine/hw/sm-view.ts';
+import { liveAt, type HwView, type MemInterval, findDescriptor } from '../../engine/api.ts';
 import { usePane } from '../pane/context.ts';
 import { grouped } from './format.ts';
 import { useApp } from '../store/store.ts';
@@ -14,7 +14,6 @@ import { memoryCursor } from './memory-cursor.ts';
 import { tensorColour } from './palette.ts';
 import { useHardwareSync } from './useHardware.ts';
 import { useFolded, ViewTitle } from './ViewTitle.tsx';
-import { findDescriptor } from '../../engine/algorithms/registry.ts';
 
 const kb = (b: number) => `${Math.round((b / 1024) * 10) / 10} KB`;
 

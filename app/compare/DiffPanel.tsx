@@ -19,7 +19,7 @@ import { SHARED_PANE } from './shared-request.ts';
 import { paneDifferences, type PaneFacts } from './pane-differences.ts';
 import { useHw } from '../hardware/hw-store.ts';
 import { choiceKey, defaultGpu } from '../hardware/gpus.ts';
-import { hasHardwareModel } from '../../engine/hw/step-map.ts';
+import { hasHardwareModel } from '../../engine/api.ts';
 
 /** Per pane: why it is not run (its algorithm cannot take its dtype), or undefined. A string key keeps the selector stable. */
 function useRefusals(): (string | undefined)[] {

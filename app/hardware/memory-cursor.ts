@@ -3,7 +3,9 @@
 // can be earlier than step k's, and a strip drawn at each step's own cycle would step back in
 // time (a tile loaded two steps ago vanishing again). Every step so far has run by this cycle.
 
-import type { HwView, StepMap } from '../../engine/hw/sm-view.ts';
+import type { HwView } from '../../engine/api.ts';
+
+type StepMap = HwView['map'];
 
 const cache = new WeakMap<StepMap, Float64Array>();
 

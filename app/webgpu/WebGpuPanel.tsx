@@ -19,6 +19,7 @@ import {
 import { useApp } from '../store/store.ts';
 import type { AdapterReport, Backend, FromWorker, Pass, RunReport, ToWorker } from './protocol.ts';
 import { GridHeatmap, LseChart } from './ResultViews.tsx';
+import { RooflineView } from './RooflineView.tsx';
 import { fastestPath, missingFeatureAdvice } from './feature-advice.ts';
 import './webgpu.css';
 
@@ -126,6 +127,9 @@ export default function WebGpuPanel() {
   const [probe, setProbe] = useState<Probe>({ state: 'probing' });
   const [progress, setProgress] = useState<{ stage: string; fraction: number } | null>(null);
   const [report, setReport] = useState<RunReport | null>(null);
+  // The problem of the run in flight, then of the report shown (the roofline counts need its shape).
+  const pendingProblem = useRef<AttentionProblem | null>(null);
+  const [reportProblem, setReportProblem] = useState<AttentionProblem | null>(null);
   const [error, setError] = useState<string | null>(null);
   const [note, setNote] = useState<string | null>(null);
   const worker = useRef<Worker | null>(null);
@@ -153,6 +157,7 @@ export default function WebGpuPanel() {
         setProgress(null);
         if (m.ok) {
           setReport(m.report);
+          setReportProblem(pendingProblem.current);
           setError(null);
         } else setError(m.message);
       }
@@ -202,6 +207,7 @@ export default function WebGpuPanel() {
     setError(null);
     setNote(null);
     const id = ++seq.current;
+    pendingProblem.current = problem;
     setProgress({ stage: 'starting', fraction: 0 });
     worker.current!.postMessage({
       type: 'run',
@@ -528,6 +534,7 @@ export default function WebGpuPanel() {
               <figcaption>LSE per query row, batch 0, head 0 ({report.lse.length} rows; gaps are fully masked rows)</figcaption>
             </figure>
           </div>
+          <RooflineView report={report} problem={reportProblem} />
         </div>
       )}
     </section>

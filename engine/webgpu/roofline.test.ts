@@ -2,7 +2,16 @@ import { describe, expect, it } from 'vitest';
 import { nominalFlops, type AttentionProblem } from '../core/problem.ts';
 import type { Ceilings } from './ceilings.ts';
 import { chooseMatrixTile, matrixKernelWgsl, matrixLayout } from './flash-matrix-kernel.ts';
-import { backwardCounts, decodeCounts, forwardCounts, roofline, rooflineOfRun, tileFromConfig, visibleTiles } from './roofline.ts';
+import {
+  backwardCounts,
+  decodeCounts,
+  describeRoofline,
+  forwardCounts,
+  roofline,
+  rooflineOfRun,
+  tileFromConfig,
+  visibleTiles,
+} from './roofline.ts';
 
 const P = (n: number, d: number, causal: boolean): AttentionProblem => ({
   batch: 2,
@@ -99,6 +108,9 @@ describe('roofline', () => {
     expect(r.fractionOfBinding).toBeCloseTo(max / 2e-3, 12);
     expect(r.fractionOfSum).toBeCloseTo(r.bounds.reduce((s, b) => s + b.seconds, 0) / 2e-3, 12);
     expect(r.achievedFlops).toBeCloseTo(nominalFlops(p) / 2e-3, 0);
+    expect(describeRoofline(r)).toContain(
+      `binds ${r.binding.resource} ${(max * 1e3).toFixed(3)} ms = ${(max / 2e-3).toFixed(2)} of the measured 2.000 ms`,
+    );
   });
 
   it("reads the tile from the kernels' configuration text, and has no roofline for the plain-arithmetic paths", () => {

@@ -203,3 +203,10 @@ export function rooflineOfRun(
     ? roofline('forward', p, forwardCounts(p, tile.bm, tile.bn), c, r.ms)
     : roofline('backward', p, backwardCounts(p, tile.bm, tile.bn), c, r.ms);
 }
+
+/** One line: the binding ceiling and the sum of all, each with the fraction of the measured time. */
+export function describeRoofline(r: Roofline): string {
+  const ms = (x: number) => `${(x * 1e3).toFixed(3)} ms`;
+  const each = r.bounds.map((b) => `${b.resource} ${ms(b.seconds)}`).join(', ');
+  return `roofline (${r.ceilingsSource}): binds ${r.binding.resource} ${ms(r.binding.seconds)} = ${r.fractionOfBinding.toFixed(2)} of the measured ${ms(r.measuredSeconds)}; sum ${ms(r.sumSeconds)} = ${r.fractionOfSum.toFixed(2)} (${each})`;
+}

@@ -39,6 +39,12 @@ export { INPUT_DISTRIBUTIONS, SINK_KEYS, randomInputs } from './core/inputs.ts';
 export type { AttentionInputs, InputDistribution } from './core/inputs.ts';
 export { mulberry32 } from './core/random.ts';
 export { referenceAttention } from './core/reference.ts';
+export { MASK_PRESETS, buildPreset, maskPreset, maskSpecFrom, parsePresetRef } from './core/mask-presets.ts';
+export type { MaskPreset, MaskPresetParam } from './core/mask-presets.ts';
+export { MaskSpecError, checkMaskSpec } from './core/mask-spec.ts';
+export type { MaskSpec } from './core/mask-spec.ts';
+export { BLOCK_EMPTY, BLOCK_FULL, BLOCK_PARTIAL, MAX_BLOCK_MASK_PAIRS, blockMask } from './core/block-mask.ts';
+export type { BlockMask } from './core/block-mask.ts';
 export { totalBytes } from './core/counters.ts';
 export type { Counters, HbmTensor } from './core/counters.ts';
 

@@ -396,13 +396,13 @@ export default function WebGpuPanel() {
         </div>
       )}
       <div className="wg-row">
-        <button className="primary" onClick={run} disabled={busy}>
+        <button type="button" className="primary" onClick={run} disabled={busy}>
           Run
         </button>
-        <button onClick={cancel} disabled={!busy}>
+        <button type="button" onClick={cancel} disabled={!busy}>
           Cancel
         </button>
-        <button onClick={openInDebugger} disabled={busy || !hasMain}>
+        <button type="button" onClick={openInDebugger} disabled={busy || !hasMain}>
           Open in step debugger
         </button>
         {progress && (

@@ -48,7 +48,9 @@ export type { BlockMask } from './core/block-mask.ts';
 export { totalBytes } from './core/counters.ts';
 export type { Counters, HbmTensor } from './core/counters.ts';
 
-// A request, the pass it runs and running one to the end.
+// A request, the pass it runs and running one to the end; the one conversion between a problem and the fields it is typed in.
+export { FieldError, fieldsToProblem, problemToFields, wholeNumber } from './problem-fields.ts';
+export type { ProblemFields } from './problem-fields.ts';
 export { startPass } from './request.ts';
 export type { LoadRequest } from './request.ts';
 export { PASSES, hasBackward } from './pass.ts';

@@ -155,7 +155,10 @@ function checkRunSize(problem: AttentionProblem, req: LoadRequest): void {
  * The run's problem and inputs: random from the seed, or read from the person's files
  * (the chosen batch and head only), which fixes the shapes and dtype.
  */
-export async function inputsFor(req: LoadRequest): Promise<{ problem: AttentionProblem; inputs: AttentionInputs }> {
+export async function inputsFor(
+  req: LoadRequest,
+  admit?: (problem: AttentionProblem) => void,
+): Promise<{ problem: AttentionProblem; inputs: AttentionInputs }> {
   const base = validateProblem(structuredClone(req.problem));
   if (!req.tensors) {
     if (!Number.isInteger(req.seed) || req.seed < 0) throw new Error(`seed: must be a non-negative integer, got ${req.seed}`);
@@ -164,7 +167,7 @@ export async function inputsFor(req: LoadRequest): Promise<{ problem: AttentionP
   const t = req.tensors;
   const sources = t.files.map((f, i) => new BlobSource(f, t.names[i]));
   const listings = await Promise.all(sources.map(listTensors));
-  const run = await importRun(sources, listings, t, base);
+  const run = await importRun(sources, listings, t, base, admit && ((p) => admit(validateProblem(p))));
   return { problem: validateProblem(run.problem), inputs: run.inputs };
 }
 
@@ -231,8 +234,8 @@ export class DebuggerSession {
     const algo = algorithmById(req.algorithm);
     // Random inputs of a huge problem are refused before they are generated.
     if (!req.tensors) checkTraceSize(validateProblem(structuredClone(req.problem)), req);
-    const { problem, inputs } = await inputsFor(req);
-    checkTraceSize(problem, req);
+    // Imported tensors are refused from their headers' shapes, before any data is read.
+    const { problem, inputs } = await inputsFor(req, (p) => checkTraceSize(p, req));
     const blocks = resolveBlocks(problem, req.blocks);
     checkInputs(problem, inputs);
 

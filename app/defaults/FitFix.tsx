@@ -2,8 +2,19 @@
 // panel's algorithm (before loading), and in the hardware views (after loading, with a
 // reload). Both say which field to change to what; the button applies exactly that.
 
-import { fixPhrase, hasKernel, scheduleFix, type Replaced, type WorkingConfig } from '../../engine/defaults/algorithm-defaults.ts';
-import { gpuById, type GpuId } from '../../engine/hw/gpus/index.ts';
+import {
+  fixPhrase,
+  hasKernel,
+  scheduleFix,
+  type Replaced,
+  type WorkingConfig,
+  gpuById,
+  type GpuId,
+  hasSchedule,
+  shapeOf,
+  simulateFor,
+  type AttentionProblem,
+} from '../../engine/api.ts';
 import { controllers } from '../compare/controllers.ts';
 import { withImported } from '../import/import-store.ts';
 import { usePane } from '../pane/context.ts';
@@ -11,8 +22,6 @@ import type { PaneController } from '../pane/controller.ts';
 import { formToRequest, withAppliedFeatures } from '../store/problem-form.ts';
 import { useApp } from '../store/store.ts';
 import { choiceKey, defaultGpu } from '../hardware/gpus.ts';
-import { hasSchedule, shapeOf, simulateFor } from '../../engine/hw/registry.ts';
-import type { AttentionProblem } from '../../engine/core/problem.ts';
 import { useHwPane } from '../hardware/hw-store.ts';
 import { applyFixToForm, formMisfit, useDefaults } from './form-defaults.ts';
 import './defaults.css';
@@ -115,6 +124,19 @@ function loadedFix(pane: string, gpu: string): Replaced[] {
 }
 
 /**
+ * The fix for the pane's loaded run on the chosen GPU (or the kernel's default one), or [] when
+ * the run has no hardware schedule at all: the views stay mounted a moment after another
+ * algorithm loads, perhaps one with no kernel, or none for this pass (FA1's backward).
+ */
+export function loadedFitFix(pane: string, gpuChoice: string | undefined): Replaced[] {
+  const applied = useApp.getState().problem[pane]?.applied;
+  if (!applied) return [];
+  const pass = applied.pass ?? 'forward';
+  if (pass === 'forward' ? !hasKernel(applied.algorithm) : !hasSchedule(applied.algorithm, pass)) return [];
+  return loadedFix(pane, gpuChoice ?? defaultGpu(applied.algorithm, pass));
+}
+
+/**
  * In a hardware view that has no schedule: the change that gives it one, and a button that
  * makes it and reloads. A compare pane's dtype and head dims belong to the shared problem
  * (the Debugger tab's), so its fix reloads that one and every pane follows.
@@ -125,9 +147,7 @@ export function LoadedFitFix() {
   const pass = useApp((s) => s.problem[pane]?.applied?.pass) ?? 'forward';
   const gpuChoice = useHwPane(pane, (s) => (algorithm ? s.gpu[choiceKey(algorithm, pass)] : undefined));
   useApp((s) => s.problem[pane]?.applied);
-  // The views stay mounted a moment after another algorithm (perhaps one with no kernel) loads.
-  if (!algorithm || (pass === 'forward' && !hasKernel(algorithm))) return null;
-  const fix = loadedFix(pane, gpuChoice ?? defaultGpu(algorithm, pass));
+  const fix = loadedFitFix(pane, gpuChoice);
   if (fix.length === 0) return null;
   const apply = () => {
     const compare = pane.startsWith('cmp');

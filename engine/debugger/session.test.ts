@@ -206,10 +206,10 @@ describe('DebuggerSession', () => {
       for (let i = 0; i < problem.nq; i++) {
         let smax = -Infinity;
         for (let j = 0; j < problem.nk; j++) {
-          if (!visible(model, i, j)) continue;
+          if (!visible(model, i, j, 0, h)) continue;
           let dot = 0;
           for (let c = 0; c < problem.d; c++) dot += x.q[(h * problem.nq + i) * problem.d + c] * x.k[j * problem.d + c];
-          smax = Math.max(smax, modifyScore(model, h, i, j, dot));
+          smax = Math.max(smax, modifyScore(model, h, i, j, dot, 0));
         }
         if (smax > -Infinity) hi = Math.max(hi, Math.exp(smax - ref.lse[h * problem.nq + i]));
       }

@@ -1,7 +1,7 @@
 // Chapter 1: standard attention and the HBM traffic of its N×N intermediates.
 import type { Chapter } from './types.ts';
 import { firstIndex, fmt, fmtBytes, lessonRequest, tensorTraffic } from './queries.ts';
-import { dtypeBytes } from '../../../engine/core/problem.ts';
+import { dtypeBytes } from '../../../engine/api.ts';
 
 export const chapter1: Chapter = {
   number: 1,

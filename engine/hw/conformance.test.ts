@@ -8,7 +8,7 @@ import { conformanceCases, conformanceMarkdown } from './conformance.ts';
 import type { ProblemShape } from './model.ts';
 import { gpuById } from './gpus/index.ts';
 import { DEFAULT_FEATURES } from './model.ts';
-import { describeFor, hwAlgorithmById, scheduleFor } from './registry.ts';
+import { describeFor, hwAlgorithmById, scheduleFor, simulateFor } from './registry.ts';
 
 const shape = (o: Partial<ProblemShape>): ProblemShape => ({
   batch: 1,
@@ -131,5 +131,19 @@ describe('the grid loads only the K/V blocks the kernel visits (block_info get_n
       [1, 0, 0, 2],
       [1, 1, 0, 2],
     ]);
+  });
+});
+
+describe('split KV: partials and the combine kernel', () => {
+  it('FA3 decoding in 2 splits writes fp32 partials and adds the combine after the kernel; one split writes O and adds none', () => {
+    const s = shape({ nq: 1, nk: 8192, hq: 32, hk: 8, batch: 8 });
+    const split = simulateFor('fa3', 'h100', s);
+    const single = simulateFor('fa3', 'h100', { ...s, numSplits: 1 });
+    // Combine: 2 µs launch gap plus 2 splits × 256 rows × 129 fp32 read and 256 × 128 bf16 written, over H100's HBM.
+    expect(split.extra_kernel_us).toBeGreaterThan(2);
+    expect(single.extra_kernel_us).toBe(0);
+    const writes = scheduleFor('fa3', 'h100', s).memory.filter((m) => m.space === 'hbm' && m.action === 'fill');
+    expect(new Set(writes.map((m) => m.buffer))).toEqual(new Set(['Opartial']));
+    expect(writes[0].bytes % ((128 + 1) * 4)).toBe(0);
   });
 });

@@ -130,11 +130,15 @@ function formulaNatural(algorithm: string, ev: TraceEvent, r: number, entry: Row
             symbolic: 'O_i \\leftarrow \\mathrm{diag}(l_i)^{-1} O_i,\\quad \\mathrm{LSE}_i = m_i + \\log l_i',
             live: `O_{${row},:} \\leftarrow O_{${row},:} / ${texNum(ev.l[r])},\\quad \\mathrm{LSE}_{${row}} = ${texNum(ev.lse[r])}`,
           };
-    case 'combine':
+    case 'combine': {
+      // Each split's weight in the merged output: its share of the softmax denominator.
+      const w = ev.splitLse[r].map((l) => texNum(Math.exp(l - ev.lse[r])));
       return {
-        symbolic: '\\mathrm{LSE} = \\log \\textstyle\\sum_s e^{\\mathrm{LSE}_s}',
-        live: `\\mathrm{LSE}_{${row}} = ${texNum(ev.lse[r])}`,
+        symbolic:
+          '\\mathrm{LSE} = \\log \\textstyle\\sum_s e^{\\mathrm{LSE}_s},\\quad O = \\sum_s w_s O_s,\\ w_s = e^{\\mathrm{LSE}_s - \\mathrm{LSE}}',
+        live: `\\mathrm{LSE}_{${row}} = ${texNum(ev.lse[r])},\\quad (w_0, \\ldots, w_{${w.length - 1}}) = (${w.join(',\\ ')})`,
       };
+    }
     default:
       return backwardFormula(ev, r);
   }

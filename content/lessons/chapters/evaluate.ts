@@ -8,6 +8,7 @@ import { randomInputs } from '../../../engine/core/inputs.ts';
 import { validateProblem } from '../../../engine/core/problem.ts';
 import { startPass } from '../../../engine/request.ts';
 import type { TraceEvent } from '../../../engine/trace/events.ts';
+import { sameCounterFigure } from '../../counter-figures.ts';
 import { chapterByNumber } from './index.ts';
 import type { AnswerValue, Chapter, EngineRun, HwRow, LessonContext, LiveContent, Question } from './types.ts';
 
@@ -122,6 +123,11 @@ export function liveBlock(chapter: Chapter, block: number, cache: RunCache): Liv
   return b.compute((r) => cache.get(r));
 }
 
+/** The numbers a chapter's text quotes, from the engine ({} when its text quotes none). */
+export function chapterFacts(chapter: Chapter, cache: RunCache): Record<string, string> {
+  return chapter.facts ? chapter.facts((r) => cache.get(r)) : {};
+}
+
 /** What the student typed, as the question's kind of value, or a message saying what is expected. */
 export function parseAnswer(q: Question, text: string): { value: AnswerValue } | { error: string } {
   const t = text
@@ -140,6 +146,7 @@ export function parseAnswer(q: Question, text: string): { value: AnswerValue } |
 }
 
 export function isCorrect(q: Question, given: AnswerValue, expected: AnswerValue): boolean {
+  if (q.shownAs === 'counter' && typeof given === 'number' && typeof expected === 'number') return sameCounterFigure(given, expected);
   if (q.kind !== 'number') return given === expected;
   const g = Number(given);
   const e = Number(expected);

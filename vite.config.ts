@@ -16,7 +16,12 @@ export default defineConfig({
     target: 'es2022',
     sourcemap: true,
     // webgpu-test.html: the WebGPU kernel checks the browser tests drive (not linked from the app).
-    rollupOptions: { input: { main: 'index.html', 'webgpu-test': 'webgpu-test.html' } },
+    rollupOptions: {
+      input: { main: 'index.html', 'webgpu-test': 'webgpu-test.html' },
+      // engine/api.ts only re-exports: each import resolves to the module that holds the name,
+      // so a lazy page's engine code stays in its own chunk.
+      treeshake: { moduleSideEffects: (id: string) => !id.endsWith('/engine/api.ts') },
+    },
   },
   test: {
     include: ['engine/**/*.test.ts', 'app/**/*.test.ts', 'content/**/*.test.ts'],

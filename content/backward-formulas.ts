@@ -1,7 +1,7 @@
 // The formula panel's text for the backward pass's own phases: the update in symbols and
 // the same update with one row's numbers. `r` is the row inside the event's tile.
 
-import type { BackwardEvent } from '../engine/trace/events.ts';
+import type { BackwardEvent } from '../engine/api.ts';
 import { texNum, type Formula } from './tex.ts';
 
 const head = (vals: number[], r: number, width: number): string => {

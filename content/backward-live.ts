@@ -3,7 +3,7 @@
 // The event alone does not hold P, dP or K, so these read them from the frame the
 // debugger shows (recomputed P, dP) and the head's inputs (K). Pure string building.
 
-import type { TraceEvent } from '../engine/trace/events.ts';
+import type { TraceEvent } from '../engine/api.ts';
 import { texNum } from './tex.ts';
 
 export interface BackwardLiveData {

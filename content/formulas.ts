@@ -1,8 +1,7 @@
 // The update the current step performs, as TeX with the live numbers of one row put in.
 // KaTeX renders the result in the formula panel; this module is pure string building.
 
-import type { TraceEvent } from '../engine/trace/events.ts';
-import type { RowHistoryEntry } from '../engine/debugger/protocol.ts';
+import type { TraceEvent, RowHistoryEntry } from '../engine/api.ts';
 import { backwardFormula } from './backward-formulas.ts';
 import { texNum, type Formula } from './tex.ts';
 

@@ -1,10 +1,9 @@
 // Teaching text by algorithm id, and the lookup from a trace event to its pseudo-code line.
 
-import type { TraceEvent } from '../engine/trace/events.ts';
+import type { TraceEvent, AlgorithmId } from '../engine/api.ts';
 import { fa1Content } from './fa1.ts';
 import { fa2Content } from './fa2.ts';
 import { standardContent } from './standard.ts';
-import type { AlgorithmId } from '../engine/algorithms/registry.ts';
 import { HW_LESSONS } from './lessons/index.ts';
 import type { AlgorithmContent } from './types.ts';
 import { BACKWARD_CONTENT } from './backward/index.ts';

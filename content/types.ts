@@ -1,7 +1,7 @@
 // Shapes of the teaching text the debugger shows next to the trace. Pure data, no DOM, so
 // the engine's Node tests and lessons can check it too.
 
-import type { PhaseKind } from '../engine/trace/events.ts';
+import type { PhaseKind } from '../engine/api.ts';
 
 export interface PseudoLine {
   /** Matches TraceEvent.line; empty for lines no step stops on (loop headers, comments). */

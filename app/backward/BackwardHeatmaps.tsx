@@ -5,8 +5,7 @@
 
 import './backward.css';
 import { useMemo } from 'react';
-import type { Frame, HeadInputs, LoadSummary } from '../../engine/debugger/protocol.ts';
-import { findDescriptor } from '../../engine/algorithms/registry.ts';
+import { type Frame, type HeadInputs, type LoadSummary, findDescriptor } from '../../engine/api.ts';
 import { useApp, type MatrixId } from '../store/store.ts';
 import { usePane } from '../pane/context.ts';
 import { colourScale } from '../views/colour.ts';

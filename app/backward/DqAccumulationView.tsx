@@ -6,7 +6,7 @@
 
 import './backward.css';
 import { useMemo } from 'react';
-import { dqAccumulationAt } from '../../engine/debugger/dq-accumulation.ts';
+import { dqAccumulationAt } from '../../engine/api.ts';
 import { useApp } from '../store/store.ts';
 import { usePane } from '../pane/context.ts';
 

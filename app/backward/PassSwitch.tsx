@@ -5,7 +5,7 @@
 
 import './backward.css';
 import { useRef, type KeyboardEvent } from 'react';
-import { hasBackward, PASSES, type Pass } from '../../engine/pass.ts';
+import { hasBackward, PASSES, type Pass } from '../../engine/api.ts';
 import { formToRequest, withAppliedFeatures } from '../store/problem-form.ts';
 import { lowPrecisionRefusal, refusedLoadMessage } from '../defaults/PrecisionFix.tsx';
 import { choosePass } from '../defaults/form-defaults.ts';

@@ -2,7 +2,7 @@
 // axis the person picks, with the difference table and output difference below.
 
 import { useEffect } from 'react';
-import { SYNC_AXES, type SyncAxis } from '../../engine/compare/sync.ts';
+import { SYNC_AXES, type SyncAxis } from '../../engine/api.ts';
 import { useImport } from '../import/import-store.ts';
 import { useApp } from '../store/store.ts';
 import { useCompare } from './compare-store.ts';

@@ -2,7 +2,7 @@
 // and features over the shared problem, a transport, and any of the debugger's views.
 
 import { Component, Suspense, useEffect, useState, type ReactNode } from 'react';
-import { ALGORITHMS } from '../../engine/algorithms/registry.ts';
+import { ALGORITHMS, hasBackward, DTYPES, isFp8 } from '../../engine/api.ts';
 import { PaneContext } from '../pane/context.ts';
 import { messageOf, PaneController } from '../pane/controller.ts';
 import { Transport } from '../panels/Transport.tsx';
@@ -13,10 +13,8 @@ import { useCompare } from './compare-store.ts';
 import { registerController } from './controllers.ts';
 import { comparePaneId, paneSwitchSpecs } from './pane-config.ts';
 import { paneRequest, sharedRequest, SHARED_PANE } from './shared-request.ts';
-import { hasBackward } from '../../engine/pass.ts';
 import { chooseCompareAlgorithm } from '../defaults/compare-defaults.ts';
 import { markTouched } from '../defaults/form-defaults.ts';
-import { DTYPES, isFp8 } from '../../engine/core/problem.ts';
 import { dtypeFixes, inactiveSwitches, isFp8OnlyFeature, paneDtype, paneRefusal } from './pane-dtype.ts';
 import { reloadShared } from './shared-reload.ts';
 

@@ -5,8 +5,7 @@
 // by side. A pane refused for its dtype has no column, and says so.
 
 import { useEffect, useMemo, useState } from 'react';
-import { diffTable, diffTableCsv, outputDifference, ratioNotes } from '../../engine/compare/diff.ts';
-import { GPUS } from '../../engine/hw/gpus/index.ts';
+import { diffTable, diffTableCsv, outputDifference, ratioNotes, GPUS } from '../../engine/api.ts';
 import { messageOf } from '../pane/controller.ts';
 import { downloadText } from '../export/download.ts';
 import { useApp } from '../store/store.ts';

@@ -2,7 +2,7 @@
 // and V, so changing it reloads the shared problem (the Debugger tab's) and then every
 // pane. The FA3 paper's outlier mix and the attention-sink pattern are the FP8 cases.
 
-import type { InputDistribution } from '../../engine/core/inputs.ts';
+import type { InputDistribution } from '../../engine/api.ts';
 import { useImport } from '../import/import-store.ts';
 import { useApp } from '../store/store.ts';
 import { SHARED_PANE } from './shared-request.ts';

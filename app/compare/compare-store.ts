@@ -3,8 +3,7 @@
 // from the debugger store so the two can change independently.
 
 import { create } from 'zustand';
-import type { CompareData } from '../../engine/debugger/protocol.ts';
-import type { SyncAxis } from '../../engine/compare/sync.ts';
+import type { CompareData, SyncAxis } from '../../engine/api.ts';
 import { DEFAULT_PANES, MAX_PANES, MIN_PANES, COMPARE_VIEWS_DEFAULT, type ComparePaneConfig } from './pane-config.ts';
 
 export type AppMode = 'debugger' | 'compare';

@@ -3,9 +3,7 @@
 // distribution or imported tensors) is the shared problem, so panes differ only where the
 // person asked them to.
 
-import type { FeatureSpecs } from '../../engine/algorithms/features.ts';
-import { DEFAULT_COMPARISON, findDescriptor } from '../../engine/algorithms/registry.ts';
-import type { DType } from '../../engine/core/problem.ts';
+import { type FeatureSpecs, DEFAULT_COMPARISON, findDescriptor, type DType } from '../../engine/api.ts';
 
 export interface ComparePaneConfig {
   algorithm: string;

@@ -8,11 +8,17 @@
 // that dtype but runs it at a 16-bit one, and an FP8-only feature is one the engine
 // refuses at 16 bits and takes at FP8. A new FP8 path needs no change here.
 
-import { ALGORITHMS } from '../../engine/algorithms/registry.ts';
-import { refusalOf, type Refusal } from '../../engine/lowprec/fp8-support.ts';
-import { DEFAULT_PROBLEM, isFp8, type AttentionProblem, type DType } from '../../engine/core/problem.ts';
-import type { Pass } from '../../engine/pass.ts';
-import type { LoadRequest } from '../../engine/request.ts';
+import {
+  ALGORITHMS,
+  refusalOf,
+  type Refusal,
+  DEFAULT_PROBLEM,
+  isFp8,
+  type AttentionProblem,
+  type DType,
+  type Pass,
+  type LoadRequest,
+} from '../../engine/api.ts';
 import type { ProblemForm } from '../store/problem-form.ts';
 import type { ComparePaneConfig } from './pane-config.ts';
 import { panelSwitches, effectiveSwitches } from '../store/problem-form.ts';

@@ -12,7 +12,7 @@ import { useCompare } from './compare-store.ts';
 import { controllers } from './controllers.ts';
 import { COMPARE_VIEWS_DEFAULT, type ComparePaneConfig } from './pane-config.ts';
 import { SHARED_PANE } from './shared-request.ts';
-import { BUILT_IN_ALGORITHMS } from '../../engine/algorithms/registry.ts';
+import { BUILT_IN_ALGORITHMS } from '../../engine/api.ts';
 
 export interface ComparePreset {
   id: string;

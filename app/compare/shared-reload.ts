@@ -3,7 +3,7 @@
 // agree, and the shared problem reloads; every pane then reloads with it. A failed load
 // keeps the previous run and shows the engine's message where the shared problem's errors go.
 
-import type { LoadRequest } from '../../engine/request.ts';
+import type { LoadRequest } from '../../engine/api.ts';
 import { messageOf } from '../pane/controller.ts';
 import type { ProblemForm } from '../store/problem-form.ts';
 import { useApp } from '../store/store.ts';

@@ -2,7 +2,7 @@
 // or its form when nothing is loaded yet; imported tensors included) with the pane's own
 // algorithm, dtype, tiles and features.
 
-import type { LoadRequest } from '../../engine/request.ts';
+import type { LoadRequest } from '../../engine/api.ts';
 import { withImported } from '../import/import-store.ts';
 import { DEFAULT_FORM, FormError, formToRequest } from '../store/problem-form.ts';
 import { useApp } from '../store/store.ts';

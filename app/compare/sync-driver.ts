@@ -3,7 +3,7 @@
 // and every other pane seeks to its own step at that point in its own worker. Moves made
 // by the driver itself are not taken as a new lead, so panes never chase each other.
 
-import type { SyncAxis } from '../../engine/compare/sync.ts';
+import type { SyncAxis } from '../../engine/api.ts';
 import { useApp } from '../store/store.ts';
 import { controllers } from './controllers.ts';
 import { useCompare } from './compare-store.ts';

@@ -2,8 +2,19 @@
 // panel's algorithm (before loading), and in the hardware views (after loading, with a
 // reload). Both say which field to change to what; the button applies exactly that.
 
-import { fixPhrase, hasKernel, scheduleFix, type Replaced, type WorkingConfig } from '../../engine/defaults/algorithm-defaults.ts';
-import { gpuById, type GpuId } from '../../engine/hw/gpus/index.ts';
+import {
+  fixPhrase,
+  hasKernel,
+  scheduleFix,
+  type Replaced,
+  type WorkingConfig,
+  gpuById,
+  type GpuId,
+  hasSchedule,
+  shapeOf,
+  simulateFor,
+  type AttentionProblem,
+} from '../../engine/api.ts';
 import { controllers } from '../compare/controllers.ts';
 import { withImported } from '../import/import-store.ts';
 import { usePane } from '../pane/context.ts';
@@ -11,8 +22,6 @@ import type { PaneController } from '../pane/controller.ts';
 import { formToRequest, withAppliedFeatures } from '../store/problem-form.ts';
 import { useApp } from '../store/store.ts';
 import { choiceKey, defaultGpu } from '../hardware/gpus.ts';
-import { hasSchedule, shapeOf, simulateFor } from '../../engine/hw/registry.ts';
-import type { AttentionProblem } from '../../engine/core/problem.ts';
 import { useHwPane } from '../hardware/hw-store.ts';
 import { applyFixToForm, formMisfit, useDefaults } from './form-defaults.ts';
 import './defaults.css';

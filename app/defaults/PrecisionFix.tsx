@@ -3,10 +3,7 @@
 // is asked (engine/lowprec/fp8-support.ts) and its refusal becomes buttons that change the
 // form to something that runs, so picking an option never ends in a bare error.
 
-import { ALGORITHMS } from '../../engine/algorithms/registry.ts';
-import { refusalOf, type Refusal } from '../../engine/lowprec/fp8-support.ts';
-import { isFp8, type DType } from '../../engine/core/problem.ts';
-import { hasBackward } from '../../engine/pass.ts';
+import { ALGORITHMS, refusalOf, type Refusal, isFp8, type DType, hasBackward } from '../../engine/api.ts';
 import { usePane } from '../pane/context.ts';
 import { formToRequest, type ProblemForm } from '../store/problem-form.ts';
 import { useApp } from '../store/store.ts';

@@ -4,7 +4,7 @@
 // unless the person chose that dtype themselves in the Debugger tab or the pane has a dtype
 // of its own.
 
-import { defaultsFor, hasKernel } from '../../engine/defaults/algorithm-defaults.ts';
+import { defaultsFor, hasKernel } from '../../engine/api.ts';
 import { useCompare } from '../compare/compare-store.ts';
 import { controllers } from '../compare/controllers.ts';
 import { comparePaneId } from '../compare/pane-config.ts';

@@ -15,11 +15,12 @@ import {
   type ConfigField,
   type Replaced,
   type WorkingConfig,
-} from '../../engine/defaults/algorithm-defaults.ts';
-import type { GpuId } from '../../engine/hw/gpus/index.ts';
-import type { DType } from '../../engine/core/problem.ts';
+  type GpuId,
+  type DType,
+  hasBackward,
+  type Pass,
+} from '../../engine/api.ts';
 import { panelSwitches, type ProblemForm } from '../store/problem-form.ts';
-import { hasBackward, type Pass } from '../../engine/pass.ts';
 import { useApp } from '../store/store.ts';
 import { hwState, useHw } from '../hardware/hw-store.ts';
 import { defaultGpu } from '../hardware/gpus.ts';

@@ -1,7 +1,7 @@
 // Export buttons: per view (PNG, SVG) and per pane (counters as CSV, the trace as JSONL).
 
 import { useRef, useState, type ReactNode } from 'react';
-import { countersCsv } from '../../engine/compare/diff.ts';
+import { countersCsv } from '../../engine/api.ts';
 import { usePane } from '../pane/context.ts';
 import { useApp } from '../store/store.ts';
 import { downloadBlob, downloadText, slug } from './download.ts';

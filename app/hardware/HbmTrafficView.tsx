@@ -2,8 +2,7 @@
 // move (Q, K, V read once, O written once). FA1 re-reads and re-writes O, l and m once per
 // K/V block; FA2 and later stay at the floor; standard attention adds S and P.
 
-import type { HbmTensor } from '../../engine/core/counters.ts';
-import { dtypeBytes } from '../../engine/core/problem.ts';
+import { type HbmTensor, dtypeBytes } from '../../engine/api.ts';
 import { usePane } from '../pane/context.ts';
 import { useApp } from '../store/store.ts';
 import { TENSOR_COLOUR } from './palette.ts';

@@ -1,7 +1,7 @@
 // The line every hardware view starts with: which SM is drawn, and where the debugger's
 // step is on it (the op whose end is the cursor), or why nothing is drawn.
 
-import type { HwView } from '../../engine/hw/sm-view.ts';
+import type { HwView } from '../../engine/api.ts';
 import { usePane } from '../pane/context.ts';
 import { grouped } from './format.ts';
 import { useApp } from '../store/store.ts';

@@ -4,7 +4,7 @@
 
 import { scaleLinear } from 'd3';
 import { Fragment } from 'react';
-import { liveAt, type HwView, type MemInterval } from '../../engine/hw/sm-view.ts';
+import { liveAt, type HwView, type MemInterval, findDescriptor } from '../../engine/api.ts';
 import { usePane } from '../pane/context.ts';
 import { grouped } from './format.ts';
 import { useApp } from '../store/store.ts';
@@ -13,7 +13,6 @@ import { HwStatus, useCursor } from './HwStatus.tsx';
 import { tensorColour } from './palette.ts';
 import { useHardwareSync } from './useHardware.ts';
 import { useFolded, ViewTitle } from './ViewTitle.tsx';
-import { findDescriptor } from '../../engine/algorithms/registry.ts';
 
 const kb = (b: number) => `${Math.round((b / 1024) * 10) / 10} KB`;
 

@@ -2,10 +2,7 @@
 // (re-run in the worker), the GPU, per-unit utilization of the visible window and export.
 
 import { useEffect, useRef, useState } from 'react';
-import type { HwFeatures } from '../../engine/hw/model.ts';
-import type { HwExportFormat } from '../../engine/hw/api.ts';
-import type { HwView } from '../../engine/hw/sm-view.ts';
-import { stepForClick } from '../../engine/hw/sm-view.ts';
+import { type HwFeatures, type HwExportFormat, type HwView, stepForClick } from '../../engine/api.ts';
 import { messageOf } from '../pane/controller.ts';
 import { usePane } from '../pane/context.ts';
 import { useApp } from '../store/store.ts';

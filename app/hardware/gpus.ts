@@ -2,9 +2,7 @@
 // architecture the kernel was written for. The backward kernels are kernels of their own
 // (FA2's backward runs on the SM80 path, FA3's on SM90), so choices are kept per pass.
 
-import { GPUS } from '../../engine/hw/gpus/index.ts';
-import { hwAlgorithmFor, type HwPass } from '../../engine/hw/registry.ts';
-import { descriptorOf } from '../../engine/algorithms/registry.ts';
+import { GPUS, hwAlgorithmFor, type HwPass, descriptorOf } from '../../engine/api.ts';
 
 export function gpusFor(algorithm: string, pass: HwPass = 'forward'): { id: string; name: string }[] {
   const a = hwAlgorithmFor(algorithm, pass);

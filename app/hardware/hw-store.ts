@@ -3,8 +3,7 @@
 // the hardware views can change without touching the other panes' slices.
 
 import { create } from 'zustand';
-import type { HwFeatures } from '../../engine/hw/model.ts';
-import type { HwView } from '../../engine/hw/sm-view.ts';
+import type { HwFeatures, HwView } from '../../engine/api.ts';
 
 export interface HwPaneState {
   /** GPU id chosen per algorithm (each kernel exists for its own architectures). */

@@ -19,7 +19,7 @@ import {
   type ZoomBehavior,
   type ZoomTransform,
 } from 'd3';
-import type { HwView } from '../../engine/hw/sm-view.ts';
+import type { HwView } from '../../engine/api.ts';
 import { familyColour, UNIT_FAMILIES, unitFamily } from './palette.ts';
 
 const LANE_H = 24;

@@ -4,9 +4,7 @@
 // that became stale while in flight is followed by a fresh one.
 
 import { useEffect } from 'react';
-import { hasHardwareModel } from '../../engine/hw/step-map.ts';
-import type { HwView } from '../../engine/hw/sm-view.ts';
-import type { TraceEvent } from '../../engine/trace/events.ts';
+import { hasHardwareModel, type HwView, type TraceEvent } from '../../engine/api.ts';
 import { messageOf, type PaneController } from '../pane/controller.ts';
 import { usePane } from '../pane/context.ts';
 import { useApp } from '../store/store.ts';

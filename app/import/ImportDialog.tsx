@@ -11,15 +11,15 @@ import {
   type Layout,
   type TensorChoice,
   type TensorRef,
-} from '../../engine/import/tensor-import.ts';
-import type { TensorInfo } from '../../engine/io/tensor-info.ts';
+  type TensorInfo,
+  isIntegerStorage,
+} from '../../engine/api.ts';
 import { usePane } from '../pane/context.ts';
 import { formToRequest } from '../store/problem-form.ts';
 import { useApp } from '../store/store.ts';
 import { importWorker, type InspectedFile } from './import-api.ts';
 import './import.css';
 import { useImport } from './import-store.ts';
-import { isIntegerStorage } from '../../engine/io/float-codec.ts';
 import { ServingHandoff } from '../serving/ServingHandoff.tsx';
 
 type Role = 'q' | 'k' | 'v' | 'sinks' | 'alibi';

@@ -3,8 +3,7 @@
 // whose message names the file, the tensor and what is wrong.
 
 import * as Comlink from 'comlink';
-import type { FileListing, ImportedShape, TensorChoice } from '../../engine/import/tensor-import.ts';
-import type { AttentionProblem } from '../../engine/core/problem.ts';
+import type { FileListing, ImportedShape, TensorChoice, AttentionProblem } from '../../engine/api.ts';
 
 export type InspectedFile = { ok: true; listing: FileListing } | { ok: false; name: string; size: number; message: string };
 

@@ -3,8 +3,7 @@
 // the problem panel shows what is being stepped through.
 
 import { create } from 'zustand';
-import type { LoadRequest } from '../../engine/request.ts';
-import type { ImportedShape, TensorImport } from '../../engine/import/tensor-import.ts';
+import type { LoadRequest, ImportedShape, TensorImport } from '../../engine/api.ts';
 import type { PaneId } from '../store/store.ts';
 
 export interface ImportedInputs {

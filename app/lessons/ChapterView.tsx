@@ -2,7 +2,7 @@
 // "try this" changes, hardware table and questions, with previous/next.
 
 import { useCallback, useEffect, useRef, useState } from 'react';
-import type { LoadRequest } from '../../engine/request.ts';
+import type { LoadRequest } from '../../engine/api.ts';
 import { CHAPTERS } from '../../content/lessons/chapters/index.ts';
 import type { Chapter } from '../../content/lessons/chapters/types.ts';
 import { useApp } from '../store/store.ts';

@@ -3,7 +3,7 @@
 // through the pane's controller and the store, like any other pane owner.
 
 import { useCallback, useEffect, useRef, useState } from 'react';
-import type { LoadRequest } from '../../engine/request.ts';
+import type { LoadRequest } from '../../engine/api.ts';
 import type { PaneSpec } from '../../content/lessons/chapters/types.ts';
 import type { TargetStep } from '../../content/lessons/chapters/evaluate.ts';
 import { DebuggerPane } from '../pane/DebuggerPane.tsx';

@@ -2,7 +2,7 @@
 // worker computes it from the engine for the problem now loaded and says right or wrong.
 
 import { useState } from 'react';
-import type { LoadRequest } from '../../engine/request.ts';
+import type { LoadRequest } from '../../engine/api.ts';
 import type { Question } from '../../content/lessons/chapters/types.ts';
 import { lessonCall } from './lesson-client.ts';
 import { useProgress } from './progress.ts';

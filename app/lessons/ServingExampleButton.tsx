@@ -1,7 +1,7 @@
 // A chapter's serving-layout example: the lesson pane cannot hold a paged cache of several
 // sequences, so the button opens the Serving tab on exactly that example and runs it.
 
-import type { ServingForm } from '../../engine/layouts/serving-form.ts';
+import type { ServingForm } from '../../engine/api.ts';
 import { useServing } from '../serving/serving-store.ts';
 import { useApp } from '../store/store.ts';
 import { goToLesson } from './route.ts';

@@ -3,7 +3,7 @@
 // code, rounding ties to even, the satfinite clamp) come from engine/lowprec/fp8.ts, the
 // rounding the FP8 paths run; this file only names fields and kinds for the page.
 
-import { decodeFp8, encodeFp8, FP8, roundFp8, type Fp8Format, type Fp8Spec } from '../../engine/lowprec/fp8.ts';
+import { decodeFp8, encodeFp8, FP8, roundFp8, type Fp8Format, type Fp8Spec } from '../../engine/api.ts';
 
 export type Fp8Name = Fp8Format;
 

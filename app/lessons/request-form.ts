@@ -1,7 +1,7 @@
 // A lesson's LoadRequest shown in the pane's problem form, so the problem panel displays
 // what the lesson loaded and "Load" there starts from it.
 
-import type { LoadRequest } from '../../engine/request.ts';
+import type { LoadRequest } from '../../engine/api.ts';
 import { DEFAULT_FORM, type ProblemForm } from '../store/problem-form.ts';
 
 export function requestToForm(r: LoadRequest, resolved?: { blockM: number; blockN: number }): ProblemForm {

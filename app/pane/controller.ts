@@ -3,9 +3,7 @@
 // a controller. All engine work happens in the worker; this file only sends requests and
 // stores the frames that come back.
 
-import { applyUpdate } from '../../engine/debugger/frames.ts';
-import type { Breakpoint, Frame, FrameUpdate, Granularity } from '../../engine/debugger/protocol.ts';
-import type { LoadRequest } from '../../engine/request.ts';
+import { applyUpdate, type Breakpoint, type Frame, type FrameUpdate, type Granularity, type LoadRequest } from '../../engine/api.ts';
 import { startDebuggerWorker, type DebuggerClient } from '../worker/client.ts';
 import { TEXT_VIEW_HZ, useApp, type ErrorPlace, type PaneId } from '../store/store.ts';
 

@@ -1,9 +1,7 @@
 // Breakpoints: add one of five kinds, toggle or remove them, run to the next one.
 
 import { useState } from 'react';
-import { describeBreakpoint } from '../../engine/debugger/breakpoints.ts';
-import type { Breakpoint, BreakpointSpec } from '../../engine/debugger/protocol.ts';
-import type { PhaseKind } from '../../engine/trace/events.ts';
+import { describeBreakpoint, type Breakpoint, type BreakpointSpec, type PhaseKind } from '../../engine/api.ts';
 import { useApp } from '../store/store.ts';
 import { usePane } from '../pane/context.ts';
 

@@ -2,7 +2,7 @@
 // person types stays in the store as typed; "Load problem" validates it and sends it to the
 // worker, and a bad value is reported next to the form while the loaded run stays.
 
-import { ALGORITHMS } from '../../engine/algorithms/registry.ts';
+import { ALGORITHMS, isFp8 } from '../../engine/api.ts';
 import { formToRequest, withAppliedFeatures, type ProblemForm } from '../store/problem-form.ts';
 import { useApp } from '../store/store.ts';
 import { usePane } from '../pane/context.ts';
@@ -13,7 +13,6 @@ import { PassSwitch } from '../backward/PassSwitch.tsx';
 import { chooseAlgorithm, editForm } from '../defaults/form-defaults.ts';
 import { FormFitHint } from '../defaults/FitFix.tsx';
 import { PrecisionFitHint, lowPrecisionRefusal, refusedLoadMessage } from '../defaults/PrecisionFix.tsx';
-import { isFp8 } from '../../engine/core/problem.ts';
 import { panelSwitches, panelSwitchTitle, effectiveSwitches, switchOff, type PanelSwitch } from '../store/problem-form.ts';
 
 /**

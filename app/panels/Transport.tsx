@@ -1,7 +1,7 @@
 // Playback controls: buttons, scrubber, speed, granularity and the step counter.
 
 import { useEffect, useState } from 'react';
-import type { Granularity } from '../../engine/debugger/protocol.ts';
+import type { Granularity } from '../../engine/api.ts';
 import { useApp } from '../store/store.ts';
 import { usePane } from '../pane/context.ts';
 

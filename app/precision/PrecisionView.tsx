@@ -8,9 +8,7 @@
 // the reference costs O(N²d) in the worker; a folded view asks for nothing.
 
 import { useMemo, useState } from 'react';
-import type { PrecisionHead, PrecisionRun, TilePrecision } from '../../engine/debugger/precision.ts';
-import type { OutputError } from '../../engine/lowprec/error-metrics.ts';
-import type { Frame, LoadSummary } from '../../engine/debugger/protocol.ts';
+import type { PrecisionHead, PrecisionRun, TilePrecision, OutputError, Frame, LoadSummary } from '../../engine/api.ts';
 import { usePane } from '../pane/context.ts';
 import { useApp } from '../store/store.ts';
 import { colourScale, type ColourScale } from '../views/colour.ts';

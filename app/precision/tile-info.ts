@@ -1,6 +1,6 @@
 // How the precision data of a tile reads in tooltips and the Precision view's tile list.
 
-import type { TilePrecision } from '../../engine/debugger/precision.ts';
+import type { TilePrecision } from '../../engine/api.ts';
 
 export const num = (v: number | undefined, digits = 3): string =>
   v === undefined || Number.isNaN(v)

@@ -5,7 +5,7 @@
 // boundaries). Pool pages no sequence owns are hatched: they are never read.
 
 import { useMemo } from 'react';
-import type { ServingRun } from '../../engine/layouts/serving-run.ts';
+import type { ServingRun } from '../../engine/api.ts';
 import { seqColour } from './serving-colours.ts';
 
 interface Props {

@@ -5,12 +5,19 @@
 import './serving.css';
 
 import { useEffect, useState } from 'react';
-import { ALGORITHMS, DEFAULT_ALGORITHM, DESCRIPTORS, findDescriptor } from '../../engine/algorithms/registry.ts';
+import {
+  ALGORITHMS,
+  DEFAULT_ALGORITHM,
+  DESCRIPTORS,
+  findDescriptor,
+  totalBytes,
+  type HbmTensor,
+  type ServingRun,
+  type ServingStep,
+} from '../../engine/api.ts';
 
 /** The algorithm a paged cache starts on when the form still holds the plain default: the decoding kernel. */
 const PAGED_DEFAULT = DESCRIPTORS.find((d) => d.serving.pagedDefault)?.id;
-import { totalBytes, type HbmTensor } from '../../engine/core/counters.ts';
-import type { ServingRun, ServingStep } from '../../engine/layouts/serving-run.ts';
 import { PAGED_ROLES, VARLEN_ROLES } from './serving-api.ts';
 import { useServing } from './serving-store.ts';
 import { PagedView } from './PagedView.tsx';

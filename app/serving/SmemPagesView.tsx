@@ -3,9 +3,7 @@
 // keep one of each), each K/V buffer labelled with the physical pages and slots its keys
 // were copied from (engine/layouts/smem-pages.ts). Widths follow the buffers' bytes.
 
-import type { ServingRun } from '../../engine/layouts/serving-run.ts';
-import { DESCRIPTORS, findDescriptor } from '../../engine/algorithms/registry.ts';
-import { kvStagesOf, smemAt, type SmemBuffer } from '../../engine/layouts/smem-pages.ts';
+import { type ServingRun, DESCRIPTORS, findDescriptor, kvStagesOf, smemAt, type SmemBuffer } from '../../engine/api.ts';
 import { seqColour } from './serving-colours.ts';
 
 const kib = (n: number) => (n >= 1024 ? `${(n / 1024).toFixed(n % 1024 ? 1 : 0)} KiB` : `${n} B`);

@@ -7,7 +7,7 @@
 // those rows and columns off, it never mixes two sequences.
 
 import { useEffect, useMemo, useRef } from 'react';
-import type { ServingRun, ServingStep } from '../../engine/layouts/serving-run.ts';
+import type { ServingRun, ServingStep } from '../../engine/api.ts';
 import { seqColour, valueColour } from './serving-colours.ts';
 
 const MAX_W = 520;

@@ -3,7 +3,7 @@
 // field or tensor (ProblemError, TensorFileError).
 
 import * as Comlink from 'comlink';
-import type { ServingForm, ServingRun } from '../../engine/layouts/serving-run.ts';
+import type { ServingForm, ServingRun } from '../../engine/api.ts';
 
 /** Which file holds which tensor, for a run on the person's files. */
 export interface ServingFiles {

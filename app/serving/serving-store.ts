@@ -2,8 +2,7 @@
 // current step and the selected sequence. Runs happen in the serving worker.
 
 import { create } from 'zustand';
-import { DEFAULT_SERVING_FORM, type ServingForm } from '../../engine/layouts/serving-form.ts';
-import type { ServingRun } from '../../engine/layouts/serving-run.ts';
+import { DEFAULT_SERVING_FORM, type ServingForm, type ServingRun } from '../../engine/api.ts';
 import { servingWorker, type ServingFiles } from './serving-api.ts';
 
 export interface ServingState {

@@ -2,8 +2,7 @@
 // field by field; anything unreadable falls back to the default with a notice line, so a
 // damaged link still opens. Pure TS (tested with vitest).
 
-import { ALGORITHMS } from '../../engine/algorithms/registry.ts';
-import { DEFAULT_SERVING_FORM, SERVING_LIMITS, type ServingForm } from '../../engine/layouts/serving-form.ts';
+import { ALGORITHMS, DEFAULT_SERVING_FORM, SERVING_LIMITS, type ServingForm } from '../../engine/api.ts';
 
 export interface ServingShare {
   form: ServingForm;

@@ -4,13 +4,18 @@
 // part that cannot be read, with one notice line per part that was ignored.
 // Pure TS (no DOM): tested with vitest.
 
-import { ALGORITHMS, DESCRIPTORS } from '../../engine/algorithms/registry.ts';
-import { PASSES } from '../../engine/pass.ts';
-import { SYNC_AXES, type SyncAxis } from '../../engine/compare/sync.ts';
-import { GPUS } from '../../engine/hw/gpus/index.ts';
+import {
+  ALGORITHMS,
+  DESCRIPTORS,
+  PASSES,
+  SYNC_AXES,
+  type SyncAxis,
+  GPUS,
+  DTYPES,
+  type DType,
+  INPUT_DISTRIBUTIONS,
+} from '../../engine/api.ts';
 import { DEFAULT_FORM, panelSwitches, effectiveSwitches, formToRequest, type ProblemForm } from '../store/problem-form.ts';
-import { DTYPES, type DType } from '../../engine/core/problem.ts';
-import { INPUT_DISTRIBUTIONS } from '../../engine/core/inputs.ts';
 import { DEFAULT_PANES, MAX_PANES, MIN_PANES, type ComparePaneConfig } from '../compare/pane-config.ts';
 import { decodeServing, encodeServing, type ServingShare } from '../serving/serving-url.ts';
 

@@ -1,12 +1,19 @@
 // The problem panel's form: what the person typed (kept as typed, so a bad value is never
 // lost) and its conversion to a LoadRequest with a message naming the bad field.
 
-import type { LoadRequest } from '../../engine/request.ts';
-import type { InputDistribution } from '../../engine/core/inputs.ts';
-import { isFp8, type AttentionProblem, type DType } from '../../engine/core/problem.ts';
-import { hasBackward, type Pass } from '../../engine/pass.ts';
-import { DEFAULT_ALGORITHM, findDescriptor } from '../../engine/algorithms/registry.ts';
-import type { FeatureSpec, SwitchValues } from '../../engine/algorithms/features.ts';
+import {
+  type LoadRequest,
+  type InputDistribution,
+  isFp8,
+  type AttentionProblem,
+  type DType,
+  hasBackward,
+  type Pass,
+  DEFAULT_ALGORITHM,
+  findDescriptor,
+  type FeatureSpec,
+  type SwitchValues,
+} from '../../engine/api.ts';
 
 /** Every panel switch's value as the next load would run it (set, loaded, or the kernel's default). */
 export type { SwitchValues };

@@ -3,16 +3,7 @@
 // select only the fields they render.
 
 import { create } from 'zustand';
-import type {
-  Breakpoint,
-  BreakpointHit,
-  CountersRun,
-  Frame,
-  Granularity,
-  HeadInputs,
-  LoadSummary,
-} from '../../engine/debugger/protocol.ts';
-import type { LoadRequest } from '../../engine/request.ts';
+import type { Breakpoint, BreakpointHit, CountersRun, Frame, Granularity, HeadInputs, LoadSummary, LoadRequest } from '../../engine/api.ts';
 import { DEFAULT_FORM, type ProblemForm } from './problem-form.ts';
 
 export type PaneId = string;

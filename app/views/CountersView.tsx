@@ -1,7 +1,6 @@
 // Counters up to the current step: HBM traffic by tensor, FLOPs, exponentials, rescales.
 
-import { totalBytes } from '../../engine/core/counters.ts';
-import type { Counters } from '../../engine/core/counters.ts';
+import { totalBytes, type Counters } from '../../engine/api.ts';
 import { useApp } from '../store/store.ts';
 import { usePane } from '../pane/context.ts';
 import { counterFigure } from '../../content/counter-figures.ts';

@@ -6,8 +6,7 @@ import 'katex/dist/katex.min.css';
 import { useMemo } from 'react';
 import { formulaFor } from '../../content/formulas.ts';
 import { backwardLive } from '../../content/backward-live.ts';
-import { softmaxScale } from '../../engine/core/problem.ts';
-import { findDescriptor } from '../../engine/algorithms/registry.ts';
+import { softmaxScale, findDescriptor } from '../../engine/api.ts';
 import { useApp } from '../store/store.ts';
 import { usePane } from '../pane/context.ts';
 

@@ -10,7 +10,7 @@ import { BackwardHeatmaps } from '../backward/BackwardHeatmaps.tsx';
 import { flushedUpTo, usePrecisionMarks } from './precision-store.ts';
 import { scaleLines, tileIndex } from '../precision/tile-info.ts';
 import { scoreTitles } from './score-titles.ts';
-import { findDescriptor } from '../../engine/algorithms/registry.ts';
+import { findDescriptor } from '../../engine/api.ts';
 
 export const FLUSHED_LABEL = 'flushed to 0 by the P cast';
 

@@ -5,7 +5,7 @@
 
 import { useApp } from '../store/store.ts';
 import { usePane } from '../pane/context.ts';
-import type { RowHistoryEntry } from '../../engine/debugger/protocol.ts';
+import type { RowHistoryEntry } from '../../engine/api.ts';
 
 function num(v: number | undefined): string {
   if (v === undefined || Number.isNaN(v)) return '—';

@@ -6,7 +6,7 @@
 
 import { useEffect } from 'react';
 import { create } from 'zustand';
-import type { PrecisionMarks, PrecisionResponse } from '../../engine/debugger/precision.ts';
+import type { PrecisionMarks, PrecisionResponse } from '../../engine/api.ts';
 import { messageOf, type PaneController } from '../pane/controller.ts';
 import { usePane } from '../pane/context.ts';
 import { useApp } from '../store/store.ts';

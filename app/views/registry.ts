@@ -2,14 +2,12 @@
 // + one line here; `when` hides views that do not apply to the loaded algorithm.
 
 import { lazy, type ComponentType } from 'react';
-import type { LoadSummary } from '../../engine/debugger/protocol.ts';
+import { type LoadSummary, hasHardwareModel, findDescriptor } from '../../engine/api.ts';
 import { CountersView } from './CountersView.tsx';
 import { HeatmapsView } from './HeatmapsView.tsx';
 import { PseudoCodeView } from './PseudoCodeView.tsx';
 import { StatsView } from './StatsView.tsx';
 import { TileZoomView } from './TileZoomView.tsx';
-import { hasHardwareModel } from '../../engine/hw/step-map.ts';
-import { findDescriptor } from '../../engine/algorithms/registry.ts';
 import { HbmTrafficView } from '../hardware/HbmTrafficView.tsx';
 
 export type ViewColumn = 'main' | 'side';

@@ -4,7 +4,7 @@
 // probability weights, but the S values of a base-2 run are log₂e ≈ 1.443 times larger, so
 // a title that says τ·QKᵀ would misstate every number under it.
 
-import { findDescriptor } from '../../engine/algorithms/registry.ts';
+import { findDescriptor } from '../../engine/api.ts';
 
 export interface ScoreTitles {
   s: string;

@@ -4,14 +4,22 @@
 // device losses, and only ever replaces the result when a new run succeeds.
 
 import { useCallback, useEffect, useRef, useState } from 'react';
-import { ProblemError, validateProblem, type AttentionProblem } from '../../engine/core/problem.ts';
-import { PATH_LABELS, type WebGpuPath } from '../../engine/webgpu/device.ts';
-import type { BackwardPath } from '../../engine/webgpu/backward-run.ts';
+import {
+  ProblemError,
+  validateProblem,
+  type AttentionProblem,
+  PATH_LABELS,
+  type WebGpuPath,
+  type BackwardPath,
+  webgpuDefaultsFor,
+  webgpuPathFix,
+  type WebGpuField,
+  type WebGpuShape,
+} from '../../engine/api.ts';
 import { useApp } from '../store/store.ts';
 import type { AdapterReport, Backend, FromWorker, Pass, RunReport, ToWorker } from './protocol.ts';
 import { GridHeatmap, LseChart } from './ResultViews.tsx';
 import { fastestPath, missingFeatureAdvice } from './feature-advice.ts';
-import { webgpuDefaultsFor, webgpuPathFix, type WebGpuField, type WebGpuShape } from '../../engine/defaults/webgpu-defaults.ts';
 import './webgpu.css';
 
 interface Form {

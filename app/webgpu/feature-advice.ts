@@ -1,7 +1,7 @@
 // What a missing adapter feature costs on the WebGPU panel, and how a person gets it in
 // Chromium; plus which offered kernel path runs fastest, so the panel starts on it.
 
-import { PATH_LABELS, type WebGpuPath } from '../../engine/webgpu/device.ts';
+import { PATH_LABELS, type WebGpuPath } from '../../engine/api.ts';
 
 /** Forward paths, fastest first (BENCHMARKS.md, H200: flash-matrix ≈ 5× flash-subgroups ≥ flash-f32). */
 export const FORWARD_SPEED_ORDER: readonly WebGpuPath[] = ['flash-matrix', 'flash-subgroups', 'flash-f16', 'flash-f32'];

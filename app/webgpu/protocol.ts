@@ -1,8 +1,6 @@
 // Messages between the WebGPU panel and its worker.
 
-import type { AttentionProblem } from '../../engine/core/problem.ts';
-import type { WebGpuPath } from '../../engine/webgpu/device.ts';
-import type { KernelTime } from '../../engine/webgpu/timer.ts';
+import type { AttentionProblem, WebGpuPath, KernelTime } from '../../engine/api.ts';
 import type { Grid } from './downsample.ts';
 
 export type Backend = 'webgpu' | 'cpu';

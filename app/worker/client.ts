@@ -3,7 +3,7 @@
 // onCrash; the caller decides how to restart (see pane/useDebuggerSession.ts).
 
 import * as Comlink from 'comlink';
-import type { DebuggerApi, Progress } from '../../engine/debugger/protocol.ts';
+import type { DebuggerApi, Progress } from '../../engine/api.ts';
 
 export interface DebuggerClient {
   api: Comlink.Remote<DebuggerApi>;

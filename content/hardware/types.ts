@@ -3,7 +3,7 @@
 // doing at that moment. Text is Markdown-lite (paragraphs, **bold**, `code`) with KaTeX
 // ($…$ inline, $$…$$ display); app/hardware/lesson-text.ts renders it.
 
-import type { BackwardPhaseKind, ForwardPhaseKind } from '../../engine/trace/events.ts';
+import type { BackwardPhaseKind, ForwardPhaseKind } from '../../engine/api.ts';
 
 export interface HardwareTopic {
   id: string;

@@ -6,7 +6,7 @@ import { fa4Lesson } from './fa4.ts';
 import { flashDecodingLesson } from './flash-decoding.ts';
 import { fmhaV2Lesson } from './fmha-v2.ts';
 import { sageLesson } from './sage.ts';
-import type { AlgorithmId } from '../../engine/algorithms/registry.ts';
+import type { AlgorithmId } from '../../engine/api.ts';
 import type { AlgorithmLesson } from './types.ts';
 
 /** The algorithms taught from the papers' pseudo-code alone (content/standard.ts, fa1.ts, fa2.ts); every other built-in has a kernel lesson. */

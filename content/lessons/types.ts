@@ -3,7 +3,7 @@
 // pseudo-code content the debugger pane shows. lessons.test.ts checks every line id the
 // algorithm emits against `content.lines` and renders every formula with KaTeX.
 
-import type { PhaseKind } from '../../engine/trace/events.ts';
+import type { PhaseKind } from '../../engine/api.ts';
 import type { AlgorithmContent } from '../types.ts';
 
 export interface FeatureNote {

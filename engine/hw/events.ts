@@ -114,6 +114,8 @@ export interface ResourceSheet {
   splits?: number;
   /** Empty when it fits; otherwise one line per resource that does not, with need and capacity. */
   does_not_fit: string[];
+  /** The configuration upstream's dispatch picks for this problem, and the upstream lines deciding each part. */
+  upstream?: { config: Record<string, number | string | boolean>; why: string[] };
   notes: string[];
 }
 

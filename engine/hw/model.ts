@@ -2,16 +2,66 @@
 // features, the cost of each kind of work on a given GPU, and the shape of a schedule
 // module. The schedules themselves live beside each algorithm (engine/algorithms/<id>/schedule.ts).
 
-import { dtypeBytes, isFp8, type DType, type ProblemDims } from '../core/problem.ts';
+import { dtypeBytes, isFp8, type DType, type ProblemDims, type SlidingWindow } from '../core/problem.ts';
 import type { FeatureSpec } from '../algorithms/features.ts';
 import type { PhaseKind } from '../trace/events.ts';
 import type { SchedulePhase, ResourceSheet } from './events.ts';
 import type { GpuSpec } from './gpus/index.ts';
 import type { Kernel, MemSpec } from './scheduler.ts';
 
+/**
+ * The problem as the hardware model takes it: the numeric engine's problem (dims, dtype, masks,
+ * softcap) plus what only decides the kernel's configuration (paging, varlen, splits). nq and
+ * nk are max_seqlen_q / max_seqlen_k when varlen is given. New fields go here, nowhere else.
+ */
 export interface ProblemShape extends ProblemDims {
   dtype: DType;
   causal: boolean;
+  /** Sliding window around the bottom-right-aligned diagonal; -1 = unbounded on that side. */
+  window?: SlidingWindow;
+  /** Logit softcap (> 0). */
+  softcap?: number;
+  /** Chunked attention (FA3's attention_chunk): keys only within the query's chunk. */
+  attentionChunk?: number;
+  /** Paged KV cache: tokens per page (the block table does not change the configuration). */
+  pageSize?: number;
+  /** Packed variable-length batch: the per-sequence lengths (cu_seqlens differences, or seqused). */
+  varlen?: { seqlensQ?: number[]; seqlensK?: number[]; seqused?: boolean };
+  /** K/V splits: undefined = the kernel's default, 0 = its heuristic, N = forced. */
+  numSplits?: number;
+  /** GQA packing: undefined = the kernel's heuristic. */
+  packGqa?: boolean;
+  /**
+   * Set by packShape only: the kernel tiles Q heads packed per KV head, so hq = hk and nq counts
+   * packed rows (seqlen_q × packRatio, the Q heads of a KV head interleaved per query row).
+   */
+  packRatio?: number;
+}
+
+/** The problem as a GQA-packing kernel tiles it (flash_attn/cute/pack_gqa.py@0251105a, pack_gqa_layout). */
+export function packShape(shape: ProblemShape, ratio: number): ProblemShape {
+  if (ratio <= 1 || shape.packRatio !== undefined) return shape;
+  return { ...shape, hq: shape.hk, nq: shape.nq * ratio, packRatio: ratio };
+}
+
+/** The problem as given, from a packed one. */
+export function unpackShape(shape: ProblemShape): ProblemShape {
+  if (shape.packRatio === undefined) return shape;
+  const { packRatio, ...rest } = shape;
+  return { ...rest, hq: shape.hk * packRatio, nq: shape.nq / packRatio };
+}
+
+/** Per-sequence shapes of a varlen batch (batch 1 each), or the shape itself when dense. */
+export function sequencesOf(shape: ProblemShape): ProblemShape[] {
+  const v = shape.varlen;
+  if (!v || (!v.seqlensQ && !v.seqlensK)) return [shape];
+  const r = shape.packRatio ?? 1;
+  return Array.from({ length: shape.batch }, (_, b) => ({
+    ...shape,
+    batch: 1,
+    nq: (v.seqlensQ?.[b] ?? shape.nq / r) * r,
+    nk: v.seqlensK?.[b] ?? shape.nk,
+  }));
 }
 
 /** Every switch the hardware models know. Each algorithm accepts only its own. */
@@ -204,18 +254,40 @@ export function prefix(ctx: BuildContext): string {
   return ctx.ctaCount > 1 ? `cta${ctx.ctaIndex}/` : '';
 }
 
-/** Visible K/V blocks [from, to) of Q rows [r0, r1) for a bottom-right-aligned causal mask (all when not causal). */
+/** Visible K/V blocks [from, to) of Q rows [r0, r1): the causal mask and the window, bottom-right aligned. */
 export function visibleKvRange(shape: ProblemShape, r0: number, r1: number, blockN: number): [number, number] {
-  const tc = ceilDiv(shape.nk, blockN);
-  if (!shape.causal) return [0, tc];
-  const lastKey = r1 - 1 + shape.nk - shape.nq;
-  if (lastKey < 0) return [0, 0];
-  return [0, Math.min(tc, Math.floor(lastKey / blockN) + 1)];
+  return kvBlockRange(shape, r0, r1, blockN);
+}
+
+/**
+ * The K/V blocks [min, max) a CTA of (packed) rows [m0, m1) loads, as upstream's
+ * get_n_block_min_max computes them (flash_attn/cute/block_info.py@0251105a l. 27-68; hopper/
+ * block.h the same): the right edge from the causal diagonal or the window's right side, the
+ * left edge from the window's left side; packed GQA rows are divided by the heads per KV head.
+ * With splits, split `split` of `splits` takes its share of that range.
+ */
+export function kvBlockRange(shape: ProblemShape, m0: number, m1: number, blockN: number, split = 0, splits = 1): [number, number] {
+  const packRatio = shape.packRatio ?? 1;
+  let nMax = ceilDiv(shape.nk, blockN);
+  const wl = shape.window && shape.window.left >= 0 ? shape.window.left : undefined;
+  const wr = shape.window && shape.window.right >= 0 ? shape.window.right : undefined;
+  const right = shape.causal ? Math.min(0, wr ?? 0) : wr;
+  const offset = shape.nk - shape.nq / packRatio;
+  if (right !== undefined) nMax = Math.max(0, Math.min(nMax, ceilDiv(ceilDiv(m1, packRatio) + offset + right, blockN)));
+  let nMin = 0;
+  if (wl !== undefined) nMin = Math.max(0, Math.floor((Math.floor(m0 / packRatio) + offset - wl) / blockN));
+  if (splits > 1) {
+    const per = nMax <= nMin ? 0 : ceilDiv(nMax - nMin, splits);
+    nMin += split * per;
+    nMax = Math.min(nMin + per, nMax);
+  }
+  return nMax <= nMin ? [nMin, nMin] : [nMin, nMax];
 }
 
 /** Does K/V block j reach past the causal diagonal for Q rows starting at row0 (so it must be masked inside)? */
 export function crossesDiagonal(shape: ProblemShape, row0: number, j: number, blockN: number): boolean {
-  return shape.causal && (j + 1) * blockN - 1 > row0 + shape.nk - shape.nq;
+  const r = shape.packRatio ?? 1;
+  return shape.causal && (j + 1) * blockN - 1 > Math.floor(row0 / r) + shape.nk - shape.nq / r;
 }
 
 export function kvCount(w: CtaWork): number {

@@ -84,7 +84,19 @@ export function resolveFeatures(algo: HwAlgorithm, given: Partial<HwFeatures>): 
 
 export function shapeOf(p: AttentionProblem): ProblemShape {
   validateProblem(p);
-  return { batch: p.batch, hq: p.hq, hk: p.hk, nq: p.nq, nk: p.nk, d: p.d, dv: p.dv, dtype: p.dtype, causal: p.causal };
+  return {
+    batch: p.batch,
+    hq: p.hq,
+    hk: p.hk,
+    nq: p.nq,
+    nk: p.nk,
+    d: p.d,
+    dv: p.dv,
+    dtype: p.dtype,
+    causal: p.causal,
+    ...(p.window && (p.window.left >= 0 || p.window.right >= 0) ? { window: { ...p.window } } : {}),
+    ...(p.softcap !== undefined ? { softcap: p.softcap } : {}),
+  };
 }
 
 function checkArch(algo: HwAlgorithm, gpu: GpuSpec): void {

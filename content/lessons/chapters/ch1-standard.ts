@@ -1,9 +1,7 @@
 // Chapter 1: standard attention and the HBM traffic of its N×N intermediates.
 import type { Chapter } from './types.ts';
 import { firstIndex, fmt, fmtBytes, lessonRequest, tensorTraffic } from './queries.ts';
-import { dtypeBytes } from '../../../engine/core/problem.ts';
-import type { Counters } from '../../../engine/core/counters.ts';
-import type { LoadRequest } from '../../../engine/request.ts';
+import { dtypeBytes, type Counters, type LoadRequest } from '../../../engine/api.ts';
 
 const preset = lessonRequest('standard', { nq: 32, nk: 32, d: 16 }, { blockM: 8, blockN: 8 });
 const fp16 = (r: LoadRequest): LoadRequest => ({ ...r, problem: { ...r.problem, dtype: 'fp16' } });

@@ -2,8 +2,7 @@
 // dQ accumulated with atomics, and what determinism costs.
 import type { Chapter } from './types.ts';
 import { firstIndex, fmt, fmtBytes, lessonRequest, type EventOf } from './queries.ts';
-import type { LoadRequest } from '../../../engine/request.ts';
-import type { TraceEvent } from '../../../engine/trace/events.ts';
+import type { LoadRequest, TraceEvent } from '../../../engine/api.ts';
 
 const problem = { nq: 32, nk: 32, d: 16, dtype: 'fp16' as const };
 const blocks = { blockM: 8, blockN: 8 };

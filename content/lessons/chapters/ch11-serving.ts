@@ -2,15 +2,19 @@
 // where flash-decoding's splits fall on pages. The questions run engine/layouts.
 import type { Chapter } from './types.ts';
 import { firstIndex, fmt, fmtBytes, lessonRequest } from './queries.ts';
-import { algorithmById } from '../../../engine/algorithms/registry.ts';
-import { randomInputs } from '../../../engine/core/inputs.ts';
-import type { AttentionProblem } from '../../../engine/core/problem.ts';
-import { runToEnd } from '../../../engine/run.ts';
-import { generateServing, DEFAULT_SERVING_FORM, type ServingForm } from '../../../engine/layouts/serving-run.ts';
-import { runLayoutToEnd } from '../../../engine/layouts/sequence-runner.ts';
-import { runVarlen } from '../../../engine/layouts/varlen.ts';
-import { runPaged } from '../../../engine/layouts/paged.ts';
-import type { TraceEvent } from '../../../engine/trace/events.ts';
+import {
+  algorithmById,
+  randomInputs,
+  type AttentionProblem,
+  runToEnd,
+  generateServing,
+  DEFAULT_SERVING_FORM,
+  type ServingForm,
+  runLayoutToEnd,
+  runVarlen,
+  runPaged,
+  type TraceEvent,
+} from '../../../engine/api.ts';
 
 const PACK_LENGTHS = [40, 160, 8, 120];
 export const PAGED_FORM: ServingForm = {

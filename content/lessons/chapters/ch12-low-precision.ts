@@ -3,10 +3,7 @@
 // in the cast before P·V. Every figure in the text is computed by the engine when shown.
 import type { Chapter } from './types.ts';
 import { fmt, lessonRequest } from './queries.ts';
-import { FP8, roundFp8, encodeFp8 } from '../../../engine/lowprec/fp8.ts';
-import { randomInputs } from '../../../engine/core/inputs.ts';
-import type { LoadRequest } from '../../../engine/request.ts';
-import type { TraceEvent } from '../../../engine/trace/events.ts';
+import { FP8, roundFp8, encodeFp8, randomInputs, type LoadRequest, type TraceEvent } from '../../../engine/api.ts';
 import { firstQk, K_OFFSET, SAGE_PRESET, SMOOTH_PROBLEM, smoothingRow, smoothingTable } from './k-smoothing.ts';
 import {
   errorRow,

@@ -1,7 +1,7 @@
 // Chapter 3: from online softmax to one-pass attention — the O recurrence.
 import type { Chapter } from './types.ts';
 import { firstIndex, fmt, lessonRequest, type EventOf } from './queries.ts';
-import type { TraceEvent } from '../../../engine/trace/events.ts';
+import type { TraceEvent } from '../../../engine/api.ts';
 
 const shrinks = (e: TraceEvent): e is EventOf<'rescale'> => e.kind === 'rescale' && e.factor.some((f) => f < 1);
 const target = (ev: readonly TraceEvent[]) => firstIndex(ev, shrinks);

@@ -1,7 +1,7 @@
 // Chapter 6: what an Ampere/Ada kernel overlaps — the CuTe FA2 pipeline and TensorRT-LLM's fmha_v2.
 import type { Chapter } from './types.ts';
 import { firstIndex, fmt, lessonRequest } from './queries.ts';
-import type { TraceEvent } from '../../../engine/trace/events.ts';
+import type { TraceEvent } from '../../../engine/api.ts';
 
 const problem = { nq: 64, nk: 64, d: 16, dtype: 'fp16' as const };
 const blocks = { blockM: 16, blockN: 16 };

@@ -1,18 +1,11 @@
 // Chapter 8: FA4 on Blackwell — TMEM, warp roles, Large-Small-Large, 3/4 P hand-off, lazy rescaling, exp2 emulation.
 import type { Chapter } from './types.ts';
 import { firstIndex, fmt, lessonRequest } from './queries.ts';
-import { describeFor, shapeOf } from '../../../engine/hw/registry.ts';
-import type { LoadRequest } from '../../../engine/request.ts';
-import type { ProblemShape } from '../../../engine/hw/model.ts';
-import { fa4Config } from '../../../engine/algorithms/fa4/tiles.ts';
+import { describeFor, shapeOf, type LoadRequest, type ProblemShape } from '../../../engine/api.ts';
 
 const B200 = 'b200';
 /** The DeepSeek head shape on one 256-row CTA: the K/V ring is large, small, large. */
 const preset = lessonRequest('fa4', { nq: 256, nk: 512, d: 192, dv: 128, dtype: 'bf16', causal: true }, { blockM: 128, blockN: 128 });
-const exp2Pattern = () => {
-  const p = preset.problem;
-  return fa4Config({ d: p.d, dv: p.dv, dtype: p.dtype, causal: p.causal, nq: p.nq }).exp2;
-};
 
 /** The K/V slots of the B200 model for a loaded request. */
 const kvSlotsOf = (req: LoadRequest) => kvSlots(shapeOf(req.problem));
@@ -61,7 +54,7 @@ export const chapter8: Chapter = {
     },
     {
       kind: 'p',
-      text: '**exp2 emulation.** Some of the exponentials are computed with a cubic polynomial on the FMA units (split $x$ into integer and fraction, approximate $2^{\\text{frac}}$, add the integer to the exponent bits), so the exponential unit and the FMA units share the work. Which ones is fixed per configuration: in 32-column fragments, from a start fragment to the one before the last, the last few of every period of columns, on masked blocks as well. For the causal shape below that is the last {{emu-res}} of every {{emu-freq}} columns from fragment {{emu-start}}; without the mask this shape compiles with no emulation at all, and the common $d = 128$ configuration uses the last 4 of every 16.',
+      text: '**exp2 emulation.** Some of the exponentials are computed with a cubic polynomial on the FMA units (split $x$ into integer and fraction, approximate $2^{\\text{frac}}$, add the integer to the exponent bits), so the exponential unit and the FMA units share the work. Which ones is fixed per configuration: in 32-column fragments, from a start fragment to the one before the last, the last few of every period of columns, on masked blocks as well. The common $d = 128$ configuration emulates the last 4 of every 16 columns; the causal shape below a sparser pattern, and the same shape without the mask none at all. In the run of the debugger {{emulated}} of the {{exps}} exponentials go through the polynomial.',
     },
     {
       kind: 'p',
@@ -108,13 +101,12 @@ export const chapter8: Chapter = {
     ],
   },
   reference: ['fa4'],
-  facts: () => ({
+  facts: (run) => ({
     'stages-d128': String(kvSlots({ d: 128, dv: 128 }).length),
     'stages-d64': String(kvSlots({ d: 64, dv: 64 }).length),
     'stages-2cta': String(kvSlots({ d: 128, dv: 128, nq: 4096 }).length),
-    'emu-res': String(exp2Pattern().res),
-    'emu-freq': String(exp2Pattern().freq),
-    'emu-start': String(exp2Pattern().startFrg),
+    emulated: String(run(preset).result.stats?.emulatedExp2 ?? 0),
+    exps: String(run(preset).result.counters.expCount),
   }),
   sources: [
     '"FlashAttention-4: Algorithm and Kernel Pipelining Co-Design for Asymmetric Hardware Scaling", arXiv 2603.05451 (TMEM and warp roles, lazy rescaling, exp2 emulation, the 2-CTA MMA).',

@@ -1,7 +1,7 @@
 // Chapter 9: flash-decoding — split K/V and the LSE combine.
 import type { Chapter } from './types.ts';
 import { firstIndex, fmt, lessonRequest, type EventOf } from './queries.ts';
-import type { TraceEvent } from '../../../engine/trace/events.ts';
+import type { TraceEvent } from '../../../engine/api.ts';
 
 const combineOf = (ev: readonly TraceEvent[]) => ev.find((e): e is EventOf<'combine'> => e.kind === 'combine');
 const H100 = 'h100';

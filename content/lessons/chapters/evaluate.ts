@@ -1,13 +1,16 @@
 // Everything the lesson worker computes: recorded runs, step targets, answer checks and
 // hardware tables. Pure engine calls (Node and Worker); nothing here touches the DOM.
 
-import type { LoadRequest } from '../../../engine/request.ts';
-import { hwAlgorithmById, simulateFor } from '../../../engine/hw/registry.ts';
-import { gpuById } from '../../../engine/hw/gpus/index.ts';
-import { randomInputs } from '../../../engine/core/inputs.ts';
-import { validateProblem } from '../../../engine/core/problem.ts';
-import { startPass } from '../../../engine/request.ts';
-import type { TraceEvent } from '../../../engine/trace/events.ts';
+import {
+  type LoadRequest,
+  hwAlgorithmById,
+  simulateFor,
+  gpuById,
+  randomInputs,
+  validateProblem,
+  startPass,
+  type TraceEvent,
+} from '../../../engine/api.ts';
 import { sameCounterFigure } from '../../counter-figures.ts';
 import { chapterByNumber } from './index.ts';
 import type { AnswerValue, Chapter, EngineRun, HwRow, LessonContext, LiveContent, Question } from './types.ts';

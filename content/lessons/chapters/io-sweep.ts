@@ -2,11 +2,7 @@
 // M, against the paper's bound Θ(N²d²/M). Pure engine calls; the lesson worker runs it so
 // the page never waits on it.
 
-import { algorithmById } from '../../../engine/algorithms/registry.ts';
-import { blocksFromSram } from '../../../engine/algorithms/blocks.ts';
-import { randomInputs } from '../../../engine/core/inputs.ts';
-import type { AttentionProblem } from '../../../engine/core/problem.ts';
-import { runToEnd } from '../../../engine/run.ts';
+import { algorithmById, blocksFromSram, randomInputs, type AttentionProblem, runToEnd } from '../../../engine/api.ts';
 import { hbmTotal } from './queries.ts';
 
 export interface IoPoint {

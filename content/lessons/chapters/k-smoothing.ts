@@ -3,16 +3,21 @@
 // when the chapter shows them; fixed inputs, so the text around them holds, and the chapter's
 // test checks them against a float64 attention of its own.
 
-import { sage, SAGE_TILE } from '../../../engine/algorithms/sage/forward.ts';
-import type { LoadRequest } from '../../../engine/request.ts';
-import { randomInputs, type AttentionInputs } from '../../../engine/core/inputs.ts';
-import { outputError } from '../../../engine/lowprec/error-metrics.ts';
-import { prepareSage } from '../../../engine/algorithms/sage/quant.ts';
-import { DEFAULT_PROBLEM, type AttentionProblem } from '../../../engine/core/problem.ts';
-import { mulberry32 } from '../../../engine/core/random.ts';
-import { referenceAttention } from '../../../engine/core/reference.ts';
-import { runToEnd } from '../../../engine/run.ts';
-import type { TraceEvent } from '../../../engine/trace/events.ts';
+import {
+  sage,
+  SAGE_TILE,
+  type LoadRequest,
+  randomInputs,
+  type AttentionInputs,
+  outputError,
+  prepareSage,
+  DEFAULT_PROBLEM,
+  type AttentionProblem,
+  mulberry32,
+  referenceAttention,
+  runToEnd,
+  type TraceEvent,
+} from '../../../engine/api.ts';
 import { lessonRequest } from './queries.ts';
 
 /** Small enough for the lesson worker (sage's integer dot products are per element), two K blocks of the kernel's 64 keys. */

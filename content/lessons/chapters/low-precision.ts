@@ -4,16 +4,23 @@
 // e4m3 cast flushes on a sink pattern. Fixed problems, so the text around them holds; the
 // chapter's tests assert what the text says about them.
 
-import { fa3 } from '../../../engine/algorithms/fa3/forward.ts';
-import type { LoadRequest } from '../../../engine/request.ts';
-import { randomInputs, SINK_KEYS } from '../../../engine/core/inputs.ts';
-import { outputError } from '../../../engine/lowprec/error-metrics.ts';
-import { randomSigns, rotateRows } from '../../../engine/lowprec/incoherent.ts';
-import { quantizeFp8Rows } from '../../../engine/lowprec/quantize.ts';
-import { DEFAULT_PROBLEM, softmaxScale, type AttentionProblem, type DType } from '../../../engine/core/problem.ts';
-import { referenceAttention } from '../../../engine/core/reference.ts';
-import { runToEnd } from '../../../engine/run.ts';
-import type { TraceEvent } from '../../../engine/trace/events.ts';
+import {
+  fa3,
+  type LoadRequest,
+  randomInputs,
+  SINK_KEYS,
+  outputError,
+  randomSigns,
+  rotateRows,
+  quantizeFp8Rows,
+  DEFAULT_PROBLEM,
+  softmaxScale,
+  type AttentionProblem,
+  type DType,
+  referenceAttention,
+  runToEnd,
+  type TraceEvent,
+} from '../../../engine/api.ts';
 import type { EngineRun } from './types.ts';
 import { lessonRequest, type EventOf } from './queries.ts';
 

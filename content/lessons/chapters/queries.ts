@@ -1,11 +1,14 @@
 // Small questions asked of a recorded trace, shared by the chapters' step locators and
 // answer functions. Each returns what the engine recorded; none recomputes the maths.
 
-import type { LoadRequest } from '../../../engine/request.ts';
-import type { InputDistribution } from '../../../engine/core/inputs.ts';
-import type { AttentionProblem } from '../../../engine/core/problem.ts';
-import type { TraceEvent } from '../../../engine/trace/events.ts';
-import { totalBytes, type Counters } from '../../../engine/core/counters.ts';
+import {
+  type LoadRequest,
+  type InputDistribution,
+  type AttentionProblem,
+  type TraceEvent,
+  totalBytes,
+  type Counters,
+} from '../../../engine/api.ts';
 
 export type EventOf<K extends TraceEvent['kind']> = Extract<TraceEvent, { kind: K }>;
 

@@ -2,11 +2,7 @@
 // the UI renders the text, the lesson worker evaluates the step locators and the question
 // answers against the trace of whatever problem the student has loaded. No DOM here.
 
-import type { AlgorithmResult } from '../../../engine/algorithms/types.ts';
-import type { LoadRequest } from '../../../engine/request.ts';
-import type { ProblemShape } from '../../../engine/hw/model.ts';
-import type { TraceEvent } from '../../../engine/trace/events.ts';
-import type { ServingForm } from '../../../engine/layouts/serving-form.ts';
+import type { AlgorithmResult, LoadRequest, ProblemShape, ServingForm, TraceEvent } from '../../../engine/api.ts';
 
 /**
  * Text with inline maths between single dollar signs ("the max $m_i$ of row $i$"); a block

@@ -27,7 +27,10 @@ import {
   mmaCycles,
   prefix,
   tensorRate,
-  visibleKvRange,
+  kvBlockRange,
+  packShape,
+  sequencesOf,
+  unpackShape,
   crossesDiagonal,
   kvBlocksOf,
   ioBytes,
@@ -44,6 +47,7 @@ import {
 import { FA3_FEATURES } from './forward.ts';
 import type { Kernel } from '../../hw/scheduler.ts';
 import { FA3_ROWS_PER_CONSUMER as ROWS_PER_WG, fa3Config, type Fa3Config } from './tiles.ts';
+import { fa3Dispatch, type Fa3Dispatch } from './dispatch.ts';
 
 /**
  * Calibration (FA3 paper, Table/Fig. ablation at d = 128, N = 8K on H100 SXM5 FP16):
@@ -56,9 +60,51 @@ export const WGMMA_LATENCY = 120;
 /** Per-iteration bookkeeping of a consumer (barrier waits, fences, index math), cycles. */
 export const CONSUMER_OVERHEAD = 60;
 
+/** mha_fwd's decisions for this problem (./dispatch.ts); `numSms` only moves num_splits and what follows it. */
+export function fa3DispatchOf(shape: ProblemShape, numSms = 132): Fa3Dispatch {
+  const s = unpackShape(shape);
+  return fa3Dispatch(
+    {
+      batch: s.batch,
+      hq: s.hq,
+      hk: s.hk,
+      nq: s.nq,
+      nk: s.nk,
+      d: s.d,
+      dv: s.dv,
+      dtype: s.dtype,
+      causal: s.causal,
+      window: s.window,
+      softcap: s.softcap,
+      attentionChunk: s.attentionChunk,
+      pageSize: s.pageSize,
+      varlenQ: s.varlen?.seqlensQ !== undefined,
+      varlenK: s.varlen?.seqlensK !== undefined,
+      numSplits: s.numSplits,
+      packGqa: shape.packRatio !== undefined ? true : s.packGqa,
+    },
+    numSms,
+  );
+}
+
 /** The shipped kernel's configuration for this shape (one table for stepper, simulator and describe). */
 export function fa3Tiles(shape: ProblemShape): Fa3Config {
-  return fa3Config({ d: shape.d, dv: shape.dv, dtype: shape.dtype, causal: shape.causal });
+  const dp = fa3DispatchOf(shape);
+  return fa3Config({
+    d: shape.d,
+    dv: shape.dv,
+    dtype: shape.dtype,
+    causal: dp.isCausal,
+    local: dp.isLocal,
+    softcap: shape.softcap !== undefined && shape.softcap > 0,
+    pagedKvNonTma: dp.pagedKvNonTma,
+  });
+}
+
+/** The problem as the kernel tiles it: Q heads packed per KV head where pack_gqa is on. */
+function kernelShape(shape: ProblemShape, gpu: GpuSpec): ProblemShape {
+  const dp = fa3DispatchOf(shape, gpu.smCount);
+  return dp.packGqa ? packShape(shape, Math.ceil(shape.hq / shape.hk)) : shape;
 }
 
 interface Fa3Smem {
@@ -67,7 +113,38 @@ interface Fa3Smem {
 }
 
 function resources(gpu: GpuSpec, shape: ProblemShape, f: HwFeatures): ResourceSheet {
-  return smemPlan(gpu, shape, f).sheet;
+  const { sheet } = smemPlan(gpu, shape, f);
+  const dp = fa3DispatchOf(shape, gpu.smCount);
+  sheet.upstream = {
+    config: {
+      instance: `${dp.instance.d}x${dp.instance.dv}`,
+      mask: dp.isCausal ? 'causal' : dp.isLocal ? `local(${dp.windowLeft},${dp.windowRight})` : 'none',
+      block_m: dp.blockM,
+      block_n: dp.blockN,
+      mma_pv: dp.mmaPvIsRs ? 'RS' : 'SS',
+      intra_wg_overlap: dp.intraWgOverlap,
+      stages: dp.stages,
+      num_splits: dp.numSplits,
+      pack_gqa: dp.packGqa,
+      paged_kv_non_tma: dp.pagedKvNonTma,
+      cluster: dp.cluster,
+      warpgroups: dp.consumers + 1,
+      registers: `${dp.producerRegisters}/${dp.consumerRegisters}`,
+      tiles: dp.tiles,
+      grid: dp.gridCtas,
+      scheduler: dp.scheduler,
+    },
+    why: dp.why,
+  };
+  if (dp.refused) sheet.does_not_fit.unshift(`upstream refuses: ${dp.refused}`);
+  if (dp.numSplits > 1)
+    sheet.notes.push(
+      `split KV (${dp.numSplits} splits): each CTA writes an fp32 partial O; the combine kernel that merges them is not modelled.`,
+    );
+  if (dp.cluster === 2)
+    sheet.notes.push('Thread-block cluster of 2 along M (ClusterM = 2): the model runs each CTA on its own (no TMA multicast).');
+  if (sheet.does_not_fit.length > 0) sheet.ctas_per_sm = 0;
+  return sheet;
 }
 
 function smemPlan(gpu: GpuSpec, shape: ProblemShape, f: HwFeatures): Fa3Smem {
@@ -118,25 +195,33 @@ function smemPlan(gpu: GpuSpec, shape: ProblemShape, f: HwFeatures): Fa3Smem {
   if (shape.d > 256 || shape.dv > 512)
     sheet.does_not_fit.push(`head dim: FA3 instantiates d up to 256 (dv up to 512 with d ≤ 64), got d = ${shape.d}, dv = ${shape.dv}`);
   if (gpu.sm !== 90) sheet.does_not_fit.push(`arch: FA3 is written for SM90 (wgmma, TMA, setmaxnreg); ${gpu.name} is SM${gpu.sm}`);
-  finishSheet(sheet, gpu);
+  // The warpgroups set their registers with setmaxnreg (flash_fwd_kernel_sm90.h l. 309, 361).
+  finishSheet(sheet, gpu, true);
   return { sheet, oBytes };
 }
 
-function grid(_gpu: GpuSpec, shape: ProblemShape): CtaWork[] {
+/** The tiles the scheduler hands out, each with the K/V blocks it loads (block.h's n_block_min/max). */
+function grid(gpu: GpuSpec, given: ProblemShape): CtaWork[] {
+  const shape = kernelShape(given, gpu);
   const { blockM, blockN } = fa3Tiles(shape);
+  const splits = fa3DispatchOf(given, gpu.smCount).numSplits;
   const out: CtaWork[] = [];
-  const tr = ceilDiv(shape.nq, blockM);
-  for (let b = 0; b < shape.batch; b++)
-    for (let h = 0; h < shape.hq; h++)
-      for (let i = 0; i < tr; i++) {
-        const [kvFrom, kvTo] = visibleKvRange(shape, i * blockM, Math.min(shape.nq, (i + 1) * blockM), blockN);
-        out.push({ b, h, qBlock: i, kvFrom, kvTo, reverse: true, split: 0 });
-      }
+  sequencesOf(shape).forEach((seq, sb) => {
+    const tr = ceilDiv(seq.nq, blockM);
+    for (let b = 0; b < seq.batch; b++)
+      for (let h = 0; h < shape.hq; h++)
+        for (let i = 0; i < tr; i++)
+          for (let sp = 0; sp < splits; sp++) {
+            const [kvFrom, kvTo] = kvBlockRange(seq, i * blockM, Math.min(seq.nq, (i + 1) * blockM), blockN, sp, splits);
+            out.push({ b: b + sb, h, qBlock: i, kvFrom, kvTo, reverse: true, split: sp });
+          }
+  });
   return out;
 }
 
 function build(k: Kernel, ctx: BuildContext, work: CtaWork): void {
-  const { gpu, shape, features: f } = ctx;
+  const { gpu, features: f } = ctx;
+  const shape = kernelShape(ctx.shape, gpu);
   const c = fa3Tiles(shape);
   const { blockM, blockN, consumers: CONSUMERS } = c;
   const S = f.stages ?? c.stages;

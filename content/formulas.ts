@@ -130,12 +130,11 @@ function formulaNatural(algorithm: string, ev: TraceEvent, r: number, entry: Row
             live: `O_{${row},:} \\leftarrow O_{${row},:} / ${texNum(ev.l[r])},\\quad \\mathrm{LSE}_{${row}} = ${texNum(ev.lse[r])}`,
           };
     case 'combine': {
-      // Each split's weight in the merged output: its share of the softmax denominator.
-      const w = ev.splitLse[r].map((l) => texNum(Math.exp(l - ev.lse[r])));
+      // Each split's weight in the merged output (its share of the softmax denominator), one per line so the side column holds them.
+      const w = ev.splitLse[r].map((l, k) => `w_{${k}} &= ${texNum(Math.exp(l - ev.lse[r]))}`);
       return {
-        symbolic:
-          '\\mathrm{LSE} = \\log \\textstyle\\sum_s e^{\\mathrm{LSE}_s},\\quad O = \\sum_s w_s O_s,\\ w_s = e^{\\mathrm{LSE}_s - \\mathrm{LSE}}',
-        live: `\\mathrm{LSE}_{${row}} = ${texNum(ev.lse[r])},\\quad (w_0, \\ldots, w_{${w.length - 1}}) = (${w.join(',\\ ')})`,
+        symbolic: '\\mathrm{LSE} = \\log \\textstyle\\sum_k e^{\\mathrm{LSE}_k},\\quad w_k = e^{\\mathrm{LSE}_k - \\mathrm{LSE}}',
+        live: `\\begin{aligned} \\mathrm{LSE}_{${row}} &= ${texNum(ev.lse[r])} \\\\ ${w.join(' \\\\ ')} \\end{aligned}`,
       };
     }
     default:

@@ -88,7 +88,7 @@ export const chapter12: Chapter = {
         const ob = Math.floor(o.key / bn);
         const others = blocks.filter((b) => b !== ob).map((b) => sOff.get(b)!);
         return {
-          text: `$K$'s largest entry is ${fmt(o.value, 4)} (key ${o.key}, channel ${o.channel}, in K block ${ob}); a typical entry is about 1. That block's scale is ${fmt(Math.abs(o.value), 4)} / 448 = ${sci(sOff.get(ob)!)}, so an entry of size 1 there is stored as the code nearest ${fmt(1 / sOff.get(ob)!, 3)}; in the other blocks, whose largest entries are ordinary, the same entry becomes a code near ${others.map((v) => fmt(1 / v, 3)).join(', ')}. With incoherent processing (next section) the scales change as follows:`,
+          text: `$K$'s largest entry sits at key ${o.key}, channel ${o.channel}, in K block ${ob}, and is ${fmt(Math.abs(o.value), 2)} times as large as a typical entry (about 1). That one entry sets its block's scale, $\\max|K_{\\text{block}}| / 448$, so an entry of size 1 there is stored as the code nearest ${fmt(1 / sOff.get(ob)!, 3)}; in the other blocks, whose largest entries are ordinary, the same entry becomes a code near ${others.map((v) => fmt(1 / v, 3)).join(', ')}. With incoherent processing (next section) the scales change as follows:`,
           table: {
             head: ['K block', 'scale, rotation off', 'scale, rotation on'],
             rows: blocks.map((b) => [String(b), sci(sOff.get(b)!), sci(sOn.get(b)!)]),

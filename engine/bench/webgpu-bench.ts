@@ -492,7 +492,7 @@ async function main(): Promise<number> {
   if (!args.includes('--no-65536') && !quick) {
     // One timed run per path, without warm-up: the f32 paths take 7–15 s a run. The tensor-core
     // path (0.3–1.4 s) is warmed up and timed 3 times: its cold single runs came out up to 40%
-    // slow (BENCHMARKS.md, runs 47–48). With --matrix-prefs it runs once per named tile.
+    // slow (BENCHMARKS.md). With --matrix-prefs it runs once per named tile.
     const big = async (p: AttentionProblem, path: WebGpuPath) => {
       if (path !== 'flash-matrix') return [{ label: path, m: await measure(ctx, p, path, 1, {}, false) }];
       const out = [];
@@ -573,7 +573,7 @@ async function main(): Promise<number> {
           }
         }
         if (given) {
-          // The first shape once more: some pipelines ran their first measurement 2–3× slow (runs 33–37).
+          // The first shape once more: some pipelines ran their first measurement 2–3× slow (BENCHMARKS.md).
           const again = await measure(ctx, { ...p, nq: NS[0], nk: NS[0] }, 'flash-matrix', REPS, { matrix: t });
           console.log(`  ${JSON.stringify(t).padEnd(52)} N=${NS[0]} non-causal, again ${fmt(again)}`);
         }

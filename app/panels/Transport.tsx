@@ -40,10 +40,11 @@ export function Transport() {
   return (
     <div className="transport" role="toolbar" aria-label="Playback">
       <div className="buttons">
-        <button onClick={() => void ctl.seek(0)} disabled={!ready || atStart} aria-label="Reset" title="Reset (Home)">
+        <button type="button" onClick={() => void ctl.seek(0)} disabled={!ready || atStart} aria-label="Reset" title="Reset (Home)">
           ⇤
         </button>
         <button
+          type="button"
           onClick={() => void ctl.step(-1, 'inner')}
           disabled={!ready || atStart}
           aria-label="Previous iteration"
@@ -51,22 +52,42 @@ export function Transport() {
         >
           «
         </button>
-        <button onClick={() => void ctl.step(-1, 'phase')} disabled={!ready || atStart} aria-label="Step back" title="Step back (←)">
+        <button
+          type="button"
+          onClick={() => void ctl.step(-1, 'phase')}
+          disabled={!ready || atStart}
+          aria-label="Step back"
+          title="Step back (←)"
+        >
           ‹
         </button>
         {playing ? (
-          <button onClick={() => ctl.pause()} aria-label="Pause" title="Pause (Space)" className="primary">
+          <button type="button" onClick={() => ctl.pause()} aria-label="Pause" title="Pause (Space)" className="primary">
             ❚❚
           </button>
         ) : (
-          <button onClick={() => ctl.play()} disabled={!ready || atEnd} aria-label="Play" title="Play (Space)" className="primary">
+          <button
+            type="button"
+            onClick={() => ctl.play()}
+            disabled={!ready || atEnd}
+            aria-label="Play"
+            title="Play (Space)"
+            className="primary"
+          >
             ▶
           </button>
         )}
-        <button onClick={() => void ctl.step(1, 'phase')} disabled={!ready || atEnd} aria-label="Step forward" title="Step forward (→)">
+        <button
+          type="button"
+          onClick={() => void ctl.step(1, 'phase')}
+          disabled={!ready || atEnd}
+          aria-label="Step forward"
+          title="Step forward (→)"
+        >
           ›
         </button>
         <button
+          type="button"
           onClick={() => void ctl.step(1, 'inner')}
           disabled={!ready || atEnd}
           aria-label="Next iteration"
@@ -74,7 +95,13 @@ export function Transport() {
         >
           »
         </button>
-        <button onClick={() => void ctl.seek(Number.MAX_SAFE_INTEGER)} disabled={!ready || atEnd} aria-label="End" title="End (End)">
+        <button
+          type="button"
+          onClick={() => void ctl.seek(Number.MAX_SAFE_INTEGER)}
+          disabled={!ready || atEnd}
+          aria-label="End"
+          title="End (End)"
+        >
           ⇥
         </button>
       </div>

@@ -1,9 +1,7 @@
 // One trace step said in words for the transport ("Load Q tile 0 (rows 0–15)"), from the
 // event's kind, tensors and tile: the line id alone means nothing to a newcomer.
 
-import type { HbmTensor, TraceEvent } from '../../engine/api.ts';
-
-type Range = TraceEvent['tile']['rows'];
+import type { HbmTensor, Range, TraceEvent } from '../../engine/api.ts';
 
 // Which index a tensor's tile runs over: query rows, keys, or both (a score tile).
 const ROW_TENSORS: ReadonlySet<HbmTensor> = new Set(['Q', 'O', 'l', 'm', 'LSE', 'Opartial', 'LSEpartial', 'dO', 'D', 'dQ', 'dQaccum']);

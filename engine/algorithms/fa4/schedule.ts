@@ -241,8 +241,13 @@ function layout(gpu: GpuSpec, shape: ProblemShape, f: HwFeatures): Fa4Layout {
   smem.end = kvBase + ringBytes;
   sheet.smem.used_bytes = smem.end;
   const kb = (n: number) => `${n / 1024} KB`;
+  // The ring as laid out: "3 × 32 KB" when the slots are equal, "48 + 32 + 48 KB" when not.
+  const slots = sheet.smem.buffers.filter((b) => b.name === 'sKV').map((b) => b.bytes);
+  const ringText = slots.every((b) => b === slots[0])
+    ? `${slots.length} × ${kb(slots[0])}`
+    : `${slots.map((b) => b / 1024).join(' + ')} KB`;
   sheet.notes.push(
-    `SMEM: ${Q}×sQ = ${kb(Q * qTile)}, ${cfg.overlapSOSQ ? 'sO over sQ (d 192)' : `${Q}×sO = ${kb(Q * oTile)}`}, K/V ring = ${stages} × ${kb(stride)} = ${kb(ringBytes)}${uneven ? ' (Large-Small-Large)' : ''}; ${smem.end} bytes with barriers, sScale and 1024-byte alignment. Stages: min((224 KiB − sQ − sO) / stage bytes, 32) = ${cfg.kvStage}.`,
+    `SMEM: ${Q}×sQ = ${kb(Q * qTile)}, ${cfg.overlapSOSQ ? 'sO over sQ (d 192)' : `${Q}×sO = ${kb(Q * oTile)}`}, K/V ring = ${ringText} = ${kb(ringBytes)}${uneven ? ' (Large-Small-Large)' : ''}; ${smem.end} bytes with barriers, sScale and 1024-byte alignment. Stages: min((224 KiB − sQ − sO) / stage bytes, 32) = ${cfg.kvStage}.`,
   );
   if (cfg.ctaGroup === 2) {
     sheet.notes.push(

@@ -157,7 +157,8 @@ export function simulateProblem(algo: HwAlgorithm, gpu: GpuSpec, shape: ProblemS
   else {
     const order = grid.map((c, i) => ({ n: kvCount(c), i }));
     const longestFirst = typeof algo.longestFirst === 'function' ? algo.longestFirst(shape) : algo.longestFirst;
-    if (longestFirst && shape.causal) order.sort((x, y) => y.n - x.n || x.i - y.i);
+    // The scheduler's LPT order applies to causal and local masks alike (flash_fwd_launch_template.h@0251105a l. 61: LPT = Is_causal || Is_local).
+    if (longestFirst && (shape.causal || shape.window !== undefined)) order.sort((x, y) => y.n - x.n || x.i - y.i);
     for (const { n } of order) push(n, 1);
   }
   // Min-heap of slot free times.

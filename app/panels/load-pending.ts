@@ -1,7 +1,7 @@
 // Whether the problem form describes a run other than the one loaded: the views keep
 // showing the loaded run until "Load problem", so the pane says a load is pending.
 
-import type { LoadRequest } from '../../engine/request.ts';
+import type { LoadRequest } from '../../engine/api.ts';
 import { formToRequest, withAppliedFeatures, type ProblemForm } from '../store/problem-form.ts';
 
 /** JSON with sorted object keys, so two equal requests built in different orders compare equal. */

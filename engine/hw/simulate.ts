@@ -24,9 +24,9 @@
 // A CTA pair (FA4's cta_group::2, sheet.cta_group = 2) is one grid entry that holds two SMs:
 // its kernel has both CTAs, the peer's units suffixed ".peer" (engine/algorithms/fa4/pair.ts).
 
-import { nominalFlops, type AttentionProblem } from '../core/problem.ts';
+import { nominalFlops } from '../core/problem.ts';
 import type { GpuSpec } from './gpus/index.ts';
-import { ceilDiv, kvCount, tensorRate, type CtaWork, type HwAlgorithm, type HwFeatures, type ProblemShape } from './model.ts';
+import { ceilDiv, kvCount, sequencesOf, tensorRate, type CtaWork, type HwAlgorithm, type HwFeatures, type ProblemShape } from './model.ts';
 import { Kernel, simulateKernel, type KernelRun } from './scheduler.ts';
 
 export const EXACT_BLOCKS = 24;
@@ -210,8 +210,8 @@ export function simulateProblem(algo: HwAlgorithm, gpu: GpuSpec, shape: ProblemS
   const extra = algo.epilogueKernelUs?.(gpu, shape, f) ?? 0;
   const kernelUs = Math.max(scheduleUs + (algo.crossCtaUs?.(gpu, shape, f, Math.ceil(total / slotsTotal)) ?? 0), hbmUs);
   const time_us = kernelUs + extra;
-  const problem: AttentionProblem = { ...shape, causal: shape.causal };
-  const flops = algo.flops?.(shape) ?? nominalFlops(problem);
+  // A varlen batch counts each sequence at its own lengths, not at the maximum.
+  const flops = algo.flops?.(shape) ?? sequencesOf(shape).reduce((sum, s) => sum + nominalFlops(s), 0);
   const peak = (tensorRate(gpu, shape.dtype) * gpu.smCount * gpu.clockGHz) / 1e3;
   const smCycles = gpu.smCount * (kernelUs * gpu.clockGHz * 1e3);
   const utilization: Record<string, number> = {};

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { nominalFlops, type AttentionProblem } from '../core/problem.ts';
 import type { Ceilings } from './ceilings.ts';
+import { bwdmMainWgsl, chooseMatrixBackward } from './backward-matrix-kernel.ts';
 import { chooseMatrixTile, matrixKernelWgsl, matrixLayout } from './flash-matrix-kernel.ts';
 import {
   backwardCounts,
@@ -71,6 +72,31 @@ describe('roofline counts', () => {
     const counts = forwardCounts(p, layout.bm, c.bn);
     expect(counts.barriers / tiles).toBe(barriers);
     expect(counts.exps / tiles).toBe(expsPerLane * layout.threads);
+  });
+
+  it('counts four barriers per tile of the generated backward kernel, and BN = subgroups × 16 keys', () => {
+    const ctx = { ...(h200 as object), limits: { maxInvocations: 1024, maxWorkgroupStorage: 49152 } } as Parameters<
+      typeof chooseMatrixBackward
+    >[0];
+    const c = chooseMatrixBackward(ctx, { d: 128, dv: 128, group: 1, softcap: false, alibi: false });
+    const w = bwdmMainWgsl(c);
+    // the query-tile loop, up to its closing brace
+    const from = w.indexOf('for (var t = 0u; t < total; t++) {');
+    let depth = 0;
+    let end = from;
+    for (let i = w.indexOf('{', from); i < w.length; i++) {
+      if (w[i] === '{') depth++;
+      else if (w[i] === '}' && --depth === 0) {
+        end = i;
+        break;
+      }
+    }
+    const barriers = w.slice(from, end).match(/workgroupBarrier\(\)/g)?.length ?? 0;
+    const p = P(4096, 128, false);
+    const bn = c.warps * c.t;
+    const counts = backwardCounts(p, c.bm, bn);
+    expect(counts.barriers / (p.batch * p.hq * visibleTiles(p, c.bm, bn))).toBe(barriers);
+    expect(tileFromConfig(`8 subgroups × 16 keys per workgroup (BN ${bn}), query tiles of ${c.bm} rows`)).toEqual({ bm: c.bm, bn });
   });
 
   it('decoding is a stream: storage binds', () => {

@@ -16,8 +16,8 @@ import {
   atomicAddKernel,
   workgroupRoundTripKernel,
 } from './ceiling-kernels.ts';
-import type { WebGpuContext } from './device.ts';
-import { runTimed } from './timer.ts';
+import type { WebGpuContext } from '../webgpu/device.ts';
+import { runTimed } from '../webgpu/timer.ts';
 
 export interface CeilingRow {
   name: string;

@@ -35,6 +35,9 @@ export type { ConfigField, Replaced, WorkingConfig } from './defaults/algorithm-
 // The problem, its inputs, the float64 reference and the counters.
 export { DEFAULT_PROBLEM, DTYPES, ProblemError, dtypeBytes, isFp8, softmaxScale, validateProblem } from './core/problem.ts';
 export type { AttentionProblem, DType } from './core/problem.ts';
+// The size model every entry point checks a problem against before allocating.
+export { capBlocks, checkSize, formatBytes, MAX_KERNEL_TILE, problemSize, SizeError } from './core/size-model.ts';
+export type { ProblemSize, SizeDim, SizeLimit, SizeQuery } from './core/size-model.ts';
 export { INPUT_DISTRIBUTIONS, SINK_KEYS, randomInputs } from './core/inputs.ts';
 export type { AttentionInputs, InputDistribution } from './core/inputs.ts';
 export { mulberry32 } from './core/random.ts';

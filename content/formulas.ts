@@ -133,11 +133,14 @@ function formulaNatural(algorithm: string, ev: TraceEvent, r: number, entry: Row
             symbolic: 'O_i \\leftarrow \\mathrm{diag}(l_i)^{-1} O_i,\\quad \\mathrm{LSE}_i = m_i + \\log l_i',
             live: `O_{${row},:} \\leftarrow O_{${row},:} / ${texNum(ev.l[r])},\\quad \\mathrm{LSE}_{${row}} = ${texNum(ev.lse[r])}`,
           };
-    case 'combine':
+    case 'combine': {
+      // Each split's weight in the merged output (its share of the softmax denominator), one per line so the side column holds them.
+      const w = ev.splitLse[r].map((l, k) => `w_{${k}} &= ${texNum(Math.exp(l - ev.lse[r]))}`);
       return {
-        symbolic: '\\mathrm{LSE} = \\log \\textstyle\\sum_s e^{\\mathrm{LSE}_s}',
-        live: `\\mathrm{LSE}_{${row}} = ${texNum(ev.lse[r])}`,
+        symbolic: '\\mathrm{LSE} = \\log \\textstyle\\sum_k e^{\\mathrm{LSE}_k},\\quad w_k = e^{\\mathrm{LSE}_k - \\mathrm{LSE}}',
+        live: `\\begin{aligned} \\mathrm{LSE}_{${row}} &= ${texNum(ev.lse[r])} \\\\ ${w.join(' \\\\ ')} \\end{aligned}`,
       };
+    }
     default:
       return backwardFormula(ev, r);
   }

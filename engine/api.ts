@@ -87,7 +87,7 @@ export type { HwExportFormat } from './hw/api.ts';
 export { GPUS, gpuById } from './hw/gpus/index.ts';
 export type { GpuId } from './hw/gpus/index.ts';
 export type { HwFeatures, ProblemShape } from './hw/model.ts';
-export { hasSchedule, hwAlgorithmById, hwAlgorithmFor, shapeOf, simulateFor } from './hw/registry.ts';
+export { describeFor, hasSchedule, hwAlgorithmById, hwAlgorithmFor, shapeOf, simulateFor } from './hw/registry.ts';
 export type { HwPass } from './hw/registry.ts';
 export { liveAt, stepForClick } from './hw/sm-view.ts';
 export type { HwView, MemInterval } from './hw/sm-view.ts';

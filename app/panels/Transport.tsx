@@ -20,7 +20,10 @@ export function Transport() {
   const step = useApp((s) => s.playback[pane].frame?.step);
   const total = useApp((s) => s.playback[pane].frame?.total);
   const event = useApp((s) => s.playback[pane].frame?.event);
-  const pending = useApp((s) => s.playback[pane].status === 'ready' && formDiffersFromRun(s.problem[pane].form, s.problem[pane].applied));
+  // Only the single debugger's pane loads from a form the person edits; compare and lesson panes load their own requests.
+  const pending = useApp(
+    (s) => pane === 'main' && s.playback[pane].status === 'ready' && formDiffersFromRun(s.problem[pane].form, s.problem[pane].applied),
+  );
   const playing = useApp((s) => s.playback[pane].playing);
   const speed = useApp((s) => s.playback[pane].speed);
   const granularity = useApp((s) => s.playback[pane].granularity);

@@ -245,12 +245,12 @@ describe('safetensors', () => {
     const f32 = (a: number, b: number) => ({ dtype: 'F32', shape: [(b - a) / 4], data_offsets: [a, b] });
     await rejects(
       readSafetensorsInfo(src(safetensors({ q: f32(0, 16), k: f32(8, 24) }, new Uint8Array(24)), 'qk.safetensors')),
-      /qk.safetensors: tensors 'q' and 'k' overlap: data_offsets \[0, 16\] and \[8, 24\]/,
+      /qk.safetensors: tensors 'q' \[0, 16\) and 'k' \[8, 24\) overlap in data_offsets/,
     );
     // An empty tensor inside another's span does not hide a later overlap with the larger one.
     await rejects(
       readSafetensorsInfo(src(safetensors({ a: f32(0, 16), e: f32(4, 4), c: f32(12, 20) }, new Uint8Array(20)))),
-      /tensors 'a' and 'c' overlap/,
+      /tensors 'a' \[0, 16\) and 'c' \[12, 20\) overlap in data_offsets/,
     );
     const ok = await readSafetensorsInfo(src(safetensors({ a: f32(0, 8), e: f32(8, 8), c: f32(8, 16) }, new Uint8Array(16))));
     expect(ok.map((t) => t.name).sort()).toEqual(['a', 'c', 'e']);

@@ -91,14 +91,19 @@ export default function WebGpuPanel() {
       : [];
   const fixText = fix.map((c) => `${c.field === 'nq' ? 'Nq' : c.field === 'nk' ? 'Nk' : c.field} to ${c.to}`).join(' and ');
 
-  const run = () => {
-    let problem: AttentionProblem;
+  /** The form's problem, or undefined with the bad field's message shown (the typed text stays). */
+  const problemOrMessage = (): AttentionProblem | undefined => {
     try {
-      problem = toProblem(form);
+      return toProblem(form);
     } catch (e) {
       setError(message(e));
-      return;
+      return undefined;
     }
+  };
+
+  const run = () => {
+    const problem = problemOrMessage();
+    if (!problem) return;
     if (!worker.current) start();
     setError(null);
     setNote(null);
@@ -136,13 +141,8 @@ export default function WebGpuPanel() {
   };
 
   const openInDebugger = () => {
-    let p: AttentionProblem;
-    try {
-      p = toProblem(form);
-    } catch (e) {
-      setError(message(e));
-      return;
-    }
+    const p = problemOrMessage();
+    if (!p) return;
     const nq = Math.min(p.nq, 128);
     const nk = Math.min(p.nk, Math.max(nq, Math.round((p.nk / p.nq) * nq)), 128);
     showInDebugger('main', { ...p, batch: 1, hq: 1, hk: 1, nq, nk, d: Math.min(p.d, 64), dv: Math.min(p.dv, 64) }, Number(form.seed) || 1);

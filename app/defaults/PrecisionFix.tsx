@@ -1,6 +1,6 @@
 // The one-click fixes for a low-precision dtype the chosen algorithm or pass cannot run
 // (FP8 on fa2, FP8 on a backward, FP8 with a modifier FA3's FP8 kernel lacks): the engine
-// is asked (engine/lowprec/fp8-support.ts) and its refusal becomes buttons that change the
+// is asked (engine/refusal.ts) and its refusal becomes buttons that change the
 // form to something that runs, so picking an option never ends in a bare error.
 
 import { ALGORITHMS, refusalOf, type Refusal, isFp8, type DType, hasBackward, type LoadRequest } from '../../engine/api.ts';

@@ -20,6 +20,7 @@ import type { AdapterReport, Backend, RunReport } from './protocol.ts';
 import { startWebGpuWorker, type WebGpuClient } from './webgpu-client.ts';
 import { GridHeatmap, LseChart } from './ResultViews.tsx';
 import { FULL, NO_MODIFIERS, PRESETS, SHAPE_FIELDS, shapeOf, toProblem, type Form } from './webgpu-form.ts';
+import { RooflineView } from './RooflineView.tsx';
 import { fastestPath, missingFeatureAdvice } from './feature-advice.ts';
 import './webgpu.css';
 
@@ -36,6 +37,8 @@ export default function WebGpuPanel() {
   const [probe, setProbe] = useState<Probe>({ state: 'probing' });
   const [progress, setProgress] = useState<{ stage: string; fraction: number } | null>(null);
   const [report, setReport] = useState<RunReport | null>(null);
+  // The problem of the report shown (the roofline counts need its shape).
+  const [reportProblem, setReportProblem] = useState<AttentionProblem | null>(null);
   const [error, setError] = useState<string | null>(null);
   const [note, setNote] = useState<string | null>(null);
   const worker = useRef<WebGpuClient | null>(null);
@@ -121,6 +124,7 @@ export default function WebGpuPanel() {
         if (id !== seq.current) return;
         setProgress(null);
         setReport(r);
+        setReportProblem(problem);
         setError(null);
       },
       (e: unknown) => {
@@ -431,6 +435,7 @@ export default function WebGpuPanel() {
               <figcaption>LSE per query row, batch 0, head 0 ({report.lse.length} rows; gaps are fully masked rows)</figcaption>
             </figure>
           </div>
+          <RooflineView report={report} problem={reportProblem} />
         </div>
       )}
     </section>

@@ -103,8 +103,8 @@ export { quantizeFp8Rows } from './lowprec/quantize.ts';
 export { randomSigns, rotateRows } from './lowprec/incoherent.ts';
 export { outputError } from './lowprec/error-metrics.ts';
 export type { OutputError } from './lowprec/error-metrics.ts';
-export { refusalOf } from './lowprec/fp8-support.ts';
-export type { Refusal } from './lowprec/fp8-support.ts';
+export { refusalOf } from './refusal.ts';
+export type { Refusal } from './refusal.ts';
 
 // Serving layouts (varlen, paged KV cache) and their runs.
 export { DEFAULT_SERVING_FORM, SERVING_LIMITS } from './layouts/serving-form.ts';

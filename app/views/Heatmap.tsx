@@ -101,7 +101,7 @@ function HeatmapImpl(props: HeatmapProps) {
         const v = data[i];
         const mk = mask ? mask[i] : 0;
         const old = shown.values[cellIdx];
-        if (shown.masked[cellIdx] === mk && (old === v || (old !== old && v !== v))) continue;
+        if (shown.masked[cellIdx] === mk && (old === v || (Number.isNaN(old) && Number.isNaN(v)))) continue;
         shown.values[cellIdx] = v;
         shown.masked[cellIdx] = mk;
         if (r < minR) minR = r;
@@ -174,7 +174,7 @@ function HeatmapImpl(props: HeatmapProps) {
       ctx.fillStyle = '#ff9f1c';
       ctx.fillRect(0, m0 * sy, 3, (m1 - m0) * sy);
     }
-    if (marks && marks.length) {
+    if (marks?.length) {
       // A ring on cells big enough to hold one, else the whole cell: a flushed value must be
       // findable at any zoom.
       ctx.strokeStyle = MARK_COLOUR;
@@ -313,7 +313,7 @@ function HeatmapImpl(props: HeatmapProps) {
         scale={scale}
         label={props.title}
         showMasked={!!mask}
-        marksLabel={marks && marks.length ? props.marksLabel : undefined}
+        marksLabel={marks?.length ? props.marksLabel : undefined}
         complete={props.complete}
       />
     </figure>

@@ -63,13 +63,13 @@ export async function readSafetensorsInfo(src: ByteSource): Promise<TensorInfo[]
     out.push({ name: key, dtype: stored, shape: shape as number[], dataOffset: dataStart + offs[0], byteLength });
   }
   out.sort((a, b) => a.dataOffset - b.dataOffset);
-  // Tensors sharing bytes would alias each other's values; the format gives each its own span.
-  const span = (t: TensorInfo) => `[${t.dataOffset - dataStart}, ${t.dataOffset - dataStart + t.byteLength}]`;
+  // Tensors own disjoint bytes (the format's rule): an overlap means a corrupt or crafted header.
+  const range = (t: TensorInfo) => `[${t.dataOffset - dataStart}, ${t.dataOffset - dataStart + t.byteLength})`;
   let last: TensorInfo | undefined;
   for (const t of out) {
     if (t.byteLength === 0) continue;
     if (last && t.dataOffset < last.dataOffset + last.byteLength)
-      throw new TensorFileError(`${name}: tensors '${last.name}' and '${t.name}' overlap: data_offsets ${span(last)} and ${span(t)}`);
+      throw new TensorFileError(`${name}: tensors '${last.name}' ${range(last)} and '${t.name}' ${range(t)} overlap in data_offsets`);
     if (!last || t.dataOffset + t.byteLength > last.dataOffset + last.byteLength) last = t;
   }
   return out;

@@ -158,7 +158,7 @@ const LISTING_CASES: [string, string, Uint8Array, RegExp][] = [
       { q: { dtype: 'F32', shape: [4], data_offsets: [0, 16] }, k: { dtype: 'F32', shape: [4], data_offsets: [8, 24] } },
       new Uint8Array(24),
     ),
-    /v\.safetensors: tensors 'q' and 'k' overlap/,
+    /v\.safetensors: tensors 'q' \[0, 16\) and 'k' \[8, 24\) overlap in data_offsets/,
   ],
   ['not a tensor file name', 'weights.pt', good(), /weights\.pt: not a tensor file FlashScope reads/],
 ];

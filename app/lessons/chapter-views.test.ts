@@ -141,3 +141,13 @@ describe('numbers in the text come from the engine', () => {
     });
   }
 });
+
+describe('chapters stay short enough to read in one sitting', () => {
+  for (const c of CHAPTERS)
+    it(`chapter ${c.number}: at most 1,200 words of written text (text the engine computes aside)`, () => {
+      const words = textsOf(c)
+        .filter((t) => !t.where.startsWith('block') || !('tex' in (c.blocks[Number(t.where.slice(6))] ?? {})))
+        .reduce((n, t) => n + t.text.split(/\s+/).filter(Boolean).length, 0);
+      expect(words).toBeLessThanOrEqual(1200);
+    });
+});

@@ -8,6 +8,7 @@ import { ShareButton, ShareNotice } from './share/ShareControls.tsx';
 import { startUrlSync } from './share/url-sync.ts';
 import { useServing } from './serving/serving-store.ts';
 import { ShortcutsHelp } from './help/ShortcutsHelp.tsx';
+import { Welcome } from './welcome/Welcome.tsx';
 
 const WebGpuPanel = lazy(() => import('./webgpu/WebGpuPanel.tsx'));
 const ComparePage = lazy(() => import('./compare/ComparePage.tsx').then((m) => ({ default: m.ComparePage })));
@@ -34,7 +35,7 @@ export function App() {
         <ModeSwitch />
         <ShareButton />
         <ShortcutsHelp />
-        <button className="theme" onClick={() => setTheme(other)} aria-label={`Switch to ${other} theme`}>
+        <button type="button" className="theme" onClick={() => setTheme(other)} aria-label={`Switch to ${other} theme`}>
           {theme === 'dark' ? '☀' : '☾'}
         </button>
       </header>
@@ -60,6 +61,7 @@ export function App() {
           )}
         </WithLessons>
       </main>
+      <Welcome />
     </div>
   );
 }

@@ -39,16 +39,24 @@ export { INPUT_DISTRIBUTIONS, SINK_KEYS, randomInputs } from './core/inputs.ts';
 export type { AttentionInputs, InputDistribution } from './core/inputs.ts';
 export { mulberry32 } from './core/random.ts';
 export { referenceAttention } from './core/reference.ts';
+export { MASK_PRESETS, buildPreset, maskPreset, maskSpecFrom, parsePresetRef } from './core/mask-presets.ts';
+export type { MaskPreset, MaskPresetParam } from './core/mask-presets.ts';
+export { MaskSpecError, checkMaskSpec } from './core/mask-spec.ts';
+export type { MaskSpec } from './core/mask-spec.ts';
+export { BLOCK_EMPTY, BLOCK_FULL, BLOCK_PARTIAL, MAX_BLOCK_MASK_PAIRS, blockMask } from './core/block-mask.ts';
+export type { BlockMask } from './core/block-mask.ts';
 export { totalBytes } from './core/counters.ts';
 export type { Counters, HbmTensor } from './core/counters.ts';
 
-// A request, the pass it runs and running one to the end.
+// A request, the pass it runs and running one to the end; the one conversion between a problem and the fields it is typed in.
+export { FieldError, fieldsToProblem, problemToFields, wholeNumber } from './problem-fields.ts';
+export type { ProblemFields } from './problem-fields.ts';
 export { startPass } from './request.ts';
 export type { LoadRequest } from './request.ts';
 export { PASSES, hasBackward } from './pass.ts';
 export type { Pass } from './pass.ts';
 export { runToEnd } from './run.ts';
-export type { BackwardEvent, BackwardPhaseKind, ForwardPhaseKind, PhaseKind, TraceEvent } from './trace/events.ts';
+export type { BackwardEvent, BackwardPhaseKind, ForwardPhaseKind, PhaseKind, Range, TraceEvent } from './trace/events.ts';
 
 // The debugger worker's protocol and what the views derive from its frames.
 export type {
@@ -111,6 +119,9 @@ export { PATH_LABELS } from './webgpu/device.ts';
 export type { WebGpuPath } from './webgpu/device.ts';
 export type { BackwardPath } from './webgpu/backward-run.ts';
 export type { KernelTime } from './webgpu/timer.ts';
+export { H200_MEASURED } from './webgpu/ceilings.ts';
+export { RESOURCE_LABEL, rooflineOfRun } from './webgpu/roofline.ts';
+export type { Roofline } from './webgpu/roofline.ts';
 export { webgpuDefaultsFor, webgpuPathFix } from './defaults/webgpu-defaults.ts';
 export type { WebGpuField, WebGpuShape } from './defaults/webgpu-defaults.ts';
 

@@ -2,9 +2,9 @@
 // or its form when nothing is loaded yet; imported tensors included) with the pane's own
 // algorithm, dtype, tiles and features.
 
-import type { LoadRequest } from '../../engine/api.ts';
+import { FieldError, type LoadRequest } from '../../engine/api.ts';
 import { withImported } from '../import/import-store.ts';
-import { DEFAULT_FORM, FormError, formToRequest } from '../store/problem-form.ts';
+import { DEFAULT_FORM, formToRequest } from '../store/problem-form.ts';
 import { useApp } from '../store/store.ts';
 import type { ComparePaneConfig } from './pane-config.ts';
 import { featuresFor, requestDtype } from './pane-dtype.ts';
@@ -21,7 +21,7 @@ function tile(label: 'Br' | 'Bc', v: string): number | undefined {
   const t = v.trim();
   if (t === '') return undefined;
   if (!/^\d+$/.test(t) || Number(t) < 1)
-    throw new FormError(label, `must be a whole number ≥ 1 (or empty for the algorithm's default), got "${v}"`);
+    throw new FieldError(label, `must be a whole number ≥ 1 (or empty for the algorithm's default), got "${v}"`);
   return Number(t);
 }
 

@@ -4,6 +4,8 @@ import { useEffect, useState } from 'react';
 import type { Granularity } from '../../engine/api.ts';
 import { useApp } from '../store/store.ts';
 import { usePane } from '../pane/context.ts';
+import { stepActor, stepInWords } from './step-words.ts';
+import { formDiffersFromRun } from './load-pending.ts';
 
 const SPEEDS: [number, string][] = [
   [1, '1 step/s'],
@@ -17,11 +19,11 @@ export function Transport() {
   const { pane, ctl } = usePane();
   const step = useApp((s) => s.playback[pane].frame?.step);
   const total = useApp((s) => s.playback[pane].frame?.total);
-  const kind = useApp((s) => s.playback[pane].frame?.event.kind);
-  const line = useApp((s) => s.playback[pane].frame?.event.line);
-  const outer = useApp((s) => s.playback[pane].frame?.event.outer);
-  const inner = useApp((s) => s.playback[pane].frame?.event.inner);
-  const warpgroup = useApp((s) => s.playback[pane].frame?.event.warpgroup);
+  const event = useApp((s) => s.playback[pane].frame?.event);
+  // Only the single debugger's pane loads from a form the person edits; compare and lesson panes load their own requests.
+  const pending = useApp(
+    (s) => pane === 'main' && s.playback[pane].status === 'ready' && formDiffersFromRun(s.problem[pane].form, s.problem[pane].applied),
+  );
   const playing = useApp((s) => s.playback[pane].playing);
   const speed = useApp((s) => s.playback[pane].speed);
   const granularity = useApp((s) => s.playback[pane].granularity);
@@ -38,10 +40,11 @@ export function Transport() {
   return (
     <div className="transport" role="toolbar" aria-label="Playback">
       <div className="buttons">
-        <button onClick={() => void ctl.seek(0)} disabled={!ready || atStart} aria-label="Reset" title="Reset (Home)">
+        <button type="button" onClick={() => void ctl.seek(0)} disabled={!ready || atStart} aria-label="Reset" title="Reset (Home)">
           ⇤
         </button>
         <button
+          type="button"
           onClick={() => void ctl.step(-1, 'inner')}
           disabled={!ready || atStart}
           aria-label="Previous iteration"
@@ -49,22 +52,42 @@ export function Transport() {
         >
           «
         </button>
-        <button onClick={() => void ctl.step(-1, 'phase')} disabled={!ready || atStart} aria-label="Step back" title="Step back (←)">
+        <button
+          type="button"
+          onClick={() => void ctl.step(-1, 'phase')}
+          disabled={!ready || atStart}
+          aria-label="Step back"
+          title="Step back (←)"
+        >
           ‹
         </button>
         {playing ? (
-          <button onClick={() => ctl.pause()} aria-label="Pause" title="Pause (Space)" className="primary">
+          <button type="button" onClick={() => ctl.pause()} aria-label="Pause" title="Pause (Space)" className="primary">
             ❚❚
           </button>
         ) : (
-          <button onClick={() => ctl.play()} disabled={!ready || atEnd} aria-label="Play" title="Play (Space)" className="primary">
+          <button
+            type="button"
+            onClick={() => ctl.play()}
+            disabled={!ready || atEnd}
+            aria-label="Play"
+            title="Play (Space)"
+            className="primary"
+          >
             ▶
           </button>
         )}
-        <button onClick={() => void ctl.step(1, 'phase')} disabled={!ready || atEnd} aria-label="Step forward" title="Step forward (→)">
+        <button
+          type="button"
+          onClick={() => void ctl.step(1, 'phase')}
+          disabled={!ready || atEnd}
+          aria-label="Step forward"
+          title="Step forward (→)"
+        >
           ›
         </button>
         <button
+          type="button"
           onClick={() => void ctl.step(1, 'inner')}
           disabled={!ready || atEnd}
           aria-label="Next iteration"
@@ -72,7 +95,13 @@ export function Transport() {
         >
           »
         </button>
-        <button onClick={() => void ctl.seek(Number.MAX_SAFE_INTEGER)} disabled={!ready || atEnd} aria-label="End" title="End (End)">
+        <button
+          type="button"
+          onClick={() => void ctl.seek(Number.MAX_SAFE_INTEGER)}
+          disabled={!ready || atEnd}
+          aria-label="End"
+          title="End (End)"
+        >
           ⇥
         </button>
       </div>
@@ -113,10 +142,15 @@ export function Transport() {
           <option value="outer">outer iteration</option>
         </select>
       </label>
-      {ready && (
+      {pending && (
+        <span className="load-pending" role="status">
+          Problem changed: press Load problem to run it
+        </span>
+      )}
+      {ready && event && (
         <span className="where" data-testid="where">
-          {kind} · <code>{line}</code> · outer {outer}, inner {inner}
-          {warpgroup !== undefined && ` · warpgroup ${warpgroup}`}
+          {stepInWords(event)}
+          {stepActor(event).map((a) => ` · ${a}`)} · <code title="pseudo-code line">{event.line}</code>
         </span>
       )}
       {hit && (

@@ -76,7 +76,7 @@ function* runKvOuter(p: AttentionProblem, x: AttentionInputs, opts: RunOptions):
           const r0 = i * blockM;
           const r1 = Math.min(p.nq, r0 + blockM);
           const rows = r1 - r0;
-          if (!blockHasVisible(sm, r0, r1, c0, c1, p.nk)) continue;
+          if (!blockHasVisible(sm, r0, r1, c0, c1, p.nk, b, h)) continue;
           const at = (line: string) => ({
             b,
             h,
@@ -85,7 +85,7 @@ function* runKvOuter(p: AttentionProblem, x: AttentionInputs, opts: RunOptions):
             tile: { qBlock: i, kvBlock: j, rows: [r0, r1] as Range, cols: [c0, c1] as Range },
             line: `${ID}.${line}`,
           });
-          if (scoreTile(p, sm, x, hs, r0, rows, c0, cols, s, blockN)) maskTile(p, sm, r0, rows, c0, cols, s, blockN);
+          if (scoreTile(p, sm, x, hs, r0, rows, c0, cols, s, blockN)) maskTile(p, sm, hs, r0, rows, c0, cols, s, blockN);
           ev = tr.emit('qk', { ...at('qk'), delta: { matmulFlops: 2 * rows * cols * p.d } }, () => ({
             s: tileValues(s, rows, cols, blockN),
           }));

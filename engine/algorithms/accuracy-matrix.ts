@@ -40,7 +40,7 @@ export function naiveSamePrecision(p: AttentionProblem, x: AttentionInputs): { o
           const qo = qOffset(p, b, h, i);
           const ko = kOffset(p, b, hk, j);
           for (let e = 0; e < p.d; e++) dot += x.q[qo + e] * x.k[ko + e];
-          s[j] = Math.fround(modifyScore(sm, h, i, j, dot));
+          s[j] = Math.fround(modifyScore(sm, h, i, j, dot, b));
           if (s[j] > mx) mx = s[j];
         }
         if (mx === -Infinity) continue;

@@ -47,7 +47,7 @@ function naiveInPrecision(p: AttentionProblem, x: AttentionInputs): Float64Array
         for (let j = 0; j < p.nk; j++) {
           let dot = 0;
           for (let c = 0; c < p.d; c++) dot += x.q[((b * p.hq + h) * p.nq + i) * p.d + c] * x.k[((b * p.hk + hk) * p.nk + j) * p.d + c];
-          row[j] = Math.fround(modifyScore(sm, h, i, j, Math.fround(dot)));
+          row[j] = Math.fround(modifyScore(sm, h, i, j, Math.fround(dot), b));
           mx = Math.max(mx, row[j]);
         }
         if (mx === -Infinity) continue;

@@ -6,7 +6,7 @@
 
 import { kvHead, type AttentionInputs } from '../core/inputs.ts';
 import type { AttentionProblem } from '../core/problem.ts';
-import { visibleRange, type ScoreModel } from '../core/scores.ts';
+import { visible, visibleRange, type ScoreModel } from '../core/scores.ts';
 
 /** Where one (batch, query head) pair lives in the BHND inputs. */
 export interface HeadSlice {
@@ -78,10 +78,12 @@ export function scoreTile(
       let v = (d0 + d1 + (d2 + d3)) * scale;
       if (cap !== undefined) v = cap * Math.tanh(v / cap);
       if (slope !== 0) v -= slope * Math.abs(c0 + c - (i + sm.diag));
+      if (sm.scoreMod !== undefined) v = sm.scoreMod(hs.b, hs.h, i, c0 + c, v);
       s[so + c] = v;
     }
     const [lo, hi] = visibleRange(sm, i, p.nk);
     if (lo > c0 || hi < c0 + cols) anyMasked = true;
+    else if (sm.maskMod !== undefined) for (let c = 0; c < cols && !anyMasked; c++) anyMasked = !sm.maskMod(hs.b, hs.h, i, c0 + c);
   }
   return anyMasked;
 }
@@ -90,6 +92,7 @@ export function scoreTile(
 export function maskTile(
   p: AttentionProblem,
   sm: ScoreModel,
+  hs: HeadSlice,
   r0: number,
   rows: number,
   c0: number,
@@ -102,7 +105,7 @@ export function maskTile(
     const [lo, hi] = visibleRange(sm, r0 + r, p.nk);
     for (let c = 0; c < cols; c++) {
       const j = c0 + c;
-      const hidden = j < lo || j >= hi;
+      const hidden = j < lo || j >= hi || (sm.maskMod !== undefined && !visible(sm, r0 + r, j, hs.b, hs.h));
       if (hidden) s[r * stride + c] = -Infinity;
       if (bits) bits[r * cols + c] = hidden ? 1 : 0;
     }

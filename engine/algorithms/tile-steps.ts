@@ -12,7 +12,7 @@ import { roundTo } from '../core/dtype.ts';
 import { kOffset, qOffset, vOffset, type AttentionInputs } from '../core/inputs.ts';
 import { dtypeBytes, requireNoFp8, type AttentionProblem } from '../core/problem.ts';
 import type { Fp8Prepared } from './fa3/fp8.ts';
-import { modifyScore, scoreModel, visible, type ScoreModel } from '../core/scores.ts';
+import { modifyScore, scoreModel, unmasked, visible, type ScoreModel } from '../core/scores.ts';
 import type { TileRef, TraceEvent } from '../trace/events.ts';
 import { Tracer, tileValues } from '../trace/tracer.ts';
 import type { RunOptions } from './types.ts';
@@ -110,7 +110,7 @@ export function makeContext(
     p,
     x,
     sm,
-    smOpen: { ...sm, causal: false, left: -1, right: -1 },
+    smOpen: unmasked(sm),
     tr: new Tracer(trace, opts.annotate),
     trace,
     eb: dtypeBytes(p.dtype),
@@ -269,7 +269,7 @@ export function* qk(ctx: StepContext, at: At, st: RowState, t: ScoreTile, kvBloc
       const j = c0 + c;
       if (quant) {
         // Integer Q̂·K̂ᵀ dequantized with the scales folded in: already a logit in working units.
-        if (!visible(sm, i, j)) t.anyMasked = true;
+        if (!visible(sm, i, j, at.b, at.h)) t.anyMasked = true;
         t.s[r * stride + c] = quant.logit(at.b, at.h, st.hk, i, j);
         continue;
       }
@@ -277,9 +277,9 @@ export function* qk(ctx: StepContext, at: At, st: RowState, t: ScoreTile, kvBloc
       let dot = 0;
       if (rd) for (let e = 0; e < d; e++) dot = rd(dot + q[qo + e] * k[ko + e]);
       else for (let e = 0; e < d; e++) dot += q[qo + e] * k[ko + e];
-      const shown = visible(sm, i, j);
+      const shown = visible(sm, i, j, at.b, at.h);
       if (!shown) t.anyMasked = true;
-      const logit = modifyScore(shown ? sm : ctx.smOpen, at.h, i, j, dot);
+      const logit = modifyScore(shown ? sm : ctx.smOpen, at.h, i, j, dot, at.b);
       t.s[r * stride + c] = Math.fround(ctx.base2 ? logit * LOG2E : logit);
     }
   }
@@ -308,7 +308,7 @@ export function* mask(ctx: StepContext, at: At, st: RowState, t: ScoreTile): Gen
   const bits = new Array<number>(ctx.trace ? rows * cols : 0);
   for (let r = 0; r < rows; r++)
     for (let c = 0; c < cols; c++) {
-      const hidden = !visible(ctx.sm, st.r0 + r, t.c0 + c);
+      const hidden = !visible(ctx.sm, st.r0 + r, t.c0 + c, at.b, at.h);
       if (hidden) t.s[r * stride + c] = -Infinity;
       if (ctx.trace) bits[r * cols + c] = hidden ? 1 : 0;
     }

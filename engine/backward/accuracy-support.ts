@@ -37,7 +37,7 @@ export function naiveBackwardSamePrecision(
           let acc = 0;
           for (let e = 0; e < d; e++) acc += x.q[qo(i) + e] * x.k[ko(j) + e];
           dots[j] = r(acc);
-          P[i * nk + j] = r(modifyScore(sm, h, i, j, dots[j]));
+          P[i * nk + j] = r(modifyScore(sm, h, i, j, dots[j], b));
           if (P[i * nk + j] > mx) mx = P[i * nk + j];
         }
         let l = sink !== undefined && mx !== -Infinity ? Math.exp(sink - mx) : 0;

@@ -54,7 +54,7 @@ export function referenceBackward(p: AttentionProblem, x: Float64Inputs | (Atten
           let acc = 0;
           for (let e = 0; e < d; e++) acc += x.q[qo + e] * x.k[ko + e];
           dot[j] = acc;
-          s[j] = modifyScore(sm, h, i, j, acc);
+          s[j] = modifyScore(sm, h, i, j, acc, b);
           if (s[j] > max) max = s[j];
         }
         const li = (b * p.hq + h) * nq + i;

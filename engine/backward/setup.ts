@@ -6,7 +6,8 @@ import { runToEnd } from '../run.ts';
 import type { AlgorithmResult, RunOptions, StepAlgorithm } from '../algorithms/types.ts';
 import { sixteenBitRounder } from '../core/dtype.ts';
 import { checkInputs, type AttentionInputs } from '../core/inputs.ts';
-import { dtypeBytes, requireNoFp8, validateProblem, type AttentionProblem } from '../core/problem.ts';
+import { checkMaskSpec } from '../core/mask-spec.ts';
+import { dtypeBytes, ProblemError, requireNoFp8, validateProblem, type AttentionProblem } from '../core/problem.ts';
 import { scoreModel, type ScoreModel } from '../core/scores.ts';
 import { Tracer } from '../trace/tracer.ts';
 import { checkGradOutput } from './grad-output.ts';
@@ -34,6 +35,20 @@ export function asBackwardInputs(p: AttentionProblem, x: AttentionInputs): Backw
   return x as BackwardInputs;
 }
 
+/** The backward differentiates built-in score modifiers only and shares one tile schedule across heads. */
+export function requireBackwardMask(p: AttentionProblem): void {
+  if (p.mask === undefined) return;
+  if (p.mask.scoreMod !== undefined) {
+    throw new ProblemError(
+      'mask.scoreMod',
+      'the backward pass needs the derivative of score_mod, which FlashScope does not form; run the forward, or use the built-in ALiBi/softcap',
+    );
+  }
+  if (checkMaskSpec(p.mask).maskReadsBatchOrHead) {
+    throw new ProblemError('mask.maskMod', 'the backward pass takes a mask_mod that reads only q_idx and kv_idx (not b or h)');
+  }
+}
+
 export function setUpBackward(
   p: AttentionProblem,
   xIn: AttentionInputs,
@@ -43,6 +58,7 @@ export function setUpBackward(
 ): BackwardSetup {
   validateProblem(p);
   requireNoFp8(p, `the ${forwardAlgo.id} backward`);
+  requireBackwardMask(p);
   checkInputs(p, xIn);
   const x = asBackwardInputs(p, xIn);
   const forward = runToEnd(forwardAlgo, p, x, { ...forwardOptions, trace: false });

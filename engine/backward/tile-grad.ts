@@ -9,7 +9,7 @@
 // fp32 (Float32Array stores round every add).
 
 import type { AttentionProblem } from '../core/problem.ts';
-import { visibleRange, type ScoreModel } from '../core/scores.ts';
+import { blockHasVisible, type ScoreModel } from '../core/scores.ts';
 import { headSlice, maskTile, scoreTile, type HeadSlice } from '../algorithms/tile-math.ts';
 import type { BackwardInputs } from './types.ts';
 
@@ -86,7 +86,7 @@ export function scores(p: AttentionProblem, sm: ScoreModel, x: BackwardInputs, t
 
 /** Masked entries of S set to −∞; `bits` (rows×cols, 1 = masked) filled when given. */
 export function mask(p: AttentionProblem, sm: ScoreModel, t: GradTile, at: TilePos, bits?: number[]): void {
-  maskTile(p, sm, at.r0, at.rows, at.c0, at.cols, t.s, t.stride, bits);
+  maskTile(p, sm, at.hs, at.r0, at.rows, at.c0, at.cols, t.s, t.stride, bits);
 }
 
 /**
@@ -241,12 +241,8 @@ export function visitedRowBlocks(sm: ScoreModel, nq: number, nk: number, blockM:
   const out: number[] = [];
   for (let r0 = 0; r0 < nq; r0 += blockM) {
     const r1 = Math.min(nq, r0 + blockM);
-    let any = false;
-    for (let i = r0; i < r1 && !any; i++) {
-      const [lo, hi] = visibleRange(sm, i, nk);
-      if (Math.max(lo, c0) < Math.min(hi, c1)) any = true;
-    }
-    if (any) out.push(r0 / blockM);
+    // The backward refuses masks that read b or h (engine/backward/setup.ts), so head (0, 0) speaks for all.
+    if (blockHasVisible(sm, r0, r1, c0, c1, nk, 0, 0)) out.push(r0 / blockM);
   }
   return out;
 }

@@ -2,6 +2,8 @@
 // validated once, so that the reference, the step engine, the hardware models and the
 // WebGPU backend all agree on what "the problem" means.
 
+import { checkMaskSpec, type MaskSpec, MaskSpecError } from './mask-spec.ts';
+
 /**
  * Input precision. The FP8 types describe how the kernel *feeds its tensor cores*: Q, K and V
  * arrive in high precision and the FP8 path quantizes them with per-tensor or per-tile scales
@@ -49,6 +51,8 @@ export interface AttentionProblem {
   softcap?: number;
   /** Attention sinks: one logit per query head that joins the softmax denominator only. */
   sinks?: number[];
+  /** mask_mod / score_mod text and aux arrays (engine/core/mask-language.ts), on top of the fields above. */
+  mask?: MaskSpec;
   dtype: DType;
 }
 
@@ -119,6 +123,14 @@ export function validateProblem(p: AttentionProblem): AttentionProblem {
       throw new ProblemError('sinks', `needs one logit per query head (${p.hq}), got ${p.sinks.length}`);
     }
     if (!p.sinks.every((s) => Number.isFinite(s))) throw new ProblemError('sinks', 'logits must be finite');
+  }
+  if (p.mask !== undefined) {
+    try {
+      checkMaskSpec(p.mask);
+    } catch (e) {
+      if (e instanceof MaskSpecError) throw new ProblemError(e.field, e.reason);
+      throw e;
+    }
   }
   return p;
 }

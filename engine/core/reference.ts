@@ -31,7 +31,7 @@ export function referenceAttention(p: AttentionProblem, x: AttentionInputs): { o
           const ko = kOffset(p, b, hk, j);
           let dot = 0;
           for (let c = 0; c < p.d; c++) dot += x.q[qo + c] * x.k[ko + c];
-          row[j] = modifyScore(sm, h, i, j, dot);
+          row[j] = modifyScore(sm, h, i, j, dot, b);
           if (row[j] > max) max = row[j];
         }
         const oo = oOffset(p, b, h, i);

@@ -242,7 +242,7 @@ export function scoreErrors(
   }
   const s64 = new Float64Array(n);
   for (let i = 0; i < p.nq; i++)
-    for (let j = 0; j < p.nk; j++) s64[i * p.nk + j] = modifyScore(sm, h, i, j, dot64(p, x, b, h, i, j)) - shift[i];
+    for (let j = 0; j < p.nk; j++) s64[i * p.nk + j] = modifyScore(sm, h, i, j, dot64(p, x, b, h, i, j), b) - shift[i];
   const sErr = new Float32Array(n).fill(NaN);
   const pErr = new Float32Array(n).fill(NaN);
   const p64 = new Float64Array(n).fill(NaN);

@@ -142,6 +142,11 @@ export class AttentionRun extends GpuRun {
 
   static async create(ctx: WebGpuContext, problem: AttentionProblem, opts: RunOptions): Promise<AttentionRun> {
     validateProblem(problem);
+    if (problem.mask !== undefined) {
+      throw new WebGpuRunError(
+        'mask_mod / score_mod text runs in the stepper; the WebGPU kernels take the built-in causal, window, ALiBi, softcap and sinks',
+      );
+    }
     // WGSL has no 8-bit float type: FP8 is emulated on the f32 flash path only.
     if (isFp8(problem.dtype) && opts.path !== 'flash-f32') {
       throw new WebGpuRunError(

@@ -28,7 +28,7 @@ export function referenceDqRow(
   for (let j = 0; j < p.nk; j++) {
     let dot = 0;
     for (let c = 0; c < p.d; c++) dot += q[c] * k[j * p.d + c];
-    const s = modifyScore(sm, h, i, j, dot);
+    const s = modifyScore(sm, h, i, j, dot, 0);
     if (s === -Infinity) continue;
     const pr = Math.exp(s - row.lse);
     let dp = 0;

@@ -69,6 +69,11 @@ export class BackwardRun {
     prefs: MatrixBackwardPrefs = {},
   ): Promise<BackwardRun> {
     validateProblem(problem);
+    if (problem.mask !== undefined) {
+      throw new WebGpuRunError(
+        'mask_mod / score_mod text runs in the stepper; the WebGPU kernels take the built-in causal, window, ALiBi, softcap and sinks',
+      );
+    }
     if (ctx.lost) throw new WebGpuRunError(ctx.lost);
     if (path === 'flash-matrix' && !ctx.paths.includes('flash-matrix')) {
       throw new WebGpuRunError(

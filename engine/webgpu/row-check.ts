@@ -22,7 +22,7 @@ export function referenceRow(
   for (let j = 0; j < p.nk; j++) {
     let dot = 0;
     for (let c = 0; c < p.d; c++) dot += q[c] * k[j * p.d + c];
-    s[j] = modifyScore(sm, h, i, j, dot);
+    s[j] = modifyScore(sm, h, i, j, dot, 0);
     if (s[j] > max) max = s[j];
   }
   const o = new Float64Array(p.dv);

@@ -52,7 +52,7 @@ describe('varlen tile list', () => {
           for (let i = r0; i < r1; i++)
             for (let j = 0; j < nk; j++) {
               const sm = scoreModel({ batch: 1, hq: 1, hk: 1, nq, nk, d: 4, dv: 4, causal: m.causal, window: m.window, dtype: 'fp32' });
-              if (visible(sm, i, j)) expect(j >= lo && j < hi, `nq=${nq} nk=${nk} row ${i} key ${j}`).toBe(true);
+              if (visible(sm, i, j, 0, 0)) expect(j >= lo && j < hi, `nq=${nq} nk=${nk} row ${i} key ${j}`).toBe(true);
             }
         }
       }

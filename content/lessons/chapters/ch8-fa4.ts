@@ -30,7 +30,7 @@ export const chapter8: Chapter = {
     },
     {
       kind: 'p',
-      text: '**Tensor memory and warp roles.** tcgen05 matmuls write their results to TMEM, a 512-column on-chip memory next to the tensor cores, not to registers. One CTA handles two 128-row $Q$ tiles (one when $N_q \\le 128$); TMEM holds both $S$ tiles and both $O$ accumulators. The warps specialize: a load warp issues TMA copies, a single MMA warp issues every GEMM, two softmax warpgroups (one per $Q$ tile) turn $S$ into $P$, and a correction warpgroup rescales $O$ in TMEM and writes the result. The warp-role timeline under the debugger has one row per role.',
+      text: '**Tensor memory and warp roles.** tcgen05 matmuls write their results to TMEM, a 512-column on-chip memory next to the tensor cores, not to registers. One CTA handles two 128-row $Q$ tiles (one when the packed rows, $N_q$ times $H_q/H_k$ when grouped-query heads are packed, are at most 128); TMEM holds both $S$ tiles and both $O$ accumulators. The warps specialize: a load warp issues TMA copies, a single MMA warp issues every GEMM, two softmax warpgroups (one per $Q$ tile) turn $S$ into $P$, and a correction warpgroup rescales $O$ in TMEM and writes the result. The warp-role timeline under the debugger has one row per role.',
     },
     {
       kind: 'p',
@@ -38,7 +38,7 @@ export const chapter8: Chapter = {
     },
     {
       kind: 'p',
-      text: '**2-CTA mode.** For non-causal problems with $d \\in \\{128, 192\\}$, $d_v = 128$ and more than 256 query rows, the shipped kernel pairs two CTAs on two SMs: the leader issues tcgen05.mma with cta_group::2 over 256 rows, each CTA keeps its own 128 rows of $S$ and $O$ in its own TMEM, and each holds only half of every $K$ and $V$ tile. Shared memory per K/V stage halves, so the ring deepens ({{stages-2cta}} stages at $d = 128$). The causal problem in the debugger runs one CTA, so the whole rotation is in one memory map; Try this below loads 512 rows without the mask and shows the halved slots.',
+      text: '**2-CTA mode.** For non-causal problems with $d \\in \\{128, 192\\}$, $d_v = 128$ and more than 256 packed query rows (no split, no varlen queries), the shipped kernel pairs two CTAs on two SMs: the leader issues tcgen05.mma with cta_group::2 over 256 rows, each CTA keeps its own 128 rows of $S$ and $O$ in its own TMEM, and each holds only half of every $K$ and $V$ tile. Shared memory per K/V stage halves, so the ring deepens ({{stages-2cta}} stages at $d = 128$). The causal problem in the debugger runs one CTA, so the whole rotation is in one memory map; Try this below loads 512 rows without the mask and shows the halved slots.',
     },
     {
       kind: 'p',

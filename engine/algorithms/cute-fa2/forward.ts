@@ -60,7 +60,7 @@ function* runCuteFa2(p: AttentionProblem, x: AttentionInputs, opts: RunOptions):
         // [n_block_min, n_block_max): the blocks with a visible key; the rest are never loaded.
         let nMin = 0;
         let nMax = tc;
-        const vis = (j: number) => blockHasVisible(ctx.sm, r0, r1, j * blockN, Math.min(p.nk, (j + 1) * blockN), p.nk);
+        const vis = (j: number) => blockHasVisible(ctx.sm, r0, r1, j * blockN, Math.min(p.nk, (j + 1) * blockN), p.nk, b, h);
         while (nMax > 0 && !vis(nMax - 1)) nMax--;
         while (nMin < nMax && !vis(nMin)) nMin++;
         skipped += tc - Math.max(0, nMax - nMin);

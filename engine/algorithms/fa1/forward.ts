@@ -70,7 +70,7 @@ function* runFa1(p: AttentionProblem, x: AttentionInputs, opts: RunOptions): Ste
         const c0 = j * blockN;
         const c1 = Math.min(p.nk, c0 + blockN);
         const cols = c1 - c0;
-        if (!blockHasVisible(sm, 0, p.nq, c0, c1, p.nk)) continue;
+        if (!blockHasVisible(sm, 0, p.nq, c0, c1, p.nk, b, h)) continue;
         const kvTile = { qBlock: -1, kvBlock: j, rows: [0, 0] as Range, cols: [c0, c1] as Range };
         ev = tr.emit(
           'load',
@@ -83,7 +83,7 @@ function* runFa1(p: AttentionProblem, x: AttentionInputs, opts: RunOptions): Ste
           const r0 = i * blockM;
           const r1 = Math.min(p.nq, r0 + blockM);
           const rows = r1 - r0;
-          if (!blockHasVisible(sm, r0, r1, c0, c1, p.nk)) continue;
+          if (!blockHasVisible(sm, r0, r1, c0, c1, p.nk, b, h)) continue;
           const tile = { qBlock: i, kvBlock: j, rows: [r0, r1] as Range, cols: [c0, c1] as Range };
           const here = (line: string, delta: object) => ({ b, h, outer: j, inner: i, tile, line, delta });
           const ro = rowBase + r0;
@@ -103,7 +103,7 @@ function* runFa1(p: AttentionProblem, x: AttentionInputs, opts: RunOptions): Ste
           if (ev) yield ev;
           if (anyMasked) {
             const bits = trace ? new Array<number>(rows * cols) : undefined;
-            maskTile(p, sm, r0, rows, c0, cols, s, blockN, bits);
+            maskTile(p, sm, hs, r0, rows, c0, cols, s, blockN, bits);
             ev = tr.emit('mask', here('fa1.mask', {}), () => ({ masked: bits ?? [], s: tileValues(s, rows, cols, blockN) }));
             if (ev) yield ev;
           }

@@ -58,7 +58,7 @@ function* runFa2(p: AttentionProblem, x: AttentionInputs, opts: RunOptions): Ste
           const c1 = Math.min(p.nk, c0 + blockN);
           const cols = c1 - c0;
           // Blocks wholly above the causal diagonal or outside the window are never loaded.
-          if (!blockHasVisible(sm, r0, r1, c0, c1, p.nk)) continue;
+          if (!blockHasVisible(sm, r0, r1, c0, c1, p.nk, b, h)) continue;
           const tile = { qBlock: i, kvBlock: j, rows: [r0, r1] as Range, cols: [c0, c1] as Range };
           const here = (line: string) => at(j, line, tile);
           ev = tr.emit('load', { ...here('fa2.loadKV'), delta: { hbmRead: { K: cols * p.d * eb, V: cols * dv * eb } } }, () => ({
@@ -74,7 +74,7 @@ function* runFa2(p: AttentionProblem, x: AttentionInputs, opts: RunOptions): Ste
           if (ev) yield ev;
           if (anyMasked) {
             const bits = trace ? new Array<number>(rows * cols) : undefined;
-            maskTile(p, sm, r0, rows, c0, cols, s, blockN, bits);
+            maskTile(p, sm, hs, r0, rows, c0, cols, s, blockN, bits);
             ev = tr.emit('mask', { ...here('fa2.mask'), delta: {} }, () => ({ masked: bits ?? [], s: tileValues(s, rows, cols, blockN) }));
             if (ev) yield ev;
           }

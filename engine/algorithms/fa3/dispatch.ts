@@ -34,6 +34,8 @@ export interface Fa3DispatchInput {
   varlenQ?: boolean;
   /** cu_seqlens_k or seqused_k given. */
   varlenK?: boolean;
+  /** The varlen lengths come as seqused_q / seqused_k (the only form paged KV takes), not cu_seqlens. */
+  seqused?: boolean;
   /** undefined or 0: upstream's heuristic; N ≥ 1: forced. */
   numSplits?: number;
   /** undefined: upstream's heuristic. */
@@ -162,6 +164,10 @@ export function numSplitsHeuristic(
 /** mha_fwd's decisions for this problem on an SM90 GPU with `numSms` SMs. */
 export function fa3Dispatch(p: Fa3DispatchInput, numSms: number): Fa3Dispatch {
   const why: string[] = [];
+  if (p.pageSize !== undefined && p.nk % p.pageSize !== 0) {
+    p = { ...p, nk: Math.ceil(p.nk / p.pageSize) * p.pageSize };
+    why.push(`${API} l. 768: paged KV: seqlen_k = pages per sequence × page_size = ${p.nk}`);
+  }
   const fp8 = isFp8(p.dtype);
   const refusals: string[] = [];
   if (!(p.dtype === 'fp16' || p.dtype === 'bf16' || p.dtype === 'fp8e4m3')) {
@@ -185,7 +191,7 @@ export function fa3Dispatch(p: Fa3DispatchInput, numSms: number): Fa3Dispatch {
     if (p.dv > 256 && fp8) refusals.push('HeaddimV > 256 requires fp16 and bf16 data type');
     why.push(`${API} l. 782-792: d ≠ dv takes d in (128, 192] with dv in (96, 128], or d ≤ 64 with dv ≤ 512 (dv > 256: 16-bit only)`);
   }
-  if (p.pageSize !== undefined && p.varlenK) {
+  if (p.pageSize !== undefined && p.varlenK && !p.seqused) {
     refusals.push('If cu_seqlens_k is passed in, then page table is not supported');
     why.push(`${API} l. 754`);
   }
@@ -364,4 +370,48 @@ export function fa3Dispatch(p: Fa3DispatchInput, numSms: number): Fa3Dispatch {
     scheduler,
     why,
   };
+}
+
+export interface Fa3BwdDispatch {
+  refused?: string;
+  isCausal: boolean;
+  isLocal: boolean;
+  /** round_up_headdim(max(d, dv)): the one instance both head dims run on. */
+  hdim: number;
+  blockM: number;
+  blockN: number;
+  why: string[];
+}
+
+/** mha_bwd's decisions (flash_api.cpp l. 1288-1400) for the backward of this problem. */
+export function fa3BwdDispatch(p: Fa3DispatchInput, deterministic: boolean): Fa3BwdDispatch {
+  const why: string[] = [];
+  const refusals: string[] = [];
+  if (p.dtype !== 'fp16' && p.dtype !== 'bf16') {
+    refusals.push('FlashAttention backward only supports fp16 and bf16 data type');
+    why.push(`${API} l. 1301-1302: the backward takes fp16 or bf16`);
+  }
+  if (p.d % 8 !== 0 || p.dv % 8 !== 0) refusals.push('head_size should be a multiple of 8');
+  if (Math.max(p.d, p.dv) > 256) refusals.push('FlashAttention forward only supports head dimension at most 256');
+  if (p.hq % p.hk !== 0) refusals.push('Number of heads in key/value must divide number of heads in query');
+  why.push(`${API} l. 1349-1353: head dims multiples of 8, at most 256; h_k divides h`);
+  let left = p.window?.left ?? -1;
+  let right = p.window?.right ?? -1;
+  if (left >= p.nk - 1) left = -1;
+  if (right >= p.nq - 1) right = -1;
+  if (p.causal) right = 0;
+  const isCausal = left < 0 && right === 0;
+  const isLocal = (left >= 0 || right >= 0) && !isCausal;
+  why.push(`${API} l. 1359-1365: ${isCausal ? 'causal' : isLocal ? 'local' : 'no mask'} (no seqlen_q = 1 rule in the backward)`);
+  const hdim = roundUpHeaddim(Math.max(p.d, p.dv));
+  if (deterministic && hdim >= 256) refusals.push('Deterministic backward not supported for hdim 256.');
+  if (deterministic) why.push(`${API} l. 1370: deterministic needs hdim < 256`);
+  const softcap = p.softcap !== undefined && p.softcap > 0;
+  const blockM =
+    hdim <= 64 ? (isCausal && softcap ? 96 : 128) : hdim <= 96 ? 64 : hdim <= 128 ? (isCausal || isLocal || softcap ? 64 : 80) : 64;
+  const blockN = hdim <= 128 ? 128 : hdim <= 192 ? 96 : 80;
+  why.push(
+    `${API} l. 1368, 1373-1385 (hopper/flash_bwd_launch_template.h@0251105a l. 312-380): hdim ${hdim} → kBlockM ${blockM}, kBlockN ${blockN}`,
+  );
+  return { ...(refusals.length > 0 ? { refused: refusals.join('; ') } : {}), isCausal, isLocal, hdim, blockM, blockN, why };
 }

@@ -178,7 +178,7 @@ function* runFa3(p: AttentionProblem, x: AttentionInputs, opts: RunOptions): Ste
         // K/V blocks this tile needs, last first (n_block_max − 1 down to n_block_min).
         const blocks: number[] = [];
         for (let j = tc - 1; j >= 0; j--) {
-          if (blockHasVisible(ctx.sm, r0, r1, j * blockN, Math.min(p.nk, (j + 1) * blockN), p.nk)) blocks.push(j);
+          if (blockHasVisible(ctx.sm, r0, r1, j * blockN, Math.min(p.nk, (j + 1) * blockN), p.nk, b, h)) blocks.push(j);
         }
         if (!f.reverseKv) blocks.reverse();
         const cta: step.At = { b, h, outer: i, inner: -1, qBlock: i };

@@ -143,7 +143,7 @@ function* runFa4(p: AttentionProblem, x: AttentionInputs, opts: RunOptions): Ste
         }
         const blocks: number[] = [];
         for (let j = tc - 1; j >= 0; j--) {
-          if (blockHasVisible(ctx.sm, r0, r1, j * blockN, Math.min(p.nk, (j + 1) * blockN), p.nk)) blocks.push(j);
+          if (blockHasVisible(ctx.sm, r0, r1, j * blockN, Math.min(p.nk, (j + 1) * blockN), p.nk, b, h)) blocks.push(j);
         }
         const colsOf = (j: number): [number, number] => [j * blockN, Math.min(p.nk, (j + 1) * blockN)];
         const KV = 0;

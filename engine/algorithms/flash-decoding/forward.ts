@@ -127,7 +127,7 @@ function* runFlashDecoding(p: AttentionProblem, x: AttentionInputs, opts: RunOpt
           const j1 = Math.min(tc, j0 + perSplit);
           const blocks: number[] = [];
           for (let j = j0; j < j1; j++) {
-            if (blockHasVisible(ctx.sm, r0, r1, j * blockN, Math.min(p.nk, (j + 1) * blockN), p.nk)) blocks.push(j);
+            if (blockHasVisible(ctx.sm, r0, r1, j * blockN, Math.min(p.nk, (j + 1) * blockN), p.nk, b, h)) blocks.push(j);
           }
           if (blocks.length) yield* step.load(ctx, at, 'loadQ', rows, [0, 0], -1, { Q: (r1 - r0) * p.d * eb });
           for (const j of blocks) {

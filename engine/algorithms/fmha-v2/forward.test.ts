@@ -48,7 +48,7 @@ function fp16AccumulationBound(p: AttentionProblem, x: AttentionInputs, naiveErr
           s += x.q[qo + e] * x.k[ko + e];
           sq += s * s;
         }
-        logit[j] = modifyScore(sm, h, i, j, s);
+        logit[j] = modifyScore(sm, h, i, j, s, 0);
         delta[j] = sm.scale * lambda * u * Math.sqrt(sq);
         if (logit[j] > mx) mx = logit[j];
       }

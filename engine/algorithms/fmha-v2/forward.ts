@@ -100,7 +100,7 @@ function* runFmhaV2(p: AttentionProblem, x: AttentionInputs, opts: RunOptions): 
         }
         const blocks: number[] = [];
         for (let j = 0; j < tc; j++) {
-          if (blockHasVisible(ctx.sm, r0, r1, j * blockN, Math.min(p.nk, (j + 1) * blockN), p.nk)) blocks.push(j);
+          if (blockHasVisible(ctx.sm, r0, r1, j * blockN, Math.min(p.nk, (j + 1) * blockN), p.nk, b, h)) blocks.push(j);
         }
         const colsOf = (j: number): [number, number] => [j * blockN, Math.min(p.nk, (j + 1) * blockN)];
         const loadKV = (j: number) => {

@@ -160,7 +160,7 @@ function* runSage(p: AttentionProblem, x: AttentionInputs, opts: RunOptions): St
         for (let j = 0; j < tc; j++) {
           const c0 = j * blockN;
           const c1 = Math.min(p.nk, c0 + blockN);
-          if (!blockHasVisible(ctx.sm, r0, r1, c0, c1, p.nk)) continue;
+          if (!blockHasVisible(ctx.sm, r0, r1, c0, c1, p.nk, b, h)) continue;
           const atj: step.At = { ...cta, inner: j };
           yield* step.load(ctx, atj, 'loadK', [r0, r1], [c0, c1], j, { K: (c1 - c0) * p.d }, () => ({
             scale: ctx.scores!.kScale(b, hk, c0),

@@ -68,7 +68,7 @@ function* runStandard(p: AttentionProblem, x: AttentionInputs, opts: RunOptions)
         if (ev) yield ev;
         if (anyMasked) {
           const bits = trace ? new Array<number>(rows * nk) : undefined;
-          maskTile(p, sm, r0, rows, 0, nk, sRows, nk, bits);
+          maskTile(p, sm, hs, r0, rows, 0, nk, sRows, nk, bits);
           ev = tr.emit('mask', at(1, i, tile, 'standard.mask', {}), () => ({ masked: bits ?? [], s: tileValues(sRows, rows, nk, nk) }));
           if (ev) yield ev;
         }

@@ -1,0 +1,61 @@
+import { describe, expect, it } from 'vitest';
+import { BLOCK_EMPTY, BLOCK_FULL, BLOCK_PARTIAL, blockMask } from './block-mask.ts';
+import { maskSpecFrom } from './mask-presets.ts';
+import type { AttentionProblem } from './problem.ts';
+
+function problem(over: Partial<AttentionProblem>): AttentionProblem {
+  return { batch: 2, hq: 4, hk: 4, nq: 64, nk: 64, d: 32, dv: 32, causal: false, dtype: 'fp16', ...over };
+}
+
+describe('block mask', () => {
+  it('causal at 16×16: the diagonal is partial, below it full, above it empty (closed form)', () => {
+    const p = problem({ mask: maskSpecFrom({ maskMod: 'causal' }, { hq: 4, nq: 64, nk: 64 }) });
+    const bm = blockMask(p, 16, 16);
+    expect([bm.batch, bm.heads, bm.qBlocks, bm.kvBlocks]).toEqual([1, 1, 4, 4]);
+    for (let i = 0; i < 4; i++)
+      for (let j = 0; j < 4; j++) expect(bm.state[i * 4 + j]).toBe(i === j ? BLOCK_PARTIAL : j < i ? BLOCK_FULL : BLOCK_EMPTY);
+    // 6 of 16 tiles empty, for every one of the 8 (batch, head) pairs.
+    expect(bm.counts).toEqual({ empty: 48, partial: 32, full: 48 });
+    expect(bm.density).toBe(10 / 16);
+    expect(bm.skippedFlops).toBe(48 * 2 * 16 * 16 * 64);
+    expect(bm.skippedBytes).toBe(48 * 16 * 64 * 2);
+    expect(Array.from(bm.maskBlockCnt)).toEqual([1, 1, 1, 1]);
+    expect(Array.from(bm.fullBlockCnt)).toEqual([0, 1, 2, 3]);
+    expect(Array.from(bm.fullBlockIdx.subarray(12, 15))).toEqual([0, 1, 2]);
+  });
+
+  it('the built-in causal flag gives the same block mask as the causal preset', () => {
+    const a = blockMask(problem({ causal: true, nq: 50, nk: 70 }), 16, 32);
+    const b = blockMask(problem({ nq: 50, nk: 70, mask: maskSpecFrom({ maskMod: 'causal' }, { hq: 4, nq: 50, nk: 70 }) }), 16, 32);
+    expect(Array.from(a.state)).toEqual(Array.from(b.state));
+  });
+
+  it('cnt/idx rebuild the dense states of a per-head mask, and agree with the element mask', () => {
+    const p = problem({ nq: 40, nk: 56, mask: { maskMod: '(kv_idx + 7 * h) % 24 < 5 || b == 1 && q_idx < 8' } });
+    const bm = blockMask(p, 16, 16);
+    expect([bm.batch, bm.heads]).toEqual([2, 4]);
+    for (let b = 0; b < 2; b++)
+      for (let h = 0; h < 4; h++)
+        for (let i = 0; i < bm.qBlocks; i++) {
+          const row = (b * 4 + h) * bm.qBlocks + i;
+          for (let j = 0; j < bm.kvBlocks; j++) {
+            let seen = 0;
+            let cells = 0;
+            for (let q = i * 16; q < Math.min(40, i * 16 + 16); q++)
+              for (let k = j * 16; k < Math.min(56, j * 16 + 16); k++) {
+                cells++;
+                if ((k + 7 * h) % 24 < 5 || (b === 1 && q < 8)) seen++;
+              }
+            const want = seen === 0 ? BLOCK_EMPTY : seen === cells ? BLOCK_FULL : BLOCK_PARTIAL;
+            expect(bm.state[row * bm.kvBlocks + j], `b${b} h${h} ${i},${j}`).toBe(want);
+            const inFull = Array.from(bm.fullBlockIdx.subarray(row * bm.kvBlocks, row * bm.kvBlocks + bm.fullBlockCnt[row])).includes(j);
+            const inMask = Array.from(bm.maskBlockIdx.subarray(row * bm.kvBlocks, row * bm.kvBlocks + bm.maskBlockCnt[row])).includes(j);
+            expect([inFull, inMask]).toEqual([want === BLOCK_FULL, want === BLOCK_PARTIAL]);
+          }
+        }
+  });
+
+  it('refuses a problem too large to evaluate pair by pair', () => {
+    expect(() => blockMask(problem({ nq: 8192, nk: 8192, mask: { maskMod: 'h == 0' } }), 128, 128)).toThrow(RangeError);
+  });
+});

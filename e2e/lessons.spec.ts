@@ -39,6 +39,8 @@ for (const chapter of CHAPTERS) {
     const codeWins = chapter.blocks.filter((b) => b.kind === 'code-wins').length;
     await expect(page.getByRole('complementary', { name: 'Paper and code' })).toHaveCount(codeWins);
     if (codeWins > 0) await expect(page.getByRole('complementary', { name: 'Paper and code' }).first()).toContainText('Paper vs code');
+    // Citations sit in the chapter's sources footer, not in the running text.
+    await expect(page.getByRole('region', { name: 'Sources' })).toContainText(chapter.sources[0].slice(0, 20));
     await expect(page.locator('.erratum-tag', { hasText: 'Erratum' })).toHaveCount(
       chapter.blocks.filter((b) => b.kind === 'erratum').length,
     );

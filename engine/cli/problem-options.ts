@@ -10,6 +10,7 @@ import type { Tensor } from '../io/tensor-info.ts';
 import type { BlockOptions } from '../algorithms/types.ts';
 import { ArgsError, flag, list, num, str, type OptionSpec, type ParsedArgs } from './args.ts';
 import { loadTensorFile, loadVector } from './tensor-files.ts';
+import { MASK_HELP, maskFromFlags } from './mask-options.ts';
 
 export type Layout = 'bhnd' | 'bnhd';
 
@@ -31,6 +32,8 @@ export const PROBLEM_OPTIONS: OptionSpec = {
   'block-n': 'int',
   'sram-bytes': 'int',
   feature: 'repeat',
+  'mask-mod': 'string',
+  'score-mod': 'string',
 };
 
 export const RANDOM_OPTIONS: OptionSpec = {
@@ -62,6 +65,7 @@ export const PROBLEM_HELP = `problem:
   --softcap C                 logit softcap C·tanh(s/C)
   --sink FILE                 attention-sink logits, 1-D of length Hq
   --scale X                   softmax scale (default 1/sqrt(d))
+${MASK_HELP}
 blocks:
   --block-m N --block-n N     tile sizes Br × Bc
   --sram-bytes M              on-chip memory; Bc = ceil(M/4 / 4d), Br = min(Bc, d) (FA1 paper)
@@ -245,6 +249,8 @@ export async function cliProblem(a: ParsedArgs, allowRandom: boolean): Promise<C
   if (slopes) problem.alibi = await loadVector(slopes, problem.hq, '--alibi-slopes');
   const sink = str(a, 'sink');
   if (sink) problem.sinks = await loadVector(sink, problem.hq, '--sink');
+  const mask = maskFromFlags(str(a, 'mask-mod'), str(a, 'score-mod'), problem);
+  if (mask) problem.mask = mask;
   if (problem.scale === undefined) delete problem.scale;
   if (problem.softcap === undefined) delete problem.softcap;
   if (problem.window === undefined) delete problem.window;

@@ -145,6 +145,8 @@ function readForm(x: unknown, notices: string[]): ProblemForm {
     'window left': 'windowLeft',
     'window right': 'windowRight',
     softcap: 'softcap',
+    mask_mod: 'maskMod',
+    score_mod: 'scoreMod',
     seed: 'seed',
     'outlier row': 'outlierRow',
     pass: 'pass',

@@ -13,6 +13,10 @@ import {
   findDescriptor,
   type FeatureSpec,
   type SwitchValues,
+  type MaskSpec,
+  MaskSpecError,
+  checkMaskSpec,
+  maskSpecFrom,
 } from '../../engine/api.ts';
 
 /** Every panel switch's value as the next load would run it (set, loaded, or the kernel's default). */
@@ -114,6 +118,10 @@ export interface ProblemForm {
   softcap: string;
   /** Empty: no attention sink; else one sink logit used for every query head. */
   sink: string;
+  /** mask_mod as mask-language text or a preset reference (`sliding_window:16`); empty: none. */
+  maskMod: string;
+  /** score_mod, likewise. */
+  scoreMod: string;
   dtype: DType;
   seed: string;
   distribution: InputDistribution;
@@ -145,6 +153,8 @@ export const DEFAULT_FORM: ProblemForm = {
   alibi: false,
   softcap: '',
   sink: '',
+  maskMod: '',
+  scoreMod: '',
   dtype: 'fp32',
   seed: '1',
   distribution: 'normal',
@@ -203,6 +213,8 @@ export function formToRequest(f: ProblemForm, applied?: LoadRequest): LoadReques
     if (!Number.isFinite(v)) throw new FormError('sink', `must be a number, got "${f.sink}"`);
     problem.sinks = new Array<number>(problem.hq).fill(v);
   }
+  const mask = formMask(f, problem);
+  if (mask) problem.mask = mask;
   const blocks =
     f.blockMode === 'sram'
       ? { sramBytes: int('on-chip memory M', f.sramBytes) }
@@ -224,6 +236,28 @@ export function formToRequest(f: ProblemForm, applied?: LoadRequest): LoadReques
     req.outlierRow = r;
   }
   return req;
+}
+
+/** The mask field from the form's mask_mod / score_mod boxes; a FormError names the box and the column. */
+export function formMask(f: Pick<ProblemForm, 'maskMod' | 'scoreMod'>, dims: { hq: number; nq: number; nk: number }): MaskSpec | undefined {
+  const spec: MaskSpec = {};
+  for (const [key, field] of [
+    ['maskMod', 'mask_mod'],
+    ['scoreMod', 'score_mod'],
+  ] as const) {
+    const ref = f[key].trim();
+    if (ref === '') continue;
+    let one: MaskSpec;
+    try {
+      one = maskSpecFrom({ [key]: ref }, dims);
+      checkMaskSpec(one);
+    } catch (e) {
+      throw new FormError(field, e instanceof MaskSpecError ? e.reason : (e as Error).message);
+    }
+    spec[key] = one[key];
+    if (one.aux) spec.aux = { ...spec.aux, ...one.aux };
+  }
+  return spec.maskMod === undefined && spec.scoreMod === undefined ? undefined : spec;
 }
 
 /**

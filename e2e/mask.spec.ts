@@ -1,0 +1,45 @@
+import { expect, test, type Page } from '@playwright/test';
+import { blockMask } from '../engine/core/block-mask.ts';
+import { DEFAULT_FORM, formToRequest } from '../app/store/problem-form.ts';
+import { counter, openApp, watchConsole } from './helpers.ts';
+
+// The mask editor (text with the error at its column, presets) and the block-mask view.
+
+let checkConsole: () => void;
+test.beforeEach(async ({ page }) => {
+  checkConsole = watchConsole(page);
+});
+test.afterEach(() => checkConsole());
+
+const panel = (page: Page) => page.getByRole('region', { name: 'Problem', exact: true });
+const blockView = (page: Page) => page.getByRole('region', { name: 'Block mask', exact: true });
+
+test('a mistake is shown at its column and loses nothing; a preset loads and its empty tiles are counted', async ({ page }) => {
+  await openApp(page);
+  const p = panel(page);
+  await expect(counter(page)).toContainText('Step');
+  const before = await counter(page).textContent();
+
+  const text = p.getByLabel('mask_mod text', { exact: true });
+  await text.fill('q_idx >= foo');
+  await expect(p.getByText("mask_mod: column 10: unknown name 'foo'")).toBeVisible();
+  await expect(p.locator('.mask-caret')).toHaveText(`${' '.repeat(9)}^`);
+  await p.getByRole('button', { name: 'Load problem' }).click();
+  await expect(p.getByRole('alert')).toContainText("mask_mod: column 10: unknown name 'foo'");
+  await expect(counter(page)).toHaveText(before ?? '');
+  await expect(text).toHaveValue('q_idx >= foo');
+
+  await p.getByLabel('mask_mod preset', { exact: true }).selectOption('document');
+  await expect(text).toHaveValue('document:21');
+  await expect(p.getByText('runs as')).toContainText('doc[q_idx + (nk - nq)] == doc[kv_idx]');
+  await p.getByRole('button', { name: 'Load problem' }).click();
+  await expect(p.getByRole('alert')).toHaveCount(0);
+
+  const bm = blockMask(formToRequest({ ...DEFAULT_FORM, maskMod: 'document:21' }).problem, 16, 16);
+  expect(bm.counts.empty).toBeGreaterThan(0);
+  const v = blockView(page);
+  await expect(v).toContainText(`density ${(bm.density * 100).toFixed(1)}%`);
+  await expect(v).toContainText(`${bm.counts.empty} of 16 tile pairs empty, ${bm.counts.partial} partial, ${bm.counts.full} full`);
+  await expect(v.locator('rect[data-state="0"]')).toHaveCount(bm.counts.empty);
+  await page.screenshot({ path: test.info().outputPath('mask.png'), fullPage: true });
+});

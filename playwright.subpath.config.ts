@@ -2,7 +2,7 @@
 // server under that path (scripts/static-server.mjs), as a course page would host it.
 // Run by `npm test` after the main suite; PW_PORT + 1 keeps it off the main suite's port.
 import { defineConfig } from '@playwright/test';
-import base from './playwright.config.ts';
+import base, { welcomeSeen } from './playwright.config.ts';
 
 export const SUB_PATH = '/some/sub/path/';
 const port = Number(process.env.PW_PORT ?? 4173) + 1;
@@ -10,7 +10,7 @@ const port = Number(process.env.PW_PORT ?? 4173) + 1;
 export default defineConfig({
   ...base,
   testMatch: /.*\.subpath\.ts$/,
-  use: { ...base.use, baseURL: `http://127.0.0.1:${port}` },
+  use: { ...base.use, baseURL: `http://127.0.0.1:${port}`, storageState: welcomeSeen(`http://127.0.0.1:${port}`) },
   webServer: {
     command: `FLASHSCOPE_BASE=${SUB_PATH} npx vite build --outDir dist-subpath --logLevel warn && node scripts/static-server.mjs dist-subpath ${SUB_PATH} ${port}`,
     url: `http://127.0.0.1:${port}${SUB_PATH}`,

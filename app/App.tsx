@@ -8,6 +8,7 @@ import { ShareButton, ShareNotice } from './share/ShareControls.tsx';
 import { startUrlSync } from './share/url-sync.ts';
 import { useServing } from './serving/serving-store.ts';
 import { ShortcutsHelp } from './help/ShortcutsHelp.tsx';
+import { Welcome } from './welcome/Welcome.tsx';
 
 const WebGpuPanel = lazy(() => import('./webgpu/WebGpuPanel.tsx'));
 const ComparePage = lazy(() => import('./compare/ComparePage.tsx').then((m) => ({ default: m.ComparePage })));
@@ -60,6 +61,7 @@ export function App() {
           )}
         </WithLessons>
       </main>
+      <Welcome />
     </div>
   );
 }

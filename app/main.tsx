@@ -1,9 +1,12 @@
 import { createRoot } from 'react-dom/client';
 import { App } from './App.tsx';
-import { restoreFromUrl } from './share/url-sync.ts';
+import { RestoreBoundary } from './share/RestoreBoundary.tsx';
 import './styles.css';
 
-// A shared link's state goes into the stores before the first render, so panes load it directly.
-restoreFromUrl(location.hash);
-
-createRoot(document.getElementById('root')!).render(<App />);
+// The shared link is restored under the boundary, before App's first render, so panes load it
+// directly and a link that cannot be opened only brings back the defaults.
+createRoot(document.getElementById('root')!).render(
+  <RestoreBoundary>
+    <App />
+  </RestoreBoundary>,
+);

@@ -9,6 +9,7 @@ import { DEFAULT_FORM } from '../app/store/problem-form.ts';
 import { decodeState, defaultSharedState, encodeState } from '../app/share/url-state.ts';
 import { DEFAULT_VIEWS } from '../app/views/registry.ts';
 import { counter, engineSession, openApp, watchConsole } from './helpers.ts';
+import { stepInWords } from '../app/panels/step-words.ts';
 import { texNum } from '../content/tex.ts';
 
 let checkConsole: () => void;
@@ -46,7 +47,8 @@ test('Forward | Backward: the backward is stepped with the same transport and ke
   await page.locator('body').click({ position: { x: 5, y: 5 } });
   for (let i = 0; i < 3; i++) await page.keyboard.press('ArrowRight');
   await expect(counter(page)).toHaveText(`Step 4 of ${ev.length}`);
-  await expect(page.getByTestId('where')).toContainText(`${ev[3].kind} · ${ev[3].line}`);
+  await expect(page.getByTestId('where')).toContainText(`${stepInWords(ev[3])}`);
+  await expect(page.getByTestId('where')).toContainText(ev[3].line);
   await page.keyboard.press('ArrowLeft');
   await expect(counter(page)).toHaveText(`Step 3 of ${ev.length}`);
   await page.keyboard.press('End');

@@ -20,7 +20,9 @@ test('stepping forward and back shows the engine trace: counter, highlighted til
   for (let i = 0; i < target; i++) await fwd.click();
   await expect(counter(page)).toHaveText(`Step ${target + 1} of ${ev.length}`);
   const e = ev[target] as Extract<TraceEvent, { kind: 'rowmax' }>;
-  await expect(page.getByTestId('where')).toContainText(`rowmax · ${e.line}`);
+  await expect(page.getByTestId('where')).toHaveText(
+    `Running max m of rows ${e.tile.rows[0]}–${e.tile.rows[1] - 1} over K block ${e.tile.kvBlock} · ${e.line}`,
+  );
   const { rows, cols } = e.tile;
   await expect(page.locator('figure[data-matrix="S"]')).toHaveAttribute('data-highlight', `${rows[0]},${rows[1]},${cols[0]},${cols[1]}`);
   for (const r of [0, 3, rows[1] - rows[0] - 1]) await expect(page.getByTestId(`m-${rows[0] + r}`)).toHaveText(shown(e.mAfter[r]));

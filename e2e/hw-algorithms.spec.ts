@@ -28,7 +28,10 @@ for (const algorithm of ['fa3', 'fa4', 'fmha-v2', 'cute-fa2', 'flash-decoding'])
     const fwd = page.getByRole('button', { name: 'Step forward', exact: true });
     for (let i = 0; i < target; i++) await fwd.click();
     await expect(counter(page)).toHaveText(`Step ${target + 1} of ${ev.length}`);
-    await expect(page.getByTestId('where')).toContainText(`qk · ${algorithm}.qk`);
+    await expect(page.getByTestId('where')).toContainText(
+      `S = Q·Kᵀ for Q tile ${ev[target].tile.qBlock} × K block ${ev[target].tile.kvBlock}`,
+    );
+    await expect(page.getByTestId('where')).toContainText(`${algorithm}.qk`);
     await expect(page.locator('ol.code li.current')).toBeVisible();
     await expect(page.getByLabel('Step explanation')).not.toBeEmpty();
     if (algorithm === 'fa4') await page.screenshot({ path: 'test-results/hw-fa4.png', fullPage: true });
@@ -56,13 +59,13 @@ test('fa3 at d = 256 (fp16): no scheduler barrier, so the warpgroups run side by
   expect(ev[target]).toMatchObject({ kind: 'rowmax', warpgroup: 1 });
   const fwd = page.getByRole('button', { name: 'Step forward', exact: true });
   for (let i = 0; i < sum0; i++) await fwd.click();
-  await expect(page.getByTestId('where')).toContainText('rowsum · fa3.rowsum');
+  await expect(page.getByTestId('where')).toContainText(/^Running sum ℓ of rows .* · fa3\.rowsum$/);
   await expect(page.getByTestId('where')).toContainText('warpgroup 0');
   // The rest by keyboard: the transport's arrow key steps forward.
   await fwd.focus();
   await page.keyboard.press('ArrowRight');
   await expect(counter(page)).toHaveText(`Step ${target + 1} of ${ev.length}`);
-  await expect(page.getByTestId('where')).toContainText('rowmax · fa3.rowmax');
+  await expect(page.getByTestId('where')).toContainText(/^Running max m of rows .* · fa3\.rowmax$/);
   await expect(page.getByTestId('where')).toContainText('warpgroup 1');
   await expect(page.locator('ol.code li.current')).toContainText('m_new = max(m, rowmax(S_next))');
   await page.screenshot({ path: 'test-results/fa3-d256-side-by-side.png', fullPage: true });

@@ -32,7 +32,7 @@ function isTyping(t: EventTarget | null): boolean {
 function SharedProblem() {
   const applied = useApp((s) => s.problem[SHARED_PANE]?.applied);
   const imported = useImport((s) => s.imported[SHARED_PANE]);
-  if (!applied) return <span className="dim">The shared problem is loading in the Debugger tab…</span>;
+  if (!applied) return <span className="dim">The shared problem is loading in the Single tab…</span>;
   const p = applied.problem;
   return (
     <span data-testid="shared-problem">
@@ -44,7 +44,7 @@ function SharedProblem() {
       {p.softcap !== undefined ? `, softcap ${p.softcap}` : ''}
       {applied.pass === 'backward' ? ', backward pass' : ''}
       {imported ? `, inputs from ${imported.label}` : `, seed ${applied.seed} (${applied.distribution})`}
-      <span className="dim"> — change it in the Debugger tab</span>
+      <span className="dim"> — change it in the Single tab</span>
     </span>
   );
 }

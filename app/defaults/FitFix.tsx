@@ -124,6 +124,19 @@ function loadedFix(pane: string, gpu: string): Replaced[] {
 }
 
 /**
+ * The fix for the pane's loaded run on the chosen GPU (or the kernel's default one), or [] when
+ * the run has no hardware schedule at all: the views stay mounted a moment after another
+ * algorithm loads, perhaps one with no kernel, or none for this pass (FA1's backward).
+ */
+export function loadedFitFix(pane: string, gpuChoice: string | undefined): Replaced[] {
+  const applied = useApp.getState().problem[pane]?.applied;
+  if (!applied) return [];
+  const pass = applied.pass ?? 'forward';
+  if (pass === 'forward' ? !hasKernel(applied.algorithm) : !hasSchedule(applied.algorithm, pass)) return [];
+  return loadedFix(pane, gpuChoice ?? defaultGpu(applied.algorithm, pass));
+}
+
+/**
  * In a hardware view that has no schedule: the change that gives it one, and a button that
  * makes it and reloads. A compare pane's dtype and head dims belong to the shared problem
  * (the Debugger tab's), so its fix reloads that one and every pane follows.
@@ -134,9 +147,7 @@ export function LoadedFitFix() {
   const pass = useApp((s) => s.problem[pane]?.applied?.pass) ?? 'forward';
   const gpuChoice = useHwPane(pane, (s) => (algorithm ? s.gpu[choiceKey(algorithm, pass)] : undefined));
   useApp((s) => s.problem[pane]?.applied);
-  // The views stay mounted a moment after another algorithm (perhaps one with no kernel) loads.
-  if (!algorithm || (pass === 'forward' && !hasKernel(algorithm))) return null;
-  const fix = loadedFix(pane, gpuChoice ?? defaultGpu(algorithm, pass));
+  const fix = loadedFitFix(pane, gpuChoice);
   if (fix.length === 0) return null;
   const apply = () => {
     const compare = pane.startsWith('cmp');

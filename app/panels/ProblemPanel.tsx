@@ -5,6 +5,7 @@
 import { ALGORITHMS, isFp8 } from '../../engine/api.ts';
 import { formToRequest, withAppliedFeatures, type ProblemForm } from '../store/problem-form.ts';
 import { useApp } from '../store/store.ts';
+import { formDiffersFromRun } from './load-pending.ts';
 import { usePane } from '../pane/context.ts';
 import { CountersTable } from '../views/CountersView.tsx';
 import { ImportButton } from '../import/ImportButton.tsx';
@@ -140,6 +141,8 @@ export function ProblemPanel() {
   const error = useApp((s) => s.playback[pane].error);
   const tooLarge = useApp((s) => s.playback[pane].tooLarge);
   const countersRun = useApp((s) => s.playback[pane].countersRun);
+  const applied = useApp((s) => s.problem[pane].applied);
+  const pending = status === 'ready' && formDiffersFromRun(form, applied);
   const patch = useApp((s) => s.patchPlayback);
   // Edits are the person's own: an algorithm chosen later keeps them where they fit.
   const set = (p: Partial<ProblemForm>) => editForm(pane, p);
@@ -278,6 +281,11 @@ export function ProblemPanel() {
           <button type="submit" className="primary" disabled={busy}>
             Load problem
           </button>
+          {pending && (
+            <span className="load-pending" role="status" data-testid="load-pending">
+              Not loaded yet: the views show the previous run
+            </span>
+          )}
           {busy && (
             <button type="button" onClick={() => ctl.cancel()}>
               Cancel

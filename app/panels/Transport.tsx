@@ -4,6 +4,8 @@ import { useEffect, useState } from 'react';
 import type { Granularity } from '../../engine/api.ts';
 import { useApp } from '../store/store.ts';
 import { usePane } from '../pane/context.ts';
+import { stepActor, stepInWords } from './step-words.ts';
+import { formDiffersFromRun } from './load-pending.ts';
 
 const SPEEDS: [number, string][] = [
   [1, '1 step/s'],
@@ -17,11 +19,8 @@ export function Transport() {
   const { pane, ctl } = usePane();
   const step = useApp((s) => s.playback[pane].frame?.step);
   const total = useApp((s) => s.playback[pane].frame?.total);
-  const kind = useApp((s) => s.playback[pane].frame?.event.kind);
-  const line = useApp((s) => s.playback[pane].frame?.event.line);
-  const outer = useApp((s) => s.playback[pane].frame?.event.outer);
-  const inner = useApp((s) => s.playback[pane].frame?.event.inner);
-  const warpgroup = useApp((s) => s.playback[pane].frame?.event.warpgroup);
+  const event = useApp((s) => s.playback[pane].frame?.event);
+  const pending = useApp((s) => s.playback[pane].status === 'ready' && formDiffersFromRun(s.problem[pane].form, s.problem[pane].applied));
   const playing = useApp((s) => s.playback[pane].playing);
   const speed = useApp((s) => s.playback[pane].speed);
   const granularity = useApp((s) => s.playback[pane].granularity);
@@ -113,10 +112,15 @@ export function Transport() {
           <option value="outer">outer iteration</option>
         </select>
       </label>
-      {ready && (
+      {pending && (
+        <span className="load-pending" role="status">
+          Problem changed: press Load problem to run it
+        </span>
+      )}
+      {ready && event && (
         <span className="where" data-testid="where">
-          {kind} · <code>{line}</code> · outer {outer}, inner {inner}
-          {warpgroup !== undefined && ` · warpgroup ${warpgroup}`}
+          {stepInWords(event)}
+          {stepActor(event).map((a) => ` · ${a}`)} · <code title="pseudo-code line">{event.line}</code>
         </span>
       )}
       {hit && (

@@ -3,6 +3,7 @@
 // damaged link still opens. Pure TS (tested with vitest).
 
 import { ALGORITHMS, DEFAULT_SERVING_FORM, SERVING_LIMITS, type ServingForm } from '../../engine/api.ts';
+import { isRecord, own, pick } from '../share/untrusted.ts';
 
 export interface ServingShare {
   form: ServingForm;
@@ -15,22 +16,26 @@ export function encodeServing(s: ServingShare): Record<string, unknown> {
   return { f: s.form, st: s.step, ...(s.files ? { fl: 1 } : {}) };
 }
 
-const isObj = (x: unknown): x is Record<string, unknown> => typeof x === 'object' && x !== null && !Array.isArray(x);
 const intIn = (x: unknown, lo: number, hi: number): x is number => typeof x === 'number' && Number.isInteger(x) && x >= lo && x <= hi;
 const lens = (x: unknown): x is number[] =>
   Array.isArray(x) && x.length >= 1 && x.length <= SERVING_LIMITS.sequences && x.every((v) => intIn(v, 0, SERVING_LIMITS.seqlen));
 
-export function decodeServing(raw: unknown, notices: string[]): ServingShare | undefined {
-  if (!isObj(raw)) {
+const shortKey = (k: string) => JSON.stringify(k.length > 40 ? `${k.slice(0, 40)}…` : k);
+
+export function decodeServing(x: unknown, notices: string[]): ServingShare | undefined {
+  if (!isRecord(x)) {
     notices.push('the serving-layouts part of the link is not an object; ignored');
     return undefined;
   }
   const form: ServingForm = structuredClone(DEFAULT_SERVING_FORM);
-  const f = isObj(raw.f) ? raw.f : {};
+  const raw = pick(x, ['f', 'st', 'fl']);
+  for (const k of Object.keys(x)) if (!['f', 'st', 'fl'].includes(k)) notices.push(`serving: unknown part ${shortKey(k)} ignored`);
+  const f = isRecord(raw.f) ? raw.f : {};
   const take = <K extends keyof ServingForm>(k: K, ok: (x: unknown) => boolean) => {
-    if (f[k] === undefined) return;
-    if (ok(f[k])) form[k] = f[k] as ServingForm[K];
-    else notices.push(`serving ${k} ${JSON.stringify(f[k])?.slice(0, 40)} is not valid; using ${JSON.stringify(DEFAULT_SERVING_FORM[k])}`);
+    const v = own(f, k);
+    if (v === undefined) return;
+    if (ok(v)) form[k] = v as ServingForm[K];
+    else notices.push(`serving ${k} ${JSON.stringify(v)?.slice(0, 40)} is not valid; using ${JSON.stringify(DEFAULT_SERVING_FORM[k])}`);
   };
   take('layout', (x) => x === 'varlen' || x === 'paged');
   take('algorithm', (x) => typeof x === 'string' && ALGORITHMS.some((a) => a.id === x));
@@ -44,6 +49,8 @@ export function decodeServing(raw: unknown, notices: string[]): ServingShare | u
   take('causal', (x) => typeof x === 'boolean');
   take('seed', (x) => intIn(x, 0, 2 ** 31 - 1));
   take('splits', (x) => intIn(x, 0, 64));
+  for (const k of Object.keys(f))
+    if (!Object.hasOwn(DEFAULT_SERVING_FORM, k)) notices.push(`serving: unknown setting ${shortKey(k)} ignored`);
   if (form.hq % form.hk !== 0) {
     notices.push(`serving Hq ${form.hq} is not a multiple of Hk ${form.hk}; using Hk = 1`);
     form.hk = 1;

@@ -14,10 +14,12 @@ import {
   DTYPES,
   type DType,
   INPUT_DISTRIBUTIONS,
+  type FeatureSpecs,
 } from '../../engine/api.ts';
 import { DEFAULT_FORM, panelSwitches, effectiveSwitches, formToRequest, type ProblemForm } from '../store/problem-form.ts';
-import { DEFAULT_PANES, MAX_PANES, MIN_PANES, type ComparePaneConfig } from '../compare/pane-config.ts';
+import { DEFAULT_PANES, MAX_PANES, MIN_PANES, paneSwitchSpecs, type ComparePaneConfig } from '../compare/pane-config.ts';
 import { decodeServing, encodeServing, type ServingShare } from '../serving/serving-url.ts';
+import { hasOwnKey, isRecord, own, pick } from './untrusted.ts';
 
 export const SHARE_VERSION = 1;
 /** Longest fragment accepted; real states are well under 2 kB. */
@@ -85,46 +87,99 @@ export interface DecodeResult {
   notices: string[];
 }
 
-const isObj = (x: unknown): x is Record<string, unknown> => typeof x === 'object' && x !== null && !Array.isArray(x);
 const isStep = (x: unknown): x is number => typeof x === 'number' && Number.isSafeInteger(x) && x >= 0;
+/** A key from a link, shortened for a notice line. */
+const label = (k: string) => (k.length > 40 ? `${k.slice(0, 40)}…` : k);
 const show = (x: unknown) => {
   const t = JSON.stringify(x);
   return t === undefined ? String(x) : t.length > 40 ? `${t.slice(0, 40)}…` : t;
 };
 
-/** The problem form from a link: each field checked by type, then the whole by formToRequest; bad fields fall back to the defaults. */
+/** One problem-form field as a link may carry it. */
+type FieldSpec =
+  | { kind: 'enum'; values: readonly string[] }
+  | { kind: 'bool' }
+  /** Text as typed in the panel; when it is a whole number it must lie in [0, max]. */
+  | { kind: 'text'; max: number; blank?: true }
+  | { kind: 'switches' };
+
+/** The longest text a link's form field may hold; the panel's fields are short numbers. */
+const MAX_FIELD_TEXT = 24;
+const HEADS = 65_536;
+const SEQ = 2 ** 24;
+
+/** Every form field a link may set, with its type and range; anything else is dropped. */
+const FORM_SCHEMA: Record<keyof ProblemForm, FieldSpec> = {
+  algorithm: { kind: 'enum', values: ALGORITHMS.map((a) => a.id) },
+  pass: { kind: 'enum', values: PASSES },
+  batch: { kind: 'text', max: HEADS },
+  hq: { kind: 'text', max: HEADS },
+  hk: { kind: 'text', max: HEADS },
+  nq: { kind: 'text', max: SEQ },
+  nk: { kind: 'text', max: SEQ },
+  d: { kind: 'text', max: HEADS },
+  dv: { kind: 'text', max: HEADS },
+  blockMode: { kind: 'enum', values: ['sram', 'explicit'] },
+  sramBytes: { kind: 'text', max: 2 ** 30 },
+  blockM: { kind: 'text', max: HEADS },
+  blockN: { kind: 'text', max: HEADS },
+  causal: { kind: 'bool' },
+  windowLeft: { kind: 'text', max: SEQ, blank: true },
+  windowRight: { kind: 'text', max: SEQ, blank: true },
+  alibi: { kind: 'bool' },
+  softcap: { kind: 'text', max: Number.MAX_VALUE, blank: true },
+  sink: { kind: 'text', max: Number.MAX_VALUE, blank: true },
+  dtype: { kind: 'enum', values: DTYPES },
+  seed: { kind: 'text', max: 2 ** 32 - 1 },
+  distribution: { kind: 'enum', values: INPUT_DISTRIBUTIONS },
+  outlierRow: { kind: 'text', max: SEQ, blank: true },
+  switches: { kind: 'switches' },
+};
+
+/** Why a link's value does not fit its field, or undefined when it does. */
+function misfit(spec: FieldSpec, v: unknown): string | undefined {
+  switch (spec.kind) {
+    case 'enum':
+      return typeof v === 'string' && spec.values.includes(v) ? undefined : `is not one of ${spec.values.join(', ')}`;
+    case 'bool':
+      return typeof v === 'boolean' ? undefined : 'is not a boolean';
+    case 'switches':
+      return undefined;
+    case 'text': {
+      if (typeof v !== 'string') return 'is not a string';
+      if (v.length > MAX_FIELD_TEXT) return `is longer than ${MAX_FIELD_TEXT} characters`;
+      const t = v.trim();
+      if (/^\d+$/.test(t) && Number(t) > spec.max) return `is more than ${spec.max}`;
+      return undefined;
+    }
+  }
+}
+
+/** The problem form from a link: each field checked against FORM_SCHEMA, then the whole by formToRequest; bad fields fall back to the defaults. */
 function readForm(x: unknown, notices: string[]): ProblemForm {
   const form: ProblemForm = { ...DEFAULT_FORM };
   if (x === undefined) return form;
-  if (!isObj(x)) {
+  if (!isRecord(x)) {
     notices.push(`problem: not an object (${show(x)}); the default problem is shown`);
     return form;
   }
-  const enums: Partial<Record<keyof ProblemForm, readonly string[]>> = {
-    algorithm: ALGORITHMS.map((a) => a.id),
-    pass: PASSES,
-    blockMode: ['sram', 'explicit'],
-    dtype: DTYPES,
-    distribution: INPUT_DISTRIBUTIONS,
-  };
   // Switches are read once the algorithm is known: only its own are kept.
   let rawSwitches: unknown;
-  for (const [k, v] of Object.entries(x)) {
-    if (!(k in DEFAULT_FORM)) {
-      notices.push(`problem.${k}: unknown setting, ignored`);
-      continue;
-    }
-    if (k === 'switches') {
-      rawSwitches = v;
+  for (const k of Object.keys(x)) {
+    if (!hasOwnKey(FORM_SCHEMA, k)) {
+      notices.push(`problem.${label(k)}: unknown setting, ignored`);
       continue;
     }
     const key = k as keyof ProblemForm;
-    const want = typeof DEFAULT_FORM[key];
-    const allowed = enums[key];
-    if (typeof v !== want || (allowed && !allowed.includes(v as string))) {
-      notices.push(
-        `problem.${k}: ${show(v)} is not ${allowed ? `one of ${allowed.join(', ')}` : `a ${want}`}; using ${show(DEFAULT_FORM[key])}`,
-      );
+    const v = x[k];
+    const spec = FORM_SCHEMA[key];
+    if (spec.kind === 'switches') {
+      rawSwitches = v;
+      continue;
+    }
+    const why = misfit(spec, v);
+    if (why) {
+      notices.push(`problem.${k}: ${show(v)} ${why}; using ${show(DEFAULT_FORM[key])}`);
       continue;
     }
     (form as unknown as Record<string, unknown>)[key] = v;
@@ -195,7 +250,7 @@ function dropInactiveSwitches(form: ProblemForm, notices: string[]): void {
 /** The problem panel's kernel switches from a link: known keys with a value of the right kind. */
 function readSwitches(x: unknown, algorithm: string, notices: string[]): ProblemForm['switches'] {
   const out: ProblemForm['switches'] = {};
-  if (!isObj(x)) {
+  if (!isRecord(x)) {
     notices.push(`problem.switches: ${show(x)} ignored (not an object)`);
     return out;
   }
@@ -203,8 +258,9 @@ function readSwitches(x: unknown, algorithm: string, notices: string[]): Problem
   const anyAlgorithm = new Set(DESCRIPTORS.flatMap((d) => panelSwitches(d.id).map((sw) => sw.key)));
   for (const [k, v] of Object.entries(x)) {
     const want = own.get(k);
-    if (!want) notices.push(`problem.switches.${k}: ${anyAlgorithm.has(k) ? `not a switch of ${algorithm}` : 'unknown switch'}, ignored`);
-    else if (typeof v !== want)
+    if (!want)
+      notices.push(`problem.switches.${label(k)}: ${anyAlgorithm.has(k) ? `not a switch of ${algorithm}` : 'unknown switch'}, ignored`);
+    else if (typeof v !== want || (typeof v === 'string' && v.length > MAX_FIELD_TEXT))
       notices.push(
         `problem.switches.${k}: ${show(v)} is not ${want === 'boolean' ? 'true or false' : 'a number as text'}; using the kernel's default`,
       );
@@ -228,47 +284,73 @@ function readViews(x: unknown, known: readonly string[], where: string, fallback
   return out;
 }
 
+const PANE_KEYS = ['algorithm', 'dtype', 'blockM', 'blockN', 'features', 'views', 'st'] as const;
+
+/** A notice for each key of `x` that is not one of `known`. */
+function ignoreUnknown(x: Record<string, unknown>, known: readonly string[], where: string, notices: string[]): void {
+  for (const k of Object.keys(x)) if (!known.includes(k)) notices.push(`${where}: unknown setting ${show(k)} ignored`);
+}
+
 function readPane(x: unknown, i: number, known: readonly string[], notices: string[]): SharedPane | undefined {
   const where = `compare pane ${i + 1}`;
-  if (!isObj(x)) {
+  if (!isRecord(x)) {
     notices.push(`${where}: not an object (${show(x)}); pane dropped`);
     return undefined;
   }
+  const p = pick(x, PANE_KEYS);
+  ignoreUnknown(x, PANE_KEYS, where, notices);
   const d = DEFAULT_PANES[Math.min(i, DEFAULT_PANES.length - 1)];
   const config: ComparePaneConfig = { ...structuredClone(d) };
-  if (typeof x.algorithm === 'string' && ALGORITHMS.some((a) => a.id === x.algorithm)) config.algorithm = x.algorithm;
-  else notices.push(`${where}: unknown algorithm ${show(x.algorithm)}; using ${d.algorithm}`);
-  if (x.dtype !== undefined) {
-    if (typeof x.dtype === 'string' && (DTYPES as readonly string[]).includes(x.dtype)) config.dtype = x.dtype as DType;
-    else notices.push(`${where}: dtype ${show(x.dtype)} is not one of ${DTYPES.join(', ')}; the shared dtype is used`);
+  if (typeof p.algorithm === 'string' && ALGORITHMS.some((a) => a.id === p.algorithm)) config.algorithm = p.algorithm;
+  else notices.push(`${where}: unknown algorithm ${show(p.algorithm)}; using ${d.algorithm}`);
+  if (p.dtype !== undefined) {
+    if (typeof p.dtype === 'string' && (DTYPES as readonly string[]).includes(p.dtype)) config.dtype = p.dtype as DType;
+    else notices.push(`${where}: dtype ${show(p.dtype)} is not one of ${DTYPES.join(', ')}; the shared dtype is used`);
   }
   for (const k of ['blockM', 'blockN'] as const) {
-    const v = x[k];
+    const v = p[k];
     if (v === undefined) continue;
     if (typeof v === 'string' && /^\d{0,6}$/.test(v) && v !== '0') config[k] = v;
     else notices.push(`${where}: ${k === 'blockM' ? 'Br' : 'Bc'} ${show(v)} is not a positive whole number; using ${show(d[k])}`);
   }
-  if (x.features !== undefined) {
-    if (!isObj(x.features)) notices.push(`${where}: features ${show(x.features)} ignored (not an object)`);
+  if (p.features !== undefined) {
+    if (!isRecord(p.features)) notices.push(`${where}: features ${show(p.features)} ignored (not an object)`);
     else {
       config.features = {};
-      for (const [k, v] of Object.entries(x.features)) {
-        if (typeof v === 'boolean' || (typeof v === 'number' && Number.isFinite(v))) config.features[k] = v;
-        else notices.push(`${where}: feature ${k}=${show(v)} ignored (not true/false or a number)`);
+      const specs = { ...paneSwitchSpecs(config.algorithm), ...paneSwitchSpecs(config.algorithm, true) };
+      for (const [k, v] of Object.entries(p.features)) {
+        const spec = own(specs, k) as FeatureSpecs[string] | undefined;
+        if (!spec) notices.push(`${where}: ${label(k)} is not a switch of ${config.algorithm}; ignored`);
+        else if (typeof v === typeof spec.default && (typeof v === 'boolean' || (typeof v === 'number' && Number.isFinite(v))))
+          config.features[k] = v;
+        else
+          notices.push(`${where}: feature ${k}=${show(v)} ignored (not ${typeof spec.default === 'boolean' ? 'true/false' : 'a number'})`);
       }
     }
   }
-  config.views = readViews(x.views, known, `${where} views`, d.views, notices);
+  config.views = readViews(p.views, known, `${where} views`, d.views, notices);
   let step = 0;
-  if (x.st !== undefined) {
-    if (isStep(x.st)) step = x.st;
-    else notices.push(`${where}: step ${show(x.st)} is not a step number; starting at step 1`);
+  if (p.st !== undefined) {
+    if (isStep(p.st)) step = p.st;
+    else notices.push(`${where}: step ${show(p.st)} is not a step number; starting at step 1`);
   }
   return { config, step };
 }
 
-/** Reads a URL fragment (with or without the leading '#'). An empty fragment gives the defaults and no notices. */
+/**
+ * Reads a URL fragment (with or without the leading '#'). An empty fragment gives the defaults
+ * and no notices; a link nothing can be read from gives the defaults with one notice.
+ */
 export function decodeState(fragment: string, knownViews: readonly string[]): DecodeResult {
+  try {
+    return readState(fragment, knownViews);
+  } catch (e) {
+    const why = e instanceof Error ? e.message : String(e);
+    return { state: defaultSharedState([...knownViews]), notices: [`the link could not be read (${why}); the defaults are shown`] };
+  }
+}
+
+function readState(fragment: string, knownViews: readonly string[]): DecodeResult {
   const notices: string[] = [];
   const state = defaultSharedState([...knownViews]);
   const frag = fragment.replace(/^#/, '');
@@ -281,16 +363,17 @@ export function decodeState(fragment: string, knownViews: readonly string[]): De
       state,
       notices: [`the link's fragment "${frag.slice(0, 30)}" is not a FlashScope state (expected #s=…); the defaults are shown`],
     };
-  let raw: unknown;
+  let parsed: unknown;
   try {
-    raw = JSON.parse(fromBase64Url(m[1]));
+    parsed = JSON.parse(fromBase64Url(m[1]));
   } catch (e) {
     return {
       state,
       notices: [`the link's state could not be read (${e instanceof Error ? e.message : String(e)}); the defaults are shown`],
     };
   }
-  if (!isObj(raw)) return { state, notices: ["the link's state is not an object; the defaults are shown"] };
+  if (!isRecord(parsed)) return { state, notices: ["the link's state is not an object; the defaults are shown"] };
+  const raw = pick(parsed, ['v', 'm', 'f', 'st', 'vw', 'c', 'im', 'sv']);
   if (raw.v !== SHARE_VERSION) {
     const v = raw.v;
     const why =
@@ -299,8 +382,7 @@ export function decodeState(fragment: string, knownViews: readonly string[]): De
         : `an unknown state version ${show(v)} (this FlashScope reads ${SHARE_VERSION})`;
     return { state, notices: [`the link was made by ${why}; the defaults are shown`] };
   }
-  for (const k of Object.keys(raw))
-    if (!['v', 'm', 'f', 'st', 'vw', 'c', 'im', 'sv'].includes(k)) notices.push(`unknown part "${k}" ignored`);
+  for (const k of Object.keys(parsed)) if (!hasOwnKey(raw, k)) notices.push(`unknown part ${show(k)} ignored`);
   if (raw.m === 'debugger' || raw.m === 'compare') state.mode = raw.m;
   else if (raw.m !== undefined) notices.push(`mode ${show(raw.m)} is not debugger or compare; debugger shown`);
   state.form = readForm(raw.f, notices);
@@ -317,9 +399,10 @@ export function decodeState(fragment: string, knownViews: readonly string[]): De
     );
   }
   if (raw.c !== undefined) {
-    if (!isObj(raw.c)) notices.push(`compare settings ${show(raw.c)} ignored (not an object)`);
+    if (!isRecord(raw.c)) notices.push(`compare settings ${show(raw.c)} ignored (not an object)`);
     else {
-      const c = raw.c;
+      const c = pick(raw.c, ['a', 'g', 'p', 'd']);
+      ignoreUnknown(raw.c, ['a', 'g', 'p', 'd'], 'compare settings', notices);
       if (typeof c.a === 'string' && (SYNC_AXES as readonly string[]).includes(c.a)) state.compare.axis = c.a as SyncAxis;
       else if (c.a !== undefined) notices.push(`sync axis ${show(c.a)} is not one of ${SYNC_AXES.join(', ')}; using kv`);
       if (typeof c.g === 'string' && GPUS.some((g) => g.id === c.g)) state.compare.gpu = c.g;

@@ -2,6 +2,7 @@
 // (positions are restored once each pane's run is loaded); afterwards every change is
 // written back with history.replaceState, so the address bar is always a working link.
 
+import type { StoreApi } from 'zustand';
 import { useCompare } from '../compare/compare-store.ts';
 import { controllers } from '../compare/controllers.ts';
 import { comparePaneId } from '../compare/pane-config.ts';
@@ -39,6 +40,25 @@ export function restoreFromUrl(hash: string): void {
     useServing.setState({ open: true, form: state.serving.form, pendingStep: state.serving.step });
     useApp.setState((s) => ({ layout: { ...s.layout, activePane: 'serving' } }));
   }
+}
+
+/**
+ * After a failure (a link that could not be opened, or a render that threw): every store the
+ * link fills goes back to its first state, the fragment is cleared so a reload starts clean,
+ * and one notice says what happened.
+ */
+export function restoreDefaults(why: string, fromLink: boolean): void {
+  history.replaceState(history.state, '', `${location.pathname}${location.search}`);
+  const reset = <T>(store: StoreApi<T>) => store.setState(store.getInitialState(), true);
+  reset(useApp);
+  reset(useCompare);
+  reset(useServing);
+  reset(useImport);
+  reset(useShare);
+  restoreFromUrl('');
+  useShare.setState({
+    notices: [`${fromLink ? 'this link could not be opened' : 'the page hit an error'} (${why}); the defaults are shown`],
+  });
 }
 
 /** Seeks each pane to its restored step once its first run is ready. */

@@ -3,6 +3,7 @@
 // Q_i, K_j, V_j and O_i of one step fit on chip together.
 
 import { ProblemError, type AttentionProblem } from '../core/problem.ts';
+import { capBlocks } from '../core/size-model.ts';
 import type { BlockOptions } from './types.ts';
 
 /** 16 KiB: small enough that problems sized for stepping have several tiles each way. */
@@ -20,7 +21,7 @@ export function resolveBlocks(p: AttentionProblem, o: BlockOptions): { blockM: n
     if (v !== undefined && !(Number.isInteger(v) && v > 0)) throw new ProblemError(f, `must be a positive integer, got ${v}`);
   }
   const fromSram = blocksFromSram(o.sramBytes ?? DEFAULT_SRAM_BYTES, p.d);
-  return { blockM: o.blockM ?? fromSram.blockM, blockN: o.blockN ?? fromSram.blockN };
+  return capBlocks(p, o.blockM ?? fromSram.blockM, o.blockN ?? fromSram.blockN);
 }
 
 export function blockCount(n: number, b: number): number {

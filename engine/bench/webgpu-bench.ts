@@ -28,6 +28,8 @@
 // anchor, B=4 H=16 at --n and --d, causal and not; --max-shape-s S skips a shape estimated to
 // take longer; with --quick one small shape; --bwd-paths flash-f32,flash-matrix picks the
 // paths, --bwd-prefs '[{"warps":8,"bm":16}, …]' self-tests and times each flash-matrix tile).
+// --ceiling (only the ceiling microbenchmarks and PyTorch's matmul and copy beside them: ceiling-bench.ts;
+// with --quick at SwiftShader sizes),
 // --timing-study (only the same runs timed the panel's old way and steadily: timing-study.ts),
 // --peers ort: ONNX Runtime Web's WebGPU attention (ort-peer.ts) on the same device and shapes
 // (prefill at --n and --d, causal and not; the decoding shapes), checked against float64, and a
@@ -49,6 +51,7 @@ import { referenceAttention } from '../core/reference.ts';
 import { runSdpaAnchor, type AnchorRun, type AnchorShape } from './sdpa-anchor.ts';
 import { servingBench } from './serving-bench.ts';
 import { backwardBench } from './backward-bench.ts';
+import { ceilingBench } from './ceiling-bench.ts';
 import { runOrtPeer, type PeerResult, type PeerShape } from './ort-peer.ts';
 import type { BenchBackwardPrefs } from './backward-studies.ts';
 import type { BackwardPath } from '../webgpu/backward-run.ts';
@@ -354,6 +357,7 @@ async function main(): Promise<number> {
   );
   console.log(`WGSL language features: ${ctx.wgslFeatures.join(', ')}`);
   console.log(`paths: ${ctx.paths.join(', ')}; timing: ${ctx.timestamps ? 'timestamp-query' : 'wall clock'}`);
+  if (args.includes('--ceiling')) return ceilingBench(ctx, { quick, reps: REPS });
   if (args.includes('--serving')) return servingBench(ctx, { quick, reps: REPS, paths: ONLY });
   if (args.includes('--timing-study')) {
     const rows = await timingStudy(ctx, studyShapes(ctx.paths, quick), (r) => console.log(JSON.stringify(r)));

@@ -2,6 +2,8 @@
 // boolean flags and repeatable options. Unknown options and missing or malformed values
 // are errors that name the option, never silently ignored.
 
+import { parseNumericOption } from './numeric-options.ts';
+
 export type OptionKind = 'string' | 'number' | 'int' | 'flag' | 'repeat';
 
 export interface OptionSpec {
@@ -24,7 +26,7 @@ export function parseArgs(argv: readonly string[], spec: OptionSpec): ParsedArgs
     if (!arg.startsWith('--')) throw new ArgsError(`unexpected argument '${arg}' (options start with --)`);
     const eq = arg.indexOf('=');
     const name = eq >= 0 ? arg.slice(2, eq) : arg.slice(2);
-    const kind = spec[name];
+    const kind = Object.hasOwn(spec, name) ? spec[name] : undefined;
     if (!kind) throw new ArgsError(`unknown option --${name}; see --help`);
     if (kind === 'flag') {
       if (eq >= 0) throw new ArgsError(`--${name} takes no value`);
@@ -42,12 +44,7 @@ export function parseArgs(argv: readonly string[], spec: OptionSpec): ParsedArgs
       values.push(value);
       out[name] = values;
     } else if (kind === 'string') out[name] = value;
-    else {
-      const n = Number(value);
-      if (value.trim() === '' || !Number.isFinite(n)) throw new ArgsError(`--${name} needs a number, got '${value}'`);
-      if (kind === 'int' && !Number.isInteger(n)) throw new ArgsError(`--${name} needs an integer, got '${value}'`);
-      out[name] = n;
-    }
+    else out[name] = parseNumericOption(name, value, kind === 'int');
   }
   return out;
 }

@@ -4,7 +4,6 @@
 // events (random dO from the seed with --backward alone). Everything — the algorithms'
 // backward support, dO's shape, every run — is checked before the first file is written.
 
-import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { runToEnd } from '../run.ts';
 import { countersToStats } from '../core/counters.ts';
@@ -17,6 +16,8 @@ import type { BackwardAlgorithm, BackwardInputs, BackwardResult } from '../backw
 import { flag, num, str, type OptionSpec, type ParsedArgs } from './args.ts';
 import { fromBhnd, shapeFor, toBhnd, type CliProblem } from './problem-options.ts';
 import { loadTensorFile } from './tensor-files.ts';
+import { StagedOutputs, type OutputPlan } from './output-files.ts';
+import { allNanWarnings } from './run-outputs.ts';
 
 export const BACKWARD_RUN_OPTIONS: OptionSpec = { do: 'string' };
 export const BACKWARD_TRACE_OPTIONS: OptionSpec = { do: 'string', backward: 'flag' };
@@ -65,7 +66,7 @@ export async function traceBackwardInputs(a: ParsedArgs, cp: CliProblem): Promis
 }
 
 /** `run --do`: every algorithm's forward and backward, then the files. */
-export async function runBackwardCli(a: ParsedArgs, cp: CliProblem, ids: string[], out: string): Promise<number> {
+export async function runBackwardCli(a: ParsedArgs, cp: CliProblem, ids: string[], plan: OutputPlan): Promise<number> {
   const algos = backwardsFor(ids);
   const p: AttentionProblem = cp.problem;
   const x: BackwardInputs = { ...cp.inputs, dO: await loadGradOutput(str(a, 'do')!, cp) };
@@ -80,26 +81,29 @@ export async function runBackwardCli(a: ParsedArgs, cp: CliProblem, ids: string[
     ['dk.npy', r.dk, [p.batch, p.hk, p.nk, p.d]],
     ['dv.npy', r.dv, [p.batch, p.hk, p.nk, p.dv]],
   ];
-  for (const { algo, r, seconds } of results) {
-    const dir = join(out, algo.id);
-    await mkdir(dir, { recursive: true });
-    for (const [name, data, dims] of files(r)) {
-      await writeFile(join(dir, name), encodeNpy(fromBhnd(data, dims, cp.layout), shapeFor(cp.rank, dims, cp.layout)));
+  await StagedOutputs.write(plan, async (staged) => {
+    for (const [i, { algo, r }] of results.entries()) {
+      const dir = plan.targets[i];
+      for (const [name, data, dims] of files(r)) {
+        await staged.writeFile(join(dir, name), encodeNpy(fromBhnd(data, dims, cp.layout), shapeFor(cp.rank, dims, cp.layout)));
+      }
+      await staged.writeFile(join(dir, 'lse.npy'), encodeNpy(r.lse, [p.batch, p.hq, p.nq]));
+      const stats = {
+        algo: algo.id,
+        ...countersToStats(r.forward.counters),
+        block_m: r.blocks.blockM,
+        block_n: r.blocks.blockN,
+        nominal_flops: nominalFlops(p),
+        backward: { ...countersToStats(r.counters), nominal_flops: 2.5 * nominalFlops(p) },
+        problem: p,
+      };
+      await staged.writeFile(join(dir, 'stats.json'), JSON.stringify(stats, null, 2) + '\n');
     }
-    await writeFile(join(dir, 'lse.npy'), encodeNpy(r.lse, [p.batch, p.hq, p.nq]));
-    const stats = {
-      algo: algo.id,
-      ...countersToStats(r.forward.counters),
-      block_m: r.blocks.blockM,
-      block_n: r.blocks.blockN,
-      nominal_flops: nominalFlops(p),
-      backward: { ...countersToStats(r.counters), nominal_flops: 2.5 * nominalFlops(p) },
-      problem: p,
-    };
-    await writeFile(join(dir, 'stats.json'), JSON.stringify(stats, null, 2) + '\n');
+  });
+  for (const [i, { algo, r, seconds }] of results.entries()) {
     console.log(
-      `${algo.id}: forward ${r.forward.counters.steps} steps, backward ${r.counters.steps} steps, ${seconds.toFixed(3)} s -> ${dir}`,
+      `${algo.id}: forward ${r.forward.counters.steps} steps, backward ${r.counters.steps} steps, ${seconds.toFixed(3)} s -> ${plan.targets[i]}`,
     );
   }
-  return 0;
+  return allNanWarnings(results.map(({ algo, r }) => ({ id: algo.id, o: r.o })));
 }

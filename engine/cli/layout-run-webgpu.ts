@@ -10,7 +10,6 @@
 // validatePaged), so the same inputs are refused with the same messages, before the GPU is
 // opened and before anything is written.
 
-import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { encodeNpy } from '../io/npy.ts';
 import { nominalFlops } from '../core/problem.ts';
@@ -18,7 +17,7 @@ import { pagedFromTensors, pagedShape, varlenFromTensors, varlenShape } from '..
 import { validatePaged } from '../layouts/paged.ts';
 import { sequenceProblem } from '../layouts/sequence-runner.ts';
 import { seqLengths, validateVarlen } from '../layouts/varlen.ts';
-import { PATH_LABELS, WebGpuUnavailable, type WebGpuContext, type WebGpuPath } from '../webgpu/device.ts';
+import { WebGpuUnavailable, type WebGpuContext, type WebGpuPath } from '../webgpu/device.ts';
 import { NO_ADAPTER_HELP, openNodeWebGpu } from '../webgpu/node-gpu.ts';
 import { PagedDecodeGpuRun, VARLEN_PATHS, VarlenGpuRun } from '../webgpu/serving-runs.ts';
 import { timeSteady } from '../webgpu/steady-timing.ts';
@@ -26,6 +25,9 @@ import { ArgsError, num, parseArgs, str, type ParsedArgs } from './args.ts';
 import { baseFields, LAYOUT_OPTIONS } from './layout-run.ts';
 import { fromBhnd, parseLayout, PROBLEM_OPTIONS } from './problem-options.ts';
 import { loadTensorFile } from './tensor-files.ts';
+import { checkOutputs, writeOutputs } from './output-files.ts';
+import { allNanWarnings, OUTPUT_OPTIONS, outputPlan } from './run-outputs.ts';
+import { webGpuPathOption } from './webgpu-path-option.ts';
 
 interface Output {
   o: { data: ArrayLike<number>; shape: number[] };
@@ -137,12 +139,13 @@ async function paged(a: ParsedArgs, path: WebGpuPath, repeats: number): Promise<
 
 /** `run --backend webgpu` with --cu-seqlens-* or --k-cache/…: checks, runs on the GPU, then writes. */
 export async function runWebGpuLayoutCli(argv: readonly string[]): Promise<number> {
-  const a = parseArgs([...argv], { ...PROBLEM_OPTIONS, ...LAYOUT_OPTIONS, out: 'string', path: 'string', repeats: 'int' });
+  const a = parseArgs([...argv], { ...PROBLEM_OPTIONS, ...LAYOUT_OPTIONS, ...OUTPUT_OPTIONS, path: 'string', repeats: 'int' });
   const out = str(a, 'out');
   if (!out) throw new ArgsError('--out DIR is required');
   const isPaged = ['k-cache', 'v-cache', 'block-table', 'cache-seqlens'].some((r) => str(a, r) !== undefined);
-  const path = (str(a, 'path') ?? (isPaged ? 'decode' : 'flash-f32')) as WebGpuPath;
-  if (!(path in PATH_LABELS)) throw new ArgsError(`--path must be one of ${Object.keys(PATH_LABELS).join(', ')}, got '${path}'`);
+  const path = webGpuPathOption(str(a, 'path') ?? (isPaged ? 'decode' : 'flash-f32'));
+  const plan = outputPlan(a, out, [`webgpu-${path}`]);
+  checkOutputs(plan);
   const repeats = num(a, 'repeats') ?? 3;
   const dt = str(a, 'dtype');
   if (dt === 'fp8e4m3' || dt === 'fp8e5m2')
@@ -151,15 +154,16 @@ export async function runWebGpuLayoutCli(argv: readonly string[]): Promise<numbe
     );
   const r = isPaged ? await paged(a, path, repeats) : await varlen(a, path, repeats);
   if (typeof r === 'number') return r;
-  const dir = join(out, `webgpu-${path}`);
-  await mkdir(dir, { recursive: true });
-  await writeFile(join(dir, 'o.npy'), encodeNpy(r.o.data, r.o.shape));
-  await writeFile(join(dir, 'lse.npy'), encodeNpy(r.lse.data, r.lse.shape));
-  await writeFile(join(dir, 'stats.json'), JSON.stringify({ backend: 'webgpu', path, ...r.stats }, null, 2) + '\n');
+  const dir = plan.targets[0];
+  await writeOutputs(plan, [
+    [join(dir, 'o.npy'), encodeNpy(r.o.data, r.o.shape)],
+    [join(dir, 'lse.npy'), encodeNpy(r.lse.data, r.lse.shape)],
+    [join(dir, 'stats.json'), JSON.stringify({ backend: 'webgpu', path, ...r.stats }, null, 2) + '\n'],
+  ]);
   const rate =
     'tflops' in r.stats
       ? `${(r.stats.tflops as number).toFixed(2)} TFLOP/s`
       : `${(r.stats.kv_tbs as number).toFixed(3)} TB/s of unique K/V`;
   console.log(`webgpu ${path} (${r.stats.layout}): ${(r.stats.time_ms as number).toFixed(3)} ms, ${rate} [${r.stats.config}] -> ${dir}`);
-  return 0;
+  return allNanWarnings([{ id: `webgpu ${path}`, o: r.o.data }]);
 }

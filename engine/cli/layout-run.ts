@@ -9,7 +9,6 @@
 // plus stats.json. Offsets and tables may be int32 or int64 (or integer-valued floats).
 // Every tensor is checked and every algorithm run before the first file is written.
 
-import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { algorithmById } from '../algorithms/registry.ts';
 import type { BlockOptions } from '../algorithms/types.ts';
@@ -26,6 +25,8 @@ import { backwardsFor } from './backward-cli.ts';
 import { ArgsError, flag, list, num, parseArgs, str, type OptionSpec, type ParsedArgs } from './args.ts';
 import { algoIds, fromBhnd, parseDtype, parseFeatures, parseLayout, parseWindow, PROBLEM_OPTIONS } from './problem-options.ts';
 import { loadTensorFile, loadVector } from './tensor-files.ts';
+import { checkOutputs, StagedOutputs } from './output-files.ts';
+import { allNanWarnings, OUTPUT_OPTIONS, outputPlan } from './run-outputs.ts';
 
 export const LAYOUT_OPTIONS: OptionSpec = {
   'cu-seqlens-q': 'string',
@@ -206,11 +207,13 @@ async function preparePaged(a: ParsedArgs): Promise<Prepared> {
 
 /** `run` with --cu-seqlens-* or --k-cache/…: parses, validates, runs every algorithm, then writes. */
 export async function runLayoutCli(argv: readonly string[]): Promise<number> {
-  const a = parseArgs([...argv], { ...PROBLEM_OPTIONS, ...LAYOUT_OPTIONS, out: 'string' });
+  const a = parseArgs([...argv], { ...PROBLEM_OPTIONS, ...LAYOUT_OPTIONS, ...OUTPUT_OPTIONS });
   const out = str(a, 'out');
   if (!out) throw new ArgsError('--out DIR is required');
   const ids = algoIds(a);
   ids.forEach(algorithmById);
+  const plan = outputPlan(a, out, ids);
+  checkOutputs(plan);
   const paged =
     str(a, 'k-cache') !== undefined ||
     str(a, 'v-cache') !== undefined ||
@@ -230,24 +233,26 @@ export async function runLayoutCli(argv: readonly string[]): Promise<number> {
     const r = prep.run(id);
     return { id, r, seconds: (performance.now() - t0) / 1000 };
   });
-  for (const { id, r, seconds } of results) {
-    const dir = join(out, id);
-    await mkdir(dir, { recursive: true });
-    await writeFile(join(dir, 'o.npy'), encodeNpy(r.o.data, r.o.shape));
-    await writeFile(join(dir, 'lse.npy'), encodeNpy(r.lse.data, r.lse.shape));
-    for (const [name, f] of Object.entries(r.files ?? {})) await writeFile(join(dir, name), encodeNpy(f.data, f.shape));
-    const c = r.result;
-    const stats = {
-      algo: id,
-      ...countersToStats(c.counters),
-      block_m: c.blocks?.blockM,
-      block_n: c.blocks?.blockN,
-      ...r.extra,
-      algorithm_stats: c.stats,
-      ...(r.backward ? { backward: r.backward } : {}),
-    };
-    await writeFile(join(dir, 'stats.json'), JSON.stringify(stats, null, 2) + '\n');
-    console.log(`${id}: ${c.counters.steps} steps, ${seconds.toFixed(3)} s -> ${dir}`);
-  }
-  return 0;
+  await StagedOutputs.write(plan, async (staged) => {
+    for (const { id, r } of results) {
+      const dir = join(out, id);
+      await staged.writeFile(join(dir, 'o.npy'), encodeNpy(r.o.data, r.o.shape));
+      await staged.writeFile(join(dir, 'lse.npy'), encodeNpy(r.lse.data, r.lse.shape));
+      for (const [name, f] of Object.entries(r.files ?? {})) await staged.writeFile(join(dir, name), encodeNpy(f.data, f.shape));
+      const c = r.result;
+      const stats = {
+        algo: id,
+        ...countersToStats(c.counters),
+        block_m: c.blocks?.blockM,
+        block_n: c.blocks?.blockN,
+        ...r.extra,
+        algorithm_stats: c.stats,
+        ...(r.backward ? { backward: r.backward } : {}),
+      };
+      await staged.writeFile(join(dir, 'stats.json'), JSON.stringify(stats, null, 2) + '\n');
+    }
+  });
+  for (const { id, r, seconds } of results)
+    console.log(`${id}: ${r.result.counters.steps} steps, ${seconds.toFixed(3)} s -> ${join(out, id)}`);
+  return allNanWarnings(results.map(({ id, r }) => ({ id, o: r.o.data })));
 }

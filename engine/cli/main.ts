@@ -1,43 +1,6 @@
 // `npm run -s engine -- <command> [options]`: the command-line entry to the engine.
-// Each command lives in its own module and registers in commands.ts.
+// Each command lives in its own module and registers in commands.ts; dispatch.ts runs them.
 
-import { COMMANDS } from './commands.ts';
+import { runCli } from './dispatch.ts';
 
-function usage(): string {
-  const width = Math.max(...COMMANDS.map((c) => c.name.length));
-  return [
-    'FlashScope engine CLI',
-    '',
-    'usage: npm run -s engine -- <command> [options]',
-    '',
-    'commands:',
-    ...COMMANDS.map((c) => `  ${c.name.padEnd(width)}  ${c.summary}`),
-    '',
-    "Run 'npm run -s engine -- <command> --help' for a command's options.",
-  ].join('\n');
-}
-
-async function main(argv: string[]): Promise<number> {
-  const [name, ...rest] = argv;
-  if (!name || name === '--help' || name === '-h' || name === 'help') {
-    console.log(usage());
-    return name ? 0 : 2;
-  }
-  const cmd = COMMANDS.find((c) => c.name === name);
-  if (!cmd) {
-    console.error(`unknown command '${name}'\n\n${usage()}`);
-    return 2;
-  }
-  if (rest.includes('--help') || rest.includes('-h')) {
-    console.log(cmd.help);
-    return 0;
-  }
-  try {
-    return await cmd.run(rest);
-  } catch (e) {
-    console.error(`error: ${e instanceof Error ? e.message : String(e)}`);
-    return 1;
-  }
-}
-
-main(process.argv.slice(2)).then((code) => process.exit(code));
+runCli(process.argv.slice(2)).then((code) => process.exit(code));

@@ -4,10 +4,20 @@
 
 import { roundArray } from '../core/dtype.ts';
 import { randomInputs, type AttentionInputs, type InputDistribution } from '../core/inputs.ts';
-import { DEFAULT_PROBLEM, DTYPES, ProblemError, validateProblem, type AttentionProblem, type DType } from '../core/problem.ts';
+import {
+  DEFAULT_PROBLEM,
+  DTYPES,
+  ProblemError,
+  validateProblem,
+  type AttentionProblem,
+  type DType,
+  type ProblemDims,
+} from '../core/problem.ts';
 import { TensorFileError } from '../io/byte-source.ts';
 import type { Tensor } from '../io/tensor-info.ts';
 import type { BlockOptions } from '../algorithms/types.ts';
+import { resolveBlocks } from '../algorithms/blocks.ts';
+import { checkCliSize, type CliSizing } from './size-limits.ts';
 import { ArgsError, flag, list, num, str, type OptionSpec, type ParsedArgs } from './args.ts';
 import { loadTensorFile, loadVector } from './tensor-files.ts';
 import { MASK_HELP, maskFromFlags } from './mask-options.ts';
@@ -169,6 +179,7 @@ export function parseLayout(v: string | undefined): Layout {
 async function fromFiles(
   a: ParsedArgs,
   layout: Layout,
+  sized: (dims: ProblemDims) => void,
 ): Promise<{ problem: Omit<AttentionProblem, 'causal' | 'dtype'>; raw: AttentionInputs; fileDtype: DType; rank: number }> {
   const [qt, kt, vt] = await Promise.all(['q', 'k', 'v'].map((r) => loadTensorFile(str(a, r)!)));
   const ranks = [qt, kt, vt].map((t) => t.info.shape.length);
@@ -186,6 +197,7 @@ async function fromFiles(
   if (Hq % Hk !== 0) {
     throw new ProblemError('hk', `q has ${Hq} heads, k has ${Hk}: not a multiple (${shapes}, read as --layout ${layout})`);
   }
+  sized({ batch: B, hq: Hq, hk: Hk, nq: Nq, nk: Nk, d, dv });
   const fileDtype: DType = qt.info.dtype === 'float16' ? 'fp16' : qt.info.dtype === 'bfloat16' ? 'bf16' : 'fp32';
   return {
     problem: { batch: B, hq: Hq, hk: Hk, nq: Nq, nk: Nk, d, dv },
@@ -199,7 +211,11 @@ async function fromFiles(
  * Builds the problem from files when --q/--k/--v are given, otherwise from the random
  * options (when `allowRandom`). Validates everything before any algorithm runs.
  */
-export async function cliProblem(a: ParsedArgs, allowRandom: boolean): Promise<CliProblem> {
+export async function cliProblem(a: ParsedArgs, allowRandom: boolean, sizing?: CliSizing): Promise<CliProblem> {
+  const blocks = blockOptions(a);
+  const sized = (p: AttentionProblem, fromFiles: boolean) => {
+    if (sizing) checkCliSize(p, resolveBlocks(p, blocks), sizing, fromFiles);
+  };
   const layout = parseLayout(str(a, 'layout'));
   const files = ['q', 'k', 'v'].filter((r) => str(a, r) !== undefined);
   const dtypeOpt = parseDtype(str(a, 'dtype'));
@@ -216,7 +232,7 @@ export async function cliProblem(a: ParsedArgs, allowRandom: boolean): Promise<C
     if (files.length !== 3) throw new ArgsError('give all of --q, --k and --v (or none, for random inputs)');
     const randomGiven = Object.keys(RANDOM_OPTIONS).filter((k) => a[k] !== undefined);
     if (randomGiven.length) throw new ArgsError(`--${randomGiven[0]} describes random inputs; it cannot be combined with --q/--k/--v`);
-    const f = await fromFiles(a, layout);
+    const f = await fromFiles(a, layout, (dims) => sized({ ...dims, ...common, dtype: 'fp32' } as AttentionProblem, true));
     problem = { ...f.problem, ...common, dtype: dtypeOpt ?? f.fileDtype };
     inputs = { q: roundArray(problem.dtype, f.raw.q), k: roundArray(problem.dtype, f.raw.k), v: roundArray(problem.dtype, f.raw.v) };
     rank = f.rank;
@@ -241,6 +257,7 @@ export async function cliProblem(a: ParsedArgs, allowRandom: boolean): Promise<C
       throw new ArgsError(`--distribution must be normal, large-logits, outlier-row, fa3-outliers or sink, got '${dist}'`);
     }
     validateProblem(problem);
+    sized(problem, false);
     inputs = randomInputs(problem, { seed: num(a, 'seed') ?? 0, distribution: dist as InputDistribution });
   }
   if (flag(a, 'alibi') && str(a, 'alibi-slopes')) throw new ArgsError('give --alibi or --alibi-slopes, not both');
@@ -255,6 +272,10 @@ export async function cliProblem(a: ParsedArgs, allowRandom: boolean): Promise<C
   if (problem.softcap === undefined) delete problem.softcap;
   if (problem.window === undefined) delete problem.window;
   validateProblem(problem);
+  return { problem, inputs, blocks, features: parseFeatures(list(a, 'feature')), rank, layout };
+}
+
+function blockOptions(a: ParsedArgs): BlockOptions {
   const blocks: BlockOptions = {};
   if (num(a, 'block-m') !== undefined) blocks.blockM = num(a, 'block-m');
   if (num(a, 'block-n') !== undefined) blocks.blockN = num(a, 'block-n');
@@ -262,7 +283,7 @@ export async function cliProblem(a: ParsedArgs, allowRandom: boolean): Promise<C
   if (blocks.sramBytes !== undefined && (blocks.blockM !== undefined || blocks.blockN !== undefined)) {
     throw new ArgsError('give --block-m/--block-n or --sram-bytes, not both');
   }
-  return { problem, inputs, blocks, features: parseFeatures(list(a, 'feature')), rank, layout };
+  return blocks;
 }
 
 export function algoIds(a: ParsedArgs): string[] {

@@ -3,7 +3,6 @@
 // TFLOP/s, GB/s, per-kernel times, adapter). Random inputs are allowed (--b/--hq/--nq/...)
 // because full-size problems rarely come from files.
 
-import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { encodeNpy } from '../io/npy.ts';
 import { isFp8, nominalFlops, type AttentionProblem } from '../core/problem.ts';
@@ -17,6 +16,9 @@ import { PATH_LABELS, WebGpuUnavailable, type WebGpuContext, type WebGpuPath } f
 import { NO_ADAPTER_HELP, openNodeWebGpu } from '../webgpu/node-gpu.ts';
 import { runWebGpu } from '../webgpu/run-webgpu.ts';
 import { ArgsError, num, parseArgs, str } from './args.ts';
+import { checkOutputs, writeOutputs, type OutputPlan } from './output-files.ts';
+import { allNanWarnings, OUTPUT_OPTIONS, outputPlan } from './run-outputs.ts';
+import { webGpuPathOption } from './webgpu-path-option.ts';
 import { cliProblem, fromBhnd, PROBLEM_OPTIONS, RANDOM_OPTIONS, shapeFor } from './problem-options.ts';
 import { isLayoutRun } from './layout-run.ts';
 import { loadGradOutput } from './backward-cli.ts';
@@ -48,12 +50,13 @@ export function splitBackend(argv: readonly string[]): { backend: 'cpu' | 'webgp
 
 export async function runWebGpuCli(argv: string[]): Promise<number> {
   if (isLayoutRun(argv)) return runWebGpuLayoutCli(argv);
-  const a = parseArgs(argv, { ...PROBLEM_OPTIONS, ...RANDOM_OPTIONS, out: 'string', path: 'string', repeats: 'int', do: 'string' });
+  const a = parseArgs(argv, { ...PROBLEM_OPTIONS, ...RANDOM_OPTIONS, ...OUTPUT_OPTIONS, path: 'string', repeats: 'int', do: 'string' });
   const out = str(a, 'out');
   if (!out) throw new ArgsError('--out DIR is required');
-  const path = (str(a, 'path') ?? 'flash-f32') as WebGpuPath;
-  if (!(path in PATH_LABELS)) throw new ArgsError(`--path must be one of ${Object.keys(PATH_LABELS).join(', ')}, got '${path}'`);
-  const cp = await cliProblem(a, true);
+  const path = webGpuPathOption(str(a, 'path') ?? 'flash-f32');
+  const plan = outputPlan(a, out, [`webgpu-${path}`]);
+  checkOutputs(plan);
+  const cp = await cliProblem(a, true, { command: 'run', maxBytes: num(a, 'max-bytes'), algos: 1, backward: str(a, 'do') !== undefined });
   // FP8: FA3's numerics emulated on the f32 flash path (WGSL has no 8-bit float type).
   const fp8 = isFp8(cp.problem.dtype) ? fp8Switches(cp.problem.dtype, path, cp.features) : undefined;
   const doFile = str(a, 'do');
@@ -73,13 +76,14 @@ export async function runWebGpuCli(argv: string[]): Promise<number> {
     throw e;
   }
   const p = cp.problem;
-  if (dO) return runWebGpuBackwardCli(ctx, cp, dO, out, num(a, 'repeats') ?? 3, path as BackwardPath);
+  if (dO) return runWebGpuBackwardCli(ctx, cp, dO, plan, num(a, 'repeats') ?? 3, path as BackwardPath);
   const r = await runWebGpu(ctx, p, cp.inputs, { path, repeats: num(a, 'repeats') ?? 3, fp8 });
-  const dir = join(out, `webgpu-${path}`);
-  await mkdir(dir, { recursive: true });
+  const dir = plan.targets[0];
   const oDims = [p.batch, p.hq, p.nq, p.dv];
-  await writeFile(join(dir, 'o.npy'), encodeNpy(fromBhnd(r.o, oDims, cp.layout), shapeFor(cp.rank, oDims, cp.layout)));
-  await writeFile(join(dir, 'lse.npy'), encodeNpy(r.lse, [p.batch, p.hq, p.nq]));
+  const files: [string, Uint8Array | string][] = [
+    [join(dir, 'o.npy'), encodeNpy(fromBhnd(r.o, oDims, cp.layout), shapeFor(cp.rank, oDims, cp.layout))],
+    [join(dir, 'lse.npy'), encodeNpy(r.lse, [p.batch, p.hq, p.nq])],
+  ];
   const stats = {
     backend: 'webgpu',
     path,
@@ -92,16 +96,17 @@ export async function runWebGpuCli(argv: string[]): Promise<number> {
     nominal_flops: nominalFlops(p),
     problem: p,
   };
-  await writeFile(join(dir, 'stats.json'), JSON.stringify(stats, null, 2) + '\n');
+  files.push([join(dir, 'stats.json'), JSON.stringify(stats, null, 2) + '\n']);
   if (fp8)
-    await writeFile(
+    files.push([
       join(dir, 'error.json'),
       JSON.stringify({ path, dtype: p.dtype, ...fp8ErrorAgainstFloat64(p, cp.inputs, r.o) }, null, 2) + '\n',
-    );
+    ]);
+  await writeOutputs(plan, files);
   console.log(
     `webgpu ${path} on ${r.adapter}: ${r.ms.toFixed(3)} ms, ${r.tflops.toFixed(2)} TFLOP/s, ${r.gbs.toFixed(1)} GB/s [${r.config}] -> ${dir}`,
   );
-  return 0;
+  return allNanWarnings([{ id: `webgpu ${path}`, o: r.o }]);
 }
 
 function fp8Switches(dtype: string, path: WebGpuPath, given: Record<string, boolean | number>) {
@@ -135,23 +140,24 @@ async function runWebGpuBackwardCli(
   ctx: Awaited<ReturnType<typeof openNodeWebGpu>>,
   cp: Awaited<ReturnType<typeof cliProblem>>,
   dO: Float32Array,
-  out: string,
+  plan: OutputPlan,
   repeats: number,
   path: BackwardPath,
 ): Promise<number> {
   const p = cp.problem;
   const r = await runGpuBackward(ctx, p, cp.inputs, dO, repeats, path);
-  const dir = join(out, `webgpu-${path}`);
-  await mkdir(dir, { recursive: true });
-  const files: [string, Float32Array, number[]][] = [
+  const dir = plan.targets[0];
+  const arrays: [string, Float32Array, number[]][] = [
     ['o.npy', r.o, [p.batch, p.hq, p.nq, p.dv]],
     ['dq.npy', r.dq, [p.batch, p.hq, p.nq, p.d]],
     ['dk.npy', r.dk, [p.batch, p.hk, p.nk, p.d]],
     ['dv.npy', r.dv, [p.batch, p.hk, p.nk, p.dv]],
   ];
-  for (const [name, data, dims] of files)
-    await writeFile(join(dir, name), encodeNpy(fromBhnd(data, dims, cp.layout), shapeFor(cp.rank, dims, cp.layout)));
-  await writeFile(join(dir, 'lse.npy'), encodeNpy(r.lse, [p.batch, p.hq, p.nq]));
+  const files: [string, Uint8Array | string][] = arrays.map(([name, data, dims]) => [
+    join(dir, name),
+    encodeNpy(fromBhnd(data, dims, cp.layout), shapeFor(cp.rank, dims, cp.layout)),
+  ]);
+  files.push([join(dir, 'lse.npy'), encodeNpy(r.lse, [p.batch, p.hq, p.nq])]);
   const tflops = backwardFlops(p) / (r.ms * 1e9);
   const stats = {
     backend: 'webgpu',
@@ -160,7 +166,8 @@ async function runWebGpuBackwardCli(
     backward: { config: r.config, time_ms: r.ms, tflops, kernels: r.kernels, nominal_flops: backwardFlops(p) },
     problem: p,
   };
-  await writeFile(join(dir, 'stats.json'), JSON.stringify(stats, null, 2) + '\n');
+  files.push([join(dir, 'stats.json'), JSON.stringify(stats, null, 2) + '\n']);
+  await writeOutputs(plan, files);
   console.log(`webgpu backward on ${ctx.adapterName}: ${r.ms.toFixed(3)} ms, ${tflops.toFixed(2)} TFLOP/s [${r.config}] -> ${dir}`);
-  return 0;
+  return allNanWarnings([{ id: `webgpu ${path}`, o: r.o }]);
 }

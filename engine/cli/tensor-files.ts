@@ -7,6 +7,7 @@ import { withFileSource } from '../io/node-file-source.ts';
 import { readNpy } from '../io/npy.ts';
 import { readSafetensor } from '../io/safetensors.ts';
 import type { Tensor } from '../io/tensor-info.ts';
+import { checkInputPath } from './output-files.ts';
 
 /**
  * Loads one tensor. Integer files (int32/int64) are accepted only where `indices` says so:
@@ -22,8 +23,14 @@ export async function loadTensorFile(spec: string, opts: { indices?: boolean } =
 
 async function loadAnyTensor(spec: string): Promise<Tensor> {
   const m = /^(.*\.safetensors)(?::(.+))?$/i.exec(spec);
-  if (m) return withFileSource(m[1], (src) => readSafetensor(src, m[2]));
-  if (/\.npy$/i.test(spec)) return withFileSource(spec, readNpy);
+  if (m) {
+    checkInputPath('input', m[1]);
+    return withFileSource(m[1], (src) => readSafetensor(src, m[2]));
+  }
+  if (/\.npy$/i.test(spec)) {
+    checkInputPath('input', spec);
+    return withFileSource(spec, readNpy);
+  }
   throw new TensorFileError(`${spec}: unknown tensor file type (expected .npy or .safetensors[:NAME])`);
 }
 

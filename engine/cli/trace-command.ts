@@ -2,12 +2,12 @@
 // tagged with "algo"), for problems from files or random ones. Non-finite numbers are
 // written as the strings "Infinity", "-Infinity", "NaN" (see TRACE.md).
 
-import { createWriteStream } from 'node:fs';
 import { once } from 'node:events';
 import type { Writable } from 'node:stream';
 import { algorithmById } from '../algorithms/registry.ts';
 import { toJsonLine } from '../trace/jsonl.ts';
-import { ArgsError, parseArgs, str } from './args.ts';
+import { ArgsError, flag, num, parseArgs, str } from './args.ts';
+import { checkOutputs, inputFilesOf, StagedOutputs, type OutputPlan } from './output-files.ts';
 import type { CliCommand } from './command.ts';
 import { algoIds, cliProblem, PROBLEM_HELP, PROBLEM_OPTIONS, RANDOM_OPTIONS } from './problem-options.ts';
 import { describeFor, shapeOf } from '../hw/registry.ts';
@@ -16,13 +16,15 @@ import { hardwareTraceLinesFor } from '../hw/trace-lines.ts';
 import { HW_TRACE_HELP, HW_TRACE_OPTIONS, hwFeaturesFromArgs, stepFeaturesFromArgs } from './hw-trace-options.ts';
 
 /** Buffers lines and respects backpressure, so a long trace piped into `head` or a file never piles up in memory. */
-async function writeLines(sink: Writable, lines: Iterable<string>): Promise<void> {
+async function writeLines(sink: Writable, lines: Iterable<string>, failed: () => Error | undefined): Promise<void> {
   let chunk = '';
   for (const line of lines) {
     chunk += line + '\n';
     if (chunk.length >= 1 << 16) {
       if (!sink.write(chunk)) await once(sink, 'drain');
       chunk = '';
+      const e = failed();
+      if (e) throw e;
     }
   }
   if (chunk) sink.write(chunk);
@@ -48,7 +50,11 @@ ${HW_TRACE_HELP}
 ${BACKWARD_TRACE_HELP}
 output:
   --format jsonl              the only format (default)
-  --out FILE                  write to FILE instead of stdout`,
+  --out FILE                  write to FILE instead of stdout (written next to FILE, renamed
+                              into place when complete); FILE must not exist yet
+  --force                     replace an existing FILE (never an input file)
+  --max-bytes N               the most bytes of JSON lines to write (default 1 GB); a longer
+                              trace is refused before it starts, naming the size to change`,
 
   async run(argv) {
     const a = parseArgs(argv, {
@@ -58,12 +64,19 @@ output:
       ...BACKWARD_TRACE_OPTIONS,
       format: 'string',
       out: 'string',
+      force: 'flag',
+      'max-bytes': 'int',
     });
     const format = str(a, 'format') ?? 'jsonl';
     if (format !== 'jsonl') throw new ArgsError(`--format must be jsonl, got '${format}'`);
     const backward = wantsBackward(a);
     const algos = backward ? backwardsFor(algoIds(a)) : algoIds(a).map(algorithmById);
-    const cp = await cliProblem(a, true);
+    const file = str(a, 'out');
+    const plan: OutputPlan | undefined = file
+      ? { targets: [file], option: '--out', force: flag(a, 'force'), inputs: inputFilesOf(a) }
+      : undefined;
+    if (plan) checkOutputs(plan);
+    const cp = await cliProblem(a, true, { command: 'trace', maxBytes: num(a, 'max-bytes'), algos: algos.length, backward });
     if (backward) cp.inputs = await traceBackwardInputs(a, cp);
     // Hardware events are checked before anything is written, so a bad --gpu never cuts a trace short.
     const gpu = str(a, 'gpu');
@@ -74,22 +87,38 @@ output:
         if (sheet.does_not_fit.length > 0) throw new ArgsError(`${algo.id} on ${gpu} does not fit: ${sheet.does_not_fit.join('; ')}`);
       }
     }
-    const file = str(a, 'out');
-    const sink: Writable = file ? createWriteStream(file) : process.stdout;
+    const staged = plan ? await StagedOutputs.begin(plan) : undefined;
+    let error: Error | undefined;
+    const sink: Writable = staged && file ? await staged.stream(file) : process.stdout;
+    if (staged) sink.on('error', (e) => (error = e));
     // A reader that stops early (`| head`) closes the pipe: that ends the trace, it is not an error.
-    if (!file) process.stdout.on('error', (e: NodeJS.ErrnoException) => process.exit(e.code === 'EPIPE' ? 0 : 1));
-    for (const algo of algos) {
-      const gen = algo.run(cp.problem, cp.inputs, { ...cp.blocks, features: { ...cp.features, ...stepFeaturesFromArgs(a) }, trace: true });
-      const lines = function* (): Generator<string> {
-        for (let r = gen.next(); !r.done; r = gen.next()) yield toJsonLine({ algo: algo.id, ...r.value });
-      };
-      await writeLines(sink, lines());
-      // With --gpu, one SM's hardware schedule of the same problem follows (type hw.*).
-      if (gpu) await writeLines(sink, hardwareTraceLinesFor(algo.id, gpu, shapeOf(cp.problem), hwFeaturesFromArgs(a), pass));
-    }
-    if (file) {
-      sink.end();
-      await once(sink, 'finish');
+    else process.stdout.on('error', (e: NodeJS.ErrnoException) => process.exit(e.code === 'EPIPE' ? 0 : 1));
+    try {
+      for (const algo of algos) {
+        const gen = algo.run(cp.problem, cp.inputs, {
+          ...cp.blocks,
+          features: { ...cp.features, ...stepFeaturesFromArgs(a) },
+          trace: true,
+        });
+        const lines = function* (): Generator<string> {
+          for (let r = gen.next(); !r.done; r = gen.next()) yield toJsonLine({ algo: algo.id, ...r.value });
+        };
+        await writeLines(sink, lines(), () => error);
+        // With --gpu, one SM's hardware schedule of the same problem follows (type hw.*).
+        if (gpu) await writeLines(sink, hardwareTraceLinesFor(algo.id, gpu, shapeOf(cp.problem), hwFeaturesFromArgs(a), pass), () => error);
+      }
+      if (staged) {
+        sink.end();
+        await once(sink, 'finish');
+        if (error) throw error;
+        await staged.commit();
+      }
+    } catch (e) {
+      if (staged) {
+        sink.destroy();
+        await staged.discard();
+      }
+      throw e;
     }
     return 0;
   },

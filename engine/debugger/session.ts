@@ -15,6 +15,7 @@ import { blockCount, resolveBlocks } from '../algorithms/blocks.ts';
 import { addDelta, emptyCounters } from '../core/counters.ts';
 import { checkInputs, kvHead, randomInputs, type AttentionInputs } from '../core/inputs.ts';
 import { validateProblem, type AttentionProblem } from '../core/problem.ts';
+import { checkSize, SizeError, type SizeDim } from '../core/size-model.ts';
 import type { TraceEvent } from '../trace/events.ts';
 import { toJsonLine } from '../trace/jsonl.ts';
 import { BlobSource } from '../io/byte-source.ts';
@@ -49,8 +50,10 @@ import type {
 } from './protocol.ts';
 import type { LoadRequest } from '../request.ts';
 
-/** Trace payload the session agrees to hold (bytes, estimated before running). */
-export const TRACE_BUDGET_BYTES = 192 * 1024 * 1024;
+/** Trace payload and per-head inputs the session agrees to hold (bytes, estimated before running). */
+export const TRACE_BUDGET_BYTES = 200 * 1024 * 1024;
+/** Memory a counters-only run may hold (inputs, outputs, reference). */
+export const RUN_BUDGET_BYTES = 1024 * 1024 * 1024;
 /** Memory spent on checkpoints; the interval follows from it. */
 export const CHECKPOINT_BUDGET_BYTES = 48 * 1024 * 1024;
 /** A busy loop yields to the event loop this often, so cancel() and other calls get through. */
@@ -68,15 +71,6 @@ export class CancelledError extends Error {
     super('cancelled');
     this.name = 'CancelledError';
   }
-}
-
-/** Rough size of the trace a stepping run would record: S, mask and P tiles per head, O rows per K/V block. */
-export function estimateTraceBytes(p: AttentionProblem, blockM: number, blockN: number): number {
-  const heads = p.batch * p.hq;
-  const tc = blockCount(p.nk, blockN);
-  const tr = blockCount(p.nq, blockM);
-  const numbers = heads * (3 * p.nq * p.nk + tc * p.nq * p.dv + tr * tc * 8 * blockM);
-  return numbers * 8 + heads * tr * tc * 8 * 160;
 }
 
 const yieldToLoop = () => new Promise<void>((r) => setTimeout(r, 0));
@@ -116,19 +110,44 @@ function groupRuns(events: TraceEvent[], key: (e: TraceEvent) => string): { of: 
   return { of, starts };
 }
 
+/** Panel labels of the dimensions, for the size model's advice. */
+const PANEL_NAMES: Partial<Record<SizeDim, string>> = {
+  batch: 'B',
+  hq: 'Hq',
+  hk: 'Hk',
+  nq: 'Nq',
+  nk: 'Nk',
+  d: 'd',
+  dv: 'dv',
+  blockM: 'Br',
+  blockN: 'Bc',
+};
+
 /** Refuses, with what to do instead, a problem whose trace would not fit the stepping budget. */
 function checkTraceSize(problem: AttentionProblem, req: LoadRequest): void {
   const blocks = resolveBlocks(problem, req.blocks);
-  // A backward step records about twice the tiles of a forward one (S, P, dP, dS and the
-  // gradient rows), and the session keeps a standard forward's P beside it.
-  const est = estimateTraceBytes(problem, blocks.blockM, blocks.blockN) * (req.pass === 'backward' ? 2.5 : 1);
-  if (est > TRACE_BUDGET_BYTES) {
-    throw new TooLargeError(
-      `This problem is too large to step through: its trace would take about ${Math.round(est / 2 ** 20)} MB ` +
-        `(the stepping budget is ${TRACE_BUDGET_BYTES / 2 ** 20} MB). Make N or the number of heads smaller, ` +
-        `run it counters-only (totals of HBM traffic, FLOPs and rescales without the step-by-step trace), ` +
-        `or use the WebGPU backend for full-size inputs.`,
+  try {
+    checkSize(
+      { ...problem, ...blocks, pass: req.pass === 'backward' ? 'backward' : 'forward' },
+      { measure: (s) => s.steppingBytes, budget: TRACE_BUDGET_BYTES, what: 'its trace', names: PANEL_NAMES },
     );
+  } catch (e) {
+    if (!(e instanceof SizeError)) throw e;
+    throw new TooLargeError(
+      `This problem is too large to step through: ${e.message}. Or run it counters-only (totals of HBM traffic, ` +
+        `FLOPs and rescales without the step-by-step trace), or use the WebGPU backend for full-size inputs.`,
+    );
+  }
+}
+
+/** Refuses a counters-only run whose inputs alone would not fit the worker's memory. */
+function checkRunSize(problem: AttentionProblem, req: LoadRequest): void {
+  const blocks = resolveBlocks(problem, req.blocks);
+  try {
+    checkSize({ ...problem, ...blocks }, { measure: (s) => s.runBytes, budget: RUN_BUDGET_BYTES, what: 'this run', names: PANEL_NAMES });
+  } catch (e) {
+    if (!(e instanceof SizeError)) throw e;
+    throw new TooLargeError(`This problem is too large to run here: ${e.message}. The WebGPU backend runs full-size inputs.`);
   }
 }
 
@@ -136,7 +155,10 @@ function checkTraceSize(problem: AttentionProblem, req: LoadRequest): void {
  * The run's problem and inputs: random from the seed, or read from the person's files
  * (the chosen batch and head only), which fixes the shapes and dtype.
  */
-export async function inputsFor(req: LoadRequest): Promise<{ problem: AttentionProblem; inputs: AttentionInputs }> {
+export async function inputsFor(
+  req: LoadRequest,
+  admit?: (problem: AttentionProblem) => void,
+): Promise<{ problem: AttentionProblem; inputs: AttentionInputs }> {
   const base = validateProblem(structuredClone(req.problem));
   if (!req.tensors) {
     if (!Number.isInteger(req.seed) || req.seed < 0) throw new Error(`seed: must be a non-negative integer, got ${req.seed}`);
@@ -145,7 +167,7 @@ export async function inputsFor(req: LoadRequest): Promise<{ problem: AttentionP
   const t = req.tensors;
   const sources = t.files.map((f, i) => new BlobSource(f, t.names[i]));
   const listings = await Promise.all(sources.map(listTensors));
-  const run = await importRun(sources, listings, t, base);
+  const run = await importRun(sources, listings, t, base, admit && ((p) => admit(validateProblem(p))));
   return { problem: validateProblem(run.problem), inputs: run.inputs };
 }
 
@@ -212,8 +234,8 @@ export class DebuggerSession {
     const algo = algorithmById(req.algorithm);
     // Random inputs of a huge problem are refused before they are generated.
     if (!req.tensors) checkTraceSize(validateProblem(structuredClone(req.problem)), req);
-    const { problem, inputs } = await inputsFor(req);
-    checkTraceSize(problem, req);
+    // Imported tensors are refused from their headers' shapes, before any data is read.
+    const { problem, inputs } = await inputsFor(req, (p) => checkTraceSize(p, req));
     const blocks = resolveBlocks(problem, req.blocks);
     checkInputs(problem, inputs);
 
@@ -608,6 +630,7 @@ export class DebuggerSession {
       const t0 = performance.now();
       this.cancelRequested = false;
       algorithmById(req.algorithm);
+      if (!req.tensors) checkRunSize(validateProblem(structuredClone(req.problem)), req);
       const { problem, inputs } = await inputsFor(req);
       const blocks = resolveBlocks(problem, req.blocks);
       // Tracing stays on so the generator yields and the run can be sliced and cancelled;

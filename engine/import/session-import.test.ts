@@ -50,3 +50,48 @@ describe('session with imported tensors', () => {
     expect(s.events().length).toBe(total);
   });
 });
+
+describe('session with imported tensors too large to step', () => {
+  it('refuses from the .npy headers, before reading any data', async () => {
+    const [N, D] = [8192, 64];
+    let dataReads = 0;
+    /** A .npy file of [1, N, 1, D] float32 whose header is real and whose data is only claimed. */
+    const claimed = (name: string): Blob => {
+      const whole = encodeNpy(new Float32Array(N * D), [1, N, 1, D]);
+      const real = whole.slice(0, whole.length - N * D * 4);
+      const size = whole.length;
+      return {
+        size,
+        name,
+        slice: (a: number, b: number) => ({
+          arrayBuffer: async () => {
+            if (b > real.length) {
+              dataReads++;
+              throw new Error('data read');
+            }
+            return real.slice(a, b).buffer;
+          },
+        }),
+      } as unknown as Blob;
+    };
+    const req: LoadRequest = {
+      algorithm: 'fa2',
+      problem: DEFAULT_PROBLEM,
+      seed: 0,
+      distribution: 'normal',
+      blocks: { blockM: 16, blockN: 16 },
+      tensors: {
+        files: [claimed('q.npy'), claimed('k.npy'), claimed('v.npy')],
+        names: ['q.npy', 'k.npy', 'v.npy'],
+        q: { file: 0, tensor: 'q.npy' },
+        k: { file: 1, tensor: 'k.npy' },
+        v: { file: 2, tensor: 'v.npy' },
+        layout: 'BNHD',
+        batch: 0,
+        head: 0,
+      },
+    };
+    await expect(new DebuggerSession().load(req)).rejects.toThrow(/too large to step through/);
+    expect(dataReads).toBe(0);
+  });
+});

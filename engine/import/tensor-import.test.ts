@@ -223,3 +223,59 @@ describe('tensor import', () => {
     );
   });
 });
+
+/** A source whose header is real and whose data is claimed, not held: any data read is recorded and refused. */
+class HeaderOnly implements ByteSource {
+  readonly size: number;
+  dataReads = 0;
+  constructor(
+    private readonly header: Uint8Array,
+    dataBytes: number,
+    readonly name: string,
+  ) {
+    this.size = header.length + dataBytes;
+  }
+  async read(offset: number, length: number): Promise<Uint8Array> {
+    if (offset + length <= this.header.length) return this.header.subarray(offset, offset + length);
+    this.dataReads++;
+    throw new Error('data read');
+  }
+}
+
+/** A safetensors header for Q, K, V of [1, 1, n, d] float32, followed (nominally) by their bytes. */
+function bigHeads(n: number, d: number): HeaderOnly {
+  const bytes = n * d * 4;
+  const entry = (i: number) => ({ dtype: 'F32', shape: [1, 1, n, d], data_offsets: [i * bytes, (i + 1) * bytes] });
+  const json = new TextEncoder().encode(JSON.stringify({ query: entry(0), key: entry(1), value: entry(2) }));
+  const header = new Uint8Array(8 + json.length);
+  new DataView(header.buffer).setUint32(0, json.length, true);
+  header.set(json, 8);
+  return new HeaderOnly(header, 3 * bytes, 'big.safetensors');
+}
+
+describe('sizes from the headers, before any data is read', () => {
+  it('a 1 GiB head is refused naming its dimensions, without reading data', async () => {
+    const src = bigHeads(2 ** 21, 128);
+    const listing = await listTensors(src);
+    await fails(
+      importRun([src], [listing], choice('BHND', 0, 0), DEFAULT_PROBLEM),
+      /one head of Q, K and V \(Nq 2097152, Nk 2097152, d 128, dv 128\) would take 3072 MB as float32; FlashScope reads at most 256 MB of one head: choose tensors with a shorter sequence \(Nq, Nk\) or a smaller head dim/,
+    );
+    expect(src.dataReads).toBe(0);
+  });
+
+  it('the caller’s own check (the stepping budget) sees the problem before any data is read', async () => {
+    const src = bigHeads(4096, 64);
+    const listing = await listTensors(src);
+    const seen: number[] = [];
+    await fails(
+      importRun([src], [listing], choice('BHND', 0, 0), DEFAULT_PROBLEM, (p) => {
+        seen.push(p.nq, p.nk, p.d, p.dv);
+        throw new ImportError('too large to step through');
+      }),
+      /too large to step through/,
+    );
+    expect(seen).toEqual([4096, 4096, 64, 64]);
+    expect(src.dataReads).toBe(0);
+  });
+});

@@ -179,6 +179,20 @@ async function perHeadValue(src: ByteSource, t: TensorInfo, what: string, hq: nu
   return v;
 }
 
+/** The most one head of Q, K and V may take as float32: what a run holds besides its trace. */
+export const MAX_HEAD_BYTES = 256 * 2 ** 20;
+
+/** Refuses, from the headers' shapes alone, a head too large to read, naming the dimensions to change. */
+function checkHeadBytes(full: ImportedShape): void {
+  const bytes = 4 * (full.nq * full.d + full.nk * (full.d + full.dv));
+  if (bytes <= MAX_HEAD_BYTES) return;
+  const mb = (x: number) => Math.round(x / 2 ** 20);
+  throw new ImportError(
+    `one head of Q, K and V (Nq ${full.nq}, Nk ${full.nk}, d ${full.d}, dv ${full.dv}) would take ${mb(bytes)} MB as float32; ` +
+      `FlashScope reads at most ${mb(MAX_HEAD_BYTES)} MB of one head: choose tensors with a shorter sequence (Nq, Nk) or a smaller head dim (d, dv)`,
+  );
+}
+
 export interface ImportedRun {
   /** The stepped problem: the chosen (batch, head) as a single-head problem. */
   problem: AttentionProblem;
@@ -196,6 +210,7 @@ export async function importRun(
   listings: FileListing[],
   c: TensorChoice,
   base: AttentionProblem,
+  admit?: (problem: AttentionProblem) => void,
 ): Promise<ImportedRun> {
   const q = find(listings, c.q, 'Q');
   const k = find(listings, c.k, 'K');
@@ -212,13 +227,7 @@ export async function importRun(
     throw new ImportError(`batch ${c.batch} is out of range: the tensors have ${full.batch} (0 to ${full.batch - 1})`);
   if (!Number.isInteger(c.head) || c.head < 0 || c.head >= full.hq)
     throw new ImportError(`head ${c.head} is out of range: Q has ${full.hq} heads (0 to ${full.hq - 1})`);
-  const kvh = kvHead(full, c.head);
-  const qa = await readHead(sources[c.q.file], q, c.layout, c.batch, c.head);
-  const ka = await readHead(sources[c.k.file], k, c.layout, c.batch, kvh);
-  const va = await readHead(sources[c.v.file], v, c.layout, c.batch, kvh);
-  checkFinite('Q', qa, full.d, c.batch, c.head);
-  checkFinite('K', ka, full.d, c.batch, kvh);
-  checkFinite('V', va, full.dv, c.batch, kvh);
+  checkHeadBytes(full);
   const problem: AttentionProblem = {
     ...base,
     batch: 1,
@@ -234,6 +243,14 @@ export async function importRun(
   // The stepped problem has one head, so 'standard' slopes must be those of the chosen head among all Hq.
   if (base.alibi === 'standard') problem.alibi = [standardAlibiSlopes(full.hq)[c.head]];
   else delete problem.alibi;
+  admit?.(problem);
+  const kvh = kvHead(full, c.head);
+  const qa = await readHead(sources[c.q.file], q, c.layout, c.batch, c.head);
+  const ka = await readHead(sources[c.k.file], k, c.layout, c.batch, kvh);
+  const va = await readHead(sources[c.v.file], v, c.layout, c.batch, kvh);
+  checkFinite('Q', qa, full.d, c.batch, c.head);
+  checkFinite('K', ka, full.d, c.batch, kvh);
+  checkFinite('V', va, full.dv, c.batch, kvh);
   if (c.sinks) problem.sinks = [await perHeadValue(sources[c.sinks.file], find(listings, c.sinks, 'sinks'), 'sinks', full.hq, c.head)];
   if (c.alibi)
     problem.alibi = [await perHeadValue(sources[c.alibi.file], find(listings, c.alibi, 'ALiBi slopes'), 'ALiBi slopes', full.hq, c.head)];

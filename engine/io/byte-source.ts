@@ -55,6 +55,13 @@ export class BlobSource implements ByteSource {
   }
   async read(offset: number, length: number): Promise<Uint8Array> {
     checkRange(this, offset, length);
-    return new Uint8Array(await this.blob.slice(offset, offset + length).arrayBuffer());
+    try {
+      return new Uint8Array(await this.blob.slice(offset, offset + length).arrayBuffer());
+    } catch {
+      // The browser's own text blames permissions whatever the cause (a file moved, changed or too large a slice).
+      throw new TensorFileError(
+        `${this.name ?? 'file'}: ${length} bytes at offset ${offset} could not be read (was the file moved, changed or deleted since it was chosen?); choose the file again`,
+      );
+    }
   }
 }

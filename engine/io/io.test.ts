@@ -202,6 +202,24 @@ describe('safetensors', () => {
     expect(Array.from((await readSafetensor(src(f), 'a')).data)).toEqual([1.5, -2]);
     expect(Array.from((await readSafetensor(src(f), 'b')).data)).toEqual([-2.5]);
   });
+  it('rejects tensors whose data_offsets overlap, and accepts touching and empty ones', async () => {
+    const two = (b: [number, number]) =>
+      src(
+        safetensors(
+          { a: { dtype: 'F32', shape: [2], data_offsets: [0, 8] }, b: { dtype: 'F32', shape: [2], data_offsets: b } },
+          new Uint8Array(16),
+        ),
+        'o.safetensors',
+      );
+    await rejects(readSafetensorsInfo(two([4, 12])), /o\.safetensors: tensors 'a' \[0, 8\) and 'b' \[4, 12\) overlap in data_offsets/);
+    await rejects(readSafetensor(two([0, 8]), 'a'), /overlap in data_offsets/);
+    expect((await readSafetensorsInfo(two([8, 16]))).map((t) => t.name)).toEqual(['a', 'b']);
+    const empty = safetensors(
+      { a: { dtype: 'F32', shape: [2], data_offsets: [0, 8] }, e: { dtype: 'F32', shape: [0], data_offsets: [4, 4] } },
+      new Uint8Array(8),
+    );
+    expect((await readSafetensorsInfo(src(empty))).map((t) => t.name)).toEqual(['a', 'e']);
+  });
   it('asks for a name when a file holds several tensors, and names the missing one', async () => {
     await rejects(readSafetensor(src(file, 'm.safetensors')), /holds 2 tensors \(w, pi\); name one/);
     await rejects(readSafetensor(src(file, 'm.safetensors'), 'x'), /no tensor 'x'; it holds: w, pi/);
@@ -223,6 +241,25 @@ describe('safetensors', () => {
     new DataView(huge.buffer).setUint32(4, 7, true);
     await rejects(readSafetensorsInfo(src(huge)), /larger than the format allows/);
   });
+  it('rejects tensors whose data_offsets overlap, and dtypes named after Object.prototype properties', async () => {
+    const f32 = (a: number, b: number) => ({ dtype: 'F32', shape: [(b - a) / 4], data_offsets: [a, b] });
+    await rejects(
+      readSafetensorsInfo(src(safetensors({ q: f32(0, 16), k: f32(8, 24) }, new Uint8Array(24)), 'qk.safetensors')),
+      /qk.safetensors: tensors 'q' \[0, 16\) and 'k' \[8, 24\) overlap in data_offsets/,
+    );
+    // An empty tensor inside another's span does not hide a later overlap with the larger one.
+    await rejects(
+      readSafetensorsInfo(src(safetensors({ a: f32(0, 16), e: f32(4, 4), c: f32(12, 20) }, new Uint8Array(20)))),
+      /tensors 'a' \[0, 16\) and 'c' \[12, 20\) overlap in data_offsets/,
+    );
+    const ok = await readSafetensorsInfo(src(safetensors({ a: f32(0, 8), e: f32(8, 8), c: f32(8, 16) }, new Uint8Array(16))));
+    expect(ok.map((t) => t.name).sort()).toEqual(['a', 'c', 'e']);
+    for (const dtype of ['constructor', 'toString', '__proto__'])
+      await rejects(
+        readSafetensorsInfo(src(safetensors({ a: { dtype, shape: [1], data_offsets: [0, 4] } }, new Uint8Array(4)))),
+        new RegExp(`dtype ${dtype} is not supported`),
+      );
+  });
   it('never throws anything but TensorFileError on garbage', async () => {
     await fc.assert(
       fc.asyncProperty(fc.uint8Array({ maxLength: 120 }), fc.nat(file.length), async (junk, at) => {
@@ -235,6 +272,29 @@ describe('safetensors', () => {
         }
       }),
       { numRuns: 300 },
+    );
+  });
+});
+
+describe('a file the browser cannot read', () => {
+  it('gets our message naming the file and what to do, not the browser’s permission text', async () => {
+    const refused = {
+      size: 1 << 20,
+      name: 'q.npy',
+      slice: () => ({
+        arrayBuffer: () =>
+          Promise.reject(
+            new Error('The requested file could not be read, typically due to permission problems that have occurred after a reference'),
+          ),
+      }),
+    } as unknown as Blob;
+    const e = await new BlobSource(refused).read(0, 128).then(
+      () => undefined,
+      (x: unknown) => x,
+    );
+    expect(e).toBeInstanceOf(TensorFileError);
+    expect((e as Error).message).toBe(
+      'q.npy: 128 bytes at offset 0 could not be read (was the file moved, changed or deleted since it was chosen?); choose the file again',
     );
   });
 });

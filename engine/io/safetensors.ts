@@ -44,7 +44,7 @@ export async function readSafetensorsInfo(src: ByteSource): Promise<TensorInfo[]
     if (typeof entry !== 'object' || entry === null) throw new TensorFileError(`${where}: entry is not an object`);
     const { dtype, shape, data_offsets: offs } = entry as Record<string, unknown>;
     if (typeof dtype !== 'string') throw new TensorFileError(`${where}: missing dtype`);
-    const stored = DTYPES[dtype];
+    const stored = Object.hasOwn(DTYPES, dtype) ? DTYPES[dtype] : undefined;
     if (!stored) throw new TensorFileError(`${where}: dtype ${dtype} is not supported (F16, BF16, F32, F64, I32, I64 are)`);
     if (!Array.isArray(shape) || shape.length > 32 || !shape.every((s) => Number.isSafeInteger(s) && s >= 0)) {
       throw new TensorFileError(`${where}: bad shape ${JSON.stringify(shape)}`);
@@ -62,7 +62,17 @@ export async function readSafetensorsInfo(src: ByteSource): Promise<TensorInfo[]
       throw new TensorFileError(`${where}: data ends at ${offs[1]} but the file holds ${dataSize} bytes of data (truncated)`);
     out.push({ name: key, dtype: stored, shape: shape as number[], dataOffset: dataStart + offs[0], byteLength });
   }
-  return out.sort((a, b) => a.dataOffset - b.dataOffset);
+  out.sort((a, b) => a.dataOffset - b.dataOffset);
+  // Tensors own disjoint bytes (the format's rule): an overlap means a corrupt or crafted header.
+  const range = (t: TensorInfo) => `[${t.dataOffset - dataStart}, ${t.dataOffset - dataStart + t.byteLength})`;
+  let last: TensorInfo | undefined;
+  for (const t of out) {
+    if (t.byteLength === 0) continue;
+    if (last && t.dataOffset < last.dataOffset + last.byteLength)
+      throw new TensorFileError(`${name}: tensors '${last.name}' ${range(last)} and '${t.name}' ${range(t)} overlap in data_offsets`);
+    if (!last || t.dataOffset + t.byteLength > last.dataOffset + last.byteLength) last = t;
+  }
+  return out;
 }
 
 /** Reads one tensor by name, or the only tensor when the file holds exactly one. */

@@ -5,6 +5,8 @@
 // .gpu/webgpu/ on a GPU machine). The Dawn toggles unlock f16 and subgroup matrices on
 // NVIDIA's Vulkan driver; elsewhere they are ignored.
 
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { openWebGpu, WebGpuUnavailable, type WebGpuContext } from './device.ts';
 
 // Dawn rounds timestamps to 2^16 ns by default (a browser's guard against timing attacks):
@@ -25,7 +27,25 @@ function toggles(): string[] {
   return [on ? `${DAWN_TOGGLES[0]},${on}` : DAWN_TOGGLES[0], off ? `${DAWN_TOGGLES[1]},${off}` : DAWN_TOGGLES[1]];
 }
 
+/** Where the dynamic loader looks for libvulkan.so.1: LD_LIBRARY_PATH, then its cache of the system folders. */
+export function hasVulkanLoader(env: NodeJS.ProcessEnv = process.env, cacheFile = '/etc/ld.so.cache'): boolean {
+  const lib = 'libvulkan.so.1';
+  for (const dir of (env.LD_LIBRARY_PATH ?? '').split(':').filter(Boolean)) if (existsSync(join(dir, lib))) return true;
+  try {
+    return readFileSync(cacheFile).includes(lib);
+  } catch {
+    return ['/usr/lib', '/lib', '/usr/lib64', '/usr/lib/x86_64-linux-gnu', '/usr/lib/aarch64-linux-gnu'].some((d) =>
+      existsSync(join(d, lib)),
+    );
+  }
+}
+
 export async function openNodeWebGpu(): Promise<WebGpuContext> {
+  // Without a Vulkan loader Dawn finds no adapter on Linux and prints its own source line
+  // to stderr first; saying so here keeps the message ours alone.
+  if (process.platform === 'linux' && !hasVulkanLoader()) {
+    throw new WebGpuUnavailable('No WebGPU adapter: the Vulkan loader (libvulkan.so.1) is not installed, so Dawn has no backend.');
+  }
   const spec = process.env.FLASHSCOPE_WEBGPU ?? 'webgpu';
   let mod: { create: (opts: string[]) => GPU; globals: Record<string, unknown> };
   try {

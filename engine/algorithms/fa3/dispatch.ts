@@ -34,6 +34,8 @@ export interface Fa3DispatchInput {
   varlenQ?: boolean;
   /** cu_seqlens_k or seqused_k given. */
   varlenK?: boolean;
+  /** The varlen lengths come as seqused_q / seqused_k (the only form paged KV takes), not cu_seqlens. */
+  seqused?: boolean;
   /** undefined or 0: upstream's heuristic; N ≥ 1: forced. */
   numSplits?: number;
   /** undefined: upstream's heuristic. */
@@ -162,6 +164,10 @@ export function numSplitsHeuristic(
 /** mha_fwd's decisions for this problem on an SM90 GPU with `numSms` SMs. */
 export function fa3Dispatch(p: Fa3DispatchInput, numSms: number): Fa3Dispatch {
   const why: string[] = [];
+  if (p.pageSize !== undefined && p.nk % p.pageSize !== 0) {
+    p = { ...p, nk: Math.ceil(p.nk / p.pageSize) * p.pageSize };
+    why.push(`${API} l. 768: paged KV: seqlen_k = pages per sequence × page_size = ${p.nk}`);
+  }
   const fp8 = isFp8(p.dtype);
   const refusals: string[] = [];
   if (!(p.dtype === 'fp16' || p.dtype === 'bf16' || p.dtype === 'fp8e4m3')) {
@@ -185,7 +191,7 @@ export function fa3Dispatch(p: Fa3DispatchInput, numSms: number): Fa3Dispatch {
     if (p.dv > 256 && fp8) refusals.push('HeaddimV > 256 requires fp16 and bf16 data type');
     why.push(`${API} l. 782-792: d ≠ dv takes d in (128, 192] with dv in (96, 128], or d ≤ 64 with dv ≤ 512 (dv > 256: 16-bit only)`);
   }
-  if (p.pageSize !== undefined && p.varlenK) {
+  if (p.pageSize !== undefined && p.varlenK && !p.seqused) {
     refusals.push('If cu_seqlens_k is passed in, then page table is not supported');
     why.push(`${API} l. 754`);
   }

@@ -14,7 +14,6 @@
 // The O tile is staged in shared memory over sV (the epilogue's storage is unioned with it).
 // K/V blocks are visited from the last to the first, as the kernel does.
 
-import { isFp8 } from '../../core/problem.ts';
 import type { ResourceSheet } from '../../hw/events.ts';
 import type { GpuSpec } from '../../hw/gpus/index.ts';
 import {
@@ -80,6 +79,7 @@ export function fa3DispatchOf(shape: ProblemShape, numSms = 132): Fa3Dispatch {
       pageSize: s.pageSize,
       varlenQ: s.varlen?.seqlensQ !== undefined,
       varlenK: s.varlen?.seqlensK !== undefined,
+      seqused: s.varlen?.seqused === true,
       numSplits: s.numSplits,
       packGqa: shape.packRatio !== undefined ? true : s.packGqa,
     },

@@ -63,7 +63,7 @@ export interface Fa4Dispatch {
   exp2Freq: number;
   /** M blocks of q_stage × tile_m packed rows per (batch, KV head or head). */
   numMBlocks: number;
-  /** Work tiles: M blocks × heads × batch × splits (a 2-CTA tile is one cluster of two CTAs). */
+  /** CTAs: M blocks × heads × batch × splits (in 2-CTA mode two of them form a cluster). */
   tiles: number;
   why: string[];
 }
@@ -291,7 +291,7 @@ export function fa4Dispatch(p: Fa4DispatchInput, numSms: number): Fa4Dispatch {
   }
   const tiles = numMBlocks * heads * p.batch * numSplits;
   why.push(
-    `${IFACE} l. 363-365: ${numMBlocks} M blocks of ${qStage}×${tileM} rows × ${heads} ${packGqa ? 'KV ' : ''}heads × batch ${p.batch} × ${numSplits} splits = ${tiles} tiles${ctaGroup === 2 ? ' (each a CTA pair)' : ''}`,
+    `${IFACE} l. 363-365: ${numMBlocks} M blocks of ${qStage}×${tileM} rows × ${heads} ${packGqa ? 'KV ' : ''}heads × batch ${p.batch} × ${numSplits} splits = ${tiles} CTAs${ctaGroup === 2 ? ` (${Math.ceil(tiles / 2)} clusters of 2)` : ''}`,
   );
 
   return {

@@ -38,7 +38,10 @@ import {
   mmaCycles,
   prefix,
   tensorRate,
-  visibleKvRange,
+  kvBlockRange,
+  packShape,
+  sequencesOf,
+  unpackShape,
   crossesDiagonal,
   kvBlocksOf,
   ioBytes,
@@ -58,6 +61,7 @@ import { FA4_TILE, exp2EmulatedShare, fa4Config, fa4HeadDimRefusal, type Fa4Conf
 import { buildHd256, hd256Layout } from './hd256.ts';
 import { allocCtaMemory, ctaSides, type CtaSide } from './pair.ts';
 import { SmemPacker } from './smem-packer.ts';
+import { fa4Dispatch, type Fa4Dispatch } from './dispatch.ts';
 
 /** Calibration (FA4 on B200 BF16, ~1600 TFLOP/s at d = 128): fraction of the tcgen05 datasheet rate reached in the loop. */
 export const UMMA_EFFICIENCY = 0.75;
@@ -75,7 +79,52 @@ export const FA4_BLOCK_N = FA4_TILE;
 
 /** The shipped kernel's configuration for this shape (one table for stepper, simulator and describe). */
 export function fa4Tiles(shape: ProblemShape): Fa4Config {
-  return fa4Config({ d: shape.d, dv: shape.dv, dtype: shape.dtype, causal: shape.causal, nq: shape.nq });
+  const dp = fa4DispatchOf(shape);
+  const c = fa4Config({
+    d: shape.d,
+    dv: shape.dv,
+    dtype: shape.dtype,
+    causal: dp.isCausal,
+    local: dp.isLocal,
+    nq: unpackShape(shape).nq,
+    rows: dp.packedRows,
+    twoCta: dp.ctaGroup === 2,
+    splitKv: dp.numSplits > 1,
+  });
+  return { ...c, registers: dp.registers, exp2: { ...c.exp2, freq: dp.exp2Freq } };
+}
+
+/** _flash_attn_fwd's decisions for this problem (./dispatch.ts); `numSms` only moves a num_splits heuristic. */
+export function fa4DispatchOf(shape: ProblemShape, numSms = 148, backward = false): Fa4Dispatch {
+  const s = unpackShape(shape);
+  return fa4Dispatch(
+    {
+      batch: s.batch,
+      hq: s.hq,
+      hk: s.hk,
+      nq: s.nq,
+      nk: s.nk,
+      d: s.d,
+      dv: s.dv,
+      dtype: s.dtype,
+      causal: s.causal,
+      window: s.window,
+      softcap: s.softcap,
+      pageSize: s.pageSize,
+      varlenQ: s.varlen?.seqlensQ !== undefined,
+      seqused: s.varlen?.seqused === true,
+      numSplits: s.numSplits,
+      packGqa: shape.packRatio !== undefined ? true : s.packGqa,
+      backward,
+    },
+    numSms,
+  );
+}
+
+/** The problem as the kernel tiles it: Q heads packed per KV head where pack_gqa is on. */
+function kernelShape(shape: ProblemShape): ProblemShape {
+  const dp = fa4DispatchOf(shape);
+  return dp.packGqa ? packShape(shape, dp.qheadPerKvhead) : shape;
 }
 
 /** The uneven Large-Small-Large ring: d 192 / dv 128 on one CTA with three stages. */
@@ -213,6 +262,41 @@ function layout(gpu: GpuSpec, shape: ProblemShape, f: HwFeatures): Fa4Layout {
 
 /** The resource sheet of one CTA (in 2-CTA mode each CTA of the pair holds the same). */
 function resources(gpu: GpuSpec, shape: ProblemShape, f: HwFeatures): ResourceSheet {
+  const sheet = resourceSheet(gpu, shape, f);
+  const dp = fa4DispatchOf(shape, gpu.smCount);
+  sheet.upstream = {
+    config: {
+      mask: dp.isCausal ? 'causal' : dp.isLocal ? `local(${dp.windowLeft ?? 'None'},${dp.windowRight ?? 'None'})` : 'none',
+      pack_gqa: dp.packGqa,
+      packed_rows: dp.packedRows,
+      tile_m: dp.tileM,
+      tile_n: dp.tileN,
+      q_stage: dp.qStage,
+      kv_stage: dp.kvStage,
+      cta_group: dp.ctaGroup,
+      dedicated_hd256: dp.dedicatedHd256,
+      num_splits: dp.numSplits,
+      paged_kv_non_tma: dp.pagedKvNonTma,
+      tma_q: dp.useTmaQ,
+      tma_o: dp.useTmaO,
+      registers: `${dp.registers.softmax}/${dp.registers.correction}/${dp.registers.other}`,
+      exp2_emu_freq: dp.exp2Freq,
+      tiles: dp.tiles,
+    },
+    why: dp.why,
+  };
+  if (dp.refused) sheet.does_not_fit.unshift(`upstream refuses: ${dp.refused}`);
+  if (dp.numSplits > 1)
+    sheet.notes.push(`split KV (${dp.numSplits} splits): each CTA writes an fp32 partial O; the combine kernel is not modelled.`);
+  if (!dp.useTmaQ || !dp.useTmaO)
+    sheet.notes.push(
+      'Q or O moves without TMA here (packed GQA with tile_m not a multiple of the heads per KV head, split, or varlen Q); the model keeps TMA timings.',
+    );
+  if (sheet.does_not_fit.length > 0) sheet.ctas_per_sm = 0;
+  return sheet;
+}
+
+function resourceSheet(gpu: GpuSpec, shape: ProblemShape, f: HwFeatures): ResourceSheet {
   const cfg = fa4Tiles(shape);
   if (!cfg.dedicatedHd256) return layout(gpu, shape, f).sheet;
   const { sheet } = hd256Layout(gpu, shape, cfg, f);
@@ -226,17 +310,22 @@ function ctaRows(cfg: Fa4Config): number {
   return FA4_BLOCK_M * (cfg.dedicatedHd256 ? 1 : cfg.qStage);
 }
 
-/** One entry per CTA, or per CTA pair in 2-CTA mode (both CTAs visit the pair's K/V range). */
-function grid(_gpu: GpuSpec, shape: ProblemShape): CtaWork[] {
+/** One entry per CTA, or per CTA pair in 2-CTA mode (both CTAs visit the pair's K/V range), with block_info's K/V range. */
+function grid(gpu: GpuSpec, given: ProblemShape): CtaWork[] {
+  const shape = kernelShape(given);
   const cfg = fa4Tiles(shape);
+  const splits = fa4DispatchOf(given, gpu.smCount).numSplits;
   const rows = ctaRows(cfg) * cfg.ctaGroup;
   const out: CtaWork[] = [];
-  for (let b = 0; b < shape.batch; b++)
-    for (let h = 0; h < shape.hq; h++)
-      for (let i = 0; i < ceilDiv(shape.nq, rows); i++) {
-        const [kvFrom, kvTo] = visibleKvRange(shape, i * rows, Math.min(shape.nq, (i + 1) * rows), FA4_BLOCK_N);
-        out.push({ b, h, qBlock: i, kvFrom, kvTo, reverse: true, split: 0 });
-      }
+  sequencesOf(shape).forEach((seq, sb) => {
+    for (let b = 0; b < seq.batch; b++)
+      for (let h = 0; h < shape.hq; h++)
+        for (let i = 0; i < ceilDiv(seq.nq, rows); i++)
+          for (let sp = 0; sp < splits; sp++) {
+            const [kvFrom, kvTo] = kvBlockRange(seq, i * rows, Math.min(seq.nq, (i + 1) * rows), FA4_BLOCK_N, sp, splits);
+            out.push({ b: b + sb, h, qBlock: i, kvFrom, kvTo, reverse: true, split: sp });
+          }
+  });
   return out;
 }
 
@@ -285,7 +374,8 @@ export function fa4LoadOrder(gpu: GpuSpec, shape: ProblemShape, f: HwFeatures, k
   return out;
 }
 
-function build(k: Kernel, ctx: BuildContext, work: CtaWork): void {
+function build(k: Kernel, given: BuildContext, work: CtaWork): void {
+  const ctx = { ...given, shape: kernelShape(given.shape) };
   const cfg = fa4Tiles(ctx.shape);
   if (cfg.dedicatedHd256) {
     const L = hd256Layout(ctx.gpu, ctx.shape, cfg, ctx.features);

@@ -23,6 +23,12 @@ export interface Fa4Input {
   local?: boolean;
   /** Query rows per (batch, head): decides q_stage and 2-CTA mode. */
   nq: number;
+  /** Rows the M tiles cover when GQA-packed (seqlen_q × Q heads per KV head); default nq. */
+  rows?: number;
+  /** use_2cta_instrs as the dispatch decided it (./dispatch.ts); default: the dense-problem rule. */
+  twoCta?: boolean;
+  /** Split KV: O overlaps Q in SMEM (overlap_sO_sQ). */
+  splitKv?: boolean;
 }
 
 export interface Fa4Exp2 {
@@ -108,12 +114,14 @@ export function fa4Config(t: Fa4Input): Fa4Config {
   const local = t.local === true;
   const dedicatedHd256 = t.d === 256 && t.dv === 256;
   // The d = 256 kernel ignores the q_stage it is passed and uses iterations_qk = 256 / 128 (l. 82-83, 161).
-  const qStage: 1 | 2 = dedicatedHd256 || t.nq > blockM ? 2 : 1;
-  const twoCta = (!t.causal && !local && (dPad === 128 || dPad === 192) && dvPad === 128 && t.nq > 2 * blockM) || dedicatedHd256;
+  const rows = t.rows ?? t.nq;
+  const qStage: 1 | 2 = dedicatedHd256 || rows > blockM ? 2 : 1;
+  const twoCta =
+    t.twoCta ?? ((!t.causal && !local && (dPad === 128 || dPad === 192) && dvPad === 128 && rows > 2 * blockM) || dedicatedHd256);
   const ctaGroup: 1 | 2 = twoCta ? 2 : 1;
   const e = dtypeBytes(t.dtype);
   const oBytes = isFp8(t.dtype) ? 2 : e;
-  const overlapSOSQ = !dedicatedHd256 && dPad === 192 && dvPad >= 64;
+  const overlapSOSQ = !dedicatedHd256 && ((dPad === 192 && dvPad >= 64) || (dvPad >= 128 && t.splitKv === true));
   const sQ = qStage * blockM * dPad * e;
   const sO = qStage * blockM * dvPad * oBytes;
   const qo = overlapSOSQ ? Math.max(sQ, sO) : sQ + sO;

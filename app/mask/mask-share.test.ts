@@ -4,7 +4,6 @@ import { formToRequest } from '../store/problem-form.ts';
 import { checkBox } from './MaskEditor.tsx';
 import { DEFAULT_VIEWS as VIEWS } from '../views/registry.ts';
 
-
 function link(maskMod: string, scoreMod = ''): string {
   const s = defaultSharedState(VIEWS);
   s.form = { ...s.form, maskMod, scoreMod };
@@ -31,11 +30,17 @@ describe('masks in share links and the editor', () => {
     expect(state.form.maskMod).toBe('');
     expect(notices.join('\n')).toMatch(/problem\.maskMod: mask_mod: column 1: only the built-in functions can be called/);
     expect(g.__pwned).toBeUndefined();
+    const long = decodeState(link(`q_idx >= kv_idx${' '.repeat(2000)}`), VIEWS);
+    expect(long.state.form.maskMod).toBe('');
+    expect(long.notices.join('\n')).toMatch(/problem\.maskMod: .* is longer than 1000 characters/);
   });
 
   it('the editor reports the column, and shows the text a preset runs as', () => {
     const dims = { hq: 2, nq: 64, nk: 64 };
-    expect(checkBox('maskMod', 'q_idx >= kv_idx & bogus', dims).error).toEqual({ column: 19, message: "column 19: unknown name 'bogus'; known: b, h, q_idx, kv_idx, nq, nk" });
+    expect(checkBox('maskMod', 'q_idx >= kv_idx & bogus', dims).error).toEqual({
+      column: 19,
+      message: "column 19: unknown name 'bogus'; known: b, h, q_idx, kv_idx, nq, nk",
+    });
     expect(checkBox('maskMod', 'prefix_lm:8', dims)).toEqual({ runs: 'kv_idx < 8 || kv_idx <= q_idx + (nk - nq)' });
     expect(checkBox('scoreMod', 'causal', dims).error?.message).toMatch(/'causal' is a mask_mod preset, not a score_mod/);
     expect(checkBox('scoreMod', '', dims)).toEqual({});

@@ -101,7 +101,12 @@ type FieldSpec =
   | { kind: 'bool' }
   /** Text as typed in the panel; when it is a whole number it must lie in [0, max]. */
   | { kind: 'text'; max: number; blank?: true }
-  | { kind: 'switches' };
+  | { kind: 'switches' }
+  /** Mask-language text (or a preset reference), parsed only by the mask language's whitelist when the problem is read. */
+  | { kind: 'mask' };
+
+/** The longest mask text a link may carry, as the mask language accepts. */
+const MAX_MASK_TEXT = 1000;
 
 /** The longest text a link's form field may hold; the panel's fields are short numbers. */
 const MAX_FIELD_TEXT = 24;
@@ -133,6 +138,8 @@ const FORM_SCHEMA: Record<keyof ProblemForm, FieldSpec> = {
   seed: { kind: 'text', max: 2 ** 32 - 1 },
   distribution: { kind: 'enum', values: INPUT_DISTRIBUTIONS },
   outlierRow: { kind: 'text', max: SEQ, blank: true },
+  maskMod: { kind: 'mask' },
+  scoreMod: { kind: 'mask' },
   switches: { kind: 'switches' },
 };
 
@@ -145,6 +152,9 @@ function misfit(spec: FieldSpec, v: unknown): string | undefined {
       return typeof v === 'boolean' ? undefined : 'is not a boolean';
     case 'switches':
       return undefined;
+    case 'mask':
+      if (typeof v !== 'string') return 'is not a string';
+      return v.length > MAX_MASK_TEXT ? `is longer than ${MAX_MASK_TEXT} characters` : undefined;
     case 'text': {
       if (typeof v !== 'string') return 'is not a string';
       if (v.length > MAX_FIELD_TEXT) return `is longer than ${MAX_FIELD_TEXT} characters`;

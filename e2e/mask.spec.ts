@@ -1,3 +1,4 @@
+import AxeBuilder from '@axe-core/playwright';
 import { expect, test, type Page } from '@playwright/test';
 import { blockMask } from '../engine/core/block-mask.ts';
 import { DEFAULT_FORM, formToRequest } from '../app/store/problem-form.ts';
@@ -42,4 +43,22 @@ test('a mistake is shown at its column and loses nothing; a preset loads and its
   await expect(v).toContainText(`${bm.counts.empty} of 16 tile pairs empty, ${bm.counts.partial} partial, ${bm.counts.full} full`);
   await expect(v.locator('rect[data-state="0"]')).toHaveCount(bm.counts.empty);
   await page.screenshot({ path: test.info().outputPath('mask.png'), fullPage: true });
+});
+
+test('chapter 13 opens on a partial tile with its mask in the editor; the block mask shows the six empty tiles; axe passes', async ({
+  page,
+}) => {
+  await page.goto('/?lesson=13');
+  await expect(page.getByRole('heading', { level: 2, name: 'Masks as functions, and the tiles they empty' })).toBeVisible({
+    timeout: 20_000,
+  });
+  await expect(page.getByTestId('step-counter').first()).toHaveText(/^Step \d+ of \d+$/, { timeout: 30_000 });
+  await expect(blockView(page)).toContainText('6 of 16 tile pairs empty, 8 partial, 2 full');
+  const text = panel(page).getByLabel('mask_mod text', { exact: true });
+  await expect(text).toHaveValue(/^where\(q_idx < 24, 0/);
+  await expect(page.getByText('Problem changed')).toHaveCount(0);
+  await text.fill('kv_idx <= q_idx &&');
+  await expect(panel(page).locator('.mask-error')).toBeVisible();
+  const { violations } = await new AxeBuilder({ page }).include('.mask-editor').include('.block-mask').analyze();
+  expect(violations.map((v) => `${v.id}: ${v.help}`)).toEqual([]);
 });

@@ -29,6 +29,9 @@ export function requestToForm(r: LoadRequest, resolved?: { blockM: number; block
     softcap: p.softcap !== undefined ? String(p.softcap) : '',
     // The form holds one sink logit for every head; a preset with per-head values would not fit it.
     sink: p.sinks && p.sinks.length > 0 && p.sinks.every((v) => v === p.sinks![0]) ? String(p.sinks[0]) : '',
+    // Mask text travels as typed; a mask that reads aux arrays has no text form and is left out.
+    maskMod: p.mask && !p.mask.aux ? (p.mask.maskMod ?? '') : '',
+    scoreMod: p.mask && !p.mask.aux ? (p.mask.scoreMod ?? '') : '',
     dtype: p.dtype,
     seed: String(r.seed),
     distribution: r.distribution,

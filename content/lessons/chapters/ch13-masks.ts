@@ -17,6 +17,9 @@ function masked(events: readonly TraceEvent[]): Set<string> {
   return out;
 }
 
+/** Three packed documents of 24, 16 and 24 tokens: the document id of a position, written with where(). */
+const DOCUMENTS = 'where(q_idx < 24, 0, where(q_idx < 40, 1, 2)) == where(kv_idx < 24, 0, where(kv_idx < 40, 1, 2))';
+
 const isMask = (e: TraceEvent): e is EventOf<'mask'> => e.kind === 'mask';
 
 export const chapter13: Chapter = {
@@ -44,7 +47,7 @@ export const chapter13: Chapter = {
     },
     {
       kind: 'p',
-      text: 'The debugger opens on a document mask: the sequence is three packed documents (24, 16 and 24 tokens), and a query sees only keys of its own document. The mask_mod reads a document id per position: doc[q_idx] == doc[kv_idx]. Before you step, predict from the tile boundaries (multiples of 16) which of the 16 tile pairs are empty, which are full and which are partial; then compare with the Block mask view and with the tiles the trace computes. It opens on the first mask phase: a partial tile, where a document boundary cuts through.',
+      text: 'The debugger opens on a document mask: the sequence is three packed documents (24, 16 and 24 tokens), and a query sees only keys of its own document. The mask_mod computes the document of each position with where() and compares them: where(q_idx < 24, 0, where(q_idx < 40, 1, 2)) == where(kv_idx < 24, 0, …). (The Document mask preset does the same from a table of document ids, as packed batches with cu_seqlens need.) Before you step, predict from the tile boundaries (multiples of 16) which of the 16 tile pairs are empty, which are full and which are partial; then compare with the Block mask view and with the tiles the trace computes. It opens on the first mask phase: a partial tile, where a document boundary cuts through.',
     },
     {
       kind: 'p',
@@ -53,11 +56,7 @@ export const chapter13: Chapter = {
   ],
   panes: [
     {
-      preset: lessonRequest(
-        'fa2',
-        { nq: 64, nk: 64, d: 16, mask: { maskMod: 'doc[q_idx + (nk - nq)] == doc[kv_idx]', aux: { doc: docIds() } } },
-        { blockM: 16, blockN: 16 },
-      ),
+      preset: lessonRequest('fa2', { nq: 64, nk: 64, d: 16, mask: { maskMod: DOCUMENTS } }, { blockM: 16, blockN: 16 }),
       target: {
         describe: 'the first mask phase (a partial tile)',
         find: (ev) => firstIndex(ev, isMask),
@@ -115,8 +114,3 @@ export const chapter13: Chapter = {
     },
   ],
 };
-
-/** Document ids of the 64 positions: documents of 24, 16 and 24 tokens. */
-function docIds(): number[] {
-  return Array.from({ length: 64 }, (_, i) => (i < 24 ? 0 : i < 40 ? 1 : 2));
-}

@@ -4,7 +4,7 @@
 
 import type { LoadRequest } from '../../engine/api.ts';
 import { withImported } from '../import/import-store.ts';
-import { DEFAULT_FORM, FormError, formToRequest } from '../store/problem-form.ts';
+import { DEFAULT_FORM, FormError, formMask, formToRequest } from '../store/problem-form.ts';
 import { useApp } from '../store/store.ts';
 import type { ComparePaneConfig } from './pane-config.ts';
 import { featuresFor, requestDtype } from './pane-dtype.ts';
@@ -34,6 +34,15 @@ export function paneRequest(base: LoadRequest, c: ComparePaneConfig): LoadReques
   if (m === undefined && n === undefined && base.blocks.sramBytes !== undefined) blocks.sramBytes = base.blocks.sramBytes;
   const dtype = requestDtype(c, base);
   const req: LoadRequest = { ...base, algorithm: c.algorithm, blocks, problem: { ...base.problem, dtype } };
+  if (c.maskMod !== undefined) {
+    // The pane's mask_mod replaces the shared one; the shared score_mod and its arrays stay.
+    const own = formMask({ maskMod: c.maskMod, scoreMod: '' }, base.problem);
+    const { maskMod: _shared, ...rest } = base.problem.mask ?? {};
+    const mask = { ...rest, ...(own?.maskMod !== undefined ? { maskMod: own.maskMod } : {}) };
+    if (own?.aux) mask.aux = { ...rest.aux, ...own.aux };
+    if (mask.maskMod === undefined && mask.scoreMod === undefined) delete req.problem.mask;
+    else req.problem.mask = mask;
+  }
   const features = featuresFor(c.algorithm, dtype, c.features);
   if (Object.keys(features).length) req.features = features;
   else delete req.features;

@@ -16,7 +16,7 @@ import {
   INPUT_DISTRIBUTIONS,
   type FeatureSpecs,
 } from '../../engine/api.ts';
-import { DEFAULT_FORM, panelSwitches, effectiveSwitches, formToRequest, type ProblemForm } from '../store/problem-form.ts';
+import { DEFAULT_FORM, formMask, panelSwitches, effectiveSwitches, formToRequest, type ProblemForm } from '../store/problem-form.ts';
 import { DEFAULT_PANES, MAX_PANES, MIN_PANES, paneSwitchSpecs, type ComparePaneConfig } from '../compare/pane-config.ts';
 import { decodeServing, encodeServing, type ServingShare } from '../serving/serving-url.ts';
 import { hasOwnKey, isRecord, own, pick } from './untrusted.ts';
@@ -294,7 +294,7 @@ function readViews(x: unknown, known: readonly string[], where: string, fallback
   return out;
 }
 
-const PANE_KEYS = ['algorithm', 'dtype', 'blockM', 'blockN', 'features', 'views', 'st'] as const;
+const PANE_KEYS = ['algorithm', 'dtype', 'blockM', 'blockN', 'features', 'views', 'st', 'maskMod'] as const;
 
 /** A notice for each key of `x` that is not one of `known`. */
 function ignoreUnknown(x: Record<string, unknown>, known: readonly string[], where: string, notices: string[]): void {
@@ -335,6 +335,18 @@ function readPane(x: unknown, i: number, known: readonly string[], notices: stri
           config.features[k] = v;
         else
           notices.push(`${where}: feature ${k}=${show(v)} ignored (not ${typeof spec.default === 'boolean' ? 'true/false' : 'a number'})`);
+      }
+    }
+  }
+  if (p.maskMod !== undefined) {
+    const why = misfit({ kind: 'mask' }, p.maskMod);
+    if (why) notices.push(`${where}: mask_mod ${show(p.maskMod)} ${why}; the shared mask is used`);
+    else {
+      try {
+        formMask({ maskMod: p.maskMod as string, scoreMod: '' }, { hq: 1, nq: 64, nk: 64 });
+        config.maskMod = p.maskMod as string;
+      } catch (e) {
+        notices.push(`${where}: ${(e as Error).message}; the shared mask is used`);
       }
     }
   }

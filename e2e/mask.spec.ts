@@ -62,3 +62,14 @@ test('chapter 13 opens on a partial tile with its mask in the editor; the block 
   const { violations } = await new AxeBuilder({ page }).include('.mask-editor').include('.block-mask').analyze();
   expect(violations.map((v) => `${v.id}: ${v.help}`)).toEqual([]);
 });
+
+test('compare preset "Two masks": each pane shows its own block mask', async ({ page }) => {
+  await openApp(page);
+  await page.getByRole('tab', { name: 'Compare' }).click();
+  await page.getByRole('button', { name: 'Preset: Two masks' }).click();
+  const pane = (i: number) => page.locator(`[data-pane="cmp${i}"]`);
+  // 8 × 8 tile pairs: causal keeps 36, the 32-key window 21 (block-mask.test.ts and mask-preset.test.ts count them).
+  await expect(pane(0).getByRole('region', { name: 'Block mask' })).toContainText('28 of 64 tile pairs empty', { timeout: 60_000 });
+  await expect(pane(1).getByRole('region', { name: 'Block mask' })).toContainText('43 of 64 tile pairs empty', { timeout: 60_000 });
+  await page.screenshot({ path: test.info().outputPath('compare-masks.png'), fullPage: true });
+});

@@ -35,7 +35,7 @@ export function App() {
         <ModeSwitch />
         <ShareButton />
         <ShortcutsHelp />
-        <button className="theme" onClick={() => setTheme(other)} aria-label={`Switch to ${other} theme`}>
+        <button type="button" className="theme" onClick={() => setTheme(other)} aria-label={`Switch to ${other} theme`}>
           {theme === 'dark' ? '☀' : '☾'}
         </button>
       </header>

@@ -1,7 +1,7 @@
 // The update the current step performs, as TeX with the live numbers of one row put in.
 // KaTeX renders the result in the formula panel; this module is pure string building.
 
-import type { TraceEvent, RowHistoryEntry } from '../engine/api.ts';
+import { findDescriptor, type TraceEvent, type RowHistoryEntry } from '../engine/api.ts';
 import { backwardFormula } from './backward-formulas.ts';
 import { texNum, type Formula } from './tex.ts';
 
@@ -29,7 +29,11 @@ export function formulaFor(algorithm: string, ev: TraceEvent, r: number, entry: 
 
 function formulaNatural(algorithm: string, ev: TraceEvent, r: number, entry: RowHistoryEntry | undefined): Formula {
   const row = ev.tile.rows[0] + r;
-  const fa1 = algorithm === 'fa1';
+  // Where the row statistics live decides the update's form: FA1 rewrites m and l in HBM per
+  // K/V block (its paper's Algorithm 1), standard attention materializes P, the rest keep them on chip.
+  const rowStats = findDescriptor(algorithm)?.rowStats;
+  const fa1 = rowStats === 'hbm';
+  const standard = rowStats === 'materialized';
   switch (ev.kind) {
     case 'load':
       return { symbolic: `\\text{HBM} \\rightarrow \\text{chip}: ${ev.tensors.join(',\\ ')}`, live: bytes(ev.delta.hbmRead) };
@@ -89,7 +93,7 @@ function formulaNatural(algorithm: string, ev: TraceEvent, r: number, entry: Row
           live: `l_{${row}} = e^{${minus(mo, mn)}} \\cdot ${texNum(ev.lBefore[r])} + e^{${minus(mt, mn)}} \\cdot ${texNum(ev.tileSum[r])} = ${texNum(ev.lAfter[r])}`,
         };
       }
-      if (algorithm === 'standard') return { symbolic: 'l_i = \\mathrm{rowsum}(P_i)', live: `l_{${row}} = ${texNum(ev.lAfter[r])}` };
+      if (standard) return { symbolic: 'l_i = \\mathrm{rowsum}(P_i)', live: `l_{${row}} = ${texNum(ev.lAfter[r])}` };
       return {
         symbolic: 'l_{\\text{new}} = e^{m_{\\text{old}} - m_{\\text{new}}}\\, l_{\\text{old}} + \\mathrm{rowsum}(P_{ij})',
         live: `l_{${row}} = e^{${minus(entry?.mBefore?.[r], entry?.mAfter?.[r])}} \\cdot ${texNum(ev.lBefore[r])} + ${texNum(ev.tileSum[r])} = ${texNum(ev.lAfter[r])}`,
@@ -113,14 +117,14 @@ function formulaNatural(algorithm: string, ev: TraceEvent, r: number, entry: Row
       return {
         symbolic: fa1
           ? 'O_i \\leftarrow O_i + \\frac{e^{\\tilde m_{ij} - m^{\\text{new}}_i}}{l^{\\text{new}}_i}\\, \\tilde P_{ij} V_j'
-          : algorithm === 'standard'
+          : standard
             ? 'O_i = P_i V'
             : 'O_i \\leftarrow O_i + P_{ij} V_j',
         live: `O_{${row},\\,0:${Math.min(3, dv)}} = (${head}${dv > 3 ? ',\\ \\ldots' : ''})`,
       };
     }
     case 'normalize':
-      return algorithm === 'standard'
+      return standard
         ? {
             symbolic: 'P_i \\leftarrow \\mathrm{diag}(l_i)^{-1} P_i',
             live: `P_{${row},:} \\leftarrow P_{${row},:} / ${texNum(ev.l[r])},\\quad \\mathrm{LSE}_{${row}} = ${texNum(ev.lse[r])}`,
@@ -129,11 +133,14 @@ function formulaNatural(algorithm: string, ev: TraceEvent, r: number, entry: Row
             symbolic: 'O_i \\leftarrow \\mathrm{diag}(l_i)^{-1} O_i,\\quad \\mathrm{LSE}_i = m_i + \\log l_i',
             live: `O_{${row},:} \\leftarrow O_{${row},:} / ${texNum(ev.l[r])},\\quad \\mathrm{LSE}_{${row}} = ${texNum(ev.lse[r])}`,
           };
-    case 'combine':
+    case 'combine': {
+      // Each split's weight in the merged output (its share of the softmax denominator), one per line so the side column holds them.
+      const w = ev.splitLse[r].map((l, k) => `w_{${k}} &= ${texNum(Math.exp(l - ev.lse[r]))}`);
       return {
-        symbolic: '\\mathrm{LSE} = \\log \\textstyle\\sum_s e^{\\mathrm{LSE}_s}',
-        live: `\\mathrm{LSE}_{${row}} = ${texNum(ev.lse[r])}`,
+        symbolic: '\\mathrm{LSE} = \\log \\textstyle\\sum_k e^{\\mathrm{LSE}_k},\\quad w_k = e^{\\mathrm{LSE}_k - \\mathrm{LSE}}',
+        live: `\\begin{aligned} \\mathrm{LSE}_{${row}} &= ${texNum(ev.lse[r])} \\\\ ${w.join(' \\\\ ')} \\end{aligned}`,
       };
+    }
     default:
       return backwardFormula(ev, r);
   }

@@ -228,7 +228,7 @@ test('online softmax widget: arrow keys change a value and the running sum follo
   const xs: number[] = [];
   for (let i = 0; i < 8; i++) xs.push(Number(await page.getByTestId(`os-bar-${i}`).getAttribute('aria-valuenow')));
   const steps = onlineSoftmaxSteps(xs);
-  for (const i of [2, 7]) await expect(page.getByTestId(`os-d-${i}`)).toHaveText(String(Number(steps[i].d.toPrecision(4))));
+  for (const i of [2, 7]) await expect(page.getByTestId(`os-l-${i}`)).toHaveText(String(Number(steps[i].l.toPrecision(4))));
   await expect(page.getByTestId('os-row-2')).toHaveClass(/grew/);
   await expect(page.getByTestId('os-diff')).toHaveText(/e-1[5-7]|0\.0e\+0/);
   // The arrow keys stayed in the widget: the debugger did not move.

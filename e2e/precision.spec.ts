@@ -6,7 +6,7 @@ import { counter, openApp, watchConsole } from './helpers.ts';
 import { defaultSharedState, encodeState } from '../app/share/url-state.ts';
 import { DEFAULT_VIEWS } from '../app/views/registry.ts';
 
-// Issue 17, the views: FP8 on FA3 from the problem panel, measured against float64 in the
+// The precision views: FP8 on FA3 from the problem panel, measured against float64 in the
 // Precision view, with the numbers checked against the engine's own session run in Node.
 
 let checkConsole: () => void;

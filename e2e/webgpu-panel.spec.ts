@@ -55,7 +55,7 @@ test('toggle the backend, run a problem, read the result view', async ({ page })
   // A bad value: clear message naming the field; the typed text and the last result stay.
   await set('Nq', 'abc');
   await panel.getByRole('button', { name: 'Run', exact: true }).click();
-  await expect(panel.getByRole('alert')).toContainText("nq: must be a positive integer, got 'abc'");
+  await expect(panel.getByRole('alert')).toContainText('nq: must be a whole number, got "abc"');
   await expect(panel.getByLabel('Nq', { exact: true })).toHaveValue('abc');
   await expect(check).toBeVisible();
 

@@ -48,7 +48,9 @@ export type { BlockMask } from './core/block-mask.ts';
 export { totalBytes } from './core/counters.ts';
 export type { Counters, HbmTensor } from './core/counters.ts';
 
-// A request, the pass it runs and running one to the end.
+// A request, the pass it runs and running one to the end; the one conversion between a problem and the fields it is typed in.
+export { FieldError, fieldsToProblem, maskFromFields, problemToFields, wholeNumber } from './problem-fields.ts';
+export type { ProblemFields } from './problem-fields.ts';
 export { startPass } from './request.ts';
 export type { LoadRequest } from './request.ts';
 export { PASSES, hasBackward } from './pass.ts';
@@ -85,7 +87,7 @@ export type { HwExportFormat } from './hw/api.ts';
 export { GPUS, gpuById } from './hw/gpus/index.ts';
 export type { GpuId } from './hw/gpus/index.ts';
 export type { HwFeatures, ProblemShape } from './hw/model.ts';
-export { hasSchedule, hwAlgorithmById, hwAlgorithmFor, shapeOf, simulateFor } from './hw/registry.ts';
+export { describeFor, hasSchedule, hwAlgorithmById, hwAlgorithmFor, shapeOf, simulateFor } from './hw/registry.ts';
 export type { HwPass } from './hw/registry.ts';
 export { liveAt, stepForClick } from './hw/sm-view.ts';
 export type { HwView, MemInterval } from './hw/sm-view.ts';
@@ -117,6 +119,9 @@ export { PATH_LABELS } from './webgpu/device.ts';
 export type { WebGpuPath } from './webgpu/device.ts';
 export type { BackwardPath } from './webgpu/backward-run.ts';
 export type { KernelTime } from './webgpu/timer.ts';
+export { H200_MEASURED } from './webgpu/ceilings.ts';
+export { RESOURCE_LABEL, rooflineOfRun } from './webgpu/roofline.ts';
+export type { Roofline } from './webgpu/roofline.ts';
 export { webgpuDefaultsFor, webgpuPathFix } from './defaults/webgpu-defaults.ts';
 export type { WebGpuField, WebGpuShape } from './defaults/webgpu-defaults.ts';
 

@@ -16,6 +16,10 @@ import { controllers } from './controllers.ts';
 import { comparePaneId, paneLabel } from './pane-config.ts';
 import { paneRefusal } from './pane-dtype.ts';
 import { SHARED_PANE } from './shared-request.ts';
+import { paneDifferences, type PaneFacts } from './pane-differences.ts';
+import { useHw } from '../hardware/hw-store.ts';
+import { choiceKey, defaultGpu } from '../hardware/gpus.ts';
+import { hasHardwareModel } from '../../engine/api.ts';
 
 /** Per pane: why it is not run (its algorithm cannot take its dtype), or undefined. A string key keeps the selector stable. */
 function useRefusals(): (string | undefined)[] {
@@ -162,6 +166,52 @@ function DiffHeatmap() {
   );
 }
 
+/** The panes' tiles, dtype and GPU in words, and "Same tiles in every pane" when the tiles differ. */
+function PaneDifferencesNote({ shown }: { shown: number[] }) {
+  const panes = useCompare((s) => s.panes);
+  const shared = useApp((s) => s.problem[SHARED_PANE]?.applied);
+  const hwGpus = useHw((s) => s.panes);
+  const key = useApp((s) => JSON.stringify(shown.map((i) => s.playback[comparePaneId(i)]?.summary?.blocks ?? null)));
+  const blocks = JSON.parse(key) as ({ blockM: number; blockN: number } | null)[];
+  if (!shared || blocks.some((b) => b === null)) return null;
+  const pass = shared.pass === 'backward' ? 'backward' : 'forward';
+  const facts: PaneFacts[] = shown.map((i, k) => {
+    const c = panes[i];
+    const b = blocks[k]!;
+    const modelled = hasHardwareModel(c.algorithm, pass);
+    const gpuId = modelled ? (hwGpus[comparePaneId(i)]?.gpu[choiceKey(c.algorithm, pass)] ?? defaultGpu(c.algorithm, pass)) : undefined;
+    return {
+      pane: i + 1,
+      tile: [b.blockM, b.blockN],
+      dtype: c.dtype ?? shared.problem.dtype,
+      gpu: gpuId ? (GPUS.find((g) => g.id === gpuId)?.name ?? gpuId) : undefined,
+    };
+  });
+  const d = paneDifferences(facts);
+  const first = facts[0];
+  return (
+    <div className="pane-differences" data-testid="pane-differences">
+      <ul>
+        {d.lines.map((l) => (
+          <li key={l}>{l}</li>
+        ))}
+      </ul>
+      {d.tilesDiffer && first && (
+        <button
+          type="button"
+          onClick={() => {
+            const [m, n] = first.tile;
+            const store = useCompare.getState();
+            store.panes.forEach((_, i) => store.setPane(i, { blockM: String(m), blockN: String(n) }));
+          }}
+        >
+          Same tiles in every pane ({first.tile[0]}×{first.tile[1]}, pane {first.pane}'s)
+        </button>
+      )}
+    </div>
+  );
+}
+
 export function DiffPanel() {
   useResults();
   const panes = useCompare((s) => s.panes);
@@ -198,6 +248,7 @@ export function DiffPanel() {
             Table CSV
           </button>
         </div>
+        {rows && <PaneDifferencesNote shown={shown} />}
         {!rows && shown.length > 0 && <p className="dim">Waiting for every pane to finish loading…</p>}
         {refusals.some(Boolean) && (
           <p className="dim" data-testid="diff-not-run">

@@ -2,9 +2,9 @@
 // or its form when nothing is loaded yet; imported tensors included) with the pane's own
 // algorithm, dtype, tiles and features.
 
-import type { LoadRequest } from '../../engine/api.ts';
+import { FieldError, type LoadRequest, maskFromFields } from '../../engine/api.ts';
 import { withImported } from '../import/import-store.ts';
-import { DEFAULT_FORM, FormError, formMask, formToRequest } from '../store/problem-form.ts';
+import { DEFAULT_FORM, formToRequest } from '../store/problem-form.ts';
 import { useApp } from '../store/store.ts';
 import type { ComparePaneConfig } from './pane-config.ts';
 import { featuresFor, requestDtype } from './pane-dtype.ts';
@@ -21,7 +21,7 @@ function tile(label: 'Br' | 'Bc', v: string): number | undefined {
   const t = v.trim();
   if (t === '') return undefined;
   if (!/^\d+$/.test(t) || Number(t) < 1)
-    throw new FormError(label, `must be a whole number ≥ 1 (or empty for the algorithm's default), got "${v}"`);
+    throw new FieldError(label, `must be a whole number ≥ 1 (or empty for the algorithm's default), got "${v}"`);
   return Number(t);
 }
 
@@ -36,7 +36,7 @@ export function paneRequest(base: LoadRequest, c: ComparePaneConfig): LoadReques
   const req: LoadRequest = { ...base, algorithm: c.algorithm, blocks, problem: { ...base.problem, dtype } };
   if (c.maskMod !== undefined) {
     // The pane's mask_mod replaces the shared one; the shared score_mod and its arrays stay.
-    const own = formMask({ maskMod: c.maskMod, scoreMod: '' }, base.problem);
+    const own = maskFromFields({ maskMod: c.maskMod, scoreMod: '' }, base.problem);
     const { maskMod: _shared, ...rest } = base.problem.mask ?? {};
     const mask = { ...rest, ...(own?.maskMod !== undefined ? { maskMod: own.maskMod } : {}) };
     if (own?.aux) mask.aux = { ...rest.aux, ...own.aux };

@@ -9,7 +9,8 @@ import { usePane } from '../pane/context.ts';
 import { grouped } from './format.ts';
 import { useApp } from '../store/store.ts';
 import { useHwPane } from './hw-store.ts';
-import { HwStatus, useCursor } from './HwStatus.tsx';
+import { HwStatus } from './HwStatus.tsx';
+import { memoryCursor } from './memory-cursor.ts';
 import { tensorColour } from './palette.ts';
 import { useHardwareSync } from './useHardware.ts';
 import { useFolded, ViewTitle } from './ViewTitle.tsx';
@@ -268,7 +269,7 @@ export function MemoryMapView() {
   const { pane } = usePane();
   const view = useHwPane(pane, (s) => s.view);
   const step = useApp((s) => s.playback[pane].frame?.step ?? 0);
-  const cursor = useCursor(view, step);
+  const cursor = memoryCursor(view, step);
   const folded = useFolded(pane, 'memory');
   if (folded)
     return (
@@ -284,6 +285,9 @@ export function MemoryMapView() {
   const body =
     view && cursor !== null ? (
       <>
+        <p className="dim hw-memory-when" data-testid="memory-cycle">
+          Memory at cycle {grouped(Math.round(cursor))}, once every step so far has run: stepping forward never goes back in time.
+        </p>
         {ctas.map((c) => (
           <Fragment key={c}>{SmemStrip({ view, live, cta: c, cursor })}</Fragment>
         ))}

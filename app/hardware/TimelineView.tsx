@@ -167,11 +167,13 @@ export function TimelineView() {
           <label title="Keep the cursor in view while stepping">
             <input type="checkbox" aria-label="Follow cursor" checked={follow} onChange={(e) => setFollow(e.target.checked)} /> follow
           </label>
-          <button onClick={() => chart.current?.fit()}>Fit</button>
-          <button onClick={() => void exportAs('chrome')} disabled={!view}>
+          <button type="button" onClick={() => chart.current?.fit()}>
+            Fit
+          </button>
+          <button type="button" onClick={() => void exportAs('chrome')} disabled={!view}>
             Export Chrome trace
           </button>
-          <button onClick={() => void exportAs('jsonl')} disabled={!view}>
+          <button type="button" onClick={() => void exportAs('jsonl')} disabled={!view}>
             Export JSONL
           </button>
         </div>

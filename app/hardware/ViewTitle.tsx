@@ -13,6 +13,7 @@ export function ViewTitle({ pane, id, title }: { pane: string; id: string; title
   return (
     <h3 className="hw-title">
       <button
+        type="button"
         className="hw-fold"
         aria-expanded={!folded}
         aria-label={`${folded ? 'Show' : 'Hide'} ${title.toLowerCase()}`}

@@ -15,8 +15,44 @@ import { LessonPane, lessonPaneId, type LessonPaneHandle } from './LessonPane.ts
 import { OnlineSoftmaxWidget } from './OnlineSoftmaxWidget.tsx';
 import { QuestionCard } from './QuestionCard.tsx';
 import { Inline, Tex } from './RichText.tsx';
+import { ServingExampleButton } from './ServingExampleButton.tsx';
 import { StepLink } from './StepLink.tsx';
 import { goToLesson } from './route.ts';
+import { fillFacts } from '../../content/lessons/chapters/facts.ts';
+import { lessonCall } from './lesson-client.ts';
+
+/** The numbers the chapter's text quotes, computed by the lesson worker (null until they arrive). */
+function useFacts(chapter: Chapter): Record<string, string> | null {
+  const [facts, setFacts] = useState<Record<string, string> | null>(null);
+  useEffect(() => {
+    let live = true;
+    setFacts(null);
+    if (!chapter.facts) return;
+    lessonCall((api) => api.facts(chapter.number)).then(
+      (f) => live && setFacts(f),
+      () => live && setFacts({}),
+    );
+    return () => {
+      live = false;
+    };
+  }, [chapter]);
+  return facts;
+}
+
+function SourcesFooter({ sources }: { sources: string[] }) {
+  return (
+    <section className="chapter-sources" aria-label="Sources">
+      <h3>Sources</h3>
+      <ul>
+        {sources.map((s) => (
+          <li key={s}>
+            <Inline text={s} />
+          </li>
+        ))}
+      </ul>
+    </section>
+  );
+}
 
 function ChapterNav({ chapter, where }: { chapter: Chapter; where: 'top' | 'bottom' }) {
   const prev = CHAPTERS.find((c) => c.number === chapter.number - 1);
@@ -62,6 +98,8 @@ export function ChapterView({ chapter, initialStep }: { chapter: Chapter; initia
   /** A switch shows its new position at once, while the problem reloads. */
   const [pending, setPending] = useState<Record<string, boolean | number>>({});
   useStepInUrl(chapter.number);
+  const facts = useFacts(chapter);
+  const fill = (text: string) => fillFacts(text, facts);
   const pane0 = lessonPaneId(chapter.number, 0);
   const applied = useApp((s) => s.problem[pane0]?.applied);
   const paneReady = useApp((s) => s.playback[pane0]?.status === 'ready');
@@ -96,6 +134,8 @@ export function ChapterView({ chapter, initialStep }: { chapter: Chapter; initia
   const textBlocks = chapter.blocks.map((b, i) =>
     b.kind === 'goto' ? (
       <StepLink key={i} chapter={chapter.number} block={i} pane={b.pane} label={b.label} handle={() => handles.current[b.pane] ?? null} />
+    ) : b.kind === 'serving' ? (
+      <ServingExampleButton key={i} label={b.label} form={b.form} />
     ) : b.kind === 'live' ? (
       <LiveBlock key={i} chapter={chapter.number} block={i} label={b.label} />
     ) : b.kind === 'widget' ? (
@@ -112,15 +152,15 @@ export function ChapterView({ chapter, initialStep }: { chapter: Chapter; initia
       <h3 key={i}>{b.text}</h3>
     ) : b.kind === 'code-wins' ? (
       <aside key={i} className="erratum code-wins" aria-label="Paper and code">
-        <span className="erratum-tag">Paper vs code</span> <Inline text={b.text} />
+        <span className="erratum-tag">Paper vs code</span> <Inline text={fill(b.text)} />
       </aside>
     ) : b.kind === 'erratum' ? (
       <p key={i} className="erratum">
-        <span className="erratum-tag">Erratum</span> <Inline text={b.text} />
+        <span className="erratum-tag">Erratum</span> <Inline text={fill(b.text)} />
       </p>
     ) : (
       <p key={i}>
-        <Inline text={b.text} />
+        <Inline text={fill(b.text)} />
       </p>
     ),
   );
@@ -157,7 +197,7 @@ export function ChapterView({ chapter, initialStep }: { chapter: Chapter; initia
                     {t.label}
                   </button>{' '}
                   <span className="try-look">
-                    <Inline text={t.look} />
+                    <Inline text={fill(t.look)} />
                   </span>
                 </li>
               ))}
@@ -184,7 +224,14 @@ export function ChapterView({ chapter, initialStep }: { chapter: Chapter; initia
               {chapter.panes.length > 1 ? ` (the ${chapter.panes[0].label} pane)` : ''}.
             </p>
             {chapter.questions.map((q, i) => (
-              <QuestionCard key={q.id} chapter={chapter.number} q={q} index={i} request={paneReady ? applied : undefined} />
+              <QuestionCard
+                key={q.id}
+                chapter={chapter.number}
+                q={q}
+                prompt={fill(q.prompt)}
+                index={i}
+                request={paneReady ? applied : undefined}
+              />
             ))}
           </section>
         </aside>
@@ -242,6 +289,7 @@ export function ChapterView({ chapter, initialStep }: { chapter: Chapter; initia
         {chapter.reference && <KernelReference ids={chapter.reference} />}
       </section>
 
+      <SourcesFooter sources={chapter.sources} />
       <ChapterNav chapter={chapter} where="bottom" />
     </article>
   );

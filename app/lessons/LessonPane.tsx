@@ -10,7 +10,7 @@ import { DebuggerPane } from '../pane/DebuggerPane.tsx';
 import type { PaneController } from '../pane/controller.ts';
 import { useApp } from '../store/store.ts';
 import { lessonCall } from './lesson-client.ts';
-import { requestToForm } from './request-form.ts';
+import { requestToForm } from '../store/problem-form.ts';
 
 export function lessonPaneId(chapter: number, index: number): string {
   return `lesson-${chapter}-${index}`;

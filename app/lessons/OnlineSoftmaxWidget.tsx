@@ -127,7 +127,7 @@ export function OnlineSoftmaxWidget() {
                   <Tex tex="e^{x_i-m_i}" />
                 </th>
                 <th>
-                  <Tex tex="d_i" />
+                  <Tex tex="\\ell_i" />
                 </th>
               </tr>
             </thead>
@@ -139,7 +139,7 @@ export function OnlineSoftmaxWidget() {
                   <td>{fmt(s.m)}</td>
                   <td>{s.i === 0 ? '—' : fmt(s.factor)}</td>
                   <td>{fmt(s.term)}</td>
-                  <td data-testid={`os-d-${s.i}`}>{fmt(s.d)}</td>
+                  <td data-testid={`os-l-${s.i}`}>{fmt(s.l)}</td>
                 </tr>
               ))}
             </tbody>

@@ -16,11 +16,14 @@ type Feedback =
 export function QuestionCard({
   chapter,
   q,
+  prompt,
   index,
   request,
 }: {
   chapter: number;
   q: Question;
+  /** The prompt with the numbers it quotes filled in. */
+  prompt: string;
   index: number;
   request: LoadRequest | undefined;
 }) {
@@ -76,7 +79,7 @@ export function QuestionCard({
       }}
     >
       <p className="q-prompt" id={`${id}-prompt`}>
-        <span className="q-num">Q{index + 1}.</span> <Inline text={q.prompt} />
+        <span className="q-num">Q{index + 1}.</span> <Inline text={prompt} />
         {solved && (
           <span className="q-solved" title="Answered right before">
             {' '}

@@ -4,6 +4,7 @@
 import * as Comlink from 'comlink';
 import type { LoadRequest } from '../../engine/request.ts';
 import {
+  chapterFacts,
   checkAnswer,
   hardwareTable,
   liveBlock,
@@ -22,6 +23,7 @@ const api = {
   locateBlock: (chapter: number, block: number, req: LoadRequest) => locateBlock(needChapter(chapter), block, req, cache),
   check: (chapter: number, qid: string, req: LoadRequest, text: string) => checkAnswer(needChapter(chapter), qid, req, text, cache),
   reveal: (chapter: number, qid: string, req: LoadRequest) => revealAnswer(needChapter(chapter), qid, req, cache),
+  facts: (chapter: number) => chapterFacts(needChapter(chapter), cache),
   live: (chapter: number, block: number) => liveBlock(needChapter(chapter), block, cache),
   hardware: (chapter: number) => hardwareTable(needChapter(chapter)),
   ioSweep: () => ({ points: fa1IoSweep(), standardBytes: standardIoBytes() }),

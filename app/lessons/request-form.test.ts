@@ -1,7 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { CHAPTERS } from '../../content/lessons/chapters/index.ts';
-import { formToRequest } from '../store/problem-form.ts';
-import { requestToForm } from './request-form.ts';
+import { formToRequest, requestToForm } from '../store/problem-form.ts';
 
 describe('lesson presets in the problem form', () => {
   it('every preset survives the form and back, so "Load problem" in a lesson pane reloads the same problem', () => {

@@ -27,7 +27,9 @@ class ViewBoundary extends Component<{ title: string; children: ReactNode }, { e
           <p className="error">
             The {this.props.title} view failed: {this.state.error}
           </p>
-          <button onClick={() => this.setState({ error: null })}>Retry view</button>
+          <button type="button" onClick={() => this.setState({ error: null })}>
+            Retry view
+          </button>
         </section>
       );
     return this.props.children;
@@ -113,7 +115,9 @@ function PaneBody() {
         <div className={`banner ${error?.place === 'worker' ? 'error' : ''}`} role={error?.place === 'worker' ? 'alert' : 'status'}>
           {error?.place === 'worker' && <span>{error.message} </span>}
           {notice && <span>{notice} </span>}
-          <button onClick={() => ctl.dismissError()}>Dismiss</button>
+          <button type="button" onClick={() => ctl.dismissError()}>
+            Dismiss
+          </button>
         </div>
       )}
       <aside className="left" aria-label="Problem and breakpoints">

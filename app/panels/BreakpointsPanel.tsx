@@ -83,7 +83,9 @@ export function BreakpointsPanel() {
             ))}
           </select>
         )}
-        <button onClick={add}>Add breakpoint</button>
+        <button type="button" onClick={add}>
+          Add breakpoint
+        </button>
       </div>
       {formError && (
         <p className="error" role="alert">
@@ -102,6 +104,7 @@ export function BreakpointsPanel() {
               {describeBreakpoint(bp)}
             </label>
             <button
+              type="button"
               aria-label={`Remove breakpoint ${describeBreakpoint(bp)}`}
               onClick={() => void ctl.setBreakpoints(list.filter((x) => x.id !== bp.id))}
             >
@@ -112,10 +115,14 @@ export function BreakpointsPanel() {
         {list.length === 0 && <li className="dim">None set.</li>}
       </ul>
       <div className="row-buttons">
-        <button onClick={() => void ctl.runToBreakpoint()} disabled={status !== 'ready'}>
+        <button type="button" onClick={() => void ctl.runToBreakpoint()} disabled={status !== 'ready'}>
           Run to next breakpoint
         </button>
-        {status === 'busy' && <button onClick={() => ctl.cancel()}>Cancel</button>}
+        {status === 'busy' && (
+          <button type="button" onClick={() => ctl.cancel()}>
+            Cancel
+          </button>
+        )}
       </div>
       {error?.place === 'breakpoints' && (
         <p className="error" role="alert">

@@ -20,7 +20,10 @@ export function Transport() {
   const step = useApp((s) => s.playback[pane].frame?.step);
   const total = useApp((s) => s.playback[pane].frame?.total);
   const event = useApp((s) => s.playback[pane].frame?.event);
-  const pending = useApp((s) => s.playback[pane].status === 'ready' && formDiffersFromRun(s.problem[pane].form, s.problem[pane].applied));
+  // Only the single debugger's pane loads from a form the person edits; compare and lesson panes load their own requests.
+  const pending = useApp(
+    (s) => pane === 'main' && s.playback[pane].status === 'ready' && formDiffersFromRun(s.problem[pane].form, s.problem[pane].applied),
+  );
   const playing = useApp((s) => s.playback[pane].playing);
   const speed = useApp((s) => s.playback[pane].speed);
   const granularity = useApp((s) => s.playback[pane].granularity);
@@ -37,10 +40,11 @@ export function Transport() {
   return (
     <div className="transport" role="toolbar" aria-label="Playback">
       <div className="buttons">
-        <button onClick={() => void ctl.seek(0)} disabled={!ready || atStart} aria-label="Reset" title="Reset (Home)">
+        <button type="button" onClick={() => void ctl.seek(0)} disabled={!ready || atStart} aria-label="Reset" title="Reset (Home)">
           ⇤
         </button>
         <button
+          type="button"
           onClick={() => void ctl.step(-1, 'inner')}
           disabled={!ready || atStart}
           aria-label="Previous iteration"
@@ -48,22 +52,42 @@ export function Transport() {
         >
           «
         </button>
-        <button onClick={() => void ctl.step(-1, 'phase')} disabled={!ready || atStart} aria-label="Step back" title="Step back (←)">
+        <button
+          type="button"
+          onClick={() => void ctl.step(-1, 'phase')}
+          disabled={!ready || atStart}
+          aria-label="Step back"
+          title="Step back (←)"
+        >
           ‹
         </button>
         {playing ? (
-          <button onClick={() => ctl.pause()} aria-label="Pause" title="Pause (Space)" className="primary">
+          <button type="button" onClick={() => ctl.pause()} aria-label="Pause" title="Pause (Space)" className="primary">
             ❚❚
           </button>
         ) : (
-          <button onClick={() => ctl.play()} disabled={!ready || atEnd} aria-label="Play" title="Play (Space)" className="primary">
+          <button
+            type="button"
+            onClick={() => ctl.play()}
+            disabled={!ready || atEnd}
+            aria-label="Play"
+            title="Play (Space)"
+            className="primary"
+          >
             ▶
           </button>
         )}
-        <button onClick={() => void ctl.step(1, 'phase')} disabled={!ready || atEnd} aria-label="Step forward" title="Step forward (→)">
+        <button
+          type="button"
+          onClick={() => void ctl.step(1, 'phase')}
+          disabled={!ready || atEnd}
+          aria-label="Step forward"
+          title="Step forward (→)"
+        >
           ›
         </button>
         <button
+          type="button"
           onClick={() => void ctl.step(1, 'inner')}
           disabled={!ready || atEnd}
           aria-label="Next iteration"
@@ -71,7 +95,13 @@ export function Transport() {
         >
           »
         </button>
-        <button onClick={() => void ctl.seek(Number.MAX_SAFE_INTEGER)} disabled={!ready || atEnd} aria-label="End" title="End (End)">
+        <button
+          type="button"
+          onClick={() => void ctl.seek(Number.MAX_SAFE_INTEGER)}
+          disabled={!ready || atEnd}
+          aria-label="End"
+          title="End (End)"
+        >
           ⇥
         </button>
       </div>

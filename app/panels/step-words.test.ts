@@ -23,6 +23,11 @@ describe('step lines in words', () => {
     for (const w of words) expect(w).not.toMatch(/fa2\.|undefined|-1/);
   });
 
+  it('a step over every row names no tile', async () => {
+    const fa1 = await events({ algorithm: 'fa1' });
+    expect(stepInWords(fa1[0])).toBe('Write O, l, m (rows 0–63)');
+  });
+
   it('says which split and warpgroup run a step', async () => {
     const fd = await events({ algorithm: 'flash-decoding' });
     expect(fd.some((e) => stepActor(e).some((a) => /^split \d+$/.test(a)))).toBe(true);

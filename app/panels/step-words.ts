@@ -24,7 +24,8 @@ function moved(e: TraceEvent, tensors: readonly HbmTensor[]): string {
   const keys = tensors.filter((t) => KEY_TENSORS.has(t));
   const tiles = tensors.filter((t) => !ROW_TENSORS.has(t) && !KEY_TENSORS.has(t));
   const parts: string[] = [];
-  if (rows.length > 0) parts.push(`${rows.join(', ')} tile ${e.tile.qBlock} (${rowsOf(e)})`);
+  // A step over every row (FA1's initial write of O, l, m) belongs to no Q tile.
+  if (rows.length > 0) parts.push(`${rows.join(', ')}${e.tile.qBlock >= 0 ? ` tile ${e.tile.qBlock}` : ''} (${rowsOf(e)})`);
   if (keys.length > 0) parts.push(`${keys.join(', ')} block ${e.tile.kvBlock} (${keysOf(e)})`);
   if (tiles.length > 0) parts.push(`${tiles.join(', ')} ${tileOf(e)}`);
   return parts.length > 0 ? parts.join(' and ') : tileOf(e);

@@ -358,6 +358,7 @@ export function PrecisionView() {
     <section className="view precision" aria-label="Precision">
       <h3 className="hw-title">
         <button
+          type="button"
           className="hw-fold"
           aria-expanded={open}
           aria-label={`${open ? 'Hide' : 'Show'} precision against float64`}

@@ -4,7 +4,7 @@
 // for flash-decoding the cells are banded by the split that walks them (splits end on page
 // boundaries). Pool pages no sequence owns are hatched: they are never read.
 
-import { useMemo } from 'react';
+import { useEffect, useLayoutEffect, useMemo, useRef, useState, type RefObject } from 'react';
 import type { ServingRun } from '../../engine/api.ts';
 import { seqColour } from './serving-colours.ts';
 
@@ -14,10 +14,80 @@ interface Props {
   seq: number;
 }
 
+// Only the cells in view are in the DOM: a valid block table can have 10⁶ columns, a pool as many pages.
+const COL_W = 84;
+const ROW_H = 40;
+const HEAD_H = 40;
+const LEAD_W = [76, 64];
+const LEAD = LEAD_W[0] + LEAD_W[1];
+const TABLE_MAX_H = 320;
+const POOL_W = 64;
+const POOL_H = 40;
+const POOL_GAP = 4;
+const POOL_MAX_H = 220;
+const OVERSCAN = 3;
+
+interface Box {
+  left: number;
+  top: number;
+  width: number;
+  height: number;
+}
+
+/** The scroll position and size of a scrolling element, kept current. */
+function useScrollBox(ref: RefObject<HTMLElement | null>): Box {
+  const [box, setBox] = useState<Box>({ left: 0, top: 0, width: 1200, height: TABLE_MAX_H });
+  useLayoutEffect(() => {
+    const el = ref.current;
+    if (!el) return;
+    const update = () =>
+      setBox((b) =>
+        b.left === el.scrollLeft && b.top === el.scrollTop && b.width === el.clientWidth && b.height === el.clientHeight
+          ? b
+          : { left: el.scrollLeft, top: el.scrollTop, width: el.clientWidth, height: el.clientHeight },
+      );
+    update();
+    const ro = new ResizeObserver(update);
+    ro.observe(el);
+    el.addEventListener('scroll', update, { passive: true });
+    return () => {
+      ro.disconnect();
+      el.removeEventListener('scroll', update);
+    };
+  }, [ref]);
+  return box;
+}
+
+/** The items [first, last) of size `item` that a viewport of `size` at `pos` shows, with a margin. */
+export function visibleRange(pos: number, size: number, item: number, count: number): [number, number] {
+  const first = Math.max(0, Math.min(count, Math.floor(pos / item) - OVERSCAN));
+  const last = Math.max(first, Math.min(count, Math.ceil((pos + size) / item) + OVERSCAN));
+  return [first, last];
+}
+
+/** The logical page (column) of sequence `b` that maps to physical page `phys`, or -1. */
+function columnOf(run: ServingRun, b: number, phys: number): number {
+  const n = Math.min(run.maxPages!, Math.ceil(run.cacheSeqlens![b] / run.pageSize!));
+  for (let j = 0; j < n; j++) if (run.blockTable![b * run.maxPages! + j] === phys) return j;
+  return -1;
+}
+
+/** Which sequence and logical page owns each physical page. */
+function ownerOf(run: ServingRun): Map<number, [number, number]> {
+  const m = new Map<number, [number, number]>();
+  const maxPages = run.maxPages!;
+  run.cacheSeqlens!.forEach((len, b) => {
+    const n = Math.min(maxPages, Math.ceil(len / run.pageSize!));
+    for (let j = 0; j < n; j++) m.set(run.blockTable![b * maxPages + j], [b, j]);
+  });
+  return m;
+}
+
 export function PagedView({ run, stepIndex, seq }: Props) {
   const B = run.cacheSeqlens!.length;
   const ps = run.pageSize!;
   const maxPages = run.maxPages!;
+  const numPages = run.numPages!;
   const table = run.blockTable!;
   const cur = run.steps[stepIndex];
   const owned = (b: number) => Math.ceil(run.cacheSeqlens![b] / ps);
@@ -33,97 +103,167 @@ export function PagedView({ run, stepIndex, seq }: Props) {
     }
     return out;
   }, [run, stepIndex, cur]);
-  const owner = useMemo(() => {
-    const m = new Map<number, [number, number]>();
-    for (let b = 0; b < B; b++) for (let j = 0; j < owned(b); j++) m.set(table[b * maxPages + j], [b, j]);
-    return m;
-    // eslint-disable-next-line react-hooks/exhaustive-deps
-  }, [run]);
+  const owner = useMemo(() => ownerOf(run), [run]);
+
+  const tableRef = useRef<HTMLElement>(null);
+  const poolRef = useRef<HTMLElement>(null);
+  const tb = useScrollBox(tableRef);
+  const pb = useScrollBox(poolRef);
+  const [c0, c1] = visibleRange(tb.left, Math.max(0, tb.width - LEAD), COL_W, maxPages);
+  const [r0, r1] = visibleRange(tb.top, Math.max(0, tb.height - HEAD_H), ROW_H, B);
+  const perRow = Math.max(1, Math.floor((pb.width + POOL_GAP) / (POOL_W + POOL_GAP)));
+  const poolRows = Math.ceil(numPages / perRow);
+  const [p0, p1] = visibleRange(pb.top, pb.height, POOL_H + POOL_GAP, poolRows);
+
+  // The step's pages are brought into view when they are outside it.
+  useEffect(() => {
+    const el = tableRef.current;
+    const first = cur?.pages?.[0];
+    if (!el || !cur || first === undefined) return;
+    const j = columnOf(run, cur.b, first);
+    if (j < 0) return;
+    const x = j * COL_W;
+    if (x < el.scrollLeft || x + COL_W > el.scrollLeft + el.clientWidth - LEAD) el.scrollLeft = Math.max(0, x - COL_W);
+    const y = cur.b * ROW_H;
+    if (y < el.scrollTop || y + ROW_H > el.scrollTop + el.clientHeight - HEAD_H) el.scrollTop = Math.max(0, y - ROW_H);
+    const pool = poolRef.current;
+    if (!pool) return;
+    const py = Math.floor(first / perRow) * (POOL_H + POOL_GAP);
+    if (py < pool.scrollTop || py + POOL_H > pool.scrollTop + pool.clientHeight) pool.scrollTop = Math.max(0, py - POOL_H);
+  }, [run, cur, perRow]);
+
+  const cols = Array.from({ length: c1 - c0 }, (_, i) => c0 + i);
+  const gap = (w: number, key: string, header = false) => {
+    const Cell = header ? 'th' : 'td';
+    return w > 0 ? <Cell key={key} className="bt-gap" style={{ width: w * COL_W, padding: 0, border: 0 }} /> : null;
+  };
+  const sticky = (left: number, w: number) => ({ position: 'sticky' as const, left, zIndex: 1, width: w, background: 'var(--panel)' });
   return (
     <section className="serving-view" aria-label="Block table and page pool" data-testid="paged-view">
       <h3>
-        Block table — page size {ps}, {run.numPages} pages in the pool, {run.pagesTouched} read by the run
+        Block table — page size {ps}, {numPages} pages in the pool, {run.pagesTouched} read by the run
         {pagesPerSplit !== undefined && (
           <span data-testid="split-pages">
             ; flash-decoding: {pagesPerSplit} page{pagesPerSplit === 1 ? '' : 's'} per split
           </span>
         )}
+        {(maxPages > c1 - c0 || B > r1 - r0) && (
+          <span className="dim" data-testid="bt-extent">
+            {' '}
+            ({B} sequences × {maxPages} pages; scroll to see the rest)
+          </span>
+        )}
       </h3>
-      <table className="block-table" data-testid="block-table">
-        <thead>
-          <tr>
-            <th scope="col">sequence</th>
-            <th scope="col">tokens</th>
-            {Array.from({ length: maxPages }, (_, j) => (
-              <th key={j} scope="col">
-                page {j}
-                <div className="dim">
-                  keys {j * ps}…{(j + 1) * ps - 1}
-                </div>
+      <section ref={tableRef} className="block-table-scroll" style={{ overflow: 'auto', maxHeight: TABLE_MAX_H }} aria-label="Block table">
+        <table
+          className="block-table"
+          data-testid="block-table"
+          style={{ tableLayout: 'fixed', width: LEAD + maxPages * COL_W, borderCollapse: 'separate', borderSpacing: 0 }}
+        >
+          <thead>
+            <tr style={{ height: HEAD_H, position: 'sticky', top: 0, zIndex: 2, background: 'var(--panel)' }}>
+              <th scope="col" style={sticky(0, LEAD_W[0])}>
+                sequence
               </th>
-            ))}
-          </tr>
-        </thead>
-        <tbody>
-          {Array.from({ length: B }, (_, b) => (
-            <tr key={b} className={b === seq ? 'picked' : undefined}>
-              <th scope="row" style={{ borderLeft: `4px solid ${seqColour(b)}` }}>
-                {b}
+              <th scope="col" style={sticky(LEAD_W[0], LEAD_W[1])}>
+                tokens
               </th>
-              <td>{run.cacheSeqlens![b]}</td>
-              {Array.from({ length: maxPages }, (_, j) => {
-                if (j >= owned(b)) {
-                  return (
-                    <td key={j} className="unused" title="entry past the sequence's pages: unused, never read">
-                      ·
-                    </td>
-                  );
-                }
-                const phys = table[b * maxPages + j];
-                const isLit = cur?.b === b && lit.has(phys);
-                const wasLoaded = cur?.b === b && loaded.has(phys);
-                const split = pagesPerSplit ? Math.floor(j / pagesPerSplit) : undefined;
-                const fill = Math.min(ps, run.cacheSeqlens![b] - j * ps);
-                return (
-                  <td
-                    key={j}
-                    data-testid={`bt-${b}-${j}`}
-                    className={['page', isLit ? 'lit' : '', wasLoaded ? 'loaded' : '', split !== undefined ? `split${split % 4}` : ''].join(
-                      ' ',
-                    )}
-                    title={`sequence ${b}, logical page ${j} (keys ${j * ps}…${j * ps + fill - 1}) → physical page ${phys}${split !== undefined ? `, split ${split}` : ''}`}
-                  >
-                    <span className="phys">→ {phys}</span>
-                    {split !== undefined && <span className="split-tag">split {split}</span>}
-                    <span className="fill" style={{ width: `${(100 * fill) / ps}%`, background: seqColour(b) }} />
-                  </td>
-                );
-              })}
+              {gap(c0, 'before', true)}
+              {cols.map((j) => (
+                <th key={j} scope="col" style={{ width: COL_W }}>
+                  page {j}
+                  <div className="dim">
+                    keys {j * ps}…{(j + 1) * ps - 1}
+                  </div>
+                </th>
+              ))}
+              {gap(maxPages - c1, 'after', true)}
             </tr>
-          ))}
-        </tbody>
-      </table>
+          </thead>
+          <tbody>
+            {r0 > 0 && <tr style={{ height: r0 * ROW_H }} />}
+            {Array.from({ length: r1 - r0 }, (_, i) => {
+              const b = r0 + i;
+              return (
+                <tr key={b} className={b === seq ? 'picked' : undefined} style={{ height: ROW_H }}>
+                  <th scope="row" style={{ ...sticky(0, LEAD_W[0]), borderLeft: `4px solid ${seqColour(b)}` }}>
+                    {b}
+                  </th>
+                  <td style={sticky(LEAD_W[0], LEAD_W[1])}>{run.cacheSeqlens![b]}</td>
+                  {gap(c0, 'before')}
+                  {cols.map((j) => {
+                    if (j >= owned(b)) {
+                      return (
+                        <td key={j} className="unused" title="entry past the sequence's pages: unused, never read">
+                          ·
+                        </td>
+                      );
+                    }
+                    const phys = table[b * maxPages + j];
+                    const isLit = cur?.b === b && lit.has(phys);
+                    const wasLoaded = cur?.b === b && loaded.has(phys);
+                    const split = pagesPerSplit ? Math.floor(j / pagesPerSplit) : undefined;
+                    const fill = Math.min(ps, run.cacheSeqlens![b] - j * ps);
+                    return (
+                      <td
+                        key={j}
+                        data-testid={`bt-${b}-${j}`}
+                        className={[
+                          'page',
+                          isLit ? 'lit' : '',
+                          wasLoaded ? 'loaded' : '',
+                          split !== undefined ? `split${split % 4}` : '',
+                        ].join(' ')}
+                        title={`sequence ${b}, logical page ${j} (keys ${j * ps}…${j * ps + fill - 1}) → physical page ${phys}${split !== undefined ? `, split ${split}` : ''}`}
+                      >
+                        <span className="phys">→ {phys}</span>
+                        {split !== undefined && <span className="split-tag">split {split}</span>}
+                        <span className="fill" style={{ width: `${(100 * fill) / ps}%`, background: seqColour(b) }} />
+                      </td>
+                    );
+                  })}
+                  {gap(maxPages - c1, 'after')}
+                </tr>
+              );
+            })}
+            {r1 < B && <tr style={{ height: (B - r1) * ROW_H }} />}
+          </tbody>
+        </table>
+      </section>
       <h3>Page pool (physical pages)</h3>
-      <div className="pool" data-testid="pool">
-        {Array.from({ length: run.numPages! }, (_, p) => {
-          const o = owner.get(p);
-          const isLit = lit.has(p) && o?.[0] === cur?.b;
-          return (
-            <div
-              key={p}
-              data-testid={`pool-${p}`}
-              className={['pool-page', o ? '' : 'free', isLit ? 'lit' : ''].join(' ')}
-              style={o ? { borderColor: seqColour(o[0]) } : undefined}
-              title={
-                o ? `physical page ${p}: sequence ${o[0]}, logical page ${o[1]}` : `physical page ${p}: owned by no sequence — never read`
-              }
-            >
-              <b>{p}</b>
-              <span>{o ? `s${o[0]}·p${o[1]}` : 'free'}</span>
-            </div>
-          );
-        })}
-      </div>
+      <section ref={poolRef} style={{ overflowY: 'auto', maxHeight: POOL_MAX_H }} aria-label="Page pool">
+        <div style={{ height: poolRows * (POOL_H + POOL_GAP), position: 'relative' }}>
+          <div className="pool" data-testid="pool" style={{ position: 'absolute', top: p0 * (POOL_H + POOL_GAP), gap: POOL_GAP }}>
+            {Array.from({ length: Math.min(numPages, p1 * perRow) - p0 * perRow }, (_, i) => {
+              const p = p0 * perRow + i;
+              const o = owner.get(p);
+              const isLit = lit.has(p) && o?.[0] === cur?.b;
+              return (
+                <div
+                  key={p}
+                  data-testid={`pool-${p}`}
+                  className={['pool-page', o ? '' : 'free', isLit ? 'lit' : ''].join(' ')}
+                  style={{
+                    width: POOL_W,
+                    height: POOL_H,
+                    minWidth: 0,
+                    boxSizing: 'border-box',
+                    ...(o ? { borderColor: seqColour(o[0]) } : {}),
+                  }}
+                  title={
+                    o
+                      ? `physical page ${p}: sequence ${o[0]}, logical page ${o[1]}`
+                      : `physical page ${p}: owned by no sequence — never read`
+                  }
+                >
+                  <b>{p}</b>
+                  <span>{o ? `s${o[0]}·p${o[1]}` : 'free'}</span>
+                </div>
+              );
+            })}
+          </div>
+        </div>
+      </section>
       <p className="serving-legend dim">
         Yellow: pages the current step loads. Outlined: pages this sequence and head have loaded so far. Hatched pool pages belong to no
         sequence and are never read; nor is any slot past a sequence's last token in its final page (the bar shows how full each page is).

@@ -38,3 +38,13 @@ export function servingWorker(): Comlink.Remote<ServingApi> {
 
 export const VARLEN_ROLES = ['q', 'k', 'v', 'cu_seqlens_q', 'cu_seqlens_k'] as const;
 export const PAGED_ROLES = ['q', 'k_cache', 'v_cache', 'block_table', 'cache_seqlens'] as const;
+
+/** The largest tensor file the serving page reads: well above a pool at the page's limits in float64. */
+export const MAX_SERVING_FILE_BYTES = 64 * 2 ** 20;
+
+/** Why a chosen file is refused before it is read (too large to hold), or undefined. */
+export function servingFileRefusal(role: string, f: { name: string; size: number }): string | undefined {
+  if (f.size <= MAX_SERVING_FILE_BYTES) return undefined;
+  const mb = (x: number) => (x / 2 ** 20).toFixed(1);
+  return `${f.name} (${role}): ${mb(f.size)} MB, more than the ${mb(MAX_SERVING_FILE_BYTES)} MB the Serving page reads from one file; use fewer sequences, shorter caches or fewer heads`;
+}

@@ -9,10 +9,12 @@ import type { Tensor } from '../../engine/io/tensor-info.ts';
 import { pagedFromTensors, pagedShape, varlenFromTensors, varlenShape } from '../../engine/layouts/from-tensors.ts';
 import { generateServing, runServing } from '../../engine/layouts/serving-run.ts';
 import { ProblemError } from '../../engine/core/problem.ts';
-import { PAGED_ROLES, VARLEN_ROLES, type ServingApi } from './serving-api.ts';
+import { PAGED_ROLES, servingFileRefusal, VARLEN_ROLES, type ServingApi } from './serving-api.ts';
 
 async function read(role: string, f: File | undefined): Promise<Tensor> {
   if (!f) throw new ProblemError(role, 'no file chosen');
+  const refused = servingFileRefusal(role, f);
+  if (refused) throw new TensorFileError(refused);
   const src = new BlobSource(f, f.name);
   if (/\.safetensors$/i.test(f.name)) return readSafetensor(src);
   if (/\.npy$/i.test(f.name)) return readNpy(src);

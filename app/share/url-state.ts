@@ -15,8 +15,9 @@ import {
   type DType,
   INPUT_DISTRIBUTIONS,
   type FeatureSpecs,
+  maskFromFields,
 } from '../../engine/api.ts';
-import { DEFAULT_FORM, formMask, panelSwitches, effectiveSwitches, formToRequest, type ProblemForm } from '../store/problem-form.ts';
+import { DEFAULT_FORM, panelSwitches, effectiveSwitches, formToRequest, type ProblemForm } from '../store/problem-form.ts';
 import { DEFAULT_PANES, MAX_PANES, MIN_PANES, paneSwitchSpecs, type ComparePaneConfig } from '../compare/pane-config.ts';
 import { decodeServing, encodeServing, type ServingShare } from '../serving/serving-url.ts';
 import { hasOwnKey, isRecord, own, pick } from './untrusted.ts';
@@ -343,7 +344,7 @@ function readPane(x: unknown, i: number, known: readonly string[], notices: stri
     if (why) notices.push(`${where}: mask_mod ${show(p.maskMod)} ${why}; the shared mask is used`);
     else {
       try {
-        formMask({ maskMod: p.maskMod as string, scoreMod: '' }, { hq: 1, nq: 64, nk: 64 });
+        maskFromFields({ maskMod: p.maskMod as string, scoreMod: '' }, { hq: 1, nq: 64, nk: 64 });
         config.maskMod = p.maskMod as string;
       } catch (e) {
         notices.push(`${where}: ${(e as Error).message}; the shared mask is used`);

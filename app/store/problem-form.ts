@@ -5,7 +5,6 @@ import {
   type LoadRequest,
   type InputDistribution,
   isFp8,
-  type AttentionProblem,
   type DType,
   hasBackward,
   type Pass,
@@ -13,10 +12,11 @@ import {
   findDescriptor,
   type FeatureSpec,
   type SwitchValues,
-  type MaskSpec,
-  MaskSpecError,
-  checkMaskSpec,
-  maskSpecFrom,
+  FieldError,
+  fieldsToProblem,
+  problemToFields,
+  type ProblemFields,
+  wholeNumber,
 } from '../../engine/api.ts';
 
 /** Every panel switch's value as the next load would run it (set, loaded, or the kernel's default). */
@@ -94,35 +94,15 @@ export function effectiveSwitches(
   return out;
 }
 
-export interface ProblemForm {
+/** The problem panel's form: the problem's fields plus the request's (pass, tiles, inputs, switches). */
+export interface ProblemForm extends ProblemFields {
   algorithm: string;
   /** Which pass the debugger steps through: the forward, or the gradients (dO from the seed). */
   pass: Pass;
-  batch: string;
-  hq: string;
-  hk: string;
-  nq: string;
-  nk: string;
-  d: string;
-  dv: string;
   blockMode: 'sram' | 'explicit';
   sramBytes: string;
   blockM: string;
   blockN: string;
-  causal: boolean;
-  /** Empty: no sliding window on that side. */
-  windowLeft: string;
-  windowRight: string;
-  alibi: boolean;
-  /** Empty: no softcap. */
-  softcap: string;
-  /** Empty: no attention sink; else one sink logit used for every query head. */
-  sink: string;
-  /** mask_mod as mask-language text or a preset reference (`sliding_window:16`); empty: none. */
-  maskMod: string;
-  /** score_mod, likewise. */
-  scoreMod: string;
-  dtype: DType;
   seed: string;
   distribution: InputDistribution;
   outlierRow: string;
@@ -162,67 +142,21 @@ export const DEFAULT_FORM: ProblemForm = {
   switches: {},
 };
 
-export class FormError extends Error {
-  constructor(
-    readonly field: string,
-    message: string,
-  ) {
-    super(`${field}: ${message}`);
-  }
-}
-
-function int(field: string, v: string, min = 1): number {
-  const t = v.trim();
-  if (!/^-?\d+$/.test(t)) throw new FormError(field, `must be a whole number, got "${v}"`);
-  const n = Number(t);
-  if (n < min) throw new FormError(field, `must be at least ${min}, got ${n}`);
-  return n;
-}
-
 /**
  * The request a load of this form sends. `applied` is the loaded run: its switches decide the
  * conditions of switches the form does not set (sage's qPerWarp needs version 2, whether the
  * version comes from the form or from the run loaded before).
  */
 export function formToRequest(f: ProblemForm, applied?: LoadRequest): LoadRequest {
-  const problem: AttentionProblem = {
-    batch: int('batch', f.batch),
-    hq: int('hq', f.hq),
-    hk: int('hk', f.hk),
-    nq: int('nq', f.nq),
-    nk: int('nk', f.nk),
-    d: int('d', f.d),
-    dv: int('dv', f.dv),
-    causal: f.causal,
-    dtype: f.dtype,
-  };
-  if (f.windowLeft.trim() !== '' || f.windowRight.trim() !== '') {
-    problem.window = {
-      left: f.windowLeft.trim() === '' ? -1 : int('window left', f.windowLeft, 0),
-      right: f.windowRight.trim() === '' ? -1 : int('window right', f.windowRight, 0),
-    };
-  }
-  if (f.alibi) problem.alibi = 'standard';
-  if (f.softcap.trim() !== '') {
-    const c = Number(f.softcap);
-    if (!(Number.isFinite(c) && c > 0)) throw new FormError('softcap', `must be a number > 0, got "${f.softcap}"`);
-    problem.softcap = c;
-  }
-  if (f.sink.trim() !== '') {
-    const v = Number(f.sink);
-    if (!Number.isFinite(v)) throw new FormError('sink', `must be a number, got "${f.sink}"`);
-    problem.sinks = new Array<number>(problem.hq).fill(v);
-  }
-  const mask = formMask(f, problem);
-  if (mask) problem.mask = mask;
+  const problem = fieldsToProblem(f);
   const blocks =
     f.blockMode === 'sram'
-      ? { sramBytes: int('on-chip memory M', f.sramBytes) }
-      : { blockM: int('Br', f.blockM), blockN: int('Bc', f.blockN) };
-  const req: LoadRequest = { algorithm: f.algorithm, problem, seed: int('seed', f.seed, 0), distribution: f.distribution, blocks };
+      ? { sramBytes: wholeNumber('on-chip memory M', f.sramBytes) }
+      : { blockM: wholeNumber('Br', f.blockM), blockN: wholeNumber('Bc', f.blockN) };
+  const req: LoadRequest = { algorithm: f.algorithm, problem, seed: wholeNumber('seed', f.seed, 0), distribution: f.distribution, blocks };
   if (f.pass === 'backward') {
     if (!hasBackward(f.algorithm))
-      throw new FormError(
+      throw new FieldError(
         'pass',
         `${f.algorithm} has no backward pass in FlashScope; choose Forward, or one of the algorithms that have one`,
       );
@@ -231,33 +165,11 @@ export function formToRequest(f: ProblemForm, applied?: LoadRequest): LoadReques
   const features = switchFeatures(f, applied?.algorithm === f.algorithm ? applied.features : undefined);
   if (features) req.features = features;
   if (f.distribution === 'outlier-row' && f.outlierRow.trim() !== '') {
-    const r = int('outlier row', f.outlierRow, 0);
-    if (r >= problem.nq) throw new FormError('outlier row', `must be below nq (${problem.nq}), got ${r}`);
+    const r = wholeNumber('outlier row', f.outlierRow, 0);
+    if (r >= problem.nq) throw new FieldError('outlier row', `must be below nq (${problem.nq}), got ${r}`);
     req.outlierRow = r;
   }
   return req;
-}
-
-/** The mask field from the form's mask_mod / score_mod boxes; a FormError names the box and the column. */
-export function formMask(f: Pick<ProblemForm, 'maskMod' | 'scoreMod'>, dims: { hq: number; nq: number; nk: number }): MaskSpec | undefined {
-  const spec: MaskSpec = {};
-  for (const [key, field] of [
-    ['maskMod', 'mask_mod'],
-    ['scoreMod', 'score_mod'],
-  ] as const) {
-    const ref = f[key].trim();
-    if (ref === '') continue;
-    let one: MaskSpec;
-    try {
-      one = maskSpecFrom({ [key]: ref }, dims);
-      checkMaskSpec(one);
-    } catch (e) {
-      throw new FormError(field, e instanceof MaskSpecError ? e.reason : (e as Error).message);
-    }
-    spec[key] = one[key];
-    if (one.aux) spec.aux = { ...spec.aux, ...one.aux };
-  }
-  return spec.maskMod === undefined && spec.scoreMod === undefined ? undefined : spec;
 }
 
 /**
@@ -271,15 +183,15 @@ export function switchFeatures(f: ProblemForm, loaded?: SwitchValues): SwitchVal
     const v = f.switches[sw.key];
     if (v === undefined || (sw.fp8Only && !isFp8(f.dtype))) continue;
     if (typeof sw.spec.default === 'boolean') {
-      if (typeof v !== 'boolean') throw new FormError(`switches.${sw.key}`, `must be on or off, got "${String(v)}"`);
+      if (typeof v !== 'boolean') throw new FieldError(`switches.${sw.key}`, `must be on or off, got "${String(v)}"`);
       out[sw.key] = v;
       continue;
     }
     const t = String(v).trim();
     const n = Number(t);
-    if (t === '' || !Number.isFinite(n)) throw new FormError(`switches.${sw.key}`, `must be a number, got "${String(v)}"`);
+    if (t === '' || !Number.isFinite(n)) throw new FieldError(`switches.${sw.key}`, `must be a number, got "${String(v)}"`);
     const why = (sw.spec as FeatureSpec<number>).check?.(n);
-    if (why) throw new FormError(`switches.${sw.key}`, why);
+    if (why) throw new FieldError(`switches.${sw.key}`, why);
     out[sw.key] = n;
   }
   const values = effectiveSwitches(f.algorithm, out, loaded);
@@ -302,4 +214,22 @@ export function withAppliedFeatures(req: LoadRequest, applied: LoadRequest | und
   if (Object.keys(features).length) out.features = features;
   else delete out.features;
   return out;
+}
+
+/** The form that shows this request, so "Load" there starts from the very request. */
+export function requestToForm(r: LoadRequest): ProblemForm {
+  const sram = r.blocks.sramBytes !== undefined && r.blocks.blockM === undefined && r.blocks.blockN === undefined;
+  return {
+    ...DEFAULT_FORM,
+    ...problemToFields(r.problem),
+    algorithm: r.algorithm,
+    pass: r.pass ?? 'forward',
+    blockMode: sram ? 'sram' : 'explicit',
+    sramBytes: String(r.blocks.sramBytes ?? DEFAULT_FORM.sramBytes),
+    blockM: String(r.blocks.blockM ?? DEFAULT_FORM.blockM),
+    blockN: String(r.blocks.blockN ?? DEFAULT_FORM.blockN),
+    seed: String(r.seed),
+    distribution: r.distribution,
+    outlierRow: r.outlierRow !== undefined ? String(r.outlierRow) : '',
+  };
 }

@@ -3,7 +3,18 @@
 // select only the fields they render.
 
 import { create } from 'zustand';
-import type { Breakpoint, BreakpointHit, CountersRun, Frame, Granularity, HeadInputs, LoadSummary, LoadRequest } from '../../engine/api.ts';
+import {
+  type AttentionProblem,
+  type Breakpoint,
+  type BreakpointHit,
+  type CountersRun,
+  type Frame,
+  type Granularity,
+  type HeadInputs,
+  type LoadSummary,
+  type LoadRequest,
+  problemToFields,
+} from '../../engine/api.ts';
 import { DEFAULT_FORM, type ProblemForm } from './problem-form.ts';
 
 export type PaneId = string;
@@ -76,6 +87,8 @@ export interface AppState {
 
   addPane(id: PaneId, views: string[]): void;
   setForm(id: PaneId, patch: Partial<ProblemForm>): void;
+  /** Shows this problem and seed in the pane's form (its algorithm, pass, tiles and switches stay). */
+  showProblem(id: PaneId, problem: AttentionProblem, seed: number): void;
   setApplied(id: PaneId, req: LoadRequest): void;
   patchPlayback(id: PaneId, patch: Partial<PlaybackState>): void;
   patchSelection(id: PaneId, patch: Partial<SelectionState>): void;
@@ -105,6 +118,13 @@ export const useApp = create<AppState>()((set) => ({
     ),
   setForm: (id, patch) =>
     set((s) => ({ problem: { ...s.problem, [id]: { ...s.problem[id], form: { ...s.problem[id].form, ...patch } } } })),
+  showProblem: (id, problem, seed) =>
+    set((s) => ({
+      problem: {
+        ...s.problem,
+        [id]: { ...s.problem[id], form: { ...s.problem[id].form, ...problemToFields(problem), seed: String(seed) } },
+      },
+    })),
   setApplied: (id, req) => set((s) => ({ problem: { ...s.problem, [id]: { ...s.problem[id], applied: req } } })),
   patchPlayback: (id, patch) => set((s) => ({ playback: { ...s.playback, [id]: { ...s.playback[id], ...patch } } })),
   patchSelection: (id, patch) => set((s) => ({ selection: { ...s.selection, [id]: { ...s.selection[id], ...patch } } })),

@@ -3,50 +3,92 @@
 import { totalBytes, type Counters } from '../../engine/api.ts';
 import { useApp } from '../store/store.ts';
 import { usePane } from '../pane/context.ts';
+import { counterFigure } from '../../content/counter-figures.ts';
 
-const si = (n: number) =>
-  n >= 1e9 ? `${(n / 1e9).toFixed(2)} G` : n >= 1e6 ? `${(n / 1e6).toFixed(2)} M` : n >= 1e3 ? `${(n / 1e3).toFixed(1)} k` : String(n);
+/** A rounded figure whose exact value shows on hover (a byte question wants the exact one). */
+function Fig({ n, unit = '' }: { n: number; unit?: string }) {
+  const f = counterFigure(n);
+  const exact = `${n.toLocaleString('en-US')}${unit ? ` ${unit === 'B' ? 'bytes' : unit}` : ''}`;
+  return f === String(n) ? (
+    <>
+      {f}
+      {unit && ` ${unit}`}
+    </>
+  ) : (
+    <abbr title={exact} aria-label={exact}>
+      {f}
+      {unit}
+    </abbr>
+  );
+}
+
+function ByTensor({ m }: { m: Partial<Record<string, number>> }) {
+  const entries = Object.entries(m);
+  if (entries.length === 0) return <>—</>;
+  return (
+    <>
+      {entries.map(([t, n], i) => (
+        <span key={t}>
+          {i > 0 && ', '}
+          {t} <Fig n={n ?? 0} unit="B" />
+        </span>
+      ))}
+    </>
+  );
+}
 
 export function CountersTable({ c }: { c: Counters }) {
-  const byTensor = (m: Partial<Record<string, number>>) =>
-    Object.entries(m)
-      .map(([t, n]) => `${t} ${si(n ?? 0)}B`)
-      .join(', ') || '—';
   return (
     <table className="counters">
       <tbody>
         <tr>
           <th>HBM read</th>
           <td>
-            {si(totalBytes(c.hbmRead))}B <span className="dim">({byTensor(c.hbmRead)})</span>
+            <Fig n={totalBytes(c.hbmRead)} unit="B" />{' '}
+            <span className="dim">
+              (<ByTensor m={c.hbmRead} />)
+            </span>
           </td>
         </tr>
         <tr>
           <th>HBM written</th>
           <td>
-            {si(totalBytes(c.hbmWritten))}B <span className="dim">({byTensor(c.hbmWritten)})</span>
+            <Fig n={totalBytes(c.hbmWritten)} unit="B" />{' '}
+            <span className="dim">
+              (<ByTensor m={c.hbmWritten} />)
+            </span>
           </td>
         </tr>
         <tr>
           <th>matmul FLOPs</th>
-          <td>{si(c.matmulFlops)}</td>
+          <td>
+            <Fig n={c.matmulFlops} />
+          </td>
         </tr>
         <tr>
           <th>other FLOPs</th>
-          <td>{si(c.nonMatmulFlops)}</td>
+          <td>
+            <Fig n={c.nonMatmulFlops} />
+          </td>
         </tr>
         <tr>
           <th>exp</th>
-          <td>{si(c.expCount)}</td>
+          <td>
+            <Fig n={c.expCount} />
+          </td>
         </tr>
         <tr>
           <th>row rescales</th>
-          <td>{si(c.rescaleCount)}</td>
+          <td>
+            <Fig n={c.rescaleCount} />
+          </td>
         </tr>
         {c.atomicAdds > 0 && (
           <tr>
             <th>atomic adds</th>
-            <td>{si(c.atomicAdds)}</td>
+            <td>
+              <Fig n={c.atomicAdds} />
+            </td>
           </tr>
         )}
       </tbody>

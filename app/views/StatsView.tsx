@@ -86,6 +86,7 @@ export function StatsView() {
                 <tr key={row} className={row === activeRow ? 'selected' : undefined} data-row={row}>
                   <td>
                     <button
+                      type="button"
                       className="row-btn"
                       aria-label={`Select row ${row}`}
                       aria-pressed={row === activeRow}

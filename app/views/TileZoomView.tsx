@@ -72,7 +72,9 @@ export function TileZoomView() {
     <section className="view tile-zoom" aria-label="Tile numbers">
       <header>
         <h3>{title}</h3>
-        <button onClick={() => patchSelection(pane, { zoom: null })}>Close tile</button>
+        <button type="button" onClick={() => patchSelection(pane, { zoom: null })}>
+          Close tile
+        </button>
       </header>
       <div className="zoom-scroll">
         <table className="num-table">

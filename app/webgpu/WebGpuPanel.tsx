@@ -3,9 +3,12 @@
 // webgpu.worker.ts; this component keeps what the person set across errors, cancels and
 // device losses, and only ever replaces the result when a new run succeeds.
 
+import * as Comlink from 'comlink';
 import { useCallback, useEffect, useRef, useState } from 'react';
 import {
-  ProblemError,
+  fieldsToProblem,
+  type Pass,
+  type ProblemFields,
   validateProblem,
   type AttentionProblem,
   PATH_LABELS,
@@ -17,26 +20,14 @@ import {
   type WebGpuShape,
 } from '../../engine/api.ts';
 import { useApp } from '../store/store.ts';
-import type { AdapterReport, Backend, FromWorker, Pass, RunReport, ToWorker } from './protocol.ts';
+import type { AdapterReport, Backend, RunReport, WebGpuApi } from './protocol.ts';
 import { GridHeatmap, LseChart } from './ResultViews.tsx';
+import { RooflineView } from './RooflineView.tsx';
 import { fastestPath, missingFeatureAdvice } from './feature-advice.ts';
 import './webgpu.css';
 
-interface Form {
-  batch: string;
-  hq: string;
-  hk: string;
-  nq: string;
-  nk: string;
-  d: string;
-  dv: string;
-  causal: boolean;
-  windowLeft: string;
-  windowRight: string;
-  alibi: boolean;
-  softcap: string;
-  seed: string;
-}
+/** The problem's fields (full-size runs are fp32 without sinks or mask text) and the inputs' seed. */
+type Form = Omit<ProblemFields, 'dtype' | 'sink' | 'maskMod' | 'scoreMod'> & { seed: string };
 
 const FULL: Form = {
   batch: '4',
@@ -82,29 +73,10 @@ const PRESETS: { name: string; form: Partial<Form>; path?: WebGpuPath }[] = [
 const NO_MODIFIERS: Partial<Form> = { causal: false, windowLeft: '', windowRight: '', alibi: false, softcap: '' };
 
 function toProblem(f: Form): AttentionProblem {
-  const int = (field: string, s: string) => {
-    const v = Number(s);
-    if (!Number.isInteger(v) || v <= 0) throw new ProblemError(field, `must be a positive integer, got '${s}'`);
-    return v;
-  };
-  const p: AttentionProblem = {
-    batch: int('batch', f.batch),
-    hq: int('hq', f.hq),
-    hk: int('hk', f.hk),
-    nq: int('nq', f.nq),
-    nk: int('nk', f.nk),
-    d: int('d', f.d),
-    dv: int('dv', f.dv),
-    causal: f.causal,
-    dtype: 'fp32',
-  };
-  if (f.windowLeft !== '' || f.windowRight !== '') {
-    p.window = { left: f.windowLeft === '' ? -1 : Number(f.windowLeft), right: f.windowRight === '' ? -1 : Number(f.windowRight) };
-  }
-  if (f.alibi) p.alibi = 'standard';
-  if (f.softcap !== '') p.softcap = Number(f.softcap);
-  return validateProblem(p);
+  return validateProblem(fieldsToProblem({ ...f, dtype: 'fp32', sink: '', maskMod: '', scoreMod: '' }));
 }
+
+const message = (e: unknown) => (e instanceof Error ? e.message : String(e));
 
 const SHAPE_FIELDS: readonly WebGpuField[] = ['batch', 'hq', 'hk', 'nq', 'nk', 'd', 'dv'];
 
@@ -126,51 +98,45 @@ export default function WebGpuPanel() {
   const [probe, setProbe] = useState<Probe>({ state: 'probing' });
   const [progress, setProgress] = useState<{ stage: string; fraction: number } | null>(null);
   const [report, setReport] = useState<RunReport | null>(null);
+  // The problem of the report shown (the roofline counts need its shape).
+  const [reportProblem, setReportProblem] = useState<AttentionProblem | null>(null);
   const [error, setError] = useState<string | null>(null);
   const [note, setNote] = useState<string | null>(null);
-  const worker = useRef<Worker | null>(null);
+  const worker = useRef<{ worker: Worker; api: Comlink.Remote<WebGpuApi> } | null>(null);
   // A path the person picked survives a re-probe (after a cancel); otherwise the fastest offered one is used.
   const pathPicked = useRef(false);
   const seq = useRef(0);
-  const setDebuggerForm = useApp((s) => s.setForm);
+  const showInDebugger = useApp((s) => s.showProblem);
   const hasMain = useApp((s) => !!s.problem.main);
 
   const start = useCallback(() => {
     const w = new Worker(new URL('./webgpu.worker.ts', import.meta.url), { type: 'module' });
-    w.onmessage = (ev: MessageEvent<FromWorker>) => {
-      const m = ev.data;
-      if (m.id !== seq.current) return;
-      if (m.type === 'probe') {
-        if (m.ok) {
-          setProbe({ state: 'ok', adapter: m.adapter });
-          setPath((cur) => (pathPicked.current && m.adapter.paths.includes(cur) ? cur : fastestPath(m.adapter.paths)));
-        } else {
-          setProbe({ state: 'none', message: m.message });
-          setBackend('cpu');
-        }
-      } else if (m.type === 'progress') setProgress({ stage: m.stage, fraction: m.fraction });
-      else {
-        setProgress(null);
-        if (m.ok) {
-          setReport(m.report);
-          setError(null);
-        } else setError(m.message);
-      }
-    };
     w.onerror = (e) => {
       setProgress(null);
       setError(`The WebGPU worker failed: ${e.message || 'unknown error'}. Your settings are kept; run again to restart it.`);
-      worker.current?.terminate();
+      worker.current?.worker.terminate();
       worker.current = null;
     };
-    worker.current = w;
+    const api = Comlink.wrap<WebGpuApi>(w);
+    worker.current = { worker: w, api };
     const id = ++seq.current;
-    w.postMessage({ type: 'probe', id } satisfies ToWorker);
+    api.probe().then(
+      (adapter) => {
+        if (id !== seq.current) return;
+        setProbe({ state: 'ok', adapter });
+        setPath((cur) => (pathPicked.current && adapter.paths.includes(cur) ? cur : fastestPath(adapter.paths)));
+      },
+      (e: unknown) => {
+        if (id !== seq.current) return;
+        setProbe({ state: 'none', message: message(e) });
+        setBackend('cpu');
+      },
+    );
   }, []);
 
   useEffect(() => {
     start();
-    return () => worker.current?.terminate();
+    return () => worker.current?.worker.terminate();
   }, [start]);
 
   const set = (patch: Partial<Form>) => setFormState((f) => ({ ...f, ...patch }));
@@ -195,23 +161,40 @@ export default function WebGpuPanel() {
     try {
       problem = toProblem(form);
     } catch (e) {
-      setError(e instanceof Error ? e.message : String(e));
+      setError(message(e));
       return;
     }
     if (!worker.current) start();
     setError(null);
     setNote(null);
     const id = ++seq.current;
+    // Progress comes on its own channel: once the run has settled, a late stage is dropped.
+    let settled = false;
+    const onProgress = (stage: string, fraction: number) => {
+      if (!settled && id === seq.current) setProgress({ stage, fraction });
+    };
     setProgress({ stage: 'starting', fraction: 0 });
-    worker.current!.postMessage({
-      type: 'run',
-      id,
-      req: { backend, pass, path: pass === 'backward' ? bwdPath : path, problem, seed: Number(form.seed) || 1, checkRows: 4 },
-    } satisfies ToWorker);
+    const req = { backend, pass, path: pass === 'backward' ? bwdPath : path, problem, seed: Number(form.seed) || 1, checkRows: 4 };
+    worker.current!.api.run(req, Comlink.proxy(onProgress)).then(
+      (r) => {
+        settled = true;
+        if (id !== seq.current) return;
+        setProgress(null);
+        setReport(r);
+        setReportProblem(problem);
+        setError(null);
+      },
+      (e: unknown) => {
+        settled = true;
+        if (id !== seq.current) return;
+        setProgress(null);
+        setError(message(e));
+      },
+    );
   };
 
   const cancel = () => {
-    worker.current?.terminate();
+    worker.current?.worker.terminate();
     worker.current = null;
     setProgress(null);
     setError('Run cancelled. The GPU work was abandoned with its worker; settings and the previous result are kept.');
@@ -223,26 +206,12 @@ export default function WebGpuPanel() {
     try {
       p = toProblem(form);
     } catch (e) {
-      setError(e instanceof Error ? e.message : String(e));
+      setError(message(e));
       return;
     }
     const nq = Math.min(p.nq, 128);
     const nk = Math.min(p.nk, Math.max(nq, Math.round((p.nk / p.nq) * nq)), 128);
-    setDebuggerForm('main', {
-      batch: '1',
-      hq: '1',
-      hk: '1',
-      nq: String(nq),
-      nk: String(nk),
-      d: String(Math.min(p.d, 64)),
-      dv: String(Math.min(p.dv, 64)),
-      causal: p.causal,
-      windowLeft: form.windowLeft,
-      windowRight: form.windowRight,
-      alibi: p.alibi !== undefined,
-      softcap: form.softcap,
-      seed: form.seed,
-    });
+    showInDebugger('main', { ...p, batch: 1, hq: 1, hk: 1, nq, nk, d: Math.min(p.d, 64), dv: Math.min(p.dv, 64) }, Number(form.seed) || 1);
     setNote(
       `Copied to the step debugger's problem form at B=1, H=1, Nq=${nq}, Nk=${nk}, d=${Math.min(p.d, 64)} (same masks and modifiers) — press Load there to step through it.`,
     );
@@ -431,13 +400,13 @@ export default function WebGpuPanel() {
         </div>
       )}
       <div className="wg-row">
-        <button className="primary" onClick={run} disabled={busy}>
+        <button type="button" className="primary" onClick={run} disabled={busy}>
           Run
         </button>
-        <button onClick={cancel} disabled={!busy}>
+        <button type="button" onClick={cancel} disabled={!busy}>
           Cancel
         </button>
-        <button onClick={openInDebugger} disabled={busy || !hasMain}>
+        <button type="button" onClick={openInDebugger} disabled={busy || !hasMain}>
           Open in step debugger
         </button>
         {progress && (
@@ -528,6 +497,7 @@ export default function WebGpuPanel() {
               <figcaption>LSE per query row, batch 0, head 0 ({report.lse.length} rows; gaps are fully masked rows)</figcaption>
             </figure>
           </div>
+          <RooflineView report={report} problem={reportProblem} />
         </div>
       )}
     </section>

@@ -1,6 +1,6 @@
-// Messages between the WebGPU panel and its worker.
+// The WebGPU panel's worker API (Comlink, as the debugger's): what the panel asks and what comes back.
 
-import type { AttentionProblem, WebGpuPath, KernelTime } from '../../engine/api.ts';
+import type { AttentionProblem, WebGpuPath, KernelTime, Pass } from '../../engine/api.ts';
 import type { Grid } from './downsample.ts';
 
 export type Backend = 'webgpu' | 'cpu';
@@ -16,8 +16,6 @@ export interface AdapterReport {
   /** Bytes one storage binding holds (what standard attention's score matrix must fit). */
   maxStorageBinding: number;
 }
-
-export type Pass = 'forward' | 'backward';
 
 export interface RunRequest {
   backend: Backend;
@@ -49,11 +47,12 @@ export interface RunReport {
   gradCheck?: { rows: number; maxAbsErrDq: number };
 }
 
-export type ToWorker = { type: 'probe'; id: number } | { type: 'run'; id: number; req: RunRequest };
+/** A run's stage as it goes (fraction of the run in [0, 1]). */
+export type RunProgress = (stage: string, fraction: number) => void;
 
-export type FromWorker =
-  | { type: 'probe'; id: number; ok: true; adapter: AdapterReport }
-  | { type: 'probe'; id: number; ok: false; message: string }
-  | { type: 'progress'; id: number; stage: string; fraction: number }
-  | { type: 'run'; id: number; ok: true; report: RunReport }
-  | { type: 'run'; id: number; ok: false; message: string };
+export interface WebGpuApi {
+  /** The adapter and what it offers; rejects with why WebGPU is unavailable. */
+  probe(): Promise<AdapterReport>;
+  /** One run, reporting its stages; rejects with a message the panel shows (a lost device says so). */
+  run(req: RunRequest, progress: RunProgress): Promise<RunReport>;
+}

@@ -3,6 +3,7 @@
 // terminates this worker and starts a new one.
 
 /// <reference lib="webworker" />
+import * as Comlink from 'comlink';
 import { BUILT_IN_ALGORITHMS } from '../../engine/algorithms/registry.ts';
 import { randomInputs } from '../../engine/core/inputs.ts';
 import { nominalFlops, validateProblem } from '../../engine/core/problem.ts';
@@ -16,23 +17,21 @@ import { randomDo, runGpuBackward } from '../../engine/webgpu/backward-checks.ts
 import { backwardFlops, type BackwardPath } from '../../engine/webgpu/backward-run.ts';
 import { sampledDqError } from '../../engine/webgpu/backward-row-check.ts';
 import { describeSteady, STEADY_DEFAULTS, timeSteady } from '../../engine/webgpu/steady-timing.ts';
-import type { FromWorker, RunReport, RunRequest, ToWorker } from './protocol.ts';
+import type { AdapterReport, RunProgress, RunReport, RunRequest, WebGpuApi } from './protocol.ts';
 
 declare const self: DedicatedWorkerGlobalScope;
 
 let ctx: Promise<WebGpuContext> | undefined;
 const context = () => (ctx ??= openWebGpu((self.navigator as Navigator & { gpu?: GPU }).gpu));
 
-const post = (m: FromWorker) => self.postMessage(m);
 const lseList = (a: Float32Array | Float64Array) => Array.from(a, (x) => (Number.isFinite(x) ? x : null));
 
 /** The CPU engine cannot run full-size problems in reasonable time; above this it refuses. */
 const CPU_FLOP_LIMIT = 4e9;
 
-async function runGpu(id: number, req: RunRequest): Promise<RunReport> {
+async function runGpu(req: RunRequest, progress: RunProgress): Promise<RunReport> {
   const c = await context();
   const p = req.problem;
-  const progress = (stage: string, fraction: number) => post({ type: 'progress', id, stage, fraction });
   progress('allocating GPU buffers', 0.05);
   const run = await AttentionRun.create(c, p, { path: req.path });
   try {
@@ -73,12 +72,11 @@ async function runGpu(id: number, req: RunRequest): Promise<RunReport> {
  * rows and the forward's O rows are checked against float64. The flash-matrix path computes
  * in f16, so its problem is generated as fp16: the reference then sees the inputs the GPU holds.
  */
-async function runGpuBackwardReport(id: number, req: RunRequest): Promise<RunReport> {
+async function runGpuBackwardReport(req: RunRequest, progress: RunProgress): Promise<RunReport> {
   const c = await context();
   const path: BackwardPath = req.path === 'flash-matrix' ? 'flash-matrix' : 'flash-f32';
   const given = validateProblem(req.problem);
   const p = path === 'flash-matrix' ? { ...given, dtype: 'fp16' as const } : given;
-  const progress = (stage: string, fraction: number) => post({ type: 'progress', id, stage, fraction });
   progress('generating Q, K, V and dO', 0.05);
   const x = randomInputs(p, { seed: req.seed });
   const dO = randomDo(p, req.seed);
@@ -110,16 +108,16 @@ async function runGpuBackwardReport(id: number, req: RunRequest): Promise<RunRep
   };
 }
 
-function runCpu(id: number, req: RunRequest): RunReport {
+function runCpu(req: RunRequest, progress: RunProgress): RunReport {
   const p = validateProblem(req.problem);
   if (nominalFlops(p) > CPU_FLOP_LIMIT) {
     throw new Error(
       `The CPU engine would need ${(nominalFlops(p) / 1e9).toFixed(1)} GFLOP for this problem (limit ${CPU_FLOP_LIMIT / 1e9} GFLOP in the browser). Use WebGPU, or a smaller size.`,
     );
   }
-  post({ type: 'progress', id, stage: 'generating inputs', fraction: 0.1 });
+  progress('generating inputs', 0.1);
   const x = randomInputs(p, { seed: req.seed });
-  post({ type: 'progress', id, stage: 'running FA2 on the CPU', fraction: 0.3 });
+  progress('running FA2 on the CPU', 0.3);
   const t0 = performance.now();
   const r = runToEnd(BUILT_IN_ALGORITHMS.fa2.forward, p, x);
   const ms = performance.now() - t0;
@@ -141,48 +139,40 @@ function runCpu(id: number, req: RunRequest): RunReport {
   };
 }
 
-const message = (e: unknown) => (e instanceof Error ? e.message : String(e));
-
-self.onmessage = async (ev: MessageEvent<ToWorker>) => {
-  const m = ev.data;
-  if (m.type === 'probe') {
-    try {
-      const c = await context();
-      post({
-        type: 'probe',
-        id: m.id,
-        ok: true,
-        adapter: {
-          name: c.adapterName,
-          fallback: c.isFallback,
-          features: c.features,
-          paths: c.paths,
-          matrixF16: c.matrixConfigs.length > 0,
-          limits: `${c.limits.maxWorkgroupStorage} B workgroup memory, ${c.limits.maxInvocations} invocations, ${formatBytes(c.limits.maxStorageBinding)} per binding (larger tensors run in windows of batches or heads), ${formatBytes(c.limits.maxBuffer)} per buffer, subgroups ${c.subgroupMinSize}–${c.subgroupMaxSize}`,
-          maxStorageBinding: c.limits.maxStorageBinding,
-        },
-      });
-    } catch (e) {
-      ctx = undefined; // a later probe may succeed (e.g. after a device loss)
-      post({ type: 'probe', id: m.id, ok: false, message: message(e) });
-    }
-    return;
-  }
+async function probe(): Promise<AdapterReport> {
   try {
-    if (m.req.pass === 'backward' && m.req.backend !== 'webgpu')
+    const c = await context();
+    return {
+      name: c.adapterName,
+      fallback: c.isFallback,
+      features: c.features,
+      paths: c.paths,
+      matrixF16: c.matrixConfigs.length > 0,
+      limits: `${c.limits.maxWorkgroupStorage} B workgroup memory, ${c.limits.maxInvocations} invocations, ${formatBytes(c.limits.maxStorageBinding)} per binding (larger tensors run in windows of batches or heads), ${formatBytes(c.limits.maxBuffer)} per buffer, subgroups ${c.subgroupMinSize}–${c.subgroupMaxSize}`,
+      maxStorageBinding: c.limits.maxStorageBinding,
+    };
+  } catch (e) {
+    ctx = undefined; // a later probe may succeed (e.g. after a device loss)
+    throw e;
+  }
+}
+
+async function run(req: RunRequest, progress: RunProgress): Promise<RunReport> {
+  try {
+    if (req.pass === 'backward' && req.backend !== 'webgpu')
       throw new Error(
         'The backward runs on WebGPU only here; the step debugger steps the CPU backward (Forward | Backward in its problem panel).',
       );
-    const report =
-      m.req.backend === 'cpu'
-        ? runCpu(m.id, m.req)
-        : m.req.pass === 'backward'
-          ? await runGpuBackwardReport(m.id, m.req)
-          : await runGpu(m.id, m.req);
-    post({ type: 'run', id: m.id, ok: true, report });
+    if (req.backend === 'cpu') return runCpu(req, progress);
+    return req.pass === 'backward' ? await runGpuBackwardReport(req, progress) : await runGpu(req, progress);
   } catch (e) {
-    const c = m.req.backend === 'webgpu' ? await ctx?.catch(() => undefined) : undefined;
-    if (c?.lost) ctx = undefined; // next run opens a fresh device
-    post({ type: 'run', id: m.id, ok: false, message: c?.lost ?? message(e) });
+    const c = req.backend === 'webgpu' ? await ctx?.catch(() => undefined) : undefined;
+    if (c?.lost) {
+      ctx = undefined; // next run opens a fresh device
+      throw new Error(c.lost);
+    }
+    throw e;
   }
-};
+}
+
+Comlink.expose({ probe, run } satisfies WebGpuApi);

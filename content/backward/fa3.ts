@@ -19,7 +19,7 @@ export const fa3BackwardContent: AlgorithmContent = {
     { id: 'fa3bwd.dp', text: 'dP = dO_i V_jᵀ  (wgmma, issued right after S)', indent: 2, kinds: ['dp'] },
     { id: 'fa3bwd.mask', text: 'S ← −∞ where the mask hides a key', indent: 2, kinds: ['mask'] },
     { id: 'fa3bwd.recompute', text: 'P = exp2(S · scale · log₂e − LSE_i · log₂e)', indent: 2, kinds: ['recompute'] },
-    { id: 'fa3bwd.ds', text: 'dS = P ∘ (dP − D_i); P, dS to shared memory in 16 bits', indent: 2, kinds: ['ds'] },
+    { id: 'fa3bwd.ds', text: 'dS = P ∘ (dP − D_i); dS (and P when d > 128) to shared memory in 16 bits', indent: 2, kinds: ['ds'] },
     { id: 'fa3bwd.dv', text: 'dV_j ← dV_j + Pᵀ dO_i  (registers)', indent: 2, kinds: ['dv'] },
     { id: 'fa3bwd.dq', text: 'dQ partial dS K_j → dQ writer warp: reduce-add into dQaccum_i', indent: 2, kinds: ['dq'] },
     { id: 'fa3bwd.dk', text: 'dK_j ← dK_j + dSᵀ Q_i  (registers)', indent: 2, kinds: ['dk'] },
@@ -41,7 +41,7 @@ export const fa3BackwardContent: AlgorithmContent = {
     'fa3bwd.mask': 'Masked scores become −∞ (the softcap derivative is taken before the mask).',
     'fa3bwd.recompute': 'P from the LSE in log₂ units: exp2 is the instruction the hardware has.',
     'fa3bwd.ds':
-      'dS = P ∘ (dP − D_i). P and dS are converted to 16 bits and stored in shared memory, where the next three matmuls read them.',
+      'dS = P ∘ (dP − D_i), converted to 16 bits. dS always goes to shared memory, where dQ = dS K_j reads it; up to d = 128 the dV and dK matmuls take P and dS from registers, at d 192 and 256 P is stored beside dS and both are read from shared memory (Mma_dKV_is_RS, hopper/mainloop_bwd_sm90_tma_gmma_ws.hpp@0251105a l. 75, 279-289, 901-923).',
     'fa3bwd.dv': 'dV_j accumulates in registers for the life of the CTA.',
     'fa3bwd.dq':
       'The MMA warpgroups compute the dQ partial dS K_j into shared memory, and a dedicated warp adds it into the fp32 dQaccum in HBM with a bulk reduce-add: the atomic add of this kernel. The sum is kept without the softmax scale until the postprocess. With the deterministic switch, a semaphore per row block makes the CTAs add in a fixed order, at the cost of waiting.',

@@ -31,7 +31,7 @@ It costs registers ($S_{j+1}$ and $P_j$ live at once) and hides the softmax unde
     {
       id: 'fp8',
       title: 'Background: FP8 and block quantization',
-      text: tex`FA3's FP8 path doubles tensor throughput again. To keep error small it quantizes **per block**: each tile of $Q$, $K$, $V$ carries its own scale, $X \approx s_X \cdot \hat X$ with $\hat X$ in FP8, so one outlier only costs precision in its own block, and the scales fold into the softmax scale: $S = s_Q s_K \, \hat Q \hat K^\top$. *Incoherent processing* multiplies $Q$ and $K$ by the same random orthogonal (Hadamard) matrix $M$ first — $QM (KM)^\top = QK^\top$ — spreading outliers over all coordinates. FlashScope's FA3 runs FP16/BF16/FP32; FP8 is not modelled.`,
+      text: tex`FA3's FP8 path doubles tensor throughput again. To keep error small it quantizes **per block**: each tile of $Q$, $K$, $V$ carries its own scale, $X \approx s_X \cdot \hat X$ with $\hat X$ in FP8, so one outlier only costs precision in its own block, and the scales fold into the softmax scale: $S = s_Q s_K \, \hat Q \hat K^\top$. *Incoherent processing* multiplies $Q$ and $K$ by the same random orthogonal (Hadamard) matrix $M$ first — $QM (KM)^\top = QK^\top$ — spreading outliers over all coordinates. FlashScope models FA3's e4m3 forward with the kernel's per-(batch, KV head) descales; the block quantization and the rotation are the paper's experiment, off by default.`,
     },
   ],
   steps: {
@@ -44,7 +44,7 @@ It costs registers ($S_{j+1}$ and $P_j$ live at once) and hides the softmax unde
     rescale: tex`$O \leftarrow e^{m_{\text{old}} - m_{\text{new}}} O$ on the register-resident accumulator, folded into the row-max op on the timeline.`,
     pv: tex`\`wgmma\` $O \mathrel{+}= P V_j$ with $P$ from registers and $V_j$ from shared memory; when it completes, the consumer arrives on $V_j$'s empty barrier and the producer may refill the slot.`,
     normalize: tex`$O / \ell$ in registers after the last block; both consumers then meet at the epilogue barrier.`,
-    write: tex`$O$ goes to shared memory (over $sQ$ when a separate $sO$ does not fit) and out with a TMA store.`,
-    combine: tex`FA3 does not split K/V; no combine step.`,
+    write: tex`$O$ goes to shared memory in $sO$, which shares its bytes with the $V$ ring $sV$ (the epilogue's storage is a union with the mainloop's, flash_fwd_kernel_sm90.h@0251105a l. 90-103), and out with a TMA store.`,
+    combine: tex`FA3 splits K/V when num_splits > 1 (upstream's heuristic picks it for decoding-sized grids, flash_api.cpp@0251105a l. 442-471): each split writes an fp32 partial and a separate combine kernel merges them. FlashScope's FA3 timeline runs each split's K/V range but does not draw the combine.`,
   },
 };

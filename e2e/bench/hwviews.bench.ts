@@ -1,4 +1,4 @@
-// bench:hwviews (issue #5): do the hardware views stay responsive while the debugger steps
+// bench:hwviews: do the hardware views stay responsive while the debugger steps
 // as fast as it can? Loads FA4 on B=1, H=16, Nq=64, Nk=520, d=64, bf16, Br=Bc=8 (50 304
 // trace events) and plays at maximum speed in windows of WINDOW_S seconds, from the start
 // and across a head boundary (where the hardware views switch to another SM's schedule),

@@ -1,4 +1,4 @@
-// UI benchmark (issue #3): 10 s of playback at maximum speed on FA2 N = 256, d = 64.
+// UI benchmark: 10 s of playback at maximum speed on FA2 N = 256, d = 64.
 // Reports main-thread long tasks (> 50 ms, goal 0), frames per second (goal >= 55) and the
 // JS transferred before first paint, gzip-compressed (goal <= 250 KB).
 

@@ -50,6 +50,35 @@ describe('algorithm ids outside their folders', () => {
   }
 });
 
+describe('branching on an algorithm id', () => {
+  // Lessons may name algorithms (their presets load them), but code that branches on an id
+  // asks the descriptor instead. Where a branch stays, the reason is given.
+  const ALLOWED: Record<string, string[]> = {
+    // The quantized score formula: SageAttention folds the softmax scale into Q's INT8 scale.
+    'content/formulas.ts': ['sage'],
+    // The low-precision chapter's "try this" changes act on its FA3 FP8 and SageAttention panes.
+    'content/lessons/chapters/ch12-low-precision.ts': ['fa3', 'sage'],
+  };
+  const ALL_IDS = Object.keys(BUILT_IN_ALGORITHMS);
+  const WITH_CONTENT = [...FILES, ...sources('content').map((path) => ({ path, text: code(path) }))];
+
+  it('reads content/ as well as app/ and engine/', () => {
+    expect(WITH_CONTENT.some((f) => f.path === 'content/formulas.ts')).toBe(true);
+  });
+
+  for (const id of ALL_IDS) {
+    it(`no source outside engine/algorithms/${id}/ compares an algorithm with '${id}'`, () => {
+      const q = `['"\`]${id.replace(/[-]/g, '\\-')}['"\`]`;
+      // An algorithm-valued expression compared with the id: `algorithm === 'fa1'`, `r.algorithm !== 'sage'`, `algo.id === …`.
+      const compared = new RegExp(`(algorithm|\\.id)\\s*[!=]==?\\s*${q}|${q}\\s*[!=]==?\\s*[\\w.]*(algorithm|\\.id)\\b`);
+      const found = WITH_CONTENT.filter(
+        (f) => !f.path.startsWith(`engine/algorithms/${id}/`) && compared.test(f.text) && !ALLOWED[f.path]?.includes(id),
+      ).map((f) => f.path);
+      expect(found, found.join(', ')).toEqual([]);
+    });
+  }
+});
+
 describe('what the descriptors claim', () => {
   const probe: AttentionProblem = { ...DEFAULT_PROBLEM, batch: 1, hq: 1, hk: 1, nq: 16, nk: 16, d: 16, dv: 16, causal: false };
   for (const d of DESCRIPTORS) {

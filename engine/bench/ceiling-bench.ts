@@ -1,12 +1,12 @@
-// `npm run bench:webgpu -- --ceiling`: the WGSL microbenchmarks (webgpu/ceiling-run.ts) on the
+// `npm run bench:webgpu -- --ceiling`: the WGSL microbenchmarks (ceiling-run.ts) on the
 // bench's device and toggles, every subgroup-matrix shape and type the adapter lists, then the
 // CUDA figures of the same GPU in the same run (bench/ceiling-anchor.py: PyTorch fp16 matmul and
 // a device copy), printed as one table beside the datasheet column (webgpu/ceilings.ts).
 // FLASHSCOPE_CEILING_JSON names a file the rows are also written to.
 
 import { writeFileSync } from 'node:fs';
-import type { MatrixShape } from '../webgpu/ceiling-kernels.ts';
-import { type CeilingRow, formatRate, runCeilingSuite } from '../webgpu/ceiling-run.ts';
+import type { MatrixShape } from './ceiling-kernels.ts';
+import { type CeilingRow, formatRate, runCeilingSuite } from './ceiling-run.ts';
 import { H200_DATASHEET } from '../webgpu/ceilings.ts';
 import type { WebGpuContext } from '../webgpu/device.ts';
 import { runPythonAnchor } from './python-anchor.ts';

@@ -1,7 +1,7 @@
 // Why a figure from the WebGPU panel and one from the benchmark can differ on the same kernel:
 // the same runs timed four ways, in one process (Node + Dawn, or a page in a browser), so the
 // two can be compared line by line. Per shape:
-//   once   — one warm-up run, then one timed run (how the panel timed until 2026-11-27);
+//   once   — one warm-up run, then one timed run;
 //   steady — steady-timing.ts (warm-up until runs stop getting faster, short kernels back to back, median of 5);
 //   single — right after `steady`, one run alone in its submission (warm GPU, no batching);
 //   idle   — the same after the GPU has idled for a second;

@@ -52,6 +52,8 @@ import { runSdpaAnchor, type AnchorRun, type AnchorShape } from './sdpa-anchor.t
 import { servingBench } from './serving-bench.ts';
 import { backwardBench } from './backward-bench.ts';
 import { ceilingBench } from './ceiling-bench.ts';
+import { H200_MEASURED } from '../webgpu/ceilings.ts';
+import { describeRoofline, rooflineOfRun } from '../webgpu/roofline.ts';
 import { runOrtPeer, type PeerResult, type PeerShape } from './ort-peer.ts';
 import type { BenchBackwardPrefs } from './backward-studies.ts';
 import type { BackwardPath } from '../webgpu/backward-run.ts';
@@ -182,6 +184,12 @@ async function measure(
   } finally {
     run?.destroy();
   }
+}
+
+/** The run against the H200's measured ceilings (roofline.ts), where its kernel's counts are known. */
+function printRoofline(p: AttentionProblem, path: WebGpuPath, m: Measured): void {
+  const r = rooflineOfRun({ pass: 'forward', path, config: m.config, ms: m.ms }, p, H200_MEASURED);
+  if (r) console.log(`    ${describeRoofline(r)}`);
 }
 
 const fmt = (m: Measured | string) =>
@@ -470,6 +478,7 @@ async function main(): Promise<number> {
           const ratio = typeof m !== 'string' && typeof base !== 'string' ? `  ×${(m.tflops / base.tflops).toFixed(2)} vs standard` : '';
           console.log(`  ${path.padEnd(16)} ${fmt(m)}${ratio}   [${typeof m === 'string' ? '' : m.config}]`);
           if (path === 'flash-matrix') summary.set(tableKey(n, d, causal), m);
+          if (typeof m !== 'string') printRoofline(p, path, m);
         }
         if (causal && HEAD_GROUPS && flashPaths.includes('flash-matrix')) {
           for (const headGroup of HEAD_GROUPS) {
@@ -483,7 +492,7 @@ async function main(): Promise<number> {
   if (!args.includes('--no-65536') && !quick) {
     // One timed run per path, without warm-up: the f32 paths take 7–15 s a run. The tensor-core
     // path (0.3–1.4 s) is warmed up and timed 3 times: its cold single runs came out up to 40%
-    // slow (BENCHMARKS.md, runs 47–48). With --matrix-prefs it runs once per named tile.
+    // slow (BENCHMARKS.md). With --matrix-prefs it runs once per named tile.
     const big = async (p: AttentionProblem, path: WebGpuPath) => {
       if (path !== 'flash-matrix') return [{ label: path, m: await measure(ctx, p, path, 1, {}, false) }];
       const out = [];
@@ -564,7 +573,7 @@ async function main(): Promise<number> {
           }
         }
         if (given) {
-          // The first shape once more: some pipelines ran their first measurement 2–3× slow (runs 33–37).
+          // The first shape once more: some pipelines ran their first measurement 2–3× slow (BENCHMARKS.md).
           const again = await measure(ctx, { ...p, nq: NS[0], nk: NS[0] }, 'flash-matrix', REPS, { matrix: t });
           console.log(`  ${JSON.stringify(t).padEnd(52)} N=${NS[0]} non-causal, again ${fmt(again)}`);
         }
@@ -652,6 +661,7 @@ async function main(): Promise<number> {
     const dec = await measure(ctx, p, 'decode', REPS);
     summary.set(decodeKey(sh), dec);
     console.log(`  ${'decode'.padEnd(16)} ${fmt(dec)}   [${typeof dec === 'string' ? '' : dec.config}]`);
+    if (typeof dec !== 'string') printRoofline(p, 'decode', dec);
     for (const decodePrefs of DECODE_PREFS ?? []) {
       const st = await selfTest(ctx, 'decode', DECODE_VARIANTS, undefined, { decodePrefs });
       const m = st.worst < 1e-4 ? await measure(ctx, p, 'decode', REPS, { decodePrefs }) : `self-test failed: ${st.line}`;

@@ -1,4 +1,4 @@
-// The serving-layout contract of `run` (issue 16), spawned as a user runs it and checked
+// The serving-layout contract of `run`, spawned as a user runs it and checked
 // against a float64 reference written HERE (no engine numerics): per sequence, scores
 // q·k/sqrt(d) with the causal / window masks aligned bottom-right in that sequence, a
 // max-subtracted softmax, o = P V, lse = log Σ exp, and for the backward dP = dO Vᵀ,

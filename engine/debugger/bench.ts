@@ -1,5 +1,5 @@
 // `npm run bench:debugger`: time travel cost of the debugger session, in Node, with the very
-// code the worker runs. FA2, N = 512, d = 64. Goals (issue #3): single step <= 2 ms,
+// code the worker runs. FA2, N = 512, d = 64. Goals: single step <= 2 ms,
 // seek to a random step p95 <= 30 ms; memory of the whole run is reported.
 // Each timed call includes building the Frame (the copies the worker would transfer).
 

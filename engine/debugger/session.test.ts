@@ -334,6 +334,13 @@ describe('DebuggerSession', () => {
     await s.seek(42);
     await expect(s.load({ ...req, problem: { ...problem, nq: 8192, nk: 8192, hq: 8, hk: 8 } })).rejects.toThrow(/counters-only/);
     await expect(s.load({ ...req, problem: { ...problem, hk: 3 } })).rejects.toThrow(/^hk:/);
+    // d counts as well as dv: a huge head dim is refused before its inputs are drawn, naming d.
+    await expect(s.load({ ...req, problem: { ...problem, d: 1_000_000, dv: 32 } })).rejects.toThrow(
+      /too large to step through.*make d smaller/,
+    );
+    await expect(s.runCounters({ ...req, problem: { ...problem, d: 3_000_000, dv: 32 } })).rejects.toThrow(
+      /too large to run here.*make d smaller/,
+    );
     expect(s.position).toBe(42);
     expect((await s.seek(42)).step).toBe(42);
   });

@@ -382,6 +382,23 @@ export function ioBytes(s: ProblemShape): number {
   return s.batch * (s.hq * s.nq * (s.d * e + s.dv * oE) + s.hk * s.nk * (s.d + s.dv) * e);
 }
 
+/** Launch gap before the combine kernel starts, µs (model assumption: back-to-back launches on one stream). */
+export const COMBINE_LAUNCH_US = 2;
+
+/** The combine kernel after a split-KV forward: every split's fp32 partial O and LSE read once, O written once (µs). */
+export function splitCombineUs(gpu: GpuSpec, shape: ProblemShape, splits: number): number {
+  if (splits <= 1) return 0;
+  const rows = shape.batch * shape.hq * shape.nq;
+  const oBytes = isFp8(shape.dtype) ? 2 : elemBytes(shape.dtype);
+  const bytes = rows * splits * (shape.dv + 1) * 4 + rows * shape.dv * oBytes;
+  return COMBINE_LAUNCH_US + (bytes / gpu.hbmBytesPerSec) * 1e6;
+}
+
+/** Bytes of split-KV partials (fp32 O and LSE), written by the splits and read by the combine. */
+export function partialBytes(shape: ProblemShape, splits: number): number {
+  return splits > 1 ? 2 * splits * shape.batch * shape.hq * shape.nq * (shape.dv + 1) * 4 : 0;
+}
+
 /** The HBM write of O rows [row0, row0 + rows) of one (batch, head), as a memory event spec. */
 export function hbmOut(shape: ProblemShape, work: CtaWork, row0: number, rows: number, tile: string, partial = false, splits = 1): MemSpec {
   // FP8 kernels write O in bf16.

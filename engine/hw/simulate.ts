@@ -16,15 +16,22 @@
 //    bandwidth; a second kernel (flash-decoding's combine) is added after.
 // Copies get min(the SM's own load limit, its share of L2 bandwidth) bytes per cycle; a
 // kernel that streams K/V without reuse (decoding) gets its share of HBM instead.
+// Equal CTAs in a row are placed a whole wave at a time while the slots free within one
+// CTA's time of each other (then list scheduling gives each slot one). A grid of more than
+// MAX_GRID_CTAS CTAs is never materialised: it is built for fewer batches, counted per K/V
+// block count, scaled to the full batch and placed longest first (with thousands of waves
+// the order hardly moves the makespan).
 // A CTA pair (FA4's cta_group::2, sheet.cta_group = 2) is one grid entry that holds two SMs:
 // its kernel has both CTAs, the peer's units suffixed ".peer" (engine/algorithms/fa4/pair.ts).
 
-import { nominalFlops, type AttentionProblem } from '../core/problem.ts';
+import { nominalFlops } from '../core/problem.ts';
 import type { GpuSpec } from './gpus/index.ts';
-import { ceilDiv, kvCount, tensorRate, type CtaWork, type HwAlgorithm, type HwFeatures, type ProblemShape } from './model.ts';
+import { ceilDiv, kvCount, sequencesOf, tensorRate, type CtaWork, type HwAlgorithm, type HwFeatures, type ProblemShape } from './model.ts';
 import { Kernel, simulateKernel, type KernelRun } from './scheduler.ts';
 
 export const EXACT_BLOCKS = 24;
+/** The most CTAs a grid holds as objects; larger grids are simulated from their counts per K/V block count. */
+export const MAX_GRID_CTAS = 1 << 16;
 const N1 = 12;
 
 export class FitError extends Error {
@@ -91,13 +98,14 @@ export function smsPerEntry(sheet: { cta_group?: 1 | 2 }): number {
 export function simulateProblem(algo: HwAlgorithm, gpu: GpuSpec, shape: ProblemShape, f: HwFeatures): SimulateResult {
   const sheet = algo.resources(gpu, shape, f);
   if (sheet.does_not_fit.length > 0) throw new FitError(sheet.does_not_fit);
-  const grid = algo.grid(gpu, shape, f);
+  const { grid, counts } = gridOf(algo, gpu, shape, f);
+  const total = counts ? [...counts.values()].reduce((a, b) => a + b, 0) : grid.length;
   // The block scheduler spreads CTAs over all SMs before doubling up, so a grid smaller
   // than the SM count runs one CTA per SM.
   const span = smsPerEntry(sheet);
-  const occ = Math.max(1, Math.min(sheet.ctas_per_sm, Math.ceil((grid.length * span) / gpu.smCount)));
+  const occ = Math.max(1, Math.min(sheet.ctas_per_sm, Math.ceil((total * span) / gpu.smCount)));
   const slotsTotal = Math.floor(gpu.smCount / span) * occ;
-  const activeSms = Math.min(gpu.smCount, ceilDiv(grid.length, occ) * span);
+  const activeSms = Math.min(gpu.smCount, ceilDiv(total, occ) * span);
   const bw = loadBytesPerClk(gpu, algo, activeSms);
 
   // T(n) and busy(n) per distinct K/V block count, memoized.
@@ -138,11 +146,22 @@ export function simulateProblem(algo: HwAlgorithm, gpu: GpuSpec, shape: ProblemS
     return r;
   };
 
-  const order = grid.map((c, i) => ({ n: kvCount(c), i }));
-  const longestFirst = typeof algo.longestFirst === 'function' ? algo.longestFirst(shape) : algo.longestFirst;
-  if (longestFirst && shape.causal) order.sort((x, y) => y.n - x.n || x.i - y.i);
+  // Runs of equal CTAs (K/V block count n, how many) in the order the tile scheduler hands them out.
+  const runs: { n: number; m: number }[] = [];
+  const push = (n: number, m: number) => {
+    const last = runs[runs.length - 1];
+    if (last && last.n === n) last.m += m;
+    else runs.push({ n, m });
+  };
+  if (counts) for (const [n, m] of [...counts.entries()].sort((x, y) => y[0] - x[0])) push(n, m);
+  else {
+    const order = grid.map((c, i) => ({ n: kvCount(c), i }));
+    const longestFirst = typeof algo.longestFirst === 'function' ? algo.longestFirst(shape) : algo.longestFirst;
+    if (longestFirst && shape.causal) order.sort((x, y) => y.n - x.n || x.i - y.i);
+    for (const { n } of order) push(n, 1);
+  }
   // Min-heap of slot free times.
-  const heap: number[] = new Array(Math.min(slotsTotal, grid.length)).fill(0);
+  const heap: number[] = new Array(Math.min(slotsTotal, total)).fill(0);
   const siftDown = (i: number) => {
     for (;;) {
       const l = 2 * i + 1;
@@ -155,19 +174,32 @@ export function simulateProblem(algo: HwAlgorithm, gpu: GpuSpec, shape: ProblemS
       i = m;
     }
   };
+  const spread = () => Math.max(...heap) - heap[0];
   const busyTotal: Record<string, number> = {};
   const unitsSeen = new Set<string>();
   let slotCycles = 0;
-  for (const { n } of order) {
+  for (const { n, m } of runs) {
     const c = cost(n);
-    heap[0] += c.t;
-    slotCycles += c.t * span;
-    siftDown(0);
+    for (let left = m; left > 0; ) {
+      // While the slots free within one CTA's time of each other, a wave of equal CTAs
+      // lands one on each slot: add whole waves at once (the heap order is unchanged).
+      if (left >= heap.length && spread() <= c.t) {
+        const waves = Math.floor(left / heap.length);
+        for (let i = 0; i < heap.length; i++) heap[i] += waves * c.t;
+        left -= waves * heap.length;
+        continue;
+      }
+      for (let k = Math.min(left, heap.length); k > 0; k--, left--) {
+        heap[0] += c.t;
+        siftDown(0);
+      }
+    }
+    slotCycles += m * c.t * span;
     for (const [u, v] of Object.entries(c.busy)) {
       unitsSeen.add(u);
       // A cta_group::2 MMA sits on the leader's queue but runs on both SMs' tensor cores.
       const both = span > 1 && u === 'tensor' ? span : 1;
-      busyTotal[family(u)] = (busyTotal[family(u)] ?? 0) + (v * both) / occ;
+      busyTotal[family(u)] = (busyTotal[family(u)] ?? 0) + (m * v * both) / occ;
     }
   }
   let cycles = 0;
@@ -175,10 +207,10 @@ export function simulateProblem(algo: HwAlgorithm, gpu: GpuSpec, shape: ProblemS
   const scheduleUs = cycles / (gpu.clockGHz * 1e3);
   const hbmUs = (algo.hbmBytes(shape, f, gpu) / gpu.hbmBytesPerSec) * 1e6;
   const extra = algo.epilogueKernelUs?.(gpu, shape, f) ?? 0;
-  const kernelUs = Math.max(scheduleUs + (algo.crossCtaUs?.(gpu, shape, f, Math.ceil(grid.length / slotsTotal)) ?? 0), hbmUs);
+  const kernelUs = Math.max(scheduleUs + (algo.crossCtaUs?.(gpu, shape, f, Math.ceil(total / slotsTotal)) ?? 0), hbmUs);
   const time_us = kernelUs + extra;
-  const problem: AttentionProblem = { ...shape, causal: shape.causal };
-  const flops = algo.flops?.(shape) ?? nominalFlops(problem);
+  // A varlen batch counts each sequence at its own lengths, not at the maximum.
+  const flops = algo.flops?.(shape) ?? sequencesOf(shape).reduce((sum, s) => sum + nominalFlops(s), 0);
   const peak = (tensorRate(gpu, shape.dtype) * gpu.smCount * gpu.clockGHz) / 1e3;
   const smCycles = gpu.smCount * (kernelUs * gpu.clockGHz * 1e3);
   const utilization: Record<string, number> = {};
@@ -196,16 +228,47 @@ export function simulateProblem(algo: HwAlgorithm, gpu: GpuSpec, shape: ProblemS
     peak_tflops: round4(peak),
     peak_fraction: round4(flops / (time_us * 1e-6) / 1e12 / peak),
     cycles: Math.round(cycles),
-    ctas: grid.length * span,
+    ctas: total * span,
     ctas_per_sm: occ,
     sms_busy: activeSms,
     sm_count: gpu.smCount,
-    waves: round4(grid.length / slotsTotal),
+    waves: round4(total / slotsTotal),
     utilization,
     bound: hbmUs > scheduleUs ? 'hbm' : 'schedule',
     extra_kernel_us: round4(extra),
     features: f,
   };
+}
+
+/**
+ * The grid as objects when it holds at most MAX_GRID_CTAS CTAs. Otherwise a grid of fewer
+ * batches (grids repeat per batch) and the full grid's CTA count per K/V block count.
+ */
+export function gridOf(
+  algo: HwAlgorithm,
+  gpu: GpuSpec,
+  shape: ProblemShape,
+  f: HwFeatures,
+): { grid: CtaWork[]; counts?: Map<number, number> } {
+  if (shape.varlen || shape.batch === 1) return { grid: checkedGrid(algo, gpu, shape, f) };
+  const perBatch = checkedGrid(algo, gpu, { ...shape, batch: 1 }, f).length;
+  if (perBatch * shape.batch <= MAX_GRID_CTAS) return { grid: algo.grid(gpu, shape, f) };
+  const batches = Math.max(1, Math.min(shape.batch, Math.floor(MAX_GRID_CTAS / Math.max(1, perBatch))));
+  const grid = algo.grid(gpu, { ...shape, batch: batches }, f);
+  const counts = new Map<number, number>();
+  for (const c of grid) counts.set(kvCount(c), (counts.get(kvCount(c)) ?? 0) + 1);
+  for (const [n, m] of counts) counts.set(n, Math.round((m * shape.batch) / batches));
+  return { grid, counts };
+}
+
+/** One batch's grid, refused when even that is too many CTAs to list. */
+function checkedGrid(algo: HwAlgorithm, gpu: GpuSpec, shape: ProblemShape, f: HwFeatures): CtaWork[] {
+  const rows = shape.varlen ? shape.nq : shape.hq * shape.nq;
+  // Every schedule's Q tile has at least 64 rows; a bound on the CTA count before any CTA is listed.
+  if (rows / 64 > 16 * MAX_GRID_CTAS) {
+    throw new FitError([`one batch's grid would hold about ${Math.ceil(rows / 64)} CTAs (hq × nq / 64); make hq or nq smaller`]);
+  }
+  return algo.grid(gpu, shape, f);
 }
 
 function subPartitions(units: string[], fam: string): number {

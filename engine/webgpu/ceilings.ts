@@ -28,6 +28,26 @@ export interface Ceilings {
   workgroupBytes: number;
   storageBytes: number;
   expPerSecond: number;
+  /** i32 atomicAdd to storage, adds per second. */
+  atomicsPerSecond: number;
   /** One workgroupBarrier() across the GPU at full occupancy, seconds (the barriers of resident workgroups overlap). */
   barrierSeconds: number;
 }
+
+/**
+ * `npm run bench:webgpu -- --ceiling` on one H200 (driver 580.159.04, Dawn through Vulkan under
+ * Node, the bench's toggles), 2026-11-28: BENCHMARKS.md, "How close to what WebGPU allows".
+ * Storage is the CUDA copy of the same run: the WGSL stream kernels measured 1.65 TB/s, below
+ * what the decoding kernel itself sustains (3.07 TB/s), so they are not a ceiling.
+ */
+export const H200_MEASURED: Ceilings = {
+  source: 'H200, npm run bench:webgpu -- --ceiling, 2026-11-28 (storage: CUDA copy, same run)',
+  mmaRegisters: 611.1e12,
+  mmaWorkgroupRight: 559.7e12,
+  mmaWorkgroupBoth: 423.7e12,
+  workgroupBytes: 31.44e12,
+  storageBytes: 4.15e12,
+  expPerSecond: 4.17e12,
+  atomicsPerSecond: 237.5e9,
+  barrierSeconds: 0.269e-9,
+};

@@ -4,7 +4,7 @@
 // decode-kernels.ts's split pass, so its LSE combine finishes the job.
 //
 // Why not decode-kernels.ts's split pass: it keeps a split's scores in workgroup memory (21 KiB),
-// and an SM gives all its workgroups together about 48 KiB (BENCHMARKS.md, run 30), so only
+// and an SM gives all its workgroups together about 48 KiB (BENCHMARKS.md), so only
 // two workgroups of 128 lanes ran per SM: too few loads in flight for a pass that only streams
 // K and V. And it re-reads K/V for every query row, so GQA read a group's K/V once per query head.
 //

@@ -1,7 +1,12 @@
 // Chapter 1: standard attention and the HBM traffic of its N×N intermediates.
 import type { Chapter } from './types.ts';
 import { firstIndex, fmt, fmtBytes, lessonRequest, tensorTraffic } from './queries.ts';
-import { dtypeBytes } from '../../../engine/api.ts';
+import { dtypeBytes, type Counters, type LoadRequest } from '../../../engine/api.ts';
+
+const preset = lessonRequest('standard', { nq: 32, nk: 32, d: 16 }, { blockM: 8, blockN: 8 });
+const fp16 = (r: LoadRequest): LoadRequest => ({ ...r, problem: { ...r.problem, dtype: 'fp16' } });
+/** Bytes that moved S and P over the bytes that moved Q, K, V and O. */
+const intermediateRatio = (c: Counters) => tensorTraffic(c, ['S', 'P']) / tensorTraffic(c, ['Q', 'K', 'V', 'O']);
 
 export const chapter1: Chapter = {
   number: 1,
@@ -32,7 +37,7 @@ export const chapter1: Chapter = {
   ],
   panes: [
     {
-      preset: lessonRequest('standard', { nq: 32, nk: 32, d: 16 }, { blockM: 8, blockN: 8 }),
+      preset,
       target: {
         describe: 'the first S tile written to HBM',
         find: (ev) => firstIndex(ev, (e) => e.kind === 'write' && e.tensors.includes('S')),
@@ -53,8 +58,8 @@ export const chapter1: Chapter = {
     },
     {
       label: 'Store in fp16',
-      look: 'Every tensor halves in bytes; the ratio between them stays the same.',
-      change: (r) => ({ ...r, problem: { ...r.problem, dtype: 'fp16' } }),
+      look: 'Q, K, V, O and P halve in bytes, but S stays fp32: the scores come out of the matmul accumulator, so the ratio grows from {{ratio-fp32}} to {{ratio-fp16}}.',
+      change: fp16,
     },
   ],
   questions: [
@@ -62,12 +67,15 @@ export const chapter1: Chapter = {
       id: 's-bytes',
       prompt: 'How many bytes of $S$ did this run write to HBM in total?',
       kind: 'integer',
+      shownAs: 'counter',
       answer: ({ run }) => run.result.counters.hbmWritten.S ?? 0,
       explain: ({ run }, a) => {
         const p = run.request.problem;
-        return `${p.nq} × ${p.nk} scores × ${dtypeBytes(p.dtype)} bytes × ${p.batch * p.hq} head(s) = ${fmtBytes(Number(a))}. Every score makes the round trip.`;
+        // The scores leave the matmul in fp32 whatever the inputs are stored in.
+        const sBytes = Number(a) / (p.nq * p.nk * p.batch * p.hq);
+        return `${p.nq} × ${p.nk} scores × ${sBytes} bytes (${sBytes === dtypeBytes(p.dtype) ? p.dtype : 'fp32, the accumulator'}) × ${p.batch * p.hq} head(s) = ${fmtBytes(Number(a))}. Every score makes the round trip.`;
       },
-      hint: 'Open the Counters view after the last step, or count: one number per (query, key) pair, times the bytes of the storage type.',
+      hint: 'Open the Counters view after the last step (hover a figure for the exact bytes), or count: one number per (query, key) pair, times the bytes of each.',
     },
     {
       id: 'ratio',
@@ -75,15 +83,19 @@ export const chapter1: Chapter = {
         'Divide the HBM bytes that moved $S$ and $P$ (read plus written) by the bytes that moved $Q$, $K$, $V$ and $O$. What is the ratio?',
       kind: 'number',
       tolerance: 0.01,
-      answer: ({ run }) => {
-        const c = run.result.counters;
-        return tensorTraffic(c, ['S', 'P']) / tensorTraffic(c, ['Q', 'K', 'V', 'O']);
-      },
+      answer: ({ run }) => intermediateRatio(run.result.counters),
       explain: ({ run }, a) => {
         const c = run.result.counters;
         return `${fmtBytes(tensorTraffic(c, ['S', 'P']))} for S and P against ${fmtBytes(tensorTraffic(c, ['Q', 'K', 'V', 'O']))} for Q, K, V and O: ratio ${fmt(Number(a), 4)}. It grows like N/d.`;
       },
       hint: 'Use the Counters view at the last step: add the read and written bytes of S and P, then of Q, K, V and O.',
     },
+  ],
+  facts: (run) => ({
+    'ratio-fp32': fmt(intermediateRatio(run(preset).result.counters), 3),
+    'ratio-fp16': fmt(intermediateRatio(run(fp16(preset)).result.counters), 3),
+  }),
+  sources: [
+    'Standard attention as three passes over HBM: "FlashAttention: Fast and Memory-Efficient Exact Attention with IO-Awareness", arXiv 2205.14135, §2.2 (Algorithm 0).',
   ],
 };

@@ -4,7 +4,7 @@ import type { Chapter } from './types.ts';
 import { firstIndex, fmt, fmtBytes, lessonRequest, type EventOf } from './queries.ts';
 import type { LoadRequest, TraceEvent } from '../../../engine/api.ts';
 
-const problem = { nq: 32, nk: 32, d: 16 };
+const problem = { nq: 32, nk: 32, d: 16, dtype: 'fp16' as const };
 const blocks = { blockM: 8, blockN: 8 };
 const backward = (algorithm: string): LoadRequest => ({ ...lessonRequest(algorithm, problem, blocks), pass: 'backward' });
 
@@ -138,6 +138,7 @@ export const chapter10: Chapter = {
       id: 'p-bytes',
       prompt: "How many bytes of $P$ does the standard backward read from HBM for this problem? (FA2's backward reads none.)",
       kind: 'integer',
+      shownAs: 'counter',
       answer: ({ run, runOther }) => runOther({ ...run.request, algorithm: 'standard' }).result.counters.hbmRead.P ?? 0,
       explain: ({ run, runOther }, a) => {
         const fa2 = runOther({ ...run.request, algorithm: 'fa2' }).result.counters;
@@ -182,5 +183,10 @@ export const chapter10: Chapter = {
         'The first two recomputed S tiles share K/V block 0 and differ in the Q block: K_j, V_j and their gradients stay on chip while the Q blocks pass by, and dQ is the one that has to be accumulated in HBM.',
       hint: 'Step to the first two S = QKᵀ steps of the FA2 pane and compare their tiles.',
     },
+  ],
+  sources: [
+    '"FlashAttention: Fast and Memory-Efficient Exact Attention with IO-Awareness", arXiv 2205.14135, §3.1 (recomputation) and Appendix B.2 (the memory-efficient backward pass, $D_i$).',
+    '"FlashAttention-2: Faster Attention with Better Parallelism and Work Partitioning", arXiv 2307.08691, §3.1.2 (the backward pass: K/V-outer loop, dQ by atomic adds).',
+    'Dao-AILab/flash-attention at 0251105a: hopper/flash_bwd_preprocess_kernel.h ($D = \\mathrm{rowsum}(dO \\circ O)$), hopper/mainloop_bwd_sm90_tma_gmma_ws.hpp (dQ accumulation), hopper/flash_bwd_postprocess_kernel.h (dQ converted from the fp32 accumulator), hopper/test_flash_attn_bwd_determinism.py (the deterministic mode).',
   ],
 };

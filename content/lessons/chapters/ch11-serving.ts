@@ -17,7 +17,7 @@ import {
 } from '../../../engine/api.ts';
 
 const PACK_LENGTHS = [40, 160, 8, 120];
-const PAGED_FORM: ServingForm = {
+export const PAGED_FORM: ServingForm = {
   ...DEFAULT_SERVING_FORM,
   layout: 'paged',
   algorithm: 'flash-decoding',
@@ -92,17 +92,23 @@ export const chapter11: Chapter = {
     },
     {
       kind: 'p',
-      text: "The Serving tab draws this indirection step by step: the block-table cell and the pool page a load reads light up, and under them the shared memory of the thread block shows each $K$/$V$ buffer with the physical page and slots it was copied from. fmha_v2 keeps two $K$/$V$ stages, so the next tile's pages arrive in one while the other is being used; flash-decoding's split kernel keeps one.",
+      text: "The Serving tab draws this indirection step by step: the block-table cell and the pool page a load reads light up, and under them the shared memory of the thread block shows each $K$/$V$ buffer with the physical page and slots it was copied from. fmha_v2 keeps two $K$/$V$ stages, so the next tile's pages arrive in one while the other is being used; flash-decoding's split kernel keeps one. The example of this chapter is a paged cache of three sequences with 70, 5 and 33 tokens, pages of 16 tokens, $H_q = 2$, $H_k = 1$, $d = 16$, one query each, decoded by flash-decoding in 3 splits:",
     },
+    { kind: 'serving', label: 'Open the paged example in the Serving tab', form: PAGED_FORM },
     { kind: 'h', text: 'Flash-decoding splits on pages' },
     {
       kind: 'p',
-      text: "Flash-decoding chooses one split count for the whole batch, from the longest sequence, and split $s$ of every sequence covers the same K/V blocks; a short sequence has fewer non-empty splits. FlashScope rounds the split length up to whole pages, so no page is walked by two splits and each split's thread block looks up only its own table entries. The debugger below is sequence 0 of the Serving tab's paged example after the table lookup: one query, 70 keys, tiles of 16 keys (one page each), 3 splits of 2, 2 and 1 pages. It opens at the first load of split 1: logical page 2.",
+      text: "Flash-decoding chooses one split count for the whole batch, from the longest sequence, and split $s$ of every sequence covers the same K/V blocks; a short sequence has fewer non-empty splits. Here the split length is rounded up to whole pages, so no page is walked by two splits and each split's thread block looks up only its own table entries. The debugger below is sequence 0 of the paged example after the table lookup: one query, 70 keys, tiles of 16 keys (one page each), 3 splits. It opens at the first load of split 1.",
     },
   ],
   panes: [
     {
-      preset: lessonRequest('flash-decoding', { nq: 1, nk: 70, d: 16 }, { blockM: 64, blockN: 16 }, { features: { splits: 3 } }),
+      preset: lessonRequest(
+        'flash-decoding',
+        { nq: 1, nk: 70, d: 16, dtype: 'bf16' },
+        { blockM: 64, blockN: 16 },
+        { features: { splits: 3 } },
+      ),
       target: {
         describe: 'the first K/V load of split 1',
         find: (ev) => firstIndex(ev, (e) => kvLoad(e) && e.split === 1),
@@ -144,7 +150,7 @@ export const chapter11: Chapter = {
     {
       id: 'table-bytes',
       prompt:
-        "The Serving tab's paged example (cache lengths 70, 5 and 33, pages of 16 tokens, $H_q = 2$, $H_k = 1$, $d = 16$, one query, 3 splits) runs flash-decoding. How many bytes of block table does it read?",
+        'The paged example (the button in the text opens it in the Serving tab) runs flash-decoding. How many bytes of block table does it read?',
       kind: 'integer',
       answer: () => pagedCounters().counters.hbmRead.block_table ?? 0,
       explain: () => {
@@ -165,7 +171,12 @@ export const chapter11: Chapter = {
           ? 'One split: every tile belongs to split 0.'
           : `${a}: keys ${cols.join(' and ')}; the split starts and ends on a page boundary.`;
       },
-      hint: 'Step through the loads whose caption says split 1, or divide the 5 pages over 3 splits rounding up.',
+      hint: 'Step through the K/V loads of the debugger and count those whose step line says split 1.',
     },
+  ],
+  sources: [
+    'Packed variable-length batches (cu_seqlens) and the paged K/V cache with its block table: Dao-AILab/flash-attention, hopper/flash_api.cpp@0251105a, mha_fwd (l. 673 on: cu_seqlens_q/k, page_table).',
+    'Paged attention: "Efficient Memory Management for Large Language Model Serving with PagedAttention", arXiv 2309.06180, §4.',
+    "fmha_v2's paged K/V (a K and a V index per page) and tokens_per_block: NVIDIA/TensorRT-LLM, cpp/kernels/fmha_v2/ and the KV-cache configuration.",
   ],
 };

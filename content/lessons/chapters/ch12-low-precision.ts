@@ -88,7 +88,7 @@ export const chapter12: Chapter = {
         const ob = Math.floor(o.key / bn);
         const others = blocks.filter((b) => b !== ob).map((b) => sOff.get(b)!);
         return {
-          text: `$K$'s largest entry is ${fmt(o.value, 4)} (key ${o.key}, channel ${o.channel}, in K block ${ob}); a typical entry is about 1. That block's scale is ${fmt(Math.abs(o.value), 4)} / 448 = ${sci(sOff.get(ob)!)}, so an entry of size 1 there is stored as the code nearest ${fmt(1 / sOff.get(ob)!, 3)}; in the other blocks, whose largest entries are ordinary, the same entry becomes a code near ${others.map((v) => fmt(1 / v, 3)).join(', ')}. With incoherent processing (next section) the scales change as follows:`,
+          text: `$K$'s largest entry sits at key ${o.key}, channel ${o.channel}, in K block ${ob}, and is ${fmt(Math.abs(o.value), 2)} times as large as a typical entry (about 1). That one entry sets its block's scale, $\\max|K_{\\text{block}}| / 448$, so an entry of size 1 there is stored as the code nearest ${fmt(1 / sOff.get(ob)!, 3)}; in the other blocks, whose largest entries are ordinary, the same entry becomes a code near ${others.map((v) => fmt(1 / v, 3)).join(', ')}. With incoherent processing (next section) the scales change as follows:`,
           table: {
             head: ['K block', 'scale, rotation off', 'scale, rotation on'],
             rows: blocks.map((b) => [String(b), sci(sOff.get(b)!), sci(sOn.get(b)!)]),
@@ -146,7 +146,7 @@ export const chapter12: Chapter = {
     },
     {
       kind: 'p',
-      text: "The FA3 paper reports 2.4e-2 for per-tensor FP8 and 9.1e-3 for block quantization with incoherent processing (2.6× lower), on much longer sequences. FlashScope's own benchmark (npm run bench:fp8, BENCHMARKS.md, FP8 section: 8 seeds × 4 heads at $N = 1024$) gets 8.47e-3 for block quantization with incoherent processing — the paper's figure — but 1.51e-2 for a paper-faithful per-tensor baseline (1.44e-2 for the shipped kernel's scales), a ratio of 1.78× (1.61–1.99× per seed) rather than 2.6×. As in the paper, removing the rotation brings the error back near the baseline's while removing block scales barely moves it. The single draws vary by ±30%, and the usual suspects (P cast offset, output type, saturation, accumulator width) do not close the gap; BENCHMARKS.md lists what was tried. At the small $N$ above the gap is smaller (BENCHMARKS.md notes the same at $N = 256$): how much the rotation buys depends on the inputs, not on the format alone.",
+      text: "The FA3 paper reports an RMSE of 2.4e-2 for per-tensor FP8 and 9.1e-3 for block quantization with incoherent processing (2.6× lower), on much longer sequences than the table above. Compare that ratio with the one the engine measured here: how much the rotation buys depends on the inputs — the length of the rows, how rare and how large the outliers are — not on the format alone. In the paper, as here, removing the rotation brings the error back near the baseline's, while removing the block scales barely moves it.",
     },
     { kind: 'h', text: 'Where P loses precision' },
     {
@@ -392,5 +392,10 @@ export const chapter12: Chapter = {
       },
       hint: 'Subtracting the mean shifts every score of a row by the same amount; ask what that does to the softmax, and what it does to the largest |entry| of each K block.',
     },
+  ],
+  sources: [
+    '"FlashAttention-3: Fast and Accurate Attention with Asynchrony and Low-precision", arXiv 2407.08608, §3.3 (FP8: block quantization, incoherent processing) and §4.3 (the numerical-error experiment on outlier inputs).',
+    'FA3 FP8 descales per batch and KV head: Dao-AILab/flash-attention, hopper/flash_api.cpp@0251105a and hopper/flash_fwd_kernel_sm90.h@0251105a.',
+    '"SageAttention: Accurate 8-Bit Attention for Plug-and-play Inference Acceleration", arXiv 2410.02367 (INT8 Q·Kᵀ with per-block scales, smoothing K); "SageAttention2: Efficient Attention with Thorough Outlier Smoothing and Per-thread INT4 Quantization", arXiv 2411.10958 (FP8 P·V).',
   ],
 };

@@ -7,7 +7,7 @@ export const chapter2: Chapter = {
   number: 2,
   slug: 'online-softmax',
   title: 'Safe softmax and online softmax',
-  summary: 'One vector, element by element: the running max m, the running sum d, and the rescale.',
+  summary: 'One vector, element by element: the running max m, the running sum ℓ, and the rescale.',
   blocks: [
     {
       kind: 'p',
@@ -15,16 +15,16 @@ export const chapter2: Chapter = {
     },
     {
       kind: 'math',
-      tex: 'm = \\max_j x_j,\\qquad d = \\sum_{j=1}^{N} e^{x_j - m},\\qquad \\mathrm{softmax}(x)_i = \\frac{e^{x_i - m}}{d}',
+      tex: 'm = \\max_j x_j,\\qquad \\ell = \\sum_{j=1}^{N} e^{x_j - m},\\qquad \\mathrm{softmax}(x)_i = \\frac{e^{x_i - m}}{\\ell}',
     },
     {
       kind: 'p',
-      text: 'That costs three passes over $x$: one for $m$, one for $d$, one for the quotients. In attention each pass over a row of $S$ means recomputing or re-reading that row. Online softmax fuses the first two passes. Keep a running max $m_i$ and a running sum $d_i$ measured against it:',
+      text: 'That costs three passes over $x$: one for $m$, one for $\\ell$, one for the quotients. In attention each pass over a row of $S$ means recomputing or re-reading that row. Online softmax fuses the first two passes. Keep a running max $m_i$ and a running sum $\\ell_i$ measured against it:',
     },
-    { kind: 'math', tex: 'm_i = \\max(m_{i-1}, x_i),\\qquad d_i = d_{i-1}\\, e^{m_{i-1} - m_i} + e^{x_i - m_i}' },
+    { kind: 'math', tex: 'm_i = \\max(m_{i-1}, x_i),\\qquad \\ell_i = \\ell_{i-1}\\, e^{m_{i-1} - m_i} + e^{x_i - m_i}' },
     {
       kind: 'p',
-      text: 'When a new element raises the max, every term already in $d$ was measured against the old max; multiplying the sum by $e^{m_{i-1}-m_i} < 1$ moves all of them to the new one at once. When the max holds, the factor is exactly 1. After the last element, $m_N$ and $d_N$ equal the safe-softmax $m$ and $d$.',
+      text: 'When a new element raises the max, every term already in $\\ell$ was measured against the old max; multiplying the sum by $e^{m_{i-1}-m_i} < 1$ moves all of them to the new one at once. When the max holds, the factor is exactly 1. After the last element, $m_N$ and $\\ell_N$ equal the safe-softmax $m$ and $\\ell$. (Papers write the sum as $d$ or $\\ell$; in this course $d$ is the head dimension, so the sum is $\\ell$ throughout.)',
     },
     {
       kind: 'p',
@@ -92,5 +92,9 @@ export const chapter2: Chapter = {
         `ℓ₀ = ${fmt(Number(a), 6)}: the sum of e^(s − m) over all keys of row 0, measured against its final max. It is at least 1, because the max element contributes e⁰.`,
       hint: 'Step to the last rowsum of Q block 0 and read ℓ for row 0 in the Running statistics view.',
     },
+  ],
+  sources: [
+    'Online softmax: "Online normalizer calculation for softmax", arXiv 1805.02867, §3 (Algorithm 3).',
+    'The same recurrence inside attention: "FlashAttention-2: Faster Attention with Better Parallelism and Work Partitioning", arXiv 2307.08691, §3.1.',
   ],
 };

@@ -100,4 +100,7 @@ export const chapter3: Chapter = {
       hint: "Count, per rescale step, the rows whose factor is below 1 — or count the highlighted growths in the Running statistics view for every Q block, leaving out each row's first block.",
     },
   ],
+  sources: [
+    'The O recurrence: "FlashAttention-2: Faster Attention with Better Parallelism and Work Partitioning", arXiv 2307.08691, §3.1.',
+  ],
 };

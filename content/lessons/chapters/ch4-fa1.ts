@@ -83,6 +83,7 @@ export const chapter4: Chapter = {
       id: 'o-read',
       prompt: 'How many bytes of $O$ does FA1 read from HBM over this whole run?',
       kind: 'integer',
+      shownAs: 'counter',
       answer: ({ run }) => run.result.counters.hbmRead.O ?? 0,
       explain: ({ run }, a) => {
         const p = run.request.problem;
@@ -123,5 +124,8 @@ export const chapter4: Chapter = {
         `${fmt(Number(a), 4)} — close to 2, as Θ(N²d²/M) predicts; a little less because K and V are read once whatever M is.`,
       hint: 'Divide the HBM bytes of the 4 KiB row by those of the 8 KiB row.',
     },
+  ],
+  sources: [
+    '"FlashAttention: Fast and Memory-Efficient Exact Attention with IO-Awareness", arXiv 2205.14135: §3.1 (Algorithm 1, block sizes from $M$), §3.2 (Theorem 2, the IO complexity), Appendix C (the proof with the $\\mathrm{diag}(\\ell)$ slip).',
   ],
 };

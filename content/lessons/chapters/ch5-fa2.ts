@@ -34,7 +34,7 @@ export const chapter5: Chapter = {
     },
     {
       kind: 'erratum',
-      text: 'Line 10 of Algorithm 1 in "FlashAttention-2: Faster Attention with Better Parallelism and Work Partitioning" (arXiv 2307.08691) writes the rescale as $\\mathrm{diag}(e^{m^{(j-1)}_i - m^{(j)}_i})^{-1} O_i$. The inverse is a typo: the accumulator is multiplied by $e^{m^{(j-1)}_i - m^{(j)}_i} \\le 1$, as above and as the kernels do (Dao-AILab/flash-attention issue 991).',
+      text: 'Line 10 of Algorithm 1 in "FlashAttention-2: Faster Attention with Better Parallelism and Work Partitioning" (arXiv 2307.08691) writes the rescale as $\\mathrm{diag}(e^{m^{(j-1)}_i - m^{(j)}_i})^{-1} O_i$. The inverse is a typo: the accumulator is multiplied by $e^{m^{(j-1)}_i - m^{(j)}_i} \\le 1$, as above and as the kernels do.',
     },
     {
       kind: 'p',
@@ -55,7 +55,7 @@ export const chapter5: Chapter = {
       label: 'FA2',
       preset: lessonRequest('fa2', problem, blocks),
       target: { describe: "FA2's first write of O", find: (ev) => firstIndex(ev, (e) => e.kind === 'write' && e.tensors.includes('O')) },
-      views: ['heatmaps', 'counters', 'pseudo'],
+      views: ['heatmaps', 'formula', 'counters', 'pseudo'],
     },
   ],
   tryThis: [
@@ -91,6 +91,7 @@ export const chapter5: Chapter = {
       id: 'fa2-o-bytes',
       prompt: 'How many bytes of $O$ does FA2 write to HBM?',
       kind: 'integer',
+      shownAs: 'counter',
       answer: ({ run, runOther }) => runOther({ ...run.request, algorithm: 'fa2' }).result.counters.hbmWritten.O ?? 0,
       explain: ({ run }, a) => `${fmtBytes(Number(a))}: each of the ${run.request.problem.nq} rows, once, already divided by ℓ.`,
       hint: "The FA2 pane's Counters view, written column, at the last step.",
@@ -105,5 +106,10 @@ export const chapter5: Chapter = {
         `LSE₅ = m₅ + log ℓ₅ = ${fmt(Number(a), 6)}. The backward pass recomputes P = exp(S − LSE) from it without storing P.`,
       hint: 'In the FA2 pane, step to the normalize step of Q block 0 and select row 5: the Formula view shows m, ℓ and the LSE.',
     },
+  ],
+  sources: [
+    '"FlashAttention-2: Faster Attention with Better Parallelism and Work Partitioning", arXiv 2307.08691, §3.1 (Algorithm 1: loop order, deferred normalization, LSE) and §3.2 (parallelism over sequence blocks).',
+    'The typo in line 10 of Algorithm 1: Dao-AILab/flash-attention, GitHub issue 991.',
+    '"FlashAttention: Fast and Memory-Efficient Exact Attention with IO-Awareness", arXiv 2205.14135, §3.1 (Algorithm 1), for the FA1 pane.',
   ],
 };

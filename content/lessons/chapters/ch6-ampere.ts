@@ -3,7 +3,7 @@ import type { Chapter } from './types.ts';
 import { firstIndex, fmt, lessonRequest } from './queries.ts';
 import type { TraceEvent } from '../../../engine/api.ts';
 
-const problem = { nq: 64, nk: 64, d: 16 };
+const problem = { nq: 64, nk: 64, d: 16, dtype: 'fp16' as const };
 const blocks = { blockM: 16, blockN: 16 };
 
 /** The K load that lands between block 0's S = QKᵀ and its P·V: the prefetch. */
@@ -25,15 +25,15 @@ export const chapter6: Chapter = {
     },
     {
       kind: 'p',
-      text: "The CuTe FA2 kernel of github.com/66RING/tiny-flash-attention (flash_attention_cutlass/) does this with one tile of lookahead: right after issuing $S_j = Q K_j^{\\top}$ it starts loading $K_{j+1}$, so the copy runs under the softmax of block $j$; right after issuing $P_j V_j$ it starts $V_{j+1}$, which lands while $S_{j+1}$ and its softmax are computed. Each warp owns a slice of the tile's rows and keeps their statistics in registers, so no warp ever waits for another warp's $m$ or $\\ell$.",
+      text: "The CuTe FA2 kernel (a compact CUTLASS implementation of FA2's forward) does this with one tile of lookahead: right after issuing $S_j = Q K_j^{\\top}$ it starts loading $K_{j+1}$, so the copy runs under the softmax of block $j$; right after issuing $P_j V_j$ it starts $V_{j+1}$, which lands while $S_{j+1}$ and its softmax are computed. Each warp owns a slice of the tile's rows and keeps their statistics in registers, so no warp ever waits for another warp's $m$ or $\\ell$.",
     },
     {
       kind: 'p',
-      text: "TensorRT-LLM's fmha_v2 (cpp/kernels/fmha_v2, the sm89 FP16 build, run on an RTX 4060) takes the same structure further for inference: $K$ and $V$ come in together into a ring of shared-memory stages, every warp runs the whole $S$, softmax, $PV$ sequence for its own rows (the trace lists one warp after another; on the GPU they run together), and an fp16-accumulation mode trades accuracy for tensor-core throughput on consumer GPUs.",
+      text: "TensorRT-LLM's fmha_v2 (its SM89 FP16 build, as on an RTX 4060) takes the same structure further for inference: $K$ and $V$ come in together into a ring of shared-memory stages, every warp runs the whole $S$, softmax, $PV$ sequence for its own rows (the trace lists one warp after another; on the GPU they run together), and an fp16-accumulation mode trades accuracy for tensor-core throughput on consumer GPUs.",
     },
     {
       kind: 'p',
-      text: "Left: CuTe FA2, opened at the load of $K_1$ that is issued while block 0 is still in its softmax. Right: fmha_v2, opened at its first row-slice step, with the trace split by warp (the Formula view names the warp). The table runs FlashScope's hardware model of both kernels on a full-size fp16 problem on the RTX 4060, the GPU the fmha_v2 run was recorded on.",
+      text: 'Left: CuTe FA2, opened at the load of $K_1$ that is issued while block 0 is still in its softmax. Right: fmha_v2, opened at its first row-slice step, with the trace split by warp (the Formula view names the warp). The table runs the hardware model of both kernels on a full-size fp16 problem on the RTX 4060, the GPU the fmha_v2 run was recorded on.',
     },
   ],
   panes: [
@@ -47,7 +47,7 @@ export const chapter6: Chapter = {
       label: 'fmha_v2',
       preset: lessonRequest('fmha-v2', problem, blocks),
       target: { describe: "the first warp's first S slice", find: (ev) => firstIndex(ev, (e) => e.kind === 'qk' && e.warp !== undefined) },
-      views: ['heatmaps', 'stats', 'counters'],
+      views: ['heatmaps', 'formula', 'stats', 'counters'],
     },
   ],
   hardware: {
@@ -67,9 +67,9 @@ export const chapter6: Chapter = {
       change: (r) => ({ ...r, problem: { ...r.problem, causal: true } }),
     },
     {
-      label: 'fp16 inputs',
-      look: 'The numbers are rounded as the kernel stores them; the schedule does not change.',
-      change: (r) => ({ ...r, problem: { ...r.problem, dtype: 'fp16' } }),
+      label: 'Twice the keys (N_k = 128)',
+      look: 'Twice the K/V blocks per row: each prefetch is still exactly one tile ahead.',
+      change: (r) => ({ ...r, problem: { ...r.problem, nk: r.problem.nk * 2 } }),
     },
   ],
   questions: [
@@ -106,5 +106,10 @@ export const chapter6: Chapter = {
         `${fmt(Number(a), 4)}: in FlashScope's model of the two schedules (a model, not a measurement) fmha_v2 is ${Number(a) < 1 ? 'the faster' : 'the slower'} of the two on this GPU and shape.`,
       hint: 'Divide the RTX 4060 fmha_v2 time by the RTX 4060 CuTe FA2 time.',
     },
+  ],
+  sources: [
+    'CuTe FA2: 66RING/tiny-flash-attention, flash_attention_cutlass/ (the forward kernel and its cp.async K/V prefetch).',
+    "fmha_v2: NVIDIA/TensorRT-LLM, cpp/kernels/fmha_v2/ (the SM89 FP16 kernels' warp row slices and K/V stage ring).",
+    'FA2 itself: "FlashAttention-2: Faster Attention with Better Parallelism and Work Partitioning", arXiv 2307.08691, §3.3 (work partitioning between warps).',
   ],
 };

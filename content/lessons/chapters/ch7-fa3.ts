@@ -25,11 +25,11 @@ export const chapter7: Chapter = {
     },
     {
       kind: 'p',
-      text: '**Ping-pong.** With two consumer warpgroups, a barrier makes them take turns: while warpgroup 0 does its softmax, warpgroup 1 owns the tensor cores for its GEMMs, and the other way round (three take turns round-robin). In the trace below each step carries its warpgroup and covers 64 rows. The shipped kernel keeps this scheduler barrier only for 16-bit inputs up to $d = 128$ and FP8 from $d = 128$ (UseSchedulerBarrier in hopper/mainloop_fwd_sm90_tma_gmma_ws.hpp@0251105a). Without it each warpgroup runs its own mainloop, held to the others only by the barriers of the K/V ring (flash_fwd_kernel_sm90.h@0251105a); they start together and do the same work, so the debugger lists each phase for every warpgroup before the next — load $d = 256$ in fp16, FP8 at $d = 64$, or switch ping-pong off below to see it.',
+      text: '**Ping-pong.** With two consumer warpgroups, a barrier makes them take turns: while warpgroup 0 does its softmax, warpgroup 1 owns the tensor cores for its GEMMs, and the other way round (three take turns round-robin); the warp-role timeline under the debugger draws the turns. In the trace below each step carries its warpgroup and covers 64 rows. The shipped kernel keeps this scheduler barrier only for 16-bit inputs up to $d = 128$ and FP8 from $d = 128$. Without it each warpgroup runs its own mainloop, held to the others only by the barriers of the K/V ring; they start together and do the same work, so the debugger lists each phase for every warpgroup before the next — load $d = 256$ in fp16, FP8 at $d = 64$, or switch ping-pong off below to see it.',
     },
     {
       kind: 'code-wins',
-      text: "FlashScope's first FA3 model, built from the paper's description (arXiv 2407.08608, §3.1: two consumer warpgroups), ran every head dimension with one 128-row tile and two consumers: 128×128 up to $d = 128$, 128×80 at $d = 256$. The shipped kernel (hopper/tile_size.h at Dao-AILab/flash-attention 0251105a) chooses per head dimension: 192×192 at $d \\le 64$ (192×128 causal) with three consumer warpgroups and $P$ going through shared memory, 192×144 at $d \\le 96$, 128×176 at $d \\le 128$ (128×128 causal), 128×128 or 128×112 at $d \\le 192$, 128×80 above; FP8 uses 128×224 at $d = 128$. The code wins: since 2026-11-26 the debugger, the hardware model and describe all read that table, $O$ is staged over the $V$ buffers rather than over $Q$, and $O$ is rescaled after the $P\\cdot V$ wait (before the GEMM at $d > 128$). Ping-pong, which the paper (§3.1) describes with no condition on the head dimension, is compiled in only where UseSchedulerBarrier holds; since 2026-11-27 the debugger's step order follows it too (it had interleaved the warpgroups round-robin at every head dimension). docs/sources.md lists each claim with its line.",
+      text: 'The paper describes one 128-row tile served by two consumer warpgroups, whatever the head dimension, and ping-pong between them with no condition on it. The shipped kernel chooses its tile per head dimension: 192×192 at $d \\le 64$ (192×128 causal) with three consumer warpgroups and $P$ going through shared memory, 192×144 at $d \\le 96$, 128×176 at $d \\le 128$ (128×128 causal), 128×128 or 128×112 at $d \\le 192$, 128×80 above; FP8 uses 128×224 at $d = 128$. It stages $O$ over the $V$ buffers rather than over $Q$, rescales $O$ after the $P\\cdot V$ wait (before the GEMM at $d > 128$), and compiles ping-pong in only for the head dimensions above. The debugger and the hardware model on this page follow the code.',
     },
     {
       kind: 'p',
@@ -46,7 +46,7 @@ export const chapter7: Chapter = {
   ],
   panes: [
     {
-      preset: lessonRequest('fa3', { nq: 256, nk: 256, d: 16 }, { blockM: 128, blockN: 64 }),
+      preset: lessonRequest('fa3', { nq: 256, nk: 256, d: 16, dtype: 'fp16' }, { blockM: 128, blockN: 64 }),
       target: {
         describe: "the first P·V issued right after the next block's S = QKᵀ",
         find: overlapped,
@@ -55,7 +55,7 @@ export const chapter7: Chapter = {
           find: (ev) => firstIndex(ev, (e) => e.kind === 'pv'),
         },
       },
-      views: ['heatmaps', 'stats', 'counters'],
+      views: ['heatmaps', 'stats', 'counters', 'hw-timeline'],
     },
   ],
   toggles: [
@@ -144,5 +144,10 @@ export const chapter7: Chapter = {
       },
       hint: 'Subtract the "all on" time from the "intra-warpgroup overlap off" time.',
     },
+  ],
+  sources: [
+    '"FlashAttention-3: Fast and Accurate Attention with Asynchrony and Low-precision", arXiv 2407.08608: §3.1 (producer and consumers, ping-pong), §3.2 (intra-warpgroup overlap).',
+    'Tile sizes per head dimension: Dao-AILab/flash-attention, hopper/tile_size.h@0251105a.',
+    "Where ping-pong is compiled in (UseSchedulerBarrier): hopper/mainloop_fwd_sm90_tma_gmma_ws.hpp@0251105a; the warpgroups' own mainloops and the K/V ring barriers: hopper/flash_fwd_kernel_sm90.h@0251105a.",
   ],
 };

@@ -1,8 +1,22 @@
 // Chapter 8: FA4 on Blackwell — TMEM, warp roles, Large-Small-Large, 3/4 P hand-off, lazy rescaling, exp2 emulation.
 import type { Chapter } from './types.ts';
 import { firstIndex, fmt, lessonRequest } from './queries.ts';
+import { describeFor, shapeOf, type LoadRequest, type ProblemShape } from '../../../engine/api.ts';
 
 const B200 = 'b200';
+/** The DeepSeek head shape on one 256-row CTA: the K/V ring is large, small, large. */
+const preset = lessonRequest('fa4', { nq: 256, nk: 512, d: 192, dv: 128, dtype: 'bf16', causal: true }, { blockM: 128, blockN: 128 });
+
+/** The K/V slots of the B200 model for a loaded request. */
+const kvSlotsOf = (req: LoadRequest) => kvSlots(shapeOf(req.problem));
+
+/** The K/V ring of the B200 model for a shape: its slots' sizes. */
+function kvSlots(shape: Partial<ProblemShape>): number[] {
+  const full: ProblemShape = { batch: 1, hq: 1, hk: 1, nq: 256, nk: 4096, d: 128, dv: 128, dtype: 'bf16', causal: false, ...shape };
+  return describeFor('fa4', B200, full)
+    .smem.buffers.filter((b) => b.name === 'sKV')
+    .map((b) => b.bytes);
+}
 
 export const chapter8: Chapter = {
   number: 8,
@@ -12,23 +26,19 @@ export const chapter8: Chapter = {
   blocks: [
     {
       kind: 'p',
-      text: 'Blackwell (B200, SM100) doubles tensor throughput again while the exponential unit barely grows. FA4 ("FlashAttention-4: Algorithm and Kernel Pipelining Co-Design for Asymmetric Hardware Scaling", arXiv 2603.05451; flash_attn/cute/flash_fwd_sm100.py at 0251105a) answers with a new storage layer and two numerical tricks.',
+      text: 'Blackwell (B200, SM100) doubles tensor throughput again while the exponential unit barely grows. FA4 answers with a new storage layer and two numerical tricks.',
     },
     {
       kind: 'p',
-      text: '**Tensor memory and warp roles.** tcgen05 matmuls write their results to TMEM, a 512-column on-chip memory next to the tensor cores, not to registers. One CTA handles two 128-row $Q$ tiles (one when $N_q \\le 128$: interface.py sets q_stage = 1); TMEM holds both $S$ tiles and both $O$ accumulators. The warps specialize: a load warp issues TMA copies, a single MMA warp issues every GEMM, two softmax warpgroups (one per $Q$ tile) turn $S$ into $P$, and a correction warpgroup rescales $O$ in TMEM and writes the result.',
+      text: '**Tensor memory and warp roles.** tcgen05 matmuls write their results to TMEM, a 512-column on-chip memory next to the tensor cores, not to registers. One CTA handles two 128-row $Q$ tiles (one when the packed rows, $N_q$ times $H_q/H_k$ when grouped-query heads are packed, are at most 128); TMEM holds both $S$ tiles and both $O$ accumulators. The warps specialize: a load warp issues TMA copies, a single MMA warp issues every GEMM, two softmax warpgroups (one per $Q$ tile) turn $S$ into $P$, and a correction warpgroup rescales $O$ in TMEM and writes the result. The warp-role timeline under the debugger has one row per role.',
     },
     {
       kind: 'p',
-      text: '**Stages and Large-Small-Large.** Shared memory holds $Q_0$, $Q_1$, the staging buffers for $O$ and a K/V ring with as many stages as fit: $\\min((224\\,\\text{KiB} - sQ - sO) / \\text{stage bytes}, 32)$, which is 3 at $d = 128$ and 10 at $d = 64$. With $d = 192$ and $d_v = 128$ a $K$ tile is larger than a $V$ tile, so the three stages are laid out large, small, large, and as $K$ and $V$ alternate through the ring the pattern flips to small, large, small. That packing is what fits the DeepSeek shape into 227 KiB (there $O$ is staged over $Q$).',
+      text: '**Stages and Large-Small-Large.** Shared memory holds $Q_0$, $Q_1$, the staging buffers for $O$ and a K/V ring with as many stages as fit: $\\min((224\\,\\text{KiB} - sQ - sO) / \\text{stage bytes}, 32)$, which is {{stages-d128}} at $d = 128$ and {{stages-d64}} at $d = 64$. The debugger runs the DeepSeek shape, $d = 192$ and $d_v = 128$: a $K$ tile is larger than a $V$ tile, so the ring is laid out large, small, large, and as $K$ and $V$ alternate through it the pattern flips to small, large, small. The memory map shows the three slots filling in that order.',
     },
     {
       kind: 'p',
-      text: '**2-CTA mode.** For non-causal problems with $d \\in \\{128, 192\\}$, $d_v = 128$ and more than 256 query rows, the shipped kernel pairs two CTAs on two SMs (use_2cta_instrs): the leader issues tcgen05.mma with cta_group::2 over 256 rows, each CTA keeps its own 128 rows of $S$ and $O$ in its own TMEM, and each holds only half of every $K$ and $V$ tile. Shared-memory traffic and footprint per K/V stage halve, so the ring deepens (6 stages at $d = 128$). The FA4 paper (arXiv 2603.05451) presents the 2-CTA MMA chiefly for the backward pass; in the code it is the forward default too, and the hardware views show it (cta_group in the resource sheet, halved sKV slots in the memory map).',
-    },
-    {
-      kind: 'p',
-      text: "**Head dim 256 and the pair on the timeline.** The main kernel's layout does not fit at $d = d_v = 256$ (two $S$ buffers and two 256-column $O$ would need 768 of TMEM's 512 columns), and interface.py sends every such problem to a separate kernel, sm100_hd256_2cta_fmha_forward.py (both at commit 0251105a of Dao-AILab/flash-attention), always in 2-CTA mode. Each CTA takes one 128-row Q tile, loaded as two 128-column halves; $S = QK^\\top$ is two MMAs (one per half of $d$) and $O \\mathrel{+}= PV$ two more (one per half of $d_v$), all of $M = 256$ over both CTAs. TMEM is full: $S_0$ and $S_1$ take columns 0-255, $O$ the other 256, and $P$ is written over $S$. A 4-stage ring carries $K$ and $V$ in 64-row halves per CTA; the leader issues $QK_{i}$ before $PV_{i-1}$, and correction rescales $O$ after every block with no threshold, then writes $O$ straight from registers. With 4 softmax and 4 correction warps per CTA the registers go to 256 and 160 per thread. The warp-role timeline draws both CTAs of a pair, leader above peer: the peer's MMA warp issues nothing, and the leader's MMA bars reach into its row because both SMs compute them; the peer's softmax waits for the leader's commit, and the leader's next $P\\cdot V$ waits for $P$ from both CTAs.",
+      text: '**2-CTA mode.** For non-causal problems with $d \\in \\{128, 192\\}$, $d_v = 128$ and more than 256 packed query rows (no split, no varlen queries), the shipped kernel pairs two CTAs on two SMs: the leader issues tcgen05.mma with cta_group::2 over 256 rows, each CTA keeps its own 128 rows of $S$ and $O$ in its own TMEM, and each holds only half of every $K$ and $V$ tile. Shared memory per K/V stage halves, so the ring deepens ({{stages-2cta}} stages at $d = 128$). The causal problem in the debugger runs one CTA, so the whole rotation is in one memory map; Try this below loads 512 rows without the mask and shows the halved slots.',
     },
     {
       kind: 'p',
@@ -44,18 +54,22 @@ export const chapter8: Chapter = {
     },
     {
       kind: 'p',
-      text: '**exp2 emulation.** Some of the exponentials are computed with a cubic polynomial on the FMA units (split $x$ into integer and fraction, approximate $2^{\\text{frac}}$, add the integer to the exponent bits), so the exponential unit and the FMA units share the work. Which ones is fixed per configuration: in 32-column fragments, from fragment 1 to the one before the last, the last 4 of every 16 columns — 16 of 128 — and on masked blocks as well; the 2-CTA $d = 128$ kernel uses every 10 instead (_TUNING_CONFIG in flash_fwd_sm100.py). An earlier FlashScope model emulated 24 of 128 from fragment 0 and skipped masked blocks; the code says otherwise.',
+      text: '**exp2 emulation.** Some of the exponentials are computed with a cubic polynomial on the FMA units (split $x$ into integer and fraction, approximate $2^{\\text{frac}}$, add the integer to the exponent bits), so the exponential unit and the FMA units share the work. Which ones is fixed per configuration: in 32-column fragments, from a start fragment to the one before the last, the last few of every period of columns, on masked blocks as well. The common $d = 128$ configuration emulates the last 4 of every 16 columns; the causal shape below a sparser pattern, and the same shape without the mask none at all. In the run of the debugger {{emulated}} of the {{exps}} exponentials go through the polynomial.',
     },
     {
       kind: 'p',
-      text: "The debugger runs FA4's numbers in the MMA warp's issue order on $N = 256$, $d = 16$, bf16, and opens at the first $P = 2^{S' - m}$ step. Toggle lazy rescaling and exp2 emulation: the trace and its counters change. The table runs the B200 model with each switch; read its unit columns as well as the time, because while the tensor cores are the limit, work taken off the correction or exponential units shows up there first.",
+      text: "**Head dimension 256.** Two $S$ buffers and two 256-column $O$ accumulators would need 768 of TMEM's 512 columns, so $d = d_v = 256$ goes to a separate kernel, always 2-CTA, with one $Q$ tile per CTA, $P$ written over $S$ and a 4-stage ring of 64-row halves; its timeline draws both CTAs of a pair, leader above peer.",
+    },
+    {
+      kind: 'p',
+      text: "The debugger runs FA4's numbers in the MMA warp's issue order on $N_q = 256$, $N_k = 512$, $d = 192$, $d_v = 128$, causal, bf16, and opens at the first $P = 2^{S' - m}$ step. Toggle lazy rescaling and exp2 emulation: the trace and its counters change. The table runs the B200 model with each switch; read its unit columns as well as the time, because while the tensor cores are the limit, work taken off the correction or exponential units shows up there first.",
     },
   ],
   panes: [
     {
-      preset: lessonRequest('fa4', { nq: 256, nk: 256, d: 16, dtype: 'bf16' }, { blockM: 128, blockN: 128 }),
+      preset,
       target: { describe: 'the first P = 2^(S′ − m) step of softmax warpgroup 0', find: (ev) => firstIndex(ev, (e) => e.kind === 'exp') },
-      views: ['heatmaps', 'stats', 'counters'],
+      views: ['heatmaps', 'counters', 'hw-memory', 'hw-timeline'],
     },
   ],
   toggles: [
@@ -87,6 +101,18 @@ export const chapter8: Chapter = {
     ],
   },
   reference: ['fa4'],
+  facts: (run) => ({
+    'stages-d128': String(kvSlots({ d: 128, dv: 128 }).length),
+    'stages-d64': String(kvSlots({ d: 64, dv: 64 }).length),
+    'stages-2cta': String(kvSlots({ d: 128, dv: 128, nq: 4096 }).length),
+    emulated: String(run(preset).result.stats?.emulatedExp2 ?? 0),
+    exps: String(run(preset).result.counters.expCount),
+  }),
+  sources: [
+    '"FlashAttention-4: Algorithm and Kernel Pipelining Co-Design for Asymmetric Hardware Scaling", arXiv 2603.05451 (TMEM and warp roles, lazy rescaling, exp2 emulation, the 2-CTA MMA).',
+    'The forward kernel, its stage count, 3/4 hand-off and _TUNING_CONFIG: Dao-AILab/flash-attention, flash_attn/cute/flash_fwd_sm100.py@0251105a.',
+    'When 2-CTA mode and q_stage = 1 apply, and the d = 256 dispatch: flash_attn/cute/interface.py@0251105a; the d = 256 kernel: flash_attn/cute/sm100_hd256_2cta_fmha_forward.py@0251105a.',
+  ],
   tryThis: [
     {
       label: 'Large logits',
@@ -94,9 +120,14 @@ export const chapter8: Chapter = {
       change: (r) => ({ ...r, distribution: 'large-logits' }),
     },
     {
-      label: 'Causal',
-      look: 'The diagonal blocks are masked, and masked blocks skip the polynomial exp2.',
-      change: (r) => ({ ...r, problem: { ...r.problem, causal: true } }),
+      label: 'No causal mask',
+      look: 'The same shape without the mask: this configuration has no exp2 emulation, so every exponential goes to the exponential unit.',
+      change: (r) => ({ ...r, problem: { ...r.problem, causal: false } }),
+    },
+    {
+      label: '512 query rows, no mask (2-CTA)',
+      look: 'More than 256 rows, non-causal: CTAs pair up, each K/V slot of the memory map holds half a tile, and the ring deepens.',
+      change: (r) => ({ ...r, problem: { ...r.problem, nq: 512, causal: false } }),
     },
   ],
   questions: [
@@ -112,13 +143,20 @@ export const chapter8: Chapter = {
       hint: 'The Counters view lists rescales; step to the end. Then toggle lazy rescaling and compare.',
     },
     {
-      id: 'emulated',
-      prompt: 'How many exponentials went through the polynomial exp2 on the FMA units in the loaded run?',
-      kind: 'integer',
-      answer: ({ run }) => run.result.stats?.emulatedExp2 ?? 0,
-      explain: (_c, a) =>
-        `${a}: from the second 32-column fragment to the one before the last, the last 4 of every 16 columns use the polynomial, on masked blocks too (entries the mask removed are exactly 0 and skip the exponential).`,
-      hint: 'Work it out from the pattern: which columns of an unmasked interior block are emulated, and how many such rows × blocks are there?',
+      id: 'small-slot',
+      prompt: 'In the memory map, how many KiB does one of the smaller K/V slots of the ring hold?',
+      kind: 'number',
+      tolerance: 1e-3,
+      answer: ({ run }) => Math.min(...kvSlotsOf(run.request)) / 1024,
+      explain: ({ run }, a) => {
+        const p = run.request.problem;
+        return `${fmt(Number(a), 4)} KiB: the slots are ${kvSlotsOf(run.request)
+          .map((b) => fmt(b / 1024, 4))
+          .join(
+            ', ',
+          )} KiB. A V tile holds ${p.dv} columns against K's ${p.d}, so a slot sized for V is smaller (in 2-CTA mode each CTA holds half of every tile).`;
+      },
+      hint: 'Hover the K/V slots (sKV) in the memory map: each shows its bytes.',
     },
     {
       id: 'exp2-us',

@@ -30,12 +30,17 @@ export const chapter9: Chapter = {
     },
     {
       kind: 'p',
-      text: 'The number of splits comes from an occupancy heuristic: enough splits to fill the SMs in nearly whole waves. The debugger runs one query against 256 keys in 4 splits and opens at the combine step; the toggle switches between 4 splits and 1 (no combine at all). The table runs the hardware model for a long cache on an H100.',
+      text: 'The number of splits comes from an occupancy heuristic: enough splits to fill the SMs in nearly whole waves. The debugger runs one query against 256 keys in 4 splits and opens at the combine step, where the Formula view shows the merged LSE and the weight of each split, $w_k = e^{\\mathrm{LSE}_k - \\mathrm{LSE}}$; the toggle switches between 4 splits and 1 (no combine at all). The table runs the hardware model for a long cache on an H100.',
     },
   ],
   panes: [
     {
-      preset: lessonRequest('flash-decoding', { nq: 1, nk: 256, d: 16 }, { blockM: 64, blockN: 32 }, { features: { splits: 4 } }),
+      preset: lessonRequest(
+        'flash-decoding',
+        { nq: 1, nk: 256, d: 16, dtype: 'bf16' },
+        { blockM: 64, blockN: 32 },
+        { features: { splits: 4 } },
+      ),
       target: {
         describe: 'the combine of the split results',
         find: (ev) => firstIndex(ev, (e) => e.kind === 'combine'),
@@ -103,7 +108,7 @@ export const chapter9: Chapter = {
         const w = c.splitLse[0].map((l) => Math.exp(l - c.lse[0]));
         return `Split ${a}, weight ${fmt(w[Number(a)], 4)}; the weights are ${w.map((x) => fmt(x, 3)).join(', ')} and add up to 1.`;
       },
-      hint: "The largest LSE_k means the largest share: compare the splits' LSE values at the combine step.",
+      hint: 'At the combine step the Formula view lists every weight $w_k$; the largest LSE$_k$ has the largest share.',
     },
     {
       id: 'speedup',
@@ -118,5 +123,9 @@ export const chapter9: Chapter = {
       },
       hint: 'Divide the one-split time by the heuristic-splits time.',
     },
+  ],
+  sources: [
+    'Flash-decoding: T. Dao, D. Haziza, F. Massa, G. Sizov, "Flash-Decoding for long-context inference", PyTorch blog, October 2023 (split K/V, then a reduction by log-sum-exp).',
+    'The split heuristic and the combine kernel: Dao-AILab/flash-attention, hopper/heuristics.h@0251105a (num_splits_heuristic) and hopper/flash_fwd_combine_kernel.h@0251105a.',
   ],
 };

@@ -207,12 +207,12 @@ describe('FA1 IO sweep (chapter 4)', () => {
 });
 
 describe('online softmax (chapter 2 widget)', () => {
-  it('final m and d equal the safe-softmax max and sum; probabilities agree', () => {
+  it('final m and ℓ equal the safe-softmax max and sum; probabilities agree', () => {
     const x = [0.5, -1, 3, 2.5, 7, -4, 6.9];
     const steps = onlineSoftmaxSteps(x);
     const last = steps[steps.length - 1];
     expect(last.m).toBe(7);
-    expect(last.d).toBeCloseTo(
+    expect(last.l).toBeCloseTo(
       x.reduce((a, v) => a + Math.exp(v - 7), 0),
       12,
     );
@@ -231,6 +231,15 @@ describe('answer parsing', () => {
     expect(parseAnswer(q, '2.5')).toEqual({ error: 'The answer is a whole number.' });
     expect(parseAnswer(q, ' 1 024 ')).toEqual({ value: 1024 });
     expect(parseAnswer(q, '\u22123')).toEqual({ value: -3 });
+  });
+  it('a byte answer read off the Counters view is accepted at the rounding the view shows, and only that', () => {
+    const b: Question = { ...q, shownAs: 'counter' };
+    expect(isCorrect(b, 4096, 4096)).toBe(true);
+    expect(isCorrect(b, 4100, 4096)).toBe(true);
+    expect(isCorrect(b, 4200, 4096)).toBe(false);
+    expect(isCorrect(b, 4.1, 4096)).toBe(false);
+    expect(isCorrect(b, 512, 512)).toBe(true);
+    expect(isCorrect(b, 510, 512)).toBe(false);
   });
   it('numbers are accepted within the relative tolerance only', () => {
     const n: Question = { ...q, kind: 'number', tolerance: 0.01 };

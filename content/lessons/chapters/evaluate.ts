@@ -11,6 +11,7 @@ import {
   startPass,
   type TraceEvent,
 } from '../../../engine/api.ts';
+import { sameCounterFigure } from '../../counter-figures.ts';
 import { chapterByNumber } from './index.ts';
 import type { AnswerValue, Chapter, EngineRun, HwRow, LessonContext, LiveContent, Question } from './types.ts';
 
@@ -125,6 +126,11 @@ export function liveBlock(chapter: Chapter, block: number, cache: RunCache): Liv
   return b.compute((r) => cache.get(r));
 }
 
+/** The numbers a chapter's text quotes, from the engine ({} when its text quotes none). */
+export function chapterFacts(chapter: Chapter, cache: RunCache): Record<string, string> {
+  return chapter.facts ? chapter.facts((r) => cache.get(r)) : {};
+}
+
 /** What the student typed, as the question's kind of value, or a message saying what is expected. */
 export function parseAnswer(q: Question, text: string): { value: AnswerValue } | { error: string } {
   const t = text
@@ -143,6 +149,7 @@ export function parseAnswer(q: Question, text: string): { value: AnswerValue } |
 }
 
 export function isCorrect(q: Question, given: AnswerValue, expected: AnswerValue): boolean {
+  if (q.shownAs === 'counter' && typeof given === 'number' && typeof expected === 'number') return sameCounterFigure(given, expected);
   if (q.kind !== 'number') return given === expected;
   const g = Number(given);
   const e = Number(expected);

@@ -2,7 +2,7 @@
 // the UI renders the text, the lesson worker evaluates the step locators and the question
 // answers against the trace of whatever problem the student has loaded. No DOM here.
 
-import type { AlgorithmResult, LoadRequest, ProblemShape, TraceEvent } from '../../../engine/api.ts';
+import type { AlgorithmResult, LoadRequest, ProblemShape, ServingForm, TraceEvent } from '../../../engine/api.ts';
 
 /**
  * Text with inline maths between single dollar signs ("the max $m_i$ of row $i$"); a block
@@ -13,7 +13,7 @@ export type LessonBlock =
   | { kind: 'p'; text: string }
   | { kind: 'math'; tex: string }
   | { kind: 'erratum'; text: string }
-  /** Where a paper's description and the shipped code differ: what the model now follows, and what changed. */
+  /** Where a paper's description and the shipped code differ: what each of them does. */
   | { kind: 'code-wins'; text: string }
   | { kind: 'h'; text: string }
   /** An interactive piece placed at this point of the text. */
@@ -23,6 +23,8 @@ export type LessonBlock =
    * the lesson worker runs `compute`, the page renders what comes back.
    */
   | { kind: 'live'; label: string; compute(run: (req: LoadRequest) => EngineRun): LiveContent }
+  /** A button that opens the Serving tab on this example (a serving layout the debugger pane cannot hold). */
+  | { kind: 'serving'; label: string; form: ServingForm }
   /** A button that moves a pane of the chapter's debugger to the step this paragraph talks about. */
   | { kind: 'goto'; pane: number; label: string; find(events: readonly TraceEvent[]): number };
 
@@ -71,6 +73,11 @@ export interface Question {
   choices?: { id: string; label: string }[];
   /** For 'number': accepted relative error (default 1e-3); absolute error 1e-6 is always accepted. */
   tolerance?: number;
+  /**
+   * 'counter': the answer is read off the Counters view, which rounds (4.1 k); a figure the
+   * view would show the same way is accepted besides the exact one.
+   */
+  shownAs?: 'counter';
   /** Computed from the engine's state for the loaded problem — never hard-coded. */
   answer(ctx: LessonContext): AnswerValue;
   /** Why the answer is what it is, shown after a correct answer or when the student asks. */
@@ -139,4 +146,11 @@ export interface Chapter {
   reference?: string[];
   tryThis: TryThis[];
   questions: Question[];
+  /**
+   * Numbers the text quotes, computed by the engine when the chapter is shown: a text writes
+   * `{{name}}` and the page fills in `facts(run).name`, so text and engine cannot drift.
+   */
+  facts?: (run: (req: LoadRequest) => EngineRun) => Record<string, string>;
+  /** The chapter's sources footer: papers (title, arXiv id, section) and upstream files at a commit. */
+  sources: string[];
 }

@@ -46,6 +46,7 @@ import {
 import type { Kernel, MemSpec } from '../../hw/scheduler.ts';
 import { FA3_BACKWARD_FEATURES } from './backward.ts';
 import { CONSUMER_OVERHEAD, WGMMA_LATENCY } from './schedule.ts';
+import { fa3BwdDispatch, type Fa3BwdDispatch } from './dispatch.ts';
 
 /**
  * Calibration (FA3 paper, backward at d = 128, N = 8K–16K on H100 SXM5, ~560 TFLOP/s):
@@ -79,13 +80,22 @@ export interface Fa3BwdConfig {
   consumerRegs: number;
 }
 
+/** mha_bwd's decisions for this problem (./dispatch.ts). */
+export function fa3BwdDispatchOf(shape: ProblemShape, deterministic: boolean): Fa3BwdDispatch {
+  return fa3BwdDispatch(
+    { ...shape, varlenQ: shape.varlen?.seqlensQ !== undefined, varlenK: shape.varlen?.seqlensK !== undefined },
+    deterministic,
+  );
+}
+
 /** The launch template's choice per head dim (SM90 rows of flash_bwd_launch_template.h). */
 export function fa3BwdConfig(shape: ProblemShape): Fa3BwdConfig {
   const d = Math.max(shape.d, shape.dv);
+  const { blockM } = fa3BwdDispatchOf(shape, false);
   const base = { stagesQ: 2, producerRegs: 24, consumerRegs: 240, dqViaTma: true };
-  if (d <= 64) return { ...base, blockM: 128, blockN: 128, mmaWgs: 2, stagesDo: 2, stagesDs: 2, dkvFromRegs: true };
+  if (d <= 64) return { ...base, blockM, blockN: 128, mmaWgs: 2, stagesDo: 2, stagesDs: 2, dkvFromRegs: true };
   if (d <= 96) return { ...base, blockM: 64, blockN: 128, mmaWgs: 2, stagesDo: 2, stagesDs: 2, dkvFromRegs: true };
-  if (d <= 128) return { ...base, blockM: shape.causal ? 64 : 80, blockN: 128, mmaWgs: 2, stagesDo: 2, stagesDs: 2, dkvFromRegs: true };
+  if (d <= 128) return { ...base, blockM, blockN: 128, mmaWgs: 2, stagesDo: 2, stagesDs: 2, dkvFromRegs: true };
   if (d <= 192)
     return {
       ...base,
@@ -101,7 +111,7 @@ export function fa3BwdConfig(shape: ProblemShape): Fa3BwdConfig {
   return { ...base, blockM: 64, blockN: 80, mmaWgs: 2, stagesDo: 1, stagesDs: 1, dkvFromRegs: false, dqViaTma: false };
 }
 
-function resources(gpu: GpuSpec, shape: ProblemShape): ResourceSheet {
+function resources(gpu: GpuSpec, shape: ProblemShape, deterministic = false): ResourceSheet {
   const c = fa3BwdConfig(shape);
   const e = elemBytes(shape.dtype);
   const sheet = emptySheet('fa3', gpu, c.blockM, c.blockN);
@@ -140,6 +150,18 @@ function resources(gpu: GpuSpec, shape: ProblemShape): ResourceSheet {
     sheet.does_not_fit.push(`arch: the FA3 backward is written for SM90 (wgmma, TMA, setmaxnreg); ${gpu.name} is SM${gpu.sm}`);
   if (Math.max(shape.d, shape.dv) > 256)
     sheet.does_not_fit.push(`head dim: the FA3 backward has tiles up to d = 256, got ${Math.max(shape.d, shape.dv)}`);
+  const dp = fa3BwdDispatchOf(shape, deterministic);
+  sheet.upstream = {
+    config: {
+      hdim: dp.hdim,
+      mask: dp.isCausal ? 'causal' : dp.isLocal ? 'local' : 'none',
+      block_m: dp.blockM,
+      block_n: dp.blockN,
+      deterministic,
+    },
+    why: dp.why,
+  };
+  if (dp.refused) sheet.does_not_fit.unshift(`upstream refuses: ${dp.refused}`);
   return finishSheet(sheet, gpu);
 }
 
@@ -463,7 +485,7 @@ export const fa3BwdHw: HwAlgorithm = {
   switches: { deterministic: FA3_BACKWARD_FEATURES.deterministic },
   // Each consumer warpgroup takes an equal slice of the CTA's keys.
   geometry: (sheet, shape) => ({ ctaRows: sheet.tiles.block_n, subRows: sheet.tiles.block_n / fa3BwdConfig(shape).mmaWgs }),
-  resources: (gpu, shape) => resources(gpu, shape),
+  resources: (gpu, shape, f) => resources(gpu, shape, f.deterministic === true),
   grid: (_gpu, shape) => {
     const c = fa3BwdConfig(shape);
     return backwardGrid(shape, c.blockM, c.blockN);

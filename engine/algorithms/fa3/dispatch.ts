@@ -371,3 +371,47 @@ export function fa3Dispatch(p: Fa3DispatchInput, numSms: number): Fa3Dispatch {
     why,
   };
 }
+
+export interface Fa3BwdDispatch {
+  refused?: string;
+  isCausal: boolean;
+  isLocal: boolean;
+  /** round_up_headdim(max(d, dv)): the one instance both head dims run on. */
+  hdim: number;
+  blockM: number;
+  blockN: number;
+  why: string[];
+}
+
+/** mha_bwd's decisions (flash_api.cpp l. 1288-1400) for the backward of this problem. */
+export function fa3BwdDispatch(p: Fa3DispatchInput, deterministic: boolean): Fa3BwdDispatch {
+  const why: string[] = [];
+  const refusals: string[] = [];
+  if (p.dtype !== 'fp16' && p.dtype !== 'bf16') {
+    refusals.push('FlashAttention backward only supports fp16 and bf16 data type');
+    why.push(`${API} l. 1301-1302: the backward takes fp16 or bf16`);
+  }
+  if (p.d % 8 !== 0 || p.dv % 8 !== 0) refusals.push('head_size should be a multiple of 8');
+  if (Math.max(p.d, p.dv) > 256) refusals.push('FlashAttention forward only supports head dimension at most 256');
+  if (p.hq % p.hk !== 0) refusals.push('Number of heads in key/value must divide number of heads in query');
+  why.push(`${API} l. 1349-1353: head dims multiples of 8, at most 256; h_k divides h`);
+  let left = p.window?.left ?? -1;
+  let right = p.window?.right ?? -1;
+  if (left >= p.nk - 1) left = -1;
+  if (right >= p.nq - 1) right = -1;
+  if (p.causal) right = 0;
+  const isCausal = left < 0 && right === 0;
+  const isLocal = (left >= 0 || right >= 0) && !isCausal;
+  why.push(`${API} l. 1359-1365: ${isCausal ? 'causal' : isLocal ? 'local' : 'no mask'} (no seqlen_q = 1 rule in the backward)`);
+  const hdim = roundUpHeaddim(Math.max(p.d, p.dv));
+  if (deterministic && hdim >= 256) refusals.push('Deterministic backward not supported for hdim 256.');
+  if (deterministic) why.push(`${API} l. 1370: deterministic needs hdim < 256`);
+  const softcap = p.softcap !== undefined && p.softcap > 0;
+  const blockM =
+    hdim <= 64 ? (isCausal && softcap ? 96 : 128) : hdim <= 96 ? 64 : hdim <= 128 ? (isCausal || isLocal || softcap ? 64 : 80) : 64;
+  const blockN = hdim <= 128 ? 128 : hdim <= 192 ? 96 : 80;
+  why.push(
+    `${API} l. 1368, 1373-1385 (hopper/flash_bwd_launch_template.h@0251105a l. 312-380): hdim ${hdim} → kBlockM ${blockM}, kBlockN ${blockN}`,
+  );
+  return { ...(refusals.length > 0 ? { refused: refusals.join('; ') } : {}), isCausal, isLocal, hdim, blockM, blockN, why };
+}

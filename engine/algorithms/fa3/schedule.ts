@@ -27,6 +27,8 @@ import {
   prefix,
   tensorRate,
   kvBlockRange,
+  partialBytes,
+  splitCombineUs,
   packShape,
   sequencesOf,
   unpackShape,
@@ -139,7 +141,7 @@ function resources(gpu: GpuSpec, shape: ProblemShape, f: HwFeatures): ResourceSh
   if (dp.refused) sheet.does_not_fit.unshift(`upstream refuses: ${dp.refused}`);
   if (dp.numSplits > 1)
     sheet.notes.push(
-      `split KV (${dp.numSplits} splits): each CTA writes an fp32 partial O; the combine kernel that merges them is not modelled.`,
+      `split KV (${dp.numSplits} splits): each CTA writes an fp32 partial O; the combine kernel that merges them is timed from its HBM traffic (simulate), not drawn on the timeline.`,
     );
   if (dp.cluster === 2)
     sheet.notes.push('Thread-block cluster of 2 along M (ClusterM = 2): the model runs each CTA on its own (no TMA multicast).');
@@ -222,6 +224,8 @@ function grid(gpu: GpuSpec, given: ProblemShape): CtaWork[] {
 function build(k: Kernel, ctx: BuildContext, work: CtaWork): void {
   const { gpu, features: f } = ctx;
   const shape = kernelShape(ctx.shape, gpu);
+  // Split KV writes fp32 partials of O (and LSE) that the combine kernel merges.
+  const splits = fa3DispatchOf(ctx.shape, gpu.smCount).numSplits;
   const c = fa3Tiles(shape);
   const { blockM, blockN, consumers: CONSUMERS } = c;
   const S = f.stages ?? c.stages;
@@ -524,7 +528,7 @@ function build(k: Kernel, ctx: BuildContext, work: CtaWork): void {
           action: 'release',
           tile: `O${work.qBlock}.${w}`,
         },
-        hbmOut(shape, work, work.qBlock * blockM + w * ROWS_PER_WG, ROWS_PER_WG, `O${work.qBlock}.${w}`),
+        hbmOut(shape, work, work.qBlock * blockM + w * ROWS_PER_WG, ROWS_PER_WG, `O${work.qBlock}.${w}`, splits > 1, splits),
       ],
     });
   }
@@ -555,5 +559,6 @@ export const fa3Hw: HwAlgorithm = {
   resources,
   grid,
   build,
-  hbmBytes: ioBytes,
+  epilogueKernelUs: (gpu, shape) => splitCombineUs(gpu, shape, fa3DispatchOf(shape, gpu.smCount).numSplits),
+  hbmBytes: (shape, _f, gpu) => ioBytes(shape) + partialBytes(shape, fa3DispatchOf(shape, gpu.smCount).numSplits),
 };

@@ -8,7 +8,7 @@
 import type { GpuSpec } from '../../hw/gpus/index.ts';
 import {
   ceilDiv,
-  elemBytes,
+  splitCombineUs,
   emptySheet,
   finishSheet,
   regAlloc,
@@ -30,9 +30,6 @@ import {
   type WarpTiledConfig,
 } from '../../hw/schedules/warp-tiled.ts';
 import { MMA_SYNC_EFFICIENCY } from '../cute-fa2/schedule.ts';
-
-/** Launch gap before the combine kernel starts, µs (model assumption: back-to-back launches on one stream). */
-export const COMBINE_LAUNCH_US = 2;
 
 export function decodingTiles(shape: ProblemShape): { blockM: number; blockN: number } {
   // FA2's split-KV traits: 64 query rows, 128 keys per block (64 past d = 128).
@@ -109,11 +106,7 @@ function grid(gpu: GpuSpec, shape: ProblemShape, f: HwFeatures): CtaWork[] {
 }
 
 function combineUs(gpu: GpuSpec, shape: ProblemShape, f: HwFeatures): number {
-  const splits = splitsOf(gpu, shape, f);
-  if (splits <= 1) return 0;
-  const rows = shape.batch * shape.hq * shape.nq;
-  const bytes = rows * splits * (shape.dv + 1) * 4 + rows * shape.dv * elemBytes(shape.dtype);
-  return COMBINE_LAUNCH_US + (bytes / gpu.hbmBytesPerSec) * 1e6;
+  return splitCombineUs(gpu, shape, splitsOf(gpu, shape, f));
 }
 
 export const flashDecodingHw: HwAlgorithm = {

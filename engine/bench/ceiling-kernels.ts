@@ -20,7 +20,7 @@ export interface CeilingKernel {
   /** Row label, e.g. "MMA f16×16×16→f32, registers". */
   name: string;
   /** What `work` counts: the ceiling is work per second in this unit. */
-  unit: 'FLOP' | 'byte' | 'exp' | 'barrier';
+  unit: 'FLOP' | 'byte' | 'exp' | 'barrier' | 'atomic';
   wgsl: string;
   /** Workgroups: in x up to GRID_X, then rows of GRID_X in y (a count past GRID_X must be a multiple of it). */
   workgroups: number;
@@ -192,6 +192,53 @@ ${ks.map((k) => `  dst[base + ${k * THREADS}u] = x${k};`).join('\n')}
     workgroups: Math.ceil(vecs / span),
     work: 2 * bytes,
     buffers: [bytes, bytes],
+  };
+}
+
+/** Storage read, vec4<f32>, `perThread` loads in flight per thread, summed (as decoding streams K/V). Work: bytes read. */
+export function storageReadKernel(bytes: number, perThread: number): CeilingKernel {
+  const span = THREADS * perThread;
+  const ks = Array.from({ length: perThread }, (_, k) => k);
+  const wgsl = `@group(0) @binding(0) var<storage, read_write> out: array<vec4<f32>>;
+@group(0) @binding(1) var<storage, read> src: array<vec4<f32>>;
+@compute @workgroup_size(${THREADS})
+fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
+  let w = wid.x + wid.y * ${GRID_X}u;
+  let base = w * ${span}u + lid;
+  out[w * ${THREADS}u + lid] = ${ks.map((k) => `src[base + ${k * THREADS}u]`).join(' + ')};
+}`;
+  const workgroups = Math.ceil(bytes / 16 / span);
+  return {
+    name: `storage read, vec4<f32>, ${perThread} per thread`,
+    unit: 'byte',
+    wgsl,
+    workgroups,
+    work: bytes,
+    buffers: [workgroups * THREADS * 16, bytes],
+  };
+}
+
+/**
+ * i32 atomicAdd into storage as the matrix backward adds dQ: each thread adds to `perThread`
+ * words a workgroup-width apart in a buffer of `words`, consecutive workgroups on the same
+ * rows (key blocks adding into the same query rows). Work: atomic adds (reported per second).
+ */
+export function atomicAddKernel(words: number, perThread: number, workgroups: number): CeilingKernel {
+  const wgsl = `@group(0) @binding(0) var<storage, read_write> acc: array<atomic<i32>>;
+@group(0) @binding(1) var<storage, read> src: array<i32>;
+@compute @workgroup_size(${THREADS})
+fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
+  let v = src[lid % 4u] & 255;
+  let base = ((wid.x / 8u) * ${THREADS * perThread}u) % ${words}u;
+  for (var k = 0u; k < ${perThread}u; k++) { atomicAdd(&acc[(base + k * ${THREADS}u + lid) % ${words}u], v); }
+}`;
+  return {
+    name: `atomicAdd i32 to storage, 8 workgroups on each row block`,
+    unit: 'atomic',
+    wgsl,
+    workgroups,
+    work: perThread * THREADS * workgroups,
+    buffers: [words * 4, 16],
   };
 }
 

@@ -12,10 +12,12 @@ import {
   mmaKernel,
   type OperandSource,
   storageCopyKernel,
+  storageReadKernel,
+  atomicAddKernel,
   workgroupRoundTripKernel,
 } from './ceiling-kernels.ts';
-import type { WebGpuContext } from './device.ts';
-import { runTimed } from './timer.ts';
+import type { WebGpuContext } from '../webgpu/device.ts';
+import { runTimed } from '../webgpu/timer.ts';
 
 export interface CeilingRow {
   name: string;
@@ -158,6 +160,9 @@ export async function runCeilingSuite(
   const iters = o.small ? 8 : 4096;
   for (const chains of [1, 4]) add(await timeCeilingKernel(ctx, workgroupRoundTripKernel(wgs, iters, chains), 'f32', reps));
   for (const per of [1, 4, 16]) add(await timeCeilingKernel(ctx, storageCopyKernel(o.small ? 1 << 20 : 1 << 30, per), 'f32', reps));
+  for (const per of [4, 16]) add(await timeCeilingKernel(ctx, storageReadKernel(o.small ? 1 << 20 : 1 << 30, per), 'f32', reps));
+  // The matrix backward's dQ accumulator at B 4, H 16, N 4096, d 128: 32 Mi words.
+  add(await timeCeilingKernel(ctx, atomicAddKernel(o.small ? 1 << 16 : 1 << 25, 16, o.small ? 64 : 65536), 'f32', reps));
   const withB = add(await timeCeilingKernel(ctx, barrierKernel(wgs, iters, true), 'f32', reps));
   const without = add(await timeCeilingKernel(ctx, barrierKernel(wgs, iters, false), 'f32', reps));
   if (!('error' in withB) && !('error' in without)) {
@@ -179,5 +184,6 @@ export function formatRate(r: Pick<CeilingRow, 'unit' | 'rate'>): string {
   if (r.unit === 'FLOP') return `${(r.rate / 1e12).toFixed(1)} TFLOP/s`;
   if (r.unit === 'byte') return `${(r.rate / 1e12).toFixed(2)} TB/s`;
   if (r.unit === 'exp') return `${(r.rate / 1e12).toFixed(2)} Texp/s`;
+  if (r.unit === 'atomic') return `${(r.rate / 1e9).toFixed(1)} G atomic adds/s`;
   return `${(r.rate * 1e9).toFixed(3)} ns per workgroup barrier, GPU-wide`;
 }

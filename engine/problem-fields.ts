@@ -1,0 +1,138 @@
+// The one conversion between an attention problem and the text fields a person types it in:
+// the problem panel, the WebGPU panel, compare's panes and the lessons' forms all read and
+// write problems through it, so a new problem field is added here once.
+
+import { maskSpecFrom } from './core/mask-presets.ts';
+import { checkMaskSpec, type MaskSpec, MaskSpecError } from './core/mask-spec.ts';
+import type { AttentionProblem, DType } from './core/problem.ts';
+
+/** A problem as typed: numbers kept as text, so a bad value is shown back, never lost. */
+export interface ProblemFields {
+  batch: string;
+  hq: string;
+  hk: string;
+  nq: string;
+  nk: string;
+  d: string;
+  dv: string;
+  causal: boolean;
+  /** Empty: no sliding window on that side. */
+  windowLeft: string;
+  windowRight: string;
+  alibi: boolean;
+  /** Empty: no softcap. */
+  softcap: string;
+  /** Empty: no attention sink; else one sink logit used for every query head. */
+  sink: string;
+  /** mask_mod as mask-language text or a preset reference (`sliding_window:16`); empty: none. */
+  maskMod: string;
+  /** score_mod, likewise. */
+  scoreMod: string;
+  dtype: DType;
+}
+
+/** A field that does not parse, named as the form labels it. */
+export class FieldError extends Error {
+  constructor(
+    readonly field: string,
+    message: string,
+  ) {
+    super(`${field}: ${message}`);
+  }
+}
+
+/** A whole number of at least `min` typed in `field`. */
+export function wholeNumber(field: string, text: string, min = 1): number {
+  const t = text.trim();
+  if (!/^-?\d+$/.test(t)) throw new FieldError(field, `must be a whole number, got "${text}"`);
+  const n = Number(t);
+  if (n < min) throw new FieldError(field, `must be at least ${min}, got ${n}`);
+  return n;
+}
+
+/** The problem these fields describe; throws a FieldError naming the first bad field. */
+export function fieldsToProblem(f: ProblemFields): AttentionProblem {
+  const problem: AttentionProblem = {
+    batch: wholeNumber('batch', f.batch),
+    hq: wholeNumber('hq', f.hq),
+    hk: wholeNumber('hk', f.hk),
+    nq: wholeNumber('nq', f.nq),
+    nk: wholeNumber('nk', f.nk),
+    d: wholeNumber('d', f.d),
+    dv: wholeNumber('dv', f.dv),
+    causal: f.causal,
+    dtype: f.dtype,
+  };
+  if (f.windowLeft.trim() !== '' || f.windowRight.trim() !== '') {
+    problem.window = {
+      left: f.windowLeft.trim() === '' ? -1 : wholeNumber('window left', f.windowLeft, 0),
+      right: f.windowRight.trim() === '' ? -1 : wholeNumber('window right', f.windowRight, 0),
+    };
+  }
+  if (f.alibi) problem.alibi = 'standard';
+  if (f.softcap.trim() !== '') {
+    const c = Number(f.softcap);
+    if (!(Number.isFinite(c) && c > 0)) throw new FieldError('softcap', `must be a number > 0, got "${f.softcap}"`);
+    problem.softcap = c;
+  }
+  if (f.sink.trim() !== '') {
+    const v = Number(f.sink);
+    if (!Number.isFinite(v)) throw new FieldError('sink', `must be a number, got "${f.sink}"`);
+    problem.sinks = new Array<number>(problem.hq).fill(v);
+  }
+  const mask = maskFromFields(f, problem);
+  if (mask) problem.mask = mask;
+  return problem;
+}
+
+/** The mask field from the mask_mod / score_mod boxes; a FieldError names the box and the column. */
+export function maskFromFields(
+  f: Pick<ProblemFields, 'maskMod' | 'scoreMod'>,
+  dims: { hq: number; nq: number; nk: number },
+): MaskSpec | undefined {
+  const spec: MaskSpec = {};
+  for (const [key, field] of [
+    ['maskMod', 'mask_mod'],
+    ['scoreMod', 'score_mod'],
+  ] as const) {
+    const ref = f[key].trim();
+    if (ref === '') continue;
+    let one: MaskSpec;
+    try {
+      one = maskSpecFrom({ [key]: ref }, dims);
+      checkMaskSpec(one);
+    } catch (e) {
+      throw new FieldError(field, e instanceof MaskSpecError ? e.reason : (e as Error).message);
+    }
+    spec[key] = one[key];
+    if (one.aux) spec.aux = { ...spec.aux, ...one.aux };
+  }
+  return spec.maskMod === undefined && spec.scoreMod === undefined ? undefined : spec;
+}
+
+/**
+ * The fields that show this problem. The fields hold one sink logit for every head, so
+ * per-head sinks that differ leave the sink field empty.
+ */
+export function problemToFields(p: AttentionProblem): ProblemFields {
+  const sinks = p.sinks;
+  return {
+    batch: String(p.batch),
+    hq: String(p.hq),
+    hk: String(p.hk),
+    nq: String(p.nq),
+    nk: String(p.nk),
+    d: String(p.d),
+    dv: String(p.dv),
+    causal: p.causal,
+    windowLeft: p.window && p.window.left >= 0 ? String(p.window.left) : '',
+    windowRight: p.window && p.window.right >= 0 ? String(p.window.right) : '',
+    alibi: !!p.alibi,
+    softcap: p.softcap !== undefined ? String(p.softcap) : '',
+    sink: sinks && sinks.length > 0 && sinks.every((v) => v === sinks[0]) ? String(sinks[0]) : '',
+    // Mask text travels as typed; a mask that reads aux arrays has no text form and is left out.
+    maskMod: p.mask && !p.mask.aux ? (p.mask.maskMod ?? '') : '',
+    scoreMod: p.mask && !p.mask.aux ? (p.mask.scoreMod ?? '') : '',
+    dtype: p.dtype,
+  };
+}

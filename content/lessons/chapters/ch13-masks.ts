@@ -93,7 +93,8 @@ export const chapter13: Chapter = {
   questions: [
     {
       id: 'empty-tiles',
-      prompt: 'Of the 4 × 4 tile pairs of this problem, how many does the kernel skip entirely (no score tile computed)?',
+      prompt:
+        'Of the tile pairs of this problem (four Q tiles by four K/V tiles), how many does the kernel skip entirely (no score tile computed)?',
       kind: 'integer',
       answer: ({ run }) => {
         const p = run.request.problem;

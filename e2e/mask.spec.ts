@@ -45,10 +45,10 @@ test('a mistake is shown at its column and loses nothing; a preset loads and its
   await page.screenshot({ path: test.info().outputPath('mask.png'), fullPage: true });
 });
 
-test('chapter 13 opens on a partial tile with its mask in the editor; the block mask shows the six empty tiles; axe passes', async ({
+test('chapter 14 opens on a partial tile with its mask in the editor; the block mask shows the six empty tiles; axe passes', async ({
   page,
 }) => {
-  await page.goto('/?lesson=13');
+  await page.goto('/?lesson=14');
   await expect(page.getByRole('heading', { level: 2, name: 'Masks as functions, and the tiles they empty' })).toBeVisible({
     timeout: 20_000,
   });

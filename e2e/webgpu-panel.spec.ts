@@ -70,6 +70,11 @@ test('toggle the backend, run a problem, read the result view', async ({ page })
   // Hand-off to the step debugger at a size that steps.
   await panel.getByRole('button', { name: 'Open in step debugger' }).click();
   await expect(panel.getByText(/Copied to the step debugger's problem form at B=1, H=1, Nq=128, Nk=128/)).toBeVisible();
+  // The problem panel shows the problem handed over, scaled down.
+  const problem = page.getByRole('complementary', { name: 'Problem and breakpoints' }).first();
+  await expect(problem.getByLabel('Nq', { exact: true })).toHaveValue('128');
+  await expect(problem.getByLabel('Nk', { exact: true })).toHaveValue('128');
+  await expect(problem.getByLabel('Hq', { exact: true })).toHaveValue('1');
 });
 
 test('a preset fills in a benchmark shape, clears the modifiers and picks the decoding kernel for decoding shapes', async ({ page }) => {

@@ -35,6 +35,9 @@ export type { ConfigField, Replaced, WorkingConfig } from './defaults/algorithm-
 // The problem, its inputs, the float64 reference and the counters.
 export { DEFAULT_PROBLEM, DTYPES, ProblemError, dtypeBytes, isFp8, softmaxScale, validateProblem } from './core/problem.ts';
 export type { AttentionProblem, DType } from './core/problem.ts';
+// The size model every entry point checks a problem against before allocating.
+export { capBlocks, checkSize, formatBytes, MAX_KERNEL_TILE, problemSize, SizeError } from './core/size-model.ts';
+export type { ProblemSize, SizeDim, SizeLimit, SizeQuery } from './core/size-model.ts';
 export { INPUT_DISTRIBUTIONS, SINK_KEYS, randomInputs } from './core/inputs.ts';
 export type { AttentionInputs, InputDistribution } from './core/inputs.ts';
 export { mulberry32 } from './core/random.ts';
@@ -100,8 +103,8 @@ export { quantizeFp8Rows } from './lowprec/quantize.ts';
 export { randomSigns, rotateRows } from './lowprec/incoherent.ts';
 export { outputError } from './lowprec/error-metrics.ts';
 export type { OutputError } from './lowprec/error-metrics.ts';
-export { refusalOf } from './lowprec/fp8-support.ts';
-export type { Refusal } from './lowprec/fp8-support.ts';
+export { refusalOf } from './refusal.ts';
+export type { Refusal } from './refusal.ts';
 
 // Serving layouts (varlen, paged KV cache) and their runs.
 export { DEFAULT_SERVING_FORM, SERVING_LIMITS } from './layouts/serving-form.ts';

@@ -5,7 +5,7 @@
 
 import './backward.css';
 import { useRef, type KeyboardEvent } from 'react';
-import { hasBackward, PASSES, type Pass } from '../../engine/api.ts';
+import { hasBackward, PASSES, type LoadRequest, type Pass } from '../../engine/api.ts';
 import { formToRequest, withAppliedFeatures } from '../store/problem-form.ts';
 import { lowPrecisionRefusal, refusedLoadMessage } from '../defaults/PrecisionFix.tsx';
 import { choosePass } from '../defaults/form-defaults.ts';
@@ -70,7 +70,7 @@ function PassRadios({
 export function loadPass(pane: PaneId, ctl: PaneController, pass: Pass): void {
   const st = useApp.getState();
   choosePass(pane, pass);
-  let req;
+  let req: LoadRequest;
   try {
     req = formToRequest(useApp.getState().problem[pane].form, useApp.getState().problem[pane].applied);
   } catch (e) {

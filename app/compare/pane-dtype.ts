@@ -3,7 +3,7 @@
 // draws); a pane the engine would refuse because of its low-precision dtype is not loaded
 // at all: it says why and offers one-click fixes instead of a failed load.
 //
-// The engine is the one source of truth (engine/lowprec/fp8-support.ts, which the problem
+// The engine is the one source of truth (engine/refusal.ts, which the problem
 // panel asks too): a pane is refused for its dtype when the engine refuses its problem at
 // that dtype but runs it at a 16-bit one, and an FP8-only feature is one the engine
 // refuses at 16 bits and takes at FP8. A new FP8 path needs no change here.

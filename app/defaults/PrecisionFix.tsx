@@ -1,9 +1,9 @@
 // The one-click fixes for a low-precision dtype the chosen algorithm or pass cannot run
 // (FP8 on fa2, FP8 on a backward, FP8 with a modifier FA3's FP8 kernel lacks): the engine
-// is asked (engine/lowprec/fp8-support.ts) and its refusal becomes buttons that change the
+// is asked (engine/refusal.ts) and its refusal becomes buttons that change the
 // form to something that runs, so picking an option never ends in a bare error.
 
-import { ALGORITHMS, refusalOf, type Refusal, isFp8, type DType, hasBackward } from '../../engine/api.ts';
+import { ALGORITHMS, refusalOf, type Refusal, isFp8, type DType, hasBackward, type LoadRequest } from '../../engine/api.ts';
 import { usePane } from '../pane/context.ts';
 import { formToRequest, type ProblemForm } from '../store/problem-form.ts';
 import { useApp } from '../store/store.ts';
@@ -28,7 +28,7 @@ const set = (pane: string, patch: Partial<ProblemForm>) => {
 /** The engine's refusal of this form's low-precision problem, or null (fine, not FP8, or not yet a valid form). */
 export function lowPrecisionRefusal(form: ProblemForm): Refusal | null {
   if (!isFp8(form.dtype)) return null;
-  let req;
+  let req: LoadRequest;
   try {
     req = formToRequest({ ...form, pass: 'forward' });
   } catch {
@@ -39,7 +39,7 @@ export function lowPrecisionRefusal(form: ProblemForm): Refusal | null {
 
 /** Forward algorithms that run this dtype (asked of the engine on a tiny problem). */
 function algorithmsFor(form: ProblemForm, dtype: DType): string[] {
-  let req;
+  let req: LoadRequest;
   try {
     req = formToRequest({ ...form, pass: 'forward', dtype });
   } catch {

@@ -2,7 +2,7 @@
 // (re-run in the worker), the GPU, per-unit utilization of the visible window and export.
 
 import { useEffect, useRef, useState } from 'react';
-import { type HwFeatures, type HwExportFormat, type HwView, stepForClick } from '../../engine/api.ts';
+import { hasHardwareModel, type HwFeatures, type HwExportFormat, type HwView, stepForClick } from '../../engine/api.ts';
 import { messageOf } from '../pane/controller.ts';
 import { usePane } from '../pane/context.ts';
 import { useApp } from '../store/store.ts';
@@ -83,7 +83,9 @@ export function TimelineView() {
   const [util, setUtil] = useState<Record<string, number>>({});
   const [follow, setFollow] = useState(true);
   const [exportError, setExportError] = useState<string | undefined>();
-  const gpu = gpuChoice ?? (algorithm ? defaultGpu(algorithm, pass) : '');
+  // The view can outlive its run by a render (FA1's backward, which has no schedule, after FA2's).
+  const modelled = algorithm !== '' && hasHardwareModel(algorithm, pass);
+  const gpu = gpuChoice ?? (modelled ? defaultGpu(algorithm, pass) : '');
   const folded = useFolded(pane, 'timeline');
 
   useEffect(() => {
@@ -142,7 +144,7 @@ export function TimelineView() {
               value={gpu}
               onChange={(e) => useHw.getState().patch(pane, { gpu: { ...hwState(pane).gpu, [choice]: e.target.value } })}
             >
-              {algorithm &&
+              {modelled &&
                 gpusFor(algorithm, pass).map((g) => (
                   <option key={g.id} value={g.id}>
                     {g.name}

@@ -13,6 +13,7 @@ import {
   type TensorRef,
   type TensorInfo,
   isIntegerStorage,
+  type LoadRequest,
 } from '../../engine/api.ts';
 import { usePane } from '../pane/context.ts';
 import { formToRequest } from '../store/problem-form.ts';
@@ -121,7 +122,7 @@ export default function ImportDialog({ onClose }: { onClose: () => void }) {
     const h = Number(head);
     if (!/^\d+$/.test(batch.trim())) return setError(`batch: must be a whole number ≥ 0, got "${batch}"`);
     if (!/^\d+$/.test(head.trim())) return setError(`head: must be a whole number ≥ 0, got "${head}"`);
-    let base;
+    let base: LoadRequest;
     try {
       base = formToRequest(useApp.getState().problem[pane].form);
     } catch (e) {

@@ -55,8 +55,10 @@ const PUBLISHED: Record<number, string[]> = {
   8: ['227 KiB'],
   // Five matmuls against two; 8192² fp16 scores of one head.
   10: ['2.5', '128 MiB'],
-  // e4m3's grid (1/8 steps, 1.75 · 2⁸ = 448, 10 · ln 2), and the FA3 paper's error ratio.
-  12: ['12.5', '1.75', '6.9', '2.6×'],
+  // e4m3's grid (1/8 steps, 1.75 · 2⁸ = 448), and the FA3 paper's error ratio.
+  12: ['12.5', '1.75', '2.6×'],
+  // 2⁻¹⁰ as a score distance: 10 · ln 2.
+  13: ['6.9'],
 };
 
 const cache = new RunCache(20);
@@ -138,4 +140,14 @@ describe('numbers in the text come from the engine', () => {
       expect(Object.keys(facts).filter((k) => !used.has(k))).toEqual([]);
     });
   }
+});
+
+describe('chapters stay short enough to read in one sitting', () => {
+  for (const c of CHAPTERS)
+    it(`chapter ${c.number}: at most 1,200 words of written text (text the engine computes aside)`, () => {
+      const words = textsOf(c)
+        .filter((t) => !t.where.startsWith('block') || !('tex' in (c.blocks[Number(t.where.slice(6))] ?? {})))
+        .reduce((n, t) => n + t.text.split(/\s+/).filter(Boolean).length, 0);
+      expect(words).toBeLessThanOrEqual(1200);
+    });
 });

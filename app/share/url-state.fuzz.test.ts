@@ -121,7 +121,7 @@ describe('share links, mutated at random', () => {
         }
         expectLoadable(frag(root));
       }),
-      { numRuns: 2000 },
+      { numRuns: 1200 },
     );
   });
 
@@ -137,7 +137,7 @@ describe('share links, mutated at random', () => {
           else expect(notices.join('\n')).toMatch(new RegExp(`problem(\\.${field}|\\.switches|:)`));
         },
       ),
-      { numRuns: 1000 },
+      { numRuns: 500 },
     );
   });
 });

@@ -51,7 +51,7 @@ export function panelSwitches(algorithm: string): PanelSwitch[] {
   return Object.entries(d.switches)
     .filter(([, spec]) => spec.panel)
     .map(([key, spec]) => {
-      const fp8Only = spec.dtypes !== undefined && spec.dtypes.every(isFp8);
+      const fp8Only = spec.dtypes?.every(isFp8) ?? false;
       const dtypeOff = (dtype: DType) =>
         fp8Only || !spec.dtypes || spec.dtypes.includes(dtype)
           ? undefined

@@ -19,6 +19,8 @@ export interface HeatmapProps {
   data: ArrayLike<number>;
   /** Changes whenever `data` or `mask` was modified in place. */
   version?: number;
+  /** The cells the update to `version` changed (from version − 1); absent: any may have. */
+  changed?: Rect;
   rows: number;
   cols: number;
   /** Data is stored cols×rows and shown transposed (Kᵀ). */
@@ -71,48 +73,81 @@ function HeatmapImpl(props: HeatmapProps) {
   /** What the cached image shows, per cell, so a new frame repaints only the cells that changed. */
   const shownRef = useRef<{ values: Float64Array; masked: Uint8Array; scale: ColourScale; transposed: boolean } | null>(null);
   const [painted, setPainted] = useState(0);
+  const versionRef = useRef<number | undefined>(undefined);
+  const [cr0, cr1, cc0, cc1] = props.changed ? [props.changed.r0, props.changed.r1, props.changed.c0, props.changed.c1] : [0, -1, 0, -1];
+  // Below one screen pixel per cell the image holds every k-th cell (what nearest-neighbour
+  // scaling would show anyway), so a 2748×2748 matrix is painted and scaled as ~690×690 pixels.
+  const k = cell < 1 ? Math.ceil(1 / cell) : 1;
+  const iw = Math.ceil(cols / k);
+  const ih = Math.ceil(rows / k);
   useEffect(() => {
-    if (offscreen.width !== cols || offscreen.height !== rows) {
-      offscreen.width = cols;
-      offscreen.height = rows;
+    const previous = versionRef.current;
+    versionRef.current = props.version;
+    if (offscreen.width !== iw || offscreen.height !== ih) {
+      offscreen.width = iw;
+      offscreen.height = ih;
     }
     const octx = offscreen.getContext('2d')!;
-    let img = imageRef.current;
-    let shown = shownRef.current;
-    if (!img || img.width !== cols || img.height !== rows || !shown || shown.scale !== scale || shown.transposed !== !!transposed) {
-      img = imageRef.current = octx.createImageData(cols, rows);
+    const cachedImg = imageRef.current;
+    const cachedShown = shownRef.current;
+    const fresh =
+      !cachedImg ||
+      cachedImg.width !== iw ||
+      cachedImg.height !== ih ||
+      !cachedShown ||
+      cachedShown.scale !== scale ||
+      cachedShown.transposed !== !!transposed;
+    let img = cachedImg!;
+    let shown = cachedShown!;
+    if (fresh) {
+      img = imageRef.current = octx.createImageData(iw, ih);
       shown = shownRef.current = {
-        values: new Float64Array(rows * cols).fill(Number.NaN),
-        masked: new Uint8Array(rows * cols).fill(2),
+        values: new Float64Array(iw * ih).fill(Number.NaN),
+        masked: new Uint8Array(iw * ih).fill(2),
         scale,
         transposed: !!transposed,
       };
     }
     const px = img.data;
     const { lut } = scale;
-    let minR = rows;
+    let minR = ih;
     let maxR = -1;
-    let minC = cols;
+    let minC = iw;
     let maxC = -1;
-    for (let r = 0; r < rows; r++) {
-      for (let c = 0; c < cols; c++) {
+    // A patch one version on from what is shown: only its cells can differ, so a step on a
+    // 2748×2748 matrix compares one tile's pixels, not the whole image.
+    const onlyPatch = !fresh && cr1 >= 0 && previous !== undefined && props.version === previous + 1;
+    const [R0, R1, C0, C1] = onlyPatch
+      ? [
+          Math.ceil(Math.max(0, cr0) / k),
+          Math.min(ih, Math.ceil(cr1 / k)),
+          Math.ceil(Math.max(0, cc0) / k),
+          Math.min(iw, Math.ceil(cc1 / k)),
+        ]
+      : [0, ih, 0, iw];
+    // How many image pixels this paint compared: what the tests check a step costs.
+    canvasRef.current?.setAttribute('data-compared', String(Math.max(0, R1 - R0) * Math.max(0, C1 - C0)));
+    for (let R = R0; R < R1; R++) {
+      for (let C = C0; C < C1; C++) {
+        const r = R * k;
+        const c = C * k;
         const i = transposed ? r + c * rows : r * cols + c;
-        const cellIdx = r * cols + c;
+        const cellIdx = R * iw + C;
         const v = data[i];
         const mk = mask ? mask[i] : 0;
         const old = shown.values[cellIdx];
-        if (shown.masked[cellIdx] === mk && (old === v || (old !== old && v !== v))) continue;
+        if (shown.masked[cellIdx] === mk && (old === v || (Number.isNaN(old) && Number.isNaN(v)))) continue;
         shown.values[cellIdx] = v;
         shown.masked[cellIdx] = mk;
-        if (r < minR) minR = r;
-        if (r > maxR) maxR = r;
-        if (c < minC) minC = c;
-        if (c > maxC) maxC = c;
+        if (R < minR) minR = R;
+        if (R > maxR) maxR = R;
+        if (C < minC) minC = C;
+        if (C > maxC) maxC = C;
         const o = cellIdx * 4;
         let colour: [number, number, number] | undefined;
-        if (mk) colour = MASKED[(r + c) & 2 ? 1 : 0];
-        else if (Number.isNaN(v)) colour = NOT_COMPUTED[(r ^ c) & 1];
-        else if (v === -Infinity) colour = MASKED[(r + c) & 2 ? 1 : 0];
+        if (mk) colour = MASKED[(R + C) & 2 ? 1 : 0];
+        else if (Number.isNaN(v)) colour = NOT_COMPUTED[(R ^ C) & 1];
+        else if (v === -Infinity) colour = MASKED[(R + C) & 2 ? 1 : 0];
         if (colour) {
           px[o] = colour[0];
           px[o + 1] = colour[1];
@@ -140,7 +175,7 @@ function HeatmapImpl(props: HeatmapProps) {
     if (maxR < 0) return; // nothing changed
     octx.putImageData(img, 0, 0, minC, minR, maxC - minC + 1, maxR - minR + 1);
     setPainted((n) => n + 1);
-  }, [data, props.version, rows, cols, transposed, mask, scale, offscreen]);
+  }, [data, props.version, cr0, cr1, cc0, cc1, rows, cols, k, iw, ih, transposed, mask, scale, offscreen]);
 
   const [h0, h1, h2, h3] = highlight ? [highlight.r0, highlight.r1, highlight.c0, highlight.c1] : [0, 0, 0, 0];
   const [m0, m1] = markRows ?? [0, 0];
@@ -174,7 +209,7 @@ function HeatmapImpl(props: HeatmapProps) {
       ctx.fillStyle = '#ff9f1c';
       ctx.fillRect(0, m0 * sy, 3, (m1 - m0) * sy);
     }
-    if (marks && marks.length) {
+    if (marks?.length) {
       // A ring on cells big enough to hold one, else the whole cell: a flushed value must be
       // findable at any zoom.
       ctx.strokeStyle = MARK_COLOUR;
@@ -313,7 +348,7 @@ function HeatmapImpl(props: HeatmapProps) {
         scale={scale}
         label={props.title}
         showMasked={!!mask}
-        marksLabel={marks && marks.length ? props.marksLabel : undefined}
+        marksLabel={marks?.length ? props.marksLabel : undefined}
         complete={props.complete}
       />
     </figure>

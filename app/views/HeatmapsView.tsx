@@ -57,6 +57,9 @@ export function HeatmapsView() {
   const kCols: Rect | undefined = c1 > c0 ? { r0: 0, r1: inputs.d, c0, c1 } : undefined;
   const vRows: Rect | undefined = c1 > c0 ? { r0: c0, r1: c1, c0: 0, c1: inputs.dv } : undefined;
   const oRows: Rect | undefined = r1 > r0 ? { r0, r1, c0: 0, c1: frame.dv } : undefined;
+  const ch = frame.changed;
+  const sChanged: Rect | undefined = ch && { r0: ch.rows[0], r1: ch.rows[1], c0: ch.cols[0], c1: ch.cols[1] };
+  const oChanged: Rect | undefined = ch && { r0: ch.oRows[0], r1: ch.oRows[1], c0: 0, c1: frame.dv };
   const zoom = (matrix: MatrixId) => (tr: number, tc: number) => {
     const qBlock = matrix === 'K' || matrix === 'V' ? -1 : tr;
     const kvBlock = matrix === 'K' ? tc : matrix === 'V' ? tr : matrix === 'S' || matrix === 'P' ? tc : -1;
@@ -114,6 +117,7 @@ export function HeatmapsView() {
           title={titles.s}
           data={frame.s}
           version={frame.seq}
+          changed={sChanged}
           mask={frame.mask}
           rows={frame.nq}
           cols={frame.nk}
@@ -130,6 +134,7 @@ export function HeatmapsView() {
           title={titles.p}
           data={frame.p}
           version={frame.seq}
+          changed={sChanged}
           rows={frame.nq}
           cols={frame.nk}
           scale={scales.p}
@@ -147,6 +152,7 @@ export function HeatmapsView() {
           title={fa1 ? 'O (HBM-resident, rewritten)' : 'O'}
           data={frame.o}
           version={frame.seq}
+          changed={oChanged}
           rows={frame.nq}
           cols={frame.dv}
           scale={scales.o}

@@ -1,5 +1,6 @@
 // The numbers of one tile, after a click on a heatmap.
 
+import { useEffect, useRef } from 'react';
 import { useApp } from '../store/store.ts';
 import { usePane } from '../pane/context.ts';
 import { usePrecisionMarks } from './precision-store.ts';
@@ -22,6 +23,12 @@ export function TileZoomView() {
   const summary = useApp((s) => s.playback[pane].summary);
   const patchSelection = useApp((s) => s.patchSelection);
   const marks = usePrecisionMarks();
+  const box = useRef<HTMLElement>(null);
+  // The numbers can open below the fold (a short window, a phone): bring them into view once per tile opened.
+  const opened = zoom ? `${zoom.matrix}|${zoom.qBlock}|${zoom.kvBlock}` : '';
+  useEffect(() => {
+    if (opened) box.current?.scrollIntoView({ block: 'nearest' });
+  }, [opened]);
   if (!zoom || !frame || !inputs || !summary) return null;
   // P values the FP8 cast flushed to zero, by the current step (a low-precision run's P tile only).
   const flushed = (r: number, c: number) =>
@@ -69,7 +76,7 @@ export function TileZoomView() {
   }
   const cols = Math.min(colHi - colLo, Math.floor(MAX_CELLS / Math.max(1, rowHi - rowLo)));
   return (
-    <section className="view tile-zoom" aria-label="Tile numbers">
+    <section ref={box} className="view tile-zoom" aria-label="Tile numbers">
       <header>
         <h3>{title}</h3>
         <button type="button" onClick={() => patchSelection(pane, { zoom: null })}>

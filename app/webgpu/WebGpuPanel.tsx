@@ -3,13 +3,9 @@
 // webgpu.worker.ts; this component keeps what the person set across errors, cancels and
 // device losses, and only ever replaces the result when a new run succeeds.
 
-import * as Comlink from 'comlink';
 import { useCallback, useEffect, useRef, useState } from 'react';
 import {
-  fieldsToProblem,
   type Pass,
-  type ProblemFields,
-  validateProblem,
   type AttentionProblem,
   PATH_LABELS,
   type WebGpuPath,
@@ -20,72 +16,15 @@ import {
   type WebGpuShape,
 } from '../../engine/api.ts';
 import { useApp } from '../store/store.ts';
-import type { AdapterReport, Backend, RunReport, WebGpuApi } from './protocol.ts';
+import type { AdapterReport, Backend, RunReport } from './protocol.ts';
+import { startWebGpuWorker, type WebGpuClient } from './webgpu-client.ts';
 import { GridHeatmap, LseChart } from './ResultViews.tsx';
+import { FULL, NO_MODIFIERS, PRESETS, SHAPE_FIELDS, shapeOf, toProblem, type Form } from './webgpu-form.ts';
 import { RooflineView } from './RooflineView.tsx';
 import { fastestPath, missingFeatureAdvice } from './feature-advice.ts';
 import './webgpu.css';
 
-/** The problem's fields (full-size runs are fp32 without sinks or mask text) and the inputs' seed. */
-type Form = Omit<ProblemFields, 'dtype' | 'sink' | 'maskMod' | 'scoreMod'> & { seed: string };
-
-const FULL: Form = {
-  batch: '4',
-  hq: '16',
-  hk: '16',
-  nq: '4096',
-  nk: '4096',
-  d: '64',
-  dv: '64',
-  causal: false,
-  windowLeft: '',
-  windowRight: '',
-  alibi: false,
-  softcap: '',
-  seed: '1',
-};
-
-/**
- * The shapes BENCHMARKS.md reports, one click away: a preset fills the problem fields (no
- * masks or modifiers) and, for the decoding shapes, picks the flash-decoding kernel.
- */
-const PRESETS: { name: string; form: Partial<Form>; path?: WebGpuPath }[] = [
-  { name: 'benchmark headline: B=4 H=16 N=4096 d=64', form: { batch: '4', hq: '16', hk: '16', nq: '4096', nk: '4096', d: '64', dv: '64' } },
-  {
-    name: 'long context: B=4 H=16 N=65536 d=128 (windows of batches)',
-    form: { batch: '4', hq: '16', hk: '16', nq: '65536', nk: '65536', d: '128', dv: '128' },
-  },
-  {
-    name: 'one batch of 128 heads: B=1 H=128 N=65536 d=64 (windows of heads)',
-    form: { batch: '1', hq: '128', hk: '128', nq: '65536', nk: '65536', d: '64', dv: '64' },
-  },
-  {
-    name: 'decoding: B=4 H=16 Nq=1 Nk=32768 d=128',
-    form: { batch: '4', hq: '16', hk: '16', nq: '1', nk: '32768', d: '128', dv: '128' },
-    path: 'decode',
-  },
-  {
-    name: 'GQA decoding: B=1 Hq=32 Hk=8 Nq=1 Nk=131072 d=128',
-    form: { batch: '1', hq: '32', hk: '8', nq: '1', nk: '131072', d: '128', dv: '128' },
-    path: 'decode',
-  },
-];
-const NO_MODIFIERS: Partial<Form> = { causal: false, windowLeft: '', windowRight: '', alibi: false, softcap: '' };
-
-function toProblem(f: Form): AttentionProblem {
-  return validateProblem(fieldsToProblem({ ...f, dtype: 'fp32', sink: '', maskMod: '', scoreMod: '' }));
-}
-
 const message = (e: unknown) => (e instanceof Error ? e.message : String(e));
-
-const SHAPE_FIELDS: readonly WebGpuField[] = ['batch', 'hq', 'hk', 'nq', 'nk', 'd', 'dv'];
-
-/** The form's shape fields that parse as positive integers. */
-function shapeOf(f: Form): Partial<WebGpuShape> {
-  const s: Partial<WebGpuShape> = {};
-  for (const k of SHAPE_FIELDS) if (/^\d+$/.test(f[k].trim()) && Number(f[k]) > 0) s[k] = Number(f[k]);
-  return s;
-}
 
 type Probe = { state: 'probing' } | { state: 'ok'; adapter: AdapterReport } | { state: 'none'; message: string };
 
@@ -102,7 +41,7 @@ export default function WebGpuPanel() {
   const [reportProblem, setReportProblem] = useState<AttentionProblem | null>(null);
   const [error, setError] = useState<string | null>(null);
   const [note, setNote] = useState<string | null>(null);
-  const worker = useRef<{ worker: Worker; api: Comlink.Remote<WebGpuApi> } | null>(null);
+  const worker = useRef<WebGpuClient | null>(null);
   // A path the person picked survives a re-probe (after a cancel); otherwise the fastest offered one is used.
   const pathPicked = useRef(false);
   const seq = useRef(0);
@@ -110,15 +49,14 @@ export default function WebGpuPanel() {
   const hasMain = useApp((s) => !!s.problem.main);
 
   const start = useCallback(() => {
-    const w = new Worker(new URL('./webgpu.worker.ts', import.meta.url), { type: 'module' });
-    w.onerror = (e) => {
+    const client = startWebGpuWorker((why) => {
       setProgress(null);
-      setError(`The WebGPU worker failed: ${e.message || 'unknown error'}. Your settings are kept; run again to restart it.`);
-      worker.current?.worker.terminate();
+      setError(`The WebGPU worker failed: ${why}. Your settings are kept; run again to restart it.`);
+      worker.current?.dispose();
       worker.current = null;
-    };
-    const api = Comlink.wrap<WebGpuApi>(w);
-    worker.current = { worker: w, api };
+    });
+    const api = client.api;
+    worker.current = client;
     const id = ++seq.current;
     api.probe().then(
       (adapter) => {
@@ -136,7 +74,7 @@ export default function WebGpuPanel() {
 
   useEffect(() => {
     start();
-    return () => worker.current?.worker.terminate();
+    return () => worker.current?.dispose();
   }, [start]);
 
   const set = (patch: Partial<Form>) => setFormState((f) => ({ ...f, ...patch }));
@@ -156,14 +94,19 @@ export default function WebGpuPanel() {
       : [];
   const fixText = fix.map((c) => `${c.field === 'nq' ? 'Nq' : c.field === 'nk' ? 'Nk' : c.field} to ${c.to}`).join(' and ');
 
-  const run = () => {
-    let problem: AttentionProblem;
+  /** The form's problem, or undefined with the bad field's message shown (the typed text stays). */
+  const problemOrMessage = (): AttentionProblem | undefined => {
     try {
-      problem = toProblem(form);
+      return toProblem(form);
     } catch (e) {
       setError(message(e));
-      return;
+      return undefined;
     }
+  };
+
+  const run = () => {
+    const problem = problemOrMessage();
+    if (!problem) return;
     if (!worker.current) start();
     setError(null);
     setNote(null);
@@ -175,7 +118,7 @@ export default function WebGpuPanel() {
     };
     setProgress({ stage: 'starting', fraction: 0 });
     const req = { backend, pass, path: pass === 'backward' ? bwdPath : path, problem, seed: Number(form.seed) || 1, checkRows: 4 };
-    worker.current!.api.run(req, Comlink.proxy(onProgress)).then(
+    worker.current!.api.run(req, worker.current!.progress(onProgress)).then(
       (r) => {
         settled = true;
         if (id !== seq.current) return;
@@ -194,7 +137,7 @@ export default function WebGpuPanel() {
   };
 
   const cancel = () => {
-    worker.current?.worker.terminate();
+    worker.current?.dispose();
     worker.current = null;
     setProgress(null);
     setError('Run cancelled. The GPU work was abandoned with its worker; settings and the previous result are kept.');
@@ -202,13 +145,8 @@ export default function WebGpuPanel() {
   };
 
   const openInDebugger = () => {
-    let p: AttentionProblem;
-    try {
-      p = toProblem(form);
-    } catch (e) {
-      setError(message(e));
-      return;
-    }
+    const p = problemOrMessage();
+    if (!p) return;
     const nq = Math.min(p.nq, 128);
     const nk = Math.min(p.nk, Math.max(nq, Math.round((p.nk / p.nq) * nq)), 128);
     showInDebugger('main', { ...p, batch: 1, hq: 1, hk: 1, nq, nk, d: Math.min(p.d, 64), dv: Math.min(p.dv, 64) }, Number(form.seed) || 1);

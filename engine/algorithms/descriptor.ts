@@ -82,7 +82,7 @@ export interface AlgorithmDescriptor<Id extends string = string> {
   /** The tile (Br × Bc) the forward runs when none is given: the one table everything reads. */
   readonly tiles: (p: TileQuery) => { blockM: number; blockN: number };
   readonly supports: {
-    /** Input dtypes its forward takes (engine/lowprec/fp8-support.ts asks the engine; a test holds the two equal). */
+    /** Input dtypes its forward takes (engine/refusal.ts asks the engine; a test holds the two equal). */
     readonly dtypes: readonly DType[];
   };
   readonly rowStats: RowStatsHome;

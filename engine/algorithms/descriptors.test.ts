@@ -5,7 +5,7 @@
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { refusalOf } from '../lowprec/fp8-support.ts';
+import { refusalOf } from '../refusal.ts';
 import { DEFAULT_PROBLEM, DTYPES, type AttentionProblem } from '../core/problem.ts';
 import { hasSchedule } from '../hw/registry.ts';
 import { BUILT_IN_ALGORITHMS, DESCRIPTORS } from './registry.ts';

@@ -178,6 +178,27 @@ add(
   /this trace would need about .* raise --max-bytes/,
 );
 add('run --max-bytes 1000', run('--max-bytes', '1000'), 1, /this run would need about .*--max-bytes/);
+writeFileSync(at('q3.npy'), encodeNpy(values(32, 1), [8, 1, 4]));
+writeFileSync(at('cu.npy'), encodeNpy([0, 3, 8], [3], 'int32'));
+const varlen = [
+  '--q',
+  at('q3.npy'),
+  '--k',
+  at('q3.npy'),
+  '--v',
+  at('q3.npy'),
+  '--cu-seqlens-q',
+  at('cu.npy'),
+  '--cu-seqlens-k',
+  at('cu.npy'),
+];
+add(
+  'run varlen --max-bytes 1000',
+  ['run', '--algo', 'fa2', ...varlen, '--out', freshOut(), '--max-bytes', '1000'],
+  1,
+  /this run would need about .* --q's length|this run would need about/,
+);
+add('run varlen, DIR/fa2 exists', ['run', '--algo', 'fa2', ...varlen, '--out', at('outs')], 1, /outs\/fa2 already exists/);
 add('trace --hk 1000000000', trace('--hk', '1000000000'), 1, /hk/);
 
 // Options that are not options, including every Object.prototype name.

@@ -17,7 +17,9 @@ import { encodeNpy } from '../io/npy.ts';
 import { pagedOutput, runPaged } from '../layouts/paged.ts';
 import { runLayoutToEnd, type LayoutBase, type LayoutRunResult } from '../layouts/sequence-runner.ts';
 import { packedResult, runVarlen, seqLengths } from '../layouts/varlen.ts';
-import { ProblemError, validateProblem } from '../core/problem.ts';
+import { ProblemError, validateProblem, type ProblemDims } from '../core/problem.ts';
+import { resolveBlocks } from '../algorithms/blocks.ts';
+import { checkCliSize } from './size-limits.ts';
 import { pagedFromTensors, pagedShape, varlenFromTensors, varlenShape, type LayoutShape } from '../layouts/from-tensors.ts';
 import { roundArray } from '../core/dtype.ts';
 import { runVarlenBackward } from '../layouts/varlen-backward.ts';
@@ -87,6 +89,17 @@ export async function baseFields(a: ParsedArgs, { hq, hk, d, dv, dtype: fileDtyp
   return base;
 }
 
+/** The size model on a serving batch: its longest sequences, every sequence that long (an upper bound). */
+function checkLayoutSize(a: ParsedArgs, dims: ProblemDims, blocks: BlockOptions): void {
+  const p = { ...dims, causal: false, dtype: 'fp32' as const };
+  checkCliSize(
+    p,
+    resolveBlocks(p, blocks),
+    { command: 'run', maxBytes: num(a, 'max-bytes'), algos: 1, backward: str(a, 'do') !== undefined },
+    true,
+  );
+}
+
 function blockOptions(a: ParsedArgs): BlockOptions {
   const blocks: BlockOptions = {};
   if (num(a, 'block-m') !== undefined) blocks.blockM = num(a, 'block-m');
@@ -125,6 +138,12 @@ async function prepareVarlen(a: ParsedArgs): Promise<Prepared> {
   const { hq, dv } = sh;
   const { vp, x } = varlenFromTensors(t, await baseFields(a, sh));
   const blocks = blockOptions(a);
+  const longest = (cu: readonly number[]) => seqLengths(cu).reduce((m, n) => Math.max(m, n), 1);
+  checkLayoutSize(
+    a,
+    { batch: seqLengths(vp.cuSeqlensQ).length, hq, hk: sh.hk, nq: longest(vp.cuSeqlensQ), nk: longest(vp.cuSeqlensK), d: sh.d, dv },
+    blocks,
+  );
   const features = parseFeatures(list(a, 'feature'));
   const tq = qt.info.shape[0];
   const tk = kt.info.shape[0];
@@ -182,6 +201,7 @@ async function preparePaged(a: ParsedArgs): Promise<Prepared> {
   const { B, hq, nq, dv } = sh;
   const { pp, x } = pagedFromTensors(t, await baseFields(a, sh), layout);
   const blocks = blockOptions(a);
+  checkLayoutSize(a, { batch: B, hq, hk: sh.hk, nq, nk: pp.cacheSeqlens.reduce((m, n) => Math.max(m, n), 1), d: sh.d, dv }, blocks);
   const features = parseFeatures(list(a, 'feature'));
   return {
     run(id) {

@@ -5,7 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import { inputSizes, randomInputs } from './inputs.ts';
 import type { AttentionProblem } from './problem.ts';
-import { capBlocks, checkSize, problemSize, SIZE_DIMS, SizeError, type SizeLimit, type SizeQuery } from './size-model.ts';
+import { capBlocks, checkSize, MAX_KERNEL_TILE, problemSize, SIZE_DIMS, SizeError, type SizeLimit, type SizeQuery } from './size-model.ts';
 
 const P: AttentionProblem = { batch: 2, hq: 4, hk: 2, nq: 19, nk: 13, d: 8, dv: 6, causal: false, dtype: 'fp32' };
 const Q: SizeQuery = { ...P, blockM: 8, blockN: 4 };
@@ -31,9 +31,12 @@ describe('size model', () => {
     expect(problemSize({ ...Q, pass: 'backward' }).steppingBytes).toBeGreaterThan(base.steppingBytes);
   });
 
-  it('caps block sizes at the sequence lengths', () => {
+  it('caps block sizes past every kernel tile at the sequence lengths', () => {
     expect(capBlocks({ nq: 19, nk: 13 }, 1e9, 4)).toEqual({ blockM: 19, blockN: 4 });
+    // A kernel's own tile (at most MAX_KERNEL_TILE) stays, even on a shorter sequence.
+    expect(capBlocks({ nq: 19, nk: 13 }, 128, MAX_KERNEL_TILE)).toEqual({ blockM: 128, blockN: MAX_KERNEL_TILE });
     expect(problemSize({ ...Q, blockM: 1e9, blockN: 1e9 })).toEqual(problemSize({ ...Q, blockM: 19, blockN: 13 }));
+    expect(problemSize({ ...Q, blockM: 128, blockN: 128 })).toEqual(problemSize({ ...Q, blockM: 19, blockN: 13 }));
   });
 
   it('names the dimension far above its usual size, with a largest value that fits', () => {

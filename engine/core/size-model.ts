@@ -38,14 +38,19 @@ export interface ProblemSize {
 
 const ceilDiv = (a: number, b: number) => Math.ceil(a / b);
 
-/** Tile sizes never larger than the sequence they tile: a 10⁹-row block of a 64-row problem is a 64-row block. */
+/** The largest tile any kernel FlashScope models uses; its own tile size is kept even on a shorter sequence. */
+export const MAX_KERNEL_TILE = 256;
+
+/** Tiles past every kernel's are capped at the sequence they tile: a 10⁹-row block of a 64-row problem is a 64-row block. */
 export function capBlocks(dims: Pick<ProblemDims, 'nq' | 'nk'>, blockM: number, blockN: number): { blockM: number; blockN: number } {
-  return { blockM: Math.min(blockM, dims.nq), blockN: Math.min(blockN, dims.nk) };
+  const cap = (b: number, n: number) => (b > MAX_KERNEL_TILE ? Math.min(b, n) : b);
+  return { blockM: cap(blockM, dims.nq), blockN: cap(blockN, dims.nk) };
 }
 
 /** Every figure is a float64 product of the dimensions, so it stays exact-enough and finite for any positive integers. */
 export function problemSize(q: SizeQuery): ProblemSize {
-  const { blockM, blockN } = capBlocks(q, q.blockM, q.blockN);
+  // A tile longer than its sequence holds only the sequence's rows.
+  const [blockM, blockN] = [Math.min(q.blockM, q.nq), Math.min(q.blockN, q.nk)];
   const heads = q.batch * q.hq;
   const tr = ceilDiv(q.nq, blockM);
   const tc = ceilDiv(q.nk, blockN);

@@ -25,5 +25,6 @@ export function applyUpdate(prev: Frame | undefined, u: FrameUpdate): Frame {
   prev.oState.set(patch.oState, patch.oRows[0]);
   prev.m.set(patch.m, patch.oRows[0]);
   prev.l.set(patch.l, patch.oRows[0]);
-  return { ...rest, s: prev.s, p: prev.p, mask: prev.mask, o: prev.o, oState: prev.oState, m: prev.m, l: prev.l, bwd, seq };
+  const changed = { rows: patch.rows, cols: patch.cols, oRows: patch.oRows };
+  return { ...rest, s: prev.s, p: prev.p, mask: prev.mask, o: prev.o, oState: prev.oState, m: prev.m, l: prev.l, bwd, seq, changed };
 }

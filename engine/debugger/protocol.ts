@@ -140,6 +140,11 @@ export interface Frame {
    * place, so views watch this number rather than the arrays' identity.
    */
   seq: number;
+  /**
+   * What the update that made this frame (seq) changed, when it was a patch: the S/P/mask cells
+   * of rows×cols and the O rows. Absent after a full update: everything may have changed.
+   */
+  changed?: { rows: Range; cols: Range; oRows: Range };
 }
 
 /**
@@ -175,7 +180,7 @@ export type FramePatch = (
 ) & { bwd?: BackwardPatch };
 
 /** What step/seek/runToBreakpoint return; frames.ts turns it into a Frame. */
-export type FrameUpdate = Omit<Frame, 's' | 'p' | 'mask' | 'o' | 'oState' | 'm' | 'l' | 'seq' | 'bwd'> & { patch: FramePatch };
+export type FrameUpdate = Omit<Frame, 's' | 'p' | 'mask' | 'o' | 'oState' | 'm' | 'l' | 'seq' | 'bwd' | 'changed'> & { patch: FramePatch };
 
 export interface HeadInputs {
   b: number;

@@ -19,8 +19,8 @@
 // Equal CTAs in a row are placed a whole wave at a time while the slots free within one
 // CTA's time of each other (then list scheduling gives each slot one). A grid of more than
 // MAX_GRID_CTAS CTAs is never materialised: it is built for fewer batches, counted per K/V
-// block count, scaled to the full batch and placed longest first (with thousands of waves
-// the order hardly moves the makespan).
+// block count, scaled to the full batch and placed longest first in whole waves (with
+// thousands of waves neither the order nor the wave rounding moves the makespan much).
 // A CTA pair (FA4's cta_group::2, sheet.cta_group = 2) is one grid entry that holds two SMs:
 // its kernel has both CTAs, the peer's units suffixed ".peer" (engine/algorithms/fa4/pair.ts).
 
@@ -157,7 +157,8 @@ export function simulateProblem(algo: HwAlgorithm, gpu: GpuSpec, shape: ProblemS
   else {
     const order = grid.map((c, i) => ({ n: kvCount(c), i }));
     const longestFirst = typeof algo.longestFirst === 'function' ? algo.longestFirst(shape) : algo.longestFirst;
-    if (longestFirst && shape.causal) order.sort((x, y) => y.n - x.n || x.i - y.i);
+    // The scheduler's LPT order applies to causal and local masks alike (flash_fwd_launch_template.h@0251105a l. 61: LPT = Is_causal || Is_local).
+    if (longestFirst && (shape.causal || shape.window !== undefined)) order.sort((x, y) => y.n - x.n || x.i - y.i);
     for (const { n } of order) push(n, 1);
   }
   // Min-heap of slot free times.
@@ -182,8 +183,9 @@ export function simulateProblem(algo: HwAlgorithm, gpu: GpuSpec, shape: ProblemS
     const c = cost(n);
     for (let left = m; left > 0; ) {
       // While the slots free within one CTA's time of each other, a wave of equal CTAs
-      // lands one on each slot: add whole waves at once (the heap order is unchanged).
-      if (left >= heap.length && spread() <= c.t) {
+      // lands one on each slot: add whole waves at once (the heap order is unchanged). A
+      // counted grid is placed in whole waves regardless (its order is approximate already).
+      if (left >= heap.length && (counts !== undefined || spread() <= c.t)) {
         const waves = Math.floor(left / heap.length);
         for (let i = 0; i < heap.length; i++) heap[i] += waves * c.t;
         left -= waves * heap.length;

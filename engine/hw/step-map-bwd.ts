@@ -81,7 +81,7 @@ export function buildBackwardStepMap(
     const mLo = r1 > r0 ? Math.floor(r0 / geo.blockM) : null;
     const mHi = r1 > r0 ? Math.floor((r1 - 1) / geo.blockM) : null;
     const tensors = e.kind === 'load' || e.kind === 'write' ? (e.tensors as readonly string[]) : null;
-    placer.place(s, c, e.kind, (p, kind, own) => {
+    placer.place(s, c, e.kind, (p, _kind, own) => {
       if (p.sub !== null && ((p.subEnd ?? p.sub) < subLo || p.sub > subHi)) return false;
       if (mLo === null ? p.kv !== null : p.kv === null || p.kv < mLo || p.kv > mHi!) return false;
       return !(tensors && own && !p.tensors.some((t) => tensors.includes(t)));

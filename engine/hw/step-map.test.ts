@@ -222,3 +222,20 @@ describe('op phases come from the schedules, not from their labels', () => {
     }
   });
 });
+
+describe('step map of a GQA-packing kernel', () => {
+  it('FA4 Hq 4 / Hk 1, seqlen_q 64: a step of Q head 3 lands on the packed CTA of KV head 0, on an op of its K/V block', async () => {
+    // interface.py@0251105a l. 693-695: pack_gqa on (Hq > Hk); 256 packed rows > 128 → q_stage 2, one CTA.
+    const problem: AttentionProblem = { batch: 1, hq: 4, hk: 1, nq: 64, nk: 256, d: 64, dv: 64, causal: false, dtype: 'bf16' };
+    const events = await loaded('fa4', problem);
+    const step = events.findIndex((e) => e.h === 3 && e.kind === 'qk');
+    expect(step).toBeGreaterThanOrEqual(0);
+    const s = smScheduleFor({ algorithm: 'fa4', gpu: 'b200', problem, features: {}, step }, events);
+    expect(s.view.resources.upstream?.config).toMatchObject({ pack_gqa: true, packed_rows: 256, q_stage: 2 });
+    expect(s.view.ctas.map((c) => [c.h, c.rows[0], c.rows[1]])).toEqual([[0, 0, 256]]);
+    expect(Number.isNaN(s.view.map.stepCycle[step])).toBe(false);
+    const op = s.timeline[s.view.map.stepOp[step]];
+    const e = events[step];
+    expect(op.phase?.kv).toBe(Math.floor(e.tile.cols[0] / s.view.geometry.blockN));
+  });
+});

@@ -138,6 +138,13 @@ export function buildStepMap(
   return placer.map;
 }
 
+/** A step in a GQA-packing kernel's coordinates: its KV head, and the packed rows of its first and last query row. */
+function packedEvent(e: TraceEvent, ratio: number): TraceEvent {
+  const within = e.h % ratio;
+  const [r0, r1] = e.tile.rows;
+  return { ...e, h: Math.floor(e.h / ratio), tile: { ...e.tile, rows: [r0 * ratio + within, Math.max(r0, r1 - 1) * ratio + within + 1] } };
+}
+
 /** Builds the schedule of the SM that runs `events[req.step]`'s CTA, and the step ↔ cycle map. */
 export function smScheduleFor(req: HwViewRequest, events: readonly TraceEvent[]): SmSchedule {
   if (req.pass === 'backward') return backwardSmScheduleFor(req, events);
@@ -150,6 +157,11 @@ export function smScheduleFor(req: HwViewRequest, events: readonly TraceEvent[])
   if (resources.does_not_fit.length > 0) throw new FitError(resources.does_not_fit);
   const geo = geometryOf(algo, resources, shape);
   const grid = algo.grid(gpu, shape, f);
+  // A kernel that packs GQA tiles the Q heads of a KV head together (row m = Q head within the
+  // group + ratio · query row): the steps are placed in those packed coordinates.
+  const ratio = resources.upstream?.config.pack_gqa === true ? Math.ceil(shape.hq / shape.hk) : 1;
+  const rowsTotal = shape.nq * ratio;
+  const steps = ratio > 1 ? events.map((e) => packedEvent(e, ratio)) : events;
   const span = smsPerEntry(resources);
   const occ = Math.max(1, Math.min(resources.ctas_per_sm, Math.ceil((grid.length * span) / gpu.smCount)));
   const asCta = (w: CtaWork): SmCta => ({
@@ -157,12 +169,12 @@ export function smScheduleFor(req: HwViewRequest, events: readonly TraceEvent[])
     h: w.h,
     qBlock: w.qBlock,
     split: w.split,
-    rows: [w.qBlock * geo.ctaRows, Math.min(shape.nq, (w.qBlock + 1) * geo.ctaRows)],
+    rows: [w.qBlock * geo.ctaRows, Math.min(rowsTotal, (w.qBlock + 1) * geo.ctaRows)],
     kvBlocks: kvBlocksOf(w),
   });
   const all = grid.map(asCta);
   // The CTA of the step, found the same way the step map finds it.
-  const ev = events[Math.max(0, Math.min(events.length - 1, req.step))];
+  const ev = steps[Math.max(0, Math.min(steps.length - 1, req.step))];
   let target = 0;
   if (ev) {
     const col = ev.tile.cols[1] > ev.tile.cols[0] ? ev.tile.cols[0] : null;
@@ -184,7 +196,7 @@ export function smScheduleFor(req: HwViewRequest, events: readonly TraceEvent[])
   if (algo.switches.rescaleAt && f.lazyRescale && req.features.rescaleAt === undefined && works[0]) {
     const c = asCta(works[0]);
     const at = new Set<number>();
-    for (const e of events) {
+    for (const e of steps) {
       if (e.kind !== 'rescale' || e.b !== c.b || e.h !== c.h || e.tile.rows[0] < c.rows[0] || e.tile.rows[0] >= c.rows[1]) continue;
       const i = c.kvBlocks.indexOf(Math.floor(e.tile.cols[0] / geo.blockN));
       if (i > 0) at.add(i);
@@ -195,7 +207,7 @@ export function smScheduleFor(req: HwViewRequest, events: readonly TraceEvent[])
   const run = runSm(algo, gpu, shape, features, works, bw, true);
   const ctas = works.map(asCta);
   const phases = classifyOps(run.timeline);
-  const map = buildStepMap(events, run.timeline, phases, ctas, geo);
+  const map = buildStepMap(steps, run.timeline, phases, ctas, geo);
   const utilization: Record<string, number> = {};
   for (const [u, v] of Object.entries(run.unitBusy)) utilization[u] = run.cycles > 0 ? v / run.cycles : 0;
   const view: HwView = {

@@ -61,7 +61,8 @@ function parsePyLiteral(text: string, where: string): PyValue {
       const close = c === '{' ? '}' : c === '(' ? ')' : ']';
       i++;
       const list: PyValue[] = [];
-      const dict: Record<string, PyValue> = {};
+      // No prototype: a '__proto__' or 'constructor' key is an ordinary (unknown) key.
+      const dict = Object.create(null) as Record<string, PyValue>;
       for (;;) {
         ws();
         if (text[i] === close) {
@@ -131,7 +132,7 @@ export async function readNpyInfo(src: ByteSource): Promise<TensorInfo> {
     throw new TensorFileError(`${name}: .npy header is not a dict: ${text.slice(0, 80)}`);
   const { descr, fortran_order: fortran, shape } = dict as Record<string, PyValue>;
   if (typeof descr !== 'string') throw new TensorFileError(`${name}: .npy header has no 'descr' string (found ${JSON.stringify(descr)})`);
-  const dtype = DESCR[descr];
+  const dtype = Object.hasOwn(DESCR, descr) ? DESCR[descr] : undefined;
   if (!dtype) {
     throw new TensorFileError(
       `${name}: ${describeDescr(descr)} is not supported; expected little-endian float16, float32, float64, int32 or int64 ('<f2', '<f4', '<f8', '<i4', '<i8')`,

@@ -4,7 +4,7 @@
 // layout itself, the counters, the dense padded batch's counters for comparison, and the
 // error against the per-sequence float64 reference. Pure TS; tested in Node.
 
-import { algorithmById, DEFAULT_ALGORITHM, descriptorOf } from '../algorithms/registry.ts';
+import { algorithmById, descriptorOf } from '../algorithms/registry.ts';
 import type { Counters } from '../core/counters.ts';
 import { totalBytes } from '../core/counters.ts';
 import { randomInputs } from '../core/inputs.ts';

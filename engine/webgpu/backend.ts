@@ -444,7 +444,7 @@ export class AttentionRun extends GpuRun {
       }`;
       const [psplit, pcomb] = await Promise.all([
         pipeline(device, mat ? decodeMatrixKernelWgsl(mat) : group ? decodeGroupKernelWgsl(group) : decodeSplitKernelWgsl(p.d, p.dv)),
-        pipeline(device, decodeCombineKernelWgsl(p.d, p.dv)),
+        pipeline(device, decodeCombineKernelWgsl(p.dv)),
       ]);
       for (const w of this.windows) {
         const t = this.slices(w);

@@ -156,7 +156,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
 `;
 }
 
-export function decodeCombineKernelWgsl(d: number, dv: number): string {
+export function decodeCombineKernelWgsl(dv: number): string {
   return /* wgsl */ `
 ${PARAMS_WGSL}
 @group(0) @binding(0) var<uniform> params: Params;

@@ -28,8 +28,13 @@ import {
 
 const cache = new RunCache(20);
 const c = chapterByNumber(12)!;
+/** Chapter 13 carries on with the P cast and SageAttention: panes sink, sage. */
+const c13 = chapterByNumber(13)!;
 const req = c.panes[0].preset;
-const answer = (id: string, r = req) => c.questions.find((q) => q.id === id)!.answer(lessonContext(c, r, cache));
+const answer = (id: string, r = req) => {
+  const ch = [c, c13].find((x) => x.questions.some((q) => q.id === id))!;
+  return ch.questions.find((q) => q.id === id)!.answer(lessonContext(ch, r, cache));
+};
 
 /** softmax(τ QKᵀ) V in float64, one head. */
 function attention64(p: AttentionProblem, q: ArrayLike<number>, k: ArrayLike<number>, v: ArrayLike<number>): Float64Array {
@@ -225,26 +230,28 @@ describe('chapter 12: low precision', () => {
 
   it('the sage pane opens at an INT8 S step that carries its Q and K scales', () => {
     const run = runRequest(SAGE_PRESET);
-    const e = run.events[c.panes[2].target.find(run.events)];
+    const e = run.events[c13.panes[1].target.find(run.events)];
     expect(e.kind).toBe('qk');
     if (e.kind !== 'qk') return;
     expect(e.qScale).toBeGreaterThan(0);
     expect(e.kScale).toBeGreaterThan(0);
-    expect(c.panes.every((pane) => pane.views.includes('precision'))).toBe(true);
+    expect([...c.panes, ...c13.panes].every((pane) => pane.views.includes('precision'))).toBe(true);
   });
 
   it('every "try this" change loads on the FP8 panes (e5m2, K/V order, pScale) without an error', () => {
-    for (const t of c.tryThis)
-      for (const pane of c.panes) expect(runRequest(t.change(pane.preset)).events.length, t.label).toBeGreaterThan(0);
-    // FA3 switches leave the sage pane as it is (sage would refuse them), and sage's leaves the FP8 panes.
-    for (const t of c.tryThis) {
-      const touched = c.panes.filter((pane) => t.change(pane.preset) !== pane.preset).map((pane) => pane.preset.algorithm);
-      expect(new Set(touched).size, t.label).toBe(1);
+    for (const ch of [c, c13]) {
+      for (const t of ch.tryThis)
+        for (const pane of ch.panes) expect(runRequest(t.change(pane.preset)).events.length, t.label).toBeGreaterThan(0);
+      // FA3 switches leave the sage pane as it is (sage would refuse them), and sage's leaves the FP8 panes.
+      for (const t of ch.tryThis) {
+        const touched = ch.panes.filter((pane) => t.change(pane.preset) !== pane.preset).map((pane) => pane.preset.algorithm);
+        expect(new Set(touched).size, t.label).toBe(1);
+      }
     }
   });
 
   it('smoothing in the sage pane shifts each row of S by q·mean(K)·τ·log2 e against the float64 scores of K as given', () => {
-    const t = c.tryThis.find((x) => x.label === 'SageAttention with K smoothing')!;
+    const t = c13.tryThis.find((x) => x.label === 'SageAttention with K smoothing')!;
     const on = t.change(SAGE_PRESET);
     expect(on.features?.smoothK).toBe(true);
     const p = SAGE_PRESET.problem;
@@ -274,14 +281,15 @@ describe('chapter 12: low precision', () => {
   it('every step link lands on the step kind it names, and every computed paragraph has its table', () => {
     const kinds = ['load', 'qk', 'exp', 'pv']; // the FP8 panes' links, then the sage pane's
     const seen: string[] = [];
-    c.blocks.forEach((b, i) => {
-      if (b.kind === 'live') expect(liveBlock(c, i, cache).table?.rows.length, b.label).toBeGreaterThan(0);
-      if (b.kind !== 'goto') return;
-      const run = runRequest(c.panes[b.pane].preset);
-      const { step } = locateBlock(c, i, c.panes[b.pane].preset, cache);
-      expect(step, b.label).toBeGreaterThanOrEqual(0);
-      seen.push(run.events[step].kind);
-    });
+    for (const ch of [c, c13])
+      ch.blocks.forEach((b, i) => {
+        if (b.kind === 'live') expect(liveBlock(ch, i, cache).table?.rows.length, b.label).toBeGreaterThan(0);
+        if (b.kind !== 'goto') return;
+        const run = runRequest(ch.panes[b.pane].preset);
+        const { step } = locateBlock(ch, i, ch.panes[b.pane].preset, cache);
+        expect(step, b.label).toBeGreaterThanOrEqual(0);
+        seen.push(run.events[step].kind);
+      });
     expect(seen).toEqual([...kinds, 'qk']);
   });
 });

@@ -114,7 +114,7 @@ export function locateTarget(chapter: Chapter, pane: number, req: LoadRequest, c
 /** Where a 'goto' block of the text points in the loaded run; step −1 when this problem has no such step. */
 export function locateBlock(chapter: Chapter, block: number, req: LoadRequest, cache: RunCache): { step: number; total: number } {
   const b = chapter.blocks[block];
-  if (!b || b.kind !== 'goto') throw new Error(`chapter ${chapter.number} has no step link at block ${block}`);
+  if (b?.kind !== 'goto') throw new Error(`chapter ${chapter.number} has no step link at block ${block}`);
   const run = cache.get(req);
   return { step: b.find(run.events), total: run.events.length };
 }
@@ -122,7 +122,7 @@ export function locateBlock(chapter: Chapter, block: number, req: LoadRequest, c
 /** The engine-computed text of a 'live' block. */
 export function liveBlock(chapter: Chapter, block: number, cache: RunCache): LiveContent {
   const b = chapter.blocks[block];
-  if (!b || b.kind !== 'live') throw new Error(`chapter ${chapter.number} has no computed text at block ${block}`);
+  if (b?.kind !== 'live') throw new Error(`chapter ${chapter.number} has no computed text at block ${block}`);
   return b.compute((r) => cache.get(r));
 }
 

@@ -29,7 +29,7 @@ function* runFa1Backward(p: AttentionProblem, xIn: AttentionInputs, opts: RunOpt
   readFeatures('fa1', {}, opts.features);
   const { blockM, blockN } = resolveBlocks(p, opts);
   const S = setUpTiledBackward(p, xIn, fa1, { blockM, blockN }, opts.trace, 'fa1bwd');
-  const { x, sm, tr, eb, scale, ctx, kAcc, vAcc, acc } = S;
+  const { tr, eb, scale, ctx, kAcc, vAcc, acc } = S;
   const tile = ctx.tile;
   const { d, dv, nq, nk } = p;
   const stats = S.forward.rowStats;

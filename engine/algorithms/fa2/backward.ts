@@ -29,7 +29,7 @@ function* runFa2Backward(p: AttentionProblem, xIn: AttentionInputs, opts: RunOpt
   readFeatures('fa2', {}, opts.features);
   const { blockM, blockN } = resolveBlocks(p, opts);
   const S = setUpTiledBackward(p, xIn, fa2, { blockM, blockN }, opts.trace, 'fa2bwd');
-  const { x, sm, tr, eb, scale, ctx, kAcc, vAcc, acc } = S;
+  const { tr, eb, scale, ctx, kAcc, vAcc, acc } = S;
   const tile = ctx.tile;
   const { d, dv, nq, nk } = p;
   const dHbm = new Float32Array(p.batch * p.hq * nq);

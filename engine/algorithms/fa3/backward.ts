@@ -79,7 +79,7 @@ function* runFa3Backward(p: AttentionProblem, xIn: AttentionInputs, opts: RunOpt
   const { blockM, blockN } = resolveBlocks(p, { ...opts, blockM: opts.blockM ?? def.blockM, blockN: opts.blockN ?? def.blockN });
   const { deterministic, ...forwardFeatures } = f;
   const S = setUpTiledBackward(p, xIn, fa3, { blockM, blockN, features: forwardFeatures }, opts.trace, 'fa3bwd');
-  const { x, sm, tr, eb, scale, ctx, kAcc, vAcc, acc } = S;
+  const { tr, eb, scale, ctx, kAcc, vAcc, acc } = S;
   const tile = ctx.tile;
   const { d, dv, nq, nk } = p;
   const dHbm = new Float32Array(p.batch * p.hq * nq);

@@ -63,8 +63,10 @@ export const CONSUMER_OVERHEAD = 60;
 
 /** mha_fwd's decisions for this problem (./dispatch.ts); `numSms` only moves num_splits and what follows it. */
 export function fa3DispatchOf(shape: ProblemShape, numSms = 132): Fa3Dispatch {
+  const hit = dispatchCache.get(shape)?.get(numSms);
+  if (hit) return hit;
   const s = unpackShape(shape);
-  return fa3Dispatch(
+  const dp = fa3Dispatch(
     {
       batch: s.batch,
       hq: s.hq,
@@ -87,10 +89,26 @@ export function fa3DispatchOf(shape: ProblemShape, numSms = 132): Fa3Dispatch {
     },
     numSms,
   );
+  const bySms = dispatchCache.get(shape) ?? new Map<number, Fa3Dispatch>();
+  bySms.set(numSms, dp);
+  dispatchCache.set(shape, bySms);
+  return dp;
 }
+
+// The schedule asks for the dispatch of the same shape object many times per run.
+const dispatchCache = new WeakMap<ProblemShape, Map<number, Fa3Dispatch>>();
 
 /** The shipped kernel's configuration for this shape (one table for stepper, simulator and describe). */
 export function fa3Tiles(shape: ProblemShape): Fa3Config {
+  const hit = tilesCache.get(shape);
+  if (hit) return hit;
+  const out = tilesOf(shape);
+  tilesCache.set(shape, out);
+  return out;
+}
+const tilesCache = new WeakMap<ProblemShape, Fa3Config>();
+
+function tilesOf(shape: ProblemShape): Fa3Config {
   const dp = fa3DispatchOf(shape);
   return fa3Config({
     d: shape.d,
@@ -105,9 +123,16 @@ export function fa3Tiles(shape: ProblemShape): Fa3Config {
 
 /** The problem as the kernel tiles it: Q heads packed per KV head where pack_gqa is on. */
 function kernelShape(shape: ProblemShape, gpu: GpuSpec): ProblemShape {
+  const hit = packedCache.get(shape)?.get(gpu.smCount);
+  if (hit) return hit;
   const dp = fa3DispatchOf(shape, gpu.smCount);
-  return dp.packGqa ? packShape(shape, Math.ceil(shape.hq / shape.hk)) : shape;
+  const out = dp.packGqa ? packShape(shape, Math.ceil(shape.hq / shape.hk)) : shape;
+  const bySms = packedCache.get(shape) ?? new Map<number, ProblemShape>();
+  bySms.set(gpu.smCount, out);
+  packedCache.set(shape, bySms);
+  return out;
 }
+const packedCache = new WeakMap<ProblemShape, Map<number, ProblemShape>>();
 
 interface Fa3Smem {
   sheet: ResourceSheet;

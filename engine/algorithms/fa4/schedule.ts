@@ -81,6 +81,15 @@ export const FA4_BLOCK_N = FA4_TILE;
 
 /** The shipped kernel's configuration for this shape (one table for stepper, simulator and describe). */
 export function fa4Tiles(shape: ProblemShape): Fa4Config {
+  const hit = tilesCache.get(shape);
+  if (hit) return hit;
+  const out = tilesOf(shape);
+  tilesCache.set(shape, out);
+  return out;
+}
+const tilesCache = new WeakMap<ProblemShape, Fa4Config>();
+
+function tilesOf(shape: ProblemShape): Fa4Config {
   const dp = fa4DispatchOf(shape);
   const c = fa4Config({
     d: shape.d,
@@ -98,8 +107,11 @@ export function fa4Tiles(shape: ProblemShape): Fa4Config {
 
 /** _flash_attn_fwd's decisions for this problem (./dispatch.ts); `numSms` only moves a num_splits heuristic. */
 export function fa4DispatchOf(shape: ProblemShape, numSms = 148, backward = false): Fa4Dispatch {
+  const key = `${numSms}/${backward}`;
+  const hit = dispatchCache.get(shape)?.get(key);
+  if (hit) return hit;
   const s = unpackShape(shape);
-  return fa4Dispatch(
+  const dp = fa4Dispatch(
     {
       batch: s.batch,
       hq: s.hq,
@@ -121,13 +133,25 @@ export function fa4DispatchOf(shape: ProblemShape, numSms = 148, backward = fals
     },
     numSms,
   );
+  const byKey = dispatchCache.get(shape) ?? new Map<string, Fa4Dispatch>();
+  byKey.set(key, dp);
+  dispatchCache.set(shape, byKey);
+  return dp;
 }
+
+// The schedule asks for the dispatch of the same shape object many times per run.
+const dispatchCache = new WeakMap<ProblemShape, Map<string, Fa4Dispatch>>();
 
 /** The problem as the kernel tiles it: Q heads packed per KV head where pack_gqa is on. */
 function kernelShape(shape: ProblemShape): ProblemShape {
+  const hit = packedCache.get(shape);
+  if (hit) return hit;
   const dp = fa4DispatchOf(shape);
-  return dp.packGqa ? packShape(shape, dp.qheadPerKvhead) : shape;
+  const out = dp.packGqa ? packShape(shape, dp.qheadPerKvhead) : shape;
+  packedCache.set(shape, out);
+  return out;
 }
+const packedCache = new WeakMap<ProblemShape, ProblemShape>();
 
 /** The uneven Large-Small-Large ring: d 192 / dv 128 on one CTA with three stages. */
 export function fa4Uneven(shape: ProblemShape): boolean {

@@ -1,4 +1,4 @@
-// Chapter 13: masks written as functions, and the tiles they empty.
+// Chapter 14: masks written as functions, and the tiles they empty.
 import type { Chapter } from './types.ts';
 import { firstIndex, lessonRequest, type EventOf } from './queries.ts';
 import type { TraceEvent } from '../../../engine/api.ts';
@@ -22,8 +22,8 @@ const DOCUMENTS = 'where(q_idx < 24, 0, where(q_idx < 40, 1, 2)) == where(kv_idx
 
 const isMask = (e: TraceEvent): e is EventOf<'mask'> => e.kind === 'mask';
 
-export const chapter13: Chapter = {
-  number: 13,
+export const chapter14: Chapter = {
+  number: 14,
   slug: 'masks-and-block-sparsity',
   title: 'Masks as functions, and the tiles they empty',
   summary: 'Write mask_mod and score_mod, predict which tiles are skipped, and check against the engine.',

@@ -4,11 +4,11 @@
 // panel turns into a one-click fix. Asking instead of keeping a list means a new FP8 or
 // INT8 path (SageAttention's) is picked up without touching the panel.
 
-import { algorithmById } from '../algorithms/registry.ts';
-import { startPass } from '../request.ts';
-import type { Pass } from '../pass.ts';
-import { randomInputs } from '../core/inputs.ts';
-import { ProblemError, type AttentionProblem } from '../core/problem.ts';
+import { algorithmById } from './algorithms/registry.ts';
+import { startPass } from './request.ts';
+import type { Pass } from './pass.ts';
+import { randomInputs } from './core/inputs.ts';
+import { ProblemError, type AttentionProblem } from './core/problem.ts';
 
 export interface Refusal {
   /** The problem field the engine refused: 'dtype', 'alibi', 'sinks', 'dv', 'pass', … */

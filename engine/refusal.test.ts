@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { refusalOf } from './fp8-support.ts';
-import type { AttentionProblem } from '../core/problem.ts';
+import { refusalOf } from './refusal.ts';
+import type { AttentionProblem } from './core/problem.ts';
 
 const fp8: AttentionProblem = { batch: 2, hq: 4, hk: 2, nq: 300, nk: 500, d: 64, dv: 64, causal: true, dtype: 'fp8e4m3' };
 

@@ -1,0 +1,65 @@
+// `npm run bench:longtask`: main-thread long tasks during 10 s of max-speed playback on the
+// largest problem the stepping budget allows (FA2, N 2748, d 32), with 128×128 and 16×16 tiles,
+// all views open. Reports long-task count, total and longest, and the share of the wall time.
+
+import { expect, test } from '@playwright/test';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { cpus, loadavg } from 'node:os';
+
+const CASES = [
+  { name: 'FA2 N 2748, 128×128 tiles', tile: '128' },
+  { name: 'FA2 N 2748, 16×16 tiles', tile: '16' },
+];
+
+for (const c of CASES)
+  test(`long tasks at max speed: ${c.name}`, async ({ page }) => {
+    test.setTimeout(240_000);
+    await page.addInitScript(() => {
+      const w = window as unknown as { __longTasks: { start: number; duration: number }[] };
+      w.__longTasks = [];
+      new PerformanceObserver((list) => {
+        for (const e of list.getEntries()) w.__longTasks.push({ start: e.startTime, duration: e.duration });
+      }).observe({ type: 'longtask', buffered: true });
+    });
+    await page.goto('/');
+    await expect(page.getByTestId('step-counter')).toHaveText(/^Step 1 of/, { timeout: 30_000 });
+    const problem = page.getByRole('region', { name: 'Problem', exact: true });
+    await problem.getByLabel('Algorithm').selectOption('fa2');
+    for (const [label, v] of [
+      ['Nq', '2748'],
+      ['Nk', '2748'],
+      ['Br', c.tile],
+      ['Bc', c.tile],
+    ])
+      await problem.getByLabel(label, { exact: true }).fill(v);
+    await page.getByRole('button', { name: 'Load problem' }).click();
+    await expect(page.getByTestId('step-counter')).toHaveText(/^Step 1 of (\d+)$/, { timeout: 120_000 });
+    const total = Number(/of (\d+)/.exec((await page.getByTestId('step-counter').textContent()) ?? '')![1]);
+    await page.getByLabel('Speed').selectOption('0');
+    const t0 = await page.evaluate(() => performance.now());
+    await page.getByRole('button', { name: 'Play' }).click();
+    await page.waitForTimeout(10_000);
+    await page.getByRole('button', { name: 'Pause' }).click();
+    const r = await page.evaluate((start) => {
+      const w = window as unknown as { __longTasks: { start: number; duration: number }[] };
+      const seconds = (performance.now() - start) / 1000;
+      return { seconds, tasks: w.__longTasks.filter((t) => t.start >= start).map((t) => Math.round(t.duration)) };
+    }, t0);
+    const steps = Number(/Step (\d+)/.exec((await page.getByTestId('step-counter').textContent()) ?? '')![1]) - 1;
+    const sum = r.tasks.reduce((a, b) => a + b, 0);
+    const out = {
+      case: c.name,
+      date: new Date().toISOString(),
+      machine: `${cpus().length}× ${cpus()[0]?.model ?? '?'}, load ${loadavg()[0].toFixed(2)}`,
+      totalSteps: total,
+      stepsPlayed: steps,
+      seconds: Number(r.seconds.toFixed(2)),
+      longTasks: r.tasks.length,
+      longTaskMs: sum,
+      longestMs: Math.max(0, ...r.tasks),
+      longTaskShare: Number((sum / (r.seconds * 1000)).toFixed(3)),
+    };
+    console.log(JSON.stringify(out));
+    mkdirSync('test-results', { recursive: true });
+    writeFileSync(`test-results/longtask-${c.tile}.json`, JSON.stringify(out, null, 2));
+  });

@@ -1,0 +1,55 @@
+// The main thread under load (issue 34): a step repaints only the tile it changed, not the
+// whole score matrix, and max-speed playback leaves the main thread mostly free. Timing is
+// asserted with a wide margin (this runs on a shared 2-core machine); the repaint count is exact.
+
+import { expect, test } from '@playwright/test';
+import { counter, openApp, watchConsole } from './helpers.ts';
+
+test('N 1024 with 64×64 tiles: a step compares one tile of the S and P images, and playback keeps the main thread free', async ({
+  page,
+}) => {
+  const checkConsole = watchConsole(page);
+  await page.addInitScript(() => {
+    const w = window as unknown as { __long: { start: number; duration: number }[] };
+    w.__long = [];
+    new PerformanceObserver((list) => {
+      for (const e of list.getEntries()) w.__long.push({ start: e.startTime, duration: e.duration });
+    }).observe({ type: 'longtask', buffered: true });
+  });
+  await openApp(page);
+  const problem = page.getByRole('region', { name: 'Problem', exact: true });
+  await problem.getByLabel('Algorithm').selectOption('fa2');
+  for (const [label, v] of [
+    ['Nq', '1024'],
+    ['Nk', '1024'],
+    ['Br', '64'],
+    ['Bc', '64'],
+  ])
+    await problem.getByLabel(label, { exact: true }).fill(v);
+  await page.getByRole('button', { name: 'Load problem' }).click();
+  await expect(counter(page)).toHaveText(/^Step 1 of \d+$/, { timeout: 60_000 });
+  const s = page.getByRole('img', { name: /^S.* heatmap, 1024 by 1024/ });
+  const p = page.getByRole('img', { name: /^P.* heatmap, 1024 by 1024/ });
+  for (let i = 2; i <= 6; i++) {
+    await page.getByRole('button', { name: 'Step forward', exact: true }).click();
+    await expect(counter(page)).toHaveText(new RegExp(`^Step ${i} of`));
+    // 1024 cells on ~256 pixels: one 64×64 tile is 16×16 pixels (17×17 at most with rounding), of 65 536.
+    for (const h of [s, p]) expect(Number(await h.getAttribute('data-compared'))).toBeLessThanOrEqual(17 * 17);
+  }
+  // Max-speed playback: the share of the time spent in long tasks.
+  await page.getByLabel('Speed').selectOption('0');
+  const t0 = await page.evaluate(() => performance.now());
+  await page.getByRole('button', { name: 'Play' }).click();
+  await page.waitForTimeout(3_000);
+  await page.getByRole('button', { name: 'Pause' }).click();
+  const r = await page.evaluate((start) => {
+    const w = window as unknown as { __long: { start: number; duration: number }[] };
+    const ms = performance.now() - start;
+    const tasks = w.__long.filter((t) => t.start >= start);
+    return { ms, busy: tasks.reduce((a, t) => a + t.duration, 0), count: tasks.length };
+  }, t0);
+  console.log(`long tasks during playback: ${r.count}, ${Math.round(r.busy)} ms of ${Math.round(r.ms)} ms`);
+  // Loose on purpose: other work shares the two cores; a frozen page (the issue's 9.35 s of every 10 s) fails it.
+  expect(r.busy / r.ms).toBeLessThan(0.9);
+  checkConsole();
+});

@@ -1,0 +1,85 @@
+// Lessons and Serving at a phone, a projector and a desktop: no sideways scroll, one column
+// on the phone, the transport's buttons in one row, heatmaps at a readable size, the problem
+// form inside its panel, and a clicked tile's numbers scrolled into view. Screenshots go to
+// test-results/screens/ to be looked at.
+
+import { expect, test, type Page } from '@playwright/test';
+import { openApp, watchConsole } from './helpers.ts';
+
+const SIZES = [
+  { width: 390, height: 844 },
+  { width: 1280, height: 720 },
+  { width: 1440, height: 900 },
+];
+
+async function noSidewaysScroll(page: Page) {
+  const [scroll, inner] = await page.evaluate(() => [document.scrollingElement!.scrollWidth, window.innerWidth]);
+  expect(scroll, 'page width').toBeLessThanOrEqual(inner);
+}
+
+/** Left, top, width of what a locator matches. */
+const boxes = (page: Page, selector: string) =>
+  page.locator(selector).evaluateAll((els) =>
+    els.map((e) => {
+      const r = e.getBoundingClientRect();
+      return { left: r.left, top: Math.round(r.top), right: r.right, width: r.width };
+    }),
+  );
+
+for (const size of SIZES) {
+  test(`${size.width}×${size.height}: a lesson and the Serving page fit the screen`, async ({ page }) => {
+    const checkConsole = watchConsole(page);
+    await page.setViewportSize(size);
+    const dir = `test-results/screens/${size.width}x${size.height}`;
+
+    await page.goto('/?lesson=1');
+    const pane = page.locator('[data-lesson-pane="lesson-1-0"]');
+    await expect(pane.getByTestId('step-counter')).toHaveText(/^Step \d+ of \d+$/, { timeout: 30_000 });
+    await noSidewaysScroll(page);
+    // The transport's seven buttons sit in one row.
+    const buttons = await boxes(page, '[data-lesson-pane="lesson-1-0"] .transport .buttons button');
+    expect(buttons).toHaveLength(7);
+    expect(new Set(buttons.map((b) => b.top)).size).toBe(1);
+    // Heatmaps at a readable size, inside the screen.
+    const s = (await boxes(page, '[data-lesson-pane="lesson-1-0"] figure[data-matrix="S"] canvas'))[0];
+    expect(s.width).toBeGreaterThanOrEqual(size.width < 720 ? 200 : 150);
+    expect(s.right).toBeLessThanOrEqual(size.width);
+    // Every equation stays inside its box (it scrolls there when wider).
+    for (const m of await boxes(page, '.lesson-math')) expect(m.right).toBeLessThanOrEqual(size.width);
+    if (size.width < 720) {
+      // One column: the views, the side views and the problem form share a left edge.
+      const cols = await boxes(page, '[data-lesson-pane="lesson-1-0"] .pane > .center, [data-lesson-pane="lesson-1-0"] .pane > aside');
+      expect(new Set(cols.map((c) => Math.round(c.left))).size).toBe(1);
+    }
+    await page.screenshot({ path: `${dir}/lesson-1.png`, fullPage: true });
+
+    await page.getByRole('tab', { name: 'Serving' }).click();
+    await expect(page.getByTestId('varlen-view')).toBeVisible({ timeout: 30_000 });
+    await noSidewaysScroll(page);
+    const [form] = await boxes(page, '.serving-side');
+    const [view] = await boxes(page, '.serving-main');
+    expect(view.right).toBeLessThanOrEqual(size.width);
+    // Phone: the form over the views; wider: side by side.
+    if (size.width < 720) expect(view.top).toBeGreaterThan(form.top);
+    else expect(view.left).toBeGreaterThan(form.left);
+    await page.screenshot({ path: `${dir}/serving.png`, fullPage: true });
+    checkConsole();
+  });
+}
+
+test('1280×720: the Inputs fieldset stays in the problem panel and a clicked tile opens its numbers in view', async ({ page }) => {
+  const checkConsole = watchConsole(page);
+  await page.setViewportSize({ width: 1280, height: 720 });
+  await openApp(page);
+  const [panel] = await boxes(page, 'section.panel.problem');
+  for (const f of await boxes(page, 'section.panel.problem fieldset')) expect(f.right).toBeLessThanOrEqual(panel.right);
+  await page.keyboard.press('ArrowRight');
+  await page.keyboard.press('ArrowRight');
+  await page.keyboard.press('ArrowRight');
+  await page.getByRole('img', { name: /^S = τ·QKᵀ heatmap/ }).click({ position: { x: 3, y: 3 } });
+  const zoom = page.getByRole('region', { name: 'Tile numbers' });
+  await expect(zoom.getByRole('heading')).toHaveText('S tile (0, 0)');
+  await expect(zoom.getByRole('heading')).toBeInViewport();
+  await page.screenshot({ path: 'test-results/screens/1280x720/tile-numbers.png' });
+  checkConsole();
+});

@@ -2,6 +2,8 @@
 // the problem panel, the WebGPU panel, compare's panes and the lessons' forms all read and
 // write problems through it, so a new problem field is added here once.
 
+import { maskSpecFrom } from './core/mask-presets.ts';
+import { checkMaskSpec, type MaskSpec, MaskSpecError } from './core/mask-spec.ts';
 import type { AttentionProblem, DType } from './core/problem.ts';
 
 /** A problem as typed: numbers kept as text, so a bad value is shown back, never lost. */
@@ -22,6 +24,10 @@ export interface ProblemFields {
   softcap: string;
   /** Empty: no attention sink; else one sink logit used for every query head. */
   sink: string;
+  /** mask_mod as mask-language text or a preset reference (`sliding_window:16`); empty: none. */
+  maskMod: string;
+  /** score_mod, likewise. */
+  scoreMod: string;
   dtype: DType;
 }
 
@@ -74,7 +80,34 @@ export function fieldsToProblem(f: ProblemFields): AttentionProblem {
     if (!Number.isFinite(v)) throw new FieldError('sink', `must be a number, got "${f.sink}"`);
     problem.sinks = new Array<number>(problem.hq).fill(v);
   }
+  const mask = maskFromFields(f, problem);
+  if (mask) problem.mask = mask;
   return problem;
+}
+
+/** The mask field from the mask_mod / score_mod boxes; a FieldError names the box and the column. */
+export function maskFromFields(
+  f: Pick<ProblemFields, 'maskMod' | 'scoreMod'>,
+  dims: { hq: number; nq: number; nk: number },
+): MaskSpec | undefined {
+  const spec: MaskSpec = {};
+  for (const [key, field] of [
+    ['maskMod', 'mask_mod'],
+    ['scoreMod', 'score_mod'],
+  ] as const) {
+    const ref = f[key].trim();
+    if (ref === '') continue;
+    let one: MaskSpec;
+    try {
+      one = maskSpecFrom({ [key]: ref }, dims);
+      checkMaskSpec(one);
+    } catch (e) {
+      throw new FieldError(field, e instanceof MaskSpecError ? e.reason : (e as Error).message);
+    }
+    spec[key] = one[key];
+    if (one.aux) spec.aux = { ...spec.aux, ...one.aux };
+  }
+  return spec.maskMod === undefined && spec.scoreMod === undefined ? undefined : spec;
 }
 
 /**
@@ -97,6 +130,9 @@ export function problemToFields(p: AttentionProblem): ProblemFields {
     alibi: !!p.alibi,
     softcap: p.softcap !== undefined ? String(p.softcap) : '',
     sink: sinks && sinks.length > 0 && sinks.every((v) => v === sinks[0]) ? String(sinks[0]) : '',
+    // Mask text travels as typed; a mask that reads aux arrays has no text form and is left out.
+    maskMod: p.mask && !p.mask.aux ? (p.mask.maskMod ?? '') : '',
+    scoreMod: p.mask && !p.mask.aux ? (p.mask.scoreMod ?? '') : '',
     dtype: p.dtype,
   };
 }

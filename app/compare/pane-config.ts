@@ -15,6 +15,8 @@ export interface ComparePaneConfig {
   /** Only the features that differ from the algorithm's defaults. */
   features: Record<string, boolean | number>;
   views: string[];
+  /** This pane's mask_mod (text or preset) in place of the shared problem's; absent: the shared one. */
+  maskMod?: string;
 }
 
 /** The switches a pane offers: its algorithm's forward ones, or its backward's when the shared problem runs the backward. */
@@ -41,7 +43,8 @@ export function paneLabel(c: ComparePaneConfig, index: number): string {
   const feats = Object.entries(c.features)
     .map(([k, v]) => (typeof v === 'boolean' ? `${v ? '+' : '−'}${k}` : `${k}=${v}`))
     .join(' ');
-  return `${index + 1}: ${c.algorithm}${c.dtype ? ` ${c.dtype}` : ''}${tile}${feats ? ` ${feats}` : ''}`;
+  const mask = c.maskMod !== undefined ? ` mask ${c.maskMod.length > 24 ? `${c.maskMod.slice(0, 24)}…` : c.maskMod || 'none'}` : '';
+  return `${index + 1}: ${c.algorithm}${c.dtype ? ` ${c.dtype}` : ''}${tile}${feats ? ` ${feats}` : ''}${mask}`;
 }
 
 export const comparePaneId = (i: number) => `cmp${i}`;

@@ -73,7 +73,50 @@ export const FP8_STUDY: ComparePreset = {
   diff: [1, 2],
 };
 
-export const PRESETS: readonly ComparePreset[] = [FP8_STUDY];
+/**
+ * One problem under two masks, on the same algorithm and tiles: a causal mask beside a causal
+ * sliding window of 32 keys. The Counters and Block mask views show the tiles and FLOPs the
+ * window skips; the output difference is the attention the window leaves out.
+ */
+export const MASK_STUDY: ComparePreset = {
+  id: 'mask-study',
+  name: 'Two masks',
+  about:
+    'FA2 on one problem (Nq = Nk = 128, d = 32, 16×16 tiles) under mask_mod causal | sliding window of 32 keys: compare the skipped tiles in Counters and Block mask, and what the window changes in O',
+  form: {
+    ...DEFAULT_FORM,
+    algorithm: BUILT_IN_ALGORITHMS.fa2.id,
+    nq: '128',
+    nk: '128',
+    d: '32',
+    dv: '32',
+    blockMode: 'explicit',
+    blockM: '16',
+    blockN: '16',
+    switches: {},
+  },
+  panes: [
+    {
+      algorithm: BUILT_IN_ALGORITHMS.fa2.id,
+      blockM: '16',
+      blockN: '16',
+      features: {},
+      views: [...views(), 'block-mask'],
+      maskMod: 'causal',
+    },
+    {
+      algorithm: BUILT_IN_ALGORITHMS.fa2.id,
+      blockM: '16',
+      blockN: '16',
+      features: {},
+      views: [...views(), 'block-mask'],
+      maskMod: 'sliding_window:32',
+    },
+  ],
+  diff: [0, 1],
+};
+
+export const PRESETS: readonly ComparePreset[] = [FP8_STUDY, MASK_STUDY];
 
 /** The shared problem's form once the preset is applied over the Debugger tab's form. */
 export function presetForm(current: ProblemForm, preset: ComparePreset): ProblemForm {

@@ -2,7 +2,7 @@
 // or its form when nothing is loaded yet; imported tensors included) with the pane's own
 // algorithm, dtype, tiles and features.
 
-import { FieldError, type LoadRequest } from '../../engine/api.ts';
+import { FieldError, type LoadRequest, maskFromFields } from '../../engine/api.ts';
 import { withImported } from '../import/import-store.ts';
 import { DEFAULT_FORM, formToRequest } from '../store/problem-form.ts';
 import { useApp } from '../store/store.ts';
@@ -34,6 +34,15 @@ export function paneRequest(base: LoadRequest, c: ComparePaneConfig): LoadReques
   if (m === undefined && n === undefined && base.blocks.sramBytes !== undefined) blocks.sramBytes = base.blocks.sramBytes;
   const dtype = requestDtype(c, base);
   const req: LoadRequest = { ...base, algorithm: c.algorithm, blocks, problem: { ...base.problem, dtype } };
+  if (c.maskMod !== undefined) {
+    // The pane's mask_mod replaces the shared one; the shared score_mod and its arrays stay.
+    const own = maskFromFields({ maskMod: c.maskMod, scoreMod: '' }, base.problem);
+    const { maskMod: _shared, ...rest } = base.problem.mask ?? {};
+    const mask = { ...rest, ...(own?.maskMod !== undefined ? { maskMod: own.maskMod } : {}) };
+    if (own?.aux) mask.aux = { ...rest.aux, ...own.aux };
+    if (mask.maskMod === undefined && mask.scoreMod === undefined) delete req.problem.mask;
+    else req.problem.mask = mask;
+  }
   const features = featuresFor(c.algorithm, dtype, c.features);
   if (Object.keys(features).length) req.features = features;
   else delete req.features;

@@ -15,6 +15,7 @@ import { chooseAlgorithm, editForm } from '../defaults/form-defaults.ts';
 import { FormFitHint } from '../defaults/FitFix.tsx';
 import { PrecisionFitHint, lowPrecisionRefusal, refusedLoadMessage } from '../defaults/PrecisionFix.tsx';
 import { panelSwitches, panelSwitchTitle, effectiveSwitches, switchOff, type PanelSwitch } from '../store/problem-form.ts';
+import { MaskEditor } from '../mask/MaskEditor.tsx';
 
 /**
  * The chosen algorithm's kernel switches (panelSwitches): each shows what the next load
@@ -240,6 +241,7 @@ export function ProblemPanel() {
             <Field label="softcap" name="softcap" form={form} set={set} width={4} />
             <Field label="sink" name="sink" form={form} set={set} width={4} />
           </div>
+          <MaskEditor form={form} set={set} />
         </fieldset>
         <fieldset>
           <legend>Inputs</legend>

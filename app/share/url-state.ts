@@ -15,6 +15,7 @@ import {
   type DType,
   INPUT_DISTRIBUTIONS,
   type FeatureSpecs,
+  maskFromFields,
 } from '../../engine/api.ts';
 import { DEFAULT_FORM, panelSwitches, effectiveSwitches, formToRequest, type ProblemForm } from '../store/problem-form.ts';
 import { DEFAULT_PANES, MAX_PANES, MIN_PANES, paneSwitchSpecs, type ComparePaneConfig } from '../compare/pane-config.ts';
@@ -101,7 +102,12 @@ type FieldSpec =
   | { kind: 'bool' }
   /** Text as typed in the panel; when it is a whole number it must lie in [0, max]. */
   | { kind: 'text'; max: number; blank?: true }
-  | { kind: 'switches' };
+  | { kind: 'switches' }
+  /** Mask-language text (or a preset reference), parsed only by the mask language's whitelist when the problem is read. */
+  | { kind: 'mask' };
+
+/** The longest mask text a link may carry, as the mask language accepts. */
+const MAX_MASK_TEXT = 1000;
 
 /** The longest text a link's form field may hold; the panel's fields are short numbers. */
 const MAX_FIELD_TEXT = 24;
@@ -133,6 +139,8 @@ const FORM_SCHEMA: Record<keyof ProblemForm, FieldSpec> = {
   seed: { kind: 'text', max: 2 ** 32 - 1 },
   distribution: { kind: 'enum', values: INPUT_DISTRIBUTIONS },
   outlierRow: { kind: 'text', max: SEQ, blank: true },
+  maskMod: { kind: 'mask' },
+  scoreMod: { kind: 'mask' },
   switches: { kind: 'switches' },
 };
 
@@ -145,6 +153,9 @@ function misfit(spec: FieldSpec, v: unknown): string | undefined {
       return typeof v === 'boolean' ? undefined : 'is not a boolean';
     case 'switches':
       return undefined;
+    case 'mask':
+      if (typeof v !== 'string') return 'is not a string';
+      return v.length > MAX_MASK_TEXT ? `is longer than ${MAX_MASK_TEXT} characters` : undefined;
     case 'text': {
       if (typeof v !== 'string') return 'is not a string';
       if (v.length > MAX_FIELD_TEXT) return `is longer than ${MAX_FIELD_TEXT} characters`;
@@ -200,6 +211,8 @@ function readForm(x: unknown, notices: string[]): ProblemForm {
     'window left': 'windowLeft',
     'window right': 'windowRight',
     softcap: 'softcap',
+    mask_mod: 'maskMod',
+    score_mod: 'scoreMod',
     seed: 'seed',
     'outlier row': 'outlierRow',
     pass: 'pass',
@@ -282,7 +295,7 @@ function readViews(x: unknown, known: readonly string[], where: string, fallback
   return out;
 }
 
-const PANE_KEYS = ['algorithm', 'dtype', 'blockM', 'blockN', 'features', 'views', 'st'] as const;
+const PANE_KEYS = ['algorithm', 'dtype', 'blockM', 'blockN', 'features', 'views', 'st', 'maskMod'] as const;
 
 /** A notice for each key of `x` that is not one of `known`. */
 function ignoreUnknown(x: Record<string, unknown>, known: readonly string[], where: string, notices: string[]): void {
@@ -323,6 +336,18 @@ function readPane(x: unknown, i: number, known: readonly string[], notices: stri
           config.features[k] = v;
         else
           notices.push(`${where}: feature ${k}=${show(v)} ignored (not ${typeof spec.default === 'boolean' ? 'true/false' : 'a number'})`);
+      }
+    }
+  }
+  if (p.maskMod !== undefined) {
+    const why = misfit({ kind: 'mask' }, p.maskMod);
+    if (why) notices.push(`${where}: mask_mod ${show(p.maskMod)} ${why}; the shared mask is used`);
+    else {
+      try {
+        maskFromFields({ maskMod: p.maskMod as string, scoreMod: '' }, { hq: 1, nq: 64, nk: 64 });
+        config.maskMod = p.maskMod as string;
+      } catch (e) {
+        notices.push(`${where}: ${(e as Error).message}; the shared mask is used`);
       }
     }
   }

@@ -133,6 +133,8 @@ export const DEFAULT_FORM: ProblemForm = {
   alibi: false,
   softcap: '',
   sink: '',
+  maskMod: '',
+  scoreMod: '',
   dtype: 'fp32',
   seed: '1',
   distribution: 'normal',

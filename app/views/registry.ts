@@ -28,6 +28,7 @@ const PrecisionView = lazy(() => import('../precision/PrecisionView.tsx'));
 const HbmStateView = lazy(() => import('./HbmStateView.tsx').then((m) => ({ default: m.HbmStateView })));
 const TimelineView = lazy(() => import('../hardware/TimelineView.tsx').then((m) => ({ default: m.TimelineView })));
 const MemoryMapView = lazy(() => import('../hardware/MemoryMapView.tsx').then((m) => ({ default: m.MemoryMapView })));
+const BlockMaskView = lazy(() => import('./BlockMaskView.tsx').then((m) => ({ default: m.BlockMaskView })));
 const DqAccumulationView = lazy(() => import('../backward/DqAccumulationView.tsx').then((m) => ({ default: m.DqAccumulationView })));
 // The backward has schedules of its own (fa3, fa2: engine/hw/step-map-bwd.ts); the notes stay forward-only.
 const hw = (s: LoadSummary) => hasHardwareModel(s.algorithm, s.pass === 'backward' ? 'backward' : 'forward');
@@ -56,6 +57,7 @@ export const VIEWS: readonly ViewDef[] = [
   { id: 'formula', title: 'Formula', column: 'side', component: FormulaView },
   { id: 'pseudo', title: 'Pseudo-code', column: 'side', component: PseudoCodeView },
   { id: 'counters', title: 'Counters', column: 'side', component: CountersView },
+  { id: 'block-mask', title: 'Block mask', column: 'side', component: BlockMaskView, when: forward },
   { id: 'hw-timeline', title: 'Warp-role timeline', column: 'main', component: TimelineView, when: hw },
   { id: 'hw-memory', title: 'Memory map', column: 'main', component: MemoryMapView, when: hw },
   { id: 'hw-hbm', title: 'HBM traffic', column: 'side', component: HbmTrafficView, when: forward },

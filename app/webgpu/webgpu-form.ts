@@ -12,7 +12,7 @@ import {
 } from '../../engine/api.ts';
 
 /** The problem's fields (full-size runs are fp32 without sinks) and the inputs' seed. */
-export type Form = Omit<ProblemFields, 'dtype' | 'sink'> & { seed: string };
+export type Form = Omit<ProblemFields, 'dtype' | 'sink' | 'maskMod' | 'scoreMod'> & { seed: string };
 
 export const FULL: Form = {
   batch: '4',
@@ -58,7 +58,7 @@ export const PRESETS: { name: string; form: Partial<Form>; path?: WebGpuPath }[]
 export const NO_MODIFIERS: Partial<Form> = { causal: false, windowLeft: '', windowRight: '', alibi: false, softcap: '' };
 
 export function toProblem(f: Form): AttentionProblem {
-  return validateProblem(fieldsToProblem({ ...f, dtype: 'fp32', sink: '' }));
+  return validateProblem(fieldsToProblem({ ...f, dtype: 'fp32', sink: '', maskMod: '', scoreMod: '' }));
 }
 
 export const SHAPE_FIELDS: readonly WebGpuField[] = ['batch', 'hq', 'hk', 'nq', 'nk', 'd', 'dv'];

@@ -68,6 +68,11 @@ export function isLayoutRun(argv: readonly string[]): boolean {
 }
 
 export async function baseFields(a: ParsedArgs, { hq, hk, d, dv, dtype: fileDtype }: LayoutShape): Promise<LayoutBase> {
+  if (str(a, 'mask-mod') !== undefined || str(a, 'score-mod') !== undefined) {
+    throw new ArgsError(
+      '--mask-mod/--score-mod run on the dense problem (run without --layout); the serving layouts take --causal, --window, --softcap',
+    );
+  }
   const base: LayoutBase = { hq, hk, d, dv, causal: flag(a, 'causal'), dtype: parseDtype(str(a, 'dtype')) ?? fileDtype };
   const window = parseWindow(str(a, 'window'));
   if (window) base.window = window;

@@ -20,6 +20,7 @@ import { resolveBlocks } from '../algorithms/blocks.ts';
 import { checkCliSize, type CliSizing } from './size-limits.ts';
 import { ArgsError, flag, list, num, str, type OptionSpec, type ParsedArgs } from './args.ts';
 import { loadTensorFile, loadVector } from './tensor-files.ts';
+import { MASK_HELP, maskFromFlags } from './mask-options.ts';
 
 export type Layout = 'bhnd' | 'bnhd';
 
@@ -41,6 +42,8 @@ export const PROBLEM_OPTIONS: OptionSpec = {
   'block-n': 'int',
   'sram-bytes': 'int',
   feature: 'repeat',
+  'mask-mod': 'string',
+  'score-mod': 'string',
 };
 
 export const RANDOM_OPTIONS: OptionSpec = {
@@ -72,6 +75,7 @@ export const PROBLEM_HELP = `problem:
   --softcap C                 logit softcap C·tanh(s/C)
   --sink FILE                 attention-sink logits, 1-D of length Hq
   --scale X                   softmax scale (default 1/sqrt(d))
+${MASK_HELP}
 blocks:
   --block-m N --block-n N     tile sizes Br × Bc
   --sram-bytes M              on-chip memory; Bc = ceil(M/4 / 4d), Br = min(Bc, d) (FA1 paper)
@@ -262,6 +266,8 @@ export async function cliProblem(a: ParsedArgs, allowRandom: boolean, sizing?: C
   if (slopes) problem.alibi = await loadVector(slopes, problem.hq, '--alibi-slopes');
   const sink = str(a, 'sink');
   if (sink) problem.sinks = await loadVector(sink, problem.hq, '--sink');
+  const mask = maskFromFlags(str(a, 'mask-mod'), str(a, 'score-mod'), problem);
+  if (mask) problem.mask = mask;
   if (problem.scale === undefined) delete problem.scale;
   if (problem.softcap === undefined) delete problem.softcap;
   if (problem.window === undefined) delete problem.window;

@@ -56,6 +56,6 @@ describe('block mask', () => {
   });
 
   it('refuses a problem too large to evaluate pair by pair', () => {
-    expect(() => blockMask(problem({ nq: 8192, nk: 8192, mask: { maskMod: 'h == 0' } }), 128, 128)).toThrow(RangeError);
+    expect(() => blockMask(problem({ batch: 4, hq: 16, nq: 8192, nk: 8192, mask: { maskMod: 'h == 0' } }), 128, 128)).toThrow(RangeError);
   });
 });

@@ -35,8 +35,8 @@ export interface BlockMask {
   skippedBytes: number;
 }
 
-/** Pairs evaluated at most: past this the block mask is refused rather than freezing a page. */
-export const MAX_BLOCK_MASK_PAIRS = 1 << 24;
+/** Pairs a mask_mod is evaluated on at most: past this the block mask is refused rather than freezing a page (causal and window alone cost one range per row). */
+export const MAX_BLOCK_MASK_PAIRS = 1 << 28;
 
 export function blockMask(p: AttentionProblem, blockM: number, blockN: number): BlockMask {
   const sm = scoreModel(p);
@@ -46,7 +46,7 @@ export function blockMask(p: AttentionProblem, blockM: number, blockN: number): 
   const qBlocks = Math.ceil(p.nq / blockM);
   const kvBlocks = Math.ceil(p.nk / blockN);
   const pairs = batch * heads * p.nq * p.nk;
-  if (pairs > MAX_BLOCK_MASK_PAIRS) {
+  if (p.mask?.maskMod !== undefined && pairs > MAX_BLOCK_MASK_PAIRS) {
     throw new RangeError(`the block mask evaluates ${pairs} query/key pairs; at most ${MAX_BLOCK_MASK_PAIRS} here`);
   }
   const state = new Uint8Array(batch * heads * qBlocks * kvBlocks);

@@ -46,6 +46,7 @@ const expectedKind: Record<number, string[]> = {
   11: ['load'],
   12: ['qk'],
   13: ['exp', 'qk'],
+  14: ['mask'],
 };
 
 describe('lesson chapters', () => {

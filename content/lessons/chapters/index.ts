@@ -12,6 +12,7 @@ import { chapter10 } from './ch10-backward.ts';
 import { chapter11 } from './ch11-serving.ts';
 import { chapter12 } from './ch12-low-precision.ts';
 import { chapter13 } from './ch13-low-precision-int8.ts';
+import { chapter14 } from './ch14-masks.ts';
 import type { Chapter } from './types.ts';
 
 export const CHAPTERS: readonly Chapter[] = [
@@ -28,6 +29,7 @@ export const CHAPTERS: readonly Chapter[] = [
   chapter11,
   chapter12,
   chapter13,
+  chapter14,
 ];
 
 export function chapterByNumber(n: number): Chapter | undefined {

@@ -1,0 +1,111 @@
+// The block mask of the loaded problem at its tile size: which (Q tile, K/V tile) pairs the
+// mask empties (skipped), leaves partial (masked inside) or full (no mask work), with the
+// density and what skipping saves.
+
+import { type ReactNode, useMemo, useState } from 'react';
+import { BLOCK_EMPTY, BLOCK_FULL, blockMask, type BlockMask } from '../../engine/api.ts';
+import { usePane } from '../pane/context.ts';
+import { useApp } from '../store/store.ts';
+
+const COLOURS = ['var(--panel2)', 'var(--warn)', 'var(--accent)'] as const;
+const NAMES = ['empty (skipped)', 'partial (masked inside)', 'full (no mask work)'] as const;
+
+const si = (n: number) =>
+  n >= 1e9 ? `${(n / 1e9).toFixed(2)} G` : n >= 1e6 ? `${(n / 1e6).toFixed(2)} M` : n >= 1e3 ? `${(n / 1e3).toFixed(1)} k` : String(n);
+
+function Grid({ bm, b, h }: { bm: BlockMask; b: number; h: number }) {
+  const cell = Math.max(4, Math.min(24, Math.floor(320 / Math.max(bm.qBlocks, bm.kvBlocks))));
+  const base = (b * bm.heads + h) * bm.qBlocks * bm.kvBlocks;
+  const cells = [];
+  for (let i = 0; i < bm.qBlocks; i++)
+    for (let j = 0; j < bm.kvBlocks; j++) {
+      const s = bm.state[base + i * bm.kvBlocks + j];
+      cells.push(
+        <rect
+          key={`${i}-${j}`}
+          x={j * cell}
+          y={i * cell}
+          width={cell - 1}
+          height={cell - 1}
+          fill={COLOURS[s]}
+          stroke="var(--dim)"
+          strokeWidth={s === BLOCK_EMPTY ? 0.5 : 0}
+          data-state={s}
+        >
+          <title>{`Q tile ${i}, K/V tile ${j}: ${NAMES[s]}`}</title>
+        </rect>,
+      );
+    }
+  return (
+    <svg
+      width={bm.kvBlocks * cell}
+      height={bm.qBlocks * cell}
+      role="img"
+      aria-label={`Block mask: ${bm.qBlocks} Q tiles by ${bm.kvBlocks} K/V tiles`}
+    >
+      {cells}
+    </svg>
+  );
+}
+
+export function BlockMaskView() {
+  const { pane } = usePane();
+  const applied = useApp((s) => s.problem[pane].applied);
+  const summary = useApp((s) => s.playback[pane].summary);
+  const [head, setHead] = useState(0);
+  const result = useMemo(() => {
+    if (!applied || !summary) return undefined;
+    try {
+      return { bm: blockMask(applied.problem, summary.blocks.blockM, summary.blocks.blockN) };
+    } catch (e) {
+      return { error: (e as Error).message };
+    }
+  }, [applied, summary]);
+  if (!result) return <Frame>{<p className="dim">Load a problem to see its block mask.</p>}</Frame>;
+  if (!result.bm) return <Frame>{<p className="dim">{result.error}</p>}</Frame>;
+  const { bm } = result;
+  const pairs = bm.batch * bm.heads;
+  const hSel = Math.min(head, pairs - 1);
+  const total = bm.counts.empty + bm.counts.partial + bm.counts.full;
+  return (
+    <Frame>
+      <p>
+        Tiles {bm.blockM} × {bm.blockN}: <strong>density {(bm.density * 100).toFixed(1)}%</strong> — {bm.counts.empty} of {total} tile pairs
+        empty, {bm.counts.partial} partial, {bm.counts.full} full.
+      </p>
+      <p>
+        Skipping the empty tiles saves {si(bm.skippedFlops)}FLOP and {si(bm.skippedBytes)}B of K/V reads.
+      </p>
+      {pairs > 1 && (
+        <label className="field">
+          <span>batch, head</span>
+          <select aria-label="Block mask head" value={hSel} onChange={(e) => setHead(Number(e.target.value))}>
+            {Array.from({ length: pairs }, (_, k) => (
+              <option key={k} value={k}>
+                b {Math.floor(k / bm.heads)}, h {k % bm.heads}
+              </option>
+            ))}
+          </select>
+        </label>
+      )}
+      <Grid bm={bm} b={Math.floor(hSel / bm.heads)} h={hSel % bm.heads} />
+      <p className="dim">
+        {[BLOCK_EMPTY, 1, BLOCK_FULL].map((s) => (
+          <span key={s}>
+            <span className="legend-swatch" style={{ background: COLOURS[s] }} />
+            {NAMES[s]}
+          </span>
+        ))}
+      </p>
+    </Frame>
+  );
+}
+
+function Frame({ children }: { children: ReactNode }) {
+  return (
+    <section className="view block-mask" aria-label="Block mask">
+      <h3>Block mask</h3>
+      {children}
+    </section>
+  );
+}

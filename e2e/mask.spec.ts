@@ -1,0 +1,75 @@
+import AxeBuilder from '@axe-core/playwright';
+import { expect, test, type Page } from '@playwright/test';
+import { blockMask } from '../engine/core/block-mask.ts';
+import { DEFAULT_FORM, formToRequest } from '../app/store/problem-form.ts';
+import { counter, openApp, watchConsole } from './helpers.ts';
+
+// The mask editor (text with the error at its column, presets) and the block-mask view.
+
+let checkConsole: () => void;
+test.beforeEach(async ({ page }) => {
+  checkConsole = watchConsole(page);
+});
+test.afterEach(() => checkConsole());
+
+const panel = (page: Page) => page.getByRole('region', { name: 'Problem', exact: true });
+const blockView = (page: Page) => page.getByRole('region', { name: 'Block mask', exact: true });
+
+test('a mistake is shown at its column and loses nothing; a preset loads and its empty tiles are counted', async ({ page }) => {
+  await openApp(page);
+  const p = panel(page);
+  await expect(counter(page)).toContainText('Step');
+  const before = await counter(page).textContent();
+
+  const text = p.getByLabel('mask_mod text', { exact: true });
+  await text.fill('q_idx >= foo');
+  await expect(p.getByText("mask_mod: column 10: unknown name 'foo'")).toBeVisible();
+  await expect(p.locator('.mask-caret')).toHaveText(`${' '.repeat(9)}^`);
+  await p.getByRole('button', { name: 'Load problem' }).click();
+  await expect(p.getByRole('alert')).toContainText("mask_mod: column 10: unknown name 'foo'");
+  await expect(counter(page)).toHaveText(before ?? '');
+  await expect(text).toHaveValue('q_idx >= foo');
+
+  await p.getByLabel('mask_mod preset', { exact: true }).selectOption('document');
+  await expect(text).toHaveValue('document:21');
+  await expect(p.getByText('runs as')).toContainText('doc[q_idx + (nk - nq)] == doc[kv_idx]');
+  await p.getByRole('button', { name: 'Load problem' }).click();
+  await expect(p.getByRole('alert')).toHaveCount(0);
+
+  const bm = blockMask(formToRequest({ ...DEFAULT_FORM, maskMod: 'document:21' }).problem, 16, 16);
+  expect(bm.counts.empty).toBeGreaterThan(0);
+  const v = blockView(page);
+  await expect(v).toContainText(`density ${(bm.density * 100).toFixed(1)}%`);
+  await expect(v).toContainText(`${bm.counts.empty} of 16 tile pairs empty, ${bm.counts.partial} partial, ${bm.counts.full} full`);
+  await expect(v.locator('rect[data-state="0"]')).toHaveCount(bm.counts.empty);
+  await page.screenshot({ path: test.info().outputPath('mask.png'), fullPage: true });
+});
+
+test('chapter 14 opens on a partial tile with its mask in the editor; the block mask shows the six empty tiles; axe passes', async ({
+  page,
+}) => {
+  await page.goto('/?lesson=14');
+  await expect(page.getByRole('heading', { level: 2, name: 'Masks as functions, and the tiles they empty' })).toBeVisible({
+    timeout: 20_000,
+  });
+  await expect(page.getByTestId('step-counter').first()).toHaveText(/^Step \d+ of \d+$/, { timeout: 30_000 });
+  await expect(blockView(page)).toContainText('6 of 16 tile pairs empty, 8 partial, 2 full');
+  const text = panel(page).getByLabel('mask_mod text', { exact: true });
+  await expect(text).toHaveValue(/^where\(q_idx < 24, 0/);
+  await expect(page.getByText('Problem changed')).toHaveCount(0);
+  await text.fill('kv_idx <= q_idx &&');
+  await expect(panel(page).locator('.mask-error')).toBeVisible();
+  const { violations } = await new AxeBuilder({ page }).include('.mask-editor').include('.block-mask').analyze();
+  expect(violations.map((v) => `${v.id}: ${v.help}`)).toEqual([]);
+});
+
+test('compare preset "Two masks": each pane shows its own block mask', async ({ page }) => {
+  await openApp(page);
+  await page.getByRole('tab', { name: 'Compare' }).click();
+  await page.getByRole('button', { name: 'Preset: Two masks' }).click();
+  const pane = (i: number) => page.locator(`[data-pane="cmp${i}"]`);
+  // 8 × 8 tile pairs: causal keeps 36, the 32-key window 21 (block-mask.test.ts and mask-preset.test.ts count them).
+  await expect(pane(0).getByRole('region', { name: 'Block mask' })).toContainText('28 of 64 tile pairs empty', { timeout: 60_000 });
+  await expect(pane(1).getByRole('region', { name: 'Block mask' })).toContainText('43 of 64 tile pairs empty', { timeout: 60_000 });
+  await page.screenshot({ path: test.info().outputPath('compare-masks.png'), fullPage: true });
+});

@@ -27,7 +27,7 @@ test.describe('a browser that never opened FlashScope', () => {
     await page.screenshot({ path: 'test-results/first-minute/welcome.png' });
     await page.keyboard.press('Enter');
     await expect(page).toHaveURL(/\?lesson=1/);
-    await expect(page.getByText('Chapter 1 of 12')).toBeVisible();
+    await expect(page.getByText(/^Chapter 1 of \d+$/)).toBeVisible();
     await expect(welcome).toHaveCount(0);
     await page.goto('/');
     await expect(counter(page)).toHaveText(/^Step 1 of \d+$/, { timeout: 20_000 });
@@ -46,7 +46,7 @@ test.describe('a browser that never opened FlashScope', () => {
 
   test('a lesson address and a share link open straight to their state; Compare is a way in', async ({ page }) => {
     await page.goto('/?lesson=2');
-    await expect(page.getByText('Chapter 2 of 12')).toBeVisible();
+    await expect(page.getByText(/^Chapter 2 of \d+$/)).toBeVisible();
     await expect(page.getByTestId('welcome')).toHaveCount(0);
     await page.goto('/#s=x');
     await expect(page.getByTestId('welcome')).toHaveCount(0);

@@ -3,7 +3,7 @@
 
 import katex from 'katex';
 import 'katex/dist/katex.min.css';
-import { useMemo } from 'react';
+import { useLayoutEffect, useMemo, useRef, useState } from 'react';
 import { formulaFor } from '../../content/formulas.ts';
 import { backwardLive } from '../../content/backward-live.ts';
 import { softmaxScale, findDescriptor } from '../../engine/api.ts';
@@ -12,7 +12,31 @@ import { usePane } from '../pane/context.ts';
 
 function Tex({ tex, label }: { tex: string; label: string }) {
   const html = useMemo(() => katex.renderToString(tex, { throwOnError: false, displayMode: true, output: 'html' }), [tex]);
-  return <div className="tex" role="math" aria-label={label} data-tex={tex} dangerouslySetInnerHTML={{ __html: html }} />;
+  const box = useRef<HTMLDivElement>(null);
+  const [scrolls, setScrolls] = useState(false);
+  // An equation wider than its box scrolls there, so the box joins the tab order to be scrollable by keyboard.
+  useLayoutEffect(() => {
+    const el = box.current;
+    if (el) setScrolls(el.scrollWidth > el.clientWidth);
+  });
+  useLayoutEffect(() => {
+    const el = box.current;
+    if (!el) return;
+    const observer = new ResizeObserver(() => setScrolls(el.scrollWidth > el.clientWidth));
+    observer.observe(el);
+    return () => observer.disconnect();
+  }, []);
+  return (
+    <div
+      ref={box}
+      className="tex"
+      role="math"
+      tabIndex={scrolls ? 0 : undefined}
+      aria-label={label}
+      data-tex={tex}
+      dangerouslySetInnerHTML={{ __html: html }}
+    />
+  );
 }
 
 export default function FormulaView() {

@@ -56,8 +56,9 @@ describe('branching on an algorithm id', () => {
   const ALLOWED: Record<string, string[]> = {
     // The quantized score formula: SageAttention folds the softmax scale into Q's INT8 scale.
     'content/formulas.ts': ['sage'],
-    // The low-precision chapter's "try this" changes act on its FA3 FP8 and SageAttention panes.
+    // The low-precision chapters' "try this" changes act on their FA3 FP8 and SageAttention panes.
     'content/lessons/chapters/ch12-low-precision.ts': ['fa3', 'sage'],
+    'content/lessons/chapters/ch13-low-precision-int8.ts': ['fa3', 'sage'],
   };
   const ALL_IDS = Object.keys(BUILT_IN_ALGORITHMS);
   const WITH_CONTENT = [...FILES, ...sources('content').map((path) => ({ path, text: code(path) }))];

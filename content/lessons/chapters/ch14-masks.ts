@@ -115,7 +115,7 @@ export const chapter14: Chapter = {
       },
       explain: (_c, a) =>
         `${a} computed tiles lie wholly inside one document, so every score in them is kept and the kernel skips the mask there. The others are cut by a document boundary and run the mask.`,
-      hint: 'A full tile has all its rows and all its columns inside one document; a boundary at 24 or 40 that crosses a tile makes it partial.',
+      hint: 'A full tile has all its rows and all its columns inside one document; a tile that a document boundary crosses is partial.',
     },
   ],
 };

@@ -211,7 +211,7 @@ ${
   let bbase = block_base(bh + params.head0, tile.x);
   let bcount = block_list[bbase];
   for (var bt = 0u; bt < bcount; bt++) {
-    let j0 = (block_list[bbase + 1u + bt] & ~BLOCK_FULL_FLAG) * BN;`
+    let j0 = (block_list[bbase + 2u + bt] & ~BLOCK_FULL_FLAG) * BN;`
     : `  let kr = block_key_range(row0, min(row0 + BM, params.nq));
   for (var j0 = (kr.x / BN) * BN; j0 < kr.y; j0 += BN) {`
 }

@@ -306,7 +306,7 @@ function onlineSoftmaxWgsl(parts: KernelParts, kind: 'either' | 'full' | 'edge')
     var sum = 0.0;
 ${
   kind === 'either'
-    ? `    if (${parts.c.blockList ? '(block_list[bbase + 1u + bt] & BLOCK_FULL_FLAG) != 0u' : 'tile_visible(row0, min(row0 + BM, params.nq), j0, j0 + BN)'}) {${softmaxTileWgsl(parts, 'score_full')}
+    ? `    if (tile_visible(row0, min(row0 + BM, params.nq), j0, j0 + BN)) {${softmaxTileWgsl(parts, 'score_full')}
     } else {${softmaxTileWgsl(parts, 'score_edge')}
     }`
     : `    {${softmaxTileWgsl(parts, kind === 'full' ? 'score_full' : 'score_edge')}
@@ -347,9 +347,16 @@ function tileStart(c: MatrixKernelConfig, step: 'first' | 'second' | 'next' | 'n
 // (BENCHMARKS.md, "WebGPU against CUDA on the H200").
 function keyLoopsWgsl(c: MatrixKernelConfig, body: (kind: 'either' | 'full' | 'edge') => string): string {
   if (c.blockList) {
-    return `  for (var bt = 0u; bt < bcount; bt++) {
+    // Block-sparse: the partial tiles with the mask tests, then the full ones without, each
+    // in a loop of its own (no branch in the softmax); the staging prefetch runs across both.
+    return `  let bpartial = block_list[bbase + 1u];
+  for (var bt = 0u; bt < bpartial; bt++) {
     let j0 = block_start(bbase, bcount, bt, BN);
-${body('either')}
+${body('edge')}
+  }
+  for (var bt = bpartial; bt < bcount; bt++) {
+    let j0 = block_start(bbase, bcount, bt, BN);
+${body('full')}
   }`;
   }
   return segmentedLoops(c)

@@ -195,7 +195,7 @@ ${
   let bbase = block_base(bh + params.head0, tile.x);
   let bcount = block_list[bbase];
   for (var bt = 0u; bt < bcount; bt++) {
-    let bentry = block_list[bbase + 1u + bt];
+    let bentry = block_list[bbase + 2u + bt];
     let j0 = (bentry & ~BLOCK_FULL_FLAG) * BC;`
     : `  let kr = block_key_range(row0, min(row0 + BM, params.nq));
   for (var j0 = (kr.x / BC) * BC; j0 < kr.y; j0 += BC) {`

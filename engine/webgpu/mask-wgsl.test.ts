@@ -77,7 +77,7 @@ describe('mask_mod / score_mod to WGSL', () => {
 });
 
 describe('block list', () => {
-  it('lists the partial and full K/V tiles of each Q tile in order, flags the full ones, never a ragged last tile', () => {
+  it('lists the partial K/V tiles of each Q tile, then the full ones (flagged), a ragged last tile always partial', () => {
     const nq = 64;
     const nk = 72; // the last 16-key tile holds 8 keys
     const p: AttentionProblem = {
@@ -94,23 +94,26 @@ describe('block list', () => {
     };
     const bm = blockMask(p, 16, 16);
     const words = blockListWords(bm, nk);
-    const stride = 1 + bm.kvBlocks;
+    const stride = 2 + bm.kvBlocks;
+    const F = (j: number) => (j | FULL_FLAG) >>> 0;
     for (let i = 0; i < bm.qBlocks; i++) {
-      const listed = Array.from(words.subarray(i * stride + 1, i * stride + 1 + words[i * stride]));
-      const want: number[] = [];
+      const listed = Array.from(words.subarray(i * stride + 2, i * stride + 2 + words[i * stride]));
+      const partial: number[] = [];
+      const full: number[] = [];
       for (let j = 0; j < bm.kvBlocks; j++) {
         const s = bm.state[i * bm.kvBlocks + j];
-        if (s === BLOCK_PARTIAL) want.push(j);
-        if (s === BLOCK_FULL) want.push((j + 1) * 16 <= nk ? (j | FULL_FLAG) >>> 0 : j);
+        if (s === BLOCK_PARTIAL || (s === BLOCK_FULL && (j + 1) * 16 > nk)) partial.push(j);
+        else if (s === BLOCK_FULL) full.push(F(j));
       }
-      expect(listed).toEqual(want);
+      expect(listed).toEqual([...partial, ...full]);
+      expect(words[i * stride + 1]).toBe(partial.length);
       expect(words[i * stride]).toBe(bm.maskBlockCnt[i] + bm.fullBlockCnt[i]);
     }
-    // Query tile 3 (positions 56..71): keys 0..47 full, the diagonal tile partial, the ragged tile 4 never flagged.
-    expect(Array.from(words.subarray(3 * stride, 4 * stride))).toEqual([5, ...[0, 1, 2].map((j) => (j | FULL_FLAG) >>> 0), 3, 4]);
-    // A mask that keeps everything: every tile full in the block mask, the ragged one still listed unflagged.
+    // Query tile 3 (positions 56..71): the diagonal tile and the ragged tile 4 partial, keys 0..47 full.
+    expect(Array.from(words.subarray(3 * stride, 4 * stride))).toEqual([5, 2, 3, 4, F(0), F(1), F(2)]);
+    // A mask that keeps everything: every tile full in the block mask, the ragged one still listed as partial.
     const all = blockMask({ ...p, mask: { maskMod: 'kv_idx >= 0' } }, 16, 16);
     expect(all.counts.full).toBe(all.qBlocks * all.kvBlocks);
-    expect(Array.from(blockListWords(all, nk).subarray(0, stride))).toEqual([5, ...[0, 1, 2, 3].map((j) => (j | FULL_FLAG) >>> 0), 4]);
+    expect(Array.from(blockListWords(all, nk).subarray(0, stride))).toEqual([5, 1, 4, F(0), F(1), F(2), F(3)]);
   });
 });

@@ -95,7 +95,7 @@ describe('block list', () => {
     const bm = blockMask(p, 16, 16);
     const words = blockListWords(bm, nk);
     const stride = 2 + bm.kvBlocks;
-    const F = (j: number) => (j | FULL_FLAG) >>> 0;
+    const flagged = (j: number) => (j | FULL_FLAG) >>> 0;
     for (let i = 0; i < bm.qBlocks; i++) {
       const listed = Array.from(words.subarray(i * stride + 2, i * stride + 2 + words[i * stride]));
       const partial: number[] = [];
@@ -103,17 +103,17 @@ describe('block list', () => {
       for (let j = 0; j < bm.kvBlocks; j++) {
         const s = bm.state[i * bm.kvBlocks + j];
         if (s === BLOCK_PARTIAL || (s === BLOCK_FULL && (j + 1) * 16 > nk)) partial.push(j);
-        else if (s === BLOCK_FULL) full.push(F(j));
+        else if (s === BLOCK_FULL) full.push(flagged(j));
       }
       expect(listed).toEqual([...partial, ...full]);
       expect(words[i * stride + 1]).toBe(partial.length);
       expect(words[i * stride]).toBe(bm.maskBlockCnt[i] + bm.fullBlockCnt[i]);
     }
     // Query tile 3 (positions 56..71): the diagonal tile and the ragged tile 4 partial, keys 0..47 full.
-    expect(Array.from(words.subarray(3 * stride, 4 * stride))).toEqual([5, 2, 3, 4, F(0), F(1), F(2)]);
+    expect(Array.from(words.subarray(3 * stride, 4 * stride))).toEqual([5, 2, 3, 4, flagged(0), flagged(1), flagged(2)]);
     // A mask that keeps everything: every tile full in the block mask, the ragged one still listed as partial.
     const all = blockMask({ ...p, mask: { maskMod: 'kv_idx >= 0' } }, 16, 16);
     expect(all.counts.full).toBe(all.qBlocks * all.kvBlocks);
-    expect(Array.from(blockListWords(all, nk).subarray(0, stride))).toEqual([5, 1, 4, F(0), F(1), F(2), F(3)]);
+    expect(Array.from(blockListWords(all, nk).subarray(0, stride))).toEqual([5, 1, 4, flagged(0), flagged(1), flagged(2), flagged(3)]);
   });
 });

@@ -198,9 +198,10 @@ export const chapter12: Chapter = {
     {
       id: 'block-max',
       prompt:
-        "In the first pane the debugger stands at $S = QK^{\\top}$ for the $K$ block with the largest scale. What is the largest $|K|$ entry of that block as it was quantized (after any rotation), i.e. kScale times the format's largest value (448 for e4m3)? Three significant digits are enough.",
+        "In the first pane the debugger stands at $S = QK^{\\top}$ for the $K$ block with the largest scale. What is the largest $|K|$ entry of that block as it was quantized (after any rotation), i.e. its K scale times the format's largest value (448 for e4m3)? Three significant digits are enough.",
       kind: 'number',
-      tolerance: 2e-3,
+      // Half a unit in the third significant digit, at worst 5e-3 of the value.
+      tolerance: 5e-3,
       answer: ({ run }) => {
         const i = outlierQk(run.events);
         const x = run.events[i];
@@ -211,7 +212,7 @@ export const chapter12: Chapter = {
       explain: ({ run }, a) => {
         const x = run.events[outlierQk(run.events)];
         const ks = x.kind === 'qk' ? x.kScale! : NaN;
-        return `${fmt(Number(a), 5)}: kScale ${sci(ks)} times the format's largest value. That entry is stored as exactly ±max; every other entry of the block is stored relative to it.`;
+        return `${fmt(Number(a), 4)}: K scale ${fmt(ks, 4)} times the format's largest value. That entry is stored as exactly ±max; every other entry of the block is stored relative to it.`;
       },
       hint: "The first pane's Precision view gives the current tile's K scale, in the line above its error heatmaps (or hover the tile in its tile grid); multiply it by 448.",
     },

@@ -232,6 +232,6 @@ export const chapter12: Chapter = {
   ],
   sources: [
     '"FlashAttention-3: Fast and Accurate Attention with Asynchrony and Low-precision", arXiv 2407.08608, §3.3 (FP8: block quantization, incoherent processing) and §4.3 (the numerical-error experiment on outlier inputs).',
-    'FA3 FP8 descales per batch and KV head: Dao-AILab/flash-attention, hopper/flash_api.cpp@0251105a and hopper/flash_fwd_kernel_sm90.h@0251105a.',
+    'FA3 FP8 descales per batch and KV head: Dao-AILab/flash-attention, hopper/flash_api.cpp@0251105a, l. 694–696 (q/k/v_descale of shape (b, h_k)), and hopper/flash_fwd_kernel_sm90.h@0251105a, l. 412–414 (the Q and K descales read per batch and KV head and folded into the softmax scale).',
   ],
 };

@@ -1,7 +1,7 @@
 // Masks on the WebGPU backend under Node (Dawn):
 //   --check          every preset and seeded random masks against float64, dense and block-sparse,
 //                    on each flash path the adapter offers (small shapes: SwiftShader in CI);
-//                    --random N, --no-presets, --row-only, --paths a,b narrow it;
+//                    --random N, --no-presets, --row-only, --sparse-only, --paths a,b narrow it;
 //   --time FILE      dense masked against block-sparse at full size (a real GPU), JSON lines to FILE.
 // Exit status 1 when a check fails.
 
@@ -22,6 +22,7 @@ interface CheckOptions {
   presets: boolean;
   /** Leave out the 4×4-tiled kernel's shape (d = 80). */
   rowOnly: boolean;
+  sparseOnly: boolean;
   paths?: WebGpuPath[];
 }
 
@@ -40,7 +41,15 @@ async function check(ctx: WebGpuContext, o: CheckOptions): Promise<boolean> {
   for (const [d, nq, nk] of shapes) {
     const base: Omit<AttentionProblem, 'mask'> = { batch: 2, hq: 2, hk: 1, nq, nk, d, dv: d, causal: false, dtype: 'fp32' };
     const cases = [...(o.presets ? presetCases(base.hq, nq, nk) : []), ...randomCases(11 + d, o.random, nk)];
-    const results = await runMaskChecks(ctx, base, cases, paths, 5, (r) => console.log(`mask-check d${d} ${r.detail}`));
+    const results = await runMaskChecks(
+      ctx,
+      base,
+      cases,
+      paths,
+      5,
+      (r) => console.log(`mask-check d${d} ${r.detail}`),
+      o.sparseOnly ? [true] : [false, true],
+    );
     ok &&= results.every((r) => r.ok);
   }
   return ok;
@@ -100,6 +109,7 @@ async function main(): Promise<void> {
       random: i >= 0 ? Number(argv[i + 1]) : 6,
       presets: !argv.includes('--no-presets'),
       rowOnly: argv.includes('--row-only'),
+      sparseOnly: argv.includes('--sparse-only'),
       paths: pi >= 0 ? (argv[pi + 1].split(',') as WebGpuPath[]) : undefined,
     });
     console.log(ok ? 'mask-check: every case matches the float64 reference' : 'mask-check: FAILED');

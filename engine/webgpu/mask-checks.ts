@@ -122,7 +122,7 @@ function compare(o: Float32Array, lse: Float32Array, ref: { o: Float64Array; lse
 }
 
 /**
- * Runs each case on each path (dense, then block-sparse) and compares with float64. `tol`: the
+ * Runs each case on each path (dense, then block-sparse; `modes` narrows it) and compares with float64. `tol`: the
  * largest |Δ| accepted (f32 paths ~1e-4, f16 storage ~1e-2 at these sizes).
  */
 export async function runMaskChecks(
@@ -132,6 +132,7 @@ export async function runMaskChecks(
   paths: readonly { path: WebGpuPath; tol: number }[],
   seed = 5,
   log: (c: MaskCheck) => void = () => {},
+  modes: readonly boolean[] = [false, true],
 ): Promise<MaskCheck[]> {
   const out: MaskCheck[] = [];
   for (const c of cases) {
@@ -140,7 +141,7 @@ export async function runMaskChecks(
     const ref = referenceAttention(p, x);
     for (const { path, tol } of paths) {
       if (!ctx.paths.includes(path)) continue;
-      for (const sparse of [false, true]) {
+      for (const sparse of modes) {
         const run = await AttentionRun.create(ctx, p, { path, blockSparse: sparse });
         try {
           run.upload(x);

@@ -14,6 +14,7 @@ export function referenceRow(
   q: Float32Array,
   k: Float32Array,
   v: Float32Array,
+  b = 0, // the batch, for mask_mod / score_mod texts that read it
 ): { o: Float64Array; lse: number } {
   const sm = scoreModel(p);
   const sink = p.sinks?.[h];
@@ -22,7 +23,7 @@ export function referenceRow(
   for (let j = 0; j < p.nk; j++) {
     let dot = 0;
     for (let c = 0; c < p.d; c++) dot += q[c] * k[j * p.d + c];
-    s[j] = modifyScore(sm, h, i, j, dot, 0);
+    s[j] = modifyScore(sm, h, i, j, dot, b);
     if (s[j] > max) max = s[j];
   }
   const o = new Float64Array(p.dv);
@@ -52,6 +53,7 @@ export function referenceRowOf(p: AttentionProblem, x: AttentionInputs, b: numbe
     x.q.subarray(qOffset(p, b, h, i), qOffset(p, b, h, i) + p.d),
     x.k.subarray(k0, k0 + p.nk * p.d),
     x.v.subarray(v0, v0 + p.nk * p.dv),
+    b,
   );
 }
 
@@ -122,7 +124,7 @@ export async function checkSampledRows(
     const x = await run.readRowInputs(r.b, r.h, r.i);
     for (const a of [x.k, x.v]) for (let j = 0; j < a.length; j++) sq += a[j] * a[j];
     n += x.k.length + x.v.length;
-    const ref = referenceRow(p, r.h, r.i, x.q, x.k, x.v);
+    const ref = referenceRow(p, r.h, r.i, x.q, x.k, x.v, r.b);
     const got = await run.readRow(r.b, r.h, r.i);
     for (let c = 0; c < p.dv; c++) eo = Math.max(eo, Math.abs(got.o[c] - ref.o[c]));
     el = Math.max(el, got.lse === ref.lse ? 0 : Math.abs(got.lse - ref.lse));

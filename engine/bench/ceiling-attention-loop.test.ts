@@ -40,3 +40,14 @@ describe('the forward loop without HBM', () => {
     expect(k.work).toBe(2 << 20);
   });
 });
+
+describe('the loop without the S/P round trip', () => {
+  it('keeps every Q·Kᵀ MMA live (accumulators across blocks, stored after the loop) touches no S or P, and keeps one barrier', () => {
+    const k = attentionLoopKernel({ ...base, subgroups: 8, rows: 16, barriers: 'workgroup', roundTrip: false });
+    const body = loop(k.wgsl);
+    expect(body).not.toMatch(/&ss|&ps|exp2/);
+    expect(body.match(/workgroupBarrier\(\)/g)?.length).toBe(1);
+    expect(body.match(/subgroupMatrixMultiplyAccumulate\(/g)?.length).toBe(4 * 2 + 4);
+    expect(k.wgsl.slice(k.wgsl.lastIndexOf('let base')).match(/subgroupMatrixStore/g)?.length).toBe(4 + 2);
+  });
+});

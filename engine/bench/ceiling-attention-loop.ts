@@ -23,6 +23,8 @@ export interface AttentionLoopOptions {
   barriers: 'workgroup' | 'none';
   /** false: P = S as f16 with no max, shuffle or exp2 (what the MMAs and the round trip cost alone). */
   softmax: boolean;
+  /** false: no S store, softmax or P load, one barrier at most; P·V takes Q's matrices as P (what fragment element access would leave). */
+  roundTrip?: boolean;
   blocks: number;
   workgroups: number;
 }
@@ -46,15 +48,18 @@ export function attentionLoopKernel(o: AttentionLoopOptions): CeilingKernel {
   const left = 'subgroup_matrix_left<f16, 16, 16>';
   const right = 'subgroup_matrix_right<f16, 16, 16>';
   const result = 'subgroup_matrix_result<f32, 16, 16>';
+  const trip = o.roundTrip !== false;
   const barrier = o.barriers === 'workgroup' ? '    workgroupBarrier();' : '';
   const cols = Array.from({ length: scols }, (_, c) => c);
-  const softmax = o.softmax
-    ? `${cols.map((c) => `    let x${c} = ss[srow * SW + ${c * lanesPerRow}u + part] * 1.4427;`).join('\n')}
+  const softmax = !trip
+    ? ''
+    : o.softmax
+      ? `${cols.map((c) => `    let x${c} = ss[srow * SW + ${c * lanesPerRow}u + part] * 1.4427;`).join('\n')}
     var mx = ${cols.map((c) => `x${c}`).reduce((a, b) => `max(${a}, ${b})`)};
 ${each(Math.log2(lanesPerRow), (i) => `    mx = max(mx, subgroupShuffleXor(mx, ${1 << i}u));`)}
     m = max(m, mx);
 ${cols.map((c) => `    { let p = exp2(x${c} - m); ps[srow * PW + ${c * lanesPerRow}u + part] = f16(p); l += p; }`).join('\n')}`
-    : cols.map((c) => `    ps[srow * PW + ${c * lanesPerRow}u + part] = f16(ss[srow * SW + ${c * lanesPerRow}u + part]);`).join('\n');
+      : cols.map((c) => `    ps[srow * PW + ${c * lanesPerRow}u + part] = f16(ss[srow * SW + ${c * lanesPerRow}u + part]);`).join('\n');
   // jo is 0 at run time but unknown to the compiler: the S, P and V offsets stay run-time values
   // as in the forward (where constant ones let the driver move loads across barriers); K's are constant, as there.
   const wgsl = `enable f16;
@@ -83,31 +88,33 @@ ${each(rb, (r) => each(qm, (j) => `  var o${r}_${j} = ${result}();`))}
   let part = sl % ${lanesPerRow}u;
   var m = -1e30;
   var l = 0.0;
+${trip ? '' : each(rb, (r) => each(kbl, (b) => `  var a${r}_${b} = ${result}();`))}
   for (var t = 0u; t < ${o.blocks}u; t++) {
     let jo = (t & 1u) * off;
-${each(rb, (r) => each(kbl, (b) => `    var a${r}_${b} = ${result}();`))}
+${trip ? each(rb, (r) => each(kbl, (b) => `    var a${r}_${b} = ${result}();`)) : ''}
 ${each(qm, (i) => each(kbl, (b) => `    { let km = subgroupMatrixLoad<${right}, col_major>(&ks, ${b * 16}u * KSW + ${i * 16}u, KSW);\n${each(rb, (r) => `      a${r}_${b} = subgroupMatrixMultiplyAccumulate(q${r}_${i}, km, a${r}_${b});`)} }`))}
-${each(rb, (r) => each(kbl, (b) => `    subgroupMatrixStore<row_major>(&ss, jo + (sg * ${R}u + ${r * 16}u) * SW + ${b * 16}u, a${r}_${b}, SW);`))}
+${trip ? each(rb, (r) => each(kbl, (b) => `    subgroupMatrixStore<row_major>(&ss, jo + (sg * ${R}u + ${r * 16}u) * SW + ${b * 16}u, a${r}_${b}, SW);`)) : ''}
 ${barrier}
 ${softmax}
-${barrier}
+${trip ? barrier : ''}
     for (var kb = 0u; kb < ${BN}u; kb += 16u) {
-${each(rb, (r) => `      let p${r} = subgroupMatrixLoad<${left}, row_major>(&ps, jo + (sg * ${R}u + ${r * 16}u) * PW + kb, PW);`)}
+${each(rb, (r) => (trip ? `      let p${r} = subgroupMatrixLoad<${left}, row_major>(&ps, jo + (sg * ${R}u + ${r * 16}u) * PW + kb, PW);` : `      let p${r} = q${r}_0;`))}
 ${each(qm, (j) => `      { let vm = subgroupMatrixLoad<${right}, row_major>(&vs, (kb + jo) * KSW + ${j * 16}u, KSW);\n${each(rb, (r) => `        o${r}_${j} = subgroupMatrixMultiplyAccumulate(p${r}, vm, o${r}_${j});`)} }`)}
     }
   }
   let base = (wid.x * ${o.subgroups}u + sg) * ${R * D}u;
 ${each(rb, (r) => each(qm, (j) => `  subgroupMatrixStore<row_major>(&out, base + ${r * 16 * D + j * 16}u, o${r}_${j}, ${D}u);`))}
+${trip ? '' : each(rb, (r) => each(kbl, (b) => `  subgroupMatrixStore<row_major>(&out, ${o.workgroups * o.subgroups * R * D}u + (wid.x * ${o.subgroups}u + sg) * ${R * BN}u + ${r * 16 * BN + b * 16}u, a${r}_${b}, ${BN}u);`))}
   if (l == 12345.0) { out[0] = m; }
 }`;
   const kb = attentionLoopBytes(o);
   return {
-    name: `attention loop, no HBM: ${o.subgroups} subgroups × ${R} rows, BN ${BN}, d ${D}, ${o.barriers === 'workgroup' ? '2 workgroup barriers' : 'no barrier'} per block${o.softmax ? '' : ', no softmax'} (${(kb / 1024).toFixed(1)} KiB workgroup memory)`,
+    name: `attention loop, no HBM: ${o.subgroups} subgroups × ${R} rows, BN ${BN}, d ${D}, ${o.barriers === 'workgroup' ? (trip ? '2 workgroup barriers' : '1 workgroup barrier (K/V staging would keep it)') : 'no barrier'} per block${o.softmax ? '' : ', no softmax'}${trip ? '' : ', no S/P round trip'} (${(kb / 1024).toFixed(1)} KiB workgroup memory)`,
     unit: 'FLOP',
     wgsl,
     workgroups: o.workgroups,
     work: 4 * R * BN * D * o.blocks * o.subgroups * o.workgroups,
-    buffers: [o.workgroups * o.subgroups * R * D * 4, 8192],
+    buffers: [o.workgroups * o.subgroups * R * (D + BN) * 4, 8192],
   };
 }
 
@@ -131,5 +138,7 @@ export function attentionLoopSet(subgroupSize: number, small: boolean): Attentio
     { ...base, subgroups: 4, rows: 16, bn: 16, barriers: 'workgroup' },
     { ...base, subgroups: 4, rows: 16, bn: 16, barriers: 'none' },
     { ...base, subgroups: 4, rows: 32, bn: 16, barriers: 'none' },
+    { ...base, subgroups: 8, rows: 16, bn: 32, barriers: 'workgroup', roundTrip: false },
+    { ...base, subgroups: 8, rows: 16, bn: 32, barriers: 'none', roundTrip: false },
   ];
 }

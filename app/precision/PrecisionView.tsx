@@ -407,7 +407,7 @@ export function PrecisionView() {
               complete
               tileInfo={(tr) => {
                 const t = head.tiles.find((x) => x.qBlock === tr);
-                return t?.qScale !== undefined ? [`Q scale ${num(t.qScale)}${t.qSaturated ? ` (${t.qSaturated} saturated)` : ''}`] : [];
+                return t?.qScale !== undefined ? [`Q scale ${num(t.qScale, 4)}${t.qSaturated ? ` (${t.qSaturated} saturated)` : ''}`] : [];
               }}
             />
             <FlushChart run={data.run} head={head} frame={frame} />

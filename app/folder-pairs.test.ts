@@ -61,12 +61,7 @@ describe('app/ folder layering', () => {
       'backward↔views',
       'compare↔defaults',
       'compare↔lessons',
-      'compare↔pane',
       'defaults↔hardware',
-      'defaults↔pane',
-      'export↔pane',
-      'pane↔panels',
-      'pane↔views',
       'precision↔views',
       'serving↔share',
     ]);

@@ -7,7 +7,7 @@ import './backward.css';
 import { useMemo } from 'react';
 import { type Frame, type HeadInputs, type LoadSummary, findDescriptor } from '../../engine/api.ts';
 import { useApp, type MatrixId } from '../store/store.ts';
-import { usePane } from '../pane/context.ts';
+import { usePane } from '../store/pane-context.ts';
 import { colourScale } from '../views/colour.ts';
 import { Heatmap, type Rect } from '../views/Heatmap.tsx';
 

@@ -10,8 +10,8 @@ import { formToRequest, withAppliedFeatures } from '../store/problem-form.ts';
 import { lowPrecisionRefusal, refusedLoadMessage } from '../defaults/PrecisionFix.tsx';
 import { choosePass } from '../defaults/form-defaults.ts';
 import { useApp, type PaneId } from '../store/store.ts';
-import { usePane } from '../pane/context.ts';
-import type { PaneController } from '../pane/controller.ts';
+import { usePane } from '../store/pane-context.ts';
+import type { PaneController } from '../store/pane-controller.ts';
 import { withImported } from '../import/import-store.ts';
 import { useCompare } from '../compare/compare-store.ts';
 

@@ -7,7 +7,7 @@ import { useImport } from '../import/import-store.ts';
 import { useApp } from '../store/store.ts';
 import { useCompare } from './compare-store.ts';
 import { ComparePane } from './ComparePane.tsx';
-import { controllers } from './controllers.ts';
+import { controllers } from '../store/controllers.ts';
 import { DiffPanel } from './DiffPanel.tsx';
 import { MAX_PANES, MIN_PANES } from './pane-config.ts';
 import { SHARED_PANE } from './shared-request.ts';

@@ -6,7 +6,7 @@
 
 import { defaultsFor, hasKernel } from '../../engine/api.ts';
 import { useCompare } from '../compare/compare-store.ts';
-import { controllers } from '../compare/controllers.ts';
+import { controllers } from '../store/controllers.ts';
 import { comparePaneId } from '../compare/pane-config.ts';
 import { SHARED_PANE } from '../compare/shared-request.ts';
 import { useApp } from '../store/store.ts';

@@ -2,7 +2,7 @@
 // step is on it (the op whose end is the cursor), or why nothing is drawn.
 
 import type { HwView } from '../../engine/api.ts';
-import { usePane } from '../pane/context.ts';
+import { usePane } from '../store/pane-context.ts';
 import { grouped } from './format.ts';
 import { useApp } from '../store/store.ts';
 import { useHwPane } from './hw-store.ts';

@@ -5,7 +5,7 @@
 import { scaleLinear } from 'd3';
 import { Fragment } from 'react';
 import { liveAt, type HwView, type MemInterval, findDescriptor } from '../../engine/api.ts';
-import { usePane } from '../pane/context.ts';
+import { usePane } from '../store/pane-context.ts';
 import { grouped } from './format.ts';
 import { useApp } from '../store/store.ts';
 import { useHwPane } from './hw-store.ts';

@@ -9,7 +9,7 @@
 
 import { useMemo, useState } from 'react';
 import type { PrecisionHead, PrecisionRun, TilePrecision, OutputError, Frame, LoadSummary } from '../../engine/api.ts';
-import { usePane } from '../pane/context.ts';
+import { usePane } from '../store/pane-context.ts';
 import { useApp } from '../store/store.ts';
 import { colourScale, type ColourScale } from '../views/colour.ts';
 import { Heatmap, type Rect } from '../views/Heatmap.tsx';

@@ -3,7 +3,7 @@
 
 import { useMemo } from 'react';
 import { useApp, type MatrixId } from '../store/store.ts';
-import { usePane } from '../pane/context.ts';
+import { usePane } from '../store/pane-context.ts';
 import { colourScale } from './colour.ts';
 import { Heatmap, type Rect } from './Heatmap.tsx';
 import { BackwardHeatmaps } from '../backward/BackwardHeatmaps.tsx';

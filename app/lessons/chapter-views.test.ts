@@ -16,7 +16,7 @@ import { describeFor, hwAlgorithmFor, shapeOf } from '../../engine/hw/registry.t
 import { hasHardwareModel } from '../../engine/hw/step-map.ts';
 import { defaultGpu } from '../hardware/gpus.ts';
 import { VIEWS } from '../views/registry.ts';
-import { scaleLines } from '../precision/tile-info.ts';
+import { scaleLines } from '../views/tile-info.ts';
 import type { TilePrecision } from '../../engine/api.ts';
 
 /** How text names a view: its title followed by "view", or a name only that view carries. */

@@ -13,7 +13,7 @@ import { MAX_PANES, MIN_PANES } from './pane-config.ts';
 import { SHARED_PANE } from './shared-request.ts';
 import { startSyncDriver } from './sync-driver.ts';
 import { kvOrderNote } from './kv-order.ts';
-import { ComparePassSwitch } from '../backward/PassSwitch.tsx';
+import { ComparePassSwitch } from './ComparePassSwitch.tsx';
 import { SharedInputs } from './SharedInputs.tsx';
 import { paneRefusal } from './pane-dtype.ts';
 import { applyPreset, PRESETS } from './presets.ts';

@@ -17,8 +17,8 @@ import { comparePaneId, paneLabel } from './pane-config.ts';
 import { paneRefusal } from './pane-dtype.ts';
 import { SHARED_PANE } from './shared-request.ts';
 import { paneDifferences, type PaneFacts } from './pane-differences.ts';
-import { useHw } from '../hardware/hw-store.ts';
-import { choiceKey, defaultGpu } from '../hardware/gpus.ts';
+import { useHw } from '../store/hw-store.ts';
+import { choiceKey, defaultGpu } from '../store/gpus.ts';
 import { hasHardwareModel } from '../../engine/api.ts';
 
 /** Per pane: why it is not run (its algorithm cannot take its dtype), or undefined. A string key keeps the selector stable. */

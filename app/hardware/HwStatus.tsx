@@ -5,7 +5,7 @@ import type { HwView } from '../../engine/api.ts';
 import { usePane } from '../store/pane-context.ts';
 import { grouped } from './format.ts';
 import { useApp } from '../store/store.ts';
-import { useHwPane } from './hw-store.ts';
+import { useHwPane } from '../store/hw-store.ts';
 import { LoadedFitFix } from '../defaults/FitFix.tsx';
 
 export interface Cursor {

@@ -8,7 +8,7 @@ import { liveAt, type HwView, type MemInterval, findDescriptor } from '../../eng
 import { usePane } from '../store/pane-context.ts';
 import { grouped } from './format.ts';
 import { useApp } from '../store/store.ts';
-import { useHwPane } from './hw-store.ts';
+import { useHwPane } from '../store/hw-store.ts';
 import { HwStatus } from './HwStatus.tsx';
 import { memoryCursor } from './memory-cursor.ts';
 import { tensorColour } from './palette.ts';

@@ -6,8 +6,8 @@ import { hasHardwareModel, type HwFeatures, type HwExportFormat, type HwView, st
 import { messageOf } from '../store/pane-controller.ts';
 import { usePane } from '../store/pane-context.ts';
 import { useApp } from '../store/store.ts';
-import { choiceKey, defaultGpu, gpusFor } from './gpus.ts';
-import { hwState, useHw, useHwPane } from './hw-store.ts';
+import { choiceKey, defaultGpu, gpusFor } from '../store/gpus.ts';
+import { hwState, useHw, useHwPane } from '../store/hw-store.ts';
 import { HwStatus, cursorOf } from './HwStatus.tsx';
 import { UNIT_FAMILIES } from './palette.ts';
 import { TimelineChart } from './timeline-chart.ts';

@@ -13,7 +13,7 @@ import { useCompare } from './compare-store.ts';
 import { registerController } from '../store/controllers.ts';
 import { comparePaneId, paneSwitchSpecs } from './pane-config.ts';
 import { paneRequest, sharedRequest, SHARED_PANE } from './shared-request.ts';
-import { chooseCompareAlgorithm } from '../defaults/compare-defaults.ts';
+import { chooseCompareAlgorithm } from './compare-defaults.ts';
 import { markTouched } from '../defaults/form-defaults.ts';
 import { dtypeFixes, inactiveSwitches, isFp8OnlyFeature, paneDtype, paneRefusal } from './pane-dtype.ts';
 import { reloadShared } from './shared-reload.ts';

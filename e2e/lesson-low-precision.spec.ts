@@ -10,7 +10,7 @@ import { fp8ErrorTable, flushTable } from '../content/lessons/chapters/low-preci
 import { smoothingTable } from '../content/lessons/chapters/k-smoothing.ts';
 import { precisionMarks } from '../engine/debugger/precision.ts';
 import { encodeFp8, roundFp8 } from '../engine/lowprec/fp8.ts';
-import { num } from '../app/precision/tile-info.ts';
+import { num } from '../app/views/tile-info.ts';
 import { watchConsole } from './helpers.ts';
 
 test.use({ viewport: { width: 1280, height: 720 } });

@@ -6,19 +6,19 @@
 
 import { useEffect, useMemo, useState } from 'react';
 import { diffTable, diffTableCsv, outputDifference, ratioNotes, GPUS } from '../../engine/api.ts';
-import { messageOf } from '../pane/controller.ts';
+import { messageOf } from '../store/pane-controller.ts';
 import { downloadText } from '../export/download.ts';
 import { useApp } from '../store/store.ts';
 import { colourScale } from '../views/colour.ts';
 import { Heatmap } from '../views/Heatmap.tsx';
 import { useCompare } from './compare-store.ts';
-import { controllers } from './controllers.ts';
+import { controllers } from '../store/controllers.ts';
 import { comparePaneId, paneLabel } from './pane-config.ts';
 import { paneRefusal } from './pane-dtype.ts';
 import { SHARED_PANE } from './shared-request.ts';
 import { paneDifferences, type PaneFacts } from './pane-differences.ts';
-import { useHw } from '../hardware/hw-store.ts';
-import { choiceKey, defaultGpu } from '../hardware/gpus.ts';
+import { useHw } from '../store/hw-store.ts';
+import { choiceKey, defaultGpu } from '../store/gpus.ts';
 import { hasHardwareModel } from '../../engine/api.ts';
 
 /** Per pane: why it is not run (its algorithm cannot take its dtype), or undefined. A string key keeps the selector stable. */

@@ -4,7 +4,7 @@
 
 import { type ReactNode, useMemo, useState } from 'react';
 import { BLOCK_EMPTY, BLOCK_FULL, blockMask, type BlockMask } from '../../engine/api.ts';
-import { usePane } from '../pane/context.ts';
+import { usePane } from '../store/pane-context.ts';
 import { useApp } from '../store/store.ts';
 
 const COLOURS = ['var(--panel2)', 'var(--warn)', 'var(--accent)'] as const;

@@ -8,7 +8,7 @@ import { formulaFor } from '../../content/formulas.ts';
 import { backwardLive } from '../../content/backward-live.ts';
 import { softmaxScale, findDescriptor } from '../../engine/api.ts';
 import { useApp } from '../store/store.ts';
-import { usePane } from '../pane/context.ts';
+import { usePane } from '../store/pane-context.ts';
 
 function Tex({ tex, label }: { tex: string; label: string }) {
   const html = useMemo(() => katex.renderToString(tex, { throwOnError: false, displayMode: true, output: 'html' }), [tex]);

@@ -4,7 +4,7 @@
 // because FA1's rescale step also folds in the renormalization l_old / l_new.
 
 import { useApp } from '../store/store.ts';
-import { usePane } from '../pane/context.ts';
+import { usePane } from '../store/pane-context.ts';
 import type { RowHistoryEntry } from '../../engine/api.ts';
 
 function num(v: number | undefined): string {

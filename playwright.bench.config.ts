@@ -4,6 +4,7 @@ import { defineConfig } from '@playwright/test';
 
 export default defineConfig({
   ...base,
+  projects: [{ name: 'bench' }],
   testDir: 'e2e/bench',
   testMatch: /.*\.bench\.ts$/,
   timeout: 120_000,

@@ -10,13 +10,17 @@ export function welcomeSeen(origin: string) {
   return { cookies: [], origins: [{ origin, localStorage: [{ name: 'flashscope.welcome.v1', value: 'dismissed' }] }] };
 }
 
+/** Specs that measure main-thread tasks: e2e/main-thread*.spec.ts. */
+const MAIN_THREAD_SPECS = /main-thread[\w-]*\.spec\.ts$/;
+
 export default defineConfig({
   testDir: 'e2e',
   testMatch: /.*\.spec\.ts$/,
   timeout: 60_000,
   expect: { timeout: 10_000 },
   fullyParallel: false,
-  workers: 1,
+  // CI runs two browsers at once (one per core); a local run stays on one so parallel checkouts share the machine.
+  workers: process.env.CI ? 2 : 1,
   retries: process.env.CI ? 1 : 0,
   reporter: process.env.PW_REPORTER === 'json' ? [['json', { outputFile: 'test-results/e2e.json' }], ['list']] : 'list',
   use: {
@@ -37,8 +41,14 @@ export default defineConfig({
       ],
     },
   },
+  // Specs that time the main thread: `npm test` runs them alone after the rest (scripts/test-all.mjs), so a second browser's load cannot fail them.
+  projects: [
+    { name: 'app', testIgnore: MAIN_THREAD_SPECS },
+    { name: 'main thread', testMatch: MAIN_THREAD_SPECS },
+  ],
   webServer: {
-    command: `npx vite build --logLevel warn && npx vite preview --host 127.0.0.1 --port ${port} --strictPort`,
+    // FLASHSCOPE_PREBUILT: a second run in the same `npm test` serves the build the first one made.
+    command: `${process.env.FLASHSCOPE_PREBUILT ? '' : 'npx vite build --logLevel warn && '}npx vite preview --host 127.0.0.1 --port ${port} --strictPort`,
     url: `http://127.0.0.1:${port}`,
     reuseExistingServer: !process.env.CI,
     timeout: 180_000,

@@ -9,6 +9,7 @@ const port = Number(process.env.PW_PORT ?? 4173) + 1;
 
 export default defineConfig({
   ...base,
+  projects: [{ name: 'sub-path' }],
   testMatch: /.*\.subpath\.ts$/,
   use: { ...base.use, baseURL: `http://127.0.0.1:${port}`, storageState: welcomeSeen(`http://127.0.0.1:${port}`) },
   webServer: {

@@ -27,5 +27,7 @@ export default defineConfig({
     include: ['engine/**/*.test.ts', 'app/**/*.test.ts', 'content/**/*.test.ts'],
     environment: 'node',
     testTimeout: 60_000,
+    // vitest's default leaves one core idle on a 2-core CI machine.
+    maxWorkers: process.env.CI ? 2 : undefined,
   },
 });

@@ -4,10 +4,10 @@ import { useApp } from './store/store.ts';
 import { LessonsNav, WithLessons } from './lessons/LessonsEntry.tsx';
 import { ModeSwitch } from './compare/ModeSwitch.tsx';
 import { useCompare } from './compare/compare-store.ts';
-import { ShareButton, ShareNotice } from './share/ShareControls.tsx';
+import { ShareNotice } from './share/ShareControls.tsx';
 import { startUrlSync } from './share/url-sync.ts';
 import { useServing } from './serving/serving-store.ts';
-import { ShortcutsHelp } from './help/ShortcutsHelp.tsx';
+import { TopbarTools } from './TopbarTools.tsx';
 import { Welcome } from './welcome/Welcome.tsx';
 
 const WebGpuPanel = lazy(() => import('./webgpu/WebGpuPanel.tsx'));
@@ -16,14 +16,12 @@ const ServingPage = lazy(() => import('./serving/ServingPage.tsx').then((m) => (
 
 export function App() {
   const theme = useApp((s) => s.layout.theme);
-  const setTheme = useApp((s) => s.setTheme);
   const mode = useCompare((s) => s.mode);
   const serving = useServing((s) => s.open);
   useEffect(() => {
     document.documentElement.dataset.theme = theme;
   }, [theme]);
   useEffect(() => startUrlSync(), []);
-  const other = theme === 'dark' ? 'light' : 'dark';
   return (
     <div className="app">
       <header className="topbar">
@@ -33,11 +31,7 @@ export function App() {
         <span className="tagline">step through tiled attention, one phase at a time</span>
         <LessonsNav />
         <ModeSwitch />
-        <ShareButton />
-        <ShortcutsHelp />
-        <button type="button" className="theme" onClick={() => setTheme(other)} aria-label={`Switch to ${other} theme`}>
-          {theme === 'dark' ? '☀' : '☾'}
-        </button>
+        <TopbarTools />
       </header>
       <main>
         <ShareNotice />

@@ -2,7 +2,7 @@ import { expect, test, type Page } from '@playwright/test';
 import { ALGORITHMS } from '../engine/algorithms/registry.ts';
 import { hasHardwareModel } from '../engine/hw/step-map.ts';
 import { formForAlgorithm, formForPass } from '../app/defaults/form-defaults.ts';
-import { BACKWARD_ALGORITHMS } from '../engine/backward/registry.ts';
+import { BACKWARD_ALGORITHMS } from '../engine/algorithms/backward-registry.ts';
 import { defaultGpu } from '../app/hardware/gpus.ts';
 import { gpuById } from '../engine/hw/gpus/index.ts';
 import { DEFAULT_FORM } from '../app/store/problem-form.ts';

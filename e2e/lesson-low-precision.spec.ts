@@ -112,7 +112,7 @@ test('chapter 12: the FP8 widget by keyboard, engine tables, a question and the 
   if (tgt0.kind !== 'qk') throw new Error('expected the qk target');
   await page.getByRole('button', { name: `▸ Show in the debugger: ${links[1].b.kind === 'goto' ? links[1].b.label : ''}` }).click();
   const prec0 = precisionOf(page, 0);
-  await expect(prec0.getByTestId('precision-step')).toContainText(`K scale ${num(tgt0.kScale)}`, { timeout: 30_000 });
+  await expect(prec0.getByTestId('precision-step')).toContainText(`K scale ${num(tgt0.kScale, 4)}`, { timeout: 30_000 });
   const tileBtn = prec0.locator(`button[data-tile="${tgt0.tile.qBlock},${tgt0.tile.kvBlock}"]`);
   await tileBtn.focus();
   const detail = prec0.getByTestId('tile-detail');
@@ -221,7 +221,7 @@ test('chapter 13: the flush table, the sink pane at its flushing step, the INT8 
   const sageAt = sageRun.events[locateTarget(c13, 1, c13.panes[1].preset, cache).step];
   if (sageAt.kind !== 'qk') throw new Error('expected the sage qk target');
   const prec2 = precisionOf(page, 1, 13);
-  await expect(prec2.getByTestId('precision-step')).toContainText(`K scale ${num(sageAt.kScale)}`, { timeout: 30_000 });
+  await expect(prec2.getByTestId('precision-step')).toContainText(`K scale ${num(sageAt.kScale, 4)}`, { timeout: 30_000 });
   await expect(prec2.getByTestId('precision-step')).toContainText(`Q scale ${num(sageAt.qScale)}`);
   await paneOf(page, 1, 13).evaluate((el) => el.scrollIntoView({ block: 'start' }));
   await page.screenshot({ path: 'test-results/lesson13/sage-pane.png' });

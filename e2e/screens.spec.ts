@@ -36,6 +36,23 @@ for (const size of SIZES) {
     const pane = page.locator('[data-lesson-pane="lesson-1-0"]');
     await expect(pane.getByTestId('step-counter')).toHaveText(/^Step \d+ of \d+$/, { timeout: 30_000 });
     await noSidewaysScroll(page);
+    // The top bar keeps one row; on a phone the tools fold behind "More", which the keyboard opens.
+    const bar = (await boxes(page, 'header.topbar button:visible')).filter((b) => b.width > 0);
+    expect(new Set(bar.map((b) => Math.round(b.top / 8))).size, 'top bar rows').toBe(1);
+    for (const b of bar) expect(b.right).toBeLessThanOrEqual(size.width);
+    for (const tab of ['Lessons', 'Single', 'Compare', 'Serving'])
+      await expect(page.getByRole('button', { name: tab, exact: true }).or(page.getByRole('tab', { name: tab }))).toBeVisible();
+    if (size.width < 720) {
+      const more = page.getByRole('button', { name: /^More/ });
+      await more.focus();
+      await page.keyboard.press('Enter');
+      await expect(page.getByRole('button', { name: 'Share link', exact: true })).toBeVisible();
+      await page.keyboard.press('Tab');
+      await expect(page.getByRole('button', { name: 'Share link', exact: true })).toBeFocused();
+      await page.keyboard.press('Escape');
+      await expect(page.getByRole('button', { name: 'Share link', exact: true })).toBeHidden();
+      await expect(more).toBeFocused();
+    } else await expect(page.getByRole('button', { name: /^More/ })).toBeHidden();
     // The transport's seven buttons sit in one row.
     const buttons = await boxes(page, '[data-lesson-pane="lesson-1-0"] .transport .buttons button');
     expect(buttons).toHaveLength(7);

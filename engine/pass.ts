@@ -6,5 +6,5 @@ export type Pass = 'forward' | 'backward';
 
 export const PASSES: readonly Pass[] = ['forward', 'backward'];
 
-/** Whether an algorithm has a stepped backward pass (engine/backward/registry.ts; the others model forward-only kernels). */
-export { hasBackward } from './backward/registry.ts';
+/** Whether an algorithm has a stepped backward pass (engine/algorithms/backward-registry.ts; the others model forward-only kernels). */
+export { hasBackward } from './algorithms/backward-registry.ts';

@@ -5,7 +5,7 @@
 
 import { algorithmById } from './algorithms/registry.ts';
 import type { BlockOptions, RunOptions, StepGenerator } from './algorithms/types.ts';
-import { backwardById } from './backward/registry.ts';
+import { backwardById } from './algorithms/backward-registry.ts';
 import { randomGradOutput } from './backward/grad-output.ts';
 import type { BackwardInputs } from './backward/types.ts';
 import type { AttentionInputs, InputDistribution } from './core/inputs.ts';

@@ -73,14 +73,16 @@ if (!existsSync(chromium)) {
   totals.failed++;
   lines.push('e2e: no Chromium found');
 } else {
-  // The main suite, then the hosted build under a sub-path (playwright.subpath.config.ts).
-  for (const [name, config] of [
-    ['e2e', 'playwright.config.ts'],
-    ['e2e sub-path', 'playwright.subpath.config.ts'],
+  // The main suite on two workers, then the specs that time the main thread alone on the same
+  // build, then the hosted build under a sub-path (playwright.subpath.config.ts).
+  for (const [name, config, args, env] of [
+    ['e2e', 'playwright.config.ts', ['--project=app'], {}],
+    ['e2e main thread', 'playwright.config.ts', ['--project=main thread', '--workers=1'], { FLASHSCOPE_PREBUILT: '1' }],
+    ['e2e sub-path', 'playwright.subpath.config.ts', [], {}],
   ]) {
     const e2eReport = 'test-results/e2e.json';
     rmSync(e2eReport, { force: true });
-    const e2eStatus = run('npx', ['playwright', 'test', '-c', config], { PW_REPORTER: 'json' });
+    const e2eStatus = run('npx', ['playwright', 'test', '-c', config, ...args], { PW_REPORTER: 'json', ...env });
     if (existsSync(e2eReport)) {
       const r = JSON.parse(readFileSync(e2eReport, 'utf8'));
       const s = r.stats ?? {};

@@ -63,7 +63,7 @@ export function BackwardHeatmaps({ frame, inputs, summary }: { frame: Frame; inp
   const grouped = problem !== undefined && problem.hq > problem.hk;
   return (
     <section className="view heatmaps bwd-heatmaps" aria-label="Backward heatmaps">
-      <div className="bwd-row" aria-label="Inputs">
+      <fieldset className="bwd-row bare" aria-label="Inputs">
         <Heatmap
           id="Q"
           title="Q"
@@ -118,9 +118,9 @@ export function BackwardHeatmaps({ frame, inputs, summary }: { frame: Frame; inp
             maxPx={tall(nq, nk)}
           />
         )}
-      </div>
+      </fieldset>
       {standard ? (
-        <div className="bwd-row" aria-label="Stored probabilities">
+        <fieldset className="bwd-row bare" aria-label="Stored probabilities">
           {inputs.pForward && (
             <Heatmap
               id="P"
@@ -136,9 +136,9 @@ export function BackwardHeatmaps({ frame, inputs, summary }: { frame: Frame; inp
               onTileClick={zoom('P')}
             />
           )}
-        </div>
+        </fieldset>
       ) : (
-        <div className="bwd-row" aria-label="Recomputed probabilities">
+        <fieldset className="bwd-row bare" aria-label="Recomputed probabilities">
           <Heatmap
             id="S"
             title="S = τ·QKᵀ (recomputed)"
@@ -182,9 +182,9 @@ export function BackwardHeatmaps({ frame, inputs, summary }: { frame: Frame; inp
               maxPx={big}
             />
           )}
-        </div>
+        </fieldset>
       )}
-      <div className="bwd-row" aria-label="Softmax gradient">
+      <fieldset className="bwd-row bare" aria-label="Softmax gradient">
         <Heatmap
           id="dP"
           title="dP = dO·Vᵀ"
@@ -224,8 +224,8 @@ export function BackwardHeatmaps({ frame, inputs, summary }: { frame: Frame; inp
           highlight={tile}
           maxPx={big}
         />
-      </div>
-      <div className="bwd-row" aria-label="Gradients">
+      </fieldset>
+      <fieldset className="bwd-row bare" aria-label="Gradients">
         <Heatmap
           id="dQ"
           title={`${scaleLater ? 'dQaccum (unscaled) → dQ' : 'dQ'}${dqAdd ? ` (accumulating: + K/V block ${ev.tile.kvBlock})` : ''}`}
@@ -266,7 +266,7 @@ export function BackwardHeatmaps({ frame, inputs, summary }: { frame: Frame; inp
           highlight={rowsRect(c0, c1, dv)}
           maxPx={tall(nk, nq)}
         />
-      </div>
+      </fieldset>
       <p className="hint" data-testid="bwd-hint">
         Head b={frame.b}, h={frame.h}. Yellow: the tile this step works on.{' '}
         {dqAdd && `dQ rows ${r0}–${r1 - 1} (orange bar) receive τ·dS·K from K/V column block ${ev.tile.kvBlock} (yellow in Kᵀ). `}

@@ -45,6 +45,7 @@ function PassRadios({
   return (
     <div className="pass-switch" role="radiogroup" aria-label={label}>
       {PASSES.map((p, i) => (
+        // biome-ignore lint/a11y/useSemanticElements: a segmented button row in the ARIA radio-group pattern (roving tabindex, arrow keys)
         <button
           key={p}
           ref={(el) => {

@@ -303,7 +303,7 @@ export function ComparePane({ index }: { index: number }) {
   const applying = useCompare((s) => s.applying);
 
   useEffect(() => {
-    useApp.getState().addPane(id, cfg.views);
+    useApp.getState().addPane(id, useCompare.getState().panes[index].views);
     const c = new PaneController(id);
     const unregister = registerController(id, c);
     setCtl(c);
@@ -312,8 +312,7 @@ export function ComparePane({ index }: { index: number }) {
       c.dispose();
       useCompare.getState().setResult(index, undefined);
     };
-    // eslint-disable-next-line react-hooks/exhaustive-deps
-  }, [id]);
+  }, [id, index]);
 
   // (Re)load whenever the shared problem or this pane's own settings change.
   const key = JSON.stringify({
@@ -323,6 +322,7 @@ export function ComparePane({ index }: { index: number }) {
     features: cfg.features,
     shared: shared && { ...shared, tensors: shared.tensors ? shared.tensors.names : undefined },
   });
+  // biome-ignore lint/correctness/useExhaustiveDependencies: the load reads the pane's settings from the store; key is those of them that change the run
   useEffect(() => {
     if (!ctl || !shared || applying) return;
     useCompare.getState().setResult(index, undefined);

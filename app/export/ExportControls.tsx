@@ -63,7 +63,7 @@ export function ExportBar() {
   const ready = useApp((s) => s.playback[pane].status === 'ready' && !!s.playback[pane].frame);
   const [error, setError] = useState<string | null>(null);
   return (
-    <div className="export-bar" aria-label="Export">
+    <fieldset className="export-bar bare" aria-label="Export">
       <span className="dim">Export:</span>
       <button
         type="button"
@@ -93,6 +93,6 @@ export function ExportBar() {
           {error}
         </span>
       )}
-    </div>
+    </fieldset>
   );
 }

@@ -112,6 +112,7 @@ export function TimelineView() {
     if (chart.current) chart.current.follow = follow;
   }, [follow]);
   const theme = useApp((s) => s.layout.theme);
+  // biome-ignore lint/correctness/useExhaustiveDependencies: redraw reads the theme's colours from CSS; the theme is what changed them
   useEffect(() => {
     // App.tsx sets the theme attribute in its own effect, which runs after this one.
     const id = requestAnimationFrame(() => chart.current?.redraw());

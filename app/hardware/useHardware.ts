@@ -73,5 +73,6 @@ export function useHardwareSync(): void {
   const applied = useApp((s) => s.problem[pane].applied);
   const choice = useHw((s) => s.panes[pane]?.gpu);
   const features = useHw((s) => s.panes[pane]?.features);
+  // biome-ignore lint/correctness/useExhaustiveDependencies: sync reads the stores itself; these are the values whose change asks for a new view
   useEffect(() => sync(pane, ctl), [pane, ctl, step, summary, applied, choice, features]);
 }

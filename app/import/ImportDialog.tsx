@@ -171,12 +171,14 @@ export default function ImportDialog({ onClose }: { onClose: () => void }) {
   );
 
   return (
-    <div className="modal-backdrop" onClick={(e) => e.target === e.currentTarget && onClose()}>
+    // biome-ignore lint/a11y/noStaticElementInteractions: a click beside the dialog is the pointer's way out; the keyboard's is Escape (handled above)
+    <div className="modal-backdrop" role="presentation" onClick={(e) => e.target === e.currentTarget && onClose()}>
       <div className="modal import-dialog" role="dialog" aria-modal="true" aria-label="Load tensors" tabIndex={-1} ref={dialog}>
         <h2>Load tensors</h2>
-        <div
+        <section
           className={`dropzone${dragging ? ' over' : ''}`}
           data-testid="dropzone"
+          aria-label="Drop files here"
           onDragOver={(e) => {
             e.preventDefault();
             setDragging(true);
@@ -207,7 +209,7 @@ export default function ImportDialog({ onClose }: { onClose: () => void }) {
               e.target.value = '';
             }}
           />
-        </div>
+        </section>
         {inspected.length > 0 && (
           <ul className="file-list" aria-label="Files found">
             {inspected.map((f, i) =>

@@ -172,16 +172,9 @@ export function ChapterView({ chapter, initialStep }: { chapter: Chapter; initia
           Chapter {chapter.number} of {CHAPTERS.length}
         </p>
         <h2 id="chapter-title">{chapter.title}</h2>
-        <a
-          className="jump"
-          href="#lesson-live"
-          onClick={(e) => {
-            e.preventDefault();
-            document.getElementById('lesson-live')?.scrollIntoView({ block: 'start' });
-          }}
-        >
+        <button type="button" className="jump" onClick={() => document.getElementById('lesson-live')?.scrollIntoView({ block: 'start' })}>
           ↓ to the debugger
-        </a>
+        </button>
         <ChapterNav chapter={chapter} where="top" />
       </header>
 
@@ -239,7 +232,7 @@ export function ChapterView({ chapter, initialStep }: { chapter: Chapter; initia
 
       <section className="lesson-live" id="lesson-live" aria-label="Live debugger">
         {chapter.toggles && (
-          <div className="lesson-toggles" role="group" aria-label="Kernel switches">
+          <fieldset className="lesson-toggles bare" aria-label="Kernel switches">
             {chapter.toggles.map((t) => {
               const value = pending[t.feature] ?? applied?.features?.[t.feature] ?? t.kernelDefault;
               const on = value === t.on;
@@ -264,7 +257,7 @@ export function ChapterView({ chapter, initialStep }: { chapter: Chapter; initia
                 </label>
               );
             })}
-          </div>
+          </fieldset>
         )}
         <div className={`lesson-panes ${chapter.panes.length > 1 ? 'two' : 'one'}`}>
           {chapter.panes.map((spec, i) => (

@@ -45,6 +45,7 @@ function FormatCard({ name, r }: { name: Fp8Name; r: Rounded }) {
       </p>
       <p
         className="fp8-bits"
+        role="img"
         aria-label={`${name} bits: sign ${r.fields.bits.sign}, exponent ${r.fields.bits.exponent}, mantissa ${r.fields.bits.mantissa}`}
       >
         <span className="bit-s" title="sign">

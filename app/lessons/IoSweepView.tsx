@@ -17,22 +17,22 @@ function Plot({ pts }: { pts: IoPoint[] }) {
   const ly = pts.map((p) => Math.log2(p.hbmBytes));
   const [x0, x1] = [Math.min(...lx) - 0.3, Math.max(...lx) + 0.3];
   const [y0, y1] = [Math.min(...ly) - 0.3, Math.max(...ly) + 0.3];
-  const X = (v: number) => P + ((v - x0) / (x1 - x0)) * (W - P - 8);
-  const Y = (v: number) => H - P + 8 - ((v - y0) / (y1 - y0)) * (H - P);
+  const sx = (v: number) => P + ((v - x0) / (x1 - x0)) * (W - P - 8);
+  const sy = (v: number) => H - P + 8 - ((v - y0) / (y1 - y0)) * (H - P);
   // A line of slope 1 through the median ratio: what "bytes ∝ N²d²/M" would look like.
   const ratios = pts.map((p) => p.hbmBytes / p.bound).sort((a, b) => a - b);
   const c = Math.log2(ratios[Math.floor(ratios.length / 2)]);
   return (
     <svg viewBox={`0 0 ${W} ${H + 10}`} className="io-plot" role="img" aria-label="HBM bytes against N squared d squared over M, log-log">
-      <line x1={X(x0)} y1={Y(x0 + c)} x2={X(x1)} y2={Y(x1 + c)} className="io-fit" />
+      <line x1={sx(x0)} y1={sy(x0 + c)} x2={sx(x1)} y2={sy(x1 + c)} className="io-fit" />
       {pts.map((p, i) => (
         <g key={p.sramBytes}>
-          <circle cx={X(lx[i])} cy={Y(ly[i])} r={4} className="io-pt" />
+          <circle cx={sx(lx[i])} cy={sy(ly[i])} r={4} className="io-pt" />
           {/* Labels point inwards so none is cut at the plot's edge. */}
           <text
-            x={X(lx[i]) + (X(lx[i]) > W / 2 ? -7 : 7)}
-            y={Y(ly[i]) + 4}
-            textAnchor={X(lx[i]) > W / 2 ? 'end' : 'start'}
+            x={sx(lx[i]) + (sx(lx[i]) > W / 2 ? -7 : 7)}
+            y={sy(ly[i]) + 4}
+            textAnchor={sx(lx[i]) > W / 2 ? 'end' : 'start'}
             className="io-lbl"
           >
             {p.sramBytes / 1024} KiB

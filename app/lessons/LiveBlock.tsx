@@ -27,7 +27,7 @@ export function LiveBlock({ chapter, block, label }: { chapter: number; block: n
       </p>
     );
   return (
-    <div className="live-block" data-testid={`live-${block}`} aria-label={label} role="group">
+    <fieldset className="live-block bare" data-testid={`live-${block}`} aria-label={label}>
       <p>
         <Inline text={content.text} />
       </p>
@@ -60,6 +60,6 @@ export function LiveBlock({ chapter, block, label }: { chapter: number; block: n
         </table>
       )}
       <p className="live-source dim">Computed by the engine for this page.</p>
-    </div>
+    </fieldset>
   );
 }

@@ -43,6 +43,7 @@ export function OnlineSoftmaxWidget() {
     <section className="widget online-softmax" aria-label="Online softmax on one vector" onKeyDown={(e) => e.stopPropagation()}>
       <h3>Online softmax, element by element</h3>
       <div className="os-body">
+        {/* biome-ignore lint/a11y/useSemanticElements: an svg cannot be a fieldset; the group names the bars the pointer and arrow keys move */}
         <svg
           ref={svg}
           viewBox={`0 -10 ${x.length * W + 30} ${H + 20}`}

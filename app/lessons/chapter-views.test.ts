@@ -6,8 +6,9 @@
 
 import { describe, expect, it } from 'vitest';
 import { CHAPTERS } from '../../content/lessons/chapters/index.ts';
-import { chapterFacts, RunCache } from '../../content/lessons/chapters/evaluate.ts';
+import { chapterFacts, checkAnswer, lessonContext, RunCache } from '../../content/lessons/chapters/evaluate.ts';
 import { placeholdersOf } from '../../content/lessons/chapters/facts.ts';
+import { outlierQk } from '../../content/lessons/chapters/low-precision.ts';
 import type { Chapter } from '../../content/lessons/chapters/types.ts';
 import type { LoadSummary } from '../../engine/debugger/protocol.ts';
 import { featureKeysOf } from '../../engine/hw/model.ts';
@@ -15,6 +16,8 @@ import { describeFor, hwAlgorithmFor, shapeOf } from '../../engine/hw/registry.t
 import { hasHardwareModel } from '../../engine/hw/step-map.ts';
 import { defaultGpu } from '../hardware/gpus.ts';
 import { VIEWS } from '../views/registry.ts';
+import { scaleLines } from '../precision/tile-info.ts';
+import type { TilePrecision } from '../../engine/api.ts';
 
 /** How text names a view: its title followed by "view", or a name only that view carries. */
 const NAMED: { id: string; pattern: RegExp }[] = [
@@ -149,5 +152,37 @@ describe('chapters stay short enough to read in one sitting', () => {
         .filter((t) => !t.where.startsWith('block') || !('tex' in (c.blocks[Number(t.where.slice(6))] ?? {})))
         .reduce((n, t) => n + t.text.split(/\s+/).filter(Boolean).length, 0);
       expect(words).toBeLessThanOrEqual(1200);
+    });
+});
+
+describe('questions answerable from the digits the views show', () => {
+  it("chapter 12's block max: the K scale as the Precision view prints it, times 448, to three digits", () => {
+    const c = CHAPTERS.find((x) => x.number === 12)!;
+    const req = c.panes[0].preset;
+    const run = lessonContext(c, req, cache).run;
+    const at = run.events[outlierQk(run.events)];
+    const ks = at?.kind === 'qk' ? at.kScale! : NaN;
+    const line = scaleLines({ kScale: ks } as TilePrecision).find((l) => l.startsWith('K scale '))!;
+    const shown = Number(line.slice('K scale '.length));
+    const typed = Number((shown * 448).toPrecision(3)).toString();
+    expect(checkAnswer(c, 'block-max', req, typed, cache).verdict, `${line} × 448 ≈ ${typed}`).toBe('correct');
+    // Six units off in the third digit is a wrong answer, so the check is not a free pass.
+    const off = Number(typed) + 0.06 * 10 ** Math.floor(Math.log10(Number(typed)));
+    expect(checkAnswer(c, 'block-max', req, String(off), cache).verdict).toBe('wrong');
+  });
+});
+
+describe('every chapter cites its sources with a place in them', () => {
+  // Papers whose section numbers have not been checked against the paper yet.
+  const SECTION_PENDING: Record<number, string[]> = { 8: ['2603.05451'], 13: ['2410.02367', '2411.10958'] };
+  for (const c of CHAPTERS)
+    it(`chapter ${c.number}: a paper with its arXiv id and section, a file at a commit with its lines`, () => {
+      for (const s of c.sources) {
+        for (const m of s.matchAll(/arXiv (\d{4}\.\d{5})/g))
+          if (!SECTION_PENDING[c.number]?.includes(m[1])) expect(s, `arXiv ${m[1]} without a section`).toMatch(/§\s?\d|Appendix [A-Z]/);
+        if (/@[0-9a-f]{7,40}\b/.test(s)) expect(s, 'a file at a commit without lines').toMatch(/\bl\. \d+/);
+        // A repository path ending in a file names the commit it was read at.
+        if (/\/[\w-]+\.(h|hpp|cpp|cu|py)\b/.test(s)) expect(s, 'a file without a commit').toMatch(/@[0-9a-f]{7,40}\b/);
+      }
     });
 });

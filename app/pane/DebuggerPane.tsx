@@ -1,7 +1,7 @@
 // One debugger: its own worker session, problem, transport, breakpoints and views. Several
 // can be mounted side by side (each with its own pane id).
 
-import { Component, Suspense, useEffect, useState, type ReactNode } from 'react';
+import { Component, Suspense, useEffect, useRef, useState, type ReactNode } from 'react';
 import { formToRequest } from '../store/problem-form.ts';
 import { useApp, type PaneId } from '../store/store.ts';
 import { BreakpointsPanel } from '../panels/BreakpointsPanel.tsx';
@@ -146,7 +146,11 @@ export interface DebuggerPaneProps {
 
 export function DebuggerPane({ pane, loadOnMount = true, onController }: DebuggerPaneProps) {
   const [ctl, setCtl] = useState<PaneController | null>(null);
+  // The owner's callback and flag are read once per pane; a new pane id starts over.
+  const owner = useRef({ loadOnMount, onController });
+  owner.current = { loadOnMount, onController };
   useEffect(() => {
+    const { loadOnMount, onController } = owner.current;
     useApp.getState().addPane(pane, DEFAULT_VIEWS);
     const c = new PaneController(pane);
     const unregister = registerController(pane, c);
@@ -163,7 +167,6 @@ export function DebuggerPane({ pane, loadOnMount = true, onController }: Debugge
       onController?.(null);
       c.dispose();
     };
-    // The owner's callback and flag are read once per pane; a new pane id starts over.
   }, [pane]);
   if (!ctl) return null;
   return (

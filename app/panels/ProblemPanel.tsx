@@ -327,13 +327,13 @@ export function ProblemPanel() {
         </div>
       )}
       {countersRun && (
-        <div className="counters-run" aria-label="Counters-only result">
+        <section className="counters-run" aria-label="Counters-only result">
           <p>
             Counters-only run {countersRun.cancelled ? 'cancelled after' : 'finished in'} {countersRun.ms.toFixed(0)} ms,{' '}
             {countersRun.counters.steps} steps:
           </p>
           <CountersTable c={countersRun.counters} />
-        </div>
+        </section>
       )}
     </section>
   );

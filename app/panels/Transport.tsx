@@ -1,6 +1,6 @@
 // Playback controls: buttons, scrubber, speed, granularity and the step counter.
 
-import { useEffect, useState } from 'react';
+import { useState } from 'react';
 import type { Granularity } from '../../engine/api.ts';
 import { useApp } from '../store/store.ts';
 import { usePane } from '../pane/context.ts';
@@ -32,8 +32,9 @@ export function Transport() {
   const error = useApp((s) => s.playback[pane].error);
   const patch = useApp((s) => s.patchPlayback);
   // The scrubber shows where the pointer is while dragging and seeks on release.
-  const [scrub, setScrub] = useState<number | null>(null);
-  useEffect(() => setScrub(null), [step]);
+  // A drag belongs to the step it started from: once the run moves on, the scrubber follows the run again.
+  const [drag, setDrag] = useState<{ from: number | undefined; to: number } | null>(null);
+  const scrub = drag && drag.from === step ? drag.to : null;
   const ready = status === 'ready' && step !== undefined && total !== undefined;
   const atEnd = ready && step >= total - 1;
   const atStart = ready && step <= 0;
@@ -113,7 +114,7 @@ export function Transport() {
         max={Math.max(0, (total ?? 1) - 1)}
         value={scrub ?? step ?? 0}
         disabled={!ready}
-        onChange={(e) => setScrub(Number(e.target.value))}
+        onChange={(e) => setDrag({ from: step, to: Number(e.target.value) })}
         onPointerUp={() => scrub !== null && void ctl.seek(scrub)}
         onKeyUp={() => scrub !== null && void ctl.seek(scrub)}
       />

@@ -101,10 +101,10 @@ function StepErrors({
   const { blockM, blockN } = summary.blocks;
   const sScale = useMemo(() => errorScale(head.sErr), [head]);
   const pScale = useMemo(() => errorScale(head.pErr), [head]);
-  // Rebuilt per frame: the cells written so far change with every step.
+  // Rebuilt every render: the frame's arrays are written in place as the run steps.
   const seq = frame.seq;
-  const s = useMemo(() => soFar(head.sErr, frame.s), [head, frame.s, seq]);
-  const p = useMemo(() => soFar(head.pErr, frame.p), [head, frame.p, seq]);
+  const s = soFar(head.sErr, frame.s);
+  const p = soFar(head.pErr, frame.p);
   const flushed = useMemo(() => flushedUpTo(head.flushedAt, frame.step), [head, frame.step]);
   const info = (tr: number, tc: number) => scaleLines(tiles.get(`${tr},${tc}`));
   const [r0, r1] = frame.event.tile.rows;
@@ -188,9 +188,8 @@ function TileList({ head, tiles, summary }: { head: PrecisionHead; tiles: Map<st
     <div className="prec-tiles">
       <h4>Tiles: scales and error</h4>
       <div className="prec-tile-row">
-        <div
-          className="prec-tile-grid"
-          role="group"
+        <fieldset
+          className="prec-tile-grid bare"
           aria-label="Tiles of this head"
           style={{ gridTemplateColumns: `repeat(${tc}, ${cell}px)` }}
           onMouseLeave={() => setShown(null)}
@@ -217,7 +216,7 @@ function TileList({ head, tiles, summary }: { head: PrecisionHead; tiles: Map<st
               </button>
             );
           })}
-        </div>
+        </fieldset>
         <div className="prec-tile-detail" data-testid="tile-detail" aria-live="polite">
           {!shown && (
             <p className="dim">
@@ -408,7 +407,7 @@ export function PrecisionView() {
               complete
               tileInfo={(tr) => {
                 const t = head.tiles.find((x) => x.qBlock === tr);
-                return t?.qScale !== undefined ? [`Q scale ${num(t.qScale)}${t.qSaturated ? ` (${t.qSaturated} saturated)` : ''}`] : [];
+                return t?.qScale !== undefined ? [`Q scale ${num(t.qScale, 4)}${t.qSaturated ? ` (${t.qSaturated} saturated)` : ''}`] : [];
               }}
             />
             <FlushChart run={data.run} head={head} frame={frame} />

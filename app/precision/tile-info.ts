@@ -20,8 +20,9 @@ export function scaleLines(t: TilePrecision | undefined, withFlushed = true): st
     ['K', t.kScale, t.kSaturated],
     ['V', t.vScale, t.vSaturated],
   ] as const;
-  // One line per tensor keeps a tooltip narrow enough to stay inside its view.
-  for (const [n, s, sat] of qkv) if (s !== undefined) lines.push(`${n} scale ${num(s)}${sat ? ` (${sat} saturated)` : ''}`);
+  // One line per tensor keeps a tooltip narrow enough to stay inside its view; four digits
+  // let a scale times the format's largest value come out right to three.
+  for (const [n, s, sat] of qkv) if (s !== undefined) lines.push(`${n} scale ${num(s, 4)}${sat ? ` (${sat} saturated)` : ''}`);
   if (t.pScale !== undefined) lines.push(withFlushed ? `pScale ${t.pScale}, flushed ${t.flushed}` : `pScale ${t.pScale}`);
   return lines;
 }

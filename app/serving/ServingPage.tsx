@@ -216,7 +216,7 @@ function Transport({ run }: { run: ServingRun }) {
   const seek = useServing((s) => s.seek);
   const n = run.steps.length;
   return (
-    <div className="serving-transport" role="group" aria-label="Serving transport">
+    <fieldset className="serving-transport bare" aria-label="Serving transport">
       <button type="button" onClick={() => seek(0)} aria-label="First step">
         |◀
       </button>
@@ -240,7 +240,7 @@ function Transport({ run }: { run: ServingRun }) {
       <span data-testid="serving-step">
         Step {n ? step + 1 : 0} of {n}
       </span>
-    </div>
+    </fieldset>
   );
 }
 
@@ -253,7 +253,7 @@ function SequencePicker({ run }: { run: ServingRun }) {
       ? `${run.cuSeqlensQ![b + 1] - run.cuSeqlensQ![b]} × ${run.cuSeqlensK![b + 1] - run.cuSeqlensK![b]}`
       : `${run.nq} × ${run.cacheSeqlens![b]}`;
   return (
-    <div className="seq-picker" role="group" aria-label="Sequences">
+    <fieldset className="seq-picker bare" aria-label="Sequences">
       <span className="dim">Sequence:</span>
       {Array.from({ length: B }, (_, b) => (
         <button
@@ -267,7 +267,7 @@ function SequencePicker({ run }: { run: ServingRun }) {
           {b} <span className="dim">({label(b)})</span>
         </button>
       ))}
-    </div>
+    </fieldset>
   );
 }
 

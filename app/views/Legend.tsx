@@ -33,9 +33,8 @@ function LegendImpl({
   // out), on the scale's own domain: a "nice" domain would move them off their colours.
   const ticks = (scale.gamma === 1 ? scaleLinear() : scalePow().exponent(scale.gamma)).domain(scale.domain).range([0, 128]);
   return (
-    <div
-      className="legend"
-      role="group"
+    <fieldset
+      className="legend bare"
       aria-label={`${label} colour legend from ${scale.domain[0].toPrecision(3)} to ${scale.domain[1].toPrecision(3)}`}
     >
       <div className="legend-bar">
@@ -86,7 +85,7 @@ function LegendImpl({
           </span>
         </>
       )}
-    </div>
+    </fieldset>
   );
 }
 

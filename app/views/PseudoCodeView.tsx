@@ -47,7 +47,7 @@ export function PseudoCodeView() {
           </li>
         ))}
       </ol>
-      <p className="explain" aria-label="Step explanation">
+      <p className="explain" role="note" aria-label="Step explanation">
         {c.explain[event.line] ?? (current >= 0 ? c.explain[c.lines[current].id] : '')}
       </p>
       {c.corrections && (

@@ -89,6 +89,7 @@ export function usePrecisionData(enabled: boolean): void {
   const summary = useApp((s) => s.playback[pane].summary);
   const b = useApp((s) => s.playback[pane].frame?.b);
   const h = useApp((s) => s.playback[pane].frame?.h);
+  // biome-ignore lint/correctness/useExhaustiveDependencies: syncData reads the stores itself; a new run or head asks for new data
   useEffect(() => {
     if (enabled) syncData(pane, ctl);
   }, [enabled, pane, ctl, summary, b, h]);
@@ -103,6 +104,7 @@ export function usePrecisionMarks(): PrecisionMarks | undefined {
   const summary = useApp((s) => s.playback[pane].summary);
   const b = useApp((s) => s.playback[pane].frame?.b);
   const h = useApp((s) => s.playback[pane].frame?.h);
+  // biome-ignore lint/correctness/useExhaustiveDependencies: syncMarks reads the stores itself; a new run or head asks for new marks
   useEffect(() => syncMarks(pane, ctl), [pane, ctl, summary, b, h]);
   const marks = usePanePrecision(pane, (p) => p.marks);
   const marksKey = usePanePrecision(pane, (p) => p.marksKey);

@@ -366,7 +366,7 @@ export default function WebGpuPanel() {
       )}
       {note && <div className="wg-note">{note}</div>}
       {report && (
-        <div className="wg-result" aria-label="result">
+        <section className="wg-result" aria-label="result">
           <table className="wg-table">
             <tbody>
               <tr>
@@ -436,7 +436,7 @@ export default function WebGpuPanel() {
             </figure>
           </div>
           <RooflineView report={report} problem={reportProblem} />
-        </div>
+        </section>
       )}
     </section>
   );

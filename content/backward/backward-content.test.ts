@@ -2,7 +2,7 @@
 // formula, and the live dS / dQ numbers of the formula panel agree with the engine.
 
 import { describe, expect, it } from 'vitest';
-import { BACKWARD_ALGORITHMS } from '../../engine/backward/registry.ts';
+import { BACKWARD_ALGORITHMS } from '../../engine/algorithms/backward-registry.ts';
 import { randomGradOutput } from '../../engine/backward/grad-output.ts';
 import { randomInputs } from '../../engine/core/inputs.ts';
 import { softmaxScale, type AttentionProblem } from '../../engine/core/problem.ts';

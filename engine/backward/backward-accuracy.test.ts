@@ -10,7 +10,7 @@ import { runToEnd } from '../run.ts';
 import { naiveBackwardSamePrecision } from './accuracy-support.ts';
 import { randomGradOutput } from './grad-output.ts';
 import { referenceBackward } from './reference-backward.ts';
-import { BACKWARD_ALGORITHMS } from './registry.ts';
+import { BACKWARD_ALGORITHMS } from '../algorithms/backward-registry.ts';
 import type { BackwardInputs, BackwardResult } from './types.ts';
 
 const base: AttentionProblem = { batch: 1, hq: 2, hk: 2, nq: 37, nk: 53, d: 16, dv: 24, causal: false, dtype: 'fp32' };

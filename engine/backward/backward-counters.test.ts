@@ -19,7 +19,7 @@ import { randomInputs } from '../core/inputs.ts';
 import type { AttentionProblem } from '../core/problem.ts';
 import { runToEnd } from '../run.ts';
 import { randomGradOutput } from './grad-output.ts';
-import { backwardById } from './registry.ts';
+import { backwardById } from '../algorithms/backward-registry.ts';
 import type { BackwardInputs } from './types.ts';
 import { addDelta, emptyCounters, type Counters } from '../core/counters.ts';
 

@@ -10,7 +10,7 @@ import { randomInputs } from '../core/inputs.ts';
 import { runToEnd } from '../run.ts';
 import { randomGradOutput } from './grad-output.ts';
 import { referenceBackward } from './reference-backward.ts';
-import { BACKWARD_ALGORITHMS } from './registry.ts';
+import { BACKWARD_ALGORITHMS } from '../algorithms/backward-registry.ts';
 import type { BackwardInputs, BackwardResult } from './types.ts';
 
 describe('random problems: every backward matches the reference (fp32)', () => {

@@ -20,7 +20,7 @@ import type { AttentionProblem } from '../core/problem.ts';
 import type { TraceEvent } from '../trace/events.ts';
 import { fromJsonLine } from '../trace/jsonl.ts';
 import { fromBhnd } from './problem-options.ts';
-import { backwardById } from '../backward/registry.ts';
+import { backwardById } from '../algorithms/backward-registry.ts';
 import type { BackwardInputs } from '../backward/types.ts';
 import { runToEnd } from '../run.ts';
 import { runCommand } from './run-command.ts';

@@ -10,7 +10,7 @@ import { countersToStats } from '../core/counters.ts';
 import { roundArray } from '../core/dtype.ts';
 import { encodeNpy } from '../io/npy.ts';
 import { nominalFlops, ProblemError, type AttentionProblem } from '../core/problem.ts';
-import { backwardById } from '../backward/registry.ts';
+import { backwardById } from '../algorithms/backward-registry.ts';
 import { randomGradOutput } from '../backward/grad-output.ts';
 import type { BackwardAlgorithm, BackwardInputs, BackwardResult } from '../backward/types.ts';
 import { flag, num, str, type OptionSpec, type ParsedArgs } from './args.ts';

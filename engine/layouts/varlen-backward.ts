@@ -12,7 +12,7 @@
 // leaves dk = dv = 0 on its keys (no query looks at them).
 
 import { addDelta, emptyCounters, type Counters } from '../core/counters.ts';
-import { backwardById } from '../backward/registry.ts';
+import { backwardById } from '../algorithms/backward-registry.ts';
 import type { BackwardResult } from '../backward/types.ts';
 import type { BlockOptions } from '../algorithms/types.ts';
 import { ProblemError } from '../core/problem.ts';

@@ -4,7 +4,7 @@
 // deterministic dQ add. trace-doc.test.ts pins them.
 
 import { randomGradOutput } from '../backward/grad-output.ts';
-import { backwardById } from '../backward/registry.ts';
+import { backwardById } from '../algorithms/backward-registry.ts';
 import type { BackwardInputs } from '../backward/types.ts';
 import { randomInputs } from '../core/inputs.ts';
 import { runToEnd } from '../run.ts';

@@ -4,7 +4,7 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { randomGradOutput } from '../backward/grad-output.ts';
-import { BACKWARD_ALGORITHMS } from '../backward/registry.ts';
+import { BACKWARD_ALGORITHMS } from '../algorithms/backward-registry.ts';
 import type { BackwardInputs } from '../backward/types.ts';
 import { randomInputs } from '../core/inputs.ts';
 import { runToEnd } from '../run.ts';

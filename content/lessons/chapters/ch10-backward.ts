@@ -187,6 +187,6 @@ export const chapter10: Chapter = {
   sources: [
     '"FlashAttention: Fast and Memory-Efficient Exact Attention with IO-Awareness", arXiv 2205.14135, §3.1 (recomputation) and Appendix B.2 (the memory-efficient backward pass, $D_i$).',
     '"FlashAttention-2: Faster Attention with Better Parallelism and Work Partitioning", arXiv 2307.08691, §3.1.2 (the backward pass: K/V-outer loop, dQ by atomic adds).',
-    'Dao-AILab/flash-attention at 0251105a: hopper/flash_bwd_preprocess_kernel.h ($D = \\mathrm{rowsum}(dO \\circ O)$), hopper/mainloop_bwd_sm90_tma_gmma_ws.hpp (dQ accumulation), hopper/flash_bwd_postprocess_kernel.h (dQ converted from the fp32 accumulator), hopper/test_flash_attn_bwd_determinism.py (the deterministic mode).',
+    'Dao-AILab/flash-attention, hopper/flash_bwd_preprocess_kernel.h@0251105a, l. 201–221 ($D = \\mathrm{rowsum}(dO \\circ O)$ per row); hopper/mainloop_bwd_sm90_tma_gmma_ws.hpp@0251105a, l. 647 (dQ added into the fp32 accumulator by a TMA reduce-add) and l. 960–992 (the same by atomicAdd); hopper/flash_bwd_postprocess_kernel.h@0251105a, l. 214–216 (dQ converted from the fp32 accumulator); hopper/test_flash_attn_bwd_determinism.py@0251105a, l. 303–334 (the deterministic mode gives bit-identical gradients).',
   ],
 };

@@ -175,8 +175,8 @@ export const chapter11: Chapter = {
     },
   ],
   sources: [
-    'Packed variable-length batches (cu_seqlens) and the paged K/V cache with its block table: Dao-AILab/flash-attention, hopper/flash_api.cpp@0251105a, mha_fwd (l. 673 on: cu_seqlens_q/k, page_table).',
+    'Packed variable-length batches (cu_seqlens) and the paged K/V cache with its block table: Dao-AILab/flash-attention, hopper/flash_api.cpp@0251105a, mha_fwd, l. 673–688 (cu_seqlens_q at l. 680, page_table at l. 688) and l. 731–742 (paged and variable-length modes chosen from them).',
     'Paged attention: "Efficient Memory Management for Large Language Model Serving with PagedAttention", arXiv 2309.06180, §4.',
-    "fmha_v2's paged K/V (a K and a V index per page) and tokens_per_block: NVIDIA/TensorRT-LLM, cpp/kernels/fmha_v2/ and the KV-cache configuration.",
+    "fmha_v2's paged K/V (a K and a V block table per sequence) and tokens per block: NVIDIA/TensorRT-LLM, cpp/kernels/fmha_v2/src/fmha/paged_kv_cache.h@000a01de, l. 22–46 (Kv_block_array; tokens per block l. 31, the K and V tables l. 35–39).",
   ],
 };

@@ -198,9 +198,10 @@ export const chapter12: Chapter = {
     {
       id: 'block-max',
       prompt:
-        "In the first pane the debugger stands at $S = QK^{\\top}$ for the $K$ block with the largest scale. What is the largest $|K|$ entry of that block as it was quantized (after any rotation), i.e. kScale times the format's largest value (448 for e4m3)? Three significant digits are enough.",
+        "In the first pane the debugger stands at $S = QK^{\\top}$ for the $K$ block with the largest scale. What is the largest $|K|$ entry of that block as it was quantized (after any rotation), i.e. its K scale times the format's largest value (448 for e4m3)? Three significant digits are enough.",
       kind: 'number',
-      tolerance: 2e-3,
+      // Half a unit in the third significant digit, at worst 5e-3 of the value.
+      tolerance: 5e-3,
       answer: ({ run }) => {
         const i = outlierQk(run.events);
         const x = run.events[i];
@@ -211,7 +212,7 @@ export const chapter12: Chapter = {
       explain: ({ run }, a) => {
         const x = run.events[outlierQk(run.events)];
         const ks = x.kind === 'qk' ? x.kScale! : NaN;
-        return `${fmt(Number(a), 5)}: kScale ${sci(ks)} times the format's largest value. That entry is stored as exactly ±max; every other entry of the block is stored relative to it.`;
+        return `${fmt(Number(a), 4)}: K scale ${fmt(ks, 4)} times the format's largest value. That entry is stored as exactly ±max; every other entry of the block is stored relative to it.`;
       },
       hint: "The first pane's Precision view gives the current tile's K scale, in the line above its error heatmaps (or hover the tile in its tile grid); multiply it by 448.",
     },
@@ -231,6 +232,6 @@ export const chapter12: Chapter = {
   ],
   sources: [
     '"FlashAttention-3: Fast and Accurate Attention with Asynchrony and Low-precision", arXiv 2407.08608, §3.3 (FP8: block quantization, incoherent processing) and §4.3 (the numerical-error experiment on outlier inputs).',
-    'FA3 FP8 descales per batch and KV head: Dao-AILab/flash-attention, hopper/flash_api.cpp@0251105a and hopper/flash_fwd_kernel_sm90.h@0251105a.',
+    'FA3 FP8 descales per batch and KV head: Dao-AILab/flash-attention, hopper/flash_api.cpp@0251105a, l. 694–696 (q/k/v_descale of shape (b, h_k)), and hopper/flash_fwd_kernel_sm90.h@0251105a, l. 412–414 (the Q and K descales read per batch and KV head and folded into the softmax scale).',
   ],
 };

@@ -65,7 +65,7 @@ export const chapter14: Chapter = {
     },
   ],
   sources: [
-    'mask_mod, score_mod and block-sparse tensors as kernel arguments: flash_attn/cute/interface.py@0251105a, l. 547–549.',
+    'mask_mod, score_mod and block-sparse tensors as kernel arguments: Dao-AILab/flash-attention, flash_attn/cute/interface.py@0251105a, l. 547–549.',
     'The block mask as count and index lists of partial and full K/V blocks: flash_attn/cute/block_sparsity.py@0251105a, l. 17–23.',
   ],
   tryThis: [

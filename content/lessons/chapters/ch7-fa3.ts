@@ -147,7 +147,7 @@ export const chapter7: Chapter = {
   ],
   sources: [
     '"FlashAttention-3: Fast and Accurate Attention with Asynchrony and Low-precision", arXiv 2407.08608: §3.1 (producer and consumers, ping-pong), §3.2 (intra-warpgroup overlap).',
-    'Tile sizes per head dimension: Dao-AILab/flash-attention, hopper/tile_size.h@0251105a.',
-    "Where ping-pong is compiled in (UseSchedulerBarrier): hopper/mainloop_fwd_sm90_tma_gmma_ws.hpp@0251105a; the warpgroups' own mainloops and the K/V ring barriers: hopper/flash_fwd_kernel_sm90.h@0251105a.",
+    'Tile sizes per head dimension: Dao-AILab/flash-attention, hopper/tile_size.h@0251105a, l. 10–40 (tile_size_fwd_sm90, 16-bit inputs).',
+    "Where ping-pong is compiled in (UseSchedulerBarrier): hopper/mainloop_fwd_sm90_tma_gmma_ws.hpp@0251105a, l. 352–355; the K/V ring pipelines, the producer warpgroup and the consumers' mainloop: hopper/flash_fwd_kernel_sm90.h@0251105a, l. 241–245, l. 308–359 and l. 360–421.",
   ],
 };

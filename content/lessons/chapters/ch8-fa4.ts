@@ -110,8 +110,8 @@ export const chapter8: Chapter = {
   }),
   sources: [
     '"FlashAttention-4: Algorithm and Kernel Pipelining Co-Design for Asymmetric Hardware Scaling", arXiv 2603.05451 (TMEM and warp roles, lazy rescaling, exp2 emulation, the 2-CTA MMA).',
-    'The forward kernel, its stage count, 3/4 hand-off and _TUNING_CONFIG: Dao-AILab/flash-attention, flash_attn/cute/flash_fwd_sm100.py@0251105a.',
-    'When 2-CTA mode and q_stage = 1 apply, and the d = 256 dispatch: flash_attn/cute/interface.py@0251105a; the d = 256 kernel: flash_attn/cute/sm100_hd256_2cta_fmha_forward.py@0251105a.',
+    'The forward kernel: Dao-AILab/flash-attention, flash_attn/cute/flash_fwd_sm100.py@0251105a, l. 180–186 (P handed to the MMA warp after three quarters of its columns), l. 100–110 (_TUNING_CONFIG), l. 392–405 (the K/V stage count, 3 stages at d 192 / d_v 128).',
+    'When q_stage = 1 and 2-CTA mode apply, and the d = 256 dispatch: flash_attn/cute/interface.py@0251105a, l. 343–346 and l. 822–840; the d = 256 kernel and its 4-stage K/V ring: flash_attn/cute/sm100_hd256_2cta_fmha_forward.py@0251105a, l. 35 and l. 162.',
   ],
   tryThis: [
     {

@@ -126,6 +126,6 @@ export const chapter9: Chapter = {
   ],
   sources: [
     'Flash-decoding: T. Dao, D. Haziza, F. Massa, G. Sizov, "Flash-Decoding for long-context inference", PyTorch blog, October 2023 (split K/V, then a reduction by log-sum-exp).',
-    'The split heuristic and the combine kernel: Dao-AILab/flash-attention, hopper/heuristics.h@0251105a (num_splits_heuristic) and hopper/flash_fwd_combine_kernel.h@0251105a.',
+    "The split heuristic and the combine kernel: Dao-AILab/flash-attention, hopper/heuristics.h@0251105a, l. 19–60 (num_splits_heuristic: the fewest splits within 85% of the best efficiency), and hopper/flash_fwd_combine_kernel.h@0251105a, l. 594–624 (the splits' LSEs merged by max, sum and log; each split weighted by exp(LSE_s − LSE)).",
   ],
 };

@@ -1,9 +1,9 @@
 // The algorithms that have a backward pass, by the id of their forward (their descriptors
 // say). Algorithms without one (cute-fa2, fmha_v2, fa4, flash-decoding) are refused by name.
 
-import { DESCRIPTORS, findDescriptor } from '../algorithms/registry.ts';
+import { DESCRIPTORS, findDescriptor } from './registry.ts';
 import { ProblemError } from '../core/problem.ts';
-import type { BackwardAlgorithm } from './types.ts';
+import type { BackwardAlgorithm } from '../backward/types.ts';
 
 /** The backward passes of the registered algorithms, in menu order. */
 export function backwardAlgorithms(): BackwardAlgorithm[] {

@@ -106,3 +106,26 @@ test('65×65 tile pairs: the block mask and the sparklines are canvases, and pla
   await expect(stats.locator('canvas.spark[data-points="0"]')).not.toHaveCount(16);
   checkConsole();
 });
+
+test('a heatmap redrawn only where a step changed it shows the same pixels as one drawn whole at that step', async ({ page }) => {
+  const checkConsole = watchConsole(page);
+  await openApp(page);
+  await expect(counter(page)).toHaveText(/^Step 1 of \d+$/);
+  for (let i = 2; i <= 24; i++) {
+    await page.getByRole('button', { name: 'Step forward', exact: true }).click();
+    await expect(counter(page)).toHaveText(new RegExp(`^Step ${i} of`));
+  }
+  const pixels = () =>
+    Promise.all(
+      ['S', 'P'].map((m) =>
+        page.getByRole('img', { name: new RegExp(`^${m}\\b.* heatmap, 64 by 64`) }).evaluate((c) => (c as HTMLCanvasElement).toDataURL()),
+      ),
+    );
+  const stepped = await pixels();
+  // The address holds the step: a reload seeks there and draws every heatmap whole.
+  await expect(page).toHaveURL(/#s=/);
+  await page.reload();
+  await expect(counter(page)).toHaveText(/^Step 24 of \d+$/);
+  await expect.poll(pixels).toEqual(stepped);
+  checkConsole();
+});

@@ -16,7 +16,8 @@ const MAIN_THREAD_SPECS = /main-thread[\w-]*\.spec\.ts$/;
 export default defineConfig({
   testDir: 'e2e',
   testMatch: /.*\.spec\.ts$/,
-  timeout: 60_000,
+  // Two browsers share CI's two cores, so a test gets more time there than on one worker.
+  timeout: process.env.CI ? 90_000 : 60_000,
   expect: { timeout: 10_000 },
   fullyParallel: false,
   // CI runs two browsers at once (one per core); a local run stays on one so parallel checkouts share the machine.

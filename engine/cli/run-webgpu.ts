@@ -15,7 +15,7 @@ import { referenceRowOf, sampleSites } from '../webgpu/row-check.ts';
 import { PATH_LABELS, WebGpuUnavailable, type WebGpuContext, type WebGpuPath } from '../webgpu/device.ts';
 import { NO_ADAPTER_HELP, openNodeWebGpu } from '../webgpu/node-gpu.ts';
 import { runWebGpu } from '../webgpu/run-webgpu.ts';
-import { ArgsError, num, parseArgs, str } from './args.ts';
+import { ArgsError, flag, num, parseArgs, str } from './args.ts';
 import { checkOutputs, writeOutputs, type OutputPlan } from './output-files.ts';
 import { allNanWarnings, OUTPUT_OPTIONS, outputPlan } from './run-outputs.ts';
 import { webGpuPathOption } from './webgpu-path-option.ts';
@@ -30,6 +30,9 @@ export const WEBGPU_RUN_HELP = `backend:
   --backend cpu|webgpu        webgpu runs the problem on the GPU through Dawn (npm 'webgpu')
   --path P                    with webgpu: ${Object.keys(PATH_LABELS).join(', ')} (default flash-f32)
   --repeats N                 with webgpu: timed repetitions after a warm-up (default 3)
+  --block-sparse              with webgpu, flash paths: visit only the K/V tiles the block mask lists
+                              (mask tests on partial tiles only); --mask-mod/--score-mod run on every flash path,
+                              and error.json then holds O's error against float64
   with webgpu, --algo is not used and random inputs (--b --hq --hk --nq --nk --d --dv --seed) are allowed;
   the serving layouts' flags run on it too: varlen on flash-f32 (default), flash-f16,
   flash-subgroups or flash-matrix, a paged cache on decode (paged flash-decoding, q and the cache stored
@@ -50,7 +53,15 @@ export function splitBackend(argv: readonly string[]): { backend: 'cpu' | 'webgp
 
 export async function runWebGpuCli(argv: string[]): Promise<number> {
   if (isLayoutRun(argv)) return runWebGpuLayoutCli(argv);
-  const a = parseArgs(argv, { ...PROBLEM_OPTIONS, ...RANDOM_OPTIONS, ...OUTPUT_OPTIONS, path: 'string', repeats: 'int', do: 'string' });
+  const a = parseArgs(argv, {
+    ...PROBLEM_OPTIONS,
+    ...RANDOM_OPTIONS,
+    ...OUTPUT_OPTIONS,
+    path: 'string',
+    repeats: 'int',
+    do: 'string',
+    'block-sparse': 'flag',
+  });
   const out = str(a, 'out');
   if (!out) throw new ArgsError('--out DIR is required');
   const path = webGpuPathOption(str(a, 'path') ?? 'flash-f32');
@@ -77,7 +88,7 @@ export async function runWebGpuCli(argv: string[]): Promise<number> {
   }
   const p = cp.problem;
   if (dO) return runWebGpuBackwardCli(ctx, cp, dO, plan, num(a, 'repeats') ?? 3, path as BackwardPath);
-  const r = await runWebGpu(ctx, p, cp.inputs, { path, repeats: num(a, 'repeats') ?? 3, fp8 });
+  const r = await runWebGpu(ctx, p, cp.inputs, { path, repeats: num(a, 'repeats') ?? 3, fp8, blockSparse: flag(a, 'block-sparse') });
   const dir = plan.targets[0];
   const oDims = [p.batch, p.hq, p.nq, p.dv];
   const files: [string, Uint8Array | string][] = [
@@ -97,10 +108,10 @@ export async function runWebGpuCli(argv: string[]): Promise<number> {
     problem: p,
   };
   files.push([join(dir, 'stats.json'), JSON.stringify(stats, null, 2) + '\n']);
-  if (fp8)
+  if (fp8 || p.mask !== undefined)
     files.push([
       join(dir, 'error.json'),
-      JSON.stringify({ path, dtype: p.dtype, ...fp8ErrorAgainstFloat64(p, cp.inputs, r.o) }, null, 2) + '\n',
+      JSON.stringify({ path, dtype: p.dtype, ...errorAgainstFloat64(p, cp.inputs, r.o) }, null, 2) + '\n',
     ]);
   await writeOutputs(plan, files);
   console.log(
@@ -116,10 +127,10 @@ function fp8Switches(dtype: string, path: WebGpuPath, given: Record<string, bool
 }
 
 /**
- * error.json of a WebGPU FP8 run: max abs, RMSE and relative L1 of O against float64, over
+ * error.json of a WebGPU FP8 or masked run: max abs, RMSE and relative L1 of O against float64, over
  * every row when the float64 reference is cheap (≤ 2 GFLOP), else over 256 sampled rows.
  */
-function fp8ErrorAgainstFloat64(p: AttentionProblem, x: AttentionInputs, o: Float32Array) {
+function errorAgainstFloat64(p: AttentionProblem, x: AttentionInputs, o: Float32Array) {
   if (nominalFlops(p) <= 2e9) return { rows: 'all', ...outputError(o, referenceAttention(p, x).o) };
   const sites = sampleSites(p, 256);
   const got: number[] = [];

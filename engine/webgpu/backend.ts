@@ -41,6 +41,9 @@ import { fillKernelWgsl } from './fill-kernel.ts';
 import { formatBytes, lseBinding, planWindows, windowRange, type BindingWindow, type TensorName } from './binding-windows.ts';
 import { halfToFloat, toHalfArray } from './half.ts';
 import { packAux, packParams, scoreSpec } from './params.ts';
+import { MASK_AUX_BINDING } from './mask-wgsl.ts';
+import { BLOCK_LIST_BINDING, blockListWgsl, blockListWords } from './block-list.ts';
+import { blockMask, type BlockMask } from '../core/block-mask.ts';
 import { chooseRowConfig, rowKernelWgsl, rowLayout, type RowKernelConfig } from './flash-row-kernel.ts';
 import { pvKernelWgsl, scoresKernelWgsl, softmaxKernelWgsl } from './standard-kernels.ts';
 import { chooseFlashTile } from './tiles.ts';
@@ -64,6 +67,12 @@ export interface RunOptions {
    * a binding run in windows of batches or heads (binding-windows.ts); tests lower it to force windows.
    */
   maxBindingBytes?: number;
+  /**
+   * Flash paths: walk only the K/V tiles the block mask lists per Q tile (block-list.ts), with
+   * mask tests on partial tiles only; absent: every tile the built-in masks leave, the
+   * mask_mod tested on each.
+   */
+  blockSparse?: boolean;
   /** Decoding: the group kernel where it applies (the default), or always the scores-in-workgroup-memory split kernel. */
   decodeKernel?: 'group' | 'split';
   /** Decoding, group kernel: the benchmark's study of lanes per key, keys per step, threads and workgroups per dispatch. */
@@ -127,6 +136,13 @@ export class AttentionRun extends GpuRun {
   private windows: BindingWindow[] = [];
   /** The most bytes one binding holds: the adapter's limit, or RunOptions.maxBindingBytes below it. */
   private bindingLimit = 0;
+  /** Block-sparse runs: the K/V tiles each Q tile visits (block-list.ts). */
+  private blocks: GPUBuffer | undefined;
+  private sparseNote = '';
+  /** Block-sparse runs: the fraction of (Q tile, K/V tile) pairs visited. */
+  blockDensity: number | undefined;
+  /** The aux arrays a mask_mod / score_mod reads (binding MASK_AUX_BINDING), where it reads any. */
+  private maskAux: GPUBuffer | undefined;
   /** Set for FP8 problems: how inputs are quantized and P is cast. */
   private fp8: Fp8Switches | undefined;
   /** Decoding: which split kernel runs (the matrix kernel stores P in f16; the others keep it f32). */
@@ -142,9 +158,12 @@ export class AttentionRun extends GpuRun {
 
   static async create(ctx: WebGpuContext, problem: AttentionProblem, opts: RunOptions): Promise<AttentionRun> {
     validateProblem(problem);
-    if (problem.mask !== undefined) {
+    if (opts.blockSparse && (opts.path === 'standard' || opts.path === 'decode')) {
+      throw new WebGpuRunError(`block-sparse runs take a flash path, not '${PATH_LABELS[opts.path]}'`);
+    }
+    if (problem.mask !== undefined && (opts.path === 'standard' || opts.path === 'decode')) {
       throw new WebGpuRunError(
-        'mask_mod / score_mod text runs in the stepper; the WebGPU kernels take the built-in causal, window, ALiBi, softcap and sinks',
+        `mask_mod / score_mod text runs on the flash paths; '${PATH_LABELS[opts.path]}' takes the built-in causal, window, ALiBi, softcap and sinks`,
       );
     }
     // WGSL has no 8-bit float type: FP8 is emulated on the f32 flash path only.
@@ -242,12 +261,43 @@ export class AttentionRun extends GpuRun {
           4: t.O,
           5: t.LSE,
           6: aux,
+          ...this.maskBindings(),
         }),
         workgroups: [blocks, w.nb * w.nh, 1],
       });
       if (w === this.windows[0] && headGroup > 1) this.config += `; tiles longest-first in groups of ${headGroup} heads`;
     }
     this.noteWindows();
+  }
+
+  /** The mask's extra bindings: its aux words where its functions read them, the block list. */
+  private maskBindings(): Record<number, GPUBuffer> {
+    const out: Record<number, GPUBuffer> = {};
+    if (this.maskAux) out[MASK_AUX_BINDING] = this.maskAux;
+    if (this.blocks) out[BLOCK_LIST_BINDING] = this.blocks;
+    return out;
+  }
+
+  /**
+   * Block-sparse runs: the block mask at the kernel's bm × bn tiles uploaded as the block list,
+   * and the WGSL that reads it; undefined for dense runs.
+   */
+  private async blockList(opts: RunOptions, bm: number, bn: number): Promise<string | undefined> {
+    if (!opts.blockSparse) return undefined;
+    const p = this.problem;
+    let mask: BlockMask;
+    try {
+      mask = blockMask(p, bm, bn);
+    } catch (e) {
+      throw new WebGpuRunError(`block-sparse: ${e instanceof Error ? e.message : String(e)}`);
+    }
+    const words = blockListWords(mask, p.nk);
+    this.blocks = await this.buffer('block list', words.byteLength, GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST);
+    this.ctx.device.queue.writeBuffer(this.blocks, 0, words);
+    const listed = mask.counts.partial + mask.counts.full;
+    this.blockDensity = mask.density;
+    this.sparseNote = `; block-sparse over ${bm}×${bn} tiles: ${Math.round(listed)} of ${Math.round(listed + mask.counts.empty)} tile pairs visited (density ${mask.density.toFixed(3)}, ${Math.round(mask.counts.full)} without mask tests)`;
+    return blockListWgsl(mask);
   }
 
   /**
@@ -313,6 +363,11 @@ export class AttentionRun extends GpuRun {
     this.lse = await this.buffer('LSE', s.lse * 4, RW, true);
     const aux = await this.buffer('ALiBi slopes and sinks', 8 * p.hq, RW);
     device.queue.writeBuffer(aux, 0, packAux(p));
+    const user = scoreSpec(p).user;
+    if (user?.readsAux) {
+      this.maskAux = await this.buffer('mask aux arrays', user.auxWords.byteLength, RW);
+      device.queue.writeBuffer(this.maskAux, 0, user.auxWords);
+    }
     const bh = p.batch * p.hq;
     if (bh > this.ctx.limits.maxWorkgroupsPerDim) throw new WebGpuRunError(`batch × heads (${bh}) exceeds the adapter's dispatch limit`);
 
@@ -330,24 +385,30 @@ export class AttentionRun extends GpuRun {
       if (row) {
         const L = rowLayout(row);
         bm = L.bm;
-        code = rowKernelWgsl(row);
+        code = rowKernelWgsl({ ...row, blockList: await this.blockList(opts, L.bm, row.bc) });
         this.config = `row kernel: ${row.rpt} row${row.rpt > 1 ? 's' : ''} per ${row.tpr} lane${row.tpr > 1 ? 's (subgroup shuffles)' : ''}, BM=${L.bm} rows, ${row.threads} threads, K/V chunks of ${row.bc} keys (sub-chunks of ${row.sc}), ${L.bytes} B workgroup memory`;
       } else {
         const cfg: FlashKernelConfig = {
           ...chooseFlashTile(this.ctx, { elem, subgroup: subgroupMin, d: p.d, dv: p.dv }, opts.tile),
           pCast,
+          user: scoreSpec(p).user,
         };
         const L = flashLayout(cfg);
         bm = cfg.bm;
-        code = flashKernelWgsl(cfg);
+        code = flashKernelWgsl({ ...cfg, blockList: await this.blockList(opts, cfg.bm, cfg.bn) });
         this.config = `BM=${cfg.bm} BN=${cfg.bn} DK=${cfg.dk} JC=${cfg.jc}, ${L.threads} threads, ${L.bytes} B workgroup memory${
           cfg.subgroup ? `, shuffles over ${L.lanes} lanes` : ''
         }`;
       }
       const pipe = await pipeline(device, code);
       this.pushFlash('flash forward', pipe, aux, bm, opts.headGroup);
+      this.config += this.sparseNote;
     } else if (this.path === 'flash-matrix') {
-      let cfg: MatrixKernelConfig = chooseMatrixTile(this.ctx, p, scoreSpec(p), true, opts.matrix);
+      const listed = async (c: MatrixKernelConfig): Promise<MatrixKernelConfig> => ({
+        ...c,
+        blockList: await this.blockList(opts, matrixLayout(c).bm, c.bn),
+      });
+      let cfg: MatrixKernelConfig = await listed(chooseMatrixTile(this.ctx, p, scoreSpec(p), true, opts.matrix));
       let pipe: GPUComputePipeline;
       let note = '';
       try {
@@ -355,13 +416,14 @@ export class AttentionRun extends GpuRun {
       } catch (e) {
         if (!cfg.subgroupId) throw e;
         // The compiler rejected subgroup_id: one subgroup per workgroup needs no subgroup ids.
-        cfg = chooseMatrixTile(this.ctx, p, scoreSpec(p), false, opts.matrix);
+        cfg = await listed(chooseMatrixTile(this.ctx, p, scoreSpec(p), false, opts.matrix));
         pipe = await pipeline(device, matrixKernelWgsl(cfg));
         note = ' (subgroup_id rejected by the compiler, so one subgroup per workgroup)';
       }
       const L = matrixLayout(cfg);
       this.config = `${cfg.m}×${cfg.n}×${cfg.k} f16 subgroup matrices, Q and O in registers (Q ${cfg.qFromBuffer ? 'loaded from its buffer' : 'staged'}), BM=${L.bm} BN=${cfg.bn}, ${cfg.warps} subgroups of ${cfg.sg}, K/V staged with a register prefetch and written during the softmax (2 barriers per tile), O never rescaled (a second pass where a row max grows past e^${cfg.rescaleLog} after its first P), ${L.bytes} B workgroup memory${note}`;
       this.pushFlash('flash forward (subgroup matrix)', pipe, aux, L.bm, opts.headGroup);
+      this.config += this.sparseNote;
     } else if (this.path === 'standard') {
       const limit = this.ctx.limits.maxStorageBinding;
       // As many heads per pass as fit in a quarter of the binding limit (S is reused across groups).

@@ -23,7 +23,8 @@
 // registers per thread: 16 (S) + 4·DVP/TX (O) + 8 (m, l) floats.
 
 import { castPWgsl } from './fp8-cast.ts';
-import { PARAMS_WGSL, SCORE_WGSL } from './params.ts';
+import type { MaskWgsl } from './mask-wgsl.ts';
+import { PARAMS_WGSL, scoreModWgsl } from './params.ts';
 import { GRID_ORDER_WGSL } from './grid-order.ts';
 import { withSequenceGeometry } from './sequence-geometry.ts';
 import { DENSE_ADDRESS, VARLEN_ADDRESS, VARLEN_BINDING_WGSL, varlenPrologue } from './varlen-layout.ts';
@@ -49,6 +50,10 @@ export interface FlashKernelConfig extends FlashTile {
   varlen?: boolean;
   /** FA3's FP8 P cast (fp8-cast.ts) with this static factor before P·V; absent: P stays f32. */
   pCast?: number;
+  /** The problem's mask_mod / score_mod (mask-wgsl.ts), tested on every score. */
+  user?: MaskWgsl;
+  /** Block-sparse: the block list's WGSL (block-list.ts) at this kernel's BM × BN tiles. */
+  blockList?: string;
 }
 
 export function flashLayout(c: FlashKernelConfig) {
@@ -160,8 +165,8 @@ ${GRID_ORDER_WGSL}
 @group(0) @binding(3) var<storage, read> v: array<${VV}>;
 @group(0) @binding(4) var<storage, read_write> o: array<f32>;
 @group(0) @binding(5) var<storage, read_write> lse: array<f32>;
-@group(0) @binding(6) var<storage, read> aux: array<f32>;${c.varlen ? VARLEN_BINDING_WGSL : ''}
-${SCORE_WGSL}
+@group(0) @binding(6) var<storage, read> aux: array<f32>;${c.varlen ? VARLEN_BINDING_WGSL : ''}${c.blockList ?? ''}
+${scoreModWgsl(c.user)}
 ${c.pCast ? castPWgsl(c.pCast) : ''}
 
 const BM = ${c.bm}u; const BN = ${c.bn}u; const DK = ${c.dk}u; const JC = ${c.jc}u;
@@ -186,7 +191,7 @@ ${
   let tile = grid_tile(wid, nwg);
   let row0 = tile.x * BM;
   let bh = tile.y; // (batch, query head) row within this dispatch's window (binding-windows.ts)
-  let h = (bh + params.head0) % params.hq;  // the query head (params.head0: the window's first row)
+  let h = (bh + params.head0) % params.hq;  // the query head (params.head0: the window's first row)${c.user ? '\n  mask_row = bh + params.head0;' : ''}
   let bhk = kv_head(bh);
   let qbase = bh * params.nq * D;
   let kbase = bhk * params.nk * D;
@@ -200,8 +205,16 @@ ${
   if (sink > NEG_INF && tx == 0u) { l = vec4<f32>(1.0); } // the sink's exp(sink - m) = 1, counted once per row
   var acc: array<array<vec4<f32>, ${RO4}>, 4>;
 
-  let kr = block_key_range(row0, min(row0 + BM, params.nq));
-  for (var j0 = (kr.x / BN) * BN; j0 < kr.y; j0 += BN) {
+${
+  c.blockList
+    ? `  // Block-sparse: only the K/V tiles the block mask lists for this Q tile (block-list.ts).
+  let bbase = block_base(bh + params.head0, tile.x);
+  let bcount = block_list[bbase];
+  for (var bt = 0u; bt < bcount; bt++) {
+    let j0 = (block_list[bbase + 2u + bt] & ~BLOCK_FULL_FLAG) * BN;`
+    : `  let kr = block_key_range(row0, min(row0 + BM, params.nq));
+  for (var j0 = (kr.x / BN) * BN; j0 < kr.y; j0 += BN) {`
+}
     // ---- S = Q K^T for this tile, DK head-dims at a time ----
     // Explicitly zeroed: a bare var declaration inside a loop is not reliably re-zeroed per iteration.
     var s = array<vec4<f32>, 4>(vec4<f32>(0.0), vec4<f32>(0.0), vec4<f32>(0.0), vec4<f32>(0.0));

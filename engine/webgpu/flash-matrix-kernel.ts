@@ -94,6 +94,8 @@ export interface MatrixKernelConfig {
   qFromBuffer: boolean;
   /** A packed variable-length batch (varlen-layout.ts) instead of [B, H, N, d]; Q is then always staged. */
   varlen?: boolean;
+  /** Block-sparse: the block list's WGSL (block-list.ts) at this kernel's BM × BN tiles. */
+  blockList?: string;
 }
 
 /** The problem sizes that shape the kernel. */
@@ -261,7 +263,7 @@ ${lines(c.bn / c.n, (b) => `    subgroupMatrixStore<row_major>(&ss, sreg + ${b *
 // One score of this lane in log2 units (FA4's exp2 domain): where the problem has no softcap or
 // ALiBi, scale·log2(e) folds into one multiply and P = exp2(x − m) is one add and one MUFU op.
 function scoreTerm({ c, layout }: KernelParts, fn: 'score_full' | 'score_edge', col: number): string {
-  const plain = !c.score.softcap && !c.score.alibi;
+  const plain = !c.score.softcap && !c.score.alibi && !c.score.user?.hasScore;
   const dot = `ss[srow * SW + ${col * layout.lanesPerRow}u + part]`;
   if (fn === 'score_full') return plain ? `${dot} * c2` : `score_full(h, grow, j0 + ${col * layout.lanesPerRow}u + part, ${dot}) * LOG2E`;
   return `to_log2(score_edge(h, grow, j0 + ${col * layout.lanesPerRow}u + part, ${dot}))`;
@@ -323,7 +325,18 @@ ${lines(oMats, (i) => `      o${i} = subgroupMatrixMultiplyAccumulate(pm, subgro
 }
 
 /** A masked problem's key loop in three segments (see keyLoopsWgsl). */
-const segmentedLoops = (c: MatrixKernelConfig) => c.score.masked && c.segments;
+const segmentedLoops = (c: MatrixKernelConfig) => c.score.masked && c.segments && !c.blockList;
+
+// Where the K/V tile of loop step `step` (0: the first, 'next': the one after j0's, 'next2':
+// two after) starts: consecutive tiles, or block-sparse, the block list's entries (past its
+// end, Nk: the staging then loads zeros).
+function tileStart(c: MatrixKernelConfig, step: 'first' | 'second' | 'next' | 'next2'): string {
+  if (c.blockList) {
+    const t = { first: '0u', second: '1u', next: '(bt + 1u)', next2: '(bt + 2u)' }[step];
+    return `block_start(bbase, bcount, ${t}, BN)`;
+  }
+  return { first: 'jfirst', second: '(jfirst + BN)', next: '(j0 + BN)', next2: '(j0 + 2u * BN)' }[step];
+}
 
 // The loop over a block's key tiles around a body that takes the softmax kind. Without a mask,
 // one loop that tests each tile (only the last can be ragged). With one, three loops: the edge
@@ -333,6 +346,19 @@ const segmentedLoops = (c: MatrixKernelConfig) => c.score.masked && c.segments;
 // two-workgroup tile keeps one loop: three copies of it cost it its second workgroup per SM
 // (BENCHMARKS.md, "WebGPU against CUDA on the H200").
 function keyLoopsWgsl(c: MatrixKernelConfig, body: (kind: 'either' | 'full' | 'edge') => string): string {
+  if (c.blockList) {
+    // Block-sparse: the partial tiles with the mask tests, then the full ones without, each
+    // in a loop of its own (no branch in the softmax); the staging prefetch runs across both.
+    return `  let bpartial = block_list[bbase + 1u];
+  for (var bt = 0u; bt < bpartial; bt++) {
+    let j0 = block_start(bbase, bcount, bt, BN);
+${body('edge')}
+  }
+  for (var bt = bpartial; bt < bcount; bt++) {
+    let j0 = block_start(bbase, bcount, bt, BN);
+${body('full')}
+  }`;
+  }
   return segmentedLoops(c)
     ? `  for (var j0 = jfirst; j0 < span.x; j0 += BN) {
 ${body('edge')}
@@ -357,10 +383,10 @@ function tileLoopWgsl(parts: KernelParts): string {
   const { c, layout } = parts;
   const qkT = qkTWgsl(parts);
   const pv = pvWgsl(parts);
-  return `  ${kStage(parts, 'jfirst').fetch}
-  ${kStage(parts, 'jfirst').store('ks', 'KSW').join('\n  ')}
-  ${kStage(parts, '(jfirst + BN)').fetch}
-  ${vStage(parts, 'jfirst').fetch}
+  return `  ${kStage(parts, tileStart(c, 'first')).fetch}
+  ${kStage(parts, tileStart(c, 'first')).store('ks', 'KSW').join('\n  ')}
+  ${kStage(parts, tileStart(c, 'second')).fetch}
+  ${vStage(parts, tileStart(c, 'first')).fetch}
   if (lid == 0u) { rerun = 0u; }
   // The first iteration's P·V (of no tile) must add nothing: P and V start as zeros.
   for (var i = lid; i < ${layout.bm * layout.pw}u; i += NT) { ps[i] = f16(0.0); }
@@ -373,8 +399,8 @@ ${qkT}
     workgroupBarrier();             // S visible; every QKᵀ(t) and P·V(t−1) read done
     ${kStage(parts, 'j0').store('ks', 'KSW').join('\n    ')}
     ${vStage(parts, 'j0').store('vs', 'VSW').join('\n    ')}
-    ${kStage(parts, '(j0 + 2u * BN)').fetch}
-    ${vStage(parts, '(j0 + BN)').fetch}
+    ${kStage(parts, tileStart(c, 'next2')).fetch}
+    ${vStage(parts, tileStart(c, 'next')).fetch}
 ${onlineSoftmaxWgsl(parts, kind)}
     workgroupBarrier();             // P(t), K(t+1) and V(t) visible`,
 )}
@@ -449,7 +475,7 @@ ${GRID_ORDER_WGSL}
 @group(0) @binding(3) var<storage, read> ${vecV ? 'v4: array<vec4<f16>>' : 'v: array<f16>'};
 @group(0) @binding(4) var<storage, read_write> o: array<f32>;
 @group(0) @binding(5) var<storage, read_write> lse: array<f32>;
-@group(0) @binding(6) var<storage, read> aux: array<f32>;${c.varlen ? VARLEN_BINDING_WGSL : ''}
+@group(0) @binding(6) var<storage, read> aux: array<f32>;${c.varlen ? VARLEN_BINDING_WGSL : ''}${c.blockList ?? ''}
 ${scoreWgsl(c.score)}
 
 const BM = ${layout.bm}u; const BN = ${c.bn}u; const D = ${c.d}u; const DV = ${c.dv}u;
@@ -480,7 +506,7 @@ ${
   let tile = grid_tile(wid, nwg);
   let row0 = tile.x * BM;
   let bh = tile.y; // (batch, query head) row within this dispatch's window (binding-windows.ts)
-  let h = (bh + params.head0) % params.hq; // bh counts from the window's first row, params.head0
+  let h = (bh + params.head0) % params.hq; // bh counts from the window's first row, params.head0${c.score.user ? '\n  mask_row = bh + params.head0;' : ''}
   let bhk = kv_head(bh);
   let qbase = bh * params.nq * D;
   let kbase = bhk * params.nk * D;
@@ -505,8 +531,14 @@ ${lines(oMats, (i) => `  var o${i} = ${result}();`)}
   var l = 0.0;
   let c2 = params.scale * LOG2E;
 
-  let kr = block_key_range(row0, min(row0 + BM, params.nq));
-  let jfirst = (kr.x / BN) * BN;
+${
+  c.blockList
+    ? `  // Block-sparse: only the K/V tiles the block mask lists for this Q tile (block-list.ts).
+  let bbase = block_base(bh + params.head0, tile.x);
+  let bcount = block_list[bbase];`
+    : `  let kr = block_key_range(row0, min(row0 + BM, params.nq));
+  let jfirst = (kr.x / BN) * BN;`
+}
 ${segmentedLoops(c) ? SPAN_WGSL : ''}
   ${kStage(parts, 'jfirst').decl} ${vStage(parts, 'jfirst').decl}
   // A second pass only where some row's max grew past m + rescaleLog after its first P; it

@@ -48,6 +48,8 @@ export interface RowKernelConfig {
   score: ScoreSpec;
   /** A packed variable-length batch (varlen-layout.ts) instead of [B, H, N, d]. */
   varlen?: boolean;
+  /** Block-sparse: the block list's WGSL (block-list.ts) at this kernel's BM × BC tiles. */
+  blockList?: string;
   /** FA3's FP8 P cast (fp8-cast.ts) with this static factor before P·V; absent: P stays f32. */
   pCast?: number;
 }
@@ -143,7 +145,7 @@ ${GRID_ORDER_WGSL}
 @group(0) @binding(3) var<storage, read> v: array<${vecV ? `vec4<${E}>` : E}>;
 @group(0) @binding(4) var<storage, read_write> o: array<f32>;
 @group(0) @binding(5) var<storage, read_write> lse: array<f32>;
-@group(0) @binding(6) var<storage, read> aux: array<f32>;${c.varlen ? VARLEN_BINDING_WGSL : ''}
+@group(0) @binding(6) var<storage, read> aux: array<f32>;${c.varlen ? VARLEN_BINDING_WGSL : ''}${c.blockList ?? ''}
 ${scoreWgsl(c.score)}
 ${c.pCast ? castPWgsl(c.pCast) : ''}
 
@@ -169,7 +171,7 @@ ${
   let tile = grid_tile(wid, nwg);
   let row0 = tile.x * BM;
   let bh = tile.y; // (batch, query head) row within this dispatch's window (binding-windows.ts)
-  let h = (bh + params.head0) % params.hq;
+  let h = (bh + params.head0) % params.hq;${c.score.user ? '\n  mask_row = bh + params.head0;' : ''}
   let bhk = kv_head(bh);
   let qbase = bh * params.nq * D;
   let kbase = bhk * params.nk * D;
@@ -187,8 +189,17 @@ ${
   var l${r} = select(0.0, 1.0, sink > NEG_INF); // the sink's exp(sink − m) = 1`,
   )}
 
-  let kr = block_key_range(row0, min(row0 + BM, params.nq));
-  for (var j0 = (kr.x / BC) * BC; j0 < kr.y; j0 += BC) {
+${
+  c.blockList
+    ? `  // Block-sparse: only the K/V tiles the block mask lists for this Q tile (block-list.ts).
+  let bbase = block_base(bh + params.head0, tile.x);
+  let bcount = block_list[bbase];
+  for (var bt = 0u; bt < bcount; bt++) {
+    let bentry = block_list[bbase + 2u + bt];
+    let j0 = (bentry & ~BLOCK_FULL_FLAG) * BC;`
+    : `  let kr = block_key_range(row0, min(row0 + BM, params.nq));
+  for (var j0 = (kr.x / BC) * BC; j0 < kr.y; j0 += BC) {`
+}
     workgroupBarrier();              // every row is done with the previous chunk
     for (var idx = lid; idx < BC * ${D4}u; idx += NT) {
       let key = j0 + idx / ${D4}u; let col = (idx % ${D4}u) * 4u;
@@ -204,7 +215,7 @@ ${
     }
     workgroupBarrier();
     // Tiles clear of every mask edge and of Nk skip the per-score mask tests.
-    let full = tile_visible(row0, min(row0 + BM, params.nq), j0, j0 + BC);
+    let full = ${c.blockList ? '(bentry & BLOCK_FULL_FLAG) != 0u' : 'tile_visible(row0, min(row0 + BM, params.nq), j0, j0 + BC)'};
     for (var jb = 0u; jb < BC; jb += SC) {
       if (full) {${subChunk('score_full')}
       } else {${subChunk('score_edge')}

@@ -3,7 +3,9 @@
 // (flash, subgroup-matrix, standard, decode) reads the same layout, so the modifier
 // semantics live in one place on the GPU side just as engine/core/scores.ts does on the CPU side.
 
+import { checkMaskSpec } from '../core/mask-spec.ts';
 import { alibiSlopes, softmaxScale, type AttentionProblem } from '../core/problem.ts';
+import { maskWgsl, type MaskWgsl } from './mask-wgsl.ts';
 
 /** 20 words: kept a multiple of 16 bytes for uniform-buffer layout rules. */
 export const PARAMS_WORDS = 20;
@@ -106,22 +108,40 @@ fn block_key_range(r0: u32, r1: u32) -> vec2<u32> {
 }
 `;
 
+/** The user's mask_mod / score_mod calls for (h, i, j) of the invocation's mask_row. */
+const USER_ARGS = 'mask_b(), i32(h), i32(i), i32(j)';
+
+/** Declarations a kernel adds for a user mask: its functions (and aux binding). */
+function userWgsl(u: MaskWgsl | undefined): string {
+  return u ? `\n${u.code}` : '';
+}
+
 /**
  * The helpers plus `score_mod`, engine/core/scores.ts's modifyScore in WGSL with every modifier
- * tested at run time: scale, then softcap, then ALiBi, then the masks; masked logits become
- * NEG_INF. For kernels compiled without knowing the problem's modifiers.
+ * tested at run time: scale, then softcap, then ALiBi, then the user's score_mod, then the
+ * masks; masked logits become NEG_INF. For kernels compiled without knowing the problem's
+ * built-in modifiers (a user mask is compiled in).
  */
-export const SCORE_WGSL = /* wgsl */ `${SCORE_HELPERS_WGSL}
+export function scoreModWgsl(user?: MaskWgsl): string {
+  return /* wgsl */ `${SCORE_HELPERS_WGSL}${userWgsl(user)}
 fn score_mod(h: u32, i: u32, j: u32, dot: f32) -> f32 {
-  if (j >= params.nk || !key_visible(i, j)) { return NEG_INF; }
+  if (j >= params.nk || !key_visible(i, j)${user?.hasMask ? ` || !user_mask(${USER_ARGS})` : ''}) { return NEG_INF; }
   var s = dot * params.scale;
   if (params.softcap > 0.0) { s = params.softcap * tanh(s / params.softcap); }
   if ((params.flags & FLAG_ALIBI) != 0u) {
     s -= aux[h] * f32(abs(i32(j) - (i32(i) + params.diag)));
+  }${
+    user?.hasScore
+      ? `
+  s = user_score(s, ${USER_ARGS});`
+      : ''
   }
   return s;
 }
 `;
+}
+
+export const SCORE_WGSL = scoreModWgsl();
 
 /**
  * Which score modifiers a problem uses, known when its kernel is compiled. Kernels built
@@ -132,10 +152,21 @@ export interface ScoreSpec {
   masked: boolean; // causal or sliding window
   softcap: boolean;
   alibi: boolean;
+  /** The problem's mask_mod / score_mod, compiled from its tree (mask-wgsl.ts). */
+  user?: MaskWgsl;
 }
 
 export function scoreSpec(p: AttentionProblem): ScoreSpec {
-  return { masked: p.causal || p.window !== undefined, softcap: (p.softcap ?? 0) > 0, alibi: p.alibi !== undefined };
+  const spec: ScoreSpec = { masked: p.causal || p.window !== undefined, softcap: (p.softcap ?? 0) > 0, alibi: p.alibi !== undefined };
+  const user = userMaskWgsl(p);
+  return user ? { ...spec, user } : spec;
+}
+
+/** The problem's mask as WGSL, or undefined when it has none. */
+export function userMaskWgsl(p: AttentionProblem): MaskWgsl | undefined {
+  if (p.mask === undefined) return undefined;
+  const checked = checkMaskSpec(p.mask);
+  return checked.maskAst || checked.scoreAst ? maskWgsl(checked) : undefined;
 }
 
 /**
@@ -150,23 +181,25 @@ export function scoreWgsl(s: ScoreSpec): string {
     'var s = dot * params.scale;',
     s.softcap ? 's = params.softcap * tanh(s / params.softcap);' : '',
     s.alibi ? 's -= aux[h] * f32(abs(i32(j) - (i32(i) + params.diag)));' : '',
+    s.user?.hasScore ? `s = user_score(s, ${USER_ARGS});` : '',
     'return s;',
   ]
     .filter(Boolean)
     .join('\n  ');
-  return /* wgsl */ `${SCORE_HELPERS_WGSL}
+  const userMask = s.user?.hasMask === true;
+  return /* wgsl */ `${SCORE_HELPERS_WGSL}${userWgsl(s.user)}
 fn score_full(h: u32, i: u32, j: u32, dot: f32) -> f32 {
   ${mods}
 }
 
 fn score_edge(h: u32, i: u32, j: u32, dot: f32) -> f32 {
-  if (j >= params.nk${s.masked ? ' || !key_visible(i, j)' : ''}) { return NEG_INF; }
+  if (j >= params.nk${s.masked ? ' || !key_visible(i, j)' : ''}${userMask ? ` || !user_mask(${USER_ARGS})` : ''}) { return NEG_INF; }
   ${mods}
 }
 
 // Rows [r0, r1) against keys [j0, j1): true when every key exists and no pair is masked.
 fn tile_visible(r0: u32, r1: u32, j0: u32, j1: u32) -> bool {
-  if (j1 > params.nk) { return false; }
+  if (j1 > params.nk${userMask ? ' || true' : ''}) { return false; } // a user mask is tested on every score (its block mask says otherwise)
 ${
   s.masked
     ? `  // The most constrained pairs: the first row's last key (causal / right edge) and

@@ -14,6 +14,8 @@ export interface WebGpuRunOptions {
   fp8?: RunOptions['fp8'];
   /** Timed repetitions after the warm-up (steady-timing.ts); the median total is reported. */
   repeats?: number;
+  /** Walk only the K/V tiles the block mask lists (backend.ts RunOptions.blockSparse). */
+  blockSparse?: boolean;
 }
 
 export interface WebGpuRunResult {
@@ -35,7 +37,7 @@ export async function runWebGpu(
   inputs: AttentionInputs,
   opts: WebGpuRunOptions,
 ): Promise<WebGpuRunResult> {
-  const run = await AttentionRun.create(ctx, problem, { path: opts.path, fp8: opts.fp8 });
+  const run = await AttentionRun.create(ctx, problem, { path: opts.path, fp8: opts.fp8, blockSparse: opts.blockSparse });
   try {
     run.upload(inputs);
     const mid = await timeSteady((b) => run.execute(b), { reps: opts.repeats ?? 3 });

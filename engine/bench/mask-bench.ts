@@ -1,0 +1,120 @@
+// Masks on the WebGPU backend under Node (Dawn):
+//   --check          every preset and seeded random masks against float64, dense and block-sparse,
+//                    on each flash path the adapter offers (small shapes: SwiftShader in CI);
+//                    --random N, --no-presets, --row-only, --paths a,b narrow it;
+//   --time FILE      dense masked against block-sparse at full size (a real GPU), JSON lines to FILE.
+// Exit status 1 when a check fails.
+
+import { appendFileSync } from 'node:fs';
+import { maskSpecFrom } from '../core/mask-presets.ts';
+import type { AttentionProblem } from '../core/problem.ts';
+import { nominalFlops } from '../core/problem.ts';
+import { AttentionRun } from '../webgpu/backend.ts';
+import type { WebGpuContext, WebGpuPath } from '../webgpu/device.ts';
+import { openNodeWebGpu } from '../webgpu/node-gpu.ts';
+import { presetCases, randomCases, runMaskChecks } from '../webgpu/mask-checks.ts';
+import { timeSteady } from '../webgpu/steady-timing.ts';
+
+const TOL: Partial<Record<WebGpuPath, number>> = { 'flash-f32': 2e-4, 'flash-subgroups': 2e-4, 'flash-f16': 1e-2, 'flash-matrix': 1e-2 };
+
+interface CheckOptions {
+  random: number;
+  presets: boolean;
+  /** Leave out the 4×4-tiled kernel's shape (d = 80). */
+  rowOnly: boolean;
+  paths?: WebGpuPath[];
+}
+
+async function check(ctx: WebGpuContext, o: CheckOptions): Promise<boolean> {
+  const paths = (Object.keys(TOL) as WebGpuPath[])
+    .filter((p) => ctx.paths.includes(p) && (!o.paths || o.paths.includes(p)))
+    .map((path) => ({ path, tol: TOL[path]! }));
+  let ok = true;
+  // d = 32: the row kernel; d = 80: the 4×4-tiled kernel on the f32 paths. nq ≠ nk and ragged tiles.
+  const shapes: [number, number, number][] = o.rowOnly
+    ? [[32, 150, 200]]
+    : [
+        [32, 150, 200],
+        [80, 70, 90],
+      ];
+  for (const [d, nq, nk] of shapes) {
+    const base: Omit<AttentionProblem, 'mask'> = { batch: 2, hq: 2, hk: 1, nq, nk, d, dv: d, causal: false, dtype: 'fp32' };
+    const cases = [...(o.presets ? presetCases(base.hq, nq, nk) : []), ...randomCases(11 + d, o.random, nk)];
+    const results = await runMaskChecks(ctx, base, cases, paths, 5, (r) => console.log(`mask-check d${d} ${r.detail}`));
+    ok &&= results.every((r) => r.ok);
+  }
+  return ok;
+}
+
+/** Masks of the timing table: preset references for a sequence of n tokens. */
+export function timingMasks(n: number): { name: string; ref: string }[] {
+  return [
+    { name: 'causal', ref: 'causal' },
+    { name: 'sliding window 256', ref: 'sliding_window:256' },
+    { name: 'document (8 docs)', ref: `document:${Array.from({ length: 8 }, () => n / 8).join(',')}` },
+    { name: 'prefix-LM (n/4)', ref: `prefix_lm:${n / 4}` },
+  ];
+}
+
+async function time(ctx: WebGpuContext, file: string, path: WebGpuPath, reps: number): Promise<void> {
+  for (const n of [4096, 8192])
+    for (const d of [64, 128])
+      for (const m of timingMasks(n)) {
+        const base = { batch: 4, hq: 16, hk: 16, nq: n, nk: n, d, dv: d, causal: false, dtype: 'fp16' as const };
+        const p: AttentionProblem = { ...base, mask: maskSpecFrom({ maskMod: m.ref }, { hq: 16, nq: n, nk: n }) };
+        const row: Record<string, unknown> = { n, d, mask: m.name, path };
+        for (const sparse of [false, true]) {
+          let run: AttentionRun;
+          try {
+            run = await AttentionRun.create(ctx, p, { path, blockSparse: sparse });
+          } catch (e) {
+            row[sparse ? 'sparseError' : 'denseError'] = e instanceof Error ? e.message.slice(0, 300) : String(e);
+            continue;
+          }
+          try {
+            await run.fillRandom(1);
+            const t = await timeSteady((b) => run.execute(b), { reps });
+            row[sparse ? 'sparseMs' : 'denseMs'] = t.ms;
+            if (sparse) {
+              row.config = run.config;
+              row.density = run.blockDensity;
+            }
+          } finally {
+            run.destroy();
+          }
+        }
+        if (typeof row.denseMs === 'number') row.tflopsDenseNominal = nominalFlops(base) / (row.denseMs * 1e9);
+        console.log(JSON.stringify(row));
+        appendFileSync(file, `${JSON.stringify(row)}\n`);
+      }
+}
+
+async function main(): Promise<void> {
+  const argv = process.argv.slice(2);
+  const ctx = await openNodeWebGpu();
+  console.log(`adapter: ${ctx.adapterName}; paths: ${ctx.paths.join(', ')}`);
+  if (argv.includes('--check')) {
+    const i = argv.indexOf('--random');
+    const pi = argv.indexOf('--paths');
+    const ok = await check(ctx, {
+      random: i >= 0 ? Number(argv[i + 1]) : 6,
+      presets: !argv.includes('--no-presets'),
+      rowOnly: argv.includes('--row-only'),
+      paths: pi >= 0 ? (argv[pi + 1].split(',') as WebGpuPath[]) : undefined,
+    });
+    console.log(ok ? 'mask-check: every case matches the float64 reference' : 'mask-check: FAILED');
+    if (!ok) process.exitCode = 1;
+  }
+  const t = argv.indexOf('--time');
+  if (t >= 0) {
+    const pi = argv.indexOf('--path');
+    const ri = argv.indexOf('--reps');
+    await time(ctx, argv[t + 1], (pi >= 0 ? argv[pi + 1] : 'flash-matrix') as WebGpuPath, ri >= 0 ? Number(argv[ri + 1]) : 10);
+  }
+  ctx.device.destroy();
+}
+
+main().catch((e) => {
+  console.error(e instanceof Error ? (e.stack ?? e.message) : String(e));
+  process.exitCode = 1;
+});

@@ -1,0 +1,57 @@
+// The block mask (engine/core/block-mask.ts) as the block-sparse kernels read it: per Q tile,
+// the K/V tiles to visit, upstream's mask_block_cnt/idx then full_block_cnt/idx in one list,
+// the full ones also flagged (a full tile runs without mask tests, a partial one tests every
+// score, an empty one is never read).
+
+import { BLOCK_FULL, BLOCK_PARTIAL, type BlockMask } from '../core/block-mask.ts';
+
+/** Set on a list entry whose tile is full (every key exists and every pair is visible). */
+export const FULL_FLAG = 0x80000000;
+
+/** The storage binding of the list in the forward kernels. */
+export const BLOCK_LIST_BINDING = 9;
+
+/**
+ * [rows][2 + kvBlocks] words: the count, how many of the listed tiles are partial, then the
+ * partial tiles and after them the full ones, each group ascending (upstream's two lists, one
+ * after the other, so that a kernel can run each group in a loop of its own). A tile that
+ * reaches past Nk is listed as partial (its missing keys need the edge path's bounds test).
+ */
+export function blockListWords(bm: BlockMask, nk: number): Uint32Array {
+  const rows = bm.batch * bm.heads * bm.qBlocks;
+  const stride = 2 + bm.kvBlocks;
+  const out = new Uint32Array(rows * stride);
+  for (let r = 0; r < rows; r++) {
+    const partial: number[] = [];
+    const full: number[] = [];
+    for (let j = 0; j < bm.kvBlocks; j++) {
+      const s = bm.state[r * bm.kvBlocks + j];
+      if (s === BLOCK_FULL && (j + 1) * bm.blockN <= nk) full.push((j | FULL_FLAG) >>> 0);
+      else if (s === BLOCK_FULL || s === BLOCK_PARTIAL) partial.push(j);
+    }
+    out[r * stride] = partial.length + full.length;
+    out[r * stride + 1] = partial.length;
+    out.set(partial, r * stride + 2);
+    out.set(full, r * stride + 2 + partial.length);
+  }
+  return out;
+}
+
+/**
+ * WGSL for reading the list: `block_base(bh_row, qb)` is where Q tile qb's count sits for
+ * (batch, query head) row bh_row (read only when the mask depends on them).
+ */
+export function blockListWgsl(bm: BlockMask): string {
+  const perHead = bm.batch * bm.heads > 1;
+  return /* wgsl */ `
+@group(0) @binding(${BLOCK_LIST_BINDING}) var<storage, read> block_list: array<u32>;
+const BLOCK_STRIDE = ${2 + bm.kvBlocks}u;
+const BLOCK_FULL_FLAG = ${FULL_FLAG}u;
+// Tile t's first key, or Nk past the list's end (stagings load zeros there).
+fn block_start(base: u32, count: u32, t: u32, bn: u32) -> u32 {
+  if (t >= count) { return params.nk; }
+  return (block_list[base + 2u + t] & ~BLOCK_FULL_FLAG) * bn;
+}
+fn block_base(bh_row: u32, qb: u32) -> u32 { return (${perHead ? `bh_row * ${bm.qBlocks}u + ` : ''}qb) * BLOCK_STRIDE; }
+`;
+}

@@ -1,0 +1,67 @@
+// Masks on the WebGPU flash kernels on SwiftShader (Chromium's Vulkan driver, which CI
+// installs with the browser), in their own processes because Dawn reads the driver's location
+// from the environment at start-up: `run --backend webgpu` with a preset mask_mod and score_mod,
+// block-sparse, against float64 (error.json); and seeded random masks, dense and block-sparse.
+// The full sweep (every preset, every path) is `node --import tsx engine/bench/mask-bench.ts --check`.
+
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+
+const SWIFTSHADER = '/usr/lib/chromium/libvk_swiftshader.so';
+const ENV = { ...process.env, LD_LIBRARY_PATH: '/usr/lib/chromium', VK_ICD_FILENAMES: '/usr/lib/chromium/vk_swiftshader_icd.json' };
+const dir = mkdtempSync(join(tmpdir(), 'flashscope-webgpu-mask-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+const node = (args: string[]) =>
+  spawnSync(process.execPath, ['--import', 'tsx', ...args], { encoding: 'utf8', timeout: 300_000, env: ENV });
+
+describe.skipIf(!existsSync(SWIFTSHADER))('masks on the WebGPU kernels (SwiftShader)', () => {
+  it('run --backend webgpu --block-sparse: a document mask and an ALiBi score_mod match float64, empty tiles skipped', () => {
+    const out = join(dir, 'doc');
+    const r = node([
+      'engine/cli/main.ts',
+      'run',
+      '--backend',
+      'webgpu',
+      '--b',
+      '1',
+      '--hq',
+      '2',
+      '--nq',
+      '200',
+      '--nk',
+      '200',
+      '--d',
+      '32',
+      '--mask-mod',
+      'document:40,100',
+      '--score-mod',
+      'alibi',
+      '--block-sparse',
+      '--repeats',
+      '1',
+      '--out',
+      out,
+    ]);
+    expect(r.status, r.stdout + r.stderr).toBe(0);
+    // Two 128-row tiles against seven 32-key tiles, per head: documents at 0, 40, 140 leave tiles empty.
+    const visited = /block-sparse over 128×32 tiles: (\d+) of (\d+) tile pairs visited/.exec(r.stdout);
+    expect(visited, r.stdout).not.toBeNull();
+    expect(Number(visited![2])).toBe(2 * 2 * 7);
+    expect(Number(visited![1])).toBeLessThan(Number(visited![2]));
+    const err = JSON.parse(readFileSync(join(out, 'webgpu-flash-f32', 'error.json'), 'utf8'));
+    expect(err.rows).toBe('all');
+    expect(err.max_abs).toBeLessThan(1e-5);
+  }, 300_000);
+
+  it('seeded random mask_mod / score_mod texts match float64, dense and block-sparse', () => {
+    const r = node(['engine/bench/mask-bench.ts', '--check', '--random', '2', '--no-presets', '--row-only', '--paths', 'flash-f32']);
+    const text = r.stdout + r.stderr;
+    expect(text).toContain('mask-check: every case matches the float64 reference');
+    expect(text.match(/^mask-check d32 ok flash-f32/gm)?.length).toBe(4);
+    expect(r.status, text).toBe(0);
+  }, 300_000);
+});

@@ -18,6 +18,7 @@ function Tex({ tex: latest, label }: { tex: string; label: string }) {
   const [scrolls, setScrolls] = useState(false);
   // An equation wider than its box scrolls there, so the box joins the tab order to be scrollable by keyboard.
   // Measured in the next frame, where the browser lays out anyway, not by forcing a layout while React commits.
+  // biome-ignore lint/correctness/useExhaustiveDependencies: a new equation changes the box's scroll width, so it is measured again
   useEffect(() => {
     const el = box.current;
     if (!el) return;

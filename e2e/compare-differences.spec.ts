@@ -1,5 +1,6 @@
 // Compare says what differs between panes besides the algorithm, offers the same tiles in
-// every pane, and lays three panes side by side at 1440 px.
+// every pane (a shipped kernel keeps its own and the note says so), and lays three panes
+// side by side at 1440 px.
 
 import { expect, test } from '@playwright/test';
 import { openApp, watchConsole } from './helpers.ts';
@@ -16,9 +17,15 @@ test('three panes side by side; tiles that differ are named and "Same tiles in e
   const tops = await page.locator('.compare-pane').evaluateAll((els) => els.map((e) => Math.round(e.getBoundingClientRect().top)));
   expect(tops).toHaveLength(3);
   expect(new Set(tops).size).toBe(1);
-  await page.getByRole('button', { name: "Same tiles in every pane (16×16, pane 1's)" }).click();
-  await expect(note).toContainText('Same tiles (16×16), dtype and GPU in every pane', { timeout: 40_000 });
-  await expect(page.getByTestId('diff-table')).toContainText('2: fa3 16×16');
+  // FA3's tile is part of its kernel: pane 2 keeps it, and the free panes take it.
+  await expect(note).toContainText('Keeps its kernel’s tile: pane 2');
+  const same = note.getByRole('button', { name: /^Same tiles in every pane \(\d+×\d+ where the tile is free\)$/ });
+  const tile = (await same.textContent())!.match(/(\d+×\d+)/)![1];
+  await note.scrollIntoViewIfNeeded();
+  await page.screenshot({ path: 'test-results/compare-differences-kept.png' });
+  await same.click();
+  await expect(note).toContainText(`Same tiles (${tile}), dtype and GPU in every pane`, { timeout: 40_000 });
+  await expect(page.getByTestId('diff-table')).toContainText(`3: fa2 ${tile}`);
   await note.scrollIntoViewIfNeeded();
   await page.screenshot({ path: 'test-results/compare-differences.png' });
   checkConsole();

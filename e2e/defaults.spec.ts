@@ -3,7 +3,7 @@ import { ALGORITHMS } from '../engine/algorithms/registry.ts';
 import { hasHardwareModel } from '../engine/hw/step-map.ts';
 import { formForAlgorithm, formForPass } from '../app/defaults/form-defaults.ts';
 import { BACKWARD_ALGORITHMS } from '../engine/algorithms/backward-registry.ts';
-import { defaultGpu } from '../app/hardware/gpus.ts';
+import { defaultGpu } from '../app/store/gpus.ts';
 import { gpuById } from '../engine/hw/gpus/index.ts';
 import { DEFAULT_FORM } from '../app/store/problem-form.ts';
 import { counter, engineSession, openApp, watchConsole } from './helpers.ts';

@@ -10,7 +10,7 @@ import { fp8ErrorTable, flushTable } from '../content/lessons/chapters/low-preci
 import { smoothingTable } from '../content/lessons/chapters/k-smoothing.ts';
 import { precisionMarks } from '../engine/debugger/precision.ts';
 import { encodeFp8, roundFp8 } from '../engine/lowprec/fp8.ts';
-import { num } from '../app/precision/tile-info.ts';
+import { num } from '../app/views/tile-info.ts';
 import { watchConsole } from './helpers.ts';
 
 test.use({ viewport: { width: 1280, height: 720 } });
@@ -222,7 +222,7 @@ test('chapter 13: the flush table, the sink pane at its flushing step, the INT8 
   if (sageAt.kind !== 'qk') throw new Error('expected the sage qk target');
   const prec2 = precisionOf(page, 1, 13);
   await expect(prec2.getByTestId('precision-step')).toContainText(`K scale ${num(sageAt.kScale, 4)}`, { timeout: 30_000 });
-  await expect(prec2.getByTestId('precision-step')).toContainText(`Q scale ${num(sageAt.qScale)}`);
+  await expect(prec2.getByTestId('precision-step')).toContainText(`Q scale ${num(sageAt.qScale, 4)}`);
   await paneOf(page, 1, 13).evaluate((el) => el.scrollIntoView({ block: 'start' }));
   await page.screenshot({ path: 'test-results/lesson13/sage-pane.png' });
   await prec2.getByTestId('precision-step').evaluate((el) => el.scrollIntoView({ block: 'start' }));
@@ -245,7 +245,9 @@ test('chapter 13: the smoothing "try this" reloads only the sage pane', async ({
   const sageOn = smoothOn.change(c13.panes[1].preset);
   const sageEv = cache.get(sageOn).events[locateTarget(c13, 1, sageOn, cache).step];
   if (sageEv.kind !== 'qk') throw new Error('expected the sage qk target');
-  await expect(precisionOf(page, 1, 13).getByTestId('precision-step')).toContainText(`K scale ${num(sageEv.kScale)}`, { timeout: 30_000 });
+  await expect(precisionOf(page, 1, 13).getByTestId('precision-step')).toContainText(`K scale ${num(sageEv.kScale, 4)}`, {
+    timeout: 30_000,
+  });
   await expect(counterOf(page, 0, 13)).toHaveText(before0!);
   await precisionOf(page, 1, 13)
     .getByTestId('precision-step')

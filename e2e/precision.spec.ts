@@ -1,7 +1,7 @@
 import { expect, test, type Page } from '@playwright/test';
 import { DebuggerSession } from '../engine/debugger/session.ts';
 import { DEFAULT_FORM, formToRequest, type ProblemForm } from '../app/store/problem-form.ts';
-import { num } from '../app/precision/tile-info.ts';
+import { num } from '../app/views/tile-info.ts';
 import { counter, openApp, watchConsole } from './helpers.ts';
 import { defaultSharedState, encodeState } from '../app/share/url-state.ts';
 import { DEFAULT_VIEWS } from '../app/views/registry.ts';

@@ -4,7 +4,7 @@ import { DEFAULT_FORM, formToRequest } from '../app/store/problem-form.ts';
 import { texNum } from '../content/tex.ts';
 import type { TraceEvent } from '../engine/trace/events.ts';
 import { counter, engineSession, openApp, watchConsole } from './helpers.ts';
-import { num } from '../app/precision/tile-info.ts';
+import { num } from '../app/views/tile-info.ts';
 import { SAGE_P_SCALE } from '../engine/algorithms/sage/forward.ts';
 import { DebuggerSession } from '../engine/debugger/session.ts';
 import { paneRequest } from '../app/compare/shared-request.ts';

@@ -8,7 +8,7 @@ import './backward.css';
 import { useMemo } from 'react';
 import { dqAccumulationAt } from '../../engine/api.ts';
 import { useApp } from '../store/store.ts';
-import { usePane } from '../pane/context.ts';
+import { usePane } from '../store/pane-context.ts';
 
 type CellState = 'done' | 'current' | 'together' | 'pending' | 'skipped';
 

@@ -1,5 +1,5 @@
 // "Forward | Backward": on the problem panel, for the algorithms that have a backward pass,
-// and in compare mode's bar, for the shared problem every pane runs. Choosing a pass loads
+// and (app/compare/ComparePassSwitch.tsx) in compare mode's bar. Choosing a pass loads
 // it at once (the transport, breakpoints and share link then follow the loaded pass); a
 // form that cannot be loaded keeps its values and says which field is wrong.
 
@@ -10,14 +10,13 @@ import { formToRequest, withAppliedFeatures } from '../store/problem-form.ts';
 import { lowPrecisionRefusal, refusedLoadMessage } from '../defaults/PrecisionFix.tsx';
 import { choosePass } from '../defaults/form-defaults.ts';
 import { useApp, type PaneId } from '../store/store.ts';
-import { usePane } from '../pane/context.ts';
-import type { PaneController } from '../pane/controller.ts';
+import { usePane } from '../store/pane-context.ts';
+import type { PaneController } from '../store/pane-controller.ts';
 import { withImported } from '../import/import-store.ts';
-import { useCompare } from '../compare/compare-store.ts';
 
 const LABEL: Record<Pass, string> = { forward: 'Forward', backward: 'Backward' };
 
-function PassRadios({
+export function PassRadios({
   value,
   disabled,
   onChoose: choose,
@@ -102,22 +101,4 @@ export function PassSwitch() {
       {pass !== loaded && !busy && <span className="dim"> loaded: {LABEL[loaded]}</span>}
     </div>
   );
-}
-
-/**
- * Compare mode: the pass of the shared problem (the debugger pane's), for every pane. The
- * panes' kernel switches belong to one pass (FA3's forward has no 'deterministic'), so a
- * change of pass clears them.
- */
-export function ComparePassSwitch({ shared, ctl }: { shared: PaneId; ctl: PaneController | undefined }) {
-  const pass = useApp((s) => s.problem[shared]?.applied?.pass ?? 'forward');
-  const status = useApp((s) => s.playback[shared]?.status);
-  if (!ctl) return null;
-  const choose = (p: Pass) => {
-    if (p === pass) return;
-    const cmp = useCompare.getState();
-    cmp.panes.forEach((c, i) => Object.keys(c.features).length && cmp.setPane(i, { features: {} }));
-    loadPass(shared, ctl, p);
-  };
-  return <PassRadios value={pass} disabled={status !== 'ready'} onChoose={choose} label="Pass of every pane" />;
 }

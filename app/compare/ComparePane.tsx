@@ -3,17 +3,17 @@
 
 import { Component, Suspense, useEffect, useState, type ReactNode } from 'react';
 import { ALGORITHMS, hasBackward, DTYPES, isFp8 } from '../../engine/api.ts';
-import { PaneContext } from '../pane/context.ts';
-import { messageOf, PaneController } from '../pane/controller.ts';
+import { PaneContext } from '../store/pane-context.ts';
+import { messageOf, PaneController } from '../store/pane-controller.ts';
 import { Transport } from '../panels/Transport.tsx';
 import { ExportBar, ExportFrame } from '../export/ExportControls.tsx';
 import { useApp } from '../store/store.ts';
 import { VIEWS } from '../views/registry.ts';
 import { useCompare } from './compare-store.ts';
-import { registerController } from './controllers.ts';
+import { registerController } from '../store/controllers.ts';
 import { comparePaneId, paneSwitchSpecs } from './pane-config.ts';
 import { paneRequest, sharedRequest, SHARED_PANE } from './shared-request.ts';
-import { chooseCompareAlgorithm } from '../defaults/compare-defaults.ts';
+import { chooseCompareAlgorithm } from './compare-defaults.ts';
 import { markTouched } from '../defaults/form-defaults.ts';
 import { dtypeFixes, inactiveSwitches, isFp8OnlyFeature, paneDtype, paneRefusal } from './pane-dtype.ts';
 import { reloadShared } from './shared-reload.ts';

@@ -6,20 +6,20 @@
 
 import { useEffect, useMemo, useState } from 'react';
 import { diffTable, diffTableCsv, outputDifference, ratioNotes, GPUS } from '../../engine/api.ts';
-import { messageOf } from '../pane/controller.ts';
+import { messageOf } from '../store/pane-controller.ts';
 import { downloadText } from '../export/download.ts';
 import { useApp } from '../store/store.ts';
 import { colourScale } from '../views/colour.ts';
 import { Heatmap } from '../views/Heatmap.tsx';
 import { useCompare } from './compare-store.ts';
-import { controllers } from './controllers.ts';
+import { controllers } from '../store/controllers.ts';
 import { comparePaneId, paneLabel } from './pane-config.ts';
 import { paneRefusal } from './pane-dtype.ts';
 import { SHARED_PANE } from './shared-request.ts';
-import { paneDifferences, type PaneFacts } from './pane-differences.ts';
-import { useHw } from '../hardware/hw-store.ts';
-import { choiceKey, defaultGpu } from '../hardware/gpus.ts';
-import { hasHardwareModel } from '../../engine/api.ts';
+import { paneDifferences, sameTilesPlan, type PaneFacts } from './pane-differences.ts';
+import { useHw } from '../store/hw-store.ts';
+import { choiceKey, defaultGpu } from '../store/gpus.ts';
+import { capBlocks, descriptorOf, hasHardwareModel, hasKernel } from '../../engine/api.ts';
 
 /** Per pane: why it is not run (its algorithm cannot take its dtype), or undefined. A string key keeps the selector stable. */
 function useRefusals(): (string | undefined)[] {
@@ -180,15 +180,20 @@ function PaneDifferencesNote({ shown }: { shown: number[] }) {
     const b = blocks[k]!;
     const modelled = hasHardwareModel(c.algorithm, pass);
     const gpuId = modelled ? (hwGpus[comparePaneId(i)]?.gpu[choiceKey(c.algorithm, pass)] ?? defaultGpu(c.algorithm, pass)) : undefined;
+    const dtype = c.dtype ?? shared.problem.dtype;
+    const kernel = hasKernel(c.algorithm) ? descriptorOf(c.algorithm).tiles({ ...shared.problem, dtype }) : undefined;
+    const own = kernel && capBlocks(shared.problem, kernel.blockM, kernel.blockN);
     return {
       pane: i + 1,
       tile: [b.blockM, b.blockN],
-      dtype: c.dtype ?? shared.problem.dtype,
+      dtype,
       gpu: gpuId ? (GPUS.find((g) => g.id === gpuId)?.name ?? gpuId) : undefined,
+      kernelTile: own ? [own.blockM, own.blockN] : undefined,
+      name: descriptorOf(c.algorithm).name,
     };
   });
   const d = paneDifferences(facts);
-  const first = facts[0];
+  const plan = sameTilesPlan(facts);
   return (
     <div className="pane-differences" data-testid="pane-differences">
       <ul>
@@ -196,18 +201,22 @@ function PaneDifferencesNote({ shown }: { shown: number[] }) {
           <li key={l}>{l}</li>
         ))}
       </ul>
-      {d.tilesDiffer && first && (
+      {d.tilesDiffer && plan.changes && (
         <button
           type="button"
           onClick={() => {
-            const [m, n] = first.tile;
             const store = useCompare.getState();
-            store.panes.forEach((_, i) => store.setPane(i, { blockM: String(m), blockN: String(n) }));
+            shown.forEach((i, k) => {
+              const [m, n] = plan.tiles[k];
+              store.setPane(i, { blockM: String(m), blockN: String(n) });
+            });
           }}
         >
-          Same tiles in every pane ({first.tile[0]}×{first.tile[1]}, pane {first.pane}'s)
+          Same tiles in every pane ({plan.target[0]}×{plan.target[1]}
+          {facts.some((f) => f.kernelTile) ? ' where the tile is free' : `, pane ${facts[0].pane}'s`})
         </button>
       )}
+      {d.tilesDiffer && plan.note && <p className="dim">{plan.note}</p>}
     </div>
   );
 }

@@ -7,9 +7,9 @@
 import { DEFAULT_FORM, formToRequest, type ProblemForm } from '../store/problem-form.ts';
 import { useApp } from '../store/store.ts';
 import { useImport } from '../import/import-store.ts';
-import { messageOf } from '../pane/controller.ts';
+import { messageOf } from '../store/pane-controller.ts';
 import { useCompare } from './compare-store.ts';
-import { controllers } from './controllers.ts';
+import { controllers } from '../store/controllers.ts';
 import { COMPARE_VIEWS_DEFAULT, type ComparePaneConfig } from './pane-config.ts';
 import { SHARED_PANE } from './shared-request.ts';
 import { BUILT_IN_ALGORITHMS } from '../../engine/api.ts';

@@ -4,10 +4,10 @@
 // keeps the previous run and shows the engine's message where the shared problem's errors go.
 
 import type { LoadRequest } from '../../engine/api.ts';
-import { messageOf } from '../pane/controller.ts';
+import { messageOf } from '../store/pane-controller.ts';
 import type { ProblemForm } from '../store/problem-form.ts';
 import { useApp } from '../store/store.ts';
-import { controllers } from './controllers.ts';
+import { controllers } from '../store/controllers.ts';
 import { SHARED_PANE } from './shared-request.ts';
 
 export function reloadShared(form: Partial<ProblemForm>, request: (applied: LoadRequest) => LoadRequest): void {

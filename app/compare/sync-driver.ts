@@ -5,7 +5,7 @@
 
 import type { SyncAxis } from '../../engine/api.ts';
 import { useApp } from '../store/store.ts';
-import { controllers } from './controllers.ts';
+import { controllers } from '../store/controllers.ts';
 import { useCompare } from './compare-store.ts';
 import { comparePaneId, paneLabel } from './pane-config.ts';
 import { paneRefusal } from './pane-dtype.ts';

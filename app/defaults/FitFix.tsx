@@ -15,14 +15,14 @@ import {
   simulateFor,
   type AttentionProblem,
 } from '../../engine/api.ts';
-import { controllers } from '../compare/controllers.ts';
+import { controllers } from '../store/controllers.ts';
 import { withImported } from '../import/import-store.ts';
-import { usePane } from '../pane/context.ts';
-import type { PaneController } from '../pane/controller.ts';
+import { usePane } from '../store/pane-context.ts';
+import type { PaneController } from '../store/pane-controller.ts';
 import { formToRequest, withAppliedFeatures } from '../store/problem-form.ts';
 import { useApp } from '../store/store.ts';
-import { choiceKey, defaultGpu } from '../hardware/gpus.ts';
-import { useHwPane } from '../hardware/hw-store.ts';
+import { choiceKey, defaultGpu } from '../store/gpus.ts';
+import { useHwPane } from '../store/hw-store.ts';
 import { applyFixToForm, formMisfit, useDefaults } from './form-defaults.ts';
 import './defaults.css';
 

@@ -4,7 +4,7 @@
 // form to something that runs, so picking an option never ends in a bare error.
 
 import { ALGORITHMS, refusalOf, type Refusal, isFp8, type DType, hasBackward, type LoadRequest } from '../../engine/api.ts';
-import { usePane } from '../pane/context.ts';
+import { usePane } from '../store/pane-context.ts';
 import { formToRequest, type ProblemForm } from '../store/problem-form.ts';
 import { useApp } from '../store/store.ts';
 import { chooseAlgorithm, markTouched } from './form-defaults.ts';

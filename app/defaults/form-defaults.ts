@@ -22,8 +22,8 @@ import {
 } from '../../engine/api.ts';
 import { panelSwitches, type ProblemForm } from '../store/problem-form.ts';
 import { useApp } from '../store/store.ts';
-import { hwState, useHw } from '../hardware/hw-store.ts';
-import { defaultGpu } from '../hardware/gpus.ts';
+import { hwState, useHw } from '../store/hw-store.ts';
+import { defaultGpu } from '../store/gpus.ts';
 
 /** Form fields that are also WorkingConfig fields (all but the GPU). */
 const FORM_FIELDS = CONFIG_FIELDS.filter((f): f is Exclude<ConfigField, 'gpu'> => f !== 'gpu');

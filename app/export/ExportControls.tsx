@@ -2,7 +2,7 @@
 
 import { useRef, useState, type ReactNode } from 'react';
 import { countersCsv } from '../../engine/api.ts';
-import { usePane } from '../pane/context.ts';
+import { usePane } from '../store/pane-context.ts';
 import { useApp } from '../store/store.ts';
 import { downloadBlob, downloadText, slug } from './download.ts';
 import { svgToPng, viewToSvg } from './view-image.ts';

@@ -4,7 +4,7 @@
 import 'katex/dist/katex.min.css';
 import { useMemo } from 'react';
 import { hardwareLessonFor } from '../../content/hardware/index.ts';
-import { usePane } from '../pane/context.ts';
+import { usePane } from '../store/pane-context.ts';
 import { useApp } from '../store/store.ts';
 import { lessonHtml } from './lesson-text.ts';
 

@@ -3,7 +3,7 @@
 // K/V block; FA2 and later stay at the floor; standard attention adds S and P.
 
 import { type HbmTensor, dtypeBytes } from '../../engine/api.ts';
-import { usePane } from '../pane/context.ts';
+import { usePane } from '../store/pane-context.ts';
 import { useApp } from '../store/store.ts';
 import { TENSOR_COLOUR } from './palette.ts';
 

@@ -2,10 +2,10 @@
 // step is on it (the op whose end is the cursor), or why nothing is drawn.
 
 import type { HwView } from '../../engine/api.ts';
-import { usePane } from '../pane/context.ts';
+import { usePane } from '../store/pane-context.ts';
 import { grouped } from './format.ts';
 import { useApp } from '../store/store.ts';
-import { useHwPane } from './hw-store.ts';
+import { useHwPane } from '../store/hw-store.ts';
 import { LoadedFitFix } from '../defaults/FitFix.tsx';
 
 export interface Cursor {

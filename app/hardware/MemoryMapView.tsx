@@ -5,10 +5,10 @@
 import { scaleLinear } from 'd3';
 import { Fragment } from 'react';
 import { liveAt, type HwView, type MemInterval, findDescriptor } from '../../engine/api.ts';
-import { usePane } from '../pane/context.ts';
+import { usePane } from '../store/pane-context.ts';
 import { grouped } from './format.ts';
 import { useApp } from '../store/store.ts';
-import { useHwPane } from './hw-store.ts';
+import { useHwPane } from '../store/hw-store.ts';
 import { HwStatus } from './HwStatus.tsx';
 import { memoryCursor } from './memory-cursor.ts';
 import { tensorColour } from './palette.ts';

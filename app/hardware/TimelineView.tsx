@@ -3,11 +3,11 @@
 
 import { useEffect, useRef, useState } from 'react';
 import { hasHardwareModel, type HwFeatures, type HwExportFormat, type HwView, stepForClick } from '../../engine/api.ts';
-import { messageOf } from '../pane/controller.ts';
-import { usePane } from '../pane/context.ts';
+import { messageOf } from '../store/pane-controller.ts';
+import { usePane } from '../store/pane-context.ts';
 import { useApp } from '../store/store.ts';
-import { choiceKey, defaultGpu, gpusFor } from './gpus.ts';
-import { hwState, useHw, useHwPane } from './hw-store.ts';
+import { choiceKey, defaultGpu, gpusFor } from '../store/gpus.ts';
+import { hwState, useHw, useHwPane } from '../store/hw-store.ts';
 import { HwStatus, cursorOf } from './HwStatus.tsx';
 import { UNIT_FAMILIES } from './palette.ts';
 import { TimelineChart } from './timeline-chart.ts';

@@ -2,7 +2,7 @@
 // no work while the debugger steps (the pane has many views; the memory map and timeline
 // are the heaviest).
 
-import { hwState, useHw, useHwPane } from './hw-store.ts';
+import { hwState, useHw, useHwPane } from '../store/hw-store.ts';
 
 export function useFolded(pane: string, id: string): boolean {
   return useHwPane(pane, (s) => Boolean(s.collapsed[id]));

@@ -5,11 +5,11 @@
 
 import { useEffect } from 'react';
 import { hasHardwareModel, type HwView, type TraceEvent } from '../../engine/api.ts';
-import { messageOf, type PaneController } from '../pane/controller.ts';
-import { usePane } from '../pane/context.ts';
+import { messageOf, type PaneController } from '../store/pane-controller.ts';
+import { usePane } from '../store/pane-context.ts';
 import { useApp } from '../store/store.ts';
-import { choiceKey, defaultGpu } from './gpus.ts';
-import { hwState, useHw } from './hw-store.ts';
+import { choiceKey, defaultGpu } from '../store/gpus.ts';
+import { hwState, useHw } from '../store/hw-store.ts';
 
 const inFlight = new Set<string>();
 

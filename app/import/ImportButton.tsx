@@ -3,7 +3,7 @@
 
 import { lazy, Suspense, useState } from 'react';
 import { createPortal } from 'react-dom';
-import { usePane } from '../pane/context.ts';
+import { usePane } from '../store/pane-context.ts';
 import { formToRequest } from '../store/problem-form.ts';
 import { useApp } from '../store/store.ts';
 import { useImport } from './import-store.ts';

@@ -15,7 +15,7 @@ import {
   isIntegerStorage,
   type LoadRequest,
 } from '../../engine/api.ts';
-import { usePane } from '../pane/context.ts';
+import { usePane } from '../store/pane-context.ts';
 import { formToRequest } from '../store/problem-form.ts';
 import { useApp } from '../store/store.ts';
 import { importWorker, type InspectedFile } from './import-api.ts';

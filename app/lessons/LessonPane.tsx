@@ -7,7 +7,7 @@ import type { LoadRequest } from '../../engine/api.ts';
 import type { PaneSpec } from '../../content/lessons/chapters/types.ts';
 import type { TargetStep } from '../../content/lessons/chapters/evaluate.ts';
 import { DebuggerPane } from '../pane/DebuggerPane.tsx';
-import type { PaneController } from '../pane/controller.ts';
+import type { PaneController } from '../store/pane-controller.ts';
 import { useApp } from '../store/store.ts';
 import { lessonCall } from './lesson-client.ts';
 import { requestToForm } from '../store/problem-form.ts';

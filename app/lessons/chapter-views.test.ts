@@ -14,9 +14,9 @@ import type { LoadSummary } from '../../engine/debugger/protocol.ts';
 import { featureKeysOf } from '../../engine/hw/model.ts';
 import { describeFor, hwAlgorithmFor, shapeOf } from '../../engine/hw/registry.ts';
 import { hasHardwareModel } from '../../engine/hw/step-map.ts';
-import { defaultGpu } from '../hardware/gpus.ts';
+import { defaultGpu } from '../store/gpus.ts';
 import { VIEWS } from '../views/registry.ts';
-import { scaleLines } from '../precision/tile-info.ts';
+import { scaleLines } from '../views/tile-info.ts';
 import type { TilePrecision } from '../../engine/api.ts';
 
 /** How text names a view: its title followed by "view", or a name only that view carries. */

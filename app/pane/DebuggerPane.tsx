@@ -9,9 +9,9 @@ import { ProblemPanel } from '../panels/ProblemPanel.tsx';
 import { Transport } from '../panels/Transport.tsx';
 import { lowPrecisionRefusal, refusedLoadMessage } from '../defaults/PrecisionFix.tsx';
 import { DEFAULT_VIEWS, VIEWS, type ViewColumn } from '../views/registry.ts';
-import { PaneContext, usePane } from './context.ts';
-import { PaneController } from './controller.ts';
-import { registerController } from '../compare/controllers.ts';
+import { PaneContext, usePane } from '../store/pane-context.ts';
+import { PaneController } from '../store/pane-controller.ts';
+import { registerController } from '../store/controllers.ts';
 import { ExportBar, ExportFrame } from '../export/ExportControls.tsx';
 
 /** A view that throws shows its error in its own box; the rest of the pane keeps working. */

@@ -3,7 +3,7 @@
 import { useState } from 'react';
 import { describeBreakpoint, type Breakpoint, type BreakpointSpec, type PhaseKind } from '../../engine/api.ts';
 import { useApp } from '../store/store.ts';
-import { usePane } from '../pane/context.ts';
+import { usePane } from '../store/pane-context.ts';
 
 const PHASES: PhaseKind[] = ['load', 'qk', 'mask', 'rowmax', 'exp', 'rowsum', 'rescale', 'pv', 'normalize', 'write', 'combine'];
 /** The backward's phases (load, qk, mask and write are shared with the forward). */

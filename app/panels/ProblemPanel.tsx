@@ -6,7 +6,7 @@ import { ALGORITHMS, isFp8 } from '../../engine/api.ts';
 import { formToRequest, withAppliedFeatures, type ProblemForm } from '../store/problem-form.ts';
 import { useApp } from '../store/store.ts';
 import { formDiffersFromRun } from './load-pending.ts';
-import { usePane } from '../pane/context.ts';
+import { usePane } from '../store/pane-context.ts';
 import { CountersTable } from '../views/CountersView.tsx';
 import { ImportButton } from '../import/ImportButton.tsx';
 import { withImported } from '../import/import-store.ts';

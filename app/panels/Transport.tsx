@@ -3,7 +3,7 @@
 import { useState } from 'react';
 import type { Granularity } from '../../engine/api.ts';
 import { useApp } from '../store/store.ts';
-import { usePane } from '../pane/context.ts';
+import { usePane } from '../store/pane-context.ts';
 import { stepActor, stepInWords } from './step-words.ts';
 import { formDiffersFromRun } from './load-pending.ts';
 

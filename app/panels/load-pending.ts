@@ -19,12 +19,19 @@ function runKey(r: LoadRequest): string {
   return canonical({ ...rest, pass: rest.pass ?? 'forward', problem: tensors ? undefined : problem });
 }
 
+/** The last answer: store selectors ask on every state change, and the form and the run change far less often. */
+let last: { form: ProblemForm; applied: LoadRequest; differs: boolean } | undefined;
+
 /** True when loading the form would give another run than `applied`; an unreadable form counts as changed. */
 export function formDiffersFromRun(form: ProblemForm, applied: LoadRequest | undefined): boolean {
   if (!applied) return false;
+  if (last && last.form === form && last.applied === applied) return last.differs;
+  let differs: boolean;
   try {
-    return runKey(withAppliedFeatures(formToRequest(form, applied), applied)) !== runKey(applied);
+    differs = runKey(withAppliedFeatures(formToRequest(form, applied), applied)) !== runKey(applied);
   } catch {
-    return true;
+    differs = true;
   }
+  last = { form, applied, differs };
+  return differs;
 }

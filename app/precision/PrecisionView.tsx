@@ -9,13 +9,13 @@
 
 import { useMemo, useState } from 'react';
 import type { PrecisionHead, PrecisionRun, TilePrecision, OutputError, Frame, LoadSummary } from '../../engine/api.ts';
-import { usePane } from '../pane/context.ts';
+import { usePane } from '../store/pane-context.ts';
 import { useApp } from '../store/store.ts';
 import { colourScale, type ColourScale } from '../views/colour.ts';
 import { Heatmap, type Rect } from '../views/Heatmap.tsx';
 import { FLUSHED_LABEL } from '../views/HeatmapsView.tsx';
 import { flushedUpTo, keyOf, usePanePrecision, usePrecisionData, usePrecisionStore } from '../views/precision-store.ts';
-import { num, scaleLines, tileIndex } from './tile-info.ts';
+import { num, scaleLines, tileIndex } from '../views/tile-info.ts';
 import './precision.css';
 
 /** Most tiles the keyboard tile list shows; beyond it the error maps' tooltips still give each tile's scales. */

@@ -3,7 +3,7 @@
 // damaged link still opens. Pure TS (tested with vitest).
 
 import { ALGORITHMS, DEFAULT_SERVING_FORM, SERVING_LIMITS, type ServingForm } from '../../engine/api.ts';
-import { isRecord, own, pick } from '../share/untrusted.ts';
+import { isRecord, own, pick } from '../store/untrusted.ts';
 
 export interface ServingShare {
   form: ServingForm;

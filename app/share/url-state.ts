@@ -20,7 +20,7 @@ import {
 import { DEFAULT_FORM, panelSwitches, effectiveSwitches, formToRequest, type ProblemForm } from '../store/problem-form.ts';
 import { DEFAULT_PANES, MAX_PANES, MIN_PANES, paneSwitchSpecs, type ComparePaneConfig } from '../compare/pane-config.ts';
 import { decodeServing, encodeServing, type ServingShare } from '../serving/serving-url.ts';
-import { hasOwnKey, isRecord, own, pick } from './untrusted.ts';
+import { hasOwnKey, isRecord, own, pick } from '../store/untrusted.ts';
 
 export const SHARE_VERSION = 1;
 /** Longest fragment accepted; real states are well under 2 kB. */

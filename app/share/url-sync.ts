@@ -4,7 +4,7 @@
 
 import type { StoreApi } from 'zustand';
 import { useCompare } from '../compare/compare-store.ts';
-import { controllers } from '../compare/controllers.ts';
+import { controllers } from '../store/controllers.ts';
 import { comparePaneId } from '../compare/pane-config.ts';
 import { withSyncPaused } from '../compare/sync-driver.ts';
 import { useImport } from '../import/import-store.ts';

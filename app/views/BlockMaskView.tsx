@@ -2,9 +2,9 @@
 // mask empties (skipped), leaves partial (masked inside) or full (no mask work), with the
 // density and what skipping saves.
 
-import { type ReactNode, useMemo, useState } from 'react';
+import { type ReactNode, useLayoutEffect, useMemo, useRef, useState } from 'react';
 import { BLOCK_EMPTY, BLOCK_FULL, blockMask, type BlockMask } from '../../engine/api.ts';
-import { usePane } from '../pane/context.ts';
+import { usePane } from '../store/pane-context.ts';
 import { useApp } from '../store/store.ts';
 
 const COLOURS = ['var(--panel2)', 'var(--warn)', 'var(--accent)'] as const;
@@ -13,9 +13,14 @@ const NAMES = ['empty (skipped)', 'partial (masked inside)', 'full (no mask work
 const si = (n: number) =>
   n >= 1e9 ? `${(n / 1e9).toFixed(2)} G` : n >= 1e6 ? `${(n / 1e6).toFixed(2)} M` : n >= 1e3 ? `${(n / 1e3).toFixed(1)} k` : String(n);
 
+/** Above this many tile pairs the grid is one canvas: an SVG element per pair (59k at N 2748 with 16×16 tiles) slows every layout and paint of the page. */
+export const SVG_GRID_MAX_CELLS = 4096;
+
 function Grid({ bm, b, h }: { bm: BlockMask; b: number; h: number }) {
   const cell = Math.max(4, Math.min(24, Math.floor(320 / Math.max(bm.qBlocks, bm.kvBlocks))));
   const base = (b * bm.heads + h) * bm.qBlocks * bm.kvBlocks;
+  const label = `Block mask: ${bm.qBlocks} Q tiles by ${bm.kvBlocks} K/V tiles`;
+  if (bm.qBlocks * bm.kvBlocks > SVG_GRID_MAX_CELLS) return <CanvasGrid bm={bm} base={base} cell={cell} label={label} />;
   const cells = [];
   for (let i = 0; i < bm.qBlocks; i++)
     for (let j = 0; j < bm.kvBlocks; j++) {
@@ -37,14 +42,48 @@ function Grid({ bm, b, h }: { bm: BlockMask; b: number; h: number }) {
       );
     }
   return (
-    <svg
-      width={bm.kvBlocks * cell}
-      height={bm.qBlocks * cell}
-      role="img"
-      aria-label={`Block mask: ${bm.qBlocks} Q tiles by ${bm.kvBlocks} K/V tiles`}
-    >
+    <svg width={bm.kvBlocks * cell} height={bm.qBlocks * cell} role="img" aria-label={label}>
       {cells}
     </svg>
+  );
+}
+
+function CanvasGrid({ bm, base, cell, label }: { bm: BlockMask; base: number; cell: number; label: string }) {
+  const ref = useRef<HTMLCanvasElement>(null);
+  const [tip, setTip] = useState<string | undefined>(undefined);
+  const w = bm.kvBlocks * cell;
+  const hgt = bm.qBlocks * cell;
+  useLayoutEffect(() => {
+    const c = ref.current;
+    const g = c?.getContext('2d');
+    if (!c || !g) return;
+    c.width = w;
+    c.height = hgt;
+    const style = getComputedStyle(c);
+    const fills = COLOURS.map((v) => style.getPropertyValue(v.slice(4, -1)).trim() || '#888');
+    const gap = cell >= 3 ? 1 : 0;
+    for (let i = 0; i < bm.qBlocks; i++)
+      for (let j = 0; j < bm.kvBlocks; j++) {
+        g.fillStyle = fills[bm.state[base + i * bm.kvBlocks + j]];
+        g.fillRect(j * cell, i * cell, cell - gap, cell - gap);
+      }
+  }, [bm, base, cell, w, hgt]);
+  const onMove = (e: React.MouseEvent<HTMLCanvasElement>) => {
+    const r = e.currentTarget.getBoundingClientRect();
+    const i = Math.min(bm.qBlocks - 1, Math.max(0, Math.floor((e.clientY - r.top) / cell)));
+    const j = Math.min(bm.kvBlocks - 1, Math.max(0, Math.floor((e.clientX - r.left) / cell)));
+    setTip(`Q tile ${i}, K/V tile ${j}: ${NAMES[bm.state[base + i * bm.kvBlocks + j]]}`);
+  };
+  return (
+    <canvas
+      ref={ref}
+      role="img"
+      aria-label={label}
+      title={tip}
+      style={{ width: w, height: hgt }}
+      data-cells={bm.qBlocks * bm.kvBlocks}
+      onMouseMove={onMove}
+    />
   );
 }
 

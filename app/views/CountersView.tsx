@@ -2,7 +2,7 @@
 
 import { totalBytes, type Counters } from '../../engine/api.ts';
 import { useApp } from '../store/store.ts';
-import { usePane } from '../pane/context.ts';
+import { usePane } from '../store/pane-context.ts';
 import { counterFigure } from '../../content/counter-figures.ts';
 
 /** A rounded figure whose exact value shows on hover (a byte question wants the exact one). */

@@ -3,23 +3,29 @@
 
 import katex from 'katex';
 import 'katex/dist/katex.min.css';
-import { useLayoutEffect, useMemo, useRef, useState } from 'react';
+import { useDeferredValue, useEffect, useMemo, useRef, useState } from 'react';
 import { formulaFor } from '../../content/formulas.ts';
 import { backwardLive } from '../../content/backward-live.ts';
 import { softmaxScale, findDescriptor } from '../../engine/api.ts';
 import { useApp } from '../store/store.ts';
-import { usePane } from '../pane/context.ts';
+import { usePane } from '../store/pane-context.ts';
 
-function Tex({ tex, label }: { tex: string; label: string }) {
+function Tex({ tex: latest, label }: { tex: string; label: string }) {
+  // Typeset in a render of its own after the step's commit, so KaTeX never lengthens the task that shows a step.
+  const tex = useDeferredValue(latest);
   const html = useMemo(() => katex.renderToString(tex, { throwOnError: false, displayMode: true, output: 'html' }), [tex]);
   const box = useRef<HTMLDivElement>(null);
   const [scrolls, setScrolls] = useState(false);
   // An equation wider than its box scrolls there, so the box joins the tab order to be scrollable by keyboard.
-  useLayoutEffect(() => {
+  // Measured in the next frame, where the browser lays out anyway, not by forcing a layout while React commits.
+  // biome-ignore lint/correctness/useExhaustiveDependencies: a new equation changes the box's scroll width, so it is measured again
+  useEffect(() => {
     const el = box.current;
-    if (el) setScrolls(el.scrollWidth > el.clientWidth);
-  });
-  useLayoutEffect(() => {
+    if (!el) return;
+    const frame = requestAnimationFrame(() => setScrolls(el.scrollWidth > el.clientWidth));
+    return () => cancelAnimationFrame(frame);
+  }, [html]);
+  useEffect(() => {
     const el = box.current;
     if (!el) return;
     const observer = new ResizeObserver(() => setScrolls(el.scrollWidth > el.clientWidth));

@@ -3,7 +3,7 @@
 
 import { useMemo } from 'react';
 import { useApp } from '../store/store.ts';
-import { usePane } from '../pane/context.ts';
+import { usePane } from '../store/pane-context.ts';
 import { colourScale } from './colour.ts';
 import { Heatmap } from './Heatmap.tsx';
 

@@ -73,6 +73,10 @@ function HeatmapImpl(props: HeatmapProps) {
   /** What the cached image shows, per cell, so a new frame repaints only the cells that changed. */
   const shownRef = useRef<{ values: Float64Array; masked: Uint8Array; scale: ColourScale; transposed: boolean } | null>(null);
   const [painted, setPainted] = useState(0);
+  /** Cells painted since the canvas was last drawn: 'all' after a full paint, so the next draw redraws only this region. */
+  const dirtyRef = useRef<Rect | 'all' | null>('all');
+  /** What the canvas shows besides the cells: redrawn in full when any of it changed. */
+  const overlayRef = useRef<{ key: string; marks: Int32Array | undefined; h: [number, number, number, number] } | null>(null);
   const versionRef = useRef<number | undefined>(undefined);
   const [cr0, cr1, cc0, cc1] = props.changed ? [props.changed.r0, props.changed.r1, props.changed.c0, props.changed.c1] : [0, -1, 0, -1];
   // Below one screen pixel per cell the image holds every k-th cell (what nearest-neighbour
@@ -174,6 +178,14 @@ function HeatmapImpl(props: HeatmapProps) {
     }
     if (maxR < 0) return; // nothing changed
     octx.putImageData(img, 0, 0, minC, minR, maxC - minC + 1, maxR - minR + 1);
+    const d = dirtyRef.current;
+    const cells = { r0: minR * k, r1: (maxR + 1) * k, c0: minC * k, c1: (maxC + 1) * k };
+    dirtyRef.current =
+      !onlyPatch || d === 'all'
+        ? 'all'
+        : d
+          ? { r0: Math.min(d.r0, cells.r0), r1: Math.max(d.r1, cells.r1), c0: Math.min(d.c0, cells.c0), c1: Math.max(d.c1, cells.c1) }
+          : cells;
     setPainted((n) => n + 1);
   }, [data, props.version, cr0, cr1, cc0, cc1, rows, cols, k, iw, ih, transposed, mask, scale, offscreen]);
 
@@ -186,16 +198,42 @@ function HeatmapImpl(props: HeatmapProps) {
     const w = Math.round(width * dpr);
     const h = Math.round(height * dpr);
     // Resizing a canvas reallocates it: only when the size really changed.
-    if (canvas.width !== w || canvas.height !== h) {
+    const resized = canvas.width !== w || canvas.height !== h;
+    if (resized) {
       canvas.width = w;
       canvas.height = h;
     }
     const ctx = canvas.getContext('2d')!;
     ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
     ctx.imageSmoothingEnabled = false;
-    ctx.drawImage(offscreen, 0, 0, width, height);
     const sx = width / cols;
     const sy = height / rows;
+    // A step moves the highlight and changes one tile: redraw only those rectangles, so the
+    // browser re-rasterises a tile's worth of canvas, not the whole matrix.
+    const key = `${width}x${height}:${rows}x${cols}:${tileRows}x${tileCols}:${m0}-${m1}`;
+    const prev = overlayRef.current;
+    const d = dirtyRef.current;
+    const partial = prev !== null && prev.key === key && prev.marks === marks && d !== 'all' && !resized;
+    overlayRef.current = { key, marks, h: [h0, h1, h2, h3] };
+    dirtyRef.current = null;
+    ctx.save();
+    if (partial) {
+      ctx.beginPath();
+      const add = (r0: number, r1: number, c0: number, c1: number) => {
+        // Whole device pixels: a clip edge inside a pixel would blend the new image with the old there.
+        const pad = 3 * Math.ceil(dpr);
+        const x0 = Math.floor(c0 * sx * dpr) - pad;
+        const y0 = Math.floor(r0 * sy * dpr) - pad;
+        const x1 = Math.ceil(c1 * sx * dpr) + pad;
+        const y1 = Math.ceil(r1 * sy * dpr) + pad;
+        if (r1 > r0 && c1 > c0) ctx.rect(x0 / dpr, y0 / dpr, (x1 - x0) / dpr, (y1 - y0) / dpr);
+      };
+      if (d) add(d.r0, d.r1, d.c0, d.c1);
+      add(prev.h[0], prev.h[1], prev.h[2], prev.h[3]);
+      add(h0, h1, h2, h3);
+      ctx.clip();
+    }
+    ctx.drawImage(offscreen, 0, 0, width, height);
     // Tile grid, only where tiles are big enough to read.
     ctx.strokeStyle = 'rgba(255,255,255,0.28)';
     ctx.lineWidth = 1;
@@ -230,6 +268,7 @@ function HeatmapImpl(props: HeatmapProps) {
       ctx.lineWidth = 2;
       ctx.strokeRect(h2 * sx + 1, h0 * sy + 1, (h3 - h2) * sx - 2, (h1 - h0) * sy - 2);
     }
+    ctx.restore();
   }, [painted, width, height, rows, cols, tileRows, tileCols, h0, h1, h2, h3, m0, m1, offscreen, marks]);
 
   const cellAt = (e: React.MouseEvent<HTMLCanvasElement>) => {

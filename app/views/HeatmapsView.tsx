@@ -3,12 +3,12 @@
 
 import { useMemo } from 'react';
 import { useApp, type MatrixId } from '../store/store.ts';
-import { usePane } from '../pane/context.ts';
+import { usePane } from '../store/pane-context.ts';
 import { colourScale } from './colour.ts';
 import { Heatmap, type Rect } from './Heatmap.tsx';
-import { BackwardHeatmaps } from '../backward/BackwardHeatmaps.tsx';
+import { BackwardHeatmaps } from './BackwardHeatmaps.tsx';
 import { flushedUpTo, usePrecisionMarks } from './precision-store.ts';
-import { scaleLines, tileIndex } from '../precision/tile-info.ts';
+import { scaleLines, tileIndex } from './tile-info.ts';
 import { scoreTitles } from './score-titles.ts';
 import { findDescriptor } from '../../engine/api.ts';
 

@@ -3,7 +3,7 @@
 import { contentFor, lineIndexFor } from '../../content/index.ts';
 import { backwardContentId } from '../../content/backward/index.ts';
 import { useApp } from '../store/store.ts';
-import { usePane } from '../pane/context.ts';
+import { usePane } from '../store/pane-context.ts';
 
 export function PseudoCodeView() {
   const { pane } = usePane();

@@ -3,8 +3,9 @@
 // where m grew. The factor is computed from m itself, not taken from the rescale step,
 // because FA1's rescale step also folds in the renormalization l_old / l_new.
 
+import { memo, useCallback, useLayoutEffect, useRef } from 'react';
 import { useApp } from '../store/store.ts';
-import { usePane } from '../pane/context.ts';
+import { usePane } from '../store/pane-context.ts';
 import type { RowHistoryEntry } from '../../engine/api.ts';
 
 function num(v: number | undefined): string {
@@ -21,40 +22,148 @@ function growth(e: RowHistoryEntry | undefined, r: number): number | undefined {
   return e?.base2 ? 2 ** (before - after) : Math.exp(before - after);
 }
 
-function Spark({ entries, r }: { entries: RowHistoryEntry[]; r: number }) {
-  const ms = entries.map((e) => e.mAfter?.[r]).filter((v): v is number => v !== undefined && Number.isFinite(v));
-  const W = 150;
-  const H = 28;
-  if (ms.length === 0) return <svg width={W} height={H} aria-hidden="true" />;
-  const lo = Math.min(...ms);
-  const hi = Math.max(...ms);
-  const y = (v: number) => (hi === lo ? H / 2 : H - 3 - ((v - lo) / (hi - lo)) * (H - 6));
-  const x = (i: number) => (entries.length <= 1 ? W / 2 : 4 + (i * (W - 8)) / (entries.length - 1));
-  const pts = entries
-    .map((e, i) => (e.mAfter && Number.isFinite(e.mAfter[r]) ? `${x(i)},${y(e.mAfter[r])}` : ''))
-    .filter(Boolean)
-    .join(' ');
+/** One row's m after each K/V block visited (NaN where absent) and the rescale factor where m grew. */
+export interface SparkSeries {
+  kv: number[];
+  m: number[];
+  grew: (number | undefined)[];
+}
+
+export function sparkSeries(entries: RowHistoryEntry[], r: number): SparkSeries {
+  return { kv: entries.map((e) => e.kvBlock), m: entries.map((e) => e.mAfter?.[r] ?? Number.NaN), grew: entries.map((e) => growth(e, r)) };
+}
+
+function sameSeries(a: SparkSeries, b: SparkSeries): boolean {
+  if (a.m.length !== b.m.length) return false;
+  for (let i = 0; i < a.m.length; i++) if (!Object.is(a.m[i], b.m[i]) || a.grew[i] !== b.grew[i] || a.kv[i] !== b.kv[i]) return false;
+  return true;
+}
+
+/** The theme's colours, read at most twice a second: reading computed style per row would recompute styles 128 times a step. */
+let colourCache: { line: string; grew: string; at: number } | undefined;
+function sparkColours(el: Element): { line: string; grew: string } {
+  const now = performance.now();
+  if (!colourCache || now - colourCache.at > 500) {
+    const style = getComputedStyle(el);
+    colourCache = {
+      line: style.getPropertyValue('--accent').trim() || '#4fb3ff',
+      grew: style.getPropertyValue('--warn').trim() || '#ff9f1c',
+      at: now,
+    };
+  }
+  return colourCache;
+}
+
+const SPARK_W = 150;
+const SPARK_H = 28;
+
+/** The row's sparkline on a canvas: one element per row instead of an SVG tree, redrawn only when the series changed. */
+function Spark({ series }: { series: SparkSeries }) {
+  const ref = useRef<HTMLCanvasElement>(null);
+  useLayoutEffect(() => {
+    const c = ref.current;
+    const g = c?.getContext('2d');
+    if (!c || !g) return;
+    const dpr = Math.min(2, window.devicePixelRatio || 1);
+    if (c.width !== SPARK_W * dpr) {
+      c.width = SPARK_W * dpr;
+      c.height = SPARK_H * dpr;
+    }
+    g.setTransform(dpr, 0, 0, dpr, 0, 0);
+    g.clearRect(0, 0, SPARK_W, SPARK_H);
+    const finite = series.m.filter((v) => Number.isFinite(v));
+    if (finite.length === 0) return;
+    const lo = Math.min(...finite);
+    const hi = Math.max(...finite);
+    const n = series.m.length;
+    const y = (v: number) => (hi === lo ? SPARK_H / 2 : SPARK_H - 3 - ((v - lo) / (hi - lo)) * (SPARK_H - 6));
+    const x = (i: number) => (n <= 1 ? SPARK_W / 2 : 4 + (i * (SPARK_W - 8)) / (n - 1));
+    const colours = sparkColours(c);
+    g.strokeStyle = colours.line;
+    g.lineWidth = 1.5;
+    g.beginPath();
+    let first = true;
+    series.m.forEach((v, i) => {
+      if (!Number.isFinite(v)) return;
+      if (first) g.moveTo(x(i), y(v));
+      else g.lineTo(x(i), y(v));
+      first = false;
+    });
+    g.stroke();
+    g.fillStyle = colours.grew;
+    series.grew.forEach((f, i) => {
+      if (f === undefined || !Number.isFinite(series.m[i])) return;
+      g.beginPath();
+      g.arc(x(i), y(series.m[i]), 3, 0, 2 * Math.PI);
+      g.fill();
+    });
+  }, [series]);
+  const rescales = series.grew.flatMap((f, i) => (f === undefined ? [] : [`K/V block ${series.kv[i]}: m grew, rescale ×${num(f)}`]));
   return (
-    <svg width={W} height={H} aria-hidden="true">
-      <polyline points={pts} fill="none" stroke="var(--accent)" strokeWidth={1.5} />
-      {entries.map((e, i) => {
-        const f = growth(e, r);
-        if (f === undefined || !e.mAfter) return null;
-        return (
-          <circle key={i} cx={x(i)} cy={y(e.mAfter[r])} r={3} fill="var(--warn)">
-            <title>{`K/V block ${e.kvBlock}: m grew, rescale ×${num(f)}`}</title>
-          </circle>
-        );
-      })}
-    </svg>
+    <canvas
+      ref={ref}
+      className="spark"
+      style={{ width: SPARK_W, height: SPARK_H }}
+      role="img"
+      aria-label={`m over ${series.m.length} K/V blocks, ${rescales.length} rescales`}
+      data-points={series.m.filter((v) => Number.isFinite(v)).length}
+      data-rescales={rescales.length}
+      title={rescales.join('\n') || undefined}
+    />
   );
 }
+
+interface RowProps {
+  row: number;
+  m: number;
+  l: number;
+  factor: number | undefined;
+  active: boolean;
+  series: SparkSeries;
+  onSelect: (row: number) => void;
+}
+
+/** One row of the table; re-rendered only when its own numbers or sparkline changed, so a step touches the rows it changed. */
+const StatsRow = memo(
+  function StatsRow({ row, m, l, factor, active, series, onSelect }: RowProps) {
+    return (
+      <tr className={active ? 'selected' : undefined} data-row={row}>
+        <td>
+          <button type="button" className="row-btn" aria-label={`Select row ${row}`} aria-pressed={active} onClick={() => onSelect(row)}>
+            {row}
+          </button>
+        </td>
+        <td className="num" data-testid={`m-${row}`}>
+          {num(m)}
+        </td>
+        <td className="num" data-testid={`l-${row}`}>
+          {num(l)}
+        </td>
+        <td className={`num ${factor !== undefined ? 'grew' : ''}`} title="rescale factor of this K/V block where m grew">
+          {factor === undefined ? '—' : `×${num(factor)}`}
+        </td>
+        <td>
+          <Spark series={series} />
+        </td>
+      </tr>
+    );
+  },
+  (a, b) =>
+    a.row === b.row &&
+    Object.is(a.m, b.m) &&
+    Object.is(a.l, b.l) &&
+    a.factor === b.factor &&
+    a.active === b.active &&
+    a.onSelect === b.onSelect &&
+    sameSeries(a.series, b.series),
+);
 
 export function StatsView() {
   const { pane } = usePane();
   const frame = useApp((s) => s.playback[pane].textFrame);
   const selected = useApp((s) => s.selection[pane].row);
   const patchSelection = useApp((s) => s.patchSelection);
+  const onSelect = useCallback((row: number) => patchSelection(pane, { row }), [patchSelection, pane]);
   if (!frame) return null;
   const { history } = frame;
   const [r0, r1] = history.rows;
@@ -79,37 +188,18 @@ export function StatsView() {
             </tr>
           </thead>
           <tbody>
-            {Array.from({ length: r1 - r0 }, (_, i) => r0 + i).map((row) => {
-              const r = row - r0;
-              const f = growth(last, r);
-              return (
-                <tr key={row} className={row === activeRow ? 'selected' : undefined} data-row={row}>
-                  <td>
-                    <button
-                      type="button"
-                      className="row-btn"
-                      aria-label={`Select row ${row}`}
-                      aria-pressed={row === activeRow}
-                      onClick={() => patchSelection(pane, { row })}
-                    >
-                      {row}
-                    </button>
-                  </td>
-                  <td className="num" data-testid={`m-${row}`}>
-                    {num(frame.m[row])}
-                  </td>
-                  <td className="num" data-testid={`l-${row}`}>
-                    {num(frame.l[row])}
-                  </td>
-                  <td className={`num ${f !== undefined ? 'grew' : ''}`} title="rescale factor of this K/V block where m grew">
-                    {f === undefined ? '—' : `×${num(f)}`}
-                  </td>
-                  <td>
-                    <Spark entries={history.entries} r={r} />
-                  </td>
-                </tr>
-              );
-            })}
+            {Array.from({ length: r1 - r0 }, (_, i) => r0 + i).map((row) => (
+              <StatsRow
+                key={row}
+                row={row}
+                m={frame.m[row]}
+                l={frame.l[row]}
+                factor={growth(last, row - r0)}
+                active={row === activeRow}
+                series={sparkSeries(history.entries, row - r0)}
+                onSelect={onSelect}
+              />
+            ))}
           </tbody>
         </table>
       </div>

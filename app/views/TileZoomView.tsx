@@ -2,7 +2,7 @@
 
 import { useEffect, useRef } from 'react';
 import { useApp } from '../store/store.ts';
-import { usePane } from '../pane/context.ts';
+import { usePane } from '../store/pane-context.ts';
 import { usePrecisionMarks } from './precision-store.ts';
 
 const MAX_CELLS = 64 * 64;

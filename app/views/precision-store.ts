@@ -7,8 +7,8 @@
 import { useEffect } from 'react';
 import { create } from 'zustand';
 import type { PrecisionMarks, PrecisionResponse } from '../../engine/api.ts';
-import { messageOf, type PaneController } from '../pane/controller.ts';
-import { usePane } from '../pane/context.ts';
+import { messageOf, type PaneController } from '../store/pane-controller.ts';
+import { usePane } from '../store/pane-context.ts';
 import { useApp } from '../store/store.ts';
 
 interface PanePrecision {

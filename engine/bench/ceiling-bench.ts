@@ -32,12 +32,12 @@ function datasheetFor(row: CeilingRow): string {
   return '–';
 }
 
-export async function ceilingBench(ctx: WebGpuContext, o: { quick: boolean; reps: number }): Promise<number> {
+export async function ceilingBench(ctx: WebGpuContext, o: { quick: boolean; reps: number; focus?: boolean }): Promise<number> {
   const shapes = await allMatrixShapes(ctx);
   console.log(
     `\nceiling microbenchmarks (${o.quick ? 'small sizes: correctness only' : 'full size'}); matrix shapes: ${shapes.map((m) => `${m.componentType}→${m.resultComponentType} ${m.M}×${m.N}×${m.K}`).join(', ') || 'none'}`,
   );
-  const suite = await runCeilingSuite(ctx, { small: o.quick || ctx.isFallback, matrixShapes: shapes, reps: o.reps }, (l) =>
+  const suite = await runCeilingSuite(ctx, { small: o.quick || ctx.isFallback, matrixShapes: shapes, reps: o.reps, focus: o.focus }, (l) =>
     console.log(`  ${l}`),
   );
   const cuda = runPythonAnchor('ceiling-anchor.py', { reps: o.reps }, 300_000);

@@ -186,10 +186,38 @@ ${ks.map((k) => `  let x${k} = src[base + ${k * THREADS}u];`).join('\n')}
 ${ks.map((k) => `  dst[base + ${k * THREADS}u] = x${k};`).join('\n')}
 }`;
   return {
-    name: `storage copy, vec4<f32>, ${perThread} per thread`,
+    name: `storage copy, vec4<f32>, ${perThread} per thread, ${bytes / 2 ** 20} MiB`,
     unit: 'byte',
     wgsl,
     workgroups: Math.ceil(vecs / span),
+    work: 2 * bytes,
+    buffers: [bytes, bytes],
+  };
+}
+
+/**
+ * Storage copy with a fixed grid: `workgroups` workgroups stride through the buffer, each thread
+ * `perThread` vec4 loads in flight per step (the count a resident kernel has, not one workgroup
+ * per 4–16 KiB). Work: bytes read + written.
+ */
+export function storageCopyGridKernel(bytes: number, workgroups: number, perThread: number): CeilingKernel {
+  const vecs = bytes / 16;
+  const span = THREADS * perThread;
+  const ks = Array.from({ length: perThread }, (_, k) => k);
+  const wgsl = `@group(0) @binding(0) var<storage, read_write> dst: array<vec4<f32>>;
+@group(0) @binding(1) var<storage, read> src: array<vec4<f32>>;
+@compute @workgroup_size(${THREADS})
+fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
+  for (var base = wid.x * ${span}u + lid; base < ${vecs}u; base += ${workgroups * span}u) {
+${ks.map((k) => `    let x${k} = src[base + ${k * THREADS}u];`).join('\n')}
+${ks.map((k) => `    dst[base + ${k * THREADS}u] = x${k};`).join('\n')}
+  }
+}`;
+  return {
+    name: `storage copy, vec4<f32>, ${perThread} per thread, ${workgroups} workgroups striding, ${bytes / 2 ** 20} MiB`,
+    unit: 'byte',
+    wgsl,
+    workgroups,
     work: 2 * bytes,
     buffers: [bytes, bytes],
   };
@@ -209,7 +237,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
 }`;
   const workgroups = Math.ceil(bytes / 16 / span);
   return {
-    name: `storage read, vec4<f32>, ${perThread} per thread`,
+    name: `storage read, vec4<f32>, ${perThread} per thread, ${bytes / 2 ** 20} MiB`,
     unit: 'byte',
     wgsl,
     workgroups,

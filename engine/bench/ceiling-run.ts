@@ -11,11 +11,13 @@ import {
   type MatrixShape,
   mmaKernel,
   type OperandSource,
+  storageCopyGridKernel,
   storageCopyKernel,
   storageReadKernel,
   atomicAddKernel,
   workgroupRoundTripKernel,
 } from './ceiling-kernels.ts';
+import { attentionLoopKernel, attentionLoopSet } from './ceiling-attention-loop.ts';
 import type { WebGpuContext } from '../webgpu/device.ts';
 import { runTimed } from '../webgpu/timer.ts';
 
@@ -115,6 +117,8 @@ export interface CeilingSuiteOptions {
   /** Every shape the adapter lists (adapter.info.subgroupMatrixConfigs), all types. */
   matrixShapes: MatrixShape[];
   reps?: number;
+  /** Only the forward's no-HBM loop schedules and the storage copies (with the f16 register MMA row as the yardstick). */
+  focus?: boolean;
 }
 
 export interface CeilingSuite {
@@ -149,6 +153,23 @@ export async function runCeilingSuite(
   const f16 = o.matrixShapes.find(
     (m) => m.componentType === 'f16' && m.resultComponentType === 'f32' && m.M === 16 && m.N === 16 && m.K === 16,
   );
+  if (o.focus) {
+    if (f16) add(await timeCeilingKernel(ctx, mmaKernel(f16, 'registers', mmaOpts), 'f16', reps));
+    if (f16) for (const l of attentionLoopSet(sg, !!o.small)) add(await timeCeilingKernel(ctx, attentionLoopKernel(l), 'f16', reps));
+    // The buffer size as well as the loads in flight: 1 GiB is the binding limit, the decode kernel reads 256 MiB.
+    for (const size of [30, 28, 26]) {
+      const bytes = o.small ? 1 << 20 : 2 ** size;
+      for (const per of [1, 4]) add(await timeCeilingKernel(ctx, storageCopyKernel(bytes, per), 'f32', reps));
+      for (const [wg, per] of [
+        [528, 4],
+        [2112, 4],
+        [1056, 8],
+      ])
+        add(await timeCeilingKernel(ctx, storageCopyGridKernel(bytes, o.small ? 4 : wg, per), 'f32', reps));
+      for (const per of [4, 16]) add(await timeCeilingKernel(ctx, storageReadKernel(bytes, per), 'f32', reps));
+    }
+    return { rows, failures };
+  }
   for (const shape of o.matrixShapes) add(await timeCeilingKernel(ctx, mmaKernel(shape, 'registers', mmaOpts), shape.componentType, reps));
   if (f16) {
     for (const source of SOURCES.slice(1)) add(await timeCeilingKernel(ctx, mmaKernel(f16, source, mmaOpts), 'f16', reps));

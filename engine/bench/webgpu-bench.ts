@@ -29,7 +29,8 @@
 // take longer; with --quick one small shape; --bwd-paths flash-f32,flash-matrix picks the
 // paths, --bwd-prefs '[{"warps":8,"bm":16}, …]' self-tests and times each flash-matrix tile).
 // --ceiling (only the ceiling microbenchmarks and PyTorch's matmul and copy beside them: ceiling-bench.ts;
-// with --quick at SwiftShader sizes),
+// with --quick at SwiftShader sizes; --ceiling-focus only the forward's no-HBM loop schedules,
+// ceiling-attention-loop.ts, and the storage copies),
 // --timing-study (only the same runs timed the panel's old way and steadily: timing-study.ts),
 // --peers ort: ONNX Runtime Web's WebGPU attention (ort-peer.ts) on the same device and shapes
 // (prefill at --n and --d, causal and not; the decoding shapes), checked against float64, and a
@@ -365,7 +366,7 @@ async function main(): Promise<number> {
   );
   console.log(`WGSL language features: ${ctx.wgslFeatures.join(', ')}`);
   console.log(`paths: ${ctx.paths.join(', ')}; timing: ${ctx.timestamps ? 'timestamp-query' : 'wall clock'}`);
-  if (args.includes('--ceiling')) return ceilingBench(ctx, { quick, reps: REPS });
+  if (args.includes('--ceiling')) return ceilingBench(ctx, { quick, reps: REPS, focus: args.includes('--ceiling-focus') });
   if (args.includes('--serving')) return servingBench(ctx, { quick, reps: REPS, paths: ONLY });
   if (args.includes('--timing-study')) {
     const rows = await timingStudy(ctx, studyShapes(ctx.paths, quick), (r) => console.log(JSON.stringify(r)));

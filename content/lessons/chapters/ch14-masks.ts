@@ -38,12 +38,12 @@ export const chapter14: Chapter = {
     },
     {
       kind: 'p',
-      text: 'A score_mod changes a kept score instead: ALiBi subtracts a per-head slope times the distance, a softcap squashes the score with $c\\tanh(s/c)$. PyTorch FlexAttention takes these two functions, and so do the CuTe kernels of flash-attention (flash_attn/cute/interface.py@0251105a, l. 547–549: score_mod, mask_mod, block_sparse_tensors).',
+      text: 'A score_mod changes a kept score instead: ALiBi subtracts a per-head slope times the distance, a softcap squashes the score with $c\\tanh(s/c)$. PyTorch FlexAttention takes these two functions, and so do the CuTe kernels of flash-attention.',
     },
     { kind: 'h', text: 'From the mask to the tiles' },
     {
       kind: 'p',
-      text: 'A tiled kernel works on $B_r \\times B_c$ tiles of $S$. For each pair (Q tile, K/V tile) the mask is either empty (every pair masked: the tile is never loaded, multiplied or exponentiated), full (nothing masked: no mask work at all) or partial (the mask runs inside it). These three states, per tile pair, are the block mask; upstream stores the partial and full tiles of each Q tile as count and index lists (flash_attn/cute/block_sparsity.py@0251105a, l. 17–23: mask_block_cnt/idx, full_block_cnt/idx). The kernel walks only those lists, so its work follows the density — the fraction of tile pairs that are not empty.',
+      text: 'A tiled kernel works on $B_r \\times B_c$ tiles of $S$. For each pair (Q tile, K/V tile) the mask is either empty (every pair masked: the tile is never loaded, multiplied or exponentiated), full (nothing masked: no mask work at all) or partial (the mask runs inside it). These three states, per tile pair, are the block mask; upstream stores the partial and full tiles of each Q tile as count and index lists. The kernel walks only those lists, so its work follows the density — the fraction of tile pairs that are not empty.',
     },
     {
       kind: 'p',

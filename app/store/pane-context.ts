@@ -1,7 +1,7 @@
 // The pane a component belongs to, and that pane's controller.
 import { createContext, useContext } from 'react';
-import type { PaneId } from '../store/store.ts';
-import type { PaneController } from './controller.ts';
+import type { PaneId } from './store.ts';
+import type { PaneController } from './pane-controller.ts';
 
 export interface PaneContextValue {
   pane: PaneId;

@@ -3,13 +3,13 @@
 // The current step's tile is outlined in yellow; dQ marks the rows being added to and names
 // the K/V column block the add comes from. Colour scales are fixed over the whole run.
 
-import './backward.css';
+import '../backward/backward.css';
 import { useMemo } from 'react';
 import { type Frame, type HeadInputs, type LoadSummary, findDescriptor } from '../../engine/api.ts';
 import { useApp, type MatrixId } from '../store/store.ts';
-import { usePane } from '../pane/context.ts';
-import { colourScale } from '../views/colour.ts';
-import { Heatmap, type Rect } from '../views/Heatmap.tsx';
+import { usePane } from '../store/pane-context.ts';
+import { colourScale } from './colour.ts';
+import { Heatmap, type Rect } from './Heatmap.tsx';
 
 const rowsRect = (r0: number, r1: number, width: number): Rect | undefined => (r1 > r0 ? { r0, r1, c0: 0, c1: width } : undefined);
 

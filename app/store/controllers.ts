@@ -1,8 +1,8 @@
 // The live controller of each mounted pane, so code outside a pane (the share link's
 // restore, compare mode's synchronised stepping) can move it.
 
-import type { PaneController } from '../pane/controller.ts';
-import type { PaneId } from '../store/store.ts';
+import type { PaneController } from './pane-controller.ts';
+import type { PaneId } from './store.ts';
 
 export const controllers = new Map<PaneId, PaneController>();
 

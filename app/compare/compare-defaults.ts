@@ -5,12 +5,12 @@
 // of its own.
 
 import { defaultsFor, hasKernel } from '../../engine/api.ts';
-import { useCompare } from '../compare/compare-store.ts';
-import { controllers } from '../compare/controllers.ts';
-import { comparePaneId } from '../compare/pane-config.ts';
-import { SHARED_PANE } from '../compare/shared-request.ts';
+import { useCompare } from './compare-store.ts';
+import { controllers } from '../store/controllers.ts';
+import { comparePaneId } from './pane-config.ts';
+import { SHARED_PANE } from './shared-request.ts';
 import { useApp } from '../store/store.ts';
-import { useDefaults } from './form-defaults.ts';
+import { useDefaults } from '../defaults/form-defaults.ts';
 
 export function chooseCompareAlgorithm(index: number, algorithm: string): void {
   const pane = comparePaneId(index);

@@ -5,7 +5,7 @@
 
 import { applyUpdate, type Breakpoint, type Frame, type FrameUpdate, type Granularity, type LoadRequest } from '../../engine/api.ts';
 import { startDebuggerWorker, type DebuggerClient } from '../worker/client.ts';
-import { TEXT_VIEW_HZ, useApp, type ErrorPlace, type PaneId } from '../store/store.ts';
+import { TEXT_VIEW_HZ, useApp, type ErrorPlace, type PaneId } from './store.ts';
 
 /** Errors that are about the input, not about the worker: shown, nothing restarted. */
 function isInputError(e: unknown): boolean {

@@ -3,7 +3,7 @@
 
 import katex from 'katex';
 import 'katex/dist/katex.min.css';
-import { useDeferredValue, useEffect, useMemo, useRef, useState } from 'react';
+import { useDeferredValue, useEffect, useLayoutEffect, useMemo, useRef, useState } from 'react';
 import { formulaFor } from '../../content/formulas.ts';
 import { backwardLive } from '../../content/backward-live.ts';
 import { softmaxScale, findDescriptor } from '../../engine/api.ts';
@@ -17,14 +17,10 @@ function Tex({ tex: latest, label }: { tex: string; label: string }) {
   const box = useRef<HTMLDivElement>(null);
   const [scrolls, setScrolls] = useState(false);
   // An equation wider than its box scrolls there, so the box joins the tab order to be scrollable by keyboard.
-  // Measured in the next frame, where the browser lays out anyway, not by forcing a layout while React commits.
-  // biome-ignore lint/correctness/useExhaustiveDependencies: a new equation changes the box's scroll width, so it is measured again
-  useEffect(() => {
+  useLayoutEffect(() => {
     const el = box.current;
-    if (!el) return;
-    const frame = requestAnimationFrame(() => setScrolls(el.scrollWidth > el.clientWidth));
-    return () => cancelAnimationFrame(frame);
-  }, [html]);
+    if (el) setScrolls(el.scrollWidth > el.clientWidth);
+  });
   useEffect(() => {
     const el = box.current;
     if (!el) return;

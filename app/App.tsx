@@ -1,8 +1,9 @@
 import { lazy, Suspense, useEffect } from 'react';
 import { DebuggerPane } from './pane/DebuggerPane.tsx';
 import { useApp } from './store/store.ts';
-import { LessonsNav, WithLessons } from './lessons/LessonsEntry.tsx';
-import { ModeSwitch } from './compare/ModeSwitch.tsx';
+import { WithLessons } from './lessons/LessonsEntry.tsx';
+import { LessonsNav } from './shell/LessonsNav.tsx';
+import { ModeSwitch } from './shell/ModeSwitch.tsx';
 import { useCompare } from './compare/compare-store.ts';
 import { ShareNotice } from './share/ShareControls.tsx';
 import { startUrlSync } from './share/url-sync.ts';

@@ -3,7 +3,7 @@
 
 import { useEffect, useRef, useState } from 'react';
 import { goToLesson } from '../lessons/route.ts';
-import { openMode } from '../compare/ModeSwitch.tsx';
+import { openMode } from '../shell/ModeSwitch.tsx';
 import { rememberWelcomeDismissed, welcomeDismissed, welcomeDue } from './welcome-memory.ts';
 import './welcome.css';
 

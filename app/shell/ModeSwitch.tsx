@@ -1,11 +1,11 @@
 // "Single | Compare" in the top bar: one debugger pane, or 2 to 4 side by side. Switching
 // leaves the lessons if they are open and hands the keyboard to the mode shown.
-import './compare.css';
+import '../compare/compare.css';
 
 import { goToLesson, useLessonRoute } from '../lessons/route.ts';
 import { useApp } from '../store/store.ts';
-import { useCompare, type AppMode } from './compare-store.ts';
-import { comparePaneId } from './pane-config.ts';
+import { useCompare, type AppMode } from '../compare/compare-store.ts';
+import { comparePaneId } from '../compare/pane-config.ts';
 import { useServing } from '../serving/serving-store.ts';
 
 /** Shows one mode (leaving the lessons if they are open) and hands it the keyboard. */

@@ -1,5 +1,5 @@
 // FA2's backward, then FA1's (which has no hardware schedule): the hardware views step aside
-// without a console error (issue 34: two errors were logged, the fit fix guarded only the forward).
+// without a console error (the fit fix guards the backward as well as the forward).
 
 import { expect, test } from '@playwright/test';
 import { counter, openApp, watchConsole } from './helpers.ts';

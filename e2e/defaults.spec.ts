@@ -21,7 +21,7 @@ const panel = (page: Page) => page.getByRole('region', { name: 'Problem', exact:
 const memoryMap = (page: Page) => page.getByRole('region', { name: 'Memory map' });
 const timeline = (page: Page) => page.getByRole('region', { name: 'Warp-role timeline' });
 
-test('issue 19: FA4 with d = 192, dv = 128 from the default page draws its Large-Small-Large ring', async ({ page }) => {
+test('FA4 with d = 192, dv = 128 from the default page draws its Large-Small-Large ring', async ({ page }) => {
   await openApp(page);
   await panel(page).getByLabel('Algorithm').selectOption('fa4');
   await panel(page).getByLabel('d', { exact: true }).fill('192');

@@ -1,5 +1,5 @@
-// Hostile serving files (issue 34): a valid but very wide block table used to freeze the page
-// (a DOM cell per column); now only the cells in view are drawn, and a bad file is named.
+// Hostile serving files: a valid but very wide block table draws only the cells in view (a DOM
+// cell per column would freeze the page), and a bad file is named.
 
 import { expect, test, type Page } from '@playwright/test';
 import { encodeNpy } from '../engine/io/npy.ts';

@@ -1,4 +1,4 @@
-// Hostile share links (issue 34): links whose problem form names a property every object
+// Hostile share links: links whose problem form names a property every object
 // inherits used to blank the page, and the page stayed blank on reload. Each must open the
 // app with the defaults and a notice naming the ignored key, and a reload must open it too.
 

@@ -74,7 +74,7 @@ function expectLoadable(fragment: string): string[] {
 const HOSTILE_VALUES: unknown[] = [1, 'x', true, null, [], {}, { polluted: 1 }, ['a', 'b'], { join: 1 }];
 
 describe('share links with Object.prototype names as keys', () => {
-  it('the links from issue 34 open the defaults for the problem, with a notice naming the key', () => {
+  it('links whose form keys are Object.prototype names open the defaults for the problem, with a notice naming the key', () => {
     for (const name of ['constructor', '__proto__', 'toString', 'valueOf', 'hasOwnProperty']) {
       const f = JSON.parse(`{"v":1,"f":{${JSON.stringify(name)}:1}}`);
       const notices = expectLoadable(frag(f));

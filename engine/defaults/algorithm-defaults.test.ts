@@ -32,7 +32,7 @@ describe('defaultsFor', () => {
     expect([config.blockM, config.blockN]).toEqual([sheet.tiles.block_m, sheet.tiles.block_n]);
   });
 
-  it('brings FA4 with d = 192, dv = 128 typed into bf16 on the B200 with its 128 × 128 tile (issue 19)', () => {
+  it('brings FA4 with d = 192, dv = 128 typed into bf16 on the B200 with its 128 × 128 tile', () => {
     const { config, replaced } = defaultsFor('fa4', { ...FA2_FORM, d: 192, dv: 128 }, ['d', 'dv']);
     expect(config).toMatchObject({ d: 192, dv: 128, dtype: 'bf16', gpu: 'b200', blockM: 128, blockN: 128, nq: 512, nk: 512 });
     expect(replaced).toEqual([]);
@@ -82,7 +82,7 @@ describe('defaultsFor', () => {
 });
 
 describe('scheduleFix', () => {
-  it('names the field and value that make the issue 19 configuration schedulable', () => {
+  it('names the field and value that make FA4 at d = 192, dv = 128 in fp32 schedulable', () => {
     const c: WorkingConfig = { ...FA2_FORM, d: 192, dv: 128, gpu: 'b200' };
     expect(misfits('fa4', c).join('\n')).toMatch(/dtype: FA4 takes fp16 or bf16 inputs/);
     const fix = scheduleFix('fa4', c);

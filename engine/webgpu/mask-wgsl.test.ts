@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { BLOCK_FULL, BLOCK_PARTIAL, blockMask } from '../core/block-mask.ts';
 import { maskSpecFrom } from '../core/mask-presets.ts';
 import { checkMaskSpec } from '../core/mask-spec.ts';
-import type { AttentionProblem } from '../core/problem.ts';
+import { DEFAULT_PROBLEM, type AttentionProblem } from '../core/problem.ts';
 import { FULL_FLAG, blockListWords } from './block-list.ts';
 import { maskWgsl } from './mask-wgsl.ts';
 import { scoreSpec, scoreWgsl } from './params.ts';
@@ -54,18 +54,7 @@ describe('mask_mod / score_mod to WGSL', () => {
   });
 
   it('puts the mask in the edge path only, and makes every tile an edge tile for a dense run', () => {
-    const p: AttentionProblem = {
-      batch: 1,
-      hq: 2,
-      hk: 2,
-      nq: 64,
-      nk: 64,
-      d: 32,
-      dv: 32,
-      causal: false,
-      dtype: 'fp32',
-      mask: { maskMod: 'kv_idx % 2 == 0', scoreMod: 'score + 1' },
-    };
+    const p: AttentionProblem = { ...DEFAULT_PROBLEM, hq: 2, hk: 2, mask: { maskMod: 'kv_idx % 2 == 0', scoreMod: 'score + 1' } };
     const code = scoreWgsl(scoreSpec(p));
     const full = /fn score_full[\s\S]*?\n\}/.exec(code)![0];
     const edge = /fn score_edge[\s\S]*?\n\}/.exec(code)![0];
@@ -80,18 +69,7 @@ describe('block list', () => {
   it('lists the partial K/V tiles of each Q tile, then the full ones (flagged), a ragged last tile always partial', () => {
     const nq = 64;
     const nk = 72; // the last 16-key tile holds 8 keys
-    const p: AttentionProblem = {
-      batch: 1,
-      hq: 1,
-      hk: 1,
-      nq,
-      nk,
-      d: 32,
-      dv: 32,
-      causal: false,
-      dtype: 'fp32',
-      mask: maskSpecFrom({ maskMod: 'prefix_lm:20' }, { hq: 1, nq, nk }),
-    };
+    const p: AttentionProblem = { ...DEFAULT_PROBLEM, nq, nk, mask: maskSpecFrom({ maskMod: 'prefix_lm:20' }, { hq: 1, nq, nk }) };
     const bm = blockMask(p, 16, 16);
     const words = blockListWords(bm, nk);
     const stride = 2 + bm.kvBlocks;

@@ -22,7 +22,12 @@ async function checks(page: Page, query: string): Promise<Extract<CheckMessage, 
   return m;
 }
 
-function expectAllClose(m: Extract<CheckMessage, { ok: true }>, path: string, tol: number, variants = KERNEL_VARIANTS): void {
+type Checks = Extract<CheckMessage, { ok: true }>;
+
+/** The rows of one kernel choice of a request that ran several. */
+const ofKernel = (m: Checks, kernel: string): Checks => ({ ...m, results: m.results.filter((r) => r.kernel === kernel) });
+
+function expectAllClose(m: Checks, path: string, tol: number, variants = KERNEL_VARIANTS): void {
   const rows = m.results.filter((r) => r.path === path);
   expect(rows.map((r) => r.variant)).toEqual(variants.map((v) => v.name));
   for (const r of rows) {
@@ -78,7 +83,7 @@ test('flash-subgroups, row kernel with four lanes per row', async ({ page }) => 
 
 for (const path of ['flash-f16', 'flash-matrix'] as const) {
   test(`${path} matches the reference where the adapter offers it`, async ({ page }) => {
-    const probe = await checks(page, 'path=decode');
+    const probe = await checks(page, 'probe');
     test.skip(
       !probe.paths.includes(path),
       `this adapter (${probe.adapter}) does not offer ${path}; it is checked by the GPU benchmark's self-test`,
@@ -88,25 +93,24 @@ for (const path of ['flash-f16', 'flash-matrix'] as const) {
   });
 }
 
-// Tensors larger than one binding run in windows: here one batch per binding, so each
-// problem is three dispatches over slices of the same buffers (GQA, causal, ALiBi and sinks
-// indexed within each window).
+// Tensors larger than one binding run in windows: one batch per binding (each problem is
+// three dispatches over slices of the same buffers, with GQA, causal, ALiBi and sinks indexed
+// within each window), then bindings that hold one key head's group of query heads. Both run
+// on one device, so the kernels they share compile once.
 for (const path of ['flash-f32', 'flash-subgroups', 'decode'] as const) {
-  test(`${path} in batch windows matches the reference`, async ({ page }) => {
-    const m = await checks(page, `path=${path}&kernel=windows`);
+  test(`${path} in batch windows and in windows of heads inside a batch matches the reference`, async ({ page }) => {
+    const m = await checks(page, `path=${path}&kernel=windows,head-windows`);
+    const batches = ofKernel(m, 'windows');
     // …and fillRandom, a binding-sized chunk at a time, writes exactly what it writes in one piece
-    expectAllClose(m, path, 2e-5, [...WINDOW_VARIANTS, { name: 'fill in chunks', problem: WINDOW_VARIANTS[0].problem }]);
-    expect(m.results.find((r) => r.variant === 'fill in chunks')?.maxErrO).toBe(0);
-    for (const r of m.results) expect(r.config).toContain('in 3 windows of 1 batch');
-  });
+    expectAllClose(batches, path, 2e-5, [...WINDOW_VARIANTS, { name: 'fill in chunks', problem: WINDOW_VARIANTS[0].problem }]);
+    expect(batches.results.find((r) => r.variant === 'fill in chunks')?.maxErrO).toBe(0);
+    for (const r of batches.results) expect(r.config).toContain('in 3 windows of 1 batch');
 
-  test(`${path} in windows of heads inside a batch matches the reference`, async ({ page }) => {
-    // bindings that hold one key head's group of query heads
-    const m = await checks(page, `path=${path}&kernel=head-windows`);
-    expectAllClose(m, path, 2e-5, WINDOW_VARIANTS);
-    expect(m.results[0].config).toContain('in 6 windows of 2 heads (inside one batch)'); // GQA: 2 query heads per key head
-    expect(m.results[1].config).toContain('in 6 windows of 1 head (inside one batch)');
-    expect(m.results[2].config).toContain('in 3 windows of 1 batch'); // its 2 query heads share one key head: a batch is the smallest window
+    const heads = ofKernel(m, 'head-windows');
+    expectAllClose(heads, path, 2e-5, WINDOW_VARIANTS);
+    expect(heads.results[0].config).toContain('in 6 windows of 2 heads (inside one batch)'); // GQA: 2 query heads per key head
+    expect(heads.results[1].config).toContain('in 6 windows of 1 head (inside one batch)');
+    expect(heads.results[2].config).toContain('in 3 windows of 1 batch'); // its 2 query heads share one key head: a batch is the smallest window
   });
 }
 

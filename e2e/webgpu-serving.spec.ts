@@ -44,35 +44,29 @@ test('paged flash-decoding matches the float64 reference and never reads an unow
   expect(m.results[PAGED_VARIANTS.length].config).toContain('of 16 keys (1 pages of 16)');
 });
 
+// The row kernel where it fits, then the 4×4-tiled kernel on every variant, on one device:
+// the d = 128 variant runs the tiled kernel under both choices and compiles once.
 for (const path of ['flash-f32', 'flash-subgroups'] as const) {
-  test(`varlen forward on ${path} matches the float64 reference (row kernel where it fits)`, async ({ page }) => {
-    const m = await checks(page, `path=${path}&kernel=serving`);
-    expectAllClose(
-      m,
-      VARLEN_VARIANTS.map((v) => v.name),
-      2e-5,
-    );
-    expect(m.results[0].config).toMatch(/^varlen row kernel/);
+  test(`varlen forward on ${path} matches the float64 reference (row kernel where it fits, and the 4×4-tiled kernel)`, async ({ page }) => {
+    const m = await checks(page, `path=${path}&kernel=serving,serving-tiled`);
+    const names = VARLEN_VARIANTS.map((v) => v.name);
+    const row = { ...m, results: m.results.filter((r) => r.kernel === 'serving') };
+    expectAllClose(row, names, 2e-5);
+    expect(row.results[0].config).toMatch(/^varlen row kernel/);
     // d = 128 has no row configuration on these paths here: the tiled kernel runs it
-    expect(m.results[VARLEN_VARIANTS.length - 1].config).toMatch(/^varlen tiled kernel/);
+    expect(row.results[VARLEN_VARIANTS.length - 1].config).toMatch(/^varlen tiled kernel/);
     // lengths 1, 37, 0, 130, 5 at BM = 128: 1 + 1 + 0 + 2 + 1 blocks, no padding blocks
-    expect(m.results[0].config).toContain('5 (sequence, query block) tiles per head');
-  });
+    expect(row.results[0].config).toContain('5 (sequence, query block) tiles per head');
 
-  test(`varlen forward on ${path}, 4×4-tiled kernel`, async ({ page }) => {
-    const m = await checks(page, `path=${path}&kernel=serving-tiled`);
-    expectAllClose(
-      m,
-      VARLEN_VARIANTS.map((v) => v.name),
-      2e-5,
-    );
-    for (const r of m.results) expect(r.config).toMatch(/^varlen tiled kernel/);
+    const tiled = { ...m, results: m.results.filter((r) => r.kernel === 'serving-tiled') };
+    expectAllClose(tiled, names, 2e-5);
+    for (const r of tiled.results) expect(r.config).toMatch(/^varlen tiled kernel/);
   });
 }
 
 for (const path of ['flash-f16', 'flash-matrix'] as const) {
   test(`varlen forward on ${path} where the adapter offers it`, async ({ page }) => {
-    const probe = await checks(page, 'path=decode&kernel=serving');
+    const probe = await checks(page, 'probe');
     test.skip(
       !probe.paths.includes(path),
       `this adapter (${probe.adapter}) does not offer ${path}; the GPU benchmark's self-test checks it`,

@@ -3,10 +3,11 @@
 // float64 reference (engine/core/reference.ts). Query: ?path=flash-f32 (one path; default all
 // paths the adapter offers) &kernel=tiled|tiled-small|row-wide (which flash kernel the
 // f32/subgroup paths run, see kernel-check.worker.ts; default: the backend's choice) or
-// windows (the batch-window problems, one batch per binding). Results land in
+// windows (the batch-window problems, one batch per binding); several, comma-separated, run
+// in turn on one device; &probe: only which paths the adapter offers. Results land in
 // window.__kernelChecks and in #out, for e2e/webgpu-kernels.spec.ts.
 
-import type { CheckMessage, KernelChoice } from './kernel-check.worker.ts';
+import type { CheckMessage, CheckRequest, KernelChoice } from './kernel-check.worker.ts';
 
 declare global {
   interface Window {
@@ -20,4 +21,6 @@ w.onmessage = (ev: MessageEvent<CheckMessage>) => {
   window.__kernelChecks = ev.data;
   document.getElementById('out')!.textContent = JSON.stringify(ev.data, null, 1);
 };
-w.postMessage({ path: params.get('path'), kernel: params.get('kernel') as KernelChoice | null });
+const kernel = params.get('kernel');
+const kernels = params.has('probe') ? [] : kernel ? (kernel.split(',') as KernelChoice[]) : [null];
+w.postMessage({ path: params.get('path'), kernels } satisfies CheckRequest);

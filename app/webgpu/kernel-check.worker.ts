@@ -4,7 +4,7 @@
 import { randomInputs } from '../../engine/core/inputs.ts';
 import { referenceAttention } from '../../engine/core/reference.ts';
 import { AttentionRun, pathElem, type RunOptions } from '../../engine/webgpu/backend.ts';
-import { openWebGpu, type WebGpuPath } from '../../engine/webgpu/device.ts';
+import { openWebGpu, type WebGpuContext, type WebGpuPath } from '../../engine/webgpu/device.ts';
 import { bytesPerBatch, bytesPerHead } from '../../engine/webgpu/binding-windows.ts';
 import type { AttentionProblem } from '../../engine/core/problem.ts';
 import { sampleSites } from '../../engine/webgpu/row-check.ts';
@@ -20,6 +20,17 @@ export interface CheckResult {
   maxErrLse: number;
   config: string;
   error?: string;
+  /** The kernel choice of the request that produced this row. */
+  kernel?: KernelChoice | null;
+}
+
+/**
+ * One path (or every path the adapter offers) under each kernel choice in turn, on one device;
+ * no choices: only the adapter's report (which paths it offers).
+ */
+export interface CheckRequest {
+  path: string | null;
+  kernels: (KernelChoice | null)[];
 }
 
 export type CheckMessage =
@@ -44,64 +55,13 @@ const CHOICES: Record<Exclude<KernelChoice, 'windows' | 'head-windows' | 'servin
   'row-wide': { rowPrefs: { tpr: 4, rpt: 1 } },
 };
 
-self.onmessage = async (ev: MessageEvent<{ path: string | null; kernel: KernelChoice | null }>) => {
+self.onmessage = async (ev: MessageEvent<CheckRequest>) => {
   try {
+    // One device for every kernel choice of the request: its pipeline cache compiles a kernel two choices share once.
     const ctx = await openWebGpu((self.navigator as Navigator & { gpu?: GPU }).gpu);
     const paths = ev.data.path ? [ev.data.path as WebGpuPath] : ctx.paths;
     const results: CheckResult[] = [];
-    const kernel = ev.data.kernel;
-    if (kernel === 'serving' || kernel === 'serving-tiled') {
-      const results: CheckResult[] = [];
-      for (const path of paths) {
-        if (path === 'decode')
-          results.push(
-            ...(await checkPaged(ctx)),
-            ...(await checkPaged(ctx, undefined, { splitPages: 1 })).map((r) => ({ ...r, variant: `${r.variant} (one page per split)` })),
-          );
-        else results.push(...(await checkVarlen(ctx, path, undefined, kernel === 'serving-tiled' ? { flashKernel: 'tiled' } : {})));
-      }
-      self.postMessage({
-        ok: true,
-        adapter: ctx.adapterName,
-        paths: ctx.paths,
-        subgroupMinSize: ctx.subgroupMinSize,
-        results,
-      } satisfies CheckMessage);
-      return;
-    }
-    const windowed = kernel === 'windows' || kernel === 'head-windows';
-    for (const path of paths) {
-      for (const v of windowed ? WINDOW_VARIANTS : KERNEL_VARIANTS) {
-        const p = { ...v.problem, dtype: pathElem(path) === 'f16' ? ('fp16' as const) : ('fp32' as const) };
-        const choice = windowed ? { maxBindingBytes: bindingFor(p, path, kernel) } : kernel ? CHOICES[kernel] : {};
-        const x = randomInputs(p, { seed: 11 });
-        const ref = referenceAttention(p, x);
-        let run: AttentionRun | undefined;
-        try {
-          run = await AttentionRun.create(ctx, p, { path, ...choice });
-          run.upload(x);
-          await run.execute();
-          const r = await run.read();
-          let eo = 0;
-          let el = 0;
-          for (let i = 0; i < r.o.length; i++) eo = Math.max(eo, Math.abs(r.o[i] - ref.o[i]));
-          for (let i = 0; i < r.lse.length; i++) el = Math.max(el, r.lse[i] === ref.lse[i] ? 0 : Math.abs(r.lse[i] - ref.lse[i]));
-          results.push({ path, variant: v.name, maxErrO: eo, maxErrLse: el, config: run.config });
-        } catch (e) {
-          results.push({
-            path,
-            variant: v.name,
-            maxErrO: NaN,
-            maxErrLse: NaN,
-            config: '',
-            error: e instanceof Error ? e.message : String(e),
-          });
-        } finally {
-          run?.destroy();
-        }
-      }
-      if (kernel === 'windows') results.push(await fillInChunks(ctx, path));
-    }
+    for (const kernel of ev.data.kernels) results.push(...(await checksFor(ctx, paths, kernel)).map((r) => ({ ...r, kernel })));
     self.postMessage({
       ok: true,
       adapter: ctx.adapterName,
@@ -113,6 +73,55 @@ self.onmessage = async (ev: MessageEvent<{ path: string | null; kernel: KernelCh
     self.postMessage({ ok: false, message: e instanceof Error ? e.message : String(e) } satisfies CheckMessage);
   }
 };
+
+async function checksFor(ctx: WebGpuContext, paths: WebGpuPath[], kernel: KernelChoice | null): Promise<CheckResult[]> {
+  const results: CheckResult[] = [];
+  if (kernel === 'serving' || kernel === 'serving-tiled') {
+    for (const path of paths) {
+      if (path === 'decode')
+        results.push(
+          ...(await checkPaged(ctx)),
+          ...(await checkPaged(ctx, undefined, { splitPages: 1 })).map((r) => ({ ...r, variant: `${r.variant} (one page per split)` })),
+        );
+      else results.push(...(await checkVarlen(ctx, path, undefined, kernel === 'serving-tiled' ? { flashKernel: 'tiled' } : {})));
+    }
+    return results;
+  }
+  const windowed = kernel === 'windows' || kernel === 'head-windows';
+  for (const path of paths) {
+    for (const v of windowed ? WINDOW_VARIANTS : KERNEL_VARIANTS) {
+      const p = { ...v.problem, dtype: pathElem(path) === 'f16' ? ('fp16' as const) : ('fp32' as const) };
+      const choice = windowed ? { maxBindingBytes: bindingFor(p, path, kernel) } : kernel ? CHOICES[kernel] : {};
+      const x = randomInputs(p, { seed: 11 });
+      const ref = referenceAttention(p, x);
+      let run: AttentionRun | undefined;
+      try {
+        run = await AttentionRun.create(ctx, p, { path, ...choice });
+        run.upload(x);
+        await run.execute();
+        const r = await run.read();
+        let eo = 0;
+        let el = 0;
+        for (let i = 0; i < r.o.length; i++) eo = Math.max(eo, Math.abs(r.o[i] - ref.o[i]));
+        for (let i = 0; i < r.lse.length; i++) el = Math.max(el, r.lse[i] === ref.lse[i] ? 0 : Math.abs(r.lse[i] - ref.lse[i]));
+        results.push({ path, variant: v.name, maxErrO: eo, maxErrLse: el, config: run.config });
+      } catch (e) {
+        results.push({
+          path,
+          variant: v.name,
+          maxErrO: NaN,
+          maxErrLse: NaN,
+          config: '',
+          error: e instanceof Error ? e.message : String(e),
+        });
+      } finally {
+        run?.destroy();
+      }
+    }
+    if (kernel === 'windows') results.push(await fillInChunks(ctx, path));
+  }
+  return results;
+}
 
 /** The binding size that makes `p` run in windows of one batch, or of one key head's query heads. */
 function bindingFor(p: AttentionProblem, path: WebGpuPath, kind: 'windows' | 'head-windows'): number {
@@ -128,7 +137,7 @@ function bindingFor(p: AttentionProblem, path: WebGpuPath, kind: 'windows' | 'he
  * at a time) must write exactly what it writes in one piece: compares the inputs of sampled
  * rows, first and last batch included. The difference lands in maxErrO.
  */
-async function fillInChunks(ctx: Awaited<ReturnType<typeof openWebGpu>>, path: WebGpuPath): Promise<CheckResult> {
+async function fillInChunks(ctx: WebGpuContext, path: WebGpuPath): Promise<CheckResult> {
   const p = { ...WINDOW_VARIANTS[0].problem, dtype: pathElem(path) === 'f16' ? ('fp16' as const) : ('fp32' as const) };
   const runs: AttentionRun[] = [];
   try {

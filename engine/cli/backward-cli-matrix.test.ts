@@ -1,5 +1,5 @@
 // The backward's command-line contract on every variant, through the real command:
-// `npm run -s engine -- run --algo standard,fa1,fa2,fa3 --q … --k … --v … --do … --out DIR`
+// `node --import tsx engine/cli/main.ts run --algo standard,fa1,fa2,fa3 --q … --k … --v … --do … --out DIR`
 // is spawned once per variant on tensor files written here, and DIR/<algo>/{o,lse,dq,dk,dv}.npy
 // are compared with a float64 reference written in this file on its own terms (dense score
 // matrices, the masks and modifiers spelled out from FlashAttention's definitions, no engine
@@ -372,9 +372,13 @@ describe('run --do: every variant through the spawned command, against a float64
       }
       if (c.blocks) args.push('--block-m', String(c.blocks[0]), '--block-n', String(c.blocks[1]));
       const out = at('out');
-      const r = spawnSync('npm', ['run', '-s', 'engine', '--', 'run', '--algo', ALGOS.join(','), ...args, '--out', out], {
-        encoding: 'utf8',
-      });
+      const r = spawnSync(
+        process.execPath,
+        ['--import', 'tsx', 'engine/cli/main.ts', 'run', '--algo', ALGOS.join(','), ...args, '--out', out],
+        {
+          encoding: 'utf8',
+        },
+      );
       expect(r.stderr.replace(/npm warn.*\n/g, ''), 'stderr').toBe('');
       expect(r.status).toBe(0);
 
@@ -451,7 +455,8 @@ describe('run --do refusals through the spawned command: nothing written', () =>
     '--layout',
     'bnhd',
   ];
-  const engine = (args: string[]) => spawnSync('npm', ['run', '-s', 'engine', '--', 'run', ...args], { encoding: 'utf8' });
+  const engine = (args: string[]) =>
+    spawnSync(process.execPath, ['--import', 'tsx', 'engine/cli/main.ts', 'run', ...args], { encoding: 'utf8' });
 
   it('a dO with O’s element count in the other layout is refused, naming dO and the expected shape', () => {
     const out = join(dir, 'refused-do');

@@ -15,7 +15,8 @@ import { mulberry32 } from '../core/random.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'flashscope-fp8-cli-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
-const engine = (cmd: string, args: string[]) => spawnSync('npm', ['run', '-s', 'engine', '--', cmd, ...args], { encoding: 'utf8' });
+const engine = (cmd: string, args: string[]) =>
+  spawnSync(process.execPath, ['--import', 'tsx', 'engine/cli/main.ts', cmd, ...args], { encoding: 'utf8' });
 const readBack = async (f: string) => readNpy(new MemorySource(new Uint8Array(readFileSync(f))));
 
 // B=1, N=48 queries, 80 keys, H=2, d=32, bnhd: [B, N, H, d], fp16 values; one outlier channel in K.

@@ -16,7 +16,8 @@ import { mulberry32 } from '../core/random.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'flashscope-sage-cli-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
-const engine = (cmd: string, args: string[]) => spawnSync('npm', ['run', '-s', 'engine', '--', cmd, ...args], { encoding: 'utf8' });
+const engine = (cmd: string, args: string[]) =>
+  spawnSync(process.execPath, ['--import', 'tsx', 'engine/cli/main.ts', cmd, ...args], { encoding: 'utf8' });
 const readBack = async (f: string) => readNpy(new MemorySource(new Uint8Array(readFileSync(f))));
 
 // B=1, 96 queries, 160 keys, Hq=2, Hk=1, d=32, bnhd; K channel e has offset OFF[e] (up to ±24).

@@ -3,10 +3,9 @@
 // paged), the WebGPU panel, the lesson list and every chapter — in both themes. No serious
 // or critical violation may remain; moderate and minor ones are printed for the report.
 
-import AxeBuilder from '@axe-core/playwright';
 import { expect, test, type Page } from '@playwright/test';
 import { CHAPTERS } from '../content/lessons/chapters/index.ts';
-import { openApp, watchConsole } from './helpers.ts';
+import { axeOn, openApp, watchConsole } from './helpers.ts';
 
 let checkConsole: () => void;
 test.beforeEach(async ({ page }) => {
@@ -32,7 +31,7 @@ async function audit(page: Page, where: string, contrastOnly = false, skipPanes 
   // both themes: the contrast pass of a chapter leaves them out, and so does the whole pass of
   // a chapter whose panes show only views an earlier chapter's whole pass checked.
   // Only the violations come back: the passes of a page of tables are most of axe's output.
-  const base = new AxeBuilder({ page }).options({ resultTypes: ['violations'] });
+  const base = axeOn(page).options({ resultTypes: ['violations'] });
   const axe = skipPanes ? base.exclude('[data-lesson-pane]') : base;
   const t0 = Date.now();
   const { violations } = await (contrastOnly ? axe.withRules(['color-contrast']) : axe).analyze();

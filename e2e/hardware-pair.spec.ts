@@ -1,9 +1,8 @@
 // FA4's CTA pair in the hardware views: the dedicated d = dv = 256 kernel
 // (sm100_hd256_2cta_fmha_forward.py@0251105a) shows the leader's and the peer's rows side by side.
-import AxeBuilder from '@axe-core/playwright';
 import { expect, test, type Page } from '@playwright/test';
 import type { ProblemForm } from '../app/store/problem-form.ts';
-import { counter, engineSession, openApp, watchConsole } from './helpers.ts';
+import { axeOn, counter, engineSession, openApp, watchConsole } from './helpers.ts';
 
 let checkConsole: () => void;
 test.beforeEach(async ({ page }) => {
@@ -81,7 +80,7 @@ test('FA4 d = dv = 256: the timeline shows the leader and the peer CTA row by ro
   await expect(cta.nth(1)).toContainText('4 stages of 16 KB in sK and in sV, each holding rows 64–127');
   await expect(memoryMap(page).locator('[data-testid="reg-role"][data-registers="256"]')).toHaveCount(1);
   // No serious or critical axe violation in the pair rows or the memory map's pair panels.
-  const { violations } = await new AxeBuilder({ page })
+  const { violations } = await axeOn(page)
     .include('[data-testid="timeline-pair"]')
     .include('[data-testid="cta-pair"]')
     .options({ resultTypes: ['violations'] })

@@ -1,6 +1,7 @@
 // Shared by the debugger specs: the engine's own trace for the page's problem (computed
 // here in Node with the same session code the worker runs) and a console-error guard.
 
+import AxeBuilder from '@axe-core/playwright';
 import { expect, type Page } from '@playwright/test';
 import { DebuggerSession } from '../engine/debugger/session.ts';
 import type { LoadRequest } from '../engine/request.ts';
@@ -35,3 +36,9 @@ export async function openApp(page: Page): Promise<void> {
 }
 
 export const counter = (page: Page) => page.getByTestId('step-counter');
+
+/**
+ * axe-core on the page. Legacy mode runs axe in the page itself: the app has no frames, and the
+ * default mode's extra blank page for combining frame results doubles each pass's time.
+ */
+export const axeOn = (page: Page): AxeBuilder => new AxeBuilder({ page }).setLegacyMode(true);

@@ -1,8 +1,7 @@
-import AxeBuilder from '@axe-core/playwright';
 import { expect, test, type Page } from '@playwright/test';
 import { blockMask } from '../engine/core/block-mask.ts';
 import { DEFAULT_FORM, formToRequest } from '../app/store/problem-form.ts';
-import { counter, engineSession, openApp, watchConsole } from './helpers.ts';
+import { axeOn, counter, engineSession, openApp, watchConsole } from './helpers.ts';
 
 // The mask editor (text with the error at its column, presets) and the block-mask view.
 
@@ -73,7 +72,7 @@ test('chapter 14 opens on a partial tile with its mask in the editor; the block 
   await expect(page.getByText('Problem changed')).toHaveCount(0);
   await text.fill('kv_idx <= q_idx &&');
   await expect(panel(page).locator('.mask-error')).toBeVisible();
-  const { violations } = await new AxeBuilder({ page }).include('.mask-editor').include('.block-mask').analyze();
+  const { violations } = await axeOn(page).include('.mask-editor').include('.block-mask').analyze();
   expect(violations.map((v) => `${v.id}: ${v.help}`)).toEqual([]);
 });
 

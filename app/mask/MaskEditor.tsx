@@ -8,6 +8,9 @@ import type { ProblemForm } from '../store/problem-form.ts';
 
 type Key = 'maskMod' | 'scoreMod';
 
+/** What the editor reads and writes: the two texts and the dims presets scale with (the step debugger's and the WebGPU panel's forms both hold them). */
+type MaskForm = Pick<ProblemForm, Key | 'hq' | 'nq' | 'nk'>;
+
 interface Checked {
   /** The text that runs, when the box holds a preset reference. */
   runs?: string;
@@ -42,8 +45,8 @@ function MaskBox({
   k: Key;
   label: string;
   placeholder: string;
-  form: ProblemForm;
-  set: (p: Partial<ProblemForm>) => void;
+  form: MaskForm;
+  set: (p: Partial<MaskForm>) => void;
 }) {
   const id = useId();
   const kind = k === 'maskMod' ? 'mask_mod' : 'score_mod';
@@ -82,7 +85,7 @@ function MaskBox({
         placeholder={placeholder}
         value={text}
         maxLength={1000}
-        onChange={(e) => set({ [k]: e.target.value } as Partial<ProblemForm>)}
+        onChange={(e) => set({ [k]: e.target.value } as Partial<MaskForm>)}
       />
       {c.error?.column !== undefined && (
         <pre className="mask-caret" aria-hidden="true">
@@ -103,7 +106,7 @@ function MaskBox({
   );
 }
 
-export function MaskEditor({ form, set }: { form: ProblemForm; set: (p: Partial<ProblemForm>) => void }) {
+export function MaskEditor({ form, set }: { form: MaskForm; set: (p: Partial<MaskForm>) => void }) {
   return (
     <div className="mask-editor">
       <MaskBox k="maskMod" label="mask_mod" placeholder="e.g. kv_idx <= q_idx && q_idx - kv_idx < 16" form={form} set={set} />

@@ -85,7 +85,7 @@ test('a preset fills in a benchmark shape, clears the modifiers and picks the de
   await panel.getByLabel('causal').check();
   await panel.getByLabel('softcap', { exact: true }).fill('30');
 
-  const preset = panel.getByLabel('preset');
+  const preset = panel.getByLabel('preset', { exact: true });
   await preset.focus();
   await preset.selectOption({ label: 'GQA decoding: B=1 Hq=32 Hk=8 Nq=1 Nk=131072 d=128' });
   for (const [label, value] of [

@@ -42,6 +42,7 @@ export { INPUT_DISTRIBUTIONS, SINK_KEYS, randomInputs } from './core/inputs.ts';
 export type { AttentionInputs, InputDistribution } from './core/inputs.ts';
 export { mulberry32 } from './core/random.ts';
 export { referenceAttention } from './core/reference.ts';
+export { MAX_AUX_TEXT, auxToText, parseAuxText } from './core/mask-aux-text.ts';
 export { MASK_PRESETS, buildPreset, maskPreset, maskSpecFrom, parsePresetRef } from './core/mask-presets.ts';
 export type { MaskPreset, MaskPresetParam } from './core/mask-presets.ts';
 export { MaskSpecError, checkMaskSpec } from './core/mask-spec.ts';

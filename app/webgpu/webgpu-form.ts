@@ -29,6 +29,7 @@ export const FULL: Form = {
   softcap: '',
   maskMod: '',
   scoreMod: '',
+  maskAux: '',
   seed: '1',
   blockSparse: false,
 };
@@ -66,6 +67,7 @@ export const NO_MODIFIERS: Partial<Form> = {
   softcap: '',
   maskMod: '',
   scoreMod: '',
+  maskAux: '',
   blockSparse: false,
 };
 

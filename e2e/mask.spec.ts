@@ -55,6 +55,20 @@ test('a mistake is shown at its column and loses nothing; a preset loads and its
   await expect(page.getByText(`Tile (${e.tile.qBlock}, ${e.tile.kvBlock}) skipped (empty)`)).toBeVisible();
   await page.getByRole('button', { name: 'End', exact: true }).click();
   await expect(page.getByTestId('counters-sparsity')).toContainText(`${bm.counts.empty} tiles skipped`);
+
+  // An own mask reading an array typed in the aux box.
+  await text.fill('doc[q_idx] == doc[kv_idx]');
+  await expect(p.getByText("mask_mod: column 1: unknown array 'doc'; this mask has no aux arrays")).toBeVisible();
+  const aux = p.getByLabel('aux arrays', { exact: true });
+  await aux.fill('doc = 0*40, 1');
+  await expect(p.getByText('aux arrays: doc: entry 2 "1" is not a number')).toHaveCount(0);
+  await aux.fill('doc = 0*40, 1*x');
+  await expect(p.getByText('aux arrays: doc: entry 2 "1*x" is not a number (or number*count)')).toBeVisible();
+  await aux.fill('doc = 0*40, 1*24');
+  await expect(p.locator('.mask-error')).toHaveCount(0);
+  await p.getByRole('button', { name: 'Load problem' }).click();
+  await expect(p.getByRole('alert')).toHaveCount(0);
+  await expect(blockView(page)).toContainText('4 of 16 tile pairs empty');
   await page.screenshot({ path: test.info().outputPath('mask.png'), fullPage: true });
 });
 

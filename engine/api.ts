@@ -59,7 +59,7 @@ export type { LoadRequest } from './request.ts';
 export { PASSES, hasBackward } from './pass.ts';
 export type { Pass } from './pass.ts';
 export { runToEnd } from './run.ts';
-export type { BackwardEvent, BackwardPhaseKind, ForwardPhaseKind, PhaseKind, Range, TraceEvent } from './trace/events.ts';
+export type { BackwardEvent, BackwardPhaseKind, ForwardPhaseKind, PhaseKind, Range, SkipPhaseKind, TraceEvent } from './trace/events.ts';
 
 // The debugger worker's protocol and what the views derive from its frames.
 export type {

@@ -1,6 +1,5 @@
 import { lazy, Suspense, useEffect } from 'react';
 import { DebuggerPane } from './pane/DebuggerPane.tsx';
-import { useApp } from './store/store.ts';
 import { WithLessons } from './lessons/LessonsEntry.tsx';
 import { LessonsNav } from './shell/LessonsNav.tsx';
 import { ModeSwitch } from './shell/ModeSwitch.tsx';
@@ -16,12 +15,8 @@ const ComparePage = lazy(() => import('./compare/ComparePage.tsx').then((m) => (
 const ServingPage = lazy(() => import('./serving/ServingPage.tsx').then((m) => ({ default: m.ServingPage })));
 
 export function App() {
-  const theme = useApp((s) => s.layout.theme);
   const mode = useCompare((s) => s.mode);
   const serving = useServing((s) => s.open);
-  useEffect(() => {
-    document.documentElement.dataset.theme = theme;
-  }, [theme]);
   useEffect(() => startUrlSync(), []);
   return (
     <div className="app">

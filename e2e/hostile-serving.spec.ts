@@ -38,7 +38,7 @@ function wideTable(width: number): Int32Array {
   return t;
 }
 
-test('a [2, 100000] block table draws only the cells in view, scrolls, and a bad file is named with the page still usable', async ({
+test('a [2, 1000000] block table draws only the cells in view, scrolls, and a bad file is named with the page still usable', async ({
   page,
 }) => {
   const checkConsole = watchConsole(page);
@@ -46,22 +46,23 @@ test('a [2, 100000] block table draws only the cells in view, scrolls, and a bad
   await page.getByRole('tab', { name: 'Serving' }).click();
   await sp(page).getByLabel('Paged K/V cache (block table)').check();
   await sp(page).getByText('Load tensors…').click();
-  await runPaged(page, 100_000);
+  await runPaged(page, 1_000_000);
   await expect(page.getByTestId('serving-summary')).toContainText('inputs from files', { timeout: 30_000 });
-  await expect(page.getByTestId('bt-extent')).toContainText('2 sequences × 100000 pages');
+  await expect(page.getByTestId('bt-extent')).toContainText('2 sequences × 1000000 pages');
   await expect(page.getByTestId('bt-0-1')).toContainText('→ 1');
-  // A few dozen cells, not 200 000.
+  // A few dozen cells, not 2 000 000.
   expect(await page.locator('.block-table td').count()).toBeLessThan(200);
   await page.getByTestId('paged-view').screenshot({ path: 'test-results/hostile-serving-wide.png' });
   // Scrolled to the far end, the last columns are drawn (and they are past every sequence's pages).
   await page.getByRole('region', { name: 'Block table', exact: true }).evaluate((el) => {
     el.scrollLeft = el.scrollWidth;
   });
-  await expect(page.locator('.block-table th', { hasText: 'page 99999' })).toBeVisible();
+  await expect(page.locator('.block-table th', { hasText: 'page 999999' })).toBeVisible();
+  await page.getByTestId('paged-view').screenshot({ path: 'test-results/hostile-serving-wide-end.png' });
   expect(await page.locator('.block-table td').count()).toBeLessThan(200);
   // A file that is not a tensor file: named, and the run shown stays.
   await runPaged(page, 2, file('bt.npy', new Uint8Array([1, 2, 3])));
   await expect(page.getByTestId('serving-error-msg')).toContainText('bt.npy');
-  await expect(page.getByTestId('bt-extent')).toContainText('2 sequences × 100000 pages');
+  await expect(page.getByTestId('bt-extent')).toContainText('2 sequences × 1000000 pages');
   checkConsole();
 });

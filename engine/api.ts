@@ -36,7 +36,7 @@ export type { ConfigField, Replaced, WorkingConfig } from './defaults/algorithm-
 export { DEFAULT_PROBLEM, DTYPES, ProblemError, dtypeBytes, isFp8, softmaxScale, validateProblem } from './core/problem.ts';
 export type { AttentionProblem, DType } from './core/problem.ts';
 // The size model every entry point checks a problem against before allocating.
-export { capBlocks, checkSize, formatBytes, MAX_KERNEL_TILE, problemSize, SizeError } from './core/size-model.ts';
+export { capBlocks, checkSize, formatBytes, MAX_KERNEL_TILE, problemSize, RUN_BUDGET_BYTES, SizeError } from './core/size-model.ts';
 export type { ProblemSize, SizeDim, SizeLimit, SizeQuery } from './core/size-model.ts';
 export { INPUT_DISTRIBUTIONS, SINK_KEYS, randomInputs } from './core/inputs.ts';
 export type { AttentionInputs, InputDistribution } from './core/inputs.ts';

@@ -7,6 +7,7 @@
 import { useEffect, useLayoutEffect, useMemo, useRef, useState, type RefObject } from 'react';
 import type { ServingRun } from '../../engine/api.ts';
 import { seqColour } from './serving-colours.ts';
+import { columnWindow, scrollForColumn } from './column-window.ts';
 
 interface Props {
   run: ServingRun;
@@ -109,7 +110,8 @@ export function PagedView({ run, stepIndex, seq }: Props) {
   const poolRef = useRef<HTMLElement>(null);
   const tb = useScrollBox(tableRef);
   const pb = useScrollBox(poolRef);
-  const [c0, c1] = visibleRange(tb.left, Math.max(0, tb.width - LEAD), COL_W, maxPages);
+  const cw = columnWindow(tb.left, Math.max(0, tb.width - LEAD), COL_W, maxPages, OVERSCAN);
+  const [c0, c1] = [cw.first, cw.last];
   const [r0, r1] = visibleRange(tb.top, Math.max(0, tb.height - HEAD_H), ROW_H, B);
   const perRow = Math.max(1, Math.floor((pb.width + POOL_GAP) / (POOL_W + POOL_GAP)));
   const poolRows = Math.ceil(numPages / perRow);
@@ -123,19 +125,20 @@ export function PagedView({ run, stepIndex, seq }: Props) {
     const j = columnOf(run, cur.b, first);
     if (j < 0) return;
     const x = j * COL_W;
-    if (x < el.scrollLeft || x + COL_W > el.scrollLeft + el.clientWidth - LEAD) el.scrollLeft = Math.max(0, x - COL_W);
+    const at = el.scrollLeft * cw.scale;
+    if (x < at || x + COL_W > at + el.clientWidth - LEAD) el.scrollLeft = Math.max(0, scrollForColumn(j - 1, COL_W, cw.scale));
     const y = cur.b * ROW_H;
     if (y < el.scrollTop || y + ROW_H > el.scrollTop + el.clientHeight - HEAD_H) el.scrollTop = Math.max(0, y - ROW_H);
     const pool = poolRef.current;
     if (!pool) return;
     const py = Math.floor(first / perRow) * (POOL_H + POOL_GAP);
     if (py < pool.scrollTop || py + POOL_H > pool.scrollTop + pool.clientHeight) pool.scrollTop = Math.max(0, py - POOL_H);
-  }, [run, cur, perRow]);
+  }, [run, cur, perRow, cw.scale]);
 
   const cols = Array.from({ length: c1 - c0 }, (_, i) => c0 + i);
-  const gap = (w: number, key: string, header = false) => {
+  const gap = (px: number, key: string, header = false) => {
     const Cell = header ? 'th' : 'td';
-    return w > 0 ? <Cell key={key} className="bt-gap" style={{ width: w * COL_W, padding: 0, border: 0 }} /> : null;
+    return px > 0 ? <Cell key={key} className="bt-gap" style={{ width: px, padding: 0, border: 0 }} /> : null;
   };
   const sticky = (left: number, w: number) => ({ position: 'sticky' as const, left, zIndex: 1, width: w, background: 'var(--panel)' });
   return (
@@ -158,7 +161,7 @@ export function PagedView({ run, stepIndex, seq }: Props) {
         <table
           className="block-table"
           data-testid="block-table"
-          style={{ tableLayout: 'fixed', width: LEAD + maxPages * COL_W, borderCollapse: 'separate', borderSpacing: 0 }}
+          style={{ tableLayout: 'fixed', width: LEAD + cw.width, borderCollapse: 'separate', borderSpacing: 0 }}
         >
           <thead>
             <tr style={{ height: HEAD_H, position: 'sticky', top: 0, zIndex: 2, background: 'var(--panel)' }}>
@@ -168,7 +171,7 @@ export function PagedView({ run, stepIndex, seq }: Props) {
               <th scope="col" style={sticky(LEAD_W[0], LEAD_W[1])}>
                 tokens
               </th>
-              {gap(c0, 'before', true)}
+              {gap(cw.before, 'before', true)}
               {cols.map((j) => (
                 <th key={j} scope="col" style={{ width: COL_W }}>
                   page {j}
@@ -177,7 +180,7 @@ export function PagedView({ run, stepIndex, seq }: Props) {
                   </div>
                 </th>
               ))}
-              {gap(maxPages - c1, 'after', true)}
+              {gap(cw.after, 'after', true)}
             </tr>
           </thead>
           <tbody>
@@ -190,7 +193,7 @@ export function PagedView({ run, stepIndex, seq }: Props) {
                     {b}
                   </th>
                   <td style={sticky(LEAD_W[0], LEAD_W[1])}>{run.cacheSeqlens![b]}</td>
-                  {gap(c0, 'before')}
+                  {gap(cw.before, 'before')}
                   {cols.map((j) => {
                     if (j >= owned(b)) {
                       return (
@@ -222,7 +225,7 @@ export function PagedView({ run, stepIndex, seq }: Props) {
                       </td>
                     );
                   })}
-                  {gap(maxPages - c1, 'after')}
+                  {gap(cw.after, 'after')}
                 </tr>
               );
             })}

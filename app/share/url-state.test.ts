@@ -5,6 +5,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_FORM, formToRequest } from '../store/problem-form.ts';
 import { decodeState, defaultSharedState, encodeState, SHARE_VERSION, type SharedState } from './url-state.ts';
+import { problemSize, RUN_BUDGET_BYTES } from '../../engine/api.ts';
 
 const VIEWS = ['heatmaps', 'zoom', 'stats', 'counters'];
 const frag = (obj: unknown) => `#s=${Buffer.from(JSON.stringify(obj)).toString('base64url')}`;
@@ -224,5 +225,53 @@ describe('share link codec', () => {
     expect(text).toMatch(/switches\.qPerWarp: applies to version 2 only; ignored/);
     expect(notices).toHaveLength(5);
     expect(formToRequest(state.form).features).toBeUndefined();
+  });
+});
+
+describe('share link sizes held to the size model', () => {
+  const runBytes = (form: SharedState['form']) => {
+    const p = formToRequest(form).problem;
+    return problemSize({ ...p, blockM: 1, blockN: 1 }).runBytes;
+  };
+
+  it('a link asking for more memory than a run may hold gets the largest fitting value of the dimension, with a notice', () => {
+    const { state, notices } = decodeState(frag({ v: 1, f: { nq: '16777216', d: '512', dv: '512' } }), VIEWS);
+    expect(notices).toHaveLength(1);
+    expect(notices[0]).toMatch(
+      /^problem\.nq: "16777216" is too large \(this problem would need about .* over the limit of 1\.00 GB.*at most (\d+) fits/,
+    );
+    const v = Number(state.form.nq);
+    expect(notices[0]).toContain(`using "${v}"`);
+    expect(v).toBeGreaterThan(64);
+    expect(runBytes(state.form)).toBeLessThanOrEqual(RUN_BUDGET_BYTES);
+    // The largest that fits: one more does not.
+    expect(runBytes({ ...state.form, nq: String(v + 1) })).toBeGreaterThan(RUN_BUDGET_BYTES);
+    expect(state.form).toMatchObject({ d: '512', dv: '512' });
+  });
+
+  it('a link over the budget in several dimensions is brought within it, each change with a notice', () => {
+    const { state, notices } = decodeState(frag({ v: 1, f: { batch: '64', hq: '64', hk: '64', nq: '16384', nk: '16384' } }), VIEWS);
+    expect(notices.length).toBeGreaterThan(0);
+    for (const n of notices) expect(n).toMatch(/^problem\.(batch|hq|hk|nq|nk): "\d+" is too large \(this problem would need about /);
+    expect(runBytes(state.form)).toBeLessThanOrEqual(RUN_BUDGET_BYTES);
+  });
+
+  it('a link within the budget is kept as it is, without a notice', () => {
+    const f = { ...DEFAULT_FORM, nq: '2048', nk: '2048', d: '64', dv: '64' };
+    expect(decodeState(frag({ v: 1, f }), VIEWS)).toMatchObject({ state: { form: f }, notices: [] });
+  });
+
+  it('fuzz: every decoded link fits the run budget', () => {
+    const dim = fc.oneof(fc.integer({ min: 1, max: 65_536 }), fc.constantFrom(1, 2, 64, 4096, 65_536));
+    const seq = fc.oneof(fc.integer({ min: 1, max: 2 ** 24 }), fc.constantFrom(1, 64, 2748, 2 ** 24));
+    fc.assert(
+      fc.property(fc.record({ batch: dim, hq: dim, nq: seq, nk: seq, d: dim, dv: dim }), (r) => {
+        const f = Object.fromEntries(Object.entries({ ...r, hk: r.hq }).map(([k, v]) => [k, String(v)]));
+        const { state, notices } = decodeState(frag({ v: 1, f }), VIEWS);
+        expect(runBytes(state.form)).toBeLessThanOrEqual(RUN_BUDGET_BYTES);
+        if (notices.length === 0) expect(state.form).toMatchObject(f);
+      }),
+      { numRuns: 300 },
+    );
   });
 });

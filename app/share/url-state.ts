@@ -17,6 +17,9 @@ import {
   type FeatureSpecs,
   maskFromFields,
   MAX_AUX_TEXT,
+  checkSize,
+  RUN_BUDGET_BYTES,
+  SizeError,
 } from '../../engine/api.ts';
 import { DEFAULT_FORM, panelSwitches, effectiveSwitches, formToRequest, type ProblemForm } from '../store/problem-form.ts';
 import { DEFAULT_PANES, MAX_PANES, MIN_PANES, paneSwitchSpecs, type ComparePaneConfig } from '../compare/pane-config.ts';
@@ -249,7 +252,37 @@ function readForm(x: unknown, notices: string[]): ProblemForm {
     }
   }
   dropInactiveSwitches(form, notices);
-  return form;
+  return withinSizeModel(form, notices);
+}
+
+/**
+ * A link's problem held to what the app can run at all (the size model's run budget): the
+ * dimension the model names is clamped to its largest fitting value, with a notice.
+ */
+function withinSizeModel(form: ProblemForm, notices: string[]): ProblemForm {
+  for (let tries = 0; tries < 8; tries++) {
+    let problem: ReturnType<typeof formToRequest>['problem'];
+    try {
+      problem = formToRequest(form).problem;
+    } catch (e) {
+      notices.push(`problem: ${(e as Error).message}; the default problem is shown`);
+      return { ...DEFAULT_FORM };
+    }
+    try {
+      // Tiles do not change a run's memory; 1 keeps them out of the advice.
+      checkSize({ ...problem, blockM: 1, blockN: 1 }, { measure: (z) => z.runBytes, budget: RUN_BUDGET_BYTES, what: 'this problem' });
+      return form;
+    } catch (e) {
+      if (!(e instanceof SizeError) || !hasOwnKey(FORM_SCHEMA, e.field)) throw e;
+      const key = e.field as keyof ProblemForm;
+      const now = form[key];
+      const next = e.largestFitting > 0 ? String(e.largestFitting) : DEFAULT_FORM[key];
+      notices.push(`problem.${key}: ${show(now)} is too large (${e.message}); using ${show(next)}`);
+      form = { ...form, [key]: next };
+    }
+  }
+  notices.push('problem: too large for this app; the default problem is shown');
+  return { ...DEFAULT_FORM };
 }
 
 /** A switch that does not apply with the link's other switches (sage's qPerWarp on version 1) is dropped, with a notice. */

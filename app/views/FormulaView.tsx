@@ -3,7 +3,7 @@
 
 import katex from 'katex';
 import 'katex/dist/katex.min.css';
-import { useDeferredValue, useEffect, useLayoutEffect, useMemo, useRef, useState } from 'react';
+import { useDeferredValue, useEffect, useMemo, useRef, useState } from 'react';
 import { formulaFor } from '../../content/formulas.ts';
 import { backwardLive } from '../../content/backward-live.ts';
 import { softmaxScale, findDescriptor } from '../../engine/api.ts';
@@ -17,17 +17,16 @@ function Tex({ tex: latest, label }: { tex: string; label: string }) {
   const box = useRef<HTMLDivElement>(null);
   const [scrolls, setScrolls] = useState(false);
   // An equation wider than its box scrolls there, so the box joins the tab order to be scrollable by keyboard.
-  useLayoutEffect(() => {
-    const el = box.current;
-    if (el) setScrolls(el.scrollWidth > el.clientWidth);
-  });
+  // Measured in a ResizeObserver (after the frame's layout) on the box and the typeset equation:
+  // reading scrollWidth during a commit would force a layout of the whole page on every step.
   useEffect(() => {
     const el = box.current;
-    if (!el) return;
+    if (!el || !html) return;
     const observer = new ResizeObserver(() => setScrolls(el.scrollWidth > el.clientWidth));
     observer.observe(el);
+    if (el.firstElementChild) observer.observe(el.firstElementChild);
     return () => observer.disconnect();
-  }, []);
+  }, [html]);
   return (
     <div
       ref={box}

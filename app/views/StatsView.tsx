@@ -39,16 +39,15 @@ function sameSeries(a: SparkSeries, b: SparkSeries): boolean {
   return true;
 }
 
-/** The theme's colours, read at most twice a second: reading computed style per row would recompute styles 128 times a step. */
-let colourCache: { line: string; grew: string; at: number } | undefined;
-function sparkColours(el: Element): { line: string; grew: string } {
-  const now = performance.now();
-  if (!colourCache || now - colourCache.at > 500) {
+/** The theme's colours, read once per theme: reading computed style per row would recompute styles 128 times a step. */
+let colourCache: { line: string; grew: string; theme: string } | undefined;
+function sparkColours(el: Element, theme: string): { line: string; grew: string } {
+  if (colourCache?.theme !== theme) {
     const style = getComputedStyle(el);
     colourCache = {
       line: style.getPropertyValue('--accent').trim() || '#4fb3ff',
       grew: style.getPropertyValue('--warn').trim() || '#ff9f1c',
-      at: now,
+      theme,
     };
   }
   return colourCache;
@@ -60,6 +59,7 @@ const SPARK_H = 28;
 /** The row's sparkline on a canvas: one element per row instead of an SVG tree, redrawn only when the series changed. */
 function Spark({ series }: { series: SparkSeries }) {
   const ref = useRef<HTMLCanvasElement>(null);
+  const theme = useApp((s) => s.layout.theme);
   useLayoutEffect(() => {
     const c = ref.current;
     const g = c?.getContext('2d');
@@ -78,7 +78,7 @@ function Spark({ series }: { series: SparkSeries }) {
     const n = series.m.length;
     const y = (v: number) => (hi === lo ? SPARK_H / 2 : SPARK_H - 3 - ((v - lo) / (hi - lo)) * (SPARK_H - 6));
     const x = (i: number) => (n <= 1 ? SPARK_W / 2 : 4 + (i * (SPARK_W - 8)) / (n - 1));
-    const colours = sparkColours(c);
+    const colours = sparkColours(c, theme);
     g.strokeStyle = colours.line;
     g.lineWidth = 1.5;
     g.beginPath();
@@ -97,7 +97,7 @@ function Spark({ series }: { series: SparkSeries }) {
       g.arc(x(i), y(series.m[i]), 3, 0, 2 * Math.PI);
       g.fill();
     });
-  }, [series]);
+  }, [series, theme]);
   const rescales = series.grew.flatMap((f, i) => (f === undefined ? [] : [`K/V block ${series.kv[i]}: m grew, rescale ×${num(f)}`]));
   return (
     <canvas

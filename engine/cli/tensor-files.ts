@@ -6,8 +6,28 @@ import { integerValuesMessage, isIntegerStorage } from '../io/float-codec.ts';
 import { withFileSource } from '../io/node-file-source.ts';
 import { readNpy } from '../io/npy.ts';
 import { readSafetensor } from '../io/safetensors.ts';
-import type { Tensor } from '../io/tensor-info.ts';
+import { elementCount, type Tensor, type TensorInfo } from '../io/tensor-info.ts';
+import { formatBytes } from '../core/size-model.ts';
 import { checkInputPath } from './output-files.ts';
+import { DEFAULT_RUN_MAX_BYTES } from './size-limits.ts';
+
+/** The memory reading a tensor takes: its stored bytes and the decoded array (float64 for float64 and integer files). */
+export function tensorReadBytes(info: TensorInfo): number {
+  const wide = info.dtype === 'float64' || info.dtype === 'int32' || info.dtype === 'int64';
+  return info.byteLength + elementCount(info.shape) * (wide ? 8 : 4);
+}
+
+/** Refuses, from its header alone, a tensor whose reading would take more than one run may hold. */
+function admitTensor(spec: string): (info: TensorInfo) => void {
+  return (info) => {
+    const needed = tensorReadBytes(info);
+    if (needed <= DEFAULT_RUN_MAX_BYTES) return;
+    throw new TensorFileError(
+      `${spec}: its header declares a ${info.dtype} tensor of shape [${info.shape.join(', ')}], which would need about ` +
+        `${formatBytes(needed)} to read, over the limit of ${formatBytes(DEFAULT_RUN_MAX_BYTES)} for one run; use a smaller tensor`,
+    );
+  };
+}
 
 /**
  * Loads one tensor. Integer files (int32/int64) are accepted only where `indices` says so:
@@ -25,11 +45,11 @@ async function loadAnyTensor(spec: string): Promise<Tensor> {
   const m = /^(.*\.safetensors)(?::(.+))?$/i.exec(spec);
   if (m) {
     checkInputPath('input', m[1]);
-    return withFileSource(m[1], (src) => readSafetensor(src, m[2]));
+    return withFileSource(m[1], (src) => readSafetensor(src, m[2], admitTensor(spec)));
   }
   if (/\.npy$/i.test(spec)) {
     checkInputPath('input', spec);
-    return withFileSource(spec, readNpy);
+    return withFileSource(spec, (src) => readNpy(src, admitTensor(spec)));
   }
   throw new TensorFileError(`${spec}: unknown tensor file type (expected .npy or .safetensors[:NAME])`);
 }

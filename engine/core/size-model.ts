@@ -82,6 +82,9 @@ export function problemSize(q: SizeQuery): ProblemSize {
   };
 }
 
+/** Memory a run in the browser may hold (inputs, outputs, reference): no entry there asks for more. */
+export const RUN_BUDGET_BYTES = 1024 * 1024 * 1024;
+
 /** What a caller limits: one figure of the size model, and its budget. */
 export interface SizeLimit {
   measure: (s: ProblemSize) => number;

@@ -15,7 +15,7 @@ import { blockCount, resolveBlocks } from '../algorithms/blocks.ts';
 import { addDelta, emptyCounters } from '../core/counters.ts';
 import { checkInputs, kvHead, randomInputs, type AttentionInputs } from '../core/inputs.ts';
 import { validateProblem, type AttentionProblem } from '../core/problem.ts';
-import { checkSize, SizeError, type SizeDim } from '../core/size-model.ts';
+import { checkSize, RUN_BUDGET_BYTES, SizeError, type SizeDim } from '../core/size-model.ts';
 import type { TraceEvent } from '../trace/events.ts';
 import { toJsonLine } from '../trace/jsonl.ts';
 import { BlobSource } from '../io/byte-source.ts';
@@ -52,8 +52,7 @@ import type { LoadRequest } from '../request.ts';
 
 /** Trace payload and per-head inputs the session agrees to hold (bytes, estimated before running). */
 export const TRACE_BUDGET_BYTES = 200 * 1024 * 1024;
-/** Memory a counters-only run may hold (inputs, outputs, reference). */
-export const RUN_BUDGET_BYTES = 1024 * 1024 * 1024;
+export { RUN_BUDGET_BYTES } from '../core/size-model.ts';
 /** Memory spent on checkpoints; the interval follows from it. */
 export const CHECKPOINT_BUDGET_BYTES = 48 * 1024 * 1024;
 /** A busy loop yields to the event loop this often, so cancel() and other calls get through. */

@@ -155,8 +155,10 @@ export async function readNpyInfo(src: ByteSource): Promise<TensorInfo> {
   return { name, dtype, shape: dims, dataOffset, byteLength };
 }
 
-export async function readNpy(src: ByteSource): Promise<Tensor> {
+/** Reads the whole tensor; `admit` sees the header's shape and dtype first and may refuse before any data is read. */
+export async function readNpy(src: ByteSource, admit?: (info: TensorInfo) => void): Promise<Tensor> {
   const info = await readNpyInfo(src);
+  admit?.(info);
   return { info, data: await readElements(src, info) };
 }
 

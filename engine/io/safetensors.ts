@@ -75,8 +75,8 @@ export async function readSafetensorsInfo(src: ByteSource): Promise<TensorInfo[]
   return out;
 }
 
-/** Reads one tensor by name, or the only tensor when the file holds exactly one. */
-export async function readSafetensor(src: ByteSource, tensorName?: string): Promise<Tensor> {
+/** Reads one tensor by name, or the only tensor when the file holds exactly one; `admit` may refuse it from its header before its data is read. */
+export async function readSafetensor(src: ByteSource, tensorName?: string, admit?: (info: TensorInfo) => void): Promise<Tensor> {
   const all = await readSafetensorsInfo(src);
   const names = all.map((t) => t.name).join(', ') || '(none)';
   let info: TensorInfo | undefined;
@@ -90,5 +90,6 @@ export async function readSafetensor(src: ByteSource, tensorName?: string): Prom
       );
     info = all[0];
   }
+  admit?.(info);
   return { info, data: await readElements(src, info) };
 }

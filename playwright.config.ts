@@ -19,7 +19,9 @@ export default defineConfig({
   // Two browsers share CI's two cores, so a test gets more time there than on one worker.
   timeout: process.env.CI ? 90_000 : 60_000,
   expect: { timeout: 10_000 },
-  fullyParallel: false,
+  // Tests, not files, are handed to the workers: no spec shares state between its tests, and a
+  // long file at the end of the run no longer leaves the other worker idle.
+  fullyParallel: true,
   // CI runs two browsers at once (one per core); a local run stays on one so parallel checkouts share the machine.
   workers: process.env.CI ? 2 : 1,
   retries: process.env.CI ? 1 : 0,

@@ -10,9 +10,10 @@ export const fa2Content: AlgorithmContent = {
     { id: '', text: 'for i = 1 … Tr:            (outer loop, independent per Q block)', indent: 0 },
     { id: 'fa2.loadQ', text: 'load Q_i from HBM; on chip: O_i ← 0, l_i ← 0, m_i ← −∞', indent: 1, kinds: ['load'] },
     { id: '', text: 'for j = 1 … Tc:          (inner loop over K/V blocks)', indent: 1 },
+    { id: 'fa2.skip', text: 'if tile (i, j) is empty under the mask: skip it (nothing loaded)', indent: 2, kinds: ['skip'] },
     { id: 'fa2.loadKV', text: 'load K_j, V_j from HBM', indent: 2, kinds: ['load'] },
     { id: 'fa2.qk', text: 'S_ij = Q_i K_jᵀ · scale   (+ softcap, ALiBi)', indent: 2, kinds: ['qk'] },
-    { id: 'fa2.mask', text: 'S_ij ← −∞ where the causal / window mask hides a key', indent: 2, kinds: ['mask'] },
+    { id: 'fa2.mask', text: 'if tile (i, j) is partial: S_ij ← −∞ where the mask hides a key', indent: 2, kinds: ['mask'] },
     { id: 'fa2.rowmax', text: 'm_new = max(m_old, rowmax(S_ij))', indent: 2, kinds: ['rowmax'] },
     { id: 'fa2.exp', text: 'P_ij = exp(S_ij − m_new)', indent: 2, kinds: ['exp'] },
     { id: 'fa2.rowsum', text: 'l_new = e^(m_old − m_new) · l_old + rowsum(P_ij)', indent: 2, kinds: ['rowsum'] },
@@ -24,10 +25,12 @@ export const fa2Content: AlgorithmContent = {
   explain: {
     'fa2.loadQ':
       'The outer loop takes one block of Br query rows. Q blocks do not depend on each other, which is why FA2 can spread them over thread blocks even when batch × heads is small. The running max, sum and output start empty, on chip.',
+    'fa2.skip':
+      'The block mask, built once before the loops, marks each tile empty, partial or full. An empty tile has no key any query of the block may see, so its K and V are never loaded and its two matmuls never run: that is where a sparse mask saves time.',
     'fa2.loadKV': 'The next Bc keys and values come in from HBM. Every K/V block is read once per Q block.',
     'fa2.qk': 'One tile of scores: the Br query rows against the Bc keys, scaled by 1/√d. This tile never goes to HBM.',
     'fa2.mask':
-      'Scores the mask hides become −∞, so they contribute e^−∞ = 0 to the softmax. Blocks that are fully masked are skipped before they are loaded.',
+      'Scores the mask hides become −∞, so they contribute e^−∞ = 0 to the softmax. Only partial tiles run the mask, on each of their entries; a full tile (every key visible) goes straight from S to the softmax with no mask work.',
     'fa2.rowmax':
       "The running max of each row grows to cover this tile. Subtracting it before exp keeps every exponent ≤ 0, so nothing overflows. The rescale below needs the max from before this block (the paper's m_i^(j−1)), kept here as m_old.",
     'fa2.exp': 'Unnormalized probabilities of this tile, against the new running max. They stay on chip.',

@@ -141,6 +141,8 @@ function formulaNatural(algorithm: string, ev: TraceEvent, r: number, entry: Row
         live: `\\begin{aligned} \\mathrm{LSE}_{${row}} &= ${texNum(ev.lse[r])} \\\\ ${w.join(' \\\\ ')} \\end{aligned}`,
       };
     }
+    case 'skip':
+      return { symbolic: '\\text{tile empty under the mask: } K_j, V_j \\text{ never loaded}', live: '' };
     default:
       return backwardFormula(ev, r);
   }

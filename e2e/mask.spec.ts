@@ -1,7 +1,7 @@
 import { expect, test, type Page } from '@playwright/test';
 import { blockMask } from '../engine/core/block-mask.ts';
 import { DEFAULT_FORM, formToRequest } from '../app/store/problem-form.ts';
-import { axeOn, counter, openApp, watchConsole } from './helpers.ts';
+import { axeOn, counter, engineSession, openApp, watchConsole } from './helpers.ts';
 
 // The mask editor (text with the error at its column, presets) and the block-mask view.
 
@@ -41,6 +41,34 @@ test('a mistake is shown at its column and loses nothing; a preset loads and its
   await expect(v).toContainText(`density ${(bm.density * 100).toFixed(1)}%`);
   await expect(v).toContainText(`${bm.counts.empty} of 16 tile pairs empty, ${bm.counts.partial} partial, ${bm.counts.full} full`);
   await expect(v.locator('rect[data-state="0"]')).toHaveCount(bm.counts.empty);
+
+  // The stepper skips those tiles: a skip step says so, and the counters add them up.
+  const { s } = await engineSession({ maskMod: 'document:21' });
+  const skipAt = s.events().findIndex((e) => e.kind === 'skip');
+  expect(skipAt).toBeGreaterThan(0);
+  await page.getByLabel('Breakpoint kind').selectOption('phase');
+  await page.getByLabel('Phase kind').selectOption('skip');
+  await page.getByRole('button', { name: 'Add breakpoint' }).click();
+  await page.getByRole('button', { name: 'Run to next breakpoint' }).click();
+  await expect(counter(page)).toHaveText(`Step ${skipAt + 1} of ${s.events().length}`);
+  const e = s.events()[skipAt];
+  await expect(page.getByText(`Tile (${e.tile.qBlock}, ${e.tile.kvBlock}) skipped (empty)`)).toBeVisible();
+  await page.getByRole('button', { name: 'End', exact: true }).click();
+  await expect(page.getByTestId('counters-sparsity')).toContainText(`${bm.counts.empty} tiles skipped`);
+
+  // An own mask reading an array typed in the aux box.
+  await text.fill('doc[q_idx] == doc[kv_idx]');
+  await expect(p.getByText("mask_mod: column 1: unknown array 'doc'; this mask has no aux arrays")).toBeVisible();
+  const aux = p.getByLabel('aux arrays', { exact: true });
+  await aux.fill('doc = 0*40, 1');
+  await expect(p.getByText('aux arrays: doc: entry 2 "1" is not a number')).toHaveCount(0);
+  await aux.fill('doc = 0*40, 1*x');
+  await expect(p.getByText('aux arrays: doc: entry 2 "1*x" is not a number (or number*count)')).toBeVisible();
+  await aux.fill('doc = 0*40, 1*24');
+  await expect(p.locator('.mask-error')).toHaveCount(0);
+  await p.getByRole('button', { name: 'Load problem' }).click();
+  await expect(p.getByRole('alert')).toHaveCount(0);
+  await expect(blockView(page)).toContainText('4 of 16 tile pairs empty');
   await page.screenshot({ path: test.info().outputPath('mask.png'), fullPage: true });
 });
 

@@ -85,7 +85,7 @@ test('a preset fills in a benchmark shape, clears the modifiers and picks the de
   await panel.getByLabel('causal').check();
   await panel.getByLabel('softcap', { exact: true }).fill('30');
 
-  const preset = panel.getByLabel('preset');
+  const preset = panel.getByLabel('preset', { exact: true });
   await preset.focus();
   await preset.selectOption({ label: 'GQA decoding: B=1 Hq=32 Hk=8 Nq=1 Nk=131072 d=128' });
   for (const [label, value] of [
@@ -167,4 +167,40 @@ test('Backward: the forward and the backward kernels run on the GPU, dQ rows che
   await panel.getByRole('radio', { name: 'Forward' }).check();
   await expect(panel.getByLabel('kernel path')).toBeVisible();
   await expect(panel.getByRole('radio', { name: 'CPU (FA2 step engine)' })).toBeEnabled();
+});
+
+test('the form takes a mask: a mistake is pointed at and runs nothing; a document mask runs on the CPU engine against float64', async ({
+  page,
+}) => {
+  await openApp(page);
+  const panel = page.getByRole('region', { name: 'WebGPU full-size runs' });
+  await panel.scrollIntoViewIfNeeded();
+  const set = async (label: string, value: string) => panel.getByLabel(label, { exact: true }).fill(value);
+  await set('B', '1');
+  await set('Hq', '2');
+  await set('Hk', '2');
+  await set('Nq', '96');
+  await set('Nk', '96');
+  await set('d', '16');
+  await set('dv', '16');
+  const sparse = panel.getByLabel('block-sparse');
+  await expect(sparse).toBeDisabled();
+  const text = panel.getByLabel('mask_mod text', { exact: true });
+  await text.fill('kv_idx <= foo');
+  await expect(panel.getByText("mask_mod: column 11: unknown name 'foo'")).toBeVisible();
+  await panel.getByRole('button', { name: 'Run', exact: true }).click();
+  await expect(panel.getByRole('alert')).toContainText("unknown name 'foo'");
+  await expect(panel.getByTestId('wg-check')).toHaveCount(0);
+
+  await panel.getByLabel('mask_mod preset', { exact: true }).selectOption('document');
+  await expect(panel.getByText('runs as')).toContainText('doc[q_idx + (nk - nq)] == doc[kv_idx]');
+  await expect(sparse).toBeEnabled();
+  await sparse.check();
+  // The CPU engine compiles no kernel: the FA2 stepper walks the same mask.
+  await panel.getByRole('radio', { name: 'CPU (FA2 step engine)' }).check();
+  await panel.getByRole('button', { name: 'Run', exact: true }).click();
+  const check = panel.getByTestId('wg-check');
+  await expect(check).toContainText('sampled rows vs float64 CPU reference', { timeout: 60_000 });
+  expect(Number((await check.textContent())!.match(/max \|ΔO\| = ([0-9.e+-]+)/)![1])).toBeLessThan(1e-5);
+  await page.screenshot({ path: test.info().outputPath('webgpu-mask.png'), fullPage: true });
 });

@@ -8,8 +8,8 @@ import type { CheckMessage } from '../app/webgpu/kernel-check.worker.ts';
 import { PAGED_VARIANTS, VARLEN_VARIANTS } from '../engine/webgpu/serving-checks.ts';
 import { watchConsole } from './helpers.ts';
 
-// Each test opens its own page and compiles its own kernels: CI spreads them over both workers.
-test.describe.configure({ mode: 'parallel', timeout: 240_000 });
+// Each test compiles its own kernels, about 5 s each on SwiftShader.
+test.describe.configure({ timeout: 240_000 });
 
 async function checks(page: Page, query: string): Promise<Extract<CheckMessage, { ok: true }>> {
   await page.goto(`/webgpu-test.html?${query}`);

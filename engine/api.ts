@@ -42,6 +42,7 @@ export { INPUT_DISTRIBUTIONS, SINK_KEYS, randomInputs } from './core/inputs.ts';
 export type { AttentionInputs, InputDistribution } from './core/inputs.ts';
 export { mulberry32 } from './core/random.ts';
 export { referenceAttention } from './core/reference.ts';
+export { MAX_AUX_TEXT, auxToText, parseAuxText } from './core/mask-aux-text.ts';
 export { MASK_PRESETS, buildPreset, maskPreset, maskSpecFrom, parsePresetRef } from './core/mask-presets.ts';
 export type { MaskPreset, MaskPresetParam } from './core/mask-presets.ts';
 export { MaskSpecError, checkMaskSpec } from './core/mask-spec.ts';
@@ -59,7 +60,7 @@ export type { LoadRequest } from './request.ts';
 export { PASSES, hasBackward } from './pass.ts';
 export type { Pass } from './pass.ts';
 export { runToEnd } from './run.ts';
-export type { BackwardEvent, BackwardPhaseKind, ForwardPhaseKind, PhaseKind, Range, TraceEvent } from './trace/events.ts';
+export type { BackwardEvent, BackwardPhaseKind, ForwardPhaseKind, PhaseKind, Range, SkipPhaseKind, TraceEvent } from './trace/events.ts';
 
 // The debugger worker's protocol and what the views derive from its frames.
 export type {

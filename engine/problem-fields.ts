@@ -2,6 +2,7 @@
 // the problem panel, the WebGPU panel, compare's panes and the lessons' forms all read and
 // write problems through it, so a new problem field is added here once.
 
+import { auxToText, parseAuxText } from './core/mask-aux-text.ts';
 import { maskSpecFrom } from './core/mask-presets.ts';
 import { checkMaskSpec, type MaskSpec, MaskSpecError } from './core/mask-spec.ts';
 import type { AttentionProblem, DType } from './core/problem.ts';
@@ -28,6 +29,8 @@ export interface ProblemFields {
   maskMod: string;
   /** score_mod, likewise. */
   scoreMod: string;
+  /** The aux arrays they read, as text (`doc = 0*12, 1*28; slope = 0.5, 0.25`); empty or absent: none. */
+  maskAux?: string;
   dtype: DType;
 }
 
@@ -87,10 +90,16 @@ export function fieldsToProblem(f: ProblemFields): AttentionProblem {
 
 /** The mask field from the mask_mod / score_mod boxes; a FieldError names the box and the column. */
 export function maskFromFields(
-  f: Pick<ProblemFields, 'maskMod' | 'scoreMod'>,
+  f: Pick<ProblemFields, 'maskMod' | 'scoreMod' | 'maskAux'>,
   dims: { hq: number; nq: number; nk: number },
 ): MaskSpec | undefined {
   const spec: MaskSpec = {};
+  let given: Record<string, number[]> | undefined;
+  try {
+    given = parseAuxText(f.maskAux ?? '');
+  } catch (e) {
+    throw new FieldError('aux arrays', e instanceof MaskSpecError ? e.reason : (e as Error).message);
+  }
   for (const [key, field] of [
     ['maskMod', 'mask_mod'],
     ['scoreMod', 'score_mod'],
@@ -100,6 +109,8 @@ export function maskFromFields(
     let one: MaskSpec;
     try {
       one = maskSpecFrom({ [key]: ref }, dims);
+      // The typed arrays are there for the text to read; a preset's own arrays take their names.
+      if (given) one.aux = { ...given, ...one.aux };
       checkMaskSpec(one);
     } catch (e) {
       throw new FieldError(field, e instanceof MaskSpecError ? e.reason : (e as Error).message);
@@ -130,9 +141,10 @@ export function problemToFields(p: AttentionProblem): ProblemFields {
     alibi: !!p.alibi,
     softcap: p.softcap !== undefined ? String(p.softcap) : '',
     sink: sinks && sinks.length > 0 && sinks.every((v) => v === sinks[0]) ? String(sinks[0]) : '',
-    // Mask text travels as typed; a mask that reads aux arrays has no text form and is left out.
-    maskMod: p.mask && !p.mask.aux ? (p.mask.maskMod ?? '') : '',
-    scoreMod: p.mask && !p.mask.aux ? (p.mask.scoreMod ?? '') : '',
+    // The mask's text as it runs, and its arrays in their text form.
+    maskMod: p.mask?.maskMod ?? '',
+    scoreMod: p.mask?.scoreMod ?? '',
+    maskAux: p.mask?.aux ? auxToText(p.mask.aux) : '',
     dtype: p.dtype,
   };
 }

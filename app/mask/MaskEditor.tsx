@@ -3,10 +3,13 @@
 // caret under its column, checked as the person types.
 
 import { useId } from 'react';
-import { MASK_PRESETS, MaskSpecError, checkMaskSpec, maskSpecFrom, parsePresetRef } from '../../engine/api.ts';
+import { MASK_PRESETS, MAX_AUX_TEXT, MaskSpecError, checkMaskSpec, maskSpecFrom, parseAuxText, parsePresetRef } from '../../engine/api.ts';
 import type { ProblemForm } from '../store/problem-form.ts';
 
 type Key = 'maskMod' | 'scoreMod';
+
+/** What the editor reads and writes: the two texts and the dims presets scale with (the step debugger's and the WebGPU panel's forms both hold them). */
+type MaskForm = Pick<ProblemForm, Key | 'maskAux' | 'hq' | 'nq' | 'nk'>;
 
 interface Checked {
   /** The text that runs, when the box holds a preset reference. */
@@ -19,11 +22,18 @@ function intOr(v: string, fallback: number): number {
   return Number.isInteger(n) && n > 0 ? n : fallback;
 }
 
-export function checkBox(key: Key, text: string, dims: { hq: number; nq: number; nk: number }): Checked {
+export function checkBox(key: Key, text: string, dims: { hq: number; nq: number; nk: number }, auxText = ''): Checked {
   const ref = text.trim();
   if (ref === '') return {};
+  let aux: Record<string, number[]> | undefined;
+  try {
+    aux = parseAuxText(auxText);
+  } catch {
+    // The aux box shows its own mistake; the text is checked as if it had none.
+  }
   try {
     const spec = maskSpecFrom({ [key]: ref }, dims);
+    if (aux) spec.aux = { ...aux, ...spec.aux };
     checkMaskSpec(spec);
     return parsePresetRef(ref) ? { runs: spec[key] } : {};
   } catch (e) {
@@ -42,14 +52,14 @@ function MaskBox({
   k: Key;
   label: string;
   placeholder: string;
-  form: ProblemForm;
-  set: (p: Partial<ProblemForm>) => void;
+  form: MaskForm;
+  set: (p: Partial<MaskForm>) => void;
 }) {
   const id = useId();
   const kind = k === 'maskMod' ? 'mask_mod' : 'score_mod';
   const dims = { hq: intOr(form.hq, 1), nq: intOr(form.nq, 64), nk: intOr(form.nk, 64) };
   const text = form[k];
-  const c = checkBox(k, text, dims);
+  const c = checkBox(k, text, dims, form.maskAux);
   const presets = MASK_PRESETS.filter((p) => p.kind === kind);
   const chosen = parsePresetRef(text)?.preset.id ?? '';
   return (
@@ -82,7 +92,7 @@ function MaskBox({
         placeholder={placeholder}
         value={text}
         maxLength={1000}
-        onChange={(e) => set({ [k]: e.target.value } as Partial<ProblemForm>)}
+        onChange={(e) => set({ [k]: e.target.value } as Partial<MaskForm>)}
       />
       {c.error?.column !== undefined && (
         <pre className="mask-caret" aria-hidden="true">
@@ -103,11 +113,47 @@ function MaskBox({
   );
 }
 
-export function MaskEditor({ form, set }: { form: ProblemForm; set: (p: Partial<ProblemForm>) => void }) {
+/** The aux arrays' text box and its first mistake. */
+function AuxBox({ form, set }: { form: MaskForm; set: (p: Partial<MaskForm>) => void }) {
+  const id = useId();
+  const text = form.maskAux ?? '';
+  let error: string | undefined;
+  try {
+    parseAuxText(text);
+  } catch (e) {
+    error = e instanceof MaskSpecError ? e.reason : (e as Error).message;
+  }
+  return (
+    <div className="mask-box">
+      <label className="field">
+        <span>aux arrays</span>
+        <input
+          aria-describedby={error ? `${id}-err` : undefined}
+          aria-invalid={error ? true : undefined}
+          className="mask-text"
+          spellCheck={false}
+          autoComplete="off"
+          placeholder="e.g. doc = 0*16, 1*48; slope = 0.5, 0.25"
+          value={text}
+          maxLength={MAX_AUX_TEXT}
+          onChange={(e) => set({ maskAux: e.target.value })}
+        />
+      </label>
+      {error && (
+        <p id={`${id}-err`} className="error mask-error" role="status">
+          aux arrays: {error}
+        </p>
+      )}
+    </div>
+  );
+}
+
+export function MaskEditor({ form, set }: { form: MaskForm; set: (p: Partial<MaskForm>) => void }) {
   return (
     <div className="mask-editor">
       <MaskBox k="maskMod" label="mask_mod" placeholder="e.g. kv_idx <= q_idx && q_idx - kv_idx < 16" form={form} set={set} />
       <MaskBox k="scoreMod" label="score_mod" placeholder="e.g. score - 0.1 * abs(q_idx - kv_idx)" form={form} set={set} />
+      <AuxBox form={form} set={set} />
     </div>
   );
 }

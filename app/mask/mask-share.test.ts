@@ -20,6 +20,22 @@ describe('masks in share links and the editor', () => {
     expect(formToRequest(state.form).problem.mask).toEqual({ maskMod: text, scoreMod: '20 * tanh(score / 20)' });
   });
 
+  it('a link carries the aux arrays as text; a bad aux text is dropped with a notice and the rest kept', () => {
+    const s = defaultSharedState(VIEWS);
+    s.form = { ...s.form, maskMod: 'doc[q_idx] == doc[kv_idx]', maskAux: 'doc = 0*20, 1*44' };
+    const { state, notices } = decodeState(encodeState(s), VIEWS);
+    expect(notices).toEqual([]);
+    expect(state.form.maskAux).toBe('doc = 0*20, 1*44');
+    expect(formToRequest(state.form).problem.mask?.aux?.doc).toEqual([...new Array(20).fill(0), ...new Array(44).fill(1)]);
+    expect(checkBox('maskMod', 'doc[q_idx] == doc[kv_idx]', { hq: 1, nq: 64, nk: 64 }, 'doc = 0*64')).toEqual({});
+    const bad = defaultSharedState(VIEWS);
+    bad.form = { ...bad.form, nq: '48', maskAux: 'doc = 1, two' };
+    const r = decodeState(encodeState(bad), VIEWS);
+    expect(r.state.form.nq).toBe('48');
+    expect(r.state.form.maskAux).toBe('');
+    expect(r.notices.join('\n')).toMatch(/aux arrays: doc: entry 2 "two" is not a number/);
+  });
+
   it('a hostile link keeps the rest of the problem, drops the mask with a notice and runs nothing', () => {
     const g = globalThis as { __pwned?: unknown };
     delete g.__pwned;

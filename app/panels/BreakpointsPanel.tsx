@@ -5,7 +5,7 @@ import { describeBreakpoint, type Breakpoint, type BreakpointSpec, type PhaseKin
 import { useApp } from '../store/store.ts';
 import { usePane } from '../store/pane-context.ts';
 
-const PHASES: PhaseKind[] = ['load', 'qk', 'mask', 'rowmax', 'exp', 'rowsum', 'rescale', 'pv', 'normalize', 'write', 'combine'];
+const PHASES: PhaseKind[] = ['load', 'qk', 'mask', 'rowmax', 'exp', 'rowsum', 'rescale', 'pv', 'normalize', 'write', 'combine', 'skip'];
 /** The backward's phases (load, qk, mask and write are shared with the forward). */
 const BACKWARD_PHASES: PhaseKind[] = ['load', 'dsum', 'qk', 'mask', 'recompute', 'dv', 'dp', 'ds', 'dq', 'dk', 'dqconvert', 'write'];
 type Kind = BreakpointSpec['kind'];

@@ -56,6 +56,8 @@ export function stepInWords(e: TraceEvent): string {
       return `O += P·V with V block ${e.tile.kvBlock} (${rowsOf(e)})`;
     case 'normalize':
       return e.o.length === 0 ? `Normalize P of ${rowsOf(e)} by ℓ` : `Normalize O of ${rowsOf(e)} by ℓ; LSE = m + log ℓ`;
+    case 'skip':
+      return `Tile (${e.tile.qBlock}, ${e.tile.kvBlock}) skipped (empty): K, V block ${e.tile.kvBlock} is never loaded`;
     case 'combine':
       return `Combine the splits of ${rowsOf(e)} weighted by their LSE`;
     case 'dsum':

@@ -16,6 +16,7 @@ import {
   INPUT_DISTRIBUTIONS,
   type FeatureSpecs,
   maskFromFields,
+  MAX_AUX_TEXT,
   checkSize,
   RUN_BUDGET_BYTES,
   SizeError,
@@ -107,7 +108,9 @@ type FieldSpec =
   | { kind: 'text'; max: number; blank?: true }
   | { kind: 'switches' }
   /** Mask-language text (or a preset reference), parsed only by the mask language's whitelist when the problem is read. */
-  | { kind: 'mask' };
+  | { kind: 'mask' }
+  /** Aux arrays as text (`doc = 0*12, 1*28`), parsed only by parseAuxText when the problem is read. */
+  | { kind: 'aux' };
 
 /** The longest mask text a link may carry, as the mask language accepts. */
 const MAX_MASK_TEXT = 1000;
@@ -144,6 +147,7 @@ const FORM_SCHEMA: Record<keyof ProblemForm, FieldSpec> = {
   outlierRow: { kind: 'text', max: SEQ, blank: true },
   maskMod: { kind: 'mask' },
   scoreMod: { kind: 'mask' },
+  maskAux: { kind: 'aux' },
   switches: { kind: 'switches' },
 };
 
@@ -159,6 +163,9 @@ function misfit(spec: FieldSpec, v: unknown): string | undefined {
     case 'mask':
       if (typeof v !== 'string') return 'is not a string';
       return v.length > MAX_MASK_TEXT ? `is longer than ${MAX_MASK_TEXT} characters` : undefined;
+    case 'aux':
+      if (typeof v !== 'string') return 'is not a string';
+      return v.length > MAX_AUX_TEXT ? `is longer than ${MAX_AUX_TEXT} characters` : undefined;
     case 'text': {
       if (typeof v !== 'string') return 'is not a string';
       if (v.length > MAX_FIELD_TEXT) return `is longer than ${MAX_FIELD_TEXT} characters`;
@@ -216,6 +223,7 @@ function readForm(x: unknown, notices: string[]): ProblemForm {
     softcap: 'softcap',
     mask_mod: 'maskMod',
     score_mod: 'scoreMod',
+    'aux arrays': 'maskAux',
     seed: 'seed',
     'outlier row': 'outlierRow',
     pass: 'pass',

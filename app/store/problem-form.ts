@@ -135,6 +135,7 @@ export const DEFAULT_FORM: ProblemForm = {
   sink: '',
   maskMod: '',
   scoreMod: '',
+  maskAux: '',
   dtype: 'fp32',
   seed: '1',
   distribution: 'normal',

@@ -83,6 +83,18 @@ export function CountersTable({ c }: { c: Counters }) {
             <Fig n={c.rescaleCount} />
           </td>
         </tr>
+        {c.sparsity && (
+          <tr>
+            <th>block mask</th>
+            <td data-testid="counters-sparsity">
+              {c.sparsity.tilesSkipped} tiles skipped, saving <Fig n={c.sparsity.skippedFlops} /> FLOPs and{' '}
+              <Fig n={c.sparsity.skippedBytes} unit="B" />{' '}
+              <span className="dim">
+                ({c.sparsity.tilesFull} full, no mask; {c.sparsity.tilesPartial} partial, <Fig n={c.sparsity.maskEvals} /> mask checks)
+              </span>
+            </td>
+          </tr>
+        )}
         {c.atomicAdds > 0 && (
           <tr>
             <th>atomic adds</th>

@@ -19,6 +19,7 @@ import { useApp } from '../store/store.ts';
 import type { AdapterReport, Backend, RunReport } from './protocol.ts';
 import { startWebGpuWorker, type WebGpuClient } from './webgpu-client.ts';
 import { GridHeatmap, LseChart } from './ResultViews.tsx';
+import { MaskEditor } from '../mask/MaskEditor.tsx';
 import { FULL, NO_MODIFIERS, PRESETS, SHAPE_FIELDS, shapeOf, toProblem, type Form } from './webgpu-form.ts';
 import { RooflineView } from './RooflineView.tsx';
 import { fastestPath, missingFeatureAdvice } from './feature-advice.ts';
@@ -117,7 +118,15 @@ export default function WebGpuPanel() {
       if (!settled && id === seq.current) setProgress({ stage, fraction });
     };
     setProgress({ stage: 'starting', fraction: 0 });
-    const req = { backend, pass, path: pass === 'backward' ? bwdPath : path, problem, seed: Number(form.seed) || 1, checkRows: 4 };
+    const req = {
+      backend,
+      pass,
+      path: pass === 'backward' ? bwdPath : path,
+      problem,
+      seed: Number(form.seed) || 1,
+      checkRows: 4,
+      blockSparse: form.blockSparse && problem.mask?.maskMod !== undefined,
+    };
     worker.current!.api.run(req, worker.current!.progress(onProgress)).then(
       (r) => {
         settled = true;
@@ -324,6 +333,18 @@ export default function WebGpuPanel() {
         </label>
         {field('softcap', 'softcap', 'empty = none')}
         {field('seed', 'seed')}
+      </div>
+      <div className="wg-row wg-mask">
+        <MaskEditor form={form} set={set} />
+        <label title="each Q tile walks only the K/V tiles where the mask_mod leaves a key visible">
+          <input
+            type="checkbox"
+            checked={form.blockSparse}
+            onChange={(e) => set({ blockSparse: e.target.checked })}
+            disabled={busy || form.maskMod.trim() === ''}
+          />{' '}
+          block-sparse
+        </label>
       </div>
       {fix.length > 0 && (
         <div className="wg-fit" role="status" data-testid="wg-fit">

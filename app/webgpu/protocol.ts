@@ -26,6 +26,8 @@ export interface RunRequest {
   seed: number;
   /** Rows checked against the float64 CPU reference. */
   checkRows: number;
+  /** A mask_mod runs block-sparse: each Q tile walks only its K/V tiles with a visible key. */
+  blockSparse?: boolean;
 }
 
 export interface RunReport {

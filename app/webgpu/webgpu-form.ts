@@ -11,8 +11,8 @@ import {
   type WebGpuShape,
 } from '../../engine/api.ts';
 
-/** The problem's fields (full-size runs are fp32 without sinks) and the inputs' seed. */
-export type Form = Omit<ProblemFields, 'dtype' | 'sink' | 'maskMod' | 'scoreMod'> & { seed: string };
+/** The problem's fields (full-size runs are fp32 without sinks), the inputs' seed, and whether a mask_mod runs block-sparse. */
+export type Form = Omit<ProblemFields, 'dtype' | 'sink'> & { seed: string; blockSparse: boolean };
 
 export const FULL: Form = {
   batch: '4',
@@ -27,7 +27,11 @@ export const FULL: Form = {
   windowRight: '',
   alibi: false,
   softcap: '',
+  maskMod: '',
+  scoreMod: '',
+  maskAux: '',
   seed: '1',
+  blockSparse: false,
 };
 
 /**
@@ -55,10 +59,20 @@ export const PRESETS: { name: string; form: Partial<Form>; path?: WebGpuPath }[]
     path: 'decode',
   },
 ];
-export const NO_MODIFIERS: Partial<Form> = { causal: false, windowLeft: '', windowRight: '', alibi: false, softcap: '' };
+export const NO_MODIFIERS: Partial<Form> = {
+  causal: false,
+  windowLeft: '',
+  windowRight: '',
+  alibi: false,
+  softcap: '',
+  maskMod: '',
+  scoreMod: '',
+  maskAux: '',
+  blockSparse: false,
+};
 
 export function toProblem(f: Form): AttentionProblem {
-  return validateProblem(fieldsToProblem({ ...f, dtype: 'fp32', sink: '', maskMod: '', scoreMod: '' }));
+  return validateProblem(fieldsToProblem({ ...f, dtype: 'fp32', sink: '' }));
 }
 
 export const SHAPE_FIELDS: readonly WebGpuField[] = ['batch', 'hq', 'hk', 'nq', 'nk', 'd', 'dv'];

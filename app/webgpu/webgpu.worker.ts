@@ -33,7 +33,7 @@ async function runGpu(req: RunRequest, progress: RunProgress): Promise<RunReport
   const c = await context();
   const p = req.problem;
   progress('allocating GPU buffers', 0.05);
-  const run = await AttentionRun.create(c, p, { path: req.path });
+  const run = await AttentionRun.create(c, p, { path: req.path, blockSparse: req.blockSparse });
   try {
     progress('generating inputs on the GPU', 0.15);
     await run.fillRandom(req.seed);

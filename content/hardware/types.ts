@@ -3,7 +3,7 @@
 // doing at that moment. Text is Markdown-lite (paragraphs, **bold**, `code`) with KaTeX
 // ($…$ inline, $$…$$ display); app/hardware/lesson-text.ts renders it.
 
-import type { BackwardPhaseKind, ForwardPhaseKind } from '../../engine/api.ts';
+import type { BackwardPhaseKind, ForwardPhaseKind, SkipPhaseKind } from '../../engine/api.ts';
 
 export interface HardwareTopic {
   id: string;
@@ -17,7 +17,7 @@ export interface HardwareLesson {
   title: string;
   topics: HardwareTopic[];
   /** For each phase kind: the hardware's side of that step, as the views show it. */
-  steps: Record<ForwardPhaseKind, string> & Partial<Record<BackwardPhaseKind, string>>;
+  steps: Record<ForwardPhaseKind, string> & Partial<Record<BackwardPhaseKind | SkipPhaseKind, string>>;
 }
 
 /** Keeps backslashes as written (KaTeX needs them) and unescapes backticks for code spans: the lessons' own tag. */

@@ -35,7 +35,8 @@ export function headSlice(p: AttentionProblem, b: number, h: number): HeadSlice 
 /**
  * s[r*stride + c] = modified logit of query r0+r and key c0+c (scale, softcap, ALiBi),
  * *before* masking, so the mask phase can show what it hides. Returns true when any
- * entry of the tile is masked (causal/window).
+ * entry of the tile is masked (causal/window/mask_mod); with `checkMask` false (the caller's
+ * block mask already classed the tile) the mask is not evaluated and the result is false.
  */
 export function scoreTile(
   p: AttentionProblem,
@@ -48,6 +49,7 @@ export function scoreTile(
   cols: number,
   s: Float32Array,
   stride: number,
+  checkMask = true,
 ): boolean {
   const d = p.d;
   const q = x.q;
@@ -81,6 +83,7 @@ export function scoreTile(
       if (sm.scoreMod !== undefined) v = sm.scoreMod(hs.b, hs.h, i, c0 + c, v);
       s[so + c] = v;
     }
+    if (!checkMask || anyMasked) continue;
     const [lo, hi] = visibleRange(sm, i, p.nk);
     if (lo > c0 || hi < c0 + cols) anyMasked = true;
     else if (sm.maskMod !== undefined) for (let c = 0; c < cols && !anyMasked; c++) anyMasked = !sm.maskMod(hs.b, hs.h, i, c0 + c);

@@ -33,6 +33,27 @@ export type HbmTensor =
   | 'block_table'
   | 'cache_seqlens';
 
+/**
+ * What the block mask spared a run: empty K/V tiles skipped unloaded, full ones computed with
+ * no mask work, and the mask evaluations the partial tiles needed. Present only on runs that
+ * step through a block mask.
+ */
+export interface SparsityTally {
+  tilesSkipped: number;
+  tilesFull: number;
+  tilesPartial: number;
+  /** Matmul FLOPs (Q·Kᵀ and P·V) the skipped tiles would have cost. */
+  skippedFlops: number;
+  /** K and V bytes the skipped tiles would have loaded. */
+  skippedBytes: number;
+  /** mask_mod / causal / window checks made inside tiles (rows × cols of every partial tile). */
+  maskEvals: number;
+}
+
+export function emptySparsity(): SparsityTally {
+  return { tilesSkipped: 0, tilesFull: 0, tilesPartial: 0, skippedFlops: 0, skippedBytes: 0, maskEvals: 0 };
+}
+
 export interface Counters {
   hbmRead: Partial<Record<HbmTensor, number>>;
   hbmWritten: Partial<Record<HbmTensor, number>>;
@@ -48,6 +69,7 @@ export interface Counters {
   atomicAdds: number;
   /** Trace steps (events) the algorithm produced, counted whether tracing is on or off. */
   steps: number;
+  sparsity?: SparsityTally;
 }
 
 export function emptyCounters(): Counters {
@@ -63,6 +85,7 @@ export interface CounterDelta {
   expCount?: number;
   rescaleCount?: number;
   atomicAdds?: number;
+  sparsity?: Partial<SparsityTally>;
 }
 
 export function addDelta(c: Counters, d: CounterDelta): void {
@@ -74,6 +97,10 @@ export function addDelta(c: Counters, d: CounterDelta): void {
   c.expCount += d.expCount ?? 0;
   c.rescaleCount += d.rescaleCount ?? 0;
   c.atomicAdds += d.atomicAdds ?? 0;
+  if (d.sparsity) {
+    const t = (c.sparsity ??= emptySparsity());
+    for (const [k, n] of Object.entries(d.sparsity)) t[k as keyof SparsityTally] += n ?? 0;
+  }
 }
 
 export function totalBytes(m: Partial<Record<HbmTensor, number>>): number {
@@ -95,5 +122,13 @@ export function countersToStats(c: Counters): Record<string, unknown> {
     rescale_count: c.rescaleCount,
     atomic_adds: c.atomicAdds,
     steps: c.steps,
+    ...(c.sparsity && {
+      tiles_skipped: c.sparsity.tilesSkipped,
+      tiles_full: c.sparsity.tilesFull,
+      tiles_partial: c.sparsity.tilesPartial,
+      skipped_flops: c.sparsity.skippedFlops,
+      skipped_bytes: c.sparsity.skippedBytes,
+      mask_evals: c.sparsity.maskEvals,
+    }),
   };
 }

@@ -252,5 +252,7 @@ export class HeadState {
 }
 
 export function cloneCounters(c: Counters): Counters {
-  return { ...c, hbmRead: { ...c.hbmRead }, hbmWritten: { ...c.hbmWritten } };
+  const copy = { ...c, hbmRead: { ...c.hbmRead }, hbmWritten: { ...c.hbmWritten } };
+  if (c.sparsity) copy.sparsity = { ...c.sparsity };
+  return copy;
 }

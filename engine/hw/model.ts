@@ -2,6 +2,7 @@
 // features, the cost of each kind of work on a given GPU, and the shape of a schedule
 // module. The schedules themselves live beside each algorithm (engine/algorithms/<id>/schedule.ts).
 
+import type { MaskSpec } from '../core/mask-spec.ts';
 import { dtypeBytes, isFp8, type DType, type ProblemDims, type SlidingWindow } from '../core/problem.ts';
 import type { FeatureSpec } from '../algorithms/features.ts';
 import type { PhaseKind } from '../trace/events.ts';
@@ -21,6 +22,8 @@ export interface ProblemShape extends ProblemDims {
   window?: SlidingWindow;
   /** Logit softcap (> 0). */
   softcap?: number;
+  /** The problem's mask_mod / score_mod: with a mask_mod the kernel runs block-sparse (CTAs visit only blocks with a visible key). */
+  mask?: MaskSpec;
   /** Chunked attention (FA3's attention_chunk): keys only within the query's chunk. */
   attentionChunk?: number;
   /** Paged KV cache: tokens per page (the block table does not change the configuration). */
@@ -160,9 +163,11 @@ export interface CtaWork {
   h: number;
   /** First Q block (of block_m rows) this CTA owns. */
   qBlock: number;
-  /** The K/V blocks it visits, [kvFrom, kvTo): always a contiguous range (causal masks and splits cut ranges). */
+  /** The K/V blocks it visits, [kvFrom, kvTo): a contiguous range (causal masks and splits cut ranges). */
   kvFrom: number;
   kvTo: number;
+  /** Under a mask_mod: the blocks of that range it visits, ascending (the others are empty). */
+  kvList?: number[];
   /** Visited from the last block down (FA3, FA4: the diagonal block is masked first). */
   reverse: boolean;
   /** Split index (flash-decoding), 0 otherwise. */
@@ -291,11 +296,12 @@ export function crossesDiagonal(shape: ProblemShape, row0: number, j: number, bl
 }
 
 export function kvCount(w: CtaWork): number {
-  return Math.max(0, w.kvTo - w.kvFrom);
+  return w.kvList ? w.kvList.length : Math.max(0, w.kvTo - w.kvFrom);
 }
 
 /** The K/V block indices of a CTA in visiting order. */
 export function kvBlocksOf(w: CtaWork): number[] {
+  if (w.kvList) return w.reverse ? [...w.kvList].reverse() : [...w.kvList];
   const n = kvCount(w);
   return Array.from({ length: n }, (_, i) => (w.reverse ? w.kvTo - 1 - i : w.kvFrom + i));
 }

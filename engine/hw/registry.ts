@@ -96,6 +96,7 @@ export function shapeOf(p: AttentionProblem): ProblemShape {
     causal: p.causal,
     ...(p.window && (p.window.left >= 0 || p.window.right >= 0) ? { window: { ...p.window } } : {}),
     ...(p.softcap !== undefined ? { softcap: p.softcap } : {}),
+    ...(p.mask?.maskMod !== undefined ? { mask: p.mask } : {}),
   };
 }
 

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { DebuggerSession } from '../debugger/session.ts';
+import { maskSpecFrom } from '../core/mask-presets.ts';
 import type { LoadRequest } from '../request.ts';
 import type { AttentionProblem } from '../core/problem.ts';
 import { chromeTrace, scheduleJsonl } from './export.ts';
@@ -46,6 +47,23 @@ describe('step ↔ cycle map', () => {
       ['fmha-v2', 'rtx4060', { batch: 1, hq: 1, hk: 1, nq: 128, nk: 512, d: 64, dv: 64, causal: false, dtype: 'fp16' }],
       ['cute-fa2', 'a100', { batch: 1, hq: 1, hk: 1, nq: 128, nk: 512, d: 64, dv: 64, causal: false, dtype: 'fp16' }],
       ['flash-decoding', 'a100', { batch: 1, hq: 1, hk: 1, nq: 4, nk: 1024, d: 64, dv: 64, causal: false, dtype: 'fp16' }],
+      // A document mask: the CTA of the last 128 queries visits only the K/V blocks of their document.
+      [
+        'fa3',
+        'h100',
+        {
+          batch: 1,
+          hq: 1,
+          hk: 1,
+          nq: 128,
+          nk: 512,
+          d: 64,
+          dv: 64,
+          causal: false,
+          dtype: 'fp16',
+          mask: maskSpecFrom({ maskMod: 'document:200,150' }, { hq: 1, nq: 128, nk: 512 }),
+        },
+      ],
     ];
     for (const [algo, gpu, problem] of cases) {
       const events = await loaded(algo, problem);
@@ -66,6 +84,12 @@ describe('step ↔ cycle map', () => {
         }
       }
       expect(mapped, algo).toBeGreaterThan(10);
+      if (problem.mask) {
+        // The SM's CTA loads exactly the K/V blocks the numeric run visits.
+        const touched = new Set(events.filter((e) => e.kind === 'qk').map((e) => Math.floor(e.tile.cols[0] / blockN)));
+        expect(touched.size).toBeLessThan(Math.ceil(problem.nk / blockN));
+        expect(s.view.ctas[0].kvBlocks.toSorted((x, y) => x - y)).toEqual([...touched].sort((x, y) => x - y));
+      }
     }
   });
 

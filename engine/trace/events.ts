@@ -29,7 +29,10 @@ export type BackwardPhaseKind =
   | 'dk' // dK_j += dS_ijᵀ Q_i · scale
   | 'dqconvert'; // the fp32 dQ accumulator converted to the output dQ (postprocess)
 
-export type PhaseKind = ForwardPhaseKind | BackwardPhaseKind;
+/** A K/V tile the block mask marks empty: the kernel moves to the next tile without loading it. */
+export type SkipPhaseKind = 'skip';
+
+export type PhaseKind = ForwardPhaseKind | BackwardPhaseKind | SkipPhaseKind;
 
 /** FA3 backward: the warp role doing a step (producer warp, MMA consumer warpgroup, the dQ writer warp, the postprocess kernel). */
 export type BackwardRole = 'producer' | 'mma' | 'dqwriter' | 'preprocess' | 'postprocess';
@@ -170,6 +173,10 @@ export interface NormalizeEvent extends EventBase {
    */
   scoreShift?: number[];
 }
+/** An empty tile of the block mask (no key visible to any query of the Q tile): nothing loaded or computed. */
+export interface SkipEvent extends EventBase {
+  kind: 'skip';
+}
 export interface CombineEvent extends EventBase {
   kind: 'combine';
   /** Per row: the LSE of each split, and the merged LSE. */
@@ -263,4 +270,5 @@ export type TraceEvent =
   | PvEvent
   | NormalizeEvent
   | CombineEvent
+  | SkipEvent
   | BackwardEvent;

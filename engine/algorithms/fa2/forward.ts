@@ -12,12 +12,13 @@
 import { setUpExactRun } from '../run-setup.ts';
 import type { AttentionProblem } from '../../core/problem.ts';
 import type { AttentionInputs } from '../../core/inputs.ts';
-import { blockHasVisible } from '../../core/scores.ts';
+import { BLOCK_EMPTY, BLOCK_PARTIAL } from '../../core/block-mask.ts';
 import { tileValues } from '../../trace/tracer.ts';
 import type { Range } from '../../trace/events.ts';
 import { blockCount } from '../blocks.ts';
 import { accumulatePV, headSlice, maskTile, roundTile, scoreTile } from '../tile-math.ts';
 import type { AlgorithmResult, RunOptions, StepAlgorithm, StepGenerator } from '../types.ts';
+import { hasBlockMask, skippedTile, tileClasses } from '../tile-classes.ts';
 
 function* runFa2(p: AttentionProblem, x: AttentionInputs, opts: RunOptions): StepGenerator {
   const { blockM, blockN, sm, tr, eb, rounder } = setUpExactRun('fa2', p, x, opts);
@@ -35,6 +36,8 @@ function* runFa2(p: AttentionProblem, x: AttentionInputs, opts: RunOptions): Ste
   const l = new Float64Array(blockM);
   const factor = new Float64Array(blockM);
   const tileSum = new Float64Array(blockM);
+  const tileClass = tileClasses(p, sm, blockM, blockN);
+  const tally = hasBlockMask(p);
 
   for (let b = 0; b < p.batch; b++) {
     for (let h = 0; h < p.hq; h++) {
@@ -57,25 +60,40 @@ function* runFa2(p: AttentionProblem, x: AttentionInputs, opts: RunOptions): Ste
           const c0 = j * blockN;
           const c1 = Math.min(p.nk, c0 + blockN);
           const cols = c1 - c0;
-          // Blocks wholly above the causal diagonal or outside the window are never loaded.
-          if (!blockHasVisible(sm, r0, r1, c0, c1, p.nk, b, h)) continue;
           const tile = { qBlock: i, kvBlock: j, rows: [r0, r1] as Range, cols: [c0, c1] as Range };
           const here = (line: string) => at(j, line, tile);
+          const cls = tileClass(b, h, i, j);
+          // An empty tile of the block mask is never loaded: the loop moves on to the next K/V tile.
+          if (cls === BLOCK_EMPTY) {
+            ev = tr.emit('skip', { ...here('fa2.skip'), delta: { sparsity: skippedTile(p, rows, cols, eb) } }, () => ({}));
+            if (ev) yield ev;
+            continue;
+          }
+          const partial = cls === BLOCK_PARTIAL;
           ev = tr.emit('load', { ...here('fa2.loadKV'), delta: { hbmRead: { K: cols * p.d * eb, V: cols * dv * eb } } }, () => ({
             tensors: ['K' as const, 'V' as const],
           }));
           if (ev) yield ev;
 
           // S = Q_i K_j^T with scale, softcap and ALiBi; masks come in their own phase.
-          const anyMasked = scoreTile(p, sm, x, hs, r0, rows, c0, cols, s, blockN);
-          ev = tr.emit('qk', { ...here('fa2.qk'), delta: { matmulFlops: 2 * rows * cols * p.d, nonMatmulFlops: rows * cols } }, () => ({
-            s: tileValues(s, rows, cols, blockN),
-          }));
+          // A full tile needs no mask at all; only a partial one runs it, on every entry.
+          scoreTile(p, sm, x, hs, r0, rows, c0, cols, s, blockN, false);
+          const qkDelta = { matmulFlops: 2 * rows * cols * p.d, nonMatmulFlops: rows * cols };
+          ev = tr.emit(
+            'qk',
+            { ...here('fa2.qk'), delta: tally && !partial ? { ...qkDelta, sparsity: { tilesFull: 1 } } : qkDelta },
+            () => ({
+              s: tileValues(s, rows, cols, blockN),
+            }),
+          );
           if (ev) yield ev;
-          if (anyMasked) {
+          if (partial) {
             const bits = trace ? new Array<number>(rows * cols) : undefined;
             maskTile(p, sm, hs, r0, rows, c0, cols, s, blockN, bits);
-            ev = tr.emit('mask', { ...here('fa2.mask'), delta: {} }, () => ({ masked: bits ?? [], s: tileValues(s, rows, cols, blockN) }));
+            ev = tr.emit('mask', { ...here('fa2.mask'), delta: { sparsity: { tilesPartial: 1, maskEvals: rows * cols } } }, () => ({
+              masked: bits ?? [],
+              s: tileValues(s, rows, cols, blockN),
+            }));
             if (ev) yield ev;
           }
 

@@ -45,6 +45,7 @@ import {
   phase,
   STAGES_SWITCH,
 } from '../../hw/model.ts';
+import { maskedKvBlocks } from '../../hw/mask-blocks.ts';
 import { FA3_FEATURES } from './forward.ts';
 import type { Kernel } from '../../hw/scheduler.ts';
 import { FA3_ROWS_PER_CONSUMER as ROWS_PER_WG, fa3Config, type Fa3Config } from './tiles.ts';
@@ -240,7 +241,8 @@ function grid(gpu: GpuSpec, given: ProblemShape): CtaWork[] {
         for (let i = 0; i < tr; i++)
           for (let sp = 0; sp < splits; sp++) {
             const [kvFrom, kvTo] = kvBlockRange(seq, i * blockM, Math.min(seq.nq, (i + 1) * blockM), blockN, sp, splits);
-            out.push({ b: b + sb, h, qBlock: i, kvFrom, kvTo, reverse: true, split: sp });
+            const kvList = maskedKvBlocks(seq, b + sb, h, i * blockM, Math.min(seq.nq, (i + 1) * blockM), blockN, kvFrom, kvTo);
+            out.push({ b: b + sb, h, qBlock: i, kvFrom, kvTo, ...(kvList && { kvList }), reverse: true, split: sp });
           }
   });
   return out;

@@ -36,6 +36,8 @@ export interface Fa4DispatchInput {
   packGqa?: boolean;
   /** The backward pass is requested (FP8 has none). */
   backward?: boolean;
+  /** Block-sparse tensors given (a mask_mod's block mask): no 2-CTA pairs. */
+  blockSparse?: boolean;
 }
 
 export interface Fa4Dispatch {
@@ -195,6 +197,7 @@ export function fa4Dispatch(p: Fa4DispatchInput, numSms: number): Fa4Dispatch {
     !isLocal &&
     !isSplitKv &&
     !p.varlenQ &&
+    !p.blockSparse &&
     (p.pageSize === undefined || p.pageSize === 128) &&
     (dPad === 128 || dPad === 192) &&
     dvPad === 128 &&
@@ -206,6 +209,7 @@ export function fa4Dispatch(p: Fa4DispatchInput, numSms: number): Fa4Dispatch {
     `${IFACE} l. 822-836: use_2cta_instrs ${ctaGroup === 2} (${[
       isCausal || isLocal ? 'masked' : 'no mask',
       isSplitKv ? 'split KV' : 'no split',
+      ...(p.blockSparse ? ['block-sparse (l. 829)'] : []),
       p.varlenQ ? 'varlen Q' : 'dense Q',
       `padded d ${dPad}, dv ${dvPad}`,
       `${packedRows} rows ${packedRows > 2 * tileM ? '>' : '≤'} 2·tile_m`,

@@ -57,6 +57,7 @@ import {
   RESCALE_AT_SWITCH,
   STAGES_SWITCH,
 } from '../../hw/model.ts';
+import { maskedKvBlocks } from '../../hw/mask-blocks.ts';
 import { FA4_FEATURES } from './forward.ts';
 import type { Kernel } from '../../hw/scheduler.ts';
 import { FA4_TILE, exp2EmulatedShare, fa4Config, fa4HeadDimRefusal, type Fa4Config } from './tiles.ts';
@@ -130,6 +131,7 @@ export function fa4DispatchOf(shape: ProblemShape, numSms = 148, backward = fals
       numSplits: s.numSplits,
       packGqa: shape.packRatio !== undefined ? true : s.packGqa,
       backward,
+      blockSparse: s.mask?.maskMod !== undefined,
     },
     numSms,
   );
@@ -356,7 +358,8 @@ function grid(gpu: GpuSpec, given: ProblemShape): CtaWork[] {
         for (let i = 0; i < ceilDiv(seq.nq, rows); i++)
           for (let sp = 0; sp < splits; sp++) {
             const [kvFrom, kvTo] = kvBlockRange(seq, i * rows, Math.min(seq.nq, (i + 1) * rows), FA4_BLOCK_N, sp, splits);
-            out.push({ b: b + sb, h, qBlock: i, kvFrom, kvTo, reverse: true, split: sp });
+            const kvList = maskedKvBlocks(seq, b + sb, h, i * rows, Math.min(seq.nq, (i + 1) * rows), FA4_BLOCK_N, kvFrom, kvTo);
+            out.push({ b: b + sb, h, qBlock: i, kvFrom, kvTo, ...(kvList && { kvList }), reverse: true, split: sp });
           }
   });
   return out;

@@ -1,0 +1,74 @@
+// The K/V blocks a CTA loads under a mask_mod: the hardware model reads the same mask the
+// stepper does, so a block-sparse kernel's CTA visits only the blocks with a visible key
+// (upstream's mask_block_idx and full_block_idx together, flash_attn/cute/block_sparsity.py@0251105a l. 17–23).
+
+import { checkMaskSpec } from '../core/mask-spec.ts';
+import type { AttentionProblem } from '../core/problem.ts';
+import { blockHasVisible, scoreModel, type ScoreModel } from '../core/scores.ts';
+import type { ProblemShape } from './model.ts';
+
+/** Mask pairs a grid may evaluate before it falls back to the causal/window range (a page must not freeze). */
+const MAX_GRID_MASK_PAIRS = 1 << 26;
+
+interface MaskGridModel {
+  sm: ScoreModel;
+  perHead: boolean;
+  /** Block lists already found, by (b, h, rows, blocks) key: a mask that ignores b and h is evaluated once per tile. */
+  lists: Map<string, number[]>;
+}
+
+const models = new WeakMap<object, Map<string, MaskGridModel | null>>();
+
+function modelOf(shape: ProblemShape): MaskGridModel | null {
+  const mask = shape.mask;
+  if (mask?.maskMod === undefined) return null;
+  const key = `${shape.batch}/${shape.hq}/${shape.hk}/${shape.nq}/${shape.nk}/${shape.packRatio ?? 1}/${shape.causal}/${shape.window?.left}/${shape.window?.right}`;
+  let byShape = models.get(mask);
+  if (!byShape) models.set(mask, (byShape = new Map()));
+  const hit = byShape.get(key);
+  if (hit !== undefined) return hit;
+  const perHead = checkMaskSpec(mask).maskReadsBatchOrHead;
+  const r = shape.packRatio ?? 1;
+  const nq = shape.nq / r;
+  const pairs = (perHead ? shape.batch * shape.hq * r : 1) * nq * shape.nk;
+  let model: MaskGridModel | null = null;
+  if (pairs <= MAX_GRID_MASK_PAIRS) {
+    const p: AttentionProblem = { ...shape, hq: shape.hq * r, nq, causal: shape.causal, mask };
+    model = { sm: scoreModel(p), perHead, lists: new Map() };
+  }
+  byShape.set(key, model);
+  return model;
+}
+
+/**
+ * The K/V blocks of [from, to) where some key is visible to the CTA's (packed) rows [m0, m1)
+ * of batch b, KV-packed head h; undefined when the shape has no mask_mod (the range is exact).
+ */
+export function maskedKvBlocks(
+  shape: ProblemShape,
+  b: number,
+  h: number,
+  m0: number,
+  m1: number,
+  blockN: number,
+  from: number,
+  to: number,
+): number[] | undefined {
+  const model = modelOf(shape);
+  if (!model) return undefined;
+  const r = shape.packRatio ?? 1;
+  const q0 = Math.floor(m0 / r);
+  const q1 = Math.ceil(m1 / r);
+  const key = model.perHead ? `${b}/${h}/${q0}/${q1}/${from}/${to}/${blockN}` : `${q0}/${q1}/${from}/${to}/${blockN}`;
+  const hit = model.lists.get(key);
+  if (hit) return hit;
+  const heads = model.perHead ? Array.from({ length: r }, (_, k) => h * r + k) : [0];
+  const list: number[] = [];
+  for (let j = from; j < to; j++) {
+    const c0 = j * blockN;
+    const c1 = Math.min(shape.nk, c0 + blockN);
+    if (heads.some((hq) => blockHasVisible(model.sm, q0, q1, c0, c1, shape.nk, model.perHead ? b : 0, hq))) list.push(j);
+  }
+  model.lists.set(key, list);
+  return list;
+}

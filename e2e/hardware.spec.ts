@@ -183,6 +183,15 @@ test('FA3 at d 256: the timeline shows ping-pong disabled, because the kernel ha
   // The overlap switch the kernel does have stays live.
   await expect(timeline(page).getByLabel('intra-warpgroup overlap')).toBeEnabled();
   await page.screenshot({ path: 'test-results/hardware-fa3-d256-switches.png', fullPage: true });
+
+  // Why upstream picks this configuration: each decision with the file and lines that make it.
+  const why = memoryMap(page).getByTestId('hw-upstream');
+  await why.locator('summary').focus();
+  await page.keyboard.press('Enter');
+  await expect(why.locator('.hw-upstream-config')).toContainText('block m 128 · block n 80');
+  const tile = why.locator('li', { hasText: 'hopper/tile_size.h@0251105a l.' });
+  await expect(tile).toContainText('128×80');
+  await why.screenshot({ path: 'test-results/hardware-fa3-d256-why.png' });
 });
 
 test('clicking the timeline seeks the debugger; the cursor follows the step', async ({ page }) => {

@@ -14,6 +14,7 @@ import { memoryCursor } from './memory-cursor.ts';
 import { tensorColour } from './palette.ts';
 import { useHardwareSync } from './useHardware.ts';
 import { useFolded, ViewTitle } from './ViewTitle.tsx';
+import { UpstreamChoice } from './UpstreamChoice.tsx';
 
 const kb = (b: number) => `${Math.round((b / 1024) * 10) / 10} KB`;
 
@@ -304,6 +305,7 @@ export function MemoryMapView() {
             ))}
           </ul>
         )}
+        <UpstreamChoice view={view} />
       </>
     ) : null;
   performance.measure('flashscope:memory-map', { start: t0, end: performance.now() });

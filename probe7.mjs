@@ -1,0 +1,23 @@
+import { chromium } from '@playwright/test';
+const browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--no-sandbox', '--enable-unsafe-webgpu', '--no-first-run'] });
+const ctx = await browser.newContext({ viewport: { width: 1440, height: 900 }, storageState: { cookies: [], origins: [{ origin: 'http://127.0.0.1:4391', localStorage: [{ name: 'flashscope.welcome.v1', value: 'dismissed' }] }] } });
+const page = await ctx.newPage();
+await page.goto('http://127.0.0.1:4391/');
+await page.getByTestId('step-counter').filter({ hasText: /^Step 1 of/ }).waitFor({ timeout: 20000 });
+await page.waitForTimeout(2000);
+const cdp = await ctx.newCDPSession(page);
+await cdp.send('Profiler.enable');
+await cdp.send('Profiler.start');
+await cdp.send('Performance.enable');
+const m0 = Object.fromEntries((await cdp.send('Performance.getMetrics')).metrics.map((x) => [x.name, x.value]));
+await page.waitForTimeout(4000);
+const m1 = Object.fromEntries((await cdp.send('Performance.getMetrics')).metrics.map((x) => [x.name, x.value]));
+const { profile } = await cdp.send('Profiler.stop');
+console.log('task', (m1.TaskDuration - m0.TaskDuration).toFixed(3), 'script', (m1.ScriptDuration - m0.ScriptDuration).toFixed(3), 'layout', (m1.LayoutCount - m0.LayoutCount), 'style', (m1.RecalcStyleCount - m0.RecalcStyleCount));
+const byId = new Map(profile.nodes.map((n) => [n.id, n]));
+const counts = new Map();
+profile.samples.forEach((id, i) => counts.set(id, (counts.get(id) ?? 0) + (profile.timeDeltas[i] ?? 0)));
+const self = new Map();
+for (const [id, t] of counts) { const cf = byId.get(id).callFrame; const k = `${cf.functionName || '(anon)'} ${cf.url.split('/').pop()}:${cf.lineNumber}`; self.set(k, (self.get(k) ?? 0) + t); }
+for (const [k, t] of [...self].sort((a, b) => b[1] - a[1]).slice(0, 10)) console.log((t / 1000).toFixed(1).padStart(8), k);
+await browser.close();

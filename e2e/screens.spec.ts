@@ -70,6 +70,22 @@ for (const size of SIZES) {
     }
     await page.screenshot({ path: `${dir}/lesson-1.png`, fullPage: true });
 
+    if (size.width < 720) {
+      // A chapter with two panes stacks them on a phone, each heatmap still readable.
+      await page.goto('/?lesson=5');
+      const panes = [0, 1].map((k) => page.locator(`[data-lesson-pane="lesson-5-${k}"]`));
+      for (const p of panes) await expect(p.getByTestId('step-counter')).toHaveText(/^Step \d+ of \d+$/, { timeout: 30_000 });
+      await noSidewaysScroll(page);
+      const [first, second] = await Promise.all(panes.map((p) => p.evaluate((e) => e.getBoundingClientRect().toJSON())));
+      expect(second.top, 'second pane below the first').toBeGreaterThanOrEqual(first.bottom - 1);
+      for (const k of [0, 1]) {
+        const [heat] = await boxes(page, `[data-lesson-pane="lesson-5-${k}"] figure[data-matrix="S"] canvas`);
+        expect(heat.width, `pane ${k + 1} heatmap width`).toBeGreaterThanOrEqual(200);
+        expect(heat.right).toBeLessThanOrEqual(size.width);
+      }
+      await page.screenshot({ path: `${dir}/lesson-5.png`, fullPage: true });
+    }
+
     await page.getByRole('tab', { name: 'Serving' }).click();
     await expect(page.getByTestId('varlen-view')).toBeVisible({ timeout: 30_000 });
     await noSidewaysScroll(page);

@@ -14,14 +14,8 @@ import {
 /** The problem's fields (full-size runs are fp32 without sinks), the inputs' seed, and whether a mask_mod runs block-sparse. */
 export type Form = Omit<ProblemFields, 'dtype' | 'sink'> & { seed: string; blockSparse: boolean };
 
-export const FULL: Form = {
-  batch: '4',
-  hq: '16',
-  hk: '16',
-  nq: '4096',
-  nk: '4096',
-  d: '64',
-  dv: '64',
+/** No mask, no score modifier: what a preset leaves in the form besides its shape. */
+export const NO_MODIFIERS = {
   causal: false,
   windowLeft: '',
   windowRight: '',
@@ -30,9 +24,10 @@ export const FULL: Form = {
   maskMod: '',
   scoreMod: '',
   maskAux: '',
-  seed: '1',
   blockSparse: false,
-};
+} satisfies Partial<Form>;
+
+export const FULL: Form = { batch: '4', hq: '16', hk: '16', nq: '4096', nk: '4096', d: '64', dv: '64', ...NO_MODIFIERS, seed: '1' };
 
 /**
  * The shapes BENCHMARKS.md reports, one click away: a preset fills the problem fields (no
@@ -59,17 +54,6 @@ export const PRESETS: { name: string; form: Partial<Form>; path?: WebGpuPath }[]
     path: 'decode',
   },
 ];
-export const NO_MODIFIERS: Partial<Form> = {
-  causal: false,
-  windowLeft: '',
-  windowRight: '',
-  alibi: false,
-  softcap: '',
-  maskMod: '',
-  scoreMod: '',
-  maskAux: '',
-  blockSparse: false,
-};
 
 export function toProblem(f: Form): AttentionProblem {
   return validateProblem(fieldsToProblem({ ...f, dtype: 'fp32', sink: '' }));

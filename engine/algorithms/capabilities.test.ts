@@ -20,10 +20,15 @@ const SHAPES: Partial<AttentionProblem>[] = [
 ];
 
 /** The engine's own refusal, field and message (null when the first step is taken). */
-function engineRefusal(algorithm: string, pass: 'forward' | 'backward', p: AttentionProblem): { field: string; message: string } | null {
+function engineRefusal(
+  algorithm: string,
+  pass: 'forward' | 'backward',
+  p: AttentionProblem,
+  features?: Record<string, boolean | number>,
+): { field: string; message: string } | null {
   try {
-    const req = { algorithm, problem: p, seed: 0, distribution: 'normal' as const, blocks: { blockM: 16, blockN: 16 }, pass };
-    startPass(req, p, randomInputs(p, { seed: 0 }), { blockM: 16, blockN: 16, trace: true }).gen.next();
+    const req = { algorithm, problem: p, seed: 0, distribution: 'normal' as const, blocks: { blockM: 16, blockN: 16 }, pass, features };
+    startPass(req, p, randomInputs(p, { seed: 0 }), { blockM: 16, blockN: 16, features, trace: true }).gen.next();
     return null;
   } catch (e) {
     if (e instanceof ProblemError) return { field: e.field, message: e.message };
@@ -52,4 +57,16 @@ describe('capabilities declared on the descriptor agree with the engine', () => 
       expect(accepted).toBeGreaterThan(0);
     });
   }
+  it('a switch whose spec names FP8 dtypes only is taken at FP8 and refused at 16 bits', () => {
+    let fp8Only = 0;
+    for (const a of DESCRIPTORS)
+      for (const [key, spec] of Object.entries(a.switches)) {
+        if (!spec.dtypes?.every(isFp8)) continue;
+        fp8Only++;
+        const f = { [key]: spec.default };
+        expect(engineRefusal(a.id, 'forward', { ...base, dtype: 'fp8e4m3' }, f), `${a.id} ${key}`).toBeNull();
+        expect(engineRefusal(a.id, 'forward', base, f)?.field, `${a.id} ${key}`).toBe(`features.${key}`);
+      }
+    expect(fp8Only).toBeGreaterThan(0);
+  });
 });

@@ -61,7 +61,7 @@ export const chapter10: Chapter = {
     },
     {
       kind: 'math',
-      tex: 'D_i = \\sum_j P_{ij}\\, (dO_i \\cdot V_j) = dO_i \\cdot \\Big(\\sum_j P_{ij} V_j\\Big) = dO_i \\cdot O_i = \\mathrm{rowsum}(dO_i \\circ O_i)',
+      tex: '\\begin{aligned} D_i &= \\sum_j P_{ij}\\, (dO_i \\cdot V_j) = dO_i \\cdot \\Big(\\sum_j P_{ij} V_j\\Big) \\\\ &= dO_i \\cdot O_i = \\mathrm{rowsum}(dO_i \\circ O_i) \\end{aligned}',
     },
     {
       kind: 'p',

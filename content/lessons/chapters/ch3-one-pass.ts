@@ -27,7 +27,7 @@ export const chapter3: Chapter = {
     },
     {
       kind: 'math',
-      tex: 'm^{\\text{new}} = \\max\\big(m,\\ \\mathrm{rowmax}(S_{ij})\\big),\\quad \\tilde O \\leftarrow \\mathrm{diag}\\big(e^{m - m^{\\text{new}}}\\big)\\,\\tilde O + \\exp(S_{ij} - m^{\\text{new}})\\, V_j',
+      tex: 'm^{\\text{new}} = \\max\\big(m,\\ \\mathrm{rowmax}(S_{ij})\\big),\\qquad \\tilde O \\leftarrow \\mathrm{diag}\\big(e^{m - m^{\\text{new}}}\\big)\\,\\tilde O + \\exp(S_{ij} - m^{\\text{new}})\\, V_j',
     },
     {
       kind: 'p',

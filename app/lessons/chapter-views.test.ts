@@ -112,6 +112,8 @@ describe('chapters name only views their panes show', () => {
   }
 });
 
+const viewCache = new RunCache(4);
+
 describe('presets the hardware model draws are ones it accepts', () => {
   for (const c of CHAPTERS) {
     c.panes.forEach((pane, i) => {
@@ -125,6 +127,12 @@ describe('presets the hardware model draws are ones it accepts', () => {
         const sheet = describeFor(req.algorithm, defaultGpu(req.algorithm, pass), shapeOf(req.problem), hwFeatures, pass);
         expect(sheet.does_not_fit).toEqual([]);
       });
+      if (pane.views.includes('hw-timeline'))
+        it(`chapter ${c.number} pane ${i}: the step trace runs the tile the timeline draws`, () => {
+          const sheet = describeFor(req.algorithm, defaultGpu(req.algorithm, pass), shapeOf(req.problem), {}, pass);
+          const { blockM, blockN } = lessonContext(c, req, viewCache).run.result.blocks;
+          expect({ blockM, blockN }).toEqual({ blockM: sheet.tiles.block_m, blockN: sheet.tiles.block_n });
+        });
     });
   }
 });

@@ -25,7 +25,7 @@ export const chapter7: Chapter = {
     },
     {
       kind: 'p',
-      text: '**Ping-pong.** With two consumer warpgroups, a barrier makes them take turns: while warpgroup 0 does its softmax, warpgroup 1 owns the tensor cores for its GEMMs, and the other way round (three take turns round-robin); the warp-role timeline under the debugger draws the turns. In the trace below each step carries its warpgroup and covers 64 rows. The shipped kernel keeps this scheduler barrier only for 16-bit inputs up to $d = 128$ and FP8 from $d = 128$. Without it each warpgroup runs its own mainloop, held to the others only by the barriers of the K/V ring; they start together and do the same work, so the debugger lists each phase for every warpgroup before the next — load $d = 256$ in fp16, FP8 at $d = 64$, or switch ping-pong off below to see it.',
+      text: '**Ping-pong.** With two consumer warpgroups, a barrier makes them take turns: while warpgroup 0 does its softmax, warpgroup 1 owns the tensor cores for its GEMMs, and the other way round (three take turns round-robin); the warp-role timeline under the debugger draws the turns. The debugger below runs $d = 16$ in fp16, where the kernel picks a 192×192 tile (192×128 when causal): three consumer warpgroups share each $Q$ tile and take turns round-robin, and each step of the trace carries its warpgroup and covers its 64 rows, as the three consumer lanes of the timeline do. The shipped kernel keeps this scheduler barrier only for 16-bit inputs up to $d = 128$ and FP8 from $d = 128$. Without it each warpgroup runs its own mainloop, held to the others only by the barriers of the K/V ring; they start together and do the same work, so the debugger lists each phase for every warpgroup before the next — load $d = 256$ in fp16, FP8 at $d = 64$, or switch ping-pong off below to see it.',
     },
     {
       kind: 'code-wins',
@@ -46,7 +46,7 @@ export const chapter7: Chapter = {
   ],
   panes: [
     {
-      preset: lessonRequest('fa3', { nq: 256, nk: 256, d: 16, dtype: 'fp16' }, { blockM: 128, blockN: 64 }),
+      preset: lessonRequest('fa3', { nq: 384, nk: 384, d: 16, dtype: 'fp16' }, {}),
       target: {
         describe: "the first P·V issued right after the next block's S = QKᵀ",
         find: overlapped,
@@ -116,7 +116,7 @@ export const chapter7: Chapter = {
     {
       id: 'turn-after-softmax',
       prompt:
-        'Warpgroup 0 finishes the softmax (its row sum) of the first K/V block it visits. Which warpgroup does the next consumer step in the loaded trace belong to: 0 or 1?',
+        'Warpgroup 0 finishes the softmax (its row sum) of the first K/V block it visits. Which warpgroup does the next consumer step in the loaded trace belong to: 0, 1 or 2?',
       kind: 'integer',
       answer: ({ run }) => {
         const ev = run.events;
@@ -126,8 +126,8 @@ export const chapter7: Chapter = {
       },
       explain: ({ run }, a) =>
         run.request.features?.pingpong === false
-          ? `Warpgroup ${a}: with ping-pong off both warpgroups do their softmax at the same time and take the tensor cores together, so the trace lists warpgroup 1's softmax next. The kernel runs this way wherever it has no scheduler barrier (16-bit d > 128, FP8 d < 128).`
-          : `Warpgroup ${a}: the scheduler barrier gives warpgroup 0 the tensor cores for its next GEMMs while warpgroup 1 computes its softmax, and the turns go round-robin.`,
+          ? `Warpgroup ${a}: with ping-pong off the warpgroups do their softmax at the same time and take the tensor cores together, so the trace lists warpgroup 1's softmax next. The kernel runs this way wherever it has no scheduler barrier (16-bit d > 128, FP8 d < 128).`
+          : `Warpgroup ${a}: the scheduler barrier gives warpgroup 0 the tensor cores for its next GEMMs while the next warpgroup computes its softmax, and the turns go round-robin.`,
       hint: 'Step to the first row sum of the first warpgroup (the step line names the warpgroup), step once more and read whose step it is.',
     },
     {

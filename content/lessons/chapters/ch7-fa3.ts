@@ -2,12 +2,20 @@
 import type { Chapter } from './types.ts';
 import { firstIndex, fmt, lessonRequest } from './queries.ts';
 import type { TraceEvent } from '../../../engine/api.ts';
+import { fa3DefaultTile } from '../../../engine/algorithms/fa3/forward.ts';
+import type { AttentionProblem } from '../../../engine/core/problem.ts';
 
 /** A P·V step issued right after the next block's S = QKᵀ: the intra-warpgroup overlap. */
 const overlapped = (ev: readonly TraceEvent[]) =>
   firstIndex(ev, (e, i) => e.kind === 'pv' && i > 0 && ev[i - 1].kind === 'qk' && ev[i - 1].tile.kvBlock !== e.tile.kvBlock);
 
 const H100 = 'h100';
+
+/** The lesson's problem in the tile the shipped kernel picks for it, so the trace and the timeline share one tile. */
+const kernelTile = (shape: Pick<AttentionProblem, 'nq' | 'nk' | 'd'> & Partial<AttentionProblem>) => {
+  const req = lessonRequest('fa3', shape, {});
+  return { ...req, blocks: fa3DefaultTile(req.problem) };
+};
 
 export const chapter7: Chapter = {
   number: 7,
@@ -46,7 +54,7 @@ export const chapter7: Chapter = {
   ],
   panes: [
     {
-      preset: lessonRequest('fa3', { nq: 384, nk: 384, d: 16, dtype: 'fp16' }, {}),
+      preset: kernelTile({ nq: 384, nk: 384, d: 16, dtype: 'fp16' }),
       target: {
         describe: "the first P·V issued right after the next block's S = QKᵀ",
         find: overlapped,
@@ -92,8 +100,11 @@ export const chapter7: Chapter = {
   tryThis: [
     {
       label: 'Causal',
-      look: 'The first block each Q tile visits is its diagonal block, the only one with a mask.',
-      change: (r) => ({ ...r, problem: { ...r.problem, causal: true } }),
+      look: 'The first block each Q tile visits is its diagonal block, the only one with a mask; the kernel takes K/V blocks of 128 when causal.',
+      change: (r) => {
+        const problem = { ...r.problem, causal: true };
+        return { ...r, problem, blocks: fa3DefaultTile(problem) };
+      },
     },
     {
       label: 'bf16 inputs',

@@ -266,3 +266,35 @@ describe('chapter 11 (serving layouts): answers against closed forms', () => {
     expect(q('split-pages').answer(ctx())).toBe(2);
   });
 });
+
+/** A request as path → value, to compare two requests field by field. */
+function fieldsOf(x: unknown, path = '', out = new Map<string, unknown>()): Map<string, unknown> {
+  if (x !== null && typeof x === 'object' && !Array.isArray(x))
+    for (const [k, v] of Object.entries(x)) fieldsOf(v, path ? `${path}.${k}` : k, out);
+  else out.set(path, x);
+  return out;
+}
+
+describe('"Try this" lands in the same state whatever was clicked before', () => {
+  for (const c of CHAPTERS)
+    it(`chapter ${c.number}: every change changes a pane, and sets what it changes to the same value after any other`, () => {
+      for (const b of c.tryThis) {
+        const changed = c.panes.map((p) => {
+          const before = fieldsOf(p.preset);
+          const after = fieldsOf(b.change(p.preset));
+          return [...new Set([...before.keys(), ...after.keys()])].filter((k) => before.get(k) !== after.get(k));
+        });
+        expect(changed.flat().length, `"${b.label}" changes nothing`).toBeGreaterThan(0);
+        c.panes.forEach((p, i) => {
+          const alone = fieldsOf(b.change(p.preset));
+          for (const a of c.tryThis) {
+            const first = a.change(p.preset);
+            const both = fieldsOf(b.change(first));
+            for (const k of changed[i])
+              if (k === 'seed') expect(both.get(k), `"${b.label}" after "${a.label}"`).not.toBe(fieldsOf(first).get(k));
+              else expect(both.get(k), `"${b.label}" after "${a.label}": ${k}`).toBe(alone.get(k));
+          }
+        });
+      }
+    });
+});

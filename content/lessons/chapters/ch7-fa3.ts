@@ -1,9 +1,7 @@
 // Chapter 7: FA3 on Hopper — producer/consumer, TMA, ping-pong, intra-warpgroup overlap.
 import type { Chapter } from './types.ts';
 import { firstIndex, fmt, lessonRequest } from './queries.ts';
-import type { TraceEvent } from '../../../engine/api.ts';
-import { fa3DefaultTile } from '../../../engine/algorithms/fa3/forward.ts';
-import type { AttentionProblem } from '../../../engine/core/problem.ts';
+import { fa3DefaultTile, type AttentionProblem, type TraceEvent } from '../../../engine/api.ts';
 
 /** A P·V step issued right after the next block's S = QKᵀ: the intra-warpgroup overlap. */
 const overlapped = (ev: readonly TraceEvent[]) =>

@@ -43,7 +43,7 @@ export const chapter7: Chapter = {
     },
     {
       kind: 'math',
-      tex: '\\underbrace{S_{j} = QK_j^{\\top}}_{\\text{issue}} \\;\\to\\; \\underbrace{O \\mathrel{+}= P_{j+1}V_{j+1}}_{\\text{issue}} \\;\\to\\; \\underbrace{\\mathrm{softmax}(S_{j})}_{\\text{while the GEMM runs}} \\;\\to\\; O \\leftarrow O\\cdot e^{m^{\\text{old}} - m^{\\text{new}}}',
+      tex: '\\underbrace{S_{j} = QK_j^{\\top}}_{\\text{issue}} \\;\\to\\qquad \\underbrace{O \\mathrel{+}= P_{j+1}V_{j+1}}_{\\text{issue}} \\;\\to\\qquad \\underbrace{\\mathrm{softmax}(S_{j})}_{\\text{while the GEMM runs}} \\;\\to\\qquad O \\leftarrow O\\cdot e^{m^{\\text{old}} - m^{\\text{new}}}',
     },
     {
       kind: 'p',

@@ -35,7 +35,7 @@ export const chapter7: Chapter = {
     },
     {
       kind: 'code-wins',
-      text: 'The paper describes one 128-row tile served by two consumer warpgroups, whatever the head dimension, and ping-pong between them with no condition on it. The shipped kernel chooses its tile per head dimension: 192×192 at $d \\le 64$ (192×128 causal) with three consumer warpgroups and $P$ going through shared memory, 192×144 at $d \\le 96$, 128×176 at $d \\le 128$ (128×128 causal), 128×128 or 128×112 at $d \\le 192$, 128×80 above; FP8 uses 128×224 at $d = 128$. It stages $O$ over the $V$ buffers rather than over $Q$, rescales $O$ after the $P\\cdot V$ wait (before the GEMM at $d > 128$), and compiles ping-pong in only for the head dimensions above. The debugger and the hardware model on this page follow the code.',
+      text: 'The paper describes one 128-row tile served by two consumer warpgroups, whatever the head dimension, and ping-pong between them with no condition on it. The shipped kernel chooses its tile per head dimension: 192×192 at $d \\le 64$ with three consumer warpgroups and $P$ going through shared memory (192×128 with $P$ in registers when causal), 192×144 at $d \\le 96$, 128×176 at $d \\le 128$ (128×128 causal), 128×128 or 128×112 at $d \\le 192$, 128×80 above; FP8 uses 128×224 at $d = 128$. It stages $O$ over the $V$ buffers rather than over $Q$, rescales $O$ after the $P\\cdot V$ wait (before the GEMM at $d > 128$), and compiles ping-pong in only for the head dimensions above. The debugger and the hardware model on this page follow the code.',
     },
     {
       kind: 'p',

@@ -298,3 +298,21 @@ describe('"Try this" lands in the same state whatever was clicked before', () =>
       }
     });
 });
+
+describe('tiles the text names are the ones the engine runs', () => {
+  const tileCache = new RunCache(3);
+  it('chapter 4: M = 2 KiB at d = 16 gives B_r = B_c = 8', () => {
+    const c = chapterByNumber(4)!;
+    const req = c.panes[0].preset;
+    expect([req.blocks.sramBytes, req.problem.d]).toEqual([2048, 16]);
+    expect(lessonContext(c, req, tileCache).run.result.blocks).toEqual({ blockM: 8, blockN: 8 });
+  });
+  it('chapter 7: 192 × 192 with three consumer warpgroups at d = 16, 192 × 128 when causal', () => {
+    const c = chapterByNumber(7)!;
+    const run = lessonContext(c, c.panes[0].preset, tileCache).run;
+    expect(run.result.blocks).toEqual({ blockM: 192, blockN: 192 });
+    expect(new Set(run.events.flatMap((e) => (e.warpgroup === undefined ? [] : [e.warpgroup]))).size).toBe(3);
+    const causal = c.tryThis.find((t) => t.label === 'Causal')!.change(c.panes[0].preset);
+    expect(causal.blocks).toEqual({ blockM: 192, blockN: 128 });
+  });
+});

@@ -58,7 +58,7 @@ export const chapter1: Chapter = {
     },
     {
       label: 'Store in fp16',
-      look: 'Q, K, V, O and P halve in bytes, but S stays fp32: the scores come out of the matmul accumulator, so the ratio grows from {{ratio-fp32}} to {{ratio-fp16}}.',
+      look: 'Q, K, V, O and P halve in bytes, but S stays fp32: the scores come out of the matmul accumulator, so on the problem the chapter opens with the ratio grows from {{ratio-fp32}} to {{ratio-fp16}}.',
       change: fp16,
     },
   ],

@@ -17,6 +17,13 @@ async function noSidewaysScroll(page: Page) {
   expect(scroll, 'page width').toBeLessThanOrEqual(inner);
 }
 
+async function equationsUncut(page: Page) {
+  const cut = await page
+    .locator('.lesson-math')
+    .evaluateAll((els) => els.filter((e) => e.scrollWidth > e.clientWidth + 1).map((e) => e.getAttribute('data-tex')));
+  expect(cut, 'equations wider than their box').toEqual([]);
+}
+
 /** Left, top, width of what a locator matches. */
 const boxes = (page: Page, selector: string) =>
   page.locator(selector).evaluateAll((els) =>
@@ -61,8 +68,9 @@ for (const size of SIZES) {
     const s = (await boxes(page, '[data-lesson-pane="lesson-1-0"] figure[data-matrix="S"] canvas'))[0];
     expect(s.width).toBeGreaterThanOrEqual(size.width < 720 ? 200 : 150);
     expect(s.right).toBeLessThanOrEqual(size.width);
-    // Every equation stays inside its box (it scrolls there when wider).
+    // Every equation stays inside its box; side-by-side equations wrap, so none is cut.
     for (const m of await boxes(page, '.lesson-math')) expect(m.right).toBeLessThanOrEqual(size.width);
+    await equationsUncut(page);
     if (size.width < 720) {
       // One column: the views, the side views and the problem form share a left edge.
       const cols = await boxes(page, '[data-lesson-pane="lesson-1-0"] .pane > .center, [data-lesson-pane="lesson-1-0"] .pane > aside');
@@ -76,6 +84,7 @@ for (const size of SIZES) {
       const panes = [0, 1].map((k) => page.locator(`[data-lesson-pane="lesson-5-${k}"]`));
       for (const p of panes) await expect(p.getByTestId('step-counter')).toHaveText(/^Step \d+ of \d+$/, { timeout: 30_000 });
       await noSidewaysScroll(page);
+      await equationsUncut(page);
       const [first, second] = await Promise.all(panes.map((p) => p.evaluate((e) => e.getBoundingClientRect().toJSON())));
       expect(second.top, 'second pane below the first').toBeGreaterThanOrEqual(first.bottom - 1);
       for (const k of [0, 1]) {

@@ -17,7 +17,7 @@ export type { AlgorithmId } from './algorithms/registry.ts';
 export type { FeatureSpec, FeatureSpecs, SwitchValues } from './algorithms/features.ts';
 export type { AlgorithmResult } from './algorithms/types.ts';
 export { blocksFromSram } from './algorithms/blocks.ts';
-export { fa3 } from './algorithms/fa3/forward.ts';
+export { fa3, fa3DefaultTile } from './algorithms/fa3/forward.ts';
 export { SAGE_TILE, sage } from './algorithms/sage/forward.ts';
 export { prepareSage } from './algorithms/sage/quant.ts';
 export {

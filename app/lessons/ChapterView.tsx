@@ -14,7 +14,7 @@ import { LiveBlock } from './LiveBlock.tsx';
 import { LessonPane, lessonPaneId, type LessonPaneHandle } from './LessonPane.tsx';
 import { OnlineSoftmaxWidget } from './OnlineSoftmaxWidget.tsx';
 import { QuestionCard } from './QuestionCard.tsx';
-import { Inline, Tex } from './RichText.tsx';
+import { Inline, TexDisplay } from './RichText.tsx';
 import { ServingExampleButton } from './ServingExampleButton.tsx';
 import { StepLink } from './StepLink.tsx';
 import { goToLesson } from './route.ts';
@@ -147,7 +147,7 @@ export function ChapterView({ chapter, initialStep }: { chapter: Chapter; initia
         <IoSweepView key={i} />
       )
     ) : b.kind === 'math' ? (
-      <Tex key={i} tex={b.tex} display />
+      <TexDisplay key={i} tex={b.tex} />
     ) : b.kind === 'h' ? (
       <h3 key={i}>{b.text}</h3>
     ) : b.kind === 'code-wins' ? (

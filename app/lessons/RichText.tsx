@@ -5,6 +5,7 @@
 import katex from 'katex';
 import 'katex/dist/katex.min.css';
 import { Fragment, useMemo, type ReactNode } from 'react';
+import { displayParts } from '../../content/tex.ts';
 
 export function texHtml(tex: string, display: boolean): string {
   return katex.renderToString(tex, { throwOnError: false, displayMode: display, output: 'html' });
@@ -16,6 +17,19 @@ export function Tex({ tex, display = false }: { tex: string; display?: boolean }
     <div className="lesson-math" role="math" aria-label={tex} data-tex={tex} dangerouslySetInnerHTML={{ __html: html }} />
   ) : (
     <span className="lesson-imath" role="math" aria-label={tex} data-tex={tex} dangerouslySetInnerHTML={{ __html: html }} />
+  );
+}
+
+/** A display formula whose side-by-side equations wrap onto lines of their own where the line is too narrow. */
+export function TexDisplay({ tex }: { tex: string }) {
+  const html = useMemo(() => displayParts(tex).map((part) => texHtml(part, true)), [tex]);
+  if (html.length === 1) return <Tex tex={tex} display />;
+  return (
+    <div className="lesson-math lesson-math-row" role="math" aria-label={tex} data-tex={tex}>
+      {html.map((h, i) => (
+        <span key={i} dangerouslySetInnerHTML={{ __html: h }} />
+      ))}
+    </div>
   );
 }
 

@@ -8,6 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { CHAPTERS } from '../../content/lessons/chapters/index.ts';
 import { chapterFacts, checkAnswer, lessonContext, RunCache } from '../../content/lessons/chapters/evaluate.ts';
 import { placeholdersOf } from '../../content/lessons/chapters/facts.ts';
+import { displayParts } from '../../content/tex.ts';
 import { outlierQk } from '../../content/lessons/chapters/low-precision.ts';
 import type { Chapter } from '../../content/lessons/chapters/types.ts';
 import type { LoadSummary } from '../../engine/debugger/protocol.ts';
@@ -111,6 +112,8 @@ describe('chapters name only views their panes show', () => {
   }
 });
 
+const viewCache = new RunCache(4);
+
 describe('presets the hardware model draws are ones it accepts', () => {
   for (const c of CHAPTERS) {
     c.panes.forEach((pane, i) => {
@@ -124,6 +127,12 @@ describe('presets the hardware model draws are ones it accepts', () => {
         const sheet = describeFor(req.algorithm, defaultGpu(req.algorithm, pass), shapeOf(req.problem), hwFeatures, pass);
         expect(sheet.does_not_fit).toEqual([]);
       });
+      if (pane.views.includes('hw-timeline'))
+        it(`chapter ${c.number} pane ${i}: the step trace runs the tile the timeline draws`, () => {
+          const sheet = describeFor(req.algorithm, defaultGpu(req.algorithm, pass), shapeOf(req.problem), {}, pass);
+          const { blockM, blockN } = lessonContext(c, req, viewCache).run.result.blocks;
+          expect({ blockM, blockN }).toEqual({ blockM: sheet.tiles.block_m, blockN: sheet.tiles.block_n });
+        });
     });
   }
 });
@@ -185,4 +194,15 @@ describe('every chapter cites its sources with a place in them', () => {
         if (/\/[\w-]+\.(h|hpp|cpp|cu|py)\b/.test(s)) expect(s, 'a file without a commit').toMatch(/@[0-9a-f]{7,40}\b/);
       }
     });
+});
+
+describe('display formulas wrap at their side-by-side equations', () => {
+  it('cuts at top-level \\qquad only, never inside braces or an environment', () => {
+    expect(displayParts('a = 1,\\qquad b = 2')).toEqual(['a = 1,', 'b = 2']);
+    expect(displayParts('x_{\\qquad} = \\begin{cases} a \\qquad b \\end{cases}\\qquad y')).toEqual([
+      'x_{\\qquad} = \\begin{cases} a \\qquad b \\end{cases}',
+      'y',
+    ]);
+    expect(displayParts('\\qquadx')).toEqual(['\\qquadx']);
+  });
 });

@@ -33,8 +33,14 @@ for (const c of CASES)
       ['Bc', c.tile],
     ])
       await problem.getByLabel(label, { exact: true }).fill(v);
+    const counter = page.getByTestId('step-counter');
+    const before = new RegExp(`^${(await counter.textContent()) ?? ''}$`);
     await page.getByRole('button', { name: 'Load problem' }).click();
-    await expect(page.getByTestId('step-counter')).toHaveText(/^Step 1 of (\d+)$/, { timeout: 120_000 });
+    // A refused load keeps the problem shown before and says why: the bench fails at once with the app's words.
+    const loaded = counter.filter({ hasText: /^Step 1 of \d+$/ }).filter({ hasNotText: before });
+    const refused = problem.getByRole('alert');
+    await expect(loaded.or(refused).first()).toBeVisible({ timeout: 120_000 });
+    if (await refused.isVisible()) throw new Error(`${c.name}: the app refused the load: ${await refused.textContent()}`);
     const total = Number(/of (\d+)/.exec((await page.getByTestId('step-counter').textContent()) ?? '')![1]);
     await page.getByLabel('Speed').selectOption('0');
     const t0 = await page.evaluate(() => performance.now());

@@ -541,7 +541,9 @@ async function main(): Promise<number> {
   // variants before it is timed; configs that do not fit fall back to the largest that does
   // (the printed config says which ran).
   if (ctx.paths.includes('flash-matrix') && args.includes('--matrix-grid')) {
-    const picks = ALIGNED_VARIANTS.filter((v) => ['causal Nq>Nk', 'sinks', 'many K/V tiles', 'dv≠d', 'window'].includes(v.name));
+    const picks = ALIGNED_VARIANTS.filter((v) =>
+      ['causal Nq>Nk', 'sinks', 'many K/V tiles', 'ALiBi + softcap, dv≠d', 'window'].includes(v.name),
+    );
     for (const d of DS) {
       const p: AttentionProblem = { ...head, d, dv: d };
       console.log(`\nsubgroup-matrix grid, B=4 H=16 N=4096 d=${d} non-causal`);
@@ -603,7 +605,7 @@ async function main(): Promise<number> {
   // group × threads × K/V chunk × sub-chunk, against the 4×4-tiled kernel.
   if (args.includes('--row-grid')) {
     const picks = KERNEL_VARIANTS.filter((v) =>
-      ['causal Nq>Nk', 'sinks', 'many K/V tiles', 'dv≠d', 'odd head dims', 'window'].includes(v.name),
+      ['causal Nq>Nk', 'sinks', 'many K/V tiles', 'ALiBi + softcap, dv≠d', 'odd head dims', 'window'].includes(v.name),
     );
     for (const d of DS) {
       const p: AttentionProblem = { ...head, d, dv: d };
@@ -645,7 +647,11 @@ async function main(): Promise<number> {
         for (const rowPrefs of path === 'flash-subgroups' ? grid : path === 'flash-f32' && d <= 64 ? f32Grid : [{}]) {
           const variants = picks.map((v) => ({
             ...v,
-            problem: { ...v.problem, d: v.name === 'odd head dims' ? d - 3 : d, dv: v.name === 'dv≠d' ? d / 2 : d },
+            problem: {
+              ...v.problem,
+              d: v.name === 'odd head dims' ? d - 3 : d,
+              dv: v.problem.dv !== v.problem.d && v.name !== 'odd head dims' ? d / 2 : d,
+            },
           }));
           const st = await selfTest(ctx, path, variants, undefined, { rowPrefs });
           const m = st.worst < 1e-4 ? await measure(ctx, p, path, REPS, { rowPrefs }) : `self-test failed: ${st.line}`;

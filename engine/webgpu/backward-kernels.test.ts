@@ -14,6 +14,7 @@ import { MemorySource } from '../io/byte-source.ts';
 import { encodeNpy, readNpy } from '../io/npy.ts';
 import type { AttentionProblem } from '../core/problem.ts';
 import { randomDo } from './backward-checks.ts';
+import { KERNEL_VARIANTS } from './variants.ts';
 
 const SWIFTSHADER = '/usr/lib/chromium/libvk_swiftshader.so';
 const ENV = { ...process.env, LD_LIBRARY_PATH: '/usr/lib/chromium', VK_ICD_FILENAMES: '/usr/lib/chromium/vk_swiftshader_icd.json' };
@@ -32,8 +33,8 @@ describe.skipIf(!existsSync(SWIFTSHADER))('WebGPU backward on SwiftShader', () =
     const out = r.stdout + r.stderr;
     expect(out, out).toContain('self-test flash-f32: every variant matches the float64 reference gradients');
     expect(r.status, out).toBe(0);
-    // Fourteen variants, each with its three gradients.
-    expect(out.match(/^self-test .* max \|Δ\| dQ/gm)?.length).toBe(14);
+    // Every variant, each with its three gradients.
+    expect(out.match(/^self-test .* max \|Δ\| dQ/gm)?.length).toBe(KERNEL_VARIANTS.length);
     expect(out).toMatch(/^N256 d32 causal .* sampled dQ max \|Δ\| /m);
     // The f16 subgroup-matrix backward where the adapter has subgroup matrices (a GPU machine);
     // SwiftShader has neither f16 nor subgroup matrices, and the bench says so.

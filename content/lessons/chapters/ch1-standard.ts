@@ -49,7 +49,7 @@ export const chapter1: Chapter = {
     {
       label: 'Double N to 64',
       look: 'The S and P bytes grow four times, Q, K, V and O only twice: the ratio in question 2 doubles.',
-      change: (r) => ({ ...r, problem: { ...r.problem, nq: r.problem.nq * 2, nk: r.problem.nk * 2 } }),
+      change: (r) => ({ ...r, problem: { ...r.problem, nq: 64, nk: 64 } }),
     },
     {
       label: 'Make the head wider (d = 64)',
@@ -58,7 +58,7 @@ export const chapter1: Chapter = {
     },
     {
       label: 'Store in fp16',
-      look: 'Q, K, V, O and P halve in bytes, but S stays fp32: the scores come out of the matmul accumulator, so the ratio grows from {{ratio-fp32}} to {{ratio-fp16}}.',
+      look: 'Q, K, V, O and P halve in bytes, but S stays fp32: the scores come out of the matmul accumulator, so on the problem the chapter opens with the ratio grows from {{ratio-fp32}} to {{ratio-fp16}}.',
       change: fp16,
     },
   ],

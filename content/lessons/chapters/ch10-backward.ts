@@ -61,7 +61,7 @@ export const chapter10: Chapter = {
     },
     {
       kind: 'math',
-      tex: 'D_i = \\sum_j P_{ij}\\, (dO_i \\cdot V_j) = dO_i \\cdot \\Big(\\sum_j P_{ij} V_j\\Big) = dO_i \\cdot O_i = \\mathrm{rowsum}(dO_i \\circ O_i)',
+      tex: '\\begin{aligned} D_i &= \\sum_j P_{ij}\\, (dO_i \\cdot V_j) = dO_i \\cdot \\Big(\\sum_j P_{ij} V_j\\Big) \\\\ &= dO_i \\cdot O_i = \\mathrm{rowsum}(dO_i \\circ O_i) \\end{aligned}',
     },
     {
       kind: 'p',
@@ -128,9 +128,9 @@ export const chapter10: Chapter = {
       change: (r) => ({ ...r, problem: { ...r.problem, nq: 64, nk: 64 } }),
     },
     {
-      label: 'fp16 inputs',
-      look: 'P and dS are rounded to 16 bits before their matmuls; the recomputed P still matches the stored one to fp16 rounding.',
-      change: (r) => ({ ...r, problem: { ...r.problem, dtype: 'fp16' } }),
+      label: 'bf16 inputs',
+      look: "P and dS are rounded to bf16's 8 significant bits before their matmuls; the recomputed P still matches the stored one to that rounding.",
+      change: (r) => ({ ...r, problem: { ...r.problem, dtype: 'bf16' } }),
     },
   ],
   questions: [
@@ -148,12 +148,12 @@ export const chapter10: Chapter = {
     },
     {
       id: 'd-row',
-      prompt: 'What is $D_5 = \\mathrm{rowsum}(dO_5 \\circ O_5)$ in the FA2 pane? Four significant digits are enough.',
+      prompt: 'What is $D_0 = \\mathrm{rowsum}(dO_0 \\circ O_0)$ in the FA2 pane? Four significant digits are enough.',
       kind: 'number',
       tolerance: 1e-3,
-      answer: ({ run }) => dOfRow(run.events, 5),
-      explain: (_c, a) => `D₅ = ${fmt(Number(a), 6)}: the same number as Σⱼ P₅ⱼ dP₅ⱼ, without ever holding row 5 of P or dP whole.`,
-      hint: 'Step to the dsum step of Q block 0 (before the main loop) and select row 5: the Formula view shows D.',
+      answer: ({ run }) => dOfRow(run.events, 0),
+      explain: (_c, a) => `D₀ = ${fmt(Number(a), 6)}: the same number as Σⱼ P₀ⱼ dP₀ⱼ, without ever holding row 0 of P or dP whole.`,
+      hint: 'Step to the dsum step of Q block 0 (before the main loop): the Formula view shows D for the first row of the block.',
     },
     {
       id: 'atomic-adds',

@@ -121,7 +121,7 @@ export const chapter11: Chapter = {
   tryThis: [
     {
       label: 'Tiles of 32 keys (two pages)',
-      look: 'Each split now loads one 32-key tile per step; split 1 starts at key 32.',
+      look: 'Each split now loads one 32-key tile, two pages, per step.',
       change: (r) => ({ ...r, blocks: { ...r.blocks, blockN: 32 } }),
     },
     {

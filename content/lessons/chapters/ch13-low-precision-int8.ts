@@ -34,7 +34,7 @@ export const chapter13: Chapter = {
     },
     {
       kind: 'p',
-      text: "Which $P$ values are small depends on the max they are measured against, and that depends on the order of the K/V blocks. With **attention sinks** — a few keys, usually the first tokens, that every query scores highly — a loop that starts with the sinks fixes $m_i$ at the sink logit from the first block on, and every later $P$ is measured against it. FA3 walks the K/V blocks from last to first, so the sinks come last, and the other keys' $P$ are first computed against their own, smaller max and rescaled later in fp32. A 2026 paper on P-cast precision reports this effect of block order and scale; the first pane is a sink pattern (4 sink keys, 16 queries, 64 keys, $d = 32$) with the sinks first and pScale 1. The counts below are the non-sink $P$ values that are positive in fp32 and zero after the cast:",
+      text: "Which $P$ values are small depends on the max they are measured against, and that depends on the order of the K/V blocks. With **attention sinks** — a few keys, usually the first tokens, that every query scores highly — a loop that starts with the sinks fixes $m_i$ at the sink logit from the first block on, and every later $P$ is measured against it. FA3 walks the K/V blocks from last to first, so the sinks come last, and the other keys' $P$ are first computed against their own, smaller max and rescaled later in fp32. The first pane is a sink pattern (4 sink keys, 16 queries, 64 keys, $d = 32$) with the sinks first and pScale 1. The counts below are the non-sink $P$ values that are positive in fp32 and zero after the cast:",
     },
     {
       kind: 'live',
@@ -92,7 +92,7 @@ export const chapter13: Chapter = {
         const on = smoothingRow(true);
         const p = SMOOTH_PROBLEM;
         return {
-          text: `SageAttention version 1 (INT8 Q·Kᵀ, FP16 P·V), N = ${p.nq}, d = ${p.d}, fp16, K blocks of 64 keys; $Q$, $K$, $V$ drawn from N(0,1), then every channel of $K$ shifted by its own constant in ±${K_OFFSET}. Smoothing makes K's largest INT8 step ${fmt(off.kStep / on.kStep, 3)}× finer and the error of O ${fmt(off.rmse / on.rmse, 3)}× smaller.`,
+          text: `SageAttention version 1 (INT8 Q·Kᵀ, FP16 P·V), N = ${p.nq}, d = ${p.d}, fp16, K blocks of 64 keys; $Q$, $K$, $V$ drawn from N(0,1), then every channel of $K$ shifted by its own constant in ±${K_OFFSET}. Smoothing makes K's largest INT8 step ${fmt(off.kStep / on.kStep, 3)}× finer; the last two columns give what that does to O.`,
           table: {
             head: ['K smoothing', 'largest δ_K', 'RMS error of K', 'RMSE of O', 'max |error| of O'],
             rows: rows.map((r) => [r.label, sci(r.kStep), sci(r.kRms), sci(r.rmse), sci(r.maxAbs)]),

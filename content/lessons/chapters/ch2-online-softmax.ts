@@ -33,7 +33,7 @@ export const chapter2: Chapter = {
     { kind: 'widget', widget: 'online-softmax' },
     {
       kind: 'p',
-      text: "A kernel applies the same recurrence to blocks of columns instead of single elements: the max of a whole tile enters at once, and one factor rescales the sum. The debugger runs FA2 on 16 queries and 64 keys in blocks of 8; the Running statistics view lists, per K/V block, each row's $m$ before and after, and marks the blocks where it grew. It opens at the first step where a row's max grows after the first block.",
+      text: "A kernel applies the same recurrence to blocks of columns instead of single elements: the max of a whole tile enters at once, and one factor rescales the sum. The debugger runs FA2 on 16 queries and 64 keys in blocks of 8; the Running statistics view lists each row's $m$ and $\\ell$ so far, the rescale factor $e^{m_{old}-m_{new}}$ in orange where this block raised the max, and a line of $m$ over the K/V blocks seen so far. It opens at the first step where a row's max grows after the first block.",
     },
   ],
   panes: [

@@ -27,7 +27,7 @@ export const chapter3: Chapter = {
     },
     {
       kind: 'math',
-      tex: 'm^{\\text{new}} = \\max\\big(m,\\ \\mathrm{rowmax}(S_{ij})\\big),\\quad \\tilde O \\leftarrow \\mathrm{diag}\\big(e^{m - m^{\\text{new}}}\\big)\\,\\tilde O + \\exp(S_{ij} - m^{\\text{new}})\\, V_j',
+      tex: 'm^{\\text{new}} = \\max\\big(m,\\ \\mathrm{rowmax}(S_{ij})\\big),\\qquad \\tilde O \\leftarrow \\mathrm{diag}\\big(e^{m - m^{\\text{new}}}\\big)\\,\\tilde O + \\exp(S_{ij} - m^{\\text{new}})\\, V_j',
     },
     {
       kind: 'p',
@@ -97,7 +97,7 @@ export const chapter3: Chapter = {
       answer: ({ run }) => run.events.reduce((n, e) => n + (e.kind === 'rescale' ? e.factor.filter((f) => f < 1).length : 0), 0),
       explain: (_c, a) =>
         `${a} row updates had a new, larger max. Every other rescale multiplied by exactly 1 — work a kernel can skip, as FA4 does (chapter 8).`,
-      hint: "Count, per rescale step, the rows whose factor is below 1 — or count the highlighted growths in the Running statistics view for every Q block, leaving out each row's first block.",
+      hint: "Count, per rescale step, the rows whose factor is below 1 — or, at the last step of each Q block, count the orange dots on the m lines of the Running statistics view (one per block where a row's max grew).",
     },
   ],
   sources: [

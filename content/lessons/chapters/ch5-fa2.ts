@@ -55,7 +55,7 @@ export const chapter5: Chapter = {
       label: 'FA2',
       preset: lessonRequest('fa2', problem, blocks),
       target: { describe: "FA2's first write of O", find: (ev) => firstIndex(ev, (e) => e.kind === 'write' && e.tensors.includes('O')) },
-      views: ['heatmaps', 'formula', 'counters', 'pseudo'],
+      views: ['heatmaps', 'stats', 'formula', 'counters', 'pseudo'],
     },
   ],
   tryThis: [
@@ -85,7 +85,7 @@ export const chapter5: Chapter = {
         hbmTotal(run.result.counters) / hbmTotal(runOther({ ...run.request, algorithm: 'fa2' }).result.counters),
       explain: ({ run, runOther }, a) =>
         `FA1 moves ${fmtBytes(hbmTotal(run.result.counters))}, FA2 ${fmtBytes(hbmTotal(runOther({ ...run.request, algorithm: 'fa2' }).result.counters))}: ${fmt(Number(a), 4)}×. The difference is O, ℓ and m travelling once per K/V block.`,
-      hint: 'Step both panes to the end and add the read and written totals in each Counters view.',
+      hint: 'Step both panes to the end and add HBM read and HBM written in each Counters view; hover a figure for its exact bytes.',
     },
     {
       id: 'fa2-o-bytes',
@@ -104,7 +104,7 @@ export const chapter5: Chapter = {
       answer: ({ run, runOther }) => runOther({ ...run.request, algorithm: 'fa2' }).result.lse[5],
       explain: (_c, a) =>
         `LSE₅ = m₅ + log ℓ₅ = ${fmt(Number(a), 6)}. The backward pass recomputes P = exp(S − LSE) from it without storing P.`,
-      hint: 'In the FA2 pane, step to the normalize step of Q block 0 and select row 5: the Formula view shows m, ℓ and the LSE.',
+      hint: "In the FA2 pane, step to the normalize step of Q block 0 and click row 5 in the Running statistics view: the Formula view then shows row 5's ℓ and LSE.",
     },
   ],
   sources: [

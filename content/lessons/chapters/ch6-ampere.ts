@@ -69,7 +69,7 @@ export const chapter6: Chapter = {
     {
       label: 'Twice the keys (N_k = 128)',
       look: 'Twice the K/V blocks per row: each prefetch is still exactly one tile ahead.',
-      change: (r) => ({ ...r, problem: { ...r.problem, nk: r.problem.nk * 2 } }),
+      change: (r) => ({ ...r, problem: { ...r.problem, nk: 128 } }),
     },
   ],
   questions: [

@@ -1,13 +1,19 @@
 // Chapter 7: FA3 on Hopper — producer/consumer, TMA, ping-pong, intra-warpgroup overlap.
 import type { Chapter } from './types.ts';
 import { firstIndex, fmt, lessonRequest } from './queries.ts';
-import type { TraceEvent } from '../../../engine/api.ts';
+import { fa3DefaultTile, type AttentionProblem, type TraceEvent } from '../../../engine/api.ts';
 
 /** A P·V step issued right after the next block's S = QKᵀ: the intra-warpgroup overlap. */
 const overlapped = (ev: readonly TraceEvent[]) =>
   firstIndex(ev, (e, i) => e.kind === 'pv' && i > 0 && ev[i - 1].kind === 'qk' && ev[i - 1].tile.kvBlock !== e.tile.kvBlock);
 
 const H100 = 'h100';
+
+/** The lesson's problem in the tile the shipped kernel picks for it, so the trace and the timeline share one tile. */
+const kernelTile = (shape: Pick<AttentionProblem, 'nq' | 'nk' | 'd'> & Partial<AttentionProblem>) => {
+  const req = lessonRequest('fa3', shape, {});
+  return { ...req, blocks: fa3DefaultTile(req.problem) };
+};
 
 export const chapter7: Chapter = {
   number: 7,
@@ -25,11 +31,11 @@ export const chapter7: Chapter = {
     },
     {
       kind: 'p',
-      text: '**Ping-pong.** With two consumer warpgroups, a barrier makes them take turns: while warpgroup 0 does its softmax, warpgroup 1 owns the tensor cores for its GEMMs, and the other way round (three take turns round-robin); the warp-role timeline under the debugger draws the turns. In the trace below each step carries its warpgroup and covers 64 rows. The shipped kernel keeps this scheduler barrier only for 16-bit inputs up to $d = 128$ and FP8 from $d = 128$. Without it each warpgroup runs its own mainloop, held to the others only by the barriers of the K/V ring; they start together and do the same work, so the debugger lists each phase for every warpgroup before the next — load $d = 256$ in fp16, FP8 at $d = 64$, or switch ping-pong off below to see it.',
+      text: '**Ping-pong.** With two consumer warpgroups, a barrier makes them take turns: while warpgroup 0 does its softmax, warpgroup 1 owns the tensor cores for its GEMMs, and the other way round (three take turns round-robin); the warp-role timeline under the debugger draws the turns. The debugger below runs $d = 16$ in fp16, where the kernel picks a 192×192 tile (192×128 when causal): three consumer warpgroups share each $Q$ tile and take turns round-robin, and each step of the trace carries its warpgroup and covers its 64 rows, as the three consumer lanes of the timeline do. The shipped kernel keeps this scheduler barrier only for 16-bit inputs up to $d = 128$ and FP8 from $d = 128$. Without it each warpgroup runs its own mainloop, held to the others only by the barriers of the K/V ring; they start together and do the same work, so the debugger lists each phase for every warpgroup before the next — load $d = 256$ in fp16, FP8 at $d = 64$, or switch ping-pong off below to see it.',
     },
     {
       kind: 'code-wins',
-      text: 'The paper describes one 128-row tile served by two consumer warpgroups, whatever the head dimension, and ping-pong between them with no condition on it. The shipped kernel chooses its tile per head dimension: 192×192 at $d \\le 64$ (192×128 causal) with three consumer warpgroups and $P$ going through shared memory, 192×144 at $d \\le 96$, 128×176 at $d \\le 128$ (128×128 causal), 128×128 or 128×112 at $d \\le 192$, 128×80 above; FP8 uses 128×224 at $d = 128$. It stages $O$ over the $V$ buffers rather than over $Q$, rescales $O$ after the $P\\cdot V$ wait (before the GEMM at $d > 128$), and compiles ping-pong in only for the head dimensions above. The debugger and the hardware model on this page follow the code.',
+      text: 'The paper describes one 128-row tile served by two consumer warpgroups, whatever the head dimension, and ping-pong between them with no condition on it. The shipped kernel chooses its tile per head dimension: 192×192 at $d \\le 64$ with three consumer warpgroups and $P$ going through shared memory (192×128 with $P$ in registers when causal), 192×144 at $d \\le 96$, 128×176 at $d \\le 128$ (128×128 causal), 128×128 or 128×112 at $d \\le 192$, 128×80 above; FP8 uses 128×224 at $d = 128$. It stages $O$ over the $V$ buffers rather than over $Q$, rescales $O$ after the $P\\cdot V$ wait (before the GEMM at $d > 128$), and compiles ping-pong in only for the head dimensions above. The debugger and the hardware model on this page follow the code.',
     },
     {
       kind: 'p',
@@ -37,7 +43,7 @@ export const chapter7: Chapter = {
     },
     {
       kind: 'math',
-      tex: '\\underbrace{S_{j} = QK_j^{\\top}}_{\\text{issue}} \\;\\to\\; \\underbrace{O \\mathrel{+}= P_{j+1}V_{j+1}}_{\\text{issue}} \\;\\to\\; \\underbrace{\\mathrm{softmax}(S_{j})}_{\\text{while the GEMM runs}} \\;\\to\\; O \\leftarrow O\\cdot e^{m^{\\text{old}} - m^{\\text{new}}}',
+      tex: '\\underbrace{S_{j} = QK_j^{\\top}}_{\\text{issue}} \\;\\to\\qquad \\underbrace{O \\mathrel{+}= P_{j+1}V_{j+1}}_{\\text{issue}} \\;\\to\\qquad \\underbrace{\\mathrm{softmax}(S_{j})}_{\\text{while the GEMM runs}} \\;\\to\\qquad O \\leftarrow O\\cdot e^{m^{\\text{old}} - m^{\\text{new}}}',
     },
     {
       kind: 'p',
@@ -46,7 +52,7 @@ export const chapter7: Chapter = {
   ],
   panes: [
     {
-      preset: lessonRequest('fa3', { nq: 256, nk: 256, d: 16, dtype: 'fp16' }, { blockM: 128, blockN: 64 }),
+      preset: kernelTile({ nq: 384, nk: 384, d: 16, dtype: 'fp16' }),
       target: {
         describe: "the first P·V issued right after the next block's S = QKᵀ",
         find: overlapped,
@@ -92,8 +98,11 @@ export const chapter7: Chapter = {
   tryThis: [
     {
       label: 'Causal',
-      look: 'The first block each Q tile visits is its diagonal block, the only one with a mask.',
-      change: (r) => ({ ...r, problem: { ...r.problem, causal: true } }),
+      look: 'The first block each Q tile visits is its diagonal block, the only one with a mask; the kernel takes K/V blocks of 128 when causal.',
+      change: (r) => {
+        const problem = { ...r.problem, causal: true };
+        return { ...r, problem, blocks: fa3DefaultTile(problem) };
+      },
     },
     {
       label: 'bf16 inputs',
@@ -116,7 +125,7 @@ export const chapter7: Chapter = {
     {
       id: 'turn-after-softmax',
       prompt:
-        'Warpgroup 0 finishes the softmax (its row sum) of the first K/V block it visits. Which warpgroup does the next consumer step in the loaded trace belong to: 0 or 1?',
+        'Warpgroup 0 finishes the softmax (its row sum) of the first K/V block it visits. Which warpgroup does the next consumer step in the loaded trace belong to: 0, 1 or 2?',
       kind: 'integer',
       answer: ({ run }) => {
         const ev = run.events;
@@ -126,8 +135,8 @@ export const chapter7: Chapter = {
       },
       explain: ({ run }, a) =>
         run.request.features?.pingpong === false
-          ? `Warpgroup ${a}: with ping-pong off both warpgroups do their softmax at the same time and take the tensor cores together, so the trace lists warpgroup 1's softmax next. The kernel runs this way wherever it has no scheduler barrier (16-bit d > 128, FP8 d < 128).`
-          : `Warpgroup ${a}: the scheduler barrier gives warpgroup 0 the tensor cores for its next GEMMs while warpgroup 1 computes its softmax, and the turns go round-robin.`,
+          ? `Warpgroup ${a}: with ping-pong off the warpgroups do their softmax at the same time and take the tensor cores together, so the trace lists warpgroup 1's softmax next. The kernel runs this way wherever it has no scheduler barrier (16-bit d > 128, FP8 d < 128).`
+          : `Warpgroup ${a}: the scheduler barrier gives warpgroup 0 the tensor cores for its next GEMMs while the next warpgroup computes its softmax, and the turns go round-robin.`,
       hint: 'Step to the first row sum of the first warpgroup (the step line names the warpgroup), step once more and read whose step it is.',
     },
     {

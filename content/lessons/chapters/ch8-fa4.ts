@@ -50,7 +50,7 @@ export const chapter8: Chapter = {
     },
     {
       kind: 'math',
-      tex: "m^{\\text{new}} = \\begin{cases} \\max(m, \\mathrm{rowmax}(S')) & \\text{if } \\mathrm{rowmax}(S') - m > 8 \\\\ m & \\text{otherwise} \\end{cases}\\qquad O = \\tilde O / \\ell",
+      tex: "m^{\\text{new}} = \\begin{cases} \\max_j S'_j & \\text{if } \\max_j S'_j > m + 8 \\\\ m & \\text{otherwise} \\end{cases}\\qquad O = \\tilde O / \\ell",
     },
     {
       kind: 'p',

@@ -266,3 +266,53 @@ describe('chapter 11 (serving layouts): answers against closed forms', () => {
     expect(q('split-pages').answer(ctx())).toBe(2);
   });
 });
+
+/** A request as path → value, to compare two requests field by field. */
+function fieldsOf(x: unknown, path = '', out = new Map<string, unknown>()): Map<string, unknown> {
+  if (x !== null && typeof x === 'object' && !Array.isArray(x))
+    for (const [k, v] of Object.entries(x)) fieldsOf(v, path ? `${path}.${k}` : k, out);
+  else out.set(path, x);
+  return out;
+}
+
+describe('"Try this" lands in the same state whatever was clicked before', () => {
+  for (const c of CHAPTERS)
+    it(`chapter ${c.number}: every change changes a pane, and sets what it changes to the same value after any other`, () => {
+      for (const b of c.tryThis) {
+        const changed = c.panes.map((p) => {
+          const before = fieldsOf(p.preset);
+          const after = fieldsOf(b.change(p.preset));
+          return [...new Set([...before.keys(), ...after.keys()])].filter((k) => before.get(k) !== after.get(k));
+        });
+        expect(changed.flat().length, `"${b.label}" changes nothing`).toBeGreaterThan(0);
+        c.panes.forEach((p, i) => {
+          const alone = fieldsOf(b.change(p.preset));
+          for (const a of c.tryThis) {
+            const first = a.change(p.preset);
+            const both = fieldsOf(b.change(first));
+            for (const k of changed[i])
+              if (k === 'seed') expect(both.get(k), `"${b.label}" after "${a.label}"`).not.toBe(fieldsOf(first).get(k));
+              else expect(both.get(k), `"${b.label}" after "${a.label}": ${k}`).toBe(alone.get(k));
+          }
+        });
+      }
+    });
+});
+
+describe('tiles the text names are the ones the engine runs', () => {
+  const tileCache = new RunCache(3);
+  it('chapter 4: M = 2 KiB at d = 16 gives B_r = B_c = 8', () => {
+    const c = chapterByNumber(4)!;
+    const req = c.panes[0].preset;
+    expect([req.blocks.sramBytes, req.problem.d]).toEqual([2048, 16]);
+    expect(lessonContext(c, req, tileCache).run.result.blocks).toEqual({ blockM: 8, blockN: 8 });
+  });
+  it('chapter 7: 192 × 192 with three consumer warpgroups at d = 16, 192 × 128 when causal', () => {
+    const c = chapterByNumber(7)!;
+    const run = lessonContext(c, c.panes[0].preset, tileCache).run;
+    expect(run.result.blocks).toEqual({ blockM: 192, blockN: 192 });
+    expect(new Set(run.events.flatMap((e) => (e.warpgroup === undefined ? [] : [e.warpgroup]))).size).toBe(3);
+    const causal = c.tryThis.find((t) => t.label === 'Causal')!.change(c.panes[0].preset);
+    expect(causal.blocks).toEqual({ blockM: 192, blockN: 128 });
+  });
+});

@@ -7,7 +7,8 @@
 // numeric details (log2 domain, lazy rescaling, software exp2, fp16 accumulators) are the
 // knobs of StepContext. Counter deltas follow fa2.ts exactly, so totals stay comparable.
 
-import type { HbmTensor } from '../core/counters.ts';
+import { BLOCK_EMPTY, BLOCK_FULL, BLOCK_PARTIAL } from '../core/block-mask.ts';
+import type { HbmTensor, SparsityTally } from '../core/counters.ts';
 import { roundTo } from '../core/dtype.ts';
 import { kOffset, qOffset, vOffset, type AttentionInputs } from '../core/inputs.ts';
 import { dtypeBytes, requireNoFp8, type AttentionProblem } from '../core/problem.ts';
@@ -16,6 +17,7 @@ import { modifyScore, scoreModel, unmasked, visible, type ScoreModel } from '../
 import type { TileRef, TraceEvent } from '../trace/events.ts';
 import { Tracer, tileValues } from '../trace/tracer.ts';
 import type { RunOptions } from './types.ts';
+import { hasBlockMask, skippedTile, tileClasses, type TileClassOf } from './tile-classes.ts';
 
 export const LOG2E = Math.LOG2E;
 
@@ -94,6 +96,12 @@ export interface StepContext {
   pCast: PCast | undefined;
   pvBlock: { round: (v: number) => number; chunk: number } | undefined;
   vScales: ((b: number, hk: number) => number[]) | undefined;
+  /** Class of tile (Q tile, K/V tile) at blockM × blockN; every tile runs the mask until walkBlockMask. */
+  tileClass: TileClassOf;
+  blockM: number;
+  blockN: number;
+  /** Whether a mask can hide keys: only then are the block mask's tallies reported. */
+  sparse: boolean;
 }
 
 export function makeContext(
@@ -128,7 +136,46 @@ export function makeContext(
     pCast: o.pCast ?? (o.fp8 ? { pScale: o.fp8.pScale, cast: o.fp8.castP } : undefined),
     pvBlock: o.pvBlock,
     vScales: o.vScales,
+    tileClass: () => BLOCK_PARTIAL,
+    blockM: 0,
+    blockN: 0,
+    sparse: false,
   };
+}
+
+/** Builds the block mask at the kernel's tile size once, before the loops, as upstream builds its cnt/idx tensors. */
+export function walkBlockMask(ctx: StepContext, blockM: number, blockN: number): void {
+  ctx.tileClass = tileClasses(ctx.p, ctx.sm, blockM, blockN);
+  ctx.blockM = blockM;
+  ctx.blockN = blockN;
+  ctx.sparse = hasBlockMask(ctx.p);
+}
+
+/**
+ * The K/V tiles among [j0, j1) that a CTA of Q tiles `qBlocks` visits, ascending: those not
+ * empty for at least one of its Q tiles. Each empty tile it passes over is one skip step
+ * (never loaded, no matmul), as FA2's.
+ */
+export function* visitedKv(ctx: StepContext, at: At, qBlocks: number[], j0: number, j1: number): Generator<TraceEvent, number[], void> {
+  const list: number[] = [];
+  for (let j = j0; j < j1; j++) {
+    if (qBlocks.some((i) => ctx.tileClass(at.b, at.h, i, j) !== BLOCK_EMPTY)) list.push(j);
+    else for (const i of qBlocks) yield* skip(ctx, at, i, j);
+  }
+  return list;
+}
+
+/** Tile (Q tile i, K/V tile j) passed over: one step that loads nothing and counts what it spared. */
+export function* skip(ctx: StepContext, at: At, i: number, j: number): Gen {
+  const { p, blockM, blockN } = ctx;
+  const r0 = i * blockM;
+  const r1 = Math.min(p.nq, r0 + blockM);
+  const c0 = j * blockN;
+  const c1 = Math.min(p.nk, c0 + blockN);
+  const tile: TileRef = { qBlock: i, kvBlock: j, rows: [r0, r1], cols: [c0, c1] };
+  const delta = { sparsity: skippedTile(p, r1 - r0, c1 - c0, ctx.eb) };
+  const ev = ctx.tr.emit('skip', { ...place(ctx, { ...at, inner: j }, 'skip'), tile, delta }, () => ({}));
+  if (ev) yield ev;
 }
 
 /** Where a step happens: batch, head, loop indices, Q block, and optional hardware placement. */
@@ -175,6 +222,8 @@ export class ScoreTile {
   readonly s: Float64Array;
   readonly pt: Float64Array;
   readonly sum: Float64Array;
+  /** 1 where qk found the entry masked: the mask phase reads it instead of asking the mask again. */
+  readonly hidden: Uint8Array;
   c0 = 0;
   cols = 0;
   kvBlock = -1;
@@ -188,6 +237,7 @@ export class ScoreTile {
     this.s = new Float64Array(maxRows * stride);
     this.pt = new Float64Array(maxRows * stride);
     this.sum = new Float64Array(maxRows);
+    this.hidden = new Uint8Array(maxRows * stride);
   }
 }
 
@@ -262,14 +312,19 @@ export function* qk(ctx: StepContext, at: At, st: RowState, t: ScoreTile, kvBloc
   const d = p.d;
   const rd = ctx.dotRound;
   const quant = ctx.scores;
+  // A full tile of the block mask runs no mask at all; any other runs it once per entry.
+  const full = ctx.tileClass(at.b, at.h, at.qBlock, kvBlock) === BLOCK_FULL;
+  const open = ctx.smOpen;
   for (let r = 0; r < st.rows; r++) {
     const i = st.r0 + r;
     const qo = qOffset(p, at.b, at.h, i);
     for (let c = 0; c < cols; c++) {
       const j = c0 + c;
+      const shown = full || visible(sm, i, j, at.b, at.h);
+      t.hidden[r * stride + c] = shown ? 0 : 1;
+      if (!shown) t.anyMasked = true;
       if (quant) {
         // Integer Q̂·K̂ᵀ dequantized with the scales folded in: already a logit in working units.
-        if (!visible(sm, i, j, at.b, at.h)) t.anyMasked = true;
         t.s[r * stride + c] = quant.logit(at.b, at.h, st.hk, i, j);
         continue;
       }
@@ -277,21 +332,33 @@ export function* qk(ctx: StepContext, at: At, st: RowState, t: ScoreTile, kvBloc
       let dot = 0;
       if (rd) for (let e = 0; e < d; e++) dot = rd(dot + q[qo + e] * k[ko + e]);
       else for (let e = 0; e < d; e++) dot += q[qo + e] * k[ko + e];
-      const shown = visible(sm, i, j, at.b, at.h);
-      if (!shown) t.anyMasked = true;
-      const logit = modifyScore(shown ? sm : ctx.smOpen, at.h, i, j, dot, at.b);
+      const logit = modifyScore(open, at.h, i, j, dot, at.b);
       t.s[r * stride + c] = Math.fround(ctx.base2 ? logit * LOG2E : logit);
     }
   }
   // A ragged tail block is masked by the kernel's sequence-length predicate too.
   t.emulable = !t.anyMasked && cols === stride;
   const rows = st.rows;
+  const delta = { matmulFlops: 2 * rows * cols * p.d, nonMatmulFlops: rows * cols };
   const ev = ctx.tr.emit(
     'qk',
-    { ...place(ctx, at, 'qk'), tile: tileRef(at, st, t), delta: { matmulFlops: 2 * rows * cols * p.d, nonMatmulFlops: rows * cols } },
+    {
+      ...place(ctx, at, 'qk'),
+      tile: tileRef(at, st, t),
+      delta: ctx.sparse ? { ...delta, sparsity: tileTally(ctx, at, st, full, cols) } : delta,
+    },
     () => ({ s: tileValues(t.s, rows, cols, stride), ...fp8Scales(ctx, at, st, t), ...extra(ctx, at, true) }),
   );
   if (ev) yield ev;
+}
+
+/**
+ * One unit's share of the block mask's tallies: its mask checks, and the tile's class counted
+ * once, by the unit that holds the tile's first row (FA3's warpgroups split a tile's rows).
+ */
+function tileTally(ctx: StepContext, at: At, st: RowState, full: boolean, cols: number): Partial<SparsityTally> {
+  const leads = st.r0 === at.qBlock * ctx.blockM ? 1 : 0;
+  return full ? { tilesFull: leads } : { tilesPartial: leads, maskEvals: st.rows * cols };
 }
 
 /** The FP8 tile scales an S tile was computed with (its Q tile's and its K block's). */
@@ -300,7 +367,7 @@ function fp8Scales(ctx: StepContext, at: At, st: RowState, t: ScoreTile): { qSca
   return f ? { qScale: f.qScale(at.b, at.h, st.r0), kScale: f.kScale(at.b, st.hk, t.c0) } : {};
 }
 
-/** Masked entries of S set to -inf; no event when the block has none. */
+/** Masked entries of S (as qk found them) set to -inf; no event when the block has none. */
 export function* mask(ctx: StepContext, at: At, st: RowState, t: ScoreTile): Gen {
   if (!t.anyMasked) return;
   const { rows } = st;
@@ -308,7 +375,7 @@ export function* mask(ctx: StepContext, at: At, st: RowState, t: ScoreTile): Gen
   const bits = new Array<number>(ctx.trace ? rows * cols : 0);
   for (let r = 0; r < rows; r++)
     for (let c = 0; c < cols; c++) {
-      const hidden = !visible(ctx.sm, st.r0 + r, t.c0 + c, at.b, at.h);
+      const hidden = t.hidden[r * stride + c] === 1;
       if (hidden) t.s[r * stride + c] = -Infinity;
       if (ctx.trace) bits[r * cols + c] = hidden ? 1 : 0;
     }

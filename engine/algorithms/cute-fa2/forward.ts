@@ -22,7 +22,7 @@
 
 import type { AttentionProblem } from '../../core/problem.ts';
 import { kvHead, type AttentionInputs } from '../../core/inputs.ts';
-import { blockHasVisible } from '../../core/scores.ts';
+import { BLOCK_EMPTY } from '../../core/block-mask.ts';
 import { blockCount, resolveBlocks } from '../blocks.ts';
 import { readFeatures } from '../features.ts';
 import * as step from '../tile-steps.ts';
@@ -39,6 +39,7 @@ function* runCuteFa2(p: AttentionProblem, x: AttentionInputs, opts: RunOptions):
     blockN: opts.blockN ?? CUTE_FA2_TILE.blockN,
   });
   const ctx = step.makeContext(p, x, opts, { prefix: 'cute-fa2' });
+  step.walkBlockMask(ctx, blockM, blockN);
   const o = new Float32Array(p.batch * p.hq * p.nq * p.dv);
   const lseOut = new Float32Array(p.batch * p.hq * p.nq);
   const tr = blockCount(p.nq, blockM);
@@ -60,10 +61,12 @@ function* runCuteFa2(p: AttentionProblem, x: AttentionInputs, opts: RunOptions):
         // [n_block_min, n_block_max): the blocks with a visible key; the rest are never loaded.
         let nMin = 0;
         let nMax = tc;
-        const vis = (j: number) => blockHasVisible(ctx.sm, r0, r1, j * blockN, Math.min(p.nk, (j + 1) * blockN), p.nk, b, h);
+        const vis = (j: number) => ctx.tileClass(b, h, i, j) !== BLOCK_EMPTY;
         while (nMax > 0 && !vis(nMax - 1)) nMax--;
         while (nMin < nMax && !vis(nMin)) nMin++;
         skipped += tc - Math.max(0, nMax - nMin);
+        // Only the ends are cut: an empty tile inside the range is computed, its mask hiding every entry.
+        for (let j = 0; j < tc; j++) if (j < nMin || j >= nMax) yield* step.skip(ctx, at, i, j);
         const colsOf = (j: number): [number, number] => [j * blockN, Math.min(p.nk, (j + 1) * blockN)];
         const loadK = (j: number) =>
           step.load(ctx, { ...at, inner: j }, 'loadK', rows, colsOf(j), j, { K: (colsOf(j)[1] - colsOf(j)[0]) * p.d * eb });

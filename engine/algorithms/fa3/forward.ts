@@ -43,7 +43,6 @@ import { isFp8, ProblemError, type AttentionProblem } from '../../core/problem.t
 import { roundBf16 } from '../../core/dtype.ts';
 import { FA3_FP8_FEATURES, prepareFp8 } from './fp8.ts';
 import { kvHead, type AttentionInputs } from '../../core/inputs.ts';
-import { blockHasVisible } from '../../core/scores.ts';
 import { blockCount, resolveBlocks } from '../blocks.ts';
 import { fa3Config, type Fa3Config } from './tiles.ts';
 import { readFeatures, type FeatureSpecs } from '../features.ts';
@@ -149,6 +148,7 @@ function* runFa3(p: AttentionProblem, x: AttentionInputs, opts: RunOptions): Ste
     prefix: 'fa3',
     ...(q8 ? { fp8: q8, dotRound: Math.fround, outRound: roundBf16 } : {}),
   });
+  step.walkBlockMask(ctx, blockM, blockN);
   const o = new Float32Array(p.batch * p.hq * p.nq * p.dv);
   const lseOut = new Float32Array(p.batch * p.hq * p.nq);
   const tr = blockCount(p.nq, blockM);
@@ -175,13 +175,10 @@ function* runFa3(p: AttentionProblem, x: AttentionInputs, opts: RunOptions): Ste
             next: new step.ScoreTile(rows, blockN),
           });
         }
-        // K/V blocks this tile needs, last first (n_block_max − 1 down to n_block_min).
-        const blocks: number[] = [];
-        for (let j = tc - 1; j >= 0; j--) {
-          if (blockHasVisible(ctx.sm, r0, r1, j * blockN, Math.min(p.nk, (j + 1) * blockN), p.nk, b, h)) blocks.push(j);
-        }
-        if (!f.reverseKv) blocks.reverse();
         const cta: step.At = { b, h, outer: i, inner: -1, qBlock: i };
+        // K/V blocks this tile needs; with reverseKv last first (n_block_max − 1 down to n_block_min).
+        const blocks = yield* step.visitedKv(ctx, cta, [i], 0, tc);
+        if (f.reverseKv) blocks.reverse();
         const rowsAll: [number, number] = [r0, r1];
         const colsOf = (j: number): [number, number] => [j * blockN, Math.min(p.nk, (j + 1) * blockN)];
         const K = 0;

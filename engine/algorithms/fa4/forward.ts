@@ -37,7 +37,6 @@
 
 import { ProblemError, type AttentionProblem } from '../../core/problem.ts';
 import { kvHead, type AttentionInputs } from '../../core/inputs.ts';
-import { blockHasVisible } from '../../core/scores.ts';
 import { blockCount, resolveBlocks } from '../blocks.ts';
 import { exp2Emulated, exp2Hardware } from './exp2-emulation.ts';
 import { fa4Config, isEmulatedElement, type Fa4Exp2 } from './tiles.ts';
@@ -113,6 +112,7 @@ function* runFa4(p: AttentionProblem, x: AttentionInputs, opts: RunOptions): Ste
       return exp2Hardware(a);
     },
   });
+  step.walkBlockMask(ctx, blockM, blockN);
   const o = new Float32Array(p.batch * p.hq * p.nq * p.dv);
   const lseOut = new Float32Array(p.batch * p.hq * p.nq);
   const ctaRows = Q_STAGES * blockM;
@@ -141,10 +141,15 @@ function* runFa4(p: AttentionProblem, x: AttentionInputs, opts: RunOptions): Ste
             qb,
           });
         }
-        const blocks: number[] = [];
-        for (let j = tc - 1; j >= 0; j--) {
-          if (blockHasVisible(ctx.sm, r0, r1, j * blockN, Math.min(p.nk, (j + 1) * blockN), p.nk, b, h)) blocks.push(j);
-        }
+        // K/V blocks either Q tile needs, last first.
+        const ctaAt: step.At = { b, h, outer: Q_STAGES * m, inner: -1, qBlock: Q_STAGES * m };
+        const blocks = (yield* step.visitedKv(
+          ctx,
+          ctaAt,
+          stages.map((s) => s.qb),
+          0,
+          tc,
+        )).reverse();
         const colsOf = (j: number): [number, number] => [j * blockN, Math.min(p.nk, (j + 1) * blockN)];
         const KV = 0;
         const prod = new Producer([cfg.kvStage]);

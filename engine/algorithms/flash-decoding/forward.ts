@@ -31,7 +31,6 @@
 import { ProblemError, type AttentionProblem } from '../../core/problem.ts';
 import { kvHead, type AttentionInputs } from '../../core/inputs.ts';
 import { roundTo } from '../../core/dtype.ts';
-import { blockHasVisible } from '../../core/scores.ts';
 import { blockCount, resolveBlocks } from '../blocks.ts';
 import { positiveInteger, readFeatures, type FeatureSpecs } from '../features.ts';
 import * as step from '../tile-steps.ts';
@@ -88,6 +87,7 @@ function* runFlashDecoding(p: AttentionProblem, x: AttentionInputs, opts: RunOpt
     blockN: opts.blockN ?? decodingBlockN(p.d),
   });
   const ctx = step.makeContext(p, x, opts, { prefix: 'flash-decoding' });
+  step.walkBlockMask(ctx, blockM, blockN);
   const tr = blockCount(p.nq, blockM);
   const tc = blockCount(p.nk, blockN);
   if (f.blocksPerSplit > 0 && f.splits > 0) {
@@ -125,10 +125,7 @@ function* runFlashDecoding(p: AttentionProblem, x: AttentionInputs, opts: RunOpt
           const t = new step.ScoreTile(r1 - r0, blockN);
           const j0 = s * perSplit;
           const j1 = Math.min(tc, j0 + perSplit);
-          const blocks: number[] = [];
-          for (let j = j0; j < j1; j++) {
-            if (blockHasVisible(ctx.sm, r0, r1, j * blockN, Math.min(p.nk, (j + 1) * blockN), p.nk, b, h)) blocks.push(j);
-          }
+          const blocks = yield* step.visitedKv(ctx, at, [i], j0, j1);
           if (blocks.length) yield* step.load(ctx, at, 'loadQ', rows, [0, 0], -1, { Q: (r1 - r0) * p.d * eb });
           for (const j of blocks) {
             const c0 = j * blockN;

@@ -34,7 +34,6 @@
 import { roundFp16 } from '../../core/dtype.ts';
 import { ProblemError, type AttentionProblem } from '../../core/problem.ts';
 import { kvHead, type AttentionInputs } from '../../core/inputs.ts';
-import { blockHasVisible } from '../../core/scores.ts';
 import { blockCount, resolveBlocks } from '../blocks.ts';
 import { readFeatures, type FeatureSpecs } from '../features.ts';
 import * as step from '../tile-steps.ts';
@@ -75,6 +74,7 @@ function* runFmhaV2(p: AttentionProblem, x: AttentionInputs, opts: RunOptions): 
     accRound: f.fp16Accumulation ? roundFp16 : Math.fround,
     dotRound: f.fp16Accumulation ? roundFp16 : undefined,
   });
+  step.walkBlockMask(ctx, blockM, blockN);
   const o = new Float32Array(p.batch * p.hq * p.nq * p.dv);
   const lseOut = new Float32Array(p.batch * p.hq * p.nq);
   const tr = blockCount(p.nq, blockM);
@@ -98,10 +98,7 @@ function* runFmhaV2(p: AttentionProblem, x: AttentionInputs, opts: RunOptions): 
           const n = Math.min(r1, w0 + rowsPerWarp) - w0;
           warps.push({ st: new step.RowState(hk, w0, n, p.dv), at: { ...cta, warp: w }, t: new step.ScoreTile(n, blockN) });
         }
-        const blocks: number[] = [];
-        for (let j = 0; j < tc; j++) {
-          if (blockHasVisible(ctx.sm, r0, r1, j * blockN, Math.min(p.nk, (j + 1) * blockN), p.nk, b, h)) blocks.push(j);
-        }
+        const blocks = yield* step.visitedKv(ctx, cta, [i], 0, tc);
         const colsOf = (j: number): [number, number] => [j * blockN, Math.min(p.nk, (j + 1) * blockN)];
         const loadKV = (j: number) => {
           const [c0, c1] = colsOf(j);

@@ -36,7 +36,6 @@ import { kvHead, type AttentionInputs } from '../../core/inputs.ts';
 import { lseCorrection, prepareSage, sageLogit, type SageVersion } from './quant.ts';
 import { roundFp8 } from '../../lowprec/fp8.ts';
 import { dtypeBytes, isFp8, ProblemError, type AttentionProblem } from '../../core/problem.ts';
-import { blockHasVisible } from '../../core/scores.ts';
 import { blockCount, resolveBlocks } from '../blocks.ts';
 import { readFeatures, type FeatureSpecs, type SwitchValues } from '../features.ts';
 import * as step from '../tile-steps.ts';
@@ -125,6 +124,7 @@ function* runSage(p: AttentionProblem, x: AttentionInputs, opts: RunOptions): St
     ...(version === 1 ? { pvBlock: { round: roundFp16, chunk: FP16_MMA_K } } : {}),
     ...(version === 2 ? { vScales: (b: number, hk: number) => Array.from(prep.vScales[b * p.hk + hk]) } : {}),
   });
+  step.walkBlockMask(ctx, blockM, blockN);
   const o = new Float32Array(p.batch * p.hq * p.nq * p.dv);
   const lseOut = new Float32Array(p.batch * p.hq * p.nq);
   const tr = blockCount(p.nq, blockM);
@@ -157,10 +157,9 @@ function* runSage(p: AttentionProblem, x: AttentionInputs, opts: RunOptions): St
             saturated: qSat(b, h, u.st.r0),
           }));
         }
-        for (let j = 0; j < tc; j++) {
+        for (const j of yield* step.visitedKv(ctx, cta, [i], 0, tc)) {
           const c0 = j * blockN;
           const c1 = Math.min(p.nk, c0 + blockN);
-          if (!blockHasVisible(ctx.sm, r0, r1, c0, c1, p.nk, b, h)) continue;
           const atj: step.At = { ...cta, inner: j };
           yield* step.load(ctx, atj, 'loadK', [r0, r1], [c0, c1], j, { K: (c1 - c0) * p.d }, () => ({
             scale: ctx.scores!.kScale(b, hk, c0),

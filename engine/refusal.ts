@@ -1,14 +1,16 @@
-// Which algorithm and pass can run a low-precision problem, found by asking the engine
-// itself: a tiny problem with the same dtype, head dims and modifiers is started and its
-// first step taken. A refusal names the field at fault (a ProblemError), which the problem
-// panel turns into a one-click fix. Asking instead of keeping a list means a new FP8 or
-// INT8 path (SageAttention's) is picked up without touching the panel.
+// Which algorithm and pass can run a problem. The dtype, head dims, modifiers and pass are
+// answered from the descriptor's declaration (engine/algorithms/capabilities.ts) without
+// running anything; only switches, whose rules live with each algorithm's feature reader,
+// are still asked of the engine by starting a tiny pass. A refusal names the field at fault,
+// which the problem panel turns into a one-click fix.
 
-import { algorithmById } from './algorithms/registry.ts';
+import { descriptorOf } from './algorithms/registry.ts';
 import { startPass } from './request.ts';
 import type { Pass } from './pass.ts';
 import { randomInputs } from './core/inputs.ts';
-import { ProblemError, type AttentionProblem } from './core/problem.ts';
+import { ProblemError, type AttentionProblem, validateProblem } from './core/problem.ts';
+import { declaredRefusal } from './algorithms/capabilities.ts';
+import { requireBackwardMask } from './backward/setup.ts';
 
 export interface Refusal {
   /** The problem field the engine refused: 'dtype', 'alibi', 'sinks', 'dv', 'pass', … */
@@ -19,8 +21,8 @@ export interface Refusal {
 const cache = new Map<string, Refusal | null>();
 
 /**
- * The engine's refusal of `problem` (only its dtype, head dims and modifiers matter: the
- * sizes are shrunk to one 16×16 head) on `algorithm`'s `pass`, or null when it starts.
+ * The refusal of `problem` (only its dtype, head dims, mask and modifiers matter: the sizes
+ * are shrunk to one 16×16 head) on `algorithm`'s `pass`, or null when it is accepted.
  */
 export function refusalOf(
   algorithm: string,
@@ -44,7 +46,16 @@ export function refusalOf(
   if (known !== undefined) return known;
   let out: Refusal | null = null;
   try {
-    algorithmById(algorithm);
+    const descriptor = descriptorOf(algorithm);
+    validateProblem(tiny);
+    const declared = declaredRefusal(descriptor, pass, tiny);
+    // Worded as the engine's ProblemError words it, field first.
+    out = declared && { field: declared.field, message: `${declared.field}: ${declared.message}` };
+    if (!out && pass === 'backward') requireBackwardMask(tiny);
+    if (out || !features || Object.keys(features).length === 0) {
+      cache.set(key, out);
+      return out;
+    }
     const x = randomInputs(tiny, { seed: 0 });
     startPass({ algorithm, problem: tiny, seed: 0, distribution: 'normal', blocks: { blockM: 16, blockN: 16 }, pass, features }, tiny, x, {
       blockM: 16,

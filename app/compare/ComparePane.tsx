@@ -56,7 +56,7 @@ function PaneSettings({ index, ctl }: { index: number; ctl: PaneController }) {
   const off = backward ? [] : inactiveSwitches(cfg.algorithm, dtype, cfg.features);
   const specs = Object.fromEntries(
     Object.entries(paneSwitchSpecs(cfg.algorithm, backward)).filter(
-      ([k, spec]) => (isFp8(dtype) || !isFp8OnlyFeature(cfg.algorithm, k, spec.default)) && !off.includes(k),
+      ([k]) => (isFp8(dtype) || !isFp8OnlyFeature(cfg.algorithm, k)) && !off.includes(k),
     ),
   );
   return (

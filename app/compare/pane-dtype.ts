@@ -3,16 +3,16 @@
 // draws); a pane the engine would refuse because of its low-precision dtype is not loaded
 // at all: it says why and offers one-click fixes instead of a failed load.
 //
-// The engine is the one source of truth (engine/refusal.ts, which the problem
-// panel asks too): a pane is refused for its dtype when the engine refuses its problem at
-// that dtype but runs it at a 16-bit one, and an FP8-only feature is one the engine
-// refuses at 16 bits and takes at FP8. A new FP8 path needs no change here.
+// The descriptors' declarations are the one source of truth (engine/refusal.ts, which the
+// problem panel asks too): a pane is refused for its dtype when its problem is refused at
+// that dtype but accepted at a 16-bit one, and an FP8-only feature is a switch whose spec
+// names FP8 dtypes only. A new FP8 path needs no change here.
 
 import {
   ALGORITHMS,
+  findDescriptor,
   refusalOf,
   type Refusal,
-  DEFAULT_PROBLEM,
   isFp8,
   type AttentionProblem,
   type DType,
@@ -33,16 +33,10 @@ export function fallbackDtype(shared: DType): DType {
   return isFp8(shared) ? 'fp16' : shared;
 }
 
-// A small problem every FP8 path takes, for asking which features are FP8-only.
-const PROBE: AttentionProblem = { ...DEFAULT_PROBLEM, batch: 1, hq: 1, hk: 1, nq: 16, nk: 16, d: 16, dv: 16, causal: false };
-
-/** Whether the engine takes `key = value` on `algorithm`'s FP8 forward but refuses it at 16 bits (FA3's blockQuant, incoherent, pScale, seed). */
-export function isFp8OnlyFeature(algorithm: string, key: string, value: boolean | number): boolean {
-  const f = { [key]: value };
-  return (
-    refusalOf(algorithm, 'forward', { ...PROBE, dtype: 'fp8e4m3' }, f) === null &&
-    refusalOf(algorithm, 'forward', { ...PROBE, dtype: 'fp16' }, f)?.field === `features.${key}`
-  );
+/** Whether `key` is one of `algorithm`'s FP8-only switches, as its spec declares (FA3's blockQuant, incoherent, pScale, seed). */
+export function isFp8OnlyFeature(algorithm: string, key: string): boolean {
+  const dtypes = findDescriptor(algorithm)?.switches[key]?.dtypes;
+  return dtypes?.every(isFp8) ?? false;
 }
 
 /**
@@ -53,7 +47,7 @@ export function isFp8OnlyFeature(algorithm: string, key: string, value: boolean 
 export function featuresFor(algorithm: string, dtype: DType, features: Record<string, boolean | number>): Record<string, boolean | number> {
   const off = inactiveSwitches(algorithm, dtype, features);
   return Object.fromEntries(
-    Object.entries(features).filter(([k, v]) => (isFp8(dtype) || !isFp8OnlyFeature(algorithm, k, v)) && !off.includes(k)),
+    Object.entries(features).filter(([k]) => (isFp8(dtype) || !isFp8OnlyFeature(algorithm, k)) && !off.includes(k)),
   );
 }
 

@@ -13,7 +13,10 @@ export const fmhaV2Algorithm = defineAlgorithm({
   schedule: fmhaV2Hw,
   defaults: { gpu: 'rtx4060', dtype: 'fp16', nq: 512, nk: 512, d: 64, dv: 64 },
   tiles: (p) => fmhaV2DefaultTile(p),
-  supports: { dtypes: ['fp32', 'fp16', 'bf16'] },
+  supports: {
+    dtypes: ['fp32', 'fp16', 'bf16'],
+    headDims: { max: 256, maxRefusal: (d) => `fmha_v2 instantiates head dims up to 256, got ${d}` },
+  },
   rowStats: 'on-chip',
   serving: {
     pagedBlockN: (p) => fmhaV2DefaultTile(p).blockN,

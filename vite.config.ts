@@ -1,8 +1,18 @@
 import { defineConfig } from 'vitest/config';
+import { readFileSync } from 'node:fs';
+import { BaseSequencer, type TestSpecification } from 'vitest/node';
 import react from '@vitejs/plugin-react';
 
 // One config for the app build and for vitest: the engine is imported by both the
 // worker bundle and the unit tests, so they see the very same module graph.
+class SpawningFirst extends BaseSequencer {
+  override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
+    const sorted = await super.sort(files);
+    const spawns = new Set(sorted.filter((f) => /\bspawnSync\(/.test(readFileSync(f.moduleId, 'utf8'))));
+    return [...sorted.filter((f) => spawns.has(f)), ...sorted.filter((f) => !spawns.has(f))];
+  }
+}
+
 export default defineConfig({
   root: '.',
   // A sub-path to host under (FLASHSCOPE_BASE=/course/flashscope/, or `vite build --base …`);
@@ -32,5 +42,8 @@ export default defineConfig({
     // Test files share a worker's module graph instead of re-importing the engine per file
     // (import time 48 s → 13 s of the suite); no test relies on a fresh module state.
     isolate: false,
+    // Files that start other processes (the CLI, Dawn on SwiftShader) take tens of seconds each:
+    // they go first, so the short files fill both workers at the end instead of one long file alone.
+    sequence: { sequencer: SpawningFirst },
   },
 });

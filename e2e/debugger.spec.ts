@@ -270,26 +270,6 @@ test('FA1 shows its HBM-resident m and l; standard attention steps through its t
   await page.screenshot({ path: 'test-results/standard.png' });
 });
 
-test('every registered algorithm loads, steps to its end and back without errors', async ({ page }) => {
-  const { ALGORITHMS } = await import('../engine/algorithms/registry.ts');
-  const { formForAlgorithm } = await import('../app/defaults/form-defaults.ts');
-  const { DEFAULT_FORM } = await import('../app/store/problem-form.ts');
-  await openApp(page);
-  for (const algo of ALGORITHMS) {
-    // Choosing an algorithm brings its own configuration (engine/defaults).
-    const { s } = await engineSession(formForAlgorithm(DEFAULT_FORM, algo.id).form);
-    const total = s.events().length;
-    await page.getByRole('region', { name: 'Problem', exact: true }).getByLabel('Algorithm').selectOption(algo.id);
-    await page.getByRole('button', { name: 'Load problem' }).click();
-    await expect(counter(page), algo.id).toHaveText(`Step 1 of ${total}`);
-    await page.getByRole('button', { name: 'End' }).click();
-    await expect(counter(page), algo.id).toHaveText(`Step ${total} of ${total}`);
-    await expect(page.getByTestId('where'), algo.id).toContainText(s.events()[total - 1].line);
-    await page.keyboard.press('Shift+ArrowLeft');
-    await expect(counter(page), algo.id).not.toHaveText(`Step ${total} of ${total}`);
-  }
-});
-
 test('loading another seed shows the new inputs', async ({ page }) => {
   const { randomInputs } = await import('../engine/core/inputs.ts');
   await openApp(page);

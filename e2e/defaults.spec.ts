@@ -104,6 +104,29 @@ for (const algo of ALGORITHMS) {
     await expect(page.getByRole('region', { name: 'HBM traffic' })).toBeVisible();
     await expect(page.locator('.error:visible, [role="alert"]:visible')).toHaveCount(0);
     await expect(page.getByText(/No hardware schedule/)).toHaveCount(0);
+
+    // To the last step and back: the pane shows the line the engine ends on.
+    await page.getByRole('button', { name: 'End' }).click();
+    await expect(counter(page)).toHaveText(`Step ${total} of ${total}`);
+    await expect(page.getByTestId('where')).toContainText(s.events()[total - 1].line);
+    await page.keyboard.press('Shift+ArrowLeft');
+    await expect(counter(page)).not.toHaveText(`Step ${total} of ${total}`);
+
+    // The kernels that model hardware, with a causal mask: the first Q·Kᵀ names this kernel's pseudo-code line.
+    if (!hasHardwareModel(algo.id)) return;
+    const causal = (await engineSession({ ...formForAlgorithm(DEFAULT_FORM, algo.id).form, causal: true })).s.events();
+    await panel(page).getByLabel('Causal').check();
+    await panel(page).getByRole('button', { name: 'Load problem' }).click();
+    await expect(counter(page)).toHaveText(`Step 1 of ${causal.length}`, { timeout: 30_000 });
+    const qk = causal.findIndex((e) => e.kind === 'qk');
+    for (let i = 0; i < qk; i++) await fwd.click();
+    await expect(counter(page)).toHaveText(`Step ${qk + 1} of ${causal.length}`);
+    await expect(page.getByTestId('where')).toContainText(
+      `S = Q·Kᵀ for Q tile ${causal[qk].tile.qBlock} × K block ${causal[qk].tile.kvBlock}`,
+    );
+    await expect(page.getByTestId('where')).toContainText(`${algo.id}.qk`);
+    await expect(page.locator('ol.code li.current')).toBeVisible();
+    await expect(page.getByLabel('Step explanation')).not.toBeEmpty();
   });
 }
 

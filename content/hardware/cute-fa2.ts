@@ -18,6 +18,7 @@ Each copy is issued right after the buffer it overwrites was last read (a \`__sy
     },
   ],
   steps: {
+    skip: tex`A block outside $[n_{\text{block,min}}, n_{\text{block,max}})$: no key of it is visible to the $Q$ tile, so it is never copied or multiplied.`,
     load: tex`A \`cp.async\` group issued by every warp (a quarter each); the tile fills its single buffer.`,
     qk: tex`\`mma.sync\` $S = QK_j^\top$ while $V_j$ is still in flight.`,
     mask: tex`Masking of the diagonal block in registers.`,

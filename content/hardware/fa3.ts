@@ -35,6 +35,7 @@ It costs registers ($S_{j+1}$ and $P_j$ live at once) and hides the softmax unde
     },
   ],
   steps: {
+    skip: tex`An empty tile of the block mask: no row of the CTA's $Q$ tile may see a key of this block, so the producer issues no TMA copy and no \`wgmma\` runs; the timeline has nothing for it.`,
     load: tex`The producer's TMA copy; the tile appears in its ring slot in the memory map (faded while in flight) and the cursor sits at the copy's completion.`,
     qk: tex`\`wgmma\` $S = QK_j^\top$ of one consumer's 64 rows, both operands from shared memory; the result lands in that warpgroup's registers.`,
     mask: tex`Masking is done on the accumulator registers inside the softmax; the timeline shows it as part of the consumer's first softmax op.`,

@@ -41,6 +41,7 @@ export const fa4Hardware: HardwareLesson = {
     },
   ],
   steps: {
+    skip: tex`An empty tile of the block mask for both $Q$ tiles of the CTA: the load warp issues no TMA copy and the MMA warp no \`tcgen05.mma\` for this block; nothing appears on the timeline or in the ring.`,
     load: tex`A TMA copy from the load warp into $sQ_s$ or the K/V ring; the cursor is its completion. Watch the offsets for $d = 192$: the middle stage moves between rounds (Large–Small–Large).`,
     qk: tex`\`tcgen05.mma\` $S_s = Q_s K_j^\top$ into TMEM columns of $S_s$; the TMEM grid shows $S_s$ filled with this block.`,
     mask: tex`The softmax warpgroup loads $S_s$ from TMEM into registers (\`tcgen05.ld\`) and masks there.`,

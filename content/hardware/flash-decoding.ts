@@ -23,6 +23,7 @@ It is computed stably with $\max_i \mathrm{LSE}_i$ subtracted first. The combine
     },
   ],
   steps: {
+    skip: tex`An empty tile of the block mask: no query row of the split may see a key of this block, so no \`cp.async\` copy or \`mma.sync\` is issued for it.`,
     load: tex`\`cp.async\` of $Q$ and this split's K/V blocks.`,
     qk: tex`\`mma.sync\` $S = QK_j^\top$ — for one query row the MMA tile is mostly padding.`,
     mask: tex`Masking in registers.`,

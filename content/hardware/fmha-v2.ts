@@ -26,6 +26,7 @@ export const fmhaV2Hardware: HardwareLesson = {
     },
   ],
   steps: {
+    skip: tex`An empty tile of the block mask: no \`LDGSTS\` copy fills the other buffer with this block and no \`mma.sync\` runs for it.`,
     load: tex`Each warp's share of one \`LDGSTS\` commit group (Q with the first K/V, then K/V of the next block into the other buffer); the cursor is the completion of the last warp's share.`,
     qk: tex`\`mma.sync\` $S = QK_j^\top$ for this warp's 32 rows on its sub-partition's tensor core.`,
     mask: tex`Causal masking on the warp's registers (FMA pipe), only on the diagonal block.`,

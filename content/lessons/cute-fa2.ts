@@ -36,6 +36,7 @@ crossing the diagonal are masked element by element.
 partial maxima with warp shuffles), rescales $O$ and $\ell$ by $e^{m_{\text{old}}-m_{\text{new}}}$, then
 exponentiates and adds the new row sums.`,
   steps: {
+    skip: r`The $K/V$ blocks outside the range $[n_{\text{block,min}}, n_{\text{block,max}})$ hold no visible key for this $Q$ tile: no \`cp.async\` copy and no \`mma.sync\` for them.`,
     load: r`A \`cp.async\` copy: 16-byte vector loads that bypass registers. The position of each load event is
 the point where the kernel *issues* it; the copy then runs underneath the next GEMM.`,
     qk: r`$S = Q_iK_j^\top$ with the operands streamed from shared memory to registers by \`ldmatrix\`, one
@@ -78,6 +79,12 @@ operand of the second GEMM.`,
       { id: 'cute-fa2.loadQ', text: 'cp.async Q_i', indent: 1, kinds: ['load'] },
       { id: 'cute-fa2.loadK', text: 'cp.async K_j (prologue: K_first; in the loop: K_(j+1))', indent: 1 },
       { id: '', text: 'for j = n_min … n_max − 1:   (causal: stop at the diagonal)', indent: 1 },
+      {
+        id: 'cute-fa2.skip',
+        text: 'outside [n_block_min, n_block_max): the K/V blocks the mask hides entirely are not visited',
+        indent: 2,
+        kinds: ['skip'],
+      },
       { id: 'cute-fa2.loadV', text: 'wait for K_j; cp.async V_j', indent: 2 },
       { id: 'cute-fa2.qk', text: 'S = Q_i K_jᵀ   (gemm_smem; V_j copy in flight)', indent: 2, kinds: ['qk'] },
       { id: 'cute-fa2.mask', text: 'diagonal block: mask_within_nblock', indent: 2, kinds: ['mask'] },
@@ -90,6 +97,8 @@ operand of the second GEMM.`,
       { id: 'cute-fa2.write', text: 'registers → shared memory → O_i in HBM', indent: 1, kinds: ['write'] },
     ],
     explain: {
+      'cute-fa2.skip':
+        'The kernel walks one contiguous range of K/V blocks per Q tile, from n_block_min to n_block_max. The blocks before and after that range hold no key the tile may see, so they are never copied or multiplied; inside the range a block the mask hides is computed and masked like any other.',
       'cute-fa2.loadQ': 'The prologue starts the copies of Q and of the first K block together.',
       'cute-fa2.loadK':
         'The next K block is requested only after V_j has landed, so one K buffer is enough; the copy runs under the softmax and the P·V GEMM.',

@@ -47,6 +47,7 @@ for each of $Q$, $K$, $V$ (hopper/flash_api.cpp@0251105a); the block quantizatio
 rotation of $Q$ and $K$ are the paper's error experiment (FlashAttention-3, arXiv 2407.08608, §3.3
 and §4.3), offered as switches that start off. Pick the dtype fp8e4m3 to step the FP8 path.`,
   steps: {
+    skip: r`An empty tile under the block mask: no key of this $K/V$ block is visible to any row of the $Q$ tile, so the producer issues no TMA copy for it and no \`wgmma\` runs. Only partial blocks run the mask; full blocks go straight to the softmax.`,
     load: r`A TMA copy issued by the producer warp. It lands in a stage of a two-deep ring; the producer can be
 at most two $K$ (and two $V$) blocks ahead of the consumers, because a stage is only reused after every
 consumer warpgroup has released it. Bytes: $B_c\,d$ elements for $K_j$, $B_c\,d_v$ for $V_j$.`,
@@ -134,6 +135,12 @@ is kept for the backward pass. A sink logit $s$ joins the denominator here: $\el
       { id: '', text: 'CTA = one Q tile; producer warp + consumer warpgroups (64 rows each)', indent: 0 },
       { id: 'fa3.loadQ', text: 'producer: TMA load Q_i', indent: 1, kinds: ['load'] },
       { id: '', text: 'for j = last … first:   (K/V blocks in reverse)', indent: 1 },
+      {
+        id: 'fa3.skip',
+        text: 'producer and consumers: an empty (Q tile, K/V block) pair is left out of the loop',
+        indent: 2,
+        kinds: ['skip'],
+      },
       { id: 'fa3.loadK', text: 'producer: wait for a free K stage; TMA load K_j', indent: 2 },
       { id: 'fa3.loadV', text: 'producer: wait for a free V stage; TMA load V_j', indent: 2 },
       { id: 'fa3.qk', text: 'consumer: S_next = Q_i K_jᵀ · scale   (wgmma, commit, no wait)', indent: 2, kinds: ['qk'] },
@@ -148,6 +155,8 @@ is kept for the backward pass. A sink logit $s$ joins the denominator here: $\el
       { id: 'fa3.write', text: 'write O_i and L_i to HBM', indent: 1, kinds: ['write'] },
     ],
     explain: {
+      'fa3.skip':
+        'The block mask, built once before the loop, marks each K/V block empty, partial or full for this Q tile. An empty block holds no key any row of the tile may see: the producer never loads it and the consumers never multiply with it. A full block needs no mask at all; only a partial one sets hidden scores to −∞.',
       'fa3.loadQ':
         'The producer warp issues one TMA copy for the whole Q tile; the consumers wait on its barrier. The producer gives most of its registers to the consumers (setmaxnreg).',
       'fa3.loadK':

@@ -52,6 +52,7 @@ $8.8\cdot10^{-5}$ (FlashScope measures it against \`Math.pow\`), far below BF16'
 32-column fragment the last 4 of every 16 columns are emulated (all fragments but a row's last), and only
 on blocks needing no mask with $d \le 128$: 24 of 128 columns of an interior block.`,
   steps: {
+    skip: r`An empty tile under the block mask: no row of either $Q$ tile of the CTA may see a key of this block, so the load warp issues no TMA copy and the MMA warp no \`tcgen05.mma\` for it. Only partial blocks run the mask.`,
     load: r`TMA copies from the load warp. Q tiles have their own two stages; K and V share a three-stage ring,
 so at most three K/V blocks are in flight. A K stage is released after both $S$ GEMMs read it, a V stage
 after both $PV$ GEMMs.`,
@@ -111,6 +112,7 @@ $\ell$ first. LSE $=(m+\log_2\ell)\ln 2$.`,
         text: 'load warp: wait for a free K/V stage (min((224 KiB − sQ − sO) / stage, 32) stages; 3 at d = 128); TMA K_j',
         indent: 2,
       },
+      { id: 'fa4.skip', text: 'load warp: skip K/V block j when it is empty for both Q tiles of the CTA', indent: 2, kinds: ['skip'] },
       { id: 'fa4.loadV', text: 'load warp: wait for a free K/V stage; TMA V_j', indent: 2 },
       { id: '', text: 'for each block j (last … first), for s = 0, 1:', indent: 1 },
       { id: 'fa4.pv', text: 'MMA: O_s ← O_s + P_s V_prev   (P from TMEM; may start at 3/4 of P)', indent: 2, kinds: ['pv'] },
@@ -124,6 +126,8 @@ $\ell$ first. LSE $=(m+\log_2\ell)\ln 2$.`,
       { id: 'fa4.write', text: 'write O_s and LSE to HBM', indent: 1, kinds: ['write'] },
     ],
     explain: {
+      'fa4.skip':
+        "The block mask marks each K/V block empty, partial or full for each of the CTA's two Q tiles. A block empty for both is never loaded and never reaches the MMA warp; a block empty for one tile only is still loaded for the other. Full blocks run no mask.",
       'fa4.loadQ':
         "Each of the CTA's Q tiles (two, or one when Nq ≤ 128) gets its own shared-memory stage; Q stays resident for the whole K/V loop. The load warp issues K of the first block before Q0.",
       'fa4.loadK':

@@ -33,6 +33,7 @@ partial traffic and a bigger combine, so the heuristic stops as soon as the wave
 **Traffic.** Each split re-reads the Q tile (tiny for decoding) and writes $N_q(d_v + 1)$ FP32 values;
 K and V are still read exactly once in total.`,
   steps: {
+    skip: r`An empty tile under the block mask: no query row of this split may see a key of the block, so it is neither loaded nor multiplied.`,
     load: r`Each split loads its own copy of the Q tile and only its range of K/V blocks.`,
     qk: r`FA2's inner loop, restricted to the split's keys.`,
     mask: r`Causal and window masks apply with absolute key positions; a split entirely outside the mask does no
@@ -73,6 +74,12 @@ the sink's share).`,
       { id: '', text: 'kernel 1: for each (Q tile i, split s, batch·head):', indent: 0 },
       { id: 'flash-decoding.loadQ', text: 'load Q_i', indent: 1, kinds: ['load'] },
       { id: '', text: 'for j in the blocks of split s:', indent: 1 },
+      {
+        id: 'flash-decoding.skip',
+        text: "skip K/V block j when the mask hides all of it from this split's queries",
+        indent: 2,
+        kinds: ['skip'],
+      },
       { id: 'flash-decoding.loadKV', text: 'load K_j, V_j', indent: 2, kinds: ['load'] },
       { id: 'flash-decoding.qk', text: 'S = Q_i K_jᵀ · scale', indent: 2, kinds: ['qk'] },
       { id: 'flash-decoding.mask', text: 'S ← −∞ where masked', indent: 2, kinds: ['mask'] },
@@ -88,6 +95,8 @@ the sink's share).`,
       { id: 'flash-decoding.write', text: 'write O and LSE', indent: 1, kinds: ['write'] },
     ],
     explain: {
+      'flash-decoding.skip':
+        'The block mask marks each K/V block of the split empty, partial or full. An empty block is never loaded or multiplied; a full block runs without a mask; only a partial block sets hidden scores to −∞.',
       'flash-decoding.loadQ': 'Every split loads its own copy of the (small) Q tile.',
       'flash-decoding.loadKV':
         'A split reads only its own range of K/V blocks, so the cache is read once in total but by many CTAs at once.',

@@ -43,6 +43,7 @@ addition — and the unnormalized $O$ accumulator grows with $\ell$, so its abso
 Switch \`fp16Accumulation\` on to see the error rise (it stays bounded: about $\lambda u\sqrt{\sum_k s_k^2}$
 per running sum $s_k$).`,
   steps: {
+    skip: r`An empty tile under the block mask: none of this $K/V$ block's keys is visible to the $Q$ tile, so no LDGSTS copy is issued and no HMMA runs for it.`,
     load: r`LDGSTS (\`cp.async\`) copies with per-row predicates, so rows past the sequence end cost no bytes. K and
 V of block $j+1$ are requested before the warps start on block $j$.`,
     qk: r`Each warp multiplies its own rows of $Q$ by all of $K_j$. With FP16 accumulation every partial sum of
@@ -87,6 +88,7 @@ to FP16 when the accumulator is FP16).`,
       { id: '', text: 'grid: blockIdx.z = batch b, blockIdx.y = head h, blockIdx.x = Q tile i', indent: 0 },
       { id: 'fmha-v2.loadQ', text: 'LDGSTS Q_i (packed [B, S, 3, H, D] or contiguous Q)', indent: 1, kinds: ['load'] },
       { id: '', text: 'for each K/V block j:', indent: 1 },
+      { id: 'fmha-v2.skip', text: 'skip K/V block j when the mask leaves no key of it visible to this Q tile', indent: 2, kinds: ['skip'] },
       { id: 'fmha-v2.loadKV', text: 'LDGSTS K_(j+1), V_(j+1) into the other buffer (double buffering)', indent: 2, kinds: ['load'] },
       { id: '', text: 'each warp w = 0…3 on its rows Q_(i,w):', indent: 2 },
       { id: 'fmha-v2.qk', text: 'S = Q_(i,w) K_jᵀ · scale_bmm1', indent: 3, kinds: ['qk'] },
@@ -100,6 +102,8 @@ to FP16 when the accumulator is FP16).`,
       { id: 'fmha-v2.write', text: 'registers → shared memory → O_i in HBM', indent: 1, kinds: ['write'] },
     ],
     explain: {
+      'fmha-v2.skip':
+        'The block mask marks each K/V block empty, partial or full for this Q tile. An empty block is never copied into the double buffer and never multiplied; a full block runs without any mask; only a partial block sets hidden scores to −∞.',
       'fmha-v2.loadQ':
         "One CTA per (batch, head, Q tile), exactly the kernel's grid. Q rows of one head are 3·H·D elements apart in the packed layout; the byte count is the same.",
       'fmha-v2.loadKV':

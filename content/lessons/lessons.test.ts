@@ -34,12 +34,13 @@ function allText(l: AlgorithmLesson): string[] {
 // A problem per algorithm that makes it emit every line it has: several blocks (rescale),
 // a causal diagonal (mask), and for flash-decoding several splits (partials, combine).
 const runs: Record<string, { p: Partial<AttentionProblem>; o: Omit<RunOptions, 'trace'> }> = {
-  fa3: { p: { nq: 150, nk: 300, causal: true }, o: { blockN: 64 } },
-  fa4: { p: { nq: 150, nk: 400, causal: true }, o: { features: { lazyRescale: false } } },
-  'fmha-v2': { p: { nq: 150, nk: 300, causal: true }, o: {} },
+  // A causal window leaves the first K/V blocks empty for the last Q tile: every run has a skip step.
+  fa3: { p: { nq: 150, nk: 300, causal: true, window: { left: 64, right: 0 } }, o: { blockN: 64 } },
+  fa4: { p: { nq: 150, nk: 400, causal: true, window: { left: 64, right: 0 } }, o: { features: { lazyRescale: false } } },
+  'fmha-v2': { p: { nq: 150, nk: 300, causal: true, window: { left: 64, right: 0 } }, o: {} },
   'cute-fa2': { p: { nq: 150, nk: 300, causal: true }, o: {} },
-  'flash-decoding': { p: { nq: 3, nk: 600, causal: true }, o: { blockN: 64, features: { splits: 3 } } },
-  sage: { p: { nq: 150, nk: 300, causal: true }, o: { features: { version: 2 } } },
+  'flash-decoding': { p: { nq: 3, nk: 600, causal: true, window: { left: 100, right: 0 } }, o: { blockN: 64, features: { splits: 3 } } },
+  sage: { p: { nq: 150, nk: 300, causal: true, window: { left: 64, right: 0 } }, o: { features: { version: 2 } } },
 };
 const featureKeys: Record<string, string[]> = {
   fa3: Object.keys(FA3_FEATURES),

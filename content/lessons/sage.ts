@@ -38,6 +38,7 @@ $P = 2^{S - m + 8.807}$, so that $P$ fills e4m3's range up to $2^{8.807}\approx 
 multiplies e4m3 $V$ quantized **per channel** ($\delta_{V,c} = \max_j |V_{jc}|/448$); the channel scales
 and the 448 are divided out at the end.`,
   steps: {
+    skip: r`An empty tile under the block mask: no row of the $Q$ tile may see a key of this block, so its INT8 $K$ and its $V$ are not loaded and neither product runs.`,
     load: r`An INT8 tile of $Q$ or $K$ (one byte per element) with its scale $\delta$, or a tile of $V$ (FP16 in v1,
 e4m3 in v2). The quantization itself is a separate kernel before this one and is not counted.`,
     qk: r`$S = (\hat{Q}\hat{K}^\top)\,\delta_Q\delta_K$: an exact integer sum of code products, dequantized with one
@@ -89,6 +90,7 @@ v2: $O \mathrel{+}= \tilde{P}\,\hat{V}_j$ with e4m3 $\tilde{P}$ and per-channel 
       { id: '', text: 'one CTA per Q tile i', indent: 0 },
       { id: 'sage.loadQ', text: 'load Q̂_i and δ_Q (v2: one per 32-row warp slice)', indent: 1, kinds: ['load'] },
       { id: '', text: 'for j = 0 … last visible block:', indent: 1 },
+      { id: 'sage.skip', text: 'skip K/V block j when the mask leaves no key of it visible', indent: 2, kinds: ['skip'] },
       { id: 'sage.loadK', text: 'load K̂_j and δ_K', indent: 2 },
       { id: 'sage.loadV', text: 'load V_j (fp16 in v1, e4m3 in v2)', indent: 2 },
       { id: 'sage.qk', text: 'S = (Q̂_i K̂_jᵀ in INT32) · δ_Q · δ_K   (log2 units)', indent: 2, kinds: ['qk'] },
@@ -102,6 +104,8 @@ v2: $O \mathrel{+}= \tilde{P}\,\hat{V}_j$ with e4m3 $\tilde{P}$ and per-channel 
       { id: 'sage.write', text: 'write O_i (fp16/bf16) and LSE', indent: 1, kinds: ['write'] },
     ],
     explain: {
+      'sage.skip':
+        "The block mask marks each K/V block empty, partial or full for this Q tile. An empty block's quantized K and V are never loaded and neither product runs; a full block runs without a mask; only a partial block sets hidden scores to −∞.",
       'sage.loadQ': "The Q tile arrives as INT8 codes, one byte each, with the scale of its block (in v2, of each warp's 32 rows).",
       'sage.loadK': 'K was smoothed and quantized before the kernel: the block carries its codes and one scale.',
       'sage.loadV': 'V stays 16-bit in v1; in v2 it is FP8 e4m3 with one scale per channel, applied at the end.',

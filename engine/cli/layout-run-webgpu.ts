@@ -54,7 +54,9 @@ async function varlen(a: ParsedArgs, path: WebGpuPath, repeats: number): Promise
     throw new ArgsError(`--layout ${layout}: varlen tensors are token-major [total, H, d] (bnhd); leave --layout out`);
   if (!VARLEN_PATHS.includes(path)) throw new ArgsError(`--path ${path}: the varlen forward runs on ${VARLEN_PATHS.join(', ')}`);
   const [qt, kt, vt, cqt, ckt] = await Promise.all(
-    ['q', 'k', 'v', 'cu-seqlens-q', 'cu-seqlens-k'].map((r) => loadTensorFile(str(a, r)!, { indices: r.startsWith('cu') })),
+    ['q', 'k', 'v', 'cu-seqlens-q', 'cu-seqlens-k'].map((r) =>
+      loadTensorFile(str(a, r)!, { indices: r.startsWith('cu'), maxBytes: num(a, 'max-bytes') }),
+    ),
   );
   const t = { q: qt, k: kt, v: vt, cuSeqlensQ: cqt, cuSeqlensK: ckt };
   const sh = varlenShape(t);
@@ -100,7 +102,7 @@ async function paged(a: ParsedArgs, path: WebGpuPath, repeats: number): Promise<
   const layout = parseLayout(str(a, 'layout') ?? 'bnhd');
   const [qt, kct, vct, btt, cst] = await Promise.all(
     ['q', 'k-cache', 'v-cache', 'block-table', 'cache-seqlens'].map((r) =>
-      loadTensorFile(str(a, r)!, { indices: r === 'block-table' || r === 'cache-seqlens' }),
+      loadTensorFile(str(a, r)!, { indices: r === 'block-table' || r === 'cache-seqlens', maxBytes: num(a, 'max-bytes') }),
     ),
   );
   const t = { q: qt, kCache: kct, vCache: vct, blockTable: btt, cacheSeqlens: cst };

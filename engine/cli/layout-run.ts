@@ -131,7 +131,9 @@ async function prepareVarlen(a: ParsedArgs): Promise<Prepared> {
   if (layout !== undefined && layout !== 'bnhd')
     throw new ArgsError(`--layout ${layout}: varlen tensors are token-major [total, H, d] (bnhd); leave --layout out`);
   const [qt, kt, vt, cqt, ckt] = await Promise.all(
-    ['q', 'k', 'v', 'cu-seqlens-q', 'cu-seqlens-k'].map((r) => loadTensorFile(str(a, r)!, { indices: r.startsWith('cu') })),
+    ['q', 'k', 'v', 'cu-seqlens-q', 'cu-seqlens-k'].map((r) =>
+      loadTensorFile(str(a, r)!, { indices: r.startsWith('cu'), maxBytes: num(a, 'max-bytes') }),
+    ),
   );
   const t = { q: qt, k: kt, v: vt, cuSeqlensQ: cqt, cuSeqlensK: ckt };
   const sh = varlenShape(t);
@@ -150,7 +152,7 @@ async function prepareVarlen(a: ParsedArgs): Promise<Prepared> {
   const doFile = str(a, 'do');
   let dO: Float32Array | undefined;
   if (doFile) {
-    const t = await loadTensorFile(doFile);
+    const t = await loadTensorFile(doFile, { maxBytes: num(a, 'max-bytes') });
     const want = [tq, hq, dv];
     if (t.info.shape.length !== 3 || t.info.shape.some((n, i) => n !== want[i])) {
       throw new ProblemError(
@@ -193,7 +195,7 @@ async function preparePaged(a: ParsedArgs): Promise<Prepared> {
   const layout = parseLayout(str(a, 'layout') ?? 'bnhd');
   const [qt, kct, vct, btt, cst] = await Promise.all(
     ['q', 'k-cache', 'v-cache', 'block-table', 'cache-seqlens'].map((r) =>
-      loadTensorFile(str(a, r)!, { indices: r === 'block-table' || r === 'cache-seqlens' }),
+      loadTensorFile(str(a, r)!, { indices: r === 'block-table' || r === 'cache-seqlens', maxBytes: num(a, 'max-bytes') }),
     ),
   );
   const t = { q: qt, kCache: kct, vCache: vct, blockTable: btt, cacheSeqlens: cst };

@@ -180,8 +180,9 @@ async function fromFiles(
   a: ParsedArgs,
   layout: Layout,
   sized: (dims: ProblemDims) => void,
+  maxBytes: number | undefined,
 ): Promise<{ problem: Omit<AttentionProblem, 'causal' | 'dtype'>; raw: AttentionInputs; fileDtype: DType; rank: number }> {
-  const [qt, kt, vt] = await Promise.all(['q', 'k', 'v'].map((r) => loadTensorFile(str(a, r)!)));
+  const [qt, kt, vt] = await Promise.all(['q', 'k', 'v'].map((r) => loadTensorFile(str(a, r)!, { maxBytes })));
   const ranks = [qt, kt, vt].map((t) => t.info.shape.length);
   const [qd, kd, vd] = [dims(qt, 'q', layout), dims(kt, 'k', layout), dims(vt, 'v', layout)];
   if (ranks[1] !== ranks[0] || ranks[2] !== ranks[0]) {
@@ -232,7 +233,12 @@ export async function cliProblem(a: ParsedArgs, allowRandom: boolean, sizing?: C
     if (files.length !== 3) throw new ArgsError('give all of --q, --k and --v (or none, for random inputs)');
     const randomGiven = Object.keys(RANDOM_OPTIONS).filter((k) => a[k] !== undefined);
     if (randomGiven.length) throw new ArgsError(`--${randomGiven[0]} describes random inputs; it cannot be combined with --q/--k/--v`);
-    const f = await fromFiles(a, layout, (dims) => sized({ ...dims, ...common, dtype: 'fp32' } as AttentionProblem, true));
+    const f = await fromFiles(
+      a,
+      layout,
+      (dims) => sized({ ...dims, ...common, dtype: 'fp32' } as AttentionProblem, true),
+      sizing?.command === 'run' ? sizing.maxBytes : undefined,
+    );
     problem = { ...f.problem, ...common, dtype: dtypeOpt ?? f.fileDtype };
     inputs = { q: roundArray(problem.dtype, f.raw.q), k: roundArray(problem.dtype, f.raw.k), v: roundArray(problem.dtype, f.raw.v) };
     rank = f.rank;

@@ -40,8 +40,9 @@ ${BACKWARD_RUN_HELP}
 output:
   --out DIR                   output directory (created); DIR/<algo> must not exist yet
   --force                     replace existing DIR/<algo> outputs (never an input file)
-  --max-bytes N               memory the run may hold (default 4 GB); a larger problem is
-                              refused before any tensor is allocated, naming the size to change
+  --max-bytes N               memory the run may hold (default 4 GB); a larger problem, or a
+                              tensor file whose header declares more, is refused before any
+                              tensor is allocated, naming the size to change
 exit status: 0 done; 1 refused (nothing written); 3 written, but an output is entirely NaN
 (e.g. an overflowing --scale), with a warning on stderr
 ${LAYOUT_RUN_HELP}

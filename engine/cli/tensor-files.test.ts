@@ -86,4 +86,19 @@ describe('tensor files sized from their headers', () => {
     await expect(loadTensorFile(sparseNpy('over.npy', [n + 1]))).rejects.toThrow(/over the limit/);
     expect(reads.filter((r) => r > 2 ** 20)).toHaveLength(1);
   });
+
+  it("run's --max-bytes moves the limit both ways, and the refusal names the option", async () => {
+    const path = join(dir, 'ten.npy');
+    writeFileSync(path, encodeNpy([0, 1, 2, 3, 4, 5, 6, 7, 8, 9], [10]));
+    // 10 float32 values: 40 bytes stored + 40 decoded.
+    await expect(loadTensorFile(path, { maxBytes: 79 })).rejects.toThrow(
+      /need about 80 bytes to read, over the limit of 79 bytes for one run; use a smaller tensor or raise --max-bytes/,
+    );
+    expect((await loadTensorFile(path, { maxBytes: 80 })).data.length).toBe(10);
+    const reads = watchReads();
+    // Raised past the default: the 8 GB header is admitted (the spy then refuses the data read).
+    await expect(loadTensorFile(sparseNpy('raised.npy', HUGE), { maxBytes: 2 ** 34 })).rejects.toThrow(/^read \d+ bytes$/);
+    expect(reads.some((r) => r > 2 ** 20)).toBe(true);
+    await expect(loadTensorFile(sparseNpy('default.npy', HUGE))).rejects.toThrow(/run raises the limit with --max-bytes/);
+  });
 });

@@ -17,39 +17,44 @@ export function tensorReadBytes(info: TensorInfo): number {
   return info.byteLength + elementCount(info.shape) * (wide ? 8 : 4);
 }
 
-/** Refuses, from its header alone, a tensor whose reading would take more than one run may hold. */
-function admitTensor(spec: string): (info: TensorInfo) => void {
+/**
+ * Refuses, from its header alone, a tensor whose reading would take more than one run may hold:
+ * `maxBytes` is run's --max-bytes when given (absent: the default run budget).
+ */
+function admitTensor(spec: string, maxBytes: number | undefined): (info: TensorInfo) => void {
+  const limit = maxBytes ?? DEFAULT_RUN_MAX_BYTES;
   return (info) => {
     const needed = tensorReadBytes(info);
-    if (needed <= DEFAULT_RUN_MAX_BYTES) return;
+    if (needed <= limit) return;
     throw new TensorFileError(
       `${spec}: its header declares a ${info.dtype} tensor of shape [${info.shape.join(', ')}], which would need about ` +
-        `${formatBytes(needed)} to read, over the limit of ${formatBytes(DEFAULT_RUN_MAX_BYTES)} for one run; use a smaller tensor`,
+        `${formatBytes(needed)} to read, over the limit of ${formatBytes(limit)} for one run; use a smaller tensor` +
+        (maxBytes === undefined ? ' (run raises the limit with --max-bytes)' : ' or raise --max-bytes'),
     );
   };
 }
 
 /**
  * Loads one tensor. Integer files (int32/int64) are accepted only where `indices` says so:
- * offsets, block tables and cache lengths, never attention values.
+ * offsets, block tables and cache lengths, never attention values. `maxBytes`: run's --max-bytes.
  */
-export async function loadTensorFile(spec: string, opts: { indices?: boolean } = {}): Promise<Tensor> {
-  const t = await loadAnyTensor(spec);
+export async function loadTensorFile(spec: string, opts: { indices?: boolean; maxBytes?: number } = {}): Promise<Tensor> {
+  const t = await loadAnyTensor(spec, opts.maxBytes);
   if (!opts.indices && isIntegerStorage(t.info.dtype)) {
     throw new TensorFileError(integerValuesMessage(spec, t.info.dtype));
   }
   return t;
 }
 
-async function loadAnyTensor(spec: string): Promise<Tensor> {
+async function loadAnyTensor(spec: string, maxBytes: number | undefined): Promise<Tensor> {
   const m = /^(.*\.safetensors)(?::(.+))?$/i.exec(spec);
   if (m) {
     checkInputPath('input', m[1]);
-    return withFileSource(m[1], (src) => readSafetensor(src, m[2], admitTensor(spec)));
+    return withFileSource(m[1], (src) => readSafetensor(src, m[2], admitTensor(spec, maxBytes)));
   }
   if (/\.npy$/i.test(spec)) {
     checkInputPath('input', spec);
-    return withFileSource(spec, (src) => readNpy(src, admitTensor(spec)));
+    return withFileSource(spec, (src) => readNpy(src, admitTensor(spec, maxBytes)));
   }
   throw new TensorFileError(`${spec}: unknown tensor file type (expected .npy or .safetensors[:NAME])`);
 }

@@ -49,12 +49,11 @@ export function refusalOf(
     const descriptor = descriptorOf(algorithm);
     validateProblem(tiny);
     const declared = declaredRefusal(descriptor, pass, tiny);
-    // Worded as the engine's ProblemError words it, field first.
-    out = declared && { field: declared.field, message: `${declared.field}: ${declared.message}` };
-    if (!out && pass === 'backward') requireBackwardMask(tiny);
-    if (out || !features || Object.keys(features).length === 0) {
-      cache.set(key, out);
-      return out;
+    if (declared) throw new ProblemError(declared.field, declared.message);
+    if (pass === 'backward') requireBackwardMask(tiny);
+    if (!features || Object.keys(features).length === 0) {
+      cache.set(key, null);
+      return null;
     }
     const x = randomInputs(tiny, { seed: 0 });
     startPass({ algorithm, problem: tiny, seed: 0, distribution: 'normal', blocks: { blockM: 16, blockN: 16 }, pass, features }, tiny, x, {

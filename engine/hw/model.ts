@@ -183,6 +183,8 @@ export interface BuildContext {
   ctaCount: number;
   /** Bytes per cycle one SM's copies get (its own limit, or its share of L2/HBM when all SMs load). */
   loadBytesPerClk: number;
+  /** The schedule is drawn: a kernel launched after the main one (FA3's combine) follows this SM's CTAs; simulate times it apart. */
+  drawn: boolean;
 }
 
 export interface HwAlgorithm {

@@ -79,7 +79,7 @@ export default defineConfig({
     { name: 'main thread', testMatch: MAIN_THREAD_SPECS },
   ],
   webServer: {
-    // FLASHSCOPE_PREBUILT: a second run in the same `npm test` serves the build the first one made.
+    // FLASHSCOPE_PREBUILT: `npm test` built dist already (scripts/test-all.mjs), beside the typecheck.
     command: `${process.env.FLASHSCOPE_PREBUILT ? '' : 'npx vite build --logLevel warn && '}npx vite preview --host 127.0.0.1 --port ${port} --strictPort`,
     url: `http://127.0.0.1:${port}`,
     reuseExistingServer: !process.env.CI,

@@ -1,5 +1,6 @@
 import { expect, test, type Page } from '@playwright/test';
 import { blockMask } from '../engine/core/block-mask.ts';
+import { counterFigure } from '../content/counter-figures.ts';
 import { DEFAULT_FORM, formToRequest } from '../app/store/problem-form.ts';
 import { axeOn, counter, engineSession, openApp, shot, watchConsole } from './helpers.ts';
 
@@ -55,6 +56,19 @@ test('a mistake is shown at its column and loses nothing; a preset loads and its
   await expect(page.getByText(`Tile (${e.tile.qBlock}, ${e.tile.kvBlock}) skipped (empty)`)).toBeVisible();
   await page.getByRole('button', { name: 'End', exact: true }).click();
   await expect(page.getByTestId('counters-sparsity')).toContainText(`${bm.counts.empty} tiles skipped`);
+
+  // Standard attention has no tiles: its counters report only the mask checks, one per score.
+  const std = await engineSession({ maskMod: 'document:21', algorithm: 'standard' });
+  await p.getByLabel('Algorithm').selectOption('standard');
+  await p.getByRole('button', { name: 'Load problem' }).click();
+  await expect(counter(page)).toHaveText(`Step 1 of ${std.s.events().length}`);
+  await page.getByRole('button', { name: 'End', exact: true }).click();
+  const { batch, hq, nq, nk } = std.req.problem;
+  await expect(page.getByTestId('counters-sparsity')).toHaveText(
+    `no tiles to skip: ${counterFigure(batch * hq * nq * nk)} mask checks, one per score`,
+  );
+  await page.screenshot({ path: test.info().outputPath('standard-mask-checks.png'), fullPage: true });
+  await p.getByLabel('Algorithm').selectOption('fa2');
 
   // An own mask reading an array typed in the aux box.
   await text.fill('doc[q_idx] == doc[kv_idx]');

@@ -5,7 +5,7 @@ import { memoryViolations } from './memory-check.ts';
 import type { HwFeatures, ProblemShape } from './model.ts';
 import { describeFor, scheduleFor, simulateFor } from './registry.ts';
 import { fa4LoadOrder } from '../algorithms/fa4/schedule.ts';
-import { DEFAULT_FEATURES } from './model.ts';
+import { DEFAULT_FEATURES, hbmOut, ioBytes } from './model.ts';
 
 const shape = (o: Partial<ProblemShape> = {}): ProblemShape => ({
   batch: 1,
@@ -146,6 +146,17 @@ describe('resource sheets', () => {
     expect(part.length).toBeGreaterThan(0);
     expect(part.every((m) => m.buffer === 'Opartial')).toBe(true);
     expect(dec.resources.splits).toBe(4);
+  });
+
+  it('varlen: O rows sit after the rows of the sequences before them, and a short sequence writes only its own rows', () => {
+    // cu_seqlens_q = [0, 512, 612, 912]: sequence 2 starts at row 612 and holds 300 rows.
+    const v = shape({ batch: 3, nq: 512, nk: 512, varlen: { seqlensQ: [512, 100, 300], seqlensK: [512, 100, 300] } });
+    const row = 128 * 2;
+    const work = { b: 2, h: 0, qBlock: 4, kvFrom: 0, kvTo: 1, reverse: true, split: 0 };
+    expect(hbmOut(v, work, 256, 64, 'O4')).toMatchObject({ offset: (612 + 256) * row, bytes: 44 * row });
+    expect(hbmOut(v, { ...work, b: 1 }, 64, 64, 'O1')).toMatchObject({ offset: (512 + 64) * row, bytes: 36 * row });
+    // Q, K, V read once and O written once over 912 query and 912 key rows, not 3 × 512.
+    expect(ioBytes(v)).toBe(912 * 128 * 2 * 4);
   });
 
   it('rejects an algorithm on a GPU it was not written for, and unknown switches', () => {

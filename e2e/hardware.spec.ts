@@ -155,7 +155,8 @@ test('FA3: switching ping-pong off re-runs the schedule and the timeline changes
   await loadProblem(page, { algorithm: 'fa3', nq: '128', nk: '1024', d: '128', dv: '128', blockM: '64', blockN: '128', dtype: 'fp16' });
   const canvas = timeline(page).getByTestId('timeline-canvas');
   await expect(canvas).toHaveAttribute('data-ops', /\d+/, { timeout: 30_000 });
-  await expect(canvas).toHaveAttribute('data-lanes', '3');
+  // Producer, two consumers, and the split-KV combine kernel (upstream splits one 128-row tile over 1024 keys).
+  await expect(canvas).toHaveAttribute('data-lanes', '4');
   const before = { ops: await canvas.getAttribute('data-ops'), cycles: await canvas.getAttribute('data-cycles') };
   const tensorBefore = Number(await timeline(page).locator('[data-family="tensor"]').getAttribute('data-value'));
   await timeline(page).getByLabel('ping-pong').uncheck();

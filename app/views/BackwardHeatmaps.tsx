@@ -10,6 +10,7 @@ import { useApp, type MatrixId } from '../store/store.ts';
 import { usePane } from '../store/pane-context.ts';
 import { colourScale } from './colour.ts';
 import { Heatmap, type Rect } from './Heatmap.tsx';
+import { usePhoneWidth } from './phone-width.ts';
 
 const rowsRect = (r0: number, r1: number, width: number): Rect | undefined => (r1 > r0 ? { r0, r1, c0: 0, c1: width } : undefined);
 
@@ -37,6 +38,7 @@ export function BackwardHeatmaps({ frame, inputs, summary }: { frame: Frame; inp
       },
     [ranges, br],
   );
+  const phone = usePhoneWidth();
   const g = frame.bwd;
   if (!scales || !g) return <p className="dim">This run carries no backward state.</p>;
   const { blockM, blockN } = summary.blocks;
@@ -53,7 +55,8 @@ export function BackwardHeatmaps({ frame, inputs, summary }: { frame: Frame; inp
     const kvBlock = matrix === 'K' ? tc : matrix === 'V' ? tr : matrix === 'S' || matrix === 'P' ? tc : -1;
     patchSelection(pane, { zoom: { matrix, qBlock, kvBlock } });
   };
-  const big = 160;
+  // Five across on a wide screen; one or two across on a phone, as large as the forward heatmaps.
+  const big = phone ? 250 : 160;
   const tall = (n: number, other: number) => Math.max(40, Math.min(big, (big * n) / Math.max(other, 1)));
   const desc = findDescriptor(summary.algorithm);
   const standard = desc?.rowStats === 'materialized';

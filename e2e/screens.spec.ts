@@ -133,7 +133,9 @@ for (const size of SIZES) {
   });
 }
 
-test('1280×720: the Inputs fieldset stays in the problem panel and a clicked tile opens its numbers in view', async ({ page }) => {
+test('1280×720: the Inputs fieldset stays in the problem panel and a clicked tile opens its numbers in view, in the debugger and in a lesson', async ({
+  page,
+}) => {
   const checkConsole = watchConsole(page);
   await page.setViewportSize({ width: 1280, height: 720 });
   await openApp(page);
@@ -147,5 +149,14 @@ test('1280×720: the Inputs fieldset stays in the problem panel and a clicked ti
   await expect(zoom.getByRole('heading')).toHaveText('S tile (0, 0)');
   await expect(zoom.getByRole('heading')).toBeInViewport();
   await shot(page, { path: 'test-results/screens/1280x720/tile-numbers.png' });
+  // A lesson's heatmaps say the same; the tile's numbers open there too, in view.
+  await page.goto('/?lesson=1');
+  const lesson = page.locator('[data-lesson-pane="lesson-1-0"]');
+  await expect(lesson.getByTestId('step-counter')).toHaveText(/^Step \d+ of \d+$/, { timeout: 30_000 });
+  await expect(lesson.getByRole('region', { name: 'Tile numbers' })).toHaveCount(0);
+  await lesson.getByRole('img', { name: /^S = τ·QKᵀ heatmap/ }).click({ position: { x: 3, y: 3 } });
+  const lessonZoom = lesson.getByRole('region', { name: 'Tile numbers' });
+  await expect(lessonZoom.getByRole('heading')).toHaveText('S tile (0, 0)');
+  await expect(lessonZoom.getByRole('heading')).toBeInViewport();
   checkConsole();
 });

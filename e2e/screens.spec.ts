@@ -154,9 +154,12 @@ test('1280×720: the Inputs fieldset stays in the problem panel and a clicked ti
   const lesson = page.locator('[data-lesson-pane="lesson-1-0"]');
   await expect(lesson.getByTestId('step-counter')).toHaveText(/^Step \d+ of \d+$/, { timeout: 30_000 });
   await expect(lesson.getByRole('region', { name: 'Tile numbers' })).toHaveCount(0);
+  // Before a click the view is empty: no export buttons of its own over the next view.
+  await expect(lesson.getByRole('button', { name: 'Export Tile numbers as PNG' })).toBeHidden();
   await lesson.getByRole('img', { name: /^S = τ·QKᵀ heatmap/ }).click({ position: { x: 3, y: 3 } });
   const lessonZoom = lesson.getByRole('region', { name: 'Tile numbers' });
   await expect(lessonZoom.getByRole('heading')).toHaveText('S tile (0, 0)');
   await expect(lessonZoom.getByRole('heading')).toBeInViewport();
+  await expect(lesson.getByRole('button', { name: 'Export Tile numbers as PNG' })).toBeVisible();
   checkConsole();
 });

@@ -29,7 +29,8 @@ export const standardContent: AlgorithmContent = {
     'standard.loadK': 'The whole K is needed for every row of S.',
     'standard.loadQ': 'A block of query rows comes in from HBM.',
     'standard.qk': 'Full rows of scores: every query of the block against every key.',
-    'standard.mask': 'Masked scores become −∞.',
+    'standard.mask':
+      'Masked scores become −∞. Standard attention has no tiles, so there is no block mask and nothing to skip: every entry of S is computed and checked against the mask. The counters report those checks (rows × N per row block) as its mask checks, with no tile skipped.',
     'standard.writeS': 'The score matrix is N × N: writing it to HBM, and reading it back in pass 2, is the traffic FlashAttention avoids.',
     'standard.loadS': 'Pass 2 reads the scores back from HBM.',
     'standard.rowmax': 'With the whole row at hand, the row max is exact in one go: no running max and no rescaling are needed.',

@@ -83,7 +83,15 @@ export function CountersTable({ c }: { c: Counters }) {
             <Fig n={c.rescaleCount} />
           </td>
         </tr>
-        {c.sparsity && (
+        {c.sparsity && c.sparsity.tilesSkipped + c.sparsity.tilesFull + c.sparsity.tilesPartial === 0 && (
+          <tr>
+            <th>mask</th>
+            <td data-testid="counters-sparsity">
+              no tiles to skip: <Fig n={c.sparsity.maskEvals} /> mask checks, one per score
+            </td>
+          </tr>
+        )}
+        {c.sparsity && c.sparsity.tilesSkipped + c.sparsity.tilesFull + c.sparsity.tilesPartial > 0 && (
           <tr>
             <th>block mask</th>
             <td data-testid="counters-sparsity">

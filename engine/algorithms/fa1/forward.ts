@@ -9,9 +9,10 @@
 // P~_ij = exp(S_ij - m~_ij) is taken against the block's own max and multiplies V_j as
 // stored, as Algorithm 1 of the paper (arXiv 2205.14135) writes it.
 //
-// Extensions beyond Algorithm 1 (which has no masks): blocks that the causal/window mask
-// hides completely are skipped, as the paper's block-sparse variant does; a K/V block whose
-// every tile is hidden is not loaded. Attention sinks enter as the initial state of the HBM
+// Extensions beyond Algorithm 1 (which has no masks): the block mask at the tile size is
+// built once before the loops; an empty tile is a skip step, as the paper's block-sparse
+// variant (Algorithm 5) skips zero blocks; a K/V block whose every tile is empty is not
+// loaded; a full tile runs no mask and a partial one checks every entry. Attention sinks enter as the initial state of the HBM
 // statistics (m = sink, l = 1): a sink is a key with logit `sink` and a zero value row, so
 // starting from it is the same as having processed it first.
 //
@@ -22,12 +23,18 @@
 import { setUpExactRun } from '../run-setup.ts';
 import type { AttentionProblem } from '../../core/problem.ts';
 import type { AttentionInputs } from '../../core/inputs.ts';
-import { blockHasVisible } from '../../core/scores.ts';
+import { BLOCK_EMPTY, BLOCK_PARTIAL } from '../../core/block-mask.ts';
 import { tileValues } from '../../trace/tracer.ts';
 import type { Range } from '../../trace/events.ts';
 import { blockCount, resolveBlocks } from '../blocks.ts';
 import { accumulatePV, headSlice, maskTile, roundTile, scoreTile } from '../tile-math.ts';
 import type { AlgorithmResult, RunOptions, StepAlgorithm, StepGenerator } from '../types.ts';
+import { hasBlockMask, skippedTile, tileClasses } from '../tile-classes.ts';
+
+/** HBM bytes of one FA1 inner step of `rows` query rows: Q, O, l, m read and O, l, m written (O, l, m at fp32). */
+function innerStepBytes(p: AttentionProblem, rows: number, eb: number): number {
+  return rows * p.d * eb + 2 * rows * (p.dv + 2) * 4;
+}
 
 function* runFa1(p: AttentionProblem, x: AttentionInputs, opts: RunOptions): StepGenerator {
   const { blockM, blockN, sm, tr, eb, rounder } = setUpExactRun('fa1', p, x, opts);
@@ -49,6 +56,8 @@ function* runFa1(p: AttentionProblem, x: AttentionInputs, opts: RunOptions): Ste
   const lNew = new Float64Array(blockM);
   const alpha = new Float64Array(blockM); // e^(m_i - m_new)
   const beta = new Float64Array(blockM); // e^(m~_ij - m_new)
+  const tileClass = tileClasses(p, sm, blockM, blockN);
+  const tally = hasBlockMask(p);
 
   for (let b = 0; b < p.batch; b++) {
     for (let h = 0; h < p.hq; h++) {
@@ -70,22 +79,36 @@ function* runFa1(p: AttentionProblem, x: AttentionInputs, opts: RunOptions): Ste
         const c0 = j * blockN;
         const c1 = Math.min(p.nk, c0 + blockN);
         const cols = c1 - c0;
-        if (!blockHasVisible(sm, 0, p.nq, c0, c1, p.nk, b, h)) continue;
-        const kvTile = { qBlock: -1, kvBlock: j, rows: [0, 0] as Range, cols: [c0, c1] as Range };
-        ev = tr.emit(
-          'load',
-          { b, h, outer: j, inner: -1, tile: kvTile, line: 'fa1.loadKV', delta: { hbmRead: { K: cols * p.d * eb, V: cols * dv * eb } } },
-          () => ({ tensors: ['K' as const, 'V' as const] }),
-        );
-        if (ev) yield ev;
+        // A K/V block no Q block sees is never loaded: its tiles are skip steps that also spare K_j, V_j.
+        let visited = false;
+        for (let i = 0; i < tRows && !visited; i++) visited = tileClass(b, h, i, j) !== BLOCK_EMPTY;
+        if (visited) {
+          const kvTile = { qBlock: -1, kvBlock: j, rows: [0, 0] as Range, cols: [c0, c1] as Range };
+          ev = tr.emit(
+            'load',
+            { b, h, outer: j, inner: -1, tile: kvTile, line: 'fa1.loadKV', delta: { hbmRead: { K: cols * p.d * eb, V: cols * dv * eb } } },
+            () => ({ tensors: ['K' as const, 'V' as const] }),
+          );
+          if (ev) yield ev;
+        }
 
         for (let i = 0; i < tRows; i++) {
           const r0 = i * blockM;
           const r1 = Math.min(p.nq, r0 + blockM);
           const rows = r1 - r0;
-          if (!blockHasVisible(sm, r0, r1, c0, c1, p.nk, b, h)) continue;
           const tile = { qBlock: i, kvBlock: j, rows: [r0, r1] as Range, cols: [c0, c1] as Range };
           const here = (line: string, delta: object) => ({ b, h, outer: j, inner: i, tile, line, delta });
+          const cls = tileClass(b, h, i, j);
+          // An empty tile spares its matmuls and its inner step's HBM round trip (the first of an unvisited column, K_j and V_j too).
+          if (cls === BLOCK_EMPTY) {
+            const spared = skippedTile(p, rows, cols, eb);
+            const kvBytes = !visited && i === 0 ? (spared.skippedBytes ?? 0) : 0;
+            const sparsity = { ...spared, skippedBytes: kvBytes + innerStepBytes(p, rows, eb) };
+            ev = tr.emit('skip', here('fa1.skip', { sparsity }), () => ({}));
+            if (ev) yield ev;
+            continue;
+          }
+          const partial = cls === BLOCK_PARTIAL;
           const ro = rowBase + r0;
           ev = tr.emit(
             'load',
@@ -96,15 +119,20 @@ function* runFa1(p: AttentionProblem, x: AttentionInputs, opts: RunOptions): Ste
           );
           if (ev) yield ev;
 
-          const anyMasked = scoreTile(p, sm, x, hs, r0, rows, c0, cols, s, blockN);
-          ev = tr.emit('qk', here('fa1.qk', { matmulFlops: 2 * rows * cols * p.d, nonMatmulFlops: rows * cols }), () => ({
+          // A full tile needs no mask at all; only a partial one runs it, on every entry.
+          scoreTile(p, sm, x, hs, r0, rows, c0, cols, s, blockN, false);
+          const qkDelta = { matmulFlops: 2 * rows * cols * p.d, nonMatmulFlops: rows * cols };
+          ev = tr.emit('qk', here('fa1.qk', tally && !partial ? { ...qkDelta, sparsity: { tilesFull: 1 } } : qkDelta), () => ({
             s: tileValues(s, rows, cols, blockN),
           }));
           if (ev) yield ev;
-          if (anyMasked) {
+          if (partial) {
             const bits = trace ? new Array<number>(rows * cols) : undefined;
             maskTile(p, sm, hs, r0, rows, c0, cols, s, blockN, bits);
-            ev = tr.emit('mask', here('fa1.mask', {}), () => ({ masked: bits ?? [], s: tileValues(s, rows, cols, blockN) }));
+            ev = tr.emit('mask', here('fa1.mask', { sparsity: { tilesPartial: 1, maskEvals: rows * cols } }), () => ({
+              masked: bits ?? [],
+              s: tileValues(s, rows, cols, blockN),
+            }));
             if (ev) yield ev;
           }
 

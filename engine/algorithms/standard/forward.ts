@@ -7,6 +7,8 @@
 // block always spans every key, so "tile" here means a full-width strip. S is stored in
 // fp32 and P in the input dtype, the precision a framework's matmul → softmax → matmul
 // would use; that is also the "naive" baseline the 16-bit tolerance rule compares against.
+// With no tiles there is nothing for a block mask to skip: a mask is checked on every entry
+// of S, and those checks are what its sparsity counters report.
 
 import { setUpExactRun } from '../run-setup.ts';
 import type { AttentionProblem } from '../../core/problem.ts';
@@ -16,6 +18,7 @@ import type { Range } from '../../trace/events.ts';
 import { blockCount, resolveBlocks } from '../blocks.ts';
 import { accumulatePV, headSlice, maskTile, scoreTile } from '../tile-math.ts';
 import type { AlgorithmResult, BlockOptions, RunOptions, StepAlgorithm, StepGenerator } from '../types.ts';
+import { hasBlockMask } from '../tile-classes.ts';
 
 /** Row blocks of the given (or memory-sized) height, each against the whole row of keys. */
 export function standardBlocks(p: AttentionProblem, o: BlockOptions): { blockM: number; blockN: number } {
@@ -36,6 +39,7 @@ function* runStandard(p: AttentionProblem, x: AttentionInputs, opts: RunOptions)
   const rowMax = new Float64Array(blockM);
   const rowSum = new Float64Array(blockM);
   const whole: Range = [0, nk];
+  const masked = hasBlockMask(p);
 
   for (let b = 0; b < p.batch; b++) {
     for (let h = 0; h < p.hq; h++) {
@@ -67,14 +71,17 @@ function* runStandard(p: AttentionProblem, x: AttentionInputs, opts: RunOptions)
         if (ev) yield ev;
         const sRows = sHbm.subarray(r0 * nk, (r0 + rows) * nk);
         const anyMasked = scoreTile(p, sm, x, hs, r0, rows, 0, nk, sRows, nk);
-        ev = tr.emit('qk', at(1, i, tile, 'standard.qk', { matmulFlops: 2 * rows * nk * d, nonMatmulFlops: rows * nk }), () => ({
+        // Every entry of the strip is checked against the mask; the mask step carries the count when it hides something.
+        const checks = masked ? { sparsity: { maskEvals: rows * nk } } : {};
+        const qkDelta = { matmulFlops: 2 * rows * nk * d, nonMatmulFlops: rows * nk };
+        ev = tr.emit('qk', at(1, i, tile, 'standard.qk', anyMasked ? qkDelta : { ...qkDelta, ...checks }), () => ({
           s: tileValues(sRows, rows, nk, nk),
         }));
         if (ev) yield ev;
         if (anyMasked) {
           const bits = trace ? new Array<number>(rows * nk) : undefined;
           maskTile(p, sm, hs, r0, rows, 0, nk, sRows, nk, bits);
-          ev = tr.emit('mask', at(1, i, tile, 'standard.mask', {}), () => ({ masked: bits ?? [], s: tileValues(sRows, rows, nk, nk) }));
+          ev = tr.emit('mask', at(1, i, tile, 'standard.mask', checks), () => ({ masked: bits ?? [], s: tileValues(sRows, rows, nk, nk) }));
           if (ev) yield ev;
         }
         ev = tr.emit('write', at(1, i, tile, 'standard.writeS', { hbmWritten: { S: rows * nk * 4 } }), () => ({ tensors: ['S' as const] }));

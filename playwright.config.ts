@@ -15,6 +15,39 @@ const MAIN_THREAD_SPECS = /main-thread[\w-]*\.spec\.ts$/;
 /** The WebGPU kernel checks: a minute or more each on SwiftShader, so they are handed out first. */
 const KERNEL_SPECS = /webgpu-(kernels|serving)\.spec\.ts$/;
 
+/**
+ * Chromium's launch flags for every browser test. Chromium keeps only the last --disable-features, so
+ * Playwright's own list is repeated here; added to it: the omnibox popup's WebUI, which otherwise
+ * starts a renderer per browser context that costs as much CPU as loading FlashScope itself.
+ */
+const PLAYWRIGHT_DISABLED_FEATURES = [
+  'AvoidUnnecessaryBeforeUnloadCheckSync',
+  'DestroyProfileOnBrowserClose',
+  'HttpsUpgrades',
+  'HttpsFirstBalancedModeAutoEnable',
+  'LensOverlay',
+  'MediaRouter',
+  'PaintHolding',
+  'ThirdPartyStoragePartitioning',
+  'AvoidCorsURLLoaderRestartOnRedirect',
+  'OptimizationHints',
+  'NetworkTimeServiceQuerying',
+  'AimEnabled',
+  'PreconnectToSearch',
+];
+const OMNIBOX_WEBUI_FEATURES = ['WebUIOmniboxPopup', 'WebUIOmniboxAimPopup', 'WebUIOmniboxFullPopup', 'PreloadTopChromeWebUI'];
+/** Without --enable-unsafe-webgpu: headless Chromium then offers no WebGPU adapter (e2e/webgpu-unavailable.spec.ts). */
+export const CHROMIUM_ARGS_NO_WEBGPU = [
+  '--no-sandbox',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+  '--no-first-run',
+  '--disable-quic',
+  `--disable-features=${[...PLAYWRIGHT_DISABLED_FEATURES, ...OMNIBOX_WEBUI_FEATURES].join(',')}`,
+];
+export const CHROMIUM_ARGS = [...CHROMIUM_ARGS_NO_WEBGPU, '--enable-unsafe-webgpu'];
+
 export default defineConfig({
   testDir: 'e2e',
   testMatch: /.*\.spec\.ts$/,
@@ -35,15 +68,7 @@ export default defineConfig({
     viewport: { width: 1440, height: 900 },
     launchOptions: {
       executablePath,
-      args: [
-        '--no-sandbox',
-        '--enable-unsafe-webgpu',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-        '--no-first-run',
-        '--disable-quic',
-      ],
+      args: CHROMIUM_ARGS,
     },
   },
   // Specs that time the main thread: `npm test` runs them alone after the rest (scripts/test-all.mjs), so a second browser's load cannot fail them.
@@ -54,7 +79,7 @@ export default defineConfig({
     { name: 'main thread', testMatch: MAIN_THREAD_SPECS },
   ],
   webServer: {
-    // FLASHSCOPE_PREBUILT: a second run in the same `npm test` serves the build the first one made.
+    // FLASHSCOPE_PREBUILT: `npm test` built dist already (scripts/test-all.mjs), beside the typecheck.
     command: `${process.env.FLASHSCOPE_PREBUILT ? '' : 'npx vite build --logLevel warn && '}npx vite preview --host 127.0.0.1 --port ${port} --strictPort`,
     url: `http://127.0.0.1:${port}`,
     reuseExistingServer: !process.env.CI,

@@ -13,7 +13,8 @@ export default defineConfig({
   testMatch: /.*\.subpath\.ts$/,
   use: { ...base.use, baseURL: `http://127.0.0.1:${port}`, storageState: welcomeSeen(`http://127.0.0.1:${port}`) },
   webServer: {
-    command: `FLASHSCOPE_BASE=${SUB_PATH} npx vite build --outDir dist-subpath --logLevel warn && node scripts/static-server.mjs dist-subpath ${SUB_PATH} ${port}`,
+    // FLASHSCOPE_PREBUILT: `npm test` built dist-subpath already (scripts/test-all.mjs, with the same base path).
+    command: `${process.env.FLASHSCOPE_PREBUILT ? '' : `FLASHSCOPE_BASE=${SUB_PATH} npx vite build --outDir dist-subpath --logLevel warn && `}node scripts/static-server.mjs dist-subpath ${SUB_PATH} ${port}`,
     url: `http://127.0.0.1:${port}${SUB_PATH}`,
     reuseExistingServer: !process.env.CI,
     timeout: 180_000,

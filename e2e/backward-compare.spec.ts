@@ -13,7 +13,7 @@ import { paneRequest } from '../app/compare/shared-request.ts';
 import { DEFAULT_FORM, formToRequest } from '../app/store/problem-form.ts';
 import { defaultsFor } from '../engine/defaults/algorithm-defaults.ts';
 import { formForPass } from '../app/defaults/form-defaults.ts';
-import { openApp, watchConsole } from './helpers.ts';
+import { openApp, shot, watchConsole } from './helpers.ts';
 
 let checkConsole: () => void;
 test.beforeEach(async ({ page }) => {
@@ -73,7 +73,7 @@ test('FA1 vs FA2 backward: stepped together, counters and dQ differenced as the 
     const want = stepFor(eb, pointOf(ea, k, null), 'kv', null).step;
     await expect(counterOf(page, 1)).toHaveText(`Step ${want + 1} of ${eb.length}`);
   }
-  await page.screenshot({ path: 'test-results/backward/compare.png', fullPage: true });
+  await shot(page, { path: 'test-results/backward/compare.png', fullPage: true });
 
   // Back to the forward pass for every pane.
   await radios.getByRole('radio', { name: 'Forward' }).click();

@@ -8,7 +8,7 @@ import type { TraceEvent } from '../engine/trace/events.ts';
 import { DEFAULT_FORM } from '../app/store/problem-form.ts';
 import { decodeState, defaultSharedState, encodeState } from '../app/share/url-state.ts';
 import { DEFAULT_VIEWS } from '../app/views/registry.ts';
-import { counter, engineSession, openApp, watchConsole } from './helpers.ts';
+import { counter, engineSession, openApp, shot, watchConsole } from './helpers.ts';
 import { stepInWords } from '../app/panels/step-words.ts';
 import { texNum } from '../content/tex.ts';
 
@@ -120,7 +120,7 @@ test('an atomic add into dQ: heatmaps, dQ accumulation and live numbers agree wi
     new RegExp(`^dS_\\{${rows[0]},\\d+\\} = [-\\d.]+ \\\\cdot \\\\big\\(`),
   );
   expect(req.pass).toBe('backward');
-  await page.screenshot({ path: 'test-results/backward/dq-add.png', fullPage: true });
+  await shot(page, { path: 'test-results/backward/dq-add.png', fullPage: true });
 });
 
 test('breakpoints on |dS| and on gradient NaN/Inf stop where the engine says', async ({ page }) => {

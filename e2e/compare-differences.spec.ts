@@ -3,7 +3,7 @@
 // side by side at 1440 px.
 
 import { expect, test } from '@playwright/test';
-import { openApp, watchConsole } from './helpers.ts';
+import { openApp, shot, watchConsole } from './helpers.ts';
 
 test('three panes side by side; tiles that differ are named and "Same tiles in every pane" evens them', async ({ page }) => {
   const checkConsole = watchConsole(page);
@@ -22,11 +22,11 @@ test('three panes side by side; tiles that differ are named and "Same tiles in e
   const same = note.getByRole('button', { name: /^Same tiles in every pane \(\d+×\d+ where the tile is free\)$/ });
   const tile = (await same.textContent())!.match(/(\d+×\d+)/)![1];
   await note.scrollIntoViewIfNeeded();
-  await page.screenshot({ path: 'test-results/compare-differences-kept.png' });
+  await shot(page, { path: 'test-results/compare-differences-kept.png' });
   await same.click();
   await expect(note).toContainText(`Same tiles (${tile}), dtype and GPU in every pane`, { timeout: 40_000 });
   await expect(page.getByTestId('diff-table')).toContainText(`3: fa2 ${tile}`);
   await note.scrollIntoViewIfNeeded();
-  await page.screenshot({ path: 'test-results/compare-differences.png' });
+  await shot(page, { path: 'test-results/compare-differences.png' });
   checkConsole();
 });

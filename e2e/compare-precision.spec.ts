@@ -12,7 +12,7 @@ import { pointOf, stepFor } from '../engine/compare/sync.ts';
 import type { TraceEvent } from '../engine/trace/events.ts';
 import { paneRequest } from '../app/compare/shared-request.ts';
 import { DEFAULT_FORM, formToRequest } from '../app/store/problem-form.ts';
-import { openApp, watchConsole } from './helpers.ts';
+import { openApp, shot, watchConsole } from './helpers.ts';
 
 let checkConsole: () => void;
 test.beforeEach(async ({ page }) => {
@@ -129,9 +129,9 @@ test('FP8 study: error rows equal the engine runs, block + incoherent below per 
   expect(engine.data[1].error.rmse / engine.data[2].error.rmse).toBeGreaterThan(1.5);
   await expect(page.getByTestId('diff-table').locator('thead')).toContainText('−blockQuant −incoherent');
 
-  await page.screenshot({ path: 'test-results/compare-precision-1440.png', fullPage: true });
-  await page.locator('.compare-bar').screenshot({ path: 'test-results/compare-precision-1440-bar.png' });
-  await page.locator('.diff-panel').screenshot({ path: 'test-results/compare-precision-1440-table.png' });
+  await shot(page, { path: 'test-results/compare-precision-1440.png', fullPage: true });
+  await shot(page.locator('.compare-bar'), { path: 'test-results/compare-precision-1440-bar.png' });
+  await shot(page.locator('.diff-panel'), { path: 'test-results/compare-precision-1440-table.png' });
   await checkNoOverflow(page);
 
   // Step pane 1; pane 3 follows. Their positions must survive what happens to pane 2.
@@ -161,7 +161,7 @@ test('FP8 study: error rows equal the engine runs, block + incoherent below per 
   await expect(page.getByRole('region', { name: 'Output difference' })).toContainText('Pane 2 is not run');
   await pane(page, 0).getByRole('button', { name: 'Step forward', exact: true }).click();
   await expect(counterOf(page, 0)).toHaveText(`Step 4 of ${engine.steps[0]}`);
-  await page.screenshot({ path: 'test-results/compare-precision-refused.png', fullPage: true });
+  await shot(page, { path: 'test-results/compare-precision-refused.png', fullPage: true });
   await checkNoOverflow(page);
 
   // The fix, by keyboard: from the pane's Bc field, Tab reaches "Run this pane in fp16".
@@ -197,9 +197,9 @@ test('FP8 study at a narrow width: panes stack, table and refusal stay inside th
   await expect(page.getByTestId('diff-table')).toBeVisible({ timeout: 30_000 });
   await pane(page, 1).getByLabel('Pane 2 algorithm').selectOption('fa2');
   await expect(pane(page, 1).getByTestId('dtype-refusal')).toBeVisible();
-  await page.screenshot({ path: 'test-results/compare-precision-narrow.png', fullPage: true });
-  await page.locator('.diff-panel').screenshot({ path: 'test-results/compare-precision-narrow-table.png' });
-  await pane(page, 1).screenshot({ path: 'test-results/compare-precision-narrow-refused.png' });
+  await shot(page, { path: 'test-results/compare-precision-narrow.png', fullPage: true });
+  await shot(page.locator('.diff-panel'), { path: 'test-results/compare-precision-narrow-table.png' });
+  await shot(pane(page, 1), { path: 'test-results/compare-precision-narrow-refused.png' });
   await checkNoOverflow(page);
 
   // The shared inputs switched to the attention-sink pattern: every running pane reloads on the new draws.
@@ -250,7 +250,7 @@ test('an FP8 pane on a shared problem with ALiBi or d ≠ dv (sinks: pane-dtype.
   await expect(refusal.getByRole('button', { name: 'Run this pane in fp16' })).toBeVisible();
   await expect(pane(page, 0).getByTestId('dtype-refusal')).toHaveCount(0);
   await expect(counterOf(page, 0)).toHaveText(/^Step \d+ of \d+$/);
-  await pane(page, 1).screenshot({ path: 'test-results/compare-fp8-alibi-refused.png' });
+  await shot(pane(page, 1), { path: 'test-results/compare-fp8-alibi-refused.png' });
   await checkNoOverflow(page);
 
   // The shared fix, by keyboard: ALiBi off in the shared problem; it and every pane reload, the FP8 pane runs.
@@ -302,8 +302,8 @@ test('FP8 study synced by K/V block: the bar says FA3 panes walk K/V blocks back
   for (let i = 0; i < lead; i++) await pane(page, 0).getByRole('button', { name: 'Step forward', exact: true }).click();
   await expect(counterOf(page, 0)).toHaveText(`Step ${lead + 1} of ${fa3.events().length}`);
   await expect(counterOf(page, 3)).toHaveText(`Step ${want + 1} of ${sage.events().length}`, { timeout: 30_000 });
-  await page.locator('.compare-bar').screenshot({ path: 'test-results/compare-kv-order-bar.png' });
-  await page.screenshot({ path: 'test-results/compare-kv-order.png' });
+  await shot(page.locator('.compare-bar'), { path: 'test-results/compare-kv-order-bar.png' });
+  await shot(page, { path: 'test-results/compare-kv-order.png' });
   await checkNoOverflow(page);
   await page.getByRole('combobox', { name: 'Sync axis' }).selectOption('progress');
   await expect(note).toHaveCount(0);

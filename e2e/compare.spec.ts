@@ -11,7 +11,7 @@ import type { LoadRequest } from '../engine/request.ts';
 import { DEFAULT_PANES, type ComparePaneConfig } from '../app/compare/pane-config.ts';
 import { paneRequest } from '../app/compare/shared-request.ts';
 import { DEFAULT_FORM, formToRequest } from '../app/store/problem-form.ts';
-import { openApp, watchConsole } from './helpers.ts';
+import { openApp, shot, watchConsole } from './helpers.ts';
 
 /** The debugger's problem panel (other panels, e.g. WebGPU, have fields with the same names). */
 const problem = (p: Page) => p.getByRole('region', { name: 'Problem' });
@@ -156,7 +156,7 @@ test('FA3 with and without ping-pong: simulated-time sync, predictions on H100, 
   await expect(cell(page, 'predicted time (µs)', 1)).toHaveText('no hardware model for fa2');
   await page.getByRole('combobox', { name: 'GPU for predictions' }).selectOption('a100');
   await expect(cell(page, 'predicted time (µs)', 0)).toContainText('SM90');
-  await page.screenshot({ path: 'test-results/compare-fa3.png', fullPage: true });
+  await shot(page, { path: 'test-results/compare-fa3.png', fullPage: true });
 });
 
 test('up to four panes, each with its own views; a bad tile size is named and the pane keeps its run', async ({ page }) => {

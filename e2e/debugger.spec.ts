@@ -1,6 +1,6 @@
 import { expect, test } from '@playwright/test';
 import type { TraceEvent } from '../engine/trace/events.ts';
-import { counter, engineSession, openApp, shown, watchConsole } from './helpers.ts';
+import { counter, engineSession, openApp, shot, shown, watchConsole } from './helpers.ts';
 
 let checkConsole: () => void;
 test.beforeEach(async ({ page }) => {
@@ -234,7 +234,7 @@ test('theme toggle and a screenshot of the debugger', async ({ page }) => {
   await expect(page.locator('html')).toHaveAttribute('data-theme', 'dark');
   for (let i = 0; i < 40; i++) await page.keyboard.press('ArrowRight');
   await expect(counter(page)).toHaveText(/^Step 41 of/);
-  await page.screenshot({ path: 'test-results/debugger.png' });
+  await shot(page, { path: 'test-results/debugger.png' });
 });
 
 test('FA1 shows its HBM-resident m and l; standard attention steps through its three passes', async ({ page }) => {
@@ -251,7 +251,7 @@ test('FA1 shows its HBM-resident m and l; standard attention steps through its t
   await expect(counter(page)).toHaveText(`Step ${write + 1} of ${ev.length}`);
   await expect(page.locator('ol.code li.current')).toContainText('write O_i, l_i ← l_new, m_i ← m_new to HBM');
   await expect(page.getByText('O (HBM-resident, rewritten)')).toBeVisible();
-  await page.screenshot({ path: 'test-results/fa1.png' });
+  await shot(page, { path: 'test-results/fa1.png' });
 
   const std = await engineSession({ algorithm: 'standard' });
   await page.getByRole('region', { name: 'Problem', exact: true }).getByLabel('Algorithm').selectOption('standard');
@@ -267,7 +267,7 @@ test('FA1 shows its HBM-resident m and l; standard attention steps through its t
   expect(pMax).toBeLessThan(0.9);
   await expect(page.locator(`[aria-label="P colour legend from 0.00 to ${pMax.toPrecision(3)}"]`)).toBeVisible();
   await expect(page.getByText('P is coloured on the normalized P’s range')).toBeVisible();
-  await page.screenshot({ path: 'test-results/standard.png' });
+  await shot(page, { path: 'test-results/standard.png' });
 });
 
 test('loading another seed shows the new inputs', async ({ page }) => {

@@ -6,7 +6,7 @@ import { BACKWARD_ALGORITHMS } from '../engine/algorithms/backward-registry.ts';
 import { defaultGpu } from '../app/store/gpus.ts';
 import { gpuById } from '../engine/hw/gpus/index.ts';
 import { DEFAULT_FORM } from '../app/store/problem-form.ts';
-import { counter, engineSession, openApp, watchConsole } from './helpers.ts';
+import { counter, engineSession, openApp, shot, watchConsole } from './helpers.ts';
 
 // Choosing an algorithm brings its kernel's configuration (engine/defaults): a newcomer who
 // picks one from the default page sees its headline views drawn, not "No hardware schedule".
@@ -45,7 +45,7 @@ test('FA4 with d = 192, dv = 128 from the default page draws its Large-Small-Lar
   for (let i = 0; i < firstV; i++) await fwd.click();
   await expect(memoryMap(page).locator('[data-testid="smem-block"][data-tile^="K"]').first()).toHaveAttribute('data-bytes', '49152');
   await expect(memoryMap(page).locator('[data-testid="smem-block"][data-tile^="V"]').first()).toHaveAttribute('data-bytes', '32768');
-  await page.screenshot({ path: 'test-results/defaults-fa4-192.png', fullPage: false });
+  await shot(page, { path: 'test-results/defaults-fa4-192.png', fullPage: false });
 });
 
 test('a configuration the kernel cannot take says which field to change, and one click fixes it', async ({ page }) => {

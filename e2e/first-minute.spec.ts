@@ -3,7 +3,7 @@
 // and the top bar marking the section shown.
 
 import { expect, test } from '@playwright/test';
-import { counter, openApp, watchConsole } from './helpers.ts';
+import { counter, openApp, shot, watchConsole } from './helpers.ts';
 
 let checkConsole: () => void;
 test.beforeEach(async ({ page }) => {
@@ -24,7 +24,7 @@ test.describe('a browser that never opened FlashScope', () => {
     await expect(welcome).toContainText('lists every shortcut');
     // The first way has the focus: Enter takes it.
     await expect(welcome.getByRole('button', { name: /^Learn/ })).toBeFocused();
-    await page.screenshot({ path: 'test-results/first-minute/welcome.png' });
+    await shot(page, { path: 'test-results/first-minute/welcome.png' });
     await page.keyboard.press('Enter');
     await expect(page).toHaveURL(/\?lesson=1/);
     await expect(page.getByText(/^Chapter 1 of \d+$/)).toBeVisible();

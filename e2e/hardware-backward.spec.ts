@@ -8,7 +8,7 @@ import { DEFAULT_FORM, type ProblemForm } from '../app/store/problem-form.ts';
 import { defaultSharedState, encodeState } from '../app/share/url-state.ts';
 import { DEFAULT_VIEWS } from '../app/views/registry.ts';
 import { smScheduleFor } from '../engine/hw/step-map.ts';
-import { counter, engineSession, watchConsole } from './helpers.ts';
+import { counter, engineSession, shot, watchConsole } from './helpers.ts';
 
 let checkConsole: () => void;
 test.beforeEach(async ({ page }) => {
@@ -62,7 +62,7 @@ test("FA3 backward: the SM of the step's column block, the dQ add on the dQ writ
   // The memory map draws the backward's SMEM at the cursor: the dS tile of row block 1 is there.
   await expect(memoryMap(page).getByTestId('hw-status')).toHaveAttribute('data-cycle', String(Math.round(want.view.map.stepCycle[step])));
   expect(await memoryMap(page).locator('[data-testid="smem-block"]').count()).toBeGreaterThan(0);
-  await page.screenshot({ path: 'test-results/hardware-backward-fa3.png', fullPage: true });
+  await shot(page, { path: 'test-results/hardware-backward-fa3.png', fullPage: true });
 
   // Step 1 is D = rowsum(dO ∘ O): a kernel of its own, before this one.
   await page.locator('body').click({ position: { x: 5, y: 5 } });
@@ -124,7 +124,7 @@ test('Backward from the default page lands on a dtype the FA2 backward kernel ta
   await expect(memoryMap(page).getByTestId('hw-status')).toContainText('NVIDIA A100', { timeout: 30_000 });
   await expect(timeline(page).getByTestId('hw-status')).toBeVisible();
   await expect(page.getByTestId('hw-error')).toHaveCount(0);
-  await page.screenshot({ path: 'test-results/backward-default.png' });
+  await shot(page, { path: 'test-results/backward-default.png' });
   // Back to the forward: its own fp32 again.
   await problem.getByRole('radio', { name: 'Forward' }).click();
   await expect(problem.getByLabel('dtype')).toHaveValue('fp32');

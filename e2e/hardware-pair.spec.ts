@@ -2,7 +2,7 @@
 // (sm100_hd256_2cta_fmha_forward.py@0251105a) shows the leader's and the peer's rows side by side.
 import { expect, test, type Page } from '@playwright/test';
 import type { ProblemForm } from '../app/store/problem-form.ts';
-import { axeOn, counter, engineSession, openApp, watchConsole } from './helpers.ts';
+import { axeOn, counter, engineSession, openApp, shot, watchConsole } from './helpers.ts';
 
 let checkConsole: () => void;
 test.beforeEach(async ({ page }) => {
@@ -104,7 +104,7 @@ test('FA4 d = dv = 256: the timeline shows the leader and the peer CTA row by ro
   await page.keyboard.press('Enter');
   await expect(counter(page)).toHaveText(`Step ${stepOfOp} of ${ev.length}`);
   await expect(memoryMap(page).getByTestId('hw-status')).toContainText('(cta_group::2)');
-  await page.screenshot({ path: '/tmp/fa4-pair-timeline.png', fullPage: false, clip: (await timeline(page).boundingBox()) ?? undefined });
-  await memoryMap(page).screenshot({ path: '/tmp/fa4-pair-memory.png' });
-  await page.screenshot({ path: 'test-results/hardware-fa4-hd256-pair.png', fullPage: true });
+  await shot(page, { path: '/tmp/fa4-pair-timeline.png', fullPage: false, clip: (await timeline(page).boundingBox()) ?? undefined });
+  await shot(memoryMap(page), { path: '/tmp/fa4-pair-memory.png' });
+  await shot(page, { path: 'test-results/hardware-fa4-hd256-pair.png', fullPage: true });
 });

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { expect, test, type Page } from '@playwright/test';
 import type { ProblemForm } from '../app/store/problem-form.ts';
-import { counter, engineSession, openApp, watchConsole } from './helpers.ts';
+import { counter, engineSession, openApp, shot, watchConsole } from './helpers.ts';
 
 let checkConsole: () => void;
 test.beforeEach(async ({ page }) => {
@@ -106,7 +106,7 @@ test('FA4 d=192, dv=128: the first eight loads land where the Large-Small-Large 
   await expect(memoryMap(page).getByTestId('cta-pair')).toHaveCount(0);
   // The hardware explanation follows the step kind.
   await expect(page.getByTestId('hw-step-text')).toHaveAttribute('data-kind', 'load');
-  await page.screenshot({ path: 'test-results/hardware-fa4-loads.png', fullPage: true });
+  await shot(page, { path: 'test-results/hardware-fa4-loads.png', fullPage: true });
 });
 
 test('FA4 2-CTA mode (d = 128, Nq = 512, not causal): the memory map shows what each CTA of the pair holds, the timeline marks the pair MMAs', async ({
@@ -147,7 +147,7 @@ test('FA4 2-CTA mode (d = 128, Nq = 512, not causal): the memory map shows what 
   await expect(memoryMap(page).getByTestId('hw-status')).toContainText('(cta_group::2)');
   await page.keyboard.press('ArrowRight');
   await expect(counter(page)).toHaveText(`Step ${qk + 2} of ${ev.length}`);
-  await page.screenshot({ path: 'test-results/hardware-fa4-2cta.png', fullPage: true });
+  await shot(page, { path: 'test-results/hardware-fa4-2cta.png', fullPage: true });
 });
 
 test('FA3: switching ping-pong off re-runs the schedule and the timeline changes', async ({ page }) => {
@@ -167,7 +167,7 @@ test('FA3: switching ping-pong off re-runs the schedule and the timeline changes
     .toBeLessThan(tensorBefore);
   await timeline(page).getByLabel('ping-pong').check();
   await expect(canvas).toHaveAttribute('data-cycles', before.cycles!);
-  await page.screenshot({ path: 'test-results/hardware-fa3-timeline.png', fullPage: true });
+  await shot(page, { path: 'test-results/hardware-fa3-timeline.png', fullPage: true });
 });
 
 test('FA3 at d 256: the timeline shows ping-pong disabled, because the kernel has no scheduler barrier there', async ({ page }) => {
@@ -182,7 +182,7 @@ test('FA3 at d 256: the timeline shows ping-pong disabled, because the kernel ha
   await expect(pp).toHaveAttribute('aria-description', /UseSchedulerBarrier/);
   // The overlap switch the kernel does have stays live.
   await expect(timeline(page).getByLabel('intra-warpgroup overlap')).toBeEnabled();
-  await page.screenshot({ path: 'test-results/hardware-fa3-d256-switches.png', fullPage: true });
+  await shot(page, { path: 'test-results/hardware-fa3-d256-switches.png', fullPage: true });
 
   // Why upstream picks this configuration: each decision with the file and lines that make it.
   const why = memoryMap(page).getByTestId('hw-upstream');
@@ -191,7 +191,7 @@ test('FA3 at d 256: the timeline shows ping-pong disabled, because the kernel ha
   await expect(why.locator('.hw-upstream-config')).toContainText('block m 128 · block n 80');
   const tile = why.locator('li', { hasText: 'hopper/tile_size.h@0251105a l.' });
   await expect(tile).toContainText('128×80');
-  await why.screenshot({ path: 'test-results/hardware-fa3-d256-why.png' });
+  await shot(why, { path: 'test-results/hardware-fa3-d256-why.png' });
 });
 
 test('clicking the timeline seeks the debugger; the cursor follows the step', async ({ page }) => {

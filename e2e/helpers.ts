@@ -2,7 +2,7 @@
 // here in Node with the same session code the worker runs) and a console-error guard.
 
 import AxeBuilder from '@axe-core/playwright';
-import { expect, type Page } from '@playwright/test';
+import { expect, type Locator, type LocatorScreenshotOptions, type Page, type PageScreenshotOptions } from '@playwright/test';
 import { DebuggerSession } from '../engine/debugger/session.ts';
 import type { LoadRequest } from '../engine/request.ts';
 import { DEFAULT_FORM, formToRequest, type ProblemForm } from '../app/store/problem-form.ts';
@@ -36,6 +36,17 @@ export async function openApp(page: Page): Promise<void> {
 }
 
 export const counter = (page: Page) => page.getByTestId('step-counter');
+
+/**
+ * Saves a screenshot for a person to look at (test-results/). CI looks at none, and each costs
+ * Chromium a few tenths of a CPU-second, so under CI it takes none; no test asserts on one.
+ */
+export function shot(target: Page, options: PageScreenshotOptions): Promise<void>;
+export function shot(target: Locator, options: LocatorScreenshotOptions): Promise<void>;
+export async function shot(target: Page | Locator, options: PageScreenshotOptions & LocatorScreenshotOptions): Promise<void> {
+  if (process.env.CI) return;
+  await target.screenshot(options);
+}
 
 /**
  * axe-core on the page. Legacy mode runs axe in the page itself: the app has no frames, and the

@@ -4,7 +4,7 @@
 import { expect, test, type Page } from '@playwright/test';
 import { encodeNpy } from '../engine/io/npy.ts';
 import { file } from './tensor-files.ts';
-import { openApp, watchConsole } from './helpers.ts';
+import { openApp, shot, watchConsole } from './helpers.ts';
 
 const sp = (page: Page) => page.getByTestId('serving-page');
 const f = (name: string, data: ArrayLike<number>, shape: number[], dtype: 'float32' | 'int32' = 'float32') =>
@@ -52,13 +52,13 @@ test('a [2, 1000000] block table draws only the cells in view, scrolls, and a ba
   await expect(page.getByTestId('bt-0-1')).toContainText('→ 1');
   // A few dozen cells, not 2 000 000.
   expect(await page.locator('.block-table td').count()).toBeLessThan(200);
-  await page.getByTestId('paged-view').screenshot({ path: 'test-results/hostile-serving-wide.png' });
+  await shot(page.getByTestId('paged-view'), { path: 'test-results/hostile-serving-wide.png' });
   // Scrolled to the far end, the last columns are drawn (and they are past every sequence's pages).
   await page.getByRole('region', { name: 'Block table', exact: true }).evaluate((el) => {
     el.scrollLeft = el.scrollWidth;
   });
   await expect(page.locator('.block-table th', { hasText: 'page 999999' })).toBeVisible();
-  await page.getByTestId('paged-view').screenshot({ path: 'test-results/hostile-serving-wide-end.png' });
+  await shot(page.getByTestId('paged-view'), { path: 'test-results/hostile-serving-wide-end.png' });
   expect(await page.locator('.block-table td').count()).toBeLessThan(200);
   // A file that is not a tensor file: named, and the run shown stays.
   await runPaged(page, 2, file('bt.npy', new Uint8Array([1, 2, 3])));

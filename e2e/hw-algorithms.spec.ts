@@ -1,7 +1,7 @@
 import { expect, test } from '@playwright/test';
 import { formForAlgorithm } from '../app/defaults/form-defaults.ts';
 import { DEFAULT_FORM } from '../app/store/problem-form.ts';
-import { counter, engineSession, openApp, watchConsole } from './helpers.ts';
+import { counter, engineSession, openApp, shot, watchConsole } from './helpers.ts';
 
 // FA3 at d = 256 in the debugger: the pseudo-code says why its warpgroups run side by side
 // (each hardware-modelling kernel's own pseudo-code line: e2e/defaults.spec.ts).
@@ -42,5 +42,5 @@ test('fa3 at d = 256 (fp16): no scheduler barrier, so the warpgroups run side by
   await expect(page.getByTestId('where')).toContainText(/^Running max m of rows .* · fa3\.rowmax$/);
   await expect(page.getByTestId('where')).toContainText('warpgroup 1');
   await expect(page.locator('ol.code li.current')).toContainText('m_new = max(m, rowmax(S_next))');
-  await page.screenshot({ path: 'test-results/fa3-d256-side-by-side.png', fullPage: true });
+  await shot(page, { path: 'test-results/fa3-d256-side-by-side.png', fullPage: true });
 });

@@ -10,7 +10,7 @@ import { DebuggerSession } from '../engine/debugger/session.ts';
 import type { LoadRequest } from '../engine/request.ts';
 import { encodeNpy } from '../engine/io/npy.ts';
 import { DEFAULT_FORM, formToRequest } from '../app/store/problem-form.ts';
-import { counter, openApp, watchConsole } from './helpers.ts';
+import { counter, openApp, shot, watchConsole } from './helpers.ts';
 import { file, npy, npyWithHeader, qkvSafetensors, safetensorsWithHeader, values, type TestFile } from './tensor-files.ts';
 
 /** The debugger's problem panel (other panels, e.g. WebGPU, have fields with the same names). */
@@ -85,7 +85,7 @@ test('picked .npy files (BNHD, GQA): tensors listed, layout detected, the chosen
   await expect(dialog.getByLabel('Tensor for V')).toHaveValue('2/v.npy');
   await expect(dialog.getByTestId('layout-detection')).toContainText('Detected BNHD');
   await dialog.getByLabel('Import head').fill('5');
-  await page.screenshot({ path: 'test-results/import-dialog.png' });
+  await shot(page, { path: 'test-results/import-dialog.png' });
   await dialog.getByRole('button', { name: 'Load these tensors' }).click();
   await expect(dialog).toHaveCount(0);
   await expect(counter(page)).toHaveText(`Step 1 of ${s.events().length}`);

@@ -3,7 +3,7 @@
 // sought with arrows and Enter, all without the arrows stepping the debugger underneath.
 
 import { expect, test, type Page } from '@playwright/test';
-import { counter, engineSession, openApp, watchConsole } from './helpers.ts';
+import { counter, engineSession, openApp, shot, watchConsole } from './helpers.ts';
 
 let checkConsole: () => void;
 test.beforeEach(async ({ page }) => {
@@ -22,7 +22,7 @@ test('? opens the shortcuts, Escape closes them and focus returns where it was',
   for (const key of ['Space', 'Shift + →', 'Home', 'Enter', '+ / − / 0'])
     await expect(help(page).getByText(key, { exact: true }).first()).toBeVisible();
   await expect(help(page).getByRole('button', { name: 'Close' })).toBeFocused();
-  await page.screenshot({ path: 'test-results/help-dialog.png' });
+  await shot(page, { path: 'test-results/help-dialog.png' });
   await page.keyboard.press('Escape');
   await expect(help(page)).toBeHidden();
   await expect(fwd).toBeFocused();
@@ -62,7 +62,7 @@ test("a heatmap reached by Tab reads a tile's numbers with the arrows, and Enter
   await page.keyboard.press('Shift+ArrowRight');
   await expect(tip).toContainText(`Q[${bm}, 1] =`);
   await expect(counter(page)).toHaveText(/^Step 1 of \d+$/);
-  await page.screenshot({ path: 'test-results/heatmap-focus.png', clip: { x: 250, y: 120, width: 700, height: 420 } });
+  await shot(page, { path: 'test-results/heatmap-focus.png', clip: { x: 250, y: 120, width: 700, height: 420 } });
   await page.keyboard.press('Enter');
   await expect(page.getByRole('region', { name: 'Tile numbers' }).getByRole('heading', { level: 3 })).toContainText('Q');
   // Leaving the heatmap takes its tooltip away.
@@ -91,5 +91,5 @@ test('the warp-role timeline: arrows pick an op and read it out, Enter seeks the
   await expect(counter(page)).toHaveText(/^Step 1 of \d+$/);
   await page.keyboard.press('Enter');
   await expect(counter(page)).toHaveText(new RegExp(`^Step ${step} of \\d+$`));
-  await page.screenshot({ path: 'test-results/timeline-focus.png' });
+  await shot(page, { path: 'test-results/timeline-focus.png' });
 });

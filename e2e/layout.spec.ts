@@ -1,5 +1,5 @@
 import { expect, test, type Page } from '@playwright/test';
-import { counter, openApp, watchConsole } from './helpers.ts';
+import { counter, openApp, shot, watchConsole } from './helpers.ts';
 
 // The main screens at a desktop (1440×900), a projector (1280×720) and a phone (390×844):
 // the page never scrolls sideways, nothing overlaps the transport, and the controls a
@@ -71,7 +71,7 @@ for (const vp of VIEWPORTS) {
     await problem.getByLabel('Algorithm').selectOption('fa4');
     await problem.getByRole('button', { name: 'Load problem' }).click();
     await expect(counter(page)).toHaveText(/^Step 1 of \d+$/, { timeout: 30_000 });
-    await page.screenshot({ path: `test-results/layout-${vp.name}-loaded.png`, fullPage: true });
+    await shot(page, { path: `test-results/layout-${vp.name}-loaded.png`, fullPage: true });
     await expect(page.getByRole('region', { name: 'Memory map' }).getByTestId('hw-status')).toBeVisible({ timeout: 30_000 });
     expect(await horizontalOverflow(page)).toEqual([]);
     // The transport can be reached and used from the keyboard and by clicking.
@@ -80,18 +80,18 @@ for (const vp of VIEWPORTS) {
     await fwd.click();
     await expect(counter(page)).toHaveText(/^Step 2 of/);
     expect(await coveredControls(page, '.transport button')).toEqual([]);
-    await page.screenshot({ path: `test-results/layout-${vp.name}-debugger.png` });
-    await page.screenshot({ path: `test-results/layout-${vp.name}-debugger-full.png`, fullPage: true });
+    await shot(page, { path: `test-results/layout-${vp.name}-debugger.png` });
+    await shot(page, { path: `test-results/layout-${vp.name}-debugger-full.png`, fullPage: true });
 
     await page.getByRole('tab', { name: 'Compare' }).click();
     await expect(page.locator('[data-pane="cmp1"]').getByTestId('step-counter')).toHaveText(/^Step 1 of \d+$/, { timeout: 30_000 });
     expect(await horizontalOverflow(page)).toEqual([]);
-    await page.screenshot({ path: `test-results/layout-${vp.name}-compare.png` });
+    await shot(page, { path: `test-results/layout-${vp.name}-compare.png` });
 
     await page.getByRole('button', { name: 'Lessons' }).click();
     await expect(page.getByRole('heading', { level: 2 }).first()).toBeVisible();
     expect(await horizontalOverflow(page)).toEqual([]);
-    await page.screenshot({ path: `test-results/layout-${vp.name}-lessons.png` });
+    await shot(page, { path: `test-results/layout-${vp.name}-lessons.png` });
   });
 }
 

@@ -11,7 +11,7 @@ import { smoothingTable } from '../content/lessons/chapters/k-smoothing.ts';
 import { precisionMarks } from '../engine/debugger/precision.ts';
 import { encodeFp8, roundFp8 } from '../engine/lowprec/fp8.ts';
 import { num } from '../app/views/tile-info.ts';
-import { watchConsole } from './helpers.ts';
+import { shot, watchConsole } from './helpers.ts';
 
 test.use({ viewport: { width: 1280, height: 720 } });
 
@@ -51,7 +51,7 @@ test('chapter 12: the FP8 widget by keyboard, engine tables, a question and the 
   await expect(widget.getByTestId('fp8-e4m3-code')).toContainText(`0x${encodeFp8('e4m3', 300).toString(16)}`);
   await expect(widget.getByLabel('e4m3 bits: sign 0, exponent 1111, mantissa 001')).toBeVisible();
   await widget.scrollIntoViewIfNeeded();
-  await page.screenshot({ path: 'test-results/lesson12/widget-300.png' });
+  await shot(page, { path: 'test-results/lesson12/widget-300.png' });
 
   await page.keyboard.press('Tab'); // to the slider
   await expect(widget.getByRole('slider', { name: 'Magnitude (log scale)' })).toBeFocused();
@@ -71,7 +71,7 @@ test('chapter 12: the FP8 widget by keyboard, engine tables, a question and the 
   await page.keyboard.press('Enter');
   await expect(widget.getByTestId('fp8-e4m3-status')).toContainText('subnormal');
   await expect(widget.getByLabel('e4m3 bits: sign 0, exponent 0000, mantissa 001')).toBeVisible();
-  await page.screenshot({ path: 'test-results/lesson12/widget-subnormal.png' });
+  await shot(page, { path: 'test-results/lesson12/widget-subnormal.png' });
   // A bad value: a message, and the last good value stays shown.
   await box.fill('3OO');
   await expect(widget.getByTestId('fp8-error')).toContainText('is not a number');
@@ -83,9 +83,9 @@ test('chapter 12: the FP8 widget by keyboard, engine tables, a question and the 
   await expect(errTable).toBeVisible({ timeout: 30_000 });
   for (const r of fp8ErrorTable()) await expect(errTable.getByRole('row', { name: r.label })).toContainText(r.rmse.toExponential(2));
   await errTable.scrollIntoViewIfNeeded();
-  await page.screenshot({ path: 'test-results/lesson12/error-table.png' });
+  await shot(page, { path: 'test-results/lesson12/error-table.png' });
   await page.getByRole('group', { name: 'K block scales of the first pane' }).scrollIntoViewIfNeeded();
-  await page.screenshot({ path: 'test-results/lesson12/scales.png' });
+  await shot(page, { path: 'test-results/lesson12/scales.png' });
 
   // A question: the e4m3 value nearest 300.
   const card = page.getByTestId('question-e4m3-300');
@@ -119,17 +119,17 @@ test('chapter 12: the FP8 widget by keyboard, engine tables, a question and the 
   await expect(detail).toContainText(`K scale${num(tgt0.kScale, 4)}`);
   await expect(detail).toContainText(`Q scale${num(tgt0.qScale, 4)}`);
   await detail.scrollIntoViewIfNeeded();
-  await page.screenshot({ path: 'test-results/lesson12/outlier-precision.png' });
+  await shot(page, { path: 'test-results/lesson12/outlier-precision.png' });
 
   await page.evaluate(() => document.querySelector('.lesson-live')!.scrollIntoView({ block: 'start' }));
   await page.waitForTimeout(400);
-  await page.screenshot({ path: 'test-results/lesson12/debuggers.png' });
-  await page.screenshot({ path: 'test-results/lesson12/full.png', fullPage: true });
+  await shot(page, { path: 'test-results/lesson12/debuggers.png' });
+  await shot(page, { path: 'test-results/lesson12/full.png', fullPage: true });
   await page.getByRole('button', { name: 'Switch to light theme' }).click();
   await expect(page.locator('html')).toHaveAttribute('data-theme', 'light');
   await widget.getByRole('button', { name: '500' }).click();
   await widget.scrollIntoViewIfNeeded();
-  await page.screenshot({ path: 'test-results/lesson12/widget-light-500.png' });
+  await shot(page, { path: 'test-results/lesson12/widget-light-500.png' });
 });
 
 test('chapter 12: the incoherent-processing switch reloads the pane and the block question follows', async ({ page }) => {
@@ -166,7 +166,7 @@ test('chapter 13: the flush table, the sink pane at its flushing step, the INT8 
   const rows = flushTable((r) => cache.get(r));
   for (const r of rows) await expect(flushGroup.getByRole('row', { name: r.label })).toContainText(String(r.count.flushed));
   await flushGroup.evaluate((el) => el.scrollIntoView({ block: 'center' }));
-  await page.screenshot({ path: 'test-results/lesson13/flush-table.png' });
+  await shot(page, { path: 'test-results/lesson13/flush-table.png' });
   const flushCard = page.getByTestId('question-flushed-p1');
   await flushCard.getByRole('textbox').fill(String(rows[0].count.flushed));
   await flushCard.getByRole('button', { name: 'Check' }).click();
@@ -197,7 +197,7 @@ test('chapter 13: the flush table, the sink pane at its flushing step, the INT8 
   await expect(prec1.getByTestId('flushed-head')).toHaveText(String(stepFlushed));
   expect(marks.flushed).toBe(rows[0].count.flushed);
   await prec1.getByRole('group', { name: 'Tiles of this head' }).scrollIntoViewIfNeeded();
-  await page.screenshot({ path: 'test-results/lesson13/sink-precision.png' });
+  await shot(page, { path: 'test-results/lesson13/sink-precision.png' });
   const fc = c13.questions.find((q) => q.id === 'flush-step-count')!;
   await page.getByTestId('question-flush-step-count').getByRole('textbox').fill(String(stepFlushed));
   await page.getByTestId('question-flush-step-count').getByRole('button', { name: 'Check' }).click();
@@ -216,7 +216,7 @@ test('chapter 13: the flush table, the sink pane at its flushing step, the INT8 
   await sq.getByRole('button', { name: 'Check' }).click();
   await expect(page.getByTestId('feedback-smoothk-rmse')).toContainText('Correct.', { timeout: 30_000 });
   await smooth.scrollIntoViewIfNeeded();
-  await page.screenshot({ path: 'test-results/lesson13/smoothing.png' });
+  await shot(page, { path: 'test-results/lesson13/smoothing.png' });
   const sageRun = cache.get(c13.panes[1].preset);
   const sageAt = sageRun.events[locateTarget(c13, 1, c13.panes[1].preset, cache).step];
   if (sageAt.kind !== 'qk') throw new Error('expected the sage qk target');
@@ -224,9 +224,9 @@ test('chapter 13: the flush table, the sink pane at its flushing step, the INT8 
   await expect(prec2.getByTestId('precision-step')).toContainText(`K scale ${num(sageAt.kScale, 4)}`, { timeout: 30_000 });
   await expect(prec2.getByTestId('precision-step')).toContainText(`Q scale ${num(sageAt.qScale, 4)}`);
   await paneOf(page, 1, 13).evaluate((el) => el.scrollIntoView({ block: 'start' }));
-  await page.screenshot({ path: 'test-results/lesson13/sage-pane.png' });
+  await shot(page, { path: 'test-results/lesson13/sage-pane.png' });
   await prec2.getByTestId('precision-step').evaluate((el) => el.scrollIntoView({ block: 'start' }));
-  await page.screenshot({ path: 'test-results/lesson13/sage-precision.png' });
+  await shot(page, { path: 'test-results/lesson13/sage-precision.png' });
 });
 
 test('chapter 13: the smoothing "try this" reloads only the sage pane', async ({ page }) => {
@@ -252,5 +252,5 @@ test('chapter 13: the smoothing "try this" reloads only the sage pane', async ({
   await precisionOf(page, 1, 13)
     .getByTestId('precision-step')
     .evaluate((el) => el.scrollIntoView({ block: 'start' }));
-  await page.screenshot({ path: 'test-results/lesson13/sage-smoothing.png' });
+  await shot(page, { path: 'test-results/lesson13/sage-smoothing.png' });
 });

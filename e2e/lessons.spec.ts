@@ -7,7 +7,7 @@ import { CHAPTERS, chapterByNumber } from '../content/lessons/chapters/index.ts'
 import { lessonContext, locateTarget, RunCache } from '../content/lessons/chapters/evaluate.ts';
 import { onlineSoftmaxSteps } from '../content/lessons/chapters/online-softmax.ts';
 import { fa1IoSweep, standardIoBytes } from '../content/lessons/chapters/io-sweep.ts';
-import { watchConsole } from './helpers.ts';
+import { shot, watchConsole } from './helpers.ts';
 
 test.use({ viewport: { width: 1280, height: 720 } });
 
@@ -72,12 +72,12 @@ for (const chapter of CHAPTERS) {
 
     // Screenshots: the text, then the live debugger, dark; the whole page, light.
     await page.evaluate(() => window.scrollTo(0, 0));
-    await page.screenshot({ path: `test-results/lessons/ch${chapter.number}-dark-top.png` });
+    await shot(page, { path: `test-results/lessons/ch${chapter.number}-dark-top.png` });
     await page.evaluate(() => document.querySelector('.lesson-live')!.scrollIntoView({ block: 'start' }));
-    await page.screenshot({ path: `test-results/lessons/ch${chapter.number}-dark-live.png` });
+    await shot(page, { path: `test-results/lessons/ch${chapter.number}-dark-live.png` });
     await page.getByRole('button', { name: 'Switch to light theme' }).click();
     await expect(page.locator('html')).toHaveAttribute('data-theme', 'light');
-    await page.screenshot({ path: `test-results/lessons/ch${chapter.number}-light-full.png`, fullPage: true });
+    await shot(page, { path: `test-results/lessons/ch${chapter.number}-light-full.png`, fullPage: true });
   });
 }
 
@@ -113,7 +113,7 @@ test('contents, next/previous, remembered progress and the top bar entry', async
   await expect(page.getByTestId('toc-progress-3')).toHaveText(`1 of ${c3.questions.length} answered`);
   await expect(page.getByTestId('toc-progress-4')).toHaveText(`0 of ${chapterByNumber(4)!.questions.length} answered`);
   await expect(page.getByRole('button', { name: /Continue with chapter 3/ })).toBeVisible();
-  await page.screenshot({ path: 'test-results/lessons/contents-dark.png' });
+  await shot(page, { path: 'test-results/lessons/contents-dark.png' });
   await page.getByRole('button', { name: 'Debugger' }).click();
   await expect(page.getByTestId('step-counter')).toHaveText(/^Step 1 of \d+$/, { timeout: 20_000 });
 });

@@ -2,7 +2,7 @@ import { expect, test, type Page } from '@playwright/test';
 import { blockMask } from '../engine/core/block-mask.ts';
 import { counterFigure } from '../content/counter-figures.ts';
 import { DEFAULT_FORM, formToRequest } from '../app/store/problem-form.ts';
-import { axeOn, counter, engineSession, openApp, watchConsole } from './helpers.ts';
+import { axeOn, counter, engineSession, openApp, shot, watchConsole } from './helpers.ts';
 
 // The mask editor (text with the error at its column, presets) and the block-mask view.
 
@@ -83,7 +83,7 @@ test('a mistake is shown at its column and loses nothing; a preset loads and its
   await p.getByRole('button', { name: 'Load problem' }).click();
   await expect(p.getByRole('alert')).toHaveCount(0);
   await expect(blockView(page)).toContainText('4 of 16 tile pairs empty');
-  await page.screenshot({ path: test.info().outputPath('mask.png'), fullPage: true });
+  await shot(page, { path: test.info().outputPath('mask.png'), fullPage: true });
 });
 
 test('chapter 14 opens on a partial tile with its mask in the editor; the block mask shows the six empty tiles; axe passes', async ({
@@ -112,5 +112,5 @@ test('compare preset "Two masks": each pane shows its own block mask', async ({ 
   // 8 × 8 tile pairs: causal keeps 36, the 32-key window 21 (block-mask.test.ts and mask-preset.test.ts count them).
   await expect(pane(0).getByRole('region', { name: 'Block mask' })).toContainText('28 of 64 tile pairs empty', { timeout: 60_000 });
   await expect(pane(1).getByRole('region', { name: 'Block mask' })).toContainText('43 of 64 tile pairs empty', { timeout: 60_000 });
-  await page.screenshot({ path: test.info().outputPath('compare-masks.png'), fullPage: true });
+  await shot(page, { path: test.info().outputPath('compare-masks.png'), fullPage: true });
 });

@@ -2,7 +2,7 @@ import { expect, test, type Page } from '@playwright/test';
 import { DebuggerSession } from '../engine/debugger/session.ts';
 import { DEFAULT_FORM, formToRequest, type ProblemForm } from '../app/store/problem-form.ts';
 import { num } from '../app/views/tile-info.ts';
-import { counter, openApp, watchConsole } from './helpers.ts';
+import { counter, openApp, shot, watchConsole } from './helpers.ts';
 import { defaultSharedState, encodeState } from '../app/share/url-state.ts';
 import { DEFAULT_VIEWS } from '../app/views/registry.ts';
 
@@ -69,7 +69,7 @@ async function setUpFp8(page: Page) {
 
 test('FA3 FP8 on outlier inputs: totals against float64, tile scales on hover, incoherent processing lowers the RMSE', async ({ page }) => {
   await setUpFp8(page);
-  await panel(page).screenshot({ path: 'test-results/precision-panel-fa3-fp8.png' });
+  await shot(panel(page), { path: 'test-results/precision-panel-fa3-fp8.png' });
   const form = await formOf(page, { dtype: 'fp8e4m3', distribution: 'fa3-outliers' });
   const on = await engine(form);
   await load(page, on.s.events().length);
@@ -105,16 +105,16 @@ test('FA3 FP8 on outlier inputs: totals against float64, tile scales on hover, i
   const pMap = view.getByRole('img', { name: /\|P − P64\| so far heatmap/ });
   await pMap.hover({ position: { x: 200, y: 5 } });
   await expect(view.getByRole('tooltip')).toContainText('Q scale');
-  await page.screenshot({ path: 'test-results/precision-tooltip.png' });
-  await page.screenshot({ path: 'test-results/precision-fa3-fp8-outliers.png', fullPage: true });
-  await view.screenshot({ path: 'test-results/precision-view.png' });
+  await shot(page, { path: 'test-results/precision-tooltip.png' });
+  await shot(page, { path: 'test-results/precision-fa3-fp8-outliers.png', fullPage: true });
+  await shot(view, { path: 'test-results/precision-view.png' });
 
   // Stepping to the first exp: the current step's tile errors are shown.
   const firstExp = on.s.events().findIndex((e) => e.kind === 'exp');
   const fwd = page.getByRole('button', { name: 'Step forward', exact: true });
   for (let i = 0; i < firstExp; i++) await fwd.click();
   await expect(view.getByTestId('precision-step')).toContainText('max |P − P64|');
-  await view.screenshot({ path: 'test-results/precision-step-exp.png' });
+  await shot(view, { path: 'test-results/precision-step-exp.png' });
 
   // The default is the shipped kernel (no rotation). Incoherent processing on (the FA3 paper's
   // experiment): the RMSE the view shows falls to the engine's figure.
@@ -146,7 +146,7 @@ test('attention sink with K/V first to last: pScale 1 flushes P values that pSca
   await page.getByRole('button', { name: 'End', exact: true }).click();
   await expect(view.getByTestId('flushed-head')).toHaveText(String(one.r.head.flushed));
   await expect(page.getByRole('region', { name: 'Tile heatmaps' }).getByTestId('legend-marks')).toHaveText('flushed to 0 by the P cast');
-  await page.getByRole('region', { name: 'Tile heatmaps' }).screenshot({ path: 'test-results/precision-heatmaps-flushed.png' });
+  await shot(page.getByRole('region', { name: 'Tile heatmaps' }), { path: 'test-results/precision-heatmaps-flushed.png' });
   // The tile numbers of a P tile mark the same values as the engine's flush record.
   const heat = page.getByRole('region', { name: 'Tile heatmaps' });
   const pCanvas = heat.getByRole('img', { name: /^P = exp\(S − m\) heatmap/ });
@@ -162,8 +162,8 @@ test('attention sink with K/V first to last: pScale 1 flushes P values that pSca
   for (const r of shownRows) for (const c of shownCols) if (one.r.head.flushedAt[r * 256 + c] >= 0) inTile++;
   expect(inTile).toBeGreaterThan(0);
   await expect(zoom.locator('td.flushed')).toHaveCount(inTile);
-  await zoom.screenshot({ path: 'test-results/precision-zoom-flushed.png' });
-  await view.screenshot({ path: 'test-results/precision-sink-pscale1.png' });
+  await shot(zoom, { path: 'test-results/precision-zoom-flushed.png' });
+  await shot(view, { path: 'test-results/precision-sink-pscale1.png' });
 
   await p.getByLabel('pScale', { exact: true }).fill('256');
   await p.getByRole('button', { name: 'Load problem' }).click();
@@ -181,7 +181,7 @@ test('FP8 where it cannot run ends in a one-click fix, not an error', async ({ p
   await p.getByRole('button', { name: 'Load problem' }).click();
   await expect(p.getByRole('alert')).toContainText('pick one of the fixes under the dtype');
   await expect(p.getByRole('alert')).toContainText('Not loaded: fa2 cannot run this fp8e4m3 problem');
-  await p.screenshot({ path: 'test-results/precision-fix-fa2.png' });
+  await shot(p, { path: 'test-results/precision-fix-fa2.png' });
   const fix = hint.getByRole('button', { name: 'Run it on fa3' });
   await fix.focus();
   await page.keyboard.press('Enter');
@@ -241,5 +241,5 @@ test('a link with FP8 on fa2 opens with the fixes instead of a failed load', asy
   await view.getByRole('button', { name: 'Measure against float64' }).click();
   await expect(rmseCell(page)).toHaveText(/^\d/, { timeout: 30_000 });
   await expect(view.getByTestId('flushed-none')).toBeVisible();
-  await view.screenshot({ path: 'test-results/precision-bf16.png' });
+  await shot(view, { path: 'test-results/precision-bf16.png' });
 });

@@ -3,7 +3,7 @@ import { formForAlgorithm } from '../app/defaults/form-defaults.ts';
 import { DEFAULT_FORM, formToRequest } from '../app/store/problem-form.ts';
 import { texNum } from '../content/tex.ts';
 import type { TraceEvent } from '../engine/trace/events.ts';
-import { counter, engineSession, openApp, watchConsole } from './helpers.ts';
+import { counter, engineSession, openApp, shot, watchConsole } from './helpers.ts';
 import { num } from '../app/views/tile-info.ts';
 import { SAGE_P_SCALE } from '../engine/algorithms/sage/forward.ts';
 import { DebuggerSession } from '../engine/debugger/session.ts';
@@ -48,7 +48,7 @@ test('sage loads with its defaults and its qk step shows δ_Q and δ_K', async (
   await expect(page.locator('.error:visible, [role="alert"]:visible')).toHaveCount(0);
   // No hardware model: the hardware views stay away instead of showing an error.
   await expect(page.getByRole('region', { name: 'Warp-role timeline' })).toHaveCount(0);
-  await page.screenshot({ path: 'test-results/sage-qk.png' });
+  await shot(page, { path: 'test-results/sage-qk.png' });
 });
 
 /** Steps of sage in a compare pane over the default shared problem, at Br 64 and Bc 16, as the engine runs it. */
@@ -86,7 +86,7 @@ test('a compare pane running sage offers version and smoothK, qPerWarp with vers
   await expect(pane2.getByLabel('Pane 2 qPerWarp')).toBeChecked();
   await expect(steps).toHaveText(`Step 1 of ${v2}`, { timeout: 30_000 });
   await expect(page.locator('.error:visible')).toHaveCount(0);
-  await page.screenshot({ path: 'test-results/sage-compare.png' });
+  await shot(page, { path: 'test-results/sage-compare.png' });
 });
 
 test('the problem panel offers sage’s own switches; version 2, chosen by keyboard, loads the FP8 P·V run', async ({ page }) => {
@@ -140,7 +140,7 @@ test('the problem panel offers sage’s own switches; version 2, chosen by keybo
   await expect(qPerWarp).toBeFocused();
   await page.keyboard.press('Tab');
   await expect(p.getByRole('button', { name: 'Load problem' })).toBeFocused();
-  await p.screenshot({ path: 'test-results/sage-panel-switches.png' });
+  await shot(p, { path: 'test-results/sage-panel-switches.png' });
   await page.keyboard.press('Enter');
 
   // The version-2 run: its own step count, its RMSE, and the exp steps' P scale of 2^8.807 ≈ 447.9.
@@ -156,7 +156,7 @@ test('the problem panel offers sage’s own switches; version 2, chosen by keybo
   await expect(view.getByTestId('tile-detail')).toContainText(`pScale${t.pScale}`);
   expect(t.pScale).toBeCloseTo(447.9, 1);
   await expect(page.locator('.error:visible, [role="alert"]:visible')).toHaveCount(0);
-  await page.screenshot({ path: 'test-results/sage-v2-panel-loaded.png', fullPage: true });
+  await shot(page, { path: 'test-results/sage-v2-panel-loaded.png', fullPage: true });
 
   // The switches travel in a share link: the URL now carries version 2, and reopening it restores the group.
   await page.waitForFunction(() => location.hash.startsWith('#s='));
@@ -201,6 +201,6 @@ test('FA4, fmha_v2 and Flash-Decoding bring their own switch groups, and each lo
     await p.getByRole('button', { name: 'Load problem' }).click();
     await expect(counter(page)).toHaveText(/^Step 1 of \d+$/, { timeout: 30_000 });
     await expect(page.locator('.error:visible, [role="alert"]:visible')).toHaveCount(0);
-    await group.screenshot({ path: `test-results/panel-switches-${id}.png` });
+    await shot(group, { path: `test-results/panel-switches-${id}.png` });
   }
 });

@@ -4,7 +4,7 @@
 // test-results/screens/ to be looked at.
 
 import { expect, test, type Page } from '@playwright/test';
-import { openApp, watchConsole } from './helpers.ts';
+import { openApp, shot, watchConsole } from './helpers.ts';
 
 const SIZES = [
   { width: 390, height: 844 },
@@ -76,7 +76,7 @@ for (const size of SIZES) {
       const cols = await boxes(page, '[data-lesson-pane="lesson-1-0"] .pane > .center, [data-lesson-pane="lesson-1-0"] .pane > aside');
       expect(new Set(cols.map((c) => Math.round(c.left))).size).toBe(1);
     }
-    await page.screenshot({ path: `${dir}/lesson-1.png`, fullPage: true });
+    await shot(page, { path: `${dir}/lesson-1.png`, fullPage: true });
 
     if (size.width < 720) {
       // A chapter with two panes stacks them on a phone, each heatmap still readable.
@@ -92,7 +92,7 @@ for (const size of SIZES) {
         expect(heat.width, `pane ${k + 1} heatmap width`).toBeGreaterThanOrEqual(200);
         expect(heat.right).toBeLessThanOrEqual(size.width);
       }
-      await page.screenshot({ path: `${dir}/lesson-5.png`, fullPage: true });
+      await shot(page, { path: `${dir}/lesson-5.png`, fullPage: true });
     }
 
     await page.getByRole('tab', { name: 'Serving' }).click();
@@ -104,7 +104,7 @@ for (const size of SIZES) {
     // Phone: the form over the views; wider: side by side.
     if (size.width < 720) expect(view.top).toBeGreaterThan(form.top);
     else expect(view.left).toBeGreaterThan(form.left);
-    await page.screenshot({ path: `${dir}/serving.png`, fullPage: true });
+    await shot(page, { path: `${dir}/serving.png`, fullPage: true });
     checkConsole();
   });
 }
@@ -122,6 +122,6 @@ test('1280×720: the Inputs fieldset stays in the problem panel and a clicked ti
   const zoom = page.getByRole('region', { name: 'Tile numbers' });
   await expect(zoom.getByRole('heading')).toHaveText('S tile (0, 0)');
   await expect(zoom.getByRole('heading')).toBeInViewport();
-  await page.screenshot({ path: 'test-results/screens/1280x720/tile-numbers.png' });
+  await shot(page, { path: 'test-results/screens/1280x720/tile-numbers.png' });
   checkConsole();
 });

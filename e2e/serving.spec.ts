@@ -5,7 +5,7 @@ import { expect, test, type Page } from '@playwright/test';
 import { encodeNpy } from '../engine/io/npy.ts';
 import { DEFAULT_SERVING_FORM, generateServing, runServing, type ServingForm } from '../engine/layouts/serving-run.ts';
 import { file } from './tensor-files.ts';
-import { openApp, watchConsole } from './helpers.ts';
+import { openApp, shot, watchConsole } from './helpers.ts';
 
 let checkConsole: () => void;
 test.beforeEach(async ({ page }) => {
@@ -61,7 +61,7 @@ test('varlen: packed grid with boundaries, a straddling tile masked, the sequenc
   await expect(page.getByTestId('packed-flops')).toBeVisible();
   const sq = run.steps.findIndex((s) => s.b === 1 && s.kind === 'qk');
   await seek(page, sq);
-  await page.screenshot({ path: 'test-results/serving-varlen.png', fullPage: true });
+  await shot(page, { path: 'test-results/serving-varlen.png', fullPage: true });
   // The share link reopens the packed run at the same step (once the link has caught up with it).
   await expect.poll(() => linkedServing(page)).toMatchObject({ layout: 'varlen', step: sq });
   const other = await context.newPage();
@@ -112,7 +112,7 @@ test('paged: block table and pool light the pages each step loads; splits on pag
   await expect(page.locator('.block-table td.lit')).toHaveCount(s.pages!.length);
   // The two spare pool pages are free: never read.
   await expect(page.locator('.pool-page.free')).toHaveCount(2);
-  await page.screenshot({ path: 'test-results/serving-paged.png', fullPage: true });
+  await shot(page, { path: 'test-results/serving-paged.png', fullPage: true });
   // The share link reopens the same run at the same step (once the link has caught up with it).
   await expect.poll(() => linkedServing(page)).toEqual({ layout: 'paged', splits: 3, step: i });
   const url = page.url();
@@ -162,7 +162,7 @@ test('varlen from files: int32 cu_seqlens load; bad offsets are refused by name 
   await sp(page).getByRole('button', { name: 'Run on files' }).click();
   await expect(page.getByTestId('serving-error-msg')).toContainText('cu_seqlens_q[2]');
   await expect(page.getByTestId('serving-summary')).toContainText('2 sequences');
-  await page.screenshot({ path: 'test-results/serving-files.png', fullPage: true });
+  await shot(page, { path: 'test-results/serving-files.png', fullPage: true });
 });
 
 test('paged fmha_v2: the SMEM view shows which pages and slots fill each K/V stage; looked at at 1440×900 and 1280×720', async ({
@@ -203,10 +203,10 @@ test('paged fmha_v2: the SMEM view shows which pages and slots fill each K/V sta
   await expect(page.getByTestId('smem-sK-0')).toHaveClass(/reading/);
   await expect(page.getByTestId('smem-sQ-0')).toHaveClass(/reading/);
   await seek(page, i);
-  await page.screenshot({ path: 'test-results/serving-smem-1440.png', fullPage: true });
+  await shot(page, { path: 'test-results/serving-smem-1440.png', fullPage: true });
   await page.setViewportSize({ width: 1280, height: 720 });
   await expect(page.getByTestId('smem-view')).toBeVisible();
-  await page.screenshot({ path: 'test-results/serving-smem-1280.png', fullPage: true });
+  await shot(page, { path: 'test-results/serving-smem-1280.png', fullPage: true });
 });
 
 test('paged from files: a NaN pool, int32 block table and cache lengths; a needed entry out of range is refused by name', async ({
@@ -267,7 +267,7 @@ test('paged from files: a NaN pool, int32 block table and cache lengths; a neede
   await expect(page.getByTestId('serving-error-msg')).toContainText('block_table[0, 1]');
   await expect(page.getByTestId('serving-error-msg')).toContainText('page 7 is out of range');
   await expect(page.getByTestId('pages-touched')).toHaveText('3');
-  await page.screenshot({ path: 'test-results/serving-paged-files.png', fullPage: true });
+  await shot(page, { path: 'test-results/serving-paged-files.png', fullPage: true });
 });
 
 test("the debugger's Load tensors dialog hands integer offsets to the Serving tab", async ({ page }) => {
@@ -290,7 +290,7 @@ test("the debugger's Load tensors dialog hands integer offsets to the Serving ta
   // One offsets file short: the dialog names it and stays.
   await dialog.getByRole('button', { name: 'Run them on the Serving tab' }).click();
   await expect(dialog.getByTestId('serving-handoff').getByRole('alert')).toContainText('missing: cu_seqlens_k.npy');
-  await page.screenshot({ path: 'test-results/serving-handoff.png' });
+  await shot(page, { path: 'test-results/serving-handoff.png' });
   await dialog.getByLabel('Tensor files').setInputFiles([f('cu_seqlens_k.npy', cq, [3], 'int32')]);
   await dialog.getByRole('button', { name: 'Run them on the Serving tab' }).click();
   await expect(dialog).toHaveCount(0);

@@ -12,7 +12,7 @@ import { DEFAULT_PANES } from '../app/compare/pane-config.ts';
 import { paneRequest } from '../app/compare/shared-request.ts';
 import { DEFAULT_FORM, formToRequest } from '../app/store/problem-form.ts';
 import { DebuggerSession } from '../engine/debugger/session.ts';
-import { counter, engineSession, openApp, watchConsole } from './helpers.ts';
+import { counter, engineSession, openApp, shot, watchConsole } from './helpers.ts';
 
 /** The debugger's problem panel (other panels, e.g. WebGPU, have fields with the same names). */
 const problem = (p: Page) => p.getByRole('region', { name: 'Problem' });
@@ -77,7 +77,7 @@ test('the URL carries the state: reloading it restores problem, step, views, com
   await expect.poll(() => decodeState(new URL(fresh.url()).hash, DEFAULT_VIEWS).state.mode).toBe('debugger');
   await fresh.reload();
   await expect(counter(fresh)).toHaveText(`Step 7 of ${s.events().length}`, { timeout: 20_000 });
-  await fresh.screenshot({ path: 'test-results/share-restored.png' });
+  await shot(fresh, { path: 'test-results/share-restored.png' });
   check2();
 });
 

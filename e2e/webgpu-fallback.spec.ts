@@ -4,7 +4,7 @@
 // wrapping its script: the adapter it gets lists fewer features and refuses to grant them.
 
 import { expect, test, type Page } from '@playwright/test';
-import { openApp, watchConsole } from './helpers.ts';
+import { openApp, shot, watchConsole } from './helpers.ts';
 
 test.describe.configure({ timeout: 180_000 });
 
@@ -85,7 +85,7 @@ test('without subgroups and timestamps: both named, flash-f32 chosen, the run pa
     'standard attention (S and P materialized)',
     'flash-decoding (split K/V + LSE combine)',
   ]);
-  await panel.screenshot({ path: 'test-results/webgpu-fallback.png' });
+  await shot(panel, { path: 'test-results/webgpu-fallback.png' });
 
   const set = async (label: string, value: string) => panel.getByLabel(label, { exact: true }).fill(value);
   await set('B', '1');
@@ -102,7 +102,7 @@ test('without subgroups and timestamps: both named, flash-f32 chosen, the run pa
   expect(err).toBeLessThan(1e-5);
   await expect(panel.getByLabel('result')).toContainText('flash, f32');
   await expect(panel.getByTestId('wg-time')).toContainText('wall clock');
-  await panel.screenshot({ path: 'test-results/webgpu-fallback-run.png' });
+  await shot(panel, { path: 'test-results/webgpu-fallback-run.png' });
 });
 
 test('SwiftShader as it is: only f16 and subgroup matrices named, the subgroup kernel chosen, timestamps not flagged', async ({ page }) => {

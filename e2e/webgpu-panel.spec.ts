@@ -3,7 +3,7 @@
 // everything, and the hand-off to the step debugger.
 
 import { expect, test } from '@playwright/test';
-import { openApp, watchConsole } from './helpers.ts';
+import { openApp, shot, watchConsole } from './helpers.ts';
 
 test.describe.configure({ timeout: 180_000 });
 
@@ -50,7 +50,7 @@ test('toggle the backend, run a problem, read the result view', async ({ page })
   await expect(panel.getByLabel('result')).toContainText('f32 + subgroup row reductions');
   // d = 32 runs the row kernel; the result names the kernel configuration that ran
   await expect(panel.getByLabel('result')).toContainText('row kernel: 2 rows per 2 lanes (subgroup shuffles)');
-  await panel.screenshot({ path: 'test-results/webgpu-panel.png' });
+  await shot(panel, { path: 'test-results/webgpu-panel.png' });
 
   // A bad value: clear message naming the field; the typed text and the last result stay.
   await set('Nq', 'abc');
@@ -117,7 +117,7 @@ test('a preset fills in a benchmark shape, clears the modifiers and picks the de
   await expect(panel.getByLabel('B', { exact: true })).toHaveValue('4');
   await expect(panel.getByLabel('Nq', { exact: true })).toHaveValue('4096');
   await expect(panel.getByLabel('d', { exact: true })).toHaveValue('64');
-  await panel.screenshot({ path: 'test-results/webgpu-presets.png' });
+  await shot(panel, { path: 'test-results/webgpu-presets.png' });
 });
 
 test('Backward: the forward and the backward kernels run on the GPU, dQ rows checked against float64; the CPU choice waits', async ({
@@ -162,7 +162,7 @@ test('Backward: the forward and the backward kernels run on the GPU, dQ rows che
   await expect(panel.getByLabel('result')).toContainText('backward, f32 (after the flash-f32 forward)');
   await expect(panel.getByLabel('result')).toContainText('dK, dV');
   await expect(panel.locator('figcaption').first()).toContainText('dQ of batch 0, head 0');
-  await panel.screenshot({ path: 'test-results/webgpu-panel-backward.png' });
+  await shot(panel, { path: 'test-results/webgpu-panel-backward.png' });
   // Back to the forward: the kernel choice and the CPU engine return.
   await panel.getByRole('radio', { name: 'Forward' }).check();
   await expect(panel.getByLabel('kernel path')).toBeVisible();
@@ -202,5 +202,5 @@ test('the form takes a mask: a mistake is pointed at and runs nothing; a documen
   const check = panel.getByTestId('wg-check');
   await expect(check).toContainText('sampled rows vs float64 CPU reference', { timeout: 60_000 });
   expect(Number((await check.textContent())!.match(/max \|ΔO\| = ([0-9.e+-]+)/)![1])).toBeLessThan(1e-5);
-  await page.screenshot({ path: test.info().outputPath('webgpu-mask.png'), fullPage: true });
+  await shot(page, { path: test.info().outputPath('webgpu-mask.png'), fullPage: true });
 });

@@ -2,7 +2,7 @@
 // ceilings, labelled with their source; the numbers on hover and on keyboard focus.
 
 import { expect, test } from '@playwright/test';
-import { openApp, watchConsole } from './helpers.ts';
+import { openApp, shot, watchConsole } from './helpers.ts';
 
 test.describe.configure({ timeout: 120_000 });
 
@@ -58,5 +58,5 @@ test('a decoding run as a point under the storage and MMA roofs, numbers on hove
   await expect(detail).toContainText('MMA roof: 424 TFLOP/s');
   await page.keyboard.press('Tab');
   await expect(detail).toContainText('this run:');
-  await page.screenshot({ path: 'test-results/webgpu-roofline.png', fullPage: false });
+  await shot(page, { path: 'test-results/webgpu-roofline.png', fullPage: false });
 });

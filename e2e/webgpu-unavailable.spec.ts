@@ -3,19 +3,13 @@
 // engine still runs the same problem. The debugger above is untouched.
 
 import { expect, test } from '@playwright/test';
+import { CHROMIUM_ARGS_NO_WEBGPU } from '../playwright.config.ts';
 import { counter, openApp, watchConsole } from './helpers.ts';
 
 test.use({
   launchOptions: {
     executablePath: process.env.FLASHSCOPE_CHROMIUM ?? '/usr/bin/chromium',
-    args: [
-      '--no-sandbox',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-      '--no-first-run',
-      '--disable-quic',
-    ],
+    args: CHROMIUM_ARGS_NO_WEBGPU,
   },
 });
 

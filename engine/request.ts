@@ -6,6 +6,7 @@
 import { algorithmById } from './algorithms/registry.ts';
 import type { BlockOptions, RunOptions, StepGenerator } from './algorithms/types.ts';
 import { backwardById } from './algorithms/backward-registry.ts';
+import { noBackwardPass } from './algorithms/capabilities.ts';
 import { randomGradOutput } from './backward/grad-output.ts';
 import type { BackwardInputs } from './backward/types.ts';
 import type { AttentionInputs, InputDistribution } from './core/inputs.ts';
@@ -39,11 +40,10 @@ export interface PassRun {
 
 export function startPass(req: LoadRequest, problem: AttentionProblem, inputs: AttentionInputs, opts: RunOptions): PassRun {
   if (req.pass !== 'backward') return { gen: algorithmById(req.algorithm).run(problem, inputs, opts) };
-  if (!hasBackward(req.algorithm))
-    throw new ProblemError(
-      'pass',
-      `${req.algorithm} has no backward pass in FlashScope (standard, fa1, fa2 and fa3 have one); choose the forward pass or one of those`,
-    );
+  if (!hasBackward(req.algorithm)) {
+    const { field, message } = noBackwardPass(req.algorithm);
+    throw new ProblemError(field, message);
+  }
   const algo = backwardById(req.algorithm);
   const dO = randomGradOutput(problem, req.seed);
   const withGrad: BackwardInputs = { ...inputs, dO };

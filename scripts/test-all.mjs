@@ -5,7 +5,7 @@
 // preceded by a line "F flaky (…)": browser tests that passed only on Playwright's retry.
 // Each runner writes a JSON report that is read back here, so the totals are counted,
 // not scraped from human-readable output.
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 
 const totals = { passed: 0, failed: 0, skipped: 0, flaky: 0 };
@@ -27,6 +27,26 @@ function run(cmd, args, env = {}) {
   const r = spawnSync(cmd, args, { stdio: 'inherit', env: { ...process.env, ...env } });
   return r.status ?? 1;
 }
+
+/** Runs a command in the background, its output kept for the report; resolves to its exit status and output. */
+function background(cmd, args, env = {}) {
+  return new Promise((resolve) => {
+    const child = spawn(cmd, args, { env: { ...process.env, ...env } });
+    let out = '';
+    child.stdout.on('data', (b) => (out += b));
+    child.stderr.on('data', (b) => (out += b));
+    child.on('error', (e) => resolve({ status: 1, out: out + String(e) }));
+    child.on('close', (status) => resolve({ status: status ?? 1, out }));
+  });
+}
+
+// The two builds the browser suites serve (the app at /, and under a sub-path as a course page
+// hosts it) run beside the typecheck and the Biome checks, which leave a core idle.
+// The base path is playwright.subpath.config.ts's SUB_PATH.
+const SUB_PATH_BUILD = ['vite', 'build', '--outDir', 'dist-subpath', '--logLevel', 'warn'];
+const builds = background('npx', ['vite', 'build', '--logLevel', 'warn']).then(async (app) =>
+  app.status !== 0 ? app : background('npx', SUB_PATH_BUILD, { FLASHSCOPE_BASE: '/some/sub/path/' }),
+);
 
 // 1. Typecheck: one test that passes or fails as a whole.
 const tsc = run('npx', ['tsc', '--noEmit', '-p', 'tsconfig.json']);
@@ -72,13 +92,18 @@ if (!existsSync(chromium)) {
   );
   totals.failed++;
   lines.push('e2e: no Chromium found');
+} else if ((await builds).status !== 0) {
+  const { out } = await builds;
+  console.error(`\nThe build the browser tests serve failed:\n${out}`);
+  totals.failed++;
+  lines.push('e2e: the build failed');
 } else {
   // The main suite on two workers (the SwiftShader kernel checks first), then the specs that time the main thread alone on the same
   // build, then the hosted build under a sub-path (playwright.subpath.config.ts).
   for (const [name, config, args, env] of [
-    ['e2e', 'playwright.config.ts', ['--project=kernels', '--project=app'], {}],
+    ['e2e', 'playwright.config.ts', ['--project=kernels', '--project=app'], { FLASHSCOPE_PREBUILT: '1' }],
     ['e2e main thread', 'playwright.config.ts', ['--project=main thread', '--workers=1'], { FLASHSCOPE_PREBUILT: '1' }],
-    ['e2e sub-path', 'playwright.subpath.config.ts', [], {}],
+    ['e2e sub-path', 'playwright.subpath.config.ts', [], { FLASHSCOPE_PREBUILT: '1' }],
   ]) {
     const e2eReport = 'test-results/e2e.json';
     rmSync(e2eReport, { force: true });

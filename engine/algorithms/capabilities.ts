@@ -1,10 +1,33 @@
-// What an algorithm's kernels accept, answered from its descriptor's declaration alone:
-// the dtype, the head-dim pair and the score modifiers. The refusal names the field at
-// fault and says what to pick instead, so the problem panel can offer a one-click fix
-// without starting a pass. descriptors.test.ts holds each declaration to its engine.
+// What an algorithm's kernels accept, answered from its declaration alone: the dtype, the
+// head-dim pair and the score modifiers. The refusal names the field at fault and says what
+// to pick instead, so the problem panel can offer a one-click fix without starting a pass,
+// and the algorithm's own entry throws the same refusal (one copy of each rule).
 
-import { type AttentionProblem, isFp8 } from '../core/problem.ts';
-import type { AlgorithmDescriptor, Modifier } from './descriptor.ts';
+import { type AttentionProblem, type DType, isFp8, noFp8Path, ProblemError } from '../core/problem.ts';
+
+/** The score modifiers a kernel may lack. */
+export type Modifier = 'alibi' | 'softcap' | 'sinks';
+
+export interface Supports {
+  /** Input dtypes its forward takes (the backward takes the 16- and 32-bit ones). */
+  readonly dtypes: readonly DType[];
+  /** Its own sentence for a dtype it refuses (absent: the shared "no FP8 path" one). */
+  readonly dtypeRefusal?: (dtype: DType) => string;
+  /** Head-dim rules of its kernels: the largest d, and whether d must equal dv. */
+  readonly headDims?: {
+    readonly max?: number;
+    readonly maxRefusal: (d: number) => string;
+    readonly equal?: (d: number, dv: number) => string;
+  };
+  /** Modifiers its kernels lack, each with the sentence its refusal says. */
+  readonly lacks?: Partial<Record<Modifier, string>>;
+  /** Its FP8 forward's extra limits: the modifiers it lacks and the (d, dv) pairs with d ≠ dv it instantiates. */
+  readonly fp8?: {
+    readonly lacks: Partial<Record<Modifier, string>>;
+    readonly headDimPairs: readonly (readonly [number, number])[];
+    readonly pairRefusal: (d: number, dv: number) => string;
+  };
+}
 
 export interface DeclaredRefusal {
   field: string;
@@ -21,19 +44,13 @@ function lacking(p: AttentionProblem, lacks: Partial<Record<Modifier, string>> |
   return null;
 }
 
-/** The refusal `d` declares for `problem` on `pass` (forward with no switches set), or null when it accepts it. */
-export function declaredRefusal(d: AlgorithmDescriptor, pass: 'forward' | 'backward', p: AttentionProblem): DeclaredRefusal | null {
+/** The refusal `s` declares for `p` on algorithm `id`'s `pass` (which exists), or null when it accepts it. */
+export function supportsRefusal(id: string, s: Supports, pass: 'forward' | 'backward', p: AttentionProblem): DeclaredRefusal | null {
   if (pass === 'backward') {
-    if (!d.backward)
-      return {
-        field: 'pass',
-        message: `${d.id} has no backward pass in FlashScope (standard, fa1, fa2 and fa3 have one); choose the forward pass or one of those`,
-      };
-    if (isFp8(p.dtype)) return fp8Refusal(`the ${d.id} backward`, p);
-  } else if (!d.supports.dtypes.includes(p.dtype)) {
-    return d.supports.dtypeRefusal ? { field: 'dtype', message: d.supports.dtypeRefusal(p.dtype) } : fp8Refusal(d.id, p);
+    if (isFp8(p.dtype)) return { field: 'dtype', message: noFp8Path(`the ${id} backward`, p.dtype) };
+  } else if (!s.dtypes.includes(p.dtype)) {
+    return { field: 'dtype', message: s.dtypeRefusal ? s.dtypeRefusal(p.dtype) : noFp8Path(id, p.dtype) };
   }
-  const s = d.supports;
   const lowPrec = pass === 'forward' && isFp8(p.dtype) ? s.fp8 : undefined;
   const modifier = lacking(p, s.lacks) ?? lacking(p, lowPrec?.lacks);
   if (modifier) return modifier;
@@ -44,9 +61,26 @@ export function declaredRefusal(d: AlgorithmDescriptor, pass: 'forward' | 'backw
   return null;
 }
 
-function fp8Refusal(name: string, p: AttentionProblem): DeclaredRefusal {
+/** Throws the ProblemError `s` declares for `p`: what a kernel's entry calls before its first step. */
+export function requireSupported(id: string, s: Supports, pass: 'forward' | 'backward', p: AttentionProblem): void {
+  const r = supportsRefusal(id, s, pass, p);
+  if (r) throw new ProblemError(r.field, r.message);
+}
+
+/** The refusal algorithm `d` declares for `p` on `pass` (forward with no switches set), its missing backward included. */
+export function declaredRefusal(
+  d: { readonly id: string; readonly backward?: unknown; readonly supports: Supports },
+  pass: 'forward' | 'backward',
+  p: AttentionProblem,
+): DeclaredRefusal | null {
+  if (pass === 'backward' && !d.backward) return noBackwardPass(d.id);
+  return supportsRefusal(d.id, d.supports, pass, p);
+}
+
+/** The refusal of the backward pass of algorithm `id`, which has none. */
+export function noBackwardPass(id: string): DeclaredRefusal {
   return {
-    field: 'dtype',
-    message: `${name} has no FP8 path; ${p.dtype} runs only on fa3's forward (FA3's FP8 kernel) — pick fp16, bf16 or fp32 here`,
+    field: 'pass',
+    message: `${id} has no backward pass in FlashScope (standard, fa1, fa2 and fa3 have one); choose the forward pass or one of those`,
   };
 }

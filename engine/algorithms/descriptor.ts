@@ -8,6 +8,7 @@ import type { BackwardAlgorithm } from '../backward/types.ts';
 import type { AttentionProblem, DType } from '../core/problem.ts';
 import type { GpuId } from '../hw/gpus/index.ts';
 import type { HwAlgorithm } from '../hw/model.ts';
+import type { Supports } from './capabilities.ts';
 import type { FeatureSpecs } from './features.ts';
 import type { StepAlgorithm } from './types.ts';
 
@@ -58,30 +59,6 @@ export interface ServingDescriptor {
   pageNote?: string;
 }
 
-/** The score modifiers a kernel may lack. */
-export type Modifier = 'alibi' | 'softcap' | 'sinks';
-
-export interface Supports {
-  /** Input dtypes its forward takes (the backward takes the 16- and 32-bit ones). */
-  readonly dtypes: readonly DType[];
-  /** Its own sentence for a dtype it refuses (absent: the shared "no FP8 path" one). */
-  readonly dtypeRefusal?: (dtype: DType) => string;
-  /** Head-dim rules of its kernels: the largest d, and whether d must equal dv. */
-  readonly headDims?: {
-    readonly max?: number;
-    readonly maxRefusal: (d: number) => string;
-    readonly equal?: (d: number, dv: number) => string;
-  };
-  /** Modifiers its kernels lack, each with the sentence its refusal says. */
-  readonly lacks?: Partial<Record<Modifier, string>>;
-  /** Its FP8 forward's extra limits: the modifiers it lacks and the (d, dv) pairs with d ≠ dv it instantiates. */
-  readonly fp8?: {
-    readonly lacks: Partial<Record<Modifier, string>>;
-    readonly headDimPairs: readonly (readonly [number, number])[];
-    readonly pairRefusal: (d: number, dv: number) => string;
-  };
-}
-
 export interface AlgorithmDescriptor<Id extends string = string> {
   readonly id: Id;
   /** Human name for menus. */
@@ -105,7 +82,7 @@ export interface AlgorithmDescriptor<Id extends string = string> {
   readonly defaults: AlgorithmDefaults;
   /** The tile (Br × Bc) the forward runs when none is given: the one table everything reads. */
   readonly tiles: (p: TileQuery) => { blockM: number; blockN: number };
-  /** What its kernels accept (engine/algorithms/capabilities.ts answers from it; a test holds it to the engine). */
+  /** What its kernels accept: capabilities.ts answers from it, and the kernels it declares refuse from it. */
   readonly supports: Supports;
   readonly rowStats: RowStatsHome;
   readonly serving: ServingDescriptor;

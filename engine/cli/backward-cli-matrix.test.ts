@@ -1,6 +1,6 @@
 // The backward's command-line contract on every variant, through the real command:
-// `node --import tsx engine/cli/main.ts run --algo standard,fa1,fa2,fa3 --q … --k … --v … --do … --out DIR`
-// is spawned once per variant on tensor files written here, and DIR/<algo>/{o,lse,dq,dk,dv}.npy
+// `run --algo standard,fa1,fa2,fa3 --q … --k … --v … --do … --out DIR` runs once per variant
+// (in this process, through the dispatcher main.ts calls) on tensor files written here, and DIR/<algo>/{o,lse,dq,dk,dv}.npy
 // are compared with a float64 reference written in this file on its own terms (dense score
 // matrices, the masks and modifiers spelled out from FlashAttention's definitions, no engine
 // score code), so a wrong mask alignment or modifier in the engine cannot cancel out.
@@ -9,7 +9,6 @@
 // be exactly 0. The variants rotate through dtypes (fp16 .npy, bf16 .safetensors, bf16 by
 // --dtype), layouts (bhnd, bnhd) and ranks (2, 3, 4).
 
-import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -19,6 +18,7 @@ import { naiveBackwardSamePrecision } from '../backward/accuracy-support.ts';
 import { MemorySource } from '../io/byte-source.ts';
 import { encodeNpy, readNpy } from '../io/npy.ts';
 import type { AttentionProblem, DType } from '../core/problem.ts';
+import { runCliCaptured } from './run-cli-captured.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'flashscope-bwd-matrix-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -372,14 +372,8 @@ describe('run --do: every variant through the spawned command, against a float64
       }
       if (c.blocks) args.push('--block-m', String(c.blocks[0]), '--block-n', String(c.blocks[1]));
       const out = at('out');
-      const r = spawnSync(
-        process.execPath,
-        ['--import', 'tsx', 'engine/cli/main.ts', 'run', '--algo', ALGOS.join(','), ...args, '--out', out],
-        {
-          encoding: 'utf8',
-        },
-      );
-      expect(r.stderr.replace(/npm warn.*\n/g, ''), 'stderr').toBe('');
+      const r = await runCliCaptured(['run', '--algo', ALGOS.join(','), ...args, '--out', out]);
+      expect(r.stderr, 'stderr').toBe('');
       expect(r.status).toBe(0);
 
       const ref = reference(p, vals.q, vals.k, vals.v, vals.do);
@@ -455,20 +449,19 @@ describe('run --do refusals through the spawned command: nothing written', () =>
     '--layout',
     'bnhd',
   ];
-  const engine = (args: string[]) =>
-    spawnSync(process.execPath, ['--import', 'tsx', 'engine/cli/main.ts', 'run', ...args], { encoding: 'utf8' });
+  const engine = (args: string[]) => runCliCaptured(['run', ...args]);
 
-  it('a dO with O’s element count in the other layout is refused, naming dO and the expected shape', () => {
+  it('a dO with O’s element count in the other layout is refused, naming dO and the expected shape', async () => {
     const out = join(dir, 'refused-do');
-    const r = engine(['--algo', 'standard,fa2', ...qkv, '--do', file('do-bhnd.npy', [1, p.hq, p.nq, p.dv]), '--out', out]);
+    const r = await engine(['--algo', 'standard,fa2', ...qkv, '--do', file('do-bhnd.npy', [1, p.hq, p.nq, p.dv]), '--out', out]);
     expect(r.status).not.toBe(0);
     expect(r.stderr).toMatch(/dO: .*expected shape \[1, 5, 2, 6\] \(the shape of O.*got \[1, 2, 5, 6\]/);
     expect(existsSync(out)).toBe(false);
   });
 
-  it('an algorithm without a backward is refused before anything is written, even after ones that have one', () => {
+  it('an algorithm without a backward is refused before anything is written, even after ones that have one', async () => {
     const out = join(dir, 'refused-algo');
-    const r = engine(['--algo', 'standard,fa2,fa4', ...qkv, '--do', file('do-ok.npy', [1, p.nq, p.hq, p.dv]), '--out', out]);
+    const r = await engine(['--algo', 'standard,fa2,fa4', ...qkv, '--do', file('do-ok.npy', [1, p.nq, p.hq, p.dv]), '--out', out]);
     expect(r.status).not.toBe(0);
     expect(r.stderr).toMatch(/algo: fa4 has no backward pass in FlashScope; backward passes exist for standard, fa1, fa2, fa3/);
     expect(existsSync(out)).toBe(false);

@@ -242,10 +242,16 @@ for (const v of [...PROTO, '', 'x', 'FA2 ']) {
   }
 }
 
-// describe / simulate sizes.
+// describe / simulate sizes: the option parser run and trace use refuses them, naming the option.
 for (const opt of ['b', 'hq', 'nq', 'd', 'stages', 'splits'])
-  for (const v of ['0', '-1', '1.5', '1e9', 'NaN', 'x'])
+  for (const v of ['0', '-1', '1.5', '1e12', 'NaN', 'x'])
     add(`simulate --${opt} ${v}`, hw('simulate', `--${opt}`, v), 1, new RegExp(`--${opt}`));
+// Sizes that parse but no kernel runs: the model refuses them with upstream's reason or the grid it would need.
+add('simulate --nq 1e9', hw('simulate', '--nq', '1e9'), 1, /grid would hold about .* make hq or nq smaller/);
+add('simulate --d 1e9', hw('simulate', '--d', '1e9'), 1, /head dimension at most 256/);
+add('describe --seqlens-q 1,x', hw('describe', '--seqlens-q', '1,x'), 1, /--seqlens-q needs lengths/);
+add('describe --pack-gqa maybe', hw('describe', '--pack-gqa', 'maybe'), 1, /--pack-gqa must be true or false/);
+add('describe --seed 1', hw('describe', '--seed', '1'), 1, /--seed sets how the numeric engine steps/);
 
 // Input paths that are not tensor files: FIFOs (an open would block forever), devices, /proc, folders, missing files.
 const INPUT_SPECIAL: [string, RegExp][] = [

@@ -174,22 +174,22 @@ describe('describe / simulate commands', () => {
     );
   });
 
-  it('rejects bad input with a message naming the flag', () => {
-    expect(() => parseHwOptions(['--algo', 'fa3'], { nq: 64, d: 64 })).toThrow(/--gpu is required/);
-    expect(() => parseHwOptions(['--algo', 'fa3', '--gpu', 'h100', '--nq', '0'], { nq: 64, d: 64 })).toThrow(
-      /--nq must be a positive integer/,
-    );
-    expect(() => parseHwOptions(['--algo', 'fa3', '--gpu', 'h100', '--dtype', 'fp8'], { nq: 64, d: 64 })).toThrow(/--dtype/);
-    expect(() => parseHwOptions(['--algo', 'fa3', '--gpu', 'h100', '--hq', '3', '--hk', '2'], { nq: 64, d: 64 })).toThrow(/hk/);
-    expect(() => parseHwOptions(['--algo', 'fa3', '--gpu', 'h100', '--frobnicate'], { nq: 64, d: 64 })).toThrow(
-      /unknown option '--frobnicate'/,
-    );
+  it('rejects bad input with a message naming the flag', async () => {
+    const bad = (...args: string[]) => parseHwOptions(['--algo', 'fa3', '--gpu', 'h100', ...args]);
+    await expect(parseHwOptions(['--algo', 'fa3'])).rejects.toThrow(/--gpu is required/);
+    await expect(bad('--nq', '0')).rejects.toThrow(/--nq must be an integer from 1/);
+    await expect(bad('--dtype', 'fp8')).rejects.toThrow(/--dtype/);
+    await expect(bad('--hq', '3', '--hk', '2')).rejects.toThrow(/hk/);
+    await expect(bad('--frobnicate')).rejects.toThrow(/unknown option --frobnicate/);
+    await expect(bad('--block-m', '64')).rejects.toThrow(/--block-m sets how the numeric engine steps/);
+    await expect(parseHwOptions(['--algo', 'fa3,fa4', '--gpu', 'h100'])).rejects.toThrow(/--algo takes one id/);
+    await expect(bad('--seqlens-q', '5,6', '--b', '3')).rejects.toThrow(/--seqlens-q gives 2 lengths for a batch of 3/);
   });
 });
 
 describe('hardware trace lines', () => {
-  it('emit a header, timeline and memory events as JSONL', () => {
-    const lines = hardwareTraceLines(['--algo', 'fa3', '--gpu', 'h100', '--nq', '128', '--nk', '384']);
+  it('emit a header, timeline and memory events as JSONL', async () => {
+    const lines = await hardwareTraceLines(['--algo', 'fa3', '--gpu', 'h100', '--nq', '128', '--nk', '384']);
     const rows = lines.map((l) => fromJsonLine<{ type: string }>(l));
     expect(rows[0].type).toBe('hw.header');
     const tl = rows.filter((r) => r.type === 'hw.timeline') as unknown as TimelineEvent[];

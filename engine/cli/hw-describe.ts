@@ -4,24 +4,7 @@
 import type { CliCommand } from './command.ts';
 import { describeFor } from '../hw/registry.ts';
 import { HW_OPTIONS_HELP, parseHwOptions } from './hw-options.ts';
-import { blockMaskSummary, MASK_HELP, maskFromFlags } from './mask-options.ts';
-
-/** --mask-mod / --score-mod and their values, taken out of describe's arguments. */
-function takeMaskFlags(args: string[]): { rest: string[]; maskMod?: string; scoreMod?: string } {
-  const rest: string[] = [];
-  const got: { maskMod?: string; scoreMod?: string } = {};
-  for (let i = 0; i < args.length; i++) {
-    const key = args[i] === '--mask-mod' ? 'maskMod' : args[i] === '--score-mod' ? 'scoreMod' : undefined;
-    if (key === undefined) {
-      rest.push(args[i]);
-      continue;
-    }
-    const v = args[++i];
-    if (v === undefined) throw new Error(`${args[i - 1]} needs a value`);
-    got[key] = v;
-  }
-  return { rest, ...got };
-}
+import { blockMaskSummary } from './mask-options.ts';
 
 export const describeCommand: CliCommand = {
   name: 'describe',
@@ -39,16 +22,13 @@ export const describeCommand: CliCommand = {
     "full at the schedule's block_m × block_n, the density, and the FLOPs and K/V bytes skipping saves.",
     '',
     HW_OPTIONS_HELP,
-    MASK_HELP,
   ].join('\n'),
   async run(args) {
-    const { rest, maskMod, scoreMod } = takeMaskFlags(args);
-    const o = parseHwOptions(rest, { nq: 4096, d: 128 });
+    const o = await parseHwOptions(args);
     const sheet = describeFor(o.algo, o.gpu, o.shape, o.features, o.pass);
     const fits = sheet.does_not_fit.length === 0;
-    const mask = maskFromFlags(maskMod, scoreMod, o.shape);
     // The block mask at the schedule's own tiles: what upstream's block-sparse tensors would hold.
-    const blocks = mask ? { block_mask: blockMaskSummary({ ...o.shape, mask }, sheet.tiles.block_m, sheet.tiles.block_n) } : {};
+    const blocks = o.problem.mask ? { block_mask: blockMaskSummary(o.problem, sheet.tiles.block_m, sheet.tiles.block_n) } : {};
     console.log(JSON.stringify({ ...sheet, fits, ...blocks }, null, 2));
     return fits ? 0 : 1;
   },

@@ -9,7 +9,7 @@ export const simulateCommand: CliCommand = {
   name: 'simulate',
   summary: 'predicted time_us, tflops and unit utilization of a hardware schedule on a GPU',
   help: [
-    'usage: npm run -s engine -- simulate --algo ALGO --gpu GPU --b B --hq H --nq N --nk N --d D [options]',
+    'usage: npm run -s engine -- simulate --algo ALGO --gpu GPU [problem options: --q/--k/--v FILE or --b --hq --nq --nk --d] [options]',
     '',
     'Prints JSON: time_us, tflops (4·B·Hq·Nq·Nk·d, halved when causal; 2.5 × that with --backward),',
     'utilization per unit,',
@@ -19,7 +19,7 @@ export const simulateCommand: CliCommand = {
     HW_OPTIONS_HELP,
   ].join('\n'),
   async run(args) {
-    const o = parseHwOptions(args, { nq: 4096, d: 128 });
+    const o = await parseHwOptions(args);
     try {
       console.log(JSON.stringify({ pass: o.pass, ...simulateFor(o.algo, o.gpu, o.shape, o.features, o.pass) }, null, 2));
       return 0;

@@ -1,4 +1,4 @@
-// The serving-layout contract of `run`, spawned as a user runs it and checked
+// The serving-layout contract of `run`, run in process as a user runs it (argv in, files out) and checked
 // against a float64 reference written HERE (no engine numerics): per sequence, scores
 // q·k/sqrt(d) with the causal / window masks aligned bottom-right in that sequence, a
 // max-subtracted softmax, o = P V, lse = log Σ exp, and for the backward dP = dO Vᵀ,
@@ -6,7 +6,6 @@
 // over the query heads of a K/V head. Tensors are laid out and paged by this file's own
 // index arithmetic; the pool's unowned slots hold NaN. Tolerances: fp32 2e-5, 16-bit 2e-3.
 
-import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -14,6 +13,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { MemorySource } from '../io/byte-source.ts';
 import { encodeNpy, readNpy } from '../io/npy.ts';
 import { seqOffsets } from '../layouts/varlen.ts';
+import { runCliCaptured } from './run-cli-captured.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'flashscope-layout-contract-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -156,12 +156,9 @@ function seqRef(D: Dims, m: Mask, nq: number, nk: number, q: At, k: At, v: At, d
   return dO ? { o, lse, dq, dk, dv: dvv } : { o, lse };
 }
 
-// ---- spawning and comparing ----
+// ---- running and comparing ----
 
-function cli(args: string[]): { status: number | null; stderr: string } {
-  const r = spawnSync(process.execPath, ['--import', 'tsx', 'engine/cli/main.ts', 'run', ...args], { encoding: 'utf8' });
-  return { status: r.status, stderr: r.stderr };
-}
+const cli = (args: string[]) => runCliCaptured(['run', ...args]);
 
 async function npy(file: string): Promise<{ shape: number[]; data: ArrayLike<number> }> {
   const t = await readNpy(new MemorySource(readFileSync(file), file));
@@ -335,7 +332,7 @@ describe("spawned `run` on packed varlen batches against this file's float64 ref
       if (c.mask.window) args.push('--window', c.mask.window.join(','));
       if (c.prec === 'bf16') args.push('--dtype', 'bf16');
       if (dO) args.push('--do', dO.file);
-      const r = cli(args);
+      const r = await cli(args);
       expect(r.stderr).toBe('');
       expect(r.status).toBe(0);
       // The truth, sequence by sequence, scattered into the packed layouts.
@@ -518,7 +515,7 @@ describe("spawned `run` on a paged K/V cache against this file's float64 referen
       if (c.mask.causal) args.push('--causal');
       if (c.mask.window) args.push('--window', c.mask.window.join(','));
       if (c.prec === 'bf16') args.push('--dtype', 'bf16');
-      const r = cli(args);
+      const r = await cli(args);
       expect(r.stderr).toBe('');
       expect(r.status).toBe(0);
       const o = new Float64Array(B * c.nq * hq * dv); // in the CLI's o layout
@@ -664,9 +661,9 @@ describe('spawned `run` refuses inconsistent serving inputs and writes nothing',
     ['--do on a paged cache', paged({}, ['--do', pq.file]), /--do: a paged K\/V cache has no backward pass/],
   ];
   for (const [name, args, msg, algo = 'fa2'] of cases) {
-    it(`refuses ${name}`, () => {
+    it(`refuses ${name}`, async () => {
       const out = join(dir, `refused-${fileNo++}`);
-      const r = cli(['--algo', algo, ...args, '--out', out]);
+      const r = await cli(['--algo', algo, ...args, '--out', out]);
       expect(r.status).toBe(1);
       expect(r.stderr).toMatch(msg);
       expect(existsSync(out)).toBe(false);
@@ -675,7 +672,7 @@ describe('spawned `run` refuses inconsistent serving inputs and writes nothing',
 
   it('accepts an out-of-range entry in a column no sequence uses (it is never read)', async () => {
     const out = join(dir, `unused-${fileNo++}`);
-    const r = cli(['--algo', 'fa2', ...paged({ 'block-table': badTable(1, pool.maxPages - 1, 999) }), '--out', out]);
+    const r = await cli(['--algo', 'fa2', ...paged({ 'block-table': badTable(1, pool.maxPages - 1, 999) }), '--out', out]);
     expect(r.stderr).toBe('');
     expect(r.status).toBe(0);
     expect((await npy(join(out, 'fa2', 'o.npy'))).shape).toEqual([2, 1, 4, 8]);

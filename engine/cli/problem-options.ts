@@ -21,6 +21,7 @@ import { checkCliSize, type CliSizing } from './size-limits.ts';
 import { ArgsError, flag, list, num, str, type OptionSpec, type ParsedArgs } from './args.ts';
 import { loadTensorFile, loadVector } from './tensor-files.ts';
 import { MASK_HELP, maskFromFlags } from './mask-options.ts';
+import { FieldError, fieldsToProblem, problemToFields, type ProblemFields } from '../problem-fields.ts';
 
 export type Layout = 'bhnd' | 'bnhd';
 
@@ -208,11 +209,62 @@ async function fromFiles(
   };
 }
 
+/** Defaults of a random problem's sizes and dtype, where a command's own differ from run's. */
+export interface RandomDefaults {
+  batch: number;
+  nq: number;
+  /** Absent: nk follows nq. */
+  nk?: number;
+  d: number;
+  dtype: DType;
+}
+
+const RUN_DEFAULTS: RandomDefaults = { batch: DEFAULT_PROBLEM.batch, nq: DEFAULT_PROBLEM.nq, d: DEFAULT_PROBLEM.d, dtype: 'fp32' };
+
+/** The options' problem (validated) and, with --q/--k/--v, the tensors as read; random inputs are not made here. */
+export interface ArgsProblem {
+  problem: AttentionProblem;
+  /** The tensor files' values in BHND, not yet rounded to the dtype; absent for a random problem. */
+  raw?: AttentionInputs;
+  blocks: BlockOptions;
+  rank: number;
+  layout: Layout;
+}
+
+/** The scalar part of the problem through the app's one form conversion, so both read a field alike. */
+function problemThroughFields(dims: ProblemDims, a: ParsedArgs, dtype: DType): AttentionProblem {
+  const window = parseWindow(str(a, 'window'));
+  const side = (w: number | undefined) => (w === undefined || w === -1 ? '' : String(w));
+  const softcap = num(a, 'softcap');
+  const fields: ProblemFields = {
+    ...problemToFields({ ...dims, causal: flag(a, 'causal'), dtype }),
+    windowLeft: side(window?.left),
+    windowRight: side(window?.right),
+    softcap: softcap === undefined ? '' : String(softcap),
+  };
+  try {
+    const p = fieldsToProblem(fields);
+    // The fields leave a window unbounded on both sides out; the CLI keeps it as given.
+    if (window && !p.window) p.window = window;
+    return p;
+  } catch (e) {
+    if (e instanceof FieldError && e.field.startsWith('window'))
+      throw new ArgsError(`--window needs L,R (integers >= 0, -1 = unbounded): ${e.message}`);
+    if (e instanceof FieldError) throw new ArgsError(`--${e.field}: ${e.message}`);
+    throw e;
+  }
+}
+
 /**
  * Builds the problem from files when --q/--k/--v are given, otherwise from the random
  * options (when `allowRandom`). Validates everything before any algorithm runs.
  */
-export async function cliProblem(a: ParsedArgs, allowRandom: boolean, sizing?: CliSizing): Promise<CliProblem> {
+export async function problemFromArgs(
+  a: ParsedArgs,
+  allowRandom: boolean,
+  sizing?: CliSizing,
+  defaults: RandomDefaults = RUN_DEFAULTS,
+): Promise<ArgsProblem> {
   const blocks = blockOptions(a);
   const sized = (p: AttentionProblem, fromFiles: boolean) => {
     if (sizing) checkCliSize(p, resolveBlocks(p, blocks), sizing, fromFiles);
@@ -220,14 +272,9 @@ export async function cliProblem(a: ParsedArgs, allowRandom: boolean, sizing?: C
   const layout = parseLayout(str(a, 'layout'));
   const files = ['q', 'k', 'v'].filter((r) => str(a, r) !== undefined);
   const dtypeOpt = parseDtype(str(a, 'dtype'));
-  const common = {
-    causal: flag(a, 'causal'),
-    window: parseWindow(str(a, 'window')),
-    softcap: num(a, 'softcap'),
-    scale: num(a, 'scale'),
-  };
+  const scale = num(a, 'scale');
   let problem: AttentionProblem;
-  let inputs: AttentionInputs;
+  let raw: AttentionInputs | undefined;
   let rank = 4;
   if (files.length > 0) {
     if (files.length !== 3) throw new ArgsError('give all of --q, --k and --v (or none, for random inputs)');
@@ -236,36 +283,31 @@ export async function cliProblem(a: ParsedArgs, allowRandom: boolean, sizing?: C
     const f = await fromFiles(
       a,
       layout,
-      (dims) => sized({ ...dims, ...common, dtype: 'fp32' } as AttentionProblem, true),
+      (dims) => sized({ ...problemThroughFields(dims, a, 'fp32'), ...(scale !== undefined ? { scale } : {}) }, true),
       sizing?.command === 'run' ? sizing.maxBytes : undefined,
     );
-    problem = { ...f.problem, ...common, dtype: dtypeOpt ?? f.fileDtype };
-    inputs = { q: roundArray(problem.dtype, f.raw.q), k: roundArray(problem.dtype, f.raw.k), v: roundArray(problem.dtype, f.raw.v) };
+    problem = problemThroughFields(f.problem, a, dtypeOpt ?? f.fileDtype);
+    raw = f.raw;
     rank = f.rank;
   } else {
     if (!allowRandom) throw new ArgsError('--q, --k and --v are required');
     const hq = num(a, 'hq') ?? DEFAULT_PROBLEM.hq;
-    const d = num(a, 'd') ?? DEFAULT_PROBLEM.d;
-    const nq = num(a, 'nq') ?? DEFAULT_PROBLEM.nq;
-    problem = {
-      batch: num(a, 'b') ?? DEFAULT_PROBLEM.batch,
+    const d = num(a, 'd') ?? defaults.d;
+    const nq = num(a, 'nq') ?? defaults.nq;
+    const dims: ProblemDims = {
+      batch: num(a, 'b') ?? defaults.batch,
       hq,
       hk: num(a, 'hk') ?? hq,
       nq,
-      nk: num(a, 'nk') ?? nq,
+      nk: num(a, 'nk') ?? defaults.nk ?? nq,
       d,
       dv: num(a, 'dv') ?? d,
-      ...common,
-      dtype: dtypeOpt ?? 'fp32',
     };
-    const dist = str(a, 'distribution') ?? 'normal';
-    if (!['normal', 'large-logits', 'outlier-row', 'fa3-outliers', 'sink'].includes(dist)) {
-      throw new ArgsError(`--distribution must be normal, large-logits, outlier-row, fa3-outliers or sink, got '${dist}'`);
-    }
+    problem = problemThroughFields(dims, a, dtypeOpt ?? defaults.dtype);
     validateProblem(problem);
     sized(problem, false);
-    inputs = randomInputs(problem, { seed: num(a, 'seed') ?? 0, distribution: dist as InputDistribution });
   }
+  if (scale !== undefined) problem.scale = scale;
   if (flag(a, 'alibi') && str(a, 'alibi-slopes')) throw new ArgsError('give --alibi or --alibi-slopes, not both');
   if (flag(a, 'alibi')) problem.alibi = 'standard';
   const slopes = str(a, 'alibi-slopes');
@@ -274,10 +316,20 @@ export async function cliProblem(a: ParsedArgs, allowRandom: boolean, sizing?: C
   if (sink) problem.sinks = await loadVector(sink, problem.hq, '--sink');
   const mask = maskFromFlags(str(a, 'mask-mod'), str(a, 'score-mod'), problem);
   if (mask) problem.mask = mask;
-  if (problem.scale === undefined) delete problem.scale;
-  if (problem.softcap === undefined) delete problem.softcap;
-  if (problem.window === undefined) delete problem.window;
   validateProblem(problem);
+  return { problem, ...(raw ? { raw } : {}), blocks, rank, layout };
+}
+
+/** The problem and its inputs: the tensor files rounded to the dtype, or random ones (--seed, --distribution). */
+export async function cliProblem(a: ParsedArgs, allowRandom: boolean, sizing?: CliSizing): Promise<CliProblem> {
+  const dist = str(a, 'distribution') ?? 'normal';
+  if (!['normal', 'large-logits', 'outlier-row', 'fa3-outliers', 'sink'].includes(dist)) {
+    throw new ArgsError(`--distribution must be normal, large-logits, outlier-row, fa3-outliers or sink, got '${dist}'`);
+  }
+  const { problem, raw, blocks, rank, layout } = await problemFromArgs(a, allowRandom, sizing);
+  const inputs = raw
+    ? { q: roundArray(problem.dtype, raw.q), k: roundArray(problem.dtype, raw.k), v: roundArray(problem.dtype, raw.v) }
+    : randomInputs(problem, { seed: num(a, 'seed') ?? 0, distribution: dist as InputDistribution });
   return { problem, inputs, blocks, features: parseFeatures(list(a, 'feature')), rank, layout };
 }
 

@@ -10,10 +10,10 @@ import { ArgsError, flag, num, parseArgs, str } from './args.ts';
 import { checkOutputs, inputFilesOf, StagedOutputs, type OutputPlan } from './output-files.ts';
 import type { CliCommand } from './command.ts';
 import { algoIds, cliProblem, PROBLEM_HELP, PROBLEM_OPTIONS, RANDOM_OPTIONS } from './problem-options.ts';
-import { describeFor, shapeOf } from '../hw/registry.ts';
+import { describeFor } from '../hw/registry.ts';
 import { BACKWARD_TRACE_HELP, BACKWARD_TRACE_OPTIONS, backwardsFor, traceBackwardInputs, wantsBackward } from './backward-cli.ts';
 import { hardwareTraceLinesFor } from '../hw/trace-lines.ts';
-import { HW_TRACE_HELP, HW_TRACE_OPTIONS, hwFeaturesFromArgs, stepFeaturesFromArgs } from './hw-trace-options.ts';
+import { HW_SWITCHES_HELP, HW_TRACE_OPTIONS, hwFeaturesFromArgs, hwShapeOf, stepFeaturesFromArgs } from './hw-options.ts';
 
 /** Buffers lines and respects backpressure, so a long trace piped into `head` or a file never piles up in memory. */
 async function writeLines(sink: Writable, lines: Iterable<string>, failed: () => Error | undefined): Promise<void> {
@@ -46,7 +46,10 @@ random problem:
   --distribution NAME         normal | large-logits | outlier-row | fa3-outliers | sink (default normal)
 
 ${PROBLEM_HELP}
-${HW_TRACE_HELP}
+${HW_SWITCHES_HELP}
+  with --gpu, the events of one SM's schedule of the same problem follow the numeric steps
+  (fa3, fa4, fmha-v2, cute-fa2, flash-decoding; with --do/--backward the backward kernel's:
+  fa3, fa2; engine/TRACE.md, "Hardware events")
 ${BACKWARD_TRACE_HELP}
 output:
   --format jsonl              the only format (default)
@@ -83,7 +86,7 @@ output:
     const pass = backward ? 'backward' : 'forward';
     if (gpu) {
       for (const algo of algos) {
-        const sheet = describeFor(algo.id, gpu, shapeOf(cp.problem), hwFeaturesFromArgs(a), pass);
+        const sheet = describeFor(algo.id, gpu, hwShapeOf(a, cp.problem, algo.id), hwFeaturesFromArgs(a, algo.id), pass);
         if (sheet.does_not_fit.length > 0) throw new ArgsError(`${algo.id} on ${gpu} does not fit: ${sheet.does_not_fit.join('; ')}`);
       }
     }
@@ -97,7 +100,7 @@ output:
       for (const algo of algos) {
         const gen = algo.run(cp.problem, cp.inputs, {
           ...cp.blocks,
-          features: { ...cp.features, ...stepFeaturesFromArgs(a) },
+          features: { ...cp.features, ...stepFeaturesFromArgs(a, algo.id) },
           trace: true,
         });
         const lines = function* (): Generator<string> {
@@ -105,7 +108,10 @@ output:
         };
         await writeLines(sink, lines(), () => error);
         // With --gpu, one SM's hardware schedule of the same problem follows (type hw.*).
-        if (gpu) await writeLines(sink, hardwareTraceLinesFor(algo.id, gpu, shapeOf(cp.problem), hwFeaturesFromArgs(a), pass), () => error);
+        if (gpu) {
+          const shape = hwShapeOf(a, cp.problem, algo.id);
+          await writeLines(sink, hardwareTraceLinesFor(algo.id, gpu, shape, hwFeaturesFromArgs(a, algo.id), pass), () => error);
+        }
       }
       if (staged) {
         sink.end();

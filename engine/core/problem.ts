@@ -165,14 +165,14 @@ export function dtypeBytes(dtype: DType): number {
   return dtype === 'fp32' ? 4 : isFp8(dtype) ? 1 : 2;
 }
 
+/** The refusal of an FP8 `dtype` by `algorithm`, which has no FP8 path. */
+export function noFp8Path(algorithm: string, dtype: DType): string {
+  return `${algorithm} has no FP8 path; ${dtype} runs only on fa3's forward (FA3's FP8 kernel) — pick fp16, bf16 or fp32 here`;
+}
+
 /** FP8 runs only where an algorithm models an FP8 path; every other algorithm calls this first. */
 export function requireNoFp8(p: AttentionProblem, algorithm: string): void {
-  if (isFp8(p.dtype)) {
-    throw new ProblemError(
-      'dtype',
-      `${algorithm} has no FP8 path; ${p.dtype} runs only on fa3's forward (FA3's FP8 kernel) — pick fp16, bf16 or fp32 here`,
-    );
-  }
+  if (isFp8(p.dtype)) throw new ProblemError('dtype', noFp8Path(algorithm, p.dtype));
 }
 
 /** FLOPs as the FlashAttention papers count them: 4·B·Hq·Nq·Nk·d (d for QK, dv for PV), halved when causal with Nq = Nk. */

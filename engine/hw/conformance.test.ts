@@ -4,24 +4,13 @@
 // flash_attn/cute/interface.py, flash_fwd_sm100.py).
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { conformanceCases, conformanceMarkdown } from './conformance.ts';
+import { conformanceCases, conformanceMarkdown, conformanceShape } from './conformance.ts';
 import type { ProblemShape } from './model.ts';
 import { gpuById } from './gpus/index.ts';
 import { DEFAULT_FEATURES } from './model.ts';
 import { describeFor, hwAlgorithmById, scheduleFor, simulateFor } from './registry.ts';
 
-const shape = (o: Partial<ProblemShape>): ProblemShape => ({
-  batch: 1,
-  hq: 16,
-  hk: 16,
-  nq: 4096,
-  nk: 4096,
-  d: 128,
-  dv: 128,
-  dtype: 'bf16',
-  causal: false,
-  ...o,
-});
+const shape = conformanceShape;
 const fa3 = (o: Partial<ProblemShape>) => describeFor('fa3', 'h100', shape(o));
 const fa4 = (o: Partial<ProblemShape>) => describeFor('fa4', 'b200', shape(o));
 

@@ -14,7 +14,8 @@ export interface ConformanceCase {
   deterministic?: boolean;
 }
 
-const base = (o: Partial<ProblemShape>): ProblemShape => ({
+/** The grid's base shape (16 heads, 4096 × 4096, d 128, bf16) with the fields a row changes. */
+export const conformanceShape = (o: Partial<ProblemShape>): ProblemShape => ({
   batch: 1,
   hq: 16,
   hk: 16,
@@ -29,7 +30,7 @@ const base = (o: Partial<ProblemShape>): ProblemShape => ({
 
 function fa3Forward(): ConformanceCase[] {
   const out: ConformanceCase[] = [];
-  const add = (o: Partial<ProblemShape>) => out.push({ algo: 'fa3', pass: 'forward', shape: base(o) });
+  const add = (o: Partial<ProblemShape>) => out.push({ algo: 'fa3', pass: 'forward', shape: conformanceShape(o) });
   // Head dims with their dv variants, dense and causal.
   for (const [d, dv] of [
     [64, 64],
@@ -89,7 +90,7 @@ function fa3Forward(): ConformanceCase[] {
 
 function fa4Forward(): ConformanceCase[] {
   const out: ConformanceCase[] = [];
-  const add = (o: Partial<ProblemShape>) => out.push({ algo: 'fa4', pass: 'forward', shape: base(o) });
+  const add = (o: Partial<ProblemShape>) => out.push({ algo: 'fa4', pass: 'forward', shape: conformanceShape(o) });
   for (const [d, dv] of [
     [64, 64],
     [96, 96],
@@ -143,13 +144,13 @@ function backward(): ConformanceCase[] {
     [192, 128],
     [256, 256],
   ])
-    for (const causal of [false, true]) out.push({ algo: 'fa3', pass: 'backward', shape: base({ d, dv, causal }) });
-  out.push({ algo: 'fa3', pass: 'backward', shape: base({ d: 64, dv: 64, causal: true, softcap: 30 }) });
-  out.push({ algo: 'fa3', pass: 'backward', shape: base({ window: { left: 256, right: 0 } }) });
-  out.push({ algo: 'fa3', pass: 'backward', shape: base({ hq: 32, hk: 8 }), deterministic: true });
-  out.push({ algo: 'fa3', pass: 'backward', shape: base({ d: 256, dv: 256 }), deterministic: true });
-  out.push({ algo: 'fa3', pass: 'backward', shape: base({ dtype: 'fp8e4m3' }) });
-  out.push({ algo: 'fa4', pass: 'backward', shape: base({}) });
+    for (const causal of [false, true]) out.push({ algo: 'fa3', pass: 'backward', shape: conformanceShape({ d, dv, causal }) });
+  out.push({ algo: 'fa3', pass: 'backward', shape: conformanceShape({ d: 64, dv: 64, causal: true, softcap: 30 }) });
+  out.push({ algo: 'fa3', pass: 'backward', shape: conformanceShape({ window: { left: 256, right: 0 } }) });
+  out.push({ algo: 'fa3', pass: 'backward', shape: conformanceShape({ hq: 32, hk: 8 }), deterministic: true });
+  out.push({ algo: 'fa3', pass: 'backward', shape: conformanceShape({ d: 256, dv: 256 }), deterministic: true });
+  out.push({ algo: 'fa3', pass: 'backward', shape: conformanceShape({ dtype: 'fp8e4m3' }) });
+  out.push({ algo: 'fa4', pass: 'backward', shape: conformanceShape({}) });
   return out;
 }
 

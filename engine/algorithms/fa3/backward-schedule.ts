@@ -22,6 +22,7 @@
 // configurations), the LPT tile scheduler of causal deterministic runs, softcap and local
 // windows are not modelled.
 
+import { dispatchInputOf } from '../../hw/dispatch-input.ts';
 import type { ResourceSheet, SchedulePhase } from '../../hw/events.ts';
 import type { GpuSpec } from '../../hw/gpus/index.ts';
 import { aroundKernelsUs, backwardFlops, backwardGrid, backwardHbmBytes, tileCrossesDiagonal } from '../../hw/backward.ts';
@@ -82,10 +83,7 @@ export interface Fa3BwdConfig {
 
 /** mha_bwd's decisions for this problem (./dispatch.ts). */
 export function fa3BwdDispatchOf(shape: ProblemShape, deterministic: boolean): Fa3BwdDispatch {
-  return fa3BwdDispatch(
-    { ...shape, varlenQ: shape.varlen?.seqlensQ !== undefined, varlenK: shape.varlen?.seqlensK !== undefined },
-    deterministic,
-  );
+  return fa3BwdDispatch(dispatchInputOf(shape), deterministic);
 }
 
 /** The launch template's choice per head dim (SM90 rows of flash_bwd_launch_template.h). */

@@ -35,6 +35,8 @@
 // ALiBi and sinks are not in the FA3 kernel; they are added as in FA2. fp32 inputs run
 // unrounded (the kernel takes 16-bit only), as in the forward model.
 
+import { FA3_SUPPORTS } from './supports.ts';
+import { requireSupported } from '../capabilities.ts';
 import { blockCount, resolveBlocks } from '../blocks.ts';
 import { readFeatures, type FeatureSpecs } from '../features.ts';
 import { fa3, FA3_SCHEDULE_FEATURES } from './forward.ts';
@@ -46,7 +48,7 @@ import { tilePos } from '../../backward/tile-grad.ts';
 import * as step from '../../backward/tile-events.ts';
 import type { BackwardAlgorithm, BackwardGenerator, BackwardResult } from '../../backward/types.ts';
 import type { AttentionInputs } from '../../core/inputs.ts';
-import { ProblemError, type AttentionProblem } from '../../core/problem.ts';
+import type { AttentionProblem } from '../../core/problem.ts';
 import type { TraceEvent } from '../../trace/events.ts';
 
 export const FA3_BACKWARD_FEATURES = {
@@ -74,7 +76,7 @@ type Gen = Generator<TraceEvent, void, void>;
 
 function* runFa3Backward(p: AttentionProblem, xIn: AttentionInputs, opts: RunOptions): BackwardGenerator {
   const f = readFeatures('fa3', FA3_BACKWARD_FEATURES, opts.features);
-  if (p.d > 256) throw new ProblemError('d', `FA3 instantiates head dims up to 256, got ${p.d}`);
+  requireSupported('fa3', FA3_SUPPORTS, 'backward', p);
   const def = fa3BackwardTile(p);
   const { blockM, blockN } = resolveBlocks(p, { ...opts, blockM: opts.blockM ?? def.blockM, blockN: opts.blockN ?? def.blockN });
   const { deterministic, ...forwardFeatures } = f;

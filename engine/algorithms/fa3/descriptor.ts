@@ -4,6 +4,7 @@ import { FA3_BACKWARD_FEATURES, fa3Backward } from './backward.ts';
 import { fa3BwdHw } from './backward-schedule.ts';
 import { FA3_FEATURES, fa3, fa3DefaultTile } from './forward.ts';
 import { fa3Hw } from './schedule.ts';
+import { FA3_SUPPORTS } from './supports.ts';
 import { defineAlgorithm } from '../descriptor.ts';
 
 export const fa3Algorithm = defineAlgorithm({
@@ -19,18 +20,7 @@ export const fa3Algorithm = defineAlgorithm({
   registerNote: 'setmaxnreg moves them from the producer to the consumers',
   defaults: { gpu: 'h100', dtype: 'fp16', nq: 512, nk: 512, d: 128, dv: 128 },
   tiles: (p) => fa3DefaultTile({ ...p, batch: 1, hq: 1, hk: 1, nq: 1, nk: 1 }),
-  supports: {
-    dtypes: ['fp32', 'fp16', 'bf16', 'fp8e4m3', 'fp8e5m2'],
-    headDims: { max: 256, maxRefusal: (d) => `FA3 instantiates head dims up to 256, got ${d}` },
-    fp8: {
-      lacks: {
-        alibi: 'FA3 has no ALiBi, and FlashScope models its FP8 path as the kernel ships it; run ALiBi in fp16 or bf16',
-        sinks: 'FA3 FP8 has no attention-sink logits; run sinks in fp16 or bf16',
-      },
-      headDimPairs: [[192, 128]],
-      pairRefusal: (d, dv) => `FA3's FP8 path instantiates d = dv and d 192 with dv 128 only, got d = ${d}, dv = ${dv}`,
-    },
-  },
+  supports: FA3_SUPPORTS,
   rowStats: 'on-chip',
   serving: { pageTableEntryBytes: 4, splits: false },
 });

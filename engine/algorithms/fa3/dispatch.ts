@@ -3,7 +3,8 @@
 // TMA choice, num_splits, pack_gqa, the tile, the cluster, the registers and the grid. Every
 // decision appends its upstream file:line to `why`, which `describe` prints.
 
-import { isFp8, type DType, type SlidingWindow } from '../../core/problem.ts';
+import { isFp8, type DType } from '../../core/problem.ts';
+import type { DispatchInput } from '../../hw/dispatch-input.ts';
 
 const API = 'hopper/flash_api.cpp@0251105a';
 const TILE = 'hopper/tile_size.h@0251105a';
@@ -12,35 +13,12 @@ const LAUNCH = 'hopper/flash_fwd_launch_template.h@0251105a';
 const KERNEL = 'hopper/flash_fwd_kernel_sm90.h@0251105a';
 const SCHED = 'hopper/tile_scheduler.hpp@0251105a';
 
-/** What the dispatch reads from the problem (the hardware model's ProblemShape has all of it). */
-export interface Fa3DispatchInput {
-  batch: number;
-  hq: number;
-  hk: number;
-  /** seqlen_q, or max_seqlen_q under varlen. */
-  nq: number;
-  /** seqlen_k, or max_seqlen_k under varlen. */
-  nk: number;
-  d: number;
-  dv: number;
-  dtype: DType;
-  causal: boolean;
-  window?: SlidingWindow;
-  softcap?: number;
-  attentionChunk?: number;
-  /** Paged KV: tokens per page. */
-  pageSize?: number;
-  /** cu_seqlens_q or seqused_q given. */
-  varlenQ?: boolean;
-  /** cu_seqlens_k or seqused_k given. */
-  varlenK?: boolean;
-  /** The varlen lengths come as seqused_q / seqused_k (the only form paged KV takes), not cu_seqlens. */
-  seqused?: boolean;
-  /** undefined or 0: upstream's heuristic; N ≥ 1: forced. */
-  numSplits?: number;
-  /** undefined: upstream's heuristic. */
-  packGqa?: boolean;
-}
+/**
+ * What the dispatch reads from the problem (engine/hw/dispatch-input.ts). nq / nk are max_seqlen_q /
+ * max_seqlen_k under varlen; numSplits undefined or 0: upstream's heuristic, N ≥ 1: forced;
+ * packGqa undefined: upstream's heuristic.
+ */
+export type Fa3DispatchInput = DispatchInput;
 
 export interface Fa3Dispatch {
   /** Upstream's refusal message, when it refuses; the other fields are then as far as dispatch got. */

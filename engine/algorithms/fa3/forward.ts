@@ -39,6 +39,8 @@
 //   (128×224 at d = 128). No ALiBi or sinks there; d = dv, or d 192 with dv 128.
 //   d > 256: rejected (no kernel instance).
 
+import { FA3_SUPPORTS } from './supports.ts';
+import { requireSupported } from '../capabilities.ts';
 import { isFp8, ProblemError, type AttentionProblem } from '../../core/problem.ts';
 import { roundBf16 } from '../../core/dtype.ts';
 import { FA3_FP8_FEATURES, prepareFp8 } from './fp8.ts';
@@ -132,7 +134,7 @@ type Gen = Generator<TraceEvent, void, void>;
 
 function* runFa3(p: AttentionProblem, x: AttentionInputs, opts: RunOptions): StepGenerator {
   const f = readFeatures('fa3', FA3_FEATURES, opts.features);
-  if (p.d > 256) throw new ProblemError('d', `FA3 instantiates head dims up to 256, got ${p.d}`);
+  requireSupported('fa3', FA3_SUPPORTS, 'forward', p);
   const fp8 = isFp8(p.dtype);
   if (!fp8) {
     const given = Object.keys(opts.features ?? {}).filter((k) => k in FA3_FP8_FEATURES);

@@ -28,11 +28,13 @@
 // which differs by fp32 rounding only).
 
 import { kOffset, qOffset, vOffset, type AttentionInputs } from '../../core/inputs.ts';
-import { DTYPES, isFp8, ProblemError, type AttentionProblem } from '../../core/problem.ts';
+import { DTYPES, isFp8, type AttentionProblem } from '../../core/problem.ts';
 import { roundFp8, type Fp8Format } from '../../lowprec/fp8.ts';
 import { randomSigns, rotateRows } from '../../lowprec/incoherent.ts';
 import { quantizeFp8Rows } from '../../lowprec/quantize.ts';
+import { requireSupported } from '../capabilities.ts';
 import type { FeatureSpecs } from '../features.ts';
+import { FA3_SUPPORTS } from './supports.ts';
 
 const FP8_DTYPES = DTYPES.filter(isFp8);
 
@@ -92,18 +94,6 @@ export function fp8Format(p: AttentionProblem): Fp8Format {
   return p.dtype === 'fp8e5m2' ? 'e5m2' : 'e4m3';
 }
 
-/** The refusals of FA3's FP8 path: no ALiBi or sinks (the kernel has neither); d = dv, or the d 192 / dv 128 instance. */
-export function checkFp8Problem(p: AttentionProblem): void {
-  if (p.alibi)
-    throw new ProblemError(
-      'alibi',
-      'FA3 has no ALiBi, and FlashScope models its FP8 path as the kernel ships it; run ALiBi in fp16 or bf16',
-    );
-  if (p.sinks) throw new ProblemError('sinks', 'FA3 FP8 has no attention-sink logits; run sinks in fp16 or bf16');
-  if (p.d !== p.dv && !(p.d === 192 && p.dv === 128))
-    throw new ProblemError('dv', `FA3's FP8 path instantiates d = dv and d 192 with dv 128 only, got d = ${p.d}, dv = ${p.dv}`);
-}
-
 interface Tiles {
   scales: Float64Array[];
   saturated: Int32Array[];
@@ -117,8 +107,9 @@ export function prepareFp8(
   blockM: number,
   blockN: number,
 ): Fp8Prepared {
+  // The WebGPU backend quantizes through here without passing the forward's entry.
+  requireSupported('fa3', FA3_SUPPORTS, 'forward', p);
   const format = fp8Format(p);
-  checkFp8Problem(p);
   const signs = f.incoherent ? randomSigns(p.d, f.seed) : undefined;
   const out: AttentionInputs = { q: new Float32Array(x.q.length), k: new Float32Array(x.k.length), v: new Float32Array(x.v.length) };
   let saturated = 0;

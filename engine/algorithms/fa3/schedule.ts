@@ -31,7 +31,6 @@ import {
   splitCombineUs,
   packShape,
   sequencesOf,
-  unpackShape,
   crossesDiagonal,
   kvBlocksOf,
   ioBytes,
@@ -50,6 +49,7 @@ import { FA3_FEATURES } from './forward.ts';
 import type { Kernel } from '../../hw/scheduler.ts';
 import { FA3_ROWS_PER_CONSUMER as ROWS_PER_WG, fa3Config, type Fa3Config } from './tiles.ts';
 import { fa3Dispatch, type Fa3Dispatch } from './dispatch.ts';
+import { dispatchInputOf } from '../../hw/dispatch-input.ts';
 
 /**
  * Calibration (FA3 paper, Table/Fig. ablation at d = 128, N = 8K on H100 SXM5 FP16):
@@ -66,30 +66,7 @@ export const CONSUMER_OVERHEAD = 60;
 export function fa3DispatchOf(shape: ProblemShape, numSms = 132): Fa3Dispatch {
   const hit = dispatchCache.get(shape)?.get(numSms);
   if (hit) return hit;
-  const s = unpackShape(shape);
-  const dp = fa3Dispatch(
-    {
-      batch: s.batch,
-      hq: s.hq,
-      hk: s.hk,
-      nq: s.nq,
-      nk: s.nk,
-      d: s.d,
-      dv: s.dv,
-      dtype: s.dtype,
-      causal: s.causal,
-      window: s.window,
-      softcap: s.softcap,
-      attentionChunk: s.attentionChunk,
-      pageSize: s.pageSize,
-      varlenQ: s.varlen?.seqlensQ !== undefined,
-      varlenK: s.varlen?.seqlensK !== undefined,
-      seqused: s.varlen?.seqused === true,
-      numSplits: s.numSplits,
-      packGqa: shape.packRatio !== undefined ? true : s.packGqa,
-    },
-    numSms,
-  );
+  const dp = fa3Dispatch(dispatchInputOf(shape), numSms);
   const bySms = dispatchCache.get(shape) ?? new Map<number, Fa3Dispatch>();
   bySms.set(numSms, dp);
   dispatchCache.set(shape, bySms);

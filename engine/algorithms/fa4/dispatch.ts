@@ -5,39 +5,20 @@
 // kernel's constructor makes (TMA for Q and O, registers, K/V stages, exp2 emulation). Every
 // decision appends its upstream file:line to `why`, which `describe` prints.
 
-import { dtypeBytes, isFp8, type DType, type SlidingWindow } from '../../core/problem.ts';
+import { dtypeBytes, isFp8 } from '../../core/problem.ts';
+import type { DispatchInput } from '../../hw/dispatch-input.ts';
 
 const IFACE = 'flash_attn/cute/interface.py@0251105a';
 const SM100 = 'flash_attn/cute/flash_fwd_sm100.py@0251105a';
 const HD256 = 'flash_attn/cute/sm100_hd256_2cta_fmha_forward.py@0251105a';
 
-export interface Fa4DispatchInput {
-  batch: number;
-  hq: number;
-  hk: number;
-  /** seqlen_q, or max_seqlen_q under varlen. */
-  nq: number;
-  /** seqlen_k, or max_seqlen_k under varlen. */
-  nk: number;
-  d: number;
-  dv: number;
-  dtype: DType;
-  causal: boolean;
-  window?: SlidingWindow;
-  softcap?: number;
-  pageSize?: number;
-  /** cu_seqlens_q or seqused_q given. */
-  varlenQ?: boolean;
-  /** seqused_q / seqused_k given (the d = 256 kernel refuses them). */
-  seqused?: boolean;
-  /** undefined: 1 (the interface's default); 0: the heuristic; N: forced. */
-  numSplits?: number;
-  /** undefined: on when Hq > Hk. */
-  packGqa?: boolean;
-  /** The backward pass is requested (FP8 has none). */
+/**
+ * What the dispatch reads from the problem (engine/hw/dispatch-input.ts), and whether the backward
+ * is asked for (FP8 has none). numSplits undefined: 1 (the interface's default), 0: the heuristic,
+ * N: forced; packGqa undefined: on when Hq > Hk; blockSparse: no 2-CTA pairs.
+ */
+export interface Fa4DispatchInput extends DispatchInput {
   backward?: boolean;
-  /** Block-sparse tensors given (a mask_mod's block mask): no 2-CTA pairs. */
-  blockSparse?: boolean;
 }
 
 export interface Fa4Dispatch {

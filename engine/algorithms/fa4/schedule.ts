@@ -65,6 +65,7 @@ import { buildHd256, hd256Layout } from './hd256.ts';
 import { allocCtaMemory, ctaSides, type CtaSide } from './pair.ts';
 import { SmemPacker } from './smem-packer.ts';
 import { fa4Dispatch, type Fa4Dispatch } from './dispatch.ts';
+import { dispatchInputOf } from '../../hw/dispatch-input.ts';
 
 /** Calibration (FA4 on B200 BF16, ~1600 TFLOP/s at d = 128): fraction of the tcgen05 datasheet rate reached in the loop. */
 export const UMMA_EFFICIENCY = 0.75;
@@ -111,30 +112,7 @@ export function fa4DispatchOf(shape: ProblemShape, numSms = 148, backward = fals
   const key = `${numSms}/${backward}`;
   const hit = dispatchCache.get(shape)?.get(key);
   if (hit) return hit;
-  const s = unpackShape(shape);
-  const dp = fa4Dispatch(
-    {
-      batch: s.batch,
-      hq: s.hq,
-      hk: s.hk,
-      nq: s.nq,
-      nk: s.nk,
-      d: s.d,
-      dv: s.dv,
-      dtype: s.dtype,
-      causal: s.causal,
-      window: s.window,
-      softcap: s.softcap,
-      pageSize: s.pageSize,
-      varlenQ: s.varlen?.seqlensQ !== undefined,
-      seqused: s.varlen?.seqused === true,
-      numSplits: s.numSplits,
-      packGqa: shape.packRatio !== undefined ? true : s.packGqa,
-      backward,
-      blockSparse: s.mask?.maskMod !== undefined,
-    },
-    numSms,
-  );
+  const dp = fa4Dispatch({ ...dispatchInputOf(shape), backward }, numSms);
   const byKey = dispatchCache.get(shape) ?? new Map<string, Fa4Dispatch>();
   byKey.set(key, dp);
   dispatchCache.set(shape, byKey);

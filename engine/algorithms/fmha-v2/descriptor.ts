@@ -3,6 +3,7 @@
 import { defineAlgorithm } from '../descriptor.ts';
 import { FMHA_V2_FEATURES, fmhaV2, fmhaV2DefaultTile } from './forward.ts';
 import { fmhaV2Hw } from './schedule.ts';
+import { FMHA_V2_SUPPORTS } from './supports.ts';
 
 export const fmhaV2Algorithm = defineAlgorithm({
   id: 'fmha-v2',
@@ -13,10 +14,7 @@ export const fmhaV2Algorithm = defineAlgorithm({
   schedule: fmhaV2Hw,
   defaults: { gpu: 'rtx4060', dtype: 'fp16', nq: 512, nk: 512, d: 64, dv: 64 },
   tiles: (p) => fmhaV2DefaultTile(p),
-  supports: {
-    dtypes: ['fp32', 'fp16', 'bf16'],
-    headDims: { max: 256, maxRefusal: (d) => `fmha_v2 instantiates head dims up to 256, got ${d}` },
-  },
+  supports: FMHA_V2_SUPPORTS,
   rowStats: 'on-chip',
   serving: {
     pagedBlockN: (p) => fmhaV2DefaultTile(p).blockN,

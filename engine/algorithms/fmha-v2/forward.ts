@@ -31,6 +31,8 @@
 // adds one with FA2's math (at the final normalization). fp32 inputs: no fp32 fmha_v2 kernel;
 // FlashScope runs them unrounded. d > 256: rejected.
 
+import { FMHA_V2_SUPPORTS } from './supports.ts';
+import { requireSupported } from '../capabilities.ts';
 import { roundFp16 } from '../../core/dtype.ts';
 import { ProblemError, type AttentionProblem } from '../../core/problem.ts';
 import { kvHead, type AttentionInputs } from '../../core/inputs.ts';
@@ -63,7 +65,7 @@ export function fmhaV2PackedQkv(p: AttentionProblem): boolean {
 
 function* runFmhaV2(p: AttentionProblem, x: AttentionInputs, opts: RunOptions): StepGenerator {
   const f = readFeatures('fmha-v2', FMHA_V2_FEATURES, opts.features);
-  if (p.d > 256) throw new ProblemError('d', `fmha_v2 instantiates head dims up to 256, got ${p.d}`);
+  requireSupported('fmha-v2', FMHA_V2_SUPPORTS, 'forward', p);
   if (f.fp16Accumulation && p.dtype !== 'fp16') {
     throw new ProblemError('features.fp16Accumulation', `needs dtype fp16 (fp16-accumulating HMMA takes fp16 operands), got ${p.dtype}`);
   }

@@ -31,11 +31,13 @@
 // Counters: the quantization pass is a separate kernel and is not counted; the attention
 // kernel reads 1 byte per Q/K code, V at 2 bytes (v1) or 1 (v2), and writes O in the input dtype.
 
+import { SAGE_SUPPORTS } from './supports.ts';
+import { requireSupported } from '../capabilities.ts';
 import { roundFp16 } from '../../core/dtype.ts';
 import { kvHead, type AttentionInputs } from '../../core/inputs.ts';
 import { lseCorrection, prepareSage, sageLogit, type SageVersion } from './quant.ts';
 import { roundFp8 } from '../../lowprec/fp8.ts';
-import { dtypeBytes, isFp8, ProblemError, type AttentionProblem } from '../../core/problem.ts';
+import { dtypeBytes, ProblemError, type AttentionProblem } from '../../core/problem.ts';
 import { blockCount, resolveBlocks } from '../blocks.ts';
 import { readFeatures, type FeatureSpecs, type SwitchValues } from '../features.ts';
 import * as step from '../tile-steps.ts';
@@ -71,23 +73,9 @@ export const SAGE_P_SCALE = Math.fround(2 ** 8.807);
 /** K depth of one fp16 MMA (m16n8k16): the products summed before v1's fp16 accumulator rounds. */
 const FP16_MMA_K = 16;
 
-function refuse(p: AttentionProblem): void {
-  if (isFp8(p.dtype)) {
-    throw new ProblemError(
-      'dtype',
-      `sage quantizes its own inputs (INT8 Q and K, FP16 or FP8 P·V) and takes fp16, bf16 or fp32 tensors; ${p.dtype} is not one of them — pick fp16 or bf16 (the kernel's) or fp32`,
-    );
-  }
-  if (p.alibi) throw new ProblemError('alibi', 'SageAttention has no ALiBi; run ALiBi with fa2, fa3 or fa4');
-  if (p.softcap !== undefined) throw new ProblemError('softcap', 'SageAttention has no softcap; run softcap with fa2, fa3 or fa4');
-  if (p.sinks) throw new ProblemError('sinks', 'SageAttention has no attention-sink logits; run sinks with fa2, fa3 or fa4');
-  if (p.d !== p.dv) throw new ProblemError('dv', `SageAttention's kernels take one head dim for Q, K and V, got d = ${p.d}, dv = ${p.dv}`);
-  if (p.d > 128) throw new ProblemError('d', `SageAttention's kernels (v1 Triton, v2 SM89) take head dims up to 128, got ${p.d}`);
-}
-
 function* runSage(p: AttentionProblem, x: AttentionInputs, opts: RunOptions): StepGenerator {
   const f = readFeatures('sage', SAGE_FEATURES, opts.features);
-  refuse(p);
+  requireSupported('sage', SAGE_SUPPORTS, 'forward', p);
   const version = f.version as SageVersion;
   if (version === 1 && opts.features && 'qPerWarp' in opts.features) {
     throw new ProblemError('features.qPerWarp', 'applies to version 2 only (v1 quantizes Q per 128-row block, as its Triton kernel does)');

@@ -32,13 +32,18 @@ function datasheetFor(row: CeilingRow): string {
   return '–';
 }
 
-export async function ceilingBench(ctx: WebGpuContext, o: { quick: boolean; reps: number; focus?: boolean }): Promise<number> {
+export async function ceilingBench(
+  ctx: WebGpuContext,
+  o: { quick: boolean; reps: number; focus?: boolean; storage?: boolean },
+): Promise<number> {
   const shapes = await allMatrixShapes(ctx);
   console.log(
     `\nceiling microbenchmarks (${o.quick ? 'small sizes: correctness only' : 'full size'}); matrix shapes: ${shapes.map((m) => `${m.componentType}→${m.resultComponentType} ${m.M}×${m.N}×${m.K}`).join(', ') || 'none'}`,
   );
-  const suite = await runCeilingSuite(ctx, { small: o.quick || ctx.isFallback, matrixShapes: shapes, reps: o.reps, focus: o.focus }, (l) =>
-    console.log(`  ${l}`),
+  const suite = await runCeilingSuite(
+    ctx,
+    { small: o.quick || ctx.isFallback, matrixShapes: shapes, reps: o.reps, focus: o.focus, storage: o.storage },
+    (l) => console.log(`  ${l}`),
   );
   const cuda = runPythonAnchor('ceiling-anchor.py', { reps: o.reps }, 300_000);
   console.log(`\nCUDA figures: ${cuda.note}`);

@@ -28,6 +28,10 @@ export interface CeilingKernel {
   work: number;
   /** Bytes of each storage binding: 0 is the output, then the inputs. */
   buffers: number[];
+  /** Buffers with every usage a storage buffer may carry (COPY_SRC, VERTEX, INDEX, INDIRECT, UNIFORM is not allowed beside it). */
+  allUsages?: boolean;
+  /** Inputs filled through mappedAtCreation rather than queue.writeBuffer. */
+  mapped?: boolean;
 }
 
 /** WGSL's scalar for a matrix component type; 8-bit types are read packed, four to a 32-bit word. */

@@ -22,8 +22,8 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { encodeNpy } from '../io/npy.ts';
-import { runCli } from './dispatch.ts';
 import { outputFs } from './output-files.ts';
+import { runCliCaptured } from './run-cli-captured.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'flashscope-hostile-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -112,16 +112,8 @@ function snapshot(root = dir, prefix = ''): Map<string, string> {
 }
 
 async function cli(argv: string[]): Promise<{ code: number; err: string; out: string }> {
-  const err: string[] = [];
-  const out: string[] = [];
-  const e = vi.spyOn(console, 'error').mockImplementation((...a: unknown[]) => void err.push(a.join(' ')));
-  const l = vi.spyOn(console, 'log').mockImplementation((...a: unknown[]) => void out.push(a.join(' ')));
-  try {
-    return { code: await runCli(argv), err: err.join('\n'), out: out.join('\n') };
-  } finally {
-    e.mockRestore();
-    l.mockRestore();
-  }
+  const r = await runCliCaptured(argv);
+  return { code: r.status, err: r.stderr, out: r.stdout };
 }
 
 interface Case {

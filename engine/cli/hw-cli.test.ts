@@ -1,4 +1,5 @@
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { encodeNpy } from '../io/npy.ts';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
@@ -172,6 +173,63 @@ describe('describe / simulate commands', () => {
     await expect(simulateCommand.run(['--algo', 'fa4', '--gpu', 'b200', '--backward'])).rejects.toThrow(
       /no backward hardware schedule for 'fa4'/,
     );
+  });
+
+  it("takes run's serving-layout files: the lengths and page size they hold give upstream's configuration", async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'hw-layout-'));
+    const at = (name: string) => join(dir, name);
+    const values = (n: number) => Array.from({ length: n }, (_, i) => Math.sin(i));
+    writeFileSync(at('q.npy'), encodeNpy(values(912 * 8 * 128), [912, 8, 128], 'float16'));
+    writeFileSync(at('k.npy'), encodeNpy(values(912 * 2 * 128), [912, 2, 128], 'float16'));
+    writeFileSync(at('cu.npy'), encodeNpy([0, 512, 612, 912], [4], 'int32'));
+    writeFileSync(at('pq.npy'), encodeNpy(values(4 * 8 * 128), [4, 1, 8, 128], 'float16'));
+    writeFileSync(at('kc.npy'), encodeNpy(values(16 * 64 * 2 * 128), [16, 64, 2, 128], 'float16'));
+    writeFileSync(
+      at('bt.npy'),
+      encodeNpy(
+        values(16).map((_, i) => i),
+        [4, 4],
+        'int32',
+      ),
+    );
+    writeFileSync(at('cs.npy'), encodeNpy([256, 100, 200, 30], [4], 'int32'));
+    const config = async (...args: string[]) => {
+      const c = capture();
+      expect(await describeCommand.run(['--algo', 'fa3', '--gpu', 'h100', '--causal', ...args])).toBe(0);
+      return JSON.parse(c.out.join('\n')).upstream.config;
+    };
+    const varlen = [
+      '--q',
+      at('q.npy'),
+      '--k',
+      at('k.npy'),
+      '--v',
+      at('k.npy'),
+      '--cu-seqlens-q',
+      at('cu.npy'),
+      '--cu-seqlens-k',
+      at('cu.npy'),
+    ];
+    expect(await config(...varlen)).toEqual(
+      await config('--hq', '8', '--hk', '2', '--seqlens-q', '512,100,300', '--seqlens-k', '512,100,300', '--dtype', 'fp16'),
+    );
+    const paged = ['--q', at('pq.npy'), '--k-cache', at('kc.npy'), '--v-cache', at('kc.npy'), '--block-table', at('bt.npy')];
+    const fromFiles = await config(...paged, '--cache-seqlens', at('cs.npy'));
+    // Page 64 is not a multiple of kBlockN 128: paged KV by cp.async (flash_api.cpp l. 415-424).
+    expect(fromFiles).toMatchObject({ paged_kv_non_tma: true });
+    expect(fromFiles).toEqual(
+      await config(
+        ...['--b', '4', '--hq', '8', '--hk', '2', '--nq', '1', '--nk', '256', '--dtype', 'fp16'],
+        '--page-size',
+        '64',
+        '--seqlens-k',
+        '256,100,200,30',
+        '--seqused',
+      ),
+    );
+    await expect(
+      describeCommand.run(['--algo', 'fa3', '--gpu', 'h100', ...paged, '--cache-seqlens', at('cs.npy'), '--page-size', '64']),
+    ).rejects.toThrow(/--page-size gives what the layout files already hold/);
   });
 
   it('rejects bad input with a message naming the flag', async () => {

@@ -9,6 +9,8 @@ import type { HwFeatures, ProblemShape } from '../hw/model.ts';
 import { HW_ALGORITHMS, HW_BACKWARD_ALGORITHMS, shapeOf, type HwPass } from '../hw/registry.ts';
 import { ArgsError, flag, num, parseArgs, str, type OptionSpec, type ParsedArgs } from './args.ts';
 import { parseNumericOption } from './numeric-options.ts';
+import { layoutProblemFromArgs } from './hw-layout.ts';
+import { LAYOUT_OPTIONS } from './layout-run.ts';
 import { algoIds, PROBLEM_HELP, PROBLEM_OPTIONS, problemFromArgs, RANDOM_OPTIONS, type RandomDefaults } from './problem-options.ts';
 
 export interface HwOptions {
@@ -42,7 +44,8 @@ export const HW_TRACE_OPTIONS: OptionSpec = {
 };
 
 /** Every option of `describe` and `simulate`: run's problem options, the random sizes, and the hardware ones. */
-const HW_COMMAND_OPTIONS: OptionSpec = { ...PROBLEM_OPTIONS, ...RANDOM_OPTIONS, ...HW_TRACE_OPTIONS, backward: 'flag' };
+const { do: _do, ...LAYOUT_FILES } = LAYOUT_OPTIONS;
+const HW_COMMAND_OPTIONS: OptionSpec = { ...PROBLEM_OPTIONS, ...RANDOM_OPTIONS, ...LAYOUT_FILES, ...HW_TRACE_OPTIONS, backward: 'flag' };
 
 /** Options that set how the numeric engine steps; the kernel the hardware model runs picks its own. */
 const STEPPER_ONLY = ['block-m', 'block-n', 'sram-bytes', 'feature', 'seed', 'distribution'] as const;
@@ -74,7 +77,14 @@ random problem (without --q/--k/--v):
   --nq N --nk N               query and key length (default 4096, nq)
   --d N --dv N                head dims (default 128, d); --dtype defaults to fp16
 
-${HW_SWITCHES_HELP}`;
+${HW_SWITCHES_HELP}
+
+serving layouts (run's files, instead of dense q/k/v; they give the lengths and page size):
+  varlen: --q [total_q, Hq, d] --k [total_k, Hk, d] --v [total_k, Hk, dv]
+          --cu-seqlens-q CQ --cu-seqlens-k CK   int32 offsets of length B+1
+  paged:  --q [B, Nq, Hq, d] (--layout bnhd, the default here) --k-cache [num_pages, page_size, Hk, d]
+          --v-cache [num_pages, page_size, Hk, dv] --block-table [B, max_pages] --cache-seqlens [B]
+          (seqlen_k = max_pages · page_size; each sequence's length as seqused_k)`;
 
 function lengths(name: string, v: string | undefined): number[] | undefined {
   if (v === undefined) return undefined;
@@ -178,12 +188,14 @@ export async function parseHwOptions(argv: string[], defaults: Partial<RandomDef
   const algo = ids[0];
   const gpu = str(a, 'gpu');
   if (!gpu) throw new ArgsError(`--gpu is required (${GPUS.map((g) => g.id).join(', ')})`);
-  const { problem } = await problemFromArgs(a, true, undefined, { ...HW_DEFAULTS, ...defaults, ...varlenOf(a).defaults });
+  const layout = await layoutProblemFromArgs(a);
+  const problem =
+    layout?.problem ?? (await problemFromArgs(a, true, undefined, { ...HW_DEFAULTS, ...defaults, ...varlenOf(a).defaults })).problem;
   return {
     algo,
     gpu,
     problem,
-    shape: hwShapeOf(a, problem, algo),
+    shape: { ...hwShapeOf(a, problem, algo), ...layout?.serving },
     features: hwFeaturesFromArgs(a, algo),
     pass: flag(a, 'backward') ? 'backward' : 'forward',
   };

@@ -70,6 +70,27 @@ describe('FA3 takes the configuration mha_fwd picks', () => {
 });
 
 describe('FA4 takes the configuration _flash_attn_fwd picks', () => {
+  it('d 192 / dv 128 split in 2 over 64 blocks of 128 drops to tile_n 64, and the schedule loads 64-row K/V blocks', () => {
+    // interface.py l. 373-381: d ≠ dv, num_splits > 1, num_n_blocks 8192 / 128 = 64 ≥ 64 → tile_n 64;
+    // flash_fwd_sm100.py l. 344-349: S0, S1 at columns 0 and n_block_size, O after them at 2 · n_block_size.
+    const s = shape({ d: 192, dv: 128, hq: 1, hk: 1, nq: 128, nk: 8192, numSplits: 2 });
+    const sheet = fa4(s);
+    expect(sheet.upstream?.config.tile_n).toBe(64);
+    expect(sheet.tiles).toEqual({ block_m: 128, block_n: 64 });
+    expect(sheet.tmem?.buffers.map((b) => [b.name, b.column])).toEqual([
+      ['S0', 0],
+      ['S1', 64],
+      ['P0', 32],
+      ['P1', 96],
+      ['O0', 128],
+    ]);
+    const sch = scheduleFor('fa4', 'b200', s);
+    // One split of 8192 keys: 64 blocks of 64 rows, the last first.
+    const k = sch.timeline.filter((e) => e.role === 'load' && /^tma K\d+$/.test(e.op));
+    expect(k.length).toBe(64);
+    expect(k[0].op).toBe('tma K63');
+    expect(sch.memory.find((m) => m.buffer === 'sKV' && m.tile === 'K63' && m.action === 'fill')?.bytes).toBe(64 * 192 * 2);
+  });
   it('Hq 16 / Hk 2, seqlen_q 64: packed to 512 rows, q_stage 2 in 2-CTA mode', () => {
     const s = fa4({ hq: 16, hk: 2, nq: 64 });
     expect(s.upstream?.config).toMatchObject({ pack_gqa: true, packed_rows: 512, q_stage: 2, cta_group: 2 });

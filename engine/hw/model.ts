@@ -183,6 +183,8 @@ export interface BuildContext {
   ctaCount: number;
   /** Bytes per cycle one SM's copies get (its own limit, or its share of L2/HBM when all SMs load). */
   loadBytesPerClk: number;
+  /** The schedule is drawn: a kernel launched after the main one (FA3's combine) follows this SM's CTAs; simulate times it apart. */
+  drawn: boolean;
 }
 
 export interface HwAlgorithm {
@@ -385,7 +387,23 @@ export function finishSheet(sheet: ResourceSheet, gpu: GpuSpec, setmaxnreg = fal
 export function ioBytes(s: ProblemShape): number {
   const e = elemBytes(s.dtype);
   const oE = isFp8(s.dtype) ? 2 : e; // FP8 kernels write O in bf16
-  return s.batch * (s.hq * s.nq * (s.d * e + s.dv * oE) + s.hk * s.nk * (s.d + s.dv) * e);
+  const { q, k } = totalRows(s);
+  return s.hq * q * (s.d * e + s.dv * oE) + s.hk * k * (s.d + s.dv) * e;
+}
+
+/** Query and key rows of the whole batch: each varlen sequence counts its own length, not the max. */
+export function totalRows(s: ProblemShape): { q: number; k: number } {
+  const seqs = sequencesOf(s);
+  return { q: seqs.reduce((n, x) => n + x.nq, 0), k: seqs.reduce((n, x) => n + x.nk, 0) };
+}
+
+/** Query rows of sequence `b` as the kernel tiles it (varlen: its own length) and the rows of the sequences before it. */
+export function sequenceRows(s: ProblemShape, b: number): { rows: number; before: number } {
+  const seqs = sequencesOf(s);
+  if (seqs.length === 1) return { rows: s.nq, before: b * s.nq };
+  let before = 0;
+  for (let i = 0; i < b; i++) before += seqs[i].nq;
+  return { rows: seqs[b]?.nq ?? 0, before };
 }
 
 /** Launch gap before the combine kernel starts, µs (model assumption: back-to-back launches on one stream). */
@@ -402,7 +420,7 @@ export function splitCombineUs(gpu: GpuSpec, shape: ProblemShape, splits: number
 
 /** Bytes of split-KV partials (fp32 O and LSE), written by the splits and read by the combine. */
 export function partialBytes(shape: ProblemShape, splits: number): number {
-  return splits > 1 ? 2 * splits * shape.batch * shape.hq * shape.nq * (shape.dv + 1) * 4 : 0;
+  return splits > 1 ? 2 * splits * shape.hq * totalRows(shape).q * (shape.dv + 1) * 4 : 0;
 }
 
 /** The HBM write of O rows [row0, row0 + rows) of one (batch, head), as a memory event spec. */
@@ -410,13 +428,17 @@ export function hbmOut(shape: ProblemShape, work: CtaWork, row0: number, rows: n
   // FP8 kernels write O in bf16.
   const e = partial ? 4 : isFp8(shape.dtype) ? 2 : elemBytes(shape.dtype);
   const rowBytes = partial ? (shape.dv + 1) * 4 : shape.dv * e;
-  const base = partial ? ((work.b * shape.hq + work.h) * splits + work.split) * shape.nq : (work.b * shape.hq + work.h) * shape.nq;
+  // Each (sequence, head) holds its own rows; a varlen sequence starts after the rows of those before it.
+  const seq = sequenceRows(shape, work.b);
+  const base = partial
+    ? seq.before * shape.hq * splits + (work.h * splits + work.split) * seq.rows
+    : seq.before * shape.hq + work.h * seq.rows;
   return {
     space: 'hbm',
     buffer: partial ? 'Opartial' : 'O',
     stage: work.split,
     offset: (base + row0) * rowBytes,
-    bytes: Math.max(0, Math.min(rows, shape.nq - row0)) * rowBytes,
+    bytes: Math.max(0, Math.min(rows, seq.rows - row0)) * rowBytes,
     action: 'fill',
     tile,
   };

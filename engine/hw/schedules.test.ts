@@ -5,7 +5,7 @@ import { memoryViolations } from './memory-check.ts';
 import type { HwFeatures, ProblemShape } from './model.ts';
 import { describeFor, scheduleFor, simulateFor } from './registry.ts';
 import { fa4LoadOrder } from '../algorithms/fa4/schedule.ts';
-import { DEFAULT_FEATURES } from './model.ts';
+import { DEFAULT_FEATURES, hbmOut, ioBytes } from './model.ts';
 
 const shape = (o: Partial<ProblemShape> = {}): ProblemShape => ({
   batch: 1,
@@ -148,6 +148,17 @@ describe('resource sheets', () => {
     expect(dec.resources.splits).toBe(4);
   });
 
+  it('varlen: O rows sit after the rows of the sequences before them, and a short sequence writes only its own rows', () => {
+    // cu_seqlens_q = [0, 512, 612, 912]: sequence 2 starts at row 612 and holds 300 rows.
+    const v = shape({ batch: 3, nq: 512, nk: 512, varlen: { seqlensQ: [512, 100, 300], seqlensK: [512, 100, 300] } });
+    const row = 128 * 2;
+    const work = { b: 2, h: 0, qBlock: 4, kvFrom: 0, kvTo: 1, reverse: true, split: 0 };
+    expect(hbmOut(v, work, 256, 64, 'O4')).toMatchObject({ offset: (612 + 256) * row, bytes: 44 * row });
+    expect(hbmOut(v, { ...work, b: 1 }, 64, 64, 'O1')).toMatchObject({ offset: (512 + 64) * row, bytes: 36 * row });
+    // Q, K, V read once and O written once over 912 query and 912 key rows, not 3 × 512.
+    expect(ioBytes(v)).toBe(912 * 128 * 2 * 4);
+  });
+
   it('rejects an algorithm on a GPU it was not written for, and unknown switches', () => {
     expect(() => describeFor('fa4', 'h100', shape())).toThrow(/SM100/);
     expect(() => describeFor('fa3', 'h100', shape(), { splits: 2 })).toThrow(/--splits does not apply to fa3/);
@@ -196,6 +207,40 @@ describe('schedules', () => {
     // cta1 starts out of phase with cta0.
     const first = (role: string) => sch.timeline.find((e) => e.role === role && e.unit.startsWith('tensor'))!.start;
     expect(first('cta1/warp0')).toBeGreaterThan(first('cta0/warp0'));
+  });
+
+  it('FA3 split KV draws the combine kernel after the split CTAs', () => {
+    // 4 splits of 128 rows, d = dv = 128: flash_api.cpp l. 397-401 takes kBlockK 128 (dv > 64), the
+    // launch template kBlockM 8 (l. 69), the combine kernel kStages 4 of fp32 O partials (l. 36).
+    const sch = scheduleFor('fa3', 'h100', shape({ nq: 128, nk: 4096, numSplits: 4 }));
+    const combine = sch.timeline.filter((e) => e.role === 'combine' && e.unit !== 'sync');
+    expect(combine.map((e) => e.op)).toEqual([
+      'cp.async LSE partials ×4',
+      'exp(LSE_s − max) ×4',
+      'cp.async O partials ×4 (4-slot ring)',
+      'O += scale_s · O_s ×4',
+      'st.global O, LSE',
+    ]);
+    const lastStore = Math.max(...sch.timeline.filter((e) => e.op.startsWith('tma store O')).map((e) => e.end));
+    for (const e of combine) expect(e.start).toBeGreaterThanOrEqual(lastStore);
+    const fills = sch.memory.filter((m) => m.role === 'combine' && m.action === 'fill');
+    expect(fills.find((m) => m.buffer === 'combine/sO')?.bytes).toBe(4 * 8 * 128 * 4);
+    expect(memoryViolations(sch.memory, sch.resources)).toEqual([]);
+    expect(sch.resources.notes.some((n) => n.includes('the combine kernel (16 CTAs'))).toBe(true);
+    const one = scheduleFor('fa3', 'h100', shape({ nq: 128, nk: 4096, numSplits: 1 }));
+    expect(one.timeline.some((e) => e.role === 'combine')).toBe(false);
+  });
+
+  it('FA3 in a thread-block cluster loads half of each K/V block and multicasts it; causal runs without a cluster', () => {
+    // 512 rows in 128-row tiles: 4 M blocks, even, 16-bit d 128, no mask: ClusterM 2 (launch template l. 212-218).
+    const pair = scheduleFor('fa3', 'h100', shape());
+    const k = pair.timeline.filter((e) => e.role === 'producer' && e.op.startsWith('tma K'));
+    expect(k.length).toBeGreaterThan(0);
+    for (const e of k) expect(e.op).toMatch(/\(½, multicast ×2\)$/);
+    // The block still lands whole in this CTA's shared memory.
+    expect(pair.memory.find((m) => m.buffer === 'sK' && m.action === 'fill')?.bytes).toBe(pair.resources.tiles.block_n * 128 * 2);
+    const causal = scheduleFor('fa3', 'h100', shape({ causal: true }));
+    expect(causal.timeline.some((e) => e.op.includes('multicast'))).toBe(false);
   });
 
   it('a long FA3 CTA yields more than 50 000 events (timed in npm run bench:hw)', () => {

@@ -81,7 +81,9 @@ export function runSm(
   events: boolean,
 ): KernelRun {
   const k = new Kernel();
-  works.forEach((w, i) => algo.build(k, { gpu, shape, features: f, ctaIndex: i, ctaCount: works.length, loadBytesPerClk: loadBw }, w));
+  works.forEach((w, i) =>
+    algo.build(k, { gpu, shape, features: f, ctaIndex: i, ctaCount: works.length, loadBytesPerClk: loadBw, drawn: events }, w),
+  );
   return simulateKernel(k, { events });
 }
 

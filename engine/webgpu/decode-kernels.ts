@@ -156,7 +156,20 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
 `;
 }
 
+/** Lanes of the combine: one output column each (dv ≤ 128), the splits' max and sum shared among them. */
+const COMBINE_THREADS = 128;
+
+/**
+ * The LSE combine, one workgroup per (row, head). Its loops over the splits are latency chains of
+ * L2 loads, so the lanes split the max and sum between them and each column's weighted sum keeps
+ * four splits' loads in flight.
+ */
 export function decodeCombineKernelWgsl(dv: number): string {
+  const CT = COMBINE_THREADS;
+  const reduce = (op: string) => `for (var off = ${CT / 2}u; off > 0u; off >>= 1u) {
+    if (lid < off) { red[lid] = ${op}; }
+    workgroupBarrier();
+  }`;
   return /* wgsl */ `
 ${PARAMS_WGSL}
 @group(0) @binding(0) var<uniform> params: Params;
@@ -167,29 +180,48 @@ ${PARAMS_WGSL}
 @group(0) @binding(6) var<storage, read> aux: array<f32>;
 ${SCORE_WGSL}
 const DV = ${dv}u;
+var<workgroup> red: array<f32, ${CT}>;
 
-@compute @workgroup_size(64)
+@compute @workgroup_size(${CT})
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
   let row = wid.x; let bh = wid.y;
   let h = (bh + params.head0) % params.hq; // bh counts from the window's first row, params.head0
   let sink = sink_logit(h);
+  let ns = params.splits;
+  let base = bh * ns * params.nq + row; // split s's partial: base + s · nq
   var mx = sink;
-  for (var s = 0u; s < params.splits; s++) { mx = max(mx, lpart[(bh * params.splits + s) * params.nq + row]); }
+  for (var s = lid; s < ns; s += ${CT}u) { mx = max(mx, lpart[base + s * params.nq]); }
+  red[lid] = mx;
+  workgroupBarrier();
+  ${reduce('max(red[lid], red[lid + off])')}
+  mx = red[0];
+  workgroupBarrier();
   var l = 0.0;
-  if (sink > NEG_INF) { l = exp(sink - mx); }
-  for (var s = 0u; s < params.splits; s++) {
-    let x = lpart[(bh * params.splits + s) * params.nq + row];
+  for (var s = lid; s < ns; s += ${CT}u) {
+    let x = lpart[base + s * params.nq];
     if (x > NEG_INF) { l += exp(x - mx); }
   }
+  red[lid] = l;
+  workgroupBarrier();
+  ${reduce('red[lid] + red[lid + off]')}
+  l = red[0];
+  if (sink > NEG_INF) { l += exp(sink - mx); }
   let inv = select(0.0, 1.0 / l, l > 0.0);
-  for (var c = lid; c < DV; c += 64u) {
-    var acc = 0.0;
-    for (var s = 0u; s < params.splits; s++) {
-      let part = (bh * params.splits + s) * params.nq + row;
-      let x = lpart[part];
-      if (x > NEG_INF) { acc += exp(x - mx) * opart[part * DV + c]; }
+  for (var c = lid; c < DV; c += ${CT}u) {
+    var acc = vec4<f32>(0.0);
+    var s = 0u;
+    for (; s + 4u <= ns; s += 4u) {
+      let p = base + s * params.nq;
+      let x = vec4<f32>(lpart[p], lpart[p + params.nq], lpart[p + 2u * params.nq], lpart[p + 3u * params.nq]);
+      let v = vec4<f32>(opart[p * DV + c], opart[(p + params.nq) * DV + c], opart[(p + 2u * params.nq) * DV + c], opart[(p + 3u * params.nq) * DV + c]);
+      acc += select(vec4<f32>(0.0), exp(x - mx) * v, x > vec4<f32>(NEG_INF));
     }
-    o[(bh * params.nq + row) * DV + c] = acc * inv;
+    for (; s < ns; s++) {
+      let p = base + s * params.nq;
+      let x = lpart[p];
+      if (x > NEG_INF) { acc.x += exp(x - mx) * opart[p * DV + c]; }
+    }
+    o[(bh * params.nq + row) * DV + c] = (acc.x + acc.y + acc.z + acc.w) * inv;
   }
   if (lid == 0u) { lse[params.lse0 + bh * params.nq + row] = select(neg_inf_runtime(), mx + log(l), l > 0.0); }
 }

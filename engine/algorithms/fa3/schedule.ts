@@ -50,6 +50,7 @@ import type { Kernel } from '../../hw/scheduler.ts';
 import { FA3_ROWS_PER_CONSUMER as ROWS_PER_WG, fa3Config, type Fa3Config } from './tiles.ts';
 import { fa3Dispatch, type Fa3Dispatch } from './dispatch.ts';
 import { dispatchInputOf } from '../../hw/dispatch-input.ts';
+import { drawFa3Combine, fa3CombineNote, fa3CombineOf } from './combine-schedule.ts';
 
 /**
  * Calibration (FA3 paper, Table/Fig. ablation at d = 128, N = 8K on H100 SXM5 FP16):
@@ -139,15 +140,16 @@ function resources(gpu: GpuSpec, shape: ProblemShape, f: HwFeatures): ResourceSh
       grid: dp.gridCtas,
       scheduler: dp.scheduler,
     },
-    why: dp.why,
+    why: dp.numSplits > 1 ? [...dp.why, ...fa3CombineOf(shape, dp.numSplits).why] : dp.why,
   };
   if (dp.refused) sheet.does_not_fit.unshift(`upstream refuses: ${dp.refused}`);
-  if (dp.numSplits > 1)
-    sheet.notes.push(
-      `split KV (${dp.numSplits} splits): each CTA writes an fp32 partial O; the combine kernel that merges them is timed from its HBM traffic (simulate), not drawn on the timeline.`,
-    );
+  if (dp.numSplits > 1) {
+    sheet.notes.push(fa3CombineNote(gpu, shape, dp.numSplits));
+  }
   if (dp.cluster === 2)
-    sheet.notes.push('Thread-block cluster of 2 along M (ClusterM = 2): the model runs each CTA on its own (no TMA multicast).');
+    sheet.notes.push(
+      'Thread-block cluster of 2 along M (ClusterM = 2): each CTA of the pair loads half of every K/V block by TMA and multicasts it into both CTAs’ shared memory; the timeline shows this CTA’s half.',
+    );
   if (sheet.does_not_fit.length > 0) sheet.ctas_per_sm = 0;
   return sheet;
 }
@@ -229,7 +231,7 @@ function build(k: Kernel, ctx: BuildContext, work: CtaWork): void {
   const { gpu, features: f } = ctx;
   const shape = kernelShape(ctx.shape, gpu);
   // Split KV writes fp32 partials of O (and LSE) that the combine kernel merges.
-  const splits = fa3DispatchOf(ctx.shape, gpu.smCount).numSplits;
+  const { numSplits: splits, cluster } = fa3DispatchOf(ctx.shape, gpu.smCount);
   const c = fa3Tiles(shape);
   const { blockM, blockN, consumers: CONSUMERS } = c;
   const S = f.stages ?? c.stages;
@@ -294,7 +296,12 @@ function build(k: Kernel, ctx: BuildContext, work: CtaWork): void {
   const landEmpty = fp8 ? emptyVt : emptyV;
   const pp = Array.from({ length: CONSUMERS }, (_, w) => k.named(`${p}pingpong_WG${w + 1}`, 2));
   const epi = k.named(`${p}epilogue`, CONSUMERS);
+  // Drawn split KV: the combine kernel starts once every consumer of this SM has stored its partial.
+  const combineAfter = ctx.drawn && splits > 1 ? combineBarrier(k, CONSUMERS * ctx.ctaCount) : undefined;
 
+  // ClusterM 2: each CTA of the pair loads half of every K/V block and multicasts it to both
+  // (hopper/mainloop_fwd_sm90_tma_gmma_ws.hpp@0251105a l. 255-267, 670-673, 741-767), so a block costs this SM half the copy.
+  const mcast = cluster > 1 ? ` (½, multicast ×${cluster})` : '';
   const prod = k.role({
     name: `${p}producer`,
     warps: [0, 1, 2, 3],
@@ -314,7 +321,7 @@ function build(k: Kernel, ctx: BuildContext, work: CtaWork): void {
     const round = Math.floor(i / S);
     const j = kv[i];
     prod.wait(emptyK[s], round - 1);
-    prod.issue('tma', load(blockN * shape.d * e), `tma K${j}`, `K${j}`, {
+    prod.issue('tma', load((blockN * shape.d * e) / cluster), `tma K${j}${mcast}`, `K${j}`, {
       phase: phase(['load'], j, null, ['K']),
       latency: gpu.copyLatencyCycles,
       arrive: [fullK[s]],
@@ -323,7 +330,7 @@ function build(k: Kernel, ctx: BuildContext, work: CtaWork): void {
       ],
     });
     prod.wait(landEmpty[s], round - 1);
-    prod.issue('tma', load(blockN * shape.dv * e), `tma V${j}`, `V${j}`, {
+    prod.issue('tma', load((blockN * shape.dv * e) / cluster), `tma V${j}${mcast}`, `V${j}`, {
       phase: phase(['load'], j, null, ['V']),
       latency: gpu.copyLatencyCycles,
       arrive: [landFull[s]],
@@ -534,9 +541,22 @@ function build(k: Kernel, ctx: BuildContext, work: CtaWork): void {
         },
         hbmOut(shape, work, work.qBlock * blockM + w * ROWS_PER_WG, ROWS_PER_WG, `O${work.qBlock}.${w}`, splits > 1, splits),
       ],
+      ...(combineAfter !== undefined ? { arrive: [combineAfter] } : {}),
     });
   }
+  if (combineAfter !== undefined && ctx.ctaIndex === ctx.ctaCount - 1) drawFa3Combine(k, ctx, splits, combineAfter);
 }
+
+/** One barrier per kernel that the split CTAs of the SM arrive on and the combine waits for. */
+function combineBarrier(k: Kernel, arrivals: number): number {
+  let b = combineBarriers.get(k);
+  if (b === undefined) {
+    b = k.mbarrier('combine_after_splits', arrivals);
+    combineBarriers.set(k, b);
+  }
+  return b;
+}
+const combineBarriers = new WeakMap<Kernel, number>();
 
 export const fa3Hw: HwAlgorithm = {
   id: 'fa3',

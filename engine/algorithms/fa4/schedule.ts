@@ -103,6 +103,7 @@ function tilesOf(shape: ProblemShape): Fa4Config {
     rows: dp.packedRows,
     twoCta: dp.ctaGroup === 2,
     splitKv: dp.numSplits > 1,
+    tileN: dp.tileN,
   });
   return { ...c, registers: dp.registers, exp2: { ...c.exp2, freq: dp.exp2Freq } };
 }
@@ -180,14 +181,15 @@ function layout(gpu: GpuSpec, shape: ProblemShape, f: HwFeatures): Fa4Layout {
   const cfg = fa4Tiles(shape);
   const Q = cfg.qStage;
   const e = elemBytes(shape.dtype);
-  const sheet = emptySheet('fa4', gpu, FA4_BLOCK_M, FA4_BLOCK_N);
+  const N = cfg.blockN;
+  const sheet = emptySheet('fa4', gpu, FA4_BLOCK_M, N);
   sheet.cta_group = cfg.ctaGroup;
   const stages = kvStages(shape, f);
   sheet.q_stage = Q;
   sheet.kv_stage = stages;
   const { dPad, dvPad } = cfg;
-  const kBytes = (FA4_BLOCK_N * dPad * e) / cfg.ctaGroup;
-  const vBytes = (FA4_BLOCK_N * dvPad * e) / cfg.ctaGroup;
+  const kBytes = (N * dPad * e) / cfg.ctaGroup;
+  const vBytes = (N * dvPad * e) / cfg.ctaGroup;
   const uneven = fa4Uneven(shape);
   // Struct order of the kernel's SharedStorage: mbarriers, TMEM holding word, sScale, sO, sQ, sK/V.
   const mbarBytes = (2 * Q + 2 * stages + 11) * 8;
@@ -231,22 +233,22 @@ function layout(gpu: GpuSpec, shape: ProblemShape, f: HwFeatures): Fa4Layout {
   );
   if (cfg.ctaGroup === 2) {
     sheet.notes.push(
-      `2-CTA mode (cta_group::2): this CTA and its peer on another SM form a pair over ${2 * Q * FA4_BLOCK_M} Q rows; the leader's MMA warp issues M = 256 MMAs, each CTA's tensor core writes its own 128 rows into its own TMEM, and each CTA holds half of every K/V tile (${FA4_BLOCK_N / 2} of ${FA4_BLOCK_N} rows), so a stage takes half the bytes.`,
+      `2-CTA mode (cta_group::2): this CTA and its peer on another SM form a pair over ${2 * Q * FA4_BLOCK_M} Q rows; the leader's MMA warp issues M = 256 MMAs, each CTA's tensor core writes its own 128 rows into its own TMEM, and each CTA holds half of every K/V tile (${N / 2} of ${N} rows), so a stage takes half the bytes.`,
     );
   }
   if (uneven) {
     sheet.notes.push('The uneven ring ends the struct at 227 KB, the per-block limit (sScale holds q_stage·128·2 fp32 = 2 KB).');
   }
   // TMEM columns: S0, S1 (s_stage = 2), then O per Q stage.
-  const s = [0, FA4_BLOCK_N];
-  const p = s.map((c) => c + FA4_BLOCK_N / 2);
-  const o = Array.from({ length: Q }, (_, q) => 2 * FA4_BLOCK_N + q * dvPad);
+  const s = [0, N];
+  const p = s.map((c) => c + N / 2);
+  const o = Array.from({ length: Q }, (_, q) => 2 * N + q * dvPad);
   if (sheet.tmem) {
     sheet.tmem.buffers.push(
-      { name: 'S0', column: s[0], columns: FA4_BLOCK_N },
-      { name: 'S1', column: s[1], columns: FA4_BLOCK_N },
-      { name: 'P0', column: p[0], columns: FA4_BLOCK_N / 2 },
-      { name: 'P1', column: p[1], columns: FA4_BLOCK_N / 2 },
+      { name: 'S0', column: s[0], columns: N },
+      { name: 'S1', column: s[1], columns: N },
+      { name: 'P0', column: p[0], columns: N / 2 },
+      { name: 'P1', column: p[1], columns: N / 2 },
       ...o.map((c, q) => ({ name: `O${q}`, column: c, columns: dvPad })),
     );
     sheet.notes.push('P_i is written over the second half of S_i (16-bit values, two per 32-bit column) once softmax has read S_i.');
@@ -327,6 +329,7 @@ function ctaRows(cfg: Fa4Config): number {
 function grid(gpu: GpuSpec, given: ProblemShape): CtaWork[] {
   const shape = kernelShape(given);
   const cfg = fa4Tiles(shape);
+  const N = cfg.blockN;
   const splits = fa4DispatchOf(given, gpu.smCount).numSplits;
   const rows = ctaRows(cfg) * cfg.ctaGroup;
   const out: CtaWork[] = [];
@@ -335,8 +338,8 @@ function grid(gpu: GpuSpec, given: ProblemShape): CtaWork[] {
       for (let h = 0; h < shape.hq; h++)
         for (let i = 0; i < ceilDiv(seq.nq, rows); i++)
           for (let sp = 0; sp < splits; sp++) {
-            const [kvFrom, kvTo] = kvBlockRange(seq, i * rows, Math.min(seq.nq, (i + 1) * rows), FA4_BLOCK_N, sp, splits);
-            const kvList = maskedKvBlocks(seq, b + sb, h, i * rows, Math.min(seq.nq, (i + 1) * rows), FA4_BLOCK_N, kvFrom, kvTo);
+            const [kvFrom, kvTo] = kvBlockRange(seq, i * rows, Math.min(seq.nq, (i + 1) * rows), N, sp, splits);
+            const kvList = maskedKvBlocks(seq, b + sb, h, i * rows, Math.min(seq.nq, (i + 1) * rows), N, kvFrom, kvTo);
             out.push({ b: b + sb, h, qBlock: i, kvFrom, kvTo, ...(kvList && { kvList }), reverse: true, split: sp });
           }
   });
@@ -404,6 +407,7 @@ function buildMain(k: Kernel, ctx: BuildContext, work: CtaWork): void {
   // Split KV writes fp32 partials of O (and LSE) that the combine kernel merges.
   const splits = fa4DispatchOf(shape, gpu.smCount).numSplits;
   const L = layout(gpu, shape, f);
+  const N = L.cfg.blockN;
   const p = prefix(ctx);
   const e = elemBytes(shape.dtype);
   const kv = kvBlocksOf(work);
@@ -421,12 +425,12 @@ function buildMain(k: Kernel, ctx: BuildContext, work: CtaWork): void {
 
   const rate = tensorRate(gpu, shape.dtype) * UMMA_EFFICIENCY;
   // In a pair each SM's tensor core computes its own CTA's 128 rows of the M = 256 MMA.
-  const qk = mmaCycles(FA4_BLOCK_M, FA4_BLOCK_N, shape.d, rate);
-  const pv = mmaCycles(FA4_BLOCK_M, shape.dv, FA4_BLOCK_N, rate);
-  const elems = FA4_BLOCK_M * FA4_BLOCK_N;
+  const qk = mmaCycles(FA4_BLOCK_M, N, shape.d, rate);
+  const pv = mmaCycles(FA4_BLOCK_M, shape.dv, N, rate);
+  const elems = FA4_BLOCK_M * N;
   // apply_exp2_convert runs the same pattern on masked and unmasked blocks; its frequency and
   // start fragment come from _TUNING_CONFIG (fa4Config).
-  const emuFrac = f.exp2Emulation ? exp2EmulatedShare(FA4_BLOCK_N, L.cfg.exp2) : 0;
+  const emuFrac = f.exp2Emulation ? exp2EmulatedShare(N, L.cfg.exp2) : 0;
   const Q = L.cfg.qStage;
   const pair = G === 2 ? ' (cta_group::2)' : '';
   /** An MMA's phase: in a pair it serves Q tile s of both CTAs (pair-local tiles G·s and G·s + 1). */
@@ -568,7 +572,7 @@ function buildMain(k: Kernel, ctx: BuildContext, work: CtaWork): void {
       latency: UMMA_LATENCY,
       chunks: 1,
       arrive: [sFull[s], ...extraArrive],
-      memBegin: sides.map((side) => tmemSpec(side, `S${s}`, L.tmem.s[s], FA4_BLOCK_N, 'fill', `S${s}.${kv[i]}`)),
+      memBegin: sides.map((side) => tmemSpec(side, `S${s}`, L.tmem.s[s], N, 'fill', `S${s}.${kv[i]}`)),
     });
   };
   const pvOps = (i: number, last: boolean) => {
@@ -586,7 +590,7 @@ function buildMain(k: Kernel, ctx: BuildContext, work: CtaWork): void {
         phase: mmaPhase(['pv'], kv[i], s),
         latency: UMMA_LATENCY,
         arrive,
-        memDone: sides.map((side) => tmemSpec(side, `P${s}`, L.tmem.p[s], FA4_BLOCK_N / 2, 'release', `P${s}.${kv[i]}`)),
+        memDone: sides.map((side) => tmemSpec(side, `P${s}`, L.tmem.p[s], N / 2, 'release', `P${s}.${kv[i]}`)),
       });
       if (!last && s === 0) mma.wait(kvFull[kvOf('K', i + 1).stage], Math.floor(kvOf('K', i + 1).kvIndex / S));
       if (!last) qkOp(s, i + 1, s === Q - 1 ? [kvEmpty[kvOf('K', i + 1).stage]] : []);
@@ -619,9 +623,9 @@ function buildMain(k: Kernel, ctx: BuildContext, work: CtaWork): void {
       sm.wait(sFull[s], i);
       sm.exec(u('tmem'), tmemMove(elems * 4), `tcgen05.ld S${s}`, `S${s}`, {
         phase: opPhase(['mask'], j, ix),
-        memDone: [tmemSpec(side, `S${s}`, L.tmem.s[s], FA4_BLOCK_N, 'release', `S${s}.${j}`)],
+        memDone: [tmemSpec(side, `S${s}`, L.tmem.s[s], N, 'release', `S${s}.${j}`)],
       });
-      const masked = crossesDiagonal(shape, (Q * G * work.qBlock + ix) * FA4_BLOCK_M, j, FA4_BLOCK_N);
+      const masked = crossesDiagonal(shape, (Q * G * work.qBlock + ix) * FA4_BLOCK_M, j, N);
       const emu = emuFrac;
       if (masked) sm.exec(u('fma'), (elems * 2) / (gpu.fmaPerClk * PACKED), 'causal mask', `S${s}`, { phase: opPhase(['mask'], j, ix) });
       sm.exec(u('fma'), (elems * 1) / (gpu.fmaPerClk * PACKED), 'row max, scale to sScale', `S${s}`, { phase: opPhase(['rowmax'], j, ix) });
@@ -641,7 +645,7 @@ function buildMain(k: Kernel, ctx: BuildContext, work: CtaWork): void {
         );
       sm.exec(u('tmem'), tmemMove((elems * e * 3) / 4), `tcgen05.st P${s} (3/4)`, `P${s}`, {
         phase: opPhase(['exp'], j, ix),
-        mem: [tmemSpec(side, `P${s}`, L.tmem.p[s], FA4_BLOCK_N / 2, 'fill', `P${s}.${j}`)],
+        mem: [tmemSpec(side, `P${s}`, L.tmem.p[s], N / 2, 'fill', `P${s}.${j}`)],
       });
       sm.arrive(pFullORescaled[s]);
       sm.exec(u('tmem'), tmemMove((elems * e) / 4), `tcgen05.st P${s} (last 1/4)`, `P${s}`, { phase: opPhase(['exp'], j, ix) });

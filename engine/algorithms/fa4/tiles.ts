@@ -29,6 +29,8 @@ export interface Fa4Input {
   twoCta?: boolean;
   /** Split KV: O overlaps Q in SMEM (overlap_sO_sQ). */
   splitKv?: boolean;
+  /** K/V rows per block: 128, or 64 where the dispatch drops it (d ≠ dv with split KV). */
+  tileN?: number;
 }
 
 export interface Fa4Exp2 {
@@ -108,7 +110,7 @@ export function exp2EmulatedShare(blockN: number, e: Fa4Exp2): number {
 
 export function fa4Config(t: Fa4Input): Fa4Config {
   const blockM = FA4_TILE;
-  const blockN = FA4_TILE;
+  const blockN = t.tileN ?? FA4_TILE;
   const dPad = pad16(t.d);
   const dvPad = pad16(t.dv);
   const local = t.local === true;

@@ -14,6 +14,7 @@ import {
   regAlloc,
   visibleKvRange,
   ioBytes,
+  partialBytes,
   requireHalf,
   type CtaWork,
   type HwAlgorithm,
@@ -123,6 +124,6 @@ export const flashDecodingHw: HwAlgorithm = {
   epilogueKernelUs: combineUs,
   hbmBytes: (s, f, gpu) => {
     const splits = splitsOf(gpu, s, f);
-    return ioBytes(s) + (splits > 1 ? 2 * splits * s.batch * s.hq * s.nq * (s.dv + 1) * 4 : 0);
+    return ioBytes(s) + partialBytes(s, splits);
   },
 };

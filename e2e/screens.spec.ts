@@ -29,7 +29,7 @@ const boxes = (page: Page, selector: string) =>
   page.locator(selector).evaluateAll((els) =>
     els.map((e) => {
       const r = e.getBoundingClientRect();
-      return { left: r.left, top: Math.round(r.top), right: r.right, width: r.width };
+      return { left: r.left, top: Math.round(r.top), right: r.right, width: r.width, height: r.height };
     }),
   );
 
@@ -64,6 +64,13 @@ for (const size of SIZES) {
     const buttons = await boxes(page, '[data-lesson-pane="lesson-1-0"] .transport .buttons button');
     expect(buttons).toHaveLength(7);
     expect(new Set(buttons.map((b) => b.top)).size).toBe(1);
+    // On a phone only the buttons and the step counter stay on screen while the views scroll: one short row.
+    if (size.width < 720) {
+      const bar = page.locator('[data-lesson-pane="lesson-1-0"] .transport-bar');
+      await expect(bar).toHaveCSS('position', 'sticky');
+      const [b] = await boxes(page, '[data-lesson-pane="lesson-1-0"] .transport-bar');
+      expect(b.height, 'sticky transport height').toBeLessThanOrEqual(48);
+    }
     // Heatmaps at a readable size, inside the screen.
     const s = (await boxes(page, '[data-lesson-pane="lesson-1-0"] figure[data-matrix="S"] canvas'))[0];
     expect(s.width).toBeGreaterThanOrEqual(size.width < 720 ? 200 : 150);
@@ -92,7 +99,24 @@ for (const size of SIZES) {
         expect(heat.width, `pane ${k + 1} heatmap width`).toBeGreaterThanOrEqual(200);
         expect(heat.right).toBeLessThanOrEqual(size.width);
       }
+      // The Running statistics table fits its box: no column scrolls out of sight.
+      const stats = await page
+        .locator('[aria-label="Running statistics"] .stats-scroll')
+        .evaluateAll((els) => els.map((e) => e.scrollWidth - e.clientWidth));
+      expect(stats.length).toBeGreaterThan(0);
+      for (const over of stats) expect(over, 'stats table overflow').toBeLessThanOrEqual(1);
       await shot(page, { path: `${dir}/lesson-5.png`, fullPage: true });
+
+      // The backward pass's heatmaps as large as the forward ones.
+      await page.goto('/?lesson=10');
+      const bwd = page.locator('[data-lesson-pane="lesson-10-0"]');
+      await expect(bwd.getByTestId('step-counter')).toHaveText(/^Step \d+ of \d+$/, { timeout: 30_000 });
+      await noSidewaysScroll(page);
+      for (const m of ['S', 'dS']) {
+        const [heat] = await boxes(page, `[data-lesson-pane="lesson-10-0"] .bwd-heatmaps figure[data-matrix="${m}"] canvas`);
+        expect(heat.width, `backward ${m} width`).toBeGreaterThanOrEqual(200);
+        expect(heat.right).toBeLessThanOrEqual(size.width);
+      }
     }
 
     await page.getByRole('tab', { name: 'Serving' }).click();
@@ -109,7 +133,9 @@ for (const size of SIZES) {
   });
 }
 
-test('1280×720: the Inputs fieldset stays in the problem panel and a clicked tile opens its numbers in view', async ({ page }) => {
+test('1280×720: the Inputs fieldset stays in the problem panel and a clicked tile opens its numbers in view, in the debugger and in a lesson', async ({
+  page,
+}) => {
   const checkConsole = watchConsole(page);
   await page.setViewportSize({ width: 1280, height: 720 });
   await openApp(page);
@@ -123,5 +149,17 @@ test('1280×720: the Inputs fieldset stays in the problem panel and a clicked ti
   await expect(zoom.getByRole('heading')).toHaveText('S tile (0, 0)');
   await expect(zoom.getByRole('heading')).toBeInViewport();
   await shot(page, { path: 'test-results/screens/1280x720/tile-numbers.png' });
+  // A lesson's heatmaps say the same; the tile's numbers open there too, in view.
+  await page.goto('/?lesson=1');
+  const lesson = page.locator('[data-lesson-pane="lesson-1-0"]');
+  await expect(lesson.getByTestId('step-counter')).toHaveText(/^Step \d+ of \d+$/, { timeout: 30_000 });
+  await expect(lesson.getByRole('region', { name: 'Tile numbers' })).toHaveCount(0);
+  // Before a click the view is empty: no export buttons of its own over the next view.
+  await expect(lesson.getByRole('button', { name: 'Export Tile numbers as PNG' })).toBeHidden();
+  await lesson.getByRole('img', { name: /^S = τ·QKᵀ heatmap/ }).click({ position: { x: 3, y: 3 } });
+  const lessonZoom = lesson.getByRole('region', { name: 'Tile numbers' });
+  await expect(lessonZoom.getByRole('heading')).toHaveText('S tile (0, 0)');
+  await expect(lessonZoom.getByRole('heading')).toBeInViewport();
+  await expect(lesson.getByRole('button', { name: 'Export Tile numbers as PNG' })).toBeVisible();
   checkConsole();
 });

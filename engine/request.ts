@@ -6,6 +6,7 @@
 import { algorithmById } from './algorithms/registry.ts';
 import type { BlockOptions, RunOptions, StepGenerator } from './algorithms/types.ts';
 import { backwardById } from './algorithms/backward-registry.ts';
+import type { Tile } from './algorithms/blocks.ts';
 import { noBackwardPass } from './algorithms/capabilities.ts';
 import { randomGradOutput } from './backward/grad-output.ts';
 import type { BackwardInputs } from './backward/types.ts';
@@ -36,6 +37,12 @@ export interface PassRun {
   gen: StepGenerator;
   /** The backward's incoming gradient [batch, hq, nq, dv]; absent for a forward run. */
   dO?: Float32Array;
+}
+
+/** The tile the request's pass runs on `problem`: resolved once per load, then given to the pass and its views. */
+export function passBlocks(req: LoadRequest, problem: AttentionProblem): Tile {
+  const algo = req.pass === 'backward' && hasBackward(req.algorithm) ? backwardById(req.algorithm) : algorithmById(req.algorithm);
+  return algo.blocks(problem, req.blocks);
 }
 
 export function startPass(req: LoadRequest, problem: AttentionProblem, inputs: AttentionInputs, opts: RunOptions): PassRun {

@@ -2,6 +2,7 @@
 // chapter's preset and moved to the step the text talks about. The lesson drives it only
 // through the pane's controller and the store, like any other pane owner.
 
+import { withTileNumbers } from './pane-views.ts';
 import { useCallback, useEffect, useRef, useState } from 'react';
 import type { LoadRequest } from '../../engine/api.ts';
 import type { PaneSpec } from '../../content/lessons/chapters/types.ts';
@@ -51,8 +52,9 @@ export function LessonPane({
   // Prepared before the pane mounts: its views and a form showing the preset.
   const [ready] = useState(() => {
     const s = useApp.getState();
-    s.addPane(pane, spec.views);
-    s.setViews(pane, spec.views);
+    const views = withTileNumbers(spec.views);
+    s.addPane(pane, views);
+    s.setViews(pane, views);
     s.setForm(pane, requestToForm(spec.preset));
     return true;
   });

@@ -5,7 +5,7 @@
 // compare and the problem panel's switch list. No other file names it.
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { blockCount } from '../../engine/algorithms/blocks.ts';
+import { blockCount, resolveBlocks } from '../../engine/algorithms/blocks.ts';
 import { defineAlgorithm } from '../../engine/algorithms/descriptor.ts';
 import {
   BUILT_IN_ALGORITHMS,
@@ -137,7 +137,7 @@ const variant = defineAlgorithm({
   id: ID,
   name: 'FA2 in FA1’s loop order',
   title: 'FA2 (K/V outer)',
-  forward: { id: ID, name: 'FA2 in FA1’s loop order', run: runKvOuter },
+  forward: { id: ID, name: 'FA2 in FA1’s loop order', blocks: resolveBlocks, run: runKvOuter },
   switches: SWITCHES,
   backward: undefined,
   backwardSchedule: undefined,

@@ -9,9 +9,9 @@ import { type Frame, type HeadInputs, type LoadSummary, findDescriptor } from '.
 import { useApp, type MatrixId } from '../store/store.ts';
 import { usePane } from '../store/pane-context.ts';
 import { colourScale } from './colour.ts';
-import { Heatmap, type Rect } from './Heatmap.tsx';
-
-const rowsRect = (r0: number, r1: number, width: number): Rect | undefined => (r1 > r0 ? { r0, r1, c0: 0, c1: width } : undefined);
+import { TileHeatmap } from './TileHeatmap.tsx';
+import type { Axis, TileGeometry } from './tile-geometry.ts';
+import { usePhoneWidth } from './phone-width.ts';
 
 export function BackwardHeatmaps({ frame, inputs, summary }: { frame: Frame; inputs: HeadInputs; summary: LoadSummary }) {
   const { pane } = usePane();
@@ -37,24 +37,25 @@ export function BackwardHeatmaps({ frame, inputs, summary }: { frame: Frame; inp
       },
     [ranges, br],
   );
+  const phone = usePhoneWidth();
   const g = frame.bwd;
   if (!scales || !g) return <p className="dim">This run carries no backward state.</p>;
-  const { blockM, blockN } = summary.blocks;
   const ev = frame.event;
   const [r0, r1] = ev.tile.rows;
-  const [c0, c1] = ev.tile.cols;
   const { nq, nk, dv } = frame;
-  const d = inputs.d;
-  const tile: Rect | undefined = r1 > r0 && c1 > c0 ? { r0, r1, c0, c1 } : undefined;
-  const kCols: Rect | undefined = c1 > c0 ? { r0: 0, r1: d, c0, c1 } : undefined;
+  const geometry: TileGeometry = { nq, nk, d: inputs.d, dv, ...summary.blocks, rows: ev.tile.rows, cols: ev.tile.cols };
   const dqAdd = ev.kind === 'dq';
   const zoom = (matrix: MatrixId) => (tr: number, tc: number) => {
     const qBlock = matrix === 'K' || matrix === 'V' ? -1 : tr;
     const kvBlock = matrix === 'K' ? tc : matrix === 'V' ? tr : matrix === 'S' || matrix === 'P' ? tc : -1;
     patchSelection(pane, { zoom: { matrix, qBlock, kvBlock } });
   };
-  const big = 160;
+  // Five across on a wide screen; one or two across on a phone, as large as the forward heatmaps.
+  const big = phone ? 250 : 160;
   const tall = (n: number, other: number) => Math.max(40, Math.min(big, (big * n) / Math.max(other, 1)));
+  // Maps across the keys (or Kᵀ's head dims) take the full size; the others are as tall as their rows.
+  const px = (rows: Axis, cols: Axis) => (cols === 'k' || rows === 'd' ? big : rows === 'q' ? tall(nq, nk) : tall(nk, nq));
+  const map = (rows: Axis, cols: Axis) => ({ geometry, rows, cols, maxPx: px(rows, cols) });
   const desc = findDescriptor(summary.algorithm);
   const standard = desc?.rowStats === 'materialized';
   const fa1 = desc?.rowStats === 'hbm';
@@ -64,208 +65,74 @@ export function BackwardHeatmaps({ frame, inputs, summary }: { frame: Frame; inp
   return (
     <section className="view heatmaps bwd-heatmaps" aria-label="Backward heatmaps">
       <fieldset className="bwd-row bare" aria-label="Inputs">
-        <Heatmap
-          id="Q"
-          title="Q"
-          data={inputs.q}
-          rows={nq}
-          cols={d}
-          scale={scales.q}
-          tileRows={blockM}
-          tileCols={d}
-          highlight={rowsRect(r0, r1, d)}
-          maxPx={tall(nq, nk)}
-          onTileClick={zoom('Q')}
-        />
-        <Heatmap
-          id="Kᵀ"
-          title="Kᵀ"
-          data={inputs.k}
-          rows={d}
-          cols={nk}
-          transposed
-          scale={scales.k}
-          tileRows={d}
-          tileCols={blockN}
-          highlight={kCols}
-          maxPx={big}
-          onTileClick={zoom('K')}
-        />
-        <Heatmap
-          id="V"
-          title="V"
-          data={inputs.v}
-          rows={nk}
-          cols={dv}
-          scale={scales.v}
-          tileRows={blockN}
-          tileCols={dv}
-          highlight={rowsRect(c0, c1, dv)}
-          maxPx={tall(nk, nq)}
-          onTileClick={zoom('V')}
-        />
-        {inputs.dO && (
-          <Heatmap
-            id="dO"
-            title="dO (incoming gradient)"
-            data={inputs.dO}
-            rows={nq}
-            cols={dv}
-            scale={scales.dO}
-            tileRows={blockM}
-            tileCols={dv}
-            highlight={rowsRect(r0, r1, dv)}
-            maxPx={tall(nq, nk)}
-          />
-        )}
+        <TileHeatmap {...map('q', 'd')} id="Q" title="Q" data={inputs.q} scale={scales.q} onTileClick={zoom('Q')} />
+        <TileHeatmap {...map('d', 'k')} id="Kᵀ" title="Kᵀ" data={inputs.k} transposed scale={scales.k} onTileClick={zoom('K')} />
+        <TileHeatmap {...map('k', 'dv')} id="V" title="V" data={inputs.v} scale={scales.v} onTileClick={zoom('V')} />
+        {inputs.dO && <TileHeatmap {...map('q', 'dv')} id="dO" title="dO (incoming gradient)" data={inputs.dO} scale={scales.dO} />}
       </fieldset>
       {standard ? (
         <fieldset className="bwd-row bare" aria-label="Stored probabilities">
           {inputs.pForward && (
-            <Heatmap
+            <TileHeatmap
+              {...map('q', 'k')}
               id="P"
               title="P (stored by the forward, read from HBM)"
               data={inputs.pForward}
-              rows={nq}
-              cols={nk}
               scale={scales.p}
-              tileRows={blockM}
-              tileCols={blockN}
-              highlight={tile}
-              maxPx={big}
               onTileClick={zoom('P')}
             />
           )}
         </fieldset>
       ) : (
         <fieldset className="bwd-row bare" aria-label="Recomputed probabilities">
-          <Heatmap
+          <TileHeatmap
+            {...map('q', 'k')}
             id="S"
             title="S = τ·QKᵀ (recomputed)"
             data={frame.s}
             version={frame.seq}
             mask={frame.mask}
-            rows={nq}
-            cols={nk}
             scale={scales.s}
-            tileRows={blockM}
-            tileCols={blockN}
-            highlight={tile}
-            maxPx={big}
             onTileClick={zoom('S')}
           />
-          <Heatmap
+          <TileHeatmap
+            {...map('q', 'k')}
             id="P"
             title={fa1 ? 'P = exp(S − m) / l (recomputed)' : 'P = exp(S − L) (recomputed)'}
             data={frame.p}
             version={frame.seq}
-            rows={nq}
-            cols={nk}
             scale={scales.p}
-            tileRows={blockM}
-            tileCols={blockN}
-            highlight={tile}
-            maxPx={big}
             onTileClick={zoom('P')}
           />
           {inputs.pForward && (
-            <Heatmap
-              id="P fwd"
-              title="P a standard forward stores"
-              data={inputs.pForward}
-              rows={nq}
-              cols={nk}
-              scale={scales.p}
-              tileRows={blockM}
-              tileCols={blockN}
-              highlight={tile}
-              maxPx={big}
-            />
+            <TileHeatmap {...map('q', 'k')} id="P fwd" title="P a standard forward stores" data={inputs.pForward} scale={scales.p} />
           )}
         </fieldset>
       )}
       <fieldset className="bwd-row bare" aria-label="Softmax gradient">
-        <Heatmap
-          id="dP"
-          title="dP = dO·Vᵀ"
-          data={g.dP}
-          version={frame.seq}
-          rows={nq}
-          cols={nk}
-          scale={scales.dP}
-          tileRows={blockM}
-          tileCols={blockN}
-          highlight={tile}
-          maxPx={big}
-        />
-        <Heatmap
-          id="D"
-          title="D = rowsum(dO∘O)"
-          data={g.D}
-          version={frame.seq}
-          rows={nq}
-          cols={1}
-          scale={scales.D}
-          tileRows={blockM}
-          tileCols={1}
-          highlight={rowsRect(r0, r1, 1)}
-          maxPx={tall(nq, nk)}
-        />
-        <Heatmap
-          id="dS"
-          title="dS = P∘(dP − D)"
-          data={g.dS}
-          version={frame.seq}
-          rows={nq}
-          cols={nk}
-          scale={scales.dS}
-          tileRows={blockM}
-          tileCols={blockN}
-          highlight={tile}
-          maxPx={big}
-        />
+        <TileHeatmap {...map('q', 'k')} id="dP" title="dP = dO·Vᵀ" data={g.dP} version={frame.seq} scale={scales.dP} />
+        <TileHeatmap {...map('q', 'one')} id="D" title="D = rowsum(dO∘O)" data={g.D} version={frame.seq} scale={scales.D} />
+        <TileHeatmap {...map('q', 'k')} id="dS" title="dS = P∘(dP − D)" data={g.dS} version={frame.seq} scale={scales.dS} />
       </fieldset>
       <fieldset className="bwd-row bare" aria-label="Gradients">
-        <Heatmap
+        <TileHeatmap
+          {...map('q', 'd')}
           id="dQ"
           title={`${scaleLater ? 'dQaccum (unscaled) → dQ' : 'dQ'}${dqAdd ? ` (accumulating: + K/V block ${ev.tile.kvBlock})` : ''}`}
           data={g.dQ}
           version={frame.seq}
-          rows={nq}
-          cols={d}
           scale={scales.dQ}
-          tileRows={blockM}
-          tileCols={d}
-          highlight={rowsRect(r0, r1, d)}
           markRows={dqAdd ? [r0, r1] : undefined}
-          maxPx={tall(nq, nk)}
         />
-        <Heatmap
+        <TileHeatmap
+          {...map('k', 'd')}
           id="dK"
           title={scaleLater ? 'dK (unscaled until written)' : 'dK'}
           data={g.dK}
           version={frame.seq}
-          rows={nk}
-          cols={d}
           scale={scales.dK}
-          tileRows={blockN}
-          tileCols={d}
-          highlight={rowsRect(c0, c1, d)}
-          maxPx={tall(nk, nq)}
         />
-        <Heatmap
-          id="dV"
-          title="dV"
-          data={g.dV}
-          version={frame.seq}
-          rows={nk}
-          cols={dv}
-          scale={scales.dV}
-          tileRows={blockN}
-          tileCols={dv}
-          highlight={rowsRect(c0, c1, dv)}
-          maxPx={tall(nk, nq)}
-        />
+        <TileHeatmap {...map('k', 'dv')} id="dV" title="dV" data={g.dV} version={frame.seq} scale={scales.dV} />
       </fieldset>
       <p className="hint" data-testid="bwd-hint">
         Head b={frame.b}, h={frame.h}. Yellow: the tile this step works on.{' '}

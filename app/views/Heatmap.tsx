@@ -5,6 +5,7 @@
 import { memo, useEffect, useId, useMemo, useRef, useState, type KeyboardEvent } from 'react';
 import { CLIPPED, colourIndex, MASKED, NOT_COMPUTED, type ColourScale } from './colour.ts';
 import { Legend } from './Legend.tsx';
+import { heatmapSize } from './heatmap-size.ts';
 
 export interface Rect {
   r0: number;
@@ -62,9 +63,7 @@ function HeatmapImpl(props: HeatmapProps) {
   const offscreen = useMemo(() => document.createElement('canvas'), []);
   const [hover, setHover] = useState<{ r: number; c: number; x: number; y: number } | null>(null);
 
-  const cell = Math.max(0.25, Math.min(24, maxPx / Math.max(rows, cols)));
-  const width = Math.max(24, Math.round(cols * cell));
-  const height = Math.max(24, Math.round(rows * cell));
+  const { width, height, kr, kc } = heatmapSize(rows, cols, maxPx);
   const at = (r: number, c: number) => (transposed ? r + c * rows : r * cols + c);
 
   // Painting the cells is the expensive part: do it only when the data or the colours
@@ -81,9 +80,8 @@ function HeatmapImpl(props: HeatmapProps) {
   const [cr0, cr1, cc0, cc1] = props.changed ? [props.changed.r0, props.changed.r1, props.changed.c0, props.changed.c1] : [0, -1, 0, -1];
   // Below one screen pixel per cell the image holds every k-th cell (what nearest-neighbour
   // scaling would show anyway), so a 2748×2748 matrix is painted and scaled as ~690×690 pixels.
-  const k = cell < 1 ? Math.ceil(1 / cell) : 1;
-  const iw = Math.ceil(cols / k);
-  const ih = Math.ceil(rows / k);
+  const iw = Math.ceil(cols / kc);
+  const ih = Math.ceil(rows / kr);
   useEffect(() => {
     const previous = versionRef.current;
     versionRef.current = props.version;
@@ -123,18 +121,18 @@ function HeatmapImpl(props: HeatmapProps) {
     const onlyPatch = !fresh && cr1 >= 0 && previous !== undefined && props.version === previous + 1;
     const [R0, R1, C0, C1] = onlyPatch
       ? [
-          Math.ceil(Math.max(0, cr0) / k),
-          Math.min(ih, Math.ceil(cr1 / k)),
-          Math.ceil(Math.max(0, cc0) / k),
-          Math.min(iw, Math.ceil(cc1 / k)),
+          Math.ceil(Math.max(0, cr0) / kr),
+          Math.min(ih, Math.ceil(cr1 / kr)),
+          Math.ceil(Math.max(0, cc0) / kc),
+          Math.min(iw, Math.ceil(cc1 / kc)),
         ]
       : [0, ih, 0, iw];
     // How many image pixels this paint compared: what the tests check a step costs.
     canvasRef.current?.setAttribute('data-compared', String(Math.max(0, R1 - R0) * Math.max(0, C1 - C0)));
     for (let R = R0; R < R1; R++) {
       for (let C = C0; C < C1; C++) {
-        const r = R * k;
-        const c = C * k;
+        const r = R * kr;
+        const c = C * kc;
         const i = transposed ? r + c * rows : r * cols + c;
         const cellIdx = R * iw + C;
         const v = data[i];
@@ -179,7 +177,7 @@ function HeatmapImpl(props: HeatmapProps) {
     if (maxR < 0) return; // nothing changed
     octx.putImageData(img, 0, 0, minC, minR, maxC - minC + 1, maxR - minR + 1);
     const d = dirtyRef.current;
-    const cells = { r0: minR * k, r1: (maxR + 1) * k, c0: minC * k, c1: (maxC + 1) * k };
+    const cells = { r0: minR * kr, r1: (maxR + 1) * kr, c0: minC * kc, c1: (maxC + 1) * kc };
     dirtyRef.current =
       !onlyPatch || d === 'all'
         ? 'all'
@@ -187,7 +185,7 @@ function HeatmapImpl(props: HeatmapProps) {
           ? { r0: Math.min(d.r0, cells.r0), r1: Math.max(d.r1, cells.r1), c0: Math.min(d.c0, cells.c0), c1: Math.max(d.c1, cells.c1) }
           : cells;
     setPainted((n) => n + 1);
-  }, [data, props.version, cr0, cr1, cc0, cc1, rows, cols, k, iw, ih, transposed, mask, scale, offscreen]);
+  }, [data, props.version, cr0, cr1, cc0, cc1, rows, cols, kr, kc, iw, ih, transposed, mask, scale, offscreen]);
 
   const [h0, h1, h2, h3] = highlight ? [highlight.r0, highlight.r1, highlight.c0, highlight.c1] : [0, 0, 0, 0];
   const [m0, m1] = markRows ?? [0, 0];

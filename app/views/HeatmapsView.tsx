@@ -5,7 +5,9 @@ import { useMemo } from 'react';
 import { useApp, type MatrixId } from '../store/store.ts';
 import { usePane } from '../store/pane-context.ts';
 import { colourScale } from './colour.ts';
-import { Heatmap, type Rect } from './Heatmap.tsx';
+import type { Rect } from './Heatmap.tsx';
+import { TileHeatmap } from './TileHeatmap.tsx';
+import type { Axis, TileGeometry } from './tile-geometry.ts';
 import { BackwardHeatmaps } from './BackwardHeatmaps.tsx';
 import { flushedUpTo, usePrecisionMarks } from './precision-store.ts';
 import { scaleLines, tileIndex } from './tile-info.ts';
@@ -49,14 +51,16 @@ export function HeatmapsView() {
   );
   if (!frame || !inputs || !summary || !scales) return null;
   if (summary.pass === 'backward') return <BackwardHeatmaps frame={frame} inputs={inputs} summary={summary} />;
-  const { blockM, blockN } = summary.blocks;
   const [r0, r1] = frame.event.tile.rows;
-  const [c0, c1] = frame.event.tile.cols;
-  const sTile: Rect | undefined = r1 > r0 && c1 > c0 ? { r0, r1, c0, c1 } : undefined;
-  const qRows: Rect | undefined = r1 > r0 ? { r0, r1, c0: 0, c1: inputs.d } : undefined;
-  const kCols: Rect | undefined = c1 > c0 ? { r0: 0, r1: inputs.d, c0, c1 } : undefined;
-  const vRows: Rect | undefined = c1 > c0 ? { r0: c0, r1: c1, c0: 0, c1: inputs.dv } : undefined;
-  const oRows: Rect | undefined = r1 > r0 ? { r0, r1, c0: 0, c1: frame.dv } : undefined;
+  const geometry: TileGeometry = {
+    nq: frame.nq,
+    nk: frame.nk,
+    d: inputs.d,
+    dv: frame.dv,
+    ...summary.blocks,
+    rows: frame.event.tile.rows,
+    cols: frame.event.tile.cols,
+  };
   const ch = frame.changed;
   const sChanged: Rect | undefined = ch && { r0: ch.rows[0], r1: ch.rows[1], c0: ch.cols[0], c1: ch.cols[1] };
   const oChanged: Rect | undefined = ch && { r0: ch.oRows[0], r1: ch.oRows[1], c0: 0, c1: frame.dv };
@@ -69,98 +73,53 @@ export function HeatmapsView() {
   const titles = scoreTitles(summary.algorithm, !!summary.base2);
   const big = 250;
   const side = (n: number, other: number) => Math.max(24, (big * n) / Math.max(other, 1));
+  // Q and O are as tall as their rows beside S; the maps across keys and V take the full size.
+  const map = (rows: Axis, cols: Axis) => ({
+    geometry,
+    rows,
+    cols,
+    maxPx: rows === 'q' && cols !== 'k' ? Math.max(side(frame.nq, frame.nk), 40) : big,
+  });
   return (
     <section className="view heatmaps" aria-label="Tile heatmaps">
       <div className="hm-layout">
-        <Heatmap
-          id="Q"
-          title="Q"
-          data={inputs.q}
-          rows={inputs.nq}
-          cols={inputs.d}
-          scale={scales.q}
-          tileRows={blockM}
-          tileCols={inputs.d}
-          highlight={qRows}
-          maxPx={Math.max(side(inputs.nq, inputs.nk), 40)}
-          onTileClick={zoom('Q')}
-        />
-        <Heatmap
-          id="Kᵀ"
-          title="Kᵀ"
-          data={inputs.k}
-          rows={inputs.d}
-          cols={inputs.nk}
-          transposed
-          scale={scales.k}
-          tileRows={inputs.d}
-          tileCols={blockN}
-          highlight={kCols}
-          maxPx={big}
-          onTileClick={zoom('K')}
-        />
-        <Heatmap
-          id="V"
-          title="V"
-          data={inputs.v}
-          rows={inputs.nk}
-          cols={inputs.dv}
-          scale={scales.v}
-          tileRows={blockN}
-          tileCols={inputs.dv}
-          highlight={vRows}
-          maxPx={big}
-          onTileClick={zoom('V')}
-        />
-        <Heatmap
+        <TileHeatmap {...map('q', 'd')} id="Q" title="Q" data={inputs.q} scale={scales.q} onTileClick={zoom('Q')} />
+        <TileHeatmap {...map('d', 'k')} id="Kᵀ" title="Kᵀ" data={inputs.k} transposed scale={scales.k} onTileClick={zoom('K')} />
+        <TileHeatmap {...map('k', 'dv')} id="V" title="V" data={inputs.v} scale={scales.v} onTileClick={zoom('V')} />
+        <TileHeatmap
+          {...map('q', 'k')}
           id="S"
           title={titles.s}
           data={frame.s}
           version={frame.seq}
           changed={sChanged}
           mask={frame.mask}
-          rows={frame.nq}
-          cols={frame.nk}
           scale={scales.s}
-          tileRows={blockM}
-          tileCols={blockN}
-          highlight={sTile}
-          maxPx={big}
           onTileClick={zoom('S')}
           tileInfo={tileInfo}
         />
-        <Heatmap
+        <TileHeatmap
+          {...map('q', 'k')}
           id="P"
           title={titles.p}
           data={frame.p}
           version={frame.seq}
           changed={sChanged}
-          rows={frame.nq}
-          cols={frame.nk}
           scale={scales.p}
-          tileRows={blockM}
-          tileCols={blockN}
-          highlight={sTile}
-          maxPx={big}
           onTileClick={zoom('P')}
           marks={flushed}
           marksLabel={FLUSHED_LABEL}
           tileInfo={tileInfo}
         />
-        <Heatmap
+        <TileHeatmap
+          {...map('q', 'dv')}
           id="O"
           title={fa1 ? 'O (HBM-resident, rewritten)' : 'O'}
           data={frame.o}
           version={frame.seq}
           changed={oChanged}
-          rows={frame.nq}
-          cols={frame.dv}
           scale={scales.o}
-          tileRows={blockM}
-          tileCols={frame.dv}
-          highlight={oRows}
           markRows={fa1 && frame.event.kind === 'write' ? [r0, r1] : undefined}
-          maxPx={Math.max(side(frame.nq, frame.nk), 40)}
           onTileClick={zoom('O')}
         />
       </div>

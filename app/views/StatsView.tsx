@@ -65,19 +65,21 @@ function Spark({ series }: { series: SparkSeries }) {
     const g = c?.getContext('2d');
     if (!c || !g) return;
     const dpr = Math.min(2, window.devicePixelRatio || 1);
-    if (c.width !== SPARK_W * dpr) {
-      c.width = SPARK_W * dpr;
+    // Drawn at the width the stylesheet gives it: a phone's table narrows the line rather than scrolling.
+    const w = Math.round(c.clientWidth) || SPARK_W;
+    if (c.width !== w * dpr) {
+      c.width = w * dpr;
       c.height = SPARK_H * dpr;
     }
     g.setTransform(dpr, 0, 0, dpr, 0, 0);
-    g.clearRect(0, 0, SPARK_W, SPARK_H);
+    g.clearRect(0, 0, w, SPARK_H);
     const finite = series.m.filter((v) => Number.isFinite(v));
     if (finite.length === 0) return;
     const lo = Math.min(...finite);
     const hi = Math.max(...finite);
     const n = series.m.length;
     const y = (v: number) => (hi === lo ? SPARK_H / 2 : SPARK_H - 3 - ((v - lo) / (hi - lo)) * (SPARK_H - 6));
-    const x = (i: number) => (n <= 1 ? SPARK_W / 2 : 4 + (i * (SPARK_W - 8)) / (n - 1));
+    const x = (i: number) => (n <= 1 ? w / 2 : 4 + (i * (w - 8)) / (n - 1));
     const colours = sparkColours(c, theme);
     g.strokeStyle = colours.line;
     g.lineWidth = 1.5;
@@ -103,7 +105,6 @@ function Spark({ series }: { series: SparkSeries }) {
     <canvas
       ref={ref}
       className="spark"
-      style={{ width: SPARK_W, height: SPARK_H }}
       role="img"
       aria-label={`m over ${series.m.length} K/V blocks, ${rescales.length} rescales`}
       data-points={series.m.filter((v) => Number.isFinite(v)).length}

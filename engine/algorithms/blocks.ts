@@ -15,12 +15,18 @@ export function blocksFromSram(sramBytes: number, d: number): { blockM: number; 
   return { blockM: Math.max(1, Math.min(bc, d)), blockN: Math.max(1, bc) };
 }
 
-export function resolveBlocks(p: AttentionProblem, o: BlockOptions): { blockM: number; blockN: number } {
+export interface Tile {
+  blockM: number;
+  blockN: number;
+}
+
+/** The run's tile: the one given, else the kernel's own (`kernel`), else sized from the on-chip memory. */
+export function resolveBlocks(p: AttentionProblem, o: BlockOptions, kernel?: Tile): Tile {
   for (const f of ['blockM', 'blockN', 'sramBytes'] as const) {
     const v = o[f];
     if (v !== undefined && !(Number.isInteger(v) && v > 0)) throw new ProblemError(f, `must be a positive integer, got ${v}`);
   }
-  const fromSram = blocksFromSram(o.sramBytes ?? DEFAULT_SRAM_BYTES, p.d);
+  const fromSram = kernel ?? blocksFromSram(o.sramBytes ?? DEFAULT_SRAM_BYTES, p.d);
   return capBlocks(p, o.blockM ?? fromSram.blockM, o.blockN ?? fromSram.blockN);
 }
 

@@ -27,7 +27,7 @@ export function tileClasses(p: AttentionProblem, sm: ScoreModel, blockM: number,
   if (!hasBlockMask(p)) return () => BLOCK_FULL;
   const perHead = p.mask !== undefined && checkMaskSpec(p.mask).maskReadsBatchOrHead;
   const pairs = (perHead ? p.batch * p.hq : 1) * p.nq * p.nk;
-  if (p.mask?.maskMod === undefined || pairs <= MAX_BLOCK_MASK_PAIRS) {
+  if (sm.maskMod === undefined || pairs <= MAX_BLOCK_MASK_PAIRS) {
     const bm = blockMask(p, blockM, blockN);
     return (b, h, i, j) => {
       const row = ((bm.batch === 1 ? 0 : b) * bm.heads + (bm.heads === 1 ? 0 : h)) * bm.qBlocks + i;

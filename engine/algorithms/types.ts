@@ -57,5 +57,7 @@ export interface StepAlgorithm {
    * algorithm skip it and test it against bounds of its own.
    */
   quantized?: boolean;
+  /** The tile it runs for these options: the given one, else its kernel's own (or one sized from the on-chip memory). */
+  blocks(p: AttentionProblem, o: BlockOptions): { blockM: number; blockN: number };
   run(problem: AttentionProblem, inputs: AttentionInputs, options: RunOptions): StepGenerator;
 }

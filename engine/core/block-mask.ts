@@ -46,7 +46,7 @@ export function blockMask(p: AttentionProblem, blockM: number, blockN: number): 
   const qBlocks = Math.ceil(p.nq / blockM);
   const kvBlocks = Math.ceil(p.nk / blockN);
   const pairs = batch * heads * p.nq * p.nk;
-  if (p.mask?.maskMod !== undefined && pairs > MAX_BLOCK_MASK_PAIRS) {
+  if (sm.maskMod !== undefined && pairs > MAX_BLOCK_MASK_PAIRS) {
     throw new RangeError(`the block mask evaluates ${pairs} query/key pairs; at most ${MAX_BLOCK_MASK_PAIRS} here`);
   }
   const state = new Uint8Array(batch * heads * qBlocks * kvBlocks);

@@ -4,7 +4,7 @@
 
 import type { MaskKind } from './mask-language.ts';
 import type { MaskSpec } from './mask-spec.ts';
-import { standardAlibiSlopes } from './problem.ts';
+import { standardAlibiSlopes, type AttentionProblem } from './problem.ts';
 
 export interface PresetDims {
   hq: number;
@@ -179,6 +179,18 @@ export const MASK_PRESETS: readonly MaskPreset[] = [
     }),
   },
 ];
+
+/**
+ * The problem's causal flag and window as mask_mod text: the causal preset, and one bound per
+ * window side around the bottom-right-aligned diagonal. These texts are what the engine runs.
+ */
+export function builtInMaskTexts(p: Pick<AttentionProblem, 'causal' | 'window'>): string[] {
+  const texts: string[] = [];
+  if (p.causal) texts.push(maskPreset('causal')!.build([], { hq: 1, nq: 1, nk: 1 }).text);
+  if (p.window && p.window.left >= 0) texts.push(`kv_idx >= ${POS} - ${p.window.left}`);
+  if (p.window && p.window.right >= 0) texts.push(`kv_idx <= ${POS} + ${p.window.right}`);
+  return texts;
+}
 
 export function maskPreset(id: string): MaskPreset | undefined {
   return MASK_PRESETS.find((p) => p.id === id);

@@ -1,6 +1,11 @@
 // Score modifiers and masks, shared by every algorithm so they cannot disagree.
-// Order (as FlashAttention applies them): scale, softcap, ALiBi bias, then masks.
+// Order (as FlashAttention applies them): scale, softcap, ALiBi bias, then masks. Every mask,
+// the causal flag and the window included, is mask_mod text read through one tree.
 
+import { compileMaskMod } from './mask-evaluate.ts';
+import { parseMask, type MaskNode } from './mask-language.ts';
+import { builtInMaskTexts } from './mask-presets.ts';
+import { maskRange, type LinearBound } from './mask-range.ts';
 import { compileMaskSpec, isEmptyMask } from './mask-spec.ts';
 import { alibiSlopes, softmaxScale, type AttentionProblem } from './problem.ts';
 
@@ -12,62 +17,56 @@ export interface ScoreModel {
   slopes: number[] | undefined;
   /** Offset aligning query i with key i + diag (bottom-right alignment). */
   diag: number;
-  causal: boolean;
-  left: number; // -1 = unbounded
-  right: number; // -1 = unbounded
-  /** The problem's mask_mod (true keeps the key), on top of causal/window. */
+  /** Bounds on kv_idx per query row, read off the mask (causal, window and the mask_mod's linear conjuncts). */
+  lower: LinearBound[];
+  upper: LinearBound[];
+  /** What the mask says beyond those bounds (true keeps the key); undefined when the bounds are all of it. */
   maskMod: ((b: number, h: number, i: number, j: number) => boolean) | undefined;
   /** The problem's score_mod, applied after scale, softcap and ALiBi. */
   scoreMod: ((b: number, h: number, i: number, j: number, s: number) => number) | undefined;
 }
 
 export function scoreModel(p: AttentionProblem): ScoreModel {
+  const user = p.mask === undefined || isEmptyMask(p.mask) ? undefined : compileMaskSpec(p.mask, p.nq, p.nk);
+  // The causal flag and the window are mask_mod texts (mask-presets.ts), in front of the user's mask.
+  const masks: MaskNode[] = builtInMaskTexts(p).map((t) => parseMask(t, 'mask_mod'));
+  if (user?.checked.maskAst) masks.push(user.checked.maskAst);
+  const range = maskRange(masks, p.nq, p.nk);
   return {
     scale: softmaxScale(p),
     softcap: p.softcap,
     slopes: alibiSlopes(p),
     diag: p.nk - p.nq,
-    causal: p.causal,
-    left: p.window?.left ?? -1,
-    right: p.window?.right ?? -1,
-    ...userMods(p),
+    lower: range.lower,
+    upper: range.upper,
+    maskMod: range.residual && compileMaskMod(range.residual, { nq: p.nq, nk: p.nk, aux: user?.checked.aux ?? new Map() }),
+    scoreMod: user?.scoreMod,
   };
 }
 
-function userMods(p: AttentionProblem): Pick<ScoreModel, 'maskMod' | 'scoreMod'> {
-  if (p.mask === undefined || isEmptyMask(p.mask)) return { maskMod: undefined, scoreMod: undefined };
-  const c = compileMaskSpec(p.mask, p.nq, p.nk);
-  return { maskMod: c.maskMod, scoreMod: c.scoreMod };
-}
-
-/** The model without any mask (built-in or mask_mod): what a score is before masking. */
+/** The model without any mask: what a score is before masking. */
 export function unmasked(m: ScoreModel): ScoreModel {
-  return { ...m, causal: false, left: -1, right: -1, maskMod: undefined };
+  return { ...m, lower: [], upper: [], maskMod: undefined };
 }
 
 /** True when key j is visible to query i of batch b, query head h. */
 export function visible(m: ScoreModel, i: number, j: number, b: number, h: number): boolean {
-  const rel = j - (i + m.diag); // > 0: key is in the future of the aligned diagonal
-  if (m.causal && rel > 0) return false;
-  if (m.left >= 0 && rel < -m.left) return false;
-  if (m.right >= 0 && rel > m.right) return false;
+  for (const u of m.upper) if (j > u.a * i + u.c) return false;
+  for (const l of m.lower) if (j < l.a * i + l.c) return false;
   return m.maskMod === undefined || m.maskMod(b, h, i, j);
 }
 
 /**
- * Key range [lo, hi) of query row i that causal/window leave; keys outside are masked. A
- * mask_mod can hide more inside it (ask visible()).
+ * Key range [lo, hi) of query row i that the mask's bounds leave; keys outside are masked. The
+ * residual mask can hide more inside it (ask visible()).
  */
 export function visibleRange(m: ScoreModel, i: number, nk: number): [number, number] {
   let lo = 0;
   let hi = nk;
-  const center = i + m.diag;
-  if (m.left >= 0) lo = Math.max(lo, center - m.left);
-  let right = m.causal ? 0 : Infinity;
-  if (m.right >= 0) right = Math.min(right, m.right);
-  if (right !== Infinity) hi = Math.min(hi, center + right + 1);
+  for (const l of m.lower) lo = Math.max(lo, l.a * i + l.c);
+  for (const u of m.upper) hi = Math.min(hi, u.a * i + u.c + 1);
   if (hi < lo) hi = lo;
-  return [Math.max(0, Math.min(lo, nk)), Math.max(0, hi)];
+  return [Math.min(lo, nk), Math.max(0, hi)];
 }
 
 /**

@@ -11,7 +11,7 @@
 
 import { algorithmById } from '../algorithms/registry.ts';
 import type { AlgorithmResult } from '../algorithms/types.ts';
-import { blockCount, resolveBlocks } from '../algorithms/blocks.ts';
+import { blockCount, type Tile } from '../algorithms/blocks.ts';
 import { addDelta, emptyCounters } from '../core/counters.ts';
 import { checkInputs, kvHead, randomInputs, type AttentionInputs } from '../core/inputs.ts';
 import { validateProblem, type AttentionProblem } from '../core/problem.ts';
@@ -25,7 +25,7 @@ import type { BackwardResult } from '../backward/types.ts';
 import { pointOf, stepFor, type SyncAxis, type SyncPoint } from '../compare/sync.ts';
 import { describeBreakpoint, matchBreakpoint } from './breakpoints.ts';
 import { cloneCounters, HeadState } from './head-state.ts';
-import { startPass, type PassRun } from '../request.ts';
+import { passBlocks, startPass, type PassRun } from '../request.ts';
 import { storedForwardP, summarizeBackward } from './backward-summary.ts';
 import {
   precisionFor,
@@ -123,8 +123,7 @@ const PANEL_NAMES: Partial<Record<SizeDim, string>> = {
 };
 
 /** Refuses, with what to do instead, a problem whose trace would not fit the stepping budget. */
-function checkTraceSize(problem: AttentionProblem, req: LoadRequest): void {
-  const blocks = resolveBlocks(problem, req.blocks);
+function checkTraceSize(problem: AttentionProblem, blocks: Tile, req: LoadRequest): void {
   try {
     checkSize(
       { ...problem, ...blocks, pass: req.pass === 'backward' ? 'backward' : 'forward' },
@@ -140,8 +139,7 @@ function checkTraceSize(problem: AttentionProblem, req: LoadRequest): void {
 }
 
 /** Refuses a counters-only run whose inputs alone would not fit the worker's memory. */
-function checkRunSize(problem: AttentionProblem, req: LoadRequest): void {
-  const blocks = resolveBlocks(problem, req.blocks);
+function checkRunSize(problem: AttentionProblem, blocks: Tile): void {
   try {
     checkSize({ ...problem, ...blocks }, { measure: (s) => s.runBytes, budget: RUN_BUDGET_BYTES, what: 'this run', names: PANEL_NAMES });
   } catch (e) {
@@ -231,15 +229,20 @@ export class DebuggerSession {
     const t0 = performance.now();
     this.cancelRequested = false;
     const algo = algorithmById(req.algorithm);
-    // Random inputs of a huge problem are refused before they are generated.
-    if (!req.tensors) checkTraceSize(validateProblem(structuredClone(req.problem)), req);
-    // Imported tensors are refused from their headers' shapes, before any data is read.
-    const { problem, inputs } = await inputsFor(req, (p) => checkTraceSize(p, req));
-    const blocks = resolveBlocks(problem, req.blocks);
+    // The tile is resolved once, from the problem the run will have: random inputs of a huge
+    // problem are refused before they are generated, imported tensors from their headers' shapes.
+    let blocks: Tile | undefined;
+    const admit = (p: AttentionProblem) => {
+      blocks = passBlocks(req, p);
+      checkTraceSize(p, blocks, req);
+    };
+    if (!req.tensors) admit(validateProblem(structuredClone(req.problem)));
+    const { problem, inputs } = await inputsFor(req, admit);
+    blocks ??= passBlocks(req, problem);
     checkInputs(problem, inputs);
 
     const events: TraceEvent[] = [];
-    const run: PassRun = startPass(req, problem, inputs, { ...req.blocks, features: req.features, trace: true });
+    const run: PassRun = startPass(req, problem, inputs, { ...req.blocks, ...blocks, features: req.features, trace: true });
     const gen = run.gen;
     const estSteps = Math.max(
       1,
@@ -629,12 +632,17 @@ export class DebuggerSession {
       const t0 = performance.now();
       this.cancelRequested = false;
       algorithmById(req.algorithm);
-      if (!req.tensors) checkRunSize(validateProblem(structuredClone(req.problem)), req);
+      let blocks: Tile | undefined;
+      if (!req.tensors) {
+        const p = validateProblem(structuredClone(req.problem));
+        blocks = passBlocks(req, p);
+        checkRunSize(p, blocks);
+      }
       const { problem, inputs } = await inputsFor(req);
-      const blocks = resolveBlocks(problem, req.blocks);
+      blocks ??= passBlocks(req, problem);
       // Tracing stays on so the generator yields and the run can be sliced and cancelled;
       // the events are dropped at once.
-      const gen = startPass(req, problem, inputs, { ...req.blocks, features: req.features, trace: true }).gen;
+      const gen = startPass(req, problem, inputs, { ...req.blocks, ...blocks, features: req.features, trace: true }).gen;
       const estSteps = Math.max(
         1,
         problem.batch * problem.hq * blockCount(problem.nq, blocks.blockM) * blockCount(problem.nk, blocks.blockN) * 7,

@@ -57,6 +57,37 @@ describe('the hardware grid follows the mask', () => {
     });
   }
 
+  it('fa3: past the pair budget a mask of linear bounds still gives each CTA exactly its blocks', () => {
+    // 16384² pairs is past what the grid evaluates pair by pair; a sliding window is bounds only.
+    const N = 16384;
+    const w = 1024;
+    const shape = shapeOf({
+      ...base,
+      hq: 1,
+      hk: 1,
+      nq: N,
+      nk: N,
+      mask: maskSpecFrom({ maskMod: `sliding_window:${w}` }, { hq: 1, nq: N, nk: N }),
+    });
+    const a = hwAlgorithmById('fa3');
+    const g = gpuById('h100');
+    const f = resolveFeatures(a, {});
+    const sheet = a.resources(g, shape, f);
+    const rows = a.geometry?.(sheet, shape).ctaRows ?? sheet.tiles.block_m;
+    const bn = sheet.tiles.block_n;
+    let ctas = 0;
+    for (const cta of a.grid(g, shape, f)) {
+      const r0 = cta.qBlock * rows;
+      const r1 = Math.min(N, r0 + rows);
+      // Keys r0 - w … r1 - 1 are seen by some row of the CTA.
+      const want: number[] = [];
+      for (let j = 0; j * bn < N; j++) if (j * bn <= r1 - 1 && (j + 1) * bn - 1 >= r0 - w) want.push(j);
+      expect(kvBlocksOf(cta).sort((x, y) => x - y)).toEqual(want);
+      ctas++;
+    }
+    expect(ctas).toBe(N / rows);
+  });
+
   it('fa3: a sparser mask gives a shorter kernel', () => {
     // Several waves of CTAs, so the kernel time is the sum of the CTAs' work, not its longest CTA.
     const big = { ...base, batch: 4, hq: 16, hk: 16 };

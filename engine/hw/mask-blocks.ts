@@ -7,7 +7,7 @@ import type { AttentionProblem } from '../core/problem.ts';
 import { blockHasVisible, scoreModel, type ScoreModel } from '../core/scores.ts';
 import type { ProblemShape } from './model.ts';
 
-/** Mask pairs a grid may evaluate before it falls back to the causal/window range (a page must not freeze). */
+/** Mask pairs a grid may evaluate before it falls back to the causal/window range (a page must not freeze); bounds cost nothing per pair. */
 const MAX_GRID_MASK_PAIRS = 1 << 26;
 
 interface MaskGridModel {
@@ -31,11 +31,10 @@ function modelOf(shape: ProblemShape): MaskGridModel | null {
   const r = shape.packRatio ?? 1;
   const nq = shape.nq / r;
   const pairs = (perHead ? shape.batch * shape.hq * r : 1) * nq * shape.nk;
-  let model: MaskGridModel | null = null;
-  if (pairs <= MAX_GRID_MASK_PAIRS) {
-    const p: AttentionProblem = { ...shape, hq: shape.hq * r, nq, causal: shape.causal, mask };
-    model = { sm: scoreModel(p), perHead, lists: new Map() };
-  }
+  const p: AttentionProblem = { ...shape, hq: shape.hq * r, nq, causal: shape.causal, mask };
+  const sm = scoreModel(p);
+  // A mask that is all linear bounds costs one range per row, at any size.
+  const model: MaskGridModel | null = pairs <= MAX_GRID_MASK_PAIRS || sm.maskMod === undefined ? { sm, perHead, lists: new Map() } : null;
   byShape.set(key, model);
   return model;
 }

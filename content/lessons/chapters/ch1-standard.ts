@@ -32,7 +32,7 @@ export const chapter1: Chapter = {
     },
     {
       kind: 'p',
-      text: 'The debugger below runs exactly these passes on a $32\\times 32$ problem with $d = 16$. It is stopped at the first write of an $S$ tile to HBM. Step forward and watch the Counters view: the S and P rows grow tile by tile while Q, K and V stay small.',
+      text: 'The debugger below runs exactly these passes on a $32\\times 32$ problem with $d = 16$. It is stopped at the first write of an $S$ tile to HBM. Step forward and watch the Counters view: the S and P figures in its HBM rows grow tile by tile while Q, K and V stay small.',
     },
   ],
   panes: [

@@ -1,7 +1,7 @@
 // Chapter 8: FA4 on Blackwell — TMEM, warp roles, Large-Small-Large, 3/4 P hand-off, lazy rescaling, exp2 emulation.
 import type { Chapter } from './types.ts';
 import { firstIndex, fmt, lessonRequest } from './queries.ts';
-import { describeFor, shapeOf, type LoadRequest, type ProblemShape } from '../../../engine/api.ts';
+import { describeFor, shapeOf, type LoadRequest, type ProblemShape, type TraceEvent } from '../../../engine/api.ts';
 
 const B200 = 'b200';
 /** The DeepSeek head shape on one 256-row CTA: the K/V ring is large, small, large. */
@@ -16,6 +16,12 @@ function kvSlots(shape: Partial<ProblemShape>): number[] {
   return describeFor('fa4', B200, full)
     .smem.buffers.filter((b) => b.name === 'sKV')
     .map((b) => b.bytes);
+}
+
+/** The keys of the first K/V tile the softmax warps exponentiate. */
+function firstKeys(events: readonly TraceEvent[]): string {
+  const e = events.find((x) => x.kind === 'exp');
+  return e ? `${e.tile.cols[0]}–${e.tile.cols[1] - 1}` : '—';
 }
 
 export const chapter8: Chapter = {
@@ -62,13 +68,16 @@ export const chapter8: Chapter = {
     },
     {
       kind: 'p',
-      text: "The debugger runs FA4's numbers in the MMA warp's issue order on $N_q = 256$, $N_k = 512$, $d = 192$, $d_v = 128$, causal, bf16, and opens at the first $P = 2^{S' - m}$ step. Toggle lazy rescaling and exp2 emulation: the trace and its counters change. The table runs the B200 model with each switch; read its unit columns as well as the time, because while the tensor cores are the limit, work taken off the correction or exponential units shows up there first.",
+      text: "The debugger runs FA4's numbers in the MMA warp's issue order on $N_q = 256$, $N_k = 512$, $d = 192$, $d_v = 128$, causal, bf16, and opens at the first $P = 2^{S' - m}$ step with a key the mask leaves open. The CTA's two $Q$ tiles walk the same K/V tiles, last first, so the first tile (keys {{first-keys}}) is masked for every row of $Q_0$: warpgroup 0's first $P$ is all zeros, and the opening step is warpgroup 1's, on the diagonal. Toggle lazy rescaling and exp2 emulation: the trace and its counters change. The table runs the B200 model with each switch; read its unit columns as well as the time, because while the tensor cores are the limit, work taken off the correction or exponential units shows up there first.",
     },
   ],
   panes: [
     {
       preset,
-      target: { describe: 'the first P = 2^(S′ − m) step of softmax warpgroup 0', find: (ev) => firstIndex(ev, (e) => e.kind === 'exp') },
+      target: {
+        describe: 'the first P = 2^(S′ − m) step with a key the mask leaves open',
+        find: (ev) => firstIndex(ev, (e) => e.kind === 'exp' && e.p.some((v) => v > 0)),
+      },
       views: ['heatmaps', 'counters', 'hw-memory', 'hw-timeline'],
     },
   ],
@@ -107,6 +116,7 @@ export const chapter8: Chapter = {
     'stages-2cta': String(kvSlots({ d: 128, dv: 128, nq: 4096 }).length),
     emulated: String(run(preset).result.stats?.emulatedExp2 ?? 0),
     exps: String(run(preset).result.counters.expCount),
+    'first-keys': firstKeys(run(preset).events),
   }),
   sources: [
     '"FlashAttention-4: Algorithm and Kernel Pipelining Co-Design for Asymmetric Hardware Scaling", arXiv 2603.05451 (TMEM and warp roles, lazy rescaling, exp2 emulation, the 2-CTA MMA).',

@@ -60,6 +60,16 @@ describe('lesson chapters', () => {
     }
   });
 
+  it('a pane that opens on a P step opens on a tile with an open key: an all-zero P shows nothing to read', () => {
+    const exp = CHAPTERS.flatMap((c) => c.panes.flatMap((_p, i) => (expectedKind[c.number][i] === 'exp' ? [{ c, i }] : [])));
+    expect(exp.length).toBeGreaterThan(0);
+    for (const { c, i } of exp) {
+      const req = c.panes[i].preset;
+      const e = cache.get(req).events[locateTarget(c, i, req, cache).step];
+      expect(e.kind === 'exp' && e.p.some((v) => v > 0), `chapter ${c.number} pane ${i}`).toBe(true);
+    }
+  });
+
   for (const c of CHAPTERS) {
     it(`chapter ${c.number}: presets have more than one tile and the target is the step the text names`, () => {
       c.panes.forEach((pane, i) => {

@@ -33,11 +33,7 @@ export const CUTE_FA2_TILE = { blockM: 64, blockN: 64, warps: 4 };
 
 function* runCuteFa2(p: AttentionProblem, x: AttentionInputs, opts: RunOptions): StepGenerator {
   readFeatures('cute-fa2', CUTE_FA2_FEATURES, opts.features);
-  const { blockM, blockN } = resolveBlocks(p, {
-    ...opts,
-    blockM: opts.blockM ?? CUTE_FA2_TILE.blockM,
-    blockN: opts.blockN ?? CUTE_FA2_TILE.blockN,
-  });
+  const { blockM, blockN } = cuteFa2.blocks(p, opts);
   const ctx = step.makeContext(p, x, opts, { prefix: 'cute-fa2' });
   step.walkBlockMask(ctx, blockM, blockN);
   const o = new Float32Array(p.batch * p.hq * p.nq * p.dv);
@@ -106,4 +102,9 @@ function* runCuteFa2(p: AttentionProblem, x: AttentionInputs, opts: RunOptions):
   return result;
 }
 
-export const cuteFa2: StepAlgorithm = { id: 'cute-fa2', name: 'FlashAttention-2 in CuTe (Ampere, SM80)', run: runCuteFa2 };
+export const cuteFa2: StepAlgorithm = {
+  id: 'cute-fa2',
+  name: 'FlashAttention-2 in CuTe (Ampere, SM80)',
+  blocks: (p, o) => resolveBlocks(p, o, CUTE_FA2_TILE),
+  run: runCuteFa2,
+};

@@ -109,5 +109,6 @@ export const fa1Backward: BackwardAlgorithm = {
   name: 'FlashAttention backward (FA1, Algorithm 4)',
   pass: 'backward',
   linePrefix: 'fa1bwd',
+  blocks: resolveBlocks,
   run: runFa1Backward,
 };

@@ -26,7 +26,7 @@ import type { AttentionInputs } from '../../core/inputs.ts';
 import { BLOCK_EMPTY, BLOCK_PARTIAL } from '../../core/block-mask.ts';
 import { tileValues } from '../../trace/tracer.ts';
 import type { Range } from '../../trace/events.ts';
-import { blockCount } from '../blocks.ts';
+import { blockCount, resolveBlocks } from '../blocks.ts';
 import { accumulatePV, headSlice, maskTile, roundTile, scoreTile } from '../tile-math.ts';
 import type { AlgorithmResult, RunOptions, StepAlgorithm, StepGenerator } from '../types.ts';
 import { hasBlockMask, skippedTile, tileClasses } from '../tile-classes.ts';
@@ -238,4 +238,4 @@ function* runFa1(p: AttentionProblem, x: AttentionInputs, opts: RunOptions): Ste
   return result;
 }
 
-export const fa1: StepAlgorithm = { id: 'fa1', name: 'FlashAttention (FA1, Algorithm 1)', run: runFa1 };
+export const fa1: StepAlgorithm = { id: 'fa1', name: 'FlashAttention (FA1, Algorithm 1)', blocks: resolveBlocks, run: runFa1 };

@@ -130,5 +130,6 @@ export const fa2Backward: BackwardAlgorithm = {
   name: 'FlashAttention-2 backward',
   pass: 'backward',
   linePrefix: 'fa2bwd',
+  blocks: resolveBlocks,
   run: runFa2Backward,
 };

@@ -15,7 +15,7 @@ import type { AttentionInputs } from '../../core/inputs.ts';
 import { BLOCK_EMPTY, BLOCK_PARTIAL } from '../../core/block-mask.ts';
 import { tileValues } from '../../trace/tracer.ts';
 import type { Range } from '../../trace/events.ts';
-import { blockCount } from '../blocks.ts';
+import { blockCount, resolveBlocks } from '../blocks.ts';
 import { accumulatePV, headSlice, maskTile, roundTile, scoreTile } from '../tile-math.ts';
 import type { AlgorithmResult, RunOptions, StepAlgorithm, StepGenerator } from '../types.ts';
 import { hasBlockMask, skippedTile, tileClasses } from '../tile-classes.ts';
@@ -216,4 +216,4 @@ function* runFa2(p: AttentionProblem, x: AttentionInputs, opts: RunOptions): Ste
   return result;
 }
 
-export const fa2: StepAlgorithm = { id: 'fa2', name: 'FlashAttention-2', run: runFa2 };
+export const fa2: StepAlgorithm = { id: 'fa2', name: 'FlashAttention-2', blocks: resolveBlocks, run: runFa2 };

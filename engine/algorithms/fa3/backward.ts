@@ -77,8 +77,7 @@ type Gen = Generator<TraceEvent, void, void>;
 function* runFa3Backward(p: AttentionProblem, xIn: AttentionInputs, opts: RunOptions): BackwardGenerator {
   const f = readFeatures('fa3', FA3_BACKWARD_FEATURES, opts.features);
   requireSupported('fa3', FA3_SUPPORTS, 'backward', p);
-  const def = fa3BackwardTile(p);
-  const { blockM, blockN } = resolveBlocks(p, { ...opts, blockM: opts.blockM ?? def.blockM, blockN: opts.blockN ?? def.blockN });
+  const { blockM, blockN } = fa3Backward.blocks(p, opts);
   const { deterministic, ...forwardFeatures } = f;
   const S = setUpTiledBackward(p, xIn, fa3, { blockM, blockN, features: forwardFeatures }, opts.trace, 'fa3bwd');
   const { tr, eb, scale, ctx, kAcc, vAcc, acc } = S;
@@ -253,5 +252,6 @@ export const fa3Backward: BackwardAlgorithm = {
   name: 'FlashAttention-3 backward (Hopper)',
   pass: 'backward',
   linePrefix: 'fa3bwd',
+  blocks: (p, o) => resolveBlocks(p, o, fa3BackwardTile(p)),
   run: runFa3Backward,
 };

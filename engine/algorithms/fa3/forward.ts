@@ -141,8 +141,7 @@ function* runFa3(p: AttentionProblem, x: AttentionInputs, opts: RunOptions): Ste
     if (given.length)
       throw new ProblemError(`features.${given[0]}`, `applies to FP8 runs only (dtype fp8e4m3 or fp8e5m2), the dtype is ${p.dtype}`);
   }
-  const def = fa3DefaultTile(p);
-  const { blockM, blockN } = resolveBlocks(p, { ...opts, blockM: opts.blockM ?? def.blockM, blockN: opts.blockN ?? def.blockN });
+  const { blockM, blockN } = fa3.blocks(p, opts);
   // FP8: quantize (and rotate) once up front, as the caller of the kernel does; the schedule
   // then reads the quantized tensors and casts P before each P·V.
   const q8 = fp8 ? prepareFp8(p, x, f, blockM, blockN) : undefined;
@@ -321,4 +320,9 @@ function* runFa3(p: AttentionProblem, x: AttentionInputs, opts: RunOptions): Ste
   return result;
 }
 
-export const fa3: StepAlgorithm = { id: 'fa3', name: 'FlashAttention-3 (Hopper, SM90)', run: runFa3 };
+export const fa3: StepAlgorithm = {
+  id: 'fa3',
+  name: 'FlashAttention-3 (Hopper, SM90)',
+  blocks: (p, o) => resolveBlocks(p, o, fa3DefaultTile(p)),
+  run: runFa3,
+};

@@ -77,14 +77,19 @@ export const FA4_FEATURES = {
 /** Rows per correction-warp rescale vote (one warp, one thread per row). */
 export const FA4_RESCALE_GROUP = 32;
 
-function* runFa4(p: AttentionProblem, x: AttentionInputs, opts: RunOptions): StepGenerator {
-  const f = readFeatures('fa4', FA4_FEATURES, opts.features);
+/** The kernel configuration this problem selects. */
+function fa4ConfigFor(p: AttentionProblem): ReturnType<typeof fa4Config> {
   // fp32 runs (a teaching mode, no kernel takes them) are configured as the 16-bit kernel.
   const dtype = p.dtype === 'fp32' ? 'bf16' : p.dtype;
   // The arithmetic is exact at any head dim, so the stepper runs them all; the hardware model
   // (schedule, describe, simulate) refuses the head dims upstream does not compile.
   const local = p.window !== undefined && (p.window.left >= 0 || p.window.right >= 0);
-  const cfg = fa4Config({ d: p.d, dv: p.dv, dtype, causal: p.causal, local, nq: p.nq });
+  return fa4Config({ d: p.d, dv: p.dv, dtype, causal: p.causal, local, nq: p.nq });
+}
+
+function* runFa4(p: AttentionProblem, x: AttentionInputs, opts: RunOptions): StepGenerator {
+  const f = readFeatures('fa4', FA4_FEATURES, opts.features);
+  const cfg = fa4ConfigFor(p);
   const pattern: Fa4Exp2 = {
     freq: f.exp2EmuFreq || cfg.exp2.freq,
     res: f.exp2EmuRes || cfg.exp2.res,
@@ -93,7 +98,7 @@ function* runFa4(p: AttentionProblem, x: AttentionInputs, opts: RunOptions): Ste
   if (pattern.freq > 0 && pattern.res > pattern.freq) {
     throw new ProblemError('features.exp2EmuRes', `must not exceed exp2EmuFreq (${pattern.freq}), got ${pattern.res}`);
   }
-  const { blockM, blockN } = resolveBlocks(p, { ...opts, blockM: opts.blockM ?? cfg.blockM, blockN: opts.blockN ?? cfg.blockN });
+  const { blockM, blockN } = fa4.blocks(p, opts);
   const Q_STAGES = cfg.qStage;
   const emuCols = new Uint8Array(blockN);
   for (let c = 0; c < blockN; c++) emuCols[c] = f.exp2Emulation && isEmulatedElement(c, blockN, pattern) ? 1 : 0;
@@ -240,4 +245,9 @@ function* runFa4(p: AttentionProblem, x: AttentionInputs, opts: RunOptions): Ste
   return result;
 }
 
-export const fa4: StepAlgorithm = { id: 'fa4', name: 'FlashAttention-4 (Blackwell, SM100)', run: runFa4 };
+export const fa4: StepAlgorithm = {
+  id: 'fa4',
+  name: 'FlashAttention-4 (Blackwell, SM100)',
+  blocks: (p, o) => resolveBlocks(p, o, fa4ConfigFor(p)),
+  run: runFa4,
+};

@@ -79,13 +79,14 @@ export function numSplitsHeuristic(ctas: number, smCount: number, nBlocks: numbe
   return 1;
 }
 
+/** The kernel's tile: the decoding block of query rows against the split's K/V block for this head dim. */
+function decodingTile(p: AttentionProblem): { blockM: number; blockN: number } {
+  return { blockM: DECODING_BLOCK_M, blockN: decodingBlockN(p.d) };
+}
+
 function* runFlashDecoding(p: AttentionProblem, x: AttentionInputs, opts: RunOptions): StepGenerator {
   const f = readFeatures('flash-decoding', FLASH_DECODING_FEATURES, opts.features);
-  const { blockM, blockN } = resolveBlocks(p, {
-    ...opts,
-    blockM: opts.blockM ?? DECODING_BLOCK_M,
-    blockN: opts.blockN ?? decodingBlockN(p.d),
-  });
+  const { blockM, blockN } = flashDecoding.blocks(p, opts);
   const ctx = step.makeContext(p, x, opts, { prefix: 'flash-decoding' });
   step.walkBlockMask(ctx, blockM, blockN);
   const tr = blockCount(p.nq, blockM);
@@ -230,4 +231,9 @@ function* runFlashDecoding(p: AttentionProblem, x: AttentionInputs, opts: RunOpt
   return result;
 }
 
-export const flashDecoding: StepAlgorithm = { id: 'flash-decoding', name: 'Flash-decoding (split-KV + combine)', run: runFlashDecoding };
+export const flashDecoding: StepAlgorithm = {
+  id: 'flash-decoding',
+  name: 'Flash-decoding (split-KV + combine)',
+  blocks: (p, o) => resolveBlocks(p, o, decodingTile(p)),
+  run: runFlashDecoding,
+};

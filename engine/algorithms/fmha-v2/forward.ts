@@ -69,8 +69,7 @@ function* runFmhaV2(p: AttentionProblem, x: AttentionInputs, opts: RunOptions): 
   if (f.fp16Accumulation && p.dtype !== 'fp16') {
     throw new ProblemError('features.fp16Accumulation', `needs dtype fp16 (fp16-accumulating HMMA takes fp16 operands), got ${p.dtype}`);
   }
-  const def = fmhaV2DefaultTile(p);
-  const { blockM, blockN } = resolveBlocks(p, { ...opts, blockM: opts.blockM ?? def.blockM, blockN: opts.blockN ?? def.blockN });
+  const { blockM, blockN } = fmhaV2.blocks(p, opts);
   const ctx = step.makeContext(p, x, opts, {
     prefix: 'fmha-v2',
     accRound: f.fp16Accumulation ? roundFp16 : Math.fround,
@@ -136,4 +135,9 @@ function* runFmhaV2(p: AttentionProblem, x: AttentionInputs, opts: RunOptions): 
   return result;
 }
 
-export const fmhaV2: StepAlgorithm = { id: 'fmha-v2', name: 'TensorRT-LLM fmha_v2 (Ada, SM89)', run: runFmhaV2 };
+export const fmhaV2: StepAlgorithm = {
+  id: 'fmha-v2',
+  name: 'TensorRT-LLM fmha_v2 (Ada, SM89)',
+  blocks: (p, o) => resolveBlocks(p, o, fmhaV2DefaultTile(p)),
+  run: runFmhaV2,
+};

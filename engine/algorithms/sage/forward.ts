@@ -80,11 +80,7 @@ function* runSage(p: AttentionProblem, x: AttentionInputs, opts: RunOptions): St
   if (version === 1 && opts.features && 'qPerWarp' in opts.features) {
     throw new ProblemError('features.qPerWarp', 'applies to version 2 only (v1 quantizes Q per 128-row block, as its Triton kernel does)');
   }
-  const { blockM, blockN } = resolveBlocks(p, {
-    ...opts,
-    blockM: opts.blockM ?? SAGE_TILE.blockM,
-    blockN: opts.blockN ?? SAGE_TILE.blockN,
-  });
+  const { blockM, blockN } = sage.blocks(p, opts);
   const perWarp = version === 2 && f.qPerWarp;
   const unitRows = perWarp ? Math.min(SAGE_WARP_ROWS, blockM) : blockM;
   // Q scale groups must not straddle a tile: with a tile that is not a multiple of 32 rows the
@@ -179,4 +175,10 @@ function* runSage(p: AttentionProblem, x: AttentionInputs, opts: RunOptions): St
   return result;
 }
 
-export const sage: StepAlgorithm = { id: 'sage', name: 'SageAttention (INT8 Q·Kᵀ, FP16/FP8 P·V)', run: runSage, quantized: true };
+export const sage: StepAlgorithm = {
+  id: 'sage',
+  name: 'SageAttention (INT8 Q·Kᵀ, FP16/FP8 P·V)',
+  blocks: (p, o) => resolveBlocks(p, o, SAGE_TILE),
+  run: runSage,
+  quantized: true,
+};

@@ -12,9 +12,9 @@
 // stored P, exp(S − LSE) rounded to the input dtype, which is the forward's
 // exp(S − m) / l up to its fp32 rounding.
 
-import { resolveBlocks, blockCount } from '../blocks.ts';
+import { blockCount } from '../blocks.ts';
 import { readFeatures } from '../features.ts';
-import { standard } from './forward.ts';
+import { standard, standardBlocks } from './forward.ts';
 import type { RunOptions } from '../types.ts';
 import { finishGradients, setUpBackward } from '../../backward/setup.ts';
 import * as g from '../../backward/tile-grad.ts';
@@ -26,7 +26,7 @@ import type { HbmTensor } from '../../core/counters.ts';
 
 function* runStandardBackward(p: AttentionProblem, xIn: AttentionInputs, opts: RunOptions): BackwardGenerator {
   readFeatures('standard', {}, opts.features);
-  const { blockM } = resolveBlocks(p, opts);
+  const { blockM } = standardBlocks(p, opts);
   const S = setUpBackward(p, xIn, standard, { blockM }, opts.trace);
   const { x, sm, tr, eb } = S;
   const { d, dv, nq, nk } = p;
@@ -163,5 +163,6 @@ export const standardBackward: BackwardAlgorithm = {
   name: 'Standard attention backward (P, dP, dS in HBM)',
   pass: 'backward',
   linePrefix: 'standardbwd',
+  blocks: standardBlocks,
   run: runStandardBackward,
 };

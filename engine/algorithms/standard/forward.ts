@@ -15,10 +15,15 @@ import type { AttentionProblem } from '../../core/problem.ts';
 import type { AttentionInputs } from '../../core/inputs.ts';
 import { tileValues } from '../../trace/tracer.ts';
 import type { Range } from '../../trace/events.ts';
-import { blockCount } from '../blocks.ts';
+import { blockCount, resolveBlocks } from '../blocks.ts';
 import { accumulatePV, headSlice, maskTile, scoreTile } from '../tile-math.ts';
-import type { AlgorithmResult, RunOptions, StepAlgorithm, StepGenerator } from '../types.ts';
+import type { AlgorithmResult, BlockOptions, RunOptions, StepAlgorithm, StepGenerator } from '../types.ts';
 import { hasBlockMask } from '../tile-classes.ts';
+
+/** Row blocks of the given (or memory-sized) height, each against the whole row of keys. */
+export function standardBlocks(p: AttentionProblem, o: BlockOptions): { blockM: number; blockN: number } {
+  return { blockM: resolveBlocks(p, o).blockM, blockN: p.nk };
+}
 
 function* runStandard(p: AttentionProblem, x: AttentionInputs, opts: RunOptions): StepGenerator {
   const { blockM, sm, tr, eb, rounder } = setUpExactRun('standard', p, x, opts);
@@ -183,4 +188,4 @@ function* runStandard(p: AttentionProblem, x: AttentionInputs, opts: RunOptions)
   return result;
 }
 
-export const standard: StepAlgorithm = { id: 'standard', name: 'Standard attention (3 passes)', run: runStandard };
+export const standard: StepAlgorithm = { id: 'standard', name: 'Standard attention (3 passes)', blocks: standardBlocks, run: runStandard };

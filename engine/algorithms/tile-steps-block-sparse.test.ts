@@ -55,6 +55,11 @@ function classes(p: AttentionProblem, keep: (i: number, j: number) => boolean) {
   return { empty: empty * p.hq, full: full * p.hq, partial: partial * p.hq };
 }
 
+/** The sparsity counters a run reports for tile classes `c`: every entry of a partial tile checked once. */
+function expectCounters(sparsity: unknown, c: { empty: number; full: number; partial: number }): void {
+  expect(sparsity).toMatchObject({ tilesSkipped: c.empty, tilesFull: c.full, tilesPartial: c.partial, maskEvals: c.partial * B * B });
+}
+
 /** FA4's CTA holds two Q tiles and skips a K/V tile only when both find it empty; a lone empty tile runs the mask. */
 function pairClasses(p: AttentionProblem, keep: (i: number, j: number) => boolean) {
   let empty = 0;
@@ -112,12 +117,7 @@ describe('steppers on the shared tile steps walk the block mask', () => {
       // The pairing matters here: some empty tile shares its CTA with a visited one.
       expect(c.empty).toBeLessThan(classes(p4, keep).empty);
       expect(c.empty * c.full * c.partial).toBeGreaterThan(0);
-      expect(got.counters.sparsity).toMatchObject({
-        tilesSkipped: c.empty,
-        tilesFull: c.full,
-        tilesPartial: c.partial,
-        maskEvals: c.partial * B * B,
-      });
+      expectCounters(got.counters.sparsity, c);
     });
 
     it(`flash-decoding, ${name}: each split skips its own empty tiles; output matches float64`, () => {
@@ -127,12 +127,7 @@ describe('steppers on the shared tile steps walk the block mask', () => {
       const want = referenceAttention(p, x);
       for (let n = 0; n < want.o.length; n++) expect(Math.abs(got.o[n] - want.o[n])).toBeLessThan(2e-6);
       const c = classes(p, keep);
-      expect(got.counters.sparsity).toMatchObject({
-        tilesSkipped: c.empty,
-        tilesFull: c.full,
-        tilesPartial: c.partial,
-        maskEvals: c.partial * B * B,
-      });
+      expectCounters(got.counters.sparsity, c);
       expect(got.counters.hbmRead.K).toBe((c.full + c.partial) * B * p.d * 4);
     });
 
@@ -144,12 +139,7 @@ describe('steppers on the shared tile steps walk the block mask', () => {
       expect(err(referenceAttention(p16, x).o)).toBeLessThan(0.03);
       expect(err(referenceAttention({ ...p16, causal: false, mask: undefined }, x).o)).toBeGreaterThan(0.3);
       const c = classes(p, keep);
-      expect(got.counters.sparsity).toMatchObject({
-        tilesSkipped: c.empty,
-        tilesFull: c.full,
-        tilesPartial: c.partial,
-        maskEvals: c.partial * B * B,
-      });
+      expectCounters(got.counters.sparsity, c);
     });
   }
 });

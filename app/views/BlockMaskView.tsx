@@ -11,7 +11,7 @@ const COLOURS = ['var(--panel2)', 'var(--warn)', 'var(--accent)'] as const;
 const NAMES = ['empty (skipped)', 'partial (masked inside)', 'full (no mask work)'] as const;
 
 const si = (n: number) =>
-  n >= 1e9 ? `${(n / 1e9).toFixed(2)} G` : n >= 1e6 ? `${(n / 1e6).toFixed(2)} M` : n >= 1e3 ? `${(n / 1e3).toFixed(1)} k` : String(n);
+  n >= 1e9 ? `${(n / 1e9).toFixed(2)} G` : n >= 1e6 ? `${(n / 1e6).toFixed(2)} M` : n >= 1e3 ? `${(n / 1e3).toFixed(1)} k` : `${n} `;
 
 /** Above this many tile pairs the grid is one canvas: an SVG element per pair (59k at N 2748 with 16×16 tiles) slows every layout and paint of the page. */
 export const SVG_GRID_MAX_CELLS = 4096;

@@ -61,8 +61,6 @@ test('a lesson by its route, opened directly and from the table of contents', as
     .click();
   await expect(page.getByRole('heading', { level: 2, name: chapter.title })).toBeVisible({ timeout: 20_000 });
   await expect(counter(page)).toHaveText(/^Step \d+ of \d+$/, { timeout: 30_000 });
-  // Let the chapter's worker and icon arrive first: a navigation cancels requests still in flight.
-  await page.waitForLoadState('networkidle');
   // The chapter's own address, typed or reloaded, opens it from the sub-path.
   await page.goto(`${SUB_PATH}?lesson=${CHAPTERS[1].number}`);
   await expect(page.getByRole('heading', { level: 2, name: CHAPTERS[1].title })).toBeVisible({ timeout: 20_000 });

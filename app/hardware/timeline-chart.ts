@@ -21,6 +21,7 @@ import {
 } from 'd3';
 import type { HwView } from '../../engine/api.ts';
 import { familyColour, UNIT_FAMILIES, unitFamily } from './palette.ts';
+import { axisTickCount, tickLabel } from './timeline-axis.ts';
 
 const LANE_H = 24;
 const LABEL_W = 118;
@@ -367,11 +368,11 @@ export class TimelineChart {
     const y = this.lanes.length * LANE_H;
     ctx.fillStyle = dim;
     ctx.font = '10px system-ui, sans-serif';
-    for (const tick of this.x.ticks(8)) {
+    for (const tick of this.x.ticks(axisTickCount(this.width - LABEL_W))) {
       const px = this.x(tick);
       if (px < LABEL_W) continue;
       ctx.fillRect(px, y, 1, 4);
-      ctx.fillText(tick >= 1e4 ? `${tick / 1e3}k` : String(tick), px + 2, y + 13);
+      ctx.fillText(tickLabel(tick), px + 2, y + 13);
     }
     ctx.fillText(`cycles · ${((d1 - d0) / (v.clockGHz * 1e3)).toFixed(2)} µs`, 4, y + 13, LABEL_W - 10);
   }

@@ -8,16 +8,12 @@ import type { ProblemShape } from '../hw/model.ts';
 import { pagedShape, varlenShape } from '../layouts/from-tensors.ts';
 import { seqLengths } from '../layouts/varlen.ts';
 import { ArgsError, str, type ParsedArgs } from './args.ts';
-import { baseFields } from './layout-run.ts';
-import { parseLayout } from './problem-options.ts';
-import { loadTensorFile } from './tensor-files.ts';
+import { baseFields, loadPagedFiles, loadVarlenFiles } from './layout-run.ts';
 
 export interface LayoutProblem {
   problem: AttentionProblem;
   serving: Pick<ProblemShape, 'pageSize' | 'varlen'>;
 }
-
-const load = (a: ParsedArgs, name: string, indices = false) => loadTensorFile(str(a, name)!, { indices });
 
 /** The problem the layout files describe; undefined when none is given. */
 export async function layoutProblemFromArgs(a: ParsedArgs): Promise<LayoutProblem | undefined> {
@@ -29,17 +25,10 @@ export async function layoutProblemFromArgs(a: ParsedArgs): Promise<LayoutProble
       throw new ArgsError(`--${r} gives what the layout files already hold; give one or the other`);
   if (varlen && paged) throw new ArgsError('give a varlen batch (--cu-seqlens-q/-k) or a paged cache (--k-cache, …), not both');
   if (varlen) {
-    for (const r of ['q', 'k', 'v', 'cu-seqlens-q', 'cu-seqlens-k']) if (!str(a, r)) throw new ArgsError(`varlen needs --${r}`);
-    const [q, k, v, cq, ck] = await Promise.all([
-      load(a, 'q'),
-      load(a, 'k'),
-      load(a, 'v'),
-      load(a, 'cu-seqlens-q', true),
-      load(a, 'cu-seqlens-k', true),
-    ]);
-    const sh = varlenShape({ q, k, v, cuSeqlensQ: cq, cuSeqlensK: ck });
-    const seqlensQ = seqLengths(Array.from(cq.data));
-    const seqlensK = seqLengths(Array.from(ck.data));
+    const t = await loadVarlenFiles(a);
+    const sh = varlenShape(t);
+    const seqlensQ = seqLengths(Array.from(t.cuSeqlensQ.data));
+    const seqlensK = seqLengths(Array.from(t.cuSeqlensK.data));
     if (seqlensQ.length !== seqlensK.length)
       throw new ArgsError(`--cu-seqlens-q holds ${seqlensQ.length} sequences, --cu-seqlens-k ${seqlensK.length}`);
     const base = await baseFields(a, sh);
@@ -51,20 +40,12 @@ export async function layoutProblemFromArgs(a: ParsedArgs): Promise<LayoutProble
     });
     return { problem, serving: { varlen: { seqlensQ, seqlensK, seqused: false } } };
   }
-  for (const r of ['q', 'k-cache', 'v-cache', 'block-table', 'cache-seqlens'])
-    if (!str(a, r)) throw new ArgsError(`a paged K/V cache needs --${r}`);
-  const [q, kc, vc, bt, cs] = await Promise.all([
-    load(a, 'q'),
-    load(a, 'k-cache'),
-    load(a, 'v-cache'),
-    load(a, 'block-table', true),
-    load(a, 'cache-seqlens', true),
-  ]);
-  const sh = pagedShape({ q, kCache: kc, vCache: vc, blockTable: bt, cacheSeqlens: cs }, parseLayout(str(a, 'layout') ?? 'bnhd'));
-  const pageSize = kc.info.shape[1];
-  const seqlensK = Array.from(cs.data);
+  const { t, layout } = await loadPagedFiles(a);
+  const sh = pagedShape(t, layout);
+  const pageSize = t.kCache.info.shape[1];
+  const seqlensK = Array.from(t.cacheSeqlens.data);
   const base = await baseFields(a, sh);
   // seqlen_k is the block table's width in tokens; each sequence's own length comes as seqused_k.
-  const problem = validateProblem({ ...base, batch: sh.B, nq: sh.nq, nk: bt.info.shape[1] * pageSize });
+  const problem = validateProblem({ ...base, batch: sh.B, nq: sh.nq, nk: t.blockTable.info.shape[1] * pageSize });
   return { problem, serving: { pageSize, varlen: { seqlensK, seqused: true } } };
 }

@@ -125,17 +125,38 @@ interface Prepared {
   };
 }
 
-async function prepareVarlen(a: ParsedArgs): Promise<Prepared> {
+/** A varlen batch's files (--q/--k/--v, --cu-seqlens-q/-k), checked and read under --max-bytes: for `run` and the hardware commands. */
+export async function loadVarlenFiles(a: ParsedArgs) {
   for (const r of ['q', 'k', 'v', 'cu-seqlens-q', 'cu-seqlens-k']) if (!str(a, r)) throw new ArgsError(`varlen needs --${r}`);
   const layout = str(a, 'layout');
   if (layout !== undefined && layout !== 'bnhd')
     throw new ArgsError(`--layout ${layout}: varlen tensors are token-major [total, H, d] (bnhd); leave --layout out`);
-  const [qt, kt, vt, cqt, ckt] = await Promise.all(
+  const [q, k, v, cuSeqlensQ, cuSeqlensK] = await Promise.all(
     ['q', 'k', 'v', 'cu-seqlens-q', 'cu-seqlens-k'].map((r) =>
       loadTensorFile(str(a, r)!, { indices: r.startsWith('cu'), maxBytes: num(a, 'max-bytes') }),
     ),
   );
-  const t = { q: qt, k: kt, v: vt, cuSeqlensQ: cqt, cuSeqlensK: ckt };
+  return { q, k, v, cuSeqlensQ, cuSeqlensK };
+}
+
+/** A paged cache's files (--q, --k-cache/--v-cache, --block-table, --cache-seqlens) and their layout, checked and read under --max-bytes. */
+export async function loadPagedFiles(a: ParsedArgs) {
+  for (const r of ['q', 'k-cache', 'v-cache', 'block-table', 'cache-seqlens'])
+    if (!str(a, r)) throw new ArgsError(`a paged K/V cache needs --${r}`);
+  for (const r of ['k', 'v', 'cu-seqlens-q', 'cu-seqlens-k'])
+    if (str(a, r)) throw new ArgsError(`--${r} cannot be combined with a paged cache (--k-cache/--v-cache)`);
+  const layout = parseLayout(str(a, 'layout') ?? 'bnhd');
+  const [q, kCache, vCache, blockTable, cacheSeqlens] = await Promise.all(
+    ['q', 'k-cache', 'v-cache', 'block-table', 'cache-seqlens'].map((r) =>
+      loadTensorFile(str(a, r)!, { indices: r === 'block-table' || r === 'cache-seqlens', maxBytes: num(a, 'max-bytes') }),
+    ),
+  );
+  return { t: { q, kCache, vCache, blockTable, cacheSeqlens }, layout };
+}
+
+async function prepareVarlen(a: ParsedArgs): Promise<Prepared> {
+  const t = await loadVarlenFiles(a);
+  const { q: qt, k: kt } = t;
   const sh = varlenShape(t);
   const { hq, dv } = sh;
   const { vp, x } = varlenFromTensors(t, await baseFields(a, sh));
@@ -188,17 +209,7 @@ async function prepareVarlen(a: ParsedArgs): Promise<Prepared> {
 }
 
 async function preparePaged(a: ParsedArgs): Promise<Prepared> {
-  for (const r of ['q', 'k-cache', 'v-cache', 'block-table', 'cache-seqlens'])
-    if (!str(a, r)) throw new ArgsError(`a paged K/V cache needs --${r}`);
-  for (const r of ['k', 'v', 'cu-seqlens-q', 'cu-seqlens-k'])
-    if (str(a, r)) throw new ArgsError(`--${r} cannot be combined with a paged cache (--k-cache/--v-cache)`);
-  const layout = parseLayout(str(a, 'layout') ?? 'bnhd');
-  const [qt, kct, vct, btt, cst] = await Promise.all(
-    ['q', 'k-cache', 'v-cache', 'block-table', 'cache-seqlens'].map((r) =>
-      loadTensorFile(str(a, r)!, { indices: r === 'block-table' || r === 'cache-seqlens', maxBytes: num(a, 'max-bytes') }),
-    ),
-  );
-  const t = { q: qt, kCache: kct, vCache: vct, blockTable: btt, cacheSeqlens: cst };
+  const { t, layout } = await loadPagedFiles(a);
   const sh = pagedShape(t, layout);
   const { B, hq, nq, dv } = sh;
   const { pp, x } = pagedFromTensors(t, await baseFields(a, sh), layout);

@@ -43,6 +43,13 @@ test('N 1024 with 64×64 tiles: a step compares one tile of the S and P images, 
     // 1024 cells on ~256 pixels: one 64×64 tile is 16×16 pixels (17×17 at most with rounding), of 65 536.
     for (const h of [s, p]) expect(Number(await h.getAttribute('data-compared'))).toBeLessThanOrEqual(17 * 17);
   }
+  // A 64-row tile puts the statistics rows in view (and a margin) in the DOM, not 64; scrolling brings the rest.
+  const stats = page.getByRole('region', { name: 'Running statistics' });
+  await expect(stats.locator('table')).toHaveAttribute('data-rows', '64');
+  expect(await stats.locator('tr[data-row]').count()).toBeLessThan(32);
+  await stats.locator('.stats-scroll').evaluate((e) => e.scrollTo(0, e.scrollHeight));
+  await expect(page.getByTestId('m-63')).toBeVisible();
+  await expect(page.getByTestId('m-0')).toHaveCount(0);
   // Max-speed playback: the share of the time spent in long tasks.
   await page.getByLabel('Speed').selectOption('0');
   const t0 = await page.evaluate(() => performance.now());

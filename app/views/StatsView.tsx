@@ -163,7 +163,7 @@ const StatsRow = memo(
 /** The rows out of view, as one empty row of their height: the scroll box keeps its length. */
 function Gap({ height }: { height: number }) {
   return (
-    <tr className="stats-gap" aria-hidden="true">
+    <tr className="stats-gap">
       <td colSpan={5} style={{ height }} />
     </tr>
   );

@@ -94,6 +94,12 @@ test('65×65 tile pairs: the block mask and the sparklines are canvases, and pla
   );
   console.log(`long tasks during 2 s of playback: ${tasks.length}, longest ${Math.round(Math.max(0, ...tasks))} ms (budget ${budget} ms)`);
   expect(Math.max(0, ...tasks)).toBeLessThan(budget);
+  // A seek repaints the whole S image in slices of at most 65 536 pixels, each its own task, to the last row.
+  const sMap = page.getByRole('img', { name: /^S.* heatmap, 1040 by 1040/ });
+  await page.keyboard.press('End');
+  await expect(counter(page)).toHaveText(/^Step (\d+) of \1$/);
+  await expect(sMap).toHaveAttribute('data-stale-rows', '0');
+  expect(Number(await sMap.getAttribute('data-compared'))).toBeLessThanOrEqual(65_536);
   // The sparklines kept up: the rows of the tile being worked on show points.
   await expect(stats.locator('canvas.spark[data-points="0"]')).not.toHaveCount(16);
   checkConsole();

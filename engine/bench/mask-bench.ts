@@ -1,6 +1,6 @@
 // Masks on the WebGPU backend under Node (Dawn):
 //   --check          every preset and seeded random masks against float64, dense and block-sparse,
-//                    on each flash path the adapter offers (small shapes: SwiftShader in CI);
+//                    on each flash path the adapter offers and on flash-decoding (small shapes: SwiftShader in CI);
 //                    --random N, --no-presets, --row-only, --sparse-only, --paths a,b narrow it;
 //   --time FILE      dense masked against block-sparse at full size (a real GPU), JSON lines to FILE.
 // Exit status 1 when a check fails.
@@ -15,7 +15,13 @@ import { openNodeWebGpu } from '../webgpu/node-gpu.ts';
 import { presetCases, randomCases, runMaskChecks } from '../webgpu/mask-checks.ts';
 import { timeSteady } from '../webgpu/steady-timing.ts';
 
-const TOL: Partial<Record<WebGpuPath, number>> = { 'flash-f32': 2e-4, 'flash-subgroups': 2e-4, 'flash-f16': 1e-2, 'flash-matrix': 1e-2 };
+const TOL: Partial<Record<WebGpuPath, number>> = {
+  'flash-f32': 2e-4,
+  'flash-subgroups': 2e-4,
+  'flash-f16': 1e-2,
+  'flash-matrix': 1e-2,
+  decode: 1e-2,
+};
 
 interface CheckOptions {
   random: number;
@@ -27,10 +33,25 @@ interface CheckOptions {
 }
 
 async function check(ctx: WebGpuContext, o: CheckOptions): Promise<boolean> {
-  const paths = (Object.keys(TOL) as WebGpuPath[])
+  const all = (Object.keys(TOL) as WebGpuPath[])
     .filter((p) => ctx.paths.includes(p) && (!o.paths || o.paths.includes(p)))
     .map((path) => ({ path, tol: TOL[path]! }));
+  const paths = all.filter((p) => p.path !== 'decode');
+  const log = (d: number) => (r: { detail: string }) => console.log(`mask-check d${d} ${r.detail}`);
   let ok = true;
+  // Flash-decoding walks the block list with or without --block-sparse: one query row and three, GQA, a ragged last tile.
+  const decode = all.filter((p) => p.path === 'decode');
+  for (const [nq, nk] of o.rowOnly
+    ? [[1, 300]]
+    : [
+        [1, 300],
+        [3, 700],
+      ]) {
+    if (!decode.length) break;
+    const base: Omit<AttentionProblem, 'mask'> = { batch: 2, hq: 4, hk: 2, nq, nk, d: 64, dv: 64, causal: false, dtype: 'fp32' };
+    const cases = [...(o.presets ? presetCases(base.hq, nq, nk) : []), ...randomCases(7 + nq, o.random, nk)];
+    ok &&= (await runMaskChecks(ctx, base, cases, decode, 5, log(64), [true])).every((r) => r.ok);
+  }
   // d = 32: the row kernel; d = 80: the 4×4-tiled kernel on the f32 paths. nq ≠ nk and ragged tiles.
   const shapes: [number, number, number][] = o.rowOnly
     ? [[32, 150, 200]]
@@ -41,15 +62,7 @@ async function check(ctx: WebGpuContext, o: CheckOptions): Promise<boolean> {
   for (const [d, nq, nk] of shapes) {
     const base: Omit<AttentionProblem, 'mask'> = { batch: 2, hq: 2, hk: 1, nq, nk, d, dv: d, causal: false, dtype: 'fp32' };
     const cases = [...(o.presets ? presetCases(base.hq, nq, nk) : []), ...randomCases(11 + d, o.random, nk)];
-    const results = await runMaskChecks(
-      ctx,
-      base,
-      cases,
-      paths,
-      5,
-      (r) => console.log(`mask-check d${d} ${r.detail}`),
-      o.sparseOnly ? [true] : [false, true],
-    );
+    const results = await runMaskChecks(ctx, base, cases, paths, 5, log(d), o.sparseOnly ? [true] : [false, true]);
     ok &&= results.every((r) => r.ok);
   }
   return ok;

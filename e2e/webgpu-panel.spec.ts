@@ -209,4 +209,5 @@ test('the form takes a mask: a mistake is pointed at and runs nothing; a documen
   await expect(sparse).toBeChecked();
   await expect(sparse).toBeDisabled();
   await expect(panel.getByTitle(/flash-decoding with a mask always walks the block list/)).toBeVisible();
+  await shot(panel, { path: test.info().outputPath('webgpu-mask-decode.png') });
 });

@@ -53,7 +53,7 @@ export { totalBytes } from './core/counters.ts';
 export type { Counters, HbmTensor } from './core/counters.ts';
 
 // A request, the pass it runs and running one to the end; the one conversion between a problem and the fields it is typed in.
-export { FieldError, fieldsToProblem, maskFromFields, problemToFields, wholeNumber } from './problem-fields.ts';
+export { FieldError, fieldsToProblem, maskFromFields, problemToFields, tileSide, wholeNumber } from './problem-fields.ts';
 export type { ProblemFields } from './problem-fields.ts';
 export { startPass } from './request.ts';
 export type { LoadRequest } from './request.ts';

@@ -1,6 +1,6 @@
 import { expect, test, type Page } from '@playwright/test';
 import { ALGORITHMS } from '../engine/algorithms/registry.ts';
-import { hasHardwareModel } from '../engine/hw/step-map.ts';
+import { hasHardwareModel } from '../engine/algorithms/schedule-registry.ts';
 import { formForAlgorithm, formForPass } from '../app/defaults/form-defaults.ts';
 import { BACKWARD_ALGORITHMS } from '../engine/algorithms/backward-registry.ts';
 import { defaultGpu } from '../app/store/gpus.ts';

@@ -10,9 +10,8 @@ import { ArgsError, flag, num, parseArgs, str } from './args.ts';
 import { checkOutputs, inputFilesOf, StagedOutputs, type OutputPlan } from './output-files.ts';
 import type { CliCommand } from './command.ts';
 import { algoIds, cliProblem, PROBLEM_HELP, PROBLEM_OPTIONS, RANDOM_OPTIONS } from './problem-options.ts';
-import { describeFor } from '../hw/registry.ts';
+import { describeFor, hardwareTraceLinesFor } from '../algorithms/schedule-registry.ts';
 import { BACKWARD_TRACE_HELP, BACKWARD_TRACE_OPTIONS, backwardsFor, traceBackwardInputs, wantsBackward } from './backward-cli.ts';
-import { hardwareTraceLinesFor } from '../hw/trace-lines.ts';
 import { HW_SWITCHES_HELP, HW_TRACE_OPTIONS, hwFeaturesFromArgs, hwShapeOf, stepFeaturesFromArgs } from './hw-options.ts';
 
 /** Buffers lines and respects backpressure, so a long trace piped into `head` or a file never piles up in memory. */

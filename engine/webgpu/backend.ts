@@ -44,6 +44,13 @@ import { packAux, packParams, scoreSpec } from './params.ts';
 import { MASK_AUX_BINDING } from './mask-wgsl.ts';
 import { BLOCK_LIST_BINDING, blockListWgsl, blockListWords } from './block-list.ts';
 import { blockMask, type BlockMask } from '../core/block-mask.ts';
+import {
+  maxListedTiles,
+  planSparseDecode,
+  SPARSE_DECODE_BN,
+  SPARSE_DECODE_THREADS,
+  sparseDecodeKernelWgsl,
+} from './decode-sparse-kernel.ts';
 import { chooseRowConfig, rowKernelWgsl, rowLayout, type RowKernelConfig } from './flash-row-kernel.ts';
 import { pvKernelWgsl, scoresKernelWgsl, softmaxKernelWgsl } from './standard-kernels.ts';
 import { chooseFlashTile } from './tiles.ts';
@@ -155,8 +162,10 @@ export class AttentionRun extends GpuRun {
   private maskAux: GPUBuffer | undefined;
   /** Set for FP8 problems: how inputs are quantized and P is cast. */
   private fp8: Fp8Switches | undefined;
+  /** Block-sparse runs: the most K/V tiles any Q tile lists. */
+  private listedMost = 0;
   /** Decoding: which split kernel runs (the matrix kernel stores P in f16; the others keep it f32). */
-  decodeKernel: 'matrix' | 'group' | 'split' | undefined;
+  decodeKernel: 'matrix' | 'group' | 'split' | 'sparse' | undefined;
 
   private constructor(
     ctx: WebGpuContext,
@@ -168,12 +177,12 @@ export class AttentionRun extends GpuRun {
 
   static async create(ctx: WebGpuContext, problem: AttentionProblem, opts: RunOptions): Promise<AttentionRun> {
     validateProblem(problem);
-    if (opts.blockSparse && (opts.path === 'standard' || opts.path === 'decode')) {
-      throw new WebGpuRunError(`block-sparse runs take a flash path, not '${PATH_LABELS[opts.path]}'`);
+    if (opts.blockSparse && opts.path === 'standard') {
+      throw new WebGpuRunError(`block-sparse runs take a flash or decoding path, not '${PATH_LABELS[opts.path]}'`);
     }
-    if (problem.mask !== undefined && (opts.path === 'standard' || opts.path === 'decode')) {
+    if (problem.mask !== undefined && opts.path === 'standard') {
       throw new WebGpuRunError(
-        `mask_mod / score_mod text runs on the flash paths; '${PATH_LABELS[opts.path]}' takes the built-in causal, window, ALiBi, softcap and sinks`,
+        `mask_mod / score_mod text runs on the flash and decoding paths; '${PATH_LABELS[opts.path]}' takes the built-in causal, window, ALiBi, softcap and sinks`,
       );
     }
     // WGSL has no 8-bit float type: FP8 is emulated on the f32 flash path only.
@@ -302,6 +311,7 @@ export class AttentionRun extends GpuRun {
       throw new WebGpuRunError(`block-sparse: ${e instanceof Error ? e.message : String(e)}`);
     }
     const words = blockListWords(mask, p.nk);
+    this.listedMost = maxListedTiles(words, mask.kvBlocks);
     this.blocks = await this.buffer('block list', words.byteLength, GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST);
     this.ctx.device.queue.writeBuffer(this.blocks, 0, words);
     const listed = mask.counts.partial + mask.counts.full;
@@ -387,6 +397,7 @@ export class AttentionRun extends GpuRun {
     else await this.buildDecode(opts, aux);
   }
 
+<<<<<<< HEAD
   /** The flash forward on f32 or f16 storage (subgroup row reductions on 'flash-subgroups'): the row kernel, else the tiled one. */
   private async buildFlash(opts: RunOptions, aux: GPUBuffer): Promise<void> {
     const p = this.problem;
@@ -406,6 +417,98 @@ export class AttentionRun extends GpuRun {
       bm = L.bm;
       code = rowKernelWgsl({ ...row, blockList: await this.blockList(opts, L.bm, row.bc) });
       this.config = `row kernel: ${row.rpt} row${row.rpt > 1 ? 's' : ''} per ${row.tpr} lane${row.tpr > 1 ? 's (subgroup shuffles)' : ''}, BM=${L.bm} rows, ${row.threads} threads, K/V chunks of ${row.bc} keys (sub-chunks of ${row.sc}), ${L.bytes} B workgroup memory`;
+=======
+    if (this.path === 'flash-f32' || this.path === 'flash-f16' || this.path === 'flash-subgroups') {
+      const elem = pathElem(this.path);
+      const subgroupMin = this.path === 'flash-subgroups' ? this.ctx.subgroupMinSize : 0;
+      const pCast = this.fp8?.pScale;
+      const chosen =
+        opts.flashKernel === 'tiled'
+          ? undefined
+          : chooseRowConfig(this.ctx.limits, { elem, d: p.d, dv: p.dv, score: scoreSpec(p), subgroupMin }, opts.rowPrefs);
+      const row = chosen && { ...chosen, pCast };
+      let code: string;
+      let bm: number;
+      if (row) {
+        const L = rowLayout(row);
+        bm = L.bm;
+        code = rowKernelWgsl({ ...row, blockList: await this.blockList(opts, L.bm, row.bc) });
+        this.config = `row kernel: ${row.rpt} row${row.rpt > 1 ? 's' : ''} per ${row.tpr} lane${row.tpr > 1 ? 's (subgroup shuffles)' : ''}, BM=${L.bm} rows, ${row.threads} threads, K/V chunks of ${row.bc} keys (sub-chunks of ${row.sc}), ${L.bytes} B workgroup memory`;
+      } else {
+        const cfg: FlashKernelConfig = {
+          ...chooseFlashTile(this.ctx, { elem, subgroup: subgroupMin, d: p.d, dv: p.dv }, opts.tile),
+          pCast,
+          user: scoreSpec(p).user,
+        };
+        const L = flashLayout(cfg);
+        bm = cfg.bm;
+        code = flashKernelWgsl({ ...cfg, blockList: await this.blockList(opts, cfg.bm, cfg.bn) });
+        this.config = `BM=${cfg.bm} BN=${cfg.bn} DK=${cfg.dk} JC=${cfg.jc}, ${L.threads} threads, ${L.bytes} B workgroup memory${
+          cfg.subgroup ? `, shuffles over ${L.lanes} lanes` : ''
+        }`;
+      }
+      const pipe = await pipeline(device, code);
+      this.pushFlash('flash forward', pipe, aux, bm, opts.headGroup);
+      this.config += this.sparseNote;
+    } else if (this.path === 'flash-matrix') {
+      const listed = async (c: MatrixKernelConfig): Promise<MatrixKernelConfig> => ({
+        ...c,
+        blockList: await this.blockList(opts, matrixLayout(c).bm, c.bn),
+      });
+      let cfg: MatrixKernelConfig = await listed(chooseMatrixTile(this.ctx, p, scoreSpec(p), true, opts.matrix));
+      let pipe: GPUComputePipeline;
+      let note = '';
+      try {
+        pipe = await pipeline(device, matrixKernelWgsl(cfg));
+      } catch (e) {
+        if (!cfg.subgroupId) throw e;
+        // The compiler rejected subgroup_id: one subgroup per workgroup needs no subgroup ids.
+        cfg = await listed(chooseMatrixTile(this.ctx, p, scoreSpec(p), false, opts.matrix));
+        pipe = await pipeline(device, matrixKernelWgsl(cfg));
+        note = ' (subgroup_id rejected by the compiler, so one subgroup per workgroup)';
+      }
+      const L = matrixLayout(cfg);
+      this.config = `${cfg.m}×${cfg.n}×${cfg.k} f16 subgroup matrices, Q and O in registers (Q ${cfg.qFromBuffer ? 'loaded from its buffer' : 'staged'}), BM=${L.bm} BN=${cfg.bn}, ${cfg.warps} subgroups of ${cfg.sg}, K/V staged with a register prefetch and written during the softmax (2 barriers per tile), O never rescaled (a second pass where a row max grows past e^${cfg.rescaleLog} after its first P), ${L.bytes} B workgroup memory${note}`;
+      this.pushFlash('flash forward (subgroup matrix)', pipe, aux, L.bm, opts.headGroup);
+      this.config += this.sparseNote;
+    } else if (this.path === 'standard') {
+      const limit = this.ctx.limits.maxStorageBinding;
+      // As many heads per pass as fit in a quarter of the binding limit (S is reused across groups).
+      const group = Math.max(1, Math.min(bh, Math.floor(Math.min(limit, 2 * GiB) / perHead)));
+      const sbuf = await this.buffer(`S/P for ${group} heads`, group * perHead, GPUBufferUsage.STORAGE);
+      this.config = `S/P materialized for ${group} of ${bh} heads at a time (${formatBytes(group * perHead)}); 64×64 tiles, 256 threads`;
+      const [ps, pm, pp] = await Promise.all([
+        pipeline(device, scoresKernelWgsl(p.d, p.dv)),
+        pipeline(device, softmaxKernelWgsl(p.d, p.dv)),
+        pipeline(device, pvKernelWgsl(p.d, p.dv)),
+      ]);
+      for (let h0 = 0; h0 < bh; h0 += group) {
+        const g = Math.min(group, bh - h0);
+        const params = this.uniform(packParams(p, { head0: h0 }));
+        this.dispatches.push(
+          {
+            name: 'S = QKᵀ',
+            pipeline: ps,
+            bindGroup: this.bind(ps, { 0: params, 1: this.q, 2: this.k, 3: sbuf, 6: aux }),
+            workgroups: [Math.ceil(p.nk / 64), Math.ceil(p.nq / 64), g],
+          },
+          {
+            name: 'P = softmax(S)',
+            pipeline: pm,
+            bindGroup: this.bind(pm, { 0: params, 3: sbuf, 5: this.lse, 6: aux }),
+            workgroups: [p.nq, g, 1],
+          },
+          {
+            name: 'O = PV',
+            pipeline: pp,
+            bindGroup: this.bind(pp, { 0: params, 2: this.v, 3: sbuf, 4: this.o }),
+            workgroups: [Math.ceil(p.dv / 64), Math.ceil(p.nq / 64), g],
+          },
+        );
+      }
+    } else if (opts.blockSparse || p.mask !== undefined) {
+      await this.buildSparseDecode(opts, aux);
+>>>>>>> main
     } else {
       const cfg: FlashKernelConfig = {
         ...chooseFlashTile(this.ctx, { elem, subgroup: subgroupMin, d: p.d, dv: p.dv }, opts.tile),
@@ -571,6 +674,56 @@ export class AttentionRun extends GpuRun {
             5: t.LSE,
             6: aux,
           }),
+          workgroups: [p.nq, w.nb * w.nh, 1],
+        },
+      );
+    }
+    this.noteWindows();
+  }
+
+  /**
+   * Decoding with a mask_mod / score_mod or block-sparse: splits of listed K/V tiles
+   * (decode-sparse-kernel.ts), then the LSE combine; in windows as the dense decode runs.
+   */
+  private async buildSparseDecode(opts: RunOptions, aux: GPUBuffer): Promise<void> {
+    const p = this.problem;
+    const spec = scoreSpec(p);
+    const list = await this.blockList({ ...opts, blockSparse: true }, p.nq, SPARSE_DECODE_BN);
+    const wbh = this.windows[0].nb * this.windows[0].nh;
+    const plan = planSparseDecode(this.listedMost, wbh);
+    const opart = await this.buffer('partial O', wbh * plan.splits * p.nq * p.dv * 4, GPUBufferUsage.STORAGE);
+    const lpart = await this.buffer('partial LSE', wbh * plan.splits * p.nq * 4, GPUBufferUsage.STORAGE);
+    const [psplit, pcomb] = await Promise.all([
+      pipeline(this.ctx.device, sparseDecodeKernelWgsl(p.d, p.dv, spec, list!)),
+      pipeline(this.ctx.device, decodeCombineKernelWgsl(p.dv)),
+    ]);
+    this.decodeKernel = 'sparse';
+    this.config = `f16 Q, K, V (unpacked from u32 words), f32 arithmetic; ${plan.splits} split${plan.splits > 1 ? 's' : ''} of up to ${plan.tilesPerSplit} listed tiles per query head, ${SPARSE_DECODE_THREADS} threads${this.sparseNote}`;
+    const params = (t: { head0: number; lse0: number }) =>
+      this.uniform(packParams(p, { splits: plan.splits, splitLen: plan.tilesPerSplit, head0: t.head0, lse0: t.lse0 }));
+    for (const w of this.windows) {
+      const t = this.slices(w);
+      this.dispatches.push(
+        {
+          name: 'split listed K/V tiles',
+          pipeline: psplit,
+          // aux (binding 6) holds ALiBi slopes, which the split reads only for ALiBi.
+          bindGroup: this.bind(psplit, {
+            0: params(t),
+            1: t.Q,
+            2: t.K,
+            3: t.V,
+            4: opart,
+            5: lpart,
+            ...(spec.alibi ? ({ 6: aux } as Record<number, GPUBuffer>) : {}),
+            ...this.maskBindings(),
+          }),
+          workgroups: [plan.splits, w.nb * w.nh, 1],
+        },
+        {
+          name: 'LSE combine',
+          pipeline: pcomb,
+          bindGroup: this.bind(pcomb, { 0: params(t), 1: opart, 2: lpart, 4: t.O, 5: t.LSE, 6: aux }),
           workgroups: [p.nq, w.nb * w.nh, 1],
         },
       );

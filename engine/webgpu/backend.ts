@@ -394,10 +394,10 @@ export class AttentionRun extends GpuRun {
     if (family === 'flash') await this.buildFlash(opts, aux);
     else if (family === 'matrix') await this.buildMatrix(opts, aux);
     else if (family === 'standard') await this.buildStandard(aux, perHead);
+    else if (opts.blockSparse || p.mask !== undefined) await this.buildSparseDecode(opts, aux);
     else await this.buildDecode(opts, aux);
   }
 
-<<<<<<< HEAD
   /** The flash forward on f32 or f16 storage (subgroup row reductions on 'flash-subgroups'): the row kernel, else the tiled one. */
   private async buildFlash(opts: RunOptions, aux: GPUBuffer): Promise<void> {
     const p = this.problem;
@@ -417,98 +417,6 @@ export class AttentionRun extends GpuRun {
       bm = L.bm;
       code = rowKernelWgsl({ ...row, blockList: await this.blockList(opts, L.bm, row.bc) });
       this.config = `row kernel: ${row.rpt} row${row.rpt > 1 ? 's' : ''} per ${row.tpr} lane${row.tpr > 1 ? 's (subgroup shuffles)' : ''}, BM=${L.bm} rows, ${row.threads} threads, K/V chunks of ${row.bc} keys (sub-chunks of ${row.sc}), ${L.bytes} B workgroup memory`;
-=======
-    if (this.path === 'flash-f32' || this.path === 'flash-f16' || this.path === 'flash-subgroups') {
-      const elem = pathElem(this.path);
-      const subgroupMin = this.path === 'flash-subgroups' ? this.ctx.subgroupMinSize : 0;
-      const pCast = this.fp8?.pScale;
-      const chosen =
-        opts.flashKernel === 'tiled'
-          ? undefined
-          : chooseRowConfig(this.ctx.limits, { elem, d: p.d, dv: p.dv, score: scoreSpec(p), subgroupMin }, opts.rowPrefs);
-      const row = chosen && { ...chosen, pCast };
-      let code: string;
-      let bm: number;
-      if (row) {
-        const L = rowLayout(row);
-        bm = L.bm;
-        code = rowKernelWgsl({ ...row, blockList: await this.blockList(opts, L.bm, row.bc) });
-        this.config = `row kernel: ${row.rpt} row${row.rpt > 1 ? 's' : ''} per ${row.tpr} lane${row.tpr > 1 ? 's (subgroup shuffles)' : ''}, BM=${L.bm} rows, ${row.threads} threads, K/V chunks of ${row.bc} keys (sub-chunks of ${row.sc}), ${L.bytes} B workgroup memory`;
-      } else {
-        const cfg: FlashKernelConfig = {
-          ...chooseFlashTile(this.ctx, { elem, subgroup: subgroupMin, d: p.d, dv: p.dv }, opts.tile),
-          pCast,
-          user: scoreSpec(p).user,
-        };
-        const L = flashLayout(cfg);
-        bm = cfg.bm;
-        code = flashKernelWgsl({ ...cfg, blockList: await this.blockList(opts, cfg.bm, cfg.bn) });
-        this.config = `BM=${cfg.bm} BN=${cfg.bn} DK=${cfg.dk} JC=${cfg.jc}, ${L.threads} threads, ${L.bytes} B workgroup memory${
-          cfg.subgroup ? `, shuffles over ${L.lanes} lanes` : ''
-        }`;
-      }
-      const pipe = await pipeline(device, code);
-      this.pushFlash('flash forward', pipe, aux, bm, opts.headGroup);
-      this.config += this.sparseNote;
-    } else if (this.path === 'flash-matrix') {
-      const listed = async (c: MatrixKernelConfig): Promise<MatrixKernelConfig> => ({
-        ...c,
-        blockList: await this.blockList(opts, matrixLayout(c).bm, c.bn),
-      });
-      let cfg: MatrixKernelConfig = await listed(chooseMatrixTile(this.ctx, p, scoreSpec(p), true, opts.matrix));
-      let pipe: GPUComputePipeline;
-      let note = '';
-      try {
-        pipe = await pipeline(device, matrixKernelWgsl(cfg));
-      } catch (e) {
-        if (!cfg.subgroupId) throw e;
-        // The compiler rejected subgroup_id: one subgroup per workgroup needs no subgroup ids.
-        cfg = await listed(chooseMatrixTile(this.ctx, p, scoreSpec(p), false, opts.matrix));
-        pipe = await pipeline(device, matrixKernelWgsl(cfg));
-        note = ' (subgroup_id rejected by the compiler, so one subgroup per workgroup)';
-      }
-      const L = matrixLayout(cfg);
-      this.config = `${cfg.m}×${cfg.n}×${cfg.k} f16 subgroup matrices, Q and O in registers (Q ${cfg.qFromBuffer ? 'loaded from its buffer' : 'staged'}), BM=${L.bm} BN=${cfg.bn}, ${cfg.warps} subgroups of ${cfg.sg}, K/V staged with a register prefetch and written during the softmax (2 barriers per tile), O never rescaled (a second pass where a row max grows past e^${cfg.rescaleLog} after its first P), ${L.bytes} B workgroup memory${note}`;
-      this.pushFlash('flash forward (subgroup matrix)', pipe, aux, L.bm, opts.headGroup);
-      this.config += this.sparseNote;
-    } else if (this.path === 'standard') {
-      const limit = this.ctx.limits.maxStorageBinding;
-      // As many heads per pass as fit in a quarter of the binding limit (S is reused across groups).
-      const group = Math.max(1, Math.min(bh, Math.floor(Math.min(limit, 2 * GiB) / perHead)));
-      const sbuf = await this.buffer(`S/P for ${group} heads`, group * perHead, GPUBufferUsage.STORAGE);
-      this.config = `S/P materialized for ${group} of ${bh} heads at a time (${formatBytes(group * perHead)}); 64×64 tiles, 256 threads`;
-      const [ps, pm, pp] = await Promise.all([
-        pipeline(device, scoresKernelWgsl(p.d, p.dv)),
-        pipeline(device, softmaxKernelWgsl(p.d, p.dv)),
-        pipeline(device, pvKernelWgsl(p.d, p.dv)),
-      ]);
-      for (let h0 = 0; h0 < bh; h0 += group) {
-        const g = Math.min(group, bh - h0);
-        const params = this.uniform(packParams(p, { head0: h0 }));
-        this.dispatches.push(
-          {
-            name: 'S = QKᵀ',
-            pipeline: ps,
-            bindGroup: this.bind(ps, { 0: params, 1: this.q, 2: this.k, 3: sbuf, 6: aux }),
-            workgroups: [Math.ceil(p.nk / 64), Math.ceil(p.nq / 64), g],
-          },
-          {
-            name: 'P = softmax(S)',
-            pipeline: pm,
-            bindGroup: this.bind(pm, { 0: params, 3: sbuf, 5: this.lse, 6: aux }),
-            workgroups: [p.nq, g, 1],
-          },
-          {
-            name: 'O = PV',
-            pipeline: pp,
-            bindGroup: this.bind(pp, { 0: params, 2: this.v, 3: sbuf, 4: this.o }),
-            workgroups: [Math.ceil(p.dv / 64), Math.ceil(p.nq / 64), g],
-          },
-        );
-      }
-    } else if (opts.blockSparse || p.mask !== undefined) {
-      await this.buildSparseDecode(opts, aux);
->>>>>>> main
     } else {
       const cfg: FlashKernelConfig = {
         ...chooseFlashTile(this.ctx, { elem, subgroup: subgroupMin, d: p.d, dv: p.dv }, opts.tile),

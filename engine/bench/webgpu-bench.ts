@@ -161,7 +161,7 @@ async function measure(
     });
     const ms = t.ms;
     const spread = `${Math.min(...t.totals).toFixed(2)}–${Math.max(...t.totals).toFixed(2)} ms`;
-    const kernels = t.kernels.map((k) => `${k.name} ${k.ms.toFixed(2)} ms (${k.clock})`).join(', ');
+    const kernels = t.kernels.map((k) => `${k.name} ${k.ms.toFixed(3)} ms (${k.clock})`).join(', ');
     const batch = t.batch;
     const check = await checkSampledRows(run, 3);
     // fillRandom writes N(0, 1): a chunk it missed would read back as zeros, which the row
@@ -669,6 +669,7 @@ async function main(): Promise<number> {
     const dec = await measure(ctx, p, 'decode', REPS);
     summary.set(decodeKey(sh), dec);
     console.log(`  ${'decode'.padEnd(16)} ${fmt(dec)}   [${typeof dec === 'string' ? '' : dec.config}]`);
+    if (typeof dec !== 'string') console.log(`    kernels: ${dec.kernels}`);
     if (typeof dec !== 'string') printRoofline(p, 'decode', dec);
     for (const decodePrefs of DECODE_PREFS ?? []) {
       const st = await selfTest(ctx, 'decode', DECODE_VARIANTS, undefined, { decodePrefs });
@@ -679,6 +680,7 @@ async function main(): Promise<number> {
           ? await measure(ctx, p, 'decode', REPS, { decodePrefs })
           : `self-test failed: ${st.worst < 1e-4 ? climb.line : st.line}`;
       console.log(`  ${JSON.stringify(decodePrefs).padEnd(48)} ${fmt(m)}   [${typeof m === 'string' ? '' : m.config}]`);
+      if (typeof m !== 'string') console.log(`    kernels: ${m.kernels}`);
     }
     if (args.includes('--decode-split')) {
       const old = await measure(ctx, p, 'decode', REPS, { decodeKernel: 'split' });

@@ -60,7 +60,7 @@ export interface DecodeGroupPrefs {
    * workgroups, each reading its K/V (the later ones, launched beside it, from L2 if it holds).
    */
   groupHeads?: number;
-  /** false: dense K/V loaded at the top of each step, as paged K/V is, instead of a step ahead. */
+  /** Dense K/V loaded a step ahead (true) or at the top of each step (false), as paged K/V always is. */
   prefetch?: boolean;
 }
 
@@ -72,9 +72,10 @@ export const DECODE_GROUP_MAX_ROWS = 8;
  * head dims not multiples of 4 or over 256, more than DECODE_GROUP_MAX_ROWS rows per key head,
  * or no subgroups. LPK: at least 8 lanes per key (as the subgroup allows), more where a lane's
  * q and O state would pass 64 floats; COLS: 8 columns per load where the head dims hold LPK
- * groups of 8, else 4. Dense K/V is prefetched (the next step's words loaded before this step's
- * arithmetic) with KU = 2 keys per step; paged K/V, whose loop goes page by page, loads each
- * step's 2 (one row) or 4 keys (more rows) at its top. With f16 K/V on the H200 (BENCHMARKS.md,
+ * groups of 8, else 4. Dense K/V with several rows is prefetched (the next step's words loaded
+ * before this step's arithmetic) with KU = 2 keys per step; one row (prefetching measured 0.263 →
+ * 0.274 ms at Hq 16, Nk 32768) and paged K/V, whose loop goes page by page, load each step's 2
+ * (one row) or 4 keys (more rows) at its top. With f16 K/V on the H200 (BENCHMARKS.md,
  * "fp16 K/V decoding" and "Closing the ratios: GQA decoding") 8 lanes per key took one-row decoding from
  * 0.396 to 0.269 ms at Nk 32768, 4 keys per step took 4 rows from 0.247 to 0.223 ms, and the
  * prefetch with 2 keys 0.190 to 0.181 ms (with 4 keys it measured 0.219: more registers).
@@ -95,7 +96,7 @@ export function chooseDecodeGroup(
   while (lpk < 32 && (rows * (Math.ceil(p.d / lpk) + Math.ceil(p.dv / lpk)) > 64 || lpk < Math.min(8, subgroupMin))) lpk *= 2;
   lpk = Math.min(prefs.lpk ?? lpk, pow2Floor(subgroupMin));
   const cols = prefs.cols ?? (p.d % 8 === 0 && p.dv % 8 === 0 && 8 * lpk <= Math.min(p.d, p.dv) ? 8 : 4);
-  const prefetch = p.pageSize === undefined && prefs.prefetch !== false;
+  const prefetch = prefs.prefetch ?? (p.pageSize === undefined && rows > 1);
   const ku = prefs.ku ?? (prefetch || rows === 1 ? 2 : 4);
   // 128 lanes, fewer where the end-of-split reduction would not fit in 16 KiB (or the adapter's
   // limit): small adapters whose subgroups hold fewer lanes per key carry more state per lane.

@@ -66,6 +66,8 @@ import { allocCtaMemory, ctaSides, type CtaSide } from './pair.ts';
 import { SmemPacker } from './smem-packer.ts';
 import { fa4Dispatch, type Fa4Dispatch } from './dispatch.ts';
 import { dispatchInputOf } from '../../hw/dispatch-input.ts';
+import { combineBarrier, combineNote, drawSplitCombine } from '../../hw/split-combine.ts';
+import { fa4CombineOf } from './combine-schedule.ts';
 
 /** Calibration (FA4 on B200 BF16, ~1600 TFLOP/s at d = 128): fraction of the tcgen05 datasheet rate reached in the loop. */
 export const UMMA_EFFICIENCY = 0.75;
@@ -296,13 +298,10 @@ function resources(gpu: GpuSpec, shape: ProblemShape, f: HwFeatures): ResourceSh
       exp2_emu_freq: dp.exp2Freq,
       tiles: dp.tiles,
     },
-    why: dp.why,
+    why: dp.numSplits > 1 && !dp.refused ? [...dp.why, ...fa4CombineOf(shape, dp.numSplits).why] : dp.why,
   };
   if (dp.refused) sheet.does_not_fit.unshift(`upstream refuses: ${dp.refused}`);
-  if (dp.numSplits > 1)
-    sheet.notes.push(
-      `split KV (${dp.numSplits} splits): each CTA writes an fp32 partial O; the combine kernel is timed from its HBM traffic (simulate), not drawn on the timeline.`,
-    );
+  if (dp.numSplits > 1) sheet.notes.push(combineNote(gpu, fa4CombineOf(shape, dp.numSplits), dp.numSplits));
   if (!dp.useTmaQ || !dp.useTmaO)
     sheet.notes.push(
       'Q or O moves without TMA here (packed GQA with tile_m not a multiple of the heads per KV head, split, or varlen Q); the model keeps TMA timings.',
@@ -432,6 +431,8 @@ function buildMain(k: Kernel, ctx: BuildContext, work: CtaWork): void {
   // start fragment come from _TUNING_CONFIG (fa4Config).
   const emuFrac = f.exp2Emulation ? exp2EmulatedShare(N, L.cfg.exp2) : 0;
   const Q = L.cfg.qStage;
+  // Drawn split KV: the combine kernel starts once every epilogue of this SM has stored its partial.
+  const combineAfter = ctx.drawn && splits > 1 ? combineBarrier(k, sides.length * Q * ctx.ctaCount) : undefined;
   const pair = G === 2 ? ' (cta_group::2)' : '';
   /** An MMA's phase: in a pair it serves Q tile s of both CTAs (pair-local tiles G·s and G·s + 1). */
   const mmaPhase = (kinds: Parameters<typeof opPhase>[0], j: number, s: number) =>
@@ -715,7 +716,11 @@ function buildMain(k: Kernel, ctx: BuildContext, work: CtaWork): void {
     }
     const epi = epis[r];
     for (let s = 0; s < Q; s++) {
-      if (n === 0) break;
+      if (n === 0) {
+        // A split with no K/V block stores nothing, but the combine still counts it.
+        if (combineAfter !== undefined) epi.arrive(combineAfter);
+        continue;
+      }
       const ix = sub(side, s);
       const oName = qTileName(side, s).replace('Q', 'O');
       epi.wait(B.epiFull[s], 0);
@@ -726,9 +731,12 @@ function buildMain(k: Kernel, ctx: BuildContext, work: CtaWork): void {
           { space: 'smem', buffer: `${p}${side.tag}sO`, stage: s, offset: L.oOff[s], bytes: oTile, action: 'release', tile: `O${s}` },
           hbmOut(shape, work, (Q * G * work.qBlock + ix) * FA4_BLOCK_M, FA4_BLOCK_M, oName, splits > 1, splits),
         ],
+        ...(combineAfter !== undefined ? { arrive: [combineAfter] } : {}),
       });
     }
   }
+  if (combineAfter !== undefined && ctx.ctaIndex === ctx.ctaCount - 1)
+    drawSplitCombine(k, ctx, splits, combineAfter, fa4CombineOf(shape, splits));
 }
 
 export const fa4Hw: HwAlgorithm = {

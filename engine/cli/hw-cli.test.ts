@@ -367,6 +367,42 @@ describe('hardware trace lines', () => {
     );
   });
 
+  it("trace --gpu steps FA4 at the kernel's tile_n 64 where the dispatch drops to it, unless --block-n says otherwise", async () => {
+    const args = [
+      '--algo',
+      'fa4',
+      '--nq',
+      '8',
+      '--nk',
+      '8192',
+      '--d',
+      '192',
+      '--dv',
+      '128',
+      '--dtype',
+      'bf16',
+      '--gpu',
+      'b200',
+      '--splits',
+      '4',
+    ];
+    const widths = async (...more: string[]) => {
+      const out = join(mkdtempSync(join(tmpdir(), 'hw-trace-')), 't.jsonl');
+      expect(await traceCommand.run([...args, ...more, '--out', out])).toBe(0);
+      const rows = readFileSync(out, 'utf8')
+        .trim()
+        .split('\n')
+        .map((l) =>
+          fromJsonLine<{ type?: string; kind?: string; tile?: { cols: [number, number] }; resources?: { tiles: { block_n: number } } }>(l),
+        );
+      const cols = new Set(rows.filter((r) => r.kind === 'qk').map((r) => r.tile!.cols[1] - r.tile!.cols[0]));
+      return { cols: [...cols], kernel: rows.find((r) => r.type === 'hw.header')!.resources!.tiles.block_n };
+    };
+    // d 192 ≠ dv 128 with 4 splits over 64 N blocks: tile_n 64 (flash_attn/cute/interface.py@0251105a l. 373-381).
+    expect(await widths()).toEqual({ cols: [64], kernel: 64 });
+    expect(await widths('--block-n', '128')).toEqual({ cols: [128], kernel: 64 });
+  });
+
   it("trace --backward --gpu appends the backward kernel's schedule after the backward steps", async () => {
     const out = join(mkdtempSync(join(tmpdir(), 'hw-trace-')), 't.jsonl');
     const code = await traceCommand.run([

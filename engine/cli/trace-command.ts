@@ -15,7 +15,7 @@ import { checkCliSize } from './size-limits.ts';
 import { checkOutputs, inputFilesOf, StagedOutputs, type OutputPlan } from './output-files.ts';
 import type { CliCommand } from './command.ts';
 import { algoIds, blockOptions, cliProblem, parseFeatures, PROBLEM_HELP, PROBLEM_OPTIONS, RANDOM_OPTIONS } from './problem-options.ts';
-import { describeFor } from '../hw/registry.ts';
+import { describeFor, kernelStepTile } from '../hw/registry.ts';
 import { BACKWARD_TRACE_HELP, BACKWARD_TRACE_OPTIONS, backwardsFor, traceBackwardInputs, wantsBackward } from './backward-cli.ts';
 import { hardwareTraceLinesFor } from '../hw/trace-lines.ts';
 import { HW_SWITCHES_HELP, HW_TRACE_OPTIONS, hwFeaturesFromArgs, hwShapeOf, stepFeaturesFromArgs } from './hw-options.ts';
@@ -117,7 +117,9 @@ output:
     else process.stdout.on('error', (e: NodeJS.ErrnoException) => process.exit(e.code === 'EPIPE' ? 0 : 1));
     try {
       for (const algo of algos) {
-        const opts = { ...blocks, features: { ...features, ...stepFeaturesFromArgs(a, algo.id) }, trace: true };
+        // With --gpu and no tile given, the stepper steps the K/V tile the kernel runs (FA4's tile_n 64 with d ≠ dv split KV).
+        const kernelTile = gpu && Object.keys(blocks).length === 0 ? kernelStepTile(algo.id, gpu, hwShape(algo.id), pass) : undefined;
+        const opts = { ...kernelTile, ...blocks, features: { ...features, ...stepFeaturesFromArgs(a, algo.id) }, trace: true };
         // A layout's steps are run's, sequence by sequence; a dense problem's, the algorithm's own.
         const gen: Generator<TraceEvent, unknown, void> = layout
           ? layout.steps(algorithmById(algo.id), opts)

@@ -767,6 +767,7 @@ export const fa4Hw: HwAlgorithm = {
   resources,
   grid,
   build,
+  kvTile: (shape) => ({ blockN: fa4DispatchOf(shape).tileN }),
   epilogueKernelUs: (gpu, shape) => splitCombineUs(gpu, shape, fa4DispatchOf(shape, gpu.smCount).numSplits),
   hbmBytes: (shape, _f, gpu) => ioBytes(shape) + partialBytes(shape, fa4DispatchOf(shape, gpu.smCount).numSplits),
 };

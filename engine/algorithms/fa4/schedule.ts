@@ -231,7 +231,7 @@ function layout(gpu: GpuSpec, shape: ProblemShape, f: HwFeatures): Fa4Layout {
     ? `${slots.length} × ${kb(slots[0])}`
     : `${slots.map((b) => b / 1024).join(' + ')} KB`;
   sheet.notes.push(
-    `SMEM: ${Q}×sQ = ${kb(Q * qTile)}, ${cfg.overlapSOSQ ? 'sO over sQ (d 192)' : `${Q}×sO = ${kb(Q * oTile)}`}, K/V ring = ${ringText} = ${kb(ringBytes)}${uneven ? ' (Large-Small-Large)' : ''}; ${smem.end} bytes with barriers, sScale and 1024-byte alignment. Stages: min((224 KiB − sQ − sO) / stage bytes, 32) = ${cfg.kvStage}.`,
+    `SMEM: ${Q}×sQ = ${kb(Q * qTile)}, ${cfg.overlapSOSQ ? `sO over sQ (${cfg.dPad === 192 ? 'd 192' : 'dv ≥ 128 with split KV'})` : `${Q}×sO = ${kb(Q * oTile)}`}, K/V ring = ${ringText} = ${kb(ringBytes)}${uneven ? ' (Large-Small-Large)' : ''}; ${smem.end} bytes with barriers, sScale and 1024-byte alignment. Stages: min((224 KiB − sQ − sO) / stage bytes, 32) = ${cfg.kvStage}.`,
   );
   if (cfg.ctaGroup === 2) {
     sheet.notes.push(

@@ -6,7 +6,8 @@
 import type { TraceEvent } from '../trace/events.ts';
 import type { ResourceSheet } from '../hw/events.ts';
 import type { HwAlgorithm, HwFeatures, ProblemShape } from '../hw/model.ts';
-import { describeWith, scheduleWith, simulateWith, type HwPass, type HwSchedule } from '../hw/registry.ts';
+import { gpuById } from '../hw/gpus/index.ts';
+import { checkArch, describeWith, scheduleWith, simulateWith, type HwPass, type HwSchedule } from '../hw/registry.ts';
 import type { SimulateResult } from '../hw/simulate.ts';
 import type { HwViewRequest, SmSchedule } from '../hw/sm-view.ts';
 import { forwardSmSchedule } from '../hw/step-map.ts';
@@ -89,6 +90,18 @@ export function simulateFor(
   pass: HwPass = 'forward',
 ): SimulateResult {
   return simulateWith(hwAlgorithmFor(algoId, pass), gpuId, shape, given);
+}
+
+/** The tile the numeric stepper steps to match the kernel on this shape: none where the algorithm's own tile already does. */
+export function kernelStepTile(
+  algoId: string,
+  gpuId: string,
+  shape: ProblemShape,
+  pass: HwPass = 'forward',
+): { blockN: number } | undefined {
+  const algo = hwAlgorithmFor(algoId, pass);
+  checkArch(algo, gpuById(gpuId));
+  return algo.kvTile?.(shape);
 }
 
 /** One SM's schedule with every timeline and memory event: what the hardware views draw. */

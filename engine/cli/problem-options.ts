@@ -345,7 +345,7 @@ export function runTiles(a: ParsedArgs, p: AttentionProblem, blocks: BlockOption
   return algoIds(a).map((algorithm) => passBlocks({ algorithm, pass, blocks }, p));
 }
 
-function blockOptions(a: ParsedArgs): BlockOptions {
+export function blockOptions(a: ParsedArgs): BlockOptions {
   const blocks: BlockOptions = {};
   if (num(a, 'block-m') !== undefined) blocks.blockM = num(a, 'block-m');
   if (num(a, 'block-n') !== undefined) blocks.blockN = num(a, 'block-n');

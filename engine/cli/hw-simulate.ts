@@ -1,7 +1,7 @@
 // `simulate`: predicted time, TFLOP/s and per-unit utilization of a whole problem on a GPU.
 
 import type { CliCommand } from './command.ts';
-import { simulateFor } from '../hw/registry.ts';
+import { simulateFor } from '../algorithms/schedule-registry.ts';
 import { FitError } from '../hw/simulate.ts';
 import { HW_OPTIONS_HELP, parseHwOptions } from './hw-options.ts';
 
@@ -12,7 +12,7 @@ export const simulateCommand: CliCommand = {
     'usage: npm run -s engine -- simulate --algo ALGO --gpu GPU [problem options: --q/--k/--v FILE or --b --hq --nq --nk --d] [options]',
     '',
     'Prints JSON: time_us, tflops (4·B·Hq·Nq·Nk·d, halved when causal; 2.5 × that with --backward),',
-    'utilization per unit,',
+    'utilization per unit, hbm_bytes (the unique HBM traffic: the floor of the time),',
     'ctas, ctas_per_sm, sms_busy, waves. The model runs one SM with the discrete-event scheduler',
     'and spreads the grid over the SMs (see engine/TRACE.md, "Hardware events").',
     '',

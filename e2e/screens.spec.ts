@@ -87,15 +87,15 @@ for (const size of SIZES) {
 
     if (size.width < 720) {
       // A chapter with two panes stacks them on a phone, each heatmap still readable.
-      await page.goto('/?lesson=5');
-      const panes = [0, 1].map((k) => page.locator(`[data-lesson-pane="lesson-5-${k}"]`));
+      await page.goto('/?lesson=6');
+      const panes = [0, 1].map((k) => page.locator(`[data-lesson-pane="lesson-6-${k}"]`));
       for (const p of panes) await expect(p.getByTestId('step-counter')).toHaveText(/^Step \d+ of \d+$/, { timeout: 30_000 });
       await noSidewaysScroll(page);
       await equationsUncut(page);
       const [first, second] = await Promise.all(panes.map((p) => p.evaluate((e) => e.getBoundingClientRect().toJSON())));
       expect(second.top, 'second pane below the first').toBeGreaterThanOrEqual(first.bottom - 1);
       for (const k of [0, 1]) {
-        const [heat] = await boxes(page, `[data-lesson-pane="lesson-5-${k}"] figure[data-matrix="S"] canvas`);
+        const [heat] = await boxes(page, `[data-lesson-pane="lesson-6-${k}"] figure[data-matrix="S"] canvas`);
         expect(heat.width, `pane ${k + 1} heatmap width`).toBeGreaterThanOrEqual(200);
         expect(heat.right).toBeLessThanOrEqual(size.width);
       }
@@ -105,7 +105,15 @@ for (const size of SIZES) {
         .evaluateAll((els) => els.map((e) => e.scrollWidth - e.clientWidth));
       expect(stats.length).toBeGreaterThan(0);
       for (const over of stats) expect(over, 'stats table overflow').toBeLessThanOrEqual(1);
-      await shot(page, { path: `${dir}/lesson-5.png`, fullPage: true });
+      // The hardware table: each configuration a card whose figures all show, none scrolled out of its box.
+      const table = page.getByTestId('hw-table');
+      await expect(table).toBeVisible({ timeout: 30_000 });
+      const cells = await table.locator('td').evaluateAll((els) => els.map((e) => e.getBoundingClientRect().right));
+      expect(cells.length).toBeGreaterThan(0);
+      for (const right of cells) expect(right, 'hardware table cell').toBeLessThanOrEqual(size.width);
+      await expect(table.locator('td.units').first()).toContainText(/tensor \d+/);
+      expect(await table.evaluate((e) => e.scrollWidth - e.clientWidth), 'hardware table overflow').toBeLessThanOrEqual(1);
+      await shot(page, { path: `${dir}/lesson-6.png`, fullPage: true });
 
       // The backward pass's heatmaps as large as the forward ones.
       await page.goto('/?lesson=10');

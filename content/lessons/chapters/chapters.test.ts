@@ -285,6 +285,34 @@ function fieldsOf(x: unknown, path = '', out = new Map<string, unknown>()): Map<
   return out;
 }
 
+describe('chapter 6 (Ampere pipelines): the prefetch and the tensor time', () => {
+  const c = chapterByNumber(6)!;
+  const q = (id: string) => c.questions.find((x) => x.id === id)!;
+  it('the causal change still opens at a K load issued between a qk and its pv (Q tile 1, as Q tile 0 has one block)', () => {
+    const req = c.tryThis.find((t) => t.label === 'Causal')!.change(c.panes[0].preset);
+    const t = locateTarget(c, 0, req, cache);
+    expect(t.exact).toBe(true);
+    const ev = cache.get(req).events;
+    const e = ev[t.step];
+    expect(e.kind === 'load' && e.tensors).toContain('K');
+    const before = ev.slice(0, t.step).filter((e) => e.kind === 'qk' || e.kind === 'pv');
+    expect(before.at(-1)?.kind).toBe('qk');
+    expect(e.tile.qBlock).toBe(1);
+  });
+  it('by the first P·V the kernel has loaded K₀ and K₁ (one tile ahead), against the trace read directly', () => {
+    const ev = cache.get(c.panes[0].preset).events;
+    const pv = ev.findIndex((e) => e.kind === 'pv');
+    const kBlocks = ev.slice(0, pv).flatMap((e) => (e.kind === 'load' && e.tensors.includes('K') ? [e.tile.kvBlock] : []));
+    expect(kBlocks).toEqual([0, 1]);
+    expect(q('k-ahead').answer(lessonContext(c, c.panes[0].preset, cache))).toBe(2);
+  });
+  it("tensor time: fmha_v2's fp16 accumulation halves the tensor-core time of the same matmuls", () => {
+    const a = Number(q('tensor-time').answer(lessonContext(c, c.panes[0].preset, cache)));
+    expect(a).toBeGreaterThan(1.8);
+    expect(a).toBeLessThan(2.2);
+  });
+});
+
 describe('"Try this" lands in the same state whatever was clicked before', () => {
   for (const c of CHAPTERS)
     it(`chapter ${c.number}: every change changes a pane, and sets what it changes to the same value after any other`, () => {

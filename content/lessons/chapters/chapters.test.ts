@@ -164,6 +164,22 @@ describe('answers agree with float64 computations', () => {
     expect(Math.abs(w.reduce((a, b) => a + b, 0) - 1)).toBeLessThan(1e-5);
   });
 
+  it("chapter 9: the lightest split's LSE_k is the float64 log-sum-exp of its own 64 keys, the smallest of the four", () => {
+    const c = chapterByNumber(9)!;
+    const req = c.panes[0].preset;
+    const s = scoresRow(req, 0);
+    const lse = [0, 1, 2, 3].map((k) => {
+      const part = s.slice(64 * k, 64 * k + 64);
+      const m = Math.max(...part);
+      return m + Math.log(part.reduce((acc, v) => acc + Math.exp(v - m), 0));
+    });
+    const a = Number(c.questions.find((q) => q.id === 'split-lse')!.answer(lessonContext(c, req, cache)));
+    expect(Math.abs(a - Math.min(...lse))).toBeLessThan(1e-3);
+    const one = { ...req, features: { splits: 1 } };
+    const ref = referenceAttention(one.problem, randomInputs(one.problem, { seed: one.seed, distribution: one.distribution })).lse[0];
+    expect(Number(c.questions.find((q) => q.id === 'split-lse')!.answer(lessonContext(c, one, cache)))).toBeCloseTo(ref, 4);
+  });
+
   it('chapter 8: lazy rescaling changes the rescale answer, and the toggle reaches the engine', () => {
     const c = chapterByNumber(8)!;
     const q = c.questions.find((x) => x.id === 'rescaled-rows')!;

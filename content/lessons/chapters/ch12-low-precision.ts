@@ -3,7 +3,7 @@
 // computed by the engine when shown.
 import type { Chapter } from './types.ts';
 import { fmt, lessonRequest } from './queries.ts';
-import { FP8, roundFp8, encodeFp8, randomInputs, type LoadRequest } from '../../../engine/api.ts';
+import { roundFp8, encodeFp8, randomInputs, type LoadRequest, type TraceEvent } from '../../../engine/api.ts';
 import {
   errorRow,
   fp8ErrorTable,
@@ -33,6 +33,14 @@ function kOutlier(req: LoadRequest): { value: number; key: number; channel: numb
     if (Math.abs(v) > Math.abs(best.value)) best = { value: v, key: Math.floor(i / req.problem.d), channel: i % req.problem.d };
   });
   return best;
+}
+
+const formatOf = (req: LoadRequest) => (req.problem.dtype === 'fp8e5m2' ? 'e5m2' : 'e4m3');
+
+/** K scale of the tile the first pane's target step works on. */
+function targetKScale(run: { events: readonly TraceEvent[] }): number {
+  const x = run.events[outlierQk(run.events)];
+  return x?.kind === 'qk' && x.kScale !== undefined ? x.kScale : NaN;
 }
 
 /** The FA3 changes leave the SageAttention pane as it is: sage has no such switches and takes no FP8 dtype. */
@@ -196,38 +204,35 @@ export const chapter12: Chapter = {
       hint: 'Between 2⁸ = 256 and 2⁹ there are 8 e4m3 values, evenly spaced.',
     },
     {
-      id: 'block-max',
+      id: 'one-stored',
       prompt:
-        "In the first pane the debugger stands at $S = QK^{\\top}$ for the $K$ block with the largest scale. What is the largest $|K|$ entry of that block as it was quantized (after any rotation), i.e. its K scale times the format's largest value (448 for e4m3)? Three significant digits are enough.",
+        "The debugger stands at $S = QK^{\\top}$ for the $K$ block with the largest scale $s$. Which FP8 value $\\hat x$ does the kernel store for an entry $x = 1$ of that block? The Precision view gives the tile's K scale.",
       kind: 'number',
-      // Half a unit in the third significant digit, at worst 5e-3 of the value.
-      tolerance: 5e-3,
+      tolerance: 1e-9,
       answer: ({ run }) => {
-        const i = outlierQk(run.events);
-        const x = run.events[i];
-        return x?.kind === 'qk' && x.kScale !== undefined
-          ? x.kScale * FP8[run.request.problem.dtype === 'fp8e5m2' ? 'e5m2' : 'e4m3'].max
-          : NaN;
+        const s = targetKScale(run);
+        return roundFp8(formatOf(run.request), 1 / s);
       },
       explain: ({ run }, a) => {
-        const x = run.events[outlierQk(run.events)];
-        const ks = x.kind === 'qk' ? x.kScale! : NaN;
-        return `${fmt(Number(a), 4)}: K scale ${fmt(ks, 4)} times the format's largest value. That entry is stored as exactly ±max; every other entry of the block is stored relative to it.`;
+        const s = targetKScale(run);
+        const back = Number(a) * s;
+        return `${fmt(Number(a), 4)}: x / s = 1 / ${fmt(s, 4)} = ${fmt(1 / s, 4)}, and the nearest ${formatOf(run.request)} value is ${fmt(Number(a), 4)}. Multiplied back, it stands for ${fmt(back, 4)}, ${fmt(100 * Math.abs(back - 1), 2)}% off. Every other entry of the block is rounded on the same grid, relative to the one entry that sets s.`;
       },
-      hint: "The first pane's Precision view gives the current tile's K scale, in the line above its error heatmaps (or hover the tile in its tile grid); multiply it by 448.",
+      hint: 'Divide 1 by the K scale, then round to the grid of the format: in e4m3 there are 8 values per power of two.',
     },
     {
-      id: 'rmse-incoherent',
-      prompt: 'In the output-error table (block scales on), which RMSE is larger: with incoherent processing off, or on?',
-      kind: 'choice',
-      choices: [
-        { id: 'off', label: 'off: without the rotation' },
-        { id: 'on', label: 'on: with the rotation' },
-      ],
-      answer: () => (errorRow('block').rmse > errorRow('fa3').rmse ? 'off' : 'on'),
-      explain: () =>
-        `Off: ${sci(errorRow('block').rmse)} against ${sci(errorRow('fa3').rmse)} with the rotation. Block scales alone leave each outlier's large rounding error in place; the rotation spreads it over the head dimension.`,
-      hint: 'Compare the rows "block scales only" and "block scales + incoherent" of the table.',
+      id: 'rotation-gain',
+      prompt:
+        'In the output-error table, by what factor does incoherent processing lower the RMSE of $O$ when block scales are on? Three significant digits are enough.',
+      kind: 'number',
+      // The table prints three digits of each RMSE.
+      tolerance: 0.015,
+      answer: () => errorRow('block').rmse / errorRow('fa3').rmse,
+      explain: () => {
+        const gain = errorRow('block').rmse / errorRow('fa3').rmse;
+        return `${fmt(gain, 3)}×: ${sci(errorRow('block').rmse)} without the rotation, ${sci(errorRow('fa3').rmse)} with it. Block scales alone leave each outlier's large rounding error in place; the rotation spreads the outlier over the head dimension before rounding. The paper's 2.6× comes from longer rows and other outliers: the gain depends on the inputs, not on the format alone.`;
+      },
+      hint: 'Divide the RMSE of the row "block scales only" by that of "block scales + incoherent".',
     },
   ],
   sources: [

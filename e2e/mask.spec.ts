@@ -1,5 +1,5 @@
 import { expect, test, type Page } from '@playwright/test';
-import { blockMask } from '../engine/core/block-mask.ts';
+import { blockMask, elementDensity } from '../engine/core/block-mask.ts';
 import { counterFigure } from '../content/counter-figures.ts';
 import { DEFAULT_FORM, formToRequest } from '../app/store/problem-form.ts';
 import { axeOn, counter, engineSession, openApp, shot, watchConsole } from './helpers.ts';
@@ -67,6 +67,14 @@ test('a mistake is shown at its column and loses nothing; a preset loads and its
   await expect(page.getByTestId('counters-sparsity')).toHaveText(
     `no tiles to skip: ${counterFigure(batch * hq * nq * nk)} mask checks, one per score`,
   );
+  // Its one row block spans every key (a block density of 100%): the view gives the density per score, and FA2's tiles beside it.
+  const scores = elementDensity(std.req.problem);
+  expect(scores.density).toBeLessThan(1);
+  await expect(blockView(page).getByTestId('element-density')).toContainText(`Density per score ${(scores.density * 100).toFixed(1)}%`);
+  await expect(blockView(page)).toContainText(
+    `At FlashAttention-2's tiles 16 × 16: density ${(bm.density * 100).toFixed(1)}% — ${bm.counts.empty} of 16 tile pairs empty`,
+  );
+  await expect(blockView(page).locator('rect[data-state="0"]')).toHaveCount(bm.counts.empty);
   await page.screenshot({ path: test.info().outputPath('standard-mask-checks.png'), fullPage: true });
   await p.getByLabel('Algorithm').selectOption('fa2');
 

@@ -203,4 +203,11 @@ test('the form takes a mask: a mistake is pointed at and runs nothing; a documen
   await expect(check).toContainText('sampled rows vs float64 CPU reference', { timeout: 60_000 });
   expect(Number((await check.textContent())!.match(/max \|ΔO\| = ([0-9.e+-]+)/)![1])).toBeLessThan(1e-5);
   await shot(page, { path: test.info().outputPath('webgpu-mask.png'), fullPage: true });
+  // Flash-decoding takes the mask as well and always walks the block list (engine/webgpu/mask-gpu.test.ts runs it).
+  await panel.getByRole('radio', { name: 'WebGPU' }).check();
+  await panel.getByLabel('kernel path').selectOption('decode');
+  await expect(sparse).toBeChecked();
+  await expect(sparse).toBeDisabled();
+  await expect(panel.getByTitle(/flash-decoding with a mask always walks the block list/)).toBeVisible();
+  await shot(panel, { path: test.info().outputPath('webgpu-mask-decode.png') });
 });

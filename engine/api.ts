@@ -16,7 +16,7 @@ export {
 export type { AlgorithmId } from './algorithms/registry.ts';
 export type { FeatureSpec, FeatureSpecs, SwitchValues } from './algorithms/features.ts';
 export type { AlgorithmResult } from './algorithms/types.ts';
-export { blocksFromSram } from './algorithms/blocks.ts';
+export { blocksFromSram, resolveBlocks } from './algorithms/blocks.ts';
 export { fa3, fa3DefaultTile } from './algorithms/fa3/forward.ts';
 export { SAGE_TILE, sage } from './algorithms/sage/forward.ts';
 export { prepareSage } from './algorithms/sage/quant.ts';
@@ -47,7 +47,15 @@ export { MASK_PRESETS, buildPreset, maskPreset, maskSpecFrom, parsePresetRef } f
 export type { MaskPreset, MaskPresetParam } from './core/mask-presets.ts';
 export { MaskSpecError, checkMaskSpec } from './core/mask-spec.ts';
 export type { MaskSpec } from './core/mask-spec.ts';
-export { BLOCK_EMPTY, BLOCK_FULL, BLOCK_PARTIAL, MAX_BLOCK_MASK_PAIRS, blockMask } from './core/block-mask.ts';
+export {
+  BLOCK_EMPTY,
+  BLOCK_FULL,
+  BLOCK_PARTIAL,
+  MAX_BLOCK_MASK_PAIRS,
+  blockMask,
+  elementDensity,
+  type ElementDensity,
+} from './core/block-mask.ts';
 export type { BlockMask } from './core/block-mask.ts';
 export { totalBytes } from './core/counters.ts';
 export type { Counters, HbmTensor } from './core/counters.ts';

@@ -1,9 +1,19 @@
 // The block mask of the loaded problem at its tile size: which (Q tile, K/V tile) pairs the
 // mask empties (skipped), leaves partial (masked inside) or full (no mask work), with the
-// density and what skipping saves.
+// density and what skipping saves. Standard attention's one row block spans every key, so
+// there the view gives the density per score and the block mask at FA2's tiles beside it.
 
 import { type ReactNode, useLayoutEffect, useMemo, useRef, useState } from 'react';
-import { BLOCK_EMPTY, BLOCK_FULL, blockMask, type BlockMask } from '../../engine/api.ts';
+import { counterFigure } from '../../content/counter-figures.ts';
+import {
+  BLOCK_EMPTY,
+  BLOCK_FULL,
+  blockMask,
+  elementDensity,
+  resolveBlocks,
+  type BlockMask,
+  type ElementDensity,
+} from '../../engine/api.ts';
 import { usePane } from '../store/pane-context.ts';
 import { useApp } from '../store/store.ts';
 
@@ -92,28 +102,38 @@ export function BlockMaskView() {
   const applied = useApp((s) => s.problem[pane].applied);
   const summary = useApp((s) => s.playback[pane].summary);
   const [head, setHead] = useState(0);
-  const result = useMemo(() => {
+  const result = useMemo((): { bm?: BlockMask; scores?: ElementDensity; error?: string } | undefined => {
     if (!applied || !summary) return undefined;
     try {
-      return { bm: blockMask(applied.problem, summary.blocks.blockM, summary.blocks.blockN) };
+      if (applied.algorithm !== 'standard') return { bm: blockMask(applied.problem, summary.blocks.blockM, summary.blocks.blockN) };
+      const fa2 = resolveBlocks(applied.problem, applied.blocks);
+      return { bm: blockMask(applied.problem, fa2.blockM, fa2.blockN), scores: elementDensity(applied.problem) };
     } catch (e) {
       return { error: (e as Error).message };
     }
   }, [applied, summary]);
   if (!result) return <Frame>{<p className="dim">Load a problem to see its block mask.</p>}</Frame>;
   if (!result.bm) return <Frame>{<p className="dim">{result.error}</p>}</Frame>;
-  const { bm } = result;
+  const { bm, scores } = result;
   const pairs = bm.batch * bm.heads;
   const hSel = Math.min(head, pairs - 1);
   const total = bm.counts.empty + bm.counts.partial + bm.counts.full;
+  const density = <strong>density {(bm.density * 100).toFixed(1)}%</strong>;
   return (
     <Frame>
+      {scores && (
+        <p data-testid="element-density">
+          Standard attention computes every score and masks it afterwards: no tile to skip.{' '}
+          <strong>Density per score {(scores.density * 100).toFixed(1)}%</strong> — {counterFigure(scores.visible)} of{' '}
+          {counterFigure(scores.total)} (query, key) pairs visible.
+        </p>
+      )}
       <p>
-        Tiles {bm.blockM} × {bm.blockN}: <strong>density {(bm.density * 100).toFixed(1)}%</strong> — {bm.counts.empty} of {total} tile pairs
+        {scores ? "At FlashAttention-2's tiles" : 'Tiles'} {bm.blockM} × {bm.blockN}: {density} — {bm.counts.empty} of {total} tile pairs
         empty, {bm.counts.partial} partial, {bm.counts.full} full.
       </p>
       <p>
-        Skipping the empty tiles saves {si(bm.skippedFlops)}FLOP and {si(bm.skippedBytes)}B of K/V reads.
+        Skipping the empty tiles {scores ? 'would save' : 'saves'} {si(bm.skippedFlops)}FLOP and {si(bm.skippedBytes)}B of K/V reads.
       </p>
       {pairs > 1 && (
         <label className="field">

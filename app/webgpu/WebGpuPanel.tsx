@@ -165,6 +165,7 @@ export default function WebGpuPanel() {
   };
 
   const busy = progress !== null;
+  const decodesListed = backend === 'webgpu' && pass === 'forward' && path === 'decode' && form.maskMod.trim() !== '';
   const paths = probe.state === 'ok' ? probe.adapter.paths : [];
   const advice = probe.state === 'ok' ? missingFeatureAdvice(probe.adapter.features, probe.adapter.matrixF16) : [];
   const field = (k: keyof Form, label: string, title?: string) => (
@@ -336,12 +337,18 @@ export default function WebGpuPanel() {
       </div>
       <div className="wg-row wg-mask">
         <MaskEditor form={form} set={set} />
-        <label title="each Q tile walks only the K/V tiles where the mask_mod leaves a key visible">
+        <label
+          title={
+            decodesListed
+              ? 'flash-decoding with a mask always walks the block list: each split takes a run of the K/V tiles with a visible key'
+              : 'each Q tile walks only the K/V tiles where the mask_mod leaves a key visible'
+          }
+        >
           <input
             type="checkbox"
-            checked={form.blockSparse}
+            checked={form.blockSparse || decodesListed}
             onChange={(e) => set({ blockSparse: e.target.checked })}
-            disabled={busy || form.maskMod.trim() === ''}
+            disabled={busy || form.maskMod.trim() === '' || decodesListed}
           />{' '}
           block-sparse
         </label>

@@ -1,8 +1,10 @@
 // Masks on the WebGPU backend under Node (Dawn):
 //   --check          every preset and seeded random masks against float64, dense and block-sparse,
-//                    on each flash path the adapter offers (small shapes: SwiftShader in CI);
+//                    on each flash path the adapter offers and on flash-decoding (small shapes: SwiftShader in CI);
 //                    --random N, --no-presets, --row-only, --sparse-only, --paths a,b narrow it;
-//   --time FILE      dense masked against block-sparse at full size (a real GPU), JSON lines to FILE.
+//   --time FILE      dense masked against block-sparse at full size (a real GPU), JSON lines to FILE;
+//   --full-tiles FILE  the unmasked dense kernel against block-sparse runs with every tile full, causal,
+//                    10 documents and a window of N/16 (a real GPU; --n and --d lists narrow it), JSON lines to FILE.
 // Exit status 1 when a check fails.
 
 import { appendFileSync } from 'node:fs';
@@ -15,7 +17,13 @@ import { openNodeWebGpu } from '../webgpu/node-gpu.ts';
 import { presetCases, randomCases, runMaskChecks } from '../webgpu/mask-checks.ts';
 import { timeSteady } from '../webgpu/steady-timing.ts';
 
-const TOL: Partial<Record<WebGpuPath, number>> = { 'flash-f32': 2e-4, 'flash-subgroups': 2e-4, 'flash-f16': 1e-2, 'flash-matrix': 1e-2 };
+const TOL: Partial<Record<WebGpuPath, number>> = {
+  'flash-f32': 2e-4,
+  'flash-subgroups': 2e-4,
+  'flash-f16': 1e-2,
+  'flash-matrix': 1e-2,
+  decode: 1e-2,
+};
 
 interface CheckOptions {
   random: number;
@@ -27,10 +35,25 @@ interface CheckOptions {
 }
 
 async function check(ctx: WebGpuContext, o: CheckOptions): Promise<boolean> {
-  const paths = (Object.keys(TOL) as WebGpuPath[])
+  const all = (Object.keys(TOL) as WebGpuPath[])
     .filter((p) => ctx.paths.includes(p) && (!o.paths || o.paths.includes(p)))
     .map((path) => ({ path, tol: TOL[path]! }));
+  const paths = all.filter((p) => p.path !== 'decode');
+  const log = (d: number) => (r: { detail: string }) => console.log(`mask-check d${d} ${r.detail}`);
   let ok = true;
+  // Flash-decoding walks the block list with or without --block-sparse: one query row and three, GQA, a ragged last tile.
+  const decode = all.filter((p) => p.path === 'decode');
+  for (const [nq, nk] of o.rowOnly
+    ? [[1, 300]]
+    : [
+        [1, 300],
+        [3, 700],
+      ]) {
+    if (!decode.length) break;
+    const base: Omit<AttentionProblem, 'mask'> = { batch: 2, hq: 4, hk: 2, nq, nk, d: 64, dv: 64, causal: false, dtype: 'fp32' };
+    const cases = [...(o.presets ? presetCases(base.hq, nq, nk) : []), ...randomCases(7 + nq, o.random, nk)];
+    ok &&= (await runMaskChecks(ctx, base, cases, decode, 5, log(64), [true])).every((r) => r.ok);
+  }
   // d = 32: the row kernel; d = 80: the 4×4-tiled kernel on the f32 paths. nq ≠ nk and ragged tiles.
   const shapes: [number, number, number][] = o.rowOnly
     ? [[32, 150, 200]]
@@ -41,15 +64,7 @@ async function check(ctx: WebGpuContext, o: CheckOptions): Promise<boolean> {
   for (const [d, nq, nk] of shapes) {
     const base: Omit<AttentionProblem, 'mask'> = { batch: 2, hq: 2, hk: 1, nq, nk, d, dv: d, causal: false, dtype: 'fp32' };
     const cases = [...(o.presets ? presetCases(base.hq, nq, nk) : []), ...randomCases(11 + d, o.random, nk)];
-    const results = await runMaskChecks(
-      ctx,
-      base,
-      cases,
-      paths,
-      5,
-      (r) => console.log(`mask-check d${d} ${r.detail}`),
-      o.sparseOnly ? [true] : [false, true],
-    );
+    const results = await runMaskChecks(ctx, base, cases, paths, 5, log(d), o.sparseOnly ? [true] : [false, true]);
     ok &&= results.every((r) => r.ok);
   }
   return ok;
@@ -98,6 +113,45 @@ async function time(ctx: WebGpuContext, file: string, path: WebGpuPath, reps: nu
       }
 }
 
+/** Masks of the full-tile study: every tile full, then masks leaving about half and about a tenth of the tiles. */
+export function fullTileMasks(n: number): { name: string; ref: string | undefined; sparse: boolean }[] {
+  const docs = Array.from({ length: 10 }, (_, i) => Math.floor(((i + 1) * n) / 10) - Math.floor((i * n) / 10));
+  return [
+    { name: 'no mask, dense kernel', ref: undefined, sparse: false },
+    { name: 'every tile full (kv_idx >= 0)', ref: 'kv_idx >= 0', sparse: true },
+    { name: 'causal', ref: 'causal', sparse: true },
+    { name: `document (10 docs)`, ref: `document:${docs.join(',')}`, sparse: true },
+    { name: `sliding window ${n / 16}`, ref: `sliding_window:${n / 16}`, sparse: true },
+  ];
+}
+
+/** --full-tiles FILE: the unmasked dense kernel against block-sparse runs whose full tiles run no mask tests. */
+async function fullTiles(ctx: WebGpuContext, file: string, path: WebGpuPath, reps: number, ns: number[], ds: number[]): Promise<void> {
+  for (const n of ns)
+    for (const d of ds) {
+      let unmasked: number | undefined;
+      for (const m of fullTileMasks(n)) {
+        const base: AttentionProblem = { batch: 4, hq: 16, hk: 16, nq: n, nk: n, d, dv: d, causal: false, dtype: 'fp16' };
+        const p: AttentionProblem = m.ref ? { ...base, mask: maskSpecFrom({ maskMod: m.ref }, { hq: 16, nq: n, nk: n }) } : base;
+        const row: Record<string, unknown> = { n, d, mask: m.name, path };
+        const run = await AttentionRun.create(ctx, p, { path, blockSparse: m.sparse });
+        try {
+          await run.fillRandom(1);
+          const t = await timeSteady((b) => run.execute(b), { reps });
+          row.ms = t.ms;
+          row.density = run.blockDensity ?? 1;
+          unmasked ??= t.ms;
+          row.vsUnmasked = t.ms / unmasked;
+          row.config = run.config;
+        } finally {
+          run.destroy();
+        }
+        console.log(JSON.stringify(row));
+        appendFileSync(file, `${JSON.stringify(row)}\n`);
+      }
+    }
+}
+
 async function main(): Promise<void> {
   const argv = process.argv.slice(2);
   const ctx = await openNodeWebGpu();
@@ -114,6 +168,20 @@ async function main(): Promise<void> {
     });
     console.log(ok ? 'mask-check: every case matches the float64 reference' : 'mask-check: FAILED');
     if (!ok) process.exitCode = 1;
+  }
+  const ft = argv.indexOf('--full-tiles');
+  if (ft >= 0) {
+    const pi = argv.indexOf('--path');
+    const ri = argv.indexOf('--reps');
+    const list = (name: string, dflt: number[]) => (argv.includes(name) ? argv[argv.indexOf(name) + 1].split(',').map(Number) : dflt);
+    await fullTiles(
+      ctx,
+      argv[ft + 1],
+      (pi >= 0 ? argv[pi + 1] : 'flash-matrix') as WebGpuPath,
+      ri >= 0 ? Number(argv[ri + 1]) : 10,
+      list('--n', [4096, 8192]),
+      list('--d', [64, 128]),
+    );
   }
   const t = argv.indexOf('--time');
   if (t >= 0) {

@@ -31,7 +31,8 @@ export const WEBGPU_RUN_HELP = `backend:
   --path P                    with webgpu: ${Object.keys(PATH_LABELS).join(', ')} (default flash-f32)
   --repeats N                 with webgpu: timed repetitions after a warm-up (default 3)
   --block-sparse              with webgpu, flash paths: visit only the K/V tiles the block mask lists
-                              (mask tests on partial tiles only); --mask-mod/--score-mod run on every flash path,
+                              (mask tests on partial tiles only); --mask-mod/--score-mod run on every flash path
+                              and on decode (which always walks the listed tiles, split by split),
                               and error.json then holds O's error against float64
   with webgpu, --algo is not used and random inputs (--b --hq --hk --nq --nk --d --dv --seed) are allowed;
   the serving layouts' flags run on it too: varlen on flash-f32 (default), flash-f16,

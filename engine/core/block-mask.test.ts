@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { BLOCK_EMPTY, BLOCK_FULL, BLOCK_PARTIAL, blockMask } from './block-mask.ts';
+import { BLOCK_EMPTY, BLOCK_FULL, BLOCK_PARTIAL, blockMask, elementDensity } from './block-mask.ts';
 import { maskSpecFrom } from './mask-presets.ts';
 import type { AttentionProblem } from './problem.ts';
 
@@ -57,5 +57,18 @@ describe('block mask', () => {
 
   it('refuses a problem too large to evaluate pair by pair', () => {
     expect(() => blockMask(problem({ batch: 4, hq: 16, nq: 8192, nk: 8192, mask: { maskMod: 'h == 0' } }), 128, 128)).toThrow(RangeError);
+  });
+
+  it('element density: the visible (query, key) pairs, which a tile spanning every key cannot show', () => {
+    // Two documents of 40 and 60 tokens: 40² + 60² of 100² pairs; one row block of all 100 keys is partial, so its block density reads 1.
+    const doc = problem({ nq: 100, nk: 100, mask: maskSpecFrom({ maskMod: 'document:40,60' }, { hq: 4, nq: 100, nk: 100 }) });
+    expect(elementDensity(doc)).toEqual({ visible: 8 * 5200, total: 8 * 10000, density: 0.52 });
+    expect(blockMask(doc, 16, 100).density).toBe(1);
+    // Causal with Nk 12 > Nq 8 (bottom-right): row i sees 5 + i keys.
+    expect(elementDensity(problem({ nq: 8, nk: 12, causal: true })).visible).toBe(8 * (5 * 8 + 28));
+    // A per-head mask: head h sees keys below 10·(h + 1), the four heads' 10, 20, 30, 40 of 64, per row.
+    const perHead = problem({ batch: 1, mask: { maskMod: 'kv_idx < 10 * (h + 1)' } });
+    expect(elementDensity(perHead).visible).toBe(64 * (10 + 20 + 30 + 40));
+    expect(elementDensity(problem({})).density).toBe(1);
   });
 });

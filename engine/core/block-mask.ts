@@ -5,7 +5,7 @@
 
 import { checkMaskSpec } from './mask-spec.ts';
 import { dtypeBytes, type AttentionProblem } from './problem.ts';
-import { blockFullyVisible, blockHasVisible, scoreModel } from './scores.ts';
+import { blockFullyVisible, blockHasVisible, scoreModel, visibleRange } from './scores.ts';
 
 export const BLOCK_EMPTY = 0;
 export const BLOCK_PARTIAL = 1;
@@ -103,4 +103,36 @@ export function blockMask(p: AttentionProblem, blockM: number, blockN: number): 
     skippedFlops,
     skippedBytes,
   };
+}
+
+/** How many (query, key) pairs the mask leaves visible, over the whole problem. */
+export interface ElementDensity {
+  visible: number;
+  total: number;
+  /** visible / total: what the mask leaves of the scores standard attention computes (it has no tiles to skip). */
+  density: number;
+}
+
+/** The mask's density per score rather than per tile pair (standard attention's one row block spans every key). */
+export function elementDensity(p: AttentionProblem): ElementDensity {
+  const sm = scoreModel(p);
+  const per = p.mask !== undefined && checkMaskSpec(p.mask).maskReadsBatchOrHead;
+  const batch = per ? p.batch : 1;
+  const heads = per ? p.hq : 1;
+  if (sm.maskMod !== undefined && batch * heads * p.nq * p.nk > MAX_BLOCK_MASK_PAIRS) {
+    throw new RangeError(
+      `the element density evaluates ${batch * heads * p.nq * p.nk} query/key pairs; at most ${MAX_BLOCK_MASK_PAIRS} here`,
+    );
+  }
+  let seen = 0;
+  for (let b = 0; b < batch; b++)
+    for (let h = 0; h < heads; h++)
+      for (let i = 0; i < p.nq; i++) {
+        const [lo, hi] = visibleRange(sm, i, p.nk);
+        if (sm.maskMod === undefined) seen += hi - lo;
+        else for (let j = lo; j < hi; j++) if (sm.maskMod(b, h, i, j)) seen++;
+      }
+  const visible = seen * ((p.batch * p.hq) / (batch * heads));
+  const total = p.batch * p.hq * p.nq * p.nk;
+  return { visible, total, density: total === 0 ? 0 : visible / total };
 }

@@ -44,6 +44,13 @@ import { packAux, packParams, scoreSpec } from './params.ts';
 import { MASK_AUX_BINDING } from './mask-wgsl.ts';
 import { BLOCK_LIST_BINDING, blockListWgsl, blockListWords } from './block-list.ts';
 import { blockMask, type BlockMask } from '../core/block-mask.ts';
+import {
+  maxListedTiles,
+  planSparseDecode,
+  SPARSE_DECODE_BN,
+  SPARSE_DECODE_THREADS,
+  sparseDecodeKernelWgsl,
+} from './decode-sparse-kernel.ts';
 import { chooseRowConfig, rowKernelWgsl, rowLayout, type RowKernelConfig } from './flash-row-kernel.ts';
 import { pvKernelWgsl, scoresKernelWgsl, softmaxKernelWgsl } from './standard-kernels.ts';
 import { chooseFlashTile } from './tiles.ts';
@@ -145,8 +152,10 @@ export class AttentionRun extends GpuRun {
   private maskAux: GPUBuffer | undefined;
   /** Set for FP8 problems: how inputs are quantized and P is cast. */
   private fp8: Fp8Switches | undefined;
+  /** Block-sparse runs: the most K/V tiles any Q tile lists. */
+  private listedMost = 0;
   /** Decoding: which split kernel runs (the matrix kernel stores P in f16; the others keep it f32). */
-  decodeKernel: 'matrix' | 'group' | 'split' | undefined;
+  decodeKernel: 'matrix' | 'group' | 'split' | 'sparse' | undefined;
 
   private constructor(
     ctx: WebGpuContext,
@@ -158,12 +167,12 @@ export class AttentionRun extends GpuRun {
 
   static async create(ctx: WebGpuContext, problem: AttentionProblem, opts: RunOptions): Promise<AttentionRun> {
     validateProblem(problem);
-    if (opts.blockSparse && (opts.path === 'standard' || opts.path === 'decode')) {
-      throw new WebGpuRunError(`block-sparse runs take a flash path, not '${PATH_LABELS[opts.path]}'`);
+    if (opts.blockSparse && opts.path === 'standard') {
+      throw new WebGpuRunError(`block-sparse runs take a flash or decoding path, not '${PATH_LABELS[opts.path]}'`);
     }
-    if (problem.mask !== undefined && (opts.path === 'standard' || opts.path === 'decode')) {
+    if (problem.mask !== undefined && opts.path === 'standard') {
       throw new WebGpuRunError(
-        `mask_mod / score_mod text runs on the flash paths; '${PATH_LABELS[opts.path]}' takes the built-in causal, window, ALiBi, softcap and sinks`,
+        `mask_mod / score_mod text runs on the flash and decoding paths; '${PATH_LABELS[opts.path]}' takes the built-in causal, window, ALiBi, softcap and sinks`,
       );
     }
     // WGSL has no 8-bit float type: FP8 is emulated on the f32 flash path only.
@@ -292,6 +301,7 @@ export class AttentionRun extends GpuRun {
       throw new WebGpuRunError(`block-sparse: ${e instanceof Error ? e.message : String(e)}`);
     }
     const words = blockListWords(mask, p.nk);
+    this.listedMost = maxListedTiles(words, mask.kvBlocks);
     this.blocks = await this.buffer('block list', words.byteLength, GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST);
     this.ctx.device.queue.writeBuffer(this.blocks, 0, words);
     const listed = mask.counts.partial + mask.counts.full;
@@ -459,6 +469,8 @@ export class AttentionRun extends GpuRun {
           },
         );
       }
+    } else if (opts.blockSparse || p.mask !== undefined) {
+      await this.buildSparseDecode(opts, aux);
     } else {
       // decode (f16 Q/K/V): about 2048 workgroups (the whole GPU busy on a bandwidth-bound pass), splits of
       // at least 128 keys (each split pays for a query load and two reductions) and at most
@@ -542,6 +554,56 @@ export class AttentionRun extends GpuRun {
       }
       this.noteWindows();
     }
+  }
+
+  /**
+   * Decoding with a mask_mod / score_mod or block-sparse: splits of listed K/V tiles
+   * (decode-sparse-kernel.ts), then the LSE combine; in windows as the dense decode runs.
+   */
+  private async buildSparseDecode(opts: RunOptions, aux: GPUBuffer): Promise<void> {
+    const p = this.problem;
+    const spec = scoreSpec(p);
+    const list = await this.blockList({ ...opts, blockSparse: true }, p.nq, SPARSE_DECODE_BN);
+    const wbh = this.windows[0].nb * this.windows[0].nh;
+    const plan = planSparseDecode(this.listedMost, wbh);
+    const opart = await this.buffer('partial O', wbh * plan.splits * p.nq * p.dv * 4, GPUBufferUsage.STORAGE);
+    const lpart = await this.buffer('partial LSE', wbh * plan.splits * p.nq * 4, GPUBufferUsage.STORAGE);
+    const [psplit, pcomb] = await Promise.all([
+      pipeline(this.ctx.device, sparseDecodeKernelWgsl(p.d, p.dv, spec, list!)),
+      pipeline(this.ctx.device, decodeCombineKernelWgsl(p.dv)),
+    ]);
+    this.decodeKernel = 'sparse';
+    this.config = `f16 Q, K, V (unpacked from u32 words), f32 arithmetic; ${plan.splits} split${plan.splits > 1 ? 's' : ''} of up to ${plan.tilesPerSplit} listed tiles per query head, ${SPARSE_DECODE_THREADS} threads${this.sparseNote}`;
+    const params = (t: { head0: number; lse0: number }) =>
+      this.uniform(packParams(p, { splits: plan.splits, splitLen: plan.tilesPerSplit, head0: t.head0, lse0: t.lse0 }));
+    for (const w of this.windows) {
+      const t = this.slices(w);
+      this.dispatches.push(
+        {
+          name: 'split listed K/V tiles',
+          pipeline: psplit,
+          // aux (binding 6) holds ALiBi slopes, which the split reads only for ALiBi.
+          bindGroup: this.bind(psplit, {
+            0: params(t),
+            1: t.Q,
+            2: t.K,
+            3: t.V,
+            4: opart,
+            5: lpart,
+            ...(spec.alibi ? ({ 6: aux } as Record<number, GPUBuffer>) : {}),
+            ...this.maskBindings(),
+          }),
+          workgroups: [plan.splits, w.nb * w.nh, 1],
+        },
+        {
+          name: 'LSE combine',
+          pipeline: pcomb,
+          bindGroup: this.bind(pcomb, { 0: params(t), 1: opart, 2: lpart, 4: t.O, 5: t.LSE, 6: aux }),
+          workgroups: [p.nq, w.nb * w.nh, 1],
+        },
+      );
+    }
+    this.noteWindows();
   }
 
   upload(xIn: AttentionInputs): void {

@@ -211,7 +211,9 @@ ${
   let bbase = block_base(bh + params.head0, tile.x);
   let bcount = block_list[bbase];
   for (var bt = 0u; bt < bcount; bt++) {
-    let j0 = (block_list[bbase + 2u + bt] & ~BLOCK_FULL_FLAG) * BN;`
+    let bentry = block_list[bbase + 2u + bt];
+    let j0 = (bentry & ~BLOCK_FULL_FLAG) * BN;
+    let full = (bentry & BLOCK_FULL_FLAG) != 0u; // a full tile runs no mask tests`
     : `  let kr = block_key_range(row0, min(row0 + BM, params.nq));
   for (var j0 = (kr.x / BN) * BN; j0 < kr.y; j0 += BN) {`
 }
@@ -233,7 +235,12 @@ ${stageQK}
     for (var i = 0u; i < 4u; i++) {
       let row = row0 + ty * 4u + i;
       for (var c = 0u; c < 4u; c++) {
-        let x = score_mod(h, row, j0 + tx * 4u + c, s[i][c]);
+        ${
+          c.blockList
+            ? `var x: f32;
+        if (full) { x = score_unmasked(h, row, j0 + tx * 4u + c, s[i][c]); } else { x = score_mod(h, row, j0 + tx * 4u + c, s[i][c]); }`
+            : 'let x = score_mod(h, row, j0 + tx * 4u + c, s[i][c]);'
+        }
         s[i][c] = x;
         mx[i] = max(mx[i], x);
       }

@@ -1,7 +1,8 @@
 // Masks on the WebGPU flash kernels on SwiftShader (Chromium's Vulkan driver, which CI
 // installs with the browser), in their own processes because Dawn reads the driver's location
 // from the environment at start-up: `run --backend webgpu` with a preset mask_mod and score_mod,
-// block-sparse, against float64 (error.json); and seeded random masks, block-sparse.
+// block-sparse, against float64 (error.json); the same on flash-decoding, which always walks the
+// block list; and seeded random masks, block-sparse.
 // The full sweep (every preset, every path) is `node --import tsx engine/bench/mask-bench.ts --check`.
 
 import { spawnSync } from 'node:child_process';
@@ -55,6 +56,18 @@ describe.skipIf(!existsSync(SWIFTSHADER))('masks on the WebGPU kernels (SwiftSha
     const err = JSON.parse(readFileSync(join(out, 'webgpu-flash-f32', 'error.json'), 'utf8'));
     expect(err.rows).toBe('all');
     expect(err.max_abs).toBeLessThan(1e-5);
+  }, 300_000);
+
+  it('run --backend webgpu --path decode: a document mask_mod with ALiBi walks the listed K/V tiles and matches float64', () => {
+    const out = join(dir, 'decode');
+    const args = 'run --backend webgpu --path decode --b 1 --hq 4 --hk 2 --nq 1 --nk 700 --d 64 --repeats 1';
+    const r = node(['engine/cli/main.ts', ...args.split(' '), '--mask-mod', 'document:300,400', '--score-mod', 'alibi', '--out', out]);
+    expect(r.status, r.stdout + r.stderr).toBe(0);
+    // The query row (key 699) sees the second document, keys 300–699: tiles 4–10 of eleven 64-key tiles, per head.
+    expect(r.stdout).toContain('block-sparse over 1×64 tiles: 28 of 44 tile pairs visited');
+    const err = JSON.parse(readFileSync(join(out, 'webgpu-decode', 'error.json'), 'utf8'));
+    expect(err.rows).toBe('all');
+    expect(err.max_abs).toBeLessThan(5e-3); // f16 Q, K, V against float64 of the f32 inputs
   }, 300_000);
 
   it('seeded random mask_mod / score_mod texts match float64, block-sparse', () => {

@@ -118,14 +118,19 @@ function userWgsl(u: MaskWgsl | undefined): string {
 
 /**
  * The helpers plus `score_mod`, engine/core/scores.ts's modifyScore in WGSL with every modifier
- * tested at run time: scale, then softcap, then ALiBi, then the user's score_mod, then the
- * masks; masked logits become NEG_INF. For kernels compiled without knowing the problem's
+ * tested at run time: the masks (masked logits become NEG_INF), then scale, softcap, ALiBi and
+ * the user's score_mod (score_unmasked, which full tiles call alone). For kernels compiled without knowing the problem's
  * built-in modifiers (a user mask is compiled in).
  */
 export function scoreModWgsl(user?: MaskWgsl): string {
   return /* wgsl */ `${SCORE_HELPERS_WGSL}${userWgsl(user)}
 fn score_mod(h: u32, i: u32, j: u32, dot: f32) -> f32 {
   if (j >= params.nk || !key_visible(i, j)${user?.hasMask ? ` || !user_mask(${USER_ARGS})` : ''}) { return NEG_INF; }
+  return score_unmasked(h, i, j, dot);
+}
+
+// score_mod on a key known to exist and be visible (a block list's full tile): no mask tests.
+fn score_unmasked(h: u32, i: u32, j: u32, dot: f32) -> f32 {
   var s = dot * params.scale;
   if (params.softcap > 0.0) { s = params.softcap * tanh(s / params.softcap); }
   if ((params.flags & FLAG_ALIBI) != 0u) {

@@ -169,5 +169,24 @@ test('1280×720: the Inputs fieldset stays in the problem panel and a clicked ti
   await expect(lessonZoom.getByRole('heading')).toHaveText('S tile (0, 0)');
   await expect(lessonZoom.getByRole('heading')).toBeInViewport();
   await expect(lesson.getByRole('button', { name: 'Export Tile numbers as PNG' })).toBeVisible();
+  // Chapter 7's side column: the Running statistics headers keep a gap between their words and the table fits its box.
+  await page.goto('/?lesson=7');
+  const stats = page.locator('[data-lesson-pane="lesson-7-0"] [aria-label="Running statistics"]');
+  await expect(stats.locator('th').first()).toBeVisible({ timeout: 30_000 });
+  const heads = await stats.locator('th').evaluateAll((els) =>
+    els.map((e) => {
+      const r = document.createRange();
+      r.selectNodeContents(e);
+      const b = r.getBoundingClientRect();
+      return { text: e.textContent, left: b.left, right: b.right };
+    }),
+  );
+  for (let i = 1; i < heads.length; i++)
+    expect(heads[i].left - heads[i - 1].right, `${heads[i - 1].text} | ${heads[i].text}`).toBeGreaterThanOrEqual(4);
+  expect(await stats.locator('.stats-scroll').evaluate((e) => e.scrollWidth - e.clientWidth), 'stats table overflow').toBeLessThanOrEqual(
+    1,
+  );
+  await stats.scrollIntoViewIfNeeded();
+  await shot(page, { path: 'test-results/screens/1280x720/lesson-7-stats.png' });
   checkConsole();
 });

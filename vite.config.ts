@@ -2,16 +2,22 @@ import { defineConfig } from 'vitest/config';
 import { readFileSync } from 'node:fs';
 import { BaseSequencer, type TestSpecification } from 'vitest/node';
 import react from '@vitejs/plugin-react';
+import { hasSwiftShader, swiftShaderEnv } from './engine/webgpu/swiftshader.ts';
 
 // One config for the app build and for vitest: the engine is imported by both the
 // worker bundle and the unit tests, so they see the very same module graph.
-class SpawningFirst extends BaseSequencer {
+class SlowFirst extends BaseSequencer {
   override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
     const sorted = await super.sort(files);
-    const spawns = new Set(sorted.filter((f) => /\bspawnSync\(/.test(readFileSync(f.moduleId, 'utf8'))));
-    return [...sorted.filter((f) => spawns.has(f)), ...sorted.filter((f) => !spawns.has(f))];
+    const slow = new Set(sorted.filter((f) => /\bspawnSync\(|\bhasSwiftShader\(/.test(readFileSync(f.moduleId, 'utf8'))));
+    return [...sorted.filter((f) => slow.has(f)), ...sorted.filter((f) => !slow.has(f))];
   }
 }
+
+// Dawn finds its Vulkan driver through the environment when the process starts: the test
+// workers (forked after this runs) get SwiftShader's, so the GPU tests run commands in process
+// instead of spawning one per command. A machine's own Vulkan setup, when given, is kept.
+if (process.env.VITEST && !process.env.VK_ICD_FILENAMES && hasSwiftShader()) Object.assign(process.env, swiftShaderEnv());
 
 export default defineConfig({
   root: '.',
@@ -42,8 +48,8 @@ export default defineConfig({
     // Test files share a worker's module graph instead of re-importing the engine per file
     // (import time 48 s → 13 s of the suite); no test relies on a fresh module state.
     isolate: false,
-    // Files that start other processes (the CLI, Dawn on SwiftShader) take tens of seconds each:
+    // Files that start other processes or compile kernels on SwiftShader take tens of seconds each:
     // they go first, so the short files fill both workers at the end instead of one long file alone.
-    sequence: { sequencer: SpawningFirst },
+    sequence: { sequencer: SlowFirst },
   },
 });

@@ -99,6 +99,17 @@ test('paged: block table and pool light the pages each step loads; splits on pag
   await expect(page.getByTestId('serving-error')).toHaveText(run.maxError.toExponential(2));
   // 70 tokens = 5 pages; 3 splits over 5 pages: 2 pages per split.
   await expect(page.getByTestId('split-pages')).toContainText('2 pages per split');
+  // Upstream's FA3 and FA4 on the same paged problem: page size 16 below tile_n sends K/V through cp.async, the 3 splits reach both.
+  await expect(page.getByTestId('serving-kernels')).toContainText('page size 16, seqused_k), Hq 2 / Hk 1');
+  for (const k of run.hardware.kernels) {
+    const card = page.getByTestId(`serving-kernel-${k.algorithm}`);
+    await expect(card).toContainText('paged kv non tma true');
+    await expect(card).toContainText('num splits 3');
+    await expect(card.getByTestId('kernel-figures')).toContainText(/Simulated: [\d.]+ µs/);
+  }
+  const fa3 = page.getByTestId('serving-kernel-fa3');
+  await fa3.getByText(/^Why this configuration/).click();
+  await expect(fa3.getByText('hopper/flash_api.cpp@0251105a l. 415-424')).toBeVisible();
   // A K/V load of sequence 0: exactly its pages are lit, in the table and in the pool.
   const i = run.steps.findIndex((s) => s.kind === 'load' && s.b === 0 && s.pages && s.split === 1);
   const s = run.steps[i];

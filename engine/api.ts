@@ -120,6 +120,7 @@ export { DEFAULT_SERVING_FORM, SERVING_LIMITS } from './layouts/serving-form.ts'
 export type { ServingForm } from './layouts/serving-form.ts';
 export { generateServing } from './layouts/serving-run.ts';
 export type { ServingRun, ServingStep } from './layouts/serving-run.ts';
+export type { ServingHardware, ServingKernel } from './layouts/serving-hardware.ts';
 export { runVarlen } from './layouts/varlen.ts';
 export { runPaged } from './layouts/paged.ts';
 export { runLayoutToEnd } from './layouts/sequence-runner.ts';

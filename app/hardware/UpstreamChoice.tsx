@@ -3,6 +3,8 @@
 
 import type { HwView } from '../../engine/api.ts';
 
+type Upstream = NonNullable<HwView['resources']['upstream']>;
+
 /** "file@commit l. 12-14[, other@commit l. 3]: decision" → the decision and where upstream makes it. */
 export function splitDecision(line: string): { decision: string; source: string | null } {
   const at = line.indexOf(': ');
@@ -11,37 +13,64 @@ export function splitDecision(line: string): { decision: string; source: string 
   return { decision: at < 0 ? '' : line.slice(at + 2), source: head };
 }
 
+/** "block m 128 · pack gqa true · …" */
+export function UpstreamConfig({ config }: { config: Upstream['config'] }) {
+  return (
+    <p className="hw-upstream-config">
+      {Object.entries(config).map(([k, v], i) => (
+        <span key={k}>
+          {i > 0 && ' · '}
+          {k.replace(/_/g, ' ')} <b>{String(v)}</b>
+        </span>
+      ))}
+    </p>
+  );
+}
+
+function WhyList({ why }: { why: string[] }) {
+  return (
+    <ol className="hw-upstream-why">
+      {why.map((line) => {
+        const { decision, source } = splitDecision(line);
+        return (
+          <li key={line}>
+            {decision}
+            {source && (
+              <>
+                {decision && ' '}
+                <code className="dim">{source}</code>
+              </>
+            )}
+          </li>
+        );
+      })}
+    </ol>
+  );
+}
+
+const whySummary = (up: Upstream) => `Why this configuration: ${up.why.length} decisions of upstream's dispatch, with their source lines`;
+
+/** The configuration in view, its decisions folded below it. */
+export function UpstreamDecisions({ upstream }: { upstream: Upstream }) {
+  return (
+    <>
+      <UpstreamConfig config={upstream.config} />
+      <details className="hw-upstream">
+        <summary>{whySummary(upstream)}</summary>
+        <WhyList why={upstream.why} />
+      </details>
+    </>
+  );
+}
+
 export function UpstreamChoice({ view }: { view: HwView }) {
   const up = view.resources.upstream;
   if (!up) return null;
-  const config = Object.entries(up.config);
   return (
     <details className="hw-upstream" data-testid="hw-upstream">
-      <summary>Why this configuration: {up.why.length} decisions of upstream's dispatch, with their source lines</summary>
-      <p className="hw-upstream-config">
-        {config.map(([k, v], i) => (
-          <span key={k}>
-            {i > 0 && ' · '}
-            {k.replace(/_/g, ' ')} <b>{String(v)}</b>
-          </span>
-        ))}
-      </p>
-      <ol className="hw-upstream-why">
-        {up.why.map((line) => {
-          const { decision, source } = splitDecision(line);
-          return (
-            <li key={line}>
-              {decision}
-              {source && (
-                <>
-                  {decision && ' '}
-                  <code className="dim">{source}</code>
-                </>
-              )}
-            </li>
-          );
-        })}
-      </ol>
+      <summary>{whySummary(up)}</summary>
+      <UpstreamConfig config={up.config} />
+      <WhyList why={up.why} />
     </details>
   );
 }

@@ -23,6 +23,7 @@ import { useServing } from './serving-store.ts';
 import { PagedView } from './PagedView.tsx';
 import { SmemPagesView } from './SmemPagesView.tsx';
 import { seqColour } from './serving-colours.ts';
+import { ServingKernels } from './ServingKernels.tsx';
 import { VarlenView } from './VarlenView.tsx';
 
 function isTyping(t: EventTarget | null): boolean {
@@ -386,6 +387,7 @@ export function ServingPage() {
             )}
             {run.layout === 'paged' && <SmemPagesView run={run} stepIndex={step} />}
             <Counters run={run} />
+            <ServingKernels run={run} />
           </>
         )}
       </div>

@@ -34,7 +34,7 @@ function datasheetFor(row: CeilingRow): string {
 
 export async function ceilingBench(
   ctx: WebGpuContext,
-  o: { quick: boolean; reps: number; focus?: boolean; storage?: boolean },
+  o: { quick: boolean; reps: number; focus?: boolean; storage?: boolean; storageSecond?: { mib: number; early: boolean } },
 ): Promise<number> {
   const shapes = await allMatrixShapes(ctx);
   console.log(
@@ -42,9 +42,17 @@ export async function ceilingBench(
   );
   const suite = await runCeilingSuite(
     ctx,
-    { small: o.quick || ctx.isFallback, matrixShapes: shapes, reps: o.reps, focus: o.focus, storage: o.storage },
+    {
+      small: o.quick || ctx.isFallback,
+      matrixShapes: shapes,
+      reps: o.reps,
+      focus: o.focus,
+      storage: o.storage,
+      storageSecond: o.storageSecond,
+    },
     (l) => console.log(`  ${l}`),
   );
+  if (o.storageSecond) return suite.failures.length > 0 ? 1 : 0;
   const cuda = runPythonAnchor('ceiling-anchor.py', { reps: o.reps }, 300_000);
   console.log(`\nCUDA figures: ${cuda.note}`);
   const cudaRows = cuda.lines.filter((l) => l.error === undefined) as ((typeof cuda.lines)[number] & { rate: number; unit: string })[];

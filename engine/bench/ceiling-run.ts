@@ -137,6 +137,12 @@ export interface CeilingSuiteOptions {
   focus?: boolean;
   /** Only the storage study (ceiling-storage.ts). */
   storage?: boolean;
+  /**
+   * Only the second-pair probe: the copy on a first pair of 1 GiB buffers, then on a second pair
+   * of `mib` MiB, then on the first again; `early`: the second pair is made (and filled) before
+   * the first copy runs.
+   */
+  storageSecond?: { mib: number; early: boolean };
 }
 
 export interface CeilingSuite {
@@ -171,6 +177,33 @@ export async function runCeilingSuite(
   const f16 = o.matrixShapes.find(
     (m) => m.componentType === 'f16' && m.resultComponentType === 'f32' && m.M === 16 && m.N === 16 && m.K === 16,
   );
+  if (o.storageSecond) {
+    const base = storageStudySet()[0];
+    const unit = o.small ? 1 << 10 : 1 << 20;
+    const first = new Map<string, GPUBuffer>();
+    const second = new Map<string, GPUBuffer>();
+    const copy = (mib: number, pool: Map<string, GPUBuffer>, tag: string) => {
+      const k = storageStudyKernel(mib * unit, base);
+      return timeCeilingKernel(ctx, { ...k, name: `${k.name}, ${tag}` }, 'f32', reps, 4, pool);
+    };
+    const { mib, early } = o.storageSecond;
+    if (early) {
+      // the same buffers timeCeilingKernel would make, made now: destination, then the filled source
+      const bytes = Math.ceil((mib * unit) / 16) * 16;
+      for (const i of [0, 1]) {
+        const b = ctx.device.createBuffer({ size: bytes, usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST });
+        if (i > 0) ctx.device.queue.writeBuffer(b, 0, new Float32Array(bytes / 4).fill(1));
+        second.set(`${i}:${bytes}:false`, b);
+      }
+      await ctx.device.queue.onSubmittedWorkDone();
+    }
+    for (const tag of ['first pair', 'first pair again']) add(await copy(1024, first, tag));
+    for (const tag of [`second pair${early ? ' (made before the first copy)' : ''}`, 'second pair again'])
+      add(await copy(mib, second, tag));
+    add(await copy(1024, first, 'first pair after the second'));
+    for (const b of [...first.values(), ...second.values()]) b.destroy();
+    return { rows, failures };
+  }
   if (o.storage) {
     // One hypothesis at a time for the storage copy's gap to the decode kernel (ceiling-storage.ts).
     const set = storageStudySet();

@@ -30,7 +30,9 @@
 // paths, --bwd-prefs '[{"warps":8,"bm":16}, …]' self-tests and times each flash-matrix tile).
 // --ceiling (only the ceiling microbenchmarks and PyTorch's matmul and copy beside them: ceiling-bench.ts;
 // with --quick at SwiftShader sizes; --ceiling-focus only the forward's no-HBM loop schedules,
-// ceiling-attention-loop.ts, and the storage copies; --ceiling-storage only the storage study, ceiling-storage.ts),
+// ceiling-attention-loop.ts, and the storage copies; --ceiling-storage only the storage study, ceiling-storage.ts;
+// --storage-second MiB only the copy on a first pair of 1 GiB buffers, a second pair of MiB, the first again;
+// with --storage-early the second pair is made before the first copy),
 // --timing-study (only the same runs timed the panel's old way and steadily: timing-study.ts),
 // --peers ort: ONNX Runtime Web's WebGPU attention (ort-peer.ts) on the same device and shapes
 // (prefill at --n and --d, causal and not; the decoding shapes), checked against float64, and a
@@ -161,7 +163,7 @@ async function measure(
     });
     const ms = t.ms;
     const spread = `${Math.min(...t.totals).toFixed(2)}–${Math.max(...t.totals).toFixed(2)} ms`;
-    const kernels = t.kernels.map((k) => `${k.name} ${k.ms.toFixed(2)} ms (${k.clock})`).join(', ');
+    const kernels = t.kernels.map((k) => `${k.name} ${k.ms.toFixed(3)} ms (${k.clock})`).join(', ');
     const batch = t.batch;
     const check = await checkSampledRows(run, 3);
     // fillRandom writes N(0, 1): a chunk it missed would read back as zeros, which the row
@@ -366,8 +368,16 @@ async function main(): Promise<number> {
   );
   console.log(`WGSL language features: ${ctx.wgslFeatures.join(', ')}`);
   console.log(`paths: ${ctx.paths.join(', ')}; timing: ${ctx.timestamps ? 'timestamp-query' : 'wall clock'}`);
-  if (args.includes('--ceiling'))
-    return ceilingBench(ctx, { quick, reps: REPS, focus: args.includes('--ceiling-focus'), storage: args.includes('--ceiling-storage') });
+  if (args.includes('--ceiling')) {
+    const second = opt('--storage-second');
+    return ceilingBench(ctx, {
+      quick,
+      reps: REPS,
+      focus: args.includes('--ceiling-focus'),
+      storage: args.includes('--ceiling-storage'),
+      storageSecond: second ? { mib: Number(second), early: args.includes('--storage-early') } : undefined,
+    });
+  }
   if (args.includes('--serving')) return servingBench(ctx, { quick, reps: REPS, paths: ONLY });
   if (args.includes('--timing-study')) {
     const rows = await timingStudy(ctx, studyShapes(ctx.paths, quick), (r) => console.log(JSON.stringify(r)));
@@ -669,6 +679,7 @@ async function main(): Promise<number> {
     const dec = await measure(ctx, p, 'decode', REPS);
     summary.set(decodeKey(sh), dec);
     console.log(`  ${'decode'.padEnd(16)} ${fmt(dec)}   [${typeof dec === 'string' ? '' : dec.config}]`);
+    if (typeof dec !== 'string') console.log(`    kernels: ${dec.kernels}`);
     if (typeof dec !== 'string') printRoofline(p, 'decode', dec);
     for (const decodePrefs of DECODE_PREFS ?? []) {
       const st = await selfTest(ctx, 'decode', DECODE_VARIANTS, undefined, { decodePrefs });
@@ -679,6 +690,7 @@ async function main(): Promise<number> {
           ? await measure(ctx, p, 'decode', REPS, { decodePrefs })
           : `self-test failed: ${st.worst < 1e-4 ? climb.line : st.line}`;
       console.log(`  ${JSON.stringify(decodePrefs).padEnd(48)} ${fmt(m)}   [${typeof m === 'string' ? '' : m.config}]`);
+      if (typeof m !== 'string') console.log(`    kernels: ${m.kernels}`);
     }
     if (args.includes('--decode-split')) {
       const old = await measure(ctx, p, 'decode', REPS, { decodeKernel: 'split' });

@@ -295,6 +295,114 @@ describe('hardware trace lines', () => {
     expect(gemms.slice(0, 3)).toEqual(['gemm0 S=Q·K1ᵀ', 'gemm1 O+=P·V1 (P from sP)', 'gemm0 S=Q·K0ᵀ']);
   });
 
+  it("trace --gpu takes run's layout files: the layout's own steps, then the schedule of the same varlen or paged problem", async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'hw-trace-layout-'));
+    const at = (name: string) => join(dir, name);
+    const values = (n: number) => Array.from({ length: n }, (_, i) => Math.sin(i));
+    // Three sequences of 40, 0 and 70 query rows (80, 0, 70 keys); Hq 4, Hk 2, d 64.
+    writeFileSync(at('q.npy'), encodeNpy(values(110 * 4 * 64), [110, 4, 64], 'float16'));
+    writeFileSync(at('k.npy'), encodeNpy(values(150 * 2 * 64), [150, 2, 64], 'float16'));
+    writeFileSync(at('cq.npy'), encodeNpy([0, 40, 40, 110], [4], 'int32'));
+    writeFileSync(at('ck.npy'), encodeNpy([0, 80, 80, 150], [4], 'int32'));
+    // Two decode rows per sequence over a pool of 8 pages of 16 tokens; lengths 50 and 9.
+    writeFileSync(at('pq.npy'), encodeNpy(values(2 * 2 * 4 * 64), [2, 2, 4, 64], 'float16'));
+    writeFileSync(at('kc.npy'), encodeNpy(values(8 * 16 * 2 * 64), [8, 16, 2, 64], 'float16'));
+    writeFileSync(at('bt.npy'), encodeNpy([5, 2, 7, 0, 3, 1, 4, 6], [2, 4], 'int32'));
+    writeFileSync(at('cs.npy'), encodeNpy([50, 9], [2], 'int32'));
+    type Row = { algo: string; type?: string; kind?: string; b?: number; packed?: unknown; pages?: number[] };
+    const trace = async (...args: string[]) => {
+      const out = join(mkdtempSync(join(tmpdir(), 'hw-trace-')), 't.jsonl');
+      expect(await traceCommand.run(['--algo', 'fa3', '--gpu', 'h100', '--causal', ...args, '--out', out])).toBe(0);
+      const rows = readFileSync(out, 'utf8')
+        .trim()
+        .split('\n')
+        .map((l) => fromJsonLine<Row>(l));
+      const h = rows.findIndex((r) => r.type === 'hw.header');
+      const header = rows[h] as unknown as { resources: { upstream: { config: Record<string, unknown> } } };
+      return { steps: rows.slice(0, h), config: header.resources.upstream.config };
+    };
+    const describeConfig = async (...args: string[]) => {
+      const c = capture();
+      expect(await describeCommand.run(['--algo', 'fa3', '--gpu', 'h100', '--causal', ...args])).toBe(0);
+      return JSON.parse(c.out.join('\n')).upstream.config;
+    };
+    const varlen = [
+      '--q',
+      at('q.npy'),
+      '--k',
+      at('k.npy'),
+      '--v',
+      at('k.npy'),
+      '--cu-seqlens-q',
+      at('cq.npy'),
+      '--cu-seqlens-k',
+      at('ck.npy'),
+    ];
+    const v = await trace(...varlen);
+    // The numeric steps are the packed batch's: every step of a sequence with rows carries its packed range; none for the empty one.
+    expect(v.steps.length).toBeGreaterThan(0);
+    expect(v.steps.every((r) => typeof r.kind === 'string' && r.b !== 1)).toBe(true);
+    expect(new Set(v.steps.map((r) => r.b))).toEqual(new Set([0, 2]));
+    expect(v.steps.filter((r) => r.kind === 'qk').every((r) => r.packed !== undefined)).toBe(true);
+    // The schedule is of the varlen problem, as describe takes it from the same files and from the lengths.
+    expect(v.config).toEqual(await describeConfig(...varlen));
+    expect(v.config).toEqual(
+      await describeConfig('--hq', '4', '--hk', '2', '--d', '64', '--dtype', 'fp16', '--seqlens-q', '40,0,70', '--seqlens-k', '80,0,70'),
+    );
+    expect(v.config.scheduler).toBe('varlen-dynamic-persistent');
+    const paged = ['--q', at('pq.npy'), '--k-cache', at('kc.npy'), '--v-cache', at('kc.npy'), '--block-table', at('bt.npy')];
+    const p = await trace(...paged, '--cache-seqlens', at('cs.npy'));
+    // K/V loads name the physical pages the block table points at; sequence 1 (9 tokens) reads page 3 only.
+    const loads = p.steps.filter((r) => r.kind === 'load' && r.pages);
+    expect(loads.length).toBeGreaterThan(0);
+    expect([...new Set(loads.filter((r) => r.b === 1).flatMap((r) => r.pages!))]).toEqual([3]);
+    // Page 16 is not a multiple of kBlockN: paged KV by cp.async (hopper/flash_api.cpp@0251105a l. 415-424).
+    expect(p.config).toMatchObject({ paged_kv_non_tma: true });
+    expect(p.config).toEqual(await describeConfig(...paged, '--cache-seqlens', at('cs.npy')));
+    await expect(traceCommand.run(['--algo', 'fa3', ...varlen, '--backward', '--gpu', 'h100'])).rejects.toThrow(
+      /trace steps a serving layout forward only/,
+    );
+    await expect(traceCommand.run(['--algo', 'fa3', ...varlen, '--nq', '64'])).rejects.toThrow(
+      /--nq sets a random problem; the layout files give the problem/,
+    );
+  });
+
+  it("trace --gpu steps FA4 at the kernel's tile_n 64 where the dispatch drops to it, unless --block-n says otherwise", async () => {
+    const args = [
+      '--algo',
+      'fa4',
+      '--nq',
+      '8',
+      '--nk',
+      '8192',
+      '--d',
+      '192',
+      '--dv',
+      '128',
+      '--dtype',
+      'bf16',
+      '--gpu',
+      'b200',
+      '--splits',
+      '4',
+    ];
+    const widths = async (...more: string[]) => {
+      const out = join(mkdtempSync(join(tmpdir(), 'hw-trace-')), 't.jsonl');
+      expect(await traceCommand.run([...args, ...more, '--out', out])).toBe(0);
+      const rows = readFileSync(out, 'utf8')
+        .trim()
+        .split('\n')
+        .map((l) =>
+          fromJsonLine<{ type?: string; kind?: string; tile?: { cols: [number, number] }; resources?: { tiles: { block_n: number } } }>(l),
+        );
+      const cols = new Set(rows.filter((r) => r.kind === 'qk').map((r) => r.tile!.cols[1] - r.tile!.cols[0]));
+      return { cols: [...cols], kernel: rows.find((r) => r.type === 'hw.header')!.resources!.tiles.block_n };
+    };
+    // d 192 ≠ dv 128 with 4 splits over 64 N blocks: tile_n 64 (flash_attn/cute/interface.py@0251105a l. 373-381).
+    expect(await widths()).toEqual({ cols: [64], kernel: 64 });
+    expect(await widths('--block-n', '128')).toEqual({ cols: [128], kernel: 64 });
+  });
+
   it("trace --backward --gpu appends the backward kernel's schedule after the backward steps", async () => {
     const out = join(mkdtempSync(join(tmpdir(), 'hw-trace-')), 't.jsonl');
     const code = await traceCommand.run([

@@ -12,7 +12,7 @@ export const simulateCommand: CliCommand = {
     'usage: npm run -s engine -- simulate --algo ALGO --gpu GPU [problem options: --q/--k/--v FILE or --b --hq --nq --nk --d] [options]',
     '',
     'Prints JSON: time_us, tflops (4·B·Hq·Nq·Nk·d, halved when causal; 2.5 × that with --backward),',
-    'utilization per unit,',
+    'utilization per unit, hbm_bytes (the unique HBM traffic: the floor of the time),',
     'ctas, ctas_per_sm, sms_busy, waves. The model runs one SM with the discrete-event scheduler',
     'and spreads the grid over the SMs (see engine/TRACE.md, "Hardware events").',
     '',

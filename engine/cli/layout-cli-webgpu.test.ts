@@ -1,10 +1,9 @@
 // `run --backend webgpu` on the serving layouts: the CPU contract's files in, the same
 // o.npy / lse.npy shapes out, checked against engine/layouts' float64 references; a paged
 // pool with NaN in every slot no sequence owns; a bad offset refused with the CPU run's
-// message and nothing written. Runs the CLI in a child process on SwiftShader's Vulkan driver
-// (shipped with Debian's chromium, which the browser tests need too); skipped without it.
+// message and nothing written. Runs the CLI in process on SwiftShader's Vulkan driver (shipped
+// with Debian's chromium, which the browser tests need too); skipped without it.
 
-import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -14,9 +13,10 @@ import { MemorySource } from '../io/byte-source.ts';
 import { encodeNpy, readNpy } from '../io/npy.ts';
 import { referencePaged } from '../layouts/paged.ts';
 import { referenceVarlen } from '../layouts/varlen.ts';
+import { hasSwiftShader } from '../webgpu/swiftshader.ts';
+import { runCliCaptured } from './run-cli-captured.ts';
 import { pagedCase, PAGED_VARIANTS, VARLEN_VARIANTS, varlenInputs } from '../webgpu/serving-checks.ts';
 
-const ICD = '/usr/lib/chromium/vk_swiftshader_icd.json';
 const dir = mkdtempSync(join(tmpdir(), 'flashscope-layout-webgpu-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 const file = (name: string, values: ArrayLike<number>, shape: number[], dtype: 'float32' | 'int32' = 'float32') => {
@@ -25,12 +25,8 @@ const file = (name: string, values: ArrayLike<number>, shape: number[], dtype: '
 };
 const load = async (f: string) => readNpy(new MemorySource(readFileSync(f), f));
 
-function cli(args: string[]): { status: number | null; out: string } {
-  const r = spawnSync(process.execPath, ['--import', 'tsx', 'engine/cli/main.ts', 'run', '--backend', 'webgpu', ...args], {
-    encoding: 'utf8',
-    env: { ...process.env, LD_LIBRARY_PATH: '/usr/lib/chromium', VK_ICD_FILENAMES: ICD },
-    timeout: 120_000,
-  });
+async function cli(args: string[]): Promise<{ status: number; out: string }> {
+  const r = await runCliCaptured(['run', '--backend', 'webgpu', ...args]);
   return { status: r.status, out: `${r.stdout}${r.stderr}` };
 }
 
@@ -43,7 +39,7 @@ function maxErr(a: ArrayLike<number>, b: ArrayLike<number>): number {
   return m;
 }
 
-describe.skipIf(!existsSync(ICD))('run --backend webgpu, serving layouts', () => {
+describe.skipIf(!hasSwiftShader())('run --backend webgpu, serving layouts', () => {
   it('varlen: o [total_q, Hq, dv] and lse [Hq, total_q] match the float64 reference (empty sequences, causal, GQA)', async () => {
     const { vp } = VARLEN_VARIANTS[0];
     const x = varlenInputs(vp, 3);
@@ -51,7 +47,7 @@ describe.skipIf(!existsSync(ICD))('run --backend webgpu, serving layouts', () =>
     const tq = vp.cuSeqlensQ.at(-1)!;
     const tk = vp.cuSeqlensK.at(-1)!;
     const out = join(dir, 'varlen');
-    const r = cli([
+    const r = await cli([
       '--q',
       file('q.npy', x.q, [tq, hq, d]),
       '--k',
@@ -95,7 +91,7 @@ describe.skipIf(!existsSync(ICD))('run --backend webgpu, serving layouts', () =>
       for (let h = 0; h < hq; h++)
         for (let n = 0; n < nq; n++) for (let c = 0; c < d; c++) qb[((b * nq + n) * hq + h) * d + c] = x.q[((b * hq + h) * nq + n) * d + c];
     const out = join(dir, 'paged');
-    const r = cli([
+    const r = await cli([
       '--q',
       file('pq.npy', qb, [B, nq, hq, d]),
       '--layout',
@@ -132,7 +128,7 @@ describe.skipIf(!existsSync(ICD))('run --backend webgpu, serving layouts', () =>
     expect(maxErr(lse.data, ref.lse)).toBeLessThan(2e-5);
   }, 120_000);
 
-  it('refuses offsets that are not non-decreasing, naming the tensor and index, and writes nothing', () => {
+  it('refuses offsets that are not non-decreasing, naming the tensor and index, and writes nothing', async () => {
     const { vp } = VARLEN_VARIANTS[0];
     const x = varlenInputs(vp, 3);
     const { hq, hk, d, dv } = vp.base;
@@ -141,7 +137,7 @@ describe.skipIf(!existsSync(ICD))('run --backend webgpu, serving layouts', () =>
     const bad = [...vp.cuSeqlensQ];
     bad[2] = bad[1] - 1;
     const out = join(dir, 'refused');
-    const r = cli([
+    const r = await cli([
       '--q',
       file('q2.npy', x.q, [tq, hq, d]),
       '--k',

@@ -333,7 +333,7 @@ export async function cliProblem(a: ParsedArgs, allowRandom: boolean, sizing?: C
   return { problem, inputs, blocks, features: parseFeatures(list(a, 'feature')), rank, layout };
 }
 
-function blockOptions(a: ParsedArgs): BlockOptions {
+export function blockOptions(a: ParsedArgs): BlockOptions {
   const blocks: BlockOptions = {};
   if (num(a, 'block-m') !== undefined) blocks.blockM = num(a, 'block-m');
   if (num(a, 'block-n') !== undefined) blocks.blockN = num(a, 'block-n');

@@ -6,11 +6,16 @@ import { once } from 'node:events';
 import type { Writable } from 'node:stream';
 import { algorithmById } from '../algorithms/registry.ts';
 import { toJsonLine } from '../trace/jsonl.ts';
-import { ArgsError, flag, num, parseArgs, str } from './args.ts';
+import { ArgsError, flag, list, num, parseArgs, str } from './args.ts';
+import { resolveBlocks } from '../algorithms/blocks.ts';
+import { layoutProblemFromArgs } from './hw-layout.ts';
+import type { TraceEvent } from '../trace/events.ts';
+import { LAYOUT_OPTIONS } from './layout-run.ts';
+import { checkCliSize } from './size-limits.ts';
 import { checkOutputs, inputFilesOf, StagedOutputs, type OutputPlan } from './output-files.ts';
 import type { CliCommand } from './command.ts';
-import { algoIds, cliProblem, PROBLEM_HELP, PROBLEM_OPTIONS, RANDOM_OPTIONS } from './problem-options.ts';
-import { describeFor } from '../hw/registry.ts';
+import { algoIds, blockOptions, cliProblem, parseFeatures, PROBLEM_HELP, PROBLEM_OPTIONS, RANDOM_OPTIONS } from './problem-options.ts';
+import { describeFor, kernelStepTile } from '../hw/registry.ts';
 import { BACKWARD_TRACE_HELP, BACKWARD_TRACE_OPTIONS, backwardsFor, traceBackwardInputs, wantsBackward } from './backward-cli.ts';
 import { hardwareTraceLinesFor } from '../hw/trace-lines.ts';
 import { HW_SWITCHES_HELP, HW_TRACE_OPTIONS, hwFeaturesFromArgs, hwShapeOf, stepFeaturesFromArgs } from './hw-options.ts';
@@ -46,6 +51,9 @@ random problem:
   --distribution NAME         normal | large-logits | outlier-row | fa3-outliers | sink (default normal)
 
 ${PROBLEM_HELP}
+serving layouts: run's varlen (--q --k --v --cu-seqlens-q --cu-seqlens-k) or paged (--q
+  --k-cache --v-cache --block-table --cache-seqlens) files; the steps are run's, sequence by
+  sequence (events carry the packed rows or the pages), forward only
 ${HW_SWITCHES_HELP}
   with --gpu, the events of one SM's schedule of the same problem follow the numeric steps
   (fa3, fa4, fmha-v2, cute-fa2, flash-decoding; with --do/--backward the backward kernel's:
@@ -65,6 +73,7 @@ output:
       ...RANDOM_OPTIONS,
       ...HW_TRACE_OPTIONS,
       ...BACKWARD_TRACE_OPTIONS,
+      ...LAYOUT_OPTIONS,
       format: 'string',
       out: 'string',
       force: 'flag',
@@ -79,14 +88,24 @@ output:
       ? { targets: [file], option: '--out', force: flag(a, 'force'), inputs: inputFilesOf(a) }
       : undefined;
     if (plan) checkOutputs(plan);
-    const cp = await cliProblem(a, true, { command: 'trace', maxBytes: num(a, 'max-bytes'), algos: algos.length, backward });
-    if (backward) cp.inputs = await traceBackwardInputs(a, cp);
+    const sizing = { command: 'trace' as const, maxBytes: num(a, 'max-bytes'), algos: algos.length, backward };
+    const layout = await layoutProblemFromArgs(a);
+    if (layout && backward)
+      throw new ArgsError('--do/--backward: trace steps a serving layout forward only (run --do writes a varlen batch’s gradients)');
+    const cp = layout ? undefined : await cliProblem(a, true, sizing);
+    if (cp && backward) cp.inputs = await traceBackwardInputs(a, cp);
+    const blocks = cp?.blocks ?? blockOptions(a);
+    const features = cp?.features ?? parseFeatures(list(a, 'feature'));
+    const problem = cp?.problem ?? layout!.problem;
+    // A layout's trace is at most its batch with every sequence as long as the longest.
+    if (layout) checkCliSize(problem, resolveBlocks(problem, blocks), sizing, true);
+    const hwShape = (id: string) => ({ ...hwShapeOf(a, problem, id), ...layout?.serving });
     // Hardware events are checked before anything is written, so a bad --gpu never cuts a trace short.
     const gpu = str(a, 'gpu');
     const pass = backward ? 'backward' : 'forward';
     if (gpu) {
       for (const algo of algos) {
-        const sheet = describeFor(algo.id, gpu, hwShapeOf(a, cp.problem, algo.id), hwFeaturesFromArgs(a, algo.id), pass);
+        const sheet = describeFor(algo.id, gpu, hwShape(algo.id), hwFeaturesFromArgs(a, algo.id), pass);
         if (sheet.does_not_fit.length > 0) throw new ArgsError(`${algo.id} on ${gpu} does not fit: ${sheet.does_not_fit.join('; ')}`);
       }
     }
@@ -98,19 +117,20 @@ output:
     else process.stdout.on('error', (e: NodeJS.ErrnoException) => process.exit(e.code === 'EPIPE' ? 0 : 1));
     try {
       for (const algo of algos) {
-        const gen = algo.run(cp.problem, cp.inputs, {
-          ...cp.blocks,
-          features: { ...cp.features, ...stepFeaturesFromArgs(a, algo.id) },
-          trace: true,
-        });
+        // With --gpu and no tile given, the stepper steps the K/V tile the kernel runs (FA4's tile_n 64 with d ≠ dv split KV).
+        const kernelTile = gpu && Object.keys(blocks).length === 0 ? kernelStepTile(algo.id, gpu, hwShape(algo.id), pass) : undefined;
+        const opts = { ...kernelTile, ...blocks, features: { ...features, ...stepFeaturesFromArgs(a, algo.id) }, trace: true };
+        // A layout's steps are run's, sequence by sequence; a dense problem's, the algorithm's own.
+        const gen: Generator<TraceEvent, unknown, void> = layout
+          ? layout.steps(algorithmById(algo.id), opts)
+          : algo.run(cp!.problem, cp!.inputs, opts);
         const lines = function* (): Generator<string> {
           for (let r = gen.next(); !r.done; r = gen.next()) yield toJsonLine({ algo: algo.id, ...r.value });
         };
         await writeLines(sink, lines(), () => error);
         // With --gpu, one SM's hardware schedule of the same problem follows (type hw.*).
         if (gpu) {
-          const shape = hwShapeOf(a, cp.problem, algo.id);
-          await writeLines(sink, hardwareTraceLinesFor(algo.id, gpu, shape, hwFeaturesFromArgs(a, algo.id), pass), () => error);
+          await writeLines(sink, hardwareTraceLinesFor(algo.id, gpu, hwShape(algo.id), hwFeaturesFromArgs(a, algo.id), pass), () => error);
         }
       }
       if (staged) {

@@ -70,8 +70,31 @@ describe('the numeric FP8 trace on the FP8 schedule', () => {
 
 describe('FP8 refusals in the hardware model', () => {
   it('names the kernel or the chip', () => {
-    expect(describeFor('fa4', 'b200', shape()).does_not_fit.join()).toMatch(/no FP8 path for FA4/);
+    expect(describeFor('fa4', 'b200', shape({ d: 256, dv: 256 })).does_not_fit.join()).toMatch(/not in the d = dv = 256 kernel/);
     expect(describeFor('fmha-v2', 'rtx4060', shape({ d: 64, dv: 64 })).does_not_fit.join()).toMatch(/fmha_v2 has no FP8 path/);
     expect(describeFor('fa3', 'h100', shape({ dtype: 'fp16' })).does_not_fit).toEqual([]);
+  });
+});
+
+describe("FA4's FP8 forward (flash_fwd_sm100.py's 8-bit path)", () => {
+  it('8-bit Q/K/V tiles, a bf16 O, P four to a TMEM column, FP8 tuning, and the FP8 MMA rate', () => {
+    const fp8 = shape({ hq: 16, hk: 16, nq: 4096, nk: 4096 });
+    const sch = scheduleFor('fa4', 'b200', fp8);
+    const bufs = sch.resources.smem.buffers;
+    // 2-CTA mode over 512 rows: each CTA holds half of a 128 × 128 FP8 K/V tile (8 KB); sO in bf16 (interface.py@0251105a l. 700).
+    expect(bufs.find((b) => b.name === 'sKV')?.bytes).toBe((128 * 128) / 2);
+    expect(bufs.find((b) => b.name === 'sQ')?.bytes).toBe(128 * 128);
+    expect(bufs.find((b) => b.name === 'sO')?.bytes).toBe(128 * 128 * 2);
+    // (224 KiB − 2·16 KB sQ − 2·32 KB sO) / 8 KB per stage = 16 stages (flash_fwd_sm100.py@0251105a l. 392-405).
+    expect(sch.resources.kv_stage).toBe(16);
+    // tP_width_ratio 32 / 8 = 4 (l. 1152): P_i takes 32 of S_i's 128 columns, from its middle.
+    expect(sch.resources.tmem?.buffers.find((b) => b.name === 'P0')).toMatchObject({ column: 64, columns: 32 });
+    // _FP8_TUNING_CONFIG (l. 112-113): 2-CTA, not causal, d 128 → softmax 160, correction 72 registers.
+    expect(sch.resources.upstream?.config.registers).toMatch(/^160\/72\//);
+    expect(memoryViolations(sch.memory, sch.resources)).toEqual([]);
+    const bf16 = simulateFor('fa4', 'b200', { ...fp8, dtype: 'bf16' });
+    const f8 = simulateFor('fa4', 'b200', fp8);
+    expect(f8.peak_tflops).toBe(2 * bf16.peak_tflops);
+    expect(f8.time_us).toBeLessThan(bf16.time_us);
   });
 });

@@ -211,6 +211,8 @@ export interface HwAlgorithm {
    * keys per CTA and per consumer warpgroup. Absent: one unit of the whole block.
    */
   geometry?(sheet: ResourceSheet, shape: ProblemShape): { ctaRows: number; subRows: number };
+  /** The K/V tile the kernel runs at this shape where the dispatch moves it (FA4's tile_n 64), for the numeric stepper to step the same. */
+  kvTile?(shape: ProblemShape): { blockN: number } | undefined;
   /** The tile scheduler hands out the longest CTAs first on causal grids (FA3, FA4's main kernel); a function where the shape decides. */
   longestFirst?: boolean | ((shape: ProblemShape) => boolean);
   /** K/V are streamed once per CTA with no reuse through L2 (decoding): copies share HBM, not L2. */

@@ -132,6 +132,19 @@ export function simulateFor(
   return simulateProblem(algo, gpu, shape, resolveFeatures(algo, given));
 }
 
+/** The tile the numeric stepper steps to match the kernel on this shape: none where the algorithm's own tile already does. */
+export function kernelStepTile(
+  algoId: string,
+  gpuId: string,
+  shape: ProblemShape,
+  pass: HwPass = 'forward',
+): { blockN: number } | undefined {
+  const algo = hwAlgorithmFor(algoId, pass);
+  const gpu = gpuById(gpuId);
+  checkArch(algo, gpu);
+  return algo.kvTile?.(shape);
+}
+
 export interface HwSchedule {
   algo: string;
   pass: HwPass;

@@ -231,6 +231,63 @@ describe('schedules', () => {
     expect(one.timeline.some((e) => e.role === 'combine')).toBe(false);
   });
 
+  it("FA4 split KV draws flash_fwd_combine.py's kernel after the split CTAs, with its tile, SMEM and upstream lines", () => {
+    // dv 128: k_block_size 128, tile_m 8, log_max_splits max(ceil(log2 4), 4) raised to 5 for tile_m 8
+    // (flash_attn/cute/interface.py@0251105a l. 3643-3651); 4 stages of fp32 O partials (flash_fwd_combine.py l. 39).
+    const sch = scheduleFor('fa4', 'b200', shape({ hq: 4, hk: 4, nq: 128, nk: 4096, numSplits: 4 }));
+    const combine = sch.timeline.filter((e) => e.role === 'combine' && e.unit !== 'sync');
+    expect(combine.map((e) => e.op)).toEqual([
+      'cp.async LSE partials ×4',
+      'exp(LSE_s − max) ×4',
+      'cp.async O partials ×4 (4-slot ring)',
+      'O += scale_s · O_s ×4',
+      'st.global O, LSE',
+    ]);
+    const lastStore = Math.max(...sch.timeline.filter((e) => e.op.startsWith('tma store O')).map((e) => e.end));
+    for (const e of combine) expect(e.start).toBeGreaterThanOrEqual(lastStore);
+    const fills = sch.memory.filter((m) => m.role === 'combine' && m.action === 'fill');
+    // sLSE 32 splits × 8 rows × 4 bytes, then sMaxValidSplit (8 × 4), each 128-byte aligned (l. 276-283): sO at 1152.
+    expect(fills.find((m) => m.buffer === 'combine/sLSE')?.bytes).toBe(32 * 8 * 4);
+    expect(fills.find((m) => m.buffer === 'combine/sO')).toMatchObject({ offset: 1152, bytes: 4 * 8 * 128 * 4 });
+    expect(memoryViolations(sch.memory, sch.resources)).toEqual([]);
+    // 128 rows × 4 heads in tiles of 8 rows: 64 M blocks × 1 K block × batch 1 (flash_fwd_combine.py l. 287-322).
+    expect(sch.resources.notes.some((n) => n.includes('the combine kernel (64 CTAs of 256 threads, 8 × 128 tiles, 17536 bytes'))).toBe(
+      true,
+    );
+    const why = sch.resources.upstream!.why;
+    expect(
+      why.some((w) =>
+        w.startsWith('flash_attn/cute/interface.py@0251105a l. 3643-3651: k_block_size 128 (dv 128), tile_m 8, log_max_splits 5'),
+      ),
+    ).toBe(true);
+    expect(why.some((w) => w.includes('grid 64 M blocks × 1 K blocks × batch 1 (64 CTAs)'))).toBe(true);
+    const one = scheduleFor('fa4', 'b200', shape({ hq: 4, hk: 4, nq: 128, nk: 4096, numSplits: 1 }));
+    expect(one.timeline.some((e) => e.role === 'combine')).toBe(false);
+  });
+
+  it('the combine grid counts every batch; a varlen FA4 grid covers total_q · Hq with a tile of slack per sequence', () => {
+    const dense = describeFor('fa3', 'h100', shape({ batch: 3, nq: 128, nk: 4096, numSplits: 4 })).upstream!.why;
+    // hopper/flash_fwd_combine_kernel.h@0251105a l. 228-232: (ceil(seqlen_q · h / kBlockM), ceil(dv / kBlockK), b).
+    expect(dense.some((w) => w.includes('grid 16 M blocks × 1 K blocks × batch 3 (48 CTAs)'))).toBe(true);
+    // Lengths 96 and 8, Hq 2, dv 64 → tile_m 16: (208 + 2 · 15) // 16 = 14 M blocks (tile_scheduler.py l. 1295-1300); 12 + 1 hold rows.
+    const v = describeFor(
+      'fa4',
+      'b200',
+      shape({
+        batch: 2,
+        hq: 2,
+        hk: 2,
+        nq: 96,
+        nk: 4096,
+        d: 64,
+        dv: 64,
+        numSplits: 4,
+        varlen: { seqlensQ: [96, 8], seqlensK: [4096, 4096] },
+      }),
+    ).upstream!.why;
+    expect(v.some((w) => w.includes('grid 14 M blocks (total_q · Hq 208) × 1 K blocks (14 CTAs, 13 with rows)'))).toBe(true);
+  });
+
   it('FA3 in a thread-block cluster loads half of each K/V block and multicasts it; causal runs without a cluster', () => {
     // 512 rows in 128-row tiles: 4 M blocks, even, 16-bit d 128, no mask: ClusterM 2 (launch template l. 212-218).
     const pair = scheduleFor('fa3', 'h100', shape());

@@ -60,6 +60,8 @@ export interface SimulateResult {
   /** Busy fraction of each unit family over all SMs and the whole kernel time, plus sm = slots holding a CTA. */
   utilization: Record<string, number>;
   bound: 'schedule' | 'hbm';
+  /** Unique HBM traffic of the kernel (the floor the time cannot go under), in bytes. */
+  hbm_bytes: number;
   extra_kernel_us: number;
   features: HwFeatures;
 }
@@ -209,7 +211,8 @@ export function simulateProblem(algo: HwAlgorithm, gpu: GpuSpec, shape: ProblemS
   let cycles = 0;
   for (const t of heap) cycles = Math.max(cycles, t);
   const scheduleUs = cycles / (gpu.clockGHz * 1e3);
-  const hbmUs = (algo.hbmBytes(shape, f, gpu) / gpu.hbmBytesPerSec) * 1e6;
+  const hbmBytes = algo.hbmBytes(shape, f, gpu);
+  const hbmUs = (hbmBytes / gpu.hbmBytesPerSec) * 1e6;
   const extra = algo.epilogueKernelUs?.(gpu, shape, f) ?? 0;
   const kernelUs = Math.max(scheduleUs + (algo.crossCtaUs?.(gpu, shape, f, Math.ceil(total / slotsTotal)) ?? 0), hbmUs);
   const time_us = kernelUs + extra;
@@ -239,6 +242,7 @@ export function simulateProblem(algo: HwAlgorithm, gpu: GpuSpec, shape: ProblemS
     waves: round4(total / slotsTotal),
     utilization,
     bound: hbmUs > scheduleUs ? 'hbm' : 'schedule',
+    hbm_bytes: Math.round(hbmBytes),
     extra_kernel_us: round4(extra),
     features: f,
   };

@@ -14,6 +14,7 @@ import { runToEnd } from '../run.ts';
 import type { Range, TraceEvent } from '../trace/events.ts';
 import { pagedOutput, pagesOf, referencePaged, runPaged, type PagedInputs, type PagedProblem } from './paged.ts';
 import type { LayoutBase, LayoutRunResult } from './sequence-runner.ts';
+import { pagedKernelShape, servingHardware, varlenKernelShape, type ServingHardware } from './serving-hardware.ts';
 import { packedResult, referenceVarlen, runVarlen, type VarlenInputs, type VarlenProblem } from './varlen.ts';
 
 export { DEFAULT_SERVING_FORM, SERVING_LIMITS, type ServingForm, type ServingLayout } from './serving-form.ts';
@@ -74,6 +75,8 @@ export interface ServingRun {
   padded?: { counters: Counters; nq: number; nk: number };
   /** Max |O − O_ref| against the per-sequence float64 reference. */
   maxError: number;
+  /** The configuration upstream's FA3 and FA4 pick for this problem and their simulated figures. */
+  hardware: ServingHardware;
   /** Packed Q [total_q, Hq, d] and K [total_k, Hk, d] (varlen), or q [B, Hq, Nq, d] (paged): the heatmaps' values. */
   q: Float32Array;
   k: Float32Array;
@@ -230,6 +233,8 @@ export function runServing(
   const features = serving.splits && opts.splits ? { splits: opts.splits } : undefined;
   const runOpts = { trace: true, features, blockM: opts.blockM, blockN: opts.blockN };
   const steps: ServingStep[] = [];
+  // The split count the person gave reaches the kernels too (0 = upstream's heuristic); otherwise each kernel's default.
+  const numSplits = serving.splits ? (opts.splits ?? 0) : undefined;
   const head = (b: LayoutBase) => ({ hq: b.hq, hk: b.hk, d: b.d, dv: b.dv, causal: b.causal, dtype: b.dtype });
   if (sp.layout === 'varlen') {
     const { vp, x } = sp;
@@ -256,6 +261,7 @@ export function runServing(
       counters: r.counters,
       padded: { counters: padded.counters, nq, nk },
       maxError: maxAbs(out.o, ref.o),
+      hardware: servingHardware(varlenKernelShape(vp, numSplits), vp.base.dtype),
       q: x.q,
       k: x.k,
     };
@@ -283,6 +289,7 @@ export function runServing(
     steps,
     counters: r.counters,
     maxError: maxAbs(out.o, ref.o),
+    hardware: servingHardware(pagedKernelShape(pp, numSplits), pp.base.dtype),
     q: x.q,
     k: x.kCache,
   };

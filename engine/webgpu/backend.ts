@@ -513,7 +513,7 @@ export class AttentionRun extends GpuRun {
         mat
           ? `${splitText} per key head, each read once for its ${rowsText(mat.rows)} as one ${mat.m}-row tile on ${mat.m}×${mat.n}×${mat.n} subgroup matrices, K/V staged through workgroup memory, ${mat.sg} threads, ${decodeMatrixLayout(mat).bytes} B workgroup memory`
           : group
-            ? `${splitText} per key head, ${groupHeads * p.hk === p.hq ? `each read once for its ${rowsText(group.rows)}` : `each read by ${p.hq / p.hk / groupHeads} workgroups of ${rowsText(group.rows)}`}; ${group.lpk} lanes per key, ${group.ku} key${group.ku > 1 ? 's' : ''} per step, ${group.threads} threads, ${decodeGroupBytes(group)} B workgroup memory`
+            ? `${splitText} per key head, ${groupHeads * p.hk === p.hq ? `each read once for its ${rowsText(group.rows)}` : `each read by ${p.hq / p.hk / groupHeads} workgroups of ${rowsText(group.rows)}`}; ${group.lpk} lanes per key, ${group.ku} key${group.ku > 1 ? 's' : ''} per step${group.prefetch ? ' loaded a step ahead' : ''}, ${group.threads} threads, ${decodeGroupBytes(group)} B workgroup memory`
             : `${splitText}, ${DECODE_THREADS} threads per split`
       }`;
       const [psplit, pcomb] = await Promise.all([

@@ -1,7 +1,7 @@
 // The WebGPU backward kernels on SwiftShader (Chromium's Vulkan driver, which CI installs with
 // the browser): the benchmark's backward self-test, every variant of variants.ts against the
-// float64 reference gradients, run as its own process because Dawn reads the driver's
-// location from the environment at start-up.
+// float64 reference gradients (the benchmark in its own process), and `run --backend webgpu --do`
+// in process.
 
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
@@ -15,11 +15,10 @@ import { encodeNpy, readNpy } from '../io/npy.ts';
 import type { AttentionProblem } from '../core/problem.ts';
 import { randomDo } from './backward-checks.ts';
 import { KERNEL_VARIANTS } from './variants.ts';
+import { runCliCaptured } from '../cli/run-cli-captured.ts';
+import { hasSwiftShader, swiftShaderEnv } from './swiftshader.ts';
 
-const SWIFTSHADER = '/usr/lib/chromium/libvk_swiftshader.so';
-const ENV = { ...process.env, LD_LIBRARY_PATH: '/usr/lib/chromium', VK_ICD_FILENAMES: '/usr/lib/chromium/vk_swiftshader_icd.json' };
-
-describe.skipIf(!existsSync(SWIFTSHADER))('WebGPU backward on SwiftShader', () => {
+describe.skipIf(!hasSwiftShader())('WebGPU backward on SwiftShader', () => {
   it('dQ, dK and dV match the float64 reference on every variant (masks, GQA/MQA, ALiBi, softcap, sinks, dv ≠ d)', () => {
     const r = spawnSync(
       process.execPath,
@@ -27,7 +26,7 @@ describe.skipIf(!existsSync(SWIFTSHADER))('WebGPU backward on SwiftShader', () =
       {
         encoding: 'utf8',
         timeout: 600_000,
-        env: ENV,
+        env: swiftShaderEnv(),
       },
     );
     const out = r.stdout + r.stderr;
@@ -50,9 +49,6 @@ describe.skipIf(!existsSync(SWIFTSHADER))('WebGPU backward on SwiftShader', () =
     const files = { q: [x.q, [1, 4, 37, 16]], k: [x.k, [1, 2, 53, 16]], v: [x.v, [1, 2, 53, 8]], do: [dO, [1, 4, 37, 8]] } as const;
     for (const [name, [data, shape]] of Object.entries(files)) writeFileSync(join(dir, `${name}.npy`), encodeNpy(data, [...shape]));
     const args = [
-      '--import',
-      'tsx',
-      'engine/cli/main.ts',
       'run',
       '--backend',
       'webgpu',
@@ -61,7 +57,7 @@ describe.skipIf(!existsSync(SWIFTSHADER))('WebGPU backward on SwiftShader', () =
       join(dir, 'out'),
       ...['q', 'k', 'v', 'do'].flatMap((n) => [`--${n}`, join(dir, `${n}.npy`)]),
     ];
-    const r = spawnSync(process.execPath, args, { encoding: 'utf8', timeout: 300_000, env: ENV });
+    const r = await runCliCaptured(args);
     expect(r.status, r.stdout + r.stderr).toBe(0);
     const ref = referenceBackward(p, { ...x, dO });
     for (const [name, want, shape] of [
@@ -82,16 +78,13 @@ describe.skipIf(!existsSync(SWIFTSHADER))('WebGPU backward on SwiftShader', () =
 });
 
 describe('run --backend webgpu --do: which paths have a backward', () => {
-  it('names the two backward paths when given another, before any GPU is opened, and writes nothing', () => {
+  it('names the two backward paths when given another, before any GPU is opened, and writes nothing', async () => {
     const p: AttentionProblem = { batch: 1, hq: 2, hk: 2, nq: 8, nk: 8, d: 8, dv: 8, causal: false, dtype: 'fp32' };
     const x = randomInputs(p, { seed: 1 });
     const dir = mkdtempSync(join(tmpdir(), 'flashscope-webgpu-bwd-path-'));
     const files = { q: x.q, k: x.k, v: x.v, do: randomDo(p, 1) };
     for (const [name, data] of Object.entries(files)) writeFileSync(join(dir, `${name}.npy`), encodeNpy(data, [1, 2, 8, 8]));
     const args = [
-      '--import',
-      'tsx',
-      'engine/cli/main.ts',
       'run',
       '--backend',
       'webgpu',
@@ -101,7 +94,7 @@ describe('run --backend webgpu --do: which paths have a backward', () => {
       join(dir, 'out'),
       ...['q', 'k', 'v', 'do'].flatMap((n) => [`--${n}`, join(dir, `${n}.npy`)]),
     ];
-    const r = spawnSync(process.execPath, args, { encoding: 'utf8', timeout: 120_000 });
+    const r = await runCliCaptured(args);
     expect(r.status).not.toBe(0);
     expect(r.stderr).toContain('--do runs the backward on --path flash-f32 or flash-matrix; --path flash-f16 has no backward');
     expect(existsSync(join(dir, 'out'))).toBe(false);

@@ -12,19 +12,27 @@ const plain = { masked: false, softcap: false, alibi: false };
 const head = (hq: number, hk: number, d = 128, nq = 1) => ({ d, dv: d, hq, hk, nq });
 
 describe('flash-decoding group kernel configuration', () => {
-  it('takes the bench shapes (d = 128) with the lanes per key their rows need, two keys per step for one row and four for more', () => {
+  it('takes the bench shapes (d = 128) with the lanes per key their rows need, two keys per step, loaded a step ahead for several rows', () => {
     // rows per key head → lanes per key: at least 8, and a lane's q and O state within 64 floats; 16-byte
     // loads (8 f16 columns) unless a key's lanes would outnumber the row's 8-column groups
     for (const [hq, hk, rows, lpk, ku, cols] of [
       [16, 16, 1, 8, 2, 8],
-      [32, 8, 4, 16, 4, 8],
-      [64, 8, 8, 32, 4, 4],
+      [32, 8, 4, 16, 2, 8],
+      [64, 8, 8, 32, 2, 4],
     ]) {
       const c = chooseDecodeGroup(head(hq, hk), plain, 32, 49152)!;
-      expect([c.rows, c.lpk, c.ku, c.threads, c.cols]).toEqual([rows, lpk, ku, 128, cols]);
+      expect([c.rows, c.lpk, c.ku, c.threads, c.cols, c.prefetch]).toEqual([rows, lpk, ku, 128, cols, rows > 1]);
       expect(rows * (128 / c.lpk + 128 / c.lpk)).toBeLessThanOrEqual(64);
       expect(decodeGroupBytes(c)).toBeLessThanOrEqual(16384);
     }
+    // paged K/V (loads at the top of each step, page by page) and the study's prefetch: false: four keys a step for more rows
+    for (const c of [
+      chooseDecodeGroup({ ...head(32, 8), pageSize: 64 }, plain, 32, 49152)!,
+      chooseDecodeGroup(head(32, 8), plain, 32, 49152, { prefetch: false })!,
+    ])
+      expect([c.prefetch, c.ku]).toEqual([false, 4]);
+    expect(chooseDecodeGroup({ ...head(16, 16), pageSize: 64 }, plain, 32, 49152)).toMatchObject({ prefetch: false, ku: 2, pageSize: 64 });
+    expect(chooseDecodeGroup(head(16, 16), plain, 32, 49152, { prefetch: true })).toMatchObject({ prefetch: true, ku: 2 });
     // a study's preferences win
     expect(chooseDecodeGroup(head(16, 16), plain, 32, 49152, { ku: 1, lpk: 4 })).toMatchObject({ ku: 1, lpk: 4 });
   });

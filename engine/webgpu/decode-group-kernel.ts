@@ -16,7 +16,8 @@
 // (16 bytes) part, part + LPK, … of q and of O for each of the R rows, so a warp's load covers
 // 32 / LPK rows of K or V, each 16·LPK contiguous bytes. The workgroup's NT / LPK lane groups
 // ("slots") take keys slot, slot + NT / LPK, … of the split, KU keys per step with all their K and
-// V loads issued first; each slot keeps an online softmax (m, l, O) per row in registers, its
+// V loads issued before the step's arithmetic (dense K/V: a step ahead, so they are in flight
+// during the previous step's); each slot keeps an online softmax (m, l, O) per row in registers, its
 // partial dots summed across its LPK lanes with subgroupShuffleXor. At the end the slots' states
 // meet in workgroup memory, halving the slots each round (log2 slots barriers per split).
 
@@ -43,6 +44,8 @@ export interface DecodeGroupConfig {
   score: ScoreSpec;
   /** K/V in a paged cache of pages of this many tokens (paged-layout.ts) instead of [B, Hk, N, d]. */
   pageSize?: number;
+  /** Dense K/V only: the next step's words are loaded before this step's arithmetic (in flight during it). */
+  prefetch: boolean;
 }
 
 /** Benchmark study: lanes per key, keys per step, lanes per workgroup (powers of two). */
@@ -57,6 +60,8 @@ export interface DecodeGroupPrefs {
    * workgroups, each reading its K/V (the later ones, launched beside it, from L2 if it holds).
    */
   groupHeads?: number;
+  /** Dense K/V loaded a step ahead (true) or at the top of each step (false), as paged K/V always is. */
+  prefetch?: boolean;
 }
 
 /** The most query rows one workgroup carries (registers: R·(D + DV)/LPK floats per lane). */
@@ -67,14 +72,16 @@ export const DECODE_GROUP_MAX_ROWS = 8;
  * head dims not multiples of 4 or over 256, more than DECODE_GROUP_MAX_ROWS rows per key head,
  * or no subgroups. LPK: at least 8 lanes per key (as the subgroup allows), more where a lane's
  * q and O state would pass 64 floats; COLS: 8 columns per load where the head dims hold LPK
- * groups of 8, else 4. KU: keys per step, their K and V loads issued together: 2 for one row,
- * 4 for more. With f16 K/V on the H200 (BENCHMARKS.md, "fp16 K/V decoding"), 8 lanes per key
- * took one-row decoding from 0.396 to 0.269 ms at Nk 32768 (4 lanes: 16 floats of K and of V per
- * lane and key, too much arithmetic per byte), and 4 keys per step took 4 rows from 0.247 to
- * 0.223 ms.
+ * groups of 8, else 4. Dense K/V with several rows is prefetched (the next step's words loaded
+ * before this step's arithmetic) with KU = 2 keys per step; one row (prefetching measured 0.263 →
+ * 0.274 ms at Hq 16, Nk 32768) and paged K/V, whose loop goes page by page, load each step's 2
+ * (one row) or 4 keys (more rows) at its top. With f16 K/V on the H200 (BENCHMARKS.md,
+ * "fp16 K/V decoding" and "Closing the ratios: GQA decoding") 8 lanes per key took one-row decoding from
+ * 0.396 to 0.269 ms at Nk 32768, 4 keys per step took 4 rows from 0.247 to 0.223 ms, and the
+ * prefetch with 2 keys 0.190 to 0.181 ms (with 4 keys it measured 0.219: more registers).
  */
 export function chooseDecodeGroup(
-  p: { d: number; dv: number; hq: number; hk: number; nq: number },
+  p: { d: number; dv: number; hq: number; hk: number; nq: number; pageSize?: number },
   score: ScoreSpec,
   subgroupMin: number,
   maxWorkgroupStorage = 16384,
@@ -89,12 +96,13 @@ export function chooseDecodeGroup(
   while (lpk < 32 && (rows * (Math.ceil(p.d / lpk) + Math.ceil(p.dv / lpk)) > 64 || lpk < Math.min(8, subgroupMin))) lpk *= 2;
   lpk = Math.min(prefs.lpk ?? lpk, pow2Floor(subgroupMin));
   const cols = prefs.cols ?? (p.d % 8 === 0 && p.dv % 8 === 0 && 8 * lpk <= Math.min(p.d, p.dv) ? 8 : 4);
-  const ku = prefs.ku ?? (rows > 1 ? 4 : 2);
+  const prefetch = prefs.prefetch ?? (p.pageSize === undefined && rows > 1);
+  const ku = prefs.ku ?? (prefetch || rows === 1 ? 2 : 4);
   // 128 lanes, fewer where the end-of-split reduction would not fit in 16 KiB (or the adapter's
   // limit): small adapters whose subgroups hold fewer lanes per key carry more state per lane.
   const budget = Math.min(16384, maxWorkgroupStorage);
   for (let threads = prefs.threads ?? 128; threads >= 2 * lpk; threads /= 2) {
-    const c = { d: p.d, dv: p.dv, rows, nq: p.nq, lpk, ku, threads, cols, score };
+    const c = { d: p.d, dv: p.dv, rows, nq: p.nq, lpk, ku, threads, cols, score, pageSize: p.pageSize, prefetch };
     if (decodeGroupBytes(c) <= budget) return c;
   }
   return undefined;
@@ -127,17 +135,35 @@ export function decodeGroupKernelWgsl(c: DecodeGroupConfig): string {
   const colOk = (g: number, wg: number) => ((g + 1) * LPK <= wg ? '' : `part + ${g * LPK}u < ${wg}u`);
   const raw = COLS === 8 ? 'vec4<u32>' : 'vec2<u32>';
   // The H vec4<f32>s of load group g of a row (row index in loads: row · wg), as `name_t`, t = g·H + h.
-  const load = (name: string, buf: string, row: string, g: number, wg: number) => {
+  const word = (buf: string, row: string, g: number, wg: number) => {
     const ok = colOk(g, wg);
     const at = `${buf}[${row} * ${wg}u + ${ok ? `min(part + ${g * LPK}u, ${wg - 1}u)` : `part + ${g * LPK}u`}]`;
-    const w = ok ? `select(${raw}(0u), ${at}, ${ok})` : at;
-    return `let ${name}_w${g} = ${w};\n    ${each(H, (h) => `let ${name}_${g * H + h} = unpack4(${name}_w${g}.${h ? 'zw' : 'xy'});`, '\n    ')}`;
+    return ok ? `select(${raw}(0u), ${at}, ${ok})` : at;
   };
+  const unpack = (name: string, w: string, g: number) =>
+    each(H, (h) => `let ${name}_${g * H + h} = unpack4(${w}.${h ? 'zw' : 'xy'});`, '\n    ');
+  const load = (name: string, buf: string, row: string, g: number, wg: number) =>
+    `let ${name}_w${g} = ${word(buf, row, g, wg)};\n    ${unpack(name, `${name}_w${g}`, g)}`;
   const P = c.pageSize;
   // Row of K / V that holds key `key`: dense, the key head's block of rows; paged, the key's
   // slot in its page (`page`, `pg`: paged-layout.ts's loop).
   const kvRow = (key: string) => (P ? `((page * ${P}u + ${key} - pg * ${P}u) * params.hk + hk)` : `(kbase + ${key})`);
   const end = P ? 'pend' : 'hi';
+  const FETCH = !P && c.prefetch;
+  // Prefetch: the raw words of step j (keys j + u·SLOTS + slot, clamped into the split) live in
+  // kw{u}_{g} / vw{u}_{g} across the loop's back edge.
+  const fetchStep = (j: string) =>
+    each(
+      KU,
+      (u) => `{ let nk${u} = min(${j} + ${u * SLOTS}u + slot, hi - 1u);
+      ${each(CQ / H, (g) => `kw${u}_${g} = ${word('kh', `(kbase + nk${u})`, g, DG)};`, ' ')}
+      ${each(CV / H, (g) => `vw${u}_${g} = ${word('vh', `(kbase + nk${u})`, g, DVG)};`, ' ')} }`,
+      '\n    ',
+    );
+  const fetchVars = each(
+    KU,
+    (u) => `${each(CQ / H, (g) => `var kw${u}_${g} = ${raw}(0u);`, ' ')} ${each(CV / H, (g) => `var vw${u}_${g} = ${raw}(0u);`, ' ')}`,
+  );
   const wgsl = /* wgsl */ `
 ${LPK > 1 ? 'enable subgroups;' : ''}
 ${PARAMS_WGSL}
@@ -187,15 +213,35 @@ ${
 
   // A uniform loop (the shuffles need every lane of a slot, and WGSL uniform control flow):
   // step j0 covers keys j0 … j0 + SLOTS·KU − 1, slot s taking j0 + s, j0 + s + SLOTS, ….
+  ${
+    FETCH
+      ? `${fetchVars}
+  if (lo < hi) {
+    ${fetchStep('lo')}
+  }`
+      : ''
+  }
   ${P ? pagedLoop(P, `${SLOTS * KU}u`) : `for (var j0 = lo; j0 < hi; j0 += ${SLOTS * KU}u) {`}
-    // Every load of the step first (keys past the split clamped into it, masked below).
+    ${
+      FETCH
+        ? `// This step's words (loaded one step ahead) unpacked, then the next step's loads issued.
+    ${each(
+      KU,
+      (u) => `let key${u} = min(j0 + ${u * SLOTS}u + slot, hi - 1u);
+    ${each(CQ / H, (g) => unpack(`k${u}`, `kw${u}_${g}`, g), '\n    ')}
+    ${each(CV / H, (g) => unpack(`v${u}`, `vw${u}_${g}`, g), '\n    ')}`,
+      '\n    ',
+    )}
+    ${fetchStep(`j0 + ${SLOTS * KU}u`)}`
+        : `// Every load of the step first (keys past the split clamped into it, masked below).
     ${each(
       KU,
       (u) => `let key${u} = min(j0 + ${u * SLOTS}u + slot, ${end} - 1u);
     ${each(CQ / H, (g) => load(`k${u}`, 'kh', kvRow(`key${u}`), g, DG), '\n    ')}
     ${each(CV / H, (g) => load(`v${u}`, 'vh', kvRow(`key${u}`), g, DVG), '\n    ')}`,
       '\n    ',
-    )}
+    )}`
+    }
     // Partial dots of every (row, key) pair, summed over the slot's lanes: reduce-scatter, then
     // all-gather (2·(n − n/LPK) shuffles for n pairs, against n·log2 LPK for n butterflies).
     ${allReduce(R * KU, (v) => `${each(CQ, (t) => `dot(k${v % KU}_${t}, q${Math.floor(v / KU)}_${t})`, ' + ')}`, LPK)}

@@ -157,19 +157,62 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
 }
 
 /** Lanes of the combine: one output column each (dv ≤ 128), the splits' max and sum shared among them. */
-const COMBINE_THREADS = 128;
+export const COMBINE_THREADS = 128;
 
 /**
- * The LSE combine, one workgroup per (row, head). Its loops over the splits are latency chains of
- * L2 loads, so the lanes split the max and sum between them and each column's weighted sum keeps
- * four splits' loads in flight.
+ * The LSE combine's body, one workgroup per output row. Its loops over the splits are latency
+ * chains of L2 loads, so the lanes split the max and sum between them and each column's weighted
+ * sum keeps four splits' loads in flight. The caller's prologue defines `sink` (a logit or
+ * NEG_INF), `ns` (splits), `base` and `step` (split s's partial row: base + s · step), `orow`
+ * (the output row) and `lse_at` (its LSE slot); `red` is the caller's workgroup array of
+ * COMBINE_THREADS floats.
  */
-export function decodeCombineKernelWgsl(dv: number): string {
+export function lseCombineBodyWgsl(dv: number): string {
   const CT = COMBINE_THREADS;
   const reduce = (op: string) => `for (var off = ${CT / 2}u; off > 0u; off >>= 1u) {
     if (lid < off) { red[lid] = ${op}; }
     workgroupBarrier();
   }`;
+  return /* wgsl */ `
+  var mx = sink;
+  for (var s = lid; s < ns; s += ${CT}u) { mx = max(mx, lpart[base + s * step]); }
+  red[lid] = mx;
+  workgroupBarrier();
+  ${reduce('max(red[lid], red[lid + off])')}
+  mx = red[0];
+  workgroupBarrier();
+  var l = 0.0;
+  for (var s = lid; s < ns; s += ${CT}u) {
+    let x = lpart[base + s * step];
+    if (x > NEG_INF) { l += exp(x - mx); }
+  }
+  red[lid] = l;
+  workgroupBarrier();
+  ${reduce('red[lid] + red[lid + off]')}
+  l = red[0];
+  if (sink > NEG_INF) { l += exp(sink - mx); }
+  let inv = select(0.0, 1.0 / l, l > 0.0);
+  for (var c = lid; c < ${dv}u; c += ${CT}u) {
+    var acc = vec4<f32>(0.0);
+    var s = 0u;
+    for (; s + 4u <= ns; s += 4u) {
+      let p = base + s * step;
+      let x = vec4<f32>(lpart[p], lpart[p + step], lpart[p + 2u * step], lpart[p + 3u * step]);
+      let v = vec4<f32>(opart[p * ${dv}u + c], opart[(p + step) * ${dv}u + c], opart[(p + 2u * step) * ${dv}u + c], opart[(p + 3u * step) * ${dv}u + c]);
+      acc += select(vec4<f32>(0.0), exp(x - mx) * v, x > vec4<f32>(NEG_INF));
+    }
+    for (; s < ns; s++) {
+      let p = base + s * step;
+      let x = lpart[p];
+      if (x > NEG_INF) { acc.x += exp(x - mx) * opart[p * ${dv}u + c]; }
+    }
+    o[orow * ${dv}u + c] = (acc.x + acc.y + acc.z + acc.w) * inv;
+  }
+  if (lid == 0u) { lse[lse_at] = select(neg_inf_runtime(), mx + log(l), l > 0.0); }`;
+}
+
+/** The LSE combine of dense decoding, one workgroup per (row, head): partials [bh][split][row]. */
+export function decodeCombineKernelWgsl(dv: number): string {
   return /* wgsl */ `
 ${PARAMS_WGSL}
 @group(0) @binding(0) var<uniform> params: Params;
@@ -179,51 +222,19 @@ ${PARAMS_WGSL}
 @group(0) @binding(5) var<storage, read_write> lse: array<f32>;
 @group(0) @binding(6) var<storage, read> aux: array<f32>;
 ${SCORE_WGSL}
-const DV = ${dv}u;
-var<workgroup> red: array<f32, ${CT}>;
+var<workgroup> red: array<f32, ${COMBINE_THREADS}>;
 
-@compute @workgroup_size(${CT})
+@compute @workgroup_size(${COMBINE_THREADS})
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
   let row = wid.x; let bh = wid.y;
   let h = (bh + params.head0) % params.hq; // bh counts from the window's first row, params.head0
   let sink = sink_logit(h);
   let ns = params.splits;
-  let base = bh * ns * params.nq + row; // split s's partial: base + s · nq
-  var mx = sink;
-  for (var s = lid; s < ns; s += ${CT}u) { mx = max(mx, lpart[base + s * params.nq]); }
-  red[lid] = mx;
-  workgroupBarrier();
-  ${reduce('max(red[lid], red[lid + off])')}
-  mx = red[0];
-  workgroupBarrier();
-  var l = 0.0;
-  for (var s = lid; s < ns; s += ${CT}u) {
-    let x = lpart[base + s * params.nq];
-    if (x > NEG_INF) { l += exp(x - mx); }
-  }
-  red[lid] = l;
-  workgroupBarrier();
-  ${reduce('red[lid] + red[lid + off]')}
-  l = red[0];
-  if (sink > NEG_INF) { l += exp(sink - mx); }
-  let inv = select(0.0, 1.0 / l, l > 0.0);
-  for (var c = lid; c < DV; c += ${CT}u) {
-    var acc = vec4<f32>(0.0);
-    var s = 0u;
-    for (; s + 4u <= ns; s += 4u) {
-      let p = base + s * params.nq;
-      let x = vec4<f32>(lpart[p], lpart[p + params.nq], lpart[p + 2u * params.nq], lpart[p + 3u * params.nq]);
-      let v = vec4<f32>(opart[p * DV + c], opart[(p + params.nq) * DV + c], opart[(p + 2u * params.nq) * DV + c], opart[(p + 3u * params.nq) * DV + c]);
-      acc += select(vec4<f32>(0.0), exp(x - mx) * v, x > vec4<f32>(NEG_INF));
-    }
-    for (; s < ns; s++) {
-      let p = base + s * params.nq;
-      let x = lpart[p];
-      if (x > NEG_INF) { acc.x += exp(x - mx) * opart[p * DV + c]; }
-    }
-    o[(bh * params.nq + row) * DV + c] = (acc.x + acc.y + acc.z + acc.w) * inv;
-  }
-  if (lid == 0u) { lse[params.lse0 + bh * params.nq + row] = select(neg_inf_runtime(), mx + log(l), l > 0.0); }
+  let base = bh * ns * params.nq + row;
+  let step = params.nq;
+  let orow = bh * params.nq + row;
+  let lse_at = params.lse0 + orow;
+${lseCombineBodyWgsl(dv)}
 }
 `;
 }

@@ -43,10 +43,10 @@ describe('subgroup-matrix decoding: configuration', () => {
     expect(chooseDecodeMatrix(shape(64, 8), plain, [], 32, 32)).toBeUndefined(); // no f16 matrices
   });
 
-  it('is the default only past the rows the group kernel keeps in one workgroup, on 512 workgroups', () => {
+  it('is the default only past the rows the group kernel keeps in one workgroup, on 896 workgroups', () => {
     expect([1, 2, 4].map(preferDecodeMatrix)).toEqual([false, false, false]);
     expect([6, 8, 16].map(preferDecodeMatrix)).toEqual([true, true, true]);
-    expect(decodeSplits(32768, 32, DECODE_MATRIX_WORKGROUPS)).toBe(16); // Hq 64 / Hk 8, B = 4: 2048 keys a split
+    expect(decodeSplits(32768, 32, DECODE_MATRIX_WORKGROUPS)).toBe(28); // Hq 64 / Hk 8, B = 4: 28 splits of 1172 keys
   });
 });
 

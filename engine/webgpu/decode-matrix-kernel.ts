@@ -48,10 +48,13 @@ export interface DecodeMatrixConfig {
 }
 
 /**
- * Workgroups a launch aims for (decodeSplits): 512 measured fastest of 512–4096 on the H100 at
- * Hq 64 / Hk 8, Nk 8192 and 32768 (BENCHMARKS.md, "GQA decoding on subgroup matrices").
+ * Workgroups a launch aims for (decodeSplits): about as many as the H200's 132 SMs hold at once
+ * (the kernel's registers allow about seven one-subgroup workgroups per SM). At Hq 64 / Hk 8,
+ * B 4 there: 512 → 896 took Nk 32768 from 0.214 to 0.184 ms and Nk 8192 from 0.080 to 0.074;
+ * 1056 (a second partial wave) measured 0.240 and 0.098 (BENCHMARKS.md, "Closing the ratios:
+ * GQA decoding").
  */
-export const DECODE_MATRIX_WORKGROUPS = 512;
+export const DECODE_MATRIX_WORKGROUPS = 896;
 
 /**
  * Whether dense decoding takes this kernel where the adapter has subgroup matrices: where a key

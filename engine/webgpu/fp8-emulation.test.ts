@@ -4,8 +4,7 @@
 // reference (error.json) and against the stepped fa3 on the same files: the two differ only
 // where the kernels' K/V blocking changes the running max a P is cast against.
 
-import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -13,14 +12,13 @@ import { randomInputs } from '../core/inputs.ts';
 import { MemorySource } from '../io/byte-source.ts';
 import { encodeNpy, readNpy } from '../io/npy.ts';
 import type { AttentionProblem } from '../core/problem.ts';
+import { runCliCaptured } from '../cli/run-cli-captured.ts';
+import { hasSwiftShader } from './swiftshader.ts';
 
-const SWIFTSHADER = '/usr/lib/chromium/libvk_swiftshader.so';
-const ENV = { ...process.env, LD_LIBRARY_PATH: '/usr/lib/chromium', VK_ICD_FILENAMES: '/usr/lib/chromium/vk_swiftshader_icd.json' };
 const dir = mkdtempSync(join(tmpdir(), 'flashscope-webgpu-fp8-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-const cli = (args: string[]) =>
-  spawnSync(process.execPath, ['--import', 'tsx', 'engine/cli/main.ts', 'run', ...args], { encoding: 'utf8', timeout: 300_000, env: ENV });
+const cli = (args: string[]) => runCliCaptured(['run', ...args]);
 const readO = async (f: string) => (await readNpy(new MemorySource(readFileSync(f), f))).data;
 
 function files(name: string, p: AttentionProblem, distribution: 'fa3-outliers' | 'sink'): string[] {
@@ -38,14 +36,14 @@ function files(name: string, p: AttentionProblem, distribution: 'fa3-outliers' |
   return out;
 }
 
-describe.skipIf(!existsSync(SWIFTSHADER))('WebGPU FP8 emulation on SwiftShader', () => {
+describe.skipIf(!hasSwiftShader())('WebGPU FP8 emulation on SwiftShader', () => {
   for (const d of [64, 128]) {
     it(`d = ${d}: error.json against float64, and the stepped fa3 FP8 on the same files within a fraction of the FP8 error`, async () => {
       const p: AttentionProblem = { batch: 1, hq: 2, hk: 2, nq: 96, nk: 160, d, dv: d, causal: false, dtype: 'fp8e4m3' };
       const inputs = files(`d${d}`, p, 'fa3-outliers');
-      const gpu = cli(['--backend', 'webgpu', '--dtype', 'fp8e4m3', ...inputs, '--out', join(dir, `gpu${d}`)]);
+      const gpu = await cli(['--backend', 'webgpu', '--dtype', 'fp8e4m3', ...inputs, '--out', join(dir, `gpu${d}`)]);
       expect(gpu.status, gpu.stdout + gpu.stderr).toBe(0);
-      const cpu = cli(['--algo', 'fa3', '--dtype', 'fp8e4m3', ...inputs, '--out', join(dir, `cpu${d}`)]);
+      const cpu = await cli(['--algo', 'fa3', '--dtype', 'fp8e4m3', ...inputs, '--out', join(dir, `cpu${d}`)]);
       expect(cpu.status, cpu.stderr).toBe(0);
       const gErr = JSON.parse(readFileSync(join(dir, `gpu${d}`, 'webgpu-flash-f32', 'error.json'), 'utf8'));
       const cErr = JSON.parse(readFileSync(join(dir, `cpu${d}`, 'fa3', 'error.json'), 'utf8'));
@@ -88,7 +86,7 @@ describe.skipIf(!existsSync(SWIFTSHADER))('WebGPU FP8 emulation on SwiftShader',
         inputs.push(`--${t}`, f);
       }
       const meanO = async (pScale: number) => {
-        const r = cli([
+        const r = await cli([
           '--backend',
           'webgpu',
           '--dtype',
@@ -115,13 +113,23 @@ describe.skipIf(!existsSync(SWIFTSHADER))('WebGPU FP8 emulation on SwiftShader',
       expect(await meanO(1)).toBeLessThan(0.2 * want);
     }, 300_000);
 
-  it('refuses FP8 on the other paths, and the fa3 switches that do not apply on the GPU', () => {
+  it('refuses FP8 on the other paths, and the fa3 switches that do not apply on the GPU', async () => {
     const p: AttentionProblem = { batch: 1, hq: 1, hk: 1, nq: 8, nk: 8, d: 16, dv: 16, causal: false, dtype: 'fp8e4m3' };
     const inputs = files('refuse', p, 'fa3-outliers');
-    const f16 = cli(['--backend', 'webgpu', '--dtype', 'fp8e4m3', '--path', 'flash-f16', ...inputs, '--out', join(dir, 'refuse')]);
+    const f16 = await cli(['--backend', 'webgpu', '--dtype', 'fp8e4m3', '--path', 'flash-f16', ...inputs, '--out', join(dir, 'refuse')]);
     expect(f16.status).not.toBe(0);
     expect(f16.stderr).toMatch(/FP8 is emulated on --path flash-f32 only/);
-    const rev = cli(['--backend', 'webgpu', '--dtype', 'fp8e4m3', '--feature', 'reverseKv=false', ...inputs, '--out', join(dir, 'refuse')]);
+    const rev = await cli([
+      '--backend',
+      'webgpu',
+      '--dtype',
+      'fp8e4m3',
+      '--feature',
+      'reverseKv=false',
+      ...inputs,
+      '--out',
+      join(dir, 'refuse'),
+    ]);
     expect(rev.stderr).toMatch(/unknown feature 'reverseKv'/);
   });
 });

@@ -1,29 +1,28 @@
 // Masks on the WebGPU flash kernels on SwiftShader (Chromium's Vulkan driver, which CI
-// installs with the browser), in their own processes because Dawn reads the driver's location
-// from the environment at start-up: `run --backend webgpu` with a preset mask_mod and score_mod,
+// installs with the browser): `run --backend webgpu` with a preset mask_mod and score_mod,
 // block-sparse, against float64 (error.json); the same on flash-decoding, which always walks the
 // block list; and seeded random masks, block-sparse.
 // The full sweep (every preset, every path) is `node --import tsx engine/bench/mask-bench.ts --check`.
 
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { runCliCaptured } from '../cli/run-cli-captured.ts';
+import { hasSwiftShader, swiftShaderEnv } from './swiftshader.ts';
 
-const SWIFTSHADER = '/usr/lib/chromium/libvk_swiftshader.so';
-const ENV = { ...process.env, LD_LIBRARY_PATH: '/usr/lib/chromium', VK_ICD_FILENAMES: '/usr/lib/chromium/vk_swiftshader_icd.json' };
 const dir = mkdtempSync(join(tmpdir(), 'flashscope-webgpu-mask-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
+// The benchmark runs its checks when loaded, so it gets a process of its own.
 const node = (args: string[]) =>
-  spawnSync(process.execPath, ['--import', 'tsx', ...args], { encoding: 'utf8', timeout: 300_000, env: ENV });
+  spawnSync(process.execPath, ['--import', 'tsx', ...args], { encoding: 'utf8', timeout: 300_000, env: swiftShaderEnv() });
 
-describe.skipIf(!existsSync(SWIFTSHADER))('masks on the WebGPU kernels (SwiftShader)', () => {
-  it('run --backend webgpu --block-sparse: a document mask and an ALiBi score_mod match float64, empty tiles skipped', () => {
+describe.skipIf(!hasSwiftShader())('masks on the WebGPU kernels (SwiftShader)', () => {
+  it('run --backend webgpu --block-sparse: a document mask and an ALiBi score_mod match float64, empty tiles skipped', async () => {
     const out = join(dir, 'doc');
-    const r = node([
-      'engine/cli/main.ts',
+    const r = await runCliCaptured([
       'run',
       '--backend',
       'webgpu',
@@ -58,10 +57,10 @@ describe.skipIf(!existsSync(SWIFTSHADER))('masks on the WebGPU kernels (SwiftSha
     expect(err.max_abs).toBeLessThan(1e-5);
   }, 300_000);
 
-  it('run --backend webgpu --path decode: a document mask_mod with ALiBi walks the listed K/V tiles and matches float64', () => {
+  it('run --backend webgpu --path decode: a document mask_mod with ALiBi walks the listed K/V tiles and matches float64', async () => {
     const out = join(dir, 'decode');
     const args = 'run --backend webgpu --path decode --b 1 --hq 4 --hk 2 --nq 1 --nk 700 --d 64 --repeats 1';
-    const r = node(['engine/cli/main.ts', ...args.split(' '), '--mask-mod', 'document:300,400', '--score-mod', 'alibi', '--out', out]);
+    const r = await runCliCaptured([...args.split(' '), '--mask-mod', 'document:300,400', '--score-mod', 'alibi', '--out', out]);
     expect(r.status, r.stdout + r.stderr).toBe(0);
     // The query row (key 699) sees the second document, keys 300–699: tiles 4–10 of eleven 64-key tiles, per head.
     expect(r.stdout).toContain('block-sparse over 1×64 tiles: 28 of 44 tile pairs visited');

@@ -40,7 +40,31 @@ export function hasVulkanLoader(env: NodeJS.ProcessEnv = process.env, cacheFile 
   }
 }
 
-export async function openNodeWebGpu(): Promise<WebGpuContext> {
+let opened: Promise<WebGpuContext> | undefined;
+
+/**
+ * The process's one Dawn device, opened on first use: commands run in one process (tests, a
+ * benchmark's self-test and timing) then share its compiled kernels. A lost device or a failed
+ * open is forgotten, so the next call opens afresh.
+ */
+export function openNodeWebGpu(): Promise<WebGpuContext> {
+  if (!opened) {
+    const p = openDevice();
+    opened = p;
+    p.then(
+      (ctx) =>
+        ctx.device.lost.then(() => {
+          if (opened === p) opened = undefined;
+        }),
+      () => {
+        if (opened === p) opened = undefined;
+      },
+    );
+  }
+  return opened;
+}
+
+async function openDevice(): Promise<WebGpuContext> {
   // Without a Vulkan loader Dawn finds no adapter on Linux and prints its own source line
   // to stderr first; saying so here keeps the message ours alone.
   if (process.platform === 'linux' && !hasVulkanLoader()) {

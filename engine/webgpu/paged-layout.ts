@@ -22,6 +22,7 @@
 //   [B+3 … 2B+4) split bases (prefix sums of the splits per sequence)
 //   [2B+4 … 2B+4+2W) work items, (sequence, split) pairs   [then] block_table [B, max_pages].
 
+import { COMBINE_THREADS, lseCombineBodyWgsl } from './decode-kernels.ts';
 import { PARAMS_WGSL, SCORE_WGSL } from './params.ts';
 
 export const PAGED_BINDING = 7;
@@ -134,8 +135,9 @@ export function packPagedTable(
 
 /**
  * LSE combine of a paged batch: one workgroup per (row, batch × head); sequence b's splits are
- * partials sbase[b] … sbase[b + 1] − 1. Sinks join as in decode-kernels.ts's combine, except for a
- * sequence with no tokens, whose rows are O = 0, LSE = −inf (the CPU engine's rule).
+ * partials sbase[b] … sbase[b + 1] − 1, combined by decode-kernels.ts's combine body. Sinks join
+ * as in dense decoding, except for a sequence with no tokens, whose rows are O = 0, LSE = −inf
+ * (the CPU engine's rule).
  */
 export function pagedCombineKernelWgsl(nq: number, dv: number): string {
   return /* wgsl */ `
@@ -148,10 +150,10 @@ ${PARAMS_WGSL}
 @group(0) @binding(6) var<storage, read> aux: array<f32>;
 ${PAGED_BINDING_WGSL}
 ${SCORE_WGSL}
-const DV = ${dv}u;
 const NQ = ${nq}u;
+var<workgroup> red: array<f32, ${COMBINE_THREADS}>;
 
-@compute @workgroup_size(64)
+@compute @workgroup_size(${COMBINE_THREADS})
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
   let row = wid.x;
   let bh = wid.y;                 // b · Hq + h
@@ -160,28 +162,13 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
   let nseq = pt[0];
   let s0 = pt[nseq + 3u + b];
   let s1 = pt[nseq + 4u + b];
-  let part0 = (s0 * params.hq + h) * NQ + row;
-  let pstep = params.hq * NQ;     // from one split's partial of this row to the next
   let sink = select(NEG_INF, sink_logit(h), s1 > s0);
-  var mx = sink;
-  for (var s = s0; s < s1; s++) { mx = max(mx, lpart[part0 + (s - s0) * pstep]); }
-  var l = 0.0;
-  if (sink > NEG_INF) { l = exp(sink - mx); }
-  for (var s = s0; s < s1; s++) {
-    let x = lpart[part0 + (s - s0) * pstep];
-    if (x > NEG_INF) { l += exp(x - mx); }
-  }
-  let inv = select(0.0, 1.0 / l, l > 0.0);
-  for (var c = lid; c < DV; c += 64u) {
-    var acc = 0.0;
-    for (var s = s0; s < s1; s++) {
-      let part = part0 + (s - s0) * pstep;
-      let x = lpart[part];
-      if (x > NEG_INF) { acc += exp(x - mx) * opart[part * DV + c]; }
-    }
-    o[(bh * NQ + row) * DV + c] = acc * inv;
-  }
-  if (lid == 0u) { lse[bh * NQ + row] = select(neg_inf_runtime(), mx + log(l), l > 0.0); }
+  let ns = s1 - s0;
+  let base = (s0 * params.hq + h) * NQ + row;
+  let step = params.hq * NQ;     // from one split's partial of this row to the next
+  let orow = bh * NQ + row;
+  let lse_at = orow;
+${lseCombineBodyWgsl(dv)}
 }
 `;
 }

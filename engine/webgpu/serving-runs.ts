@@ -368,7 +368,7 @@ export class PagedDecodeGpuRun extends ServingRun {
     let chunk = g;
     while (chunk > 1 && (chunk * Math.max(1, nq) > DECODE_GROUP_MAX_ROWS || g % chunk !== 0)) chunk--;
     const group = chooseDecodeGroup(
-      { d, dv, hq: chunk, hk: 1, nq: Math.max(1, nq) },
+      { d, dv, hq: chunk, hk: 1, nq: Math.max(1, nq), pageSize: pp.pageSize },
       scoreSpec(probe),
       subgroupMin,
       ctx.limits.maxWorkgroupStorage,
@@ -399,7 +399,7 @@ export class PagedDecodeGpuRun extends ServingRun {
     this.config = `paged, f16 q and K/V cache: ${w.items.length} (sequence, split) work items of ${w.splitLen} keys (${w.splitLen / pp.pageSize} pages of ${pp.pageSize}) per ${chunk === g ? 'key head' : `${chunk} of a key head's ${g} query heads`}, one block-table read per page; ${group.lpk} lanes per key, ${group.ku} key${group.ku > 1 ? 's' : ''} per step, ${group.threads} threads, ${decodeGroupBytes(group)} B workgroup memory`;
     if (nq === 0) return;
     const [psplit, pcomb] = await Promise.all([
-      pipeline(ctx.device, decodeGroupKernelWgsl({ ...group, pageSize: pp.pageSize })),
+      pipeline(ctx.device, decodeGroupKernelWgsl(group)),
       pipeline(ctx.device, pagedCombineKernelWgsl(nq, dv)),
     ]);
     const params = this.uniform(packParams({ ...probe, batch: B, nq }, { splits: splitsTotal, splitLen: w.splitLen }));

@@ -50,7 +50,8 @@ import type { Kernel } from '../../hw/scheduler.ts';
 import { FA3_ROWS_PER_CONSUMER as ROWS_PER_WG, fa3Config, type Fa3Config } from './tiles.ts';
 import { fa3Dispatch, type Fa3Dispatch } from './dispatch.ts';
 import { dispatchInputOf } from '../../hw/dispatch-input.ts';
-import { drawFa3Combine, fa3CombineNote, fa3CombineOf } from './combine-schedule.ts';
+import { fa3CombineOf } from './combine-schedule.ts';
+import { combineBarrier, combineNote, drawSplitCombine } from '../../hw/split-combine.ts';
 
 /**
  * Calibration (FA3 paper, Table/Fig. ablation at d = 128, N = 8K on H100 SXM5 FP16):
@@ -140,11 +141,11 @@ function resources(gpu: GpuSpec, shape: ProblemShape, f: HwFeatures): ResourceSh
       grid: dp.gridCtas,
       scheduler: dp.scheduler,
     },
-    why: dp.numSplits > 1 ? [...dp.why, ...fa3CombineOf(shape, dp.numSplits).why] : dp.why,
+    why: dp.numSplits > 1 && !dp.refused ? [...dp.why, ...fa3CombineOf(shape, dp.numSplits).why] : dp.why,
   };
   if (dp.refused) sheet.does_not_fit.unshift(`upstream refuses: ${dp.refused}`);
   if (dp.numSplits > 1) {
-    sheet.notes.push(fa3CombineNote(gpu, shape, dp.numSplits));
+    sheet.notes.push(combineNote(gpu, fa3CombineOf(shape, dp.numSplits), dp.numSplits));
   }
   if (dp.cluster === 2)
     sheet.notes.push(
@@ -544,19 +545,9 @@ function build(k: Kernel, ctx: BuildContext, work: CtaWork): void {
       ...(combineAfter !== undefined ? { arrive: [combineAfter] } : {}),
     });
   }
-  if (combineAfter !== undefined && ctx.ctaIndex === ctx.ctaCount - 1) drawFa3Combine(k, ctx, splits, combineAfter);
+  if (combineAfter !== undefined && ctx.ctaIndex === ctx.ctaCount - 1)
+    drawSplitCombine(k, ctx, splits, combineAfter, fa3CombineOf(ctx.shape, splits));
 }
-
-/** One barrier per kernel that the split CTAs of the SM arrive on and the combine waits for. */
-function combineBarrier(k: Kernel, arrivals: number): number {
-  let b = combineBarriers.get(k);
-  if (b === undefined) {
-    b = k.mbarrier('combine_after_splits', arrivals);
-    combineBarriers.set(k, b);
-  }
-  return b;
-}
-const combineBarriers = new WeakMap<Kernel, number>();
 
 export const fa3Hw: HwAlgorithm = {
   id: 'fa3',

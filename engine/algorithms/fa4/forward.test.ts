@@ -9,7 +9,7 @@ import { accuracyMatrix, maxAbs, maxAbsV, naiveSamePrecision } from '../accuracy
 import { exp2Emulated } from './exp2-emulation.ts';
 import { fa4Config, isEmulatedElement } from './tiles.ts';
 import { fa4 } from './forward.ts';
-import { describeFor } from '../../hw/registry.ts';
+import { describeFor, kernelStepTile } from '../../hw/registry.ts';
 
 /**
  * Bound on the software exp2's relative error, |2̃^x / 2^x − 1| ≤ EMU_EPS for x ∈ [−126, 0]
@@ -216,4 +216,30 @@ describe('fa4 schedule and events', () => {
     expect(() => runToEnd(fa4, p, x, { features: { exp2EmuRes: 18 } })).toThrow(/exp2EmuRes/);
     expect(() => runToEnd(fa4, p, x, { features: { rescaleThreshold: -1 } })).toThrow(/rescaleThreshold/);
   });
+});
+
+describe("fa4 at the kernel's tile_n 64 (d ≠ dv with split KV)", () => {
+  it('the dispatch drops tile_n to 64 only with split KV over at least 64 N blocks (flash_attn/cute/interface.py@0251105a l. 373-381)', () => {
+    const shape = { batch: 1, hq: 8, hk: 8, nq: 128, nk: 8192, d: 192, dv: 128, dtype: 'bf16' as const, causal: false };
+    expect(kernelStepTile('fa4', 'b200', { ...shape, numSplits: 4 })).toEqual({ blockN: 64 });
+    expect(kernelStepTile('fa4', 'b200', shape)).toEqual({ blockN: 128 });
+    expect(kernelStepTile('fa4', 'b200', { ...shape, dv: 192, numSplits: 4 })).toEqual({ blockN: 128 });
+  });
+
+  for (const causal of [false, true]) {
+    it(`steps 64-key blocks and meets the float64 reference (bf16, d 192, dv 128${causal ? ', causal' : ''})`, () => {
+      const p: AttentionProblem = { batch: 1, hq: 2, hk: 1, nq: 40, nk: 300, d: 192, dv: 128, causal, dtype: 'bf16' };
+      const x = randomInputs(p, { seed: 5 });
+      const ref = referenceAttention(p, x);
+      const events: TraceEvent[] = [];
+      const got = runToEnd(fa4, p, x, { blockN: 64, trace: true, onEvent: (e) => events.push(e) });
+      expect(got.blocks).toEqual({ blockM: 128, blockN: 64 });
+      const qk = events.filter((e) => e.kind === 'qk');
+      // 300 keys in blocks of 64: 5 blocks, the last 44 wide; causal skips none (bottom-right, nk > nq).
+      expect(new Set(qk.map((e) => e.tile.kvBlock))).toEqual(new Set([0, 1, 2, 3, 4]));
+      expect(qk.every((e) => e.tile.cols[1] - e.tile.cols[0] === (e.tile.kvBlock === 4 ? 44 : 64))).toBe(true);
+      const bound = 2 * maxAbs(naiveSamePrecision(p, x).o, ref.o) + 1e-5 + emuTerm(x);
+      expect(maxAbs(got.o, ref.o)).toBeLessThanOrEqual(bound);
+    });
+  }
 });

@@ -66,6 +66,8 @@ import { allocCtaMemory, ctaSides, type CtaSide } from './pair.ts';
 import { SmemPacker } from './smem-packer.ts';
 import { fa4Dispatch, type Fa4Dispatch } from './dispatch.ts';
 import { dispatchInputOf } from '../../hw/dispatch-input.ts';
+import { combineBarrier, combineNote, drawSplitCombine } from '../../hw/split-combine.ts';
+import { fa4CombineOf } from './combine-schedule.ts';
 
 /** Calibration (FA4 on B200 BF16, ~1600 TFLOP/s at d = 128): fraction of the tcgen05 datasheet rate reached in the loop. */
 export const UMMA_EFFICIENCY = 0.75;
@@ -165,8 +167,10 @@ interface Fa4Layout {
 function refusals(sheet: ResourceSheet, gpu: GpuSpec, shape: ProblemShape, f: HwFeatures): void {
   if (gpu.sm !== 100) sheet.does_not_fit.push(`arch: FA4 is written for SM100 (tcgen05, TMEM); ${gpu.name} is SM${gpu.sm}`);
   if (shape.dtype === 'fp32') sheet.does_not_fit.push('dtype: FA4 takes fp16 or bf16 inputs (its MMAs have no fp32 path)');
-  if (isFp8(shape.dtype))
-    sheet.does_not_fit.push('dtype: FlashScope models no FP8 path for FA4 (FP8 is modelled for FA3); pick fp16 or bf16');
+  if (isFp8(shape.dtype) && fa4Tiles(shape).dedicatedHd256)
+    sheet.does_not_fit.push(
+      'dtype: FlashScope models FA4’s FP8 path in the main kernel (flash_fwd_sm100.py), not in the d = dv = 256 kernel; pick fp16 or bf16',
+    );
   const refusal = fa4HeadDimRefusal(shape.d, shape.dv, shape.dtype);
   if (refusal) sheet.does_not_fit.push(`head dim: ${refusal}`);
   else if (shape.dv > 256)
@@ -198,12 +202,15 @@ function layout(gpu: GpuSpec, shape: ProblemShape, f: HwFeatures): Fa4Layout {
   push('mbarriers', 0, mbarBytes, 8);
   push('tmem_holding', 0, 4, 4);
   push('sScale', 0, Q * FA4_BLOCK_M * 2 * 4, 4);
-  const oTile = FA4_BLOCK_M * dvPad * e;
+  // FP8 kernels write O in bf16 (interface.py l. 700).
+  const oTile = FA4_BLOCK_M * dvPad * (isFp8(shape.dtype) ? 2 : e);
   const qTile = FA4_BLOCK_M * dPad * e;
   const oOff: number[] = [];
   if (!cfg.overlapSOSQ) for (let q = 0; q < Q; q++) oOff.push(push('sO', q, oTile, q === 0 ? 1024 : 1));
   const qOff: number[] = [];
-  for (let q = 0; q < Q; q++) qOff.push(push('sQ', q, qTile, q === 0 ? 1024 : 1));
+  // Overlapped, sQ is sized for the larger of Q and O (flash_fwd_sm100.py l. 747): FP8 Q under a bf16 O.
+  const qSlot = cfg.overlapSOSQ ? Math.max(qTile, oTile) : qTile;
+  for (let q = 0; q < Q; q++) qOff.push(push('sQ', q, qSlot, q === 0 ? 1024 : 1));
   if (cfg.overlapSOSQ) oOff.push(...qOff);
   const kvBase = smem.align(1024);
   let stride: number;
@@ -229,7 +236,7 @@ function layout(gpu: GpuSpec, shape: ProblemShape, f: HwFeatures): Fa4Layout {
     ? `${slots.length} × ${kb(slots[0])}`
     : `${slots.map((b) => b / 1024).join(' + ')} KB`;
   sheet.notes.push(
-    `SMEM: ${Q}×sQ = ${kb(Q * qTile)}, ${cfg.overlapSOSQ ? 'sO over sQ (d 192)' : `${Q}×sO = ${kb(Q * oTile)}`}, K/V ring = ${ringText} = ${kb(ringBytes)}${uneven ? ' (Large-Small-Large)' : ''}; ${smem.end} bytes with barriers, sScale and 1024-byte alignment. Stages: min((224 KiB − sQ − sO) / stage bytes, 32) = ${cfg.kvStage}.`,
+    `SMEM: ${Q}×sQ = ${kb(Q * qTile)}, ${cfg.overlapSOSQ ? `sO over sQ (${cfg.dPad === 192 ? 'd 192' : 'dv ≥ 128 with split KV'})` : `${Q}×sO = ${kb(Q * oTile)}`}, K/V ring = ${ringText} = ${kb(ringBytes)}${uneven ? ' (Large-Small-Large)' : ''}; ${smem.end} bytes with barriers, sScale and 1024-byte alignment. Stages: min((224 KiB − sQ − sO) / stage bytes, 32) = ${cfg.kvStage}.`,
   );
   if (cfg.ctaGroup === 2) {
     sheet.notes.push(
@@ -242,16 +249,27 @@ function layout(gpu: GpuSpec, shape: ProblemShape, f: HwFeatures): Fa4Layout {
   // TMEM columns: S0, S1 (s_stage = 2), then O per Q stage.
   const s = [0, N];
   const p = s.map((c) => c + N / 2);
+  // P in the input type: two 16-bit or four 8-bit values per 32-bit column (tP_width_ratio, flash_fwd_sm100.py l. 1152).
+  const pColumns = (N * e) / 4;
   const o = Array.from({ length: Q }, (_, q) => 2 * N + q * dvPad);
   if (sheet.tmem) {
     sheet.tmem.buffers.push(
       { name: 'S0', column: s[0], columns: N },
       { name: 'S1', column: s[1], columns: N },
-      { name: 'P0', column: p[0], columns: N / 2 },
-      { name: 'P1', column: p[1], columns: N / 2 },
+      { name: 'P0', column: p[0], columns: pColumns },
+      { name: 'P1', column: p[1], columns: pColumns },
       ...o.map((c, q) => ({ name: `O${q}`, column: c, columns: dvPad })),
     );
-    sheet.notes.push('P_i is written over the second half of S_i (16-bit values, two per 32-bit column) once softmax has read S_i.');
+    sheet.notes.push(
+      e === 1
+        ? 'P_i is written over the third quarter of S_i (FP8 values, four per 32-bit column) once softmax has read S_i.'
+        : 'P_i is written over the second half of S_i (16-bit values, two per 32-bit column) once softmax has read S_i.',
+    );
+  }
+  if (e === 1) {
+    sheet.notes.push(
+      'FP8: Q, K, V and P are 8-bit and the MMAs run at the FP8 rate; O is written in bf16 (interface.py l. 700); P is scaled by 2^8 before P·V (max_offset, flash_fwd_sm100.py l. 2620-2622).',
+    );
   }
   const r = cfg.registers;
   // The softmax warpgroups are the consumers, one per Q stage (flash_fwd_sm100.py@0251105a
@@ -296,13 +314,10 @@ function resources(gpu: GpuSpec, shape: ProblemShape, f: HwFeatures): ResourceSh
       exp2_emu_freq: dp.exp2Freq,
       tiles: dp.tiles,
     },
-    why: dp.why,
+    why: dp.numSplits > 1 && !dp.refused ? [...dp.why, ...fa4CombineOf(shape, dp.numSplits).why] : dp.why,
   };
   if (dp.refused) sheet.does_not_fit.unshift(`upstream refuses: ${dp.refused}`);
-  if (dp.numSplits > 1)
-    sheet.notes.push(
-      `split KV (${dp.numSplits} splits): each CTA writes an fp32 partial O; the combine kernel is timed from its HBM traffic (simulate), not drawn on the timeline.`,
-    );
+  if (dp.numSplits > 1) sheet.notes.push(combineNote(gpu, fa4CombineOf(shape, dp.numSplits), dp.numSplits));
   if (!dp.useTmaQ || !dp.useTmaO)
     sheet.notes.push(
       'Q or O moves without TMA here (packed GQA with tile_m not a multiple of the heads per KV head, split, or varlen Q); the model keeps TMA timings.',
@@ -432,6 +447,8 @@ function buildMain(k: Kernel, ctx: BuildContext, work: CtaWork): void {
   // start fragment come from _TUNING_CONFIG (fa4Config).
   const emuFrac = f.exp2Emulation ? exp2EmulatedShare(N, L.cfg.exp2) : 0;
   const Q = L.cfg.qStage;
+  // Drawn split KV: the combine kernel starts once every epilogue of this SM has stored its partial.
+  const combineAfter = ctx.drawn && splits > 1 ? combineBarrier(k, sides.length * Q * ctx.ctaCount) : undefined;
   const pair = G === 2 ? ' (cta_group::2)' : '';
   /** An MMA's phase: in a pair it serves Q tile s of both CTAs (pair-local tiles G·s and G·s + 1). */
   const mmaPhase = (kinds: Parameters<typeof opPhase>[0], j: number, s: number) =>
@@ -660,7 +677,7 @@ function buildMain(k: Kernel, ctx: BuildContext, work: CtaWork): void {
   // Correction warpgroup and epilogue warp of each CTA.
   const oBytes = FA4_BLOCK_M * shape.dv * 4;
   const qBytes = FA4_BLOCK_M * L.cfg.dPad * e;
-  const oTile = FA4_BLOCK_M * shape.dv * e;
+  const oTile = FA4_BLOCK_M * shape.dv * (isFp8(shape.dtype) ? 2 : e);
   for (const [r, side] of sides.entries()) {
     const u = side.unit;
     const B = local[r];
@@ -715,7 +732,11 @@ function buildMain(k: Kernel, ctx: BuildContext, work: CtaWork): void {
     }
     const epi = epis[r];
     for (let s = 0; s < Q; s++) {
-      if (n === 0) break;
+      if (n === 0) {
+        // A split with no K/V block stores nothing, but the combine still counts it.
+        if (combineAfter !== undefined) epi.arrive(combineAfter);
+        continue;
+      }
       const ix = sub(side, s);
       const oName = qTileName(side, s).replace('Q', 'O');
       epi.wait(B.epiFull[s], 0);
@@ -726,9 +747,12 @@ function buildMain(k: Kernel, ctx: BuildContext, work: CtaWork): void {
           { space: 'smem', buffer: `${p}${side.tag}sO`, stage: s, offset: L.oOff[s], bytes: oTile, action: 'release', tile: `O${s}` },
           hbmOut(shape, work, (Q * G * work.qBlock + ix) * FA4_BLOCK_M, FA4_BLOCK_M, oName, splits > 1, splits),
         ],
+        ...(combineAfter !== undefined ? { arrive: [combineAfter] } : {}),
       });
     }
   }
+  if (combineAfter !== undefined && ctx.ctaIndex === ctx.ctaCount - 1)
+    drawSplitCombine(k, ctx, splits, combineAfter, fa4CombineOf(shape, splits));
 }
 
 export const fa4Hw: HwAlgorithm = {
@@ -759,6 +783,7 @@ export const fa4Hw: HwAlgorithm = {
   resources,
   grid,
   build,
+  kvTile: (shape) => ({ blockN: fa4DispatchOf(shape).tileN }),
   epilogueKernelUs: (gpu, shape) => splitCombineUs(gpu, shape, fa4DispatchOf(shape, gpu.smCount).numSplits),
   hbmBytes: (shape, _f, gpu) => ioBytes(shape) + partialBytes(shape, fa4DispatchOf(shape, gpu.smCount).numSplits),
 };

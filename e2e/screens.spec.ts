@@ -137,6 +137,17 @@ for (const size of SIZES) {
     if (size.width < 720) expect(view.top).toBeGreaterThan(form.top);
     else expect(view.left).toBeGreaterThan(form.left);
     await shot(page, { path: `${dir}/serving.png`, fullPage: true });
+    if (size.width < 720) {
+      // A paged kernel without the page-by-page SMEM view names the tab the phone shows for its memory map.
+      await page.getByRole('radio', { name: /Paged K\/V cache/ }).check();
+      await page.getByRole('combobox', { name: 'Algorithm' }).selectOption('fa3');
+      await page.getByRole('button', { name: 'Load problem' }).click();
+      await expect(page.getByTestId('smem-view')).toContainText('in the Single tab', { timeout: 30_000 });
+      await expect(page.getByRole('tab', { name: 'Single' })).toBeVisible();
+      await expect(page.getByRole('button', { name: 'Debugger', exact: true })).toBeHidden();
+      await page.getByTestId('smem-view').scrollIntoViewIfNeeded();
+      await shot(page, { path: `${dir}/serving-paged-fa3.png` });
+    }
     checkConsole();
   });
 }

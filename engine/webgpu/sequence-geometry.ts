@@ -22,7 +22,7 @@ fn make_geo(nq: u32, nk: u32) -> Geo { return Geo(nq, nk, i32(nk) - i32(nq)); }
 `;
 
 /** The helpers of params.ts that read the shape (directly or through another helper). */
-const SHAPE_HELPERS = ['key_visible', 'block_key_range', 'score_edge', 'score_full', 'tile_visible', 'score_mod'];
+const SHAPE_HELPERS = ['key_visible', 'block_key_range', 'score_edge', 'score_full', 'tile_visible', 'score_mod', 'score_unmasked'];
 
 /**
  * Rewrites a dense kernel's WGSL to take its shape from `geo`: params.nq / nk / diag become
@@ -45,5 +45,22 @@ export function withSequenceGeometry(wgsl: string): string {
   if (at < 0) throw new Error('withSequenceGeometry: the kernel does not include PARAMS_WGSL');
   out = out.slice(0, at) + GEO_WGSL + out.slice(at);
   if (/\bparams\.(nq|nk|diag)\b/.test(out)) throw new Error('withSequenceGeometry: the shape is still read from params');
+  const orphan = functionsReadingGeoUnbound(out);
+  if (orphan.length > 0) throw new Error(`withSequenceGeometry: ${orphan.join(', ')} read geo without taking it (add to SHAPE_HELPERS)`);
+  return out;
+}
+
+/** Helpers (not the entry point, whose prologue declares it) whose body reads `geo` while neither a parameter nor a `let` of theirs binds it. */
+export function functionsReadingGeoUnbound(wgsl: string): string[] {
+  const out: string[] = [];
+  for (const m of wgsl.matchAll(/\bfn (\w+)\(([^)]*)\)[^{]*\{/g)) {
+    let depth = 1;
+    let i = (m.index ?? 0) + m[0].length;
+    const start = i;
+    for (; i < wgsl.length && depth > 0; i++) depth += wgsl[i] === '{' ? 1 : wgsl[i] === '}' ? -1 : 0;
+    const body = wgsl.slice(start, i);
+    if (/@compute[^;{}]*$/.test(wgsl.slice(Math.max(0, (m.index ?? 0) - 200), m.index))) continue;
+    if (/\bgeo\b/.test(body) && !/\bgeo\s*:/.test(m[2]) && !/\blet geo\b/.test(body)) out.push(m[1]);
+  }
   return out;
 }

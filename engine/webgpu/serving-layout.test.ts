@@ -7,7 +7,9 @@ import { describe, expect, it } from 'vitest';
 import { scoreModel, visible } from '../core/scores.ts';
 import { tileAt } from './grid-order.ts';
 import { packPagedTable, pagedWork } from './paged-layout.ts';
-import { withSequenceGeometry } from './sequence-geometry.ts';
+import { functionsReadingGeoUnbound, withSequenceGeometry } from './sequence-geometry.ts';
+import { flashKernelWgsl } from './flash-kernel.ts';
+import { chooseFlashTile } from './tiles.ts';
 import { blockKeyRange, packVarlenTable, varlenTiles } from './varlen-layout.ts';
 import { rowKernelWgsl } from './flash-row-kernel.ts';
 
@@ -120,5 +122,28 @@ describe('withSequenceGeometry', () => {
     expect(out).toContain('fn key_visible(geo: Geo, i: u32, j: u32)');
     expect(out).toContain('block_key_range(geo, row0');
     expect(out).not.toMatch(/(?<!fn )\bscore_edge\((?!geo)/);
+  });
+
+  it('threads geo through every helper of the 4×4-tiled kernel, score_unmasked included, and refuses a helper it misses', () => {
+    const c = chooseFlashTile(
+      // SwiftShader's limits
+      {
+        limits: {
+          maxWorkgroupStorage: 16384,
+          maxInvocations: 256,
+          maxStorageBinding: 2 ** 27,
+          maxBuffer: 2 ** 28,
+          maxWorkgroupsPerDim: 65535,
+          minStorageOffset: 256,
+        },
+      },
+      { elem: 'f32', subgroup: 0, d: 128, dv: 128 },
+    );
+    const code = flashKernelWgsl({ ...c, varlen: true });
+    expect(functionsReadingGeoUnbound(code)).toEqual([]);
+    expect(code).toContain('fn score_unmasked(geo: Geo, ');
+    expect(() => withSequenceGeometry('const FLAG_ALIBI = 1u;\nfn helper(i: u32) -> u32 { return params.nq + i; }')).toThrow(
+      /helper read geo/,
+    );
   });
 });

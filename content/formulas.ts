@@ -138,7 +138,8 @@ function formulaNatural(algorithm: string, ev: TraceEvent, r: number, entry: Row
       const w = ev.splitLse[r].map((l, k) => `w_{${k}} &= ${texNum(Math.exp(l - ev.lse[r]))}`);
       return {
         symbolic: '\\mathrm{LSE} = \\log \\textstyle\\sum_k e^{\\mathrm{LSE}_k},\\quad w_k = e^{\\mathrm{LSE}_k - \\mathrm{LSE}}',
-        live: `\\begin{aligned} \\mathrm{LSE}_{${row}} &= ${texNum(ev.lse[r])} \\\\ ${w.join(' \\\\ ')} \\end{aligned}`,
+        // The step title names the row; a subscript here would read as a split index k.
+        live: `\\begin{aligned} \\mathrm{LSE} &= ${texNum(ev.lse[r])} \\\\ ${w.join(' \\\\ ')} \\end{aligned}`,
       };
     }
     case 'skip':

@@ -1,6 +1,6 @@
 import { expect, test, type Page } from '@playwright/test';
 import { ALGORITHMS } from '../engine/algorithms/registry.ts';
-import { hasHardwareModel } from '../engine/hw/step-map.ts';
+import { hasHardwareModel } from '../engine/algorithms/schedule-registry.ts';
 import { formForAlgorithm, formForPass } from '../app/defaults/form-defaults.ts';
 import { BACKWARD_ALGORITHMS } from '../engine/algorithms/backward-registry.ts';
 import { defaultGpu } from '../app/store/gpus.ts';
@@ -30,12 +30,14 @@ test('FA4 with d = 192, dv = 128 from the default page draws its Large-Small-Lar
   // (2-CTA mode, half of each K/V tile per CTA: e2e/hardware.spec.ts).
   await panel(page).getByLabel('Nq', { exact: true }).fill('256');
   await expect(panel(page).getByLabel('dtype')).toHaveValue('bf16');
-  await expect(panel(page).getByLabel('Br', { exact: true })).toHaveValue('128');
-  await expect(panel(page).getByLabel('Bc', { exact: true })).toHaveValue('128');
+  // The tile is the kernel's own: the fields stay empty and the loaded run says which it is.
+  await expect(panel(page).getByLabel('Br', { exact: true })).toHaveValue('');
+  await expect(panel(page).getByLabel('Bc', { exact: true })).toHaveValue('');
   await expect(panel(page).getByTestId('fit-hint')).toHaveCount(0);
   await panel(page).getByRole('button', { name: 'Load problem' }).click();
   const { s } = await engineSession(formForAlgorithm({ ...DEFAULT_FORM, d: '192', dv: '128', nq: '256' }, 'fa4', ['d', 'dv', 'nq']).form);
   await expect(counter(page)).toHaveText(`Step 1 of ${s.events().length}`, { timeout: 30_000 });
+  await expect(panel(page).getByTestId('run-tile')).toContainText('Br × Bc = 128 × 128');
   await expect(memoryMap(page).getByTestId('hw-status')).toContainText('NVIDIA B200', { timeout: 30_000 });
   await expect(page.getByTestId('hw-error')).toHaveCount(0);
   // The uneven ring once the first K and V tiles have landed: Large K slots (128 × 192 × 2

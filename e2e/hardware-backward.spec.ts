@@ -7,7 +7,7 @@ import { expect, test, type Page } from '@playwright/test';
 import { DEFAULT_FORM, type ProblemForm } from '../app/store/problem-form.ts';
 import { defaultSharedState, encodeState } from '../app/share/url-state.ts';
 import { DEFAULT_VIEWS } from '../app/views/registry.ts';
-import { smScheduleFor } from '../engine/hw/step-map.ts';
+import { smScheduleFor } from '../engine/algorithms/schedule-registry.ts';
 import { counter, engineSession, shot, watchConsole } from './helpers.ts';
 
 let checkConsole: () => void;

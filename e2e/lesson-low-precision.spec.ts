@@ -106,7 +106,7 @@ test('chapter 12: the FP8 widget by keyboard, engine tables, a question and the 
   }
 
   // The outlier pane: focus its target tile in the Precision view's tile grid (keyboard), and
-  // the detail lists the tile's scales; the K scale × 448 is the block-max answer.
+  // the detail lists the tile's scales; 1 / the K scale, rounded to e4m3, is the one-stored answer.
   const outRun = cache.get(c.panes[0].preset);
   const tgt0 = outRun.events[locateTarget(c, 0, c.panes[0].preset, cache).step];
   if (tgt0.kind !== 'qk') throw new Error('expected the qk target');
@@ -140,18 +140,18 @@ test('chapter 12: the incoherent-processing switch reloads the pane and the bloc
   const on = { ...c.panes[0].preset, features: { ...c.panes[0].preset.features, incoherent: true } };
   const tgt = locateTarget(c, 0, on, cache);
   await expect(counterOf(page, 0)).toHaveText(`Step ${tgt.step + 1} of ${tgt.total}`);
-  const q = c.questions.find((x) => x.id === 'block-max')!;
+  const q = c.questions.find((x) => x.id === 'one-stored')!;
   const a = Number(q.answer(lessonContext(c, on, cache)));
-  const card = page.getByTestId('question-block-max');
-  await card.getByRole('textbox').fill(String(Number(a.toPrecision(4))));
+  const card = page.getByTestId('question-one-stored');
+  await card.getByRole('textbox').fill(String(a));
   await card.getByRole('button', { name: 'Check' }).click();
-  await expect(page.getByTestId('feedback-block-max')).toContainText('Correct.', { timeout: 30_000 });
+  await expect(page.getByTestId('feedback-one-stored')).toContainText('Correct.', { timeout: 30_000 });
 
   // Two-pane chapters hide the panes' problem forms; the form round trip of these FP8 presets is
   // app/lessons/request-form.test.ts. A wrong value is still rejected after the switch.
-  await card.getByRole('textbox').fill(String(Number((a * 2).toPrecision(4))));
+  await card.getByRole('textbox').fill(String(a * 2));
   await card.getByRole('button', { name: 'Check' }).click();
-  await expect(page.getByTestId('feedback-block-max')).toContainText('Not quite.', { timeout: 30_000 });
+  await expect(page.getByTestId('feedback-one-stored')).toContainText('Not quite.', { timeout: 30_000 });
 });
 
 test('chapter 13: the flush table, the sink pane at its flushing step, the INT8 table and the sage pane', async ({ page }) => {

@@ -178,11 +178,14 @@ test("a switch that removes the chapter's step: the caption names the step shown
   await expect(page.getByTestId('lesson-target-0')).toContainText(
     `In this problem, the nearest to the text is step ${t.step + 1} of ${t.total}: ${t.describe}`,
   );
-  // With one split, the heaviest split is split 0.
-  const card = page.getByTestId('question-heaviest-split');
-  await card.getByRole('textbox').fill('0');
+  // With one split, the lightest split's LSE is the merged one: the questions follow the switch.
+  const one = { ...c9.panes[0].preset, features: { splits: 1 } };
+  const q = c9.questions.find((x) => x.id === 'split-lse')!;
+  const card = page.getByTestId('question-split-lse');
+  await card.getByRole('textbox').fill(String(q.answer(lessonContext(c9, one, cache))));
   await card.getByRole('button', { name: 'Check' }).click();
-  await expect(page.getByTestId('feedback-heaviest-split')).toContainText('Correct.');
+  await expect(page.getByTestId('feedback-split-lse')).toContainText('Correct.');
+  await expect(page.getByTestId('feedback-split-lse')).toContainText('One split');
 });
 
 test('try this changes the problem; bad answers get a message, not a verdict; unknown chapters are explained', async ({ page }) => {

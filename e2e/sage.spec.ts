@@ -26,12 +26,12 @@ test('sage loads with its defaults and its qk step shows δ_Q and δ_K', async (
   await openApp(page);
   await panel(page).getByLabel('Algorithm').selectOption('sage');
   await expect(panel(page).getByLabel('dtype')).toHaveValue('fp16');
-  await expect(panel(page).getByLabel('Br', { exact: true })).toHaveValue('128');
-  await expect(panel(page).getByLabel('Bc', { exact: true })).toHaveValue('64');
+  await expect(panel(page).getByLabel('Br', { exact: true })).toHaveValue('');
   await panel(page).getByRole('button', { name: 'Load problem' }).click();
   const { s } = await engineSession(formForAlgorithm(DEFAULT_FORM, 'sage').form);
   const evs = s.events();
   await expect(counter(page)).toHaveText(`Step 1 of ${evs.length}`, { timeout: 30_000 });
+  await expect(panel(page).getByTestId('run-tile')).toContainText('Br × Bc = 128 × 64');
   const k = evs.findIndex((e) => e.kind === 'qk');
   const qk = evs[k] as Extract<TraceEvent, { kind: 'qk' }>;
   expect(qk.qScale).toBeGreaterThan(0);

@@ -87,15 +87,15 @@ for (const size of SIZES) {
 
     if (size.width < 720) {
       // A chapter with two panes stacks them on a phone, each heatmap still readable.
-      await page.goto('/?lesson=5');
-      const panes = [0, 1].map((k) => page.locator(`[data-lesson-pane="lesson-5-${k}"]`));
+      await page.goto('/?lesson=6');
+      const panes = [0, 1].map((k) => page.locator(`[data-lesson-pane="lesson-6-${k}"]`));
       for (const p of panes) await expect(p.getByTestId('step-counter')).toHaveText(/^Step \d+ of \d+$/, { timeout: 30_000 });
       await noSidewaysScroll(page);
       await equationsUncut(page);
       const [first, second] = await Promise.all(panes.map((p) => p.evaluate((e) => e.getBoundingClientRect().toJSON())));
       expect(second.top, 'second pane below the first').toBeGreaterThanOrEqual(first.bottom - 1);
       for (const k of [0, 1]) {
-        const [heat] = await boxes(page, `[data-lesson-pane="lesson-5-${k}"] figure[data-matrix="S"] canvas`);
+        const [heat] = await boxes(page, `[data-lesson-pane="lesson-6-${k}"] figure[data-matrix="S"] canvas`);
         expect(heat.width, `pane ${k + 1} heatmap width`).toBeGreaterThanOrEqual(200);
         expect(heat.right).toBeLessThanOrEqual(size.width);
       }
@@ -105,7 +105,15 @@ for (const size of SIZES) {
         .evaluateAll((els) => els.map((e) => e.scrollWidth - e.clientWidth));
       expect(stats.length).toBeGreaterThan(0);
       for (const over of stats) expect(over, 'stats table overflow').toBeLessThanOrEqual(1);
-      await shot(page, { path: `${dir}/lesson-5.png`, fullPage: true });
+      // The hardware table: each configuration a card whose figures all show, none scrolled out of its box.
+      const table = page.getByTestId('hw-table');
+      await expect(table).toBeVisible({ timeout: 30_000 });
+      const cells = await table.locator('td').evaluateAll((els) => els.map((e) => e.getBoundingClientRect().right));
+      expect(cells.length).toBeGreaterThan(0);
+      for (const right of cells) expect(right, 'hardware table cell').toBeLessThanOrEqual(size.width);
+      await expect(table.locator('td.units').first()).toContainText(/tensor \d+/);
+      expect(await table.evaluate((e) => e.scrollWidth - e.clientWidth), 'hardware table overflow').toBeLessThanOrEqual(1);
+      await shot(page, { path: `${dir}/lesson-6.png`, fullPage: true });
 
       // The backward pass's heatmaps as large as the forward ones.
       await page.goto('/?lesson=10');
@@ -129,6 +137,17 @@ for (const size of SIZES) {
     if (size.width < 720) expect(view.top).toBeGreaterThan(form.top);
     else expect(view.left).toBeGreaterThan(form.left);
     await shot(page, { path: `${dir}/serving.png`, fullPage: true });
+    if (size.width < 720) {
+      // A paged kernel without the page-by-page SMEM view names the tab the phone shows for its memory map.
+      await page.getByRole('radio', { name: /Paged K\/V cache/ }).check();
+      await page.getByRole('combobox', { name: 'Algorithm' }).selectOption('fa3');
+      await page.getByRole('button', { name: 'Load problem' }).click();
+      await expect(page.getByTestId('smem-view')).toContainText('in the Single tab', { timeout: 30_000 });
+      await expect(page.getByRole('tab', { name: 'Single' })).toBeVisible();
+      await expect(page.getByRole('button', { name: 'Debugger', exact: true })).toBeHidden();
+      await page.getByTestId('smem-view').scrollIntoViewIfNeeded();
+      await shot(page, { path: `${dir}/serving-paged-fa3.png` });
+    }
     checkConsole();
   });
 }
@@ -161,5 +180,24 @@ test('1280×720: the Inputs fieldset stays in the problem panel and a clicked ti
   await expect(lessonZoom.getByRole('heading')).toHaveText('S tile (0, 0)');
   await expect(lessonZoom.getByRole('heading')).toBeInViewport();
   await expect(lesson.getByRole('button', { name: 'Export Tile numbers as PNG' })).toBeVisible();
+  // Chapter 7's side column: the Running statistics headers keep a gap between their words and the table fits its box.
+  await page.goto('/?lesson=7');
+  const stats = page.locator('[data-lesson-pane="lesson-7-0"] [aria-label="Running statistics"]');
+  await expect(stats.locator('th').first()).toBeVisible({ timeout: 30_000 });
+  const heads = await stats.locator('th').evaluateAll((els) =>
+    els.map((e) => {
+      const r = document.createRange();
+      r.selectNodeContents(e);
+      const b = r.getBoundingClientRect();
+      return { text: e.textContent, left: b.left, right: b.right };
+    }),
+  );
+  for (let i = 1; i < heads.length; i++)
+    expect(heads[i].left - heads[i - 1].right, `${heads[i - 1].text} | ${heads[i].text}`).toBeGreaterThanOrEqual(4);
+  expect(await stats.locator('.stats-scroll').evaluate((e) => e.scrollWidth - e.clientWidth), 'stats table overflow').toBeLessThanOrEqual(
+    1,
+  );
+  await stats.scrollIntoViewIfNeeded();
+  await shot(page, { path: 'test-results/screens/1280x720/lesson-7-stats.png' });
   checkConsole();
 });

@@ -61,7 +61,7 @@ export { totalBytes } from './core/counters.ts';
 export type { Counters, HbmTensor } from './core/counters.ts';
 
 // A request, the pass it runs and running one to the end; the one conversion between a problem and the fields it is typed in.
-export { FieldError, fieldsToProblem, maskFromFields, problemToFields, wholeNumber } from './problem-fields.ts';
+export { FieldError, fieldsToProblem, maskFromFields, problemToFields, tileSide, wholeNumber } from './problem-fields.ts';
 export type { ProblemFields } from './problem-fields.ts';
 export { startPass } from './request.ts';
 export type { LoadRequest } from './request.ts';
@@ -99,11 +99,18 @@ export type { HwExportFormat } from './hw/api.ts';
 export { GPUS, gpuById } from './hw/gpus/index.ts';
 export type { GpuId } from './hw/gpus/index.ts';
 export type { HwFeatures, ProblemShape } from './hw/model.ts';
-export { describeFor, hasSchedule, hwAlgorithmById, hwAlgorithmFor, shapeOf, simulateFor } from './hw/registry.ts';
-export type { HwPass } from './hw/registry.ts';
+export {
+  describeFor,
+  hasHardwareModel,
+  hasSchedule,
+  hwAlgorithmById,
+  hwAlgorithmFor,
+  shapeOf,
+  simulateFor,
+} from './algorithms/schedule-registry.ts';
+export type { HwPass } from './algorithms/schedule-registry.ts';
 export { liveAt, stepForClick } from './hw/sm-view.ts';
 export type { HwView, MemInterval } from './hw/sm-view.ts';
-export { hasHardwareModel } from './hw/step-map.ts';
 
 // Low precision: FP8 formats, quantizers, error metrics, which algorithm takes which dtype.
 export { FP8, decodeFp8, encodeFp8, roundFp8 } from './lowprec/fp8.ts';

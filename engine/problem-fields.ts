@@ -53,6 +53,12 @@ export function wholeNumber(field: string, text: string, min = 1): number {
   return n;
 }
 
+/** A tile side typed in `field`: empty or "auto" leaves it to the algorithm, which resolves it once per load (passBlocks). */
+export function tileSide(field: string, text: string): number | undefined {
+  const t = text.trim();
+  return t === '' || t.toLowerCase() === 'auto' ? undefined : wholeNumber(field, text);
+}
+
 /** The problem these fields describe; throws a FieldError naming the first bad field. */
 export function fieldsToProblem(f: ProblemFields): AttentionProblem {
   const problem: AttentionProblem = {

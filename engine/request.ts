@@ -40,7 +40,7 @@ export interface PassRun {
 }
 
 /** The tile the request's pass runs on `problem`: resolved once per load, then given to the pass and its views. */
-export function passBlocks(req: LoadRequest, problem: AttentionProblem): Tile {
+export function passBlocks(req: Pick<LoadRequest, 'algorithm' | 'pass' | 'blocks'>, problem: AttentionProblem): Tile {
   const algo = req.pass === 'backward' && hasBackward(req.algorithm) ? backwardById(req.algorithm) : algorithmById(req.algorithm);
   return algo.blocks(problem, req.blocks);
 }

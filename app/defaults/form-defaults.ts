@@ -8,10 +8,10 @@ import {
   CONFIG_FIELDS,
   defaultsFor,
   dtypeForPass,
+  findDescriptor,
   hasKernel,
   misfits,
   scheduleFix,
-  tilesFor,
   type ConfigField,
   type Replaced,
   type WorkingConfig,
@@ -23,10 +23,11 @@ import {
 import { panelSwitches, type ProblemForm } from '../store/problem-form.ts';
 import { useApp } from '../store/store.ts';
 import { hwState, useHw } from '../store/hw-store.ts';
-import { defaultGpu } from '../store/gpus.ts';
 
 /** Form fields that are also WorkingConfig fields (all but the GPU). */
 const FORM_FIELDS = CONFIG_FIELDS.filter((f): f is Exclude<ConfigField, 'gpu'> => f !== 'gpu');
+/** The rest, less the tile: a kernel's tile is left to the engine (empty fields), and a problem's fit never depends on it. */
+const SHAPE_FIELDS = FORM_FIELDS.filter((f) => f !== 'blockM' && f !== 'blockN');
 
 interface DefaultsStore {
   /** Per pane: the form fields the person edited since the pane opened. */
@@ -71,8 +72,12 @@ export function formForAlgorithm(
   const own = new Set(panelSwitches(algorithm).map((sw) => sw.key));
   const switches = Object.fromEntries(Object.entries(form.switches).filter(([k]) => own.has(k)));
   const next: ProblemForm = { ...form, algorithm, dtype: config.dtype, pass: hasBackward(algorithm) ? form.pass : 'forward', switches };
-  for (const f of FORM_FIELDS) if (f !== 'dtype') next[f] = String(config[f]);
-  // The kernels' tiles are given as Br × Bc; the on-chip-memory mode stays if it was chosen.
+  for (const f of SHAPE_FIELDS) if (f !== 'dtype') next[f] = String(config[f]);
+  // Tiles the person did not type: the exact algorithms' starting tile, else empty, so the engine
+  // resolves the kernel's own for the problem of each load. Typed ones stay as typed.
+  const start = findDescriptor(algorithm)?.defaults.tile;
+  for (const f of ['blockM', 'blockN'] as const) if (!touched.includes(f)) next[f] = start ? String(start[f]) : '';
+  // The on-chip-memory mode stays if it was chosen.
   if (!touched.includes('blockM') && !touched.includes('blockN')) next.blockMode = 'explicit';
   return { form: next, gpu: config.gpu, replaced };
 }
@@ -86,22 +91,10 @@ export function markTouched(pane: string, fields: readonly string[]): void {
   useDefaults.setState((s) => ({ touched: { ...s.touched, [pane]: [...new Set([...now, ...mine])] } }));
 }
 
-/** A form edit by the person: marked as theirs; a new head dim moves tiles they did not set to the kernel's. */
+/** A form edit by the person: marked as theirs, so an algorithm chosen later keeps it where it fits. */
 export function editForm(pane: string, patch: Partial<ProblemForm>): void {
-  const app = useApp.getState();
   markTouched(pane, Object.keys(patch));
-  const form = { ...app.problem[pane].form, ...patch };
-  const touched = touchedOf(pane);
-  if (('d' in patch || 'dv' in patch) && hasKernel(form.algorithm) && !touched.includes('blockM') && !touched.includes('blockN')) {
-    const d = positive(form.d);
-    const dv = positive(form.dv);
-    if (d !== undefined && dv !== undefined) {
-      const gpu = (hwState(pane).gpu[form.algorithm] ?? defaultGpu(form.algorithm)) as GpuId;
-      const t = tilesFor(form.algorithm, { ...(formConfig(form, gpu) as WorkingConfig), d, dv });
-      patch = { ...patch, blockM: String(t.blockM), blockN: String(t.blockN) };
-    }
-  }
-  app.setForm(pane, patch);
+  useApp.getState().setForm(pane, patch);
 }
 
 /** The person picked an algorithm in a pane's problem panel. */
@@ -119,7 +112,7 @@ export function chooseAlgorithm(pane: string, algorithm: string): void {
 /** The form a change of pass brings: the pass, and a dtype its kernel takes unless the person chose one. */
 export function formForPass(form: ProblemForm, pass: Pass, touched: readonly ConfigField[] = []): ProblemForm {
   const c = formConfig(form, null);
-  if (FORM_FIELDS.some((f) => c[f] === undefined)) return { ...form, pass };
+  if (SHAPE_FIELDS.some((f) => c[f] === undefined)) return { ...form, pass };
   const { gpu: _, ...shape } = c as WorkingConfig;
   return { ...form, pass, dtype: dtypeForPass(form.algorithm, pass, shape, touched.includes('dtype')) };
 }
@@ -134,7 +127,7 @@ export function choosePass(pane: string, pass: Pass): void {
 export function formMisfit(form: ProblemForm, gpu: string): { lines: string[]; fix: Replaced[] } | null {
   if (!hasKernel(form.algorithm)) return null;
   const c = formConfig(form, gpu);
-  if (FORM_FIELDS.some((f) => c[f] === undefined)) return null;
+  if (SHAPE_FIELDS.some((f) => c[f] === undefined)) return null;
   const lines = misfits(form.algorithm, c as WorkingConfig);
   return lines.length === 0 ? null : { lines, fix: scheduleFix(form.algorithm, c as WorkingConfig) };
 }

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { AttentionProblem } from '../../engine/core/problem.ts';
 import { DebuggerSession } from '../../engine/debugger/session.ts';
-import { smScheduleFor } from '../../engine/hw/step-map.ts';
+import { smScheduleFor } from '../../engine/algorithms/schedule-registry.ts';
 import { timeOrderedCycles } from './memory-cursor.ts';
 
 // FA4's uneven Large-Small-Large ring: the shape where the trace's order and the SM's differ most.

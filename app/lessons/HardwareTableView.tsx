@@ -67,11 +67,13 @@ export function HardwareTableView({
             {rows.map((r) => (
               <tr key={r.label} className={sameSwitches(r.features, current, toggleKeys) ? 'current' : ''}>
                 <td className="label">{r.label}</td>
-                <td>{r.gpu.toUpperCase()}</td>
-                <td>{r.timeUs.toFixed(1)}</td>
-                <td>{base ? `${(r.timeUs / base).toFixed(3)}×` : ''}</td>
-                <td>{r.tflops.toFixed(0)}</td>
-                <td className="units">{busy(r.utilization)}</td>
+                <td data-head="GPU">{r.gpu.toUpperCase()}</td>
+                <td data-head="time (µs)">{r.timeUs.toFixed(1)}</td>
+                <td data-head="vs first row">{base ? `${(r.timeUs / base).toFixed(3)}×` : ''}</td>
+                <td data-head="TFLOP/s">{r.tflops.toFixed(0)}</td>
+                <td className="units" data-head="units busy (% of kernel time)">
+                  {busy(r.utilization)}
+                </td>
               </tr>
             ))}
           </tbody>

@@ -13,12 +13,11 @@ import { outlierQk } from '../../content/lessons/chapters/low-precision.ts';
 import type { Chapter } from '../../content/lessons/chapters/types.ts';
 import type { LoadSummary } from '../../engine/debugger/protocol.ts';
 import { featureKeysOf } from '../../engine/hw/model.ts';
-import { describeFor, hwAlgorithmFor, shapeOf } from '../../engine/hw/registry.ts';
-import { hasHardwareModel } from '../../engine/hw/step-map.ts';
+import { describeFor, hasHardwareModel, hwAlgorithmFor, shapeOf } from '../../engine/algorithms/schedule-registry.ts';
 import { defaultGpu } from '../store/gpus.ts';
 import { VIEWS } from '../views/registry.ts';
 import { scaleLines } from '../views/tile-info.ts';
-import type { TilePrecision } from '../../engine/api.ts';
+import { roundFp8, type TilePrecision } from '../../engine/api.ts';
 
 /** How text names a view: its title followed by "view", or a name only that view carries. */
 const NAMED: { id: string; pattern: RegExp }[] = [
@@ -59,8 +58,8 @@ const PUBLISHED: Record<number, string[]> = {
   8: ['227 KiB'],
   // Five matmuls against two; 8192² fp16 scores of one head.
   10: ['2.5', '128 MiB'],
-  // e4m3's grid (1/8 steps, 1.75 · 2⁸ = 448), and the FA3 paper's error ratio.
-  12: ['12.5', '1.75', '2.6×'],
+  // e4m3's largest value (1.75 · 2⁸ = 448), and the FA3 paper's error ratio.
+  12: ['1.75', '2.6×'],
   // 2⁻¹⁰ as a score distance: 10 · ln 2.
   13: ['6.9'],
 };
@@ -165,7 +164,7 @@ describe('chapters stay short enough to read in one sitting', () => {
 });
 
 describe('questions answerable from the digits the views show', () => {
-  it("chapter 12's block max: the K scale as the Precision view prints it, times 448, to three digits", () => {
+  it("chapter 12's stored value of x = 1: 1 / the K scale as the Precision view prints it, rounded to e4m3", () => {
     const c = CHAPTERS.find((x) => x.number === 12)!;
     const req = c.panes[0].preset;
     const run = lessonContext(c, req, cache).run;
@@ -173,17 +172,17 @@ describe('questions answerable from the digits the views show', () => {
     const ks = at?.kind === 'qk' ? at.kScale! : NaN;
     const line = scaleLines({ kScale: ks } as TilePrecision).find((l) => l.startsWith('K scale '))!;
     const shown = Number(line.slice('K scale '.length));
-    const typed = Number((shown * 448).toPrecision(3)).toString();
-    expect(checkAnswer(c, 'block-max', req, typed, cache).verdict, `${line} × 448 ≈ ${typed}`).toBe('correct');
-    // Six units off in the third digit is a wrong answer, so the check is not a free pass.
-    const off = Number(typed) + 0.06 * 10 ** Math.floor(Math.log10(Number(typed)));
-    expect(checkAnswer(c, 'block-max', req, String(off), cache).verdict).toBe('wrong');
+    const typed = roundFp8('e4m3', 1 / shown);
+    expect(checkAnswer(c, 'one-stored', req, String(typed), cache).verdict, `1 / ${line} → ${typed}`).toBe('correct');
+    // The unrounded quotient, or the grid's next value, is a wrong answer, so the check is not a free pass.
+    expect(checkAnswer(c, 'one-stored', req, String(1 / shown), cache).verdict).toBe('wrong');
+    expect(checkAnswer(c, 'one-stored', req, String(roundFp8('e4m3', typed * 1.13)), cache).verdict).toBe('wrong');
   });
 });
 
 describe('every chapter cites its sources with a place in them', () => {
   // Papers whose section numbers have not been checked against the paper yet.
-  const SECTION_PENDING: Record<number, string[]> = { 8: ['2603.05451'], 13: ['2410.02367', '2411.10958'] };
+  const SECTION_PENDING: Record<number, string[]> = { 8: ['2603.05451'], 13: ['2411.10958'] };
   for (const c of CHAPTERS)
     it(`chapter ${c.number}: a paper with its arXiv id and section, a file at a commit with its lines`, () => {
       for (const s of c.sources) {

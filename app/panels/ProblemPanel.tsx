@@ -112,12 +112,14 @@ function Field({
   form,
   set,
   width = 5,
+  placeholder,
 }: {
   label: string;
   name: keyof ProblemForm;
   form: ProblemForm;
   set: (p: Partial<ProblemForm>) => void;
   width?: number;
+  placeholder?: string;
 }) {
   return (
     <label className="field">
@@ -125,11 +127,24 @@ function Field({
       <input
         aria-label={label}
         value={String(form[name])}
+        placeholder={placeholder}
         size={width}
         inputMode="numeric"
         onChange={(e) => set({ [name]: e.target.value } as Partial<ProblemForm>)}
       />
     </label>
+  );
+}
+
+/** The tile the loaded run steps through, as the engine resolved it (an empty Br or Bc is the algorithm's own). */
+function RunTile() {
+  const { pane } = usePane();
+  const tile = useApp((s) => s.playback[pane].summary?.blocks);
+  if (!tile) return <p className="dim note">Empty Br or Bc: the algorithm's own tile.</p>;
+  return (
+    <p className="dim note" data-testid="run-tile">
+      Loaded run: Br × Bc = {tile.blockM} × {tile.blockN} (empty fields: the algorithm's own).
+    </p>
   );
 }
 
@@ -219,13 +234,14 @@ export function ProblemPanel() {
           <div className="fields">
             {form.blockMode === 'explicit' ? (
               <>
-                <Field label="Br" name="blockM" form={form} set={set} width={4} />
-                <Field label="Bc" name="blockN" form={form} set={set} width={4} />
+                <Field label="Br" name="blockM" form={form} set={set} width={4} placeholder="auto" />
+                <Field label="Bc" name="blockN" form={form} set={set} width={4} placeholder="auto" />
               </>
             ) : (
               <Field label="M (bytes)" name="sramBytes" form={form} set={set} width={7} />
             )}
           </div>
+          <RunTile />
         </fieldset>
         <fieldset>
           <legend>Masks and modifiers</legend>

@@ -12,7 +12,9 @@ import type { PrecisionHead, PrecisionRun, TilePrecision, OutputError, Frame, Lo
 import { usePane } from '../store/pane-context.ts';
 import { useApp } from '../store/store.ts';
 import { colourScale, type ColourScale } from '../views/colour.ts';
-import { Heatmap, type Rect } from '../views/Heatmap.tsx';
+import type { Rect } from '../views/Heatmap.tsx';
+import { TileHeatmap } from '../views/TileHeatmap.tsx';
+import type { TileGeometry } from '../views/tile-geometry.ts';
 import { FLUSHED_LABEL } from '../views/HeatmapsView.tsx';
 import { flushedUpTo, keyOf, usePanePrecision, usePrecisionData, usePrecisionStore } from '../views/precision-store.ts';
 import { num, scaleLines, tileIndex } from '../views/tile-info.ts';
@@ -92,13 +94,14 @@ function StepErrors({
   frame,
   summary,
   tiles,
+  geometry,
 }: {
   head: PrecisionHead;
   frame: Frame;
   summary: LoadSummary;
   tiles: Map<string, TilePrecision>;
+  geometry: TileGeometry;
 }) {
-  const { blockM, blockN } = summary.blocks;
   const sScale = useMemo(() => errorScale(head.sErr), [head]);
   const pScale = useMemo(() => errorScale(head.pErr), [head]);
   // Rebuilt every render: the frame's arrays are written in place as the run steps.
@@ -134,31 +137,27 @@ function StepErrors({
         </p>
       )}
       <div className="prec-maps">
-        <Heatmap
+        <TileHeatmap
+          geometry={geometry}
+          rows="q"
+          cols="k"
           id="|S − S64|"
           title="|S − S64| so far"
           data={s}
           version={seq}
-          rows={head.nq}
-          cols={head.nk}
           scale={sScale}
-          tileRows={blockM}
-          tileCols={blockN}
-          highlight={rect}
           maxPx={px}
           tileInfo={info}
         />
-        <Heatmap
+        <TileHeatmap
+          geometry={geometry}
+          rows="q"
+          cols="k"
           id="|P − P64|"
           title="|P − P64| so far"
           data={p}
           version={seq}
-          rows={head.nq}
-          cols={head.nk}
           scale={pScale}
-          tileRows={blockM}
-          tileCols={blockN}
-          highlight={rect}
           maxPx={px}
           marks={flushed}
           marksLabel={FLUSHED_LABEL}
@@ -350,7 +349,12 @@ export function PrecisionView() {
   const head = data?.ok ? data.head : undefined;
   const tiles = useMemo(() => tileIndex(head?.tiles ?? []), [head]);
   const oScale = useMemo(() => head && errorScale(head.oErr), [head]);
+  const d = useApp((s) => s.playback[pane].inputs?.d);
   if (!summary || !frame) return null;
+  const geometry: TileGeometry | undefined =
+    head && d !== undefined
+      ? { nq: head.nq, nk: head.nk, d, dv: head.dv, ...summary.blocks, rows: frame.event.tile.rows, cols: frame.event.tile.cols }
+      : undefined;
   const current = dataKey !== undefined && dataKey === keyOf(pane);
   const toggle = () => usePrecisionStore.getState().patch(pane, { open: !open });
   return (
@@ -390,19 +394,19 @@ export function PrecisionView() {
           {data.reason}
         </p>
       )}
-      {open && current && head && data?.ok && oScale && (
+      {open && current && head && data?.ok && oScale && geometry && (
         <>
           <Totals run={data.run} head={head} summary={summary} />
           <div className="prec-top">
-            <Heatmap
+            <TileHeatmap
+              // The final output: no step is outlined on it.
+              geometry={{ ...geometry, rows: [0, 0] }}
+              rows="q"
+              cols="dv"
               id="|O − O64|"
               title={`|O − O64|, head b=${head.b}, h=${head.h} (final output)`}
               data={head.oErr}
-              rows={head.nq}
-              cols={head.dv}
               scale={oScale}
-              tileRows={summary.blocks.blockM}
-              tileCols={head.dv}
               maxPx={230}
               complete
               tileInfo={(tr) => {
@@ -412,7 +416,7 @@ export function PrecisionView() {
             />
             <FlushChart run={data.run} head={head} frame={frame} />
           </div>
-          <StepErrors head={head} frame={frame} summary={summary} tiles={tiles} />
+          <StepErrors head={head} frame={frame} summary={summary} tiles={tiles} geometry={geometry} />
           <TileList head={head} tiles={tiles} summary={summary} />
         </>
       )}

@@ -3,7 +3,7 @@
 // keep one of each), each K/V buffer labelled with the physical pages and slots its keys
 // were copied from (engine/layouts/smem-pages.ts). Widths follow the buffers' bytes.
 
-import { type ServingRun, DESCRIPTORS, findDescriptor, kvStagesOf, smemAt, type SmemBuffer } from '../../engine/api.ts';
+import { type ServingRun, DESCRIPTORS, findDescriptor, hasHardwareModel, kvStagesOf, smemAt, type SmemBuffer } from '../../engine/api.ts';
 import { seqColour } from './serving-colours.ts';
 
 const kib = (n: number) => (n >= 1024 ? `${(n / 1024).toFixed(n % 1024 ? 1 : 0)} KiB` : `${n} B`);
@@ -26,8 +26,10 @@ export function SmemPagesView({ run, stepIndex }: { run: ServingRun; stepIndex: 
       <section className="serving-view" aria-label="Shared memory of the current CTA" data-testid="smem-view">
         <h3>Shared memory</h3>
         <p className="dim">
-          The page-by-page SMEM view covers the paged kernels of {paged}; {run.algorithmName} keeps its K/V in SMEM of another shape (see
-          its hardware views in the Debugger).
+          The page-by-page SMEM view covers the paged kernels of {paged}; {run.algorithmName} keeps its K/V in SMEM of another shape
+          {hasHardwareModel(run.algorithm)
+            ? ': load it in the Single tab (top bar), whose Memory map view draws it.'
+            : ', which FlashScope does not draw.'}
         </p>
       </section>
     );

@@ -3,12 +3,28 @@ import { DEFAULT_FORM, panelSwitches, effectiveSwitches, formToRequest, withAppl
 import { formForAlgorithm } from '../defaults/form-defaults.ts';
 import { SAGE_FEATURES } from '../../engine/algorithms/sage/forward.ts';
 import { ALGORITHMS } from '../../engine/algorithms/registry.ts';
+import { passBlocks } from '../../engine/request.ts';
 
 describe('problem form', () => {
   it('turns the default form into a request the engine accepts', () => {
     const r = formToRequest(DEFAULT_FORM);
     expect(r.problem).toMatchObject({ nq: 64, nk: 64, d: 32, causal: false, dtype: 'fp32' });
     expect(r.blocks).toEqual({ blockM: 16, blockN: 16 });
+  });
+  it('leaves a kernel its own tile: the load resolves it for the problem sent (FA3 causal d = 128 runs 128 × 128)', () => {
+    const fa3 = formForAlgorithm({ ...DEFAULT_FORM, d: '128', dv: '128' }, 'fa3', ['d', 'dv']).form;
+    expect([fa3.blockM, fa3.blockN]).toEqual(['', '']);
+    const req = formToRequest({ ...fa3, causal: true });
+    expect(req.blocks).toEqual({});
+    // tile_size.h: causal hdim 128 takes 128 × 128, non-causal 128 × 176.
+    expect(passBlocks(req, req.problem)).toEqual({ blockM: 128, blockN: 128 });
+    expect(passBlocks(formToRequest(fa3), formToRequest(fa3).problem)).toEqual({ blockM: 128, blockN: 176 });
+    // One side typed: that side is the person's, the other the kernel's.
+    const typed = formToRequest({ ...fa3, blockM: '64', blockN: 'auto' });
+    expect(typed.blocks).toEqual({ blockM: 64 });
+    expect(() => formToRequest({ ...fa3, blockN: '0' })).toThrow(/^Bc: must be at least 1/);
+    // The exact algorithms start on the table's teaching tile, written out.
+    expect([formForAlgorithm(fa3, 'fa2').form.blockM, formForAlgorithm(fa3, 'fa2').form.blockN]).toEqual(['16', '16']);
   });
   it('names the bad field', () => {
     expect(() => formToRequest({ ...DEFAULT_FORM, nq: '6x' })).toThrow(/^nq: must be a whole number/);

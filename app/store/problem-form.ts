@@ -16,6 +16,7 @@ import {
   fieldsToProblem,
   problemToFields,
   type ProblemFields,
+  tileSide,
   wholeNumber,
 } from '../../engine/api.ts';
 
@@ -101,6 +102,7 @@ export interface ProblemForm extends ProblemFields {
   pass: Pass;
   blockMode: 'sram' | 'explicit';
   sramBytes: string;
+  /** Br and Bc as typed; empty (or "auto"): the algorithm's own tile, which the loaded run's summary shows. */
   blockM: string;
   blockN: string;
   seed: string;
@@ -150,10 +152,14 @@ export const DEFAULT_FORM: ProblemForm = {
  */
 export function formToRequest(f: ProblemForm, applied?: LoadRequest): LoadRequest {
   const problem = fieldsToProblem(f);
-  const blocks =
-    f.blockMode === 'sram'
-      ? { sramBytes: wholeNumber('on-chip memory M', f.sramBytes) }
-      : { blockM: wholeNumber('Br', f.blockM), blockN: wholeNumber('Bc', f.blockN) };
+  const blocks: LoadRequest['blocks'] = {};
+  if (f.blockMode === 'sram') blocks.sramBytes = wholeNumber('on-chip memory M', f.sramBytes);
+  else {
+    const m = tileSide('Br', f.blockM);
+    const n = tileSide('Bc', f.blockN);
+    if (m !== undefined) blocks.blockM = m;
+    if (n !== undefined) blocks.blockN = n;
+  }
   const req: LoadRequest = { algorithm: f.algorithm, problem, seed: wholeNumber('seed', f.seed, 0), distribution: f.distribution, blocks };
   if (f.pass === 'backward') {
     if (!hasBackward(f.algorithm))
@@ -227,8 +233,8 @@ export function requestToForm(r: LoadRequest): ProblemForm {
     pass: r.pass ?? 'forward',
     blockMode: sram ? 'sram' : 'explicit',
     sramBytes: String(r.blocks.sramBytes ?? DEFAULT_FORM.sramBytes),
-    blockM: String(r.blocks.blockM ?? DEFAULT_FORM.blockM),
-    blockN: String(r.blocks.blockN ?? DEFAULT_FORM.blockN),
+    blockM: r.blocks.blockM !== undefined ? String(r.blocks.blockM) : sram ? DEFAULT_FORM.blockM : '',
+    blockN: r.blocks.blockN !== undefined ? String(r.blocks.blockN) : sram ? DEFAULT_FORM.blockN : '',
     seed: String(r.seed),
     distribution: r.distribution,
     outlierRow: r.outlierRow !== undefined ? String(r.outlierRow) : '',

@@ -10,6 +10,7 @@ import {
   BLOCK_FULL,
   blockMask,
   elementDensity,
+  findDescriptor,
   resolveBlocks,
   type BlockMask,
   type ElementDensity,
@@ -105,7 +106,9 @@ export function BlockMaskView() {
   const result = useMemo((): { bm?: BlockMask; scores?: ElementDensity; error?: string } | undefined => {
     if (!applied || !summary) return undefined;
     try {
-      if (applied.algorithm !== 'standard') return { bm: blockMask(applied.problem, summary.blocks.blockM, summary.blocks.blockN) };
+      // Scores kept whole in HBM (standard attention): no tiles of its own, so FA2's tiling is drawn beside the per-score density.
+      if (findDescriptor(applied.algorithm)?.rowStats !== 'materialized')
+        return { bm: blockMask(applied.problem, summary.blocks.blockM, summary.blocks.blockN) };
       const fa2 = resolveBlocks(applied.problem, applied.blocks);
       return { bm: blockMask(applied.problem, fa2.blockM, fa2.blockN), scores: elementDensity(applied.problem) };
     } catch (e) {

@@ -48,6 +48,9 @@ export interface HeatmapProps {
   tileInfo?: (tileRow: number, tileCol: number) => string[];
 }
 
+/** Image pixels one task compares when the whole image is repainted (a seek, a new scale): a few ms of work. */
+export const PAINT_SLICE_PIXELS = 1 << 16;
+
 /** Colour of cell markers: a red that neither viridis nor RdBu's middle holds. */
 export const MARK_COLOUR = '#ff3b30';
 
@@ -77,6 +80,8 @@ function HeatmapImpl(props: HeatmapProps) {
   /** What the canvas shows besides the cells: redrawn in full when any of it changed. */
   const overlayRef = useRef<{ key: string; marks: Int32Array | undefined; h: [number, number, number, number] } | null>(null);
   const versionRef = useRef<number | undefined>(undefined);
+  /** Image rows still to compare with the data, from a paint of the whole image under way. */
+  const staleRef = useRef<[number, number] | null>(null);
   const [cr0, cr1, cc0, cc1] = props.changed ? [props.changed.r0, props.changed.r1, props.changed.c0, props.changed.c1] : [0, -1, 0, -1];
   // Below one screen pixel per cell the image holds every k-th cell (what nearest-neighbour
   // scaling would show anyway), so a 2748×2748 matrix is painted and scaled as ~690×690 pixels.
@@ -112,79 +117,95 @@ function HeatmapImpl(props: HeatmapProps) {
     }
     const px = img.data;
     const { lut } = scale;
-    let minR = ih;
-    let maxR = -1;
-    let minC = iw;
-    let maxC = -1;
     // A patch one version on from what is shown: only its cells can differ, so a step on a
     // 2748×2748 matrix compares one tile's pixels, not the whole image.
     const onlyPatch = !fresh && cr1 >= 0 && previous !== undefined && props.version === previous + 1;
-    const [R0, R1, C0, C1] = onlyPatch
-      ? [
-          Math.ceil(Math.max(0, cr0) / kr),
-          Math.min(ih, Math.ceil(cr1 / kr)),
-          Math.ceil(Math.max(0, cc0) / kc),
-          Math.min(iw, Math.ceil(cc1 / kc)),
-        ]
-      : [0, ih, 0, iw];
-    // How many image pixels this paint compared: what the tests check a step costs.
-    canvasRef.current?.setAttribute('data-compared', String(Math.max(0, R1 - R0) * Math.max(0, C1 - C0)));
-    for (let R = R0; R < R1; R++) {
-      for (let C = C0; C < C1; C++) {
-        const r = R * kr;
-        const c = C * kc;
-        const i = transposed ? r + c * rows : r * cols + c;
-        const cellIdx = R * iw + C;
-        const v = data[i];
-        const mk = mask ? mask[i] : 0;
-        const old = shown.values[cellIdx];
-        if (shown.masked[cellIdx] === mk && (old === v || (Number.isNaN(old) && Number.isNaN(v)))) continue;
-        shown.values[cellIdx] = v;
-        shown.masked[cellIdx] = mk;
-        if (R < minR) minR = R;
-        if (R > maxR) maxR = R;
-        if (C < minC) minC = C;
-        if (C > maxC) maxC = C;
-        const o = cellIdx * 4;
-        let colour: [number, number, number] | undefined;
-        if (mk) colour = MASKED[(R + C) & 2 ? 1 : 0];
-        else if (Number.isNaN(v)) colour = NOT_COMPUTED[(R ^ C) & 1];
-        else if (v === -Infinity) colour = MASKED[(R + C) & 2 ? 1 : 0];
-        if (colour) {
-          px[o] = colour[0];
-          px[o + 1] = colour[1];
-          px[o + 2] = colour[2];
-          px[o + 3] = 255;
-          continue;
-        }
-        let t = colourIndex(scale, v);
-        if (t < 0 || t > 255) {
-          if (scale.clips) {
-            px[o] = CLIPPED[0];
-            px[o + 1] = CLIPPED[1];
-            px[o + 2] = CLIPPED[2];
+    /** Compares and repaints image rows R0–R1, columns C0–C1; `whole`: part of a paint of the whole image. */
+    const paint = (R0: number, R1: number, C0: number, C1: number, whole: boolean) => {
+      let minR = ih;
+      let maxR = -1;
+      let minC = iw;
+      let maxC = -1;
+      // How many image pixels this paint compared: what the tests check a step costs.
+      canvasRef.current?.setAttribute('data-compared', String(Math.max(0, R1 - R0) * Math.max(0, C1 - C0)));
+      for (let R = R0; R < R1; R++) {
+        for (let C = C0; C < C1; C++) {
+          const r = R * kr;
+          const c = C * kc;
+          const i = transposed ? r + c * rows : r * cols + c;
+          const cellIdx = R * iw + C;
+          const v = data[i];
+          const mk = mask ? mask[i] : 0;
+          const old = shown.values[cellIdx];
+          if (shown.masked[cellIdx] === mk && (old === v || (Number.isNaN(old) && Number.isNaN(v)))) continue;
+          shown.values[cellIdx] = v;
+          shown.masked[cellIdx] = mk;
+          if (R < minR) minR = R;
+          if (R > maxR) maxR = R;
+          if (C < minC) minC = C;
+          if (C > maxC) maxC = C;
+          const o = cellIdx * 4;
+          let colour: [number, number, number] | undefined;
+          if (mk) colour = MASKED[(R + C) & 2 ? 1 : 0];
+          else if (Number.isNaN(v)) colour = NOT_COMPUTED[(R ^ C) & 1];
+          else if (v === -Infinity) colour = MASKED[(R + C) & 2 ? 1 : 0];
+          if (colour) {
+            px[o] = colour[0];
+            px[o + 1] = colour[1];
+            px[o + 2] = colour[2];
             px[o + 3] = 255;
             continue;
           }
-          t = t < 0 ? 0 : 255;
+          let t = colourIndex(scale, v);
+          if (t < 0 || t > 255) {
+            if (scale.clips) {
+              px[o] = CLIPPED[0];
+              px[o + 1] = CLIPPED[1];
+              px[o + 2] = CLIPPED[2];
+              px[o + 3] = 255;
+              continue;
+            }
+            t = t < 0 ? 0 : 255;
+          }
+          px[o] = lut[t * 4];
+          px[o + 1] = lut[t * 4 + 1];
+          px[o + 2] = lut[t * 4 + 2];
+          px[o + 3] = 255;
         }
-        px[o] = lut[t * 4];
-        px[o + 1] = lut[t * 4 + 1];
-        px[o + 2] = lut[t * 4 + 2];
-        px[o + 3] = 255;
       }
-    }
-    if (maxR < 0) return; // nothing changed
-    octx.putImageData(img, 0, 0, minC, minR, maxC - minC + 1, maxR - minR + 1);
-    const d = dirtyRef.current;
-    const cells = { r0: minR * kr, r1: (maxR + 1) * kr, c0: minC * kc, c1: (maxC + 1) * kc };
-    dirtyRef.current =
-      !onlyPatch || d === 'all'
-        ? 'all'
-        : d
-          ? { r0: Math.min(d.r0, cells.r0), r1: Math.max(d.r1, cells.r1), c0: Math.min(d.c0, cells.c0), c1: Math.max(d.c1, cells.c1) }
-          : cells;
-    setPainted((n) => n + 1);
+      if (maxR < 0) return; // nothing changed
+      octx.putImageData(img, 0, 0, minC, minR, maxC - minC + 1, maxR - minR + 1);
+      const d = dirtyRef.current;
+      const cells = { r0: minR * kr, r1: (maxR + 1) * kr, c0: minC * kc, c1: (maxC + 1) * kc };
+      dirtyRef.current =
+        whole || d === 'all'
+          ? 'all'
+          : d
+            ? { r0: Math.min(d.r0, cells.r0), r1: Math.max(d.r1, cells.r1), c0: Math.min(d.c0, cells.c0), c1: Math.max(d.c1, cells.c1) }
+            : cells;
+      setPainted((n) => n + 1);
+    };
+    if (onlyPatch) {
+      const [R0, R1] = [Math.ceil(Math.max(0, cr0) / kr), Math.min(ih, Math.ceil(cr1 / kr))];
+      const [C0, C1] = [Math.ceil(Math.max(0, cc0) / kc), Math.min(iw, Math.ceil(cc1 / kc))];
+      const st = staleRef.current;
+      if ((R1 - R0) * (C1 - C0) <= PAINT_SLICE_PIXELS) paint(R0, R1, C0, C1, false);
+      else staleRef.current = st ? [Math.min(st[0], R0), Math.max(st[1], R1)] : [R0, R1];
+    } else staleRef.current = [0, ih];
+    // The whole image goes in slices of PAINT_SLICE_PIXELS, each its own task, so a seek on a
+    // large matrix never holds the main thread for the whole image; steps meanwhile paint their patch first.
+    let timer = 0;
+    const slice = () => {
+      const st = staleRef.current;
+      if (!st) return;
+      const end = Math.min(st[1], st[0] + Math.max(1, Math.floor(PAINT_SLICE_PIXELS / Math.max(1, iw))));
+      paint(st[0], end, 0, iw, true);
+      staleRef.current = end < st[1] ? [end, st[1]] : null;
+      canvasRef.current?.setAttribute('data-stale-rows', String(staleRef.current ? staleRef.current[1] - staleRef.current[0] : 0));
+      if (staleRef.current) timer = window.setTimeout(slice, 0);
+    };
+    slice();
+    return () => clearTimeout(timer);
   }, [data, props.version, cr0, cr1, cc0, cc1, rows, cols, kr, kc, iw, ih, transposed, mask, scale, offscreen]);
 
   const [h0, h1, h2, h3] = highlight ? [highlight.r0, highlight.r1, highlight.c0, highlight.c1] : [0, 0, 0, 0];

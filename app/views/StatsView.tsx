@@ -3,10 +3,11 @@
 // where m grew. The factor is computed from m itself, not taken from the rescale step,
 // because FA1's rescale step also folds in the renormalization l_old / l_new.
 
-import { memo, useCallback, useLayoutEffect, useRef } from 'react';
+import { memo, useCallback, useLayoutEffect, useRef, useState, type UIEvent } from 'react';
 import { useApp } from '../store/store.ts';
 import { usePane } from '../store/pane-context.ts';
 import type { RowHistoryEntry } from '../../engine/api.ts';
+import { rowWindow } from './row-window.ts';
 
 function num(v: number | undefined): string {
   if (v === undefined || Number.isNaN(v)) return '—';
@@ -159,26 +160,48 @@ const StatsRow = memo(
     sameSeries(a.series, b.series),
 );
 
+/** The rows out of view, as one empty row of their height: the scroll box keeps its length. */
+function Gap({ height }: { height: number }) {
+  return (
+    <tr className="stats-gap">
+      <td colSpan={5} style={{ height }} />
+    </tr>
+  );
+}
+
+/** A row's height before one has been measured: the sparkline canvas's 28 px. */
+const ROW_H_GUESS = 28;
+/** The scroll box's height before it has scrolled (styles.css: .stats-scroll max-height). */
+const VIEW_H_GUESS = 330;
+
 export function StatsView() {
   const { pane } = usePane();
   const frame = useApp((s) => s.playback[pane].textFrame);
   const selected = useApp((s) => s.selection[pane].row);
   const patchSelection = useApp((s) => s.patchSelection);
   const onSelect = useCallback((row: number) => patchSelection(pane, { row }), [patchSelection, pane]);
+  // Where the rows' box is scrolled, read in its scroll event (layout is clean then): only the rows in view are in the DOM.
+  const [view, setView] = useState({ top: 0, height: VIEW_H_GUESS, rowH: ROW_H_GUESS });
+  const onScroll = useCallback((e: UIEvent<HTMLDivElement>) => {
+    const box = e.currentTarget;
+    const rowH = (box.querySelector('tr[data-row]') as HTMLElement | null)?.offsetHeight || ROW_H_GUESS;
+    setView({ top: box.scrollTop, height: box.clientHeight, rowH });
+  }, []);
   if (!frame) return null;
   const { history } = frame;
   const [r0, r1] = history.rows;
   const activeRow = selected !== null && selected >= r0 && selected < r1 ? selected : r0;
   const last = history.entries[history.entries.length - 1];
   const base2 = history.entries.some((e) => e.base2);
+  const { first, end } = rowWindow(r1 - r0, view.top, view.height, view.rowH);
   return (
     <section className="view stats" aria-label="Running statistics">
       <h3>
         Running max m and sum l — Q tile {history.qBlock} (rows {r0}–{r1 - 1}), {history.entries.length} K/V block
         {history.entries.length === 1 ? '' : 's'} so far
       </h3>
-      <div className="stats-scroll">
-        <table className="stats-table">
+      <div className="stats-scroll" onScroll={onScroll}>
+        <table className="stats-table" data-rows={r1 - r0} data-rendered={end - first}>
           <thead>
             <tr>
               <th>row</th>
@@ -189,9 +212,11 @@ export function StatsView() {
             </tr>
           </thead>
           <tbody>
-            {Array.from({ length: r1 - r0 }, (_, i) => r0 + i).map((row) => (
+            {first > 0 && <Gap height={first * view.rowH} />}
+            {Array.from({ length: end - first }, (_, i) => r0 + first + i).map((row) => (
+              // Keyed by place in the tile, so the next tile's rows reuse these elements and their canvases.
               <StatsRow
-                key={row}
+                key={row - r0}
                 row={row}
                 m={frame.m[row]}
                 l={frame.l[row]}
@@ -201,6 +226,7 @@ export function StatsView() {
                 onSelect={onSelect}
               />
             ))}
+            {end < r1 - r0 && <Gap height={(r1 - r0 - end) * view.rowH} />}
           </tbody>
         </table>
       </div>

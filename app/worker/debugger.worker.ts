@@ -6,7 +6,7 @@ import type { DebuggerApi, FrameUpdate, Granularity, HeadInputs, Progress, Break
 import type { LoadRequest } from '../../engine/request.ts';
 import { DebuggerSession } from '../../engine/debugger/session.ts';
 import { chromeTrace, scheduleJsonl } from '../../engine/hw/export.ts';
-import { smScheduleFor } from '../../engine/hw/step-map.ts';
+import { smScheduleFor } from '../../engine/algorithms/schedule-registry.ts';
 import type { HwView, HwViewRequest, SmSchedule } from '../../engine/hw/sm-view.ts';
 import type { HwExportFormat } from '../../engine/hw/api.ts';
 import { backwardBuffers } from '../../engine/debugger/backward-state.ts';

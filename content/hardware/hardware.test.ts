@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { ALGORITHMS } from '../../engine/algorithms/registry.ts';
 import { randomInputs } from '../../engine/core/inputs.ts';
 import type { AttentionProblem } from '../../engine/core/problem.ts';
-import { HW_ALGORITHMS } from '../../engine/hw/registry.ts';
+import { HW_ALGORITHMS } from '../../engine/algorithms/schedule-registry.ts';
 import type { PhaseKind } from '../../engine/trace/events.ts';
 import { runToEnd } from '../../engine/run.ts';
 import { HARDWARE_LESSONS, hardwareLessonFor } from './index.ts';

@@ -21,6 +21,11 @@ export interface AlgorithmDefaults {
   nk: number;
   d: number;
   dv: number;
+  /**
+   * The tile the problem form starts on, for the exact algorithms, which size theirs from the
+   * on-chip memory: small, so each tile is a few pixels wide. Kernels leave it out and run their own.
+   */
+  tile?: { blockM: number; blockN: number };
 }
 
 /** What a tile table depends on: head dims, dtype and the masks that change the kernel's tile. */

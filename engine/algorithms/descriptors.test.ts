@@ -5,7 +5,7 @@
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { hasSchedule } from '../hw/registry.ts';
+import { hasSchedule } from './schedule-registry.ts';
 import { BUILT_IN_ALGORITHMS, DESCRIPTORS } from './registry.ts';
 
 const root = new URL('../../', import.meta.url).pathname;

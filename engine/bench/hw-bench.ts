@@ -3,7 +3,7 @@
 // model one SM and extend the loop, so they must not grow with the sequence length).
 
 import { BUILT_IN_ALGORITHMS } from '../algorithms/registry.ts';
-import { scheduleFor, simulateFor } from '../hw/registry.ts';
+import { scheduleFor, simulateFor } from '../algorithms/schedule-registry.ts';
 import type { ProblemShape } from '../hw/model.ts';
 
 const { fa3, fa4 } = BUILT_IN_ALGORITHMS;

@@ -346,17 +346,8 @@ function printPeers(anchor: AnchorRun, summary: Map<string, Measured | string>, 
   }
 }
 
-async function main(): Promise<number> {
-  let ctx: WebGpuContext;
-  try {
-    ctx = await openNodeWebGpu();
-  } catch (e) {
-    if (e instanceof WebGpuUnavailable) {
-      console.error(`bench:webgpu: ${e.message}\n${NO_ADAPTER_HELP}`);
-      return 2;
-    }
-    throw e;
-  }
+/** The adapter, its features and limits, the paths it runs and how they are timed. */
+function printAdapter(ctx: WebGpuContext): void {
   console.log(`FlashScope WebGPU benchmark — ${new Date().toISOString()}`);
   console.log(`adapter: ${ctx.adapterName}${ctx.isFallback ? ' (fallback/software)' : ''}`);
   console.log(`features: ${ctx.features.join(', ')}`);
@@ -368,6 +359,10 @@ async function main(): Promise<number> {
   );
   console.log(`WGSL language features: ${ctx.wgslFeatures.join(', ')}`);
   console.log(`paths: ${ctx.paths.join(', ')}; timing: ${ctx.timestamps ? 'timestamp-query' : 'wall clock'}`);
+}
+
+/** The benchmark's other modes (ceiling, serving, timing study, backward): their exit code, or undefined for the forward bench. */
+async function otherMode(ctx: WebGpuContext): Promise<number | undefined> {
   if (args.includes('--ceiling')) {
     const second = opt('--storage-second');
     return ceilingBench(ctx, {
@@ -402,12 +397,12 @@ async function main(): Promise<number> {
       matrixPrefs,
     });
   }
-  console.log(
-    'FLOPs = 4·B·H·Nq·Nk·d (halved when causal); GB/s = minimum traffic Q+K+V+O+LSE / time; maxerr = max |GPU − float64 reference| over 3 sampled rows (O and LSE)\n',
-  );
-  // Self-test: every path on every variant against the full float64 reference.
+  return undefined;
+}
+
+/** Self-test: every path on every variant against the full float64 reference; the worst error. */
+async function selfTestPaths(ctx: WebGpuContext, paths: WebGpuPath[]): Promise<number> {
   let worst = 0;
-  const paths = ctx.paths.filter((p) => !ONLY || ONLY.includes(p));
   for (const path of paths) {
     const r = await selfTest(ctx, path, KERNEL_VARIANTS);
     worst = Math.max(worst, r.worst);
@@ -442,9 +437,11 @@ async function main(): Promise<number> {
       }
     }
   }
-  console.log(`self-test: ${worst < 1e-4 ? 'all paths match the float64 reference' : 'MISMATCH — see above'}\n`);
-  if (args.includes('--selftest-only')) return worst < 1e-4 ? 0 : 1;
-  // The CUDA anchor, same shapes, before the WebGPU timings (one process at a time on the GPU).
+  return worst;
+}
+
+/** The CUDA anchor, same shapes, before the WebGPU timings (one process at a time on the GPU). */
+function cudaAnchor(): AnchorRun {
   const anchorShapes: AnchorShape[] = [];
   if (!args.includes('--no-forward'))
     for (const d of DS)
@@ -461,23 +458,24 @@ async function main(): Promise<number> {
     console.log(
       `  ${key.padEnd(28)} ${typeof r === 'string' ? `FAILED: ${r}` : `${r.ms.toFixed(3)} ms, maxerr ${r.err.toExponential(1)} against float64`}`,
     );
-  const summary = new Map<string, Measured | string>();
-  const peers = opt('--peers') === 'ort' ? await runOrtPeer(ctx, peerShapes(), REPS, (l) => console.log(l)) : undefined;
-  if (opt('--peers') !== undefined && !peers) {
-    console.error(`bench:webgpu: --peers takes ort; got ${opt('--peers')}`);
-    return 2;
-  }
-  // Warm-up: the first second of GPU work runs at lower clocks, which skewed the first rows
-  // of an earlier run (the same standard-attention pass measured 80 ms, then 21 ms).
-  {
-    const warm: AttentionProblem = { batch: 4, hq: 16, hk: 16, nq: 4096, nk: 4096, d: 64, dv: 64, causal: false, dtype: 'fp32' };
-    const run = await AttentionRun.create(ctx, warm, { path: 'flash-f32' });
-    await run.fillRandom(1);
-    const t0 = Date.now();
-    while (Date.now() - t0 < 3000) await run.execute();
-    run.destroy();
-  }
-  const flashPaths = paths.filter((p) => p.startsWith('flash')) as WebGpuPath[];
+  return anchor;
+}
+
+/**
+ * Warm-up: the first second of GPU work runs at lower clocks, which skewed the first rows
+ * of an earlier run (the same standard-attention pass measured 80 ms, then 21 ms).
+ */
+async function warmUp(ctx: WebGpuContext): Promise<void> {
+  const warm: AttentionProblem = { batch: 4, hq: 16, hk: 16, nq: 4096, nk: 4096, d: 64, dv: 64, causal: false, dtype: 'fp32' };
+  const run = await AttentionRun.create(ctx, warm, { path: 'flash-f32' });
+  await run.fillRandom(1);
+  const t0 = Date.now();
+  while (Date.now() - t0 < 3000) await run.execute();
+  run.destroy();
+}
+
+/** The forward table: standard and every flash path per shape; flash-matrix's rows go to the summary. */
+async function forwardTable(ctx: WebGpuContext, flashPaths: WebGpuPath[], summary: Map<string, Measured | string>): Promise<void> {
   for (const d of args.includes('--no-forward') ? [] : DS) {
     for (const causal of [false, true]) {
       for (const n of NS) {
@@ -501,38 +499,42 @@ async function main(): Promise<number> {
       }
     }
   }
-  if (!args.includes('--no-65536') && !quick) {
-    // One timed run per path, without warm-up: the f32 paths take 7–15 s a run. The tensor-core
-    // path (0.3–1.4 s) is warmed up and timed 3 times: its cold single runs came out up to 40%
-    // slow (BENCHMARKS.md). With --matrix-prefs it runs once per named tile.
-    const big = async (p: AttentionProblem, path: WebGpuPath) => {
-      if (path !== 'flash-matrix') return [{ label: path, m: await measure(ctx, p, path, 1, {}, false) }];
-      const out = [];
-      for (const matrix of MATRIX_PREFS ?? [undefined])
-        out.push({ label: matrix ? `${path} ${JSON.stringify(matrix)}` : path, m: await measure(ctx, p, path, 3, { matrix }) });
-      return out;
-    };
-    // d = 128 at N = 65536 needs 2 GiB per f32 tensor (O is f32 on every path), 4 bytes over
-    // Dawn's 2 GiB − 4 binding limit: the flash paths run it in windows of 3 + 1 batches.
-    for (const d of DS) {
-      for (const causal of [false, true]) {
-        const p: AttentionProblem = { batch: 4, hq: 16, hk: 16, nq: 65536, nk: 65536, d, dv: d, causal, dtype: 'fp32' };
-        console.log(`B=4 H=16 N=65536 d=${d} ${causal ? 'causal' : 'non-causal'}`);
-        console.log(`  ${'standard'.padEnd(16)} ${fmt(await measure(ctx, p, 'standard', 1, {}, false))}`);
-        for (const path of flashPaths) for (const { label, m } of await big(p, path)) console.log(`  ${label.padEnd(16)} ${fmt(m)}`);
-      }
-    }
-    // B·H = 128 in one batch: O alone is 2 GiB (f32 on every path), so the heads of the batch
-    // are split over windows.
-    const wide: AttentionProblem = { batch: 1, hq: 128, hk: 128, nq: 65536, nk: 65536, d: 64, dv: 64, causal: false, dtype: 'fp32' };
-    console.log('B=1 H=128 N=65536 d=64 non-causal');
-    for (const path of flashPaths) {
-      for (const { label, m } of await big(wide, path))
-        console.log(`  ${label.padEnd(16)} ${fmt(m)}${typeof m === 'string' ? '' : `   [${m.config.replace(/^.*; in /, 'in ')}]`}`);
+}
+
+async function largeShapes(ctx: WebGpuContext, flashPaths: WebGpuPath[]): Promise<void> {
+  if (args.includes('--no-65536') || quick) return;
+  // One timed run per path, without warm-up: the f32 paths take 7–15 s a run. The tensor-core
+  // path (0.3–1.4 s) is warmed up and timed 3 times: its cold single runs came out up to 40%
+  // slow (BENCHMARKS.md). With --matrix-prefs it runs once per named tile.
+  const big = async (p: AttentionProblem, path: WebGpuPath) => {
+    if (path !== 'flash-matrix') return [{ label: path, m: await measure(ctx, p, path, 1, {}, false) }];
+    const out = [];
+    for (const matrix of MATRIX_PREFS ?? [undefined])
+      out.push({ label: matrix ? `${path} ${JSON.stringify(matrix)}` : path, m: await measure(ctx, p, path, 3, { matrix }) });
+    return out;
+  };
+  // d = 128 at N = 65536 needs 2 GiB per f32 tensor (O is f32 on every path), 4 bytes over
+  // Dawn's 2 GiB − 4 binding limit: the flash paths run it in windows of 3 + 1 batches.
+  for (const d of DS) {
+    for (const causal of [false, true]) {
+      const p: AttentionProblem = { batch: 4, hq: 16, hk: 16, nq: 65536, nk: 65536, d, dv: d, causal, dtype: 'fp32' };
+      console.log(`B=4 H=16 N=65536 d=${d} ${causal ? 'causal' : 'non-causal'}`);
+      console.log(`  ${'standard'.padEnd(16)} ${fmt(await measure(ctx, p, 'standard', 1, {}, false))}`);
+      for (const path of flashPaths) for (const { label, m } of await big(p, path)) console.log(`  ${label.padEnd(16)} ${fmt(m)}`);
     }
   }
-  // Tile-size study of the f32 path at the headline shape.
-  const head: AttentionProblem = { batch: 4, hq: 16, hk: 16, nq: 4096, nk: 4096, d: 64, dv: 64, causal: false, dtype: 'fp32' };
+  // B·H = 128 in one batch: O alone is 2 GiB (f32 on every path), so the heads of the batch
+  // are split over windows.
+  const wide: AttentionProblem = { batch: 1, hq: 128, hk: 128, nq: 65536, nk: 65536, d: 64, dv: 64, causal: false, dtype: 'fp32' };
+  console.log('B=1 H=128 N=65536 d=64 non-causal');
+  for (const path of flashPaths) {
+    for (const { label, m } of await big(wide, path))
+      console.log(`  ${label.padEnd(16)} ${fmt(m)}${typeof m === 'string' ? '' : `   [${m.config.replace(/^.*; in /, 'in ')}]`}`);
+  }
+}
+
+/** Tile-size study of the f32 path at the headline shape. */
+async function tileStudy(ctx: WebGpuContext, head: AttentionProblem): Promise<void> {
   if (!SKIP.has('tiles'))
     console.log('\ntile study, B=4 H=16 N=4096 d=64 non-causal (a preferred tile falls back to the largest that fits)');
   for (const path of ['flash-f32', 'flash-subgroups', 'flash-f16'] as WebGpuPath[]) {
@@ -547,132 +549,141 @@ async function main(): Promise<number> {
       console.log(`  ${path.padEnd(16)} ${JSON.stringify(tile).padEnd(36)} ${fmt(m)}   [${typeof m === 'string' ? '' : m.config}]`);
     }
   }
-  // Subgroup-matrix study: matrix shape × subgroups per workgroup × BN × K/V staging (+ a
-  // second pass on any growth of a row max). Each config is self-tested on a few
-  // variants before it is timed; configs that do not fit fall back to the largest that does
-  // (the printed config says which ran).
-  if (ctx.paths.includes('flash-matrix') && args.includes('--matrix-grid')) {
-    const picks = ALIGNED_VARIANTS.filter((v) =>
-      ['causal Nq>Nk', 'sinks', 'many K/V tiles', 'ALiBi + softcap, dv≠d', 'window'].includes(v.name),
-    );
-    for (const d of DS) {
-      const p: AttentionProblem = { ...head, d, dv: d };
-      console.log(`\nsubgroup-matrix grid, B=4 H=16 N=4096 d=${d} non-causal`);
-      const tiles: MatrixTilePrefs[] = [
-        { warps: 8, bn: 16 },
-        { warps: 8, bn: 32 },
-        { warps: 8, bn: 32, pad: { s: 2, p: 4 } },
-        { warps: 8, bn: 32, pad: { s: 4, p: 4 } },
-        { warps: 8, bn: 32, pad: { s: 2, p: 8 } },
-        { warps: 4, bn: 32 },
-        { warps: 4, bn: 64 },
-        { warps: 2, bn: 32 },
-        { shape: '16x8x16', warps: 8, bn: 32 },
-        { warps: 8, bn: 32, rescaleLog: 0 },
-      ];
-      const given = MATRIX_PREFS;
-      for (const t of given ?? tiles) {
-        const st = await selfTest(ctx, 'flash-matrix', given ? KERNEL_VARIANTS : picks, t);
-        const st2 = given ? await selfTest(ctx, 'flash-matrix', ALIGNED_VARIANTS, { ...t, rescaleLog: 0 }) : st;
-        if (Math.max(st.worst, st2.worst) >= 1e-4) {
-          console.log(`  ${JSON.stringify(t).padEnd(52)} self-test failed: ${st.line} / second pass on any growth: ${st2.line}`);
-          continue;
+}
+
+// Subgroup-matrix study: matrix shape × subgroups per workgroup × BN × K/V staging (+ a
+// second pass on any growth of a row max). Each config is self-tested on a few
+// variants before it is timed; configs that do not fit fall back to the largest that does
+// (the printed config says which ran).
+async function matrixGrid(ctx: WebGpuContext, head: AttentionProblem): Promise<void> {
+  if (!ctx.paths.includes('flash-matrix') || !args.includes('--matrix-grid')) return;
+  const picks = ALIGNED_VARIANTS.filter((v) =>
+    ['causal Nq>Nk', 'sinks', 'many K/V tiles', 'ALiBi + softcap, dv≠d', 'window'].includes(v.name),
+  );
+  for (const d of DS) {
+    const p: AttentionProblem = { ...head, d, dv: d };
+    console.log(`\nsubgroup-matrix grid, B=4 H=16 N=4096 d=${d} non-causal`);
+    const tiles: MatrixTilePrefs[] = [
+      { warps: 8, bn: 16 },
+      { warps: 8, bn: 32 },
+      { warps: 8, bn: 32, pad: { s: 2, p: 4 } },
+      { warps: 8, bn: 32, pad: { s: 4, p: 4 } },
+      { warps: 8, bn: 32, pad: { s: 2, p: 8 } },
+      { warps: 4, bn: 32 },
+      { warps: 4, bn: 64 },
+      { warps: 2, bn: 32 },
+      { shape: '16x8x16', warps: 8, bn: 32 },
+      { warps: 8, bn: 32, rescaleLog: 0 },
+    ];
+    const given = MATRIX_PREFS;
+    for (const t of given ?? tiles) {
+      const st = await selfTest(ctx, 'flash-matrix', given ? KERNEL_VARIANTS : picks, t);
+      const st2 = given ? await selfTest(ctx, 'flash-matrix', ALIGNED_VARIANTS, { ...t, rescaleLog: 0 }) : st;
+      if (Math.max(st.worst, st2.worst) >= 1e-4) {
+        console.log(`  ${JSON.stringify(t).padEnd(52)} self-test failed: ${st.line} / second pass on any growth: ${st2.line}`);
+        continue;
+      }
+      for (const causal of given ? [false, true] : [false]) {
+        for (const n of given ? NS : [4096]) {
+          const m = await measure(ctx, { ...p, nq: n, nk: n, causal }, 'flash-matrix', REPS, { matrix: t });
+          console.log(
+            `  ${JSON.stringify(t).padEnd(52)} N=${n} ${causal ? 'causal' : 'non-causal'} ${fmt(m)}   [${typeof m === 'string' ? '' : m.config}]`,
+          );
         }
-        for (const causal of given ? [false, true] : [false]) {
-          for (const n of given ? NS : [4096]) {
-            const m = await measure(ctx, { ...p, nq: n, nk: n, causal }, 'flash-matrix', REPS, { matrix: t });
-            console.log(
-              `  ${JSON.stringify(t).padEnd(52)} N=${n} ${causal ? 'causal' : 'non-causal'} ${fmt(m)}   [${typeof m === 'string' ? '' : m.config}]`,
-            );
-          }
-        }
-        if (given) {
-          // The first shape once more: some pipelines ran their first measurement 2–3× slow (BENCHMARKS.md).
-          const again = await measure(ctx, { ...p, nq: NS[0], nk: NS[0] }, 'flash-matrix', REPS, { matrix: t });
-          console.log(`  ${JSON.stringify(t).padEnd(52)} N=${NS[0]} non-causal, again ${fmt(again)}`);
-        }
+      }
+      if (given) {
+        // The first shape once more: some pipelines ran their first measurement 2–3× slow (BENCHMARKS.md).
+        const again = await measure(ctx, { ...p, nq: NS[0], nk: NS[0] }, 'flash-matrix', REPS, { matrix: t });
+        console.log(`  ${JSON.stringify(t).padEnd(52)} N=${NS[0]} non-causal, again ${fmt(again)}`);
       }
     }
   }
-  // Residency study: one batch of 2–64 heads of the headline shape, so 64–2048 workgroups of
-  // 128 query rows (twice as many of 64). While no SM of a 132-SM GPU holds more than one
-  // workgroup, doubling the heads costs nothing; once it does, time grows less than twice
-  // with the work only if an SM runs two workgroups at once.
-  if (args.includes('--waves')) {
-    for (const path of flashPaths) {
-      console.log(`\nresidency study, ${path}, B=1 N=4096 d=64 non-causal (H heads → 4096·H / BM workgroups)`);
-      const variants: (MatrixTilePrefs | undefined)[] = (path === 'flash-matrix' && MATRIX_PREFS) || [undefined];
-      for (const matrix of variants) {
-        if (matrix) console.log(`  prefs ${JSON.stringify(matrix)}`);
-        for (const hq of [2, 4, 8, 16, 32, 64]) {
-          const p: AttentionProblem = { ...head, batch: 1, hq, hk: hq };
-          const m = await measure(ctx, p, path, REPS, { matrix });
-          console.log(`  H=${String(hq).padEnd(4)} ${fmt(m)}   [${typeof m === 'string' ? '' : m.config}]`);
-        }
+}
+
+// Residency study: one batch of 2–64 heads of the headline shape, so 64–2048 workgroups of
+// 128 query rows (twice as many of 64). While no SM of a 132-SM GPU holds more than one
+// workgroup, doubling the heads costs nothing; once it does, time grows less than twice
+// with the work only if an SM runs two workgroups at once.
+async function residencyStudy(ctx: WebGpuContext, flashPaths: WebGpuPath[], head: AttentionProblem): Promise<void> {
+  if (!args.includes('--waves')) return;
+  for (const path of flashPaths) {
+    console.log(`\nresidency study, ${path}, B=1 N=4096 d=64 non-causal (H heads → 4096·H / BM workgroups)`);
+    const variants: (MatrixTilePrefs | undefined)[] = (path === 'flash-matrix' && MATRIX_PREFS) || [undefined];
+    for (const matrix of variants) {
+      if (matrix) console.log(`  prefs ${JSON.stringify(matrix)}`);
+      for (const hq of [2, 4, 8, 16, 32, 64]) {
+        const p: AttentionProblem = { ...head, batch: 1, hq, hk: hq };
+        const m = await measure(ctx, p, path, REPS, { matrix });
+        console.log(`  H=${String(hq).padEnd(4)} ${fmt(m)}   [${typeof m === 'string' ? '' : m.config}]`);
       }
     }
   }
-  // Row-kernel study (flash-f32 / flash-subgroups / flash-f16): lanes per row × rows per lane
-  // group × threads × K/V chunk × sub-chunk, against the 4×4-tiled kernel.
-  if (args.includes('--row-grid')) {
-    const picks = KERNEL_VARIANTS.filter((v) =>
-      ['causal Nq>Nk', 'sinks', 'many K/V tiles', 'ALiBi + softcap, dv≠d', 'odd head dims', 'window'].includes(v.name),
-    );
-    for (const d of DS) {
-      const p: AttentionProblem = { ...head, d, dv: d };
-      console.log(`\nrow-kernel grid, B=4 H=16 N=4096 d=${d} non-causal`);
-      const grid: RunOptions['rowPrefs'][] =
-        d <= 64
-          ? [
-              {},
-              { sc: 8 },
-              { sc: 4 },
-              { sc: 8, threads: 256 },
-              { tpr: 2, rpt: 2 },
-              { tpr: 2, rpt: 2, sc: 8 },
-              { tpr: 2, rpt: 2, threads: 256 },
-              { tpr: 4, rpt: 4, sc: 8 },
-            ]
-          : [
-              { tpr: 4, rpt: 2, sc: 8 },
-              { tpr: 4, rpt: 2, sc: 8, threads: 256 },
-              { tpr: 2, sc: 8, threads: 256 },
-            ];
-      // flash-f32 has no shuffles: one lane per row; chunk, sub-chunk and workgroup sizes
-      const f32Grid: RunOptions['rowPrefs'][] = [
-        {},
-        { bc: 16 },
-        { bc: 64 },
-        { sc: 4 },
-        { sc: 16 },
-        { threads: 64 },
-        { threads: 192 },
-        { threads: 256 },
-      ];
-      for (const path of ['flash-subgroups', 'flash-f32', 'flash-f16'] as WebGpuPath[]) {
-        if (!paths.includes(path)) continue;
-        const tiled = await measure(ctx, p, path, REPS, { flashKernel: 'tiled' });
-        console.log(
-          `  ${path.padEnd(16)} ${'4×4-tiled kernel'.padEnd(44)} ${fmt(tiled)}   [${typeof tiled === 'string' ? '' : tiled.config}]`,
-        );
-        for (const rowPrefs of path === 'flash-subgroups' ? grid : path === 'flash-f32' && d <= 64 ? f32Grid : [{}]) {
-          const variants = picks.map((v) => ({
-            ...v,
-            problem: {
-              ...v.problem,
-              d: v.name === 'odd head dims' ? d - 3 : d,
-              dv: v.problem.dv !== v.problem.d && v.name !== 'odd head dims' ? d / 2 : d,
-            },
-          }));
-          const st = await selfTest(ctx, path, variants, undefined, { rowPrefs });
-          const m = st.worst < 1e-4 ? await measure(ctx, p, path, REPS, { rowPrefs }) : `self-test failed: ${st.line}`;
-          console.log(`  ${path.padEnd(16)} ${JSON.stringify(rowPrefs).padEnd(44)} ${fmt(m)}   [${typeof m === 'string' ? '' : m.config}]`);
-        }
+}
+
+// Row-kernel study (flash-f32 / flash-subgroups / flash-f16): lanes per row × rows per lane
+// group × threads × K/V chunk × sub-chunk, against the 4×4-tiled kernel.
+async function rowGrid(ctx: WebGpuContext, paths: WebGpuPath[], head: AttentionProblem): Promise<void> {
+  if (!args.includes('--row-grid')) return;
+  const picks = KERNEL_VARIANTS.filter((v) =>
+    ['causal Nq>Nk', 'sinks', 'many K/V tiles', 'ALiBi + softcap, dv≠d', 'odd head dims', 'window'].includes(v.name),
+  );
+  for (const d of DS) {
+    const p: AttentionProblem = { ...head, d, dv: d };
+    console.log(`\nrow-kernel grid, B=4 H=16 N=4096 d=${d} non-causal`);
+    const grid: RunOptions['rowPrefs'][] =
+      d <= 64
+        ? [
+            {},
+            { sc: 8 },
+            { sc: 4 },
+            { sc: 8, threads: 256 },
+            { tpr: 2, rpt: 2 },
+            { tpr: 2, rpt: 2, sc: 8 },
+            { tpr: 2, rpt: 2, threads: 256 },
+            { tpr: 4, rpt: 4, sc: 8 },
+          ]
+        : [
+            { tpr: 4, rpt: 2, sc: 8 },
+            { tpr: 4, rpt: 2, sc: 8, threads: 256 },
+            { tpr: 2, sc: 8, threads: 256 },
+          ];
+    // flash-f32 has no shuffles: one lane per row; chunk, sub-chunk and workgroup sizes
+    const f32Grid: RunOptions['rowPrefs'][] = [
+      {},
+      { bc: 16 },
+      { bc: 64 },
+      { sc: 4 },
+      { sc: 16 },
+      { threads: 64 },
+      { threads: 192 },
+      { threads: 256 },
+    ];
+    for (const path of ['flash-subgroups', 'flash-f32', 'flash-f16'] as WebGpuPath[]) {
+      if (!paths.includes(path)) continue;
+      const tiled = await measure(ctx, p, path, REPS, { flashKernel: 'tiled' });
+      console.log(
+        `  ${path.padEnd(16)} ${'4×4-tiled kernel'.padEnd(44)} ${fmt(tiled)}   [${typeof tiled === 'string' ? '' : tiled.config}]`,
+      );
+      for (const rowPrefs of path === 'flash-subgroups' ? grid : path === 'flash-f32' && d <= 64 ? f32Grid : [{}]) {
+        const variants = picks.map((v) => ({
+          ...v,
+          problem: {
+            ...v.problem,
+            d: v.name === 'odd head dims' ? d - 3 : d,
+            dv: v.problem.dv !== v.problem.d && v.name !== 'odd head dims' ? d / 2 : d,
+          },
+        }));
+        const st = await selfTest(ctx, path, variants, undefined, { rowPrefs });
+        const m = st.worst < 1e-4 ? await measure(ctx, p, path, REPS, { rowPrefs }) : `self-test failed: ${st.line}`;
+        console.log(`  ${path.padEnd(16)} ${JSON.stringify(rowPrefs).padEnd(44)} ${fmt(m)}   [${typeof m === 'string' ? '' : m.config}]`);
       }
     }
   }
-  // Flash-decoding: one query row per head against a long KV cache; GQA shapes read each
-  // group's K/V once for all its query heads (GB/s counts unique K/V bytes).
+}
+
+// Flash-decoding: one query row per head against a long KV cache; GQA shapes read each
+// group's K/V once for all its query heads (GB/s counts unique K/V bytes). Each row goes to the summary.
+async function decodeRows(ctx: WebGpuContext, paths: WebGpuPath[], summary: Map<string, Measured | string>): Promise<void> {
   for (const sh of quick || args.includes('--no-decode') ? [] : DECODE_SHAPES) {
     const p = decodeProblem(...sh);
     console.log(`\ndecode B=4 Hq=${p.hq} Hk=${p.hk} Nq=1 Nk=${p.nk} d=128`);
@@ -703,6 +714,46 @@ async function main(): Promise<number> {
       );
     }
   }
+}
+
+async function main(): Promise<number> {
+  let ctx: WebGpuContext;
+  try {
+    ctx = await openNodeWebGpu();
+  } catch (e) {
+    if (e instanceof WebGpuUnavailable) {
+      console.error(`bench:webgpu: ${e.message}\n${NO_ADAPTER_HELP}`);
+      return 2;
+    }
+    throw e;
+  }
+  printAdapter(ctx);
+  const mode = await otherMode(ctx);
+  if (mode !== undefined) return mode;
+  console.log(
+    'FLOPs = 4·B·H·Nq·Nk·d (halved when causal); GB/s = minimum traffic Q+K+V+O+LSE / time; maxerr = max |GPU − float64 reference| over 3 sampled rows (O and LSE)\n',
+  );
+  const paths = ctx.paths.filter((p) => !ONLY || ONLY.includes(p));
+  const worst = await selfTestPaths(ctx, paths);
+  console.log(`self-test: ${worst < 1e-4 ? 'all paths match the float64 reference' : 'MISMATCH — see above'}\n`);
+  if (args.includes('--selftest-only')) return worst < 1e-4 ? 0 : 1;
+  const anchor = cudaAnchor();
+  const summary = new Map<string, Measured | string>();
+  const peers = opt('--peers') === 'ort' ? await runOrtPeer(ctx, peerShapes(), REPS, (l) => console.log(l)) : undefined;
+  if (opt('--peers') !== undefined && !peers) {
+    console.error(`bench:webgpu: --peers takes ort; got ${opt('--peers')}`);
+    return 2;
+  }
+  await warmUp(ctx);
+  const flashPaths = paths.filter((p) => p.startsWith('flash')) as WebGpuPath[];
+  await forwardTable(ctx, flashPaths, summary);
+  await largeShapes(ctx, flashPaths);
+  const head: AttentionProblem = { batch: 4, hq: 16, hk: 16, nq: 4096, nk: 4096, d: 64, dv: 64, causal: false, dtype: 'fp32' };
+  await tileStudy(ctx, head);
+  await matrixGrid(ctx, head);
+  await residencyStudy(ctx, flashPaths, head);
+  await rowGrid(ctx, paths, head);
+  await decodeRows(ctx, paths, summary);
   printSummary(anchor, summary);
   if (peers) printPeers(anchor, summary, peers);
   console.log(

@@ -6,7 +6,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { traceCommand } from './trace-command.ts';
 import { fromJsonLine } from '../trace/jsonl.ts';
 import type { MemoryEvent, TimelineEvent } from '../hw/events.ts';
-import { isHardwareAlgorithm } from '../hw/trace-lines.ts';
+import { isHardwareAlgorithm } from '../algorithms/schedule-registry.ts';
 import { hardwareTraceLines } from './hw-trace-options.ts';
 import { describeCommand } from './hw-describe.ts';
 import { parseHwOptions } from './hw-options.ts';

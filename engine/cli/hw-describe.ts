@@ -2,7 +2,7 @@
 // configuration does not fit (the sheet still lists what it needs and what the GPU has).
 
 import type { CliCommand } from './command.ts';
-import { describeFor } from '../hw/registry.ts';
+import { describeFor } from '../algorithms/schedule-registry.ts';
 import { HW_OPTIONS_HELP, parseHwOptions } from './hw-options.ts';
 import { blockMaskSummary } from './mask-options.ts';
 

@@ -6,7 +6,7 @@
 import type { AttentionProblem } from '../core/problem.ts';
 import { GPUS } from '../hw/gpus/index.ts';
 import type { HwFeatures, ProblemShape } from '../hw/model.ts';
-import { HW_ALGORITHMS, HW_BACKWARD_ALGORITHMS, shapeOf, type HwPass } from '../hw/registry.ts';
+import { HW_ALGORITHMS, HW_BACKWARD_ALGORITHMS, shapeOf, type HwPass } from '../algorithms/schedule-registry.ts';
 import { ArgsError, flag, num, parseArgs, str, type OptionSpec, type ParsedArgs } from './args.ts';
 import { parseNumericOption } from './numeric-options.ts';
 import { layoutProblemFromArgs } from './hw-layout.ts';

@@ -1,7 +1,7 @@
 // `simulate`: predicted time, TFLOP/s and per-unit utilization of a whole problem on a GPU.
 
 import type { CliCommand } from './command.ts';
-import { simulateFor } from '../hw/registry.ts';
+import { simulateFor } from '../algorithms/schedule-registry.ts';
 import { FitError } from '../hw/simulate.ts';
 import { HW_OPTIONS_HELP, parseHwOptions } from './hw-options.ts';
 

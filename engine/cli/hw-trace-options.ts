@@ -1,7 +1,7 @@
 // The hardware events of one SM's schedule (engine/hw/trace-lines.ts) from a `simulate`-style
 // argument list: the lines `trace --gpu` appends after the numeric steps.
 
-import { hardwareTraceLinesFor } from '../hw/trace-lines.ts';
+import { hardwareTraceLinesFor } from '../algorithms/schedule-registry.ts';
 import { parseHwOptions } from './hw-options.ts';
 
 /** `args`: the same options as `simulate`. Defaults: Nq = Nk = 512, d = 128. */

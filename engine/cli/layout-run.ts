@@ -18,14 +18,13 @@ import { pagedOutput, runPaged } from '../layouts/paged.ts';
 import { runLayoutToEnd, type LayoutBase, type LayoutRunResult } from '../layouts/sequence-runner.ts';
 import { packedResult, runVarlen, seqLengths } from '../layouts/varlen.ts';
 import { ProblemError, validateProblem, type ProblemDims } from '../core/problem.ts';
-import { resolveBlocks } from '../algorithms/blocks.ts';
 import { checkCliSize } from './size-limits.ts';
 import { pagedFromTensors, pagedShape, varlenFromTensors, varlenShape, type LayoutShape } from '../layouts/from-tensors.ts';
 import { roundArray } from '../core/dtype.ts';
 import { runVarlenBackward } from '../layouts/varlen-backward.ts';
 import { backwardsFor } from './backward-cli.ts';
 import { ArgsError, flag, list, num, parseArgs, str, type OptionSpec, type ParsedArgs } from './args.ts';
-import { algoIds, fromBhnd, parseDtype, parseFeatures, parseLayout, parseWindow, PROBLEM_OPTIONS } from './problem-options.ts';
+import { algoIds, fromBhnd, parseDtype, parseFeatures, parseLayout, parseWindow, PROBLEM_OPTIONS, runTiles } from './problem-options.ts';
 import { loadTensorFile, loadVector } from './tensor-files.ts';
 import { checkOutputs, StagedOutputs } from './output-files.ts';
 import { allNanWarnings, OUTPUT_OPTIONS, outputPlan } from './run-outputs.ts';
@@ -89,15 +88,12 @@ export async function baseFields(a: ParsedArgs, { hq, hk, d, dv, dtype: fileDtyp
   return base;
 }
 
-/** The size model on a serving batch: its longest sequences, every sequence that long (an upper bound). */
+/** The size model on a serving batch: its longest sequences, every sequence that long (an upper bound), on each algorithm's tile. */
 function checkLayoutSize(a: ParsedArgs, dims: ProblemDims, blocks: BlockOptions): void {
   const p = { ...dims, causal: false, dtype: 'fp32' as const };
-  checkCliSize(
-    p,
-    resolveBlocks(p, blocks),
-    { command: 'run', maxBytes: num(a, 'max-bytes'), algos: 1, backward: str(a, 'do') !== undefined },
-    true,
-  );
+  const backward = str(a, 'do') !== undefined;
+  for (const tile of runTiles(a, p, blocks, backward))
+    checkCliSize(p, tile, { command: 'run', maxBytes: num(a, 'max-bytes'), algos: 1, backward }, true);
 }
 
 function blockOptions(a: ParsedArgs): BlockOptions {

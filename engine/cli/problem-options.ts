@@ -16,7 +16,8 @@ import {
 import { TensorFileError } from '../io/byte-source.ts';
 import type { Tensor } from '../io/tensor-info.ts';
 import type { BlockOptions } from '../algorithms/types.ts';
-import { resolveBlocks } from '../algorithms/blocks.ts';
+import type { Tile } from '../algorithms/blocks.ts';
+import { passBlocks } from '../request.ts';
 import { checkCliSize, type CliSizing } from './size-limits.ts';
 import { ArgsError, flag, list, num, str, type OptionSpec, type ParsedArgs } from './args.ts';
 import { loadTensorFile, loadVector } from './tensor-files.ts';
@@ -267,7 +268,7 @@ export async function problemFromArgs(
 ): Promise<ArgsProblem> {
   const blocks = blockOptions(a);
   const sized = (p: AttentionProblem, fromFiles: boolean) => {
-    if (sizing) checkCliSize(p, resolveBlocks(p, blocks), sizing, fromFiles);
+    if (sizing) for (const tile of runTiles(a, p, blocks, sizing.backward)) checkCliSize(p, tile, sizing, fromFiles);
   };
   const layout = parseLayout(str(a, 'layout'));
   const files = ['q', 'k', 'v'].filter((r) => str(a, r) !== undefined);
@@ -331,6 +332,17 @@ export async function cliProblem(a: ParsedArgs, allowRandom: boolean, sizing?: C
     ? { q: roundArray(problem.dtype, raw.q), k: roundArray(problem.dtype, raw.k), v: roundArray(problem.dtype, raw.v) }
     : randomInputs(problem, { seed: num(a, 'seed') ?? 0, distribution: dist as InputDistribution });
   return { problem, inputs, blocks, features: parseFeatures(list(a, 'feature')), rank, layout };
+}
+
+/**
+ * The tiles the --algo algorithms' passes run on `p`, resolved as a load resolves them
+ * (passBlocks), so the size check sizes the trace that will be written. Without --algo (the
+ * WebGPU paths) the whole problem as one tile: a run's memory does not depend on its tile.
+ */
+export function runTiles(a: ParsedArgs, p: AttentionProblem, blocks: BlockOptions, backward: boolean): Tile[] {
+  if (str(a, 'algo') === undefined) return [{ blockM: p.nq, blockN: p.nk }];
+  const pass = backward ? 'backward' : 'forward';
+  return algoIds(a).map((algorithm) => passBlocks({ algorithm, pass, blocks }, p));
 }
 
 export function blockOptions(a: ParsedArgs): BlockOptions {

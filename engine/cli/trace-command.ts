@@ -15,9 +15,8 @@ import { checkCliSize } from './size-limits.ts';
 import { checkOutputs, inputFilesOf, StagedOutputs, type OutputPlan } from './output-files.ts';
 import type { CliCommand } from './command.ts';
 import { algoIds, blockOptions, cliProblem, parseFeatures, PROBLEM_HELP, PROBLEM_OPTIONS, RANDOM_OPTIONS } from './problem-options.ts';
-import { describeFor, kernelStepTile } from '../hw/registry.ts';
+import { describeFor, hardwareTraceLinesFor, kernelStepTile } from '../algorithms/schedule-registry.ts';
 import { BACKWARD_TRACE_HELP, BACKWARD_TRACE_OPTIONS, backwardsFor, traceBackwardInputs, wantsBackward } from './backward-cli.ts';
-import { hardwareTraceLinesFor } from '../hw/trace-lines.ts';
 import { HW_SWITCHES_HELP, HW_TRACE_OPTIONS, hwFeaturesFromArgs, hwShapeOf, stepFeaturesFromArgs } from './hw-options.ts';
 
 /** Buffers lines and respects backpressure, so a long trace piped into `head` or a file never piles up in memory. */

@@ -5,7 +5,7 @@
 
 import { gpuById } from '../hw/gpus/index.ts';
 import { featureKeysOf } from '../hw/model.ts';
-import { hasSchedule, hwAlgorithmFor, scheduleFor, shapeOf, simulateFor } from '../hw/registry.ts';
+import { hasSchedule, hwAlgorithmFor, scheduleFor, shapeOf, simulateFor } from '../algorithms/schedule-registry.ts';
 import type { HwFeatures } from '../hw/model.ts';
 import { randomInputs, type AttentionInputs } from '../core/inputs.ts';
 import { storageDtype, type AttentionProblem } from '../core/problem.ts';

@@ -13,7 +13,7 @@
 //   schedule (stepTimes below); elsewhere the caller falls back to 'progress'.
 
 import type { PhaseKind, TraceEvent } from '../trace/events.ts';
-import type { HwSchedule } from '../hw/registry.ts';
+import type { HwSchedule } from '../algorithms/schedule-registry.ts';
 
 export type SyncAxis = 'kv' | 'progress' | 'time' | 'none';
 export const SYNC_AXES: readonly SyncAxis[] = ['kv', 'progress', 'time', 'none'];

@@ -42,3 +42,26 @@ it('every S, P, mask and O cell a step changes lies inside the frame’s changed
   expect(outside).toBe(0);
   expect(inside).toBeGreaterThan(0);
 });
+
+it('a move that changes more than half the score matrix arrives whole, equal to a full seek to the same step', async () => {
+  const req: LoadRequest = {
+    algorithm: 'fa2',
+    problem: { ...DEFAULT_PROBLEM, nq: 40, nk: 36, d: 8, dv: 8 },
+    seed: 5,
+    distribution: 'normal',
+    blocks: { blockM: 16, blockN: 16 },
+  };
+  const s = new DebuggerSession();
+  const { total } = await s.load(req);
+  // From the last step back to the first, within one head: the undone steps wrote nearly every cell.
+  const end = applyUpdate(undefined, await s.seek(total - 1, true));
+  const u = await s.seek(0);
+  expect(u.patch.full).toBe(true);
+  const far = applyUpdate(end, u);
+  expect(far.changed).toBeUndefined();
+  const whole = applyUpdate(undefined, await s.seek(0, true));
+  for (const k of ['s', 'p', 'mask', 'o', 'm', 'l'] as const) expect(Array.from(far[k])).toEqual(Array.from(whole[k]));
+  // One step on changes one tile at most: a patch again.
+  const next = await s.step(1, 'phase');
+  expect(next.patch.full).toBe(false);
+});

@@ -175,6 +175,10 @@ export class HeadState {
    * receiver applies them with applyUpdate (frames.ts) to the state it already holds.
    */
   takeChanges(): FramePatch {
+    // A change over more than half the matrix (a seek far away) goes whole: the receiver then
+    // takes the transferred arrays as they are instead of copying a patch into its own.
+    const area = Math.max(0, this.cr1 - this.cr0) * Math.max(0, this.cc1 - this.cc0);
+    if (2 * area > this.nq * this.nk) this.markAllChanged();
     let patch: FramePatch;
     if (this.changedAll) {
       patch = {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ALGORITHMS, descriptorOf } from '../algorithms/registry.ts';
-import { describeFor } from '../hw/registry.ts';
+import { describeFor } from '../algorithms/schedule-registry.ts';
 import {
   ALGORITHM_DEFAULTS,
   baseConfig,

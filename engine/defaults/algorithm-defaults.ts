@@ -10,7 +10,7 @@ import { BUILT_IN_ALGORITHMS, descriptorOf, type AlgorithmId } from '../algorith
 import type { AlgorithmDefaults } from '../algorithms/descriptor.ts';
 import { DTYPES, type DType, type ProblemDims } from '../core/problem.ts';
 import { gpuById, type GpuId } from '../hw/gpus/index.ts';
-import { describeFor, hasSchedule, hwAlgorithmById } from '../hw/registry.ts';
+import { describeFor, hasSchedule, hwAlgorithmById } from '../algorithms/schedule-registry.ts';
 import type { ProblemShape } from '../hw/model.ts';
 
 /** The fields of a problem form that an algorithm's choice may set. */

@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { backwardFlops, backwardGrid, tileCrossesDiagonal, visibleRowRange } from './backward.ts';
 import { memoryViolations } from './memory-check.ts';
 import type { ProblemShape } from './model.ts';
-import { describeFor, scheduleFor, simulateFor } from './registry.ts';
+import { describeFor, scheduleFor, simulateFor } from '../algorithms/schedule-registry.ts';
 import { predictionFor } from '../compare/session-compare.ts';
 import type { LoadRequest } from '../request.ts';
 

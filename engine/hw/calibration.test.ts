@@ -2,7 +2,7 @@
 // names the source and the exact CLI command that reproduces the prediction.
 import { describe, expect, it } from 'vitest';
 import type { HwFeatures, ProblemShape } from './model.ts';
-import { simulateFor, type HwPass } from './registry.ts';
+import { simulateFor, type HwPass } from '../algorithms/schedule-registry.ts';
 
 interface Case {
   name: string;

@@ -4,8 +4,11 @@
 // `npm run conformance`; engine/hw/conformance.test.ts checks the file is what this prints.
 
 import type { DType } from '../core/problem.ts';
-import type { ProblemShape } from './model.ts';
-import { describeFor, hasSchedule, type HwPass } from './registry.ts';
+import type { HwAlgorithm, ProblemShape } from './model.ts';
+import { describeWith, type HwPass } from './registry.ts';
+
+/** The schedule the algorithms declare for an id and pass (engine/algorithms/schedule-registry.ts). */
+export type ScheduleLookup = (id: string, pass: HwPass) => HwAlgorithm | undefined;
 
 export interface ConformanceCase {
   algo: 'fa3' | 'fa4';
@@ -184,10 +187,10 @@ function refsOf(why: string[]): string {
 
 const esc = (s: string) => s.replace(/\|/g, '\\|');
 
-export function conformanceRow(c: ConformanceCase): { config: string; result: string; refs: string } {
+export function conformanceRow(c: ConformanceCase, schedule: HwAlgorithm | undefined): { config: string; result: string; refs: string } {
   const gpu = c.algo === 'fa3' ? 'h100' : 'b200';
-  if (!hasSchedule(c.algo, c.pass)) return { config: '—', result: `FlashScope has no ${c.algo} ${c.pass} schedule`, refs: '' };
-  const sheet = describeFor(c.algo, gpu, c.shape, c.deterministic ? { deterministic: true } : {}, c.pass);
+  if (!schedule) return { config: '—', result: `FlashScope has no ${c.algo} ${c.pass} schedule`, refs: '' };
+  const sheet = describeWith(schedule, gpu, c.shape, c.deterministic ? { deterministic: true } : {});
   const up = sheet.upstream;
   const config = up
     ? Object.entries(up.config)
@@ -203,7 +206,7 @@ export function conformanceRow(c: ConformanceCase): { config: string; result: st
   return { config, result, refs: up ? refsOf(up.why) : '' };
 }
 
-export function conformanceMarkdown(): string {
+export function conformanceMarkdown(scheduleOf: ScheduleLookup): string {
   const cases = conformanceCases();
   const lines = [
     '# Conformance: the configuration FlashScope picks, against upstream',
@@ -221,7 +224,7 @@ export function conformanceMarkdown(): string {
     '| --- | --- | --- | --- | --- | --- | --- |',
   ];
   cases.forEach((c, i) => {
-    const r = conformanceRow(c);
+    const r = conformanceRow(c, scheduleOf(c.algo, c.pass));
     const pass = c.pass + (c.deterministic ? ' (deterministic)' : '');
     lines.push(`| ${i + 1} | ${c.algo} | ${pass} | ${esc(shapeText(c.shape))} | ${esc(r.config)} | ${esc(r.result)} | ${esc(r.refs)} |`);
   });

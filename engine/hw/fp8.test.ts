@@ -5,8 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import { memoryViolations } from './memory-check.ts';
 import type { ProblemShape } from './model.ts';
-import { describeFor, scheduleFor, simulateFor } from './registry.ts';
-import { smScheduleFor } from './step-map.ts';
+import { describeFor, scheduleFor, simulateFor, smScheduleFor } from '../algorithms/schedule-registry.ts';
 import { DebuggerSession } from '../debugger/session.ts';
 import type { AttentionProblem } from '../core/problem.ts';
 

@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { maskSpecFrom } from '../core/mask-presets.ts';
 import type { AttentionProblem } from '../core/problem.ts';
 import { kvBlocksOf } from './model.ts';
-import { hwAlgorithmById, resolveFeatures, shapeOf, simulateFor } from './registry.ts';
+import { hwAlgorithmById, resolveFeatures, shapeOf, simulateFor } from '../algorithms/schedule-registry.ts';
 import { gpuById } from './gpus/index.ts';
 
 const n = 2048;

@@ -1,7 +1,8 @@
-// The hardware models FlashScope knows, by id, and the one entry point the UI and the CLI
-// use: scheduleFor() builds one SM's schedule with events; simulateFor() the whole GPU.
+// The hardware model's entry points, given the kernel's schedule (HwAlgorithm): describeWith()
+// builds the resource sheet, scheduleWith() one SM's schedule with events, simulateWith() the
+// whole GPU. Finding an algorithm's schedule by id is the algorithms' side
+// (engine/algorithms/schedule-registry.ts); nothing here looks algorithms up.
 
-import { DESCRIPTORS, findDescriptor } from '../algorithms/registry.ts';
 import { validateProblem, type AttentionProblem } from '../core/problem.ts';
 import type { MemoryEvent, ResourceSheet, RoleInfo, TimelineEvent } from './events.ts';
 import { gpuById, type GpuSpec } from './gpus/index.ts';
@@ -10,50 +11,6 @@ import { FitError, loadBytesPerClk, runSm, smsPerEntry, simulateProblem, type Si
 
 /** Which pass a schedule models: the forward kernel, or the backward (dQ, dK, dV from dO). */
 export type HwPass = 'forward' | 'backward';
-
-const scheduleOf = (id: string, pass: HwPass) => {
-  const d = findDescriptor(id);
-  return pass === 'forward' ? d?.schedule : d?.backwardSchedule;
-};
-
-const unique = (xs: (HwAlgorithm | undefined)[]) => [...new Set(xs.filter((x): x is HwAlgorithm => x !== undefined))];
-
-/** The forward schedules of the built-in algorithms, in menu order. */
-export const HW_ALGORITHMS: readonly HwAlgorithm[] = unique(DESCRIPTORS.map((d) => d.schedule));
-
-/** The backward schedules, each under the id of the numeric algorithm whose backward it runs. */
-export const HW_BACKWARD_ALGORITHMS: readonly HwAlgorithm[] = unique(DESCRIPTORS.map((d) => d.backwardSchedule));
-
-/** The schedule of `id` for one pass; a backward schedule may be another id's (the descriptor says). */
-export function hwAlgorithmFor(id: string, pass: HwPass = 'forward'): HwAlgorithm {
-  if (pass === 'forward') return hwAlgorithmById(id);
-  const a = scheduleOf(id, 'backward');
-  if (a) return a;
-  const aliases = DESCRIPTORS.filter((d) => d.backwardSchedule && d.backwardSchedule.id !== d.id).map(
-    (d) => `${d.id} runs the ${d.backwardSchedule!.id} one`,
-  );
-  throw new Error(
-    `no backward hardware schedule for '${id}'; backward schedules: ${HW_BACKWARD_ALGORITHMS.map((x) => x.id).join(', ')}${aliases.length ? ` (${aliases.join('; ')})` : ''}`,
-  );
-}
-
-/** True when `id` has a schedule for that pass. */
-export function hasSchedule(id: string, pass: HwPass): boolean {
-  return scheduleOf(id, pass) !== undefined;
-}
-
-export function hwAlgorithmById(id: string): HwAlgorithm {
-  const a = scheduleOf(id, 'forward');
-  if (!a) {
-    // A step algorithm without a kernel schedule (standard, fa1, fa2, sage) is named as such rather than as unknown.
-    const numericOnly = findDescriptor(id)
-      ? ` (${id} has no hardware schedule: FlashScope models its numbers in run and trace, not its timing)`
-      : '';
-    const known = DESCRIPTORS.filter((d) => d.schedule).map((d) => d.id);
-    throw new Error(`unknown hardware algorithm '${id}'${numericOnly}; known: ${known.join(', ')}`);
-  }
-  return a;
-}
 
 /** Merges requested switches with the defaults and rejects those the algorithm does not have. */
 export function resolveFeatures(algo: HwAlgorithm, given: Partial<HwFeatures>): HwFeatures {
@@ -100,49 +57,22 @@ export function shapeOf(p: AttentionProblem): ProblemShape {
   };
 }
 
-function checkArch(algo: HwAlgorithm, gpu: GpuSpec): void {
+export function checkArch(algo: HwAlgorithm, gpu: GpuSpec): void {
   if (!algo.arch.includes(gpu.sm)) {
     throw new Error(`${algo.id} is written for SM${algo.arch.join('/SM')}; ${gpu.name} is SM${gpu.sm}`);
   }
 }
 
-export function describeFor(
-  algoId: string,
-  gpuId: string,
-  shape: ProblemShape,
-  given: Partial<HwFeatures> = {},
-  pass: HwPass = 'forward',
-): ResourceSheet {
-  const algo = hwAlgorithmFor(algoId, pass);
+export function describeWith(algo: HwAlgorithm, gpuId: string, shape: ProblemShape, given: Partial<HwFeatures> = {}): ResourceSheet {
   const gpu = gpuById(gpuId);
   checkArch(algo, gpu);
   return algo.resources(gpu, shape, resolveFeatures(algo, given));
 }
 
-export function simulateFor(
-  algoId: string,
-  gpuId: string,
-  shape: ProblemShape,
-  given: Partial<HwFeatures> = {},
-  pass: HwPass = 'forward',
-): SimulateResult {
-  const algo = hwAlgorithmFor(algoId, pass);
+export function simulateWith(algo: HwAlgorithm, gpuId: string, shape: ProblemShape, given: Partial<HwFeatures> = {}): SimulateResult {
   const gpu = gpuById(gpuId);
   checkArch(algo, gpu);
   return simulateProblem(algo, gpu, shape, resolveFeatures(algo, given));
-}
-
-/** The tile the numeric stepper steps to match the kernel on this shape: none where the algorithm's own tile already does. */
-export function kernelStepTile(
-  algoId: string,
-  gpuId: string,
-  shape: ProblemShape,
-  pass: HwPass = 'forward',
-): { blockN: number } | undefined {
-  const algo = hwAlgorithmFor(algoId, pass);
-  const gpu = gpuById(gpuId);
-  checkArch(algo, gpu);
-  return algo.kvTile?.(shape);
 }
 
 export interface HwSchedule {
@@ -163,14 +93,13 @@ export interface HwSchedule {
  * One SM's schedule with every timeline and memory event: the first wave's CTAs of SM 0
  * (ctas_per_sm of them). This is what the hardware views draw.
  */
-export function scheduleFor(
-  algoId: string,
+export function scheduleWith(
+  algo: HwAlgorithm,
   gpuId: string,
   shape: ProblemShape,
   given: Partial<HwFeatures> = {},
   pass: HwPass = 'forward',
 ): HwSchedule {
-  const algo = hwAlgorithmFor(algoId, pass);
   const gpu = gpuById(gpuId);
   checkArch(algo, gpu);
   const f = resolveFeatures(algo, given);

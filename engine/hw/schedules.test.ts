@@ -3,7 +3,7 @@ import fc from 'fast-check';
 import { gpuById } from './gpus/index.ts';
 import { memoryViolations } from './memory-check.ts';
 import type { HwFeatures, ProblemShape } from './model.ts';
-import { describeFor, scheduleFor, simulateFor } from './registry.ts';
+import { describeFor, scheduleFor, simulateFor } from '../algorithms/schedule-registry.ts';
 import { fa4LoadOrder } from '../algorithms/fa4/schedule.ts';
 import { DEFAULT_FEATURES, hbmOut, ioBytes } from './model.ts';
 

@@ -4,7 +4,7 @@
 
 import { describe, expect, it } from 'vitest';
 import type { ProblemShape } from './model.ts';
-import { simulateFor } from './registry.ts';
+import { simulateFor } from '../algorithms/schedule-registry.ts';
 import { MAX_GRID_CTAS } from './simulate.ts';
 
 const shape = (batch: number, causal: boolean): ProblemShape => ({

@@ -7,7 +7,7 @@ import { randomGradOutput } from '../backward/grad-output.ts';
 import { randomInputs } from '../core/inputs.ts';
 import type { AttentionProblem } from '../core/problem.ts';
 import type { TraceEvent } from '../trace/events.ts';
-import { smScheduleFor } from './step-map.ts';
+import { smScheduleFor } from '../algorithms/schedule-registry.ts';
 import { classifyOps, stepForClick } from './sm-view.ts';
 
 function backwardTrace(p: AttentionProblem, blockM: number, blockN: number, algo = fa2Backward): TraceEvent[] {

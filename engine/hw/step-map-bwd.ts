@@ -19,8 +19,8 @@ import type { AttentionProblem } from '../core/problem.ts';
 import type { PhaseKind, TraceEvent } from '../trace/events.ts';
 import type { TimelineEvent } from './events.ts';
 import { gpuById } from './gpus/index.ts';
-import { viewSwitchesOf, type CtaWork, type HwFeatures } from './model.ts';
-import { hwAlgorithmFor, resolveFeatures, shapeOf } from './registry.ts';
+import { viewSwitchesOf, type CtaWork, type HwAlgorithm, type HwFeatures } from './model.ts';
+import { resolveFeatures, shapeOf } from './registry.ts';
 import { FitError, loadBytesPerClk, runSm } from './simulate.ts';
 import {
   classifyOps,
@@ -99,8 +99,7 @@ export interface BwdViewRequest {
 }
 
 /** Builds the backward schedule of the SM that runs `events[req.step]`'s column block, and its step ↔ cycle map. */
-export function backwardSmScheduleFor(req: BwdViewRequest, events: readonly TraceEvent[]): SmSchedule {
-  const algo = hwAlgorithmFor(req.algorithm, 'backward');
+export function backwardSmSchedule(algo: HwAlgorithm, req: BwdViewRequest, events: readonly TraceEvent[]): SmSchedule {
   const gpu = gpuById(req.gpu);
   if (!algo.arch.includes(gpu.sm))
     throw new Error(`the ${algo.id} backward is written for SM${algo.arch.join('/SM')}; ${gpu.name} is SM${gpu.sm}`);

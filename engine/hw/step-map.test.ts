@@ -6,8 +6,7 @@ import type { AttentionProblem } from '../core/problem.ts';
 import { chromeTrace, scheduleJsonl } from './export.ts';
 import { fa4LoadOrder } from '../algorithms/fa4/schedule.ts';
 import { gpuById } from './gpus/index.ts';
-import { scheduleFor, shapeOf } from './registry.ts';
-import { smScheduleFor } from './step-map.ts';
+import { scheduleFor, shapeOf, smScheduleFor } from '../algorithms/schedule-registry.ts';
 import { liveAt, memoryIntervals, stepForClick } from './sm-view.ts';
 
 async function loaded(algorithm: string, problem: AttentionProblem) {

@@ -26,8 +26,7 @@ import type { PhaseKind, TraceEvent } from '../trace/events.ts';
 import type { ResourceSheet, TimelineEvent } from './events.ts';
 import { gpuById } from './gpus/index.ts';
 import { kvBlocksOf, viewSwitchesOf, type CtaWork, type HwAlgorithm, type ProblemShape } from './model.ts';
-import { hasSchedule, hwAlgorithmById, resolveFeatures, shapeOf, type HwPass } from './registry.ts';
-import { backwardSmScheduleFor } from './step-map-bwd.ts';
+import { resolveFeatures, shapeOf } from './registry.ts';
 import {
   classifyOps,
   memoryIntervals,
@@ -41,11 +40,6 @@ import {
   type StepMap,
 } from './sm-view.ts';
 import { FitError, loadBytesPerClk, runSm, smsPerEntry } from './simulate.ts';
-
-/** Hardware algorithm ids equal the numeric ones for the kernels that have a schedule (backward: fa3, fa2). */
-export function hasHardwareModel(algorithm: string, pass: HwPass = 'forward'): boolean {
-  return hasSchedule(algorithm, pass);
-}
 
 export function geometryOf(algo: HwAlgorithm, sheet: ResourceSheet, shape: ProblemShape): Geometry {
   const g = algo.geometry?.(sheet, shape) ?? { ctaRows: sheet.tiles.block_m, subRows: sheet.tiles.block_m };
@@ -145,10 +139,8 @@ function packedEvent(e: TraceEvent, ratio: number): TraceEvent {
   return { ...e, h: Math.floor(e.h / ratio), tile: { ...e.tile, rows: [r0 * ratio + within, Math.max(r0, r1 - 1) * ratio + within + 1] } };
 }
 
-/** Builds the schedule of the SM that runs `events[req.step]`'s CTA, and the step ↔ cycle map. */
-export function smScheduleFor(req: HwViewRequest, events: readonly TraceEvent[]): SmSchedule {
-  if (req.pass === 'backward') return backwardSmScheduleFor(req, events);
-  const algo = hwAlgorithmById(req.algorithm);
+/** Builds the forward schedule `algo` gives the SM that runs `events[req.step]`'s CTA, and the step ↔ cycle map. */
+export function forwardSmSchedule(algo: HwAlgorithm, req: HwViewRequest, events: readonly TraceEvent[]): SmSchedule {
   const gpu = gpuById(req.gpu);
   if (!algo.arch.includes(gpu.sm)) throw new Error(`${algo.id} is written for SM${algo.arch.join('/SM')}; ${gpu.name} is SM${gpu.sm}`);
   const shape = shapeOf(req.problem);

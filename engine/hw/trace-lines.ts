@@ -4,18 +4,10 @@
 // in the order the scheduler produced them. See engine/TRACE.md, "Hardware events".
 
 import { toJsonLine } from '../trace/jsonl.ts';
-import type { HwFeatures, ProblemShape } from './model.ts';
-import { HW_ALGORITHMS, scheduleFor, type HwPass } from './registry.ts';
+import type { HwSchedule } from './registry.ts';
 
 /** JSONL lines of one SM's schedule, every line tagged with the algorithm id. */
-export function hardwareTraceLinesFor(
-  algo: string,
-  gpu: string,
-  shape: ProblemShape,
-  features: Partial<HwFeatures>,
-  pass: HwPass = 'forward',
-): string[] {
-  const s = scheduleFor(algo, gpu, shape, features, pass);
+export function hardwareTraceLines(s: HwSchedule): string[] {
   const lines = [
     toJsonLine({
       type: 'hw.header',
@@ -31,9 +23,4 @@ export function hardwareTraceLinesFor(
   for (const e of s.timeline) lines.push(toJsonLine({ type: 'hw.timeline', algo: s.algo, ...e }));
   for (const m of s.memory) lines.push(toJsonLine({ type: 'hw.memory', algo: s.algo, ...m }));
   return lines;
-}
-
-/** True for algorithm ids that have a hardware schedule (trace can route them here). */
-export function isHardwareAlgorithm(id: string): boolean {
-  return HW_ALGORITHMS.some((a) => a.id === id);
 }

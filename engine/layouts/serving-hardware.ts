@@ -4,17 +4,36 @@
 // that pick it, and the simulated time and HBM bytes.
 
 import { isFp8, type DType } from '../core/problem.ts';
-import { gpuById } from '../hw/gpus/index.ts';
+import { gpuById, type GpuId } from '../hw/gpus/index.ts';
+import { describeWith } from '../hw/registry.ts';
+import { DESCRIPTORS } from '../algorithms/registry.ts';
 import type { ProblemShape } from '../hw/model.ts';
-import { describeFor, simulateFor } from '../hw/registry.ts';
+import { describeFor, simulateFor } from '../algorithms/schedule-registry.ts';
 import type { PagedProblem } from './paged.ts';
 import { seqLengths, type VarlenProblem } from './varlen.ts';
 
-/** The kernels the serving page asks about, each on the GPU it is written for. */
-export const SERVING_KERNELS = [
-  { algorithm: 'fa3', name: 'FlashAttention-3', gpu: 'h100' },
-  { algorithm: 'fa4', name: 'FlashAttention-4', gpu: 'b200' },
-] as const;
+interface KernelOnGpu {
+  algorithm: string;
+  name: string;
+  gpu: GpuId;
+}
+
+let servingKernels: KernelOnGpu[] | undefined;
+
+/**
+ * The kernels the serving page asks about: those whose hardware model mirrors upstream's
+ * dispatch (their resource sheet names what upstream picks and why), each on its own GPU.
+ */
+export function servingKernelList(): readonly KernelOnGpu[] {
+  servingKernels ??= DESCRIPTORS.flatMap((d) => {
+    const gpu = d.defaults.gpu;
+    if (!d.schedule || !gpu) return [];
+    const { nq, nk, d: hd, dv, dtype } = d.defaults;
+    const sheet = describeWith(d.schedule, gpu, { batch: 1, hq: 1, hk: 1, nq, nk, d: hd, dv, dtype, causal: false });
+    return sheet.upstream ? [{ algorithm: d.id, name: d.schedule.name.replace(/ \(.*\)$/, ''), gpu }] : [];
+  });
+  return servingKernels;
+}
 
 export interface ServingKernel {
   algorithm: string;
@@ -86,7 +105,7 @@ export function pagedKernelShape(pp: PagedProblem, numSplits?: number): ProblemS
   };
 }
 
-function kernelFor(k: (typeof SERVING_KERNELS)[number], shape: ProblemShape): ServingKernel {
+function kernelFor(k: KernelOnGpu, shape: ProblemShape): ServingKernel {
   const head = { algorithm: k.algorithm, name: k.name, gpu: k.gpu, gpuName: gpuById(k.gpu).name };
   try {
     const sheet = describeFor(k.algorithm, k.gpu, shape);
@@ -98,11 +117,11 @@ function kernelFor(k: (typeof SERVING_KERNELS)[number], shape: ProblemShape): Se
   }
 }
 
-/** FA3's and FA4's configuration and simulated figures for the shape. */
+/** Each serving kernel's configuration and simulated figures for the shape. */
 export function servingHardware(shape: ProblemShape, runDtype: DType): ServingHardware {
   return {
     shape,
     ...(runDtype !== shape.dtype ? { runDtype } : {}),
-    kernels: SERVING_KERNELS.map((k) => kernelFor(k, shape)),
+    kernels: servingKernelList().map((k) => kernelFor(k, shape)),
   };
 }

@@ -112,6 +112,16 @@ export function pathElem(path: WebGpuPath): 'f32' | 'f16' {
   return path === 'flash-f16' || path === 'flash-matrix' || path === 'decode' ? 'f16' : 'f32';
 }
 
+/** The kernel family each path runs; build() lays out that family's pipelines and dispatches. */
+const KERNEL_FAMILIES: Record<WebGpuPath, 'flash' | 'matrix' | 'standard' | 'decode'> = {
+  'flash-f32': 'flash',
+  'flash-f16': 'flash',
+  'flash-subgroups': 'flash',
+  'flash-matrix': 'matrix',
+  standard: 'standard',
+  decode: 'decode',
+};
+
 const pipelineCache = new WeakMap<GPUDevice, Map<string, GPUComputePipeline>>();
 
 export async function pipeline(device: GPUDevice, code: string): Promise<GPUComputePipeline> {
@@ -348,6 +358,7 @@ export class AttentionRun extends GpuRun {
   private async build(opts: RunOptions): Promise<void> {
     const p = this.problem;
     const { device } = this.ctx;
+    const family = KERNEL_FAMILIES[this.path];
     const s = inputSizes(p);
     const eb = pathElem(this.path) === 'f16' ? 2 : 4;
     const RW = GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST | GPUBufferUsage.COPY_SRC;
@@ -355,12 +366,12 @@ export class AttentionRun extends GpuRun {
     const plan = planWindows(p, eb, this.bindingLimit, this.ctx.limits.minStorageOffset);
     if ('error' in plan) throw new WebGpuRunError(plan.error);
     const perHead = p.nq * p.nk * 4;
-    if (this.path === 'standard' && perHead > this.ctx.limits.maxStorageBinding) {
+    if (family === 'standard' && perHead > this.ctx.limits.maxStorageBinding) {
       throw new WebGpuRunError(
         `standard attention needs the ${p.nq}×${p.nk} score matrix of one head in memory (${formatBytes(perHead)}); this adapter binds at most ${formatBytes(this.ctx.limits.maxStorageBinding)}. The flash paths need no such buffer.`,
       );
     }
-    if (plan.length > 1 && this.path === 'standard') {
+    if (plan.length > 1 && family === 'standard') {
       throw new WebGpuRunError(
         `${PATH_LABELS[this.path]} binds every tensor whole, and one of this problem's needs more than the ${formatBytes(this.bindingLimit)} a binding holds; the flash paths and flash-decoding run it in windows.`,
       );
@@ -380,180 +391,202 @@ export class AttentionRun extends GpuRun {
     }
     const bh = p.batch * p.hq;
     if (bh > this.ctx.limits.maxWorkgroupsPerDim) throw new WebGpuRunError(`batch × heads (${bh}) exceeds the adapter's dispatch limit`);
+    if (family === 'flash') await this.buildFlash(opts, aux);
+    else if (family === 'matrix') await this.buildMatrix(opts, aux);
+    else if (family === 'standard') await this.buildStandard(aux, perHead);
+    else if (opts.blockSparse || p.mask !== undefined) await this.buildSparseDecode(opts, aux);
+    else await this.buildDecode(opts, aux);
+  }
 
-    if (this.path === 'flash-f32' || this.path === 'flash-f16' || this.path === 'flash-subgroups') {
-      const elem = pathElem(this.path);
-      const subgroupMin = this.path === 'flash-subgroups' ? this.ctx.subgroupMinSize : 0;
-      const pCast = this.fp8?.pScale;
-      const chosen =
-        opts.flashKernel === 'tiled'
-          ? undefined
-          : chooseRowConfig(this.ctx.limits, { elem, d: p.d, dv: p.dv, score: scoreSpec(p), subgroupMin }, opts.rowPrefs);
-      const row = chosen && { ...chosen, pCast };
-      let code: string;
-      let bm: number;
-      if (row) {
-        const L = rowLayout(row);
-        bm = L.bm;
-        code = rowKernelWgsl({ ...row, blockList: await this.blockList(opts, L.bm, row.bc) });
-        this.config = `row kernel: ${row.rpt} row${row.rpt > 1 ? 's' : ''} per ${row.tpr} lane${row.tpr > 1 ? 's (subgroup shuffles)' : ''}, BM=${L.bm} rows, ${row.threads} threads, K/V chunks of ${row.bc} keys (sub-chunks of ${row.sc}), ${L.bytes} B workgroup memory`;
-      } else {
-        const cfg: FlashKernelConfig = {
-          ...chooseFlashTile(this.ctx, { elem, subgroup: subgroupMin, d: p.d, dv: p.dv }, opts.tile),
-          pCast,
-          user: scoreSpec(p).user,
-        };
-        const L = flashLayout(cfg);
-        bm = cfg.bm;
-        code = flashKernelWgsl({ ...cfg, blockList: await this.blockList(opts, cfg.bm, cfg.bn) });
-        this.config = `BM=${cfg.bm} BN=${cfg.bn} DK=${cfg.dk} JC=${cfg.jc}, ${L.threads} threads, ${L.bytes} B workgroup memory${
-          cfg.subgroup ? `, shuffles over ${L.lanes} lanes` : ''
-        }`;
-      }
-      const pipe = await pipeline(device, code);
-      this.pushFlash('flash forward', pipe, aux, bm, opts.headGroup);
-      this.config += this.sparseNote;
-    } else if (this.path === 'flash-matrix') {
-      const listed = async (c: MatrixKernelConfig): Promise<MatrixKernelConfig> => ({
-        ...c,
-        blockList: await this.blockList(opts, matrixLayout(c).bm, c.bn),
-      });
-      let cfg: MatrixKernelConfig = await listed(chooseMatrixTile(this.ctx, p, scoreSpec(p), true, opts.matrix));
-      let pipe: GPUComputePipeline;
-      let note = '';
-      try {
-        pipe = await pipeline(device, matrixKernelWgsl(cfg));
-      } catch (e) {
-        if (!cfg.subgroupId) throw e;
-        // The compiler rejected subgroup_id: one subgroup per workgroup needs no subgroup ids.
-        cfg = await listed(chooseMatrixTile(this.ctx, p, scoreSpec(p), false, opts.matrix));
-        pipe = await pipeline(device, matrixKernelWgsl(cfg));
-        note = ' (subgroup_id rejected by the compiler, so one subgroup per workgroup)';
-      }
-      const L = matrixLayout(cfg);
-      this.config = `${cfg.m}×${cfg.n}×${cfg.k} f16 subgroup matrices, Q and O in registers (Q ${cfg.qFromBuffer ? 'loaded from its buffer' : 'staged'}), BM=${L.bm} BN=${cfg.bn}, ${cfg.warps} subgroups of ${cfg.sg}, K/V staged with a register prefetch and written during the softmax (2 barriers per tile), O never rescaled (a second pass where a row max grows past e^${cfg.rescaleLog} after its first P), ${L.bytes} B workgroup memory${note}`;
-      this.pushFlash('flash forward (subgroup matrix)', pipe, aux, L.bm, opts.headGroup);
-      this.config += this.sparseNote;
-    } else if (this.path === 'standard') {
-      const limit = this.ctx.limits.maxStorageBinding;
-      // As many heads per pass as fit in a quarter of the binding limit (S is reused across groups).
-      const group = Math.max(1, Math.min(bh, Math.floor(Math.min(limit, 2 * GiB) / perHead)));
-      const sbuf = await this.buffer(`S/P for ${group} heads`, group * perHead, GPUBufferUsage.STORAGE);
-      this.config = `S/P materialized for ${group} of ${bh} heads at a time (${formatBytes(group * perHead)}); 64×64 tiles, 256 threads`;
-      const [ps, pm, pp] = await Promise.all([
-        pipeline(device, scoresKernelWgsl(p.d, p.dv)),
-        pipeline(device, softmaxKernelWgsl(p.d, p.dv)),
-        pipeline(device, pvKernelWgsl(p.d, p.dv)),
-      ]);
-      for (let h0 = 0; h0 < bh; h0 += group) {
-        const g = Math.min(group, bh - h0);
-        const params = this.uniform(packParams(p, { head0: h0 }));
-        this.dispatches.push(
-          {
-            name: 'S = QKᵀ',
-            pipeline: ps,
-            bindGroup: this.bind(ps, { 0: params, 1: this.q, 2: this.k, 3: sbuf, 6: aux }),
-            workgroups: [Math.ceil(p.nk / 64), Math.ceil(p.nq / 64), g],
-          },
-          {
-            name: 'P = softmax(S)',
-            pipeline: pm,
-            bindGroup: this.bind(pm, { 0: params, 3: sbuf, 5: this.lse, 6: aux }),
-            workgroups: [p.nq, g, 1],
-          },
-          {
-            name: 'O = PV',
-            pipeline: pp,
-            bindGroup: this.bind(pp, { 0: params, 2: this.v, 3: sbuf, 4: this.o }),
-            workgroups: [Math.ceil(p.dv / 64), Math.ceil(p.nq / 64), g],
-          },
-        );
-      }
-    } else if (opts.blockSparse || p.mask !== undefined) {
-      await this.buildSparseDecode(opts, aux);
+  /** The flash forward on f32 or f16 storage (subgroup row reductions on 'flash-subgroups'): the row kernel, else the tiled one. */
+  private async buildFlash(opts: RunOptions, aux: GPUBuffer): Promise<void> {
+    const p = this.problem;
+    const { device } = this.ctx;
+    const elem = pathElem(this.path);
+    const subgroupMin = this.path === 'flash-subgroups' ? this.ctx.subgroupMinSize : 0;
+    const pCast = this.fp8?.pScale;
+    const chosen =
+      opts.flashKernel === 'tiled'
+        ? undefined
+        : chooseRowConfig(this.ctx.limits, { elem, d: p.d, dv: p.dv, score: scoreSpec(p), subgroupMin }, opts.rowPrefs);
+    const row = chosen && { ...chosen, pCast };
+    let code: string;
+    let bm: number;
+    if (row) {
+      const L = rowLayout(row);
+      bm = L.bm;
+      code = rowKernelWgsl({ ...row, blockList: await this.blockList(opts, L.bm, row.bc) });
+      this.config = `row kernel: ${row.rpt} row${row.rpt > 1 ? 's' : ''} per ${row.tpr} lane${row.tpr > 1 ? 's (subgroup shuffles)' : ''}, BM=${L.bm} rows, ${row.threads} threads, K/V chunks of ${row.bc} keys (sub-chunks of ${row.sc}), ${L.bytes} B workgroup memory`;
     } else {
-      // decode (f16 Q/K/V): about 2048 workgroups (the whole GPU busy on a bandwidth-bound pass), splits of
-      // at least 128 keys (each split pays for a query load and two reductions) and at most
-      // DECODE_SPLIT_MAX (its scores live in workgroup memory).
-      // In windows the partials are sized for one window and reused: each window's
-      // combine pass runs before the next window's split pass overwrites them.
-      const wbh = this.windows[0].nb * this.windows[0].nh;
-      const subgroupMin = this.ctx.paths.includes('flash-subgroups') ? this.ctx.subgroupMinSize : 0;
-      // Tensor cores for a key head's whole group where the adapter has f16 subgroup matrices.
-      const mat =
-        opts.decodeKernel !== 'split' &&
-        (opts.decodePrefs?.matrix ?? preferDecodeMatrix((p.hq / p.hk) * p.nq)) &&
-        this.ctx.paths.includes('flash-matrix')
-          ? chooseDecodeMatrix(p, scoreSpec(p), this.ctx.matrixConfigs, this.ctx.subgroupMinSize, this.ctx.subgroupMaxSize)
-          : undefined;
-      const group =
-        mat || opts.decodeKernel === 'split'
-          ? undefined
-          : chooseDecodeGroup(p, scoreSpec(p), subgroupMin, this.ctx.limits.maxWorkgroupStorage, {
-              groupHeads: denseGroupHeads(p),
-              ...opts.decodePrefs,
-            });
-      // The matrix and group kernels: one workgroup per (split, key head); no scores in workgroup
-      // memory, so splits may be long (decodeSplits).
-      // Query rows per workgroup: a key head's group, or part of it (DecodeGroupPrefs.groupHeads).
-      const rows = (mat ?? group)?.rows;
-      const groupHeads = rows ? rows / p.nq : 1;
-      const heads = wbh / groupHeads;
-      const splits = rows
-        ? decodeSplits(p.nk, heads, opts.decodePrefs?.workgroups ?? (mat ? DECODE_MATRIX_WORKGROUPS : decodeWorkgroups(rows)))
-        : Math.max(1, Math.ceil(p.nk / DECODE_SPLIT_MAX), Math.min(Math.ceil(2048 / wbh), Math.ceil(p.nk / 128)));
-      const splitLen = Math.ceil(p.nk / splits / 4) * 4;
-      const used = Math.ceil(p.nk / splitLen);
-      const opart = await this.buffer('partial O', wbh * used * p.nq * p.dv * 4, GPUBufferUsage.STORAGE);
-      const lpart = await this.buffer('partial LSE', wbh * used * p.nq * 4, GPUBufferUsage.STORAGE);
-      this.decodeKernel = mat ? 'matrix' : group ? 'group' : 'split';
-      const splitText = `${used} split${used > 1 ? 's' : ''} of ${splitLen} keys`;
-      const rowsText = (n: number) => `${n} query row${n > 1 ? 's' : ''}`;
-      this.config = `f16 Q, K, V (unpacked from u32 words), f32 arithmetic; ${
-        mat
-          ? `${splitText} per key head, each read once for its ${rowsText(mat.rows)} as one ${mat.m}-row tile on ${mat.m}×${mat.n}×${mat.n} subgroup matrices, K/V staged through workgroup memory, ${mat.sg} threads, ${decodeMatrixLayout(mat).bytes} B workgroup memory`
-          : group
-            ? `${splitText} per key head, ${groupHeads * p.hk === p.hq ? `each read once for its ${rowsText(group.rows)}` : `each read by ${p.hq / p.hk / groupHeads} workgroups of ${rowsText(group.rows)}`}; ${group.lpk} lanes per key, ${group.ku} key${group.ku > 1 ? 's' : ''} per step${group.prefetch ? ' loaded a step ahead' : ''}, ${group.threads} threads, ${decodeGroupBytes(group)} B workgroup memory`
-            : `${splitText}, ${DECODE_THREADS} threads per split`
+      const cfg: FlashKernelConfig = {
+        ...chooseFlashTile(this.ctx, { elem, subgroup: subgroupMin, d: p.d, dv: p.dv }, opts.tile),
+        pCast,
+        user: scoreSpec(p).user,
+      };
+      const L = flashLayout(cfg);
+      bm = cfg.bm;
+      code = flashKernelWgsl({ ...cfg, blockList: await this.blockList(opts, cfg.bm, cfg.bn) });
+      this.config = `BM=${cfg.bm} BN=${cfg.bn} DK=${cfg.dk} JC=${cfg.jc}, ${L.threads} threads, ${L.bytes} B workgroup memory${
+        cfg.subgroup ? `, shuffles over ${L.lanes} lanes` : ''
       }`;
-      const [psplit, pcomb] = await Promise.all([
-        pipeline(device, mat ? decodeMatrixKernelWgsl(mat) : group ? decodeGroupKernelWgsl(group) : decodeSplitKernelWgsl(p.d, p.dv)),
-        pipeline(device, decodeCombineKernelWgsl(p.dv)),
-      ]);
-      for (const w of this.windows) {
-        const t = this.slices(w);
-        this.dispatches.push(
-          {
-            name: 'split K/V',
-            pipeline: psplit,
-            bindGroup: this.bind(psplit, {
-              0: this.uniform(packParams(p, { splits: used, splitLen, head0: t.head0 })),
-              1: t.Q,
-              2: t.K,
-              3: t.V,
-              4: opart,
-              5: lpart,
-              6: aux,
-            }),
-            workgroups: [used, (w.nb * w.nh) / groupHeads, 1],
-          },
-          {
-            name: 'LSE combine',
-            pipeline: pcomb,
-            bindGroup: this.bind(pcomb, {
-              0: this.uniform(packParams(p, { splits: used, splitLen, lse0: t.lse0, head0: t.head0 })),
-              1: opart,
-              2: lpart,
-              4: t.O,
-              5: t.LSE,
-              6: aux,
-            }),
-            workgroups: [p.nq, w.nb * w.nh, 1],
-          },
-        );
-      }
-      this.noteWindows();
     }
+    const pipe = await pipeline(device, code);
+    this.pushFlash('flash forward', pipe, aux, bm, opts.headGroup);
+    this.config += this.sparseNote;
+  }
+
+  /** The flash forward on f16 subgroup matrices (tensor cores). */
+  private async buildMatrix(opts: RunOptions, aux: GPUBuffer): Promise<void> {
+    const p = this.problem;
+    const { device } = this.ctx;
+    const listed = async (c: MatrixKernelConfig): Promise<MatrixKernelConfig> => ({
+      ...c,
+      blockList: await this.blockList(opts, matrixLayout(c).bm, c.bn),
+    });
+    let cfg: MatrixKernelConfig = await listed(chooseMatrixTile(this.ctx, p, scoreSpec(p), true, opts.matrix));
+    let pipe: GPUComputePipeline;
+    let note = '';
+    try {
+      pipe = await pipeline(device, matrixKernelWgsl(cfg));
+    } catch (e) {
+      if (!cfg.subgroupId) throw e;
+      // The compiler rejected subgroup_id: one subgroup per workgroup needs no subgroup ids.
+      cfg = await listed(chooseMatrixTile(this.ctx, p, scoreSpec(p), false, opts.matrix));
+      pipe = await pipeline(device, matrixKernelWgsl(cfg));
+      note = ' (subgroup_id rejected by the compiler, so one subgroup per workgroup)';
+    }
+    const L = matrixLayout(cfg);
+    this.config = `${cfg.m}×${cfg.n}×${cfg.k} f16 subgroup matrices, Q and O in registers (Q ${cfg.qFromBuffer ? 'loaded from its buffer' : 'staged'}), BM=${L.bm} BN=${cfg.bn}, ${cfg.warps} subgroups of ${cfg.sg}, K/V staged with a register prefetch and written during the softmax (2 barriers per tile), O never rescaled (a second pass where a row max grows past e^${cfg.rescaleLog} after its first P), ${L.bytes} B workgroup memory${note}`;
+    this.pushFlash('flash forward (subgroup matrix)', pipe, aux, L.bm, opts.headGroup);
+    this.config += this.sparseNote;
+  }
+
+  /** Standard attention: S and P materialized for a group of heads at a time, three passes per group. */
+  private async buildStandard(aux: GPUBuffer, perHead: number): Promise<void> {
+    const p = this.problem;
+    const { device } = this.ctx;
+    const bh = p.batch * p.hq;
+    const limit = this.ctx.limits.maxStorageBinding;
+    // As many heads per pass as fit in a quarter of the binding limit (S is reused across groups).
+    const group = Math.max(1, Math.min(bh, Math.floor(Math.min(limit, 2 * GiB) / perHead)));
+    const sbuf = await this.buffer(`S/P for ${group} heads`, group * perHead, GPUBufferUsage.STORAGE);
+    this.config = `S/P materialized for ${group} of ${bh} heads at a time (${formatBytes(group * perHead)}); 64×64 tiles, 256 threads`;
+    const [ps, pm, pp] = await Promise.all([
+      pipeline(device, scoresKernelWgsl(p.d, p.dv)),
+      pipeline(device, softmaxKernelWgsl(p.d, p.dv)),
+      pipeline(device, pvKernelWgsl(p.d, p.dv)),
+    ]);
+    for (let h0 = 0; h0 < bh; h0 += group) {
+      const g = Math.min(group, bh - h0);
+      const params = this.uniform(packParams(p, { head0: h0 }));
+      this.dispatches.push(
+        {
+          name: 'S = QKᵀ',
+          pipeline: ps,
+          bindGroup: this.bind(ps, { 0: params, 1: this.q, 2: this.k, 3: sbuf, 6: aux }),
+          workgroups: [Math.ceil(p.nk / 64), Math.ceil(p.nq / 64), g],
+        },
+        {
+          name: 'P = softmax(S)',
+          pipeline: pm,
+          bindGroup: this.bind(pm, { 0: params, 3: sbuf, 5: this.lse, 6: aux }),
+          workgroups: [p.nq, g, 1],
+        },
+        {
+          name: 'O = PV',
+          pipeline: pp,
+          bindGroup: this.bind(pp, { 0: params, 2: this.v, 3: sbuf, 4: this.o }),
+          workgroups: [Math.ceil(p.dv / 64), Math.ceil(p.nq / 64), g],
+        },
+      );
+    }
+  }
+
+  /** Flash-decoding: split K/V passes, then the LSE combine, per binding window. */
+  private async buildDecode(opts: RunOptions, aux: GPUBuffer): Promise<void> {
+    const p = this.problem;
+    const { device } = this.ctx;
+    // decode (f16 Q/K/V): about 2048 workgroups (the whole GPU busy on a bandwidth-bound pass), splits of
+    // at least 128 keys (each split pays for a query load and two reductions) and at most
+    // DECODE_SPLIT_MAX (its scores live in workgroup memory).
+    // In windows the partials are sized for one window and reused: each window's
+    // combine pass runs before the next window's split pass overwrites them.
+    const wbh = this.windows[0].nb * this.windows[0].nh;
+    const subgroupMin = this.ctx.paths.includes('flash-subgroups') ? this.ctx.subgroupMinSize : 0;
+    // Tensor cores for a key head's whole group where the adapter has f16 subgroup matrices.
+    const mat =
+      opts.decodeKernel !== 'split' &&
+      (opts.decodePrefs?.matrix ?? preferDecodeMatrix((p.hq / p.hk) * p.nq)) &&
+      this.ctx.paths.includes('flash-matrix')
+        ? chooseDecodeMatrix(p, scoreSpec(p), this.ctx.matrixConfigs, this.ctx.subgroupMinSize, this.ctx.subgroupMaxSize)
+        : undefined;
+    const group =
+      mat || opts.decodeKernel === 'split'
+        ? undefined
+        : chooseDecodeGroup(p, scoreSpec(p), subgroupMin, this.ctx.limits.maxWorkgroupStorage, {
+            groupHeads: denseGroupHeads(p),
+            ...opts.decodePrefs,
+          });
+    // The matrix and group kernels: one workgroup per (split, key head); no scores in workgroup
+    // memory, so splits may be long (decodeSplits).
+    // Query rows per workgroup: a key head's group, or part of it (DecodeGroupPrefs.groupHeads).
+    const rows = (mat ?? group)?.rows;
+    const groupHeads = rows ? rows / p.nq : 1;
+    const heads = wbh / groupHeads;
+    const splits = rows
+      ? decodeSplits(p.nk, heads, opts.decodePrefs?.workgroups ?? (mat ? DECODE_MATRIX_WORKGROUPS : decodeWorkgroups(rows)))
+      : Math.max(1, Math.ceil(p.nk / DECODE_SPLIT_MAX), Math.min(Math.ceil(2048 / wbh), Math.ceil(p.nk / 128)));
+    const splitLen = Math.ceil(p.nk / splits / 4) * 4;
+    const used = Math.ceil(p.nk / splitLen);
+    const opart = await this.buffer('partial O', wbh * used * p.nq * p.dv * 4, GPUBufferUsage.STORAGE);
+    const lpart = await this.buffer('partial LSE', wbh * used * p.nq * 4, GPUBufferUsage.STORAGE);
+    this.decodeKernel = mat ? 'matrix' : group ? 'group' : 'split';
+    const splitText = `${used} split${used > 1 ? 's' : ''} of ${splitLen} keys`;
+    const rowsText = (n: number) => `${n} query row${n > 1 ? 's' : ''}`;
+    this.config = `f16 Q, K, V (unpacked from u32 words), f32 arithmetic; ${
+      mat
+        ? `${splitText} per key head, each read once for its ${rowsText(mat.rows)} as one ${mat.m}-row tile on ${mat.m}×${mat.n}×${mat.n} subgroup matrices, K/V staged through workgroup memory, ${mat.sg} threads, ${decodeMatrixLayout(mat).bytes} B workgroup memory`
+        : group
+          ? `${splitText} per key head, ${groupHeads * p.hk === p.hq ? `each read once for its ${rowsText(group.rows)}` : `each read by ${p.hq / p.hk / groupHeads} workgroups of ${rowsText(group.rows)}`}; ${group.lpk} lanes per key, ${group.ku} key${group.ku > 1 ? 's' : ''} per step${group.prefetch ? ' loaded a step ahead' : ''}, ${group.threads} threads, ${decodeGroupBytes(group)} B workgroup memory`
+          : `${splitText}, ${DECODE_THREADS} threads per split`
+    }`;
+    const [psplit, pcomb] = await Promise.all([
+      pipeline(device, mat ? decodeMatrixKernelWgsl(mat) : group ? decodeGroupKernelWgsl(group) : decodeSplitKernelWgsl(p.d, p.dv)),
+      pipeline(device, decodeCombineKernelWgsl(p.dv)),
+    ]);
+    for (const w of this.windows) {
+      const t = this.slices(w);
+      this.dispatches.push(
+        {
+          name: 'split K/V',
+          pipeline: psplit,
+          bindGroup: this.bind(psplit, {
+            0: this.uniform(packParams(p, { splits: used, splitLen, head0: t.head0 })),
+            1: t.Q,
+            2: t.K,
+            3: t.V,
+            4: opart,
+            5: lpart,
+            6: aux,
+          }),
+          workgroups: [used, (w.nb * w.nh) / groupHeads, 1],
+        },
+        {
+          name: 'LSE combine',
+          pipeline: pcomb,
+          bindGroup: this.bind(pcomb, {
+            0: this.uniform(packParams(p, { splits: used, splitLen, lse0: t.lse0, head0: t.head0 })),
+            1: opart,
+            2: lpart,
+            4: t.O,
+            5: t.LSE,
+            6: aux,
+          }),
+          workgroups: [p.nq, w.nb * w.nh, 1],
+        },
+      );
+    }
+    this.noteWindows();
   }
 
   /**

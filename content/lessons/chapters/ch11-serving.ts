@@ -150,7 +150,7 @@ export const chapter11: Chapter = {
     {
       id: 'table-bytes',
       prompt:
-        'The paged example (the button in the text opens it in the Serving tab) runs flash-decoding. How many bytes of block table does it read?',
+        "How many bytes of block table does the paged example (70, 5 and 33 tokens, pages of 16, $H_q = 2$) read? Work it out from the text first, then check it against the Serving tab's Counters (the button in the text opens the example there).",
       kind: 'integer',
       answer: () => pagedCounters().counters.hbmRead.block_table ?? 0,
       explain: () => {
@@ -162,7 +162,7 @@ export const chapter11: Chapter = {
     },
     {
       id: 'split-pages',
-      prompt: 'In the debugger above, how many K/V tiles does split 1 load? (With one split there is no split 1: answer 0.)',
+      prompt: 'In the debugger, how many K/V tiles does split 1 load? (With one split there is no split 1: answer 0.)',
       kind: 'integer',
       answer: ({ run }) => run.events.filter((e) => kvLoad(e) && e.split !== undefined && splitOf(e) === 1).length,
       explain: ({ run }, a) => {

@@ -71,7 +71,8 @@ describe('chapter 12: low precision', () => {
   it('what the text says about the error table holds: FA3 FP8 below per-tensor and block-only, FP16 far below both', () => {
     expect(errorRow('fa3').rmse).toBeLessThan(errorRow('per-tensor').rmse / 1.2);
     expect(errorRow('fa3').rmse).toBeLessThan(errorRow('block').rmse);
-    expect(answer('rmse-incoherent')).toBe('off');
+    expect(Number(answer('rotation-gain'))).toBeCloseTo(errorRow('block').rmse / errorRow('fa3').rmse, 12);
+    expect(Number(answer('rotation-gain'))).toBeGreaterThan(1);
     expect(errorRow('fp16').rmse * 50).toBeLessThan(errorRow('fa3').rmse);
   });
 
@@ -85,14 +86,19 @@ describe('chapter 12: low precision', () => {
     expect(r.sMax[1]).toBeLessThan(r.sMax[0] / 1.5);
   });
 
-  it("block-max is the largest |K| of the target's block, from the raw inputs (rotation off)", () => {
+  it("the target's K scale is the largest |K| of its block over 448, from the raw inputs (rotation off)", () => {
     const x = randomInputs(req.problem, { seed: req.seed, distribution: req.distribution });
     const run = runRequest(req);
     const t = run.events[c.panes[0].target.find(run.events)];
     const [k0, k1] = t.tile.cols;
     let want = 0;
     for (let j = k0; j < k1; j++) for (let ch = 0; ch < req.problem.d; ch++) want = Math.max(want, Math.abs(x.k[j * req.problem.d + ch]));
-    expect(Number(answer('block-max'))).toBeCloseTo(want, 4);
+    const kScaleAt = (r: typeof req) => {
+      const ev = runRequest(r).events;
+      const e = ev[c.panes[0].target.find(ev)];
+      return e.kind === 'qk' ? e.kScale! : NaN;
+    };
+    expect(kScaleAt(req) * 448).toBeCloseTo(want, 4);
     // That block holds K's largest entry, a planted outlier (the text calls it so).
     expect(want).toBe(Math.max(...Array.from(x.k, Math.abs)));
     expect(want).toBeGreaterThan(5);
@@ -103,8 +109,22 @@ describe('chapter 12: low precision', () => {
     for (const [b, sc] of off) if (b !== t.tile.kvBlock) expect(off.get(t.tile.kvBlock)!).toBeGreaterThan(2 * sc);
     expect(Math.max(...rot.values()) / Math.min(...rot.values())).toBeLessThan(1.2);
     // Rotation on (the chapter's switch) reaches the engine and shrinks the largest block entry.
-    const on = Number(answer('block-max', { ...req, features: { ...req.features, incoherent: true } }));
+    const on = kScaleAt({ ...req, features: { ...req.features, incoherent: true } }) * 448;
     expect(on).toBeLessThan(want / 2);
+  });
+
+  it('x = 1 in that block is stored as the e4m3 value nearest 1 / s, from every e4m3 value listed here', () => {
+    // Every finite e4m3 value: subnormals m/8 · 2⁻⁶, normals (1 + m/8) · 2^(e − 7), S.1111.111 is NaN.
+    const grid: number[] = [];
+    for (let e = 0; e < 16; e++)
+      for (let m = 0; m < 8; m++) if (!(e === 15 && m === 7)) grid.push(e === 0 ? (m / 8) * 2 ** -6 : (1 + m / 8) * 2 ** (e - 7));
+    const run = runRequest(req);
+    const t = run.events[c.panes[0].target.find(run.events)];
+    const target = 1 / (t.kind === 'qk' ? t.kScale! : NaN);
+    const nearest = grid.reduce((a, b) => (Math.abs(b - target) < Math.abs(a - target) ? b : a));
+    expect(answer('one-stored')).toBe(nearest);
+    // Rounding to a coarser grid than the one entry that sets the scale: not 1/s itself.
+    expect(nearest).not.toBe(target);
   });
 
   it('e4m3 nearest to 300: the grid between 256 and 512 is 256 + 32k', () => {
@@ -163,13 +183,13 @@ describe('chapter 12: low precision', () => {
     const ev = run.events.find((e) => e.kind === 'exp' && (e.flushed?.length ?? 0) > 0)!;
     const tile = marks.tiles.find((t) => t.qBlock === ev.tile.qBlock && t.kvBlock === ev.tile.kvBlock)!;
     expect(tile.flushed).toBe(answer('flush-step-count'));
-    // block-max: the view's K scale of the first pane's target tile, times 448.
+    // one-stored: the view's K scale of the first pane's target tile is the scale the answer divides by.
     const r0 = runRequest(req);
     const at = r0.events[c.panes[0].target.find(r0.events)];
     const t0 = precisionMarks(req.problem, r0.events, 0, 0).tiles.find(
       (t) => t.qBlock === at.tile.qBlock && t.kvBlock === at.tile.kvBlock,
     )!;
-    expect(t0.kScale! * 448).toBeCloseTo(Number(answer('block-max')), 6);
+    expect(roundFp8('e4m3', 1 / t0.kScale!)).toBe(answer('one-stored'));
   });
 
   it('K smoothing table: sage v1 on offset keys against a float64 attention computed here', () => {

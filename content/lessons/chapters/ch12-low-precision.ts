@@ -3,7 +3,7 @@
 // computed by the engine when shown.
 import type { Chapter } from './types.ts';
 import { fmt, lessonRequest } from './queries.ts';
-import { FP8, roundFp8, encodeFp8, randomInputs, type LoadRequest } from '../../../engine/api.ts';
+import { roundFp8, encodeFp8, randomInputs, type LoadRequest, type TraceEvent } from '../../../engine/api.ts';
 import {
   errorRow,
   fp8ErrorTable,
@@ -35,6 +35,14 @@ function kOutlier(req: LoadRequest): { value: number; key: number; channel: numb
   return best;
 }
 
+const formatOf = (req: LoadRequest) => (req.problem.dtype === 'fp8e5m2' ? 'e5m2' : 'e4m3');
+
+/** K scale of the tile the first pane's target step works on. */
+function targetKScale(run: { events: readonly TraceEvent[] }): number {
+  const x = run.events[outlierQk(run.events)];
+  return x?.kind === 'qk' && x.kScale !== undefined ? x.kScale : NaN;
+}
+
 /** The FA3 changes leave the SageAttention pane as it is: sage has no such switches and takes no FP8 dtype. */
 const fa3Only = (change: (r: LoadRequest) => LoadRequest) => (r: LoadRequest) => (r.algorithm === 'fa3' ? change(r) : r);
 
@@ -51,17 +59,17 @@ export const chapter12: Chapter = {
     { kind: 'h', text: 'What eight bits can hold' },
     {
       kind: 'p',
-      text: "Two layouts share the eight bits. **e4m3** has a sign, 4 exponent bits (bias 7) and 3 mantissa bits: 8 values per power of two, so neighbours are 12.5% apart at the bottom of a binade and a rounded value is off by at most 1/16 of itself. It gives up infinities to gain range: only S.1111.111 is NaN, so the largest value is S.1111.110 = $1.75 \\cdot 2^8 = 448$. Below the smallest normal value $2^{-6}$ come subnormals (exponent field 0, no implicit leading 1) down to $2^{-9}$; anything at or below half of that, $2^{-10}$, rounds to zero. **e5m2** keeps IEEE's rules with 5 exponent bits (bias 15) and 2 mantissa bits: a coarser grid (25% steps) over a far wider range, up to 57344 and down to $2^{-16}$. The FP8 conversions the kernels use saturate: a value past the largest one becomes ±max instead of inf or NaN.",
+      text: "Two layouts share the eight bits. **e4m3** has 4 exponent bits (bias 7) and 3 mantissa bits: 8 values per power of two, so a rounded value is off by at most 1/16 of itself. It has no infinities, which buys range: its largest value is $1.75 \\cdot 2^8 = 448$, and subnormals reach down to $2^{-9}$. **e5m2** has 5 exponent bits and 2 mantissa bits: a coarser grid over a far wider range, up to 57344. The kernels' conversions saturate: a value past the largest one becomes ±max, not inf.",
     },
     { kind: 'widget', widget: 'fp8-formats' },
     {
       kind: 'p',
-      text: "A tensor is therefore stored with a **scale**: the kernel keeps codes $\\hat x = \\mathrm{fp8}(x / s)$ and multiplies $s$ back in after the matmul, $S = s_Q s_K\\, \\hat Q \\hat K^{\\top}$. FlashScope uses $s = \\max|x| / 448$, so the tile's largest entry lands exactly on 448. With **block quantization** each $B_r \\times d$ tile of $Q$ and each $B_c \\times d$ tile of $K$ and $V$ gets its own scale; without it one scale serves the whole tensor. The shipped FA3 kernel does the latter: one descale per batch and KV head for each of $Q$, $K$ and $V$ (the query heads of a GQA group share $Q$'s), folded into the softmax scale for $S$ and applied to $O$ at the end; block scales are the FA3 paper's experiment. Each pane below has a **Precision** view: hover or focus a tile in its tile grid (or in its error heatmaps) and it lists that tile's $Q$, $K$ and $V$ scales; the line above the error heatmaps gives the scales of the tile the current step works on, next to its largest S and P errors against float64.",
+      text: "A tensor is therefore stored with a **scale**: the kernel keeps codes $\\hat x = \\mathrm{fp8}(x / s)$ and multiplies $s$ back in after the matmul, $S = s_Q s_K\\, \\hat Q \\hat K^{\\top}$, with $s = \\max|x| / 448$ so that the largest entry lands on 448. With **block quantization** (the FA3 paper's experiment) each tile of $Q$, $K$ and $V$ gets its own scale; the shipped FA3 kernel keeps one descale per batch and KV head. The pane's **Precision view** lists a tile's $Q$, $K$ and $V$ scales when you hover or focus it in its tile grid, and the line above its error heatmaps gives the current tile's scales and its largest S and P errors against float64.",
     },
     { kind: 'h', text: 'What an outlier does' },
     {
       kind: 'p',
-      text: "Activations of trained models have a few entries tens of times larger than the rest. The FA3 paper measures its FP8 error on such a mix: every entry $\\mathcal{N}(0,1)$, plus $\\mathcal{N}(0,100)$ with probability 0.001. The first pane below runs FA3's FP8 forward on those inputs, block scales on, rotation off, and opens at the S step whose $K$ block has the largest scale; its Precision view shows that K scale for the current tile, and the $|S - S_{64}|$ heatmap shows where the scores went wrong:",
+      text: "Activations of trained models have a few entries tens of times larger than the rest. The FA3 paper measures its FP8 error on such a mix: every entry $\\mathcal{N}(0,1)$, plus $\\mathcal{N}(0,100)$ with probability 0.001. The pane below runs FA3's FP8 forward on those inputs, block scales on, rotation off, and opens at the S step whose $K$ block has the largest scale; the $|S - S_{64}|$ heatmap shows where the scores went wrong:",
     },
     {
       kind: 'live',
@@ -89,13 +97,13 @@ export const chapter12: Chapter = {
     { kind: 'goto', pane: 0, label: 'S = QKᵀ for that block, with its Q and K scales', find: outlierQk },
     {
       kind: 'p',
-      text: "For an integer format that would already be the whole story: INT8's 255 steps are evenly spaced, so with an outlier ten times the typical entry, entries of typical size land on the lowest 13 or so of the 127 steps on each side (SageAttention, which quantizes $Q$ and $K$ to INT8, keeps per-block scales and subtracts $K$'s mean over tokens for this reason). FP8 is a floating-point format: every entry keeps its 3 mantissa bits wherever it lands in the normal range, and e4m3's normal range spans almost 15 powers of two, so moving the typical entries down by a few of them costs little on average. What the outlier brings is a handful of **large absolute errors**: an entry of 20 that does not land on 448 exactly rounds with an error of up to 20/16, and that error enters every score of its row of $Q$ or column of $K$ — scores which, because the outlier makes them large, also dominate their rows of the softmax.",
+      text: 'FP8 is a floating-point format, so entries of typical size keep their 3 mantissa bits even when an outlier sets the scale; an integer format would squeeze them onto a few of its evenly spaced steps (chapter 13). What the outlier brings is a handful of **large absolute errors**: an entry of 20 that does not land on 448 exactly rounds with an error of up to 20/16, and that error enters every score of its row of $Q$ or column of $K$ — scores which, being large, dominate their rows of the softmax.',
     },
     { kind: 'h', text: 'Incoherent processing: rotate, then quantize' },
     { kind: 'math', tex: 'M = D\\,H_d,\\qquad (QM)(KM)^{\\top} = Q\\,M M^{\\top} K^{\\top} = QK^{\\top}' },
     {
       kind: 'p',
-      text: "The FA3 paper multiplies $Q$ and $K$ along the head dimension by the same random orthogonal matrix (the shipped kernel takes tensors already in e4m3 and does not rotate; here the rotation is a switch, off by default): $H_d$, the normalized Walsh–Hadamard matrix ($d$ a power of two; block-diagonal otherwise), times $D$, a diagonal of random signs. In exact arithmetic the scores do not change. What changes is the spread of each row: an outlier $x$ in one channel becomes $d$ entries of size about $x/\\sqrt d$, mixed with the rest. $V$ is not rotated: it meets $P$, not $K$, and rotating it would have to be undone on $O$. On the error experiment's $Q$ and $K$ ($N = 256$, $d = 128$, per-tensor e4m3, float64 reference), the engine measures:",
+      text: "The FA3 paper multiplies $Q$ and $K$ along the head dimension by the same random orthogonal matrix $M$: $H_d$, the normalized Walsh–Hadamard matrix, times $D$, a diagonal of random signs (here a switch, off by default; the shipped kernel does not rotate). The scores do not change, but an outlier $x$ in one channel becomes $d$ entries of size about $x/\\sqrt d$. $V$ is not rotated: it meets $P$, not $K$. On the error experiment's $Q$ and $K$ ($N = 256$, $d = 128$, per-tensor e4m3, float64 reference), the engine measures:",
     },
     {
       kind: 'live',
@@ -118,7 +126,7 @@ export const chapter12: Chapter = {
     },
     {
       kind: 'p',
-      text: "Softmax exponentiates score errors, so the largest ones decide much of the output's error. Here is $O$ against float64 for the same problem (seed, $N$ and $d$ as above, tiles $128 \\times 128$, $P$ scaled by 256 before its cast), each configuration a switch of FlashScope's fa3:",
+      text: "Softmax exponentiates score errors, so the largest ones weigh most in the output. $O$ against float64 for the same problem (tiles $128 \\times 128$, $P$ scaled by 256 before its cast), one row per setting of fa3's switches:",
     },
     {
       kind: 'live',
@@ -135,7 +143,7 @@ export const chapter12: Chapter = {
     },
     {
       kind: 'p',
-      text: "The FA3 paper reports an RMSE of 2.4e-2 for per-tensor FP8 and 9.1e-3 for block quantization with incoherent processing (2.6× lower), on much longer sequences than the table above. Compare that ratio with the one the engine measured here: how much the rotation buys depends on the inputs — the length of the rows, how rare and how large the outliers are — not on the format alone. In the paper, as here, removing the rotation brings the error back near the baseline's, while removing the block scales barely moves it.",
+      text: 'The FA3 paper reports an RMSE of 2.4e-2 for per-tensor FP8 and 9.1e-3 for block quantization with incoherent processing (2.6× lower), on much longer sequences. Compare that with the ratio in the table above: how much the rotation buys depends on the inputs — row length, how rare and how large the outliers are — not on the format alone.',
     },
   ],
   panes: [
@@ -156,8 +164,7 @@ export const chapter12: Chapter = {
       on: true,
       off: false,
       kernelDefault: false,
-      explain:
-        "Q and K rotated by the same random Hadamard transform before quantizing (the FA3 paper's experiment; the shipped kernel does not rotate)",
+      explain: "Q and K rotated by the same random Hadamard transform before quantizing (the FA3 paper's experiment)",
     },
     {
       feature: 'blockQuant',
@@ -165,8 +172,7 @@ export const chapter12: Chapter = {
       on: true,
       off: false,
       kernelDefault: false,
-      explain:
-        "one scale per tile of Q, K and V (the FA3 paper's experiment; off, as the shipped kernel: one descale per batch and KV head)",
+      explain: "one scale per tile of Q, K and V (the FA3 paper's experiment); off: one per batch and KV head, as the shipped kernel",
     },
   ],
   reference: ['fa3'],
@@ -196,38 +202,35 @@ export const chapter12: Chapter = {
       hint: 'Between 2⁸ = 256 and 2⁹ there are 8 e4m3 values, evenly spaced.',
     },
     {
-      id: 'block-max',
+      id: 'one-stored',
       prompt:
-        "In the first pane the debugger stands at $S = QK^{\\top}$ for the $K$ block with the largest scale. What is the largest $|K|$ entry of that block as it was quantized (after any rotation), i.e. its K scale times the format's largest value (448 for e4m3)? Three significant digits are enough.",
+        "The debugger stands at $S = QK^{\\top}$ for the $K$ block with the largest scale $s$. Which FP8 value $\\hat x$ does the kernel store for an entry $x = 1$ of that block? The Precision view gives the tile's K scale.",
       kind: 'number',
-      // Half a unit in the third significant digit, at worst 5e-3 of the value.
-      tolerance: 5e-3,
+      tolerance: 1e-9,
       answer: ({ run }) => {
-        const i = outlierQk(run.events);
-        const x = run.events[i];
-        return x?.kind === 'qk' && x.kScale !== undefined
-          ? x.kScale * FP8[run.request.problem.dtype === 'fp8e5m2' ? 'e5m2' : 'e4m3'].max
-          : NaN;
+        const s = targetKScale(run);
+        return roundFp8(formatOf(run.request), 1 / s);
       },
       explain: ({ run }, a) => {
-        const x = run.events[outlierQk(run.events)];
-        const ks = x.kind === 'qk' ? x.kScale! : NaN;
-        return `${fmt(Number(a), 4)}: K scale ${fmt(ks, 4)} times the format's largest value. That entry is stored as exactly ±max; every other entry of the block is stored relative to it.`;
+        const s = targetKScale(run);
+        const back = Number(a) * s;
+        return `${fmt(Number(a), 4)}: x / s = 1 / ${fmt(s, 4)} = ${fmt(1 / s, 4)}, and the nearest ${formatOf(run.request)} value is ${fmt(Number(a), 4)}. Multiplied back, it stands for ${fmt(back, 4)}, ${fmt(100 * Math.abs(back - 1), 2)}% off. Every other entry of the block is rounded on the same grid, relative to the one entry that sets s.`;
       },
-      hint: "The first pane's Precision view gives the current tile's K scale, in the line above its error heatmaps (or hover the tile in its tile grid); multiply it by 448.",
+      hint: 'Divide 1 by the K scale, then round to the grid of the format: in e4m3 there are 8 values per power of two.',
     },
     {
-      id: 'rmse-incoherent',
-      prompt: 'In the output-error table (block scales on), which RMSE is larger: with incoherent processing off, or on?',
-      kind: 'choice',
-      choices: [
-        { id: 'off', label: 'off: without the rotation' },
-        { id: 'on', label: 'on: with the rotation' },
-      ],
-      answer: () => (errorRow('block').rmse > errorRow('fa3').rmse ? 'off' : 'on'),
-      explain: () =>
-        `Off: ${sci(errorRow('block').rmse)} against ${sci(errorRow('fa3').rmse)} with the rotation. Block scales alone leave each outlier's large rounding error in place; the rotation spreads it over the head dimension.`,
-      hint: 'Compare the rows "block scales only" and "block scales + incoherent" of the table.',
+      id: 'rotation-gain',
+      prompt:
+        'In the output-error table, by what factor does incoherent processing lower the RMSE of $O$ when block scales are on? Three significant digits are enough.',
+      kind: 'number',
+      // The table prints three digits of each RMSE.
+      tolerance: 0.015,
+      answer: () => errorRow('block').rmse / errorRow('fa3').rmse,
+      explain: () => {
+        const gain = errorRow('block').rmse / errorRow('fa3').rmse;
+        return `${fmt(gain, 3)}×: ${sci(errorRow('block').rmse)} without the rotation, ${sci(errorRow('fa3').rmse)} with it. Block scales alone leave each outlier's large rounding error in place; the rotation spreads the outlier over the head dimension before rounding. The paper's 2.6× comes from longer rows and other outliers: the gain depends on the inputs, not on the format alone.`;
+      },
+      hint: 'Divide the RMSE of the row "block scales only" by that of "block scales + incoherent".',
     },
   ],
   sources: [

@@ -1,16 +1,33 @@
 // Chapter 6: what an Ampere/Ada kernel overlaps — the CuTe FA2 pipeline and TensorRT-LLM's fmha_v2.
-import type { Chapter } from './types.ts';
+import type { Chapter, HwRow } from './types.ts';
 import { firstIndex, fmt, lessonRequest } from './queries.ts';
 import type { TraceEvent } from '../../../engine/api.ts';
 
 const problem = { nq: 64, nk: 64, d: 16, dtype: 'fp16' as const };
 const blocks = { blockM: 16, blockN: 16 };
+const RTX = 'rtx4060';
 
-/** The K load that lands between block 0's S = QKᵀ and its P·V: the prefetch. */
+/** Microseconds a kernel's tensor cores are busy in the hardware model. */
+const tensorBusyUs = (r: HwRow) => r.timeUs * (r.utilization.tensor ?? 0);
+
+/** The first K load issued between a block's S = QKᵀ and its P·V: the prefetch (causal Q tile 0 has no next block to fetch). */
 function prefetchIndex(ev: readonly TraceEvent[]): number {
-  const qk0 = firstIndex(ev, (e) => e.kind === 'qk');
-  const pv0 = firstIndex(ev, (e, i) => i > qk0 && e.kind === 'pv');
-  return firstIndex(ev, (e, i) => i > qk0 && i < pv0 && e.kind === 'load' && e.tensors.includes('K'));
+  for (let qk = firstIndex(ev, (e) => e.kind === 'qk'); qk >= 0; qk = firstIndex(ev, (e, i) => i > qk && e.kind === 'qk')) {
+    const pv = firstIndex(ev, (e, i) => i > qk && e.kind === 'pv');
+    const k = firstIndex(ev, (e, i) => i > qk && (pv < 0 || i < pv) && e.kind === 'load' && e.tensors.includes('K'));
+    if (k >= 0) return k;
+  }
+  return -1;
+}
+
+/** K tiles loaded before the first P·V, and that P·V's index. */
+function kTilesBeforeFirstPv(ev: readonly TraceEvent[]): { tiles: number[]; pv: number } {
+  const pv = firstIndex(ev, (e) => e.kind === 'pv');
+  const tiles = ev
+    .slice(0, pv < 0 ? ev.length : pv)
+    .filter((e) => e.kind === 'load' && e.tensors.includes('K'))
+    .map((e) => e.tile.kvBlock);
+  return { tiles, pv };
 }
 
 export const chapter6: Chapter = {
@@ -33,14 +50,14 @@ export const chapter6: Chapter = {
     },
     {
       kind: 'p',
-      text: 'Left: CuTe FA2, opened at the load of $K_1$ that is issued while block 0 is still in its softmax. Right: fmha_v2, opened at its first row-slice step, with the trace split by warp (the Formula view names the warp). The table runs the hardware model of both kernels on a full-size fp16 problem on the RTX 4060, the GPU the fmha_v2 run was recorded on.',
+      text: 'Left: CuTe FA2, opened at the first $K$ load that is issued while a block is still in its softmax. Right: fmha_v2, opened at its first row-slice step, with the trace split by warp (the step line under the buttons names the warp and the Formula view its row). The table runs the hardware model of both kernels on a full-size fp16 problem on the RTX 4060, the GPU the fmha_v2 run was recorded on.',
     },
   ],
   panes: [
     {
       label: 'CuTe FA2',
       preset: lessonRequest('cute-fa2', problem, blocks),
-      target: { describe: 'the K prefetch issued during block 0', find: prefetchIndex },
+      target: { describe: 'the first K prefetch, issued while a block is in its softmax', find: prefetchIndex },
       views: ['heatmaps', 'stats', 'counters'],
     },
     {
@@ -55,15 +72,15 @@ export const chapter6: Chapter = {
     shapeNote: 'batch 4, 32 heads, N = 2048, d = 128, fp16',
     shape: { batch: 4, hq: 32, hk: 32, nq: 2048, nk: 2048, d: 128, dv: 128, dtype: 'fp16', causal: false },
     rows: [
-      { algorithm: 'cute-fa2', gpu: 'rtx4060', features: {}, label: 'CuTe FA2 on RTX 4060' },
-      { algorithm: 'fmha-v2', gpu: 'rtx4060', features: {}, label: 'fmha_v2 on RTX 4060' },
+      { algorithm: 'cute-fa2', gpu: RTX, features: {}, label: 'CuTe FA2 on RTX 4060' },
+      { algorithm: 'fmha-v2', gpu: RTX, features: {}, label: 'fmha_v2 on RTX 4060' },
     ],
   },
   reference: ['cute-fa2', 'fmha-v2'],
   tryThis: [
     {
       label: 'Causal',
-      look: 'Both kernels skip the blocks above the diagonal; the prefetch simply stops one block earlier.',
+      look: 'Both kernels skip the blocks above the diagonal. $Q$ tile 0 now sees only block 0, so it has nothing to prefetch: the debugger opens at the first prefetch of $Q$ tile 1.',
       change: (r) => ({ ...r, problem: { ...r.problem, causal: true } }),
     },
     {
@@ -74,15 +91,17 @@ export const chapter6: Chapter = {
   ],
   questions: [
     {
-      id: 'prefetch-block',
-      prompt: "In the CuTe FA2 pane: which K/V block's $K$ tile is loaded while block 0 is between $S_0 = QK_0^{\\top}$ and $P_0V_0$?",
+      id: 'k-ahead',
+      prompt: 'In the CuTe FA2 pane, step to the first $P_0V_0$ (the first pv step). How many $K$ tiles has the kernel loaded by then?',
       kind: 'integer',
-      answer: ({ run }) => {
-        const i = prefetchIndex(run.events);
-        return i >= 0 ? run.events[i].tile.kvBlock : -1;
+      answer: ({ run }) => kTilesBeforeFirstPv(run.events).tiles.length,
+      explain: ({ run }, a) => {
+        const { tiles, pv } = kTilesBeforeFirstPv(run.events);
+        return Number(a) > 1
+          ? `${a} (K blocks ${tiles.join(' and ')}, by step ${pv + 1}): K₀ for S₀, then K₁ issued right after S₀, so its copy ran under block 0's softmax. One tile of lookahead: V₁ follows right after P₀V₀.`
+          : `${a}: here the first Q tile has only one K/V block, so there is no next tile to fetch early.`;
       },
-      explain: (_c, a) => `Block ${a}: one tile of lookahead, so the copy of the next K overlaps this block's softmax.`,
-      hint: 'Step from the first qk of the CuTe FA2 pane and watch which load comes before the first pv.',
+      hint: 'Step forward from the first qk and watch the step line: count the loads of K before the first pv (the Kᵀ heatmap fills in as they land).',
     },
     {
       id: 'warps',
@@ -94,17 +113,22 @@ export const chapter6: Chapter = {
       },
       explain: ({ run }, a) =>
         `${a} warps, each with ${Math.max(1, Math.round(run.result.blocks.blockM / Number(a)))} rows of the ${run.result.blocks.blockM}-row tile here; each keeps its own m and ℓ in registers.`,
-      hint: 'Step through one K/V block of the fmha_v2 pane and count the distinct row slices (the Formula view shows the rows).',
+      hint: 'Step through one K/V block of the fmha_v2 pane: the step line names each warp and its rows.',
     },
     {
-      id: 'hw-ratio',
-      prompt: "In the hardware table, divide fmha_v2's time by CuTe FA2's time on the RTX 4060. What is the ratio?",
+      id: 'tensor-time',
+      prompt:
+        "Both kernels in the hardware table do the same matmuls. A kernel's tensor cores are busy for its time × its tensor share (units busy). How many times longer are CuTe FA2's tensor cores busy than fmha_v2's?",
       kind: 'number',
-      tolerance: 0.01,
-      answer: ({ simulate }) => simulate('fmha-v2', 'rtx4060', {}).timeUs / simulate('cute-fa2', 'rtx4060', {}).timeUs,
-      explain: (_c, a) =>
-        `${fmt(Number(a), 4)}: in FlashScope's model of the two schedules (a model, not a measurement) fmha_v2 is ${Number(a) < 1 ? 'the faster' : 'the slower'} of the two on this GPU and shape.`,
-      hint: 'Divide the RTX 4060 fmha_v2 time by the RTX 4060 CuTe FA2 time.',
+      // The table shows the shares as whole percents.
+      tolerance: 0.02,
+      answer: ({ simulate }) => tensorBusyUs(simulate('cute-fa2', RTX, {})) / tensorBusyUs(simulate('fmha-v2', RTX, {})),
+      explain: ({ simulate }, a) => {
+        const cute = simulate('cute-fa2', RTX, {});
+        const v2 = simulate('fmha-v2', RTX, {});
+        return `${fmt(Number(a), 3)}×: ${fmt(tensorBusyUs(cute), 5)} µs against ${fmt(tensorBusyUs(v2), 5)} µs. fmha_v2's build accumulates its fp16 matmuls in fp16, which GeForce Ada runs at twice the fp32-accumulate rate CuTe FA2 uses; the softmax then takes a larger share of fmha_v2's shorter time (fma ${Math.round(100 * (v2.utilization.fma ?? 0))}% against ${Math.round(100 * (cute.utilization.fma ?? 0))}%). This is FlashScope's model of the two schedules, not a measurement.`;
+      },
+      hint: 'For each row: time (µs) × tensor % / 100. Then divide CuTe FA2 by fmha_v2.',
     },
   ],
   sources: [

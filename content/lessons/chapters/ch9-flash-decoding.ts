@@ -88,27 +88,31 @@ export const chapter9: Chapter = {
       kind: 'number',
       tolerance: 1e-3,
       answer: ({ run }) => run.result.lse[0],
-      explain: (_c, a) => `LSE = ${fmt(Number(a), 6)}, whether it is computed in one pass or merged from splits.`,
+      explain: (_c, a) =>
+        `LSE = ${fmt(Number(a), 6)}: the log of the row's softmax denominator, the same whether it is computed in one pass or merged from splits (switch the splits off and the normalize step gives it too).`,
       hint: 'Step to the combine (or, with one split, the normalize) step and read the LSE in the Formula view.',
     },
     {
-      id: 'heaviest-split',
+      id: 'split-lse',
       prompt:
-        'Which split (counting from 0) gets the largest weight $e^{\\mathrm{LSE}_k - \\mathrm{LSE}}$ in the combine? With one split, the answer is 0.',
-      kind: 'integer',
+        "The Formula view at the combine gives the merged $\\mathrm{LSE}$ and each split's weight $w_k$, but not the splits' own $\\mathrm{LSE}_k$. What is $\\mathrm{LSE}_k$ of the split with the smallest weight? With one split, its LSE is the merged one. Three decimals are enough.",
+      kind: 'number',
+      tolerance: 1e-3,
       answer: ({ run }) => {
         const c = combineOf(run.events);
-        if (!c) return 0;
+        if (!c) return run.result.lse[0];
         const lse = c.splitLse[0];
-        return lse.indexOf(Math.max(...lse));
+        return Math.min(...lse);
       },
       explain: ({ run }, a) => {
         const c = combineOf(run.events);
-        if (!c) return 'One split: its partial result is the answer, with weight 1.';
+        if (!c)
+          return `One split: its partial result is the answer, with weight 1, and its LSE is the merged ${fmt(run.result.lse[0], 5)}.`;
         const w = c.splitLse[0].map((l) => Math.exp(l - c.lse[0]));
-        return `Split ${a}, weight ${fmt(w[Number(a)], 4)}; the weights are ${w.map((x) => fmt(x, 3)).join(', ')} and add up to 1.`;
+        const k = c.splitLse[0].indexOf(Number(a));
+        return `${fmt(Number(a), 5)} (split ${k}): w = e^(LSE_k − LSE) gives LSE_k = LSE + ln w_k = ${fmt(c.lse[0], 5)} + ln ${fmt(w[k], 4)}. A split's weight is its share of the softmax denominator: its keys' e^s add up to e^(LSE_k), the whole row's to e^(LSE). The weights here are ${w.map((x) => fmt(x, 3)).join(', ')}; they add up to 1.`;
       },
-      hint: 'At the combine step the Formula view lists every weight $w_k$; the largest LSE$_k$ has the largest share.',
+      hint: 'Solve w = e^(LSE_k − LSE) for LSE_k, with the smallest w the Formula view lists.',
     },
     {
       id: 'speedup',

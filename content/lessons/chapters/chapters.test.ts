@@ -164,6 +164,22 @@ describe('answers agree with float64 computations', () => {
     expect(Math.abs(w.reduce((a, b) => a + b, 0) - 1)).toBeLessThan(1e-5);
   });
 
+  it("chapter 9: the lightest split's LSE_k is the float64 log-sum-exp of its own 64 keys, the smallest of the four", () => {
+    const c = chapterByNumber(9)!;
+    const req = c.panes[0].preset;
+    const s = scoresRow(req, 0);
+    const lse = [0, 1, 2, 3].map((k) => {
+      const part = s.slice(64 * k, 64 * k + 64);
+      const m = Math.max(...part);
+      return m + Math.log(part.reduce((acc, v) => acc + Math.exp(v - m), 0));
+    });
+    const a = Number(c.questions.find((q) => q.id === 'split-lse')!.answer(lessonContext(c, req, cache)));
+    expect(Math.abs(a - Math.min(...lse))).toBeLessThan(1e-3);
+    const one = { ...req, features: { splits: 1 } };
+    const ref = referenceAttention(one.problem, randomInputs(one.problem, { seed: one.seed, distribution: one.distribution })).lse[0];
+    expect(Number(c.questions.find((q) => q.id === 'split-lse')!.answer(lessonContext(c, one, cache)))).toBeCloseTo(ref, 4);
+  });
+
   it('chapter 8: lazy rescaling changes the rescale answer, and the toggle reaches the engine', () => {
     const c = chapterByNumber(8)!;
     const q = c.questions.find((x) => x.id === 'rescaled-rows')!;
@@ -284,6 +300,34 @@ function fieldsOf(x: unknown, path = '', out = new Map<string, unknown>()): Map<
   else out.set(path, x);
   return out;
 }
+
+describe('chapter 6 (Ampere pipelines): the prefetch and the tensor time', () => {
+  const c = chapterByNumber(6)!;
+  const q = (id: string) => c.questions.find((x) => x.id === id)!;
+  it('the causal change still opens at a K load issued between a qk and its pv (Q tile 1, as Q tile 0 has one block)', () => {
+    const req = c.tryThis.find((t) => t.label === 'Causal')!.change(c.panes[0].preset);
+    const t = locateTarget(c, 0, req, cache);
+    expect(t.exact).toBe(true);
+    const ev = cache.get(req).events;
+    const e = ev[t.step];
+    expect(e.kind === 'load' && e.tensors).toContain('K');
+    const before = ev.slice(0, t.step).filter((e) => e.kind === 'qk' || e.kind === 'pv');
+    expect(before.at(-1)?.kind).toBe('qk');
+    expect(e.tile.qBlock).toBe(1);
+  });
+  it('by the first P·V the kernel has loaded K₀ and K₁ (one tile ahead), against the trace read directly', () => {
+    const ev = cache.get(c.panes[0].preset).events;
+    const pv = ev.findIndex((e) => e.kind === 'pv');
+    const kBlocks = ev.slice(0, pv).flatMap((e) => (e.kind === 'load' && e.tensors.includes('K') ? [e.tile.kvBlock] : []));
+    expect(kBlocks).toEqual([0, 1]);
+    expect(q('k-ahead').answer(lessonContext(c, c.panes[0].preset, cache))).toBe(2);
+  });
+  it("tensor time: fmha_v2's fp16 accumulation halves the tensor-core time of the same matmuls", () => {
+    const a = Number(q('tensor-time').answer(lessonContext(c, c.panes[0].preset, cache)));
+    expect(a).toBeGreaterThan(1.8);
+    expect(a).toBeLessThan(2.2);
+  });
+});
 
 describe('"Try this" lands in the same state whatever was clicked before', () => {
   for (const c of CHAPTERS)

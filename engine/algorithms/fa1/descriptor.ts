@@ -11,7 +11,7 @@ export const fa1Algorithm = defineAlgorithm({
   forward: fa1,
   switches: {},
   backward: { algorithm: fa1Backward, switches: {}, dqAccumulation: false, scaleLater: false },
-  defaults: { gpu: null, dtype: 'fp32', nq: 64, nk: 64, d: 32, dv: 32 },
+  defaults: { gpu: null, dtype: 'fp32', nq: 64, nk: 64, d: 32, dv: 32, tile: { blockM: 16, blockN: 16 } },
   tiles: () => ({ blockM: 16, blockN: 16 }),
   supports: { dtypes: ['fp32', 'fp16', 'bf16'] },
   rowStats: 'hbm',

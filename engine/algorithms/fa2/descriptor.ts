@@ -15,7 +15,7 @@ export const fa2Algorithm = defineAlgorithm({
   backwardSchedule: fa2BwdHw,
   backwardGpu: 'a100',
   backwardDtype: 'fp16',
-  defaults: { gpu: null, dtype: 'fp32', nq: 64, nk: 64, d: 32, dv: 32 },
+  defaults: { gpu: null, dtype: 'fp32', nq: 64, nk: 64, d: 32, dv: 32, tile: { blockM: 16, blockN: 16 } },
   tiles: () => ({ blockM: 16, blockN: 16 }),
   supports: { dtypes: ['fp32', 'fp16', 'bf16'] },
   rowStats: 'on-chip',

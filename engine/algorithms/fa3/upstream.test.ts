@@ -8,7 +8,7 @@ import { fa3DefaultTile } from './forward.ts';
 import type { DType } from '../../core/problem.ts';
 import { memoryViolations } from '../../hw/memory-check.ts';
 import type { ProblemShape } from '../../hw/model.ts';
-import { describeFor, scheduleFor } from '../../hw/registry.ts';
+import { describeFor, scheduleFor } from '../schedule-registry.ts';
 
 const shape = (o: Partial<ProblemShape> = {}): ProblemShape => ({
   batch: 1,

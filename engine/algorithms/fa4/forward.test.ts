@@ -9,7 +9,7 @@ import { accuracyMatrix, maxAbs, maxAbsV, naiveSamePrecision } from '../accuracy
 import { exp2Emulated } from './exp2-emulation.ts';
 import { fa4Config, isEmulatedElement } from './tiles.ts';
 import { fa4 } from './forward.ts';
-import { describeFor, kernelStepTile } from '../../hw/registry.ts';
+import { describeFor, kernelStepTile } from '../schedule-registry.ts';
 
 /**
  * Bound on the software exp2's relative error, |2̃^x / 2^x − 1| ≤ EMU_EPS for x ∈ [−126, 0]

@@ -8,9 +8,8 @@ import type { TimelineEvent } from '../../hw/events.ts';
 import { memoryViolations } from '../../hw/memory-check.ts';
 import type { ProblemShape } from '../../hw/model.ts';
 import { gpuById } from '../../hw/gpus/index.ts';
-import { describeFor, resolveFeatures, scheduleFor, simulateFor } from '../../hw/registry.ts';
+import { describeFor, resolveFeatures, scheduleFor, simulateFor, smScheduleFor } from '../schedule-registry.ts';
 import { simulateProblem } from '../../hw/simulate.ts';
-import { smScheduleFor } from '../../hw/step-map.ts';
 import { fa4Hw } from './schedule.ts';
 
 const shape = (o: Partial<ProblemShape> = {}): ProblemShape => ({

@@ -22,6 +22,20 @@
 
 import { PARAMS_WGSL, SCORE_WGSL } from './params.ts';
 
+/** A workgroup's sum or max of one f32 per lane, through `red` (NT floats, NT a power of two): both decode kernels use it. */
+export const WORKGROUP_REDUCE_WGSL = /* wgsl */ `fn reduce(lid: u32, x: f32, is_max: bool) -> f32 {
+  red[lid] = x;
+  workgroupBarrier();
+  for (var off = NT / 2u; off > 0u; off >>= 1u) {
+    if (lid < off) { red[lid] = select(red[lid] + red[lid + off], max(red[lid], red[lid + off]), is_max); }
+    workgroupBarrier();
+  }
+  let r = red[0];
+  workgroupBarrier();
+  return r;
+}
+`;
+
 export const DECODE_THREADS = 128;
 /** Keys per split at most (the split's scores live in workgroup memory). */
 export const DECODE_SPLIT_MAX = 1024;
@@ -62,18 +76,7 @@ var<workgroup> red: array<f32, ${NT}>;
 
 fn unpack4(w: vec2<u32>) -> vec4<f32> { return vec4<f32>(unpack2x16float(w.x), unpack2x16float(w.y)); }
 
-fn reduce(lid: u32, x: f32, is_max: bool) -> f32 {
-  red[lid] = x;
-  workgroupBarrier();
-  for (var off = NT / 2u; off > 0u; off >>= 1u) {
-    if (lid < off) { red[lid] = select(red[lid] + red[lid + off], max(red[lid], red[lid + off]), is_max); }
-    workgroupBarrier();
-  }
-  let r = red[0];
-  workgroupBarrier();
-  return r;
-}
-
+${WORKGROUP_REDUCE_WGSL}
 @compute @workgroup_size(${NT})
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
   let split = wid.x; let bh = wid.y;

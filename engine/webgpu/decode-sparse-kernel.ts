@@ -11,6 +11,7 @@
 //   3. one lane per output column sums P·V over the split's keys (a coalesced V row read per key).
 
 import { PARAMS_WGSL, scoreWgsl, type ScoreSpec } from './params.ts';
+import { WORKGROUP_REDUCE_WGSL } from './decode-kernels.ts';
 
 export const SPARSE_DECODE_THREADS = 128;
 /** Keys per K/V tile of the block list. */
@@ -84,18 +85,7 @@ var<workgroup> part: array<f32, ${4 * S}>;        // four partial dots per key
 var<workgroup> sc: array<f32, ${S}>;              // scores, then P
 var<workgroup> red: array<f32, ${NT}>;
 
-fn reduce(lid: u32, x: f32, is_max: bool) -> f32 {
-  red[lid] = x;
-  workgroupBarrier();
-  for (var off = NT / 2u; off > 0u; off >>= 1u) {
-    if (lid < off) { red[lid] = select(red[lid] + red[lid + off], max(red[lid], red[lid + off]), is_max); }
-    workgroupBarrier();
-  }
-  let r = red[0];
-  workgroupBarrier();
-  return r;
-}
-
+${WORKGROUP_REDUCE_WGSL}
 @compute @workgroup_size(${NT})
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
   let split = wid.x; let bh = wid.y;

@@ -1,14 +1,14 @@
 // What upstream's kernels make of a serving problem: the same varlen batch or paged cache the
 // numeric run steps, handed to the hardware model as one shape (Hq/Hk, the sequences' lengths,
-// the page size, the split count), with the configuration FA3 and FA4 pick, the upstream lines
-// that pick it, and the simulated time and HBM bytes.
+// the page size, the split count), with the configuration each kernel whose model mirrors
+// upstream's dispatch picks (FA3, FA4), the upstream lines that pick it, and the simulated
+// time and HBM bytes.
 
 import { isFp8, type DType } from '../core/problem.ts';
 import { gpuById, type GpuId } from '../hw/gpus/index.ts';
-import { describeWith } from '../hw/registry.ts';
+import { describeWith, simulateWith } from '../hw/registry.ts';
 import { DESCRIPTORS } from '../algorithms/registry.ts';
-import type { ProblemShape } from '../hw/model.ts';
-import { describeFor, simulateFor } from '../algorithms/schedule-registry.ts';
+import type { HwAlgorithm, ProblemShape } from '../hw/model.ts';
 import type { PagedProblem } from './paged.ts';
 import { seqLengths, type VarlenProblem } from './varlen.ts';
 
@@ -16,6 +16,7 @@ interface KernelOnGpu {
   algorithm: string;
   name: string;
   gpu: GpuId;
+  schedule: HwAlgorithm;
 }
 
 let servingKernels: KernelOnGpu[] | undefined;
@@ -26,11 +27,11 @@ let servingKernels: KernelOnGpu[] | undefined;
  */
 export function servingKernelList(): readonly KernelOnGpu[] {
   servingKernels ??= DESCRIPTORS.flatMap((d) => {
-    const gpu = d.defaults.gpu;
-    if (!d.schedule || !gpu) return [];
-    const { nq, nk, d: hd, dv, dtype } = d.defaults;
-    const sheet = describeWith(d.schedule, gpu, { batch: 1, hq: 1, hk: 1, nq, nk, d: hd, dv, dtype, causal: false });
-    return sheet.upstream ? [{ algorithm: d.id, name: d.schedule.name.replace(/ \(.*\)$/, ''), gpu }] : [];
+    const { gpu, nq, nk, d: hd, dv, dtype } = d.defaults;
+    const schedule = d.schedule;
+    if (!schedule || !gpu) return [];
+    const sheet = describeWith(schedule, gpu, { batch: 1, hq: 1, hk: 1, nq, nk, d: hd, dv, dtype, causal: false });
+    return sheet.upstream ? [{ algorithm: d.id, name: schedule.name.replace(/ \(.*\)$/, ''), gpu, schedule }] : [];
   });
   return servingKernels;
 }
@@ -108,9 +109,9 @@ export function pagedKernelShape(pp: PagedProblem, numSplits?: number): ProblemS
 function kernelFor(k: KernelOnGpu, shape: ProblemShape): ServingKernel {
   const head = { algorithm: k.algorithm, name: k.name, gpu: k.gpu, gpuName: gpuById(k.gpu).name };
   try {
-    const sheet = describeFor(k.algorithm, k.gpu, shape);
+    const sheet = describeWith(k.schedule, k.gpu, shape);
     if (sheet.does_not_fit.length > 0) return { ...head, upstream: sheet.upstream, refused: sheet.does_not_fit.join('; ') };
-    const sim = simulateFor(k.algorithm, k.gpu, shape);
+    const sim = simulateWith(k.schedule, k.gpu, shape);
     return { ...head, upstream: sheet.upstream, time_us: sim.time_us, tflops: sim.tflops, hbm_bytes: sim.hbm_bytes, bound: sim.bound };
   } catch (e) {
     return { ...head, refused: e instanceof Error ? e.message : String(e) };

@@ -7,8 +7,6 @@ const executablePath = process.env.FLASHSCOPE_CHROMIUM ?? '/usr/bin/chromium';
 
 /** Specs that measure main-thread tasks: e2e/main-thread*.spec.ts. */
 const MAIN_THREAD_SPECS = /main-thread[\w-]*\.spec\.ts$/;
-/** The WebGPU kernel checks: a minute or more each on SwiftShader, so they are handed out first. */
-const KERNEL_SPECS = /webgpu-(kernels|serving)\.spec\.ts$/;
 
 /**
  * Chromium's launch flags for every browser test. Chromium keeps only the last --disable-features, so
@@ -66,10 +64,8 @@ export default defineConfig({
     },
   },
   // Specs that time the main thread: `npm test` runs them alone after the rest (scripts/test-all.mjs), so a second browser's load cannot fail them.
-  // The longest tests first: the short ones then fill both workers to the end of the run.
   projects: [
-    { name: 'kernels', testMatch: KERNEL_SPECS },
-    { name: 'app', testIgnore: [MAIN_THREAD_SPECS, KERNEL_SPECS] },
+    { name: 'app', testIgnore: MAIN_THREAD_SPECS },
     { name: 'main thread', testMatch: MAIN_THREAD_SPECS },
   ],
   webServer: {

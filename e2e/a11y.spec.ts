@@ -73,7 +73,10 @@ test('debugger: FA3 forward and backward with the hardware views, and the WebGPU
   await problem(page).getByRole('button', { name: 'Load problem' }).click();
   await expect(page.getByRole('region', { name: 'Warp-role timeline' }).getByTestId('hw-status')).toBeVisible({ timeout: 30_000 });
   await expect(page.getByRole('region', { name: 'Memory map' }).getByTestId('hw-status')).toBeVisible();
-  await expect(page.getByRole('region', { name: 'WebGPU full-size runs' })).toBeVisible();
+  // The panel looks for its adapter once reached: checked with the adapter's report in it.
+  const webgpu = page.getByRole('region', { name: 'WebGPU full-size runs' });
+  await webgpu.scrollIntoViewIfNeeded();
+  await expect(webgpu.getByRole('status', { name: 'adapter' })).toContainText('limits:', { timeout: 30_000 });
   await bothThemes(page, 'debugger forward');
   await problem(page).getByRole('radio', { name: 'Backward' }).click();
   await expect(page.locator('figure[data-matrix="dQ"]')).toBeVisible({ timeout: 30_000 });

@@ -14,10 +14,18 @@ test.beforeEach(async ({ page }) => {
 test.afterEach(() => checkConsole());
 
 test('toggle the backend, run a problem, read the result view', async ({ page }) => {
+  // A short window keeps the panel well below the debugger while the page fills in.
+  await page.setViewportSize({ width: 1440, height: 600 });
   await openApp(page);
   const panel = page.getByRole('region', { name: 'WebGPU full-size runs' });
+  // Below the debugger, the panel starts its worker and looks for an adapter only once reached.
+  const gpuWorkers = () => page.workers().filter((w) => w.url().includes('webgpu.worker')).length;
+  await expect(panel.getByRole('status', { name: 'adapter' })).toHaveText('Looking for a WebGPU adapter…');
+  await page.waitForTimeout(500);
+  expect(gpuWorkers()).toBe(0);
   await panel.scrollIntoViewIfNeeded();
   await expect(panel.getByRole('status', { name: 'adapter' })).toContainText('swiftshader', { timeout: 30_000 });
+  expect(gpuWorkers()).toBe(1);
   await expect(panel.getByRole('status', { name: 'adapter' })).toContainText('subgroups');
   // what one binding holds, and what happens past it
   await expect(panel.getByRole('status', { name: 'adapter' })).toContainText(

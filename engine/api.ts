@@ -139,6 +139,7 @@ export { PATH_LABELS } from './webgpu/device.ts';
 export type { WebGpuPath } from './webgpu/device.ts';
 export type { BackwardPath } from './webgpu/backward-run.ts';
 export type { KernelTime } from './webgpu/timer.ts';
+export type { CheckMessage, CheckRequest, KernelChoice } from './webgpu/kernel-checks.ts';
 export { H200_MEASURED } from './webgpu/ceilings.ts';
 export { RESOURCE_LABEL, rooflineOfRun } from './webgpu/roofline.ts';
 export type { Roofline } from './webgpu/roofline.ts';

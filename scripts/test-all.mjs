@@ -98,10 +98,10 @@ if (!existsSync(chromium)) {
   totals.failed++;
   lines.push('e2e: the build failed');
 } else {
-  // The main suite on two workers (the SwiftShader kernel checks first), then the specs that time the main thread alone on the same
+  // The main suite on two workers, then the specs that time the main thread alone on the same
   // build, then the hosted build under a sub-path (playwright.subpath.config.ts).
   for (const [name, config, args, env] of [
-    ['e2e', 'playwright.config.ts', ['--project=kernels', '--project=app'], { FLASHSCOPE_PREBUILT: '1' }],
+    ['e2e', 'playwright.config.ts', ['--project=app'], { FLASHSCOPE_PREBUILT: '1' }],
     ['e2e main thread', 'playwright.config.ts', ['--project=main thread', '--workers=1'], { FLASHSCOPE_PREBUILT: '1' }],
     ['e2e sub-path', 'playwright.subpath.config.ts', [], { FLASHSCOPE_PREBUILT: '1' }],
   ]) {

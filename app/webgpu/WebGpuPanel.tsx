@@ -23,6 +23,7 @@ import { MaskEditor } from '../mask/MaskEditor.tsx';
 import { FULL, NO_MODIFIERS, PRESETS, SHAPE_FIELDS, shapeOf, toProblem, type Form } from './webgpu-form.ts';
 import { RooflineView } from './RooflineView.tsx';
 import { fastestPath, missingFeatureAdvice } from './feature-advice.ts';
+import { onFirstSeen } from './first-seen.ts';
 import './webgpu.css';
 
 const message = (e: unknown) => (e instanceof Error ? e.message : String(e));
@@ -73,9 +74,13 @@ export default function WebGpuPanel() {
     );
   }, []);
 
+  const panel = useRef<HTMLElement>(null);
   useEffect(() => {
-    start();
-    return () => worker.current?.dispose();
+    const stop = panel.current ? onFirstSeen(panel.current, start) : (start(), () => {});
+    return () => {
+      stop();
+      worker.current?.dispose();
+    };
   }, [start]);
 
   const set = (patch: Partial<Form>) => setFormState((f) => ({ ...f, ...patch }));
@@ -184,7 +189,7 @@ export default function WebGpuPanel() {
   );
 
   return (
-    <section className="wg-panel" aria-label="WebGPU full-size runs">
+    <section ref={panel} className="wg-panel" aria-label="WebGPU full-size runs">
       <h2>Full-size runs: WebGPU</h2>
       <div className="wg-adapter" role="status" aria-label="adapter">
         {probe.state === 'probing' && 'Looking for a WebGPU adapter…'}

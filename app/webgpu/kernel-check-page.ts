@@ -2,12 +2,12 @@
 // (engine/webgpu/variants.ts) in a dedicated worker and compares each result with the
 // float64 reference (engine/core/reference.ts). Query: ?path=flash-f32 (one path; default all
 // paths the adapter offers) &kernel=tiled|tiled-small|row-wide (which flash kernel the
-// f32/subgroup paths run, see kernel-check.worker.ts; `default` or absent: the backend's
+// f32/subgroup paths run, see engine/webgpu/kernel-checks.ts; `default` or absent: the backend's
 // choice) or windows (the batch-window problems, one batch per binding); several,
 // comma-separated, run in turn on one device, so kernels they share compile once; &probe: only which paths the adapter offers. Results land in
 // window.__kernelChecks and in #out, for e2e/webgpu-kernels.spec.ts.
 
-import type { CheckMessage, CheckRequest, KernelChoice } from './kernel-check.worker.ts';
+import type { CheckMessage, CheckRequest, KernelChoice } from '../../engine/api.ts';
 
 declare global {
   interface Window {

@@ -86,4 +86,4 @@ export const NO_ADAPTER_HELP =
   'No WebGPU adapter under Node on this machine (no GPU, or no Vulkan driver Dawn can use). ' +
   'On a CPU-only Linux machine, SwiftShader works for small shapes: ' +
   'LD_LIBRARY_PATH=/usr/lib/chromium VK_ICD_FILENAMES=/usr/lib/chromium/vk_swiftshader_icd.json. ' +
-  'Kernel correctness in CI is covered by the browser tests (e2e/webgpu-kernels.spec.ts).';
+  'Kernel correctness in CI is covered on SwiftShader by engine/webgpu/kernel-checks.test.ts.';

@@ -76,6 +76,20 @@ export function fa4NumSplitsHeuristic(totalMblocks: number, numSms: number, numN
   return Math.min(Math.floor(numSms / totalMblocks), maxSplits, numNBlocks);
 }
 
+const BLOCK_INFO = 'flash_attn/cute/block_info.py@0251105a';
+
+/**
+ * Causal at seqlen_q = 1: unlike FA3 (hopper/flash_api.cpp l. 798-803) the interface never drops
+ * the flag, so the kernel is built causal, but the one query row sees every key.
+ */
+function causalAtOneQueryRow(qheadPerKvhead: number, packGqa: boolean, varlenQ: boolean): string[] {
+  const rows = packGqa && qheadPerKvhead > 1 ? `the ${qheadPerKvhead} packed rows are all query 0 (l. 38-39, 126-127), so ` : '';
+  return [
+    `${IFACE} l. 768-770, 388-408: seqlen_q = 1 keeps causal (no rule like FA3's in hopper/flash_api.cpp l. 798-803): the kernel is compiled causal — causal tuning key (${SM100} l. 360), ${varlenQ ? 'varlen tile scheduler (l. 282-289)' : 'LPT tile scheduler (l. 291)'}, no 2-CTA (${IFACE} l. 825)`,
+    `${BLOCK_INFO} l. 36-42, 125-134 with ${SM100} l. 2303-2328: ${rows}the causal edge seqlen_k − 1 + m_idx keeps every K/V block, and only the first block visited (the last in K) runs the mask`,
+  ];
+}
+
 export function fa4Dispatch(p: Fa4DispatchInput, numSms: number): Fa4Dispatch {
   const why: string[] = [];
   const refusals: string[] = [];
@@ -132,6 +146,8 @@ export function fa4Dispatch(p: Fa4DispatchInput, numSms: number): Fa4Dispatch {
   why.push(
     `${IFACE} l. 388-408: ${isCausal ? 'causal' : isLocal ? `local (left ${left ?? 'None'}, right ${right ?? 'None'})` : 'no mask'}`,
   );
+  // The d = 256 kernel has its own block ranges (./hd256.ts).
+  if (isCausal && p.nq === 1 && !hd256) why.push(...causalAtOneQueryRow(qheadPerKvhead, packGqa, p.varlenQ === true));
 
   // _get_fwd_config (l. 291-385).
   const tileM = 128;

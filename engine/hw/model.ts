@@ -457,12 +457,13 @@ export function hbmOut(shape: ProblemShape, work: CtaWork, row0: number, rows: n
 
 /**
  * FlashAttention kernels take 16-bit inputs: their MMAs have no fp32 path. FP8 only where the
- * kernel has an FP8 path (`fp8: true`, FA3's forward) and the chip has FP8 MMAs.
+ * kernel has an FP8 path (`fp8: true`, the forwards of FA3 and FA4) and the chip has FP8 MMAs.
  */
 export function requireHalf(sheet: ResourceSheet, shape: ProblemShape, name: string, gpu?: GpuSpec, fp8 = false): void {
   if (shape.dtype === 'fp32') sheet.does_not_fit.push(`dtype: ${name} takes fp16 or bf16 inputs (its MMAs have no fp32 path)`);
   if (isFp8(shape.dtype)) {
-    if (!fp8) sheet.does_not_fit.push(`dtype: ${name} has no FP8 path (FP8 is modelled for FA3's forward); pick fp16 or bf16`);
+    if (!fp8)
+      sheet.does_not_fit.push(`dtype: ${name} has no FP8 path (FP8 is modelled for the forwards of FA3 and FA4); pick fp16 or bf16`);
     else if (gpu && gpu.tensorFlopsPerClk.fp8 === undefined)
       sheet.does_not_fit.push(`dtype: ${gpu.name} has no FP8 tensor cores (FP8 MMAs start with SM89)`);
   }

@@ -7,6 +7,7 @@
 
 import { dtypeBytes, isFp8 } from '../../core/problem.ts';
 import type { DispatchInput } from '../../hw/dispatch-input.ts';
+import { FP8_TUNING } from './tiles.ts';
 
 const IFACE = 'flash_attn/cute/interface.py@0251105a';
 const SM100 = 'flash_attn/cute/flash_fwd_sm100.py@0251105a';
@@ -63,12 +64,6 @@ const TUNING: Partial<Record<TuneKey, { freq: number; softmax: number; correctio
   'true/false/256': { freq: 14, softmax: 256, correction: 160 },
   'true/true/256': { freq: 14, softmax: 256, correction: 160 },
 };
-// _FP8_TUNING_CONFIG and _FP8_SMALL_HDIM_REGS (l. 112-124).
-const FP8_TUNING: Partial<Record<TuneKey, { freq: number; softmax?: number; correction?: number }>> = {
-  'true/false/128': { freq: 10, softmax: 160, correction: 72 },
-  'false/true/128': { freq: 8 },
-};
-
 /** num_splits_heuristic (interface.py l. 276-288). */
 export function fa4NumSplitsHeuristic(totalMblocks: number, numSms: number, numNBlocks: number, maxSplits: number): number {
   if (numNBlocks <= 4) return 1;

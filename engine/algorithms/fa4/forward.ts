@@ -59,6 +59,8 @@ export const FA4_FEATURES = {
     default: 8,
     panel: true,
     inactive: (v: SwitchValues) => (v.lazyRescale ? undefined : 'applies with lazyRescale on only'),
+    dtypes: ['fp32', 'fp16', 'bf16'],
+    dtypeWhy: 'FP8 runs rescale whenever the row max grows: rescale_threshold is 0 for 8-bit inputs, flash_fwd_sm100.py l. 2190',
     doc: 'log2-units growth of the row max that forces a rescale when lazyRescale is on',
     check: (v: number) => (v > 0 && v <= 64 ? undefined : `must be in (0, 64], got ${v}`),
   },

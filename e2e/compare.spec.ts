@@ -135,6 +135,12 @@ test('FA3 with and without ping-pong: simulated-time sync, predictions on H100, 
   await expect(cell(page, 'predicted time (µs)', 0)).toHaveText('timeUs' in da.prediction ? da.prediction.timeUs.toFixed(2) : 'missing');
   await expect(cell(page, 'predicted time (µs)', 1)).toHaveText('timeUs' in db.prediction ? db.prediction.timeUs.toFixed(2) : 'missing');
   await expect(page.getByTestId('diff-table').locator('thead')).toContainText('−pingpong');
+  // The pane's own run reaches its timeline: pane 2 steps without ping-pong, and so does its schedule.
+  await pane(page, 1).getByLabel('Pane 2 view Warp-role timeline').check();
+  const timeline = pane(page, 1).getByRole('region', { name: 'Warp-role timeline' });
+  await expect(timeline.getByTestId('timeline-canvas')).toHaveAttribute('data-ops', /\d+/, { timeout: 30_000 });
+  await expect(timeline.getByLabel('ping-pong')).not.toBeChecked();
+  await pane(page, 1).getByLabel('Pane 2 view Warp-role timeline').uncheck();
 
   await page.getByRole('combobox', { name: 'Sync axis' }).selectOption('time');
   await pane(page, 0).getByRole('button', { name: 'End' }).click();

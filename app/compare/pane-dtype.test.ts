@@ -52,11 +52,15 @@ describe('compare pane dtype', () => {
     for (const a of ALGORITHMS.filter((x) => x.id !== 'flash-decoding')) {
       const cfg = pane(a.id, 'fp8e4m3');
       const fixes = dtypeFixes(cfg, base);
-      if (a.id === 'fa3') {
+      if (a.id === 'fa3' || a.id === 'fa4') {
         expect(fixes).toEqual([]);
         continue;
       }
-      expect(fixes.map((f) => f.label)).toEqual(['Switch this pane to fa3 (keeps fp8e4m3)', 'Run this pane in fp32']);
+      expect(fixes.map((f) => f.label)).toEqual([
+        'Switch this pane to fa3 (keeps fp8e4m3)',
+        'Switch this pane to fa4 (keeps fp8e4m3)',
+        'Run this pane in fp32',
+      ]);
       for (const f of fixes) {
         const fixed = { ...cfg, ...f.patch };
         expect(paneRefusal(fixed, base), `${a.id}: ${f.label}`).toBeUndefined();

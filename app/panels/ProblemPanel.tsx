@@ -269,7 +269,7 @@ export function ProblemPanel() {
                 <option value="fp16">fp16</option>
                 <option value="bf16">bf16</option>
                 <option value="fp8e4m3">fp8e4m3</option>
-                <option value="fp8e5m2">fp8e5m2 (what-if: FA3 ships e4m3 only)</option>
+                <option value="fp8e5m2">fp8e5m2{form.algorithm === 'fa3' ? ' (what-if: FA3 ships e4m3 only)' : ''}</option>
               </select>
             </label>
             <Field label="seed" name="seed" form={form} set={set} width={6} />

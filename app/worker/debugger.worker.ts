@@ -51,7 +51,7 @@ const api: DebuggerApi = {
   runCounters: (req: LoadRequest, onProgress?: Progress) => session.runCounters(req, onProgress),
   cancel: () => session.cancel(),
   hwView: async (req: HwViewRequest) => {
-    hwLast = smScheduleFor(req, session.events());
+    hwLast = smScheduleFor(session.hwViewRequest(req), session.events());
     // The view's typed arrays are transferred: hand over copies so the kept schedule stays whole.
     return sendView(structuredClone(hwLast.view));
   },

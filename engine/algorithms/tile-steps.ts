@@ -12,7 +12,7 @@ import type { HbmTensor, SparsityTally } from '../core/counters.ts';
 import { roundTo } from '../core/dtype.ts';
 import { kOffset, qOffset, vOffset, type AttentionInputs } from '../core/inputs.ts';
 import { dtypeBytes, requireNoFp8, type AttentionProblem } from '../core/problem.ts';
-import type { Fp8Prepared } from './fa3/fp8.ts';
+import type { Fp8Prepared } from './fp8-inputs.ts';
 import { modifyScore, scoreModel, unmasked, visible, type ScoreModel } from '../core/scores.ts';
 import type { TileRef, TraceEvent } from '../trace/events.ts';
 import { Tracer, tileValues } from '../trace/tracer.ts';
@@ -36,7 +36,7 @@ export interface StepContextOptions {
   accRound?: (v: number) => number;
   /** Rounding of the QKᵀ partial sum after every add; undefined computes the dot exactly, then stores fp32. */
   dotRound?: (v: number) => number;
-  /** FA3's FP8 path: tile scales for the events and the cast of P (engine/algorithms/fa3/fp8.ts). Without it an fp8 problem is refused. */
+  /** An FP8 path: tile scales for the events and the cast of P (engine/algorithms/fp8-inputs.ts). Without it an fp8 problem is refused. */
   fp8?: Fp8Prepared;
   /** Rounding of the stored output (default: the problem's dtype; FP8 kernels write bf16). */
   outRound?: (v: number) => number;

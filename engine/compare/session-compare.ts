@@ -13,6 +13,7 @@ import { referenceAttention } from '../core/reference.ts';
 import type { TraceEvent } from '../trace/events.ts';
 import type { CompareData } from '../debugger/protocol.ts';
 import type { LoadRequest } from '../request.ts';
+import type { HwViewRequest } from '../hw/sm-view.ts';
 import { errorStats, type Prediction } from './diff.ts';
 import { stepTimes } from './sync.ts';
 import { addDelta, emptyCounters } from '../core/counters.ts';
@@ -36,22 +37,34 @@ function concat(...parts: ArrayLike<number>[]): Float64Array {
   return out;
 }
 
-/** The hardware model's switches that the step algorithm's features name. */
-function hwFeatures(algoId: string, features: LoadRequest['features']): Partial<HwFeatures> | undefined {
-  if (!hasSchedule(algoId, 'forward')) return undefined;
+/**
+ * The hardware model's switches that the run's features name (FA3 ping-pong, FA4 lazy rescale,
+ * flash-decoding's split count, …) for the run's pass; undefined when that pass has no schedule.
+ */
+export function runHardwareSwitches(req: Pick<LoadRequest, 'algorithm' | 'features' | 'pass'>): Partial<HwFeatures> | undefined {
+  const pass = req.pass === 'backward' ? 'backward' : 'forward';
+  if (!hasSchedule(req.algorithm, pass)) return undefined;
   const out: Partial<HwFeatures> = {};
-  for (const key of featureKeysOf(hwAlgorithmFor(algoId))) {
-    const v = features?.[key];
+  for (const key of featureKeysOf(hwAlgorithmFor(req.algorithm, pass))) {
+    const v = req.features?.[key];
     if (v !== undefined) (out as Record<string, unknown>)[key] = v;
   }
   return out;
+}
+
+/**
+ * A hardware view of a loaded run: the run's own problem (Hq/Hk, window, softcap, mask, dtype as
+ * stepped) and its kernel switches, under the switches the view itself sets.
+ */
+export function runHwViewRequest(req: LoadRequest, problem: AttentionProblem, view: HwViewRequest): HwViewRequest {
+  return { ...view, problem, features: { ...runHardwareSwitches({ ...req, pass: view.pass }), ...view.features } };
 }
 
 const message = (e: unknown) => (e instanceof Error ? e.message : String(e));
 
 export function predictionFor(req: LoadRequest, problem: AttentionProblem, gpu: string): Prediction {
   if (req.pass === 'backward') return backwardPrediction(req, problem, gpu);
-  const f = hwFeatures(req.algorithm, req.features);
+  const f = runHardwareSwitches(req);
   if (!f) return { gpu, reason: `no hardware model for ${req.algorithm}` };
   try {
     const r = simulateFor(req.algorithm, gpu, shapeOf(problem), f);
@@ -63,12 +76,8 @@ export function predictionFor(req: LoadRequest, problem: AttentionProblem, gpu: 
 
 /** The backward kernel's predicted time (FA3 on SM90, FA2's SM80 kernel), TFLOP/s as 2.5 × the forward's FLOPs. */
 function backwardPrediction(req: LoadRequest, problem: AttentionProblem, gpu: string): Prediction {
-  if (!hasSchedule(req.algorithm, 'backward')) return { gpu, reason: `no hardware model of the ${req.algorithm} backward` };
-  const f: Partial<HwFeatures> = {};
-  for (const key of featureKeysOf(hwAlgorithmFor(req.algorithm, 'backward'))) {
-    const v = req.features?.[key];
-    if (v !== undefined) (f as Record<string, unknown>)[key] = v;
-  }
+  const f = runHardwareSwitches(req);
+  if (!f) return { gpu, reason: `no hardware model of the ${req.algorithm} backward` };
   try {
     const r = simulateFor(req.algorithm, gpu, shapeOf(problem), f, 'backward');
     return { gpu, timeUs: r.time_us, tflops: r.tflops, bound: r.bound };
@@ -84,7 +93,7 @@ export function timesFor(
   gpu: string,
 ): { times: Float64Array | null; reason?: string } {
   if (req.pass === 'backward') return { times: null, reason: `the ${req.algorithm} backward has no step-by-step hardware schedule` };
-  const f = hwFeatures(req.algorithm, req.features);
+  const f = runHardwareSwitches(req);
   if (!f) return { times: null, reason: `${req.algorithm} has no hardware schedule` };
   try {
     const g = gpuById(gpu);

@@ -167,7 +167,7 @@ export function dtypeBytes(dtype: DType): number {
 
 /** The refusal of an FP8 `dtype` by `algorithm`, which has no FP8 path. */
 export function noFp8Path(algorithm: string, dtype: DType): string {
-  return `${algorithm} has no FP8 path; ${dtype} runs only on fa3's forward (FA3's FP8 kernel) — pick fp16, bf16 or fp32 here`;
+  return `${algorithm} has no FP8 path; ${dtype} runs only on fa3's and fa4's forwards (their FP8 kernels) — pick fp16, bf16 or fp32 here`;
 }
 
 /** FP8 runs only where an algorithm models an FP8 path; every other algorithm calls this first. */

@@ -20,7 +20,8 @@ import type { TraceEvent } from '../trace/events.ts';
 import { toJsonLine } from '../trace/jsonl.ts';
 import { BlobSource } from '../io/byte-source.ts';
 import { importRun, listTensors } from '../import/tensor-import.ts';
-import { runComparison, timesFor, type RunGradients } from '../compare/session-compare.ts';
+import { runComparison, runHwViewRequest, timesFor, type RunGradients } from '../compare/session-compare.ts';
+import type { HwViewRequest } from '../hw/sm-view.ts';
 import type { BackwardResult } from '../backward/types.ts';
 import { pointOf, stepFor, type SyncAxis, type SyncPoint } from '../compare/sync.ts';
 import { describeBreakpoint, matchBreakpoint } from './breakpoints.ts';
@@ -563,6 +564,12 @@ export class DebuggerSession {
         nk: p.nk,
       };
     });
+  }
+
+  /** A hardware view's request made to the loaded run: its problem and kernel switches (session-compare.ts). */
+  hwViewRequest(view: HwViewRequest): HwViewRequest {
+    const L = this.need();
+    return runHwViewRequest(L.req, L.problem, view);
   }
 
   /** Every event as recorded (tests and the benchmark compare against this). */

@@ -32,6 +32,21 @@ describe('defaultsFor', () => {
     expect([config.blockM, config.blockN]).toEqual([sheet.tiles.block_m, sheet.tiles.block_n]);
   });
 
+  it("takes the problem's masks to the kernel: FA3's tile at d 128 is 128 × 128 causal, 128 × 176 without a mask", () => {
+    // hopper/tile_size.h@0251105a l. 31-33 (headdim ≤ 128: kBlockN 128 when causal or local, else 176).
+    const p = { ...FA2_FORM, hq: 4, hk: 2, nq: 512, nk: 512, d: 128, dv: 128, dtype: 'fp16' as DType };
+    const touched = ['hq', 'hk', 'nq', 'nk', 'd', 'dv', 'dtype'] as const;
+    expect(defaultsFor('fa3', { ...p, causal: false }, touched).config).toMatchObject({ blockM: 128, blockN: 176 });
+    expect(defaultsFor('fa3', { ...p, causal: true }, touched).config).toMatchObject({ blockM: 128, blockN: 128 });
+    expect(defaultsFor('fa3', { ...p, window: { left: 64, right: 0 } }, touched).config).toMatchObject({ blockM: 128, blockN: 128 });
+    // A window with both sides negative is no window.
+    expect(defaultsFor('fa3', { ...p, window: { left: -1, right: -1 } }, touched).config).toMatchObject({ blockN: 176 });
+    // flash_attn/cute/interface.py@0251105a l. 1309-1331: the d = 256 kernel refuses softcap.
+    const fa4 = { ...p, d: 256, dv: 256, dtype: 'bf16' as DType, gpu: 'b200' as const };
+    expect(misfits('fa4', fa4)).toEqual([]);
+    expect(misfits('fa4', { ...fa4, softcap: 30 }).join()).toContain('SM100 forward with head_dim=256 does not support softcap');
+  });
+
   it('brings FA4 with d = 192, dv = 128 typed into bf16 on the B200 with its 128 × 128 tile', () => {
     const { config, replaced } = defaultsFor('fa4', { ...FA2_FORM, d: 192, dv: 128 }, ['d', 'dv']);
     expect(config).toMatchObject({ d: 192, dv: 128, dtype: 'bf16', gpu: 'b200', blockM: 128, blockN: 128, nq: 512, nk: 512 });

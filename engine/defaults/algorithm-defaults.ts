@@ -8,13 +8,16 @@
 
 import { BUILT_IN_ALGORITHMS, descriptorOf, type AlgorithmId } from '../algorithms/registry.ts';
 import type { AlgorithmDefaults } from '../algorithms/descriptor.ts';
-import { DTYPES, type DType, type ProblemDims } from '../core/problem.ts';
+import { DTYPES, type AttentionProblem, type DType, type ProblemDims } from '../core/problem.ts';
 import { gpuById, type GpuId } from '../hw/gpus/index.ts';
 import { describeFor, hasSchedule, hwAlgorithmById } from '../algorithms/schedule-registry.ts';
 import type { ProblemShape } from '../hw/model.ts';
 
-/** The fields of a problem form that an algorithm's choice may set. */
-export interface WorkingConfig extends ProblemDims {
+/** The problem's masks and logit transform: never set by an algorithm's choice, but they move the kernel's tile and what fits. */
+export type ProblemMasks = Partial<Pick<AttentionProblem, 'causal' | 'window' | 'softcap' | 'mask'>>;
+
+/** The fields of a problem form that an algorithm's choice may set, with the masks of the problem they apply to. */
+export interface WorkingConfig extends ProblemDims, ProblemMasks {
   /** Tile of the numeric trace (Br × Bc). */
   blockM: number;
   blockN: number;
@@ -23,7 +26,8 @@ export interface WorkingConfig extends ProblemDims {
   gpu: GpuId | null;
 }
 
-export type ConfigField = keyof WorkingConfig;
+/** The fields an algorithm's choice sets (the masks are the problem's own). */
+export type ConfigField = Exclude<keyof WorkingConfig, keyof ProblemMasks>;
 
 export const CONFIG_FIELDS: readonly ConfigField[] = ['batch', 'hq', 'hk', 'nq', 'nk', 'd', 'dv', 'blockM', 'blockN', 'dtype', 'gpu'];
 
@@ -59,8 +63,19 @@ export function hasKernel(algo: string): boolean {
   return tableOf(algo).gpu !== null;
 }
 
+/** The masks of a config, as the problem has them (a window with both sides negative is none). */
+function masksOf(c: ProblemMasks): ProblemMasks {
+  return {
+    ...(c.causal ? { causal: true } : {}),
+    ...(c.window && (c.window.left >= 0 || c.window.right >= 0) ? { window: { ...c.window } } : {}),
+    ...(c.softcap !== undefined ? { softcap: c.softcap } : {}),
+    ...(c.mask?.maskMod !== undefined ? { mask: c.mask } : {}),
+  };
+}
+
+/** The problem the hardware model is asked about: the config's sizes and dtype, with the problem's masks. */
 function shapeOf(c: WorkingConfig): ProblemShape {
-  return { batch: c.batch, hq: c.hq, hk: c.hk, nq: c.nq, nk: c.nk, d: c.d, dv: c.dv, dtype: c.dtype, causal: false };
+  return { batch: c.batch, hq: c.hq, hk: c.hk, nq: c.nq, nk: c.nk, d: c.d, dv: c.dv, dtype: c.dtype, causal: false, ...masksOf(c) };
 }
 
 /**
@@ -113,7 +128,7 @@ export function defaultsFor(algo: string, current: Partial<WorkingConfig>, touch
   const t = tableOf(algo);
   const mine = new Set(touched);
   const base = baseConfig(algo);
-  const c: WorkingConfig = { ...base };
+  const c: WorkingConfig = { ...base, ...masksOf(current) };
   for (const f of mine) {
     const v = current[f];
     if (v === undefined) continue;

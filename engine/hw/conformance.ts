@@ -135,6 +135,18 @@ function fa4Forward(): ConformanceCase[] {
   add({ hq: 8, hk: 8, nq: 128, nk: 65536, numSplits: 4, d: 192, dv: 128 });
   add({ hq: 8, hk: 8, nq: 128, nk: 4096, numSplits: 4, d: 192, dv: 128 });
   add({ hq: 8, hk: 8, nq: 128, nk: 65536, numSplits: 4, d: 192, dv: 192 });
+  // Causal decoding, dense and paged: the interface keeps causal at seqlen_q = 1 (FA3 drops it).
+  add({ hq: 32, hk: 8, nq: 1, nk: 8192, batch: 8, causal: true });
+  add({
+    hq: 32,
+    hk: 8,
+    nq: 1,
+    nk: 8192,
+    batch: 8,
+    causal: true,
+    pageSize: 16,
+    varlen: { seqlensK: [8192, 300, 5000, 7000, 64, 1024, 4096, 2048], seqused: true },
+  });
   return out;
 }
 

@@ -408,6 +408,16 @@ export function sequenceRows(s: ProblemShape, b: number): { rows: number; before
   return { rows: seqs[b]?.nq ?? 0, before };
 }
 
+/** Bytes of one row of a split's partial: dv fp32 values of O and the row's fp32 LSE. */
+export function partialRowBytes(dv: number): number {
+  return (dv + 1) * 4;
+}
+
+/** Bytes per element of the O a kernel writes: FP8 kernels write O in bf16. */
+export function outElemBytes(dtype: DType): number {
+  return isFp8(dtype) ? 2 : elemBytes(dtype);
+}
+
 /** Launch gap before the combine kernel starts, µs (model assumption: back-to-back launches on one stream). */
 export const COMBINE_LAUNCH_US = 2;
 
@@ -415,21 +425,20 @@ export const COMBINE_LAUNCH_US = 2;
 export function splitCombineUs(gpu: GpuSpec, shape: ProblemShape, splits: number): number {
   if (splits <= 1) return 0;
   const rows = shape.batch * shape.hq * shape.nq;
-  const oBytes = isFp8(shape.dtype) ? 2 : elemBytes(shape.dtype);
-  const bytes = rows * splits * (shape.dv + 1) * 4 + rows * shape.dv * oBytes;
+  const bytes = rows * splits * partialRowBytes(shape.dv) + rows * shape.dv * outElemBytes(shape.dtype);
   return COMBINE_LAUNCH_US + (bytes / gpu.hbmBytesPerSec) * 1e6;
 }
 
 /** Bytes of split-KV partials (fp32 O and LSE), written by the splits and read by the combine. */
 export function partialBytes(shape: ProblemShape, splits: number): number {
-  return splits > 1 ? 2 * splits * shape.hq * totalRows(shape).q * (shape.dv + 1) * 4 : 0;
+  return splits > 1 ? 2 * splits * shape.hq * totalRows(shape).q * partialRowBytes(shape.dv) : 0;
 }
 
 /** The HBM write of O rows [row0, row0 + rows) of one (batch, head), as a memory event spec. */
 export function hbmOut(shape: ProblemShape, work: CtaWork, row0: number, rows: number, tile: string, partial = false, splits = 1): MemSpec {
   // FP8 kernels write O in bf16.
-  const e = partial ? 4 : isFp8(shape.dtype) ? 2 : elemBytes(shape.dtype);
-  const rowBytes = partial ? (shape.dv + 1) * 4 : shape.dv * e;
+  const e = partial ? 4 : outElemBytes(shape.dtype);
+  const rowBytes = partial ? partialRowBytes(shape.dv) : shape.dv * e;
   // Each (sequence, head) holds its own rows; a varlen sequence starts after the rows of those before it.
   const seq = sequenceRows(shape, work.b);
   const base = partial
@@ -448,12 +457,13 @@ export function hbmOut(shape: ProblemShape, work: CtaWork, row0: number, rows: n
 
 /**
  * FlashAttention kernels take 16-bit inputs: their MMAs have no fp32 path. FP8 only where the
- * kernel has an FP8 path (`fp8: true`, FA3's forward) and the chip has FP8 MMAs.
+ * kernel has an FP8 path (`fp8: true`, the forwards of FA3 and FA4) and the chip has FP8 MMAs.
  */
 export function requireHalf(sheet: ResourceSheet, shape: ProblemShape, name: string, gpu?: GpuSpec, fp8 = false): void {
   if (shape.dtype === 'fp32') sheet.does_not_fit.push(`dtype: ${name} takes fp16 or bf16 inputs (its MMAs have no fp32 path)`);
   if (isFp8(shape.dtype)) {
-    if (!fp8) sheet.does_not_fit.push(`dtype: ${name} has no FP8 path (FP8 is modelled for FA3's forward); pick fp16 or bf16`);
+    if (!fp8)
+      sheet.does_not_fit.push(`dtype: ${name} has no FP8 path (FP8 is modelled for the forwards of FA3 and FA4); pick fp16 or bf16`);
     else if (gpu && gpu.tensorFlopsPerClk.fp8 === undefined)
       sheet.does_not_fit.push(`dtype: ${gpu.name} has no FP8 tensor cores (FP8 MMAs start with SM89)`);
   }

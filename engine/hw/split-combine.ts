@@ -4,9 +4,8 @@
 // flash_fwd_combine_kernel.h) and FA4's (flash_attn/cute/flash_fwd_combine.py) share this
 // structure; each family describes its launch (tile, SMEM, bytes, upstream lines).
 
-import { isFp8 } from '../core/problem.ts';
 import type { GpuSpec } from './gpus/index.ts';
-import { ceilDiv, elemBytes, phase, type BuildContext } from './model.ts';
+import { ceilDiv, outElemBytes, partialRowBytes, phase, sequencesOf, type BuildContext, type ProblemShape } from './model.ts';
 import type { Kernel } from './scheduler.ts';
 
 /** Combine CTAs drawn one by one on the timeline; the rest of this SM's share is folded into them. */
@@ -33,6 +32,45 @@ export interface CombineLaunch {
   readBytes: number;
   writeBytes: number;
   why: string[];
+}
+
+/** The combine grid both families launch: its tile, the CTAs that hold rows, and the bytes they move. */
+export interface CombineCtas {
+  /** tile_m × k_block_size of O per CTA. */
+  blockM: number;
+  blockK: number;
+  /** K blocks of dv per M block. */
+  kBlocks: number;
+  /** Rows of O to combine: every sequence's seqlen_q · Hq. */
+  rows: number;
+  /** CTAs that hold rows: each sequence's M blocks × kBlocks. */
+  ctas: number;
+  /** fp32 partials (O and LSE) read over every split, and O and LSE written. */
+  readBytes: number;
+  writeBytes: number;
+}
+
+/**
+ * The combine grid of an unpacked shape run with `splits` splits: k_block_size 64 for dv ≤ 64, else
+ * 128, and tile_m as small as 256 threads allow (hopper/flash_fwd_combine_launch_template.h@0251105a
+ * l. 66-86; flash_attn/cute/interface.py@0251105a l. 3643-3651 picks the same).
+ */
+export function combineCtas(s: ProblemShape, splits: number): CombineCtas {
+  const blockK = s.dv <= 64 ? 64 : 128;
+  const blockM = blockK % 128 === 0 ? 8 : blockK % 64 === 0 ? 16 : 32;
+  const kBlocks = ceilDiv(s.dv, blockK);
+  const seqs = sequencesOf(s);
+  const rows = seqs.reduce((n, q) => n + q.batch * q.nq * s.hq, 0);
+  const ctas = seqs.reduce((n, q) => n + q.batch * ceilDiv(q.nq * s.hq, blockM), 0) * kBlocks;
+  return {
+    blockM,
+    blockK,
+    kBlocks,
+    rows,
+    ctas,
+    readBytes: rows * splits * partialRowBytes(s.dv),
+    writeBytes: rows * (s.dv * outElemBytes(s.dtype) + 4),
+  };
 }
 
 /** One barrier per kernel that the split CTAs of the SM arrive on and the combine waits for. */
@@ -65,7 +103,7 @@ export function drawSplitCombine(k: Kernel, ctx: BuildContext, splits: number, a
   const oSlot = c.stages * c.blockM * c.blockK * 4;
   k.alloc({ space: 'smem', buffer: 'combine/sLSE', stage: 0, offset: c.lseOffset, bytes: lseSlot });
   k.alloc({ space: 'smem', buffer: 'combine/sO', stage: 0, offset: c.oOffset, bytes: oSlot });
-  const oE = isFp8(ctx.shape.dtype) ? 2 : elemBytes(ctx.shape.dtype);
+  const oE = outElemBytes(ctx.shape.dtype);
   // cp.async groups: the LSE of every split first, then the O partials (cp_async_fence, cp_async_wait).
   const landed = k.counter('combine_cp_async');
   let groups = 0;

@@ -73,6 +73,17 @@ describe('serving problem → hardware model', () => {
     expect(configOf(r, 'fa3').paged_kv_non_tma).toBe(true);
   });
 
+  it('causal decode: FA3 drops the causal mask at seqlen_q 1, FA4 keeps the causal kernel and says why', () => {
+    const r = runServing(generateServing(paged({ pageSize: 16, causal: true, nq: 1 })), 'flash-decoding');
+    // hopper/flash_api.cpp@0251105a l. 798-803: d 16 (≤ 64) drops causal even with paged KV.
+    expect(configOf(r, 'fa3').mask).toBe('none');
+    // flash_attn/cute/interface.py@0251105a l. 768-770, 388-408: no such rule; block_info.py l. 36-42: every block stays.
+    expect(configOf(r, 'fa4').mask).toBe('causal');
+    const why = r.hardware.kernels.find((k) => k.algorithm === 'fa4')!.upstream!.why;
+    expect(why.some((l) => l.includes('seqlen_q = 1 keeps causal'))).toBe(true);
+    expect(why.some((l) => l.startsWith('flash_attn/cute/block_info.py@0251105a l. 36-42'))).toBe(true);
+  });
+
   it('a numeric algorithm without a split count leaves num_splits to each kernel', () => {
     const r = runServing(generateServing(paged({ algorithm: 'fa2', splits: 5 })), 'fa2', { splits: 5 });
     expect(r.hardware.shape.numSplits).toBeUndefined();

@@ -2,9 +2,8 @@
 // at 0251105a): 256 threads per CTA, a kBlockM × kBlockK tile of O per CTA. The timeline draws it
 // after the SM's split CTAs (engine/hw/split-combine.ts); simulate times it from the same bytes.
 
-import { ceilDiv, elemBytes, sequencesOf, unpackShape, type ProblemShape } from '../../hw/model.ts';
-import type { CombineLaunch } from '../../hw/split-combine.ts';
-import { isFp8 } from '../../core/problem.ts';
+import { ceilDiv, unpackShape, type ProblemShape } from '../../hw/model.ts';
+import { combineCtas, type CombineLaunch } from '../../hw/split-combine.ts';
 
 const LAUNCH = 'hopper/flash_fwd_combine_launch_template.h@0251105a';
 const KERNEL = 'hopper/flash_fwd_combine_kernel.h@0251105a';
@@ -17,18 +16,11 @@ const STAGES = 4;
 /** The combine launch for a problem run with `splits` > 1 splits (the given shape, not packed). */
 export function fa3CombineOf(given: ProblemShape, splits: number): CombineLaunch {
   const s = unpackShape(given);
-  // kBlockK 64 for dv ≤ 64, else 128; kBlockM as small as the 256 threads allow.
-  const blockK = s.dv <= 64 ? 64 : 128;
-  const blockM = blockK % 128 === 0 ? 8 : blockK % 64 === 0 ? 16 : 32;
+  const { blockM, blockK, kBlocks, ctas, readBytes, writeBytes } = combineCtas(s, splits);
   const logMaxSplits = blockM >= 16 && splits <= 16 ? 4 : Math.max(5, Math.ceil(Math.log2(splits)));
   const maxSplits = 2 ** logMaxSplits;
-  const kBlocks = ceilDiv(s.dv, blockK);
   // The grid is sized by max_seqlen_q for every batch; a varlen sequence's CTAs past its rows exit at once.
   const launched = ceilDiv(s.nq * s.hq, blockM) * kBlocks * s.batch;
-  const seqs = sequencesOf(s);
-  const ctas = seqs.reduce((n, q) => n + q.batch * ceilDiv(q.nq * s.hq, blockM), 0) * kBlocks;
-  const rows = seqs.reduce((n, q) => n + q.batch * q.nq * s.hq, 0);
-  const oBytes = isFp8(s.dtype) ? 2 : elemBytes(s.dtype);
   const lseBytes = (maxSplits * blockM + blockM) * 4;
   return {
     blockM,
@@ -42,8 +34,8 @@ export function fa3CombineOf(given: ProblemShape, splits: number): CombineLaunch
     lseOffset: 0,
     oOffset: maxSplits * blockM * 4,
     smemBytes: lseBytes + STAGES * blockM * blockK * 4,
-    readBytes: rows * splits * (s.dv + 1) * 4,
-    writeBytes: rows * (s.dv * oBytes + 4),
+    readBytes,
+    writeBytes,
     why: [
       `${API} l. 387-408, 1170-1185: num_splits ${splits} > 1 launches the combine kernel with kBlockK ${blockK} (dv ${s.dv})`,
       `${LAUNCH} l. 66-86: kBlockM ${blockM}, kLogMaxSplits ${logMaxSplits}, ${THREADS} threads`,

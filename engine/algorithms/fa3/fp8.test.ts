@@ -5,7 +5,6 @@
 import { describe, expect, it } from 'vitest';
 import { fa2 } from '../fa2/forward.ts';
 import { fa3, fa3DefaultTile } from './forward.ts';
-import { fa4 } from '../fa4/forward.ts';
 import { randomInputs, SINK_KEYS } from '../../core/inputs.ts';
 import { DEFAULT_PROBLEM, type AttentionProblem } from '../../core/problem.ts';
 import { referenceAttention } from '../../core/reference.ts';
@@ -148,7 +147,6 @@ describe('formats, tiles and refusals', () => {
   });
   it('refuses FP8 where no FP8 path is modelled, and FP8 switches on 16-bit runs', () => {
     expect(() => runToEnd(fa2, fp8(p), x)).toThrow(/dtype: fa2 has no FP8 path/);
-    expect(() => runToEnd(fa4, fp8(p), x)).toThrow(/dtype: fa4 has no FP8 path/);
     expect(() => runToEnd(fa3, { ...p, dtype: 'fp16' }, x, { features: { blockQuant: false } })).toThrow(
       /features.blockQuant: applies to FP8 runs only/,
     );

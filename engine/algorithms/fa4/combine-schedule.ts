@@ -3,9 +3,8 @@
 // tile_m × k_block_size tile of O per CTA, a 4-stage cp.async ring of fp32 O partials. The
 // timeline draws it after the SM's split CTAs (engine/hw/split-combine.ts).
 
-import { isFp8 } from '../../core/problem.ts';
-import { ceilDiv, elemBytes, sequencesOf, unpackShape, type ProblemShape } from '../../hw/model.ts';
-import type { CombineLaunch } from '../../hw/split-combine.ts';
+import { ceilDiv, unpackShape, type ProblemShape } from '../../hw/model.ts';
+import { combineCtas, type CombineLaunch } from '../../hw/split-combine.ts';
 
 const IFACE = 'flash_attn/cute/interface.py@0251105a';
 const COMBINE = 'flash_attn/cute/flash_fwd_combine.py@0251105a';
@@ -20,22 +19,16 @@ const align = (n: number) => ceilDiv(n, 128) * 128;
 /** The combine launch for a problem run with `splits` > 1 splits (the given shape, not packed). */
 export function fa4CombineOf(given: ProblemShape, splits: number): CombineLaunch {
   const s = unpackShape(given);
-  const blockK = s.dv <= 64 ? 64 : 128;
-  const blockM = blockK % 128 === 0 ? 8 : blockK % 64 === 0 ? 16 : 32;
+  const { blockM, blockK, kBlocks, rows, ctas, readBytes, writeBytes } = combineCtas(s, splits);
   const logMaxSplits = Math.max(Math.ceil(Math.log2(splits)), 4, blockM === 8 ? 5 : 0);
   const maxSplits = 2 ** logMaxSplits;
-  const kBlocks = ceilDiv(s.dv, blockK);
-  const seqs = sequencesOf(s);
   // cu_seqlens_q / seqused_q reach the combine; a paged cache's seqused_k alone leaves its Q dense.
   const varlen = s.varlen?.seqlensQ !== undefined;
-  const rows = seqs.reduce((n, q) => n + q.batch * q.nq * s.hq, 0);
-  const ctas = seqs.reduce((n, q) => n + q.batch * ceilDiv(q.nq * s.hq, blockM), 0) * kBlocks;
   // Varlen: the grid covers total_q · Hq rows plus a tile's slack per sequence; dense: every batch's seqlen_q · Hq rows.
   const mBlocks = varlen ? Math.floor((rows + s.batch * (blockM - 1)) / blockM) : ceilDiv(s.nq * s.hq, blockM) * s.batch;
   const launched = mBlocks * kBlocks;
   const lseBytes = maxSplits * blockM * 4;
   const oOffset = align(align(lseBytes) + blockM * 4);
-  const oBytes = isFp8(s.dtype) ? 2 : elemBytes(s.dtype);
   return {
     blockM,
     blockK,
@@ -48,8 +41,8 @@ export function fa4CombineOf(given: ProblemShape, splits: number): CombineLaunch
     lseOffset: 0,
     oOffset,
     smemBytes: oOffset + STAGES * blockM * blockK * 4,
-    readBytes: rows * splits * (s.dv + 1) * 4,
-    writeBytes: rows * (s.dv * oBytes + 4),
+    readBytes,
+    writeBytes,
     why: [
       `${IFACE} l. 818-820, 1541-1552: num_splits ${splits} > 1 writes fp32 partials of O and LSE, then launches the combine kernel`,
       `${IFACE} l. 3643-3651: k_block_size ${blockK} (dv ${s.dv}), tile_m ${blockM}, log_max_splits ${logMaxSplits}`,

@@ -15,7 +15,7 @@ export const fa4Algorithm = defineAlgorithm({
     'per-role budgets: num_regs_softmax and num_regs_correction of flash_attn/cute/flash_fwd_sm100.py, or of sm100_hd256_2cta_fmha_forward.py at d = 256',
   defaults: { gpu: 'b200', dtype: 'bf16', nq: 512, nk: 512, d: 128, dv: 128 },
   tiles: () => ({ blockM: FA4_BLOCK_M, blockN: FA4_BLOCK_N }),
-  supports: { dtypes: ['fp32', 'fp16', 'bf16'] },
+  supports: { dtypes: ['fp32', 'fp16', 'bf16', 'fp8e4m3', 'fp8e5m2'] },
   rowStats: 'on-chip',
   serving: { pageTableEntryBytes: 4, splits: false },
 });

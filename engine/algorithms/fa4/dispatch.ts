@@ -7,6 +7,7 @@
 
 import { dtypeBytes, isFp8 } from '../../core/problem.ts';
 import type { DispatchInput } from '../../hw/dispatch-input.ts';
+import { FP8_TUNING } from './tiles.ts';
 
 const IFACE = 'flash_attn/cute/interface.py@0251105a';
 const SM100 = 'flash_attn/cute/flash_fwd_sm100.py@0251105a';
@@ -63,17 +64,25 @@ const TUNING: Partial<Record<TuneKey, { freq: number; softmax: number; correctio
   'true/false/256': { freq: 14, softmax: 256, correction: 160 },
   'true/true/256': { freq: 14, softmax: 256, correction: 160 },
 };
-// _FP8_TUNING_CONFIG and _FP8_SMALL_HDIM_REGS (l. 112-124).
-const FP8_TUNING: Partial<Record<TuneKey, { freq: number; softmax?: number; correction?: number }>> = {
-  'true/false/128': { freq: 10, softmax: 160, correction: 72 },
-  'false/true/128': { freq: 8 },
-};
-
 /** num_splits_heuristic (interface.py l. 276-288). */
 export function fa4NumSplitsHeuristic(totalMblocks: number, numSms: number, numNBlocks: number, maxSplits: number): number {
   if (numNBlocks <= 4) return 1;
   if (totalMblocks === 0) return 1;
   return Math.min(Math.floor(numSms / totalMblocks), maxSplits, numNBlocks);
+}
+
+const BLOCK_INFO = 'flash_attn/cute/block_info.py@0251105a';
+
+/**
+ * Causal at seqlen_q = 1: unlike FA3 (hopper/flash_api.cpp l. 798-803) the interface never drops
+ * the flag, so the kernel is built causal, but the one query row sees every key.
+ */
+function causalAtOneQueryRow(qheadPerKvhead: number, packGqa: boolean, varlenQ: boolean): string[] {
+  const rows = packGqa && qheadPerKvhead > 1 ? `the ${qheadPerKvhead} packed rows are all query 0 (l. 38-39, 126-127), so ` : '';
+  return [
+    `${IFACE} l. 768-770, 388-408: seqlen_q = 1 keeps causal (no rule like FA3's in hopper/flash_api.cpp l. 798-803): the kernel is compiled causal — causal tuning key (${SM100} l. 360), ${varlenQ ? 'varlen tile scheduler (l. 282-289)' : 'LPT tile scheduler (l. 291)'}, no 2-CTA (${IFACE} l. 825)`,
+    `${BLOCK_INFO} l. 36-42, 125-134 with ${SM100} l. 2303-2328: ${rows}the causal edge seqlen_k − 1 + m_idx keeps every K/V block, and only the first block visited (the last in K) runs the mask`,
+  ];
 }
 
 export function fa4Dispatch(p: Fa4DispatchInput, numSms: number): Fa4Dispatch {
@@ -132,6 +141,8 @@ export function fa4Dispatch(p: Fa4DispatchInput, numSms: number): Fa4Dispatch {
   why.push(
     `${IFACE} l. 388-408: ${isCausal ? 'causal' : isLocal ? `local (left ${left ?? 'None'}, right ${right ?? 'None'})` : 'no mask'}`,
   );
+  // The d = 256 kernel has its own block ranges (./hd256.ts).
+  if (isCausal && p.nq === 1 && !hd256) why.push(...causalAtOneQueryRow(qheadPerKvhead, packGqa, p.varlenQ === true));
 
   // _get_fwd_config (l. 291-385).
   const tileM = 128;

@@ -30,15 +30,21 @@
 //   the configuration (_TUNING_CONFIG, else 16 / 4 / 1: 16 of 128 columns); exp2EmuFreq,
 //   exp2EmuRes and exp2EmuStartFrg override them.
 //
+// - FP8 (dtype fp8e4m3 / fp8e5m2): the kernel's FP8 forward (./fp8.ts): inputs quantized with one
+//   descale per (batch, KV head), P·2^8 cast to the input format before P·V, no lazy rescale,
+//   O in bf16.
+//
 // Support table: causal, sliding window, ALiBi (score_mod), softcap, learnable sinks,
 // GQA/MQA, Nq ≠ Nk: yes. Head dims: those upstream's _validate_head_dims accepts on SM100
 // (d, dv ≤ 128; 192/128; 256/256; the MLA shapes with dv 512); others are refused. fp32
 // inputs: not a tcgen05 kind::f16 type — FlashScope runs them with P kept fp32 to show the schedule.
 
-import { ProblemError, type AttentionProblem } from '../../core/problem.ts';
+import { isFp8, ProblemError, type AttentionProblem } from '../../core/problem.ts';
+import { roundBf16 } from '../../core/dtype.ts';
 import { kvHead, type AttentionInputs } from '../../core/inputs.ts';
 import { blockCount, resolveBlocks } from '../blocks.ts';
 import { exp2Emulated, exp2Hardware } from './exp2-emulation.ts';
+import { fa4Fp8RescaleThreshold, prepareFa4Fp8 } from './fp8.ts';
 import { fa4Config, isEmulatedElement, type Fa4Exp2 } from './tiles.ts';
 import { readFeatures, type FeatureSpecs, type SwitchValues } from '../features.ts';
 import { Producer } from '../producer.ts';
@@ -53,6 +59,8 @@ export const FA4_FEATURES = {
     default: 8,
     panel: true,
     inactive: (v: SwitchValues) => (v.lazyRescale ? undefined : 'applies with lazyRescale on only'),
+    dtypes: ['fp32', 'fp16', 'bf16'],
+    dtypeWhy: 'FP8 runs rescale whenever the row max grows: rescale_threshold is 0 for 8-bit inputs, flash_fwd_sm100.py l. 2190',
     doc: 'log2-units growth of the row max that forces a rescale when lazyRescale is on',
     check: (v: number) => (v > 0 && v <= 64 ? undefined : `must be in (0, 64], got ${v}`),
   },
@@ -103,10 +111,15 @@ function* runFa4(p: AttentionProblem, x: AttentionInputs, opts: RunOptions): Ste
   const emuCols = new Uint8Array(blockN);
   for (let c = 0; c < blockN; c++) emuCols[c] = f.exp2Emulation && isEmulatedElement(c, blockN, pattern) ? 1 : 0;
   let emulated = 0;
-  const ctx = step.makeContext(p, x, opts, {
+  // FP8: quantize once up front (./fp8.ts); the schedule reads the quantized tensors, casts P
+  // before each P·V and writes O in bf16.
+  const q8 = isFp8(p.dtype) ? prepareFa4Fp8(p, x, blockM, blockN) : undefined;
+  const threshold = q8 ? fa4Fp8RescaleThreshold(p, opts.features?.rescaleThreshold as number | undefined) : f.rescaleThreshold;
+  const ctx = step.makeContext(p, q8 ? q8.x : x, opts, {
     prefix: 'fa4',
     base2: true,
-    lazyThreshold: f.lazyRescale ? f.rescaleThreshold : 0,
+    ...(q8 ? { fp8: q8, dotRound: Math.fround, outRound: roundBf16 } : {}),
+    lazyThreshold: f.lazyRescale ? threshold : 0,
     rescaleGroup: FA4_RESCALE_GROUP,
     // The pattern runs on every block, masked or not (masked -inf entries never reach exp).
     exp: (a, col) => {
@@ -124,6 +137,7 @@ function* runFa4(p: AttentionProblem, x: AttentionInputs, opts: RunOptions): Ste
   const nCta = blockCount(p.nq, ctaRows);
   const tc = blockCount(p.nk, blockN);
   const eb = ctx.eb;
+  const oBytes = q8 ? 2 : eb;
   const lse = new Float64Array(blockM);
 
   for (let b = 0; b < p.batch; b++) {
@@ -230,7 +244,7 @@ function* runFa4(p: AttentionProblem, x: AttentionInputs, opts: RunOptions): Ste
         for (const s of stages) {
           yield* step.normalize(ctx, s.at, s.st, lse);
           step.storeRows(ctx, s.at, s.st, lse, o, lseOut);
-          yield* step.write(ctx, s.at, 'write', [s.st.r0, s.st.r0 + s.st.rows], { O: s.st.rows * p.dv * eb, LSE: s.st.rows * 4 });
+          yield* step.write(ctx, s.at, 'write', [s.st.r0, s.st.r0 + s.st.rows], { O: s.st.rows * p.dv * oBytes, LSE: s.st.rows * 4 });
         }
       }
     }
@@ -240,7 +254,7 @@ function* runFa4(p: AttentionProblem, x: AttentionInputs, opts: RunOptions): Ste
     lse: lseOut,
     counters: ctx.tr.counters,
     blocks: { blockM, blockN },
-    stats: { emulatedExp2: emulated },
+    stats: { emulatedExp2: emulated, ...(q8 ? { flushedP: ctx.tally.flushedP, castP: ctx.tally.castP, saturated: q8.saturated } : {}) },
   };
   return result;
 }

@@ -66,7 +66,7 @@ const MAX_KV_STAGES = 32;
 /** The d = 256 kernel's K/V ring, fixed in _setup_attributes (sm100_hd256_2cta_fmha_forward.py l. 162). */
 const HD256_KV_STAGES = 4;
 
-type TuneKey = `${boolean}/${boolean}/${number}`;
+export type TuneKey = `${boolean}/${boolean}/${number}`;
 // _TUNING_CONFIG rows for SM100 (is_sm103 = False): (2-CTA, causal, padded d) → freq, start, registers.
 const TUNING: Partial<Record<TuneKey, { freq: number; res?: number; startFrg: number; softmax: number; correction: number }>> = {
   'true/false/128': { freq: 10, startFrg: 1, softmax: 176, correction: 88 },
@@ -75,6 +75,12 @@ const TUNING: Partial<Record<TuneKey, { freq: number; res?: number; startFrg: nu
   'false/true/192': { freq: 32, startFrg: 1, softmax: 192, correction: 72 },
   'true/false/256': { freq: 14, res: 6, startFrg: 0, softmax: 256, correction: 160 },
   'true/true/256': { freq: 14, res: 6, startFrg: 0, softmax: 256, correction: 160 },
+};
+
+/** _FP8_TUNING_CONFIG rows with is_sm103 = False (flash_fwd_sm100.py l. 112-119): FP8 runs take their exp2 pattern (l. 514-518) and, with TMA K/V, registers. */
+export const FP8_TUNING: Partial<Record<TuneKey, { freq: number; startFrg: number; softmax?: number; correction?: number }>> = {
+  'true/false/128': { freq: 10, startFrg: 1, softmax: 160, correction: 72 },
+  'false/true/128': { freq: 8, startFrg: 1 },
 };
 
 const pad16 = (n: number) => Math.ceil(n / 16) * 16;
@@ -140,7 +146,9 @@ export function fa4Config(t: Fa4Input): Fa4Config {
     registers = { softmax, correction, other: dedicatedHd256 ? 32 : 512 - 2 * softmax - correction };
   }
   const defaultEmu = dPad <= 128 || (dPad === 192 && twoCta && !t.causal && !local);
-  const enabled = tune ? tune.freq > 0 : defaultEmu;
-  const exp2: Fa4Exp2 = { freq: enabled ? (tune?.freq ?? 16) : 0, res: tune?.res ?? 4, startFrg: tune?.startFrg ?? 1 };
+  const fp8Tune = isFp8(t.dtype) && dPad >= 96 ? FP8_TUNING[`${twoCta}/${t.causal}/${dPad}`] : undefined;
+  const pattern = fp8Tune ?? tune;
+  const enabled = pattern ? pattern.freq > 0 : defaultEmu;
+  const exp2: Fa4Exp2 = { freq: enabled ? (pattern?.freq ?? 16) : 0, res: tune?.res ?? 4, startFrg: pattern?.startFrg ?? 1 };
   return { blockM, blockN, qStage, ctaGroup, dedicatedHd256, kvStage, dPad, dvPad, overlapSOSQ, registers, exp2 };
 }

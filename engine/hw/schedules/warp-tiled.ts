@@ -23,6 +23,7 @@ import {
   mmaCycles,
   prefix,
   hbmOut,
+  partialRowBytes,
   tensorRate,
   type BuildContext,
   type CtaWork,
@@ -223,7 +224,7 @@ export function buildWarpTiled(k: Kernel, ctx: BuildContext, work: CtaWork, cfg:
     r.exec(`fma.sp${sp}`, (rows * shape.dv * 2) / (gpu.fmaPerClk / 4), cfg.writesPartial ? 'O / l, LSE' : 'O / l, cvt', `O${work.qBlock}`, {
       phase: phase(['normalize'], null, w),
     });
-    const outBytes = cfg.writesPartial ? rows * (shape.dv + 1) * 4 : rows * shape.dv * e;
+    const outBytes = cfg.writesPartial ? rows * partialRowBytes(shape.dv) : rows * shape.dv * e;
     r.issue(
       'store',
       copy(outBytes),

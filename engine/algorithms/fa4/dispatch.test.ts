@@ -1,0 +1,62 @@
+// FA4's dispatch at seqlen_q = 1 with causal, against flash-attention 0251105a: interface.py has no
+// rule that drops causal there (hopper/flash_api.cpp l. 798-803 has one for FA3), and block_info.py's
+// K/V range at one query row (packed or not) is every block of seqlen_k.
+
+import { describe, expect, it } from 'vitest';
+import { gpuById } from '../../hw/gpus/index.ts';
+import { DEFAULT_FEATURES, type ProblemShape } from '../../hw/model.ts';
+import { describeFor, hwAlgorithmFor } from '../schedule-registry.ts';
+
+const shape = (o: Partial<ProblemShape>): ProblemShape => ({
+  batch: 2,
+  hq: 16,
+  hk: 16,
+  nq: 1,
+  nk: 1000,
+  d: 128,
+  dv: 128,
+  dtype: 'bf16',
+  causal: true,
+  ...o,
+});
+
+const why = (algo: string, gpu: string, s: ProblemShape) => describeFor(algo, gpu, s).upstream!.why;
+const KEEPS = 'flash_attn/cute/interface.py@0251105a l. 768-770, 388-408: seqlen_q = 1 keeps causal';
+const BLOCKS = 'flash_attn/cute/block_info.py@0251105a l. 36-42, 125-134 with flash_attn/cute/flash_fwd_sm100.py@0251105a l. 2303-2328';
+
+describe('FA4 at seqlen_q = 1 with causal (flash_attn/cute@0251105a)', () => {
+  it('keeps the causal kernel where FA3 drops it, and says why with the upstream lines', () => {
+    for (const hk of [16, 2]) {
+      const s = shape({ hk });
+      expect(describeFor('fa4', 'b200', s).upstream!.config.mask).toBe('causal');
+      const w = why('fa4', 'b200', s);
+      expect(w.some((l) => l.startsWith(KEEPS))).toBe(true);
+      expect(w.some((l) => l.startsWith(BLOCKS))).toBe(true);
+      // hopper/flash_api.cpp@0251105a l. 798-803: d 128 without paged KV drops causal at seqlen_q = 1.
+      expect(describeFor('fa3', 'h100', s).upstream!.config.mask).toBe('none');
+      expect(why('fa3', 'h100', s).some((l) => l.startsWith('hopper/flash_api.cpp@0251105a l. 799-803'))).toBe(true);
+    }
+    // With pack_gqa the rows of the one M block are the query heads of query 0 (block_info.py l. 38-39).
+    expect(why('fa4', 'b200', shape({ hk: 2 })).find((l) => l.startsWith(BLOCKS))).toContain('the 8 packed rows are all query 0');
+  });
+
+  it('the line belongs to seqlen_q = 1 with causal only', () => {
+    for (const s of [shape({ causal: false }), shape({ nq: 2 }), shape({ nq: 2, hk: 2 })]) {
+      expect(why('fa4', 'b200', s).some((l) => l.startsWith(KEEPS) || l.startsWith(BLOCKS))).toBe(false);
+    }
+  });
+
+  it('every CTA loads all ceil(seqlen_k / tile_n) K/V blocks, packed or not, as without causal', () => {
+    const algo = hwAlgorithmFor('fa4');
+    const b200 = gpuById('b200');
+    for (const hk of [16, 2]) {
+      // block_info.py l. 35: n_block_max = ceil(1000 / 128) = 8; l. 37-42: the causal edge
+      // ceil((m_idx_max + 1000 − 1) / 128) ≥ 8 with m_idx_max = 128, or ceil(128 / 8) = 16 packed.
+      const causal = algo.grid(b200, shape({ hk }), DEFAULT_FEATURES);
+      expect(causal.length).toBe(2 * hk);
+      expect(causal.every((w) => w.kvFrom === 0 && w.kvTo === 8 && w.kvList === undefined)).toBe(true);
+      const dense = algo.grid(b200, shape({ hk, causal: false }), DEFAULT_FEATURES);
+      expect(causal.map((w) => [w.kvFrom, w.kvTo])).toEqual(dense.map((w) => [w.kvFrom, w.kvTo]));
+    }
+  });
+});

@@ -3,6 +3,7 @@
 # only the FLASH backend on the unmasked problem, fp16, B 4, H 16, on the shapes and masks of
 # the WebGPU table. Prints JSON lines {"n", "d", "mask", "flexMs", "density"} and
 # {"n", "d", "mask": "none", "sdpaMs"}; times are medians of CUDA-event timings after a warm-up.
+# `flex-anchor.py REPS decode`: the decoding table's anchors instead.
 import json, sys
 try:
     import torch
@@ -52,6 +53,37 @@ def masks(n):
         ("prefix-LM (n/4)", lambda b, h, q, kv: (kv < prefix) | (kv <= q)),
     ]
 
+
+def window_mod(pos, w):
+    return lambda b, h, qi, kv: (kv <= qi + pos) & (qi + pos - kv <= w)
+
+
+def decode_anchors():
+    # The decoding table (mask-bench.ts --decode-time): B 4, one query row at the end of an nk-key
+    # cache, d 128; SDPA FLASH on the dense problem, compiled flex_attention with a block mask over
+    # every key, the last nk/2 and the last nk/10 keys.
+    for hq, hk in ((32, 8), (16, 16)):
+        for nk in (8192, 32768):
+            g = torch.Generator(device=dev).manual_seed(7)
+            q = torch.randn(4, hq, 1, 128, device=dev, dtype=torch.float16, generator=g)
+            k = torch.randn(4, hk, nk, 128, device=dev, dtype=torch.float16, generator=g)
+            v = torch.randn(4, hk, nk, 128, device=dev, dtype=torch.float16, generator=g)
+            with sdpa_kernel([SDPBackend.FLASH_ATTENTION]):
+                ms = median_ms(lambda: F.scaled_dot_product_attention(q, k, v, enable_gqa=hq != hk))
+            print(json.dumps({"hq": hq, "hk": hk, "nk": nk, "mask": "none", "sdpaMs": ms}), flush=True)
+            pos = nk - 1
+            for name, w in (("every key", nk), ("sliding window %d" % (nk // 2), nk // 2), ("sliding window %d" % round(nk / 10), round(nk / 10))):
+                try:
+                    bm = create_block_mask(window_mod(pos, w), None, None, 1, nk, device=dev)
+                    ms = median_ms(lambda: flex(q, k, v, block_mask=bm, enable_gqa=hq != hk))
+                    print(json.dumps({"hq": hq, "hk": hk, "nk": nk, "mask": name, "flexMs": ms, "density": 1.0 - bm.sparsity() / 100.0}), flush=True)
+                except Exception as e:
+                    print(json.dumps({"hq": hq, "hk": hk, "nk": nk, "mask": name, "error": str(e).splitlines()[0][:300]}), flush=True)
+
+
+if len(sys.argv) > 2 and sys.argv[2] == "decode":
+    decode_anchors()
+    sys.exit(0)
 
 for n in (4096, 8192):
     for d in (64, 128):

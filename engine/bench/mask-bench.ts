@@ -4,7 +4,9 @@
 //                    --random N, --no-presets, --row-only, --sparse-only, --paths a,b narrow it;
 //   --time FILE      dense masked against block-sparse at full size (a real GPU), JSON lines to FILE;
 //   --full-tiles FILE  the unmasked dense kernel against block-sparse runs with every tile full, causal,
-//                    10 documents and a window of N/16 (a real GPU; --n and --d lists narrow it), JSON lines to FILE.
+//                    10 documents and a window of N/16 (a real GPU; --n and --d lists narrow it), JSON lines to FILE;
+//   --decode-time FILE  flash-decoding (B 4, Nq 1, d 128) dense against block-sparse with every tile full, half
+//                    and a tenth of the keys (a real GPU), Hq/Hk 32/8 and 16/16, Nk 8192 and 32768, JSON lines to FILE.
 // Exit status 1 when a check fails.
 
 import { appendFileSync } from 'node:fs';
@@ -16,6 +18,7 @@ import type { WebGpuContext, WebGpuPath } from '../webgpu/device.ts';
 import { openNodeWebGpu } from '../webgpu/node-gpu.ts';
 import { presetCases, randomCases, runMaskChecks } from '../webgpu/mask-checks.ts';
 import { timeSteady } from '../webgpu/steady-timing.ts';
+import { decodeProblem } from './timing-study.ts';
 
 const TOL: Partial<Record<WebGpuPath, number>> = {
   'flash-f32': 2e-4,
@@ -118,6 +121,8 @@ export function fullTileMasks(n: number): { name: string; ref: string | undefine
   const docs = Array.from({ length: 10 }, (_, i) => Math.floor(((i + 1) * n) / 10) - Math.floor((i * n) / 10));
   return [
     { name: 'no mask, dense kernel', ref: undefined, sparse: false },
+    // The unmasked problem walking a list of every tile: what the list's indirection costs alone.
+    { name: 'no mask, block list of every tile', ref: undefined, sparse: true },
     { name: 'every tile full (kv_idx >= 0)', ref: 'kv_idx >= 0', sparse: true },
     { name: 'causal', ref: 'causal', sparse: true },
     { name: `document (10 docs)`, ref: `document:${docs.join(',')}`, sparse: true },
@@ -142,6 +147,46 @@ async function fullTiles(ctx: WebGpuContext, file: string, path: WebGpuPath, rep
           row.density = run.blockDensity ?? 1;
           unmasked ??= t.ms;
           row.vsUnmasked = t.ms / unmasked;
+          row.config = run.config;
+        } finally {
+          run.destroy();
+        }
+        console.log(JSON.stringify(row));
+        appendFileSync(file, `${JSON.stringify(row)}\n`);
+      }
+    }
+}
+
+/** Masks of the decoding table: keys of one query row at the end of an nk-key cache. */
+export function decodeMasks(nk: number): { name: string; ref: string | undefined; sparse: boolean }[] {
+  return [
+    { name: 'no mask, dense decode', ref: undefined, sparse: false },
+    { name: 'every tile full (kv_idx >= 0)', ref: 'kv_idx >= 0', sparse: true },
+    { name: `sliding window ${nk / 2}`, ref: `sliding_window:${nk / 2}`, sparse: true },
+    { name: `sliding window ${nk / 10}`, ref: `sliding_window:${Math.round(nk / 10)}`, sparse: true },
+  ];
+}
+
+/** --decode-time FILE: dense flash-decoding against the block-sparse split kernel on the same cache. */
+async function decodeTime(ctx: WebGpuContext, file: string, reps: number): Promise<void> {
+  for (const [hq, hk] of [
+    [32, 8],
+    [16, 16],
+  ])
+    for (const nk of [8192, 32768]) {
+      let dense: number | undefined;
+      for (const m of decodeMasks(nk)) {
+        const base = decodeProblem(hq, hk, nk);
+        const p: AttentionProblem = m.ref ? { ...base, mask: maskSpecFrom({ maskMod: m.ref }, { hq, nq: 1, nk }) } : base;
+        const row: Record<string, unknown> = { hq, hk, nk, mask: m.name };
+        const run = await AttentionRun.create(ctx, p, { path: 'decode', blockSparse: m.sparse });
+        try {
+          await run.fillRandom(1);
+          const t = await timeSteady((b) => run.execute(b), { reps });
+          row.ms = t.ms;
+          row.density = run.blockDensity ?? 1;
+          dense ??= t.ms;
+          row.vsDense = t.ms / dense;
           row.config = run.config;
         } finally {
           run.destroy();
@@ -182,6 +227,11 @@ async function main(): Promise<void> {
       list('--n', [4096, 8192]),
       list('--d', [64, 128]),
     );
+  }
+  const dt = argv.indexOf('--decode-time');
+  if (dt >= 0) {
+    const ri = argv.indexOf('--reps');
+    await decodeTime(ctx, argv[dt + 1], ri >= 0 ? Number(argv[ri + 1]) : 10);
   }
   const t = argv.indexOf('--time');
   if (t >= 0) {

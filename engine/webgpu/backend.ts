@@ -25,6 +25,7 @@ import {
   chooseDecodeGroup,
   decodeGroupBytes,
   decodeGroupKernelWgsl,
+  groupTileKeys,
   decodeSplits,
   decodeWorkgroups,
   denseGroupHeads,
@@ -42,10 +43,11 @@ import { formatBytes, lseBinding, planWindows, windowRange, type BindingWindow, 
 import { halfToFloat, toHalfArray } from './half.ts';
 import { packAux, packParams, scoreSpec } from './params.ts';
 import { MASK_AUX_BINDING } from './mask-wgsl.ts';
-import { BLOCK_LIST_BINDING, blockListWgsl, blockListWords } from './block-list.ts';
+import { BLOCK_LIST_BINDING, blockListWgsl, blockListWords, groupBlockListWgsl, groupBlockListWords } from './block-list.ts';
 import { blockMask, type BlockMask } from '../core/block-mask.ts';
 import {
   maxListedTiles,
+  planGroupSparseDecode,
   planSparseDecode,
   SPARSE_DECODE_BN,
   SPARSE_DECODE_THREADS,
@@ -298,10 +300,11 @@ export class AttentionRun extends GpuRun {
   }
 
   /**
-   * Block-sparse runs: the block mask at the kernel's bm × bn tiles uploaded as the block list,
-   * and the WGSL that reads it; undefined for dense runs.
+   * Block-sparse runs: the block mask at the kernel's bm × bn tiles uploaded as the block list
+   * (with `groupHeads`, the group list of decoding's group layout), and the WGSL that reads it;
+   * undefined for dense runs.
    */
-  private async blockList(opts: RunOptions, bm: number, bn: number): Promise<string | undefined> {
+  private async blockList(opts: RunOptions, bm: number, bn: number, groupHeads?: number): Promise<string | undefined> {
     if (!opts.blockSparse) return undefined;
     const p = this.problem;
     let mask: BlockMask;
@@ -310,14 +313,14 @@ export class AttentionRun extends GpuRun {
     } catch (e) {
       throw new WebGpuRunError(`block-sparse: ${e instanceof Error ? e.message : String(e)}`);
     }
-    const words = blockListWords(mask, p.nk);
-    this.listedMost = maxListedTiles(words, mask.kvBlocks);
+    const words = groupHeads ? groupBlockListWords(mask, p.nk, groupHeads) : blockListWords(mask, p.nk);
+    this.listedMost = maxListedTiles(words, mask.kvBlocks, groupHeads ? 1 : 2);
     this.blocks = await this.buffer('block list', words.byteLength, GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST);
     this.ctx.device.queue.writeBuffer(this.blocks, 0, words);
     const listed = mask.counts.partial + mask.counts.full;
     this.blockDensity = mask.density;
     this.sparseNote = `; block-sparse over ${bm}×${bn} tiles: ${Math.round(listed)} of ${Math.round(listed + mask.counts.empty)} tile pairs visited (density ${mask.density.toFixed(3)}, ${Math.round(mask.counts.full)} without mask tests)`;
-    return blockListWgsl(mask);
+    return groupHeads ? groupBlockListWgsl(mask) : blockListWgsl(mask);
   }
 
   /**
@@ -596,17 +599,37 @@ export class AttentionRun extends GpuRun {
   private async buildSparseDecode(opts: RunOptions, aux: GPUBuffer): Promise<void> {
     const p = this.problem;
     const spec = scoreSpec(p);
-    const list = await this.blockList({ ...opts, blockSparse: true }, p.nq, SPARSE_DECODE_BN);
+    const subgroupMin = this.ctx.paths.includes('flash-subgroups') ? this.ctx.subgroupMinSize : 0;
+    const group =
+      opts.decodeKernel === 'split'
+        ? undefined
+        : chooseDecodeGroup(p, spec, subgroupMin, this.ctx.limits.maxWorkgroupStorage, {
+            groupHeads: denseGroupHeads(p),
+            ...opts.decodePrefs,
+          });
+    const bn = group ? groupTileKeys(group) : SPARSE_DECODE_BN;
+    const groupHeads = group ? group.rows / p.nq : 1;
+    const list = await this.blockList({ ...opts, blockSparse: true }, p.nq, bn, group ? groupHeads : undefined);
     const wbh = this.windows[0].nb * this.windows[0].nh;
-    const plan = planSparseDecode(this.listedMost, wbh);
+    const plan = group
+      ? planGroupSparseDecode(this.listedMost, wbh / groupHeads, bn, opts.decodePrefs?.workgroups ?? decodeWorkgroups(group.rows))
+      : planSparseDecode(this.listedMost, wbh);
     const opart = await this.buffer('partial O', wbh * plan.splits * p.nq * p.dv * 4, GPUBufferUsage.STORAGE);
     const lpart = await this.buffer('partial LSE', wbh * plan.splits * p.nq * 4, GPUBufferUsage.STORAGE);
     const [psplit, pcomb] = await Promise.all([
-      pipeline(this.ctx.device, sparseDecodeKernelWgsl(p.d, p.dv, spec, list!)),
+      pipeline(
+        this.ctx.device,
+        group ? decodeGroupKernelWgsl({ ...group, blockList: { wgsl: list!, bn } }) : sparseDecodeKernelWgsl(p.d, p.dv, spec, list!),
+      ),
       pipeline(this.ctx.device, decodeCombineKernelWgsl(p.dv)),
     ]);
     this.decodeKernel = 'sparse';
-    this.config = `f16 Q, K, V (unpacked from u32 words), f32 arithmetic; ${plan.splits} split${plan.splits > 1 ? 's' : ''} of up to ${plan.tilesPerSplit} listed tiles per query head, ${SPARSE_DECODE_THREADS} threads${this.sparseNote}`;
+    const splitText = `${plan.splits} split${plan.splits > 1 ? 's' : ''} of up to ${plan.tilesPerSplit} listed tiles`;
+    this.config = `f16 Q, K, V (unpacked from u32 words), f32 arithmetic; ${
+      group
+        ? `${splitText} per key head, each read once for its ${group.rows} query row${group.rows > 1 ? 's' : ''}; ${group.lpk} lanes per key, ${group.ku} key${group.ku > 1 ? 's' : ''} per step${group.prefetch ? ' loaded a step ahead' : ''}, ${group.threads} threads`
+        : `${splitText} per query head, ${SPARSE_DECODE_THREADS} threads`
+    }${this.sparseNote}`;
     const params = (t: { head0: number; lse0: number }) =>
       this.uniform(packParams(p, { splits: plan.splits, splitLen: plan.tilesPerSplit, head0: t.head0, lse0: t.lse0 }));
     for (const w of this.windows) {
@@ -615,7 +638,7 @@ export class AttentionRun extends GpuRun {
         {
           name: 'split listed K/V tiles',
           pipeline: psplit,
-          // aux (binding 6) holds ALiBi slopes, which the split reads only for ALiBi.
+          // aux (binding 6) holds ALiBi slopes; the per-head kernel declares it only for ALiBi.
           bindGroup: this.bind(psplit, {
             0: params(t),
             1: t.Q,
@@ -623,10 +646,10 @@ export class AttentionRun extends GpuRun {
             3: t.V,
             4: opart,
             5: lpart,
-            ...(spec.alibi ? ({ 6: aux } as Record<number, GPUBuffer>) : {}),
+            ...(group || spec.alibi ? ({ 6: aux } as Record<number, GPUBuffer>) : {}),
             ...this.maskBindings(),
           }),
-          workgroups: [plan.splits, w.nb * w.nh, 1],
+          workgroups: [plan.splits, (w.nb * w.nh) / groupHeads, 1],
         },
         {
           name: 'LSE combine',

@@ -6,7 +6,8 @@
 import { describe, expect, it } from 'vitest';
 import { blockMask } from '../core/block-mask.ts';
 import { DEFAULT_PROBLEM, type AttentionProblem } from '../core/problem.ts';
-import { blockListWgsl } from './block-list.ts';
+import { blockListWgsl, groupBlockListWgsl } from './block-list.ts';
+import { chooseDecodeGroup, decodeGroupKernelWgsl, groupTileKeys } from './decode-group-kernel.ts';
 import { sparseDecodeKernelWgsl, SPARSE_DECODE_BN } from './decode-sparse-kernel.ts';
 import { flashKernelWgsl } from './flash-kernel.ts';
 import { chooseMatrixTile, matrixKernelWgsl } from './flash-matrix-kernel.ts';
@@ -90,5 +91,16 @@ describe('block-sparse kernels on full tiles', () => {
   it('block-sparse decoding: a tile flagged full scores with score_full', () => {
     const code = sparseDecodeKernelWgsl(64, 64, score, blockListWgsl(blockMask({ ...p, nq: 1 }, 1, SPARSE_DECODE_BN)));
     expectNoMaskOnFull(code, between(code, 'if (tile_full[j / BN] != 0u) {', '} else {'), between(code, '} else {', '}\n'));
+  });
+
+  it('block-sparse decoding on the group layout: a head that sees the whole tile scores with score_full', () => {
+    const q = { ...p, nq: 1, hq: 4, hk: 2 };
+    const g = chooseDecodeGroup(q, scoreSpec(q), 32)!;
+    const code = decodeGroupKernelWgsl({
+      ...g,
+      blockList: { wgsl: groupBlockListWgsl(blockMask(q, 1, groupTileKeys(g))), bn: groupTileKeys(g) },
+    });
+    const [full, partial] = between(code, 'if (full) {', '\n').split('} else {');
+    expectNoMaskOnFull(code, full, partial);
   });
 });

@@ -24,6 +24,7 @@
 import { PARAMS_WGSL, scoreWgsl, type ScoreSpec } from './params.ts';
 import { PAGED_BINDING_WGSL, pagedLoop, pagedPrologue } from './paged-layout.ts';
 import { withSequenceGeometry } from './sequence-geometry.ts';
+import { GROUP_TILE_BITS } from './block-list.ts';
 
 export interface DecodeGroupConfig {
   d: number;
@@ -46,6 +47,16 @@ export interface DecodeGroupConfig {
   pageSize?: number;
   /** Dense K/V only: the next step's words are loaded before this step's arithmetic (in flight during it). */
   prefetch: boolean;
+  /**
+   * Block-sparse: the group block list's WGSL (block-list.ts, groupBlockListWgsl) at tiles of
+   * `bn` keys (groupTileKeys); each split walks params.split_len of its entries instead of a key range.
+   */
+  blockList?: { wgsl: string; bn: number };
+}
+
+/** Keys per block-list tile of a block-sparse config: a whole number of its steps, at least 64. */
+export function groupTileKeys(c: Pick<DecodeGroupConfig, 'threads' | 'lpk' | 'ku'>): number {
+  return Math.max(64, (c.threads / c.lpk) * c.ku);
 }
 
 /** Benchmark study: lanes per key, keys per step, lanes per workgroup (powers of two). */
@@ -150,12 +161,14 @@ export function decodeGroupKernelWgsl(c: DecodeGroupConfig): string {
   const kvRow = (key: string) => (P ? `((page * ${P}u + ${key} - pg * ${P}u) * params.hk + hk)` : `(kbase + ${key})`);
   const end = P ? 'pend' : 'hi';
   const FETCH = !P && c.prefetch;
-  // Prefetch: the raw words of step j (keys j + u·SLOTS + slot, clamped into the split) live in
-  // kw{u}_{g} / vw{u}_{g} across the loop's back edge.
+  const BL = P ? undefined : c.blockList;
+  const STEP = SLOTS * KU;
+  // Prefetch: the raw words of step j (keys j + u·SLOTS + slot, clamped into the split, or
+  // block-sparse, into the cache) live in kw{u}_{g} / vw{u}_{g} across the loop's back edge.
   const fetchStep = (j: string) =>
     each(
       KU,
-      (u) => `{ let nk${u} = min(${j} + ${u * SLOTS}u + slot, hi - 1u);
+      (u) => `{ let nk${u} = min(${j} + ${u * SLOTS}u + slot, ${BL ? 'params.nk' : 'hi'} - 1u);
       ${each(CQ / H, (g) => `kw${u}_${g} = ${word('kh', `(kbase + nk${u})`, g, DG)};`, ' ')}
       ${each(CV / H, (g) => `vw${u}_${g} = ${word('vh', `(kbase + nk${u})`, g, DVG)};`, ' ')} }`,
       '\n    ',
@@ -174,7 +187,7 @@ ${PARAMS_WGSL}
 @group(0) @binding(3) var<storage, read> vh: array<${raw}>;
 @group(0) @binding(4) var<storage, read_write> opart: array<f32>;   // [bh][split][row][dv]
 @group(0) @binding(5) var<storage, read_write> lpart: array<f32>;   // [bh][split][row]
-@group(0) @binding(6) var<storage, read> aux: array<f32>;${P ? PAGED_BINDING_WGSL : ''}
+@group(0) @binding(6) var<storage, read> aux: array<f32>;${P ? PAGED_BINDING_WGSL : ''}${BL ? BL.wgsl : ''}
 ${scoreWgsl(c.score)}
 const NQ = ${c.nq}u;
 const G = ${R / c.nq}u; // query heads per key head
@@ -196,11 +209,18 @@ ${
 }
   let part = lid % ${LPK}u;
   let slot = lid / ${LPK}u;
-  let k_lo = split * params.split_len;
+${
+  BL
+    ? `  // This split's entries of the group's list (params.split_len tiles a split).
+  let gbase = group_base((bh0 + params.head0) / G);
+  let e_lo = min(block_list[gbase], split * params.split_len);
+  let e_hi = min(block_list[gbase], e_lo + params.split_len);`
+    : `  let k_lo = split * params.split_len;
   let k_hi = min(params.nk, k_lo + params.split_len);
   let kr = block_key_range(0u, NQ);
   let lo = max(k_lo, kr.x);
-  let hi = max(lo, min(k_hi, kr.y));
+  let hi = max(lo, min(k_hi, kr.y));`
+}
 
   // This lane's column groups of each row's q, and the rows' online-softmax state.
   ${each(
@@ -216,12 +236,33 @@ ${
   ${
     FETCH
       ? `${fetchVars}
-  if (lo < hi) {
-    ${fetchStep('lo')}
+  if (${BL ? 'e_lo < e_hi' : 'lo < hi'}) {
+    ${
+      BL
+        ? `let t_first = (block_list[gbase + 1u + e_lo] & ${GROUP_TILE_BITS}u) * ${BL.bn}u;
+    ${fetchStep('t_first')}`
+        : fetchStep('lo')
+    }
   }`
       : ''
   }
-  ${P ? pagedLoop(P, `${SLOTS * KU}u`) : `for (var j0 = lo; j0 < hi; j0 += ${SLOTS * KU}u) {`}
+  ${
+    P
+      ? pagedLoop(P, `${STEP}u`)
+      : BL
+        ? `// Tile by tile over the split's entries (empty tiles are not listed), its keys a step at a time.
+  for (var e = e_lo; e < e_hi; e++) {
+    let ent = block_list[gbase + 1u + e];
+    let t0 = (ent & ${GROUP_TILE_BITS}u) * ${BL.bn}u;
+    let hi = min(params.nk, t0 + ${BL.bn}u);${
+      FETCH
+        ? `
+    let t_next = (block_list[gbase + 1u + min(e + 1u, e_hi - 1u)] & ${GROUP_TILE_BITS}u) * ${BL.bn}u;`
+        : ''
+    }
+  for (var j0 = t0; j0 < t0 + ${BL.bn}u; j0 += ${STEP}u) {`
+        : `for (var j0 = lo; j0 < hi; j0 += ${STEP}u) {`
+  }
     ${
       FETCH
         ? `// This step's words (loaded one step ahead) unpacked, then the next step's loads issued.
@@ -232,7 +273,7 @@ ${
     ${each(CV / H, (g) => unpack(`v${u}`, `vw${u}_${g}`, g), '\n    ')}`,
       '\n    ',
     )}
-    ${fetchStep(`j0 + ${SLOTS * KU}u`)}`
+    ${fetchStep(BL ? `select(t_next, j0 + ${STEP}u, j0 + ${STEP}u < t0 + ${BL.bn}u)` : `j0 + ${STEP}u`)}`
         : `// Every load of the step first (keys past the split clamped into it, masked below).
     ${each(
       KU,
@@ -250,7 +291,27 @@ ${
       (r) => `{
       // row ${r}: head bh0 + ${Math.floor(r / c.nq)}, query row ${r % c.nq}
       let h = (bh0 + ${Math.floor(r / c.nq)}u + params.head0) % params.hq;
-      ${each(KU, (u) => `let s${u} = select(NEG_INF, score_edge(h, ${r % c.nq}u, key${u}, dot${r * KU + u}), j0 + ${u * SLOTS}u + slot < ${end});`, '\n      ')}
+      ${
+        BL
+          ? `${
+              c.score.user
+                ? `mask_row = bh0 + ${Math.floor(r / c.nq)}u + params.head0;
+      `
+                : ''
+            }let full = (ent & ${(1 << (16 + Math.floor(r / c.nq))) >>> 0}u) != 0u; // this head sees the whole tile: no mask tests
+      ${each(
+        KU,
+        (u) => `var s${u} = NEG_INF;
+      if (j0 + ${u * SLOTS}u + slot < hi) { if (full) { s${u} = score_full(h, ${r % c.nq}u, key${u}, dot${r * KU + u}); } else { s${u} = score_edge(h, ${r % c.nq}u, key${u}, dot${r * KU + u}); } }`,
+        '\n      ',
+      )}`
+          : each(
+              KU,
+              (u) =>
+                `let s${u} = select(NEG_INF, score_edge(h, ${r % c.nq}u, key${u}, dot${r * KU + u}), j0 + ${u * SLOTS}u + slot < ${end});`,
+              '\n      ',
+            )
+      }
       let mnew = ${maxOf([`m${r}`, ...Array.from({ length: KU }, (_, u) => `s${u}`)])};
       let alpha = select(0.0, exp(m${r} - mnew), m${r} > NEG_INF);
       ${each(KU, (u) => `let p${u} = select(0.0, exp(s${u} - mnew), s${u} > NEG_INF);`, '\n      ')}
@@ -260,7 +321,7 @@ ${
     }`,
       '\n    ',
     )}
-  }${P ? '\n    page = page_next;\n  }' : ''}
+  }${P ? '\n    page = page_next;\n  }' : BL ? '\n  }' : ''}
 
   // The slots' states meet: each round the upper half of the remaining slots leave theirs, the
   // lower half merge them (O and l rescaled to the larger max).

@@ -1,11 +1,15 @@
-// Block-sparse flash-decoding: the split pass of decode-kernels.ts over the block list
-// (block-list.ts) instead of a key range. The short query block is one Q tile; each split
-// takes a run of its listed K/V tiles, so the work divides by visited tiles, not by keys (a
-// 256-key window in a 32k cache is spread over splits instead of landing in one). Empty tiles
-// are never listed, so never loaded; full tiles score without mask tests (score_full), partial
-// ones with them (score_edge). The LSE combine of decode-kernels.ts merges the partials.
+// Block-sparse flash-decoding: the split pass over the block list (block-list.ts) instead of a
+// key range. The short query block is one Q tile; each split takes a run of listed K/V tiles,
+// so the work divides by visited tiles, not by keys (a 256-key window in a 32k cache is spread
+// over splits instead of landing in one). Empty tiles are never listed, so never loaded; full
+// tiles score without mask tests (score_full), partial ones with them (score_edge). The LSE
+// combine of decode-kernels.ts merges the partials.
 //
-// One workgroup per (split, batch·query head), SPARSE_DECODE_THREADS lanes, per query row:
+// Where decode-group-kernel.ts's layout takes the problem (subgroups, head dims a multiple of 4
+// up to 256, at most DECODE_GROUP_MAX_ROWS rows a workgroup), its kernel walks the group block
+// list (groupBlockListWords): one workgroup serves every query head of a key head, so each
+// listed K/V byte is read once for all of them, with the dense decode's prefetch.
+// Elsewhere the kernel below: one workgroup per (split, batch·query head), SPARSE_DECODE_THREADS lanes, per query row:
 //   1. four lanes per key, each summing every fourth f16 pair of the row (16 contiguous bytes per key per step);
 //   2. one lane per key scores it, the split's max, then its sum of exp(s − max);
 //   3. one lane per output column sums P·V over the split's keys (a coalesced V row read per key).
@@ -29,11 +33,22 @@ export interface SparseDecodePlan {
   maxListed: number;
 }
 
-/** The most listed tiles of any row of a block list (blockListWords' layout: count first). */
-export function maxListedTiles(words: Uint32Array, kvBlocks: number): number {
+/** The most listed tiles of any row of a block list (count first; rows of `header` + kvBlocks words). */
+export function maxListedTiles(words: Uint32Array, kvBlocks: number, header = 2): number {
   let most = 0;
-  for (let r = 0; r < words.length; r += 2 + kvBlocks) most = Math.max(most, words[r]);
+  for (let r = 0; r < words.length; r += header + kvBlocks) most = Math.max(most, words[r]);
   return most;
+}
+
+/**
+ * Splits of the group layout: about `workgroups` workgroups over `groups` (batch, key head)
+ * groups, at least 256 keys a split (as decodeSplits: each pays for its query load and the
+ * end-of-split reduction), in whole tiles of `bn` keys.
+ */
+export function planGroupSparseDecode(maxListed: number, groups: number, bn: number, workgroups: number): SparseDecodePlan {
+  const want = Math.max(1, Math.min(Math.ceil(workgroups / groups), Math.ceil((maxListed * bn) / 256)));
+  const tilesPerSplit = Math.max(1, Math.ceil(maxListed / want));
+  return { tilesPerSplit, splits: Math.max(1, Math.ceil(maxListed / tilesPerSplit)), maxListed };
 }
 
 /**

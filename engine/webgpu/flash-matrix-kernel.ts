@@ -329,11 +329,11 @@ const segmentedLoops = (c: MatrixKernelConfig) => c.score.masked && c.segments &
 
 // Where the K/V tile of loop step `step` (0: the first, 'next': the one after j0's, 'next2':
 // two after) starts: consecutive tiles, or block-sparse, the block list's entries (past its
-// end, Nk: the staging then loads zeros).
+// end, Nk: the staging then loads zeros), the next two read at the top of each tile.
 function tileStart(c: MatrixKernelConfig, step: 'first' | 'second' | 'next' | 'next2'): string {
   if (c.blockList) {
-    const t = { first: '0u', second: '1u', next: '(bt + 1u)', next2: '(bt + 2u)' }[step];
-    return `block_start(bbase, bcount, ${t}, BN)`;
+    const t = { first: '0u', second: '1u', next: 'jv_next', next2: 'jk_next' }[step];
+    return step === 'first' || step === 'second' ? `block_start(bbase, bcount, ${t}, BN)` : t;
   }
   return { first: 'jfirst', second: '(jfirst + BN)', next: '(j0 + BN)', next2: '(j0 + 2u * BN)' }[step];
 }
@@ -349,13 +349,17 @@ function keyLoopsWgsl(c: MatrixKernelConfig, body: (kind: 'either' | 'full' | 'e
   if (c.blockList) {
     // Block-sparse: the partial tiles with the mask tests, then the full ones without, each
     // in a loop of its own (no branch in the softmax); the staging prefetch runs across both.
+    // The next two tile starts are read once per tile, not on every staged K/V load.
+    const starts = `    let j0 = block_start(bbase, bcount, bt, BN);
+    let jv_next = block_start(bbase, bcount, bt + 1u, BN);
+    let jk_next = block_start(bbase, bcount, bt + 2u, BN);`;
     return `  let bpartial = block_list[bbase + 1u];
   for (var bt = 0u; bt < bpartial; bt++) {
-    let j0 = block_start(bbase, bcount, bt, BN);
+${starts}
 ${body('edge')}
   }
   for (var bt = bpartial; bt < bcount; bt++) {
-    let j0 = block_start(bbase, bcount, bt, BN);
+${starts}
 ${body('full')}
   }`;
   }

@@ -8,7 +8,7 @@ import { referenceAttention } from '../../../engine/core/reference.ts';
 import { randomInputs } from '../../../engine/core/inputs.ts';
 import { softmaxScale } from '../../../engine/core/problem.ts';
 import { CHAPTERS, chapterByNumber } from './index.ts';
-import { checkAnswer, isCorrect, lessonContext, locateTarget, parseAnswer, RunCache, runRequest } from './evaluate.ts';
+import { chapterFacts, checkAnswer, isCorrect, lessonContext, locateTarget, parseAnswer, RunCache, runRequest } from './evaluate.ts';
 import { fa1IoSweep, standardIoBytes, SWEEP_PROBLEM } from './io-sweep.ts';
 import { onlineSoftmaxSteps, safeSoftmax, softmaxFromOnline } from './online-softmax.ts';
 import type { Question } from './types.ts';
@@ -111,6 +111,17 @@ describe('answers agree with float64 computations', () => {
     const p = c.panes[0].preset.problem;
     const a = c.questions[0].answer(lessonContext(c, c.panes[0].preset, cache));
     expect(a).toBe(p.nq * p.nk * 4);
+  });
+
+  it('chapter 1: the fp16 Try this quotes the ratios that element counts give (S in fp32, the rest in the stored dtype)', () => {
+    const c = chapterByNumber(1)!;
+    const { nq, nk, d } = c.panes[0].preset.problem;
+    // S and P are written once and read once; Q, K, V and O move once each.
+    const ratio = (sBytes: number, pBytes: number, xBytes: number) => (2 * nq * nk * (sBytes + pBytes)) / ((2 * nq + 2 * nk) * d * xBytes);
+    const facts = chapterFacts(c, cache);
+    expect(Number(facts['ratio-fp32'])).toBeCloseTo(ratio(4, 4, 4), 6);
+    expect(Number(facts['ratio-fp16'])).toBeCloseTo(ratio(4, 2, 2), 6);
+    expect(Number(facts['ratio-fp16']) / Number(facts['ratio-fp32'])).toBeCloseTo(1.5, 6);
   });
 
   it('chapter 2: the last block where row 3 max grows matches the float64 scores', () => {

@@ -149,6 +149,11 @@ describe('answers agree with float64 computations', () => {
     const l = s.reduce((acc, v) => acc + Math.exp(v - m), 0);
     const a = Number(c.questions.find((q) => q.id === 'final-l')!.answer(lessonContext(c, req, cache)));
     expect(Math.abs(a - l) / l).toBeLessThan(1e-5);
+    // The Try this that halves Bc says question 2's answer stays: it is the same float64 sum.
+    const halved = c.tryThis.find((t) => t.label.includes('Bc = 4'))!.change(req);
+    expect(halved.blocks.blockN).toBe(4);
+    const b = Number(c.questions.find((q) => q.id === 'final-l')!.answer(lessonContext(c, halved, cache)));
+    expect(Math.abs(b - l) / l).toBeLessThan(1e-5);
   });
 
   it('chapters 5 and 9: LSE answers match the float64 reference LSE', () => {

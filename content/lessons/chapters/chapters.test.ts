@@ -10,6 +10,7 @@ import { softmaxScale } from '../../../engine/core/problem.ts';
 import { CHAPTERS, chapterByNumber } from './index.ts';
 import { chapterFacts, checkAnswer, isCorrect, lessonContext, locateTarget, parseAnswer, RunCache, runRequest } from './evaluate.ts';
 import { fa1IoSweep, standardIoBytes, SWEEP_PROBLEM } from './io-sweep.ts';
+import { fmtScientific } from './queries.ts';
 import { onlineSoftmaxSteps, safeSoftmax, softmaxFromOnline } from './online-softmax.ts';
 import type { Question } from './types.ts';
 
@@ -154,6 +155,30 @@ describe('answers agree with float64 computations', () => {
     expect(halved.blocks.blockN).toBe(4);
     const b = Number(c.questions.find((q) => q.id === 'final-l')!.answer(lessonContext(c, halved, cache)));
     expect(Math.abs(b - l) / l).toBeLessThan(1e-5);
+  });
+
+  it("chapter 3: the outlier row's Try this quotes the block and factor of the float64 scores", () => {
+    const c = chapterByNumber(3)!;
+    const req = c.tryThis.find((t) => t.label === 'One outlier row')!.change(c.panes[0].preset);
+    const row = Math.floor(req.problem.nq / 2);
+    const bn = req.blocks.blockN!;
+    const s = scoresRow(req, row);
+    let m = Math.max(...s.slice(0, bn));
+    let block = -1;
+    let factor = 1;
+    for (let j = bn; j < s.length && block < 0; j += bn) {
+      const mx = Math.max(...s.slice(j, j + bn));
+      if (mx > m) {
+        block = j / bn;
+        factor = Math.exp(m - mx);
+      }
+      m = Math.max(m, mx);
+    }
+    const facts = chapterFacts(c, cache);
+    expect(facts['outlier-row']).toBe(String(row));
+    expect(facts['outlier-qblock']).toBe(String(Math.floor(row / req.blocks.blockM!)));
+    expect(facts['outlier-block']).toBe(String(block));
+    expect(facts['outlier-factor']).toBe(fmtScientific(factor));
   });
 
   it('chapters 5 and 9: LSE answers match the float64 reference LSE', () => {

@@ -181,6 +181,14 @@ describe('answers agree with float64 computations', () => {
     expect(facts['outlier-factor']).toBe(fmtScientific(factor));
   });
 
+  it("chapter 4: row 0's m is written once before the loops and once per K/V block, Bc = ⌈M / 4d⌉ words", () => {
+    const c = chapterByNumber(4)!;
+    const req = c.panes[0].preset;
+    const words = req.blocks.sramBytes! / 4;
+    const tc = Math.ceil(req.problem.nk / Math.ceil(words / (4 * req.problem.d)));
+    expect(c.questions.find((q) => q.id === 'm-writes')!.answer(lessonContext(c, req, cache))).toBe(1 + tc);
+  });
+
   it('chapters 5 and 9: LSE answers match the float64 reference LSE', () => {
     for (const [n, qid, row] of [
       [5, 'lse', 5],

@@ -189,6 +189,17 @@ describe('answers agree with float64 computations', () => {
     expect(c.questions.find((q) => q.id === 'm-writes')!.answer(lessonContext(c, req, cache))).toBe(1 + tc);
   });
 
+  it('chapter 5: FA2 reads K and V once per Q block, and the Bc = 16 Try this is right that FA1 then moves fewer bytes', () => {
+    const c = chapterByNumber(5)!;
+    const { nq, nk, d } = c.panes[1].preset.problem;
+    const fa2 = cache.get(c.panes[1].preset).result.counters;
+    const tr = Math.ceil(nq / c.panes[1].preset.blocks.blockM!);
+    expect((fa2.hbmRead.K ?? 0) + (fa2.hbmRead.V ?? 0)).toBe(tr * 2 * nk * d * 4);
+    const facts = chapterFacts(c, cache);
+    expect(Number(facts['ratio-preset'])).toBeGreaterThan(1);
+    expect(Number(facts['ratio-bc16'])).toBeLessThan(1);
+  });
+
   it('chapters 5 and 9: LSE answers match the float64 reference LSE', () => {
     for (const [n, qid, row] of [
       [5, 'lse', 5],

@@ -2,7 +2,7 @@
 // the text names (computed here from the engine), takes one right and one wrong answer with
 // the feedback a student would see, and is screenshotted in both themes.
 
-import { expect, test, type Page } from '@playwright/test';
+import { expect, test, type Locator, type Page } from '@playwright/test';
 import { CHAPTERS, chapterByNumber } from '../content/lessons/chapters/index.ts';
 import { lessonContext, locateTarget, RunCache } from '../content/lessons/chapters/evaluate.ts';
 import { onlineSoftmaxSteps } from '../content/lessons/chapters/online-softmax.ts';
@@ -20,6 +20,14 @@ test.afterEach(() => checkConsole());
 const cache = new RunCache(30);
 const paneOf = (page: Page, chapter: number, i = 0) => page.locator(`[data-lesson-pane="lesson-${chapter}-${i}"]`);
 const counterOf = (page: Page, chapter: number, i = 0) => paneOf(page, chapter, i).getByTestId('step-counter');
+
+/** Text up to its first formula: what the page shows verbatim. */
+const beforeMaths = (text: string) => text.split('$')[0];
+/** Feedback shows its maths typeset like the chapter text, never as raw $…$. */
+async function expectTypeset(feedback: Locator, source: string) {
+  await expect(feedback).not.toContainText('$');
+  if (source.includes('$')) await expect(feedback.locator('.katex').first()).toBeVisible();
+}
 
 for (const chapter of CHAPTERS) {
   test(`chapter ${chapter.number} (${chapter.slug}): opens at its step, checks a right and a wrong answer`, async ({ page }) => {
@@ -55,7 +63,9 @@ for (const chapter of CHAPTERS) {
     await card1.getByRole('button', { name: 'Check' }).click();
     const fb1 = page.getByTestId(`feedback-${q1.id}`);
     await expect(fb1).toContainText('Correct.', { timeout: 30_000 });
-    await expect(fb1).toContainText(q1.explain(ctx, a1).slice(0, 30));
+    const explanation = q1.explain(ctx, a1);
+    await expect(fb1).toContainText(beforeMaths(explanation).slice(0, 30));
+    await expectTypeset(fb1, explanation);
     await expect(card1).toContainText('✓ solved');
 
     // One question wrong: a hint, no answer, and the offer to show it.
@@ -66,7 +76,8 @@ for (const chapter of CHAPTERS) {
     await card2.getByRole('button', { name: 'Check' }).click();
     const fb2 = page.getByTestId(`feedback-${q2.id}`);
     await expect(fb2).toContainText('Not quite.', { timeout: 30_000 });
-    await expect(fb2).toContainText(q2.hint.slice(0, 30));
+    await expect(fb2).toContainText(beforeMaths(q2.hint).slice(0, 30));
+    await expectTypeset(fb2, q2.hint);
     await expect(fb2).not.toContainText(String(a2));
     await expect(card2.getByRole('button', { name: 'Show answer' })).toBeVisible();
 

@@ -89,8 +89,8 @@ export const chapter2: Chapter = {
       tolerance: 1e-3,
       answer: ({ run }) => finalRowSum(run.events, 0),
       explain: (_c, a) =>
-        `ℓ₀ = ${fmt(Number(a), 6)}: the sum of e^(s − m) over all keys of row 0, measured against its final max. It is at least 1, because the max element contributes e⁰.`,
-      hint: 'Step to the last rowsum of Q block 0 and read ℓ for row 0 in the Running statistics view.',
+        `$\\ell_0$ = ${fmt(Number(a), 6)}: the sum of $e^{s_{0j} - m_0}$ over all keys $j$ of row 0, measured against its final max $m_0$. It is at least 1, because the max element contributes $e^0 = 1$.`,
+      hint: 'Step to the last rowsum of Q block 0 and read $\\ell$ (the column headed l) for row 0 in the Running statistics view.',
     },
   ],
   sources: [

@@ -91,7 +91,7 @@ export const chapter3: Chapter = {
           return 'No row is shrunk in this problem: −1 is the answer the lesson expects then. Load the preset again to see one.';
         const e = run.events[target(run.events)] as EventOf<'rescale'>;
         const r = Number(a) - e.tile.rows[0];
-        return `Row ${a}: its max moved from ${fmt(e.mOld[r])} to ${fmt(e.mNew[r])}, so its accumulator is multiplied by e^(${fmt(e.mOld[r])} − ${fmt(e.mNew[r])}) = ${fmt(e.factor[r])}.`;
+        return `Row ${a}: its max moved from ${fmt(e.mOld[r])} to ${fmt(e.mNew[r])}, so its accumulator is multiplied by $e^{${fmt(e.mOld[r])} - ${fmt(e.mNew[r])}}$ = ${fmt(e.factor[r])}.`;
       },
       hint: 'The smallest factor belongs to the row whose max jumped the most. Click rows in the Running statistics view and read the factor in the Formula view.',
     },

@@ -113,7 +113,7 @@ export const chapter5: Chapter = {
       tolerance: 1e-3,
       answer: ({ run, runOther }) => runOther({ ...run.request, algorithm: 'fa2' }).result.lse[5],
       explain: (_c, a) =>
-        `LSE₅ = m₅ + log ℓ₅ = ${fmt(Number(a), 6)}. The backward pass recomputes P = exp(S − LSE) from it without storing P.`,
+        `$\\mathrm{LSE}_5 = m_5 + \\log \\ell_5$ = ${fmt(Number(a), 6)}. The backward pass recomputes $P = \\exp(S - \\mathrm{LSE})$ from it without storing $P$.`,
       hint: "In the FA2 pane, step to the normalize step of Q block 0 and click row 5 in the Running statistics view: the Formula view then shows row 5's ℓ and LSE.",
     },
   ],

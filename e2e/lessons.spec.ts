@@ -2,7 +2,7 @@
 // the text names (computed here from the engine), takes one right and one wrong answer with
 // the feedback a student would see, and is screenshotted in both themes.
 
-import { expect, test, type Page } from './fixtures.ts';
+import { expect, test, type Locator, type Page } from './fixtures.ts';
 import { CHAPTERS, chapterByNumber } from '../content/lessons/chapters/index.ts';
 import { lessonContext, locateTarget, RunCache } from '../content/lessons/chapters/evaluate.ts';
 import { onlineSoftmaxSteps } from '../content/lessons/chapters/online-softmax.ts';
@@ -20,6 +20,14 @@ test.afterEach(() => checkConsole());
 const cache = new RunCache(30);
 const paneOf = (page: Page, chapter: number, i = 0) => page.locator(`[data-lesson-pane="lesson-${chapter}-${i}"]`);
 const counterOf = (page: Page, chapter: number, i = 0) => paneOf(page, chapter, i).getByTestId('step-counter');
+
+/** Text up to its first formula: what the page shows verbatim. */
+const beforeMaths = (text: string) => text.split('$')[0];
+/** Feedback shows its maths typeset like the chapter text, never as raw $…$. */
+async function expectTypeset(feedback: Locator, source: string) {
+  await expect(feedback).not.toContainText('$');
+  if (source.includes('$')) await expect(feedback.locator('.katex').first()).toBeVisible();
+}
 
 for (const chapter of CHAPTERS) {
   test(`chapter ${chapter.number} (${chapter.slug}): opens at its step, checks a right and a wrong answer`, async ({ page }) => {
@@ -55,7 +63,9 @@ for (const chapter of CHAPTERS) {
     await card1.getByRole('button', { name: 'Check' }).click();
     const fb1 = page.getByTestId(`feedback-${q1.id}`);
     await expect(fb1).toContainText('Correct.', { timeout: 30_000 });
-    await expect(fb1).toContainText(q1.explain(ctx, a1).slice(0, 30));
+    const explanation = q1.explain(ctx, a1);
+    await expect(fb1).toContainText(beforeMaths(explanation).slice(0, 30));
+    await expectTypeset(fb1, explanation);
     await expect(card1).toContainText('✓ solved');
 
     // One question wrong: a hint, no answer, and the offer to show it.
@@ -66,7 +76,8 @@ for (const chapter of CHAPTERS) {
     await card2.getByRole('button', { name: 'Check' }).click();
     const fb2 = page.getByTestId(`feedback-${q2.id}`);
     await expect(fb2).toContainText('Not quite.', { timeout: 30_000 });
-    await expect(fb2).toContainText(q2.hint.slice(0, 30));
+    await expect(fb2).toContainText(beforeMaths(q2.hint).slice(0, 30));
+    await expectTypeset(fb2, q2.hint);
     await expect(fb2).not.toContainText(String(a2));
     await expect(card2.getByRole('button', { name: 'Show answer' })).toBeVisible();
 
@@ -170,6 +181,14 @@ test("a switch that removes the chapter's step: the caption names the step shown
   const c9 = chapterByNumber(9)!;
   await page.goto('/?lesson=9');
   await expect(counterOf(page, 9)).toHaveText(/^Step \d+ of \d+$/, { timeout: 30_000 });
+  // At the combine the statistics view holds the merged LSE and each split's weight, not the last split's m and l.
+  const combine = cache.get(c9.panes[0].preset).events.find((e) => e.kind === 'combine')!;
+  if (combine.kind !== 'combine') throw new Error('chapter 9 has a combine step');
+  const stats = paneOf(page, 9).getByRole('region', { name: 'Running statistics' });
+  await expect(stats.getByRole('heading')).toHaveText(
+    `Combine — Q tile 0 (rows 0–0): ${combine.splitLse[0].length} splits merged by their LSE`,
+  );
+  await expect(stats.getByRole('row').nth(1)).toContainText(Number(combine.lse[0].toPrecision(5)).toString());
   await page.getByRole('checkbox', { name: /Split K\/V/ }).uncheck();
   await expect(page.getByTestId('try-status')).toContainText('loaded', { timeout: 30_000 });
   const t = locateTarget(c9, 0, { ...c9.panes[0].preset, features: { splits: 1 } }, cache);

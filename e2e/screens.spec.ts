@@ -145,6 +145,10 @@ for (const size of SIZES) {
       await expect(page.getByTestId('smem-view')).toContainText('in the Single tab', { timeout: 30_000 });
       await expect(page.getByRole('tab', { name: 'Single' })).toBeVisible();
       await expect(page.getByRole('button', { name: 'Debugger', exact: true })).toBeHidden();
+      // The block table's page columns all fit its box: the last one is not cut at the right.
+      const blockTable = page.getByRole('region', { name: 'Block table', exact: true });
+      await expect(blockTable.getByRole('columnheader', { name: /^page \d+/ })).toHaveCount(3);
+      expect(await blockTable.evaluate((e) => e.scrollWidth - e.clientWidth)).toBeLessThanOrEqual(0);
       await page.getByTestId('smem-view').scrollIntoViewIfNeeded();
       await shot(page, { path: `${dir}/serving-paged-fa3.png` });
     }

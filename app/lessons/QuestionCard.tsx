@@ -7,11 +7,7 @@ import type { Question } from '../../content/lessons/chapters/types.ts';
 import { lessonCall } from './lesson-client.ts';
 import { useProgress } from './progress.ts';
 import { Inline } from './RichText.tsx';
-
-type Feedback =
-  | { kind: 'correct'; message: string; explanation?: string }
-  | { kind: 'wrong' | 'invalid' | 'error'; message: string }
-  | { kind: 'revealed'; message: string; explanation: string };
+import { type Feedback, QuestionFeedback } from './QuestionFeedback.tsx';
 
 export function QuestionCard({
   chapter,
@@ -117,12 +113,7 @@ export function QuestionCard({
         )}
         {!request && <span className="dim">waiting for the debugger to load…</span>}
       </div>
-      {fb && (
-        <div className={`q-feedback ${fb.kind}`} role="status" data-testid={`feedback-${q.id}`}>
-          <strong>{fb.message}</strong>
-          {'explanation' in fb && fb.explanation && <p>{fb.explanation}</p>}
-        </div>
-      )}
+      {fb && <QuestionFeedback qid={q.id} fb={fb} />}
     </form>
   );
 }

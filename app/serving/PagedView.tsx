@@ -16,12 +16,13 @@ interface Props {
 }
 
 // Only the cells in view are in the DOM: a valid block table can have 10⁶ columns, a pool as many pages.
-const COL_W = 84;
 const ROW_H = 40;
 const HEAD_H = 40;
-const LEAD_W = [76, 64];
-const LEAD = LEAD_W[0] + LEAD_W[1];
 const TABLE_MAX_H = 320;
+/** Column widths: a phone's narrower ones fit four pages beside the sequence and token columns. */
+const WIDE = { col: 84, lead: [76, 64], seqLabel: 'sequence', keysWord: 'keys ' };
+const NARROW = { col: 64, lead: [44, 56], seqLabel: 'seq', keysWord: '' };
+const NARROW_BELOW = 480;
 const POOL_W = 64;
 const POOL_H = 40;
 const POOL_GAP = 4;
@@ -110,7 +111,9 @@ export function PagedView({ run, stepIndex, seq }: Props) {
   const poolRef = useRef<HTMLElement>(null);
   const tb = useScrollBox(tableRef);
   const pb = useScrollBox(poolRef);
-  const cw = columnWindow(tb.left, Math.max(0, tb.width - LEAD), COL_W, maxPages, OVERSCAN);
+  const { col: colW, lead: leadW, seqLabel, keysWord } = tb.width < NARROW_BELOW ? NARROW : WIDE;
+  const lead = leadW[0] + leadW[1];
+  const cw = columnWindow(tb.left, Math.max(0, tb.width - lead), colW, maxPages, OVERSCAN);
   const [c0, c1] = [cw.first, cw.last];
   const [r0, r1] = visibleRange(tb.top, Math.max(0, tb.height - HEAD_H), ROW_H, B);
   const perRow = Math.max(1, Math.floor((pb.width + POOL_GAP) / (POOL_W + POOL_GAP)));
@@ -124,16 +127,16 @@ export function PagedView({ run, stepIndex, seq }: Props) {
     if (!el || !cur || first === undefined) return;
     const j = columnOf(run, cur.b, first);
     if (j < 0) return;
-    const x = j * COL_W;
+    const x = j * colW;
     const at = el.scrollLeft * cw.scale;
-    if (x < at || x + COL_W > at + el.clientWidth - LEAD) el.scrollLeft = Math.max(0, scrollForColumn(j - 1, COL_W, cw.scale));
+    if (x < at || x + colW > at + el.clientWidth - lead) el.scrollLeft = Math.max(0, scrollForColumn(j - 1, colW, cw.scale));
     const y = cur.b * ROW_H;
     if (y < el.scrollTop || y + ROW_H > el.scrollTop + el.clientHeight - HEAD_H) el.scrollTop = Math.max(0, y - ROW_H);
     const pool = poolRef.current;
     if (!pool) return;
     const py = Math.floor(first / perRow) * (POOL_H + POOL_GAP);
     if (py < pool.scrollTop || py + POOL_H > pool.scrollTop + pool.clientHeight) pool.scrollTop = Math.max(0, py - POOL_H);
-  }, [run, cur, perRow, cw.scale]);
+  }, [run, cur, perRow, cw.scale, colW, lead]);
 
   const cols = Array.from({ length: c1 - c0 }, (_, i) => c0 + i);
   const gap = (px: number, key: string, header = false) => {
@@ -150,7 +153,7 @@ export function PagedView({ run, stepIndex, seq }: Props) {
             ; flash-decoding: {pagesPerSplit} page{pagesPerSplit === 1 ? '' : 's'} per split
           </span>
         )}
-        {(maxPages > c1 - c0 || B > r1 - r0) && (
+        {(lead + maxPages * colW > tb.width || HEAD_H + B * ROW_H > tb.height) && (
           <span className="dim" data-testid="bt-extent">
             {' '}
             ({B} sequences × {maxPages} pages; scroll to see the rest)
@@ -159,24 +162,25 @@ export function PagedView({ run, stepIndex, seq }: Props) {
       </h3>
       <section ref={tableRef} className="block-table-scroll" style={{ overflow: 'auto', maxHeight: TABLE_MAX_H }} aria-label="Block table">
         <table
-          className="block-table"
+          className={tb.width < NARROW_BELOW ? 'block-table narrow' : 'block-table'}
           data-testid="block-table"
-          style={{ tableLayout: 'fixed', width: LEAD + cw.width, borderCollapse: 'separate', borderSpacing: 0 }}
+          style={{ tableLayout: 'fixed', width: lead + cw.width, borderCollapse: 'separate', borderSpacing: 0 }}
         >
           <thead>
             <tr style={{ height: HEAD_H, position: 'sticky', top: 0, zIndex: 2, background: 'var(--panel)' }}>
-              <th scope="col" style={sticky(0, LEAD_W[0])}>
-                sequence
+              <th scope="col" style={sticky(0, leadW[0])}>
+                {seqLabel}
               </th>
-              <th scope="col" style={sticky(LEAD_W[0], LEAD_W[1])}>
+              <th scope="col" style={sticky(leadW[0], leadW[1])}>
                 tokens
               </th>
               {gap(cw.before, 'before', true)}
               {cols.map((j) => (
-                <th key={j} scope="col" style={{ width: COL_W }}>
+                <th key={j} scope="col" style={{ width: colW }}>
                   page {j}
-                  <div className="dim">
-                    keys {j * ps}…{(j + 1) * ps - 1}
+                  <div className="dim" title={`keys ${j * ps}…${(j + 1) * ps - 1}`}>
+                    {keysWord}
+                    {j * ps}…{(j + 1) * ps - 1}
                   </div>
                 </th>
               ))}
@@ -189,10 +193,10 @@ export function PagedView({ run, stepIndex, seq }: Props) {
               const b = r0 + i;
               return (
                 <tr key={b} className={b === seq ? 'picked' : undefined} style={{ height: ROW_H }}>
-                  <th scope="row" style={{ ...sticky(0, LEAD_W[0]), borderLeft: `4px solid ${seqColour(b)}` }}>
+                  <th scope="row" style={{ ...sticky(0, leadW[0]), borderLeft: `4px solid ${seqColour(b)}` }}>
                     {b}
                   </th>
-                  <td style={sticky(LEAD_W[0], LEAD_W[1])}>{run.cacheSeqlens![b]}</td>
+                  <td style={sticky(leadW[0], leadW[1])}>{run.cacheSeqlens![b]}</td>
                   {gap(cw.before, 'before')}
                   {cols.map((j) => {
                     if (j >= owned(b)) {

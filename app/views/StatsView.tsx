@@ -6,7 +6,7 @@
 import { memo, useCallback, useLayoutEffect, useRef, useState, type UIEvent } from 'react';
 import { useApp } from '../store/store.ts';
 import { usePane } from '../store/pane-context.ts';
-import type { RowHistoryEntry } from '../../engine/api.ts';
+import type { RowHistoryEntry, TraceEvent } from '../../engine/api.ts';
 import { rowWindow } from './row-window.ts';
 
 function num(v: number | undefined): string {
@@ -52,6 +52,48 @@ function sparkColours(el: Element, theme: string): { line: string; grew: string 
     };
   }
   return colourCache;
+}
+
+/**
+ * At the combine step the splits' running m and l are spent: the rows hold the merged LSE and
+ * each split's weight w_k = e^(LSE_k − LSE) in it.
+ */
+function CombineStats({ ev }: { ev: Extract<TraceEvent, { kind: 'combine' }> }) {
+  const [r0, r1] = ev.tile.rows;
+  const splits = ev.splitLse[0]?.length ?? 0;
+  return (
+    <section className="view stats" aria-label="Running statistics">
+      <h3>
+        Combine — Q tile {ev.tile.qBlock} (rows {r0}–{r1 - 1}): {splits} splits merged by their LSE
+      </h3>
+      <div className="stats-scroll">
+        <table className="stats-table combine-table">
+          <thead>
+            <tr>
+              <th>row</th>
+              <th>LSE</th>
+              {ev.splitLse[0]?.map((_l, k) => (
+                <th key={k}>
+                  w<sub>{k}</sub>
+                </th>
+              ))}
+            </tr>
+          </thead>
+          <tbody>
+            {ev.lse.map((lse, i) => (
+              <tr key={i} data-row={r0 + i}>
+                <td>{r0 + i}</td>
+                <td>{num(lse)}</td>
+                {ev.splitLse[i].map((l, k) => (
+                  <td key={k}>{num(Math.exp(l - lse))}</td>
+                ))}
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </div>
+    </section>
+  );
 }
 
 const SPARK_W = 150;
@@ -188,6 +230,7 @@ export function StatsView() {
     setView({ top: box.scrollTop, height: box.clientHeight, rowH });
   }, []);
   if (!frame) return null;
+  if (frame.event.kind === 'combine') return <CombineStats ev={frame.event} />;
   const { history } = frame;
   const [r0, r1] = history.rows;
   const activeRow = selected !== null && selected >= r0 && selected < r1 ? selected : r0;

@@ -3,7 +3,8 @@ import type { Chapter } from './types.ts';
 import { firstIndex, fmt, fmtBytes, lessonRequest, tensorTraffic } from './queries.ts';
 import { dtypeBytes, type Counters, type LoadRequest } from '../../../engine/api.ts';
 
-const preset = lessonRequest('standard', { nq: 32, nk: 32, d: 16 }, { blockM: 8, blockN: 8 });
+// Standard attention walks Q in row blocks and always takes every key at once: no Bc to set.
+const preset = lessonRequest('standard', { nq: 32, nk: 32, d: 16 }, { blockM: 8 });
 const fp16 = (r: LoadRequest): LoadRequest => ({ ...r, problem: { ...r.problem, dtype: 'fp16' } });
 /** Bytes that moved S and P over the bytes that moved Q, K, V and O. */
 const intermediateRatio = (c: Counters) => tensorTraffic(c, ['S', 'P']) / tensorTraffic(c, ['Q', 'K', 'V', 'O']);
@@ -58,7 +59,7 @@ export const chapter1: Chapter = {
     },
     {
       label: 'Store in fp16',
-      look: 'Q, K, V, O and P halve in bytes, but S stays fp32: the scores come out of the matmul accumulator, so on the problem the chapter opens with the ratio grows from {{ratio-fp32}} to {{ratio-fp16}}.',
+      look: 'Q, K, V, O and P halve in bytes, but S stays fp32: the scores come out of the matmul accumulator. The ratio grows by half: from {{ratio-fp32}} to {{ratio-fp16}} on the problem the chapter opens with.',
       change: fp16,
     },
   ],
@@ -86,7 +87,8 @@ export const chapter1: Chapter = {
       answer: ({ run }) => intermediateRatio(run.result.counters),
       explain: ({ run }, a) => {
         const c = run.result.counters;
-        return `${fmtBytes(tensorTraffic(c, ['S', 'P']))} for S and P against ${fmtBytes(tensorTraffic(c, ['Q', 'K', 'V', 'O']))} for Q, K, V and O: ratio ${fmt(Number(a), 4)}. It grows like N/d.`;
+        const p = run.request.problem;
+        return `${fmtBytes(tensorTraffic(c, ['S', 'P']))} for S and P against ${fmtBytes(tensorTraffic(c, ['Q', 'K', 'V', 'O']))} for Q, K, V and O: ratio ${fmt(Number(a), 4)}. S and P grow like N², the others like N·d, so the ratio grows like N/d (here ${p.nk}/${p.d}).`;
       },
       hint: 'Use the Counters view at the last step: add the read and written bytes of S and P, then of Q, K, V and O.',
     },

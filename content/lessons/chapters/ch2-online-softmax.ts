@@ -58,7 +58,7 @@ export const chapter2: Chapter = {
     },
     {
       label: 'Smaller K/V blocks (Bc = 4)',
-      look: 'Twice as many updates per row: the recurrence does not care how the row is cut.',
+      look: "Twice as many updates per row, yet row 0's final $\\ell$ (question 2) comes out the same: the recurrence does not care how the row is cut.",
       change: (r) => ({ ...r, blocks: { ...r.blocks, blockN: 4 } }),
     },
     {
@@ -79,7 +79,7 @@ export const chapter2: Chapter = {
           ? `Block ${a}, the last one, holds row 3's largest score: the max moved one final time there.`
           : `Block ${a} holds row 3's largest score; the rowmax of every later block is smaller, so m stays and those blocks' rescale factors are exactly 1.`;
       },
-      hint: 'Select row 3 in the Running statistics view and step through the rowmax steps of its Q block; look for the last block where m grew.',
+      hint: "Step to the end of Q block 0 (» jumps one K/V block) and look at row 3's line of m in the Running statistics view: an orange dot marks each block where m grew, the line's points are blocks 0, 1, 2, … from the left.",
     },
     {
       id: 'final-l',
@@ -89,8 +89,8 @@ export const chapter2: Chapter = {
       tolerance: 1e-3,
       answer: ({ run }) => finalRowSum(run.events, 0),
       explain: (_c, a) =>
-        `ℓ₀ = ${fmt(Number(a), 6)}: the sum of e^(s − m) over all keys of row 0, measured against its final max. It is at least 1, because the max element contributes e⁰.`,
-      hint: 'Step to the last rowsum of Q block 0 and read ℓ for row 0 in the Running statistics view.',
+        `$\\ell_0$ = ${fmt(Number(a), 6)}: the sum of $e^{s_{0j} - m_0}$ over all keys $j$ of row 0, measured against its final max $m_0$. It is at least 1, because the max element contributes $e^0 = 1$.`,
+      hint: 'Step to the last rowsum of Q block 0 and read $\\ell$ (the column headed l) for row 0 in the Running statistics view.',
     },
   ],
   sources: [

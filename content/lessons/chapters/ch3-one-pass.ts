@@ -1,10 +1,15 @@
 // Chapter 3: from online softmax to one-pass attention — the O recurrence.
 import type { Chapter } from './types.ts';
-import { firstIndex, fmt, lessonRequest, type EventOf } from './queries.ts';
-import type { TraceEvent } from '../../../engine/api.ts';
+import { covers, firstIndex, fmt, fmtScientific, lessonRequest, type EventOf } from './queries.ts';
+import type { LoadRequest, TraceEvent } from '../../../engine/api.ts';
 
 const shrinks = (e: TraceEvent): e is EventOf<'rescale'> => e.kind === 'rescale' && e.factor.some((f) => f < 1);
 const target = (ev: readonly TraceEvent[]) => firstIndex(ev, shrinks);
+
+const preset = lessonRequest('fa2', { nq: 16, nk: 32, d: 8 }, { blockM: 8, blockN: 8 });
+const withOutlierRow = (r: LoadRequest): LoadRequest => ({ ...r, distribution: 'outlier-row' });
+/** The row the outlier-row inputs scale (the middle one unless the request names another). */
+const outlierRowOf = (r: LoadRequest) => Math.min(r.outlierRow ?? Math.floor(r.problem.nq / 2), r.problem.nq - 1);
 
 export const chapter3: Chapter = {
   number: 3,
@@ -36,7 +41,7 @@ export const chapter3: Chapter = {
   ],
   panes: [
     {
-      preset: lessonRequest('fa2', { nq: 16, nk: 32, d: 8 }, { blockM: 8, blockN: 8 }),
+      preset,
       target: {
         describe: 'the first rescale step with a factor below 1',
         find: target,
@@ -56,8 +61,8 @@ export const chapter3: Chapter = {
     },
     {
       label: 'One outlier row',
-      look: 'One query gets very large scores; its factors are tiny whenever its max moves.',
-      change: (r) => ({ ...r, distribution: 'outlier-row' }),
+      look: 'Query row {{outlier-row}} is made 30 times larger, and so are its scores. Its max moves once after the first block, at K/V block {{outlier-block}} of Q block {{outlier-qblock}}: step there and its rescale factor is {{outlier-factor}} — what it had summed almost vanishes next to the new largest term.',
+      change: withOutlierRow,
     },
     {
       label: 'K/V blocks of 4',
@@ -86,7 +91,7 @@ export const chapter3: Chapter = {
           return 'No row is shrunk in this problem: −1 is the answer the lesson expects then. Load the preset again to see one.';
         const e = run.events[target(run.events)] as EventOf<'rescale'>;
         const r = Number(a) - e.tile.rows[0];
-        return `Row ${a}: its max moved from ${fmt(e.mOld[r])} to ${fmt(e.mNew[r])}, so its accumulator is multiplied by e^(${fmt(e.mOld[r])} − ${fmt(e.mNew[r])}) = ${fmt(e.factor[r])}.`;
+        return `Row ${a}: its max moved from ${fmt(e.mOld[r])} to ${fmt(e.mNew[r])}, so its accumulator is multiplied by $e^{${fmt(e.mOld[r])} - ${fmt(e.mNew[r])}}$ = ${fmt(e.factor[r])}.`;
       },
       hint: 'The smallest factor belongs to the row whose max jumped the most. Click rows in the Running statistics view and read the factor in the Formula view.',
     },
@@ -100,6 +105,18 @@ export const chapter3: Chapter = {
       hint: "Count, per rescale step, the rows whose factor is below 1 — or, at the last step of each Q block, count the orange dots on the m lines of the Running statistics view (one per block where a row's max grew).",
     },
   ],
+  facts: (run): Record<string, string> => {
+    const req = withOutlierRow(preset);
+    const row = outlierRowOf(req);
+    const e = run(req).events.find((x): x is EventOf<'rescale'> => shrinks(x) && covers(x, row) && x.factor[row - x.tile.rows[0]] < 1);
+    if (!e) return {};
+    return {
+      'outlier-row': String(row),
+      'outlier-qblock': String(e.tile.qBlock),
+      'outlier-block': String(e.tile.kvBlock),
+      'outlier-factor': fmtScientific(e.factor[row - e.tile.rows[0]]),
+    };
+  },
   sources: [
     'The O recurrence: "FlashAttention-2: Faster Attention with Better Parallelism and Work Partitioning", arXiv 2307.08691, §3.1.',
   ],

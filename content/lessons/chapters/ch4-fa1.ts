@@ -1,7 +1,12 @@
 // Chapter 4: FlashAttention (FA1) — tiling, loop order, O/ℓ/m in HBM, IO complexity.
 import type { Chapter } from './types.ts';
-import { firstIndex, fmt, fmtBytes, lessonRequest } from './queries.ts';
+import { covers, firstIndex, fmt, fmtBytes, lessonRequest } from './queries.ts';
+import type { TraceEvent } from '../../../engine/api.ts';
 import { fa1IoSweep } from './io-sweep.ts';
+
+/** Steps that write m for row 0: the initial m = −∞ and one per K/V block. */
+const mWritesOfRow0 = (events: readonly TraceEvent[]) =>
+  events.filter((e) => e.kind === 'write' && e.tensors.includes('m') && covers(e, 0)).length;
 
 export const chapter4: Chapter = {
   number: 4,
@@ -57,6 +62,10 @@ export const chapter4: Chapter = {
       target: {
         describe: 'the first time O₀, ℓ₀, m₀ are read back from HBM',
         find: (ev) => firstIndex(ev, (e) => e.kind === 'load' && e.tile.qBlock === 0 && e.tile.kvBlock > 0 && e.tensors.includes('O')),
+        fallback: {
+          describe: 'the write of O₀, ℓ₀, m₀ after the only K/V block (one block covers every key, so nothing is read back)',
+          find: (ev) => firstIndex(ev, (e) => e.kind === 'write' && e.tile.qBlock === 0 && e.tile.kvBlock >= 0 && e.tensors.includes('O')),
+        },
       },
       views: ['heatmaps', 'hbm', 'counters', 'pseudo'],
     },
@@ -93,21 +102,18 @@ export const chapter4: Chapter = {
       hint: 'Step to the end and read the O row of the Counters view (read column).',
     },
     {
-      id: 'outer-loop',
-      prompt: "Which loop is FA1's outer loop?",
-      kind: 'choice',
-      choices: [
-        { id: 'kv', label: 'over K/V blocks (j)' },
-        { id: 'q', label: 'over Q blocks (i)' },
-      ],
-      answer: ({ run }) => {
-        const a = firstIndex(run.events, (e) => e.kind === 'qk');
-        const b = firstIndex(run.events, (e, i) => i > a && e.kind === 'qk');
-        return run.events[a].tile.kvBlock === run.events[b].tile.kvBlock ? 'kv' : 'q';
+      id: 'm-writes',
+      prompt: "How many times does FA1 write row 0's running max $m_0$ to HBM over the whole run?",
+      kind: 'integer',
+      answer: ({ run }) => mWritesOfRow0(run.events),
+      explain: ({ run }, a) => {
+        const p = run.request.problem;
+        const tc = Math.ceil(p.nk / run.result.blocks.blockN);
+        const bytes = run.result.counters.hbmWritten.m ?? 0;
+        const each = bytes / (Number(a) * p.nq * p.batch * p.hq);
+        return `${a}: once before the loops, where Algorithm 1 sets m = −∞ in HBM, then once after each of the ${tc} K/V blocks, because m waits in HBM between visits. The Counters view agrees: m written ${fmtBytes(bytes)} = ${a} writes × ${p.nq} rows × ${each} bytes.`;
       },
-      explain: () =>
-        'The first two S tiles share K/V block 0 and differ in the Q block: K_j and V_j stay on chip while the Q blocks pass by.',
-      hint: 'Step to the first two S = QKᵀ steps and compare their tiles in the heatmap.',
+      hint: 'Count the steps that write m to HBM for Q block 0 (the pseudo-code names each write), including the one before the loops; or divide the m figure in the written row of the Counters view by the bytes of one full write of m (one fp32 number per row).',
     },
     {
       id: 'sweep-factor',

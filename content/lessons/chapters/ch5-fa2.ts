@@ -1,9 +1,16 @@
 // Chapter 5: FA2 beside FA1 — swapped loops, deferred normalization, LSE, Q-block parallelism.
-import type { Chapter } from './types.ts';
-import { firstIndex, fmt, fmtBytes, hbmTotal, lessonRequest } from './queries.ts';
+import type { Chapter, EngineRun } from './types.ts';
+import { firstIndex, fmt, fmtBytes, hbmTotal, lessonRequest, tensorTraffic } from './queries.ts';
+import type { LoadRequest } from '../../../engine/api.ts';
 
 const problem = { nq: 32, nk: 32, d: 16 };
 const blocks = { blockM: 8, blockN: 8 };
+
+const fa1Preset = lessonRequest('fa1', problem, blocks);
+const withKvBlocksOf16 = (r: LoadRequest): LoadRequest => ({ ...r, blocks: { ...r.blocks, blockN: 16 } });
+/** FA1's HBM bytes over FA2's for one problem (question 1's ratio). */
+const traffic = (run: (req: LoadRequest) => EngineRun, fa1: LoadRequest) =>
+  hbmTotal(run(fa1).result.counters) / hbmTotal(run({ ...fa1, algorithm: 'fa2' }).result.counters);
 
 export const chapter5: Chapter = {
   number: 5,
@@ -13,7 +20,7 @@ export const chapter5: Chapter = {
   blocks: [
     {
       kind: 'p',
-      text: "FA2 keeps FA1's tiles and its arithmetic of $m$ and $\\ell$ but changes three things. First, the loops swap: the outer loop takes one $Q$ block and the inner loop streams every K/V block past it. $O_i$, $\\ell_i$ and $m_i$ then never leave the chip until the row block is finished, and the per-block reads and writes of $O$ that dominated FA1's traffic disappear.",
+      text: "FA2 keeps FA1's tiles and its arithmetic of $m$ and $\\ell$ but changes three things. First, the loops swap: the outer loop takes one $Q$ block and the inner loop streams every K/V block past it. $O_i$, $\\ell_i$ and $m_i$ then never leave the chip until the row block is finished, and the per-block reads and writes of $O$ that dominated FA1's traffic disappear. In exchange every $Q$ block streams all of $K$ and $V$, so those two are read once per $Q$ block instead of once.",
     },
     {
       kind: 'p',
@@ -44,7 +51,7 @@ export const chapter5: Chapter = {
   panes: [
     {
       label: 'FA1',
-      preset: lessonRequest('fa1', problem, blocks),
+      preset: fa1Preset,
       target: {
         describe: "FA1's first write of O",
         find: (ev) => firstIndex(ev, (e) => e.kind === 'write' && e.tensors.includes('O') && e.tile.kvBlock >= 0),
@@ -71,8 +78,8 @@ export const chapter5: Chapter = {
     },
     {
       label: 'K/V blocks of 16',
-      look: 'Fewer K/V blocks: FA1 loses less, so the gap between them narrows.',
-      change: (r) => ({ ...r, blocks: { ...r.blocks, blockN: 16 } }),
+      look: "FA1 now has half as many K/V blocks, so it reads $Q$ and moves $O$, $\\ell$ and $m$ half as often, while FA2 still reads $K$ and $V$ once per $Q$ block: question 1's ratio falls from {{ratio-preset}} to {{ratio-bc16}}, and FA1 moves fewer bytes than FA2. FA2's gains on a GPU are fewer non-matmul operations and more parallel thread blocks.",
+      change: withKvBlocksOf16,
     },
   ],
   questions: [
@@ -83,8 +90,11 @@ export const chapter5: Chapter = {
       tolerance: 0.005,
       answer: ({ run, runOther }) =>
         hbmTotal(run.result.counters) / hbmTotal(runOther({ ...run.request, algorithm: 'fa2' }).result.counters),
-      explain: ({ run, runOther }, a) =>
-        `FA1 moves ${fmtBytes(hbmTotal(run.result.counters))}, FA2 ${fmtBytes(hbmTotal(runOther({ ...run.request, algorithm: 'fa2' }).result.counters))}: ${fmt(Number(a), 4)}×. The difference is O, ℓ and m travelling once per K/V block.`,
+      explain: ({ run, runOther }, a) => {
+        const fa1 = run.result.counters;
+        const fa2 = runOther({ ...run.request, algorithm: 'fa2' }).result.counters;
+        return `FA1 moves ${fmtBytes(hbmTotal(fa1))}, FA2 ${fmtBytes(hbmTotal(fa2))}: ${fmt(Number(a), 4)}×. FA1 spends ${fmtBytes(tensorTraffic(fa1, ['Q', 'O', 'l', 'm']))} on Q, O, ℓ and m, once per K/V block; FA2 spends ${fmtBytes(tensorTraffic(fa2, ['K', 'V']))} on K and V, once per Q block.`;
+      },
       hint: 'Step both panes to the end and add HBM read and HBM written in each Counters view; hover a figure for its exact bytes.',
     },
     {
@@ -103,10 +113,14 @@ export const chapter5: Chapter = {
       tolerance: 1e-3,
       answer: ({ run, runOther }) => runOther({ ...run.request, algorithm: 'fa2' }).result.lse[5],
       explain: (_c, a) =>
-        `LSE₅ = m₅ + log ℓ₅ = ${fmt(Number(a), 6)}. The backward pass recomputes P = exp(S − LSE) from it without storing P.`,
+        `$\\mathrm{LSE}_5 = m_5 + \\log \\ell_5$ = ${fmt(Number(a), 6)}. The backward pass recomputes $P = \\exp(S - \\mathrm{LSE})$ from it without storing $P$.`,
       hint: "In the FA2 pane, step to the normalize step of Q block 0 and click row 5 in the Running statistics view: the Formula view then shows row 5's ℓ and LSE.",
     },
   ],
+  facts: (run) => ({
+    'ratio-preset': fmt(traffic(run, fa1Preset), 4),
+    'ratio-bc16': fmt(traffic(run, withKvBlocksOf16(fa1Preset)), 4),
+  }),
   sources: [
     '"FlashAttention-2: Faster Attention with Better Parallelism and Work Partitioning", arXiv 2307.08691, §3.1 (Algorithm 1: loop order, deferred normalization, LSE) and §3.2 (parallelism over sequence blocks).',
     'The typo in line 10 of Algorithm 1: Dao-AILab/flash-attention, GitHub issue 991.',

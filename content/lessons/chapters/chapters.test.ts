@@ -8,8 +8,9 @@ import { referenceAttention } from '../../../engine/core/reference.ts';
 import { randomInputs } from '../../../engine/core/inputs.ts';
 import { softmaxScale } from '../../../engine/core/problem.ts';
 import { CHAPTERS, chapterByNumber } from './index.ts';
-import { checkAnswer, isCorrect, lessonContext, locateTarget, parseAnswer, RunCache, runRequest } from './evaluate.ts';
+import { chapterFacts, checkAnswer, isCorrect, lessonContext, locateTarget, parseAnswer, RunCache, runRequest } from './evaluate.ts';
 import { fa1IoSweep, standardIoBytes, SWEEP_PROBLEM } from './io-sweep.ts';
+import { fmtScientific } from './queries.ts';
 import { onlineSoftmaxSteps, safeSoftmax, softmaxFromOnline } from './online-softmax.ts';
 import type { Question } from './types.ts';
 
@@ -113,6 +114,17 @@ describe('answers agree with float64 computations', () => {
     expect(a).toBe(p.nq * p.nk * 4);
   });
 
+  it('chapter 1: the fp16 Try this quotes the ratios that element counts give (S in fp32, the rest in the stored dtype)', () => {
+    const c = chapterByNumber(1)!;
+    const { nq, nk, d } = c.panes[0].preset.problem;
+    // S and P are written once and read once; Q, K, V and O move once each.
+    const ratio = (sBytes: number, pBytes: number, xBytes: number) => (2 * nq * nk * (sBytes + pBytes)) / ((2 * nq + 2 * nk) * d * xBytes);
+    const facts = chapterFacts(c, cache);
+    expect(Number(facts['ratio-fp32'])).toBeCloseTo(ratio(4, 4, 4), 6);
+    expect(Number(facts['ratio-fp16'])).toBeCloseTo(ratio(4, 2, 2), 6);
+    expect(Number(facts['ratio-fp16']) / Number(facts['ratio-fp32'])).toBeCloseTo(1.5, 6);
+  });
+
   it('chapter 2: the last block where row 3 max grows matches the float64 scores', () => {
     const c = chapterByNumber(2)!;
     const req = c.panes[0].preset;
@@ -138,6 +150,54 @@ describe('answers agree with float64 computations', () => {
     const l = s.reduce((acc, v) => acc + Math.exp(v - m), 0);
     const a = Number(c.questions.find((q) => q.id === 'final-l')!.answer(lessonContext(c, req, cache)));
     expect(Math.abs(a - l) / l).toBeLessThan(1e-5);
+    // The Try this that halves Bc says question 2's answer stays: it is the same float64 sum.
+    const halved = c.tryThis.find((t) => t.label.includes('Bc = 4'))!.change(req);
+    expect(halved.blocks.blockN).toBe(4);
+    const b = Number(c.questions.find((q) => q.id === 'final-l')!.answer(lessonContext(c, halved, cache)));
+    expect(Math.abs(b - l) / l).toBeLessThan(1e-5);
+  });
+
+  it("chapter 3: the outlier row's Try this quotes the block and factor of the float64 scores", () => {
+    const c = chapterByNumber(3)!;
+    const req = c.tryThis.find((t) => t.label === 'One outlier row')!.change(c.panes[0].preset);
+    const row = Math.floor(req.problem.nq / 2);
+    const bn = req.blocks.blockN!;
+    const s = scoresRow(req, row);
+    let m = Math.max(...s.slice(0, bn));
+    let block = -1;
+    let factor = 1;
+    for (let j = bn; j < s.length && block < 0; j += bn) {
+      const mx = Math.max(...s.slice(j, j + bn));
+      if (mx > m) {
+        block = j / bn;
+        factor = Math.exp(m - mx);
+      }
+      m = Math.max(m, mx);
+    }
+    const facts = chapterFacts(c, cache);
+    expect(facts['outlier-row']).toBe(String(row));
+    expect(facts['outlier-qblock']).toBe(String(Math.floor(row / req.blocks.blockM!)));
+    expect(facts['outlier-block']).toBe(String(block));
+    expect(facts['outlier-factor']).toBe(fmtScientific(factor));
+  });
+
+  it("chapter 4: row 0's m is written once before the loops and once per K/V block, Bc = ⌈M / 4d⌉ words", () => {
+    const c = chapterByNumber(4)!;
+    const req = c.panes[0].preset;
+    const words = req.blocks.sramBytes! / 4;
+    const tc = Math.ceil(req.problem.nk / Math.ceil(words / (4 * req.problem.d)));
+    expect(c.questions.find((q) => q.id === 'm-writes')!.answer(lessonContext(c, req, cache))).toBe(1 + tc);
+  });
+
+  it('chapter 5: FA2 reads K and V once per Q block, and the Bc = 16 Try this is right that FA1 then moves fewer bytes', () => {
+    const c = chapterByNumber(5)!;
+    const { nq, nk, d } = c.panes[1].preset.problem;
+    const fa2 = cache.get(c.panes[1].preset).result.counters;
+    const tr = Math.ceil(nq / c.panes[1].preset.blocks.blockM!);
+    expect((fa2.hbmRead.K ?? 0) + (fa2.hbmRead.V ?? 0)).toBe(tr * 2 * nk * d * 4);
+    const facts = chapterFacts(c, cache);
+    expect(Number(facts['ratio-preset'])).toBeGreaterThan(1);
+    expect(Number(facts['ratio-bc16'])).toBeLessThan(1);
   });
 
   it('chapters 5 and 9: LSE answers match the float64 reference LSE', () => {

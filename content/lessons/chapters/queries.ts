@@ -81,3 +81,11 @@ export function fmtBytes(n: number): string {
 export function fmt(x: number, digits = 5): string {
   return Number.isFinite(x) ? String(Number(x.toPrecision(digits))) : String(x);
 }
+
+const SUPERSCRIPT: Record<string, string> = { '-': '⁻', 0: '⁰', 1: '¹', 2: '²', 3: '³', 4: '⁴', 5: '⁵', 6: '⁶', 7: '⁷', 8: '⁸', 9: '⁹' };
+
+/** 5.2 × 10⁻⁸: a number far from 1 as a person writes it, two significant digits. */
+export function fmtScientific(x: number): string {
+  const [mantissa, exponent] = x.toExponential(1).split('e');
+  return `${mantissa} × 10${[...String(Number(exponent))].map((c) => SUPERSCRIPT[c]).join('')}`;
+}

@@ -188,6 +188,19 @@ describe('answers agree with float64 computations', () => {
     expect(Number(off)).toBeGreaterThan(Number(on));
   });
 
+  it("chapter 7: Q tile 1's mask steps are the (warpgroup rows, K/V block) pairs with a hidden key among the blocks the tile visits, none when not causal", () => {
+    const c = chapterByNumber(7)!;
+    const q = c.questions.find((x) => x.id === 'mask-steps')!;
+    const causal = c.tryThis.find((t) => t.label === 'Causal')!.change(c.panes[0].preset);
+    const { blockM, blockN } = causal.blocks!;
+    let crossing = 0;
+    for (let r = blockM!; r < 2 * blockM!; r += 64)
+      for (let k = 0; k < causal.problem.nk; k += blockN!) if (k < 2 * blockM! && k + blockN! - 1 > r) crossing++;
+    expect(crossing).toBe(4);
+    expect(q.answer(lessonContext(c, causal, cache))).toBe(crossing);
+    expect(q.answer(lessonContext(c, c.panes[0].preset, cache))).toBe(0);
+  });
+
   it('chapter 7: with ping-pong warpgroup 0 takes its next GEMMs after its softmax; off, warpgroup 1 does its softmax next', () => {
     const c = chapterByNumber(7)!;
     const q = c.questions.find((x) => x.id === 'turn-after-softmax')!;

@@ -45,6 +45,12 @@ describe('chapter 10: the backward pass', () => {
     expect(answer('atomic-adds', causal)).toBe(tiles * req.blocks.blockM! * p.d);
   });
 
+  it('the dQ row block 1 receives the adds of every worker, of workers 0 and 1 only when causal (worker j starts at row block j)', () => {
+    const tc = p.nk / req.blocks.blockN!;
+    expect(answer('row-block-workers')).toBe(tc);
+    expect(answer('row-block-workers', { ...req, problem: { ...p, causal: true } })).toBe(2);
+  });
+
   it('every step link of the text finds its step in the preset, of the kind it names', () => {
     const kinds: Record<string, string> = {
       'FA2 recomputing its first P tile': 'recompute',

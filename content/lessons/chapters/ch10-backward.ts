@@ -2,7 +2,7 @@
 // dQ accumulated with atomics, and what determinism costs.
 import type { Chapter } from './types.ts';
 import { firstIndex, fmt, fmtBytes, lessonRequest, type EventOf } from './queries.ts';
-import type { LoadRequest, TraceEvent } from '../../../engine/api.ts';
+import { dtypeBytes, type LoadRequest, type TraceEvent } from '../../../engine/api.ts';
 
 const problem = { nq: 32, nk: 32, d: 16, dtype: 'fp16' as const };
 const blocks = { blockM: 8, blockN: 8 };
@@ -10,6 +10,13 @@ const backward = (algorithm: string): LoadRequest => ({ ...lessonRequest(algorit
 
 /** The first atomic add into dQ that other workers would make at the same moment. */
 const firstCollidingAdd = (ev: readonly TraceEvent[]) => firstIndex(ev, (e) => e.kind === 'dq' && e.atomic && e.collidesWith.length > 0);
+
+/** The K/V-block workers that add into one dQ row block of head 0, in the order of their adds. */
+const workersOfRowBlock = (events: readonly TraceEvent[], qBlock: number) => [
+  ...new Set(
+    events.filter((e): e is EventOf<'dq'> => e.kind === 'dq' && e.b === 0 && e.h === 0 && e.tile.qBlock === qBlock).map((e) => e.worker),
+  ),
+];
 
 /** D of `row` as the backward computed it (its dsum step; FA1 computes it in every inner step, the values agree). */
 function dOfRow(events: readonly TraceEvent[], row: number): number {
@@ -96,7 +103,7 @@ export const chapter10: Chapter = {
     },
     {
       kind: 'p',
-      text: "There is a third way, and FlashScope's WebGPU backward takes it because WGSL has atomics on 32-bit integers only: add integers. Before the main kernel, each row $i$ gets a bound $B_i = \\tau \\max|K| \\, (\\lVert dO_i \\rVert \\max_j \\lVert V_j \\rVert + |D_i|)$ that no partial sum of $dQ_i$ can exceed (Cauchy–Schwarz, and the $P_{ij}$ of a row sum to at most 1), and every term is added as the integer $\\mathrm{round}(x \\cdot 2^{29 - \\lceil \\log_2 B_i \\rceil})$. Integer addition is associative, so the sum is the same whatever order the workers add in: deterministic without any waiting, at the price of rounding each term to $B_i \\cdot 2^{-30}$, far below the fp16 rounding of $dS$ itself. The WebGPU panel at the bottom runs it (Backward, f16 subgroup matrices) where the GPU has them.",
+      text: "There is a third way, and FlashScope's WebGPU backward takes it because WGSL has atomics on 32-bit integers only: add integers. Before the main kernel, each row $i$ gets a bound $B_i = \\tau \\max|K| \\, (\\lVert dO_i \\rVert \\max_j \\lVert V_j \\rVert + |D_i|)$ that no partial sum of $dQ_i$ can exceed (Cauchy–Schwarz, and the $P_{ij}$ of a row sum to at most 1), and every term is added as the integer $\\mathrm{round}(x \\cdot 2^{29 - \\lceil \\log_2 B_i \\rceil})$. Integer addition is associative, so the sum is the same whatever order the workers add in: deterministic without any waiting, at the price of rounding each term to $B_i \\cdot 2^{-30}$, far below the fp16 rounding of $dS$ itself. The WebGPU panel under the Single tab's debugger runs it (pass Backward, backward kernel “f16 subgroup matrices”) where the GPU offers them.",
     },
   ],
   panes: [
@@ -141,8 +148,9 @@ export const chapter10: Chapter = {
       shownAs: 'counter',
       answer: ({ run, runOther }) => runOther({ ...run.request, algorithm: 'standard' }).result.counters.hbmRead.P ?? 0,
       explain: ({ run, runOther }, a) => {
+        const p = run.request.problem;
         const fa2 = runOther({ ...run.request, algorithm: 'fa2' }).result.counters;
-        return `${fmtBytes(Number(a))} of P, stored by the forward and kept until the backward. FA2 reads ${fmtBytes(fa2.hbmRead.LSE ?? 0)} of LSE instead and rebuilds each P tile on chip.`;
+        return `${fmtBytes(Number(a))}: P is stored as ${p.nq} × ${p.nk} values of ${dtypeBytes(p.dtype)} bytes (${p.dtype}), and the standard backward reads it twice, for dV = Pᵀ·dO and again for dS = P ∘ (dP − D). FA2 reads ${fmtBytes(fa2.hbmRead.LSE ?? 0)} of LSE instead and rebuilds each P tile on chip.`;
       },
       hint: 'In the Standard backward pane, step to the end and read P in the HBM read line of the Counters view.',
     },
@@ -167,21 +175,19 @@ export const chapter10: Chapter = {
       hint: 'The Counters view of the FA2 pane counts atomic adds; step to the end.',
     },
     {
-      id: 'outer-loop',
-      prompt: "Which loop is the outer one in FA2's backward?",
-      kind: 'choice',
-      choices: [
-        { id: 'kv', label: 'over K/V blocks (j): dK_j and dV_j stay on chip' },
-        { id: 'q', label: 'over Q blocks (i): dQ_i stays on chip' },
-      ],
-      answer: ({ run }) => {
-        const a = firstIndex(run.events, (e) => e.kind === 'qk');
-        const b = firstIndex(run.events, (e, i) => i > a && e.kind === 'qk');
-        return run.events[a].tile.kvBlock === run.events[b].tile.kvBlock ? 'kv' : 'q';
+      id: 'row-block-workers',
+      prompt:
+        'How many K/V-block workers add into row block 1 of $dQ$ (rows 8–15) in the loaded FA2 run? Then load **Causal** (Try this) and answer again.',
+      kind: 'integer',
+      answer: ({ run }) => workersOfRowBlock(run.events, 1).length,
+      explain: ({ run }, a) => {
+        const w = workersOfRowBlock(run.events, 1);
+        const bm = run.result.blocks.blockM;
+        return run.request.problem.causal
+          ? `${a} (workers ${w.join(', ')}): with the causal mask rows ${bm}–${2 * bm - 1} see keys 0–${2 * bm - 1} only, which lie in the K/V blocks of those workers; every other worker's keys are hidden from them, which is why worker j starts its loop at row block j.`
+          : `${a} (workers ${w.join(', ')}): every worker walks every Q block, so each K/V block's τ·dS·K term reaches row block 1 from its own worker, and those adds meet in HBM; that is what the atomics are for.`;
       },
-      explain: () =>
-        'The first two recomputed S tiles share K/V block 0 and differ in the Q block: K_j, V_j and their gradients stay on chip while the Q blocks pass by, and dQ is the one that has to be accumulated in HBM.',
-      hint: 'Step to the first two S = QKᵀ steps of the FA2 pane and compare their tiles.',
+      hint: 'The dQ accumulation view has one row per dQ row block and one column per worker; at the end of the run every cell that adds is filled.',
     },
   ],
   sources: [

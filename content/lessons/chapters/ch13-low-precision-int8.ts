@@ -2,15 +2,19 @@
 // and SageAttention's INT8 scores with K smoothing. Every figure in the text is computed by the
 // engine when shown.
 import type { Chapter } from './types.ts';
-import { fmt } from './queries.ts';
+import { fmt, type EventOf } from './queries.ts';
 import type { LoadRequest, TraceEvent } from '../../../engine/api.ts';
 import { firstQk, K_OFFSET, SAGE_PRESET, SMOOTH_PROBLEM, smoothingRow, smoothingTable } from './k-smoothing.ts';
-import { firstFlush, flushTable, nonSinkFlushes, SINK_PRESET } from './low-precision.ts';
+import { firstFlush, flushTable, SINK_PRESET } from './low-precision.ts';
 
 const sci = (x: number) => x.toExponential(2);
 
 /** The FA3 changes leave the SageAttention pane as it is: sage has no such switches and takes no FP8 dtype. */
 const fa3Only = (change: (r: LoadRequest) => LoadRequest) => (r: LoadRequest) => (r.algorithm === 'fa3' ? change(r) : r);
+
+/** The first exp step of the first pane's head and Q tile: the first K/V block its loop visits. */
+const firstExpOf = (ev: readonly TraceEvent[]) =>
+  ev.find((x): x is EventOf<'exp'> => x.kind === 'exp' && x.b === 0 && x.h === 0 && x.tile.qBlock === 0);
 
 const pExpOf = (ev: readonly TraceEvent[], i: number) => {
   const x = ev[i];
@@ -147,50 +151,55 @@ export const chapter13: Chapter = {
   ],
   questions: [
     {
-      id: 'flushed-p1',
-      prompt:
-        'On the sink problem of the first pane (sinks first, pScale 1), how many non-sink $P$ values does the e4m3 cast flush to zero in the whole run?',
-      kind: 'integer',
-      answer: ({ runOther }) => nonSinkFlushes(runOther(SINK_PRESET).events).flushed,
-      explain: ({ runOther }, a) => {
-        const c = nonSinkFlushes(runOther(SINK_PRESET).events);
-        const r256 = nonSinkFlushes(runOther({ ...SINK_PRESET, features: { ...SINK_PRESET.features, pScale: 256 } }).events);
-        return `${a} of the ${c.positive} positive non-sink P values: each is at or below 2⁻¹⁰ of its row's max, which the sinks fixed from the first block on. With pScale 256 it is ${r256.flushed}.`;
-      },
-      hint: 'Step the first pane to its last step and read the whole run\'s count in its Precision view, under "Flushed by step" (a sink key is its row\'s max, so its P is 1 and never flushes); or read the first row of the flush table in the text.',
-    },
-    {
       id: 'flush-step-count',
       prompt: 'At the exp step the first pane opens at, how many $P$ values of the tile were flushed by the cast?',
       kind: 'integer',
-      answer: ({ runOther }) => {
-        const ev = runOther(SINK_PRESET).events;
-        return pExpOf(ev, firstFlush(ev))?.flushed?.length ?? 0;
-      },
-      explain: ({ runOther }, a) => {
-        const ev = runOther(SINK_PRESET).events;
-        const x = pExpOf(ev, firstFlush(ev));
-        if (!x) return 'No exp step of this problem flushes a P value.';
-        return `${a}, in K block ${x.tile.kvBlock} (keys ${x.tile.cols[0]}…${x.tile.cols[1] - 1}), each measured against the sinks' logit: ${x.tile.kvBlock === 0 ? 'the sinks are keys 0–3 of this very block' : 'the sinks of block 0 set the max before this block'}.`;
+      answer: ({ run }) => pExpOf(run.events, firstFlush(run.events))?.flushed?.length ?? 0,
+      explain: ({ run }, a) => {
+        const x = pExpOf(run.events, firstFlush(run.events));
+        if (!x) return '0: no exp step of the loaded problem flushes a P value, so the pane opens at the first exp step.';
+        const against =
+          x.tile.kvBlock === 0
+            ? "each measured against the sinks' logit: the sinks are keys 0–3 of this very block"
+            : run.request.features?.reverseKv === true
+              ? 'each measured against the largest score of the blocks visited so far, the sinks not among them'
+              : "each measured against the sinks' logit: the sinks of block 0 set the max before this block";
+        return `${a}, in K block ${x.tile.kvBlock} (keys ${x.tile.cols[0]}…${x.tile.cols[1] - 1}), ${against}. A P value flushes when it is at or below 2⁻¹⁰, a score about 6.9 below that max.`;
       },
       hint: 'The first pane\'s Precision view gives it in the line above its error heatmaps ("flushed P" of this tile so far); the ringed cells of its P heatmaps are the same values.',
     },
     {
-      id: 'smoothk-rmse',
+      id: 'first-block-flush',
       prompt:
-        'In the K smoothing table (SageAttention, keys shifted per channel), which RMSE of $O$ against float64 is larger: with K smoothing off, or on?',
-      kind: 'choice',
-      choices: [
-        { id: 'off', label: 'off: K quantized with its offsets' },
-        { id: 'on', label: 'on: K − mean(K) quantized' },
-      ],
-      answer: () => (smoothingRow(false).rmse > smoothingRow(true).rmse ? 'off' : 'on'),
+        'Load **FA3’s K/V order** (Try this), so that the sinks’ block comes last. How many $P$ values does the cast flush at the first pane’s first exp step, now on K block 3?',
+      kind: 'integer',
+      answer: ({ run }) => firstExpOf(run.events)?.flushed?.length ?? 0,
+      explain: ({ run }, a) => {
+        const ev = run.events;
+        const first = firstExpOf(ev);
+        const sinks = ev.find(
+          (x): x is EventOf<'exp'> => x.kind === 'exp' && x.b === 0 && x.h === 0 && x.tile.qBlock === 0 && x.tile.kvBlock === 0,
+        );
+        if (!first || !sinks) return 'This run has no exp step on the first pane.';
+        if (first.tile.kvBlock === 0)
+          return `${a}, on K block 0: in the loaded run the sinks still come first, so this is their own block. Load FA3’s K/V order and step to the first exp step again.`;
+        return `${a}, on K block ${first.tile.kvBlock}: its P are measured against the max of its own keys, not the sinks' logit, so only values far below that max flush. The sinks' block 0 now comes last and still flushes ${sinks.flushed?.length ?? 0}: inside it every P is measured against the sinks whatever the order, and the order only spares the other blocks.`;
+      },
+      hint: 'Step the first pane to its first exp step (the step line reads "P = e^(S − m)") and read "flushed P" in the line above the Precision view\'s error heatmaps.',
+    },
+    {
+      id: 'smoothk-factor',
+      prompt:
+        'In the K smoothing table (SageAttention, keys shifted per channel), by what factor does K smoothing lower the RMSE of $O$ against float64 (off divided by on)? Two decimals are enough.',
+      kind: 'number',
+      tolerance: 0.01,
+      answer: () => smoothingRow(false).rmse / smoothingRow(true).rmse,
       explain: (_c, a) => {
         const off = smoothingRow(false);
         const on = smoothingRow(true);
-        return `${a === 'off' ? 'Off' : 'On'}: ${sci(off.rmse)} without smoothing, ${sci(on.rmse)} with it. Without smoothing the offset channels set δ_K (${sci(off.kStep)} in the coarsest block); K − mean(K) needs a step of only ${sci(on.kStep)}, and the scores' shift by q·mean(K) cancels in the softmax.`;
+        return `${fmt(Number(a), 3)}: ${sci(off.rmse)} without smoothing, ${sci(on.rmse)} with it. K's largest INT8 step became ${fmt(off.kStep / on.kStep, 3)}× finer and its RMS error ${fmt(off.kRms / on.kRms, 3)}× smaller, yet O's error falls by less: the rest of it comes from what smoothing K leaves alone, Q's INT8 rounding and the 16-bit P·V. The scores' shift by q·mean(K) cancels in the softmax, so smoothing costs nothing in exactness.`;
       },
-      hint: 'Subtracting the mean shifts every score of a row by the same amount; ask what that does to the softmax, and what it does to the largest |entry| of each K block.',
+      hint: 'Divide the "RMSE of O" of the smoothK off row by that of the on row.',
     },
   ],
   sources: [

@@ -1,5 +1,5 @@
 // Chapter 14: masks written as functions, and the tiles they empty.
-import type { Chapter } from './types.ts';
+import type { Chapter, EngineRun } from './types.ts';
 import { firstIndex, lessonRequest, type EventOf } from './queries.ts';
 import type { TraceEvent } from '../../../engine/api.ts';
 
@@ -19,6 +19,12 @@ function masked(events: readonly TraceEvent[]): Set<string> {
 
 /** Three packed documents of 24, 16 and 24 tokens: the document id of a position, written with where(). */
 const DOCUMENTS = 'where(q_idx < 24, 0, where(q_idx < 40, 1, 2)) == where(kv_idx < 24, 0, where(kv_idx < 40, 1, 2))';
+
+/** Every query sees the first 16 keys, the rest causally. */
+const PREFIX_LM = 'kv_idx < 16 || kv_idx <= q_idx';
+
+/** Whether the loaded run has the chapter's document mask (the feedback speaks of documents only then). */
+const isDocuments = (run: EngineRun) => run.request.problem.mask?.maskMod === DOCUMENTS;
 
 const isMask = (e: TraceEvent): e is EventOf<'mask'> => e.kind === 'mask';
 
@@ -82,7 +88,7 @@ export const chapter14: Chapter = {
     {
       label: 'Prefix-LM, prefix 16',
       look: 'The first K/V tile is full for every query tile; the rest is causal.',
-      change: (r) => ({ ...r, problem: { ...r.problem, mask: { maskMod: 'kv_idx < 16 || kv_idx <= q_idx' } } }),
+      change: (r) => ({ ...r, problem: { ...r.problem, mask: { maskMod: PREFIX_LM } } }),
     },
     {
       label: 'Dilated: every other key',
@@ -101,9 +107,11 @@ export const chapter14: Chapter = {
         const { blockM, blockN } = run.result.blocks;
         return Math.ceil(p.nq / blockM) * Math.ceil(p.nk / blockN) - computed(run.events).size;
       },
-      explain: (_c, a) =>
-        `${a} tile pairs hold no query/key pair of the same document, so they are never loaded or multiplied. Count the pairs whose Q rows and K/V columns fall in different documents only.`,
-      hint: 'Mark the document boundaries (24 and 40) on both axes; a tile pair is empty when its Q rows and its K/V columns share no document.',
+      explain: ({ run }, a) =>
+        isDocuments(run)
+          ? `${a} tile pairs hold no query/key pair of the same document, so they are never loaded or multiplied: the pairs whose Q rows and K/V columns fall in different documents only.`
+          : `${a} tile pairs in which the loaded mask hides every query/key pair: they are never loaded or multiplied.`,
+      hint: 'Mark where the mask changes on both axes (for the documents, 24 and 40) at the tile boundaries, multiples of 16; a tile pair is empty when the mask hides all of it, as when its Q rows and K/V columns share no document.',
     },
     {
       id: 'full-tiles',
@@ -113,9 +121,27 @@ export const chapter14: Chapter = {
         const m = masked(run.events);
         return [...computed(run.events)].filter((t) => !m.has(t)).length;
       },
-      explain: (_c, a) =>
-        `${a} computed tiles lie wholly inside one document, so every score in them is kept and the kernel skips the mask there. The others are cut by a document boundary and run the mask.`,
-      hint: 'A full tile has all its rows and all its columns inside one document; a tile that a document boundary crosses is partial.',
+      explain: ({ run }, a) =>
+        isDocuments(run)
+          ? `${a} computed tiles lie wholly inside one document, so every score in them is kept and the kernel skips the mask there. The others are cut by a document boundary and run the mask.`
+          : `${a} computed tiles keep every score under the loaded mask, so the kernel skips the mask there; the others hold both kept and hidden scores and run it.`,
+      hint: 'A full tile is one the mask keeps whole, as when all its rows and columns lie inside one document; a tile that a boundary crosses is partial.',
+    },
+    {
+      id: 'partial-tiles',
+      prompt:
+        'Load **Prefix-LM, prefix 16** (Try this): every query sees the first 16 keys, and the rest causally. Predict how many tile pairs are partial (computed with a mask phase), then check.',
+      kind: 'integer',
+      answer: ({ run }) => masked(run.events).size,
+      explain: ({ run }, a) => {
+        const pairs = [...masked(run.events)].map((t) => `(${t})`).join(', ');
+        const why =
+          run.request.problem.mask?.maskMod === PREFIX_LM
+            ? ' Under the prefix mask, K/V tile 0 lies inside the prefix and is full for every Q tile, (0, 0) included, although it sits on the diagonal; only the other diagonal tiles are cut by the causal edge.'
+            : ' This is the loaded mask; load Prefix-LM to answer for it.';
+        return `${a}: ${pairs || 'none'}, as (Q tile, K/V tile). A partial tile holds kept and hidden scores alike, so the mask runs inside it.${why}`;
+      },
+      hint: 'A tile pair is partial when the mask keeps some of its scores and hides others; keys 0–15 are kept for every query.',
     },
   ],
 };

@@ -3,6 +3,9 @@ import type { Chapter } from './types.ts';
 import { firstIndex, fmt, lessonRequest } from './queries.ts';
 import { fa3DefaultTile, type AttentionProblem, type TraceEvent } from '../../../engine/api.ts';
 
+/** The mask steps of one Q tile, in trace order. */
+const maskStepsOf = (ev: readonly TraceEvent[], qBlock: number) => ev.filter((e) => e.kind === 'mask' && e.tile.qBlock === qBlock);
+
 /** A P·V step issued right after the next block's S = QKᵀ: the intra-warpgroup overlap. */
 const overlapped = (ev: readonly TraceEvent[]) =>
   firstIndex(ev, (e, i) => e.kind === 'pv' && i > 0 && ev[i - 1].kind === 'qk' && ev[i - 1].tile.kvBlock !== e.tile.kvBlock);
@@ -47,7 +50,7 @@ export const chapter7: Chapter = {
     },
     {
       kind: 'p',
-      text: 'FA3 also visits the K/V blocks from last to first, so on a causal problem the only block that needs a mask — the diagonal one — comes first. Both reorderings compute the same numbers; only the order of the trace changes. Toggle them below: the debugger reloads with the switch, and the table re-runs the hardware model on an H100-sized problem.',
+      text: 'FA3 also visits the K/V blocks from last to first, so on a causal problem the blocks that cross the diagonal, the only ones that need a mask, come first. Both reorderings compute the same numbers; only the order of the trace changes. Toggle them below: the debugger reloads with the switch, and the table re-runs the hardware model on an H100-sized problem.',
     },
   ],
   panes: [
@@ -98,7 +101,7 @@ export const chapter7: Chapter = {
   tryThis: [
     {
       label: 'Causal',
-      look: 'The first block each Q tile visits is its diagonal block, the only one with a mask; the kernel takes K/V blocks of 128 when causal.',
+      look: 'The kernel takes K/V blocks of 128 when causal; each Q tile starts with the blocks its diagonal crosses, the only ones with a mask.',
       change: (r) => {
         const problem = { ...r.problem, causal: true };
         return { ...r, problem, blocks: fa3DefaultTile(problem) };
@@ -112,15 +115,19 @@ export const chapter7: Chapter = {
   ],
   questions: [
     {
-      id: 'first-block',
-      prompt: 'Which K/V block (counting from 0) does FA3 visit first for $Q$ tile 0?',
+      id: 'mask-steps',
+      prompt: 'Load **Causal** (Try this). How many mask steps does $Q$ tile 1 (rows 192–383) have in the trace, counting every warpgroup?',
       kind: 'integer',
-      answer: ({ run }) => {
-        const i = firstIndex(run.events, (e) => e.kind === 'qk' && e.tile.qBlock === 0);
-        return run.events[i].tile.kvBlock;
+      answer: ({ run }) => maskStepsOf(run.events, 1).length,
+      explain: ({ run }, a) => {
+        const steps = maskStepsOf(run.events, 1);
+        if (steps.length === 0)
+          return 'None: the loaded problem is not causal, so no score is masked. Load Causal and step through Q tile 1.';
+        const blocks = [...new Set(steps.map((e) => e.tile.kvBlock))];
+        const per = blocks.map((k) => `block ${k}: ${steps.filter((e) => e.tile.kvBlock === k).length}`).join(', ');
+        return `${a} (${per}). A warpgroup masks a block wherever its 64 rows hide some of the block's keys, even a block whose keys it sees none of, since the whole tile visits the same blocks. The tile's diagonal crosses the last blocks it needs; FA3 visits those first, walking the blocks from last to first, and the rest of its loop runs without a mask.`;
       },
-      explain: (_c, a) => `Block ${a}, the last one: FA3 walks the K/V blocks backwards so the causal diagonal block comes first.`,
-      hint: 'Step to the first S = QKᵀ and look at which columns the S heatmap highlights.',
+      hint: 'Step through Q tile 1 and count the steps whose line reads "Mask the hidden scores"; the S heatmap greys out what each one hides.',
     },
     {
       id: 'turn-after-softmax',
@@ -136,7 +143,7 @@ export const chapter7: Chapter = {
       explain: ({ run }, a) =>
         run.request.features?.pingpong === false
           ? `Warpgroup ${a}: with ping-pong off the warpgroups do their softmax at the same time and take the tensor cores together, so the trace lists warpgroup 1's softmax next. The kernel runs this way wherever it has no scheduler barrier (16-bit d > 128, FP8 d < 128).`
-          : `Warpgroup ${a}: the scheduler barrier gives warpgroup 0 the tensor cores for its next GEMMs while the next warpgroup computes its softmax, and the turns go round-robin.`,
+          : `Warpgroup ${a}: its turn at the tensor cores follows its softmax, so it issues S = QKᵀ for its next block and then the P·V of the block just done, while warpgroup 1 computes its softmax; the scheduler barrier passes the turn round-robin.`,
       hint: 'Step to the first row sum of the first warpgroup (the step line names the warpgroup), step once more and read whose step it is.',
     },
     {

@@ -7,16 +7,14 @@ const B200 = 'b200';
 /** The DeepSeek head shape on one 256-row CTA: the K/V ring is large, small, large. */
 const preset = lessonRequest('fa4', { nq: 256, nk: 512, d: 192, dv: 128, dtype: 'bf16', causal: true }, { blockM: 128, blockN: 128 });
 
-/** The K/V slots of the B200 model for a loaded request. */
-const kvSlotsOf = (req: LoadRequest) => kvSlots(shapeOf(req.problem));
-
-/** The K/V ring of the B200 model for a shape: its slots' sizes. */
-function kvSlots(shape: Partial<ProblemShape>): number[] {
+/** The K/V ring of the B200 model for a shape: its slots' sizes, and whether two CTAs share each tile. */
+function kvRing(shape: Partial<ProblemShape>): { slots: number[]; twoCta: boolean } {
   const full: ProblemShape = { batch: 1, hq: 1, hk: 1, nq: 256, nk: 4096, d: 128, dv: 128, dtype: 'bf16', causal: false, ...shape };
-  return describeFor('fa4', B200, full)
-    .smem.buffers.filter((b) => b.name === 'sKV')
-    .map((b) => b.bytes);
+  const sheet = describeFor('fa4', B200, full);
+  return { slots: sheet.smem.buffers.filter((b) => b.name === 'sKV').map((b) => b.bytes), twoCta: sheet.cta_group === 2 };
 }
+const kvSlots = (shape: Partial<ProblemShape>) => kvRing(shape).slots;
+const kvRingOf = (req: LoadRequest) => kvRing(shapeOf(req.problem));
 
 /** The keys of the first K/V tile the softmax warps exponentiate. */
 function firstKeys(events: readonly TraceEvent[]): string {
@@ -143,28 +141,40 @@ export const chapter8: Chapter = {
   questions: [
     {
       id: 'rescaled-rows',
-      prompt: 'How many row rescales of $O$ did the correction warpgroup perform in the loaded run?',
+      prompt:
+        'Step to the end of the loaded run. How many row rescales of $O$ does the Counters view count? Then switch lazy rescaling off and answer again.',
       kind: 'integer',
       answer: ({ run }) => run.result.counters.rescaleCount,
-      explain: ({ run }, a) =>
-        run.request.features?.lazyRescale === false
-          ? `${a}: with lazy rescaling off, every block whose max grew sends the affected rows' accumulators through a rescale.`
-          : `${a}: with lazy rescaling on, only max jumps larger than 8 (log2 units) force a rescale.`,
-      hint: 'The Counters view lists rescales; step to the end. Then toggle lazy rescaling and compare.',
+      explain: ({ run }, a) => {
+        const steps = run.events.filter((e) => e.kind === 'rescale');
+        const fromNothing = steps.filter((e) => e.mOld.every((m) => m === -Infinity)).length;
+        const head =
+          steps.length === 0
+            ? `${a}: no rescale step ran.`
+            : `${a}: the correction warps rescale 32 rows (one warp) at a time, every warp with a row whose max moved, over ${steps.length} rescale step${steps.length === 1 ? '' : 's'}.`;
+        const empty =
+          fromNothing > 0
+            ? ` ${fromNothing === 1 ? 'One comes' : `${fromNothing} come`} after a first K/V block that hid every key of its rows: their max goes from −∞ to a real value, a jump larger than any threshold, and the factor 2^(−∞) = 0 multiplies an O that holds nothing yet.`
+            : '';
+        return run.request.features?.lazyRescale === false
+          ? `${head} With lazy rescaling off, any growth of a row max sends its warp's rows through a rescale.${empty}`
+          : `${head} With lazy rescaling on, a max that grows by 8 or less (log2 units) is left stale and nothing is rescaled.${empty}`;
+      },
+      hint: 'The Counters view lists row rescales; step to the end (End key). Each rescale step in the trace is a line "Rescale O of …".',
     },
     {
       id: 'small-slot',
       prompt: 'In the memory map, how many KiB does one of the smaller K/V slots of the ring hold?',
       kind: 'number',
       tolerance: 1e-3,
-      answer: ({ run }) => Math.min(...kvSlotsOf(run.request)) / 1024,
+      answer: ({ run }) => Math.min(...kvRingOf(run.request).slots) / 1024,
       explain: ({ run }, a) => {
         const p = run.request.problem;
-        return `${fmt(Number(a), 4)} KiB: the slots are ${kvSlotsOf(run.request)
-          .map((b) => fmt(b / 1024, 4))
-          .join(
-            ', ',
-          )} KiB. A V tile holds ${p.dv} columns against K's ${p.d}, so a slot sized for V is smaller (in 2-CTA mode each CTA holds half of every tile).`;
+        const { slots, twoCta } = kvRingOf(run.request);
+        const kib = (b: number) => fmt(b / 1024, 4);
+        if (slots.every((b) => b === slots[0]))
+          return `${fmt(Number(a), 4)} KiB: every slot of this ring is the same size (${slots.length} × ${kib(slots[0])} KiB), sized for the larger of a K and a V tile${twoCta ? ', halved in 2-CTA mode, where each CTA holds half of every tile' : ''}. The large, small, large layout is used only by one CTA at d = 192, d_v = 128, where two even stages would fit and three uneven ones do.`;
+        return `${fmt(Number(a), 4)} KiB: the slots are ${slots.map(kib).join(', ')} KiB. A V tile holds ${p.dv} columns against K's ${p.d}, so the middle slot, sized for V, is smaller; as K and V alternate through the ring, the pattern flips to small, large, small.`;
       },
       hint: 'Hover the K/V slots (sKV) in the memory map: each shows its bytes.',
     },

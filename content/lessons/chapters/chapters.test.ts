@@ -240,12 +240,54 @@ describe('answers agree with float64 computations', () => {
     expect(Number(c.questions.find((q) => q.id === 'split-lse')!.answer(lessonContext(c, one, cache)))).toBeCloseTo(ref, 4);
   });
 
-  it('chapter 8: lazy rescaling changes the rescale answer, and the toggle reaches the engine', () => {
+  it('chapter 8: the row rescales, lazy or not, are the 32-row warps whose float64 running max (log2 units, causal, last block first) moves', () => {
     const c = chapterByNumber(8)!;
     const q = c.questions.find((x) => x.id === 'rescaled-rows')!;
-    const on = q.answer(lessonContext(c, c.panes[0].preset, cache));
-    const off = q.answer(lessonContext(c, { ...c.panes[0].preset, features: { lazyRescale: false } }, cache));
-    expect(Number(off)).toBeGreaterThan(Number(on));
+    const req = c.panes[0].preset;
+    const { nq, nk } = req.problem;
+    const bn = req.blocks!.blockN!;
+    const { d } = req.problem;
+    const x = randomInputs(req.problem, { seed: req.seed, distribution: req.distribution });
+    const tau = softmaxScale(req.problem) * Math.LOG2E;
+    const score = (r: number, j: number) => {
+      if (j > r + nk - nq) return -Infinity;
+      let s = 0;
+      for (let c = 0; c < d; c++) s += x.q[r * d + c] * x.k[j * d + c];
+      return s * tau;
+    };
+    const rows = Array.from({ length: nq }, (_, r) => Array.from({ length: nk }, (_, j) => score(r, j)));
+    const expected = (lazy: boolean) => {
+      let count = 0;
+      for (let t = 0; t < nq; t += 128) {
+        const m = new Array<number>(128).fill(-Infinity);
+        for (let i = 0, k = nk - bn; k >= 0; i++, k -= bn) {
+          const moved = m.map((old, r) => {
+            const cand = Math.max(old, ...rows[t + r].slice(k, k + bn));
+            const next = lazy && cand - old <= 8 ? old : cand;
+            m[r] = next;
+            return next !== old;
+          });
+          for (let w = 0; w < 128; w += 32) if (i > 0 && moved.slice(w, w + 32).some(Boolean)) count += 32;
+        }
+      }
+      return count;
+    };
+    expect(expected(true)).toBeLessThan(expected(false));
+    expect(q.answer(lessonContext(c, req, cache))).toBe(expected(true));
+    expect(q.answer(lessonContext(c, { ...req, features: { lazyRescale: false } }, cache))).toBe(expected(false));
+  });
+
+  it("chapter 7: Q tile 1's mask steps are the (warpgroup rows, K/V block) pairs with a hidden key among the blocks the tile visits, none when not causal", () => {
+    const c = chapterByNumber(7)!;
+    const q = c.questions.find((x) => x.id === 'mask-steps')!;
+    const causal = c.tryThis.find((t) => t.label === 'Causal')!.change(c.panes[0].preset);
+    const { blockM, blockN } = causal.blocks!;
+    let crossing = 0;
+    for (let r = blockM!; r < 2 * blockM!; r += 64)
+      for (let k = 0; k < causal.problem.nk; k += blockN!) if (k < 2 * blockM! && k + blockN! - 1 > r) crossing++;
+    expect(crossing).toBe(4);
+    expect(q.answer(lessonContext(c, causal, cache))).toBe(crossing);
+    expect(q.answer(lessonContext(c, c.panes[0].preset, cache))).toBe(0);
   });
 
   it('chapter 7: with ping-pong warpgroup 0 takes its next GEMMs after its softmax; off, warpgroup 1 does its softmax next', () => {

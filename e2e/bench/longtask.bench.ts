@@ -4,7 +4,7 @@
 // button) each left to finish its sliced repaints. Reports long-task count, total and longest, and
 // the share of the wall time, for the playback and for the seeks.
 
-import { expect, test } from '@playwright/test';
+import { expect, test } from '../fixtures.ts';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 

@@ -17,10 +17,11 @@ function Tex({ tex: latest, label }: { tex: string; label: string }) {
   const box = useRef<HTMLDivElement>(null);
   const [scrolls, setScrolls] = useState(false);
   // An equation wider than its box scrolls there, so the box joins the tab order to be scrollable by keyboard.
+  // biome-ignore lint/correctness/useExhaustiveDependencies: only a new equation can overflow; measuring on every render would force a layout in each step’s task
   useLayoutEffect(() => {
     const el = box.current;
     if (el) setScrolls(el.scrollWidth > el.clientWidth);
-  });
+  }, [html]);
   useEffect(() => {
     const el = box.current;
     if (!el) return;

@@ -82,6 +82,10 @@ function HeatmapImpl(props: HeatmapProps) {
   const versionRef = useRef<number | undefined>(undefined);
   /** Image rows still to compare with the data, from a paint of the whole image under way. */
   const staleRef = useRef<[number, number] | null>(null);
+  /** Paints the next slice of a whole-image paint with the latest data: one timer at a time, so steps arriving faster than timers fire cannot starve it. */
+  const sliceRef = useRef<(() => void) | null>(null);
+  const sliceTimer = useRef(0);
+  useEffect(() => () => clearTimeout(sliceTimer.current), []);
   const [cr0, cr1, cc0, cc1] = props.changed ? [props.changed.r0, props.changed.r1, props.changed.c0, props.changed.c1] : [0, -1, 0, -1];
   // Below one screen pixel per cell the image holds every k-th cell (what nearest-neighbour
   // scaling would show anyway), so a 2748×2748 matrix is painted and scaled as ~690×690 pixels.
@@ -192,20 +196,29 @@ function HeatmapImpl(props: HeatmapProps) {
       if ((R1 - R0) * (C1 - C0) <= PAINT_SLICE_PIXELS) paint(R0, R1, C0, C1, false);
       else staleRef.current = st ? [Math.min(st[0], R0), Math.max(st[1], R1)] : [R0, R1];
     } else staleRef.current = [0, ih];
-    // The whole image goes in slices of PAINT_SLICE_PIXELS, each its own task, so a seek on a
-    // large matrix never holds the main thread for the whole image; steps meanwhile paint their patch first.
-    let timer = 0;
-    const slice = () => {
+    // A whole image larger than one slice goes in slices of PAINT_SLICE_PIXELS, each its own task and
+    // none in the step's own task (which already holds every view's commit), so a seek never holds
+    // the main thread for the whole image; steps meanwhile paint their patch first.
+    const sliceLater = () => {
+      const st = staleRef.current;
+      canvasRef.current?.setAttribute('data-stale-rows', String(st ? st[1] - st[0] : 0));
+      if (!st || sliceTimer.current) return;
+      sliceTimer.current = window.setTimeout(() => {
+        sliceTimer.current = 0;
+        sliceRef.current?.();
+      }, 0);
+    };
+    sliceRef.current = () => {
       const st = staleRef.current;
       if (!st) return;
       const end = Math.min(st[1], st[0] + Math.max(1, Math.floor(PAINT_SLICE_PIXELS / Math.max(1, iw))));
       paint(st[0], end, 0, iw, true);
       staleRef.current = end < st[1] ? [end, st[1]] : null;
-      canvasRef.current?.setAttribute('data-stale-rows', String(staleRef.current ? staleRef.current[1] - staleRef.current[0] : 0));
-      if (staleRef.current) timer = window.setTimeout(slice, 0);
+      sliceLater();
     };
-    slice();
-    return () => clearTimeout(timer);
+    const st = staleRef.current;
+    if (st && (st[1] - st[0]) * iw <= PAINT_SLICE_PIXELS) sliceRef.current();
+    else sliceLater();
   }, [data, props.version, cr0, cr1, cc0, cc1, rows, cols, kr, kc, iw, ih, transposed, mask, scale, offscreen]);
 
   const [h0, h1, h2, h3] = highlight ? [highlight.r0, highlight.r1, highlight.c0, highlight.c1] : [0, 0, 0, 0];

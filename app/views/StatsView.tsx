@@ -3,7 +3,7 @@
 // where m grew. The factor is computed from m itself, not taken from the rescale step,
 // because FA1's rescale step also folds in the renormalization l_old / l_new.
 
-import { memo, useCallback, useLayoutEffect, useRef, useState, type UIEvent } from 'react';
+import { memo, useCallback, useEffect, useLayoutEffect, useRef, useState, type UIEvent } from 'react';
 import { useApp } from '../store/store.ts';
 import { usePane } from '../store/pane-context.ts';
 import type { RowHistoryEntry, TraceEvent } from '../../engine/api.ts';
@@ -103,13 +103,22 @@ const SPARK_H = 28;
 function Spark({ series }: { series: SparkSeries }) {
   const ref = useRef<HTMLCanvasElement>(null);
   const theme = useApp((s) => s.layout.theme);
+  // Drawn at the width the stylesheet gives it (a phone's table narrows the line rather than scrolling),
+  // as a resize observer reports it: reading clientWidth here would force a layout inside the step's task.
+  const [cssWidth, setCssWidth] = useState(SPARK_W);
+  useEffect(() => {
+    const c = ref.current;
+    if (!c) return;
+    const observer = new ResizeObserver(([e]) => setCssWidth(Math.round(e.contentRect.width) || SPARK_W));
+    observer.observe(c);
+    return () => observer.disconnect();
+  }, []);
   useLayoutEffect(() => {
     const c = ref.current;
     const g = c?.getContext('2d');
     if (!c || !g) return;
     const dpr = Math.min(2, window.devicePixelRatio || 1);
-    // Drawn at the width the stylesheet gives it: a phone's table narrows the line rather than scrolling.
-    const w = Math.round(c.clientWidth) || SPARK_W;
+    const w = cssWidth;
     if (c.width !== w * dpr) {
       c.width = w * dpr;
       c.height = SPARK_H * dpr;
@@ -142,7 +151,7 @@ function Spark({ series }: { series: SparkSeries }) {
       g.arc(x(i), y(series.m[i]), 3, 0, 2 * Math.PI);
       g.fill();
     });
-  }, [series, theme]);
+  }, [series, theme, cssWidth]);
   const rescales = series.grew.flatMap((f, i) => (f === undefined ? [] : [`K/V block ${series.kv[i]}: m grew, rescale ×${num(f)}`]));
   return (
     <canvas

@@ -1,7 +1,8 @@
 // `npm run bench:longtask`: main-thread long tasks during 10 s of max-speed playback on the
 // largest square problems the stepping budget allows at d 32 (FA2: N 2748 with 128×128 tiles,
-// N 2058 with 16×16), all views open. Reports long-task count, total and longest, and the share
-// of the wall time.
+// N 2058 with 16×16), all views open, then four seeks (End, Home, the scrubber's middle, the End
+// button) each left to finish its sliced repaints. Reports long-task count, total and longest, and
+// the share of the wall time, for the playback and for the seeks.
 
 import { expect, test } from '../fixtures.ts';
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -53,6 +54,35 @@ for (const c of CASES)
       return { seconds, tasks: w.__longTasks.filter((t) => t.start >= start).map((t) => Math.round(t.duration)) };
     }, t0);
     const steps = Number(/Step (\d+)/.exec((await page.getByTestId('step-counter').textContent()) ?? '')![1]) - 1;
+    // Seeks: each waits for the counter to move and every heatmap's repaint to finish, then 0.4 s of quiet.
+    const scrubber = page.getByLabel('Scrubber');
+    const seeks: [string, () => Promise<void>][] = [
+      ['End key', () => page.keyboard.press('End')],
+      ['Home key', () => page.keyboard.press('Home')],
+      [
+        'scrubber 50 %',
+        async () => {
+          const b = (await scrubber.boundingBox())!;
+          await page.mouse.click(b.x + b.width / 2, b.y + b.height / 2);
+        },
+      ],
+      ['End button', () => page.getByRole('button', { name: 'End', exact: true }).click()],
+    ];
+    const tSeek = await page.evaluate(() => performance.now());
+    for (const [, seek] of seeks) {
+      const from = (await counter.textContent()) ?? '';
+      await seek();
+      await expect(counter).not.toHaveText(from, { timeout: 60_000 });
+      await expect(page.locator('canvas[data-stale-rows]:not([data-stale-rows="0"])')).toHaveCount(0, { timeout: 60_000 });
+      await page.waitForTimeout(400);
+    }
+    const seekTasks = await page.evaluate(
+      (start) =>
+        (window as unknown as { __longTasks: { start: number; duration: number }[] }).__longTasks
+          .filter((t) => t.start >= start)
+          .map((t) => Math.round(t.duration)),
+      tSeek,
+    );
     const sum = r.tasks.reduce((a, b) => a + b, 0);
     const out = {
       case: c.name,
@@ -65,6 +95,9 @@ for (const c of CASES)
       longTaskMs: sum,
       longestMs: Math.max(0, ...r.tasks),
       longTaskShare: Number((sum / (r.seconds * 1000)).toFixed(3)),
+      seeks: seeks.map(([name]) => name),
+      seekLongTasks: seekTasks.length,
+      seekLongestMs: Math.max(0, ...seekTasks),
     };
     console.log(JSON.stringify(out));
     mkdirSync('test-results', { recursive: true });

@@ -42,10 +42,14 @@ export const FLAGS = [
   ...(process.env.CHROMIUM_FLAGS ?? '').split(' ').filter(Boolean),
 ];
 const browser = await pw.chromium.launch({ executablePath: process.env.CHROMIUM, args: FLAGS, headless: true, timeout: 120_000 });
-// A browser that has dismissed the first screen (its dialog would take every click), as playwright.config.ts's.
-const origin = new URL(process.env.URL ?? 'http://127.0.0.1:4173/').origin;
-const page = await browser.newPage({
-  storageState: { cookies: [], origins: [{ origin, localStorage: [{ name: 'flashscope.welcome.v1', value: 'dismissed' }] }] },
+// The first screen dismissed before the app reads it (its dialog would take every click), as e2e/fixtures.ts does.
+const page = await browser.newPage();
+await page.addInitScript(() => {
+  try {
+    if (window.localStorage.getItem('flashscope.welcome.v1') === null) window.localStorage.setItem('flashscope.welcome.v1', 'dismissed');
+  } catch {
+    // chrome://gpu has no storage
+  }
 });
 page.on('console', (m) => {
   if (m.type() === 'error') console.log(JSON.stringify({ console: m.text().slice(0, 300) }));

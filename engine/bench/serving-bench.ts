@@ -76,7 +76,7 @@ export function benchPagedProblem(lengths: number[], pageSize: number, base: Pag
 }
 
 /** Max |GPU − float64| over sampled (sequence, head) rows of a paged run, recomputed from the pages the table names. */
-async function checkPagedRows(run: PagedDecodeGpuRun, seqs: number[]): Promise<number> {
+export async function checkPagedRows(run: PagedDecodeGpuRun, seqs: number[]): Promise<number> {
   const pp = run.pp;
   const { hq, hk, d, dv } = pp.base;
   const g = hq / hk;

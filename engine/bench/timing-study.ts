@@ -7,24 +7,26 @@
 //   idle   — the same after the GPU has idled for a second;
 //   wall   — the host's clock around `steady`'s batch size of runs in one submission, per run
 //            (with GPU timestamps right, close to `steady`).
-// The configuration string shows which kernel ran; two sampled rows are checked against float64.
+// The configuration string shows which kernel ran; sampled rows are checked against float64.
 // Entry points: `npm run bench:webgpu -- --timing-study` and scripts/timing-study-page.ts.
 
 import { nominalFlops, type AttentionProblem } from '../core/problem.ts';
+import type { PagedProblem } from '../layouts/paged.ts';
 import { AttentionRun } from '../webgpu/backend.ts';
 import type { WebGpuContext, WebGpuPath } from '../webgpu/device.ts';
 import { checkSampledRows } from '../webgpu/row-check.ts';
+import { PagedDecodeGpuRun } from '../webgpu/serving-runs.ts';
 import { timeSteady, totalMs } from '../webgpu/steady-timing.ts';
+import { benchPagedProblem, checkPagedRows, logUniformLengths } from './serving-bench.ts';
 
-export interface StudyShape {
-  name: string;
-  path: WebGpuPath;
-  problem: AttentionProblem;
-}
+/** A dense problem on one path, or the serving bench's paged decode (its own kernels). */
+export type StudyShape =
+  | { name: string; path: WebGpuPath; problem: AttentionProblem }
+  | { name: string; path: 'paged'; paged: PagedProblem };
 
 export interface StudyRow {
   name: string;
-  path: WebGpuPath;
+  path: WebGpuPath | 'paged';
   /** ms per run for each way of timing (see the file's head). */
   once: number;
   steady: number;
@@ -34,7 +36,7 @@ export interface StudyRow {
   batch: number;
   /** How long `steady`'s warm-up ran (ms). */
   warmMs: number;
-  /** TFLOP/s of `steady` (4·B·H·Nq·Nk·d, halved when causal). */
+  /** TFLOP/s of `steady` (4·B·H·Nq·Nk·d, halved when causal; paged: 4·Hq·d summed over the sequences' lengths). */
   tflops: number;
   err: number;
   config: string;
@@ -64,44 +66,58 @@ export const decodeProblem = (hq: number, hk: number, nk: number): AttentionProb
   dtype: 'fp32',
 });
 
-/** The shapes of BENCHMARKS.md's browser table, plus one non-matrix path for contrast. */
+/** The serving bench's paged decode: B 32, Hq 32, Hk 8, d 128, pages of 64, lengths log-uniform 1k–32k (quick: B 4, Hq 8, Hk 2, 64–1024). */
+export function pagedStudyProblem(quick = false): PagedProblem {
+  const base = { hq: quick ? 8 : 32, hk: quick ? 2 : 8, d: 128, dv: 128, causal: false, dtype: 'fp32' as const };
+  const lengths = quick ? logUniformLengths(4, 64, 1024, 2024) : logUniformLengths(32, 1024, 32768, 2024);
+  return benchPagedProblem(lengths, 64, base, 7);
+}
+
+/** The shapes of BENCHMARKS.md's browser table: one forward row for contrast, the decoding shapes (GQA 32/8 and 64/8 included) and paged decoding. */
 export function studyShapes(paths: readonly WebGpuPath[], quick = false): StudyShape[] {
   const n = quick ? 256 : 4096;
-  const shapes: StudyShape[] = [];
-  const matrix = paths.includes('flash-matrix');
-  const flash: WebGpuPath = matrix ? 'flash-matrix' : 'flash-f32';
-  shapes.push({ name: `forward N${n} d64`, path: flash, problem: dense(n, 64, false) });
-  shapes.push({ name: `forward N${n} d128`, path: flash, problem: dense(n, 128, false) });
-  shapes.push({ name: `forward N${n} d128 causal`, path: flash, problem: dense(n, 128, true) });
-  if (!quick) shapes.push({ name: 'forward N8192 d128', path: flash, problem: dense(8192, 128, false) });
-  if (paths.includes('flash-subgroups')) shapes.push({ name: `forward N${n} d64`, path: 'flash-subgroups', problem: dense(n, 64, false) });
+  const flash: WebGpuPath = paths.includes('flash-matrix') ? 'flash-matrix' : 'flash-f32';
+  const shapes: StudyShape[] = [{ name: `forward N${n} d128`, path: flash, problem: dense(n, 128, false) }];
   for (const nk of quick ? [1024] : [8192, 32768]) {
-    shapes.push({ name: `decode Hq16 Nk${nk}`, path: 'decode', problem: decodeProblem(16, 16, nk) });
-    shapes.push({ name: `decode Hq32 Hk8 Nk${nk}`, path: 'decode', problem: decodeProblem(32, 8, nk) });
+    for (const [hq, hk] of [
+      [16, 16],
+      [32, 8],
+      [64, 8],
+    ])
+      shapes.push({ name: `decode Hq${hq} Hk${hk} Nk${nk}`, path: 'decode', problem: decodeProblem(hq, hk, nk) });
   }
+  shapes.push({ name: 'paged decode', path: 'paged', paged: pagedStudyProblem(quick) });
   return shapes;
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+async function sampledError(run: AttentionRun): Promise<number> {
+  const check = await checkSampledRows(run, 2);
+  return Math.max(check.maxAbsErrO, check.maxAbsErrLse);
+}
+
 export async function timingStudy(ctx: WebGpuContext, shapes: StudyShape[], log: (row: StudyRow | string) => void): Promise<StudyRow[]> {
   const rows: StudyRow[] = [];
   for (const s of shapes) {
-    let run: AttentionRun | undefined;
+    let run: AttentionRun | PagedDecodeGpuRun | undefined;
     try {
-      run = await AttentionRun.create(ctx, s.problem, { path: s.path });
-      await run.fillRandom(1234);
+      run = 'paged' in s ? await PagedDecodeGpuRun.create(ctx, s.paged) : await AttentionRun.create(ctx, s.problem, { path: s.path });
+      const r = run;
+      await r.fillRandom(1234);
       await sleep(1000); // every shape starts from an idle GPU, as a click in the panel does
-      await run.execute();
-      const once = totalMs(await run.execute());
-      const steady = await timeSteady((b) => run!.execute(b));
-      const single = totalMs(await run.execute());
+      await r.execute();
+      const once = totalMs(await r.execute());
+      const steady = await timeSteady((b) => r.execute(b));
+      const single = totalMs(await r.execute());
       const t0 = performance.now();
-      await run.execute(steady.batch);
+      await r.execute(steady.batch);
       const wall = (performance.now() - t0) / steady.batch;
       await sleep(1000);
-      const idle = totalMs(await run.execute());
-      const check = await checkSampledRows(run, 2);
+      const idle = totalMs(await r.execute());
+      const err = r instanceof PagedDecodeGpuRun ? await checkPagedRows(r, [0, r.pp.batch - 1]) : await sampledError(r);
+      const flops =
+        'paged' in s ? 4 * s.paged.base.hq * s.paged.base.d * s.paged.cacheSeqlens.reduce((a, l) => a + l, 0) : nominalFlops(s.problem);
       const row: StudyRow = {
         name: s.name,
         path: s.path,
@@ -112,8 +128,8 @@ export async function timingStudy(ctx: WebGpuContext, shapes: StudyShape[], log:
         wall,
         batch: steady.batch,
         warmMs: steady.warmMs,
-        tflops: nominalFlops(s.problem) / (steady.ms * 1e9),
-        err: Math.max(check.maxAbsErrO, check.maxAbsErrLse),
+        tflops: flops / (steady.ms * 1e9),
+        err,
         config: run.config,
       };
       rows.push(row);

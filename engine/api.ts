@@ -1,6 +1,6 @@
 // The engine's front door: everything app/ and content/ use of the engine, and nothing else.
-// biome.json lets app/** and content/** import this module only (worker entries, *.worker.ts,
-// are the engine's side of the worker boundary and import the engine directly).
+// biome.json lets app/** and content/** import this module only; the worker entries
+// (*.worker.ts) may also import engine/api-worker.ts, what only workers run.
 
 // Algorithms: the registry, their descriptors, switches and tile choices.
 export {

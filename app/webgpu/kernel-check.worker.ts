@@ -1,15 +1,21 @@
 // Worker side of webgpu-test.html: every requested path × every variant, vs the float64 reference.
 
 /// <reference lib="webworker" />
-import { randomInputs } from '../../engine/core/inputs.ts';
-import { referenceAttention } from '../../engine/core/reference.ts';
-import { AttentionRun, pathElem, type RunOptions } from '../../engine/webgpu/backend.ts';
-import { openWebGpu, type WebGpuContext, type WebGpuPath } from '../../engine/webgpu/device.ts';
-import { bytesPerBatch, bytesPerHead } from '../../engine/webgpu/binding-windows.ts';
-import type { AttentionProblem } from '../../engine/core/problem.ts';
-import { sampleSites } from '../../engine/webgpu/row-check.ts';
-import { KERNEL_VARIANTS, WINDOW_VARIANTS } from '../../engine/webgpu/variants.ts';
-import { checkPaged, checkVarlen } from '../../engine/webgpu/serving-checks.ts';
+import { randomInputs, referenceAttention, type WebGpuPath, type AttentionProblem } from '../../engine/api.ts';
+import {
+  AttentionRun,
+  pathElem,
+  type RunOptions,
+  openWebGpu,
+  type WebGpuContext,
+  bytesPerBatch,
+  bytesPerHead,
+  sampleSites,
+  KERNEL_VARIANTS,
+  WINDOW_VARIANTS,
+  checkPaged,
+  checkVarlen,
+} from '../../engine/api-worker.ts';
 
 declare const self: DedicatedWorkerGlobalScope;
 

@@ -5,11 +5,6 @@ import { defineConfig } from '@playwright/test';
 const port = Number(process.env.PW_PORT ?? 4173);
 const executablePath = process.env.FLASHSCOPE_CHROMIUM ?? '/usr/bin/chromium';
 
-/** A browser that has dismissed the first screen before: every spec but e2e/welcome.spec.ts starts on the app itself. */
-export function welcomeSeen(origin: string) {
-  return { cookies: [], origins: [{ origin, localStorage: [{ name: 'flashscope.welcome.v1', value: 'dismissed' }] }] };
-}
-
 /** Specs that measure main-thread tasks: e2e/main-thread*.spec.ts. */
 const MAIN_THREAD_SPECS = /main-thread[\w-]*\.spec\.ts$/;
 /** The WebGPU kernel checks: a minute or more each on SwiftShader, so they are handed out first. */
@@ -63,7 +58,6 @@ export default defineConfig({
   reporter: process.env.PW_REPORTER === 'json' ? [['json', { outputFile: 'test-results/e2e.json' }], ['list']] : 'list',
   use: {
     baseURL: `http://127.0.0.1:${port}`,
-    storageState: welcomeSeen(`http://127.0.0.1:${port}`),
     browserName: 'chromium',
     viewport: { width: 1440, height: 900 },
     launchOptions: {

@@ -3,7 +3,7 @@
 // paged), the WebGPU panel, the lesson list and every chapter — in both themes. No serious
 // or critical violation may remain; moderate and minor ones are printed for the report.
 
-import { expect, test, type Page } from '@playwright/test';
+import { expect, test, type Page } from './fixtures.ts';
 import { CHAPTERS } from '../content/lessons/chapters/index.ts';
 import { axeOn, openApp, watchConsole } from './helpers.ts';
 

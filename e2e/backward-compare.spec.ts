@@ -2,7 +2,7 @@
 // problem, synchronised by K/V block, the difference table (atomic adds included) and the
 // dQ difference, all equal to the engine's own sessions run here in Node.
 
-import { expect, test, type Page } from '@playwright/test';
+import { expect, test, type Page } from './fixtures.ts';
 import { totalBytes } from '../engine/core/counters.ts';
 import { outputDifference } from '../engine/compare/diff.ts';
 import { pointOf, stepFor } from '../engine/compare/sync.ts';

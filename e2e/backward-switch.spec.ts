@@ -1,7 +1,7 @@
 // FA2's backward, then FA1's (which has no hardware schedule): the hardware views step aside
 // without a console error (the fit fix guards the backward as well as the forward).
 
-import { expect, test } from '@playwright/test';
+import { expect, test } from './fixtures.ts';
 import { counter, openApp, watchConsole } from './helpers.ts';
 
 test('FA2 → FA1 on the backward pass logs no console error', async ({ page }) => {

@@ -3,7 +3,7 @@
 // dS / dQ numbers, the backward breakpoints and the share link — each checked against
 // the engine's own session run here in Node with the request the page sends.
 
-import { expect, test, type Page } from '@playwright/test';
+import { expect, test, type Page } from './fixtures.ts';
 import type { TraceEvent } from '../engine/trace/events.ts';
 import { DEFAULT_FORM } from '../app/store/problem-form.ts';
 import { decodeState, defaultSharedState, encodeState } from '../app/share/url-state.ts';

@@ -2,7 +2,7 @@
 // every pane (a shipped kernel keeps its own and the note says so), and lays three panes
 // side by side at 1440 px.
 
-import { expect, test } from '@playwright/test';
+import { expect, test } from './fixtures.ts';
 import { openApp, shot, watchConsole } from './helpers.ts';
 
 test('three panes side by side; tiles that differ are named and "Same tiles in every pane" evens them', async ({ page }) => {

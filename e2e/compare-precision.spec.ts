@@ -3,7 +3,7 @@
 // engine's own sessions run here in Node with the requests the panes send, a pane refused
 // for its dtype with the fixes, keyboard only where it matters, and the layout looked at.
 
-import { expect, test, type Page } from '@playwright/test';
+import { expect, test, type Page } from './fixtures.ts';
 import { DebuggerSession } from '../engine/debugger/session.ts';
 import type { CompareData } from '../engine/debugger/protocol.ts';
 import { FP8_STUDY } from '../app/compare/presets.ts';

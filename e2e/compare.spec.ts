@@ -2,7 +2,7 @@
 // difference table and the output difference, all checked against the engine's own
 // sessions run here in Node with the same requests the panes send.
 
-import { expect, test, type Page } from '@playwright/test';
+import { expect, test, type Page } from './fixtures.ts';
 import { totalBytes } from '../engine/core/counters.ts';
 import { outputDifference } from '../engine/compare/diff.ts';
 import { pointOf, stepFor } from '../engine/compare/sync.ts';

@@ -1,4 +1,4 @@
-import { expect, test } from '@playwright/test';
+import { expect, test } from './fixtures.ts';
 import type { TraceEvent } from '../engine/trace/events.ts';
 import { counter, engineSession, openApp, shot, shown, watchConsole } from './helpers.ts';
 

@@ -1,4 +1,4 @@
-import { expect, test, type Page } from '@playwright/test';
+import { expect, test, type Page } from './fixtures.ts';
 import { ALGORITHMS } from '../engine/algorithms/registry.ts';
 import { hasHardwareModel } from '../engine/algorithms/schedule-registry.ts';
 import { formForAlgorithm, formForPass } from '../app/defaults/form-defaults.ts';

@@ -2,7 +2,7 @@
 // link or a lesson address skips it), step lines in words, a pending load said as such,
 // and the top bar marking the section shown.
 
-import { expect, test } from '@playwright/test';
+import { expect, test } from './fixtures.ts';
 import { counter, openApp, shot, watchConsole } from './helpers.ts';
 
 let checkConsole: () => void;
@@ -12,7 +12,7 @@ test.beforeEach(async ({ page }) => {
 test.afterEach(() => checkConsole());
 
 test.describe('a browser that never opened FlashScope', () => {
-  test.use({ storageState: { cookies: [], origins: [] } });
+  test.use({ welcomeDismissed: false });
 
   test('the welcome says what FlashScope is, Learn opens chapter 1, and it does not come back', async ({ page }) => {
     await page.goto('/');

@@ -3,7 +3,7 @@
 // the same trace), the dQ add on the dQ writer, the preprocessing step off this kernel,
 // clicking the timeline to seek, and the FA2 backward on the A100.
 
-import { expect, test, type Page } from '@playwright/test';
+import { expect, test, type Page } from './fixtures.ts';
 import { DEFAULT_FORM, type ProblemForm } from '../app/store/problem-form.ts';
 import { defaultSharedState, encodeState } from '../app/share/url-state.ts';
 import { DEFAULT_VIEWS } from '../app/views/registry.ts';

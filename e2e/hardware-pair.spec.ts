@@ -1,6 +1,6 @@
 // FA4's CTA pair in the hardware views: the dedicated d = dv = 256 kernel
 // (sm100_hd256_2cta_fmha_forward.py@0251105a) shows the leader's and the peer's rows side by side.
-import { expect, test, type Page } from '@playwright/test';
+import { expect, test, type Page } from './fixtures.ts';
 import type { ProblemForm } from '../app/store/problem-form.ts';
 import { axeOn, counter, engineSession, openApp, shot, watchConsole } from './helpers.ts';
 

@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { expect, test, type Page } from '@playwright/test';
+import { expect, test, type Page } from './fixtures.ts';
 import type { ProblemForm } from '../app/store/problem-form.ts';
 import { counter, engineSession, openApp, shot, watchConsole } from './helpers.ts';
 

@@ -1,7 +1,7 @@
 // Hostile serving files: a valid but very wide block table draws only the cells in view (a DOM
 // cell per column would freeze the page), and a bad file is named.
 
-import { expect, test, type Page } from '@playwright/test';
+import { expect, test, type Page } from './fixtures.ts';
 import { encodeNpy } from '../engine/io/npy.ts';
 import { file } from './tensor-files.ts';
 import { openApp, shot, watchConsole } from './helpers.ts';

@@ -2,7 +2,7 @@
 // inherits used to blank the page, and the page stayed blank on reload. Each must open the
 // app with the defaults and a notice naming the ignored key, and a reload must open it too.
 
-import { expect, test, type Page } from '@playwright/test';
+import { expect, test, type Page } from './fixtures.ts';
 import { counter, watchConsole } from './helpers.ts';
 
 const frag = (json: string) => `#s=${Buffer.from(json).toString('base64url')}`;

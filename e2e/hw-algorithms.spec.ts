@@ -1,4 +1,4 @@
-import { expect, test } from '@playwright/test';
+import { expect, test } from './fixtures.ts';
 import { formForAlgorithm } from '../app/defaults/form-defaults.ts';
 import { DEFAULT_FORM } from '../app/store/problem-form.ts';
 import { counter, engineSession, openApp, shot, watchConsole } from './helpers.ts';

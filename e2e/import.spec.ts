@@ -5,7 +5,7 @@
 
 import { writeFileSync, mkdirSync, openSync, closeSync, ftruncateSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
-import { expect, test, type Page } from '@playwright/test';
+import { expect, test, type Page } from './fixtures.ts';
 import { DebuggerSession } from '../engine/debugger/session.ts';
 import type { LoadRequest } from '../engine/request.ts';
 import { encodeNpy } from '../engine/io/npy.ts';

@@ -2,7 +2,7 @@
 // heatmaps' tile numbers from the keyboard, and the warp-role timeline's ops picked and
 // sought with arrows and Enter, all without the arrows stepping the debugger underneath.
 
-import { expect, test, type Page } from '@playwright/test';
+import { expect, test, type Page } from './fixtures.ts';
 import { counter, engineSession, openApp, shot, watchConsole } from './helpers.ts';
 
 let checkConsole: () => void;

@@ -1,4 +1,4 @@
-import { expect, test, type Page } from '@playwright/test';
+import { expect, test, type Page } from './fixtures.ts';
 import { counter, openApp, shot, watchConsole } from './helpers.ts';
 
 // The main screens at a desktop (1440×900), a projector (1280×720) and a phone (390×844):

@@ -3,7 +3,7 @@
 // Node computes, questions answered, and the step links moving the debuggers to the steps the
 // text names. Screenshots of each part for a person to look at.
 
-import { expect, test, type Page } from '@playwright/test';
+import { expect, test, type Page } from './fixtures.ts';
 import { chapterByNumber } from '../content/lessons/chapters/index.ts';
 import { lessonContext, locateBlock, locateTarget, RunCache } from '../content/lessons/chapters/evaluate.ts';
 import { fp8ErrorTable, flushTable } from '../content/lessons/chapters/low-precision.ts';

@@ -2,7 +2,7 @@
 // the text names (computed here from the engine), takes one right and one wrong answer with
 // the feedback a student would see, and is screenshotted in both themes.
 
-import { expect, test, type Page } from '@playwright/test';
+import { expect, test, type Page } from './fixtures.ts';
 import { CHAPTERS, chapterByNumber } from '../content/lessons/chapters/index.ts';
 import { lessonContext, locateTarget, RunCache } from '../content/lessons/chapters/evaluate.ts';
 import { onlineSoftmaxSteps } from '../content/lessons/chapters/online-softmax.ts';

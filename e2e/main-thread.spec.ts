@@ -2,7 +2,7 @@
 // whole score matrix, and max-speed playback leaves the main thread mostly free. Timing is
 // asserted with a wide margin (this runs on a shared 2-core machine); the repaint count is exact.
 
-import { expect, test, type Page } from '@playwright/test';
+import { expect, test, type Page } from './fixtures.ts';
 import { counter, openApp, watchConsole } from './helpers.ts';
 
 type LongTasks = { __long: { start: number; duration: number }[] };

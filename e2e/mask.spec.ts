@@ -1,4 +1,4 @@
-import { expect, test, type Page } from '@playwright/test';
+import { expect, test, type Page } from './fixtures.ts';
 import { blockMask, elementDensity } from '../engine/core/block-mask.ts';
 import { counterFigure } from '../content/counter-figures.ts';
 import { DEFAULT_FORM, formToRequest } from '../app/store/problem-form.ts';

@@ -1,4 +1,4 @@
-import { expect, test, type Page } from '@playwright/test';
+import { expect, test, type Page } from './fixtures.ts';
 import { DebuggerSession } from '../engine/debugger/session.ts';
 import { DEFAULT_FORM, formToRequest, type ProblemForm } from '../app/store/problem-form.ts';
 import { num } from '../app/views/tile-info.ts';

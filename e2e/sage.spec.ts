@@ -1,4 +1,4 @@
-import { expect, test, type Page } from '@playwright/test';
+import { expect, test, type Page } from './fixtures.ts';
 import { formForAlgorithm } from '../app/defaults/form-defaults.ts';
 import { DEFAULT_FORM, formToRequest } from '../app/store/problem-form.ts';
 import { texNum } from '../content/tex.ts';

@@ -3,7 +3,7 @@
 // form inside its panel, and a clicked tile's numbers scrolled into view. Screenshots go to
 // test-results/screens/ to be looked at.
 
-import { expect, test, type Page } from '@playwright/test';
+import { expect, test, type Page } from './fixtures.ts';
 import { openApp, shot, watchConsole } from './helpers.ts';
 
 const SIZES = [

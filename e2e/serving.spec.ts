@@ -1,7 +1,7 @@
 // The Serving page: packed varlen and paged K/V runs stepped in the browser, checked against
 // the same runs done here in Node with the engine (engine/layouts/serving-run.ts).
 
-import { expect, test, type Page } from '@playwright/test';
+import { expect, test, type Page } from './fixtures.ts';
 import { encodeNpy } from '../engine/io/npy.ts';
 import { DEFAULT_SERVING_FORM, generateServing, runServing, type ServingForm } from '../engine/layouts/serving-run.ts';
 import { file } from './tensor-files.ts';

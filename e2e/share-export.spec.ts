@@ -3,7 +3,7 @@
 // are named; every export downloads what the view or run holds.
 
 import { readFileSync, writeFileSync } from 'node:fs';
-import { expect, test, type Page } from '@playwright/test';
+import { expect, test, type Page } from './fixtures.ts';
 import { countersCsv } from '../engine/compare/diff.ts';
 import { toJsonLine } from '../engine/trace/jsonl.ts';
 import { decodeState, encodeState, defaultSharedState, SHARE_VERSION } from '../app/share/url-state.ts';

@@ -3,7 +3,7 @@
 // lazy views, KaTeX and its fonts), a lesson by its route, compare mode and a share link,
 // and fails on any request that leaves the sub-path or comes back with an error status.
 
-import { expect, test, type Page } from '@playwright/test';
+import { expect, test, type Page } from './fixtures.ts';
 import { CHAPTERS } from '../content/lessons/chapters/index.ts';
 import { SUB_PATH } from '../playwright.subpath.config.ts';
 import { watchConsole } from './helpers.ts';

@@ -3,7 +3,7 @@
 // run on that path passes its float64 check. Features are hidden from the panel's worker by
 // wrapping its script: the adapter it gets lists fewer features and refuses to grant them.
 
-import { expect, test, type Page } from '@playwright/test';
+import { expect, test, type Page } from './fixtures.ts';
 import { openApp, shot, watchConsole } from './helpers.ts';
 
 test.describe.configure({ timeout: 180_000 });

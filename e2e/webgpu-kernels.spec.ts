@@ -6,7 +6,7 @@
 // 'many K/V tiles' and 'decode Nq=1' have 300+ keys, far more than a K/V tile or a
 // subgroup, so a kernel that drops keys past either fails here.
 
-import { expect, test, type Page } from '@playwright/test';
+import { expect, test, type Page } from './fixtures.ts';
 import type { CheckMessage } from '../app/webgpu/kernel-check.worker.ts';
 import { KERNEL_VARIANTS, WINDOW_VARIANTS } from '../engine/webgpu/variants.ts';
 import { watchConsole } from './helpers.ts';

@@ -2,7 +2,7 @@
 // view checked against the CPU reference, the CPU toggle, a bad value that keeps
 // everything, and the hand-off to the step debugger.
 
-import { expect, test } from '@playwright/test';
+import { expect, test } from './fixtures.ts';
 import { openApp, shot, watchConsole } from './helpers.ts';
 
 test.describe.configure({ timeout: 180_000 });

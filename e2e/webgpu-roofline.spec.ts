@@ -1,7 +1,7 @@
 // The WebGPU panel's roofline (SwiftShader here): a decoding run drawn against the table's
 // ceilings, labelled with their source; the numbers on hover and on keyboard focus.
 
-import { expect, test } from '@playwright/test';
+import { expect, test } from './fixtures.ts';
 import { openApp, shot, watchConsole } from './helpers.ts';
 
 test.describe.configure({ timeout: 120_000 });

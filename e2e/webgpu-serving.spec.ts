@@ -3,7 +3,7 @@
 // The paged cases fill every slot no sequence owns with NaN and give the table out-of-range
 // entries past each sequence's pages: one read of either shows up as a NaN or an error here.
 
-import { expect, test, type Page } from '@playwright/test';
+import { expect, test, type Page } from './fixtures.ts';
 import type { CheckMessage } from '../app/webgpu/kernel-check.worker.ts';
 import { PAGED_VARIANTS, VARLEN_VARIANTS } from '../engine/webgpu/serving-checks.ts';
 import { watchConsole } from './helpers.ts';

@@ -2,7 +2,7 @@
 // then offers no adapter), the WebGPU panel says so, WebGPU cannot be chosen, and the CPU
 // engine still runs the same problem. The debugger above is untouched.
 
-import { expect, test } from '@playwright/test';
+import { expect, test } from './fixtures.ts';
 import { CHROMIUM_ARGS_NO_WEBGPU } from '../playwright.config.ts';
 import { counter, openApp, watchConsole } from './helpers.ts';
 

@@ -4,7 +4,7 @@
 // fetched by then (decoded bytes, from the Resource Timing entries). Prints every run and
 // the median; the figures go into BENCHMARKS.md with the vite build's chunk sizes.
 
-import { test } from '@playwright/test';
+import { test } from '../fixtures.ts';
 
 const RUNS = Number(process.env.RUNS ?? 7);
 

@@ -7,7 +7,7 @@
 // task over 50 ms), the views' own work from their User Timing measures (flashscope:…),
 // steps/s from the step counter. Prints tables with the open/folded ratio of this one run.
 
-import { expect, test, type Page } from '@playwright/test';
+import { expect, test, type Page } from '../fixtures.ts';
 import { loadavg } from 'node:os';
 
 const WINDOW_S = Number(process.env.WINDOW_S ?? 10);

@@ -3,7 +3,7 @@
 // N 2058 with 16×16), all views open. Reports long-task count, total and longest, and the share
 // of the wall time.
 
-import { expect, test } from '@playwright/test';
+import { expect, test } from '../fixtures.ts';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 

@@ -1,6 +1,6 @@
 // Regenerates docs/screenshot.png for the README:
 //   PW_PORT=4202 npx playwright test -c playwright.bench.config.ts readme-screenshot
-import { expect, test } from '@playwright/test';
+import { expect, test } from '../fixtures.ts';
 test('readme screenshot', async ({ page }) => {
   await page.goto('/');
   await expect(page.getByTestId('step-counter')).toHaveText(/^Step 1 of/);

@@ -2,7 +2,7 @@
 // Reports main-thread long tasks (> 50 ms, goal 0), frames per second (goal >= 55) and the
 // JS transferred before first paint, gzip-compressed (goal <= 250 KB).
 
-import { expect, test } from '@playwright/test';
+import { expect, test } from '../fixtures.ts';
 import { readFileSync, writeFileSync, mkdirSync } from 'node:fs';
 import { gzipSync } from 'node:zlib';
 import { cpus, loadavg } from 'node:os';

@@ -26,7 +26,9 @@ export default defineConfig({
   base: process.env.FLASHSCOPE_BASE ?? '/',
   publicDir: 'public',
   plugins: [react()],
-  worker: { format: 'es' },
+  // The worker entries import engine/api-worker.ts, re-exports only like api.ts: each worker
+  // keeps the modules of the names it uses.
+  worker: { format: 'es', rollupOptions: { treeshake: { moduleSideEffects: (id: string) => !/\/engine\/api(-worker)?\.ts$/.test(id) } } },
   build: {
     outDir: 'dist',
     target: 'es2022',

@@ -202,13 +202,15 @@ test("serving: every algorithm of the page's picker, varlen and paged, runs its 
   }
 });
 
-test('a compare pane that picks FA4 gets its tile, and the shared problem the dtype its tensor cores take', async ({ page }) => {
+test('a compare pane that picks FA4 runs its kernel tile, and the shared problem the dtype its tensor cores take', async ({ page }) => {
   await openApp(page);
   await page.getByRole('tab', { name: 'Compare' }).click();
   const pane2 = page.locator('[data-pane="cmp1"]');
   await pane2.getByLabel('Pane 2 algorithm').selectOption('fa4');
-  await expect(pane2.getByLabel('Pane 2 Br')).toHaveValue('128');
-  await expect(pane2.getByLabel('Pane 2 Bc')).toHaveValue('128');
+  // Br and Bc stay empty (the kernel's own tile); the pane shows the tile its load resolved.
+  await expect(pane2.getByLabel('Pane 2 Br')).toHaveValue('');
+  await expect(pane2.getByLabel('Pane 2 Bc')).toHaveValue('');
+  await expect(pane2.getByTestId('run-tile')).toContainText('Br × Bc = 128 × 128', { timeout: 30_000 });
   await expect(page.getByTestId('shared-problem')).toContainText('bf16', { timeout: 30_000 });
   await pane2.getByLabel('Pane 2 view Warp-role timeline').check();
   await expect(pane2.getByTestId('hw-status')).toContainText('NVIDIA B200', { timeout: 30_000 });

@@ -1,6 +1,6 @@
 // The engine's front door: everything app/ and content/ use of the engine, and nothing else.
-// biome.json lets app/** and content/** import this module only (worker entries, *.worker.ts,
-// are the engine's side of the worker boundary and import the engine directly).
+// biome.json lets app/** and content/** import this module only; the worker entries
+// (*.worker.ts) may also import engine/api-worker.ts, what only workers run.
 
 // Algorithms: the registry, their descriptors, switches and tile choices.
 export {
@@ -16,7 +16,7 @@ export {
 export type { AlgorithmId } from './algorithms/registry.ts';
 export type { FeatureSpec, FeatureSpecs, SwitchValues } from './algorithms/features.ts';
 export type { AlgorithmResult } from './algorithms/types.ts';
-export { blocksFromSram, resolveBlocks } from './algorithms/blocks.ts';
+export { blocksFromSram } from './algorithms/blocks.ts';
 export { fa3, fa3DefaultTile } from './algorithms/fa3/forward.ts';
 export { SAGE_TILE, sage } from './algorithms/sage/forward.ts';
 export { prepareSage } from './algorithms/sage/quant.ts';
@@ -63,7 +63,7 @@ export type { Counters, HbmTensor } from './core/counters.ts';
 // A request, the pass it runs and running one to the end; the one conversion between a problem and the fields it is typed in.
 export { FieldError, fieldsToProblem, maskFromFields, problemToFields, tileSide, wholeNumber } from './problem-fields.ts';
 export type { ProblemFields } from './problem-fields.ts';
-export { startPass } from './request.ts';
+export { passBlocks, startPass } from './request.ts';
 export type { LoadRequest } from './request.ts';
 export { PASSES, hasBackward } from './pass.ts';
 export type { Pass } from './pass.ts';

@@ -6,6 +6,7 @@ import { ALGORITHMS, hasBackward, DTYPES, isFp8 } from '../../engine/api.ts';
 import { PaneContext } from '../store/pane-context.ts';
 import { messageOf, PaneController } from '../store/pane-controller.ts';
 import { Transport } from '../panels/Transport.tsx';
+import { RunTile } from '../panels/RunTile.tsx';
 import { ExportBar, ExportFrame } from '../export/ExportControls.tsx';
 import { useApp } from '../store/store.ts';
 import { VIEWS } from '../views/registry.ts';
@@ -358,6 +359,7 @@ export function ComparePane({ index }: { index: number }) {
             {!refusal && <SimulatedTime index={index} ctl={ctl} />}
           </h2>
           <PaneSettings index={index} ctl={ctl} />
+          {!refusal && <RunTile />}
         </header>
         {refusal && <DtypeRefusal index={index} message={refusal} />}
         {!refusal && (error || notice || tooLarge) && (

@@ -1,5 +1,5 @@
-// A compare pane's algorithm choice: the pane's own tile follows the kernel for the shared
-// head dims (unless the person typed one), and a shared dtype the kernel's tensor cores
+// A compare pane's algorithm choice: the pane's tile is the algorithm's own (unless the person
+// typed one), and a shared dtype the kernel's tensor cores
 // cannot take becomes the kernel's, for every pane at once (they compare the same inputs),
 // unless the person chose that dtype themselves in the Debugger tab or the pane has a dtype
 // of its own.
@@ -11,6 +11,7 @@ import { comparePaneId } from './pane-config.ts';
 import { SHARED_PANE } from './shared-request.ts';
 import { useApp } from '../store/store.ts';
 import { useDefaults } from '../defaults/form-defaults.ts';
+import { startTile } from '../store/problem-form.ts';
 
 export function chooseCompareAlgorithm(index: number, algorithm: string): void {
   const pane = comparePaneId(index);
@@ -20,14 +21,13 @@ export function chooseCompareAlgorithm(index: number, algorithm: string): void {
   const touched = useDefaults.getState().touched;
   const mine = touched[pane] ?? [];
   const sharedMine = touched[SHARED_PANE] ?? [];
-  const patch = { algorithm, features: {} as Record<string, boolean | number> };
-  if (!applied || !hasKernel(algorithm)) {
-    cmp.setPane(index, { ...patch, ...(mine.includes('blockM') || mine.includes('blockN') ? {} : { blockM: '16', blockN: '16' }) });
-    return;
-  }
+  // An untyped tile is the algorithm's own, resolved by each load and shown from its summary.
+  const tiles = mine.includes('blockM') || mine.includes('blockN') ? {} : startTile(algorithm);
+  cmp.setPane(index, { algorithm, features: {}, ...tiles });
+  if (!applied || !hasKernel(algorithm)) return;
   const p = applied.problem;
   // Everything of the shared problem counts as the person's except an untouched dtype.
-  const { config } = defaultsFor(algorithm, { ...p, blockM: 16, blockN: 16 }, [
+  const { config } = defaultsFor(algorithm, p, [
     'batch',
     'hq',
     'hk',
@@ -37,8 +37,6 @@ export function chooseCompareAlgorithm(index: number, algorithm: string): void {
     'dv',
     ...(sharedMine.includes('dtype') ? (['dtype'] as const) : []),
   ]);
-  const tiles = mine.includes('blockM') || mine.includes('blockN') ? {} : { blockM: String(config.blockM), blockN: String(config.blockN) };
-  cmp.setPane(index, { ...patch, ...tiles });
   const main = controllers.get(SHARED_PANE);
   // A pane with a dtype of its own does not run the shared one: nothing to repair for everyone.
   // (One its new algorithm cannot run is refused in the pane, with the fixes, by pane-dtype.ts.)

@@ -4,6 +4,7 @@
 // person asked them to.
 
 import { type FeatureSpecs, DEFAULT_COMPARISON, findDescriptor, type DType } from '../../engine/api.ts';
+import { startTile } from '../store/problem-form.ts';
 
 export interface ComparePaneConfig {
   algorithm: string;
@@ -31,8 +32,7 @@ export const COMPARE_VIEWS_DEFAULT = ['heatmaps', 'counters'];
 
 export const DEFAULT_PANES: ComparePaneConfig[] = DEFAULT_COMPARISON.map((algorithm) => ({
   algorithm,
-  blockM: '16',
-  blockN: '16',
+  ...startTile(algorithm),
   features: {},
   views: [...COMPARE_VIEWS_DEFAULT],
 }));

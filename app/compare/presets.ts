@@ -67,8 +67,8 @@ export const FP8_STUDY: ComparePreset = {
       views: views(),
     },
     { algorithm: BUILT_IN_ALGORITHMS.fa3.id, dtype: 'fp8e4m3', ...tile, features: { blockQuant: true, incoherent: true }, views: views() },
-    // SageAttention 2 (INT8 Q·Kᵀ with K smoothing, FP8 P·V) on fp16 tensors, in its kernel's 128×64 tile.
-    { algorithm: BUILT_IN_ALGORITHMS.sage.id, dtype: 'fp16', blockM: '128', blockN: '64', features: { version: 2 }, views: views() },
+    // SageAttention 2 (INT8 Q·Kᵀ with K smoothing, FP8 P·V) on fp16 tensors, in its kernel's own tile.
+    { algorithm: BUILT_IN_ALGORITHMS.sage.id, dtype: 'fp16', blockM: '', blockN: '', features: { version: 2 }, views: views() },
   ],
   diff: [1, 2],
 };

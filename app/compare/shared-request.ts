@@ -2,9 +2,9 @@
 // or its form when nothing is loaded yet; imported tensors included) with the pane's own
 // algorithm, dtype, tiles and features.
 
-import { FieldError, type LoadRequest, maskFromFields } from '../../engine/api.ts';
+import { type LoadRequest, maskFromFields } from '../../engine/api.ts';
 import { withImported } from '../import/import-store.ts';
-import { DEFAULT_FORM, formToRequest } from '../store/problem-form.ts';
+import { DEFAULT_FORM, formToRequest, tileBlocks } from '../store/problem-form.ts';
 import { useApp } from '../store/store.ts';
 import type { ComparePaneConfig } from './pane-config.ts';
 import { featuresFor, requestDtype } from './pane-dtype.ts';
@@ -17,21 +17,11 @@ export function sharedRequest(): LoadRequest {
   return withImported(SHARED_PANE, formToRequest(s?.form ?? DEFAULT_FORM));
 }
 
-function tile(label: 'Br' | 'Bc', v: string): number | undefined {
-  const t = v.trim();
-  if (t === '') return undefined;
-  if (!/^\d+$/.test(t) || Number(t) < 1)
-    throw new FieldError(label, `must be a whole number ≥ 1 (or empty for the algorithm's default), got "${v}"`);
-  return Number(t);
-}
-
 export function paneRequest(base: LoadRequest, c: ComparePaneConfig): LoadRequest {
-  const blocks: LoadRequest['blocks'] = {};
-  const m = tile('Br', c.blockM);
-  const n = tile('Bc', c.blockN);
-  if (m !== undefined) blocks.blockM = m;
-  if (n !== undefined) blocks.blockN = n;
-  if (m === undefined && n === undefined && base.blocks.sramBytes !== undefined) blocks.sramBytes = base.blocks.sramBytes;
+  const blocks = tileBlocks(c.blockM, c.blockN);
+  // A pane with no tile of its own sizes from the shared on-chip memory when the shared problem does.
+  if (blocks.blockM === undefined && blocks.blockN === undefined && base.blocks.sramBytes !== undefined)
+    blocks.sramBytes = base.blocks.sramBytes;
   const dtype = requestDtype(c, base);
   const req: LoadRequest = { ...base, algorithm: c.algorithm, blocks, problem: { ...base.problem, dtype } };
   if (c.maskMod !== undefined) {

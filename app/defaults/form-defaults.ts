@@ -8,7 +8,6 @@ import {
   CONFIG_FIELDS,
   defaultsFor,
   dtypeForPass,
-  findDescriptor,
   hasKernel,
   misfits,
   scheduleFix,
@@ -20,7 +19,7 @@ import {
   hasBackward,
   type Pass,
 } from '../../engine/api.ts';
-import { panelSwitches, type ProblemForm } from '../store/problem-form.ts';
+import { panelSwitches, type ProblemForm, startTile } from '../store/problem-form.ts';
 import { useApp } from '../store/store.ts';
 import { hwState, useHw } from '../store/hw-store.ts';
 
@@ -75,8 +74,8 @@ export function formForAlgorithm(
   for (const f of SHAPE_FIELDS) if (f !== 'dtype') next[f] = String(config[f]);
   // Tiles the person did not type: the exact algorithms' starting tile, else empty, so the engine
   // resolves the kernel's own for the problem of each load. Typed ones stay as typed.
-  const start = findDescriptor(algorithm)?.defaults.tile;
-  for (const f of ['blockM', 'blockN'] as const) if (!touched.includes(f)) next[f] = start ? String(start[f]) : '';
+  const start = startTile(algorithm);
+  for (const f of ['blockM', 'blockN'] as const) if (!touched.includes(f)) next[f] = start[f];
   // The on-chip-memory mode stays if it was chosen.
   if (!touched.includes('blockM') && !touched.includes('blockN')) next.blockMode = 'explicit';
   return { form: next, gpu: config.gpu, replaced };

@@ -2,8 +2,7 @@
 // reference and only headers and the chosen head's slices are read (engine/import).
 
 import * as Comlink from 'comlink';
-import { BlobSource } from '../../engine/io/byte-source.ts';
-import { importRun, listTensors } from '../../engine/import/tensor-import.ts';
+import { BlobSource, importRun, listTensors } from '../../engine/api-worker.ts';
 import type { ImportApi, InspectedFile } from './import-api.ts';
 
 const api: ImportApi = {

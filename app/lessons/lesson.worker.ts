@@ -2,7 +2,7 @@
 // and the hardware tables, so the page never computes anything heavy itself.
 
 import * as Comlink from 'comlink';
-import type { LoadRequest } from '../../engine/request.ts';
+import type { LoadRequest } from '../../engine/api.ts';
 import {
   chapterFacts,
   checkAnswer,

@@ -16,6 +16,7 @@ import { FormFitHint } from '../defaults/FitFix.tsx';
 import { PrecisionFitHint, lowPrecisionRefusal, refusedLoadMessage } from '../defaults/PrecisionFix.tsx';
 import { panelSwitches, panelSwitchTitle, effectiveSwitches, switchOff, type PanelSwitch } from '../store/problem-form.ts';
 import { MaskEditor } from '../mask/MaskEditor.tsx';
+import { RunTile } from './RunTile.tsx';
 
 /**
  * The chosen algorithm's kernel switches (panelSwitches): each shows what the next load
@@ -133,18 +134,6 @@ function Field({
         onChange={(e) => set({ [name]: e.target.value } as Partial<ProblemForm>)}
       />
     </label>
-  );
-}
-
-/** The tile the loaded run steps through, as the engine resolved it (an empty Br or Bc is the algorithm's own). */
-function RunTile() {
-  const { pane } = usePane();
-  const tile = useApp((s) => s.playback[pane].summary?.blocks);
-  if (!tile) return <p className="dim note">Empty Br or Bc: the algorithm's own tile.</p>;
-  return (
-    <p className="dim note" data-testid="run-tile">
-      Loaded run: Br × Bc = {tile.blockM} × {tile.blockN} (empty fields: the algorithm's own).
-    </p>
   );
 }
 

@@ -2,13 +2,19 @@
 // over it (engine/layouts) and sends back the reduced run the views draw.
 
 import * as Comlink from 'comlink';
-import { TensorFileError, BlobSource } from '../../engine/io/byte-source.ts';
-import { readNpy } from '../../engine/io/npy.ts';
-import { readSafetensor } from '../../engine/io/safetensors.ts';
-import type { Tensor } from '../../engine/io/tensor-info.ts';
-import { pagedFromTensors, pagedShape, varlenFromTensors, varlenShape } from '../../engine/layouts/from-tensors.ts';
-import { generateServing, runServing } from '../../engine/layouts/serving-run.ts';
-import { ProblemError } from '../../engine/core/problem.ts';
+import { generateServing, ProblemError } from '../../engine/api.ts';
+import {
+  TensorFileError,
+  BlobSource,
+  readNpy,
+  readSafetensor,
+  type Tensor,
+  pagedFromTensors,
+  pagedShape,
+  varlenFromTensors,
+  varlenShape,
+  runServing,
+} from '../../engine/api-worker.ts';
 import { PAGED_ROLES, servingFileRefusal, VARLEN_ROLES, type ServingApi } from './serving-api.ts';
 
 async function read(role: string, f: File | undefined): Promise<Tensor> {

@@ -145,6 +145,25 @@ export const DEFAULT_FORM: ProblemForm = {
   switches: {},
 };
 
+/** Br and Bc as typed, as a request's tile: an empty side is left to the load, which resolves the algorithm's own once (passBlocks). */
+export function tileBlocks(blockM: string, blockN: string): LoadRequest['blocks'] {
+  const blocks: LoadRequest['blocks'] = {};
+  const m = tileSide('Br', blockM);
+  const n = tileSide('Bc', blockN);
+  if (m !== undefined) blocks.blockM = m;
+  if (n !== undefined) blocks.blockN = n;
+  return blocks;
+}
+
+/**
+ * Br and Bc for an algorithm the person typed no tile for: the exact algorithms' starting tile
+ * (their descriptor's `defaults.tile`), else empty, so each load runs the kernel's own tile.
+ */
+export function startTile(algorithm: string): Pick<ProblemForm, 'blockM' | 'blockN'> {
+  const t = findDescriptor(algorithm)?.defaults.tile;
+  return t ? { blockM: String(t.blockM), blockN: String(t.blockN) } : { blockM: '', blockN: '' };
+}
+
 /**
  * The request a load of this form sends. `applied` is the loaded run: its switches decide the
  * conditions of switches the form does not set (sage's qPerWarp needs version 2, whether the
@@ -152,14 +171,7 @@ export const DEFAULT_FORM: ProblemForm = {
  */
 export function formToRequest(f: ProblemForm, applied?: LoadRequest): LoadRequest {
   const problem = fieldsToProblem(f);
-  const blocks: LoadRequest['blocks'] = {};
-  if (f.blockMode === 'sram') blocks.sramBytes = wholeNumber('on-chip memory M', f.sramBytes);
-  else {
-    const m = tileSide('Br', f.blockM);
-    const n = tileSide('Bc', f.blockN);
-    if (m !== undefined) blocks.blockM = m;
-    if (n !== undefined) blocks.blockN = n;
-  }
+  const blocks = f.blockMode === 'sram' ? { sramBytes: wholeNumber('on-chip memory M', f.sramBytes) } : tileBlocks(f.blockM, f.blockN);
   const req: LoadRequest = { algorithm: f.algorithm, problem, seed: wholeNumber('seed', f.seed, 0), distribution: f.distribution, blocks };
   if (f.pass === 'backward') {
     if (!hasBackward(f.algorithm))

@@ -10,8 +10,9 @@ import {
   BLOCK_FULL,
   blockMask,
   elementDensity,
+  BUILT_IN_ALGORITHMS,
   findDescriptor,
-  resolveBlocks,
+  passBlocks,
   type BlockMask,
   type ElementDensity,
 } from '../../engine/api.ts';
@@ -109,7 +110,7 @@ export function BlockMaskView() {
       // Scores kept whole in HBM (standard attention): no tiles of its own, so FA2's tiling is drawn beside the per-score density.
       if (findDescriptor(applied.algorithm)?.rowStats !== 'materialized')
         return { bm: blockMask(applied.problem, summary.blocks.blockM, summary.blocks.blockN) };
-      const fa2 = resolveBlocks(applied.problem, applied.blocks);
+      const fa2 = passBlocks({ algorithm: BUILT_IN_ALGORITHMS.fa2.id, blocks: applied.blocks }, applied.problem);
       return { bm: blockMask(applied.problem, fa2.blockM, fa2.blockN), scores: elementDensity(applied.problem) };
     } catch (e) {
       return { error: (e as Error).message };

@@ -1,8 +1,8 @@
 // Worker side of webgpu-test.html: engine/webgpu/kernel-checks.ts on the browser's adapter.
 
 /// <reference lib="webworker" />
-import { openWebGpu } from '../../engine/webgpu/device.ts';
-import { type CheckMessage, type CheckRequest, runKernelChecks } from '../../engine/webgpu/kernel-checks.ts';
+import type { CheckMessage, CheckRequest } from '../../engine/api.ts';
+import { openWebGpu, runKernelChecks } from '../../engine/api-worker.ts';
 
 declare const self: DedicatedWorkerGlobalScope;
 

@@ -4,19 +4,25 @@
 
 /// <reference lib="webworker" />
 import * as Comlink from 'comlink';
-import { BUILT_IN_ALGORITHMS } from '../../engine/algorithms/registry.ts';
-import { randomInputs } from '../../engine/core/inputs.ts';
-import { nominalFlops, validateProblem } from '../../engine/core/problem.ts';
-import { runToEnd } from '../../engine/run.ts';
-import { AttentionRun, pathElem } from '../../engine/webgpu/backend.ts';
-import { openWebGpu, type WebGpuContext } from '../../engine/webgpu/device.ts';
-import { formatBytes } from '../../engine/webgpu/binding-windows.ts';
-import { checkSampledRows, hostRowErrors, sampleSites } from '../../engine/webgpu/row-check.ts';
+import { BUILT_IN_ALGORITHMS, randomInputs, validateProblem, runToEnd, formatBytes, type BackwardPath } from '../../engine/api.ts';
+import {
+  nominalFlops,
+  AttentionRun,
+  pathElem,
+  openWebGpu,
+  type WebGpuContext,
+  checkSampledRows,
+  hostRowErrors,
+  sampleSites,
+  randomDo,
+  runGpuBackward,
+  backwardFlops,
+  sampledDqError,
+  describeSteady,
+  STEADY_DEFAULTS,
+  timeSteady,
+} from '../../engine/api-worker.ts';
 import { blockMean } from './downsample.ts';
-import { randomDo, runGpuBackward } from '../../engine/webgpu/backward-checks.ts';
-import { backwardFlops, type BackwardPath } from '../../engine/webgpu/backward-run.ts';
-import { sampledDqError } from '../../engine/webgpu/backward-row-check.ts';
-import { describeSteady, STEADY_DEFAULTS, timeSteady } from '../../engine/webgpu/steady-timing.ts';
 import type { AdapterReport, RunProgress, RunReport, RunRequest, WebGpuApi } from './protocol.ts';
 
 declare const self: DedicatedWorkerGlobalScope;

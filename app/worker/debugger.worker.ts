@@ -2,14 +2,26 @@
 // their typed-array buffers transferred, so the main thread receives them without a copy.
 
 import * as Comlink from 'comlink';
-import type { DebuggerApi, FrameUpdate, Granularity, HeadInputs, Progress, Breakpoint } from '../../engine/debugger/protocol.ts';
-import type { LoadRequest } from '../../engine/request.ts';
-import { DebuggerSession } from '../../engine/debugger/session.ts';
-import { chromeTrace, scheduleJsonl } from '../../engine/hw/export.ts';
-import { smScheduleFor } from '../../engine/algorithms/schedule-registry.ts';
-import type { HwView, HwViewRequest, SmSchedule } from '../../engine/hw/sm-view.ts';
-import type { HwExportFormat } from '../../engine/hw/api.ts';
-import { backwardBuffers } from '../../engine/debugger/backward-state.ts';
+import type {
+  DebuggerApi,
+  FrameUpdate,
+  Granularity,
+  HeadInputs,
+  Progress,
+  Breakpoint,
+  LoadRequest,
+  HwView,
+  HwExportFormat,
+} from '../../engine/api.ts';
+import {
+  DebuggerSession,
+  chromeTrace,
+  scheduleJsonl,
+  smScheduleFor,
+  type HwViewRequest,
+  type SmSchedule,
+  backwardBuffers,
+} from '../../engine/api-worker.ts';
 
 const session = new DebuggerSession();
 /** The schedule the hardware views show now (kept for export). */

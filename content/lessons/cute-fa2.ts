@@ -7,12 +7,13 @@ export const cuteFa2Lesson: AlgorithmLesson = {
   title: 'FlashAttention-2 in CuTe',
   hardware: 'Ampere (SM80): mma.sync m16n8k16, cp.async, ldmatrix',
   sources:
-    'The CuTe FlashAttention-2 kernel of github.com/66RING/tiny-flash-attention (flash_attention_cutlass/standalone_src); the FA2 paper (arXiv 2307.08691) for the algorithm.',
+    'The CuTe FlashAttention-2 kernel of github.com/66RING/tiny-flash-attention (flash_attention_cutlass/standalone_src); its tile is the SM80 one of Dao-AILab/flash-attention, flash_attn/cute/interface.py@0251105a l. 326–327 and 775–777; the FA2 paper (arXiv 2307.08691) for the algorithm.',
   intro: r`This is FA2 as a hand-written CUTLASS CuTe kernel: the same online softmax, but every data movement
 is spelled out, which makes it the clearest view of *where* each byte goes on an Ampere GPU.
 
-**Shape.** $B_r = B_c = 64$ with 4 warps; grid $(\lceil N_q/64\rceil,\ B\cdot H)$, one CTA per Q tile.
-Each warp owns 16 rows of the tile (the M of one \`mma.sync m16n8k16\`).
+**Shape.** $B_r = 128$, $B_c = 64$ with 4 warps at every head dimension (the tile the CuTe forward of
+flash-attention picks on SM80; tiny-flash-attention's kernel uses 64 × 64); grid $(\lceil N_q/128\rceil,\ B\cdot H)$,
+one CTA per Q tile. Each warp owns 32 rows of the tile (two M-slices of one \`mma.sync m16n8k16\`).
 
 **Fusing the two GEMMs.** $S = QK^\top$ ends in accumulator registers laid out as the C fragment of
 \`SM80_16x8x16_F32F16F16F32_TN\`. That layout happens to match the A-operand layout of the same instruction,
@@ -73,9 +74,9 @@ operand of the second GEMM.`,
   content: {
     algorithm: 'cute-fa2',
     title: 'FlashAttention-2 in CuTe (Ampere)',
-    source: '66RING/tiny-flash-attention, flash_attention_cutlass (kBlockM = kBlockN = 64, 4 warps)',
+    source: '66RING/tiny-flash-attention, flash_attention_cutlass; tile 128 × 64, 4 warps (flash_attn/cute SM80)',
     lines: [
-      { id: '', text: 'grid (⌈Nq/64⌉, B·H); one CTA per Q tile i', indent: 0 },
+      { id: '', text: 'grid (⌈Nq/128⌉, B·H); one CTA per Q tile i', indent: 0 },
       { id: 'cute-fa2.loadQ', text: 'cp.async Q_i', indent: 1, kinds: ['load'] },
       { id: 'cute-fa2.loadK', text: 'cp.async K_j (prologue: K_first; in the loop: K_(j+1))', indent: 1 },
       { id: '', text: 'for j = n_min … n_max − 1:   (causal: stop at the diagonal)', indent: 1 },

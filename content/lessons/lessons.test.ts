@@ -38,7 +38,7 @@ const runs: Record<string, { p: Partial<AttentionProblem>; o: Omit<RunOptions, '
   fa3: { p: { nq: 150, nk: 300, causal: true, window: { left: 64, right: 0 } }, o: { blockN: 64 } },
   fa4: { p: { nq: 150, nk: 400, causal: true, window: { left: 64, right: 0 } }, o: { features: { lazyRescale: false } } },
   'fmha-v2': { p: { nq: 150, nk: 300, causal: true, window: { left: 64, right: 0 } }, o: {} },
-  'cute-fa2': { p: { nq: 150, nk: 300, causal: true }, o: {} },
+  'cute-fa2': { p: { nq: 256, nk: 300, causal: true }, o: {} },
   'flash-decoding': { p: { nq: 3, nk: 600, causal: true, window: { left: 100, right: 0 } }, o: { blockN: 64, features: { splits: 3 } } },
   sage: { p: { nq: 150, nk: 300, causal: true, window: { left: 64, right: 0 } }, o: { features: { version: 2 } } },
 };

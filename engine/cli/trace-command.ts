@@ -7,14 +7,22 @@ import type { Writable } from 'node:stream';
 import { algorithmById } from '../algorithms/registry.ts';
 import { toJsonLine } from '../trace/jsonl.ts';
 import { ArgsError, flag, list, num, parseArgs, str } from './args.ts';
-import { resolveBlocks } from '../algorithms/blocks.ts';
 import { layoutProblemFromArgs } from './hw-layout.ts';
 import type { TraceEvent } from '../trace/events.ts';
 import { LAYOUT_OPTIONS } from './layout-run.ts';
 import { checkCliSize } from './size-limits.ts';
 import { checkOutputs, inputFilesOf, StagedOutputs, type OutputPlan } from './output-files.ts';
 import type { CliCommand } from './command.ts';
-import { algoIds, blockOptions, cliProblem, parseFeatures, PROBLEM_HELP, PROBLEM_OPTIONS, RANDOM_OPTIONS } from './problem-options.ts';
+import {
+  algoIds,
+  blockOptions,
+  cliProblem,
+  parseFeatures,
+  PROBLEM_HELP,
+  PROBLEM_OPTIONS,
+  RANDOM_OPTIONS,
+  runTiles,
+} from './problem-options.ts';
 import { describeFor, hardwareTraceLinesFor, kernelStepTile } from '../algorithms/schedule-registry.ts';
 import { BACKWARD_TRACE_HELP, BACKWARD_TRACE_OPTIONS, backwardsFor, traceBackwardInputs, wantsBackward } from './backward-cli.ts';
 import { HW_SWITCHES_HELP, HW_TRACE_OPTIONS, hwFeaturesFromArgs, hwShapeOf, stepFeaturesFromArgs } from './hw-options.ts';
@@ -97,7 +105,7 @@ output:
     const features = cp?.features ?? parseFeatures(list(a, 'feature'));
     const problem = cp?.problem ?? layout!.problem;
     // A layout's trace is at most its batch with every sequence as long as the longest.
-    if (layout) checkCliSize(problem, resolveBlocks(problem, blocks), sizing, true);
+    if (layout) for (const tile of runTiles(a, problem, blocks, false)) checkCliSize(problem, tile, sizing, true);
     const hwShape = (id: string) => ({ ...hwShapeOf(a, problem, id), ...layout?.serving });
     // Hardware events are checked before anything is written, so a bad --gpu never cuts a trace short.
     const gpu = str(a, 'gpu');

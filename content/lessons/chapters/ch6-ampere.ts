@@ -132,7 +132,7 @@ export const chapter6: Chapter = {
     },
   ],
   sources: [
-    'CuTe FA2: 66RING/tiny-flash-attention, flash_attention_cutlass/csrc/flash_attention.cu@dacda431, l. 374 (the forward kernel) and l. 549–590 (the K/V loop with its cp.async prefetch); the 64 × 64 tiles and 4 warps chosen at l. 726.',
+    'CuTe FA2: 66RING/tiny-flash-attention, flash_attention_cutlass/csrc/flash_attention.cu@dacda431, l. 374 (the forward kernel) and l. 549–590 (the K/V loop with its cp.async prefetch); its 64 × 64 tiles at l. 726; FlashScope steps and models the 128 × 64 tile with 4 warps that the CuTe forward of Dao-AILab/flash-attention picks on SM80 (flash_attn/cute/interface.py@0251105a, l. 327).',
     "fmha_v2: NVIDIA/TensorRT-LLM, cpp/kernels/fmha_v2/src/fused_multihead_flash_attention_kernel_noloop_tiled.h@399fa2fb, device_flash_attention_nl_tiled from l. 25 (the SM89 FP16 kernel's K/V loop: V's copy issued during Q·Kᵀ, the running max and sum in global_max / global_sum).",
     'FA2 itself: "FlashAttention-2: Faster Attention with Better Parallelism and Work Partitioning", arXiv 2307.08691, §3.3 (work partitioning between warps).',
   ],

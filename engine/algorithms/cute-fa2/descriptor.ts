@@ -1,8 +1,9 @@
-// FlashAttention-2 as the CuTe SM80 kernel runs it: four warps, the kernel's tile table.
+// FlashAttention-2 as the CuTe SM80 kernel runs it: four warps on its one 128 × 64 tile.
 
 import { fa2BwdHw } from '../fa2/backward-schedule.ts';
 import { defineAlgorithm } from '../descriptor.ts';
-import { CUTE_FA2_FEATURES, CUTE_FA2_TILE, cuteFa2 } from './forward.ts';
+import { CUTE_FA2_FEATURES, cuteFa2 } from './forward.ts';
+import { CUTE_FA2_TILE } from './tile.ts';
 import { cuteFa2Hw } from './schedule.ts';
 
 export const cuteFa2Algorithm = defineAlgorithm({

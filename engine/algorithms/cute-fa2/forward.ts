@@ -3,8 +3,8 @@
 // type for the second GEMM, one division at the end); what this model adds is the
 // kernel's shape and its cp.async software pipeline:
 //
-// - Tiles: kBlockM = 64, kBlockN = 64, 4 warps (that kernel's traits); grid
-//   (ceil(Nq / 64), B·H), one CTA per Q tile.
+// - Tiles: 128 × 64 with 4 warps at every head dim, the tile flash_attn/cute's SM80 forward
+//   picks (tile.ts); grid (ceil(Nq / 128), B·H), one CTA per Q tile.
 // - Prologue: cp.async Q and K_0, fence. Per K/V block j:
 //     wait for K_j; issue V_j's copy; S = Q·K_jᵀ (the copy of V_j runs under this GEMM);
 //     mask (only blocks touching the diagonal); wait for V_j; issue K_{j+1}'s copy;
@@ -26,10 +26,10 @@ import { BLOCK_EMPTY } from '../../core/block-mask.ts';
 import { blockCount, resolveBlocks } from '../blocks.ts';
 import { readFeatures } from '../features.ts';
 import * as step from '../tile-steps.ts';
+import { CUTE_FA2_TILE } from './tile.ts';
 import type { AlgorithmResult, RunOptions, StepAlgorithm, StepGenerator } from '../types.ts';
 
 export const CUTE_FA2_FEATURES = {};
-export const CUTE_FA2_TILE = { blockM: 64, blockN: 64, warps: 4 };
 
 function* runCuteFa2(p: AttentionProblem, x: AttentionInputs, opts: RunOptions): StepGenerator {
   readFeatures('cute-fa2', CUTE_FA2_FEATURES, opts.features);

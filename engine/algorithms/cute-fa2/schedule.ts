@@ -25,6 +25,7 @@ import {
   warpTiledSmem,
   type WarpTiledConfig,
 } from '../../hw/schedules/warp-tiled.ts';
+import { CUTE_FA2_TILE } from './tile.ts';
 
 /**
  * Calibration: FA2 forward on A100 reaches ~230 TFLOP/s at d = 128 (FA2 paper, Fig. 4)
@@ -33,24 +34,21 @@ import {
  */
 export const MMA_SYNC_EFFICIENCY = 0.8;
 
-export function cuteFa2Tiles(shape: ProblemShape): { blockM: number; blockN: number } {
-  // FlashAttention-2's forward tile table for SM80 with 4 warps.
-  const d = Math.max(shape.d, shape.dv);
-  if (d <= 64) return { blockM: 128, blockN: 128 };
-  if (d <= 128) return { blockM: 128, blockN: 64 };
-  return { blockM: 64, blockN: 64 };
+/** The stepper's tile (tile.ts): upstream's SM80 forward runs one tile at every head dim. */
+export function cuteFa2Tiles(): { blockM: number; blockN: number } {
+  return { blockM: CUTE_FA2_TILE.blockM, blockN: CUTE_FA2_TILE.blockN };
 }
 
 export function cuteFa2Config(gpu: GpuSpec, shape: ProblemShape): WarpTiledConfig {
-  const t = cuteFa2Tiles(shape);
+  const t = cuteFa2Tiles();
   // Accumulators per thread: S (rows·block_n fp32 over 32 lanes), O (rows·dv), plus P and fragments.
-  const rows = t.blockM / 4;
+  const rows = t.blockM / CUTE_FA2_TILE.warps;
   const regs = Math.min(255, regAlloc(((rows * t.blockN + rows * shape.dv) / 32) * 1.5 + 40));
   return {
     ...t,
-    warps: 4,
+    warps: CUTE_FA2_TILE.warps,
     registers: regs,
-    kvStages: 1,
+    kvStages: CUTE_FA2_TILE.kvStages,
     copyUnit: 'cpasync',
     tensorFlopsPerClk: mmaSyncRate(gpu, shape),
     mmaEfficiency: MMA_SYNC_EFFICIENCY,
@@ -74,7 +72,7 @@ function resources(gpu: GpuSpec, shape: ProblemShape) {
 }
 
 function grid(shape: ProblemShape): CtaWork[] {
-  const { blockM, blockN } = cuteFa2Tiles(shape);
+  const { blockM, blockN } = cuteFa2Tiles();
   const out: CtaWork[] = [];
   for (let b = 0; b < shape.batch; b++)
     for (let h = 0; h < shape.hq; h++)

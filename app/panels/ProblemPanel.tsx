@@ -2,7 +2,7 @@
 // person types stays in the store as typed; "Load problem" validates it and sends it to the
 // worker, and a bad value is reported next to the form while the loaded run stays.
 
-import { ALGORITHMS, isFp8 } from '../../engine/api.ts';
+import { ALGORITHMS, findDescriptor, isFp8 } from '../../engine/api.ts';
 import { formToRequest, withAppliedFeatures, type ProblemForm } from '../store/problem-form.ts';
 import { useApp } from '../store/store.ts';
 import { formDiffersFromRun } from './load-pending.ts';
@@ -102,6 +102,12 @@ function KernelSwitches({ form, set }: { form: ProblemForm; set: (p: Partial<Pro
 }
 
 /** "a, b and c" for the switches a note names. */
+/** The dtype menu's note for a dtype the algorithm steps but its kernel does not ship. */
+function whatIfNote(algorithm: string, dtype: ProblemForm['dtype']): string {
+  const note = findDescriptor(algorithm)?.supports.whatIf?.[dtype];
+  return note ? ` (${note})` : '';
+}
+
 function joinLabels(sws: PanelSwitch[]): string {
   const l = sws.map((sw) => (sw.key === 'seed' ? 'the Hadamard seed' : sw.label));
   return l.length === 1 ? l[0] : `${l.slice(0, -1).join(', ')} and ${l[l.length - 1]}`;
@@ -258,7 +264,7 @@ export function ProblemPanel() {
                 <option value="fp16">fp16</option>
                 <option value="bf16">bf16</option>
                 <option value="fp8e4m3">fp8e4m3</option>
-                <option value="fp8e5m2">fp8e5m2{form.algorithm === 'fa3' ? ' (what-if: FA3 ships e4m3 only)' : ''}</option>
+                <option value="fp8e5m2">fp8e5m2{whatIfNote(form.algorithm, 'fp8e5m2')}</option>
               </select>
             </label>
             <Field label="seed" name="seed" form={form} set={set} width={6} />

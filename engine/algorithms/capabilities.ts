@@ -11,6 +11,8 @@ export type Modifier = 'alibi' | 'softcap' | 'sinks';
 export interface Supports {
   /** Input dtypes its forward takes (the backward takes the 16- and 32-bit ones). */
   readonly dtypes: readonly DType[];
+  /** Dtypes it steps that its kernel does not ship, each with the note the dtype menu shows. */
+  readonly whatIf?: Partial<Record<DType, string>>;
   /** Its own sentence for a dtype it refuses (absent: the shared "no FP8 path" one). */
   readonly dtypeRefusal?: (dtype: DType) => string;
   /** Head-dim rules of its kernels: the largest d, and whether d must equal dv. */

@@ -4,6 +4,7 @@ import type { Supports } from '../capabilities.ts';
 
 export const FA3_SUPPORTS: Supports = {
   dtypes: ['fp32', 'fp16', 'bf16', 'fp8e4m3', 'fp8e5m2'],
+  whatIf: { fp8e5m2: 'what-if: FA3 ships e4m3 only' },
   headDims: { max: 256, maxRefusal: (d) => `FA3 instantiates head dims up to 256, got ${d}` },
   fp8: {
     lacks: {

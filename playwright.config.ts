@@ -1,4 +1,5 @@
 import { defineConfig } from '@playwright/test';
+import { TEST_DAWN_FEATURES } from './engine/webgpu/swiftshader.ts';
 
 // Debian's Chromium drives the browser tests; Playwright cannot download its own here.
 // FLASHSCOPE_CHROMIUM overrides the path; PW_PORT lets parallel checkouts avoid clashing.
@@ -39,7 +40,8 @@ export const CHROMIUM_ARGS_NO_WEBGPU = [
   '--disable-quic',
   `--disable-features=${[...PLAYWRIGHT_DISABLED_FEATURES, ...OMNIBOX_WEBUI_FEATURES].join(',')}`,
 ];
-export const CHROMIUM_ARGS = [...CHROMIUM_ARGS_NO_WEBGPU, '--enable-unsafe-webgpu'];
+/** With WebGPU on SwiftShader, and the Dawn toggle the Node tests use (engine/webgpu/swiftshader.ts, TEST_DAWN_FEATURES). */
+export const CHROMIUM_ARGS = [...CHROMIUM_ARGS_NO_WEBGPU, '--enable-unsafe-webgpu', `--enable-dawn-features=${TEST_DAWN_FEATURES}`];
 
 export default defineConfig({
   testDir: 'e2e',

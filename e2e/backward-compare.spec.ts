@@ -89,11 +89,14 @@ test('FA3 backward panes offer the deterministic switch, and a forward-only algo
   const algo = page.getByRole('combobox', { name: 'Pane 2 algorithm' });
   await expect(algo.locator('option[value="fa4"]')).toBeDisabled();
   await algo.selectOption('fa3');
-  // Choosing FA3 brings its kernel's tile and a dtype its tensor cores take (engine/defaults);
+  // Choosing FA3 runs its kernel's own tile (the fields stay empty) and a dtype its tensor cores take;
   // a 16 × 16 tile typed here gives every row block several column blocks' adds to order.
   const form = formToRequest(formForPass(DEFAULT_FORM, 'backward'));
   const { config } = defaultsFor('fa3', { ...form.problem, blockM: 16, blockN: 16 }, ['batch', 'hq', 'hk', 'nq', 'nk', 'd', 'dv']);
-  await expect(pane(page, 1).getByRole('textbox', { name: 'Pane 2 Br' })).toHaveValue(String(config.blockM));
+  await expect(pane(page, 1).getByRole('textbox', { name: 'Pane 2 Br' })).toHaveValue('');
+  await expect(pane(page, 1).getByTestId('run-tile')).toContainText(`Br × Bc = ${config.blockM} × ${config.blockN}`, {
+    timeout: 30_000,
+  });
   for (const t of ['Br', 'Bc']) {
     await pane(page, 1)
       .getByRole('textbox', { name: `Pane 2 ${t}` })

@@ -62,8 +62,8 @@ async function compareSageSteps(features: Record<string, unknown>): Promise<numb
 
 test('a compare pane running sage offers version and smoothK, qPerWarp with version 2, and version 2 reloads', async ({ page }) => {
   // Version 2 steps each 32-row warp slice of a Q tile on its own: at Br 64 that is two slices,
-  // so its run has more steps than version 1's (at the pane's default Br 16 the counts coincide,
-  // and a counter that did not change would say nothing).
+  // so its run has more steps than version 1's (at Br 16 the counts coincide, and a counter
+  // that did not change would say nothing).
   const v1 = await compareSageSteps({});
   const v2 = await compareSageSteps({ version: 2, qPerWarp: true });
   expect(v2).toBeGreaterThan(v1);
@@ -74,9 +74,13 @@ test('a compare pane running sage offers version and smoothK, qPerWarp with vers
   await expect(pane2.getByLabel('Pane 2 smoothK')).toBeChecked();
   // qPerWarp is a version-2 switch: not offered on version 1 (the engine would refuse it).
   await expect(pane2.getByLabel('Pane 2 qPerWarp')).toHaveCount(0);
-  const br = pane2.getByLabel('Pane 2 Br');
-  await br.fill('64');
-  await br.blur();
+  for (const [field, value] of [
+    ['Br', '64'],
+    ['Bc', '16'],
+  ]) {
+    await pane2.getByLabel(`Pane 2 ${field}`).fill(value);
+    await pane2.getByLabel(`Pane 2 ${field}`).blur();
+  }
   const steps = pane2.getByTestId('step-counter');
   await expect(steps).toHaveText(`Step 1 of ${v1}`, { timeout: 30_000 });
   const version = pane2.getByLabel('Pane 2 version');

@@ -1,5 +1,5 @@
 // Chapter 8: FA4 on Blackwell — TMEM, warp roles, Large-Small-Large, 3/4 P hand-off, lazy rescaling, exp2 emulation.
-import type { Chapter } from './types.ts';
+import type { Chapter, HwRow } from './types.ts';
 import { firstIndex, fmt, lessonRequest } from './queries.ts';
 import { describeFor, shapeOf, type LoadRequest, type ProblemShape, type TraceEvent } from '../../../engine/api.ts';
 
@@ -15,6 +15,8 @@ function kvRing(shape: Partial<ProblemShape>): { slots: number[]; twoCta: boolea
 }
 const kvSlots = (shape: Partial<ProblemShape>) => kvRing(shape).slots;
 const kvRingOf = (req: LoadRequest) => kvRing(shapeOf(req.problem));
+/** Microseconds the tensor memory is busy in a hardware-model row. */
+const tmemBusyUs = (r: HwRow) => r.timeUs * (r.utilization.tmem ?? 0);
 
 /** The keys of the first K/V tile the softmax warps exponentiate. */
 function firstKeys(events: readonly TraceEvent[]): string {
@@ -179,18 +181,24 @@ export const chapter8: Chapter = {
       hint: 'Hover the K/V slots (sKV) in the memory map: each shows its bytes.',
     },
     {
-      id: 'exp2-us',
-      prompt: 'In the hardware table, how many microseconds does exp2 emulation save on the B200?',
+      id: 'rescale-tmem-us',
+      prompt:
+        'In the hardware table, switching lazy rescaling off leaves the B200 time where it was. How many microseconds longer is the tensor memory (tmem) busy per kernel with it off?',
       kind: 'number',
-      tolerance: 0.01,
-      answer: ({ simulate }) => simulate('fa4', B200, { exp2Emulation: false }).timeUs - simulate('fa4', B200, {}).timeUs,
+      // The table shows whole percents of the kernel time.
+      tolerance: 0.03,
+      answer: ({ simulate }) => tmemBusyUs(simulate('fa4', B200, { lazyRescale: false })) - tmemBusyUs(simulate('fa4', B200, {})),
       explain: ({ simulate }, a) => {
-        const on = simulate('fa4', B200, {}).utilization;
-        const off = simulate('fa4', B200, { exp2Emulation: false }).utilization;
+        const on = simulate('fa4', B200, {});
+        const off = simulate('fa4', B200, { lazyRescale: false });
         const pct = (v: number | undefined) => `${Math.round((v ?? 0) * 100)}%`;
-        return `${fmt(Number(a), 4)} µs in FlashScope's model. Without emulation the exponential unit (mufu) is busy ${pct(off.mufu)} of the time instead of ${pct(on.mufu)}, and the FMA units ${pct(off.fma)} instead of ${pct(on.fma)}: the polynomial moves work from the first to the second.`;
+        const time =
+          Math.abs(off.timeUs - on.timeUs) < 0.05
+            ? `the kernel time stays ${fmt(on.timeUs, 4)} µs because the tensor cores, busy ${pct(on.utilization.tensor)} of it, set the pace, and the extra trips fit beside them`
+            : `the kernel time moves from ${fmt(on.timeUs, 4)} to ${fmt(off.timeUs, 4)} µs`;
+        return `${fmt(Number(a), 4)} µs (tmem ${pct(off.utilization.tmem)} of ${fmt(off.timeUs, 4)} µs against ${pct(on.utilization.tmem)} of ${fmt(on.timeUs, 4)} µs): every rescale is a trip of O through the correction warps and TMEM. Here ${time}.`;
       },
-      hint: 'Subtract the "all on" time from the "exp2 emulation off" time.',
+      hint: 'Busy time of a unit = kernel time × its share / 100. Work it out for tmem in the "FA4, all on" and "lazy rescaling off" rows and subtract.',
     },
   ],
 };

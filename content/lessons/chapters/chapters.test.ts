@@ -8,7 +8,17 @@ import { referenceAttention } from '../../../engine/core/reference.ts';
 import { randomInputs } from '../../../engine/core/inputs.ts';
 import { softmaxScale } from '../../../engine/core/problem.ts';
 import { CHAPTERS, chapterByNumber } from './index.ts';
-import { chapterFacts, checkAnswer, isCorrect, lessonContext, locateTarget, parseAnswer, RunCache, runRequest } from './evaluate.ts';
+import {
+  chapterFacts,
+  checkAnswer,
+  hardwareTable,
+  isCorrect,
+  lessonContext,
+  locateTarget,
+  parseAnswer,
+  RunCache,
+  runRequest,
+} from './evaluate.ts';
 import { fa1IoSweep, standardIoBytes, SWEEP_PROBLEM } from './io-sweep.ts';
 import { fmtScientific } from './queries.ts';
 import { onlineSoftmaxSteps, safeSoftmax, softmaxFromOnline } from './online-softmax.ts';
@@ -428,6 +438,38 @@ describe('chapter 6 (Ampere pipelines): the prefetch and the tensor time', () =>
     const a = Number(q('tensor-time').answer(lessonContext(c, c.panes[0].preset, cache)));
     expect(a).toBeGreaterThan(1.8);
     expect(a).toBeLessThan(2.2);
+  });
+});
+
+describe('chapters 7 and 8: the hardware-table questions need reasoning, and accept the figures the table shows', () => {
+  /** A row of the table as the view shows it: time to 0.1 µs, unit shares in whole percents. */
+  const shown = (n: number, label: string) => {
+    const r = hardwareTable(chapterByNumber(n)!).find((x) => x.label === label)!;
+    const pct = (k: string) => Math.round((r.utilization[k] ?? 0) * 100) / 100;
+    return { time: Number(r.timeUs.toFixed(1)), pct };
+  };
+  const check = (n: number, qid: string, value: number) => {
+    const c = chapterByNumber(n)!;
+    return checkAnswer(c, qid, c.panes[0].preset, String(value), cache).verdict;
+  };
+  it('chapter 7 asks how many times ping-pong off costs the overlap off costs, not a difference of two times', () => {
+    const on = shown(7, 'FA3, all on').time;
+    const pp = shown(7, 'ping-pong off').time - on;
+    const ov = shown(7, 'intra-warpgroup overlap off').time - on;
+    expect(ov / pp).toBeGreaterThan(2);
+    expect(check(7, 'overlap-vs-pingpong', ov / pp)).toBe('correct');
+    expect(check(7, 'overlap-vs-pingpong', ov)).toBe('wrong');
+    expect(check(7, 'overlap-vs-pingpong', pp / ov)).toBe('wrong');
+  });
+  it('chapter 8 asks the tmem time lazy rescaling saves while the kernel time stays put', () => {
+    const on = shown(8, 'FA4, all on');
+    const off = shown(8, 'lazy rescaling off');
+    expect(off.time).toBe(on.time);
+    const fromTable = off.time * off.pct('tmem') - on.time * on.pct('tmem');
+    expect(fromTable).toBeGreaterThan(1);
+    expect(check(8, 'rescale-tmem-us', fromTable)).toBe('correct');
+    expect(check(8, 'rescale-tmem-us', off.time - on.time)).toBe('wrong');
+    expect(check(8, 'rescale-tmem-us', off.time * off.pct('tmem'))).toBe('wrong');
   });
 });
 

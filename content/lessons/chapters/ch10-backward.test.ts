@@ -7,7 +7,7 @@ import { randomGradOutput } from '../../../engine/backward/grad-output.ts';
 import { randomInputs } from '../../../engine/core/inputs.ts';
 import { referenceAttention } from '../../../engine/core/reference.ts';
 import { chapterByNumber } from './index.ts';
-import { lessonContext, locateBlock, RunCache, runRequest } from './evaluate.ts';
+import { lessonContext, locateBlock, locateTarget, RunCache, runRequest } from './evaluate.ts';
 
 const cache = new RunCache(10);
 const c = chapterByNumber(10)!;
@@ -49,6 +49,17 @@ describe('chapter 10: the backward pass', () => {
     const tc = p.nk / req.blocks.blockN!;
     expect(answer('row-block-workers')).toBe(tc);
     expect(answer('row-block-workers', { ...req, problem: { ...p, causal: true } })).toBe(2);
+  });
+
+  it("after the Causal change the FA2 pane stands at worker 1's first add, at row block 1, where no other worker meets it", () => {
+    const causal = c.tryThis.find((t) => t.label === 'Causal')!.change(req);
+    const t = locateTarget(c, 0, causal, cache);
+    expect(t.describe).not.toContain('no step matching');
+    expect(t.describe).toBe(c.panes[0].target.fallback!.describe);
+    const e = runRequest(causal).events[t.step];
+    expect(e.kind === 'dq' && [e.worker, e.tile.qBlock, e.collidesWith.length, e.atomic]).toEqual([1, 1, 0, true]);
+    // The preset still opens at a colliding add.
+    expect(locateTarget(c, 0, req, cache).exact).toBe(true);
   });
 
   it('every step link of the text finds its step in the preset, of the kind it names', () => {

@@ -110,7 +110,15 @@ export const chapter10: Chapter = {
     {
       label: 'FA2 backward',
       preset: backward('fa2'),
-      target: { describe: 'the first atomic add into dQ that other workers would make at the same moment', find: firstCollidingAdd },
+      target: {
+        describe: 'the first atomic add into dQ that other workers would make at the same moment',
+        find: firstCollidingAdd,
+        fallback: {
+          describe:
+            "worker 1's first atomic add into dQ: with the mask it starts at row block 1, and no other worker adds there at the same moment",
+          find: (ev) => firstIndex(ev, (e) => e.kind === 'dq' && e.atomic && e.worker === 1),
+        },
+      },
       views: ['heatmaps', 'dq-accum', 'formula', 'counters', 'pseudo'],
     },
     {

@@ -24,6 +24,8 @@ describe('content', () => {
         expect(c.explain[ev.line], ev.line).toBeTruthy();
         const f = formulaFor(algo.id, ev, 0, undefined);
         expect(f.symbolic.length).toBeGreaterThan(0);
+        // The running sum is ℓ, as in the lessons: no bare l with a subscript or superscript.
+        expect(`${f.symbolic} ${f.live}`, ev.line).not.toMatch(/(?<![A-Za-z\\])l[_^]/);
         seen.add(ev.line);
       }
       expect(seen.size).toBeGreaterThan(5);
@@ -47,6 +49,7 @@ describe('content', () => {
     expect(recomputed).toBeCloseTo(ev.lAfter[0], 4);
     expect(f.live).toContain(texNum(ev.lAfter[0]));
     expect(f.live).toContain(texNum(ev.lBefore[0]));
+    expect(f.symbolic).toContain('\\ell_{\\text{new}}');
   });
 
   it("sage's qk step shows the two INT8 scales its integer scores were multiplied by", () => {

@@ -89,19 +89,20 @@ function formulaNatural(algorithm: string, ev: TraceEvent, r: number, entry: Row
         const mo = entry?.mBefore?.[r];
         const mn = entry?.mAfter?.[r];
         return {
-          symbolic: 'l^{\\text{new}}_i = e^{m_i - m^{\\text{new}}_i}\\, l_i + e^{\\tilde m_{ij} - m^{\\text{new}}_i}\\, \\tilde l_{ij}',
-          live: `l_{${row}} = e^{${minus(mo, mn)}} \\cdot ${texNum(ev.lBefore[r])} + e^{${minus(mt, mn)}} \\cdot ${texNum(ev.tileSum[r])} = ${texNum(ev.lAfter[r])}`,
+          symbolic:
+            '\\ell^{\\text{new}}_i = e^{m_i - m^{\\text{new}}_i}\\, \\ell_i + e^{\\tilde m_{ij} - m^{\\text{new}}_i}\\, \\tilde \\ell_{ij}',
+          live: `\\ell_{${row}} = e^{${minus(mo, mn)}} \\cdot ${texNum(ev.lBefore[r])} + e^{${minus(mt, mn)}} \\cdot ${texNum(ev.tileSum[r])} = ${texNum(ev.lAfter[r])}`,
         };
       }
-      if (standard) return { symbolic: 'l_i = \\mathrm{rowsum}(P_i)', live: `l_{${row}} = ${texNum(ev.lAfter[r])}` };
+      if (standard) return { symbolic: '\\ell_i = \\mathrm{rowsum}(P_i)', live: `\\ell_{${row}} = ${texNum(ev.lAfter[r])}` };
       return {
-        symbolic: 'l_{\\text{new}} = e^{m_{\\text{old}} - m_{\\text{new}}}\\, l_{\\text{old}} + \\mathrm{rowsum}(P_{ij})',
-        live: `l_{${row}} = e^{${minus(entry?.mBefore?.[r], entry?.mAfter?.[r])}} \\cdot ${texNum(ev.lBefore[r])} + ${texNum(ev.tileSum[r])} = ${texNum(ev.lAfter[r])}`,
+        symbolic: '\\ell_{\\text{new}} = e^{m_{\\text{old}} - m_{\\text{new}}}\\, \\ell_{\\text{old}} + \\mathrm{rowsum}(P_{ij})',
+        live: `\\ell_{${row}} = e^{${minus(entry?.mBefore?.[r], entry?.mAfter?.[r])}} \\cdot ${texNum(ev.lBefore[r])} + ${texNum(ev.tileSum[r])} = ${texNum(ev.lAfter[r])}`,
       };
     case 'rescale':
       return fa1
         ? {
-            symbolic: 'O_i \\leftarrow \\frac{l_i\\, e^{m_i - m^{\\text{new}}_i}}{l^{\\text{new}}_i}\\, O_i',
+            symbolic: 'O_i \\leftarrow \\frac{\\ell_i\\, e^{m_i - m^{\\text{new}}_i}}{\\ell^{\\text{new}}_i}\\, O_i',
             live: `O_{${row},:} \\leftarrow ${texNum(ev.factor[r])} \\cdot O_{${row},:}`,
           }
         : {
@@ -116,7 +117,7 @@ function formulaNatural(algorithm: string, ev: TraceEvent, r: number, entry: Row
         .join(',\\ ');
       return {
         symbolic: fa1
-          ? 'O_i \\leftarrow O_i + \\frac{e^{\\tilde m_{ij} - m^{\\text{new}}_i}}{l^{\\text{new}}_i}\\, \\tilde P_{ij} V_j'
+          ? 'O_i \\leftarrow O_i + \\frac{e^{\\tilde m_{ij} - m^{\\text{new}}_i}}{\\ell^{\\text{new}}_i}\\, \\tilde P_{ij} V_j'
           : standard
             ? 'O_i = P_i V'
             : 'O_i \\leftarrow O_i + P_{ij} V_j',
@@ -126,11 +127,11 @@ function formulaNatural(algorithm: string, ev: TraceEvent, r: number, entry: Row
     case 'normalize':
       return standard
         ? {
-            symbolic: 'P_i \\leftarrow \\mathrm{diag}(l_i)^{-1} P_i',
+            symbolic: 'P_i \\leftarrow \\mathrm{diag}(\\ell_i)^{-1} P_i',
             live: `P_{${row},:} \\leftarrow P_{${row},:} / ${texNum(ev.l[r])},\\quad \\mathrm{LSE}_{${row}} = ${texNum(ev.lse[r])}`,
           }
         : {
-            symbolic: 'O_i \\leftarrow \\mathrm{diag}(l_i)^{-1} O_i,\\quad \\mathrm{LSE}_i = m_i + \\log l_i',
+            symbolic: 'O_i \\leftarrow \\mathrm{diag}(\\ell_i)^{-1} O_i,\\quad \\mathrm{LSE}_i = m_i + \\log \\ell_i',
             live: `O_{${row},:} \\leftarrow O_{${row},:} / ${texNum(ev.l[r])},\\quad \\mathrm{LSE}_{${row}} = ${texNum(ev.lse[r])}`,
           };
     case 'combine': {

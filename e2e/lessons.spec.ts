@@ -186,7 +186,7 @@ test("a switch that removes the chapter's step: the caption names the step shown
   if (combine.kind !== 'combine') throw new Error('chapter 9 has a combine step');
   const stats = paneOf(page, 9).getByRole('region', { name: 'Running statistics' });
   await expect(stats.getByRole('heading')).toHaveText(
-    `Combine — Q tile 0 (rows 0–0): ${combine.splitLse[0].length} splits merged by their LSE`,
+    `Combine — Q tile 0 (row 0): ${combine.splitLse[0].length} splits merged by their LSE`,
   );
   await expect(stats.getByRole('row').nth(1)).toContainText(Number(combine.lse[0].toPrecision(5)).toString());
   await page.getByRole('checkbox', { name: /Split K\/V/ }).uncheck();

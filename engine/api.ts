@@ -84,6 +84,7 @@ export type {
   HeadInputs,
   LoadSummary,
   Progress,
+  RowHistory,
   RowHistoryEntry,
 } from './debugger/protocol.ts';
 export { applyUpdate } from './debugger/frames.ts';

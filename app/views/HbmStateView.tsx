@@ -1,4 +1,4 @@
-// FA1 keeps m and l for every query row in HBM and rewrites them on every step; this shows
+// FA1 keeps m and ℓ for every query row in HBM and rewrites them on every step; this shows
 // both vectors with the rows the current step rewrites marked.
 
 import { useMemo } from 'react';
@@ -44,7 +44,7 @@ export function HbmStateView() {
         />
         <Heatmap
           id="l"
-          title="l (HBM)"
+          title="ℓ (HBM)"
           data={frame.l}
           version={frame.seq}
           rows={frame.nq}

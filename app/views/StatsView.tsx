@@ -1,4 +1,4 @@
-// Running softmax statistics of the rows of the current Q tile: m and l now, and how m grew
+// Running softmax statistics of the rows of the current Q tile: m and ℓ now, and how m grew
 // over the K/V blocks visited so far, with the rescale factor exp(m_old − m_new) marked
 // where m grew. The factor is computed from m itself, not taken from the rescale step,
 // because FA1's rescale step also folds in the renormalization l_old / l_new.
@@ -8,6 +8,7 @@ import { useApp } from '../store/store.ts';
 import { usePane } from '../store/pane-context.ts';
 import type { RowHistoryEntry, TraceEvent } from '../../engine/api.ts';
 import { rowWindow } from './row-window.ts';
+import { rowsLabel, statsTitle } from './stats-title.ts';
 
 function num(v: number | undefined): string {
   if (v === undefined || Number.isNaN(v)) return '—';
@@ -59,12 +60,12 @@ function sparkColours(el: Element, theme: string): { line: string; grew: string 
  * each split's weight w_k = e^(LSE_k − LSE) in it.
  */
 function CombineStats({ ev }: { ev: Extract<TraceEvent, { kind: 'combine' }> }) {
-  const [r0, r1] = ev.tile.rows;
+  const [r0] = ev.tile.rows;
   const splits = ev.splitLse[0]?.length ?? 0;
   return (
     <section className="view stats" aria-label="Running statistics">
       <h3>
-        Combine — Q tile {ev.tile.qBlock} (rows {r0}–{r1 - 1}): {splits} splits merged by their LSE
+        Combine — Q tile {ev.tile.qBlock} ({rowsLabel(ev.tile.rows)}): {splits} splits merged by their LSE
       </h3>
       <div className="stats-scroll">
         <table className="stats-table combine-table">
@@ -248,17 +249,14 @@ export function StatsView() {
   const { first, end } = rowWindow(r1 - r0, view.top, view.height, view.rowH);
   return (
     <section className="view stats" aria-label="Running statistics">
-      <h3>
-        Running max m and sum l — Q tile {history.qBlock} (rows {r0}–{r1 - 1}), {history.entries.length} K/V block
-        {history.entries.length === 1 ? '' : 's'} so far
-      </h3>
+      <h3>{statsTitle(history)}</h3>
       <div className="stats-scroll" onScroll={onScroll}>
         <table className="stats-table" data-rows={r1 - r0} data-rendered={end - first}>
           <thead>
             <tr>
               <th>row</th>
               <th>m</th>
-              <th>l</th>
+              <th>ℓ</th>
               <th>{base2 ? '2^(m_old−m_new)' : 'e^(m_old−m_new)'}</th>
               <th>m over K/V blocks</th>
             </tr>

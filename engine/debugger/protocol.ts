@@ -98,6 +98,8 @@ export interface RowHistoryEntry {
 export interface RowHistory {
   qBlock: number;
   rows: Range;
+  /** flash-decoding: the split of the current step; the entries are then that split's blocks only, as m and ℓ restart per split. */
+  split?: number;
   entries: RowHistoryEntry[];
 }
 

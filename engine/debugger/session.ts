@@ -428,6 +428,7 @@ export class DebuggerSession {
     for (const i of list) {
       if (i > this.pos) break;
       const e = L.events[i];
+      if (ev.split !== undefined && e.split !== ev.split) continue;
       let entry = entries[entries.length - 1];
       if (!entry || entry.kvBlock !== e.tile.kvBlock) entries.push((entry = { kvBlock: e.tile.kvBlock }));
       if (e.kind === 'rowmax') {
@@ -438,7 +439,7 @@ export class DebuggerSession {
       } else if (e.kind === 'rowsum') entry.lAfter = e.lAfter;
       else if (e.kind === 'rescale') entry.factor = e.factor;
     }
-    return { qBlock: ev.tile.qBlock, rows: ev.tile.rows, entries };
+    return { qBlock: ev.tile.qBlock, rows: ev.tile.rows, ...(ev.split === undefined ? {} : { split: ev.split }), entries };
   }
 
   /** The update to the cursor's frame since the previous one. Arrays are fresh copies, safe to transfer. */

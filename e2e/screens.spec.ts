@@ -125,6 +125,18 @@ for (const size of SIZES) {
         expect(heat.width, `backward ${m} width`).toBeGreaterThanOrEqual(200);
         expect(heat.right).toBeLessThanOrEqual(size.width);
       }
+
+      // FA4's memory map: the strip's labels would be a few pixels tall, so a line of text names its blocks.
+      await page.goto('/?lesson=8');
+      const fa4 = page.locator('[data-lesson-pane="lesson-8-0"]');
+      await expect(fa4.getByTestId('step-counter')).toHaveText(/^Step \d+ of \d+$/, { timeout: 30_000 });
+      const list = fa4.getByTestId('smem-list').first();
+      await expect(list).toBeVisible({ timeout: 30_000 });
+      await expect(list).toContainText(/K\S* s\d \d/);
+      expect(await list.evaluate((e) => Number.parseFloat(getComputedStyle(e).fontSize))).toBeGreaterThanOrEqual(12);
+      await expect(fa4.locator('.hw-strip .hw-label').first()).toBeHidden();
+      await noSidewaysScroll(page);
+      await shot(page, { path: `${dir}/lesson-8.png`, fullPage: true });
     }
 
     await page.getByRole('tab', { name: 'Serving' }).click();

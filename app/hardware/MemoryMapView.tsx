@@ -26,6 +26,10 @@ function ctaOf(buffer: string): string {
 }
 const bare = (buffer: string) => buffer.replace(CTA_PREFIX, '');
 
+/** "K2 s1": the tile a block holds, with its ring stage for K/V buffers. */
+const blockLabel = (m: MemInterval) =>
+  `${m.tile}${m.buffer.endsWith('sKV') || m.buffer.endsWith('sK') || m.buffer.endsWith('sV') ? ` s${m.stage}` : ''}`;
+
 function SmemStrip({ view, live, cta, cursor }: { view: HwView; live: MemInterval[]; cta: string; cursor: number }) {
   const cap = view.resources.smem.capacity_bytes;
   const W = 1000;
@@ -76,9 +80,7 @@ function SmemStrip({ view, live, cta, cursor }: { view: HwView; live: MemInterva
                 className={filling ? 'hw-filling' : undefined}
               />
               <text x={x(m.offset) + w / 2} y={33} textAnchor="middle" className="hw-label">
-                {w > 24
-                  ? `${m.tile}${m.buffer.endsWith('sKV') || m.buffer.endsWith('sK') || m.buffer.endsWith('sV') ? ` s${m.stage}` : ''}`
-                  : ''}
+                {w > 24 ? blockLabel(m) : ''}
               </text>
               <title>{`${m.tile} in ${bare(m.buffer)}[${m.stage}]: bytes ${m.offset}–${m.offset + m.bytes} (${kb(m.bytes)}); ${filling ? `copy lands at cycle ${Math.round(m.ready)}` : `ready since cycle ${Math.round(m.ready)}`}, released at ${Math.round(m.end)}`}</title>
             </g>
@@ -97,6 +99,15 @@ function SmemStrip({ view, live, cta, cursor }: { view: HwView; live: MemInterva
           KB
         </text>
       </svg>
+      {/* On a phone the strip's labels would be a few pixels tall: the same blocks as a line of text. */}
+      <p className="hw-smem-list" data-testid="smem-list">
+        {blocks.length === 0
+          ? 'Empty.'
+          : [...blocks]
+              .sort((a, b) => a.offset - b.offset)
+              .map((m) => `${blockLabel(m)} ${kb(m.bytes)}${cursor < m.ready ? ' (loading)' : ''}`)
+              .join(' · ')}
+      </p>
     </figure>
   );
 }

@@ -145,7 +145,7 @@ export { H200_MEASURED } from './webgpu/ceilings.ts';
 export { RESOURCE_LABEL, rooflineOfRun } from './webgpu/roofline.ts';
 export type { Roofline } from './webgpu/roofline.ts';
 export { webgpuDefaultsFor, webgpuPathFix } from './defaults/webgpu-defaults.ts';
-export type { WebGpuField, WebGpuShape } from './defaults/webgpu-defaults.ts';
+export type { WebGpuChange, WebGpuField, WebGpuShape } from './defaults/webgpu-defaults.ts';
 
 // The person's tensors: files and their layouts.
 export { detectLayout, guessRole } from './import/tensor-import.ts';

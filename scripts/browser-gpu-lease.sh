@@ -66,9 +66,7 @@ case "$1" in
       stamp panel-decode; "${B[@]}" ROWS='decode Hq(32|64)' timeout 170 node $H/browser-gpu-bench.mjs
       stamp node-decode; timeout 130 node $H/webgpu.mjs --skip tiles --no-65536 --no-forward --paths decode --decode-shapes 32:8:8192,64:8:8192,32:8:32768,64:8:32768
       stamp node-study; timeout 100 node $H/webgpu.mjs --timing-study
-      stamp browser-study; "${B[@]}" timeout 130 node $H/browser-gpu-bench.mjs --study | tee /tmp/study.log
-      # some Chromium starts get no adapter; the next start in the same call has found it
-      if grep -q 'No WebGPU adapter' /tmp/study.log; then stamp browser-study-again; "${B[@]}" timeout 130 node $H/browser-gpu-bench.mjs --study; fi
+      stamp browser-study; "${B[@]}" timeout 130 node $H/browser-gpu-bench.mjs --study
       stamp end
     } 2>&1 | $F | tee $OUT/gqa.log | cut -c1-900 ;;
   decode)

@@ -4,14 +4,26 @@
 // A diagnostic page, not part of the app: it works on the page's own thread.
 
 import { studyShapes, timingStudy, type StudyRow } from '../engine/bench/timing-study.ts';
-import { openWebGpu } from '../engine/webgpu/device.ts';
+import { openWebGpu, WebGpuUnavailable } from '../engine/webgpu/device.ts';
 
 const state: { rows: (StudyRow | string)[]; done: boolean } = { rows: [], done: false };
 (window as unknown as { timingStudy: typeof state }).timingStudy = state;
 
+// A page that asks on load can find Chromium's GPU process still starting (requestAdapter null): ask again.
+async function openWithRetry(): Promise<Awaited<ReturnType<typeof openWebGpu>>> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await openWebGpu(navigator.gpu);
+    } catch (e) {
+      if (!(e instanceof WebGpuUnavailable) || attempt >= 10) throw e;
+      await new Promise((r) => setTimeout(r, 1000));
+    }
+  }
+}
+
 async function main(): Promise<void> {
   try {
-    const ctx = await openWebGpu(navigator.gpu);
+    const ctx = await openWithRetry();
     state.rows.push(`adapter ${ctx.adapterName}; features ${ctx.features.join(', ')}; paths ${ctx.paths.join(', ')}`);
     await timingStudy(ctx, studyShapes(ctx.paths, new URLSearchParams(location.search).has('quick')), (r) => state.rows.push(r));
   } catch (e) {

@@ -19,7 +19,8 @@ import { SHARED_PANE } from './shared-request.ts';
 import { paneDifferences, sameTilesPlan, type PaneFacts } from './pane-differences.ts';
 import { useHw } from '../store/hw-store.ts';
 import { choiceKey, defaultGpu } from '../store/gpus.ts';
-import { capBlocks, descriptorOf, hasHardwareModel, hasKernel } from '../../engine/api.ts';
+import { descriptorOf, hasHardwareModel } from '../../engine/api.ts';
+import { paneKernelTile } from './pane-kernel-tile.ts';
 
 /** Per pane: why it is not run (its algorithm cannot take its dtype), or undefined. A string key keeps the selector stable. */
 function useRefusals(): (string | undefined)[] {
@@ -181,14 +182,12 @@ function PaneDifferencesNote({ shown }: { shown: number[] }) {
     const modelled = hasHardwareModel(c.algorithm, pass);
     const gpuId = modelled ? (hwGpus[comparePaneId(i)]?.gpu[choiceKey(c.algorithm, pass)] ?? defaultGpu(c.algorithm, pass)) : undefined;
     const dtype = c.dtype ?? shared.problem.dtype;
-    const kernel = hasKernel(c.algorithm) ? descriptorOf(c.algorithm).tiles({ ...shared.problem, dtype }) : undefined;
-    const own = kernel && capBlocks(shared.problem, kernel.blockM, kernel.blockN);
     return {
       pane: i + 1,
       tile: [b.blockM, b.blockN],
       dtype,
       gpu: gpuId ? (GPUS.find((g) => g.id === gpuId)?.name ?? gpuId) : undefined,
-      kernelTile: own ? [own.blockM, own.blockN] : undefined,
+      kernelTile: paneKernelTile(shared, c),
       name: descriptorOf(c.algorithm).name,
     };
   });

@@ -33,7 +33,10 @@ export const FULL: Form = { batch: '4', hq: '16', hk: '16', nq: '4096', nk: '409
  * The shapes BENCHMARKS.md reports, one click away: a preset fills the problem fields (no
  * masks or modifiers) and, for the decoding shapes, picks the flash-decoding kernel.
  */
-export const PRESETS: { name: string; form: Partial<Form>; path?: WebGpuPath }[] = [
+/** A benchmark shape: its form fields and, where it names one, its kernel path. */
+export type Preset = { name: string; form: Partial<Form>; path?: WebGpuPath };
+
+export const PRESETS: Preset[] = [
   { name: 'benchmark headline: B=4 H=16 N=4096 d=64', form: { batch: '4', hq: '16', hk: '16', nq: '4096', nk: '4096', d: '64', dv: '64' } },
   {
     name: 'long context: B=4 H=16 N=65536 d=128 (windows of batches)',

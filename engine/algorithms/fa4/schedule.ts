@@ -313,6 +313,7 @@ function resources(gpu: GpuSpec, shape: ProblemShape, f: HwFeatures): ResourceSh
       registers: `${dp.registers.softmax}/${dp.registers.correction}/${dp.registers.other}`,
       exp2_emu_freq: dp.exp2Freq,
       tiles: dp.tiles,
+      scheduler: dp.tileScheduler,
     },
     why: dp.numSplits > 1 && !dp.refused ? [...dp.why, ...fa4CombineOf(shape, dp.numSplits).why] : dp.why,
   };
@@ -777,9 +778,9 @@ export const fa4Hw: HwAlgorithm = {
     const cfg = fa4Tiles(shape);
     return { ctaRows: ctaRows(cfg) * cfg.ctaGroup, subRows: sheet.tiles.block_m };
   },
-  // The main kernel's tile scheduler hands out the longest CTAs first; the d = 256 kernel is
-  // not persistent (is_persistent = False, l. 115) and its blocks start in grid order.
-  longestFirst: (shape) => !fa4Tiles(shape).dedicatedHd256,
+  // The dispatch's tile scheduler decides the order; the d = 256 kernel is not persistent
+  // (is_persistent = False, l. 115) and its blocks start in grid order.
+  longestFirst: (shape) => fa4DispatchOf(shape).longestFirst,
   resources,
   grid,
   build,

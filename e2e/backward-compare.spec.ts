@@ -93,10 +93,10 @@ test('FA3 backward panes offer the deterministic switch, and a forward-only algo
   // a 16 × 16 tile typed here gives every row block several column blocks' adds to order.
   const form = formToRequest(formForPass(DEFAULT_FORM, 'backward'));
   const { config } = defaultsFor('fa3', { ...form.problem, blockM: 16, blockN: 16 }, ['batch', 'hq', 'hk', 'nq', 'nk', 'd', 'dv']);
+  const base = { ...form, problem: { ...form.problem, dtype: config.dtype } };
+  const own = (await session(paneRequest(base, { ...DEFAULT_PANES[1], algorithm: 'fa3', blockM: '', blockN: '' }))).summary!.blocks;
   await expect(pane(page, 1).getByRole('textbox', { name: 'Pane 2 Br' })).toHaveValue('');
-  await expect(pane(page, 1).getByTestId('run-tile')).toContainText(`Br × Bc = ${config.blockM} × ${config.blockN}`, {
-    timeout: 30_000,
-  });
+  await expect(pane(page, 1).getByTestId('run-tile')).toContainText(`Br × Bc = ${own.blockM} × ${own.blockN}`, { timeout: 30_000 });
   for (const t of ['Br', 'Bc']) {
     await pane(page, 1)
       .getByRole('textbox', { name: `Pane 2 ${t}` })
@@ -106,7 +106,6 @@ test('FA3 backward panes offer the deterministic switch, and a forward-only algo
       .blur();
   }
   await pane(page, 1).getByRole('checkbox', { name: 'Pane 2 deterministic' }).check();
-  const base = { ...form, problem: { ...form.problem, dtype: config.dtype } };
   const s = await session({
     ...paneRequest(base, { ...DEFAULT_PANES[1], algorithm: 'fa3', blockM: '16', blockN: '16' }),
     features: { deterministic: true },

@@ -9,7 +9,7 @@ import { AttentionRun, pathElem, type RunOptions } from './backend.ts';
 import { bytesPerBatch, bytesPerHead } from './binding-windows.ts';
 import type { WebGpuContext, WebGpuPath } from './device.ts';
 import { sampleSites } from './row-check.ts';
-import { checkPaged, checkVarlen } from './serving-checks.ts';
+import { checkPaged, checkVarlen, failedRow, maxErr } from './serving-checks.ts';
 import { KERNEL_VARIANTS, WINDOW_VARIANTS } from './variants.ts';
 
 export interface CheckResult {
@@ -88,20 +88,9 @@ async function checksFor(ctx: WebGpuContext, paths: WebGpuPath[], kernel: Kernel
         run.upload(x);
         await run.execute();
         const r = await run.read();
-        let eo = 0;
-        let el = 0;
-        for (let i = 0; i < r.o.length; i++) eo = Math.max(eo, Math.abs(r.o[i] - ref.o[i]));
-        for (let i = 0; i < r.lse.length; i++) el = Math.max(el, r.lse[i] === ref.lse[i] ? 0 : Math.abs(r.lse[i] - ref.lse[i]));
-        results.push({ path, variant: v.name, maxErrO: eo, maxErrLse: el, config: run.config });
+        results.push({ path, variant: v.name, maxErrO: maxErr(r.o, ref.o), maxErrLse: maxErr(r.lse, ref.lse), config: run.config });
       } catch (e) {
-        results.push({
-          path,
-          variant: v.name,
-          maxErrO: NaN,
-          maxErrLse: NaN,
-          config: '',
-          error: e instanceof Error ? e.message : String(e),
-        });
+        results.push({ path, variant: v.name, ...failedRow(e) });
       } finally {
         run?.destroy();
       }
@@ -142,7 +131,7 @@ async function fillInChunks(ctx: WebGpuContext, path: WebGpuPath): Promise<Check
     }
     return { path, variant: 'fill in chunks', maxErrO: diff, maxErrLse: 0, config: runs[0].config };
   } catch (e) {
-    return { path, variant: 'fill in chunks', maxErrO: NaN, maxErrLse: NaN, config: '', error: e instanceof Error ? e.message : String(e) };
+    return { path, variant: 'fill in chunks', ...failedRow(e) };
   } finally {
     runs.forEach((r) => r.destroy());
   }

@@ -163,7 +163,13 @@ export interface ServingCheck {
   error?: string;
 }
 
-function maxErr(got: Float32Array, ref: ArrayLike<number>): number {
+/** What a check row says of a run that threw: no error figures, the run's own message. */
+export function failedRow(e: unknown): { maxErrO: number; maxErrLse: number; config: string; error: string } {
+  return { maxErrO: NaN, maxErrLse: NaN, config: '', error: e instanceof Error ? e.message : String(e) };
+}
+
+/** Largest |got − ref| (equal values count 0, so −∞ = −∞); a NaN or a length mismatch is Infinity. */
+export function maxErr(got: Float32Array, ref: ArrayLike<number>): number {
   let e = 0;
   for (let i = 0; i < got.length; i++) {
     const d = got[i] === ref[i] ? 0 : Math.abs(got[i] - ref[i]);
@@ -201,15 +207,7 @@ export async function checkVarlen(
         config: run.config,
       });
     } catch (e) {
-      out.push({
-        kind: 'varlen',
-        path,
-        variant: v.name,
-        maxErrO: NaN,
-        maxErrLse: NaN,
-        config: '',
-        error: e instanceof Error ? e.message : String(e),
-      });
+      out.push({ kind: 'varlen', path, variant: v.name, ...failedRow(e) });
     } finally {
       run?.destroy();
     }
@@ -239,15 +237,7 @@ export async function checkPaged(ctx: WebGpuContext, variants = PAGED_VARIANTS, 
         config: run.config,
       });
     } catch (e) {
-      out.push({
-        kind: 'paged',
-        path: 'decode',
-        variant: v.name,
-        maxErrO: NaN,
-        maxErrLse: NaN,
-        config: '',
-        error: e instanceof Error ? e.message : String(e),
-      });
+      out.push({ kind: 'paged', path: 'decode', variant: v.name, ...failedRow(e) });
     } finally {
       run?.destroy();
     }

@@ -30,7 +30,7 @@ export {
   scheduleFix,
   tilesFor,
 } from './defaults/algorithm-defaults.ts';
-export type { ConfigField, Replaced, WorkingConfig } from './defaults/algorithm-defaults.ts';
+export type { ConfigField, ProblemMasks, Replaced, WorkingConfig } from './defaults/algorithm-defaults.ts';
 
 // The problem, its inputs, the float64 reference and the counters.
 export { DEFAULT_PROBLEM, DTYPES, ProblemError, dtypeBytes, isFp8, softmaxScale, validateProblem } from './core/problem.ts';

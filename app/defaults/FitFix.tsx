@@ -115,6 +115,10 @@ function loadedFix(pane: string, gpu: string): Replaced[] {
     blockM: applied.blocks.blockM ?? 16,
     blockN: applied.blocks.blockN ?? 16,
     gpu: gpu as GpuId,
+    causal: p.causal,
+    window: p.window,
+    softcap: p.softcap,
+    mask: p.mask,
   };
   try {
     return scheduleFix(applied.algorithm, c);

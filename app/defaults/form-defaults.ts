@@ -18,6 +18,8 @@ import {
   type DType,
   hasBackward,
   type Pass,
+  fieldsToProblem,
+  type ProblemMasks,
 } from '../../engine/api.ts';
 import { panelSwitches, type ProblemForm, startTile } from '../store/problem-form.ts';
 import { useApp } from '../store/store.ts';
@@ -122,13 +124,24 @@ export function choosePass(pane: string, pass: Pass): void {
   app.setForm(pane, formForPass(app.problem[pane].form, pass, touchedOf(pane)));
 }
 
-/** What keeps this form's problem off the hardware model, and the changes that would fix it. */
+/** The form's masks as the load would run them; none while a mask field does not parse (its own message says so). */
+function formMasks(form: ProblemForm): ProblemMasks {
+  try {
+    const { causal, window, softcap, mask } = fieldsToProblem(form);
+    return { causal, window, softcap, mask };
+  } catch {
+    return {};
+  }
+}
+
+/** What keeps this form's problem, masks included, off the hardware model, and the changes that would fix it. */
 export function formMisfit(form: ProblemForm, gpu: string): { lines: string[]; fix: Replaced[] } | null {
   if (!hasKernel(form.algorithm)) return null;
   const c = formConfig(form, gpu);
   if (SHAPE_FIELDS.some((f) => c[f] === undefined)) return null;
-  const lines = misfits(form.algorithm, c as WorkingConfig);
-  return lines.length === 0 ? null : { lines, fix: scheduleFix(form.algorithm, c as WorkingConfig) };
+  const config = { ...(c as WorkingConfig), ...formMasks(form) };
+  const lines = misfits(form.algorithm, config);
+  return lines.length === 0 ? null : { lines, fix: scheduleFix(form.algorithm, config) };
 }
 
 /** The form with a fix applied (the GPU goes to the hardware views' choice). */

@@ -49,8 +49,19 @@ export interface Fa4Dispatch {
   numMBlocks: number;
   /** CTAs: M blocks × heads × batch × splits (in 2-CTA mode two of them form a cluster). */
   tiles: number;
+  /** The main kernel's tile scheduler (flash_fwd_sm100.py l. 281-296); the d = 256 kernel's blocks start in grid order. */
+  tileScheduler: Fa4TileScheduler;
+  /** Whether the scheduler hands out the longest tiles first (lpt = is_causal or is_local, l. 726). */
+  longestFirst: boolean;
   why: string[];
 }
+
+export type Fa4TileScheduler =
+  | 'SingleTileLPTScheduler'
+  | 'StaticPersistentTileScheduler'
+  | 'SingleTileScheduler'
+  | 'SingleTileVarlenScheduler'
+  | 'hd256 grid order';
 
 const pad16 = (n: number) => Math.ceil(n / 16) * 16;
 
@@ -80,7 +91,7 @@ const BLOCK_INFO = 'flash_attn/cute/block_info.py@0251105a';
 function causalAtOneQueryRow(qheadPerKvhead: number, packGqa: boolean, varlenQ: boolean): string[] {
   const rows = packGqa && qheadPerKvhead > 1 ? `the ${qheadPerKvhead} packed rows are all query 0 (l. 38-39, 126-127), so ` : '';
   return [
-    `${IFACE} l. 768-770, 388-408: seqlen_q = 1 keeps causal (no rule like FA3's in hopper/flash_api.cpp l. 798-803): the kernel is compiled causal — causal tuning key (${SM100} l. 360), ${varlenQ ? 'varlen tile scheduler (l. 282-289)' : 'LPT tile scheduler (l. 291)'}, no 2-CTA (${IFACE} l. 825)`,
+    `${IFACE} l. 768-770, 388-408: seqlen_q = 1 keeps causal (no rule like FA3's in hopper/flash_api.cpp l. 798-803): the kernel is compiled causal — causal tuning key (${SM100} l. 360), ${varlenQ ? 'static persistent tile scheduler (l. 286-287)' : 'LPT tile scheduler (l. 291-292)'}, no 2-CTA (${IFACE} l. 825)`,
     `${BLOCK_INFO} l. 36-42, 125-134 with ${SM100} l. 2303-2328: ${rows}the causal edge seqlen_k − 1 + m_idx keeps every K/V block, and only the first block visited (the last in K) runs the mask`,
   ];
 }
@@ -290,6 +301,26 @@ export function fa4Dispatch(p: Fa4DispatchInput, numSms: number): Fa4Dispatch {
     `${IFACE} l. 363-365: ${numMBlocks} M blocks of ${qStage}×${tileM} rows × ${heads} ${packGqa ? 'KV ' : ''}heads × batch ${p.batch} × ${numSplits} splits = ${tiles} CTAs${ctaGroup === 2 ? ` (${Math.ceil(tiles / 2)} clusters of 2)` : ''}`,
   );
 
+  // Without a tile-count semaphore or CLC (both off by default, utils.py l. 89-90) no scheduler is dynamic.
+  const maxMBlocksLeqOne = packedRows <= qStage * tileM;
+  const isStaticPersistent = (!isCausal && !isLocal && !p.varlenQ && !isSplitKv) || (maxMBlocksLeqOne && !isSplitKv);
+  let tileScheduler: Fa4TileScheduler;
+  if (dedicatedHd256) tileScheduler = 'hd256 grid order';
+  else if (p.varlenQ) tileScheduler = isStaticPersistent ? 'StaticPersistentTileScheduler' : 'SingleTileVarlenScheduler';
+  else if (isCausal || isLocal) tileScheduler = 'SingleTileLPTScheduler';
+  else tileScheduler = isStaticPersistent ? 'StaticPersistentTileScheduler' : 'SingleTileScheduler';
+  const longestFirst =
+    (isCausal || isLocal) && (tileScheduler === 'SingleTileLPTScheduler' || tileScheduler === 'SingleTileVarlenScheduler');
+  if (!dedicatedHd256)
+    why.push(
+      `${IFACE} l. 815, 1075-1085 with ${SM100} l. 281-296, 726: ${isStaticPersistent ? 'static persistent' : 'not persistent'} (${[
+        isCausal || isLocal ? 'masked' : 'no mask',
+        p.varlenQ ? 'varlen Q' : 'dense Q',
+        isSplitKv ? 'split KV' : 'no split',
+        `${packedRows} rows ${maxMBlocksLeqOne ? '≤' : '>'} q_stage·tile_m`,
+      ].join(', ')}) → ${tileScheduler}${longestFirst ? ', longest tiles first' : ', tiles in grid order'}`,
+    );
+
   return {
     ...(refusals.length > 0 ? { refused: refusals.join('; ') } : {}),
     isCausal,
@@ -314,6 +345,8 @@ export function fa4Dispatch(p: Fa4DispatchInput, numSms: number): Fa4Dispatch {
     exp2Freq,
     numMBlocks,
     tiles,
+    tileScheduler,
+    longestFirst,
     why,
   };
 }

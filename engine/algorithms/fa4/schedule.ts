@@ -313,6 +313,7 @@ function resources(gpu: GpuSpec, shape: ProblemShape, f: HwFeatures): ResourceSh
       registers: `${dp.registers.softmax}/${dp.registers.correction}/${dp.registers.other}`,
       exp2_emu_freq: dp.exp2Freq,
       tiles: dp.tiles,
+      scheduler: dp.tileScheduler,
     },
     why: dp.numSplits > 1 && !dp.refused ? [...dp.why, ...fa4CombineOf(shape, dp.numSplits).why] : dp.why,
   };
@@ -420,7 +421,8 @@ function build(k: Kernel, given: BuildContext, work: CtaWork): void {
 function buildMain(k: Kernel, ctx: BuildContext, work: CtaWork): void {
   const { gpu, shape, features: f } = ctx;
   // Split KV writes fp32 partials of O (and LSE) that the combine kernel merges.
-  const splits = fa4DispatchOf(shape, gpu.smCount).numSplits;
+  const dispatch = fa4DispatchOf(shape, gpu.smCount);
+  const splits = dispatch.numSplits;
   const L = layout(gpu, shape, f);
   const N = L.cfg.blockN;
   const p = prefix(ctx);
@@ -642,7 +644,8 @@ function buildMain(k: Kernel, ctx: BuildContext, work: CtaWork): void {
         phase: opPhase(['mask'], j, ix),
         memDone: [tmemSpec(side, `S${s}`, L.tmem.s[s], N, 'release', `S${s}.${j}`)],
       });
-      const masked = crossesDiagonal(shape, (Q * G * work.qBlock + ix) * FA4_BLOCK_M, j, N);
+      // The first block a CTA visits always runs the mask (flash_fwd_sm100.py@0251105a l. 2303-2311), then the blocks crossing the diagonal (l. 2313-2328).
+      const masked = (i === 0 && dispatch.isCausal) || crossesDiagonal(shape, (Q * G * work.qBlock + ix) * FA4_BLOCK_M, j, N);
       const emu = emuFrac;
       if (masked) sm.exec(u('fma'), (elems * 2) / (gpu.fmaPerClk * PACKED), 'causal mask', `S${s}`, { phase: opPhase(['mask'], j, ix) });
       sm.exec(u('fma'), (elems * 1) / (gpu.fmaPerClk * PACKED), 'row max, scale to sScale', `S${s}`, { phase: opPhase(['rowmax'], j, ix) });
@@ -777,9 +780,9 @@ export const fa4Hw: HwAlgorithm = {
     const cfg = fa4Tiles(shape);
     return { ctaRows: ctaRows(cfg) * cfg.ctaGroup, subRows: sheet.tiles.block_m };
   },
-  // The main kernel's tile scheduler hands out the longest CTAs first; the d = 256 kernel is
-  // not persistent (is_persistent = False, l. 115) and its blocks start in grid order.
-  longestFirst: (shape) => !fa4Tiles(shape).dedicatedHd256,
+  // The dispatch's tile scheduler decides the order; the d = 256 kernel is not persistent
+  // (is_persistent = False, l. 115) and its blocks start in grid order.
+  longestFirst: (shape) => fa4DispatchOf(shape).longestFirst,
   resources,
   grid,
   build,

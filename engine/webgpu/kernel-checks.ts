@@ -9,16 +9,10 @@ import { AttentionRun, pathElem, type RunOptions } from './backend.ts';
 import { bytesPerBatch, bytesPerHead } from './binding-windows.ts';
 import type { WebGpuContext, WebGpuPath } from './device.ts';
 import { sampleSites } from './row-check.ts';
-import { checkPaged, checkVarlen, failedRow, maxErr } from './serving-checks.ts';
+import { type CheckRow, checkPaged, checkVarlen, failedRow, maxErr } from './serving-checks.ts';
 import { KERNEL_VARIANTS, WINDOW_VARIANTS } from './variants.ts';
 
-export interface CheckResult {
-  path: WebGpuPath;
-  variant: string;
-  maxErrO: number;
-  maxErrLse: number;
-  config: string;
-  error?: string;
+export interface CheckResult extends CheckRow {
   /** The kernel choice of the request that produced this row. */
   kernel?: KernelChoice | null;
 }

@@ -153,14 +153,18 @@ export function pagedCase(v: PagedVariant, seed: number): { pp: PagedProblem; x:
   return { pp, x: { q: normals(B * hq * v.nq * d, next), kCache, vCache } };
 }
 
-export interface ServingCheck {
-  kind: 'varlen' | 'paged';
+/** One check's row: a problem's largest errors against the float64 reference, or why it did not run. */
+export interface CheckRow {
   path: WebGpuPath;
   variant: string;
   maxErrO: number;
   maxErrLse: number;
   config: string;
   error?: string;
+}
+
+export interface ServingCheck extends CheckRow {
+  kind: 'varlen' | 'paged';
 }
 
 /** What a check row says of a run that threw: no error figures, the run's own message. */

@@ -4,20 +4,10 @@
 
 import { describe, expect, it } from 'vitest';
 import type { ProblemShape } from '../../hw/model.ts';
+import { conformanceShape } from '../../hw/conformance.ts';
 import { fa4DispatchOf, fa4Hw } from './schedule.ts';
 
-const shape = (o: Partial<ProblemShape>): ProblemShape => ({
-  batch: 2,
-  hq: 16,
-  hk: 16,
-  nq: 4096,
-  nk: 4096,
-  d: 128,
-  dv: 128,
-  dtype: 'bf16',
-  causal: false,
-  ...o,
-});
+const shape = (o: Partial<ProblemShape>): ProblemShape => conformanceShape({ batch: 2, ...o });
 
 const cases: [string, Partial<ProblemShape>, string, boolean][] = [
   ['dense, no mask, no split: static persistent (l. 293-294)', {}, 'StaticPersistentTileScheduler', false],

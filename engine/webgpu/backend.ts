@@ -29,6 +29,7 @@ import {
   decodeSplits,
   decodeWorkgroups,
   denseGroupHeads,
+  type DecodeGroupConfig,
   type DecodeGroupPrefs,
 } from './decode-group-kernel.ts';
 import {
@@ -123,6 +124,11 @@ const KERNEL_FAMILIES: Record<WebGpuPath, 'flash' | 'matrix' | 'standard' | 'dec
   standard: 'standard',
   decode: 'decode',
 };
+
+const rowsText = (n: number) => `${n} query row${n > 1 ? 's' : ''}`;
+/** How a decode group kernel walks its keys, as the dense and the block-sparse decode describe it. */
+const groupLanesText = (g: DecodeGroupConfig) =>
+  `${g.lpk} lanes per key, ${g.ku} key${g.ku > 1 ? 's' : ''} per step${g.prefetch ? ' loaded a step ahead' : ''}, ${g.threads} threads`;
 
 const pipelineCache = new WeakMap<GPUDevice, Map<string, GPUComputePipeline>>();
 
@@ -545,12 +551,11 @@ export class AttentionRun extends GpuRun {
     const lpart = await this.buffer('partial LSE', wbh * used * p.nq * 4, GPUBufferUsage.STORAGE);
     this.decodeKernel = mat ? 'matrix' : group ? 'group' : 'split';
     const splitText = `${used} split${used > 1 ? 's' : ''} of ${splitLen} keys`;
-    const rowsText = (n: number) => `${n} query row${n > 1 ? 's' : ''}`;
     this.config = `f16 Q, K, V (unpacked from u32 words), f32 arithmetic; ${
       mat
         ? `${splitText} per key head, each read once for its ${rowsText(mat.rows)} as one ${mat.m}-row tile on ${mat.m}×${mat.n}×${mat.n} subgroup matrices, K/V staged through workgroup memory, ${mat.sg} threads, ${decodeMatrixLayout(mat).bytes} B workgroup memory`
         : group
-          ? `${splitText} per key head, ${groupHeads * p.hk === p.hq ? `each read once for its ${rowsText(group.rows)}` : `each read by ${p.hq / p.hk / groupHeads} workgroups of ${rowsText(group.rows)}`}; ${group.lpk} lanes per key, ${group.ku} key${group.ku > 1 ? 's' : ''} per step${group.prefetch ? ' loaded a step ahead' : ''}, ${group.threads} threads, ${decodeGroupBytes(group)} B workgroup memory`
+          ? `${splitText} per key head, ${groupHeads * p.hk === p.hq ? `each read once for its ${rowsText(group.rows)}` : `each read by ${p.hq / p.hk / groupHeads} workgroups of ${rowsText(group.rows)}`}; ${groupLanesText(group)}, ${decodeGroupBytes(group)} B workgroup memory`
           : `${splitText}, ${DECODE_THREADS} threads per split`
     }`;
     const [psplit, pcomb] = await Promise.all([
@@ -627,7 +632,7 @@ export class AttentionRun extends GpuRun {
     const splitText = `${plan.splits} split${plan.splits > 1 ? 's' : ''} of up to ${plan.tilesPerSplit} listed tiles`;
     this.config = `f16 Q, K, V (unpacked from u32 words), f32 arithmetic; ${
       group
-        ? `${splitText} per key head, each read once for its ${group.rows} query row${group.rows > 1 ? 's' : ''}; ${group.lpk} lanes per key, ${group.ku} key${group.ku > 1 ? 's' : ''} per step${group.prefetch ? ' loaded a step ahead' : ''}, ${group.threads} threads`
+        ? `${splitText} per key head, each read once for its ${rowsText(group.rows)}; ${groupLanesText(group)}`
         : `${splitText} per query head, ${SPARSE_DECODE_THREADS} threads`
     }${this.sparseNote}`;
     const params = (t: { head0: number; lse0: number }) =>

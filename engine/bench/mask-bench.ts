@@ -13,7 +13,7 @@ import { appendFileSync } from 'node:fs';
 import { maskSpecFrom } from '../core/mask-presets.ts';
 import type { AttentionProblem } from '../core/problem.ts';
 import { nominalFlops } from '../core/problem.ts';
-import { AttentionRun } from '../webgpu/backend.ts';
+import { AttentionRun, type RunOptions } from '../webgpu/backend.ts';
 import type { WebGpuContext, WebGpuPath } from '../webgpu/device.ts';
 import { openNodeWebGpu } from '../webgpu/node-gpu.ts';
 import { presetCases, randomCases, runMaskChecks } from '../webgpu/mask-checks.ts';
@@ -116,6 +116,29 @@ async function time(ctx: WebGpuContext, file: string, path: WebGpuPath, reps: nu
       }
 }
 
+/** One run timed in steady state: its time, the fraction of tiles its block list keeps (1 without one) and its configuration. */
+async function timedRun(
+  ctx: WebGpuContext,
+  p: AttentionProblem,
+  opts: RunOptions,
+  reps: number,
+): Promise<{ ms: number; density: number; config: string }> {
+  const run = await AttentionRun.create(ctx, p, opts);
+  try {
+    await run.fillRandom(1);
+    const t = await timeSteady((b) => run.execute(b), { reps });
+    return { ms: t.ms, density: run.blockDensity ?? 1, config: run.config };
+  } finally {
+    run.destroy();
+  }
+}
+
+/** A table row, printed and appended to the JSONL file. */
+function writeRow(file: string, row: Record<string, unknown>): void {
+  console.log(JSON.stringify(row));
+  appendFileSync(file, `${JSON.stringify(row)}\n`);
+}
+
 /** Masks of the full-tile study: every tile full, then masks leaving about half and about a tenth of the tiles. */
 export function fullTileMasks(n: number): { name: string; ref: string | undefined; sparse: boolean }[] {
   const docs = Array.from({ length: 10 }, (_, i) => Math.floor(((i + 1) * n) / 10) - Math.floor((i * n) / 10));
@@ -138,21 +161,9 @@ async function fullTiles(ctx: WebGpuContext, file: string, path: WebGpuPath, rep
       for (const m of fullTileMasks(n)) {
         const base: AttentionProblem = { batch: 4, hq: 16, hk: 16, nq: n, nk: n, d, dv: d, causal: false, dtype: 'fp16' };
         const p: AttentionProblem = m.ref ? { ...base, mask: maskSpecFrom({ maskMod: m.ref }, { hq: 16, nq: n, nk: n }) } : base;
-        const row: Record<string, unknown> = { n, d, mask: m.name, path };
-        const run = await AttentionRun.create(ctx, p, { path, blockSparse: m.sparse });
-        try {
-          await run.fillRandom(1);
-          const t = await timeSteady((b) => run.execute(b), { reps });
-          row.ms = t.ms;
-          row.density = run.blockDensity ?? 1;
-          unmasked ??= t.ms;
-          row.vsUnmasked = t.ms / unmasked;
-          row.config = run.config;
-        } finally {
-          run.destroy();
-        }
-        console.log(JSON.stringify(row));
-        appendFileSync(file, `${JSON.stringify(row)}\n`);
+        const t = await timedRun(ctx, p, { path, blockSparse: m.sparse }, reps);
+        unmasked ??= t.ms;
+        writeRow(file, { n, d, mask: m.name, path, ms: t.ms, density: t.density, vsUnmasked: t.ms / unmasked, config: t.config });
       }
     }
 }
@@ -178,21 +189,9 @@ async function decodeTime(ctx: WebGpuContext, file: string, reps: number): Promi
       for (const m of decodeMasks(nk)) {
         const base = decodeProblem(hq, hk, nk);
         const p: AttentionProblem = m.ref ? { ...base, mask: maskSpecFrom({ maskMod: m.ref }, { hq, nq: 1, nk }) } : base;
-        const row: Record<string, unknown> = { hq, hk, nk, mask: m.name };
-        const run = await AttentionRun.create(ctx, p, { path: 'decode', blockSparse: m.sparse });
-        try {
-          await run.fillRandom(1);
-          const t = await timeSteady((b) => run.execute(b), { reps });
-          row.ms = t.ms;
-          row.density = run.blockDensity ?? 1;
-          dense ??= t.ms;
-          row.vsDense = t.ms / dense;
-          row.config = run.config;
-        } finally {
-          run.destroy();
-        }
-        console.log(JSON.stringify(row));
-        appendFileSync(file, `${JSON.stringify(row)}\n`);
+        const t = await timedRun(ctx, p, { path: 'decode', blockSparse: m.sparse }, reps);
+        dense ??= t.ms;
+        writeRow(file, { hq, hk, nk, mask: m.name, ms: t.ms, density: t.density, vsDense: t.ms / dense, config: t.config });
       }
     }
 }

@@ -31,6 +31,11 @@ export const conformanceShape = (o: Partial<ProblemShape>): ProblemShape => ({
   ...o,
 });
 
+/** A serving decode step: 8 sequences, one causal query row each, Hq 32 over Hk 8, an 8K cache. */
+const CAUSAL_DECODE: Partial<ProblemShape> = { hq: 32, hk: 8, nq: 1, nk: 8192, batch: 8, causal: true };
+/** The 8 sequences' cache lengths (seqused_k) when the cache is paged. */
+const CACHE_LENGTHS: ProblemShape['varlen'] = { seqlensK: [8192, 300, 5000, 7000, 64, 1024, 4096, 2048], seqused: true };
+
 function fa3Forward(): ConformanceCase[] {
   const out: ConformanceCase[] = [];
   const add = (o: Partial<ProblemShape>) => out.push({ algo: 'fa3', pass: 'forward', shape: conformanceShape(o) });
@@ -68,19 +73,9 @@ function fa3Forward(): ConformanceCase[] {
     for (const nq of [1, 128, 1000, 16384]) add({ hq: 32, hk, nq, nk: Math.max(nq, 8192), causal: true, batch: nq === 1 ? 8 : 1 });
   add({ hq: 32, hk: 4, nq: 1, nk: 8192, batch: 8, causal: true, d: 64, dv: 64 });
   // Paged KV (decoding and prefill) and varlen.
-  for (const pageSize of [16, 128, 256])
-    add({
-      hq: 32,
-      hk: 8,
-      nq: 1,
-      nk: 8192,
-      batch: 8,
-      causal: true,
-      pageSize,
-      varlen: { seqlensK: [8192, 300, 5000, 7000, 64, 1024, 4096, 2048], seqused: true },
-    });
+  for (const pageSize of [16, 128, 256]) add({ ...CAUSAL_DECODE, pageSize, varlen: CACHE_LENGTHS });
   add({ hq: 32, hk: 8, nq: 2048, nk: 8192, batch: 2, causal: true, pageSize: 256 });
-  add({ hq: 32, hk: 8, nq: 1, nk: 8192, batch: 8, causal: true, d: 128, pageSize: 256 });
+  add({ ...CAUSAL_DECODE, d: 128, pageSize: 256 });
   add({ batch: 4, nq: 2048, nk: 2048, causal: true, varlen: { seqlensQ: [2048, 100, 700, 1500], seqlensK: [2048, 100, 700, 1500] } });
   add({ batch: 2, nq: 512, nk: 512, varlen: { seqlensK: [512, 300] }, pageSize: 64 });
   // Splits: given, and the heuristic at long context.
@@ -136,17 +131,8 @@ function fa4Forward(): ConformanceCase[] {
   add({ hq: 8, hk: 8, nq: 128, nk: 4096, numSplits: 4, d: 192, dv: 128 });
   add({ hq: 8, hk: 8, nq: 128, nk: 65536, numSplits: 4, d: 192, dv: 192 });
   // Causal decoding, dense and paged: the interface keeps causal at seqlen_q = 1 (FA3 drops it).
-  add({ hq: 32, hk: 8, nq: 1, nk: 8192, batch: 8, causal: true });
-  add({
-    hq: 32,
-    hk: 8,
-    nq: 1,
-    nk: 8192,
-    batch: 8,
-    causal: true,
-    pageSize: 16,
-    varlen: { seqlensK: [8192, 300, 5000, 7000, 64, 1024, 4096, 2048], seqused: true },
-  });
+  add(CAUSAL_DECODE);
+  add({ ...CAUSAL_DECODE, pageSize: 16, varlen: CACHE_LENGTHS });
   return out;
 }
 

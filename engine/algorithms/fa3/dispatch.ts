@@ -199,6 +199,7 @@ export function fa3Dispatch(p: Fa3DispatchInput, numSms: number): Fa3Dispatch {
   why.push(
     `${API} l. 796-804, 148-149: window (${p.window?.left ?? -1}, ${p.window?.right ?? -1})${p.causal ? ' with causal' : ''} → ${isCausal ? 'causal' : isLocal ? 'local' : 'no mask'}`,
   );
+  why.push(fa3MaskStepsWhy(isCausal, isLocal));
   let windowLeft = left < 0 ? p.nk - 1 : left;
   let windowRight = right < 0 ? p.nq - 1 : right;
   if (chunk > 0) {
@@ -359,6 +360,24 @@ export interface Fa3BwdDispatch {
   blockM: number;
   blockN: number;
   why: string[];
+}
+
+const MAINLOOP = 'hopper/mainloop_fwd_sm90_tma_gmma_ws.hpp@0251105a';
+
+/** Which K/V blocks the consumers run with mask.apply (engine/hw/mask-steps.ts charges the same). */
+function fa3MaskStepsWhy(isCausal: boolean, isLocal: boolean): string {
+  const parts = [
+    `${MAINLOOP} l. 1150, 1307-1308 with hopper/mask.h@0251105a l. 66-76: the first K/V block visited (n_block_max − 1) runs the mask with the seqlen_k bound, whatever seqlen_k`,
+  ];
+  if (isCausal || isLocal)
+    parts.push(
+      `l. 1209-1218 with hopper/block.h@0251105a l. 103-118: then every block from floor((m_block·kBlockM + seqlen_k − seqlen_q${isLocal ? ' + window_size_right' : ''}) / kBlockN) up, for the whole CTA`,
+    );
+  if (isLocal)
+    parts.push(
+      `l. 1228-1235 with block.h l. 120-135: and every block below ceil(((m_block + 1)·kBlockM + seqlen_k − seqlen_q − window_size_left) / kBlockN)`,
+    );
+  return parts.join('; ');
 }
 
 /** mha_bwd's decisions (flash_api.cpp l. 1288-1400) for the backward of this problem. */

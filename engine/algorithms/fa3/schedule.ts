@@ -31,7 +31,6 @@ import {
   splitCombineUs,
   packShape,
   sequencesOf,
-  crossesDiagonal,
   kvBlocksOf,
   ioBytes,
   hbmOut,
@@ -47,6 +46,7 @@ import {
 import { maskedKvBlocks } from '../../hw/mask-blocks.ts';
 import { FA3_FEATURES } from './forward.ts';
 import type { Kernel } from '../../hw/scheduler.ts';
+import { maskLabel, maskedKvSteps } from '../../hw/mask-steps.ts';
 import { FA3_ROWS_PER_CONSUMER as ROWS_PER_WG, fa3Config, type Fa3Config } from './tiles.ts';
 import { fa3Dispatch, type Fa3Dispatch } from './dispatch.ts';
 import { dispatchInputOf } from '../../hw/dispatch-input.ts';
@@ -232,7 +232,8 @@ function build(k: Kernel, ctx: BuildContext, work: CtaWork): void {
   const { gpu, features: f } = ctx;
   const shape = kernelShape(ctx.shape, gpu);
   // Split KV writes fp32 partials of O (and LSE) that the combine kernel merges.
-  const { numSplits: splits, cluster } = fa3DispatchOf(ctx.shape, gpu.smCount);
+  const dp = fa3DispatchOf(ctx.shape, gpu.smCount);
+  const { numSplits: splits, cluster } = dp;
   const c = fa3Tiles(shape);
   const { blockM, blockN, consumers: CONSUMERS } = c;
   const S = f.stages ?? c.stages;
@@ -359,6 +360,15 @@ function build(k: Kernel, ctx: BuildContext, work: CtaWork): void {
     }
   }
 
+  // The blocks mainloop_fwd_sm90_tma_gmma_ws.hpp runs with a mask (engine/hw/mask-steps.ts), over the CTA's kBlockM rows.
+  const kernelMask = {
+    causal: dp.isCausal,
+    local: dp.isLocal,
+    left: dp.isLocal ? dp.windowLeft : null,
+    right: dp.isLocal ? dp.windowRight : null,
+  };
+  const maskSteps = maskedKvSteps(sequencesOf(shape)[work.b] ?? shape, work.qBlock, blockM, blockN, work.kvFrom, work.kvTo, kernelMask);
+  const maskOp = maskLabel(kernelMask);
   for (let w = 0; w < CONSUMERS; w++) {
     const warps = [4 + 4 * w, 5 + 4 * w, 6 + 4 * w, 7 + 4 * w];
     const cr = k.role({
@@ -445,8 +455,8 @@ function build(k: Kernel, ctx: BuildContext, work: CtaWork): void {
       }
     };
     const softmaxHead = (j: number, first: boolean) => {
-      if (crossesDiagonal(shape, work.qBlock * blockM + w * ROWS_PER_WG, j, blockN))
-        cr.exec('fma', (elems * 2) / gpu.fmaPerClk, 'causal mask', `S${j}`, { phase: phase(['mask'], j, w) });
+      // Every warpgroup walks the CTA's blocks alike: the first with the seqlen_k bound, then the causal and local edges.
+      if (first || maskSteps.has(j)) cr.exec('fma', (elems * 2) / gpu.fmaPerClk, maskOp, `S${j}`, { phase: phase(['mask'], j, w) });
       // Row max, exp2 on the MUFU, then the scale-subtract FFMA and the row-sum add.
       cr.exec(
         'fma',

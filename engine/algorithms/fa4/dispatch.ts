@@ -96,6 +96,24 @@ function causalAtOneQueryRow(qheadPerKvhead: number, packGqa: boolean, varlenQ: 
   ];
 }
 
+/** Which K/V blocks the softmax warps run with mask_fn (engine/hw/mask-steps.ts charges the same). */
+function maskStepsWhy(isCausal: boolean, isLocal: boolean, leftWindow: boolean, hd256: boolean): string {
+  if (hd256)
+    return `${HD256} l. 1367-1398 with ${BLOCK_INFO} l. 117-152: the last K/V block runs the mask with the seqlen_k bound${isCausal ? ', and every block from floor((m_block·256 + seqlen_k − seqlen_q) / 128) up the causal mask' : ''}`;
+  const parts = [
+    `${SM100} l. 2303-2311 with flash_attn/cute/mask.py@0251105a l. 659-672: the first K/V block visited (n_block_max − 1) runs the mask with the seqlen_k bound (mask_fn with mask_seqlen=True), whatever seqlen_k`,
+  ];
+  if (isCausal || isLocal)
+    parts.push(
+      `l. 2313-2328 with ${BLOCK_INFO} l. 117-134: then every block from floor((m_block·q_stage·tile_m + seqlen_k − seqlen_q${isLocal ? ' + window_size_right' : ''}) / tile_n) up, for both Q stages`,
+    );
+  if (isLocal && leftWindow)
+    parts.push(
+      `l. 2345-2357 with l. 136-152: and every block below ceil(((m_block + 1)·q_stage·tile_m + seqlen_k − seqlen_q − window_size_left) / tile_n)`,
+    );
+  return parts.join('; ');
+}
+
 export function fa4Dispatch(p: Fa4DispatchInput, numSms: number): Fa4Dispatch {
   const why: string[] = [];
   const refusals: string[] = [];
@@ -154,6 +172,7 @@ export function fa4Dispatch(p: Fa4DispatchInput, numSms: number): Fa4Dispatch {
   );
   // The d = 256 kernel has its own block ranges (./hd256.ts).
   if (isCausal && p.nq === 1 && !hd256) why.push(...causalAtOneQueryRow(qheadPerKvhead, packGqa, p.varlenQ === true));
+  why.push(maskStepsWhy(isCausal, isLocal, left !== null, hd256));
 
   // _get_fwd_config (l. 291-385).
   const tileM = 128;

@@ -26,7 +26,6 @@ import type { GpuSpec } from '../../hw/gpus/index.ts';
 import {
   EXP2_POLY_FMA_OPS,
   SOFTMAX_FMA_OPS,
-  crossesDiagonal,
   elemBytes,
   emptySheet,
   hbmOut,
@@ -34,6 +33,7 @@ import {
   mmaCycles,
   phase as opPhase,
   prefix,
+  sequencesOf,
   tensorRate,
   type BuildContext,
   type CtaWork,
@@ -41,6 +41,7 @@ import {
   type ProblemShape,
 } from '../../hw/model.ts';
 import type { Kernel, MemSpec } from '../../hw/scheduler.ts';
+import { maskLabel, maskedKvSteps, type KernelMask } from '../../hw/mask-steps.ts';
 import { allocCtaMemory, ctaSides, type CtaSide } from './pair.ts';
 import { SmemPacker } from './smem-packer.ts';
 import { exp2EmulatedShare, type Fa4Config } from './tiles.ts';
@@ -124,6 +125,7 @@ export function buildHd256(
   cfg: Fa4Config,
   L: Hd256Layout,
   umma: { efficiency: number; latency: number; tmemBytesPerClk: number },
+  mask: KernelMask,
 ): void {
   const { gpu, shape, features: f } = ctx;
   const p = prefix(ctx);
@@ -315,6 +317,16 @@ export function buildHd256(
     pv(n - 1);
   }
 
+  // Both CTAs mask the last block and, when causal, the blocks from the pair's diagonal on (need_apply_mask, l. 1367-1398, over 256-row MMA tiles).
+  const maskSteps = maskedKvSteps(
+    sequencesOf(shape)[work.b] ?? shape,
+    work.qBlock,
+    2 * HD256_TILE,
+    HD256_TILE,
+    work.kvFrom,
+    work.kvTo,
+    mask,
+  );
   for (const [r, side] of sides.entries()) {
     const u = side.unit;
     const B = local[r];
@@ -329,8 +341,7 @@ export function buildHd256(
         memDone: [tm(side, `S${st}`, L.tmem.s[st], HD256_TILE, 'release', `S${st}.${j}`)],
       });
       sm.arrive(sEmpty[st]);
-      if (crossesDiagonal(shape, rowOf(side), j, HD256_TILE))
-        sm.exec(u('fma'), (elems * 2) / (gpu.fmaPerClk * PACKED), 'causal mask', `S${st}`, { phase: ph(['mask']) });
+      if (maskSteps.has(j)) sm.exec(u('fma'), (elems * 2) / (gpu.fmaPerClk * PACKED), maskLabel(mask), `S${st}`, { phase: ph(['mask']) });
       sm.exec(u('fma'), elems / (gpu.fmaPerClk * PACKED), 'row max', `S${st}`, { phase: ph(['rowmax']) });
       sm.wait(B.statsEmpty[st], Math.floor(i / 2) - 1);
       sm.exec(u('tmem'), tmemMove(HD256_TILE * 2 * 4), `tcgen05.st m_old, m_new → S${st}[64:66]`, `S${st}`, { phase: ph(['rowmax']) });

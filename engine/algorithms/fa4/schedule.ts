@@ -44,7 +44,6 @@ import {
   packShape,
   sequencesOf,
   unpackShape,
-  crossesDiagonal,
   kvBlocksOf,
   ioBytes,
   hbmOut,
@@ -58,6 +57,7 @@ import {
   STAGES_SWITCH,
 } from '../../hw/model.ts';
 import { maskedKvBlocks } from '../../hw/mask-blocks.ts';
+import { maskLabel, maskedKvSteps, type KernelMask } from '../../hw/mask-steps.ts';
 import { FA4_FEATURES } from './forward.ts';
 import type { Kernel } from '../../hw/scheduler.ts';
 import { FA4_TILE, exp2EmulatedShare, fa4Config, fa4HeadDimRefusal, type Fa4Config } from './tiles.ts';
@@ -120,6 +120,11 @@ export function fa4DispatchOf(shape: ProblemShape, numSms = 148, backward = fals
   byKey.set(key, dp);
   dispatchCache.set(shape, byKey);
   return dp;
+}
+
+/** The mask the kernel is compiled with, as the dispatch resolved it (_resolve_causal_local_window). */
+function kernelMaskOf(dp: Fa4Dispatch): KernelMask {
+  return { causal: dp.isCausal, local: dp.isLocal, left: dp.windowLeft, right: dp.windowRight };
 }
 
 // The schedule asks for the dispatch of the same shape object many times per run.
@@ -412,7 +417,8 @@ function build(k: Kernel, given: BuildContext, work: CtaWork): void {
   const cfg = fa4Tiles(ctx.shape);
   if (cfg.dedicatedHd256) {
     const L = hd256Layout(ctx.gpu, ctx.shape, cfg, ctx.features);
-    buildHd256(k, ctx, work, cfg, L, { efficiency: UMMA_EFFICIENCY, latency: UMMA_LATENCY, tmemBytesPerClk: TMEM_BYTES_PER_CLK });
+    const mask = kernelMaskOf(fa4DispatchOf(ctx.shape, ctx.gpu.smCount));
+    buildHd256(k, ctx, work, cfg, L, { efficiency: UMMA_EFFICIENCY, latency: UMMA_LATENCY, tmemBytesPerClk: TMEM_BYTES_PER_CLK }, mask);
     return;
   }
   buildMain(k, ctx, work);
@@ -631,6 +637,12 @@ function buildMain(k: Kernel, ctx: BuildContext, work: CtaWork): void {
     }
   }
 
+  // The blocks upstream's softmax loop runs with mask_fn (engine/hw/mask-steps.ts), over the CTA's m block of q_stage tiles.
+  const kernelMask = kernelMaskOf(dispatch);
+  const seq = sequencesOf(shape)[work.b] ?? shape;
+  const maskSteps = maskedKvSteps(seq, work.qBlock, Q * G * FA4_BLOCK_M, N, work.kvFrom, work.kvTo, kernelMask);
+  const maskOp = maskLabel(kernelMask);
+
   // Softmax warpgroups, each on its own CTA's SM.
   for (const { side: r, s, role: sm } of sms) {
     const side = sides[r];
@@ -644,10 +656,10 @@ function buildMain(k: Kernel, ctx: BuildContext, work: CtaWork): void {
         phase: opPhase(['mask'], j, ix),
         memDone: [tmemSpec(side, `S${s}`, L.tmem.s[s], N, 'release', `S${s}.${j}`)],
       });
-      // The first block a CTA visits always runs the mask (flash_fwd_sm100.py@0251105a l. 2303-2311), then the blocks crossing the diagonal (l. 2313-2328).
-      const masked = (i === 0 && dispatch.isCausal) || crossesDiagonal(shape, (Q * G * work.qBlock + ix) * FA4_BLOCK_M, j, N);
+      // Both Q stages walk the CTA's blocks alike; a block-sparse CTA masks the first block it visits too (block_sparse_utils.py@0251105a l. 487-490).
+      const masked = i === 0 || maskSteps.has(j);
       const emu = emuFrac;
-      if (masked) sm.exec(u('fma'), (elems * 2) / (gpu.fmaPerClk * PACKED), 'causal mask', `S${s}`, { phase: opPhase(['mask'], j, ix) });
+      if (masked) sm.exec(u('fma'), (elems * 2) / (gpu.fmaPerClk * PACKED), maskOp, `S${s}`, { phase: opPhase(['mask'], j, ix) });
       sm.exec(u('fma'), (elems * 1) / (gpu.fmaPerClk * PACKED), 'row max, scale to sScale', `S${s}`, { phase: opPhase(['rowmax'], j, ix) });
       sm.arrive(B.corrFull[s]);
       sm.exec(u('fma'), elems / (gpu.fmaPerClk * PACKED), 'x·scale − max', `S${s}`, { phase: opPhase(['exp'], j, ix) });

@@ -1,0 +1,56 @@
+// Which K/V blocks of a CTA run the masking step, as upstream's forward mainloops walk them
+// (flash_attn/cute/flash_fwd_sm100.py@0251105a l. 2303-2357; hopper/
+// mainloop_fwd_sm90_tma_gmma_ws.hpp@0251105a l. 1150, 1209-1235, 1307-1335): the first block
+// visited (n_block_max − 1) always runs the mask with the seqlen_k bound, whatever the mask;
+// causal and local kernels then mask down to n_block_min_causal_local_mask, run unmasked down to
+// n_block_min_before_local_mask, and local kernels with a left window mask the rest
+// (flash_attn/cute/block_info.py@0251105a l. 117-152; hopper/block.h@0251105a l. 103-135).
+
+import type { ProblemShape } from './model.ts';
+
+/** The mask the kernel was compiled with, after the dispatch resolved it; null: no bound on that side. */
+export interface KernelMask {
+  causal: boolean;
+  local: boolean;
+  left: number | null;
+  right: number | null;
+}
+
+/**
+ * The masked blocks of [nMin, nMax) for the CTA at m block `mBlock` of `tileM` (packed) rows:
+ * `seq` is the sequence as the kernel tiles it (nq in packed rows, packRatio the heads per KV head).
+ */
+export function maskedKvSteps(
+  seq: Pick<ProblemShape, 'nq' | 'nk' | 'packRatio'>,
+  mBlock: number,
+  tileM: number,
+  tileN: number,
+  nMin: number,
+  nMax: number,
+  mask: KernelMask,
+): Set<number> {
+  const out = new Set<number>();
+  if (nMax <= nMin) return out;
+  const r = seq.packRatio ?? 1;
+  const offset = seq.nk - seq.nq / r;
+  out.add(nMax - 1);
+  let hi = nMax - 1;
+  if (mask.causal || mask.local) {
+    const nIdx = Math.floor((mBlock * tileM) / r) + offset;
+    const right = mask.local && mask.right !== null ? nIdx + mask.right : nIdx;
+    const causalLocalMin = Math.max(nMin, Math.floor(right / tileN));
+    for (let n = causalLocalMin; n < hi; n++) out.add(n);
+    hi = Math.min(hi, causalLocalMin);
+  }
+  if (mask.local && mask.left !== null) {
+    const left = Math.ceil(((mBlock + 1) * tileM) / r) + offset - mask.left;
+    const beforeLocalMin = Math.max(nMin, Math.ceil(left / tileN));
+    for (let n = nMin; n < Math.min(hi, beforeLocalMin); n++) out.add(n);
+  }
+  return out;
+}
+
+/** What the masking step does on a block, for the op's label. */
+export function maskLabel(mask: KernelMask): string {
+  return mask.causal ? 'causal mask' : mask.local ? 'local mask' : 'seqlen mask';
+}

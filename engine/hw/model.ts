@@ -215,6 +215,12 @@ export interface HwAlgorithm {
   kvTile?(shape: ProblemShape): { blockN: number } | undefined;
   /** The tile scheduler hands out the longest CTAs first on causal grids (FA3, FA4's main kernel); a function where the shape decides. */
   longestFirst?: boolean | ((shape: ProblemShape) => boolean);
+  /**
+   * The tile scheduler is static persistent: one CTA per SM (or pair), CTA c running tiles c,
+   * c + grid, c + 2·grid, … of the grid order whatever they cost, instead of the next tile when it
+   * frees (FA3's and FA4's StaticPersistentTileScheduler where their dispatch picks it).
+   */
+  staticPersistent?(shape: ProblemShape, gpu: GpuSpec): boolean;
   /** K/V are streamed once per CTA with no reuse through L2 (decoding): copies share HBM, not L2. */
   streamsKv?: boolean;
   /** Bytes that must come from HBM at least once (the roofline floor). */

@@ -10,8 +10,9 @@
 // 2. The grid: every CTA (causal grids have CTAs of different lengths) is placed on the
 //    SM slot that frees first (list scheduling over smCount × ctas_per_sm slots), in the
 //    order the kernel's tile scheduler hands them out: longest first for FA3/FA4 causal,
-//    grid order otherwise. The makespan is the kernel time; the last partial wave shows
-//    up as idle SMs.
+//    grid order otherwise. A static persistent scheduler instead deals the tiles round robin
+//    over its CTAs, whatever each costs. The makespan is the kernel time; the last partial
+//    wave shows up as idle SMs.
 // 3. Floors and follow-ups: the time is at least the unique HBM traffic over HBM
 //    bandwidth; a second kernel (flash-decoding's combine) is added after.
 // Copies get min(the SM's own load limit, its share of L2 bandwidth) bytes per cycle; a
@@ -157,15 +158,17 @@ export function simulateProblem(algo: HwAlgorithm, gpu: GpuSpec, shape: ProblemS
     if (last && last.n === n) last.m += m;
     else runs.push({ n, m });
   };
+  // A static persistent scheduler deals tiles round robin in grid order (tile_idx += grid_dim); a counted grid is placed in waves.
+  const roundRobin = counts === undefined && (algo.staticPersistent?.(shape, gpu) ?? false);
   if (counts) for (const [n, m] of [...counts.entries()].sort((x, y) => y[0] - x[0])) push(n, m);
   else {
     const order = grid.map((c, i) => ({ n: kvCount(c), i }));
     const longestFirst = typeof algo.longestFirst === 'function' ? algo.longestFirst(shape) : algo.longestFirst;
     // The scheduler's LPT order applies to causal and local masks alike (flash_fwd_launch_template.h@0251105a l. 61: LPT = Is_causal || Is_local).
-    if (longestFirst && (shape.causal || shape.window !== undefined)) order.sort((x, y) => y.n - x.n || x.i - y.i);
+    if (!roundRobin && longestFirst && (shape.causal || shape.window !== undefined)) order.sort((x, y) => y.n - x.n || x.i - y.i);
     for (const { n } of order) push(n, 1);
   }
-  // Min-heap of slot free times.
+  // Slot free times: a min-heap under list scheduling, each persistent CTA's in CTA order under round robin.
   const heap: number[] = new Array(Math.min(slotsTotal, total)).fill(0);
   const siftDown = (i: number) => {
     for (;;) {
@@ -183,9 +186,11 @@ export function simulateProblem(algo: HwAlgorithm, gpu: GpuSpec, shape: ProblemS
   const busyTotal: Record<string, number> = {};
   const unitsSeen = new Set<string>();
   let slotCycles = 0;
+  let next = 0;
   for (const { n, m } of runs) {
     const c = cost(n);
-    for (let left = m; left > 0; ) {
+    if (roundRobin) next = dealRoundRobin(heap, next, m, c.t);
+    for (let left = roundRobin ? 0 : m; left > 0; ) {
       // While the slots free within one CTA's time of each other, a wave of equal CTAs
       // lands one on each slot: add whole waves at once (the heap order is unchanged). A
       // counted grid is placed in whole waves regardless (its order is approximate already).
@@ -246,6 +251,14 @@ export function simulateProblem(algo: HwAlgorithm, gpu: GpuSpec, shape: ProblemS
     extra_kernel_us: round4(extra),
     features: f,
   };
+}
+
+/** Deals `m` tiles of `t` cycles to CTAs from `next` on, one each in turn; returns the CTA the next tile goes to. */
+function dealRoundRobin(ends: number[], next: number, m: number, t: number): number {
+  const laps = Math.floor(m / ends.length);
+  if (laps > 0) for (let i = 0; i < ends.length; i++) ends[i] += laps * t;
+  for (let k = 0; k < m % ends.length; k++) ends[(next + k) % ends.length] += t;
+  return (next + m) % ends.length;
 }
 
 /**

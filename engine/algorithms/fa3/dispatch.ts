@@ -315,7 +315,9 @@ export function fa3Dispatch(p: Fa3DispatchInput, numSms: number): Fa3Dispatch {
         ? 'static-persistent'
         : 'dynamic-persistent';
   const gridCtas = persistent ? numSms : tiles;
-  why.push(`${LAUNCH} l. 61-76, ${SCHED} l. ${persistent ? '162-163' : '66-67'}: ${scheduler} scheduler, grid ${gridCtas} CTAs`);
+  why.push(
+    `${LAUNCH} l. 61-76, ${SCHED} l. ${persistent ? '162-163' : '66-67'}: ${scheduler} scheduler, grid ${gridCtas} CTAs${scheduler === 'static-persistent' ? ` (l. 192-212: CTA c runs tiles c, c + ${gridCtas}, … in turn)` : ''}`,
+  );
 
   const consumers = blockM / 64;
   const tmaKv = !pagedKvNonTma;

@@ -581,6 +581,9 @@ export const fa3Hw: HwAlgorithm = {
   // Sub-units are the consumer warpgroups, 64 rows each.
   geometry: (sheet) => ({ ctaRows: sheet.tiles.block_m, subRows: ROWS_PER_WG }),
   longestFirst: true,
+  // StaticPersistentTileScheduler: tile_idx += gridDim.x (tile_scheduler.hpp@0251105a l. 161-212); the dynamic
+  // schedulers claim the next tile by atomicAdd as the producer finishes loading one (l. 336-339; the mainloop's l. 883), as list scheduling does.
+  staticPersistent: (shape, gpu) => fa3DispatchOf(shape, gpu.smCount).scheduler === 'static-persistent',
   resources,
   grid,
   build,

@@ -12,6 +12,7 @@ import { FP8_TUNING } from './tiles.ts';
 const IFACE = 'flash_attn/cute/interface.py@0251105a';
 const SM100 = 'flash_attn/cute/flash_fwd_sm100.py@0251105a';
 const HD256 = 'flash_attn/cute/sm100_hd256_2cta_fmha_forward.py@0251105a';
+const CUTE_SCHED = 'flash_attn/cute/tile_scheduler.py@0251105a';
 
 /**
  * What the dispatch reads from the problem (engine/hw/dispatch-input.ts), and whether the backward
@@ -337,7 +338,9 @@ export function fa4Dispatch(p: Fa4DispatchInput, numSms: number): Fa4Dispatch {
         p.varlenQ ? 'varlen Q' : 'dense Q',
         isSplitKv ? 'split KV' : 'no split',
         `${packedRows} rows ${maxMBlocksLeqOne ? '≤' : '>'} q_stage·tile_m`,
-      ].join(', ')}) → ${tileScheduler}${longestFirst ? ', longest tiles first' : ', tiles in grid order'}`,
+      ].join(
+        ', ',
+      )}) → ${tileScheduler}${longestFirst ? ', longest tiles first' : isStaticPersistent ? `, tiles dealt round robin over min(SMs, tiles) CTAs (${CUTE_SCHED} l. 402-434: tile_idx += grid_dim)` : ', tiles in grid order'}`,
     );
 
   return {

@@ -795,6 +795,8 @@ export const fa4Hw: HwAlgorithm = {
   // The dispatch's tile scheduler decides the order; the d = 256 kernel is not persistent
   // (is_persistent = False, l. 115) and its blocks start in grid order.
   longestFirst: (shape) => fa4DispatchOf(shape).longestFirst,
+  // StaticPersistentTileScheduler: tile_idx += grid_dim (tile_scheduler.py@0251105a l. 402-434).
+  staticPersistent: (shape, gpu) => fa4DispatchOf(shape, gpu.smCount).tileScheduler === 'StaticPersistentTileScheduler',
   resources,
   grid,
   build,

@@ -1,0 +1,73 @@
+// How simulate places tiles under a static persistent scheduler, against flash-attention 0251105a:
+// StaticPersistentTileScheduler launches min(SMs, tiles) CTAs and CTA c runs tiles c, c + grid,
+// c + 2·grid, … (flash_attn/cute/tile_scheduler.py l. 402-434: tile_idx += grid_dim; hopper/
+// tile_scheduler.hpp l. 161-212: tile_idx + gridDim.x), whatever each tile costs. The dynamic and
+// single-tile schedulers hand the next tile to whichever CTA frees first.
+
+import { describe, expect, it } from 'vitest';
+import type { ProblemShape } from './model.ts';
+import { fa3Hw } from '../algorithms/fa3/schedule.ts';
+import { fa4DispatchOf, fa4Hw } from '../algorithms/fa4/schedule.ts';
+import { describeFor, simulateFor } from '../algorithms/schedule-registry.ts';
+import { gpuById } from './gpus/index.ts';
+
+/** One 128-row Q tile per sequence over seqused_k lengths: FA4 runs it on StaticPersistentTileScheduler (no mask, dense Q, no split). */
+const varlenK = (seqlensK: number[]): ProblemShape => ({
+  batch: seqlensK.length,
+  hq: 1,
+  hk: 1,
+  nq: 128,
+  nk: Math.max(...seqlensK),
+  d: 128,
+  dv: 128,
+  dtype: 'bf16',
+  causal: false,
+  varlen: { seqlensK },
+});
+
+const cycles = (s: ProblemShape) => simulateFor('fa4', 'b200', s).cycles;
+
+describe('FA4 StaticPersistentTileScheduler deals tiles round robin', () => {
+  const long = 16384;
+  const short = 128;
+  it('picks the static persistent scheduler for these shapes (flash_fwd_sm100.py l. 293-294)', () => {
+    expect(fa4DispatchOf(varlenK([long, short])).tileScheduler).toBe('StaticPersistentTileScheduler');
+    expect(fa4Hw.staticPersistent?.(varlenK([long, short]), gpuById('b200'))).toBe(true);
+    expect(fa4Hw.staticPersistent?.({ ...varlenK([long, short]), causal: true }, gpuById('b200'))).toBe(false);
+  });
+
+  it('149 tiles on 148 SMs: tile 148 goes to CTA 0, behind the long tile 0, not to the first CTA that frees', () => {
+    const first148 = [long, ...Array<number>(147).fill(short)];
+    const alone = cycles(varlenK(first148));
+    const shortTile = cycles(varlenK(Array<number>(148).fill(short)));
+    // CTA 0 runs tile 0 (128 blocks) then tile 148 (1 block); list scheduling would give tile 148 to a CTA done with its one block.
+    expect(cycles(varlenK([...first148, short]))).toBe(alone + shortTile);
+  });
+
+  it('296 tiles with long tiles 0 and 148: both on CTA 0, one after the other', () => {
+    const shorts = Array<number>(147).fill(short);
+    const longTile = cycles(varlenK([long, ...shorts]));
+    expect(cycles(varlenK([long, ...shorts, long, ...shorts]))).toBe(2 * longTile);
+  });
+});
+
+describe('FA3 declares its static persistent scheduler where the launch template picks it (flash_fwd_launch_template.h l. 63-76)', () => {
+  const base: ProblemShape = { batch: 1, hq: 16, hk: 16, nq: 4096, nk: 4096, d: 128, dv: 128, dtype: 'fp16', causal: false };
+  it('no mask, no split, no varlen: static; causal: dynamic; varlen: varlen dynamic', () => {
+    const h100 = gpuById('h100');
+    expect(fa3Hw.staticPersistent?.(base, h100)).toBe(true);
+    expect(fa3Hw.staticPersistent?.({ ...base, causal: true }, h100)).toBe(false);
+    expect(fa3Hw.staticPersistent?.({ ...base, batch: 2, varlen: { seqlensQ: [4096, 100] } }, h100)).toBe(false);
+  });
+});
+
+describe('describe says how the static persistent scheduler deals its tiles', () => {
+  it('FA4 and FA3 name the grid-stride lines', () => {
+    const fa4 = describeFor('fa4', 'b200', varlenK([1024, 128])).upstream?.why.join('\n') ?? '';
+    expect(fa4).toContain('tiles dealt round robin over min(SMs, tiles) CTAs (flash_attn/cute/tile_scheduler.py@0251105a l. 402-434');
+    const base: ProblemShape = { batch: 1, hq: 16, hk: 16, nq: 4096, nk: 4096, d: 128, dv: 128, dtype: 'fp16', causal: false };
+    expect(describeFor('fa3', 'h100', base).upstream?.why.join('\n')).toContain(
+      'static-persistent scheduler, grid 132 CTAs (l. 192-212: CTA c runs tiles c, c + 132, … in turn)',
+    );
+  });
+});

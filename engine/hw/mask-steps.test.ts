@@ -6,6 +6,7 @@
 // hopper/mainloop_fwd_sm90_tma_gmma_ws.hpp l. 1150, 1209-1235 with hopper/block.h l. 14-59, 103-135.
 
 import { describe, expect, it } from 'vitest';
+import { maskSpecFrom } from '../core/mask-presets.ts';
 import type { ProblemShape } from './model.ts';
 import { maskedKvSteps } from './mask-steps.ts';
 import { describeFor, scheduleFor } from '../algorithms/schedule-registry.ts';
@@ -86,6 +87,13 @@ describe('FA4 charges the masking steps where flash_fwd_sm100.py@0251105a l. 230
     const m = masks('fa4', shape({ nq: 256, nk: 2048, window: { left: 512, right: 0 } }));
     expect(m.kv).toEqual([15, 15, 14, 14, 11, 11, 10, 10]);
     expect(m.ops).toEqual(new Set(['local mask']));
+  });
+
+  it('block-sparse (document mask 700, 300): the first block a CTA visits, 5 of [0, 16), runs the mask in both Q stages (block_sparse_utils.py l. 951-997)', () => {
+    const n = 2048;
+    const mask = maskSpecFrom({ maskMod: 'document:700,300' }, { hq: 1, nq: n, nk: n });
+    const m = masks('fa4', shape({ nq: n, nk: n, mask }));
+    expect(m.kv.filter((kv) => kv === 5)).toEqual([5, 5]);
   });
 
   it('d = dv = 256 (sm100_hd256_2cta_fmha_forward.py l. 1386-1398): the last K block of each CTA of the pair, not causal', () => {

@@ -656,7 +656,7 @@ function buildMain(k: Kernel, ctx: BuildContext, work: CtaWork): void {
         phase: opPhase(['mask'], j, ix),
         memDone: [tmemSpec(side, `S${s}`, L.tmem.s[s], N, 'release', `S${s}.${j}`)],
       });
-      // Both Q stages walk the CTA's blocks alike; a block-sparse CTA masks the first block it visits too (block_sparse_utils.py@0251105a l. 487-490).
+      // Both Q stages walk the CTA's blocks alike; a block-sparse CTA masks the first block it visits too (block_sparse_utils.py@0251105a l. 951-997).
       const masked = i === 0 || maskSteps.has(j);
       const emu = emuFrac;
       if (masked) sm.exec(u('fma'), (elems * 2) / (gpu.fmaPerClk * PACKED), maskOp, `S${s}`, { phase: opPhase(['mask'], j, ix) });

@@ -190,21 +190,22 @@ export function simulateProblem(algo: HwAlgorithm, gpu: GpuSpec, shape: ProblemS
   for (const { n, m } of runs) {
     const c = cost(n);
     if (roundRobin) next = dealRoundRobin(heap, next, m, c.t);
-    for (let left = roundRobin ? 0 : m; left > 0; ) {
-      // While the slots free within one CTA's time of each other, a wave of equal CTAs
-      // lands one on each slot: add whole waves at once (the heap order is unchanged). A
-      // counted grid is placed in whole waves regardless (its order is approximate already).
-      if (left >= heap.length && (counts !== undefined || spread() <= c.t)) {
-        const waves = Math.floor(left / heap.length);
-        for (let i = 0; i < heap.length; i++) heap[i] += waves * c.t;
-        left -= waves * heap.length;
-        continue;
+    else
+      for (let left = m; left > 0; ) {
+        // While the slots free within one CTA's time of each other, a wave of equal CTAs
+        // lands one on each slot: add whole waves at once (the heap order is unchanged). A
+        // counted grid is placed in whole waves regardless (its order is approximate already).
+        if (left >= heap.length && (counts !== undefined || spread() <= c.t)) {
+          const waves = Math.floor(left / heap.length);
+          for (let i = 0; i < heap.length; i++) heap[i] += waves * c.t;
+          left -= waves * heap.length;
+          continue;
+        }
+        for (let k = Math.min(left, heap.length); k > 0; k--, left--) {
+          heap[0] += c.t;
+          siftDown(0);
+        }
       }
-      for (let k = Math.min(left, heap.length); k > 0; k--, left--) {
-        heap[0] += c.t;
-        siftDown(0);
-      }
-    }
     slotCycles += m * c.t * span;
     for (const [u, v] of Object.entries(c.busy)) {
       unitsSeen.add(u);

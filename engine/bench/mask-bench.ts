@@ -1,6 +1,7 @@
 // Masks on the WebGPU backend under Node (Dawn):
 //   --check          every preset and seeded random masks against float64, dense and block-sparse,
-//                    on each flash path the adapter offers and on flash-decoding (small shapes: SwiftShader in CI);
+//                    on each flash path the adapter offers (flash-matrix also at d 128, its tile alone on an SM)
+//                    and on flash-decoding (small shapes: SwiftShader in CI);
 //                    --random N, --no-presets, --row-only, --sparse-only, --paths a,b narrow it;
 //   --time FILE      dense masked against block-sparse at full size (a real GPU), JSON lines to FILE;
 //   --full-tiles FILE  the unmasked dense kernel against block-sparse runs with every tile full, causal,
@@ -64,10 +65,14 @@ async function check(ctx: WebGpuContext, o: CheckOptions): Promise<boolean> {
         [32, 150, 200],
         [80, 70, 90],
       ];
-  for (const [d, nq, nk] of shapes) {
+  const runs = shapes.map(([d, nq, nk]): [number, number, number, typeof paths] => [d, nq, nk, paths]);
+  // d = 128, Nq a multiple of 16: the subgroup-matrix tile alone on its SM, Q from its buffer, one loop over the block list.
+  const matrix = paths.filter((p) => p.path === 'flash-matrix');
+  if (matrix.length) runs.push([128, 160, 200, matrix]);
+  for (const [d, nq, nk, on] of runs) {
     const base: Omit<AttentionProblem, 'mask'> = { batch: 2, hq: 2, hk: 1, nq, nk, d, dv: d, causal: false, dtype: 'fp32' };
     const cases = [...(o.presets ? presetCases(base.hq, nq, nk) : []), ...randomCases(11 + d, o.random, nk)];
-    const results = await runMaskChecks(ctx, base, cases, paths, 5, log(d), o.sparseOnly ? [true] : [false, true]);
+    const results = await runMaskChecks(ctx, base, cases, on, 5, log(d), o.sparseOnly ? [true] : [false, true]);
     ok &&= results.every((r) => r.ok);
   }
   return ok;

@@ -74,18 +74,29 @@ describe('block-sparse kernels on full tiles', () => {
     expectNoMaskOnFull(code, between(code, 'if (full) {', '} else {'), between(code, '} else {', '}\n'));
   });
 
-  it('the subgroup-matrix kernel: the full tiles run in a loop of their own without mask tests', () => {
-    const h200 = {
-      limits: { maxInvocations: 1024, maxWorkgroupStorage: 49152 },
-      matrixConfigs: [{ M: 16, N: 16, K: 16, componentType: 'f16', resultComponentType: 'f32' }],
-      subgroupMinSize: 32,
-      subgroupMaxSize: 32,
-      wgslFeatures: ['subgroup_id'],
-    } as unknown as Parameters<typeof chooseMatrixTile>[0];
+  const h200 = {
+    limits: { maxInvocations: 1024, maxWorkgroupStorage: 49152 },
+    matrixConfigs: [{ M: 16, N: 16, K: 16, componentType: 'f16', resultComponentType: 'f32' }],
+    subgroupMinSize: 32,
+    subgroupMaxSize: 32,
+    wgslFeatures: ['subgroup_id', 'subgroup_uniformity'],
+  } as unknown as Parameters<typeof chooseMatrixTile>[0];
+  const loops = (code: string) => code.match(/for \(var bt = /g)?.length;
+
+  it('the subgroup-matrix kernel sharing its SM (d 64): the full tiles run in a loop of their own without mask tests', () => {
     const c = chooseMatrixTile(h200, { d: 64, dv: 64, nq: 256 }, score, true);
-    const code = matrixKernelWgsl({ ...c, blockList: list(64, c.bn) });
+    const code = matrixKernelWgsl({ ...c, blockList: list(c.warps * c.m, c.bn) });
+    expect(loops(code)).toBe(2);
     const partial = between(code, 'for (var bt = 0u; bt < bpartial; bt++) {', 'for (var bt = bpartial; bt < bcount; bt++) {');
     expectNoMaskOnFull(code, between(code, 'for (var bt = bpartial; bt < bcount; bt++) {', 'if (again)'), partial);
+  });
+
+  it('the subgroup-matrix kernel alone on its SM (d 128): one loop over the list, a full tile branches to the softmax without mask tests', () => {
+    const c = chooseMatrixTile(h200, { d: 128, dv: 128, nq: 256 }, score, true);
+    const code = matrixKernelWgsl({ ...c, blockList: list(c.warps * c.m, c.bn) });
+    expect(loops(code)).toBe(1);
+    const body = between(code, 'for (var bt = 0u; bt < bcount; bt++) {', 'if (again)');
+    expectNoMaskOnFull(code, between(body, 'if (bt >= bpartial) {', '} else {'), between(body, '} else {', 'l = l * alpha + sum;'));
   });
 
   it('block-sparse decoding: a tile flagged full scores with score_full', () => {

@@ -96,6 +96,12 @@ export interface MatrixKernelConfig {
   varlen?: boolean;
   /** Block-sparse: the block list's WGSL (block-list.ts) at this kernel's BM × BN tiles. */
   blockList?: string;
+  /**
+   * Block-sparse: the partial and the full tiles in two loops (the two-workgroup tile, where one
+   * loop with a per-tile branch measured 2–8% slower) or in one with the branch (a tile alone on
+   * its SM, where two copies of the loop body took 1.2× the time of one; BENCHMARKS.md, issue 37).
+   */
+  splitList: boolean;
 }
 
 /** The problem sizes that shape the kernel. */
@@ -173,6 +179,7 @@ export function chooseMatrixTile(
         rescaleLog: prefer.rescaleLog ?? RESCALE_LOG,
         segments: prefer.segments ?? !sharedSm,
         qFromBuffer,
+        splitList: sharedSm,
       };
       const L = matrixLayout(c);
       const limit = sharedSm ? ctx.limits.maxWorkgroupStorage / 2 : ctx.limits.maxWorkgroupStorage;
@@ -299,14 +306,14 @@ function softmaxTileWgsl(parts: KernelParts, fn: 'score_full' | 'score_edge'): s
 }
 
 // Online softmax on plain lanes; the mask tests only where needed: 'either' tests each tile,
-// 'full' and 'edge' are the loops of a masked problem's three segments (keyLoopsWgsl), which
-// know which kind of tile they hold.
-function onlineSoftmaxWgsl(parts: KernelParts, kind: 'either' | 'full' | 'edge'): string {
+// 'listed' reads the block list's kind of the tile (its partial tiles come first), 'full' and
+// 'edge' are the loops that know which kind of tile they hold (keyLoopsWgsl).
+function onlineSoftmaxWgsl(parts: KernelParts, kind: 'either' | 'listed' | 'full' | 'edge'): string {
   return `    var alpha = 1.0;
     var sum = 0.0;
 ${
-  kind === 'either'
-    ? `    if (tile_visible(row0, min(row0 + BM, params.nq), j0, j0 + BN)) {${softmaxTileWgsl(parts, 'score_full')}
+  kind === 'either' || kind === 'listed'
+    ? `    if (${kind === 'listed' ? 'bt >= bpartial' : 'tile_visible(row0, min(row0 + BM, params.nq), j0, j0 + BN)'}) {${softmaxTileWgsl(parts, 'score_full')}
     } else {${softmaxTileWgsl(parts, 'score_edge')}
     }`
     : `    {${softmaxTileWgsl(parts, kind === 'full' ? 'score_full' : 'score_edge')}
@@ -345,23 +352,30 @@ function tileStart(c: MatrixKernelConfig, step: 'first' | 'second' | 'next' | 'n
 // the span's loop is then the unmasked kernel's loop, with no branch in the softmax. The
 // two-workgroup tile keeps one loop: three copies of it cost it its second workgroup per SM
 // (BENCHMARKS.md, "WebGPU against CUDA on the H200").
-function keyLoopsWgsl(c: MatrixKernelConfig, body: (kind: 'either' | 'full' | 'edge') => string): string {
+function keyLoopsWgsl(c: MatrixKernelConfig, body: (kind: 'either' | 'listed' | 'full' | 'edge') => string): string {
   if (c.blockList) {
-    // Block-sparse: the partial tiles with the mask tests, then the full ones without, each
-    // in a loop of its own (no branch in the softmax); the staging prefetch runs across both.
+    // Block-sparse: the partial tiles with the mask tests, then the full ones without, in a
+    // loop each (splitList) or in one loop with a branch; the staging prefetch runs across both.
     // The next two tile starts are read once per tile, not on every staged K/V load.
     const starts = `    let j0 = block_start(bbase, bcount, bt, BN);
     let jv_next = block_start(bbase, bcount, bt + 1u, BN);
     let jk_next = block_start(bbase, bcount, bt + 2u, BN);`;
     return `  let bpartial = block_list[bbase + 1u];
-  for (var bt = 0u; bt < bpartial; bt++) {
+${
+  c.splitList
+    ? `  for (var bt = 0u; bt < bpartial; bt++) {
 ${starts}
 ${body('edge')}
   }
   for (var bt = bpartial; bt < bcount; bt++) {
 ${starts}
 ${body('full')}
-  }`;
+  }`
+    : `  for (var bt = 0u; bt < bcount; bt++) {
+${starts}
+${body('listed')}
+  }`
+}`;
   }
   return segmentedLoops(c)
     ? `  for (var j0 = jfirst; j0 < span.x; j0 += BN) {

@@ -97,8 +97,8 @@ test('N 2793 with 128×128 tiles: a step compares one tile of the S and P images
   checkConsole();
 });
 
-// Views whose DOM grew with the problem (the block mask drew an SVG rect per tile pair, the
-// statistics an SVG tree per row) are canvases. A seek to the end repaints every large heatmap
+// Views whose DOM would grow with the problem (an element per tile pair of the block mask, a
+// tree per statistics row) are canvases. A seek to the end repaints every large heatmap
 // whole: in slices of at most 65 536 image pixels, each its own task, so the bound on a seek is
 // the same as on a step (no task of 50 ms of CPU) and the repaint reaches the last row.
 test('N 2058 with 16×16 tiles: the block mask and the sparklines are canvases, and neither playback nor a seek to the end has a task of 50 ms', async ({

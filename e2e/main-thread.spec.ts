@@ -1,11 +1,19 @@
-// The main thread under load: a step repaints only the tile it changed, not the
-// whole score matrix, and max-speed playback leaves the main thread mostly free. Timing is
-// asserted with a wide margin (this runs on a shared 2-core machine); the repaint count is exact.
+// The main thread under load, on the largest problems the stepping budget allows (FA2, d 32,
+// engine/core/size-model.ts): a step repaints only the tile it changed, and no main-thread task of
+// max-speed playback or of a seek to the end takes 50 ms of CPU. Long tasks come from a longtask
+// observer (wall time); Chromium's trace gives each one's CPU time, since on this shared 2-core
+// machine a task's wall time also holds the time it waited for a core (BENCHMARKS.md).
 
 import { expect, test, type Page } from './fixtures.ts';
 import { counter, openApp, watchConsole } from './helpers.ts';
+import { cpuOf, traceMainThread } from './main-thread-trace.ts';
 
 type LongTasks = { __long: { start: number; duration: number }[] };
+
+/** The issue's goal: a task the page keeps for longer than this is one a person can feel. */
+const TASK_CPU_MS = 50;
+/** Wall time no task may reach even on a loaded machine: a frozen page, not a slow core. */
+const FROZEN_MS = 1000;
 
 /** Opens the app with a long-task observer installed and loads FA2 at N × N with tiles × tiles. */
 async function openFa2(page: Page, n: number, tile: number): Promise<void> {
@@ -30,83 +38,90 @@ async function openFa2(page: Page, n: number, tile: number): Promise<void> {
   await expect(counter(page)).toHaveText(/^Step 1 of \d+$/, { timeout: 60_000 });
 }
 
-test('N 1024 with 64×64 tiles: a step compares one tile of the S and P images, and playback keeps the main thread free', async ({
+/**
+ * Runs `act` under a trace and checks the main thread's tasks from its start: none over
+ * TASK_CPU_MS of CPU, each long task the observer saw found in the trace (but one still running
+ * when the trace ended), none frozen.
+ */
+async function checkTasks(page: Page, what: string, act: () => Promise<void>): Promise<void> {
+  const trace = await traceMainThread(page);
+  const since = await page.evaluate(() => performance.now());
+  await act();
+  const { tasks, until } = await trace.stop(since);
+  const long = await page.evaluate((from) => (window as unknown as LongTasks).__long.filter((e) => e.start >= from), since);
+  const seen = long.filter((e) => e.start + e.duration <= until).map((e) => ({ wall: Math.round(e.duration), cpu: cpuOf(tasks, e) }));
+  const cpu = Math.max(0, ...tasks.map((t) => t.cpu));
+  console.log(
+    `${what}: ${tasks.length} main-thread tasks, longest ${cpu.toFixed(1)} ms of CPU; long tasks (wall, CPU ms): ` +
+      (seen.map((e) => `${e.wall}/${e.cpu === undefined ? '?' : e.cpu.toFixed(1)}`).join(' ') || 'none'),
+  );
+  expect(tasks.length, 'the trace holds the main thread').toBeGreaterThan(10);
+  expect(
+    seen.filter((e) => e.cpu === undefined),
+    'long tasks the trace does not hold',
+  ).toEqual([]);
+  expect(cpu, `${what}: the longest task's CPU time (ms)`).toBeLessThan(TASK_CPU_MS);
+  expect(Math.max(0, ...long.map((e) => e.duration)), `${what}: the longest task's wall time (ms)`).toBeLessThan(FROZEN_MS);
+}
+
+/** Max-speed playback for `ms`, paused at the end. */
+async function playFor(page: Page, ms: number): Promise<void> {
+  await page.getByLabel('Speed').selectOption('0');
+  await page.getByRole('button', { name: 'Play' }).click();
+  await page.waitForTimeout(ms);
+  await page.getByRole('button', { name: 'Pause' }).click();
+}
+
+test('N 2793 with 128×128 tiles: a step compares one tile of the S and P images, and max-speed playback has no task of 50 ms', async ({
   page,
 }) => {
   const checkConsole = watchConsole(page);
-  await openFa2(page, 1024, 64);
-  const s = page.getByRole('img', { name: /^S.* heatmap, 1024 by 1024/ });
-  const p = page.getByRole('img', { name: /^P.* heatmap, 1024 by 1024/ });
-  for (let i = 2; i <= 6; i++) {
+  await openFa2(page, 2793, 128);
+  const s = page.getByRole('img', { name: /^S.* heatmap, 2793 by 2793/ });
+  const p = page.getByRole('img', { name: /^P.* heatmap, 2793 by 2793/ });
+  for (let i = 2; i <= 4; i++) {
     await page.getByRole('button', { name: 'Step forward', exact: true }).click();
     await expect(counter(page)).toHaveText(new RegExp(`^Step ${i} of`));
-    // 1024 cells on ~256 pixels: one 64×64 tile is 16×16 pixels (17×17 at most with rounding), of 65 536.
-    for (const h of [s, p]) expect(Number(await h.getAttribute('data-compared'))).toBeLessThanOrEqual(17 * 17);
+    // 2793 cells on 698 pixels: the image holds every 5th, so a 128×128 tile is 26×26 image pixels (27×27 at most), of 312 481.
+    for (const h of [s, p]) expect(Number(await h.getAttribute('data-compared'))).toBeLessThanOrEqual(27 * 27);
   }
-  // A 64-row tile puts the statistics rows in view (and a margin) in the DOM, not 64; scrolling brings the rest.
+  // A 128-row tile puts the statistics rows in view (and a margin) in the DOM, not 128; scrolling brings the rest.
   const stats = page.getByRole('region', { name: 'Running statistics' });
-  await expect(stats.locator('table')).toHaveAttribute('data-rows', '64');
+  await expect(stats.locator('table')).toHaveAttribute('data-rows', '128');
   expect(await stats.locator('tr[data-row]').count()).toBeLessThan(32);
   await stats.locator('.stats-scroll').evaluate((e) => e.scrollTo(0, e.scrollHeight));
-  await expect(page.getByTestId('m-63')).toBeVisible();
+  await expect(page.getByTestId('m-127')).toBeVisible();
   await expect(page.getByTestId('m-0')).toHaveCount(0);
-  // Max-speed playback: the share of the time spent in long tasks.
-  await page.getByLabel('Speed').selectOption('0');
-  const t0 = await page.evaluate(() => performance.now());
-  await page.getByRole('button', { name: 'Play' }).click();
-  await page.waitForTimeout(3_000);
-  await page.getByRole('button', { name: 'Pause' }).click();
-  const r = await page.evaluate((start) => {
-    const ms = performance.now() - start;
-    const tasks = (window as unknown as LongTasks).__long.filter((t) => t.start >= start);
-    return { ms, busy: tasks.reduce((a, t) => a + t.duration, 0), count: tasks.length };
-  }, t0);
-  console.log(`long tasks during playback: ${r.count}, ${Math.round(r.busy)} ms of ${Math.round(r.ms)} ms`);
-  // Loose on purpose: other work shares the two cores; a frozen page (over 9 s of every 10 s in long tasks) fails it.
-  expect(r.busy / r.ms).toBeLessThan(0.9);
+  await checkTasks(page, '2 s of max-speed playback', () => playFor(page, 2_000));
+  await expect(counter(page)).not.toHaveText(/^Step 4 of/);
   checkConsole();
 });
 
-// Views whose DOM grew with the problem: the block mask drew an SVG rect per tile pair (29 584 at
-// N 2748 with 16×16 tiles) and the statistics an SVG tree per row. Both are canvases now, and
-// no main-thread task of playback or of a seek to the end may take longer than LONGTASK_BUDGET_MS.
-// Default 250 ms: about twice the longest seek task CI's quiet 2-core machine measured (91–138 ms; BENCHMARKS.md).
-test('65×65 tile pairs: the block mask and the sparklines are canvases, and playback has no task over the budget', async ({ page }) => {
+// Views whose DOM would grow with the problem (an element per tile pair of the block mask, a
+// tree per statistics row) are canvases. A seek to the end repaints every large heatmap
+// whole: in slices of at most 65 536 image pixels, each its own task, so the bound on a seek is
+// the same as on a step (no task of 50 ms of CPU) and the repaint reaches the last row.
+test('N 2058 with 16×16 tiles: the block mask and the sparklines are canvases, and neither playback nor a seek to the end has a task of 50 ms', async ({
+  page,
+}) => {
   const checkConsole = watchConsole(page);
-  const budget = Number(process.env.LONGTASK_BUDGET_MS ?? 250);
-  await openFa2(page, 1040, 16);
+  await openFa2(page, 2058, 16);
   const mask = page.getByRole('region', { name: 'Block mask', exact: true });
-  const grid = mask.getByRole('img', { name: 'Block mask: 65 Q tiles by 65 K/V tiles' });
-  await expect(grid).toHaveAttribute('data-cells', '4225');
+  const grid = mask.getByRole('img', { name: 'Block mask: 129 Q tiles by 129 K/V tiles' });
+  await expect(grid).toHaveAttribute('data-cells', String(129 * 129));
   expect(await grid.evaluate((e) => e.tagName)).toBe('CANVAS');
   await expect(mask.locator('rect')).toHaveCount(0);
   const stats = page.getByRole('region', { name: 'Running statistics' });
   await expect(stats.locator('canvas.spark')).toHaveCount(16);
   await expect(stats.locator('svg')).toHaveCount(0);
-  await page.getByLabel('Speed').selectOption('0');
-  const t0 = await page.evaluate(() => performance.now());
-  await page.getByRole('button', { name: 'Play' }).click();
-  await page.waitForTimeout(2_000);
-  await page.getByRole('button', { name: 'Pause' }).click();
-  const tasks = await page.evaluate(
-    (start) => (window as unknown as LongTasks).__long.filter((t) => t.start >= start).map((t) => t.duration),
-    t0,
-  );
-  console.log(`long tasks during 2 s of playback: ${tasks.length}, longest ${Math.round(Math.max(0, ...tasks))} ms (budget ${budget} ms)`);
-  expect(Math.max(0, ...tasks)).toBeLessThan(budget);
-  // A seek repaints the whole S image in slices of at most 65 536 pixels, each its own task, to the last row.
-  const sMap = page.getByRole('img', { name: /^S.* heatmap, 1040 by 1040/ });
-  const tSeek = await page.evaluate(() => performance.now());
-  await page.keyboard.press('End');
-  await expect(counter(page)).toHaveText(/^Step (\d+) of \1$/);
-  await expect(sMap).toHaveAttribute('data-stale-rows', '0');
+  await checkTasks(page, '2 s of max-speed playback', () => playFor(page, 2_000));
+  const sMap = page.getByRole('img', { name: /^S.* heatmap, 2058 by 2058/ });
+  await checkTasks(page, 'the seek to the end', async () => {
+    await page.keyboard.press('End');
+    await expect(counter(page)).toHaveText(/^Step (\d+) of \1$/);
+    await expect(sMap).toHaveAttribute('data-stale-rows', '0');
+  });
   expect(Number(await sMap.getAttribute('data-compared'))).toBeLessThanOrEqual(65_536);
-  const seekTasks = await page.evaluate(
-    (start) => (window as unknown as LongTasks).__long.filter((t) => t.start >= start).map((t) => t.duration),
-    tSeek,
-  );
-  console.log(`long tasks of the seek to the end: ${seekTasks.length}, longest ${Math.round(Math.max(0, ...seekTasks))} ms`);
-  expect(Math.max(0, ...seekTasks)).toBeLessThan(budget);
   // The sparklines kept up: the rows of the tile being worked on show points.
   await expect(stats.locator('canvas.spark[data-points="0"]')).not.toHaveCount(16);
   checkConsole();

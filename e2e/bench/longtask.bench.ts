@@ -1,15 +1,17 @@
 // `npm run bench:longtask`: main-thread long tasks during 10 s of max-speed playback on the
-// largest square problems the stepping budget allows at d 32 (FA2: N 2748 with 128×128 tiles,
+// largest square problems the stepping budget allows at d 32 (FA2: N 2793 with 128×128 tiles,
 // N 2058 with 16×16), all views open, then four seeks (End, Home, the scrubber's middle, the End
-// button) each left to finish its sliced repaints. Reports long-task count, total and longest, and
-// the share of the wall time, for the playback and for the seeks.
+// button) each left to finish its sliced repaints. Reports long-task count, total and longest (wall
+// time, from a longtask observer), the share of the wall time, and from Chromium's trace the main
+// thread's CPU per step and its longest task's CPU, for the playback and for the seeks.
 
 import { expect, test } from '../fixtures.ts';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
+import { cpuOf, traceMainThread } from '../main-thread-trace.ts';
 
 const CASES = [
-  { name: 'FA2 N 2748, 128×128 tiles', tile: '128', n: '2748' },
+  { name: 'FA2 N 2793, 128×128 tiles', tile: '128', n: '2793' },
   { name: 'FA2 N 2058, 16×16 tiles', tile: '16', n: '2058' },
 ];
 
@@ -44,6 +46,7 @@ for (const c of CASES)
     if (await refused.isVisible()) throw new Error(`${c.name}: the app refused the load: ${await refused.textContent()}`);
     const total = Number(/of (\d+)/.exec((await page.getByTestId('step-counter').textContent()) ?? '')![1]);
     await page.getByLabel('Speed').selectOption('0');
+    const playTrace = await traceMainThread(page);
     const t0 = await page.evaluate(() => performance.now());
     await page.getByRole('button', { name: 'Play' }).click();
     await page.waitForTimeout(10_000);
@@ -51,8 +54,10 @@ for (const c of CASES)
     const r = await page.evaluate((start) => {
       const w = window as unknown as { __longTasks: { start: number; duration: number }[] };
       const seconds = (performance.now() - start) / 1000;
-      return { seconds, tasks: w.__longTasks.filter((t) => t.start >= start).map((t) => Math.round(t.duration)) };
+      const entries = w.__longTasks.filter((t) => t.start >= start);
+      return { seconds, entries, tasks: entries.map((t) => Math.round(t.duration)) };
     }, t0);
+    const { tasks: playTasks } = await playTrace.stop(t0);
     const steps = Number(/Step (\d+)/.exec((await page.getByTestId('step-counter').textContent()) ?? '')![1]) - 1;
     // Seeks: each waits for the counter to move and every heatmap's repaint to finish, then 0.4 s of quiet.
     const scrubber = page.getByLabel('Scrubber');
@@ -68,6 +73,7 @@ for (const c of CASES)
       ],
       ['End button', () => page.getByRole('button', { name: 'End', exact: true }).click()],
     ];
+    const seekTrace = await traceMainThread(page);
     const tSeek = await page.evaluate(() => performance.now());
     for (const [, seek] of seeks) {
       const from = (await counter.textContent()) ?? '';
@@ -83,7 +89,10 @@ for (const c of CASES)
           .map((t) => Math.round(t.duration)),
       tSeek,
     );
+    const { tasks: seekTraced } = await seekTrace.stop(tSeek);
     const sum = r.tasks.reduce((a, b) => a + b, 0);
+    const cpuMs = (tasks: { cpu: number }[]) => tasks.reduce((a, t) => a + t.cpu, 0);
+    const longestCpu = (tasks: { cpu: number }[]) => Number(Math.max(0, ...tasks.map((t) => t.cpu)).toFixed(1));
     const out = {
       case: c.name,
       date: new Date().toISOString(),
@@ -95,9 +104,14 @@ for (const c of CASES)
       longTaskMs: sum,
       longestMs: Math.max(0, ...r.tasks),
       longTaskShare: Number((sum / (r.seconds * 1000)).toFixed(3)),
+      longTaskCpuMs: r.entries.map((e) => Number((cpuOf(playTasks, e) ?? Number.NaN).toFixed(1))),
+      mainCpuPerStepMs: Number((cpuMs(playTasks) / Math.max(1, steps)).toFixed(2)),
+      longestTaskCpuMs: longestCpu(playTasks),
       seeks: seeks.map(([name]) => name),
       seekLongTasks: seekTasks.length,
       seekLongestMs: Math.max(0, ...seekTasks),
+      seekMainCpuMs: Math.round(cpuMs(seekTraced)),
+      seekLongestTaskCpuMs: longestCpu(seekTraced),
     };
     console.log(JSON.stringify(out));
     mkdirSync('test-results', { recursive: true });

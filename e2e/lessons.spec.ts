@@ -189,6 +189,12 @@ test("a switch that removes the chapter's step: the caption names the step shown
     `Combine — Q tile 0 (row 0): ${combine.splitLse[0].length} splits merged by their LSE`,
   );
   await expect(stats.getByRole('row').nth(1)).toContainText(Number(combine.lse[0].toPrecision(5)).toString());
+  // The write after it keeps the merged rows and names the splits they came from.
+  await paneOf(page, 9).getByRole('button', { name: 'Step forward' }).click();
+  await expect(stats.getByRole('heading')).toHaveText(
+    `Write O and LSE — Q tile 0 (row 0): the ${combine.splitLse[0].length} splits merged`,
+  );
+  await expect(stats.getByRole('row').nth(1)).toContainText(Number(combine.lse[0].toPrecision(5)).toString());
   await page.getByRole('checkbox', { name: /Split K\/V/ }).uncheck();
   await expect(page.getByTestId('try-status')).toContainText('loaded', { timeout: 30_000 });
   const t = locateTarget(c9, 0, { ...c9.panes[0].preset, features: { splits: 1 } }, cache);

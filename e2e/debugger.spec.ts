@@ -237,14 +237,14 @@ test('theme toggle and a screenshot of the debugger', async ({ page }) => {
   await shot(page, { path: 'test-results/debugger.png' });
 });
 
-test('FA1 shows its HBM-resident m and l; standard attention steps through its three passes', async ({ page }) => {
+test('FA1 shows its HBM-resident m and ℓ; standard attention steps through its three passes', async ({ page }) => {
   const fa1 = await engineSession({ algorithm: 'fa1' });
   const ev = fa1.s.events();
   await openApp(page);
   await page.getByRole('region', { name: 'Problem', exact: true }).getByLabel('Algorithm').selectOption('fa1');
   await page.getByRole('button', { name: 'Load problem' }).click();
   await expect(counter(page)).toHaveText(`Step 1 of ${ev.length}`);
-  await expect(page.getByRole('region', { name: 'HBM-resident m and l' })).toBeVisible();
+  await expect(page.getByRole('region', { name: 'HBM-resident m and ℓ' })).toBeVisible();
   const write = ev.findIndex((e, i) => e.kind === 'write' && i > 20);
   await page.getByLabel('Scrubber').fill(String(write));
   await page.getByLabel('Scrubber').dispatchEvent('pointerup');
@@ -257,7 +257,7 @@ test('FA1 shows its HBM-resident m and l; standard attention steps through its t
   await page.getByRole('region', { name: 'Problem', exact: true }).getByLabel('Algorithm').selectOption('standard');
   await page.getByRole('button', { name: 'Load problem' }).click();
   await expect(counter(page)).toHaveText(`Step 1 of ${std.s.events().length}`);
-  await expect(page.getByRole('region', { name: 'HBM-resident m and l' })).toHaveCount(0);
+  await expect(page.getByRole('region', { name: 'HBM-resident m and ℓ' })).toHaveCount(0);
   const norm = std.s.events().findIndex((e) => e.kind === 'normalize');
   await page.getByLabel('Scrubber').fill(String(norm));
   await page.getByLabel('Scrubber').dispatchEvent('pointerup');

@@ -53,7 +53,7 @@ export const chapter4: Chapter = {
     { kind: 'widget', widget: 'io-sweep' },
     {
       kind: 'p',
-      text: 'The debugger holds $N = 32$, $d = 16$ with $M = 2$ KiB, which is 512 fp32 words: $B_c = \\lceil 512 / 64 \\rceil = 8$ and $B_r = \\min(8, 16) = 8$. It opens where $O_0$, $\\ell_0$ and $m_0$ are read back from HBM for the first time, at the second K/V block; the HBM m and l view shows the values waiting there.',
+      text: 'The debugger holds $N = 32$, $d = 16$ with $M = 2$ KiB, which is 512 fp32 words: $B_c = \\lceil 512 / 64 \\rceil = 8$ and $B_r = \\min(8, 16) = 8$. It opens where $O_0$, $\\ell_0$ and $m_0$ are read back from HBM for the first time, at the second K/V block; the HBM m and ℓ view shows the values waiting there.',
     },
   ],
   panes: [

@@ -227,6 +227,23 @@ test('chapter 13: the flush table, the sink pane at its flushing step, the INT8 
   await expect(page.getByTestId('feedback-smoothk-factor')).toContainText('Correct.', { timeout: 30_000 });
   await smooth.scrollIntoViewIfNeeded();
   await shot(page, { path: 'test-results/lesson13/smoothing.png' });
+  // On a phone the tables' headers keep whole words (the table scrolls in its box instead).
+  await page.setViewportSize({ width: 390, height: 844 });
+  const broken = await page.locator('.live-table th').evaluateAll((ths) =>
+    ths
+      .filter((th) => {
+        const st = getComputedStyle(th);
+        const g = document.createElement('canvas').getContext('2d')!;
+        g.font = `${st.fontWeight} ${st.fontSize} ${st.fontFamily}`;
+        const longest = Math.max(...(th.textContent ?? '').split(/\s+/).map((w) => g.measureText(w).width));
+        return th.clientWidth - Number.parseFloat(st.paddingLeft) - Number.parseFloat(st.paddingRight) + 0.5 < longest;
+      })
+      .map((th) => th.textContent),
+  );
+  expect(broken, 'table headers broken inside a word at 390').toEqual([]);
+  await smooth.scrollIntoViewIfNeeded();
+  await shot(page, { path: 'test-results/lesson13/smoothing-390.png' });
+  await page.setViewportSize({ width: 1440, height: 900 });
   const sageRun = cache.get(c13.panes[1].preset);
   const sageAt = sageRun.events[locateTarget(c13, 1, c13.panes[1].preset, cache).step];
   if (sageAt.kind !== 'qk') throw new Error('expected the sage qk target');

@@ -40,7 +40,7 @@ export const chapter4: Chapter = {
     },
     {
       kind: 'erratum',
-      text: 'Appendix C of "FlashAttention: Fast and Memory-Efficient Exact Attention with IO-Awareness" (arXiv 2205.14135) proves this update correct, but one line of the proof writes $\\mathrm{diag}(\\ell^{(j)})$ where $\\mathrm{diag}(\\ell^{(j)})^{-1}$ is meant (the authors confirmed it in Dao-AILab/flash-attention issue 273). Algorithm 1 itself, and the update above, divide by $\\ell^{\\text{new}}_i$.',
+      text: 'Appendix C of "FlashAttention: Fast and Memory-Efficient Exact Attention with IO-Awareness" (arXiv 2205.14135) proves this update correct, but one line of the proof writes $\\mathrm{diag}(\\ell^{(j)})$ where $\\mathrm{diag}(\\ell^{(j)})^{-1}$ is meant. Algorithm 1 itself, and the update above, divide by $\\ell^{\\text{new}}_i$.',
     },
     {
       kind: 'h',
@@ -133,5 +133,6 @@ export const chapter4: Chapter = {
   ],
   sources: [
     '"FlashAttention: Fast and Memory-Efficient Exact Attention with IO-Awareness", arXiv 2205.14135: §3.1 (Algorithm 1, block sizes from $M$), §3.2 (Theorem 2, the IO complexity), Appendix C (the proof with the $\\mathrm{diag}(\\ell)$ slip).',
+    'The slip in Appendix C, as the authors confirmed it: Dao-AILab/flash-attention, GitHub issue 273.',
   ],
 };

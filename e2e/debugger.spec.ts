@@ -188,7 +188,7 @@ test('tile zoom shows the tile numbers and the formula panel the live values', a
   await page.getByRole('button', { name: 'Close tile' }).click();
   await expect(zoom).toHaveCount(0);
 
-  // Go to a rowsum step of the second K/V block: the formula shows l_old and l_new.
+  // Go to a rowsum step of the second K/V block: the formula shows ℓ_old and ℓ_new.
   const rs = ev.findIndex((x) => x.kind === 'rowsum' && x.tile.kvBlock === 1);
   await page.getByLabel('Scrubber').fill(String(rs));
   await page.getByLabel('Scrubber').dispatchEvent('pointerup');
@@ -249,7 +249,7 @@ test('FA1 shows its HBM-resident m and ℓ; standard attention steps through its
   await page.getByLabel('Scrubber').fill(String(write));
   await page.getByLabel('Scrubber').dispatchEvent('pointerup');
   await expect(counter(page)).toHaveText(`Step ${write + 1} of ${ev.length}`);
-  await expect(page.locator('ol.code li.current')).toContainText('write O_i, l_i ← l_new, m_i ← m_new to HBM');
+  await expect(page.locator('ol.code li.current')).toContainText('write O_i, ℓ_i ← ℓ_new, m_i ← m_new to HBM');
   await expect(page.getByText('O (HBM-resident, rewritten)')).toBeVisible();
   await shot(page, { path: 'test-results/fa1.png' });
 
@@ -261,7 +261,7 @@ test('FA1 shows its HBM-resident m and ℓ; standard attention steps through its
   const norm = std.s.events().findIndex((e) => e.kind === 'normalize');
   await page.getByLabel('Scrubber').fill(String(norm));
   await page.getByLabel('Scrubber').dispatchEvent('pointerup');
-  await expect(page.locator('ol.code li.current')).toContainText('P_i ← diag(l_i)⁻¹ P_i');
+  await expect(page.locator('ol.code li.current')).toContainText('P_i ← diag(ℓ_i)⁻¹ P_i');
   // P is coloured on the normalized P's range, not on exp(S − m)'s (which reaches 1)
   const pMax = Math.max(...std.s.events().flatMap((e) => (e.kind === 'normalize' && e.p ? e.p.filter(Number.isFinite) : [])));
   expect(pMax).toBeLessThan(0.9);

@@ -181,7 +181,7 @@ test("a switch that removes the chapter's step: the caption names the step shown
   const c9 = chapterByNumber(9)!;
   await page.goto('/?lesson=9');
   await expect(counterOf(page, 9)).toHaveText(/^Step \d+ of \d+$/, { timeout: 30_000 });
-  // At the combine the statistics view holds the merged LSE and each split's weight, not the last split's m and l.
+  // At the combine the statistics view holds the merged LSE and each split's weight, not the last split's m and ℓ.
   const combine = cache.get(c9.panes[0].preset).events.find((e) => e.kind === 'combine')!;
   if (combine.kind !== 'combine') throw new Error('chapter 9 has a combine step');
   const stats = paneOf(page, 9).getByRole('region', { name: 'Running statistics' });

@@ -17,7 +17,7 @@ import { useHardwareSync } from './useHardware.ts';
 import { useFolded, ViewTitle } from './ViewTitle.tsx';
 import { UpstreamChoice } from './UpstreamChoice.tsx';
 
-const kb = (b: number) => `${Math.round((b / 1024) * 10) / 10} KB`;
+const kb = (b: number) => `${Math.round((b / 1024) * 10) / 10} KiB`;
 
 // "ctaN/" for co-resident CTAs on one SM; "leader/" and "peer/" for FA4's CTA pair on two SMs.
 const CTA_PREFIX = /^((?:cta\d+\/)?(?:leader|peer)|cta\d+)\//;
@@ -97,7 +97,7 @@ function SmemStrip({ view, live, cta, cursor }: { view: HwView; live: MemInterva
           </g>
         ))}
         <text x={W + 2} y={66} className="hw-axis">
-          KB
+          KiB
         </text>
       </svg>
       {/* On a phone the strip's labels would be a few pixels tall: the same blocks as a line of text. */}

@@ -6,7 +6,7 @@ import type { TraceEvent } from '../engine/trace/events.ts';
 import { runToEnd } from '../engine/run.ts';
 import { formulaFor } from './formulas.ts';
 import { texNum } from './tex.ts';
-import { contentFor, lineIndexFor } from './index.ts';
+import { CONTENT, contentFor, lineIndexFor } from './index.ts';
 
 const p: AttentionProblem = { batch: 1, hq: 1, hk: 1, nq: 24, nk: 40, d: 8, dv: 8, causal: true, dtype: 'fp32' };
 
@@ -32,7 +32,17 @@ describe('content', () => {
     });
   }
 
-  it("the live rowsum formula reproduces the engine's l (FA2)", () => {
+  it('pseudo-code lines and explanations write the running sum ℓ, never a bare l', () => {
+    // A lone l (not in a word, a TeX command or an upstream "l. 12" line citation).
+    const bare = /(?<![\p{L}\p{N}_\\$-])l(?![\p{L}\p{N}(]|\. ?\d)/u;
+    expect(bare.test('O / l;  LSE = m + log ℓ')).toBe(true);
+    expect(bare.test('l_new = e^(m − m_new) ℓ')).toBe(true);
+    expect(bare.test('ℓ, log, \\ell, flash.py l. 12')).toBe(false);
+    for (const c of CONTENT)
+      for (const text of [...c.lines.map((l) => l.text), ...Object.values(c.explain)]) expect(text, c.algorithm).not.toMatch(bare);
+  });
+
+  it("the live rowsum formula reproduces the engine's ℓ (FA2)", () => {
     const algo = ALGORITHMS.find((a) => a.id === 'fa2')!;
     const events: TraceEvent[] = [];
     runToEnd(algo, p, randomInputs(p, { seed: 5 }), { blockM: 8, blockN: 8, trace: true, onEvent: (e) => events.push(e) });

@@ -8,7 +8,7 @@ export const fa2Content: AlgorithmContent = {
   lines: [
     { id: '', text: 'split Q, O into Tr row blocks of Br; K, V into Tc column blocks of Bc', indent: 0 },
     { id: '', text: 'for i = 1 … Tr:            (outer loop, independent per Q block)', indent: 0 },
-    { id: 'fa2.loadQ', text: 'load Q_i from HBM; on chip: O_i ← 0, l_i ← 0, m_i ← −∞', indent: 1, kinds: ['load'] },
+    { id: 'fa2.loadQ', text: 'load Q_i from HBM; on chip: O_i ← 0, ℓ_i ← 0, m_i ← −∞', indent: 1, kinds: ['load'] },
     { id: '', text: 'for j = 1 … Tc:          (inner loop over K/V blocks)', indent: 1 },
     { id: 'fa2.skip', text: 'if tile (i, j) is empty under the mask: skip it (nothing loaded)', indent: 2, kinds: ['skip'] },
     { id: 'fa2.loadKV', text: 'load K_j, V_j from HBM', indent: 2, kinds: ['load'] },
@@ -16,10 +16,10 @@ export const fa2Content: AlgorithmContent = {
     { id: 'fa2.mask', text: 'if tile (i, j) is partial: S_ij ← −∞ where the mask hides a key', indent: 2, kinds: ['mask'] },
     { id: 'fa2.rowmax', text: 'm_new = max(m_old, rowmax(S_ij))', indent: 2, kinds: ['rowmax'] },
     { id: 'fa2.exp', text: 'P_ij = exp(S_ij − m_new)', indent: 2, kinds: ['exp'] },
-    { id: 'fa2.rowsum', text: 'l_new = e^(m_old − m_new) · l_old + rowsum(P_ij)', indent: 2, kinds: ['rowsum'] },
+    { id: 'fa2.rowsum', text: 'ℓ_new = e^(m_old − m_new) · ℓ_old + rowsum(P_ij)', indent: 2, kinds: ['rowsum'] },
     { id: 'fa2.rescale', text: 'O_i ← diag(e^(m_old − m_new)) · O_i', indent: 2, kinds: ['rescale'] },
     { id: 'fa2.pv', text: 'O_i ← O_i + P_ij V_j', indent: 2, kinds: ['pv'] },
-    { id: 'fa2.normalize', text: 'O_i ← diag(l_i)⁻¹ O_i;  LSE_i = m_i + log l_i', indent: 1, kinds: ['normalize'] },
+    { id: 'fa2.normalize', text: 'O_i ← diag(ℓ_i)⁻¹ O_i;  LSE_i = m_i + log ℓ_i', indent: 1, kinds: ['normalize'] },
     { id: 'fa2.write', text: 'write O_i and LSE_i to HBM', indent: 1, kinds: ['write'] },
   ],
   explain: {
@@ -36,10 +36,10 @@ export const fa2Content: AlgorithmContent = {
     'fa2.exp': 'Unnormalized probabilities of this tile, against the new running max. They stay on chip.',
     'fa2.rowsum': "The running sum is brought to the new max (multiplied by e^(m_old − m_new)) and this tile's row sums are added.",
     'fa2.rescale':
-      'The output so far was accumulated against the old max, so it is multiplied by the same factor e^(m_old − m_new). Where the max did not move the factor is exactly 1. FA2 defers the division by l to the very end; FA1 divides here on every step.',
+      'The output so far was accumulated against the old max, so it is multiplied by the same factor e^(m_old − m_new). Where the max did not move the factor is exactly 1. FA2 defers the division by ℓ to the very end; FA1 divides here on every step.',
     'fa2.pv': "This tile's share of the output: O_i += P_ij V_j (V is not transposed), added to the rescaled accumulator.",
     'fa2.normalize':
-      'After the last K/V block, one division by l per row turns the accumulator into softmax(S)V. The log-sum-exp m + log l is kept for the backward pass.',
+      'After the last K/V block, one division by ℓ per row turns the accumulator into softmax(S)V. The log-sum-exp m + log ℓ is kept for the backward pass.',
     'fa2.write': 'The finished output rows and their LSE go to HBM: the only HBM writes of the whole Q block.',
   },
   corrections: {

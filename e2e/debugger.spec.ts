@@ -188,7 +188,7 @@ test('tile zoom shows the tile numbers and the formula panel the live values', a
   await page.getByRole('button', { name: 'Close tile' }).click();
   await expect(zoom).toHaveCount(0);
 
-  // Go to a rowsum step of the second K/V block: the formula shows l_old and l_new.
+  // Go to a rowsum step of the second K/V block: the formula shows ℓ_old and ℓ_new.
   const rs = ev.findIndex((x) => x.kind === 'rowsum' && x.tile.kvBlock === 1);
   await page.getByLabel('Scrubber').fill(String(rs));
   await page.getByLabel('Scrubber').dispatchEvent('pointerup');
@@ -237,19 +237,19 @@ test('theme toggle and a screenshot of the debugger', async ({ page }) => {
   await shot(page, { path: 'test-results/debugger.png' });
 });
 
-test('FA1 shows its HBM-resident m and l; standard attention steps through its three passes', async ({ page }) => {
+test('FA1 shows its HBM-resident m and ℓ; standard attention steps through its three passes', async ({ page }) => {
   const fa1 = await engineSession({ algorithm: 'fa1' });
   const ev = fa1.s.events();
   await openApp(page);
   await page.getByRole('region', { name: 'Problem', exact: true }).getByLabel('Algorithm').selectOption('fa1');
   await page.getByRole('button', { name: 'Load problem' }).click();
   await expect(counter(page)).toHaveText(`Step 1 of ${ev.length}`);
-  await expect(page.getByRole('region', { name: 'HBM-resident m and l' })).toBeVisible();
+  await expect(page.getByRole('region', { name: 'HBM-resident m and ℓ' })).toBeVisible();
   const write = ev.findIndex((e, i) => e.kind === 'write' && i > 20);
   await page.getByLabel('Scrubber').fill(String(write));
   await page.getByLabel('Scrubber').dispatchEvent('pointerup');
   await expect(counter(page)).toHaveText(`Step ${write + 1} of ${ev.length}`);
-  await expect(page.locator('ol.code li.current')).toContainText('write O_i, l_i ← l_new, m_i ← m_new to HBM');
+  await expect(page.locator('ol.code li.current')).toContainText('write O_i, ℓ_i ← ℓ_new, m_i ← m_new to HBM');
   await expect(page.getByText('O (HBM-resident, rewritten)')).toBeVisible();
   await shot(page, { path: 'test-results/fa1.png' });
 
@@ -257,11 +257,11 @@ test('FA1 shows its HBM-resident m and l; standard attention steps through its t
   await page.getByRole('region', { name: 'Problem', exact: true }).getByLabel('Algorithm').selectOption('standard');
   await page.getByRole('button', { name: 'Load problem' }).click();
   await expect(counter(page)).toHaveText(`Step 1 of ${std.s.events().length}`);
-  await expect(page.getByRole('region', { name: 'HBM-resident m and l' })).toHaveCount(0);
+  await expect(page.getByRole('region', { name: 'HBM-resident m and ℓ' })).toHaveCount(0);
   const norm = std.s.events().findIndex((e) => e.kind === 'normalize');
   await page.getByLabel('Scrubber').fill(String(norm));
   await page.getByLabel('Scrubber').dispatchEvent('pointerup');
-  await expect(page.locator('ol.code li.current')).toContainText('P_i ← diag(l_i)⁻¹ P_i');
+  await expect(page.locator('ol.code li.current')).toContainText('P_i ← diag(ℓ_i)⁻¹ P_i');
   // P is coloured on the normalized P's range, not on exp(S − m)'s (which reaches 1)
   const pMax = Math.max(...std.s.events().flatMap((e) => (e.kind === 'normalize' && e.p ? e.p.filter(Number.isFinite) : [])));
   expect(pMax).toBeLessThan(0.9);

@@ -77,7 +77,7 @@ test('FA4 d = dv = 256: the timeline shows the leader and the peer CTA row by ro
   await expect(cta).toHaveCount(2);
   await expect(cta.nth(0)).toContainText('Q tiles Q0 of the pair');
   await expect(cta.nth(1)).toContainText('Q tiles Q1 of the pair');
-  await expect(cta.nth(1)).toContainText('4 stages of 16 KB in sK and in sV, each holding rows 64–127');
+  await expect(cta.nth(1)).toContainText('4 stages of 16 KiB in sK and in sV, each holding rows 64–127');
   await expect(memoryMap(page).locator('[data-testid="reg-role"][data-registers="256"]')).toHaveCount(1);
   // No serious or critical axe violation in the pair rows or the memory map's pair panels.
   const { violations } = await axeOn(page)

@@ -134,7 +134,7 @@ test('FA4 2-CTA mode (d = 128, Nq = 512, not causal): the memory map shows what 
   await expect(pair.locator('[data-cta="0"]')).toContainText('leader');
   await expect(pair.locator('[data-cta="1"]')).toContainText('rows 64–127 of a 128-row K or V tile');
   // Six K/V stages of half a tile (64 × 128 × 2 B = 16 KB) each, instead of three full ones.
-  await expect(pair.locator('[data-cta="0"]')).toContainText('6 stages of 16 KB');
+  await expect(pair.locator('[data-cta="0"]')).toContainText('6 stages of 16 KiB');
   // _TUNING_CONFIG (2-CTA, d 128): 176 registers for softmax, 88 for correction.
   await expect(memoryMap(page).locator('[data-role="consumer0"]')).toHaveAttribute('data-registers', '176');
   await expect(memoryMap(page).locator('[data-role="correction"]')).toHaveAttribute('data-registers', '88');

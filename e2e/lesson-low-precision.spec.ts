@@ -72,6 +72,19 @@ test('chapter 12: the FP8 widget by keyboard, engine tables, a question and the 
   await expect(widget.getByTestId('fp8-e4m3-status')).toContainText('subnormal');
   await expect(widget.getByLabel('e4m3 bits: sign 0, exponent 0000, mantissa 001')).toBeVisible();
   await shot(page, { path: 'test-results/lesson12/widget-subnormal.png' });
+  // On a phone the number line shrinks to about half: its labels still read at 10 px or more.
+  await page.setViewportSize({ width: 390, height: 844 });
+  const labelPx = await widget.locator('svg.fp8-line text').evaluateAll((els) =>
+    els.map((e) => {
+      const svg = e.closest('svg')!;
+      return (Number.parseFloat(getComputedStyle(e).fontSize) * svg.getBoundingClientRect().width) / svg.viewBox.baseVal.width;
+    }),
+  );
+  expect(labelPx.length).toBeGreaterThan(4);
+  for (const px of labelPx) expect(px, 'number-line label on a phone').toBeGreaterThanOrEqual(10);
+  await widget.scrollIntoViewIfNeeded();
+  await shot(page, { path: 'test-results/lesson12/widget-390.png' });
+  await page.setViewportSize({ width: 1440, height: 900 });
   // A bad value: a message, and the last good value stays shown.
   await box.fill('3OO');
   await expect(widget.getByTestId('fp8-error')).toContainText('is not a number');
@@ -214,6 +227,23 @@ test('chapter 13: the flush table, the sink pane at its flushing step, the INT8 
   await expect(page.getByTestId('feedback-smoothk-factor')).toContainText('Correct.', { timeout: 30_000 });
   await smooth.scrollIntoViewIfNeeded();
   await shot(page, { path: 'test-results/lesson13/smoothing.png' });
+  // On a phone the tables' headers keep whole words (the table scrolls in its box instead).
+  await page.setViewportSize({ width: 390, height: 844 });
+  const broken = await page.locator('.live-table th').evaluateAll((ths) =>
+    ths
+      .filter((th) => {
+        const st = getComputedStyle(th);
+        const g = document.createElement('canvas').getContext('2d')!;
+        g.font = `${st.fontWeight} ${st.fontSize} ${st.fontFamily}`;
+        const longest = Math.max(...(th.textContent ?? '').split(/\s+/).map((w) => g.measureText(w).width));
+        return th.clientWidth - Number.parseFloat(st.paddingLeft) - Number.parseFloat(st.paddingRight) + 0.5 < longest;
+      })
+      .map((th) => th.textContent),
+  );
+  expect(broken, 'table headers broken inside a word at 390').toEqual([]);
+  await smooth.scrollIntoViewIfNeeded();
+  await shot(page, { path: 'test-results/lesson13/smoothing-390.png' });
+  await page.setViewportSize({ width: 1440, height: 900 });
   const sageRun = cache.get(c13.panes[1].preset);
   const sageAt = sageRun.events[locateTarget(c13, 1, c13.panes[1].preset, cache).step];
   if (sageAt.kind !== 'qk') throw new Error('expected the sage qk target');

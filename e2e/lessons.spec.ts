@@ -181,12 +181,18 @@ test("a switch that removes the chapter's step: the caption names the step shown
   const c9 = chapterByNumber(9)!;
   await page.goto('/?lesson=9');
   await expect(counterOf(page, 9)).toHaveText(/^Step \d+ of \d+$/, { timeout: 30_000 });
-  // At the combine the statistics view holds the merged LSE and each split's weight, not the last split's m and l.
+  // At the combine the statistics view holds the merged LSE and each split's weight, not the last split's m and ℓ.
   const combine = cache.get(c9.panes[0].preset).events.find((e) => e.kind === 'combine')!;
   if (combine.kind !== 'combine') throw new Error('chapter 9 has a combine step');
   const stats = paneOf(page, 9).getByRole('region', { name: 'Running statistics' });
   await expect(stats.getByRole('heading')).toHaveText(
     `Combine — Q tile 0 (row 0): ${combine.splitLse[0].length} splits merged by their LSE`,
+  );
+  await expect(stats.getByRole('row').nth(1)).toContainText(Number(combine.lse[0].toPrecision(5)).toString());
+  // The write after it keeps the merged rows and names the splits they came from.
+  await paneOf(page, 9).getByRole('button', { name: 'Step forward' }).click();
+  await expect(stats.getByRole('heading')).toHaveText(
+    `Write O and LSE — Q tile 0 (row 0): the ${combine.splitLse[0].length} splits merged`,
   );
   await expect(stats.getByRole('row').nth(1)).toContainText(Number(combine.lse[0].toPrecision(5)).toString());
   await page.getByRole('checkbox', { name: /Split K\/V/ }).uncheck();

@@ -135,6 +135,12 @@ for (const size of SIZES) {
       await expect(list).toContainText(/K\S* s\d \d/);
       expect(await list.evaluate((e) => Number.parseFloat(getComputedStyle(e).fontSize))).toBeGreaterThanOrEqual(12);
       await expect(fa4.locator('.hw-strip .hw-label').first()).toBeHidden();
+      // The TMEM grid likewise: its labels give way to a line naming each block and its columns.
+      const tmem = fa4.getByTestId('tmem-list').first();
+      await expect(tmem).toBeVisible();
+      await expect(tmem).toContainText(/[SPO]\d( \(K\/V \d+\))? cols \d+–\d+/);
+      expect(await tmem.evaluate((e) => Number.parseFloat(getComputedStyle(e).fontSize))).toBeGreaterThanOrEqual(12);
+      await expect(fa4.locator('.hw-tmem svg text').first()).toBeHidden();
       await noSidewaysScroll(page);
       await shot(page, { path: `${dir}/lesson-8.png`, fullPage: true });
     }

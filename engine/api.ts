@@ -57,7 +57,7 @@ export {
   type ElementDensity,
 } from './core/block-mask.ts';
 export type { BlockMask } from './core/block-mask.ts';
-export { totalBytes } from './core/counters.ts';
+export { tensorName, totalBytes } from './core/counters.ts';
 export type { Counters, HbmTensor } from './core/counters.ts';
 
 // A request, the pass it runs and running one to the end; the one conversion between a problem and the fields it is typed in.

@@ -19,8 +19,8 @@ import { SHARED_PANE } from './shared-request.ts';
 import { paneDifferences, sameTilesPlan, type PaneFacts } from './pane-differences.ts';
 import { useHw } from '../store/hw-store.ts';
 import { choiceKey, defaultGpu } from '../store/gpus.ts';
-import { descriptorOf, hasHardwareModel } from '../../engine/api.ts';
-import { paneKernelTile } from './pane-kernel-tile.ts';
+import { hasHardwareModel } from '../../engine/api.ts';
+import { paneFacts } from './pane-facts.ts';
 
 /** Per pane: why it is not run (its algorithm cannot take its dtype), or undefined. A string key keeps the selector stable. */
 function useRefusals(): (string | undefined)[] {
@@ -178,18 +178,9 @@ function PaneDifferencesNote({ shown }: { shown: number[] }) {
   const pass = shared.pass === 'backward' ? 'backward' : 'forward';
   const facts: PaneFacts[] = shown.map((i, k) => {
     const c = panes[i];
-    const b = blocks[k]!;
     const modelled = hasHardwareModel(c.algorithm, pass);
     const gpuId = modelled ? (hwGpus[comparePaneId(i)]?.gpu[choiceKey(c.algorithm, pass)] ?? defaultGpu(c.algorithm, pass)) : undefined;
-    const dtype = c.dtype ?? shared.problem.dtype;
-    return {
-      pane: i + 1,
-      tile: [b.blockM, b.blockN],
-      dtype,
-      gpu: gpuId ? (GPUS.find((g) => g.id === gpuId)?.name ?? gpuId) : undefined,
-      kernelTile: paneKernelTile(shared, c),
-      name: descriptorOf(c.algorithm).name,
-    };
+    return paneFacts(shared, c, i, blocks[k]!, gpuId ? (GPUS.find((g) => g.id === gpuId)?.name ?? gpuId) : undefined);
   });
   const d = paneDifferences(facts);
   const plan = sameTilesPlan(facts);

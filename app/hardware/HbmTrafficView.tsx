@@ -2,7 +2,7 @@
 // move (Q, K, V read once, O written once). FA1 re-reads and re-writes O, l and m once per
 // K/V block; FA2 and later stay at the floor; standard attention adds S and P.
 
-import { type HbmTensor, dtypeBytes } from '../../engine/api.ts';
+import { type HbmTensor, dtypeBytes, tensorName } from '../../engine/api.ts';
 import { usePane } from '../store/pane-context.ts';
 import { useApp } from '../store/store.ts';
 import { TENSOR_COLOUR } from './palette.ts';
@@ -40,7 +40,7 @@ export function HbmTrafficView() {
             return (
               <tr key={`${r.dir}${r.t}`} data-testid="hbm-row" data-tensor={r.t} data-dir={r.dir} data-bytes={r.n}>
                 <th>
-                  {r.t} {r.dir}
+                  {tensorName(r.t)} {r.dir}
                 </th>
                 <td className="bar">
                   <span className="hw-bar" style={{ width: `${(100 * r.n) / max}%`, background: TENSOR_COLOUR[r.t] ?? 'var(--dim)' }} />

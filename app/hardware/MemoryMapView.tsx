@@ -12,11 +12,12 @@ import { useHwPane } from '../store/hw-store.ts';
 import { HwStatus } from './HwStatus.tsx';
 import { memoryCursor } from './memory-cursor.ts';
 import { tensorColour } from './palette.ts';
+import { tmemBlockLabel, tmemColumns, tmemLine } from './tmem-line.ts';
 import { useHardwareSync } from './useHardware.ts';
 import { useFolded, ViewTitle } from './ViewTitle.tsx';
 import { UpstreamChoice } from './UpstreamChoice.tsx';
 
-const kb = (b: number) => `${Math.round((b / 1024) * 10) / 10} KB`;
+const kb = (b: number) => `${Math.round((b / 1024) * 10) / 10} KiB`;
 
 // "ctaN/" for co-resident CTAs on one SM; "leader/" and "peer/" for FA4's CTA pair on two SMs.
 const CTA_PREFIX = /^((?:cta\d+\/)?(?:leader|peer)|cta\d+)\//;
@@ -96,7 +97,7 @@ function SmemStrip({ view, live, cta, cursor }: { view: HwView; live: MemInterva
           </g>
         ))}
         <text x={W + 2} y={66} className="hw-axis">
-          KB
+          KiB
         </text>
       </svg>
       {/* On a phone the strip's labels would be a few pixels tall: the same blocks as a line of text. */}
@@ -119,7 +120,7 @@ function TmemGrid({ view, live, cursor, cta }: { view: HwView; live: MemInterval
   const x = scaleLinear().domain([0, t.columns]).range([0, W]);
   const lanes = t.lanes;
   const blocks = live.filter((m) => m.space === 'tmem' && ctaOf(m.buffer) === cta);
-  const cols = (m: MemInterval) => m.bytes / (lanes * 4);
+  const cols = (m: MemInterval) => tmemColumns(m, lanes);
   // S first, P (written over half of S) on top.
   const order = [...blocks].sort((a, b) => (a.tile.startsWith('P') ? 1 : 0) - (b.tile.startsWith('P') ? 1 : 0));
   return (
@@ -143,7 +144,6 @@ function TmemGrid({ view, live, cursor, cta }: { view: HwView; live: MemInterval
           const p = m.tile.startsWith('P');
           const filling = cursor < m.ready;
           const w = x(m.offset + cols(m)) - x(m.offset);
-          const [name, blk] = m.tile.split('.');
           return (
             <g
               key={`${m.buffer}|${m.tile}|${m.start}`}
@@ -162,8 +162,7 @@ function TmemGrid({ view, live, cursor, cta }: { view: HwView; live: MemInterval
                 opacity={filling ? 0.45 : 0.85}
               />
               <text x={x(m.offset) + w / 2} y={H / 2 + 4} textAnchor="middle" className="hw-label">
-                {name}
-                {blk !== undefined ? ` (K/V ${blk})` : ''}
+                {tmemBlockLabel(m)}
               </text>
               <title>{`${m.tile}: columns ${m.offset}–${m.offset + cols(m)}${p ? ', 16-bit P packed two per column over part of S' : ''}`}</title>
             </g>
@@ -177,6 +176,9 @@ function TmemGrid({ view, live, cursor, cta }: { view: HwView; live: MemInterval
             </text>
           ))}
       </svg>
+      <p className="hw-tmem-list" data-testid="tmem-list">
+        {tmemLine(blocks, lanes, cursor)}
+      </p>
     </figure>
   );
 }

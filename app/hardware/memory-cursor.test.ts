@@ -35,13 +35,13 @@ describe('the memory map in time order', () => {
     expect(checked).toBeGreaterThanOrEqual(8);
   });
 
-  it("the layout note reads the uneven ring's slots from the layout (48 + 32 + 48 KB), an even ring as stages × slot", async () => {
+  it("the layout note reads the uneven ring's slots from the layout (48 + 32 + 48 KiB), an even ring as stages × slot", async () => {
     const { sm } = await schedule('fa4', 'b200', problem);
     const slots = sm.view.resources.smem.buffers.filter((b) => b.name === 'sKV').map((b) => b.bytes / 1024);
     expect(slots).toEqual([48, 32, 48]);
-    expect(sm.view.resources.notes[0]).toContain('K/V ring = 48 + 32 + 48 KB = 128 KB (Large-Small-Large)');
+    expect(sm.view.resources.notes[0]).toContain('K/V ring = 48 + 32 + 48 KiB = 128 KiB (Large-Small-Large)');
     const even = await schedule('fa4', 'b200', { ...problem, d: 128, dv: 128 });
     const evenSlots = even.sm.view.resources.smem.buffers.filter((b) => b.name === 'sKV');
-    expect(even.sm.view.resources.notes[0]).toContain(`K/V ring = ${evenSlots.length} × ${evenSlots[0].bytes / 1024} KB`);
+    expect(even.sm.view.resources.notes[0]).toContain(`K/V ring = ${evenSlots.length} × ${evenSlots[0].bytes / 1024} KiB`);
   });
 });

@@ -128,7 +128,7 @@ export function OnlineSoftmaxWidget() {
                   <Tex tex="e^{x_i-m_i}" />
                 </th>
                 <th>
-                  <Tex tex="\\ell_i" />
+                  <Tex tex="\ell_i" />
                 </th>
               </tr>
             </thead>

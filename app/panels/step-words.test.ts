@@ -25,7 +25,7 @@ describe('step lines in words', () => {
 
   it('a step over every row names no tile', async () => {
     const fa1 = await events({ algorithm: 'fa1' });
-    expect(stepInWords(fa1[0])).toBe('Write O, l, m (rows 0–63)');
+    expect(stepInWords(fa1[0])).toBe('Write O, ℓ, m (rows 0–63)');
   });
 
   it('says which split and warpgroup run a step', async () => {

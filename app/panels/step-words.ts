@@ -1,7 +1,7 @@
 // One trace step said in words for the transport ("Load Q tile 0 (rows 0–15)"), from the
 // event's kind, tensors and tile: the line id alone means nothing to a newcomer.
 
-import type { HbmTensor, Range, TraceEvent } from '../../engine/api.ts';
+import { type HbmTensor, type Range, type TraceEvent, tensorName } from '../../engine/api.ts';
 
 // Which index a tensor's tile runs over: query rows, keys, or both (a score tile).
 const ROW_TENSORS: ReadonlySet<HbmTensor> = new Set(['Q', 'O', 'l', 'm', 'LSE', 'Opartial', 'LSEpartial', 'dO', 'D', 'dQ', 'dQaccum']);
@@ -24,8 +24,8 @@ function moved(e: TraceEvent, tensors: readonly HbmTensor[]): string {
   const keys = tensors.filter((t) => KEY_TENSORS.has(t));
   const tiles = tensors.filter((t) => !ROW_TENSORS.has(t) && !KEY_TENSORS.has(t));
   const parts: string[] = [];
-  // A step over every row (FA1's initial write of O, l, m) belongs to no Q tile.
-  if (rows.length > 0) parts.push(`${rows.join(', ')}${e.tile.qBlock >= 0 ? ` tile ${e.tile.qBlock}` : ''} (${rowsOf(e)})`);
+  // A step over every row (FA1's initial write of O, ℓ, m) belongs to no Q tile.
+  if (rows.length > 0) parts.push(`${rows.map(tensorName).join(', ')}${e.tile.qBlock >= 0 ? ` tile ${e.tile.qBlock}` : ''} (${rowsOf(e)})`);
   if (keys.length > 0) parts.push(`${keys.join(', ')} block ${e.tile.kvBlock} (${keysOf(e)})`);
   if (tiles.length > 0) parts.push(`${tiles.join(', ')} ${tileOf(e)}`);
   return parts.length > 0 ? parts.join(' and ') : tileOf(e);

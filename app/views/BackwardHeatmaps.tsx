@@ -98,7 +98,7 @@ export function BackwardHeatmaps({ frame, inputs, summary }: { frame: Frame; inp
           <TileHeatmap
             {...map('q', 'k')}
             id="P"
-            title={fa1 ? 'P = exp(S − m) / l (recomputed)' : 'P = exp(S − L) (recomputed)'}
+            title={fa1 ? 'P = exp(S − m) / ℓ (recomputed)' : 'P = exp(S − L) (recomputed)'}
             data={frame.p}
             version={frame.seq}
             scale={scales.p}

@@ -1,6 +1,6 @@
 // Counters up to the current step: HBM traffic by tensor, FLOPs, exponentials, rescales.
 
-import { totalBytes, type Counters } from '../../engine/api.ts';
+import { tensorName, totalBytes, type Counters } from '../../engine/api.ts';
 import { useApp } from '../store/store.ts';
 import { usePane } from '../store/pane-context.ts';
 import { counterFigure } from '../../content/counter-figures.ts';
@@ -30,7 +30,7 @@ function ByTensor({ m }: { m: Partial<Record<string, number>> }) {
       {entries.map(([t, n], i) => (
         <span key={t}>
           {i > 0 && ', '}
-          {t} <Fig n={n ?? 0} unit="B" />
+          {tensorName(t)} <Fig n={n ?? 0} unit="B" />
         </span>
       ))}
     </>

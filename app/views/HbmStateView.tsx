@@ -25,8 +25,8 @@ export function HbmStateView() {
   const hl = r1 > r0 ? { r0, r1, c0: 0, c1: 1 } : undefined;
   const rewriting = frame.event.kind === 'write' ? ([r0, r1] as [number, number]) : undefined;
   return (
-    <section className="view hbm-state" aria-label="HBM-resident m and l">
-      <h3>HBM-resident m and l (FA1 rewrites them every step)</h3>
+    <section className="view hbm-state" aria-label="HBM-resident m and ℓ">
+      <h3>HBM-resident m and ℓ (FA1 rewrites them every step)</h3>
       <div className="hm-grid">
         <Heatmap
           id="m"

@@ -126,10 +126,10 @@ export function HeatmapsView() {
       <p className="hint">
         Click a tile to see its numbers. Yellow: the tile the current step works on. Head b={frame.b}, h={frame.h}.
         {rowStats === 'on-chip' &&
-          ' O is coloured on the final output’s range: rows still accumulating (not yet divided by l) can exceed it and show saturated.'}
+          ' O is coloured on the final output’s range: rows still accumulating (not yet divided by ℓ) can exceed it and show saturated.'}
         {titles.note && ` ${titles.note}`}
         {standard &&
-          ' P is coloured on the normalized P’s range, on a square-root scale so that its many small probabilities (about 1/Nk each) show their structure: exp(S − m), before the division by l, reaches 1 and shows saturated.'}
+          ' P is coloured on the normalized P’s range, on a square-root scale so that its many small probabilities (about 1/Nk each) show their structure: exp(S − m), before the division by ℓ, reaches 1 and shows saturated.'}
         {(scales.q.clips || scales.k.clips || scales.v.clips) &&
           ' Q, K and V are coloured on the bulk of their values (4 robust standard deviations); magenta cells lie beyond it.'}
       </p>

@@ -6,9 +6,9 @@
 import { memo, useCallback, useEffect, useLayoutEffect, useRef, useState, type UIEvent } from 'react';
 import { useApp } from '../store/store.ts';
 import { usePane } from '../store/pane-context.ts';
-import type { RowHistoryEntry, TraceEvent } from '../../engine/api.ts';
+import type { RowHistory, RowHistoryEntry, TraceEvent } from '../../engine/api.ts';
 import { rowWindow } from './row-window.ts';
-import { rowsLabel, statsTitle } from './stats-title.ts';
+import { mergedTitle, statsTitle } from './stats-title.ts';
 
 function num(v: number | undefined): string {
   if (v === undefined || Number.isNaN(v)) return '—';
@@ -56,24 +56,23 @@ function sparkColours(el: Element, theme: string): { line: string; grew: string 
 }
 
 /**
- * At the combine step the splits' running m and l are spent: the rows hold the merged LSE and
- * each split's weight w_k = e^(LSE_k − LSE) in it.
+ * From the combine step on the splits' running m and ℓ are spent: the rows hold the merged LSE
+ * and each split's weight w_k = e^(LSE_k − LSE) in it.
  */
-function CombineStats({ ev }: { ev: Extract<TraceEvent, { kind: 'combine' }> }) {
+function CombineStats({ ev, history }: { ev: TraceEvent; history: RowHistory }) {
+  const merged = ev.kind === 'combine' ? ev : history.merged!;
   const [r0] = ev.tile.rows;
-  const splits = ev.splitLse[0]?.length ?? 0;
+  const splits = merged.splitLse[0]?.length ?? 0;
   return (
     <section className="view stats" aria-label="Running statistics">
-      <h3>
-        Combine — Q tile {ev.tile.qBlock} ({rowsLabel(ev.tile.rows)}): {splits} splits merged by their LSE
-      </h3>
+      <h3>{mergedTitle(ev, ev.tile.qBlock, ev.tile.rows, splits)}</h3>
       <div className="stats-scroll">
         <table className="stats-table combine-table">
           <thead>
             <tr>
               <th>row</th>
               <th>LSE</th>
-              {ev.splitLse[0]?.map((_l, k) => (
+              {merged.splitLse[0]?.map((_l, k) => (
                 <th key={k}>
                   w<sub>{k}</sub>
                 </th>
@@ -81,11 +80,11 @@ function CombineStats({ ev }: { ev: Extract<TraceEvent, { kind: 'combine' }> }) 
             </tr>
           </thead>
           <tbody>
-            {ev.lse.map((lse, i) => (
+            {merged.lse.map((lse, i) => (
               <tr key={i} data-row={r0 + i}>
                 <td>{r0 + i}</td>
                 <td>{num(lse)}</td>
-                {ev.splitLse[i].map((l, k) => (
+                {merged.splitLse[i].map((l, k) => (
                   <td key={k}>{num(Math.exp(l - lse))}</td>
                 ))}
               </tr>
@@ -240,8 +239,8 @@ export function StatsView() {
     setView({ top: box.scrollTop, height: box.clientHeight, rowH });
   }, []);
   if (!frame) return null;
-  if (frame.event.kind === 'combine') return <CombineStats ev={frame.event} />;
   const { history } = frame;
+  if (frame.event.kind === 'combine' || history.merged) return <CombineStats ev={frame.event} history={history} />;
   const [r0, r1] = history.rows;
   const activeRow = selected !== null && selected >= r0 && selected < r1 ? selected : r0;
   const last = history.entries[history.entries.length - 1];

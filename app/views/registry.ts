@@ -48,7 +48,7 @@ export const VIEWS: readonly ViewDef[] = [
   { id: 'precision', title: 'Precision', column: 'main', component: PrecisionView, when: forward },
   {
     id: 'hbm',
-    title: 'HBM m and l',
+    title: 'HBM m and ℓ',
     column: 'main',
     component: HbmStateView,
     when: (s) => forward(s) && findDescriptor(s.algorithm)?.rowStats === 'hbm',

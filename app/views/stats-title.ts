@@ -1,7 +1,8 @@
 // The statistics view's titles: which rows, and which K/V blocks the running m and ℓ cover.
-// In a flash-decoding split the statistics restart, so the title names the split and its blocks.
+// In a flash-decoding split the statistics restart, so the title names the split and its blocks;
+// from the combine on the rows hold the merged LSE, and the title says how many splits it merged.
 
-import type { Range, RowHistory } from '../../engine/api.ts';
+import type { Range, RowHistory, TraceEvent } from '../../engine/api.ts';
 
 /** "row 0" for a one-row tile, "rows 0–63" otherwise (a half-open range). */
 export function rowsLabel([r0, r1]: Range): string {
@@ -23,4 +24,12 @@ export function statsTitle(h: RowHistory): string {
   return h.split === undefined
     ? `Running max m and sum ℓ — ${where}, ${blocksLabel(h)}`
     : `Running max m and sum ℓ — split ${h.split}, ${where}: ${blocksLabel(h)}`;
+}
+
+/** The combine step's title, and the title of every step after it, which shows the same merged rows. */
+export function mergedTitle(ev: TraceEvent, qBlock: number, rows: Range, splits: number): string {
+  const where = `Q tile ${qBlock} (${rowsLabel(rows)})`;
+  if (ev.kind === 'combine') return `Combine — ${where}: ${splits} splits merged by their LSE`;
+  const step = ev.kind === 'write' ? `Write ${ev.tensors.join(' and ')}` : ev.kind;
+  return `${step} — ${where}: the ${splits} splits merged`;
 }

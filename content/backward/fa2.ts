@@ -34,7 +34,7 @@ export const fa2BackwardContent: AlgorithmContent = {
     'fa2bwd.writeD': 'D goes to HBM next to the LSE, and the float32 accumulator for dQ is set to zero: every worker will add into it.',
     'fa2bwd.loadKV':
       'Each K/V block is one worker. Its K_j and V_j stay on chip for the whole inner loop, and so do dK_j and dV_j, which collect a term from every row block: that is why the backward puts K/V blocks outside.',
-    'fa2bwd.loadQ': "The row block's Q, dO, its LSE and its D come in. FA2 keeps only L = m + log l from the forward, not m and l.",
+    'fa2bwd.loadQ': "The row block's Q, dO, its LSE and its D come in. FA2 keeps only L = m + log ℓ from the forward, not m and ℓ.",
     'fa2bwd.qk': 'The scores of this tile are computed again from Q and K: storing them in the forward would cost N² memory.',
     'fa2bwd.mask': 'Masked scores become −∞ again, so their P is 0 and they pass no gradient. Fully masked tiles are not visited at all.',
     'fa2bwd.recompute':

@@ -148,10 +148,10 @@ is kept for the backward pass. A sink logit $s$ joins the denominator here: $\el
       { id: 'fa3.mask', text: 'wait for S_next; S_next ← −∞ where masked', indent: 2, kinds: ['mask'] },
       { id: 'fa3.rowmax', text: 'm_new = max(m, rowmax(S_next))', indent: 2, kinds: ['rowmax'] },
       { id: 'fa3.exp', text: 'P_next = exp(S_next − m_new)   (to fp16/bf16 in registers)', indent: 2, kinds: ['exp'] },
-      { id: 'fa3.rowsum', text: 'l = e^(m − m_new) · l + rowsum(P_next)', indent: 2, kinds: ['rowsum'] },
+      { id: 'fa3.rowsum', text: 'ℓ = e^(m − m_new) · ℓ + rowsum(P_next)', indent: 2, kinds: ['rowsum'] },
       { id: 'fa3.rescale', text: 'wait for the PV wgmma; O ← e^(m − m_new) · O; release K/V stages', indent: 2, kinds: ['rescale'] },
       { id: '', text: 'after the loop: O ← O + P_cur V_first', indent: 1 },
-      { id: 'fa3.normalize', text: 'O_i = O / l;  L_i = m + log l', indent: 1, kinds: ['normalize'] },
+      { id: 'fa3.normalize', text: 'O_i = O / ℓ;  L_i = m + log ℓ', indent: 1, kinds: ['normalize'] },
       { id: 'fa3.write', text: 'write O_i and L_i to HBM', indent: 1, kinds: ['write'] },
     ],
     explain: {
@@ -173,7 +173,7 @@ is kept for the backward pass. A sink logit $s$ joins the denominator here: $\el
       'fa3.rowsum': "The running sum, brought to the new max and increased by this block's row sums.",
       'fa3.rescale':
         'Once the in-flight P·V has landed, O is multiplied by e^(m_old − m_new). Doing it after the add gives the same numbers as FA2, which rescales before.',
-      'fa3.normalize': 'One division by l per row at the end; a sink logit joins l here. LSE = m + log l is kept for the backward pass.',
+      'fa3.normalize': 'One division by ℓ per row at the end; a sink logit joins ℓ here. LSE = m + log ℓ is kept for the backward pass.',
       'fa3.write': 'The epilogue writes O (input type) and LSE (fp32).',
     },
     corrections: {

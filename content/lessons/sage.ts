@@ -97,10 +97,10 @@ v2: $O \mathrel{+}= \tilde{P}\,\hat{V}_j$ with e4m3 $\tilde{P}$ and per-channel 
       { id: 'sage.mask', text: 'diagonal block: S ← −∞ where masked', indent: 2, kinds: ['mask'] },
       { id: 'sage.rowmax', text: 'm_new = max(m, rowmax(S))', indent: 2, kinds: ['rowmax'] },
       { id: 'sage.exp', text: 'P = 2^(S − m_new); cast: fp16 (v1) or e4m3 of P · 2^8.807 (v2)', indent: 2, kinds: ['exp'] },
-      { id: 'sage.rowsum', text: 'l ← 2^(m − m_new) · l + rowsum(P)', indent: 2, kinds: ['rowsum'] },
+      { id: 'sage.rowsum', text: 'ℓ ← 2^(m − m_new) · ℓ + rowsum(P)', indent: 2, kinds: ['rowsum'] },
       { id: 'sage.rescale', text: 'O ← 2^(m − m_new) · O', indent: 2, kinds: ['rescale'] },
       { id: 'sage.pv', text: 'O ← O + P V_j   (v1: fp16 accumulator per block; v2: e4m3 × e4m3, fp32)', indent: 2, kinds: ['pv'] },
-      { id: 'sage.normalize', text: 'O = O / l;  LSE = (m + log2 l)·ln 2 + q·mean(K)·τ', indent: 1, kinds: ['normalize'] },
+      { id: 'sage.normalize', text: 'O = O / ℓ;  LSE = (m + log2 ℓ)·ln 2 + q·mean(K)·τ', indent: 1, kinds: ['normalize'] },
       { id: 'sage.write', text: 'write O_i (fp16/bf16) and LSE', indent: 1, kinds: ['write'] },
     ],
     explain: {

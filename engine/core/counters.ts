@@ -33,6 +33,11 @@ export type HbmTensor =
   | 'block_table'
   | 'cache_seqlens';
 
+/** A tensor's name as a person reads it: the running sum's key is 'l', its symbol ℓ. */
+export function tensorName(t: string): string {
+  return t === 'l' ? 'ℓ' : t;
+}
+
 /**
  * What the block mask spared a run: empty K/V tiles skipped unloaded, full ones computed with
  * no mask work, and the mask evaluations the partial tiles needed. Present only on runs that

@@ -101,6 +101,8 @@ export interface RowHistory {
   /** flash-decoding: the split of the current step; the entries are then that split's blocks only, as m and ℓ restart per split. */
   split?: number;
   entries: RowHistoryEntry[];
+  /** flash-decoding, once the splits of this Q tile are combined: each row's split LSEs and the merged LSE. */
+  merged?: { splitLse: number[][]; lse: number[] };
 }
 
 export interface BreakpointHit {

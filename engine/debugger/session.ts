@@ -312,7 +312,7 @@ export class DebuggerSession {
         if (ev.kind !== 'pv') updateRange(oFinal, ev.o);
         if (ev.kind === 'normalize' && ev.p) updateRange(pFinal, ev.p);
       }
-      if (ev.kind === 'rowmax' || ev.kind === 'rowsum' || ev.kind === 'rescale') {
+      if (ev.kind === 'rowmax' || ev.kind === 'rowsum' || ev.kind === 'rescale' || ev.kind === 'combine') {
         const key = `${ev.b},${ev.h},${ev.tile.qBlock}`;
         let list = stats.get(key);
         if (!list) stats.set(key, (list = []));
@@ -425,9 +425,14 @@ export class DebuggerSession {
   private history(L: Loaded, ev: TraceEvent): RowHistory {
     const list = L.stats.get(`${ev.b},${ev.h},${ev.tile.qBlock}`) ?? [];
     const entries: RowHistoryEntry[] = [];
+    let merged: RowHistory['merged'];
     for (const i of list) {
       if (i > this.pos) break;
       const e = L.events[i];
+      if (e.kind === 'combine') {
+        merged = { splitLse: e.splitLse, lse: e.lse };
+        continue;
+      }
       if (ev.split !== undefined && e.split !== ev.split) continue;
       let entry = entries[entries.length - 1];
       if (!entry || entry.kvBlock !== e.tile.kvBlock) entries.push((entry = { kvBlock: e.tile.kvBlock }));
@@ -439,7 +444,13 @@ export class DebuggerSession {
       } else if (e.kind === 'rowsum') entry.lAfter = e.lAfter;
       else if (e.kind === 'rescale') entry.factor = e.factor;
     }
-    return { qBlock: ev.tile.qBlock, rows: ev.tile.rows, ...(ev.split === undefined ? {} : { split: ev.split }), entries };
+    return {
+      qBlock: ev.tile.qBlock,
+      rows: ev.tile.rows,
+      ...(ev.split === undefined ? {} : { split: ev.split }),
+      entries,
+      ...(merged ? { merged } : {}),
+    };
   }
 
   /** The update to the cursor's frame since the previous one. Arrays are fresh copies, safe to transfer. */

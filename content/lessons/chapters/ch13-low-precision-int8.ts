@@ -204,6 +204,6 @@ export const chapter13: Chapter = {
   ],
   sources: [
     '"FlashAttention-3: Fast and Accurate Attention with Asynchrony and Low-precision", arXiv 2407.08608, §3.3 (FP8: block quantization, incoherent processing) and §4.3 (the numerical-error experiment on outlier inputs).',
-    '"SageAttention: Accurate 8-Bit Attention for Plug-and-play Inference Acceleration", arXiv 2410.02367, §4.2 (smoothing K: the mean key subtracted before quantizing) and §4.3 (INT8 Q·Kᵀ with per-block scales); "SageAttention2: Efficient Attention with Thorough Outlier Smoothing and Per-thread INT4 Quantization", arXiv 2411.10958 (FP8 P·V).',
+    '"SageAttention: Accurate 8-Bit Attention for Plug-and-play Inference Acceleration", arXiv 2410.02367, §4.2 (smoothing K: the mean key subtracted before quantizing) and §4.3 (INT8 Q·Kᵀ with per-block scales); "SageAttention2: Efficient Attention with Thorough Outlier Smoothing and Per-thread INT4 Quantization", arXiv 2411.10958, §3.3 (P̃ and V in FP8 e4m3 for P̃·V: P̃ with the static scale 1/448, V per channel) and §3.4 (an FP32 buffer over the FP8 MMA’s 22-bit accumulator).',
   ],
 };

@@ -40,7 +40,7 @@ export const chapter4: Chapter = {
     },
     {
       kind: 'erratum',
-      text: 'Appendix C of "FlashAttention: Fast and Memory-Efficient Exact Attention with IO-Awareness" (arXiv 2205.14135) proves this update correct, but one line of the proof writes $\\mathrm{diag}(\\ell^{(j)})$ where $\\mathrm{diag}(\\ell^{(j)})^{-1}$ is meant (the authors confirmed it in Dao-AILab/flash-attention issue 273). Algorithm 1 itself, and the update above, divide by $\\ell^{\\text{new}}_i$.',
+      text: 'Appendix C of "FlashAttention: Fast and Memory-Efficient Exact Attention with IO-Awareness" (arXiv 2205.14135) proves this update correct, but one line of the proof writes $\\mathrm{diag}(\\ell^{(j)})$ where $\\mathrm{diag}(\\ell^{(j)})^{-1}$ is meant. Algorithm 1 itself, and the update above, divide by $\\ell^{\\text{new}}_i$.',
     },
     {
       kind: 'h',
@@ -53,7 +53,7 @@ export const chapter4: Chapter = {
     { kind: 'widget', widget: 'io-sweep' },
     {
       kind: 'p',
-      text: 'The debugger holds $N = 32$, $d = 16$ with $M = 2$ KiB, which is 512 fp32 words: $B_c = \\lceil 512 / 64 \\rceil = 8$ and $B_r = \\min(8, 16) = 8$. It opens where $O_0$, $\\ell_0$ and $m_0$ are read back from HBM for the first time, at the second K/V block; the HBM m and l view shows the values waiting there.',
+      text: 'The debugger holds $N = 32$, $d = 16$ with $M = 2$ KiB, which is 512 fp32 words: $B_c = \\lceil 512 / 64 \\rceil = 8$ and $B_r = \\min(8, 16) = 8$. It opens where $O_0$, $\\ell_0$ and $m_0$ are read back from HBM for the first time, at the second K/V block; the HBM m and ℓ view shows the values waiting there.',
     },
   ],
   panes: [
@@ -133,5 +133,6 @@ export const chapter4: Chapter = {
   ],
   sources: [
     '"FlashAttention: Fast and Memory-Efficient Exact Attention with IO-Awareness", arXiv 2205.14135: §3.1 (Algorithm 1, block sizes from $M$), §3.2 (Theorem 2, the IO complexity), Appendix C (the proof with the $\\mathrm{diag}(\\ell)$ slip).',
+    'The slip in Appendix C, as the authors confirmed it: Dao-AILab/flash-attention, GitHub issue 273.',
   ],
 };

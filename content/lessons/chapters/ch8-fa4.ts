@@ -119,7 +119,7 @@ export const chapter8: Chapter = {
     'first-keys': firstKeys(run(preset).events),
   }),
   sources: [
-    '"FlashAttention-4: Algorithm and Kernel Pipelining Co-Design for Asymmetric Hardware Scaling", arXiv 2603.05451 (TMEM and warp roles, lazy rescaling, exp2 emulation, the 2-CTA MMA).',
+    '"FlashAttention-4: Algorithm and Kernel Pipelining Co-Design for Asymmetric Hardware Scaling", arXiv 2603.05451, abstract: techniques (1) the pipelines around fully asynchronous MMA and larger tiles, (2) the software-emulated exponential and conditional softmax rescaling, (3) tensor memory and the 2-CTA MMA mode (named there for the backward pass).',
     'The forward kernel: Dao-AILab/flash-attention, flash_attn/cute/flash_fwd_sm100.py@0251105a, l. 180–186 (P handed to the MMA warp after three quarters of its columns), l. 100–110 (_TUNING_CONFIG), l. 392–405 (the K/V stage count, 3 stages at d 192 / d_v 128).',
     'When q_stage = 1 and 2-CTA mode apply, and the d = 256 dispatch: flash_attn/cute/interface.py@0251105a, l. 343–346 and l. 822–840; the d = 256 kernel and its 4-stage K/V ring: flash_attn/cute/sm100_hd256_2cta_fmha_forward.py@0251105a, l. 35 and l. 162.',
   ],

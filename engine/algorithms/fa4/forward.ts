@@ -1,5 +1,5 @@
 // FlashAttention-4 forward on Blackwell (SM100): "FlashAttention-4: Algorithm and Kernel
-// Pipelining Co-Design for Asymmetric Hardware Scaling" (arXiv 2603.05451, §3) as
+// Pipelining Co-Design for Asymmetric Hardware Scaling" (arXiv 2603.05451) as
 // flash_attn/cute/flash_fwd_sm100.py at 0251105a implements it (configuration: tiles.ts).
 //
 // One CTA handles q_stage Q tiles of 128 rows (2, or 1 when seqlen_q ≤ 128). Warp roles: a

@@ -83,7 +83,7 @@ export function hd256Layout(gpu: GpuSpec, shape: ProblemShape, cfg: Fa4Config, f
   const vOff = Array.from({ length: cfg.kvStage }, (_, s) => push('sV', s, kvChunk, s === 0 ? 128 : 1));
   push('sSum', 0, HD256_TILE * 4, 128);
   sheet.smem.used_bytes = smem.end;
-  const kb = (n: number) => `${n / 1024} KB`;
+  const kb = (n: number) => `${n / 1024} KiB`;
   sheet.notes.push(
     `d = dv = 256 runs upstream's dedicated kernel (sm100_hd256_2cta_fmha_forward.py): always a CTA pair with cta_group::2 MMAs of M = 256 (each CTA's 128 Q rows), N = 128, K = 128 — two MMAs per S (the halves of d) and two per P·V (the halves of dv).`,
     `SMEM per CTA: 2 × sQ (the two 128-column halves of its Q tile) = ${kb(HALVES * qChunk)}, sK and sV of ${cfg.kvStage} × ${kb(kvChunk)} each (a stage holds 64 of a chunk's 128 rows; the peer holds the other 64), sSum; ${smem.end} bytes. One ${cfg.kvStage}-stage ring sequences K and V chunks in load order.`,

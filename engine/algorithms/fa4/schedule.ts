@@ -234,12 +234,12 @@ function layout(gpu: GpuSpec, shape: ProblemShape, f: HwFeatures): Fa4Layout {
     sheet.smem.buffers.push({ name: 'sKV', stage: s, offset: kvBase + s * stride, bytes: uneven ? (s === 1 ? vBytes : kBytes) : stride });
   smem.end = kvBase + ringBytes;
   sheet.smem.used_bytes = smem.end;
-  const kb = (n: number) => `${n / 1024} KB`;
-  // The ring as laid out: "3 × 32 KB" when the slots are equal, "48 + 32 + 48 KB" when not.
+  const kb = (n: number) => `${n / 1024} KiB`;
+  // The ring as laid out: "3 × 32 KiB" when the slots are equal, "48 + 32 + 48 KiB" when not.
   const slots = sheet.smem.buffers.filter((b) => b.name === 'sKV').map((b) => b.bytes);
   const ringText = slots.every((b) => b === slots[0])
     ? `${slots.length} × ${kb(slots[0])}`
-    : `${slots.map((b) => b / 1024).join(' + ')} KB`;
+    : `${slots.map((b) => b / 1024).join(' + ')} KiB`;
   sheet.notes.push(
     `SMEM: ${Q}×sQ = ${kb(Q * qTile)}, ${cfg.overlapSOSQ ? `sO over sQ (${cfg.dPad === 192 ? 'd 192' : 'dv ≥ 128 with split KV'})` : `${Q}×sO = ${kb(Q * oTile)}`}, K/V ring = ${ringText} = ${kb(ringBytes)}${uneven ? ' (Large-Small-Large)' : ''}; ${smem.end} bytes with barriers, sScale and 1024-byte alignment. Stages: min((224 KiB − sQ − sO) / stage bytes, 32) = ${cfg.kvStage}.`,
   );
@@ -249,7 +249,7 @@ function layout(gpu: GpuSpec, shape: ProblemShape, f: HwFeatures): Fa4Layout {
     );
   }
   if (uneven) {
-    sheet.notes.push('The uneven ring ends the struct at 227 KB, the per-block limit (sScale holds q_stage·128·2 fp32 = 2 KB).');
+    sheet.notes.push('The uneven ring ends the struct at 227 KiB, the per-block limit (sScale holds q_stage·128·2 fp32 = 2 KiB).');
   }
   // TMEM columns: S0, S1 (s_stage = 2), then O per Q stage.
   const s = [0, N];

@@ -6,7 +6,7 @@
 // n_block_min_before_local_mask, and local kernels with a left window mask the rest
 // (flash_attn/cute/block_info.py@0251105a l. 117-152; hopper/block.h@0251105a l. 103-135).
 
-import type { ProblemShape } from './model.ts';
+import type { CtaWork, ProblemShape } from './model.ts';
 
 /** The mask the kernel was compiled with, after the dispatch resolved it; null: no bound on that side. */
 export interface KernelMask {
@@ -53,4 +53,19 @@ export function maskedKvSteps(
 /** What the masking step does on a block, for the op's label. */
 export function maskLabel(mask: KernelMask): string {
   return mask.causal ? 'causal mask' : mask.local ? 'local mask' : 'seqlen mask';
+}
+
+/**
+ * The blocks a block-sparse FA4 CTA runs mask_fn on (flash_attn/cute/block_sparse_utils.py@0251105a
+ * l. 951-1037 over the two lists of l. 1096-1134): every block of the partial list, the first
+ * block visited of the full list (mask_seqlen), and the full list's other blocks only under
+ * check_m_boundary (flash_fwd_sm100.py@0251105a l. 2256-2260: aux tensors and a Q tile past seqlen_q).
+ */
+export function sparseMaskedSteps(work: Pick<CtaWork, 'kvList' | 'kvFull'>, checkMBoundary: boolean): Set<number> {
+  const full = work.kvFull ?? [];
+  const fullSet = new Set(full);
+  const out = new Set((work.kvList ?? []).filter((j) => !fullSet.has(j)));
+  if (full.length > 0) out.add(Math.max(...full));
+  if (checkMBoundary) for (const j of full) out.add(j);
+  return out;
 }

@@ -168,6 +168,11 @@ export interface CtaWork {
   kvTo: number;
   /** Under a mask_mod: the blocks of that range it visits, ascending (the others are empty). */
   kvList?: number[];
+  /**
+   * Block-sparse FA4: the blocks of kvList upstream lists as full (full_block_idx), walked after
+   * the partial ones, each list from its last block down (block_sparse_utils.py@0251105a l. 1096-1134).
+   */
+  kvFull?: number[];
   /** Visited from the last block down (FA3, FA4: the diagonal block is masked first). */
   reverse: boolean;
   /** Split index (flash-decoding), 0 otherwise. */
@@ -311,6 +316,10 @@ export function kvCount(w: CtaWork): number {
 
 /** The K/V block indices of a CTA in visiting order. */
 export function kvBlocksOf(w: CtaWork): number[] {
+  if (w.kvList && w.kvFull) {
+    const full = new Set(w.kvFull);
+    return [...w.kvList.filter((j) => !full.has(j)).reverse(), ...[...w.kvFull].reverse()];
+  }
   if (w.kvList) return w.reverse ? [...w.kvList].reverse() : [...w.kvList];
   const n = kvCount(w);
   return Array.from({ length: n }, (_, i) => (w.reverse ? w.kvTo - 1 - i : w.kvFrom + i));

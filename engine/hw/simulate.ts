@@ -120,7 +120,7 @@ export function simulateProblem(algo: HwAlgorithm, gpu: GpuSpec, shape: ProblemS
     if (!r) {
       // A CTA of n blocks: take one from the grid when there is one, else the first CTA's range cut or grown to n.
       const proto = grid.find((c) => kvCount(c) === n) ?? grid[0];
-      const work: CtaWork = kvCount(proto) === n ? proto : { ...proto, kvFrom: 0, kvTo: n, kvList: undefined };
+      const work: CtaWork = kvCount(proto) === n ? proto : { ...proto, kvFrom: 0, kvTo: n, kvList: undefined, kvFull: undefined };
       const run = runSm(
         algo,
         gpu,

@@ -127,17 +127,17 @@ describe('FA3 charges them where mainloop_fwd_sm90_tma_gmma_ws.hpp@0251105a l. 1
   });
 });
 
-/** The masking ops of one FA4 CTA of the grid, by Q stage (sub-unit). */
-function fa4CtaMasks(s: ProblemShape, pick: (w: CtaWork) => boolean): number[][] {
-  const algo = hwAlgorithmById('fa4');
-  const gpu = gpuById('b200');
+/** One CTA of the grid and its masking ops' K/V blocks by sub-unit (FA4: Q stage). */
+function ctaMasks(algoId: 'fa3' | 'fa4', s: ProblemShape, pick: (w: CtaWork) => boolean) {
+  const algo = hwAlgorithmById(algoId);
+  const gpu = gpuById(algoId === 'fa3' ? 'h100' : 'b200');
   const f = resolveFeatures(algo, {});
   const work = algo.grid(gpu, s, f).find(pick);
   if (!work) throw new Error('no such CTA');
-  const events = runSm(algo, gpu, s, f, [work], 64, true).timeline;
-  const ops = events.filter((e) => e.op.endsWith(' mask'));
-  return [0, 1].map((sub) => ops.filter((e) => e.phase?.sub === sub).map((e) => e.phase?.kv ?? -1));
+  const ops = runSm(algo, gpu, s, f, [work], 64, true).timeline.filter((e) => e.op.endsWith(' mask'));
+  return { work, bySub: [0, 1].map((sub) => ops.filter((e) => e.phase?.sub === sub).map((e) => e.phase?.kv ?? -1)), all: ops };
 }
+const fa4CtaMasks = (s: ProblemShape, pick: (w: CtaWork) => boolean) => ctaMasks('fa4', s, pick).bySub;
 
 describe('block-sparse FA4 masks every partial block and the first full one (block_sparse_utils.py@0251105a l. 951-1037, 1096-1134)', () => {
   const docs = (n: number) => shape({ nq: n, nk: n, mask: maskSpecFrom({ maskMod: 'document:700,300' }, { hq: 1, nq: n, nk: n }) });
@@ -167,6 +167,40 @@ describe('block-sparse FA4 masks every partial block and the first full one (blo
       [5, 2, 1, 0],
       [4, 3],
     ]);
+  });
+});
+
+describe("FA3's attention_chunk clips the K/V range and the mask bounds to the query's chunk (hopper/block.h@0251105a l. 14-45, 103-135)", () => {
+  // Causal, chunk 1024, seqlen 4096, 128×128 tiles: the kernel is local (1023, 0). For m block i = 8q + k,
+  // n_block_max = ceil(min(128(i + 1), round_up(1024, 128(i + 1))) / 128) = i + 1 and
+  // n_block_min = max(128i − 1023, round_down(1024, 128i)) / 128 = 8q (l. 25-44).
+  const chunked = shape({ nq: 4096, nk: 4096, causal: true, attentionChunk: 1024, dtype: 'fp16', numSplits: 1 });
+
+  it('maskedKvSteps: the causal edge stays the diagonal; the last m block of a chunk masks every block (round_down of its end is the next chunk)', () => {
+    const mask = { causal: false, local: true, left: 1023, right: 0, chunk: 1024 };
+    const steps = (i: number) =>
+      [...maskedKvSteps({ nq: 4096, nk: 4096 }, i, 128, 128, 8 * Math.floor(i / 8), i + 1, mask)].sort((a, b) => a - b);
+    // m block 10: first block 10; causal/local edge floor(min(1280, round_up(1280)) / 128) = 10; left edge
+    // ceil(max(1408 − 1023, round_down(1024, 1408)) / 128) = 8 = n_block_min: nothing more (l. 111-117, 128-134).
+    expect(steps(10)).toEqual([10]);
+    // m block 15: left edge ceil(max(2048 − 1023, round_down(1024, 2048)) / 128) = 16: blocks 8-14 mask too.
+    expect(steps(15)).toEqual([8, 9, 10, 11, 12, 13, 14, 15]);
+  });
+
+  it('the FA3 schedule: m block 10 loads blocks 10, 9, 8 and masks 10; m block 15 loads 15 down to 8 and masks all of them, in both warpgroups', () => {
+    const ten = ctaMasks('fa3', chunked, (w) => w.qBlock === 10);
+    expect(kvBlocksOf(ten.work)).toEqual([10, 9, 8]);
+    expect(ten.all.map((e) => e.phase?.kv)).toEqual([10, 10]);
+    const fifteen = ctaMasks('fa3', chunked, (w) => w.qBlock === 15);
+    expect(kvBlocksOf(fifteen.work)).toEqual([15, 14, 13, 12, 11, 10, 9, 8]);
+    expect(fifteen.all.map((e) => e.phase?.kv).sort((a, b) => (b ?? 0) - (a ?? 0))).toEqual([
+      15, 15, 14, 14, 13, 13, 12, 12, 11, 11, 10, 10, 9, 9, 8, 8,
+    ]);
+  });
+
+  it('describe says so with the lines', () => {
+    const lines = describeFor('fa3', 'h100', chunked).upstream?.why ?? [];
+    expect(lines.find((w) => w.includes('runs the mask'))).toContain('attention_chunk 1024 clips the K/V range and both mask bounds');
   });
 });
 

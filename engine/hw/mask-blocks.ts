@@ -15,8 +15,8 @@ interface MaskGridModel {
   perHead: boolean;
   /** Block lists already found, by (b, h, rows, blocks) key: a mask that ignores b and h is evaluated once per tile. */
   lists: Map<string, number[]>;
-  /** The full blocks of those lists, by the same key. */
-  full: Map<string, number[]>;
+  /** Those lists split into partial and full blocks, by the same key. */
+  sparse: Map<string, SparseKvBlocks>;
 }
 
 const models = new WeakMap<object, Map<string, MaskGridModel | null>>();
@@ -37,7 +37,7 @@ function modelOf(shape: ProblemShape): MaskGridModel | null {
   const sm = scoreModel(p);
   // A mask that is all linear bounds costs one range per row, at any size.
   const model: MaskGridModel | null =
-    pairs <= MAX_GRID_MASK_PAIRS || sm.maskMod === undefined ? { sm, perHead, lists: new Map(), full: new Map() } : null;
+    pairs <= MAX_GRID_MASK_PAIRS || sm.maskMod === undefined ? { sm, perHead, lists: new Map(), sparse: new Map() } : null;
   byShape.set(key, model);
   return model;
 }
@@ -67,12 +67,21 @@ export function maskedKvBlocks(
   return list;
 }
 
+/** A block-sparse CTA's K/V blocks as upstream lists them: partial (mask_block_idx) and full (full_block_idx), ascending. */
+export interface SparseKvBlocks {
+  /** maskedKvBlocks' list: both together. */
+  all: number[];
+  partial: number[];
+  full: number[];
+}
+
 /**
- * The blocks of maskedKvBlocks' list where every key in bounds is visible to every row in
- * bounds: upstream's full blocks, which need no mask_mod (compute_block_sparsity.py@0251105a
- * l. 199-319: rows past seqlen_q and columns past seqlen_k are not evaluated).
+ * maskedKvBlocks' list split into partial blocks and full ones, where every key in bounds is
+ * visible to every row in bounds: upstream's full blocks need no mask_mod
+ * (compute_block_sparsity.py@0251105a l. 199-319: rows past seqlen_q and columns past seqlen_k
+ * are not evaluated); undefined when the shape has no mask_mod.
  */
-export function fullKvBlocks(
+export function sparseKvBlocks(
   shape: ProblemShape,
   b: number,
   h: number,
@@ -81,15 +90,18 @@ export function fullKvBlocks(
   blockN: number,
   from: number,
   to: number,
-): number[] | undefined {
-  const list = maskedKvBlocks(shape, b, h, m0, m1, blockN, from, to);
+): SparseKvBlocks | undefined {
   const t = tileOf(shape, b, h, m0, m1, blockN, from, to);
-  if (!list || !t) return undefined;
-  const hit = t.model.full.get(t.key);
+  if (!t) return undefined;
+  const hit = t.model.sparse.get(t.key);
   if (hit) return hit;
-  const full = list.filter((j) => t.heads.every((hq) => blockFullyVisible(t.model.sm, t.q0, t.q1, ...t.cols(j), shape.nk, t.b, hq)));
-  t.model.full.set(t.key, full);
-  return full;
+  const out: SparseKvBlocks = { all: maskedKvBlocks(shape, b, h, m0, m1, blockN, from, to) ?? [], partial: [], full: [] };
+  for (const j of out.all) {
+    const full = t.heads.every((hq) => blockFullyVisible(t.model.sm, t.q0, t.q1, ...t.cols(j), shape.nk, t.b, hq));
+    (full ? out.full : out.partial).push(j);
+  }
+  t.model.sparse.set(t.key, out);
+  return out;
 }
 
 /** The query rows, heads and cache key of one CTA's tile under the shape's mask model. */

@@ -56,7 +56,7 @@ import {
   RESCALE_AT_SWITCH,
   STAGES_SWITCH,
 } from '../../hw/model.ts';
-import { fullKvBlocks, maskedKvBlocks } from '../../hw/mask-blocks.ts';
+import { sparseKvBlocks } from '../../hw/mask-blocks.ts';
 import { maskLabel, maskedKvSteps, sparseMaskedSteps, type KernelMask } from '../../hw/mask-steps.ts';
 import { FA4_FEATURES } from './forward.ts';
 import type { Kernel } from '../../hw/scheduler.ts';
@@ -361,20 +361,17 @@ function grid(gpu: GpuSpec, given: ProblemShape): CtaWork[] {
           const m0 = i * rows;
           const m1 = Math.min(seq.nq, (i + 1) * rows);
           const [from, to] = kvBlockRange(seq, m0, m1, N);
-          const list = maskedKvBlocks(seq, b + sb, h, m0, m1, N, from, to);
-          const full = fullKvBlocks(seq, b + sb, h, m0, m1, N, from, to);
-          const fullSet = new Set(full);
-          const partial = list?.filter((j) => !fullSet.has(j));
+          const sparse = sparseKvBlocks(seq, b + sb, h, m0, m1, N, from, to);
           for (let sp = 0; sp < splits; sp++) {
             const at = { b: b + sb, h, qBlock: i, reverse: true, split: sp };
-            if (!partial || !full) {
+            if (!sparse) {
               const [kvFrom, kvTo] = kvBlockRange(seq, m0, m1, N, sp, splits);
               out.push({ ...at, kvFrom, kvTo });
               continue;
             }
             // Each split takes its share of the partial list and of the full list (split_block_range, block_sparse_utils.py@0251105a l. 619-625, 1079-1088).
-            const kvFull = splitShare(full, sp, splits);
-            const kvList = [...splitShare(partial, sp, splits), ...kvFull].sort((x, y) => x - y);
+            const kvFull = splitShare(sparse.full, sp, splits);
+            const kvList = splits === 1 ? sparse.all : [...splitShare(sparse.partial, sp, splits), ...kvFull].sort((x, y) => x - y);
             out.push({ ...at, kvFrom: from, kvTo: to, kvList, kvFull });
           }
         }
@@ -384,6 +381,7 @@ function grid(gpu: GpuSpec, given: ProblemShape): CtaWork[] {
 
 /** Split `split` of `splits`' share of a block list: ceil(count / splits) blocks each, the last ones fewer. */
 function splitShare(list: number[], split: number, splits: number): number[] {
+  if (splits === 1) return list;
   const per = ceilDiv(list.length, splits);
   const begin = Math.min(split * per, list.length);
   return list.slice(begin, Math.min(begin + per, list.length));

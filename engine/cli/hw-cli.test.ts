@@ -242,6 +242,10 @@ describe('describe / simulate commands', () => {
     await expect(bad('--block-m', '64')).rejects.toThrow(/--block-m sets how the numeric engine steps/);
     await expect(parseHwOptions(['--algo', 'fa3,fa4', '--gpu', 'h100'])).rejects.toThrow(/--algo takes one id/);
     await expect(bad('--seqlens-q', '5,6', '--b', '3')).rejects.toThrow(/--seqlens-q gives 2 lengths for a batch of 3/);
+    await expect(parseHwOptions(['--algo', 'cute-fa2', '--gpu', 'a100', '--attention-chunk', '1024'])).rejects.toThrow(
+      /--attention-chunk is FA3's attention_chunk \(hopper\/flash_api.cpp\); cute-fa2 takes none/,
+    );
+    await expect(bad('--attention-chunk', '1024')).resolves.toBeDefined();
   });
 });
 

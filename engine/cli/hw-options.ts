@@ -160,6 +160,9 @@ export function hwShapeOf(a: ParsedArgs, problem: AttentionProblem, algo: string
   if (numSplits !== undefined && numSplits > 256)
     throw new ArgsError(`--splits must be auto or an integer from 1 to 256, got '${numSplits}'`);
   const chunk = num(a, 'attention-chunk');
+  // FA4 refuses it as its interface does; the other schedules have no such argument to refuse with.
+  if (chunk !== undefined && algo !== 'fa3' && algo !== 'fa4')
+    throw new ArgsError(`--attention-chunk is FA3's attention_chunk (hopper/flash_api.cpp); ${algo} takes none`);
   const pageSize = num(a, 'page-size');
   return {
     ...shapeOf(problem),

@@ -1,5 +1,6 @@
 // Calibration pinned: `simulate` must stay within 25% of published figures. Each case
 // names the source and the exact CLI command that reproduces the prediction.
+import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import type { HwFeatures, ProblemShape } from './model.ts';
 import { simulateFor, type HwPass } from '../algorithms/schedule-registry.ts';
@@ -15,6 +16,13 @@ interface Case {
   us?: boolean;
   /** 'backward': the backward schedule, TFLOP/s counted as 2.5 × the forward's FLOPs. */
   pass?: HwPass;
+}
+
+/** The bullet of CALIBRATION.md's "What the model says about the optimizations" on `kernel`, on one line. */
+function modelSays(kernel: string): string {
+  const doc = readFileSync(new URL('./CALIBRATION.md', import.meta.url), 'utf8');
+  const section = doc.split('## What the model says about the optimizations')[1]?.split('\n## ')[0] ?? '';
+  return (section.split('\n- ').find((b) => b.startsWith(`${kernel} `)) ?? '').replace(/\s*\n\s*/g, ' ');
 }
 
 const base: ProblemShape = { batch: 1, hq: 16, hk: 16, nq: 4096, nk: 4096, d: 128, dv: 128, dtype: 'fp16', causal: false };
@@ -223,6 +231,12 @@ describe('simulate is calibrated to published figures (within 25%)', () => {
     const neither = simulateFor('fa3', 'h100', s, { intraOverlap: false, pingpong: false }).tflops;
     expect(both).toBeGreaterThan(pp);
     expect(pp).toBeGreaterThan(neither);
+    // CALIBRATION.md's "What the model says" quotes these figures: they must be the model's.
+    const intraOnly = simulateFor('fa3', 'h100', s, { pingpong: false }).tflops;
+    const says = modelSays('FA3');
+    const r = Math.round;
+    expect(says).toContain(`(${r(both)} vs ${r(pp)} TFLOP/s with ping-pong)`);
+    expect(says).toContain(`(${r(pp)} vs ${r(neither)} without intra overlap, ${r(both)} vs ${r(intraOnly)} with it)`);
   });
 
   it('FA4 exp2 emulation relieves the MUFU', () => {
@@ -231,6 +245,9 @@ describe('simulate is calibrated to published figures (within 25%)', () => {
     const off = simulateFor('fa4', 'b200', s, { exp2Emulation: false });
     expect(on.tflops).toBeGreaterThan(off.tflops);
     expect(on.utilization.mufu).toBeLessThan(off.utilization.mufu);
+    const says = modelSays('FA4');
+    expect(says).toContain(`MUFU busy ${off.utilization.mufu.toFixed(2)} → ${on.utilization.mufu.toFixed(2)}`);
+    expect(says).toContain(`(${Math.round(off.tflops)} → ${Math.round(on.tflops)} TFLOP/s)`);
   });
 
   it('flash-decoding: splits put idle SMs to work when B·H is below the SM count', () => {

@@ -168,6 +168,11 @@ export interface CtaWork {
   kvTo: number;
   /** Under a mask_mod: the blocks of that range it visits, ascending (the others are empty). */
   kvList?: number[];
+  /**
+   * Block-sparse FA4: the blocks of kvList upstream lists as full (full_block_idx), walked after
+   * the partial ones, each list from its last block down (block_sparse_utils.py@0251105a l. 1096-1134).
+   */
+  kvFull?: number[];
   /** Visited from the last block down (FA3, FA4: the diagonal block is masked first). */
   reverse: boolean;
   /** Split index (flash-decoding), 0 otherwise. */
@@ -281,16 +286,35 @@ export function visibleKvRange(shape: ProblemShape, r0: number, r1: number, bloc
  * left edge from the window's left side; packed GQA rows are divided by the heads per KV head.
  * With splits, split `split` of `splits` takes its share of that range.
  */
-export function kvBlockRange(shape: ProblemShape, m0: number, m1: number, blockN: number, split = 0, splits = 1): [number, number] {
+export function kvBlockRange(
+  shape: ProblemShape,
+  m0: number,
+  m1: number,
+  blockN: number,
+  split = 0,
+  splits = 1,
+  chunk = 0,
+): [number, number] {
   const packRatio = shape.packRatio ?? 1;
   let nMax = ceilDiv(shape.nk, blockN);
   const wl = shape.window && shape.window.left >= 0 ? shape.window.left : undefined;
   const wr = shape.window && shape.window.right >= 0 ? shape.window.right : undefined;
   const right = shape.causal ? Math.min(0, wr ?? 0) : wr;
   const offset = shape.nk - shape.nq / packRatio;
-  if (right !== undefined) nMax = Math.max(0, Math.min(nMax, ceilDiv(ceilDiv(m1, packRatio) + offset + right, blockN)));
+  const nIdxMax = ceilDiv(m1, packRatio) + offset;
+  const nIdxMin = Math.floor(m0 / packRatio) + offset;
+  // FA3's attention_chunk: keys from the chunk of the tile's first row to the end of its last row's chunk (block.h@0251105a l. 30-32, 41-43).
+  const rightEdge = Math.min(
+    right !== undefined ? nIdxMax + right : Number.POSITIVE_INFINITY,
+    chunk > 0 ? chunkUp(nIdxMax, chunk) : Number.POSITIVE_INFINITY,
+  );
+  if (Number.isFinite(rightEdge)) nMax = Math.max(0, Math.min(nMax, ceilDiv(rightEdge, blockN)));
   let nMin = 0;
-  if (wl !== undefined) nMin = Math.max(0, Math.floor((Math.floor(m0 / packRatio) + offset - wl) / blockN));
+  const leftEdge = Math.max(
+    wl !== undefined ? nIdxMin - wl : Number.NEGATIVE_INFINITY,
+    chunk > 0 ? chunkDown(nIdxMin, chunk) : Number.NEGATIVE_INFINITY,
+  );
+  if (Number.isFinite(leftEdge)) nMin = Math.max(0, Math.floor(leftEdge / blockN));
   if (splits > 1) {
     const per = nMax <= nMin ? 0 : ceilDiv(nMax - nMin, splits);
     nMin += split * per;
@@ -298,6 +322,10 @@ export function kvBlockRange(shape: ProblemShape, m0: number, m1: number, blockN
   }
   return nMax <= nMin ? [nMin, nMin] : [nMin, nMax];
 }
+
+/** flash::round_up and round_down of hopper/utils.h@0251105a l. 110-117 (floor division, so negative indices round alike). */
+export const chunkUp = (n: number, chunk: number): number => (Math.floor((n - 1) / chunk) + 1) * chunk;
+export const chunkDown = (n: number, chunk: number): number => Math.floor(n / chunk) * chunk;
 
 /** Does K/V block j reach past the causal diagonal for Q rows starting at row0 (so it must be masked inside)? */
 export function crossesDiagonal(shape: ProblemShape, row0: number, j: number, blockN: number): boolean {
@@ -311,6 +339,10 @@ export function kvCount(w: CtaWork): number {
 
 /** The K/V block indices of a CTA in visiting order. */
 export function kvBlocksOf(w: CtaWork): number[] {
+  if (w.kvList && w.kvFull) {
+    const full = new Set(w.kvFull);
+    return [...w.kvList.filter((j) => !full.has(j)).reverse(), ...[...w.kvFull].reverse()];
+  }
   if (w.kvList) return w.reverse ? [...w.kvList].reverse() : [...w.kvList];
   const n = kvCount(w);
   return Array.from({ length: n }, (_, i) => (w.reverse ? w.kvTo - 1 - i : w.kvFrom + i));

@@ -5,7 +5,9 @@
 // single-tile schedulers hand the next tile to whichever CTA frees first.
 
 import { describe, expect, it } from 'vitest';
+import { maskSpecFrom } from '../core/mask-presets.ts';
 import type { ProblemShape } from './model.ts';
+import { dealBatchesRoundRobin, MAX_GRID_CTAS } from './simulate.ts';
 import { fa3Hw } from '../algorithms/fa3/schedule.ts';
 import { fa4DispatchOf, fa4Hw } from '../algorithms/fa4/schedule.ts';
 import { describeFor, simulateFor } from '../algorithms/schedule-registry.ts';
@@ -69,5 +71,34 @@ describe('describe says how the static persistent scheduler deals its tiles', ()
     expect(describeFor('fa3', 'h100', base).upstream?.why.join('\n')).toContain(
       'static-persistent scheduler, grid 132 CTAs (l. 192-212: CTA c runs tiles c, c + 132, … in turn)',
     );
+  });
+});
+
+describe('a counted grid (over MAX_GRID_CTAS) is dealt round robin too, in closed form', () => {
+  it('dealBatchesRoundRobin: CTA i gets tiles i, i + G, … of the batches laid end to end, as listing them would give', () => {
+    const perBatch = [5, 1, 1, 7, 2];
+    for (const [batches, ctas] of [
+      [7, 4],
+      [13, 5],
+      [3, 8],
+      [10, 10],
+    ]) {
+      const listed = new Array<number>(ctas).fill(0);
+      for (let t = 0; t < batches * perBatch.length; t++) listed[t % ctas] += perBatch[t % perBatch.length];
+      expect(dealBatchesRoundRobin(perBatch, batches, ctas)).toEqual(listed);
+    }
+  });
+
+  it('FA4 under a causal mask_mod (a non-causal kernel, static persistent; tiles of 2, 4, 6, 8 blocks): 16385 batches of 4 tiles, counted, take what one batch of 16385 heads takes, listed', () => {
+    // Grid order is batch, head, m block: batch b's tiles are head b's in the one-batch problem.
+    // With 4 tiles a batch and 148 CTAs (gcd 4), CTA i runs m block i mod 4 of every batch it gets.
+    const mask = maskSpecFrom({ maskMod: 'causal' }, { hq: 1, nq: 1024, nk: 1024 });
+    const s: ProblemShape = { batch: 16385, hq: 1, hk: 1, nq: 1024, nk: 1024, d: 128, dv: 128, dtype: 'bf16', causal: false, mask };
+    expect(fa4DispatchOf(s).tileScheduler).toBe('StaticPersistentTileScheduler');
+    expect(4 * s.batch).toBeGreaterThan(MAX_GRID_CTAS);
+    const counted = simulateFor('fa4', 'b200', s);
+    const listed = simulateFor('fa4', 'b200', { ...s, batch: 1, hq: s.batch, hk: s.batch });
+    expect(counted.ctas).toBe(listed.ctas);
+    expect(counted.cycles).toBe(listed.cycles);
   });
 });

@@ -21,7 +21,8 @@
 // CTA's time of each other (then list scheduling gives each slot one). A grid of more than
 // MAX_GRID_CTAS CTAs is never materialised: it is built for fewer batches, counted per K/V
 // block count, scaled to the full batch and placed longest first in whole waves (with
-// thousands of waves neither the order nor the wave rounding moves the makespan much).
+// thousands of waves neither the order nor the wave rounding moves the makespan much); under a
+// static persistent scheduler its round-robin deal is summed per CTA in closed form instead.
 // A CTA pair (FA4's cta_group::2, sheet.cta_group = 2) is one grid entry that holds two SMs:
 // its kernel has both CTAs, the peer's units suffixed ".peer" (engine/algorithms/fa4/pair.ts).
 
@@ -103,7 +104,7 @@ export function smsPerEntry(sheet: { cta_group?: 1 | 2 }): number {
 export function simulateProblem(algo: HwAlgorithm, gpu: GpuSpec, shape: ProblemShape, f: HwFeatures): SimulateResult {
   const sheet = algo.resources(gpu, shape, f);
   if (sheet.does_not_fit.length > 0) throw new FitError(sheet.does_not_fit);
-  const { grid, counts } = gridOf(algo, gpu, shape, f);
+  const { grid, counts, batches } = gridOf(algo, gpu, shape, f);
   const total = counts ? [...counts.values()].reduce((a, b) => a + b, 0) : grid.length;
   // The block scheduler spreads CTAs over all SMs before doubling up, so a grid smaller
   // than the SM count runs one CTA per SM.
@@ -120,7 +121,7 @@ export function simulateProblem(algo: HwAlgorithm, gpu: GpuSpec, shape: ProblemS
     if (!r) {
       // A CTA of n blocks: take one from the grid when there is one, else the first CTA's range cut or grown to n.
       const proto = grid.find((c) => kvCount(c) === n) ?? grid[0];
-      const work: CtaWork = kvCount(proto) === n ? proto : { ...proto, kvFrom: 0, kvTo: n, kvList: undefined };
+      const work: CtaWork = kvCount(proto) === n ? proto : { ...proto, kvFrom: 0, kvTo: n, kvList: undefined, kvFull: undefined };
       const run = runSm(
         algo,
         gpu,
@@ -158,8 +159,8 @@ export function simulateProblem(algo: HwAlgorithm, gpu: GpuSpec, shape: ProblemS
     if (last && last.n === n) last.m += m;
     else runs.push({ n, m });
   };
-  // A static persistent scheduler deals tiles round robin in grid order (tile_idx += grid_dim); a counted grid is placed in waves.
-  const roundRobin = counts === undefined && (algo.staticPersistent?.(shape, gpu) ?? false);
+  // A static persistent scheduler deals tiles round robin in grid order (tile_idx += grid_dim), a counted grid batch by batch in closed form.
+  const roundRobin = algo.staticPersistent?.(shape, gpu) ?? false;
   if (counts) for (const [n, m] of [...counts.entries()].sort((x, y) => y[0] - x[0])) push(n, m);
   else {
     const order = grid.map((c, i) => ({ n: kvCount(c), i }));
@@ -189,8 +190,8 @@ export function simulateProblem(algo: HwAlgorithm, gpu: GpuSpec, shape: ProblemS
   let next = 0;
   for (const { n, m } of runs) {
     const c = cost(n);
-    if (roundRobin) next = dealRoundRobin(heap, next, m, c.t);
-    else
+    if (roundRobin && counts === undefined) next = dealRoundRobin(heap, next, m, c.t);
+    else if (!roundRobin)
       for (let left = m; left > 0; ) {
         // While the slots free within one CTA's time of each other, a wave of equal CTAs
         // lands one on each slot: add whole waves at once (the heap order is unchanged). A
@@ -213,6 +214,10 @@ export function simulateProblem(algo: HwAlgorithm, gpu: GpuSpec, shape: ProblemS
       const both = span > 1 && u === 'tensor' ? span : 1;
       busyTotal[family(u)] = (busyTotal[family(u)] ?? 0) + (m * v * both) / occ;
     }
+  }
+  if (roundRobin && counts !== undefined) {
+    const perBatch = grid.slice(0, grid.length / batches).map((c) => cost(kvCount(c)).t);
+    heap.splice(0, heap.length, ...dealBatchesRoundRobin(perBatch, shape.batch, heap.length));
   }
   let cycles = 0;
   for (const t of heap) cycles = Math.max(cycles, t);
@@ -263,6 +268,37 @@ function dealRoundRobin(ends: number[], next: number, m: number, t: number): num
 }
 
 /**
+ * Each CTA's end when `batches` copies of one batch's tiles (cycles `perBatch`, in grid order) are
+ * dealt round robin over `ctas` CTAs: CTA i runs tiles i, i + ctas, …, so in batch b it runs the
+ * tiles p ≡ i − b·P (mod ctas) of the batch's P. That residue repeats every ctas / gcd(P, ctas)
+ * batches, so no tile of the full grid is ever listed.
+ */
+export function dealBatchesRoundRobin(perBatch: number[], batches: number, ctas: number): number[] {
+  const P = perBatch.length;
+  const byResidue = new Array<number>(ctas).fill(0);
+  perBatch.forEach((t, p) => {
+    byResidue[p % ctas] += t;
+  });
+  const period = ctas / gcd(P, ctas);
+  const laps = Math.floor(batches / period);
+  const rest = batches % period;
+  return Array.from({ length: ctas }, (_, i) => {
+    let lap = 0;
+    let tail = 0;
+    for (let b = 0; b < Math.min(period, batches); b++) {
+      const t = byResidue[(((i - b * P) % ctas) + ctas) % ctas];
+      lap += t;
+      if (b < rest) tail += t;
+    }
+    return laps * lap + tail;
+  });
+}
+
+function gcd(a: number, b: number): number {
+  return b === 0 ? a : gcd(b, a % b);
+}
+
+/**
  * The grid as objects when it holds at most MAX_GRID_CTAS CTAs. Otherwise a grid of fewer
  * batches (grids repeat per batch) and the full grid's CTA count per K/V block count.
  */
@@ -271,16 +307,16 @@ export function gridOf(
   gpu: GpuSpec,
   shape: ProblemShape,
   f: HwFeatures,
-): { grid: CtaWork[]; counts?: Map<number, number> } {
-  if (shape.varlen || shape.batch === 1) return { grid: checkedGrid(algo, gpu, shape, f) };
+): { grid: CtaWork[]; counts?: Map<number, number>; batches: number } {
+  if (shape.varlen || shape.batch === 1) return { grid: checkedGrid(algo, gpu, shape, f), batches: shape.batch };
   const perBatch = checkedGrid(algo, gpu, { ...shape, batch: 1 }, f).length;
-  if (perBatch * shape.batch <= MAX_GRID_CTAS) return { grid: algo.grid(gpu, shape, f) };
+  if (perBatch * shape.batch <= MAX_GRID_CTAS) return { grid: algo.grid(gpu, shape, f), batches: shape.batch };
   const batches = Math.max(1, Math.min(shape.batch, Math.floor(MAX_GRID_CTAS / Math.max(1, perBatch))));
   const grid = algo.grid(gpu, { ...shape, batch: batches }, f);
   const counts = new Map<number, number>();
   for (const c of grid) counts.set(kvCount(c), (counts.get(kvCount(c)) ?? 0) + 1);
   for (const [n, m] of counts) counts.set(n, Math.round((m * shape.batch) / batches));
-  return { grid, counts };
+  return { grid, counts, batches };
 }
 
 /** One batch's grid, refused when even that is too many CTAs to list. */

@@ -32,6 +32,8 @@ export interface Fa3Dispatch {
   /** Normalised window as the kernel receives it (set_params_fprop). */
   windowLeft: number;
   windowRight: number;
+  /** attention_chunk (0: none): local kernels clip their K/V range and masks to the query's chunk (block.h l. 30-32, 41-43). */
+  attentionChunk: number;
   pagedKvNonTma: boolean;
   blockM: number;
   blockN: number;
@@ -199,7 +201,7 @@ export function fa3Dispatch(p: Fa3DispatchInput, numSms: number): Fa3Dispatch {
   why.push(
     `${API} l. 796-804, 148-149: window (${p.window?.left ?? -1}, ${p.window?.right ?? -1})${p.causal ? ' with causal' : ''} → ${isCausal ? 'causal' : isLocal ? 'local' : 'no mask'}`,
   );
-  why.push(fa3MaskStepsWhy(isCausal, isLocal));
+  why.push(fa3MaskStepsWhy(isCausal, isLocal, chunk));
   let windowLeft = left < 0 ? p.nk - 1 : left;
   let windowRight = right < 0 ? p.nq - 1 : right;
   if (chunk > 0) {
@@ -333,6 +335,7 @@ export function fa3Dispatch(p: Fa3DispatchInput, numSms: number): Fa3Dispatch {
     isLocal,
     windowLeft,
     windowRight,
+    attentionChunk: chunk,
     pagedKvNonTma,
     blockM,
     blockN,
@@ -367,7 +370,7 @@ export interface Fa3BwdDispatch {
 const MAINLOOP = 'hopper/mainloop_fwd_sm90_tma_gmma_ws.hpp@0251105a';
 
 /** Which K/V blocks the consumers run with mask.apply (engine/hw/mask-steps.ts charges the same). */
-function fa3MaskStepsWhy(isCausal: boolean, isLocal: boolean): string {
+function fa3MaskStepsWhy(isCausal: boolean, isLocal: boolean, chunk: number): string {
   const parts = [
     `${MAINLOOP} l. 1150, 1307-1308 with hopper/mask.h@0251105a l. 66-76: the first K/V block visited (n_block_max − 1) runs the mask with the seqlen_k bound, whatever seqlen_k`,
   ];
@@ -378,6 +381,10 @@ function fa3MaskStepsWhy(isCausal: boolean, isLocal: boolean): string {
   if (isLocal)
     parts.push(
       `l. 1228-1235 with block.h l. 120-135: and every block below ceil(((m_block + 1)·kBlockM + seqlen_k − seqlen_q − window_size_left) / kBlockN)`,
+    );
+  if (chunk > 0)
+    parts.push(
+      `block.h l. 14-45, 111-117, 128-133 with hopper/utils.h@0251105a l. 110-117: attention_chunk ${chunk} clips the K/V range and both mask bounds to the query's chunk (n_idx_right to round_up(chunk, n_idx), n_idx_left to round_down(chunk, n_idx))`,
     );
   return parts.join('; ');
 }

@@ -212,7 +212,7 @@ function smemPlan(gpu: GpuSpec, shape: ProblemShape, f: HwFeatures): Fa3Smem {
 function grid(gpu: GpuSpec, given: ProblemShape): CtaWork[] {
   const shape = kernelShape(given, gpu);
   const { blockM, blockN } = fa3Tiles(shape);
-  const splits = fa3DispatchOf(given, gpu.smCount).numSplits;
+  const { numSplits: splits, attentionChunk: chunk } = fa3DispatchOf(given, gpu.smCount);
   const out: CtaWork[] = [];
   sequencesOf(shape).forEach((seq, sb) => {
     const tr = ceilDiv(seq.nq, blockM);
@@ -220,7 +220,7 @@ function grid(gpu: GpuSpec, given: ProblemShape): CtaWork[] {
       for (let h = 0; h < shape.hq; h++)
         for (let i = 0; i < tr; i++)
           for (let sp = 0; sp < splits; sp++) {
-            const [kvFrom, kvTo] = kvBlockRange(seq, i * blockM, Math.min(seq.nq, (i + 1) * blockM), blockN, sp, splits);
+            const [kvFrom, kvTo] = kvBlockRange(seq, i * blockM, Math.min(seq.nq, (i + 1) * blockM), blockN, sp, splits, chunk);
             const kvList = maskedKvBlocks(seq, b + sb, h, i * blockM, Math.min(seq.nq, (i + 1) * blockM), blockN, kvFrom, kvTo);
             out.push({ b: b + sb, h, qBlock: i, kvFrom, kvTo, ...(kvList && { kvList }), reverse: true, split: sp });
           }
@@ -366,6 +366,7 @@ function build(k: Kernel, ctx: BuildContext, work: CtaWork): void {
     local: dp.isLocal,
     left: dp.isLocal ? dp.windowLeft : null,
     right: dp.isLocal ? dp.windowRight : null,
+    chunk: dp.attentionChunk,
   };
   const maskSteps = maskedKvSteps(sequencesOf(shape)[work.b] ?? shape, work.qBlock, blockM, blockN, work.kvFrom, work.kvTo, kernelMask);
   const maskOp = maskLabel(kernelMask);

@@ -3,6 +3,7 @@
 // K/V range at one query row (packed or not) is every block of seqlen_k.
 
 import { describe, expect, it } from 'vitest';
+import { maskSpecFrom } from '../../core/mask-presets.ts';
 import { gpuById } from '../../hw/gpus/index.ts';
 import { DEFAULT_FEATURES, type ProblemShape } from '../../hw/model.ts';
 import { describeFor, hwAlgorithmFor } from '../schedule-registry.ts';
@@ -58,5 +59,21 @@ describe('FA4 at seqlen_q = 1 with causal (flash_attn/cute@0251105a)', () => {
       const dense = algo.grid(b200, shape({ hk, causal: false }), DEFAULT_FEATURES);
       expect(causal.map((w) => [w.kvFrom, w.kvTo])).toEqual(dense.map((w) => [w.kvFrom, w.kvTo]));
     }
+  });
+});
+
+describe('FA4 refuses what flash_attn/cute/interface.py@0251105a refuses', () => {
+  const fits = (s: ProblemShape) => describeFor('fa4', 'b200', s).does_not_fit.join('; ');
+  it("attention_chunk: flash_attn_func (l. 3371-3393) has no such argument, so Python's TypeError", () => {
+    expect(fits(shape({ nq: 4096, nk: 4096, attentionChunk: 1024 }))).toContain(
+      "upstream refuses: flash_attn_func() got an unexpected keyword argument 'attention_chunk'",
+    );
+    expect(fits(shape({ nq: 4096, nk: 4096 }))).toBe('');
+  });
+  it('d = dv = 256 with a block mask: the dedicated kernel asserts against block sparsity (l. 1310-1311)', () => {
+    const mask = maskSpecFrom({ maskMod: 'document:700,300' }, { hq: 16, nq: 2048, nk: 2048 });
+    const s = shape({ nq: 2048, nk: 2048, d: 256, dv: 256, causal: false });
+    expect(fits({ ...s, mask })).toContain('SM100 forward with head_dim=256 does not support block sparsity');
+    expect(fits(s)).toBe('');
   });
 });

@@ -98,7 +98,9 @@ function causalAtOneQueryRow(qheadPerKvhead: number, packGqa: boolean, varlenQ: 
 }
 
 /** Which K/V blocks the softmax warps run with mask_fn (engine/hw/mask-steps.ts charges the same). */
-function maskStepsWhy(isCausal: boolean, isLocal: boolean, leftWindow: boolean, hd256: boolean): string {
+function maskStepsWhy(isCausal: boolean, isLocal: boolean, leftWindow: boolean, hd256: boolean, blockSparse: boolean): string {
+  if (blockSparse && !hd256)
+    return `${SM100} l. 2253-2288 with flash_attn/cute/block_sparse_utils.py@0251105a l. 951-1037, 1096-1134: under a block mask each Q stage walks the partial blocks, then the full ones, each list from its last block down; every partial block runs the mask, the full list only its first block (mask_seqlen), and the rest too where aux tensors meet a Q tile past seqlen_q (check_m_boundary, l. 2256-2260)`;
   if (hd256)
     return `${HD256} l. 1367-1398 with ${BLOCK_INFO} l. 117-152: the last K/V block runs the mask with the seqlen_k bound${isCausal ? ', and every block from floor((m_block·256 + seqlen_k − seqlen_q) / 128) up the causal mask' : ''}`;
   const parts = [
@@ -138,6 +140,10 @@ export function fa4Dispatch(p: Fa4DispatchInput, numSms: number): Fa4Dispatch {
     );
   }
   why.push(`${IFACE} l. 112-130, 683-685: head dims (${p.d}, ${p.dv}) checked against the SM100 shapes (alignment ${alignment})`);
+  if ((p.attentionChunk ?? 0) > 0) {
+    refusals.push("flash_attn_func() got an unexpected keyword argument 'attention_chunk'");
+    why.push(`${IFACE} l. 3371-3393: FA4's flash_attn_func has no attention_chunk (only FA3's hopper/ interface takes it)`);
+  }
   if (fp8 && p.backward) {
     refusals.push('FA4 CuTe FP8 backward is not supported yet (forward-only).');
     why.push(`${IFACE} l. 697-699`);
@@ -173,7 +179,7 @@ export function fa4Dispatch(p: Fa4DispatchInput, numSms: number): Fa4Dispatch {
   );
   // The d = 256 kernel has its own block ranges (./hd256.ts).
   if (isCausal && p.nq === 1 && !hd256) why.push(...causalAtOneQueryRow(qheadPerKvhead, packGqa, p.varlenQ === true));
-  why.push(maskStepsWhy(isCausal, isLocal, left !== null, hd256));
+  why.push(maskStepsWhy(isCausal, isLocal, left !== null, hd256, p.blockSparse ?? false));
 
   // _get_fwd_config (l. 291-385).
   const tileM = 128;
@@ -245,11 +251,14 @@ export function fa4Dispatch(p: Fa4DispatchInput, numSms: number): Fa4Dispatch {
     why.push(`${IFACE} l. 838-840: d = dv = 256 runs the dedicated 2-CTA kernel`);
     if (p.softcap !== undefined) refusals.push('SM100 forward with head_dim=256 does not support softcap');
     if (p.seqused) refusals.push('SM100 forward with head_dim=256 does not support seqused_q/seqused_k');
+    if (p.blockSparse) refusals.push('SM100 forward with head_dim=256 does not support block sparsity');
     if (p.pageSize !== undefined && p.nk % p.pageSize !== 0)
       refusals.push(`SM100 hd256 2CTA paged KV requires max_seqlen_k divisible by page_size (${p.pageSize}), got max_seqlen_k=${p.nk}`);
     if (packGqa) {
       packGqa = false;
-      why.push(`${IFACE} l. 1309-1331: the d = 256 kernel refuses softcap, seqused and ragged pages, and turns pack_gqa off`);
+      why.push(
+        `${IFACE} l. 1309-1331: the d = 256 kernel refuses softcap, block sparsity, seqused and ragged pages, and turns pack_gqa off`,
+      );
     }
   }
   const pagedKvNonTma = p.pageSize !== undefined && p.pageSize !== tileN;

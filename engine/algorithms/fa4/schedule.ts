@@ -56,8 +56,8 @@ import {
   RESCALE_AT_SWITCH,
   STAGES_SWITCH,
 } from '../../hw/model.ts';
-import { maskedKvBlocks } from '../../hw/mask-blocks.ts';
-import { maskLabel, maskedKvSteps, type KernelMask } from '../../hw/mask-steps.ts';
+import { sparseKvBlocks } from '../../hw/mask-blocks.ts';
+import { maskLabel, maskedKvSteps, sparseMaskedSteps, type KernelMask } from '../../hw/mask-steps.ts';
 import { FA4_FEATURES } from './forward.ts';
 import type { Kernel } from '../../hw/scheduler.ts';
 import { FA4_TILE, exp2EmulatedShare, fa4Config, fa4HeadDimRefusal, type Fa4Config } from './tiles.ts';
@@ -357,14 +357,34 @@ function grid(gpu: GpuSpec, given: ProblemShape): CtaWork[] {
   sequencesOf(shape).forEach((seq, sb) => {
     for (let b = 0; b < seq.batch; b++)
       for (let h = 0; h < shape.hq; h++)
-        for (let i = 0; i < ceilDiv(seq.nq, rows); i++)
+        for (let i = 0; i < ceilDiv(seq.nq, rows); i++) {
+          const m0 = i * rows;
+          const m1 = Math.min(seq.nq, (i + 1) * rows);
+          const [from, to] = kvBlockRange(seq, m0, m1, N);
+          const sparse = sparseKvBlocks(seq, b + sb, h, m0, m1, N, from, to);
           for (let sp = 0; sp < splits; sp++) {
-            const [kvFrom, kvTo] = kvBlockRange(seq, i * rows, Math.min(seq.nq, (i + 1) * rows), N, sp, splits);
-            const kvList = maskedKvBlocks(seq, b + sb, h, i * rows, Math.min(seq.nq, (i + 1) * rows), N, kvFrom, kvTo);
-            out.push({ b: b + sb, h, qBlock: i, kvFrom, kvTo, ...(kvList && { kvList }), reverse: true, split: sp });
+            const at = { b: b + sb, h, qBlock: i, reverse: true, split: sp };
+            if (!sparse) {
+              const [kvFrom, kvTo] = kvBlockRange(seq, m0, m1, N, sp, splits);
+              out.push({ ...at, kvFrom, kvTo });
+              continue;
+            }
+            // Each split takes its share of the partial list and of the full list (split_block_range, block_sparse_utils.py@0251105a l. 619-625, 1079-1088).
+            const kvFull = splitShare(sparse.full, sp, splits);
+            const kvList = splits === 1 ? sparse.all : [...splitShare(sparse.partial, sp, splits), ...kvFull].sort((x, y) => x - y);
+            out.push({ ...at, kvFrom: from, kvTo: to, kvList, kvFull });
           }
+        }
   });
   return out;
+}
+
+/** Split `split` of `splits`' share of a block list: ceil(count / splits) blocks each, the last ones fewer. */
+function splitShare(list: number[], split: number, splits: number): number[] {
+  if (splits === 1) return list;
+  const per = ceilDiv(list.length, splits);
+  const begin = Math.min(split * per, list.length);
+  return list.slice(begin, Math.min(begin + per, list.length));
 }
 
 /** The load sequence of one CTA, in issue order, with SMEM placement (flash_fwd_sm100.py@0251105a, load: l. 1624-1651). */
@@ -640,7 +660,13 @@ function buildMain(k: Kernel, ctx: BuildContext, work: CtaWork): void {
   // The blocks upstream's softmax loop runs with mask_fn (engine/hw/mask-steps.ts), over the CTA's m block of q_stage tiles.
   const kernelMask = kernelMaskOf(dispatch);
   const seq = sequencesOf(shape)[work.b] ?? shape;
-  const maskSteps = maskedKvSteps(seq, work.qBlock, Q * G * FA4_BLOCK_M, N, work.kvFrom, work.kvTo, kernelMask);
+  const denseSteps = maskedKvSteps(seq, work.qBlock, Q * G * FA4_BLOCK_M, N, work.kvFrom, work.kvTo, kernelMask);
+  const auxTensors = Object.keys(shape.mask?.aux ?? {}).length > 0;
+  /** Q stage s's masked blocks: block-sparse CTAs walk their two lists, each stage checking its own tile's end against seqlen_q. */
+  const maskStepsOf = (s: number) =>
+    work.kvFull
+      ? sparseMaskedSteps(work, auxTensors && (Q * work.qBlock + s + 1) * G * FA4_BLOCK_M > seq.nq / (seq.packRatio ?? 1))
+      : denseSteps;
   const maskOp = maskLabel(kernelMask);
 
   // Softmax warpgroups, each on its own CTA's SM.
@@ -649,6 +675,7 @@ function buildMain(k: Kernel, ctx: BuildContext, work: CtaWork): void {
     const u = side.unit;
     const B = local[r];
     const ix = sub(side, s);
+    const maskSteps = maskStepsOf(s);
     for (let i = 0; i < n; i++) {
       const j = kv[i];
       sm.wait(sFull[s], i);
@@ -656,8 +683,7 @@ function buildMain(k: Kernel, ctx: BuildContext, work: CtaWork): void {
         phase: opPhase(['mask'], j, ix),
         memDone: [tmemSpec(side, `S${s}`, L.tmem.s[s], N, 'release', `S${s}.${j}`)],
       });
-      // Both Q stages walk the CTA's blocks alike; a block-sparse CTA masks the first block it visits too (block_sparse_utils.py@0251105a l. 951-997).
-      const masked = i === 0 || maskSteps.has(j);
+      const masked = maskSteps.has(j);
       const emu = emuFrac;
       if (masked) sm.exec(u('fma'), (elems * 2) / (gpu.fmaPerClk * PACKED), maskOp, `S${s}`, { phase: opPhase(['mask'], j, ix) });
       sm.exec(u('fma'), (elems * 1) / (gpu.fmaPerClk * PACKED), 'row max, scale to sScale', `S${s}`, { phase: opPhase(['rowmax'], j, ix) });

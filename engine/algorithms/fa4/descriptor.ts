@@ -1,6 +1,7 @@
 // FlashAttention-4 on Blackwell (SM100): TMEM accumulators, lazy rescaling, emulated exp2.
 
 import { defineAlgorithm } from '../descriptor.ts';
+import { fa4BwdHw } from './backward-schedule.ts';
 import { FA4_FEATURES, fa4 } from './forward.ts';
 import { FA4_BLOCK_M, FA4_BLOCK_N, fa4Hw } from './schedule.ts';
 
@@ -11,6 +12,8 @@ export const fa4Algorithm = defineAlgorithm({
   forward: fa4,
   switches: FA4_FEATURES,
   schedule: fa4Hw,
+  backwardSchedule: fa4BwdHw,
+  backwardGpu: 'b200',
   registerNote:
     'per-role budgets: num_regs_softmax and num_regs_correction of flash_attn/cute/flash_fwd_sm100.py, or of sm100_hd256_2cta_fmha_forward.py at d = 256',
   defaults: { gpu: 'b200', dtype: 'bf16', nq: 512, nk: 512, d: 128, dv: 128 },

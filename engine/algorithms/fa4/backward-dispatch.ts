@@ -162,13 +162,21 @@ export function fa4BwdDispatch(p: DispatchInput, deterministic: boolean): Fa4Bwd
         : `${IFACE} l. 2094-2099: softcap ${p.softcap} becomes a score_mod and its derivative score_mod_bwd`,
     );
   }
+  if (dedicatedHd256 && p.blockSparse) {
+    refusals.push('SM100 backward with head_dim=256 does not support block sparsity');
+    why.push(`${IFACE} l. 2464-2465`);
+  }
+  if (dedicatedHd256)
+    why.push(
+      `${IFACE} l. 2471-2472: the d = 256 kernel runs dQ on 128 × 128 tiles and dK/dV on 128 × 64 tiles, with its own dK/dV conversion`,
+    );
   if (dedicatedHd256 && p.seqused) {
     refusals.push('SM100 backward with head_dim=256 does not support seqused_q/seqused_k');
     why.push(`${IFACE} l. 2468-2469`);
   }
   const dkvPostprocess = qheadPerKvhead > 1 && !dedicatedHd256;
   why.push(
-    `${IFACE} l. 2161-2192: ${dkvPostprocess ? `${qheadPerKvhead} query heads per KV head: dK and dV accumulate in fp32 (dk_accum, dv_accum), converted by two postprocess kernels (l. 2617-2637)` : 'dK and dV are written directly (no fp32 accumulators)'}`,
+    `${IFACE} l. 2161-2192: ${dkvPostprocess ? `${qheadPerKvhead} query heads per KV head: dK and dV accumulate in fp32 (dk_accum, dv_accum), converted by two postprocess kernels (l. 2617-2637)` : dedicatedHd256 && qheadPerKvhead > 1 ? 'the d = 256 kernel sums the query heads of a group into dK and dV itself' : 'dK and dV are written directly (no fp32 accumulators)'}`,
   );
   if (deterministic)
     why.push(

@@ -91,10 +91,10 @@ interface Layout {
   dp: Fa4BwdDispatch;
   sheet: ResourceSheet;
   off: (name: string, stage?: number) => number;
-  /** Where dK and dV are staged for their store: over sQ and sdO on one CTA, over sK and sV in a pair (l. 760-775). */
+  /** Where dK and dV are staged for their store: over sQ and sdO on one CTA, over sK and sV in a pair (l. 746-766). */
   dkStage: string;
   dvStage: string;
-  /** d = 192 in a pair: Qᵀ and dOᵀ share sQ and sdO with Q and dO (sQt, sdOt have size 0, l. 783-789). */
+  /** d = 192 in a pair: Qᵀ and dOᵀ share sQ and sdO with Q and dO (sQt, sdOt have size 0, l. 767-772). */
   qtBuf: string;
   dotBuf: string;
 }
@@ -109,14 +109,14 @@ function layout(gpu: GpuSpec, shape: ProblemShape, f: HwFeatures): Layout {
   sheet.kv_stage = 1;
   const smem = new SmemPacker(sheet);
   const wide = D > 128;
-  // SharedStorage member order (flash_bwd_sm100.py l. 775-912): barriers, then the buffers.
+  // SharedStorage member order (flash_bwd_sm100.py l. 774-904): barriers, then the buffers.
   const dqReduceStages = D / dp.dQReduceNcol;
   const mbarriers = 4 * dp.qStage + 4 * dp.dOStage + 6 + 4 + 2 + 2 * Math.floor(dqReduceStages / 2) + 1 + (G === 2 ? 2 * dp.qStage + 6 : 0);
   smem.push('mbarriers', 0, mbarriers * 8, 8);
   smem.push('tmem_holding', 0, 4, 4);
   const qTile = (dp.qStage * M * D * e) / G;
   const dOTile = (dp.dOStage * M * DV * e) / G;
-  // sdK/sdV epilogue tiles: tile_n × gcd(64, hdim/2) per compute warpgroup, or fp32 chunks of gcd(32, d/2) with GQA (l. 413-440).
+  // sdK/sdV epilogue tiles: tile_n × gcd(64, hdim/2) per compute warpgroup, or fp32 chunks of gcd(32, d/2) with GQA (l. 411-440).
   const gcd = (a: number, b: number): number => (b === 0 ? a : gcd(b, a % b));
   const sdK = dp.dkvPostprocess ? N * gcd(32, D / 2) * 2 * 4 : N * gcd(128 / e, D / 2) * 2 * e;
   const sdV = dp.dkvPostprocess ? N * gcd(32, D / 2) * 2 * 4 : N * gcd(128 / e, DV / 2) * 2 * e;
@@ -139,7 +139,7 @@ function layout(gpu: GpuSpec, shape: ProblemShape, f: HwFeatures): Layout {
     smem.push('sKt', 0, (G * N * D * e) / G, 1024);
     smem.push('sdS', 0, N * M * e, 1024);
   }
-  // sLSE, sdPsum: tile_m fp32 per stage, stages round_up(tile_m, 64) apart (l. 405-411).
+  // sLSE, sdPsum: tile_m fp32 per stage, stages round_up(tile_m, 64) apart (l. 404-411).
   const statStride = Math.ceil(M / 64) * 64 * 4;
   smem.push('sLSE', 0, (dp.qStage - 1) * statStride + M * 4, 128);
   smem.push('sdPsum', 0, (dp.dOStage - 1) * statStride + M * 4, 128);
@@ -204,23 +204,34 @@ function resources(gpu: GpuSpec, shape: ProblemShape, f: HwFeatures): ResourceSh
     );
   if (shape.mask?.maskMod !== undefined)
     sheet.does_not_fit.push('mask_mod: the FA4 backward with block sparsity (a mask_mod) is not modelled');
+  const mask = dp.isCausal ? 'causal' : dp.isLocal ? `local(${dp.windowLeft ?? 'None'},${dp.windowRight ?? 'None'})` : 'none';
   sheet.upstream = {
-    config: {
-      mask: dp.isCausal ? 'causal' : dp.isLocal ? `local(${dp.windowLeft ?? 'None'},${dp.windowRight ?? 'None'})` : 'none',
-      tile_m: dp.tileM,
-      tile_n: dp.tileN,
-      cta_group: dp.ctaGroup,
-      dedicated_hd256: dp.dedicatedHd256,
-      q_stage: dp.qStage,
-      dO_stage: dp.dOStage,
-      pack_gqa: dp.packGqa,
-      dkv_postprocess: dp.dkvPostprocess,
-      dq_reduce: `${dp.dQReduceNcol}x${dp.sdQaccumStage}`,
-      registers: `${dp.registers.reduce}/${dp.registers.compute}/${dp.registers.load}/${dp.registers.mma}`,
-      scheduler: dp.scheduler,
-      spt: dp.spt,
-      deterministic: f.deterministic === true,
-    },
+    config: dp.dedicatedHd256
+      ? {
+          mask,
+          dedicated_hd256: true,
+          cta_group: 2,
+          dq_tile: '128x128',
+          dkdv_tile: '128x64',
+          pack_gqa: false,
+          deterministic: f.deterministic === true,
+        }
+      : {
+          mask,
+          tile_m: dp.tileM,
+          tile_n: dp.tileN,
+          cta_group: dp.ctaGroup,
+          dedicated_hd256: dp.dedicatedHd256,
+          q_stage: dp.qStage,
+          dO_stage: dp.dOStage,
+          pack_gqa: dp.packGqa,
+          dkv_postprocess: dp.dkvPostprocess,
+          dq_reduce: `${dp.dQReduceNcol}x${dp.sdQaccumStage}`,
+          registers: `${dp.registers.reduce}/${dp.registers.compute}/${dp.registers.load}/${dp.registers.mma}`,
+          scheduler: dp.scheduler,
+          spt: dp.spt,
+          deterministic: f.deterministic === true,
+        },
     why: dp.why,
   };
   if (dp.refused) sheet.does_not_fit.unshift(`upstream refuses: ${dp.refused}`);

@@ -344,8 +344,10 @@ function build(k: Kernel, ctx: BuildContext, work: CtaWork): void {
   const dORing = new Ring(k, `${p}dO`, dp.dOStage, 1);
   const dPsumRing = new Ring(k, `${p}dPsum`, dp.dOStage, 2);
   const qtRing = G === 2 && !wide ? new Ring(k, `${p}Qt`, 1, 1) : qRing;
-  // K and V arrive once with the first Q and dO (on their barriers); Kᵀ, read by dQ only, on its own.
+  // K and V arrive once, with the first Q and dO; Kᵀ, read by dQ only, on its own barrier.
   const ktFull = k.mbarrier(`${p}Kt_full`);
+  const kFull = k.mbarrier(`${p}K_full`);
+  const vFull = k.mbarrier(`${p}V_full`);
   // Handshakes between the MMA warp and the compute / reduce warps (TMEM pipelines, one stage each).
   const sFull = k.mbarrier(`${p}S_full`);
   const pFull = k.mbarrier(`${p}P_full`, 2);
@@ -381,10 +383,17 @@ function build(k: Kernel, ctx: BuildContext, work: CtaWork): void {
     const first = i === 0;
     const at = qRing.produce(load, (s) => [smemSpec('sQ', 0, qBytes, 'release', `Q${m}`, s * qSlotBytes)]);
     qAt[i] = at;
-    const mem = [smemSpec('sQ', 0, qBytes, 'fill', `Q${m}`, at.slot * qSlotBytes)];
-    if (first) mem.unshift(smemSpec('sK', 0, kBytes, 'fill', `K${col}`));
-    const tensors = first ? ['K', 'Q'] : ['Q'];
-    tma(qBytes + (first ? kBytes : 0), `tma ${first ? `K${col}+` : ''}Q${m}`, `Q${m}`, phase(['load'], m, null, tensors), [at.full], mem);
+    // K rides on the first Q's barrier (one TMA copy each, l. 2052-2059); the model gives it its own.
+    if (first)
+      tma(kBytes, `tma K${col}`, `K${col}`, phase(['load'], null, null, ['K']), [kFull], [smemSpec('sK', 0, kBytes, 'fill', `K${col}`)]);
+    tma(
+      qBytes,
+      `tma Q${m}`,
+      `Q${m}`,
+      phase(['load'], m, null, ['Q']),
+      [at.full],
+      [smemSpec('sQ', 0, qBytes, 'fill', `Q${m}`, at.slot * qSlotBytes)],
+    );
     const lat = lseRing.produce(load, (s) => [smemSpec('sLSE', 0, M * 4, 'release', `LSE${m}`, s * statStride)]);
     lseAt[i] = lat;
     tma(
@@ -409,16 +418,10 @@ function build(k: Kernel, ctx: BuildContext, work: CtaWork): void {
     if (transposed) dOtAt[i] = at;
     else dOAt[i] = at;
     const mem = [smemSpec('sdO', 0, dOBytes, 'fill', name), ...(both ? [smemSpec('sdOt', 0, dOBytes, 'fill', `dOt${m}`)] : [])];
-    if (first) mem.unshift(smemSpec('sV', 0, vBytes, 'fill', `V${col}`));
-    const label = `tma ${first ? `V${col}+` : ''}${transposed ? `dOᵀ${m}` : `dO${m}${both ? '+dOᵀ' : ''}`}`;
-    tma(
-      dOBytes * (both ? 2 : 1) + (first ? vBytes : 0),
-      label,
-      name,
-      phase(['load'], m, null, first ? ['V', 'dO'] : ['dO']),
-      [at.full],
-      mem,
-    );
+    if (first)
+      tma(vBytes, `tma V${col}`, `V${col}`, phase(['load'], null, null, ['V']), [vFull], [smemSpec('sV', 0, vBytes, 'fill', `V${col}`)]);
+    const label = `tma ${transposed ? `dOᵀ${m}` : `dO${m}${both ? '+dOᵀ' : ''}`}`;
+    tma(dOBytes * (both ? 2 : 1), label, name, phase(['load'], m, null, ['dO']), [at.full], mem);
     if (transposed || !wide) {
       const pat = dPsumRing.produce(load, (s) => [smemSpec('sdPsum', 0, M * 4, 'release', `dPsum${m}`, s * statStride)]);
       dPsumAt[i] = pat;
@@ -490,6 +493,7 @@ function build(k: Kernel, ctx: BuildContext, work: CtaWork): void {
   const qFreedByS = G === 2;
   const opS = (i: number) => {
     const m = rows[i];
+    if (i === 0) mma.wait(kFull, 0);
     mma.wait(qAt[i].full, qAt[i].use);
     umma(cyc.S, shape.d, `S=K${col}·Q${m}ᵀ`, `S${m}`, phase(['qk'], m), {
       arrive: [sFull, ...(qFreedByS ? [qAt[i].empty] : [])],
@@ -499,6 +503,7 @@ function build(k: Kernel, ctx: BuildContext, work: CtaWork): void {
   const opDP = (i: number) => {
     const m = rows[i];
     const at = wide ? dOtAt[i] : dOAt[i];
+    if (i === 0) mma.wait(vFull, 0);
     mma.wait(at.full, at.use);
     umma(cyc.dP, shape.dv, `dP=V${col}·dO${m}ᵀ`, `dP${m}`, phase(['dp'], m), {
       arrive: [dPFull, ...(wide ? [at.empty] : [])],

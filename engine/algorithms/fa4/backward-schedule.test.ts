@@ -67,6 +67,17 @@ describe('FA4 backward grid (block_info.py get_m_block_min_max over the pair’s
     expect([g[2].kvFrom, g[2].kvTo]).toEqual([2, 5]);
   });
 
+  it('one CTA per (batch, query head, column block); a varlen batch sizes each sequence’s blocks by its own lengths', () => {
+    expect(grid(shape({ batch: 3, hq: 2, nk: 1024 })).length).toBe(3 * 2 * 8);
+    const v = grid(shape({ batch: 2, nq: 1024, nk: 1024, causal: true, varlen: { seqlensQ: [1024, 200], seqlensK: [1024, 200] } }));
+    expect(v.filter((w) => w.b === 0).length).toBe(8);
+    // 200 keys: two blocks, one pair; its rows (one block of 128 and the rest) see them all.
+    expect(v.filter((w) => w.b === 1).map((w) => [w.qBlock, w.kvFrom, w.kvTo])).toEqual([
+      [0, 0, 2],
+      [1, 0, 2],
+    ]);
+  });
+
   it('deterministic and causal: the LPT scheduler hands out the last pair first (spt)', () => {
     expect(grid(shape({ causal: true, nk: 1024, nq: 1024 }), true).map((w) => w.qBlock)).toEqual([6, 7, 4, 5, 2, 3, 0, 1]);
     expect(grid(shape({ nk: 1024, nq: 1024 }), true).map((w) => w.qBlock)).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);

@@ -245,7 +245,10 @@ function resources(gpu: GpuSpec, shape: ProblemShape, f: HwFeatures): ResourceSh
 function grid(_gpu: GpuSpec, shape: ProblemShape, f: HwFeatures): CtaWork[] {
   const dp = fa4BwdDispatchOf(shape, f.deterministic === true);
   const out: CtaWork[] = [];
-  sequencesOf(shape).forEach((seq, b) => {
+  const seqs = sequencesOf(shape);
+  for (let b = 0; b < shape.batch; b++) {
+    // A dense batch is one shape for every sequence; a varlen batch has one per sequence.
+    const seq = seqs.length === 1 ? shape : seqs[b];
     const blocks = Math.ceil(ceilDiv(seq.nk, dp.tileN) / dp.ctaGroup) * dp.ctaGroup;
     // spt: the scheduler hands pairs out from the last column block down (tile_scheduler.py@0251105a l. 831-832).
     const order = Array.from({ length: blocks }, (_, i) =>
@@ -256,7 +259,7 @@ function grid(_gpu: GpuSpec, shape: ProblemShape, f: HwFeatures): CtaWork[] {
         const [kvFrom, kvTo] = fa4BwdRowRange(seq, dp, n);
         out.push({ b, h, qBlock: n, kvFrom, kvTo, reverse: false, split: 0 });
       }
-  });
+  }
   return out;
 }
 

@@ -1,7 +1,7 @@
 // The hardware views on a backward run: the FA3 backward schedule on the SM of the step's
 // column block, the cursor where the engine's step map puts it (computed here in Node from
 // the same trace), the dQ add on the dQ writer, the preprocessing step off this kernel,
-// clicking the timeline to seek, and the FA2 backward on the A100.
+// clicking the timeline to seek, the FA2 backward on the A100, and FA4's on the B200.
 
 import { expect, test, type Page } from './fixtures.ts';
 import { DEFAULT_FORM, type ProblemForm } from '../app/store/problem-form.ts';
@@ -113,7 +113,7 @@ test('FA2 backward starts on the A100 and shows its eight warps with the dQ atom
   await expect(status).toContainText('NVIDIA H100', { timeout: 30_000 });
 });
 
-test('Backward from the default page lands on a dtype the FA2 backward kernel takes; a typed fp32 gets the fix offered', async ({
+test('Backward from the default page lands on a dtype the FA2 backward kernel takes, a typed fp32 gets the fix offered, FA4 then its B200 backward', async ({
   page,
 }) => {
   await page.goto('/');

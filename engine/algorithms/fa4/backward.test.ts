@@ -40,7 +40,7 @@ describe('fa4 backward', () => {
       [64, 2],
       [128, 1],
     ] as const) {
-      const { events } = trace({ ...base, d, dv: d, causal: false });
+      const { events } = trace({ ...base, hq: 1, nq: 24, nk: 32, d, dv: d, causal: false });
       let inFlight = 0;
       let dOInFlight = 0;
       for (const e of events) {

@@ -96,8 +96,13 @@ describe('FA4 backward dispatch (interface.py _flash_attn_bwd, SM100 branch)', (
       'SM100 backward with head_dim=256 does not support seqused_q/seqused_k',
     );
     expect(refused({ blockSparse: true, varlenQ: true })).toBe('Varlen backward with block sparsity is not yet supported');
+    // l. 257: one CTA reduces dQ in 32-column chunks, so tile_hdim 80 (d 72) fails the kernel's assert; 96 passes.
+    expect(refused({ d: 72, dv: 72 })).toBe(
+      'FlashAttentionBackwardSm100 asserts (tile_hdim // cta_group_size) % dQ_reduce_ncol == 0: tile_hdim 80 / 1 is not a multiple of 32',
+    );
     expect(refused({ softcap: 30 })).toBeUndefined();
-    expect(refused({ d: 72, dv: 72 })).toBeUndefined();
+    expect(refused({ d: 96, dv: 96 })).toBeUndefined();
+    expect(refused({ d: 128, dv: 64 })).toBeUndefined();
   });
 
   it('every decision carries an upstream file:line', () => {

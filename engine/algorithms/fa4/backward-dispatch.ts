@@ -230,6 +230,13 @@ export function fa4BwdDispatch(p: DispatchInput, deterministic: boolean): Fa4Bwd
     dQReduceNcol = 32;
     sdQaccumStage = 64 / dQReduceNcol;
   }
+  // The dQ reduce-adds must tile each CTA's share of the head dim (l. 257): tile_hdim 16, 48, 80 or 112 on one CTA does not.
+  if (!dedicatedHd256 && !refusals.length && (dPad / ctaGroup) % dQReduceNcol !== 0) {
+    refusals.push(
+      `FlashAttentionBackwardSm100 asserts (tile_hdim // cta_group_size) % dQ_reduce_ncol == 0: tile_hdim ${dPad} / ${ctaGroup} is not a multiple of ${dQReduceNcol}`,
+    );
+    why.push(`${BWD} l. 257`);
+  }
   if (!dedicatedHd256)
     why.push(
       `${BWD} l. 237-253: Q_stage ${qStage}, dO_stage 1; dQ reduce-adds of ${dQReduceNcol} fp32 columns through ${sdQaccumStage} sdQaccum slot${sdQaccumStage > 1 ? 's' : ''}`,

@@ -190,6 +190,7 @@ function fa4Backward(): ConformanceCase[] {
   add({ d: 160, dv: 160 });
   add({ d: 64, dv: 512 });
   add({ d: 256, dv: 256, softcap: 30 });
+  add({ hq: 32, hk: 8, d: 128, dv: 64 });
   return out;
 }
 

@@ -100,6 +100,10 @@ describe('FA4 backward dispatch (interface.py _flash_attn_bwd, SM100 branch)', (
     expect(refused({ d: 72, dv: 72 })).toBe(
       'FlashAttentionBackwardSm100 asserts (tile_hdim // cta_group_size) % dQ_reduce_ncol == 0: tile_hdim 80 / 1 is not a multiple of 32',
     );
+    // l. 764: a pair stages GQA's fp32 dV (128 × 64 fp32) over sV, which at dv 64 holds 128 × 64 bf16.
+    expect(refused({ d: 128, dv: 64, hq: 32, hk: 8 })).toBe("sdV doesn't fit in sV storage allocation (2-CTA)");
+    expect(refused({ d: 128, dv: 64 })).toBeUndefined();
+    expect(refused({ hq: 32, hk: 8 })).toBeUndefined();
     expect(refused({ softcap: 30 })).toBeUndefined();
     expect(refused({ d: 96, dv: 96 })).toBeUndefined();
     expect(refused({ d: 128, dv: 64 })).toBeUndefined();

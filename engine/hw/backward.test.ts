@@ -185,12 +185,13 @@ describe('compare mode predicts the backward kernels', () => {
   // A prediction is either a timing or a reason: read its fields loosely so a wrong kind fails the expectation, not the compiler.
   const predict = (r: LoadRequest, gpu: string) =>
     predictionFor(r, problem, gpu) as Partial<Record<'tflops' | 'timeUs' | 'reason', unknown>>;
-  it("FA3 and FA2 get the backward schedule's time; FA1 has no backward kernel model", () => {
+  it("FA4, FA3 and FA2 get the backward schedule's time; FA1 has no backward kernel model", () => {
     expect(predict(req('fa3'), 'h100').tflops).toBe(simulateFor('fa3', 'h100', problem, {}, 'backward').tflops);
     expect(predict(req('fa3', { deterministic: true }), 'h100').timeUs).toBe(
       simulateFor('fa3', 'h100', problem, { deterministic: true }, 'backward').time_us,
     );
     expect(predict(req('fa2'), 'a100').tflops).toBe(simulateFor('fa2', 'a100', problem, {}, 'backward').tflops);
+    expect(predict(req('fa4'), 'b200').tflops).toBe(simulateFor('fa4', 'b200', problem, {}, 'backward').tflops);
     expect(predict(req('fa1'), 'a100').reason).toMatch(/no hardware model of the fa1 backward/);
   });
 });

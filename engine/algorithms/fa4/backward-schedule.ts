@@ -18,8 +18,10 @@
 // Around it run the preprocess kernel (dPsum = rowsum(dO ∘ O), LSE·log2e, dQaccum zeroed) and
 // the postprocess (dQaccum → dQ; with GQA also dKaccum, dVaccum).
 // Simplified: one CTA of a pair is drawn (the peer mirrors it on its own SM); the deterministic
-// semaphores wait between CTAs (crossCtaUs charges them); the d = 256 kernel
-// (sm100_hd256_2cta_fmha_backward.py), mask_mod block sparsity and score_mod are not modelled.
+// dQ semaphores wait between CTAs (crossCtaUs charges them; GQA's dK/dV semaphores are not
+// charged); the epilogue stores each warpgroup's dK and dV as one copy, not in epi-tile chunks;
+// the d = 256 kernel (sm100_hd256_2cta_fmha_backward.py), mask_mod block sparsity and score_mod
+// are not modelled.
 
 import type { ResourceSheet, SchedulePhase } from '../../hw/events.ts';
 import type { GpuSpec } from '../../hw/gpus/index.ts';

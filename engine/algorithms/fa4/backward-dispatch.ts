@@ -178,6 +178,10 @@ export function fa4BwdDispatch(p: DispatchInput, deterministic: boolean): Fa4Bwd
   why.push(
     `${IFACE} l. 2161-2192: ${dkvPostprocess ? `${qheadPerKvhead} query heads per KV head: dK and dV accumulate in fp32 (dk_accum, dv_accum), converted by two postprocess kernels (l. 2617-2637)` : dedicatedHd256 && qheadPerKvhead > 1 ? 'the d = 256 kernel sums the query heads of a group into dK and dV itself' : 'dK and dV are written directly (no fp32 accumulators)'}`,
   );
+  why.push(
+    `${IFACE} l. 2123-2141, 2230-2238: a preprocess kernel first: dPsum = rowsum(dO ∘ O), LSE · log2(e)${dedicatedHd256 ? ' (the d = 256 kernel keeps no dQaccum)' : `, dQaccum (fp32, head dim rounded to ${Math.ceil(p.d / 32) * 32}) zeroed`}`,
+  );
+  if (!dedicatedHd256) why.push(`${IFACE} l. 2591-2615: a postprocess kernel after: dQ = softmax_scale · dQaccum in the input dtype`);
   if (deterministic)
     why.push(
       `${IFACE} l. 2199-2209: deterministic: a dQ semaphore per (batch, head, m block${ctaGroup === 2 ? ', CTA of the pair' : ''})${qheadPerKvhead > 1 ? ', and dK/dV semaphores per KV column block' : ''}`,

@@ -161,6 +161,8 @@ describe('FA2 backward schedule (SM80)', () => {
     // FA4's backward (flash_bwd_sm100.py) on its B200, with and without the deterministic dQ order.
     const fa4 = simulateFor('fa4', 'b200', shape({ dtype: 'bf16' }), {}, 'backward');
     expect(fa4.flops).toBe(backwardFlops(shape()));
+    // The preprocess and the dQ conversion run around it (interface.py l. 2230-2238, 2591-2615).
+    expect(fa4.extra_kernel_us).toBeGreaterThan(0);
     expect(simulateFor('fa4', 'b200', shape({ dtype: 'bf16' }), { deterministic: true }, 'backward').time_us).toBeGreaterThan(fa4.time_us);
     expect(() => simulateFor('fa3', 'a100', shape(), {}, 'backward')).toThrow(/fa3 is written for SM90; NVIDIA A100 SXM4 80GB is SM80/);
     expect(() => simulateFor('fa2', 'a100', shape(), { deterministic: true }, 'backward')).toThrow(/--deterministic does not apply to fa2/);

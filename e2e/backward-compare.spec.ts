@@ -87,7 +87,7 @@ test('FA3 backward panes offer the deterministic switch, and a forward-only algo
   await page.getByRole('radiogroup', { name: 'Pass of every pane' }).getByRole('radio', { name: 'Backward' }).click();
   await expect(page.getByTestId('shared-problem')).toContainText('backward pass');
   const algo = page.getByRole('combobox', { name: 'Pane 2 algorithm' });
-  await expect(algo.locator('option[value="fa4"]')).toBeDisabled();
+  await expect(algo.locator('option[value="fmha-v2"]')).toBeDisabled();
   await algo.selectOption('fa3');
   // Choosing FA3 runs its kernel's own tile (the fields stay empty) and a dtype its tensor cores take;
   // a 16 × 16 tile typed here gives every row block several column blocks' adds to order.

@@ -156,8 +156,8 @@ test('breakpoints on |dS| and on gradient NaN/Inf stop where the engine says', a
 });
 
 test('the switch is offered only where a backward exists, and a link asking for one elsewhere says so', async ({ page }) => {
-  await openAt(page, 0, { algorithm: 'fa4' });
-  await expect(page.getByTestId('share-notice')).toContainText('problem.pass: pass: fa4 has no backward pass in FlashScope');
+  await openAt(page, 0, { algorithm: 'sage' });
+  await expect(page.getByTestId('share-notice')).toContainText('problem.pass: pass: sage has no backward pass in FlashScope');
   await expect(counter(page)).toHaveText(/^Step 1 of \d+$/, { timeout: 20_000 });
   await expect(problem(page).getByRole('radiogroup', { name: 'Pass' })).toHaveCount(0);
 });

@@ -1,7 +1,7 @@
 // The hardware views on a backward run: the FA3 backward schedule on the SM of the step's
 // column block, the cursor where the engine's step map puts it (computed here in Node from
 // the same trace), the dQ add on the dQ writer, the preprocessing step off this kernel,
-// clicking the timeline to seek, and the FA2 backward on the A100.
+// clicking the timeline to seek, the FA2 backward on the A100, and FA4's on the B200.
 
 import { expect, test, type Page } from './fixtures.ts';
 import { DEFAULT_FORM, type ProblemForm } from '../app/store/problem-form.ts';
@@ -113,7 +113,7 @@ test('FA2 backward starts on the A100 and shows its eight warps with the dQ atom
   await expect(status).toContainText('NVIDIA H100', { timeout: 30_000 });
 });
 
-test('Backward from the default page lands on a dtype the FA2 backward kernel takes; a typed fp32 gets the fix offered', async ({
+test('Backward from the default page lands on a dtype the FA2 backward kernel takes, a typed fp32 gets the fix offered, FA4 then its B200 backward', async ({
   page,
 }) => {
   await page.goto('/');
@@ -140,4 +140,43 @@ test('Backward from the default page lands on a dtype the FA2 backward kernel ta
   await expect(memoryMap(page).getByTestId('hw-status')).toContainText('NVIDIA A100', { timeout: 30_000 });
   await expect(timeline(page).getByTestId('hw-error')).toHaveCount(0);
   await expect(counter(page)).toHaveText(/^Step 1 of \d+$/);
+
+  // FA4 with the backward still chosen: the B200, flash_bwd_sm100.py's warp roles and TMEM.
+  await problem.getByLabel('Algorithm').selectOption('fa4');
+  await page.getByRole('button', { name: 'Load problem' }).click();
+  await expect(problem.getByRole('radio', { name: 'Backward' })).toHaveAttribute('aria-checked', 'true');
+  const status = timeline(page).getByTestId('hw-status');
+  await expect(status).toContainText('NVIDIA B200', { timeout: 30_000 });
+  await expect(timeline(page).getByLabel('GPU')).toHaveValue('b200');
+  await expect(timeline(page).getByTestId('hw-error')).toHaveCount(0);
+  // The problem the panel now holds, run in Node for the step of the first dQ add.
+  const field = (label: string) => problem.getByLabel(label, { exact: true }).inputValue();
+  const fa4: Partial<ProblemForm> = {
+    algorithm: 'fa4',
+    pass: 'backward',
+    nq: await field('Nq'),
+    nk: await field('Nk'),
+    d: await field('d'),
+    dv: await field('dv'),
+    dtype: (await problem.getByLabel('dtype').inputValue()) as ProblemForm['dtype'],
+    blockM: '',
+    blockN: '',
+  };
+  expect(fa4.d).toBe('128');
+  const ev = (await engineSession(fa4)).s.events();
+  await expect(counter(page)).toHaveText(`Step 1 of ${ev.length}`, { timeout: 30_000 });
+  // d = 128: one CTA of a 2-CTA pair: load, mma, two compute warpgroups, the relay warp, the reduce warps.
+  await expect(timeline(page).getByTestId('timeline-canvas')).toHaveAttribute('data-lanes', '6');
+  await expect(memoryMap(page).getByTestId('hw-status')).toContainText('NVIDIA B200');
+  await expect(memoryMap(page).locator('[data-testid="reg-role"][data-role="reduce"]')).toHaveAttribute('data-registers', '136');
+  // Stepping to the first dQ add puts the cursor on the reduce warps' last TMA reduce-add of row block 0.
+  const dq = ev.findIndex((e) => e.kind === 'dq');
+  await page.locator('body').click({ position: { x: 5, y: 5 } });
+  await page.keyboard.press('Home');
+  for (let i = 0; i < dq; i++) await page.keyboard.press('ArrowRight');
+  await expect(counter(page)).toHaveText(`Step ${dq + 1} of ${ev.length}`);
+  await expect(status).toContainText(new RegExp(`Step ${dq + 1} \\(dq\\) → ends with tma reduce-add dQ0\\[\\d+\\] \\(reduce\\)`));
+  // There the memory map holds the CTA's TMEM accumulators (dV, dK live for the whole loop).
+  await expect(memoryMap(page).getByTestId('tmem-block').first()).toBeVisible();
+  await shot(page, { path: 'test-results/hardware-backward-fa4.png', fullPage: true });
 });

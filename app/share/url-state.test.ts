@@ -105,8 +105,8 @@ describe('share link codec', () => {
     ['unknown pass', frag({ v: 1, f: { pass: 'sideways' } }), /problem.pass: "sideways" is not one of forward, backward; using "forward"/],
     [
       'backward of a forward-only algorithm',
-      frag({ v: 1, f: { algorithm: 'fa4', pass: 'backward' } }),
-      /problem.pass: pass: fa4 has no backward pass in FlashScope.*; using "forward"/,
+      frag({ v: 1, f: { algorithm: 'sage', pass: 'backward' } }),
+      /problem.pass: pass: sage has no backward pass in FlashScope.*; using "forward"/,
     ],
     ['unknown form field', frag({ v: 1, f: { colour: 'red' } }), /problem.colour: unknown setting/],
     ['bad mode', frag({ v: 1, m: 'split' }), /mode "split" is not debugger or compare/],

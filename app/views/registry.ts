@@ -30,7 +30,7 @@ const TimelineView = lazy(() => import('../hardware/TimelineView.tsx').then((m) 
 const MemoryMapView = lazy(() => import('../hardware/MemoryMapView.tsx').then((m) => ({ default: m.MemoryMapView })));
 const BlockMaskView = lazy(() => import('./BlockMaskView.tsx').then((m) => ({ default: m.BlockMaskView })));
 const DqAccumulationView = lazy(() => import('../backward/DqAccumulationView.tsx').then((m) => ({ default: m.DqAccumulationView })));
-// The backward has schedules of its own (fa3, fa2: engine/hw/step-map-bwd.ts); the notes stay forward-only.
+// The backward has schedules of its own (fa4, fa3, fa2: engine/hw/step-map-bwd.ts); the notes stay forward-only.
 const hw = (s: LoadSummary) => hasHardwareModel(s.algorithm, s.pass === 'backward' ? 'backward' : 'forward');
 const hwForward = (s: LoadSummary) => s.pass !== 'backward' && hasHardwareModel(s.algorithm);
 const forward = (s: LoadSummary) => s.pass !== 'backward';

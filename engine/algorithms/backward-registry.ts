@@ -1,5 +1,5 @@
 // The algorithms that have a backward pass, by the id of their forward (their descriptors
-// say). Algorithms without one (cute-fa2, fmha_v2, fa4, flash-decoding) are refused by name.
+// say). Algorithms without one (cute-fa2, fmha_v2, flash-decoding, sage) are refused by name.
 
 import { DESCRIPTORS, findDescriptor } from './registry.ts';
 import { ProblemError } from '../core/problem.ts';

@@ -83,6 +83,6 @@ export function declaredRefusal(
 export function noBackwardPass(id: string): DeclaredRefusal {
   return {
     field: 'pass',
-    message: `${id} has no backward pass in FlashScope (standard, fa1, fa2 and fa3 have one); choose the forward pass or one of those`,
+    message: `${id} has no backward pass in FlashScope (standard, fa1, fa2, fa3 and fa4 have one); choose the forward pass or one of those`,
   };
 }

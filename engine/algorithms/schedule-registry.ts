@@ -49,7 +49,7 @@ export function hasSchedule(id: string, pass: HwPass): boolean {
   return scheduleOf(id, pass) !== undefined;
 }
 
-/** Hardware algorithm ids equal the numeric ones for the kernels that have a schedule (backward: fa3, fa2). */
+/** Hardware algorithm ids equal the numeric ones for the kernels that have a schedule (backward: fa4, fa3, fa2). */
 export function hasHardwareModel(algorithm: string, pass: HwPass = 'forward'): boolean {
   return hasSchedule(algorithm, pass);
 }

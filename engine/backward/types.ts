@@ -25,7 +25,7 @@ export interface BackwardResult extends AlgorithmResult {
 export type BackwardGenerator = Generator<TraceEvent, BackwardResult, void>;
 
 export interface BackwardAlgorithm extends StepAlgorithm {
-  /** Same id as the forward algorithm it differentiates (standard, fa1, fa2, fa3). */
+  /** Same id as the forward algorithm it differentiates (standard, fa1, fa2, fa3, fa4). */
   id: string;
   pass: 'backward';
   /** Prefix of its pseudo-code line ids, e.g. 'fa2bwd'. */

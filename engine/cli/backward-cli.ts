@@ -26,7 +26,7 @@ export const BACKWARD_RUN_HELP = `backward:
   --do FILE                   dO, shaped like O (q's rank and layout, last dim dv): also runs
                               the backward and writes dq.npy, dk.npy, dv.npy (float32, the
                               rank and layout of q, k, v); stats.json gains "backward"
-                              (algorithms with a backward: standard, fa1, fa2, fa3)`;
+                              (algorithms with a backward: standard, fa1, fa2, fa3, fa4)`;
 
 export const BACKWARD_TRACE_HELP = `backward:
   --do FILE                   trace the backward pass with this dO (shaped like O)

@@ -170,8 +170,17 @@ describe('describe / simulate commands', () => {
     expect(await describeCommand.run(['--algo', 'fa3', '--gpu', 'h200', '--backward'])).toBe(0);
     const names = JSON.parse(c.out.join('\n')).smem.buffers.map((b: { name: string }) => b.name);
     for (const n of ['sQ', 'sdO', 'sLSE', 'sD', 'sdS', 'sdQaccum', 'sK', 'sV']) expect(names).toContain(n);
-    await expect(simulateCommand.run(['--algo', 'fa4', '--gpu', 'b200', '--backward'])).rejects.toThrow(
-      /no backward hardware schedule for 'fa4'/,
+    c.out.length = 0;
+    expect(await describeCommand.run(['--algo', 'fa4', '--gpu', 'b200', '--backward', '--causal'])).toBe(0);
+    const fa4 = JSON.parse(c.out.join('\n'));
+    expect(fa4.upstream.config).toMatchObject({ mask: 'causal', tile_m: 128, tile_n: 128, cta_group: 2, pack_gqa: false });
+    expect(fa4.upstream.why.every((w: string) => /@0251105a l\. \d/.test(w))).toBe(true);
+    expect(fa4.roles.map((r: { name: string }) => r.name)).toEqual(['reduce', 'compute0', 'compute1', 'mma', 'load', 'relay', 'empty']);
+    c.out.length = 0;
+    expect(await simulateCommand.run(['--algo', 'fa4', '--gpu', 'b200', '--backward', '--deterministic'])).toBe(0);
+    expect(JSON.parse(c.out.join('\n')).pass).toBe('backward');
+    await expect(simulateCommand.run(['--algo', 'fmha-v2', '--gpu', 'h100', '--backward'])).rejects.toThrow(
+      /no backward hardware schedule for 'fmha-v2'/,
     );
   });
 

@@ -631,7 +631,7 @@ describe('spawned `run` refuses inconsistent serving inputs and writes nothing',
       varlen({}, ['--layout', 'bhnd']),
       /--layout bhnd: varlen tensors are token-major \[total, H, d\]/,
     ],
-    ['--do on an algorithm without a backward', varlen({}, ['--do', q.file]), /algo: fa4 has no backward pass/, 'fa4'],
+    ['--do on an algorithm without a backward', varlen({}, ['--do', q.file]), /algo: sage has no backward pass/, 'sage'],
     [
       'a needed block-table entry out of range',
       paged({ 'block-table': badTable(0, 2, pool.numPages) }),

@@ -44,7 +44,7 @@ export const LAYOUT_RUN_HELP = `serving layouts (instead of dense q/k/v):
           --cu-seqlens-q CQ --cu-seqlens-k CK   int32 offsets of length B+1 (0 … total)
           writes o.npy [total_q, Hq, dv] and lse.npy [Hq, total_q]; masks are per sequence,
           aligned bottom-right in each
-          --do DO [total_q, Hq, dv] also runs the backward (standard, fa1, fa2, fa3) per
+          --do DO [total_q, Hq, dv] also runs the backward (standard, fa1, fa2, fa3, fa4) per
           sequence and writes dq.npy [total_q, Hq, d], dk.npy [total_k, Hk, d],
           dv.npy [total_k, Hk, dv] (stats.json gains "backward")
   paged:  --q [B, Nq, Hq, d] --layout bnhd --k-cache KC --v-cache VC --block-table BT

@@ -64,7 +64,7 @@ serving layouts: run's varlen (--q --k --v --cu-seqlens-q --cu-seqlens-k) or pag
 ${HW_SWITCHES_HELP}
   with --gpu, the events of one SM's schedule of the same problem follow the numeric steps
   (fa3, fa4, fmha-v2, cute-fa2, flash-decoding; with --do/--backward the backward kernel's:
-  fa3, fa2; engine/TRACE.md, "Hardware events")
+  fa4, fa3, fa2; engine/TRACE.md, "Hardware events")
 ${BACKWARD_TRACE_HELP}
 output:
   --format jsonl              the only format (default)

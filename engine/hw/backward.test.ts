@@ -154,9 +154,16 @@ describe('FA2 backward schedule (SM80)', () => {
 
   it('cute-fa2 names the same backward; the forward-only schedules and wrong GPUs are refused by name', () => {
     expect(describeFor('cute-fa2', 'a100', shape(), {}, 'backward').algo).toBe('fa2');
-    expect(() => simulateFor('fa4', 'b200', shape(), {}, 'backward')).toThrow(
-      /no backward hardware schedule for 'fa4'; backward schedules: fa2, fa3 \(cute-fa2 runs the fa2 one\)/,
+    expect(() => simulateFor('flash-decoding', 'h100', shape(), {}, 'backward')).toThrow(
+      /no backward hardware schedule for 'flash-decoding'; backward schedules: fa2, fa3, fa4 \(cute-fa2 runs the fa2 one\)/,
     );
+    expect(() => simulateFor('fa4', 'h100', shape(), {}, 'backward')).toThrow(/fa4 is written for SM100; NVIDIA H100/);
+    // FA4's backward (flash_bwd_sm100.py) on its B200, with and without the deterministic dQ order.
+    const fa4 = simulateFor('fa4', 'b200', shape({ dtype: 'bf16' }), {}, 'backward');
+    expect(fa4.flops).toBe(backwardFlops(shape()));
+    // The preprocess and the dQ conversion run around it (interface.py l. 2230-2238, 2591-2615).
+    expect(fa4.extra_kernel_us).toBeGreaterThan(0);
+    expect(simulateFor('fa4', 'b200', shape({ dtype: 'bf16' }), { deterministic: true }, 'backward').time_us).toBeGreaterThan(fa4.time_us);
     expect(() => simulateFor('fa3', 'a100', shape(), {}, 'backward')).toThrow(/fa3 is written for SM90; NVIDIA A100 SXM4 80GB is SM80/);
     expect(() => simulateFor('fa2', 'a100', shape(), { deterministic: true }, 'backward')).toThrow(/--deterministic does not apply to fa2/);
     expect(() => simulateFor('fa3', 'h100', shape(), { deterministic: true })).toThrow(/--deterministic does not apply to fa3/);
@@ -180,12 +187,13 @@ describe('compare mode predicts the backward kernels', () => {
   // A prediction is either a timing or a reason: read its fields loosely so a wrong kind fails the expectation, not the compiler.
   const predict = (r: LoadRequest, gpu: string) =>
     predictionFor(r, problem, gpu) as Partial<Record<'tflops' | 'timeUs' | 'reason', unknown>>;
-  it("FA3 and FA2 get the backward schedule's time; FA1 has no backward kernel model", () => {
+  it("FA4, FA3 and FA2 get the backward schedule's time; FA1 has no backward kernel model", () => {
     expect(predict(req('fa3'), 'h100').tflops).toBe(simulateFor('fa3', 'h100', problem, {}, 'backward').tflops);
     expect(predict(req('fa3', { deterministic: true }), 'h100').timeUs).toBe(
       simulateFor('fa3', 'h100', problem, { deterministic: true }, 'backward').time_us,
     );
     expect(predict(req('fa2'), 'a100').tflops).toBe(simulateFor('fa2', 'a100', problem, {}, 'backward').tflops);
+    expect(predict(req('fa4'), 'b200').tflops).toBe(simulateFor('fa4', 'b200', problem, {}, 'backward').tflops);
     expect(predict(req('fa1'), 'a100').reason).toMatch(/no hardware model of the fa1 backward/);
   });
 });

@@ -118,6 +118,35 @@ describe('FA4 takes the configuration _flash_attn_fwd picks', () => {
   });
 });
 
+describe('FA4 backward takes the configuration _flash_attn_bwd picks (flash_attn/cute/interface.py, flash_bwd_sm100.py)', () => {
+  const bwd = (o: Partial<ProblemShape>, deterministic = false) => describeFor('fa4', 'b200', shape(o), { deterministic }, 'backward');
+  it('d 128: a 2-CTA pair (head_dim ≥ 128, l. 1948-1952), one Q stage, dQ in 8-column reduce-adds through 4 slots (l. 237-253)', () => {
+    expect(bwd({}).upstream?.config).toMatchObject({
+      tile_m: 128,
+      tile_n: 128,
+      cta_group: 2,
+      q_stage: 1,
+      dq_reduce: '8x4',
+      registers: '136/136/104/104',
+    });
+  });
+  it('d 64 causal: one CTA, two Q stages, registers 136/144/88 (l. 209-213); deterministic goes back to 152/136/88 and runs shortest first', () => {
+    expect(bwd({ d: 64, dv: 64, causal: true }).upstream?.config).toMatchObject({ cta_group: 1, q_stage: 2, registers: '136/144/88/88' });
+    expect(bwd({ d: 64, dv: 64, causal: true }, true).upstream?.config).toMatchObject({
+      registers: '152/136/88/88',
+      scheduler: 'SingleTileLPTBwdScheduler',
+      spt: true,
+    });
+  });
+  it('GQA 32/8 keeps pack_gqa off and adds dK/dV in fp32 (l. 2088-2092, 2161); d 256 runs the dedicated kernel', () => {
+    expect(bwd({ hq: 32, hk: 8, packGqa: true }).upstream?.config).toMatchObject({ pack_gqa: false, dkv_postprocess: true });
+    expect(bwd({ d: 256, dv: 256 }).upstream?.config).toMatchObject({ dedicated_hd256: true, dq_tile: '128x128', dkdv_tile: '128x64' });
+    expect(bwd({ d: 256, dv: 256, softcap: 30 }).does_not_fit[0]).toBe(
+      'upstream refuses: SM100 backward with head_dim=256 does not support softcap',
+    );
+  });
+});
+
 describe('the grid loads only the K/V blocks the kernel visits (block_info get_n_block_min_max)', () => {
   it('a (256, 0) window on FA3 d 128: the CTA of rows [1280, 1408) loads blocks 8-10 of 128 keys, and the timeline only those', () => {
     const s = shape({ window: { left: 256, right: 0 }, hq: 1, hk: 1 });

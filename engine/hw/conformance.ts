@@ -151,7 +151,46 @@ function backward(): ConformanceCase[] {
   out.push({ algo: 'fa3', pass: 'backward', shape: conformanceShape({ hq: 32, hk: 8 }), deterministic: true });
   out.push({ algo: 'fa3', pass: 'backward', shape: conformanceShape({ d: 256, dv: 256 }), deterministic: true });
   out.push({ algo: 'fa3', pass: 'backward', shape: conformanceShape({ dtype: 'fp8e4m3' }) });
-  out.push({ algo: 'fa4', pass: 'backward', shape: conformanceShape({}) });
+  out.push(...fa4Backward());
+  return out;
+}
+
+function fa4Backward(): ConformanceCase[] {
+  const out: ConformanceCase[] = [];
+  const add = (o: Partial<ProblemShape>, deterministic = false) =>
+    out.push({ algo: 'fa4', pass: 'backward', shape: conformanceShape(o), ...(deterministic ? { deterministic } : {}) });
+  // Head dims: one CTA below d = 128, a 2-CTA pair from 128 (interface.py l. 1948-1952), the DeepSeek shape, the d = 256 kernel.
+  for (const [d, dv] of [
+    [64, 64],
+    [96, 96],
+    [128, 128],
+    [192, 128],
+    [256, 256],
+  ])
+    for (const causal of [false, true]) add({ d, dv, causal });
+  add({ d: 72, dv: 72 });
+  add({ d: 128, dv: 64 });
+  // GQA: fp32 dK/dV accumulators and their postprocess; pack_gqa given is still turned off.
+  add({ hq: 32, hk: 8, causal: true });
+  add({ hq: 32, hk: 8, packGqa: true });
+  add({ hq: 32, hk: 8, d: 256, dv: 256 });
+  // Deterministic: the LPT scheduler, shortest first when masked; the dQ chunks of a pair.
+  add({}, true);
+  add({ causal: true }, true);
+  add({ d: 64, dv: 64, causal: true }, true);
+  add({ hq: 32, hk: 8 }, true);
+  // Windows, softcap, an odd number of column blocks in a pair, varlen.
+  add({ window: { left: 256, right: 0 } });
+  add({ window: { left: 128, right: 128 }, d: 64, dv: 64 });
+  add({ softcap: 30 });
+  add({ nq: 600, nk: 600, causal: true });
+  add({ batch: 4, nq: 2048, nk: 2048, causal: true, varlen: { seqlensQ: [2048, 100, 700, 1500], seqlensK: [2048, 100, 700, 1500] } });
+  // What upstream refuses.
+  for (const dtype of ['fp32', 'fp8e4m3'] as DType[]) add({ dtype });
+  add({ d: 160, dv: 160 });
+  add({ d: 64, dv: 512 });
+  add({ d: 256, dv: 256, softcap: 30 });
+  add({ hq: 32, hk: 8, d: 128, dv: 64 });
   return out;
 }
 

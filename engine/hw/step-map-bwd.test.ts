@@ -3,6 +3,7 @@
 import { describe, expect, it } from 'vitest';
 import { fa2Backward } from '../algorithms/fa2/backward.ts';
 import { fa3Backward } from '../algorithms/fa3/backward.ts';
+import { fa4Backward } from '../algorithms/fa4/backward.ts';
 import { randomGradOutput } from '../backward/grad-output.ts';
 import { randomInputs } from '../core/inputs.ts';
 import type { AttentionProblem } from '../core/problem.ts';
@@ -108,6 +109,23 @@ describe('backward hardware view', () => {
       const op = s.timeline[s.view.map.stepOp[i]];
       if (['qk', 'dp', 'dv', 'dk'].includes(e.kind)) expect(op.op).toContain(`${Math.floor(e.tile.rows[0] / 80)}`);
       if (e.kind === 'dq') expect(op.op).toMatch(/^tma reduce-add dQ\d\.\d$/);
+    }
+  });
+
+  it('the numeric FA4 backward lands every main-kernel step of a causal pair on its CTA, the dQ add on the reduce warps', () => {
+    const q: AttentionProblem = { ...p, hq: 1, hk: 1, d: 128, dv: 128, nq: 384, nk: 384, dtype: 'bf16' };
+    const evs = backwardTrace(q, 128, 128, fa4Backward);
+    const step = evs.findIndex((e) => e.kind === 'dk' && e.tile.cols[0] === 128);
+    const s = smScheduleFor({ algorithm: 'fa4', gpu: 'b200', problem: q, features: {}, step, pass: 'backward' }, evs);
+    // Column block 1 is the peer of a pair over keys [0, 256): it visits every row block from 0 (block_info over the pair's keys).
+    expect(s.view.ctas).toEqual([{ b: 0, h: 0, qBlock: 1, split: 0, rows: [0, 384], kvBlocks: [1], keys: [128, 256] }]);
+    const mine = evs.map((e, i) => ({ e, i })).filter(({ e }) => e.tile.cols[0] === 128 && e.tile.cols[1] > e.tile.cols[0]);
+    expect(mine.length).toBeGreaterThan(10);
+    for (const { e, i } of mine) {
+      expect(Number.isNaN(s.view.map.stepCycle[i]), `${e.kind} rows ${e.tile.rows}`).toBe(false);
+      const op = s.timeline[s.view.map.stepOp[i]];
+      if (['qk', 'dp', 'dv', 'dk'].includes(e.kind)) expect(op.op).toContain(`${e.tile.rows[0] / 128}`);
+      if (e.kind === 'dq') expect(op.role).toBe('reduce');
     }
   });
 });

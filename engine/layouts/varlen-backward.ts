@@ -54,7 +54,7 @@ function addCounters(into: Counters, c: Counters): void {
 }
 
 /**
- * Runs algorithm `id`'s backward (standard, fa1, fa2, fa3) over every sequence of the
+ * Runs algorithm `id`'s backward (standard, fa1, fa2, fa3, fa4) over every sequence of the
  * batch. `dO` is packed [total_q, Hq, dv] and already rounded to the problem's dtype.
  * Throws ProblemError naming the tensor (dO's size, the offsets) or the algorithm.
  */

@@ -23,8 +23,8 @@ describe('TRACE.md backward line ids', () => {
       const seen: string[] = [];
       runToEnd(algo, p, x, { blockM: 3, blockN: 3, trace: true, onEvent: (e) => void (seen.includes(e.line) || seen.push(e.line)) });
       expect([...seen].sort()).toEqual([...documented].sort());
-      // And in the documented order of first appearance, except FA3's producer which runs ahead.
-      if (prefix !== 'fa3bwd') expect(seen).toEqual(documented);
+      // And in the documented order of first appearance, except the warp-specialized kernels' producer, which runs ahead.
+      if (prefix !== 'fa3bwd' && prefix !== 'fa4bwd') expect(seen).toEqual(documented);
     },
   );
 });

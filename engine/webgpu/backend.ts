@@ -44,14 +44,7 @@ import { formatBytes, lseBinding, planWindows, windowRange, type BindingWindow, 
 import { halfToFloat, toHalfArray } from './half.ts';
 import { packAux, packParams, scoreSpec } from './params.ts';
 import { MASK_AUX_BINDING } from './mask-wgsl.ts';
-import {
-  BLOCK_LIST_BINDING,
-  blockListWgsl,
-  blockListWords,
-  groupBlockListWgsl,
-  groupBlockListWords,
-  launchOrderWords,
-} from './block-list.ts';
+import { BLOCK_LIST_BINDING, blockListWgsl, blockListWords, groupBlockListWgsl, groupBlockListWords } from './block-list.ts';
 import { blockMask, type BlockMask } from '../core/block-mask.ts';
 import {
   maxListedTiles,
@@ -64,7 +57,7 @@ import {
 import { chooseRowConfig, rowKernelWgsl, rowLayout, type RowKernelConfig } from './flash-row-kernel.ts';
 import { pvKernelWgsl, scoresKernelWgsl, softmaxKernelWgsl } from './standard-kernels.ts';
 import { chooseFlashTile } from './tiles.ts';
-import { chooseHeadGroup, GROUP_KV_BYTES, WAVE_WORKGROUPS } from './grid-order.ts';
+import { chooseHeadGroup } from './grid-order.ts';
 import { GpuRun, WebGpuRunError } from './gpu-run.ts';
 
 export interface RunOptions {
@@ -326,31 +319,14 @@ export class AttentionRun extends GpuRun {
     } catch (e) {
       throw new WebGpuRunError(`block-sparse: ${e instanceof Error ? e.message : String(e)}`);
     }
-    const list = groupHeads ? groupBlockListWords(mask, p.nk, groupHeads) : blockListWords(mask, p.nk);
-    this.listedMost = maxListedTiles(list, mask.kvBlocks, groupHeads ? 1 : 2);
-    // Decoding's kernels order their own grids and read no table.
-    const order = KERNEL_FAMILIES[this.path] === 'decode' ? undefined : this.launchOrder(mask, list);
-    const words = order ? new Uint32Array(list.length + order.length) : list;
-    if (order) {
-      words.set(list);
-      words.set(order, list.length);
-    }
+    const words = groupHeads ? groupBlockListWords(mask, p.nk, groupHeads) : blockListWords(mask, p.nk);
+    this.listedMost = maxListedTiles(words, mask.kvBlocks, groupHeads ? 1 : 2);
     this.blocks = await this.buffer('block list', words.byteLength, GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST);
     this.ctx.device.queue.writeBuffer(this.blocks, 0, words);
     const listed = mask.counts.partial + mask.counts.full;
     this.blockDensity = mask.density;
     this.sparseNote = `; block-sparse over ${bm}×${bn} tiles: ${Math.round(listed)} of ${Math.round(listed + mask.counts.empty)} tile pairs visited (density ${mask.density.toFixed(3)}, ${Math.round(mask.counts.full)} without mask tests)`;
-    return groupHeads ? groupBlockListWgsl(mask) : blockListWgsl(mask, order !== undefined);
-  }
-
-  /** The forward's launch order over this run's windows (block-list.ts launchOrderWords), undefined where grid_tile's serves. */
-  private launchOrder(mask: BlockMask, list: Uint32Array): Uint32Array | undefined {
-    const p = this.problem;
-    const windows = this.windows.map((w) => ({ head0: w.b0 * p.hq + w.h0, rows: w.nb * w.nh }));
-    const kvBytes = p.nk * (p.d + p.dv) * (pathElem(this.path) === 'f16' ? 2 : 4);
-    const maxGroup = Math.max(1, Math.floor(GROUP_KV_BYTES / kvBytes));
-    const group = (rows: number) => Math.min(chooseHeadGroup(true, mask.qBlocks, rows), maxGroup);
-    return launchOrderWords(mask, list, windows, group, WAVE_WORKGROUPS);
+    return groupHeads ? groupBlockListWgsl(mask) : blockListWgsl(mask);
   }
 
   /**

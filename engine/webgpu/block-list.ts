@@ -4,7 +4,6 @@
 // score, an empty one is never read).
 
 import { BLOCK_EMPTY, BLOCK_FULL, BLOCK_PARTIAL, type BlockMask } from '../core/block-mask.ts';
-import { listScheduleMakespan } from './grid-order.ts';
 
 /** Set on a list entry whose tile is full (every key exists and every pair is visible). */
 export const FULL_FLAG = 0x80000000;
@@ -38,85 +37,16 @@ export function blockListWords(bm: BlockMask, nk: number): Uint32Array {
   return out;
 }
 
-/** The (batch, query head) rows [head0, head0 + rows) that one dispatch covers (binding-windows.ts). */
-export interface RowWindow {
-  head0: number;
-  rows: number;
-}
-
-/**
- * The launch order of a block-sparse forward, stored after the list (blockListWords' words):
- * at [head0 · qBlocks + linear] for each window, the tile that workgroup `linear` of the
- * window's dispatch runs, as row · qBlocks + qb (row counted from the window's head0). Within
- * groups of `headGroup` rows, Q tiles that list the most K/V tiles go first, as upstream's LPT
- * scheduler orders causal tiles (hopper/tile_scheduler.hpp, flash_attn/cute/tile_scheduler.py
- * SingleTileLPTScheduler): the GPU starts workgroups in linear order, so the long tiles start
- * early and the grid ends on short ones. A window keeps grid-order.ts's head-after-head,
- * bottom-first order (and its K/V locality) unless list scheduling on `workers` workgroup
- * slots finishes the reordered one sooner; equal counts keep that order too. Undefined where
- * every window keeps it: the kernel then takes grid_tile's order and reads no table.
- */
-export function launchOrderWords(
-  bm: BlockMask,
-  words: Uint32Array,
-  windows: RowWindow[],
-  headGroup: (rows: number) => number,
-  workers: number,
-): Uint32Array | undefined {
-  const stride = 2 + bm.kvBlocks;
-  const perHead = bm.batch * bm.heads > 1;
-  const qb = bm.qBlocks;
-  const out = new Uint32Array(windows.reduce((n, w) => Math.max(n, (w.head0 + w.rows) * qb), 0));
-  let reordered = false;
-  for (const w of windows) {
-    const count = (tile: number) => words[((perHead ? (w.head0 + Math.floor(tile / qb)) * qb : 0) + (tile % qb)) * stride];
-    const base = Array.from({ length: w.rows * qb }, (_, i) => Math.floor(i / qb) * qb + qb - 1 - (i % qb));
-    const hg = Math.max(1, Math.min(headGroup(w.rows), w.rows));
-    const longest: number[] = [];
-    for (let g0 = 0; g0 < w.rows; g0 += hg) {
-      // stable: ties stay head after head, bottom first
-      longest.push(...base.slice(g0 * qb, Math.min(g0 + hg, w.rows) * qb).sort((a, b) => count(b) - count(a)));
-    }
-    // A tile's length: its listed tiles plus about one for loading Q and storing O.
-    const makespan = (order: number[]) =>
-      listScheduleMakespan(
-        order.map((t) => count(t) + 1),
-        workers,
-      );
-    const sooner = makespan(longest) < makespan(base);
-    reordered ||= sooner;
-    out.set(sooner ? longest : base, w.head0 * qb);
-  }
-  return reordered ? out : undefined;
-}
-
 /**
  * WGSL for reading the list: `block_base(bh_row, qb)` is where Q tile qb's count sits for
- * (batch, query head) row bh_row (read only when the mask depends on them); `sparse_tile(wid,
- * nwg)` is grid_tile's vec2(qb, row), `ordered`: in the launch order stored after the list
- * (launchOrderWords), else grid_tile's own.
+ * (batch, query head) row bh_row (read only when the mask depends on them).
  */
-export function blockListWgsl(bm: BlockMask, ordered = false): string {
+export function blockListWgsl(bm: BlockMask): string {
   const perHead = bm.batch * bm.heads > 1;
-  const stride = 2 + bm.kvBlocks;
   return /* wgsl */ `
 @group(0) @binding(${BLOCK_LIST_BINDING}) var<storage, read> block_list: array<u32>;
-const BLOCK_STRIDE = ${stride}u;
-${
-  ordered
-    ? `const BLOCK_ORDER = ${bm.batch * bm.heads * bm.qBlocks * stride}u; // where launchOrderWords' words start
-`
-    : ''
-}const BLOCK_FULL_FLAG = ${FULL_FLAG}u;
-fn sparse_tile(wid: vec3<u32>, nwg: vec3<u32>) -> vec2<u32> {${
-    ordered
-      ? `
-  let e = block_list[BLOCK_ORDER + (params.head0 + wid.y) * nwg.x + wid.x];
-  return vec2<u32>(e % nwg.x, e / nwg.x);`
-      : `
-  return grid_tile(wid, nwg); // no table: its read would delay every workgroup's start for nothing`
-  }
-}
+const BLOCK_STRIDE = ${2 + bm.kvBlocks}u;
+const BLOCK_FULL_FLAG = ${FULL_FLAG}u;
 // Tile t's first key, or Nk past the list's end (stagings load zeros there).
 fn block_start(base: u32, count: u32, t: u32, bn: u32) -> u32 {
   if (t >= count) { return params.nk; }

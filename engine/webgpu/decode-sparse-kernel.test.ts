@@ -2,16 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { blockMask } from '../core/block-mask.ts';
 import { maskSpecFrom } from '../core/mask-presets.ts';
 import type { AttentionProblem } from '../core/problem.ts';
-import { blockListWgsl, blockListWords, groupBlockListWords } from './block-list.ts';
-import {
-  maxListedTiles,
-  planGroupSparseDecode,
-  planSparseDecode,
-  SPARSE_DECODE_BN,
-  SPARSE_DECODE_SLOTS,
-  sparseDecodeKernelWgsl,
-} from './decode-sparse-kernel.ts';
-import { scoreSpec } from './params.ts';
+import { blockListWords, groupBlockListWords } from './block-list.ts';
+import { maxListedTiles, planGroupSparseDecode, planSparseDecode, SPARSE_DECODE_BN, SPARSE_DECODE_SLOTS } from './decode-sparse-kernel.ts';
 
 describe('block-sparse flash-decoding splits', () => {
   it('divide the listed tiles, not the keys: a window in a long cache spreads over splits', () => {
@@ -23,17 +15,6 @@ describe('block-sparse flash-decoding splits', () => {
     expect(dense.splits * dense.tilesPerSplit).toBeGreaterThanOrEqual(512);
     // Every row fully masked: one split, which writes an empty partial.
     expect(planSparseDecode(0, 8).splits).toBe(1);
-  });
-
-  it('the split kernel declares every function its block list WGSL calls (a missing one fails the shader compile)', () => {
-    const p: AttentionProblem = { batch: 1, hq: 2, hk: 2, nq: 1, nk: 700, d: 16, dv: 16, causal: false, dtype: 'fp32' };
-    const masked = { ...p, mask: maskSpecFrom({ maskMod: 'document:300,400' }, p) };
-    const list = blockListWgsl(blockMask(masked, 1, SPARSE_DECODE_BN));
-    const code = sparseDecodeKernelWgsl(16, 16, scoreSpec(masked), list);
-    const builtins = new Set(['vec2', 'vec3', 'vec4', 'u32', 'i32', 'f32', 'array', 'select', 'min', 'max', 'clamp']);
-    const called = [...list.matchAll(/(?<![@\w])([a-z_]\w*)\(/g)].map((m) => m[1]).filter((f) => !builtins.has(f));
-    expect(called).toContain('grid_tile');
-    for (const f of called) expect(code, f).toContain(`fn ${f}(`);
   });
 
   it('read the most listed tiles of any row off the block list', () => {

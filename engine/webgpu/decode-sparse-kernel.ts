@@ -15,7 +15,6 @@
 //   3. one lane per output column sums P·V over the split's keys (a coalesced V row read per key).
 
 import { PARAMS_WGSL, scoreWgsl, type ScoreSpec } from './params.ts';
-import { GRID_ORDER_WGSL } from './grid-order.ts';
 import { WORKGROUP_REDUCE_WGSL } from './decode-kernels.ts';
 
 export const SPARSE_DECODE_THREADS = 128;
@@ -84,8 +83,6 @@ export function sparseDecodeKernelWgsl(d: number, dv: number, score: ScoreSpec, 
       : `for (var c = quarter; c < D; c += 4u) { acc += qs[c] * ${half('k', '(kbase + key) * D + c')}; }`;
   return /* wgsl */ `
 ${PARAMS_WGSL}
-// grid_tile: the block list's sparse_tile refers to it (this kernel orders its own grid)
-${GRID_ORDER_WGSL}
 @group(0) @binding(0) var<uniform> params: Params;
 @group(0) @binding(1) var<storage, read> q: array<u32>;
 @group(0) @binding(2) var<storage, read> k: array<u32>;

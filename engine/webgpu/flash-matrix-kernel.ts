@@ -38,7 +38,7 @@
 
 import type { ProblemDims } from '../core/problem.ts';
 import { PARAMS_WGSL, scoreWgsl, type ScoreSpec } from './params.ts';
-import { GRID_ORDER_WGSL, gridTileWgsl } from './grid-order.ts';
+import { GRID_ORDER_WGSL } from './grid-order.ts';
 import { withSequenceGeometry } from './sequence-geometry.ts';
 import { DENSE_ADDRESS, VARLEN_ADDRESS, VARLEN_BINDING_WGSL, varlenPrologue } from './varlen-layout.ts';
 import type { MatrixConfig, WebGpuContext } from './device.ts';
@@ -519,7 +519,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
 ${
   c.varlen
     ? varlenPrologue('BM')
-    : `${gridTileWgsl(c.blockList !== undefined)}
+    : `  // Longest tiles first (bottom query blocks see the most keys under a causal mask), in
+  // groups of params.head_group heads: grid-order.ts.
+  let tile = grid_tile(wid, nwg);
   let row0 = tile.x * BM;
   let bh = tile.y; // (batch, query head) row within this dispatch's window (binding-windows.ts)
   let h = (bh + params.head0) % params.hq; // bh counts from the window's first row, params.head0${c.score.user ? '\n  mask_row = bh + params.head0;' : ''}

@@ -62,26 +62,6 @@ fn grid_tile(wid: vec3<u32>, nwg: vec3<u32>) -> vec2<u32> {
 `;
 
 /**
- * K/V bytes a head group of the block-sparse launch order may span (block-list.ts): past about
- * a third of the H200's 50 MB L2 (two halves; a line may sit in both) the groups' reordered
- * tiles lost in L2 what they won in balance (BENCHMARKS.md, issue 37).
- */
-export const GROUP_KV_BYTES = 16 * 2 ** 20;
-
-/** Workgroups the launch orders assume run at once: two per SM on a 132-SM GPU (chooseHeadGroup's groupTiles is two such waves). */
-export const WAVE_WORKGROUPS = 256;
-
-/**
- * The kernels' line that picks the workgroup's (query block, row): grid_tile, or where a block
- * list is bound, sparse_tile, the list's own longest-first order (block-list.ts launchOrderWords).
- */
-export function gridTileWgsl(blockList: boolean): string {
-  return `  // Longest tiles first (bottom query blocks see the most keys under a causal mask; block-sparse:
-  // the most listed tiles), in groups of heads: grid-order.ts.
-  let tile = ${blockList ? 'sparse_tile' : 'grid_tile'}(wid, nwg);`;
-}
-
-/**
  * Makespan of `lengths`, taken in the given order by `workers` identical workers, each starting
  * the next item the moment it frees (how SMs take workgroups): the model tests measure orders by.
  */

@@ -3,7 +3,9 @@
 //                    on each flash path the adapter offers (flash-matrix also at d 128, its tile alone on an SM)
 //                    and on flash-decoding (small shapes: SwiftShader in CI);
 //                    --random N, --no-presets, --row-only, --sparse-only, --paths a,b narrow it;
-//   --time FILE      dense masked against block-sparse at full size (a real GPU), JSON lines to FILE;
+//   --time FILE      dense masked against block-sparse at full size (a real GPU), JSON lines to FILE
+//                    with the unmasked problem on the dense kernel first (--sparse-only: block-sparse alone;
+//                    --n narrows the sizes);
 //   --full-tiles FILE  the unmasked dense kernel against block-sparse runs with every tile full, causal,
 //                    10 documents and a window of N/16 (a real GPU; --n and --d lists narrow it), JSON lines to FILE;
 //   --decode-time FILE  flash-decoding (B 4, Nq 1, d 128) dense against block-sparse with every tile full, half
@@ -88,14 +90,16 @@ export function timingMasks(n: number): { name: string; ref: string }[] {
   ];
 }
 
-async function time(ctx: WebGpuContext, file: string, path: WebGpuPath, reps: number): Promise<void> {
-  for (const n of [4096, 8192])
-    for (const d of [64, 128])
+async function time(ctx: WebGpuContext, file: string, path: WebGpuPath, reps: number, sparseOnly: boolean, ns: number[]): Promise<void> {
+  for (const n of ns)
+    for (const d of [64, 128]) {
+      const base = { batch: 4, hq: 16, hk: 16, nq: n, nk: n, d, dv: d, causal: false, dtype: 'fp16' as const };
+      // The unmasked problem on the dense kernel: what the SDPA anchor is set against.
+      if (!sparseOnly) writeRow(file, { n, d, mask: 'none', path, unmaskedMs: (await timedRun(ctx, base, { path }, reps)).ms });
       for (const m of timingMasks(n)) {
-        const base = { batch: 4, hq: 16, hk: 16, nq: n, nk: n, d, dv: d, causal: false, dtype: 'fp16' as const };
         const p: AttentionProblem = { ...base, mask: maskSpecFrom({ maskMod: m.ref }, { hq: 16, nq: n, nk: n }) };
         const row: Record<string, unknown> = { n, d, mask: m.name, path };
-        for (const sparse of [false, true]) {
+        for (const sparse of sparseOnly ? [true] : [false, true]) {
           let run: AttentionRun;
           try {
             run = await AttentionRun.create(ctx, p, { path, blockSparse: sparse });
@@ -116,9 +120,9 @@ async function time(ctx: WebGpuContext, file: string, path: WebGpuPath, reps: nu
           }
         }
         if (typeof row.denseMs === 'number') row.tflopsDenseNominal = nominalFlops(base) / (row.denseMs * 1e9);
-        console.log(JSON.stringify(row));
-        appendFileSync(file, `${JSON.stringify(row)}\n`);
+        writeRow(file, row);
       }
+    }
 }
 
 /** One run timed in steady state: its time, the fraction of tiles its block list keeps (1 without one) and its configuration. */
@@ -241,7 +245,14 @@ async function main(): Promise<void> {
   if (t >= 0) {
     const pi = argv.indexOf('--path');
     const ri = argv.indexOf('--reps');
-    await time(ctx, argv[t + 1], (pi >= 0 ? argv[pi + 1] : 'flash-matrix') as WebGpuPath, ri >= 0 ? Number(argv[ri + 1]) : 10);
+    await time(
+      ctx,
+      argv[t + 1],
+      (pi >= 0 ? argv[pi + 1] : 'flash-matrix') as WebGpuPath,
+      ri >= 0 ? Number(argv[ri + 1]) : 10,
+      argv.includes('--sparse-only'),
+      argv.includes('--n') ? argv[argv.indexOf('--n') + 1].split(',').map(Number) : [4096, 8192],
+    );
   }
   ctx.device.destroy();
 }

@@ -73,7 +73,9 @@ export function startSyncDriver(): () => void {
                 }),
               );
               if (used !== axis && point.timeUs !== null)
-                fellBack.push(`${paneLabel(cfg, i, shared)} has no ${axis === 'kv' ? 'step on that K/V block' : 'hardware schedule on this GPU'}`);
+                fellBack.push(
+                  `${paneLabel(cfg, i, shared)} has no ${axis === 'kv' ? 'step on that K/V block' : 'hardware schedule on this GPU'}`,
+                );
               last.set(id, useApp.getState().playback[id]?.frame?.step);
             } finally {
               moving.delete(id);

@@ -141,6 +141,10 @@ for (const size of SIZES) {
       await expect(tmem).toContainText(/[SPO]\d( \(K\/V \d+\))? cols \d+–\d+/);
       expect(await tmem.evaluate((e) => Number.parseFloat(getComputedStyle(e).fontSize))).toBeGreaterThanOrEqual(12);
       await expect(fa4.locator('.hw-tmem svg text').first()).toBeHidden();
+      // The warp-role timeline draws its cycle axis and lane names in 12 px type on the phone's narrow chart.
+      const timeline = fa4.getByTestId('timeline-canvas').first();
+      await expect(timeline).toHaveAttribute('data-axis-font-px', '12');
+      expect((await timeline.boundingBox())!.width).toBeLessThanOrEqual(size.width);
       await noSidewaysScroll(page);
       await shot(page, { path: `${dir}/lesson-8.png`, fullPage: true });
     }

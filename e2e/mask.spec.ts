@@ -110,6 +110,23 @@ test('chapter 14 opens on a partial tile with its mask in the editor; the block 
   await expect(panel(page).locator('.mask-error')).toBeVisible();
   const { violations } = await axeOn(page).include('.mask-editor').include('.block-mask').analyze();
   expect(violations.map((v) => `${v.id}: ${v.help}`)).toEqual([]);
+  // On a phone the grid's tiles are large enough to tell apart and numbered along both edges, in type that reads.
+  await page.setViewportSize({ width: 390, height: 844 });
+  const grid = blockView(page).getByRole('img', { name: 'Block mask: 4 Q tiles by 4 K/V tiles' });
+  await expect(grid.locator('.bm-numbers text')).toHaveText(['0', '1', '2', '3', '0', '1', '2', '3']);
+  const px = await grid.evaluate((svg) => {
+    const scale = svg.getBoundingClientRect().width / (svg as SVGSVGElement).viewBox.baseVal.width;
+    return {
+      cell: svg.querySelector('rect')!.getBoundingClientRect().width,
+      font: Number.parseFloat(getComputedStyle(svg.querySelector('.bm-numbers text')!).fontSize) * scale,
+      right: svg.getBoundingClientRect().right,
+    };
+  });
+  expect(px.cell, 'tile pair on a phone').toBeGreaterThanOrEqual(32);
+  expect(px.font, 'tile numbers on a phone').toBeGreaterThanOrEqual(12);
+  expect(px.right).toBeLessThanOrEqual(390);
+  await blockView(page).scrollIntoViewIfNeeded();
+  await shot(page, { path: test.info().outputPath('block-mask-390.png') });
 });
 
 test('compare preset "Two masks": each pane shows its own block mask', async ({ page }) => {

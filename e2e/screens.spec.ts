@@ -125,6 +125,23 @@ for (const size of SIZES) {
         expect(heat.width, `backward ${m} width`).toBeGreaterThanOrEqual(200);
         expect(heat.right).toBeLessThanOrEqual(size.width);
       }
+      // What made the chapter long on a phone is folded: each pane's unchanging inputs, and the text's side road; the keyboard opens both.
+      const inputs = bwd.locator('details.bwd-inputs > summary');
+      await expect(inputs).toHaveText('Inputs: Q, Kᵀ, V, dO');
+      await expect(bwd.locator('.bwd-heatmaps figure[data-matrix="Q"]')).toBeHidden();
+      const side = page.locator('details.lesson-more > summary', { hasText: 'A third way' });
+      await expect(page.getByText(/every term is added as the integer/)).toBeHidden();
+      await expect(page.locator('[data-lesson-pane="lesson-10-1"] .bwd-heatmaps figure[data-matrix="dS"]')).toBeVisible({
+        timeout: 30_000,
+      });
+      const height = await page.evaluate(() => document.scrollingElement!.scrollHeight);
+      expect(height / size.height, 'chapter 10 in phone screens').toBeLessThanOrEqual(14);
+      await inputs.focus();
+      await page.keyboard.press('Enter');
+      await expect(bwd.locator('.bwd-heatmaps figure[data-matrix="Q"]')).toBeVisible();
+      await side.focus();
+      await page.keyboard.press('Enter');
+      await expect(page.getByText(/every term is added as the integer/)).toBeVisible();
 
       // FA4's memory map: the strip's labels would be a few pixels tall, so a line of text names its blocks.
       await page.goto('/?lesson=8');
@@ -141,6 +158,10 @@ for (const size of SIZES) {
       await expect(tmem).toContainText(/[SPO]\d( \(K\/V \d+\))? cols \d+–\d+/);
       expect(await tmem.evaluate((e) => Number.parseFloat(getComputedStyle(e).fontSize))).toBeGreaterThanOrEqual(12);
       await expect(fa4.locator('.hw-tmem svg text').first()).toBeHidden();
+      // The warp-role timeline draws its cycle axis and lane names in 12 px type on the phone's narrow chart.
+      const timeline = fa4.getByTestId('timeline-canvas').first();
+      await expect(timeline).toHaveAttribute('data-axis-font-px', '12');
+      expect((await timeline.boundingBox())!.width).toBeLessThanOrEqual(size.width);
       await noSidewaysScroll(page);
       await shot(page, { path: `${dir}/lesson-8.png`, fullPage: true });
     }

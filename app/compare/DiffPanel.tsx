@@ -13,7 +13,8 @@ import { colourScale } from '../views/colour.ts';
 import { Heatmap } from '../views/Heatmap.tsx';
 import { useCompare } from './compare-store.ts';
 import { controllers } from '../store/controllers.ts';
-import { comparePaneId, paneLabel } from './pane-config.ts';
+import { comparePaneId } from './pane-config.ts';
+import { paneLabel } from './pane-label.ts';
 import { paneRefusal } from './pane-dtype.ts';
 import { SHARED_PANE } from './shared-request.ts';
 import { paneDifferences, sameTilesPlan, type PaneFacts } from './pane-differences.ts';
@@ -72,6 +73,7 @@ function DiffHeatmap() {
   const setDiff = useCompare((s) => s.setDiff);
   const summaryA = useApp((s) => s.playback[comparePaneId(a)]?.summary);
   const inputs = useApp((s) => s.playback[comparePaneId(a)]?.inputs);
+  const shared = useApp((s) => s.problem[SHARED_PANE]?.applied);
   const [head, setHead] = useState(0);
   const refusals = useRefusals();
   const notRun = [a, b].filter((i) => refusals[i]);
@@ -111,7 +113,7 @@ function DiffHeatmap() {
             >
               {panes.map((p, i) => (
                 <option key={i} value={i} disabled={i === (which === 0 ? b : a)}>
-                  {paneLabel(p, i)}
+                  {paneLabel(p, i, shared)}
                 </option>
               ))}
             </select>
@@ -217,10 +219,11 @@ export function DiffPanel() {
   const results = useCompare((s) => s.results);
   const gpu = useCompare((s) => s.gpu);
   const setGpu = useCompare((s) => s.setGpu);
+  const shared = useApp((s) => s.problem[SHARED_PANE]?.applied);
   const refusals = useRefusals();
   // Columns: the panes that run; a refused pane is named below the table instead.
   const shown = panes.map((_, i) => i).filter((i) => !refusals[i]);
-  const labels = shown.map((i) => paneLabel(panes[i], i));
+  const labels = shown.map((i) => paneLabel(panes[i], i, shared));
   const complete = shown.length > 0 && shown.every((i) => results[i]);
   const rows = complete ? diffTable(shown.map((i, k) => ({ label: labels[k], ...results[i]! }))) : undefined;
   const names = shown.map((i) => `pane ${i + 1}`);

@@ -10,7 +10,7 @@ import { DEFAULT_FORM, formToRequest } from '../store/problem-form.ts';
 import { decodeState, defaultSharedState, encodeState } from '../share/url-state.ts';
 import { DEFAULT_VIEWS } from '../views/registry.ts';
 import { MASK_STUDY } from './presets.ts';
-import { paneLabel } from './pane-config.ts';
+import { paneLabel } from './pane-label.ts';
 import { paneRequest } from './shared-request.ts';
 
 describe('two-masks compare preset', () => {
@@ -32,7 +32,7 @@ describe('two-masks compare preset', () => {
       });
       let err = 0;
       for (let k = 0; k < want.o.length; k++) err = Math.max(err, Math.abs(got.o[k] - want.o[k]));
-      expect(err, paneLabel(cfg, i)).toBeLessThan(2e-5);
+      expect(err, paneLabel(cfg, i, base)).toBeLessThan(2e-5);
       qkTiles.push(tiles);
     });
     // 8×8 tile pairs: causal computes 1 + 2 + … + 8 = 36; with the 32-key window Q tile i sees

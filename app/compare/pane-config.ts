@@ -37,14 +37,4 @@ export const DEFAULT_PANES: ComparePaneConfig[] = DEFAULT_COMPARISON.map((algori
   views: [...COMPARE_VIEWS_DEFAULT],
 }));
 
-/** A pane config's label in tables: algorithm, its own dtype, tile, changed features. */
-export function paneLabel(c: ComparePaneConfig, index: number): string {
-  const tile = c.blockM || c.blockN ? ` ${c.blockM || 'auto'}×${c.blockN || 'auto'}` : '';
-  const feats = Object.entries(c.features)
-    .map(([k, v]) => (typeof v === 'boolean' ? `${v ? '+' : '−'}${k}` : `${k}=${v}`))
-    .join(' ');
-  const mask = c.maskMod !== undefined ? ` mask ${c.maskMod.length > 24 ? `${c.maskMod.slice(0, 24)}…` : c.maskMod || 'none'}` : '';
-  return `${index + 1}: ${c.algorithm}${c.dtype ? ` ${c.dtype}` : ''}${tile}${feats ? ` ${feats}` : ''}${mask}`;
-}
-
 export const comparePaneId = (i: number) => `cmp${i}`;

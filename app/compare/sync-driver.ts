@@ -7,7 +7,8 @@ import type { SyncAxis } from '../../engine/api.ts';
 import { useApp } from '../store/store.ts';
 import { controllers } from '../store/controllers.ts';
 import { useCompare } from './compare-store.ts';
-import { comparePaneId, paneLabel } from './pane-config.ts';
+import { comparePaneId } from './pane-config.ts';
+import { paneLabel } from './pane-label.ts';
 import { paneRefusal } from './pane-dtype.ts';
 import { SHARED_PANE } from './shared-request.ts';
 
@@ -43,12 +44,13 @@ export function startSyncDriver(): () => void {
       for (let lead: number | null = leader; lead !== null; ) {
         again = null;
         const { axis, gpu, panes } = useCompare.getState();
+        const shared = useApp.getState().problem[SHARED_PANE]?.applied;
         const lc = controllers.get(comparePaneId(lead));
         if (!lc || axis === 'none') break;
         const point = await lc.api.syncPoint(gpu);
         const fellBack: string[] = [];
         if (axis === 'time' && point.timeUs === null)
-          fellBack.push(`${paneLabel(panes[lead], lead)} (the leader) has no hardware schedule on this GPU`);
+          fellBack.push(`${paneLabel(panes[lead], lead, shared)} (the leader) has no hardware schedule on this GPU`);
         await Promise.all(
           panes.map(async (cfg, i) => {
             const id = comparePaneId(i);
@@ -71,7 +73,9 @@ export function startSyncDriver(): () => void {
                 }),
               );
               if (used !== axis && point.timeUs !== null)
-                fellBack.push(`${paneLabel(cfg, i)} has no ${axis === 'kv' ? 'step on that K/V block' : 'hardware schedule on this GPU'}`);
+                fellBack.push(
+                  `${paneLabel(cfg, i, shared)} has no ${axis === 'kv' ? 'step on that K/V block' : 'hardware schedule on this GPU'}`,
+                );
               last.set(id, useApp.getState().playback[id]?.frame?.step);
             } finally {
               moving.delete(id);

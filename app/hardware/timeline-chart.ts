@@ -21,11 +21,10 @@ import {
 } from 'd3';
 import type { HwView } from '../../engine/api.ts';
 import { familyColour, UNIT_FAMILIES, unitFamily } from './palette.ts';
-import { axisTickCount, tickLabel } from './timeline-axis.ts';
+import { axisTickCount, tickLabel, tickLabelXs, timelineFontPx } from './timeline-axis.ts';
 
 const LANE_H = 24;
 const LABEL_W = 118;
-const AXIS_H = 22;
 const OVERVIEW_H = 34;
 
 export interface ChartCallbacks {
@@ -51,6 +50,7 @@ export class TimelineChart {
   private spansPair = new Uint8Array(0);
   private family: string[] = [];
   private width = 600;
+  private font = timelineFontPx(600);
   private x0: ScaleLinear<number, number> = scaleLinear();
   private x: ScaleLinear<number, number> = scaleLinear();
   private zoomer: ZoomBehavior<HTMLCanvasElement, unknown>;
@@ -244,11 +244,14 @@ export class TimelineChart {
   }
 
   private get height(): number {
-    return this.lanes.length * LANE_H + AXIS_H;
+    // The axis row: its tick marks, its labels and a margin below them.
+    return this.lanes.length * LANE_H + this.font.axis + 12;
   }
 
   private resize(): void {
     this.width = Math.max(300, this.root.clientWidth);
+    this.font = timelineFontPx(this.width);
+    this.over.dataset.axisFontPx = String(this.font.axis);
     this.layout();
   }
 
@@ -327,7 +330,7 @@ export class TimelineChart {
         ctx.globalAlpha = 1;
       }
       ctx.fillStyle = text;
-      ctx.font = '11px system-ui, sans-serif';
+      ctx.font = `${this.font.lane}px system-ui, sans-serif`;
       ctx.fillText(r < 0 ? 'copy engine' : v.roles[r].name, 4, l * LANE_H + 15, LABEL_W - 8);
     });
     const [d0, d1] = this.x.domain();
@@ -367,14 +370,22 @@ export class TimelineChart {
     // Axis: cycles, and microseconds at the GPU's clock.
     const y = this.lanes.length * LANE_H;
     ctx.fillStyle = dim;
-    ctx.font = '10px system-ui, sans-serif';
-    for (const tick of this.x.ticks(axisTickCount(this.width - LABEL_W))) {
-      const px = this.x(tick);
-      if (px < LABEL_W) continue;
-      ctx.fillRect(px, y, 1, 4);
-      ctx.fillText(tickLabel(tick), px + 2, y + 13);
-    }
-    ctx.fillText(`cycles · ${((d1 - d0) / (v.clockGHz * 1e3)).toFixed(2)} µs`, 4, y + 13, LABEL_W - 10);
+    ctx.font = `${this.font.axis}px system-ui, sans-serif`;
+    const baseline = y + 3 + this.font.axis;
+    const ticks = this.x
+      .ticks(axisTickCount(this.width - LABEL_W, this.font.axis))
+      .filter((tick) => this.x(tick) >= LABEL_W)
+      .map((tick) => ({ px: this.x(tick), text: tickLabel(tick) }));
+    const xs = tickLabelXs(
+      ticks.map((t) => ({ px: t.px, textPx: ctx.measureText(t.text).width })),
+      this.width - 2,
+    );
+    ticks.forEach((t, k) => {
+      ctx.fillRect(t.px, y, 1, 4);
+      const x = xs[k];
+      if (x !== null) ctx.fillText(t.text, x, baseline);
+    });
+    ctx.fillText(`cycles · ${((d1 - d0) / (v.clockGHz * 1e3)).toFixed(2)} µs`, 4, baseline, LABEL_W - 10);
   }
 
   private drawOverview(): void {

@@ -150,6 +150,15 @@ export function ChapterView({ chapter, initialStep }: { chapter: Chapter; initia
       <TexDisplay key={i} tex={b.tex} />
     ) : b.kind === 'h' ? (
       <h3 key={i}>{b.text}</h3>
+    ) : b.kind === 'more' ? (
+      <details key={i} className="lesson-more">
+        <summary>
+          <Inline text={fill(b.summary)} />
+        </summary>
+        <p>
+          <Inline text={fill(b.text)} />
+        </p>
+      </details>
     ) : b.kind === 'code-wins' ? (
       <aside key={i} className="erratum code-wins" aria-label="Paper and code">
         <span className="erratum-tag">Paper vs code</span> <Inline text={fill(b.text)} />

@@ -4,7 +4,7 @@
 // the K/V column block the add comes from. Colour scales are fixed over the whole run.
 
 import '../backward/backward.css';
-import { useMemo } from 'react';
+import { useMemo, useState } from 'react';
 import { type Frame, type HeadInputs, type LoadSummary, findDescriptor } from '../../engine/api.ts';
 import { useApp, type MatrixId } from '../store/store.ts';
 import { usePane } from '../store/pane-context.ts';
@@ -38,6 +38,8 @@ export function BackwardHeatmaps({ frame, inputs, summary }: { frame: Frame; inp
     [ranges, br],
   );
   const phone = usePhoneWidth();
+  // The inputs never change during a run: a phone starts with them folded, which saves a column of four maps per pane.
+  const [inputsOpen, setInputsOpen] = useState<boolean | undefined>(undefined);
   const g = frame.bwd;
   if (!scales || !g) return <p className="dim">This run carries no backward state.</p>;
   const ev = frame.event;
@@ -64,12 +66,15 @@ export function BackwardHeatmaps({ frame, inputs, summary }: { frame: Frame; inp
   const grouped = problem !== undefined && problem.hq > problem.hk;
   return (
     <section className="view heatmaps bwd-heatmaps" aria-label="Backward heatmaps">
-      <fieldset className="bwd-row bare" aria-label="Inputs">
-        <TileHeatmap {...map('q', 'd')} id="Q" title="Q" data={inputs.q} scale={scales.q} onTileClick={zoom('Q')} />
-        <TileHeatmap {...map('d', 'k')} id="Kᵀ" title="Kᵀ" data={inputs.k} transposed scale={scales.k} onTileClick={zoom('K')} />
-        <TileHeatmap {...map('k', 'dv')} id="V" title="V" data={inputs.v} scale={scales.v} onTileClick={zoom('V')} />
-        {inputs.dO && <TileHeatmap {...map('q', 'dv')} id="dO" title="dO (incoming gradient)" data={inputs.dO} scale={scales.dO} />}
-      </fieldset>
+      <details className="bwd-inputs" open={inputsOpen ?? !phone} onToggle={(e) => setInputsOpen(e.currentTarget.open)}>
+        <summary>Inputs: Q, Kᵀ, V{inputs.dO ? ', dO' : ''}</summary>
+        <fieldset className="bwd-row bare" aria-label="Inputs">
+          <TileHeatmap {...map('q', 'd')} id="Q" title="Q" data={inputs.q} scale={scales.q} onTileClick={zoom('Q')} />
+          <TileHeatmap {...map('d', 'k')} id="Kᵀ" title="Kᵀ" data={inputs.k} transposed scale={scales.k} onTileClick={zoom('K')} />
+          <TileHeatmap {...map('k', 'dv')} id="V" title="V" data={inputs.v} scale={scales.v} onTileClick={zoom('V')} />
+          {inputs.dO && <TileHeatmap {...map('q', 'dv')} id="dO" title="dO (incoming gradient)" data={inputs.dO} scale={scales.dO} />}
+        </fieldset>
+      </details>
       {standard ? (
         <fieldset className="bwd-row bare" aria-label="Stored probabilities">
           {inputs.pForward && (

@@ -28,11 +28,25 @@ const si = (n: number) =>
 /** Above this many tile pairs the grid is one canvas: an SVG element per pair (59k at N 2748 with 16×16 tiles) slows every layout and paint of the page. */
 export const SVG_GRID_MAX_CELLS = 4096;
 
+/** The grid's width budget in CSS pixels (a phone's column holds it), the largest cell, and the margins its tile numbers take. */
+const GRID_PX = 300;
+const MAX_CELL = 40;
+const ROW_NUMBERS_PX = 24;
+const COLUMN_NUMBERS_PX = 18;
+
+/** Every how many tiles a number fits: numbers of 12 px type need about 18 px apart across, 14 px down. */
+const numberEvery = (cell: number, px: number) => Math.max(1, Math.ceil(px / cell));
+
 function Grid({ bm, b, h }: { bm: BlockMask; b: number; h: number }) {
-  const cell = Math.max(4, Math.min(24, Math.floor(320 / Math.max(bm.qBlocks, bm.kvBlocks))));
   const base = (b * bm.heads + h) * bm.qBlocks * bm.kvBlocks;
   const label = `Block mask: ${bm.qBlocks} Q tiles by ${bm.kvBlocks} K/V tiles`;
-  if (bm.qBlocks * bm.kvBlocks > SVG_GRID_MAX_CELLS) return <CanvasGrid bm={bm} base={base} cell={cell} label={label} />;
+  if (bm.qBlocks * bm.kvBlocks > SVG_GRID_MAX_CELLS) {
+    const cell = Math.max(4, Math.min(24, Math.floor(320 / Math.max(bm.qBlocks, bm.kvBlocks))));
+    return <CanvasGrid bm={bm} base={base} cell={cell} label={label} />;
+  }
+  const cell = Math.max(4, Math.min(MAX_CELL, Math.floor((GRID_PX - ROW_NUMBERS_PX) / Math.max(bm.qBlocks, bm.kvBlocks))));
+  const x0 = ROW_NUMBERS_PX;
+  const y0 = COLUMN_NUMBERS_PX;
   const cells = [];
   for (let i = 0; i < bm.qBlocks; i++)
     for (let j = 0; j < bm.kvBlocks; j++) {
@@ -40,8 +54,8 @@ function Grid({ bm, b, h }: { bm: BlockMask; b: number; h: number }) {
       cells.push(
         <rect
           key={`${i}-${j}`}
-          x={j * cell}
-          y={i * cell}
+          x={x0 + j * cell}
+          y={y0 + i * cell}
           width={cell - 1}
           height={cell - 1}
           fill={COLOURS[s]}
@@ -53,8 +67,32 @@ function Grid({ bm, b, h }: { bm: BlockMask; b: number; h: number }) {
         </rect>,
       );
     }
+  const across = numberEvery(cell, 18);
+  const down = numberEvery(cell, 14);
   return (
-    <svg width={bm.kvBlocks * cell} height={bm.qBlocks * cell} role="img" aria-label={label}>
+    <svg
+      width={x0 + bm.kvBlocks * cell}
+      height={y0 + bm.qBlocks * cell}
+      viewBox={`0 0 ${x0 + bm.kvBlocks * cell} ${y0 + bm.qBlocks * cell}`}
+      role="img"
+      aria-label={label}
+    >
+      <g className="bm-numbers">
+        {Array.from({ length: bm.kvBlocks }, (_, j) =>
+          j % across ? null : (
+            <text key={`c${j}`} x={x0 + j * cell + (cell - 1) / 2} y={y0 - 5} textAnchor="middle">
+              {j}
+            </text>
+          ),
+        )}
+        {Array.from({ length: bm.qBlocks }, (_, i) =>
+          i % down ? null : (
+            <text key={`r${i}`} x={x0 - 5} y={y0 + i * cell + (cell - 1) / 2} textAnchor="end" dominantBaseline="central">
+              {i}
+            </text>
+          ),
+        )}
+      </g>
       {cells}
     </svg>
   );
@@ -151,10 +189,11 @@ export function BlockMaskView() {
           </select>
         </label>
       )}
+      <p className="dim bm-axes">Rows: Q tiles; columns: K/V tiles.</p>
       <Grid bm={bm} b={Math.floor(hSel / bm.heads)} h={hSel % bm.heads} />
       <p className="dim">
         {[BLOCK_EMPTY, 1, BLOCK_FULL].map((s) => (
-          <span key={s}>
+          <span key={s} className="bm-legend-item">
             <span className="legend-swatch" style={{ background: COLOURS[s] }} />
             {NAMES[s]}
           </span>

@@ -102,7 +102,8 @@ export const chapter10: Chapter = {
       text: "Floating-point addition is not associative: when the order in which workers' adds land changes from run to run, the last bits of $dQ$ change too. FA3's deterministic mode fixes the order: the worker of K/V block $j$ waits until block $j - 1$ has added into row block $i$ before it adds. The result is bit-for-bit repeatable, and the waiting costs throughput. After the main loop a small post-processing step converts the float32 $dQ$ accumulator to the input dtype and applies the scale.",
     },
     {
-      kind: 'p',
+      kind: 'more',
+      summary: 'A third way: integer adds, deterministic without waiting',
       text: "There is a third way, and FlashScope's WebGPU backward takes it because WGSL has atomics on 32-bit integers only: add integers. Before the main kernel, each row $i$ gets a bound $B_i = \\tau \\max|K| \\, (\\lVert dO_i \\rVert \\max_j \\lVert V_j \\rVert + |D_i|)$ that no partial sum of $dQ_i$ can exceed (Cauchy–Schwarz, and the $P_{ij}$ of a row sum to at most 1), and every term is added as the integer $\\mathrm{round}(x \\cdot 2^{29 - \\lceil \\log_2 B_i \\rceil})$. Integer addition is associative, so the sum is the same whatever order the workers add in: deterministic without any waiting, at the price of rounding each term to $B_i \\cdot 2^{-30}$, far below the fp16 rounding of $dS$ itself. The WebGPU panel under the Single tab's debugger runs it (pass Backward, backward kernel “f16 subgroup matrices”) where the GPU offers them.",
     },
   ],

@@ -36,7 +36,7 @@ export const chapter3: Chapter = {
     },
     {
       kind: 'p',
-      text: "The debugger opens at the first rescale step where some factor is below 1: those rows' accumulators shrink because a larger score arrived in this block. The Formula view shows the factor for the selected row; the O heatmap shows the rows being fixed up.",
+      text: "The debugger opens at the first rescale step where some factor is below 1: those rows' accumulators shrink because a larger score arrived in this block. The Formula view shows the factor for the selected row (row 0 until you click another row's number in the Running statistics view); the O heatmap shows the rows being fixed up.",
     },
   ],
   panes: [

@@ -20,7 +20,7 @@ import {
   runRequest,
 } from './evaluate.ts';
 import { fa1IoSweep, standardIoBytes, SWEEP_PROBLEM } from './io-sweep.ts';
-import { fmtScientific } from './queries.ts';
+import { fmt, fmtScientific } from './queries.ts';
 import { onlineSoftmaxSteps, safeSoftmax, softmaxFromOnline } from './online-softmax.ts';
 import type { Question } from './types.ts';
 
@@ -205,9 +205,17 @@ describe('answers agree with float64 computations', () => {
     const fa2 = cache.get(c.panes[1].preset).result.counters;
     const tr = Math.ceil(nq / c.panes[1].preset.blocks.blockM!);
     expect((fa2.hbmRead.K ?? 0) + (fa2.hbmRead.V ?? 0)).toBe(tr * 2 * nk * d * 4);
+    // Question 1's ratio, on the preset and after "K/V blocks of 16": above 1, then below, as the Try this says.
+    const q1 = c.questions[0];
+    const fa1 = c.panes[0].preset;
+    const bc16 = c.tryThis.find((t) => t.label === 'K/V blocks of 16')!;
+    const ratio = Number(q1.answer(lessonContext(c, fa1, cache)));
+    expect(ratio).toBeGreaterThan(1);
+    expect(Number(q1.answer(lessonContext(c, bc16.change(fa1), cache)))).toBeLessThan(1);
+    // The text a student reads beside the question does not hand them its answer.
     const facts = chapterFacts(c, cache);
-    expect(Number(facts['ratio-preset'])).toBeGreaterThan(1);
-    expect(Number(facts['ratio-bc16'])).toBeLessThan(1);
+    const shown = c.tryThis.map((t) => t.look.replace(/\{\{([\w-]+)\}\}/g, (_, k: string) => facts[k] ?? '')).join(' ');
+    expect(shown).not.toContain(fmt(ratio, 4));
   });
 
   it('chapters 5 and 9: LSE answers match the float64 reference LSE', () => {
@@ -379,6 +387,16 @@ describe('answer parsing', () => {
     expect(isCorrect(b, 4.1, 4096)).toBe(false);
     expect(isCorrect(b, 512, 512)).toBe(true);
     expect(isCorrect(b, 510, 512)).toBe(false);
+  });
+  it('a byte answer may carry the unit the Counters view prints, or a power-of-two one; other answers may not', () => {
+    const b: Question = { ...q, shownAs: 'counter' };
+    expect(parseAnswer(b, '2.0 kB')).toEqual({ value: 2000 });
+    expect(isCorrect(b, 2000, 2048)).toBe(true);
+    expect(parseAnswer(b, '2 KiB')).toEqual({ value: 2048 });
+    expect(parseAnswer(b, '512 B')).toEqual({ value: 512 });
+    expect(parseAnswer(b, '1.05 MB')).toEqual({ value: 1_050_000 });
+    expect(parseAnswer(b, '2 kg')).toEqual({ error: '"2 kg" is not a number.' });
+    expect(parseAnswer(q, '2 kB')).toEqual({ error: '"2 kB" is not a number.' });
   });
   it('numbers are accepted within the relative tolerance only', () => {
     const n: Question = { ...q, kind: 'number', tolerance: 0.01 };

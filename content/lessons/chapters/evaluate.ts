@@ -131,6 +131,28 @@ export function chapterFacts(chapter: Chapter, cache: RunCache): Record<string, 
   return chapter.facts ? chapter.facts((r) => cache.get(r)) : {};
 }
 
+/** Bytes per unit a figure may carry, as the Counters view writes it (2.0 kB) or in powers of two (2 KiB). */
+const BYTE_UNITS: Record<string, number> = {
+  b: 1,
+  k: 1e3,
+  kb: 1e3,
+  kib: 1024,
+  m: 1e6,
+  mb: 1e6,
+  mib: 1024 ** 2,
+  g: 1e9,
+  gb: 1e9,
+  gib: 1024 ** 3,
+};
+
+/** A byte figure with its unit ("2.0kB", "2KiB", "512B"), in whole bytes; undefined for anything else. */
+function byteFigure(t: string): number | undefined {
+  const m = /^([0-9.]+(?:e[+-]?\d+)?)([kmg]i?b|[kmgb])$/i.exec(t);
+  const unit = m && BYTE_UNITS[m[2].toLowerCase()];
+  const n = m ? Number(m[1]) * (unit ?? Number.NaN) : Number.NaN;
+  return Number.isFinite(n) ? Math.round(n) : undefined;
+}
+
 /** What the student typed, as the question's kind of value, or a message saying what is expected. */
 export function parseAnswer(q: Question, text: string): { value: AnswerValue } | { error: string } {
   const t = text
@@ -142,6 +164,8 @@ export function parseAnswer(q: Question, text: string): { value: AnswerValue } |
     return { value: text };
   }
   if (t === '') return { error: 'Type a number first.' };
+  const bytes = q.shownAs === 'counter' ? byteFigure(t) : undefined;
+  if (bytes !== undefined) return { value: bytes };
   const n = Number(t);
   if (!Number.isFinite(n)) return { error: `"${text.trim()}" is not a number.` };
   if (q.kind === 'integer' && !Number.isInteger(n)) return { error: 'The answer is a whole number.' };

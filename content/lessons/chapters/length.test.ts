@@ -1,5 +1,5 @@
 // A chapter a student reads in one sitting: at most 1,200 words of the text it always shows
-// (paragraphs, headings, boxes, questions, "Try this", switches), an inline formula as one word.
+// (paragraphs, headings, boxes, questions, "Try this", switches, a folded paragraph's summary), an inline formula as one word.
 
 import { describe, expect, it } from 'vitest';
 import { CHAPTERS } from './index.ts';
@@ -15,7 +15,8 @@ function wordCount(text: string): number {
 }
 
 function shownText(c: Chapter): string[] {
-  const blocks = c.blocks.flatMap((b) => ('text' in b ? [b.text] : 'label' in b ? [b.label] : []));
+  // A folded paragraph shows its summary only.
+  const blocks = c.blocks.flatMap((b) => (b.kind === 'more' ? [b.summary] : 'text' in b ? [b.text] : 'label' in b ? [b.label] : []));
   return [
     c.title,
     ...blocks,

@@ -16,6 +16,8 @@ export type LessonBlock =
   /** Where a paper's description and the shipped code differ: what each of them does. */
   | { kind: 'code-wins'; text: string }
   | { kind: 'h'; text: string }
+  /** A paragraph a student may skip, folded under its summary (a side road, not a step of the argument). */
+  | { kind: 'more'; summary: string; text: string }
   /** An interactive piece placed at this point of the text. */
   | { kind: 'widget'; widget: 'online-softmax' | 'io-sweep' | 'fp8-formats' }
   /**

@@ -139,7 +139,10 @@ const noErrorShown = async (page: Page) => {
 };
 
 for (const algo of BACKWARD_ALGORITHMS) {
-  test(`from the default page: ${algo.id}, then Backward, loads and draws its views without an error`, async ({ page }) => {
+  const toFa1 = hasHardwareModel(algo.id, 'backward')
+    ? '; then FA1 (no hardware schedule) on the backward pass steps without an error'
+    : '';
+  test(`from the default page: ${algo.id}, then Backward, loads and draws its views without an error${toFa1}`, async ({ page }) => {
     await openApp(page);
     await panel(page).getByLabel('Algorithm').selectOption(algo.id);
     await panel(page).getByRole('radio', { name: 'Backward' }).click();
@@ -153,6 +156,17 @@ for (const algo of BACKWARD_ALGORITHMS) {
       await expect(timeline(page).getByTestId('hw-status')).toBeVisible({ timeout: 30_000 });
       await expect(memoryMap(page).getByTestId('hw-status')).toBeVisible();
     }
+    await noErrorShown(page);
+    if (!toFa1) return;
+    // The hardware views step aside for a kernel without a schedule; the pass stays backward.
+    await panel(page).getByLabel('Algorithm').selectOption('fa1');
+    await panel(page).getByRole('button', { name: 'Load problem' }).click();
+    await expect(counter(page)).not.toHaveText(`Step 4 of ${total}`, { timeout: 20_000 });
+    await expect(counter(page)).toHaveText(/^Step 1 of \d+$/);
+    await page.getByRole('button', { name: 'Step forward', exact: true }).click();
+    await expect(counter(page)).toHaveText(/^Step 2 of \d+$/);
+    await expect(panel(page).getByRole('radio', { name: 'Backward' })).toHaveAttribute('aria-checked', 'true');
+    await expect(timeline(page)).toHaveCount(0);
     await noErrorShown(page);
   });
 }

@@ -272,7 +272,8 @@ test('export: Chrome trace JSON with one track per role, and JSONL; clicking the
   expect(lines.some((l) => l.type === 'hw.memory')).toBe(true);
   expect(lines.some((l) => l.type === 'hw.step')).toBe(true);
 
-  await expect(canvas).toHaveAttribute('data-cursor', /\d+/);
+  // The cursor waits for the step ↔ cycle map, which can land after the schedule on a busy machine.
+  await expect(canvas).toHaveAttribute('data-cursor', /\d+/, { timeout: 30_000 });
   const c0 = Number(await canvas.getAttribute('data-cursor'));
   const box = (await canvas.boundingBox())!;
   // Middle of the mma lane (second lane, 24 px each), two thirds along the time axis.

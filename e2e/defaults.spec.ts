@@ -233,30 +233,3 @@ test('a compare pane that picks FA4 runs its kernel tile, and the shared problem
   await expect(page.locator('[data-pane="cmp0"]').getByTestId('step-counter')).toHaveText(/^Step 1 of \d+$/);
   await expect(page.locator('.error:visible')).toHaveCount(0);
 });
-
-test('WebGPU panel: a kernel path brings its own shape, and standard attention past one binding names the fix', async ({ page }) => {
-  await openApp(page);
-  const wg = page.getByRole('region', { name: 'WebGPU full-size runs' });
-  await wg.scrollIntoViewIfNeeded();
-  await expect(wg.getByRole('status', { name: 'adapter' })).toContainText('limits:', { timeout: 30_000 });
-  const value = (label: string) => wg.getByLabel(label, { exact: true });
-  await wg.getByLabel('kernel path').selectOption('decode');
-  await expect(value('Nq')).toHaveValue('1');
-  await expect(value('Nk')).toHaveValue('32768');
-  await expect(value('d')).toHaveValue('128');
-  await value('Hq').fill('32');
-  await wg.getByLabel('kernel path').selectOption('flash-f32');
-  await expect(value('Nq')).toHaveValue('4096');
-  await expect(value('Hq')).toHaveValue('32');
-  await wg.getByLabel('kernel path').selectOption('standard');
-  await value('Nq').fill('65536');
-  await value('Nk').fill('65536');
-  const fit = wg.getByTestId('wg-fit');
-  await expect(fit).toContainText("binds one head's 65536×65536 fp32 score matrix");
-  const button = fit.getByRole('button');
-  const [, nq] = /Set Nq to (\d+)/.exec((await button.textContent()) ?? '') ?? [];
-  await button.click();
-  await expect(value('Nq')).toHaveValue(nq);
-  await expect(value('Nk')).toHaveValue(nq);
-  await expect(fit).toHaveCount(0);
-});

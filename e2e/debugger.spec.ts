@@ -1,4 +1,4 @@
-import { expect, test } from './fixtures.ts';
+import { expect, test, type Page } from './fixtures.ts';
 import type { TraceEvent } from '../engine/trace/events.ts';
 import { counter, engineSession, openApp, shot, shown, watchConsole } from './helpers.ts';
 
@@ -8,7 +8,24 @@ test.beforeEach(async ({ page }) => {
 });
 test.afterEach(() => checkConsole());
 
-test('stepping forward and back shows the engine trace: counter, highlighted tile, m values', async ({ page }) => {
+/** How many of a canvas’s mostly opaque pixels are closest to each of the given colours. */
+async function strokeCounts(page: Page, selector: string, colours: Record<string, [number, number, number]>) {
+  return page.locator(selector).evaluate((c, cols) => {
+    const canvas = c as HTMLCanvasElement;
+    const d = canvas.getContext('2d')!.getImageData(0, 0, canvas.width, canvas.height).data;
+    const out: Record<string, number> = Object.fromEntries(Object.keys(cols).map((k) => [k, 0]));
+    for (let i = 0; i < d.length; i += 4) {
+      if (d[i + 3] < 128) continue;
+      const near = Object.entries(cols).find(([, [r, g, b]]) => Math.abs(d[i] - r) + Math.abs(d[i + 1] - g) + Math.abs(d[i + 2] - b) < 24);
+      if (near) out[near[0]]++;
+    }
+    return out;
+  }, colours);
+}
+
+test('stepping forward and back shows the engine trace: counter, highlighted tile, m values; a crashed worker is reported, restarted, and the position is restored', async ({
+  page,
+}) => {
   const { s } = await engineSession();
   const ev = s.events();
   await openApp(page);
@@ -47,9 +64,30 @@ test('stepping forward and back shows the engine trace: counter, highlighted til
 
   await page.getByRole('button', { name: 'Reset' }).click();
   await expect(counter(page)).toHaveText(`Step 1 of ${ev.length}`);
+
+  // A crash in the worker: reported, the worker restarted at the step it was on.
+  for (let i = 0; i < 10; i++) await page.keyboard.press('ArrowRight');
+  await expect(counter(page)).toHaveText(`Step 11 of ${ev.length}`);
+  const worker = page.workers().find((w) => w.url().includes('debugger'));
+  expect(worker).toBeTruthy();
+  await worker!.evaluate(() => {
+    setTimeout(() => {
+      throw new Error('injected failure');
+    }, 0);
+  });
+  await expect(page.getByRole('alert')).toContainText('The debugger worker crashed');
+  await expect(page.getByRole('alert')).toContainText('injected failure');
+  await expect(page.getByText('Worker restarted; restored step 11')).toBeVisible();
+  await expect(counter(page)).toHaveText(`Step 11 of ${ev.length}`);
+  await page.keyboard.press('ArrowRight');
+  await expect(counter(page)).toHaveText(`Step 12 of ${ev.length}`);
+  await page.getByRole('button', { name: 'Dismiss' }).click();
+  await expect(page.getByRole('alert')).toHaveCount(0);
 });
 
-test('keyboard: arrows, Shift+arrows, Home/End and Space', async ({ page }) => {
+test('keyboard: arrows, Shift+arrows, Home/End and Space; switching the theme redraws the sparklines in the new theme’s colours without a step', async ({
+  page,
+}) => {
   const { s } = await engineSession();
   const total = s.events().length;
   await openApp(page);
@@ -68,11 +106,31 @@ test('keyboard: arrows, Shift+arrows, Home/End and Space', async ({ page }) => {
   await expect(counter(page)).toHaveText(`Step 1 of ${total}`);
   await page.keyboard.press('Space');
   await expect(page.getByRole('button', { name: 'Pause' })).toBeVisible();
-  await page.waitForTimeout(400);
+  await expect(counter(page)).not.toHaveText(`Step 1 of ${total}`);
   await page.keyboard.press('Space');
   await expect(page.getByRole('button', { name: 'Play' })).toBeVisible();
   const text = await counter(page).textContent();
   expect(Number(/Step (\d+)/.exec(text ?? '')![1])).toBeGreaterThan(1);
+  await page.keyboard.press('Home');
+  await expect(counter(page)).toHaveText(`Step 1 of ${total}`);
+
+  // The theme: the sparklines redraw in the new colours without a step. A line needs two K/V blocks visited.
+  for (let i = 0; i < 20; i++) await page.keyboard.press('ArrowRight');
+  await expect(counter(page)).toHaveText(`Step 21 of ${total}`);
+  const spark = '[aria-label="Running statistics"] canvas.spark:not([data-points="0"]):not([data-points="1"]) >> nth=0';
+  const accents = { dark: [0x4f, 0xb3, 0xff] as [number, number, number], light: [0x09, 0x69, 0xda] as [number, number, number] };
+  const before = await strokeCounts(page, spark, accents);
+  expect(before.dark).toBeGreaterThan(0);
+  await page.getByRole('button', { name: 'Switch to light theme' }).click();
+  await expect(page.locator('html')).toHaveAttribute('data-theme', 'light');
+  await expect.poll(() => strokeCounts(page, spark, accents)).toMatchObject({ dark: 0 });
+  expect((await strokeCounts(page, spark, accents)).light).toBeGreaterThan(0);
+  await expect(counter(page)).toHaveText(`Step 21 of ${total}`);
+  await page.getByRole('button', { name: 'Switch to dark theme' }).click();
+  await expect(page.locator('html')).toHaveAttribute('data-theme', 'dark');
+  for (let i = 0; i < 20; i++) await page.keyboard.press('ArrowRight');
+  await expect(counter(page)).toHaveText(`Step 41 of ${total}`);
+  await shot(page, { path: 'test-results/debugger.png' });
 });
 
 test('breakpoints stop where the engine says, in a run and during playback', async ({ page }) => {
@@ -204,39 +262,6 @@ test('tile zoom shows the tile numbers and the formula panel the live values', a
   );
 });
 
-test('a crashed worker is reported, restarted, and the position is restored', async ({ page }) => {
-  const { s } = await engineSession();
-  await openApp(page);
-  for (let i = 0; i < 10; i++) await page.keyboard.press('ArrowRight');
-  await expect(counter(page)).toHaveText(`Step 11 of ${s.events().length}`);
-  const worker = page.workers().find((w) => w.url().includes('debugger'));
-  expect(worker).toBeTruthy();
-  await worker!.evaluate(() => {
-    setTimeout(() => {
-      throw new Error('injected failure');
-    }, 0);
-  });
-  await expect(page.getByRole('alert')).toContainText('The debugger worker crashed');
-  await expect(page.getByRole('alert')).toContainText('injected failure');
-  await expect(page.getByText('Worker restarted; restored step 11')).toBeVisible();
-  await expect(counter(page)).toHaveText(`Step 11 of ${s.events().length}`);
-  await page.keyboard.press('ArrowRight');
-  await expect(counter(page)).toHaveText(`Step 12 of ${s.events().length}`);
-  await page.getByRole('button', { name: 'Dismiss' }).click();
-  await expect(page.getByRole('alert')).toHaveCount(0);
-});
-
-test('theme toggle and a screenshot of the debugger', async ({ page }) => {
-  await openApp(page);
-  await page.getByRole('button', { name: 'Switch to light theme' }).click();
-  await expect(page.locator('html')).toHaveAttribute('data-theme', 'light');
-  await page.getByRole('button', { name: 'Switch to dark theme' }).click();
-  await expect(page.locator('html')).toHaveAttribute('data-theme', 'dark');
-  for (let i = 0; i < 40; i++) await page.keyboard.press('ArrowRight');
-  await expect(counter(page)).toHaveText(/^Step 41 of/);
-  await shot(page, { path: 'test-results/debugger.png' });
-});
-
 test('FA1 shows its HBM-resident m and ℓ; standard attention steps through its three passes', async ({ page }) => {
   const fa1 = await engineSession({ algorithm: 'fa1' });
   const ev = fa1.s.events();
@@ -270,23 +295,8 @@ test('FA1 shows its HBM-resident m and ℓ; standard attention steps through its
   await shot(page, { path: 'test-results/standard.png' });
 });
 
-test('loading another seed shows the new inputs', async ({ page }) => {
+test('an attention sink loads and the final l includes it; loading another seed shows the new inputs', async ({ page }) => {
   const { randomInputs } = await import('../engine/core/inputs.ts');
-  await openApp(page);
-  const q = page.getByRole('img', { name: /^Q heatmap/ });
-  await q.hover({ position: { x: 1, y: 1 } });
-  const { req } = await engineSession();
-  const first = randomInputs(req.problem, { seed: 1 }).q[0];
-  await expect(page.getByRole('tooltip')).toContainText(`Q[0, 0] = ${Number(first.toPrecision(6))}`);
-  await page.getByRole('region', { name: 'Problem', exact: true }).getByLabel('seed').fill('2');
-  await page.getByRole('button', { name: 'Load problem' }).click();
-  const second = randomInputs(req.problem, { seed: 2 }).q[0];
-  await q.hover({ position: { x: 2, y: 1 } });
-  await q.hover({ position: { x: 1, y: 1 } });
-  await expect(page.getByRole('tooltip')).toContainText(`Q[0, 0] = ${Number(second.toPrecision(6))}`);
-});
-
-test('an attention sink loads and the final l includes it', async ({ page }) => {
   const { s } = await engineSession({ sink: '1.5' });
   const ev = s.events();
   const norm = ev.findIndex((e) => e.kind === 'normalize') as number;
@@ -299,4 +309,17 @@ test('an attention sink loads and the final l includes it', async ({ page }) => 
   await page.getByLabel('Scrubber').dispatchEvent('pointerup');
   await expect(counter(page)).toHaveText(`Step ${norm + 1} of ${ev.length}`);
   await expect(page.getByTestId(`l-${e.tile.rows[0]}`)).toHaveText(shown(e.l[0]));
+
+  // The sink leaves the inputs alone: Q is seed 1's until another seed is loaded.
+  const q = page.getByRole('img', { name: /^Q heatmap/ });
+  await q.hover({ position: { x: 1, y: 1 } });
+  const { req } = await engineSession();
+  const first = randomInputs(req.problem, { seed: 1 }).q[0];
+  await expect(page.getByRole('tooltip')).toContainText(`Q[0, 0] = ${Number(first.toPrecision(6))}`);
+  await page.getByRole('region', { name: 'Problem', exact: true }).getByLabel('seed').fill('2');
+  await page.getByRole('button', { name: 'Load problem' }).click();
+  const second = randomInputs(req.problem, { seed: 2 }).q[0];
+  await q.hover({ position: { x: 2, y: 1 } });
+  await q.hover({ position: { x: 1, y: 1 } });
+  await expect(page.getByRole('tooltip')).toContainText(`Q[0, 0] = ${Number(second.toPrecision(6))}`);
 });

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { expect, test, type Page } from './fixtures.ts';
-import type { ProblemForm } from '../app/store/problem-form.ts';
+import { DEFAULT_FORM, type ProblemForm } from '../app/store/problem-form.ts';
+import { formForAlgorithm } from '../app/defaults/form-defaults.ts';
 import { counter, engineSession, openApp, shot, watchConsole } from './helpers.ts';
 
 let checkConsole: () => void;
@@ -171,9 +172,23 @@ test('FA3: switching ping-pong off re-runs the schedule and the timeline changes
   await shot(page, { path: 'test-results/hardware-fa3-timeline.png', fullPage: true });
 });
 
-test('FA3 at d 256: the timeline shows ping-pong disabled, because the kernel has no scheduler barrier there', async ({ page }) => {
+test('FA3 at d = 256 (fp16) has no scheduler barrier: the pseudo-code says why its warpgroups run side by side, the timeline shows ping-pong disabled, and upstream’s configuration is explained', async ({
+  page,
+}) => {
+  const form = { ...formForAlgorithm(DEFAULT_FORM, 'fa3').form, dtype: 'fp16' as const, d: '256', dv: '256', blockM: '128', blockN: '80' };
+  const { s } = await engineSession(form);
+  const ev = s.events();
   await openApp(page);
-  await loadProblem(page, { algorithm: 'fa3', nq: '128', nk: '512', d: '256', dv: '256', dtype: 'fp16' });
+  const problem = page.getByRole('region', { name: 'Problem', exact: true });
+  await problem.getByLabel('Algorithm').selectOption('fa3');
+  await problem.getByLabel('dtype').selectOption('fp16');
+  await problem.getByLabel('d', { exact: true }).fill('256');
+  await problem.getByLabel('dv', { exact: true }).fill('256');
+  await problem.getByRole('button', { name: 'Load problem' }).click();
+  await expect(counter(page)).toHaveText(`Step 1 of ${ev.length}`, { timeout: 20_000 });
+  await expect(page.getByTestId('schedule-note')).toContainText(
+    'No ping-pong: the kernel has no scheduler barrier for 16-bit inputs at d > 128 (UseSchedulerBarrier, hopper/mainloop_fwd_sm90_tma_gmma_ws.hpp@0251105a)',
+  );
   const canvas = timeline(page).getByTestId('timeline-canvas');
   await expect(canvas).toHaveAttribute('data-ops', /\d+/, { timeout: 30_000 });
   const pp = timeline(page).getByLabel('ping-pong');
@@ -193,46 +208,28 @@ test('FA3 at d 256: the timeline shows ping-pong disabled, because the kernel ha
   const tile = why.locator('li', { hasText: 'hopper/tile_size.h@0251105a l.' });
   await expect(tile).toContainText('128×80');
   await shot(why, { path: 'test-results/hardware-fa3-d256-why.png' });
-});
 
-test('clicking the timeline seeks the debugger; the cursor follows the step', async ({ page }) => {
-  await openApp(page);
-  await loadProblem(page, FA4);
-  const canvas = timeline(page).getByTestId('timeline-canvas');
-  await expect(canvas).toHaveAttribute('data-cursor', /\d+/, { timeout: 30_000 });
-  const c0 = Number(await canvas.getAttribute('data-cursor'));
-  const box = (await canvas.boundingBox())!;
-  // Middle of the mma lane (second lane, 24 px each), two thirds along the time axis.
-  await canvas.click({ position: { x: box.width * 0.66, y: 24 + 8 } });
-  await expect(counter(page)).not.toHaveText(/^Step 1 of/);
-  const c1 = Number(await canvas.getAttribute('data-cursor'));
-  expect(c1).toBeGreaterThan(c0);
-  // Keyboard zoom on the focused timeline: + halves the window, 0 fits the whole kernel.
-  const span = async () => {
-    const [a, b] = (await canvas.getAttribute('data-window'))!.split(',').map(Number);
-    return b - a;
-  };
-  const cycles = Number(await canvas.getAttribute('data-cycles'));
-  await timeline(page).getByRole('button', { name: 'Fit' }).click();
-  await expect.poll(span).toBe(cycles);
-  await canvas.focus();
-  await page.keyboard.press('+');
-  await expect.poll(span).toBeLessThan(cycles * 0.6);
-  await page.keyboard.press('0');
-  await expect.poll(span).toBe(cycles);
-  // Folding a view removes its content; unfolding brings it back at the current step.
-  await memoryMap(page).getByRole('button', { name: 'Hide memory map' }).click();
-  await expect(memoryMap(page).getByTestId('hw-status')).toHaveCount(0);
-  await memoryMap(page).getByRole('button', { name: 'Show memory map' }).click();
-  await expect(memoryMap(page).getByTestId('hw-status')).toHaveAttribute('data-cycle', String(c1));
-  // Keyboard stepping moves the cursor too.
-  await page.locator('body').click({ position: { x: 5, y: 5 } });
-  const text = await counter(page).textContent();
+  // Warpgroup 0's first row sum is followed by warpgroup 1's softmax, not by warpgroup 0's next GEMMs.
+  const sum0 = ev.findIndex((e) => e.kind === 'rowsum' && e.warpgroup === 0);
+  const target = sum0 + 1;
+  expect(ev[target]).toMatchObject({ kind: 'rowmax', warpgroup: 1 });
+  const fwd = page.getByRole('button', { name: 'Step forward', exact: true });
+  for (let i = 0; i < sum0; i++) await fwd.click();
+  await expect(page.getByTestId('where')).toContainText(/^Running sum ℓ of rows .* · fa3\.rowsum$/);
+  await expect(page.getByTestId('where')).toContainText('warpgroup 0');
+  // The rest by keyboard: the transport's arrow key steps forward.
+  await fwd.focus();
   await page.keyboard.press('ArrowRight');
-  await expect(counter(page)).not.toHaveText(text!);
+  await expect(counter(page)).toHaveText(`Step ${target + 1} of ${ev.length}`);
+  await expect(page.getByTestId('where')).toContainText(/^Running max m of rows .* · fa3\.rowmax$/);
+  await expect(page.getByTestId('where')).toContainText('warpgroup 1');
+  await expect(page.locator('ol.code li.current')).toContainText('m_new = max(m, rowmax(S_next))');
+  await shot(page, { path: 'test-results/fa3-d256-side-by-side.png', fullPage: true });
 });
 
-test('export: Chrome trace JSON with one track per role, and JSONL', async ({ page }) => {
+test('export: Chrome trace JSON with one track per role, and JSONL; clicking the timeline seeks the debugger; the cursor follows the step', async ({
+  page,
+}) => {
   await openApp(page);
   await loadProblem(page, FA4);
   const canvas = timeline(page).getByTestId('timeline-canvas');
@@ -274,6 +271,39 @@ test('export: Chrome trace JSON with one track per role, and JSONL', async ({ pa
   expect(lines.filter((l) => l.type === 'hw.timeline').length).toBe(ops);
   expect(lines.some((l) => l.type === 'hw.memory')).toBe(true);
   expect(lines.some((l) => l.type === 'hw.step')).toBe(true);
+
+  // The cursor waits for the step ↔ cycle map, which can land after the schedule on a busy machine.
+  await expect(canvas).toHaveAttribute('data-cursor', /\d+/, { timeout: 30_000 });
+  const c0 = Number(await canvas.getAttribute('data-cursor'));
+  const box = (await canvas.boundingBox())!;
+  // Middle of the mma lane (second lane, 24 px each), two thirds along the time axis.
+  await canvas.click({ position: { x: box.width * 0.66, y: 24 + 8 } });
+  await expect(counter(page)).not.toHaveText(/^Step 1 of/);
+  const c1 = Number(await canvas.getAttribute('data-cursor'));
+  expect(c1).toBeGreaterThan(c0);
+  // Keyboard zoom on the focused timeline: + halves the window, 0 fits the whole kernel.
+  const span = async () => {
+    const [a, b] = (await canvas.getAttribute('data-window'))!.split(',').map(Number);
+    return b - a;
+  };
+  const cycles = Number(await canvas.getAttribute('data-cycles'));
+  await timeline(page).getByRole('button', { name: 'Fit' }).click();
+  await expect.poll(span).toBe(cycles);
+  await canvas.focus();
+  await page.keyboard.press('+');
+  await expect.poll(span).toBeLessThan(cycles * 0.6);
+  await page.keyboard.press('0');
+  await expect.poll(span).toBe(cycles);
+  // Folding a view removes its content; unfolding brings it back at the current step.
+  await memoryMap(page).getByRole('button', { name: 'Hide memory map' }).click();
+  await expect(memoryMap(page).getByTestId('hw-status')).toHaveCount(0);
+  await memoryMap(page).getByRole('button', { name: 'Show memory map' }).click();
+  await expect(memoryMap(page).getByTestId('hw-status')).toHaveAttribute('data-cycle', String(c1));
+  // Keyboard stepping moves the cursor too.
+  await page.locator('body').click({ position: { x: 5, y: 5 } });
+  const text = await counter(page).textContent();
+  await page.keyboard.press('ArrowRight');
+  await expect(counter(page)).not.toHaveText(text!);
 });
 
 test('a kernel that does not fit says why and keeps the debugger working', async ({ page }) => {

@@ -13,8 +13,35 @@ test.afterEach(() => checkConsole());
 
 const help = (page: Page) => page.getByRole('dialog', { name: 'Keyboard shortcuts' });
 
-test('? opens the shortcuts, Escape closes them and focus returns where it was', async ({ page }) => {
+test("a heatmap reached by Tab reads a tile's numbers with the arrows, and Enter opens the tile; ? opens the shortcuts, Escape closes them and focus returns where it was", async ({
+  page,
+}) => {
   await openApp(page);
+  const { s, req } = await engineSession();
+  const { q: qValues } = await s.headInputs(0, 0);
+  const q = page.getByRole('img', { name: /^Q heatmap/ });
+  // Tab from the control before it, as a keyboard user would arrive.
+  await page.getByRole('button', { name: 'Export Tile heatmaps as SVG' }).focus();
+  await page.keyboard.press('Tab');
+  await expect(q).toBeFocused();
+  const tip = page.locator('figure[data-matrix="Q"] [role="tooltip"]');
+  await expect(tip).toContainText('Q[0, 0] =');
+  const bm = req.blocks.blockM ?? 16;
+  await page.keyboard.press('ArrowDown');
+  await expect(tip).toContainText(`Q[${bm}, 0] = ${Number(qValues[bm * req.problem.d].toPrecision(6))}`);
+  await expect(tip).toContainText('tile (1, 0)');
+  await expect(tip).toHaveAttribute('aria-live', 'polite');
+  await page.keyboard.press('Shift+ArrowRight');
+  await expect(tip).toContainText(`Q[${bm}, 1] =`);
+  await expect(counter(page)).toHaveText(/^Step 1 of \d+$/);
+  await shot(page, { path: 'test-results/heatmap-focus.png', clip: { x: 250, y: 120, width: 700, height: 420 } });
+  await page.keyboard.press('Enter');
+  await expect(page.getByRole('region', { name: 'Tile numbers' }).getByRole('heading', { level: 3 })).toContainText('Q');
+  // Leaving the heatmap takes its tooltip away.
+  await page.keyboard.press('Tab');
+  await expect(tip).toHaveCount(0);
+
+  // The shortcuts' help, from the transport.
   const fwd = page.getByRole('button', { name: 'Step forward', exact: true });
   await fwd.focus();
   await page.keyboard.press('?');
@@ -41,33 +68,6 @@ test('? opens the shortcuts, Escape closes them and focus returns where it was',
   await d.focus();
   await page.keyboard.press('?');
   await expect(help(page)).toBeHidden();
-});
-
-test("a heatmap reached by Tab reads a tile's numbers with the arrows, and Enter opens the tile", async ({ page }) => {
-  await openApp(page);
-  const { s, req } = await engineSession();
-  const { q: qValues } = await s.headInputs(0, 0);
-  const q = page.getByRole('img', { name: /^Q heatmap/ });
-  // Tab from the control before it, as a keyboard user would arrive.
-  await page.getByRole('button', { name: 'Export Tile heatmaps as SVG' }).focus();
-  await page.keyboard.press('Tab');
-  await expect(q).toBeFocused();
-  const tip = page.locator('figure[data-matrix="Q"] [role="tooltip"]');
-  await expect(tip).toContainText('Q[0, 0] =');
-  const bm = req.blocks.blockM ?? 16;
-  await page.keyboard.press('ArrowDown');
-  await expect(tip).toContainText(`Q[${bm}, 0] = ${Number(qValues[bm * req.problem.d].toPrecision(6))}`);
-  await expect(tip).toContainText('tile (1, 0)');
-  await expect(tip).toHaveAttribute('aria-live', 'polite');
-  await page.keyboard.press('Shift+ArrowRight');
-  await expect(tip).toContainText(`Q[${bm}, 1] =`);
-  await expect(counter(page)).toHaveText(/^Step 1 of \d+$/);
-  await shot(page, { path: 'test-results/heatmap-focus.png', clip: { x: 250, y: 120, width: 700, height: 420 } });
-  await page.keyboard.press('Enter');
-  await expect(page.getByRole('region', { name: 'Tile numbers' }).getByRole('heading', { level: 3 })).toContainText('Q');
-  // Leaving the heatmap takes its tooltip away.
-  await page.keyboard.press('Tab');
-  await expect(tip).toHaveCount(0);
 });
 
 test('the warp-role timeline: arrows pick an op and read it out, Enter seeks the debugger to its step', async ({ page }) => {

@@ -94,34 +94,3 @@ for (const vp of VIEWPORTS) {
     await shot(page, { path: `test-results/layout-${vp.name}-lessons.png` });
   });
 }
-
-/** How many of a canvas’s mostly opaque pixels are closest to each of the given colours. */
-async function strokeCounts(page: Page, selector: string, colours: Record<string, [number, number, number]>) {
-  return page.locator(selector).evaluate((c, cols) => {
-    const canvas = c as HTMLCanvasElement;
-    const d = canvas.getContext('2d')!.getImageData(0, 0, canvas.width, canvas.height).data;
-    const out: Record<string, number> = Object.fromEntries(Object.keys(cols).map((k) => [k, 0]));
-    for (let i = 0; i < d.length; i += 4) {
-      if (d[i + 3] < 128) continue;
-      const near = Object.entries(cols).find(([, [r, g, b]]) => Math.abs(d[i] - r) + Math.abs(d[i + 1] - g) + Math.abs(d[i + 2] - b) < 24);
-      if (near) out[near[0]]++;
-    }
-    return out;
-  }, colours);
-}
-
-test('switching the theme redraws the sparklines in the new theme’s colours without a step', async ({ page }) => {
-  await openApp(page);
-  for (let i = 0; i < 20; i++) await page.getByRole('button', { name: 'Step forward', exact: true }).click();
-  await expect(counter(page)).toHaveText(/^Step 21 of/);
-  // A line needs two K/V blocks visited.
-  const spark = '[aria-label="Running statistics"] canvas.spark:not([data-points="0"]):not([data-points="1"]) >> nth=0';
-  const accents = { dark: [0x4f, 0xb3, 0xff] as [number, number, number], light: [0x09, 0x69, 0xda] as [number, number, number] };
-  const before = await strokeCounts(page, spark, accents);
-  expect(before.dark).toBeGreaterThan(0);
-  await page.getByRole('button', { name: 'Switch to light theme' }).click();
-  await expect(page.locator('html')).toHaveAttribute('data-theme', 'light');
-  await expect.poll(() => strokeCounts(page, spark, accents)).toMatchObject({ dark: 0 });
-  expect((await strokeCounts(page, spark, accents)).light).toBeGreaterThan(0);
-  await expect(counter(page)).toHaveText(/^Step 21 of/);
-});

@@ -30,9 +30,11 @@ const precisionOf = (page: Page, i: number, ch = 12) => paneOf(page, i, ch).getB
 const shown = (x: number) =>
   x === 0 ? '0' : Math.abs(x) >= 1e-3 && Math.abs(x) < 1e6 ? String(Number(x.toPrecision(6))) : x.toExponential(4);
 
-test('chapter 12: the FP8 widget by keyboard, engine tables, a question and the step links', async ({ page }) => {
-  // The widget, two tables, a question, two step links and the tile grid: more than one minute on a busy 2-core machine.
-  test.setTimeout(90_000);
+test('chapter 12: the FP8 widget by keyboard, engine tables, a question and the step links; the incoherent-processing switch reloads the pane and the block question follows', async ({
+  page,
+}) => {
+  // The widget, two tables, a question, two step links, the tile grid and a reload: more than one minute on a busy 2-core machine.
+  test.setTimeout(120_000);
   await page.goto('/?lesson=12');
   await expect(page.getByRole('heading', { level: 2, name: c.title })).toBeVisible();
   for (let i = 0; i < c.panes.length; i++) {
@@ -135,7 +137,7 @@ test('chapter 12: the FP8 widget by keyboard, engine tables, a question and the 
   await shot(page, { path: 'test-results/lesson12/outlier-precision.png' });
 
   await page.evaluate(() => document.querySelector('.lesson-live')!.scrollIntoView({ block: 'start' }));
-  await page.waitForTimeout(400);
+  await expect(page.locator('[data-lesson-pane] section.view.dim')).toHaveCount(0);
   await shot(page, { path: 'test-results/lesson12/debuggers.png' });
   await shot(page, { path: 'test-results/lesson12/full.png', fullPage: true });
   await page.getByRole('button', { name: 'Switch to light theme' }).click();
@@ -143,11 +145,8 @@ test('chapter 12: the FP8 widget by keyboard, engine tables, a question and the 
   await widget.getByRole('button', { name: '500' }).click();
   await widget.scrollIntoViewIfNeeded();
   await shot(page, { path: 'test-results/lesson12/widget-light-500.png' });
-});
 
-test('chapter 12: the incoherent-processing switch reloads the pane and the block question follows', async ({ page }) => {
-  await page.goto('/?lesson=12');
-  await expect(counterOf(page, 0)).toHaveText(/^Step \d+ of \d+$/, { timeout: 30_000 });
+  // Incoherent processing on: the pane reloads at the chapter's step and the block question follows.
   await page.getByRole('checkbox', { name: /Incoherent processing/ }).check();
   await expect(page.getByTestId('try-status')).toContainText('loaded', { timeout: 30_000 });
   const on = { ...c.panes[0].preset, features: { ...c.panes[0].preset.features, incoherent: true } };
@@ -155,19 +154,22 @@ test('chapter 12: the incoherent-processing switch reloads the pane and the bloc
   await expect(counterOf(page, 0)).toHaveText(`Step ${tgt.step + 1} of ${tgt.total}`);
   const q = c.questions.find((x) => x.id === 'one-stored')!;
   const a = Number(q.answer(lessonContext(c, on, cache)));
-  const card = page.getByTestId('question-one-stored');
-  await card.getByRole('textbox').fill(String(a));
-  await card.getByRole('button', { name: 'Check' }).click();
+  const storedCard = page.getByTestId('question-one-stored');
+  await storedCard.getByRole('textbox').fill(String(a));
+  await storedCard.getByRole('button', { name: 'Check' }).click();
   await expect(page.getByTestId('feedback-one-stored')).toContainText('Correct.', { timeout: 30_000 });
 
   // Two-pane chapters hide the panes' problem forms; the form round trip of these FP8 presets is
   // app/lessons/request-form.test.ts. A wrong value is still rejected after the switch.
-  await card.getByRole('textbox').fill(String(a * 2));
-  await card.getByRole('button', { name: 'Check' }).click();
+  await storedCard.getByRole('textbox').fill(String(a * 2));
+  await storedCard.getByRole('button', { name: 'Check' }).click();
   await expect(page.getByTestId('feedback-one-stored')).toContainText('Not quite.', { timeout: 30_000 });
 });
 
-test('chapter 13: the flush table, the sink pane at its flushing step, the INT8 table and the sage pane', async ({ page }) => {
+test('chapter 13: the flush table, the sink pane at its flushing step, the INT8 table and the sage pane; the smoothing "try this" reloads only the sage pane', async ({
+  page,
+}) => {
+  test.setTimeout(90_000);
   await page.goto('/?lesson=13');
   await expect(page.getByRole('heading', { level: 2, name: c13.title })).toBeVisible();
   for (let i = 0; i < c13.panes.length; i++) {
@@ -254,15 +256,7 @@ test('chapter 13: the flush table, the sink pane at its flushing step, the INT8 
   await shot(page, { path: 'test-results/lesson13/sage-pane.png' });
   await prec2.getByTestId('precision-step').evaluate((el) => el.scrollIntoView({ block: 'start' }));
   await shot(page, { path: 'test-results/lesson13/sage-precision.png' });
-});
 
-test('chapter 13: the smoothing "try this" reloads only the sage pane', async ({ page }) => {
-  await page.goto('/?lesson=13');
-  // Both panes stand at their chapter's steps before the change.
-  for (let i = 0; i < c13.panes.length; i++) {
-    const t = locateTarget(c13, i, c13.panes[i].preset, cache);
-    await expect(counterOf(page, i, 13)).toHaveText(`Step ${t.step + 1} of ${t.total}`, { timeout: 30_000 });
-  }
   // Sage's "try this" reloads only the sage pane (smoothing on): its Precision view's K scale
   // is the smoothed K's, and the FP8 panes keep their problems.
   const smoothOn = c13.tryThis.find((x) => x.label === 'SageAttention with K smoothing')!;

@@ -1,12 +1,14 @@
-// The guided lessons at projector size: every chapter opens with its debugger at the step
-// the text names (computed here from the engine), takes one right and one wrong answer with
-// the feedback a student would see, and is screenshotted in both themes.
+// The guided lessons at projector size: one walk opens every chapter in order with its
+// debugger at the step the text names (computed here from the engine), takes one right and one
+// wrong answer with the feedback a student would see, and runs axe on it in both themes (the
+// walk a student takes with Next chapter, so one page load serves every chapter).
 
 import { expect, test, type Locator, type Page } from './fixtures.ts';
 import { CHAPTERS, chapterByNumber } from '../content/lessons/chapters/index.ts';
 import { lessonContext, locateTarget, RunCache } from '../content/lessons/chapters/evaluate.ts';
 import { onlineSoftmaxSteps } from '../content/lessons/chapters/online-softmax.ts';
 import { fa1IoSweep, standardIoBytes } from '../content/lessons/chapters/io-sweep.ts';
+import { bothThemes } from './axe-audit.ts';
 import { shot, watchConsole } from './helpers.ts';
 
 test.use({ viewport: { width: 1280, height: 720 } });
@@ -29,10 +31,27 @@ async function expectTypeset(feedback: Locator, source: string) {
   if (source.includes('$')) await expect(feedback.locator('.katex').first()).toBeVisible();
 }
 
-for (const chapter of CHAPTERS) {
-  test(`chapter ${chapter.number} (${chapter.slug}): opens at its step, checks a right and a wrong answer`, async ({ page }) => {
-    await page.goto(`/?lesson=${chapter.number}`);
-    await expect(page.getByRole('heading', { level: 2, name: chapter.title })).toBeVisible();
+test(`the lesson list, then chapters 1 to ${CHAPTERS.length} by Next chapter: each opens at its step with its boxes and sources, checks a right and a wrong answer, and passes axe in both themes`, async ({
+  page,
+}) => {
+  test.setTimeout(300_000);
+  await page.goto('/?lesson');
+  await expect(page.getByRole('link', { name: new RegExp(CHAPTERS[0].title) }).first()).toBeVisible();
+  await bothThemes(page, 'lesson list');
+  // The kinds of view (their class names) inside the lesson panes that a whole axe pass has checked.
+  const viewsChecked = new Set<string>();
+  for (const chapter of CHAPTERS) {
+    if (chapter === CHAPTERS[0])
+      await page
+        .getByRole('link', { name: new RegExp(chapter.title) })
+        .first()
+        .click();
+    else
+      await page
+        .getByRole('button', { name: `Next chapter: ${chapter.number}. ${chapter.title}` })
+        .first()
+        .click();
+    await expect(page.getByRole('heading', { level: 2, name: chapter.title })).toBeVisible({ timeout: 20_000 });
 
     // Every embedded debugger stands at the step the chapter names, as the engine computes it.
     for (let i = 0; i < chapter.panes.length; i++) {
@@ -81,16 +100,30 @@ for (const chapter of CHAPTERS) {
     await expect(fb2).not.toContainText(String(a2));
     await expect(card2.getByRole('button', { name: 'Show answer' })).toBeVisible();
 
-    // Screenshots: the text, then the live debugger, dark; the whole page, light.
+    // Screenshots: the text, then the live debugger, in the theme shown; the whole page in the other.
+    const theme = await page.evaluate(() => document.documentElement.dataset.theme);
     await page.evaluate(() => window.scrollTo(0, 0));
-    await shot(page, { path: `test-results/lessons/ch${chapter.number}-dark-top.png` });
+    await shot(page, { path: `test-results/lessons/ch${chapter.number}-${theme}-top.png` });
     await page.evaluate(() => document.querySelector('.lesson-live')!.scrollIntoView({ block: 'start' }));
-    await shot(page, { path: `test-results/lessons/ch${chapter.number}-dark-live.png` });
-    await page.getByRole('button', { name: 'Switch to light theme' }).click();
-    await expect(page.locator('html')).toHaveAttribute('data-theme', 'light');
-    await shot(page, { path: `test-results/lessons/ch${chapter.number}-light-full.png`, fullPage: true });
-  });
-}
+    await shot(page, { path: `test-results/lessons/ch${chapter.number}-${theme}-live.png` });
+
+    // axe with the feedback shown. Lazily loaded views show a placeholder section first: list
+    // (and check) the views themselves.
+    await expect(page.locator('[data-lesson-pane] section.view.dim')).toHaveCount(0, { timeout: 20_000 });
+    const views = await page
+      .locator('[data-lesson-pane] .view')
+      .evaluateAll((els) => els.map((e) => [...e.classList].filter((k) => k !== 'view').join('.')));
+    const unseen = views.filter((v) => !viewsChecked.has(v));
+    for (const v of views) viewsChecked.add(v);
+    console.log(
+      `[axe chapter ${chapter.number}] panes: ${unseen.length ? `checked whole for ${unseen.join(', ')}` : 'views checked before'}`,
+    );
+    // Checked whole in this theme, then switched (the toggle asserted) and checked for contrast.
+    await bothThemes(page, `chapter ${chapter.number}`, unseen.length === 0);
+    const other = await page.evaluate(() => document.documentElement.dataset.theme);
+    await shot(page, { path: `test-results/lessons/ch${chapter.number}-${other}-full.png`, fullPage: true });
+  }
+});
 
 test('contents, next/previous, remembered progress and the top bar entry', async ({ page }) => {
   await page.goto('/');

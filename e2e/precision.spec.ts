@@ -3,7 +3,7 @@ import { DebuggerSession } from '../engine/debugger/session.ts';
 import { DEFAULT_FORM, formToRequest, type ProblemForm } from '../app/store/problem-form.ts';
 import { num } from '../app/views/tile-info.ts';
 import { counter, openApp, shot, watchConsole } from './helpers.ts';
-import { defaultSharedState, encodeState } from '../app/share/url-state.ts';
+import { decodeState, defaultSharedState, encodeState } from '../app/share/url-state.ts';
 import { DEFAULT_VIEWS } from '../app/views/registry.ts';
 
 // The precision views: FP8 on FA3 from the problem panel, measured against float64 in the
@@ -214,8 +214,9 @@ test('a share link carries the FP8 dtype, the distribution and the FA3 switches'
   // blockQuant is off by default (the shipped kernel): turning the paper's block scales on is what the link must carry.
   await panel(page).getByLabel('blockQuant', { exact: true }).check();
   // The address bar always holds the link (app/share/url-sync.ts).
-  await expect.poll(() => page.evaluate(() => location.hash)).toMatch(/^#s=/);
-  await page.waitForTimeout(1200);
+  const linked = async () => decodeState(await page.evaluate(() => location.hash), DEFAULT_VIEWS).state.form;
+  await expect.poll(async () => (await linked()).switches).toMatchObject({ pScale: '16', blockQuant: true });
+  expect(await linked()).toMatchObject({ dtype: 'fp8e4m3', distribution: 'fa3-outliers' });
   const url = page.url();
   await page.goto('about:blank');
   await page.goto(url);

@@ -93,7 +93,9 @@ test('a compare pane running sage offers version and smoothK, qPerWarp with vers
   await shot(page, { path: 'test-results/sage-compare.png' });
 });
 
-test('the problem panel offers sage’s own switches; version 2, chosen by keyboard, loads the FP8 P·V run', async ({ page }) => {
+test('the problem panel offers sage’s own switches; version 2, chosen by keyboard, loads the FP8 P·V run; picking fa3 after sage version 2 drops sage’s switches and loads', async ({
+  page,
+}) => {
   await openApp(page);
   const p = panel(page);
   // fa2 has no panel switches; sage brings its own group, at the kernel's defaults.
@@ -167,24 +169,21 @@ test('the problem panel offers sage’s own switches; version 2, chosen by keybo
   await page.reload();
   await expect(counter(page)).toHaveText(/^Step 1 of \d+$/, { timeout: 30_000 });
   await expect(panel(page).getByRole('group', { name: 'SageAttention switches' }).getByLabel('version', { exact: true })).toHaveValue('2');
-});
 
-test('picking fa3 after sage version 2 drops sage’s switches and loads', async ({ page }) => {
-  await openApp(page);
-  const p = panel(page);
-  await p.getByLabel('Algorithm').selectOption('sage');
-  await p.getByLabel('version', { exact: true }).selectOption('2');
-  await p.getByLabel('smoothK', { exact: true }).uncheck();
-  await p.getByLabel('Algorithm').selectOption('fa3');
-  await expect(p.getByRole('group', { name: 'FA3 switches' })).toBeVisible();
-  await expect(p.getByLabel('version', { exact: true })).toHaveCount(0);
-  await p.getByRole('button', { name: 'Load problem' }).click();
+  // fa3 after sage version 2 (smoothK off): sage's switches go, FA3's come, and it loads.
+  const p2 = panel(page);
+  await expect(p2.getByLabel('version', { exact: true })).toHaveValue('2');
+  await p2.getByLabel('smoothK', { exact: true }).uncheck();
+  await p2.getByLabel('Algorithm').selectOption('fa3');
+  await expect(p2.getByRole('group', { name: 'FA3 switches' })).toBeVisible();
+  await expect(p2.getByLabel('version', { exact: true })).toHaveCount(0);
+  await p2.getByRole('button', { name: 'Load problem' }).click();
   await expect(counter(page)).toHaveText(/^Step 1 of \d+$/, { timeout: 30_000 });
   await expect(page.locator('.error:visible, [role="alert"]:visible')).toHaveCount(0);
   // Back to sage: the kernel's defaults again, not the switches set before.
-  await p.getByLabel('Algorithm').selectOption('sage');
-  await expect(p.getByLabel('version', { exact: true })).toHaveValue('1');
-  await expect(p.getByLabel('smoothK', { exact: true })).toBeChecked();
+  await p2.getByLabel('Algorithm').selectOption('sage');
+  await expect(p2.getByLabel('version', { exact: true })).toHaveValue('1');
+  await expect(p2.getByLabel('smoothK', { exact: true })).toBeChecked();
 });
 
 test('FA4, fmha_v2 and Flash-Decoding bring their own switch groups, and each loads at its defaults', async ({ page }) => {

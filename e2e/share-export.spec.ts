@@ -123,7 +123,18 @@ const BAD_SETTINGS: [string, string, string, RegExp][] = [
   ['d empty', 'd', '', /d: must be a whole number, got ""/],
 ];
 
-test(`${BAD_SETTINGS.length} bad problem settings are named and the loaded run stays`, async ({ page }) => {
+async function download(page: Page, click: () => Promise<void>): Promise<{ name: string; body: Buffer }> {
+  const wait = page.waitForEvent('download');
+  await click();
+  const d = await wait;
+  const path = await d.path();
+  return { name: d.suggestedFilename(), body: readFileSync(path) };
+}
+
+test(`${BAD_SETTINGS.length} bad problem settings are named and the loaded run stays; exports: view as PNG and SVG, counters as CSV, the trace as JSONL, and compare's difference table as CSV`, async ({
+  page,
+}) => {
+  const { s } = await engineSession();
   await openApp(page);
   await page.getByRole('button', { name: 'Step forward', exact: true }).click();
   // Read the position only once the step has landed (the click returns before the worker answers).
@@ -138,20 +149,9 @@ test(`${BAD_SETTINGS.length} bad problem settings are named and the loaded run s
     await expect(counter(page)).toHaveText(before!);
     await field.fill(old);
   }
-});
 
-async function download(page: Page, click: () => Promise<void>): Promise<{ name: string; body: Buffer }> {
-  const wait = page.waitForEvent('download');
-  await click();
-  const d = await wait;
-  const path = await d.path();
-  return { name: d.suggestedFilename(), body: readFileSync(path) };
-}
-
-test('exports: view as PNG and SVG, counters as CSV, the trace as JSONL', async ({ page }) => {
-  const { s } = await engineSession();
-  await openApp(page);
-  for (let i = 0; i < 4; i++) await page.getByRole('button', { name: 'Step forward', exact: true }).click();
+  // Every field is back at its default: the run the exports hold is the default problem's.
+  for (let i = 0; i < 3; i++) await page.getByRole('button', { name: 'Step forward', exact: true }).click();
   await expect(counter(page)).toHaveText(`Step 5 of ${s.events().length}`);
 
   const png = await download(page, () => page.getByRole('button', { name: 'Export Tile heatmaps as PNG' }).click());
@@ -184,14 +184,12 @@ test('exports: view as PNG and SVG, counters as CSV, the trace as JSONL', async 
   const lines = jsonl.body.toString('utf8').trimEnd().split('\n');
   expect(lines.length).toBe(s.events().length);
   expect(lines[7]).toBe(toJsonLine(s.events()[7]));
-});
 
-test('compare exports: the difference table as CSV', async ({ page }) => {
-  await openApp(page);
+  // Compare's difference table, on the same problem.
   await page.getByRole('tab', { name: 'Compare' }).click();
   await expect(page.getByTestId('diff-table')).toBeVisible({ timeout: 20_000 });
-  const csv = await download(page, () => page.getByRole('button', { name: 'Table CSV' }).click());
-  const rows = csv.body.toString('utf8').trimEnd().split('\n');
+  const tableCsv = await download(page, () => page.getByRole('button', { name: 'Table CSV' }).click());
+  const rows = tableCsv.body.toString('utf8').trimEnd().split('\n');
   expect(rows[0]).toBe('metric,1: fa1 16×16,2: fa2 16×16');
   const shown = await page.locator('tr[data-metric="exp count"] td').allTextContents();
   expect(rows.find((r) => r.startsWith('exp count,'))).toBe(`exp count,${shown.map((x) => x.replace(/,/g, '')).join(',')}`);

@@ -85,11 +85,36 @@ test('toggle the backend, run a problem, read the result view', async ({ page })
   await expect(problem.getByLabel('Hq', { exact: true })).toHaveValue('1');
 });
 
-test('a preset fills in a benchmark shape, clears the modifiers and picks the decoding kernel for decoding shapes', async ({ page }) => {
+test('a kernel path brings its own shape, and standard attention past one binding names the fix; a preset fills in a benchmark shape, clears the modifiers and picks the decoding kernel for decoding shapes', async ({
+  page,
+}) => {
   await openApp(page);
   const panel = page.getByRole('region', { name: 'WebGPU full-size runs' });
   await panel.scrollIntoViewIfNeeded();
   await expect(panel.getByRole('status', { name: 'adapter' })).toContainText('swiftshader', { timeout: 30_000 });
+  await expect(panel.getByRole('status', { name: 'adapter' })).toContainText('limits:');
+  const field = (label: string) => panel.getByLabel(label, { exact: true });
+  await panel.getByLabel('kernel path').selectOption('decode');
+  await expect(field('Nq')).toHaveValue('1');
+  await expect(field('Nk')).toHaveValue('32768');
+  await expect(field('d')).toHaveValue('128');
+  await field('Hq').fill('32');
+  await panel.getByLabel('kernel path').selectOption('flash-f32');
+  await expect(field('Nq')).toHaveValue('4096');
+  await expect(field('Hq')).toHaveValue('32');
+  await panel.getByLabel('kernel path').selectOption('standard');
+  await field('Nq').fill('65536');
+  await field('Nk').fill('65536');
+  const fit = panel.getByTestId('wg-fit');
+  await expect(fit).toContainText("binds one head's 65536×65536 fp32 score matrix");
+  const button = fit.getByRole('button');
+  const [, nq] = /Set Nq to (\d+)/.exec((await button.textContent()) ?? '') ?? [];
+  await button.click();
+  await expect(field('Nq')).toHaveValue(nq);
+  await expect(field('Nk')).toHaveValue(nq);
+  await expect(fit).toHaveCount(0);
+
+  // Presets: a benchmark shape replaces the modifiers set here.
   await panel.getByLabel('causal').check();
   await panel.getByLabel('softcap', { exact: true }).fill('30');
 

@@ -1,7 +1,8 @@
 // The FP8 command-line contract, through the real command: `run --algo fa3 --dtype fp8e4m3`
 // on fp16 .npy files (bnhd, rank 4) writes o.npy in q's layout, error.json against float64 and
 // the precision counters; the reference here is a dense float64 softmax of this file's own.
-// Algorithms without an FP8 path are refused by name and leave no output behind.
+// Algorithms without an FP8 path are refused by name and leave no output behind (refusals run
+// in process: the same dispatch, without a Node start-up per refused command).
 
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -12,6 +13,7 @@ import { roundFp16 } from '../core/dtype.ts';
 import { MemorySource } from '../io/byte-source.ts';
 import { encodeNpy, readNpy } from '../io/npy.ts';
 import { mulberry32 } from '../core/random.ts';
+import { runCliCaptured } from './run-cli-captured.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'flashscope-fp8-cli-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -103,13 +105,14 @@ describe('run --dtype fp8e4m3', () => {
     expect(JSON.parse(readFileSync(join(out2, 'fa3', 'error.json'), 'utf8')).rmse).toBeLessThan(err.rmse);
   });
 
-  it('refuses algorithms without an FP8 path, naming them, and writes nothing', () => {
+  it('refuses algorithms without an FP8 path, naming them, and writes nothing', async () => {
     const out = join(dir, 'refused');
-    const r = engine('run', ['--algo', 'fa3,fa2', ...files, '--dtype', 'fp8e4m3', '--out', out]);
+    const r = await runCliCaptured(['run', '--algo', 'fa3,fa2', ...files, '--dtype', 'fp8e4m3', '--out', out]);
     expect(r.status).not.toBe(0);
     expect(r.stderr).toMatch(/dtype: fa2 has no FP8 path/);
     expect(existsSync(join(out, 'fa3'))).toBe(false);
-    const bad = engine('run', ['--algo', 'fa3', ...files, '--dtype', 'fp4', '--out', out]);
+    const bad = await runCliCaptured(['run', '--algo', 'fa3', ...files, '--dtype', 'fp4', '--out', out]);
+    expect(bad.status).not.toBe(0);
     expect(bad.stderr).toMatch(/--dtype must be one of fp32, fp16, bf16, fp8e4m3, fp8e5m2/);
   });
 

@@ -2,7 +2,8 @@
 // bnhd with GQA (2 query heads on 1 K/V head) and a K with large channel offsets, `run` with
 // --feature version=1|2 and smoothK, --causal. o.npy comes back in q's layout, error.json
 // agrees with this file's own float64 attention, stats.json carries the precision counts;
-// `trace --algo sage` prints the scales; refusals name the option and write nothing.
+// `trace --algo sage` prints the scales; refusals name the option and write nothing (those run
+// in process: the same dispatch, without a Node start-up per refused command).
 
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -13,6 +14,7 @@ import { roundFp16 } from '../core/dtype.ts';
 import { MemorySource } from '../io/byte-source.ts';
 import { encodeNpy, readNpy } from '../io/npy.ts';
 import { mulberry32 } from '../core/random.ts';
+import { runCliCaptured } from './run-cli-captured.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'flashscope-sage-cli-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -108,7 +110,7 @@ describe('run --algo sage', () => {
     expect(runs.v2).toBeLessThan(0.02);
   });
 
-  it('refuses FP8 dtypes, ALiBi and unknown features by name and writes nothing', () => {
+  it('refuses FP8 dtypes, ALiBi and unknown features by name and writes nothing', async () => {
     const out = join(dir, 'refused');
     for (const [args, msg] of [
       [['--dtype', 'fp8e4m3'], /dtype: sage quantizes its own inputs/],
@@ -116,11 +118,11 @@ describe('run --algo sage', () => {
       [['--feature', 'version=4'], /features\.version: must be 1/],
       [['--feature', 'pScale=1'], /unknown feature 'pScale' for sage/],
     ] as const) {
-      const r = engine('run', ['--algo', 'sage', ...files, ...args, '--out', out]);
+      const r = await runCliCaptured(['run', '--algo', 'sage', ...files, ...args, '--out', out]);
       expect(r.status).not.toBe(0);
       expect(r.stderr).toMatch(msg);
     }
-    const bwd = engine('run', ['--algo', 'sage', ...files, '--do', files[1], '--out', out]);
+    const bwd = await runCliCaptured(['run', '--algo', 'sage', ...files, '--do', files[1], '--out', out]);
     expect(bwd.stderr).toMatch(/algo: sage has no backward pass in FlashScope/);
     expect(existsSync(out)).toBe(false);
   });

@@ -20,8 +20,8 @@
 // Simplified: one CTA of a pair is drawn (the peer mirrors it on its own SM); the deterministic
 // dQ semaphores wait between CTAs and GQA's dK/dV semaphores order a group's epilogues (crossCtaUs
 // charges both per wave, not per CTA); the epilogue stores each warpgroup's dK and dV as one copy, not in epi-tile chunks;
-// the d = 256 kernel (sm100_hd256_2cta_fmha_backward.py), mask_mod block sparsity and score_mod
-// are not modelled.
+// mask_mod block sparsity and score_mod are not modelled; the d = 256 kernels
+// (sm100_hd256_2cta_fmha_backward.py) have a resource sheet (./backward-hd256.ts) but no timeline.
 
 import type { SchedulePhase } from '../../hw/events.ts';
 import type { GpuSpec } from '../../hw/gpus/index.ts';

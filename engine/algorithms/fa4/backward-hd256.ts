@@ -81,7 +81,7 @@ export function hd256DqKernel(p: DispatchInput): Hd256BwdKernel {
     smem,
     stages: { Q: 1, K: 1, V: 1, dO: 1, KT: 1, S: 1, dP: 1, dQ: 1 },
     why: [
-      `${DQ} l. 67-93: a CTA owns 128 query rows and walks key blocks of 128; the pair's S = Q·Kᵀ and dP = dO·Vᵀ MMAs are 256 × 128 × 256, dQ = dS·K 256 × 256 × 128 with dS read from TMEM`,
+      `${DQ} l. 67-93, 337: a CTA owns 128 query rows and walks key blocks of 128; the pair's S = Q·Kᵀ and dP = dO·Vᵀ MMAs are 256 × 128 × 256, dQ = dS·K 256 × 256 × 128 with dS read from TMEM`,
       `${DQ} l. 94, 304-307, 532 with ${SCHED} l. 1845-1859: cluster 2 × 1, grid ceil(${p.totalQ !== undefined ? `total_q ${p.totalQ}` : 'seqlen_q'} / 128) × ${p.hq} heads × ${p.batch}, rounded to the cluster${p.totalQ !== undefined ? ' (varlen: the packed rows of every sequence, the batch from cu_seqlens)' : ''}`,
       `${DQ} l. 100-104, 114-124, 133-135, 894-895, 918-919, 1195-1196, 1825-1827, 1941-1942: 12 warps: compute 0-3 (256 registers), epilogue 4-7 (160), mma 8, load 9, empty 10-11 (32)`,
       `${DQ} l. 106, 129-131: TMEM (512 columns allocated): S at 0, dP at 128, dQ at 256 (256 fp32 columns)`,

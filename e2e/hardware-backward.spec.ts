@@ -44,8 +44,11 @@ test("FA3 backward: the SM of the step's column block, the dQ add on the dQ writ
   const step = ev.findIndex((e) => e.kind === 'dq' && e.tile.cols[0] === 128 && e.tile.rows[0] === 80);
   expect(step).toBeGreaterThan(0);
   const want = smScheduleFor({ algorithm: 'fa3', gpu: 'h100', problem: req.problem, features: {}, step, pass: 'backward' }, ev);
-  await openAt(page, FA3, step);
+  // reverseKv, set as on a forward, is the forward kernel's switch: the backward loads without it and the panel says so.
+  await openAt(page, { ...FA3, switches: { reverseKv: false } }, step);
   await expect(counter(page)).toHaveText(`Step ${step + 1} of ${ev.length}`, { timeout: 30_000 });
+  await expect(page.getByTestId('forward-only-switches')).toContainText('reverseKv');
+  await expect(page.getByTestId('forward-only-switches')).toContainText('the backward runs without them');
 
   const status = timeline(page).getByTestId('hw-status');
   await expect(status).toBeVisible({ timeout: 30_000 });

@@ -14,7 +14,14 @@ import { PassSwitch } from '../backward/PassSwitch.tsx';
 import { chooseAlgorithm, editForm } from '../defaults/form-defaults.ts';
 import { FormFitHint } from '../defaults/FitFix.tsx';
 import { PrecisionFitHint, lowPrecisionRefusal, refusedLoadMessage } from '../defaults/PrecisionFix.tsx';
-import { panelSwitches, panelSwitchTitle, effectiveSwitches, switchOff, type PanelSwitch } from '../store/problem-form.ts';
+import {
+  panelSwitches,
+  panelSwitchTitle,
+  effectiveSwitches,
+  forwardOnlySwitches,
+  switchOff,
+  type PanelSwitch,
+} from '../store/problem-form.ts';
 import { MaskEditor } from '../mask/MaskEditor.tsx';
 import { RunTile } from './RunTile.tsx';
 
@@ -27,11 +34,12 @@ import { RunTile } from './RunTile.tsx';
 function KernelSwitches({ form, set }: { form: ProblemForm; set: (p: Partial<ProblemForm>) => void }) {
   const { pane } = usePane();
   const applied = useApp((s) => s.problem[pane].applied);
-  const switches = panelSwitches(form.algorithm);
-  if (switches.length === 0) return null;
+  const switches = panelSwitches(form.algorithm, form.pass);
+  const forwardOnly = form.pass === 'backward' ? forwardOnlySwitches(form.algorithm) : [];
+  if (switches.length === 0 && forwardOnly.length === 0) return null;
   const fp8 = isFp8(form.dtype);
   const loaded = applied?.algorithm === form.algorithm ? applied.features : undefined;
-  const values = effectiveSwitches(form.algorithm, form.switches, loaded);
+  const values = effectiveSwitches(form.algorithm, form.switches, loaded, form.pass);
   // Shown as typed while the person types; the effective value otherwise.
   const shown = (sw: PanelSwitch) => form.switches[sw.key] ?? values[sw.key];
   const setSwitch = (key: string, v: boolean | string) => set({ switches: { ...form.switches, [key]: v } });
@@ -97,6 +105,12 @@ function KernelSwitches({ form, set }: { form: ProblemForm; set: (p: Partial<Pro
           {sw.label} {switchOff(sw, values, form.dtype)}.
         </p>
       ))}
+      {forwardOnly.length > 0 && (
+        <p className="dim note" data-testid="forward-only-switches">
+          {joinLabels(forwardOnly)} {forwardOnly.length === 1 ? 'is a switch' : 'are switches'} of the forward kernel only; the backward
+          runs without {forwardOnly.length === 1 ? 'it' : 'them'}.
+        </p>
+      )}
     </fieldset>
   );
 }

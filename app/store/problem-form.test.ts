@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_FORM, panelSwitches, effectiveSwitches, formToRequest, withAppliedFeatures } from './problem-form.ts';
+import { DEFAULT_FORM, panelSwitches, effectiveSwitches, forwardOnlySwitches, formToRequest, withAppliedFeatures } from './problem-form.ts';
+import { DebuggerSession } from '../../engine/debugger/session.ts';
 import { formForAlgorithm } from '../defaults/form-defaults.ts';
 import { SAGE_FEATURES } from '../../engine/algorithms/sage/forward.ts';
 import { ALGORITHMS } from '../../engine/algorithms/registry.ts';
@@ -61,6 +62,26 @@ describe('problem form', () => {
     );
   });
 
+  it('a switch of the forward kernel only (FA3’s reverseKv) is never sent to the backward, so Backward loads', async () => {
+    const fa3 = {
+      ...formForAlgorithm({ ...DEFAULT_FORM, nq: '32', nk: '32', d: '16', dv: '16' }, 'fa3', ['nq', 'nk', 'd', 'dv']).form,
+      switches: { reverseKv: false },
+    };
+    const forward = formToRequest(fa3);
+    expect(forward.features).toEqual({ reverseKv: false });
+    // The form keeps the person's setting; neither it nor the loaded forward's is sent with the backward.
+    const backward = withAppliedFeatures(formToRequest({ ...fa3, pass: 'backward' }, forward), forward);
+    expect(backward.pass).toBe('backward');
+    expect(backward.features).toBeUndefined();
+    await expect(new DebuggerSession().load(backward)).resolves.toMatchObject({ pass: 'backward' });
+    // The backward's own switches still travel from the loaded forward.
+    const overlapOff = { ...forward, features: { reverseKv: false, intraOverlap: false } };
+    expect(withAppliedFeatures(formToRequest({ ...fa3, pass: 'backward' }, overlapOff), overlapOff).features).toEqual({
+      intraOverlap: false,
+    });
+    expect(panelSwitches('fa3', 'backward')).toEqual([]);
+    expect(forwardOnlySwitches('fa3').map((sw) => sw.key)).toContain('reverseKv');
+  });
   it('sends the FA3 switches the person set, the FP8-only ones on FP8 runs only', () => {
     const fp8 = {
       ...DEFAULT_FORM,

@@ -11,6 +11,7 @@ import {
   DEFAULT_ALGORITHM,
   findDescriptor,
   type FeatureSpec,
+  type FeatureSpecs,
   type SwitchValues,
   FieldError,
   fieldsToProblem,
@@ -41,15 +42,19 @@ export interface PanelSwitch {
   inactive?: (values: SwitchValues, dtype: DType) => string | undefined;
 }
 
+/** The switches a pass of the algorithm takes: the forward's, or its backward's (which may lack some of the forward's). */
+function passSwitchSpecs(algorithm: string, pass: Pass): FeatureSpecs {
+  const d = findDescriptor(algorithm);
+  return (pass === 'backward' ? d?.backward?.switches : d?.switches) ?? {};
+}
+
 /**
- * The switches the problem panel shows for an algorithm: those its descriptor marks `panel`
+ * The switches the problem panel shows for an algorithm's pass: those its descriptor marks `panel`
  * (they change the numbers or the steps of a run, so they are set before loading it); the
  * rest stay in the hardware views, the compare panes and the lessons.
  */
-export function panelSwitches(algorithm: string): PanelSwitch[] {
-  const d = findDescriptor(algorithm);
-  if (!d) return [];
-  return Object.entries(d.switches)
+export function panelSwitches(algorithm: string, pass: Pass = 'forward'): PanelSwitch[] {
+  return Object.entries(passSwitchSpecs(algorithm, pass))
     .filter(([, spec]) => spec.panel)
     .map(([key, spec]) => {
       const fp8Only = spec.dtypes?.every(isFp8) ?? false;
@@ -62,6 +67,12 @@ export function panelSwitches(algorithm: string): PanelSwitch[] {
       if (spec.inactive || (spec.dtypes && !fp8Only)) sw.inactive = (v, dtype) => spec.inactive?.(v) ?? dtypeOff(dtype);
       return sw;
     });
+}
+
+/** The forward's panel switches the backward does not take: the panel says so instead of sending them. */
+export function forwardOnlySwitches(algorithm: string): PanelSwitch[] {
+  const backward = passSwitchSpecs(algorithm, 'backward');
+  return panelSwitches(algorithm).filter((sw) => !(sw.key in backward));
 }
 
 /** The switches group's title: the algorithm as its kernel's authors name it. */
@@ -84,9 +95,10 @@ export function effectiveSwitches(
   algorithm: string,
   set: Record<string, boolean | number | string>,
   loaded: SwitchValues | undefined,
+  pass: Pass = 'forward',
 ): SwitchValues {
   const out: SwitchValues = {};
-  for (const sw of panelSwitches(algorithm)) {
+  for (const sw of panelSwitches(algorithm, pass)) {
     const v = set[sw.key];
     const n = typeof v === 'string' && v.trim() !== '' ? Number(v) : NaN;
     const mine = typeof v === 'boolean' || typeof v === 'number' ? v : Number.isFinite(n) ? n : undefined;
@@ -197,7 +209,7 @@ export function formToRequest(f: ProblemForm, applied?: LoadRequest): LoadReques
  */
 export function switchFeatures(f: ProblemForm, loaded?: SwitchValues): SwitchValues | undefined {
   const out: SwitchValues = {};
-  const panel = panelSwitches(f.algorithm);
+  const panel = panelSwitches(f.algorithm, f.pass);
   for (const sw of panel) {
     const v = f.switches[sw.key];
     if (v === undefined || (sw.fp8Only && !isFp8(f.dtype))) continue;
@@ -213,7 +225,7 @@ export function switchFeatures(f: ProblemForm, loaded?: SwitchValues): SwitchVal
     if (why) throw new FieldError(`switches.${sw.key}`, why);
     out[sw.key] = n;
   }
-  const values = effectiveSwitches(f.algorithm, out, loaded);
+  const values = effectiveSwitches(f.algorithm, out, loaded, f.pass);
   for (const sw of panel) if (sw.key in out && switchOff(sw, values, f.dtype)) delete out[sw.key];
   return Object.keys(out).length ? out : undefined;
 }
@@ -225,10 +237,14 @@ export function switchFeatures(f: ProblemForm, loaded?: SwitchValues): SwitchVal
  * (FP8-only on a 16-bit run, qPerWarp on sage version 1) is dropped.
  */
 export function withAppliedFeatures(req: LoadRequest, applied: LoadRequest | undefined): LoadRequest {
-  const kept: SwitchValues = applied?.algorithm === req.algorithm ? { ...applied.features } : {};
+  const pass = req.pass ?? 'forward';
+  const takes = passSwitchSpecs(req.algorithm, pass);
+  // Only the switches this pass takes: FA3's reverseKv, set on a forward, is not the backward's.
+  const kept: SwitchValues = {};
+  if (applied?.algorithm === req.algorithm) for (const [k, v] of Object.entries(applied.features ?? {})) if (k in takes) kept[k] = v;
   const features = { ...kept, ...req.features };
-  const values = { ...effectiveSwitches(req.algorithm, {}, undefined), ...features };
-  for (const sw of panelSwitches(req.algorithm)) if (switchOff(sw, values, req.problem.dtype)) delete features[sw.key];
+  const values = { ...effectiveSwitches(req.algorithm, {}, undefined, pass), ...features };
+  for (const sw of panelSwitches(req.algorithm, pass)) if (switchOff(sw, values, req.problem.dtype)) delete features[sw.key];
   const out: LoadRequest = { ...req };
   if (Object.keys(features).length) out.features = features;
   else delete out.features;

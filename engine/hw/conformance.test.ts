@@ -145,6 +145,21 @@ describe('FA4 backward takes the configuration _flash_attn_bwd picks (flash_attn
       'upstream refuses: SM100 backward with head_dim=256 does not support softcap',
     );
   });
+  it('d 256: dQ kernel over Q tiles of every head, dK/dV kernel over 64-key blocks of every KV head (dqkernel.py l. 304-307, dkdvkernel.py l. 3168-3176); no local, no deterministic (l. 60, 70-72)', () => {
+    expect(bwd({ d: 256, dv: 256, hq: 32, hk: 8, nq: 1000, nk: 1000, causal: true }).upstream?.config).toMatchObject({
+      dq_grid: '8x32x1',
+      dkdv_grid: '16x8x1',
+      dkdv_tmem: 'dK@0 dV@128 S@256 dP@320',
+      dq_tmem: 'S@0 dP@128 dQ@256',
+      dkv_postprocess: false,
+    });
+    expect(bwd({ d: 256, dv: 256, window: { left: 256, right: 0 } }).does_not_fit[0]).toBe(
+      'upstream refuses: SM100 backward with head_dim=256 does not support local attention',
+    );
+    expect(bwd({ d: 256, dv: 256 }, true).does_not_fit[0]).toBe(
+      'upstream refuses: SM100 backward with head_dim=256 does not support deterministic mode',
+    );
+  });
 });
 
 describe('the grid loads only the K/V blocks the kernel visits (block_info get_n_block_min_max)', () => {

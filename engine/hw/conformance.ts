@@ -174,6 +174,19 @@ function fa4Backward(): ConformanceCase[] {
   add({ hq: 32, hk: 8, causal: true });
   add({ hq: 32, hk: 8, packGqa: true });
   add({ hq: 32, hk: 8, d: 256, dv: 256 });
+  // The d = 256 kernels (sm100_hd256_2cta_fmha_backward.py): GQA summed on chip, an odd count of 64-key blocks, varlen, and what they refuse.
+  add({ hq: 32, hk: 8, d: 256, dv: 256, nq: 1000, nk: 1000, causal: true });
+  add({
+    batch: 4,
+    nq: 2048,
+    nk: 2048,
+    d: 256,
+    dv: 256,
+    causal: true,
+    varlen: { seqlensQ: [2048, 100, 700, 1500], seqlensK: [2048, 100, 700, 1500] },
+  });
+  add({ d: 256, dv: 256, window: { left: 256, right: 0 } });
+  add({ d: 256, dv: 256 }, true);
   // Deterministic: the LPT scheduler, shortest first when masked; the dQ chunks of a pair.
   add({}, true);
   add({ causal: true }, true);

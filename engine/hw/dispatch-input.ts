@@ -16,6 +16,9 @@ export interface DispatchInput
   seqused?: boolean;
   /** Block-sparse tensors given (a mask_mod's block mask). */
   blockSparse?: boolean;
+  /** Packed rows of a varlen batch (cu_seqlens' last entry), which some launches size their grid by. */
+  totalQ?: number;
+  totalK?: number;
 }
 
 /** The dispatch's view of a shape: unpacked (nq = seqlen_q), pack_gqa on when the shape is already packed. */
@@ -41,5 +44,7 @@ export function dispatchInputOf(shape: ProblemShape): DispatchInput {
     numSplits: s.numSplits,
     packGqa: shape.packRatio !== undefined ? true : s.packGqa,
     blockSparse: s.mask?.maskMod !== undefined,
+    ...(s.varlen?.seqlensQ ? { totalQ: s.varlen.seqlensQ.reduce((a, b) => a + b, 0) } : {}),
+    ...(s.varlen?.seqlensK ? { totalK: s.varlen.seqlensK.reduce((a, b) => a + b, 0) } : {}),
   };
 }

@@ -113,4 +113,55 @@ describe('FA4 backward dispatch (interface.py _flash_attn_bwd, SM100 branch)', (
     for (const o of [{}, { causal: true, hq: 32, hk: 8 }, { d: 192, dv: 128 }, { d: 256, dv: 256 }])
       for (const w of fa4BwdDispatch(p(o), true).why) expect(w).toMatch(/@0251105a l\. \d/);
   });
+
+  it('d = dv = 256: two dedicated kernels, dQ (128 × 128, grid over Q tiles of every head) then dK/dV (128 × 64, grid over KV heads)', () => {
+    const dp = fa4BwdDispatch(p({ d: 256, dv: 256, hq: 32, hk: 8, nq: 1000, nk: 1000, causal: true }), false);
+    expect(dp.refused).toBeUndefined();
+    const [dq, dkdv] = dp.hd256!;
+    // dqkernel.py l. 67-68, 94, 304-307: 128 × 128 per CTA, ceil(1000 / 128) = 8 Q tiles (even for the pair) × 32 heads.
+    expect([dq.name, dq.tileM, dq.tileN, ...dq.grid]).toEqual(['dQ', 128, 128, 8, 32, 1]);
+    // dqkernel.py l. 100-104, 129-135.
+    expect(dq.roles.map((r) => `${r.name} ${r.warps.join(',')} ${r.registers}`)).toEqual([
+      'compute 0,1,2,3 256',
+      'epilogue 4,5,6,7 160',
+      'mma 8 32',
+      'load 9 32',
+      'empty 10,11 32',
+    ]);
+    expect(dq.tmem.map((t) => t.column)).toEqual([0, 128, 256]);
+    // dkdvkernel.py l. 3168-3176: ceil(1000 / 64) = 16 key blocks × 8 KV heads; l. 173-182.
+    expect([dkdv.name, dkdv.tileM, dkdv.tileN, ...dkdv.grid]).toEqual(['dKdV', 128, 64, 16, 8, 1]);
+    expect(dkdv.tmem.map((t) => t.column)).toEqual([0, 128, 256, 320]);
+    expect(dkdv.stages.dKdV).toBe(2);
+    // An odd count of 64-key blocks is rounded up for the cluster of 2.
+    expect(fa4BwdDispatch(p({ d: 256, dv: 256, nk: 192 }), false).hd256![1].grid[0]).toBe(4);
+    // Varlen: both grids span the packed rows (dqkernel.py l. 296-307, dkdvkernel.py l. 232-237), the batch from cu_seqlens.
+    const varlen = fa4BwdDispatch(
+      p({ d: 256, dv: 256, batch: 3, nq: 1000, nk: 1000, varlenQ: true, varlenK: true, totalQ: 1700, totalK: 1700 }),
+      false,
+    );
+    expect(varlen.hd256!.map((k) => k.grid)).toEqual([
+      [14, 16, 3],
+      [28, 16, 3],
+    ]);
+    expect(dp.why.join('\n')).toMatch(/dkdvkernel\.py@0251105a l\. 1998-2001 .*4 query heads .*no semaphores/);
+  });
+
+  it('d = dv = 256 refuses local windows and deterministic mode as the kernel’s constructor does (l. 60, 70-72)', () => {
+    expect(fa4BwdDispatch(p({ d: 256, dv: 256, window: { left: 128, right: 128 } }), false).refused).toBe(
+      'SM100 backward with head_dim=256 does not support local attention',
+    );
+    expect(fa4BwdDispatch(p({ d: 256, dv: 256 }), true).refused).toBe(
+      'SM100 backward with head_dim=256 does not support deterministic mode',
+    );
+    // A left window with right 0 is causal to upstream (interface.py l. 388-408) only without a left edge.
+    expect(fa4BwdDispatch(p({ d: 256, dv: 256, window: { left: -1, right: 0 } }), false).refused).toBeUndefined();
+    expect(fa4BwdDispatch(p({ d: 128, dv: 128, window: { left: 128, right: 128 } }), true).refused).toBeUndefined();
+  });
+
+  it('deterministic GQA says its dK/dV semaphores and how they are charged (flash_bwd_sm100.py l. 4088-4092, 4160-4165)', () => {
+    const why = fa4BwdDispatch(p({ hq: 32, hk: 8 }), true).why.join('\n');
+    expect(why).toMatch(/l\. 4054-4057, 4088-4092, 4160-4165: the 4 query heads of a KV head add their dK and dV in head order/);
+    expect(fa4BwdDispatch(p({ hq: 32, hk: 8 }), false).why.join('\n')).not.toMatch(/4088-4092/);
+  });
 });

@@ -8,6 +8,7 @@
 
 import { dtypeBytes } from '../../core/problem.ts';
 import type { DispatchInput } from '../../hw/dispatch-input.ts';
+import { hd256BwdKernels, hd256BwdRefusals, type Hd256BwdKernel } from './backward-hd256.ts';
 
 const IFACE = 'flash_attn/cute/interface.py@0251105a';
 const BWD = 'flash_attn/cute/flash_bwd_sm100.py@0251105a';
@@ -42,6 +43,8 @@ export interface Fa4BwdDispatch {
   ctaGroup: 1 | 2;
   /** d = dv = 256 runs sm100_hd256_2cta_fmha_backward.py instead. */
   dedicatedHd256: boolean;
+  /** Its two kernels, dQ then dK/dV (./backward-hd256.ts); absent on the general path. */
+  hd256?: [Hd256BwdKernel, Hd256BwdKernel];
   /** Always false: the backward turns packing off (interface.py l. 2091-2092). */
   packGqa: false;
   qheadPerKvhead: number;
@@ -174,6 +177,17 @@ export function fa4BwdDispatch(p: DispatchInput, deterministic: boolean): Fa4Bwd
     refusals.push('SM100 backward with head_dim=256 does not support seqused_q/seqused_k');
     why.push(`${IFACE} l. 2468-2469`);
   }
+  let hd256: Fa4BwdDispatch['hd256'];
+  if (dedicatedHd256) {
+    // The kernel's constructor asserts what the interface let through (sm100_hd256_2cta_fmha_backward.py l. 57-77).
+    for (const r of hd256BwdRefusals(w.isLocal, deterministic)) {
+      refusals.push(r.message);
+      why.push(r.why);
+    }
+    const k = hd256BwdKernels(p);
+    hd256 = k.kernels;
+    why.push(k.why, ...k.kernels.flatMap((x) => x.why));
+  }
   const dkvPostprocess = qheadPerKvhead > 1 && !dedicatedHd256;
   why.push(
     `${IFACE} l. 2161-2192: ${dkvPostprocess ? `${qheadPerKvhead} query heads per KV head: dK and dV accumulate in fp32 (dk_accum, dv_accum), converted by two postprocess kernels (l. 2617-2637)` : dedicatedHd256 && qheadPerKvhead > 1 ? 'the d = 256 kernel sums the query heads of a group into dK and dV itself' : 'dK and dV are written directly (no fp32 accumulators)'}`,
@@ -182,10 +196,15 @@ export function fa4BwdDispatch(p: DispatchInput, deterministic: boolean): Fa4Bwd
     `${IFACE} l. 2123-2141, 2230-2238: a preprocess kernel first: dPsum = rowsum(dO ∘ O), LSE · log2(e)${dedicatedHd256 ? ' (the d = 256 kernel keeps no dQaccum)' : `, dQaccum (fp32, head dim rounded to ${Math.ceil(p.d / 32) * 32}) zeroed`}`,
   );
   if (!dedicatedHd256) why.push(`${IFACE} l. 2591-2615: a postprocess kernel after: dQ = softmax_scale · dQaccum in the input dtype`);
-  if (deterministic)
+  if (deterministic && !dedicatedHd256) {
     why.push(
-      `${IFACE} l. 2199-2209: deterministic: a dQ semaphore per (batch, head, m block${ctaGroup === 2 ? ', CTA of the pair' : ''})${qheadPerKvhead > 1 ? ', and dK/dV semaphores per KV column block' : ''}`,
+      `${IFACE} l. 2199-2209: deterministic: a dQ semaphore per (batch, head, m block${ctaGroup === 2 ? ', CTA of the pair' : ''})${qheadPerKvhead > 1 ? ', and dK/dV semaphores per (batch, KV head, column block, warpgroup)' : ''}`,
     );
+    if (qheadPerKvhead > 1)
+      why.push(
+        `${BWD} l. 4054-4057, 4088-4092, 4160-4165: the ${qheadPerKvhead} query heads of a KV head add their dK and dV in head order (wait_eq on head % ${qheadPerKvhead}, arrive_inc after the adds land); modelled where a group's heads share a wave: each later head waits for one CTA's dV and dK reduce-adds and the hand-off`,
+      );
+  }
 
   // The kernel's constructor (flash_bwd_sm100.py l. 71-234) and _setup_attributes (l. 236-262).
   const tmem: Fa4BwdTmem =
@@ -275,6 +294,7 @@ export function fa4BwdDispatch(p: DispatchInput, deterministic: boolean): Fa4Bwd
     dvPad,
     ctaGroup,
     dedicatedHd256,
+    ...(hd256 ? { hd256 } : {}),
     packGqa: false,
     qheadPerKvhead,
     dkvPostprocess,

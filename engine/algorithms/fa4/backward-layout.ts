@@ -8,6 +8,7 @@ import type { GpuSpec } from '../../hw/gpus/index.ts';
 import { dispatchInputOf } from '../../hw/dispatch-input.ts';
 import { elemBytes, emptySheet, finishSheet, type HwFeatures, type ProblemShape } from '../../hw/model.ts';
 import { fa4BwdDispatch, type Fa4BwdDispatch } from './backward-dispatch.ts';
+import type { Hd256BwdKernel } from './backward-hd256.ts';
 import { SmemPacker } from './smem-packer.ts';
 
 /** _flash_attn_bwd's and the kernel's decisions for this problem (./backward-dispatch.ts). */
@@ -124,47 +125,102 @@ export function fa4BwdLayout(gpu: GpuSpec, shape: ProblemShape, f: HwFeatures): 
 
 /** The resource sheet `describe --backward` prints: the layout, upstream's configuration with its lines, what does not fit. */
 export function fa4BwdResources(gpu: GpuSpec, shape: ProblemShape, f: HwFeatures): ResourceSheet {
+  const dp0 = fa4BwdDispatchOf(shape, f.deterministic === true);
+  if (dp0.hd256) return hd256Resources(gpu, f, dp0, dp0.hd256);
   const { dp, sheet } = fa4BwdLayout(gpu, shape, f);
   if (gpu.sm !== 100) sheet.does_not_fit.push(`arch: the FA4 backward is written for SM100 (tcgen05, TMEM); ${gpu.name} is SM${gpu.sm}`);
-  if (dp.dedicatedHd256 && !dp.refused)
-    sheet.does_not_fit.push(
-      'kernel: d = dv = 256 runs the dedicated backward (sm100_hd256_2cta_fmha_backward.py), which FlashScope does not model',
-    );
   if (shape.mask?.maskMod !== undefined)
     sheet.does_not_fit.push('mask_mod: the FA4 backward with block sparsity (a mask_mod) is not modelled');
-  const mask = dp.isCausal ? 'causal' : dp.isLocal ? `local(${dp.windowLeft ?? 'None'},${dp.windowRight ?? 'None'})` : 'none';
   sheet.upstream = {
-    config: dp.dedicatedHd256
-      ? {
-          mask,
-          dedicated_hd256: true,
-          cta_group: 2,
-          dq_tile: '128x128',
-          dkdv_tile: '128x64',
-          pack_gqa: false,
-          deterministic: f.deterministic === true,
-        }
-      : {
-          mask,
-          tile_m: dp.tileM,
-          tile_n: dp.tileN,
-          cta_group: dp.ctaGroup,
-          dedicated_hd256: dp.dedicatedHd256,
-          q_stage: dp.qStage,
-          dO_stage: dp.dOStage,
-          pack_gqa: dp.packGqa,
-          dkv_postprocess: dp.dkvPostprocess,
-          dq_reduce: `${dp.dQReduceNcol}x${dp.sdQaccumStage}`,
-          registers: `${dp.registers.reduce}/${dp.registers.compute}/${dp.registers.load}/${dp.registers.mma}`,
-          scheduler: dp.scheduler,
-          spt: dp.spt,
-          deterministic: f.deterministic === true,
-        },
+    config: {
+      mask: maskName(dp),
+      tile_m: dp.tileM,
+      tile_n: dp.tileN,
+      cta_group: dp.ctaGroup,
+      dedicated_hd256: false,
+      q_stage: dp.qStage,
+      dO_stage: dp.dOStage,
+      pack_gqa: dp.packGqa,
+      dkv_postprocess: dp.dkvPostprocess,
+      dq_reduce: `${dp.dQReduceNcol}x${dp.sdQaccumStage}`,
+      registers: `${dp.registers.reduce}/${dp.registers.compute}/${dp.registers.load}/${dp.registers.mma}`,
+      scheduler: dp.scheduler,
+      spt: dp.spt,
+      deterministic: f.deterministic === true,
+    },
+    why: dp.why,
+  };
+  if (dp.refused) sheet.does_not_fit.unshift(`upstream refuses: ${dp.refused}`);
+  return finishSheet(sheet, gpu, true);
+}
+
+const maskName = (dp: Fa4BwdDispatch) =>
+  dp.isCausal ? 'causal' : dp.isLocal ? `local(${dp.windowLeft ?? 'None'},${dp.windowRight ?? 'None'})` : 'none';
+
+const warpList = (k: Hd256BwdKernel) =>
+  k.roles
+    .map((r) => `${r.name} ${r.warps.length > 1 ? `${r.warps[0]}-${r.warps[r.warps.length - 1]}` : r.warps[0]} (${r.registers})`)
+    .join(', ');
+
+/**
+ * d = dv = 256: the sheet is the dK/dV kernel's CTA (SharedStorage order, dkdvkernel.py l. 633-710),
+ * the dQ kernel that runs before it is summed up in the configuration and a note. No timeline:
+ * `simulate` and the hardware views refuse it with the line in does_not_fit.
+ */
+function hd256Resources(gpu: GpuSpec, f: HwFeatures, dp: Fa4BwdDispatch, ks: [Hd256BwdKernel, Hd256BwdKernel]): ResourceSheet {
+  const [dq, dkdv] = ks;
+  const sheet = emptySheet('fa4', gpu, dkdv.tileM, dkdv.tileN);
+  const smem = new SmemPacker(sheet);
+  // Pipeline barriers (two per stage of each of the kernel's twelve pipelines, dK/dV's two stages), then TMEM's holding word, the dealloc and CLC barriers.
+  const pipelines = Object.values(dkdv.stages).reduce((n, st) => n + 2 * st, 0);
+  smem.push('mbarriers', 0, pipelines * 8, 8);
+  smem.push('tmem_holding', 0, 4, 4);
+  smem.push('mbarriers', 1, 3 * 8 + 16, 8);
+  for (const b of dkdv.smem) smem.push(b.name, 0, b.bytes, 128);
+  sheet.smem.used_bytes = smem.end;
+  if (sheet.tmem) sheet.tmem.buffers.push(...dkdv.tmem);
+  sheet.roles.push(...dkdv.roles);
+  sheet.cta_group = 2;
+  const kb = (n: number) => `${Math.round((n / 1024) * 10) / 10} KB`;
+  const dqSmem = dq.smem.reduce((n, b) => n + b.bytes, 0);
+  sheet.notes.push(
+    `d = dv = 256 runs two kernels on CTA pairs (cluster 2 × 1, cta_group::2): first the dQ kernel (grid ${dq.grid.join(' × ')}), each CTA ${dq.tileM} query rows walking key blocks of ${dq.tileN}, then this dK/dV kernel (grid ${dkdv.grid.join(' × ')}), each CTA ${dkdv.tileN} keys walking Q tiles of ${dkdv.tileM}.`,
+    `dQ kernel: warps ${warpList(dq)}; TMEM ${dq.tmem.map((t) => `${t.name} at ${t.column}`).join(', ')}; SMEM ${kb(dqSmem)} (${dq.smem.map((b) => b.name).join(', ')}), dQ written straight to HBM in the input dtype (no dQaccum, no postprocess).`,
+    `dK/dV kernel (this sheet): TMEM ${dkdv.tmem.map((t) => `${t.name} at ${t.column}`).join(', ')}; P and dSᵀ go through SMEM (sP, sdST) for the dV and dK MMAs; every buffer has one stage, the dK/dV accumulator hand-off two.`,
+  );
+  if (dp.qheadPerKvhead > 1)
+    sheet.notes.push(
+      `GQA (${dp.qheadPerKvhead} query heads per KV head): one dK/dV CTA walks every query head of its group, so dK and dV are summed on chip and written once: no fp32 accumulators, no semaphores.`,
+    );
+  if (gpu.sm !== 100) sheet.does_not_fit.push(`arch: the FA4 backward is written for SM100 (tcgen05, TMEM); ${gpu.name} is SM${gpu.sm}`);
+  sheet.upstream = {
+    config: {
+      mask: maskName(dp),
+      dedicated_hd256: true,
+      cta_group: 2,
+      cluster: '2x1',
+      dq_tile: `${dq.tileM}x${dq.tileN}`,
+      dkdv_tile: `${dkdv.tileM}x${dkdv.tileN}`,
+      dq_grid: dq.grid.join('x'),
+      dkdv_grid: dkdv.grid.join('x'),
+      dq_warps: warpList(dq),
+      dkdv_warps: warpList(dkdv),
+      dq_tmem: dq.tmem.map((t) => `${t.name}@${t.column}`).join(' '),
+      dkdv_tmem: dkdv.tmem.map((t) => `${t.name}@${t.column}`).join(' '),
+      dq_smem_bytes: dqSmem,
+      stages: 1,
+      dkdv_acc_stages: dkdv.stages.dKdV,
+      pack_gqa: false,
+      dkv_postprocess: false,
+      deterministic: f.deterministic === true,
+    },
     why: dp.why,
   };
   if (dp.refused) sheet.does_not_fit.unshift(`upstream refuses: ${dp.refused}`);
   finishSheet(sheet, gpu, true);
-  // The d = 256 kernel has its own buffers: the main kernel's layout above does not apply to it.
-  if (dp.dedicatedHd256) sheet.does_not_fit = sheet.does_not_fit.filter((l) => !/^(smem|tmem|registers):/.test(l));
+  if (!dp.refused)
+    sheet.does_not_fit.push(
+      'timeline: the d = 256 kernels (sm100_hd256_2cta_fmha_backward.py) have no FlashScope timeline; describe shows their configuration',
+    );
   return sheet;
 }

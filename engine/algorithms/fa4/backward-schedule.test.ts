@@ -6,7 +6,9 @@ import { describe, expect, it } from 'vitest';
 import { gpuById } from '../../hw/gpus/index.ts';
 import { memoryViolations } from '../../hw/memory-check.ts';
 import { DEFAULT_FEATURES, type ProblemShape } from '../../hw/model.ts';
-import { describeFor, hwAlgorithmFor, scheduleFor } from '../schedule-registry.ts';
+import { describeFor, hwAlgorithmFor, scheduleFor, simulateFor } from '../schedule-registry.ts';
+import { fa4BwdDispatchOf } from './backward-layout.ts';
+import { FA4_DQ_SEMAPHORE_HANDOFF_US, fa4DkvSemaphoreUs } from './backward-schedule.ts';
 
 const shape = (o: Partial<ProblemShape> = {}): ProblemShape => ({
   batch: 1,
@@ -162,11 +164,53 @@ describe('FA4 backward timeline', () => {
     expect(memoryViolations(gqa.memory, gqa.resources)).toEqual([]);
   });
 
-  it('d 256 runs a kernel FlashScope does not model, and the sheet says so', () => {
-    const sheet = describeFor('fa4', 'b200', shape({ d: 256, dv: 256 }), {}, 'backward');
-    expect(sheet.upstream?.config.dedicated_hd256).toBe(true);
-    expect(sheet.does_not_fit).toEqual([
-      'kernel: d = dv = 256 runs the dedicated backward (sm100_hd256_2cta_fmha_backward.py), which FlashScope does not model',
+  it('d 256: the sheet is the dedicated dK/dV kernel’s CTA (its SMEM fits B200), the dQ kernel in the notes; no timeline', () => {
+    const sheet = describeFor('fa4', 'b200', shape({ d: 256, dv: 256, hq: 8, hk: 2 }), {}, 'backward');
+    expect(sheet.upstream?.config).toMatchObject({ dedicated_hd256: true, dq_tile: '128x128', dkdv_tile: '128x64', cluster: '2x1' });
+    // sm100_hd256_2cta_fmha_backward_dkdvkernel.py l. 633-710: six 32 KB operand tiles, sP and sdST of 16 KB, LSE and dPsum.
+    const names = sheet.smem.buffers.filter((b) => b.bytes >= 512).map((b) => `${b.name} ${b.bytes}`);
+    expect(names).toEqual([
+      'sK 32768',
+      'sV 32768',
+      'sQ 32768',
+      'sQT 32768',
+      'sdO 32768',
+      'sdOT 32768',
+      'sP 16384',
+      'sdST 16384',
+      'sLSE 512',
+      'sSum_OdO 512',
     ]);
+    expect(sheet.smem.used_bytes).toBeLessThanOrEqual(sheet.smem.capacity_bytes);
+    expect(sheet.tmem?.buffers.map((b) => `${b.name}@${b.column}`)).toEqual(['dK@0', 'dV@128', 'S@256', 'dP@320']);
+    expect(sheet.roles.map((r) => `${r.name} ${r.warps.length}×${r.registers}`)).toEqual([
+      'compute 8×128',
+      'mma 1×128',
+      'load 1×96',
+      'empty 2×96',
+    ]);
+    expect(sheet.notes.join(' ')).toMatch(/no fp32 accumulators, no semaphores/);
+    expect(sheet.does_not_fit).toEqual([
+      'timeline: the d = 256 kernels (sm100_hd256_2cta_fmha_backward.py) have no FlashScope timeline; describe shows their configuration',
+    ]);
+    expect(() => scheduleFor('fa4', 'b200', shape({ d: 256, dv: 256 }), {}, 'backward')).toThrow(/no FlashScope timeline/);
+  });
+
+  it('deterministic GQA: the heads of a group that share a wave wait on the dK/dV semaphores one after another', () => {
+    const dp = (s: ProblemShape) => fa4BwdDispatchOf(s, true);
+    const gqa = shape({ hq: 32, hk: 8, nq: 2048, nk: 2048 });
+    // 32 heads × 16 column blocks = 512 CTAs; in 2 waves each holds 16 heads, so every group of 4 runs together: 3 waits a wave.
+    const adds = ((128 * (128 + 128) * 4) / (b200.hbmBytesPerSec / b200.smCount)) * 1e6;
+    expect(fa4DkvSemaphoreUs(b200, gqa, dp(gqa), 2)).toBeCloseTo(2 * 3 * (adds + FA4_DQ_SEMAPHORE_HANDOFF_US), 6);
+    // A long sequence: a wave holds less than one head, so no head waits for another.
+    const long = shape({ hq: 32, hk: 8, nq: 65536, nk: 65536 });
+    expect(fa4DkvSemaphoreUs(b200, long, dp(long), 56)).toBe(0);
+    // Without GQA there is no dK/dV semaphore.
+    expect(fa4DkvSemaphoreUs(b200, shape(), dp(shape()), 2)).toBe(0);
+    const t = (s: ProblemShape, deterministic: boolean) => simulateFor('fa4', 'b200', s, { deterministic }, 'backward').time_us;
+    // Same grid without GQA: the deterministic mode's extra time differs by the dK/dV waits alone.
+    const mha = { ...gqa, hk: 32 };
+    const extra = t(gqa, true) - t(gqa, false) - (t(mha, true) - t(mha, false));
+    expect(extra).toBeGreaterThanOrEqual(fa4DkvSemaphoreUs(b200, gqa, dp(gqa), 1) - 1e-6);
   });
 });

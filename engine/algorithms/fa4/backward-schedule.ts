@@ -18,10 +18,10 @@
 // Around it run the preprocess kernel (dPsum = rowsum(dO ∘ O), LSE·log2e, dQaccum zeroed) and
 // the postprocess (dQaccum → dQ; with GQA also dKaccum, dVaccum).
 // Simplified: one CTA of a pair is drawn (the peer mirrors it on its own SM); the deterministic
-// dQ semaphores wait between CTAs (crossCtaUs charges them; GQA's dK/dV semaphores are not
-// charged); the epilogue stores each warpgroup's dK and dV as one copy, not in epi-tile chunks;
-// the d = 256 kernel (sm100_hd256_2cta_fmha_backward.py), mask_mod block sparsity and score_mod
-// are not modelled.
+// dQ semaphores wait between CTAs and GQA's dK/dV semaphores order a group's epilogues (crossCtaUs
+// charges both per wave, not per CTA); the epilogue stores each warpgroup's dK and dV as one copy, not in epi-tile chunks;
+// mask_mod block sparsity and score_mod are not modelled; the d = 256 kernels
+// (sm100_hd256_2cta_fmha_backward.py) have a resource sheet (./backward-hd256.ts) but no timeline.
 
 import type { SchedulePhase } from '../../hw/events.ts';
 import type { GpuSpec } from '../../hw/gpus/index.ts';
@@ -598,12 +598,33 @@ function build(k: Kernel, ctx: BuildContext, work: CtaWork): void {
   }
 }
 
-/** Deterministic mode: the column blocks of a head add into each dQ row block in turn; each wave pays the hand-off chain once. */
-function crossCtaUs(_gpu: GpuSpec, shape: ProblemShape, f: HwFeatures, waves: number): number {
+/**
+ * Deterministic mode: the column blocks of a head add into each dQ row block in turn; each wave
+ * pays the hand-off chain once. With GQA the query heads of a KV head then add dV and dK in head
+ * order (flash_bwd_sm100.py@0251105a l. 4088-4092, 4160-4165), which costs where a group's CTAs
+ * of one column block share a wave (fa4DkvSemaphoreUs).
+ */
+function crossCtaUs(gpu: GpuSpec, shape: ProblemShape, f: HwFeatures, waves: number): number {
   if (!f.deterministic) return 0;
   const dp = fa4BwdDispatchOf(shape, true);
   const pairs = ceilDiv(shape.nk, dp.tileN * dp.ctaGroup);
-  return Math.max(1, waves) * (pairs - 1) * FA4_DQ_SEMAPHORE_HANDOFF_US;
+  const w = Math.max(1, waves);
+  return w * (pairs - 1) * FA4_DQ_SEMAPHORE_HANDOFF_US + fa4DkvSemaphoreUs(gpu, shape, dp, w);
+}
+
+/**
+ * The wait on GQA's dK/dV semaphores over `waves` waves. The grid runs heads outermost, so a wave
+ * holds about (its CTAs / column blocks) heads; the group's heads in one wave finish their
+ * epilogues one after another: each later one waits for one CTA's fp32 dV and dK adds (at one
+ * SM's share of HBM) plus the hand-off. Heads in later waves find their turn already come.
+ */
+export function fa4DkvSemaphoreUs(gpu: GpuSpec, shape: ProblemShape, dp: Fa4BwdDispatch, waves: number): number {
+  if (dp.qheadPerKvhead <= 1 || !dp.dkvPostprocess) return 0;
+  const ctas = shape.batch * shape.hq * dp.numNBlocks;
+  const headsPerWave = Math.floor(ceilDiv(ctas, waves) / dp.numNBlocks);
+  const together = Math.min(dp.qheadPerKvhead, Math.max(1, headsPerWave));
+  const addsUs = ((dp.tileN * (dp.dPad + dp.dvPad) * 4) / (gpu.hbmBytesPerSec / gpu.smCount)) * 1e6;
+  return waves * (together - 1) * (addsUs + FA4_DQ_SEMAPHORE_HANDOFF_US);
 }
 
 export const fa4BwdHw: HwAlgorithm = {

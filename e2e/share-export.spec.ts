@@ -121,6 +121,8 @@ const BAD_SETTINGS: [string, string, string, RegExp][] = [
   ['softcap negative', 'softcap', '-1', /softcap: must be a number > 0, got "-1"/],
   ['seed negative', 'seed', '-3', /seed: must be at least 0, got -3/],
   ['d empty', 'd', '', /d: must be a whole number, got ""/],
+  ['attention chunk zero', 'attention chunk', '0', /attention chunk: must be at least 1, got 0/],
+  ['attention chunk on FA2', 'attention chunk', '16', /attentionChunk: fa2 has no attention chunk .*run it on fa3 or standard/],
 ];
 
 test(`${BAD_SETTINGS.length} bad problem settings are named and the loaded run stays`, async ({ page }) => {
@@ -138,6 +140,18 @@ test(`${BAD_SETTINGS.length} bad problem settings are named and the loaded run s
     await expect(counter(page)).toHaveText(before!);
     await field.fill(old);
   }
+  // An algorithm that takes the attention chunk loads it: the steps of the chunked problem, and a share link keeps the field.
+  const { s } = await engineSession({ algorithm: 'standard', attentionChunk: '16' });
+  await problem(page).getByLabel('Algorithm').selectOption('standard');
+  await problem(page).getByLabel('attention chunk', { exact: true }).fill('16');
+  await page.getByRole('button', { name: 'Load problem' }).click();
+  await expect(counter(page)).toHaveText(`Step 1 of ${s.events().length}`);
+  await expect(page.getByRole('region', { name: 'Problem' }).getByRole('alert')).toHaveCount(0);
+  await page.getByRole('button', { name: 'Step forward', exact: true }).click();
+  await shot(page, { path: 'test-results/attention-chunk.png' });
+  await page.getByRole('button', { name: 'Share link' }).click();
+  const link = await page.getByLabel('Link to this view').inputValue();
+  expect(decodeState(new URL(link).hash, DEFAULT_VIEWS).state.form.attentionChunk).toBe('16');
 });
 
 async function download(page: Page, click: () => Promise<void>): Promise<{ name: string; body: Buffer }> {

@@ -2,6 +2,7 @@
 // problem: the problem's dims and fields, with varlen and block sparsity as the flags the host
 // code tests. Built from the hardware model's shape in one place for every dispatch.
 
+import { checkMaskSpec } from '../core/mask-spec.ts';
 import type { ProblemDims } from '../core/problem.ts';
 import { unpackShape, type ProblemShape } from './model.ts';
 
@@ -16,6 +17,8 @@ export interface DispatchInput
   seqused?: boolean;
   /** Block-sparse tensors given (a mask_mod's block mask). */
   blockSparse?: boolean;
+  /** Those tensors differ per query head (the mask_mod reads h): their head dim is Hq, not a broadcast 1. */
+  blockSparsePerHead?: boolean;
 }
 
 /** The dispatch's view of a shape: unpacked (nq = seqlen_q), pack_gqa on when the shape is already packed. */
@@ -41,5 +44,6 @@ export function dispatchInputOf(shape: ProblemShape): DispatchInput {
     numSplits: s.numSplits,
     packGqa: shape.packRatio !== undefined ? true : s.packGqa,
     blockSparse: s.mask?.maskMod !== undefined,
+    blockSparsePerHead: s.mask?.maskMod !== undefined && checkMaskSpec(s.mask).maskReadsHead,
   };
 }

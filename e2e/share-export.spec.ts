@@ -152,6 +152,11 @@ test(`${BAD_SETTINGS.length} bad problem settings are named and the loaded run s
   await page.getByRole('button', { name: 'Share link' }).click();
   const link = await page.getByLabel('Link to this view').inputValue();
   expect(decodeState(new URL(link).hash, DEFAULT_VIEWS).state.form.attentionChunk).toBe('16');
+  // Compare runs the same problem: the summary names the chunk, and a pane whose algorithm lacks it says so.
+  await page.getByRole('tab', { name: 'Compare' }).click();
+  await expect(page.getByTestId('shared-problem')).toContainText('attention chunk 16');
+  await expect(pane(page, 0)).toContainText(/fa1 has no attention chunk/, { timeout: 20_000 });
+  await shot(page, { path: 'test-results/attention-chunk-compare.png' });
 });
 
 async function download(page: Page, click: () => Promise<void>): Promise<{ name: string; body: Buffer }> {

@@ -121,6 +121,8 @@ const BAD_SETTINGS: [string, string, string, RegExp][] = [
   ['softcap negative', 'softcap', '-1', /softcap: must be a number > 0, got "-1"/],
   ['seed negative', 'seed', '-3', /seed: must be at least 0, got -3/],
   ['d empty', 'd', '', /d: must be a whole number, got ""/],
+  ['attention chunk zero', 'attention chunk', '0', /attention chunk: must be at least 1, got 0/],
+  ['attention chunk on FA2', 'attention chunk', '16', /attentionChunk: fa2 has no attention chunk .*run it on fa3 or standard/],
 ];
 
 async function download(page: Page, click: () => Promise<void>): Promise<{ name: string; body: Buffer }> {
@@ -131,7 +133,7 @@ async function download(page: Page, click: () => Promise<void>): Promise<{ name:
   return { name: d.suggestedFilename(), body: readFileSync(path) };
 }
 
-test(`${BAD_SETTINGS.length} bad problem settings are named and the loaded run stays; exports: view as PNG and SVG, counters as CSV, the trace as JSONL, and compare's difference table as CSV`, async ({
+test(`${BAD_SETTINGS.length} bad problem settings are named and the loaded run stays; exports: view as PNG and SVG, counters as CSV, the trace as JSONL, compare's difference table as CSV; an attention chunk loads on standard, rides the share link and is refused by a pane's fa1`, async ({
   page,
 }) => {
   const { s } = await engineSession();
@@ -193,4 +195,23 @@ test(`${BAD_SETTINGS.length} bad problem settings are named and the loaded run s
   expect(rows[0]).toBe('metric,1: fa1 16×16,2: fa2 16×16');
   const shown = await page.locator('tr[data-metric="exp count"] td').allTextContents();
   expect(rows.find((r) => r.startsWith('exp count,'))).toBe(`exp count,${shown.map((x) => x.replace(/,/g, '')).join(',')}`);
+
+  // Back on Single: an algorithm that takes the attention chunk loads it (the steps of the chunked problem), and a share link keeps the field.
+  await page.getByRole('tab', { name: 'Single' }).click();
+  const chunked = (await engineSession({ algorithm: 'standard', attentionChunk: '16' })).s;
+  await problem(page).getByLabel('Algorithm').selectOption('standard');
+  await problem(page).getByLabel('attention chunk', { exact: true }).fill('16');
+  await page.getByRole('button', { name: 'Load problem' }).click();
+  await expect(counter(page)).toHaveText(`Step 1 of ${chunked.events().length}`);
+  await expect(page.getByRole('region', { name: 'Problem' }).getByRole('alert')).toHaveCount(0);
+  await page.getByRole('button', { name: 'Step forward', exact: true }).click();
+  await shot(page, { path: 'test-results/attention-chunk.png' });
+  await page.getByRole('button', { name: 'Share link' }).click();
+  const link = await page.getByLabel('Link to this view').inputValue();
+  expect(decodeState(new URL(link).hash, DEFAULT_VIEWS).state.form.attentionChunk).toBe('16');
+  // Compare runs the same problem: the summary names the chunk, and a pane whose algorithm lacks it says so.
+  await page.getByRole('tab', { name: 'Compare' }).click();
+  await expect(page.getByTestId('shared-problem')).toContainText('attention chunk 16');
+  await expect(pane(page, 0)).toContainText(/fa1 has no attention chunk/, { timeout: 20_000 });
+  await shot(page, { path: 'test-results/attention-chunk-compare.png' });
 });

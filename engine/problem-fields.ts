@@ -20,6 +20,8 @@ export interface ProblemFields {
   /** Empty: no sliding window on that side. */
   windowLeft: string;
   windowRight: string;
+  /** Empty: no attention chunk; else a query sees only keys of its own chunk of this many positions. */
+  attentionChunk: string;
   alibi: boolean;
   /** Empty: no softcap. */
   softcap: string;
@@ -78,6 +80,7 @@ export function fieldsToProblem(f: ProblemFields): AttentionProblem {
       right: f.windowRight.trim() === '' ? -1 : wholeNumber('window right', f.windowRight, 0),
     };
   }
+  if (f.attentionChunk.trim() !== '') problem.attentionChunk = wholeNumber('attention chunk', f.attentionChunk);
   if (f.alibi) problem.alibi = 'standard';
   if (f.softcap.trim() !== '') {
     const c = Number(f.softcap);
@@ -144,6 +147,7 @@ export function problemToFields(p: AttentionProblem): ProblemFields {
     causal: p.causal,
     windowLeft: p.window && p.window.left >= 0 ? String(p.window.left) : '',
     windowRight: p.window && p.window.right >= 0 ? String(p.window.right) : '',
+    attentionChunk: p.attentionChunk !== undefined ? String(p.attentionChunk) : '',
     alibi: !!p.alibi,
     softcap: p.softcap !== undefined ? String(p.softcap) : '',
     sink: sinks && sinks.length > 0 && sinks.every((v) => v === sinks[0]) ? String(sinks[0]) : '',

@@ -38,7 +38,8 @@ function SharedProblem() {
     <span data-testid="shared-problem">
       Shared problem: B={p.batch} Hq={p.hq} Hk={p.hk} Nq={p.nq} Nk={p.nk} d={p.d} dv={p.dv} {p.dtype}
       {p.causal ? ' causal' : ''}
-      {/* The modifiers some paths lack (FA3's FP8 path: ALiBi, sinks), so a pane's refusal can be read against them. */}
+      {/* The modifiers some paths lack (FA3's FP8 path: ALiBi, sinks; all but fa3 and standard: the chunk), so a pane's refusal can be read against them. */}
+      {p.attentionChunk !== undefined ? `, attention chunk ${p.attentionChunk}` : ''}
       {p.alibi ? ', ALiBi' : ''}
       {p.sinks ? `, sink logit ${p.sinks[0]}` : ''}
       {p.softcap !== undefined ? `, softcap ${p.softcap}` : ''}

@@ -76,6 +76,8 @@ export function precisionFixes(form: ProblemForm, r: Refusal): PrecisionFix[] {
       }
   } else if (r.field === 'alibi') fixes.push({ label: 'Turn ALiBi off', apply: (pane) => set(pane, { alibi: false }) });
   else if (r.field === 'sinks') fixes.push({ label: 'Clear the sink logit', apply: (pane) => set(pane, { sink: '' }) });
+  else if (r.field === 'attentionChunk')
+    fixes.push({ label: 'Clear the attention chunk', apply: (pane) => set(pane, { attentionChunk: '' }) });
   else if (r.field === 'dv') fixes.push({ label: `Set dv to d (${form.d})`, apply: (pane) => set(pane, { dv: form.d }) });
   fixes.push({ label: 'Use bf16', apply: (pane) => set(pane, { dtype: 'bf16' }) });
   return fixes;

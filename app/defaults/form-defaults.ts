@@ -127,8 +127,8 @@ export function choosePass(pane: string, pass: Pass): void {
 /** The form's masks as the load would run them; none while a mask field does not parse (its own message says so). */
 function formMasks(form: ProblemForm): ProblemMasks {
   try {
-    const { causal, window, softcap, mask } = fieldsToProblem(form);
-    return { causal, window, softcap, mask };
+    const { causal, window, attentionChunk, softcap, mask } = fieldsToProblem(form);
+    return { causal, window, attentionChunk, softcap, mask };
   } catch {
     return {};
   }

@@ -263,6 +263,7 @@ export function ProblemPanel() {
           <div className="fields">
             <Field label="window left" name="windowLeft" form={form} set={set} width={4} />
             <Field label="window right" name="windowRight" form={form} set={set} width={4} />
+            <Field label="attention chunk" name="attentionChunk" form={form} set={set} width={5} />
             <Field label="softcap" name="softcap" form={form} set={set} width={4} />
             <Field label="sink" name="sink" form={form} set={set} width={4} />
           </div>

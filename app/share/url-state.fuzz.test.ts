@@ -15,7 +15,7 @@ const frag = (obj: unknown) => `#s=${Buffer.from(JSON.stringify(obj)).toString('
 function fullState(): Record<string, unknown> {
   const s: SharedState = defaultSharedState(VIEWS);
   s.mode = 'compare';
-  s.form = { ...DEFAULT_FORM, algorithm: 'fa3', dtype: 'fp8e4m3', switches: { incoherent: false } };
+  s.form = { ...DEFAULT_FORM, algorithm: 'fa3', dtype: 'fp8e4m3', attentionChunk: '32', switches: { incoherent: false } };
   s.step = 3;
   s.compare.panes[0].config.features = { pingpong: false };
   s.serving = {

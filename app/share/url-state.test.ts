@@ -44,6 +44,21 @@ describe('share link codec', () => {
     expect(decodeState(url, VIEWS)).toEqual({ state: s, notices: [] });
   });
 
+  it('carries the attention chunk, and a bad one falls back to none with a notice naming it', () => {
+    const s = defaultSharedState(VIEWS);
+    s.form = { ...DEFAULT_FORM, algorithm: 'fa3', causal: true, attentionChunk: '16' };
+    const back = decodeState(encodeState(s), VIEWS);
+    expect(back.notices).toEqual([]);
+    expect(back.state.form.attentionChunk).toBe('16');
+    expect(formToRequest(back.state.form).problem.attentionChunk).toBe(16);
+    const zero = decodeState(frag({ v: 1, f: { algorithm: 'fa3', attentionChunk: '0' } }), VIEWS);
+    expect(zero.state.form.attentionChunk).toBe('');
+    expect(zero.notices.join('\n')).toMatch(/attention chunk: must be at least 1, got 0/);
+    const huge = decodeState(frag({ v: 1, f: { attentionChunk: String(2 ** 25) } }), VIEWS);
+    expect(huge.state.form.attentionChunk).toBe('');
+    expect(huge.notices.join('\n')).toMatch(/problem\.attentionChunk: "33554432" is more than 16777216/);
+  });
+
   it('carries the backward pass', () => {
     const s = defaultSharedState(VIEWS);
     s.form = { ...DEFAULT_FORM, algorithm: 'fa2', pass: 'backward' };

@@ -144,6 +144,7 @@ export const DEFAULT_FORM: ProblemForm = {
   causal: false,
   windowLeft: '',
   windowRight: '',
+  attentionChunk: '',
   alibi: false,
   softcap: '',
   sink: '',

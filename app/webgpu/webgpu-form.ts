@@ -11,8 +11,8 @@ import {
   type WebGpuShape,
 } from '../../engine/api.ts';
 
-/** The problem's fields (full-size runs are fp32 without sinks), the inputs' seed, and whether a mask_mod runs block-sparse. */
-export type Form = Omit<ProblemFields, 'dtype' | 'sink'> & { seed: string; blockSparse: boolean };
+/** The problem's fields (full-size runs are fp32 without sinks or an attention chunk), the inputs' seed, and whether a mask_mod runs block-sparse. */
+export type Form = Omit<ProblemFields, 'dtype' | 'sink' | 'attentionChunk'> & { seed: string; blockSparse: boolean };
 
 /** No mask, no score modifier: what a preset leaves in the form besides its shape. */
 export const NO_MODIFIERS = {
@@ -59,7 +59,7 @@ export const PRESETS: Preset[] = [
 ];
 
 export function toProblem(f: Form): AttentionProblem {
-  return validateProblem(fieldsToProblem({ ...f, dtype: 'fp32', sink: '' }));
+  return validateProblem(fieldsToProblem({ ...f, dtype: 'fp32', sink: '', attentionChunk: '' }));
 }
 
 export const SHAPE_FIELDS: readonly WebGpuField[] = ['batch', 'hq', 'hk', 'nq', 'nk', 'd', 'dv'];

@@ -17,6 +17,7 @@ const SHAPES: Partial<AttentionProblem>[] = [
   { alibi: 'standard' },
   { softcap: 30 },
   { sinks: [0.5] },
+  { attentionChunk: 8 },
 ];
 
 /** The engine's own refusal, field and message (null when the first step is taken). */

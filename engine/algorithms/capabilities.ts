@@ -21,6 +21,8 @@ export interface Supports {
     readonly maxRefusal: (d: number) => string;
     readonly equal?: (d: number, dv: number) => string;
   };
+  /** Its forward takes attention_chunk (FA3's hopper/ kernels, and the reference); absent: refused. */
+  readonly attentionChunk?: true;
   /** Modifiers its kernels lack, each with the sentence its refusal says. */
   readonly lacks?: Partial<Record<Modifier, string>>;
   /** Its FP8 forward's extra limits: the modifiers it lacks and the (d, dv) pairs with d ≠ dv it instantiates. */
@@ -46,6 +48,17 @@ function lacking(p: AttentionProblem, lacks: Partial<Record<Modifier, string>> |
   return null;
 }
 
+/** The refusal of an attention chunk by algorithm `id`'s `pass`: only FA3's forward kernels take one. */
+export function noAttentionChunk(pass: 'forward' | 'backward', id = ''): DeclaredRefusal {
+  return {
+    field: 'attentionChunk',
+    message:
+      pass === 'backward'
+        ? "the backward pass has no attention chunk (FA3's backward runs with attention_chunk 0, hopper/flash_api.cpp); step the forward, or clear the attention chunk"
+        : `${id} has no attention chunk (FA3's hopper/ kernels take attention_chunk); run it on fa3 or standard, or clear the attention chunk`,
+  };
+}
+
 /** The refusal `s` declares for `p` on algorithm `id`'s `pass` (which exists), or null when it accepts it. */
 export function supportsRefusal(id: string, s: Supports, pass: 'forward' | 'backward', p: AttentionProblem): DeclaredRefusal | null {
   if (pass === 'backward') {
@@ -53,6 +66,7 @@ export function supportsRefusal(id: string, s: Supports, pass: 'forward' | 'back
   } else if (!s.dtypes.includes(p.dtype)) {
     return { field: 'dtype', message: s.dtypeRefusal ? s.dtypeRefusal(p.dtype) : noFp8Path(id, p.dtype) };
   }
+  if (p.attentionChunk !== undefined && (pass === 'backward' || !s.attentionChunk)) return noAttentionChunk(pass, id);
   const lowPrec = pass === 'forward' && isFp8(p.dtype) ? s.fp8 : undefined;
   const modifier = lacking(p, s.lacks) ?? lacking(p, lowPrec?.lacks);
   if (modifier) return modifier;

@@ -8,7 +8,7 @@ import type { BackwardAlgorithm } from '../backward/types.ts';
 import type { AttentionProblem, DType } from '../core/problem.ts';
 import type { GpuId } from '../hw/gpus/index.ts';
 import type { HwAlgorithm } from '../hw/model.ts';
-import type { Supports } from './capabilities.ts';
+import { requireSupported, type Supports } from './capabilities.ts';
 import type { FeatureSpecs } from './features.ts';
 import type { StepAlgorithm } from './types.ts';
 
@@ -29,7 +29,8 @@ export interface AlgorithmDefaults {
 }
 
 /** What a tile table depends on: head dims, dtype and the masks that change the kernel's tile. */
-export type TileQuery = Pick<AttentionProblem, 'd' | 'dv' | 'dtype' | 'causal'> & Partial<Pick<AttentionProblem, 'window' | 'softcap'>>;
+export type TileQuery = Pick<AttentionProblem, 'd' | 'dv' | 'dtype' | 'causal'> &
+  Partial<Pick<AttentionProblem, 'window' | 'attentionChunk' | 'softcap'>>;
 
 /**
  * How the forward keeps its running statistics, which decides what the heatmaps show:
@@ -98,5 +99,11 @@ export function defineAlgorithm<const Id extends string>(d: AlgorithmDescriptor<
   if (d.forward.id !== d.id) throw new Error(`descriptor '${d.id}' holds the forward of '${d.forward.id}'`);
   if (d.backward && d.backward.algorithm.id !== d.id)
     throw new Error(`descriptor '${d.id}' holds the backward of '${d.backward.algorithm.id}'`);
-  return d;
+  const { forward } = d;
+  // Every forward refuses what its descriptor declares it does not take, before its first step.
+  const run: StepAlgorithm['run'] = function* (p, x, o) {
+    requireSupported(d.id, d.supports, 'forward', p);
+    return yield* forward.run(p, x, o);
+  };
+  return { ...d, forward: { ...forward, run } };
 }

@@ -8,7 +8,8 @@ import { maskSpecFrom } from '../core/mask-presets.ts';
 import type { AttentionProblem } from '../core/problem.ts';
 import { referenceAttention } from '../core/reference.ts';
 import { runToEnd } from '../run.ts';
-import { ALGORITHMS } from './registry.ts';
+import { ProblemError } from '../core/problem.ts';
+import { ALGORITHMS, DESCRIPTORS } from './registry.ts';
 
 function problem(over: Partial<AttentionProblem>): AttentionProblem {
   return { batch: 2, hq: 2, hk: 1, nq: 37, nk: 45, d: 8, dv: 8, causal: false, dtype: 'fp32', ...over };
@@ -124,4 +125,40 @@ describe('user masks', () => {
     const x = randomInputs(problem({}), { seed: 1, distribution: 'normal' });
     expect(() => referenceAttention(p, x)).toThrow("mask.maskMod: column 10: unknown name 'kv_idxx'");
   });
+});
+
+describe("the attention chunk: keys of the query's own chunk only, with causal and the window (hopper/mask.h@0251105a l. 116-120)", () => {
+  const cases: [string, Partial<AttentionProblem>, (pos: number, j: number) => boolean][] = [
+    ['chunk 16', { attentionChunk: 16 }, () => true],
+    ['chunk 16, causal', { attentionChunk: 16, causal: true }, (pos, j) => j <= pos],
+    ['chunk 12, window (5, 3)', { attentionChunk: 12, window: { left: 5, right: 3 } }, (pos, j) => j >= pos - 5 && j <= pos + 3],
+  ];
+  for (const [name, over, also] of cases) {
+    it(`${name}: float64 reference equals the hand-written softmax; fa3 and standard match it, the others refuse it by field`, () => {
+      const p = problem(over);
+      const c = over.attentionChunk!;
+      const x = randomInputs(p, { seed: 13, distribution: 'normal' });
+      // Query i sits at key position i + nk - nq (bottom-right), and sees only keys of the same chunk of c.
+      const keep = (_b: number, _h: number, i: number, j: number) => {
+        const pos = i + p.nk - p.nq;
+        return Math.floor(pos / c) === Math.floor(j / c) && also(pos, j);
+      };
+      const want = referenceAttention(p, x);
+      expect(maxAbsErr(want.o, handWritten(p, x, keep))).toBeLessThan(1e-12);
+      expect(maxAbsErr(want.o, referenceAttention(problem({ ...over, attentionChunk: undefined }), x).o)).toBeGreaterThan(1e-3);
+      const takers: string[] = [];
+      for (const d of DESCRIPTORS) {
+        if (d.forward.quantized) continue;
+        if (!d.supports.attentionChunk) {
+          expect(() => runToEnd(d.forward, p, x, { blockM: 16, blockN: 16 }), d.id).toThrow(ProblemError);
+          expect(() => runToEnd(d.forward, p, x, { blockM: 16, blockN: 16 }), d.id).toThrow(/^attentionChunk: .*no attention chunk/);
+          continue;
+        }
+        takers.push(d.id);
+        const got = runToEnd(d.forward, p, x, { blockM: 16, blockN: 16 });
+        expect(maxAbsErr(got.o, want.o), d.id).toBeLessThan(2e-5);
+      }
+      expect(takers).toEqual(['standard', 'fa3']);
+    });
+  }
 });

@@ -14,9 +14,9 @@ export type TileClass = typeof BLOCK_EMPTY | typeof BLOCK_PARTIAL | typeof BLOCK
 /** Class of tile (Q tile i, K/V tile j) of batch b, query head h. */
 export type TileClassOf = (b: number, h: number, i: number, j: number) => TileClass;
 
-/** True when some mask (causal, window or mask_mod) can hide keys: only then is there a block mask to report. */
+/** True when some mask (causal, window, attention chunk or mask_mod) can hide keys: only then is there a block mask to report. */
 export function hasBlockMask(p: AttentionProblem): boolean {
-  return p.causal || p.window !== undefined || p.mask?.maskMod !== undefined;
+  return p.causal || p.window !== undefined || p.attentionChunk !== undefined || p.mask?.maskMod !== undefined;
 }
 
 /**

@@ -6,6 +6,7 @@ import { runToEnd } from '../run.ts';
 import type { AlgorithmResult, RunOptions, StepAlgorithm } from '../algorithms/types.ts';
 import { sixteenBitRounder } from '../core/dtype.ts';
 import { checkInputs, type AttentionInputs } from '../core/inputs.ts';
+import { noAttentionChunk } from '../algorithms/capabilities.ts';
 import { checkMaskSpec } from '../core/mask-spec.ts';
 import { dtypeBytes, ProblemError, requireNoFp8, validateProblem, type AttentionProblem } from '../core/problem.ts';
 import { scoreModel, type ScoreModel } from '../core/scores.ts';
@@ -37,6 +38,10 @@ export function asBackwardInputs(p: AttentionProblem, x: AttentionInputs): Backw
 
 /** The backward differentiates built-in score modifiers only and shares one tile schedule across heads. */
 export function requireBackwardMask(p: AttentionProblem): void {
+  if (p.attentionChunk !== undefined) {
+    const { field, message } = noAttentionChunk('backward');
+    throw new ProblemError(field, message);
+  }
   if (p.mask === undefined) return;
   if (p.mask.scoreMod !== undefined) {
     throw new ProblemError(

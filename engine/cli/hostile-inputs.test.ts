@@ -244,6 +244,20 @@ add('simulate --d 1e9', hw('simulate', '--d', '1e9'), 1, /head dimension at most
 add('describe --seqlens-q 1,x', hw('describe', '--seqlens-q', '1,x'), 1, /--seqlens-q needs lengths/);
 add('describe --pack-gqa maybe', hw('describe', '--pack-gqa', 'maybe'), 1, /--pack-gqa must be true or false/);
 add('describe --seed 1', hw('describe', '--seed', '1'), 1, /--seed sets how the numeric engine steps/);
+// The attention chunk: refused by the algorithms and kernels that do not take it, naming it.
+add('run fa2 --attention-chunk 8', run('--attention-chunk', '8'), 1, /attentionChunk: fa2 has no attention chunk/);
+add(
+  'run --attention-chunk 0',
+  [...run('--attention-chunk', '0')].map((v) => (v === 'fa2' ? 'fa3' : v)),
+  1,
+  /--attention-chunk: attention chunk: must be at least 1/,
+);
+add(
+  'run --backend webgpu --attention-chunk 8',
+  ['run', '--backend', 'webgpu', '--nq', '8', '--attention-chunk', '8', '--out', freshOut()],
+  1,
+  /--attention-chunk: the WebGPU kernels have no attention chunk/,
+);
 
 // Input paths that are not tensor files: FIFOs (an open would block forever), devices, /proc, folders, missing files.
 const INPUT_SPECIAL: [string, RegExp][] = [

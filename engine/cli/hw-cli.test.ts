@@ -252,7 +252,10 @@ describe('describe / simulate commands', () => {
     await expect(parseHwOptions(['--algo', 'fa3,fa4', '--gpu', 'h100'])).rejects.toThrow(/--algo takes one id/);
     await expect(bad('--seqlens-q', '5,6', '--b', '3')).rejects.toThrow(/--seqlens-q gives 2 lengths for a batch of 3/);
     await expect(parseHwOptions(['--algo', 'cute-fa2', '--gpu', 'a100', '--attention-chunk', '1024'])).rejects.toThrow(
-      /--attention-chunk is FA3's attention_chunk \(hopper\/flash_api.cpp\); cute-fa2 takes none/,
+      /--attention-chunk: cute-fa2 has no attention chunk \(FA3's hopper\/ kernels take attention_chunk\)/,
+    );
+    await expect(bad('--attention-chunk', '1024', '--backward')).rejects.toThrow(
+      /--attention-chunk: the backward pass has no attention chunk/,
     );
     await expect(bad('--attention-chunk', '1024')).resolves.toBeDefined();
   });
@@ -270,6 +273,26 @@ describe('hardware trace lines', () => {
     expect(mem.some((m) => m.action === 'release' && m.buffer === 'sV' && m.tile === 'V0')).toBe(true);
     expect(isHardwareAlgorithm('fa4')).toBe(true);
     expect(isHardwareAlgorithm('fa2')).toBe(false);
+  });
+
+  it('trace --attention-chunk steps the chunked problem its schedule runs (one problem for both)', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'hw-chunk-'));
+    const args = ['--algo', 'fa3', '--nq', '128', '--nk', '128', '--d', '64', '--dtype', 'fp16', '--causal', '--gpu', 'h100'];
+    const numeric = async (extra: string[], name: string) => {
+      const out = join(dir, name);
+      expect(await traceCommand.run([...args, ...extra, '--out', out])).toBe(0);
+      const lines = readFileSync(out, 'utf8').trim().split('\n');
+      return lines.filter((l) => !fromJsonLine<{ type?: string }>(l).type?.startsWith('hw.'));
+    };
+    const chunked = await numeric(['--attention-chunk', '32'], 'chunk.jsonl');
+    const plain = await numeric([], 'plain.jsonl');
+    expect(chunked).not.toEqual(plain);
+    const opts = await parseHwOptions([...args, '--attention-chunk', '32']);
+    expect(opts.problem.attentionChunk).toBe(32);
+    expect(opts.shape.attentionChunk).toBe(32);
+    await expect(parseHwOptions([...args, '--attention-chunk', '0'])).rejects.toThrow(
+      /--attention-chunk: attention chunk: must be at least 1, got 0/,
+    );
   });
 
   it('trace --gpu appends the schedule of the same problem after the numeric steps', async () => {

@@ -1,11 +1,13 @@
 // What the hardware commands (`describe`, `simulate`, and `trace --gpu`) add to run's problem
 // options: the GPU, the kernel's switches, and the serving fields of the problem (paged KV,
-// varlen lengths, splits, GQA packing, attention chunk). The problem itself comes from the
+// varlen lengths, splits, GQA packing). The problem itself comes from the
 // same parser and the same problem object as the numeric engine's (problem-options.ts).
 
 import type { AttentionProblem } from '../core/problem.ts';
 import { GPUS } from '../hw/gpus/index.ts';
 import type { HwFeatures, ProblemShape } from '../hw/model.ts';
+import { noAttentionChunk } from '../algorithms/capabilities.ts';
+import { descriptorOf } from '../algorithms/registry.ts';
 import { HW_ALGORITHMS, HW_BACKWARD_ALGORITHMS, shapeOf, type HwPass } from '../algorithms/schedule-registry.ts';
 import { ArgsError, flag, num, parseArgs, str, type OptionSpec, type ParsedArgs } from './args.ts';
 import { parseNumericOption } from './numeric-options.ts';
@@ -40,7 +42,6 @@ export const HW_TRACE_OPTIONS: OptionSpec = {
   'seqlens-q': 'string',
   'seqlens-k': 'string',
   seqused: 'flag',
-  'attention-chunk': 'int',
 };
 
 /** Every option of `describe` and `simulate`: run's problem options, the random sizes, and the hardware ones. */
@@ -65,7 +66,6 @@ export const HW_SWITCHES_HELP = `hardware (the kernel upstream runs on the same 
                               the batch is their count, nq their maximum)
   --seqlens-k a,b,…           varlen: one key length per sequence
   --seqused                   varlen lengths come as seqused_q/seqused_k (not cu_seqlens)
-  --attention-chunk N         FA3: chunked attention (keys within the query's chunk of N)
   --deterministic             FA3 backward: column blocks add into dQ in a fixed order`;
 
 export const HW_OPTIONS_HELP = `  --algo ${HW_ALGORITHMS.map((a) => a.id).join('|')}   (one id)
@@ -144,7 +144,7 @@ function varlenOf(a: ParsedArgs): { seqlensQ?: number[]; seqlensK?: number[]; de
 }
 
 /** The problem as the hardware model takes it: the numeric problem's fields and the serving fields. */
-export function hwShapeOf(a: ParsedArgs, problem: AttentionProblem, algo: string): ProblemShape {
+export function hwShapeOf(a: ParsedArgs, problem: AttentionProblem, algo: string, pass: HwPass = 'forward'): ProblemShape {
   const { seqlensQ, seqlensK } = varlenOf(a);
   for (const [name, xs] of [
     ['seqlens-q', seqlensQ],
@@ -159,14 +159,12 @@ export function hwShapeOf(a: ParsedArgs, problem: AttentionProblem, algo: string
   const numSplits = splits !== undefined && !splitsAreSwitch(algo) ? splits : undefined;
   if (numSplits !== undefined && numSplits > 256)
     throw new ArgsError(`--splits must be auto or an integer from 1 to 256, got '${numSplits}'`);
-  const chunk = num(a, 'attention-chunk');
-  // FA4 refuses it as its interface does; the other schedules have no such argument to refuse with.
-  if (chunk !== undefined && algo !== 'fa3' && algo !== 'fa4')
-    throw new ArgsError(`--attention-chunk is FA3's attention_chunk (hopper/flash_api.cpp); ${algo} takes none`);
+  // Only the kernels whose descriptor takes it schedule a chunk; the others refuse it as the stepper does.
+  if (problem.attentionChunk !== undefined && (pass === 'backward' || !descriptorOf(algo).supports.attentionChunk))
+    throw new ArgsError(`--attention-chunk: ${noAttentionChunk(pass, algo).message}`);
   const pageSize = num(a, 'page-size');
   return {
     ...shapeOf(problem),
-    ...(chunk !== undefined ? { attentionChunk: chunk } : {}),
     ...(pageSize !== undefined ? { pageSize } : {}),
     ...(seqlensQ || seqlensK
       ? { varlen: { ...(seqlensQ ? { seqlensQ } : {}), ...(seqlensK ? { seqlensK } : {}), seqused: flag(a, 'seqused') } }
@@ -191,6 +189,7 @@ export async function parseHwOptions(argv: string[], defaults: Partial<RandomDef
   const algo = ids[0];
   const gpu = str(a, 'gpu');
   if (!gpu) throw new ArgsError(`--gpu is required (${GPUS.map((g) => g.id).join(', ')})`);
+  const pass: HwPass = flag(a, 'backward') ? 'backward' : 'forward';
   const layout = await layoutProblemFromArgs(a);
   const problem =
     layout?.problem ?? (await problemFromArgs(a, true, undefined, { ...HW_DEFAULTS, ...defaults, ...varlenOf(a).defaults })).problem;
@@ -198,8 +197,8 @@ export async function parseHwOptions(argv: string[], defaults: Partial<RandomDef
     algo,
     gpu,
     problem,
-    shape: { ...hwShapeOf(a, problem, algo), ...layout?.serving },
+    shape: { ...hwShapeOf(a, problem, algo, pass), ...layout?.serving },
     features: hwFeaturesFromArgs(a, algo),
-    pass: flag(a, 'backward') ? 'backward' : 'forward',
+    pass,
   };
 }

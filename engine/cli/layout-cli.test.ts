@@ -46,7 +46,7 @@ const LK = [7, 3, 5, 0];
 const CQ = [0, 4, 4, 13, 19];
 const CK = [0, 7, 10, 15, 15];
 
-function varlenCase(causal: boolean, round16 = false) {
+function varlenCase(causal: boolean, round16 = false, attentionChunk?: number) {
   const q = new Float32Array(19 * H * D);
   const k = new Float32Array(15 * HK * D);
   const v = new Float32Array(15 * HK * DV);
@@ -55,7 +55,15 @@ function varlenCase(causal: boolean, round16 = false) {
   LQ.forEach((nq, b) => {
     if (nq === 0) return;
     const nk = LK[b];
-    const p: AttentionProblem = { ...base, batch: 1, nq, nk: Math.max(nk, 1), causal, dtype: round16 ? 'fp16' : 'fp32' };
+    const p: AttentionProblem = {
+      ...base,
+      batch: 1,
+      nq,
+      nk: Math.max(nk, 1),
+      causal,
+      dtype: round16 ? 'fp16' : 'fp32',
+      ...(attentionChunk !== undefined ? { attentionChunk } : {}),
+    };
     const x = randomInputs(p, { seed: 40 + b });
     for (let h = 0; h < H; h++)
       for (let i = 0; i < nq; i++) for (let c = 0; c < D; c++) q[((CQ[b] + i) * H + h) * D + c] = x.q[(h * nq + i) * D + c];
@@ -143,6 +151,30 @@ describe('run --cu-seqlens-q/--cu-seqlens-k (varlen)', () => {
     for (const algo of ['fa2', 'fa4']) expect(maxErr((await load(join(out, algo, 'o.npy'))).data, c.o)).toBeLessThan(2e-3);
     const stats = JSON.parse(readFileSync(join(out, 'fa2', 'stats.json'), 'utf8'));
     expect(stats.algorithm_stats).toBeDefined();
+  });
+
+  it('--attention-chunk applies per sequence on the algorithms that take it (fa3, standard); fa2 refuses it by name', async () => {
+    const c = varlenCase(false, false, 3);
+    const plain = varlenCase(false);
+    expect(maxErr(c.o, plain.o)).toBeGreaterThan(1e-3);
+    const files = [
+      '--q',
+      path('q.npy'),
+      '--k',
+      path('k.npy'),
+      '--v',
+      path('v.npy'),
+      '--cu-seqlens-q',
+      path('cq.npy'),
+      '--cu-seqlens-k',
+      path('ck.npy'),
+    ];
+    const out = path('varlen-chunk');
+    await runCommand.run(['--algo', 'fa3,standard', ...files, '--attention-chunk', '3', '--out', out]);
+    for (const algo of ['fa3', 'standard']) expect(maxErr((await load(join(out, algo, 'o.npy'))).data, c.o), algo).toBeLessThan(2e-5);
+    await expect(runCommand.run(['--algo', 'fa2', ...files, '--attention-chunk', '3', '--out', path('varlen-chunk-fa2')])).rejects.toThrow(
+      /attentionChunk: fa2 has no attention chunk/,
+    );
   });
 
   const bad: [string, number[], number[], RegExp][] = [

@@ -23,7 +23,7 @@ import { PagedDecodeGpuRun, VARLEN_PATHS, VarlenGpuRun } from '../webgpu/serving
 import { timeSteady } from '../webgpu/steady-timing.ts';
 import { ArgsError, num, parseArgs, str, type ParsedArgs } from './args.ts';
 import { baseFields, LAYOUT_OPTIONS } from './layout-run.ts';
-import { fromBhnd, parseLayout, PROBLEM_OPTIONS } from './problem-options.ts';
+import { fromBhnd, parseLayout, PROBLEM_OPTIONS, refuseAttentionChunkOnWebGpu } from './problem-options.ts';
 import { loadTensorFile } from './tensor-files.ts';
 import { checkOutputs, writeOutputs } from './output-files.ts';
 import { allNanWarnings, OUTPUT_OPTIONS, outputPlan } from './run-outputs.ts';
@@ -148,6 +148,7 @@ export async function runWebGpuLayoutCli(argv: readonly string[]): Promise<numbe
   const path = webGpuPathOption(str(a, 'path') ?? (isPaged ? 'decode' : 'flash-f32'));
   const plan = outputPlan(a, out, [`webgpu-${path}`]);
   checkOutputs(plan);
+  refuseAttentionChunkOnWebGpu(a);
   const repeats = num(a, 'repeats') ?? 3;
   const dt = str(a, 'dtype');
   if (dt === 'fp8e4m3' || dt === 'fp8e5m2')

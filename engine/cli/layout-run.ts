@@ -69,13 +69,14 @@ export function isLayoutRun(argv: readonly string[]): boolean {
 export async function baseFields(a: ParsedArgs, { hq, hk, d, dv, dtype: fileDtype }: LayoutShape): Promise<LayoutBase> {
   if (str(a, 'mask-mod') !== undefined || str(a, 'score-mod') !== undefined) {
     throw new ArgsError(
-      '--mask-mod/--score-mod run on the dense problem (run without --layout); the serving layouts take --causal, --window, --softcap',
+      '--mask-mod/--score-mod run on the dense problem (run without --layout); the serving layouts take --causal, --window, --attention-chunk, --softcap',
     );
   }
   const base: LayoutBase = { hq, hk, d, dv, causal: flag(a, 'causal'), dtype: parseDtype(str(a, 'dtype')) ?? fileDtype };
   const window = parseWindow(str(a, 'window'));
   if (window) base.window = window;
   if (num(a, 'softcap') !== undefined) base.softcap = num(a, 'softcap');
+  if (num(a, 'attention-chunk') !== undefined) base.attentionChunk = num(a, 'attention-chunk');
   if (num(a, 'scale') !== undefined) base.scale = num(a, 'scale');
   if (flag(a, 'alibi') && str(a, 'alibi-slopes')) throw new ArgsError('give --alibi or --alibi-slopes, not both');
   if (flag(a, 'alibi')) base.alibi = 'standard';

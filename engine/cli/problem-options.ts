@@ -33,6 +33,7 @@ export const PROBLEM_OPTIONS: OptionSpec = {
   v: 'string',
   causal: 'flag',
   window: 'string',
+  'attention-chunk': 'int',
   alibi: 'flag',
   'alibi-slopes': 'string',
   softcap: 'number',
@@ -72,6 +73,8 @@ export const PROBLEM_HELP = `problem:
                               incoherent, pScale, reverseKv, seed); O is written as bf16 values
   --causal                    causal mask, aligned bottom-right when Nq != Nk
   --window L,R                sliding window of L keys left and R right of the diagonal (-1 = unbounded)
+  --attention-chunk N         chunked attention: a query sees only keys of its own chunk of N
+                              positions (FA3's attention_chunk; fa3 and standard take it)
   --alibi                     ALiBi with the standard per-head slopes
   --alibi-slopes FILE         ALiBi with explicit slopes, 1-D of length Hq
   --softcap C                 logit softcap C·tanh(s/C)
@@ -85,6 +88,12 @@ blocks:
                               (sage: version=1|2, smoothK, qPerWarp; it quantizes fp16/bf16/
                               fp32 inputs itself to INT8 Q/K and FP16 or FP8 P·V, and writes
                               the same error.json and precision counts as the FP8 path)`;
+
+/** The WebGPU kernels mask by causal and the window only: a chunked problem is refused before any file is read. */
+export function refuseAttentionChunkOnWebGpu(a: ParsedArgs): void {
+  if (num(a, 'attention-chunk') !== undefined)
+    throw new ArgsError('--attention-chunk: the WebGPU kernels have no attention chunk; run it on the CPU with --algo fa3 or standard');
+}
 
 export interface CliProblem {
   problem: AttentionProblem;
@@ -237,10 +246,12 @@ function problemThroughFields(dims: ProblemDims, a: ParsedArgs, dtype: DType): A
   const window = parseWindow(str(a, 'window'));
   const side = (w: number | undefined) => (w === undefined || w === -1 ? '' : String(w));
   const softcap = num(a, 'softcap');
+  const chunk = num(a, 'attention-chunk');
   const fields: ProblemFields = {
     ...problemToFields({ ...dims, causal: flag(a, 'causal'), dtype }),
     windowLeft: side(window?.left),
     windowRight: side(window?.right),
+    attentionChunk: chunk === undefined ? '' : String(chunk),
     softcap: softcap === undefined ? '' : String(softcap),
   };
   try {
@@ -251,7 +262,7 @@ function problemThroughFields(dims: ProblemDims, a: ParsedArgs, dtype: DType): A
   } catch (e) {
     if (e instanceof FieldError && e.field.startsWith('window'))
       throw new ArgsError(`--window needs L,R (integers >= 0, -1 = unbounded): ${e.message}`);
-    if (e instanceof FieldError) throw new ArgsError(`--${e.field}: ${e.message}`);
+    if (e instanceof FieldError) throw new ArgsError(`--${e.field.replaceAll(' ', '-')}: ${e.message}`);
     throw e;
   }
 }

@@ -19,7 +19,7 @@ import { ArgsError, flag, num, parseArgs, str } from './args.ts';
 import { checkOutputs, writeOutputs, type OutputPlan } from './output-files.ts';
 import { allNanWarnings, OUTPUT_OPTIONS, outputPlan } from './run-outputs.ts';
 import { webGpuPathOption } from './webgpu-path-option.ts';
-import { cliProblem, fromBhnd, PROBLEM_OPTIONS, RANDOM_OPTIONS, shapeFor } from './problem-options.ts';
+import { cliProblem, fromBhnd, PROBLEM_OPTIONS, RANDOM_OPTIONS, refuseAttentionChunkOnWebGpu, shapeFor } from './problem-options.ts';
 import { isLayoutRun } from './layout-run.ts';
 import { loadGradOutput } from './backward-cli.ts';
 import { runGpuBackward } from '../webgpu/backward-checks.ts';
@@ -66,6 +66,7 @@ export async function runWebGpuCli(argv: string[]): Promise<number> {
   const out = str(a, 'out');
   if (!out) throw new ArgsError('--out DIR is required');
   const path = webGpuPathOption(str(a, 'path') ?? 'flash-f32');
+  refuseAttentionChunkOnWebGpu(a);
   const plan = outputPlan(a, out, [`webgpu-${path}`]);
   checkOutputs(plan);
   const cp = await cliProblem(a, true, { command: 'run', maxBytes: num(a, 'max-bytes'), algos: 1, backward: str(a, 'do') !== undefined });

@@ -106,10 +106,10 @@ output:
     const problem = cp?.problem ?? layout!.problem;
     // A layout's trace is at most its batch with every sequence as long as the longest.
     if (layout) for (const tile of runTiles(a, problem, blocks, false)) checkCliSize(problem, tile, sizing, true);
-    const hwShape = (id: string) => ({ ...hwShapeOf(a, problem, id), ...layout?.serving });
+    const pass = backward ? 'backward' : 'forward';
+    const hwShape = (id: string) => ({ ...hwShapeOf(a, problem, id, pass), ...layout?.serving });
     // Hardware events are checked before anything is written, so a bad --gpu never cuts a trace short.
     const gpu = str(a, 'gpu');
-    const pass = backward ? 'backward' : 'forward';
     if (gpu) {
       for (const algo of algos) {
         const sheet = describeFor(algo.id, gpu, hwShape(algo.id), hwFeaturesFromArgs(a, algo.id), pass);

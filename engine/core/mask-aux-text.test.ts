@@ -18,6 +18,7 @@ const fields: ProblemFields = {
   causal: false,
   windowLeft: '',
   windowRight: '',
+  attentionChunk: '',
   alibi: false,
   softcap: '',
   sink: '',

@@ -181,14 +181,17 @@ export const MASK_PRESETS: readonly MaskPreset[] = [
 ];
 
 /**
- * The problem's causal flag and window as mask_mod text: the causal preset, and one bound per
- * window side around the bottom-right-aligned diagonal. These texts are what the engine runs.
+ * The problem's causal flag, window and attention chunk as mask_mod text: the causal preset, one
+ * bound per window side around the bottom-right-aligned diagonal, and the chunk's same-chunk test.
+ * These texts are what the engine runs.
  */
-export function builtInMaskTexts(p: Pick<AttentionProblem, 'causal' | 'window'>): string[] {
+export function builtInMaskTexts(p: Pick<AttentionProblem, 'causal' | 'window' | 'attentionChunk'>): string[] {
   const texts: string[] = [];
   if (p.causal) texts.push(maskPreset('causal')!.build([], { hq: 1, nq: 1, nk: 1 }).text);
   if (p.window && p.window.left >= 0) texts.push(`kv_idx >= ${POS} - ${p.window.left}`);
   if (p.window && p.window.right >= 0) texts.push(`kv_idx <= ${POS} + ${p.window.right}`);
+  // Keys from round_down(position, chunk) up to the chunk's end only (hopper/mask.h@0251105a l. 116-120).
+  if (p.attentionChunk !== undefined) texts.push(`floor((${POS}) / ${p.attentionChunk}) == floor(kv_idx / ${p.attentionChunk})`);
   return texts;
 }
 

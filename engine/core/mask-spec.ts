@@ -36,6 +36,8 @@ export interface CheckedMask {
   auxTypes: ReadonlyMap<string, MaskType>;
   /** The mask_mod reads b or h (or an array indexed by them): its block mask is per (b, h). */
   maskReadsBatchOrHead: boolean;
+  /** The mask_mod reads h: its block mask differs per query head. */
+  maskReadsHead: boolean;
 }
 
 function checkAux(aux: unknown): Map<string, readonly number[]> {
@@ -81,7 +83,7 @@ export function checkMaskSpec(spec: MaskSpec): CheckedMask {
   const maskAst = parseField(spec.maskMod, 'mask_mod', auxTypes);
   const scoreAst = parseField(spec.scoreMod, 'score_mod', auxTypes);
   const read = maskAst ? namesRead(maskAst) : new Set<string>();
-  return { maskAst, scoreAst, aux, auxTypes, maskReadsBatchOrHead: read.has('b') || read.has('h') };
+  return { maskAst, scoreAst, aux, auxTypes, maskReadsBatchOrHead: read.has('b') || read.has('h'), maskReadsHead: read.has('h') };
 }
 
 export interface CompiledMask {

@@ -21,6 +21,8 @@ const BAD: [string, Partial<AttentionProblem>][] = [
   ['scale', { scale: NaN }],
   ['softcap', { softcap: 0 }],
   ['window.left', { window: { left: -2, right: 0 } }],
+  ['attentionChunk', { attentionChunk: 0 }],
+  ['attentionChunk', { attentionChunk: 2.5 }],
   ['sinks', { sinks: [1] }],
   ['sinks', { sinks: [1, NaN] }],
   ['alibi', { alibi: [0.5] }],

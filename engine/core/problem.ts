@@ -45,6 +45,11 @@ export interface AttentionProblem {
   /** Causal mask aligned bottom-right: query i sees key j iff j <= i + nk - nq. */
   causal: boolean;
   window?: SlidingWindow;
+  /**
+   * Chunked attention (attention_chunk of FA3's hopper/flash_api.cpp): a query sees only keys in its own
+   * chunk of this many positions (positions counted bottom-right aligned), on top of causal and the window.
+   */
+  attentionChunk?: number;
   /** ALiBi: 'standard' slopes for hq heads, or explicit per-head slopes (length hq). */
   alibi?: 'standard' | number[];
   /** Softcap c > 0: score = c * tanh(score / c), applied after scaling, before masks/bias. */
@@ -107,6 +112,7 @@ export function validateProblem(p: AttentionProblem): AttentionProblem {
       }
     }
   }
+  if (p.attentionChunk !== undefined) positiveInt('attentionChunk', p.attentionChunk);
   if (p.softcap !== undefined && !(Number.isFinite(p.softcap) && p.softcap > 0)) {
     throw new ProblemError('softcap', `must be a finite number > 0, got ${p.softcap}`);
   }

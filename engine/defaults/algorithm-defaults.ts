@@ -14,7 +14,7 @@ import { describeFor, hasSchedule, hwAlgorithmById } from '../algorithms/schedul
 import type { ProblemShape } from '../hw/model.ts';
 
 /** The problem's masks and logit transform: never set by an algorithm's choice, but they move the kernel's tile and what fits. */
-export type ProblemMasks = Partial<Pick<AttentionProblem, 'causal' | 'window' | 'softcap' | 'mask'>>;
+export type ProblemMasks = Partial<Pick<AttentionProblem, 'causal' | 'window' | 'attentionChunk' | 'softcap' | 'mask'>>;
 
 /** The fields of a problem form that an algorithm's choice may set, with the masks of the problem they apply to. */
 export interface WorkingConfig extends ProblemDims, ProblemMasks {
@@ -68,6 +68,7 @@ function masksOf(c: ProblemMasks): ProblemMasks {
   return {
     ...(c.causal ? { causal: true } : {}),
     ...(c.window && (c.window.left >= 0 || c.window.right >= 0) ? { window: { ...c.window } } : {}),
+    ...(c.attentionChunk !== undefined ? { attentionChunk: c.attentionChunk } : {}),
     ...(c.softcap !== undefined ? { softcap: c.softcap } : {}),
     ...(c.mask?.maskMod !== undefined ? { mask: c.mask } : {}),
   };

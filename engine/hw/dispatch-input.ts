@@ -2,6 +2,7 @@
 // problem: the problem's dims and fields, with varlen and block sparsity as the flags the host
 // code tests. Built from the hardware model's shape in one place for every dispatch.
 
+import { checkMaskSpec } from '../core/mask-spec.ts';
 import type { ProblemDims } from '../core/problem.ts';
 import { unpackShape, type ProblemShape } from './model.ts';
 
@@ -19,6 +20,8 @@ export interface DispatchInput
   /** Packed rows of a varlen batch (cu_seqlens' last entry), which some launches size their grid by. */
   totalQ?: number;
   totalK?: number;
+  /** Those tensors differ per query head (the mask_mod reads h): their head dim is Hq, not a broadcast 1. */
+  blockSparsePerHead?: boolean;
 }
 
 /** The dispatch's view of a shape: unpacked (nq = seqlen_q), pack_gqa on when the shape is already packed. */
@@ -46,5 +49,6 @@ export function dispatchInputOf(shape: ProblemShape): DispatchInput {
     blockSparse: s.mask?.maskMod !== undefined,
     ...(s.varlen?.seqlensQ ? { totalQ: s.varlen.seqlensQ.reduce((a, b) => a + b, 0) } : {}),
     ...(s.varlen?.seqlensK ? { totalK: s.varlen.seqlensK.reduce((a, b) => a + b, 0) } : {}),
+    blockSparsePerHead: s.mask?.maskMod !== undefined && checkMaskSpec(s.mask).maskReadsHead,
   };
 }

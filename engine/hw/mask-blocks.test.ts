@@ -5,6 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import { maskSpecFrom } from '../core/mask-presets.ts';
 import type { AttentionProblem } from '../core/problem.ts';
+import { maskedKvBlocks } from './mask-blocks.ts';
 import { kvBlocksOf } from './model.ts';
 import { hwAlgorithmById, resolveFeatures, shapeOf, simulateFor } from '../algorithms/schedule-registry.ts';
 import { gpuById } from './gpus/index.ts';
@@ -17,6 +18,14 @@ const docOf = (pos: number): number => (pos < 700 ? 0 : pos < 1000 ? 1 : 2);
 const docMask = maskSpecFrom({ maskMod: 'document:700,300' }, dims);
 
 describe('the hardware grid follows the mask', () => {
+  it("the attention chunk joins the mask_mod: one mask object under two chunk sizes gives each chunk's blocks", () => {
+    // Rows 1024-1151 sit in document 2 (keys 1000-2047); a chunk of 1024 leaves keys 1024-2047, one of 256 keys 1024-1279.
+    const rows = (attentionChunk: number) =>
+      maskedKvBlocks(shapeOf({ ...base, mask: docMask, attentionChunk }), 0, 0, 1024, 1152, 128, 0, 16);
+    expect(rows(1024)).toEqual([8, 9, 10, 11, 12, 13, 14, 15]);
+    expect(rows(256)).toEqual([8, 9]);
+  });
+
   for (const [algo, gpu] of [
     ['fa3', 'h100'],
     ['fa4', 'b200'],

@@ -24,7 +24,7 @@ const models = new WeakMap<object, Map<string, MaskGridModel | null>>();
 function modelOf(shape: ProblemShape): MaskGridModel | null {
   const mask = shape.mask;
   if (mask?.maskMod === undefined) return null;
-  const key = `${shape.batch}/${shape.hq}/${shape.hk}/${shape.nq}/${shape.nk}/${shape.packRatio ?? 1}/${shape.causal}/${shape.window?.left}/${shape.window?.right}`;
+  const key = `${shape.batch}/${shape.hq}/${shape.hk}/${shape.nq}/${shape.nk}/${shape.packRatio ?? 1}/${shape.causal}/${shape.window?.left}/${shape.window?.right}/${shape.attentionChunk}`;
   let byShape = models.get(mask);
   if (!byShape) models.set(mask, (byShape = new Map()));
   const hit = byShape.get(key);

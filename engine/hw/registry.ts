@@ -52,6 +52,7 @@ export function shapeOf(p: AttentionProblem): ProblemShape {
     dtype: p.dtype,
     causal: p.causal,
     ...(p.window && (p.window.left >= 0 || p.window.right >= 0) ? { window: { ...p.window } } : {}),
+    ...(p.attentionChunk !== undefined ? { attentionChunk: p.attentionChunk } : {}),
     ...(p.softcap !== undefined ? { softcap: p.softcap } : {}),
     ...(p.mask?.maskMod !== undefined ? { mask: p.mask } : {}),
   };

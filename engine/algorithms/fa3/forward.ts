@@ -84,7 +84,8 @@ export const FA3_STAGES = 2;
 
 /** The shipped kernel's configuration for a problem (hopper/ at 0251105a, through fa3Config). */
 function configFor(p: AttentionProblem): Fa3Config {
-  const local = p.window !== undefined && (p.window.left >= 0 || p.window.right >= 0);
+  // attention_chunk makes the kernel local too (hopper/flash_api.cpp@0251105a l. 148-149).
+  const local = (p.window !== undefined && (p.window.left >= 0 || p.window.right >= 0)) || p.attentionChunk !== undefined;
   return fa3Config({ d: p.d, dv: p.dv, dtype: p.dtype, causal: p.causal, local, softcap: p.softcap !== undefined && p.softcap > 0 });
 }
 

@@ -5,6 +5,8 @@ import type { Supports } from '../capabilities.ts';
 export const FA3_SUPPORTS: Supports = {
   dtypes: ['fp32', 'fp16', 'bf16', 'fp8e4m3', 'fp8e5m2'],
   whatIf: { fp8e5m2: 'what-if: FA3 ships e4m3 only' },
+  // attention_chunk of mha_fwd (hopper/flash_api.cpp@0251105a l. 701, 148-160).
+  attentionChunk: true,
   headDims: { max: 256, maxRefusal: (d) => `FA3 instantiates head dims up to 256, got ${d}` },
   fp8: {
     lacks: {

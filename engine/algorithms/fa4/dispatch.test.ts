@@ -77,3 +77,34 @@ describe('FA4 refuses what flash_attn/cute/interface.py@0251105a refuses', () =>
     expect(fits(s)).toBe('');
   });
 });
+
+describe('FA4 turns pack_gqa off for a block mask that differs per head, after q_stage is chosen (interface.py@0251105a l. 867-871)', () => {
+  const config = (s: ProblemShape) => describeFor('fa4', 'b200', s).upstream!.config;
+  const dims = { hq: 16, nq: 100, nk: 2048 };
+  const gqa = shape({ hq: 16, hk: 2, nq: 100, nk: 2048 });
+  it('a mask_mod that reads h: unpacked grid (Hq heads), with the packed rows deciding q_stage and the scheduler', () => {
+    const s = { ...gqa, mask: maskSpecFrom({ maskMod: 'h % 2 == 0 || kv_idx >= 1000' }, dims) };
+    const c = config(s);
+    expect(c.pack_gqa).toBe(false);
+    expect(c.packed_rows).toBe(100);
+    // l. 342-344: seqlen_q_packgqa 100 × 8 = 800 > tile_m 128 → q_stage 2, kept when packing is turned off.
+    expect(c.q_stage).toBe(2);
+    // l. 815, 1075-1085: max_m_blocks_leq_one = 800 ≤ 2·128 is false → not static persistent, causal → LPT.
+    expect(c.scheduler).toBe('SingleTileLPTScheduler');
+    // One M block of 2 × 128 rows over 100 rows, 16 query heads, batch 2.
+    expect(c.tiles).toBe(1 * 16 * 2);
+    expect(
+      why('fa4', 'b200', s).some((l) =>
+        l.startsWith('flash_attn/cute/interface.py@0251105a l. 867-871: the block mask differs per query head'),
+      ),
+    ).toBe(true);
+  });
+  it('a mask_mod that reads only b, or neither, broadcasts over heads and stays packed', () => {
+    for (const maskMod of ['b == 0 || kv_idx >= 1000', 'kv_idx >= 1000']) {
+      const c = config({ ...gqa, mask: maskSpecFrom({ maskMod }, dims) });
+      expect(c.pack_gqa, maskMod).toBe(true);
+      expect(c.packed_rows).toBe(800);
+      expect(c.tiles).toBe(Math.ceil(800 / 256) * 2 * 2);
+    }
+  });
+});

@@ -190,8 +190,8 @@ export function fa4Dispatch(p: Fa4DispatchInput, numSms: number): Fa4Dispatch {
     `${IFACE} l. 342-344: seqlen_q_packgqa = ${p.nq}${packGqa ? ` × ${qheadPerKvhead}` : ''} = ${packedRows} ${qStage === 2 ? '>' : '≤'} tile_m ${tileM} → q_stage ${qStage}`,
   );
   const kLoaded = !isLocal ? p.nk : Math.max(0, Math.min(p.nk, (right || p.nk) + (left || p.nk) + 1 + tileM));
-  const numMBlocks = Math.ceil(packedRows / (qStage * tileM));
-  const heads = packGqa ? p.hk : p.hq;
+  let numMBlocks = Math.ceil(packedRows / (qStage * tileM));
+  let heads = packGqa ? p.hk : p.hq;
   const totalMblocks = p.batch * p.hk * numMBlocks;
   let numNBlocks = Math.ceil(kLoaded / tileN);
   let numSplits: number;
@@ -245,6 +245,17 @@ export function fa4Dispatch(p: Fa4DispatchInput, numSms: number): Fa4Dispatch {
       packGqa ? `tile_m % ${qheadPerKvhead} = ${tileM % qheadPerKvhead}` : 'not packed',
     ].join(', ')})`,
   );
+  // The rows the grid's M tiles cover: the packed rows, unless the block mask below turns packing off.
+  let gridRows = packedRows;
+  if (p.blockSparsePerHead && packGqa) {
+    packGqa = false;
+    gridRows = p.nq;
+    numMBlocks = Math.ceil(gridRows / (qStage * tileM));
+    heads = p.hq;
+    why.push(
+      `${IFACE} l. 867-871: the block mask differs per query head (mask_block_cnt's head dim is ${p.hq}, not 1): pack_gqa off, after q_stage ${qStage}, num_splits and the scheduler's max_m_blocks_leq_one were chosen on the ${packedRows} packed rows (l. 786-815)`,
+    );
+  }
   const dedicatedHd256 = hd256;
   if (dedicatedHd256) {
     ctaGroup = 2;
@@ -360,7 +371,7 @@ export function fa4Dispatch(p: Fa4DispatchInput, numSms: number): Fa4Dispatch {
     windowRight: right,
     packGqa,
     qheadPerKvhead,
-    packedRows,
+    packedRows: gridRows,
     tileM,
     tileN,
     qStage,

@@ -13,7 +13,8 @@ export const standardAlgorithm = defineAlgorithm({
   backward: { algorithm: standardBackward, switches: {}, dqAccumulation: false, scaleLater: false },
   defaults: { gpu: null, dtype: 'fp32', nq: 64, nk: 64, d: 32, dv: 32, tile: { blockM: 16, blockN: 16 } },
   tiles: () => ({ blockM: 16, blockN: 16 }),
-  supports: { dtypes: ['fp32', 'fp16', 'bf16'] },
+  // The reference takes any mask, the attention chunk included.
+  supports: { dtypes: ['fp32', 'fp16', 'bf16'], attentionChunk: true },
   rowStats: 'materialized',
   serving: { pageTableEntryBytes: 4, splits: false },
 });

@@ -46,7 +46,7 @@ import {
 import { maskedKvBlocks } from '../../hw/mask-blocks.ts';
 import { FA3_FEATURES } from './forward.ts';
 import type { Kernel } from '../../hw/scheduler.ts';
-import { maskLabel, maskedKvSteps } from '../../hw/mask-steps.ts';
+import { maskLabel, maskedKvSteps, type KernelMask } from '../../hw/mask-steps.ts';
 import { FA3_ROWS_PER_CONSUMER as ROWS_PER_WG, fa3Config, type Fa3Config } from './tiles.ts';
 import { fa3Dispatch, type Fa3Dispatch } from './dispatch.ts';
 import { dispatchInputOf } from '../../hw/dispatch-input.ts';
@@ -228,6 +228,25 @@ function grid(gpu: GpuSpec, given: ProblemShape): CtaWork[] {
   return out;
 }
 
+/** The mask the kernel is compiled with, as the dispatch resolved it. */
+function kernelMaskOf(dp: ReturnType<typeof fa3DispatchOf>): KernelMask {
+  return {
+    causal: dp.isCausal,
+    local: dp.isLocal,
+    left: dp.isLocal ? dp.windowLeft : null,
+    right: dp.isLocal ? dp.windowRight : null,
+    chunk: dp.attentionChunk,
+  };
+}
+
+/** The blocks mainloop_fwd_sm90_tma_gmma_ws.hpp runs with a mask (engine/hw/mask-steps.ts), over the CTA's kBlockM rows. */
+function maskStepsOf(gpu: GpuSpec, given: ProblemShape, work: CtaWork): Set<number> {
+  const shape = kernelShape(given, gpu);
+  const { blockM, blockN } = fa3Tiles(shape);
+  const mask = kernelMaskOf(fa3DispatchOf(given, gpu.smCount));
+  return maskedKvSteps(sequencesOf(shape)[work.b] ?? shape, work.qBlock, blockM, blockN, work.kvFrom, work.kvTo, mask);
+}
+
 function build(k: Kernel, ctx: BuildContext, work: CtaWork): void {
   const { gpu, features: f } = ctx;
   const shape = kernelShape(ctx.shape, gpu);
@@ -360,15 +379,8 @@ function build(k: Kernel, ctx: BuildContext, work: CtaWork): void {
     }
   }
 
-  // The blocks mainloop_fwd_sm90_tma_gmma_ws.hpp runs with a mask (engine/hw/mask-steps.ts), over the CTA's kBlockM rows.
-  const kernelMask = {
-    causal: dp.isCausal,
-    local: dp.isLocal,
-    left: dp.isLocal ? dp.windowLeft : null,
-    right: dp.isLocal ? dp.windowRight : null,
-    chunk: dp.attentionChunk,
-  };
-  const maskSteps = maskedKvSteps(sequencesOf(shape)[work.b] ?? shape, work.qBlock, blockM, blockN, work.kvFrom, work.kvTo, kernelMask);
+  const kernelMask = kernelMaskOf(dp);
+  const maskSteps = maskStepsOf(gpu, ctx.shape, work);
   const maskOp = maskLabel(kernelMask);
   for (let w = 0; w < CONSUMERS; w++) {
     const warps = [4 + 4 * w, 5 + 4 * w, 6 + 4 * w, 7 + 4 * w];
@@ -588,6 +600,7 @@ export const fa3Hw: HwAlgorithm = {
   resources,
   grid,
   build,
+  maskedSteps: (gpu, shape, _f, work) => maskStepsOf(gpu, shape, work).size,
   epilogueKernelUs: (gpu, shape) => splitCombineUs(gpu, shape, fa3DispatchOf(shape, gpu.smCount).numSplits),
   hbmBytes: (shape, _f, gpu) => ioBytes(shape) + partialBytes(shape, fa3DispatchOf(shape, gpu.smCount).numSplits),
 };

@@ -43,7 +43,7 @@ import {
   phase,
   STAGES_SWITCH,
 } from '../../hw/model.ts';
-import { maskedKvBlocks } from '../../hw/mask-blocks.ts';
+import { maskedKvBlocks, sparseKvBlocks } from '../../hw/mask-blocks.ts';
 import { FA3_FEATURES } from './forward.ts';
 import type { Kernel } from '../../hw/scheduler.ts';
 import { maskLabel, maskedKvSteps, type KernelMask } from '../../hw/mask-steps.ts';
@@ -147,6 +147,7 @@ function resources(gpu: GpuSpec, shape: ProblemShape, f: HwFeatures): ResourceSh
   if (dp.numSplits > 1) {
     sheet.notes.push(combineNote(gpu, fa3CombineOf(shape, dp.numSplits), dp.numSplits));
   }
+  if (shape.mask?.maskMod !== undefined) sheet.notes.push(FA3_MASK_MOD_NOTE);
   if (dp.cluster === 2)
     sheet.notes.push(
       'Thread-block cluster of 2 along M (ClusterM = 2): each CTA of the pair loads half of every K/V block by TMA and multicasts it into both CTAs’ shared memory; the timeline shows this CTA’s half.',
@@ -239,12 +240,26 @@ function kernelMaskOf(dp: ReturnType<typeof fa3DispatchOf>): KernelMask {
   };
 }
 
-/** The blocks mainloop_fwd_sm90_tma_gmma_ws.hpp runs with a mask (engine/hw/mask-steps.ts), over the CTA's kBlockM rows. */
+/** What the memory map says of a mask_mod on FA3 (describe's why line cites hopper/flash_api.cpp's mha_fwd). */
+export const FA3_MASK_MOD_NOTE =
+  "FA3's kernel takes no mask_mod (hopper/flash_api.cpp mha_fwd): this mask is FlashScope's what-if. K/V blocks the mask empties are skipped and every partially masked block runs the masking step, as FA4's block-sparse kernel does.";
+
+/**
+ * The blocks mainloop_fwd_sm90_tma_gmma_ws.hpp runs with a mask (engine/hw/mask-steps.ts), over the
+ * CTA's kBlockM rows; under a mask_mod (FlashScope's what-if: hopper/ takes none) every partially
+ * masked block too, as FA4's block-sparse path charges them.
+ */
 function maskStepsOf(gpu: GpuSpec, given: ProblemShape, work: CtaWork): Set<number> {
   const shape = kernelShape(given, gpu);
   const { blockM, blockN } = fa3Tiles(shape);
   const mask = kernelMaskOf(fa3DispatchOf(given, gpu.smCount));
-  return maskedKvSteps(sequencesOf(shape)[work.b] ?? shape, work.qBlock, blockM, blockN, work.kvFrom, work.kvTo, mask);
+  const seq = sequencesOf(shape)[work.b] ?? shape;
+  const steps = maskedKvSteps(seq, work.qBlock, blockM, blockN, work.kvFrom, work.kvTo, mask);
+  if (work.kvList === undefined) return steps;
+  const m0 = work.qBlock * blockM;
+  const sparse = sparseKvBlocks(seq, work.b, work.h, m0, Math.min(seq.nq, m0 + blockM), blockN, work.kvFrom, work.kvTo);
+  for (const j of sparse?.partial ?? []) steps.add(j);
+  return steps;
 }
 
 function build(k: Kernel, ctx: BuildContext, work: CtaWork): void {

@@ -2,7 +2,8 @@
 //
 // The model, in three steps:
 // 1. One SM: the discrete-event scheduler runs the roles of the CTAs that share an SM
-//    (ctas_per_sm of them, from the resource sheet) for a CTA that visits n K/V blocks.
+//    (ctas_per_sm of them, from the resource sheet) for a CTA that visits n K/V blocks and
+//    runs the masking step on k of them (costKey: one CTA of the grid per distinct (n, k)).
 //    That gives T(n), the cycles such a CTA holds its slot, and each unit's busy cycles.
 //    Up to EXACT_BLOCKS blocks it is simulated exactly; beyond, the loop is periodic in
 //    steady state, so T(n) is extended linearly from two exact points (n1 = 12, n2 = 24):

@@ -151,7 +151,7 @@ test('FA4 2-CTA mode (d = 128, Nq = 512, not causal): the memory map shows what 
   await shot(page, { path: 'test-results/hardware-fa4-2cta.png', fullPage: true });
 });
 
-test('FA3: switching ping-pong off re-runs the schedule and the timeline changes', async ({ page }) => {
+test('FA3: switching ping-pong off re-runs the schedule and the timeline changes; a mask_mod is noted as a what-if', async ({ page }) => {
   await openApp(page);
   await loadProblem(page, { algorithm: 'fa3', nq: '128', nk: '1024', d: '128', dv: '128', blockM: '64', blockN: '128', dtype: 'fp16' });
   const canvas = timeline(page).getByTestId('timeline-canvas');
@@ -170,6 +170,19 @@ test('FA3: switching ping-pong off re-runs the schedule and the timeline changes
   await timeline(page).getByLabel('ping-pong').check();
   await expect(canvas).toHaveAttribute('data-cycles', before.cycles!);
   await shot(page, { path: 'test-results/hardware-fa3-timeline.png', fullPage: true });
+
+  // A mask_mod on FA3 is FlashScope's what-if (hopper/ takes none): the memory map's notes and upstream's why list say so.
+  const panel = page.getByRole('region', { name: 'Problem' });
+  await panel.getByLabel('mask_mod text', { exact: true }).fill('document:300');
+  await panel.getByRole('button', { name: 'Load problem' }).click();
+  await expect(memoryMap(page).locator('.hw-notes')).toContainText("FA3's kernel takes no mask_mod (hopper/flash_api.cpp mha_fwd)", {
+    timeout: 30_000,
+  });
+  const why = memoryMap(page).getByTestId('hw-upstream');
+  await why.locator('summary').focus();
+  await page.keyboard.press('Enter');
+  await expect(why.locator('li', { hasText: 'mha_fwd takes no mask_mod' })).toContainText('hopper/flash_api.cpp@0251105a l. 672-708');
+  await shot(memoryMap(page), { path: 'test-results/hardware-fa3-mask-mod-note.png' });
 });
 
 test('FA3 at d = 256 (fp16) has no scheduler barrier: the pseudo-code says why its warpgroups run side by side, the timeline shows ping-pong disabled, and upstream’s configuration is explained', async ({

@@ -116,3 +116,28 @@ describe('the hardware grid follows the mask', () => {
     expect(a.resources(g, shapeOf({ ...base, mask: docMask }), f).cta_group ?? 1).toBe(1);
   });
 });
+
+describe('FA3 under a mask_mod (hopper/ takes none: the model charges it as FA4 block-sparse does)', () => {
+  const shape = shapeOf({ ...base, mask: docMask });
+  const a = hwAlgorithmById('fa3');
+  const g = gpuById('h100');
+  const f = resolveFeatures(a, {});
+
+  it('describe and the memory map say so, citing mha_fwd', () => {
+    const sheet = a.resources(g, shape, f);
+    const why = sheet.upstream?.why ?? [];
+    expect(why.some((w) => w.startsWith('hopper/flash_api.cpp@0251105a l. 672-708: mha_fwd takes no mask_mod'))).toBe(true);
+    expect(sheet.notes.some((n) => n.startsWith("FA3's kernel takes no mask_mod"))).toBe(true);
+    const plain = a.resources(g, shapeOf(base), f);
+    expect(plain.upstream?.why.some((w) => w.includes('no mask_mod'))).toBe(false);
+    expect(plain.notes.some((n) => n.includes('mask_mod'))).toBe(false);
+  });
+
+  it('a Q tile across a document boundary runs the masking step on its partially masked blocks, not only the first', () => {
+    const bm = a.resources(g, shape, f).tiles.block_m;
+    // Rows 640-767 straddle the boundary at 700 (non-causal kernel: its own mask only checks the first block visited).
+    const w = a.grid(g, shape, f).find((c) => c.h === 0 && c.qBlock * bm <= 700 && (c.qBlock + 1) * bm > 700);
+    expect(w).toBeDefined();
+    expect(a.maskedSteps?.(g, shape, f, w!)).toBeGreaterThan(1);
+  });
+});

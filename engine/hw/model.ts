@@ -204,6 +204,8 @@ export interface HwAlgorithm {
   grid(gpu: GpuSpec, shape: ProblemShape, f: HwFeatures): CtaWork[];
   /** Adds one CTA's roles, barriers and buffers to the kernel. */
   build(k: Kernel, ctx: BuildContext, work: CtaWork): void;
+  /** K/V blocks (summed over sub-units) a CTA runs the masking step on: simulate times CTAs alike in block count and in this once. Absent: no per-block masking cost. */
+  maskedSteps?(gpu: GpuSpec, shape: ProblemShape, f: HwFeatures, work: CtaWork): number;
   /** Kernels launched around the main one (flash-decoding's combine; the backward's preprocessing and dQ conversion), in microseconds. */
   epilogueKernelUs?(gpu: GpuSpec, shape: ProblemShape, f: HwFeatures): number;
   /** FLOPs the TFLOP/s figure is quoted for; default the forward's nominal count (backward.ts: 2.5 × that). */

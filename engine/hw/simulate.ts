@@ -2,7 +2,8 @@
 //
 // The model, in three steps:
 // 1. One SM: the discrete-event scheduler runs the roles of the CTAs that share an SM
-//    (ctas_per_sm of them, from the resource sheet) for a CTA that visits n K/V blocks.
+//    (ctas_per_sm of them, from the resource sheet) for a CTA that visits n K/V blocks and
+//    runs the masking step on k of them (costKey: one CTA of the grid per distinct (n, k)).
 //    That gives T(n), the cycles such a CTA holds its slot, and each unit's busy cycles.
 //    Up to EXACT_BLOCKS blocks it is simulated exactly; beyond, the loop is periodic in
 //    steady state, so T(n) is extended linearly from two exact points (n1 = 12, n2 = 24):
@@ -32,7 +33,7 @@ import { ceilDiv, kvCount, sequencesOf, tensorRate, type CtaWork, type HwAlgorit
 import { Kernel, simulateKernel, type KernelRun } from './scheduler.ts';
 
 export const EXACT_BLOCKS = 24;
-/** The most CTAs a grid holds as objects; larger grids are simulated from their counts per K/V block count. */
+/** The most CTAs a grid holds as objects; larger grids are simulated from their counts per cost class (costKey). */
 export const MAX_GRID_CTAS = 1 << 16;
 const N1 = 12;
 
@@ -105,7 +106,7 @@ export function simulateProblem(algo: HwAlgorithm, gpu: GpuSpec, shape: ProblemS
   const sheet = algo.resources(gpu, shape, f);
   if (sheet.does_not_fit.length > 0) throw new FitError(sheet.does_not_fit);
   const { grid, counts, batches } = gridOf(algo, gpu, shape, f);
-  const total = counts ? [...counts.values()].reduce((a, b) => a + b, 0) : grid.length;
+  const total = counts ? [...counts.values()].reduce((a, b) => a + b.m, 0) : grid.length;
   // The block scheduler spreads CTAs over all SMs before doubling up, so a grid smaller
   // than the SM count runs one CTA per SM.
   const span = smsPerEntry(sheet);
@@ -114,13 +115,18 @@ export function simulateProblem(algo: HwAlgorithm, gpu: GpuSpec, shape: ProblemS
   const activeSms = Math.min(gpu.smCount, ceilDiv(total, occ) * span);
   const bw = loadBytesPerClk(gpu, algo, activeSms);
 
-  // T(n) and busy(n) per distinct K/V block count, memoized.
-  const memo = new Map<number, { t: number; busy: Record<string, number> }>();
-  const exact = (n: number) => {
-    let r = memo.get(n);
+  // T and busy per distinct CTA cost class (K/V block count, masked steps), memoized; the grid's first CTA of each class stands for it.
+  const keys = counts ? undefined : grid.map((c) => costKey(algo, gpu, shape, f, c));
+  const protos = new Map<string, CtaWork>();
+  if (counts) for (const [key, { proto }] of counts) protos.set(key, proto);
+  else grid.forEach((c, i) => protos.has(keys![i]) || protos.set(keys![i], c));
+  const memo = new Map<string, { t: number; busy: Record<string, number> }>();
+  const exact = (n: number, key?: string) => {
+    const id = key ?? `${n}`;
+    let r = memo.get(id);
     if (!r) {
-      // A CTA of n blocks: take one from the grid when there is one, else the first CTA's range cut or grown to n.
-      const proto = grid.find((c) => kvCount(c) === n) ?? grid[0];
+      // A CTA of its class from the grid; the extension's points are the first CTA of n blocks, else the first CTA cut or grown to n.
+      const proto = (key !== undefined ? protos.get(key) : undefined) ?? grid.find((c) => kvCount(c) === n) ?? grid[0];
       const work: CtaWork = kvCount(proto) === n ? proto : { ...proto, kvFrom: 0, kvTo: n, kvList: undefined, kvFull: undefined };
       const run = runSm(
         algo,
@@ -132,13 +138,13 @@ export function simulateProblem(algo: HwAlgorithm, gpu: GpuSpec, shape: ProblemS
         false,
       );
       r = { t: run.cycles, busy: run.unitBusy };
-      memo.set(n, r);
+      memo.set(id, r);
     }
     return r;
   };
   const extended = new Map<number, { t: number; busy: Record<string, number> }>();
-  const cost = (n: number) => {
-    if (n <= EXACT_BLOCKS) return exact(n);
+  const cost = (n: number, key: string) => {
+    if (n <= EXACT_BLOCKS) return exact(n, key);
     const hit = extended.get(n);
     if (hit) return hit;
     const a = exact(N1);
@@ -152,22 +158,22 @@ export function simulateProblem(algo: HwAlgorithm, gpu: GpuSpec, shape: ProblemS
     return r;
   };
 
-  // Runs of equal CTAs (K/V block count n, how many) in the order the tile scheduler hands them out.
-  const runs: { n: number; m: number }[] = [];
-  const push = (n: number, m: number) => {
+  // Runs of equal CTAs (K/V block count n, cost class, how many) in the order the tile scheduler hands them out.
+  const runs: { n: number; key: string; m: number }[] = [];
+  const push = (n: number, key: string, m: number) => {
     const last = runs[runs.length - 1];
-    if (last && last.n === n) last.m += m;
-    else runs.push({ n, m });
+    if (last && last.key === key) last.m += m;
+    else runs.push({ n, key, m });
   };
   // A static persistent scheduler deals tiles round robin in grid order (tile_idx += grid_dim), a counted grid batch by batch in closed form.
   const roundRobin = algo.staticPersistent?.(shape, gpu) ?? false;
-  if (counts) for (const [n, m] of [...counts.entries()].sort((x, y) => y[0] - x[0])) push(n, m);
+  if (counts) for (const [key, { n, m }] of [...counts.entries()].sort((x, y) => y[1].n - x[1].n)) push(n, key, m);
   else {
-    const order = grid.map((c, i) => ({ n: kvCount(c), i }));
+    const order = grid.map((c, i) => ({ n: kvCount(c), key: keys![i], i }));
     const longestFirst = typeof algo.longestFirst === 'function' ? algo.longestFirst(shape) : algo.longestFirst;
     // The scheduler's LPT order applies to causal and local masks alike (flash_fwd_launch_template.h@0251105a l. 61: LPT = Is_causal || Is_local).
     if (!roundRobin && longestFirst && (shape.causal || shape.window !== undefined)) order.sort((x, y) => y.n - x.n || x.i - y.i);
-    for (const { n } of order) push(n, 1);
+    for (const { n, key } of order) push(n, key, 1);
   }
   // Slot free times: a min-heap under list scheduling, each persistent CTA's in CTA order under round robin.
   const heap: number[] = new Array(Math.min(slotsTotal, total)).fill(0);
@@ -188,8 +194,8 @@ export function simulateProblem(algo: HwAlgorithm, gpu: GpuSpec, shape: ProblemS
   const unitsSeen = new Set<string>();
   let slotCycles = 0;
   let next = 0;
-  for (const { n, m } of runs) {
-    const c = cost(n);
+  for (const { n, key, m } of runs) {
+    const c = cost(n, key);
     if (roundRobin && counts === undefined) next = dealRoundRobin(heap, next, m, c.t);
     else if (!roundRobin)
       for (let left = m; left > 0; ) {
@@ -216,7 +222,7 @@ export function simulateProblem(algo: HwAlgorithm, gpu: GpuSpec, shape: ProblemS
     }
   }
   if (roundRobin && counts !== undefined) {
-    const perBatch = grid.slice(0, grid.length / batches).map((c) => cost(kvCount(c)).t);
+    const perBatch = grid.slice(0, grid.length / batches).map((c) => cost(kvCount(c), costKey(algo, gpu, shape, f, c)).t);
     heap.splice(0, heap.length, ...dealBatchesRoundRobin(perBatch, shape.batch, heap.length));
   }
   let cycles = 0;
@@ -300,23 +306,38 @@ function gcd(a: number, b: number): number {
 
 /**
  * The grid as objects when it holds at most MAX_GRID_CTAS CTAs. Otherwise a grid of fewer
- * batches (grids repeat per batch) and the full grid's CTA count per K/V block count.
+ * batches (grids repeat per batch) and the full grid's CTA count per cost class (costKey).
  */
 export function gridOf(
   algo: HwAlgorithm,
   gpu: GpuSpec,
   shape: ProblemShape,
   f: HwFeatures,
-): { grid: CtaWork[]; counts?: Map<number, number>; batches: number } {
+): { grid: CtaWork[]; counts?: Map<string, { n: number; m: number; proto: CtaWork }>; batches: number } {
   if (shape.varlen || shape.batch === 1) return { grid: checkedGrid(algo, gpu, shape, f), batches: shape.batch };
   const perBatch = checkedGrid(algo, gpu, { ...shape, batch: 1 }, f).length;
   if (perBatch * shape.batch <= MAX_GRID_CTAS) return { grid: algo.grid(gpu, shape, f), batches: shape.batch };
   const batches = Math.max(1, Math.min(shape.batch, Math.floor(MAX_GRID_CTAS / Math.max(1, perBatch))));
   const grid = algo.grid(gpu, { ...shape, batch: batches }, f);
-  const counts = new Map<number, number>();
-  for (const c of grid) counts.set(kvCount(c), (counts.get(kvCount(c)) ?? 0) + 1);
-  for (const [n, m] of counts) counts.set(n, Math.round((m * shape.batch) / batches));
+  const counts = new Map<string, { n: number; m: number; proto: CtaWork }>();
+  for (const c of grid) {
+    const key = costKey(algo, gpu, shape, f, c);
+    const hit = counts.get(key);
+    if (hit) hit.m++;
+    else counts.set(key, { n: kvCount(c), m: 1, proto: c });
+  }
+  for (const v of counts.values()) v.m = Math.round((v.m * shape.batch) / batches);
   return { grid, counts, batches };
+}
+
+/**
+ * What a CTA's cost depends on besides its K/V block count: the blocks it runs the masking step
+ * on (causal diagonals, window edges, a block-sparse CTA's partial blocks). CTAs alike in both are
+ * simulated once; past EXACT_BLOCKS the extension is by block count alone.
+ */
+export function costKey(algo: HwAlgorithm, gpu: GpuSpec, shape: ProblemShape, f: HwFeatures, c: CtaWork): string {
+  const n = kvCount(c);
+  return n > EXACT_BLOCKS || algo.maskedSteps === undefined ? `${n}` : `${n}:${algo.maskedSteps(gpu, shape, f, c)}`;
 }
 
 /** One batch's grid, refused when even that is too many CTAs to list. */

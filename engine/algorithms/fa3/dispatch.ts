@@ -202,6 +202,7 @@ export function fa3Dispatch(p: Fa3DispatchInput, numSms: number): Fa3Dispatch {
     `${API} l. 796-804, 148-149: window (${p.window?.left ?? -1}, ${p.window?.right ?? -1})${p.causal ? ' with causal' : ''} → ${isCausal ? 'causal' : isLocal ? 'local' : 'no mask'}`,
   );
   why.push(fa3MaskStepsWhy(isCausal, isLocal, chunk));
+  if (p.blockSparse) why.push(FA3_MASK_MOD_WHY);
   let windowLeft = left < 0 ? p.nk - 1 : left;
   let windowRight = right < 0 ? p.nq - 1 : right;
   if (chunk > 0) {
@@ -368,6 +369,9 @@ export interface Fa3BwdDispatch {
 }
 
 const MAINLOOP = 'hopper/mainloop_fwd_sm90_tma_gmma_ws.hpp@0251105a';
+
+/** A mask_mod on FA3 is FlashScope's what-if, charged per block as FA4's block-sparse path is (engine/algorithms/fa3/schedule.ts maskStepsOf). */
+export const FA3_MASK_MOD_WHY = `${API} l. 672-708: mha_fwd takes no mask_mod (its masks are is_causal, window_size_left/right and attention_chunk), so this mask is FlashScope's what-if: the model skips the K/V blocks the mask empties and runs the masking step on every partially masked block besides the kernel's own, as FA4's block-sparse path charges its partial blocks (flash_attn/cute/block_sparse_utils.py@0251105a l. 951-1037)`;
 
 /** Which K/V blocks the consumers run with mask.apply (engine/hw/mask-steps.ts charges the same). */
 function fa3MaskStepsWhy(isCausal: boolean, isLocal: boolean, chunk: number): string {

@@ -43,10 +43,10 @@ import {
   phase,
   STAGES_SWITCH,
 } from '../../hw/model.ts';
-import { maskedKvBlocks } from '../../hw/mask-blocks.ts';
+import { maskedKvBlocks, sparseKvBlocks } from '../../hw/mask-blocks.ts';
 import { FA3_FEATURES } from './forward.ts';
 import type { Kernel } from '../../hw/scheduler.ts';
-import { maskLabel, maskedKvSteps } from '../../hw/mask-steps.ts';
+import { maskLabel, maskedKvSteps, type KernelMask } from '../../hw/mask-steps.ts';
 import { FA3_ROWS_PER_CONSUMER as ROWS_PER_WG, fa3Config, type Fa3Config } from './tiles.ts';
 import { fa3Dispatch, type Fa3Dispatch } from './dispatch.ts';
 import { dispatchInputOf } from '../../hw/dispatch-input.ts';
@@ -147,6 +147,7 @@ function resources(gpu: GpuSpec, shape: ProblemShape, f: HwFeatures): ResourceSh
   if (dp.numSplits > 1) {
     sheet.notes.push(combineNote(gpu, fa3CombineOf(shape, dp.numSplits), dp.numSplits));
   }
+  if (shape.mask?.maskMod !== undefined) sheet.notes.push(FA3_MASK_MOD_NOTE);
   if (dp.cluster === 2)
     sheet.notes.push(
       'Thread-block cluster of 2 along M (ClusterM = 2): each CTA of the pair loads half of every K/V block by TMA and multicasts it into both CTAs’ shared memory; the timeline shows this CTA’s half.',
@@ -226,6 +227,39 @@ function grid(gpu: GpuSpec, given: ProblemShape): CtaWork[] {
           }
   });
   return out;
+}
+
+/** The mask the kernel is compiled with, as the dispatch resolved it. */
+function kernelMaskOf(dp: ReturnType<typeof fa3DispatchOf>): KernelMask {
+  return {
+    causal: dp.isCausal,
+    local: dp.isLocal,
+    left: dp.isLocal ? dp.windowLeft : null,
+    right: dp.isLocal ? dp.windowRight : null,
+    chunk: dp.attentionChunk,
+  };
+}
+
+/** What the memory map says of a mask_mod on FA3 (describe's why line cites hopper/flash_api.cpp's mha_fwd). */
+export const FA3_MASK_MOD_NOTE =
+  "FA3's kernel takes no mask_mod (hopper/flash_api.cpp mha_fwd): this mask is FlashScope's what-if. K/V blocks the mask empties are skipped and every partially masked block runs the masking step, as FA4's block-sparse kernel does.";
+
+/**
+ * The blocks mainloop_fwd_sm90_tma_gmma_ws.hpp runs with a mask (engine/hw/mask-steps.ts), over the
+ * CTA's kBlockM rows; under a mask_mod (FlashScope's what-if: hopper/ takes none) every partially
+ * masked block too, as FA4's block-sparse path charges them.
+ */
+function maskStepsOf(gpu: GpuSpec, given: ProblemShape, work: CtaWork): Set<number> {
+  const shape = kernelShape(given, gpu);
+  const { blockM, blockN } = fa3Tiles(shape);
+  const mask = kernelMaskOf(fa3DispatchOf(given, gpu.smCount));
+  const seq = sequencesOf(shape)[work.b] ?? shape;
+  const steps = maskedKvSteps(seq, work.qBlock, blockM, blockN, work.kvFrom, work.kvTo, mask);
+  if (work.kvList === undefined) return steps;
+  const m0 = work.qBlock * blockM;
+  const sparse = sparseKvBlocks(seq, work.b, work.h, m0, Math.min(seq.nq, m0 + blockM), blockN, work.kvFrom, work.kvTo);
+  for (const j of sparse?.partial ?? []) steps.add(j);
+  return steps;
 }
 
 function build(k: Kernel, ctx: BuildContext, work: CtaWork): void {
@@ -360,15 +394,8 @@ function build(k: Kernel, ctx: BuildContext, work: CtaWork): void {
     }
   }
 
-  // The blocks mainloop_fwd_sm90_tma_gmma_ws.hpp runs with a mask (engine/hw/mask-steps.ts), over the CTA's kBlockM rows.
-  const kernelMask = {
-    causal: dp.isCausal,
-    local: dp.isLocal,
-    left: dp.isLocal ? dp.windowLeft : null,
-    right: dp.isLocal ? dp.windowRight : null,
-    chunk: dp.attentionChunk,
-  };
-  const maskSteps = maskedKvSteps(sequencesOf(shape)[work.b] ?? shape, work.qBlock, blockM, blockN, work.kvFrom, work.kvTo, kernelMask);
+  const kernelMask = kernelMaskOf(dp);
+  const maskSteps = maskStepsOf(gpu, ctx.shape, work);
   const maskOp = maskLabel(kernelMask);
   for (let w = 0; w < CONSUMERS; w++) {
     const warps = [4 + 4 * w, 5 + 4 * w, 6 + 4 * w, 7 + 4 * w];
@@ -588,6 +615,7 @@ export const fa3Hw: HwAlgorithm = {
   resources,
   grid,
   build,
+  maskedSteps: (gpu, shape, _f, work) => maskStepsOf(gpu, shape, work).size,
   epilogueKernelUs: (gpu, shape) => splitCombineUs(gpu, shape, fa3DispatchOf(shape, gpu.smCount).numSplits),
   hbmBytes: (shape, _f, gpu) => ioBytes(shape) + partialBytes(shape, fa3DispatchOf(shape, gpu.smCount).numSplits),
 };

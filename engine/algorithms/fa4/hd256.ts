@@ -318,15 +318,7 @@ export function buildHd256(
   }
 
   // Both CTAs mask the last block and, when causal, the blocks from the pair's diagonal on (need_apply_mask, l. 1367-1398, over 256-row MMA tiles).
-  const maskSteps = maskedKvSteps(
-    sequencesOf(shape)[work.b] ?? shape,
-    work.qBlock,
-    2 * HD256_TILE,
-    HD256_TILE,
-    work.kvFrom,
-    work.kvTo,
-    mask,
-  );
+  const maskSteps = hd256MaskedSteps(shape, work, mask);
   for (const [r, side] of sides.entries()) {
     const u = side.unit;
     const B = local[r];
@@ -413,4 +405,9 @@ export function buildHd256(
       });
     }
   }
+}
+
+/** The blocks both CTAs of a d = 256 pair mask: the last one and, when causal, those from the pair's diagonal on (need_apply_mask, l. 1367-1398, over 256-row MMA tiles). */
+export function hd256MaskedSteps(shape: ProblemShape, work: CtaWork, mask: KernelMask): Set<number> {
+  return maskedKvSteps(sequencesOf(shape)[work.b] ?? shape, work.qBlock, 2 * HD256_TILE, HD256_TILE, work.kvFrom, work.kvTo, mask);
 }

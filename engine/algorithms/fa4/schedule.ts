@@ -61,7 +61,7 @@ import { maskLabel, maskedKvSteps, sparseMaskedSteps, type KernelMask } from '..
 import { FA4_FEATURES } from './forward.ts';
 import type { Kernel } from '../../hw/scheduler.ts';
 import { FA4_TILE, exp2EmulatedShare, fa4Config, fa4HeadDimRefusal, type Fa4Config } from './tiles.ts';
-import { buildHd256, hd256Layout } from './hd256.ts';
+import { buildHd256, hd256Layout, hd256MaskedSteps } from './hd256.ts';
 import { allocCtaMemory, ctaSides, type CtaSide } from './pair.ts';
 import { SmemPacker } from './smem-packer.ts';
 import { fa4Dispatch, type Fa4Dispatch } from './dispatch.ts';
@@ -444,6 +444,41 @@ function build(k: Kernel, given: BuildContext, work: CtaWork): void {
   buildMain(k, ctx, work);
 }
 
+/**
+ * The blocks upstream's softmax loop runs with mask_fn (engine/hw/mask-steps.ts) for Q stage s,
+ * over the CTA's m block of q_stage tiles (`shape` as the kernel tiles it): block-sparse CTAs walk
+ * their two lists, each stage checking its own tile's end against seqlen_q.
+ */
+function maskStepsPerStage(gpu: GpuSpec, shape: ProblemShape, work: CtaWork): (s: number) => Set<number> {
+  const { qStage: Q, ctaGroup: G, blockN: N } = fa4Tiles(shape);
+  const seq = sequencesOf(shape)[work.b] ?? shape;
+  const denseSteps = maskedKvSteps(
+    seq,
+    work.qBlock,
+    Q * G * FA4_BLOCK_M,
+    N,
+    work.kvFrom,
+    work.kvTo,
+    kernelMaskOf(fa4DispatchOf(shape, gpu.smCount)),
+  );
+  const auxTensors = Object.keys(shape.mask?.aux ?? {}).length > 0;
+  return (s) =>
+    work.kvFull
+      ? sparseMaskedSteps(work, auxTensors && (Q * work.qBlock + s + 1) * G * FA4_BLOCK_M > seq.nq / (seq.packRatio ?? 1))
+      : denseSteps;
+}
+
+/** Masking steps a CTA runs over all its Q stages (simulate times CTAs alike in block count and in this once). */
+function maskedSteps(gpu: GpuSpec, given: ProblemShape, _f: HwFeatures, work: CtaWork): number {
+  const shape = kernelShape(given);
+  const cfg = fa4Tiles(shape);
+  if (cfg.dedicatedHd256) return hd256MaskedSteps(shape, work, kernelMaskOf(fa4DispatchOf(shape, gpu.smCount))).size;
+  const steps = maskStepsPerStage(gpu, shape, work);
+  let total = 0;
+  for (let s = 0; s < cfg.qStage; s++) total += steps(s).size;
+  return total;
+}
+
 function buildMain(k: Kernel, ctx: BuildContext, work: CtaWork): void {
   const { gpu, shape, features: f } = ctx;
   // Split KV writes fp32 partials of O (and LSE) that the combine kernel merges.
@@ -657,16 +692,8 @@ function buildMain(k: Kernel, ctx: BuildContext, work: CtaWork): void {
     }
   }
 
-  // The blocks upstream's softmax loop runs with mask_fn (engine/hw/mask-steps.ts), over the CTA's m block of q_stage tiles.
   const kernelMask = kernelMaskOf(dispatch);
-  const seq = sequencesOf(shape)[work.b] ?? shape;
-  const denseSteps = maskedKvSteps(seq, work.qBlock, Q * G * FA4_BLOCK_M, N, work.kvFrom, work.kvTo, kernelMask);
-  const auxTensors = Object.keys(shape.mask?.aux ?? {}).length > 0;
-  /** Q stage s's masked blocks: block-sparse CTAs walk their two lists, each stage checking its own tile's end against seqlen_q. */
-  const maskStepsOf = (s: number) =>
-    work.kvFull
-      ? sparseMaskedSteps(work, auxTensors && (Q * work.qBlock + s + 1) * G * FA4_BLOCK_M > seq.nq / (seq.packRatio ?? 1))
-      : denseSteps;
+  const maskStepsOf = maskStepsPerStage(gpu, shape, work);
   const maskOp = maskLabel(kernelMask);
 
   // Softmax warpgroups, each on its own CTA's SM.
@@ -826,6 +853,7 @@ export const fa4Hw: HwAlgorithm = {
   resources,
   grid,
   build,
+  maskedSteps,
   kvTile: (shape) => ({ blockN: fa4DispatchOf(shape).tileN }),
   epilogueKernelUs: (gpu, shape) => splitCombineUs(gpu, shape, fa4DispatchOf(shape, gpu.smCount).numSplits),
   hbmBytes: (shape, _f, gpu) => ioBytes(shape) + partialBytes(shape, fa4DispatchOf(shape, gpu.smCount).numSplits),

@@ -141,10 +141,12 @@ test('chapter 14 opens on a partial tile with its mask in the editor; the block 
   await expect(line).toHaveText('Tap or click a tile to see how many of its scores the mask keeps.');
   await grid.locator('rect[data-tile="1-1"]').click();
   await expect(line).toHaveText('Q tile 1 × K/V tile 1: partial (masked inside), 128 of 256 scores kept.');
+  const step = await page.getByTestId('step-counter').first().textContent();
   await grid.press('ArrowRight');
   await expect(line).toHaveText('Q tile 1 × K/V tile 2: partial (masked inside), 64 of 256 scores kept.');
   await grid.press('ArrowUp');
   await expect(line).toHaveText('Q tile 0 × K/V tile 2: empty (skipped), 0 of 256 scores kept.');
+  await expect(page.getByTestId('step-counter').first(), 'arrows in the grid leave the step alone').toHaveText(step ?? '');
   await blockView(page).scrollIntoViewIfNeeded();
   await shot(page, { path: test.info().outputPath('block-mask-390.png') });
 });

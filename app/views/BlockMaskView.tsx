@@ -65,7 +65,9 @@ function onGridKey(e: React.KeyboardEvent, bm: BlockMask, sel: Tile | undefined,
   };
   const next = move[e.key];
   if (!next) return;
+  // The arrows move within the grid, not the debugger's step.
   e.preventDefault();
+  e.stopPropagation();
   choose({ q: Math.min(bm.qBlocks - 1, Math.max(0, next.q)), kv: Math.min(bm.kvBlocks - 1, Math.max(0, next.kv)) });
 }
 

@@ -111,6 +111,9 @@ test('N 2058 with 16×16 tiles: the block mask and the sparklines are canvases, 
   await expect(grid).toHaveAttribute('data-cells', String(129 * 129));
   expect(await grid.evaluate((e) => e.tagName)).toBe('CANVAS');
   await expect(mask.locator('rect')).toHaveCount(0);
+  // A tap names a tile of the canvas too (tiles of 4 px; no mask, so every one is full).
+  await grid.click({ position: { x: 6 * 4 + 2, y: 5 * 4 + 2 } });
+  await expect(mask.getByTestId('bm-tile-line')).toHaveText('Q tile 5 × K/V tile 6: full (no mask work), 256 of 256 scores kept.');
   const stats = page.getByRole('region', { name: 'Running statistics' });
   await expect(stats.locator('canvas.spark')).toHaveCount(16);
   await expect(stats.locator('svg')).toHaveCount(0);

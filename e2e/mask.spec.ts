@@ -56,6 +56,16 @@ test('a mistake is shown at its column and loses nothing; a preset loads and its
   await expect(page.getByText(`Tile (${e.tile.qBlock}, ${e.tile.kvBlock}) skipped (empty)`)).toBeVisible();
   await page.getByRole('button', { name: 'End', exact: true }).click();
   await expect(page.getByTestId('counters-sparsity')).toContainText(`${bm.counts.empty} tiles skipped`);
+  // A phone cannot hover: a tap (or Enter) on a rounded figure writes its exact value beside it, and another folds it.
+  const readRow = page.locator('table.counters tr', { hasText: 'HBM read' });
+  const fig = readRow.locator('button.fig-exact').first();
+  await fig.click();
+  await expect(fig).toHaveAttribute('aria-expanded', 'true');
+  const exact = (await readRow.locator('.fig-exact-value').first().textContent()) ?? '';
+  expect(exact).toMatch(/^ = [\d,]+ bytes$/);
+  expect(`${counterFigure(Number(exact.replace(/[^\d]/g, '')))}B`).toBe(await fig.textContent());
+  await fig.press('Enter');
+  await expect(readRow.locator('.fig-exact-value')).toHaveCount(0);
 
   // Standard attention has no tiles: its counters report only the mask checks, one per score.
   const std = await engineSession({ maskMod: 'document:21', algorithm: 'standard' });
@@ -125,6 +135,18 @@ test('chapter 14 opens on a partial tile with its mask in the editor; the block 
   expect(px.cell, 'tile pair on a phone').toBeGreaterThanOrEqual(32);
   expect(px.font, 'tile numbers on a phone').toBeGreaterThanOrEqual(12);
   expect(px.right).toBeLessThanOrEqual(390);
+  // A phone cannot hover: a tap names the tile under the grid, and so do Enter and the arrow keys. Documents of 24, 16
+  // and 24 tokens: rows 16–31 by keys 16–31 keep two 8 × 8 blocks, rows 16–31 by keys 32–47 one (rows 24–31, keys 32–39).
+  const line = blockView(page).getByTestId('bm-tile-line');
+  await expect(line).toHaveText('Tap or click a tile to see how many of its scores the mask keeps.');
+  await grid.locator('rect[data-tile="1-1"]').click();
+  await expect(line).toHaveText('Q tile 1 × K/V tile 1: partial (masked inside), 128 of 256 scores kept.');
+  const step = await page.getByTestId('step-counter').first().textContent();
+  await grid.press('ArrowRight');
+  await expect(line).toHaveText('Q tile 1 × K/V tile 2: partial (masked inside), 64 of 256 scores kept.');
+  await grid.press('ArrowUp');
+  await expect(line).toHaveText('Q tile 0 × K/V tile 2: empty (skipped), 0 of 256 scores kept.');
+  await expect(page.getByTestId('step-counter').first(), 'arrows in the grid leave the step alone').toHaveText(step ?? '');
   await blockView(page).scrollIntoViewIfNeeded();
   await shot(page, { path: test.info().outputPath('block-mask-390.png') });
 });

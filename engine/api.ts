@@ -54,6 +54,7 @@ export {
   MAX_BLOCK_MASK_PAIRS,
   blockMask,
   elementDensity,
+  tileVisibleCount,
   type ElementDensity,
 } from './core/block-mask.ts';
 export type { BlockMask } from './core/block-mask.ts';

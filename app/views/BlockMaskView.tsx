@@ -13,6 +13,8 @@ import {
   BUILT_IN_ALGORITHMS,
   findDescriptor,
   passBlocks,
+  tileVisibleCount,
+  type AttentionProblem,
   type BlockMask,
   type ElementDensity,
 } from '../../engine/api.ts';
@@ -37,12 +39,44 @@ const COLUMN_NUMBERS_PX = 18;
 /** Every how many tiles a number fits: numbers of 12 px type need about 18 px apart across, 14 px down. */
 const numberEvery = (cell: number, px: number) => Math.max(1, Math.ceil(px / cell));
 
-function Grid({ bm, b, h }: { bm: BlockMask; b: number; h: number }) {
+/** A tile pair of the grid: Q tile (row) and K/V tile (column). */
+interface Tile {
+  q: number;
+  kv: number;
+}
+
+/** The line under the grid for the chosen tile: what hovering says, for a tap or the keyboard. */
+function tileLine(p: AttentionProblem, bm: BlockMask, t: Tile, b: number, h: number): string {
+  const s = bm.state[((b * bm.heads + h) * bm.qBlocks + t.q) * bm.kvBlocks + t.kv];
+  const { visible, total } = tileVisibleCount(p, bm.blockM, bm.blockN, { ...t, b, h });
+  return `Q tile ${t.q} × K/V tile ${t.kv}: ${NAMES[s]}, ${visible} of ${total} scores kept.`;
+}
+
+/** Arrow keys move the chosen tile; Enter or Space chooses the first one when none is. */
+function onGridKey(e: React.KeyboardEvent, bm: BlockMask, sel: Tile | undefined, choose: (t: Tile) => void) {
+  const t = sel ?? { q: 0, kv: 0 };
+  const move: Record<string, Tile> = {
+    ArrowUp: { q: t.q - 1, kv: t.kv },
+    ArrowDown: { q: t.q + 1, kv: t.kv },
+    ArrowLeft: { q: t.q, kv: t.kv - 1 },
+    ArrowRight: { q: t.q, kv: t.kv + 1 },
+    Enter: t,
+    ' ': t,
+  };
+  const next = move[e.key];
+  if (!next) return;
+  // The arrows move within the grid, not the debugger's step.
+  e.preventDefault();
+  e.stopPropagation();
+  choose({ q: Math.min(bm.qBlocks - 1, Math.max(0, next.q)), kv: Math.min(bm.kvBlocks - 1, Math.max(0, next.kv)) });
+}
+
+function Grid({ bm, b, h, sel, choose }: { bm: BlockMask; b: number; h: number; sel?: Tile; choose(t: Tile): void }) {
   const base = (b * bm.heads + h) * bm.qBlocks * bm.kvBlocks;
-  const label = `Block mask: ${bm.qBlocks} Q tiles by ${bm.kvBlocks} K/V tiles`;
+  const label = `Block mask: ${bm.qBlocks} Q tiles by ${bm.kvBlocks} K/V tiles; tap a tile, or press Enter and the arrow keys, to name it`;
   if (bm.qBlocks * bm.kvBlocks > SVG_GRID_MAX_CELLS) {
     const cell = Math.max(4, Math.min(24, Math.floor(320 / Math.max(bm.qBlocks, bm.kvBlocks))));
-    return <CanvasGrid bm={bm} base={base} cell={cell} label={label} />;
+    return <CanvasGrid bm={bm} base={base} cell={cell} label={label} sel={sel} choose={choose} />;
   }
   const cell = Math.max(4, Math.min(MAX_CELL, Math.floor((GRID_PX - ROW_NUMBERS_PX) / Math.max(bm.qBlocks, bm.kvBlocks))));
   const x0 = ROW_NUMBERS_PX;
@@ -52,6 +86,7 @@ function Grid({ bm, b, h }: { bm: BlockMask; b: number; h: number }) {
     for (let j = 0; j < bm.kvBlocks; j++) {
       const s = bm.state[base + i * bm.kvBlocks + j];
       cells.push(
+        // biome-ignore lint/a11y/noStaticElementInteractions: a tap names the tile below the grid; the keyboard's way is the grid's Enter and arrow keys
         <rect
           key={`${i}-${j}`}
           x={x0 + j * cell}
@@ -62,6 +97,8 @@ function Grid({ bm, b, h }: { bm: BlockMask; b: number; h: number }) {
           stroke="var(--dim)"
           strokeWidth={s === BLOCK_EMPTY ? 0.5 : 0}
           data-state={s}
+          data-tile={`${i}-${j}`}
+          onClick={() => choose({ q: i, kv: j })}
         >
           <title>{`Q tile ${i}, K/V tile ${j}: ${NAMES[s]}`}</title>
         </rect>,
@@ -76,6 +113,10 @@ function Grid({ bm, b, h }: { bm: BlockMask; b: number; h: number }) {
       viewBox={`0 0 ${x0 + bm.kvBlocks * cell} ${y0 + bm.qBlocks * cell}`}
       role="img"
       aria-label={label}
+      // biome-ignore lint/a11y/noNoninteractiveTabindex: the grid is one tab stop whose Enter and arrow keys name a tile, as a tap does
+      tabIndex={0}
+      className="bm-grid"
+      onKeyDown={(e) => onGridKey(e, bm, sel, choose)}
     >
       <g className="bm-numbers">
         {Array.from({ length: bm.kvBlocks }, (_, j) =>
@@ -94,11 +135,38 @@ function Grid({ bm, b, h }: { bm: BlockMask; b: number; h: number }) {
         )}
       </g>
       {cells}
+      {sel && (
+        <rect
+          className="bm-chosen"
+          x={x0 + sel.kv * cell - 1}
+          y={y0 + sel.q * cell - 1}
+          width={cell + 1}
+          height={cell + 1}
+          fill="none"
+          stroke="var(--text)"
+          strokeWidth={2}
+          pointerEvents="none"
+        />
+      )}
     </svg>
   );
 }
 
-function CanvasGrid({ bm, base, cell, label }: { bm: BlockMask; base: number; cell: number; label: string }) {
+function CanvasGrid({
+  bm,
+  base,
+  cell,
+  label,
+  sel,
+  choose,
+}: {
+  bm: BlockMask;
+  base: number;
+  cell: number;
+  label: string;
+  sel?: Tile;
+  choose(t: Tile): void;
+}) {
   const ref = useRef<HTMLCanvasElement>(null);
   const [tip, setTip] = useState<string | undefined>(undefined);
   const w = bm.kvBlocks * cell;
@@ -118,11 +186,16 @@ function CanvasGrid({ bm, base, cell, label }: { bm: BlockMask; base: number; ce
         g.fillRect(j * cell, i * cell, cell - gap, cell - gap);
       }
   }, [bm, base, cell, w, hgt]);
-  const onMove = (e: React.MouseEvent<HTMLCanvasElement>) => {
+  const tileAt = (e: React.MouseEvent<HTMLCanvasElement>): Tile => {
     const r = e.currentTarget.getBoundingClientRect();
-    const i = Math.min(bm.qBlocks - 1, Math.max(0, Math.floor((e.clientY - r.top) / cell)));
-    const j = Math.min(bm.kvBlocks - 1, Math.max(0, Math.floor((e.clientX - r.left) / cell)));
-    setTip(`Q tile ${i}, K/V tile ${j}: ${NAMES[bm.state[base + i * bm.kvBlocks + j]]}`);
+    return {
+      q: Math.min(bm.qBlocks - 1, Math.max(0, Math.floor((e.clientY - r.top) / cell))),
+      kv: Math.min(bm.kvBlocks - 1, Math.max(0, Math.floor((e.clientX - r.left) / cell))),
+    };
+  };
+  const onMove = (e: React.MouseEvent<HTMLCanvasElement>) => {
+    const t = tileAt(e);
+    setTip(`Q tile ${t.q}, K/V tile ${t.kv}: ${NAMES[bm.state[base + t.q * bm.kvBlocks + t.kv]]}`);
   };
   return (
     <canvas
@@ -132,7 +205,11 @@ function CanvasGrid({ bm, base, cell, label }: { bm: BlockMask; base: number; ce
       title={tip}
       style={{ width: w, height: hgt }}
       data-cells={bm.qBlocks * bm.kvBlocks}
+      data-chosen={sel ? `${sel.q}-${sel.kv}` : undefined}
+      tabIndex={0}
       onMouseMove={onMove}
+      onClick={(e) => choose(tileAt(e))}
+      onKeyDown={(e) => onGridKey(e, bm, sel, choose)}
     />
   );
 }
@@ -142,6 +219,7 @@ export function BlockMaskView() {
   const applied = useApp((s) => s.problem[pane].applied);
   const summary = useApp((s) => s.playback[pane].summary);
   const [head, setHead] = useState(0);
+  const [chosen, setChosen] = useState<Tile | undefined>(undefined);
   const result = useMemo((): { bm?: BlockMask; scores?: ElementDensity; error?: string } | undefined => {
     if (!applied || !summary) return undefined;
     try {
@@ -160,6 +238,9 @@ export function BlockMaskView() {
   const pairs = bm.batch * bm.heads;
   const hSel = Math.min(head, pairs - 1);
   const total = bm.counts.empty + bm.counts.partial + bm.counts.full;
+  // A tile chosen on a larger problem may lie outside this one's grid.
+  const sel = chosen && chosen.q < bm.qBlocks && chosen.kv < bm.kvBlocks ? chosen : undefined;
+  const bSel = Math.floor(hSel / bm.heads);
   const density = <strong>density {(bm.density * 100).toFixed(1)}%</strong>;
   return (
     <Frame>
@@ -190,7 +271,12 @@ export function BlockMaskView() {
         </label>
       )}
       <p className="dim bm-axes">Rows: Q tiles; columns: K/V tiles.</p>
-      <Grid bm={bm} b={Math.floor(hSel / bm.heads)} h={hSel % bm.heads} />
+      <Grid bm={bm} b={bSel} h={hSel % bm.heads} sel={sel} choose={setChosen} />
+      <p className="bm-tile-line" data-testid="bm-tile-line" aria-live="polite">
+        {sel && applied
+          ? tileLine(applied.problem, bm, sel, bSel, hSel % bm.heads)
+          : 'Tap or click a tile to see how many of its scores the mask keeps.'}
+      </p>
       <p className="dim">
         {[BLOCK_EMPTY, 1, BLOCK_FULL].map((s) => (
           <span key={s} className="bm-legend-item">

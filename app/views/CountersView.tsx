@@ -1,24 +1,31 @@
 // Counters up to the current step: HBM traffic by tensor, FLOPs, exponentials, rescales.
 
+import { useState } from 'react';
 import { tensorName, totalBytes, type Counters } from '../../engine/api.ts';
 import { useApp } from '../store/store.ts';
 import { usePane } from '../store/pane-context.ts';
 import { counterFigure } from '../../content/counter-figures.ts';
 
-/** A rounded figure whose exact value shows on hover (a byte question wants the exact one). */
+/** A rounded figure whose exact value shows on hover, and beside it on a tap or Enter (a phone cannot hover; a byte question wants the exact one). */
 function Fig({ n, unit = '' }: { n: number; unit?: string }) {
+  const [open, setOpen] = useState(false);
   const f = counterFigure(n);
   const exact = `${n.toLocaleString('en-US')}${unit ? ` ${unit === 'B' ? 'bytes' : unit}` : ''}`;
-  return f === String(n) ? (
+  if (f === String(n))
+    return (
+      <>
+        {f}
+        {unit && ` ${unit}`}
+      </>
+    );
+  return (
     <>
-      {f}
-      {unit && ` ${unit}`}
+      <button type="button" className="fig-exact" title={exact} aria-expanded={open} onClick={() => setOpen(!open)}>
+        {f}
+        {unit}
+      </button>
+      {open && <span className="fig-exact-value"> = {exact}</span>}
     </>
-  ) : (
-    <abbr title={exact} aria-label={exact}>
-      {f}
-      {unit}
-    </abbr>
   );
 }
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { BLOCK_EMPTY, BLOCK_FULL, BLOCK_PARTIAL, blockMask, elementDensity } from './block-mask.ts';
+import { BLOCK_EMPTY, BLOCK_FULL, BLOCK_PARTIAL, blockMask, elementDensity, tileVisibleCount } from './block-mask.ts';
 import { maskSpecFrom } from './mask-presets.ts';
 import type { AttentionProblem } from './problem.ts';
 
@@ -8,6 +8,21 @@ function problem(over: Partial<AttentionProblem>): AttentionProblem {
 }
 
 describe('block mask', () => {
+  it('one tile pair: a causal diagonal 16×16 tile keeps 136 of 256 scores (16·17/2), a ragged last tile counts only its rows and keys, a document mask sums to the squares of its documents', () => {
+    const p = problem({ causal: true, nq: 40, nk: 40 });
+    expect(tileVisibleCount(p, 16, 16, { q: 1, kv: 1, b: 0, h: 0 })).toEqual({ visible: 136, total: 256 });
+    expect(tileVisibleCount(p, 16, 16, { q: 1, kv: 0, b: 0, h: 0 })).toEqual({ visible: 256, total: 256 });
+    expect(tileVisibleCount(p, 16, 16, { q: 0, kv: 1, b: 0, h: 0 })).toEqual({ visible: 0, total: 256 });
+    // Rows 32–39 by keys 32–39: the 8×8 corner's lower triangle.
+    expect(tileVisibleCount(p, 16, 16, { q: 2, kv: 2, b: 0, h: 0 })).toEqual({ visible: 36, total: 64 });
+    const doc = problem({ nq: 100, nk: 100, mask: maskSpecFrom({ maskMod: 'document:40,60' }, { hq: 4, nq: 100, nk: 100 }) });
+    let sum = 0;
+    for (let i = 0; i < 7; i++) for (let j = 0; j < 7; j++) sum += tileVisibleCount(doc, 16, 16, { q: i, kv: j, b: 0, h: 0 }).visible;
+    // Two documents of 40 and 60 keys, no causal part: 40² + 60² pairs per (batch, head).
+    expect(sum).toBe(40 * 40 + 60 * 60);
+    expect(sum * 8).toBe(elementDensity(doc).visible);
+  });
+
   it('causal at 16×16: the diagonal is partial, below it full, above it empty (closed form)', () => {
     const p = problem({ mask: maskSpecFrom({ maskMod: 'causal' }, { hq: 4, nq: 64, nk: 64 }) });
     const bm = blockMask(p, 16, 16);

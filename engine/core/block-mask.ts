@@ -136,3 +136,23 @@ export function elementDensity(p: AttentionProblem): ElementDensity {
   const total = p.batch * p.hq * p.nq * p.nk;
   return { visible, total, density: total === 0 ? 0 : visible / total };
 }
+
+/** (query, key) pairs the mask leaves visible inside one tile pair, and the tile's size: what a student reads off one cell of the grid. */
+export function tileVisibleCount(
+  p: AttentionProblem,
+  blockM: number,
+  blockN: number,
+  tile: { q: number; kv: number; b: number; h: number },
+): { visible: number; total: number } {
+  const sm = scoreModel(p);
+  const r0 = tile.q * blockM;
+  const r1 = Math.min(p.nq, r0 + blockM);
+  const c0 = tile.kv * blockN;
+  const c1 = Math.min(p.nk, c0 + blockN);
+  let visible = 0;
+  for (let i = r0; i < r1; i++) {
+    const [lo, hi] = visibleRange(sm, i, p.nk);
+    for (let j = Math.max(lo, c0); j < Math.min(hi, c1); j++) if (sm.maskMod === undefined || sm.maskMod(tile.b, tile.h, i, j)) visible++;
+  }
+  return { visible, total: Math.max(0, r1 - r0) * Math.max(0, c1 - c0) };
+}

@@ -76,7 +76,7 @@ export const chapter1: Chapter = {
         const sBytes = Number(a) / (p.nq * p.nk * p.batch * p.hq);
         return `${p.nq} × ${p.nk} scores × ${sBytes} bytes (${sBytes === dtypeBytes(p.dtype) ? p.dtype : 'fp32, the accumulator'}) × ${p.batch * p.hq} head(s) = ${fmtBytes(Number(a))}. Every score makes the round trip.`;
       },
-      hint: 'Open the Counters view after the last step (hover a figure for the exact bytes), or count: one number per (query, key) pair, times the bytes of each.',
+      hint: 'Open the Counters view after the last step (tap a figure for the exact bytes), or count: one number per (query, key) pair, times the bytes of each.',
     },
     {
       id: 'ratio',

@@ -91,7 +91,7 @@ export const chapter5: Chapter = {
         const fa2 = runOther({ ...run.request, algorithm: 'fa2' }).result.counters;
         return `FA1 moves ${fmtBytes(hbmTotal(fa1))}, FA2 ${fmtBytes(hbmTotal(fa2))}: ${fmt(Number(a), 4)}×. FA1 spends ${fmtBytes(tensorTraffic(fa1, ['Q', 'O', 'l', 'm']))} on Q, O, ℓ and m, once per K/V block; FA2 spends ${fmtBytes(tensorTraffic(fa2, ['K', 'V']))} on K and V, once per Q block.`;
       },
-      hint: 'Step both panes to the end and add HBM read and HBM written in each Counters view; the rounded figures are close enough (hovering one shows its exact bytes).',
+      hint: 'Step both panes to the end and add HBM read and HBM written in each Counters view; the rounded figures are close enough (a tap on one shows its exact bytes).',
     },
     {
       id: 'fa2-o-bytes',

@@ -158,7 +158,7 @@ test('FP8 study: error rows equal the engine runs, block + incoherent below per 
   await expect(counterOf(page, 3)).toHaveText(fourth);
   await expect(cells(page, 'RMSE vs float64')).toHaveCount(n - 1);
   await expect(page.getByTestId('diff-not-run')).toContainText('pane 2');
-  await expect(page.getByRole('region', { name: 'Output difference' })).toContainText('Pane 2 is not run');
+  await expect(page.getByRole('region', { name: 'Output difference' })).toContainText('Not run: pane 2 (fa2): dtype: fa2 has no FP8 path');
   await pane(page, 0).getByRole('button', { name: 'Step forward', exact: true }).click();
   await expect(counterOf(page, 0)).toHaveText(`Step 4 of ${engine.steps[0]}`);
   await shot(page, { path: 'test-results/compare-precision-refused.png', fullPage: true });

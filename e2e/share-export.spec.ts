@@ -133,7 +133,7 @@ async function download(page: Page, click: () => Promise<void>): Promise<{ name:
   return { name: d.suggestedFilename(), body: readFileSync(path) };
 }
 
-test(`${BAD_SETTINGS.length} bad problem settings are named and the loaded run stays; exports: view as PNG and SVG, counters as CSV, the trace as JSONL, compare's difference table as CSV; an attention chunk loads on standard, rides the share link and is refused by a pane's fa1`, async ({
+test(`${BAD_SETTINGS.length} bad problem settings are named and the loaded run stays; exports: view as PNG and SVG, counters as CSV, the trace as JSONL, compare's difference table as CSV; an attention chunk loads on standard, rides the share link, is refused by compare's fa1 and fa2 panes (the table says so) and runs in a standard pane`, async ({
   page,
 }) => {
   const { s } = await engineSession();
@@ -213,5 +213,20 @@ test(`${BAD_SETTINGS.length} bad problem settings are named and the loaded run s
   await page.getByRole('tab', { name: 'Compare' }).click();
   await expect(page.getByTestId('shared-problem')).toContainText('attention chunk 16');
   await expect(pane(page, 0)).toContainText(/fa1 has no attention chunk/, { timeout: 20_000 });
+  // Neither default pane (fa1, fa2) takes the chunk: the table says so instead of waiting, and so does the output difference.
+  const table = page.getByRole('region', { name: 'Difference table' });
+  await expect(page.getByTestId('diff-not-run')).toHaveText(
+    /^No pane could run this problem: pane 1 \(fa1\): .*fa1 has no attention chunk.*; pane 2 \(fa2\): .*fa2 has no attention chunk.*\.$/,
+  );
+  await expect(table).not.toContainText('Waiting');
+  await expect(page.getByTestId('diff-pair-not-run')).toContainText('pane 1 (fa1)');
   await shot(page, { path: 'test-results/attention-chunk-compare.png' });
+  await shot(page.locator('.diff-panel'), { path: 'test-results/attention-chunk-compare-table.png' });
+  // A pane that takes the chunk runs it; the table compares that pane and names the one that refused.
+  await pane(page, 1).getByLabel('Pane 2 algorithm').selectOption('standard');
+  await expect(page.getByTestId('diff-table')).toBeVisible({ timeout: 20_000 });
+  await expect(page.getByTestId('diff-table').locator('thead th')).toHaveText(['metric', /^2: standard/]);
+  await expect(page.getByTestId('diff-not-run')).toHaveText(/^Not in the table: pane 1 \(fa1\): .*fa1 has no attention chunk/);
+  await expect(page.getByTestId('pane-differences')).toHaveCount(0);
+  await shot(page.locator('.diff-panel'), { path: 'test-results/attention-chunk-compare-one-pane.png' });
 });

@@ -327,14 +327,21 @@ export function ComparePane({ index }: { index: number }) {
   useEffect(() => {
     if (!ctl || !shared || applying) return;
     useCompare.getState().setResult(index, undefined);
+    useCompare.getState().setFailure(index, undefined);
     if (refusal) {
       ctl.dismissError();
       return;
     }
     try {
-      void ctl.load(paneRequest(sharedRequest(), useCompare.getState().panes[index]));
+      void ctl.load(paneRequest(sharedRequest(), useCompare.getState().panes[index])).then(() => {
+        // The controller reports a failed load in the pane's playback; the compare summaries need it to stop waiting.
+        const pb = useApp.getState().playback[id];
+        const why = pb?.status === 'loading' ? undefined : (pb?.error?.message ?? pb?.tooLarge);
+        if (why) useCompare.getState().setFailure(index, why);
+      });
     } catch (e) {
       useApp.getState().patchPlayback(id, { error: { place: 'problem', message: messageOf(e) } });
+      useCompare.getState().setFailure(index, messageOf(e));
     }
   }, [ctl, key, id, index, shared, applying, refusal]);
 

@@ -2,7 +2,7 @@
 // RMSE, rel-L1, with how many times lower the best pane is) and the element-wise difference
 // of two panes' outputs as a heatmap. The numbers come from each pane's worker
 // (compareData, which also computes the float64 reference); here they are only laid side
-// by side. A pane refused for its dtype has no column, and says so.
+// by side. A pane refused for its dtype, or whose load failed, has no column, and says why.
 
 import { useEffect, useMemo, useState } from 'react';
 import { diffTable, diffTableCsv, outputDifference, ratioNotes, GPUS } from '../../engine/api.ts';
@@ -22,6 +22,7 @@ import { useHw } from '../store/hw-store.ts';
 import { choiceKey, defaultGpu } from '../store/gpus.ts';
 import { hasHardwareModel } from '../../engine/api.ts';
 import { paneFacts } from './pane-facts.ts';
+import { diffState, pairState, type PaneOutcome } from './diff-state.ts';
 
 /** Per pane: why it is not run (its algorithm cannot take its dtype), or undefined. A string key keeps the selector stable. */
 function useRefusals(): (string | undefined)[] {
@@ -30,17 +31,28 @@ function useRefusals(): (string | undefined)[] {
   return useMemo(() => (JSON.parse(key) as (string | null)[]).map((r) => r ?? undefined), [key]);
 }
 
+/** Per pane: why it is not run (refused for its dtype, or its load failed), whether its result is in, and its algorithm. */
+function useOutcomes(): PaneOutcome[] {
+  const panes = useCompare((s) => s.panes);
+  const results = useCompare((s) => s.results);
+  const failures = useCompare((s) => s.failures);
+  const refusals = useRefusals();
+  return panes.map((c, i) => ({ algorithm: c.algorithm, refusal: refusals[i] ?? failures[i], ready: !!results[i] }));
+}
+
 /** Fetches each loaded pane's whole-run results whenever its run or the GPU changes. */
 function useResults(): void {
   const panes = useCompare((s) => s.panes);
   const gpu = useCompare((s) => s.gpu);
+  const failures = useCompare((s) => s.failures);
   // A string key, so the selector returns a stable value (a fresh array would re-render forever).
   const key = useApp((s) =>
     panes
       .map((c, i) => {
         const pb = s.playback[comparePaneId(i)];
         // A refused pane still holds its previous run in the worker; that run is not this pane's configuration.
-        if (paneRefusal(c, s.problem[SHARED_PANE]?.applied)) return '';
+        // Nor is the run of a pane whose last load failed.
+        if (paneRefusal(c, s.problem[SHARED_PANE]?.applied) || failures[i]) return '';
         return pb?.summary && pb.status === 'ready' ? `${pb.summary.algorithm}:${pb.summary.total}:${pb.summary.loadMs}` : '';
       })
       .join('|'),
@@ -75,8 +87,7 @@ function DiffHeatmap() {
   const inputs = useApp((s) => s.playback[comparePaneId(a)]?.inputs);
   const shared = useApp((s) => s.problem[SHARED_PANE]?.applied);
   const [head, setHead] = useState(0);
-  const refusals = useRefusals();
-  const notRun = [a, b].filter((i) => refusals[i]);
+  const pair = pairState(useOutcomes(), a, b);
   const ra = results[a];
   const rb = results[b];
   const diff = useMemo(() => {
@@ -137,13 +148,12 @@ function DiffHeatmap() {
           {diff.error}
         </p>
       )}
-      {!diff && notRun.length > 0 && (
-        <p className="dim">
-          Pane {notRun.map((i) => i + 1).join(' and ')} is not run (its algorithm cannot take its dtype); pick another pair or apply the fix
-          in the pane.
+      {pair.kind === 'refused' && (
+        <p className="dim" data-testid="diff-pair-not-run">
+          {pair.message}
         </p>
       )}
-      {!diff && notRun.length === 0 && <p className="dim">Waiting for both panes to finish loading…</p>}
+      {!diff && pair.kind !== 'refused' && <p className="dim">Waiting for both panes to finish loading…</p>}
       {slice && summaryA && (
         <>
           <p data-testid="diff-max">
@@ -220,12 +230,11 @@ export function DiffPanel() {
   const gpu = useCompare((s) => s.gpu);
   const setGpu = useCompare((s) => s.setGpu);
   const shared = useApp((s) => s.problem[SHARED_PANE]?.applied);
-  const refusals = useRefusals();
   // Columns: the panes that run; a refused pane is named below the table instead.
-  const shown = panes.map((_, i) => i).filter((i) => !refusals[i]);
+  const state = diffState(useOutcomes());
+  const shown = state.kind === 'table' ? state.shown : [];
   const labels = shown.map((i) => paneLabel(panes[i], i, shared));
-  const complete = shown.length > 0 && shown.every((i) => results[i]);
-  const rows = complete ? diffTable(shown.map((i, k) => ({ label: labels[k], ...results[i]! }))) : undefined;
+  const rows = state.kind === 'table' ? diffTable(shown.map((i, k) => ({ label: labels[k], ...results[i]! }))) : undefined;
   const names = shown.map((i) => `pane ${i + 1}`);
   return (
     <div className="diff-panel">
@@ -250,16 +259,17 @@ export function DiffPanel() {
             Table CSV
           </button>
         </div>
-        {rows && <PaneDifferencesNote shown={shown} />}
-        {!rows && shown.length > 0 && <p className="dim">Waiting for every pane to finish loading…</p>}
-        {refusals.some(Boolean) && (
+        {/* With one column there is nothing to set side by side. */}
+        {rows && shown.length > 1 && <PaneDifferencesNote shown={shown} />}
+        {state.kind === 'waiting' && <p className="dim">Waiting for every pane to finish loading…</p>}
+        {state.kind === 'none' && (
+          <p className="error" role="alert" data-testid="diff-not-run">
+            {state.message}
+          </p>
+        )}
+        {state.kind !== 'none' && state.notRun && (
           <p className="dim" data-testid="diff-not-run">
-            Not in the table:{' '}
-            {refusals
-              .map((r, i) => (r ? `pane ${i + 1} (its algorithm cannot run its dtype)` : ''))
-              .filter(Boolean)
-              .join('; ')}
-            .
+            {state.notRun}
           </p>
         )}
         {rows && (

@@ -16,6 +16,8 @@ export interface CompareState {
   diff: [number, number];
   /** Whole-run results per pane (fetched from each pane's worker once its run is loaded), keyed by pane index. */
   results: (CompareData | undefined)[];
+  /** Per pane: why its last load failed (it keeps its previous run, which is not this problem's); undefined when it loaded or loads. */
+  failures: (string | undefined)[];
   /** Last sync: what was actually used where the chosen axis could not be. */
   syncNotice?: string;
   /** A preset is replacing the shared problem and the panes: panes wait instead of loading twice. */
@@ -28,6 +30,7 @@ export interface CompareState {
   removePane(): void;
   setDiff(d: [number, number]): void;
   setResult(i: number, r: CompareData | undefined): void;
+  setFailure(i: number, why: string | undefined): void;
 }
 
 export const useCompare = create<CompareState>()((set) => ({
@@ -37,6 +40,7 @@ export const useCompare = create<CompareState>()((set) => ({
   panes: DEFAULT_PANES.map((p) => structuredClone(p)),
   diff: [0, 1],
   results: [],
+  failures: [],
   applying: false,
   setMode: (mode) => set({ mode }),
   setAxis: (axis) => set({ axis, syncNotice: undefined }),
@@ -53,8 +57,9 @@ export const useCompare = create<CompareState>()((set) => ({
       if (s.panes.length <= MIN_PANES) return s;
       const n = s.panes.length - 1;
       const diff: [number, number] = s.diff.every((i) => i < n) ? s.diff : [0, 1];
-      return { panes: s.panes.slice(0, n), results: s.results.slice(0, n), diff };
+      return { panes: s.panes.slice(0, n), results: s.results.slice(0, n), failures: s.failures.slice(0, n), diff };
     }),
   setDiff: (diff) => set({ diff }),
   setResult: (i, r) => set((s) => ({ results: Object.assign([...s.results], { [i]: r }) })),
+  setFailure: (i, why) => set((s) => (s.failures[i] === why ? s : { failures: Object.assign([...s.failures], { [i]: why }) })),
 }));

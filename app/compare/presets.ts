@@ -144,6 +144,7 @@ export async function applyPreset(preset: ComparePreset): Promise<void> {
       panes: preset.panes.map((p) => structuredClone(p)),
       diff: [...preset.diff],
       results: [],
+      failures: [],
       syncNotice:
         failed || !loaded
           ? `${preset.name}: the shared problem did not load (${failed ?? 'no run'}); the panes run the previous one.`

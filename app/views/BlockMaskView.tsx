@@ -19,6 +19,7 @@ import {
   type ElementDensity,
 } from '../../engine/api.ts';
 import { usePane } from '../store/pane-context.ts';
+import { canvasCell } from './block-mask-cell.ts';
 import { useApp } from '../store/store.ts';
 
 const COLOURS = ['var(--panel2)', 'var(--warn)', 'var(--accent)'] as const;
@@ -38,15 +39,6 @@ const COLUMN_NUMBERS_PX = 18;
 
 /** Every how many tiles a number fits: numbers of 12 px type need about 18 px apart across, 14 px down. */
 const numberEvery = (cell: number, px: number) => Math.max(1, Math.ceil(px / cell));
-
-/** The canvas grid's cell bounds in CSS pixels: below 3 px a tile loses its gap and is hard to tap, so the box scrolls instead. */
-export const CANVAS_MIN_CELL = 3;
-const CANVAS_MAX_CELL = 24;
-
-/** The canvas grid's cell: the largest square cell that fits the box's width, within the bounds above. */
-export function canvasCell(boxWidth: number, qBlocks: number, kvBlocks: number): number {
-  return Math.max(CANVAS_MIN_CELL, Math.min(CANVAS_MAX_CELL, Math.floor(boxWidth / Math.max(qBlocks, kvBlocks))));
-}
 
 /** The inner width of the element behind `ref`, followed as its box resizes (undefined before the first layout). */
 function useBoxWidth(ref: React.RefObject<HTMLElement | null>): number | undefined {

@@ -111,9 +111,18 @@ test('N 2058 with 16×16 tiles: the block mask and the sparklines are canvases, 
   await expect(grid).toHaveAttribute('data-cells', String(129 * 129));
   expect(await grid.evaluate((e) => e.tagName)).toBe('CANVAS');
   await expect(mask.locator('rect')).toHaveCount(0);
-  // A tap names a tile of the canvas too (tiles of 4 px; no mask, so every one is full).
-  await grid.click({ position: { x: 6 * 4 + 2, y: 5 * 4 + 2 } });
-  await expect(mask.getByTestId('bm-tile-line')).toHaveText('Q tile 5 × K/V tile 6: full (no mask work), 256 of 256 scores kept.');
+  // A tap names a tile of the canvas too (no mask, so every one is full). The cells shrink to
+  // the box's width, so the last tile lies inside the view and a tap reaches it.
+  const cell = Number(await grid.getAttribute('data-cell'));
+  expect(cell).toBeGreaterThanOrEqual(3);
+  const [gridBox, maskBox] = [await grid.boundingBox(), await mask.boundingBox()];
+  expect(gridBox && maskBox && gridBox.x + gridBox.width <= maskBox.x + maskBox.width).toBe(true);
+  const tileLine = mask.getByTestId('bm-tile-line');
+  await grid.click({ position: { x: 6 * cell + cell / 2, y: 5 * cell + cell / 2 } });
+  await expect(tileLine).toHaveText('Q tile 5 × K/V tile 6: full (no mask work), 256 of 256 scores kept.');
+  await grid.click({ position: { x: 128 * cell + cell / 2, y: 128 * cell + cell / 2 } });
+  // N 2058 = 128 · 16 + 10: the last tile holds 10 × 10 scores.
+  await expect(tileLine).toHaveText('Q tile 128 × K/V tile 128: full (no mask work), 100 of 100 scores kept.');
   const stats = page.getByRole('region', { name: 'Running statistics' });
   await expect(stats.locator('canvas.spark')).toHaveCount(16);
   await expect(stats.locator('svg')).toHaveCount(0);

@@ -96,6 +96,10 @@ test('FA3 FP8 on outlier inputs: totals against float64, tile scales on hover, i
   await expect(detail).toContainText(`K scale${num(t.kScale, 4)}`);
   await expect(detail).toContainText(`V scale${num(t.vScale, 4)}`);
   await expect(detail).toContainText('pScale256');
+  // A tap keeps its tile: the detail stays when the pointer then leaves the grid.
+  await view.locator('.prec-tile[data-tile="1,0"]').click();
+  await view.getByRole('heading', { name: 'Tiles: scales and error' }).hover();
+  await expect(detail).toContainText(`Q scale${num(t.qScale, 4)}`);
   // Keyboard: the tiles are buttons in tab order, and focus shows the same detail.
   await view.locator('.prec-tile[data-tile="0,0"]').focus();
   await page.keyboard.press('Tab');

@@ -175,6 +175,8 @@ function StepErrors({
 
 function TileList({ head, tiles, summary }: { head: PrecisionHead; tiles: Map<string, TilePrecision>; summary: LoadSummary }) {
   const [shown, setShown] = useState<string | null>(null);
+  // A tapped tile stays shown when the pointer leaves (a touch screen has no hover).
+  const [tapped, setTapped] = useState<string | null>(null);
   const { rows: tr, cols: tc } = summary.tiles;
   if (tr * tc > MAX_TILE_BUTTONS)
     return <p className="dim note">{tr * tc} tiles: too many to list here; hover the error maps for a tile’s scales.</p>;
@@ -191,7 +193,7 @@ function TileList({ head, tiles, summary }: { head: PrecisionHead; tiles: Map<st
           className="prec-tile-grid bare"
           aria-label="Tiles of this head"
           style={{ gridTemplateColumns: `repeat(${tc}, ${cell}px)` }}
-          onMouseLeave={() => setShown(null)}
+          onMouseLeave={() => setShown(tapped)}
         >
           {Array.from({ length: tr * tc }, (_, k) => {
             const key = `${Math.floor(k / tc)},${k % tc}`;
@@ -210,6 +212,10 @@ function TileList({ head, tiles, summary }: { head: PrecisionHead; tiles: Map<st
                 data-tile={key}
                 onMouseEnter={() => setShown(key)}
                 onFocus={() => setShown(key)}
+                onClick={() => {
+                  setTapped(key);
+                  setShown(key);
+                }}
               >
                 {tile && tile.flushed > 0 ? '✕' : ''}
               </button>
@@ -219,7 +225,8 @@ function TileList({ head, tiles, summary }: { head: PrecisionHead; tiles: Map<st
         <div className="prec-tile-detail" data-testid="tile-detail" aria-live="polite">
           {!shown && (
             <p className="dim">
-              Hover or focus a tile for its quantization scales and errors. Colour: max |P − P64| (0 to {num(worst)}); ✕: P values flushed.
+              Hover, tap or focus a tile for its quantization scales and errors. Colour: max |P − P64| (0 to {num(worst)}); ✕: P values
+              flushed.
             </p>
           )}
           {shown && !t && <p>Tile ({shown}): skipped (every entry masked).</p>}

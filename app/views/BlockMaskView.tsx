@@ -19,6 +19,7 @@ import {
   type ElementDensity,
 } from '../../engine/api.ts';
 import { usePane } from '../store/pane-context.ts';
+import { canvasCell } from './block-mask-cell.ts';
 import { useApp } from '../store/store.ts';
 
 const COLOURS = ['var(--panel2)', 'var(--warn)', 'var(--accent)'] as const;
@@ -38,6 +39,21 @@ const COLUMN_NUMBERS_PX = 18;
 
 /** Every how many tiles a number fits: numbers of 12 px type need about 18 px apart across, 14 px down. */
 const numberEvery = (cell: number, px: number) => Math.max(1, Math.ceil(px / cell));
+
+/** The inner width of the element behind `ref`, followed as its box resizes (undefined before the first layout). */
+function useBoxWidth(ref: React.RefObject<HTMLElement | null>): number | undefined {
+  const [width, setWidth] = useState<number | undefined>(undefined);
+  useLayoutEffect(() => {
+    const el = ref.current;
+    if (!el) return;
+    const measure = () => setWidth(el.clientWidth);
+    measure();
+    const watch = new ResizeObserver(measure);
+    watch.observe(el);
+    return () => watch.disconnect();
+  }, [ref]);
+  return width;
+}
 
 /** A tile pair of the grid: Q tile (row) and K/V tile (column). */
 interface Tile {
@@ -75,8 +91,7 @@ function Grid({ bm, b, h, sel, choose }: { bm: BlockMask; b: number; h: number; 
   const base = (b * bm.heads + h) * bm.qBlocks * bm.kvBlocks;
   const label = `Block mask: ${bm.qBlocks} Q tiles by ${bm.kvBlocks} K/V tiles; tap a tile, or press Enter and the arrow keys, to name it`;
   if (bm.qBlocks * bm.kvBlocks > SVG_GRID_MAX_CELLS) {
-    const cell = Math.max(4, Math.min(24, Math.floor(320 / Math.max(bm.qBlocks, bm.kvBlocks))));
-    return <CanvasGrid bm={bm} base={base} cell={cell} label={label} sel={sel} choose={choose} />;
+    return <CanvasGrid bm={bm} base={base} label={label} sel={sel} choose={choose} />;
   }
   const cell = Math.max(4, Math.min(MAX_CELL, Math.floor((GRID_PX - ROW_NUMBERS_PX) / Math.max(bm.qBlocks, bm.kvBlocks))));
   const x0 = ROW_NUMBERS_PX;
@@ -152,22 +167,10 @@ function Grid({ bm, b, h, sel, choose }: { bm: BlockMask; b: number; h: number; 
   );
 }
 
-function CanvasGrid({
-  bm,
-  base,
-  cell,
-  label,
-  sel,
-  choose,
-}: {
-  bm: BlockMask;
-  base: number;
-  cell: number;
-  label: string;
-  sel?: Tile;
-  choose(t: Tile): void;
-}) {
+function CanvasGrid({ bm, base, label, sel, choose }: { bm: BlockMask; base: number; label: string; sel?: Tile; choose(t: Tile): void }) {
   const ref = useRef<HTMLCanvasElement>(null);
+  const box = useRef<HTMLDivElement>(null);
+  const cell = canvasCell(useBoxWidth(box) ?? GRID_PX, bm.qBlocks, bm.kvBlocks);
   const [tip, setTip] = useState<string | undefined>(undefined);
   const w = bm.kvBlocks * cell;
   const hgt = bm.qBlocks * cell;
@@ -198,19 +201,22 @@ function CanvasGrid({
     setTip(`Q tile ${t.q}, K/V tile ${t.kv}: ${NAMES[bm.state[base + t.q * bm.kvBlocks + t.kv]]}`);
   };
   return (
-    <canvas
-      ref={ref}
-      role="img"
-      aria-label={label}
-      title={tip}
-      style={{ width: w, height: hgt }}
-      data-cells={bm.qBlocks * bm.kvBlocks}
-      data-chosen={sel ? `${sel.q}-${sel.kv}` : undefined}
-      tabIndex={0}
-      onMouseMove={onMove}
-      onClick={(e) => choose(tileAt(e))}
-      onKeyDown={(e) => onGridKey(e, bm, sel, choose)}
-    />
+    <div ref={box} className="bm-canvas-box" data-testid="bm-canvas-box">
+      <canvas
+        ref={ref}
+        role="img"
+        aria-label={label}
+        title={tip}
+        style={{ width: w, height: hgt }}
+        data-cells={bm.qBlocks * bm.kvBlocks}
+        data-cell={cell}
+        data-chosen={sel ? `${sel.q}-${sel.kv}` : undefined}
+        tabIndex={0}
+        onMouseMove={onMove}
+        onClick={(e) => choose(tileAt(e))}
+        onKeyDown={(e) => onGridKey(e, bm, sel, choose)}
+      />
+    </div>
   );
 }
 

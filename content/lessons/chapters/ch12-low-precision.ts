@@ -64,7 +64,7 @@ export const chapter12: Chapter = {
     { kind: 'widget', widget: 'fp8-formats' },
     {
       kind: 'p',
-      text: "A tensor is therefore stored with a **scale**: the kernel keeps codes $\\hat x = \\mathrm{fp8}(x / s)$ and multiplies $s$ back in after the matmul, $S = s_Q s_K\\, \\hat Q \\hat K^{\\top}$, with $s = \\max|x| / 448$ so that the largest entry lands on 448. With **block quantization** (the FA3 paper's experiment) each tile of $Q$, $K$ and $V$ gets its own scale; the shipped FA3 kernel keeps one descale per batch and KV head. The pane's **Precision view** lists a tile's $Q$, $K$ and $V$ scales when you hover or focus it in its tile grid, and the line above its error heatmaps gives the current tile's scales and its largest S and P errors against float64.",
+      text: "A tensor is therefore stored with a **scale**: the kernel keeps codes $\\hat x = \\mathrm{fp8}(x / s)$ and multiplies $s$ back in after the matmul, $S = s_Q s_K\\, \\hat Q \\hat K^{\\top}$, with $s = \\max|x| / 448$ so that the largest entry lands on 448. With **block quantization** (the FA3 paper's experiment) each tile of $Q$, $K$ and $V$ gets its own scale; the shipped FA3 kernel keeps one descale per batch and KV head. The pane's **Precision view** lists a tile's $Q$, $K$ and $V$ scales when you hover, tap or focus it in its tile grid, and the line above its error heatmaps gives the current tile's scales and its largest S and P errors against float64.",
     },
     { kind: 'h', text: 'What an outlier does' },
     {

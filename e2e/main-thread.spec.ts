@@ -10,7 +10,7 @@ import { cpuOf, traceMainThread } from './main-thread-trace.ts';
 
 type LongTasks = { __long: { start: number; duration: number }[] };
 
-/** The goal: a task the page keeps for longer than this is one a person can feel. */
+/** A main-thread task longer than this is one a person can feel (the longtask API's own threshold). */
 const TASK_CPU_MS = 50;
 /** Wall time no task may reach even on a loaded machine: a frozen page, not a slow core. */
 const FROZEN_MS = 1000;

@@ -99,7 +99,7 @@ export interface MatrixKernelConfig {
   /**
    * Block-sparse: the partial and the full tiles in two loops (the two-workgroup tile, where one
    * loop with a per-tile branch measured 2–8% slower) or in one with the branch (a tile alone on
-   * its SM, where two copies of the loop body took 1.2× the time of one; BENCHMARKS.md, issue 37).
+   * its SM, where two copies of the loop body took 1.2× the time of one; BENCHMARKS.md, "Full tiles on the GPU").
    */
   splitList: boolean;
 }

@@ -8,6 +8,7 @@
 
 import { dtypeBytes } from '../../core/problem.ts';
 import type { DispatchInput } from '../../hw/dispatch-input.ts';
+import { resolveCausalWindow } from './causal-window.ts';
 import { hd256BwdKernels, hd256BwdRefusals, type Hd256BwdKernel } from './backward-hd256.ts';
 
 const IFACE = 'flash_attn/cute/interface.py@0251105a';
@@ -69,29 +70,6 @@ export interface Fa4BwdDispatch {
 
 const pad16 = (n: number) => Math.ceil(n / 16) * 16;
 
-/** _resolve_causal_local_window (interface.py l. 388-408); -1 in the problem is upstream's None. */
-function resolveWindow(p: DispatchInput): Pick<Fa4BwdDispatch, 'isCausal' | 'isLocal' | 'windowLeft' | 'windowRight'> {
-  let left: number | null = p.window && p.window.left >= 0 ? p.window.left : null;
-  let right: number | null = p.window && p.window.right >= 0 ? p.window.right : null;
-  let isCausal = p.causal;
-  let isLocal = false;
-  if (isCausal) right = 0;
-  if (left !== null && right !== null && left + right < 0) {
-    left = null;
-    right = null;
-  }
-  if (left !== null || right !== null) {
-    if (left === null && right === 0) {
-      isCausal = true;
-      right = null;
-    } else {
-      isCausal = false;
-      isLocal = true;
-    }
-  }
-  return { isCausal, isLocal, windowLeft: left, windowRight: right };
-}
-
 export function fa4BwdDispatch(p: DispatchInput, deterministic: boolean): Fa4BwdDispatch {
   const why: string[] = [];
   const refusals: string[] = [];
@@ -99,7 +77,7 @@ export function fa4BwdDispatch(p: DispatchInput, deterministic: boolean): Fa4Bwd
     refusals.push('Varlen backward with block sparsity is not yet supported');
     why.push(`${IFACE} l. 1855-1861`);
   }
-  const w = resolveWindow(p);
+  const w = resolveCausalWindow(p);
   why.push(
     `${IFACE} l. 1886-1889 with l. 388-408: ${w.isCausal ? 'causal' : w.isLocal ? `local (left ${w.windowLeft ?? 'None'}, right ${w.windowRight ?? 'None'})` : 'no mask'}`,
   );

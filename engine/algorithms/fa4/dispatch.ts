@@ -7,6 +7,7 @@
 
 import { dtypeBytes, isFp8 } from '../../core/problem.ts';
 import type { DispatchInput } from '../../hw/dispatch-input.ts';
+import { resolveCausalWindow } from './causal-window.ts';
 import { FP8_TUNING } from './tiles.ts';
 
 const IFACE = 'flash_attn/cute/interface.py@0251105a';
@@ -155,25 +156,7 @@ export function fa4Dispatch(p: Fa4DispatchInput, numSms: number): Fa4Dispatch {
     `${IFACE} l. 693-695: pack_gqa ${p.packGqa === undefined ? `defaults to qhead_per_kvhead > 1 = ${qheadPerKvhead} > 1` : 'as given'} → ${packGqa}`,
   );
 
-  // _resolve_causal_local_window (l. 388-408); -1 in the problem is upstream's None.
-  let left: number | null = p.window && p.window.left >= 0 ? p.window.left : null;
-  let right: number | null = p.window && p.window.right >= 0 ? p.window.right : null;
-  let isCausal = p.causal;
-  let isLocal = false;
-  if (isCausal) right = 0;
-  if (left !== null && right !== null && left + right < 0) {
-    left = null;
-    right = null;
-  }
-  if (left !== null || right !== null) {
-    if (left === null && right === 0) {
-      isCausal = true;
-      right = null;
-    } else {
-      isCausal = false;
-      isLocal = true;
-    }
-  }
+  const { isCausal, isLocal, windowLeft: left, windowRight: right } = resolveCausalWindow(p);
   why.push(
     `${IFACE} l. 388-408: ${isCausal ? 'causal' : isLocal ? `local (left ${left ?? 'None'}, right ${right ?? 'None'})` : 'no mask'}`,
   );

@@ -3,21 +3,11 @@
 // (FlashAttentionBackwardSm100.__init__ and _setup_attributes, l. 51-262; the scheduler, l. 704-715).
 
 import { describe, expect, it } from 'vitest';
+import { conformanceShape } from '../../hw/conformance.ts';
 import type { DispatchInput } from '../../hw/dispatch-input.ts';
 import { fa4BwdDispatch } from './backward-dispatch.ts';
 
-const p = (o: Partial<DispatchInput> = {}): DispatchInput => ({
-  batch: 1,
-  hq: 16,
-  hk: 16,
-  nq: 4096,
-  nk: 4096,
-  d: 128,
-  dv: 128,
-  dtype: 'bf16',
-  causal: false,
-  ...o,
-});
+const p = (o: Partial<DispatchInput> = {}): DispatchInput => ({ ...conformanceShape({}), ...o });
 
 describe('FA4 backward dispatch (interface.py _flash_attn_bwd, SM100 branch)', () => {
   it('d ≥ 128 runs 2-CTA pairs (l. 1948-1952): one Q stage, dQ reduce-adds of 8 columns through 4 slots, dQ over S in TMEM', () => {

@@ -8,19 +8,9 @@ import type { ProblemShape } from './model.ts';
 import { describeFor, scheduleFor, simulateFor, smScheduleFor } from '../algorithms/schedule-registry.ts';
 import { DebuggerSession } from '../debugger/session.ts';
 import type { AttentionProblem } from '../core/problem.ts';
+import { smallShape } from './small-shape.ts';
 
-const shape = (o: Partial<ProblemShape> = {}): ProblemShape => ({
-  batch: 1,
-  hq: 1,
-  hk: 1,
-  nq: 512,
-  nk: 512,
-  d: 128,
-  dv: 128,
-  dtype: 'fp8e4m3',
-  causal: false,
-  ...o,
-});
+const shape = (o: Partial<ProblemShape> = {}): ProblemShape => smallShape({ dtype: 'fp8e4m3', ...o });
 
 describe('FA3 FP8 on the H100', () => {
   it('holds sQ, the K/V rings and the TMA landing ring sVt of 128×224 one-byte tiles (flash_fwd_launch_template.h: FP8_TransposeV)', () => {

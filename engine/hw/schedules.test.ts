@@ -2,23 +2,13 @@ import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { gpuById } from './gpus/index.ts';
 import { memoryViolations } from './memory-check.ts';
-import type { HwFeatures, ProblemShape } from './model.ts';
+import type { HwFeatures } from './model.ts';
 import { describeFor, scheduleFor, simulateFor } from '../algorithms/schedule-registry.ts';
 import { fa4LoadOrder } from '../algorithms/fa4/schedule.ts';
 import { DEFAULT_FEATURES, hbmOut, ioBytes } from './model.ts';
+import { smallShape } from './small-shape.ts';
 
-const shape = (o: Partial<ProblemShape> = {}): ProblemShape => ({
-  batch: 1,
-  hq: 1,
-  hk: 1,
-  nq: 512,
-  nk: 512,
-  d: 128,
-  dv: 128,
-  dtype: 'fp16',
-  causal: false,
-  ...o,
-});
+const shape = smallShape;
 
 const ALGO_GPU: [string, string][] = [
   ['fa3', 'h100'],

@@ -7,21 +7,10 @@ import { fa3Config } from './tiles.ts';
 import { fa3DefaultTile } from './forward.ts';
 import type { DType } from '../../core/problem.ts';
 import { memoryViolations } from '../../hw/memory-check.ts';
-import type { ProblemShape } from '../../hw/model.ts';
 import { describeFor, scheduleFor } from '../schedule-registry.ts';
+import { smallShape } from '../../hw/small-shape.ts';
 
-const shape = (o: Partial<ProblemShape> = {}): ProblemShape => ({
-  batch: 1,
-  hq: 1,
-  hk: 1,
-  nq: 512,
-  nk: 512,
-  d: 128,
-  dv: 128,
-  dtype: 'fp16',
-  causal: false,
-  ...o,
-});
+const shape = smallShape;
 
 // [d, dv, dtype, causal] → [block_m, block_n], read off tile_size_fwd_sm90.
 const TABLE: [number, number, DType, boolean, number, number][] = [

@@ -9,19 +9,9 @@ import { DEFAULT_FEATURES, type ProblemShape } from '../../hw/model.ts';
 import { describeFor, hwAlgorithmFor, scheduleFor, simulateFor } from '../schedule-registry.ts';
 import { fa4BwdDispatchOf } from './backward-layout.ts';
 import { FA4_DQ_SEMAPHORE_HANDOFF_US, fa4DkvSemaphoreUs } from './backward-schedule.ts';
+import { smallShape } from '../../hw/small-shape.ts';
 
-const shape = (o: Partial<ProblemShape> = {}): ProblemShape => ({
-  batch: 1,
-  hq: 1,
-  hk: 1,
-  nq: 512,
-  nk: 512,
-  d: 128,
-  dv: 128,
-  dtype: 'bf16',
-  causal: false,
-  ...o,
-});
+const shape = (o: Partial<ProblemShape> = {}): ProblemShape => smallShape({ dtype: 'bf16', ...o });
 
 /** Row blocks of 128 rows that see some key of [k0, k1), element by element (bottom-right aligned mask and window). */
 function visibleRowBlocks(s: ProblemShape, k0: number, k1: number): number[] {

@@ -11,19 +11,9 @@ import { gpuById } from '../../hw/gpus/index.ts';
 import { describeFor, resolveFeatures, scheduleFor, simulateFor, smScheduleFor } from '../schedule-registry.ts';
 import { simulateProblem } from '../../hw/simulate.ts';
 import { fa4Hw } from './schedule.ts';
+import { smallShape } from '../../hw/small-shape.ts';
 
-const shape = (o: Partial<ProblemShape> = {}): ProblemShape => ({
-  batch: 1,
-  hq: 1,
-  hk: 1,
-  nq: 512,
-  nk: 512,
-  d: 256,
-  dv: 256,
-  dtype: 'bf16',
-  causal: false,
-  ...o,
-});
+const shape = (o: Partial<ProblemShape> = {}): ProblemShape => smallShape({ d: 256, dv: 256, dtype: 'bf16', ...o });
 
 describe('FA4 d = dv = 256: the dedicated 2-CTA kernel', () => {
   it('takes the kernel’s tiles, stages, SMEM and TMEM layout and registers', () => {

@@ -10,6 +10,7 @@ import { blockListWgsl, groupBlockListWgsl } from './block-list.ts';
 import { chooseDecodeGroup, decodeGroupKernelWgsl, groupTileKeys } from './decode-group-kernel.ts';
 import { sparseDecodeKernelWgsl, SPARSE_DECODE_BN } from './decode-sparse-kernel.ts';
 import { flashKernelWgsl } from './flash-kernel.ts';
+import { H200_MATRIX_CONTEXT } from './h200-matrix-context.ts';
 import { chooseMatrixTile, matrixKernelWgsl } from './flash-matrix-kernel.ts';
 import { chooseRowConfig, rowKernelWgsl } from './flash-row-kernel.ts';
 import { scoreSpec } from './params.ts';
@@ -74,13 +75,7 @@ describe('block-sparse kernels on full tiles', () => {
     expectNoMaskOnFull(code, between(code, 'if (full) {', '} else {'), between(code, '} else {', '}\n'));
   });
 
-  const h200 = {
-    limits: { maxInvocations: 1024, maxWorkgroupStorage: 49152 },
-    matrixConfigs: [{ M: 16, N: 16, K: 16, componentType: 'f16', resultComponentType: 'f32' }],
-    subgroupMinSize: 32,
-    subgroupMaxSize: 32,
-    wgslFeatures: ['subgroup_id', 'subgroup_uniformity'],
-  } as unknown as Parameters<typeof chooseMatrixTile>[0];
+  const h200 = H200_MATRIX_CONTEXT;
   const loops = (code: string) => code.match(/for \(var bt = /g)?.length;
 
   it('the subgroup-matrix kernel sharing its SM (d 64): the full tiles run in a loop of their own without mask tests', () => {

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { nominalFlops, type AttentionProblem } from '../core/problem.ts';
 import type { Ceilings } from './ceilings.ts';
 import { bwdmMainWgsl, chooseMatrixBackward } from './backward-matrix-kernel.ts';
+import { H200_MATRIX_CONTEXT } from './h200-matrix-context.ts';
 import { chooseMatrixTile, matrixKernelWgsl, matrixLayout } from './flash-matrix-kernel.ts';
 import {
   backwardCounts,
@@ -26,13 +27,7 @@ const P = (n: number, d: number, causal: boolean): AttentionProblem => ({
   dtype: 'fp16',
 });
 
-const h200 = {
-  limits: { maxInvocations: 1024, maxWorkgroupStorage: 49152 },
-  matrixConfigs: [{ M: 16, N: 16, K: 16, componentType: 'f16', resultComponentType: 'f32' }],
-  subgroupMinSize: 32,
-  subgroupMaxSize: 32,
-  wgslFeatures: ['subgroup_id', 'subgroup_uniformity'],
-} as unknown as Parameters<typeof chooseMatrixTile>[0];
+const h200 = H200_MATRIX_CONTEXT;
 
 describe('roofline counts', () => {
   it('counts the (query block, key tile) pairs a causal mask leaves, as a brute force over tiles does', () => {

@@ -83,6 +83,20 @@ function varlenCase(causal: boolean, round16 = false, attentionChunk?: number) {
   return { q, k, v, o, lse };
 }
 
+/** The varlen CLI's tensor arguments over the files the varlen tests save; a test swaps in one bad file. */
+const varlenFiles = ({ k = path('k.npy'), cq = path('cq.npy'), ck = path('ck.npy') } = {}) => [
+  '--q',
+  path('q.npy'),
+  '--k',
+  k,
+  '--v',
+  path('v.npy'),
+  '--cu-seqlens-q',
+  cq,
+  '--cu-seqlens-k',
+  ck,
+];
+
 describe('run --cu-seqlens-q/--cu-seqlens-k (varlen)', () => {
   const VARLEN_ALGOS = ['standard', 'fa1', 'fa2', 'fa3', 'fa4', 'cute-fa2', 'fmha-v2', 'flash-decoding'];
   it('spawned through npm: int32 offsets in, o [total_q, Hq, dv] and lse [Hq, total_q] out, within 2e-5 of float64', async () => {
@@ -157,18 +171,7 @@ describe('run --cu-seqlens-q/--cu-seqlens-k (varlen)', () => {
     const c = varlenCase(false, false, 3);
     const plain = varlenCase(false);
     expect(maxErr(c.o, plain.o)).toBeGreaterThan(1e-3);
-    const files = [
-      '--q',
-      path('q.npy'),
-      '--k',
-      path('k.npy'),
-      '--v',
-      path('v.npy'),
-      '--cu-seqlens-q',
-      path('cq.npy'),
-      '--cu-seqlens-k',
-      path('ck.npy'),
-    ];
+    const files = varlenFiles();
     const out = path('varlen-chunk');
     await runCommand.run(['--algo', 'fa3,standard', ...files, '--attention-chunk', '3', '--out', out]);
     for (const algo of ['fa3', 'standard']) expect(maxErr((await load(join(out, algo, 'o.npy'))).data, c.o), algo).toBeLessThan(2e-5);
@@ -189,16 +192,7 @@ describe('run --cu-seqlens-q/--cu-seqlens-k (varlen)', () => {
       const argv = [
         '--algo',
         'fa2',
-        '--q',
-        path('q.npy'),
-        '--k',
-        path('k.npy'),
-        '--v',
-        path('v.npy'),
-        '--cu-seqlens-q',
-        save('bcq.npy', cq, [cq.length], 'int32'),
-        '--cu-seqlens-k',
-        save('bck.npy', ck, [ck.length], 'int32'),
+        ...varlenFiles({ cq: save('bcq.npy', cq, [cq.length], 'int32'), ck: save('bck.npy', ck, [ck.length], 'int32') }),
         '--out',
         out,
       ];
@@ -207,22 +201,7 @@ describe('run --cu-seqlens-q/--cu-seqlens-k (varlen)', () => {
     });
   }
   it('refuses mismatched heads and head dims, naming the tensor', async () => {
-    const argv = (k: string) => [
-      '--algo',
-      'fa2',
-      '--q',
-      path('q.npy'),
-      '--k',
-      k,
-      '--v',
-      path('v.npy'),
-      '--cu-seqlens-q',
-      path('cq.npy'),
-      '--cu-seqlens-k',
-      path('ck.npy'),
-      '--out',
-      path('never'),
-    ];
+    const argv = (k: string) => ['--algo', 'fa2', ...varlenFiles({ k }), '--out', path('never')];
     await expect(runCommand.run(argv(save('k3.npy', new Float32Array(15 * 3 * D), [15, 3, D])))).rejects.toThrow(
       /^k: q has 4 heads, k has 3/,
     );

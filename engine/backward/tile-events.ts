@@ -39,6 +39,14 @@ export interface Where {
   stage?: number;
 }
 
+/** Column block j of (b, h) in the K/V-outer loop: its keys [c0, c1) and where its K/V load happens. */
+export function columnBlock(p: AttentionProblem, b: number, h: number, j: number, blockN: number) {
+  const c0 = j * blockN;
+  const c1 = Math.min(p.nk, c0 + blockN);
+  const kv: Where = { b, h, outer: j, inner: -1, qBlock: -1, kvBlock: j, at: g.tilePos(p, b, h, 0, 0, c0, c1) };
+  return { c0, c1, cols: c1 - c0, kv };
+}
+
 /** The EmitBase of an event at `w`; `rowsOnly` for steps that concern no K/V block. */
 export function base(ctx: BwdContext, w: Where, line: string, delta: CounterDelta, rowsOnly = false) {
   const { r0, rows, c0, cols } = w.at;

@@ -113,12 +113,9 @@ function* run(k: WsBackwardKernel, p: AttentionProblem, xIn: AttentionInputs, op
 
       // 2. Main kernel, one CTA per column block.
       for (const j of ctaOrder) {
-        const c0 = j * blockN;
-        const c1 = Math.min(nk, c0 + blockN);
-        const cols = c1 - c0;
+        const { c0, c1, cols, kv } = step.columnBlock(p, b, h, j, blockN);
         const visits = acc.visits[j];
         if (visits.length === 0) continue;
-        const kv: step.Where = { b, h, outer: j, inner: -1, qBlock: -1, kvBlock: j, at: tilePos(p, b, h, 0, 0, c0, c1) };
         const where = (i: number, role: step.Where['role'], stage?: number): step.Where => {
           const [r0, r1] = rowsOf(i);
           return { b, h, outer: j, inner: i, qBlock: i, kvBlock: j, at: tilePos(p, b, h, r0, r1, c0, c1), role, stage };

@@ -49,12 +49,9 @@ function* runFa1Backward(p: AttentionProblem, xIn: AttentionInputs, opts: RunOpt
       if (ev) yield ev;
 
       for (let j = 0; j < tc; j++) {
-        const c0 = j * blockN;
-        const c1 = Math.min(nk, c0 + blockN);
-        const cols = c1 - c0;
+        const { c0, c1, cols, kv } = step.columnBlock(p, b, h, j, blockN);
         const visits = acc.visits[j];
         if (visits.length === 0) continue;
-        const kv: step.Where = { b, h, outer: j, inner: -1, qBlock: -1, kvBlock: j, at: tilePos(p, b, h, 0, 0, c0, c1) };
         ev = tr.emit('load', step.base(ctx, kv, 'loadKV', { hbmRead: { K: cols * d * eb, V: cols * dv * eb } }), () => ({
           tensors: ['K' as const, 'V' as const],
           ...step.tag(kv),

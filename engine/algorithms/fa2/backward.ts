@@ -65,12 +65,9 @@ function* runFa2Backward(p: AttentionProblem, xIn: AttentionInputs, opts: RunOpt
 
       // 2. K/V-outer main loop.
       for (let j = 0; j < tc; j++) {
-        const c0 = j * blockN;
-        const c1 = Math.min(nk, c0 + blockN);
-        const cols = c1 - c0;
+        const { c0, c1, cols, kv } = step.columnBlock(p, b, h, j, blockN);
         const visits = acc.visits[j];
         if (visits.length === 0) continue;
-        const kv: step.Where = { b, h, outer: j, inner: -1, qBlock: -1, kvBlock: j, at: tilePos(p, b, h, 0, 0, c0, c1) };
         let ev = tr.emit('load', step.base(ctx, kv, 'loadKV', { hbmRead: { K: cols * d * eb, V: cols * dv * eb } }), () => ({
           tensors: ['K' as const, 'V' as const],
           ...step.tag(kv),
@@ -106,7 +103,7 @@ function* runFa2Backward(p: AttentionProblem, xIn: AttentionInputs, opts: RunOpt
           }));
           yield* step.dk(ctx, w, kAcc, scale);
         }
-        const hs = tilePos(p, b, h, 0, 0, c0, c1).hs;
+        const hs = kv.at.hs;
         const delta = step.storeKV(p, hs, c0, cols, kAcc, vAcc, S.dk, S.dv, 1, eb, true);
         ev = tr.emit('write', step.base(ctx, kv, 'writeKV', delta), () => ({ tensors: ['dK' as const, 'dV' as const], ...step.tag(kv) }));
         if (ev) yield ev;

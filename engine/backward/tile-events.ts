@@ -47,6 +47,14 @@ export function columnBlock(p: AttentionProblem, b: number, h: number, j: number
   return { c0, c1, cols: c1 - c0, kv };
 }
 
+/** Row block i of (b, h) in the preprocess or postprocess kernel, which touch no K/V block; `at` holds its rows. */
+export function rowBlock(p: AttentionProblem, b: number, h: number, i: number, blockM: number, role?: BackwardRole): Where {
+  const r0 = i * blockM;
+  const w: Where = { b, h, outer: -1, inner: i, qBlock: i, kvBlock: -1, at: g.tilePos(p, b, h, r0, Math.min(p.nq, r0 + blockM), 0, 0) };
+  if (role !== undefined) w.role = role;
+  return w;
+}
+
 /** The EmitBase of an event at `w`; `rowsOnly` for steps that concern no K/V block. */
 export function base(ctx: BwdContext, w: Where, line: string, delta: CounterDelta, rowsOnly = false) {
   const { r0, rows, c0, cols } = w.at;

@@ -89,9 +89,8 @@ function* run(k: WsBackwardKernel, p: AttentionProblem, xIn: AttentionInputs, op
 
       // 1. Preprocess kernel.
       for (let i = 0; i < tRows; i++) {
-        const [r0, r1] = rowsOf(i);
-        const rows = r1 - r0;
-        const w: step.Where = { b, h, outer: -1, inner: i, qBlock: i, kvBlock: -1, at: tilePos(p, b, h, r0, r1, 0, 0), role: 'preprocess' };
+        const w = step.rowBlock(p, b, h, i, blockM, 'preprocess');
+        const { r0, rows } = w.at;
         let ev = tr.emit(
           'load',
           step.base(ctx, w, 'preLoad', { hbmRead: { O: rows * dv * eb, dO: rows * dv * eb, LSE: rows * 4 } }, true),
@@ -203,18 +202,8 @@ function* run(k: WsBackwardKernel, p: AttentionProblem, xIn: AttentionInputs, op
 
       // 3. Postprocess kernel: dQ = dQaccum × scale, in the input dtype.
       for (let i = 0; i < tRows; i++) {
-        const [r0, r1] = rowsOf(i);
-        const rows = r1 - r0;
-        const w: step.Where = {
-          b,
-          h,
-          outer: -1,
-          inner: i,
-          qBlock: i,
-          kvBlock: -1,
-          at: tilePos(p, b, h, r0, r1, 0, 0),
-          role: 'postprocess',
-        };
+        const w = step.rowBlock(p, b, h, i, blockM, 'postprocess');
+        const { r0, rows } = w.at;
         const qb = w.at.hs.qBase + r0 * d;
         for (let e = 0; e < rows * d; e++) S.dq[qb + e] *= scale;
         yield* step.dqConvert(ctx, w, S.dq, eb);

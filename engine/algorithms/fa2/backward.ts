@@ -46,9 +46,8 @@ function* runFa2Backward(p: AttentionProblem, xIn: AttentionInputs, opts: RunOpt
 
       // 1. Preprocessing: D and the zeroed dQ accumulator.
       for (let i = 0; i < tr_; i++) {
-        const [r0, r1] = rowsOf(i);
-        const rows = r1 - r0;
-        const w: step.Where = { b, h, outer: -1, inner: i, qBlock: i, kvBlock: -1, at: tilePos(p, b, h, r0, r1, 0, 0) };
+        const w = step.rowBlock(p, b, h, i, blockM);
+        const { r0, rows } = w.at;
         let ev = tr.emit('load', step.base(ctx, w, 'loadOdO', { hbmRead: { O: rows * dv * eb, dO: rows * dv * eb } }, true), () => ({
           tensors: ['O' as const, 'dO' as const],
           ...step.tag(w),
@@ -111,9 +110,7 @@ function* runFa2Backward(p: AttentionProblem, xIn: AttentionInputs, opts: RunOpt
 
       // 3. Postprocessing: dQ from the fp32 accumulator.
       for (let i = 0; i < tr_; i++) {
-        const [r0, r1] = rowsOf(i);
-        const w: step.Where = { b, h, outer: -1, inner: i, qBlock: i, kvBlock: -1, at: tilePos(p, b, h, r0, r1, 0, 0) };
-        yield* step.dqConvert(ctx, w, S.dq, eb);
+        yield* step.dqConvert(ctx, step.rowBlock(p, b, h, i, blockM), S.dq, eb);
       }
     }
   }

@@ -5,22 +5,12 @@ import { describe, expect, it } from 'vitest';
 import { backwardFlops, backwardGrid, tileCrossesDiagonal, visibleRowRange } from './backward.ts';
 import { memoryViolations } from './memory-check.ts';
 import type { ProblemShape } from './model.ts';
+import { smallShape } from './small-shape.ts';
 import { describeFor, scheduleFor, simulateFor } from '../algorithms/schedule-registry.ts';
 import { predictionFor } from '../compare/session-compare.ts';
 import type { LoadRequest } from '../request.ts';
 
-const shape = (p: Partial<ProblemShape> = {}): ProblemShape => ({
-  batch: 1,
-  hq: 2,
-  hk: 2,
-  nq: 512,
-  nk: 512,
-  d: 128,
-  dv: 128,
-  dtype: 'fp16',
-  causal: false,
-  ...p,
-});
+const shape = (p: Partial<ProblemShape> = {}): ProblemShape => smallShape({ hq: 2, hk: 2, ...p });
 
 /** Tiles (m, n) with at least one visible element, counted element by element. */
 function visibleTiles(s: ProblemShape, M: number, N: number): Set<string> {

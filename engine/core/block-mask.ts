@@ -5,7 +5,7 @@
 
 import { checkMaskSpec } from './mask-spec.ts';
 import { dtypeBytes, type AttentionProblem } from './problem.ts';
-import { blockFullyVisible, blockHasVisible, scoreModel, visibleRange } from './scores.ts';
+import { blockFullyVisible, blockHasVisible, blockVisibleCount, scoreModel } from './scores.ts';
 
 export const BLOCK_EMPTY = 0;
 export const BLOCK_PARTIAL = 1;
@@ -125,13 +125,7 @@ export function elementDensity(p: AttentionProblem): ElementDensity {
     );
   }
   let seen = 0;
-  for (let b = 0; b < batch; b++)
-    for (let h = 0; h < heads; h++)
-      for (let i = 0; i < p.nq; i++) {
-        const [lo, hi] = visibleRange(sm, i, p.nk);
-        if (sm.maskMod === undefined) seen += hi - lo;
-        else for (let j = lo; j < hi; j++) if (sm.maskMod(b, h, i, j)) seen++;
-      }
+  for (let b = 0; b < batch; b++) for (let h = 0; h < heads; h++) seen += blockVisibleCount(sm, 0, p.nq, 0, p.nk, p.nk, b, h);
   const visible = seen * ((p.batch * p.hq) / (batch * heads));
   const total = p.batch * p.hq * p.nq * p.nk;
   return { visible, total, density: total === 0 ? 0 : visible / total };
@@ -149,10 +143,5 @@ export function tileVisibleCount(
   const r1 = Math.min(p.nq, r0 + blockM);
   const c0 = tile.kv * blockN;
   const c1 = Math.min(p.nk, c0 + blockN);
-  let visible = 0;
-  for (let i = r0; i < r1; i++) {
-    const [lo, hi] = visibleRange(sm, i, p.nk);
-    for (let j = Math.max(lo, c0); j < Math.min(hi, c1); j++) if (sm.maskMod === undefined || sm.maskMod(tile.b, tile.h, i, j)) visible++;
-  }
-  return { visible, total: Math.max(0, r1 - r0) * Math.max(0, c1 - c0) };
+  return { visible: blockVisibleCount(sm, r0, r1, c0, c1, p.nk, tile.b, tile.h), total: Math.max(0, r1 - r0) * Math.max(0, c1 - c0) };
 }

@@ -97,6 +97,19 @@ export function blockHasVisible(m: ScoreModel, r0: number, r1: number, c0: numbe
   return false;
 }
 
+/** How many (query, key) pairs of the block [r0, r1) × [c0, c1) are visible. */
+export function blockVisibleCount(m: ScoreModel, r0: number, r1: number, c0: number, c1: number, nk: number, b: number, h: number): number {
+  let n = 0;
+  for (let i = r0; i < r1; i++) {
+    const [lo, hi] = visibleRange(m, i, nk);
+    const a = Math.max(lo, c0);
+    const e = Math.min(hi, c1);
+    if (m.maskMod === undefined) n += Math.max(0, e - a);
+    else for (let j = a; j < e; j++) if (m.maskMod(b, h, i, j)) n++;
+  }
+  return n;
+}
+
 /** Is every key of the block [c0, c1) visible to every query of [r0, r1)? (A full block needs no mask.) */
 export function blockFullyVisible(
   m: ScoreModel,

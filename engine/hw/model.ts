@@ -247,6 +247,10 @@ export function ceilDiv(a: number, b: number): number {
   return Math.ceil(a / b);
 }
 
+export function gcd(a: number, b: number): number {
+  return b === 0 ? a : gcd(b, a % b);
+}
+
 /** Cycles of one MMA of M×N×K on a unit delivering `flopsPerClk`. */
 export function mmaCycles(m: number, n: number, k: number, flopsPerClk: number): number {
   return (2 * m * n * k) / flopsPerClk;

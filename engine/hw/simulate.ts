@@ -29,7 +29,17 @@
 
 import { nominalFlops } from '../core/problem.ts';
 import type { GpuSpec } from './gpus/index.ts';
-import { ceilDiv, kvCount, sequencesOf, tensorRate, type CtaWork, type HwAlgorithm, type HwFeatures, type ProblemShape } from './model.ts';
+import {
+  ceilDiv,
+  gcd,
+  kvCount,
+  sequencesOf,
+  tensorRate,
+  type CtaWork,
+  type HwAlgorithm,
+  type HwFeatures,
+  type ProblemShape,
+} from './model.ts';
 import { Kernel, simulateKernel, type KernelRun } from './scheduler.ts';
 
 export const EXACT_BLOCKS = 24;
@@ -298,10 +308,6 @@ export function dealBatchesRoundRobin(perBatch: number[], batches: number, ctas:
     }
     return laps * lap + tail;
   });
-}
-
-function gcd(a: number, b: number): number {
-  return b === 0 ? a : gcd(b, a % b);
 }
 
 /**

@@ -8,6 +8,7 @@
 
 import { dtypeBytes } from '../../core/problem.ts';
 import type { DispatchInput } from '../../hw/dispatch-input.ts';
+import { gcd } from '../../hw/model.ts';
 import { resolveCausalWindow } from './causal-window.ts';
 import { hd256BwdKernels, hd256BwdRefusals, type Hd256BwdKernel } from './backward-hd256.ts';
 
@@ -239,7 +240,6 @@ export function fa4BwdDispatch(p: DispatchInput, deterministic: boolean): Fa4Bwd
     why.push(`${BWD} l. 257`);
   }
   // A pair stages dV over sV: with GQA the fp32 epilogue tile is tile_n × 2·gcd(32, tile_hdim/2) (l. 262, 436-440), too wide for a narrow V (l. 764).
-  const gcd = (a: number, b: number): number => (b === 0 ? a : gcd(b, a % b));
   if (!dedicatedHd256 && !refusals.length && ctaGroup === 2 && dkvPostprocess && 2 * gcd(32, dPad / 2) * 4 > dvPad * dtypeBytes(p.dtype)) {
     refusals.push("sdV doesn't fit in sV storage allocation (2-CTA)");
     why.push(`${BWD} l. 262, 436-440, 764: GQA's fp32 sdV tile of ${2 * gcd(32, dPad / 2)} columns over an sV of ${dvPad}`);

@@ -6,7 +6,7 @@
 import type { ResourceSheet } from '../../hw/events.ts';
 import type { GpuSpec } from '../../hw/gpus/index.ts';
 import { dispatchInputOf } from '../../hw/dispatch-input.ts';
-import { elemBytes, emptySheet, finishSheet, type HwFeatures, type ProblemShape } from '../../hw/model.ts';
+import { elemBytes, emptySheet, finishSheet, gcd, type HwFeatures, type ProblemShape } from '../../hw/model.ts';
 import { fa4BwdDispatch, type Fa4BwdDispatch } from './backward-dispatch.ts';
 import type { Hd256BwdKernel } from './backward-hd256.ts';
 import { SmemPacker } from './smem-packer.ts';
@@ -46,7 +46,6 @@ export function fa4BwdLayout(gpu: GpuSpec, shape: ProblemShape, f: HwFeatures): 
   const qTile = (dp.qStage * M * D * e) / G;
   const dOTile = (dp.dOStage * M * DV * e) / G;
   // sdK/sdV epilogue tiles: tile_n × gcd(64, hdim/2) per compute warpgroup, or fp32 chunks of gcd(32, d/2) with GQA (l. 411-440).
-  const gcd = (a: number, b: number): number => (b === 0 ? a : gcd(b, a % b));
   const sdK = dp.dkvPostprocess ? N * gcd(32, D / 2) * 2 * 4 : N * gcd(128 / e, D / 2) * 2 * e;
   const sdV = dp.dkvPostprocess ? N * gcd(32, D / 2) * 2 * 4 : N * gcd(128 / e, DV / 2) * 2 * e;
   if (G === 1) {
